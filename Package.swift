@@ -1,0 +1,105 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "storekeeper",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "storekeeper", targets: ["storekeeper"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // Codable models of Apple's payloads (notification, transaction, renewal info). No dependencies.
+        .target(name: "AppStoreModels"),
+        // Signed-data verification: JWS + x5c chain to a configured root, Apple payload models. No I/O.
+        .target(
+            name: "SignedData",
+            dependencies: [
+                "AppStoreModels",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]
+        ),
+        // Lifecycle (and later credit) rules: pure functions of (state, event, now).
+        .target(name: "Subscriptions", dependencies: ["AppStoreModels"]),
+        // The PostgreSQL job queue: enqueue, claim, complete, worker service.
+        .target(
+            name: "Jobs",
+            dependencies: [
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // Schema migrations and the stores of notifications and subscriptions.
+        .target(
+            name: "Persistence",
+            dependencies: [
+                "AppStoreModels", "Subscriptions", "Jobs",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Local Apple-shaped signing chain: `dev`, `simulate`, tests and benchmarks.
+        .target(
+            name: "LocalSigning",
+            dependencies: [
+                "AppStoreModels",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]
+        ),
+        // HTTP: Apple intake, service API, health.
+        .target(
+            name: "HTTPAPI",
+            dependencies: [
+                "AppStoreModels", "SignedData", "Subscriptions", "Persistence", "Jobs",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // Configuration, the apply-notification job, process assembly (serve / work / dev).
+        .target(
+            name: "StorekeeperRuntime",
+            dependencies: [
+                "SignedData", "Subscriptions", "Persistence", "Jobs", "HTTPAPI", "LocalSigning",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
+        .executableTarget(
+            name: "storekeeper",
+            dependencies: [
+                "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Jobs",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "LocalSigning", "AppStoreModels"]),
+        .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels"]),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "StorekeeperRuntime", "HTTPAPI", "Persistence", "Jobs", "LocalSigning", "SignedData", "AppStoreModels",
+                "Subscriptions",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
+    ]
+)

@@ -1,0 +1,103 @@
+import AppStoreModels
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import Persistence
+import SignedData
+
+/// Something that durably stores a verified notification and enqueues its processing (the seam tests can replace).
+public protocol NotificationAccepting: Sendable {
+    func accept(_ notification: VerifiedNotification, uuid: UUID, signedPayload: String) async throws
+        -> NotificationInbox.Outcome
+}
+
+extension NotificationInbox: NotificationAccepting {}
+
+/// `POST /notifications/apple`: verify the envelope and every nested JWS, then store and enqueue in one committed
+/// transaction before answering 200. Apple retries on anything but 2xx, so only failures worth a retry (database
+/// down, OCSP unreachable) answer 503.
+public struct NotificationIntakeController: Sendable {
+    let verifier: SignedDataVerifier
+    let inbox: any NotificationAccepting
+    let databaseTimeout: Duration
+
+    public init(verifier: SignedDataVerifier, inbox: any NotificationAccepting, databaseTimeout: Duration = .seconds(5)) {
+        self.verifier = verifier
+        self.inbox = inbox
+        self.databaseTimeout = databaseTimeout
+    }
+
+    public func addRoutes(to router: Router<StorekeeperRequestContext>) {
+        router.post("/notifications/apple") { request, context in
+            try await self.receive(request, context: context)
+        }
+    }
+
+    struct RequestBody: Decodable {
+        var signedPayload: String
+    }
+
+    struct Answer: ResponseEncodable {
+        var status: String
+        var notificationUUID: String?
+        var reason: String?
+    }
+
+    func receive(_ request: Request, context: StorekeeperRequestContext) async throws -> Answer {
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: context.maxUploadSize)
+        } catch is NIOTooManyBytesError {
+            throw APIError.tooLarge
+        }
+        guard let decoded = try? JSONDecoder().decode(RequestBody.self, from: Data(buffer: body)) else {
+            throw APIError.badRequest("body must be a JSON object with a signedPayload string")
+        }
+        var logger = context.logger
+        let notification: VerifiedNotification
+        do {
+            notification = try await verifier.verifyNotification(decoded.signedPayload)
+        } catch {
+            logger.notice("notification rejected", metadata: ["verification.category": "\(error.category.rawValue)"])
+            throw Self.apiError(for: error)
+        }
+        let uuidText = notification.payload.notificationUUID
+        logger[metadataKey: "notification.uuid"] = "\(uuidText)"
+        if case .ignored(let reason) = verifier.identityVerdict(for: notification) {
+            logger.notice("notification ignored", metadata: ["reason": "\(reason)"])
+            return Answer(status: "ignored", notificationUUID: uuidText, reason: reason)
+        }
+        guard let uuid = UUID(uuidString: uuidText) else {
+            throw APIError.badRequest("notificationUUID is not a UUID")
+        }
+        let outcome: NotificationInbox.Outcome
+        do {
+            outcome = try await withDeadline(databaseTimeout) {
+                try await inbox.accept(notification, uuid: uuid, signedPayload: decoded.signedPayload)
+            }
+        } catch {
+            logger.error("notification could not be stored", metadata: ["error": "\(String(reflecting: error))"])
+            throw APIError.unavailable("the notification could not be stored; retry later")
+        }
+        switch outcome {
+        case .accepted:
+            logger.info("notification accepted", metadata: ["notification.type": "\(notification.payload.notificationType)"])
+            return Answer(status: "accepted", notificationUUID: uuidText)
+        case .duplicate:
+            logger.info("notification duplicate")
+            return Answer(status: "duplicate", notificationUUID: uuidText)
+        }
+    }
+
+    static func apiError(for error: VerificationError) -> APIError {
+        switch error.category {
+        case .malformed:
+            return APIError(.badRequest, code: "malformed_signed_payload", message: error.reason)
+        case .certificate, .untrusted, .identity:
+            return APIError(.unauthorized, code: "verification_failed", message: error.reason)
+        case .retryable:
+            return APIError(.serviceUnavailable, code: "verification_unavailable", message: error.reason)
+        }
+    }
+}

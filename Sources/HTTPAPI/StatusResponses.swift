@@ -1,0 +1,70 @@
+import Foundation
+import Hummingbird
+import Subscriptions
+
+/// The body of `GET /v1/accounts/{id}/status` (SPEC §5.2). Absent values are explicit `null`s.
+struct AccountStatusResponse: ResponseEncodable {
+    var accountId: UUID
+    var status: AccountStatus
+    var now: Date
+
+    enum CodingKeys: String, CodingKey {
+        case accountId, state, entitled, tier, hadSubscription, subscription, credits, nextChangeAt
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(accountId.uuidString.lowercased(), forKey: .accountId)
+        try container.encode(status.state.rawValue, forKey: .state)
+        try container.encode(status.entitled, forKey: .entitled)
+        try container.encodeNil(forKey: .tier)
+        try container.encode(status.hadSubscription, forKey: .hadSubscription)
+        try container.encode(status.subscription.map { SubscriptionResponse(state: $0, now: now) }, forKey: .subscription)
+        try container.encode([String: Int](), forKey: .credits)
+        try container.encode(status.nextChangeAt, forKey: .nextChangeAt)
+    }
+}
+
+/// The `subscription` object of the status answer.
+struct SubscriptionResponse: Encodable {
+    var state: SubscriptionState
+    var now: Date
+
+    enum CodingKeys: String, CodingKey {
+        case originalTransactionId, productId, environment, status, willRenew, autoRenewProductId, pendingProductId
+        case expiresAt, gracePeriodExpiresAt, isTrial, ownership
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(state.originalTransactionId, forKey: .originalTransactionId)
+        try container.encode(state.productId, forKey: .productId)
+        try container.encode(state.environment, forKey: .environment)
+        try container.encode(state.effectiveStatus(at: now).rawValue, forKey: .status)
+        try container.encode(state.willRenew, forKey: .willRenew)
+        try container.encode(state.autoRenewProductId, forKey: .autoRenewProductId)
+        try container.encode(state.pendingProductId, forKey: .pendingProductId)
+        try container.encode(state.expiresAt, forKey: .expiresAt)
+        try container.encode(state.gracePeriodExpiresAt, forKey: .gracePeriodExpiresAt)
+        try container.encode(state.isTrial, forKey: .isTrial)
+        try container.encode(state.ownership, forKey: .ownership)
+    }
+}
+
+/// The body of `GET /v1/subscriptions/{originalTransactionId}`: the subscription object plus its account and the
+/// type of the last notification applied.
+struct SubscriptionDetailResponse: ResponseEncodable {
+    var state: SubscriptionState
+    var now: Date
+
+    enum CodingKeys: String, CodingKey {
+        case accountId, lastEventType
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        try SubscriptionResponse(state: state, now: now).encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(state.accountId?.uuidString.lowercased(), forKey: .accountId)
+        try container.encode(state.lastEventType, forKey: .lastEventType)
+    }
+}

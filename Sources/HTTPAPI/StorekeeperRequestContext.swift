@@ -1,0 +1,21 @@
+import Foundation
+import Hummingbird
+
+/// The request context of every Storekeeper route: a 512 KiB body limit and RFC 3339 dates in JSON.
+public struct StorekeeperRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+    }
+
+    /// Apple's notifications are a few KiB; anything above 512 KiB is refused with 413.
+    public var maxUploadSize: Int { 512 * 1024 }
+
+    public var responseEncoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }
+}

@@ -1,0 +1,40 @@
+import Hummingbird
+import SignedData
+
+/// Everything the HTTP routes need.
+public struct HTTPDependencies: Sendable {
+    public var verifier: SignedDataVerifier
+    public var inbox: any NotificationAccepting
+    public var subscriptions: any SubscriptionReading
+    public var readiness: any ReadinessChecking
+    /// Bearer keys of the service API; empty disables it.
+    public var apiKeys: [String]
+    public var clock: @Sendable () -> Date
+
+    public init(
+        verifier: SignedDataVerifier, inbox: any NotificationAccepting, subscriptions: any SubscriptionReading,
+        readiness: any ReadinessChecking, apiKeys: [String], clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.verifier = verifier
+        self.inbox = inbox
+        self.subscriptions = subscriptions
+        self.readiness = readiness
+        self.apiKeys = apiKeys
+        self.clock = clock
+    }
+}
+
+import Foundation
+
+/// Builds the router of `storekeeper serve`.
+public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperRequestContext> {
+    let router = Router(context: StorekeeperRequestContext.self)
+    router.add(middleware: LogRequestsMiddleware(.debug))
+    HealthController(readiness: dependencies.readiness).addRoutes(to: router)
+    NotificationIntakeController(verifier: dependencies.verifier, inbox: dependencies.inbox).addRoutes(to: router)
+    if !dependencies.apiKeys.isEmpty {
+        let serviceAPI = router.group("v1").add(middleware: BearerKeyMiddleware(keys: dependencies.apiKeys))
+        AccountsController(subscriptions: dependencies.subscriptions, clock: dependencies.clock).addRoutes(to: serviceAPI)
+    }
+    return router
+}

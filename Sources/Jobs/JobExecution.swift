@@ -1,0 +1,23 @@
+import PostgresNIO
+import Synchronization
+
+/// One attempt at running a claimed job, handed to its ``JobHandler``.
+public final class JobExecution: Sendable {
+    public let job: ClaimedJob
+    public let queue: PostgresJobQueue
+    private let completedInTransaction = Mutex(false)
+
+    init(job: ClaimedJob, queue: PostgresJobQueue) {
+        self.job = job
+        self.queue = queue
+    }
+
+    /// Completes the job inside the caller's transaction. Throws ``JobQueueError/Code/lostClaim`` if the job was
+    /// rescued meanwhile, which must roll the transaction back.
+    public func complete(on connection: PostgresConnection) async throws {
+        try await queue.complete(job, on: connection)
+        completedInTransaction.withLock { $0 = true }
+    }
+
+    var isCompleted: Bool { completedInTransaction.withLock { $0 } }
+}

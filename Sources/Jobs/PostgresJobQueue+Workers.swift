@@ -1,0 +1,50 @@
+import Foundation
+import PostgresNIO
+
+extension PostgresJobQueue {
+    /// Registers (or re-registers) a worker process and refreshes its heartbeat.
+    public func heartbeat(workerID: UUID, host: String) async throws {
+        try await client.query(
+            """
+            INSERT INTO job_workers (id, host) VALUES (\(workerID), \(host))
+            ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()
+            """,
+            logger: logger
+        )
+    }
+
+    /// Removes a worker that is shutting down after its jobs finished.
+    public func deregister(workerID: UUID) async throws {
+        try await client.query("DELETE FROM job_workers WHERE id = \(workerID)", logger: logger)
+    }
+
+    /// Makes the running jobs of workers whose heartbeat is older than `staleAfter` (or that are gone) runnable
+    /// again, recording the lost attempt; jobs out of attempts become `failed`. Forgets stale workers. Returns how
+    /// many jobs were rescued.
+    @discardableResult
+    public func rescueAbandonedJobs(staleAfter: Duration) async throws -> Int {
+        let seconds = Double(staleAfter.components.seconds)
+        let rows = try await client.query(
+            """
+            WITH live AS (
+                SELECT id FROM job_workers WHERE heartbeat_at > now() - make_interval(secs => \(seconds))
+            ), rescued AS (
+                UPDATE jobs SET
+                    state = CASE WHEN attempt >= max_attempts THEN 'failed' ELSE 'available' END,
+                    run_at = now(),
+                    locked_by = NULL,
+                    errors = errors || jsonb_build_array(jsonb_build_object(
+                        'attempt', attempt, 'at', now(), 'error', 'worker stopped heartbeating; job rescued'))
+                WHERE state = 'running' AND (locked_by IS NULL OR locked_by NOT IN (SELECT id FROM live))
+                RETURNING id
+            ), forgotten AS (
+                DELETE FROM job_workers WHERE id NOT IN (SELECT id FROM live)
+            )
+            SELECT count(*) FROM rescued
+            """,
+            logger: logger
+        )
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The job queue on PostgreSQL: one SQL statement per intent. Enqueue and completion take the caller's connection so
+/// they can join the caller's transaction (the intake enqueues with the notification it stores; a job completes in
+/// the transaction that applies its effects).
+///
+/// ```swift
+/// let queue = PostgresJobQueue(client: client, logger: logger)
+/// try await client.withTransaction(logger: logger) { connection in
+///     try await store.insert(notification, on: connection)
+///     try await queue.enqueue(NewJob(kind: "apply-notification", arguments: arguments), on: connection)
+/// }
+/// ```
+public struct PostgresJobQueue: Sendable {
+    /// The LISTEN/NOTIFY channel that hints workers at new runnable jobs.
+    public static let wakeUpChannel = "storekeeper_jobs"
+
+    public let client: PostgresClient
+    public let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Inserts a job; a job whose unique key is taken is not inserted. Notifies listening workers on commit.
+    @discardableResult
+    public func enqueue(_ job: NewJob, on connection: PostgresConnection) async throws -> EnqueueResult {
+        let rows = try await connection.query(
+            """
+            WITH inserted AS (
+                INSERT INTO jobs (kind, args, priority, run_at, max_attempts, unique_key, concurrency_key)
+                VALUES (\(job.kind), \(job.arguments)::jsonb, \(job.priority), COALESCE(\(job.runAt), now()),
+                        \(job.maxAttempts), \(job.uniqueKey), \(job.concurrencyKey))
+                ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING
+                RETURNING id
+            )
+            SELECT inserted.id FROM inserted CROSS JOIN (SELECT pg_notify(\(Self.wakeUpChannel), '')) AS wake
+            """,
+            logger: logger
+        )
+        for try await id in rows.decode(Int64.self) { return .enqueued(id: id) }
+        return .duplicate
+    }
+
+    /// Claims up to `limit` runnable jobs for `workerID` in one round trip. A job whose concurrency key has a
+    /// running job, or an earlier runnable one, is skipped, so jobs of one key run one at a time in order.
+    public func claim(limit: Int, workerID: UUID) async throws -> [ClaimedJob] {
+        let rows = try await client.query(
+            """
+            WITH picked AS MATERIALIZED (
+                SELECT id FROM jobs AS candidate
+                WHERE state = 'available' AND run_at <= now()
+                  AND (concurrency_key IS NULL OR NOT EXISTS (
+                      SELECT 1 FROM jobs AS blocker
+                      WHERE blocker.concurrency_key = candidate.concurrency_key
+                        AND blocker.state IN ('available', 'running')
+                        AND (blocker.state = 'running' OR (blocker.id < candidate.id AND blocker.run_at <= now()))))
+                ORDER BY priority, run_at, id
+                LIMIT \(limit)
+                FOR UPDATE SKIP LOCKED
+            )
+            UPDATE jobs SET state = 'running', attempt = jobs.attempt + 1, attempted_at = now(), locked_by = \(workerID)
+            FROM picked WHERE jobs.id = picked.id
+            RETURNING jobs.id, jobs.kind, jobs.attempt, jobs.max_attempts, jobs.args::text
+            """,
+            logger: logger
+        )
+        var jobs: [ClaimedJob] = []
+        for try await (id, kind, attempt, maxAttempts, arguments) in rows.decode((Int64, String, Int, Int, String).self) {
+            jobs.append(ClaimedJob(id: id, kind: kind, attempt: attempt, maxAttempts: maxAttempts, arguments: arguments))
+        }
+        return jobs
+    }
+
+    /// Completes a job — moves it to `job_history` — if it is still running under the claimed attempt. Called
+    /// inside the transaction that applied the job's effects, the two commit together.
+    /// - Throws: ``JobQueueError/Code/lostClaim`` when the claim is no longer valid.
+    public func complete(_ job: ClaimedJob, on connection: PostgresConnection) async throws {
+        let rows = try await connection.query(
+            """
+            WITH finished AS (
+                DELETE FROM jobs WHERE id = \(job.id) AND attempt = \(job.attempt) AND state = 'running'
+                RETURNING id, kind, attempt, args, errors, unique_key, created_at
+            )
+            INSERT INTO job_history (id, kind, state, attempt, args, errors, unique_key, created_at)
+            SELECT id, kind, 'completed', attempt, args, errors, unique_key, created_at FROM finished
+            RETURNING id
+            """,
+            logger: logger
+        )
+        for try await _ in rows.decode(Int64.self) { return }
+        throw JobQueueError(.lostClaim, "job \(job.id) attempt \(job.attempt) is no longer running")
+    }
+
+    /// Records a failed attempt: the job runs again at `retryAt`, or becomes `failed` when its attempts are used up
+    /// (or `retryAt` is nil: a permanent error). Fenced like ``complete(_:on:)``; returns the new state, or nil when
+    /// the claim was lost.
+    @discardableResult
+    public func fail(_ job: ClaimedJob, error: String, retryAt: Date?) async throws -> String? {
+        let message = String(error.prefix(2000))
+        let rows = try await client.query(
+            """
+            UPDATE jobs SET
+                state = CASE WHEN attempt >= max_attempts OR \(retryAt)::timestamptz IS NULL
+                             THEN 'failed' ELSE 'available' END,
+                run_at = COALESCE(\(retryAt), run_at),
+                locked_by = NULL,
+                errors = errors || jsonb_build_array(jsonb_build_object(
+                    'attempt', attempt, 'at', now(), 'error', \(message)::text))
+            WHERE id = \(job.id) AND attempt = \(job.attempt) AND state = 'running'
+            RETURNING state
+            """,
+            logger: logger
+        )
+        for try await state in rows.decode(String.self) { return state }
+        return nil
+    }
+}

@@ -1,0 +1,126 @@
+import AppStoreModels
+import Foundation
+
+/// One App Store event as Apple would describe it: type, subtype, `data.status` and the transaction / renewal-info
+/// snapshot. ``SimulatedEvent/scenario(_:subscription:at:)`` builds the common ones for `storekeeper simulate`,
+/// tests and benchmarks.
+public struct SimulatedEvent: Sendable {
+    public var notificationType: String
+    public var subtype: String?
+    public var status: Int32?
+    public var signedDate: Int64
+    public var transaction: TransactionPayload?
+    public var renewalInfo: RenewalInfoPayload?
+
+    public init(
+        notificationType: String, subtype: String?, status: Int32?, signedDate: Int64,
+        transaction: TransactionPayload?, renewalInfo: RenewalInfoPayload?
+    ) {
+        self.notificationType = notificationType
+        self.subtype = subtype
+        self.status = status
+        self.signedDate = signedDate
+        self.transaction = transaction
+        self.renewalInfo = renewalInfo
+    }
+
+    /// The subscription a scenario is about.
+    public struct Subscription: Sendable {
+        public var originalTransactionId: String
+        public var productId: String
+        public var accountId: UUID?
+        public var bundleId: String
+        public var environment: AppStoreEnvironment
+        /// Length of one billing period.
+        public var period: TimeInterval
+
+        public init(
+            originalTransactionId: String, productId: String, accountId: UUID?, bundleId: String,
+            environment: AppStoreEnvironment = .sandbox, period: TimeInterval = 30 * 86_400
+        ) {
+            self.originalTransactionId = originalTransactionId
+            self.productId = productId
+            self.accountId = accountId
+            self.bundleId = bundleId
+            self.environment = environment
+            self.period = period
+        }
+    }
+
+    /// The scenarios `storekeeper simulate` knows.
+    public enum Scenario: String, CaseIterable, Sendable {
+        case subscribe, renew, cancel, expire
+    }
+
+    /// Builds the notification a scenario produces for `subscription`, signed at `now`.
+    ///
+    /// - Parameter currentPeriod: the period in force, when known: `renew` starts the next period at its end,
+    ///   `cancel` keeps it, `expire` ends it at the earlier of its end and `now`. Without it, periods start at `now`.
+    public static func scenario(
+        _ scenario: Scenario, subscription: Subscription, currentPeriod: DateInterval? = nil, at now: Date
+    ) -> SimulatedEvent {
+        let nowMilliseconds = milliseconds(now)
+        let periodMilliseconds = Int64(subscription.period * 1000)
+        var periodStart = currentPeriod.map { milliseconds($0.start) } ?? nowMilliseconds
+        var periodEnd = currentPeriod.map { milliseconds($0.end) } ?? nowMilliseconds + periodMilliseconds
+        switch scenario {
+        case .subscribe:
+            periodStart = nowMilliseconds
+            periodEnd = nowMilliseconds + periodMilliseconds
+        case .renew:
+            periodStart = currentPeriod.map { milliseconds($0.end) } ?? nowMilliseconds
+            periodEnd = periodStart + periodMilliseconds
+        case .cancel:
+            break
+        case .expire:
+            periodEnd = min(periodEnd, nowMilliseconds)
+        }
+        var transaction = TransactionPayload(
+            transactionId: scenario == .subscribe ? subscription.originalTransactionId : "\(subscription.originalTransactionId)\(periodStart % 1_000_000)",
+            originalTransactionId: subscription.originalTransactionId, productId: subscription.productId,
+            bundleId: subscription.bundleId, environment: subscription.environment, signedDate: nowMilliseconds
+        )
+        transaction.webOrderLineItemId = "\(subscription.originalTransactionId).\(periodStart)"
+        transaction.purchaseDate = periodStart
+        transaction.originalPurchaseDate = periodStart
+        transaction.expiresDate = periodEnd
+        transaction.type = "Auto-Renewable Subscription"
+        transaction.inAppOwnershipType = "PURCHASED"
+        transaction.appAccountToken = subscription.accountId?.uuidString.lowercased()
+        transaction.transactionReason = scenario == .renew ? "RENEWAL" : "PURCHASE"
+        transaction.quantity = 1
+        var renewal = RenewalInfoPayload(
+            originalTransactionId: subscription.originalTransactionId, productId: subscription.productId,
+            environment: subscription.environment, signedDate: nowMilliseconds
+        )
+        renewal.autoRenewProductId = subscription.productId
+        renewal.autoRenewStatus = 1
+        renewal.renewalDate = transaction.expiresDate
+        renewal.recentSubscriptionStartDate = nowMilliseconds
+
+        switch scenario {
+        case .subscribe:
+            return SimulatedEvent(
+                notificationType: "SUBSCRIBED", subtype: "INITIAL_BUY", status: 1, signedDate: nowMilliseconds,
+                transaction: transaction, renewalInfo: renewal)
+        case .renew:
+            return SimulatedEvent(
+                notificationType: "DID_RENEW", subtype: nil, status: 1, signedDate: nowMilliseconds,
+                transaction: transaction, renewalInfo: renewal)
+        case .cancel:
+            renewal.autoRenewStatus = 0
+            return SimulatedEvent(
+                notificationType: "DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_DISABLED", status: 1,
+                signedDate: nowMilliseconds, transaction: transaction, renewalInfo: renewal)
+        case .expire:
+            renewal.autoRenewStatus = 0
+            renewal.expirationIntent = 1
+            renewal.isInBillingRetryPeriod = false
+            return SimulatedEvent(
+                notificationType: "EXPIRED", subtype: "VOLUNTARY", status: 2, signedDate: nowMilliseconds,
+                transaction: transaction, renewalInfo: renewal)
+        }
+    }
+
+    private static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+}

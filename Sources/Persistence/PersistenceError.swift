@@ -1,0 +1,22 @@
+/// Errors of the persistence module. Descriptions never contain SQL error details or payloads.
+public struct PersistenceError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        case migrationsNotFound
+        case migrationFileInvalid
+        /// The database was migrated by a newer Storekeeper.
+        case databaseNewerThanCode
+        /// A migration already applied has different content than the file of the same version.
+        case migrationChanged
+        case corruptRecord
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}

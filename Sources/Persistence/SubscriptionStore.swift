@@ -1,0 +1,105 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Subscriptions
+
+/// Reads and writes ``SubscriptionState`` rows.
+public struct SubscriptionStore: Sendable {
+    private let client: PostgresClient
+    private let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// The subscription, locked for the rest of the caller's transaction.
+    public func lockedSubscription(_ originalTransactionId: String, on connection: PostgresConnection) async throws
+        -> SubscriptionState?
+    {
+        let rows = try await connection.query(
+            "SELECT \(unescaped: Self.columns) FROM subscriptions WHERE original_transaction_id = \(originalTransactionId) FOR UPDATE",
+            logger: logger
+        )
+        for try await row in rows { return try Self.decode(row) }
+        return nil
+    }
+
+    /// One subscription by `originalTransactionId`.
+    public func subscription(_ originalTransactionId: String) async throws -> SubscriptionState? {
+        let rows = try await client.query(
+            "SELECT \(unescaped: Self.columns) FROM subscriptions WHERE original_transaction_id = \(originalTransactionId)",
+            logger: logger
+        )
+        for try await row in rows { return try Self.decode(row) }
+        return nil
+    }
+
+    /// Every subscription linked to `accountId`.
+    public func subscriptions(forAccount accountId: UUID) async throws -> [SubscriptionState] {
+        let rows = try await client.query(
+            "SELECT \(unescaped: Self.columns) FROM subscriptions WHERE account_id = \(accountId)", logger: logger)
+        var states: [SubscriptionState] = []
+        for try await row in rows { states.append(try Self.decode(row)) }
+        return states
+    }
+
+    /// Inserts or replaces the row of `state`.
+    public func save(_ state: SubscriptionState, on connection: PostgresConnection) async throws {
+        try await connection.query(
+            """
+            INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew,
+                auto_renew_product_id, pending_product_id, purchase_date, expires_at, grace_period_expires_at, is_trial,
+                ownership, latest_transaction_id, last_event_type, last_signed_date, end_reason)
+            VALUES (\(state.originalTransactionId), \(state.accountId), \(state.productId), \(state.environment),
+                \(state.status.rawValue), \(state.willRenew), \(state.autoRenewProductId), \(state.pendingProductId),
+                \(state.purchaseDate), \(state.expiresAt), \(state.gracePeriodExpiresAt), \(state.isTrial),
+                \(state.ownership), \(state.latestTransactionId), \(state.lastEventType), \(state.lastSignedDate),
+                \(state.endReason))
+            ON CONFLICT (original_transaction_id) DO UPDATE SET
+                account_id = EXCLUDED.account_id, product_id = EXCLUDED.product_id,
+                environment = EXCLUDED.environment, status = EXCLUDED.status, will_renew = EXCLUDED.will_renew,
+                auto_renew_product_id = EXCLUDED.auto_renew_product_id,
+                pending_product_id = EXCLUDED.pending_product_id, purchase_date = EXCLUDED.purchase_date,
+                expires_at = EXCLUDED.expires_at, grace_period_expires_at = EXCLUDED.grace_period_expires_at,
+                is_trial = EXCLUDED.is_trial, ownership = EXCLUDED.ownership,
+                latest_transaction_id = EXCLUDED.latest_transaction_id, last_event_type = EXCLUDED.last_event_type,
+                last_signed_date = EXCLUDED.last_signed_date, end_reason = EXCLUDED.end_reason, updated_at = now()
+            """,
+            logger: logger
+        )
+    }
+
+    private static let columns = """
+        original_transaction_id, account_id, product_id, environment, status, will_renew, auto_renew_product_id, \
+        pending_product_id, purchase_date, expires_at, grace_period_expires_at, is_trial, ownership, \
+        latest_transaction_id, last_event_type, last_signed_date, end_reason
+        """
+
+    private static func decode(_ row: PostgresRow) throws -> SubscriptionState {
+        let cells = row.makeRandomAccess()
+        let statusText = try cells["status"].decode(String.self)
+        guard let status = SubscriptionStatus(rawValue: statusText) else {
+            throw PersistenceError(.corruptRecord, "subscription has unknown status \(statusText)")
+        }
+        return SubscriptionState(
+            originalTransactionId: try cells["original_transaction_id"].decode(String.self),
+            accountId: try cells["account_id"].decode(UUID?.self),
+            productId: try cells["product_id"].decode(String.self),
+            environment: try cells["environment"].decode(String.self),
+            status: status,
+            willRenew: try cells["will_renew"].decode(Bool.self),
+            autoRenewProductId: try cells["auto_renew_product_id"].decode(String?.self),
+            pendingProductId: try cells["pending_product_id"].decode(String?.self),
+            purchaseDate: try cells["purchase_date"].decode(Date?.self),
+            expiresAt: try cells["expires_at"].decode(Date?.self),
+            gracePeriodExpiresAt: try cells["grace_period_expires_at"].decode(Date?.self),
+            isTrial: try cells["is_trial"].decode(Bool.self),
+            ownership: try cells["ownership"].decode(String.self),
+            latestTransactionId: try cells["latest_transaction_id"].decode(String.self),
+            lastEventType: try cells["last_event_type"].decode(String.self),
+            lastSignedDate: try cells["last_signed_date"].decode(Int64.self),
+            endReason: try cells["end_reason"].decode(String?.self)
+        )
+    }
+}

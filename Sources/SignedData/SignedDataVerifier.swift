@@ -1,0 +1,177 @@
+import AppStoreModels
+import Crypto
+import Foundation
+@_spi(FixedExpiryValidationTime) import X509
+
+/// Verifies App Store signed data (JWS with an `x5c` chain) against configured roots, following the recipe all four
+/// of Apple's server libraries share, and checks the verified payload's identity against a ``VerificationPolicy``.
+///
+/// ```swift
+/// let verifier = SignedDataVerifier(rootCertificates: [appleRootCAG3], policy: policy)
+/// let notification = try await verifier.verifyNotification(signedPayload)
+/// switch verifier.identityVerdict(for: notification) { case .accepted: …; case .ignored(let reason): … }
+/// ```
+public struct SignedDataVerifier: Sendable {
+    public let policy: VerificationPolicy
+    private let roots: CertificateStore
+    private let clock: @Sendable () -> Date
+
+    /// - Parameters:
+    ///   - rootCertificates: trust anchors (Apple Root CA - G3 in production). `x5c[2]` is never trusted.
+    ///   - clock: "now" for `.now` validation and for payloads without `signedDate`; injectable for tests.
+    public init(
+        rootCertificates: [Certificate], policy: VerificationPolicy, clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.roots = CertificateStore(rootCertificates)
+        self.policy = policy
+        self.clock = clock
+    }
+
+    /// Verifies a notification's `signedPayload` and every JWS nested in it. Identity is *not* checked here: an
+    /// authentic notification for another app is still authentic (see ``identityVerdict(for:)``).
+    public func verifyNotification(_ signedPayload: String) async throws(VerificationError) -> VerifiedNotification {
+        let payload = try await verify(signedPayload, as: NotificationPayload.self, signedDate: \.signedDate)
+        var transaction: TransactionPayload?
+        var renewalInfo: RenewalInfoPayload?
+        if let nested = payload.data?.signedTransactionInfo {
+            transaction = try await verify(nested, as: TransactionPayload.self, signedDate: \.signedDate)
+        }
+        if let nested = payload.data?.signedRenewalInfo {
+            renewalInfo = try await verify(nested, as: RenewalInfoPayload.self, signedDate: \.signedDate)
+        }
+        if let transaction, let renewalInfo, transaction.originalTransactionId != renewalInfo.originalTransactionId {
+            throw .malformed("nested transaction and renewal info name different subscriptions")
+        }
+        return VerifiedNotification(payload: payload, transaction: transaction, renewalInfo: renewalInfo)
+    }
+
+    /// Verifies a signed transaction (a StoreKit 2 `jwsRepresentation` or a Server API item) and checks its bundle
+    /// id and environment; a mismatch throws `.identity`.
+    public func verifyTransaction(_ signedTransaction: String) async throws(VerificationError) -> TransactionPayload {
+        let transaction = try await verify(signedTransaction, as: TransactionPayload.self, signedDate: \.signedDate)
+        if let problem = identityProblem(bundleId: transaction.bundleId, environment: transaction.environment) {
+            throw .identity(problem)
+        }
+        return transaction
+    }
+
+    /// Verifies a signed renewal info and checks its environment.
+    public func verifyRenewalInfo(_ signedRenewalInfo: String) async throws(VerificationError) -> RenewalInfoPayload {
+        let info = try await verify(signedRenewalInfo, as: RenewalInfoPayload.self, signedDate: \.signedDate)
+        if let problem = identityProblem(bundleId: nil, environment: info.environment) {
+            throw .identity(problem)
+        }
+        return info
+    }
+
+    /// Whether an authentic notification is for this app and an accepted environment. The envelope decides, and
+    /// nested payloads must agree with it.
+    public func identityVerdict(for notification: VerifiedNotification) -> IdentityVerdict {
+        guard let claimed = notification.payload.claimedIdentity else {
+            return .ignored(reason: "notification carries no data, summary, externalPurchaseToken or appData")
+        }
+        if let problem = identityProblem(
+            bundleId: claimed.bundleId, environment: claimed.environment, appAppleId: .some(claimed.appAppleId))
+        {
+            return .ignored(reason: problem)
+        }
+        if let transaction = notification.transaction,
+            let problem = identityProblem(bundleId: transaction.bundleId, environment: transaction.environment)
+        {
+            return .ignored(reason: "nested transaction: \(problem)")
+        }
+        if let renewal = notification.renewalInfo,
+            let problem = identityProblem(bundleId: nil, environment: renewal.environment)
+        {
+            return .ignored(reason: "nested renewal info: \(problem)")
+        }
+        return .accepted
+    }
+
+    /// - Parameter appAppleId: `nil` when the payload kind has no app id (transactions, renewal infos); `.some(nil)`
+    ///   when it could carry one but does not, which fails for Production as in Apple's libraries.
+    private func identityProblem(bundleId: String?, environment: AppStoreEnvironment?, appAppleId: Int64?? = nil) -> String? {
+        if let bundleId, bundleId != policy.bundleId { return "bundle id \(bundleId) is not \(policy.bundleId)" }
+        guard let environment else { return "payload names no environment" }
+        guard policy.environments.contains(environment) else { return "environment \(environment) is not accepted" }
+        if environment == .production, let claimed = appAppleId, claimed != policy.appAppleId {
+            return "app Apple id \(claimed.map(String.init) ?? "missing") does not match the configured one"
+        }
+        return nil
+    }
+
+    /// The shared recipe: structure, `alg`, `x5c`, chain to a configured root at the validation time, then the raw
+    /// r‖s ES256 signature over the received signing input.
+    func verify<Payload: Decodable>(
+        _ text: String, as type: Payload.Type, signedDate: (Payload) -> Int64?
+    ) async throws(VerificationError) -> Payload {
+        let jws = try CompactJWS(parsing: text)
+        guard jws.header.alg == "ES256" else {
+            throw .malformed("alg must be ES256, found \(jws.header.alg ?? "none")")
+        }
+        guard let x5c = jws.header.x5c else { throw .malformed("header has no x5c") }
+        guard x5c.count == 3 else { throw .malformed("x5c must hold 3 certificates, found \(x5c.count)") }
+        let payload: Payload
+        do {
+            payload = try JSONDecoder().decode(Payload.self, from: jws.payload)
+        } catch {
+            throw .malformed("payload is not a valid \(Payload.self): \(Self.summary(of: error))")
+        }
+        let leaf = try Self.certificate(x5c[0], role: "leaf")
+        let intermediate = try Self.certificate(x5c[1], role: "intermediate")
+        try Self.checkSignature(of: jws, leaf: leaf)
+
+        let validationTime: Date
+        switch policy.validationTime {
+        case .now: validationTime = clock()
+        case .signedDate: validationTime = signedDate(payload).map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? clock()
+        }
+        var verifier = Verifier(rootCertificates: roots) {
+            RFC5280Policy(fixedExpiryValidationTime: validationTime)
+            AppleChainPolicy()
+        }
+        let result = await verifier.validate(leaf: leaf, intermediates: CertificateStore([intermediate]))
+        guard case .validCertificate = result else {
+            throw .untrusted("certificate chain does not validate to a trusted root at \(validationTime)")
+        }
+        return payload
+    }
+
+    private static func certificate(_ base64: String, role: String) throws(VerificationError) -> Certificate {
+        guard let der = Data(base64Encoded: base64) else { throw .certificate("\(role) in x5c is not standard base64") }
+        guard let certificate = try? Certificate(derEncoded: Array(der)) else {
+            throw .certificate("\(role) in x5c is not a DER certificate")
+        }
+        return certificate
+    }
+
+    private static func checkSignature(of jws: CompactJWS, leaf: Certificate) throws(VerificationError) {
+        guard let key = P256.Signing.PublicKey(leaf.publicKey) else { throw .untrusted("leaf key is not P-256") }
+        guard jws.signature.count == 64,
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jws.signature)
+        else {
+            throw .untrusted("signature is not a 64-byte r‖s ES256 signature")
+        }
+        guard key.isValidSignature(signature, for: Data(jws.signingInput.utf8)) else {
+            throw .untrusted("signature does not match the leaf certificate")
+        }
+    }
+
+    private static func summary(of error: any Error) -> String {
+        guard let decoding = error as? DecodingError else { return "not JSON" }
+        switch decoding {
+        case .keyNotFound(let key, _): return "missing \(key.stringValue)"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            return "wrong type at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
+        case .dataCorrupted: return "not JSON"
+        @unknown default: return "undecodable"
+        }
+    }
+}
+
+/// The outcome of the identity check on an authentic notification.
+public enum IdentityVerdict: Sendable, Equatable {
+    case accepted
+    /// Authentic but not ours (another bundle, an environment not accepted): acknowledged and counted, not applied.
+    case ignored(reason: String)
+}

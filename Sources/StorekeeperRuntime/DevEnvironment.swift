@@ -1,0 +1,60 @@
+import Crypto
+import Foundation
+import LocalSigning
+
+/// The state `storekeeper dev` keeps under `./.storekeeper/`: the private cluster, a local Apple-shaped signing
+/// chain, a service API key, and `dev.env`, which `storekeeper simulate` reads to find the server.
+public struct DevEnvironment: Sendable {
+    public let directory: URL
+
+    public init(directory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".storekeeper")) {
+        self.directory = directory
+    }
+
+    public var signingDirectory: URL { directory.appendingPathComponent("signing") }
+    public var clusterDirectory: URL { directory.appendingPathComponent("postgres") }
+    public var settingsFile: URL { directory.appendingPathComponent("dev.env") }
+
+    /// The signing chain, generated on first use.
+    public func signingChain() throws -> LocalSigningChain {
+        if FileManager.default.fileExists(atPath: signingDirectory.appendingPathComponent(LocalSigningChain.FileName.leafKey).path) {
+            return try LocalSigningChain.load(from: signingDirectory)
+        }
+        let chain = try LocalSigningChain.generate()
+        try chain.save(to: signingDirectory)
+        return chain
+    }
+
+    /// The service API key, generated on first use.
+    public func apiKey() throws -> String {
+        let file = directory.appendingPathComponent("api-key")
+        if let existing = try? String(contentsOf: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
+            !existing.isEmpty
+        {
+            return existing
+        }
+        let key = "sk_dev_" + SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.map { String(format: "%02x", $0) }.joined()
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try key.write(to: file, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
+        return key
+    }
+
+    /// Writes the settings `simulate` reads.
+    public func writeSettings(_ settings: [String: String]) throws {
+        let text = settings.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\n") + "\n"
+        try text.write(to: settingsFile, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: settingsFile.path)
+    }
+
+    /// The settings written by a running `dev`, or empty.
+    public func settings() -> [String: String] {
+        guard let text = try? String(contentsOf: settingsFile, encoding: .utf8) else { return [:] }
+        var settings: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            settings[String(line[..<equals])] = String(line[line.index(after: equals)...])
+        }
+        return settings
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import HTTPAPI
+import Hummingbird
+import Jobs
+import Logging
+import Persistence
+import PostgresNIO
+import SignedData
+import X509
+
+/// The parts every Storekeeper process is assembled from, built once from a configuration. `serve`, `work`, `dev`,
+/// tests and benchmarks pick the services they need.
+public struct StorekeeperComponents: Sendable {
+    public let configuration: StorekeeperConfiguration
+    public let client: PostgresClient
+    public let queue: PostgresJobQueue
+    public let migrator: SchemaMigrator
+    public let verifier: SignedDataVerifier
+    public let clock: @Sendable () -> Date
+    public let logger: Logger
+
+    /// - Parameters:
+    ///   - databaseURL: overrides the configuration's (dev and tests start their own database).
+    ///   - clock: "now" for status and lifecycle rules; tests pin it.
+    public init(
+        configuration: StorekeeperConfiguration, databaseURL: DatabaseURL? = nil,
+        clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger
+    ) throws {
+        guard let url = databaseURL ?? configuration.databaseURL else {
+            throw ConfigurationError(problems: ["DATABASE_URL is required"])
+        }
+        self.configuration = configuration
+        self.client = PostgresClient(
+            configuration: url.clientConfiguration(maximumConnections: max(20, configuration.workerConcurrency + 4)),
+            backgroundLogger: logger)
+        self.queue = PostgresJobQueue(client: client, logger: logger)
+        self.migrator = try SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: logger)
+        self.verifier = SignedDataVerifier(
+            rootCertificates: configuration.rootCertificates, policy: configuration.verificationPolicy, clock: clock)
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// The HTTP routes of `serve`.
+    public func router() -> Router<StorekeeperRequestContext> {
+        buildRouter(
+            HTTPDependencies(
+                verifier: verifier,
+                inbox: NotificationInbox(client: client, queue: queue, logger: logger),
+                subscriptions: SubscriptionStore(client: client, logger: logger),
+                readiness: PostgresReadiness(migrator: migrator),
+                apiKeys: configuration.apiKeys,
+                clock: clock
+            ))
+    }
+
+    /// The HTTP server of `serve`, bound to the configured host and port.
+    public func application(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+        Application(
+            router: router(),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "storekeeper"),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
+            logger: logger
+        )
+    }
+
+    /// The job worker of `work`, with every job handler registered.
+    public func worker(options: JobWorker.Options? = nil) -> JobWorker {
+        JobWorker(
+            queue: queue,
+            handlers: [ApplyNotificationJob(client: client, clock: clock, logger: logger)],
+            options: options ?? JobWorker.Options(concurrency: configuration.workerConcurrency),
+            logger: logger
+        )
+    }
+}

@@ -1,0 +1,135 @@
+import AppStoreModels
+import Foundation
+import SignedData
+import X509
+
+/// The configuration of every Storekeeper process, read from environment variables (SPEC §4) and validated as a
+/// whole: ``load(environment:requiresDatabase:)`` reports every problem at once.
+public struct StorekeeperConfiguration: Sendable {
+    public enum LogFormat: String, Sendable { case json, text }
+    public enum TransferPolicy: String, Sendable { case keep, transfer }
+
+    public var databaseURL: DatabaseURL?
+    public var bundleId: String
+    public var appAppleId: Int64?
+    public var environments: Set<AppStoreEnvironment>
+    public var rootCertificatePaths: [String]
+    public var rootCertificates: [Certificate]
+    public var onlineChecks: Bool
+    public var tiersPath: String
+    public var apiKeys: [String]
+    public var adminKeys: [String]
+    public var host: String
+    public var port: Int
+    public var workerConcurrency: Int
+    public var transferPolicy: TransferPolicy
+    public var renewalRecheckDelay: TimeInterval
+    public var logFormat: LogFormat
+
+    /// The verification policy this configuration describes.
+    public var verificationPolicy: VerificationPolicy {
+        VerificationPolicy(
+            bundleId: bundleId, appAppleId: appAppleId, environments: environments,
+            validationTime: onlineChecks ? .now : .signedDate
+        )
+    }
+
+    /// Reads and validates the configuration.
+    /// - Parameter requiresDatabase: whether `DATABASE_URL` must be set (every command but `dev`).
+    public static func load(
+        environment: [String: String], requiresDatabase: Bool = true
+    ) throws(ConfigurationError) -> StorekeeperConfiguration {
+        var problems: [String] = []
+        func value(_ name: String) -> String? {
+            guard let raw = environment[name]?.trimmingCharacters(in: .whitespaces), !raw.isEmpty else { return nil }
+            return raw
+        }
+        func list(_ name: String) -> [String] {
+            (value(name) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+        func integer(_ name: String, default fallback: Int, range: ClosedRange<Int>) -> Int {
+            guard let text = value(name) else { return fallback }
+            guard let number = Int(text), range.contains(number) else {
+                problems.append("\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), got \"\(text)\"")
+                return fallback
+            }
+            return number
+        }
+        func choice<T: RawRepresentable>(_ name: String, default fallback: T) -> T where T.RawValue == String {
+            guard let text = value(name) else { return fallback }
+            guard let parsed = T(rawValue: text.lowercased()) else {
+                problems.append("\(name) has an unknown value \"\(text)\"")
+                return fallback
+            }
+            return parsed
+        }
+
+        var databaseURL: DatabaseURL?
+        if let text = value("DATABASE_URL") {
+            do { databaseURL = try DatabaseURL(parsing: text) } catch { problems.append(error.description) }
+        } else if requiresDatabase {
+            problems.append("DATABASE_URL is required (postgres://user:pass@host:port/db)")
+        }
+
+        let bundleId = value("STOREKEEPER_BUNDLE_ID") ?? ""
+        if bundleId.isEmpty { problems.append("STOREKEEPER_BUNDLE_ID is required") }
+
+        var environments: Set<AppStoreEnvironment> = []
+        for name in list("STOREKEEPER_ENVIRONMENTS").isEmpty ? ["Production"] : list("STOREKEEPER_ENVIRONMENTS") {
+            guard let known = [AppStoreEnvironment.production, .sandbox].first(where: { $0.rawValue.lowercased() == name.lowercased() })
+            else {
+                problems.append("STOREKEEPER_ENVIRONMENTS: unknown environment \"\(name)\" (use Production, Sandbox)")
+                continue
+            }
+            environments.insert(known)
+        }
+
+        var appAppleId: Int64?
+        if let text = value("STOREKEEPER_APP_APPLE_ID") {
+            appAppleId = Int64(text)
+            if appAppleId == nil { problems.append("STOREKEEPER_APP_APPLE_ID must be a number, got \"\(text)\"") }
+        } else if environments.contains(.production) {
+            problems.append("STOREKEEPER_APP_APPLE_ID is required when Production is accepted")
+        }
+
+        let rootPaths = list("STOREKEEPER_ROOT_CERTIFICATES")
+        var roots: [Certificate] = []
+        if rootPaths.isEmpty { problems.append("STOREKEEPER_ROOT_CERTIFICATES is required (path of Apple Root CA - G3)") }
+        for path in rootPaths {
+            do { roots.append(try TrustedRoots.load(path: path)) } catch { problems.append("STOREKEEPER_ROOT_CERTIFICATES: \(error.reason)") }
+        }
+
+        var onlineChecks = false
+        if let text = value("STOREKEEPER_ONLINE_CHECKS") {
+            switch text.lowercased() {
+            case "true", "1", "yes": onlineChecks = true
+            case "false", "0", "no": onlineChecks = false
+            default: problems.append("STOREKEEPER_ONLINE_CHECKS must be true or false, got \"\(text)\"")
+            }
+        }
+        if onlineChecks {
+            problems.append("STOREKEEPER_ONLINE_CHECKS=true is not supported by this version yet (OCSP checks are not built)")
+        }
+
+        let configuration = StorekeeperConfiguration(
+            databaseURL: databaseURL,
+            bundleId: bundleId,
+            appAppleId: appAppleId,
+            environments: environments,
+            rootCertificatePaths: rootPaths,
+            rootCertificates: roots,
+            onlineChecks: onlineChecks,
+            tiersPath: value("STOREKEEPER_TIERS") ?? "config/tiers.yml",
+            apiKeys: list("STOREKEEPER_API_KEYS"),
+            adminKeys: list("STOREKEEPER_ADMIN_KEYS"),
+            host: value("STOREKEEPER_HOST") ?? "127.0.0.1",
+            port: integer("STOREKEEPER_PORT", default: 8080, range: 0...65535),
+            workerConcurrency: integer("STOREKEEPER_WORKER_CONCURRENCY", default: 16, range: 1...1024),
+            transferPolicy: choice("STOREKEEPER_TRANSFER_POLICY", default: TransferPolicy.keep),
+            renewalRecheckDelay: TimeInterval(integer("STOREKEEPER_RENEWAL_RECHECK_DELAY", default: 3600, range: 0...(30 * 86_400))),
+            logFormat: choice("STOREKEEPER_LOG_FORMAT", default: LogFormat.json)
+        )
+        guard problems.isEmpty else { throw ConfigurationError(problems: problems) }
+        return configuration
+    }
+}

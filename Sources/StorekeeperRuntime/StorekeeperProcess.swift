@@ -1,0 +1,38 @@
+import Foundation
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// Runs the long-lived processes: `serve`, `work`, or both (`dev`) in one service group that shuts down gracefully
+/// on SIGTERM/SIGINT — the HTTP server stops accepting first, workers finish in-flight jobs, the database pool closes
+/// last.
+public enum StorekeeperProcess {
+    public struct Roles: OptionSet, Sendable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        public static let serve = Roles(rawValue: 1)
+        public static let work = Roles(rawValue: 2)
+    }
+
+    /// Runs until a shutdown signal. `onServerRunning` receives the bound port.
+    public static func run(
+        _ components: StorekeeperComponents, roles: Roles,
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) async throws {
+        let logger = components.logger
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: components.client)]
+        if roles.contains(.work) {
+            services.append(.init(service: components.worker()))
+        }
+        if roles.contains(.serve) {
+            services.append(.init(service: components.application(onServerRunning: onServerRunning)))
+        }
+        var configuration = ServiceGroupConfiguration(
+            services: services, gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger)
+        configuration.maximumGracefulShutdownDuration = .seconds(30)
+        let group = ServiceGroup(configuration: configuration)
+        try await group.run()
+    }
+}
+

@@ -1,0 +1,37 @@
+import Foundation
+import Persistence
+import PostgresNIO
+import SignedData
+import StorekeeperRuntime
+
+/// An expected failure of a command, with the one line it prints.
+struct CommandFailure: Error, CustomStringConvertible {
+    let description: String
+
+    init(_ description: String) { self.description = description }
+
+    /// One line for any error, never a stack trace or SQL detail.
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case let error as CommandFailure: return error.description
+        case let error as ConfigurationError: return error.description
+        case let error as PersistenceError: return error.message
+        case let error as VerificationError: return "verification failed: \(error)"
+        case let error as PrivateCluster.Failure: return error.description
+        case let error as PSQLError:
+            if let message = error.serverInfo?[.message] { return "database error: \(message)" }
+            return "cannot reach the database (\(error.code))"
+        case let error as PostgresTransactionError:
+            if let inner = error.closureError { return describe(inner) }
+            if let commit = error.commitError { return describe(commit) }
+            return "database transaction failed"
+        default:
+            return "\(error)"
+        }
+    }
+}
+
+/// Writes a line to standard output at once (unbuffered, so it shows when output goes to a file or pipe).
+func say(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}

@@ -1,0 +1,80 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Persistence
+import PostgresNIO
+import StorekeeperRuntime
+
+struct DevCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dev",
+        abstract: "Everything in one process for a newcomer: private PostgreSQL, local signing chain, serve and work.",
+        discussion: """
+            With DATABASE_URL unset, a private PostgreSQL cluster is created and started under ./.storekeeper/. \
+            A local Apple-shaped signing chain is generated and trusted, so `storekeeper simulate` can send signed \
+            notifications. Other STOREKEEPER_* variables are honoured; sensible development defaults fill the rest.
+            """
+    )
+
+    @Option(help: "HTTP port.") var port: Int = 8080
+
+    func run() async throws {
+        let dev = DevEnvironment()
+        var environment = ProcessInfo.processInfo.environment
+        var cluster: PrivateCluster?
+        let databaseURL: DatabaseURL
+        if let text = environment["DATABASE_URL"], !text.isEmpty {
+            databaseURL = try DatabaseURL(parsing: text)
+        } else {
+            let privateCluster = try PrivateCluster(directory: dev.clusterDirectory)
+            say("Starting a private PostgreSQL cluster in \(dev.clusterDirectory.path) …")
+            databaseURL = try privateCluster.start()
+            cluster = privateCluster
+        }
+        defer { cluster?.stop() }
+
+        _ = try dev.signingChain()
+        let apiKey = try dev.apiKey()
+        let localRoot = dev.signingDirectory.appendingPathComponent("root.pem").path
+        environment["DATABASE_URL"] = databaseURL.urlString
+        environment["STOREKEEPER_BUNDLE_ID", default: "com.example.storekeeper"] += ""
+        environment["STOREKEEPER_ENVIRONMENTS", default: "Sandbox"] += ""
+        environment["STOREKEEPER_ROOT_CERTIFICATES"] = ([localRoot] + [environment["STOREKEEPER_ROOT_CERTIFICATES"]].compactMap { $0 })
+            .joined(separator: ",")
+        environment["STOREKEEPER_API_KEYS"] = ([apiKey] + [environment["STOREKEEPER_API_KEYS"]].compactMap { $0 }).joined(separator: ",")
+        environment["STOREKEEPER_PORT"] = String(port)
+        environment["STOREKEEPER_LOG_FORMAT", default: "text"] += ""
+
+        let configuration = try StorekeeperConfiguration.load(environment: environment)
+        bootstrapLogging(format: configuration.logFormat)
+        let logger = Logger(label: "storekeeper.dev")
+        let components = try StorekeeperComponents(configuration: configuration, logger: logger)
+        let url = "http://\(configuration.host):\(port)"
+        try dev.writeSettings([
+            "STOREKEEPER_URL": url, "STOREKEEPER_API_KEY": apiKey, "STOREKEEPER_BUNDLE_ID": configuration.bundleId,
+        ])
+        let applied = try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 2), logger: logger) {
+            client in
+            try await withCommandTimeout(.seconds(120)) {
+                try await SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: logger).migrate()
+            }
+        }
+        if !applied.isEmpty { say("Migrated: \(applied.joined(separator: ", "))") }
+        try await StorekeeperProcess.run(components, roles: [.serve, .work]) { boundPort in
+            let account = UUID().uuidString.lowercased()
+            say(
+                """
+
+                Storekeeper is running at http://\(configuration.host):\(boundPort)  (database: \(databaseURL))
+                  bundle id:   \(configuration.bundleId) (Sandbox), signing chain in \(dev.signingDirectory.path)
+                  API key:     \(apiKey)
+
+                Send a signed test notification and read the account's status:
+                  storekeeper simulate subscribe --account \(account)
+                  curl -H 'Authorization: Bearer \(apiKey)' \(url)/v1/accounts/\(account)/status
+
+                Other scenarios: renew, cancel, expire. Stop with Ctrl-C.
+                """)
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Persistence
+import PostgresNIO
+import StorekeeperRuntime
+
+struct MigrateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate", abstract: "Apply the SQL migrations in sql/ that the database does not have yet.")
+
+    func run() async throws {
+        guard let text = ProcessInfo.processInfo.environment["DATABASE_URL"], !text.isEmpty else {
+            throw CommandFailure("DATABASE_URL is required (postgres://user:pass@host:port/db)")
+        }
+        let url = try DatabaseURL(parsing: text)
+        let logger = Logger(label: "storekeeper.migrate")
+        let applied = try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 2), logger: logger) { client in
+            let migrator = try SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: logger)
+            return try await withCommandTimeout(.seconds(120)) { try await migrator.migrate() }
+        }
+        say(applied.isEmpty ? "database is up to date" : "applied \(applied.joined(separator: ", "))")
+    }
+}
+
+/// Bounds a command's database work so an unreachable database fails with a message instead of hanging.
+func withCommandTimeout<Result: Sendable>(
+    _ timeout: Duration, _ operation: @escaping @Sendable () async throws -> Result
+) async throws -> Result {
+    try await withThrowingTaskGroup(of: Result?.self) { group in
+        group.addTask { try await operation() }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let result = first else {
+            throw CommandFailure("timed out after \(timeout) waiting for the database")
+        }
+        return result
+    }
+}

@@ -1,0 +1,28 @@
+import ArgumentParser
+import Foundation
+import Logging
+import StorekeeperRuntime
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve", abstract: "Run the HTTP intake, service API and health endpoints.")
+
+    func run() async throws {
+        let configuration = try StorekeeperConfiguration.load(environment: ProcessInfo.processInfo.environment)
+        bootstrapLogging(format: configuration.logFormat)
+        let components = try StorekeeperComponents(configuration: configuration, logger: Logger(label: "storekeeper.serve"))
+        try await StorekeeperProcess.run(components, roles: .serve)
+    }
+}
+
+struct WorkCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "work", abstract: "Claim and run jobs: apply notifications, and the rest of the queue.")
+
+    func run() async throws {
+        let configuration = try StorekeeperConfiguration.load(environment: ProcessInfo.processInfo.environment)
+        bootstrapLogging(format: configuration.logFormat)
+        let components = try StorekeeperComponents(configuration: configuration, logger: Logger(label: "storekeeper.work"))
+        try await StorekeeperProcess.run(components, roles: .work)
+    }
+}

@@ -1,0 +1,40 @@
+import ArgumentParser
+import Foundation
+import StorekeeperRuntime
+
+/// `storekeeper`: the single executable of Storekeeper.
+@main
+struct Storekeeper: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "storekeeper",
+        abstract: "App Store subscription lifecycle and usage credits, self-hosted.",
+        subcommands: [
+            MigrateCommand.self, ServeCommand.self, WorkCommand.self, DevCommand.self, SimulateCommand.self,
+        ]
+    )
+
+    /// Parses, runs, and turns every expected failure into one line on standard error and exit status 1.
+    static func main() async {
+        let command: any ParsableCommand
+        do {
+            command = try parseAsRoot()
+        } catch {
+            exit(withError: error)
+        }
+        do {
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                var syncCommand = command
+                try syncCommand.run()
+            }
+        } catch let error as ExitCode {
+            exit(withError: error)
+        } catch let error as ValidationError {
+            exit(withError: error)
+        } catch {
+            FileHandle.standardError.write(Data("storekeeper: \(CommandFailure.describe(error))\n".utf8))
+            Foundation.exit(1)
+        }
+    }
+}
