@@ -1,0 +1,210 @@
+import AppStoreModels
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import LocalSigning
+import NIOCore
+import PostgresNIO
+import StorekeeperRuntime
+import Testing
+
+@Suite("Apple intake and status, on real PostgreSQL")
+struct IntakeTests {
+    @Test("a verified notification is accepted, applied by the worker, and the account is subscribed")
+    func acceptedAndApplied() async throws {
+        try await StorekeeperHarness.run { harness in
+            let account = UUID()
+            let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: account), at: Date())
+            let body = try harness.signer.requestBody(for: event)
+            try await harness.withHTTP { client in
+                let response = try await client.postNotification(body)
+                #expect(response.status == .ok)
+                #expect(response.json["status"] as? String == "accepted")
+                try await eventually("the account to be subscribed") {
+                    let status = try await client.getWithKey("/v1/accounts/\(account)/status")
+                    return status.json["state"] as? String == "subscribed"
+                }
+                let status = try await client.getWithKey("/v1/accounts/\(account)/status").json
+                #expect(status["entitled"] as? Bool == true)
+                #expect(status["hadSubscription"] as? Bool == true)
+                let subscription = try #require(status["subscription"] as? [String: Any])
+                #expect(subscription["status"] as? String == "active")
+                #expect(subscription["willRenew"] as? Bool == true)
+                #expect(subscription.keys.contains("pendingProductId"))
+            }
+        }
+    }
+
+    @Test("the same notification twice is a duplicate: stored once, applied once")
+    func duplicate() async throws {
+        try await StorekeeperHarness.run { harness in
+            let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: UUID()), at: Date())
+            let body = try harness.signer.requestBody(for: event)
+            try await harness.withHTTP { client in
+                #expect(try await client.postNotification(body).json["status"] as? String == "accepted")
+                let second = try await client.postNotification(body)
+                #expect(second.status == .ok)
+                #expect(second.json["status"] as? String == "duplicate")
+            }
+            try await eventually("the apply job to finish") { try await harness.count("SELECT count(*) FROM job_history") == 1 }
+            #expect(try await harness.count("SELECT count(*) FROM notifications") == 1)
+            #expect(try await harness.count("SELECT count(*) FROM jobs") == 0)
+        }
+    }
+
+    @Test("a tampered signature, a chain to an untrusted root: 401, nothing stored")
+    func unauthenticated() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: UUID()), at: Date())
+            let payload = try harness.signer.signedPayload(for: event)
+            var parts = payload.split(separator: ".").map(String.init)
+            var signature = Array(parts[2])
+            signature[10] = signature[10] == "A" ? "B" : "A"
+            parts[2] = String(signature)
+            let tampered = try JSONEncoder().encode(["signedPayload": parts.joined(separator: ".")])
+
+            let stranger = NotificationSigner(signer: try JWSSigner(chain: try LocalSigningChain.generate()), bundleId: StorekeeperHarness.bundleId)
+            let untrusted = try stranger.requestBody(for: event)
+            try await harness.withHTTP { client in
+                for body in [tampered, untrusted] {
+                    let response = try await client.postNotification(body)
+                    #expect(response.status == .unauthorized)
+                    #expect(response.json["error"] as? String == "verification_failed")
+                }
+            }
+            #expect(try await harness.count("SELECT count(*) FROM notifications") == 0)
+        }
+    }
+
+    @Test("garbage, a missing signedPayload, a 2-part JWS: 400; a 600 KiB body: 413")
+    func badInput() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            try await harness.withHTTP { client in
+                for body in ["garbage", "{}", #"{"signedPayload": 42}"#, #"{"signedPayload": "a.b"}"#, #"{"signedPayload": "a.b.c"}"#] {
+                    let response = try await client.postNotification(Data(body.utf8))
+                    #expect(response.status == .badRequest, "\(body)")
+                    #expect(response.json["error"] != nil)
+                }
+                let large = Data(#"{"signedPayload": ""#.utf8) + Data(repeating: 0x41, count: 600 * 1024) + Data(#""}"#.utf8)
+                let response = try await client.postNotification(large)
+                #expect(response.status == .contentTooLarge)
+            }
+            #expect(try await harness.count("SELECT count(*) FROM notifications") == 0)
+        }
+    }
+
+    @Test("authentic but for another app: 200 ignored, not stored")
+    func ignored() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let other = NotificationSigner(signer: harness.signer.signer, bundleId: "com.someone.else")
+            var subscription = harness.subscription(account: UUID())
+            subscription.bundleId = "com.someone.else"
+            let body = try other.requestBody(for: SimulatedEvent.scenario(.subscribe, subscription: subscription, at: Date()))
+            try await harness.withHTTP { client in
+                let response = try await client.postNotification(body)
+                #expect(response.status == .ok)
+                #expect(response.json["status"] as? String == "ignored")
+                #expect((response.json["reason"] as? String)?.contains("bundle") == true)
+            }
+            #expect(try await harness.count("SELECT count(*) FROM notifications") == 0)
+        }
+    }
+
+    @Test("notifications without a subscription snapshot are stored and their jobs complete")
+    func otherTypes() async throws {
+        try await StorekeeperHarness.run { harness in
+            let test = SimulatedEvent(notificationType: "TEST", subtype: nil, status: nil, signedDate: 1_767_225_600_000, transaction: nil, renewalInfo: nil)
+            let unknown = SimulatedEvent(notificationType: "SOMETHING_NEW", subtype: "FUTURE", status: nil, signedDate: 1_767_225_600_000, transaction: nil, renewalInfo: nil)
+            try await harness.withHTTP { client in
+                for event in [test, unknown] {
+                    let body = try harness.signer.requestBody(for: event)
+                    let response = try await client.postNotification(body)
+                    #expect(response.json["status"] as? String == "accepted")
+                }
+            }
+            try await eventually("both jobs to complete") {
+                try await harness.count("SELECT count(*) FROM job_history WHERE state = 'completed'") == 2
+            }
+            #expect(try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'recorded'") == 2)
+        }
+    }
+
+    @Test("a real Apple notification (sample 46) goes through intake and is applied")
+    func realAppleNotification() async throws {
+        let samples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/fixtures/apple-real")
+        let payload = try String(contentsOf: samples.appendingPathComponent("46-notification.jws"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        try await StorekeeperHarness.run(
+            environment: ["STOREKEEPER_BUNDLE_ID": "com.tuyoo.testing"],
+            rootPaths: [samples.appendingPathComponent("AppleRootCA-G3.cer").path]
+        ) { harness in
+            try await harness.withHTTP { client in
+                let response = try await client.postNotification(try JSONEncoder().encode(["signedPayload": payload]))
+                #expect(response.json["status"] as? String == "accepted")
+                try await eventually("the subscription to exist") {
+                    try await client.getWithKey("/v1/subscriptions/2000000310325824").status == .ok
+                }
+                let subscription = try await client.getWithKey("/v1/subscriptions/2000000310325824").json
+                #expect(subscription["willRenew"] as? Bool == false)
+                #expect(subscription["lastEventType"] as? String == "DID_CHANGE_RENEWAL_STATUS")
+                #expect(subscription["productId"] as? String == "com.tuyoo.testing.test008")
+                // Its period ended in 2023: by the clock it is expired now.
+                #expect(subscription["status"] as? String == "expired")
+            }
+        }
+    }
+
+    @Test("past expiresAt the account is free, though no EXPIRED ever arrived")
+    func clockRule() async throws {
+        let now = LockedClock()
+        try await StorekeeperHarness.run(clock: { now.date }) { harness in
+            let account = UUID()
+            let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: account), at: Date())
+            try await harness.withHTTP { client in
+                _ = try await client.postNotification(try harness.signer.requestBody(for: event))
+                try await eventually("the account to be subscribed") {
+                    try await client.getWithKey("/v1/accounts/\(account)/status").json["state"] as? String == "subscribed"
+                }
+                now.date = Date().addingTimeInterval(31 * 86_400)
+                let status = try await client.getWithKey("/v1/accounts/\(account)/status").json
+                #expect(status["state"] as? String == "free_no_credits")
+                #expect(status["entitled"] as? Bool == false)
+                #expect(status["hadSubscription"] as? Bool == true)
+            }
+        }
+    }
+
+    @Test("the service API wants a valid bearer key; unknown accounts are free")
+    func serviceAPI() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            try await harness.withHTTP { client in
+                let account = UUID()
+                #expect(try await client.execute(uri: "/v1/accounts/\(account)/status", method: .get).status == .unauthorized)
+                let wrong = try await client.execute(
+                    uri: "/v1/accounts/\(account)/status", method: .get, headers: [.authorization: "Bearer nope"])
+                #expect(wrong.status == .unauthorized)
+                let unknown = try await client.getWithKey("/v1/accounts/\(account)/status")
+                #expect(unknown.status == .ok)
+                #expect(unknown.json["state"] as? String == "free_no_credits")
+                #expect(unknown.json["hadSubscription"] as? Bool == false)
+                #expect(try await client.getWithKey("/v1/accounts/not-a-uuid/status").status == .badRequest)
+                #expect(try await client.getWithKey("/v1/subscriptions/123").status == .notFound)
+                #expect(try await client.execute(uri: "/healthz", method: .get).status == .ok)
+                #expect(try await client.execute(uri: "/readyz", method: .get).status == .ok)
+            }
+        }
+    }
+}
+
+/// A settable clock for tests.
+final class LockedClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = Date()
+
+    var date: Date {
+        get { lock.withLock { value } }
+        set { lock.withLock { value = newValue } }
+    }
+}

@@ -1,0 +1,105 @@
+import AppStoreModels
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Jobs
+import LocalSigning
+import Logging
+import NIOCore
+import PostgresNIO
+import StorekeeperRuntime
+import Subscriptions
+import Testing
+
+/// A Storekeeper on a fresh database with a local Apple-shaped chain: the real components, the real router, and
+/// optionally a real worker, for tests that go through HTTP.
+struct StorekeeperHarness {
+    static let bundleId = "com.example.app"
+    static let apiKey = "test-api-key"
+
+    let components: StorekeeperComponents
+    let chain: LocalSigningChain
+    let signer: NotificationSigner
+    let databaseURL: DatabaseURL
+
+    var client: PostgresClient { components.client }
+
+    /// Runs `body` with a migrated database, the client running and — when `worker` is true — a job worker.
+    static func run(
+        worker: Bool = true, environment extra: [String: String] = [:], rootPaths: [String] = [],
+        clock: @escaping @Sendable () -> Date = { Date() },
+        _ body: (StorekeeperHarness) async throws -> Void
+    ) async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sk-test-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let chain = try LocalSigningChain.generate()
+            try chain.save(to: directory)
+            var environment = [
+                "DATABASE_URL": url.urlString,
+                "STOREKEEPER_BUNDLE_ID": bundleId,
+                "STOREKEEPER_ENVIRONMENTS": "Sandbox",
+                "STOREKEEPER_ROOT_CERTIFICATES": ([directory.appendingPathComponent("root.pem").path] + rootPaths).joined(separator: ","),
+                "STOREKEEPER_API_KEYS": apiKey,
+            ]
+            environment.merge(extra) { _, new in new }
+            let configuration = try StorekeeperConfiguration.load(environment: environment)
+            let components = try StorekeeperComponents(configuration: configuration, clock: clock, logger: TestDatabase.logger)
+            let harness = StorekeeperHarness(
+                components: components, chain: chain,
+                signer: NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: configuration.bundleId), databaseURL: url)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await components.client.run() }
+                try await components.migrator.migrate()
+                if worker {
+                    let jobWorker = components.worker(options: .init(concurrency: 4, pollInterval: .milliseconds(200)))
+                    group.addTask { try await jobWorker.run() }
+                }
+                defer { group.cancelAll() }
+                try await body(harness)
+            }
+        }
+    }
+
+    /// Runs `body` against the real router without a socket.
+    func withHTTP(_ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+        let application = Application(router: components.router())
+        try await application.test(.router) { client in try await body(client) }
+    }
+
+    func subscription(account: UUID?, originalTransactionId: String = String(Int.random(in: 2_000_000_000...2_999_999_999)))
+        -> SimulatedEvent.Subscription
+    {
+        SimulatedEvent.Subscription(
+            originalTransactionId: originalTransactionId, productId: "pro.monthly", accountId: account,
+            bundleId: Self.bundleId)
+    }
+
+    func count(_ sql: String) async throws -> Int {
+        let rows = try await client.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger)
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
+    }
+}
+
+extension TestClientProtocol {
+    /// POSTs a body to the Apple intake.
+    func postNotification(_ body: Data) async throws -> TestResponse {
+        try await execute(
+            uri: "/notifications/apple", method: .post, headers: [.contentType: "application/json"],
+            body: ByteBuffer(data: body))
+    }
+
+    /// GETs a service API path with the test key.
+    func getWithKey(_ uri: String) async throws -> TestResponse {
+        try await execute(uri: uri, method: .get, headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)"])
+    }
+}
+
+extension TestResponse {
+    /// The JSON body as a dictionary.
+    var json: [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]) ?? [:]
+    }
+}
