@@ -28,6 +28,16 @@ public struct SchemaMigrator: Sendable {
     /// Applies every pending migration; returns the names applied.
     @discardableResult
     public func migrate() async throws -> [String] {
+        do {
+            return try await applyPending()
+        } catch let error as PostgresTransactionError {
+            // Our own refusal (newer database, changed file) is the error worth reporting, not the rollback around it.
+            if let refusal = error.closureError as? PersistenceError { throw refusal }
+            throw error
+        }
+    }
+
+    private func applyPending() async throws -> [String] {
         try await client.withTransaction(logger: logger) { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger: logger)
             try await connection.query(
