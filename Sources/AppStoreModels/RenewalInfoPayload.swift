@@ -23,11 +23,23 @@ public struct RenewalInfoPayload: Codable, Sendable, Equatable {
     public var appAccountToken: String?
     public var appTransactionId: String?
     public var renewalBillingPlanType: String?
+    public var commitmentInfo: CommitmentInfo?
+    /// Advanced Commerce API only; kept as received.
+    public var advancedCommerceInfo: JSONValue?
 
     public init(originalTransactionId: String, productId: String?, environment: AppStoreEnvironment?, signedDate: Int64?) {
         self.originalTransactionId = originalTransactionId
         self.productId = productId
         self.environment = environment
         self.signedDate = signedDate
+    }
+
+    /// Renewal terms of a monthly-billed plan with a 12-month commitment.
+    public struct CommitmentInfo: Codable, Sendable, Equatable {
+        public var commitmentAutoRenewProductId: String?
+        public var commitmentAutoRenewStatus: Int32?
+        public var commitmentRenewalBillingPlanType: String?
+        public var commitmentRenewalDate: Int64?
+        public var commitmentRenewalPrice: Int64?
     }
 }

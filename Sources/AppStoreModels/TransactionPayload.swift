@@ -35,6 +35,8 @@ public struct TransactionPayload: Codable, Sendable, Equatable {
     public var appTransactionId: String?
     public var billingPlanType: String?
     public var commitmentInfo: CommitmentInfo?
+    /// Advanced Commerce API only; kept as received.
+    public var advancedCommerceInfo: JSONValue?
 
     public init(
         transactionId: String, originalTransactionId: String, productId: String, bundleId: String?,

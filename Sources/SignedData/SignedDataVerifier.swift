@@ -15,16 +15,20 @@ public struct SignedDataVerifier: Sendable {
     public let policy: VerificationPolicy
     private let roots: CertificateStore
     private let clock: @Sendable () -> Date
+    private let chainCache: VerifiedChainCache
 
     /// - Parameters:
     ///   - rootCertificates: trust anchors (Apple Root CA - G3 in production). `x5c[2]` is never trusted.
     ///   - clock: "now" for `.now` validation and for payloads without `signedDate`; injectable for tests.
+    ///   - cachesChains: remember chains that validated (see `VerifiedChainCache`); off only to measure or compare.
     public init(
-        rootCertificates: [Certificate], policy: VerificationPolicy, clock: @escaping @Sendable () -> Date = { Date() }
+        rootCertificates: [Certificate], policy: VerificationPolicy, clock: @escaping @Sendable () -> Date = { Date() },
+        cachesChains: Bool = true
     ) {
         self.roots = CertificateStore(rootCertificates)
         self.policy = policy
         self.clock = clock
+        self.chainCache = VerifiedChainCache(capacity: cachesChains ? 32 : 0)
     }
 
     /// Verifies a notification's `signedPayload` and every JWS nested in it. Identity is *not* checked here: an
@@ -39,10 +43,16 @@ public struct SignedDataVerifier: Sendable {
         if let nested = payload.data?.signedRenewalInfo {
             renewalInfo = try await verify(nested, as: RenewalInfoPayload.self, signedDate: \.signedDate)
         }
+        var appTransaction: AppTransactionPayload?
+        if let nested = payload.appData?.signedAppTransactionInfo {
+            // Apple validates app transactions at their receiptCreationDate.
+            appTransaction = try await verify(nested, as: AppTransactionPayload.self, signedDate: \.receiptCreationDate)
+        }
         if let transaction, let renewalInfo, transaction.originalTransactionId != renewalInfo.originalTransactionId {
             throw .malformed("nested transaction and renewal info name different subscriptions")
         }
-        return VerifiedNotification(payload: payload, transaction: transaction, renewalInfo: renewalInfo)
+        return VerifiedNotification(
+            payload: payload, transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction)
     }
 
     /// Verifies a signed transaction (a StoreKit 2 `jwsRepresentation` or a Server API item) and checks its bundle
@@ -85,12 +95,17 @@ public struct SignedDataVerifier: Sendable {
         {
             return .ignored(reason: "nested renewal info: \(problem)")
         }
+        if let app = notification.appTransaction,
+            let problem = identityProblem(bundleId: app.bundleId, environment: app.receiptType, appAppleId: .some(app.appAppleId))
+        {
+            return .ignored(reason: "nested app transaction: \(problem)")
+        }
         return .accepted
     }
 
     /// - Parameter appAppleId: `nil` when the payload kind has no app id (transactions, renewal infos); `.some(nil)`
     ///   when it could carry one but does not, which fails for Production as in Apple's libraries.
-    private func identityProblem(bundleId: String?, environment: AppStoreEnvironment?, appAppleId: Int64?? = nil) -> String? {
+    func identityProblem(bundleId: String?, environment: AppStoreEnvironment?, appAppleId: Int64?? = nil) -> String? {
         if let bundleId, bundleId != policy.bundleId { return "bundle id \(bundleId) is not \(policy.bundleId)" }
         guard let environment else { return "payload names no environment" }
         guard policy.environments.contains(environment) else { return "environment \(environment) is not accepted" }
@@ -117,22 +132,33 @@ public struct SignedDataVerifier: Sendable {
         } catch {
             throw .malformed("payload is not a valid \(Payload.self): \(Self.summary(of: error))")
         }
-        let leaf = try Self.certificate(x5c[0], role: "leaf")
-        let intermediate = try Self.certificate(x5c[1], role: "intermediate")
-        try Self.checkSignature(of: jws, leaf: leaf)
-
         let validationTime: Date
         switch policy.validationTime {
         case .now: validationTime = clock()
         case .signedDate: validationTime = signedDate(payload).map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? clock()
         }
+        let cacheKey = VerifiedChainCache.key(leaf: x5c[0], intermediate: x5c[1])
+        if let leafKey = chainCache.leafKey(for: cacheKey, at: validationTime) {
+            try Self.checkSignature(of: jws, key: leafKey)
+            return payload
+        }
+
+        let leaf = try Self.certificate(x5c[0], role: "leaf")
+        let intermediate = try Self.certificate(x5c[1], role: "intermediate")
+        guard let leafKey = P256.Signing.PublicKey(leaf.publicKey) else { throw .untrusted("leaf key is not P-256") }
+        try Self.checkSignature(of: jws, key: leafKey)
         var verifier = Verifier(rootCertificates: roots) {
             RFC5280Policy(fixedExpiryValidationTime: validationTime)
             AppleChainPolicy()
         }
         let result = await verifier.validate(leaf: leaf, intermediates: CertificateStore([intermediate]))
-        guard case .validCertificate = result else {
+        guard case .validCertificate(let chain) = result else {
             throw .untrusted("certificate chain does not validate to a trusted root at \(validationTime)")
+        }
+        let notBefore = chain.map(\.notValidBefore).max() ?? validationTime
+        let notAfter = chain.map(\.notValidAfter).min() ?? validationTime
+        if notBefore <= notAfter {
+            chainCache.remember(.init(leafKey: leafKey, validity: notBefore...notAfter), for: cacheKey)
         }
         return payload
     }
@@ -145,8 +171,7 @@ public struct SignedDataVerifier: Sendable {
         return certificate
     }
 
-    private static func checkSignature(of jws: CompactJWS, leaf: Certificate) throws(VerificationError) {
-        guard let key = P256.Signing.PublicKey(leaf.publicKey) else { throw .untrusted("leaf key is not P-256") }
+    private static func checkSignature(of jws: CompactJWS, key: P256.Signing.PublicKey) throws(VerificationError) {
         guard jws.signature.count == 64,
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jws.signature)
         else {

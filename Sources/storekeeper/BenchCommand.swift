@@ -1,0 +1,34 @@
+import ArgumentParser
+
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Benchmarks that print figures (never pass/fail). Build with -c release for meaningful numbers.",
+        subcommands: [VerifyBenchmarkCommand.self]
+    )
+}
+
+/// Figures of one benchmark: human lines, then (with --json) exactly one JSON object on the last line.
+struct BenchmarkReport {
+    var lines: [String] = []
+    var fields: [(String, BenchmarkValue)] = []
+
+    enum BenchmarkValue {
+        case integer(Int)
+        case number(Double)
+        case text(String)
+
+        var json: String {
+            switch self {
+            case .integer(let value): return String(value)
+            case .number(let value): return String(format: "%.3f", value)
+            case .text(let value): return "\"\(value)\""
+            }
+        }
+    }
+
+    func print(json: Bool) {
+        for line in lines { say(line) }
+        if json { say("{" + fields.map { "\"\($0.0)\":\($0.1.json)" }.joined(separator: ",") + "}") }
+    }
+}

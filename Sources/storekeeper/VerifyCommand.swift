@@ -1,0 +1,86 @@
+import AppStoreModels
+import ArgumentParser
+import Foundation
+import SignedData
+import X509
+
+struct VerifyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Verify a signed payload and print it decoded (nested JWS too), or the precise reason it fails.",
+        discussion: """
+            Reads a JWS — or a notification body {"signedPayload": "…"} — from FILE, or standard input with `-`. \
+            Notifications, transactions, renewal infos and app transactions are recognised by their fields. Roots, \
+            bundle id and environments default to STOREKEEPER_ROOT_CERTIFICATES, STOREKEEPER_BUNDLE_ID and \
+            STOREKEEPER_ENVIRONMENTS. Exits 1 when the payload is not accepted.
+            """
+    )
+
+    @Argument(help: "File with the JWS, or - for standard input.") var file: String
+    @Option(name: .customLong("root"), help: "Trusted root certificate (DER or PEM); repeatable.") var roots: [String] = []
+    @Option(help: "The app's bundle id.") var bundleId: String?
+    @Option(name: .customLong("environment"), help: "Accepted environment (Production, Sandbox); repeatable.")
+    var environments: [String] = []
+    @Option(help: "The app's numeric Apple id (checked for Production).") var appAppleId: Int64?
+    @Flag(help: "Validate certificates at the current time (online mode) instead of the payload's signedDate.")
+    var now = false
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        func list(_ name: String) -> [String] {
+            (environment[name] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+        let rootPaths = roots.isEmpty ? list("STOREKEEPER_ROOT_CERTIFICATES") : roots
+        guard !rootPaths.isEmpty else { throw CommandFailure("give --root PATH (Apple Root CA - G3) or set STOREKEEPER_ROOT_CERTIFICATES") }
+        guard let bundleId = bundleId ?? environment["STOREKEEPER_BUNDLE_ID"] else {
+            throw CommandFailure("give --bundle-id or set STOREKEEPER_BUNDLE_ID")
+        }
+        let names = environments.isEmpty ? (list("STOREKEEPER_ENVIRONMENTS").isEmpty ? ["Production", "Sandbox"] : list("STOREKEEPER_ENVIRONMENTS")) : environments
+        let certificates = try rootPaths.map { path throws(VerificationError) in try TrustedRoots.load(path: path) }
+        let verifier = SignedDataVerifier(
+            rootCertificates: certificates,
+            policy: VerificationPolicy(
+                bundleId: bundleId, appAppleId: appAppleId ?? Int64(environment["STOREKEEPER_APP_APPLE_ID"] ?? ""),
+                environments: Set(names.map(AppStoreEnvironment.init(rawValue:))), validationTime: now ? .now : .signedDate))
+
+        let verified = try await verifier.verifyAnyKind(try readPayload())
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        switch verified {
+        case .notification(let notification):
+            say(String(decoding: try encoder.encode(notification), as: UTF8.self))
+            if case .ignored(let reason) = verifier.identityVerdict(for: notification) {
+                throw CommandFailure("authentic, but Storekeeper would ignore it: \(reason)")
+            }
+            say("verified: notification \(notification.payload.notificationType) — accepted")
+        case .transaction(let transaction):
+            say(String(decoding: try encoder.encode(transaction), as: UTF8.self))
+            say("verified: transaction \(transaction.transactionId)")
+        case .renewalInfo(let renewal):
+            say(String(decoding: try encoder.encode(renewal), as: UTF8.self))
+            say("verified: renewal info of \(renewal.originalTransactionId)")
+        case .appTransaction(let app):
+            say(String(decoding: try encoder.encode(app), as: UTF8.self))
+            say("verified: app transaction")
+        }
+    }
+
+    private func readPayload() throws -> String {
+        let data: Data
+        if file == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            guard let contents = FileManager.default.contents(atPath: file) else { throw CommandFailure("cannot read \(file)") }
+            data = contents
+        }
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if text.hasPrefix("{") {
+            struct Body: Decodable { var signedPayload: String }
+            guard let body = try? JSONDecoder().decode(Body.self, from: Data(text.utf8)) else {
+                throw CommandFailure("\(file) is JSON without a signedPayload string")
+            }
+            return body.signedPayload
+        }
+        return text
+    }
+}
