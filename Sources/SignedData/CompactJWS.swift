@@ -1,6 +1,7 @@
 import Foundation
 
-/// A compact JWS split into its parts, with the header decoded. Nothing in it is trusted yet.
+/// A compact JWS split into its parts. Nothing in it is trusted yet; the header is decoded only on demand, because a
+/// header already seen with a verified chain need not be decoded again.
 struct CompactJWS {
     /// The JOSE header fields we use; unknown keys (`typ`, `kid`) are ignored.
     struct Header: Decodable {
@@ -8,27 +9,50 @@ struct CompactJWS {
         var x5c: [String]?
     }
 
-    let header: Header
+    /// The header segment exactly as received (base64url bytes).
+    let headerSegment: Data
     let payload: Data
     /// The exact ASCII bytes `<header>.<payload>` as received — what the signature covers.
-    let signingInput: Substring
+    let signingInput: Data
     let signature: Data
 
-    /// Splits and decodes `text`; any structural problem is `malformed`.
+    /// Splits `text` (on bytes: JWS is ASCII) and decodes payload and signature; any structural problem is
+    /// `malformed`.
     init(parsing text: String) throws(VerificationError) {
-        let segments = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard segments.count == 3 else {
-            throw .malformed("expected 3 JWS segments, found \(segments.count)")
+        var text = text
+        text.makeContiguousUTF8()
+        let dot = UInt8(ascii: ".")
+        // One pass over the contiguous UTF-8 bytes: the two dots, then one copy that the segments share as slices.
+        let split = text.utf8.withContiguousStorageIfAvailable { buffer -> (Data, Int, Int)? in
+            guard let first = buffer.firstIndex(of: dot), let second = buffer[(first + 1)...].firstIndex(of: dot),
+                !buffer[(second + 1)...].contains(dot)
+            else { return nil }
+            return (Data(buffer), first, second)
         }
-        guard let headerBytes = Base64URL.decode(segments[0]) else { throw .malformed("header is not base64url") }
-        guard let payloadBytes = Base64URL.decode(segments[1]) else { throw .malformed("payload is not base64url") }
-        guard let signatureBytes = Base64URL.decode(segments[2]) else { throw .malformed("signature is not base64url") }
-        guard let header = try? JSONDecoder().decode(Header.self, from: headerBytes) else {
+        guard let split, let (bytes, first, second) = split else {
+            throw .malformed("expected 3 JWS segments, found \(text.utf8.reduce(1) { $0 + ($1 == dot ? 1 : 0) })")
+        }
+        let decoded = bytes.withUnsafeBytes { raw -> (Data?, Data?) in
+            let buffer = raw.bindMemory(to: UInt8.self)
+            return (
+                Base64URL.decode(UnsafeBufferPointer(rebasing: buffer[(first + 1)..<second])),
+                Base64URL.decode(UnsafeBufferPointer(rebasing: buffer[(second + 1)...]))
+            )
+        }
+        guard let payload = decoded.0 else { throw .malformed("payload is not base64url") }
+        guard let signature = decoded.1 else { throw .malformed("signature is not base64url") }
+        self.headerSegment = bytes[..<first]
+        self.payload = payload
+        self.signature = signature
+        self.signingInput = bytes[..<second]
+    }
+
+    /// Decodes the header.
+    func header() throws(VerificationError) -> Header {
+        guard let bytes = Base64URL.decode(headerSegment) else { throw .malformed("header is not base64url") }
+        guard let header = try? SignedDataVerifier.decoder.decode(Header.self, from: bytes) else {
             throw .malformed("header is not a JSON object")
         }
-        self.header = header
-        self.payload = payloadBytes
-        self.signature = signatureBytes
-        self.signingInput = text[segments[0].startIndex..<segments[1].endIndex]
+        return header
     }
 }

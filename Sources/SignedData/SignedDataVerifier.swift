@@ -16,6 +16,8 @@ public struct SignedDataVerifier: Sendable {
     private let roots: CertificateStore
     private let clock: @Sendable () -> Date
     private let chainCache: VerifiedChainCache
+    /// One decoder for every payload; decoding does not mutate it.
+    static let decoder = JSONDecoder()
 
     /// - Parameters:
     ///   - rootCertificates: trust anchors (Apple Root CA - G3 in production). `x5c[2]` is never trusted.
@@ -121,14 +123,9 @@ public struct SignedDataVerifier: Sendable {
         _ text: String, as type: Payload.Type, signedDate: (Payload) -> Int64?
     ) async throws(VerificationError) -> Payload {
         let jws = try CompactJWS(parsing: text)
-        guard jws.header.alg == "ES256" else {
-            throw .malformed("alg must be ES256, found \(jws.header.alg ?? "none")")
-        }
-        guard let x5c = jws.header.x5c else { throw .malformed("header has no x5c") }
-        guard x5c.count == 3 else { throw .malformed("x5c must hold 3 certificates, found \(x5c.count)") }
         let payload: Payload
         do {
-            payload = try JSONDecoder().decode(Payload.self, from: jws.payload)
+            payload = try SignedDataVerifier.decoder.decode(Payload.self, from: jws.payload)
         } catch {
             throw .malformed("payload is not a valid \(Payload.self): \(Self.summary(of: error))")
         }
@@ -137,16 +134,25 @@ public struct SignedDataVerifier: Sendable {
         case .now: validationTime = clock()
         case .signedDate: validationTime = signedDate(payload).map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? clock()
         }
-        let cacheKey = VerifiedChainCache.key(leaf: x5c[0], intermediate: x5c[1])
-        if let leafKey = chainCache.leafKey(for: cacheKey, at: validationTime) {
-            try Self.checkSignature(of: jws, key: leafKey)
+        // The same header text means the same alg and x5c: a chain verified before needs only the signature check.
+        let cacheKey = jws.headerSegment
+        if let cached = chainCache.entry(for: cacheKey, at: validationTime) {
+            var digest = cached.headerDigest
+            digest.update(data: jws.signingInput.dropFirst(jws.headerSegment.count + 1))
+            try Self.checkSignature(jws.signature, digest: digest.finalize(), key: cached.leafKey)
             return payload
         }
 
+        let header = try jws.header()
+        guard header.alg == "ES256" else {
+            throw .malformed("alg must be ES256, found \(header.alg ?? "none")")
+        }
+        guard let x5c = header.x5c else { throw .malformed("header has no x5c") }
+        guard x5c.count == 3 else { throw .malformed("x5c must hold 3 certificates, found \(x5c.count)") }
         let leaf = try Self.certificate(x5c[0], role: "leaf")
         let intermediate = try Self.certificate(x5c[1], role: "intermediate")
         guard let leafKey = P256.Signing.PublicKey(leaf.publicKey) else { throw .untrusted("leaf key is not P-256") }
-        try Self.checkSignature(of: jws, key: leafKey)
+        try Self.checkSignature(jws.signature, digest: SHA256.hash(data: jws.signingInput), key: leafKey)
         var verifier = Verifier(rootCertificates: roots) {
             RFC5280Policy(fixedExpiryValidationTime: validationTime)
             AppleChainPolicy()
@@ -158,7 +164,9 @@ public struct SignedDataVerifier: Sendable {
         let notBefore = chain.map(\.notValidBefore).max() ?? validationTime
         let notAfter = chain.map(\.notValidAfter).min() ?? validationTime
         if notBefore <= notAfter {
-            chainCache.remember(.init(leafKey: leafKey, validity: notBefore...notAfter), for: cacheKey)
+            var headerDigest = SHA256()
+            headerDigest.update(data: jws.signingInput.prefix(jws.headerSegment.count + 1))
+            chainCache.remember(.init(leafKey: leafKey, headerDigest: headerDigest, validity: notBefore...notAfter), for: cacheKey)
         }
         return payload
     }
@@ -171,13 +179,15 @@ public struct SignedDataVerifier: Sendable {
         return certificate
     }
 
-    private static func checkSignature(of jws: CompactJWS, key: P256.Signing.PublicKey) throws(VerificationError) {
-        guard jws.signature.count == 64,
-            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jws.signature)
+    private static func checkSignature(
+        _ rawSignature: Data, digest: SHA256Digest, key: P256.Signing.PublicKey
+    ) throws(VerificationError) {
+        guard rawSignature.count == 64,
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: rawSignature)
         else {
             throw .untrusted("signature is not a 64-byte r‖s ES256 signature")
         }
-        guard key.isValidSignature(signature, for: Data(jws.signingInput.utf8)) else {
+        guard key.isValidSignature(signature, for: digest) else {
             throw .untrusted("signature does not match the leaf certificate")
         }
     }

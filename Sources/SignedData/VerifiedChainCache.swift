@@ -2,7 +2,8 @@ import Crypto
 import Foundation
 import Synchronization
 
-/// Leaf keys of chains that already validated to a configured root, keyed by the exact `x5c[0]` and `x5c[1]` text.
+/// Leaf keys of chains that already validated to a configured root, keyed by the exact JWS header text (the same
+/// text is the same `alg` and the same `x5c`).
 ///
 /// A hit lets a payload signed by a known chain cost one P-256 signature check instead of a certificate parse and
 /// two P-384 chain checks. It is sound: everything `RFC5280Policy` and ``AppleChainPolicy`` check depends only on the
@@ -11,11 +12,26 @@ import Synchronization
 final class VerifiedChainCache: Sendable {
     struct Entry: Sendable {
         let leafKey: P256.Signing.PublicKey
+        /// SHA-256 state after `<header>.` — every signing input of this header starts with it.
+        let headerDigest: SHA256
         /// The intersection of the leaf's, the intermediate's and the root's validity periods.
         let validity: ClosedRange<Date>
     }
 
-    private let entries = Mutex<[String: Entry]>([:])
+    /// A header's bytes as a dictionary key: hashes only the length and the last 32 bytes (cheap for 4 KiB headers),
+    /// while equality still compares every byte — so a hit is always the exact same header.
+    struct Key: Hashable, Sendable {
+        let bytes: Data
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(bytes.count)
+            bytes.suffix(32).withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+
+        static func == (lhs: Key, rhs: Key) -> Bool { lhs.bytes == rhs.bytes }
+    }
+
+    private let entries = Mutex<[Key: Entry]>([:])
     private let capacity: Int
 
     /// - Parameter capacity: distinct chains kept; Apple signs with one leaf at a time, so a few suffice. `0` disables.
@@ -23,19 +39,19 @@ final class VerifiedChainCache: Sendable {
         self.capacity = capacity
     }
 
-    static func key(leaf: String, intermediate: String) -> String { leaf + "|" + intermediate }
-
-    /// The cached leaf key, if this exact chain validated before and `time` lies inside its validity window.
-    func leafKey(for key: String, at time: Date) -> P256.Signing.PublicKey? {
-        guard capacity > 0, let entry = entries.withLock({ $0[key] }), entry.validity.contains(time) else { return nil }
-        return entry.leafKey
+    /// The cached entry, if this exact chain validated before and `time` lies inside its validity window.
+    func entry(for key: Data, at time: Date) -> Entry? {
+        guard capacity > 0, let entry = entries.withLock({ $0[Key(bytes: key)] }), entry.validity.contains(time) else {
+            return nil
+        }
+        return entry
     }
 
-    func remember(_ entry: Entry, for key: String) {
+    func remember(_ entry: Entry, for key: Data) {
         guard capacity > 0 else { return }
         entries.withLock { entries in
-            if entries.count >= capacity, entries[key] == nil { entries.removeAll(keepingCapacity: true) }
-            entries[key] = entry
+            if entries.count >= capacity, entries[Key(bytes: key)] == nil { entries.removeAll(keepingCapacity: true) }
+            entries[Key(bytes: key)] = entry
         }
     }
 }
