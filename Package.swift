@@ -91,13 +91,24 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "LocalSigning", "AppStoreModels"]),
+        // Test helpers shared by the test targets (a real OCSP responder, …); only tests depend on it.
+        .target(
+            name: "TestSupport",
+            dependencies: [
+                "SignedData", "LocalSigning",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            path: "Tests/TestSupport"
+        ),
+        .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "LocalSigning", "AppStoreModels", "TestSupport"]),
         .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
                 "StorekeeperRuntime", "HTTPAPI", "Persistence", "Jobs", "LocalSigning", "SignedData", "AppStoreModels",
-                "Subscriptions",
+                "Subscriptions", "TestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),

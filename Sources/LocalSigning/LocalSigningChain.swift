@@ -13,6 +13,9 @@ public struct LocalSigningChain: Sendable {
     public let intermediate: Certificate
     public let leaf: Certificate
     public let leafKey: P256.Signing.PrivateKey
+    /// The issuers' keys, kept in memory only (tests sign OCSP responses with them); `nil` for a loaded chain.
+    public let intermediateKey: P384.Signing.PrivateKey?
+    public let rootKey: P384.Signing.PrivateKey?
 
     /// What to put in the generated certificates; the defaults are the Apple profile.
     public struct Options: Sendable {
@@ -23,6 +26,8 @@ public struct LocalSigningChain: Sendable {
         public var intermediateMarker: ASN1ObjectIdentifier?
         public var leafMarker: ASN1ObjectIdentifier?
         public var rootName: String
+        /// An OCSP responder URI for the leaf's and the intermediate's Authority Information Access, as Apple's have.
+        public var ocspResponderURI: String?
 
         public init(
             notValidBefore: Date = Date(timeIntervalSince1970: 1_600_000_000),
@@ -30,7 +35,7 @@ public struct LocalSigningChain: Sendable {
             leafValidity: ClosedRange<Date>? = nil,
             intermediateMarker: ASN1ObjectIdentifier? = [1, 2, 840, 113635, 100, 6, 2, 1],
             leafMarker: ASN1ObjectIdentifier? = [1, 2, 840, 113635, 100, 6, 11, 1],
-            rootName: String = "Storekeeper Local Root CA"
+            rootName: String = "Storekeeper Local Root CA", ocspResponderURI: String? = nil
         ) {
             self.notValidBefore = notValidBefore
             self.notValidAfter = notValidAfter
@@ -38,14 +43,20 @@ public struct LocalSigningChain: Sendable {
             self.intermediateMarker = intermediateMarker
             self.leafMarker = leafMarker
             self.rootName = rootName
+            self.ocspResponderURI = ocspResponderURI
         }
     }
 
-    public init(root: Certificate, intermediate: Certificate, leaf: Certificate, leafKey: P256.Signing.PrivateKey) {
+    public init(
+        root: Certificate, intermediate: Certificate, leaf: Certificate, leafKey: P256.Signing.PrivateKey,
+        intermediateKey: P384.Signing.PrivateKey? = nil, rootKey: P384.Signing.PrivateKey? = nil
+    ) {
         self.root = root
         self.intermediate = intermediate
         self.leaf = leaf
         self.leafKey = leafKey
+        self.intermediateKey = intermediateKey
+        self.rootKey = rootKey
     }
 
     /// Generates a fresh chain with new keys.
@@ -89,6 +100,9 @@ public struct LocalSigningChain: Sendable {
                 Critical(KeyUsage(keyCertSign: true, cRLSign: true))
                 AuthorityKeyIdentifier(keyIdentifier: SubjectKeyIdentifier(hash: rootPublic).keyIdentifier)
                 SubjectKeyIdentifier(hash: intermediatePublic)
+                if let uri = options.ocspResponderURI {
+                    AuthorityInformationAccess([.init(method: .ocspServer, location: .uniformResourceIdentifier(uri))])
+                }
                 if let marker = options.intermediateMarker {
                     Certificate.Extension(oid: marker, critical: false, value: [0x05, 0x00])
                 }
@@ -105,12 +119,17 @@ public struct LocalSigningChain: Sendable {
                 Critical(KeyUsage(digitalSignature: true))
                 AuthorityKeyIdentifier(keyIdentifier: SubjectKeyIdentifier(hash: intermediatePublic).keyIdentifier)
                 SubjectKeyIdentifier(hash: leafPublic)
+                if let uri = options.ocspResponderURI {
+                    AuthorityInformationAccess([.init(method: .ocspServer, location: .uniformResourceIdentifier(uri))])
+                }
                 if let marker = options.leafMarker {
                     Certificate.Extension(oid: marker, critical: false, value: [0x05, 0x00])
                 }
             },
             issuerPrivateKey: .init(intermediateKey)
         )
-        return LocalSigningChain(root: root, intermediate: intermediate, leaf: leaf, leafKey: leafKey)
+        return LocalSigningChain(
+            root: root, intermediate: intermediate, leaf: leaf, leafKey: leafKey, intermediateKey: intermediateKey,
+            rootKey: rootKey)
     }
 }

@@ -16,6 +16,7 @@ public struct SignedDataVerifier: Sendable {
     private let roots: CertificateStore
     private let clock: @Sendable () -> Date
     private let chainCache: VerifiedChainCache
+    private let ocspTransport: (any OCSPTransport)?
     /// One decoder for every payload; decoding does not mutate it.
     static let decoder = JSONDecoder()
 
@@ -23,15 +24,22 @@ public struct SignedDataVerifier: Sendable {
     ///   - rootCertificates: trust anchors (Apple Root CA - G3 in production). `x5c[2]` is never trusted.
     ///   - clock: "now" for `.now` validation and for payloads without `signedDate`; injectable for tests.
     ///   - cachesChains: remember chains that validated (see `VerifiedChainCache`); off only to measure or compare.
+    ///   - ocspTransport: with `.now` validation (online mode), checks leaf and intermediate with OCSP through it,
+    ///     hard-fail: revoked is rejected, an unreachable responder is `.retryable`. Verified chains are then
+    ///     remembered for 15 minutes.
     public init(
         rootCertificates: [Certificate], policy: VerificationPolicy, clock: @escaping @Sendable () -> Date = { Date() },
-        cachesChains: Bool = true
+        cachesChains: Bool = true, ocspTransport: (any OCSPTransport)? = nil
     ) {
         self.roots = CertificateStore(rootCertificates)
         self.policy = policy
         self.clock = clock
         self.chainCache = VerifiedChainCache(capacity: cachesChains ? 32 : 0)
+        self.ocspTransport = policy.validationTime == .now ? ocspTransport : nil
     }
+
+    /// How long an online (OCSP-checked) verification of a chain is trusted, as in Apple's libraries.
+    static let onlineCacheLifetime: TimeInterval = 15 * 60
 
     /// Verifies a notification's `signedPayload` and every JWS nested in it. Identity is *not* checked here: an
     /// authentic notification for another app is still authentic (see ``identityVerdict(for:)``).
@@ -136,7 +144,7 @@ public struct SignedDataVerifier: Sendable {
         }
         // The same header text means the same alg and x5c: a chain verified before needs only the signature check.
         let cacheKey = jws.headerSegment
-        if let cached = chainCache.entry(for: cacheKey, at: validationTime) {
+        if let cached = chainCache.entry(for: cacheKey, at: validationTime, now: clock()) {
             var digest = cached.headerDigest
             digest.update(data: jws.signingInput.dropFirst(jws.headerSegment.count + 1))
             try Self.checkSignature(jws.signature, digest: digest.finalize(), key: cached.leafKey)
@@ -153,12 +161,19 @@ public struct SignedDataVerifier: Sendable {
         let intermediate = try Self.certificate(x5c[1], role: "intermediate")
         guard let leafKey = P256.Signing.PublicKey(leaf.publicKey) else { throw .untrusted("leaf key is not P-256") }
         try Self.checkSignature(jws.signature, digest: SHA256.hash(data: jws.signingInput), key: leafKey)
+        let requester = ocspTransport.map(RecordingOCSPRequester.init(transport:))
         var verifier = Verifier(rootCertificates: roots) {
             RFC5280Policy(fixedExpiryValidationTime: validationTime)
             AppleChainPolicy()
+            if let requester {
+                OCSPVerifierPolicy(failureMode: .hard, requester: requester, fixedExpiryValidationTime: validationTime)
+            }
         }
         let result = await verifier.validate(leaf: leaf, intermediates: CertificateStore([intermediate]))
         guard case .validCertificate(let chain) = result else {
+            if requester?.responderWasUnreachable == true {
+                throw .init(.retryable, "OCSP responder unreachable; cannot decide revocation now")
+            }
             throw .untrusted("certificate chain does not validate to a trusted root at \(validationTime)")
         }
         let notBefore = chain.map(\.notValidBefore).max() ?? validationTime
@@ -166,7 +181,10 @@ public struct SignedDataVerifier: Sendable {
         if notBefore <= notAfter {
             var headerDigest = SHA256()
             headerDigest.update(data: jws.signingInput.prefix(jws.headerSegment.count + 1))
-            chainCache.remember(.init(leafKey: leafKey, headerDigest: headerDigest, validity: notBefore...notAfter), for: cacheKey)
+            let trustedUntil = requester == nil ? Date.distantFuture : clock().addingTimeInterval(Self.onlineCacheLifetime)
+            chainCache.remember(
+                .init(leafKey: leafKey, headerDigest: headerDigest, validity: notBefore...notAfter, trustedUntil: trustedUntil),
+                for: cacheKey)
         }
         return payload
     }

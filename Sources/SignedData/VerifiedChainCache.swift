@@ -16,6 +16,8 @@ final class VerifiedChainCache: Sendable {
         let headerDigest: SHA256
         /// The intersection of the leaf's, the intermediate's and the root's validity periods.
         let validity: ClosedRange<Date>
+        /// Online mode: OCSP answers are trusted for 15 minutes, then the chain is checked again.
+        let trustedUntil: Date
     }
 
     /// A header's bytes as a dictionary key: hashes only the length and the last 32 bytes (cheap for 4 KiB headers),
@@ -39,9 +41,12 @@ final class VerifiedChainCache: Sendable {
         self.capacity = capacity
     }
 
-    /// The cached entry, if this exact chain validated before and `time` lies inside its validity window.
-    func entry(for key: Data, at time: Date) -> Entry? {
-        guard capacity > 0, let entry = entries.withLock({ $0[Key(bytes: key)] }), entry.validity.contains(time) else {
+    /// The cached entry, if this exact chain validated before, `time` lies inside its validity window, and (online)
+    /// its revocation check is still fresh at `now`.
+    func entry(for key: Data, at time: Date, now: Date) -> Entry? {
+        guard capacity > 0, let entry = entries.withLock({ $0[Key(bytes: key)] }), entry.validity.contains(time),
+            now < entry.trustedUntil
+        else {
             return nil
         }
         return entry

@@ -36,7 +36,8 @@ public struct StorekeeperComponents: Sendable {
         self.queue = PostgresJobQueue(client: client, logger: logger)
         self.migrator = try SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: logger)
         self.verifier = SignedDataVerifier(
-            rootCertificates: configuration.rootCertificates, policy: configuration.verificationPolicy, clock: clock)
+            rootCertificates: configuration.rootCertificates, policy: configuration.verificationPolicy, clock: clock,
+            ocspTransport: configuration.onlineChecks ? HTTPOCSPTransport() : nil)
         self.clock = clock
         self.logger = logger
     }

@@ -107,9 +107,6 @@ public struct StorekeeperConfiguration: Sendable {
             default: problems.append("STOREKEEPER_ONLINE_CHECKS must be true or false, got \"\(text)\"")
             }
         }
-        if onlineChecks {
-            problems.append("STOREKEEPER_ONLINE_CHECKS=true is not supported by this version yet (OCSP checks are not built)")
-        }
 
         let configuration = StorekeeperConfiguration(
             databaseURL: databaseURL,

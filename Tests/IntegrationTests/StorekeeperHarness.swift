@@ -28,13 +28,14 @@ struct StorekeeperHarness {
     /// Runs `body` with a migrated database, the client running and — when `worker` is true — a job worker.
     static func run(
         worker: Bool = true, environment extra: [String: String] = [:], rootPaths: [String] = [],
+        chainOptions: LocalSigningChain.Options = .init(),
         clock: @escaping @Sendable () -> Date = { Date() },
         _ body: (StorekeeperHarness) async throws -> Void
     ) async throws {
         try await TestDatabase.withFreshDatabase { url in
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sk-test-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: directory) }
-            let chain = try LocalSigningChain.generate()
+            let chain = try LocalSigningChain.generate(chainOptions)
             try chain.save(to: directory)
             var environment = [
                 "DATABASE_URL": url.urlString,
