@@ -55,6 +55,7 @@ CREATE TABLE jobs (
     run_at          timestamptz NOT NULL DEFAULT now(),
     attempt         integer NOT NULL DEFAULT 0,            -- the fencing token: bumped by every claim
     max_attempts    integer NOT NULL DEFAULT 25,
+    attempt_budget  integer NOT NULL DEFAULT 25,           -- attempts granted per (re)queue; requeue raises max_attempts by it
     args            jsonb NOT NULL DEFAULT '{}',
     errors          jsonb NOT NULL DEFAULT '[]',           -- one entry per failed attempt, capped
     unique_key      text,                                  -- at most one live job per key
@@ -67,6 +68,10 @@ CREATE TABLE jobs (
 
 -- Claim order, matching the claim predicate exactly.
 CREATE INDEX jobs_claim ON jobs (priority, run_at, id) WHERE state = 'available';
+-- The next delayed job, so workers can wake right when it is due.
+CREATE INDEX jobs_next_run ON jobs (run_at) WHERE state = 'available';
+-- Operator views of failed and cancelled jobs.
+CREATE INDEX jobs_parked ON jobs (state, kind, id) WHERE state IN ('failed', 'cancelled');
 CREATE INDEX jobs_running ON jobs (locked_by) WHERE state = 'running';
 CREATE UNIQUE INDEX jobs_unique_key ON jobs (unique_key) WHERE unique_key IS NOT NULL;
 CREATE UNIQUE INDEX jobs_one_running_per_key ON jobs (concurrency_key)
@@ -78,7 +83,7 @@ CREATE INDEX jobs_concurrency_queue ON jobs (concurrency_key, id)
 CREATE TABLE job_history (
     id            bigint PRIMARY KEY,
     kind          text NOT NULL,
-    state         text NOT NULL CHECK (state IN ('completed', 'discarded')),
+    state         text NOT NULL CHECK (state IN ('completed', 'discarded', 'cancelled')),
     attempt       integer NOT NULL,
     args          jsonb NOT NULL,
     errors        jsonb NOT NULL,
@@ -94,4 +99,17 @@ CREATE TABLE job_workers (
     host         text NOT NULL,
     started_at   timestamptz NOT NULL DEFAULT now(),
     heartbeat_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- Maintenance leadership: one row per role, held by the worker whose lease has not expired.
+CREATE UNLOGGED TABLE job_leases (
+    name       text PRIMARY KEY,
+    holder     uuid NOT NULL,
+    expires_at timestamptz NOT NULL
+);
+
+-- Periodic schedules: the last slot enqueued, advanced by compare-and-set so exactly one worker enqueues each slot.
+CREATE TABLE job_schedules (
+    name      text PRIMARY KEY,
+    last_slot timestamptz NOT NULL
 );

@@ -1,4 +1,5 @@
 import Hummingbird
+import Jobs
 import SignedData
 
 /// Everything the HTTP routes need.
@@ -7,19 +8,25 @@ public struct HTTPDependencies: Sendable {
     public var inbox: any NotificationAccepting
     public var subscriptions: any SubscriptionReading
     public var readiness: any ReadinessChecking
+    public var jobs: any JobAdministration
     /// Bearer keys of the service API; empty disables it.
     public var apiKeys: [String]
+    /// Bearer keys of the admin API; empty disables it.
+    public var adminKeys: [String]
     public var clock: @Sendable () -> Date
 
     public init(
         verifier: SignedDataVerifier, inbox: any NotificationAccepting, subscriptions: any SubscriptionReading,
-        readiness: any ReadinessChecking, apiKeys: [String], clock: @escaping @Sendable () -> Date = { Date() }
+        readiness: any ReadinessChecking, jobs: any JobAdministration, apiKeys: [String], adminKeys: [String],
+        clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.verifier = verifier
         self.inbox = inbox
         self.subscriptions = subscriptions
         self.readiness = readiness
+        self.jobs = jobs
         self.apiKeys = apiKeys
+        self.adminKeys = adminKeys
         self.clock = clock
     }
 }
@@ -35,6 +42,10 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
     if !dependencies.apiKeys.isEmpty {
         let serviceAPI = router.group("v1").add(middleware: BearerKeyMiddleware(keys: dependencies.apiKeys))
         AccountsController(subscriptions: dependencies.subscriptions, clock: dependencies.clock).addRoutes(to: serviceAPI)
+    }
+    if !dependencies.adminKeys.isEmpty {
+        let adminAPI = router.group("admin").add(middleware: BearerKeyMiddleware(keys: dependencies.adminKeys))
+        AdminController(jobs: dependencies.jobs).addRoutes(to: adminAPI)
     }
     return router
 }

@@ -4,8 +4,10 @@ public struct JobQueueError: Error, Sendable, Equatable, CustomStringConvertible
         /// The job is no longer running under this attempt: it was rescued or finished elsewhere. The caller's
         /// transaction must roll back so its effects are not applied twice.
         case lostClaim
-        /// Job arguments could not be encoded or decoded.
+        /// Job arguments could not be encoded or decoded, or no handler knows the kind.
         case invalidArguments
+        /// An attempt ran longer than its handler's timeout.
+        case timedOut
     }
 
     public let code: Code

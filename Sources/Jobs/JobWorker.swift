@@ -5,39 +5,48 @@ import ServiceLifecycle
 import Synchronization
 
 /// A worker process's job runner, as a `Service`: claims batches sized to its free slots, runs them with their
-/// ``JobHandler``s, heartbeats, rescues jobs of dead workers, and wakes on LISTEN/NOTIFY with polling as the fallback.
+/// ``JobHandler``s, batches completions, wakes on LISTEN/NOTIFY (or when the next delayed job is due) with polling as
+/// the fallback, heartbeats, and — while it holds the maintenance lease — rescues jobs of dead workers and prunes
+/// history. Every worker enqueues due periodic slots; the schedule table makes that exactly-once.
 ///
 /// On graceful shutdown it stops claiming, lets in-flight jobs finish (the service group's grace period bounds
-/// this), and deregisters.
+/// this), flushes completions and deregisters.
 public final class JobWorker: Service, Sendable {
     /// Tuning knobs; the defaults suit a small deployment.
     public struct Options: Sendable {
         public var concurrency: Int
         public var pollInterval: Duration
         public var heartbeatInterval: Duration
-        /// A worker whose heartbeat is older than this is considered dead and its running jobs are rescued.
+        /// A worker whose heartbeat is older than this is dead; its running jobs are rescued.
         public var rescueAfter: Duration
         public var retryPolicy: RetryPolicy
+        /// Finished jobs are kept in `job_history` this long.
+        public var historyRetention: Duration
+        public var schedules: [PeriodicSchedule]
 
         public init(
             concurrency: Int = 16, pollInterval: Duration = .seconds(1), heartbeatInterval: Duration = .seconds(5),
-            rescueAfter: Duration = .seconds(20), retryPolicy: RetryPolicy = RetryPolicy()
+            rescueAfter: Duration = .seconds(20), retryPolicy: RetryPolicy = RetryPolicy(),
+            historyRetention: Duration = .seconds(7 * 86_400), schedules: [PeriodicSchedule] = []
         ) {
             self.concurrency = concurrency
             self.pollInterval = pollInterval
             self.heartbeatInterval = heartbeatInterval
             self.rescueAfter = rescueAfter
             self.retryPolicy = retryPolicy
+            self.historyRetention = historyRetention
+            self.schedules = schedules
         }
     }
 
     public let id: UUID
-    private let queue: PostgresJobQueue
+    let queue: PostgresJobQueue
+    let options: Options
+    let logger: Logger
     private let handlers: [String: any JobHandler]
-    private let options: Options
-    private let logger: Logger
     private let wakeUp = WakeUp()
     private let running = Mutex(0)
+    private let completions: CompletionBatcher
 
     public init(queue: PostgresJobQueue, handlers: [any JobHandler], options: Options = Options(), logger: Logger) {
         self.id = UUID()
@@ -47,6 +56,7 @@ public final class JobWorker: Service, Sendable {
         var logger = logger
         logger[metadataKey: "worker.id"] = "\(id)"
         self.logger = logger
+        self.completions = CompletionBatcher(queue: queue, logger: logger)
     }
 
     /// Wakes the claim loop now (used when the enqueuer lives in the same process).
@@ -57,16 +67,21 @@ public final class JobWorker: Service, Sendable {
         try await queue.heartbeat(workerID: id, host: host)
         logger.info("worker started", metadata: ["worker.concurrency": "\(options.concurrency)"])
         await withDiscardingTaskGroup { group in
-            group.addTask { await self.heartbeatLoop(host: host) }
+            group.addTask { await self.maintenanceLoop(host: host) }
             group.addTask { await self.listenLoop() }
+            group.addTask { await self.completions.run() }
             await withGracefulShutdownHandler {
                 await self.claimLoop(group: &group)
             } onGracefulShutdown: {
                 self.wakeUp.signal()
             }
-            // Claiming stopped: wait for in-flight jobs, then end the background loops.
+            // Claiming stopped: wait for in-flight jobs, write their completions, then end the background loops.
             while running.withLock({ $0 }) > 0 && !Task.isCancelled {
                 await wakeUp.wait(timeout: .milliseconds(100))
+            }
+            for _ in 0..<50 where !completions.isEmpty {
+                await completions.flush()
+                if !completions.isEmpty { try? await Task.sleep(for: .milliseconds(100)) }
             }
             group.cancelAll()
         }
@@ -95,9 +110,18 @@ public final class JobWorker: Service, Sendable {
                 }
             }
             if !claimedFull || free == 0 {
-                await wakeUp.wait(timeout: options.pollInterval)
+                await wakeUp.wait(timeout: await idleWait(free: free))
             }
         }
+    }
+
+    /// How long to wait for a wake-up: until the next delayed job is due, at most the poll interval.
+    private func idleWait(free: Int) async -> Duration {
+        guard free > 0, let next = try? await queue.nextRunAt() else { return options.pollInterval }
+        let seconds = next.timeIntervalSinceNow
+        // A job due now that was not claimed is blocked by its concurrency key; its blocker's completion wakes us.
+        guard seconds > 0 else { return options.pollInterval }
+        return min(options.pollInterval, .milliseconds(Int64(seconds * 1000) + 1))
     }
 
     private func execute(_ job: ClaimedJob) async {
@@ -110,45 +134,44 @@ public final class JobWorker: Service, Sendable {
             guard let handler = handlers[job.kind] else {
                 throw JobQueueError(.invalidArguments, "no handler for job kind \(job.kind)")
             }
-            try await handler.run(execution)
-            if !execution.isCompleted {
-                try await queue.client.withConnection { try await queue.complete(job, on: $0) }
-            }
+            try await Self.run(handler, execution)
+            if !execution.isCompleted { completions.add(job) }
             logger.debug("job completed")
         } catch {
-            let description = Self.describe(error)
-            let retryAt: Date?
-            if case JobFailure.permanent = error {
-                retryAt = nil
-            } else {
-                retryAt = Date().addingTimeInterval(options.retryPolicy.delay(afterAttempt: job.attempt))
-            }
-            do {
-                let state = try await queue.fail(job, error: description, retryAt: retryAt)
-                logger.warning("job attempt failed", metadata: ["job.state": "\(state ?? "claim lost")", "error": "\(description)"])
-            } catch {
-                logger.error("could not record job failure", metadata: ["error": "\(String(reflecting: error))"])
-            }
+            await recordFailure(of: job, error: error, logger: logger)
         }
     }
 
-    private func heartbeatLoop(host: String) async {
-        var sinceRescue = Duration.zero
-        while !Task.isCancelled {
-            do {
-                try await Task.sleep(for: options.heartbeatInterval)
-            } catch { return }
-            do {
-                try await queue.heartbeat(workerID: id, host: host)
-                sinceRescue += options.heartbeatInterval
-                if sinceRescue >= options.rescueAfter / 2 {
-                    sinceRescue = .zero
-                    let rescued = try await queue.rescueAbandonedJobs(staleAfter: options.rescueAfter)
-                    if rescued > 0 { logger.warning("rescued jobs of stopped workers", metadata: ["jobs.rescued": "\(rescued)"]) }
-                }
-            } catch {
-                logger.warning("heartbeat failed", metadata: ["error": "\(String(reflecting: error))"])
+    /// Runs one attempt, cancelling it when it exceeds the handler's timeout.
+    private static func run(_ handler: any JobHandler, _ execution: JobExecution) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await handler.run(execution) }
+            group.addTask {
+                try await Task.sleep(for: handler.timeout)
+                throw JobQueueError(.timedOut, "attempt exceeded its \(handler.timeout) timeout")
             }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+    }
+
+    private func recordFailure(of job: ClaimedJob, error: any Error, logger: Logger) async {
+        do {
+            switch error {
+            case JobFailure.snooze(let until):
+                try await queue.snooze(job, until: until)
+                logger.debug("job snoozed", metadata: ["job.run_at": "\(until)"])
+            case JobFailure.discard(let reason):
+                try await queue.discard(job, reason: reason)
+                logger.warning("job discarded", metadata: ["error": "\(reason)"])
+            default:
+                let description = Self.describe(error)
+                let retryAt = Date().addingTimeInterval(options.retryPolicy.delay(afterAttempt: job.attempt))
+                let state = try await queue.fail(job, error: description, retryAt: retryAt)
+                logger.warning("job attempt failed", metadata: ["job.state": "\(state ?? "claim lost")", "error": "\(description)"])
+            }
+        } catch {
+            logger.error("could not record job outcome", metadata: ["error": "\(String(reflecting: error))"])
         }
     }
 
@@ -168,9 +191,8 @@ public final class JobWorker: Service, Sendable {
         }
     }
 
-    private static func describe(_ error: any Error) -> String {
+    static func describe(_ error: any Error) -> String {
         switch error {
-        case JobFailure.permanent(let reason): return reason
         case let error as PSQLError: return "database error \(error.serverInfo?[.sqlState] ?? error.code.description)"
         case let error as PostgresTransactionError:
             if let inner = error.closureError { return describe(inner) }

@@ -31,9 +31,9 @@ public struct PostgresJobQueue: Sendable {
         let rows = try await connection.query(
             """
             WITH inserted AS (
-                INSERT INTO jobs (kind, args, priority, run_at, max_attempts, unique_key, concurrency_key)
+                INSERT INTO jobs (kind, args, priority, run_at, max_attempts, attempt_budget, unique_key, concurrency_key)
                 VALUES (\(job.kind), \(job.arguments)::jsonb, \(job.priority), COALESCE(\(job.runAt), now()),
-                        \(job.maxAttempts), \(job.uniqueKey), \(job.concurrencyKey))
+                        \(job.maxAttempts), \(job.maxAttempts), \(job.uniqueKey), \(job.concurrencyKey))
                 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING
                 RETURNING id
             )
@@ -43,6 +43,40 @@ public struct PostgresJobQueue: Sendable {
         )
         for try await id in rows.decode(Int64.self) { return .enqueued(id: id) }
         return .duplicate
+    }
+
+    /// Inserts many jobs in one statement (one round trip); jobs whose unique key is taken are skipped. Returns how
+    /// many were inserted.
+    @discardableResult
+    public func enqueue(_ jobs: [NewJob], on connection: PostgresConnection) async throws -> Int {
+        guard !jobs.isEmpty else { return 0 }
+        // Arrays cannot carry NULLs through the binding, so absent values travel as '' / -1 and become NULL / now().
+        let kinds = jobs.map(\.kind)
+        let arguments = jobs.map(\.arguments)
+        let priorities = jobs.map { Int32($0.priority) }
+        let runAts = jobs.map { $0.runAt?.timeIntervalSince1970 ?? -1 }
+        let maxAttempts = jobs.map { Int32($0.maxAttempts) }
+        let uniqueKeys = jobs.map { $0.uniqueKey ?? "" }
+        let concurrencyKeys = jobs.map { $0.concurrencyKey ?? "" }
+        let rows = try await connection.query(
+            """
+            WITH inserted AS (
+                INSERT INTO jobs (kind, args, priority, run_at, max_attempts, attempt_budget, unique_key, concurrency_key)
+                SELECT kind, args::jsonb, priority::smallint,
+                       CASE WHEN run_at < 0 THEN now() ELSE to_timestamp(run_at) END,
+                       max_attempts, max_attempts, NULLIF(unique_key, ''), NULLIF(concurrency_key, '')
+                FROM unnest(\(kinds)::text[], \(arguments)::text[], \(priorities)::int4[], \(runAts)::float8[],
+                            \(maxAttempts)::int4[], \(uniqueKeys)::text[], \(concurrencyKeys)::text[])
+                     AS input(kind, args, priority, run_at, max_attempts, unique_key, concurrency_key)
+                ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING
+                RETURNING id
+            )
+            SELECT count(*) FROM inserted CROSS JOIN (SELECT pg_notify(\(Self.wakeUpChannel), '')) AS wake
+            """,
+            logger: logger
+        )
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
     }
 
     /// Claims up to `limit` runnable jobs for `workerID` in one round trip. A job whose concurrency key has a
@@ -93,6 +127,77 @@ public struct PostgresJobQueue: Sendable {
         )
         for try await _ in rows.decode(Int64.self) { return }
         throw JobQueueError(.lostClaim, "job \(job.id) attempt \(job.attempt) is no longer running")
+    }
+
+    /// Completes many jobs in one statement, each only if still running under its claimed attempt. Returns how many
+    /// were completed; the others had lost their claim.
+    @discardableResult
+    public func complete(_ jobs: [ClaimedJob]) async throws -> Int {
+        guard !jobs.isEmpty else { return 0 }
+        let ids = jobs.map(\.id)
+        let attempts = jobs.map { Int32($0.attempt) }
+        let rows = try await client.query(
+            """
+            WITH finished AS (
+                DELETE FROM jobs USING unnest(\(ids)::int8[], \(attempts)::int4[]) AS done(id, attempt)
+                WHERE jobs.id = done.id AND jobs.attempt = done.attempt AND jobs.state = 'running'
+                RETURNING jobs.id, jobs.kind, jobs.attempt, jobs.args, jobs.errors, jobs.unique_key, jobs.created_at
+            ), archived AS (
+                INSERT INTO job_history (id, kind, state, attempt, args, errors, unique_key, created_at)
+                SELECT id, kind, 'completed', attempt, args, errors, unique_key, created_at FROM finished
+                RETURNING 1
+            )
+            SELECT count(*) FROM archived
+            """,
+            logger: logger
+        )
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
+    }
+
+    /// Puts a running job back to wait until `runAt` without using up an attempt (fenced).
+    @discardableResult
+    public func snooze(_ job: ClaimedJob, until runAt: Date) async throws -> Bool {
+        let rows = try await client.query(
+            """
+            UPDATE jobs SET state = 'available', run_at = \(runAt), attempt = attempt - 1, locked_by = NULL
+            WHERE id = \(job.id) AND attempt = \(job.attempt) AND state = 'running'
+            RETURNING id
+            """,
+            logger: logger
+        )
+        for try await _ in rows.decode(Int64.self) { return true }
+        return false
+    }
+
+    /// Ends a running job that can never succeed: moved to `job_history` as `discarded` with its error (fenced).
+    @discardableResult
+    public func discard(_ job: ClaimedJob, reason: String) async throws -> Bool {
+        let message = String(reason.prefix(2000))
+        let rows = try await client.query(
+            """
+            WITH finished AS (
+                DELETE FROM jobs WHERE id = \(job.id) AND attempt = \(job.attempt) AND state = 'running'
+                RETURNING id, kind, attempt, args, errors, unique_key, created_at
+            )
+            INSERT INTO job_history (id, kind, state, attempt, args, errors, unique_key, created_at)
+            SELECT id, kind, 'discarded', attempt, args,
+                   errors || jsonb_build_array(jsonb_build_object('attempt', attempt, 'at', now(), 'error', \(message)::text)),
+                   unique_key, created_at
+            FROM finished
+            RETURNING id
+            """,
+            logger: logger
+        )
+        for try await _ in rows.decode(Int64.self) { return true }
+        return false
+    }
+
+    /// When the earliest waiting job becomes due (`nil` when none waits).
+    public func nextRunAt() async throws -> Date? {
+        let rows = try await client.query("SELECT min(run_at) FROM jobs WHERE state = 'available'", logger: logger)
+        for try await date in rows.decode(Date?.self) { return date }
+        return nil
     }
 
     /// Records a failed attempt: the job runs again at `retryAt`, or becomes `failed` when its attempts are used up

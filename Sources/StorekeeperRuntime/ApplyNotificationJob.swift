@@ -30,7 +30,7 @@ public struct ApplyNotificationJob: JobHandler {
         let uuid = arguments.notificationUUID
         try await client.withTransaction(logger: logger) { connection in
             guard let notification = try await notifications.notification(uuid, on: connection) else {
-                throw JobFailure.permanent("notification \(uuid) is not stored")
+                throw JobFailure.discard("notification \(uuid) is not stored")
             }
             let outcome: String
             if let event = SubscriptionEvent(notification) {

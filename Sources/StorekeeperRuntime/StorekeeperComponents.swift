@@ -50,7 +50,9 @@ public struct StorekeeperComponents: Sendable {
                 inbox: NotificationInbox(client: client, queue: queue, logger: logger),
                 subscriptions: SubscriptionStore(client: client, logger: logger),
                 readiness: PostgresReadiness(migrator: migrator),
+                jobs: queue,
                 apiKeys: configuration.apiKeys,
+                adminKeys: configuration.adminKeys,
                 clock: clock
             ))
     }

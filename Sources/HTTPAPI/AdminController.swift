@@ -1,0 +1,86 @@
+import Foundation
+import Hummingbird
+import Jobs
+
+/// What operators may do to the queue (the seam tests can replace).
+public protocol JobAdministration: Sendable {
+    func statistics() async throws -> QueueStatistics
+    func jobs(state: String?, kind: String?, limit: Int) async throws -> [JobRecord]
+    func job(id: Int64) async throws -> JobRecord?
+    func requeue(ids: [Int64]) async throws -> [Int64]
+    func requeue(state: String, kind: String?, since: Date?, dryRun: Bool) async throws -> [Int64]
+    func cancel(ids: [Int64]) async throws -> [Int64]
+}
+
+extension PostgresJobQueue: JobAdministration {}
+
+/// The admin API (`STOREKEEPER_ADMIN_KEYS`): JSON equivalents of `storekeeper jobs …`.
+public struct AdminController: Sendable {
+    let jobs: any JobAdministration
+
+    public init(jobs: any JobAdministration) { self.jobs = jobs }
+
+    struct JobList: ResponseEncodable { var jobs: [JobRecord] }
+    struct Requeued: ResponseEncodable {
+        var ids: [Int64]
+        var count: Int
+        var dryRun: Bool
+    }
+    struct Cancelled: ResponseEncodable { var id: Int64 }
+    struct RequeueRequest: Decodable {
+        var ids: [Int64]?
+        var state: String?
+        var kind: String?
+        var since: Date?
+        var dryRun: Bool?
+    }
+
+    static let states = ["available", "running", "failed", "cancelled", "completed", "discarded"]
+
+    public func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
+        group.get("stats") { _, _ in try await self.jobs.statistics() }
+        group.get("jobs") { request, _ -> JobList in
+            let state = request.uri.queryParameters.get("state")
+            if let state, !Self.states.contains(state) {
+                throw APIError.badRequest("state must be one of \(Self.states.joined(separator: ", "))")
+            }
+            let limit = request.uri.queryParameters.get("limit").flatMap(Int.init) ?? 50
+            guard (1...1000).contains(limit) else { throw APIError.badRequest("limit must be 1...1000") }
+            return JobList(jobs: try await self.jobs.jobs(state: state, kind: request.uri.queryParameters.get("kind"), limit: limit))
+        }
+        group.get("jobs/{id}") { _, context -> JobRecord in
+            guard let id = Int64(try context.parameters.require("id")) else { throw APIError.badRequest("job id must be a number") }
+            guard let record = try await self.jobs.job(id: id) else {
+                throw APIError(.notFound, code: "not_found", message: "no job \(id)")
+            }
+            return record
+        }
+        group.post("jobs/requeue") { request, context -> Requeued in
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            let body = try await request.body.collect(upTo: 64 * 1024)
+            guard let requeue = try? decoder.decode(RequeueRequest.self, from: Data(buffer: body)) else {
+                throw APIError.badRequest(#"body must be {"ids": [...]} or {"state": "failed", "kind": ..., "since": ..., "dryRun": ...}"#)
+            }
+            if let ids = requeue.ids {
+                let done = try await self.jobs.requeue(ids: ids)
+                return Requeued(ids: done, count: done.count, dryRun: false)
+            }
+            let state = requeue.state ?? "failed"
+            guard ["failed", "cancelled"].contains(state) else { throw APIError.badRequest("only failed or cancelled jobs can be requeued") }
+            let dryRun = requeue.dryRun ?? false
+            let ids = try await self.jobs.requeue(state: state, kind: requeue.kind, since: requeue.since, dryRun: dryRun)
+            return Requeued(ids: ids, count: ids.count, dryRun: dryRun)
+        }
+        group.post("jobs/{id}/cancel") { _, context -> Cancelled in
+            guard let id = Int64(try context.parameters.require("id")) else { throw APIError.badRequest("job id must be a number") }
+            guard try await self.jobs.cancel(ids: [id]) == [id] else {
+                throw APIError(.conflict, code: "not_cancellable", message: "job \(id) is not waiting to run (only available jobs can be cancelled)")
+            }
+            return Cancelled(id: id)
+        }
+    }
+}
+
+extension QueueStatistics: ResponseEncodable {}
+extension JobRecord: ResponseEncodable {}

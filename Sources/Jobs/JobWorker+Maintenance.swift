@@ -1,0 +1,36 @@
+import Foundation
+
+extension JobWorker {
+    /// The lease that elects one maintainer among all workers.
+    static let maintenanceLease = "maintenance"
+
+    /// Every heartbeat: refresh this worker's heartbeat, enqueue due periodic slots, and — while holding the
+    /// maintenance lease — rescue jobs of dead workers and, every minute, prune old history.
+    func maintenanceLoop(host: String) async {
+        var lastPrune = ContinuousClock.now - .seconds(3600)
+        while !Task.isCancelled {
+            do {
+                try await Task.sleep(for: options.heartbeatInterval)
+            } catch { return }
+            do {
+                try await queue.heartbeat(workerID: id, host: host)
+                for schedule in options.schedules {
+                    let enqueued = try await queue.enqueueDueSlots(of: schedule, now: Date())
+                    if enqueued > 0 { logger.debug("periodic slots enqueued", metadata: ["schedule": "\(schedule.name)", "jobs": "\(enqueued)"]) }
+                }
+                guard try await queue.acquireLease(Self.maintenanceLease, holder: id, for: options.heartbeatInterval * 3) else {
+                    continue
+                }
+                let rescued = try await queue.rescueAbandonedJobs(staleAfter: options.rescueAfter)
+                if rescued > 0 { logger.warning("rescued jobs of stopped workers", metadata: ["jobs.rescued": "\(rescued)"]) }
+                if ContinuousClock.now - lastPrune > .seconds(60) {
+                    lastPrune = .now
+                    let pruned = try await queue.pruneHistory(olderThan: options.historyRetention)
+                    if pruned > 0 { logger.info("pruned job history", metadata: ["jobs.pruned": "\(pruned)"]) }
+                }
+            } catch {
+                logger.warning("maintenance failed", metadata: ["error": "\(String(reflecting: error))"])
+            }
+        }
+    }
+}

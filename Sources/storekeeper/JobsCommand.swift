@@ -1,0 +1,145 @@
+import ArgumentParser
+import Foundation
+import Jobs
+import Logging
+import PostgresNIO
+import StorekeeperRuntime
+
+struct JobsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "jobs", abstract: "Look at and act on the job queue (reads DATABASE_URL).",
+        subcommands: [Stats.self, List.self, Show.self, Requeue.self, Cancel.self])
+
+    /// Runs `body` with a queue on `DATABASE_URL`, bounded so an unreachable database fails with a message.
+    static func withQueue<Result: Sendable>(_ body: @escaping @Sendable (PostgresJobQueue) async throws -> Result) async throws -> Result {
+        guard let text = ProcessInfo.processInfo.environment["DATABASE_URL"], !text.isEmpty else {
+            throw CommandFailure("DATABASE_URL is required (postgres://user:pass@host:port/db)")
+        }
+        let url = try DatabaseURL(parsing: text)
+        let logger = Logger(label: "storekeeper.jobs")
+        return try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 2), logger: logger) { client in
+            try await withCommandTimeout(.seconds(30)) { try await body(PostgresJobQueue(client: client, logger: logger)) }
+        }
+    }
+
+    static func printJSON(_ value: some Encodable) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601
+        say(String(decoding: try encoder.encode(value), as: UTF8.self))
+    }
+
+    static func format(_ date: Date?) -> String { date?.formatted(.iso8601) ?? "-" }
+
+    struct Stats: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Counts by kind and state; the oldest runnable job's age.")
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() async throws {
+            let statistics = try await JobsCommand.withQueue { try await $0.statistics() }
+            if json { return try JobsCommand.printJSON(statistics) }
+            say("KIND                     STATE       COUNT")
+            for count in statistics.counts {
+                say(count.kind.padding(toLength: 24, withPad: " ", startingAt: 0) + " " + count.state.padding(toLength: 11, withPad: " ", startingAt: 0) + " \(count.count)")
+            }
+            if statistics.counts.isEmpty { say("(no live jobs)") }
+            say("oldest runnable job: " + (statistics.oldestRunnableAgeSeconds.map { String(format: "%.1f s", $0) } ?? "none waiting"))
+            let finished = statistics.finishedLastHour.map { "\($0.kind) \($0.state) \($0.count)" }.joined(separator: ", ")
+            say("finished in the last hour: " + (finished.isEmpty ? "none" : finished))
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Jobs, newest first: id, kind, state, attempts, run_at, last error.")
+        @Option(help: "available, running, failed, cancelled, completed or discarded.") var state: String?
+        @Option(help: "Only this kind.") var kind: String?
+        @Option(help: "At most this many.") var limit = 50
+        @Flag(help: "Print JSON.") var json = false
+
+        func validate() throws {
+            if let state, !["available", "running", "failed", "cancelled", "completed", "discarded"].contains(state) {
+                throw ValidationError("--state must be available, running, failed, cancelled, completed or discarded")
+            }
+            guard (1...10_000).contains(limit) else { throw ValidationError("--limit must be 1...10000") }
+        }
+
+        func run() async throws {
+            let (state, kind, limit) = (self.state, self.kind, self.limit)
+            let records = try await JobsCommand.withQueue { try await $0.jobs(state: state, kind: kind, limit: limit) }
+            if json { return try JobsCommand.printJSON(records) }
+            say("ID        KIND                 STATE       ATTEMPTS  RUN_AT                 LAST ERROR")
+            for record in records {
+                let attempts = "\(record.attempt)/\(record.maxAttempts.map(String.init) ?? "-")"
+                say(
+                    String(record.id).padding(toLength: 9, withPad: " ", startingAt: 0) + " "
+                        + record.kind.padding(toLength: 20, withPad: " ", startingAt: 0) + " "
+                        + record.state.padding(toLength: 11, withPad: " ", startingAt: 0) + " "
+                        + attempts.padding(toLength: 9, withPad: " ", startingAt: 0) + " "
+                        + JobsCommand.format(record.runAt).padding(toLength: 22, withPad: " ", startingAt: 0) + " "
+                        + (record.lastError.map { String($0.prefix(60)) } ?? ""))
+            }
+            if records.isEmpty { say("(none)") }
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Everything about one job, every attempt's error.")
+        @Argument(help: "The job id.") var id: Int64
+
+        func run() async throws {
+            let id = self.id
+            guard let record = try await JobsCommand.withQueue({ try await $0.job(id: id) }) else {
+                throw CommandFailure("no job \(id)")
+            }
+            try JobsCommand.printJSON(record)
+        }
+    }
+
+    struct Requeue: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make failed or cancelled jobs runnable again with a fresh attempt budget; prints how many.")
+        @Argument(help: "Job ids (or use --state).") var ids: [Int64] = []
+        @Option(help: "failed or cancelled: requeue every job in that state matching the filters.") var state: String?
+        @Option(help: "Only this kind.") var kind: String?
+        @Option(help: "Only jobs created at or after this RFC 3339 time.") var since: String?
+        @Flag(help: "Only print what would be requeued.") var dryRun = false
+
+        func validate() throws {
+            guard ids.isEmpty != (state == nil) else { throw ValidationError("give job ids or --state, not both") }
+            if let state, !["failed", "cancelled"].contains(state) { throw ValidationError("--state must be failed or cancelled") }
+            if let since, (try? Date(since, strategy: .iso8601)) == nil { throw ValidationError("--since must be an RFC 3339 time") }
+        }
+
+        func run() async throws {
+            let (ids, state, kind, dryRun) = (self.ids, self.state, self.kind, self.dryRun)
+            let since = try since.map { try Date($0, strategy: .iso8601) }
+            let requeued = try await JobsCommand.withQueue { queue -> [Int64] in
+                if let state { return try await queue.requeue(state: state, kind: kind, since: since, dryRun: dryRun) }
+                return dryRun ? ids : try await queue.requeue(ids: ids)
+            }
+            let list = requeued.prefix(20).map(String.init).joined(separator: ", ") + (requeued.count > 20 ? ", …" : "")
+            say("\(dryRun ? "would requeue" : "requeued") \(requeued.count) job\(requeued.count == 1 ? "" : "s")\(requeued.isEmpty ? "" : ": \(list)")")
+            if !dryRun, state == nil, requeued.count < ids.count {
+                let skipped = Set(ids).subtracting(requeued).sorted().map(String.init).joined(separator: ", ")
+                throw CommandFailure("not requeued (not failed or cancelled, or unknown): \(skipped)")
+            }
+        }
+    }
+
+    struct Cancel: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Cancel jobs that have not started yet.")
+        @Argument(help: "Job ids.") var ids: [Int64]
+
+        func validate() throws { if ids.isEmpty { throw ValidationError("give at least one job id") } }
+
+        func run() async throws {
+            let ids = self.ids
+            let cancelled = try await JobsCommand.withQueue { try await $0.cancel(ids: ids) }
+            say("cancelled \(cancelled.count) job\(cancelled.count == 1 ? "" : "s")")
+            if cancelled.count < ids.count {
+                let skipped = Set(ids).subtracting(cancelled).sorted().map(String.init).joined(separator: ", ")
+                throw CommandFailure("not cancelled (running, finished or unknown): \(skipped)")
+            }
+        }
+    }
+}
