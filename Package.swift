@@ -102,13 +102,24 @@ let package = Package(
             ],
             path: "Tests/TestSupport"
         ),
+        // A worker process for the queue's multi-process tests (kill -9, several processes, graceful shutdown).
+        .executableTarget(
+            name: "storekeeper-probe-worker",
+            dependencies: [
+                "Jobs", "StorekeeperRuntime",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/ProbeWorker"
+        ),
         .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "LocalSigning", "AppStoreModels", "TestSupport"]),
         .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
                 "StorekeeperRuntime", "HTTPAPI", "Persistence", "Jobs", "LocalSigning", "SignedData", "AppStoreModels",
-                "Subscriptions", "TestSupport",
+                "Subscriptions", "TestSupport", "storekeeper-probe-worker",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),
