@@ -103,7 +103,7 @@ public struct PrivateCluster: Sendable {
         }
     }
 
-    static func findBinDirectory() -> URL? {
+    public static func findBinDirectory() -> URL? {
         let fileManager = FileManager.default
         let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
         for entry in path.split(separator: ":") where fileManager.isExecutableFile(atPath: "\(entry)/initdb") {

@@ -51,7 +51,7 @@ struct VerifyBenchmarkCommand: AsyncParsableCommand {
             }
             elapsed = clock.now - began
         } while elapsed < .seconds(seconds)
-        let warmSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let warmSeconds = elapsed.seconds
         let perSecond = Double(verified) / warmSeconds
 
         let cold = SignedDataVerifier(rootCertificates: [chain.root], policy: policy, cachesChains: false)
@@ -59,7 +59,7 @@ struct VerifyBenchmarkCommand: AsyncParsableCommand {
         let coldBegan = clock.now
         for payload in payloads.prefix(coldCount) { _ = try await cold.verifyNotification(payload) }
         let coldElapsed = clock.now - coldBegan
-        let coldSeconds = Double(coldElapsed.components.seconds) + Double(coldElapsed.components.attoseconds) / 1e18
+        let coldSeconds = coldElapsed.seconds
         let coldPerSecond = Double(coldCount) / coldSeconds
 
         var report = BenchmarkReport()
