@@ -73,32 +73,16 @@ public struct PrivateCluster: Sendable {
     }
 
     private func run(_ executable: String, _ arguments: [String], asUser user: String?) throws(Failure) {
-        let process = Process()
-        if let user {
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
-            process.arguments = ["-u", user, "--", executable] + arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-        }
-        // A file, not a pipe: `pg_ctl start` leaves the server holding its output descriptors, so a pipe never
-        // reaches end-of-file.
-        let outputURL = FileManager.default.temporaryDirectory.appendingPathComponent("storekeeper-\(UUID().uuidString).out")
-        FileManager.default.createFile(atPath: outputURL.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: outputURL) }
+        let (program, programArguments) = user.map { ("/usr/sbin/runuser", ["-u", $0, "--", executable] + arguments) }
+            ?? (executable, arguments)
+        let result: ChildProcess.Result
         do {
-            let output = try FileHandle(forWritingTo: outputURL)
-            defer { try? output.close() }
-            process.standardOutput = output
-            process.standardError = output
-            try process.run()
-            process.waitUntilExit()
+            result = try ChildProcess.run(program, programArguments)
         } catch {
-            throw Failure(description: "cannot run \(executable): \(error.localizedDescription)")
+            throw Failure(description: error.description)
         }
-        let text = (try? String(contentsOf: outputURL, encoding: .utf8)) ?? ""
-        guard process.terminationStatus == 0 else {
-            let lastLine = text.split(separator: "\n").last.map(String.init) ?? "exit \(process.terminationStatus)"
+        guard result.status == 0 else {
+            let lastLine = result.output.split(separator: "\n").last.map(String.init) ?? "exit \(result.status)"
             throw Failure(description: "\(URL(fileURLWithPath: executable).lastPathComponent) failed: \(lastLine)")
         }
     }

@@ -12,7 +12,7 @@ enum BenchmarkDatabase {
         if let text {
             let server = try DatabaseURL(parsing: text)
             let name = "storekeeper_bench_\(UInt32.random(in: 0...UInt32.max))"
-            try await PostgresClient.withRunning(server.clientConfiguration(maximumConnections: 1), logger: logger) {
+            _ = try await PostgresClient.withRunning(server.clientConfiguration(maximumConnections: 1), logger: logger) {
                 try await $0.query("CREATE DATABASE \(unescaped: name)", logger: logger)
             }
             var url = server
@@ -44,23 +44,13 @@ enum BenchmarkDatabase {
     /// Runs a PostgreSQL client program (pgbench, psql) against `url`; returns its standard output.
     static func runTool(_ name: String, _ arguments: [String], url: DatabaseURL) throws -> String {
         guard let bin = PrivateCluster.findBinDirectory() else { throw CommandFailure("\(name) not found (install postgresql)") }
-        let process = Process()
-        process.executableURL = bin.appendingPathComponent(name)
-        process.arguments = ["-h", url.host, "-p", String(url.port), "-U", url.username] + arguments + [url.database]
-        var environment = ProcessInfo.processInfo.environment
+        var environment: [String: String] = [:]
         if let password = url.password { environment["PGPASSWORD"] = password }
-        process.environment = environment
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("storekeeper-\(name)-\(UUID().uuidString).out")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: output) }
-        let handle = try FileHandle(forWritingTo: output)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        process.waitUntilExit()
-        try handle.close()
-        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-        guard process.terminationStatus == 0 else {
+        let result = try ChildProcess.run(
+            bin.appendingPathComponent(name).path,
+            ["-h", url.host, "-p", String(url.port), "-U", url.username] + arguments + [url.database], environment: environment)
+        let text = result.output
+        guard result.status == 0 else {
             throw CommandFailure("\(name) failed: \(text.split(separator: "\n").last.map(String.init) ?? "")")
         }
         return text

@@ -53,8 +53,8 @@ struct QueueBenchmarkCommand: AsyncParsableCommand {
             return logger
         }()
         let (jobs, workers, concurrency, latencyPending) = (self.jobs, self.workers, self.concurrency, self.latencyPending)
-        let report = try await BenchmarkDatabase.with(url: databaseURL, logger: logger) { url in
-            try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 4 * workers + 8), logger: logger) { client in
+        let report = try await BenchmarkDatabase.with(url: databaseURL, logger: logger) { url -> BenchmarkReport in
+            return try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 4 * workers + 8), logger: logger) { client -> BenchmarkReport in
                 try await SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: logger).migrate()
                 let queue = PostgresJobQueue(client: client, logger: logger)
                 let clock = ContinuousClock()
