@@ -11,7 +11,7 @@ final class CompletionBatcher: Sendable {
     private let wakeUp = WakeUp()
     private let logger: Logger
 
-    init(queue: PostgresJobQueue, maximumBatch: Int = 500, interval: Duration = .milliseconds(20), logger: Logger) {
+    init(queue: PostgresJobQueue, maximumBatch: Int = 1_000, interval: Duration = .milliseconds(20), logger: Logger) {
         self.queue = queue
         self.maximumBatch = maximumBatch
         self.interval = interval

@@ -22,7 +22,7 @@ struct QueueBenchmarkCommand: AsyncParsableCommand {
 
     @Option(help: "No-op jobs to drain.") var jobs = 200_000
     @Option(help: "Worker instances (claim loops) in this process.") var workers = 2
-    @Option(help: "Jobs in flight per worker.") var concurrency = 250
+    @Option(help: "Jobs in flight per worker.") var concurrency = 500
     @Option(help: "Pending jobs for the large claim-latency measurement (0 skips it).") var latencyPending = 1_000_000
     @Option(help: "postgres://… of a server to use instead of a private cluster.") var databaseURL: String?
     @Flag(help: "Print one JSON object on the last line.") var json = false

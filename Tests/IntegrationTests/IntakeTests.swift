@@ -8,6 +8,7 @@ import NIOCore
 import PostgresNIO
 import StorekeeperRuntime
 import Testing
+import TestSupport
 
 @Suite("Apple intake and status, on real PostgreSQL")
 struct IntakeTests {
@@ -158,8 +159,8 @@ struct IntakeTests {
 
     @Test("past expiresAt the account is free, though no EXPIRED ever arrived")
     func clockRule() async throws {
-        let now = LockedClock()
-        try await StorekeeperHarness.run(clock: { now.date }) { harness in
+        let clock = TestClock()
+        try await StorekeeperHarness.run(clock: { clock.now }) { harness in
             let account = UUID()
             let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: account), at: Date())
             try await harness.withHTTP { client in
@@ -167,7 +168,7 @@ struct IntakeTests {
                 try await eventually("the account to be subscribed") {
                     try await client.getWithKey("/v1/accounts/\(account)/status").json["state"] as? String == "subscribed"
                 }
-                now.date = Date().addingTimeInterval(31 * 86_400)
+                clock.now = Date().addingTimeInterval(31 * 86_400)
                 let status = try await client.getWithKey("/v1/accounts/\(account)/status").json
                 #expect(status["state"] as? String == "free_no_credits")
                 #expect(status["entitled"] as? Bool == false)
@@ -195,16 +196,5 @@ struct IntakeTests {
                 #expect(try await client.execute(uri: "/readyz", method: .get).status == .ok)
             }
         }
-    }
-}
-
-/// A settable clock for tests.
-final class LockedClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = Date()
-
-    var date: Date {
-        get { lock.withLock { value } }
-        set { lock.withLock { value = newValue } }
     }
 }

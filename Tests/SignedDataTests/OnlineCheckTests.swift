@@ -7,20 +7,11 @@ import TestSupport
 
 @Suite("Online mode: validity at now and OCSP")
 struct OnlineCheckTests {
-    final class Clock: @unchecked Sendable {
-        private let lock = NSLock()
-        private var value = Date()
-        var now: Date {
-            get { lock.withLock { value } }
-            set { lock.withLock { value = newValue } }
-        }
-    }
-
     struct Setup {
         let chain: LocalSigningChain
         let responder: TestOCSPResponder
         let signer: JWSSigner
-        let clock = Clock()
+        let clock = TestClock()
         let verifier: SignedDataVerifier
 
         init() throws {
