@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Persistence
 import PostgresNIO
 import SignedData
@@ -34,4 +35,11 @@ struct CommandFailure: Error, CustomStringConvertible {
 /// Writes a line to standard output at once (unbuffered, so it shows when output goes to a file or pipe).
 func say(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}
+
+/// The logger of a one-shot command: only errors someone must act on; the command's own output says the rest.
+func commandLogger(_ label: String) -> Logger {
+    var logger = Logger(label: label)
+    logger.logLevel = .critical
+    return logger
 }

@@ -55,7 +55,8 @@ struct DevCommand: AsyncParsableCommand {
         ])
         let applied = try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 2), logger: logger) {
             client in
-            try await withCommandTimeout(.seconds(120)) {
+            try await ensureReachable(client, url: databaseURL, logger: logger)
+            return try await withCommandTimeout(.seconds(300)) {
                 try await SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: logger).migrate()
             }
         }

@@ -16,9 +16,10 @@ struct JobsCommand: AsyncParsableCommand {
             throw CommandFailure("DATABASE_URL is required (postgres://user:pass@host:port/db)")
         }
         let url = try DatabaseURL(parsing: text)
-        let logger = Logger(label: "storekeeper.jobs")
+        let logger = commandLogger("storekeeper.jobs")
         return try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 2), logger: logger) { client in
-            try await withCommandTimeout(.seconds(30)) { try await body(PostgresJobQueue(client: client, logger: logger)) }
+            try await ensureReachable(client, url: url, logger: logger)
+            return try await withCommandTimeout(.seconds(30)) { try await body(PostgresJobQueue(client: client, logger: logger)) }
         }
     }
 

@@ -14,10 +14,11 @@ struct MigrateCommand: AsyncParsableCommand {
             throw CommandFailure("DATABASE_URL is required (postgres://user:pass@host:port/db)")
         }
         let url = try DatabaseURL(parsing: text)
-        let logger = Logger(label: "storekeeper.migrate")
+        let logger = commandLogger("storekeeper.migrate")
         let applied = try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 2), logger: logger) { client in
             let migrator = try SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: logger)
-            return try await withCommandTimeout(.seconds(120)) { try await migrator.migrate() }
+            try await ensureReachable(client, url: url, logger: logger)
+            return try await withCommandTimeout(.seconds(300)) { try await migrator.migrate() }
         }
         say(applied.isEmpty ? "database is up to date" : "applied \(applied.joined(separator: ", "))")
     }
@@ -38,5 +39,14 @@ func withCommandTimeout<Result: Sendable>(
             throw CommandFailure("timed out after \(timeout) waiting for the database")
         }
         return result
+    }
+}
+
+/// Fails within 5 s, with one line naming the database, when it cannot be reached.
+func ensureReachable(_ client: PostgresClient, url: DatabaseURL, logger: Logger) async throws {
+    do {
+        try await withCommandTimeout(.seconds(5)) { try await client.query("SELECT 1", logger: logger) }
+    } catch {
+        throw CommandFailure("cannot reach the database at \(url)")
     }
 }
