@@ -59,9 +59,6 @@ public final class JobWorker: Service, Sendable {
         self.completions = CompletionBatcher(queue: queue, logger: logger)
     }
 
-    /// Wakes the claim loop now (used when the enqueuer lives in the same process).
-    public func wake() { wakeUp.signal() }
-
     public func run() async throws {
         let host = ProcessInfo.processInfo.hostName
         try await queue.heartbeat(workerID: id, host: host)

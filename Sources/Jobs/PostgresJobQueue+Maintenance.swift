@@ -15,8 +15,7 @@ extension PostgresJobQueue {
             """,
             logger: logger
         )
-        for try await current in rows.decode(UUID.self) { return current == holder }
-        return false
+        return try await rows.first(UUID.self) == holder
     }
 
     /// Deletes up to `limit` finished jobs older than `retention` from `job_history`; returns how many.
@@ -35,8 +34,7 @@ extension PostgresJobQueue {
             """,
             logger: logger
         )
-        for try await count in rows.decode(Int.self) { return count }
-        return 0
+        return try await rows.first(Int.self) ?? 0
     }
 
     /// Enqueues every slot of `schedule` that is due at `now` and not yet enqueued — missed slots included, in order —

@@ -44,7 +44,6 @@ extension PostgresJobQueue {
             """,
             logger: logger
         )
-        for try await count in rows.decode(Int.self) { return count }
-        return 0
+        return try await rows.first(Int.self) ?? 0
     }
 }

@@ -41,8 +41,7 @@ public struct PostgresJobQueue: Sendable {
             """,
             logger: logger
         )
-        for try await id in rows.decode(Int64.self) { return .enqueued(id: id) }
-        return .duplicate
+        return try await rows.first(Int64.self).map { .enqueued(id: $0) } ?? .duplicate
     }
 
     /// Inserts many jobs in one statement (one round trip); jobs whose unique key is taken are skipped. Returns how
@@ -75,8 +74,7 @@ public struct PostgresJobQueue: Sendable {
             """,
             logger: logger
         )
-        for try await count in rows.decode(Int.self) { return count }
-        return 0
+        return try await rows.first(Int.self) ?? 0
     }
 
     /// Claims up to `limit` runnable jobs for `workerID` in one round trip. A job whose concurrency key has a
@@ -151,8 +149,7 @@ public struct PostgresJobQueue: Sendable {
             """,
             logger: logger
         )
-        for try await count in rows.decode(Int.self) { return count }
-        return 0
+        return try await rows.first(Int.self) ?? 0
     }
 
     /// Puts a running job back to wait until `runAt` without using up an attempt (fenced).
@@ -166,8 +163,7 @@ public struct PostgresJobQueue: Sendable {
             """,
             logger: logger
         )
-        for try await _ in rows.decode(Int64.self) { return true }
-        return false
+        return try await rows.first(Int64.self) != nil
     }
 
     /// Ends a running job that can never succeed: moved to `job_history` as `discarded` with its error (fenced).
@@ -189,15 +185,13 @@ public struct PostgresJobQueue: Sendable {
             """,
             logger: logger
         )
-        for try await _ in rows.decode(Int64.self) { return true }
-        return false
+        return try await rows.first(Int64.self) != nil
     }
 
     /// When the earliest waiting job becomes due (`nil` when none waits).
     public func nextRunAt() async throws -> Date? {
         let rows = try await client.query("SELECT min(run_at) FROM jobs WHERE state = 'available'", logger: logger)
-        for try await date in rows.decode(Date?.self) { return date }
-        return nil
+        return try await rows.first(Date?.self) ?? nil
     }
 
     /// Records a failed attempt: the job runs again at `retryAt`, or becomes `failed` when its attempts are used up
@@ -220,7 +214,6 @@ public struct PostgresJobQueue: Sendable {
             """,
             logger: logger
         )
-        for try await state in rows.decode(String.self) { return state }
-        return nil
+        return try await rows.first(String.self)
     }
 }
