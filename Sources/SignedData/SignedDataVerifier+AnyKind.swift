@@ -22,7 +22,7 @@ extension SignedDataVerifier {
         if object["transactionId"] != nil { return .transaction(try await verifyTransaction(text)) }
         if object["receiptType"] != nil {
             let app = try await verify(text, as: AppTransactionPayload.self, signedDate: \.receiptCreationDate)
-            if let problem = identityProblem(bundleId: app.bundleId, environment: app.receiptType, appAppleId: .some(app.appAppleId)) {
+            if let problem = identityProblem(of: app) {
                 throw .identity(problem)
             }
             return .appTransaction(app)

@@ -105,12 +105,15 @@ public struct SignedDataVerifier: Sendable {
         {
             return .ignored(reason: "nested renewal info: \(problem)")
         }
-        if let app = notification.appTransaction,
-            let problem = identityProblem(bundleId: app.bundleId, environment: app.receiptType, appAppleId: .some(app.appAppleId))
-        {
+        if let app = notification.appTransaction, let problem = identityProblem(of: app) {
             return .ignored(reason: "nested app transaction: \(problem)")
         }
         return .accepted
+    }
+
+    /// The identity problem of an app transaction (its environment is `receiptType`), if any.
+    func identityProblem(of app: AppTransactionPayload) -> String? {
+        identityProblem(bundleId: app.bundleId, environment: app.receiptType, appAppleId: .some(app.appAppleId))
     }
 
     /// - Parameter appAppleId: `nil` when the payload kind has no app id (transactions, renewal infos); `.some(nil)`

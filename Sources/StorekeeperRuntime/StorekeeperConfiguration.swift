@@ -13,7 +13,6 @@ public struct StorekeeperConfiguration: Sendable {
     public var bundleId: String
     public var appAppleId: Int64?
     public var environments: Set<AppStoreEnvironment>
-    public var rootCertificatePaths: [String]
     public var rootCertificates: [Certificate]
     public var onlineChecks: Bool
     public var tiersPath: String
@@ -113,7 +112,6 @@ public struct StorekeeperConfiguration: Sendable {
             bundleId: bundleId,
             appAppleId: appAppleId,
             environments: environments,
-            rootCertificatePaths: rootPaths,
             rootCertificates: roots,
             onlineChecks: onlineChecks,
             tiersPath: value("STOREKEEPER_TIERS") ?? "config/tiers.yml",
