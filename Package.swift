@@ -87,7 +87,7 @@ let package = Package(
         .executableTarget(
             name: "storekeeper",
             dependencies: [
-                "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Jobs",
+                "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Jobs", "HTTPAPI", "Subscriptions",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

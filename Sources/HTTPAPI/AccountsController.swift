@@ -38,10 +38,20 @@ public struct AccountsController: Sendable {
     }
 
     func status(context: StorekeeperRequestContext) async throws -> AccountStatusResponse {
+        try await status(of: try Self.accountId(context))
+    }
+
+    /// The `{accountId}` path parameter.
+    static func accountId(_ context: StorekeeperRequestContext) throws -> UUID {
         let text = try context.parameters.require("accountId")
         guard let accountId = UUID(uuidString: text) else {
             throw APIError.badRequest("accountId must be a UUID (the appAccountToken)")
         }
+        return accountId
+    }
+
+    /// The status of one account at the clock's now.
+    func status(of accountId: UUID) async throws -> AccountStatusResponse {
         let states = try await read { try await subscriptions.subscriptions(forAccount: accountId) }
         let now = clock()
         let status = AccountStatus.evaluate(subscriptions: states, hasFreeCredits: false, now: now)

@@ -3,16 +3,22 @@ import Hummingbird
 import Subscriptions
 
 /// The body of `GET /v1/accounts/{id}/status` (SPEC §5.2). Absent values are explicit `null`s.
-struct AccountStatusResponse: ResponseEncodable {
+public struct AccountStatusResponse: ResponseEncodable, Sendable {
     var accountId: UUID
     var status: AccountStatus
     var now: Date
+
+    public init(accountId: UUID, status: AccountStatus, now: Date) {
+        self.accountId = accountId
+        self.status = status
+        self.now = now
+    }
 
     enum CodingKeys: String, CodingKey {
         case accountId, state, entitled, tier, hadSubscription, subscription, credits, nextChangeAt
     }
 
-    func encode(to encoder: any Encoder) throws {
+    public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(accountId.uuidString.lowercased(), forKey: .accountId)
         try container.encode(status.state.rawValue, forKey: .state)
@@ -53,18 +59,27 @@ struct SubscriptionResponse: Encodable {
 
 /// The body of `GET /v1/subscriptions/{originalTransactionId}`: the subscription object plus its account and the
 /// type of the last notification applied.
-struct SubscriptionDetailResponse: ResponseEncodable {
+public struct SubscriptionDetailResponse: ResponseEncodable, Sendable {
     var state: SubscriptionState
     var now: Date
 
-    enum CodingKeys: String, CodingKey {
-        case accountId, lastEventType
+    public init(state: SubscriptionState, now: Date) {
+        self.state = state
+        self.now = now
     }
 
-    func encode(to encoder: any Encoder) throws {
+    enum CodingKeys: String, CodingKey {
+        case accountId, lastEventType, endReason, revokedAt, offer, priceIncrease
+    }
+
+    public func encode(to encoder: any Encoder) throws {
         try SubscriptionResponse(state: state, now: now).encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(state.accountId?.uuidString.lowercased(), forKey: .accountId)
         try container.encode(state.lastEventType, forKey: .lastEventType)
+        try container.encode(state.endReason, forKey: .endReason)
+        try container.encode(state.revokedAt, forKey: .revokedAt)
+        try container.encode(state.offer, forKey: .offer)
+        try container.encode(state.priceIncrease, forKey: .priceIncrease)
     }
 }

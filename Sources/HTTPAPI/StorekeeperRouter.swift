@@ -7,6 +7,7 @@ public struct HTTPDependencies: Sendable {
     public var verifier: SignedDataVerifier
     public var inbox: any NotificationAccepting
     public var subscriptions: any SubscriptionReading
+    public var claims: any TransactionClaiming
     public var readiness: any ReadinessChecking
     public var jobs: any JobAdministration
     /// Bearer keys of the service API; empty disables it.
@@ -17,12 +18,13 @@ public struct HTTPDependencies: Sendable {
 
     public init(
         verifier: SignedDataVerifier, inbox: any NotificationAccepting, subscriptions: any SubscriptionReading,
-        readiness: any ReadinessChecking, jobs: any JobAdministration, apiKeys: [String], adminKeys: [String],
+        claims: any TransactionClaiming, readiness: any ReadinessChecking, jobs: any JobAdministration, apiKeys: [String], adminKeys: [String],
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.verifier = verifier
         self.inbox = inbox
         self.subscriptions = subscriptions
+        self.claims = claims
         self.readiness = readiness
         self.jobs = jobs
         self.apiKeys = apiKeys
@@ -41,7 +43,10 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
     NotificationIntakeController(verifier: dependencies.verifier, inbox: dependencies.inbox).addRoutes(to: router)
     if !dependencies.apiKeys.isEmpty {
         let serviceAPI = router.group("v1").add(middleware: BearerKeyMiddleware(keys: dependencies.apiKeys))
-        AccountsController(subscriptions: dependencies.subscriptions, clock: dependencies.clock).addRoutes(to: serviceAPI)
+        let accounts = AccountsController(subscriptions: dependencies.subscriptions, clock: dependencies.clock)
+        accounts.addRoutes(to: serviceAPI)
+        TransactionsController(verifier: dependencies.verifier, claims: dependencies.claims, accounts: accounts)
+            .addRoutes(to: serviceAPI)
     }
     if !dependencies.adminKeys.isEmpty {
         let adminAPI = router.group("admin").add(middleware: BearerKeyMiddleware(keys: dependencies.adminKeys))

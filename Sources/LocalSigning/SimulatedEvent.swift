@@ -50,34 +50,48 @@ public struct SimulatedEvent: Sendable {
     /// The scenarios `storekeeper simulate` knows.
     public enum Scenario: String, CaseIterable, Sendable {
         case subscribe, renew, cancel, expire
+        /// Immediate change to a higher product (`to`): a new transaction and period from now.
+        case upgrade
+        /// A change to a lower product (`to`) at the next renewal.
+        case downgrade
+        /// A full refund of the current period.
+        case refund
+        /// A failed renewal with a grace period of 6 days; `fail` without one (billing retry).
+        case grace, fail
+        /// Apple collected after a failed renewal: a new period from now.
+        case recover
     }
 
     /// Builds the notification a scenario produces for `subscription`, signed at `now`.
     ///
     /// - Parameter currentPeriod: the period in force, when known: `renew` starts the next period at its end,
     ///   `cancel` keeps it, `expire` ends it at the earlier of its end and `now`. Without it, periods start at `now`.
+    /// - Parameter target: the product `upgrade` and `downgrade` change to.
     public static func scenario(
-        _ scenario: Scenario, subscription: Subscription, currentPeriod: DateInterval? = nil, at now: Date
+        _ scenario: Scenario, subscription: Subscription, currentPeriod: DateInterval? = nil, target: String? = nil,
+        at now: Date
     ) -> SimulatedEvent {
         let nowMilliseconds = milliseconds(now)
         let periodMilliseconds = Int64(subscription.period * 1000)
         var periodStart = currentPeriod.map { milliseconds($0.start) } ?? nowMilliseconds
         var periodEnd = currentPeriod.map { milliseconds($0.end) } ?? nowMilliseconds + periodMilliseconds
         switch scenario {
-        case .subscribe:
+        case .subscribe, .upgrade, .recover:
             periodStart = nowMilliseconds
             periodEnd = nowMilliseconds + periodMilliseconds
         case .renew:
             periodStart = currentPeriod.map { milliseconds($0.end) } ?? nowMilliseconds
             periodEnd = periodStart + periodMilliseconds
-        case .cancel:
+        case .cancel, .downgrade, .refund, .grace, .fail:
             break
         case .expire:
             periodEnd = min(periodEnd, nowMilliseconds)
+            periodStart = min(periodStart, periodEnd)
         }
+        let productId = scenario == .upgrade ? target ?? subscription.productId : subscription.productId
         var transaction = TransactionPayload(
             transactionId: scenario == .subscribe ? subscription.originalTransactionId : "\(subscription.originalTransactionId)\(periodStart % 1_000_000)",
-            originalTransactionId: subscription.originalTransactionId, productId: subscription.productId,
+            originalTransactionId: subscription.originalTransactionId, productId: productId,
             bundleId: subscription.bundleId, environment: subscription.environment, signedDate: nowMilliseconds
         )
         transaction.webOrderLineItemId = "\(subscription.originalTransactionId).\(periodStart)"
@@ -87,13 +101,13 @@ public struct SimulatedEvent: Sendable {
         transaction.type = "Auto-Renewable Subscription"
         transaction.inAppOwnershipType = "PURCHASED"
         transaction.appAccountToken = subscription.accountId?.uuidString.lowercased()
-        transaction.transactionReason = scenario == .renew ? "RENEWAL" : "PURCHASE"
+        transaction.transactionReason = scenario == .renew || scenario == .recover ? "RENEWAL" : "PURCHASE"
         transaction.quantity = 1
         var renewal = RenewalInfoPayload(
-            originalTransactionId: subscription.originalTransactionId, productId: subscription.productId,
+            originalTransactionId: subscription.originalTransactionId, productId: productId,
             environment: subscription.environment, signedDate: nowMilliseconds
         )
-        renewal.autoRenewProductId = subscription.productId
+        renewal.autoRenewProductId = scenario == .downgrade ? target ?? productId : productId
         renewal.autoRenewStatus = 1
         renewal.renewalDate = transaction.expiresDate
         renewal.recentSubscriptionStartDate = nowMilliseconds
@@ -118,6 +132,29 @@ public struct SimulatedEvent: Sendable {
             renewal.isInBillingRetryPeriod = false
             return SimulatedEvent(
                 notificationType: "EXPIRED", subtype: "VOLUNTARY", status: 2, signedDate: nowMilliseconds,
+                transaction: transaction, renewalInfo: renewal)
+        case .upgrade, .downgrade:
+            return SimulatedEvent(
+                notificationType: "DID_CHANGE_RENEWAL_PREF", subtype: scenario == .upgrade ? "UPGRADE" : "DOWNGRADE",
+                status: 1, signedDate: nowMilliseconds, transaction: transaction, renewalInfo: renewal)
+        case .refund:
+            transaction.revocationDate = nowMilliseconds
+            transaction.revocationReason = 0
+            transaction.revocationType = "REFUND_FULL"
+            renewal.autoRenewStatus = 0
+            return SimulatedEvent(
+                notificationType: "REFUND", subtype: nil, status: 5, signedDate: nowMilliseconds,
+                transaction: transaction, renewalInfo: renewal)
+        case .grace, .fail:
+            renewal.isInBillingRetryPeriod = true
+            if scenario == .grace { renewal.gracePeriodExpiresDate = nowMilliseconds + 6 * 86_400_000 }
+            return SimulatedEvent(
+                notificationType: "DID_FAIL_TO_RENEW", subtype: scenario == .grace ? "GRACE_PERIOD" : nil,
+                status: scenario == .grace ? 4 : 3, signedDate: nowMilliseconds, transaction: transaction,
+                renewalInfo: renewal)
+        case .recover:
+            return SimulatedEvent(
+                notificationType: "DID_RENEW", subtype: "BILLING_RECOVERY", status: 1, signedDate: nowMilliseconds,
                 transaction: transaction, renewalInfo: renewal)
         }
     }

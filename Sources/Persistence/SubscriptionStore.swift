@@ -13,12 +13,16 @@ public struct SubscriptionStore: Sendable {
         self.logger = logger
     }
 
-    /// The subscription, locked for the rest of the caller's transaction.
+    /// The subscription, locked for the rest of the caller's transaction — also when it has no row yet, so two
+    /// writers of a new subscription serialize too.
     public func lockedSubscription(_ originalTransactionId: String, on connection: PostgresConnection) async throws
         -> SubscriptionState?
     {
+        try await connection.query(
+            "SELECT pg_advisory_xact_lock(hashtextextended(\("subscription:" + originalTransactionId), 0))",
+            logger: logger)
         let rows = try await connection.query(
-            "SELECT \(unescaped: Self.columns) FROM subscriptions WHERE original_transaction_id = \(originalTransactionId) FOR UPDATE",
+            "SELECT \(unescaped: Self.columns) FROM subscriptions WHERE original_transaction_id = \(originalTransactionId)",
             logger: logger
         )
         for try await row in rows { return try Self.decode(row) }
@@ -50,12 +54,15 @@ public struct SubscriptionStore: Sendable {
             """
             INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew,
                 auto_renew_product_id, pending_product_id, purchase_date, expires_at, grace_period_expires_at, is_trial,
-                ownership, latest_transaction_id, last_event_type, last_signed_date, end_reason)
+                ownership, latest_transaction_id, last_event_type, last_signed_date, last_event_id, end_reason,
+                revoked_at, offer_type, offer_identifier, offer_discount_type, offer_period, price_increase)
             VALUES (\(state.originalTransactionId), \(state.accountId), \(state.productId), \(state.environment),
                 \(state.status.rawValue), \(state.willRenew), \(state.autoRenewProductId), \(state.pendingProductId),
                 \(state.purchaseDate), \(state.expiresAt), \(state.gracePeriodExpiresAt), \(state.isTrial),
-                \(state.ownership), \(state.latestTransactionId), \(state.lastEventType), \(state.lastSignedDate),
-                \(state.endReason))
+                \(state.ownership), \(state.latestTransactionId), \(state.lastEventType), \(state.lastEvent.signedDate),
+                \(state.lastEvent.eventId), \(state.endReason), \(state.revokedAt), \(state.offer?.type),
+                \(state.offer?.identifier), \(state.offer?.discountType), \(state.offer?.period),
+                \(state.priceIncrease?.rawValue))
             ON CONFLICT (original_transaction_id) DO UPDATE SET
                 account_id = EXCLUDED.account_id, product_id = EXCLUDED.product_id,
                 environment = EXCLUDED.environment, status = EXCLUDED.status, will_renew = EXCLUDED.will_renew,
@@ -64,16 +71,27 @@ public struct SubscriptionStore: Sendable {
                 expires_at = EXCLUDED.expires_at, grace_period_expires_at = EXCLUDED.grace_period_expires_at,
                 is_trial = EXCLUDED.is_trial, ownership = EXCLUDED.ownership,
                 latest_transaction_id = EXCLUDED.latest_transaction_id, last_event_type = EXCLUDED.last_event_type,
-                last_signed_date = EXCLUDED.last_signed_date, end_reason = EXCLUDED.end_reason, updated_at = now()
+                last_signed_date = EXCLUDED.last_signed_date, last_event_id = EXCLUDED.last_event_id,
+                end_reason = EXCLUDED.end_reason, revoked_at = EXCLUDED.revoked_at, offer_type = EXCLUDED.offer_type,
+                offer_identifier = EXCLUDED.offer_identifier, offer_discount_type = EXCLUDED.offer_discount_type,
+                offer_period = EXCLUDED.offer_period, price_increase = EXCLUDED.price_increase, updated_at = now()
             """,
             logger: logger
         )
     }
 
+    /// Links an existing subscription to `accountId`.
+    public func link(_ originalTransactionId: String, to accountId: UUID, on connection: PostgresConnection) async throws {
+        try await connection.query(
+            "UPDATE subscriptions SET account_id = \(accountId), updated_at = now() WHERE original_transaction_id = \(originalTransactionId)",
+            logger: logger)
+    }
+
     private static let columns = """
         original_transaction_id, account_id, product_id, environment, status, will_renew, auto_renew_product_id, \
         pending_product_id, purchase_date, expires_at, grace_period_expires_at, is_trial, ownership, \
-        latest_transaction_id, last_event_type, last_signed_date, end_reason
+        latest_transaction_id, last_event_type, last_signed_date, last_event_id, end_reason, revoked_at, offer_type, \
+        offer_identifier, offer_discount_type, offer_period, price_increase
         """
 
     private static func decode(_ row: PostgresRow) throws -> SubscriptionState {
@@ -81,6 +99,12 @@ public struct SubscriptionStore: Sendable {
         let statusText = try cells["status"].decode(String.self)
         guard let status = SubscriptionStatus(rawValue: statusText) else {
             throw PersistenceError(.corruptRecord, "subscription has unknown status \(statusText)")
+        }
+        let offer = try cells["offer_type"].decode(Int32?.self).map {
+            SubscriptionState.Offer(
+                type: $0, identifier: try cells["offer_identifier"].decode(String?.self),
+                discountType: try cells["offer_discount_type"].decode(String?.self),
+                period: try cells["offer_period"].decode(String?.self))
         }
         return SubscriptionState(
             originalTransactionId: try cells["original_transaction_id"].decode(String.self),
@@ -98,8 +122,13 @@ public struct SubscriptionStore: Sendable {
             ownership: try cells["ownership"].decode(String.self),
             latestTransactionId: try cells["latest_transaction_id"].decode(String.self),
             lastEventType: try cells["last_event_type"].decode(String.self),
-            lastSignedDate: try cells["last_signed_date"].decode(Int64.self),
-            endReason: try cells["end_reason"].decode(String?.self)
+            lastEvent: EventPosition(
+                signedDate: try cells["last_signed_date"].decode(Int64.self),
+                eventId: try cells["last_event_id"].decode(String.self)),
+            endReason: try cells["end_reason"].decode(String?.self),
+            revokedAt: try cells["revoked_at"].decode(Date?.self),
+            offer: offer,
+            priceIncrease: try cells["price_increase"].decode(String?.self).flatMap(SubscriptionState.PriceIncreaseConsent.init)
         )
     }
 }

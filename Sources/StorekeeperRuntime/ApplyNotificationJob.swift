@@ -6,21 +6,22 @@ import Persistence
 import PostgresNIO
 import Subscriptions
 
-/// Applies one stored notification to its subscription: loads it, runs the lifecycle rules against the locked
-/// subscription row, saves the result, records the outcome, and completes the job — all in one transaction.
-/// Notifications without a transaction (TEST, summaries, …) are recorded and complete without error.
+/// Applies one stored notification to its subscription through ``SubscriptionWriter`` (lock, lifecycle rules, replay
+/// when it arrived out of order, save, archive), records the outcome and completes the job — all in one
+/// transaction. Notifications that are not about an auto-renewable subscription (TEST, summaries, consumables, types
+/// Apple adds later, …) are recorded and complete without error.
 public struct ApplyNotificationJob: JobHandler {
     public let kind = NotificationInbox.applyJobKind
     private let client: PostgresClient
     private let notifications: NotificationStore
-    private let subscriptions: SubscriptionStore
+    private let writer: SubscriptionWriter
     private let clock: @Sendable () -> Date
     private let logger: Logger
 
     public init(client: PostgresClient, clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger) {
         self.client = client
         self.notifications = NotificationStore(logger: logger)
-        self.subscriptions = SubscriptionStore(client: client, logger: logger)
+        self.writer = SubscriptionWriter(client: client, logger: logger)
         self.clock = clock
         self.logger = logger
     }
@@ -34,10 +35,7 @@ public struct ApplyNotificationJob: JobHandler {
             }
             let outcome: String
             if let event = SubscriptionEvent(notification) {
-                let current = try await subscriptions.lockedSubscription(event.transaction.originalTransactionId, on: connection)
-                let decision = Lifecycle.apply(event, to: current, now: clock())
-                if decision.state != current { try await subscriptions.save(decision.state, on: connection) }
-                outcome = decision.applied ? "applied" : "stale"
+                outcome = try await writer.apply(event, now: clock(), on: connection).outcome.rawValue
             } else {
                 outcome = "recorded"
             }

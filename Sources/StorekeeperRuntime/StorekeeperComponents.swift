@@ -49,6 +49,7 @@ public struct StorekeeperComponents: Sendable {
                 verifier: verifier,
                 inbox: NotificationInbox(client: client, queue: queue, logger: logger),
                 subscriptions: SubscriptionStore(client: client, logger: logger),
+                claims: SubscriptionClaims(client: client, policy: configuration.transferPolicy, logger: logger),
                 readiness: PostgresReadiness(migrator: migrator),
                 jobs: queue,
                 apiKeys: configuration.apiKeys,

@@ -1,5 +1,6 @@
 import AppStoreModels
 import Foundation
+import Persistence
 import SignedData
 import X509
 
@@ -7,7 +8,6 @@ import X509
 /// whole: ``load(environment:requiresDatabase:)`` reports every problem at once.
 public struct StorekeeperConfiguration: Sendable {
     public enum LogFormat: String, Sendable { case json, text }
-    public enum TransferPolicy: String, Sendable { case keep, transfer }
 
     public var databaseURL: DatabaseURL?
     public var bundleId: String

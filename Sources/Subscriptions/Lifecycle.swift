@@ -1,106 +1,103 @@
-import AppStoreModels
 import Foundation
 
-/// The subscription lifecycle rules: a pure function from (current state, verified event, now) to the new state.
+/// The subscription lifecycle rules: pure functions from (current state, verified event, now) to the new state and
+/// its effects.
 ///
-/// Each event carries a complete snapshot of the subscription as of its `signedDate`, so the newest snapshot
-/// decides the state and older ones never roll it back. That makes the outcome independent of delivery order and
-/// of duplicates.
+/// Each event carries a snapshot of the subscription as of its `signedDate`. Events are applied in Apple's order
+/// (``EventPosition``): an event newer than the last one applied is applied on top of the state; a duplicate changes
+/// nothing; an event that arrives *after* a newer one was applied is ``Decision/Outcome-swift.enum/outOfOrder`` and
+/// the caller rebuilds the state with ``replay(_:now:)`` from every stored event of the subscription. The state is
+/// therefore always the in-order result, whatever the delivery order and however many duplicates arrive.
 public enum Lifecycle {
     /// What applying one event decided.
     public struct Decision: Sendable, Equatable {
-        public var state: SubscriptionState
-        /// `false` when the event's snapshot was older than the state's (recorded, not applied).
-        public var applied: Bool
+        public enum Outcome: String, Sendable {
+            /// The event was the newest: the state is updated.
+            case applied
+            /// The event was applied before.
+            case duplicate
+            /// A newer event was applied first: rebuild with ``Lifecycle/replay(_:now:)``.
+            case outOfOrder = "out_of_order"
+        }
+
+        public var state: SubscriptionState?
+        public var effects: [LifecycleEffect]
+        public var outcome: Outcome
     }
 
     /// Applies `event` to `current` (nil for a subscription never seen before).
+    /// - Parameter now: only decides when effects are due; the state never depends on it.
     public static func apply(_ event: SubscriptionEvent, to current: SubscriptionState?, now: Date) -> Decision {
-        if var current, event.signedDate <= current.lastSignedDate {
-            // A stale snapshot: its only lasting fact is which account made the purchase, if we did not know.
-            if current.accountId == nil, let account = accountId(of: event) { current.accountId = account }
-            return Decision(state: current, applied: false)
+        if let current, event.position <= current.lastEvent {
+            return Decision(state: current, effects: [], outcome: event.position == current.lastEvent ? .duplicate : .outOfOrder)
         }
-        return Decision(state: snapshot(event, previous: current), applied: true)
+        let (state, effects) = step(event, previous: current, now: now)
+        return Decision(state: state, effects: effects, outcome: .applied)
     }
 
-    /// The state the event's snapshot describes.
-    static func snapshot(_ event: SubscriptionEvent, previous: SubscriptionState?) -> SubscriptionState {
-        let transaction = event.transaction
-        let renewal = event.renewalInfo
-        let (status, endReason) = statusAndEndReason(of: event)
-        let autoRenewProductId = renewal?.autoRenewProductId ?? previous?.autoRenewProductId
-        let willRenew: Bool
-        if let autoRenewStatus = renewal?.autoRenewStatus {
-            willRenew = autoRenewStatus == 1
-        } else {
-            willRenew = previous?.willRenew ?? true
+    /// The state and effects of applying every event of one subscription in order, duplicates once.
+    public static func replay(_ events: [SubscriptionEvent], now: Date) -> Decision {
+        var state: SubscriptionState?
+        var effects: [LifecycleEffect] = []
+        var seen = Set<String>()
+        for event in events.sorted(by: { $0.position < $1.position }) where seen.insert(event.id).inserted {
+            let step = step(event, previous: state, now: now)
+            state = step.state
+            effects += step.effects
         }
-        return SubscriptionState(
-            originalTransactionId: transaction.originalTransactionId,
-            accountId: accountId(of: event) ?? previous?.accountId,
-            productId: transaction.productId,
-            environment: event.environment,
-            status: status,
-            willRenew: willRenew && status.isRunning,
-            autoRenewProductId: autoRenewProductId,
-            pendingProductId: autoRenewProductId.flatMap { $0 == transaction.productId ? nil : $0 },
-            purchaseDate: transaction.purchaseDate.map(date(milliseconds:)),
-            expiresAt: transaction.expiresDate.map(date(milliseconds:)),
-            gracePeriodExpiresAt: status == .gracePeriod ? renewal?.gracePeriodExpiresDate.map(date(milliseconds:)) : nil,
-            isTrial: transaction.offerDiscountType == "FREE_TRIAL",
-            ownership: transaction.inAppOwnershipType ?? previous?.ownership ?? "PURCHASED",
-            latestTransactionId: transaction.transactionId,
-            lastEventType: event.notificationType,
-            lastSignedDate: event.signedDate,
-            endReason: endReason
-        )
+        return Decision(state: state, effects: effects, outcome: .applied)
     }
 
-    /// Status and end reason from the notification type, refined by the revocation fields and Apple's `data.status`.
-    static func statusAndEndReason(of event: SubscriptionEvent) -> (SubscriptionStatus, String?) {
+    /// One in-order step.
+    static func step(_ event: SubscriptionEvent, previous: SubscriptionState?, now: Date)
+        -> (state: SubscriptionState, effects: [LifecycleEffect])
+    {
+        if let previous, let kept = keepsPeriod(event, previous: previous) {
+            var state = previous
+            state.lastEvent = event.position
+            state.lastEventType = event.notificationType
+            if state.accountId == nil { state.accountId = event.claimant }
+            return (state, kept)
+        }
+        let state = snapshot(event, previous: previous)
+        var effects: [LifecycleEffect] = []
+        let endAlreadyRecorded = previous.map {
+            !$0.status.isRunning && $0.latestTransactionId == state.latestTransactionId && $0.endReason == state.endReason
+        } ?? false
+        if !state.status.isRunning, !endAlreadyRecorded {
+            effects.append(.ended(reason: state.endReason ?? "EXPIRED_OTHER", transactionId: state.latestTransactionId, at: state.revokedAt ?? state.expiresAt))
+        }
+        if event.notificationType == "REFUND_REVERSED" {
+            effects.append(.refundReversed(transactionId: event.transaction.transactionId))
+        }
+        if event.notificationType == "DID_RENEW", let previousEnd = previous?.expiresAt, let end = state.expiresAt, end <= previousEnd {
+            effects.append(.recheckRenewal(after: max(previousEnd, now)))
+        }
+        return (state, effects)
+    }
+
+    /// The effects of an event that must not replace the current period — a refund or refund reversal of an
+    /// earlier period, or a client's copy of a transaction no newer than the one in force — or `nil` when the
+    /// event's snapshot applies.
+    static func keepsPeriod(_ event: SubscriptionEvent, previous: SubscriptionState) -> [LifecycleEffect]? {
         let transaction = event.transaction
-        if transaction.revocationDate != nil {
-            if transaction.revocationType == "FAMILY_REVOKE" || event.notificationType == "REVOKE" {
-                return (.revoked, "REVOKE")
+        let isEarlierPeriod: Bool = {
+            guard transaction.transactionId != previous.latestTransactionId else { return false }
+            guard let end = transaction.expiresDate.map(date(milliseconds:)), let currentEnd = previous.expiresAt else {
+                return false
             }
-            return (.refunded, "REFUND")
+            return end < currentEnd
+        }()
+        if event.claimant != nil {
+            let isSameOrEarlier = transaction.transactionId == previous.latestTransactionId || isEarlierPeriod
+            return isSameOrEarlier && transaction.revocationDate == nil ? [] : nil
         }
+        guard isEarlierPeriod else { return nil }
         switch event.notificationType {
-        case "EXPIRED":
-            return (.expired, "EXPIRED_\(event.subtype ?? "OTHER")")
-        case "REVOKE":
-            return (.revoked, "REVOKE")
-        case "DID_FAIL_TO_RENEW":
-            return (event.subtype == "GRACE_PERIOD" ? .gracePeriod : .billingRetry, nil)
-        case "GRACE_PERIOD_EXPIRED":
-            return (.billingRetry, nil)
-        default:
-            break
+        case "REFUND": return [.earlierPeriodRefunded(transactionId: transaction.transactionId)]
+        case "REFUND_REVERSED": return [.refundReversed(transactionId: transaction.transactionId)]
+        default: return nil
         }
-        if let code = event.appleStatus, let status = SubscriptionStatus(appleStatusCode: code) {
-            return (status, status == .expired ? expiredReason(intent: event.renewalInfo?.expirationIntent) : nil)
-        }
-        if event.renewalInfo?.isInBillingRetryPeriod == true {
-            return (event.renewalInfo?.gracePeriodExpiresDate == nil ? .billingRetry : .gracePeriod, nil)
-        }
-        return (.active, nil)
-    }
-
-    /// `EXPIRED_<reason>` from a renewal info's `expirationIntent`.
-    static func expiredReason(intent: Int32?) -> String {
-        switch intent {
-        case 1: return "EXPIRED_VOLUNTARY"
-        case 2: return "EXPIRED_BILLING_RETRY"
-        case 3: return "EXPIRED_PRICE_INCREASE"
-        case 4: return "EXPIRED_PRODUCT_NOT_FOR_SALE"
-        default: return "EXPIRED_OTHER"
-        }
-    }
-
-    /// The account from `appAccountToken` (transaction first, then renewal info), when it is a UUID.
-    static func accountId(of event: SubscriptionEvent) -> UUID? {
-        (event.transaction.appAccountToken ?? event.renewalInfo?.appAccountToken).flatMap(UUID.init(uuidString:))
     }
 
     static func date(milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
@@ -108,7 +105,7 @@ public enum Lifecycle {
 
 extension SubscriptionStatus {
     /// Whether the subscription can still renew (not ended).
-    var isRunning: Bool {
+    public var isRunning: Bool {
         switch self {
         case .active, .gracePeriod, .billingRetry: return true
         case .expired, .refunded, .revoked: return false

@@ -1,21 +1,31 @@
 import AppStoreModels
+import Foundation
 
-/// A verified App Store event about one subscription: the notification's type and subtype plus the signed snapshot
-/// (transaction and renewal info, `data.status`) as of `signedDate`.
+/// A verified App Store event about one auto-renewable subscription: a notification's type and subtype plus the
+/// signed snapshot (transaction, renewal info, `data.status`) as of `signedDate` — or a signed transaction an app
+/// posted for an account (a *claim*).
 public struct SubscriptionEvent: Sendable, Equatable {
+    /// `notificationType` of events that come from a client-posted transaction rather than a notification.
+    public static let clientTransactionType = "CLIENT_TRANSACTION"
+
+    /// Unique per event: the `notificationUUID`, or `client:<transactionId>:<signedDate>:<account>` for a claim.
+    public var id: String
     public var notificationType: String
     public var subtype: String?
-    /// `signedDate` of the notification (ms): the ordering key between snapshots of one subscription.
+    /// `signedDate` of the notification (ms): with ``id`` it orders the events of one subscription.
     public var signedDate: Int64
     public var appleStatus: Int32?
     public var environment: String
     public var transaction: TransactionPayload
     public var renewalInfo: RenewalInfoPayload?
+    /// The account that posted the transaction (claims only). A claim links the subscription to it.
+    public var claimant: UUID?
 
     public init(
-        notificationType: String, subtype: String?, signedDate: Int64, appleStatus: Int32?, environment: String,
-        transaction: TransactionPayload, renewalInfo: RenewalInfoPayload?
+        id: String, notificationType: String, subtype: String?, signedDate: Int64, appleStatus: Int32?,
+        environment: String, transaction: TransactionPayload, renewalInfo: RenewalInfoPayload?, claimant: UUID? = nil
     ) {
+        self.id = id
         self.notificationType = notificationType
         self.subtype = subtype
         self.signedDate = signedDate
@@ -23,17 +33,55 @@ public struct SubscriptionEvent: Sendable, Equatable {
         self.environment = environment
         self.transaction = transaction
         self.renewalInfo = renewalInfo
+        self.claimant = claimant
     }
 
-    /// The event a verified notification describes, or `nil` when it carries no transaction (TEST, summaries, …).
+    /// The event a verified notification describes, or `nil` when it is not about an auto-renewable subscription
+    /// (TEST, summaries, consumables, …).
     public init?(_ notification: VerifiedNotification) {
-        guard let transaction = notification.transaction else { return nil }
+        guard let transaction = notification.transaction, transaction.isAutoRenewable else { return nil }
         let payload = notification.payload
         self.init(
-            notificationType: payload.notificationType, subtype: payload.subtype,
+            id: payload.notificationUUID.lowercased(), notificationType: payload.notificationType, subtype: payload.subtype,
             signedDate: payload.signedDate ?? transaction.signedDate ?? 0, appleStatus: payload.data?.status,
             environment: (transaction.environment ?? payload.data?.environment)?.rawValue ?? "unknown",
             transaction: transaction, renewalInfo: notification.renewalInfo
         )
     }
+
+    /// The claim of a signed transaction by `account`, or `nil` when the transaction is not an auto-renewable
+    /// subscription.
+    public init?(claimOf transaction: TransactionPayload, by account: UUID) {
+        guard transaction.isAutoRenewable else { return nil }
+        let signedDate = transaction.signedDate ?? transaction.purchaseDate ?? 0
+        self.init(
+            id: "client:\(transaction.transactionId):\(signedDate):\(account.uuidString.lowercased())",
+            notificationType: Self.clientTransactionType, subtype: nil, signedDate: signedDate, appleStatus: nil,
+            environment: transaction.environment?.rawValue ?? "unknown", transaction: transaction, renewalInfo: nil,
+            claimant: account
+        )
+    }
+
+    /// Where the event sits in Apple's order of this subscription's events.
+    public var position: EventPosition { EventPosition(signedDate: signedDate, eventId: id) }
+}
+
+/// The order of one subscription's events: `signedDate`, ties broken by event id so every replica sorts alike.
+public struct EventPosition: Comparable, Hashable, Sendable, Codable {
+    public var signedDate: Int64
+    public var eventId: String
+
+    public init(signedDate: Int64, eventId: String) {
+        self.signedDate = signedDate
+        self.eventId = eventId
+    }
+
+    public static func < (lhs: EventPosition, rhs: EventPosition) -> Bool {
+        (lhs.signedDate, lhs.eventId) < (rhs.signedDate, rhs.eventId)
+    }
+}
+
+extension TransactionPayload {
+    /// Whether this is an auto-renewable subscription (payloads without `type` are assumed to be).
+    public var isAutoRenewable: Bool { type == nil || type == "Auto-Renewable Subscription" }
 }

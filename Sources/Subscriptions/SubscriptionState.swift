@@ -1,7 +1,7 @@
 import Foundation
 
 /// Everything Storekeeper knows about one auto-renewable subscription (one `originalTransactionId`), as of the
-/// newest snapshot applied.
+/// newest event applied. It is a function of the set of events seen, never of the clock or of delivery order.
 public struct SubscriptionState: Codable, Sendable, Equatable {
     public var originalTransactionId: String
     public var accountId: UUID?
@@ -21,16 +21,46 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
     public var ownership: String
     public var latestTransactionId: String
     public var lastEventType: String
-    /// `signedDate` (ms) of the newest snapshot applied; older snapshots never change the state.
-    public var lastSignedDate: Int64
+    /// Position of the newest event applied; older events never change the state directly.
+    public var lastEvent: EventPosition
     /// Why the subscription ended (`EXPIRED_VOLUNTARY`, `REFUND`, `REVOKE`, …); `nil` while it runs.
     public var endReason: String?
+    /// When a refund or revocation ended access.
+    public var revokedAt: Date?
+    /// The offer applied to the current period, if any.
+    public var offer: Offer?
+    /// The customer's answer to a pending price increase, while one is in progress.
+    public var priceIncrease: PriceIncreaseConsent?
+
+    /// An offer redeemed for the current period (`offerType` 1 introductory, 2 promotional, 3 offer code, 4 win-back).
+    public struct Offer: Codable, Sendable, Equatable {
+        public var type: Int32
+        public var identifier: String?
+        public var discountType: String?
+        public var period: String?
+
+        public init(type: Int32, identifier: String?, discountType: String?, period: String?) {
+            self.type = type
+            self.identifier = identifier
+            self.discountType = discountType
+            self.period = period
+        }
+
+        public var isWinBack: Bool { type == 4 }
+    }
+
+    /// `priceIncreaseStatus` of the renewal info.
+    public enum PriceIncreaseConsent: String, Codable, Sendable {
+        case pending
+        case accepted
+    }
 
     public init(
         originalTransactionId: String, accountId: UUID?, productId: String, environment: String,
         status: SubscriptionStatus, willRenew: Bool, autoRenewProductId: String?, pendingProductId: String?,
         purchaseDate: Date?, expiresAt: Date?, gracePeriodExpiresAt: Date?, isTrial: Bool, ownership: String,
-        latestTransactionId: String, lastEventType: String, lastSignedDate: Int64, endReason: String?
+        latestTransactionId: String, lastEventType: String, lastEvent: EventPosition, endReason: String?,
+        revokedAt: Date? = nil, offer: Offer? = nil, priceIncrease: PriceIncreaseConsent? = nil
     ) {
         self.originalTransactionId = originalTransactionId
         self.accountId = accountId
@@ -47,27 +77,19 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
         self.ownership = ownership
         self.latestTransactionId = latestTransactionId
         self.lastEventType = lastEventType
-        self.lastSignedDate = lastSignedDate
+        self.lastEvent = lastEvent
         self.endReason = endReason
+        self.revokedAt = revokedAt
+        self.offer = offer
+        self.priceIncrease = priceIncrease
     }
 
     /// The status at `now`: the stored status, except that time ends access even when Apple's notification about
-    /// it never arrives — an active subscription past `expiresAt`, or a grace period past its end, is `expired`.
+    /// it never arrives — an active subscription past `expiresAt`, a grace period past its end, or a billing retry
+    /// past Apple's 60-day window is `expired`.
     public func effectiveStatus(at now: Date) -> SubscriptionStatus {
-        switch status {
-        case .active:
-            if let expiresAt, expiresAt <= now { return .expired }
-            return .active
-        case .gracePeriod:
-            if let end = gracePeriodExpiresAt ?? expiresAt, end <= now { return .expired }
-            return .gracePeriod
-        case .billingRetry:
-            // Apple retries for up to 60 days, then sends EXPIRED/BILLING_RETRY; past that window, treat it as over.
-            if let expiresAt, expiresAt.addingTimeInterval(Self.billingRetryWindow) <= now { return .expired }
-            return .billingRetry
-        case .expired, .refunded, .revoked:
-            return status
-        }
+        guard let end = clockEnd, end <= now else { return status }
+        return .expired
     }
 
     /// Whether the subscription grants access at `now`.
@@ -80,17 +102,22 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
 
     /// When the effective status will next change by the clock alone, if it will.
     public func nextChange(after now: Date) -> Date? {
-        let candidate: Date?
+        guard let end = clockEnd, end > now else { return nil }
+        return end
+    }
+
+    /// The instant the clock ends the stored status, for the statuses that still run.
+    var clockEnd: Date? {
         switch status {
-        case .active: candidate = expiresAt
-        case .gracePeriod: candidate = gracePeriodExpiresAt ?? expiresAt
-        case .billingRetry: candidate = expiresAt?.addingTimeInterval(Self.billingRetryWindow)
-        case .expired, .refunded, .revoked: candidate = nil
+        case .active: return expiresAt
+        case .gracePeriod: return gracePeriodExpiresAt ?? expiresAt?.addingTimeInterval(Self.shortestGracePeriod)
+        case .billingRetry: return expiresAt?.addingTimeInterval(Self.billingRetryWindow)
+        case .expired, .refunded, .revoked: return nil
         }
-        guard let candidate, candidate > now else { return nil }
-        return candidate
     }
 
     /// Apple's billing-retry window.
     public static let billingRetryWindow: TimeInterval = 60 * 86_400
+    /// Apple's shortest grace period, assumed when a grace-period notification carries no end date.
+    public static let shortestGracePeriod: TimeInterval = 3 * 86_400
 }

@@ -12,22 +12,9 @@ struct JobsCommand: AsyncParsableCommand {
 
     /// Runs `body` with a queue on `DATABASE_URL`, bounded so an unreachable database fails with a message.
     static func withQueue<Result: Sendable>(_ body: @escaping @Sendable (PostgresJobQueue) async throws -> Result) async throws -> Result {
-        guard let text = ProcessInfo.processInfo.environment["DATABASE_URL"], !text.isEmpty else {
-            throw CommandFailure("DATABASE_URL is required (postgres://user:pass@host:port/db)")
+        try await withDatabase(label: "storekeeper.jobs") { client, logger in
+            try await body(PostgresJobQueue(client: client, logger: logger))
         }
-        let url = try DatabaseURL(parsing: text)
-        let logger = commandLogger("storekeeper.jobs")
-        return try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 2), logger: logger) { client in
-            try await ensureReachable(client, url: url, logger: logger)
-            return try await withCommandTimeout(.seconds(30)) { try await body(PostgresJobQueue(client: client, logger: logger)) }
-        }
-    }
-
-    static func printJSON(_ value: some Encodable) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        encoder.dateEncodingStrategy = .iso8601
-        say(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 
     static func format(_ date: Date?) -> String { date?.formatted(.iso8601) ?? "-" }
@@ -38,7 +25,7 @@ struct JobsCommand: AsyncParsableCommand {
 
         func run() async throws {
             let statistics = try await JobsCommand.withQueue { try await $0.statistics() }
-            if json { return try JobsCommand.printJSON(statistics) }
+            if json { return try printJSON(statistics) }
             say("KIND                     STATE       COUNT")
             for count in statistics.counts {
                 say(count.kind.padding(toLength: 24, withPad: " ", startingAt: 0) + " " + count.state.padding(toLength: 11, withPad: " ", startingAt: 0) + " \(count.count)")
@@ -67,7 +54,7 @@ struct JobsCommand: AsyncParsableCommand {
         func run() async throws {
             let (state, kind, limit) = (self.state, self.kind, self.limit)
             let records = try await JobsCommand.withQueue { try await $0.jobs(state: state, kind: kind, limit: limit) }
-            if json { return try JobsCommand.printJSON(records) }
+            if json { return try printJSON(records) }
             say("ID        KIND                 STATE       ATTEMPTS  RUN_AT                 LAST ERROR")
             for record in records {
                 let attempts = "\(record.attempt)/\(record.maxAttempts.map(String.init) ?? "-")"
@@ -92,7 +79,7 @@ struct JobsCommand: AsyncParsableCommand {
             guard let record = try await JobsCommand.withQueue({ try await $0.job(id: id) }) else {
                 throw CommandFailure("no job \(id)")
             }
-            try JobsCommand.printJSON(record)
+            try printJSON(record)
         }
     }
 

@@ -22,7 +22,9 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "The account UUID (appAccountToken). Also picks a stable originalTransactionId for it.")
     var account: String?
 
-    @Option(help: "The product id.") var product: String = "pro.monthly"
+    @Option(help: "The product id (default: the subscription's current product, else pro.monthly).") var product: String?
+
+    @Option(help: "The product `upgrade` and `downgrade` change to.") var to: String?
 
     @Option(help: "The originalTransactionId (default: derived from --account, else random).")
     var originalTransactionId: String?
@@ -34,6 +36,9 @@ struct SimulateCommand: AsyncParsableCommand {
     func validate() throws {
         if let account, UUID(uuidString: account) == nil { throw ValidationError("--account must be a UUID") }
         if periodDays <= 0 { throw ValidationError("--period-days must be positive") }
+        if (scenario == .upgrade || scenario == .downgrade) != (to != nil) {
+            throw ValidationError("--to PRODUCT is required by upgrade and downgrade, and only by them")
+        }
     }
 
     func run() async throws {
@@ -49,12 +54,14 @@ struct SimulateCommand: AsyncParsableCommand {
         let accountId = account.flatMap(UUID.init(uuidString:))
         let subscriptionId = originalTransactionId ?? accountId.map(Self.originalTransactionId(for:))
             ?? String(UInt64.random(in: 2_000_000_000_000_000...2_999_999_999_999_999))
-        let subscription = SimulatedEvent.Subscription(
-            originalTransactionId: subscriptionId, productId: product, accountId: accountId, bundleId: bundleId,
-            period: periodDays * 86_400)
-        let currentPeriod = try await currentPeriod(
-            baseURL: baseURL, apiKey: settings["STOREKEEPER_API_KEY"], subscription: subscription)
-        let event = SimulatedEvent.scenario(scenario, subscription: subscription, currentPeriod: currentPeriod, at: Date())
+        var subscription = SimulatedEvent.Subscription(
+            originalTransactionId: subscriptionId, productId: product ?? "pro.monthly", accountId: accountId,
+            bundleId: bundleId, period: periodDays * 86_400)
+        let current = await current(baseURL: baseURL, apiKey: settings["STOREKEEPER_API_KEY"], subscription: subscription)
+        if product == nil, let currentProduct = current?.productId { subscription.productId = currentProduct }
+        let currentPeriod = current?.expiresAt.map { DateInterval(start: $0.addingTimeInterval(-subscription.period), end: $0) }
+        let event = SimulatedEvent.scenario(
+            scenario, subscription: subscription, currentPeriod: currentPeriod, target: to, at: Date())
         let signer = NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: bundleId)
 
         var request = HTTPClientRequest(url: baseURL + "/notifications/apple")
@@ -74,23 +81,23 @@ struct SimulateCommand: AsyncParsableCommand {
         say("\(event.notificationType)\(event.subtype.map { "/\($0)" } ?? "") for subscription \(subscriptionId): \(body)")
     }
 
-    /// The period the server holds for this subscription, so `renew` continues it and `cancel` keeps it.
-    private func currentPeriod(
-        baseURL: String, apiKey: String?, subscription: SimulatedEvent.Subscription
-    ) async throws -> DateInterval? {
+    struct Current: Decodable {
+        var productId: String?
+        var expiresAt: Date?
+    }
+
+    /// The product and period the server holds for this subscription, so `renew` continues it and `cancel` keeps it.
+    private func current(baseURL: String, apiKey: String?, subscription: SimulatedEvent.Subscription) async -> Current? {
         guard let apiKey, scenario != .subscribe else { return nil }
         var request = HTTPClientRequest(url: baseURL + "/v1/subscriptions/" + subscription.originalTransactionId)
         request.headers.add(name: "Authorization", value: "Bearer \(apiKey)")
         guard let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(10)), response.status == .ok else {
             return nil
         }
-        struct Answer: Decodable { var expiresAt: Date? }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
-        guard let answer = try? decoder.decode(Answer.self, from: try await response.body.collect(upTo: 1 << 20)),
-            let end = answer.expiresAt
-        else { return nil }
-        return DateInterval(start: end.addingTimeInterval(-subscription.period), end: end)
+        guard let body = try? await response.body.collect(upTo: 1 << 20) else { return nil }
+        return try? decoder.decode(Current.self, from: body)
     }
 
     /// A stable, Apple-looking originalTransactionId for an account.

@@ -131,32 +131,6 @@ struct IntakeTests {
         }
     }
 
-    @Test("a real Apple notification (sample 46) goes through intake and is applied")
-    func realAppleNotification() async throws {
-        let samples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/fixtures/apple-real")
-        let payload = try String(contentsOf: samples.appendingPathComponent("46-notification.jws"), encoding: .utf8)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        try await StorekeeperHarness.run(
-            environment: ["STOREKEEPER_BUNDLE_ID": "com.tuyoo.testing"],
-            rootPaths: [samples.appendingPathComponent("AppleRootCA-G3.cer").path]
-        ) { harness in
-            try await harness.withHTTP { client in
-                let response = try await client.postNotification(try JSONEncoder().encode(["signedPayload": payload]))
-                #expect(response.json["status"] as? String == "accepted")
-                try await eventually("the subscription to exist") {
-                    try await client.getWithKey("/v1/subscriptions/2000000310325824").status == .ok
-                }
-                let subscription = try await client.getWithKey("/v1/subscriptions/2000000310325824").json
-                #expect(subscription["willRenew"] as? Bool == false)
-                #expect(subscription["lastEventType"] as? String == "DID_CHANGE_RENEWAL_STATUS")
-                #expect(subscription["productId"] as? String == "com.tuyoo.testing.test008")
-                // Its period ended in 2023: by the clock it is expired now.
-                #expect(subscription["status"] as? String == "expired")
-            }
-        }
-    }
-
     @Test("past expiresAt the account is free, though no EXPIRED ever arrived")
     func clockRule() async throws {
         let clock = TestClock()

@@ -11,7 +11,7 @@ struct AccountStatusTests {
         Lifecycle.apply(
             factory.event("SUBSCRIBED", "INITIAL_BUY", signedAt: factory.start, offerDiscountType: trial ? "FREE_TRIAL" : nil),
             to: nil, now: factory.date(factory.start)
-        ).state
+        ).state!
     }
 
     @Test("an unknown account is free and never had a subscription")

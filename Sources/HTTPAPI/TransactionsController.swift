@@ -1,0 +1,99 @@
+import AppStoreModels
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import Persistence
+import SignedData
+import Subscriptions
+
+/// Claims a verified transaction for an account (the seam tests can replace).
+public protocol TransactionClaiming: Sendable {
+    func claim(_ transaction: TransactionPayload, signedTransaction: String, by account: UUID, now: Date) async throws
+        -> SubscriptionClaims.Outcome
+}
+
+extension SubscriptionClaims: TransactionClaiming {}
+
+/// `POST /v1/accounts/{accountId}/transactions`: an app posts the StoreKit 2 signed transaction of a purchase so the
+/// account does not wait for Apple's notification. The transaction is verified like notification contents, linked
+/// to the account under the transfer policy and applied through the same code path as notifications; the answer is
+/// the account's status.
+public struct TransactionsController: Sendable {
+    let verifier: SignedDataVerifier
+    let claims: any TransactionClaiming
+    let accounts: AccountsController
+    let databaseTimeout: Duration
+
+    public init(
+        verifier: SignedDataVerifier, claims: any TransactionClaiming, accounts: AccountsController,
+        databaseTimeout: Duration = .seconds(5)
+    ) {
+        self.verifier = verifier
+        self.claims = claims
+        self.accounts = accounts
+        self.databaseTimeout = databaseTimeout
+    }
+
+    public func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
+        group.post("accounts/{accountId}/transactions") { request, context in
+            try await self.claim(request, context: context)
+        }
+    }
+
+    struct RequestBody: Decodable {
+        var signedTransaction: String
+    }
+
+    func claim(_ request: Request, context: StorekeeperRequestContext) async throws -> AccountStatusResponse {
+        let accountId = try AccountsController.accountId(context)
+        let body: RequestBody
+        do {
+            body = try await request.decode(as: RequestBody.self, context: context)
+        } catch {
+            throw APIError.badRequest("body must be a JSON object with a signedTransaction string")
+        }
+        let transaction: TransactionPayload
+        do {
+            transaction = try await verifier.verifyTransaction(body.signedTransaction)
+        } catch {
+            context.logger.notice("claimed transaction rejected", metadata: ["verification.category": "\(error.category.rawValue)"])
+            throw Self.apiError(for: error)
+        }
+        var logger = context.logger
+        logger[metadataKey: "subscription.id"] = "\(transaction.originalTransactionId)"
+        let outcome: SubscriptionClaims.Outcome
+        do {
+            outcome = try await withDeadline(databaseTimeout) {
+                try await claims.claim(transaction, signedTransaction: body.signedTransaction, by: accountId, now: accounts.clock())
+            }
+        } catch {
+            logger.error("claim could not be stored", metadata: ["error": "\(String(reflecting: error))"])
+            throw APIError.unavailable("the transaction could not be stored; retry later")
+        }
+        switch outcome {
+        case .claimed:
+            logger.info("transaction claimed", metadata: ["account.id": "\(accountId)"])
+            return try await accounts.status(of: accountId)
+        case .ownedElsewhere:
+            throw APIError(
+                .conflict, code: "purchase_owned_elsewhere",
+                message: "another account owns subscription \(transaction.originalTransactionId); the transfer policy is keep")
+        case .notASubscription:
+            throw APIError(
+                .unprocessableContent, code: "not_a_subscription",
+                message: "the transaction is a \(transaction.type ?? "purchase"), not an auto-renewable subscription")
+        }
+    }
+
+    static func apiError(for error: VerificationError) -> APIError {
+        switch error.category {
+        case .malformed:
+            return APIError(.badRequest, code: "malformed_signed_transaction", message: error.reason)
+        case .certificate, .untrusted, .identity:
+            return APIError(.unprocessableContent, code: "verification_failed", message: error.reason)
+        case .retryable:
+            return APIError(.serviceUnavailable, code: "verification_unavailable", message: error.reason)
+        }
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Read-only views of an account's records for operators: the events of its subscriptions, their archive and
+/// transfers (`storekeeper accounts show`, the admin dashboard).
+public struct AccountRecords: Sendable {
+    /// One stored event of a subscription: a notification, or a transaction an app claimed.
+    public struct Event: Codable, Sendable, Equatable {
+        public var originalTransactionId: String
+        /// `notificationUUID`, or the claim's event id.
+        public var id: String
+        public var type: String
+        public var subtype: String?
+        public var signedDate: Date
+        public var receivedAt: Date
+        /// `applied`, `duplicate`, `out_of_order`, `recorded` — `nil` while waiting for a worker.
+        public var outcome: String?
+    }
+
+    /// One ended subscription.
+    public struct ArchiveEntry: Codable, Sendable, Equatable {
+        public var originalTransactionId: String
+        public var transactionId: String
+        public var reason: String
+        public var productId: String
+        public var endedAt: Date?
+        public var reinstatedAt: Date?
+    }
+
+    /// One move of a subscription between accounts.
+    public struct Transfer: Codable, Sendable, Equatable {
+        public var originalTransactionId: String
+        public var fromAccount: UUID
+        public var toAccount: UUID
+        public var transferredAt: Date
+    }
+
+    private let client: PostgresClient
+    private let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// The events of these subscriptions, newest first.
+    public func events(ofSubscriptions originalTransactionIds: [String], limit: Int = 200) async throws -> [Event] {
+        let rows = try await client.query(
+            """
+            SELECT original_transaction_id, id, type, subtype, signed_date, received_at, outcome FROM (
+                SELECT original_transaction_id, notification_uuid::text AS id, notification_type AS type, subtype,
+                    signed_date, received_at, apply_outcome AS outcome
+                FROM notifications WHERE original_transaction_id = ANY(\(originalTransactionIds))
+                UNION ALL
+                SELECT original_transaction_id, event_id, 'CLIENT_TRANSACTION', NULL, signed_date, received_at, 'applied'
+                FROM subscription_claims WHERE original_transaction_id = ANY(\(originalTransactionIds))
+            ) events
+            ORDER BY signed_date DESC, id DESC LIMIT \(limit)
+            """,
+            logger: logger
+        )
+        var events: [Event] = []
+        for try await (subscription, id, type, subtype, signedDate, receivedAt, outcome) in rows.decode(
+            (String, String, String, String?, Int64, Date, String?).self)
+        {
+            events.append(
+                Event(
+                    originalTransactionId: subscription, id: id, type: type, subtype: subtype,
+                    signedDate: Date(timeIntervalSince1970: Double(signedDate) / 1000), receivedAt: receivedAt,
+                    outcome: outcome))
+        }
+        return events
+    }
+
+    /// The ended subscriptions of an account, newest first.
+    public func archive(ofAccount accountId: UUID) async throws -> [ArchiveEntry] {
+        let rows = try await client.query(
+            """
+            SELECT original_transaction_id, transaction_id, reason, product_id, ended_at, reinstated_at
+            FROM subscription_archive WHERE account_id = \(accountId) ORDER BY ended_at DESC NULLS LAST
+            """,
+            logger: logger
+        )
+        var entries: [ArchiveEntry] = []
+        for try await (subscription, transaction, reason, product, endedAt, reinstatedAt) in rows.decode(
+            (String, String, String, String, Date?, Date?).self)
+        {
+            entries.append(
+                ArchiveEntry(
+                    originalTransactionId: subscription, transactionId: transaction, reason: reason, productId: product,
+                    endedAt: endedAt, reinstatedAt: reinstatedAt))
+        }
+        return entries
+    }
+
+    /// Transfers from or to an account, newest first.
+    public func transfers(ofAccount accountId: UUID) async throws -> [Transfer] {
+        let rows = try await client.query(
+            """
+            SELECT original_transaction_id, from_account, to_account, transferred_at FROM account_transfers
+            WHERE from_account = \(accountId) OR to_account = \(accountId) ORDER BY transferred_at DESC
+            """,
+            logger: logger
+        )
+        var transfers: [Transfer] = []
+        for try await (subscription, from, to, at) in rows.decode((String, UUID, UUID, Date).self) {
+            transfers.append(Transfer(originalTransactionId: subscription, fromAccount: from, toAccount: to, transferredAt: at))
+        }
+        return transfers
+    }
+}

@@ -1,0 +1,63 @@
+import AppStoreModels
+import Foundation
+import Logging
+import PostgresNIO
+import Subscriptions
+
+/// What happens when an account claims a purchase another account already owns (`STOREKEEPER_TRANSFER_POLICY`).
+public enum TransferPolicy: String, Sendable, CaseIterable {
+    /// Refuse the claim: the purchase stays with its owner.
+    case keep
+    /// Move the purchase to the claiming account and record who had it.
+    case transfer
+}
+
+/// Claims of verified StoreKit 2 transactions by accounts (`POST /v1/accounts/{id}/transactions`): link the
+/// subscription under the transfer policy, store the claim and apply it through ``SubscriptionWriter``, in one
+/// transaction.
+public struct SubscriptionClaims: Sendable {
+    public enum Outcome: Sendable, Equatable {
+        /// The claim was applied (or had been before).
+        case claimed(SubscriptionState?)
+        /// Another account owns the subscription and the policy is `keep`; nothing changed.
+        case ownedElsewhere(UUID)
+        /// The transaction is not an auto-renewable subscription.
+        case notASubscription
+    }
+
+    private let client: PostgresClient
+    private let writer: SubscriptionWriter
+    private let subscriptions: SubscriptionStore
+    private let history: SubscriptionHistory
+    private let policy: TransferPolicy
+    private let logger: Logger
+
+    public init(client: PostgresClient, policy: TransferPolicy, logger: Logger) {
+        self.client = client
+        self.writer = SubscriptionWriter(client: client, logger: logger)
+        self.subscriptions = SubscriptionStore(client: client, logger: logger)
+        self.history = SubscriptionHistory(logger: logger)
+        self.policy = policy
+        self.logger = logger
+    }
+
+    /// Claims `transaction` (verified from `signedTransaction`) for `account`.
+    public func claim(_ transaction: TransactionPayload, signedTransaction: String, by account: UUID, now: Date)
+        async throws -> Outcome
+    {
+        guard let event = SubscriptionEvent(claimOf: transaction, by: account) else { return .notASubscription }
+        return try await client.withTransaction(logger: logger) { connection in
+            let current = try await subscriptions.lockedSubscription(transaction.originalTransactionId, on: connection)
+            if let owner = current?.accountId, owner != account {
+                if policy == .keep { return .ownedElsewhere(owner) }
+                try await history.recordTransfer(transaction.originalTransactionId, from: owner, to: account, on: connection)
+                try await subscriptions.link(transaction.originalTransactionId, to: account, on: connection)
+                logger.notice(
+                    "subscription transferred",
+                    metadata: ["subscription.id": "\(transaction.originalTransactionId)", "account.from": "\(owner)", "account.to": "\(account)"])
+            }
+            try await history.recordClaim(event, signedTransaction: signedTransaction, on: connection)
+            return .claimed(try await writer.apply(event, now: now, on: connection).state)
+        }
+    }
+}

@@ -1,0 +1,68 @@
+import ArgumentParser
+import Foundation
+import HTTPAPI
+import Persistence
+import Subscriptions
+
+struct AccountsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "accounts", abstract: "Look at accounts (reads DATABASE_URL).", subcommands: [Show.self])
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "An account's status (as the API answers it), subscriptions, events, archive and transfers.")
+        @Argument(help: "The account id (the appAccountToken UUID).") var accountId: String
+        @Flag(help: "Print JSON.") var json = false
+
+        struct Report: Encodable, Sendable {
+            var status: AccountStatusResponse
+            var subscriptions: [SubscriptionDetailResponse]
+            var events: [AccountRecords.Event]
+            var archive: [AccountRecords.ArchiveEntry]
+            var transfers: [AccountRecords.Transfer]
+        }
+
+        func run() async throws {
+            guard let account = UUID(uuidString: accountId) else {
+                throw CommandFailure("the account id must be a UUID, got \"\(accountId)\"")
+            }
+            let now = Date()
+            let report = try await withDatabase(label: "storekeeper.accounts") { client, logger in
+                let states = try await SubscriptionStore(client: client, logger: logger).subscriptions(forAccount: account)
+                let records = AccountRecords(client: client, logger: logger)
+                return Report(
+                    status: AccountStatusResponse(
+                        accountId: account, status: AccountStatus.evaluate(subscriptions: states, hasFreeCredits: false, now: now),
+                        now: now),
+                    subscriptions: states.map { SubscriptionDetailResponse(state: $0, now: now) },
+                    events: try await records.events(ofSubscriptions: states.map(\.originalTransactionId)),
+                    archive: try await records.archive(ofAccount: account),
+                    transfers: try await records.transfers(ofAccount: account))
+            }
+            if json { return try printJSON(report) }
+            say("status")
+            try printJSON(report.status)
+            say("\nsubscriptions (\(report.subscriptions.count))")
+            try report.subscriptions.forEach(printJSON)
+            say("\nevents, newest first (\(report.events.count))")
+            for event in report.events {
+                let type = event.type + (event.subtype.map { "/\($0)" } ?? "")
+                say(
+                    "  \(event.signedDate.formatted(.iso8601))  \(event.originalTransactionId)  "
+                        + type.padding(toLength: 44, withPad: " ", startingAt: 0) + " \(event.outcome ?? "waiting")  \(event.id)")
+            }
+            say("\narchive (\(report.archive.count))")
+            for entry in report.archive {
+                say(
+                    "  \(entry.originalTransactionId)  \(entry.reason)  \(entry.productId)  ended \(JobsCommand.format(entry.endedAt))"
+                        + (entry.reinstatedAt.map { "  reinstated \($0.formatted(.iso8601))" } ?? ""))
+            }
+            say("\ntransfers (\(report.transfers.count))")
+            for transfer in report.transfers {
+                say(
+                    "  \(transfer.transferredAt.formatted(.iso8601))  \(transfer.originalTransactionId)  "
+                        + "\(transfer.fromAccount.uuidString.lowercased()) → \(transfer.toAccount.uuidString.lowercased())")
+            }
+        }
+    }
+}

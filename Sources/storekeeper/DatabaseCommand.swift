@@ -1,0 +1,27 @@
+import Foundation
+import Logging
+import PostgresNIO
+import StorekeeperRuntime
+
+/// Runs `body` with a client on `DATABASE_URL`, bounded so an unreachable database fails with one line.
+func withDatabase<Result: Sendable>(
+    label: String, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> Result
+) async throws -> Result {
+    guard let text = ProcessInfo.processInfo.environment["DATABASE_URL"], !text.isEmpty else {
+        throw CommandFailure("DATABASE_URL is required (postgres://user:pass@host:port/db)")
+    }
+    let url = try DatabaseURL(parsing: text)
+    let logger = commandLogger(label)
+    return try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 2), logger: logger) { client in
+        try await ensureReachable(client, url: url, logger: logger)
+        return try await withCommandTimeout(.seconds(60)) { try await body(client, logger) }
+    }
+}
+
+/// Prints a value as pretty, key-sorted JSON with ISO 8601 dates.
+func printJSON(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    encoder.dateEncodingStrategy = .iso8601
+    say(String(decoding: try encoder.encode(value), as: UTF8.self))
+}

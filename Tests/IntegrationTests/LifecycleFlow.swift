@@ -1,0 +1,70 @@
+import AppStoreModels
+import Foundation
+import HummingbirdTesting
+import LocalSigning
+import Testing
+
+/// Drives one subscription through Apple-signed notifications over HTTP and waits for each to be applied, for the
+/// end-to-end lifecycle tests.
+struct LifecycleFlow {
+    let harness: StorekeeperHarness
+    let client: any TestClientProtocol
+    var subscription: SimulatedEvent.Subscription
+    /// The period Storekeeper should now hold.
+    var period: DateInterval?
+    var clock = Date()
+
+    init(harness: StorekeeperHarness, client: any TestClientProtocol, account: UUID?, ownership: String = "PURCHASED") {
+        self.harness = harness
+        self.client = client
+        self.subscription = harness.subscription(account: account)
+    }
+
+    var originalTransactionId: String { subscription.originalTransactionId }
+
+    /// Signs and POSTs a scenario one minute after the previous one, then waits until a worker applied it.
+    @discardableResult
+    mutating func send(
+        _ scenario: SimulatedEvent.Scenario, target: String? = nil, _ adjust: (inout SimulatedEvent) -> Void = { _ in }
+    ) async throws -> SimulatedEvent {
+        clock = clock.addingTimeInterval(60)
+        var event = SimulatedEvent.scenario(scenario, subscription: subscription, currentPeriod: period, target: target, at: clock)
+        adjust(&event)
+        try await post(event)
+        if let transaction = event.transaction, let start = transaction.purchaseDate, let end = transaction.expiresDate {
+            period = DateInterval(start: Self.date(min(start, end)), end: Self.date(end))
+            subscription.productId = transaction.productId
+        }
+        return event
+    }
+
+    /// POSTs a signed event and waits until it is applied.
+    func post(_ event: SimulatedEvent, notificationUUID: UUID = UUID()) async throws {
+        let response = try await client.postNotification(try harness.signer.requestBody(for: event, notificationUUID: notificationUUID))
+        #expect(response.status == .ok)
+        #expect(response.json["status"] as? String == "accepted")
+        try await eventually("\(event.notificationType) to be applied") {
+            try await harness.count(
+                "SELECT count(*) FROM notifications WHERE notification_uuid = '\(notificationUUID)' AND applied_at IS NOT NULL") == 1
+        }
+    }
+
+    func status() async throws -> [String: Any] {
+        try await client.getWithKey("/v1/accounts/\(subscription.accountId!)/status").json
+    }
+
+    func detail() async throws -> [String: Any] {
+        try await client.getWithKey("/v1/subscriptions/\(originalTransactionId)").json
+    }
+
+    func archive() async throws -> [String] {
+        let rows = try await harness.client.query(
+            "SELECT reason || CASE WHEN reinstated_at IS NULL THEN '' ELSE ' reinstated' END FROM subscription_archive WHERE original_transaction_id = \(originalTransactionId) ORDER BY archived_at, reason",
+            logger: TestDatabase.logger)
+        var reasons: [String] = []
+        for try await reason in rows.decode(String.self) { reasons.append(reason) }
+        return reasons
+    }
+
+    static func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
+}

@@ -1,0 +1,52 @@
+-- Storekeeper schema, version 2: complete lifecycle state, client claims, transfers and the archive of ended
+-- subscriptions.
+
+-- Event order is (signed_date, event id): the id breaks ties between events Apple signed in the same millisecond.
+ALTER TABLE subscriptions
+    ADD COLUMN last_event_id       text NOT NULL DEFAULT '',
+    ADD COLUMN revoked_at          timestamptz,
+    ADD COLUMN offer_type          integer,                -- 1 introductory, 2 promotional, 3 offer code, 4 win-back
+    ADD COLUMN offer_identifier    text,
+    ADD COLUMN offer_discount_type text,
+    ADD COLUMN offer_period        text,
+    ADD COLUMN price_increase      text CHECK (price_increase IN ('pending', 'accepted'));
+
+-- Signed transactions apps posted for an account (POST /v1/accounts/{id}/transactions), verified. Replay reads them
+-- beside the notifications: a claim is an event of its subscription.
+CREATE TABLE subscription_claims (
+    event_id                text PRIMARY KEY,       -- client:<transactionId>:<signedDate>:<account>
+    original_transaction_id text NOT NULL,
+    transaction_id          text NOT NULL,
+    account_id              uuid NOT NULL,
+    signed_date             bigint NOT NULL,
+    signed_transaction      text NOT NULL,          -- the JWS as received
+    decoded                 jsonb NOT NULL,         -- the verified transaction
+    received_at             timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX subscription_claims_subscription ON subscription_claims (original_transaction_id, signed_date);
+
+-- Every move of a subscription from one account to another (STOREKEEPER_TRANSFER_POLICY=transfer).
+CREATE TABLE account_transfers (
+    id                      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    original_transaction_id text NOT NULL,
+    from_account            uuid NOT NULL,
+    to_account              uuid NOT NULL,
+    transferred_at          timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX account_transfers_from ON account_transfers (from_account);
+CREATE INDEX account_transfers_to ON account_transfers (to_account);
+
+-- Ended subscriptions with the reason they ended; a reversed refund marks its row reinstated. Rebuilt for a
+-- subscription whenever its state is replayed.
+CREATE TABLE subscription_archive (
+    original_transaction_id text NOT NULL,
+    transaction_id          text NOT NULL,
+    reason                  text NOT NULL CHECK (reason ~ '^(EXPIRED_[A-Z_]+|REFUND|REVOKE)$'),
+    account_id              uuid,
+    product_id              text NOT NULL,
+    ended_at                timestamptz,
+    archived_at             timestamptz NOT NULL DEFAULT now(),
+    reinstated_at           timestamptz,
+    PRIMARY KEY (original_transaction_id, transaction_id, reason)
+);
+CREATE INDEX subscription_archive_account ON subscription_archive (account_id) WHERE account_id IS NOT NULL;
