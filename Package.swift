@@ -17,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // Codable models of Apple's payloads (notification, transaction, renewal info). No dependencies.
@@ -31,8 +32,10 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
-        // Lifecycle (and later credit) rules: pure functions of (state, event, now).
+        // Lifecycle rules: pure functions of (state, event, now).
         .target(name: "Subscriptions", dependencies: ["AppStoreModels"]),
+        // Tier catalogue and credit arithmetic (calendar, proration, clawback, spend order): pure.
+        .target(name: "Credits"),
         // The PostgreSQL job queue: enqueue, claim, complete, worker service.
         .target(
             name: "Jobs",
@@ -46,7 +49,7 @@ let package = Package(
         .target(
             name: "Persistence",
             dependencies: [
-                "AppStoreModels", "Subscriptions", "Jobs",
+                "AppStoreModels", "Subscriptions", "Credits", "Jobs",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -66,7 +69,7 @@ let package = Package(
         .target(
             name: "HTTPAPI",
             dependencies: [
-                "AppStoreModels", "SignedData", "Subscriptions", "Persistence", "Jobs",
+                "AppStoreModels", "SignedData", "Subscriptions", "Credits", "Persistence", "Jobs",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -76,8 +79,9 @@ let package = Package(
         .target(
             name: "StorekeeperRuntime",
             dependencies: [
-                "SignedData", "Subscriptions", "Persistence", "Jobs", "HTTPAPI", "LocalSigning",
+                "SignedData", "Subscriptions", "Credits", "Persistence", "Jobs", "HTTPAPI", "LocalSigning",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Yams", package: "Yams"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -115,6 +119,7 @@ let package = Package(
         ),
         .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "LocalSigning", "AppStoreModels", "TestSupport"]),
         .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels"]),
+        .testTarget(name: "CreditsTests", dependencies: ["Credits"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [

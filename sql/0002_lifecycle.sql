@@ -9,7 +9,10 @@ ALTER TABLE subscriptions
     ADD COLUMN offer_identifier    text,
     ADD COLUMN offer_discount_type text,
     ADD COLUMN offer_period        text,
-    ADD COLUMN price_increase      text CHECK (price_increase IN ('pending', 'accepted'));
+    ADD COLUMN price_increase      text CHECK (price_increase IN ('pending', 'accepted')),
+    ADD COLUMN price               bigint;                 -- milliunits paid for the current period, when known
+
+-- notifications.apply_outcome is now: applied | duplicate | out_of_order | recorded
 
 -- Signed transactions apps posted for an account (POST /v1/accounts/{id}/transactions), verified. Replay reads them
 -- beside the notifications: a claim is an event of its subscription.

@@ -36,7 +36,7 @@ public struct SubscriptionArchive: Sendable {
                     """,
                     logger: logger
                 )
-            case .earlierPeriodRefunded, .recheckRenewal:
+            case .periodStarted, .periodExtended, .earlierPeriodRefunded, .recheckRenewal:
                 continue
             }
         }

@@ -55,14 +55,14 @@ public struct SubscriptionStore: Sendable {
             INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew,
                 auto_renew_product_id, pending_product_id, purchase_date, expires_at, grace_period_expires_at, is_trial,
                 ownership, latest_transaction_id, last_event_type, last_signed_date, last_event_id, end_reason,
-                revoked_at, offer_type, offer_identifier, offer_discount_type, offer_period, price_increase)
+                revoked_at, offer_type, offer_identifier, offer_discount_type, offer_period, price_increase, price)
             VALUES (\(state.originalTransactionId), \(state.accountId), \(state.productId), \(state.environment),
                 \(state.status.rawValue), \(state.willRenew), \(state.autoRenewProductId), \(state.pendingProductId),
                 \(state.purchaseDate), \(state.expiresAt), \(state.gracePeriodExpiresAt), \(state.isTrial),
                 \(state.ownership), \(state.latestTransactionId), \(state.lastEventType), \(state.lastEvent.signedDate),
                 \(state.lastEvent.eventId), \(state.endReason), \(state.revokedAt), \(state.offer?.type),
                 \(state.offer?.identifier), \(state.offer?.discountType), \(state.offer?.period),
-                \(state.priceIncrease?.rawValue))
+                \(state.priceIncrease?.rawValue), \(state.price))
             ON CONFLICT (original_transaction_id) DO UPDATE SET
                 account_id = EXCLUDED.account_id, product_id = EXCLUDED.product_id,
                 environment = EXCLUDED.environment, status = EXCLUDED.status, will_renew = EXCLUDED.will_renew,
@@ -74,7 +74,8 @@ public struct SubscriptionStore: Sendable {
                 last_signed_date = EXCLUDED.last_signed_date, last_event_id = EXCLUDED.last_event_id,
                 end_reason = EXCLUDED.end_reason, revoked_at = EXCLUDED.revoked_at, offer_type = EXCLUDED.offer_type,
                 offer_identifier = EXCLUDED.offer_identifier, offer_discount_type = EXCLUDED.offer_discount_type,
-                offer_period = EXCLUDED.offer_period, price_increase = EXCLUDED.price_increase, updated_at = now()
+                offer_period = EXCLUDED.offer_period, price_increase = EXCLUDED.price_increase, price = EXCLUDED.price,
+                updated_at = now()
             """,
             logger: logger
         )
@@ -91,7 +92,7 @@ public struct SubscriptionStore: Sendable {
         original_transaction_id, account_id, product_id, environment, status, will_renew, auto_renew_product_id, \
         pending_product_id, purchase_date, expires_at, grace_period_expires_at, is_trial, ownership, \
         latest_transaction_id, last_event_type, last_signed_date, last_event_id, end_reason, revoked_at, offer_type, \
-        offer_identifier, offer_discount_type, offer_period, price_increase
+        offer_identifier, offer_discount_type, offer_period, price_increase, price
         """
 
     private static func decode(_ row: PostgresRow) throws -> SubscriptionState {
@@ -128,7 +129,8 @@ public struct SubscriptionStore: Sendable {
             endReason: try cells["end_reason"].decode(String?.self),
             revokedAt: try cells["revoked_at"].decode(Date?.self),
             offer: offer,
-            priceIncrease: try cells["price_increase"].decode(String?.self).flatMap(SubscriptionState.PriceIncreaseConsent.init)
+            priceIncrease: try cells["price_increase"].decode(String?.self).flatMap(SubscriptionState.PriceIncreaseConsent.init),
+            price: try cells["price"].decode(Int64?.self)
         )
     }
 }

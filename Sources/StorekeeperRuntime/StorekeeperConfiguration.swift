@@ -1,4 +1,5 @@
 import AppStoreModels
+import Credits
 import Foundation
 import Persistence
 import SignedData
@@ -16,6 +17,8 @@ public struct StorekeeperConfiguration: Sendable {
     public var rootCertificates: [Certificate]
     public var onlineChecks: Bool
     public var tiersPath: String
+    /// The tier catalogue read from `tiersPath`.
+    public var catalogue: TierCatalogue
     public var apiKeys: [String]
     public var adminKeys: [String]
     public var host: String
@@ -107,6 +110,13 @@ public struct StorekeeperConfiguration: Sendable {
             }
         }
 
+        let tiersPath = value("STOREKEEPER_TIERS") ?? "config/tiers.yml"
+        var catalogue = TierCatalogue(meters: [], free: .init(displayName: "Free", allowances: [:]), tiers: [], topUps: [])
+        switch TierCatalogue.load(path: tiersPath) {
+        case .success(let loaded): catalogue = loaded
+        case .failure(let error): problems += error.problems
+        }
+
         let configuration = StorekeeperConfiguration(
             databaseURL: databaseURL,
             bundleId: bundleId,
@@ -114,7 +124,8 @@ public struct StorekeeperConfiguration: Sendable {
             environments: environments,
             rootCertificates: roots,
             onlineChecks: onlineChecks,
-            tiersPath: value("STOREKEEPER_TIERS") ?? "config/tiers.yml",
+            tiersPath: tiersPath,
+            catalogue: catalogue,
             apiKeys: list("STOREKEEPER_API_KEYS"),
             adminKeys: list("STOREKEEPER_ADMIN_KEYS"),
             host: value("STOREKEEPER_HOST") ?? "127.0.0.1",

@@ -33,7 +33,8 @@ extension Lifecycle {
                     type: $0, identifier: transaction.offerIdentifier, discountType: transaction.offerDiscountType,
                     period: transaction.offerPeriod)
             },
-            priceIncrease: priceIncrease(event, previous: previous)
+            priceIncrease: priceIncrease(event, previous: previous),
+            price: transaction.price
         )
     }
 

@@ -61,6 +61,15 @@ public enum Lifecycle {
         }
         let state = snapshot(event, previous: previous)
         var effects: [LifecycleEffect] = []
+        if state.latestTransactionId != previous?.latestTransactionId, state.status.isRunning, let period = state.period {
+            effects.append(.periodStarted(period, upgradedFrom: replacedPeriod(previous, by: period)))
+        }
+        if state.status.isRunning, let end = state.gracePeriodExpiresAt ?? state.expiresAt,
+            let previousEnd = previous?.gracePeriodExpiresAt ?? previous?.expiresAt,
+            previous?.latestTransactionId == state.latestTransactionId, end > previousEnd
+        {
+            effects.append(.periodExtended(transactionId: state.latestTransactionId, until: end))
+        }
         let endAlreadyRecorded = previous.map {
             !$0.status.isRunning && $0.latestTransactionId == state.latestTransactionId && $0.endReason == state.endReason
         } ?? false
@@ -94,10 +103,20 @@ public enum Lifecycle {
         }
         guard isEarlierPeriod else { return nil }
         switch event.notificationType {
-        case "REFUND": return [.earlierPeriodRefunded(transactionId: transaction.transactionId)]
+        case "REFUND":
+            let prorated = transaction.revocationType == "REFUND_PRORATED" ? transaction.revocationPercentage : nil
+            return [.earlierPeriodRefunded(transactionId: transaction.transactionId, milliPercent: prorated)]
         case "REFUND_REVERSED": return [.refundReversed(transactionId: transaction.transactionId)]
         default: return nil
         }
+    }
+
+    /// The running period `period` replaced before its end — an immediate upgrade or crossgrade — if any.
+    static func replacedPeriod(_ previous: SubscriptionState?, by period: LifecycleEffect.Period) -> LifecycleEffect.Period? {
+        guard let previous, previous.status.isRunning, let old = previous.period, old.productId != period.productId,
+            period.start < old.end, period.start >= old.start
+        else { return nil }
+        return old
     }
 
     static func date(milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }

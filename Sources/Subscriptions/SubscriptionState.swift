@@ -31,6 +31,8 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
     public var offer: Offer?
     /// The customer's answer to a pending price increase, while one is in progress.
     public var priceIncrease: PriceIncreaseConsent?
+    /// What the current period cost, in milliunits, when the transaction says.
+    public var price: Int64?
 
     /// An offer redeemed for the current period (`offerType` 1 introductory, 2 promotional, 3 offer code, 4 win-back).
     public struct Offer: Codable, Sendable, Equatable {
@@ -60,7 +62,7 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
         status: SubscriptionStatus, willRenew: Bool, autoRenewProductId: String?, pendingProductId: String?,
         purchaseDate: Date?, expiresAt: Date?, gracePeriodExpiresAt: Date?, isTrial: Bool, ownership: String,
         latestTransactionId: String, lastEventType: String, lastEvent: EventPosition, endReason: String?,
-        revokedAt: Date? = nil, offer: Offer? = nil, priceIncrease: PriceIncreaseConsent? = nil
+        revokedAt: Date? = nil, offer: Offer? = nil, priceIncrease: PriceIncreaseConsent? = nil, price: Int64? = nil
     ) {
         self.originalTransactionId = originalTransactionId
         self.accountId = accountId
@@ -82,6 +84,15 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
         self.revokedAt = revokedAt
         self.offer = offer
         self.priceIncrease = priceIncrease
+        self.price = price
+    }
+
+    /// The current paid period, when its dates are known.
+    public var period: LifecycleEffect.Period? {
+        guard let purchaseDate, let expiresAt else { return nil }
+        return LifecycleEffect.Period(
+            originalTransactionId: originalTransactionId, transactionId: latestTransactionId, productId: productId,
+            start: purchaseDate, end: expiresAt, price: price, isTrial: isTrial)
     }
 
     /// The status at `now`: the stored status, except that time ends access even when Apple's notification about

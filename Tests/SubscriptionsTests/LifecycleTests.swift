@@ -26,8 +26,8 @@ struct LifecycleTests {
     func subscribe() {
         let decision = Lifecycle.apply(factory.event("SUBSCRIBED", "INITIAL_BUY", signedAt: start), to: nil, now: now)
         #expect(decision.outcome == .applied)
-        #expect(decision.effects.isEmpty)
         let state = decision.state!
+        #expect(decision.effects == [.periodStarted(state.period!, upgradedFrom: nil)])
         #expect(state.status == .active)
         #expect(state.accountId == factory.account)
         #expect(state.willRenew)
@@ -52,7 +52,7 @@ struct LifecycleTests {
         #expect(back.state!.status == .active)
         #expect(back.state!.endReason == nil)
         #expect(back.state!.purchaseDate == factory.date(start + 40 * day))
-        #expect(back.effects.isEmpty)
+        #expect(back.effects == [.periodStarted(back.state!.period!, upgradedFrom: nil)])
     }
 
     @Test("DID_RENEW moves the period forward and applies a queued downgrade")
@@ -62,7 +62,8 @@ struct LifecycleTests {
         ).state!
         #expect(downgraded.pendingProductId == "basic.monthly")
         let renewed = apply(factory.event("DID_RENEW", signedAt: start + 30 * day, period: 1, product: "basic.monthly"), to: downgraded)
-        #expect(renewed.effects.isEmpty)
+        #expect(renewed.effects == [.periodStarted(renewed.state!.period!, upgradedFrom: nil)])
+        #expect(renewed.state!.period!.start == factory.date(start + 30 * day))
         #expect(renewed.state!.expiresAt == factory.date(start + 60 * day))
         #expect(renewed.state!.purchaseDate == factory.date(start + 30 * day))
         #expect(renewed.state!.productId == "basic.monthly")
@@ -93,10 +94,12 @@ struct LifecycleTests {
     @Test("DID_CHANGE_RENEWAL_PREF/UPGRADE: new product and period at once")
     func upgrade() {
         let upgradeAt = start + 10 * day
-        let state = apply(
+        let old = subscribed()
+        let decision = apply(
             factory.event("DID_CHANGE_RENEWAL_PREF", "UPGRADE", signedAt: upgradeAt, period: 1, product: "max.monthly", purchaseDate: upgradeAt, expiresDate: upgradeAt + 30 * day),
-            to: subscribed()
-        ).state!
+            to: old)
+        let state = decision.state!
+        #expect(decision.effects == [.periodStarted(state.period!, upgradedFrom: old.period!)])
         #expect(state.productId == "max.monthly")
         #expect(state.purchaseDate == factory.date(upgradeAt))
         #expect(state.expiresAt == factory.date(upgradeAt + 30 * day))
@@ -137,6 +140,8 @@ struct LifecycleTests {
         let grace = apply(factory.event("DID_FAIL_TO_RENEW", "GRACE_PERIOD", signedAt: start + 30 * day, status: 4, gracePeriodEnd: graceEnd), to: subscribed()).state!
         #expect(grace.status == .gracePeriod)
         #expect(grace.gracePeriodExpiresAt == factory.date(graceEnd))
+        #expect(apply(factory.event("DID_FAIL_TO_RENEW", "GRACE_PERIOD", signedAt: start + 30 * day, status: 4, gracePeriodEnd: graceEnd), to: subscribed()).effects
+            == [.periodExtended(transactionId: "2000000000000001-0", until: factory.date(graceEnd))])
         #expect(grace.isEntitled(at: factory.date(graceEnd - 1)))
         #expect(!grace.isEntitled(at: factory.date(graceEnd)))
         let undated = apply(factory.event("DID_FAIL_TO_RENEW", "GRACE_PERIOD", signedAt: start + 30 * day, status: 4), to: subscribed()).state!
@@ -195,10 +200,18 @@ struct LifecycleTests {
         #expect(refund.state!.expiresAt == renewed.expiresAt)
         #expect(refund.state!.latestTransactionId == "2000000000000001-1")
         #expect(refund.state!.lastEventType == "REFUND")
-        #expect(refund.effects == [.earlierPeriodRefunded(transactionId: "2000000000000001-0")])
+        #expect(refund.effects == [.earlierPeriodRefunded(transactionId: "2000000000000001-0", milliPercent: nil)])
         let reversed = apply(factory.event("REFUND_REVERSED", signedAt: start + 36 * day, period: 0), to: refund.state!)
         #expect(reversed.state!.expiresAt == renewed.expiresAt)
         #expect(reversed.effects == [.refundReversed(transactionId: "2000000000000001-0")])
+    }
+
+    @Test("a prorated refund of an earlier period carries its percentage")
+    func proratedEarlierRefund() {
+        let renewed = apply(factory.event("DID_RENEW", signedAt: start + 30 * day, period: 1), to: subscribed()).state!
+        var event = factory.event("REFUND", signedAt: start + 35 * day, period: 0, status: 1, revocationDate: start + 35 * day, revocationType: "REFUND_PRORATED")
+        event.transaction.revocationPercentage = 42_500
+        #expect(apply(event, to: renewed).effects == [.earlierPeriodRefunded(transactionId: "2000000000000001-0", milliPercent: 42_500)])
     }
 
     @Test("REVOKE (family sharing) ends access as revoked")
@@ -215,7 +228,9 @@ struct LifecycleTests {
 
     @Test("RENEWAL_EXTENDED moves expiresAt; the status stays")
     func renewalExtended() {
-        let state = apply(factory.event("RENEWAL_EXTENDED", signedAt: start + 4 * day, expiresDate: start + 37 * day), to: subscribed()).state!
+        let decision = apply(factory.event("RENEWAL_EXTENDED", signedAt: start + 4 * day, expiresDate: start + 37 * day), to: subscribed())
+        #expect(decision.effects == [.periodExtended(transactionId: "2000000000000001-0", until: factory.date(start + 37 * day))])
+        let state = decision.state!
         #expect(state.expiresAt == factory.date(start + 37 * day))
         #expect(state.status == .active)
     }

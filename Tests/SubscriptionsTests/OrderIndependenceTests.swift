@@ -151,7 +151,7 @@ struct ArchiveModel: Equatable {
                 if rows["\(transactionId)/\(reason)"] == nil { rows["\(transactionId)/\(reason)"] = false }
             case .refundReversed(let transactionId):
                 if rows["\(transactionId)/REFUND"] == false { rows["\(transactionId)/REFUND"] = true }
-            case .earlierPeriodRefunded, .recheckRenewal:
+            case .periodStarted, .periodExtended, .earlierPeriodRefunded, .recheckRenewal:
                 continue
             }
         }

@@ -1,0 +1,37 @@
+import Credits
+import Foundation
+import Yams
+
+extension TierCatalogue {
+    /// Reads and validates a catalogue file; every problem is returned, prefixed with the path.
+    static func load(path: String) -> Result<TierCatalogue, ConfigurationError> {
+        let place = "STOREKEEPER_TIERS (\(path))"
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            return .failure(ConfigurationError(problems: ["\(place): cannot read the file"]))
+        }
+        let catalogue: TierCatalogue
+        do {
+            catalogue = try YAMLDecoder().decode(TierCatalogue.self, from: text)
+        } catch let error as DecodingError {
+            return .failure(ConfigurationError(problems: ["\(place): \(Self.describe(error))"]))
+        } catch {
+            return .failure(ConfigurationError(problems: ["\(place): not valid YAML: \(error)"]))
+        }
+        let problems = catalogue.problems()
+        guard problems.isEmpty else { return .failure(ConfigurationError(problems: problems.map { "\(place): \($0)" })) }
+        return .success(catalogue)
+    }
+
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            let keys = context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+            return keys.isEmpty ? "the top level" : keys
+        }
+        switch error {
+        case .keyNotFound(let key, let context): return "\(path(context)): \(key.stringValue) is missing"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
+            return "\(path(context)): \(context.debugDescription)"
+        @unknown default: return "\(error)"
+        }
+    }
+}
