@@ -91,7 +91,7 @@ let package = Package(
         .executableTarget(
             name: "storekeeper",
             dependencies: [
-                "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Jobs", "HTTPAPI", "Subscriptions",
+                "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Jobs", "HTTPAPI", "Subscriptions", "Credits",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

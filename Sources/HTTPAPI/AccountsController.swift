@@ -4,25 +4,33 @@ import Logging
 import Persistence
 import Subscriptions
 
-/// Reads subscriptions for the service API (the seam tests can replace).
+/// Reads one subscription for the service API (the seam tests can replace).
 public protocol SubscriptionReading: Sendable {
-    func subscriptions(forAccount accountId: UUID) async throws -> [SubscriptionState]
     func subscription(_ originalTransactionId: String) async throws -> SubscriptionState?
 }
 
 extension SubscriptionStore: SubscriptionReading {}
 
+/// Reads an account's subscriptions and credits at an instant (the seam tests can replace).
+public protocol AccountStatusReading: Sendable {
+    func status(of account: UUID, now: Date) async throws -> (subscriptions: [SubscriptionState], credits: AccountCredits)
+}
+
+extension CreditAccounts: AccountStatusReading {}
+
 /// The service API: `GET /v1/accounts/{accountId}/status` and `GET /v1/subscriptions/{originalTransactionId}`.
 /// Status is computed against the injected clock, so access ends at `expiresAt` even if Apple's EXPIRED is lost.
 public struct AccountsController: Sendable {
+    let accounts: any AccountStatusReading
     let subscriptions: any SubscriptionReading
     let clock: @Sendable () -> Date
     let databaseTimeout: Duration
 
     public init(
-        subscriptions: any SubscriptionReading, clock: @escaping @Sendable () -> Date = { Date() },
-        databaseTimeout: Duration = .seconds(5)
+        accounts: any AccountStatusReading, subscriptions: any SubscriptionReading,
+        clock: @escaping @Sendable () -> Date = { Date() }, databaseTimeout: Duration = .seconds(5)
     ) {
+        self.accounts = accounts
         self.subscriptions = subscriptions
         self.clock = clock
         self.databaseTimeout = databaseTimeout
@@ -52,10 +60,10 @@ public struct AccountsController: Sendable {
 
     /// The status of one account at the clock's now.
     func status(of accountId: UUID) async throws -> AccountStatusResponse {
-        let states = try await read { try await subscriptions.subscriptions(forAccount: accountId) }
         let now = clock()
-        let status = AccountStatus.evaluate(subscriptions: states, hasFreeCredits: false, now: now)
-        return AccountStatusResponse(accountId: accountId, status: status, now: now)
+        let (states, credits) = try await read { try await accounts.status(of: accountId, now: now) }
+        let status = AccountStatus.evaluate(subscriptions: states, hasFreeCredits: credits.hasCredits, now: now)
+        return AccountStatusResponse(accountId: accountId, status: status, credits: credits, now: now)
     }
 
     func subscription(context: StorekeeperRequestContext) async throws -> SubscriptionDetailResponse {

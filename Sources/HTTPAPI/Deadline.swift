@@ -1,17 +1,71 @@
-/// Runs `operation`, giving up after `timeout` so a dead database turns into a quick 503 instead of a hung request.
-func withDeadline<Result: Sendable>(
+import Foundation
+
+/// Runs `operation`, giving up after `timeout` so a dead database turns into a quick 503 (or a one-line CLI error)
+/// instead of a hung request. On timeout the operation is cancelled and *not* waited for: a database driver that is
+/// slow to notice cancellation cannot stretch the deadline.
+public func withDeadline<Result: Sendable>(
     _ timeout: Duration, _ operation: @escaping @Sendable () async throws -> Result
 ) async throws -> Result {
-    try await withThrowingTaskGroup(of: Result?.self) { group in
-        group.addTask { try await operation() }
-        group.addTask {
-            try await Task.sleep(for: timeout)
-            return nil
+    let outcome = FirstOutcome<Result>()
+    return try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { continuation in
+            outcome.install(continuation)
+            let work = Task {
+                do { outcome.resume(with: .success(try await operation())) } catch { outcome.resume(with: .failure(error)) }
+            }
+            let timer = Task {
+                try? await Task.sleep(for: timeout)
+                if !Task.isCancelled { outcome.resume(with: .failure(DeadlineExceeded())) }
+                work.cancel()
+            }
+            outcome.onResume { timer.cancel() }
         }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let result = first else { throw DeadlineExceeded() }
-        return result
+    } onCancel: {
+        outcome.resume(with: .failure(CancellationError()))
     }
 }
 
-struct DeadlineExceeded: Error {}
+/// Thrown by ``withDeadline(_:_:)`` when the operation did not finish in time.
+public struct DeadlineExceeded: Error {}
+
+/// Resumes a continuation with whichever outcome comes first; later ones are dropped.
+private final class FirstOutcome<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Value, any Error>?
+    private var early: Swift.Result<Value, any Error>?
+    private var resumed = false
+    private var cleanup: (@Sendable () -> Void)?
+
+    func install(_ continuation: CheckedContinuation<Value, any Error>) {
+        let pending: Swift.Result<Value, any Error>? = lock.withLock {
+            if let early { resumed = true; return early }
+            self.continuation = continuation
+            return nil
+        }
+        if let pending { continuation.resume(with: pending) }
+    }
+
+    func onResume(_ action: @escaping @Sendable () -> Void) {
+        let runNow = lock.withLock {
+            if resumed { return true }
+            cleanup = action
+            return false
+        }
+        if runNow { action() }
+    }
+
+    func resume(with result: Swift.Result<Value, any Error>) {
+        let (target, action): (CheckedContinuation<Value, any Error>?, (@Sendable () -> Void)?) = lock.withLock {
+            guard !resumed else { return (nil, nil) }
+            guard let continuation else {
+                if early == nil { early = result }
+                return (nil, nil)
+            }
+            resumed = true
+            self.continuation = nil
+            return (continuation, cleanup)
+        }
+        target?.resume(with: result)
+        action?()
+    }
+}

@@ -1,16 +1,19 @@
 import Foundation
 import Hummingbird
+import Persistence
 import Subscriptions
 
 /// The body of `GET /v1/accounts/{id}/status` (SPEC §5.2). Absent values are explicit `null`s.
 public struct AccountStatusResponse: ResponseEncodable, Sendable {
     var accountId: UUID
     var status: AccountStatus
+    var credits: AccountCredits
     var now: Date
 
-    public init(accountId: UUID, status: AccountStatus, now: Date) {
+    public init(accountId: UUID, status: AccountStatus, credits: AccountCredits, now: Date) {
         self.accountId = accountId
         self.status = status
+        self.credits = credits
         self.now = now
     }
 
@@ -23,10 +26,10 @@ public struct AccountStatusResponse: ResponseEncodable, Sendable {
         try container.encode(accountId.uuidString.lowercased(), forKey: .accountId)
         try container.encode(status.state.rawValue, forKey: .state)
         try container.encode(status.entitled, forKey: .entitled)
-        try container.encodeNil(forKey: .tier)
+        try container.encode(credits.tier, forKey: .tier)
         try container.encode(status.hadSubscription, forKey: .hadSubscription)
         try container.encode(status.subscription.map { SubscriptionResponse(state: $0, now: now) }, forKey: .subscription)
-        try container.encode([String: Int](), forKey: .credits)
+        try container.encode(credits.meters.mapValues(MeterCreditsResponse.init), forKey: .credits)
         try container.encode(status.nextChangeAt, forKey: .nextChangeAt)
     }
 }
@@ -81,5 +84,24 @@ public struct SubscriptionDetailResponse: ResponseEncodable, Sendable {
         try container.encode(state.revokedAt, forKey: .revokedAt)
         try container.encode(state.offer, forKey: .offer)
         try container.encode(state.priceIncrease, forKey: .priceIncrease)
+    }
+}
+
+/// One meter of the status answer's `credits`, every field present (`null` when it does not apply).
+struct MeterCreditsResponse: Encodable {
+    var credits: MeterCredits
+
+    enum CodingKeys: String, CodingKey {
+        case remaining, cycle, topUp, resetsAt, dailyRemaining, unlimited
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(credits.remaining, forKey: .remaining)
+        try container.encode(credits.cycle, forKey: .cycle)
+        try container.encode(credits.topUp, forKey: .topUp)
+        try container.encode(credits.resetsAt, forKey: .resetsAt)
+        try container.encode(credits.dailyRemaining, forKey: .dailyRemaining)
+        try container.encode(credits.unlimited, forKey: .unlimited)
     }
 }

@@ -1,3 +1,4 @@
+import Credits
 import Hummingbird
 import Jobs
 import SignedData
@@ -7,7 +8,10 @@ public struct HTTPDependencies: Sendable {
     public var verifier: SignedDataVerifier
     public var inbox: any NotificationAccepting
     public var subscriptions: any SubscriptionReading
+    public var accounts: any AccountStatusReading
+    public var usage: any UsageSpending
     public var claims: any TransactionClaiming
+    public var catalogue: TierCatalogue
     public var readiness: any ReadinessChecking
     public var jobs: any JobAdministration
     /// Bearer keys of the service API; empty disables it.
@@ -18,13 +22,17 @@ public struct HTTPDependencies: Sendable {
 
     public init(
         verifier: SignedDataVerifier, inbox: any NotificationAccepting, subscriptions: any SubscriptionReading,
-        claims: any TransactionClaiming, readiness: any ReadinessChecking, jobs: any JobAdministration, apiKeys: [String], adminKeys: [String],
+        accounts: any AccountStatusReading, usage: any UsageSpending, claims: any TransactionClaiming,
+        catalogue: TierCatalogue, readiness: any ReadinessChecking, jobs: any JobAdministration, apiKeys: [String], adminKeys: [String],
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.verifier = verifier
         self.inbox = inbox
         self.subscriptions = subscriptions
+        self.accounts = accounts
+        self.usage = usage
         self.claims = claims
+        self.catalogue = catalogue
         self.readiness = readiness
         self.jobs = jobs
         self.apiKeys = apiKeys
@@ -41,10 +49,14 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
     router.add(middleware: LogRequestsMiddleware(.debug))
     HealthController(readiness: dependencies.readiness).addRoutes(to: router)
     NotificationIntakeController(verifier: dependencies.verifier, inbox: dependencies.inbox).addRoutes(to: router)
+    TiersController(catalogue: dependencies.catalogue).addRoutes(to: router)
     if !dependencies.apiKeys.isEmpty {
         let serviceAPI = router.group("v1").add(middleware: BearerKeyMiddleware(keys: dependencies.apiKeys))
-        let accounts = AccountsController(subscriptions: dependencies.subscriptions, clock: dependencies.clock)
+        let accounts = AccountsController(
+            accounts: dependencies.accounts, subscriptions: dependencies.subscriptions, clock: dependencies.clock)
         accounts.addRoutes(to: serviceAPI)
+        UsageController(usage: dependencies.usage, catalogue: dependencies.catalogue, clock: dependencies.clock)
+            .addRoutes(to: serviceAPI)
         TransactionsController(verifier: dependencies.verifier, claims: dependencies.claims, accounts: accounts)
             .addRoutes(to: serviceAPI)
     }

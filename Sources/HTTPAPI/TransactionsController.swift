@@ -72,7 +72,7 @@ public struct TransactionsController: Sendable {
             throw APIError.unavailable("the transaction could not be stored; retry later")
         }
         switch outcome {
-        case .claimed:
+        case .claimed, .toppedUp:
             logger.info("transaction claimed", metadata: ["account.id": "\(accountId)"])
             return try await accounts.status(of: accountId)
         case .ownedElsewhere:
@@ -82,7 +82,7 @@ public struct TransactionsController: Sendable {
         case .notASubscription:
             throw APIError(
                 .unprocessableContent, code: "not_a_subscription",
-                message: "the transaction is a \(transaction.type ?? "purchase"), not an auto-renewable subscription")
+                message: "the transaction (\(transaction.type ?? "purchase") \(transaction.productId)) is neither an auto-renewable subscription nor a top-up of the catalogue")
         }
     }
 

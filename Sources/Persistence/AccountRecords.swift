@@ -36,6 +36,16 @@ public struct AccountRecords: Sendable {
         public var transferredAt: Date
     }
 
+    /// One ledger row of an account's credits.
+    public struct LedgerEntry: Codable, Sendable, Equatable {
+        public var at: Date
+        public var operationKey: String
+        public var bucket: String
+        public var meter: String
+        public var delta: Int64
+        public var reason: String
+    }
+
     private let client: PostgresClient
     private let logger: Logger
 
@@ -108,5 +118,24 @@ public struct AccountRecords: Sendable {
             transfers.append(Transfer(originalTransactionId: subscription, fromAccount: from, toAccount: to, transferredAt: at))
         }
         return transfers
+    }
+
+    /// The credit ledger of an account — its own buckets and those of its subscriptions — newest first.
+    public func ledger(ofAccount accountId: UUID, limit: Int = 200) async throws -> [LedgerEntry] {
+        let rows = try await client.query(
+            """
+            SELECT l.created_at, l.operation_key, l.bucket, b.meter, l.delta, l.reason
+            FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket
+            WHERE b.account_id = \(accountId) OR b.original_transaction_id IN
+                (SELECT original_transaction_id FROM subscriptions WHERE account_id = \(accountId))
+            ORDER BY l.id DESC LIMIT \(limit)
+            """,
+            logger: logger
+        )
+        var entries: [LedgerEntry] = []
+        for try await (at, key, bucket, meter, delta, reason) in rows.decode((Date, String, String, String, Int64, String).self) {
+            entries.append(LedgerEntry(at: at, operationKey: key, bucket: bucket, meter: meter, delta: delta, reason: reason))
+        }
+        return entries
     }
 }

@@ -21,7 +21,9 @@ public struct SubscriptionClaims: Sendable {
         case claimed(SubscriptionState?)
         /// Another account owns the subscription and the policy is `keep`; nothing changed.
         case ownedElsewhere(UUID)
-        /// The transaction is not an auto-renewable subscription.
+        /// A consumable of the catalogue: its top-up credits went to the account (once per transaction).
+        case toppedUp
+        /// The transaction is neither an auto-renewable subscription nor a top-up of the catalogue.
         case notASubscription
     }
 
@@ -32,9 +34,12 @@ public struct SubscriptionClaims: Sendable {
     private let policy: TransferPolicy
     private let logger: Logger
 
-    public init(client: PostgresClient, policy: TransferPolicy, logger: Logger) {
+    private let credits: CreditLedger
+
+    public init(client: PostgresClient, policy: TransferPolicy, credits: CreditLedger, logger: Logger) {
         self.client = client
-        self.writer = SubscriptionWriter(client: client, logger: logger)
+        self.credits = credits
+        self.writer = SubscriptionWriter(client: client, credits: credits, logger: logger)
         self.subscriptions = SubscriptionStore(client: client, logger: logger)
         self.history = SubscriptionHistory(logger: logger)
         self.policy = policy
@@ -45,7 +50,13 @@ public struct SubscriptionClaims: Sendable {
     public func claim(_ transaction: TransactionPayload, signedTransaction: String, by account: UUID, now: Date)
         async throws -> Outcome
     {
-        guard let event = SubscriptionEvent(claimOf: transaction, by: account) else { return .notASubscription }
+        guard let event = SubscriptionEvent(claimOf: transaction, by: account) else {
+            guard credits.catalogue.topUp(ofProduct: transaction.productId) != nil else { return .notASubscription }
+            try await client.withTransaction(logger: logger) { connection in
+                try await credits.recordOneTimePurchase(transaction, account: account, on: connection)
+            }
+            return .toppedUp
+        }
         return try await client.withTransaction(logger: logger) { connection in
             let current = try await subscriptions.lockedSubscription(transaction.originalTransactionId, on: connection)
             if let owner = current?.accountId, owner != account {

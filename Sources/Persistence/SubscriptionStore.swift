@@ -41,7 +41,12 @@ public struct SubscriptionStore: Sendable {
 
     /// Every subscription linked to `accountId`.
     public func subscriptions(forAccount accountId: UUID) async throws -> [SubscriptionState] {
-        let rows = try await client.query(
+        try await client.withConnection { try await subscriptions(forAccount: accountId, on: $0) }
+    }
+
+    /// Every subscription linked to `accountId`, read on the caller's connection.
+    public func subscriptions(forAccount accountId: UUID, on connection: PostgresConnection) async throws -> [SubscriptionState] {
+        let rows = try await connection.query(
             "SELECT \(unescaped: Self.columns) FROM subscriptions WHERE account_id = \(accountId)", logger: logger)
         var states: [SubscriptionState] = []
         for try await row in rows { states.append(try Self.decode(row)) }

@@ -4,17 +4,19 @@ import PostgresNIO
 import Subscriptions
 
 /// The one code path that changes a subscription: lock it, apply the event with the lifecycle rules — replaying
-/// every stored event when this one arrived out of order — save the state and record the effects, inside the
-/// caller's transaction.
+/// every stored event when this one arrived out of order — save the state and record the effects (archive, credit
+/// ledger), inside the caller's transaction.
 public struct SubscriptionWriter: Sendable {
     private let subscriptions: SubscriptionStore
     private let history: SubscriptionHistory
     private let archive: SubscriptionArchive
+    private let credits: CreditLedger
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: PostgresClient, credits: CreditLedger, logger: Logger) {
         self.subscriptions = SubscriptionStore(client: client, logger: logger)
         self.history = SubscriptionHistory(logger: logger)
         self.archive = SubscriptionArchive(logger: logger)
+        self.credits = credits
     }
 
     /// Applies `event` (already stored, so a replay finds it) to its subscription.
@@ -35,7 +37,7 @@ public struct SubscriptionWriter: Sendable {
         if let owner = current?.accountId { decision.state?.accountId = owner }
         if let state = decision.state {
             if state != current { try await subscriptions.save(state, on: connection) }
-            try await archive.record(decision.effects, state: state, on: connection)
+            try await record(decision.effects, state: state, now: now, on: connection)
         }
         return decision
     }
@@ -51,8 +53,15 @@ public struct SubscriptionWriter: Sendable {
         if write, let state = decision.state {
             try await subscriptions.save(state, on: connection)
             try await archive.forget(originalTransactionId, on: connection)
-            try await archive.record(decision.effects, state: state, on: connection)
+            try await record(decision.effects, state: state, now: now, on: connection)
         }
         return (stored, decision.state)
+    }
+
+    private func record(_ effects: [LifecycleEffect], state: SubscriptionState, now: Date, on connection: PostgresConnection)
+        async throws
+    {
+        try await archive.record(effects, state: state, on: connection)
+        try await credits.record(effects, state: state, now: now, on: connection)
     }
 }

@@ -8,8 +8,9 @@ import Subscriptions
 
 /// Applies one stored notification to its subscription through ``SubscriptionWriter`` (lock, lifecycle rules, replay
 /// when it arrived out of order, save, archive), records the outcome and completes the job — all in one
-/// transaction. Notifications that are not about an auto-renewable subscription (TEST, summaries, consumables, types
-/// Apple adds later, …) are recorded and complete without error.
+/// transaction. A consumable of the catalogue (ONE_TIME_CHARGE, or its REFUND) credits — or takes back — the top-up of
+/// the account in its `appAccountToken`. Other notifications (TEST, summaries, types Apple adds later, …) are recorded
+/// and complete without error.
 public struct ApplyNotificationJob: JobHandler {
     public let kind = NotificationInbox.applyJobKind
     private let client: PostgresClient
@@ -18,10 +19,13 @@ public struct ApplyNotificationJob: JobHandler {
     private let clock: @Sendable () -> Date
     private let logger: Logger
 
-    public init(client: PostgresClient, clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger) {
+    private let credits: CreditLedger
+
+    public init(client: PostgresClient, credits: CreditLedger, clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger) {
         self.client = client
         self.notifications = NotificationStore(logger: logger)
-        self.writer = SubscriptionWriter(client: client, logger: logger)
+        self.writer = SubscriptionWriter(client: client, credits: credits, logger: logger)
+        self.credits = credits
         self.clock = clock
         self.logger = logger
     }
@@ -36,6 +40,11 @@ public struct ApplyNotificationJob: JobHandler {
             let outcome: String
             if let event = SubscriptionEvent(notification) {
                 outcome = try await writer.apply(event, now: clock(), on: connection).outcome.rawValue
+            } else if let transaction = notification.transaction,
+                let account = transaction.appAccountToken.flatMap(UUID.init(uuidString:)),
+                try await credits.recordOneTimePurchase(transaction, account: account, on: connection)
+            {
+                outcome = "topped_up"
             } else {
                 outcome = "recorded"
             }

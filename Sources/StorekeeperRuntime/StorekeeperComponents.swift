@@ -16,6 +16,8 @@ public struct StorekeeperComponents: Sendable {
     public let queue: PostgresJobQueue
     public let migrator: SchemaMigrator
     public let verifier: SignedDataVerifier
+    /// The credit ledger over the configured tier catalogue.
+    public let credits: CreditLedger
     public let clock: @Sendable () -> Date
     public let logger: Logger
 
@@ -38,6 +40,7 @@ public struct StorekeeperComponents: Sendable {
         self.verifier = SignedDataVerifier(
             rootCertificates: configuration.rootCertificates, policy: configuration.verificationPolicy, clock: clock,
             ocspTransport: configuration.onlineChecks ? HTTPOCSPTransport() : nil)
+        self.credits = CreditLedger(catalogue: configuration.catalogue, queue: queue, logger: logger)
         self.clock = clock
         self.logger = logger
     }
@@ -49,7 +52,10 @@ public struct StorekeeperComponents: Sendable {
                 verifier: verifier,
                 inbox: NotificationInbox(client: client, queue: queue, logger: logger),
                 subscriptions: SubscriptionStore(client: client, logger: logger),
-                claims: SubscriptionClaims(client: client, policy: configuration.transferPolicy, logger: logger),
+                accounts: CreditAccounts(client: client, ledger: credits, logger: logger),
+                usage: CreditAccounts(client: client, ledger: credits, logger: logger),
+                claims: SubscriptionClaims(client: client, policy: configuration.transferPolicy, credits: credits, logger: logger),
+                catalogue: configuration.catalogue,
                 readiness: PostgresReadiness(migrator: migrator),
                 jobs: queue,
                 apiKeys: configuration.apiKeys,
@@ -72,7 +78,10 @@ public struct StorekeeperComponents: Sendable {
     public func worker(options: JobWorker.Options? = nil) -> JobWorker {
         JobWorker(
             queue: queue,
-            handlers: [ApplyNotificationJob(client: client, clock: clock, logger: logger)],
+            handlers: [
+                ApplyNotificationJob(client: client, credits: credits, clock: clock, logger: logger),
+                MonthlyResetJob(client: client, queue: queue, credits: credits, clock: clock, logger: logger),
+            ],
             options: options ?? JobWorker.Options(concurrency: configuration.workerConcurrency),
             logger: logger
         )

@@ -110,7 +110,7 @@ public struct StorekeeperConfiguration: Sendable {
             }
         }
 
-        let tiersPath = value("STOREKEEPER_TIERS") ?? "config/tiers.yml"
+        let tiersPath = value("STOREKEEPER_TIERS") ?? TierCatalogue.defaultPath
         var catalogue = TierCatalogue(meters: [], free: .init(displayName: "Free", allowances: [:]), tiers: [], topUps: [])
         switch TierCatalogue.load(path: tiersPath) {
         case .success(let loaded): catalogue = loaded

@@ -4,7 +4,7 @@ import Yams
 
 extension TierCatalogue {
     /// Reads and validates a catalogue file; every problem is returned, prefixed with the path.
-    static func load(path: String) -> Result<TierCatalogue, ConfigurationError> {
+    public static func load(path: String) -> Result<TierCatalogue, ConfigurationError> {
         let place = "STOREKEEPER_TIERS (\(path))"
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
             return .failure(ConfigurationError(problems: ["\(place): cannot read the file"]))
@@ -21,6 +21,13 @@ extension TierCatalogue {
         guard problems.isEmpty else { return .failure(ConfigurationError(problems: problems.map { "\(place): \($0)" })) }
         return .success(catalogue)
     }
+
+    /// The catalogue of `STOREKEEPER_TIERS` (default `config/tiers.yml`) in `environment`.
+    public static func load(environment: [String: String]) -> Result<TierCatalogue, ConfigurationError> {
+        load(path: environment["STOREKEEPER_TIERS"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultPath)
+    }
+
+    public static let defaultPath = "config/tiers.yml"
 
     static func describe(_ error: DecodingError) -> String {
         func path(_ context: DecodingError.Context) -> String {

@@ -1,7 +1,10 @@
 import ArgumentParser
+import Credits
 import Foundation
 import HTTPAPI
+import Jobs
 import Persistence
+import StorekeeperRuntime
 import Subscriptions
 
 struct AccountsCommand: AsyncParsableCommand {
@@ -20,6 +23,7 @@ struct AccountsCommand: AsyncParsableCommand {
             var events: [AccountRecords.Event]
             var archive: [AccountRecords.ArchiveEntry]
             var transfers: [AccountRecords.Transfer]
+            var ledger: [AccountRecords.LedgerEntry]
         }
 
         func run() async throws {
@@ -27,41 +31,52 @@ struct AccountsCommand: AsyncParsableCommand {
                 throw CommandFailure("the account id must be a UUID, got \"\(accountId)\"")
             }
             let now = Date()
+            let catalogue = try loadCatalogue()
             let report = try await withDatabase(label: "storekeeper.accounts") { client, logger in
-                let states = try await SubscriptionStore(client: client, logger: logger).subscriptions(forAccount: account)
+                let ledger = CreditLedger(catalogue: catalogue, queue: PostgresJobQueue(client: client, logger: logger), logger: logger)
+                let (states, credits) = try await CreditAccounts(client: client, ledger: ledger, logger: logger).status(of: account, now: now)
                 let records = AccountRecords(client: client, logger: logger)
                 return Report(
                     status: AccountStatusResponse(
-                        accountId: account, status: AccountStatus.evaluate(subscriptions: states, hasFreeCredits: false, now: now),
-                        now: now),
+                        accountId: account,
+                        status: AccountStatus.evaluate(subscriptions: states, hasFreeCredits: credits.hasCredits, now: now),
+                        credits: credits, now: now),
                     subscriptions: states.map { SubscriptionDetailResponse(state: $0, now: now) },
                     events: try await records.events(ofSubscriptions: states.map(\.originalTransactionId)),
                     archive: try await records.archive(ofAccount: account),
-                    transfers: try await records.transfers(ofAccount: account))
+                    transfers: try await records.transfers(ofAccount: account),
+                    ledger: try await records.ledger(ofAccount: account))
             }
             if json { return try printJSON(report) }
             say("status")
             try printJSON(report.status)
             say("\nsubscriptions (\(report.subscriptions.count))")
-            try report.subscriptions.forEach(printJSON)
+            for subscription in report.subscriptions { try printJSON(subscription) }
             say("\nevents, newest first (\(report.events.count))")
             for event in report.events {
                 let type = event.type + (event.subtype.map { "/\($0)" } ?? "")
                 say(
-                    "  \(event.signedDate.formatted(.iso8601))  \(event.originalTransactionId)  "
+                    "  \(event.signedDate.formatted(Date.ISO8601FormatStyle()))  \(event.originalTransactionId)  "
                         + type.padding(toLength: 44, withPad: " ", startingAt: 0) + " \(event.outcome ?? "waiting")  \(event.id)")
             }
             say("\narchive (\(report.archive.count))")
             for entry in report.archive {
                 say(
                     "  \(entry.originalTransactionId)  \(entry.reason)  \(entry.productId)  ended \(JobsCommand.format(entry.endedAt))"
-                        + (entry.reinstatedAt.map { "  reinstated \($0.formatted(.iso8601))" } ?? ""))
+                        + (entry.reinstatedAt.map { "  reinstated \($0.formatted(Date.ISO8601FormatStyle()))" } ?? ""))
             }
             say("\ntransfers (\(report.transfers.count))")
             for transfer in report.transfers {
                 say(
-                    "  \(transfer.transferredAt.formatted(.iso8601))  \(transfer.originalTransactionId)  "
+                    "  \(transfer.transferredAt.formatted(Date.ISO8601FormatStyle()))  \(transfer.originalTransactionId)  "
                         + "\(transfer.fromAccount.uuidString.lowercased()) → \(transfer.toAccount.uuidString.lowercased())")
+            }
+            say("\nledger, newest first (\(report.ledger.count))")
+            for entry in report.ledger {
+                let delta = entry.delta > 0 ? "+\(entry.delta)" : "\(entry.delta)"
+                say(
+                    "  \(entry.at.formatted(Date.ISO8601FormatStyle()))  \(entry.meter.padding(toLength: 14, withPad: " ", startingAt: 0)) "
+                        + delta.padding(toLength: 8, withPad: " ", startingAt: 0) + " \(entry.reason.padding(toLength: 22, withPad: " ", startingAt: 0)) \(entry.operationKey)")
             }
         }
     }

@@ -1,3 +1,4 @@
+import Credits
 import Foundation
 import Logging
 import PostgresNIO
@@ -24,4 +25,12 @@ func printJSON(_ value: some Encodable) throws {
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
     encoder.dateEncodingStrategy = .iso8601
     say(String(decoding: try encoder.encode(value), as: UTF8.self))
+}
+
+/// The tier catalogue of `STOREKEEPER_TIERS` (default `config/tiers.yml`), or one line saying what is wrong.
+func loadCatalogue() throws -> TierCatalogue {
+    switch TierCatalogue.load(environment: ProcessInfo.processInfo.environment) {
+    case .success(let catalogue): return catalogue
+    case .failure(let error): throw CommandFailure(error.problems.joined(separator: "; "))
+    }
 }

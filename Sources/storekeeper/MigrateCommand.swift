@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HTTPAPI
 import Logging
 import Persistence
 import PostgresNIO
@@ -28,17 +29,10 @@ struct MigrateCommand: AsyncParsableCommand {
 func withCommandTimeout<Result: Sendable>(
     _ timeout: Duration, _ operation: @escaping @Sendable () async throws -> Result
 ) async throws -> Result {
-    try await withThrowingTaskGroup(of: Result?.self) { group in
-        group.addTask { try await operation() }
-        group.addTask {
-            try await Task.sleep(for: timeout)
-            return nil
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let result = first else {
-            throw CommandFailure("timed out after \(timeout) waiting for the database")
-        }
-        return result
+    do {
+        return try await withDeadline(timeout, operation)
+    } catch is DeadlineExceeded {
+        throw CommandFailure("timed out after \(timeout) waiting for the database")
     }
 }
 

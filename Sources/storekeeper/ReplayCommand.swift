@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Jobs
 import Persistence
 import PostgresNIO
 import Subscriptions
@@ -15,7 +16,7 @@ struct ReplayCommand: AsyncParsableCommand {
 
     @Option(help: "Every subscription of this account.") var account: String?
     @Option(help: "One subscription (originalTransactionId).") var subscription: String?
-    @Flag(help: "Store the rebuilt states (and archive) over the stored ones.") var write = false
+    @Flag(help: "Store the rebuilt states and archive over the stored ones, and post any credit operation missing from the ledger.") var write = false
 
     func validate() throws {
         guard (account == nil) != (subscription == nil) else {
@@ -31,6 +32,7 @@ struct ReplayCommand: AsyncParsableCommand {
         let write = self.write
         let account = self.account.flatMap(UUID.init(uuidString:))
         let single = subscription
+        let catalogue = try loadCatalogue()
         let results = try await withDatabase(label: "storekeeper.replay") { client, logger in
             let ids: [String]
             if let account {
@@ -39,7 +41,8 @@ struct ReplayCommand: AsyncParsableCommand {
             } else {
                 ids = single.map { [$0] } ?? []
             }
-            let writer = SubscriptionWriter(client: client, logger: logger)
+            let credits = CreditLedger(catalogue: catalogue, queue: PostgresJobQueue(client: client, logger: logger), logger: logger)
+            let writer = SubscriptionWriter(client: client, credits: credits, logger: logger)
             var results: [(String, [String])] = []
             for id in ids {
                 let (stored, rebuilt) = try await client.withTransaction(logger: logger) { connection in

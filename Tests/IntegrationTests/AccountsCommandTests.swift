@@ -23,7 +23,7 @@ struct AccountsCommandTests {
 
             let (showStatus, shown) = try await storekeeper("accounts", "show", account.uuidString)
             #expect(showStatus == 0)
-            #expect(shown.contains("\"state\" : \"free_no_credits\""))
+            #expect(shown.contains("\"state\" : \"free_with_credits\""))
             #expect(shown.contains("SUBSCRIBED/INITIAL_BUY") && shown.contains("DID_RENEW") && shown.contains("REFUND"))
             #expect(shown.contains("archive (1)") && shown.contains("\(subscriptionId)  REFUND"))
             let (jsonStatus, json) = try await storekeeper("accounts", "show", account.uuidString, "--json")

@@ -46,7 +46,7 @@ struct ClaimTests {
                 #expect(refused.status == .conflict)
                 #expect(refused.json["error"] as? String == "purchase_owned_elsewhere")
                 #expect(try await flow.detail()["accountId"] as? String == owner.uuidString.lowercased())
-                #expect(try await client.getWithKey("/v1/accounts/\(other)/status").json["state"] as? String == "free_no_credits")
+                #expect(try await client.getWithKey("/v1/accounts/\(other)/status").json["state"] as? String == "free_with_credits")
                 #expect(try await harness.count("SELECT count(*) FROM account_transfers") == 0)
             }
         }
@@ -63,7 +63,7 @@ struct ClaimTests {
                 let moved = try await client.postTransaction(try signedTransaction(harness, flow.subscription), account: second)
                 #expect(moved.status == .ok)
                 #expect(moved.json["state"] as? String == "subscribed")
-                #expect(try await client.getWithKey("/v1/accounts/\(first)/status").json["state"] as? String == "free_no_credits")
+                #expect(try await client.getWithKey("/v1/accounts/\(first)/status").json["state"] as? String == "free_with_credits")
                 #expect(try await harness.count("SELECT count(*) FROM account_transfers WHERE from_account = '\(first)' AND to_account = '\(second)'") == 1)
                 // Apple's later notifications still carry the first account's token: the subscription stays moved.
                 try await flow.send(.renew)

@@ -144,7 +144,7 @@ struct IntakeTests {
                 }
                 clock.now = Date().addingTimeInterval(31 * 86_400)
                 let status = try await client.getWithKey("/v1/accounts/\(account)/status").json
-                #expect(status["state"] as? String == "free_no_credits")
+                #expect(status["state"] as? String == "free_with_credits")
                 #expect(status["entitled"] as? Bool == false)
                 #expect(status["hadSubscription"] as? Bool == true)
             }
@@ -162,7 +162,7 @@ struct IntakeTests {
                 #expect(wrong.status == .unauthorized)
                 let unknown = try await client.getWithKey("/v1/accounts/\(account)/status")
                 #expect(unknown.status == .ok)
-                #expect(unknown.json["state"] as? String == "free_no_credits")
+                #expect(unknown.json["state"] as? String == "free_with_credits")
                 #expect(unknown.json["hadSubscription"] as? Bool == false)
                 #expect(try await client.getWithKey("/v1/accounts/not-a-uuid/status").status == .badRequest)
                 #expect(try await client.getWithKey("/v1/subscriptions/123").status == .notFound)

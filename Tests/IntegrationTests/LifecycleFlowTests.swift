@@ -25,7 +25,7 @@ struct LifecycleFlowTests {
                 #expect((cancelled["subscription"] as? [String: Any])?["willRenew"] as? Bool == false)
                 try await flow.send(.expire)
                 let expired = try await flow.status()
-                #expect(expired["state"] as? String == "free_no_credits")
+                #expect(expired["state"] as? String == "free_with_credits")
                 #expect(expired["entitled"] as? Bool == false)
                 #expect(expired["hadSubscription"] as? Bool == true)
                 #expect(try await flow.archive() == ["EXPIRED_VOLUNTARY"])
@@ -100,7 +100,7 @@ struct LifecycleFlowTests {
                     $0.subtype = "BILLING_RETRY"
                     $0.renewalInfo?.expirationIntent = 2
                 }
-                #expect(try await retryFlow.status()["state"] as? String == "free_no_credits")
+                #expect(try await retryFlow.status()["state"] as? String == "free_with_credits")
                 #expect(try await retryFlow.archive() == ["EXPIRED_BILLING_RETRY"])
             }
         }
@@ -114,7 +114,7 @@ struct LifecycleFlowTests {
                 try await flow.send(.subscribe)
                 try await flow.send(.refund)
                 let refunded = try await flow.status()
-                #expect(refunded["state"] as? String == "free_no_credits")
+                #expect(refunded["state"] as? String == "free_with_credits")
                 #expect((refunded["subscription"] as? [String: Any])?["status"] as? String == "refunded")
                 #expect(try await flow.archive() == ["REFUND"])
                 try await flow.send(.refund) {
@@ -144,7 +144,7 @@ struct LifecycleFlowTests {
                     $0.transaction?.inAppOwnershipType = "FAMILY_SHARED"
                 }
                 let status = try await flow.status()
-                #expect(status["state"] as? String == "free_no_credits")
+                #expect(status["state"] as? String == "free_with_credits")
                 #expect((status["subscription"] as? [String: Any])?["status"] as? String == "revoked")
                 #expect(try await flow.archive() == ["REVOKE"])
             }

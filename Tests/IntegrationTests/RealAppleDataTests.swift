@@ -54,7 +54,7 @@ struct RealAppleDataTests {
                 #expect(try await harness.count("SELECT count(*) FROM subscriptions WHERE account_id = '\(account)'") == 2)
                 // Sandbox periods of 2023 are long over: by the clock the account is free and had subscriptions.
                 let status = try await client.getWithKey("/v1/accounts/\(account)/status").json
-                #expect(status["state"] as? String == "free_no_credits")
+                #expect(status["state"] as? String == "free_with_credits")
                 #expect(status["hadSubscription"] as? Bool == true)
             }
         }

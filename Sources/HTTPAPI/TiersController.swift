@@ -1,0 +1,89 @@
+import Credits
+import Foundation
+import Hummingbird
+
+/// `GET /v1/tiers` (no authentication): the catalogue for a server-driven paywall — meters, the free tier, paid
+/// tiers with display copy, products and allowances, and top-ups.
+public struct TiersController: Sendable {
+    let catalogue: TierCatalogue
+
+    public init(catalogue: TierCatalogue) { self.catalogue = catalogue }
+
+    public func addRoutes(to router: Router<StorekeeperRequestContext>) {
+        let answer = TiersResponse(catalogue: catalogue)
+        router.get("/v1/tiers") { _, _ in answer }
+    }
+}
+
+/// The paywall view of the catalogue, in the API's camelCase.
+struct TiersResponse: ResponseEncodable {
+    struct AllowanceView: Encodable {
+        var perCycle: Int64?
+        var perDay: Int64?
+        var unlimited: Bool
+        var trialCap: Int64?
+        /// Cycle credits of annual products reset monthly.
+        var resetsMonthly: Bool?
+    }
+
+    struct ProductView: Encodable {
+        var id: String
+        var period: String
+        var price: Int64
+        var currency: String
+        var displayPrice: String
+    }
+
+    struct TierView: Encodable {
+        var id: String
+        var level: Int?
+        var displayName: String
+        var description: String?
+        var features: [String]
+        var products: [ProductView]
+        var allowances: [String: AllowanceView]
+    }
+
+    struct TopUpView: Encodable {
+        var id: String
+        var meter: String
+        var credits: Int64
+        var price: Int64?
+        var currency: String?
+    }
+
+    struct MeterView: Encodable {
+        var id: String
+        var displayName: String
+        var description: String?
+    }
+
+    var meters: [MeterView]
+    var free: TierView
+    var tiers: [TierView]
+    var topUps: [TopUpView]
+
+    init(catalogue: TierCatalogue) {
+        func allowances(_ allowances: [String: Allowance], annual: Bool) -> [String: AllowanceView] {
+            allowances.mapValues {
+                AllowanceView(perCycle: $0.perCycle, perDay: $0.perDay, unlimited: $0.isUnlimited, trialCap: $0.trialCap,
+                              resetsMonthly: $0.perCycle != nil && annual ? true : nil)
+            }
+        }
+        meters = catalogue.meters.map { MeterView(id: $0.id, displayName: $0.displayName, description: $0.description) }
+        free = TierView(
+            id: "free", level: nil, displayName: catalogue.free.displayName, description: catalogue.free.description,
+            features: catalogue.free.features ?? [], products: [], allowances: allowances(catalogue.free.allowances, annual: false))
+        tiers = catalogue.tiers.sorted { $0.level > $1.level }.map { tier in
+            TierView(
+                id: tier.id, level: tier.level, displayName: tier.displayName, description: tier.description,
+                features: tier.features ?? [],
+                products: tier.products.map {
+                    ProductView(id: $0.id, period: $0.period, price: $0.price, currency: $0.currency,
+                                displayPrice: String(format: "%.2f", Double($0.price) / 1000))
+                },
+                allowances: allowances(tier.allowances, annual: tier.products.contains { $0.billingPeriod?.resetsMonthly == true }))
+        }
+        topUps = catalogue.topUps.map { TopUpView(id: $0.id, meter: $0.meter, credits: $0.credits, price: $0.price, currency: $0.currency) }
+    }
+}

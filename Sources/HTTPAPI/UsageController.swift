@@ -1,0 +1,91 @@
+import Credits
+import Foundation
+import Hummingbird
+import Persistence
+
+/// Spends credits (the seam tests can replace).
+public protocol UsageSpending: Sendable {
+    func spend(_ request: CreditAccounts.UsageRequest, now: Date) async throws -> CreditAccounts.UsageAnswer
+}
+
+extension CreditAccounts: UsageSpending {}
+
+/// `POST /v1/accounts/{accountId}/usage` with `{"meter", "amount", "idempotencyKey"}`: spends atomically (N parallel
+/// requests never spend more than the balance), cycle credits before top-ups; the same idempotency key always gets
+/// the first answer and is charged once. 402 `insufficient_credits` deducts nothing.
+public struct UsageController: Sendable {
+    let usage: any UsageSpending
+    let catalogue: TierCatalogue
+    let clock: @Sendable () -> Date
+    let databaseTimeout: Duration
+
+    public init(usage: any UsageSpending, catalogue: TierCatalogue, clock: @escaping @Sendable () -> Date, databaseTimeout: Duration = .seconds(5)) {
+        self.usage = usage
+        self.catalogue = catalogue
+        self.clock = clock
+        self.databaseTimeout = databaseTimeout
+    }
+
+    public func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
+        group.post("accounts/{accountId}/usage") { request, context in
+            try await self.spend(request, context: context)
+        }
+    }
+
+    struct RequestBody: Decodable {
+        var meter: String
+        var amount: Int64
+        var idempotencyKey: String?
+    }
+
+    struct Answer: ResponseGenerator {
+        var answer: CreditAccounts.UsageAnswer
+
+        func response(from request: Request, context: some RequestContext) throws -> Response {
+            var body: [String: JSONScalar] = ["meter": .string(answer.meter), "remaining": answer.remaining.map(JSONScalar.integer) ?? .null]
+            if let error = answer.error { body["error"] = .string(error) }
+            if let message = answer.message { body["message"] = .string(message) }
+            return Response(
+                status: .init(code: answer.httpStatus), headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(body))))
+        }
+    }
+
+    /// A JSON value of an answer body.
+    enum JSONScalar: Encodable {
+        case string(String), integer(Int64), null
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .string(let text): try container.encode(text)
+            case .integer(let number): try container.encode(number)
+            case .null: try container.encodeNil()
+            }
+        }
+    }
+
+    func spend(_ request: Request, context: StorekeeperRequestContext) async throws -> Answer {
+        let account = try AccountsController.accountId(context)
+        let body: RequestBody
+        do {
+            body = try await request.decode(as: RequestBody.self, context: context)
+        } catch {
+            throw APIError.badRequest("body must be {\"meter\": string, \"amount\": integer, \"idempotencyKey\": string}")
+        }
+        guard catalogue.meters.contains(where: { $0.id == body.meter }) else {
+            throw APIError(.badRequest, code: "unknown_meter", message: "no meter \(body.meter); known: \(catalogue.meters.map(\.id).joined(separator: ", "))")
+        }
+        guard body.amount > 0 else { throw APIError(.badRequest, code: "invalid_amount", message: "amount must be a positive integer") }
+        guard let key = body.idempotencyKey ?? request.headers[.init("Idempotency-Key")!], !key.isEmpty, key.utf8.count <= 255 else {
+            throw APIError(.badRequest, code: "missing_idempotency_key", message: "idempotencyKey (1–255 bytes) is required")
+        }
+        let usageRequest = CreditAccounts.UsageRequest(account: account, meter: body.meter, amount: body.amount, idempotencyKey: key)
+        do {
+            return Answer(answer: try await withDeadline(databaseTimeout) { try await usage.spend(usageRequest, now: clock()) })
+        } catch {
+            context.logger.error("usage could not be recorded", metadata: ["error": "\(String(reflecting: error))"])
+            throw APIError.unavailable("the database is unavailable; nothing was charged; retry with the same idempotencyKey")
+        }
+    }
+}

@@ -1,0 +1,281 @@
+import AppStoreModels
+import Credits
+import Foundation
+import HummingbirdTesting
+import LocalSigning
+import NIOCore
+import Testing
+import TestSupport
+
+extension TestClientProtocol {
+    /// POSTs a usage request with the test key.
+    func spend(_ account: UUID, meter: String = "ai_requests", amount: Int64, key: String = UUID().uuidString) async throws -> TestResponse {
+        try await execute(
+            uri: "/v1/accounts/\(account)/usage", method: .post,
+            headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+            body: ByteBuffer(string: #"{"meter": "\#(meter)", "amount": \#(amount), "idempotencyKey": "\#(key)"}"#))
+    }
+}
+
+extension LifecycleFlow {
+    /// The `credits` entry of one meter in the account's status.
+    func credits(_ meter: String = "ai_requests") async throws -> [String: Any] {
+        try await (status()["credits"] as? [String: Any])?[meter] as? [String: Any] ?? [:]
+    }
+}
+
+/// Credits end to end (SPEC §7) with the example catalogue `config/tiers.yml`: pro.monthly grants 1,000 ai_requests
+/// per cycle (100 in a trial) and unlimited exports; max.monthly 3,000; the free tier 5 ai_requests a day and 3
+/// exports a month; credits.100 is a top-up.
+@Suite("Credits, on real PostgreSQL")
+struct CreditTests {
+    @Test("purchase grants the cycle; a trial is capped; renewal resets without carry-over; expiry keeps top-ups")
+    func cycleGrants() async throws {
+        let clock = TestClock()
+        try await StorekeeperHarness.run(clock: { clock.now }) { harness in
+            try await harness.withHTTP { client in
+                var flow = LifecycleFlow(harness: harness, client: client, account: UUID())
+                try await flow.send(.subscribe) { $0.transaction?.offerType = 1; $0.transaction?.offerDiscountType = "FREE_TRIAL" }
+                clock.now = flow.clock.addingTimeInterval(1)
+                #expect(try await flow.credits()["cycle"] as? Int == 100)
+                #expect(try await flow.status()["state"] as? String == "trial")
+                #expect(try await flow.status()["tier"] as? String == "pro")
+                try await flow.send(.renew)
+                clock.now = flow.period!.start.addingTimeInterval(60)
+                var credits = try await flow.credits()
+                #expect(credits["cycle"] as? Int == 1000)
+                #expect(credits["resetsAt"] as? String == flow.period!.end.formatted(.iso8601))
+                #expect((try await flow.credits("exports"))["unlimited"] as? Bool == true)
+                #expect((try await flow.credits("exports"))["remaining"] is NSNull)
+
+                #expect(try await client.spend(flow.subscription.accountId!, amount: 300).json["remaining"] as? Int == 700)
+                #expect(try await flow.credits()["cycle"] as? Int == 700)
+                try await flow.send(.renew)
+                #expect(try await flow.credits()["cycle"] as? Int == 700, "a renewal reported early does not reset early")
+                clock.now = flow.period!.start.addingTimeInterval(60)
+                #expect(try await flow.credits()["cycle"] as? Int == 1000)
+
+                let topUp = try await client.postTransaction(try Self.consumable(harness, "credits.100"), account: flow.subscription.accountId!)
+                #expect(topUp.status == .ok)
+                // No EXPIRED needed: past the period's end the cycle credits are gone by the clock.
+                clock.now = flow.period!.end.addingTimeInterval(86_400)
+                credits = try await flow.credits()
+                #expect(credits["topUp"] as? Int == 100)
+                #expect(credits["cycle"] is NSNull)
+                #expect(try await flow.status()["tier"] as? String == "free")
+            }
+        }
+    }
+
+    @Test("immediate upgrade: unused credits become top-ups, the new cycle is prorated by what was paid")
+    func upgrade() async throws {
+        let clock = TestClock()
+        try await StorekeeperHarness.run(clock: { clock.now }) { harness in
+            try await harness.withHTTP { client in
+                var flow = LifecycleFlow(harness: harness, client: client, account: UUID())
+                try await flow.send(.subscribe)
+                clock.now = flow.clock.addingTimeInterval(1)
+                let old = flow.period!
+                #expect(try await client.spend(flow.subscription.accountId!, amount: 250).status == .ok)
+                let upgrade = try await flow.send(.upgrade, target: "max.monthly")
+                let at = LifecycleFlow.date(upgrade.transaction!.purchaseDate!)
+                clock.now = at.addingTimeInterval(1)
+                let expected = Proration.upgradeGrant(
+                    allowance: 3000, newPrice: 19990, oldPrice: 9990,
+                    remaining: Int64((old.end.timeIntervalSince(at) * 1000).rounded()), cycle: Int64((old.duration * 1000).rounded()))
+                let credits = try await flow.credits()
+                #expect(credits["topUp"] as? Int == 750)
+                #expect(credits["cycle"] as? Int == Int(expected))
+                #expect(credits["remaining"] as? Int == Int(expected) + 750)
+                #expect(try await flow.status()["tier"] as? String == "max")
+            }
+        }
+    }
+
+    @Test("refund removes the cycle credits, its reversal restores exactly them; a prorated refund of an earlier period claws back ceil(grant × share)")
+    func refunds() async throws {
+        let clock = TestClock()
+        try await StorekeeperHarness.run(clock: { clock.now }) { harness in
+            try await harness.withHTTP { client in
+                var flow = LifecycleFlow(harness: harness, client: client, account: UUID())
+                let purchase = try await flow.send(.subscribe)
+                clock.now = flow.clock.addingTimeInterval(1)
+                #expect(try await client.spend(flow.subscription.accountId!, amount: 100).status == .ok)
+                try await flow.send(.refund)
+                #expect(try await flow.credits()["cycle"] is NSNull)
+                #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'refund:%' AND delta = -900") == 1)
+                try await flow.send(.refund) {
+                    $0.notificationType = "REFUND_REVERSED"
+                    $0.status = 1
+                    $0.transaction?.revocationDate = nil
+                    $0.transaction?.revocationType = nil
+                    $0.renewalInfo?.autoRenewStatus = 1
+                }
+                #expect(try await flow.credits()["cycle"] as? Int == 900)
+
+                try await flow.send(.renew)
+                clock.now = flow.period!.start.addingTimeInterval(60)
+                var earlier = purchase
+                earlier.notificationType = "REFUND"
+                earlier.signedDate = Int64(flow.clock.addingTimeInterval(60).timeIntervalSince1970 * 1000)
+                earlier.transaction?.revocationDate = earlier.signedDate
+                earlier.transaction?.revocationType = "REFUND_PRORATED"
+                earlier.transaction?.revocationPercentage = 33_333
+                try await flow.post(earlier)
+                // ceil(1000 × 33.333 %) = 334 of the earlier grant, taken from the current cycle.
+                #expect(try await flow.credits()["cycle"] as? Int == 1000 - 334)
+                #expect(try await flow.status()["state"] as? String == "subscribed")
+            }
+        }
+    }
+
+    @Test("top-ups from ONE_TIME_CHARGE and from the app, each transaction once; their refund takes them back")
+    func topUps() async throws {
+        try await StorekeeperHarness.run { harness in
+            try await harness.withHTTP { client in
+                let account = UUID()
+                var transaction = TransactionPayload(
+                    transactionId: "7000001", originalTransactionId: "7000001", productId: "credits.100",
+                    bundleId: StorekeeperHarness.bundleId, environment: .sandbox, signedDate: 1_790_000_000_000)
+                transaction.type = "Consumable"
+                transaction.appAccountToken = account.uuidString.lowercased()
+                let charge = SimulatedEvent(notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: 1_790_000_000_000, transaction: transaction, renewalInfo: nil)
+                let flow = LifecycleFlow(harness: harness, client: client, account: account)
+                try await flow.post(charge)
+                try await flow.post(charge)
+                #expect(try await client.postTransaction(try harness.signer.signer.sign(transaction), account: account).status == .ok)
+                #expect(try await flow.credits()["topUp"] as? Int == 100)
+                #expect(try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'topped_up'") == 2)
+
+                var refund = charge
+                refund.notificationType = "REFUND"
+                refund.signedDate += 1000
+                refund.transaction?.revocationDate = refund.signedDate
+                try await flow.post(refund)
+                #expect(try await flow.credits()["topUp"] as? Int == 0)
+            }
+        }
+    }
+
+    @Test("spending: atomic under 40 parallel requests, idempotent by key, 402 deducts nothing, bad input 400")
+    func spending() async throws {
+        let clock = TestClock()
+        try await StorekeeperHarness.run(clock: { clock.now }) { harness in
+            try await harness.withHTTP { client in
+                var flow = LifecycleFlow(harness: harness, client: client, account: UUID())
+                try await flow.send(.subscribe)
+                clock.now = flow.clock.addingTimeInterval(1)
+                let account = flow.subscription.accountId!
+                let results = try await withThrowingTaskGroup(of: Int.self) { group in
+                    for _ in 0..<40 { group.addTask { Int(try await client.spend(account, amount: 30).status.code) } }
+                    return try await group.reduce(into: [Int]()) { $0.append($1) }
+                }
+                #expect(results.filter { $0 == 200 }.count == 33)
+                #expect(results.filter { $0 == 402 }.count == 7)
+                #expect(try await flow.credits()["remaining"] as? Int == 10)
+
+                let first = try await client.spend(account, amount: 4, key: "order-17")
+                let again = try await client.spend(account, amount: 4, key: "order-17")
+                #expect(first.status == .ok && again.status == .ok)
+                #expect(first.json["remaining"] as? Int == 6 && again.json["remaining"] as? Int == 6)
+                let reused = try await client.spend(account, amount: 5, key: "order-17")
+                #expect(reused.status == .unprocessableContent)
+
+                let refused = try await client.spend(account, amount: 7, key: "big")
+                #expect(refused.status.code == 402)
+                #expect(refused.json["error"] as? String == "insufficient_credits")
+                #expect(refused.json["remaining"] as? Int == 6)
+                #expect(try await client.spend(account, amount: 7, key: "big").status.code == 402)
+                #expect(try await flow.credits()["remaining"] as? Int == 6)
+
+                #expect(try await client.spend(account, meter: "nope", amount: 1).json["error"] as? String == "unknown_meter")
+                #expect(try await client.spend(account, amount: 0).status == .badRequest)
+                #expect(try await client.spend(account, amount: -3).status == .badRequest)
+                #expect(try await client.spend(account, meter: "exports", amount: 1_000_000).status == .ok)
+                #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE delta < 0") == 34)
+            }
+        }
+    }
+
+    @Test("the free tier: a daily quota per UTC day and monthly exports; spent out, the account is free_no_credits")
+    func freeTier() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            try await harness.withHTTP { client in
+                let flow = LifecycleFlow(harness: harness, client: client, account: UUID())
+                let account = flow.subscription.accountId!
+                var credits = try await flow.credits()
+                #expect(credits["dailyRemaining"] as? Int == 5)
+                #expect(credits["cycle"] is NSNull)
+                #expect(try await flow.credits("exports")["cycle"] as? Int == 3)
+                #expect(try await client.spend(account, amount: 5).status == .ok)
+                #expect(try await client.spend(account, amount: 1).status.code == 402)
+                #expect(try await flow.status()["state"] as? String == "free_with_credits")
+                #expect(try await client.spend(account, meter: "exports", amount: 3).status == .ok)
+                credits = try await flow.status()
+                #expect(credits["state"] as? String == "free_no_credits")
+                #expect(credits["tier"] as? String == "free")
+            }
+        }
+    }
+
+    @Test("an annual plan resets monthly: the job grants each month once, a late job is covered on read")
+    func annualMonthlyResets() async throws {
+        try await StorekeeperHarness.run { harness in
+            try await harness.withHTTP { client in
+                var flow = LifecycleFlow(harness: harness, client: client, account: UUID())
+                flow.subscription.productId = "pro.annual"
+                let anchor = Date().addingTimeInterval(-45 * 86_400)
+                let purchase = try await flow.send(.subscribe) {
+                    $0.transaction?.purchaseDate = Int64(anchor.timeIntervalSince1970 * 1000)
+                    $0.transaction?.expiresDate = Int64(anchor.addingTimeInterval(365 * 86_400).timeIntervalSince1970 * 1000)
+                }
+                let transactionId = purchase.transaction!.transactionId
+                // Month 1 began 15 days ago: its job was due then and runs now; it schedules month 2.
+                try await eventually("the month-1 reset job to run") {
+                    try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key = 'grant:\(transactionId):m1:ai_requests'") == 1
+                }
+                try await eventually("month 2 to be scheduled") {
+                    try await harness.count("SELECT count(*) FROM jobs WHERE unique_key = 'credit-reset:\(transactionId):m2'") == 1
+                }
+                let credits = try await flow.credits()
+                #expect(credits["cycle"] as? Int == 1000)
+                let boundary = CreditCalendar.monthlyBoundary(anchor: LifecycleFlow.date(Int64(anchor.timeIntervalSince1970 * 1000)), month: 2)
+                #expect(credits["resetsAt"] as? String == boundary.formatted(.iso8601))
+                #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'grant:\(transactionId):m%'") == 2)
+            }
+        }
+    }
+
+    @Test("re-sent and reordered credit-affecting notifications never double the ledger")
+    func idempotentReplay() async throws {
+        try await StorekeeperHarness.run { harness in
+            try await harness.withHTTP { client in
+                var flow = LifecycleFlow(harness: harness, client: client, account: UUID())
+                var events: [SimulatedEvent] = []
+                events.append(try await flow.send(.subscribe))
+                events.append(try await flow.send(.renew))
+                events.append(try await flow.send(.upgrade, target: "max.monthly"))
+                events.append(try await flow.send(.refund))
+                let ledger = try await Self.ledger(harness)
+                for event in events.reversed() + events { try await flow.post(event) }
+                #expect(try await Self.ledger(harness) == ledger)
+            }
+        }
+    }
+
+    static func consumable(_ harness: StorekeeperHarness, _ product: String) throws -> String {
+        var transaction = TransactionPayload(
+            transactionId: String(Int.random(in: 1_000_000...9_999_999)), originalTransactionId: "0", productId: product,
+            bundleId: StorekeeperHarness.bundleId, environment: .sandbox, signedDate: Int64(Date().timeIntervalSince1970 * 1000))
+        transaction.originalTransactionId = transaction.transactionId
+        transaction.type = "Consumable"
+        return try harness.signer.signer.sign(transaction)
+    }
+
+    static func ledger(_ harness: StorekeeperHarness) async throws -> [String] {
+        let rows = try await harness.client.query("SELECT operation_key || ' ' || delta FROM credit_ledger ORDER BY 1", logger: TestDatabase.logger)
+        var lines: [String] = []
+        for try await line in rows.decode(String.self) { lines.append(line) }
+        return lines
+    }
+}
