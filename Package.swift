@@ -124,7 +124,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "StorekeeperRuntime", "HTTPAPI", "Persistence", "Jobs", "LocalSigning", "SignedData", "AppStoreModels",
-                "Subscriptions", "TestSupport", "storekeeper-probe-worker",
+                "Subscriptions", "Credits", "TestSupport", "storekeeper-probe-worker",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),

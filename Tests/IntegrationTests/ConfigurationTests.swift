@@ -1,3 +1,4 @@
+import Credits
 import Foundation
 import StorekeeperRuntime
 import Testing
@@ -36,5 +37,41 @@ struct ConfigurationTests {
         #expect(configuration.databaseURL == nil)
         #expect(configuration.port == 8080)
         #expect(throws: ConfigurationError.self) { try StorekeeperConfiguration.load(environment: environment) }
+    }
+
+    @Test("the example catalogue loads; a broken one adds every problem, each naming the file and place")
+    func catalogue() throws {
+        let example = try TierCatalogue.load(path: "config/tiers.yml").get()
+        #expect(example.meters.map(\.id) == ["ai_requests", "exports"])
+        #expect(example.tiers.count >= 3)
+        #expect(example.tiers.allSatisfy { tier in tier.products.contains { $0.period == "P1M" } && tier.products.contains { $0.period == "P1Y" } })
+        #expect(!example.topUps.isEmpty)
+
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("tiers-\(UUID().uuidString).yml")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try """
+            meters: [{ id: ai, display_name: AI }]
+            free: { display_name: Free, allowances: { ai: { per_day: 5, per_cycle: 3 } } }
+            tiers:
+              - { id: pro, level: 1, display_name: Pro, products: [{ id: p, period: P1M, price: -1, currency: USD }], allowances: { lookups: { per_cycle: 5 } } }
+            top_ups: []
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let error = #expect(throws: ConfigurationError.self) {
+            try StorekeeperConfiguration.load(environment: [
+                "DATABASE_URL": "postgres://x@127.0.0.1/x", "STOREKEEPER_BUNDLE_ID": "b", "STOREKEEPER_ENVIRONMENTS": "Sandbox",
+                "STOREKEEPER_ROOT_CERTIFICATES": "/nonexistent/root.cer", "STOREKEEPER_TIERS": file.path,
+            ])
+        }
+        let problems = try #require(error?.problems)
+        #expect(problems.count == 4, "\(problems)")
+        #expect(problems.filter { $0.hasPrefix("STOREKEEPER_TIERS (\(file.path)): ") }.count == 3)
+
+        try "meters: [{ id: ai }]".write(to: file, atomically: true, encoding: .utf8)
+        if case .failure(let decoding) = TierCatalogue.load(path: file.path) {
+            #expect(decoding.problems.count == 1)
+            #expect(decoding.problems[0].contains("display_name is missing") || decoding.problems[0].contains("free is missing"), "\(decoding.problems)")
+        } else {
+            Issue.record("an incomplete catalogue loaded")
+        }
     }
 }

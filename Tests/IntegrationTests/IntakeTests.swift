@@ -167,6 +167,11 @@ struct IntakeTests {
                 #expect(try await client.getWithKey("/v1/accounts/not-a-uuid/status").status == .badRequest)
                 #expect(try await client.getWithKey("/v1/subscriptions/123").status == .notFound)
                 #expect(try await client.execute(uri: "/healthz", method: .get).status == .ok)
+                let tiers = try await client.execute(uri: "/v1/tiers", method: .get)
+                #expect(tiers.status == .ok)
+                #expect((tiers.json["tiers"] as? [[String: Any]])?.map { $0["id"] as? String } == ["basic", "pro", "max"])
+                #expect((tiers.json["free"] as? [String: Any])?["displayName"] as? String == "Free")
+                #expect((tiers.json["meters"] as? [[String: Any]])?.first?["displayName"] as? String == "AI requests")
                 #expect(try await client.execute(uri: "/readyz", method: .get).status == .ok)
             }
         }
