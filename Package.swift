@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // Codable models of Apple's payloads (notification, transaction, renewal info). No dependencies.
@@ -43,6 +44,17 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // App Store Server API client: ES256 tokens, endpoints, retries; signed answers verified by SignedData.
+        .target(
+            name: "AppStoreServerAPI",
+            dependencies: [
+                "AppStoreModels", "SignedData",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Schema migrations and the stores of notifications and subscriptions.
@@ -80,6 +92,7 @@ let package = Package(
             name: "StorekeeperRuntime",
             dependencies: [
                 "SignedData", "Subscriptions", "Credits", "Persistence", "Jobs", "HTTPAPI", "LocalSigning",
+                "AppStoreServerAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -92,6 +105,7 @@ let package = Package(
             name: "storekeeper",
             dependencies: [
                 "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Jobs", "HTTPAPI", "Subscriptions", "Credits",
+                "AppStoreServerAPI", "AppStoreModels",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -124,8 +138,9 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "StorekeeperRuntime", "HTTPAPI", "Persistence", "Jobs", "LocalSigning", "SignedData", "AppStoreModels",
-                "Subscriptions", "Credits", "TestSupport", "storekeeper-probe-worker",
+                "Subscriptions", "Credits", "AppStoreServerAPI", "TestSupport", "storekeeper-probe-worker",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
     ]

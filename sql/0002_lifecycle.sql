@@ -14,19 +14,21 @@ ALTER TABLE subscriptions
 
 -- notifications.apply_outcome is now: applied | duplicate | out_of_order | recorded
 
--- Signed transactions apps posted for an account (POST /v1/accounts/{id}/transactions), verified. Replay reads them
--- beside the notifications: a claim is an event of its subscription.
-CREATE TABLE subscription_claims (
-    event_id                text PRIMARY KEY,       -- client:<transactionId>:<signedDate>:<account>
+-- Events of a subscription that are not notifications, verified: signed transactions apps posted for an account
+-- (POST /v1/accounts/{id}/transactions) and snapshots the App Store Server API returned (late-renewal rechecks).
+-- Replay reads them beside the notifications.
+CREATE TABLE subscription_events (
+    event_id                text PRIMARY KEY,       -- client:<transactionId>:<signedDate>:<account> | api:<transactionId>:<signedDate>
+    source                  text NOT NULL CHECK (source IN ('claim', 'server_api')),
     original_transaction_id text NOT NULL,
     transaction_id          text NOT NULL,
-    account_id              uuid NOT NULL,
+    account_id              uuid,                   -- the claiming account (claims only)
     signed_date             bigint NOT NULL,
-    signed_transaction      text NOT NULL,          -- the JWS as received
-    decoded                 jsonb NOT NULL,         -- the verified transaction
+    signed_data             text NOT NULL,          -- the JWS as received (transaction, then renewal info on a new line)
+    decoded                 jsonb NOT NULL,         -- the verified event
     received_at             timestamptz NOT NULL DEFAULT now()
 );
-CREATE INDEX subscription_claims_subscription ON subscription_claims (original_transaction_id, signed_date);
+CREATE INDEX subscription_events_subscription ON subscription_events (original_transaction_id, signed_date);
 
 -- Every move of a subscription from one account to another (STOREKEEPER_TRANSFER_POLICY=transfer).
 CREATE TABLE account_transfers (

@@ -63,8 +63,8 @@ public struct AccountRecords: Sendable {
                     signed_date, received_at, apply_outcome AS outcome
                 FROM notifications WHERE original_transaction_id = ANY(\(originalTransactionIds))
                 UNION ALL
-                SELECT original_transaction_id, event_id, 'CLIENT_TRANSACTION', NULL, signed_date, received_at, 'applied'
-                FROM subscription_claims WHERE original_transaction_id = ANY(\(originalTransactionIds))
+                SELECT original_transaction_id, event_id, decoded->>'notificationType', NULL, signed_date, received_at, 'applied'
+                FROM subscription_events WHERE original_transaction_id = ANY(\(originalTransactionIds))
             ) events
             ORDER BY signed_date DESC, id DESC LIMIT \(limit)
             """,

@@ -36,10 +36,10 @@ public struct SubscriptionClaims: Sendable {
 
     private let credits: CreditLedger
 
-    public init(client: PostgresClient, policy: TransferPolicy, credits: CreditLedger, logger: Logger) {
+    public init(client: PostgresClient, policy: TransferPolicy, writer: SubscriptionWriter, credits: CreditLedger, logger: Logger) {
         self.client = client
         self.credits = credits
-        self.writer = SubscriptionWriter(client: client, credits: credits, logger: logger)
+        self.writer = writer
         self.subscriptions = SubscriptionStore(client: client, logger: logger)
         self.history = SubscriptionHistory(logger: logger)
         self.policy = policy
@@ -67,7 +67,7 @@ public struct SubscriptionClaims: Sendable {
                     "subscription transferred",
                     metadata: ["subscription.id": "\(transaction.originalTransactionId)", "account.from": "\(owner)", "account.to": "\(account)"])
             }
-            try await history.recordClaim(event, signedTransaction: signedTransaction, on: connection)
+            try await history.record(event, signedData: signedTransaction, on: connection)
             return .claimed(try await writer.apply(event, now: now, on: connection).state)
         }
     }

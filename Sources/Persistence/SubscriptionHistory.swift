@@ -4,8 +4,8 @@ import Logging
 import PostgresNIO
 import Subscriptions
 
-/// Every stored event of a subscription — the notifications Apple sent and the transactions apps claimed — for
-/// replay, and the records of claims and transfers.
+/// Every stored event of a subscription — the notifications Apple sent, the transactions apps claimed, the snapshots
+/// the App Store Server API returned — for replay, and the records of those events and of transfers.
 public struct SubscriptionHistory: Sendable {
     private let logger: Logger
 
@@ -17,22 +17,21 @@ public struct SubscriptionHistory: Sendable {
     {
         let rows = try await connection.query(
             """
-            SELECT 'n', decoded::text, NULL::uuid FROM notifications WHERE original_transaction_id = \(originalTransactionId)
+            SELECT 'n', decoded::text FROM notifications WHERE original_transaction_id = \(originalTransactionId)
             UNION ALL
-            SELECT 'c', decoded::text, account_id FROM subscription_claims WHERE original_transaction_id = \(originalTransactionId)
+            SELECT 'e', decoded::text FROM subscription_events WHERE original_transaction_id = \(originalTransactionId)
             """,
             logger: logger
         )
         var events: [SubscriptionEvent] = []
         let decoder = JSONDecoder()
-        for try await (source, text, claimant) in rows.decode((String, String, UUID?).self) {
+        for try await (source, text) in rows.decode((String, String).self) {
             do {
                 if source == "n" {
                     let notification = try decoder.decode(VerifiedNotification.self, from: Data(text.utf8))
                     if let event = SubscriptionEvent(notification) { events.append(event) }
-                } else if let claimant {
-                    let transaction = try decoder.decode(TransactionPayload.self, from: Data(text.utf8))
-                    if let event = SubscriptionEvent(claimOf: transaction, by: claimant) { events.append(event) }
+                } else {
+                    events.append(try decoder.decode(SubscriptionEvent.self, from: Data(text.utf8)))
                 }
             } catch {
                 throw PersistenceError(.corruptRecord, "a stored event of subscription \(originalTransactionId) does not decode")
@@ -41,18 +40,17 @@ public struct SubscriptionHistory: Sendable {
         return events
     }
 
-    /// Stores a verified claim; a claim stored before is left as it is.
-    public func recordClaim(_ event: SubscriptionEvent, signedTransaction: String, on connection: PostgresConnection)
-        async throws
-    {
-        guard let account = event.claimant else { return }
-        let decoded = String(decoding: try JSONEncoder().encode(event.transaction), as: UTF8.self)
+    /// Stores a verified event that is not a notification — a claim or a Server API snapshot — with the signed data
+    /// it was verified from; an event stored before is left as it is.
+    public func record(_ event: SubscriptionEvent, signedData: String, on connection: PostgresConnection) async throws {
+        let decoded = String(decoding: try JSONEncoder().encode(event), as: UTF8.self)
+        let source = event.claimant == nil ? "server_api" : "claim"
         try await connection.query(
             """
-            INSERT INTO subscription_claims (event_id, original_transaction_id, transaction_id, account_id, signed_date,
-                signed_transaction, decoded)
-            VALUES (\(event.id), \(event.transaction.originalTransactionId), \(event.transaction.transactionId),
-                \(account), \(event.signedDate), \(signedTransaction), \(decoded)::jsonb)
+            INSERT INTO subscription_events (event_id, source, original_transaction_id, transaction_id, account_id,
+                signed_date, signed_data, decoded)
+            VALUES (\(event.id), \(source), \(event.transaction.originalTransactionId), \(event.transaction.transactionId),
+                \(event.claimant), \(event.signedDate), \(signedData), \(decoded)::jsonb)
             ON CONFLICT (event_id) DO NOTHING
             """,
             logger: logger

@@ -11,12 +11,15 @@ public struct SubscriptionWriter: Sendable {
     private let history: SubscriptionHistory
     private let archive: SubscriptionArchive
     private let credits: CreditLedger
+    private let rechecks: RenewalRechecks?
 
-    public init(client: PostgresClient, credits: CreditLedger, logger: Logger) {
+    /// - Parameter rechecks: schedules late-renewal rechecks; `nil` when the App Store Server API is not configured.
+    public init(client: PostgresClient, credits: CreditLedger, rechecks: RenewalRechecks?, logger: Logger) {
         self.subscriptions = SubscriptionStore(client: client, logger: logger)
         self.history = SubscriptionHistory(logger: logger)
         self.archive = SubscriptionArchive(logger: logger)
         self.credits = credits
+        self.rechecks = rechecks
     }
 
     /// Applies `event` (already stored, so a replay finds it) to its subscription.
@@ -63,5 +66,6 @@ public struct SubscriptionWriter: Sendable {
     {
         try await archive.record(effects, state: state, on: connection)
         try await credits.record(effects, state: state, now: now, on: connection)
+        try await rechecks?.schedule(for: state, effects: effects, on: connection)
     }
 }

@@ -21,10 +21,13 @@ public struct ApplyNotificationJob: JobHandler {
 
     private let credits: CreditLedger
 
-    public init(client: PostgresClient, credits: CreditLedger, clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger) {
+    public init(
+        client: PostgresClient, writer: SubscriptionWriter, credits: CreditLedger,
+        clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger
+    ) {
         self.client = client
         self.notifications = NotificationStore(logger: logger)
-        self.writer = SubscriptionWriter(client: client, credits: credits, logger: logger)
+        self.writer = writer
         self.credits = credits
         self.clock = clock
         self.logger = logger

@@ -1,3 +1,4 @@
+import AppStoreServerAPI
 import Foundation
 import HTTPAPI
 import Hummingbird
@@ -18,6 +19,10 @@ public struct StorekeeperComponents: Sendable {
     public let verifier: SignedDataVerifier
     /// The credit ledger over the configured tier catalogue.
     public let credits: CreditLedger
+    /// The one path that changes subscriptions (workers, claims, rechecks).
+    public let writer: SubscriptionWriter
+    /// The App Store Server API client; `nil` without `STOREKEEPER_ASSA_*`.
+    public let serverAPI: AppStoreServerClient?
     public let clock: @Sendable () -> Date
     public let logger: Logger
 
@@ -37,10 +42,16 @@ public struct StorekeeperComponents: Sendable {
             backgroundLogger: logger)
         self.queue = PostgresJobQueue(client: client, logger: logger)
         self.migrator = try SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: logger)
-        self.verifier = SignedDataVerifier(
-            rootCertificates: configuration.rootCertificates, policy: configuration.verificationPolicy, clock: clock,
-            ocspTransport: configuration.onlineChecks ? HTTPOCSPTransport() : nil)
+        self.verifier = configuration.verifier(clock: clock)
         self.credits = CreditLedger(catalogue: configuration.catalogue, queue: queue, logger: logger)
+        let verifier = self.verifier
+        self.serverAPI = configuration.serverAPI.map { settings in
+            AppStoreServerClient(credentials: settings.credentials, baseURL: settings.baseURL, verifier: verifier, clock: clock, logger: logger)
+        }
+        self.writer = SubscriptionWriter(
+            client: client, credits: credits,
+            rechecks: serverAPI == nil ? nil : RenewalRechecks(delay: configuration.renewalRecheckDelay, queue: queue, logger: logger),
+            logger: logger)
         self.clock = clock
         self.logger = logger
     }
@@ -54,7 +65,8 @@ public struct StorekeeperComponents: Sendable {
                 subscriptions: SubscriptionStore(client: client, logger: logger),
                 accounts: CreditAccounts(client: client, ledger: credits, logger: logger),
                 usage: CreditAccounts(client: client, ledger: credits, logger: logger),
-                claims: SubscriptionClaims(client: client, policy: configuration.transferPolicy, credits: credits, logger: logger),
+                claims: SubscriptionClaims(
+                    client: client, policy: configuration.transferPolicy, writer: writer, credits: credits, logger: logger),
                 catalogue: configuration.catalogue,
                 readiness: PostgresReadiness(migrator: migrator),
                 jobs: queue,
@@ -74,16 +86,33 @@ public struct StorekeeperComponents: Sendable {
         )
     }
 
-    /// The job worker of `work`, with every job handler registered.
+    /// The job worker of `work`, with every job handler registered — the App Store Server API ones (rechecks, the
+    /// hourly history catch-up) when it is configured.
     public func worker(options: JobWorker.Options? = nil) -> JobWorker {
-        JobWorker(
-            queue: queue,
-            handlers: [
-                ApplyNotificationJob(client: client, credits: credits, clock: clock, logger: logger),
-                MonthlyResetJob(client: client, queue: queue, credits: credits, clock: clock, logger: logger),
-            ],
-            options: options ?? JobWorker.Options(concurrency: configuration.workerConcurrency),
-            logger: logger
-        )
+        var options = options ?? JobWorker.Options(concurrency: configuration.workerConcurrency)
+        var handlers: [any JobHandler] = [
+            ApplyNotificationJob(client: client, writer: writer, credits: credits, clock: clock, logger: logger),
+            MonthlyResetJob(client: client, queue: queue, credits: credits, clock: clock, logger: logger),
+        ]
+        if let serverAPI {
+            handlers.append(
+                RenewalRecheckJob(
+                    client: client, serverAPI: serverAPI, writer: writer,
+                    rechecks: RenewalRechecks(delay: configuration.renewalRecheckDelay, queue: queue, logger: logger),
+                    clock: clock, logger: logger))
+            handlers.append(
+                NotificationCatchUpJob(
+                    backfill: backfill(serverAPI), checkpoints: NotificationHistoryCheckpoints(client: client, logger: logger),
+                    environments: configuration.environments.sorted { $0.rawValue < $1.rawValue }, clock: clock))
+            options.schedules.append(NotificationCatchUpJob.schedule(every: 3600))
+        }
+        return JobWorker(queue: queue, handlers: handlers, options: options, logger: logger)
+    }
+
+    /// The Notification History reader that feeds the intake.
+    public func backfill(_ serverAPI: AppStoreServerClient) -> NotificationHistoryBackfill {
+        NotificationHistoryBackfill(
+            serverAPI: serverAPI, verifier: verifier, inbox: NotificationInbox(client: client, queue: queue, logger: logger),
+            logger: logger)
     }
 }

@@ -1,4 +1,5 @@
 import AppStoreModels
+import AppStoreServerAPI
 import Credits
 import Foundation
 import Persistence
@@ -26,7 +27,16 @@ public struct StorekeeperConfiguration: Sendable {
     public var workerConcurrency: Int
     public var transferPolicy: TransferPolicy
     public var renewalRecheckDelay: TimeInterval
+    /// App Store Server API access (`STOREKEEPER_ASSA_*`); `nil` turns rechecks, catch-up and backfill off.
+    public var serverAPI: ServerAPISettings?
     public var logFormat: LogFormat
+
+    /// Credentials and base URL of the App Store Server API.
+    public struct ServerAPISettings: Sendable {
+        public var credentials: AppStoreServerCredentials
+        /// Overrides Apple's production and sandbox hosts (tests point it at a local fake).
+        public var baseURL: String?
+    }
 
     /// The verification policy this configuration describes.
     public var verificationPolicy: VerificationPolicy {
@@ -34,6 +44,13 @@ public struct StorekeeperConfiguration: Sendable {
             bundleId: bundleId, appAppleId: appAppleId, environments: environments,
             validationTime: onlineChecks ? .now : .signedDate
         )
+    }
+
+    /// The verifier this configuration describes (trusted roots, identity policy, OCSP when online).
+    public func verifier(clock: @escaping @Sendable () -> Date = { Date() }) -> SignedDataVerifier {
+        SignedDataVerifier(
+            rootCertificates: rootCertificates, policy: verificationPolicy, clock: clock,
+            ocspTransport: onlineChecks ? HTTPOCSPTransport() : nil)
     }
 
     /// Reads and validates the configuration.
@@ -117,6 +134,23 @@ public struct StorekeeperConfiguration: Sendable {
         case .failure(let error): problems += error.problems
         }
 
+        var serverAPI: ServerAPISettings?
+        let assaNames = ["STOREKEEPER_ASSA_ISSUER_ID", "STOREKEEPER_ASSA_KEY_ID", "STOREKEEPER_ASSA_PRIVATE_KEY"]
+        let assaValues = assaNames.map(value)
+        if assaValues.allSatisfy({ $0 != nil }), let issuer = assaValues[0], let keyId = assaValues[1], let keyPath = assaValues[2] {
+            do {
+                let key = try AppStoreServerCredentials.privateKey(p8: keyPath)
+                serverAPI = ServerAPISettings(
+                    credentials: AppStoreServerCredentials(issuerId: issuer, keyId: keyId, privateKey: key, bundleId: bundleId),
+                    baseURL: value("STOREKEEPER_ASSA_BASE_URL"))
+            } catch {
+                problems.append("STOREKEEPER_ASSA_PRIVATE_KEY: \(error.message)")
+            }
+        } else if assaValues.contains(where: { $0 != nil }) {
+            let missing = zip(assaNames, assaValues).filter { $0.1 == nil }.map(\.0)
+            problems.append("App Store Server API access needs all of \(assaNames.joined(separator: ", ")); missing \(missing.joined(separator: ", "))")
+        }
+
         let configuration = StorekeeperConfiguration(
             databaseURL: databaseURL,
             bundleId: bundleId,
@@ -133,6 +167,7 @@ public struct StorekeeperConfiguration: Sendable {
             workerConcurrency: integer("STOREKEEPER_WORKER_CONCURRENCY", default: 16, range: 1...1024),
             transferPolicy: choice("STOREKEEPER_TRANSFER_POLICY", default: TransferPolicy.keep),
             renewalRecheckDelay: TimeInterval(integer("STOREKEEPER_RENEWAL_RECHECK_DELAY", default: 3600, range: 0...(30 * 86_400))),
+            serverAPI: serverAPI,
             logFormat: choice("STOREKEEPER_LOG_FORMAT", default: LogFormat.json)
         )
         guard problems.isEmpty else { throw ConfigurationError(problems: problems) }

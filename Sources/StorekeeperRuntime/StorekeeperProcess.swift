@@ -21,6 +21,10 @@ public enum StorekeeperProcess {
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         let logger = components.logger
+        if components.serverAPI == nil {
+            logger.notice(
+                "App Store Server API credentials (STOREKEEPER_ASSA_*) are not set: late-renewal rechecks, notification catch-up and backfill are off; access still ends by the clock")
+        }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: components.client)]
         if roles.contains(.work) {
             services.append(.init(service: components.worker()))

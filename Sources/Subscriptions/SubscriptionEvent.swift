@@ -4,9 +4,11 @@ import Foundation
 /// A verified App Store event about one auto-renewable subscription: a notification's type and subtype plus the
 /// signed snapshot (transaction, renewal info, `data.status`) as of `signedDate` — or a signed transaction an app
 /// posted for an account (a *claim*).
-public struct SubscriptionEvent: Sendable, Equatable {
+public struct SubscriptionEvent: Codable, Sendable, Equatable {
     /// `notificationType` of events that come from a client-posted transaction rather than a notification.
     public static let clientTransactionType = "CLIENT_TRANSACTION"
+    /// `notificationType` of snapshots the App Store Server API returned (Get All Subscription Statuses).
+    public static let serverStatusType = "SERVER_API_STATUS"
 
     /// Unique per event: the `notificationUUID`, or `client:<transactionId>:<signedDate>:<account>` for a claim.
     public var id: String
@@ -60,6 +62,17 @@ public struct SubscriptionEvent: Sendable, Equatable {
             environment: transaction.environment?.rawValue ?? "unknown", transaction: transaction, renewalInfo: nil,
             claimant: account
         )
+    }
+
+    /// A snapshot the App Store Server API returned for a subscription: its `status` and the signed transaction and
+    /// renewal info, as of the later of their `signedDate`s.
+    public init(serverStatus status: Int32, transaction: TransactionPayload, renewalInfo: RenewalInfoPayload?) {
+        let signedDate = max(transaction.signedDate ?? 0, renewalInfo?.signedDate ?? 0)
+        self.init(
+            id: "api:\(transaction.transactionId):\(signedDate)", notificationType: Self.serverStatusType, subtype: nil,
+            signedDate: signedDate, appleStatus: status,
+            environment: (transaction.environment ?? renewalInfo?.environment)?.rawValue ?? "unknown",
+            transaction: transaction, renewalInfo: renewalInfo)
     }
 
     /// Where the event sits in Apple's order of this subscription's events.

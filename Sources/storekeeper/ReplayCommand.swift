@@ -42,7 +42,7 @@ struct ReplayCommand: AsyncParsableCommand {
                 ids = single.map { [$0] } ?? []
             }
             let credits = CreditLedger(catalogue: catalogue, queue: PostgresJobQueue(client: client, logger: logger), logger: logger)
-            let writer = SubscriptionWriter(client: client, credits: credits, logger: logger)
+            let writer = SubscriptionWriter(client: client, credits: credits, rechecks: nil, logger: logger)
             var results: [(String, [String])] = []
             for id in ids {
                 let (stored, rebuilt) = try await client.withTransaction(logger: logger) { connection in

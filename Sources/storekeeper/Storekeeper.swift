@@ -10,7 +10,8 @@ struct Storekeeper: AsyncParsableCommand {
         abstract: "App Store subscription lifecycle and usage credits, self-hosted.",
         subcommands: [
             MigrateCommand.self, ServeCommand.self, WorkCommand.self, DevCommand.self, SimulateCommand.self,
-            VerifyCommand.self, JobsCommand.self, AccountsCommand.self, ReplayCommand.self, BenchCommand.self,
+            VerifyCommand.self, JobsCommand.self, AccountsCommand.self, ReplayCommand.self, BackfillCommand.self, AppleCommand.self,
+            BenchCommand.self,
         ]
     )
 

@@ -18,8 +18,11 @@ extension TestClientProtocol {
 @Suite("Client-posted transactions and account linking, on real PostgreSQL")
 struct ClaimTests {
     /// A signed StoreKit 2 transaction of a fresh subscription, without an appAccountToken.
-    func signedTransaction(_ harness: StorekeeperHarness, _ subscription: SimulatedEvent.Subscription, adjust: (inout TransactionPayload) -> Void = { _ in }) throws -> String {
-        var transaction = SimulatedEvent.scenario(.subscribe, subscription: subscription, at: Date()).transaction!
+    func signedTransaction(
+        _ harness: StorekeeperHarness, _ subscription: SimulatedEvent.Subscription, at date: Date = Date(),
+        adjust: (inout TransactionPayload) -> Void = { _ in }
+    ) throws -> String {
+        var transaction = SimulatedEvent.scenario(.subscribe, subscription: subscription, at: date).transaction!
         transaction.appAccountToken = nil
         adjust(&transaction)
         return try harness.signer.signer.sign(transaction)
@@ -78,7 +81,7 @@ struct ClaimTests {
             try await harness.withHTTP { client in
                 let account = UUID()
                 var flow = LifecycleFlow(harness: harness, client: client, account: account)
-                let claimed = try await client.postTransaction(try signedTransaction(harness, flow.subscription), account: account)
+                let claimed = try await client.postTransaction(try signedTransaction(harness, flow.subscription, at: flow.clock), account: account)
                 #expect(claimed.json["state"] as? String == "subscribed")
                 try await flow.send(.cancel)
                 let status = try await flow.status()
@@ -119,7 +122,7 @@ struct ClaimTests {
                     headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)"], body: ByteBuffer(string: "{}"))
                 #expect(badAccount.status == .badRequest)
             }
-            #expect(try await harness.count("SELECT count(*) FROM subscription_claims") == 0)
+            #expect(try await harness.count("SELECT count(*) FROM subscription_events") == 0)
             #expect(try await harness.count("SELECT count(*) FROM subscriptions") == 0)
         }
     }

@@ -22,6 +22,8 @@ struct StorekeeperHarness {
     let chain: LocalSigningChain
     let signer: NotificationSigner
     let databaseURL: DatabaseURL
+    /// The environment the harness was configured from: child `storekeeper` processes get the same.
+    let processEnvironment: [String: String]
 
     var client: PostgresClient { components.client }
 
@@ -49,7 +51,8 @@ struct StorekeeperHarness {
             let components = try StorekeeperComponents(configuration: configuration, clock: clock, logger: TestDatabase.logger)
             let harness = StorekeeperHarness(
                 components: components, chain: chain,
-                signer: NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: configuration.bundleId), databaseURL: url)
+                signer: NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: configuration.bundleId), databaseURL: url,
+                processEnvironment: environment)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await components.client.run() }
                 try await components.migrator.migrate()

@@ -1,0 +1,67 @@
+import Foundation
+import Jobs
+import Logging
+import PostgresNIO
+import Subscriptions
+
+/// Schedules late-renewal rechecks: one `renewal-recheck` job per (subscription, period), due
+/// `delay` after the period's end — for every auto-renewing period applied, and after a DID_RENEW that did not move
+/// the period. The job itself (App Store Server API) lives with the runtime.
+public struct RenewalRechecks: Sendable {
+    /// Job kind of a recheck.
+    public static let jobKind = "renewal-recheck"
+
+    /// Arguments of a recheck job.
+    public struct Arguments: Codable, Sendable {
+        public var originalTransactionId: String
+        public var transactionId: String
+        public var environment: String
+    }
+
+    let delay: TimeInterval
+    let queue: PostgresJobQueue
+    let logger: Logger
+
+    public init(delay: TimeInterval, queue: PostgresJobQueue, logger: Logger) {
+        self.delay = delay
+        self.queue = queue
+        self.logger = logger
+    }
+
+    /// Schedules what `state` and the effects of applying it call for.
+    func schedule(for state: SubscriptionState, effects: [LifecycleEffect], on connection: PostgresConnection) async throws {
+        var due: Date?
+        if state.status == .active, state.willRenew, let end = state.expiresAt { due = end }
+        for case .recheckRenewal(let after) in effects { due = max(due ?? after, after) }
+        guard let due else { return }
+        let runAt = due.addingTimeInterval(delay)
+        let rows = try await connection.query(
+            """
+            INSERT INTO renewal_rechecks (original_transaction_id, transaction_id, due_at)
+            VALUES (\(state.originalTransactionId), \(state.latestTransactionId), \(runAt))
+            ON CONFLICT (original_transaction_id, transaction_id) DO NOTHING RETURNING due_at
+            """,
+            logger: logger)
+        guard try await rows.decode(Date.self).contains(where: { _ in true }) else { return }
+        let job = try NewJob(
+            kind: Self.jobKind,
+            arguments: Arguments(originalTransactionId: state.originalTransactionId, transactionId: state.latestTransactionId, environment: state.environment),
+            runAt: runAt, uniqueKey: "renewal-recheck:\(state.originalTransactionId):\(state.latestTransactionId)",
+            concurrencyKey: "subscription:\(state.originalTransactionId)")
+        _ = try await queue.enqueue(job, on: connection)
+    }
+
+    /// Records one check and Apple's status; returns how many checks there have been.
+    public func recordCheck(_ arguments: Arguments, appleStatus: Int32?, resolved: Bool, on connection: PostgresConnection) async throws -> Int {
+        let rows = try await connection.query(
+            """
+            UPDATE renewal_rechecks SET checks = checks + 1, last_status = \(appleStatus.map(Int.init)), last_checked_at = now(),
+                resolved_at = CASE WHEN \(resolved) THEN now() ELSE resolved_at END
+            WHERE original_transaction_id = \(arguments.originalTransactionId) AND transaction_id = \(arguments.transactionId)
+            RETURNING checks
+            """,
+            logger: logger)
+        for try await checks in rows.decode(Int.self) { return checks }
+        return 0
+    }
+}

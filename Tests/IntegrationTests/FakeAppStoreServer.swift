@@ -1,0 +1,159 @@
+import AppStoreModels
+import Crypto
+import Foundation
+import Hummingbird
+import LocalSigning
+import NIOCore
+import Synchronization
+
+/// A local App Store Server API for tests: checks every request's ES256 bearer token (header, claims, signature
+/// against the configured key), serves subscription statuses, notification history (paged), transaction info and test
+/// notifications signed by an in-process Apple-shaped chain, and can be told to fail the next requests (429, Apple
+/// error codes).
+final class FakeAppStoreServer: Sendable {
+    struct Failure: Sendable {
+        var httpStatus: Int
+        var errorCode: Int64?
+    }
+
+    struct Subscription: Sendable {
+        var status: Int32
+        var transaction: TransactionPayload
+        var renewalInfo: RenewalInfoPayload?
+    }
+
+    struct State {
+        var subscriptions: [String: Subscription] = [:]
+        var history: [String] = []
+        var failures: [Failure] = []
+        var requests: [String] = []
+        var unauthorized = 0
+        var testAttempts: [String] = []
+    }
+
+    let signer: JWSSigner
+    let keyId: String
+    let issuerId: String
+    let bundleId: String
+    let publicKey: P256.Signing.PublicKey
+    let state = Mutex(State())
+    let pageSize = 2
+
+    init(signer: JWSSigner, keyId: String, issuerId: String, bundleId: String, publicKey: P256.Signing.PublicKey) {
+        self.signer = signer
+        self.keyId = keyId
+        self.issuerId = issuerId
+        self.bundleId = bundleId
+        self.publicKey = publicKey
+    }
+
+    var requests: [String] { state.withLock { $0.requests } }
+    var unauthorized: Int { state.withLock { $0.unauthorized } }
+
+    func router() -> Router<BasicRequestContext> {
+        let router = Router()
+        router.get("/inApps/v1/subscriptions/{id}") { request, context in
+            try self.guarded(request) { () throws -> Response in
+                let id = try context.parameters.require("id")
+                guard let subscription = self.state.withLock({ $0.subscriptions[id] }) else {
+                    return Self.error(404, 4_040_005, "Original transaction id not found.")
+                }
+                let now = Int64(Date().timeIntervalSince1970 * 1000)
+                var transaction = subscription.transaction
+                transaction.signedDate = now
+                var renewal = subscription.renewalInfo
+                renewal?.signedDate = now
+                let last: [String: Any?] = [
+                    "status": subscription.status, "originalTransactionId": id,
+                    "signedTransactionInfo": try self.signer.sign(transaction),
+                    "signedRenewalInfo": try renewal.map { try self.signer.sign($0) },
+                ]
+                return try Self.json([
+                    "environment": "Sandbox", "bundleId": self.bundleId,
+                    "data": [["subscriptionGroupIdentifier": "group", "lastTransactions": [last.compactMapValues { $0 }]]],
+                ])
+            }
+        }
+        router.post("/inApps/v1/notifications/history") { request, context in
+            let body = try await request.body.collect(upTo: 1 << 16)
+            return try self.guarded(request) { () throws -> Response in
+                guard let query = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
+                    let start = query["startDate"] as? Int64, let end = query["endDate"] as? Int64
+                else { return Self.error(400, 4_000_000, "startDate and endDate are required") }
+                guard start < end else { return Self.error(400, 4_000_013, "startDate after endDate") }
+                let offset = request.uri.queryParameters.get("paginationToken").flatMap { Int($0) } ?? 0
+                let history = self.state.withLock { $0.history }
+                let page = Array(history.dropFirst(offset).prefix(self.pageSize))
+                let more = offset + page.count < history.count
+                var answer: [String: Any] = ["notificationHistory": page.map { ["signedPayload": $0] }, "hasMore": more]
+                if more { answer["paginationToken"] = String(offset + page.count) }
+                return try Self.json(answer)
+            }
+        }
+        router.post("/inApps/v1/notifications/test") { request, _ in
+            try self.guarded(request) { () throws -> Response in try Self.json(["testNotificationToken": "test-token-1"]) }
+        }
+        router.get("/inApps/v1/notifications/test/{token}") { request, _ in
+            try self.guarded(request) { () throws -> Response in
+                let attempts = self.state.withLock { state -> [String] in
+                    state.testAttempts.append("SUCCESS")
+                    return Array(state.testAttempts.prefix(1))
+                }
+                return try Self.json(["sendAttempts": attempts.map { ["attemptDate": Int64(Date().timeIntervalSince1970 * 1000), "sendAttemptResult": $0] }])
+            }
+        }
+        return router
+    }
+
+    /// Records the request, checks its token, and plays any failure queued before answering.
+    func guarded(_ request: Request, _ answer: () throws -> Response) throws -> Response {
+        let authorized = request.headers[.authorization].map { checkToken($0) } ?? false
+        let failure = state.withLock { state -> Failure? in
+            state.requests.append("\(request.method) \(request.uri.path)")
+            if !authorized { state.unauthorized += 1; return nil }
+            return state.failures.isEmpty ? nil : state.failures.removeFirst()
+        }
+        guard authorized else { return Response(status: .unauthorized) }
+        if let failure {
+            return failure.errorCode.map { Self.error(failure.httpStatus, $0, "injected failure") } ?? Response(status: .init(code: failure.httpStatus))
+        }
+        return try answer()
+    }
+
+    /// ES256 bearer token as Apple checks it: header, claims, lifetime, signature.
+    func checkToken(_ header: String) -> Bool {
+        guard header.hasPrefix("Bearer ") else { return false }
+        let parts = header.dropFirst(7).split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 3, let head = Self.object(parts[0]), let claims = Self.object(parts[1]),
+            let signatureBytes = Self.bytes(parts[2]), let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes)
+        else { return false }
+        let now = Int64(Date().timeIntervalSince1970)
+        guard head["alg"] as? String == "ES256", head["kid"] as? String == keyId, head["typ"] as? String == "JWT",
+            claims["iss"] as? String == issuerId, claims["aud"] as? String == "appstoreconnect-v1",
+            claims["bid"] as? String == bundleId, let iat = claims["iat"] as? Int64, let exp = claims["exp"] as? Int64,
+            exp - iat <= 300, exp > now, iat <= now + 60
+        else { return false }
+        return publicKey.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8))
+    }
+
+    static func bytes(_ base64URL: String) -> Data? {
+        var text = base64URL.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while text.count % 4 != 0 { text += "=" }
+        return Data(base64Encoded: text)
+    }
+
+    static func object(_ base64URL: String) -> [String: Any]? {
+        bytes(base64URL).flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }
+    }
+
+    static func json(_ object: Any) throws -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: object))))
+    }
+
+    static func error(_ status: Int, _ code: Int64, _ message: String) -> Response {
+        let body = (try? JSONSerialization.data(withJSONObject: ["errorCode": code, "errorMessage": message])) ?? Data()
+        return Response(status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+}
