@@ -34,7 +34,9 @@ struct DatabaseDownTests {
                 let started = ContinuousClock.now
                 let response = try await client.postNotification(body)
                 #expect(response.status == .serviceUnavailable)
-                #expect(ContinuousClock.now - started < .seconds(10))
+                // The deadline is 5 s; the bound only says "answers instead of hanging" — on a 2-core machine running
+                // every suite at once, CPU-bound tests can hold the cooperative pool and delay the deadline's timer.
+                #expect(ContinuousClock.now - started < .seconds(30))
                 #expect(try await client.execute(uri: "/readyz", method: .get).status == .serviceUnavailable)
                 #expect(try await client.getWithKey("/v1/accounts/\(UUID())/status").status == .serviceUnavailable)
                 #expect(try await client.execute(uri: "/healthz", method: .get).status == .ok)
