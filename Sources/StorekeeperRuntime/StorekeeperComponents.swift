@@ -23,6 +23,8 @@ public struct StorekeeperComponents: Sendable {
     public let writer: SubscriptionWriter
     /// The App Store Server API client; `nil` without `STOREKEEPER_ASSA_*`.
     public let serverAPI: AppStoreServerClient?
+    /// Schedules late-renewal rechecks; `nil` without the Server API.
+    let rechecks: RenewalRechecks?
     public let clock: @Sendable () -> Date
     public let logger: Logger
 
@@ -48,10 +50,8 @@ public struct StorekeeperComponents: Sendable {
         self.serverAPI = configuration.serverAPI.map { settings in
             AppStoreServerClient(credentials: settings.credentials, baseURL: settings.baseURL, verifier: verifier, clock: clock, logger: logger)
         }
-        self.writer = SubscriptionWriter(
-            client: client, credits: credits,
-            rechecks: serverAPI == nil ? nil : RenewalRechecks(delay: configuration.renewalRecheckDelay, queue: queue, logger: logger),
-            logger: logger)
+        self.rechecks = serverAPI == nil ? nil : RenewalRechecks(delay: configuration.renewalRecheckDelay, queue: queue, logger: logger)
+        self.writer = SubscriptionWriter(client: client, credits: credits, rechecks: rechecks, logger: logger)
         self.clock = clock
         self.logger = logger
     }
@@ -94,12 +94,9 @@ public struct StorekeeperComponents: Sendable {
             ApplyNotificationJob(client: client, writer: writer, credits: credits, clock: clock, logger: logger),
             MonthlyResetJob(client: client, queue: queue, credits: credits, clock: clock, logger: logger),
         ]
-        if let serverAPI {
+        if let serverAPI, let rechecks {
             handlers.append(
-                RenewalRecheckJob(
-                    client: client, serverAPI: serverAPI, writer: writer,
-                    rechecks: RenewalRechecks(delay: configuration.renewalRecheckDelay, queue: queue, logger: logger),
-                    clock: clock, logger: logger))
+                RenewalRecheckJob(client: client, serverAPI: serverAPI, writer: writer, rechecks: rechecks, clock: clock, logger: logger))
             handlers.append(
                 NotificationCatchUpJob(
                     backfill: backfill(serverAPI), checkpoints: NotificationHistoryCheckpoints(client: client, logger: logger),

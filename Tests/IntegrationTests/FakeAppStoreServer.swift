@@ -29,6 +29,7 @@ final class FakeAppStoreServer: Sendable {
         var requests: [String] = []
         var unauthorized = 0
         var testAttempts: [String] = []
+        var extraTransactions: [TransactionPayload] = []
     }
 
     let signer: JWSSigner
@@ -90,6 +91,43 @@ final class FakeAppStoreServer: Sendable {
                 return try Self.json(answer)
             }
         }
+        router.get("/inApps/v1/transactions/{id}") { request, context in
+            try self.guarded(request) { () throws -> Response in
+                let id = try context.parameters.require("id")
+                guard let transaction = self.transactions().first(where: { $0.transactionId == id }) else {
+                    return Self.error(404, 4_040_010, "Transaction id not found.")
+                }
+                return try Self.json(["signedTransactionInfo": try self.signer.sign(transaction)])
+            }
+        }
+        router.get("/inApps/v2/history/{id}") { request, context in
+            try self.guarded(request) { () throws -> Response in
+                let id = try context.parameters.require("id")
+                let all = self.transactions().filter { $0.originalTransactionId == id || $0.transactionId == id }
+                let offset = request.uri.queryParameters.get("revision").flatMap { Int($0) } ?? 0
+                let page = Array(all.dropFirst(offset).prefix(self.pageSize))
+                let more = offset + page.count < all.count
+                return try Self.json([
+                    "signedTransactions": try page.map { try self.signer.sign($0) }, "revision": String(offset + page.count),
+                    "hasMore": more, "bundleId": self.bundleId, "environment": "Sandbox",
+                ])
+            }
+        }
+        router.put("/inApps/v1/transactions/{id}/appAccountToken") { request, context in
+            let body = try await request.body.collect(upTo: 1 << 16)
+            return try self.guarded(request) { () throws -> Response in
+                let id = try context.parameters.require("id")
+                guard let token = (try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any])?["appAccountToken"] as? String,
+                    UUID(uuidString: token) != nil
+                else { return Self.error(400, 4_000_183, "Invalid appAccountToken.") }
+                let known = self.state.withLock { state -> Bool in
+                    guard state.subscriptions[id] != nil else { return false }
+                    state.subscriptions[id]?.transaction.appAccountToken = token
+                    return true
+                }
+                return known ? Response(status: .ok) : Self.error(404, 4_040_005, "Original transaction id not found.")
+            }
+        }
         router.post("/inApps/v1/notifications/test") { request, _ in
             try self.guarded(request) { () throws -> Response in try Self.json(["testNotificationToken": "test-token-1"]) }
         }
@@ -103,6 +141,11 @@ final class FakeAppStoreServer: Sendable {
             }
         }
         return router
+    }
+
+    /// Every transaction the fake knows: the subscriptions' latest ones and the extra history.
+    func transactions() -> [TransactionPayload] {
+        state.withLock { state in state.subscriptions.values.map(\.transaction) + state.extraTransactions }
     }
 
     /// Records the request, checks its token, and plays any failure queued before answering.

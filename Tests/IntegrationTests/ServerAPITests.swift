@@ -112,6 +112,25 @@ struct ServerAPITests {
                     _ = try await distrustful.subscriptionStatuses(transactionId: "3000000001", environment: .sandbox)
                 }
                 #expect(unverified?.kind == .invalidResponse)
+
+                // Transaction info, transaction history (paged by revision), Set App Account Token.
+                var earlier = transaction
+                earlier.transactionId = "2999999999"
+                var older = transaction
+                older.transactionId = "2999999998"
+                apple.server.state.withLock { $0.extraTransactions = [earlier, older] }
+                #expect(try await client.transactionInfo(transactionId: "2999999999", environment: .sandbox).transactionId == "2999999999")
+                let first = try await client.transactionHistory(transactionId: "3000000001", revision: nil, environment: .sandbox)
+                #expect(first.transactions.count == 2 && first.hasMore)
+                let second = try await client.transactionHistory(transactionId: "3000000001", revision: first.revision, environment: .sandbox)
+                #expect(second.transactions.count == 1 && !second.hasMore)
+                let account = UUID()
+                try await client.setAppAccountToken(account, originalTransactionId: "3000000001", environment: .sandbox)
+                #expect(apple.server.state.withLock { $0.subscriptions["3000000001"]?.transaction.appAccountToken } == account.uuidString.lowercased())
+                let missing = await #expect(throws: AppStoreServerError.self) {
+                    _ = try await client.transactionInfo(transactionId: "1", environment: .sandbox)
+                }
+                #expect(missing?.apiCode == 4_040_010)
             }
         }
     }
