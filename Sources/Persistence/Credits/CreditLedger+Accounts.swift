@@ -81,7 +81,8 @@ extension CreditLedger {
             let unlimited = allowance?.isUnlimited == true
             meters[meter.id] = MeterCredits(
                 remaining: unlimited ? nil : (cycle ?? 0) + topUp + (daily ?? 0), cycle: cycle, topUp: topUp,
-                resetsAt: (cycleBuckets.compactMap(\.validUntil).min() ?? dailyBuckets.compactMap(\.validUntil).min()),
+                resetsAt: (cycle == nil ? nil : cycleBuckets.compactMap(\.validUntil).min())
+                    ?? (daily == nil ? nil : dailyBuckets.compactMap(\.validUntil).min()),
                 dailyRemaining: daily, unlimited: unlimited)
         }
         return AccountCredits(tier: tier.id, meters: meters)
