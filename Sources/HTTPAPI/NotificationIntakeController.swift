@@ -2,6 +2,7 @@ import AppStoreModels
 import Foundation
 import Hummingbird
 import Logging
+import Metrics
 import NIOCore
 import Persistence
 import SignedData
@@ -45,6 +46,25 @@ public struct NotificationIntakeController: Sendable {
     }
 
     func receive(_ request: Request, context: StorekeeperRequestContext) async throws -> Answer {
+        do {
+            let answer = try await process(request, context: context)
+            Self.count(answer.status)
+            return answer
+        } catch let error as APIError {
+            Self.count(error.code)
+            throw error
+        }
+    }
+
+    /// `storekeeper_intake_notifications_total{status}`: accepted, duplicate, ignored, or the error code answered.
+    static func count(_ status: String) {
+        Counter(label: "storekeeper_intake_notifications_total", dimensions: [("status", status)]).increment()
+    }
+
+    /// `storekeeper_verification_duration_seconds`: envelope and nested JWS, whatever the verdict.
+    static let verificationTimer = Timer(label: "storekeeper_verification_duration_seconds", preferredDisplayUnit: .seconds)
+
+    func process(_ request: Request, context: StorekeeperRequestContext) async throws -> Answer {
         let body: ByteBuffer
         do {
             body = try await request.body.collect(upTo: context.maxUploadSize)
@@ -55,10 +75,20 @@ public struct NotificationIntakeController: Sendable {
             throw APIError.badRequest("body must be a JSON object with a signedPayload string")
         }
         var logger = context.logger
-        let notification: VerifiedNotification
+        let verificationStarted = ContinuousClock.now
+        let verification: Result<VerifiedNotification, VerificationError>
         do {
-            notification = try await verifier.verifyNotification(decoded.signedPayload)
+            verification = .success(try await verifier.verifyNotification(decoded.signedPayload))
         } catch {
+            verification = .failure(error)
+        }
+        let elapsed = ContinuousClock.now - verificationStarted
+        Self.verificationTimer.recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+        let notification: VerifiedNotification
+        switch verification {
+        case .success(let verified):
+            notification = verified
+        case .failure(let error):
             logger.notice("notification rejected", metadata: ["verification.category": "\(error.category.rawValue)"])
             throw Self.apiError(for: error)
         }

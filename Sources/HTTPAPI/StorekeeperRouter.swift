@@ -1,6 +1,7 @@
 import Credits
 import Hummingbird
 import Jobs
+import Prometheus
 import SignedData
 
 /// Everything the HTTP routes need.
@@ -9,9 +10,14 @@ public struct HTTPDependencies: Sendable {
     public var inbox: any NotificationAccepting
     public var subscriptions: any SubscriptionReading
     public var accounts: any AccountStatusReading
+    public var records: any OperatorReading
     public var usage: any UsageSpending
     public var claims: any TransactionClaiming
     public var catalogue: TierCatalogue
+    /// Where `GET /metrics` reads from.
+    public var metrics: PrometheusCollectorRegistry
+    /// Job kinds `GET /metrics` reports even while none is queued.
+    public var jobKinds: [String] = []
     public var readiness: any ReadinessChecking
     public var jobs: any JobAdministration
     /// Bearer keys of the service API; empty disables it.
@@ -22,17 +28,19 @@ public struct HTTPDependencies: Sendable {
 
     public init(
         verifier: SignedDataVerifier, inbox: any NotificationAccepting, subscriptions: any SubscriptionReading,
-        accounts: any AccountStatusReading, usage: any UsageSpending, claims: any TransactionClaiming,
-        catalogue: TierCatalogue, readiness: any ReadinessChecking, jobs: any JobAdministration, apiKeys: [String], adminKeys: [String],
+        accounts: any AccountStatusReading, records: any OperatorReading, usage: any UsageSpending, claims: any TransactionClaiming,
+        catalogue: TierCatalogue, metrics: PrometheusCollectorRegistry, readiness: any ReadinessChecking, jobs: any JobAdministration, apiKeys: [String], adminKeys: [String],
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.verifier = verifier
         self.inbox = inbox
         self.subscriptions = subscriptions
         self.accounts = accounts
+        self.records = records
         self.usage = usage
         self.claims = claims
         self.catalogue = catalogue
+        self.metrics = metrics
         self.readiness = readiness
         self.jobs = jobs
         self.apiKeys = apiKeys
@@ -47,6 +55,8 @@ import Foundation
 public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperRequestContext> {
     let router = Router(context: StorekeeperRequestContext.self)
     router.add(middleware: LogRequestsMiddleware(.debug))
+    router.add(middleware: MetricsMiddleware())
+    MetricsController(registry: dependencies.metrics, jobs: dependencies.jobs, kinds: dependencies.jobKinds).addRoutes(to: router)
     HealthController(readiness: dependencies.readiness).addRoutes(to: router)
     NotificationIntakeController(verifier: dependencies.verifier, inbox: dependencies.inbox).addRoutes(to: router)
     TiersController(catalogue: dependencies.catalogue).addRoutes(to: router)
@@ -61,8 +71,11 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
             .addRoutes(to: serviceAPI)
     }
     if !dependencies.adminKeys.isEmpty {
-        let adminAPI = router.group("admin").add(middleware: BearerKeyMiddleware(keys: dependencies.adminKeys))
+        let adminAPI = router.group("admin").add(middleware: BearerKeyMiddleware(keys: dependencies.adminKeys, basicRealm: "Storekeeper admin"))
         AdminController(jobs: dependencies.jobs).addRoutes(to: adminAPI)
+        AdminDashboardController(
+            jobs: dependencies.jobs, records: dependencies.records, accounts: dependencies.accounts, clock: dependencies.clock
+        ).addRoutes(to: adminAPI)
     }
     return router
 }

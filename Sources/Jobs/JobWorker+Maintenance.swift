@@ -22,7 +22,10 @@ extension JobWorker {
                     continue
                 }
                 let rescued = try await queue.rescueAbandonedJobs(staleAfter: options.rescueAfter)
-                if rescued > 0 { logger.warning("rescued jobs of stopped workers", metadata: ["jobs.rescued": "\(rescued)"]) }
+                if rescued > 0 {
+                    JobMetrics.rescues.increment(by: rescued)
+                    logger.warning("rescued jobs of stopped workers", metadata: ["jobs.rescued": "\(rescued)"])
+                }
                 if ContinuousClock.now - lastPrune > .seconds(60) {
                     lastPrune = .now
                     let pruned = try await queue.pruneHistory(olderThan: options.historyRetention)

@@ -127,6 +127,8 @@ public final class JobWorker: Service, Sendable {
         logger[metadataKey: "job.kind"] = "\(job.kind)"
         logger[metadataKey: "job.attempt"] = "\(job.attempt)"
         let execution = JobExecution(job: job, queue: queue)
+        let started = ContinuousClock.now
+        let outcome: JobMetrics.Outcome
         do {
             guard let handler = handlers[job.kind] else {
                 throw JobQueueError(.invalidArguments, "no handler for job kind \(job.kind)")
@@ -134,9 +136,11 @@ public final class JobWorker: Service, Sendable {
             try await Self.run(handler, execution)
             if !execution.isCompleted { completions.add(job) }
             logger.debug("job completed")
+            outcome = .completed
         } catch {
-            await recordFailure(of: job, error: error, logger: logger)
+            outcome = await recordFailure(of: job, error: error, logger: logger)
         }
+        JobMetrics.record(kind: job.kind, outcome: outcome, duration: ContinuousClock.now - started)
     }
 
     /// Runs one attempt, cancelling it when it exceeds the handler's timeout.
@@ -152,23 +156,27 @@ public final class JobWorker: Service, Sendable {
         }
     }
 
-    private func recordFailure(of job: ClaimedJob, error: any Error, logger: Logger) async {
+    private func recordFailure(of job: ClaimedJob, error: any Error, logger: Logger) async -> JobMetrics.Outcome {
         do {
             switch error {
             case JobFailure.snooze(let until):
                 try await queue.snooze(job, until: until)
                 logger.debug("job snoozed", metadata: ["job.run_at": "\(until)"])
+                return .snoozed
             case JobFailure.discard(let reason):
                 try await queue.discard(job, reason: reason)
                 logger.warning("job discarded", metadata: ["error": "\(reason)"])
+                return .discarded
             default:
                 let description = Self.describe(error)
                 let retryAt = Date().addingTimeInterval(options.retryPolicy.delay(afterAttempt: job.attempt))
                 let state = try await queue.fail(job, error: description, retryAt: retryAt)
                 logger.warning("job attempt failed", metadata: ["job.state": "\(state ?? "claim lost")", "error": "\(description)"])
+                return state == "failed" ? .failed : .retried
             }
         } catch {
             logger.error("could not record job outcome", metadata: ["error": "\(String(reflecting: error))"])
+            return .failed
         }
     }
 

@@ -70,6 +70,10 @@ public struct AccountRecords: Sendable {
             """,
             logger: logger
         )
+        return try await Self.events(rows)
+    }
+
+    private static func events(_ rows: PostgresRowSequence) async throws -> [Event] {
         var events: [Event] = []
         for try await (subscription, id, type, subtype, signedDate, receivedAt, outcome) in rows.decode(
             (String, String, String, String?, Int64, Date, String?).self)
@@ -81,6 +85,19 @@ public struct AccountRecords: Sendable {
                     outcome: outcome))
         }
         return events
+    }
+
+    /// The notifications received last, newest first.
+    public func recentNotifications(limit: Int = 50) async throws -> [Event] {
+        let rows = try await client.query(
+            """
+            SELECT coalesce(original_transaction_id, '-'), notification_uuid::text, notification_type, subtype, signed_date,
+                received_at, apply_outcome
+            FROM notifications ORDER BY received_at DESC LIMIT \(limit)
+            """,
+            logger: logger
+        )
+        return try await Self.events(rows)
     }
 
     /// The ended subscriptions of an account, newest first.

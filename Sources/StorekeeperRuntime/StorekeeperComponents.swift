@@ -35,6 +35,8 @@ public struct StorekeeperComponents: Sendable {
         configuration: StorekeeperConfiguration, databaseURL: DatabaseURL? = nil,
         clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger
     ) throws {
+        // Metrics are bound to their backend when first used: bootstrap it before anything records.
+        _ = StorekeeperMetrics.registry
         guard let url = databaseURL ?? configuration.databaseURL else {
             throw ConfigurationError(problems: ["DATABASE_URL is required"])
         }
@@ -58,22 +60,31 @@ public struct StorekeeperComponents: Sendable {
 
     /// The HTTP routes of `serve`.
     public func router() -> Router<StorekeeperRequestContext> {
-        buildRouter(
-            HTTPDependencies(
+        var dependencies = HTTPDependencies(
                 verifier: verifier,
                 inbox: NotificationInbox(client: client, queue: queue, logger: logger),
                 subscriptions: SubscriptionStore(client: client, logger: logger),
                 accounts: CreditAccounts(client: client, ledger: credits, logger: logger),
+                records: AccountRecords(client: client, logger: logger),
                 usage: CreditAccounts(client: client, ledger: credits, logger: logger),
                 claims: SubscriptionClaims(
                     client: client, policy: configuration.transferPolicy, writer: writer, credits: credits, logger: logger),
                 catalogue: configuration.catalogue,
+                metrics: StorekeeperMetrics.registry,
                 readiness: PostgresReadiness(migrator: migrator),
                 jobs: queue,
                 apiKeys: configuration.apiKeys,
                 adminKeys: configuration.adminKeys,
                 clock: clock
-            ))
+            )
+        dependencies.jobKinds = jobKinds
+        return buildRouter(dependencies)
+    }
+
+    /// The job kinds this configuration runs.
+    var jobKinds: [String] {
+        [NotificationInbox.applyJobKind, CreditLedger.monthlyResetJobKind]
+            + (serverAPI == nil ? [] : [RenewalRechecks.jobKind, NotificationCatchUpJob.jobKind])
     }
 
     /// The HTTP server of `serve`, bound to the configured host and port.
@@ -84,6 +95,17 @@ public struct StorekeeperComponents: Sendable {
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger
         )
+    }
+
+    /// `storekeeper work`'s own HTTP endpoint: `/metrics` (its job metrics and the queue's depth) and `/healthz`.
+    public func metricsApplication(port: Int) -> some ApplicationProtocol {
+        let router = Router()
+        MetricsController(registry: StorekeeperMetrics.registry, jobs: queue, kinds: jobKinds).addRoutes(to: router)
+        router.get("/healthz") { _, _ in HTTPResponse.Status.ok }
+        return Application(
+            router: router,
+            configuration: .init(address: .hostname(configuration.host, port: port), serverName: "storekeeper-work"),
+            logger: logger)
     }
 
     /// The job worker of `work`, with every job handler registered — the App Store Server API ones (rechecks, the

@@ -25,6 +25,8 @@ public struct StorekeeperConfiguration: Sendable {
     public var host: String
     public var port: Int
     public var workerConcurrency: Int
+    /// Port of `storekeeper work`'s own `/metrics` and `/healthz` (`STOREKEEPER_METRICS_PORT`); `nil`: none.
+    public var metricsPort: Int?
     public var transferPolicy: TransferPolicy
     public var renewalRecheckDelay: TimeInterval
     /// App Store Server API access (`STOREKEEPER_ASSA_*`); `nil` turns rechecks, catch-up and backfill off.
@@ -165,6 +167,7 @@ public struct StorekeeperConfiguration: Sendable {
             host: value("STOREKEEPER_HOST") ?? "127.0.0.1",
             port: integer("STOREKEEPER_PORT", default: 8080, range: 0...65535),
             workerConcurrency: integer("STOREKEEPER_WORKER_CONCURRENCY", default: 16, range: 1...1024),
+            metricsPort: value("STOREKEEPER_METRICS_PORT") == nil ? nil : integer("STOREKEEPER_METRICS_PORT", default: 0, range: 1...65535),
             transferPolicy: choice("STOREKEEPER_TRANSFER_POLICY", default: TransferPolicy.keep),
             renewalRecheckDelay: TimeInterval(integer("STOREKEEPER_RENEWAL_RECHECK_DELAY", default: 3600, range: 0...(30 * 86_400))),
             serverAPI: serverAPI,

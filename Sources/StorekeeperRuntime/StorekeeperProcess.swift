@@ -28,6 +28,9 @@ public enum StorekeeperProcess {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: components.client)]
         if roles.contains(.work) {
             services.append(.init(service: components.worker()))
+            if !roles.contains(.serve), let port = components.configuration.metricsPort {
+                services.append(.init(service: components.metricsApplication(port: port)))
+            }
         }
         if roles.contains(.serve) {
             services.append(.init(service: components.application(onServerRunning: onServerRunning)))

@@ -2,6 +2,7 @@ import Credits
 import Foundation
 import Jobs
 import Logging
+import Metrics
 import PostgresNIO
 import Subscriptions
 
@@ -79,7 +80,11 @@ public struct CreditLedger: Sendable {
             ON CONFLICT (operation_key) DO NOTHING RETURNING id
             """,
             logger: logger)
-        for try await _ in rows { return true }
+        for try await _ in rows {
+            // storekeeper_credit_operations_total{operation}: grant, spend, refund, revoke, reversed, carry, clawback, topup.
+            Counter(label: "storekeeper_credit_operations_total", dimensions: [("operation", String(operationKey.prefix { $0 != ":" }))]).increment()
+            return true
+        }
         return false
     }
 

@@ -1,0 +1,70 @@
+import Foundation
+import Persistence
+import Subscriptions
+
+extension AdminDashboardController {
+    /// The account lookup: a form, and for a valid id its status, subscriptions, credits, events, archive and ledger.
+    func accountSection(_ text: String?, now: Date) async throws -> String {
+        var html = """
+            <section><h2>Account</h2><form method="get" action="/admin"><input type="text" name="account" \
+            placeholder="account id (appAccountToken UUID)" value="\(HTMLPage.escape(text ?? ""))"> \
+            <button type="submit">Look up</button></form>
+            """
+        guard let text, !text.isEmpty else { return html + "</section>" }
+        guard let account = UUID(uuidString: text) else {
+            return html + "<p class=\"bad\">\(HTMLPage.escape(text)) is not a UUID</p></section>"
+        }
+        let (subscriptions, credits) = try await accounts.status(of: account, now: now)
+        let status = AccountStatus.evaluate(subscriptions: subscriptions, hasFreeCredits: credits.hasCredits, now: now)
+        let entitled = status.entitled ? "<span class=\"good\">entitled</span>" : "<span class=\"muted\">not entitled</span>"
+        html += "<p><b>\(HTMLPage.escape(status.state.rawValue))</b> · \(entitled) · tier \(HTMLPage.escape(credits.tier ?? "—"))"
+        html += " · next change \(HTMLPage.escape(HTMLPage.time(status.nextChangeAt)))</p>"
+        html += HTMLPage.table(
+            ["subscription", "product", "status", "renews", "expires", "ended"],
+            subscriptions.map { state in
+                [
+                    .raw("<code>\(HTMLPage.escape(state.originalTransactionId))</code>"), HTMLPage.Cell(state.productId),
+                    HTMLPage.Cell(state.effectiveStatus(at: now).rawValue), HTMLPage.Cell(state.willRenew ? "yes" : "no"),
+                    HTMLPage.Cell(HTMLPage.time(state.expiresAt)), HTMLPage.Cell(state.endReason ?? "—"),
+                ]
+            }, empty: "no subscriptions")
+        html += HTMLPage.table(
+            ["meter", "remaining", "cycle", "top-up", "today", "resets"],
+            credits.meters.sorted { $0.key < $1.key }.map { meter, value in
+                [
+                    HTMLPage.Cell(meter), HTMLPage.Cell(value.unlimited ? "unlimited" : value.remaining.map(String.init) ?? "—"),
+                    HTMLPage.Cell(value.cycle.map(String.init) ?? "—"), HTMLPage.Cell(String(value.topUp)),
+                    HTMLPage.Cell(value.dailyRemaining.map(String.init) ?? "—"), HTMLPage.Cell(HTMLPage.time(value.resetsAt)),
+                ]
+            })
+        html += "</section><section class=\"wide\"><h2>History of \(HTMLPage.escape(account.uuidString.lowercased()))</h2>"
+        let events = try await records.events(ofSubscriptions: subscriptions.map(\.originalTransactionId), limit: 50)
+        html += HTMLPage.table(
+            ["signed", "event", "subscription", "outcome"],
+            events.map { event in
+                [
+                    HTMLPage.Cell(HTMLPage.time(event.signedDate)), HTMLPage.Cell(event.type + (event.subtype.map { "/\($0)" } ?? "")),
+                    .raw("<code>\(HTMLPage.escape(event.originalTransactionId))</code>"), HTMLPage.Cell(event.outcome ?? "waiting"),
+                ]
+            }, empty: "no events")
+        let archive = try await records.archive(ofAccount: account)
+        if !archive.isEmpty {
+            html += "<h2>Archive</h2>" + HTMLPage.table(
+                ["subscription", "reason", "product", "ended", "reinstated"],
+                archive.map {
+                    [HTMLPage.Cell($0.originalTransactionId), HTMLPage.Cell($0.reason), HTMLPage.Cell($0.productId),
+                     HTMLPage.Cell(HTMLPage.time($0.endedAt)), HTMLPage.Cell(HTMLPage.time($0.reinstatedAt))]
+                })
+        }
+        html += "<h2>Ledger</h2>" + HTMLPage.table(
+            ["at", "meter", "delta", "reason", "operation"],
+            try await records.ledger(ofAccount: account, limit: 100).map { entry in
+                [
+                    HTMLPage.Cell(HTMLPage.time(entry.at)), HTMLPage.Cell(entry.meter),
+                    .raw("<span class=\"\(entry.delta < 0 ? "bad" : "good")\">\(entry.delta > 0 ? "+" : "")\(entry.delta)</span>"),
+                    HTMLPage.Cell(entry.reason), .raw("<code>\(HTMLPage.escape(entry.operationKey))</code>"),
+                ]
+            }, empty: "no credit operations")
+        return html + "</section>"
+    }
+}

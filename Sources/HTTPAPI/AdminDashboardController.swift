@@ -1,0 +1,112 @@
+import Foundation
+import Hummingbird
+import Jobs
+import Persistence
+import Subscriptions
+
+/// Operator records the dashboard shows (the seam tests can replace).
+public protocol OperatorReading: Sendable {
+    func recentNotifications(limit: Int) async throws -> [AccountRecords.Event]
+    func events(ofSubscriptions originalTransactionIds: [String], limit: Int) async throws -> [AccountRecords.Event]
+    func archive(ofAccount accountId: UUID) async throws -> [AccountRecords.ArchiveEntry]
+    func ledger(ofAccount accountId: UUID, limit: Int) async throws -> [AccountRecords.LedgerEntry]
+}
+
+extension AccountRecords: OperatorReading {}
+
+/// `GET /admin`: the operator's dashboard (behind `STOREKEEPER_ADMIN_KEYS`; a browser signs in with HTTP Basic, the
+/// key as password) — queue depth by kind and state, the oldest runnable job's age, failed jobs with their last error
+/// and a requeue button, recent notifications, and an account lookup with status, history and ledger. Plain HTML,
+/// no external assets.
+public struct AdminDashboardController: Sendable {
+    let jobs: any JobAdministration
+    let records: any OperatorReading
+    let accounts: any AccountStatusReading
+    let clock: @Sendable () -> Date
+
+    public init(jobs: any JobAdministration, records: any OperatorReading, accounts: any AccountStatusReading, clock: @escaping @Sendable () -> Date) {
+        self.jobs = jobs
+        self.records = records
+        self.accounts = accounts
+        self.clock = clock
+    }
+
+    public func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
+        group.get("") { request, _ in try await self.page(account: request.uri.queryParameters.get("account")) }
+        group.post("jobs/{id}/requeue") { request, context -> Response in
+            try Self.requireSameOrigin(request)
+            guard let id = Int64(try context.parameters.require("id")) else { throw APIError.badRequest("job id must be a number") }
+            let requeued = try await self.jobs.requeue(ids: [id])
+            return Response(status: .seeOther, headers: [.location: "/admin?requeued=\(requeued.count)"])
+        }
+    }
+
+    /// Form posts from the dashboard only: a browser's `Origin` (or `Sec-Fetch-Site`) must be this site, so another
+    /// site cannot make a signed-in browser requeue jobs.
+    static func requireSameOrigin(_ request: Request) throws {
+        if let site = request.headers[.init("Sec-Fetch-Site")!], site != "same-origin" {
+            throw APIError(.forbidden, code: "cross_site", message: "requeue from the dashboard itself")
+        }
+        if let origin = request.headers[.origin], let host = request.head.authority,
+            !(origin == "http://\(host)" || origin == "https://\(host)")
+        {
+            throw APIError(.forbidden, code: "cross_site", message: "requeue from the dashboard itself")
+        }
+    }
+
+    func page(account: String?) async throws -> HTMLPage {
+        let now = clock()
+        async let statistics = jobs.statistics()
+        async let failed = jobs.jobs(state: "failed", kind: nil, limit: 50)
+        async let recent = records.recentNotifications(limit: 30)
+        var body = "<header><h1>Storekeeper</h1><span>\(HTMLPage.escape(HTMLPage.time(now)))</span></header><main>"
+        body += Self.queueSection(try await statistics)
+        body += try await accountSection(account, now: now)
+        body += Self.failedSection(try await failed)
+        body += Self.notificationsSection(try await recent)
+        body += "</main>"
+        return HTMLPage(title: "Storekeeper admin", body: body)
+    }
+
+    static func queueSection(_ statistics: QueueStatistics) -> String {
+        let totals = Dictionary(grouping: statistics.counts, by: \.state).mapValues { $0.reduce(0) { $0 + $1.count } }
+        var html = "<section><h2>Queue</h2><div>"
+        for state in ["available", "running", "failed", "cancelled"] {
+            let count = totals[state] ?? 0
+            let style = state == "failed" && count > 0 ? " class=\"bad\"" : ""
+            html += "<span class=\"stat\"><b\(style)>\(count)</b>\(state)</span>"
+        }
+        let age = statistics.oldestRunnableAgeSeconds.map { String(format: "%.1f s", $0) } ?? "none waiting"
+        html += "<span class=\"stat\"><b>\(HTMLPage.escape(age))</b>oldest runnable</span></div>"
+        html += HTMLPage.table(
+            ["kind", "state", "jobs"],
+            statistics.counts.map { [HTMLPage.Cell($0.kind), HTMLPage.Cell($0.state), .raw("<span class=\"num\">\($0.count)</span>")] },
+            empty: "no live jobs")
+        let finished = statistics.finishedLastHour.map { "\($0.kind) \($0.state) \($0.count)" }.joined(separator: " · ")
+        html += "<p class=\"muted\">finished in the last hour: \(HTMLPage.escape(finished.isEmpty ? "none" : finished))</p></section>"
+        return html
+    }
+
+    static func failedSection(_ failed: [JobRecord]) -> String {
+        let rows: [[HTMLPage.Cell]] = failed.map { job in
+            [
+                HTMLPage.Cell(String(job.id)), HTMLPage.Cell(job.kind), HTMLPage.Cell("\(job.attempt)"),
+                .raw("<div class=\"error\">\(HTMLPage.escape(job.errors.last.map { "attempt \($0.attempt) at \($0.at): \($0.error)" } ?? "—"))</div>"),
+                .raw("<form class=\"inline\" method=\"post\" action=\"/admin/jobs/\(job.id)/requeue\"><button type=\"submit\">Requeue</button></form>"),
+            ]
+        }
+        return "<section class=\"wide\"><h2>Failed jobs</h2>"
+            + HTMLPage.table(["id", "kind", "attempts", "last error", ""], rows, empty: "no failed jobs") + "</section>"
+    }
+
+    static func notificationsSection(_ events: [AccountRecords.Event]) -> String {
+        let rows: [[HTMLPage.Cell]] = events.map { event in
+            [
+                HTMLPage.Cell(HTMLPage.time(event.receivedAt)), HTMLPage.Cell(event.type + (event.subtype.map { "/\($0)" } ?? "")),
+                .raw("<code>\(HTMLPage.escape(event.originalTransactionId))</code>"), HTMLPage.Cell(event.outcome ?? "waiting"),
+            ]
+        }
+        return "<section class=\"wide\"><h2>Recent notifications</h2>"
+            + HTMLPage.table(["received", "type", "subscription", "outcome"], rows, empty: "no notifications yet") + "</section>"
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import Hummingbird
+import Jobs
+import NIOCore
+import Prometheus
+import Synchronization
+
+/// `GET /metrics` in Prometheus text format: everything the process recorded (intake, verification latency, jobs,
+/// credit operations, HTTP requests) plus the queue's depth by kind and state and the oldest runnable job's age, read
+/// from the database at scrape time (`storekeeper_queue_jobs{kind,state}`, `storekeeper_queue_oldest_runnable_seconds`).
+public final class MetricsController: Sendable {
+    let registry: PrometheusCollectorRegistry
+    let jobs: (any JobAdministration)?
+    /// Label pairs reported before, so a pair that emptied reads 0 instead of its last value.
+    private let reported = Mutex<Set<[String]>>([])
+
+    /// - Parameters:
+    ///   - jobs: where queue depth comes from.
+    ///   - kinds: job kinds reported (as 0) even while none is queued.
+    public init(registry: PrometheusCollectorRegistry, jobs: (any JobAdministration)?, kinds: [String] = []) {
+        self.registry = registry
+        self.jobs = jobs
+        reported.withLock { reported in
+            for kind in kinds {
+                for state in ["available", "running", "failed", "cancelled"] { reported.insert([kind, state]) }
+            }
+        }
+    }
+
+    public func addRoutes(to router: Router<some RequestContext>) {
+        router.get("/metrics") { _, _ in try await self.scrape() }
+    }
+
+    func scrape() async throws -> Response {
+        if let jobs {
+            do {
+                let statistics = try await withDeadline(.seconds(3)) { try await jobs.statistics() }
+                let current = Set(statistics.counts.map { [$0.kind, $0.state] })
+                let all = reported.withLock { reported in
+                    reported.formUnion(current)
+                    return reported
+                }
+                for labels in all {
+                    let count = statistics.counts.first { [$0.kind, $0.state] == labels }?.count ?? 0
+                    registry.makeGauge(name: "storekeeper_queue_jobs", labels: [("kind", labels[0]), ("state", labels[1])]).set(Double(count))
+                }
+                registry.makeGauge(name: "storekeeper_queue_oldest_runnable_seconds").set(statistics.oldestRunnableAgeSeconds ?? 0)
+                registry.makeGauge(name: "storekeeper_database_up").set(Double(1))
+            } catch {
+                registry.makeGauge(name: "storekeeper_database_up").set(Double(0))
+            }
+        }
+        var buffer: [UInt8] = []
+        registry.emit(into: &buffer)
+        return Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
+    }
+}
