@@ -91,7 +91,7 @@ public struct SimulatedEvent: Sendable {
         let productId = scenario == .upgrade ? target ?? subscription.productId : subscription.productId
         var transaction = TransactionPayload(
             // One transaction per period: derived from the period's start, so every scenario about a period names it alike.
-            transactionId: "\(subscription.originalTransactionId)\(String(format: "%09lld", periodStart / 1000 % 1_000_000_000))",
+            transactionId: "\(subscription.originalTransactionId)\(String(format: "%012lld", periodStart % 1_000_000_000_000))",
             originalTransactionId: subscription.originalTransactionId, productId: productId,
             bundleId: subscription.bundleId, environment: subscription.environment, signedDate: nowMilliseconds
         )

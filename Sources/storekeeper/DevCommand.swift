@@ -42,6 +42,7 @@ struct DevCommand: AsyncParsableCommand {
         environment["STOREKEEPER_ROOT_CERTIFICATES"] = ([localRoot] + [environment["STOREKEEPER_ROOT_CERTIFICATES"]].compactMap { $0 })
             .joined(separator: ",")
         environment["STOREKEEPER_API_KEYS"] = ([apiKey] + [environment["STOREKEEPER_API_KEYS"]].compactMap { $0 }).joined(separator: ",")
+        environment["STOREKEEPER_ADMIN_KEYS"] = ([apiKey] + [environment["STOREKEEPER_ADMIN_KEYS"]].compactMap { $0 }).joined(separator: ",")
         environment["STOREKEEPER_PORT"] = String(port)
         environment["STOREKEEPER_LOG_FORMAT", default: "text"] += ""
 
@@ -52,6 +53,7 @@ struct DevCommand: AsyncParsableCommand {
         let url = "http://\(configuration.host):\(port)"
         try dev.writeSettings([
             "STOREKEEPER_URL": url, "STOREKEEPER_API_KEY": apiKey, "STOREKEEPER_BUNDLE_ID": configuration.bundleId,
+            "DATABASE_URL": databaseURL.urlString,
         ])
         let applied = try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 2), logger: logger) {
             client in
@@ -69,12 +71,14 @@ struct DevCommand: AsyncParsableCommand {
                 Storekeeper is running at http://\(configuration.host):\(boundPort)  (database: \(databaseURL))
                   bundle id:   \(configuration.bundleId) (Sandbox), signing chain in \(dev.signingDirectory.path)
                   API key:     \(apiKey)
+                  dashboard:   \(url)/admin  (any user name, the API key as password)
 
                 Send a signed test notification and read the account's status:
                   storekeeper simulate subscribe --account \(account)
                   curl -H 'Authorization: Bearer \(apiKey)' \(url)/v1/accounts/\(account)/status
 
-                Other scenarios: renew, cancel, expire. Stop with Ctrl-C.
+                Other scenarios: renew, cancel, expire, upgrade --to max.monthly, downgrade --to basic.monthly, refund,
+                grace, fail, recover. Stop with Ctrl-C.
                 """)
         }
     }
