@@ -36,7 +36,12 @@ public struct NotificationInbox: Sendable {
     public func accept(
         _ notification: VerifiedNotification, uuid: UUID, signedPayload: String
     ) async throws -> Outcome {
-        let decoded = String(decoding: try JSONEncoder().encode(notification), as: UTF8.self)
+        // The decoded copy leaves out the nested JWS strings: they are in `signed_payload` already, verbatim.
+        var stored = notification
+        stored.payload.data?.signedTransactionInfo = nil
+        stored.payload.data?.signedRenewalInfo = nil
+        stored.payload.appData?.signedAppTransactionInfo = nil
+        let decoded = String(decoding: try JSONEncoder().encode(stored), as: UTF8.self)
         let payload = notification.payload
         let subscription = notification.originalTransactionId
         let job = try NewJob(

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Runs a program to completion with `posix_spawn` and `waitpid`, its standard output and error going to a file.
+/// Runs programs with `posix_spawn` and `waitpid`, standard output and error going to a file.
 /// (Foundation's `Process.waitUntilExit()` can miss a child's exit when called from a concurrency thread on Linux.)
 public enum ChildProcess {
     public struct Result: Sendable {
@@ -12,10 +12,46 @@ public enum ChildProcess {
         public let description: String
     }
 
-    /// Runs `executable` with `arguments` (and `environment` added to this process's) and waits for it.
-    public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws(Failure) -> Result {
+    /// A started program.
+    public final class Running: Sendable {
+        public let pid: pid_t
+        let outputPath: String
+        let executable: String
+
+        init(pid: pid_t, outputPath: String, executable: String) {
+            self.pid = pid
+            self.outputPath = outputPath
+            self.executable = executable
+        }
+
+        public func signal(_ signal: Int32) { kill(pid, signal) }
+
+        /// Its resident-set high-water mark (`VmHWM`), while it runs.
+        public var peakResidentBytes: Int? {
+            guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+                let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+            else { return nil }
+            return kilobytes * 1024
+        }
+
+        /// Waits for it to exit (blocking) and returns its status and output; the output file is removed.
+        public func wait() throws(Failure) -> Result {
+            defer { unlink(outputPath) }
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) == -1 {
+                guard errno == EINTR else { throw Failure(description: "waiting for \(executable) failed") }
+            }
+            let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+            // WIFEXITED / WEXITSTATUS, spelled out (they are C macros).
+            let exitStatus: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+            return Result(status: exitStatus, output: output)
+        }
+    }
+
+    /// Starts `executable` with `arguments` (and `environment` added to this process's).
+    public static func spawn(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws(Failure) -> Running {
         let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("storekeeper-\(UUID().uuidString).out").path
-        defer { unlink(outputPath) }
         let descriptor = open(outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         guard descriptor >= 0 else { throw Failure(description: "cannot create \(outputPath)") }
         var actions = posix_spawn_file_actions_t()
@@ -36,14 +72,15 @@ public enum ChildProcess {
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
         close(descriptor)
-        guard spawned == 0 else { throw Failure(description: "cannot run \(executable): \(String(cString: strerror(spawned)))") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 {
-            guard errno == EINTR else { throw Failure(description: "waiting for \(executable) failed") }
+        guard spawned == 0 else {
+            unlink(outputPath)
+            throw Failure(description: "cannot run \(executable): \(String(cString: strerror(spawned)))")
         }
-        let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        // WIFEXITED / WEXITSTATUS, spelled out (they are C macros).
-        let exitStatus: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return Result(status: exitStatus, output: output)
+        return Running(pid: pid, outputPath: outputPath, executable: executable)
+    }
+
+    /// Runs `executable` to completion.
+    public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws(Failure) -> Result {
+        try spawn(executable, arguments, environment: environment).wait()
     }
 }
