@@ -25,9 +25,11 @@ public struct PostgresJobQueue: Sendable {
         self.logger = logger
     }
 
-    /// Inserts a job; a job whose unique key is taken is not inserted. Notifies listening workers on commit.
+    /// Inserts a job; a job whose unique key is taken is not inserted. Notifies listening workers on commit, unless
+    /// `notify` is false — then call ``WorkerNotifier/signal()`` after the commit: a NOTIFY in every transaction
+    /// serializes the commits of all of them (PostgreSQL takes a database-wide lock to queue notifications).
     @discardableResult
-    public func enqueue(_ job: NewJob, on connection: PostgresConnection) async throws -> EnqueueResult {
+    public func enqueue(_ job: NewJob, on connection: PostgresConnection, notify: Bool = true) async throws -> EnqueueResult {
         let rows = try await connection.query(
             """
             WITH inserted AS (
@@ -37,11 +39,17 @@ public struct PostgresJobQueue: Sendable {
                 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING
                 RETURNING id
             )
-            SELECT inserted.id FROM inserted CROSS JOIN (SELECT pg_notify(\(Self.wakeUpChannel), '')) AS wake
+            SELECT inserted.id FROM inserted
+                CROSS JOIN (SELECT CASE WHEN \(notify) THEN pg_notify(\(Self.wakeUpChannel), '') END) AS wake
             """,
             logger: logger
         )
         return try await rows.first(Int64.self).map { .enqueued(id: $0) } ?? .duplicate
+    }
+
+    /// Wakes listening workers now (its own tiny transaction).
+    public func notifyWorkers() async throws {
+        try await client.query("SELECT pg_notify(\(Self.wakeUpChannel), '')", logger: logger)
     }
 
     /// Inserts many jobs in one statement (one round trip); jobs whose unique key is taken are skipped. Returns how

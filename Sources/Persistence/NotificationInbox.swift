@@ -24,11 +24,14 @@ public struct NotificationInbox: Sendable {
 
     private let client: PostgresClient
     private let queue: PostgresJobQueue
+    private let notifier: WorkerNotifier
     private let logger: Logger
 
-    public init(client: PostgresClient, queue: PostgresJobQueue, logger: Logger) {
+    /// - Parameter notifier: wakes workers after each commit (shared by all requests of a process).
+    public init(client: PostgresClient, queue: PostgresJobQueue, notifier: WorkerNotifier, logger: Logger) {
         self.client = client
         self.queue = queue
+        self.notifier = notifier
         self.logger = logger
     }
 
@@ -48,7 +51,7 @@ public struct NotificationInbox: Sendable {
             kind: Self.applyJobKind, arguments: ApplyArguments(notificationUUID: uuid), maxAttempts: 25,
             uniqueKey: "apply:\(uuid)", concurrencyKey: subscription.map { "subscription:\($0)" }
         )
-        return try await client.withTransaction(logger: logger) { connection in
+        let outcome = try await client.withTransaction(logger: logger) { connection -> Outcome in
             let rows = try await connection.query(
                 """
                 INSERT INTO notifications (notification_uuid, notification_type, subtype, environment,
@@ -64,8 +67,10 @@ public struct NotificationInbox: Sendable {
             var inserted = false
             for try await _ in rows.decode(UUID.self) { inserted = true }
             guard inserted else { return .duplicate }
-            try await queue.enqueue(job, on: connection)
+            try await queue.enqueue(job, on: connection, notify: false)
             return .accepted
         }
+        if outcome == .accepted { notifier.signal() }
+        return outcome
     }
 }

@@ -25,6 +25,8 @@ public struct StorekeeperComponents: Sendable {
     public let serverAPI: AppStoreServerClient?
     /// Schedules late-renewal rechecks; `nil` without the Server API.
     let rechecks: RenewalRechecks?
+    /// Stores notifications and enqueues their processing (intake, catch-up, backfill).
+    public let inbox: NotificationInbox
     public let clock: @Sendable () -> Date
     public let logger: Logger
 
@@ -52,6 +54,7 @@ public struct StorekeeperComponents: Sendable {
         self.serverAPI = configuration.serverAPI.map { settings in
             AppStoreServerClient(credentials: settings.credentials, baseURL: settings.baseURL, verifier: verifier, clock: clock, logger: logger)
         }
+        self.inbox = NotificationInbox(client: client, queue: queue, notifier: WorkerNotifier(queue: queue), logger: logger)
         self.rechecks = serverAPI == nil ? nil : RenewalRechecks(delay: configuration.renewalRecheckDelay, queue: queue, logger: logger)
         self.writer = SubscriptionWriter(client: client, credits: credits, rechecks: rechecks, logger: logger)
         self.clock = clock
@@ -62,7 +65,7 @@ public struct StorekeeperComponents: Sendable {
     public func router() -> Router<StorekeeperRequestContext> {
         var dependencies = HTTPDependencies(
                 verifier: verifier,
-                inbox: NotificationInbox(client: client, queue: queue, logger: logger),
+                inbox: inbox,
                 subscriptions: SubscriptionStore(client: client, logger: logger),
                 accounts: CreditAccounts(client: client, ledger: credits, logger: logger),
                 records: AccountRecords(client: client, logger: logger),
@@ -131,7 +134,7 @@ public struct StorekeeperComponents: Sendable {
     /// The Notification History reader that feeds the intake.
     public func backfill(_ serverAPI: AppStoreServerClient) -> NotificationHistoryBackfill {
         NotificationHistoryBackfill(
-            serverAPI: serverAPI, verifier: verifier, inbox: NotificationInbox(client: client, queue: queue, logger: logger),
+            serverAPI: serverAPI, verifier: verifier, inbox: inbox,
             logger: logger)
     }
 }

@@ -27,6 +27,7 @@ struct EndToEndBenchmarkCommand: AsyncParsableCommand {
     @Option(help: "Requests per second of the steady phase.") var rate = 500
     @Option(help: "Length of the steady phase in seconds.") var steadySeconds = 10
     @Option(help: "A PostgreSQL server to create the benchmark database on (default: a private cluster).") var databaseURL: String?
+    @Flag(help: "Start `work` only after the burst is in: intake and applying measured apart.") var sequential = false
     @Flag(help: "Print one JSON object on the last line.") var json = false
 
     func validate() throws {
@@ -77,7 +78,7 @@ struct EndToEndRun {
         }
 
         let serve = try ChildProcess.spawn(executable, ["serve"], environment: environment)
-        let work = try ChildProcess.spawn(executable, ["work"], environment: environment)
+        var work = options.sequential ? nil : try ChildProcess.spawn(executable, ["work"], environment: environment)
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: options.clients)
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
@@ -85,17 +86,19 @@ struct EndToEndRun {
             let base = "http://127.0.0.1:\(port)"
             try await waitUntilReady(base, http: http)
             let burst = try await post(Array(bodies.prefix(options.notifications)), to: base, http: http, rate: nil)
-            let appliedPerSecond = try await waitUntilApplied(options.notifications)
+            let drainStarted = Date()
+            if work == nil { work = try ChildProcess.spawn(executable, ["work"], environment: environment) }
+            let appliedPerSecond = try await waitUntilApplied(options.notifications, since: options.sequential ? drainStarted : nil)
             let steady = try await post(Array(bodies.dropFirst(options.notifications)), to: base, http: http, rate: options.rate)
             _ = try await waitUntilApplied(options.notifications + steadyCount)
             let serveRSS = serve.peakResidentBytes ?? 0
-            let workRSS = work.peakResidentBytes ?? 0
+            let workRSS = work?.peakResidentBytes ?? 0
             try? await http.shutdown()
-            stop([serve, work])
+            stop([serve] + (work.map { [$0] } ?? []))
             return report(burst: burst, steady: steady, appliedPerSecond: appliedPerSecond, serveRSS: serveRSS, workRSS: workRSS)
         } catch {
             try? await http.shutdown()
-            stop([serve, work])
+            stop([serve] + (work.map { [$0] } ?? []))
             throw error
         }
     }
@@ -173,15 +176,15 @@ struct EndToEndRun {
     }
 
     /// Waits until `count` notifications are applied; returns the applied rate from the database's own timestamps
-    /// (first received to last applied).
-    func waitUntilApplied(_ count: Int) async throws -> Double {
+    /// (first received — or `since`, when applying started later — to last applied).
+    func waitUntilApplied(_ count: Int, since: Date? = nil) async throws -> Double {
         try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 1), logger: logger) { client in
             let deadline = ContinuousClock.now + .seconds(600)
             while ContinuousClock.now < deadline {
                 let rows = try await client.query(
                     """
                     SELECT count(*) FILTER (WHERE applied_at IS NOT NULL)::bigint,
-                        coalesce(extract(epoch FROM max(applied_at) - min(received_at)), 0)::float8
+                        coalesce(extract(epoch FROM max(applied_at) - coalesce(\(since), min(received_at))), 0)::float8
                     FROM notifications
                     """, logger: logger)
                 for try await (applied, seconds) in rows.decode((Int64, Double).self) where applied >= count {
@@ -206,7 +209,7 @@ struct EndToEndRun {
             "e2e: \(burst.sent) notifications from \(options.clients) clients to serve + work, PostgreSQL beside them",
             "  intake:  \(Int(intakePerSecond)) notifications/s (\(burst.accepted) accepted, \(burst.failed) failed) in \(String(format: "%.2f", burst.seconds)) s; "
                 + "latency p50 \(String(format: "%.2f", burst.percentile(0.5))) ms, p99 \(String(format: "%.2f", burst.percentile(0.99))) ms",
-            "  applied: \(Int(appliedPerSecond)) notifications/s (first received to last applied)",
+            "  applied: \(Int(appliedPerSecond)) notifications/s (\(options.sequential ? "work started after the burst" : "while the intake ran; first received to last applied"))",
             "  steady \(options.rate)/s for \(options.steadySeconds) s: \(steady.accepted) accepted, \(steady.failed) failed; "
                 + "latency p50 \(String(format: "%.2f", steady.percentile(0.5))) ms, p99 \(String(format: "%.2f", steady.percentile(0.99))) ms",
             "  peak resident: serve \(String(format: "%.1f", megabytes(serveRSS))) MB + work \(String(format: "%.1f", megabytes(workRSS))) MB = \(String(format: "%.1f", megabytes(serveRSS + workRSS))) MB",
