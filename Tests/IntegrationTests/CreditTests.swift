@@ -207,6 +207,7 @@ struct CreditTests {
                 #expect(credits["dailyRemaining"] as? Int == 5)
                 #expect(credits["cycle"] is NSNull)
                 #expect(try await flow.credits("exports")["cycle"] as? Int == 3)
+                #expect(try await harness.count("SELECT count(*) FROM credit_ledger") == 0, "looking at an account writes nothing")
                 #expect(try await client.spend(account, amount: 5).status == .ok)
                 #expect(try await client.spend(account, amount: 1).status.code == 402)
                 #expect(try await flow.status()["state"] as? String == "free_with_credits")

@@ -44,12 +44,12 @@ public struct CreditAccounts: Sendable {
         self.logger = logger
     }
 
-    /// The account's subscriptions and credits at `now`.
+    /// The account's subscriptions and credits at `now` (read-only: grants that are due count without being
+    /// written).
     public func status(of account: UUID, now: Date) async throws -> (subscriptions: [SubscriptionState], credits: AccountCredits) {
-        try await client.withTransaction(logger: logger) { connection in
-            try await ledger.lockAccount(account, on: connection)
+        try await client.withConnection { connection in
             let states = try await subscriptions.subscriptions(forAccount: account, on: connection)
-            return (states, try await ledger.credits(of: account, subscriptions: states, now: now, on: connection))
+            return (states, try await ledger.credits(of: account, subscriptions: states, now: now, materialize: false, on: connection))
         }
     }
 
@@ -59,7 +59,7 @@ public struct CreditAccounts: Sendable {
             try await ledger.lockAccount(request.account, on: connection)
             if let stored = try await storedAnswer(request, on: connection) { return stored }
             let states = try await subscriptions.subscriptions(forAccount: request.account, on: connection)
-            let credits = try await ledger.credits(of: request.account, subscriptions: states, now: now, on: connection)
+            let credits = try await ledger.credits(of: request.account, subscriptions: states, now: now, materialize: true, on: connection)
             let answer: UsageAnswer
             if credits.meters[request.meter]?.unlimited == true {
                 answer = UsageAnswer(httpStatus: 200, meter: request.meter, remaining: nil)

@@ -39,17 +39,25 @@ extension CreditLedger {
         return ("free", catalogue.free.allowances)
     }
 
-    /// Applies every grant due at `now` that no job has made yet — this month's reset of an annual plan, today's
-    /// quota, the free tier's month — then returns the account's credits. Call with the account locked.
-    func credits(of account: UUID, subscriptions: [SubscriptionState], now: Date, on connection: PostgresConnection)
-        async throws -> AccountCredits
+    /// A grant due at an instant that may not be in the ledger yet.
+    struct DueGrant {
+        var bucket: Bucket
+        var operationKey: String
+        var amount: Int64
+        var reason: String
+    }
+
+    /// The grants due at `now` that no job may have made yet: this month's reset of an annual plan, today's quota,
+    /// the free tier's month.
+    func dueGrants(of account: UUID, subscriptions: [SubscriptionState], tier: (id: String?, allowances: [String: Allowance]), now: Date)
+        -> [DueGrant]
     {
-        let tier = effectiveTier(subscriptions, at: now)
+        var grants: [DueGrant] = []
         for state in subscriptions where state.isEntitled(at: now) {
             if let anchor = state.purchaseDate, let end = state.expiresAt,
                 let month = CreditCalendar.monthIndex(anchor: anchor, end: end, at: now), month > 0
             {
-                try await grantMonth(month, of: state, on: connection)
+                grants += monthGrants(month, of: state)
             }
         }
         let accountKey = account.uuidString.lowercased()
@@ -57,17 +65,44 @@ extension CreditLedger {
             if let perDay = allowance.perDay {
                 let day = CreditCalendar.day(containing: now)
                 let key = "daily:\(accountKey):\(meter):\(Self.dayText(day.start)):\(tier.id ?? "-")"
-                try await open(Bucket(key: key, meter: meter, kind: .daily, accountId: account, window: day), on: connection)
-                try await post("grant:\(key)", bucket: key, delta: perDay, reason: "daily quota", on: connection)
+                grants.append(DueGrant(
+                    bucket: Bucket(key: key, meter: meter, kind: .daily, accountId: account, window: day),
+                    operationKey: "grant:\(key)", amount: perDay, reason: "daily quota"))
             }
             if tier.id == "free", let perCycle = allowance.perCycle {
                 let month = CreditCalendar.month(containing: now)
                 let key = "free:\(accountKey):\(meter):\(Self.dayText(month.start).prefix(7))"
-                try await open(Bucket(key: key, meter: meter, kind: .free, accountId: account, window: month), on: connection)
-                try await post("grant:\(key)", bucket: key, delta: perCycle, reason: "free tier month", on: connection)
+                grants.append(DueGrant(
+                    bucket: Bucket(key: key, meter: meter, kind: .free, accountId: account, window: month),
+                    operationKey: "grant:\(key)", amount: perCycle, reason: "free tier month"))
             }
         }
-        let live = try await liveBuckets(of: account, meter: nil, at: now, on: connection)
+        return grants
+    }
+
+    /// An account's credits at `now`. With `materialize` (spending; account locked) every due grant is written
+    /// first; without it (status reads) due grants not written yet are counted as if they were, and nothing is
+    /// written — looking at an account never adds ledger rows.
+    func credits(
+        of account: UUID, subscriptions: [SubscriptionState], now: Date, materialize: Bool, on connection: PostgresConnection
+    ) async throws -> AccountCredits {
+        let tier = effectiveTier(subscriptions, at: now)
+        let due = dueGrants(of: account, subscriptions: subscriptions, tier: tier, now: now)
+        if materialize {
+            for grant in due {
+                try await open(grant.bucket, on: connection)
+                try await post(grant.operationKey, bucket: grant.bucket.key, delta: grant.amount, reason: grant.reason, on: connection)
+            }
+        }
+        var live = try await liveBuckets(of: account, meter: nil, at: now, on: connection)
+        if !materialize {
+            let present = Set(live.map(\.key))
+            for grant in due where !present.contains(grant.bucket.key) {
+                live.append(LiveBucket(
+                    key: grant.bucket.key, meter: grant.bucket.meter, kind: grant.bucket.kind.rawValue,
+                    validUntil: grant.bucket.window?.end, balance: grant.amount))
+            }
+        }
         var meters: [String: MeterCredits] = [:]
         for meter in catalogue.meters {
             let allowance = tier.allowances[meter.id]
@@ -88,24 +123,37 @@ extension CreditLedger {
         return AccountCredits(tier: tier.id, meters: meters)
     }
 
-    /// Grants month `month` (1…11) of an annual plan's period — the monthly reset, keyed per (transaction, month).
-    @discardableResult
-    public func grantMonth(_ month: Int, of state: SubscriptionState, on connection: PostgresConnection) async throws -> DateInterval? {
+    /// The grants of month `month` (1…11) of an annual plan's period — the monthly reset, keyed per (transaction,
+    /// month) — one per meter with a cycle allowance.
+    func monthGrants(_ month: Int, of state: SubscriptionState) -> [DueGrant] {
         guard (1...11).contains(month), let (tier, product) = catalogue.tier(ofProduct: state.productId),
             product.billingPeriod?.resetsMonthly == true, let anchor = state.purchaseDate, let end = state.expiresAt
-        else { return nil }
+        else { return [] }
         let window = CreditCalendar.monthlyWindow(anchor: anchor, end: end, month: month)
-        guard window.duration > 0 else { return nil }
-        for (meter, allowance) in tier.allowances.sorted(by: { $0.key < $1.key }) {
-            guard let amount = allowance.cycleGrant(isTrial: state.isTrial) else { continue }
-            let bucket = Bucket(
-                key: "cycle:\(state.latestTransactionId):m\(month):\(meter)", meter: meter, kind: .cycle,
-                originalTransactionId: state.originalTransactionId, transactionId: state.latestTransactionId,
-                window: window, price: state.price ?? product.price)
-            try await open(bucket, on: connection)
-            try await post("grant:\(state.latestTransactionId):m\(month):\(meter)", bucket: bucket.key, delta: amount, reason: "monthly reset", on: connection)
+        guard window.duration > 0 else { return [] }
+        return tier.allowances.sorted(by: { $0.key < $1.key }).compactMap { meter, allowance in
+            allowance.cycleGrant(isTrial: state.isTrial).map { amount in
+                DueGrant(
+                    bucket: Bucket(
+                        key: "cycle:\(state.latestTransactionId):m\(month):\(meter)", meter: meter, kind: .cycle,
+                        originalTransactionId: state.originalTransactionId, transactionId: state.latestTransactionId,
+                        window: window, price: state.price ?? product.price),
+                    operationKey: "grant:\(state.latestTransactionId):m\(month):\(meter)", amount: amount, reason: "monthly reset")
+            }
         }
-        return window
+    }
+
+    /// Writes month `month`'s grants (the monthly reset job); returns the month's window, or nil when the plan has
+    /// no such month.
+    @discardableResult
+    public func grantMonth(_ month: Int, of state: SubscriptionState, on connection: PostgresConnection) async throws -> DateInterval? {
+        let grants = monthGrants(month, of: state)
+        for grant in grants {
+            try await open(grant.bucket, on: connection)
+            try await post(grant.operationKey, bucket: grant.bucket.key, delta: grant.amount, reason: grant.reason, on: connection)
+        }
+        guard let anchor = state.purchaseDate, let end = state.expiresAt, !grants.isEmpty else { return nil }
+        return CreditCalendar.monthlyWindow(anchor: anchor, end: end, month: month)
     }
 
     static func dayText(_ date: Date) -> String {
