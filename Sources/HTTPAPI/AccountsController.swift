@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Jobs
 import Logging
 import Persistence
 import Subscriptions

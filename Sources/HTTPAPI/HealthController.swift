@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Jobs
 
 /// Answers whether the process can serve: database reachable and schema current (the seam tests can replace).
 public protocol ReadinessChecking: Sendable {

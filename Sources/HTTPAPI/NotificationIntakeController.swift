@@ -1,6 +1,7 @@
 import AppStoreModels
 import Foundation
 import Hummingbird
+import Jobs
 import Logging
 import Metrics
 import NIOCore

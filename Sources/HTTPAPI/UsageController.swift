@@ -1,6 +1,7 @@
 import Credits
 import Foundation
 import Hummingbird
+import Jobs
 import Persistence
 
 /// Spends credits (the seam tests can replace).

@@ -20,6 +20,9 @@ final class CompletionBatcher: Sendable {
 
     var isEmpty: Bool { pending.withLock { $0.isEmpty } }
 
+    /// Ids of the jobs waiting for their completion to be written.
+    var pendingIds: Set<Int64> { pending.withLock { Set($0.map(\.id)) } }
+
     func add(_ job: ClaimedJob) {
         let count = pending.withLock { pending in
             pending.append(job)

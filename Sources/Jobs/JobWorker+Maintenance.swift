@@ -14,6 +14,9 @@ extension JobWorker {
             } catch { return }
             do {
                 try await queue.heartbeat(workerID: id, host: host)
+                let released = try await queue.releaseUnknownJobs(
+                    of: id, keeping: running.withLock { $0 }.union(completions.pendingIds), grace: options.orphanGrace)
+                if released > 0 { logger.warning("released jobs whose outcome was lost", metadata: ["jobs.released": "\(released)"]) }
                 for schedule in options.schedules {
                     let enqueued = try await queue.enqueueDueSlots(of: schedule, now: Date())
                     if enqueued > 0 { logger.debug("periodic slots enqueued", metadata: ["schedule": "\(schedule.name)", "jobs": "\(enqueued)"]) }

@@ -23,6 +23,9 @@ public final class JobWorker: Service, Sendable {
         /// Finished jobs are kept in `job_history` this long.
         public var historyRetention: Duration
         public var schedules: [PeriodicSchedule]
+        /// A job the database says this worker runs but the worker does not know of (a lost claim answer, an outcome
+        /// not written while the database was away) is released after this long.
+        public var orphanGrace: Duration = .seconds(30)
 
         public init(
             concurrency: Int = 16, pollInterval: Duration = .seconds(1), heartbeatInterval: Duration = .seconds(5),
@@ -45,8 +48,9 @@ public final class JobWorker: Service, Sendable {
     let logger: Logger
     private let handlers: [String: any JobHandler]
     private let wakeUp = WakeUp()
-    private let running = Mutex(0)
-    private let completions: CompletionBatcher
+    /// Ids of the jobs this worker is running; the maintenance loop releases any other job the database says it holds.
+    let running = Mutex(Set<Int64>())
+    let completions: CompletionBatcher
 
     public init(queue: PostgresJobQueue, handlers: [any JobHandler], options: Options = Options(), logger: Logger) {
         self.id = UUID()
@@ -73,7 +77,7 @@ public final class JobWorker: Service, Sendable {
                 self.wakeUp.signal()
             }
             // Claiming stopped: wait for in-flight jobs, write their completions, then end the background loops.
-            while running.withLock({ $0 }) > 0 && !Task.isCancelled {
+            while !running.withLock({ $0.isEmpty }) && !Task.isCancelled {
                 await wakeUp.wait(timeout: .milliseconds(100))
             }
             for _ in 0..<50 where !completions.isEmpty {
@@ -88,17 +92,17 @@ public final class JobWorker: Service, Sendable {
 
     private func claimLoop(group: inout DiscardingTaskGroup) async {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            let free = options.concurrency - running.withLock { $0 }
+            let free = options.concurrency - running.withLock { $0.count }
             var claimedFull = false
             if free > 0 {
                 do {
                     let jobs = try await queue.claim(limit: free, workerID: id)
                     claimedFull = jobs.count == free
                     for job in jobs {
-                        running.withLock { $0 += 1 }
+                        running.withLock { _ = $0.insert(job.id) }
                         group.addTask {
                             await self.execute(job)
-                            self.running.withLock { $0 -= 1 }
+                            self.running.withLock { _ = $0.remove(job.id) }
                             self.wakeUp.signal()
                         }
                     }
@@ -143,16 +147,14 @@ public final class JobWorker: Service, Sendable {
         JobMetrics.record(kind: job.kind, outcome: outcome, duration: ContinuousClock.now - started)
     }
 
-    /// Runs one attempt, cancelling it when it exceeds the handler's timeout.
+    /// Runs one attempt, giving up on it when it exceeds the handler's timeout — without waiting for a handler that
+    /// does not notice the cancellation (a query on a connection the database dropped); attempt fencing keeps such a
+    /// straggler from completing the job later.
     private static func run(_ handler: any JobHandler, _ execution: JobExecution) async throws {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await handler.run(execution) }
-            group.addTask {
-                try await Task.sleep(for: handler.timeout)
-                throw JobQueueError(.timedOut, "attempt exceeded its \(handler.timeout) timeout")
-            }
-            defer { group.cancelAll() }
-            try await group.next()
+        do {
+            try await withDeadline(handler.timeout) { try await handler.run(execution) }
+        } catch is DeadlineExceeded {
+            throw JobQueueError(.timedOut, "attempt exceeded its \(handler.timeout) timeout")
         }
     }
 

@@ -46,4 +46,30 @@ extension PostgresJobQueue {
         )
         return try await rows.first(Int.self) ?? 0
     }
+
+    /// Makes runnable again the jobs the database says `workerID` runs but it does not know of — a claim whose answer
+    /// was lost with the connection, an outcome that could not be written while the database was away — once they
+    /// have been claimed for longer than `grace`. Returns how many were released.
+    @discardableResult
+    public func releaseUnknownJobs(of workerID: UUID, keeping known: Set<Int64>, grace: Duration) async throws -> Int {
+        let seconds = Double(grace.components.seconds)
+        let rows = try await client.query(
+            """
+            WITH released AS (
+                UPDATE jobs SET
+                    state = CASE WHEN attempt >= max_attempts THEN 'failed' ELSE 'available' END,
+                    run_at = now(),
+                    locked_by = NULL,
+                    errors = errors || jsonb_build_array(jsonb_build_object(
+                        'attempt', attempt, 'at', now(), 'error', 'outcome lost (database unavailable); released'))
+                WHERE state = 'running' AND locked_by = \(workerID) AND NOT (id = ANY(\(Array(known))::int8[]))
+                    AND attempted_at < now() - make_interval(secs => \(seconds))
+                RETURNING id
+            )
+            SELECT count(*) FROM released
+            """,
+            logger: logger
+        )
+        return try await rows.first(Int.self) ?? 0
+    }
 }

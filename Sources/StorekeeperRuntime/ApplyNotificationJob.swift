@@ -13,6 +13,8 @@ import Subscriptions
 /// and complete without error.
 public struct ApplyNotificationJob: JobHandler {
     public let kind = NotificationInbox.applyJobKind
+    /// Database work only: an attempt stuck on a connection the database dropped is given up quickly.
+    public let timeout: Duration = .seconds(30)
     private let client: PostgresClient
     private let notifications: NotificationStore
     private let writer: SubscriptionWriter

@@ -9,6 +9,8 @@ import PostgresNIO
 /// reads apply the month's grant lazily — and a period replaced since (renewal, upgrade, refund) ends the chain.
 public struct MonthlyResetJob: JobHandler {
     public let kind = CreditLedger.monthlyResetJobKind
+    /// Database work only: an attempt stuck on a connection the database dropped is given up quickly.
+    public let timeout: Duration = .seconds(30)
     private let client: PostgresClient
     private let subscriptions: SubscriptionStore
     private let credits: CreditLedger

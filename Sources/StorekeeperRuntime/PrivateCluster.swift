@@ -27,7 +27,8 @@ public struct PrivateCluster: Sendable {
     var dataDirectory: URL { directory.appendingPathComponent("data") }
 
     /// Creates the cluster if needed, starts it if it is not running, and returns its URL.
-    public func start() throws(Failure) -> DatabaseURL {
+    /// - Parameter requestedPort: listen here (a restart keeps the URL); default: a free port.
+    public func start(port requestedPort: Int? = nil) throws(Failure) -> DatabaseURL {
         let fileManager = FileManager.default
         do {
             try fileManager.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -42,7 +43,8 @@ public struct PrivateCluster: Sendable {
                 asUser: runAsUser)
         }
         if let port = runningPort() { return url(port: port) }
-        let port = try Self.freePort()
+        let port: Int
+        if let requestedPort { port = requestedPort } else { port = try Self.freePort() }
         try run(
             binDirectory.appendingPathComponent("pg_ctl").path,
             [

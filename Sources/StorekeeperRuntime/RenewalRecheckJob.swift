@@ -13,6 +13,8 @@ import Subscriptions
 /// subscription ended, or auto-renew is off.
 public struct RenewalRecheckJob: JobHandler {
     public let kind = RenewalRechecks.jobKind
+    /// Database work and a few API calls with their own retries.
+    public let timeout: Duration = .seconds(120)
     private let client: PostgresClient
     private let serverAPI: AppStoreServerClient
     private let writer: SubscriptionWriter

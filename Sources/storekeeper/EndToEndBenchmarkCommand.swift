@@ -50,55 +50,29 @@ struct EndToEndRun {
     let options: EndToEndBenchmarkCommand
     let databaseURL: DatabaseURL
     let logger: Logger
-    let bundleId = "com.example.bench"
 
     func run() async throws -> BenchmarkReport {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("storekeeper-e2e-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let chain = try LocalSigningChain.generate()
-        try chain.save(to: directory)
-        let port = try Self.freePort()
-        let environment = [
-            "DATABASE_URL": databaseURL.urlString, "STOREKEEPER_BUNDLE_ID": bundleId, "STOREKEEPER_ENVIRONMENTS": "Sandbox",
-            "STOREKEEPER_ROOT_CERTIFICATES": directory.appendingPathComponent("root.pem").path,
-            "STOREKEEPER_API_KEYS": "bench", "STOREKEEPER_PORT": String(port), "STOREKEEPER_LOG_FORMAT": "json",
-        ]
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
-        let migrate = try ChildProcess.run(executable, ["migrate"], environment: environment)
-        guard migrate.status == 0 else { throw CommandFailure("migrate failed: \(migrate.output)") }
-
-        let signer = NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: bundleId)
+        let system = try SystemUnderTest(databaseURL: databaseURL, clients: options.clients, logger: logger)
+        try system.migrate()
         let steadyCount = options.rate * options.steadySeconds
         let start = Date()
-        let bodies: [ByteBuffer] = try (0..<(options.notifications + steadyCount)).map { index in
-            let subscription = SimulatedEvent.Subscription(
-                originalTransactionId: String(3_000_000_000_000 + index), productId: "pro.monthly", accountId: UUID(), bundleId: bundleId)
-            let event = SimulatedEvent.scenario(.subscribe, subscription: subscription, at: start.addingTimeInterval(Double(index) / 1000))
-            return ByteBuffer(data: try signer.requestBody(for: event))
+        let bodies = try (0..<(options.notifications + steadyCount)).map { index in
+            try system.subscribe(index, at: start.addingTimeInterval(Double(index) / 1000)).body
         }
-
-        let serve = try ChildProcess.spawn(executable, ["serve"], environment: environment)
-        var work = options.sequential ? nil : try ChildProcess.spawn(executable, ["work"], environment: environment)
-        var configuration = HTTPClient.Configuration()
-        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: options.clients)
-        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         do {
-            let base = "http://127.0.0.1:\(port)"
-            try await waitUntilReady(base, http: http)
-            let burst = try await post(Array(bodies.prefix(options.notifications)), to: base, http: http, rate: nil)
+            try await system.startServe()
+            if !options.sequential { try system.startWorker() }
+            let burst = try await post(Array(bodies.prefix(options.notifications)), system: system, rate: nil)
             let drainStarted = Date()
-            if work == nil { work = try ChildProcess.spawn(executable, ["work"], environment: environment) }
+            if options.sequential { try system.startWorker() }
             let appliedPerSecond = try await waitUntilApplied(options.notifications, since: options.sequential ? drainStarted : nil)
-            let steady = try await post(Array(bodies.dropFirst(options.notifications)), to: base, http: http, rate: options.rate)
+            let steady = try await post(Array(bodies.dropFirst(options.notifications)), system: system, rate: options.rate)
             _ = try await waitUntilApplied(options.notifications + steadyCount)
-            let serveRSS = serve.peakResidentBytes ?? 0
-            let workRSS = work?.peakResidentBytes ?? 0
-            try? await http.shutdown()
-            stop([serve] + (work.map { [$0] } ?? []))
-            return report(burst: burst, steady: steady, appliedPerSecond: appliedPerSecond, serveRSS: serveRSS, workRSS: workRSS)
+            let memory = system.peakResidentBytes
+            await system.stop()
+            return report(burst: burst, steady: steady, appliedPerSecond: appliedPerSecond, serveRSS: memory.serve, workRSS: memory.work)
         } catch {
-            try? await http.shutdown()
-            stop([serve] + (work.map { [$0] } ?? []))
+            await system.stop()
             throw error
         }
     }
@@ -119,13 +93,13 @@ struct EndToEndRun {
     }
 
     /// POSTs every body with `options.clients` concurrent clients: as fast as answered, or paced at `rate` per second.
-    func post(_ bodies: [ByteBuffer], to base: String, http: HTTPClient, rate: Int?) async throws -> Phase {
+    func post(_ bodies: [ByteBuffer], system: SystemUnderTest, rate: Int?) async throws -> Phase {
         guard !bodies.isEmpty else { return Phase() }
         final class Cursor: Sendable { let next = Atomic<Int>(0) }
         let cursor = Cursor()
         let clock = ContinuousClock()
         let began = clock.now
-        let results = try await withThrowingTaskGroup(of: Phase.self) { group in
+        var total = try await withThrowingTaskGroup(of: Phase.self) { group in
             for _ in 0..<options.clients {
                 group.addTask {
                     var phase = Phase()
@@ -133,20 +107,11 @@ struct EndToEndRun {
                         let index = cursor.next.add(1, ordering: .relaxed).oldValue
                         guard index < bodies.count else { return phase }
                         if let rate { try await Task.sleep(until: began + .microseconds(Int64(index) * 1_000_000 / Int64(rate)), clock: clock) }
-                        var request = HTTPClientRequest(url: base + "/notifications/apple")
-                        request.method = .POST
-                        request.headers.add(name: "Content-Type", value: "application/json")
-                        request.body = .bytes(bodies[index])
                         let sent = clock.now
                         phase.sent += 1
-                        do {
-                            let response = try await http.execute(request, timeout: .seconds(30))
-                            _ = try await response.body.collect(upTo: 1 << 16)
-                            phase.latencies.append((clock.now - sent).seconds * 1000)
-                            if response.status == .ok { phase.accepted += 1 } else { phase.failed += 1 }
-                        } catch {
-                            phase.failed += 1
-                        }
+                        let (status, _) = await system.post(bodies[index])
+                        if let status { phase.latencies.append((clock.now - sent).seconds * 1000) }
+                        if status == 200 { phase.accepted += 1 } else { phase.failed += 1 }
                     }
                 }
             }
@@ -157,22 +122,8 @@ struct EndToEndRun {
                 total.latencies += phase.latencies
             }
         }
-        var phase = results
-        phase.seconds = (clock.now - began).seconds
-        return phase
-    }
-
-    func waitUntilReady(_ base: String, http: HTTPClient) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
-            if let response = try? await http.execute(HTTPClientRequest(url: base + "/readyz"), timeout: .seconds(2)),
-                response.status == .ok
-            {
-                return
-            }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        throw CommandFailure("serve did not become ready within 60 s")
+        total.seconds = (clock.now - began).seconds
+        return total
     }
 
     /// Waits until `count` notifications are applied; returns the applied rate from the database's own timestamps
@@ -194,11 +145,6 @@ struct EndToEndRun {
             }
             throw CommandFailure("notifications were not all applied within 600 s")
         }
-    }
-
-    func stop(_ processes: [ChildProcess.Running]) {
-        for process in processes { process.signal(SIGTERM) }
-        for process in processes { _ = try? process.wait() }
     }
 
     func report(burst: Phase, steady: Phase, appliedPerSecond: Double, serveRSS: Int, workRSS: Int) -> BenchmarkReport {

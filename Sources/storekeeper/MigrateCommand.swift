@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import HTTPAPI
+import Jobs
 import Logging
 import Persistence
 import PostgresNIO

@@ -11,7 +11,7 @@ struct Storekeeper: AsyncParsableCommand {
         subcommands: [
             MigrateCommand.self, ServeCommand.self, WorkCommand.self, DevCommand.self, SimulateCommand.self,
             VerifyCommand.self, JobsCommand.self, AccountsCommand.self, ReplayCommand.self, BackfillCommand.self, AppleCommand.self,
-            BenchCommand.self,
+            BenchCommand.self, DrillCommand.self,
         ]
     )
 

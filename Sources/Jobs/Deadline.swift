@@ -1,8 +1,8 @@
 import Foundation
 
-/// Runs `operation`, giving up after `timeout` so a dead database turns into a quick 503 (or a one-line CLI error)
-/// instead of a hung request. On timeout the operation is cancelled and *not* waited for: a database driver that is
-/// slow to notice cancellation cannot stretch the deadline.
+/// Runs `operation`, giving up after `timeout`: a dead database turns into a quick 503, a one-line CLI error, or a
+/// failed job attempt instead of a hang. On timeout the operation is cancelled and *not* waited for: a database
+/// driver that is slow to notice cancellation cannot stretch the deadline.
 public func withDeadline<Result: Sendable>(
     _ timeout: Duration, _ operation: @escaping @Sendable () async throws -> Result
 ) async throws -> Result {

@@ -1,0 +1,134 @@
+import AppStoreModels
+import AsyncHTTPClient
+import Foundation
+import LocalSigning
+import Logging
+import NIOCore
+import PostgresNIO
+import StorekeeperRuntime
+
+/// `storekeeper serve` and `work` as processes on a given database, with a local Apple-shaped signing chain they
+/// trust — what the end-to-end benchmark and the drills drive over HTTP.
+final class SystemUnderTest: @unchecked Sendable {
+    let databaseURL: DatabaseURL
+    let environment: [String: String]
+    let base: String
+    let signer: NotificationSigner
+    let http: HTTPClient
+    let logger: Logger
+    let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+    private let directory: URL
+    private(set) var serve: ChildProcess.Running?
+    private(set) var workers: [ChildProcess.Running] = []
+    static let bundleId = "com.example.bench"
+
+    init(databaseURL: DatabaseURL, clients: Int, logger: Logger) throws {
+        self.databaseURL = databaseURL
+        self.logger = logger
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("storekeeper-sut-\(UUID().uuidString)")
+        let chain = try LocalSigningChain.generate()
+        try chain.save(to: directory)
+        let port = try EndToEndRun.freePort()
+        base = "http://127.0.0.1:\(port)"
+        environment = [
+            "DATABASE_URL": databaseURL.urlString, "STOREKEEPER_BUNDLE_ID": Self.bundleId, "STOREKEEPER_ENVIRONMENTS": "Sandbox",
+            "STOREKEEPER_ROOT_CERTIFICATES": directory.appendingPathComponent("root.pem").path,
+            "STOREKEEPER_API_KEYS": "bench", "STOREKEEPER_PORT": String(port), "STOREKEEPER_LOG_FORMAT": "json",
+        ]
+        signer = NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: Self.bundleId)
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: clients)
+        http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    func migrate() throws {
+        let result = try ChildProcess.run(executable, ["migrate"], environment: environment)
+        guard result.status == 0 else { throw CommandFailure("migrate failed: \(result.output)") }
+    }
+
+    func startServe() async throws {
+        serve = try ChildProcess.spawn(executable, ["serve"], environment: environment)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            if let response = try? await http.execute(HTTPClientRequest(url: base + "/readyz"), timeout: .seconds(2)), response.status == .ok {
+                return
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw CommandFailure("serve did not become ready within 60 s")
+    }
+
+    @discardableResult
+    func startWorker() throws -> ChildProcess.Running {
+        let worker = try ChildProcess.spawn(executable, ["work"], environment: environment)
+        workers.append(worker)
+        return worker
+    }
+
+    /// Kills a worker with `signal` and forgets it.
+    func kill(_ worker: ChildProcess.Running, signal: Int32) {
+        worker.signal(signal)
+        _ = try? worker.wait()
+        workers.removeAll { $0.pid == worker.pid }
+    }
+
+    /// The `subscribe` notification of a fresh subscription, signed.
+    func subscribe(_ index: Int, at date: Date) throws -> (uuid: UUID, body: ByteBuffer) {
+        let subscription = SimulatedEvent.Subscription(
+            originalTransactionId: String(3_000_000_000_000 + index), productId: "pro.monthly", accountId: UUID(), bundleId: Self.bundleId)
+        let uuid = UUID()
+        let event = SimulatedEvent.scenario(.subscribe, subscription: subscription, at: date)
+        return (uuid, ByteBuffer(data: try signer.requestBody(for: event, notificationUUID: uuid)))
+    }
+
+    /// POSTs one body to the intake: the status (nil when no answer came) and the `status` field of the answer.
+    func post(_ body: ByteBuffer, timeout: Int64 = 30) async -> (status: UInt?, answer: String?) {
+        var request = HTTPClientRequest(url: base + "/notifications/apple")
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(body)
+        guard let response = try? await http.execute(request, timeout: .seconds(timeout)) else { return (nil, nil) }
+        let bytes = (try? await response.body.collect(upTo: 1 << 16)) ?? ByteBuffer()
+        let object = try? JSONSerialization.jsonObject(with: Data(buffer: bytes)) as? [String: Any]
+        return (response.status.code, object?["status"] as? String)
+    }
+
+    /// One integer from the database.
+    func count(_ sql: String) async throws -> Int {
+        Int(try await text("SELECT (\(sql))::text")) ?? 0
+    }
+
+    /// One text value from the database.
+    func text(_ sql: String) async throws -> String {
+        try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 1), logger: logger) { client in
+            let rows = try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+            for try await value in rows.decode(String?.self) { return value ?? "" }
+            return ""
+        }
+    }
+
+    /// Polls until `condition` holds, at most `seconds`.
+    func eventually(_ seconds: Double, _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            if (try? await condition()) == true { return true }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        return false
+    }
+
+    /// Peak resident memory of serve and the workers now running.
+    var peakResidentBytes: (serve: Int, work: Int) {
+        (serve?.peakResidentBytes ?? 0, workers.reduce(0) { $0 + ($1.peakResidentBytes ?? 0) })
+    }
+
+    func stop() async {
+        try? await http.shutdown()
+        let processes = [serve].compactMap { $0 } + workers
+        for process in processes { process.signal(SIGTERM) }
+        for process in processes { _ = try? process.wait() }
+        serve = nil
+        workers = []
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
