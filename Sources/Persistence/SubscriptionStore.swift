@@ -18,14 +18,19 @@ public struct SubscriptionStore: Sendable {
     public func lockedSubscription(_ originalTransactionId: String, on connection: PostgresConnection) async throws
         -> SubscriptionState?
     {
-        try await connection.query(
-            "SELECT pg_advisory_xact_lock(hashtextextended(\("subscription:" + originalTransactionId), 0))",
-            logger: logger)
+        // One round trip: the lock always runs (it is the left side of the join), the row may be absent.
         let rows = try await connection.query(
-            "SELECT \(unescaped: Self.columns) FROM subscriptions WHERE original_transaction_id = \(originalTransactionId)",
+            """
+            SELECT \(unescaped: Self.columns.split(separator: ",").map { "s." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
+            FROM (SELECT pg_advisory_xact_lock(hashtextextended(\("subscription:" + originalTransactionId), 0))) AS lock
+            LEFT JOIN subscriptions s ON s.original_transaction_id = \(originalTransactionId)
+            """,
             logger: logger
         )
-        for try await row in rows { return try Self.decode(row) }
+        for try await row in rows {
+            guard try row.makeRandomAccess()["original_transaction_id"].decode(String?.self) != nil else { return nil }
+            return try Self.decode(row)
+        }
         return nil
     }
 

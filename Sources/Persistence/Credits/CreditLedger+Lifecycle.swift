@@ -13,7 +13,8 @@ extension CreditLedger {
         async throws
     {
         guard effects.contains(where: \.touchesCredits) else { return }
-        if let account = state.accountId { try await lockAccount(account, on: connection) }
+        // Plain grants only insert; whatever reads balances (carry-over, removals, clawbacks) must not race a spend.
+        if effects.contains(where: \.readsBalances), let account = state.accountId { try await lockAccount(account, on: connection) }
         for effect in effects {
             switch effect {
             case .periodStarted(let period, let replaced):
@@ -152,6 +153,14 @@ extension CreditLedger {
 }
 
 extension LifecycleEffect {
+    var readsBalances: Bool {
+        switch self {
+        case .periodStarted(_, let replaced): return replaced != nil
+        case .ended, .earlierPeriodRefunded: return touchesCredits
+        case .periodExtended, .refundReversed, .recheckRenewal: return false
+        }
+    }
+
     var touchesCredits: Bool {
         switch self {
         case .periodStarted, .periodExtended, .refundReversed, .earlierPeriodRefunded: return true
