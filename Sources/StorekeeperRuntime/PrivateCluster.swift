@@ -104,7 +104,8 @@ public struct PrivateCluster: Sendable {
     }
 
     /// A TCP port nobody listens on right now.
-    static func freePort() throws(Failure) -> Int {
+    /// A TCP port on 127.0.0.1 nothing listens on now.
+    public static func freePort() throws(Failure) -> Int {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socketFD >= 0 else { throw Failure(description: "cannot open a socket to find a free port") }
         defer { close(socketFD) }

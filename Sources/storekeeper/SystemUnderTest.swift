@@ -28,7 +28,7 @@ final class SystemUnderTest: @unchecked Sendable {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("storekeeper-sut-\(UUID().uuidString)")
         let chain = try LocalSigningChain.generate()
         try chain.save(to: directory)
-        let port = try EndToEndRun.freePort()
+        let port = try PrivateCluster.freePort()
         base = "http://127.0.0.1:\(port)"
         environment = [
             "DATABASE_URL": databaseURL.urlString, "STOREKEEPER_BUNDLE_ID": Self.bundleId, "STOREKEEPER_ENVIRONMENTS": "Sandbox",
