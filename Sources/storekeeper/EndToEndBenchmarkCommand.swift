@@ -28,6 +28,7 @@ struct EndToEndBenchmarkCommand: AsyncParsableCommand {
     @Option(help: "Length of the steady phase in seconds.") var steadySeconds = 10
     @Option(help: "A PostgreSQL server to create the benchmark database on (default: a private cluster).") var databaseURL: String?
     @Flag(help: "Start `work` only after the burst is in: intake and applying measured apart.") var sequential = false
+    @Option(help: "Subscriptions and applied notifications stored before the run, for the growth curve.") var preload = 0
     @Flag(help: "Print one JSON object on the last line.") var json = false
 
     func validate() throws {
@@ -54,6 +55,8 @@ struct EndToEndRun {
     func run() async throws -> BenchmarkReport {
         let system = try SystemUnderTest(databaseURL: databaseURL, clients: options.clients, logger: logger)
         try system.migrate()
+        if options.preload > 0 { try await preload(options.preload) }
+        let runStarted = Date()
         let steadyCount = options.rate * options.steadySeconds
         let start = Date()
         let bodies = try (0..<(options.notifications + steadyCount)).map { index in
@@ -65,9 +68,10 @@ struct EndToEndRun {
             let burst = try await post(Array(bodies.prefix(options.notifications)), system: system, rate: nil)
             let drainStarted = Date()
             if options.sequential { try system.startWorker() }
-            let appliedPerSecond = try await waitUntilApplied(options.notifications, since: options.sequential ? drainStarted : nil)
+            let appliedPerSecond = try await waitUntilApplied(
+                options.notifications, receivedSince: runStarted, since: options.sequential ? drainStarted : nil)
             let steady = try await post(Array(bodies.dropFirst(options.notifications)), system: system, rate: options.rate)
-            _ = try await waitUntilApplied(options.notifications + steadyCount)
+            _ = try await waitUntilApplied(options.notifications + steadyCount, receivedSince: runStarted)
             let memory = system.peakResidentBytes
             await system.stop()
             return report(burst: burst, steady: steady, appliedPerSecond: appliedPerSecond, serveRSS: memory.serve, workRSS: memory.work)
@@ -126,9 +130,36 @@ struct EndToEndRun {
         return total
     }
 
-    /// Waits until `count` notifications are applied; returns the applied rate from the database's own timestamps
-    /// (first received — or `since`, when applying started later — to last applied).
-    func waitUntilApplied(_ count: Int, since: Date? = nil) async throws -> Double {
+    /// Stores `count` active subscriptions, each with one applied notification (small raw payload), as an app with a
+    /// history would have; one statement each.
+    func preload(_ count: Int) async throws {
+        try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 1), logger: logger) { client in
+            try await client.query(
+                """
+                INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew,
+                    auto_renew_product_id, purchase_date, expires_at, is_trial, ownership, latest_transaction_id,
+                    last_event_type, last_signed_date, last_event_id)
+                SELECT (5000000000000 + g)::text, gen_random_uuid(), 'pro.monthly', 'Sandbox', 'active', true, 'pro.monthly',
+                    now() - interval '1 day', now() + interval '29 days', false, 'PURCHASED', (5000000000000 + g)::text,
+                    'SUBSCRIBED', 0, ''
+                FROM generate_series(1, \(count)) AS g
+                """, logger: logger)
+            try await client.query(
+                """
+                INSERT INTO notifications (notification_uuid, notification_type, environment, original_transaction_id, signed_date,
+                    signed_payload, decoded, received_at, applied_at, apply_outcome)
+                SELECT gen_random_uuid(), 'SUBSCRIBED', 'Sandbox', (5000000000000 + g)::text, 0, repeat('x', 500),
+                    '{"payload": {}}'::jsonb, now() - interval '1 day', now() - interval '1 day', 'applied'
+                FROM generate_series(1, \(count)) AS g
+                """, logger: logger)
+            try await client.query("VACUUM ANALYZE subscriptions", logger: logger)
+            try await client.query("VACUUM ANALYZE notifications", logger: logger)
+        }
+    }
+
+    /// Waits until `count` notifications received since `receivedSince` are applied; returns the applied rate from the
+    /// database's own timestamps (first received — or `since`, when applying started later — to last applied).
+    func waitUntilApplied(_ count: Int, receivedSince: Date, since: Date? = nil) async throws -> Double {
         try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 1), logger: logger) { client in
             let deadline = ContinuousClock.now + .seconds(600)
             while ContinuousClock.now < deadline {
@@ -136,7 +167,7 @@ struct EndToEndRun {
                     """
                     SELECT count(*) FILTER (WHERE applied_at IS NOT NULL)::bigint,
                         coalesce(extract(epoch FROM max(applied_at) - coalesce(\(since), min(received_at))), 0)::float8
-                    FROM notifications
+                    FROM notifications WHERE received_at >= \(receivedSince)
                     """, logger: logger)
                 for try await (applied, seconds) in rows.decode((Int64, Double).self) where applied >= count {
                     return seconds > 0 ? Double(applied) / seconds : 0
@@ -152,7 +183,8 @@ struct EndToEndRun {
         let megabytes = { (bytes: Int) in Double(bytes) / 1_048_576 }
         var report = BenchmarkReport()
         report.lines = [
-            "e2e: \(burst.sent) notifications from \(options.clients) clients to serve + work, PostgreSQL beside them",
+            "e2e: \(burst.sent) notifications from \(options.clients) clients to serve + work, PostgreSQL beside them"
+                + (options.preload > 0 ? ", on top of \(options.preload) stored subscriptions and notifications" : ""),
             "  intake:  \(Int(intakePerSecond)) notifications/s (\(burst.accepted) accepted, \(burst.failed) failed) in \(String(format: "%.2f", burst.seconds)) s; "
                 + "latency p50 \(String(format: "%.2f", burst.percentile(0.5))) ms, p99 \(String(format: "%.2f", burst.percentile(0.99))) ms",
             "  applied: \(Int(appliedPerSecond)) notifications/s (\(options.sequential ? "work started after the burst" : "while the intake ran; first received to last applied"))",
@@ -161,7 +193,7 @@ struct EndToEndRun {
             "  peak resident: serve \(String(format: "%.1f", megabytes(serveRSS))) MB + work \(String(format: "%.1f", megabytes(workRSS))) MB = \(String(format: "%.1f", megabytes(serveRSS + workRSS))) MB",
         ]
         report.fields = [
-            ("benchmark", .text("e2e")), ("notifications", .integer(burst.sent)), ("clients", .integer(options.clients)),
+            ("benchmark", .text("e2e")), ("notifications", .integer(burst.sent)), ("clients", .integer(options.clients)), ("preloaded", .integer(options.preload)),
             ("intakePerSecond", .integer(Int(intakePerSecond))), ("intakeP50Milliseconds", .number(burst.percentile(0.5))),
             ("intakeP99Milliseconds", .number(burst.percentile(0.99))), ("appliedPerSecond", .integer(Int(appliedPerSecond))),
             ("steadyRate", .integer(options.rate)), ("steadyP50Milliseconds", .number(steady.percentile(0.5))),
