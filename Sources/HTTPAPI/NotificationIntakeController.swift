@@ -83,8 +83,7 @@ public struct NotificationIntakeController: Sendable {
         } catch {
             verification = .failure(error)
         }
-        let elapsed = ContinuousClock.now - verificationStarted
-        Self.verificationTimer.recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+        Self.verificationTimer.recordNanoseconds((ContinuousClock.now - verificationStarted).nanoseconds)
         let notification: VerifiedNotification
         switch verification {
         case .success(let verified):

@@ -31,101 +31,92 @@ extension LifecycleFlow {
 struct CreditTests {
     @Test("purchase grants the cycle; a trial is capped; renewal resets without carry-over; expiry keeps top-ups")
     func cycleGrants() async throws {
-        let clock = TestClock()
-        try await StorekeeperHarness.run(clock: { clock.now }) { harness in
-            try await harness.withHTTP { client in
-                var flow = LifecycleFlow(harness: harness, client: client, account: UUID())
-                try await flow.send(.subscribe) { $0.transaction?.offerType = 1; $0.transaction?.offerDiscountType = "FREE_TRIAL" }
-                clock.now = flow.clock.addingTimeInterval(1)
-                #expect(try await flow.credits()["cycle"] as? Int == 100)
-                #expect(try await flow.status()["state"] as? String == "trial")
-                #expect(try await flow.status()["tier"] as? String == "pro")
-                try await flow.send(.renew)
-                clock.now = flow.period!.start.addingTimeInterval(60)
-                var credits = try await flow.credits()
-                #expect(credits["cycle"] as? Int == 1000)
-                #expect(credits["resetsAt"] as? String == flow.period!.end.formatted(.iso8601))
-                #expect((try await flow.credits("exports"))["unlimited"] as? Bool == true)
-                #expect((try await flow.credits("exports"))["remaining"] is NSNull)
+        try await Self.withClockedHTTP { harness, client, clock in
+            var flow = LifecycleFlow(harness: harness, client: client, account: UUID())
+            try await flow.send(.subscribe) { $0.transaction?.offerType = 1; $0.transaction?.offerDiscountType = "FREE_TRIAL" }
+            clock.now = flow.clock.addingTimeInterval(1)
+            #expect(try await flow.credits()["cycle"] as? Int == 100)
+            #expect(try await flow.status()["state"] as? String == "trial")
+            #expect(try await flow.status()["tier"] as? String == "pro")
+            try await flow.send(.renew)
+            clock.now = flow.period!.start.addingTimeInterval(60)
+            var credits = try await flow.credits()
+            #expect(credits["cycle"] as? Int == 1000)
+            #expect(credits["resetsAt"] as? String == flow.period!.end.formatted(.iso8601))
+            #expect((try await flow.credits("exports"))["unlimited"] as? Bool == true)
+            #expect((try await flow.credits("exports"))["remaining"] is NSNull)
 
-                #expect(try await client.spend(flow.subscription.accountId!, amount: 300).json["remaining"] as? Int == 700)
-                #expect(try await flow.credits()["cycle"] as? Int == 700)
-                try await flow.send(.renew)
-                #expect(try await flow.credits()["cycle"] as? Int == 700, "a renewal reported early does not reset early")
-                clock.now = flow.period!.start.addingTimeInterval(60)
-                #expect(try await flow.credits()["cycle"] as? Int == 1000)
+            #expect(try await client.spend(flow.subscription.accountId!, amount: 300).json["remaining"] as? Int == 700)
+            #expect(try await flow.credits()["cycle"] as? Int == 700)
+            try await flow.send(.renew)
+            #expect(try await flow.credits()["cycle"] as? Int == 700, "a renewal reported early does not reset early")
+            clock.now = flow.period!.start.addingTimeInterval(60)
+            #expect(try await flow.credits()["cycle"] as? Int == 1000)
 
-                let topUp = try await client.postTransaction(try Self.consumable(harness, "credits.100"), account: flow.subscription.accountId!)
-                #expect(topUp.status == .ok)
-                // No EXPIRED needed: past the period's end the cycle credits are gone by the clock.
-                clock.now = flow.period!.end.addingTimeInterval(86_400)
-                credits = try await flow.credits()
-                #expect(credits["topUp"] as? Int == 100)
-                #expect(credits["cycle"] is NSNull)
-                #expect(try await flow.status()["tier"] as? String == "free")
-            }
+            let topUp = try await client.postTransaction(try Self.consumable(harness, "credits.100"), account: flow.subscription.accountId!)
+            #expect(topUp.status == .ok)
+            // No EXPIRED needed: past the period's end the cycle credits are gone by the clock.
+            clock.now = flow.period!.end.addingTimeInterval(86_400)
+            credits = try await flow.credits()
+            #expect(credits["topUp"] as? Int == 100)
+            #expect(credits["cycle"] is NSNull)
+            #expect(try await flow.status()["tier"] as? String == "free")
         }
     }
 
     @Test("immediate upgrade: unused credits become top-ups, the new cycle is prorated by what was paid")
     func upgrade() async throws {
-        let clock = TestClock()
-        try await StorekeeperHarness.run(clock: { clock.now }) { harness in
-            try await harness.withHTTP { client in
-                var flow = LifecycleFlow(harness: harness, client: client, account: UUID())
-                try await flow.send(.subscribe)
-                clock.now = flow.clock.addingTimeInterval(1)
-                let old = flow.period!
-                #expect(try await client.spend(flow.subscription.accountId!, amount: 250).status == .ok)
-                let upgrade = try await flow.send(.upgrade, target: "max.monthly")
-                let at = LifecycleFlow.date(upgrade.transaction!.purchaseDate!)
-                clock.now = at.addingTimeInterval(1)
-                let expected = Proration.upgradeGrant(
-                    allowance: 3000, newPrice: 19990, oldPrice: 9990,
-                    remaining: Int64((old.end.timeIntervalSince(at) * 1000).rounded()), cycle: Int64((old.duration * 1000).rounded()))
-                let credits = try await flow.credits()
-                #expect(credits["topUp"] as? Int == 750)
-                #expect(credits["cycle"] as? Int == Int(expected))
-                #expect(credits["remaining"] as? Int == Int(expected) + 750)
-                #expect(try await flow.status()["tier"] as? String == "max")
-            }
+        try await Self.withClockedHTTP { harness, client, clock in
+            var flow = LifecycleFlow(harness: harness, client: client, account: UUID())
+            try await flow.send(.subscribe)
+            clock.now = flow.clock.addingTimeInterval(1)
+            let old = flow.period!
+            #expect(try await client.spend(flow.subscription.accountId!, amount: 250).status == .ok)
+            let upgrade = try await flow.send(.upgrade, target: "max.monthly")
+            let at = LifecycleFlow.date(upgrade.transaction!.purchaseDate!)
+            clock.now = at.addingTimeInterval(1)
+            let expected = Proration.upgradeGrant(
+                allowance: 3000, newPrice: 19990, oldPrice: 9990,
+                remaining: Int64((old.end.timeIntervalSince(at) * 1000).rounded()), cycle: Int64((old.duration * 1000).rounded()))
+            let credits = try await flow.credits()
+            #expect(credits["topUp"] as? Int == 750)
+            #expect(credits["cycle"] as? Int == Int(expected))
+            #expect(credits["remaining"] as? Int == Int(expected) + 750)
+            #expect(try await flow.status()["tier"] as? String == "max")
         }
     }
 
     @Test("refund removes the cycle credits, its reversal restores exactly them; a prorated refund of an earlier period claws back ceil(grant × share)")
     func refunds() async throws {
-        let clock = TestClock()
-        try await StorekeeperHarness.run(clock: { clock.now }) { harness in
-            try await harness.withHTTP { client in
-                var flow = LifecycleFlow(harness: harness, client: client, account: UUID())
-                let purchase = try await flow.send(.subscribe)
-                clock.now = flow.clock.addingTimeInterval(1)
-                #expect(try await client.spend(flow.subscription.accountId!, amount: 100).status == .ok)
-                try await flow.send(.refund)
-                #expect(try await flow.credits()["cycle"] is NSNull)
-                #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'refund:%' AND delta = -900") == 1)
-                try await flow.send(.refund) {
-                    $0.notificationType = "REFUND_REVERSED"
-                    $0.status = 1
-                    $0.transaction?.revocationDate = nil
-                    $0.transaction?.revocationType = nil
-                    $0.renewalInfo?.autoRenewStatus = 1
-                }
-                #expect(try await flow.credits()["cycle"] as? Int == 900)
-
-                try await flow.send(.renew)
-                clock.now = flow.period!.start.addingTimeInterval(60)
-                var earlier = purchase
-                earlier.notificationType = "REFUND"
-                earlier.signedDate = Int64(flow.clock.addingTimeInterval(60).timeIntervalSince1970 * 1000)
-                earlier.transaction?.revocationDate = earlier.signedDate
-                earlier.transaction?.revocationType = "REFUND_PRORATED"
-                earlier.transaction?.revocationPercentage = 33_333
-                try await flow.post(earlier)
-                // ceil(1000 × 33.333 %) = 334 of the earlier grant, taken from the current cycle.
-                #expect(try await flow.credits()["cycle"] as? Int == 1000 - 334)
-                #expect(try await flow.status()["state"] as? String == "subscribed")
+        try await Self.withClockedHTTP { harness, client, clock in
+            var flow = LifecycleFlow(harness: harness, client: client, account: UUID())
+            let purchase = try await flow.send(.subscribe)
+            clock.now = flow.clock.addingTimeInterval(1)
+            #expect(try await client.spend(flow.subscription.accountId!, amount: 100).status == .ok)
+            try await flow.send(.refund)
+            #expect(try await flow.credits()["cycle"] is NSNull)
+            #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'refund:%' AND delta = -900") == 1)
+            try await flow.send(.refund) {
+                $0.notificationType = "REFUND_REVERSED"
+                $0.status = 1
+                $0.transaction?.revocationDate = nil
+                $0.transaction?.revocationType = nil
+                $0.renewalInfo?.autoRenewStatus = 1
             }
+            #expect(try await flow.credits()["cycle"] as? Int == 900)
+
+            try await flow.send(.renew)
+            clock.now = flow.period!.start.addingTimeInterval(60)
+            var earlier = purchase
+            earlier.notificationType = "REFUND"
+            earlier.signedDate = Int64(flow.clock.addingTimeInterval(60).timeIntervalSince1970 * 1000)
+            earlier.transaction?.revocationDate = earlier.signedDate
+            earlier.transaction?.revocationType = "REFUND_PRORATED"
+            earlier.transaction?.revocationPercentage = 33_333
+            try await flow.post(earlier)
+            // ceil(1000 × 33.333 %) = 334 of the earlier grant, taken from the current cycle.
+            #expect(try await flow.credits()["cycle"] as? Int == 1000 - 334)
+            #expect(try await flow.status()["state"] as? String == "subscribed")
         }
     }
 
@@ -159,41 +150,38 @@ struct CreditTests {
 
     @Test("spending: atomic under 40 parallel requests, idempotent by key, 402 deducts nothing, bad input 400")
     func spending() async throws {
-        let clock = TestClock()
-        try await StorekeeperHarness.run(clock: { clock.now }) { harness in
-            try await harness.withHTTP { client in
-                var flow = LifecycleFlow(harness: harness, client: client, account: UUID())
-                try await flow.send(.subscribe)
-                clock.now = flow.clock.addingTimeInterval(1)
-                let account = flow.subscription.accountId!
-                let results = try await withThrowingTaskGroup(of: Int.self) { group in
-                    for _ in 0..<40 { group.addTask { Int(try await client.spend(account, amount: 30).status.code) } }
-                    return try await group.reduce(into: [Int]()) { $0.append($1) }
-                }
-                #expect(results.filter { $0 == 200 }.count == 33)
-                #expect(results.filter { $0 == 402 }.count == 7)
-                #expect(try await flow.credits()["remaining"] as? Int == 10)
-
-                let first = try await client.spend(account, amount: 4, key: "order-17")
-                let again = try await client.spend(account, amount: 4, key: "order-17")
-                #expect(first.status == .ok && again.status == .ok)
-                #expect(first.json["remaining"] as? Int == 6 && again.json["remaining"] as? Int == 6)
-                let reused = try await client.spend(account, amount: 5, key: "order-17")
-                #expect(reused.status == .unprocessableContent)
-
-                let refused = try await client.spend(account, amount: 7, key: "big")
-                #expect(refused.status.code == 402)
-                #expect(refused.json["error"] as? String == "insufficient_credits")
-                #expect(refused.json["remaining"] as? Int == 6)
-                #expect(try await client.spend(account, amount: 7, key: "big").status.code == 402)
-                #expect(try await flow.credits()["remaining"] as? Int == 6)
-
-                #expect(try await client.spend(account, meter: "nope", amount: 1).json["error"] as? String == "unknown_meter")
-                #expect(try await client.spend(account, amount: 0).status == .badRequest)
-                #expect(try await client.spend(account, amount: -3).status == .badRequest)
-                #expect(try await client.spend(account, meter: "exports", amount: 1_000_000).status == .ok)
-                #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE delta < 0") == 34)
+        try await Self.withClockedHTTP { harness, client, clock in
+            var flow = LifecycleFlow(harness: harness, client: client, account: UUID())
+            try await flow.send(.subscribe)
+            clock.now = flow.clock.addingTimeInterval(1)
+            let account = flow.subscription.accountId!
+            let results = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<40 { group.addTask { Int(try await client.spend(account, amount: 30).status.code) } }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
             }
+            #expect(results.filter { $0 == 200 }.count == 33)
+            #expect(results.filter { $0 == 402 }.count == 7)
+            #expect(try await flow.credits()["remaining"] as? Int == 10)
+
+            let first = try await client.spend(account, amount: 4, key: "order-17")
+            let again = try await client.spend(account, amount: 4, key: "order-17")
+            #expect(first.status == .ok && again.status == .ok)
+            #expect(first.json["remaining"] as? Int == 6 && again.json["remaining"] as? Int == 6)
+            let reused = try await client.spend(account, amount: 5, key: "order-17")
+            #expect(reused.status == .unprocessableContent)
+
+            let refused = try await client.spend(account, amount: 7, key: "big")
+            #expect(refused.status.code == 402)
+            #expect(refused.json["error"] as? String == "insufficient_credits")
+            #expect(refused.json["remaining"] as? Int == 6)
+            #expect(try await client.spend(account, amount: 7, key: "big").status.code == 402)
+            #expect(try await flow.credits()["remaining"] as? Int == 6)
+
+            #expect(try await client.spend(account, meter: "nope", amount: 1).json["error"] as? String == "unknown_meter")
+            #expect(try await client.spend(account, amount: 0).status == .badRequest)
+            #expect(try await client.spend(account, amount: -3).status == .badRequest)
+            #expect(try await client.spend(account, meter: "exports", amount: 1_000_000).status == .ok)
+            #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE delta < 0") == 34)
         }
     }
 
@@ -261,6 +249,16 @@ struct CreditTests {
                 for event in events.reversed() + events { try await flow.post(event) }
                 #expect(try await Self.ledger(harness) == ledger)
             }
+        }
+    }
+
+    /// A harness whose clock the test moves, with its HTTP client.
+    static func withClockedHTTP(
+        _ body: @escaping @Sendable (StorekeeperHarness, any TestClientProtocol, TestClock) async throws -> Void
+    ) async throws {
+        let clock = TestClock()
+        try await StorekeeperHarness.run(clock: { clock.now }) { harness in
+            try await harness.withHTTP { client in try await body(harness, client, clock) }
         }
     }
 

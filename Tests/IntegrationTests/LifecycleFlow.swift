@@ -68,5 +68,15 @@ struct LifecycleFlow {
         return reasons
     }
 
+    /// Turns the `refund` scenario into Apple's REFUND_REVERSED of the same period.
+    static func reversingTheRefund(_ event: inout SimulatedEvent) {
+        event.notificationType = "REFUND_REVERSED"
+        event.status = 1
+        event.transaction?.revocationDate = nil
+        event.transaction?.revocationType = nil
+        event.transaction?.revocationReason = nil
+        event.renewalInfo?.autoRenewStatus = 1
+    }
+
     static func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
 }

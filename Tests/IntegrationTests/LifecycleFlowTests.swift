@@ -117,14 +117,7 @@ struct LifecycleFlowTests {
                 #expect(refunded["state"] as? String == "free_with_credits")
                 #expect((refunded["subscription"] as? [String: Any])?["status"] as? String == "refunded")
                 #expect(try await flow.archive() == ["REFUND"])
-                try await flow.send(.refund) {
-                    $0.notificationType = "REFUND_REVERSED"
-                    $0.status = 1
-                    $0.transaction?.revocationDate = nil
-                    $0.transaction?.revocationType = nil
-                    $0.transaction?.revocationReason = nil
-                    $0.renewalInfo?.autoRenewStatus = 1
-                }
+                try await flow.send(.refund, LifecycleFlow.reversingTheRefund)
                 #expect(try await flow.status()["state"] as? String == "subscribed")
                 #expect(try await flow.archive() == ["REFUND reinstated"])
             }
