@@ -25,11 +25,13 @@ let package = Package(
     targets: [
         // Codable models of Apple's payloads (notification, transaction, renewal info). No dependencies.
         .target(name: "AppStoreModels"),
+        // A fast, strict JSON `Decoder` for the payload models (a tape of tokens over the bytes). No dependencies.
+        .target(name: "PayloadDecoding"),
         // Signed-data verification: JWS + x5c chain to a configured root, Apple payload models. No I/O.
         .target(
             name: "SignedData",
             dependencies: [
-                "AppStoreModels",
+                "AppStoreModels", "PayloadDecoding",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -115,6 +117,7 @@ let package = Package(
                 "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Jobs", "HTTPAPI", "Subscriptions", "Credits",
                 "AppStoreServerAPI", "AppStoreModels",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // Test helpers shared by the test targets (a real OCSP responder, …); only tests depend on it.
@@ -140,7 +143,8 @@ let package = Package(
             path: "Tests/ProbeWorker"
         ),
         .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "LocalSigning", "AppStoreModels", "TestSupport"]),
-        .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels"]),
+        .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels", "TestSupport"]),
+        .testTarget(name: "PayloadDecodingTests", dependencies: ["PayloadDecoding", "AppStoreModels", "TestSupport"]),
         .testTarget(name: "CreditsTests", dependencies: ["Credits"]),
         .testTarget(
             name: "IntegrationTests",

@@ -2,14 +2,19 @@ import Foundation
 
 /// base64url without padding, as used for JWS segments (RFC 7515 §2).
 enum Base64URL {
-    /// Maps an ASCII byte to its 6-bit value; 0xFF for bytes outside the URL-safe alphabet.
-    private static let values: [UInt8] = {
-        var table = [UInt8](repeating: 0xFF, count: 256)
-        for (index, character) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8.enumerated() {
-            table[Int(character)] = UInt8(index)
+    /// Four tables, one per position in a 4-character group, each holding the character's 6 bits already shifted
+    /// into place; bytes outside the URL-safe alphabet map to bit 24, so one OR of four lookups decodes a group and
+    /// one comparison checks it.
+    private static let tables: [UInt32] = {
+        var tables = [UInt32](repeating: invalid, count: 4 * 256)
+        for (value, character) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8.enumerated() {
+            for position in 0..<4 {
+                tables[position * 256 + Int(character)] = UInt32(value) << (6 * (3 - position))
+            }
         }
-        return table
+        return tables
     }()
+    private static let invalid: UInt32 = 1 << 24
 
     /// Decodes base64url bytes in one pass. Trailing `=` padding is tolerated; any other byte outside the URL-safe
     /// alphabet, an impossible length, or non-zero leftover bits give `nil`.
@@ -18,45 +23,38 @@ enum Base64URL {
         while count > 0, input[count - 1] == UInt8(ascii: "=") { count -= 1 }
         guard count % 4 != 1 else { return nil }
         let outputCount = count * 3 / 4
-        var output = Data(count: outputCount)
-        let valid = values.withUnsafeBufferPointer { table in
-            output.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) -> Bool in
-                let out = raw.bindMemory(to: UInt8.self)
+        // One spare byte: each group is stored as 4 bytes, the fourth overwritten by the next group or cut off.
+        var output = Data(count: outputCount + 1)
+        let valid = tables.withUnsafeBufferPointer { tables in
+            output.withUnsafeMutableBytes { (out: UnsafeMutableRawBufferPointer) -> Bool in
                 var written = 0
                 var index = 0
+                var invalidBits: UInt32 = 0
                 while index + 4 <= count {
-                    let a = table[Int(input[index])], b = table[Int(input[index + 1])]
-                    let c = table[Int(input[index + 2])], d = table[Int(input[index + 3])]
-                    guard (a | b | c | d) & 0xC0 == 0 else { return false }
-                    let word = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
-                    out[written] = UInt8(truncatingIfNeeded: word >> 16)
-                    out[written + 1] = UInt8(truncatingIfNeeded: word >> 8)
-                    out[written + 2] = UInt8(truncatingIfNeeded: word)
+                    let group =
+                        tables[Int(input[index])] | tables[256 + Int(input[index + 1])]
+                        | tables[512 + Int(input[index + 2])] | tables[768 + Int(input[index + 3])]
+                    invalidBits |= group
+                    out.storeBytes(of: (group << 8).bigEndian, toByteOffset: written, as: UInt32.self)
                     written += 3
                     index += 4
                 }
+                guard invalidBits & invalid == 0 else { return false }
                 let rest = count - index
                 guard rest > 0 else { return true }
-                var word: UInt32 = 0
-                for offset in 0..<rest {
-                    let value = table[Int(input[index + offset])]
-                    guard value & 0xC0 == 0 else { return false }
-                    word = word << 6 | UInt32(value)
-                }
+                var group: UInt32 = 0
+                for offset in 0..<rest { group |= tables[offset * 256 + Int(input[index + offset])] }
+                guard group & invalid == 0 else { return false }
                 // 2 characters carry 1 byte (+4 zero bits), 3 carry 2 bytes (+2 zero bits).
-                let spareBits = UInt32(rest == 2 ? 4 : 2)
-                guard word & ((1 << spareBits) - 1) == 0 else { return false }
-                word >>= spareBits
-                if rest == 2 {
-                    out[written] = UInt8(truncatingIfNeeded: word)
-                } else {
-                    out[written] = UInt8(truncatingIfNeeded: word >> 8)
-                    out[written + 1] = UInt8(truncatingIfNeeded: word)
-                }
+                let bytes = rest - 1
+                guard group & ((1 << (24 - 8 * bytes)) - 1) == 0 else { return false }
+                for byte in 0..<bytes { out[written + byte] = UInt8(truncatingIfNeeded: group >> (16 - 8 * byte)) }
                 return true
             }
         }
-        return valid ? output : nil
+        guard valid else { return nil }
+        output.count = outputCount
+        return output
     }
 
     /// Decodes base64url bytes.

@@ -1,6 +1,7 @@
 import AppStoreModels
 import Crypto
 import Foundation
+import PayloadDecoding
 @_spi(FixedExpiryValidationTime) import X509
 
 /// Verifies App Store signed data (JWS with an `x5c` chain) against configured roots, following the recipe all four
@@ -17,8 +18,8 @@ public struct SignedDataVerifier: Sendable {
     private let clock: @Sendable () -> Date
     private let chainCache: VerifiedChainCache
     private let ocspTransport: (any OCSPTransport)?
-    /// One decoder for every payload; decoding does not mutate it.
-    static let decoder = JSONDecoder()
+    /// One decoder for every payload (and header): several times faster than `JSONDecoder` on these payloads.
+    static let decoder = PayloadDecoder()
 
     /// - Parameters:
     ///   - rootCertificates: trust anchors (Apple Root CA - G3 in production). `x5c[2]` is never trusted.

@@ -1,20 +1,9 @@
 import AppStoreModels
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Subscriptions
-
-/// A small deterministic generator, so a failing case can be reproduced from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Generates plausible histories of one subscription as Apple would notify them: purchases, renewals, plan changes,
 /// failures and recoveries, refunds (current and earlier periods) and reversals, extensions, price increases,
