@@ -87,7 +87,7 @@ let package = Package(
         .target(
             name: "HTTPAPI",
             dependencies: [
-                "AppStoreModels", "SignedData", "Subscriptions", "Credits", "Persistence", "Jobs",
+                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Persistence", "Jobs",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

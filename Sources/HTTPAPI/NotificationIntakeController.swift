@@ -5,6 +5,7 @@ import Jobs
 import Logging
 import Metrics
 import NIOCore
+import PayloadDecoding
 import Persistence
 import SignedData
 
@@ -72,7 +73,7 @@ public struct NotificationIntakeController: Sendable {
         } catch is NIOTooManyBytesError {
             throw APIError.tooLarge
         }
-        guard let decoded = try? JSONDecoder().decode(RequestBody.self, from: Data(buffer: body)) else {
+        guard let decoded = try? PayloadDecoder().decode(RequestBody.self, from: body.readableBytesView) else {
             throw APIError.badRequest("body must be a JSON object with a signedPayload string")
         }
         var logger = context.logger

@@ -53,9 +53,9 @@ public struct PostgresJobQueue: Sendable {
     }
 
     /// Inserts many jobs in one statement (one round trip); jobs whose unique key is taken are skipped. Returns how
-    /// many were inserted.
+    /// many were inserted. `notify` as for a single job.
     @discardableResult
-    public func enqueue(_ jobs: [NewJob], on connection: PostgresConnection) async throws -> Int {
+    public func enqueue(_ jobs: [NewJob], on connection: PostgresConnection, notify: Bool = true) async throws -> Int {
         guard !jobs.isEmpty else { return 0 }
         // Arrays cannot carry NULLs through the binding, so absent values travel as '' / -1 and become NULL / now().
         let kinds = jobs.map(\.kind)
@@ -78,7 +78,8 @@ public struct PostgresJobQueue: Sendable {
                 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING
                 RETURNING id
             )
-            SELECT count(*) FROM inserted CROSS JOIN (SELECT pg_notify(\(Self.wakeUpChannel), '')) AS wake
+            SELECT count(*) FROM inserted
+                CROSS JOIN (SELECT CASE WHEN \(notify) THEN pg_notify(\(Self.wakeUpChannel), '') END) AS wake
             """,
             logger: logger
         )

@@ -34,6 +34,8 @@ struct Storekeeper: AsyncParsableCommand {
             exit(withError: error)
         } catch let error as ValidationError {
             exit(withError: error)
+        } catch where exitCode(for: error) == .success {
+            exit(withError: error)  // `--help` on a subcommand reaches here as ArgumentParser's own error: print the help
         } catch {
             FileHandle.standardError.write(Data("storekeeper: \(CommandFailure.describe(error))\n".utf8))
             Foundation.exit(1)

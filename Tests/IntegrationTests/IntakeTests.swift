@@ -177,3 +177,34 @@ struct IntakeTests {
         }
     }
 }
+
+@Suite("Intake under concurrency, on real PostgreSQL")
+struct ConcurrentIntakeTests {
+    @Test("concurrent deliveries share commits: each distinct notification accepted once, every repeat a duplicate")
+    func concurrentDeliveries() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let bodies = try (0..<40).map { _ in
+                let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: UUID()), at: Date())
+                return try harness.signer.requestBody(for: event)
+            }
+            // Each notification delivered twice at once, as Apple's retries can overlap a slow answer.
+            let deliveries = bodies + bodies
+            try await harness.withHTTP { client in
+                let statuses = try await withThrowingTaskGroup(of: String.self) { group in
+                    for body in deliveries.shuffled() {
+                        group.addTask {
+                            let response = try await client.postNotification(body)
+                            #expect(response.status == .ok)
+                            return response.json["status"] as? String ?? "?"
+                        }
+                    }
+                    return try await group.reduce(into: [String]()) { $0.append($1) }
+                }
+                #expect(statuses.filter { $0 == "accepted" }.count == 40)
+                #expect(statuses.filter { $0 == "duplicate" }.count == 40)
+            }
+            #expect(try await harness.count("SELECT count(*) FROM notifications") == 40)
+            #expect(try await harness.count("SELECT count(*) FROM jobs") == 40)
+        }
+    }
+}

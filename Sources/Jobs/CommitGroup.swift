@@ -1,0 +1,78 @@
+import Synchronization
+
+/// Group commit: callers that arrive while a commit is on its way wait for the next one, which takes all of them
+/// (up to `maximumBatch`) in one transaction. Alone, a caller commits at once, as it would without grouping; under
+/// load, one fsync and a handful of round trips serve dozens of callers. Each caller learns its own outcome.
+///
+/// If a group fails, its members are committed again one by one, so a single item the database refuses fails only
+/// its own caller; when the database itself is away, every member fails, as each would have alone.
+///
+/// ```swift
+/// let group = CommitGroup<Row, Bool>(maximumBatch: 64) { rows in try await store.insert(rows) }
+/// let inserted = try await group.submit(row)
+/// ```
+public final class CommitGroup<Item: Sendable, Outcome: Sendable>: Sendable {
+    private typealias Waiter = (item: Item, continuation: CheckedContinuation<Outcome, any Error>)
+
+    private struct State {
+        var waiting: [Waiter] = []
+        var committing = false
+    }
+
+    private let state = Mutex(State())
+    private let maximumBatch: Int
+    private let commit: @Sendable ([Item]) async throws -> [Outcome]
+
+    /// - Parameter commit: commits a group in one transaction and returns one outcome per item, in order.
+    public init(maximumBatch: Int = 64, commit: @escaping @Sendable ([Item]) async throws -> [Outcome]) {
+        precondition(maximumBatch > 0)
+        self.maximumBatch = maximumBatch
+        self.commit = commit
+    }
+
+    /// Commits `item` with whatever else is waiting, and returns its outcome once the transaction committed.
+    public func submit(_ item: Item) async throws -> Outcome {
+        try await withCheckedThrowingContinuation { continuation in
+            let startsCommitting = state.withLock { state -> Bool in
+                state.waiting.append((item, continuation))
+                guard !state.committing else { return false }
+                state.committing = true
+                return true
+            }
+            if startsCommitting {
+                Task { await self.commitWhileWaiting() }
+            }
+        }
+    }
+
+    /// Commits groups until nobody waits.
+    private func commitWhileWaiting() async {
+        while true {
+            let group = state.withLock { state -> [Waiter] in
+                let group = Array(state.waiting.prefix(maximumBatch))
+                state.waiting.removeFirst(group.count)
+                if group.isEmpty { state.committing = false }
+                return group
+            }
+            guard !group.isEmpty else { return }
+            do {
+                try await resume(group, with: commit(group.map(\.item)))
+            } catch where group.count > 1 {
+                for waiter in group {
+                    do {
+                        try await resume([waiter], with: commit([waiter.item]))
+                    } catch {
+                        waiter.continuation.resume(throwing: error)
+                    }
+                }
+            } catch {
+                group[0].continuation.resume(throwing: error)
+            }
+        }
+    }
+
+    private func resume(_ group: [Waiter], with outcomes: [Outcome]) {
+        precondition(outcomes.count == group.count, "a commit must answer every item of its group")
+        for (waiter, outcome) in zip(group, outcomes) { waiter.continuation.resume(returning: outcome) }
+    }
+}
