@@ -5,7 +5,9 @@ import Synchronization
 /// load, one fsync and a handful of round trips serve dozens of callers. Each caller learns its own outcome.
 ///
 /// If a group fails, its members are committed again one by one, so a single item the database refuses fails only
-/// its own caller; when the database itself is away, every member fails, as each would have alone.
+/// its own caller; when the database itself is away, every member fails, as each would have alone. A caller that gave
+/// up waiting (a deadline) may still be committed: the intake then answered 503 for a stored notification, and
+/// Apple's retry is a duplicate.
 ///
 /// ```swift
 /// let group = CommitGroup<Row, Bool>(maximumBatch: 64) { rows in try await store.insert(rows) }
@@ -58,15 +60,30 @@ public final class CommitGroup<Item: Sendable, Outcome: Sendable>: Sendable {
             do {
                 try await resume(group, with: commit(group.map(\.item)))
             } catch where group.count > 1 {
-                for waiter in group {
-                    do {
-                        try await resume([waiter], with: commit([waiter.item]))
-                    } catch {
-                        waiter.continuation.resume(throwing: error)
-                    }
-                }
+                await commitOneByOne(group)
             } catch {
                 group[0].continuation.resume(throwing: error)
+            }
+        }
+    }
+
+    /// After a failed group: each member alone, so one refused item fails only itself. Two failures in a row mean the
+    /// database itself is away: the rest fail at once rather than each waiting for its own failure.
+    private func commitOneByOne(_ group: [Waiter]) async {
+        var failuresInARow = 0
+        var lastError: (any Error)?
+        for waiter in group {
+            if failuresInARow >= 2, let lastError {
+                waiter.continuation.resume(throwing: lastError)
+                continue
+            }
+            do {
+                try await resume([waiter], with: commit([waiter.item]))
+                failuresInARow = 0
+            } catch {
+                waiter.continuation.resume(throwing: error)
+                failuresInARow += 1
+                lastError = error
             }
         }
     }
