@@ -66,7 +66,7 @@ let package = Package(
         .target(
             name: "Persistence",
             dependencies: [
-                "AppStoreModels", "Subscriptions", "Credits", "Jobs",
+                "AppStoreModels", "PayloadDecoding", "Subscriptions", "Credits", "Jobs",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),

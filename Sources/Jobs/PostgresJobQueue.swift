@@ -30,21 +30,10 @@ public struct PostgresJobQueue: Sendable {
     /// serializes the commits of all of them (PostgreSQL takes a database-wide lock to queue notifications).
     @discardableResult
     public func enqueue(_ job: NewJob, on connection: PostgresConnection, notify: Bool = true) async throws -> EnqueueResult {
-        let rows = try await connection.query(
-            """
-            WITH inserted AS (
-                INSERT INTO jobs (kind, args, priority, run_at, max_attempts, attempt_budget, unique_key, concurrency_key)
-                VALUES (\(job.kind), \(job.arguments)::jsonb, \(job.priority), COALESCE(\(job.runAt), now()),
-                        \(job.maxAttempts), \(job.maxAttempts), \(job.uniqueKey), \(job.concurrencyKey))
-                ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING
-                RETURNING id
-            )
-            SELECT inserted.id FROM inserted
-                CROSS JOIN (SELECT CASE WHEN \(notify) THEN pg_notify(\(Self.wakeUpChannel), '') END) AS wake
-            """,
-            logger: logger
-        )
-        return try await rows.first(Int64.self).map { .enqueued(id: $0) } ?? .duplicate
+        for try await id in try await connection.execute(EnqueueJob(job: job, notify: notify), logger: logger) {
+            return .enqueued(id: id)
+        }
+        return .duplicate
     }
 
     /// Wakes listening workers now (its own tiny transaction).
@@ -57,61 +46,18 @@ public struct PostgresJobQueue: Sendable {
     @discardableResult
     public func enqueue(_ jobs: [NewJob], on connection: PostgresConnection, notify: Bool = true) async throws -> Int {
         guard !jobs.isEmpty else { return 0 }
-        // Arrays cannot carry NULLs through the binding, so absent values travel as '' / -1 and become NULL / now().
-        let kinds = jobs.map(\.kind)
-        let arguments = jobs.map(\.arguments)
-        let priorities = jobs.map { Int32($0.priority) }
-        let runAts = jobs.map { $0.runAt?.timeIntervalSince1970 ?? -1 }
-        let maxAttempts = jobs.map { Int32($0.maxAttempts) }
-        let uniqueKeys = jobs.map { $0.uniqueKey ?? "" }
-        let concurrencyKeys = jobs.map { $0.concurrencyKey ?? "" }
-        let rows = try await connection.query(
-            """
-            WITH inserted AS (
-                INSERT INTO jobs (kind, args, priority, run_at, max_attempts, attempt_budget, unique_key, concurrency_key)
-                SELECT kind, args::jsonb, priority::smallint,
-                       CASE WHEN run_at < 0 THEN now() ELSE to_timestamp(run_at) END,
-                       max_attempts, max_attempts, NULLIF(unique_key, ''), NULLIF(concurrency_key, '')
-                FROM unnest(\(kinds)::text[], \(arguments)::text[], \(priorities)::int4[], \(runAts)::float8[],
-                            \(maxAttempts)::int4[], \(uniqueKeys)::text[], \(concurrencyKeys)::text[])
-                     AS input(kind, args, priority, run_at, max_attempts, unique_key, concurrency_key)
-                ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING
-                RETURNING id
-            )
-            SELECT count(*) FROM inserted
-                CROSS JOIN (SELECT CASE WHEN \(notify) THEN pg_notify(\(Self.wakeUpChannel), '') END) AS wake
-            """,
-            logger: logger
-        )
-        return try await rows.first(Int.self) ?? 0
+        for try await count in try await connection.execute(EnqueueJobs(jobs: jobs, notify: notify), logger: logger) {
+            return count
+        }
+        return 0
     }
 
     /// Claims up to `limit` runnable jobs for `workerID` in one round trip. A job whose concurrency key has a
     /// running job, or an earlier runnable one, is skipped, so jobs of one key run one at a time in order.
     public func claim(limit: Int, workerID: UUID) async throws -> [ClaimedJob] {
-        let rows = try await client.query(
-            """
-            WITH picked AS MATERIALIZED (
-                SELECT id FROM jobs AS candidate
-                WHERE state = 'available' AND run_at <= now()
-                  AND (concurrency_key IS NULL OR NOT EXISTS (
-                      SELECT 1 FROM jobs AS blocker
-                      WHERE blocker.concurrency_key = candidate.concurrency_key
-                        AND blocker.state IN ('available', 'running')
-                        AND (blocker.state = 'running' OR (blocker.id < candidate.id AND blocker.run_at <= now()))))
-                ORDER BY priority, run_at, id
-                LIMIT \(limit)
-                FOR UPDATE SKIP LOCKED
-            )
-            UPDATE jobs SET state = 'running', attempt = jobs.attempt + 1, attempted_at = now(), locked_by = \(workerID)
-            FROM picked WHERE jobs.id = picked.id
-            RETURNING jobs.id, jobs.kind, jobs.attempt, jobs.max_attempts, jobs.args::text
-            """,
-            logger: logger
-        )
         var jobs: [ClaimedJob] = []
-        for try await (id, kind, attempt, maxAttempts, arguments) in rows.decode((Int64, String, Int, Int, String).self) {
-            jobs.append(ClaimedJob(id: id, kind: kind, attempt: attempt, maxAttempts: maxAttempts, arguments: arguments))
+        for try await job in try await client.execute(ClaimJobs(limit: limit, workerID: workerID), logger: logger) {
+            jobs.append(job)
         }
         return jobs
     }
@@ -120,19 +66,7 @@ public struct PostgresJobQueue: Sendable {
     /// inside the transaction that applied the job's effects, the two commit together.
     /// - Throws: ``JobQueueError/Code/lostClaim`` when the claim is no longer valid.
     public func complete(_ job: ClaimedJob, on connection: PostgresConnection) async throws {
-        let rows = try await connection.query(
-            """
-            WITH finished AS (
-                DELETE FROM jobs WHERE id = \(job.id) AND attempt = \(job.attempt) AND state = 'running'
-                RETURNING id, kind, attempt, args, errors, unique_key, created_at
-            )
-            INSERT INTO job_history (id, kind, state, attempt, args, errors, unique_key, created_at)
-            SELECT id, kind, 'completed', attempt, args, errors, unique_key, created_at FROM finished
-            RETURNING id
-            """,
-            logger: logger
-        )
-        for try await _ in rows.decode(Int64.self) { return }
+        for try await _ in try await connection.execute(CompleteJob(job: job), logger: logger) { return }
         throw JobQueueError(.lostClaim, "job \(job.id) attempt \(job.attempt) is no longer running")
     }
 

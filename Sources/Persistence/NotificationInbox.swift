@@ -81,32 +81,10 @@ public struct NotificationInbox: Sendable {
     ) async throws -> [Outcome] {
         var seen = Set<UUID>()
         let distinct = entries.filter { seen.insert($0.uuid).inserted }
-        // Arrays cannot carry NULLs through the binding, so absent texts travel as '' and become NULL.
-        let uuids = distinct.map(\.uuid)
-        let types = distinct.map(\.notificationType)
-        let subtypes = distinct.map { $0.subtype ?? "" }
-        let environments = distinct.map { $0.environment ?? "" }
-        let subscriptions = distinct.map { $0.originalTransactionId ?? "" }
-        let signedDates = distinct.map(\.signedDate)
-        let signedPayloads = distinct.map(\.signedPayload)
-        let decoded = distinct.map(\.decoded)
         let inserted = try await client.withTransaction(logger: logger) { connection -> Set<UUID> in
-            let rows = try await connection.query(
-                """
-                INSERT INTO notifications (notification_uuid, notification_type, subtype, environment,
-                    original_transaction_id, signed_date, signed_payload, decoded)
-                SELECT uuid, type, NULLIF(subtype, ''), NULLIF(environment, ''), NULLIF(subscription, ''), signed_date,
-                    signed_payload, decoded::jsonb
-                FROM unnest(\(uuids)::uuid[], \(types)::text[], \(subtypes)::text[], \(environments)::text[],
-                            \(subscriptions)::text[], \(signedDates)::int8[], \(signedPayloads)::text[], \(decoded)::text[])
-                     AS input(uuid, type, subtype, environment, subscription, signed_date, signed_payload, decoded)
-                ON CONFLICT (notification_uuid) DO NOTHING
-                RETURNING notification_uuid
-                """,
-                logger: logger
-            )
+            let rows = try await connection.execute(InsertNotifications(entries: distinct), logger: logger)
             var inserted = Set<UUID>()
-            for try await uuid in rows.decode(UUID.self) { inserted.insert(uuid) }
+            for try await uuid in rows { inserted.insert(uuid) }
             try await queue.enqueue(distinct.filter { inserted.contains($0.uuid) }.map(\.job), on: connection, notify: false)
             return inserted
         }
@@ -114,5 +92,39 @@ public struct NotificationInbox: Sendable {
         return entries.map { entry in
             inserted.contains(entry.uuid) && answered.insert(entry.uuid).inserted ? .accepted : .duplicate
         }
+    }
+
+    /// Inserts notifications not stored before, returning the uuids of those inserted.
+    struct InsertNotifications: PostgresPreparedStatement {
+        static let sql = """
+            INSERT INTO notifications (notification_uuid, notification_type, subtype, environment,
+                original_transaction_id, signed_date, signed_payload, decoded)
+            SELECT uuid, type, NULLIF(subtype, ''), NULLIF(environment, ''), NULLIF(subscription, ''), signed_date,
+                signed_payload, decoded::jsonb
+            FROM unnest($1, $2, $3, $4, $5, $6, $7, $8)
+                 AS input(uuid, type, subtype, environment, subscription, signed_date, signed_payload, decoded)
+            ON CONFLICT (notification_uuid) DO NOTHING
+            RETURNING notification_uuid
+            """
+        static let bindingDataTypes: [PostgresDataType] = [
+            .uuidArray, .textArray, .textArray, .textArray, .textArray, .int8Array, .textArray, .textArray,
+        ]
+        var entries: [Entry]
+
+        /// Arrays cannot carry NULLs through the binding, so absent texts travel as '' and become NULL.
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 8)
+            bindings.append(entries.map(\.uuid))
+            bindings.append(entries.map(\.notificationType))
+            bindings.append(entries.map { $0.subtype ?? "" })
+            bindings.append(entries.map { $0.environment ?? "" })
+            bindings.append(entries.map { $0.originalTransactionId ?? "" })
+            bindings.append(entries.map(\.signedDate))
+            bindings.append(entries.map(\.signedPayload))
+            bindings.append(entries.map(\.decoded))
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> UUID { try row.decode(UUID.self) }
     }
 }

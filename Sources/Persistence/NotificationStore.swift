@@ -1,6 +1,7 @@
 import AppStoreModels
 import Foundation
 import Logging
+import PayloadDecoding
 import PostgresNIO
 
 /// Reads stored notifications and records how they were applied.
@@ -11,10 +12,8 @@ public struct NotificationStore: Sendable {
 
     /// The verified notification stored under `uuid`.
     public func notification(_ uuid: UUID, on connection: PostgresConnection) async throws -> VerifiedNotification? {
-        let rows = try await connection.query(
-            "SELECT decoded::text FROM notifications WHERE notification_uuid = \(uuid)", logger: logger)
-        for try await text in rows.decode(String.self) {
-            guard let notification = try? JSONDecoder().decode(VerifiedNotification.self, from: Data(text.utf8)) else {
+        for try await text in try await connection.execute(StoredNotification(uuid: uuid), logger: logger) {
+            guard let notification = try? PayloadDecoder().decode(VerifiedNotification.self, from: Array(text.utf8)) else {
                 throw PersistenceError(.corruptRecord, "stored notification \(uuid) does not decode")
             }
             return notification
@@ -24,9 +23,38 @@ public struct NotificationStore: Sendable {
 
     /// Records that a notification was processed and how (`applied`, `stale`, `recorded`).
     public func markProcessed(_ uuid: UUID, outcome: String, on connection: PostgresConnection) async throws {
-        try await connection.query(
-            "UPDATE notifications SET applied_at = now(), apply_outcome = \(outcome) WHERE notification_uuid = \(uuid)",
-            logger: logger
-        )
+        _ = try await connection.execute(MarkProcessed(outcome: outcome, uuid: uuid), logger: logger)
+    }
+
+    /// The verified copy of one notification; prepared, as every apply reads one.
+    struct StoredNotification: PostgresPreparedStatement {
+        static let sql = "SELECT decoded::text FROM notifications WHERE notification_uuid = $1"
+        static let bindingDataTypes: [PostgresDataType] = [.uuid]
+        var uuid: UUID
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(uuid)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> String { try row.decode(String.self) }
+    }
+
+    struct MarkProcessed: PostgresPreparedStatement {
+        typealias Row = ()
+        static let sql = "UPDATE notifications SET applied_at = now(), apply_outcome = $1 WHERE notification_uuid = $2"
+        static let bindingDataTypes: [PostgresDataType] = [.text, .uuid]
+        var outcome: String
+        var uuid: UUID
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(outcome)
+            bindings.append(uuid)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws {}
     }
 }

@@ -35,14 +35,10 @@ public struct RenewalRechecks: Sendable {
         for case .recheckRenewal(let after) in effects { due = max(due ?? after, after) }
         guard let due else { return }
         let runAt = due.addingTimeInterval(delay)
-        let rows = try await connection.query(
-            """
-            INSERT INTO renewal_rechecks (original_transaction_id, transaction_id, due_at)
-            VALUES (\(state.originalTransactionId), \(state.latestTransactionId), \(runAt))
-            ON CONFLICT (original_transaction_id, transaction_id) DO NOTHING RETURNING due_at
-            """,
+        let inserted = try await connection.execute(
+            InsertRecheck(originalTransactionId: state.originalTransactionId, transactionId: state.latestTransactionId, dueAt: runAt),
             logger: logger)
-        guard try await rows.decode(Date.self).contains(where: { _ in true }) else { return }
+        guard try await inserted.contains(where: { _ in true }) else { return }
         let job = try NewJob(
             kind: Self.jobKind,
             arguments: Arguments(originalTransactionId: state.originalTransactionId, transactionId: state.latestTransactionId, environment: state.environment),
@@ -63,5 +59,27 @@ public struct RenewalRechecks: Sendable {
             logger: logger)
         for try await checks in rows.decode(Int.self) { return checks }
         return 0
+    }
+
+    /// Records that a period is to be rechecked, unless it is already; a row comes back when it was recorded.
+    struct InsertRecheck: PostgresPreparedStatement {
+        static let sql = """
+            INSERT INTO renewal_rechecks (original_transaction_id, transaction_id, due_at) VALUES ($1, $2, $3)
+            ON CONFLICT (original_transaction_id, transaction_id) DO NOTHING RETURNING due_at
+            """
+        static let bindingDataTypes: [PostgresDataType] = [.text, .text, .timestamptz]
+        var originalTransactionId: String
+        var transactionId: String
+        var dueAt: Date
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 3)
+            bindings.append(originalTransactionId)
+            bindings.append(transactionId)
+            bindings.append(dueAt)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Date { try row.decode(Date.self) }
     }
 }

@@ -18,18 +18,8 @@ public struct SubscriptionStore: Sendable {
     public func lockedSubscription(_ originalTransactionId: String, on connection: PostgresConnection) async throws
         -> SubscriptionState?
     {
-        // One round trip: the lock always runs (it is the left side of the join), the row may be absent.
-        let rows = try await connection.query(
-            """
-            SELECT \(unescaped: Self.columns.split(separator: ",").map { "s." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
-            FROM (SELECT pg_advisory_xact_lock(hashtextextended(\("subscription:" + originalTransactionId), 0))) AS lock
-            LEFT JOIN subscriptions s ON s.original_transaction_id = \(originalTransactionId)
-            """,
-            logger: logger
-        )
-        for try await row in rows {
-            guard try row.makeRandomAccess()["original_transaction_id"].decode(String?.self) != nil else { return nil }
-            return try Self.decode(row)
+        for try await state in try await connection.execute(LockedSubscription(originalTransactionId: originalTransactionId), logger: logger) {
+            return state
         }
         return nil
     }
@@ -60,35 +50,7 @@ public struct SubscriptionStore: Sendable {
 
     /// Inserts or replaces the row of `state`.
     public func save(_ state: SubscriptionState, on connection: PostgresConnection) async throws {
-        try await connection.query(
-            """
-            INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew,
-                auto_renew_product_id, pending_product_id, purchase_date, expires_at, grace_period_expires_at, is_trial,
-                ownership, latest_transaction_id, last_event_type, last_signed_date, last_event_id, end_reason,
-                revoked_at, offer_type, offer_identifier, offer_discount_type, offer_period, price_increase, price)
-            VALUES (\(state.originalTransactionId), \(state.accountId), \(state.productId), \(state.environment),
-                \(state.status.rawValue), \(state.willRenew), \(state.autoRenewProductId), \(state.pendingProductId),
-                \(state.purchaseDate), \(state.expiresAt), \(state.gracePeriodExpiresAt), \(state.isTrial),
-                \(state.ownership), \(state.latestTransactionId), \(state.lastEventType), \(state.lastEvent.signedDate),
-                \(state.lastEvent.eventId), \(state.endReason), \(state.revokedAt), \(state.offer?.type),
-                \(state.offer?.identifier), \(state.offer?.discountType), \(state.offer?.period),
-                \(state.priceIncrease?.rawValue), \(state.price))
-            ON CONFLICT (original_transaction_id) DO UPDATE SET
-                account_id = EXCLUDED.account_id, product_id = EXCLUDED.product_id,
-                environment = EXCLUDED.environment, status = EXCLUDED.status, will_renew = EXCLUDED.will_renew,
-                auto_renew_product_id = EXCLUDED.auto_renew_product_id,
-                pending_product_id = EXCLUDED.pending_product_id, purchase_date = EXCLUDED.purchase_date,
-                expires_at = EXCLUDED.expires_at, grace_period_expires_at = EXCLUDED.grace_period_expires_at,
-                is_trial = EXCLUDED.is_trial, ownership = EXCLUDED.ownership,
-                latest_transaction_id = EXCLUDED.latest_transaction_id, last_event_type = EXCLUDED.last_event_type,
-                last_signed_date = EXCLUDED.last_signed_date, last_event_id = EXCLUDED.last_event_id,
-                end_reason = EXCLUDED.end_reason, revoked_at = EXCLUDED.revoked_at, offer_type = EXCLUDED.offer_type,
-                offer_identifier = EXCLUDED.offer_identifier, offer_discount_type = EXCLUDED.offer_discount_type,
-                offer_period = EXCLUDED.offer_period, price_increase = EXCLUDED.price_increase, price = EXCLUDED.price,
-                updated_at = now()
-            """,
-            logger: logger
-        )
+        _ = try await connection.execute(SaveSubscription(state: state), logger: logger)
     }
 
     /// Links an existing subscription to `accountId`.
@@ -98,14 +60,14 @@ public struct SubscriptionStore: Sendable {
             logger: logger)
     }
 
-    private static let columns = """
+    static let columns = """
         original_transaction_id, account_id, product_id, environment, status, will_renew, auto_renew_product_id, \
         pending_product_id, purchase_date, expires_at, grace_period_expires_at, is_trial, ownership, \
         latest_transaction_id, last_event_type, last_signed_date, last_event_id, end_reason, revoked_at, offer_type, \
         offer_identifier, offer_discount_type, offer_period, price_increase, price
         """
 
-    private static func decode(_ row: PostgresRow) throws -> SubscriptionState {
+    static func decode(_ row: PostgresRow) throws -> SubscriptionState {
         let cells = row.makeRandomAccess()
         let statusText = try cells["status"].decode(String.self)
         guard let status = SubscriptionStatus(rawValue: statusText) else {

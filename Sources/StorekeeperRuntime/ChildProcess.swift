@@ -35,6 +35,14 @@ public enum ChildProcess {
             return kilobytes * 1024
         }
 
+        /// Whether it has exited (it is a zombie waiting for ``wait()``, or gone).
+        public var hasExited: Bool {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let state = stat.split(separator: ")").last?.split(separator: " ").first
+            else { return true }
+            return state == "Z" || state == "X"
+        }
+
         /// Waits for it to exit (blocking) and returns its status and output; the output file is removed.
         public func wait() throws(Failure) -> Result {
             defer { unlink(outputPath) }

@@ -21,6 +21,36 @@ final class SystemUnderTest: @unchecked Sendable {
     private(set) var serve: ChildProcess.Running?
     private(set) var workers: [ChildProcess.Running] = []
     static let bundleId = "com.example.bench"
+    /// The tier catalogue `serve` and `work` run with: the products the benchmark and drills sell.
+    static let tiers = """
+        meters:
+          - { id: ai_requests, display_name: AI requests }
+          - { id: exports, display_name: Exports }
+        free:
+          display_name: Free
+          allowances:
+            ai_requests: { per_day: 5 }
+            exports: { per_cycle: 3 }
+        tiers:
+          - id: pro
+            level: 2
+            display_name: Pro
+            products:
+              - { id: pro.monthly, period: P1M, price: 9990, currency: USD }
+            allowances:
+              ai_requests: { per_cycle: 1000, trial_cap: 100 }
+              exports: { unlimited: true }
+          - id: max
+            level: 1
+            display_name: Max
+            products:
+              - { id: max.monthly, period: P1M, price: 19990, currency: USD }
+            allowances:
+              ai_requests: { per_cycle: 3000 }
+              exports: { unlimited: true }
+        top_ups:
+          - { id: credits.100, meter: ai_requests, credits: 100, price: 1990, currency: USD }
+        """
 
     init(databaseURL: DatabaseURL, clients: Int, logger: Logger) throws {
         self.databaseURL = databaseURL
@@ -28,12 +58,14 @@ final class SystemUnderTest: @unchecked Sendable {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("storekeeper-sut-\(UUID().uuidString)")
         let chain = try LocalSigningChain.generate()
         try chain.save(to: directory)
+        let tiers = directory.appendingPathComponent("tiers.yml")
+        try Data(Self.tiers.utf8).write(to: tiers)
         let port = try PrivateCluster.freePort()
         base = "http://127.0.0.1:\(port)"
         environment = [
             "DATABASE_URL": databaseURL.urlString, "STOREKEEPER_BUNDLE_ID": Self.bundleId, "STOREKEEPER_ENVIRONMENTS": "Sandbox",
             "STOREKEEPER_ROOT_CERTIFICATES": directory.appendingPathComponent("root.pem").path,
-            "STOREKEEPER_API_KEYS": "bench", "STOREKEEPER_PORT": String(port), "STOREKEEPER_LOG_FORMAT": "json",
+            "STOREKEEPER_TIERS": tiers.path, "STOREKEEPER_API_KEYS": "bench", "STOREKEEPER_PORT": String(port), "STOREKEEPER_LOG_FORMAT": "json",
         ]
         signer = NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: Self.bundleId)
         var configuration = HTTPClient.Configuration()
@@ -47,9 +79,16 @@ final class SystemUnderTest: @unchecked Sendable {
     }
 
     func startServe() async throws {
-        serve = try ChildProcess.spawn(executable, ["serve"], environment: environment)
+        let serve = try ChildProcess.spawn(executable, ["serve"], environment: environment)
+        self.serve = serve
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
+            if serve.hasExited {
+                self.serve = nil
+                let result = try serve.wait()
+                let reason = result.output.split(separator: "\n").last.map(String.init) ?? "no output"
+                throw CommandFailure("serve exited with status \(result.status): \(reason)")
+            }
             if let response = try? await http.execute(HTTPClientRequest(url: base + "/readyz"), timeout: .seconds(2)), response.status == .ok {
                 return
             }

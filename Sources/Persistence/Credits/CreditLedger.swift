@@ -55,16 +55,7 @@ public struct CreditLedger: Sendable {
 
     /// Opens a bucket unless it exists.
     func open(_ bucket: Bucket, on connection: PostgresConnection) async throws {
-        try await connection.query(
-            """
-            INSERT INTO credit_buckets (key, meter, kind, original_transaction_id, transaction_id, account_id, valid_from,
-                valid_until, price)
-            VALUES (\(bucket.key), \(bucket.meter), \(bucket.kind.rawValue), \(bucket.originalTransactionId),
-                \(bucket.transactionId), \(bucket.accountId), \(bucket.window?.start ?? Date(timeIntervalSince1970: 0)),
-                \(bucket.window?.end), \(bucket.price))
-            ON CONFLICT (key) DO NOTHING
-            """,
-            logger: logger)
+        _ = try await connection.execute(OpenBucket(bucket: bucket), logger: logger)
     }
 
     /// Appends one ledger row; a zero delta or an operation key already posted writes nothing. Returns whether a
@@ -74,12 +65,8 @@ public struct CreditLedger: Sendable {
         async throws -> Bool
     {
         guard delta != 0 else { return false }
-        let rows = try await connection.query(
-            """
-            INSERT INTO credit_ledger (operation_key, bucket, delta, reason) VALUES (\(operationKey), \(bucket), \(delta), \(reason))
-            ON CONFLICT (operation_key) DO NOTHING RETURNING id
-            """,
-            logger: logger)
+        let rows = try await connection.execute(
+            PostEntry(operationKey: operationKey, bucket: bucket, delta: delta, reason: reason), logger: logger)
         for try await _ in rows {
             // storekeeper_credit_operations_total{operation}: grant, spend, refund, revoke, reversed, carry, clawback, topup.
             Counter(label: "storekeeper_credit_operations_total", dimensions: [("operation", String(operationKey.prefix { $0 != ":" }))]).increment()

@@ -1,0 +1,136 @@
+import Foundation
+import PostgresNIO
+
+// The statements every job goes through, prepared: PostgreSQL parses and plans them once per connection.
+extension PostgresJobQueue {
+    /// Inserts one job unless its unique key is taken, returning its id; wakes listening workers on commit when `notify`.
+    struct EnqueueJob: PostgresPreparedStatement {
+        static let sql = """
+            WITH inserted AS (
+                INSERT INTO jobs (kind, args, priority, run_at, max_attempts, attempt_budget, unique_key, concurrency_key)
+                VALUES ($1, $2::jsonb, $3, COALESCE($4, now()), $5, $5, $6, $7)
+                ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING
+                RETURNING id
+            )
+            SELECT inserted.id FROM inserted
+                CROSS JOIN (SELECT CASE WHEN $8 THEN pg_notify('\(PostgresJobQueue.wakeUpChannel)', '') END) AS wake
+            """
+        static let bindingDataTypes: [PostgresDataType] = [.text, .text, .int2, .timestamptz, .int8, .text, .text, .bool]
+        var job: NewJob
+        var notify: Bool
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 8)
+            bindings.append(job.kind)
+            bindings.append(job.arguments)
+            bindings.append(job.priority)
+            bindings.append(job.runAt)
+            bindings.append(job.maxAttempts)
+            bindings.append(job.uniqueKey)
+            bindings.append(job.concurrencyKey)
+            bindings.append(notify)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
+    }
+
+    /// Inserts many jobs, skipping those whose unique key is taken, and counts the inserted.
+    struct EnqueueJobs: PostgresPreparedStatement {
+        static let sql = """
+            WITH inserted AS (
+                INSERT INTO jobs (kind, args, priority, run_at, max_attempts, attempt_budget, unique_key, concurrency_key)
+                SELECT kind, args::jsonb, priority::smallint,
+                       CASE WHEN run_at < 0 THEN now() ELSE to_timestamp(run_at) END,
+                       max_attempts, max_attempts, NULLIF(unique_key, ''), NULLIF(concurrency_key, '')
+                FROM unnest($1, $2, $3, $4, $5, $6, $7)
+                     AS input(kind, args, priority, run_at, max_attempts, unique_key, concurrency_key)
+                ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING
+                RETURNING id
+            )
+            SELECT count(*) FROM inserted
+                CROSS JOIN (SELECT CASE WHEN $8 THEN pg_notify('\(PostgresJobQueue.wakeUpChannel)', '') END) AS wake
+            """
+        static let bindingDataTypes: [PostgresDataType] = [
+            .textArray, .textArray, .int4Array, .float8Array, .int4Array, .textArray, .textArray, .bool,
+        ]
+        var jobs: [NewJob]
+        var notify: Bool
+
+        /// Arrays cannot carry NULLs through the binding, so absent values travel as '' / -1 and become NULL / now().
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 8)
+            bindings.append(jobs.map(\.kind))
+            bindings.append(jobs.map(\.arguments))
+            bindings.append(jobs.map { Int32($0.priority) })
+            bindings.append(jobs.map { $0.runAt?.timeIntervalSince1970 ?? -1 })
+            bindings.append(jobs.map { Int32($0.maxAttempts) })
+            bindings.append(jobs.map { $0.uniqueKey ?? "" })
+            bindings.append(jobs.map { $0.concurrencyKey ?? "" })
+            bindings.append(notify)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Int { try row.decode(Int.self) }
+    }
+
+    /// Claims up to `limit` runnable jobs; see ``PostgresJobQueue/claim(limit:workerID:)``.
+    struct ClaimJobs: PostgresPreparedStatement {
+        static let sql = """
+            WITH picked AS MATERIALIZED (
+                SELECT id FROM jobs AS candidate
+                WHERE state = 'available' AND run_at <= now()
+                  AND (concurrency_key IS NULL OR NOT EXISTS (
+                      SELECT 1 FROM jobs AS blocker
+                      WHERE blocker.concurrency_key = candidate.concurrency_key
+                        AND blocker.state IN ('available', 'running')
+                        AND (blocker.state = 'running' OR (blocker.id < candidate.id AND blocker.run_at <= now()))))
+                ORDER BY priority, run_at, id
+                LIMIT $1
+                FOR UPDATE SKIP LOCKED
+            )
+            UPDATE jobs SET state = 'running', attempt = jobs.attempt + 1, attempted_at = now(), locked_by = $2
+            FROM picked WHERE jobs.id = picked.id
+            RETURNING jobs.id, jobs.kind, jobs.attempt, jobs.max_attempts, jobs.args::text
+            """
+        static let bindingDataTypes: [PostgresDataType] = [.int8, .uuid]
+        var limit: Int
+        var workerID: UUID
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(limit)
+            bindings.append(workerID)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> ClaimedJob {
+            let (id, kind, attempt, maxAttempts, arguments) = try row.decode((Int64, String, Int, Int, String).self)
+            return ClaimedJob(id: id, kind: kind, attempt: attempt, maxAttempts: maxAttempts, arguments: arguments)
+        }
+    }
+
+    /// Moves a job still running under the claimed attempt to `job_history`; a row comes back when it did.
+    struct CompleteJob: PostgresPreparedStatement {
+        static let sql = """
+            WITH finished AS (
+                DELETE FROM jobs WHERE id = $1 AND attempt = $2 AND state = 'running'
+                RETURNING id, kind, attempt, args, errors, unique_key, created_at
+            )
+            INSERT INTO job_history (id, kind, state, attempt, args, errors, unique_key, created_at)
+            SELECT id, kind, 'completed', attempt, args, errors, unique_key, created_at FROM finished
+            RETURNING id
+            """
+        static let bindingDataTypes: [PostgresDataType] = [.int8, .int8]
+        var job: ClaimedJob
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(job.id)
+            bindings.append(job.attempt)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import PostgresNIO
+import Subscriptions
+
+// The statements every apply runs, prepared: PostgreSQL parses and plans them once per connection.
+extension SubscriptionStore {
+    /// The advisory lock of a subscription (taken even when it has no row yet, so two writers of a new subscription
+    /// serialize too) and its row, in one round trip: the lock is the left side of the join.
+    struct LockedSubscription: PostgresPreparedStatement {
+        typealias Row = SubscriptionState?
+        static let sql = """
+            SELECT \(SubscriptionStore.columns.split(separator: ",").map { "s." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
+            FROM (SELECT pg_advisory_xact_lock(hashtextextended('subscription:' || $1, 0))) AS lock
+            LEFT JOIN subscriptions s ON s.original_transaction_id = $1
+            """
+        static let bindingDataTypes: [PostgresDataType] = [.text]
+        var originalTransactionId: String
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(originalTransactionId)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> SubscriptionState? {
+            guard try row.makeRandomAccess()["original_transaction_id"].decode(String?.self) != nil else { return nil }
+            return try SubscriptionStore.decode(row)
+        }
+    }
+
+    /// Inserts or replaces the row of a subscription.
+    struct SaveSubscription: PostgresPreparedStatement {
+        typealias Row = ()
+        static let sql = """
+            INSERT INTO subscriptions (\(SubscriptionStore.columns))
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22,
+                $23, $24, $25)
+            ON CONFLICT (original_transaction_id) DO UPDATE SET
+                account_id = EXCLUDED.account_id, product_id = EXCLUDED.product_id,
+                environment = EXCLUDED.environment, status = EXCLUDED.status, will_renew = EXCLUDED.will_renew,
+                auto_renew_product_id = EXCLUDED.auto_renew_product_id,
+                pending_product_id = EXCLUDED.pending_product_id, purchase_date = EXCLUDED.purchase_date,
+                expires_at = EXCLUDED.expires_at, grace_period_expires_at = EXCLUDED.grace_period_expires_at,
+                is_trial = EXCLUDED.is_trial, ownership = EXCLUDED.ownership,
+                latest_transaction_id = EXCLUDED.latest_transaction_id, last_event_type = EXCLUDED.last_event_type,
+                last_signed_date = EXCLUDED.last_signed_date, last_event_id = EXCLUDED.last_event_id,
+                end_reason = EXCLUDED.end_reason, revoked_at = EXCLUDED.revoked_at, offer_type = EXCLUDED.offer_type,
+                offer_identifier = EXCLUDED.offer_identifier, offer_discount_type = EXCLUDED.offer_discount_type,
+                offer_period = EXCLUDED.offer_period, price_increase = EXCLUDED.price_increase, price = EXCLUDED.price,
+                updated_at = now()
+            """
+        /// In the order of ``SubscriptionStore/columns``.
+        static let bindingDataTypes: [PostgresDataType] = [
+            .text, .uuid, .text, .text, .text, .bool, .text, .text, .timestamptz, .timestamptz, .timestamptz, .bool,
+            .text, .text, .text, .int8, .text, .text, .timestamptz, .int4, .text, .text, .text, .text, .int8,
+        ]
+        var state: SubscriptionState
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 25)
+            bindings.append(state.originalTransactionId)
+            bindings.append(state.accountId)
+            bindings.append(state.productId)
+            bindings.append(state.environment)
+            bindings.append(state.status.rawValue)
+            bindings.append(state.willRenew)
+            bindings.append(state.autoRenewProductId)
+            bindings.append(state.pendingProductId)
+            bindings.append(state.purchaseDate)
+            bindings.append(state.expiresAt)
+            bindings.append(state.gracePeriodExpiresAt)
+            bindings.append(state.isTrial)
+            bindings.append(state.ownership)
+            bindings.append(state.latestTransactionId)
+            bindings.append(state.lastEventType)
+            bindings.append(state.lastEvent.signedDate)
+            bindings.append(state.lastEvent.eventId)
+            bindings.append(state.endReason)
+            bindings.append(state.revokedAt)
+            bindings.append(state.offer?.type)
+            bindings.append(state.offer?.identifier)
+            bindings.append(state.offer?.discountType)
+            bindings.append(state.offer?.period)
+            bindings.append(state.priceIncrease?.rawValue)
+            bindings.append(state.price)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
+}
