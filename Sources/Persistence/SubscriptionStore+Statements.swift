@@ -4,15 +4,11 @@ import Subscriptions
 
 // The statements every apply runs, prepared: PostgreSQL parses and plans them once per connection.
 extension SubscriptionStore {
-    /// The advisory lock of a subscription (taken even when it has no row yet, so two writers of a new subscription
-    /// serialize too) and its row, in one round trip: the lock is the left side of the join.
-    struct LockedSubscription: PostgresPreparedStatement {
-        typealias Row = SubscriptionState?
-        static let sql = """
-            SELECT \(SubscriptionStore.columns.split(separator: ",").map { "s." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
-            FROM (SELECT pg_advisory_xact_lock(hashtextextended('subscription:' || $1, 0))) AS lock
-            LEFT JOIN subscriptions s ON s.original_transaction_id = $1
-            """
+    /// Takes the advisory lock of a subscription for the rest of the transaction — also when it has no row yet, so
+    /// two writers of a new subscription serialize too.
+    struct LockSubscription: PostgresPreparedStatement {
+        typealias Row = ()
+        static let sql = "SELECT pg_advisory_xact_lock(hashtextextended('subscription:' || $1, 0))"
         static let bindingDataTypes: [PostgresDataType] = [.text]
         var originalTransactionId: String
 
@@ -22,10 +18,22 @@ extension SubscriptionStore {
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> SubscriptionState? {
-            guard try row.makeRandomAccess()["original_transaction_id"].decode(String?.self) != nil else { return nil }
-            return try SubscriptionStore.decode(row)
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
+
+    /// The row of a subscription.
+    struct SubscriptionRow: PostgresPreparedStatement {
+        static let sql = "SELECT \(SubscriptionStore.columns) FROM subscriptions WHERE original_transaction_id = $1"
+        static let bindingDataTypes: [PostgresDataType] = [.text]
+        var originalTransactionId: String
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(originalTransactionId)
+            return bindings
         }
+
+        func decodeRow(_ row: PostgresRow) throws -> SubscriptionState { try SubscriptionStore.decode(row) }
     }
 
     /// Inserts or replaces the row of a subscription.

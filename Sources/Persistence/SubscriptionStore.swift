@@ -18,7 +18,10 @@ public struct SubscriptionStore: Sendable {
     public func lockedSubscription(_ originalTransactionId: String, on connection: PostgresConnection) async throws
         -> SubscriptionState?
     {
-        for try await state in try await connection.execute(LockedSubscription(originalTransactionId: originalTransactionId), logger: logger) {
+        // Two statements: a statement reads as of its start, so a read in the statement that waited for the lock would
+        // miss what the previous holder committed meanwhile.
+        _ = try await connection.execute(LockSubscription(originalTransactionId: originalTransactionId), logger: logger)
+        for try await state in try await connection.execute(SubscriptionRow(originalTransactionId: originalTransactionId), logger: logger) {
             return state
         }
         return nil

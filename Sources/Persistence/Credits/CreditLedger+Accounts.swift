@@ -90,8 +90,7 @@ extension CreditLedger {
         let due = dueGrants(of: account, subscriptions: subscriptions, tier: tier, now: now)
         if materialize {
             for grant in due {
-                try await open(grant.bucket, on: connection)
-                try await post(grant.operationKey, bucket: grant.bucket.key, delta: grant.amount, reason: grant.reason, on: connection)
+                try await post(grant.operationKey, opening: grant.bucket, delta: grant.amount, reason: grant.reason, on: connection)
             }
         }
         var live = try await liveBuckets(of: account, meter: nil, at: now, on: connection)
@@ -149,8 +148,7 @@ extension CreditLedger {
     public func grantMonth(_ month: Int, of state: SubscriptionState, on connection: PostgresConnection) async throws -> DateInterval? {
         let grants = monthGrants(month, of: state)
         for grant in grants {
-            try await open(grant.bucket, on: connection)
-            try await post(grant.operationKey, bucket: grant.bucket.key, delta: grant.amount, reason: grant.reason, on: connection)
+            try await post(grant.operationKey, opening: grant.bucket, delta: grant.amount, reason: grant.reason, on: connection)
         }
         guard let anchor = state.purchaseDate, let end = state.expiresAt, !grants.isEmpty else { return nil }
         return CreditCalendar.monthlyWindow(anchor: anchor, end: end, month: month)

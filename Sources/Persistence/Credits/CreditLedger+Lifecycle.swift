@@ -88,8 +88,7 @@ extension CreditLedger {
                 key: "cycle:\(period.transactionId):m0:\(meter)", meter: meter, kind: .cycle,
                 originalTransactionId: period.originalTransactionId, transactionId: period.transactionId,
                 window: window, price: period.price ?? product.price)
-            try await open(bucket, on: connection)
-            try await post("grant:\(period.transactionId):m0:\(meter)", bucket: bucket.key, delta: amount,
+            try await post("grant:\(period.transactionId):m0:\(meter)", opening: bucket, delta: amount,
                            reason: replaced == nil ? (period.isTrial ? "trial grant" : "cycle grant") : "prorated upgrade grant", on: connection)
         }
         if monthly, window.end < period.end {
@@ -138,9 +137,8 @@ extension CreditLedger {
         guard let topUp = catalogue.topUp(ofProduct: transaction.productId) else { return false }
         try await lockAccount(account, on: connection)
         let bucket = Bucket.topUp(account: account, meter: topUp.meter)
-        try await open(bucket, on: connection)
         let quantity = Int64(max(transaction.quantity ?? 1, 1))
-        try await post("topup:\(transaction.transactionId)", bucket: bucket.key, delta: topUp.credits * quantity, reason: "top-up \(topUp.id)", on: connection)
+        try await post("topup:\(transaction.transactionId)", opening: bucket, delta: topUp.credits * quantity, reason: "top-up \(topUp.id)", on: connection)
         if transaction.revocationDate != nil {
             let granted = topUp.credits * quantity
             let available = try await balance(of: bucket.key, on: connection)

@@ -57,4 +57,30 @@ extension CreditLedger {
 
         func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
     }
+
+    /// Opens a bucket unless it exists and appends one ledger row to it unless its operation key is posted already,
+    /// in one round trip; a row comes back when the ledger row was written. (The ledger's reference to the bucket is
+    /// checked at the end of the statement, when the bucket is there.)
+    struct OpenBucketAndPost: PostgresPreparedStatement {
+        static let sql = """
+            WITH opened AS (\(OpenBucket.sql))
+            INSERT INTO credit_ledger (operation_key, bucket, delta, reason) VALUES ($10, $1, $11, $12)
+            ON CONFLICT (operation_key) DO NOTHING RETURNING id
+            """
+        static let bindingDataTypes = OpenBucket.bindingDataTypes + [.text, .int8, .text]
+        var bucket: Bucket
+        var operationKey: String
+        var delta: Int64
+        var reason: String
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = OpenBucket(bucket: bucket).makeBindings()
+            bindings.append(operationKey)
+            bindings.append(delta)
+            bindings.append(reason)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
+    }
 }

@@ -67,8 +67,28 @@ public struct CreditLedger: Sendable {
         guard delta != 0 else { return false }
         let rows = try await connection.execute(
             PostEntry(operationKey: operationKey, bucket: bucket, delta: delta, reason: reason), logger: logger)
+        return try await Self.counted(rows, operationKey)
+    }
+
+    /// Opens `bucket` unless it exists and posts to it as ``post(_:bucket:delta:reason:on:)`` does, in one round
+    /// trip. Returns whether a ledger row was written.
+    @discardableResult
+    func post(_ operationKey: String, opening bucket: Bucket, delta: Int64, reason: String, on connection: PostgresConnection)
+        async throws -> Bool
+    {
+        guard delta != 0 else {
+            try await open(bucket, on: connection)
+            return false
+        }
+        let rows = try await connection.execute(
+            OpenBucketAndPost(bucket: bucket, operationKey: operationKey, delta: delta, reason: reason), logger: logger)
+        return try await Self.counted(rows, operationKey)
+    }
+
+    /// Whether the ledger insert returned its row, counted in `storekeeper_credit_operations_total{operation}`
+    /// (grant, spend, refund, revoke, reversed, carry, clawback, topup) when it did.
+    private static func counted<Rows: AsyncSequence>(_ rows: Rows, _ operationKey: String) async throws -> Bool {
         for try await _ in rows {
-            // storekeeper_credit_operations_total{operation}: grant, spend, refund, revoke, reversed, carry, clawback, topup.
             Counter(label: "storekeeper_credit_operations_total", dimensions: [("operation", String(operationKey.prefix { $0 != ":" }))]).increment()
             return true
         }
