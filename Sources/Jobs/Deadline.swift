@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 
 /// Runs `operation`, giving up after `timeout`: a dead database turns into a quick 503, a one-line CLI error, or a
@@ -13,9 +14,10 @@ public func withDeadline<Result: Sendable>(
             let work = Task {
                 do { outcome.resume(with: .success(try await operation())) } catch { outcome.resume(with: .failure(error)) }
             }
-            let timer = Task {
-                try? await Task.sleep(for: timeout)
-                if !Task.isCancelled { outcome.resume(with: .failure(DeadlineExceeded())) }
+            // A dispatch timer, not a sleeping task: a cancelled `Task.sleep` keeps its task and timer allocated until
+            // the sleep's original deadline, so every call would hold memory for the whole `timeout`.
+            let timer = DeadlineTimer(after: timeout) {
+                outcome.resume(with: .failure(DeadlineExceeded()))
                 work.cancel()
             }
             outcome.onResume { timer.cancel() }
@@ -27,6 +29,20 @@ public func withDeadline<Result: Sendable>(
 
 /// Thrown by ``withDeadline(_:_:)`` when the operation did not finish in time.
 public struct DeadlineExceeded: Error {}
+
+/// A one-shot dispatch timer that can be cancelled, releasing it at once. (Dispatch sources are thread-safe.)
+final class DeadlineTimer: @unchecked Sendable {
+    private let source: any DispatchSourceTimer
+
+    init(after timeout: Duration, _ handler: @escaping @Sendable () -> Void) {
+        source = DispatchSource.makeTimerSource(queue: .global())
+        source.schedule(deadline: .now() + .nanoseconds(Int(clamping: timeout.nanoseconds)))
+        source.setEventHandler(handler: handler)
+        source.resume()
+    }
+
+    func cancel() { source.cancel() }
+}
 
 /// Resumes a continuation with whichever outcome comes first; later ones are dropped.
 private final class FirstOutcome<Value: Sendable>: @unchecked Sendable {

@@ -23,29 +23,22 @@ final class WakeUp: Sendable {
 
     /// Returns on a signal or after `timeout`, whichever comes first.
     func wait(timeout: Duration) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                do {
-                    try await Task.sleep(for: timeout)
-                    self.signal()
-                } catch {}
-            }
-            await withTaskCancellationHandler {
-                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    let resumeNow = state.withLock { state -> Bool in
-                        if state.pending {
-                            state.pending = false
-                            return true
-                        }
-                        state.waiter = continuation
-                        return false
+        let timer = DeadlineTimer(after: timeout) { self.signal() }
+        defer { timer.cancel() }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.pending {
+                        state.pending = false
+                        return true
                     }
-                    if resumeNow { continuation.resume() }
+                    state.waiter = continuation
+                    return false
                 }
-            } onCancel: {
-                self.signal()
+                if resumeNow { continuation.resume() }
             }
-            group.cancelAll()
+        } onCancel: {
+            self.signal()
         }
     }
 }

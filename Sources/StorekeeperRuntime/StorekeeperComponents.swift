@@ -43,9 +43,15 @@ public struct StorekeeperComponents: Sendable {
             throw ConfigurationError(problems: ["DATABASE_URL is required"])
         }
         self.configuration = configuration
-        self.client = PostgresClient(
-            configuration: url.clientConfiguration(maximumConnections: max(20, configuration.workerConcurrency + 4)),
-            backgroundLogger: logger)
+        var clientConfiguration = url.clientConfiguration(maximumConnections: max(20, configuration.workerConcurrency + 4))
+        // The pool arms a timer (a sleeping task) whenever a connection goes back idle and cancels it at the next
+        // lease; a cancelled sleep stays allocated until its deadline. With a 30 s keep-alive and a 60 s idle timeout
+        // that held a minute of every lease — tens of MB under load. Without keep-alive pings (a dropped connection
+        // still fails its next query, which is retried) and with a 10 s idle timeout, it is a few MB at most.
+        clientConfiguration.options.keepAliveBehavior = nil
+        clientConfiguration.options.connectionIdleTimeout = .seconds(10)
+        clientConfiguration.options.minimumConnections = 2
+        self.client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
         self.queue = PostgresJobQueue(client: client, logger: logger)
         self.migrator = try SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: logger)
         self.verifier = configuration.verifier(clock: clock)
