@@ -25,6 +25,9 @@ public struct StorekeeperConfiguration: Sendable {
     public var host: String
     public var port: Int
     public var workerConcurrency: Int
+    /// Nice value of `storekeeper work` (`STOREKEEPER_WORKER_NICE`, 0–19): above `serve`'s, so the intake keeps its
+    /// latency on shared cores.
+    public var workerNice: Int32
     /// Port of `storekeeper work`'s own `/metrics` and `/healthz` (`STOREKEEPER_METRICS_PORT`); `nil`: none.
     public var metricsPort: Int?
     public var transferPolicy: TransferPolicy
@@ -167,6 +170,7 @@ public struct StorekeeperConfiguration: Sendable {
             host: value("STOREKEEPER_HOST") ?? "127.0.0.1",
             port: integer("STOREKEEPER_PORT", default: 8080, range: 0...65535),
             workerConcurrency: integer("STOREKEEPER_WORKER_CONCURRENCY", default: 16, range: 1...1024),
+            workerNice: Int32(integer("STOREKEEPER_WORKER_NICE", default: 10, range: 0...19)),
             metricsPort: value("STOREKEEPER_METRICS_PORT") == nil ? nil : integer("STOREKEEPER_METRICS_PORT", default: 0, range: 1...65535),
             transferPolicy: choice("STOREKEEPER_TRANSFER_POLICY", default: TransferPolicy.keep),
             renewalRecheckDelay: TimeInterval(integer("STOREKEEPER_RENEWAL_RECHECK_DELAY", default: 3600, range: 0...(30 * 86_400))),

@@ -22,7 +22,11 @@ struct WorkCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = try StorekeeperConfiguration.load(environment: ProcessInfo.processInfo.environment)
         bootstrapLogging(format: configuration.logFormat)
-        let components = try StorekeeperComponents(configuration: configuration, logger: Logger(label: "storekeeper.work"))
+        let logger = Logger(label: "storekeeper.work")
+        if !ProcessPriority.lower(toNice: configuration.workerNice).isEmpty {
+            logger.warning("could not lower the CPU priority", metadata: ["nice": "\(configuration.workerNice)"])
+        }
+        let components = try StorekeeperComponents(configuration: configuration, logger: logger)
         try await StorekeeperProcess.run(components, roles: .work)
     }
 }
