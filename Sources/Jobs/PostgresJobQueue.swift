@@ -30,7 +30,7 @@ public struct PostgresJobQueue: Sendable {
     /// serializes the commits of all of them (PostgreSQL takes a database-wide lock to queue notifications).
     @discardableResult
     public func enqueue(_ job: NewJob, on connection: PostgresConnection, notify: Bool = true) async throws -> EnqueueResult {
-        for try await id in try await connection.execute(EnqueueJob(job: job, notify: notify), logger: logger) {
+        for try await id in try await connection.run(EnqueueJob(job: job, notify: notify), logger: logger) {
             return .enqueued(id: id)
         }
         return .duplicate
@@ -46,7 +46,7 @@ public struct PostgresJobQueue: Sendable {
     @discardableResult
     public func enqueue(_ jobs: [NewJob], on connection: PostgresConnection, notify: Bool = true) async throws -> Int {
         guard !jobs.isEmpty else { return 0 }
-        for try await count in try await connection.execute(EnqueueJobs(jobs: jobs, notify: notify), logger: logger) {
+        for try await count in try await connection.run(EnqueueJobs(jobs: jobs, notify: notify), logger: logger) {
             return count
         }
         return 0
@@ -55,18 +55,20 @@ public struct PostgresJobQueue: Sendable {
     /// Claims up to `limit` runnable jobs for `workerID` in one round trip. A job whose concurrency key has a
     /// running job, or an earlier runnable one, is skipped, so jobs of one key run one at a time in order.
     public func claim(limit: Int, workerID: UUID) async throws -> [ClaimedJob] {
-        var jobs: [ClaimedJob] = []
-        for try await job in try await client.execute(ClaimJobs(limit: limit, workerID: workerID), logger: logger) {
-            jobs.append(job)
+        try await client.withConnection { connection in
+            var jobs: [ClaimedJob] = []
+            for try await job in try await connection.run(ClaimJobs(limit: limit, workerID: workerID), logger: logger) {
+                jobs.append(job)
+            }
+            return jobs
         }
-        return jobs
     }
 
     /// Completes a job — moves it to `job_history` — if it is still running under the claimed attempt. Called
     /// inside the transaction that applied the job's effects, the two commit together.
     /// - Throws: ``JobQueueError/Code/lostClaim`` when the claim is no longer valid.
     public func complete(_ job: ClaimedJob, on connection: PostgresConnection) async throws {
-        for try await _ in try await connection.execute(CompleteJob(job: job), logger: logger) { return }
+        for try await _ in try await connection.run(CompleteJob(job: job), logger: logger) { return }
         throw JobQueueError(.lostClaim, "job \(job.id) attempt \(job.attempt) is no longer running")
     }
 

@@ -82,7 +82,7 @@ public struct NotificationInbox: Sendable {
         var seen = Set<UUID>()
         let distinct = entries.filter { seen.insert($0.uuid).inserted }
         let inserted = try await client.withTransaction(logger: logger) { connection -> Set<UUID> in
-            let rows = try await connection.execute(InsertNotifications(entries: distinct), logger: logger)
+            let rows = try await connection.run(InsertNotifications(entries: distinct), logger: logger)
             var inserted = Set<UUID>()
             for try await uuid in rows { inserted.insert(uuid) }
             try await queue.enqueue(distinct.filter { inserted.contains($0.uuid) }.map(\.job), on: connection, notify: false)

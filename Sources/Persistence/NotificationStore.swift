@@ -12,7 +12,7 @@ public struct NotificationStore: Sendable {
 
     /// The verified notification stored under `uuid`.
     public func notification(_ uuid: UUID, on connection: PostgresConnection) async throws -> VerifiedNotification? {
-        for try await text in try await connection.execute(StoredNotification(uuid: uuid), logger: logger) {
+        for try await text in try await connection.run(StoredNotification(uuid: uuid), logger: logger) {
             guard let notification = try? PayloadDecoder().decode(VerifiedNotification.self, from: Array(text.utf8)) else {
                 throw PersistenceError(.corruptRecord, "stored notification \(uuid) does not decode")
             }
@@ -23,7 +23,7 @@ public struct NotificationStore: Sendable {
 
     /// Records that a notification was processed and how (`applied`, `stale`, `recorded`).
     public func markProcessed(_ uuid: UUID, outcome: String, on connection: PostgresConnection) async throws {
-        _ = try await connection.execute(MarkProcessed(outcome: outcome, uuid: uuid), logger: logger)
+        _ = try await connection.run(MarkProcessed(outcome: outcome, uuid: uuid), logger: logger)
     }
 
     /// The verified copy of one notification; prepared, as every apply reads one.

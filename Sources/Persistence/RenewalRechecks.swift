@@ -35,7 +35,7 @@ public struct RenewalRechecks: Sendable {
         for case .recheckRenewal(let after) in effects { due = max(due ?? after, after) }
         guard let due else { return }
         let runAt = due.addingTimeInterval(delay)
-        let inserted = try await connection.execute(
+        let inserted = try await connection.run(
             InsertRecheck(originalTransactionId: state.originalTransactionId, transactionId: state.latestTransactionId, dueAt: runAt),
             logger: logger)
         guard try await inserted.contains(where: { _ in true }) else { return }

@@ -20,8 +20,8 @@ public struct SubscriptionStore: Sendable {
     {
         // Two statements: a statement reads as of its start, so a read in the statement that waited for the lock would
         // miss what the previous holder committed meanwhile.
-        _ = try await connection.execute(LockSubscription(originalTransactionId: originalTransactionId), logger: logger)
-        for try await state in try await connection.execute(SubscriptionRow(originalTransactionId: originalTransactionId), logger: logger) {
+        _ = try await connection.run(LockSubscription(originalTransactionId: originalTransactionId), logger: logger)
+        for try await state in try await connection.run(SubscriptionRow(originalTransactionId: originalTransactionId), logger: logger) {
             return state
         }
         return nil
@@ -53,7 +53,7 @@ public struct SubscriptionStore: Sendable {
 
     /// Inserts or replaces the row of `state`.
     public func save(_ state: SubscriptionState, on connection: PostgresConnection) async throws {
-        _ = try await connection.execute(SaveSubscription(state: state), logger: logger)
+        _ = try await connection.run(SaveSubscription(state: state), logger: logger)
     }
 
     /// Links an existing subscription to `accountId`.

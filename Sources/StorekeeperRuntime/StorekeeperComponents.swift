@@ -44,13 +44,11 @@ public struct StorekeeperComponents: Sendable {
         }
         self.configuration = configuration
         var clientConfiguration = url.clientConfiguration(maximumConnections: max(20, configuration.workerConcurrency + 4))
-        // The pool arms a timer (a sleeping task) whenever a connection goes back idle and cancels it at the next
-        // lease; a cancelled sleep stays allocated until its deadline. With a 30 s keep-alive and a 60 s idle timeout
-        // that held a minute of every lease — tens of MB under load. Without keep-alive pings (a dropped connection
-        // still fails its next query, which is retried) and with a 10 s idle timeout, it is a few MB at most.
-        clientConfiguration.options.keepAliveBehavior = nil
+        // The pool arms timers (sleeping tasks) whenever a connection goes back idle — a keep-alive ping and an idle
+        // timeout — and cancels them at the next lease; a cancelled sleep stays allocated until its deadline. With the
+        // defaults (30 s, 60 s) that held a minute of every lease, tens of MB under load; 10 s each keeps it to a few.
+        clientConfiguration.options.keepAliveBehavior = .init(frequency: .seconds(10))
         clientConfiguration.options.connectionIdleTimeout = .seconds(10)
-        clientConfiguration.options.minimumConnections = 2
         self.client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
         self.queue = PostgresJobQueue(client: client, logger: logger)
         self.migrator = try SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: logger)

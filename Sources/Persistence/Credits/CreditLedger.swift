@@ -55,7 +55,7 @@ public struct CreditLedger: Sendable {
 
     /// Opens a bucket unless it exists.
     func open(_ bucket: Bucket, on connection: PostgresConnection) async throws {
-        _ = try await connection.execute(OpenBucket(bucket: bucket), logger: logger)
+        _ = try await connection.run(OpenBucket(bucket: bucket), logger: logger)
     }
 
     /// Appends one ledger row; a zero delta or an operation key already posted writes nothing. Returns whether a
@@ -65,7 +65,7 @@ public struct CreditLedger: Sendable {
         async throws -> Bool
     {
         guard delta != 0 else { return false }
-        let rows = try await connection.execute(
+        let rows = try await connection.run(
             PostEntry(operationKey: operationKey, bucket: bucket, delta: delta, reason: reason), logger: logger)
         return try await Self.counted(rows, operationKey)
     }
@@ -80,7 +80,7 @@ public struct CreditLedger: Sendable {
             try await open(bucket, on: connection)
             return false
         }
-        let rows = try await connection.execute(
+        let rows = try await connection.run(
             OpenBucketAndPost(bucket: bucket, operationKey: operationKey, delta: delta, reason: reason), logger: logger)
         return try await Self.counted(rows, operationKey)
     }
