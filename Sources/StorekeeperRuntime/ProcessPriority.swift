@@ -14,6 +14,16 @@ public enum ProcessPriority {
         return threads.filter { setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t($0), nice) != 0 }
     }
 
+    /// Keeps every thread at `nice` until cancelled, re-applying it each `interval`: libdispatch starts pool threads
+    /// later that do not always inherit it.
+    public static func hold(nice: Int32, interval: Duration = .seconds(1)) async {
+        guard nice > 0 else { return }
+        while !Task.isCancelled {
+            lower(toNice: nice)
+            try? await Task.sleep(for: interval)
+        }
+    }
+
     /// The nice value of the calling thread.
     public static var currentNice: Int32 {
         errno = 0

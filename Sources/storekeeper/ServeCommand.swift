@@ -27,6 +27,8 @@ struct WorkCommand: AsyncParsableCommand {
             logger.warning("could not lower the CPU priority", metadata: ["nice": "\(configuration.workerNice)"])
         }
         let components = try StorekeeperComponents(configuration: configuration, logger: logger)
+        let priority = Task { await ProcessPriority.hold(nice: configuration.workerNice) }
+        defer { priority.cancel() }
         try await StorekeeperProcess.run(components, roles: .work)
     }
 }
