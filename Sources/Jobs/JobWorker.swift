@@ -90,13 +90,19 @@ public final class JobWorker: Service, Sendable {
         logger.info("worker stopped")
     }
 
+    /// How long the claim loop waits for one claim (or for the next due time) before it gives up and tries again.
+    static let claimTimeout: Duration = .seconds(15)
+
     private func claimLoop(group: inout DiscardingTaskGroup) async {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             let free = options.concurrency - running.withLock { $0.count }
             var claimedFull = false
             if free > 0 {
                 do {
-                    let jobs = try await queue.claim(limit: free, workerID: id)
+                    // Fenced: a statement on a connection the database dropped can wait forever in postgres-nio, and
+                    // a claim loop waiting on it would never claim again. A claim whose answer is lost this way is
+                    // released by the maintenance loop after `orphanGrace`.
+                    let jobs = try await withDeadline(Self.claimTimeout) { [queue, id] in try await queue.claim(limit: free, workerID: id) }
                     claimedFull = jobs.count == free
                     for job in jobs {
                         running.withLock { _ = $0.insert(job.id) }
@@ -118,7 +124,9 @@ public final class JobWorker: Service, Sendable {
 
     /// How long to wait for a wake-up: until the next delayed job is due, at most the poll interval.
     private func idleWait(free: Int) async -> Duration {
-        guard free > 0, let next = try? await queue.nextRunAt() else { return options.pollInterval }
+        guard free > 0, let next = try? await withDeadline(Self.claimTimeout, { [queue] in try await queue.nextRunAt() }) else {
+            return options.pollInterval
+        }
         let seconds = next.timeIntervalSinceNow
         // A job due now that was not claimed is blocked by its concurrency key; its blocker's completion wakes us.
         guard seconds > 0 else { return options.pollInterval }

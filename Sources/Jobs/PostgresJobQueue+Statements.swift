@@ -38,35 +38,17 @@ extension PostgresJobQueue {
     /// Inserts many jobs, skipping those whose unique key is taken, and counts the inserted.
     struct EnqueueJobs: PostgresPreparedStatement {
         static let sql = """
-            WITH inserted AS (
-                INSERT INTO jobs (kind, args, priority, run_at, max_attempts, attempt_budget, unique_key, concurrency_key)
-                SELECT kind, args::jsonb, priority::smallint,
-                       CASE WHEN run_at < 0 THEN now() ELSE to_timestamp(run_at) END,
-                       max_attempts, max_attempts, NULLIF(unique_key, ''), NULLIF(concurrency_key, '')
-                FROM unnest($1, $2, $3, $4, $5, $6, $7)
-                     AS input(kind, args, priority, run_at, max_attempts, unique_key, concurrency_key)
-                ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING
-                RETURNING id
-            )
+            WITH inserted AS (\(JobBatchInsert.sql(firstParameter: 1)) RETURNING id)
             SELECT count(*) FROM inserted
-                CROSS JOIN (SELECT CASE WHEN $8 THEN pg_notify('\(PostgresJobQueue.wakeUpChannel)', '') END) AS wake
+                CROSS JOIN (SELECT CASE WHEN $9 THEN pg_notify('\(PostgresJobQueue.wakeUpChannel)', '') END) AS wake
             """
-        static let bindingDataTypes: [PostgresDataType] = [
-            .textArray, .textArray, .int4Array, .float8Array, .int4Array, .textArray, .textArray, .bool,
-        ]
+        static let bindingDataTypes = JobBatchInsert.bindingDataTypes + [.bool]
         var jobs: [NewJob]
         var notify: Bool
 
-        /// Arrays cannot carry NULLs through the binding, so absent values travel as '' / -1 and become NULL / now().
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 8)
-            bindings.append(jobs.map(\.kind))
-            bindings.append(jobs.map(\.arguments))
-            bindings.append(jobs.map { Int32($0.priority) })
-            bindings.append(jobs.map { $0.runAt?.timeIntervalSince1970 ?? -1 })
-            bindings.append(jobs.map { Int32($0.maxAttempts) })
-            bindings.append(jobs.map { $0.uniqueKey ?? "" })
-            bindings.append(jobs.map { $0.concurrencyKey ?? "" })
+            var bindings = PostgresBindings(capacity: 9)
+            JobBatchInsert(jobs).appendBindings(to: &bindings)
             bindings.append(notify)
             return bindings
         }

@@ -4,12 +4,12 @@ import Jobs
 import Logging
 import PostgresNIO
 
-/// The durable intake: stores a verified notification and enqueues the job that applies it, in one transaction.
+/// The durable intake: stores a verified notification and enqueues the job that applies it, in one statement.
 /// A notification already stored (Apple retries with the same `notificationUUID`) is reported as a duplicate and
 /// enqueues nothing.
 ///
-/// Concurrent requests share transactions (a ``CommitGroup``): under load one commit stores dozens of notifications,
-/// and still none is answered before the commit that stored it.
+/// Concurrent requests share statements (a ``CommitGroup``): under load one statement stores dozens of notifications,
+/// and still none is answered before the statement that stored it has committed.
 public struct NotificationInbox: Sendable {
     /// Job kind of the job that applies a stored notification.
     public static let applyJobKind = "apply-notification"
@@ -41,9 +41,9 @@ public struct NotificationInbox: Sendable {
     private let group: CommitGroup<Entry, Outcome>
 
     /// - Parameter notifier: wakes workers after each commit (shared by all requests of a process).
-    public init(client: PostgresClient, queue: PostgresJobQueue, notifier: WorkerNotifier, logger: Logger) {
+    public init(client: PostgresClient, notifier: WorkerNotifier, logger: Logger) {
         self.group = CommitGroup(maximumBatch: 64) { entries in
-            let outcomes = try await Self.store(entries, client: client, queue: queue, logger: logger)
+            let outcomes = try await Self.store(entries, client: client, logger: logger)
             if outcomes.contains(.accepted) { notifier.signal() }
             return outcomes
         }
@@ -74,18 +74,14 @@ public struct NotificationInbox: Sendable {
         return try await group.submit(entry)
     }
 
-    /// Inserts the entries' notifications in one statement and enqueues the apply jobs of those not stored before, in
-    /// one transaction. An entry repeating an earlier one of the same group is a duplicate.
-    static func store(
-        _ entries: [Entry], client: PostgresClient, queue: PostgresJobQueue, logger: Logger
-    ) async throws -> [Outcome] {
+    /// Inserts the entries' notifications and the apply jobs of those not stored before, in one statement (one round
+    /// trip, atomic). An entry repeating an earlier one of the same group is a duplicate.
+    static func store(_ entries: [Entry], client: PostgresClient, logger: Logger) async throws -> [Outcome] {
         var seen = Set<UUID>()
         let distinct = entries.filter { seen.insert($0.uuid).inserted }
-        let inserted = try await client.withTransaction(logger: logger) { connection -> Set<UUID> in
-            let rows = try await connection.run(InsertNotifications(entries: distinct), logger: logger)
+        let inserted = try await client.withConnection { connection in
             var inserted = Set<UUID>()
-            for try await uuid in rows { inserted.insert(uuid) }
-            try await queue.enqueue(distinct.filter { inserted.contains($0.uuid) }.map(\.job), on: connection, notify: false)
+            for try await uuid in try await connection.run(StoreNotifications(entries: distinct), logger: logger) { inserted.insert(uuid) }
             return inserted
         }
         var answered = Set<UUID>()
@@ -94,9 +90,10 @@ public struct NotificationInbox: Sendable {
         }
     }
 
-    /// Inserts notifications not stored before, returning the uuids of those inserted.
-    struct InsertNotifications: PostgresPreparedStatement {
+    /// Inserts notifications not stored before and the apply jobs of those, returning the uuids inserted.
+    struct StoreNotifications: PostgresPreparedStatement {
         static let sql = """
+            WITH stored AS (
             INSERT INTO notifications (notification_uuid, notification_type, subtype, environment,
                 original_transaction_id, signed_date, signed_payload, decoded)
             SELECT uuid, type, NULLIF(subtype, ''), NULLIF(environment, ''), NULLIF(subscription, ''), signed_date,
@@ -105,15 +102,19 @@ public struct NotificationInbox: Sendable {
                  AS input(uuid, type, subtype, environment, subscription, signed_date, signed_payload, decoded)
             ON CONFLICT (notification_uuid) DO NOTHING
             RETURNING notification_uuid
+            ), queued AS (
+            \(JobBatchInsert.sql(firstParameter: 9, guardKeys: "SELECT notification_uuid::text FROM stored"))
+            )
+            SELECT notification_uuid FROM stored
             """
         static let bindingDataTypes: [PostgresDataType] = [
             .uuidArray, .textArray, .textArray, .textArray, .textArray, .int8Array, .textArray, .textArray,
-        ]
+        ] + JobBatchInsert.bindingDataTypes
         var entries: [Entry]
 
         /// Arrays cannot carry NULLs through the binding, so absent texts travel as '' and become NULL.
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 8)
+            var bindings = PostgresBindings(capacity: 16)
             bindings.append(entries.map(\.uuid))
             bindings.append(entries.map(\.notificationType))
             bindings.append(entries.map { $0.subtype ?? "" })
@@ -122,6 +123,7 @@ public struct NotificationInbox: Sendable {
             bindings.append(entries.map(\.signedDate))
             bindings.append(entries.map(\.signedPayload))
             bindings.append(entries.map(\.decoded))
+            JobBatchInsert(entries.map { ($0.uuid.uuidString.lowercased(), $0.job) }).appendBindings(to: &bindings)
             return bindings
         }
 

@@ -58,7 +58,7 @@ public struct StorekeeperComponents: Sendable {
         self.serverAPI = configuration.serverAPI.map { settings in
             AppStoreServerClient(credentials: settings.credentials, baseURL: settings.baseURL, verifier: verifier, clock: clock, logger: logger)
         }
-        self.inbox = NotificationInbox(client: client, queue: queue, notifier: WorkerNotifier(queue: queue), logger: logger)
+        self.inbox = NotificationInbox(client: client, notifier: WorkerNotifier(queue: queue), logger: logger)
         self.rechecks = serverAPI == nil ? nil : RenewalRechecks(delay: configuration.renewalRecheckDelay, queue: queue, logger: logger)
         self.writer = SubscriptionWriter(client: client, credits: credits, rechecks: rechecks, logger: logger)
         self.clock = clock

@@ -37,7 +37,7 @@ struct IntakeTests {
         }
     }
 
-    @Test("the same notification twice is a duplicate: stored once, applied once")
+    @Test("the same notification twice — at once and after it was applied — is a duplicate: stored once, applied once")
     func duplicate() async throws {
         try await StorekeeperHarness.run { harness in
             let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: UUID()), at: Date())
@@ -49,8 +49,14 @@ struct IntakeTests {
                 #expect(second.json["status"] as? String == "duplicate")
             }
             try await eventually("the apply job to finish") { try await harness.count("SELECT count(*) FROM job_history") == 1 }
+            // Redelivered once applied: its job's unique key is free again, yet nothing is enqueued.
+            try await harness.withHTTP { client in
+                let again = try await client.postNotification(body)
+                #expect(again.json["status"] as? String == "duplicate")
+            }
             #expect(try await harness.count("SELECT count(*) FROM notifications") == 1)
             #expect(try await harness.count("SELECT count(*) FROM jobs") == 0)
+            #expect(try await harness.count("SELECT count(*) FROM job_history") == 1)
         }
     }
 
