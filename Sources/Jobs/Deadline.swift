@@ -45,7 +45,7 @@ final class DeadlineTimer: @unchecked Sendable {
 }
 
 /// Resumes a continuation with whichever outcome comes first; later ones are dropped.
-private final class FirstOutcome<Value: Sendable>: @unchecked Sendable {
+final class FirstOutcome<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var continuation: CheckedContinuation<Value, any Error>?
     private var early: Swift.Result<Value, any Error>?

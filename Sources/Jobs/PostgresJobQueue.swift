@@ -30,10 +30,8 @@ public struct PostgresJobQueue: Sendable {
     /// serializes the commits of all of them (PostgreSQL takes a database-wide lock to queue notifications).
     @discardableResult
     public func enqueue(_ job: NewJob, on connection: PostgresConnection, notify: Bool = true) async throws -> EnqueueResult {
-        for try await id in try await connection.run(EnqueueJob(job: job, notify: notify), logger: logger) {
-            return .enqueued(id: id)
-        }
-        return .duplicate
+        guard let id = try await connection.run(EnqueueJob(job: job, notify: notify), logger: logger).first else { return .duplicate }
+        return .enqueued(id: id)
     }
 
     /// Wakes listening workers now (its own tiny transaction).
@@ -46,21 +44,14 @@ public struct PostgresJobQueue: Sendable {
     @discardableResult
     public func enqueue(_ jobs: [NewJob], on connection: PostgresConnection, notify: Bool = true) async throws -> Int {
         guard !jobs.isEmpty else { return 0 }
-        for try await count in try await connection.run(EnqueueJobs(jobs: jobs, notify: notify), logger: logger) {
-            return count
-        }
-        return 0
+        return try await connection.run(EnqueueJobs(jobs: jobs, notify: notify), logger: logger).first ?? 0
     }
 
     /// Claims up to `limit` runnable jobs for `workerID` in one round trip. A job whose concurrency key has a
     /// running job, or an earlier runnable one, is skipped, so jobs of one key run one at a time in order.
     public func claim(limit: Int, workerID: UUID) async throws -> [ClaimedJob] {
         try await client.withConnection { connection in
-            var jobs: [ClaimedJob] = []
-            for try await job in try await connection.run(ClaimJobs(limit: limit, workerID: workerID), logger: logger) {
-                jobs.append(job)
-            }
-            return jobs
+            try await connection.run(ClaimJobs(limit: limit, workerID: workerID), logger: logger)
         }
     }
 
@@ -68,7 +59,7 @@ public struct PostgresJobQueue: Sendable {
     /// inside the transaction that applied the job's effects, the two commit together.
     /// - Throws: ``JobQueueError/Code/lostClaim`` when the claim is no longer valid.
     public func complete(_ job: ClaimedJob, on connection: PostgresConnection) async throws {
-        for try await _ in try await connection.run(CompleteJob(job: job), logger: logger) { return }
+        guard try await connection.run(CompleteJob(job: job), logger: logger).isEmpty else { return }
         throw JobQueueError(.lostClaim, "job \(job.id) attempt \(job.attempt) is no longer running")
     }
 

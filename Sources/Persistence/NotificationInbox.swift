@@ -80,9 +80,7 @@ public struct NotificationInbox: Sendable {
         var seen = Set<UUID>()
         let distinct = entries.filter { seen.insert($0.uuid).inserted }
         let inserted = try await client.withConnection { connection in
-            var inserted = Set<UUID>()
-            for try await uuid in try await connection.run(StoreNotifications(entries: distinct), logger: logger) { inserted.insert(uuid) }
-            return inserted
+            Set(try await connection.run(StoreNotifications(entries: distinct), logger: logger))
         }
         var answered = Set<UUID>()
         return entries.map { entry in

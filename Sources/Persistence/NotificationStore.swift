@@ -12,13 +12,11 @@ public struct NotificationStore: Sendable {
 
     /// The verified notification stored under `uuid`.
     public func notification(_ uuid: UUID, on connection: PostgresConnection) async throws -> VerifiedNotification? {
-        for try await text in try await connection.run(StoredNotification(uuid: uuid), logger: logger) {
-            guard let notification = try? PayloadDecoder().decode(VerifiedNotification.self, from: Array(text.utf8)) else {
-                throw PersistenceError(.corruptRecord, "stored notification \(uuid) does not decode")
-            }
-            return notification
+        guard let text = try await connection.run(StoredNotification(uuid: uuid), logger: logger).first else { return nil }
+        guard let notification = try? PayloadDecoder().decode(VerifiedNotification.self, from: Array(text.utf8)) else {
+            throw PersistenceError(.corruptRecord, "stored notification \(uuid) does not decode")
         }
-        return nil
+        return notification
     }
 
     /// Records that a notification was processed and how (`applied`, `stale`, `recorded`).

@@ -38,7 +38,7 @@ public struct RenewalRechecks: Sendable {
         let inserted = try await connection.run(
             InsertRecheck(originalTransactionId: state.originalTransactionId, transactionId: state.latestTransactionId, dueAt: runAt),
             logger: logger)
-        guard try await inserted.contains(where: { _ in true }) else { return }
+        guard !inserted.isEmpty else { return }
         let job = try NewJob(
             kind: Self.jobKind,
             arguments: Arguments(originalTransactionId: state.originalTransactionId, transactionId: state.latestTransactionId, environment: state.environment),

@@ -21,10 +21,7 @@ public struct SubscriptionStore: Sendable {
         // Two statements: a statement reads as of its start, so a read in the statement that waited for the lock would
         // miss what the previous holder committed meanwhile.
         _ = try await connection.run(LockSubscription(originalTransactionId: originalTransactionId), logger: logger)
-        for try await state in try await connection.run(SubscriptionRow(originalTransactionId: originalTransactionId), logger: logger) {
-            return state
-        }
-        return nil
+        return try await connection.run(SubscriptionRow(originalTransactionId: originalTransactionId), logger: logger).first
     }
 
     /// One subscription by `originalTransactionId`.

@@ -15,11 +15,13 @@ public enum ChildProcess {
     /// A started program.
     public final class Running: Sendable {
         public let pid: pid_t
+        public let arguments: [String]
         let outputPath: String
         let executable: String
 
-        init(pid: pid_t, outputPath: String, executable: String) {
+        init(pid: pid_t, arguments: [String], outputPath: String, executable: String) {
             self.pid = pid
+            self.arguments = arguments
             self.outputPath = outputPath
             self.executable = executable
         }
@@ -84,7 +86,7 @@ public enum ChildProcess {
             unlink(outputPath)
             throw Failure(description: "cannot run \(executable): \(String(cString: strerror(spawned)))")
         }
-        return Running(pid: pid, outputPath: outputPath, executable: executable)
+        return Running(pid: pid, arguments: arguments, outputPath: outputPath, executable: executable)
     }
 
     /// Runs `executable` to completion.

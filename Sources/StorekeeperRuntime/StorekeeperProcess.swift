@@ -25,7 +25,9 @@ public enum StorekeeperProcess {
             logger.notice(
                 "App Store Server API credentials (STOREKEEPER_ASSA_*) are not set: late-renewal rechecks, notification catch-up and backfill are off; access still ends by the clock")
         }
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: components.client)]
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: DatabasePoolService(client: components.client, logger: logger))
+        ]
         if roles.contains(.work) {
             services.append(.init(service: components.worker()))
             if !roles.contains(.serve), let port = components.configuration.metricsPort {

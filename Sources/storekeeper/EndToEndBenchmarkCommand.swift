@@ -194,11 +194,11 @@ struct EndToEndRun {
         ]
         report.fields = [
             ("benchmark", .text("e2e")), ("notifications", .integer(burst.sent)), ("clients", .integer(options.clients)), ("preloaded", .integer(options.preload)),
-            ("intakePerSecond", .integer(Int(intakePerSecond))), ("intakeP50Milliseconds", .number(burst.percentile(0.5))),
-            ("intakeP99Milliseconds", .number(burst.percentile(0.99))), ("appliedPerSecond", .integer(Int(appliedPerSecond))),
-            ("steadyRate", .integer(options.rate)), ("steadyP50Milliseconds", .number(steady.percentile(0.5))),
-            ("steadyP99Milliseconds", .number(steady.percentile(0.99))), ("failed", .integer(burst.failed + steady.failed)),
-            ("peakResidentMegabytes", .number(megabytes(serveRSS + workRSS))),
+            ("intakePerSecond", .integer(Int(intakePerSecond))), ("intakeP50Ms", .number(burst.percentile(0.5))),
+            ("intakeP99Ms", .number(burst.percentile(0.99))), ("appliedPerSecond", .integer(Int(appliedPerSecond))),
+            ("steadyRate", .integer(options.rate)), ("steadyP50Ms", .number(steady.percentile(0.5))),
+            ("steadyP99Ms", .number(steady.percentile(0.99))), ("failed", .integer(burst.failed + steady.failed)),
+            ("peakRssMB", .number(megabytes(serveRSS + workRSS))),
         ]
         return report
     }

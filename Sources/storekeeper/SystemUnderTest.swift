@@ -161,11 +161,22 @@ final class SystemUnderTest: @unchecked Sendable {
         (serve?.peakResidentBytes ?? 0, workers.reduce(0) { $0 + ($1.peakResidentBytes ?? 0) })
     }
 
+    /// Stops every process gracefully (SIGTERM) and says so when one did not stop cleanly: a status other than 0, more
+    /// than 10 s to exit, or a warning that its database pool did not close.
     func stop() async {
         try? await http.shutdown()
         let processes = [serve].compactMap { $0 } + workers
+        let signalled = ContinuousClock.now
         for process in processes { process.signal(SIGTERM) }
-        for process in processes { _ = try? process.wait() }
+        for process in processes {
+            guard let result = try? process.wait() else { continue }
+            let seconds = (ContinuousClock.now - signalled).seconds
+            let poolStuck = result.output.contains("database pool did not close")
+            if result.status != 0 || seconds > 10 || poolStuck {
+                say("  note: \(process.arguments.joined(separator: " ")) (pid \(process.pid)) stopped with status \(result.status) after "
+                    + String(format: "%.1f s", seconds) + (poolStuck ? "; its database pool did not close" : ""))
+            }
+        }
         serve = nil
         workers = []
         try? FileManager.default.removeItem(at: directory)

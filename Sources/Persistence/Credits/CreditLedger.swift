@@ -67,7 +67,7 @@ public struct CreditLedger: Sendable {
         guard delta != 0 else { return false }
         let rows = try await connection.run(
             PostEntry(operationKey: operationKey, bucket: bucket, delta: delta, reason: reason), logger: logger)
-        return try await Self.counted(rows, operationKey)
+        return Self.counted(rows, operationKey)
     }
 
     /// Opens `bucket` unless it exists and posts to it as ``post(_:bucket:delta:reason:on:)`` does, in one round
@@ -82,17 +82,15 @@ public struct CreditLedger: Sendable {
         }
         let rows = try await connection.run(
             OpenBucketAndPost(bucket: bucket, operationKey: operationKey, delta: delta, reason: reason), logger: logger)
-        return try await Self.counted(rows, operationKey)
+        return Self.counted(rows, operationKey)
     }
 
     /// Whether the ledger insert returned its row, counted in `storekeeper_credit_operations_total{operation}`
     /// (grant, spend, refund, revoke, reversed, carry, clawback, topup) when it did.
-    private static func counted<Rows: AsyncSequence>(_ rows: Rows, _ operationKey: String) async throws -> Bool {
-        for try await _ in rows {
-            Counter(label: "storekeeper_credit_operations_total", dimensions: [("operation", String(operationKey.prefix { $0 != ":" }))]).increment()
-            return true
-        }
-        return false
+    private static func counted(_ rows: [some Sendable], _ operationKey: String) -> Bool {
+        guard !rows.isEmpty else { return false }
+        Counter(label: "storekeeper_credit_operations_total", dimensions: [("operation", String(operationKey.prefix { $0 != ":" }))]).increment()
+        return true
     }
 
     /// The balance of one bucket.
