@@ -49,7 +49,7 @@ final class CompletionBatcher: Sendable {
             }
             guard !batch.isEmpty else { return }
             do {
-                let completed = try await queue.complete(batch)
+                let completed = try await withDeadline(JobWorker.databaseTimeout) { [queue] in try await queue.complete(batch) }
                 if completed < batch.count {
                     logger.warning("completions lost their claim", metadata: ["jobs.lost": "\(batch.count - completed)"])
                 }

@@ -86,12 +86,15 @@ public final class JobWorker: Service, Sendable {
             }
             group.cancelAll()
         }
-        try? await queue.deregister(workerID: id)
+        _ = try? await withDeadline(Self.databaseTimeout) { [queue, id] in try await queue.deregister(workerID: id) }
         logger.info("worker stopped")
     }
 
-    /// How long the claim loop waits for one claim (or for the next due time) before it gives up and tries again.
-    static let claimTimeout: Duration = .seconds(15)
+    /// How long the worker waits for one database step outside a job attempt — a claim, the next due time, a
+    /// maintenance pass, recording an outcome, a completion batch — before it gives up on it. postgres-nio can leave
+    /// a statement unanswered when its connection closed under it (see `ClosedConnectionWatch`; not every statement
+    /// goes through it), and a loop waiting on one would stop for good.
+    static let databaseTimeout: Duration = .seconds(15)
 
     private func claimLoop(group: inout DiscardingTaskGroup) async {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
@@ -99,10 +102,9 @@ public final class JobWorker: Service, Sendable {
             var claimedFull = false
             if free > 0 {
                 do {
-                    // Fenced: a statement on a connection the database dropped can wait forever in postgres-nio, and
-                    // a claim loop waiting on it would never claim again. A claim whose answer is lost this way is
-                    // released by the maintenance loop after `orphanGrace`.
-                    let jobs = try await withDeadline(Self.claimTimeout) { [queue, id] in try await queue.claim(limit: free, workerID: id) }
+                    // A claim whose answer is lost to the deadline is released by the maintenance loop after
+                    // `orphanGrace`.
+                    let jobs = try await withDeadline(Self.databaseTimeout) { [queue, id] in try await queue.claim(limit: free, workerID: id) }
                     claimedFull = jobs.count == free
                     for job in jobs {
                         running.withLock { _ = $0.insert(job.id) }
@@ -124,7 +126,7 @@ public final class JobWorker: Service, Sendable {
 
     /// How long to wait for a wake-up: until the next delayed job is due, at most the poll interval.
     private func idleWait(free: Int) async -> Duration {
-        guard free > 0, let next = try? await withDeadline(Self.claimTimeout, { [queue] in try await queue.nextRunAt() }) else {
+        guard free > 0, let next = try? await withDeadline(Self.databaseTimeout, { [queue] in try await queue.nextRunAt() }) else {
             return options.pollInterval
         }
         let seconds = next.timeIntervalSinceNow
@@ -168,25 +170,30 @@ public final class JobWorker: Service, Sendable {
 
     private func recordFailure(of job: ClaimedJob, error: any Error, logger: Logger) async -> JobMetrics.Outcome {
         do {
-            switch error {
-            case JobFailure.snooze(let until):
-                try await queue.snooze(job, until: until)
-                logger.debug("job snoozed", metadata: ["job.run_at": "\(until)"])
-                return .snoozed
-            case JobFailure.discard(let reason):
-                try await queue.discard(job, reason: reason)
-                logger.warning("job discarded", metadata: ["error": "\(reason)"])
-                return .discarded
-            default:
-                let description = Self.describe(error)
-                let retryAt = Date().addingTimeInterval(options.retryPolicy.delay(afterAttempt: job.attempt))
-                let state = try await queue.fail(job, error: description, retryAt: retryAt)
-                logger.warning("job attempt failed", metadata: ["job.state": "\(state ?? "claim lost")", "error": "\(description)"])
-                return state == "failed" ? .failed : .retried
-            }
+            return try await withDeadline(Self.databaseTimeout) { try await self.record(error, of: job, logger: logger) }
         } catch {
+            // The job stays running under this worker's id; the maintenance loop releases it after `orphanGrace`.
             logger.error("could not record job outcome", metadata: ["error": "\(String(reflecting: error))"])
             return .failed
+        }
+    }
+
+    private func record(_ error: any Error, of job: ClaimedJob, logger: Logger) async throws -> JobMetrics.Outcome {
+        switch error {
+        case JobFailure.snooze(let until):
+            try await queue.snooze(job, until: until)
+            logger.debug("job snoozed", metadata: ["job.run_at": "\(until)"])
+            return .snoozed
+        case JobFailure.discard(let reason):
+            try await queue.discard(job, reason: reason)
+            logger.warning("job discarded", metadata: ["error": "\(reason)"])
+            return .discarded
+        default:
+            let description = Self.describe(error)
+            let retryAt = Date().addingTimeInterval(options.retryPolicy.delay(afterAttempt: job.attempt))
+            let state = try await queue.fail(job, error: description, retryAt: retryAt)
+            logger.warning("job attempt failed", metadata: ["job.state": "\(state ?? "claim lost")", "error": "\(description)"])
+            return state == "failed" ? .failed : .retried
         }
     }
 

@@ -27,7 +27,7 @@ public final class WorkerNotifier: Sendable {
         Task {
             while true {
                 // Polling workers pick the job up anyway if this fails (database briefly away).
-                try? await queue.notifyWorkers()
+                _ = try? await withDeadline(JobWorker.databaseTimeout) { [queue] in try await queue.notifyWorkers() }
                 let more = state.withLock { state -> Bool in
                     if state.again {
                         state.again = false
