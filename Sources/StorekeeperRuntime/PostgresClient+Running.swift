@@ -13,16 +13,11 @@ extension PostgresClient {
         _ body: @Sendable (PostgresClient) async throws -> Result
     ) async throws -> Result {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        return try await client.whileRunning(logger: logger) { try await body(client) }
-    }
-
-    /// Runs this client's pool for the duration of `body`, then closes it.
-    public func whileRunning<Result: Sendable>(logger: Logger, _ body: () async throws -> Result) async throws -> Result {
-        let pool = Task { await self.run() }
-        let outcome: Swift.Result<Result, any Error>
-        do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
-        await Self.close(pool, logger: logger)
-        return try outcome.get()
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            return try await body(client)
+        }
     }
 
     /// Closes the pool `run` by `pool`, waiting for it at most ``closeTimeout``.

@@ -73,7 +73,7 @@ let worker = JobWorker(
     logger: logger)
 let group = ServiceGroup(
     configuration: .init(
-        services: [.init(service: DatabasePoolService(client: client, logger: logger)), .init(service: worker)], gracefulShutdownSignals: [.sigterm, .sigint],
+        services: [.init(service: client), .init(service: worker)], gracefulShutdownSignals: [.sigterm, .sigint],
         cancellationSignals: [], logger: logger))
 FileHandle.standardOutput.write(Data("ready\n".utf8))
 try await group.run()
