@@ -13,7 +13,7 @@ import Synchronization
 /// Every statement ``PostgresConnection/run(_:logger:)`` sends is watched here; a sweep every second fails those whose
 /// connection has been closed for two sweeps in a row (postgres-nio fails the statements it did receive at once), so
 /// the caller sees an error — a 503, a failed attempt, a retried claim — instead of a hang. One timer serves the whole
-/// process; watching a statement costs a dictionary insert and removal.
+/// process; watching a statement costs a dictionary insert and removal, and the task the statement runs in.
 final class ClosedConnectionWatch: @unchecked Sendable {  // the timer is a dispatch source (thread-safe); the rest is in a Mutex
     static let shared = ClosedConnectionWatch(interval: .seconds(1))
 
