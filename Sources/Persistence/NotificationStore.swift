@@ -10,13 +10,17 @@ public struct NotificationStore: Sendable {
 
     public init(logger: Logger) { self.logger = logger }
 
-    /// The verified notification stored under `uuid`.
-    public func notification(_ uuid: UUID, on connection: PostgresConnection) async throws -> VerifiedNotification? {
-        guard let text = try await connection.run(StoredNotification(uuid: uuid), logger: logger).first else { return nil }
-        guard let notification = try? PayloadDecoder().decode(VerifiedNotification.self, from: Array(text.utf8)) else {
+    /// The verified notification stored under `uuid`, read in the statement that also locks its subscription (see
+    /// ``SubscriptionStore/lockedSubscription(_:on:lockHeld:)``) for the rest of the caller's transaction:
+    /// `lockedSubscription` is the `originalTransactionId` locked, `nil` when the notification names none.
+    public func notificationLockingSubscription(_ uuid: UUID, on connection: PostgresConnection) async throws
+        -> (notification: VerifiedNotification, lockedSubscription: String?)?
+    {
+        guard let row = try await connection.run(StoredNotification(uuid: uuid), logger: logger).first else { return nil }
+        guard let notification = try? PayloadDecoder().decode(VerifiedNotification.self, from: Array(row.decoded.utf8)) else {
             throw PersistenceError(.corruptRecord, "stored notification \(uuid) does not decode")
         }
-        return notification
+        return (notification, row.lockedSubscription)
     }
 
     /// Records that a notification was processed and how (`applied`, `stale`, `recorded`).
@@ -24,9 +28,13 @@ public struct NotificationStore: Sendable {
         _ = try await connection.run(MarkProcessed(outcome: outcome, uuid: uuid), logger: logger)
     }
 
-    /// The verified copy of one notification; prepared, as every apply reads one.
+    /// The verified copy of one notification, taking its subscription's lock; prepared, as every apply reads one.
     struct StoredNotification: PostgresPreparedStatement {
-        static let sql = "SELECT decoded::text FROM notifications WHERE notification_uuid = $1"
+        static let sql = """
+            SELECT decoded::text, original_transaction_id,
+                \(SubscriptionStore.lockSQL(subscription: "original_transaction_id")) IS NOT NULL
+            FROM notifications WHERE notification_uuid = $1
+            """
         static let bindingDataTypes: [PostgresDataType] = [.uuid]
         var uuid: UUID
 
@@ -36,7 +44,10 @@ public struct NotificationStore: Sendable {
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> String { try row.decode(String.self) }
+        func decodeRow(_ row: PostgresRow) throws -> (decoded: String, lockedSubscription: String?) {
+            let (decoded, subscription, locked) = try row.decode((String, String?, Bool).self)
+            return (decoded, locked ? subscription : nil)
+        }
     }
 
     struct MarkProcessed: PostgresPreparedStatement {

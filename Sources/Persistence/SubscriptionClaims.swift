@@ -68,7 +68,7 @@ public struct SubscriptionClaims: Sendable {
                     metadata: ["subscription.id": "\(transaction.originalTransactionId)", "account.from": "\(owner)", "account.to": "\(account)"])
             }
             try await history.record(event, signedData: signedTransaction, on: connection)
-            return .claimed(try await writer.apply(event, now: now, on: connection).state)
+            return .claimed(try await writer.apply(event, now: now, on: connection, lockHeld: true).state)
         }
     }
 }

@@ -4,11 +4,17 @@ import Subscriptions
 
 // The statements every apply runs, prepared: PostgreSQL parses and plans them once per connection.
 extension SubscriptionStore {
+    /// The SQL expression that takes the advisory lock of the subscription named by the SQL expression `subscription`
+    /// for the rest of the transaction; it takes none, and is NULL, when `subscription` is NULL.
+    public static func lockSQL(subscription: String) -> String {
+        "pg_advisory_xact_lock(hashtextextended('subscription:' || \(subscription), 0))"
+    }
+
     /// Takes the advisory lock of a subscription for the rest of the transaction — also when it has no row yet, so
     /// two writers of a new subscription serialize too.
     struct LockSubscription: PostgresPreparedStatement {
         typealias Row = ()
-        static let sql = "SELECT pg_advisory_xact_lock(hashtextextended('subscription:' || $1, 0))"
+        static let sql = "SELECT \(SubscriptionStore.lockSQL(subscription: "$1"))"
         static let bindingDataTypes: [PostgresDataType] = [.text]
         var originalTransactionId: String
 

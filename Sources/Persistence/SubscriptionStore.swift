@@ -14,13 +14,16 @@ public struct SubscriptionStore: Sendable {
     }
 
     /// The subscription, locked for the rest of the caller's transaction — also when it has no row yet, so two
-    /// writers of a new subscription serialize too.
-    public func lockedSubscription(_ originalTransactionId: String, on connection: PostgresConnection) async throws
-        -> SubscriptionState?
+    /// writers of a new subscription serialize too. `lockHeld`: an earlier statement of the transaction took the lock
+    /// already (``lockSQL(subscription:)``), which saves a round trip.
+    public func lockedSubscription(_ originalTransactionId: String, on connection: PostgresConnection, lockHeld: Bool = false)
+        async throws -> SubscriptionState?
     {
-        // Two statements: a statement reads as of its start, so a read in the statement that waited for the lock would
-        // miss what the previous holder committed meanwhile.
-        _ = try await connection.run(LockSubscription(originalTransactionId: originalTransactionId), logger: logger)
+        // Never in the same statement as the read: a statement reads as of its start, so a read in the statement that
+        // waited for the lock would miss what the previous holder committed meanwhile.
+        if !lockHeld {
+            _ = try await connection.run(LockSubscription(originalTransactionId: originalTransactionId), logger: logger)
+        }
         return try await connection.run(SubscriptionRow(originalTransactionId: originalTransactionId), logger: logger).first
     }
 

@@ -22,12 +22,13 @@ public struct SubscriptionWriter: Sendable {
         self.rechecks = rechecks
     }
 
-    /// Applies `event` (already stored, so a replay finds it) to its subscription.
-    public func apply(_ event: SubscriptionEvent, now: Date, on connection: PostgresConnection) async throws
-        -> Lifecycle.Decision
+    /// Applies `event` (already stored, so a replay finds it) to its subscription. `lockHeld`: the caller's
+    /// transaction holds the subscription's lock already.
+    public func apply(_ event: SubscriptionEvent, now: Date, on connection: PostgresConnection, lockHeld: Bool = false)
+        async throws -> Lifecycle.Decision
     {
         let originalTransactionId = event.transaction.originalTransactionId
-        let current = try await subscriptions.lockedSubscription(originalTransactionId, on: connection)
+        let current = try await subscriptions.lockedSubscription(originalTransactionId, on: connection, lockHeld: lockHeld)
         var decision = Lifecycle.apply(event, to: current, now: now)
         if decision.outcome == .outOfOrder {
             var events = try await history.events(of: originalTransactionId, on: connection)

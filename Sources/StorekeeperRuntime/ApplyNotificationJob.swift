@@ -39,12 +39,14 @@ public struct ApplyNotificationJob: JobHandler {
         let arguments = try execution.job.decodeArguments(as: NotificationInbox.ApplyArguments.self)
         let uuid = arguments.notificationUUID
         try await client.withTransaction(logger: logger) { connection in
-            guard let notification = try await notifications.notification(uuid, on: connection) else {
+            guard let (notification, lockedSubscription) = try await notifications.notificationLockingSubscription(uuid, on: connection)
+            else {
                 throw JobFailure.discard("notification \(uuid) is not stored")
             }
             let outcome: String
             if let event = SubscriptionEvent(notification) {
-                outcome = try await writer.apply(event, now: clock(), on: connection).outcome.rawValue
+                let lockHeld = lockedSubscription == event.transaction.originalTransactionId
+                outcome = try await writer.apply(event, now: clock(), on: connection, lockHeld: lockHeld).outcome.rawValue
             } else if let transaction = notification.transaction,
                 let account = transaction.appAccountToken.flatMap(UUID.init(uuidString:)),
                 try await credits.recordOneTimePurchase(transaction, account: account, on: connection)

@@ -1,4 +1,5 @@
 import Foundation
+import LocalSigning
 import Persistence
 import PostgresNIO
 import Subscriptions
@@ -6,11 +7,31 @@ import Testing
 
 @Suite("The subscription lock, on real PostgreSQL")
 struct SubscriptionLockTests {
-    @Test("a writer that waited for the lock reads what the holder committed — also for a subscription that had no row")
-    func waiterReadsCommittedState() async throws {
+    /// How the first writer takes the lock: as every writer does, or in the statement that reads the notification to
+    /// apply (the worker's apply path).
+    enum Holder: CaseIterable, Sendable { case lockedSubscription, storedNotification }
+
+    /// Advisory locks on the test's database (other tests run beside it on the same server).
+    static let advisoryLocksSQL = """
+        SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+        """
+
+    @Test(
+        "a writer that waited for the lock reads what the holder committed — also for a subscription that had no row",
+        arguments: Holder.allCases)
+    func waiterReadsCommittedState(holder: Holder) async throws {
         try await StorekeeperHarness.run(worker: false) { harness in
             let store = SubscriptionStore(client: harness.client, logger: TestDatabase.logger)
-            let id = "lock-\(UUID().uuidString)"
+            let id = String(Int.random(in: 3_000_000_000...3_999_999_999))
+            let notificationUUID = UUID()
+            if holder == .storedNotification {
+                let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: nil, originalTransactionId: id), at: Date())
+                let body = try harness.signer.requestBody(for: event, notificationUUID: notificationUUID)
+                try await harness.withHTTP { client in
+                    let response = try await client.postNotification(body)
+                    #expect(response.status == .ok)
+                }
+            }
             let saved = SubscriptionState(
                 originalTransactionId: id, accountId: UUID(), productId: "pro.monthly", environment: "Sandbox",
                 status: .active, willRenew: true, autoRenewProductId: "pro.monthly", pendingProductId: nil,
@@ -22,11 +43,19 @@ struct SubscriptionLockTests {
             let waiterRead = try await withThrowingTaskGroup(of: SubscriptionState??.self) { group in
                 group.addTask {
                     try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
-                        #expect(try await store.lockedSubscription(id, on: connection) == nil)
+                        switch holder {
+                        case .lockedSubscription:
+                            #expect(try await store.lockedSubscription(id, on: connection) == nil)
+                        case .storedNotification:
+                            let stored = try await NotificationStore(logger: TestDatabase.logger)
+                                .notificationLockingSubscription(notificationUUID, on: connection)
+                            #expect(stored?.lockedSubscription == id)
+                            #expect(try await store.lockedSubscription(id, on: connection, lockHeld: true) == nil)
+                        }
                         holderLocked.continuation.yield()
                         // Commit only once the other writer waits for the lock: its statement has begun by then.
                         try await eventually("the second writer waiting for the lock") {
-                            try await harness.count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") == 1
+                            try await harness.count(Self.advisoryLocksSQL + " AND NOT granted") == 1
                         }
                         try await store.save(saved, on: connection)
                     }
@@ -43,6 +72,26 @@ struct SubscriptionLockTests {
                 return read
             }
             #expect(waiterRead == .some(saved))
+        }
+    }
+
+    @Test("reading a notification that names no subscription locks nothing")
+    func notificationWithoutSubscription() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let notificationUUID = UUID()
+            let test = SimulatedEvent(
+                notificationType: "TEST", subtype: nil, status: nil, signedDate: 1_767_225_600_000, transaction: nil, renewalInfo: nil)
+            let body = try harness.signer.requestBody(for: test, notificationUUID: notificationUUID)
+            try await harness.withHTTP { client in
+                    let response = try await client.postNotification(body)
+                    #expect(response.status == .ok)
+                }
+            try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
+                let stored = try await NotificationStore(logger: TestDatabase.logger).notificationLockingSubscription(notificationUUID, on: connection)
+                #expect(stored?.notification.payload.notificationType == "TEST")
+                #expect(stored?.lockedSubscription == nil)
+                #expect(try await harness.count(Self.advisoryLocksSQL) == 0)
+            }
         }
     }
 }
