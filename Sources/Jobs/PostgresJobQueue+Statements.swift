@@ -115,4 +115,23 @@ extension PostgresJobQueue {
 
         func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
     }
+
+    /// Wakes listening workers (the intake's coalesced NOTIFY, see ``WorkerNotifier``).
+    struct NotifyWorkers: PostgresPreparedStatement {
+        typealias Row = ()
+        static let sql = "SELECT pg_notify('\(PostgresJobQueue.wakeUpChannel)', '')"
+        static let bindingDataTypes: [PostgresDataType] = []
+
+        func makeBindings() -> PostgresBindings { PostgresBindings() }
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
+
+    /// When the earliest waiting job becomes due; asked by every idle worker.
+    struct NextRunAt: PostgresPreparedStatement {
+        static let sql = "SELECT min(run_at) FROM jobs WHERE state = 'available'"
+        static let bindingDataTypes: [PostgresDataType] = []
+
+        func makeBindings() -> PostgresBindings { PostgresBindings() }
+        func decodeRow(_ row: PostgresRow) throws -> Date? { try row.decode(Date?.self) }
+    }
 }

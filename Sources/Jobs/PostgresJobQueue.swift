@@ -36,7 +36,7 @@ public struct PostgresJobQueue: Sendable {
 
     /// Wakes listening workers now (its own tiny transaction).
     public func notifyWorkers() async throws {
-        try await client.query("SELECT pg_notify(\(Self.wakeUpChannel), '')", logger: logger)
+        _ = try await client.withConnection { try await $0.run(NotifyWorkers(), logger: logger) }
     }
 
     /// Inserts many jobs in one statement (one round trip); jobs whose unique key is taken are skipped. Returns how
@@ -126,8 +126,7 @@ public struct PostgresJobQueue: Sendable {
 
     /// When the earliest waiting job becomes due (`nil` when none waits).
     public func nextRunAt() async throws -> Date? {
-        let rows = try await client.query("SELECT min(run_at) FROM jobs WHERE state = 'available'", logger: logger)
-        return try await rows.first(Date?.self) ?? nil
+        try await client.withConnection { try await $0.run(NextRunAt(), logger: logger).first ?? nil }
     }
 
     /// Records a failed attempt: the job runs again at `retryAt`, or becomes `failed` when its attempts are used up
