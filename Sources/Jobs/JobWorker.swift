@@ -99,6 +99,7 @@ public final class JobWorker: Service, Sendable {
     private func claimLoop(group: inout DiscardingTaskGroup) async {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             let free = options.concurrency - running.withLock { $0.count }
+            let claimStarted = Date()
             var claimedFull = false
             if free > 0 {
                 do {
@@ -119,19 +120,22 @@ public final class JobWorker: Service, Sendable {
                 }
             }
             if !claimedFull || free == 0 {
-                await wakeUp.wait(timeout: await idleWait(free: free))
+                await wakeUp.wait(timeout: await idleWait(free: free, claimStarted: claimStarted))
             }
         }
     }
 
     /// How long to wait for a wake-up: until the next delayed job is due, at most the poll interval.
-    private func idleWait(free: Int) async -> Duration {
+    private func idleWait(free: Int, claimStarted: Date) async -> Duration {
         guard free > 0, let next = try? await withDeadline(Self.databaseTimeout, { [queue] in try await queue.nextRunAt() }) else {
             return options.pollInterval
         }
         let seconds = next.timeIntervalSinceNow
-        // A job due now that was not claimed is blocked by its concurrency key; its blocker's completion wakes us.
-        guard seconds > 0 else { return options.pollInterval }
+        if seconds <= 0 {
+            // Due since the claim began: it became due meanwhile, claim it now. Due before and still not claimed: it
+            // is blocked by its concurrency key, and its blocker's completion wakes us.
+            return next > claimStarted ? .zero : options.pollInterval
+        }
         return min(options.pollInterval, .milliseconds(Int64(seconds * 1000) + 1))
     }
 

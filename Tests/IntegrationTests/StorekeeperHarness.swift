@@ -80,6 +80,16 @@ struct StorekeeperHarness {
             bundleId: Self.bundleId)
     }
 
+    /// Waits until one connection of the test's database has finished its LISTEN: idle after it, so the LISTEN has
+    /// committed and a NOTIFY sent from now on reaches it (while the LISTEN still runs, one would be missed).
+    func waitUntilListening() async throws {
+        try await eventually(timeout: .seconds(10), "a connection to listen") {
+            try await count(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %' AND state = 'idle'"
+            ) == 1
+        }
+    }
+
     func count(_ sql: String) async throws -> Int {
         let rows = try await client.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger)
         for try await count in rows.decode(Int.self) { return count }

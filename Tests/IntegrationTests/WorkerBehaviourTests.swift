@@ -51,13 +51,7 @@ struct WorkerBehaviourTests {
                 group.addTask { try await worker.run() }
                 defer { group.cancelAll() }
                 // The worker listens before the enqueue, so its NOTIFY reaches it (a wake-up before the idle wait is kept).
-                try await eventually(timeout: .seconds(10), "the worker to listen") {
-                    let rows = try await queue.client.query(
-                        "SELECT count(*)::int8 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'",
-                        logger: TestDatabase.logger)
-                    for try await count in rows.decode(Int64.self) { return count == 1 }
-                    return false
-                }
+                try await harness.waitUntilListening()
                 let runAt = Date().addingTimeInterval(1.5)
                 _ = try await queue.client.withConnection { try await queue.enqueue(try NewJob(kind: "record", arguments: Empty(), runAt: runAt), on: $0) }
                 try await eventually(timeout: .seconds(6), "the delayed job to start well before the next poll") {

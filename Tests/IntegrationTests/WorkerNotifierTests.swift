@@ -24,13 +24,7 @@ struct WorkerNotifierTests {
                     }
                 }
                 defer { group.cancelAll() }
-                try await eventually(timeout: .seconds(10), "the test to listen") {
-                    let rows = try await queue.client.query(
-                        "SELECT count(*)::int8 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'",
-                        logger: TestDatabase.logger)
-                    for try await count in rows.decode(Int64.self) { return count == 1 }
-                    return false
-                }
+                try await harness.waitUntilListening()
                 let clock = ContinuousClock()
                 let start = clock.now
                 notifier.signal()
