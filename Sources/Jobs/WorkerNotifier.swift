@@ -1,8 +1,8 @@
 import Synchronization
 
 /// Wakes workers after jobs were enqueued without a NOTIFY of their own (the intake's hot path): ``signal()`` after
-/// a commit sends one NOTIFY at once; signals arriving while it is on its way or within `minimumInterval` (30 ms) of it are
-/// coalesced into one more at the end of that interval. So a burst of thousands of enqueues costs a handful of
+/// a commit sends one NOTIFY at once; signals arriving while it is on its way or within `minimumInterval` (30 ms) of
+/// it are coalesced into one more at the end of that interval. So a burst of thousands of enqueues costs a handful of
 /// NOTIFYs, a steady trickle at most one per interval (and its workers claim a few jobs per wake-up rather than one),
 /// and no enqueue waits for one.
 public final class WorkerNotifier: Sendable {

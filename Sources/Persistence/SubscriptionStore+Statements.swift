@@ -6,7 +6,7 @@ import Subscriptions
 extension SubscriptionStore {
     /// The SQL expression that takes the advisory lock of the subscription named by the SQL expression `subscription`
     /// for the rest of the transaction; it takes none, and is NULL, when `subscription` is NULL.
-    public static func lockSQL(subscription: String) -> String {
+    static func lockSQL(subscription: String) -> String {
         "pg_advisory_xact_lock(hashtextextended('subscription:' || \(subscription), 0))"
     }
 

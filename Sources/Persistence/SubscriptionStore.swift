@@ -15,7 +15,7 @@ public struct SubscriptionStore: Sendable {
 
     /// The subscription, locked for the rest of the caller's transaction — also when it has no row yet, so two
     /// writers of a new subscription serialize too. `lockHeld`: an earlier statement of the transaction took the lock
-    /// already (``lockSQL(subscription:)``), which saves a round trip.
+    /// already (as ``NotificationStore/notificationLockingSubscription(_:on:)`` does), which saves a round trip.
     public func lockedSubscription(_ originalTransactionId: String, on connection: PostgresConnection, lockHeld: Bool = false)
         async throws -> SubscriptionState?
     {
