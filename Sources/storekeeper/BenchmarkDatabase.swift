@@ -4,10 +4,13 @@ import PostgresNIO
 import StorekeeperRuntime
 
 /// Where a benchmark runs: a fresh database on `--database-url`'s server (dropped afterwards), or — without one — a
-/// private throwaway cluster with default (durable) settings, removed afterwards.
+/// private throwaway cluster with default (durable) settings, its WAL warmed like a running server's (see
+/// ``warmWAL(url:logger:)``), removed afterwards.
 enum BenchmarkDatabase {
+    /// - Parameter coldWAL: leave the private cluster's WAL as `initdb` made it: every WAL segment the run needs is
+    ///   created during the run.
     static func with<Result: Sendable>(
-        url text: String?, logger: Logger, _ body: (DatabaseURL) async throws -> Result
+        url text: String?, coldWAL: Bool = false, logger: Logger, _ body: (DatabaseURL) async throws -> Result
     ) async throws -> Result {
         if let text {
             let server = try DatabaseURL(parsing: text)
@@ -38,7 +41,29 @@ enum BenchmarkDatabase {
             cluster.stop()
             try? FileManager.default.removeItem(at: directory)
         }
+        if !coldWAL { try await warmWAL(url: url, logger: logger) }
         return try await body(url)
+    }
+
+    /// WAL segments a warmed cluster can reuse: 1 GiB, PostgreSQL's default `max_wal_size`, more than a default
+    /// end-to-end run writes.
+    static let warmedWALSegments = 64
+
+    /// Gives a new cluster the WAL segments a running server has. A new cluster has none to reuse, so each 16 MiB
+    /// segment is created — zero-filled and flushed while every commit waits — the first time it is needed: under
+    /// load a stall of 15–160 ms every few seconds, which a server that has run through one checkpoint never sees
+    /// (its checkpoints recycle segments for reuse; docs/capacity.md). This switches through
+    /// ``warmedWALSegments`` segments and checkpoints, which recycles them.
+    private static func warmWAL(url: DatabaseURL, logger: Logger) async throws {
+        try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 1), logger: logger) { client in
+            for _ in 0..<warmedWALSegments {
+                // pg_switch_wal() moves on only from a segment with a record in it.
+                try await client.query(
+                    "SELECT pg_switch_wal() FROM (SELECT pg_logical_emit_message(false, 'storekeeper.warm', '')) AS record",
+                    logger: logger)
+            }
+            try await client.query("CHECKPOINT", logger: logger)
+        }
     }
 
     /// Runs a PostgreSQL client program (pgbench, psql) against `url`; returns its standard output.

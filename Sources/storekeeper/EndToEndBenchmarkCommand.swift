@@ -19,7 +19,8 @@ struct EndToEndBenchmarkCommand: AsyncParsableCommand {
             or a fresh database on --database-url's server), signs --notifications distinct notifications with a local \
             Apple-shaped chain, POSTs them from --clients concurrent clients as fast as they are answered (intake/s, \
             latency), waits until all are applied (applied/s), then sends at a steady --rate for --steady-seconds \
-            (latency at that rate), and reports the processes' peak resident memory.
+            (latency at that rate), and reports the processes' peak resident memory. The private cluster's WAL is \
+            warmed first, as a running server's is (--cold-wal leaves it new).
             """)
 
     @Option(help: "Notifications in the burst.") var notifications = 20_000
@@ -28,6 +29,8 @@ struct EndToEndBenchmarkCommand: AsyncParsableCommand {
     @Option(help: "Length of the steady phase in seconds.") var steadySeconds = 10
     @Option(help: "A PostgreSQL server to create the benchmark database on (default: a private cluster).") var databaseURL: String?
     @Flag(help: "Start `work` only after the burst is in: intake and applying measured apart.") var sequential = false
+    @Flag(help: "Private cluster only: do not warm its WAL; the run creates every WAL segment it needs, as a new server does.")
+    var coldWAL = false
     @Option(help: "Subscriptions and applied notifications stored before the run, for the growth curve.") var preload = 0
     @Flag(help: "Print one JSON object on the last line.") var json = false
 
@@ -39,7 +42,7 @@ struct EndToEndBenchmarkCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = commandLogger("storekeeper.bench")
-        let report = try await BenchmarkDatabase.with(url: databaseURL, logger: logger) { url in
+        let report = try await BenchmarkDatabase.with(url: databaseURL, coldWAL: coldWAL, logger: logger) { url in
             try await EndToEndRun(options: self, databaseURL: url, logger: logger).run()
         }
         report.print(json: json)
@@ -194,7 +197,8 @@ struct EndToEndRun {
         var report = BenchmarkReport()
         report.lines = [
             "e2e: \(burst.sent) notifications from \(options.clients) clients to serve + work, PostgreSQL beside them"
-                + (options.preload > 0 ? ", on top of \(options.preload) stored subscriptions and notifications" : ""),
+                + (options.preload > 0 ? ", on top of \(options.preload) stored subscriptions and notifications" : "")
+                + (options.databaseURL != nil ? "" : options.coldWAL ? " (new cluster, cold WAL)" : " (private cluster, WAL warmed)"),
             "  intake:  \(Int(intakePerSecond)) notifications/s (\(burst.accepted) accepted, \(burst.failed) failed) in \(String(format: "%.2f", burst.seconds)) s; "
                 + "latency p50 \(String(format: "%.2f", burst.percentile(0.5))) ms, p99 \(String(format: "%.2f", burst.percentile(0.99))) ms",
             "  applied: \(Int(appliedPerSecond)) notifications/s (\(options.sequential ? "work started after the burst" : "while the intake ran; first received to last applied"))",
