@@ -56,25 +56,12 @@ extension PostgresJobQueue {
         func decodeRow(_ row: PostgresRow) throws -> Int { try row.decode(Int.self) }
     }
 
-    /// Claims up to `limit` runnable jobs; see ``PostgresJobQueue/claim(limit:workerID:)``.
+    /// Claims up to `limit` runnable jobs; see ``PostgresJobQueue/claim(limit:workerID:)``. The statement is
+    /// `claim_jobs` (sql/0005_claim_function.sql): the oldest due jobs whose concurrency key has no running job and no
+    /// earlier due one, locked with `FOR UPDATE SKIP LOCKED` and marked running with the attempt bumped, planned with
+    /// settings that keep it on the claim index however stale the table's statistics are.
     struct ClaimJobs: PostgresPreparedStatement {
-        static let sql = """
-            WITH picked AS MATERIALIZED (
-                SELECT id FROM jobs AS candidate
-                WHERE state = 'available' AND run_at <= now()
-                  AND (concurrency_key IS NULL OR NOT EXISTS (
-                      SELECT 1 FROM jobs AS blocker
-                      WHERE blocker.concurrency_key = candidate.concurrency_key
-                        AND blocker.state IN ('available', 'running')
-                        AND (blocker.state = 'running' OR (blocker.id < candidate.id AND blocker.run_at <= now()))))
-                ORDER BY priority, run_at, id
-                LIMIT $1
-                FOR UPDATE SKIP LOCKED
-            )
-            UPDATE jobs SET state = 'running', attempt = jobs.attempt + 1, attempted_at = now(), locked_by = $2
-            FROM picked WHERE jobs.id = picked.id
-            RETURNING jobs.id, jobs.kind, jobs.attempt, jobs.max_attempts, jobs.args::text
-            """
+        static let sql = "SELECT job_id, job_kind, job_attempt, job_max_attempts, job_arguments FROM claim_jobs($1, $2)"
         static let bindingDataTypes: [PostgresDataType] = [.int8, .uuid]
         var limit: Int
         var workerID: UUID
