@@ -46,8 +46,12 @@ public struct StorekeeperComponents: Sendable {
         var clientConfiguration = url.clientConfiguration(maximumConnections: max(20, configuration.workerConcurrency + 4))
         // The pool arms timers (sleeping tasks) whenever a connection goes back idle — a keep-alive ping and an idle
         // timeout — and cancels them at the next lease; a cancelled sleep stays allocated until its deadline. With the
-        // defaults (30 s, 60 s) that held a minute of every lease, tens of MB under load; 10 s each keeps it to a few.
-        clientConfiguration.options.keepAliveBehavior = .init(frequency: .seconds(10))
+        // defaults (30 s, 60 s) that held a minute of every lease, tens of MB under load. An idle timeout of 10 s keeps
+        // it to a few, and closes every idle connection (none is kept as a minimum) before a keep-alive ping could be
+        // due, so there is none. A ping armed at the same 10 s raced the idle timeout: the connection was closed with
+        // its ping on the way, postgres-nio never answered the ping (see `ClosedConnectionWatch`), and the pool then
+        // never finished closing at shutdown — the "did not close within 5 s" warning of a third of `bench e2e` runs.
+        clientConfiguration.options.keepAliveBehavior = nil
         clientConfiguration.options.connectionIdleTimeout = .seconds(10)
         self.client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
         self.queue = PostgresJobQueue(client: client, logger: logger)
