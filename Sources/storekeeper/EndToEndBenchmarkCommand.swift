@@ -38,6 +38,9 @@ struct EndToEndBenchmarkCommand: AsyncParsableCommand {
         guard notifications > 0, clients > 0, rate > 0, steadySeconds >= 0 else {
             throw ValidationError("--notifications, --clients and --rate must be positive, --steady-seconds not negative")
         }
+        if coldWAL && databaseURL != nil {
+            throw ValidationError("--cold-wal applies to the private cluster only: a server on --database-url keeps its own WAL")
+        }
     }
 
     func run() async throws {
