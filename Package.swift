@@ -19,13 +19,15 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
-        // Codable models of Apple's payloads (notification, transaction, renewal info). No dependencies.
-        .target(name: "AppStoreModels"),
-        // A fast, strict JSON `Decoder` for the payload models (a tape of tokens over the bytes). No dependencies.
+        // Codable models of Apple's payloads (notification, transaction, renewal info) and their content limits.
+        .target(name: "AppStoreModels", dependencies: ["PayloadDecoding"]),
+        // A fast, strict, linear JSON `Decoder` for the payload models (a tape of tokens over the bytes), and
+        // `JSONValue`. No dependencies.
         .target(name: "PayloadDecoding"),
         // Signed-data verification: JWS + x5c chain to a configured root, Apple payload models. No I/O.
         .target(
@@ -83,12 +85,15 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
-        // HTTP: Apple intake, service API, health.
+        // HTTP: Apple intake, service API, admin, health; connection limits.
         .target(
             name: "HTTPAPI",
             dependencies: [
                 "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Persistence", "Jobs",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

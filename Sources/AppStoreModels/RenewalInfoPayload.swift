@@ -1,3 +1,5 @@
+import PayloadDecoding
+
 /// A decoded signed renewal info (`JWSRenewalInfoDecodedPayload`) — what happens at the next renewal.
 public struct RenewalInfoPayload: Codable, Sendable, Equatable {
     public var originalTransactionId: String

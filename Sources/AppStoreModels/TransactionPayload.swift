@@ -1,3 +1,5 @@
+import PayloadDecoding
+
 /// A decoded signed transaction (`JWSTransactionDecodedPayload`). Dates are milliseconds since 1970, prices are
 /// milliunits of `currency`, `revocationPercentage` is milli-percent.
 public struct TransactionPayload: Codable, Sendable, Equatable {

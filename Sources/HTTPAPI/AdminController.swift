@@ -31,11 +31,17 @@ public struct AdminController: Sendable {
         var ids: [Int64]?
         var state: String?
         var kind: String?
-        var since: Date?
+        var since: String?
         var dryRun: Bool?
     }
 
     static let states = ["available", "running", "failed", "cancelled", "completed", "discarded"]
+
+    /// A job kind is a short printable name; anything else (a NUL byte, kilobytes) is refused before the database.
+    static func requireJobKind(_ kind: String) throws {
+        guard !kind.isEmpty, kind.utf8.count <= 128, !kind.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else { throw APIError.badRequest("kind must be 1–128 printable characters") }
+    }
 
     public func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
         group.get("stats") { _, _ in try await self.jobs.statistics() }
@@ -46,7 +52,9 @@ public struct AdminController: Sendable {
             }
             let limit = request.uri.queryParameters.get("limit").flatMap(Int.init) ?? 50
             guard (1...1000).contains(limit) else { throw APIError.badRequest("limit must be 1...1000") }
-            return JobList(jobs: try await self.jobs.jobs(state: state, kind: request.uri.queryParameters.get("kind"), limit: limit))
+            let kind = request.uri.queryParameters.get("kind")
+            if let kind { try Self.requireJobKind(kind) }
+            return JobList(jobs: try await self.jobs.jobs(state: state, kind: kind, limit: limit))
         }
         group.get("jobs/{id}") { _, context -> JobRecord in
             guard let id = Int64(try context.parameters.require("id")) else { throw APIError.badRequest("job id must be a number") }
@@ -56,11 +64,13 @@ public struct AdminController: Sendable {
             return record
         }
         group.post("jobs/requeue") { request, context -> Requeued in
-            let decoder = JSONDecoder()
-            decoder.dateDecodingStrategy = .iso8601
-            let body = try await request.body.collect(upTo: 64 * 1024)
-            guard let requeue = try? decoder.decode(RequeueRequest.self, from: Data(buffer: body)) else {
-                throw APIError.badRequest(#"body must be {"ids": [...]} or {"state": "failed", "kind": ..., "since": ..., "dryRun": ...}"#)
+            let usage = #"body must be {"ids": [...]} or {"state": "failed", "kind": ..., "since": "<RFC 3339 time>", "dryRun": ...}"#
+            let requeue = try await request.decodeJSONBody(as: RequeueRequest.self, upTo: 64 * 1024, otherwise: usage)
+            if let kind = requeue.kind { try Self.requireJobKind(kind) }
+            var since: Date?
+            if let text = requeue.since {
+                guard let date = ISO8601DateFormatter().date(from: text) else { throw APIError.badRequest(usage) }
+                since = date
             }
             if let ids = requeue.ids {
                 let done = try await self.jobs.requeue(ids: ids)
@@ -69,7 +79,7 @@ public struct AdminController: Sendable {
             let state = requeue.state ?? "failed"
             guard ["failed", "cancelled"].contains(state) else { throw APIError.badRequest("only failed or cancelled jobs can be requeued") }
             let dryRun = requeue.dryRun ?? false
-            let ids = try await self.jobs.requeue(state: state, kind: requeue.kind, since: requeue.since, dryRun: dryRun)
+            let ids = try await self.jobs.requeue(state: state, kind: requeue.kind, since: since, dryRun: dryRun)
             return Requeued(ids: ids, count: ids.count, dryRun: dryRun)
         }
         group.post("jobs/{id}/cancel") { _, context -> Cancelled in

@@ -38,13 +38,13 @@ extension AdminDashboardController {
                 ]
             })
         html += "</section><section class=\"wide\"><h2>History of \(HTMLPage.escape(account.uuidString.lowercased()))</h2>"
-        let events = try await records.events(ofSubscriptions: subscriptions.map(\.originalTransactionId), limit: 50)
+        let events = try await records.events(ofSubscriptions: subscriptions.map(\.originalTransactionId), account: account, limit: 50)
         html += HTMLPage.table(
             ["signed", "event", "subscription", "outcome"],
             events.map { event in
                 [
                     HTMLPage.Cell(HTMLPage.time(event.signedDate)), HTMLPage.Cell(event.type + (event.subtype.map { "/\($0)" } ?? "")),
-                    .raw("<code>\(HTMLPage.escape(event.originalTransactionId))</code>"), HTMLPage.Cell(event.outcome ?? "waiting"),
+                    .raw("<code>\(HTMLPage.escape(event.originalTransactionId))</code>"), HTMLPage.Cell(event.outcomeText),
                 ]
             }, empty: "no events")
         let archive = try await records.archive(ofAccount: account)

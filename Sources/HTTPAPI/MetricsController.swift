@@ -27,8 +27,13 @@ public final class MetricsController: Sendable {
         }
     }
 
-    public func addRoutes(to router: Router<some RequestContext>) {
-        router.get("/metrics") { _, _ in try await self.scrape() }
+    /// Adds `GET /metrics`, behind a bearer key when `keys` is not empty.
+    public func addRoutes<Context: RequestContext>(to router: Router<Context>, keys: [String] = []) {
+        if keys.isEmpty {
+            router.get("/metrics") { _, _ in try await self.scrape() }
+        } else {
+            router.group().add(middleware: BearerKeyMiddleware(keys: keys)).get("/metrics") { _, _ in try await self.scrape() }
+        }
     }
 
     func scrape() async throws -> Response {

@@ -67,15 +67,8 @@ public struct NotificationIntakeController: Sendable {
     static let verificationTimer = Timer(label: "storekeeper_verification_duration_seconds", preferredDisplayUnit: .seconds)
 
     func process(_ request: Request, context: StorekeeperRequestContext) async throws -> Answer {
-        let body: ByteBuffer
-        do {
-            body = try await request.body.collect(upTo: context.maxUploadSize)
-        } catch is NIOTooManyBytesError {
-            throw APIError.tooLarge
-        }
-        guard let decoded = try? PayloadDecoder().decode(RequestBody.self, from: body.readableBytesView) else {
-            throw APIError.badRequest("body must be a JSON object with a signedPayload string")
-        }
+        let decoded = try await request.decodeJSONBody(
+            as: RequestBody.self, otherwise: "body must be a JSON object with a signedPayload string")
         var logger = context.logger
         let verificationStarted = ContinuousClock.now
         let verification: Result<VerifiedNotification, VerificationError>

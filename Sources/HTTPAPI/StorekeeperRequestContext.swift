@@ -10,7 +10,9 @@ public struct StorekeeperRequestContext: RequestContext {
     }
 
     /// Apple's notifications are a few KiB; anything above 512 KiB is refused with 413.
-    public var maxUploadSize: Int { 512 * 1024 }
+    public static let maximumBody = 512 * 1024
+
+    public var maxUploadSize: Int { Self.maximumBody }
 
     public var responseEncoder: JSONEncoder {
         let encoder = JSONEncoder()

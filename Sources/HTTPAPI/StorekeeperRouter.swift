@@ -24,6 +24,10 @@ public struct HTTPDependencies: Sendable {
     public var apiKeys: [String]
     /// Bearer keys of the admin API; empty disables it.
     public var adminKeys: [String]
+    /// Bearer keys `GET /metrics` requires; empty leaves it open (keep it off the public listener then).
+    public var metricsKeys: [String] = []
+    /// The request-body memory of the process.
+    public var bodyBudget = RequestBodyBudget(bytes: HTTPServerLimits().bodyMemory)
     public var clock: @Sendable () -> Date
 
     public init(
@@ -54,14 +58,19 @@ import Foundation
 /// Builds the router of `storekeeper serve`.
 public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperRequestContext> {
     let router = Router(context: StorekeeperRequestContext.self)
+    router.add(middleware: SecurityHeadersMiddleware())
     router.add(middleware: LogRequestsMiddleware(.debug))
     router.add(middleware: MetricsMiddleware())
-    MetricsController(registry: dependencies.metrics, jobs: dependencies.jobs, kinds: dependencies.jobKinds).addRoutes(to: router)
+    router.add(middleware: RequestBodyBudgetMiddleware(budget: dependencies.bodyBudget))
+    MetricsController(registry: dependencies.metrics, jobs: dependencies.jobs, kinds: dependencies.jobKinds)
+        .addRoutes(to: router, keys: dependencies.metricsKeys)
     HealthController(readiness: dependencies.readiness).addRoutes(to: router)
     NotificationIntakeController(verifier: dependencies.verifier, inbox: dependencies.inbox).addRoutes(to: router)
     TiersController(catalogue: dependencies.catalogue).addRoutes(to: router)
     if !dependencies.apiKeys.isEmpty {
-        let serviceAPI = router.group("v1").add(middleware: BearerKeyMiddleware(keys: dependencies.apiKeys))
+        let serviceAPI = router.group("v1")
+            .add(middleware: SecurityHeadersMiddleware(cacheControl: "no-store"))
+            .add(middleware: BearerKeyMiddleware(keys: dependencies.apiKeys))
         let accounts = AccountsController(
             accounts: dependencies.accounts, subscriptions: dependencies.subscriptions, clock: dependencies.clock)
         accounts.addRoutes(to: serviceAPI)
@@ -71,11 +80,19 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
             .addRoutes(to: serviceAPI)
     }
     if !dependencies.adminKeys.isEmpty {
-        let adminAPI = router.group("admin").add(middleware: BearerKeyMiddleware(keys: dependencies.adminKeys, basicRealm: "Storekeeper admin"))
+        // The JSON API takes bearer keys only: a browser's remembered Basic credentials never reach it.
+        let adminAPI = router.group("admin")
+            .add(middleware: SecurityHeadersMiddleware(cacheControl: "no-store"))
+            .add(middleware: BearerKeyMiddleware(keys: dependencies.adminKeys))
+            .add(middleware: SameSiteWriteMiddleware(mediaType: "application/json"))
         AdminController(jobs: dependencies.jobs).addRoutes(to: adminAPI)
+        let dashboard = router.group("admin")
+            .add(middleware: SecurityHeadersMiddleware(cacheControl: "no-store"))
+            .add(middleware: BearerKeyMiddleware(keys: dependencies.adminKeys, basicRealm: "Storekeeper admin"))
+            .add(middleware: SameSiteWriteMiddleware(mediaType: "application/x-www-form-urlencoded"))
         AdminDashboardController(
             jobs: dependencies.jobs, records: dependencies.records, accounts: dependencies.accounts, clock: dependencies.clock
-        ).addRoutes(to: adminAPI)
+        ).addRoutes(to: dashboard)
     }
     return router
 }

@@ -48,18 +48,18 @@ public struct TransactionsController: Sendable {
 
     func claim(_ request: Request, context: StorekeeperRequestContext) async throws -> AccountStatusResponse {
         let accountId = try AccountsController.accountId(context)
-        let body: RequestBody
-        do {
-            body = try await request.decode(as: RequestBody.self, context: context)
-        } catch {
-            throw APIError.badRequest("body must be a JSON object with a signedTransaction string")
-        }
+        let body = try await request.decodeJSONBody(
+            as: RequestBody.self, otherwise: "body must be a JSON object with a signedTransaction string")
         let transaction: TransactionPayload
         do {
             transaction = try await verifier.verifyTransaction(body.signedTransaction)
         } catch {
             context.logger.notice("claimed transaction rejected", metadata: ["verification.category": "\(error.category.rawValue)"])
             throw Self.apiError(for: error)
+        }
+        if let problem = transaction.contentProblem {
+            context.logger.notice("claimed transaction rejected", metadata: ["reason": "\(problem)"])
+            throw APIError(.badRequest, code: "rejected_content", message: problem)
         }
         var logger = context.logger
         logger[metadataKey: "subscription.id"] = "\(transaction.originalTransactionId)"

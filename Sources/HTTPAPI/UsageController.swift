@@ -68,18 +68,18 @@ public struct UsageController: Sendable {
 
     func spend(_ request: Request, context: StorekeeperRequestContext) async throws -> Answer {
         let account = try AccountsController.accountId(context)
-        let body: RequestBody
-        do {
-            body = try await request.decode(as: RequestBody.self, context: context)
-        } catch {
-            throw APIError.badRequest("body must be {\"meter\": string, \"amount\": integer, \"idempotencyKey\": string}")
-        }
+        let body = try await request.decodeJSONBody(
+            as: RequestBody.self, otherwise: "body must be {\"meter\": string, \"amount\": integer, \"idempotencyKey\": string}")
         guard catalogue.meters.contains(where: { $0.id == body.meter }) else {
             throw APIError(.badRequest, code: "unknown_meter", message: "no meter \(body.meter); known: \(catalogue.meters.map(\.id).joined(separator: ", "))")
         }
         guard body.amount > 0 else { throw APIError(.badRequest, code: "invalid_amount", message: "amount must be a positive integer") }
-        guard let key = body.idempotencyKey ?? request.headers[.init("Idempotency-Key")!], !key.isEmpty, key.utf8.count <= 255 else {
-            throw APIError(.badRequest, code: "missing_idempotency_key", message: "idempotencyKey (1–255 bytes) is required")
+        guard let key = body.idempotencyKey ?? request.headers[.init("Idempotency-Key")!], !key.isEmpty, key.utf8.count <= 255,
+            !key.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else {
+            throw APIError(
+                .badRequest, code: "missing_idempotency_key",
+                message: "idempotencyKey (1–255 bytes, no control characters) is required")
         }
         let usageRequest = CreditAccounts.UsageRequest(account: account, meter: body.meter, amount: body.amount, idempotencyKey: key)
         do {

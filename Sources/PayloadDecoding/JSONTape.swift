@@ -30,8 +30,18 @@ final class JSONTape: @unchecked Sendable {
         var count: Int32
     }
 
-    /// Nesting deeper than this is refused rather than risking the stack (Foundation refuses at 512 too).
-    static let maximumDepth = 512
+    /// Limits that keep every document linear to parse and to decode, whatever its shape. Apple's payloads nest
+    /// four deep, hold a few dozen keys per object and their longest string is a nested JWS of a few dozen KiB.
+    enum Limit {
+        /// Containers nested deeper are refused (decoding recurses once per level).
+        static let depth = 64
+        /// Objects with more members are refused.
+        static let members = 1_024
+        /// Strings longer than this many bytes, as written, are refused.
+        static let stringBytes = 256 * 1024
+        /// Numbers longer than this many characters are refused (conversion of a long number is not linear).
+        static let numberCharacters = 64
+    }
 
     let bytes: UnsafeMutableBufferPointer<UInt8>
     let tokens: UnsafeMutableBufferPointer<Token>
@@ -101,7 +111,7 @@ extension JSONTape {
         private mutating func parseContainer(
             _ input: UnsafeBufferPointer<UInt8>, kind: Token.Kind, close: UInt8, depth: Int
         ) throws(PayloadDecodingError) {
-            guard depth <= JSONTape.maximumDepth else { throw .syntax("nesting too deep", offset: index) }
+            guard depth <= Limit.depth else { throw .syntax("nesting deeper than \(Limit.depth)", offset: index) }
             let position = tokens.count
             tokens.append(Token(kind: kind, traits: [], start: Int32(index), end: 0, count: 0))
             index += 1
@@ -125,6 +135,9 @@ extension JSONTape {
                     }
                     try parseValue(input, depth: depth)
                     count += 1
+                    if kind == .object, count > Limit.members {
+                        throw .syntax("object with more than \(Limit.members) keys", offset: index)
+                    }
                     skipWhitespace(input)
                     guard index < input.count else { throw .syntax("unexpected end of the document", offset: index) }
                     if input[index] == UInt8(ascii: ",") {
@@ -147,35 +160,44 @@ extension JSONTape {
 
         /// The offset of a key that repeats an earlier one in the object at `position`, if any. Refused because Apple
         /// never repeats one and the libraries disagree on which value wins (Foundation: the first; Python, Java and
-        /// Node: the last), so no answer would agree with all of them. Objects are small: pairs are compared.
+        /// Node: the last), so no answer would agree with all of them. Linear in the object's size: small objects
+        /// compare pairs, larger ones go through a hash set; an escaped key is unescaped once.
         private func duplicateKey(inObjectAt position: Int, _ input: UnsafeBufferPointer<UInt8>) -> Int? {
-            let end = Int(tokens[position].end)
-            func nextMember(after key: Int) -> Int {
-                let value = tokens[key + 1]
-                return value.kind == .object || value.kind == .array ? Int(value.end) : key + 2
-            }
-            func text(_ key: Token) -> [UInt8] {
-                let raw = UnsafeBufferPointer(rebasing: input[Int(key.start)..<Int(key.end)])
-                return key.traits.contains(.escaped) ? JSONTape.unescape(raw) ?? [] : Array(raw)
-            }
-            var first = position + 1
-            while first < end {
-                let key = tokens[first]
-                var second = nextMember(after: first)
-                while second < end {
-                    let other = tokens[second]
-                    if key.traits.contains(.escaped) || other.traits.contains(.escaped) {
-                        if text(key) == text(other) { return Int(other.start) }
-                    } else if key.end - key.start == other.end - other.start,
-                        memcmp(input.baseAddress! + Int(key.start), input.baseAddress! + Int(other.start), Int(key.end - key.start)) == 0
-                    {
-                        return Int(other.start)
-                    }
-                    second = nextMember(after: second)
+            let object = tokens[position]
+            // Escaped keys are unescaped once into one buffer; `fromCopy` says which buffer a key's range is in.
+            var copies: [UInt8] = []
+            var keys: [(range: Range<Int>, fromCopy: Bool, offset: Int)] = []
+            keys.reserveCapacity(Int(object.count))
+            var member = position + 1
+            while member < Int(object.end) {
+                let key = tokens[member]
+                if key.traits.contains(.escaped) {
+                    let start = copies.count
+                    copies += JSONTape.unescape(UnsafeBufferPointer(rebasing: input[Int(key.start)..<Int(key.end)])) ?? []
+                    keys.append((start..<copies.count, true, Int(key.start)))
+                } else {
+                    keys.append((Int(key.start)..<Int(key.end), false, Int(key.start)))
                 }
-                first = nextMember(after: first)
+                let value = tokens[member + 1]
+                member = value.kind == .object || value.kind == .array ? Int(value.end) : member + 2
             }
-            return nil
+            return copies.withUnsafeBytes { copied in
+                let original = UnsafeRawBufferPointer(input)
+                let texts = keys.map { UnsafeRawBufferPointer(rebasing: ($0.fromCopy ? copied : original)[$0.range]) }
+                if texts.count <= 8 {
+                    for first in texts.indices {
+                        for second in (first + 1)..<texts.count where texts[first].elementsEqual(texts[second]) {
+                            return keys[second].offset
+                        }
+                    }
+                    return nil
+                }
+                var seen = Set<KeyBytes>(minimumCapacity: texts.count)
+                for (index, text) in texts.enumerated() where !seen.insert(KeyBytes(bytes: text)).inserted {
+                    return keys[index].offset
+                }
+                return nil
+            }
         }
 
         /// Strings are scanned eight bytes at a time while no byte can be a quote, a backslash or a control
@@ -211,6 +233,9 @@ extension JSONTape {
                 guard String(validating: UnsafeBufferPointer(rebasing: input[start..<index]), as: UTF8.self) != nil else {
                     throw .syntax("string is not valid UTF-8", offset: start)
                 }
+            }
+            guard index - start <= Limit.stringBytes else {
+                throw .syntax("string longer than \(Limit.stringBytes) bytes", offset: start - 1)
             }
             tokens.append(Token(kind: .string, traits: traits, start: Int32(start), end: Int32(index), count: 0))
             index += 1
@@ -289,6 +314,9 @@ extension JSONTape {
                 if index < input.count, input[index] == UInt8(ascii: "+") || input[index] == UInt8(ascii: "-") { index += 1 }
                 guard digits(&self) > 0 else { throw .syntax("an exponent needs digits", offset: start) }
             }
+            guard index - start <= Limit.numberCharacters else {
+                throw .syntax("number longer than \(Limit.numberCharacters) characters", offset: start)
+            }
             tokens.append(Token(kind: .number, traits: plainInteger ? [] : .notInteger, start: Int32(start), end: Int32(index), count: 0))
         }
 
@@ -323,4 +351,13 @@ extension JSONTape {
         default: nil
         }
     }
+}
+
+/// Key bytes as a hash-set element: hashed and compared by content.
+private struct KeyBytes: Hashable {
+    let bytes: UnsafeRawBufferPointer
+
+    static func == (lhs: KeyBytes, rhs: KeyBytes) -> Bool { lhs.bytes.elementsEqual(rhs.bytes) }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(bytes: bytes) }
 }

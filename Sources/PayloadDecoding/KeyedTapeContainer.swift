@@ -10,6 +10,8 @@ final class KeyedTapeContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     /// Each member's key: its tape index (the value follows at `+ 1`) and a cheap summary of its bytes, so a lookup
     /// compares bytes only where the summaries match.
     private let members: [(index: Int, summary: UInt64)]
+    /// The unescaped text of escaped keys, by tape index: unescaped once here, not on every comparison.
+    private let unescapedKeys: [Int: [UInt8]]
     /// Where the next lookup starts.
     private var cursor = 0
 
@@ -18,22 +20,25 @@ final class KeyedTapeContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         self.tape = decoder.tape
         let object = tape.tokens[decoder.index]
         var members: [(index: Int, summary: UInt64)] = []
+        var unescapedKeys: [Int: [UInt8]] = [:]
         members.reserveCapacity(Int(object.count))
         var position = decoder.index + 1
         while position < Int(object.end) {
             let key = tape.tokens[position]
-            let summary =
-                key.traits.contains(.escaped)
-                ? Self.compareAlways
-                : Self.summary(of: UnsafeBufferPointer(rebasing: tape.bytes[Int(key.start)..<Int(key.end)]))
-            members.append((position, summary))
+            let raw = UnsafeBufferPointer(rebasing: tape.bytes[Int(key.start)..<Int(key.end)])
+            if key.traits.contains(.escaped) {
+                // The parser checked the escapes, so unescaping succeeds.
+                let text = JSONTape.unescape(raw) ?? []
+                unescapedKeys[position] = text
+                members.append((position, text.withUnsafeBufferPointer(Self.summary(of:))))
+            } else {
+                members.append((position, Self.summary(of: raw)))
+            }
             position = tape.next(after: position + 1)
         }
         self.members = members
+        self.unescapedKeys = unescapedKeys
     }
-
-    /// Escaped keys are compared after unescaping, whatever their summary.
-    private static var compareAlways: UInt64 { .max }
 
     /// Length and the first, middle and last two bytes: equal keys have equal summaries.
     private static func summary(of key: UnsafeBufferPointer<UInt8>) -> UInt64 {
@@ -58,7 +63,12 @@ final class KeyedTapeContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
             for offset in 0..<members.count {
                 let position = (cursor + offset) % members.count
                 let member = members[position]
-                if member.summary == summary || member.summary == Self.compareAlways, tape.key(at: member.index, equals: expected) {
+                guard member.summary == summary else { continue }
+                let equal =
+                    if let text = unescapedKeys[member.index] { text.elementsEqual(expected) } else {
+                        tape.key(at: member.index, equals: expected)
+                    }
+                if equal {
                     cursor = position + 1
                     return member.index + 1
                 }

@@ -19,13 +19,25 @@ public struct PayloadDecoder: Sendable {
     public init() {}
 
     public func decode<Value: Decodable>(_ type: Value.Type, from data: some DataProtocol) throws -> Value {
-        let tape: JSONTape
+        try parse(data).decode(Value.self)
+    }
+
+    /// Checks and parses `data` once, for several decodes of the same document (a few fields first, the rest later).
+    public func parse(_ data: some DataProtocol) throws -> PayloadDocument {
         do {
-            tape = try JSONTape(parsing: data)
+            return PayloadDocument(tape: try JSONTape(parsing: data))
         } catch {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: error.description, underlyingError: error))
         }
-        return try TapeDecoder(tape: tape, index: 0).decode(Value.self)
+    }
+}
+
+/// A JSON document checked and parsed by ``PayloadDecoder``; decoding it again costs no second parse.
+public struct PayloadDocument: Sendable {
+    let tape: JSONTape
+
+    public func decode<Value: Decodable>(_ type: Value.Type) throws -> Value {
+        try TapeDecoder(tape: tape, index: 0).decode(Value.self)
     }
 }
 
@@ -90,6 +102,11 @@ final class TapeDecoder: Decoder {
     /// A decoder for the value at `index` of the same tape, one key or position deeper.
     func nested(at index: Int, key: any CodingKey) -> TapeDecoder {
         TapeDecoder(tape: tape, index: index, parent: self, key: key)
+    }
+
+    /// The value as a ``JSONValue``, built from the tokens' kinds.
+    func jsonValue() throws -> JSONValue {
+        try read(JSONValue.self) { index throws(JSONTape.ReadFailure) in try tape.jsonValue(at: index) }
     }
 
     private func read<T>(_ type: Any.Type, _ body: (Int) throws(JSONTape.ReadFailure) -> T) throws -> T {

@@ -14,8 +14,17 @@ public struct AccountRecords: Sendable {
         public var subtype: String?
         public var signedDate: Date
         public var receivedAt: Date
-        /// `applied`, `duplicate`, `out_of_order`, `recorded` — `nil` while waiting for a worker.
+        /// `applied`, `duplicate`, `out_of_order`, `recorded`, `topped_up`, `rejected_content` — `nil` while waiting
+        /// for a worker.
         public var outcome: String?
+        /// Why the content was rejected (`rejected_content`).
+        public var reason: String?
+
+        /// The outcome as operators read it: `waiting`, `applied`, `rejected_content: <reason>`, ….
+        public var outcomeText: String {
+            guard let outcome else { return "waiting" }
+            return reason.map { "\(outcome): \($0)" } ?? outcome
+        }
     }
 
     /// One ended subscription.
@@ -54,17 +63,24 @@ public struct AccountRecords: Sendable {
         self.logger = logger
     }
 
-    /// The events of these subscriptions, newest first.
-    public func events(ofSubscriptions originalTransactionIds: [String], limit: Int = 200) async throws -> [Event] {
+    /// The events of these subscriptions and the notifications rejected for their content that name `account` in
+    /// their transaction's `appAccountToken` (they created no subscription to be found through), newest first.
+    public func events(ofSubscriptions originalTransactionIds: [String], account: UUID, limit: Int = 200) async throws -> [Event] {
         let rows = try await client.query(
             """
-            SELECT original_transaction_id, id, type, subtype, signed_date, received_at, outcome FROM (
+            SELECT original_transaction_id, id, type, subtype, signed_date, received_at, outcome, reason FROM (
                 SELECT original_transaction_id, notification_uuid::text AS id, notification_type AS type, subtype,
-                    signed_date, received_at, apply_outcome AS outcome
+                    signed_date, received_at, apply_outcome AS outcome, rejected_reason AS reason
                 FROM notifications WHERE original_transaction_id = ANY(\(originalTransactionIds))
                 UNION ALL
-                SELECT original_transaction_id, event_id, decoded->>'notificationType', NULL, signed_date, received_at, 'applied'
+                SELECT original_transaction_id, event_id, decoded->>'notificationType', NULL, signed_date, received_at, 'applied',
+                    NULL
                 FROM subscription_events WHERE original_transaction_id = ANY(\(originalTransactionIds))
+                UNION
+                SELECT coalesce(original_transaction_id, '-'), notification_uuid::text, notification_type, subtype, signed_date,
+                    received_at, apply_outcome, rejected_reason
+                FROM notifications
+                WHERE rejected_reason IS NOT NULL AND decoded->'transaction'->>'appAccountToken' = \(account.uuidString.lowercased())
             ) events
             ORDER BY signed_date DESC, id DESC LIMIT \(limit)
             """,
@@ -75,14 +91,14 @@ public struct AccountRecords: Sendable {
 
     private static func events(_ rows: PostgresRowSequence) async throws -> [Event] {
         var events: [Event] = []
-        for try await (subscription, id, type, subtype, signedDate, receivedAt, outcome) in rows.decode(
-            (String, String, String, String?, Int64, Date, String?).self)
+        for try await (subscription, id, type, subtype, signedDate, receivedAt, outcome, reason) in rows.decode(
+            (String, String, String, String?, Int64, Date, String?, String?).self)
         {
             events.append(
                 Event(
                     originalTransactionId: subscription, id: id, type: type, subtype: subtype,
                     signedDate: Date(timeIntervalSince1970: Double(signedDate) / 1000), receivedAt: receivedAt,
-                    outcome: outcome))
+                    outcome: outcome, reason: reason))
         }
         return events
     }
@@ -92,7 +108,7 @@ public struct AccountRecords: Sendable {
         let rows = try await client.query(
             """
             SELECT coalesce(original_transaction_id, '-'), notification_uuid::text, notification_type, subtype, signed_date,
-                received_at, apply_outcome
+                received_at, apply_outcome, rejected_reason
             FROM notifications ORDER BY received_at DESC LIMIT \(limit)
             """,
             logger: logger

@@ -35,6 +35,8 @@ public struct NotificationInbox: Sendable {
         var signedDate: Int64
         var signedPayload: String
         var decoded: String
+        /// Why the content is outside ``ContentLimits`` (the job then records `rejected_content`); `nil` when fine.
+        var rejectedReason: String?
         var job: NewJob
     }
 
@@ -51,6 +53,10 @@ public struct NotificationInbox: Sendable {
 
     /// Stores `notification` (with the raw `signedPayload` it was verified from) and enqueues its apply job; returns
     /// once that is committed.
+    ///
+    /// Content outside ``ContentLimits`` is stored too, with its reason, so that the job records it as
+    /// `rejected_content`: its texts go into columns with NUL characters replaced and only within the limits (PostgreSQL
+    /// refuses NUL in text and jsonb, and long keys in an index); the signed payload is kept verbatim.
     public func accept(
         _ notification: VerifiedNotification, uuid: UUID, signedPayload: String
     ) async throws -> Outcome {
@@ -60,18 +66,30 @@ public struct NotificationInbox: Sendable {
         stored.payload.data?.signedRenewalInfo = nil
         stored.payload.appData?.signedAppTransactionInfo = nil
         let payload = notification.payload
-        let subscription = notification.originalTransactionId
+        let rejectedReason = notification.contentProblem.map(Self.storable)
+        var decoded = String(decoding: try JSONEncoder().encode(stored), as: UTF8.self)
+        var subscription = notification.originalTransactionId
+        if rejectedReason != nil {
+            decoded = decoded.replacingOccurrences(of: "\\u0000", with: "\\ufffd")
+            subscription = subscription.flatMap { Self.storable($0) == $0 ? $0 : nil }
+        }
         let entry = Entry(
-            uuid: uuid, notificationType: payload.notificationType, subtype: payload.subtype,
-            environment: payload.claimedIdentity?.environment?.rawValue, originalTransactionId: subscription,
-            signedDate: payload.signedDate ?? 0, signedPayload: signedPayload,
-            decoded: String(decoding: try JSONEncoder().encode(stored), as: UTF8.self),
+            uuid: uuid, notificationType: Self.storable(payload.notificationType), subtype: payload.subtype.map(Self.storable),
+            environment: payload.claimedIdentity?.environment.map { Self.storable($0.rawValue) }, originalTransactionId: subscription,
+            signedDate: payload.signedDate ?? 0, signedPayload: signedPayload, decoded: decoded, rejectedReason: rejectedReason,
             job: try NewJob(
                 kind: Self.applyJobKind, arguments: ApplyArguments(notificationUUID: uuid), maxAttempts: 25,
                 uniqueKey: "apply:\(uuid)", concurrencyKey: subscription.map { "subscription:\($0)" }
             )
         )
         return try await group.submit(entry)
+    }
+
+    /// `text` as PostgreSQL can store and index it: NUL replaced, at most 256 bytes (of whole characters).
+    static func storable(_ text: String) -> String {
+        var cleaned = text.contains("\u{0}") ? text.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : text
+        while cleaned.utf8.count > ContentLimits.identifierBytes { cleaned.removeLast() }
+        return cleaned
     }
 
     /// Inserts the entries' notifications and the apply jobs of those not stored before, in one statement (one round
@@ -93,26 +111,26 @@ public struct NotificationInbox: Sendable {
         static let sql = """
             WITH stored AS (
             INSERT INTO notifications (notification_uuid, notification_type, subtype, environment,
-                original_transaction_id, signed_date, signed_payload, decoded)
+                original_transaction_id, signed_date, signed_payload, decoded, rejected_reason)
             SELECT uuid, type, NULLIF(subtype, ''), NULLIF(environment, ''), NULLIF(subscription, ''), signed_date,
-                signed_payload, decoded::jsonb
-            FROM unnest($1, $2, $3, $4, $5, $6, $7, $8)
-                 AS input(uuid, type, subtype, environment, subscription, signed_date, signed_payload, decoded)
+                signed_payload, decoded::jsonb, NULLIF(rejected, '')
+            FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                 AS input(uuid, type, subtype, environment, subscription, signed_date, signed_payload, decoded, rejected)
             ON CONFLICT (notification_uuid) DO NOTHING
             RETURNING notification_uuid
             ), queued AS (
-            \(JobBatchInsert.sql(firstParameter: 9, guardKeys: "SELECT notification_uuid::text FROM stored"))
+            \(JobBatchInsert.sql(firstParameter: 10, guardKeys: "SELECT notification_uuid::text FROM stored"))
             )
             SELECT notification_uuid FROM stored
             """
         static let bindingDataTypes: [PostgresDataType] = [
-            .uuidArray, .textArray, .textArray, .textArray, .textArray, .int8Array, .textArray, .textArray,
+            .uuidArray, .textArray, .textArray, .textArray, .textArray, .int8Array, .textArray, .textArray, .textArray,
         ] + JobBatchInsert.bindingDataTypes
         var entries: [Entry]
 
         /// Arrays cannot carry NULLs through the binding, so absent texts travel as '' and become NULL.
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 16)
+            var bindings = PostgresBindings(capacity: 17)
             bindings.append(entries.map(\.uuid))
             bindings.append(entries.map(\.notificationType))
             bindings.append(entries.map { $0.subtype ?? "" })
@@ -121,6 +139,7 @@ public struct NotificationInbox: Sendable {
             bindings.append(entries.map(\.signedDate))
             bindings.append(entries.map(\.signedPayload))
             bindings.append(entries.map(\.decoded))
+            bindings.append(entries.map { $0.rejectedReason ?? "" })
             JobBatchInsert(entries.map { ($0.uuid.uuidString.lowercased(), $0.job) }).appendBindings(to: &bindings)
             return bindings
         }

@@ -10,28 +10,41 @@ public struct NotificationStore: Sendable {
 
     public init(logger: Logger) { self.logger = logger }
 
-    /// The verified notification stored under `uuid`, read in the statement that also locks its subscription (see
+    /// A stored notification as a worker reads it.
+    public enum Stored: Sendable {
+        /// Its verified content, within ``ContentLimits``.
+        case verified(VerifiedNotification)
+        /// Authentic, but its content is outside ``ContentLimits`` for this reason: it is recorded, not applied.
+        case rejectedContent(reason: String)
+    }
+
+    /// The notification stored under `uuid`, read in the statement that also locks its subscription (see
     /// ``SubscriptionStore/lockedSubscription(_:on:lockHeld:)``) for the rest of the caller's transaction:
-    /// `lockedSubscription` is the `originalTransactionId` locked, `nil` when the notification names none.
+    /// `lockedSubscription` is the `originalTransactionId` locked, `nil` when the notification names none. Content
+    /// outside ``ContentLimits`` — found at the intake, or now in a row stored before the intake looked — is
+    /// `rejectedContent`.
     public func notificationLockingSubscription(_ uuid: UUID, on connection: PostgresConnection) async throws
-        -> (notification: VerifiedNotification, lockedSubscription: String?)?
+        -> (notification: Stored, lockedSubscription: String?)?
     {
         guard let row = try await connection.run(StoredNotification(uuid: uuid), logger: logger).first else { return nil }
+        if let reason = row.rejectedReason { return (.rejectedContent(reason: reason), row.lockedSubscription) }
         guard let notification = try? PayloadDecoder().decode(VerifiedNotification.self, from: Array(row.decoded.utf8)) else {
             throw PersistenceError(.corruptRecord, "stored notification \(uuid) does not decode")
         }
-        return (notification, row.lockedSubscription)
+        if let reason = notification.contentProblem { return (.rejectedContent(reason: reason), row.lockedSubscription) }
+        return (.verified(notification), row.lockedSubscription)
     }
 
-    /// Records that a notification was processed and how (`applied`, `stale`, `recorded`).
-    public func markProcessed(_ uuid: UUID, outcome: String, on connection: PostgresConnection) async throws {
-        _ = try await connection.run(MarkProcessed(outcome: outcome, uuid: uuid), logger: logger)
+    /// Records that a notification was processed and how (`applied`, `recorded`, `rejected_content`, …), with the
+    /// reason of a rejection.
+    public func markProcessed(_ uuid: UUID, outcome: String, reason: String? = nil, on connection: PostgresConnection) async throws {
+        _ = try await connection.run(MarkProcessed(outcome: outcome, reason: reason, uuid: uuid), logger: logger)
     }
 
     /// The verified copy of one notification, taking its subscription's lock; prepared, as every apply reads one.
     struct StoredNotification: PostgresPreparedStatement {
         static let sql = """
-            SELECT decoded::text, original_transaction_id,
+            SELECT decoded::text, original_transaction_id, rejected_reason,
                 \(SubscriptionStore.lockSQL(subscription: "original_transaction_id")) IS NOT NULL
             FROM notifications WHERE notification_uuid = $1
             """
@@ -44,22 +57,27 @@ public struct NotificationStore: Sendable {
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> (decoded: String, lockedSubscription: String?) {
-            let (decoded, subscription, locked) = try row.decode((String, String?, Bool).self)
-            return (decoded, locked ? subscription : nil)
+        func decodeRow(_ row: PostgresRow) throws -> (decoded: String, rejectedReason: String?, lockedSubscription: String?) {
+            let (decoded, subscription, rejectedReason, locked) = try row.decode((String, String?, String?, Bool).self)
+            return (decoded, rejectedReason, locked ? subscription : nil)
         }
     }
 
     struct MarkProcessed: PostgresPreparedStatement {
         typealias Row = ()
-        static let sql = "UPDATE notifications SET applied_at = now(), apply_outcome = $1 WHERE notification_uuid = $2"
-        static let bindingDataTypes: [PostgresDataType] = [.text, .uuid]
+        static let sql = """
+            UPDATE notifications SET applied_at = now(), apply_outcome = $1, rejected_reason = coalesce($2, rejected_reason)
+            WHERE notification_uuid = $3
+            """
+        static let bindingDataTypes: [PostgresDataType] = [.text, .text, .uuid]
         var outcome: String
+        var reason: String?
         var uuid: UUID
 
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
+            var bindings = PostgresBindings(capacity: 3)
             bindings.append(outcome)
+            bindings.append(reason)
             bindings.append(uuid)
             return bindings
         }

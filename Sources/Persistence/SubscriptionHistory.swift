@@ -1,6 +1,7 @@
 import AppStoreModels
 import Foundation
 import Logging
+import PayloadDecoding
 import PostgresNIO
 import Subscriptions
 
@@ -17,7 +18,8 @@ public struct SubscriptionHistory: Sendable {
     {
         let rows = try await connection.query(
             """
-            SELECT 'n', decoded::text FROM notifications WHERE original_transaction_id = \(originalTransactionId)
+            SELECT 'n', decoded::text FROM notifications
+            WHERE original_transaction_id = \(originalTransactionId) AND rejected_reason IS NULL
             UNION ALL
             SELECT 'e', decoded::text FROM subscription_events WHERE original_transaction_id = \(originalTransactionId)
             """,
@@ -28,8 +30,10 @@ public struct SubscriptionHistory: Sendable {
         for try await (source, text) in rows.decode((String, String).self) {
             do {
                 if source == "n" {
-                    let notification = try decoder.decode(VerifiedNotification.self, from: Data(text.utf8))
-                    if let event = SubscriptionEvent(notification) { events.append(event) }
+                    // Content outside the limits is never applied, also not in a replay (rows stored before the
+                    // intake checked it have no rejected_reason).
+                    let notification = try PayloadDecoder().decode(VerifiedNotification.self, from: Array(text.utf8))
+                    if notification.contentProblem == nil, let event = SubscriptionEvent(notification) { events.append(event) }
                 } else {
                     events.append(try decoder.decode(SubscriptionEvent.self, from: Data(text.utf8)))
                 }

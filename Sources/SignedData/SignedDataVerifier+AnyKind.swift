@@ -1,5 +1,6 @@
 import AppStoreModels
 import Foundation
+import PayloadDecoding
 
 /// Any App Store signed payload, verified, with its kind recognised from its fields.
 public enum VerifiedSignedData: Sendable {
@@ -15,19 +16,32 @@ extension SignedDataVerifier {
     /// verdict comes from ``identityVerdict(for:)``.
     public func verifyAnyKind(_ text: String) async throws(VerificationError) -> VerifiedSignedData {
         let jws = try CompactJWS(parsing: text)
-        guard let object = try? JSONSerialization.jsonObject(with: jws.payload) as? [String: Any] else {
+        guard let kind = try? SignedDataVerifier.decoder.decode(KindFields.self, from: jws.payload) else {
             throw .malformed("payload is not a JSON object")
         }
-        if object["notificationType"] != nil { return .notification(try await verifyNotification(text)) }
-        if object["transactionId"] != nil { return .transaction(try await verifyTransaction(text)) }
-        if object["receiptType"] != nil {
-            let app = try await verify(text, as: AppTransactionPayload.self, signedDate: \.receiptCreationDate)
+        if kind.has(.notificationType) { return .notification(try await verifyNotification(text)) }
+        if kind.has(.transactionId) { return .transaction(try await verifyTransaction(text)) }
+        if kind.has(.receiptType) {
+            let app = try await verify(text, as: AppTransactionPayload.self, validationDate: .receiptCreationDate)
             if let problem = identityProblem(of: app) {
                 throw .identity(problem)
             }
             return .appTransaction(app)
         }
-        if object["originalTransactionId"] != nil { return .renewalInfo(try await verifyRenewalInfo(text)) }
+        if kind.has(.originalTransactionId) { return .renewalInfo(try await verifyRenewalInfo(text)) }
         throw .malformed("payload is not a notification, transaction, renewal info or app transaction")
     }
+}
+
+/// Which of the fields that tell the kinds apart a payload has (presence only: values are read after verification).
+private struct KindFields: Decodable {
+    enum Key: String, CodingKey, CaseIterable { case notificationType, transactionId, receiptType, originalTransactionId }
+    private var present: Set<Key> = []
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Key.self)
+        present = Set(Key.allCases.filter(container.contains))
+    }
+
+    func has(_ key: Key) -> Bool { present.contains(key) }
 }

@@ -45,22 +45,26 @@ public struct SignedDataVerifier: Sendable {
     /// Verifies a notification's `signedPayload` and every JWS nested in it. Identity is *not* checked here: an
     /// authentic notification for another app is still authentic (see ``identityVerdict(for:)``).
     public func verifyNotification(_ signedPayload: String) async throws(VerificationError) -> VerifiedNotification {
-        let payload = try await verify(signedPayload, as: NotificationPayload.self, signedDate: \.signedDate)
+        let payload = try await verify(signedPayload, as: NotificationPayload.self, validationDate: .signedDate)
         var transaction: TransactionPayload?
         var renewalInfo: RenewalInfoPayload?
         if let nested = payload.data?.signedTransactionInfo {
-            transaction = try await verify(nested, as: TransactionPayload.self, signedDate: \.signedDate)
+            transaction = try await verify(nested, as: TransactionPayload.self, validationDate: .signedDate)
         }
         if let nested = payload.data?.signedRenewalInfo {
-            renewalInfo = try await verify(nested, as: RenewalInfoPayload.self, signedDate: \.signedDate)
+            renewalInfo = try await verify(nested, as: RenewalInfoPayload.self, validationDate: .signedDate)
         }
         var appTransaction: AppTransactionPayload?
         if let nested = payload.appData?.signedAppTransactionInfo {
             // Apple validates app transactions at their receiptCreationDate.
-            appTransaction = try await verify(nested, as: AppTransactionPayload.self, signedDate: \.receiptCreationDate)
+            appTransaction = try await verify(nested, as: AppTransactionPayload.self, validationDate: .receiptCreationDate)
         }
         if let transaction, let renewalInfo, transaction.originalTransactionId != renewalInfo.originalTransactionId {
             throw .malformed("nested transaction and renewal info name different subscriptions")
+        }
+        // As Apple's libraries do: an envelope must say which app and environment it is for.
+        guard let identity = payload.claimedIdentity, identity.bundleId != nil, identity.environment != nil else {
+            throw .identity("the notification names no bundleId or no environment")
         }
         return VerifiedNotification(
             payload: payload, transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction)
@@ -69,7 +73,8 @@ public struct SignedDataVerifier: Sendable {
     /// Verifies a signed transaction (a StoreKit 2 `jwsRepresentation` or a Server API item) and checks its bundle
     /// id and environment; a mismatch throws `.identity`.
     public func verifyTransaction(_ signedTransaction: String) async throws(VerificationError) -> TransactionPayload {
-        let transaction = try await verify(signedTransaction, as: TransactionPayload.self, signedDate: \.signedDate)
+        let transaction = try await verify(signedTransaction, as: TransactionPayload.self, validationDate: .signedDate)
+        guard transaction.bundleId != nil else { throw .identity("the transaction names no bundleId") }
         if let problem = identityProblem(bundleId: transaction.bundleId, environment: transaction.environment) {
             throw .identity(problem)
         }
@@ -78,7 +83,7 @@ public struct SignedDataVerifier: Sendable {
 
     /// Verifies a signed renewal info and checks its environment.
     public func verifyRenewalInfo(_ signedRenewalInfo: String) async throws(VerificationError) -> RenewalInfoPayload {
-        let info = try await verify(signedRenewalInfo, as: RenewalInfoPayload.self, signedDate: \.signedDate)
+        let info = try await verify(signedRenewalInfo, as: RenewalInfoPayload.self, validationDate: .signedDate)
         if let problem = identityProblem(bundleId: nil, environment: info.environment) {
             throw .identity(problem)
         }
@@ -89,6 +94,7 @@ public struct SignedDataVerifier: Sendable {
     /// nested payloads must agree with it.
     public func identityVerdict(for notification: VerifiedNotification) -> IdentityVerdict {
         guard let claimed = notification.payload.claimedIdentity else {
+            // `verifyNotification` refuses these; a value built elsewhere may still lack one.
             return .ignored(reason: "notification carries no data, summary, externalPurchaseToken or appData")
         }
         if let problem = identityProblem(
@@ -130,29 +136,54 @@ public struct SignedDataVerifier: Sendable {
     }
 
     /// The shared recipe: structure, `alg`, `x5c`, chain to a configured root at the validation time, then the raw
-    /// r‖s ES256 signature over the received signing input.
+    /// r‖s ES256 signature over the received signing input. Before the signature is checked, only the validation
+    /// date is read from the payload, and it must lie between 2000 and a day from now: nothing an untrusted payload
+    /// says reaches the certificate code unchecked.
     func verify<Payload: Decodable>(
-        _ text: String, as type: Payload.Type, signedDate: (Payload) -> Int64?
+        _ text: String, as type: Payload.Type, validationDate field: ValidationDateField
     ) async throws(VerificationError) -> Payload {
         let jws = try CompactJWS(parsing: text)
-        let payload: Payload
+        let document: PayloadDocument
+        let claimedDate: Int64?
         do {
-            payload = try SignedDataVerifier.decoder.decode(Payload.self, from: jws.payload)
+            document = try SignedDataVerifier.decoder.parse(jws.payload)
+            claimedDate = try field.read(from: document)
         } catch {
             throw .malformed("payload is not a valid \(Payload.self): \(Self.summary(of: error))")
         }
+        let now = clock()
+        if let claimedDate {
+            guard Self.plausibleSigningDates(now: now).contains(claimedDate) else {
+                throw .malformed("\(field.rawValue) \(claimedDate) is not between 2000-01-01 and a day from now")
+            }
+        }
         let validationTime: Date
         switch policy.validationTime {
-        case .now: validationTime = clock()
-        case .signedDate: validationTime = signedDate(payload).map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? clock()
+        case .now: validationTime = now
+        case .signedDate: validationTime = claimedDate.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? now
         }
+        try await verifySignature(of: jws, at: validationTime)
+        do {
+            return try document.decode(Payload.self)
+        } catch {
+            throw .malformed("payload is not a valid \(Payload.self): \(Self.summary(of: error))")
+        }
+    }
+
+    /// Milliseconds since 1970 from 2000-01-01 to a day after `now`: the dates a signed payload can carry.
+    static func plausibleSigningDates(now: Date) -> ClosedRange<Int64> {
+        946_684_800_000...(Int64(now.timeIntervalSince1970 * 1000) + 86_400_000)
+    }
+
+    /// Checks the signature of `jws` and its chain to a configured root at `validationTime`.
+    private func verifySignature(of jws: CompactJWS, at validationTime: Date) async throws(VerificationError) {
         // The same header text means the same alg and x5c: a chain verified before needs only the signature check.
         let cacheKey = jws.headerSegment
         if let cached = chainCache.entry(for: cacheKey, at: validationTime, now: clock()) {
             var digest = cached.headerDigest
             digest.update(data: jws.signingInput.dropFirst(jws.headerSegment.count + 1))
             try Self.checkSignature(jws.signature, digest: digest.finalize(), key: cached.leafKey)
-            return payload
+            return
         }
 
         let header = try jws.header()
@@ -190,7 +221,6 @@ public struct SignedDataVerifier: Sendable {
                 .init(leafKey: leafKey, headerDigest: headerDigest, validity: notBefore...notAfter, trustedUntil: trustedUntil),
                 for: cacheKey)
         }
-        return payload
     }
 
     private static func certificate(_ base64: String, role: String) throws(VerificationError) -> Certificate {
@@ -231,4 +261,21 @@ public enum IdentityVerdict: Sendable, Equatable {
     case accepted
     /// Authentic but not ours (another bundle, an environment not accepted): acknowledged and counted, not applied.
     case ignored(reason: String)
+}
+
+/// The payload field whose date a chain is validated at, the only field read before the signature is checked.
+enum ValidationDateField: String, Sendable {
+    case signedDate
+    /// App transactions: Apple validates them at their receipt's creation.
+    case receiptCreationDate
+
+    private struct SignedDate: Decodable { var signedDate: Int64? }
+    private struct ReceiptCreationDate: Decodable { var receiptCreationDate: Int64? }
+
+    func read(from document: PayloadDocument) throws -> Int64? {
+        switch self {
+        case .signedDate: try document.decode(SignedDate.self).signedDate
+        case .receiptCreationDate: try document.decode(ReceiptCreationDate.self).receiptCreationDate
+        }
+    }
 }

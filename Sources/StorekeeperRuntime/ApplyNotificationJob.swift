@@ -10,7 +10,8 @@ import Subscriptions
 /// when it arrived out of order, save, archive), records the outcome and completes the job — all in one
 /// transaction. A consumable of the catalogue (ONE_TIME_CHARGE, or its REFUND) credits — or takes back — the top-up of
 /// the account in its `appAccountToken`. Other notifications (TEST, summaries, types Apple adds later, …) are recorded
-/// and complete without error.
+/// and complete without error; authentic content outside ``ContentLimits`` is recorded as `rejected_content` with its
+/// reason and changes nothing.
 public struct ApplyNotificationJob: JobHandler {
     public let kind = NotificationInbox.applyJobKind
     /// Database work only: an attempt stuck on a connection the database dropped is given up quickly.
@@ -39,9 +40,20 @@ public struct ApplyNotificationJob: JobHandler {
         let arguments = try execution.job.decodeArguments(as: NotificationInbox.ApplyArguments.self)
         let uuid = arguments.notificationUUID
         try await client.withTransaction(logger: logger) { connection in
-            guard let (notification, lockedSubscription) = try await notifications.notificationLockingSubscription(uuid, on: connection)
+            guard let (stored, lockedSubscription) = try await notifications.notificationLockingSubscription(uuid, on: connection)
             else {
                 throw JobFailure.discard("notification \(uuid) is not stored")
+            }
+            let notification: VerifiedNotification
+            switch stored {
+            case .verified(let verified):
+                notification = verified
+            case .rejectedContent(let reason):
+                try await notifications.markProcessed(uuid, outcome: "rejected_content", reason: reason, on: connection)
+                try await execution.complete(on: connection)
+                logger.notice(
+                    "notification content rejected", metadata: ["notification.uuid": "\(uuid)", "reason": "\(reason)"])
+                return
             }
             let outcome: String
             if let event = SubscriptionEvent(notification) {

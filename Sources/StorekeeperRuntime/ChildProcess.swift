@@ -28,10 +28,27 @@ public enum ChildProcess {
 
         public func signal(_ signal: Int32) { kill(pid, signal) }
 
+        /// CPU time it has used, user and system, while it runs (`/proc/<pid>/stat`, in clock ticks).
+        public var cpuSeconds: Double? {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return nil }
+            // Fields after the command name: state is the 3rd field; utime and stime the 14th and 15th.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+            return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        }
+
+        /// Its resident set now (`VmRSS`), while it runs.
+        public var residentBytes: Int? { statusField("VmRSS:") }
+
         /// Its resident-set high-water mark (`VmHWM`), while it runs.
-        public var peakResidentBytes: Int? {
+        public var peakResidentBytes: Int? { statusField("VmHWM:") }
+
+        /// A kilobyte field of `/proc/<pid>/status`, in bytes.
+        private func statusField(_ name: String) -> Int? {
             guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+                let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name) }),
                 let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
             else { return nil }
             return kilobytes * 1024

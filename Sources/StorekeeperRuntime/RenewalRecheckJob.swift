@@ -57,6 +57,9 @@ public struct RenewalRecheckJob: JobHandler {
         guard let item = items.first(where: { $0.transaction.originalTransactionId == arguments.originalTransactionId }) else {
             throw JobFailure.discard("Apple reports no subscription \(arguments.originalTransactionId)")
         }
+        if let problem = item.transaction.contentProblem ?? item.renewalInfo?.contentProblem {
+            throw JobFailure.discard("Apple's answer for \(arguments.originalTransactionId) is rejected: \(problem)")
+        }
         let event = SubscriptionEvent(serverStatus: item.status, transaction: item.transaction, renewalInfo: item.renewalInfo)
         let now = clock()
         let resolved = item.status == 2 || item.status == 5 || item.transaction.transactionId != arguments.transactionId

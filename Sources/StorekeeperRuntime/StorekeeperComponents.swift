@@ -89,6 +89,8 @@ public struct StorekeeperComponents: Sendable {
                 clock: clock
             )
         dependencies.jobKinds = jobKinds
+        dependencies.metricsKeys = configuration.metricsKeys
+        dependencies.bodyBudget = RequestBodyBudget(bytes: configuration.httpLimits.bodyMemory)
         return buildRouter(dependencies)
     }
 
@@ -100,9 +102,12 @@ public struct StorekeeperComponents: Sendable {
 
     /// The HTTP server of `serve`, bound to the configured host and port.
     public func application(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
-        Application(
+        let limits = FileDescriptorLimit.raise(fitting: configuration.httpLimits, logger: logger)
+        return Application(
             router: router(),
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "storekeeper"),
+            server: limits.server(logger: logger),
+            configuration: limits.configuration(
+                address: .hostname(configuration.host, port: configuration.port), serverName: "storekeeper", logger: logger),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger
         )
@@ -111,11 +116,15 @@ public struct StorekeeperComponents: Sendable {
     /// `storekeeper work`'s own HTTP endpoint: `/metrics` (its job metrics and the queue's depth) and `/healthz`.
     public func metricsApplication(port: Int) -> some ApplicationProtocol {
         let router = Router()
-        MetricsController(registry: StorekeeperMetrics.registry, jobs: queue, kinds: jobKinds).addRoutes(to: router)
+        MetricsController(registry: StorekeeperMetrics.registry, jobs: queue, kinds: jobKinds)
+            .addRoutes(to: router, keys: configuration.metricsKeys)
         router.get("/healthz") { _, _ in HTTPResponse.Status.ok }
+        let limits = configuration.httpLimits
         return Application(
             router: router,
-            configuration: .init(address: .hostname(configuration.host, port: port), serverName: "storekeeper-work"),
+            server: limits.server(logger: logger),
+            configuration: limits.configuration(
+                address: .hostname(configuration.host, port: port), serverName: "storekeeper-work", logger: logger),
             logger: logger)
     }
 

@@ -2,6 +2,7 @@ import AppStoreModels
 import AppStoreServerAPI
 import Credits
 import Foundation
+import HTTPAPI
 import Persistence
 import SignedData
 import X509
@@ -22,6 +23,10 @@ public struct StorekeeperConfiguration: Sendable {
     public var catalogue: TierCatalogue
     public var apiKeys: [String]
     public var adminKeys: [String]
+    /// Bearer keys `/metrics` requires (`STOREKEEPER_METRICS_KEYS`); empty: open.
+    public var metricsKeys: [String] = []
+    /// Timeouts, connections and body memory of the HTTP server (`STOREKEEPER_HTTP_*`).
+    public var httpLimits = HTTPServerLimits()
     public var host: String
     public var port: Int
     /// Jobs run at once per `work` process (`STOREKEEPER_WORKER_CONCURRENCY`); see ``defaultWorkerConcurrency``.
@@ -162,7 +167,7 @@ public struct StorekeeperConfiguration: Sendable {
             problems.append("App Store Server API access needs all of \(assaNames.joined(separator: ", ")); missing \(missing.joined(separator: ", "))")
         }
 
-        let configuration = StorekeeperConfiguration(
+        var configuration = StorekeeperConfiguration(
             databaseURL: databaseURL,
             bundleId: bundleId,
             appAppleId: appAppleId,
@@ -183,6 +188,17 @@ public struct StorekeeperConfiguration: Sendable {
             serverAPI: serverAPI,
             logFormat: choice("STOREKEEPER_LOG_FORMAT", default: LogFormat.json)
         )
+        configuration.metricsKeys = list("STOREKEEPER_METRICS_KEYS")
+        let defaults = HTTPServerLimits()
+        func seconds(_ name: String, default fallback: Duration) -> Duration {
+            .seconds(integer(name, default: Int(fallback.components.seconds), range: 1...3600))
+        }
+        configuration.httpLimits = HTTPServerLimits(
+            headTimeout: seconds("STOREKEEPER_HTTP_HEAD_TIMEOUT", default: defaults.headTimeout),
+            bodyTimeout: seconds("STOREKEEPER_HTTP_BODY_TIMEOUT", default: defaults.bodyTimeout),
+            idleTimeout: seconds("STOREKEEPER_HTTP_IDLE_TIMEOUT", default: defaults.idleTimeout),
+            maximumConnections: integer("STOREKEEPER_HTTP_MAX_CONNECTIONS", default: defaults.maximumConnections, range: 16...1_000_000),
+            bodyMemory: integer("STOREKEEPER_HTTP_BODY_MEMORY_MB", default: defaults.bodyMemory >> 20, range: 1...65_536) << 20)
         guard problems.isEmpty else { throw ConfigurationError(problems: problems) }
         return configuration
     }

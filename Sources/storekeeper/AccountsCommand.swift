@@ -42,7 +42,7 @@ struct AccountsCommand: AsyncParsableCommand {
                         status: AccountStatus.evaluate(subscriptions: states, hasFreeCredits: credits.hasCredits, now: now),
                         credits: credits, now: now),
                     subscriptions: states.map { SubscriptionDetailResponse(state: $0, now: now) },
-                    events: try await records.events(ofSubscriptions: states.map(\.originalTransactionId)),
+                    events: try await records.events(ofSubscriptions: states.map(\.originalTransactionId), account: account),
                     archive: try await records.archive(ofAccount: account),
                     transfers: try await records.transfers(ofAccount: account),
                     ledger: try await records.ledger(ofAccount: account))
@@ -57,7 +57,7 @@ struct AccountsCommand: AsyncParsableCommand {
                 let type = event.type + (event.subtype.map { "/\($0)" } ?? "")
                 say(
                     "  \(event.signedDate.formatted(Date.ISO8601FormatStyle()))  \(event.originalTransactionId)  "
-                        + type.padding(toLength: 44, withPad: " ", startingAt: 0) + " \(event.outcome ?? "waiting")  \(event.id)")
+                        + type.padding(toLength: 44, withPad: " ", startingAt: 0) + " \(event.outcomeText)  \(event.id)")
             }
             say("\narchive (\(report.archive.count))")
             for entry in report.archive {

@@ -9,8 +9,8 @@ import Synchronization
 /// it did, one `PASS`/`FAIL` line per check and a last line `drill <name>: PASS|FAIL`; it exits 1 on FAIL.
 struct DrillCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "drill", abstract: "Reliability drills: PostgreSQL restart, worker kill -9, fuzzing, Apple's retries.",
-        subcommands: [PostgresRestartDrill.self, WorkerKillDrill.self, FuzzDrill.self, RetryDrill.self])
+        commandName: "drill", abstract: "Reliability drills: PostgreSQL restart, worker kill -9, fuzzing, Apple's retries, hostile input.",
+        subcommands: [PostgresRestartDrill.self, WorkerKillDrill.self, FuzzDrill.self, RetryDrill.self, HostileDrill.self])
 }
 
 /// The checks of one drill.
@@ -33,7 +33,7 @@ struct DrillVerdict {
 
 /// Runs `body` with serve (and `workers` workers) on a fresh private cluster, stopping everything afterwards.
 func withDrillSystem(
-    workers: Int, clients: Int, _ body: (SystemUnderTest, PrivateCluster, Int) async throws -> Void
+    workers: Int, clients: Int, environment: [String: String] = [:], _ body: (SystemUnderTest, PrivateCluster, Int) async throws -> Void
 ) async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("storekeeper-drill-\(UUID().uuidString)")
     let cluster = try PrivateCluster(directory: directory)
@@ -42,7 +42,8 @@ func withDrillSystem(
         cluster.stop()
         try? FileManager.default.removeItem(at: directory)
     }
-    let system = try SystemUnderTest(databaseURL: url, clients: clients, logger: commandLogger("storekeeper.drill"))
+    let system = try SystemUnderTest(
+        databaseURL: url, clients: clients, environment: environment, logger: commandLogger("storekeeper.drill"))
     do {
         try system.migrate()
         try await system.startServe()

@@ -4,6 +4,7 @@ import Foundation
 import LocalSigning
 import Logging
 import NIOCore
+import NIOHTTP1
 import PostgresNIO
 import StorekeeperRuntime
 
@@ -13,6 +14,9 @@ final class SystemUnderTest: @unchecked Sendable {
     let databaseURL: DatabaseURL
     let environment: [String: String]
     let base: String
+    let port: Int
+    /// The chain `serve` and `work` trust.
+    let chain: LocalSigningChain
     let signer: NotificationSigner
     let http: HTTPClient
     let logger: Logger
@@ -52,7 +56,8 @@ final class SystemUnderTest: @unchecked Sendable {
           - { id: credits.100, meter: ai_requests, credits: 100, price: 1990, currency: USD }
         """
 
-    init(databaseURL: DatabaseURL, clients: Int, logger: Logger) throws {
+    /// - Parameter environment: added to (or replacing) the processes' configuration.
+    init(databaseURL: DatabaseURL, clients: Int, environment extra: [String: String] = [:], logger: Logger) throws {
         self.databaseURL = databaseURL
         self.logger = logger
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("storekeeper-sut-\(UUID().uuidString)")
@@ -66,7 +71,9 @@ final class SystemUnderTest: @unchecked Sendable {
             "DATABASE_URL": databaseURL.urlString, "STOREKEEPER_BUNDLE_ID": Self.bundleId, "STOREKEEPER_ENVIRONMENTS": "Sandbox",
             "STOREKEEPER_ROOT_CERTIFICATES": directory.appendingPathComponent("root.pem").path,
             "STOREKEEPER_TIERS": tiers.path, "STOREKEEPER_API_KEYS": "bench", "STOREKEEPER_PORT": String(port), "STOREKEEPER_LOG_FORMAT": "json",
-        ]
+        ].merging(extra) { $1 }
+        self.port = port
+        self.chain = chain
         signer = NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: Self.bundleId)
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: clients)
@@ -130,6 +137,19 @@ final class SystemUnderTest: @unchecked Sendable {
         let bytes = (try? await response.body.collect(upTo: 1 << 16)) ?? ByteBuffer()
         let object = try? JSONSerialization.jsonObject(with: Data(buffer: bytes)) as? [String: Any]
         return (response.status.code, object?["status"] as? String)
+    }
+
+    /// One request of any kind: the status (nil when no answer came), the response's headers and its body.
+    func request(
+        _ path: String, method: HTTPMethod = .GET, headers: [(String, String)] = [], body: ByteBuffer? = nil, timeout: Int64 = 10
+    ) async -> (status: UInt?, headers: HTTPHeaders, body: String) {
+        var request = HTTPClientRequest(url: base + path)
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body { request.body = .bytes(body) }
+        guard let response = try? await http.execute(request, timeout: .seconds(timeout)) else { return (nil, [:], "") }
+        let bytes = (try? await response.body.collect(upTo: 1 << 20)) ?? ByteBuffer()
+        return (response.status.code, response.headers, String(buffer: bytes))
     }
 
     /// One integer from the database.

@@ -160,7 +160,7 @@ struct CreditTests {
                 return try await group.reduce(into: [Int]()) { $0.append($1) }
             }
             #expect(results.filter { $0 == 200 }.count == 33)
-            #expect(results.filter { $0 == 402 }.count == 7)
+            #expect(results.filter { $0 == 402 }.count == 7, "\(results.sorted())")
             #expect(try await flow.credits()["remaining"] as? Int == 10)
 
             let first = try await client.spend(account, amount: 4, key: "order-17")

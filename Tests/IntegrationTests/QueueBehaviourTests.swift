@@ -102,8 +102,10 @@ struct QueueBehaviourTests {
                 #expect(try await client.execute(uri: "/admin/jobs?state=bogus", method: .get, headers: headers).status == .badRequest)
                 let shown = try await client.execute(uri: "/admin/jobs/\(job.id)", method: .get, headers: headers).json
                 #expect((shown["errors"] as? [[String: Any]])?.first?["error"] as? String == "boom")
+                var jsonHeaders = headers
+                jsonHeaders[.contentType] = "application/json"
                 let requeued = try await client.execute(
-                    uri: "/admin/jobs/requeue", method: .post, headers: headers,
+                    uri: "/admin/jobs/requeue", method: .post, headers: jsonHeaders,
                     body: ByteBuffer(string: #"{"state": "failed", "kind": "x"}"#)).json
                 #expect(requeued["count"] as? Int == 1)
                 #expect(try await client.execute(uri: "/admin/jobs/\(job.id)/cancel", method: .post, headers: headers).status == .ok)

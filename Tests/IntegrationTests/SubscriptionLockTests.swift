@@ -88,7 +88,11 @@ struct SubscriptionLockTests {
                 }
             try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
                 let stored = try await NotificationStore(logger: TestDatabase.logger).notificationLockingSubscription(notificationUUID, on: connection)
-                #expect(stored?.notification.payload.notificationType == "TEST")
+                guard case .verified(let notification) = stored?.notification else {
+                    Issue.record("the TEST notification was not stored as verified")
+                    return
+                }
+                #expect(notification.payload.notificationType == "TEST")
                 #expect(stored?.lockedSubscription == nil)
                 #expect(try await harness.count(Self.advisoryLocksSQL) == 0)
             }

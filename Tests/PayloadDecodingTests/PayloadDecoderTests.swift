@@ -83,10 +83,12 @@ struct PayloadDecoderTests {
         #expect(throws: Never.self) { try JSONDecoder().decode(Sample.self, from: Data(json.utf8)) }
     }
 
-    @Test func refusesNestingDeeperThan512() throws {
+    @Test func refusesNestingDeeperThan64() throws {
         let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
         #expect(throws: DecodingError.self) { try PayloadDecoder().decode([JSONValue].self, from: Data(deep.utf8)) }
-        let fine = String(repeating: "[", count: 500) + String(repeating: "]", count: 500)
+        let tooDeep = String(repeating: "[", count: 65) + String(repeating: "]", count: 65)
+        #expect(throws: DecodingError.self) { try PayloadDecoder().decode(JSONValue.self, from: Data(tooDeep.utf8)) }
+        let fine = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
         _ = try PayloadDecoder().decode(JSONValue.self, from: Data(fine.utf8))
     }
 

@@ -107,13 +107,21 @@ struct NotificationShapeTests {
         await #expect(throws: VerificationError.self) { try await verifier.verifyNotification(try envelope(try stranger.signer.sign(app))) }
     }
 
-    @Test("a payload with none of data, summary, externalPurchaseToken, appData is authentic but ignored")
-    func noIdentity() async throws {
+    @Test(
+        "an envelope without data, summary, externalPurchaseToken or appData, or naming no bundleId or environment, is rejected as Apple's libraries do",
+        arguments: [nil, ["environment": "Sandbox"], ["bundleId": SignedFixture.bundleId]] as [[String: String]?])
+    func noIdentity(data: [String: String]?) async throws {
         let fixture = try SignedFixture()
-        let payload: [String: Any] = ["notificationType": "TEST", "notificationUUID": UUID().uuidString, "signedDate": SignedFixture.signedDate]
+        var payload: [String: Any] = ["notificationType": "TEST", "notificationUUID": UUID().uuidString, "signedDate": SignedFixture.signedDate]
+        payload["data"] = data
         let verifier = fixture.verifier()
-        let notification = try await verifier.verifyNotification(try fixture.signer.sign(payloadBytes: JSONSerialization.data(withJSONObject: payload)))
-        #expect(verifier.identityVerdict(for: notification) != .accepted)
+        let signed = try fixture.signer.sign(payloadBytes: JSONSerialization.data(withJSONObject: payload))
+        do {
+            _ = try await verifier.verifyNotification(signed)
+            Issue.record("an envelope without its app's identity was accepted")
+        } catch {
+            #expect(error.category == .identity)
+        }
     }
 }
 

@@ -27,7 +27,7 @@ struct RealAppleSampleTests {
                 #expect(!transaction.originalTransactionId.isEmpty)
             } else {
                 // Chain and signature hold; Apple's identity rule rejects a payload without an environment.
-                let transaction = try await verifier.verify(text, as: TransactionPayload.self, signedDate: \.signedDate)
+                let transaction = try await verifier.verify(text, as: TransactionPayload.self, validationDate: .signedDate)
                 #expect(transaction.environment == nil)
                 await #expect(throws: VerificationError.self) { try await verifier.verifyTransaction(text) }
             }
@@ -35,7 +35,7 @@ struct RealAppleSampleTests {
             if sample.hasEnvironment {
                 _ = try await verifier.verifyRenewalInfo(text)
             } else {
-                _ = try await verifier.verify(text, as: RenewalInfoPayload.self, signedDate: \.signedDate)
+                _ = try await verifier.verify(text, as: RenewalInfoPayload.self, validationDate: .signedDate)
                 await #expect(throws: VerificationError.self) { try await verifier.verifyRenewalInfo(text) }
             }
         }
@@ -95,8 +95,8 @@ struct RealAppleSampleTests {
                 await #expect(throws: VerificationError.self, "byte \(position) of segment \(segmentIndex)") {
                     switch sample.kind {
                     case .notification: _ = try await verifier.verifyNotification(tampered)
-                    case .transaction: _ = try await verifier.verify(tampered, as: TransactionPayload.self, signedDate: \.signedDate)
-                    case .renewal: _ = try await verifier.verify(tampered, as: RenewalInfoPayload.self, signedDate: \.signedDate)
+                    case .transaction: _ = try await verifier.verify(tampered, as: TransactionPayload.self, validationDate: .signedDate)
+                    case .renewal: _ = try await verifier.verify(tampered, as: RenewalInfoPayload.self, validationDate: .signedDate)
                     }
                 }
                 mutations += 1

@@ -1,0 +1,79 @@
+import Logging
+import Metrics
+import NIOCore
+import NIOHTTPTypes
+
+/// Closes a connection whose client is too slow: no request head within `headTimeout` of connecting, no complete
+/// body within `bodyTimeout` of its head, or no next request within `idleTimeout` of a response. While a request is
+/// being answered nothing is timed here (the handlers bound their own work). Closed connections are counted in
+/// `storekeeper_http_connections_timed_out_total{waiting_for}`.
+///
+/// Sits after HTTP decoding, so a head that never completes counts from the connection's start (or the previous
+/// response), which is what bounds a client that sends half a head and stalls.
+final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    /// What the connection is waiting for from the client.
+    enum Waiting: String {
+        case head, body
+        case nextRequest = "next_request"
+    }
+
+    private let limits: HTTPServerLimits
+    private let logger: Logger
+    private var deadline: Scheduled<Void>?
+
+    init(limits: HTTPServerLimits, logger: Logger) {
+        self.limits = limits
+        self.logger = logger
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { arm(.head, after: limits.headTimeout, context: context) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { disarm() }
+
+    func channelActive(context: ChannelHandlerContext) {
+        if deadline == nil { arm(.head, after: limits.headTimeout, context: context) }
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        disarm()
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head: arm(.body, after: limits.bodyTimeout, context: context)
+        case .body: break
+        case .end: disarm()
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { arm(.nextRequest, after: limits.idleTimeout, context: context) }
+        context.write(data, promise: promise)
+    }
+
+    private func arm(_ waiting: Waiting, after duration: Duration, context: ChannelHandlerContext) {
+        disarm()
+        let logger = logger
+        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(duration)) {
+            Counter(label: "storekeeper_http_connections_timed_out_total", dimensions: [("waiting_for", waiting.rawValue)])
+                .increment()
+            logger.debug("connection closed: client too slow", metadata: ["waiting_for": "\(waiting.rawValue)"])
+            context.close(promise: nil)
+        }
+    }
+
+    private func disarm() {
+        deadline?.cancel()
+        deadline = nil
+    }
+}

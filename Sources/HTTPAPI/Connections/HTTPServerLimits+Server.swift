@@ -1,0 +1,17 @@
+import Hummingbird
+import HummingbirdCore
+import Logging
+
+extension HTTPServerLimits {
+    /// HTTP/1.1 with these limits' per-connection deadlines.
+    public func server(logger: Logger) -> HTTPServerBuilder {
+        .http1(configuration: .init(additionalChannelHandlers: [ConnectionDeadlineHandler(limits: self, logger: logger)]))
+    }
+
+    /// The application configuration for `address`, accepting at most ``maximumConnections`` at once.
+    public func configuration(address: BindAddress, serverName: String, logger: Logger) -> ApplicationConfiguration {
+        .init(
+            address: address, serverName: serverName, backlog: 1_024,
+            availableConnectionsDelegate: .maximum(maximumConnections, logger: logger))
+    }
+}

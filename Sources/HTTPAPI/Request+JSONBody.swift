@@ -1,0 +1,26 @@
+import Hummingbird
+import NIOCore
+import PayloadDecoding
+
+extension Request {
+    /// The body, at most `limit` bytes (413 past it).
+    func collectBody(upTo limit: Int) async throws -> ByteBuffer {
+        do {
+            return try await body.collect(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw APIError.tooLarge
+        }
+    }
+
+    /// The body decoded as `Value` with ``PayloadDecoder`` — strict, and linear in the body whatever its shape —
+    /// or 400 with `message` (413 past `limit`).
+    func decodeJSONBody<Value: Decodable>(
+        as type: Value.Type, upTo limit: Int = StorekeeperRequestContext.maximumBody, otherwise message: String
+    ) async throws -> Value {
+        let body = try await collectBody(upTo: limit)
+        guard let value = try? PayloadDecoder().decode(Value.self, from: body.readableBytesView) else {
+            throw APIError.badRequest(message)
+        }
+        return value
+    }
+}

@@ -1,0 +1,53 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A TCP connection to a loopback port driven byte by byte, for the attacks no HTTP client makes — half a request
+/// head, a body that never ends — in `storekeeper drill hostile` and the tests. Sends never block and never raise
+/// SIGPIPE.
+public final class RawConnection {
+    private let descriptor: Int32
+
+    /// Connects to `127.0.0.1:port`; `nil` when the connection could not be made.
+    public init?(port: Int) {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return nil }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(descriptor)
+            return nil
+        }
+    }
+
+    deinit { close(descriptor) }
+
+    /// Sends as much of `bytes` as the socket takes now; returns how many it took.
+    @discardableResult
+    public func send(_ bytes: [UInt8]) -> Int {
+        var sent = 0
+        while sent < bytes.count {
+            let written = bytes[sent...].withUnsafeBytes {
+                Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+            }
+            guard written > 0 else { break }
+            sent += written
+        }
+        return sent
+    }
+
+    /// Whether the server has closed the connection: a read that finds its end (or a reset), not merely no data yet.
+    public var isClosedByPeer: Bool {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let read = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if read == 0 { return true }
+            if read < 0 { return errno != EAGAIN && errno != EWOULDBLOCK }
+        }
+    }
+}

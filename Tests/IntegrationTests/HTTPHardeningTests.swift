@@ -1,0 +1,71 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// The admin API and dashboard as a hostile page in the operator's browser would try them, and the headers every
+/// answer carries. Expectations from issue 20: Basic credentials only for the dashboard, no cross-site writes, only
+/// JSON or the dashboard's form, `nosniff` everywhere and `no-store` on authenticated answers.
+@Suite("HTTP hardening")
+struct HTTPHardeningTests {
+    static let admin = "admin-key"
+    static let environment = ["STOREKEEPER_ADMIN_KEYS": admin, "STOREKEEPER_METRICS_KEYS": "metrics-key"]
+    static let basic = "Basic " + Data(":\(admin)".utf8).base64EncodedString()
+    static let requeue = ByteBuffer(string: #"{"state": "failed"}"#)
+
+    @Test(
+        "state-changing admin requests: bearer only on the JSON API, same site only, JSON or the dashboard's form only",
+        arguments: [
+            ("/admin/jobs/requeue", [HTTPField.Name.authorization: basic, .contentType: "text/plain"], HTTPResponse.Status.unauthorized),
+            ("/admin/jobs/1/cancel", [.authorization: basic], .unauthorized),
+            ("/admin/jobs/requeue", [.authorization: "Bearer \(admin)", .contentType: "application/json", .origin: "https://evil.example"], .forbidden),
+            ("/admin/jobs/requeue", [.authorization: "Bearer \(admin)", .contentType: "application/json", HTTPField.Name("Sec-Fetch-Site")!: "cross-site"], .forbidden),
+            ("/admin/jobs/requeue", [.authorization: "Bearer \(admin)", .contentType: "text/plain"], .unsupportedMediaType),
+            ("/admin/jobs/requeue", [.authorization: "Bearer \(admin)", .contentType: "application/json"], .ok),
+            ("/admin/jobs/1/requeue", [.authorization: basic, .contentType: "application/x-www-form-urlencoded", .origin: "https://evil.example"], .forbidden),
+            ("/admin/jobs/1/requeue", [.authorization: basic, .contentType: "text/plain"], .unsupportedMediaType),
+            ("/admin/jobs/1/requeue", [.authorization: basic, .contentType: "application/x-www-form-urlencoded"], .seeOther),
+        ] as [(String, [HTTPField.Name: String], HTTPResponse.Status)])
+    func adminWrites(path: String, headers: [HTTPField.Name: String], expected: HTTPResponse.Status) async throws {
+        try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
+            try await harness.withHTTP { client in
+                var fields = HTTPFields()
+                for (name, value) in headers { fields[name] = value }
+                let response = try await client.execute(uri: path, method: .post, headers: fields, body: Self.requeue)
+                #expect(response.status == expected)
+                #expect(response.headers[.xContentTypeOptions] == "nosniff")
+            }
+        }
+    }
+
+    @Test("nosniff on every answer, no-store on authenticated ones, a keyed /metrics, NUL bytes are 400")
+    func headersAndSmallerHoles() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
+            try await harness.withHTTP { client in
+                for path in ["/healthz", "/no-such-page", "/v1/tiers", "/admin/stats"] {
+                    #expect(try await client.execute(uri: path, method: .get).headers[.xContentTypeOptions] == "nosniff", "\(path)")
+                }
+                let status = try await client.getWithKey("/v1/accounts/\(UUID())/status")
+                #expect(status.headers[.cacheControl] == "no-store")
+                let dashboard = try await client.execute(uri: "/admin", method: .get, headers: [.authorization: Self.basic])
+                #expect(dashboard.status == .ok && dashboard.headers[.cacheControl] == "no-store")
+                #expect(try await client.execute(uri: "/admin/stats", method: .get, headers: [.authorization: Self.basic]).status == .unauthorized)
+                #expect(try await client.execute(uri: "/metrics", method: .get).status == .unauthorized)
+                #expect(try await client.execute(uri: "/metrics", method: .get, headers: [.authorization: "Bearer metrics-key"]).status == .ok)
+                let kind = try await client.execute(uri: "/admin/jobs?kind=%00", method: .get, headers: [.authorization: "Bearer \(Self.admin)"])
+                #expect(kind.status == .badRequest)
+                let usage = try await client.execute(
+                    uri: "/v1/accounts/\(UUID())/usage", method: .post,
+                    headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+                    body: ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "a\u0000b"}"#))
+                #expect(usage.status == .badRequest)
+            }
+        }
+    }
+}
+
+extension HTTPField.Name {
+    static let xContentTypeOptions = Self("X-Content-Type-Options")!
+}
