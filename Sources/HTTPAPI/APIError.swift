@@ -9,6 +9,8 @@ public struct APIError: HTTPResponseError, Sendable {
     public let status: HTTPResponse.Status
     public let code: String
     public let message: String
+    /// Answered with `Connection: close`, and the connection closed after it: the rest of a refused body is not read.
+    public var closesConnection = false
 
     public init(_ status: HTTPResponse.Status, code: String, message: String) {
         self.status = status
@@ -18,10 +20,9 @@ public struct APIError: HTTPResponseError, Sendable {
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         let body = try JSONEncoder().encode(["error": code, "message": message])
-        return Response(
-            status: status, headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(bytes: body))
-        )
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if closesConnection { headers[.connection] = "close" }
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
     static func badRequest(_ message: String) -> APIError { APIError(.badRequest, code: "bad_request", message: message) }
@@ -29,5 +30,9 @@ public struct APIError: HTTPResponseError, Sendable {
     static func unavailable(_ message: String) -> APIError {
         APIError(.serviceUnavailable, code: "unavailable", message: message)
     }
-    static let tooLarge = APIError(.contentTooLarge, code: "payload_too_large", message: "the body is larger than 512 KiB")
+    static let tooLarge: APIError = {
+        var error = APIError(.contentTooLarge, code: "payload_too_large", message: "the body is larger than 512 KiB")
+        error.closesConnection = true
+        return error
+    }()
 }

@@ -83,8 +83,10 @@ extension JSONTape {
         guard !token.traits.contains(.escaped) else {
             return (try? readString(at: index)).map { Array($0.utf8) == Array(expected) } ?? false
         }
-        return Int(token.end - token.start) == expected.count
-            && memcmp(bytes.baseAddress! + Int(token.start), expected.baseAddress!, expected.count) == 0
+        guard Int(token.end - token.start) == expected.count, let expectedBytes = expected.baseAddress else {
+            return Int(token.end - token.start) == expected.count
+        }
+        return memcmp(bytes.baseAddress! + Int(token.start), expectedBytes, expected.count) == 0
     }
 
     /// Plain integer syntax (`-?digits`, already checked) as `Integer`; `nil` when out of range.

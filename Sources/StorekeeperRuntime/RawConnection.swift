@@ -42,12 +42,21 @@ public final class RawConnection {
     }
 
     /// Whether the server has closed the connection: a read that finds its end (or a reset), not merely no data yet.
-    public var isClosedByPeer: Bool {
+    /// What it had sent is read and dropped.
+    public var isClosedByPeer: Bool { readAvailable() == nil }
+
+    /// What the server has sent and not been read yet (empty: nothing now); `nil` once it has closed the connection.
+    public func readAvailable() -> [UInt8]? {
+        var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             let read = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if read == 0 { return true }
-            if read < 0 { return errno != EAGAIN && errno != EWOULDBLOCK }
+            if read > 0 {
+                received += buffer[..<read]
+                continue
+            }
+            if read == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) { return nil }
+            return received
         }
     }
 }

@@ -15,27 +15,29 @@ struct HTTPHardeningTests {
     static let basic = "Basic " + Data(":\(admin)".utf8).base64EncodedString()
     static let requeue = ByteBuffer(string: #"{"state": "failed"}"#)
 
-    @Test(
-        "state-changing admin requests: bearer only on the JSON API, same site only, JSON or the dashboard's form only",
-        arguments: [
-            ("/admin/jobs/requeue", [HTTPField.Name.authorization: basic, .contentType: "text/plain"], HTTPResponse.Status.unauthorized),
-            ("/admin/jobs/1/cancel", [.authorization: basic], .unauthorized),
-            ("/admin/jobs/requeue", [.authorization: "Bearer \(admin)", .contentType: "application/json", .origin: "https://evil.example"], .forbidden),
-            ("/admin/jobs/requeue", [.authorization: "Bearer \(admin)", .contentType: "application/json", HTTPField.Name("Sec-Fetch-Site")!: "cross-site"], .forbidden),
-            ("/admin/jobs/requeue", [.authorization: "Bearer \(admin)", .contentType: "text/plain"], .unsupportedMediaType),
-            ("/admin/jobs/requeue", [.authorization: "Bearer \(admin)", .contentType: "application/json"], .ok),
-            ("/admin/jobs/1/requeue", [.authorization: basic, .contentType: "application/x-www-form-urlencoded", .origin: "https://evil.example"], .forbidden),
-            ("/admin/jobs/1/requeue", [.authorization: basic, .contentType: "text/plain"], .unsupportedMediaType),
-            ("/admin/jobs/1/requeue", [.authorization: basic, .contentType: "application/x-www-form-urlencoded"], .seeOther),
-        ] as [(String, [HTTPField.Name: String], HTTPResponse.Status)])
-    func adminWrites(path: String, headers: [HTTPField.Name: String], expected: HTTPResponse.Status) async throws {
+    static let adminWrites: [(String, [HTTPField.Name: String], HTTPResponse.Status)] = [
+        ("/admin/jobs/requeue", [.authorization: basic, .contentType: "text/plain"], .unauthorized),
+        ("/admin/jobs/1/cancel", [.authorization: basic], .unauthorized),
+        ("/admin/jobs/requeue", [.authorization: "Bearer \(admin)", .contentType: "application/json", .origin: "https://evil.example"], .forbidden),
+        ("/admin/jobs/requeue", [.authorization: "Bearer \(admin)", .contentType: "application/json", HTTPField.Name("Sec-Fetch-Site")!: "cross-site"], .forbidden),
+        ("/admin/jobs/requeue", [.authorization: "Bearer \(admin)", .contentType: "text/plain"], .unsupportedMediaType),
+        ("/admin/jobs/requeue", [.authorization: "Bearer \(admin)", .contentType: "application/json"], .ok),
+        ("/admin/jobs/1/requeue", [.authorization: basic, .contentType: "application/x-www-form-urlencoded", .origin: "https://evil.example"], .forbidden),
+        ("/admin/jobs/1/requeue", [.authorization: basic, .contentType: "text/plain"], .unsupportedMediaType),
+        ("/admin/jobs/1/requeue", [.authorization: basic, .contentType: "application/x-www-form-urlencoded"], .seeOther),
+    ]
+
+    @Test("state-changing admin requests: bearer only on the JSON API, same site only, JSON or the dashboard's form only")
+    func adminWrites() async throws {
         try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
             try await harness.withHTTP { client in
-                var fields = HTTPFields()
-                for (name, value) in headers { fields[name] = value }
-                let response = try await client.execute(uri: path, method: .post, headers: fields, body: Self.requeue)
-                #expect(response.status == expected)
-                #expect(response.headers[.xContentTypeOptions] == "nosniff")
+                for (path, headers, expected) in Self.adminWrites {
+                    var fields = HTTPFields()
+                    for (name, value) in headers { fields[name] = value }
+                    let response = try await client.execute(uri: path, method: .post, headers: fields, body: Self.requeue)
+                    #expect(response.status == expected, "\(path) \(headers.keys.map(\.rawName))")
+                    #expect(response.headers[.xContentTypeOptions] == "nosniff")
+                }
             }
         }
     }

@@ -59,18 +59,20 @@ struct HostileSignedDataTests {
 
     /// Each named attack of the drill, without a database: refused ones throw `malformed`; the others verify, and
     /// their content is within the limits exactly when the attack expects it to be applied.
-    @Test("every named absurdity is refused, rejected as content, or fine — as the drill expects", arguments: HostileContent.mutations)
-    func namedAbsurdities(mutation: HostileContent.Mutation) async throws {
+    @Test("every named absurdity is refused, rejected as content, or fine — as the drill expects")
+    func namedAbsurdities() async throws {
         let fixture = try SignedFixture()
         let verifier = fixture.verifier(now: Self.now)
-        let payload = try HostileContent.signedPayload(Self.event(), mutations: [mutation], signer: Self.signer(fixture))
-        do {
-            let notification = try await verifier.verifyNotification(payload)
-            #expect(mutation.expectation != .refused, "verified: \(mutation.name)")
-            #expect((notification.contentProblem != nil) == (mutation.expectation == .rejectedContent), "\(mutation.name)")
-        } catch {
-            #expect(mutation.expectation == .refused, "\(mutation.name): \(error)")
-            #expect(error.category == .malformed, "\(mutation.name): \(error)")
+        for mutation in HostileContent.mutations {
+            let payload = try HostileContent.signedPayload(Self.event(), mutations: [mutation], signer: Self.signer(fixture))
+            do {
+                let notification = try await verifier.verifyNotification(payload)
+                #expect(mutation.expectation != .refused, "verified: \(mutation.name)")
+                #expect((notification.contentProblem != nil) == (mutation.expectation == .rejectedContent), "\(mutation.name)")
+            } catch {
+                #expect(mutation.expectation == .refused, "\(mutation.name): \(error)")
+                #expect(error.category == .malformed, "\(mutation.name): \(error)")
+            }
         }
     }
 
@@ -102,7 +104,7 @@ struct HostileSignedDataTests {
         let stranger = try SignedFixture()
         let verifier = trusted.verifier(now: Self.now)
         var random = SplitMix64(state: 0x5EED_2026_1124)
-        let cases = HostileContent.fuzzed(count: 300, using: &random)
+        let cases = HostileContent.fuzzed(count: 200, using: &random)
         var verified = 0
         for mutations in cases {
             let good = try HostileContent.signedPayload(Self.event(), mutations: mutations, signer: Self.signer(trusted))

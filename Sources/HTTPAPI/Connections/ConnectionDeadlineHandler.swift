@@ -10,6 +10,9 @@ import NIOHTTPTypes
 ///
 /// Sits after HTTP decoding, so a head that never completes counts from the connection's start (or the previous
 /// response), which is what bounds a client that sends half a head and stalls.
+///
+/// It also closes the connection after a response that says `Connection: close` (a body refused for the memory
+/// budget): Hummingbird would otherwise first read the rest of the refused body, as slowly as its sender likes.
 final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -25,6 +28,8 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     private let limits: HTTPServerLimits
     private let logger: Logger
     private var deadline: Scheduled<Void>?
+    /// The response being written said `Connection: close`.
+    private var closesAfterResponse = false
 
     init(limits: HTTPServerLimits, logger: Logger) {
         self.limits = limits
@@ -57,8 +62,22 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { arm(.nextRequest, after: limits.idleTimeout, context: context) }
-        context.write(data, promise: promise)
+        switch unwrapOutboundIn(data) {
+        case .head(let head):
+            closesAfterResponse = head.headerFields[.connection]?.lowercased() == "close"
+            context.write(data, promise: promise)
+        case .body:
+            context.write(data, promise: promise)
+        case .end:
+            guard closesAfterResponse else {
+                arm(.nextRequest, after: limits.idleTimeout, context: context)
+                context.write(data, promise: promise)
+                return
+            }
+            disarm()
+            context.writeAndFlush(data, promise: promise)
+            context.close(promise: nil)
+        }
     }
 
     private func arm(_ waiting: Waiting, after duration: Duration, context: ChannelHandlerContext) {

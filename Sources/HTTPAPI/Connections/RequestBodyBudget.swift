@@ -77,11 +77,9 @@ struct RequestBodyBudgetMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch is RequestBodyBudget.Exhausted {
-            var response = try APIError(
-                .serviceUnavailable, code: "busy", message: "too many large request bodies at once; retry later"
-            ).response(from: request, context: context)
-            response.headers[.connection] = "close"
-            return response
+            var busy = APIError(.serviceUnavailable, code: "busy", message: "too many large request bodies at once; retry later")
+            busy.closesConnection = true
+            throw busy
         }
     }
 }
