@@ -40,56 +40,55 @@ public struct HostileContent: Sendable {
     }
 
     /// The named attacks: each limit at and past its edge.
-    public static let mutations: [Mutation] = {
-        let year10000 = "253402300800000"
-        var list: [Mutation] = [
-            Mutation(.transaction, "expiresDate", "9223372036854775807", .rejectedContent),
-            Mutation(.transaction, "purchaseDate", "-9223372036854775808", .rejectedContent),
-            Mutation(.transaction, "expiresDate", year10000, .rejectedContent),
-            Mutation(.transaction, "expiresDate", "253402300799999", .applied),
-            Mutation(.transaction, "originalPurchaseDate", "-1", .rejectedContent),
-            Mutation(.transaction, "revocationDate", "1e300", .refused),
-            Mutation(.transaction, "price", "-1", .rejectedContent),
-            Mutation(.transaction, "price", "1000000000001", .rejectedContent),
-            Mutation(.transaction, "price", "9223372036854775807", .rejectedContent),
-            Mutation(.transaction, "price", "9223372036854775808", .refused),
-            Mutation(.transaction, "quantity", "0", .rejectedContent),
-            Mutation(.transaction, "quantity", "2147483647", .rejectedContent),
-            Mutation(.transaction, "quantity", "-2147483648", .rejectedContent),
-            Mutation(.transaction, "revocationPercentage", "100001", .rejectedContent),
-            Mutation(.transaction, "productId", #""pro.\u0000monthly""#, .rejectedContent),
-            Mutation(.transaction, "productId", "\"" + String(repeating: "p", count: 100_000) + "\"", .rejectedContent),
-            Mutation(.transaction, "productId", "\"" + String(repeating: "p", count: 257) + "\"", .rejectedContent),
-            Mutation(.transaction, "appAccountToken", #""\u0000""#, .rejectedContent),
-            // The renewal info then names another subscription: malformed.
-            Mutation(.transaction, "originalTransactionId", "\"" + String(repeating: "9", count: 300) + "\"", .refused),
-            Mutation(.transaction, "webOrderLineItemId", "\"" + String(repeating: "9", count: 300) + "\"", .rejectedContent),
-            Mutation(.transaction, "transactionReason", "\"" + String(repeating: "r", count: 4_097) + "\"", .rejectedContent),
-            Mutation(.transaction, "offerIdentifier", #""\ud800""#, .refused),
-            Mutation(.transaction, "advancedCommerceInfo", nested(depth: 60), .applied),
-            Mutation(.transaction, "advancedCommerceInfo", nested(depth: 70), .refused),
-            Mutation(.transaction, "advancedCommerceInfo", keys(1_024), .applied),
-            Mutation(.transaction, "advancedCommerceInfo", keys(1_025), .refused),
-            Mutation(.transaction, "advancedCommerceInfo", #"{"a":"\u0000"}"#, .rejectedContent),
-            Mutation(.transaction, "advancedCommerceInfo", #"{"\u0061":1,"a":2}"#, .refused),
-            Mutation(.transaction, "signedDate", year10000, .refused),
-            Mutation(.transaction, "signedDate", "915148800000", .refused),
-            Mutation(.renewalInfo, "renewalDate", "9223372036854775807", .rejectedContent),
-            Mutation(.renewalInfo, "gracePeriodExpiresDate", "-9223372036854775808", .rejectedContent),
-            Mutation(.renewalInfo, "renewalPrice", "-5", .rejectedContent),
-            Mutation(.renewalInfo, "autoRenewStatus", "2147483647", .rejectedContent),
-            Mutation(.renewalInfo, "autoRenewProductId", #""max\u0000""#, .rejectedContent),
-            Mutation(.envelope, "subtype", #""INITIAL_\u0000BUY""#, .rejectedContent),
-            Mutation(.envelope, "signedDate", year10000, .refused),
-            Mutation(.envelope, "signedDate", "9223372036854775807", .refused),
-            Mutation(.envelope, "signedDate", "-1", .refused),
-        ]
-        list.append(Mutation(.envelope, "notificationType", "\"" + String(repeating: "T", count: 300) + "\"", .rejectedContent))
-        return list
-    }()
+    public static let mutations: [Mutation] = [
+        Mutation(.transaction, "expiresDate", "9223372036854775807", .rejectedContent),
+        Mutation(.transaction, "purchaseDate", "-9223372036854775808", .rejectedContent),
+        Mutation(.transaction, "expiresDate", year10000, .rejectedContent),
+        Mutation(.transaction, "expiresDate", "253402300799999", .applied),
+        Mutation(.transaction, "originalPurchaseDate", "-1", .rejectedContent),
+        Mutation(.transaction, "revocationDate", "1e300", .refused),
+        Mutation(.transaction, "price", "-1", .rejectedContent),
+        Mutation(.transaction, "price", "1000000000001", .rejectedContent),
+        Mutation(.transaction, "price", "9223372036854775807", .rejectedContent),
+        Mutation(.transaction, "price", "9223372036854775808", .refused),
+        Mutation(.transaction, "quantity", "0", .rejectedContent),
+        Mutation(.transaction, "quantity", "2147483647", .rejectedContent),
+        Mutation(.transaction, "quantity", "-2147483648", .rejectedContent),
+        Mutation(.transaction, "revocationPercentage", "100001", .rejectedContent),
+        Mutation(.transaction, "productId", #""pro.\u0000monthly""#, .rejectedContent),
+        Mutation(.transaction, "productId", "\"" + String(repeating: "p", count: 100_000) + "\"", .rejectedContent),
+        Mutation(.transaction, "productId", "\"" + String(repeating: "p", count: 257) + "\"", .rejectedContent),
+        Mutation(.transaction, "appAccountToken", #""\u0000""#, .rejectedContent),
+        // The renewal info then names another subscription: malformed.
+        Mutation(.transaction, "originalTransactionId", "\"" + String(repeating: "9", count: 300) + "\"", .refused),
+        Mutation(.transaction, "webOrderLineItemId", "\"" + String(repeating: "9", count: 300) + "\"", .rejectedContent),
+        Mutation(.transaction, "transactionReason", "\"" + String(repeating: "r", count: 4_097) + "\"", .rejectedContent),
+        Mutation(.transaction, "offerIdentifier", #""\ud800""#, .refused),
+        Mutation(.transaction, "advancedCommerceInfo", nested(depth: 60), .applied),
+        Mutation(.transaction, "advancedCommerceInfo", nested(depth: 70), .refused),
+        Mutation(.transaction, "advancedCommerceInfo", keys(1_024), .applied),
+        Mutation(.transaction, "advancedCommerceInfo", keys(1_025), .refused),
+        Mutation(.transaction, "advancedCommerceInfo", #"{"a":"\u0000"}"#, .rejectedContent),
+        Mutation(.transaction, "advancedCommerceInfo", #"{"\u0061":1,"a":2}"#, .refused),
+        Mutation(.transaction, "signedDate", year10000, .refused),
+        Mutation(.transaction, "signedDate", "915148800000", .refused),
+        Mutation(.renewalInfo, "renewalDate", "9223372036854775807", .rejectedContent),
+        Mutation(.renewalInfo, "gracePeriodExpiresDate", "-9223372036854775808", .rejectedContent),
+        Mutation(.renewalInfo, "renewalPrice", "-5", .rejectedContent),
+        Mutation(.renewalInfo, "autoRenewStatus", "2147483647", .rejectedContent),
+        Mutation(.renewalInfo, "autoRenewProductId", #""max\u0000""#, .rejectedContent),
+        Mutation(.envelope, "subtype", #""INITIAL_\u0000BUY""#, .rejectedContent),
+        Mutation(.envelope, "signedDate", year10000, .refused),
+        Mutation(.envelope, "signedDate", "9223372036854775807", .refused),
+        Mutation(.envelope, "signedDate", "-1", .refused),
+        Mutation(.envelope, "notificationType", "\"" + String(repeating: "T", count: 300) + "\"", .rejectedContent),
+    ]
+
+    /// 10000-01-01T00:00:00Z in milliseconds: one past the last date ``ContentLimits`` allows.
+    public static let year10000 = "253402300800000"
 
     /// Values a fuzzer picks from, by kind of field.
-    static let dateValues = ["0", "-1", "253402300799999", "253402300800000", "9223372036854775807", "-9223372036854775808", "1e300", "1.5", "\"1\"", "null"]
+    static let dateValues = ["0", "-1", "253402300799999", year10000, "9223372036854775807", "-9223372036854775808", "1e300", "1.5", "\"1\"", "null"]
     static let numberValues = ["-1", "0", "1", "1000000000000", "1000000000001", "2147483648", "9223372036854775807", "-9223372036854775809", "1e3"]
     static let stringValues = [
         #""\u0000""#, #""a\u0000b""#, "\"\(String(repeating: "x", count: 256))\"", "\"\(String(repeating: "x", count: 257))\"",

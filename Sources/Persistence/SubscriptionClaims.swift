@@ -52,7 +52,7 @@ public struct SubscriptionClaims: Sendable {
     {
         guard let event = SubscriptionEvent(claimOf: transaction, by: account) else {
             guard credits.catalogue.topUp(ofProduct: transaction.productId) != nil else { return .notASubscription }
-            try await client.withTransaction(logger: logger) { connection in
+            _ = try await client.withTransaction(logger: logger) { connection in
                 try await credits.recordOneTimePurchase(transaction, account: account, on: connection)
             }
             return .toppedUp

@@ -9,11 +9,11 @@ struct BenchCommand: AsyncParsableCommand {
 }
 
 /// Figures of one benchmark: human lines, then (with --json) exactly one JSON object on the last line.
-struct BenchmarkReport {
+struct BenchmarkReport: Sendable {
     var lines: [String] = []
     var fields: [(String, BenchmarkValue)] = []
 
-    enum BenchmarkValue {
+    enum BenchmarkValue: Sendable {
         case integer(Int)
         case number(Double)
         case text(String)

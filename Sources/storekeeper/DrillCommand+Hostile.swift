@@ -61,9 +61,8 @@ struct HostileDrill: AsyncParsableCommand {
     }
 
     func untrustedDates(_ system: SystemUnderTest, attacker: NotificationSigner, verdict: inout DrillVerdict) async throws {
-        let year10000 = "253402300800000"
         let envelope = try HostileContent.signedPayload(
-            Self.subscribeEvent(1), mutations: [.init(.envelope, "signedDate", year10000, .refused)], signer: attacker)
+            Self.subscribeEvent(1), mutations: [.init(.envelope, "signedDate", HostileContent.year10000, .refused)], signer: attacker)
         let answer = await system.post(Self.body(envelope))
         verdict.check(answer.status == 400, "intake answers 400 (got \(answer.status.map(String.init) ?? "none"))")
         verdict.check(await system.request("/healthz").status == 200, "serve still answers /healthz")

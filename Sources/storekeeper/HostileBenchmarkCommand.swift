@@ -20,6 +20,8 @@ struct HostileBenchmarkCommand: AsyncParsableCommand {
     )
 
     @Option(help: "Requests per shape (CPU time is read in 10-ms ticks: more rounds, finer figures).") var rounds = 50
+    @Option(help: "A PostgreSQL server to run on (a fresh database, dropped afterwards) instead of a private cluster.")
+    var databaseURL: String?
     @Flag(help: "Print one JSON object on the last line.") var json = false
 
     func validate() throws {
@@ -27,23 +29,19 @@ struct HostileBenchmarkCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("storekeeper-bench-\(UUID().uuidString)")
-        let cluster = try PrivateCluster(directory: directory)
-        let url = try cluster.start()
-        defer {
-            cluster.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
-        let system = try SystemUnderTest(databaseURL: url, clients: 1, logger: commandLogger("storekeeper.bench"))
-        var report = BenchmarkReport()
-        do {
-            try system.migrate()
-            try await system.startServe()
-            report = try await measure(system)
-            await system.stop()
-        } catch {
-            await system.stop()
-            throw error
+        let logger = commandLogger("storekeeper.bench")
+        let report = try await BenchmarkDatabase.with(url: databaseURL, logger: logger) { url in
+            let system = try SystemUnderTest(databaseURL: url, clients: 1, logger: logger)
+            do {
+                try system.migrate()
+                try await system.startServe()
+                let report = try await measure(system)
+                await system.stop()
+                return report
+            } catch {
+                await system.stop()
+                throw error
+            }
         }
         report.print(json: json)
     }
