@@ -1,3 +1,4 @@
+import AppStoreModels
 import Foundation
 import Hummingbird
 import Jobs
@@ -69,6 +70,9 @@ public struct AccountsController: Sendable {
 
     func subscription(context: StorekeeperRequestContext) async throws -> SubscriptionDetailResponse {
         let originalTransactionId = try context.parameters.require("originalTransactionId")
+        guard originalTransactionId.isKey(maximumBytes: ContentLimits.identifierBytes) else {
+            throw APIError.badRequest("originalTransactionId must be 1–\(ContentLimits.identifierBytes) printable bytes")
+        }
         guard let state = try await read({ try await subscriptions.subscription(originalTransactionId) }) else {
             throw APIError(.notFound, code: "not_found", message: "no subscription \(originalTransactionId)")
         }

@@ -39,8 +39,7 @@ public struct AdminController: Sendable {
 
     /// A job kind is a short printable name; anything else (a NUL byte, kilobytes) is refused before the database.
     static func requireJobKind(_ kind: String) throws {
-        guard !kind.isEmpty, kind.utf8.count <= 128, !kind.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-        else { throw APIError.badRequest("kind must be 1–128 printable characters") }
+        guard kind.isKey(maximumBytes: 128) else { throw APIError.badRequest("kind must be 1–128 printable characters") }
     }
 
     public func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {

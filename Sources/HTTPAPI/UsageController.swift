@@ -74,9 +74,7 @@ public struct UsageController: Sendable {
             throw APIError(.badRequest, code: "unknown_meter", message: "no meter \(body.meter); known: \(catalogue.meters.map(\.id).joined(separator: ", "))")
         }
         guard body.amount > 0 else { throw APIError(.badRequest, code: "invalid_amount", message: "amount must be a positive integer") }
-        guard let key = body.idempotencyKey ?? request.headers[.init("Idempotency-Key")!], !key.isEmpty, key.utf8.count <= 255,
-            !key.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-        else {
+        guard let key = body.idempotencyKey ?? request.headers[.init("Idempotency-Key")!], key.isKey(maximumBytes: 255) else {
             throw APIError(
                 .badRequest, code: "missing_idempotency_key",
                 message: "idempotencyKey (1–255 bytes, no control characters) is required")

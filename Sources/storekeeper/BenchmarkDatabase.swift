@@ -27,10 +27,10 @@ enum BenchmarkDatabase {
             }
             do {
                 let result = try await body(url)
-                await drop()
+                _ = await drop()
                 return result
             } catch {
-                await drop()
+                _ = await drop()
                 throw error
             }
         }

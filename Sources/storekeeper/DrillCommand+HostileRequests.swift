@@ -90,6 +90,8 @@ extension HostileDrill {
             let answer = await system.request(usage, method: .POST, headers: api, body: ByteBuffer(string: body))
             verdict.check(answer.status == 400, "a NUL in the \(name) is 400 (got \(answer.status.map(String.init) ?? "none"))")
         }
+        let subscription = await system.request("/v1/subscriptions/" + String(repeating: "9", count: 300), headers: [("Authorization", "Bearer bench")])
+        verdict.check(subscription.status == 400, "a 300-byte subscription id in the path is 400 (got \(subscription.status.map(String.init) ?? "none"))")
         let admin = [("Authorization", "Bearer \(Self.adminKey)")]
         let kind = await system.request("/admin/jobs?kind=%00", headers: admin)
         verdict.check(kind.status == 400, "/admin/jobs?kind=%00 is 400 (got \(kind.status.map(String.init) ?? "none"))")

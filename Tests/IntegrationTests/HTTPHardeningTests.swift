@@ -42,7 +42,7 @@ struct HTTPHardeningTests {
         }
     }
 
-    @Test("nosniff on every answer, no-store on authenticated ones, a keyed /metrics, NUL bytes are 400")
+    @Test("nosniff on every answer, no-store on authenticated ones, a keyed /metrics, NUL bytes and oversized ids are 400")
     func headersAndSmallerHoles() async throws {
         try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
             try await harness.withHTTP { client in
@@ -63,6 +63,9 @@ struct HTTPHardeningTests {
                     headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
                     body: ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "a\u0000b"}"#))
                 #expect(usage.status == .badRequest)
+                // Path parameters arrive percent-encoded: `%00` is three characters, not NUL. An id past 256 bytes is 400.
+                #expect(try await client.getWithKey("/v1/subscriptions/a%00b").status == .notFound)
+                #expect(try await client.getWithKey("/v1/subscriptions/" + String(repeating: "9", count: 300)).status == .badRequest)
             }
         }
     }
