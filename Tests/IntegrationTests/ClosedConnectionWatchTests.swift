@@ -67,10 +67,21 @@ struct ClosedConnectionWatchTests {
                     _ = try await sleeping
                 }
             }
-            let rows = try await client.withConnection { connection in
-                try await connection.run(AddOne(value: 41), logger: TestDatabase.logger)
+            // Under load postgres-nio can lease the terminated connection once more before it has seen it close (that
+            // lease fails at once, with an error); the pool must then hand out one that works.
+            var failedLeases = 0
+            try await eventually("a lease after the termination to work") {
+                do {
+                    let rows = try await client.withConnection { connection in
+                        try await connection.run(AddOne(value: 41), logger: TestDatabase.logger)
+                    }
+                    return rows == [42]
+                } catch {
+                    failedLeases += 1
+                    return false
+                }
             }
-            #expect(rows == [42])
+            #expect(failedLeases <= 1)
         }
     }
 
