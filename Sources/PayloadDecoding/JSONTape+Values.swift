@@ -77,12 +77,10 @@ extension JSONTape {
         return Float(value)
     }
 
-    /// Whether the object key at `index` is exactly `expected` (UTF-8): raw bytes compared when it holds no escape.
+    /// Whether the object key at `index`, which holds no escape, is exactly `expected` (UTF-8). Escaped keys are
+    /// unescaped once by ``KeyedTapeContainer`` and compared there.
     func key(at index: Int, equals expected: UnsafeBufferPointer<UInt8>) -> Bool {
         let token = tokens[index]
-        guard !token.traits.contains(.escaped) else {
-            return (try? readString(at: index)).map { Array($0.utf8) == Array(expected) } ?? false
-        }
         guard Int(token.end - token.start) == expected.count, let expectedBytes = expected.baseAddress else {
             return Int(token.end - token.start) == expected.count
         }
