@@ -42,7 +42,7 @@ let package = Package(
         // Lifecycle rules: pure functions of (state, event, now).
         .target(name: "Subscriptions", dependencies: ["AppStoreModels"]),
         // Tier catalogue and credit arithmetic (calendar, proration, clawback, spend order): pure.
-        .target(name: "Credits"),
+        .target(name: "Credits", dependencies: ["Subscriptions", "AppStoreModels"]),
         // The PostgreSQL job queue: enqueue, claim, complete, worker service.
         .target(
             name: "Jobs",

@@ -1,3 +1,4 @@
+import Credits
 import AppStoreModels
 import Foundation
 import Hummingbird

@@ -1,3 +1,4 @@
+import Credits
 import Foundation
 import Hummingbird
 import Persistence

@@ -28,12 +28,11 @@ public struct RenewalRechecks: Sendable {
         self.logger = logger
     }
 
-    /// Schedules what `state` and the effects of applying it call for.
-    func schedule(for state: SubscriptionState, effects: [LifecycleEffect], on connection: PostgresConnection) async throws {
-        var due: Date?
-        if state.status == .active, state.willRenew, let end = state.expiresAt { due = end }
-        for case .recheckRenewal(let after) in effects { due = max(due ?? after, after) }
-        guard let due else { return }
+    /// Schedules what `state` calls for: a recheck after the period in force ends while it renews, and one right away
+    /// when Apple reports access beyond that period (a renewal not seen yet).
+    func schedule(for state: SubscriptionState, now: Date, on connection: PostgresConnection) async throws {
+        guard state.status == .active, let end = state.expiresAt, state.willRenew || state.accessUntil != nil else { return }
+        let due = state.accessUntil == nil ? end : max(end, now)
         let runAt = due.addingTimeInterval(delay)
         let inserted = try await connection.run(
             InsertRecheck(originalTransactionId: state.originalTransactionId, transactionId: state.latestTransactionId, dueAt: runAt),

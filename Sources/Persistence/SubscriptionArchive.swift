@@ -10,41 +10,30 @@ public struct SubscriptionArchive: Sendable {
 
     public init(logger: Logger) { self.logger = logger }
 
-    /// Records the archive effects among `effects` for the subscription now in `state`.
-    public func record(_ effects: [LifecycleEffect], state: SubscriptionState, on connection: PostgresConnection)
-        async throws
-    {
-        for effect in effects {
-            switch effect {
-            case .ended(let reason, let transactionId, let endedAt):
-                try await connection.query(
-                    """
-                    INSERT INTO subscription_archive (original_transaction_id, transaction_id, reason, account_id,
-                        product_id, ended_at)
-                    VALUES (\(state.originalTransactionId), \(transactionId), \(reason), \(state.accountId),
-                        \(state.productId), \(endedAt))
-                    ON CONFLICT (original_transaction_id, transaction_id, reason) DO NOTHING
-                    """,
-                    logger: logger
-                )
-            case .refundReversed(let transactionId):
-                try await connection.query(
-                    """
-                    UPDATE subscription_archive SET reinstated_at = now()
-                    WHERE original_transaction_id = \(state.originalTransactionId)
-                        AND transaction_id = \(transactionId) AND reason = 'REFUND' AND reinstated_at IS NULL
-                    """,
-                    logger: logger
-                )
-            case .periodStarted, .periodExtended, .earlierPeriodRefunded, .recheckRenewal:
-                continue
-            }
+    /// Makes the archive of the subscription now in `state` hold `ends`: new ends are recorded; a refund or
+    /// revocation the facts no longer show (a reversal) is marked reinstated, and unmarked when it shows again.
+    public func sync(_ ends: [Lifecycle.End], state: SubscriptionState, on connection: PostgresConnection) async throws {
+        for end in ends {
+            try await connection.query(
+                """
+                INSERT INTO subscription_archive (original_transaction_id, transaction_id, reason, account_id,
+                    product_id, ended_at)
+                VALUES (\(state.originalTransactionId), \(end.transactionId), \(end.reason.text), \(state.accountId),
+                    \(state.productId), \(end.at))
+                ON CONFLICT (original_transaction_id, transaction_id, reason) DO UPDATE SET reinstated_at = NULL
+                    WHERE subscription_archive.reinstated_at IS NOT NULL
+                """,
+                logger: logger
+            )
         }
-    }
-
-    /// Forgets the archive of one subscription, before a replay records it again.
-    public func forget(_ originalTransactionId: String, on connection: PostgresConnection) async throws {
+        let standing = ends.filter(\.reason.removesCredits).map { "\($0.transactionId)|\($0.reason.text)" }
         try await connection.query(
-            "DELETE FROM subscription_archive WHERE original_transaction_id = \(originalTransactionId)", logger: logger)
+            """
+            UPDATE subscription_archive SET reinstated_at = now()
+            WHERE original_transaction_id = \(state.originalTransactionId) AND reason IN ('REFUND', 'REVOKE')
+                AND reinstated_at IS NULL AND NOT (transaction_id || '|' || reason = ANY(\(standing)))
+            """,
+            logger: logger
+        )
     }
 }

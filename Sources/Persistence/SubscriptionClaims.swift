@@ -53,20 +53,15 @@ public struct SubscriptionClaims: Sendable {
         guard let event = SubscriptionEvent(claimOf: transaction, by: account) else {
             guard credits.catalogue.topUp(ofProduct: transaction.productId) != nil else { return .notASubscription }
             _ = try await client.withTransaction(logger: logger) { connection in
-                try await credits.recordOneTimePurchase(transaction, account: account, on: connection)
+                try await credits.recordTopUp(transaction, account: account, now: now, on: connection)
             }
             return .toppedUp
         }
         return try await client.withTransaction(logger: logger) { connection in
             let current = try await subscriptions.lockedSubscription(transaction.originalTransactionId, on: connection)
-            if let owner = current?.accountId, owner != account {
-                if policy == .keep { return .ownedElsewhere(owner) }
-                try await history.recordTransfer(transaction.originalTransactionId, from: owner, to: account, on: connection)
-                try await subscriptions.link(transaction.originalTransactionId, to: account, on: connection)
-                logger.notice(
-                    "subscription transferred",
-                    metadata: ["subscription.id": "\(transaction.originalTransactionId)", "account.from": "\(owner)", "account.to": "\(account)"])
-            }
+            // Under `transfer` the stored claim is the newest ownership fact: deriving moves the subscription and
+            // records the transfer.
+            if let owner = current?.accountId, owner != account, policy == .keep { return .ownedElsewhere(owner) }
             try await history.record(event, signedData: signedTransaction, on: connection)
             return .claimed(try await writer.apply(event, now: now, on: connection, lockHeld: true).state)
         }

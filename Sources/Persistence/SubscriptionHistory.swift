@@ -44,6 +44,21 @@ public struct SubscriptionHistory: Sendable {
         return events
     }
 
+    /// Every subscription with stored facts or a stored state.
+    public func subscriptionIds(on connection: PostgresConnection) async throws -> [String] {
+        let rows = try await connection.query(
+            """
+            SELECT original_transaction_id FROM notifications WHERE original_transaction_id IS NOT NULL
+            UNION SELECT original_transaction_id FROM subscription_events
+            UNION SELECT original_transaction_id FROM subscriptions
+            ORDER BY 1
+            """,
+            logger: logger)
+        var ids: [String] = []
+        for try await id in rows.decode(String.self) { ids.append(id) }
+        return ids
+    }
+
     /// Stores a verified event that is not a notification — a claim or a Server API snapshot — with the signed data
     /// it was verified from; an event stored before is left as it is.
     public func record(_ event: SubscriptionEvent, signedData: String, on connection: PostgresConnection) async throws {

@@ -48,7 +48,7 @@ extension SubscriptionStore {
         static let sql = """
             INSERT INTO subscriptions (\(SubscriptionStore.columns))
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22,
-                $23, $24, $25)
+                $23, $24, $25, $26, $27)
             ON CONFLICT (original_transaction_id) DO UPDATE SET
                 account_id = EXCLUDED.account_id, product_id = EXCLUDED.product_id,
                 environment = EXCLUDED.environment, status = EXCLUDED.status, will_renew = EXCLUDED.will_renew,
@@ -61,17 +61,18 @@ extension SubscriptionStore {
                 end_reason = EXCLUDED.end_reason, revoked_at = EXCLUDED.revoked_at, offer_type = EXCLUDED.offer_type,
                 offer_identifier = EXCLUDED.offer_identifier, offer_discount_type = EXCLUDED.offer_discount_type,
                 offer_period = EXCLUDED.offer_period, price_increase = EXCLUDED.price_increase, price = EXCLUDED.price,
+                billing_period = EXCLUDED.billing_period, access_until = EXCLUDED.access_until,
                 updated_at = now()
             """
         /// In the order of ``SubscriptionStore/columns``.
         static let bindingDataTypes: [PostgresDataType] = [
             .text, .uuid, .text, .text, .text, .bool, .text, .text, .timestamptz, .timestamptz, .timestamptz, .bool,
-            .text, .text, .text, .int8, .text, .text, .timestamptz, .int4, .text, .text, .text, .text, .int8,
+            .text, .text, .text, .int8, .text, .text, .timestamptz, .int4, .text, .text, .text, .text, .int8, .text, .timestamptz,
         ]
         var state: SubscriptionState
 
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 25)
+            var bindings = PostgresBindings(capacity: 27)
             bindings.append(state.originalTransactionId)
             bindings.append(state.accountId)
             bindings.append(state.productId)
@@ -97,6 +98,8 @@ extension SubscriptionStore {
             bindings.append(state.offer?.period)
             bindings.append(state.priceIncrease?.rawValue)
             bindings.append(state.price)
+            bindings.append(state.billingPeriodKey)
+            bindings.append(state.accessUntil)
             return bindings
         }
 

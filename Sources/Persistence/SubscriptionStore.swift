@@ -56,18 +56,11 @@ public struct SubscriptionStore: Sendable {
         _ = try await connection.run(SaveSubscription(state: state), logger: logger)
     }
 
-    /// Links an existing subscription to `accountId`.
-    public func link(_ originalTransactionId: String, to accountId: UUID, on connection: PostgresConnection) async throws {
-        try await connection.query(
-            "UPDATE subscriptions SET account_id = \(accountId), updated_at = now() WHERE original_transaction_id = \(originalTransactionId)",
-            logger: logger)
-    }
-
     static let columns = """
         original_transaction_id, account_id, product_id, environment, status, will_renew, auto_renew_product_id, \
         pending_product_id, purchase_date, expires_at, grace_period_expires_at, is_trial, ownership, \
         latest_transaction_id, last_event_type, last_signed_date, last_event_id, end_reason, revoked_at, offer_type, \
-        offer_identifier, offer_discount_type, offer_period, price_increase, price
+        offer_identifier, offer_discount_type, offer_period, price_increase, price, billing_period, access_until
         """
 
     static func decode(_ row: PostgresRow) throws -> SubscriptionState {
@@ -105,7 +98,9 @@ public struct SubscriptionStore: Sendable {
             revokedAt: try cells["revoked_at"].decode(Date?.self),
             offer: offer,
             priceIncrease: try cells["price_increase"].decode(String?.self).flatMap(SubscriptionState.PriceIncreaseConsent.init),
-            price: try cells["price"].decode(Int64?.self)
+            price: try cells["price"].decode(Int64?.self),
+            billingPeriodKey: try cells["billing_period"].decode(String.self),
+            accessUntil: try cells["access_until"].decode(Date?.self)
         )
     }
 }

@@ -1,72 +1,100 @@
+import Credits
 import Foundation
+import Jobs
 import Logging
 import PostgresNIO
 import Subscriptions
 
-/// The one code path that changes a subscription: lock it, apply the event with the lifecycle rules — replaying
-/// every stored event when this one arrived out of order — save the state and record the effects (archive, credit
-/// ledger), inside the caller's transaction.
+/// The one code path that changes a subscription, inside the caller's transaction: lock it, derive it again from
+/// every stored fact, save the state, follow its owner, sync the archive, post the credit operations still due and
+/// schedule what comes next (the next credit window, a late-renewal recheck).
 public struct SubscriptionWriter: Sendable {
+    /// What deriving a subscription changed.
+    public struct Outcome: Sendable {
+        public enum Kind: String, Sendable {
+            /// The state or the ledger changed.
+            case applied
+            /// The facts already said everything the event says.
+            case unchanged
+        }
+
+        public var kind: Kind
+        public var state: SubscriptionState?
+        public var stored: SubscriptionState?
+        public var operations: [LedgerOperation]
+    }
+
     private let subscriptions: SubscriptionStore
     private let history: SubscriptionHistory
     private let archive: SubscriptionArchive
     private let credits: CreditLedger
+    private let queue: PostgresJobQueue
     private let rechecks: RenewalRechecks?
+    private let logger: Logger
 
     /// - Parameter rechecks: schedules late-renewal rechecks; `nil` when the App Store Server API is not configured.
-    public init(client: PostgresClient, credits: CreditLedger, rechecks: RenewalRechecks?, logger: Logger) {
+    public init(client: PostgresClient, credits: CreditLedger, queue: PostgresJobQueue, rechecks: RenewalRechecks?, logger: Logger) {
         self.subscriptions = SubscriptionStore(client: client, logger: logger)
         self.history = SubscriptionHistory(logger: logger)
         self.archive = SubscriptionArchive(logger: logger)
         self.credits = credits
+        self.queue = queue
         self.rechecks = rechecks
+        self.logger = logger
     }
 
-    /// Applies `event` (already stored, so a replay finds it) to its subscription. `lockHeld`: the caller's
-    /// transaction holds the subscription's lock already.
+    /// Derives the subscription `event` belongs to (the event is stored already, so its facts are found; it is added
+    /// when it is not). `lockHeld`: the caller's transaction holds the subscription's lock already.
     public func apply(_ event: SubscriptionEvent, now: Date, on connection: PostgresConnection, lockHeld: Bool = false)
-        async throws -> Lifecycle.Decision
+        async throws -> Outcome
     {
-        let originalTransactionId = event.transaction.originalTransactionId
-        let current = try await subscriptions.lockedSubscription(originalTransactionId, on: connection, lockHeld: lockHeld)
-        var decision = Lifecycle.apply(event, to: current, now: now)
-        if decision.outcome == .outOfOrder {
-            var events = try await history.events(of: originalTransactionId, on: connection)
-            if !events.contains(where: { $0.id == event.id }) { events.append(event) }
-            decision = Lifecycle.replay(events, now: now)
-            decision.outcome = .outOfOrder
-            try await archive.forget(originalTransactionId, on: connection)
-        }
-        // Ownership is decided by claims when they happen (see SubscriptionClaims), not by replaying history.
-        if let owner = current?.accountId { decision.state?.accountId = owner }
-        if let state = decision.state {
-            if state != current { try await subscriptions.save(state, on: connection) }
-            try await record(decision.effects, state: state, now: now, on: connection)
-        }
-        return decision
+        try await derive(event.transaction.originalTransactionId, adding: event, now: now, write: true, on: connection, lockHeld: lockHeld)
     }
 
-    /// Rebuilds a subscription from its stored events, as if every event had arrived in order, and returns it
-    /// beside the stored state; `write` saves the rebuilt state and archive over the stored ones.
-    public func replay(_ originalTransactionId: String, now: Date, write: Bool, on connection: PostgresConnection)
-        async throws -> (stored: SubscriptionState?, rebuilt: SubscriptionState?)
-    {
-        let stored = try await subscriptions.lockedSubscription(originalTransactionId, on: connection)
-        var decision = Lifecycle.replay(try await history.events(of: originalTransactionId, on: connection), now: now)
-        if let owner = stored?.accountId { decision.state?.accountId = owner }
-        if write, let state = decision.state {
+    /// Derives a subscription again from its stored facts; `write` saves the state and posts what is due, otherwise
+    /// nothing is written and the outcome says what would change.
+    public func derive(
+        _ originalTransactionId: String, adding extra: SubscriptionEvent? = nil, now: Date, write: Bool,
+        on connection: PostgresConnection, lockHeld: Bool = false
+    ) async throws -> Outcome {
+        let stored = try await subscriptions.lockedSubscription(originalTransactionId, on: connection, lockHeld: lockHeld)
+        var events = try await history.events(of: originalTransactionId, on: connection)
+        if let extra, !events.contains(where: { $0.id == extra.id }) { events.append(extra) }
+        guard let facts = SubscriptionFacts(events: events), let derivation = Lifecycle.derive(facts) else {
+            return Outcome(kind: .unchanged, state: stored, stored: stored, operations: [])
+        }
+        let state = derivation.state
+        // Credit rules read balances that spends change: the owner's account is locked first, as spends lock it.
+        if write, let account = state.accountId { try await credits.lockAccount(account, on: connection) }
+        let ledger = try await credits.snapshot(ofSubscription: originalTransactionId, account: state.accountId, now: now, on: connection)
+        let operations = SubscriptionCredits.operationsDue(derivation, catalogue: credits.catalogue, ledger: ledger, now: now)
+        let changed = state != stored || !operations.isEmpty
+        guard write else { return Outcome(kind: changed ? .applied : .unchanged, state: state, stored: stored, operations: operations) }
+        if state != stored {
             try await subscriptions.save(state, on: connection)
-            try await archive.forget(originalTransactionId, on: connection)
-            try await record(decision.effects, state: state, now: now, on: connection)
+            if let from = stored?.accountId, let to = state.accountId, from != to {
+                try await history.recordTransfer(originalTransactionId, from: from, to: to, on: connection)
+                logger.notice(
+                    "subscription transferred",
+                    metadata: ["subscription.id": "\(originalTransactionId)", "account.from": "\(from)", "account.to": "\(to)"])
+            }
         }
-        return (stored, decision.state)
+        try await archive.sync(derivation.ends, state: state, on: connection)
+        try await credits.apply(operations, on: connection)
+        try await scheduleNextWindow(derivation, now: now, on: connection)
+        try await rechecks?.schedule(for: state, now: now, on: connection)
+        return Outcome(kind: changed ? .applied : .unchanged, state: state, stored: stored, operations: operations)
     }
 
-    private func record(_ effects: [LifecycleEffect], state: SubscriptionState, now: Date, on connection: PostgresConnection)
-        async throws
-    {
-        try await archive.record(effects, state: state, on: connection)
-        try await credits.record(effects, state: state, now: now, on: connection)
-        try await rechecks?.schedule(for: state, effects: effects, on: connection)
+    /// The credit window reset: a job at the start of the next window of the period in force derives the
+    /// subscription again, which posts the window's grant. (Reads count a due grant before the job runs.)
+    private func scheduleNextWindow(_ derivation: Lifecycle.Derivation, now: Date, on connection: PostgresConnection) async throws {
+        guard let start = SubscriptionCredits.nextWindowStart(derivation, catalogue: credits.catalogue, now: now) else { return }
+        let state = derivation.state
+        let job = try NewJob(
+            kind: CreditLedger.windowResetJobKind, arguments: CreditLedger.WindowReset(originalTransactionId: state.originalTransactionId),
+            runAt: start, uniqueKey: "credit-reset:\(state.billingPeriodKey):\(Int64(start.timeIntervalSince1970))",
+            concurrencyKey: "subscription:\(state.originalTransactionId)")
+        _ = try await queue.enqueue(job, on: connection)
     }
 }

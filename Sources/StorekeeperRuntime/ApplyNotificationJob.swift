@@ -58,10 +58,10 @@ public struct ApplyNotificationJob: JobHandler {
             let outcome: String
             if let event = SubscriptionEvent(notification) {
                 let lockHeld = lockedSubscription == event.transaction.originalTransactionId
-                outcome = try await writer.apply(event, now: clock(), on: connection, lockHeld: lockHeld).outcome.rawValue
+                outcome = try await writer.apply(event, now: clock(), on: connection, lockHeld: lockHeld).kind.rawValue
             } else if let transaction = notification.transaction,
-                let account = transaction.appAccountToken.flatMap(UUID.init(uuidString:)),
-                try await credits.recordOneTimePurchase(transaction, account: account, on: connection)
+                try await credits.recordTopUp(
+                    transaction, account: transaction.appAccountToken.flatMap(UUID.init(uuidString:)), now: clock(), on: connection)
             {
                 outcome = "topped_up"
             } else {

@@ -73,7 +73,7 @@ public struct RenewalRecheckJob: JobHandler {
                 "renewal rechecked",
                 metadata: [
                     "subscription.id": "\(arguments.originalTransactionId)", "apple.status": "\(item.status)",
-                    "recheck.outcome": "\(resolved ? "resolved" : "still open")", "notification.outcome": "\(decision.outcome.rawValue)",
+                    "recheck.outcome": "\(resolved ? "resolved" : "still open")", "notification.outcome": "\(decision.kind.rawValue)",
                 ])
             return checks
         }

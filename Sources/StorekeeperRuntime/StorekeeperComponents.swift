@@ -57,14 +57,14 @@ public struct StorekeeperComponents: Sendable {
         self.queue = PostgresJobQueue(client: client, logger: logger)
         self.migrator = try SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: logger)
         self.verifier = configuration.verifier(clock: clock)
-        self.credits = CreditLedger(catalogue: configuration.catalogue, queue: queue, logger: logger)
+        self.credits = CreditLedger(catalogue: configuration.catalogue, logger: logger)
         let verifier = self.verifier
         self.serverAPI = configuration.serverAPI.map { settings in
             AppStoreServerClient(credentials: settings.credentials, baseURL: settings.baseURL, verifier: verifier, clock: clock, logger: logger)
         }
         self.inbox = NotificationInbox(client: client, notifier: WorkerNotifier(queue: queue), logger: logger)
         self.rechecks = serverAPI == nil ? nil : RenewalRechecks(delay: configuration.renewalRecheckDelay, queue: queue, logger: logger)
-        self.writer = SubscriptionWriter(client: client, credits: credits, rechecks: rechecks, logger: logger)
+        self.writer = SubscriptionWriter(client: client, credits: credits, queue: queue, rechecks: rechecks, logger: logger)
         self.clock = clock
         self.logger = logger
     }
@@ -96,7 +96,7 @@ public struct StorekeeperComponents: Sendable {
 
     /// The job kinds this configuration runs.
     var jobKinds: [String] {
-        [NotificationInbox.applyJobKind, CreditLedger.monthlyResetJobKind]
+        [NotificationInbox.applyJobKind, CreditLedger.windowResetJobKind]
             + (serverAPI == nil ? [] : [RenewalRechecks.jobKind, NotificationCatchUpJob.jobKind])
     }
 
@@ -134,7 +134,7 @@ public struct StorekeeperComponents: Sendable {
         var options = options ?? JobWorker.Options(concurrency: configuration.workerConcurrency)
         var handlers: [any JobHandler] = [
             ApplyNotificationJob(client: client, writer: writer, credits: credits, clock: clock, logger: logger),
-            MonthlyResetJob(client: client, queue: queue, credits: credits, clock: clock, logger: logger),
+            CreditWindowResetJob(client: client, writer: writer, clock: clock, logger: logger),
         ]
         if let serverAPI, let rechecks {
             handlers.append(

@@ -1,7 +1,7 @@
 import Foundation
 
-/// Everything Storekeeper knows about one auto-renewable subscription (one `originalTransactionId`), as of the
-/// newest event applied. It is a function of the set of events seen, never of the clock or of delivery order.
+/// Where one auto-renewable subscription (one `originalTransactionId`) stands: derived from its signed facts by
+/// ``Lifecycle/derive(_:)``, so a function of the set of events seen, never of the clock or of delivery order.
 public struct SubscriptionState: Codable, Sendable, Equatable {
     public var originalTransactionId: String
     public var accountId: UUID?
@@ -21,7 +21,7 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
     public var ownership: String
     public var latestTransactionId: String
     public var lastEventType: String
-    /// Position of the newest event applied; older events never change the state directly.
+    /// Position of the newest event held.
     public var lastEvent: EventPosition
     /// Why the subscription ended (`EXPIRED_VOLUNTARY`, `REFUND`, `REVOKE`, …); `nil` while it runs.
     public var endReason: String?
@@ -33,6 +33,11 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
     public var priceIncrease: PriceIncreaseConsent?
     /// What the current period cost, in milliunits, when the transaction says.
     public var price: Int64?
+    /// The current billing period's identity (`webOrderLineItemId`, else its `transactionId`): credit buckets are
+    /// keyed by it.
+    public var billingPeriodKey: String
+    /// Access Apple reports beyond `expiresAt` — a renewal Storekeeper has not seen yet — until a recheck finds it.
+    public var accessUntil: Date?
 
     /// An offer redeemed for the current period (`offerType` 1 introductory, 2 promotional, 3 offer code, 4 win-back).
     public struct Offer: Codable, Sendable, Equatable {
@@ -62,7 +67,8 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
         status: SubscriptionStatus, willRenew: Bool, autoRenewProductId: String?, pendingProductId: String?,
         purchaseDate: Date?, expiresAt: Date?, gracePeriodExpiresAt: Date?, isTrial: Bool, ownership: String,
         latestTransactionId: String, lastEventType: String, lastEvent: EventPosition, endReason: String?,
-        revokedAt: Date? = nil, offer: Offer? = nil, priceIncrease: PriceIncreaseConsent? = nil, price: Int64? = nil
+        revokedAt: Date? = nil, offer: Offer? = nil, priceIncrease: PriceIncreaseConsent? = nil, price: Int64? = nil,
+        billingPeriodKey: String? = nil, accessUntil: Date? = nil
     ) {
         self.originalTransactionId = originalTransactionId
         self.accountId = accountId
@@ -85,14 +91,8 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
         self.offer = offer
         self.priceIncrease = priceIncrease
         self.price = price
-    }
-
-    /// The current paid period, when its dates are known.
-    public var period: LifecycleEffect.Period? {
-        guard let purchaseDate, let expiresAt else { return nil }
-        return LifecycleEffect.Period(
-            originalTransactionId: originalTransactionId, transactionId: latestTransactionId, productId: productId,
-            start: purchaseDate, end: expiresAt, price: price, isTrial: isTrial)
+        self.billingPeriodKey = billingPeriodKey ?? latestTransactionId
+        self.accessUntil = accessUntil
     }
 
     /// The status at `now`: the stored status, except that time ends access even when Apple's notification about
@@ -120,7 +120,7 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
     /// The instant the clock ends the stored status, for the statuses that still run.
     var clockEnd: Date? {
         switch status {
-        case .active: return expiresAt
+        case .active: return [expiresAt, accessUntil].compactMap { $0 }.max()
         case .gracePeriod: return gracePeriodExpiresAt ?? expiresAt?.addingTimeInterval(Self.shortestGracePeriod)
         case .billingRetry: return expiresAt?.addingTimeInterval(Self.billingRetryWindow)
         case .expired, .refunded, .revoked: return nil

@@ -33,7 +33,7 @@ struct AccountsCommand: AsyncParsableCommand {
             let now = Date()
             let catalogue = try loadCatalogue()
             let report = try await withDatabase(label: "storekeeper.accounts") { client, logger in
-                let ledger = CreditLedger(catalogue: catalogue, queue: PostgresJobQueue(client: client, logger: logger), logger: logger)
+                let ledger = CreditLedger(catalogue: catalogue, logger: logger)
                 let (states, credits) = try await CreditAccounts(client: client, ledger: ledger, logger: logger).status(of: account, now: now)
                 let records = AccountRecords(client: client, logger: logger)
                 return Report(

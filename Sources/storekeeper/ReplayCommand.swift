@@ -1,4 +1,5 @@
 import ArgumentParser
+import Credits
 import Foundation
 import Jobs
 import Persistence
@@ -8,19 +9,23 @@ import Subscriptions
 struct ReplayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "replay",
-        abstract: "Rebuild subscriptions from their stored notifications and claims and report any difference.",
+        abstract: "Derive subscriptions again from their stored signed facts and report any difference.",
         discussion: """
-            Exit status: 0 when every rebuilt state equals the stored one (or --write stored it), 3 when some \
-            differ, 1 on errors.
+            Every stored notification, claim and Server API snapshot keeps its signed data, so a subscription can be \
+            derived again at any time. Without --write nothing is written: each difference of state and each ledger \
+            operation still due is reported. With --write the derived state is stored and the operations posted as \
+            corrections with their own keys (no ledger row is rewritten); safe to run twice and while serving. \
+            Exit status: 0 when everything matches (or --write stored it), 3 when something differs, 1 on errors.
             """)
 
     @Option(help: "Every subscription of this account.") var account: String?
     @Option(help: "One subscription (originalTransactionId).") var subscription: String?
-    @Flag(help: "Store the rebuilt states and archive over the stored ones, and post any credit operation missing from the ledger.") var write = false
+    @Flag(help: "Every subscription with stored facts.") var all = false
+    @Flag(help: "Store the derived states and archive, and post every credit operation still due.") var write = false
 
     func validate() throws {
-        guard (account == nil) != (subscription == nil) else {
-            throw ValidationError("give exactly one of --account ID or --subscription OTID")
+        guard [account != nil, subscription != nil, all].filter({ $0 }).count == 1 else {
+            throw ValidationError("give exactly one of --account ID, --subscription OTID or --all")
         }
         if let account, UUID(uuidString: account) == nil {
             throw ValidationError("--account must be a UUID, got \"\(account)\"")
@@ -32,24 +37,30 @@ struct ReplayCommand: AsyncParsableCommand {
         let write = self.write
         let account = self.account.flatMap(UUID.init(uuidString:))
         let single = subscription
+        let all = self.all
         let catalogue = try loadCatalogue()
         let results = try await withDatabase(label: "storekeeper.replay") { client, logger in
             let ids: [String]
-            if let account {
+            if all {
+                ids = try await client.withConnection { try await SubscriptionHistory(logger: logger).subscriptionIds(on: $0) }
+            } else if let account {
                 ids = try await SubscriptionStore(client: client, logger: logger).subscriptions(forAccount: account)
                     .map(\.originalTransactionId)
             } else {
                 ids = single.map { [$0] } ?? []
             }
-            let credits = CreditLedger(catalogue: catalogue, queue: PostgresJobQueue(client: client, logger: logger), logger: logger)
-            let writer = SubscriptionWriter(client: client, credits: credits, rechecks: nil, logger: logger)
+            let credits = CreditLedger(catalogue: catalogue, logger: logger)
+            let writer = SubscriptionWriter(client: client, credits: credits, queue: PostgresJobQueue(client: client, logger: logger), rechecks: nil, logger: logger)
             var results: [(String, [String])] = []
             for id in ids {
-                let (stored, rebuilt) = try await client.withTransaction(logger: logger) { connection in
-                    try await writer.replay(id, now: now, write: write, on: connection)
+                let outcome = try await client.withTransaction(logger: logger) { connection in
+                    try await writer.derive(id, now: now, write: write, on: connection)
                 }
-                guard stored != nil || rebuilt != nil else { throw CommandFailure("no subscription \(id) and no stored events for it") }
-                results.append((id, try Self.differences(stored, rebuilt)))
+                guard outcome.stored != nil || outcome.state != nil else {
+                    throw CommandFailure("no subscription \(id) and no stored events for it")
+                }
+                let account = (outcome.state?.accountId ?? outcome.stored?.accountId).map { "account \($0.uuidString.lowercased())" } ?? "no account"
+                results.append((id, try Self.differences(outcome.stored, outcome.state) + outcome.operations.map { "ledger (\(account)): \(Self.describe($0))" }))
             }
             return results
         }
@@ -57,16 +68,24 @@ struct ReplayCommand: AsyncParsableCommand {
         var differing = 0
         for (id, differences) in results {
             if differences.isEmpty {
-                say("\(id): matches its stored events")
+                say("\(id): matches its stored facts")
             } else {
                 differing += 1
-                say("\(id): differs from a rebuild from its stored events\(write ? " — rebuilt state stored" : ""):")
+                say("\(id): differs from its stored facts\(write ? " — derived state stored, operations posted" : ""):")
                 differences.forEach { say("  \($0)") }
             }
         }
         if differing > 0, !write {
-            say("\(differing) of \(results.count) subscriptions differ; run again with --write to store the rebuilt state")
+            say("\(differing) of \(results.count) subscriptions differ; run again with --write to store the derived state and post the operations")
             throw ExitCode(3)
+        }
+    }
+
+    /// One ledger operation still due, as a line.
+    static func describe(_ operation: LedgerOperation) -> String {
+        switch operation {
+        case .post(let entry, _): return "\(entry.operationKey) \(entry.delta > 0 ? "+" : "")\(entry.delta) (\(entry.reason))"
+        case .setWindowEnd(let bucket, let end): return "window of \(bucket) ends \(end.map { $0.formatted(.iso8601) } ?? "never")"
         }
     }
 

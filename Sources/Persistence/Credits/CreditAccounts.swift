@@ -66,7 +66,7 @@ public struct CreditAccounts: Sendable {
             } else {
                 let buckets = try await ledger.liveBuckets(of: request.account, meter: request.meter, at: now, on: connection)
                 let total = buckets.reduce(0) { $0 + max($1.balance, 0) }
-                if let plan = SpendPlan.plan(amount: request.amount, from: buckets.map { ($0.key, $0.balance) }) {
+                if let plan = SpendPlan.plan(amount: request.amount, from: buckets.map { ($0.bucket.key, $0.balance) }) {
                     let prefix = "spend:\(request.account.uuidString.lowercased()):\(request.idempotencyKey)"
                     for (index, debit) in plan.debits.enumerated() {
                         try await ledger.post("\(prefix):\(index)", bucket: debit.bucket, delta: -debit.amount, reason: "usage", on: connection)

@@ -1,4 +1,5 @@
 import Foundation
+import Credits
 import PostgresNIO
 
 // The statements of every grant and spend, prepared: PostgreSQL parses and plans them once per connection.
@@ -7,7 +8,7 @@ extension CreditLedger {
     struct OpenBucket: PostgresPreparedStatement {
         typealias Row = ()
         static let sql = """
-            INSERT INTO credit_buckets (key, meter, kind, original_transaction_id, transaction_id, account_id, valid_from,
+            INSERT INTO credit_buckets (key, meter, kind, original_transaction_id, billing_period, account_id, valid_from,
                 valid_until, price)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
             ON CONFLICT (key) DO NOTHING
@@ -15,18 +16,18 @@ extension CreditLedger {
         static let bindingDataTypes: [PostgresDataType] = [
             .text, .text, .text, .text, .text, .uuid, .timestamptz, .timestamptz, .int8,
         ]
-        var bucket: Bucket
+        var bucket: CreditBucket
 
         func makeBindings() -> PostgresBindings {
             var bindings = PostgresBindings(capacity: 9)
             bindings.append(bucket.key)
             bindings.append(bucket.meter)
-            bindings.append(bucket.kind.rawValue)
+            bindings.append(bucket.kind.text)
             bindings.append(bucket.originalTransactionId)
-            bindings.append(bucket.transactionId)
+            bindings.append(bucket.billingPeriod)
             bindings.append(bucket.accountId)
-            bindings.append(bucket.window?.start ?? Date(timeIntervalSince1970: 0))
-            bindings.append(bucket.window?.end)
+            bindings.append(bucket.validFrom)
+            bindings.append(bucket.validUntil)
             bindings.append(bucket.price)
             return bindings
         }
@@ -68,7 +69,7 @@ extension CreditLedger {
             ON CONFLICT (operation_key) DO NOTHING RETURNING id
             """
         static let bindingDataTypes = OpenBucket.bindingDataTypes + [.text, .int8, .text]
-        var bucket: Bucket
+        var bucket: CreditBucket
         var operationKey: String
         var delta: Int64
         var reason: String

@@ -1,6 +1,5 @@
 import Credits
 import Foundation
-import Jobs
 import Logging
 import Metrics
 import PostgresNIO
@@ -10,41 +9,25 @@ import Subscriptions
 /// keys. Every write goes through ``post(_:bucket:delta:reason:on:)``, so replaying any event never doubles a row;
 /// balances are sums of the rows of live buckets.
 public struct CreditLedger: Sendable {
-    /// Job kind of the monthly reset of annual plans.
-    public static let monthlyResetJobKind = "credit-reset"
+    /// Job kind of the credit window reset: opens a subscription's next credit window when it starts.
+    public static let windowResetJobKind = "credit-reset"
 
-    /// Arguments of the monthly reset job.
-    public struct MonthlyReset: Codable, Sendable {
+    /// Arguments of the credit window reset.
+    public struct WindowReset: Codable, Sendable {
         public var originalTransactionId: String
-        public var transactionId: String
-        public var month: Int
+        /// Written by earlier versions (the reset of one transaction's month); unused now.
+        public var transactionId: String?
+        public var month: Int?
+
+        public init(originalTransactionId: String) { self.originalTransactionId = originalTransactionId }
     }
 
     public let catalogue: TierCatalogue
-    let queue: PostgresJobQueue
     let logger: Logger
 
-    public init(catalogue: TierCatalogue, queue: PostgresJobQueue, logger: Logger) {
+    public init(catalogue: TierCatalogue, logger: Logger) {
         self.catalogue = catalogue
-        self.queue = queue
         self.logger = logger
-    }
-
-    /// One bucket to open.
-    struct Bucket {
-        enum Kind: String { case cycle, topup, daily, free }
-        var key: String
-        var meter: String
-        var kind: Kind
-        var originalTransactionId: String? = nil
-        var transactionId: String? = nil
-        var accountId: UUID? = nil
-        var window: DateInterval?
-        var price: Int64? = nil
-
-        static func topUp(account: UUID, meter: String) -> Bucket {
-            Bucket(key: "topup:\(account.uuidString.lowercased()):\(meter)", meter: meter, kind: .topup, accountId: account, window: nil)
-        }
     }
 
     /// Serializes every credit change and spend of one account for the rest of the caller's transaction.
@@ -54,7 +37,7 @@ public struct CreditLedger: Sendable {
     }
 
     /// Opens a bucket unless it exists.
-    func open(_ bucket: Bucket, on connection: PostgresConnection) async throws {
+    func open(_ bucket: CreditBucket, on connection: PostgresConnection) async throws {
         _ = try await connection.run(OpenBucket(bucket: bucket), logger: logger)
     }
 
@@ -73,7 +56,7 @@ public struct CreditLedger: Sendable {
     /// Opens `bucket` unless it exists and posts to it as ``post(_:bucket:delta:reason:on:)`` does, in one round
     /// trip. Returns whether a ledger row was written.
     @discardableResult
-    func post(_ operationKey: String, opening bucket: Bucket, delta: Int64, reason: String, on connection: PostgresConnection)
+    func post(_ operationKey: String, opening bucket: CreditBucket, delta: Int64, reason: String, on connection: PostgresConnection)
         async throws -> Bool
     {
         guard delta != 0 else {
@@ -93,41 +76,14 @@ public struct CreditLedger: Sendable {
         return true
     }
 
-    /// The balance of one bucket.
-    func balance(of bucket: String, on connection: PostgresConnection) async throws -> Int64 {
-        let rows = try await connection.query(
-            "SELECT coalesce(sum(delta), 0)::bigint FROM credit_ledger WHERE bucket = \(bucket)", logger: logger)
-        for try await value in rows.decode(Int64.self) { return value }
-        return 0
-    }
-
-    /// The cycle buckets of one period's transaction, with balances, latest window first.
-    func cycleBuckets(ofTransaction transactionId: String, on connection: PostgresConnection) async throws
-        -> [(key: String, meter: String, balance: Int64, validUntil: Date?)]
-    {
-        let rows = try await connection.query(
-            """
-            SELECT b.key, b.meter, coalesce(sum(l.delta), 0)::bigint, b.valid_until
-            FROM credit_buckets b LEFT JOIN credit_ledger l ON l.bucket = b.key
-            WHERE b.transaction_id = \(transactionId) AND b.kind = 'cycle'
-            GROUP BY b.key ORDER BY b.valid_until DESC NULLS FIRST, b.key
-            """,
-            logger: logger)
-        var buckets: [(key: String, meter: String, balance: Int64, validUntil: Date?)] = []
-        for try await (key, meter, balance, validUntil) in rows.decode((String, String, Int64, Date?).self) {
-            buckets.append((key, meter, balance, validUntil))
-        }
-        return buckets
-    }
-
     /// An account's live buckets of one meter at `now`, in spend order (daily, then cycle and free by soonest end,
     /// then top-ups), with balances.
     func liveBuckets(of account: UUID, meter: String?, at now: Date, on connection: PostgresConnection) async throws
-        -> [LiveBucket]
+        -> [AccountCredits.LiveBalance]
     {
         let rows = try await connection.query(
             """
-            SELECT b.key, b.meter, b.kind, b.valid_until, coalesce(sum(l.delta), 0)::bigint
+            SELECT \(unescaped: Self.bucketColumns), coalesce(sum(l.delta), 0)::bigint
             FROM credit_buckets b LEFT JOIN credit_ledger l ON l.bucket = b.key
             WHERE (b.account_id = \(account) OR b.original_transaction_id IN
                     (SELECT original_transaction_id FROM subscriptions WHERE account_id = \(account)))
@@ -137,18 +93,11 @@ public struct CreditLedger: Sendable {
             ORDER BY CASE b.kind WHEN 'daily' THEN 0 WHEN 'topup' THEN 2 ELSE 1 END, b.valid_until NULLS LAST, b.key
             """,
             logger: logger)
-        var buckets: [LiveBucket] = []
-        for try await (key, meter, kind, validUntil, balance) in rows.decode((String, String, String, Date?, Int64).self) {
-            buckets.append(LiveBucket(key: key, meter: meter, kind: kind, validUntil: validUntil, balance: balance))
+        var buckets: [AccountCredits.LiveBalance] = []
+        for try await row in rows {
+            let balance = try row.makeRandomAccess()[9].decode(Int64.self)
+            buckets.append(AccountCredits.LiveBalance(bucket: try Self.bucket(row), balance: balance))
         }
         return buckets
-    }
-
-    struct LiveBucket {
-        var key: String
-        var meter: String
-        var kind: String
-        var validUntil: Date?
-        var balance: Int64
     }
 }

@@ -1,0 +1,135 @@
+import Foundation
+import Subscriptions
+
+/// What an account has of one meter right now (the `credits` entries of the status answer).
+public struct MeterCredits: Codable, Sendable, Equatable {
+    /// Everything spendable now; `nil` when the meter is unlimited.
+    public var remaining: Int64?
+    /// Credits of the current window (monthly for annual plans; the calendar month on the free tier); `nil` without a
+    /// cycle allowance.
+    public var cycle: Int64?
+    public var topUp: Int64
+    /// When the cycle (or else the daily quota) next resets.
+    public var resetsAt: Date?
+    /// What is left of today's quota; `nil` without a daily allowance.
+    public var dailyRemaining: Int64?
+    public var unlimited: Bool
+}
+
+/// An account's tier and credits, and the account-level credit rules: which tier decides, and which grants fall due
+/// by the clock alone (a subscription's next credit window, today's quota, the free tier's month).
+public struct AccountCredits: Sendable, Equatable {
+    /// The tier id of the entitled subscription (the highest level), `free` without one, `nil` when the entitled
+    /// product is not in the catalogue.
+    public var tier: String?
+    public var meters: [String: MeterCredits]
+
+    /// Whether anything is left to spend (decides `free_with_credits`).
+    public var hasCredits: Bool { meters.values.contains { $0.unlimited || ($0.remaining ?? 0) > 0 } }
+
+    /// A live bucket and its balance.
+    public struct LiveBalance: Sendable, Equatable {
+        public var bucket: CreditBucket
+        public var balance: Int64
+
+        public init(bucket: CreditBucket, balance: Int64) {
+            self.bucket = bucket
+            self.balance = balance
+        }
+    }
+
+    /// The tier that decides an account's allowances at `now`: the highest level among its entitled subscriptions,
+    /// else the free tier.
+    public static func effectiveTier(_ subscriptions: [SubscriptionState], catalogue: TierCatalogue, at now: Date)
+        -> (id: String?, allowances: [String: Allowance])
+    {
+        let entitled = subscriptions.filter { $0.isEntitled(at: now) }
+        let tiers = entitled.compactMap { catalogue.tier(ofProduct: $0.productId)?.tier }
+        if let best = tiers.min(by: { $0.level < $1.level }) { return (best.id, best.allowances) }
+        if !entitled.isEmpty { return (nil, [:]) }
+        return ("free", catalogue.free.allowances)
+    }
+
+    /// The grants due at `now` that no job may have made yet: the current credit window of each entitled
+    /// subscription, today's quota, the free tier's month. `live` are the account's live buckets.
+    public static func grantsDue(
+        account: UUID, subscriptions: [SubscriptionState], catalogue: TierCatalogue, live: [LiveBalance], now: Date
+    ) -> [LedgerOperation] {
+        var grants: [LedgerOperation] = []
+        for state in subscriptions where state.isEntitled(at: now) {
+            guard let start = state.purchaseDate, let end = state.expiresAt,
+                let (tier, _) = catalogue.tier(ofProduct: state.productId),
+                let window = catalogue.windows(productId: state.productId, offer: state.offer, start: start, end: end)
+                    .first(where: { $0.start <= now && now < $0.end }), window.index > 0
+            else { continue }
+            let identities: Set<String> = [state.billingPeriodKey, state.latestTransactionId]
+            for (meter, allowance) in tier.allowances.sorted(by: { $0.key < $1.key }) {
+                guard let amount = allowance.cycleGrant(isTrial: state.offer?.discountType == "FREE_TRIAL") else { continue }
+                let present = live.contains {
+                    $0.bucket.meter == meter && $0.bucket.windowIndex == window.index
+                        && $0.bucket.billingPeriod.map(identities.contains) ?? false
+                }
+                guard !present else { continue }
+                let bucket = CreditBucket(
+                    key: "cycle:\(state.billingPeriodKey):w\(window.index):\(meter)", meter: meter, kind: .cycle,
+                    originalTransactionId: state.originalTransactionId, billingPeriod: state.billingPeriodKey,
+                    validFrom: window.start, validUntil: window.end, price: state.price)
+                grants.append(.post(LedgerEntry(operationKey: "grant:\(state.billingPeriodKey):w\(window.index):\(meter)", bucket: bucket.key, delta: amount, reason: "window grant"), opening: bucket))
+            }
+        }
+        let tier = effectiveTier(subscriptions, catalogue: catalogue, at: now)
+        let accountKey = account.uuidString.lowercased()
+        for (meter, allowance) in tier.allowances.sorted(by: { $0.key < $1.key }) {
+            if let perDay = allowance.perDay {
+                let day = CreditCalendar.day(containing: now)
+                let key = "daily:\(accountKey):\(meter):\(dayText(day.start)):\(tier.id ?? "-")"
+                let bucket = CreditBucket(key: key, meter: meter, kind: .daily, accountId: account, validFrom: day.start, validUntil: day.end)
+                grants.append(.post(LedgerEntry(operationKey: "grant:\(key)", bucket: key, delta: perDay, reason: "daily quota"), opening: bucket))
+            }
+            if tier.id == "free", let perCycle = allowance.perCycle {
+                let month = CreditCalendar.month(containing: now)
+                let key = "free:\(accountKey):\(meter):\(dayText(month.start).prefix(7))"
+                let bucket = CreditBucket(key: key, meter: meter, kind: .free, accountId: account, validFrom: month.start, validUntil: month.end)
+                grants.append(.post(LedgerEntry(operationKey: "grant:\(key)", bucket: key, delta: perCycle, reason: "free tier month"), opening: bucket))
+            }
+        }
+        return grants.filter { operation in
+            guard case .post(_, let bucket?) = operation else { return true }
+            return !live.contains { $0.bucket.key == bucket.key }
+        }
+    }
+
+    /// The account's credits from its live buckets at `now` — `pending` grants not written yet count as if they were.
+    public static func evaluate(
+        subscriptions: [SubscriptionState], catalogue: TierCatalogue, live: [LiveBalance], pending: [LedgerOperation] = [],
+        now: Date
+    ) -> AccountCredits {
+        let tier = effectiveTier(subscriptions, catalogue: catalogue, at: now)
+        var live = live
+        for case .post(let entry, let bucket?) in pending where !live.contains(where: { $0.bucket.key == bucket.key }) {
+            live.append(LiveBalance(bucket: bucket, balance: entry.delta))
+        }
+        var meters: [String: MeterCredits] = [:]
+        for meter in catalogue.meters {
+            let allowance = tier.allowances[meter.id]
+            let buckets = live.filter { $0.bucket.meter == meter.id }
+            let cycleBuckets = buckets.filter { $0.bucket.kind == .cycle || $0.bucket.kind == .free }
+            let dailyBuckets = buckets.filter { $0.bucket.kind == .daily }
+            let topUp = buckets.filter { $0.bucket.kind == .topUp }.reduce(0) { $0 + max($1.balance, 0) }
+            let cycleTotal = cycleBuckets.reduce(0) { $0 + max($1.balance, 0) }
+            let cycle: Int64? = allowance?.perCycle != nil || cycleTotal > 0 ? cycleTotal : nil
+            let daily: Int64? = allowance?.perDay != nil ? dailyBuckets.reduce(0) { $0 + max($1.balance, 0) } : nil
+            let unlimited = allowance?.isUnlimited == true
+            meters[meter.id] = MeterCredits(
+                remaining: unlimited ? nil : (cycle ?? 0) + topUp + (daily ?? 0), cycle: cycle, topUp: topUp,
+                resetsAt: (cycle == nil ? nil : cycleBuckets.compactMap(\.bucket.validUntil).min())
+                    ?? (daily == nil ? nil : dailyBuckets.compactMap(\.bucket.validUntil).min()),
+                dailyRemaining: daily, unlimited: unlimited)
+        }
+        return AccountCredits(tier: tier.id, meters: meters)
+    }
+
+    static func dayText(_ date: Date) -> String {
+        String(date.formatted(.iso8601.year().month().day().dateSeparator(.dash)))
+    }
+}

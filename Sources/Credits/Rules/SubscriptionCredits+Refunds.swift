@@ -1,0 +1,71 @@
+import Foundation
+import Subscriptions
+
+extension SubscriptionCredits.Plan {
+    /// A refunded or revoked period loses its credits: all that is left of them for a full refund, a revocation or
+    /// the period in force; `ceil(granted × percentage)` for a prorated refund of an earlier period, taken from the
+    /// account's live credits of the meter in spend order. Every removal is stamped with the revocation date, so a
+    /// reversal (the revocation disappears from the newest signed copy) gives back exactly what was removed, and a
+    /// second refund later removes again.
+    mutating func settleRefunds(of period: PaidPeriod) {
+        let stamp = period.revocation.map { "\(period.key):\(Self.milliseconds($0.date.timeIntervalSince1970))" }
+        reverseRemovals(of: period, except: stamp)
+        guard let revocation = period.revocation, let stamp else { return }
+        let buckets = cycleBuckets(of: period)
+        let isInForce = period.key == derivation.state.billingPeriodKey
+        if let milliPercent = revocation.prorated, !isInForce {
+            clawBack(milliPercent, of: buckets, stamp: stamp)
+        } else {
+            for bucket in buckets {
+                let left = ledger.balance(of: bucket.key)
+                guard left > 0 else { continue }
+                add(.post(LedgerEntry(operationKey: "refund:\(stamp):\(bucket.key)", bucket: bucket.key, delta: -left, reason: "refund"), opening: nil))
+            }
+        }
+    }
+
+    /// The period's cycle buckets, as written now or before billing periods were keyed.
+    func cycleBuckets(of period: PaidPeriod) -> [CreditBucket] {
+        let identities = Set([period.key] + period.transactionIds)
+        return ledger.buckets.values
+            .filter { $0.kind == .cycle && $0.billingPeriod.map(identities.contains) ?? false }
+            .sorted { $0.key < $1.key }
+    }
+
+    /// `ceil(granted × percentage)` per meter, from the account's live credits of that meter.
+    mutating func clawBack(_ milliPercent: Int32, of buckets: [CreditBucket], stamp: String) {
+        guard let account else { return }
+        var granted: [String: Int64] = [:]
+        for bucket in buckets {
+            granted[bucket.meter, default: 0] += ledger.entries(of: bucket.key).filter(\.isGrant).reduce(0) { $0 + $1.delta }
+        }
+        let prefix = "clawback:\(stamp):"
+        for (meter, amount) in granted.sorted(by: { $0.key < $1.key }) {
+            let taken = ledger.entries.filter { $0.operationKey.hasPrefix(prefix) && ledger.buckets[$0.bucket]?.meter == meter }
+                .reduce(0) { $0 - $1.delta }
+            var due = Proration.clawback(granted: amount, milliPercent: milliPercent) - taken
+            let live = ledger.liveBuckets(account: account, cycleOf: [subscription], meter: meter, at: now)
+            for bucket in live where due > 0 {
+                let take = min(due, max(ledger.balance(of: bucket.key), 0))
+                guard take > 0, !ledger.isPosted(prefix + bucket.key) else { continue }
+                add(.post(LedgerEntry(operationKey: prefix + bucket.key, bucket: bucket.key, delta: -take, reason: "prorated refund"), opening: nil))
+                due -= take
+            }
+        }
+    }
+
+    /// Gives back every removal of the period's credits that no longer stands: all of them once the refund is
+    /// reversed, the older ones when the period was refunded again at another date. Removals written before billing
+    /// periods were keyed (`refund:<transactionId>:…`) count too.
+    mutating func reverseRemovals(of period: PaidPeriod, except stamp: String?) {
+        let identities = [period.key] + period.transactionIds
+        let prefixes = identities.flatMap { ["refund:\($0):", "clawback:\($0):"] }
+        let standing = stamp.map { ["refund:\($0):", "clawback:\($0):"] } ?? []
+        let removals = ledger.entries.filter { entry in
+            prefixes.contains { entry.operationKey.hasPrefix($0) } && !standing.contains { entry.operationKey.hasPrefix($0) }
+        }
+        for removal in removals {
+            add(.post(LedgerEntry(operationKey: "reversed:\(removal.operationKey)", bucket: removal.bucket, delta: -removal.delta, reason: "refund reversed"), opening: nil))
+        }
+    }
+}

@@ -1,0 +1,153 @@
+import Foundation
+import Subscriptions
+
+/// The credit rules of a subscription: a pure function from its derived facts, the catalogue, the ledger rows already
+/// posted and the clock to the ledger operations still due. Persistence only posts them.
+///
+/// Every grant is keyed by (billing period, credit window, meter), so a restored copy of a period, a duplicate or a
+/// replay never grants twice; when the facts change what a window is owed (an upgrade learnt late, a refund of an
+/// earlier period), the difference is posted as a correction with its own key — rows are never rewritten.
+public enum SubscriptionCredits {
+    /// The operations due for `derivation` at `now`.
+    public static func operationsDue(
+        _ derivation: Lifecycle.Derivation, catalogue: TierCatalogue, ledger: LedgerSnapshot, now: Date
+    ) -> [LedgerOperation] {
+        var plan = Plan(derivation: derivation, catalogue: catalogue, ledger: ledger, now: now)
+        for period in derivation.periods {
+            plan.grantWindows(of: period)
+            plan.carryOver(into: period)
+            plan.settleRefunds(of: period)
+        }
+        return plan.operations
+    }
+
+    /// When the next credit window of the period in force opens after `now` (the credit window reset), if it does.
+    public static func nextWindowStart(_ derivation: Lifecycle.Derivation, catalogue: TierCatalogue, now: Date) -> Date? {
+        guard derivation.state.status.isRunning,
+            let period = derivation.periods.last(where: { $0.key == derivation.state.billingPeriodKey })
+        else { return nil }
+        return catalogue.windows(of: period).map(\.start).first { $0 > now }
+    }
+
+    /// The operations decided so far and the ledger as they leave it.
+    struct Plan {
+        let derivation: Lifecycle.Derivation
+        let catalogue: TierCatalogue
+        let now: Date
+        var ledger: LedgerSnapshot
+        var operations: [LedgerOperation] = []
+
+        init(derivation: Lifecycle.Derivation, catalogue: TierCatalogue, ledger: LedgerSnapshot, now: Date) {
+            self.derivation = derivation
+            self.catalogue = catalogue
+            self.ledger = ledger
+            self.now = now
+        }
+
+        var account: UUID? { derivation.state.accountId }
+        var subscription: String { derivation.state.originalTransactionId }
+
+        mutating func add(_ operation: LedgerOperation) {
+            if case .post(let entry, _) = operation, entry.delta == 0 || ledger.isPosted(entry.operationKey) { return }
+            operations.append(operation)
+            ledger.apply(operation)
+        }
+
+        /// The period's windows as the credits see them: the one in force reaches the end of a grace period.
+        func windows(of period: PaidPeriod) -> [CreditWindow] {
+            let state = derivation.state
+            let inGrace = state.status == .gracePeriod && period.key == state.billingPeriodKey
+            let graceEnd = state.gracePeriodExpiresAt ?? period.end.addingTimeInterval(SubscriptionState.shortestGracePeriod)
+            return catalogue.windows(of: period, accessEnd: inGrace ? graceEnd : nil)
+        }
+
+        /// The bucket of a period's window and meter, as written now or before billing periods were keyed.
+        func bucket(of period: PaidPeriod, window: Int, meter: String) -> CreditBucket? {
+            let identities = Set([period.key] + period.transactionIds)
+            return ledger.buckets["cycle:\(period.key):w\(window):\(meter)"]
+                ?? ledger.buckets.values.filter {
+                    $0.kind == .cycle && $0.meter == meter && $0.windowIndex == window
+                        && $0.billingPeriod.map(identities.contains) ?? false
+                }.min { $0.key < $1.key }
+        }
+
+        /// Every started window is owed its allowance (capped in a free offer period; the first window of an upgrade
+        /// prorated), unless the period was refunded before the window began; each window ends where the facts say.
+        mutating func grantWindows(of period: PaidPeriod) {
+            guard let (tier, product) = catalogue.tier(ofProduct: period.productId) else { return }
+            for window in windows(of: period) {
+                for (meter, allowance) in tier.allowances.sorted(by: { $0.key < $1.key }) {
+                    guard let full = allowance.cycleGrant(isTrial: period.isFreeOffer) else { continue }
+                    let owed: Int64
+                    if window.start > now || period.revocation.map({ $0.date <= window.start }) == true {
+                        owed = 0
+                    } else if window.index == 0, let replaced = period.upgradedFrom {
+                        owed = upgradeGrant(full, into: period, product: product, replacing: replaced)
+                    } else {
+                        owed = full
+                    }
+                    settle(owed, window: window, meter: meter, of: period)
+                }
+            }
+        }
+
+        /// Posts what a window is still owed (or a correction of what it was over-granted, never below zero) and
+        /// moves its end where the facts put it.
+        mutating func settle(_ owed: Int64, window: CreditWindow, meter: String, of period: PaidPeriod) {
+            guard let existing = bucket(of: period, window: window.index, meter: meter) else {
+                guard owed > 0 else { return }
+                let bucket = CreditBucket(
+                    key: "cycle:\(period.key):w\(window.index):\(meter)", meter: meter, kind: .cycle,
+                    originalTransactionId: subscription, billingPeriod: period.key, validFrom: window.start,
+                    validUntil: window.end, price: period.price ?? catalogue.tier(ofProduct: period.productId)?.product.price)
+                let reason = window.index == 0 && period.upgradedFrom != nil ? "prorated upgrade grant" : period.isFreeOffer ? "free offer grant" : "window grant"
+                add(.post(LedgerEntry(operationKey: "grant:\(period.key):w\(window.index):\(meter)", bucket: bucket.key, delta: owed, reason: reason), opening: bucket))
+                return
+            }
+            if existing.validUntil != window.end { add(.setWindowEnd(bucket: existing.key, end: window.end)) }
+            let granted = ledger.entries(of: existing.key).filter(\.isGrant).reduce(0) { $0 + $1.delta }
+            var difference = owed - granted
+            if difference < 0 { difference = -min(-difference, max(ledger.balance(of: existing.key), 0)) }
+            add(.post(LedgerEntry(operationKey: "correction:\(existing.key):\(owed)", bucket: existing.key, delta: difference, reason: "grant corrected"), opening: nil))
+        }
+
+        /// The first window of an upgrade: the allowance times the share of the new window's price the customer
+        /// effectively pays after Apple's pro-rata refund of the old window's unused part — each side's price share
+        /// of one credit window (a monthly price; a twelfth of an annual one).
+        func upgradeGrant(_ allowance: Int64, into period: PaidPeriod, product: TierCatalogue.Product, replacing key: String) -> Int64 {
+            guard let old = derivation.periods.first(where: { $0.key == key }),
+                let oldProduct = catalogue.tier(ofProduct: old.productId)?.product,
+                let oldWindow = catalogue.windows(productId: old.productId, offer: old.offer, start: old.start, end: old.end)
+                    .first(where: { $0.start <= period.start && period.start < $0.end })
+            else { return allowance }
+            let newCount = Int64(catalogue.windowCount(productId: period.productId, offer: period.offer))
+            let oldCount = Int64(catalogue.windowCount(productId: old.productId, offer: old.offer))
+            return Proration.upgradeGrant(
+                allowance: allowance,
+                newPrice: (period.price ?? product.price) * oldCount, oldPrice: (old.price ?? oldProduct.price) * newCount,
+                remaining: Self.milliseconds(oldWindow.end.timeIntervalSince(period.start)),
+                cycle: Self.milliseconds(oldWindow.end.timeIntervalSince(oldWindow.start)))
+        }
+
+        /// After an upgrade, what is left in the replaced period's window at the switch moves to top-ups.
+        mutating func carryOver(into period: PaidPeriod) {
+            guard let key = period.upgradedFrom, let account,
+                let old = derivation.periods.first(where: { $0.key == key })
+            else { return }
+            let buckets = ledger.buckets.values
+                .filter { $0.kind == .cycle && $0.billingPeriod.map(Set([old.key] + old.transactionIds).contains) ?? false }
+                .filter { $0.validFrom <= period.start && ($0.validUntil ?? .distantFuture) >= period.start }
+                .sorted { $0.key < $1.key }
+            for bucket in buckets {
+                let outKey = "carry:\(period.key):\(bucket.key):out"
+                let left = ledger.balance(of: bucket.key)
+                guard !ledger.isPosted(outKey), left > 0 else { continue }
+                let topUp = CreditBucket.topUp(account: account, meter: bucket.meter)
+                add(.post(LedgerEntry(operationKey: outKey, bucket: bucket.key, delta: -left, reason: "upgrade carry-over"), opening: nil))
+                add(.post(LedgerEntry(operationKey: "carry:\(period.key):\(bucket.key):in", bucket: topUp.key, delta: left, reason: "upgrade carry-over"), opening: topUp))
+            }
+        }
+
+        static func milliseconds(_ interval: TimeInterval) -> Int64 { Int64((interval * 1000).rounded()) }
+    }
+}

@@ -1,0 +1,86 @@
+import AppStoreModels
+import Credits
+import Foundation
+import PostgresNIO
+
+extension CreditLedger {
+    /// The ledger rows the credit rules of one subscription need: its cycle buckets, and — when it has an owner — the
+    /// owner's live buckets (a prorated refund claws back from them), with every entry of those buckets.
+    public func snapshot(ofSubscription originalTransactionId: String, account: UUID?, now: Date, on connection: PostgresConnection)
+        async throws -> LedgerSnapshot
+    {
+        let rows = try await connection.query(
+            """
+            SELECT \(unescaped: Self.bucketColumns) FROM credit_buckets b
+            WHERE b.original_transaction_id = \(originalTransactionId)
+               OR (\(account)::uuid IS NOT NULL AND (b.account_id = \(account) OR b.original_transaction_id IN
+                    (SELECT original_transaction_id FROM subscriptions WHERE account_id = \(account)))
+                   AND b.valid_from <= \(now) AND (b.valid_until IS NULL OR b.valid_until > \(now)))
+            """,
+            logger: logger)
+        var buckets: [CreditBucket] = []
+        for try await row in rows { buckets.append(try Self.bucket(row)) }
+        let keys = buckets.map(\.key)
+        let entryRows = try await connection.query(
+            "SELECT operation_key, bucket, delta, reason FROM credit_ledger WHERE bucket = ANY(\(keys))", logger: logger)
+        var entries: [LedgerEntry] = []
+        for try await (key, bucket, delta, reason) in entryRows.decode((String, String, Int64, String).self) {
+            entries.append(LedgerEntry(operationKey: key, bucket: bucket, delta: delta, reason: reason))
+        }
+        return LedgerSnapshot(buckets: buckets, entries: entries)
+    }
+
+    /// A consumable purchase: its top-up credits go to the account the ledger already credited it to (whoever that
+    /// was — token or claim), else to `account`; a refund takes back what is left of them and a reversal gives it
+    /// back. Returns false when the product is not a top-up or no account is known.
+    @discardableResult
+    public func recordTopUp(_ transaction: TransactionPayload, account: UUID?, now: Date, on connection: PostgresConnection)
+        async throws -> Bool
+    {
+        guard catalogue.topUp(ofProduct: transaction.productId) != nil,
+            let account = try await creditedAccount(ofTopUp: transaction.transactionId, on: connection) ?? account
+        else { return false }
+        try await lockAccount(account, on: connection)
+        let ledger = try await snapshot(ofSubscription: transaction.originalTransactionId, account: account, now: now, on: connection)
+        try await apply(TopUpCredits.operationsDue(transaction, account: account, catalogue: catalogue, ledger: ledger), on: connection)
+        return true
+    }
+
+    /// The account a top-up purchase was credited to, if it was.
+    func creditedAccount(ofTopUp transactionId: String, on connection: PostgresConnection) async throws -> UUID? {
+        let rows = try await connection.query(
+            """
+            SELECT b.account_id FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket
+            WHERE l.operation_key = \("topup:" + transactionId)
+            """,
+            logger: logger)
+        for try await account in rows.decode(UUID?.self) { return account }
+        return nil
+    }
+
+    /// Posts what the credit rules decided, in order, inside the caller's transaction.
+    public func apply(_ operations: [LedgerOperation], on connection: PostgresConnection) async throws {
+        for operation in operations {
+            switch operation {
+            case .post(let entry, let bucket?):
+                try await post(entry.operationKey, opening: bucket, delta: entry.delta, reason: entry.reason, on: connection)
+            case .post(let entry, nil):
+                try await post(entry.operationKey, bucket: entry.bucket, delta: entry.delta, reason: entry.reason, on: connection)
+            case .setWindowEnd(let bucket, let end):
+                try await connection.query("UPDATE credit_buckets SET valid_until = \(end) WHERE key = \(bucket)", logger: logger)
+            }
+        }
+    }
+
+    static let bucketColumns = """
+        b.key, b.meter, b.kind, b.original_transaction_id, b.billing_period, b.account_id, b.valid_from, b.valid_until, b.price
+        """
+
+    static func bucket(_ row: PostgresRow) throws -> CreditBucket {
+        let (key, meter, kind, subscription, period, account, from, until, price) = try row.decode(
+            (String, String, String, String?, String?, UUID?, Date, Date?, Int64?).self)
+        return CreditBucket(
+            key: key, meter: meter, kind: CreditBucket.Kind(kind), originalTransactionId: subscription, billingPeriod: period,
+            accountId: account, validFrom: from, validUntil: until, price: price)
+    }
+}

@@ -1,0 +1,92 @@
+import AppStoreModels
+import Foundation
+
+/// One billing period of a subscription: every signed copy of it (a restore signs the same period again under a new
+/// `transactionId`, keeping its `webOrderLineItemId`), merged.
+public struct PaidPeriod: Equatable, Sendable {
+    /// The period's identity: `webOrderLineItemId`, else the `transactionId`.
+    public var key: String
+    /// The period's first transaction (the lowest id among its copies).
+    public var transactionId: String
+    /// Every copy's `transactionId`, sorted.
+    public var transactionIds: [String]
+    public var productId: String
+    public var start: Date
+    /// Apple's `expiresDate` of the newest signed copy (a renewal extension moves it).
+    public var end: Date
+    /// What the customer paid, in milliunits, when the transaction says.
+    public var price: Int64?
+    public var offer: SubscriptionState.Offer?
+    public var revocation: Revocation?
+    /// The newest copy says `isUpgraded`: an immediate upgrade replaced this period.
+    public var isUpgraded: Bool
+    public var appAccountToken: String?
+    public var ownership: String?
+    /// When a newer period took over before ``end`` (an upgrade or crossgrade, or a renewal that started early).
+    public var replacedAt: Date?
+    /// The ``key`` of the period of another product this one replaced mid-way (an immediate upgrade or crossgrade).
+    public var upgradedFrom: String?
+
+    /// A refund or revocation of the period.
+    public struct Revocation: Hashable, Sendable {
+        public var date: Date
+        /// `REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE`.
+        public var type: String?
+        /// `revocationPercentage` in milli-percent, when Apple sent one.
+        public var milliPercent: Int32?
+
+        /// The share taken back for credits: a prorated refund's percentage, everything otherwise.
+        public var prorated: Int32? {
+            guard type == "REFUND_PRORATED", let milliPercent, milliPercent < 100_000 else { return nil }
+            return milliPercent
+        }
+    }
+
+    /// Any offer whose discount is a free period: its credits are capped like a trial's.
+    public var isFreeOffer: Bool { offer?.discountType == "FREE_TRIAL" }
+    /// An introductory free trial (`offerType` 1) — the only offer reported as `state: "trial"`.
+    public var isIntroductoryTrial: Bool { offer?.type == 1 && isFreeOffer }
+    /// When the period's credit windows close: at its end, or earlier when a newer period took over.
+    public var closesAt: Date { min(end, replacedAt ?? end) }
+
+    /// The periods of a set of transactions, oldest first; transactions without dates form none.
+    static func periods(of transactions: [SubscriptionFacts.Signed<TransactionPayload>]) -> [PaidPeriod] {
+        let groups = Dictionary(grouping: transactions) { $0.value.webOrderLineItemId ?? $0.value.transactionId }
+        var periods = groups.compactMap { key, copies in period(key: key, copies: copies) }
+        periods.sort { ($0.start, $0.key) < ($1.start, $1.key) }
+        for index in periods.indices {
+            let period = periods[index]
+            guard let next = periods[(index + 1)...].first(where: { $0.start < period.end }) else { continue }
+            periods[index].replacedAt = max(next.start, period.start)
+            if next.productId != period.productId, next.start > period.start,
+                let nextIndex = periods.firstIndex(where: { $0.key == next.key })
+            {
+                periods[nextIndex].upgradedFrom = period.key
+            }
+        }
+        return periods
+    }
+
+    private static func period(key: String, copies: [SubscriptionFacts.Signed<TransactionPayload>]) -> PaidPeriod? {
+        guard let newest = copies.max(by: { $0.position < $1.position })?.value,
+            let purchase = newest.purchaseDate, let expires = newest.expiresDate
+        else { return nil }
+        let ids = copies.map(\.value.transactionId).sorted { ($0.count, $0) < ($1.count, $1) }
+        return PaidPeriod(
+            key: key, transactionId: ids[0], transactionIds: ids.sorted(), productId: newest.productId,
+            start: Lifecycle.date(milliseconds: purchase), end: Lifecycle.date(milliseconds: max(expires, purchase)),
+            price: newest.price,
+            offer: newest.offerType.map {
+                SubscriptionState.Offer(
+                    type: $0, identifier: newest.offerIdentifier, discountType: newest.offerDiscountType,
+                    period: newest.offerPeriod)
+            },
+            revocation: newest.revocationDate.map {
+                Revocation(
+                    date: Lifecycle.date(milliseconds: $0), type: newest.revocationType,
+                    milliPercent: newest.revocationPercentage)
+            },
+            isUpgraded: newest.isUpgraded == true, appAccountToken: newest.appAccountToken,
+            ownership: newest.inAppOwnershipType)
+    }
+}

@@ -1,0 +1,79 @@
+/// App Store Server Notifications V2 `notificationType`, with ``unknown(_:)`` for types Apple adds later.
+public enum NotificationType: Hashable, Sendable {
+    case subscribed, didRenew, didFailToRenew, didChangeRenewalPreference, didChangeRenewalStatus, offerRedeemed
+    case expired, gracePeriodExpired, priceIncrease, refund, refundDeclined, refundReversed, consumptionRequest
+    case renewalExtended, renewalExtension, revoke, oneTimeCharge, test, externalPurchaseToken, metadataUpdate
+    case migration, priceChange
+    /// A client-posted transaction (a claim), not an Apple notification.
+    case clientTransaction
+    /// A snapshot the App Store Server API returned.
+    case serverStatus
+    case unknown(String)
+
+    private static let names: [String: NotificationType] = [
+        "SUBSCRIBED": .subscribed, "DID_RENEW": .didRenew, "DID_FAIL_TO_RENEW": .didFailToRenew,
+        "DID_CHANGE_RENEWAL_PREF": .didChangeRenewalPreference, "DID_CHANGE_RENEWAL_STATUS": .didChangeRenewalStatus,
+        "OFFER_REDEEMED": .offerRedeemed, "EXPIRED": .expired, "GRACE_PERIOD_EXPIRED": .gracePeriodExpired,
+        "PRICE_INCREASE": .priceIncrease, "REFUND": .refund, "REFUND_DECLINED": .refundDeclined,
+        "REFUND_REVERSED": .refundReversed, "CONSUMPTION_REQUEST": .consumptionRequest,
+        "RENEWAL_EXTENDED": .renewalExtended, "RENEWAL_EXTENSION": .renewalExtension, "REVOKE": .revoke,
+        "ONE_TIME_CHARGE": .oneTimeCharge, "TEST": .test, "EXTERNAL_PURCHASE_TOKEN": .externalPurchaseToken,
+        "METADATA_UPDATE": .metadataUpdate, "MIGRATION": .migration, "PRICE_CHANGE": .priceChange,
+        SubscriptionEvent.clientTransactionType: .clientTransaction, SubscriptionEvent.serverStatusType: .serverStatus,
+    ]
+
+    public init(_ name: String) { self = Self.names[name] ?? .unknown(name) }
+}
+
+/// `subtype` of a notification, with ``unknown(_:)`` for subtypes Apple adds later.
+public enum NotificationSubtype: Hashable, Sendable {
+    case initialBuy, resubscribe, downgrade, upgrade, autoRenewEnabled, autoRenewDisabled, voluntary, billingRetry
+    case priceIncrease, gracePeriod, productNotForSale, billingRecovery, pending, accepted, summary, failure
+    case unreported
+    case unknown(String)
+
+    private static let names: [String: NotificationSubtype] = [
+        "INITIAL_BUY": .initialBuy, "RESUBSCRIBE": .resubscribe, "DOWNGRADE": .downgrade, "UPGRADE": .upgrade,
+        "AUTO_RENEW_ENABLED": .autoRenewEnabled, "AUTO_RENEW_DISABLED": .autoRenewDisabled, "VOLUNTARY": .voluntary,
+        "BILLING_RETRY": .billingRetry, "PRICE_INCREASE": .priceIncrease, "GRACE_PERIOD": .gracePeriod,
+        "PRODUCT_NOT_FOR_SALE": .productNotForSale, "BILLING_RECOVERY": .billingRecovery, "PENDING": .pending,
+        "ACCEPTED": .accepted, "SUMMARY": .summary, "FAILURE": .failure,
+    ]
+
+    /// `nil` (no subtype) is ``unreported``.
+    public init(_ name: String?) {
+        guard let name else { self = .unreported; return }
+        self = Self.names[name] ?? .unknown(name)
+    }
+}
+
+/// Why a subscription ended, as archived and reported (`end_reason`).
+public enum EndReason: Hashable, Sendable {
+    /// `EXPIRED_<subtype>`: the customer turned renewal off, billing failed, a price increase was declined, the
+    /// product left the store, or Apple did not say.
+    case expired(String)
+    case refund
+    case revoke
+    case unknown(String)
+
+    public init(_ text: String) {
+        switch text {
+        case "REFUND": self = .refund
+        case "REVOKE": self = .revoke
+        case let text where text.hasPrefix("EXPIRED_"): self = .expired(String(text.dropFirst("EXPIRED_".count)))
+        default: self = .unknown(text)
+        }
+    }
+
+    public var text: String {
+        switch self {
+        case .expired(let why): return "EXPIRED_\(why)"
+        case .refund: return "REFUND"
+        case .revoke: return "REVOKE"
+        case .unknown(let text): return text
+        }
+    }
+
+    /// Whether access ended because the purchase was taken back (its credits go too).
+    public var removesCredits: Bool { self == .refund || self == .revoke }
+}
