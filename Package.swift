@@ -150,7 +150,12 @@ let package = Package(
         .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "LocalSigning", "AppStoreModels", "TestSupport"]),
         .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels", "TestSupport"]),
         .testTarget(name: "PayloadDecodingTests", dependencies: ["PayloadDecoding", "AppStoreModels", "TestSupport"]),
-        .testTarget(name: "CreditsTests", dependencies: ["Credits"]),
+        .testTarget(name: "CreditsTests", dependencies: ["Credits", "Subscriptions", "AppStoreModels"]),
+        // Scenarios as data: Scenarios/*.json, signed, verified and derived without a database.
+        .testTarget(
+            name: "ScenarioTests",
+            dependencies: ["Subscriptions", "Credits", "AppStoreModels", "SignedData", "LocalSigning", "TestSupport"],
+            exclude: ["Scenarios"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [

@@ -44,6 +44,26 @@ public struct SubscriptionHistory: Sendable {
         return events
     }
 
+    /// The newest signed version of `transaction` among it and the stored notifications about it (a refund that
+    /// arrived before the claim of a consumable, say).
+    public func newestVersion(of transaction: TransactionPayload, on connection: PostgresConnection) async throws -> TransactionPayload {
+        let rows = try await connection.query(
+            """
+            SELECT decoded::text FROM notifications
+            WHERE original_transaction_id = \(transaction.originalTransactionId) AND rejected_reason IS NULL
+                AND decoded->'transaction'->>'transactionId' = \(transaction.transactionId)
+            """,
+            logger: logger)
+        var newest = transaction
+        for try await text in rows.decode(String.self) {
+            guard let stored = try? PayloadDecoder().decode(VerifiedNotification.self, from: Array(text.utf8)).transaction,
+                stored.transactionId == transaction.transactionId, (stored.signedDate ?? 0) > (newest.signedDate ?? 0)
+            else { continue }
+            newest = stored
+        }
+        return newest
+    }
+
     /// Every subscription with stored facts or a stored state.
     public func subscriptionIds(on connection: PostgresConnection) async throws -> [String] {
         let rows = try await connection.query(

@@ -8,10 +8,7 @@ struct AccountStatusTests {
     let factory = EventFactory()
 
     func subscribed(trial: Bool = false) -> SubscriptionState {
-        Lifecycle.apply(
-            factory.event("SUBSCRIBED", "INITIAL_BUY", signedAt: factory.start, offerDiscountType: trial ? "FREE_TRIAL" : nil),
-            to: nil, now: factory.date(factory.start)
-        ).state!
+        factory.derived([factory.event("SUBSCRIBED", "INITIAL_BUY", signedAt: factory.start, offerDiscountType: trial ? "FREE_TRIAL" : nil)])!
     }
 
     @Test("an unknown account is free and never had a subscription")

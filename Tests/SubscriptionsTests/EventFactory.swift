@@ -46,16 +46,8 @@ struct EventFactory {
 
     func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
 
-    /// Applies events in the given order with the worker's algorithm; returns the final state.
-    func applied(_ events: [SubscriptionEvent], now: Date) -> SubscriptionState? {
-        var state: SubscriptionState?
-        var delivered: [SubscriptionEvent] = []
-        for event in events {
-            delivered.append(event)
-            var decision = Lifecycle.apply(event, to: state, now: now)
-            if decision.outcome == .outOfOrder { decision = Lifecycle.replay(delivered, now: now) }
-            state = decision.state
-        }
-        return state
+    /// The state the facts of `events` derive, in whatever order they come.
+    func derived(_ events: [SubscriptionEvent]) -> SubscriptionState? {
+        SubscriptionFacts(events: events).flatMap(Lifecycle.derive)?.state
     }
 }

@@ -9,11 +9,13 @@ extension SubscriptionCredits.Plan {
     /// second refund later removes again.
     mutating func settleRefunds(of period: PaidPeriod) {
         let stamp = period.revocation.map { "\(period.key):\(Self.milliseconds($0.date.timeIntervalSince1970))" }
-        reverseRemovals(of: period, except: stamp)
-        guard let revocation = period.revocation, let stamp else { return }
+        // Whether a refund is prorated depends on whether its period is still in force, which a later fact can
+        // change: the removal of the other kind then no longer stands and is given back.
+        let prorated = period.revocation?.prorated.flatMap { period.key == derivation.state.billingPeriodKey ? nil : $0 }
+        reverseRemovals(of: period, except: stamp.map { prorated == nil ? "refund:\($0):" : "clawback:\($0):" })
+        guard let stamp else { return }
         let buckets = cycleBuckets(of: period)
-        let isInForce = period.key == derivation.state.billingPeriodKey
-        if let milliPercent = revocation.prorated, !isInForce {
+        if let milliPercent = prorated {
             clawBack(milliPercent, of: buckets, stamp: stamp)
         } else {
             for bucket in buckets {
@@ -55,14 +57,13 @@ extension SubscriptionCredits.Plan {
     }
 
     /// Gives back every removal of the period's credits that no longer stands: all of them once the refund is
-    /// reversed, the older ones when the period was refunded again at another date. Removals written before billing
+    /// reversed, the older ones when the period was refunded again at another date or its refund changed kind. Removals written before billing
     /// periods were keyed (`refund:<transactionId>:…`) count too.
-    mutating func reverseRemovals(of period: PaidPeriod, except stamp: String?) {
+    mutating func reverseRemovals(of period: PaidPeriod, except standing: String?) {
         let identities = [period.key] + period.transactionIds
         let prefixes = identities.flatMap { ["refund:\($0):", "clawback:\($0):"] }
-        let standing = stamp.map { ["refund:\($0):", "clawback:\($0):"] } ?? []
         let removals = ledger.entries.filter { entry in
-            prefixes.contains { entry.operationKey.hasPrefix($0) } && !standing.contains { entry.operationKey.hasPrefix($0) }
+            prefixes.contains { entry.operationKey.hasPrefix($0) } && !(standing.map { entry.operationKey.hasPrefix($0) } ?? false)
         }
         for removal in removals {
             add(.post(LedgerEntry(operationKey: "reversed:\(removal.operationKey)", bucket: removal.bucket, delta: -removal.delta, reason: "refund reversed"), opening: nil))

@@ -41,8 +41,9 @@ extension CreditLedger {
             let account = try await creditedAccount(ofTopUp: transaction.transactionId, on: connection) ?? account
         else { return false }
         try await lockAccount(account, on: connection)
+        let newest = try await SubscriptionHistory(logger: logger).newestVersion(of: transaction, on: connection)
         let ledger = try await snapshot(ofSubscription: transaction.originalTransactionId, account: account, now: now, on: connection)
-        try await apply(TopUpCredits.operationsDue(transaction, account: account, catalogue: catalogue, ledger: ledger), on: connection)
+        try await apply(TopUpCredits.operationsDue(newest, account: account, catalogue: catalogue, ledger: ledger), on: connection)
         return true
     }
 

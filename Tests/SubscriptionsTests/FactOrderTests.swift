@@ -1,0 +1,95 @@
+import AppStoreModels
+import Foundation
+import Testing
+import TestSupport
+
+@testable import Subscriptions
+
+/// Facts merge as "newest version per key", so a subscription's derived state cannot depend on delivery order. The
+/// generator writes histories as Apple sends them — renewals, failures, upgrades — and adds what the old model got
+/// wrong: notifications about earlier transactions (refunds, consumption requests, declines), restored copies of a
+/// period, later `isUpgraded` copies of a superseded transaction and client claims of old copies.
+@Suite("Derived state is independent of delivery order")
+struct FactOrderTests {
+    let factory = EventFactory()
+
+    /// One random history of one subscription.
+    func history(_ random: inout SplitMix64) -> [SubscriptionEvent] {
+        let day = factory.day
+        var events = [factory.event("SUBSCRIBED", "INITIAL_BUY", signedAt: factory.start + 60_000)]
+        var periods = 1
+        var product = "pro.monthly"
+        for step in 0..<Int.random(in: 1...8, using: &random) {
+            let at = factory.start + Int64(30 * periods) * day + Int64(step) * 3_600_000
+            switch Int.random(in: 0..<7, using: &random) {
+            case 0:
+                events.append(factory.event("DID_RENEW", signedAt: at, period: periods, product: product))
+                periods += 1
+            case 1:
+                let earlier = Int.random(in: 0..<periods, using: &random)
+                events.append(factory.event(
+                    "REFUND", signedAt: at, period: earlier, product: product, revocationDate: at - 1000,
+                    revocationType: "REFUND_FULL"))
+            case 2:
+                let earlier = Int.random(in: 0..<periods, using: &random)
+                events.append(factory.event(["CONSUMPTION_REQUEST", "REFUND_DECLINED"].randomElement(using: &random)!, signedAt: at, period: earlier, product: product))
+            case 3:
+                // An immediate upgrade mid-period, and a later signed copy of the superseded transaction.
+                let upgradeAt = factory.start + Int64(30 * (periods - 1)) * day + 10 * day
+                events.append(factory.event(
+                    "DID_CHANGE_RENEWAL_PREF", "UPGRADE", signedAt: max(at, upgradeAt), period: periods, product: "max.monthly",
+                    purchaseDate: upgradeAt, expiresDate: upgradeAt + 30 * day))
+                var copy = factory.event("CONSUMPTION_REQUEST", signedAt: max(at, upgradeAt) + 5_000, period: periods - 1, product: product)
+                copy.transaction.isUpgraded = true
+                events.append(copy)
+                product = "max.monthly"
+                periods += 1
+            case 4:
+                // A restored copy of the newest period: a new transactionId, the same webOrderLineItemId.
+                var restored = factory.event("CLIENT_TRANSACTION", signedAt: at, period: periods - 1, product: product, renewalInfo: false)
+                restored.transaction.webOrderLineItemId = restored.transaction.transactionId
+                restored.transaction.transactionId += "-restored"
+                var original = factory.event("DID_RENEW", signedAt: at - 2_000, period: periods - 1, product: product)
+                original.transaction.webOrderLineItemId = original.transaction.transactionId
+                events.append(original)
+                if let claim = SubscriptionEvent(claimOf: restored.transaction, by: factory.account) { events.append(claim) }
+            case 5:
+                events.append(factory.event("DID_FAIL_TO_RENEW", "GRACE_PERIOD", signedAt: at, period: periods - 1, status: 4, product: product, gracePeriodEnd: at + 6 * day))
+            default:
+                let old = Int.random(in: 0..<periods, using: &random)
+                let copy = factory.event("CLIENT_TRANSACTION", signedAt: at, period: old, product: product, renewalInfo: false)
+                if let claim = SubscriptionEvent(claimOf: copy.transaction, by: factory.account) { events.append(claim) }
+            }
+        }
+        return events
+    }
+
+    @Test("1,000 random histories: every shuffle with duplicates derives the in-order state")
+    func shuffledHistories() async {
+        var random = SplitMix64(state: 0x5eed_f4c7)
+        for round in 0..<1000 {
+            let events = history(&random)
+            let reference = factory.derived(events)
+            #expect(reference != nil)
+            for _ in 0..<5 {
+                var delivered = events.shuffled(using: &random)
+                for _ in 0..<Int.random(in: 0...3, using: &random) { delivered.append(events.randomElement(using: &random)!) }
+                delivered.shuffle(using: &random)
+                #expect(factory.derived(delivered) == reference, "history \(round)")
+            }
+            if round % 100 == 0 { await Task.yield() }
+        }
+    }
+
+    @Test("a refund of an earlier period never changes the period in force")
+    func earlierRefund() {
+        let day = factory.day
+        let subscribed = factory.event("SUBSCRIBED", "INITIAL_BUY", signedAt: factory.start)
+        let renewed = factory.event("DID_RENEW", signedAt: factory.start + 30 * day, period: 1)
+        let refund = factory.event("REFUND", signedAt: factory.start + 40 * day, period: 0, revocationDate: factory.start + 40 * day)
+        let state = factory.derived([subscribed, renewed, refund])
+        #expect(state?.status == .active)
+        #expect(state?.latestTransactionId == "2000000000000001-1")
+        #expect(state?.isEntitled(at: factory.date(factory.start + 45 * day)) == true)
+    }
+}
