@@ -33,7 +33,7 @@ struct AccountsCommandTests {
 
             let (matchStatus, matches) = try await storekeeper("replay", "--subscription", subscriptionId)
             #expect(matchStatus == 0)
-            #expect(matches.contains("\(subscriptionId): matches its stored events"))
+            #expect(matches.contains("\(subscriptionId): matches its stored facts"))
 
             try await harness.client.query(
                 "UPDATE subscriptions SET status = 'active', end_reason = NULL WHERE original_transaction_id = \(subscriptionId)",

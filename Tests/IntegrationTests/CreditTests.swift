@@ -110,6 +110,8 @@ struct CreditTests {
             var earlier = purchase
             earlier.notificationType = "REFUND"
             earlier.signedDate = Int64(flow.clock.addingTimeInterval(60).timeIntervalSince1970 * 1000)
+            // Apple signs the transaction anew in every notification: this version is newer than the reversal's.
+            earlier.transaction?.signedDate = earlier.signedDate
             earlier.transaction?.revocationDate = earlier.signedDate
             earlier.transaction?.revocationType = "REFUND_PRORATED"
             earlier.transaction?.revocationPercentage = 33_333
@@ -218,19 +220,24 @@ struct CreditTests {
                     $0.transaction?.purchaseDate = Int64(anchor.timeIntervalSince1970 * 1000)
                     $0.transaction?.expiresDate = Int64(anchor.addingTimeInterval(365 * 86_400).timeIntervalSince1970 * 1000)
                 }
-                let transactionId = purchase.transaction!.transactionId
-                // Month 1 began 15 days ago: its job was due then and runs now; it schedules month 2.
-                try await eventually("the month-1 reset job to run") {
-                    try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key = 'grant:\(transactionId):m1:ai_requests'") == 1
-                }
-                try await eventually("month 2 to be scheduled") {
-                    try await harness.count("SELECT count(*) FROM jobs WHERE unique_key = 'credit-reset:\(transactionId):m2'") == 1
-                }
+                // Credits are keyed by billing period (webOrderLineItemId) and credit window.
+                let period = purchase.transaction!.webOrderLineItemId!
+                let anchorDate = LifecycleFlow.date(Int64(anchor.timeIntervalSince1970 * 1000))
+                // Window 1 began 15 days ago: the purchase was learnt after that, so both windows are granted at once,
+                // and the reset of window 2 is scheduled at its start.
+                #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key = 'grant:\(period):w1:ai_requests'") == 1)
+                let boundary = CreditCalendar.monthlyBoundary(anchor: anchorDate, month: 2)
+                #expect(try await harness.count("SELECT count(*) FROM jobs WHERE unique_key = 'credit-reset:\(period):\(Int64(boundary.timeIntervalSince1970))'") == 1)
                 let credits = try await flow.credits()
                 #expect(credits["cycle"] as? Int == 1000)
-                let boundary = CreditCalendar.monthlyBoundary(anchor: LifecycleFlow.date(Int64(anchor.timeIntervalSince1970 * 1000)), month: 2)
                 #expect(credits["resetsAt"] as? String == boundary.formatted(.iso8601))
-                #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'grant:\(transactionId):m%'") == 2)
+                #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'grant:\(period):w%'") == 2)
+                // The reset job derives the subscription again: run now, it grants nothing twice.
+                try await harness.client.query("UPDATE jobs SET run_at = now() WHERE unique_key LIKE 'credit-reset:%'", logger: TestDatabase.logger)
+                try await eventually("the reset job to run") {
+                    try await harness.count("SELECT count(*) FROM job_history WHERE kind = 'credit-reset' AND state = 'completed'") >= 1
+                }
+                #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'grant:\(period):w%'") == 2)
             }
         }
     }

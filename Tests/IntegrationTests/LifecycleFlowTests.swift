@@ -169,7 +169,7 @@ struct LifecycleFlowTests {
                     actual[key] = nil
                 }
                 #expect(NSDictionary(dictionary: actual) == NSDictionary(dictionary: expected))
-                #expect(try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'out_of_order'") == 3)
+                #expect(try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome NOT IN ('applied', 'unchanged')") == 0)
             }
         }
     }

@@ -60,7 +60,7 @@ public struct AccountCredits: Sendable, Equatable {
             guard let start = state.purchaseDate, let end = state.expiresAt,
                 let (tier, _) = catalogue.tier(ofProduct: state.productId),
                 let window = catalogue.windows(productId: state.productId, offer: state.offer, start: start, end: end)
-                    .first(where: { $0.start <= now && now < $0.end }), window.index > 0
+                    .first(where: { $0.start <= now && now < $0.end })
             else { continue }
             let identities: Set<String> = [state.billingPeriodKey, state.latestTransactionId]
             for (meter, allowance) in tier.allowances.sorted(by: { $0.key < $1.key }) {

@@ -71,7 +71,7 @@ public enum SubscriptionCredits {
                 }.min { $0.key < $1.key }
         }
 
-        /// Every started window is owed its allowance (capped in a free offer period; the first window of an upgrade
+        /// Every window (the first at once, the others once started) is owed its allowance (capped in a free offer period; the first window of an upgrade
         /// prorated), unless the period was refunded before the window began; each window ends where the facts say.
         mutating func grantWindows(of period: PaidPeriod) {
             guard let (tier, product) = catalogue.tier(ofProduct: period.productId) else { return }
@@ -79,7 +79,9 @@ public enum SubscriptionCredits {
                 for (meter, allowance) in tier.allowances.sorted(by: { $0.key < $1.key }) {
                     guard let full = allowance.cycleGrant(isTrial: period.isFreeOffer) else { continue }
                     let owed: Int64
-                    if window.start > now || period.revocation.map({ $0.date <= window.start }) == true {
+                    // The first window is the purchase itself, owed as soon as it is known (its bucket opens only at
+                    // its start, so a renewal reported early does not reset early); later windows when they start.
+                    if (window.index > 0 && window.start > now) || period.revocation.map({ $0.date <= window.start }) == true {
                         owed = 0
                     } else if window.index == 0, let replaced = period.upgradedFrom {
                         owed = upgradeGrant(full, into: period, product: product, replacing: replaced)
@@ -104,7 +106,10 @@ public enum SubscriptionCredits {
                 add(.post(LedgerEntry(operationKey: "grant:\(period.key):w\(window.index):\(meter)", bucket: bucket.key, delta: owed, reason: reason), opening: bucket))
                 return
             }
-            if existing.validUntil != window.end { add(.setWindowEnd(bucket: existing.key, end: window.end)) }
+            // Compared in milliseconds: a date read back from PostgreSQL (microseconds) is not bit-equal to one computed.
+            if existing.validUntil.map({ Self.milliseconds($0.timeIntervalSince1970) }) != Self.milliseconds(window.end.timeIntervalSince1970) {
+                add(.setWindowEnd(bucket: existing.key, end: window.end))
+            }
             let granted = ledger.entries(of: existing.key).filter(\.isGrant).reduce(0) { $0 + $1.delta }
             var difference = owed - granted
             if difference < 0 { difference = -min(-difference, max(ledger.balance(of: existing.key), 0)) }

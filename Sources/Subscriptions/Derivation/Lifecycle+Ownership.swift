@@ -8,9 +8,9 @@ extension Lifecycle {
         var newest: (position: EventPosition, account: UUID)?
         var previousToken: String?
         for period in periods {
-            let token = period.appAccountToken?.lowercased()
-            defer { previousToken = token }
-            guard let token, token != previousToken, let account = UUID(uuidString: token) else { continue }
+            guard let token = period.appAccountToken?.lowercased(), token != previousToken else { continue }
+            previousToken = token
+            guard let account = UUID(uuidString: token) else { continue }
             let position = EventPosition(signedDate: milliseconds(period.start), eventId: "")
             if newest.map({ $0.position < position }) ?? true { newest = (position, account) }
         }

@@ -10,18 +10,19 @@ extension Lifecycle {
     }
 
     /// A refund or revocation of the period in force ends it. Otherwise Apple's newest report decides — its
-    /// `data.status`, else what its type implies — unless the period began after that report (a claim of a purchase
-    /// Apple has not notified yet), in which case the period's own dates decide.
+    /// `data.status`, else what its type implies — unless the period both began and was signed after that report (a
+    /// claim of a purchase Apple has not notified yet), in which case the period's own dates decide.
     static func status(of newest: Transaction, facts: SubscriptionFacts) -> Verdict {
         if let period = newest.period, period.revocation != nil {
             let reason = revocationReason(period, facts: facts)
             return Verdict(status: reason == .revoke ? .revoked : .refunded, endReason: reason)
         }
         let start = newest.period.map(milliseconds) ?? .min
-        guard let report = facts.reportsInOrder.last, report.position.signedDate >= start else {
+        let learnt = newest.period?.signedAt ?? .min
+        guard let report = facts.reportsInOrder.last, report.position.signedDate >= min(start, learnt) else {
             return Verdict(status: .active)
         }
-        let renewal = facts.renewalInfo.flatMap { $0.position.signedDate >= start ? $0.value : nil }
+        let renewal = facts.renewalInfo.flatMap { $0.position.signedDate >= min(start, learnt) ? $0.value : nil }
         let status: SubscriptionStatus
         if let code = report.appleStatus, let reported = SubscriptionStatus(appleStatusCode: code) {
             status = reported

@@ -27,7 +27,7 @@ public enum Lifecycle {
 
     /// Derives a subscription's state from its facts; `nil` when they hold no transaction.
     public static func derive(_ facts: SubscriptionFacts) -> Derivation? {
-        let periods = PaidPeriod.periods(of: Array(facts.transactions.values))
+        let periods = PaidPeriod.periods(of: facts)
         let inForce = periods.last { !$0.isUpgraded } ?? periods.last
         guard let newest = inForce.map({ Transaction(period: $0) }) ?? newestUndated(facts) else { return nil }
         let verdict = status(of: newest, facts: facts)
@@ -136,7 +136,8 @@ public enum Lifecycle {
             guard let revocation = period.revocation else { continue }
             ends.insert(End(transactionId: period.transactionId, reason: revocationReason(period, facts: facts), at: revocation.date))
         }
-        if !state.status.isRunning, let reason = state.endReason.map(EndReason.init) {
+        // The current end, unless a report of the same kind recorded it already (an EXPIRED notification).
+        if !state.status.isRunning, let reason = state.endReason.map(EndReason.init), !ends.contains(where: { $0.reason == reason }) {
             ends.insert(End(transactionId: state.latestTransactionId, reason: reason, at: state.revokedAt ?? state.expiresAt))
         }
         return ends.sorted { ($0.transactionId, $0.reason.text) < ($1.transactionId, $1.reason.text) }

@@ -22,6 +22,8 @@ public struct PaidPeriod: Equatable, Sendable {
     public var isUpgraded: Bool
     public var appAccountToken: String?
     public var ownership: String?
+    /// When the newest copy was signed (ms).
+    public var signedAt: Int64
     /// When a newer period took over before ``end`` (an upgrade or crossgrade, or a renewal that started early).
     public var replacedAt: Date?
     /// The ``key`` of the period of another product this one replaced mid-way (an immediate upgrade or crossgrade).
@@ -50,9 +52,16 @@ public struct PaidPeriod: Equatable, Sendable {
     public var closesAt: Date { min(end, replacedAt ?? end) }
 
     /// The periods of a set of transactions, oldest first; transactions without dates form none.
-    static func periods(of transactions: [SubscriptionFacts.Signed<TransactionPayload>]) -> [PaidPeriod] {
-        let groups = Dictionary(grouping: transactions) { $0.value.webOrderLineItemId ?? $0.value.transactionId }
-        var periods = groups.compactMap { key, copies in period(key: key, copies: copies) }
+    static func periods(of facts: SubscriptionFacts) -> [PaidPeriod] {
+        let groups = Dictionary(grouping: facts.transactions.values) { $0.value.webOrderLineItemId ?? $0.value.transactionId }
+        var periods = groups.compactMap { key, copies in
+            period(key: key, copies: copies).map { period in
+                var period = period
+                period.appAccountToken = period.appAccountToken
+                    ?? period.transactionIds.compactMap { facts.accountTokens[$0] }.max { $0.position < $1.position }?.value
+                return period
+            }
+        }
         periods.sort { ($0.start, $0.key) < ($1.start, $1.key) }
         for index in periods.indices {
             let period = periods[index]
@@ -68,7 +77,7 @@ public struct PaidPeriod: Equatable, Sendable {
     }
 
     private static func period(key: String, copies: [SubscriptionFacts.Signed<TransactionPayload>]) -> PaidPeriod? {
-        guard let newest = copies.max(by: { $0.position < $1.position })?.value,
+        guard let newestCopy = copies.max(by: { $0.position < $1.position }), case let newest = newestCopy.value,
             let purchase = newest.purchaseDate, let expires = newest.expiresDate
         else { return nil }
         let ids = copies.map(\.value.transactionId).sorted { ($0.count, $0) < ($1.count, $1) }
@@ -87,6 +96,6 @@ public struct PaidPeriod: Equatable, Sendable {
                     milliPercent: newest.revocationPercentage)
             },
             isUpgraded: newest.isUpgraded == true, appAccountToken: newest.appAccountToken,
-            ownership: newest.inAppOwnershipType)
+            ownership: newest.inAppOwnershipType, signedAt: newestCopy.position.signedDate)
     }
 }

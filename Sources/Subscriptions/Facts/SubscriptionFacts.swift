@@ -11,6 +11,9 @@ public struct SubscriptionFacts: Sendable, Equatable {
     public let originalTransactionId: String
     /// Each transaction by `transactionId`, at its newest signed version.
     public private(set) var transactions: [String: Signed<TransactionPayload>] = [:]
+    /// Each transaction's `appAccountToken`, from its newest version that carries one (a copy without it — a Server
+    /// API answer, say — does not erase who bought it).
+    public private(set) var accountTokens: [String: Signed<String>] = [:]
     /// The newest renewal info.
     public private(set) var renewalInfo: Signed<RenewalInfoPayload>?
     /// What Apple said, one report per notification or Server API snapshot, by event id.
@@ -69,6 +72,11 @@ public struct SubscriptionFacts: Sendable, Equatable {
         let transactionPosition = EventPosition(signedDate: transaction.signedDate ?? event.signedDate, eventId: event.id)
         if transactions[transaction.transactionId].map({ $0.position < transactionPosition }) ?? true {
             transactions[transaction.transactionId] = Signed(value: transaction, position: transactionPosition)
+        }
+        if let token = transaction.appAccountToken,
+            accountTokens[transaction.transactionId].map({ $0.position < transactionPosition }) ?? true
+        {
+            accountTokens[transaction.transactionId] = Signed(value: token, position: transactionPosition)
         }
         if let renewal = event.renewalInfo {
             let renewalPosition = EventPosition(signedDate: renewal.signedDate ?? event.signedDate, eventId: event.id)
