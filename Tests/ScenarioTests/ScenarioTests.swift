@@ -14,11 +14,7 @@ import TestSupport
 /// bucket balances — every time.
 @Suite("Scenarios")
 struct ScenarioTests {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Scenarios")
-
-    static var names: [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0.hasSuffix(".json") }.sorted()
-    }
+    static var names: [String] { Scenario.files }
 
     @Test("the suite holds at least 40 scenarios")
     func suiteSize() {
@@ -27,7 +23,7 @@ struct ScenarioTests {
 
     @Test("scenario", arguments: names)
     func scenario(_ file: String) async throws {
-        let scenario = try JSONDecoder().decode(Scenario.self, from: Data(contentsOf: Self.directory.appendingPathComponent(file)))
+        let scenario = try Scenario.load(file)
         let deliveries = try await Self.signedAndVerified(scenario)
         let expectedAt = Scenario.date(scenario.expect.at)
 
@@ -61,7 +57,7 @@ struct ScenarioTests {
     static func check(_ world: ScenarioWorld, against scenario: Scenario, order: String) throws {
         let expect = scenario.expect
         let now = Scenario.date(expect.at)
-        let (status, credits, subscriptions) = world.status(of: Scenario.account(expect.account), now: now)
+        let (status, credits, subscriptions) = world.status(of: scenario.account(expect.account), now: now)
         let label = "\(scenario.name) (\(order))"
         #expect(status.state.rawValue == expect.state, "\(label): state")
         #expect(status.entitled == expect.entitled, "\(label): entitled")
@@ -78,7 +74,7 @@ struct ScenarioTests {
             #expect(credits.meters[meter]?.topUp == topUp, "\(label): \(meter) top-up")
         }
         for alias in expect.ownsNothing ?? [] {
-            let owned = world.derivations().filter { $0.state.accountId == Scenario.account(alias) }
+            let owned = world.derivations().filter { $0.state.accountId == scenario.account(alias) }
             #expect(owned.isEmpty, "\(label): account \(alias) must own nothing")
         }
         _ = subscriptions
@@ -90,7 +86,7 @@ struct ScenarioTests {
         let signer = try JWSSigner(chain: chain)
         let verifier = SignedDataVerifier(
             rootCertificates: [chain.root],
-            policy: VerificationPolicy(bundleId: Scenario.bundleId, appAppleId: nil, environments: [.sandbox, .production]),
+            policy: VerificationPolicy(bundleId: scenario.bundleId, appAppleId: nil, environments: [.sandbox, .production]),
             clock: { Scenario.date(400) })
         var deliveries: [(ScenarioWorld.Delivery, Date)] = []
         for (index, event) in scenario.events.enumerated() {
@@ -98,7 +94,7 @@ struct ScenarioTests {
             let at = Scenario.date(event.at)
             if let alias = event.claim {
                 let verified = try await verifier.verifyTransaction(try signer.sign(transaction))
-                let account = Scenario.account(alias)
+                let account = scenario.account(alias)
                 if let claim = SubscriptionEvent(claimOf: verified, by: account) {
                     deliveries.append((.subscription(claim), at))
                 } else {
@@ -114,7 +110,7 @@ struct ScenarioTests {
                     notificationType: parts.first ?? "", subtype: parts.count > 1 ? parts[1] : nil, status: event.status,
                     signedDate: Scenario.milliseconds(event.at), transaction: transaction, renewalInfo: scenario.renewalPayload(event))
                 let notificationSigner = NotificationSigner(
-                    signer: signer, bundleId: Scenario.bundleId, environment: AppStoreEnvironment(rawValue: event.env ?? "Sandbox"))
+                    signer: signer, bundleId: scenario.bundleId, environment: AppStoreEnvironment(rawValue: event.env ?? "Sandbox"))
                 let uuid = UUID(uuidString: String(format: "00000000-0000-4000-8000-%012d", index))!
                 let verified = try await verifier.verifyNotification(try notificationSigner.signedPayload(for: simulated, notificationUUID: uuid))
                 if let subscriptionEvent = SubscriptionEvent(verified) {
