@@ -61,14 +61,18 @@ public enum SubscriptionCredits {
             return catalogue.windows(of: period, accessEnd: inGrace ? graceEnd : nil)
         }
 
-        /// The bucket of a period's window and meter, as written now or before billing periods were keyed.
-        func bucket(of period: PaidPeriod, window: Int, meter: String) -> CreditBucket? {
+        /// The buckets of a period's window and meter — the one written now first, then any written before billing
+        /// periods were keyed (one per copy of the period, when a restore was granted again).
+        func buckets(of period: PaidPeriod, window: Int, meter: String) -> [CreditBucket] {
             let identities = Set([period.key] + period.transactionIds)
-            return ledger.buckets["cycle:\(period.key):w\(window):\(meter)"]
-                ?? ledger.buckets.values.filter {
-                    $0.kind == .cycle && $0.meter == meter && $0.windowIndex == window
-                        && $0.billingPeriod.map(identities.contains) ?? false
-                }.min { $0.key < $1.key }
+            let current = "cycle:\(period.key):w\(window):\(meter)"
+            return ledger.buckets.values
+                .filter {
+                    $0.key == current
+                        || ($0.kind == .cycle && $0.meter == meter && $0.windowIndex == window
+                            && $0.billingPeriod.map(identities.contains) ?? false)
+                }
+                .sorted { ($0.key == current ? 0 : 1, $0.key) < ($1.key == current ? 0 : 1, $1.key) }
         }
 
         /// Every window (the first at once, the others once started) is owed its allowance (capped in a free offer period; the first window of an upgrade
@@ -88,15 +92,18 @@ public enum SubscriptionCredits {
                     } else {
                         owed = full
                     }
-                    settle(owed, window: window, meter: meter, of: period)
+                    let existing = buckets(of: period, window: window.index, meter: meter)
+                    settle(owed, window: window, meter: meter, of: period, in: existing.first)
+                    // A second bucket for the same window (a restored copy granted again before 0007) is owed nothing.
+                    for duplicate in existing.dropFirst() { settle(0, window: window, meter: meter, of: period, in: duplicate) }
                 }
             }
         }
 
         /// Posts what a window is still owed (or a correction of what it was over-granted, never below zero) and
         /// moves its end where the facts put it.
-        mutating func settle(_ owed: Int64, window: CreditWindow, meter: String, of period: PaidPeriod) {
-            guard let existing = bucket(of: period, window: window.index, meter: meter) else {
+        mutating func settle(_ owed: Int64, window: CreditWindow, meter: String, of period: PaidPeriod, in existing: CreditBucket?) {
+            guard let existing else {
                 guard owed > 0 else { return }
                 let bucket = CreditBucket(
                     key: "cycle:\(period.key):w\(window.index):\(meter)", meter: meter, kind: .cycle,
