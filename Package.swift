@@ -129,7 +129,7 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "SignedData", "LocalSigning", "AppStoreModels",
+                "SignedData", "LocalSigning", "AppStoreModels", "Subscriptions",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

@@ -16,25 +16,36 @@ extension SubscriptionStore: SubscriptionReading {}
 
 /// Reads an account's subscriptions and credits at an instant (the seam tests can replace).
 public protocol AccountStatusReading: Sendable {
-    func status(of account: UUID, now: Date) async throws -> (subscriptions: [SubscriptionState], credits: AccountCredits)
+    func status(of account: AccountID, now: Date) async throws -> (subscriptions: [SubscriptionState], credits: AccountCredits)
 }
 
 extension CreditAccounts: AccountStatusReading {}
 
-/// The service API: `GET /v1/accounts/{accountId}/status` and `GET /v1/subscriptions/{originalTransactionId}`.
-/// Status is computed against the injected clock, so access ends at `expiresAt` even if Apple's EXPIRED is lost.
+/// Issues `appAccountToken`s for purchases of accounts whose ids are not UUIDs (the seam tests can replace).
+public protocol PurchaseIntentIssuing: Sendable {
+    func issue(for account: AccountID) async throws -> UUID
+}
+
+extension PurchaseIntents: PurchaseIntentIssuing {}
+
+/// The service API: `GET /v1/accounts/{accountId}/status`, `POST /v1/accounts/{accountId}/purchase-intents` and
+/// `GET /v1/subscriptions/{originalTransactionId}`. Status is computed against the injected clock, so access ends at
+/// `expiresAt` even if Apple's EXPIRED is lost.
 public struct AccountsController: Sendable {
     let accounts: any AccountStatusReading
     let subscriptions: any SubscriptionReading
+    let purchaseIntents: (any PurchaseIntentIssuing)?
     let clock: @Sendable () -> Date
     let databaseTimeout: Duration
 
     public init(
         accounts: any AccountStatusReading, subscriptions: any SubscriptionReading,
+        purchaseIntents: (any PurchaseIntentIssuing)? = nil,
         clock: @escaping @Sendable () -> Date = { Date() }, databaseTimeout: Duration = .seconds(5)
     ) {
         self.accounts = accounts
         self.subscriptions = subscriptions
+        self.purchaseIntents = purchaseIntents
         self.clock = clock
         self.databaseTimeout = databaseTimeout
     }
@@ -42,6 +53,13 @@ public struct AccountsController: Sendable {
     public func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
         group.get("accounts/{accountId}/status") { _, context in
             try await self.status(context: context)
+        }
+        if let purchaseIntents {
+            group.post("accounts/{accountId}/purchase-intents") { _, context -> EditedResponse<PurchaseIntentResponse> in
+                let account = try Self.accountId(context)
+                let token = try await read { try await purchaseIntents.issue(for: account) }
+                return EditedResponse(status: .created, response: PurchaseIntentResponse(accountId: account.text, appAccountToken: token.uuidString.lowercased()))
+            }
         }
         group.get("subscriptions/{originalTransactionId}") { _, context in
             try await self.subscription(context: context)
@@ -53,16 +71,16 @@ public struct AccountsController: Sendable {
     }
 
     /// The `{accountId}` path parameter.
-    static func accountId(_ context: StorekeeperRequestContext) throws -> UUID {
+    static func accountId(_ context: StorekeeperRequestContext) throws -> AccountID {
         let text = try context.parameters.require("accountId")
-        guard let accountId = UUID(uuidString: text) else {
-            throw APIError.badRequest("accountId must be a UUID (the appAccountToken)")
+        guard let accountId = AccountID(text.removingPercentEncoding ?? text) else {
+            throw APIError.badRequest("accountId must be the app's account id: 1–128 characters, no control characters")
         }
         return accountId
     }
 
     /// The status of one account at the clock's now.
-    func status(of accountId: UUID) async throws -> AccountStatusResponse {
+    func status(of accountId: AccountID) async throws -> AccountStatusResponse {
         let now = clock()
         let (states, credits) = try await read { try await accounts.status(of: accountId, now: now) }
         let status = AccountStatus.evaluate(subscriptions: states, hasFreeCredits: credits.hasCredits, now: now)
@@ -87,4 +105,10 @@ public struct AccountsController: Sendable {
             throw APIError.unavailable("the database is unavailable; retry later")
         }
     }
+}
+
+/// A token to pass to StoreKit as `appAccountToken` for one purchase of `accountId`.
+struct PurchaseIntentResponse: ResponseEncodable {
+    var accountId: String
+    var appAccountToken: String
 }

@@ -7,12 +7,12 @@ extension AdminDashboardController {
     func accountSection(_ text: String?, now: Date) async throws -> String {
         var html = """
             <section><h2>Account</h2><form method="get" action="/admin"><input type="text" name="account" \
-            placeholder="account id (appAccountToken UUID)" value="\(HTMLPage.escape(text ?? ""))"> \
+            placeholder="account id" value="\(HTMLPage.escape(text ?? ""))"> \
             <button type="submit">Look up</button></form>
             """
         guard let text, !text.isEmpty else { return html + "</section>" }
-        guard let account = UUID(uuidString: text) else {
-            return html + "<p class=\"bad\">\(HTMLPage.escape(text)) is not a UUID</p></section>"
+        guard let account = AccountID(text) else {
+            return html + "<p class=\"bad\">\(HTMLPage.escape(text)) is not an account id (1–128 characters)</p></section>"
         }
         let (subscriptions, credits) = try await accounts.status(of: account, now: now)
         let status = AccountStatus.evaluate(subscriptions: subscriptions, hasFreeCredits: credits.hasCredits, now: now)
@@ -37,7 +37,7 @@ extension AdminDashboardController {
                     HTMLPage.Cell(value.dailyRemaining.map(String.init) ?? "—"), HTMLPage.Cell(HTMLPage.time(value.resetsAt)),
                 ]
             })
-        html += "</section><section class=\"wide\"><h2>History of \(HTMLPage.escape(account.uuidString.lowercased()))</h2>"
+        html += "</section><section class=\"wide\"><h2>History of \(HTMLPage.escape(account.text))</h2>"
         let events = try await records.events(ofSubscriptions: subscriptions.map(\.originalTransactionId), account: account, limit: 50)
         html += HTMLPage.table(
             ["signed", "event", "subscription", "outcome"],

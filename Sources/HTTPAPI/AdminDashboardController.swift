@@ -7,9 +7,9 @@ import Subscriptions
 /// Operator records the dashboard shows (the seam tests can replace).
 public protocol OperatorReading: Sendable {
     func recentNotifications(limit: Int) async throws -> [AccountRecords.Event]
-    func events(ofSubscriptions originalTransactionIds: [String], account: UUID, limit: Int) async throws -> [AccountRecords.Event]
-    func archive(ofAccount accountId: UUID) async throws -> [AccountRecords.ArchiveEntry]
-    func ledger(ofAccount accountId: UUID, limit: Int) async throws -> [AccountRecords.LedgerEntry]
+    func events(ofSubscriptions originalTransactionIds: [String], account: AccountID, limit: Int) async throws -> [AccountRecords.Event]
+    func archive(ofAccount accountId: AccountID) async throws -> [AccountRecords.ArchiveEntry]
+    func ledger(ofAccount accountId: AccountID, limit: Int) async throws -> [AccountRecords.LedgerEntry]
 }
 
 extension AccountRecords: OperatorReading {}

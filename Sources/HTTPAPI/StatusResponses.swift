@@ -6,12 +6,12 @@ import Subscriptions
 
 /// The body of `GET /v1/accounts/{id}/status` (SPEC §5.2). Absent values are explicit `null`s.
 public struct AccountStatusResponse: ResponseEncodable, Sendable {
-    var accountId: UUID
+    var accountId: AccountID
     var status: AccountStatus
     var credits: AccountCredits
     var now: Date
 
-    public init(accountId: UUID, status: AccountStatus, credits: AccountCredits, now: Date) {
+    public init(accountId: AccountID, status: AccountStatus, credits: AccountCredits, now: Date) {
         self.accountId = accountId
         self.status = status
         self.credits = credits
@@ -24,7 +24,7 @@ public struct AccountStatusResponse: ResponseEncodable, Sendable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(accountId.uuidString.lowercased(), forKey: .accountId)
+        try container.encode(accountId.text, forKey: .accountId)
         try container.encode(status.state.rawValue, forKey: .state)
         try container.encode(status.entitled, forKey: .entitled)
         try container.encode(credits.tier, forKey: .tier)
@@ -79,7 +79,7 @@ public struct SubscriptionDetailResponse: ResponseEncodable, Sendable {
     public func encode(to encoder: any Encoder) throws {
         try SubscriptionResponse(state: state, now: now).encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(state.accountId?.uuidString.lowercased(), forKey: .accountId)
+        try container.encode(state.accountId?.text, forKey: .accountId)
         try container.encode(state.lastEventType, forKey: .lastEventType)
         try container.encode(state.endReason, forKey: .endReason)
         try container.encode(state.revokedAt, forKey: .revokedAt)

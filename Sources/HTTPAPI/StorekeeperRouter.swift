@@ -13,6 +13,8 @@ public struct HTTPDependencies: Sendable {
     public var records: any OperatorReading
     public var usage: any UsageSpending
     public var claims: any TransactionClaiming
+    /// Issues purchase tokens (`POST /v1/accounts/{id}/purchase-intents`); `nil` leaves the route out.
+    public var purchaseIntents: (any PurchaseIntentIssuing)?
     public var catalogue: TierCatalogue
     /// Where `GET /metrics` reads from.
     public var metrics: PrometheusCollectorRegistry
@@ -72,7 +74,8 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
             .add(middleware: SecurityHeadersMiddleware(cacheControl: "no-store"))
             .add(middleware: BearerKeyMiddleware(keys: dependencies.apiKeys))
         let accounts = AccountsController(
-            accounts: dependencies.accounts, subscriptions: dependencies.subscriptions, clock: dependencies.clock)
+            accounts: dependencies.accounts, subscriptions: dependencies.subscriptions, purchaseIntents: dependencies.purchaseIntents,
+            clock: dependencies.clock)
         accounts.addRoutes(to: serviceAPI)
         UsageController(usage: dependencies.usage, catalogue: dependencies.catalogue, clock: dependencies.clock)
             .addRoutes(to: serviceAPI)

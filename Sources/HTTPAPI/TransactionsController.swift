@@ -10,7 +10,7 @@ import Subscriptions
 
 /// Claims a verified transaction for an account (the seam tests can replace).
 public protocol TransactionClaiming: Sendable {
-    func claim(_ transaction: TransactionPayload, signedTransaction: String, by account: UUID, now: Date) async throws
+    func claim(_ transaction: TransactionPayload, signedTransaction: String, by account: AccountID, now: Date) async throws
         -> SubscriptionClaims.Outcome
 }
 

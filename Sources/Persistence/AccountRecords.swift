@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import Subscriptions
 
 /// Read-only views of an account's records for operators: the events of its subscriptions, their archive and
 /// transfers (`storekeeper accounts show`, the admin dashboard).
@@ -65,7 +66,7 @@ public struct AccountRecords: Sendable {
 
     /// The events of these subscriptions and the notifications rejected for their content that name `account` in
     /// their transaction's `appAccountToken` (they created no subscription to be found through), newest first.
-    public func events(ofSubscriptions originalTransactionIds: [String], account: UUID, limit: Int = 200) async throws -> [Event] {
+    public func events(ofSubscriptions originalTransactionIds: [String], account: AccountID, limit: Int = 200) async throws -> [Event] {
         let rows = try await client.query(
             """
             SELECT original_transaction_id, id, type, subtype, signed_date, received_at, outcome, reason FROM (
@@ -80,7 +81,7 @@ public struct AccountRecords: Sendable {
                 SELECT coalesce(original_transaction_id, '-'), notification_uuid::text, notification_type, subtype, signed_date,
                     received_at, apply_outcome, rejected_reason
                 FROM notifications
-                WHERE rejected_reason IS NOT NULL AND decoded->'transaction'->>'appAccountToken' = \(account.uuidString.lowercased())
+                WHERE rejected_reason IS NOT NULL AND decoded->'transaction'->>'appAccountToken' = \(account.text)
             ) events
             ORDER BY signed_date DESC, id DESC LIMIT \(limit)
             """,
@@ -117,7 +118,7 @@ public struct AccountRecords: Sendable {
     }
 
     /// The ended subscriptions of an account, newest first.
-    public func archive(ofAccount accountId: UUID) async throws -> [ArchiveEntry] {
+    public func archive(ofAccount accountId: AccountID) async throws -> [ArchiveEntry] {
         let rows = try await client.query(
             """
             SELECT original_transaction_id, transaction_id, reason, product_id, ended_at, reinstated_at
@@ -138,7 +139,7 @@ public struct AccountRecords: Sendable {
     }
 
     /// Transfers from or to an account, newest first.
-    public func transfers(ofAccount accountId: UUID) async throws -> [Transfer] {
+    public func transfers(ofAccount accountId: AccountID) async throws -> [Transfer] {
         let rows = try await client.query(
             """
             SELECT original_transaction_id, from_account, to_account, transferred_at FROM account_transfers
@@ -154,7 +155,7 @@ public struct AccountRecords: Sendable {
     }
 
     /// The credit ledger of an account — its own buckets and those of its subscriptions — newest first.
-    public func ledger(ofAccount accountId: UUID, limit: Int = 200) async throws -> [LedgerEntry] {
+    public func ledger(ofAccount accountId: AccountID, limit: Int = 200) async throws -> [LedgerEntry] {
         let rows = try await client.query(
             """
             SELECT l.created_at, l.operation_key, l.bucket, b.meter, l.delta, l.reason

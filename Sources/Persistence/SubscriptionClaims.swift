@@ -20,7 +20,7 @@ public struct SubscriptionClaims: Sendable {
         /// The claim was applied (or had been before).
         case claimed(SubscriptionState?)
         /// Another account owns the subscription and the policy is `keep`; nothing changed.
-        case ownedElsewhere(UUID)
+        case ownedElsewhere(AccountID)
         /// A consumable of the catalogue: its top-up credits went to the account (once per transaction).
         case toppedUp
         /// The transaction is neither an auto-renewable subscription nor a top-up of the catalogue.
@@ -47,7 +47,7 @@ public struct SubscriptionClaims: Sendable {
     }
 
     /// Claims `transaction` (verified from `signedTransaction`) for `account`.
-    public func claim(_ transaction: TransactionPayload, signedTransaction: String, by account: UUID, now: Date)
+    public func claim(_ transaction: TransactionPayload, signedTransaction: String, by account: AccountID, now: Date)
         async throws -> Outcome
     {
         guard let event = SubscriptionEvent(claimOf: transaction, by: account) else {

@@ -97,7 +97,7 @@ public struct SubscriptionHistory: Sendable {
     }
 
     /// Records that a subscription moved from one account to another.
-    public func recordTransfer(_ originalTransactionId: String, from: UUID, to: UUID, on connection: PostgresConnection)
+    public func recordTransfer(_ originalTransactionId: String, from: AccountID, to: AccountID, on connection: PostgresConnection)
         async throws
     {
         try await connection.query(

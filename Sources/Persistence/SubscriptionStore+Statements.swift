@@ -66,7 +66,7 @@ extension SubscriptionStore {
             """
         /// In the order of ``SubscriptionStore/columns``.
         static let bindingDataTypes: [PostgresDataType] = [
-            .text, .uuid, .text, .text, .text, .bool, .text, .text, .timestamptz, .timestamptz, .timestamptz, .bool,
+            .text, .text, .text, .text, .text, .bool, .text, .text, .timestamptz, .timestamptz, .timestamptz, .bool,
             .text, .text, .text, .int8, .text, .text, .timestamptz, .int4, .text, .text, .text, .text, .int8, .text, .timestamptz,
         ]
         var state: SubscriptionState

@@ -38,12 +38,12 @@ public struct SubscriptionStore: Sendable {
     }
 
     /// Every subscription linked to `accountId`.
-    public func subscriptions(forAccount accountId: UUID) async throws -> [SubscriptionState] {
+    public func subscriptions(forAccount accountId: AccountID) async throws -> [SubscriptionState] {
         try await client.withConnection { try await subscriptions(forAccount: accountId, on: $0) }
     }
 
     /// Every subscription linked to `accountId`, read on the caller's connection.
-    public func subscriptions(forAccount accountId: UUID, on connection: PostgresConnection) async throws -> [SubscriptionState] {
+    public func subscriptions(forAccount accountId: AccountID, on connection: PostgresConnection) async throws -> [SubscriptionState] {
         let rows = try await connection.query(
             "SELECT \(unescaped: Self.columns) FROM subscriptions WHERE account_id = \(accountId)", logger: logger)
         var states: [SubscriptionState] = []
@@ -77,7 +77,7 @@ public struct SubscriptionStore: Sendable {
         }
         return SubscriptionState(
             originalTransactionId: try cells["original_transaction_id"].decode(String.self),
-            accountId: try cells["account_id"].decode(UUID?.self),
+            accountId: try cells["account_id"].decode(AccountID?.self),
             productId: try cells["product_id"].decode(String.self),
             environment: try cells["environment"].decode(String.self),
             status: status,

@@ -27,6 +27,7 @@ public struct SubscriptionWriter: Sendable {
     private let subscriptions: SubscriptionStore
     private let history: SubscriptionHistory
     private let archive: SubscriptionArchive
+    private let purchaseIntents: PurchaseIntents
     private let credits: CreditLedger
     private let queue: PostgresJobQueue
     private let rechecks: RenewalRechecks?
@@ -37,6 +38,7 @@ public struct SubscriptionWriter: Sendable {
         self.subscriptions = SubscriptionStore(client: client, logger: logger)
         self.history = SubscriptionHistory(logger: logger)
         self.archive = SubscriptionArchive(logger: logger)
+        self.purchaseIntents = PurchaseIntents(logger: logger)
         self.credits = credits
         self.queue = queue
         self.rechecks = rechecks
@@ -60,7 +62,12 @@ public struct SubscriptionWriter: Sendable {
         let stored = try await subscriptions.lockedSubscription(originalTransactionId, on: connection, lockHeld: lockHeld)
         var events = try await history.events(of: originalTransactionId, on: connection)
         if let extra, !events.contains(where: { $0.id == extra.id }) { events.append(extra) }
-        guard let facts = SubscriptionFacts(events: events), let derivation = Lifecycle.derive(facts) else {
+        guard let facts = SubscriptionFacts(events: events) else {
+            return Outcome(kind: .unchanged, state: stored, stored: stored, operations: [])
+        }
+        let tokens = facts.accountTokens.values.map(\.value) + [facts.renewalInfo?.value.appAccountToken].compactMap { $0 }
+        let intents = try await purchaseIntents.accounts(ofTokens: tokens, on: connection)
+        guard let derivation = Lifecycle.derive(facts, purchaseIntents: intents) else {
             return Outcome(kind: .unchanged, state: stored, stored: stored, operations: [])
         }
         let state = derivation.state

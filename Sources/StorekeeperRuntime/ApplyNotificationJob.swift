@@ -61,7 +61,8 @@ public struct ApplyNotificationJob: JobHandler {
                 outcome = try await writer.apply(event, now: clock(), on: connection, lockHeld: lockHeld).kind.rawValue
             } else if let transaction = notification.transaction,
                 try await credits.recordTopUp(
-                    transaction, account: transaction.appAccountToken.flatMap(UUID.init(uuidString:)), now: clock(), on: connection)
+                    transaction, account: try await PurchaseIntents(logger: logger).account(ofToken: transaction.appAccountToken, on: connection),
+                    now: clock(), on: connection)
             {
                 outcome = "topped_up"
             } else {

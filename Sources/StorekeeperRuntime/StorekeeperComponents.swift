@@ -89,6 +89,7 @@ public struct StorekeeperComponents: Sendable {
                 clock: clock
             )
         dependencies.jobKinds = jobKinds
+        dependencies.purchaseIntents = PurchaseIntents(client: client, logger: logger)
         dependencies.metricsKeys = configuration.metricsKeys
         dependencies.bodyBudget = RequestBodyBudget(bytes: configuration.httpLimits.bodyMemory)
         return buildRouter(dependencies)

@@ -4,7 +4,7 @@ import Foundation
 /// ``Lifecycle/derive(_:)``, so a function of the set of events seen, never of the clock or of delivery order.
 public struct SubscriptionState: Codable, Sendable, Equatable {
     public var originalTransactionId: String
-    public var accountId: UUID?
+    public var accountId: AccountID?
     public var productId: String
     public var environment: String
     public var status: SubscriptionStatus
@@ -63,7 +63,7 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
     }
 
     public init(
-        originalTransactionId: String, accountId: UUID?, productId: String, environment: String,
+        originalTransactionId: String, accountId: AccountID?, productId: String, environment: String,
         status: SubscriptionStatus, willRenew: Bool, autoRenewProductId: String?, pendingProductId: String?,
         purchaseDate: Date?, expiresAt: Date?, gracePeriodExpiresAt: Date?, isTrial: Bool, ownership: String,
         latestTransactionId: String, lastEventType: String, lastEvent: EventPosition, endReason: String?,

@@ -14,7 +14,7 @@ struct AccountsCommand: AsyncParsableCommand {
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "An account's status (as the API answers it), subscriptions, events, archive and transfers.")
-        @Argument(help: "The account id (the appAccountToken UUID).") var accountId: String
+        @Argument(help: "The account id (the app's own id, or the appAccountToken UUID).") var accountId: String
         @Flag(help: "Print JSON.") var json = false
 
         struct Report: Encodable, Sendable {
@@ -27,8 +27,8 @@ struct AccountsCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            guard let account = UUID(uuidString: accountId) else {
-                throw CommandFailure("the account id must be a UUID, got \"\(accountId)\"")
+            guard let account = AccountID(accountId) else {
+                throw CommandFailure("the account id must be 1–128 characters without control characters, got \"\(accountId)\"")
             }
             let now = Date()
             let catalogue = try loadCatalogue()

@@ -27,15 +27,15 @@ struct ReplayCommand: AsyncParsableCommand {
         guard [account != nil, subscription != nil, all].filter({ $0 }).count == 1 else {
             throw ValidationError("give exactly one of --account ID, --subscription OTID or --all")
         }
-        if let account, UUID(uuidString: account) == nil {
-            throw ValidationError("--account must be a UUID, got \"\(account)\"")
+        if let account, AccountID(account) == nil {
+            throw ValidationError("--account must be 1–128 characters without control characters, got \"\(account)\"")
         }
     }
 
     func run() async throws {
         let now = Date()
         let write = self.write
-        let account = self.account.flatMap(UUID.init(uuidString:))
+        let account = self.account.flatMap(AccountID.init)
         let single = subscription
         let all = self.all
         let catalogue = try loadCatalogue()
@@ -59,7 +59,7 @@ struct ReplayCommand: AsyncParsableCommand {
                 guard outcome.stored != nil || outcome.state != nil else {
                     throw CommandFailure("no subscription \(id) and no stored events for it")
                 }
-                let account = (outcome.state?.accountId ?? outcome.stored?.accountId).map { "account \($0.uuidString.lowercased())" } ?? "no account"
+                let account = (outcome.state?.accountId ?? outcome.stored?.accountId).map { "account \($0)" } ?? "no account"
                 results.append((id, try Self.differences(outcome.stored, outcome.state) + outcome.operations.map { "ledger (\(account)): \(Self.describe($0))" }))
             }
             return results

@@ -47,8 +47,10 @@ struct AccountsCommandTests {
             #expect(try await harness.count("SELECT count(*) FROM subscriptions WHERE status = 'refunded'") == 1)
             #expect(try await harness.count("SELECT count(*) FROM subscription_archive WHERE reason = 'REFUND'") == 1)
 
-            let (badStatus, bad) = try await storekeeper("accounts", "show", "nope")
-            #expect(badStatus == 1 && bad.trimmingCharacters(in: .whitespacesAndNewlines) == "storekeeper: the account id must be a UUID, got \"nope\"")
+            let tooLong = String(repeating: "n", count: 129)
+            let (badStatus, bad) = try await storekeeper("accounts", "show", tooLong)
+            #expect(badStatus == 1 && bad.trimmingCharacters(in: .whitespacesAndNewlines)
+                == "storekeeper: the account id must be 1–128 characters without control characters, got \"\(tooLong)\"")
             let (missingStatus, missing) = try await storekeeper("replay", "--subscription", "42")
             #expect(missingStatus == 1 && missing.contains("storekeeper: no subscription 42"))
             let (usageStatus, _) = try await storekeeper("replay")

@@ -7,7 +7,7 @@ import Testing
 
 extension TestClientProtocol {
     /// POSTs a signed transaction for an account with the test key.
-    func postTransaction(_ signedTransaction: String, account: UUID) async throws -> TestResponse {
+    func postTransaction(_ signedTransaction: String, account: some CustomStringConvertible) async throws -> TestResponse {
         try await execute(
             uri: "/v1/accounts/\(account)/transactions", method: .post,
             headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
@@ -67,7 +67,7 @@ struct ClaimTests {
                 #expect(moved.status == .ok)
                 #expect(moved.json["state"] as? String == "subscribed")
                 #expect(try await client.getWithKey("/v1/accounts/\(first)/status").json["state"] as? String == "free_with_credits")
-                #expect(try await harness.count("SELECT count(*) FROM account_transfers WHERE from_account = '\(first)' AND to_account = '\(second)'") == 1)
+                #expect(try await harness.count("SELECT count(*) FROM account_transfers WHERE from_account = '\(first.uuidString.lowercased())' AND to_account = '\(second.uuidString.lowercased())'") == 1)
                 // Apple's later notifications still carry the first account's token: the subscription stays moved.
                 try await flow.send(.renew)
                 #expect(try await flow.detail()["accountId"] as? String == second.uuidString.lowercased())

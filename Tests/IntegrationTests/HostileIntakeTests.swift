@@ -1,5 +1,6 @@
 import AppStoreModels
 import Foundation
+import Subscriptions
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -66,7 +67,7 @@ struct HostileIntakeTests {
                 #expect(status["entitled"] as? Bool != true)
             }
             let events = try await AccountRecords(client: harness.client, logger: TestDatabase.logger)
-                .events(ofSubscriptions: [], account: account)
+                .events(ofSubscriptions: [], account: AccountID(account))
             #expect(events.count == 1)
             #expect(events.first?.outcome == "rejected_content")
             #expect(events.first?.outcomeText.contains("expiresDate 9223372036854775807") == true)

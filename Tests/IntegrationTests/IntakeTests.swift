@@ -170,7 +170,9 @@ struct IntakeTests {
                 #expect(unknown.status == .ok)
                 #expect(unknown.json["state"] as? String == "free_with_credits")
                 #expect(unknown.json["hadSubscription"] as? Bool == false)
-                #expect(try await client.getWithKey("/v1/accounts/not-a-uuid/status").status == .badRequest)
+                // Account ids are the app's own: any 1–128 characters; longer ones are refused.
+                #expect(try await client.getWithKey("/v1/accounts/not-a-uuid/status").status == .ok)
+                #expect(try await client.getWithKey("/v1/accounts/\(String(repeating: "x", count: 129))/status").status == .badRequest)
                 #expect(try await client.getWithKey("/v1/subscriptions/123").status == .notFound)
                 #expect(try await client.execute(uri: "/healthz", method: .get).status == .ok)
                 let tiers = try await client.execute(uri: "/v1/tiers", method: .get)

@@ -51,7 +51,7 @@ struct RealAppleDataTests {
                 let crossgraded = try await client.getWithKey("/v1/subscriptions/2000000302178785").json
                 #expect(crossgraded["productId"] as? String == "com.app.qysmat.premium.parent.joint_1.subscription")
                 #expect(crossgraded["accountId"] as? String == account.uuidString.lowercased())
-                #expect(try await harness.count("SELECT count(*) FROM subscriptions WHERE account_id = '\(account)'") == 2)
+                #expect(try await harness.count("SELECT count(*) FROM subscriptions WHERE account_id = '\(account.uuidString.lowercased())'") == 2)
                 // Sandbox periods of 2023 are long over: by the clock the account is free and had subscriptions.
                 let status = try await client.getWithKey("/v1/accounts/\(account)/status").json
                 #expect(status["state"] as? String == "free_with_credits")

@@ -33,7 +33,7 @@ struct SubscriptionLockTests {
                 }
             }
             let saved = SubscriptionState(
-                originalTransactionId: id, accountId: UUID(), productId: "pro.monthly", environment: "Sandbox",
+                originalTransactionId: id, accountId: AccountID(UUID()), productId: "pro.monthly", environment: "Sandbox",
                 status: .active, willRenew: true, autoRenewProductId: "pro.monthly", pendingProductId: nil,
                 purchaseDate: Date(timeIntervalSince1970: 1_700_000_000), expiresAt: Date(timeIntervalSince1970: 1_702_592_000),
                 gracePeriodExpiresAt: nil, isTrial: false, ownership: "PURCHASED", latestTransactionId: id,

@@ -116,7 +116,7 @@ struct ScenarioTests {
                 if let subscriptionEvent = SubscriptionEvent(verified) {
                     deliveries.append((.subscription(subscriptionEvent), at))
                 } else if let consumable = verified.transaction {
-                    deliveries.append((.consumable(consumable, account: consumable.appAccountToken.flatMap(UUID.init(uuidString:))), at))
+                    deliveries.append((.consumable(consumable, account: consumable.appAccountToken.flatMap(AccountID.init)), at))
                 }
             }
         }

@@ -10,13 +10,13 @@ struct ScenarioWorld {
     enum Delivery {
         case subscription(SubscriptionEvent)
         /// A consumable: the transaction and the account its token (or claim) names.
-        case consumable(TransactionPayload, account: UUID?)
+        case consumable(TransactionPayload, account: AccountID?)
     }
 
     let catalogue: TierCatalogue
     var facts: [String: SubscriptionFacts] = [:]
     /// Each consumable at its newest signed version, with the account a token or claim named.
-    var consumables: [String: (transaction: TransactionPayload, account: UUID?)] = [:]
+    var consumables: [String: (transaction: TransactionPayload, account: AccountID?)] = [:]
     var ledger = LedgerSnapshot()
 
     init(catalogue: TierCatalogue) { self.catalogue = catalogue }
@@ -49,11 +49,11 @@ struct ScenarioWorld {
     }
 
     func derivations() -> [Lifecycle.Derivation] {
-        facts.keys.sorted().compactMap { facts[$0].flatMap(Lifecycle.derive) }
+        facts.keys.sorted().compactMap { facts[$0].flatMap { Lifecycle.derive($0) } }
     }
 
     /// What the status endpoint answers for `account` at `now` (reads count due grants without writing them).
-    func status(of account: UUID, now: Date) -> (status: AccountStatus, credits: AccountCredits, subscriptions: [SubscriptionState]) {
+    func status(of account: AccountID, now: Date) -> (status: AccountStatus, credits: AccountCredits, subscriptions: [SubscriptionState]) {
         let subscriptions = derivations().map(\.state).filter { $0.accountId == account }
         let owned = Set(subscriptions.map(\.originalTransactionId))
         let live = ledger.liveBuckets(account: account, cycleOf: owned, meter: nil, at: now).map {

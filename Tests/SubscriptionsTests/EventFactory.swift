@@ -48,6 +48,6 @@ struct EventFactory {
 
     /// The state the facts of `events` derive, in whatever order they come.
     func derived(_ events: [SubscriptionEvent]) -> SubscriptionState? {
-        SubscriptionFacts(events: events).flatMap(Lifecycle.derive)?.state
+        SubscriptionFacts(events: events).flatMap { Lifecycle.derive($0) }?.state
     }
 }

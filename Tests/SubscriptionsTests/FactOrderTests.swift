@@ -52,13 +52,13 @@ struct FactOrderTests {
                 var original = factory.event("DID_RENEW", signedAt: at - 2_000, period: periods - 1, product: product)
                 original.transaction.webOrderLineItemId = original.transaction.transactionId
                 events.append(original)
-                if let claim = SubscriptionEvent(claimOf: restored.transaction, by: factory.account) { events.append(claim) }
+                if let claim = SubscriptionEvent(claimOf: restored.transaction, by: AccountID(factory.account)) { events.append(claim) }
             case 5:
                 events.append(factory.event("DID_FAIL_TO_RENEW", "GRACE_PERIOD", signedAt: at, period: periods - 1, status: 4, product: product, gracePeriodEnd: at + 6 * day))
             default:
                 let old = Int.random(in: 0..<periods, using: &random)
                 let copy = factory.event("CLIENT_TRANSACTION", signedAt: at, period: old, product: product, renewalInfo: false)
-                if let claim = SubscriptionEvent(claimOf: copy.transaction, by: factory.account) { events.append(claim) }
+                if let claim = SubscriptionEvent(claimOf: copy.transaction, by: AccountID(factory.account)) { events.append(claim) }
             }
         }
         return events

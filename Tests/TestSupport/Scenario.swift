@@ -1,4 +1,5 @@
 import AppStoreModels
+import Subscriptions
 import Foundation
 
 /// One scenario file: events Apple (or the app) sends, in the order they happened, and what a customer must see
@@ -104,13 +105,13 @@ public struct Scenario: Decodable, Sendable {
         "C": UUID(uuidString: "0c000000-0000-4000-8000-00000000000c")!,
     ]
 
-    public static func account(_ alias: String) -> UUID { accounts[alias] ?? UUID(uuidString: alias)! }
+    public static func account(_ alias: String) -> AccountID { AccountID(accounts[alias] ?? UUID(uuidString: alias)!) }
 
     /// An account alias's id in this scenario's namespace.
-    public func account(_ alias: String) -> UUID {
+    public func account(_ alias: String) -> AccountID {
         guard namespace > 0 else { return Self.account(alias) }
         let letter = alias.unicodeScalars.first.map { Int($0.value) } ?? 0
-        return UUID(uuidString: String(format: "%08x-0000-4000-8000-%012x", namespace, letter))!
+        return AccountID(UUID(uuidString: String(format: "%08x-0000-4000-8000-%012x", namespace, letter))!)
     }
 
     public func subscription(_ id: String?) -> String { namespace > 0 ? "\(namespace)0\(id ?? "1000")" : id ?? "1000" }
@@ -139,7 +140,7 @@ public struct Scenario: Decodable, Sendable {
         transaction.revocationPercentage = tx.percentage
         transaction.revocationReason = tx.revoked.map { _ in 0 }
         transaction.isUpgraded = tx.upgraded
-        transaction.appAccountToken = tx.token.map { account($0).uuidString.lowercased() }
+        transaction.appAccountToken = tx.token.map { account($0).text }
         transaction.inAppOwnershipType = tx.ownership ?? "PURCHASED"
         transaction.quantity = tx.quantity ?? 1
         transaction.transactionReason = "PURCHASE"
@@ -157,7 +158,7 @@ public struct Scenario: Decodable, Sendable {
         info.gracePeriodExpiresDate = renewal.grace.map(Self.milliseconds)
         info.expirationIntent = renewal.intent
         info.priceIncreaseStatus = renewal.priceIncrease
-        info.appAccountToken = event.tx.token.map { account($0).uuidString.lowercased() }
+        info.appAccountToken = event.tx.token.map { account($0).text }
         return info
     }
 }

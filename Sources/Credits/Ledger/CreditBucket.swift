@@ -1,4 +1,5 @@
 import Foundation
+import Subscriptions
 
 /// A pot of credits of one meter with a validity window; its balance is the sum of its ledger entries.
 public struct CreditBucket: Hashable, Sendable {
@@ -53,7 +54,7 @@ public struct CreditBucket: Hashable, Sendable {
     /// billing periods were keyed hold the period's `transactionId`).
     public var billingPeriod: String?
     /// The account of a top-up, daily or free bucket (cycle buckets follow their subscription's owner).
-    public var accountId: UUID?
+    public var accountId: AccountID?
     public var validFrom: Date
     public var validUntil: Date?
     /// What the period cost, in milliunits (cycle buckets).
@@ -61,7 +62,7 @@ public struct CreditBucket: Hashable, Sendable {
 
     public init(
         key: String, meter: String, kind: Kind, originalTransactionId: String? = nil, billingPeriod: String? = nil,
-        accountId: UUID? = nil, validFrom: Date, validUntil: Date?, price: Int64? = nil
+        accountId: AccountID? = nil, validFrom: Date, validUntil: Date?, price: Int64? = nil
     ) {
         self.key = key
         self.meter = meter
@@ -75,9 +76,9 @@ public struct CreditBucket: Hashable, Sendable {
     }
 
     /// The account's top-up bucket of a meter.
-    public static func topUp(account: UUID, meter: String) -> CreditBucket {
+    public static func topUp(account: AccountID, meter: String) -> CreditBucket {
         CreditBucket(
-            key: "topup:\(account.uuidString.lowercased()):\(meter)", meter: meter, kind: .topUp, accountId: account,
+            key: "topup:\(account.text):\(meter)", meter: meter, kind: .topUp, accountId: account,
             validFrom: Date(timeIntervalSince1970: 0), validUntil: nil)
     }
 

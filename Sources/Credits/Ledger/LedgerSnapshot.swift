@@ -1,4 +1,5 @@
 import Foundation
+import Subscriptions
 
 /// The ledger rows the rules need — a subscription's buckets, the owning account's buckets, and their entries — as a
 /// value the rules can extend with what they decide, so each later decision sees the earlier ones.
@@ -32,7 +33,7 @@ public struct LedgerSnapshot: Sendable, Equatable {
 
     /// The live buckets of `account` (its own and those of `cycleOf` subscriptions) of `meter`, in spend order:
     /// daily quotas, expiring credits by soonest end, top-ups.
-    public func liveBuckets(account: UUID?, cycleOf subscriptions: Set<String>, meter: String?, at now: Date) -> [CreditBucket] {
+    public func liveBuckets(account: AccountID?, cycleOf subscriptions: Set<String>, meter: String?, at now: Date) -> [CreditBucket] {
         buckets.values
             .filter { bucket in
                 (bucket.accountId.map { $0 == account } ?? false

@@ -53,7 +53,7 @@ public struct AccountCredits: Sendable, Equatable {
     /// The grants due at `now` that no job may have made yet: the current credit window of each entitled
     /// subscription, today's quota, the free tier's month. `live` are the account's live buckets.
     public static func grantsDue(
-        account: UUID, subscriptions: [SubscriptionState], catalogue: TierCatalogue, live: [LiveBalance], now: Date
+        account: AccountID, subscriptions: [SubscriptionState], catalogue: TierCatalogue, live: [LiveBalance], now: Date
     ) -> [LedgerOperation] {
         var grants: [LedgerOperation] = []
         for state in subscriptions where state.isEntitled(at: now) {
@@ -78,7 +78,7 @@ public struct AccountCredits: Sendable, Equatable {
             }
         }
         let tier = effectiveTier(subscriptions, catalogue: catalogue, at: now)
-        let accountKey = account.uuidString.lowercased()
+        let accountKey = account.text
         for (meter, allowance) in tier.allowances.sorted(by: { $0.key < $1.key }) {
             if let perDay = allowance.perDay {
                 let day = CreditCalendar.day(containing: now)

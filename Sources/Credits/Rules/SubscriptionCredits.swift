@@ -44,7 +44,7 @@ public enum SubscriptionCredits {
             self.now = now
         }
 
-        var account: UUID? { derivation.state.accountId }
+        var account: AccountID? { derivation.state.accountId }
         var subscription: String { derivation.state.originalTransactionId }
 
         mutating func add(_ operation: LedgerOperation) {

@@ -1,5 +1,6 @@
 import AppStoreModels
 import Foundation
+import Subscriptions
 
 /// The credit rules of a consumable purchase: its top-up credits go to the account it was credited to (through its
 /// `appAccountToken` or a claim); a refund takes back what is left of them (never below zero), a reversal gives it
@@ -7,7 +8,7 @@ import Foundation
 public enum TopUpCredits {
     /// The operations due for `transaction` credited to `account`; empty when the product is not a top-up.
     public static func operationsDue(
-        _ transaction: TransactionPayload, account: UUID, catalogue: TierCatalogue, ledger: LedgerSnapshot
+        _ transaction: TransactionPayload, account: AccountID, catalogue: TierCatalogue, ledger: LedgerSnapshot
     ) -> [LedgerOperation] {
         guard let topUp = catalogue.topUp(ofProduct: transaction.productId) else { return [] }
         let bucket = CreditBucket.topUp(account: account, meter: topUp.meter)

@@ -9,12 +9,12 @@ import Subscriptions
 public struct CreditAccounts: Sendable {
     /// One usage request (`POST /v1/accounts/{id}/usage`).
     public struct UsageRequest: Sendable {
-        public var account: UUID
+        public var account: AccountID
         public var meter: String
         public var amount: Int64
         public var idempotencyKey: String
 
-        public init(account: UUID, meter: String, amount: Int64, idempotencyKey: String) {
+        public init(account: AccountID, meter: String, amount: Int64, idempotencyKey: String) {
             self.account = account
             self.meter = meter
             self.amount = amount
@@ -46,7 +46,7 @@ public struct CreditAccounts: Sendable {
 
     /// The account's subscriptions and credits at `now` (read-only: grants that are due count without being
     /// written).
-    public func status(of account: UUID, now: Date) async throws -> (subscriptions: [SubscriptionState], credits: AccountCredits) {
+    public func status(of account: AccountID, now: Date) async throws -> (subscriptions: [SubscriptionState], credits: AccountCredits) {
         try await client.withConnection { connection in
             let states = try await subscriptions.subscriptions(forAccount: account, on: connection)
             return (states, try await ledger.credits(of: account, subscriptions: states, now: now, materialize: false, on: connection))
@@ -67,7 +67,7 @@ public struct CreditAccounts: Sendable {
                 let buckets = try await ledger.liveBuckets(of: request.account, meter: request.meter, at: now, on: connection)
                 let total = buckets.reduce(0) { $0 + max($1.balance, 0) }
                 if let plan = SpendPlan.plan(amount: request.amount, from: buckets.map { ($0.bucket.key, $0.balance) }) {
-                    let prefix = "spend:\(request.account.uuidString.lowercased()):\(request.idempotencyKey)"
+                    let prefix = "spend:\(request.account.text):\(request.idempotencyKey)"
                     for (index, debit) in plan.debits.enumerated() {
                         try await ledger.post("\(prefix):\(index)", bucket: debit.bucket, delta: -debit.amount, reason: "usage", on: connection)
                     }

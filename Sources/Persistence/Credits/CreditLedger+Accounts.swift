@@ -8,7 +8,7 @@ extension CreditLedger {
     /// written first; without it (status reads) due grants not written yet are counted as if they were, and nothing
     /// is written — looking at an account never adds ledger rows.
     func credits(
-        of account: UUID, subscriptions: [SubscriptionState], now: Date, materialize: Bool, on connection: PostgresConnection
+        of account: AccountID, subscriptions: [SubscriptionState], now: Date, materialize: Bool, on connection: PostgresConnection
     ) async throws -> AccountCredits {
         var live = try await liveBuckets(of: account, meter: nil, at: now, on: connection)
         let due = AccountCredits.grantsDue(account: account, subscriptions: subscriptions, catalogue: catalogue, live: live, now: now)

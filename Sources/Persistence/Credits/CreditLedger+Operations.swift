@@ -2,18 +2,19 @@ import AppStoreModels
 import Credits
 import Foundation
 import PostgresNIO
+import Subscriptions
 
 extension CreditLedger {
     /// The ledger rows the credit rules of one subscription need: its cycle buckets, and — when it has an owner — the
     /// owner's live buckets (a prorated refund claws back from them), with every entry of those buckets.
-    public func snapshot(ofSubscription originalTransactionId: String, account: UUID?, now: Date, on connection: PostgresConnection)
+    public func snapshot(ofSubscription originalTransactionId: String, account: AccountID?, now: Date, on connection: PostgresConnection)
         async throws -> LedgerSnapshot
     {
         let rows = try await connection.query(
             """
             SELECT \(unescaped: Self.bucketColumns) FROM credit_buckets b
             WHERE b.original_transaction_id = \(originalTransactionId)
-               OR (\(account)::uuid IS NOT NULL AND (b.account_id = \(account) OR b.original_transaction_id IN
+               OR (\(account)::text IS NOT NULL AND (b.account_id = \(account) OR b.original_transaction_id IN
                     (SELECT original_transaction_id FROM subscriptions WHERE account_id = \(account)))
                    AND b.valid_from <= \(now) AND (b.valid_until IS NULL OR b.valid_until > \(now)))
             """,
@@ -34,7 +35,7 @@ extension CreditLedger {
     /// was — token or claim), else to `account`; a refund takes back what is left of them and a reversal gives it
     /// back. Returns false when the product is not a top-up or no account is known.
     @discardableResult
-    public func recordTopUp(_ transaction: TransactionPayload, account: UUID?, now: Date, on connection: PostgresConnection)
+    public func recordTopUp(_ transaction: TransactionPayload, account: AccountID?, now: Date, on connection: PostgresConnection)
         async throws -> Bool
     {
         guard catalogue.topUp(ofProduct: transaction.productId) != nil,
@@ -48,14 +49,14 @@ extension CreditLedger {
     }
 
     /// The account a top-up purchase was credited to, if it was.
-    func creditedAccount(ofTopUp transactionId: String, on connection: PostgresConnection) async throws -> UUID? {
+    func creditedAccount(ofTopUp transactionId: String, on connection: PostgresConnection) async throws -> AccountID? {
         let rows = try await connection.query(
             """
             SELECT b.account_id FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket
             WHERE l.operation_key = \("topup:" + transactionId)
             """,
             logger: logger)
-        for try await account in rows.decode(UUID?.self) { return account }
+        for try await account in rows.decode(AccountID?.self) { return account }
         return nil
     }
 
@@ -79,7 +80,7 @@ extension CreditLedger {
 
     static func bucket(_ row: PostgresRow) throws -> CreditBucket {
         let (key, meter, kind, subscription, period, account, from, until, price) = try row.decode(
-            (String, String, String, String?, String?, UUID?, Date, Date?, Int64?).self)
+            (String, String, String, String?, String?, AccountID?, Date, Date?, Int64?).self)
         return CreditBucket(
             key: key, meter: meter, kind: CreditBucket.Kind(kind), originalTransactionId: subscription, billingPeriod: period,
             accountId: account, validFrom: from, validUntil: until, price: price)

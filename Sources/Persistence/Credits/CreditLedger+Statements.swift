@@ -14,7 +14,7 @@ extension CreditLedger {
             ON CONFLICT (key) DO NOTHING
             """
         static let bindingDataTypes: [PostgresDataType] = [
-            .text, .text, .text, .text, .text, .uuid, .timestamptz, .timestamptz, .int8,
+            .text, .text, .text, .text, .text, .text, .timestamptz, .timestamptz, .int8,
         ]
         var bucket: CreditBucket
 

@@ -31,9 +31,9 @@ public struct CreditLedger: Sendable {
     }
 
     /// Serializes every credit change and spend of one account for the rest of the caller's transaction.
-    func lockAccount(_ account: UUID, on connection: PostgresConnection) async throws {
+    func lockAccount(_ account: AccountID, on connection: PostgresConnection) async throws {
         try await connection.query(
-            "SELECT pg_advisory_xact_lock(hashtextextended(\("account:" + account.uuidString.lowercased()), 0))", logger: logger)
+            "SELECT pg_advisory_xact_lock(hashtextextended(\("account:" + account.text), 0))", logger: logger)
     }
 
     /// Opens a bucket unless it exists.
@@ -78,7 +78,7 @@ public struct CreditLedger: Sendable {
 
     /// An account's live buckets of one meter at `now`, in spend order (daily, then cycle and free by soonest end,
     /// then top-ups), with balances.
-    func liveBuckets(of account: UUID, meter: String?, at now: Date, on connection: PostgresConnection) async throws
+    func liveBuckets(of account: AccountID, meter: String?, at now: Date, on connection: PostgresConnection) async throws
         -> [AccountCredits.LiveBalance]
     {
         let rows = try await connection.query(

@@ -26,7 +26,8 @@ public enum Lifecycle {
     }
 
     /// Derives a subscription's state from its facts; `nil` when they hold no transaction.
-    public static func derive(_ facts: SubscriptionFacts) -> Derivation? {
+    /// - Parameter purchaseIntents: the accounts of the `appAccountToken`s the app asked for (lowercased token → account).
+    public static func derive(_ facts: SubscriptionFacts, purchaseIntents: [String: AccountID] = [:]) -> Derivation? {
         let periods = PaidPeriod.periods(of: facts)
         let inForce = periods.last { !$0.isUpgraded } ?? periods.last
         guard let newest = inForce.map({ Transaction(period: $0) }) ?? newestUndated(facts) else { return nil }
@@ -35,7 +36,7 @@ public enum Lifecycle {
         let autoRenewProductId = renewal?.autoRenewProductId ?? newest.productId
         let state = SubscriptionState(
             originalTransactionId: facts.originalTransactionId,
-            accountId: owner(facts: facts, periods: periods),
+            accountId: owner(facts: facts, periods: periods, purchaseIntents: purchaseIntents),
             productId: newest.productId,
             environment: facts.environment,
             status: verdict.status,

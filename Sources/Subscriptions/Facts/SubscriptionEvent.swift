@@ -21,11 +21,11 @@ public struct SubscriptionEvent: Codable, Sendable, Equatable {
     public var transaction: TransactionPayload
     public var renewalInfo: RenewalInfoPayload?
     /// The account that posted the transaction (claims only). A claim links the subscription to it.
-    public var claimant: UUID?
+    public var claimant: AccountID?
 
     public init(
         id: String, notificationType: String, subtype: String?, signedDate: Int64, appleStatus: Int32?,
-        environment: String, transaction: TransactionPayload, renewalInfo: RenewalInfoPayload?, claimant: UUID? = nil
+        environment: String, transaction: TransactionPayload, renewalInfo: RenewalInfoPayload?, claimant: AccountID? = nil
     ) {
         self.id = id
         self.notificationType = notificationType
@@ -53,11 +53,11 @@ public struct SubscriptionEvent: Codable, Sendable, Equatable {
 
     /// The claim of a signed transaction by `account`, or `nil` when the transaction is not an auto-renewable
     /// subscription.
-    public init?(claimOf transaction: TransactionPayload, by account: UUID) {
+    public init?(claimOf transaction: TransactionPayload, by account: AccountID) {
         guard transaction.isAutoRenewable else { return nil }
         let signedDate = transaction.signedDate ?? transaction.purchaseDate ?? 0
         self.init(
-            id: "client:\(transaction.transactionId):\(signedDate):\(account.uuidString.lowercased())",
+            id: "client:\(transaction.transactionId):\(signedDate):\(account.text)",
             notificationType: Self.clientTransactionType, subtype: nil, signedDate: signedDate, appleStatus: nil,
             environment: transaction.environment?.rawValue ?? "unknown", transaction: transaction, renewalInfo: nil,
             claimant: account

@@ -45,7 +45,7 @@ public struct SubscriptionFacts: Sendable, Equatable {
 
     /// A transaction an account posted.
     public struct Claim: Sendable, Equatable {
-        public var account: UUID
+        public var account: AccountID
         public var transactionId: String
         public var position: EventPosition
     }

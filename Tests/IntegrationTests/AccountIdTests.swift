@@ -1,0 +1,102 @@
+import AppStoreModels
+import Foundation
+import HummingbirdTesting
+import LocalSigning
+import Testing
+
+/// Account ids are the app's own ids. An app whose ids are not UUIDs asks for a fresh `appAccountToken` per purchase
+/// (`POST /v1/accounts/{id}/purchase-intents`) and passes it to StoreKit; Apple's notifications carrying it resolve to
+/// the account.
+@Suite("The app's own account ids, on real PostgreSQL")
+struct AccountIdTests {
+    @Test("purchase intents: a numeric account subscribes, a resubscription under another account's token moves it, top-ups follow the token")
+    func purchaseIntents() async throws {
+        try await StorekeeperHarness.run { harness in
+            try await harness.withHTTP { client in
+                let first = try await Self.purchaseIntent(client, account: "12345")
+                var subscription = harness.subscription(account: first)
+                var clock = Date().addingTimeInterval(-3600)
+                let subscribed = SimulatedEvent.scenario(.subscribe, subscription: subscription, at: clock)
+                #expect(try await client.postNotification(try harness.signer.requestBody(for: subscribed)).status == .ok)
+                try await Self.waitApplied(harness, 1)
+                var status = try await client.getWithKey("/v1/accounts/12345/status").json
+                #expect(status["state"] as? String == "subscribed")
+                let detail = try await client.getWithKey("/v1/subscriptions/\(subscription.originalTransactionId)").json
+                #expect(detail["accountId"] as? String == "12345")
+                #expect(try await client.getWithKey("/v1/accounts/\(first)/status").json["state"] as? String != "subscribed",
+                        "the token is an order number, not an account")
+
+                // The same Apple ID buys again for another of the app's accounts: the subscription follows the purchase.
+                clock = clock.addingTimeInterval(60)
+                let expired = SimulatedEvent.scenario(
+                    .expire, subscription: subscription,
+                    currentPeriod: DateInterval(start: clock.addingTimeInterval(-60), end: clock), at: clock)
+                #expect(try await client.postNotification(try harness.signer.requestBody(for: expired)).status == .ok)
+                clock = clock.addingTimeInterval(60)
+                subscription.accountId = try await Self.purchaseIntent(client, account: "user-67890")
+                var resubscribed = SimulatedEvent.scenario(.subscribe, subscription: subscription, at: clock)
+                resubscribed.subtype = "RESUBSCRIBE"
+                #expect(try await client.postNotification(try harness.signer.requestBody(for: resubscribed)).status == .ok)
+                try await Self.waitApplied(harness, 3)
+                #expect(try await client.getWithKey("/v1/accounts/user-67890/status").json["state"] as? String == "subscribed")
+                #expect(try await client.getWithKey("/v1/accounts/12345/status").json["hadSubscription"] as? Bool == false)
+                #expect(try await harness.count(
+                    "SELECT count(*) FROM account_transfers WHERE from_account = '12345' AND to_account = 'user-67890'") == 1)
+
+                // A consumable bought with a token of the numeric account tops that account up.
+                var consumable = TransactionPayload(
+                    transactionId: "88000001", originalTransactionId: "88000001", productId: "credits.100",
+                    bundleId: StorekeeperHarness.bundleId, environment: .sandbox, signedDate: Int64(clock.timeIntervalSince1970 * 1000))
+                consumable.type = "Consumable"
+                consumable.appAccountToken = try await Self.purchaseIntent(client, account: "12345").uuidString.lowercased()
+                let charge = SimulatedEvent(
+                    notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: consumable.signedDate!,
+                    transaction: consumable, renewalInfo: nil)
+                #expect(try await client.postNotification(try harness.signer.requestBody(for: charge)).status == .ok)
+                try await Self.waitApplied(harness, 4)
+                status = try await client.getWithKey("/v1/accounts/12345/status").json
+                #expect((status["credits"] as? [String: [String: Any]])?["ai_requests"]?["topUp"] as? Int == 100)
+            }
+        }
+    }
+
+    @Test("a claim by an account with a string id; ids that are empty-looking, too long or hold control characters are refused")
+    func stringIdsAndBadIds() async throws {
+        try await StorekeeperHarness.run { harness in
+            try await harness.withHTTP { client in
+                let subscription = harness.subscription(account: nil)
+                let event = SimulatedEvent.scenario(.subscribe, subscription: subscription, at: Date().addingTimeInterval(-60))
+                let claim = try await client.postTransaction(try harness.signer.signer.sign(event.transaction!), account: "ada@example.com")
+                #expect(claim.status == .ok)
+                #expect(claim.json["state"] as? String == "subscribed")
+                #expect(try await client.getWithKey("/v1/accounts/ada@example.com/status").json["state"] as? String == "subscribed")
+
+                for bad in [String(repeating: "x", count: 129), "bad%01id", "%00"] {
+                    let response = try await client.getWithKey("/v1/accounts/\(bad)/status")
+                    #expect(response.status == .badRequest, "\(bad.prefix(20)) answered \(response.status)")
+                    let intent = try await client.execute(
+                        uri: "/v1/accounts/\(bad)/purchase-intents", method: .post,
+                        headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)"])
+                    #expect(intent.status == .badRequest)
+                }
+                #expect(try await client.getWithKey("/v1/accounts/\(String(repeating: "y", count: 128))/status").status == .ok)
+                #expect(try await harness.count("SELECT count(*) FROM purchase_intents") == 0)
+            }
+        }
+    }
+
+    static func purchaseIntent(_ client: any TestClientProtocol, account: String) async throws -> UUID {
+        let response = try await client.execute(
+            uri: "/v1/accounts/\(account)/purchase-intents", method: .post,
+            headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)"])
+        #expect(response.status == .created)
+        #expect(response.json["accountId"] as? String == account)
+        return try #require((response.json["appAccountToken"] as? String).flatMap(UUID.init(uuidString:)))
+    }
+
+    static func waitApplied(_ harness: StorekeeperHarness, _ count: Int) async throws {
+        try await eventually("\(count) notifications applied") {
+            try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome IS NOT NULL") == count
+        }
+    }
+}
