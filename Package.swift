@@ -75,6 +75,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The use cases, one file each: accept and apply a notification, claim a transaction, derive a subscription,
+        // renewal recheck, credit window reset. Each owns its transaction and enqueues through `JobScheduling`.
+        .target(
+            name: "Application",
+            dependencies: [
+                "AppStoreModels", "Subscriptions", "Credits", "Persistence", "Jobs", "AppStoreServerAPI",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
         // Local Apple-shaped signing chain: `dev`, `simulate`, tests and benchmarks.
         .target(
             name: "LocalSigning",
@@ -89,7 +100,7 @@ let package = Package(
         .target(
             name: "HTTPAPI",
             dependencies: [
-                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Persistence", "Jobs",
+                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Persistence", "Application", "Jobs",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -104,7 +115,7 @@ let package = Package(
         .target(
             name: "StorekeeperRuntime",
             dependencies: [
-                "SignedData", "Subscriptions", "Credits", "Persistence", "Jobs", "HTTPAPI", "LocalSigning",
+                "SignedData", "Subscriptions", "Credits", "Persistence", "Application", "Jobs", "HTTPAPI", "LocalSigning",
                 "AppStoreServerAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
@@ -119,7 +130,7 @@ let package = Package(
         .executableTarget(
             name: "storekeeper",
             dependencies: [
-                "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Jobs", "HTTPAPI", "Subscriptions", "Credits",
+                "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Application", "Jobs", "HTTPAPI", "Subscriptions", "Credits",
                 "AppStoreServerAPI", "AppStoreModels",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -159,7 +170,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "StorekeeperRuntime", "HTTPAPI", "Persistence", "Jobs", "LocalSigning", "SignedData", "AppStoreModels",
+                "StorekeeperRuntime", "HTTPAPI", "Persistence", "Application", "Jobs", "LocalSigning", "SignedData", "AppStoreModels",
                 "Subscriptions", "Credits", "AppStoreServerAPI", "TestSupport", "storekeeper-probe-worker",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -15,3 +15,7 @@ CREATE TABLE purchase_intents (
     created_at  timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX purchase_intents_account ON purchase_intents (account_id);
+-- A usage answer is stored as the domain's outcome; the HTTP status is decided at the edge.
+ALTER TABLE usage_requests RENAME COLUMN http_status TO outcome;
+ALTER TABLE usage_requests ALTER COLUMN outcome TYPE text
+    USING CASE outcome WHEN 402 THEN 'insufficient_credits' WHEN 422 THEN 'idempotency_key_reused' ELSE 'spent' END;

@@ -8,6 +8,7 @@ import NIOCore
 import PayloadDecoding
 import Persistence
 import SignedData
+import Application
 
 /// Something that durably stores a verified notification and enqueues its processing (the seam tests can replace).
 public protocol NotificationAccepting: Sendable {

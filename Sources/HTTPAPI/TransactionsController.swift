@@ -7,6 +7,7 @@ import NIOCore
 import Persistence
 import SignedData
 import Subscriptions
+import Application
 
 /// Claims a verified transaction for an account (the seam tests can replace).
 public protocol TransactionClaiming: Sendable {

@@ -47,7 +47,7 @@ public struct UsageController: Sendable {
             if let error = answer.error { body["error"] = .string(error) }
             if let message = answer.message { body["message"] = .string(message) }
             return Response(
-                status: .init(code: answer.httpStatus), headers: [.contentType: "application/json"],
+                status: UsageController.status(of: answer.outcome), headers: [.contentType: "application/json"],
                 body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(body))))
         }
     }
@@ -85,6 +85,17 @@ public struct UsageController: Sendable {
         } catch {
             context.logger.error("usage could not be recorded", metadata: ["error": "\(String(reflecting: error))"])
             throw APIError.unavailable("the database is unavailable; nothing was charged; retry with the same idempotencyKey")
+        }
+    }
+}
+
+extension UsageController {
+    /// The HTTP status of a usage outcome: the only place it is decided.
+    static func status(of outcome: CreditAccounts.UsageAnswer.Outcome) -> HTTPResponse.Status {
+        switch outcome {
+        case .spent: return .ok
+        case .insufficientCredits: return .init(code: 402)
+        case .idempotencyKeyReused: return .unprocessableContent
         }
     }
 }

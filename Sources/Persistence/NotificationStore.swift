@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import PayloadDecoding
 import PostgresNIO
+import Jobs
 
 /// Reads stored notifications and records how they were applied.
 public struct NotificationStore: Sendable {

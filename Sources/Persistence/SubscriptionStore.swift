@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import Subscriptions
+import Jobs
 
 /// Reads and writes ``SubscriptionState`` rows.
 public struct SubscriptionStore: Sendable {

@@ -8,6 +8,7 @@ import Persistence
 import PostgresNIO
 import SignedData
 import X509
+import Application
 
 /// The parts every Storekeeper process is assembled from, built once from a configuration. `serve`, `work`, `dev`,
 /// tests and benchmarks pick the services they need.
@@ -97,7 +98,7 @@ public struct StorekeeperComponents: Sendable {
 
     /// The job kinds this configuration runs.
     var jobKinds: [String] {
-        [NotificationInbox.applyJobKind, CreditLedger.windowResetJobKind]
+        [NotificationInbox.applyJobKind, CreditWindowResetJob.jobKind]
             + (serverAPI == nil ? [] : [RenewalRechecks.jobKind, NotificationCatchUpJob.jobKind])
     }
 

@@ -6,6 +6,7 @@ import HTTPAPI
 import Persistence
 import SignedData
 import X509
+import Application
 
 /// The configuration of every Storekeeper process, read from environment variables (SPEC §4) and validated as a
 /// whole: ``load(environment:requiresDatabase:)`` reports every problem at once.

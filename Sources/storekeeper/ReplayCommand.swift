@@ -5,6 +5,7 @@ import Jobs
 import Persistence
 import PostgresNIO
 import Subscriptions
+import Application
 
 struct ReplayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

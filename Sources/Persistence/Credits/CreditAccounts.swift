@@ -24,12 +24,56 @@ public struct CreditAccounts: Sendable {
 
     /// The answer to a usage request; the first one is stored and returned for every retry with the same key.
     public struct UsageAnswer: Codable, Sendable, Equatable {
-        public var httpStatus: Int
+        /// What happened, as the domain says it (the HTTP layer maps it to a status).
+        public enum Outcome: String, Codable, Sendable {
+            case spent
+            case insufficientCredits = "insufficient_credits"
+            case idempotencyKeyReused = "idempotency_key_reused"
+        }
+
+        public var outcome: Outcome
         public var meter: String
         /// What is left after the request; `nil` for an unlimited meter.
         public var remaining: Int64?
         public var error: String?
         public var message: String?
+
+        init(outcome: Outcome, meter: String, remaining: Int64?, error: String? = nil, message: String? = nil) {
+            self.outcome = outcome
+            self.meter = meter
+            self.remaining = remaining
+            self.error = error
+            self.message = message
+        }
+
+        enum CodingKeys: String, CodingKey { case outcome, httpStatus, meter, remaining, error, message }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            // Answers stored before 0008 carry the HTTP status they were sent with.
+            if let outcome = try container.decodeIfPresent(Outcome.self, forKey: .outcome) {
+                self.outcome = outcome
+            } else {
+                switch try container.decode(Int.self, forKey: .httpStatus) {
+                case 402: outcome = .insufficientCredits
+                case 422: outcome = .idempotencyKeyReused
+                default: outcome = .spent
+                }
+            }
+            meter = try container.decode(String.self, forKey: .meter)
+            remaining = try container.decodeIfPresent(Int64.self, forKey: .remaining)
+            error = try container.decodeIfPresent(String.self, forKey: .error)
+            message = try container.decodeIfPresent(String.self, forKey: .message)
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(outcome, forKey: .outcome)
+            try container.encode(meter, forKey: .meter)
+            try container.encodeIfPresent(remaining, forKey: .remaining)
+            try container.encodeIfPresent(error, forKey: .error)
+            try container.encodeIfPresent(message, forKey: .message)
+        }
     }
 
     private let client: PostgresClient
@@ -62,7 +106,7 @@ public struct CreditAccounts: Sendable {
             let credits = try await ledger.credits(of: request.account, subscriptions: states, now: now, materialize: true, on: connection)
             let answer: UsageAnswer
             if credits.meters[request.meter]?.unlimited == true {
-                answer = UsageAnswer(httpStatus: 200, meter: request.meter, remaining: nil)
+                answer = UsageAnswer(outcome: .spent, meter: request.meter, remaining: nil)
             } else {
                 let buckets = try await ledger.liveBuckets(of: request.account, meter: request.meter, at: now, on: connection)
                 let total = buckets.reduce(0) { $0 + max($1.balance, 0) }
@@ -71,10 +115,10 @@ public struct CreditAccounts: Sendable {
                     for (index, debit) in plan.debits.enumerated() {
                         try await ledger.post("\(prefix):\(index)", bucket: debit.bucket, delta: -debit.amount, reason: "usage", on: connection)
                     }
-                    answer = UsageAnswer(httpStatus: 200, meter: request.meter, remaining: total - request.amount)
+                    answer = UsageAnswer(outcome: .spent, meter: request.meter, remaining: total - request.amount)
                 } else {
                     answer = UsageAnswer(
-                        httpStatus: 402, meter: request.meter, remaining: total, error: "insufficient_credits",
+                        outcome: .insufficientCredits, meter: request.meter, remaining: total, error: "insufficient_credits",
                         message: "\(request.amount) \(request.meter) requested, \(total) left; nothing was deducted")
                 }
             }
@@ -93,7 +137,7 @@ public struct CreditAccounts: Sendable {
         for try await (meter, amount, text) in rows.decode((String, Int64, String).self) {
             guard meter == request.meter, amount == request.amount else {
                 return UsageAnswer(
-                    httpStatus: 422, meter: request.meter, remaining: nil, error: "idempotency_key_reused",
+                    outcome: .idempotencyKeyReused, meter: request.meter, remaining: nil, error: "idempotency_key_reused",
                     message: "idempotency key \(request.idempotencyKey) was used for \(amount) \(meter)")
             }
             guard let answer = try? JSONDecoder().decode(UsageAnswer.self, from: Data(text.utf8)) else {
@@ -108,8 +152,8 @@ public struct CreditAccounts: Sendable {
         let text = String(decoding: try JSONEncoder().encode(answer), as: UTF8.self)
         try await connection.query(
             """
-            INSERT INTO usage_requests (account_id, idempotency_key, meter, amount, http_status, answer)
-            VALUES (\(request.account), \(request.idempotencyKey), \(request.meter), \(request.amount), \(answer.httpStatus), \(text)::jsonb)
+            INSERT INTO usage_requests (account_id, idempotency_key, meter, amount, outcome, answer)
+            VALUES (\(request.account), \(request.idempotencyKey), \(request.meter), \(request.amount), \(answer.outcome.rawValue), \(text)::jsonb)
             """,
             logger: logger)
     }

@@ -4,24 +4,12 @@ import Logging
 import Metrics
 import PostgresNIO
 import Subscriptions
+import Jobs
 
 /// The append-only credit ledger (SPEC §7): buckets with validity windows and signed deltas with unique operation
 /// keys. Every write goes through ``post(_:bucket:delta:reason:on:)``, so replaying any event never doubles a row;
 /// balances are sums of the rows of live buckets.
 public struct CreditLedger: Sendable {
-    /// Job kind of the credit window reset: opens a subscription's next credit window when it starts.
-    public static let windowResetJobKind = "credit-reset"
-
-    /// Arguments of the credit window reset.
-    public struct WindowReset: Codable, Sendable {
-        public var originalTransactionId: String
-        /// Written by earlier versions (the reset of one transaction's month); unused now.
-        public var transactionId: String?
-        public var month: Int?
-
-        public init(originalTransactionId: String) { self.originalTransactionId = originalTransactionId }
-    }
-
     public let catalogue: TierCatalogue
     let logger: Logger
 
@@ -31,7 +19,7 @@ public struct CreditLedger: Sendable {
     }
 
     /// Serializes every credit change and spend of one account for the rest of the caller's transaction.
-    func lockAccount(_ account: AccountID, on connection: PostgresConnection) async throws {
+    public func lockAccount(_ account: AccountID, on connection: PostgresConnection) async throws {
         try await connection.query(
             "SELECT pg_advisory_xact_lock(hashtextextended(\("account:" + account.text), 0))", logger: logger)
     }

@@ -1,5 +1,6 @@
 import Credits
 import Foundation
+import Persistence
 import Jobs
 import Logging
 import PostgresNIO
@@ -29,12 +30,12 @@ public struct SubscriptionWriter: Sendable {
     private let archive: SubscriptionArchive
     private let purchaseIntents: PurchaseIntents
     private let credits: CreditLedger
-    private let queue: PostgresJobQueue
+    private let queue: any JobScheduling
     private let rechecks: RenewalRechecks?
     private let logger: Logger
 
     /// - Parameter rechecks: schedules late-renewal rechecks; `nil` when the App Store Server API is not configured.
-    public init(client: PostgresClient, credits: CreditLedger, queue: PostgresJobQueue, rechecks: RenewalRechecks?, logger: Logger) {
+    public init(client: PostgresClient, credits: CreditLedger, queue: any JobScheduling, rechecks: RenewalRechecks?, logger: Logger) {
         self.subscriptions = SubscriptionStore(client: client, logger: logger)
         self.history = SubscriptionHistory(logger: logger)
         self.archive = SubscriptionArchive(logger: logger)
@@ -99,9 +100,9 @@ public struct SubscriptionWriter: Sendable {
         guard let start = SubscriptionCredits.nextWindowStart(derivation, catalogue: credits.catalogue, now: now) else { return }
         let state = derivation.state
         let job = try NewJob(
-            kind: CreditLedger.windowResetJobKind, arguments: CreditLedger.WindowReset(originalTransactionId: state.originalTransactionId),
+            kind: CreditWindowResetJob.jobKind, arguments: CreditWindowResetJob.Arguments(originalTransactionId: state.originalTransactionId),
             runAt: start, uniqueKey: "credit-reset:\(state.billingPeriodKey):\(Int64(start.timeIntervalSince1970))",
             concurrencyKey: "subscription:\(state.originalTransactionId)")
-        _ = try await queue.enqueue(job, on: connection)
+        try await queue.enqueue(job, on: connection)
     }
 }

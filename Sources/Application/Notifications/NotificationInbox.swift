@@ -1,5 +1,6 @@
 import AppStoreModels
 import Foundation
+import Persistence
 import Jobs
 import Logging
 import PostgresNIO

@@ -1,5 +1,6 @@
 import AppStoreModels
 import Foundation
+import Persistence
 import Logging
 import PostgresNIO
 import Subscriptions

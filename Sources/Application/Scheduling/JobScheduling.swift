@@ -1,0 +1,16 @@
+import Persistence
+import Jobs
+import PostgresNIO
+
+/// Where the use cases enqueue follow-up work, inside their own transaction (the seam tests can replace).
+public protocol JobScheduling: Sendable {
+    /// Enqueues `job` on `connection`, unless a live job has its unique key; returns whether it was enqueued.
+    @discardableResult
+    func enqueue(_ job: NewJob, on connection: PostgresConnection) async throws -> Bool
+}
+
+extension PostgresJobQueue: JobScheduling {
+    public func enqueue(_ job: NewJob, on connection: PostgresConnection) async throws -> Bool {
+        try await enqueue(job, on: connection, notify: true) != .duplicate
+    }
+}
