@@ -6,6 +6,7 @@ import Jobs
 import Logging
 import Persistence
 import Subscriptions
+import Application
 
 /// Reads one subscription for the service API (the seam tests can replace).
 public protocol SubscriptionReading: Sendable {
@@ -19,7 +20,7 @@ public protocol AccountStatusReading: Sendable {
     func status(of account: AccountID, now: Date) async throws -> (subscriptions: [SubscriptionState], credits: AccountCredits)
 }
 
-extension CreditAccounts: AccountStatusReading {}
+extension AccountStatusQuery: AccountStatusReading {}
 
 /// Issues `appAccountToken`s for purchases of accounts whose ids are not UUIDs (the seam tests can replace).
 public protocol PurchaseIntentIssuing: Sendable {

@@ -3,13 +3,14 @@ import Foundation
 import Hummingbird
 import Jobs
 import Persistence
+import Application
 
 /// Spends credits (the seam tests can replace).
 public protocol UsageSpending: Sendable {
-    func spend(_ request: CreditAccounts.UsageRequest, now: Date) async throws -> CreditAccounts.UsageAnswer
+    func spend(_ request: UsageRequests.Request, now: Date) async throws -> UsageRequests.Answer
 }
 
-extension CreditAccounts: UsageSpending {}
+extension SpendCredits: UsageSpending {}
 
 /// `POST /v1/accounts/{accountId}/usage` with `{"meter", "amount", "idempotencyKey"}`: spends atomically (N parallel
 /// requests never spend more than the balance), cycle credits before top-ups; the same idempotency key always gets
@@ -40,7 +41,7 @@ public struct UsageController: Sendable {
     }
 
     struct Answer: ResponseGenerator {
-        var answer: CreditAccounts.UsageAnswer
+        var answer: UsageRequests.Answer
 
         func response(from request: Request, context: some RequestContext) throws -> Response {
             var body: [String: JSONScalar] = ["meter": .string(answer.meter), "remaining": answer.remaining.map(JSONScalar.integer) ?? .null]
@@ -79,7 +80,7 @@ public struct UsageController: Sendable {
                 .badRequest, code: "missing_idempotency_key",
                 message: "idempotencyKey (1–255 bytes, no control characters) is required")
         }
-        let usageRequest = CreditAccounts.UsageRequest(account: account, meter: body.meter, amount: body.amount, idempotencyKey: key)
+        let usageRequest = UsageRequests.Request(account: account, meter: body.meter, amount: body.amount, idempotencyKey: key)
         do {
             return Answer(answer: try await withDeadline(databaseTimeout) { try await usage.spend(usageRequest, now: clock()) })
         } catch {
@@ -91,7 +92,7 @@ public struct UsageController: Sendable {
 
 extension UsageController {
     /// The HTTP status of a usage outcome: the only place it is decided.
-    static func status(of outcome: CreditAccounts.UsageAnswer.Outcome) -> HTTPResponse.Status {
+    static func status(of outcome: UsageRequests.Answer.Outcome) -> HTTPResponse.Status {
         switch outcome {
         case .spent: return .ok
         case .insufficientCredits: return .init(code: 402)

@@ -76,9 +76,9 @@ public struct StorekeeperComponents: Sendable {
                 verifier: verifier,
                 inbox: inbox,
                 subscriptions: SubscriptionStore(client: client, logger: logger),
-                accounts: CreditAccounts(client: client, ledger: credits, logger: logger),
+                accounts: AccountStatusQuery(client: client, ledger: credits, logger: logger),
                 records: AccountRecords(client: client, logger: logger),
-                usage: CreditAccounts(client: client, ledger: credits, logger: logger),
+                usage: SpendCredits(client: client, ledger: credits, logger: logger),
                 claims: SubscriptionClaims(
                     client: client, policy: configuration.transferPolicy, writer: writer, credits: credits, logger: logger),
                 catalogue: configuration.catalogue,

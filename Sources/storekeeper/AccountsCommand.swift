@@ -6,6 +6,7 @@ import Jobs
 import Persistence
 import StorekeeperRuntime
 import Subscriptions
+import Application
 
 struct AccountsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -34,7 +35,7 @@ struct AccountsCommand: AsyncParsableCommand {
             let catalogue = try loadCatalogue()
             let report = try await withDatabase(label: "storekeeper.accounts") { client, logger in
                 let ledger = CreditLedger(catalogue: catalogue, logger: logger)
-                let (states, credits) = try await CreditAccounts(client: client, ledger: ledger, logger: logger).status(of: account, now: now)
+                let (states, credits) = try await AccountStatusQuery(client: client, ledger: ledger, logger: logger).status(of: account, now: now)
                 let records = AccountRecords(client: client, logger: logger)
                 return Report(
                     status: AccountStatusResponse(

@@ -7,7 +7,7 @@ extension CreditLedger {
     /// An account's credits at `now`. With `materialize` (spending; account locked) every grant due by the clock is
     /// written first; without it (status reads) due grants not written yet are counted as if they were, and nothing
     /// is written — looking at an account never adds ledger rows.
-    func credits(
+    public func credits(
         of account: AccountID, subscriptions: [SubscriptionState], now: Date, materialize: Bool, on connection: PostgresConnection
     ) async throws -> AccountCredits {
         var live = try await liveBuckets(of: account, meter: nil, at: now, on: connection)

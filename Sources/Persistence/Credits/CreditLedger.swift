@@ -32,7 +32,7 @@ public struct CreditLedger: Sendable {
     /// Appends one ledger row; a zero delta or an operation key already posted writes nothing. Returns whether a
     /// row was written.
     @discardableResult
-    func post(_ operationKey: String, bucket: String, delta: Int64, reason: String, on connection: PostgresConnection)
+    public func post(_ operationKey: String, bucket: String, delta: Int64, reason: String, on connection: PostgresConnection)
         async throws -> Bool
     {
         guard delta != 0 else { return false }
@@ -66,7 +66,7 @@ public struct CreditLedger: Sendable {
 
     /// An account's live buckets of one meter at `now`, in spend order (daily, then cycle and free by soonest end,
     /// then top-ups), with balances.
-    func liveBuckets(of account: AccountID, meter: String?, at now: Date, on connection: PostgresConnection) async throws
+    public func liveBuckets(of account: AccountID, meter: String?, at now: Date, on connection: PostgresConnection) async throws
         -> [AccountCredits.LiveBalance]
     {
         let rows = try await connection.query(

@@ -1,14 +1,12 @@
-import Credits
 import Foundation
 import Logging
 import PostgresNIO
 import Subscriptions
 
-/// Account-level reads and spends, each in one transaction with the account locked: the status (subscriptions,
-/// tier, credits — applying any grant that is due) and idempotent, atomic spending.
-public struct CreditAccounts: Sendable {
+/// The first answer to each usage request (`usage_requests`), returned for every retry with the same idempotency key.
+public struct UsageRequests: Sendable {
     /// One usage request (`POST /v1/accounts/{id}/usage`).
-    public struct UsageRequest: Sendable {
+    public struct Request: Sendable {
         public var account: AccountID
         public var meter: String
         public var amount: Int64
@@ -23,7 +21,7 @@ public struct CreditAccounts: Sendable {
     }
 
     /// The answer to a usage request; the first one is stored and returned for every retry with the same key.
-    public struct UsageAnswer: Codable, Sendable, Equatable {
+    public struct Answer: Codable, Sendable, Equatable {
         /// What happened, as the domain says it (the HTTP layer maps it to a status).
         public enum Outcome: String, Codable, Sendable {
             case spent
@@ -38,7 +36,7 @@ public struct CreditAccounts: Sendable {
         public var error: String?
         public var message: String?
 
-        init(outcome: Outcome, meter: String, remaining: Int64?, error: String? = nil, message: String? = nil) {
+        public init(outcome: Outcome, meter: String, remaining: Int64?, error: String? = nil, message: String? = nil) {
             self.outcome = outcome
             self.meter = meter
             self.remaining = remaining
@@ -76,58 +74,11 @@ public struct CreditAccounts: Sendable {
         }
     }
 
-    private let client: PostgresClient
-    public let ledger: CreditLedger
-    private let subscriptions: SubscriptionStore
     private let logger: Logger
 
-    public init(client: PostgresClient, ledger: CreditLedger, logger: Logger) {
-        self.client = client
-        self.ledger = ledger
-        self.subscriptions = SubscriptionStore(client: client, logger: logger)
-        self.logger = logger
-    }
+    public init(logger: Logger) { self.logger = logger }
 
-    /// The account's subscriptions and credits at `now` (read-only: grants that are due count without being
-    /// written).
-    public func status(of account: AccountID, now: Date) async throws -> (subscriptions: [SubscriptionState], credits: AccountCredits) {
-        try await client.withConnection { connection in
-            let states = try await subscriptions.subscriptions(forAccount: account, on: connection)
-            return (states, try await ledger.credits(of: account, subscriptions: states, now: now, materialize: false, on: connection))
-        }
-    }
-
-    /// Spends `amount` of a meter: cycle credits first, then top-ups; all or nothing.
-    public func spend(_ request: UsageRequest, now: Date) async throws -> UsageAnswer {
-        try await client.withTransaction(logger: logger) { connection in
-            try await ledger.lockAccount(request.account, on: connection)
-            if let stored = try await storedAnswer(request, on: connection) { return stored }
-            let states = try await subscriptions.subscriptions(forAccount: request.account, on: connection)
-            let credits = try await ledger.credits(of: request.account, subscriptions: states, now: now, materialize: true, on: connection)
-            let answer: UsageAnswer
-            if credits.meters[request.meter]?.unlimited == true {
-                answer = UsageAnswer(outcome: .spent, meter: request.meter, remaining: nil)
-            } else {
-                let buckets = try await ledger.liveBuckets(of: request.account, meter: request.meter, at: now, on: connection)
-                let total = buckets.reduce(0) { $0 + max($1.balance, 0) }
-                if let plan = SpendPlan.plan(amount: request.amount, from: buckets.map { ($0.bucket.key, $0.balance) }) {
-                    let prefix = "spend:\(request.account.text):\(request.idempotencyKey)"
-                    for (index, debit) in plan.debits.enumerated() {
-                        try await ledger.post("\(prefix):\(index)", bucket: debit.bucket, delta: -debit.amount, reason: "usage", on: connection)
-                    }
-                    answer = UsageAnswer(outcome: .spent, meter: request.meter, remaining: total - request.amount)
-                } else {
-                    answer = UsageAnswer(
-                        outcome: .insufficientCredits, meter: request.meter, remaining: total, error: "insufficient_credits",
-                        message: "\(request.amount) \(request.meter) requested, \(total) left; nothing was deducted")
-                }
-            }
-            try await store(answer, for: request, on: connection)
-            return answer
-        }
-    }
-
-    private func storedAnswer(_ request: UsageRequest, on connection: PostgresConnection) async throws -> UsageAnswer? {
+    public func storedAnswer(_ request: Request, on connection: PostgresConnection) async throws -> Answer? {
         let rows = try await connection.query(
             """
             SELECT meter, amount, answer::text FROM usage_requests
@@ -136,11 +87,11 @@ public struct CreditAccounts: Sendable {
             logger: logger)
         for try await (meter, amount, text) in rows.decode((String, Int64, String).self) {
             guard meter == request.meter, amount == request.amount else {
-                return UsageAnswer(
+                return Answer(
                     outcome: .idempotencyKeyReused, meter: request.meter, remaining: nil, error: "idempotency_key_reused",
                     message: "idempotency key \(request.idempotencyKey) was used for \(amount) \(meter)")
             }
-            guard let answer = try? JSONDecoder().decode(UsageAnswer.self, from: Data(text.utf8)) else {
+            guard let answer = try? JSONDecoder().decode(Answer.self, from: Data(text.utf8)) else {
                 throw PersistenceError(.corruptRecord, "stored usage answer does not decode")
             }
             return answer
@@ -148,7 +99,7 @@ public struct CreditAccounts: Sendable {
         return nil
     }
 
-    private func store(_ answer: UsageAnswer, for request: UsageRequest, on connection: PostgresConnection) async throws {
+    public func store(_ answer: Answer, for request: Request, on connection: PostgresConnection) async throws {
         let text = String(decoding: try JSONEncoder().encode(answer), as: UTF8.self)
         try await connection.query(
             """
