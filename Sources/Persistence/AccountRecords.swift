@@ -15,7 +15,7 @@ public struct AccountRecords: Sendable {
         public var subtype: String?
         public var signedDate: Date
         public var receivedAt: Date
-        /// `applied`, `duplicate`, `out_of_order`, `recorded`, `topped_up`, `rejected_content` — `nil` while waiting
+        /// `applied`, `unchanged`, `recorded`, `topped_up`, `rejected_content` (`duplicate`, `out_of_order` before 0007) — `nil` while waiting
         /// for a worker.
         public var outcome: String?
         /// Why the content was rejected (`rejected_content`).

@@ -4,7 +4,7 @@ import PostgresNIO
 import Subscriptions
 
 /// The archive of ended subscriptions: one row per (subscription, transaction, reason), marked reinstated when a
-/// refund is reversed. It is a projection of the lifecycle effects, so a replay rebuilds it.
+/// refund is reversed. It is a projection of the derived ends (``Lifecycle/End``), so deriving again rebuilds it.
 public struct SubscriptionArchive: Sendable {
     private let logger: Logger
 

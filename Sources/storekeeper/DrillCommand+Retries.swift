@@ -74,8 +74,8 @@ struct RetryDrill: AsyncParsableCommand {
                 try await system.count("SELECT count(*) FROM notifications WHERE applied_at IS NOT NULL") == 2 * total
             }
             verdict.check(applied, "re-deliveries applied")
-            let outOfOrder = try await system.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'out_of_order'")
-            say("  re-deliveries that arrived after a newer event and were replayed: \(outOfOrder)")
+            let unchanged = try await system.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'unchanged'")
+            say("  re-deliveries whose facts were already held (nothing changed): \(unchanged)")
             verdict.check(try await digests() == inOrder, "subscriptions and credit ledger equal to in-order delivery")
         }
         try verdict.finish()

@@ -32,6 +32,11 @@ struct ScenarioTests {
         for (delivery, at) in deliveries { world.deliver(delivery, now: at) }
         for id in world.facts.keys.sorted() { world.settle(id, now: expectedAt) }
         try Self.check(world, against: scenario, order: "in order")
+        // The rules reach a fixpoint: once their operations are posted, nothing more is due.
+        for derivation in world.derivations() {
+            let again = SubscriptionCredits.operationsDue(derivation, catalogue: world.catalogue, ledger: world.ledger, now: expectedAt)
+            #expect(again.isEmpty, "\(scenario.name): still due after posting: \(again)")
+        }
         let reference = world.balances
 
         // Any order, with duplicates: each delivered no earlier than everything before it.
