@@ -67,7 +67,9 @@ public struct RenewalRecheckJob: JobHandler {
         let checks = try await client.withTransaction(logger: logger) { connection in
             try await history.record(event, signedData: item.signedData, on: connection)
             let decision = try await writer.apply(event, now: now, on: connection)
-            let checks = try await rechecks.records.recordCheck(arguments.originalTransactionId, transactionId: arguments.transactionId, appleStatus: item.status, resolved: resolved, on: connection)
+            let checks = try await rechecks.records.recordCheck(
+                arguments.originalTransactionId, transactionId: arguments.transactionId, appleStatus: item.status, resolved: resolved,
+                on: connection)
             if resolved { try await execution.complete(on: connection) }
             logger.info(
                 "renewal rechecked",
@@ -95,7 +97,9 @@ public struct RenewalRecheckJob: JobHandler {
 
     private func settle(_ arguments: RenewalRechecks.Arguments, appleStatus: Int32?, execution: JobExecution) async throws {
         try await client.withTransaction(logger: logger) { connection in
-            _ = try await rechecks.records.recordCheck(arguments.originalTransactionId, transactionId: arguments.transactionId, appleStatus: appleStatus, resolved: true, on: connection)
+            _ = try await rechecks.records.recordCheck(
+                arguments.originalTransactionId, transactionId: arguments.transactionId, appleStatus: appleStatus, resolved: true,
+                on: connection)
             try await execution.complete(on: connection)
         }
     }

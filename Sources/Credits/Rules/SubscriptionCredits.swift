@@ -75,8 +75,9 @@ public enum SubscriptionCredits {
                 .sorted { ($0.key == current ? 0 : 1, $0.key) < ($1.key == current ? 0 : 1, $1.key) }
         }
 
-        /// Every window (the first at once, the others once started) is owed its allowance (capped in a free offer period; the first window of an upgrade
-        /// prorated), unless the period was refunded before the window began; each window ends where the facts say.
+        /// Every window (the first at once, the others once started) is owed its allowance — capped in a free offer
+        /// period, prorated in the first window of an upgrade — unless the period was refunded before the window began;
+        /// each window ends where the facts say.
         mutating func grantWindows(of period: PaidPeriod) {
             guard let (tier, product) = catalogue.tier(ofProduct: period.productId) else { return }
             for window in windows(of: period) {
@@ -109,8 +110,11 @@ public enum SubscriptionCredits {
                     key: "cycle:\(period.key):w\(window.index):\(meter)", meter: meter, kind: .cycle,
                     originalTransactionId: subscription, billingPeriod: period.key, validFrom: window.start,
                     validUntil: window.end, price: period.price ?? catalogue.tier(ofProduct: period.productId)?.product.price)
-                let reason = window.index == 0 && period.upgradedFrom != nil ? "prorated upgrade grant" : period.isFreeOffer ? "free offer grant" : "window grant"
-                add(.post(LedgerEntry(operationKey: "grant:\(period.key):w\(window.index):\(meter)", bucket: bucket.key, delta: owed, reason: reason), opening: bucket))
+                let reason = window.index == 0 && period.upgradedFrom != nil
+                    ? "prorated upgrade grant" : period.isFreeOffer ? "free offer grant" : "window grant"
+                let entry = LedgerEntry(
+                    operationKey: "grant:\(period.key):w\(window.index):\(meter)", bucket: bucket.key, delta: owed, reason: reason)
+                add(.post(entry, opening: bucket))
                 return
             }
             // Compared in milliseconds: a date read back from PostgreSQL (microseconds) is not bit-equal to one computed.
