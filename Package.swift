@@ -44,9 +44,19 @@ let package = Package(
         // Tier catalogue and credit arithmetic (calendar, proration, clawback, spend order): pure.
         .target(name: "Credits", dependencies: ["Subscriptions", "AppStoreModels"]),
         // The PostgreSQL job queue: enqueue, claim, complete, worker service.
+        // Database statements that cannot hang: prepared statements fenced against connections that close under them,
+        // and deadlines. Shared by the queue and the repositories.
+        .target(
+            name: "StatementFencing",
+            dependencies: [
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "Jobs",
             dependencies: [
+                "StatementFencing",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
@@ -68,7 +78,7 @@ let package = Package(
         .target(
             name: "Persistence",
             dependencies: [
-                "AppStoreModels", "PayloadDecoding", "Subscriptions", "Credits", "Jobs",
+                "AppStoreModels", "PayloadDecoding", "Subscriptions", "Credits", "StatementFencing",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -80,7 +90,7 @@ let package = Package(
         .target(
             name: "Application",
             dependencies: [
-                "AppStoreModels", "Subscriptions", "Credits", "Persistence", "Jobs", "AppStoreServerAPI",
+                "AppStoreModels", "Subscriptions", "Credits", "Persistence", "Jobs", "StatementFencing", "AppStoreServerAPI",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -100,7 +110,7 @@ let package = Package(
         .target(
             name: "HTTPAPI",
             dependencies: [
-                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Persistence", "Application", "Jobs",
+                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Persistence", "Application", "Jobs", "StatementFencing",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -115,7 +125,7 @@ let package = Package(
         .target(
             name: "StorekeeperRuntime",
             dependencies: [
-                "SignedData", "Subscriptions", "Credits", "Persistence", "Application", "Jobs", "HTTPAPI", "LocalSigning",
+                "SignedData", "Subscriptions", "Credits", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "LocalSigning",
                 "AppStoreServerAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
@@ -130,7 +140,7 @@ let package = Package(
         .executableTarget(
             name: "storekeeper",
             dependencies: [
-                "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Application", "Jobs", "HTTPAPI", "Subscriptions", "Credits",
+                "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "Subscriptions", "Credits",
                 "AppStoreServerAPI", "AppStoreModels",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -151,7 +161,7 @@ let package = Package(
         .executableTarget(
             name: "storekeeper-probe-worker",
             dependencies: [
-                "Jobs", "StorekeeperRuntime",
+                "Jobs", "StatementFencing", "StorekeeperRuntime",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -170,7 +180,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "StorekeeperRuntime", "HTTPAPI", "Persistence", "Application", "Jobs", "LocalSigning", "SignedData", "AppStoreModels",
+                "StorekeeperRuntime", "HTTPAPI", "Persistence", "Application", "Jobs", "StatementFencing", "LocalSigning", "SignedData", "AppStoreModels",
                 "Subscriptions", "Credits", "AppStoreServerAPI", "TestSupport", "storekeeper-probe-worker",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -7,6 +7,7 @@ import Logging
 import Persistence
 import Subscriptions
 import Application
+import StatementFencing
 
 /// Reads one subscription for the service API (the seam tests can replace).
 public protocol SubscriptionReading: Sendable {

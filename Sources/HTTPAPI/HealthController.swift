@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Jobs
+import StatementFencing
 
 /// Answers whether the process can serve: database reachable and schema current (the seam tests can replace).
 public protocol ReadinessChecking: Sendable {

@@ -4,6 +4,7 @@ import Jobs
 import NIOCore
 import Prometheus
 import Synchronization
+import StatementFencing
 
 /// `GET /metrics` in Prometheus text format: everything the process recorded (intake, verification latency, jobs,
 /// credit operations, HTTP requests) plus the queue's depth by kind and state and the oldest runnable job's age, read

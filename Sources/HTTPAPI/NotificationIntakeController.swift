@@ -9,6 +9,7 @@ import PayloadDecoding
 import Persistence
 import SignedData
 import Application
+import StatementFencing
 
 /// Something that durably stores a verified notification and enqueues its processing (the seam tests can replace).
 public protocol NotificationAccepting: Sendable {

@@ -8,6 +8,7 @@ import Persistence
 import SignedData
 import Subscriptions
 import Application
+import StatementFencing
 
 /// Claims a verified transaction for an account (the seam tests can replace).
 public protocol TransactionClaiming: Sendable {

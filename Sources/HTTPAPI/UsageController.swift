@@ -4,6 +4,7 @@ import Hummingbird
 import Jobs
 import Persistence
 import Application
+import StatementFencing
 
 /// Spends credits (the seam tests can replace).
 public protocol UsageSpending: Sendable {

@@ -1,4 +1,5 @@
 import Metrics
+import StatementFencing
 
 /// The queue's metrics (swift-metrics; exported by whichever backend the process bootstraps):
 /// `storekeeper_jobs_total{kind,outcome}`, `storekeeper_job_duration_seconds{kind,outcome}`,
@@ -17,9 +18,4 @@ enum JobMetrics {
         Timer(label: "storekeeper_job_duration_seconds", dimensions: dimensions, preferredDisplayUnit: .seconds)
             .recordNanoseconds(duration.nanoseconds)
     }
-}
-
-extension Duration {
-    /// The duration in whole nanoseconds (what swift-metrics timers record).
-    public var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
 }

@@ -8,8 +8,6 @@ public struct JobQueueError: Error, Sendable, Equatable, CustomStringConvertible
         case invalidArguments
         /// An attempt ran longer than its handler's timeout.
         case timedOut
-        /// The database connection closed before a statement's answer came; whether it took effect is unknown.
-        case connectionClosed
     }
 
     public let code: Code

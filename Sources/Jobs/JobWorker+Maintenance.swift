@@ -1,4 +1,5 @@
 import Foundation
+import StatementFencing
 
 extension JobWorker {
     /// The lease that elects one maintainer among all workers.

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import StatementFencing
 
 /// The job queue on PostgreSQL: one SQL statement per intent. Enqueue and completion take the caller's connection so
 /// they can join the caller's transaction (the intake enqueues with the notification it stores; a job completes in

@@ -1,4 +1,5 @@
 import Synchronization
+import StatementFencing
 
 /// A level-triggered wake-up: ``signal()`` wakes the current or the next ``wait(timeout:)``.
 final class WakeUp: Sendable {

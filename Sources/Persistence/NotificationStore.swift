@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import PayloadDecoding
 import PostgresNIO
-import Jobs
+import StatementFencing
 
 /// Reads stored notifications and records how they were applied.
 public struct NotificationStore: Sendable {

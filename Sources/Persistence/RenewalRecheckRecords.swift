@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
-import Jobs
+import StatementFencing
 
 /// The late-renewal rechecks Storekeeper has scheduled, and what each check found (`renewal_rechecks`).
 public struct RenewalRecheckRecords: Sendable {

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import Subscriptions
-import Jobs
+import StatementFencing
 
 /// Reads and writes ``SubscriptionState`` rows.
 public struct SubscriptionStore: Sendable {

@@ -2,6 +2,7 @@ import Jobs
 import Logging
 import PostgresNIO
 import ServiceLifecycle
+import StatementFencing
 
 /// A process's `PostgresClient` as a `Service` that closes the pool on graceful shutdown and waits for that at most
 /// ``PostgresClient/closeTimeout`` (a pool that never finishes closing would keep the process alive).

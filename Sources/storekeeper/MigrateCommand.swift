@@ -5,6 +5,7 @@ import Logging
 import Persistence
 import PostgresNIO
 import StorekeeperRuntime
+import StatementFencing
 
 struct MigrateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

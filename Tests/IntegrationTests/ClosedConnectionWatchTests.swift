@@ -1,5 +1,6 @@
 import Foundation
 @testable import Jobs
+@testable import StatementFencing
 import PostgresNIO
 import StorekeeperRuntime
 import Testing
@@ -30,7 +31,7 @@ struct ClosedConnectionWatchTests {
         }
     }
 
-    @Test("an operation still waiting when its connection closes fails with connectionClosed instead of hanging")
+    @Test("an operation still waiting when its connection closes fails with ConnectionClosedError instead of hanging")
     func closedConnectionFailsWaitingOperation() async throws {
         let watch = ClosedConnectionWatch(interval: .milliseconds(50))
         let (never, keepOpen) = AsyncStream<Void>.makeStream()
@@ -43,7 +44,7 @@ struct ClosedConnectionWatchTests {
                 await #expect {
                     try await outcome.value
                 } throws: { error in
-                    (error as? JobQueueError)?.code == .connectionClosed
+                    error is ConnectionClosedError
                 }
             }
         }

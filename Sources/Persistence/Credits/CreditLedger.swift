@@ -4,7 +4,7 @@ import Logging
 import Metrics
 import PostgresNIO
 import Subscriptions
-import Jobs
+import StatementFencing
 
 /// The append-only credit ledger (SPEC §7): buckets with validity windows and signed deltas with unique operation
 /// keys. Every write goes through ``post(_:bucket:delta:reason:on:)``, so replaying any event never doubles a row;

@@ -36,8 +36,8 @@ final class ClosedConnectionWatch: @unchecked Sendable {  // the timer is a disp
 
     deinit { timer.cancel() }
 
-    /// Runs `operation` (statements on `connection`) and returns its result, or throws
-    /// ``JobQueueError/Code/connectionClosed`` once the connection has closed and the operation has not finished.
+    /// Runs `operation` (statements on `connection`) and returns its result, or throws ``ConnectionClosedError`` once
+    /// the connection has closed and the operation has not finished.
     func fence<Result: Sendable>(
         _ connection: PostgresConnection, _ operation: @escaping @Sendable () async throws -> Result
     ) async throws -> Result {
@@ -46,7 +46,7 @@ final class ClosedConnectionWatch: @unchecked Sendable {  // the timer is a disp
             let token = state.next
             state.next &+= 1
             state.entries[token] = Watched(connection: connection) {
-                outcome.resume(with: .failure(JobQueueError(.connectionClosed, "the database connection closed before the statement finished")))
+                outcome.resume(with: .failure(ConnectionClosedError()))
             }
             return token
         }
@@ -74,4 +74,9 @@ final class ClosedConnectionWatch: @unchecked Sendable {  // the timer is a disp
         }
         for fail in failures { fail() }
     }
+}
+
+/// The database connection closed before a statement on it finished (see ``ClosedConnectionWatch``).
+public struct ConnectionClosedError: Error, CustomStringConvertible {
+    public var description: String { "the database connection closed before the statement finished" }
 }

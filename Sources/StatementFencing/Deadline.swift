@@ -31,28 +31,28 @@ public func withDeadline<Result: Sendable>(
 public struct DeadlineExceeded: Error {}
 
 /// A one-shot dispatch timer that can be cancelled, releasing it at once. (Dispatch sources are thread-safe.)
-final class DeadlineTimer: @unchecked Sendable {
+package final class DeadlineTimer: @unchecked Sendable {
     private let source: any DispatchSourceTimer
 
-    init(after timeout: Duration, _ handler: @escaping @Sendable () -> Void) {
+    package init(after timeout: Duration, _ handler: @escaping @Sendable () -> Void) {
         source = DispatchSource.makeTimerSource(queue: .global())
         source.schedule(deadline: .now() + .nanoseconds(Int(clamping: timeout.nanoseconds)))
         source.setEventHandler(handler: handler)
         source.resume()
     }
 
-    func cancel() { source.cancel() }
+    package func cancel() { source.cancel() }
 }
 
 /// Resumes a continuation with whichever outcome comes first; later ones are dropped.
-final class FirstOutcome<Value: Sendable>: @unchecked Sendable {
+package final class FirstOutcome<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var continuation: CheckedContinuation<Value, any Error>?
     private var early: Swift.Result<Value, any Error>?
     private var resumed = false
     private var cleanup: (@Sendable () -> Void)?
 
-    func install(_ continuation: CheckedContinuation<Value, any Error>) {
+    package func install(_ continuation: CheckedContinuation<Value, any Error>) {
         let pending: Swift.Result<Value, any Error>? = lock.withLock {
             if let early { resumed = true; return early }
             self.continuation = continuation
@@ -61,7 +61,7 @@ final class FirstOutcome<Value: Sendable>: @unchecked Sendable {
         if let pending { continuation.resume(with: pending) }
     }
 
-    func onResume(_ action: @escaping @Sendable () -> Void) {
+    package func onResume(_ action: @escaping @Sendable () -> Void) {
         let runNow = lock.withLock {
             if resumed { return true }
             cleanup = action
@@ -70,7 +70,7 @@ final class FirstOutcome<Value: Sendable>: @unchecked Sendable {
         if runNow { action() }
     }
 
-    func resume(with result: Swift.Result<Value, any Error>) {
+    package func resume(with result: Swift.Result<Value, any Error>) {
         let (target, action): (CheckedContinuation<Value, any Error>?, (@Sendable () -> Void)?) = lock.withLock {
             guard !resumed else { return (nil, nil) }
             guard let continuation else {
