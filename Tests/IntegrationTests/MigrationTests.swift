@@ -44,4 +44,44 @@ struct MigrationTests {
             }
         }
     }
+
+    @Test("0007 and 0008 upgrade rows written before them: UUID accounts become their lowercased text, billing periods and usage outcomes are filled")
+    func upgradesExistingRows() async throws {
+        let all = SchemaMigrator.defaultDirectory()
+        let before = FileManager.default.temporaryDirectory.appendingPathComponent("sk-sql-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: before, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: before) }
+        for name in try FileManager.default.contentsOfDirectory(atPath: all.path) where name < "0007" {
+            try FileManager.default.copyItem(at: all.appendingPathComponent(name), to: before.appendingPathComponent(name))
+        }
+        try await TestDatabase.withFreshDatabase { url in
+            try await PostgresClient.withRunning(url.clientConfiguration(), logger: TestDatabase.logger) { client in
+                try await SchemaMigrator(client: client, directory: before, logger: TestDatabase.logger).migrate()
+                try await client.query(
+                    """
+                    INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew,
+                        is_trial, ownership, latest_transaction_id, last_event_type, last_signed_date, last_event_id)
+                    VALUES ('1000', '6F1D4D5E-8A1A-4B53-9C1E-1B2F3A4B5C6D', 'pro.monthly', 'Sandbox', 'active', true, false,
+                        'PURCHASED', '1000', 'SUBSCRIBED', 1, 'x')
+                    """,
+                    logger: TestDatabase.logger)
+                try await client.query(
+                    """
+                    INSERT INTO usage_requests (account_id, idempotency_key, meter, amount, http_status, answer)
+                    VALUES ('6f1d4d5e-8a1a-4b53-9c1e-1b2f3a4b5c6d', 'k1', 'ai', 5, 402, '{"httpStatus":402,"meter":"ai","remaining":0}')
+                    """,
+                    logger: TestDatabase.logger)
+                let applied = try await SchemaMigrator(client: client, directory: all, logger: TestDatabase.logger).migrate()
+                #expect(applied.contains { $0.hasPrefix("0007") } && applied.contains { $0.hasPrefix("0008") })
+                let subscription = try await client.query(
+                    "SELECT account_id, billing_period FROM subscriptions", logger: TestDatabase.logger)
+                for try await (account, period) in subscription.decode((String, String).self) {
+                    #expect(account == "6f1d4d5e-8a1a-4b53-9c1e-1b2f3a4b5c6d")
+                    #expect(period == "1000")
+                }
+                let usage = try await client.query("SELECT outcome FROM usage_requests", logger: TestDatabase.logger)
+                for try await outcome in usage.decode(String.self) { #expect(outcome == "insufficient_credits") }
+            }
+        }
+    }
 }
