@@ -54,7 +54,7 @@ public struct SubscriptionClaims: Sendable {
         guard let event = SubscriptionEvent(claimOf: transaction, by: account) else {
             guard credits.catalogue.topUp(ofProduct: transaction.productId) != nil else { return .notASubscription }
             _ = try await client.withTransaction(logger: logger) { connection in
-                try await credits.recordTopUp(transaction, account: account, now: now, on: connection)
+                try await TopUpPurchase(ledger: credits, logger: logger).record(transaction, account: account, now: now, on: connection)
             }
             return .toppedUp
         }

@@ -60,7 +60,7 @@ public struct ApplyNotificationJob: JobHandler {
                 let lockHeld = lockedSubscription == event.transaction.originalTransactionId
                 outcome = try await writer.apply(event, now: clock(), on: connection, lockHeld: lockHeld).kind.rawValue
             } else if let transaction = notification.transaction,
-                try await credits.recordTopUp(
+                try await TopUpPurchase(ledger: credits, logger: logger).record(
                     transaction, account: try await PurchaseIntents(logger: logger).account(ofToken: transaction.appAccountToken, on: connection),
                     now: clock(), on: connection)
             {

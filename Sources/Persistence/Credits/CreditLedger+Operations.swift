@@ -1,4 +1,3 @@
-import AppStoreModels
 import Credits
 import Foundation
 import PostgresNIO
@@ -31,25 +30,8 @@ extension CreditLedger {
         return LedgerSnapshot(buckets: buckets, entries: entries)
     }
 
-    /// A consumable purchase: its top-up credits go to the account the ledger already credited it to (whoever that
-    /// was — token or claim), else to `account`; a refund takes back what is left of them and a reversal gives it
-    /// back. Returns false when the product is not a top-up or no account is known.
-    @discardableResult
-    public func recordTopUp(_ transaction: TransactionPayload, account: AccountID?, now: Date, on connection: PostgresConnection)
-        async throws -> Bool
-    {
-        guard catalogue.topUp(ofProduct: transaction.productId) != nil,
-            let account = try await creditedAccount(ofTopUp: transaction.transactionId, on: connection) ?? account
-        else { return false }
-        try await lockAccount(account, on: connection)
-        let newest = try await SubscriptionHistory(logger: logger).newestVersion(of: transaction, on: connection)
-        let ledger = try await snapshot(ofSubscription: transaction.originalTransactionId, account: account, now: now, on: connection)
-        try await apply(TopUpCredits.operationsDue(newest, account: account, catalogue: catalogue, ledger: ledger), on: connection)
-        return true
-    }
-
     /// The account a top-up purchase was credited to, if it was.
-    func creditedAccount(ofTopUp transactionId: String, on connection: PostgresConnection) async throws -> AccountID? {
+    public func creditedAccount(ofTopUp transactionId: String, on connection: PostgresConnection) async throws -> AccountID? {
         let rows = try await connection.query(
             """
             SELECT b.account_id FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket
