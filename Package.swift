@@ -43,6 +43,11 @@ let package = Package(
         .target(name: "Subscriptions", dependencies: ["AppStoreModels"]),
         // Tier catalogue and credit arithmetic (calendar, proration, clawback, spend order): pure.
         .target(name: "Credits", dependencies: ["Subscriptions", "AppStoreModels"]),
+        // Events for the app's services: which changes are worth one (pure rules), Standard Webhooks signatures,
+        // endpoints and the retry schedule.
+        .target(
+            name: "Events",
+            dependencies: ["Subscriptions", "Credits", "AppStoreModels", .product(name: "Crypto", package: "swift-crypto")]),
         // The PostgreSQL job queue: enqueue, claim, complete, worker service.
         // Database statements that cannot hang: prepared statements fenced against connections that close under them,
         // and deadlines. Shared by the queue and the repositories.
@@ -78,7 +83,7 @@ let package = Package(
         .target(
             name: "Persistence",
             dependencies: [
-                "AppStoreModels", "PayloadDecoding", "Subscriptions", "Credits", "StatementFencing",
+                "AppStoreModels", "PayloadDecoding", "Subscriptions", "Credits", "Events", "StatementFencing",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -90,7 +95,7 @@ let package = Package(
         .target(
             name: "Application",
             dependencies: [
-                "AppStoreModels", "Subscriptions", "Credits", "Persistence", "Jobs", "StatementFencing", "AppStoreServerAPI",
+                "AppStoreModels", "Subscriptions", "Credits", "Events", "Persistence", "Jobs", "StatementFencing", "AppStoreServerAPI",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -110,7 +115,7 @@ let package = Package(
         .target(
             name: "HTTPAPI",
             dependencies: [
-                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Persistence", "Application", "Jobs", "StatementFencing",
+                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Events", "Persistence", "Application", "Jobs", "StatementFencing",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -125,7 +130,7 @@ let package = Package(
         .target(
             name: "StorekeeperRuntime",
             dependencies: [
-                "SignedData", "Subscriptions", "Credits", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "LocalSigning",
+                "SignedData", "Subscriptions", "Credits", "Events", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "LocalSigning",
                 "AppStoreServerAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
@@ -140,7 +145,7 @@ let package = Package(
         .executableTarget(
             name: "storekeeper",
             dependencies: [
-                "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "Subscriptions", "Credits",
+                "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "Subscriptions", "Credits", "Events",
                 "AppStoreServerAPI", "AppStoreModels",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -172,6 +177,7 @@ let package = Package(
         .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels", "TestSupport"]),
         .testTarget(name: "PayloadDecodingTests", dependencies: ["PayloadDecoding", "AppStoreModels", "TestSupport"]),
         .testTarget(name: "CreditsTests", dependencies: ["Credits", "Subscriptions", "AppStoreModels"]),
+        .testTarget(name: "EventsTests", dependencies: ["Events", "Credits", "Subscriptions", "AppStoreModels"]),
         // Scenarios as data: Scenarios/*.json, signed, verified and derived without a database.
         .testTarget(
             name: "ScenarioTests",
@@ -181,7 +187,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "StorekeeperRuntime", "HTTPAPI", "Persistence", "Application", "Jobs", "StatementFencing", "LocalSigning", "SignedData", "AppStoreModels",
-                "Subscriptions", "Credits", "AppStoreServerAPI", "TestSupport", "storekeeper-probe-worker",
+                "Subscriptions", "Credits", "Events", "AppStoreServerAPI", "TestSupport", "storekeeper-probe-worker",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

@@ -19,6 +19,8 @@ extension SubscriptionStore: SubscriptionReading {}
 /// Reads an account's subscriptions and credits at an instant (the seam tests can replace).
 public protocol AccountStatusReading: Sendable {
     func status(of account: AccountID, now: Date) async throws -> (subscriptions: [SubscriptionState], credits: AccountCredits)
+    /// The status document of `GET /v1/accounts/{id}/status`.
+    func document(of account: AccountID, now: Date) async throws -> AccountStatusResponse
 }
 
 extension AccountStatusQuery: AccountStatusReading {}
@@ -84,9 +86,7 @@ public struct AccountsController: Sendable {
     /// The status of one account at the clock's now.
     func status(of accountId: AccountID) async throws -> AccountStatusResponse {
         let now = clock()
-        let (states, credits) = try await read { try await accounts.status(of: accountId, now: now) }
-        let status = AccountStatus.evaluate(subscriptions: states, hasFreeCredits: credits.hasCredits, now: now)
-        return AccountStatusResponse(accountId: accountId, status: status, credits: credits, now: now)
+        return try await read { try await accounts.document(of: accountId, now: now) }
     }
 
     func subscription(context: StorekeeperRequestContext) async throws -> SubscriptionDetailResponse {

@@ -22,6 +22,10 @@ public struct StorekeeperComponents: Sendable {
     public let credits: CreditLedger
     /// The one path that changes subscriptions (workers, claims, rechecks).
     public let writer: SubscriptionWriter
+    /// Stores the events of every change and queues their webhook deliveries.
+    public let events: EventRecorder
+    /// Sends webhook requests.
+    let webhookTransport: any WebhookTransport
     /// The App Store Server API client; `nil` without `STOREKEEPER_ASSA_*`.
     public let serverAPI: AppStoreServerClient?
     /// Schedules late-renewal rechecks; `nil` without the Server API.
@@ -38,6 +42,7 @@ public struct StorekeeperComponents: Sendable {
         configuration: StorekeeperConfiguration, databaseURL: DatabaseURL? = nil,
         clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger
     ) throws {
+        self.webhookTransport = HTTPWebhookTransport()
         // Metrics are bound to their backend when first used: bootstrap it before anything records.
         _ = StorekeeperMetrics.registry
         guard let url = databaseURL ?? configuration.databaseURL else {
@@ -65,7 +70,8 @@ public struct StorekeeperComponents: Sendable {
         }
         self.inbox = NotificationInbox(client: client, notifier: WorkerNotifier(queue: queue), logger: logger)
         self.rechecks = serverAPI == nil ? nil : RenewalRechecks(delay: configuration.renewalRecheckDelay, queue: queue, logger: logger)
-        self.writer = SubscriptionWriter(client: client, credits: credits, queue: queue, rechecks: rechecks, logger: logger)
+        self.events = EventRecorder(client: client, credits: credits, endpoints: configuration.webhooks, queue: queue, logger: logger)
+        self.writer = SubscriptionWriter(client: client, credits: credits, queue: queue, rechecks: rechecks, events: events, logger: logger)
         self.clock = clock
         self.logger = logger
     }
@@ -78,9 +84,9 @@ public struct StorekeeperComponents: Sendable {
                 subscriptions: SubscriptionStore(client: client, logger: logger),
                 accounts: AccountStatusQuery(client: client, ledger: credits, logger: logger),
                 records: AccountRecords(client: client, logger: logger),
-                usage: SpendCredits(client: client, ledger: credits, logger: logger),
+                usage: SpendCredits(client: client, ledger: credits, events: events, logger: logger),
                 claims: SubscriptionClaims(
-                    client: client, policy: configuration.transferPolicy, writer: writer, credits: credits, logger: logger),
+                    client: client, policy: configuration.transferPolicy, writer: writer, credits: credits, events: events, logger: logger),
                 catalogue: configuration.catalogue,
                 metrics: StorekeeperMetrics.registry,
                 readiness: PostgresReadiness(migrator: migrator),
@@ -98,7 +104,7 @@ public struct StorekeeperComponents: Sendable {
 
     /// The job kinds this configuration runs.
     var jobKinds: [String] {
-        [NotificationInbox.applyJobKind, CreditWindowResetJob.jobKind]
+        [NotificationInbox.applyJobKind, CreditWindowResetJob.jobKind, WebhookDeliveryJob.jobKind, EventRetentionJob.jobKind]
             + (serverAPI == nil ? [] : [RenewalRechecks.jobKind, NotificationCatchUpJob.jobKind])
     }
 
@@ -135,9 +141,13 @@ public struct StorekeeperComponents: Sendable {
     public func worker(options: JobWorker.Options? = nil) -> JobWorker {
         var options = options ?? JobWorker.Options(concurrency: configuration.workerConcurrency)
         var handlers: [any JobHandler] = [
-            ApplyNotificationJob(client: client, writer: writer, credits: credits, clock: clock, logger: logger),
+            ApplyNotificationJob(client: client, writer: writer, credits: credits, events: events, clock: clock, logger: logger),
             CreditWindowResetJob(client: client, writer: writer, clock: clock, logger: logger),
+            WebhookDeliveryJob(
+                client: client, endpoints: configuration.webhooks, transport: webhookTransport, queue: queue, clock: clock, logger: logger),
+            EventRetentionJob(client: client, retention: configuration.eventRetention, clock: clock, logger: logger),
         ]
+        options.schedules.append(EventRetentionJob.schedule())
         if let serverAPI, let rechecks {
             handlers.append(
                 RenewalRecheckJob(client: client, serverAPI: serverAPI, writer: writer, rechecks: rechecks, clock: clock, logger: logger))

@@ -1,6 +1,7 @@
 import AppStoreModels
 import AppStoreServerAPI
 import Credits
+import Events
 import Foundation
 import HTTPAPI
 import Persistence
@@ -42,6 +43,10 @@ public struct StorekeeperConfiguration: Sendable {
     /// App Store Server API access (`STOREKEEPER_ASSA_*`); `nil` turns rechecks, catch-up and backfill off.
     public var serverAPI: ServerAPISettings?
     public var logFormat: LogFormat
+    /// Receivers of the app's events (`STOREKEEPER_WEBHOOKS`).
+    public var webhooks: [WebhookEndpoint] = []
+    /// How long events are kept for the feed and the dashboard (`STOREKEEPER_EVENT_RETENTION_DAYS`).
+    public var eventRetention: TimeInterval = 30 * 86_400
 
     /// Credentials and base URL of the App Store Server API.
     public struct ServerAPISettings: Sendable {
@@ -190,6 +195,13 @@ public struct StorekeeperConfiguration: Sendable {
             logFormat: choice("STOREKEEPER_LOG_FORMAT", default: LogFormat.json)
         )
         configuration.metricsKeys = list("STOREKEEPER_METRICS_KEYS")
+        if let text = value("STOREKEEPER_WEBHOOKS") {
+            switch WebhookConfiguration.endpoints(from: text) {
+            case .success(let endpoints): configuration.webhooks = endpoints
+            case .failure(let error): problems += error.problems
+            }
+        }
+        configuration.eventRetention = TimeInterval(integer("STOREKEEPER_EVENT_RETENTION_DAYS", default: 30, range: 1...3650) * 86_400)
         let defaults = HTTPServerLimits()
         func seconds(_ name: String, default fallback: Duration) -> Duration {
             .seconds(integer(name, default: Int(fallback.components.seconds), range: 1...3600))

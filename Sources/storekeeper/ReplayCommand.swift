@@ -51,7 +51,7 @@ struct ReplayCommand: AsyncParsableCommand {
                 ids = single.map { [$0] } ?? []
             }
             let credits = CreditLedger(catalogue: catalogue, logger: logger)
-            let writer = SubscriptionWriter(client: client, credits: credits, queue: PostgresJobQueue(client: client, logger: logger), rechecks: nil, logger: logger)
+            let writer = SubscriptionWriter(client: client, credits: credits, queue: PostgresJobQueue(client: client, logger: logger), rechecks: nil, events: nil, logger: logger)
             var results: [(String, [String])] = []
             for id in ids {
                 let outcome = try await client.withTransaction(logger: logger) { connection in

@@ -1,4 +1,5 @@
 import Credits
+import Events
 import Foundation
 import Logging
 import Persistence
@@ -13,9 +14,11 @@ public struct SpendCredits: Sendable {
     private let ledger: CreditLedger
     private let subscriptions: SubscriptionStore
     private let usageRequests: UsageRequests
+    private let events: EventRecorder?
     private let logger: Logger
 
-    public init(client: PostgresClient, ledger: CreditLedger, logger: Logger) {
+    public init(client: PostgresClient, ledger: CreditLedger, events: EventRecorder?, logger: Logger) {
+        self.events = events
         self.client = client
         self.ledger = ledger
         self.subscriptions = SubscriptionStore(client: client, logger: logger)
@@ -42,6 +45,11 @@ public struct SpendCredits: Sendable {
                         try await ledger.post("\(prefix):\(index)", bucket: debit.bucket, delta: -debit.amount, reason: "usage", on: connection)
                     }
                     answer = UsageRequests.Answer(outcome: .spent, meter: request.meter, remaining: total - request.amount)
+                    try await events?.record(
+                        CreditChanges.depleted(
+                            meter: request.meter, remaining: answer.remaining, account: request.account, spendKey: prefix,
+                            environment: states.first?.environment ?? "Production"),
+                        now: now, on: connection)
                 } else {
                     answer = UsageRequests.Answer(
                         outcome: .insufficientCredits, meter: request.meter, remaining: total, error: "insufficient_credits",

@@ -1,5 +1,6 @@
 import AppStoreModels
 import Credits
+import Events
 import Foundation
 import Logging
 import Persistence
@@ -13,25 +14,38 @@ import Subscriptions
 public struct TopUpPurchase: Sendable {
     private let ledger: CreditLedger
     private let history: SubscriptionHistory
+    private let events: EventRecorder?
 
-    public init(ledger: CreditLedger, logger: Logger) {
+    public init(ledger: CreditLedger, events: EventRecorder?, logger: Logger) {
         self.ledger = ledger
         self.history = SubscriptionHistory(logger: logger)
+        self.events = events
     }
 
     /// Returns false when the product is not a top-up or no account is known.
     @discardableResult
-    public func record(_ transaction: TransactionPayload, account: AccountID?, now: Date, on connection: PostgresConnection)
-        async throws -> Bool
-    {
+    public func record(
+        _ transaction: TransactionPayload, account: AccountID?, now: Date, cause: EventCause, on connection: PostgresConnection
+    ) async throws -> Bool {
         guard ledger.catalogue.topUp(ofProduct: transaction.productId) != nil,
             let account = try await ledger.creditedAccount(ofTopUp: transaction.transactionId, on: connection) ?? account
         else { return false }
         try await ledger.lockAccount(account, on: connection)
         let newest = try await history.newestVersion(of: transaction, on: connection)
         let snapshot = try await ledger.snapshot(ofSubscription: transaction.originalTransactionId, account: account, now: now, on: connection)
-        try await ledger.apply(
-            TopUpCredits.operationsDue(newest, account: account, catalogue: ledger.catalogue, ledger: snapshot), on: connection)
+        let operations = TopUpCredits.operationsDue(newest, account: account, catalogue: ledger.catalogue, ledger: snapshot)
+        try await ledger.apply(operations, on: connection)
+        if let events {
+            let environment = newest.environment?.rawValue ?? "unknown"
+            var drafts = CreditChanges.granted(operations, account: account, subscription: nil, environment: environment, cause: cause)
+            if newest.revocationDate != nil {
+                drafts.append(
+                    CreditChanges.consumableRefunded(
+                        transactionId: newest.transactionId, productId: newest.productId, reason: newest.revocationReason.map(String.init),
+                        account: account, environment: environment, cause: cause))
+            }
+            try await events.record(drafts, now: now, on: connection)
+        }
         return true
     }
 }

@@ -1,4 +1,5 @@
 import AppStoreModels
+import Events
 import Foundation
 import Persistence
 import Logging
@@ -36,8 +37,13 @@ public struct SubscriptionClaims: Sendable {
     private let logger: Logger
 
     private let credits: CreditLedger
+    private let events: EventRecorder?
 
-    public init(client: PostgresClient, policy: TransferPolicy, writer: SubscriptionWriter, credits: CreditLedger, logger: Logger) {
+    public init(
+        client: PostgresClient, policy: TransferPolicy, writer: SubscriptionWriter, credits: CreditLedger, events: EventRecorder?,
+        logger: Logger
+    ) {
+        self.events = events
         self.client = client
         self.credits = credits
         self.writer = writer
@@ -54,7 +60,9 @@ public struct SubscriptionClaims: Sendable {
         guard let event = SubscriptionEvent(claimOf: transaction, by: account) else {
             guard credits.catalogue.topUp(ofProduct: transaction.productId) != nil else { return .notASubscription }
             _ = try await client.withTransaction(logger: logger) { connection in
-                try await TopUpPurchase(ledger: credits, logger: logger).record(transaction, account: account, now: now, on: connection)
+                try await TopUpPurchase(ledger: credits, events: events, logger: logger).record(
+                    transaction, account: account, now: now,
+                    cause: EventCause(notificationType: SubscriptionEvent.clientTransactionType, transactionId: transaction.transactionId), on: connection)
             }
             return .toppedUp
         }

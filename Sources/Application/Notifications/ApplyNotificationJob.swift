@@ -1,4 +1,5 @@
 import AppStoreModels
+import Events
 import Foundation
 import Jobs
 import Logging
@@ -23,11 +24,13 @@ public struct ApplyNotificationJob: JobHandler {
     private let logger: Logger
 
     private let credits: CreditLedger
+    private let events: EventRecorder?
 
     public init(
-        client: PostgresClient, writer: SubscriptionWriter, credits: CreditLedger,
+        client: PostgresClient, writer: SubscriptionWriter, credits: CreditLedger, events: EventRecorder?,
         clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger
     ) {
+        self.events = events
         self.client = client
         self.notifications = NotificationStore(logger: logger)
         self.writer = writer
@@ -56,17 +59,32 @@ public struct ApplyNotificationJob: JobHandler {
                 return
             }
             let outcome: String
+            let now = clock()
+            let cause = EventCause(notification)
+            var account: AccountID?
             if let event = SubscriptionEvent(notification) {
                 let lockHeld = lockedSubscription == event.transaction.originalTransactionId
-                outcome = try await writer.apply(event, now: clock(), on: connection, lockHeld: lockHeld).kind.rawValue
-            } else if let transaction = notification.transaction,
-                try await TopUpPurchase(ledger: credits, logger: logger).record(
-                    transaction, account: try await PurchaseIntents(logger: logger).account(ofToken: transaction.appAccountToken, on: connection),
-                    now: clock(), on: connection)
-            {
-                outcome = "topped_up"
+                let applied = try await writer.apply(event, now: now, on: connection, lockHeld: lockHeld)
+                outcome = applied.kind.rawValue
+                account = applied.state?.accountId
+            } else if let transaction = notification.transaction {
+                let intended = try await PurchaseIntents(logger: logger).account(ofToken: transaction.appAccountToken, on: connection)
+                account = try await credits.creditedAccount(ofTopUp: transaction.transactionId, on: connection) ?? intended
+                let toppedUp = try await TopUpPurchase(ledger: credits, events: events, logger: logger).record(
+                    transaction, account: intended, now: now, cause: cause, on: connection)
+                outcome = toppedUp ? "topped_up" : "recorded"
             } else {
                 outcome = "recorded"
+            }
+            if NotificationType(notification.payload.notificationType) == .consumptionRequest, let account, let transaction = notification.transaction {
+                try await events?.record(
+                    [
+                        CreditChanges.refundRequested(
+                            transactionId: transaction.transactionId, productId: transaction.productId,
+                            reason: notification.payload.data?.consumptionRequestReason, account: account,
+                            subscription: transaction.isAutoRenewable ? transaction.originalTransactionId : nil,
+                            environment: transaction.environment?.rawValue ?? "unknown", cause: cause)
+                    ], now: now, on: connection)
             }
             try await notifications.markProcessed(uuid, outcome: outcome, on: connection)
             try await execution.complete(on: connection)

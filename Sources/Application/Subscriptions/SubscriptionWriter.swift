@@ -1,4 +1,5 @@
 import Credits
+import Events
 import Foundation
 import Persistence
 import Jobs
@@ -8,7 +9,7 @@ import Subscriptions
 
 /// The one code path that changes a subscription, inside the caller's transaction: lock it, derive it again from
 /// every stored fact, save the state, follow its owner, sync the archive, post the credit operations still due and
-/// schedule what comes next (the next credit window, a late-renewal recheck).
+/// schedule what comes next (the next credit window, a late-renewal recheck) and store the events of the change.
 public struct SubscriptionWriter: Sendable {
     /// What deriving a subscription changed.
     public struct Outcome: Sendable {
@@ -32,10 +33,16 @@ public struct SubscriptionWriter: Sendable {
     private let credits: CreditLedger
     private let queue: any JobScheduling
     private let rechecks: RenewalRechecks?
+    private let recorder: EventRecorder?
     private let logger: Logger
 
-    /// - Parameter rechecks: schedules late-renewal rechecks; `nil` when the App Store Server API is not configured.
-    public init(client: PostgresClient, credits: CreditLedger, queue: any JobScheduling, rechecks: RenewalRechecks?, logger: Logger) {
+    /// - Parameters:
+    ///   - rechecks: schedules late-renewal rechecks; `nil` when the App Store Server API is not configured.
+    ///   - events: stores the events of each change; `nil` stores none.
+    public init(
+        client: PostgresClient, credits: CreditLedger, queue: any JobScheduling, rechecks: RenewalRechecks?, events: EventRecorder?,
+        logger: Logger
+    ) {
         self.subscriptions = SubscriptionStore(client: client, logger: logger)
         self.history = SubscriptionHistory(logger: logger)
         self.archive = SubscriptionArchive(logger: logger)
@@ -43,6 +50,7 @@ public struct SubscriptionWriter: Sendable {
         self.credits = credits
         self.queue = queue
         self.rechecks = rechecks
+        self.recorder = events
         self.logger = logger
     }
 
@@ -91,6 +99,15 @@ public struct SubscriptionWriter: Sendable {
         try await credits.apply(operations, on: connection)
         try await scheduleNextWindow(derivation, now: now, on: connection)
         try await rechecks?.schedule(for: state, now: now, on: connection)
+        if let recorder {
+            let cause = extra.map(EventCause.init) ?? EventCause(originalTransactionId: originalTransactionId)
+            var drafts = SubscriptionChanges.events(from: stored, to: state, catalogue: credits.catalogue, cause: cause)
+            if let account = state.accountId {
+                drafts += CreditChanges.granted(
+                    operations, account: account, subscription: originalTransactionId, environment: state.environment, cause: cause)
+            }
+            try await recorder.record(drafts, now: now, on: connection)
+        }
         return Outcome(kind: changed ? .applied : .unchanged, state: state, stored: stored, operations: operations)
     }
 

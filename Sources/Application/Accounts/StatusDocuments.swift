@@ -1,0 +1,107 @@
+import Credits
+import Foundation
+import Subscriptions
+
+/// The body of `GET /v1/accounts/{id}/status` (SPEC §5.2), also the `status` of every event. Absent values are
+/// explicit `null`s.
+public struct AccountStatusResponse: Encodable, Sendable {
+    var accountId: AccountID
+    var status: AccountStatus
+    var credits: AccountCredits
+    var now: Date
+
+    public init(accountId: AccountID, status: AccountStatus, credits: AccountCredits, now: Date) {
+        self.accountId = accountId
+        self.status = status
+        self.credits = credits
+        self.now = now
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case accountId, state, entitled, tier, hadSubscription, subscription, credits, nextChangeAt
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(accountId.text, forKey: .accountId)
+        try container.encode(status.state.rawValue, forKey: .state)
+        try container.encode(status.entitled, forKey: .entitled)
+        try container.encode(credits.tier, forKey: .tier)
+        try container.encode(status.hadSubscription, forKey: .hadSubscription)
+        try container.encode(status.subscription.map { SubscriptionResponse(state: $0, now: now) }, forKey: .subscription)
+        try container.encode(credits.meters.mapValues(MeterCreditsResponse.init), forKey: .credits)
+        try container.encode(status.nextChangeAt, forKey: .nextChangeAt)
+    }
+}
+
+/// The `subscription` object of the status answer.
+struct SubscriptionResponse: Encodable {
+    var state: SubscriptionState
+    var now: Date
+
+    enum CodingKeys: String, CodingKey {
+        case originalTransactionId, productId, environment, status, willRenew, autoRenewProductId, pendingProductId
+        case expiresAt, gracePeriodExpiresAt, isTrial, ownership
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(state.originalTransactionId, forKey: .originalTransactionId)
+        try container.encode(state.productId, forKey: .productId)
+        try container.encode(state.environment, forKey: .environment)
+        try container.encode(state.effectiveStatus(at: now).rawValue, forKey: .status)
+        try container.encode(state.willRenew, forKey: .willRenew)
+        try container.encode(state.autoRenewProductId, forKey: .autoRenewProductId)
+        try container.encode(state.pendingProductId, forKey: .pendingProductId)
+        try container.encode(state.expiresAt, forKey: .expiresAt)
+        try container.encode(state.gracePeriodExpiresAt, forKey: .gracePeriodExpiresAt)
+        try container.encode(state.isTrial, forKey: .isTrial)
+        try container.encode(state.ownership, forKey: .ownership)
+    }
+}
+
+/// The body of `GET /v1/subscriptions/{originalTransactionId}`: the subscription object plus its account and the
+/// type of the last notification applied.
+public struct SubscriptionDetailResponse: Encodable, Sendable {
+    var state: SubscriptionState
+    var now: Date
+
+    public init(state: SubscriptionState, now: Date) {
+        self.state = state
+        self.now = now
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case accountId, lastEventType, endReason, revokedAt, offer, priceIncrease
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        try SubscriptionResponse(state: state, now: now).encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(state.accountId?.text, forKey: .accountId)
+        try container.encode(state.lastEventType, forKey: .lastEventType)
+        try container.encode(state.endReason, forKey: .endReason)
+        try container.encode(state.revokedAt, forKey: .revokedAt)
+        try container.encode(state.offer, forKey: .offer)
+        try container.encode(state.priceIncrease, forKey: .priceIncrease)
+    }
+}
+
+/// One meter of the status answer's `credits`, every field present (`null` when it does not apply).
+struct MeterCreditsResponse: Encodable {
+    var credits: MeterCredits
+
+    enum CodingKeys: String, CodingKey {
+        case remaining, cycle, topUp, resetsAt, dailyRemaining, unlimited
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(credits.remaining, forKey: .remaining)
+        try container.encode(credits.cycle, forKey: .cycle)
+        try container.encode(credits.topUp, forKey: .topUp)
+        try container.encode(credits.resetsAt, forKey: .resetsAt)
+        try container.encode(credits.dailyRemaining, forKey: .dailyRemaining)
+        try container.encode(credits.unlimited, forKey: .unlimited)
+    }
+}

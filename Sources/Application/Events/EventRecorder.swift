@@ -1,0 +1,81 @@
+import Events
+import Foundation
+import Jobs
+import Logging
+import Persistence
+import PostgresNIO
+import Subscriptions
+
+/// Stores the events a change is worth inside the change's transaction — each with the account's full status as
+/// that transaction leaves it — and queues their webhook deliveries. An event whose key is stored already is skipped,
+/// so deriving again never emits twice.
+public struct EventRecorder: Sendable {
+    private let log: EventLog
+    private let deliveries: WebhookDeliveries
+    private let endpoints: [WebhookEndpoint]
+    private let status: AccountStatusQuery
+    private let queue: any JobScheduling
+
+    public init(client: PostgresClient, credits: CreditLedger, endpoints: [WebhookEndpoint], queue: any JobScheduling, logger: Logger) {
+        self.log = EventLog(logger: logger)
+        self.deliveries = WebhookDeliveries(logger: logger)
+        self.endpoints = endpoints
+        self.status = AccountStatusQuery(client: client, ledger: credits, logger: logger)
+        self.queue = queue
+    }
+
+    /// Stores those of `drafts` not stored yet, in order, and wakes the deliveries of each endpoint that wants them.
+    public func record(_ drafts: [EventDraft], now: Date, on connection: PostgresConnection) async throws {
+        guard !drafts.isEmpty else { return }
+        let stored = try await log.storedKeys(drafts.map(\.key), on: connection)
+        var seen = stored
+        let fresh = drafts.filter { seen.insert($0.key).inserted }
+        guard !fresh.isEmpty else { return }
+        var documents: [AccountID: AccountStatusResponse] = [:]
+        var woken: [WebhookDeliveryJob.Arguments] = []
+        for draft in fresh {
+            let document: AccountStatusResponse
+            if let known = documents[draft.account] {
+                document = known
+            } else {
+                document = try await status.document(of: draft.account, now: now, on: connection)
+                documents[draft.account] = document
+            }
+            let body = try EventData(draft: draft, status: document).json()
+            guard let event = try await log.append(draft, body: body, at: now, on: connection) else { continue }
+            for endpoint in endpoints where endpoint.types.matches(draft.type) {
+                try await deliveries.add(event, endpoint: endpoint.name, on: connection)
+                let wake = WebhookDeliveryJob.Arguments(endpoint: endpoint.name, account: event.account)
+                if !woken.contains(wake) { woken.append(wake) }
+            }
+        }
+        for arguments in woken { try await queue.enqueue(try WebhookDeliveryJob.job(arguments), on: connection) }
+    }
+}
+
+/// The `data` of an event: whom it concerns, what changed, what caused it and the account's status after it.
+struct EventData: Encodable {
+    var draft: EventDraft
+    var status: AccountStatusResponse
+
+    enum CodingKeys: String, CodingKey {
+        case accountId, subscriptionId, environment, sandbox, change, cause, status
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(draft.account.text, forKey: .accountId)
+        try container.encode(draft.subscription, forKey: .subscriptionId)
+        try container.encode(draft.environment, forKey: .environment)
+        try container.encode(draft.environment != "Production", forKey: .sandbox)
+        try container.encode(draft.change, forKey: .change)
+        try container.encode(draft.cause, forKey: .cause)
+        try container.encode(status, forKey: .status)
+    }
+
+    func json() throws -> String {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        return String(decoding: try encoder.encode(self), as: UTF8.self)
+    }
+}

@@ -1,0 +1,52 @@
+import Credits
+import Foundation
+import Subscriptions
+
+/// The events of credit changes: grants posted (a billing period's window, its correction upward, a top-up bought),
+/// a meter spent to zero, a consumable refunded. Keys are the ledger's own operation keys, which are posted once.
+public enum CreditChanges {
+    /// A `credits.granted` per grant among `operations` (window grants, upward corrections, top-up purchases).
+    public static func granted(
+        _ operations: [LedgerOperation], account: AccountID, subscription: String?, environment: String, cause: EventCause
+    ) -> [EventDraft] {
+        operations.compactMap { operation in
+            guard case .post(let entry, let opening) = operation, entry.delta > 0,
+                entry.isGrant || entry.operationKey.hasPrefix("topup:")
+            else { return nil }
+            let meter = opening?.meter ?? entry.bucket.split(separator: ":").last.map(String.init)
+            return EventDraft(
+                type: .creditsGranted, key: "granted:\(entry.operationKey)", account: account, subscription: subscription,
+                environment: environment, change: EventChange(meter: meter, amount: entry.delta, bucket: entry.bucket), cause: cause)
+        }
+    }
+
+    /// `credits.depleted` when a spend left nothing of `meter`; `spendKey` names the spend.
+    public static func depleted(meter: String, remaining: Int64?, account: AccountID, spendKey: String, environment: String) -> [EventDraft] {
+        guard remaining == 0 else { return [] }
+        return [
+            EventDraft(
+                type: .creditsDepleted, key: "depleted:\(spendKey)", account: account, subscription: nil, environment: environment,
+                change: EventChange(meter: meter), cause: EventCause())
+        ]
+    }
+
+    /// `purchase.consumable_refunded` for a consumable Apple says was refunded.
+    public static func consumableRefunded(
+        transactionId: String, productId: String, reason: String?, account: AccountID, environment: String, cause: EventCause
+    ) -> EventDraft {
+        EventDraft(
+            type: .purchaseConsumableRefunded, key: "consumable_refunded:\(transactionId)", account: account, subscription: nil,
+            environment: environment, change: EventChange(reason: reason, productId: productId, transactionId: transactionId), cause: cause)
+    }
+
+    /// `purchase.refund_requested`: Apple's `CONSUMPTION_REQUEST` about `transactionId`.
+    public static func refundRequested(
+        transactionId: String, productId: String, reason: String?, account: AccountID, subscription: String?, environment: String,
+        cause: EventCause
+    ) -> EventDraft {
+        EventDraft(
+            type: .purchaseRefundRequested, key: "refund_requested:\(cause.eventId ?? transactionId)", account: account,
+            subscription: subscription, environment: environment,
+            change: EventChange(reason: reason, productId: productId, transactionId: transactionId), cause: cause)
+    }
+}

@@ -1,0 +1,114 @@
+import AppStoreModels
+import Foundation
+import Subscriptions
+
+/// An event the rules found due, before it is stored: the change, whom it concerns and what caused it.
+public struct EventDraft: Sendable, Equatable {
+    public var type: EventType
+    /// Names the change itself (`renewed:<subscription>:<billing period>`, a ledger row's key, …): an event whose key
+    /// is stored already is not stored again, so replays and re-derivations never emit twice.
+    public var key: String
+    public var account: AccountID
+    /// The subscription's `originalTransactionId`; `nil` for events about a consumable or a meter.
+    public var subscription: String?
+    public var environment: String
+    public var change: EventChange
+    public var cause: EventCause
+
+    public init(
+        type: EventType, key: String, account: AccountID, subscription: String?, environment: String, change: EventChange = EventChange(),
+        cause: EventCause
+    ) {
+        self.type = type
+        self.key = key
+        self.account = account
+        self.subscription = subscription
+        self.environment = environment
+        self.change = change
+        self.cause = cause
+    }
+}
+
+/// What changed, in the fields that apply to the event's type (absent otherwise).
+public struct EventChange: Codable, Sendable, Equatable {
+    public var fromProductId: String?
+    public var toProductId: String?
+    /// `upgrade`, `downgrade` or `crossgrade` (by the tiers' subscription-group levels).
+    public var direction: String?
+    /// `now`, or `next_renewal` for a change the customer scheduled.
+    public var effective: String?
+    /// Why a subscription ended (`EXPIRED_VOLUNTARY`, `BILLING_ERROR`, …) or a refund's reason.
+    public var reason: String?
+    public var fromAccountId: String?
+    public var toAccountId: String?
+    public var previousExpiresAt: Date?
+    public var expiresAt: Date?
+    public var productId: String?
+    public var transactionId: String?
+    public var meter: String?
+    /// Credits granted (positive) for `credits.granted`.
+    public var amount: Int64?
+    public var bucket: String?
+
+    public init(
+        fromProductId: String? = nil, toProductId: String? = nil, direction: String? = nil, effective: String? = nil,
+        reason: String? = nil, fromAccountId: String? = nil, toAccountId: String? = nil, previousExpiresAt: Date? = nil,
+        expiresAt: Date? = nil, productId: String? = nil, transactionId: String? = nil, meter: String? = nil,
+        amount: Int64? = nil, bucket: String? = nil
+    ) {
+        self.fromProductId = fromProductId
+        self.toProductId = toProductId
+        self.direction = direction
+        self.effective = effective
+        self.reason = reason
+        self.fromAccountId = fromAccountId
+        self.toAccountId = toAccountId
+        self.previousExpiresAt = previousExpiresAt
+        self.expiresAt = expiresAt
+        self.productId = productId
+        self.transactionId = transactionId
+        self.meter = meter
+        self.amount = amount
+        self.bucket = bucket
+    }
+}
+
+/// The Apple ids behind an event: the notification (or claim, or Server API answer) that was being applied.
+public struct EventCause: Codable, Sendable, Equatable {
+    /// `notificationUUID`, or the id of a claim or Server API snapshot.
+    public var eventId: String?
+    public var notificationType: String?
+    public var subtype: String?
+    public var transactionId: String?
+    public var originalTransactionId: String?
+    public var signedDate: Date?
+
+    public init(
+        eventId: String? = nil, notificationType: String? = nil, subtype: String? = nil, transactionId: String? = nil,
+        originalTransactionId: String? = nil, signedDate: Date? = nil
+    ) {
+        self.eventId = eventId
+        self.notificationType = notificationType
+        self.subtype = subtype
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.signedDate = signedDate
+    }
+
+    /// The cause of applying a notification.
+    public init(_ notification: VerifiedNotification) {
+        self.init(
+            eventId: notification.payload.notificationUUID.lowercased(), notificationType: notification.payload.notificationType,
+            subtype: notification.payload.subtype, transactionId: notification.transaction?.transactionId,
+            originalTransactionId: notification.originalTransactionId,
+            signedDate: notification.payload.signedDate.map { Date(timeIntervalSince1970: Double($0) / 1000) })
+    }
+
+    /// The cause of applying `event`.
+    public init(_ event: SubscriptionEvent) {
+        self.init(
+            eventId: event.id, notificationType: event.notificationType, subtype: event.subtype,
+            transactionId: event.transaction.transactionId, originalTransactionId: event.transaction.originalTransactionId,
+            signedDate: Date(timeIntervalSince1970: Double(event.signedDate) / 1000))
+    }
+}

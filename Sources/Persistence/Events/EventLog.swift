@@ -1,0 +1,134 @@
+import Events
+import Foundation
+import Logging
+import PostgresNIO
+import Subscriptions
+
+/// The stored events (`events`), read and written on the caller's connection: appended in the transaction of the
+/// change they describe, read by the feed, the operators' commands and the webhook deliveries.
+public struct EventLog: Sendable {
+    let logger: Logger
+
+    public init(logger: Logger) { self.logger = logger }
+
+    /// One stored event.
+    public struct StoredEvent: Sendable, Equatable {
+        public var id: UUID
+        public var sequence: Int64
+        /// The writing transaction's id: with `sequence`, the feed's cursor.
+        public var transaction: Int64
+        public var type: String
+        public var account: String
+        public var subscription: String?
+        public var environment: String
+        public var createdAt: Date
+        /// The `data` object consumers receive (docs/events.md).
+        public var body: String
+
+        public var cursor: EventCursor { EventCursor(transaction: transaction, sequence: sequence) }
+    }
+
+    /// Which of `keys` are stored already.
+    public func storedKeys(_ keys: [String], on connection: PostgresConnection) async throws -> Set<String> {
+        guard !keys.isEmpty else { return [] }
+        let rows = try await connection.query("SELECT dedup_key FROM events WHERE dedup_key = ANY(\(keys))", logger: logger)
+        var stored: Set<String> = []
+        for try await key in rows.decode(String.self) { stored.insert(key) }
+        return stored
+    }
+
+    /// Appends an event unless its key is stored; returns it when it was appended.
+    public func append(_ draft: EventDraft, body: String, at now: Date, on connection: PostgresConnection) async throws -> StoredEvent? {
+        let rows = try await connection.query(
+            """
+            INSERT INTO events (dedup_key, type, account_id, subscription_id, environment, created_at, body)
+            VALUES (\(draft.key), \(draft.type.rawValue), \(draft.account), \(draft.subscription), \(draft.environment), \(now), \(body)::jsonb)
+            ON CONFLICT (dedup_key) DO NOTHING
+            RETURNING \(unescaped: Self.columns)
+            """, logger: logger)
+        for try await row in rows { return try Self.decode(row) }
+        return nil
+    }
+
+    /// Events after `cursor` in commit order, only from transactions older than every one still running (so a later
+    /// read never finds one before the cursor), of `types` when given.
+    public func feed(after cursor: EventCursor?, types: [String]?, limit: Int, on connection: PostgresConnection) async throws -> [StoredEvent] {
+        let cursor = cursor ?? EventCursor(transaction: 0, sequence: 0)
+        let rows = try await connection.query(
+            """
+            SELECT \(unescaped: Self.columns) FROM events
+            WHERE (transaction_id, sequence) > (\(String(cursor.transaction))::xid8, \(cursor.sequence))
+              AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+              AND (\(types)::text[] IS NULL OR type = ANY(\(types)::text[]))
+            ORDER BY transaction_id, sequence LIMIT \(limit)
+            """, logger: logger)
+        return try await Self.decodeAll(rows)
+    }
+
+    /// The newest events first, of one account when given.
+    public func recent(account: AccountID?, limit: Int, on connection: PostgresConnection) async throws -> [StoredEvent] {
+        let rows = try await connection.query(
+            """
+            SELECT \(unescaped: Self.columns) FROM events
+            WHERE (\(account)::text IS NULL OR account_id = \(account)::text)
+            ORDER BY sequence DESC LIMIT \(limit)
+            """, logger: logger)
+        return try await Self.decodeAll(rows)
+    }
+
+    public func event(_ id: UUID, on connection: PostgresConnection) async throws -> StoredEvent? {
+        let rows = try await connection.query("SELECT \(unescaped: Self.columns) FROM events WHERE id = \(id)", logger: logger)
+        return try await Self.decodeAll(rows).first
+    }
+
+    /// Deletes events created before `cutoff` (their deliveries and attempts go with them); returns how many.
+    public func deleteEvents(before cutoff: Date, on connection: PostgresConnection) async throws -> Int {
+        let rows = try await connection.query(
+            "WITH gone AS (DELETE FROM events WHERE created_at < \(cutoff) RETURNING 1) SELECT count(*)::int FROM gone", logger: logger)
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
+    }
+
+    static let columns = columns(of: "events")
+
+    /// The columns ``decode(_:)`` reads, of the table or alias `table`.
+    static func columns(of table: String) -> String {
+        ["id", "sequence", "transaction_id::text::bigint", "type", "account_id", "subscription_id", "environment", "created_at", "body::text"]
+            .map { "\(table).\($0)" }.joined(separator: ", ")
+    }
+
+    static func decode(_ row: PostgresRow) throws -> StoredEvent {
+        let (id, sequence, transaction, type, account, subscription, environment, createdAt, body) = try row.decode(
+            (UUID, Int64, Int64, String, String, String?, String, Date, String).self)
+        return StoredEvent(
+            id: id, sequence: sequence, transaction: transaction, type: type, account: account, subscription: subscription,
+            environment: environment, createdAt: createdAt, body: body)
+    }
+
+    static func decodeAll(_ rows: PostgresRowSequence) async throws -> [StoredEvent] {
+        var events: [StoredEvent] = []
+        for try await row in rows { events.append(try decode(row)) }
+        return events
+    }
+}
+
+/// A position in the feed: the writing transaction and the sequence, as `<transaction>-<sequence>`.
+public struct EventCursor: Sendable, Equatable, CustomStringConvertible {
+    public var transaction: Int64
+    public var sequence: Int64
+
+    public init(transaction: Int64, sequence: Int64) {
+        self.transaction = transaction
+        self.sequence = sequence
+    }
+
+    /// Parses `<transaction>-<sequence>`; `nil` when malformed.
+    public init?(_ text: String) {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, let transaction = Int64(parts[0]), let sequence = Int64(parts[1]), transaction >= 0, sequence >= 0
+        else { return nil }
+        self.init(transaction: transaction, sequence: sequence)
+    }
+
+    public var description: String { "\(transaction)-\(sequence)" }
+}
