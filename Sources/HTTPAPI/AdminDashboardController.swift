@@ -22,9 +22,14 @@ public struct AdminDashboardController: Sendable {
     let jobs: any JobAdministration
     let records: any OperatorReading
     let accounts: any AccountStatusReading
+    let events: (any EventReading)?
     let clock: @Sendable () -> Date
 
-    public init(jobs: any JobAdministration, records: any OperatorReading, accounts: any AccountStatusReading, clock: @escaping @Sendable () -> Date) {
+    public init(
+        jobs: any JobAdministration, records: any OperatorReading, accounts: any AccountStatusReading, events: (any EventReading)? = nil,
+        clock: @escaping @Sendable () -> Date
+    ) {
+        self.events = events
         self.jobs = jobs
         self.records = records
         self.accounts = accounts
@@ -38,6 +43,12 @@ public struct AdminDashboardController: Sendable {
             let requeued = try await self.jobs.requeue(ids: [id])
             return Response(status: .seeOther, headers: [.location: "/admin?requeued=\(requeued.count)"])
         }
+        // The JSON API owns POST /admin/events/{id}/redeliver; the page's form posts here.
+        group.post("deliveries/{id}/redeliver") { _, context -> Response in
+            let id = try EventsController.eventId(context)
+            let endpoints = try await self.events?.redeliver(id, endpoint: nil) ?? []
+            return Response(status: .seeOther, headers: [.location: "/admin?redelivered=\(endpoints.count)"])
+        }
     }
 
     func page(account: String?) async throws -> HTMLPage {
@@ -49,6 +60,7 @@ public struct AdminDashboardController: Sendable {
         body += Self.queueSection(try await statistics)
         body += try await accountSection(account, now: now)
         body += Self.failedSection(try await failed)
+        if let events { body += Self.failedDeliveriesSection(try await events.failedDeliveries(limit: 50)) }
         body += Self.notificationsSection(try await recent)
         body += "</main>"
         return HTMLPage(title: "Storekeeper admin", body: body)
@@ -71,6 +83,18 @@ public struct AdminDashboardController: Sendable {
         let finished = statistics.finishedLastHour.map { "\($0.kind) \($0.state) \($0.count)" }.joined(separator: " · ")
         html += "<p class=\"muted\">finished in the last hour: \(HTMLPage.escape(finished.isEmpty ? "none" : finished))</p></section>"
         return html
+    }
+
+    static func failedDeliveriesSection(_ failed: [(event: UUID, endpoint: String, account: String, attempts: Int)]) -> String {
+        let rows: [[HTMLPage.Cell]] = failed.map { delivery in
+            let id = delivery.event.uuidString.lowercased()
+            return [
+                HTMLPage.Cell(id), HTMLPage.Cell(delivery.endpoint), HTMLPage.Cell(delivery.account), HTMLPage.Cell("\(delivery.attempts)"),
+                .raw("<form class=\"inline\" method=\"post\" action=\"/admin/deliveries/\(id)/redeliver\"><button type=\"submit\">Redeliver</button></form>"),
+            ]
+        }
+        return "<section><h2>Failed webhook deliveries</h2>"
+            + HTMLPage.table(["event", "endpoint", "account", "attempts", ""], rows, empty: "no failed deliveries") + "</section>"
     }
 
     static func failedSection(_ failed: [JobRecord]) -> String {

@@ -1,25 +1,36 @@
+import Application
 import Foundation
 import Hummingbird
 import Jobs
+import Metrics
 import NIOCore
+import Persistence
 import Prometheus
 import Synchronization
 import StatementFencing
 
 /// `GET /metrics` in Prometheus text format: everything the process recorded (intake, verification latency, jobs,
 /// credit operations, HTTP requests) plus the queue's depth by kind and state and the oldest runnable job's age, read
-/// from the database at scrape time (`storekeeper_queue_jobs{kind,state}`, `storekeeper_queue_oldest_runnable_seconds`).
+/// from the database at scrape time (`storekeeper_queue_jobs{kind,state}`, `storekeeper_queue_oldest_runnable_seconds`),
+/// and webhook deliveries by state with the age of the oldest event not delivered yet
+/// (`storekeeper_webhook_deliveries{state}`, `storekeeper_webhook_oldest_undelivered_seconds`).
 public final class MetricsController: Sendable {
     let registry: PrometheusCollectorRegistry
     let jobs: (any JobAdministration)?
+    let deliveries: (any DeliverySummarizing)?
     /// Label pairs reported before, so a pair that emptied reads 0 instead of its last value.
     private let reported = Mutex<Set<[String]>>([])
 
     /// - Parameters:
     ///   - jobs: where queue depth comes from.
     ///   - kinds: job kinds reported (as 0) even while none is queued.
-    public init(registry: PrometheusCollectorRegistry, jobs: (any JobAdministration)?, kinds: [String] = []) {
+    ///   - deliveries: where webhook delivery counts and the oldest undelivered event come from.
+    public init(
+        registry: PrometheusCollectorRegistry, jobs: (any JobAdministration)?, kinds: [String] = [],
+        deliveries: (any DeliverySummarizing)? = nil
+    ) {
         self.registry = registry
+        self.deliveries = deliveries
         self.jobs = jobs
         reported.withLock { reported in
             for kind in kinds {
@@ -56,6 +67,13 @@ public final class MetricsController: Sendable {
                 registry.makeGauge(name: "storekeeper_database_up").set(Double(0))
             }
         }
+        if let deliveries, let summary = try? await withDeadline(.seconds(3), { try await deliveries.deliverySummary() }) {
+            for state in [WebhookDeliveries.State.pending, .delivered, .failed] {
+                Gauge(label: "storekeeper_webhook_deliveries", dimensions: [("state", state.rawValue)]).record(summary.counts[state] ?? 0)
+            }
+            let age = summary.oldestPending.map { max(0, Date().timeIntervalSince($0)) } ?? 0
+            Gauge(label: "storekeeper_webhook_oldest_undelivered_seconds").record(age)
+        }
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)
         return Response(
@@ -63,3 +81,10 @@ public final class MetricsController: Sendable {
             body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
     }
 }
+
+/// Webhook deliveries by state and the creation time of the oldest event still pending (the seam tests can replace).
+public protocol DeliverySummarizing: Sendable {
+    func deliverySummary() async throws -> (counts: [WebhookDeliveries.State: Int], oldestPending: Date?)
+}
+
+extension EventHistory: DeliverySummarizing {}

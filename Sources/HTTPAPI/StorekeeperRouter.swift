@@ -15,6 +15,8 @@ public struct HTTPDependencies: Sendable {
     public var claims: any TransactionClaiming
     /// Issues purchase tokens (`POST /v1/accounts/{id}/purchase-intents`); `nil` leaves the route out.
     public var purchaseIntents: (any PurchaseIntentIssuing)?
+    /// Stored events: the feed, the admin routes and the dashboard's failed deliveries; `nil` leaves them out.
+    public var events: (any EventReading)?
     public var catalogue: TierCatalogue
     /// Where `GET /metrics` reads from.
     public var metrics: PrometheusCollectorRegistry
@@ -64,8 +66,10 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
     router.add(middleware: LogRequestsMiddleware(.debug))
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: RequestBodyBudgetMiddleware(budget: dependencies.bodyBudget))
-    MetricsController(registry: dependencies.metrics, jobs: dependencies.jobs, kinds: dependencies.jobKinds)
-        .addRoutes(to: router, keys: dependencies.metricsKeys)
+    MetricsController(
+        registry: dependencies.metrics, jobs: dependencies.jobs, kinds: dependencies.jobKinds,
+        deliveries: dependencies.events as? any DeliverySummarizing
+    ).addRoutes(to: router, keys: dependencies.metricsKeys)
     HealthController(readiness: dependencies.readiness).addRoutes(to: router)
     NotificationIntakeController(verifier: dependencies.verifier, inbox: dependencies.inbox).addRoutes(to: router)
     TiersController(catalogue: dependencies.catalogue).addRoutes(to: router)
@@ -81,6 +85,7 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
             .addRoutes(to: serviceAPI)
         TransactionsController(verifier: dependencies.verifier, claims: dependencies.claims, accounts: accounts)
             .addRoutes(to: serviceAPI)
+        if let events = dependencies.events { EventsController(events: events).addFeedRoute(to: serviceAPI) }
     }
     if !dependencies.adminKeys.isEmpty {
         // The JSON API takes bearer keys only: a browser's remembered Basic credentials never reach it.
@@ -89,12 +94,14 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
             .add(middleware: BearerKeyMiddleware(keys: dependencies.adminKeys))
             .add(middleware: SameSiteWriteMiddleware(mediaType: "application/json"))
         AdminController(jobs: dependencies.jobs).addRoutes(to: adminAPI)
+        if let events = dependencies.events { EventsController(events: events).addAdminRoutes(to: adminAPI) }
         let dashboard = router.group("admin")
             .add(middleware: SecurityHeadersMiddleware(cacheControl: "no-store"))
             .add(middleware: BearerKeyMiddleware(keys: dependencies.adminKeys, basicRealm: "Storekeeper admin"))
             .add(middleware: SameSiteWriteMiddleware(mediaType: "application/x-www-form-urlencoded"))
         AdminDashboardController(
-            jobs: dependencies.jobs, records: dependencies.records, accounts: dependencies.accounts, clock: dependencies.clock
+            jobs: dependencies.jobs, records: dependencies.records, accounts: dependencies.accounts, events: dependencies.events,
+            clock: dependencies.clock
         ).addRoutes(to: dashboard)
     }
     return router

@@ -97,6 +97,7 @@ public struct StorekeeperComponents: Sendable {
             )
         dependencies.jobKinds = jobKinds
         dependencies.purchaseIntents = PurchaseIntents(client: client, logger: logger)
+        dependencies.events = EventHistory(client: client, queue: queue, logger: logger)
         dependencies.metricsKeys = configuration.metricsKeys
         dependencies.bodyBudget = RequestBodyBudget(bytes: configuration.httpLimits.bodyMemory)
         return buildRouter(dependencies)
@@ -124,7 +125,8 @@ public struct StorekeeperComponents: Sendable {
     /// `storekeeper work`'s own HTTP endpoint: `/metrics` (its job metrics and the queue's depth) and `/healthz`.
     public func metricsApplication(port: Int) -> some ApplicationProtocol {
         let router = Router()
-        MetricsController(registry: StorekeeperMetrics.registry, jobs: queue, kinds: jobKinds)
+        MetricsController(
+            registry: StorekeeperMetrics.registry, jobs: queue, kinds: jobKinds, deliveries: EventHistory(client: client, queue: queue, logger: logger))
             .addRoutes(to: router, keys: configuration.metricsKeys)
         router.get("/healthz") { _, _ in HTTPResponse.Status.ok }
         let limits = configuration.httpLimits

@@ -1,0 +1,71 @@
+import Events
+import Foundation
+import Logging
+import Persistence
+import PostgresNIO
+import Subscriptions
+
+/// Reading stored events and redelivering them: the feed (`GET /v1/events`), the operators' commands and API, the
+/// dashboard.
+public struct EventHistory: Sendable {
+    private let client: PostgresClient
+    private let log: EventLog
+    private let deliveries: WebhookDeliveries
+    private let queue: any JobScheduling
+
+    public init(client: PostgresClient, queue: any JobScheduling, logger: Logger) {
+        self.client = client
+        self.log = EventLog(logger: logger)
+        self.deliveries = WebhookDeliveries(logger: logger)
+        self.queue = queue
+    }
+
+    /// One event with its deliveries and its delivery log.
+    public struct Detail: Sendable {
+        public var event: EventLog.StoredEvent
+        public var deliveries: [WebhookDeliveries.Delivery]
+        public var attempts: [WebhookDeliveries.Attempt]
+    }
+
+    /// Events after `cursor` in commit order (see ``EventLog/feed(after:types:limit:on:)``).
+    public func feed(after cursor: EventCursor?, types: EventTypeFilter, limit: Int) async throws -> [EventLog.StoredEvent] {
+        let names = types.patterns == ["*"] ? nil : types.types.map(\.rawValue)
+        return try await client.withConnection { try await log.feed(after: cursor, types: names, limit: limit, on: $0) }
+    }
+
+    /// The newest events, of one account when given.
+    public func recent(account: AccountID?, limit: Int) async throws -> [EventLog.StoredEvent] {
+        try await client.withConnection { try await log.recent(account: account, limit: limit, on: $0) }
+    }
+
+    public func detail(_ id: UUID) async throws -> Detail? {
+        try await client.withConnection { connection in
+            guard let event = try await log.event(id, on: connection) else { return nil }
+            return Detail(
+                event: event, deliveries: try await deliveries.deliveries(of: id, on: connection),
+                attempts: try await deliveries.attempts(of: id, on: connection))
+        }
+    }
+
+    /// Deliveries that `failed`, newest first.
+    public func failedDeliveries(limit: Int) async throws -> [(event: UUID, endpoint: String, account: String, attempts: Int)] {
+        try await client.withConnection { try await deliveries.failed(limit: limit, on: $0) }
+    }
+
+    /// Puts the event's deliveries (to every endpoint, or one) back to pending with a fresh schedule and wakes them;
+    /// returns the endpoints, empty when the event has no delivery.
+    public func redeliver(_ id: UUID, endpoint: String? = nil) async throws -> [String] {
+        try await client.withTransaction(logger: Logger(label: "storekeeper.events")) { connection in
+            let woken = try await deliveries.redeliver(event: id, endpoint: endpoint, on: connection)
+            for pair in woken {
+                try await queue.enqueue(try WebhookDeliveryJob.job(.init(endpoint: pair.endpoint, account: pair.account)), on: connection)
+            }
+            return woken.map(\.endpoint)
+        }
+    }
+
+    /// Deliveries by state and the creation time of the oldest event still pending.
+    public func deliverySummary() async throws -> (counts: [WebhookDeliveries.State: Int], oldestPending: Date?) {
+        try await client.withConnection { try await deliveries.summary(on: $0) }
+    }
+}
