@@ -63,7 +63,7 @@ public enum SubscriptionChanges {
             switch (before.status, state.status) {
             case (.billingRetry, .active), (.gracePeriod, .active):
                 draft(.subscriptionRecovered, "recovered:\(id):\(period)", EventChange(expiresAt: state.expiresAt, productId: state.productId))
-            case (.refunded, .active), (.refunded, .gracePeriod), (.refunded, .billingRetry):
+            case (.refunded, _):
                 draft(.subscriptionRefundReversed, "refund_reversed:\(id):\(period)", EventChange(transactionId: state.latestTransactionId))
             default:
                 break

@@ -1,0 +1,129 @@
+import Credits
+import Events
+import Foundation
+import Subscriptions
+import Testing
+
+/// The events a customer's subscription history is worth, written from what an app's service must hear (Apple's
+/// notification meanings), not from the rules' code: one event per change, none for a repeat.
+@Suite struct SubscriptionChangesTests {
+    static let catalogue = TierCatalogue(
+        meters: [.init(id: "ai", displayName: "AI")], free: .init(displayName: "Free", allowances: [:]),
+        tiers: [
+            .init(id: "max", level: 1, displayName: "Max", products: [.init(id: "max.monthly", period: "P1M", price: 19_990, currency: "USD")], allowances: [:]),
+            .init(id: "pro", level: 2, displayName: "Pro", products: [.init(id: "pro.monthly", period: "P1M", price: 9_990, currency: "USD")], allowances: [:]),
+            .init(id: "lite", level: 3, displayName: "Lite", products: [.init(id: "lite.monthly", period: "P1M", price: 4_990, currency: "USD")], allowances: [:]),
+        ], topUps: [])
+    static let alice = AccountID("alice")!
+    static let start = Date(timeIntervalSince1970: 1_790_000_000)
+
+    /// A subscription of `alice` in billing period `period` (day offsets of 30).
+    static func state(
+        _ status: SubscriptionStatus, period: Int = 0, product: String = "pro.monthly", account: AccountID? = alice, willRenew: Bool = true,
+        pending: String? = nil, endReason: String? = nil, expiresExtra: TimeInterval = 0, signed: Int64 = 1
+    ) -> SubscriptionState {
+        SubscriptionState(
+            originalTransactionId: "1000", accountId: account, productId: product, environment: "Sandbox", status: status,
+            willRenew: willRenew, autoRenewProductId: pending ?? product, pendingProductId: pending,
+            purchaseDate: start.addingTimeInterval(Double(period) * 30 * 86_400),
+            expiresAt: start.addingTimeInterval(Double(period + 1) * 30 * 86_400 + expiresExtra), gracePeriodExpiresAt: nil,
+            isTrial: false, ownership: "PURCHASED", latestTransactionId: "t\(period)", lastEventType: "X",
+            lastEvent: EventPosition(signedDate: signed, eventId: "e\(signed)"), endReason: endReason, billingPeriodKey: "p\(period)")
+    }
+
+    static func types(_ stored: SubscriptionState?, _ state: SubscriptionState) -> [String] {
+        SubscriptionChanges.events(from: stored, to: state, catalogue: catalogue, cause: EventCause()).map(\.type.rawValue)
+    }
+
+    @Test("A first purchase is subscription.started; a subscription nobody owns tells nobody, and its first owner hears started")
+    func started() {
+        #expect(Self.types(nil, Self.state(.active)) == ["subscription.started"])
+        #expect(Self.types(nil, Self.state(.active, account: nil)) == [])
+        #expect(Self.types(Self.state(.active, account: nil), Self.state(.active)) == ["subscription.started"])
+    }
+
+    @Test("A full lifecycle: renew, upgrade, billing issue, grace, recovery, expiry, refund, reversal — one event each, in that order")
+    func lifecycle() {
+        let steps: [SubscriptionState] = [
+            Self.state(.active),
+            Self.state(.active, period: 1),
+            Self.state(.active, period: 2, product: "max.monthly"),
+            Self.state(.billingRetry, period: 2, product: "max.monthly"),
+            Self.state(.gracePeriod, period: 2, product: "max.monthly"),
+            Self.state(.active, period: 3, product: "max.monthly"),
+            Self.state(.expired, period: 3, product: "max.monthly", willRenew: false, endReason: "EXPIRED_VOLUNTARY"),
+            Self.state(.refunded, period: 3, product: "max.monthly", willRenew: false, endReason: "REFUND"),
+            Self.state(.expired, period: 3, product: "max.monthly", willRenew: false, endReason: "EXPIRED_VOLUNTARY"),
+        ]
+        var stored: SubscriptionState?
+        var seen: Set<String> = []
+        var emitted: [String] = []
+        for state in steps {
+            for draft in SubscriptionChanges.events(from: stored, to: state, catalogue: Self.catalogue, cause: EventCause())
+            where seen.insert(draft.key).inserted {
+                emitted.append(draft.type.rawValue)
+            }
+            stored = state
+        }
+        #expect(
+            emitted == [
+                "subscription.started", "subscription.renewed", "subscription.plan_changed", "subscription.billing_issue",
+                "subscription.grace_period_started", "subscription.recovered", "subscription.expired", "subscription.refunded",
+                "subscription.refund_reversed",
+            ])
+    }
+
+    @Test("The same transition reached twice (a replay, a duplicate, another delivery order) has the same key")
+    func stableKeys() {
+        let first = SubscriptionChanges.events(from: Self.state(.active), to: Self.state(.active, period: 1), catalogue: Self.catalogue, cause: EventCause())
+        let again = SubscriptionChanges.events(
+            from: Self.state(.active), to: Self.state(.active, period: 1), catalogue: Self.catalogue, cause: EventCause(eventId: "other"))
+        #expect(first.map(\.key) == again.map(\.key))
+        #expect(SubscriptionChanges.events(from: Self.state(.active, period: 1), to: Self.state(.active, period: 1), catalogue: Self.catalogue, cause: EventCause()).isEmpty)
+    }
+
+    @Test("Plan changes say upgrade, downgrade or crossgrade by Apple's levels, and whether they apply now or at renewal")
+    func planChanges() throws {
+        let upgrade = try #require(
+            SubscriptionChanges.events(from: Self.state(.active), to: Self.state(.active, period: 1, product: "max.monthly"), catalogue: Self.catalogue, cause: EventCause()).first)
+        #expect(upgrade.type == .subscriptionPlanChanged)
+        #expect(upgrade.change.direction == "upgrade" && upgrade.change.effective == "now")
+        #expect(upgrade.change.fromProductId == "pro.monthly" && upgrade.change.toProductId == "max.monthly")
+        let scheduled = try #require(
+            SubscriptionChanges.events(from: Self.state(.active), to: Self.state(.active, pending: "lite.monthly"), catalogue: Self.catalogue, cause: EventCause()).first)
+        #expect(scheduled.type == .subscriptionPlanChanged)
+        #expect(scheduled.change.direction == "downgrade" && scheduled.change.effective == "next_renewal")
+    }
+
+    @Test("Turning auto-renew off and on is heard while the subscription runs, not when it ends")
+    func renewalPreference() {
+        #expect(Self.types(Self.state(.active), Self.state(.active, willRenew: false, signed: 2)) == ["subscription.renewal_disabled"])
+        #expect(Self.types(Self.state(.active, willRenew: false), Self.state(.active, signed: 3)) == ["subscription.renewal_enabled"])
+        #expect(Self.types(Self.state(.active), Self.state(.expired, willRenew: false, endReason: "EXPIRED_VOLUNTARY")) == ["subscription.expired"])
+    }
+
+    @Test("A transfer tells the new owner and the previous one; a revocation and a renewal extension are their own events")
+    func transfersRevocationsExtensions() throws {
+        let bob = AccountID("bob")!
+        let moved = SubscriptionChanges.events(from: Self.state(.active), to: Self.state(.active, account: bob), catalogue: Self.catalogue, cause: EventCause())
+        #expect(moved.map(\.type) == [.subscriptionTransferred, .subscriptionTransferred])
+        #expect(Set(moved.map(\.account)) == [Self.alice, bob])
+        #expect(moved.allSatisfy { $0.change.fromAccountId == "alice" && $0.change.toAccountId == "bob" })
+        #expect(Self.types(Self.state(.active), Self.state(.revoked, willRenew: false, endReason: "REVOKE")) == ["subscription.revoked"])
+        let extended = SubscriptionChanges.events(
+            from: Self.state(.active), to: Self.state(.active, expiresExtra: 7 * 86_400), catalogue: Self.catalogue, cause: EventCause())
+        #expect(extended.map(\.type) == [.subscriptionExtended])
+        #expect(extended.first?.change.previousExpiresAt == Self.state(.active).expiresAt)
+    }
+
+    @Test("A billing retry that recovers in the same period is recovered; the expiry says why it ended")
+    func recoveryAndReason() throws {
+        #expect(Self.types(Self.state(.billingRetry), Self.state(.active, signed: 2)) == ["subscription.recovered"])
+        let expired = try #require(
+            SubscriptionChanges.events(
+                from: Self.state(.billingRetry), to: Self.state(.expired, willRenew: false, endReason: "EXPIRED_BILLING_ERROR"), catalogue: Self.catalogue,
+                cause: EventCause()
+            ).first)
+        #expect(expired.type == .subscriptionExpired && expired.change.reason == "EXPIRED_BILLING_ERROR")
+    }
+}
