@@ -11,7 +11,7 @@ public protocol EventReading: Sendable {
     func feed(after cursor: EventCursor?, types: EventTypeFilter, limit: Int) async throws -> [EventLog.StoredEvent]
     func recent(account: AccountID?, limit: Int) async throws -> [EventLog.StoredEvent]
     func detail(_ id: UUID) async throws -> EventHistory.Detail?
-    func redeliver(_ id: UUID, endpoint: String?) async throws -> [String]
+    func redeliver(_ id: UUID, endpoint: String?) async throws -> [String]?
     func failedDeliveries(limit: Int) async throws -> [(event: UUID, endpoint: String, account: String, attempts: Int)]
 }
 
@@ -67,8 +67,9 @@ struct EventsController: Sendable {
         group.post("events/{id}/redeliver") { request, context -> Response in
             let id = try Self.eventId(context)
             let endpoint = request.uri.queryParameters.get("endpoint")
-            guard try await self.events.detail(id) != nil else { throw APIError(.notFound, code: "not_found", message: "no event \(id)") }
-            let endpoints = try await self.events.redeliver(id, endpoint: endpoint)
+            guard let endpoints = try await self.events.redeliver(id, endpoint: endpoint) else {
+                throw APIError(.notFound, code: "not_found", message: "no event \(id)")
+            }
             let body = try JSONEncoder().encode(["endpoints": endpoints])
             return Self.json(String(decoding: body, as: UTF8.self), status: .accepted)
         }

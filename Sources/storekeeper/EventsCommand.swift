@@ -84,10 +84,7 @@ struct EventsCommand: AsyncParsableCommand {
         func run() async throws {
             let id = try EventsCommand.eventId(self.id)
             let endpoint = self.endpoint
-            let result = try await EventsCommand.withHistory { history -> [String]? in
-                guard try await history.detail(id) != nil else { return nil }
-                return try await history.redeliver(id, endpoint: endpoint)
-            }
+            let result = try await EventsCommand.withHistory { try await $0.redeliver(id, endpoint: endpoint) }
             guard let endpoints = result else { throw CommandFailure("no event \(id.uuidString.lowercased())") }
             guard !endpoints.isEmpty else { throw CommandFailure("event \(id.uuidString.lowercased()) has no delivery\(endpoint.map { " to \($0)" } ?? "")") }
             say("redelivering to \(endpoints.joined(separator: ", "))")

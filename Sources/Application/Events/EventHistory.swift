@@ -53,9 +53,10 @@ public struct EventHistory: Sendable {
     }
 
     /// Puts the event's deliveries (to every endpoint, or one) back to pending with a fresh schedule and wakes them;
-    /// returns the endpoints, empty when the event has no delivery.
-    public func redeliver(_ id: UUID, endpoint: String? = nil) async throws -> [String] {
+    /// returns the endpoints (empty when the event has no delivery), `nil` when there is no such event.
+    public func redeliver(_ id: UUID, endpoint: String? = nil) async throws -> [String]? {
         try await client.withTransaction(logger: Logger(label: "storekeeper.events")) { connection in
+            guard try await log.event(id, on: connection) != nil else { return nil }
             let woken = try await deliveries.redeliver(event: id, endpoint: endpoint, on: connection)
             for pair in woken {
                 try await queue.enqueue(try WebhookDeliveryJob.job(.init(endpoint: pair.endpoint, account: pair.account)), on: connection)
