@@ -139,5 +139,14 @@ public struct AppStoreServerClient: Sendable {
             body: Body(appAccountToken: account.uuidString.lowercased()), environment: environment)
     }
 
+    /// Send Consumption Information (v2): the answer to a CONSUMPTION_REQUEST about `transactionId`. Apple answers
+    /// 202 with no body; a body it refuses is a 400 with its error code (not retryable).
+    public func sendConsumptionInformation(_ answer: ConsumptionAnswer, transactionId: String, environment: AppStoreEnvironment)
+        async throws(AppStoreServerError)
+    {
+        let _: Empty = try await send(
+            .PUT, "/inApps/v2/transactions/consumption/\(Self.escape(transactionId))", body: answer, environment: environment)
+    }
+
     struct Empty: Decodable {}
 }

@@ -41,12 +41,15 @@ public enum CreditChanges {
 
     /// `purchase.refund_requested`: Apple's `CONSUMPTION_REQUEST` about `transactionId`.
     public static func refundRequested(
-        transactionId: String, productId: String, reason: String?, account: AccountID, subscription: String?, environment: String,
-        cause: EventCause
+        requestId: UUID, transactionId: String, productId: String, reason: String?, account: AccountID, subscription: String?,
+        environment: String, answerBy: Date, deadline: Date, cause: EventCause
     ) -> EventDraft {
         EventDraft(
-            type: .purchaseRefundRequested, key: "refund_requested:\(cause.eventId ?? transactionId)", account: account,
+            type: .purchaseRefundRequested, key: "refund_requested:\(requestId.uuidString.lowercased())", account: account,
             subscription: subscription, environment: environment,
-            change: EventChange(reason: reason, productId: productId, transactionId: transactionId), cause: cause)
+            change: EventChange(
+                reason: reason, productId: productId, transactionId: transactionId, refundRequestId: requestId.uuidString.lowercased(),
+                answerBy: answerBy, deadline: deadline),
+            cause: cause)
     }
 }

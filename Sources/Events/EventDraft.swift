@@ -49,12 +49,18 @@ public struct EventChange: Codable, Sendable, Equatable {
     /// Credits granted (positive) for `credits.granted`.
     public var amount: Int64?
     public var bucket: String?
+    /// `purchase.refund_requested`: the request to answer (`PUT /v1/refund-requests/{id}/answer`) …
+    public var refundRequestId: String?
+    /// … before this instant, when Storekeeper answers from its policy …
+    public var answerBy: Date?
+    /// … within Apple's deadline.
+    public var deadline: Date?
 
     public init(
         fromProductId: String? = nil, toProductId: String? = nil, direction: String? = nil, effective: String? = nil,
         reason: String? = nil, fromAccountId: String? = nil, toAccountId: String? = nil, previousExpiresAt: Date? = nil,
         expiresAt: Date? = nil, productId: String? = nil, transactionId: String? = nil, meter: String? = nil,
-        amount: Int64? = nil, bucket: String? = nil
+        amount: Int64? = nil, bucket: String? = nil, refundRequestId: String? = nil, answerBy: Date? = nil, deadline: Date? = nil
     ) {
         self.fromProductId = fromProductId
         self.toProductId = toProductId
@@ -70,6 +76,9 @@ public struct EventChange: Codable, Sendable, Equatable {
         self.meter = meter
         self.amount = amount
         self.bucket = bucket
+        self.refundRequestId = refundRequestId
+        self.answerBy = answerBy
+        self.deadline = deadline
     }
 }
 

@@ -56,6 +56,19 @@ extension AdminDashboardController {
                      HTMLPage.Cell(HTMLPage.time($0.endedAt)), HTMLPage.Cell(HTMLPage.time($0.reinstatedAt))]
                 })
         }
+        let refunds = try await records.refundRequests(ofAccount: account, limit: 20)
+        if !refunds.isEmpty {
+            html += "<h2>Refund requests</h2>" + HTMLPage.table(
+                ["requested", "transaction", "product", "reason", "state", "answered", "Apple decided"],
+                refunds.map { request in
+                    [
+                        HTMLPage.Cell(HTMLPage.time(request.requestedAt)), .raw("<code>\(HTMLPage.escape(request.transactionId))</code>"),
+                        HTMLPage.Cell(request.productId), HTMLPage.Cell(request.reason ?? "—"), HTMLPage.Cell(request.state.rawValue),
+                        HTMLPage.Cell(request.sentAnswer?.summary ?? request.lastError ?? "—"),
+                        HTMLPage.Cell(request.outcome ?? "—"),
+                    ]
+                })
+        }
         html += "<h2>Ledger</h2>" + HTMLPage.table(
             ["at", "meter", "delta", "reason", "operation"],
             try await records.ledger(ofAccount: account, limit: 100).map { entry in

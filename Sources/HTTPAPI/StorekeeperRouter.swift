@@ -17,6 +17,7 @@ public struct HTTPDependencies: Sendable {
     public var purchaseIntents: (any PurchaseIntentIssuing)?
     /// Stored events: the feed, the admin routes and the dashboard's failed deliveries; `nil` leaves them out.
     public var events: (any EventReading)?
+    public var refunds: (any RefundDefending)?
     public var catalogue: TierCatalogue
     /// Where `GET /metrics` reads from.
     public var metrics: PrometheusCollectorRegistry
@@ -86,6 +87,7 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         TransactionsController(verifier: dependencies.verifier, claims: dependencies.claims, accounts: accounts)
             .addRoutes(to: serviceAPI)
         if let events = dependencies.events { EventsController(events: events).addFeedRoute(to: serviceAPI) }
+        if let refunds = dependencies.refunds { RefundsController(refunds: refunds, records: dependencies.records, clock: dependencies.clock).addRoutes(to: serviceAPI) }
     }
     if !dependencies.adminKeys.isEmpty {
         // The JSON API takes bearer keys only: a browser's remembered Basic credentials never reach it.

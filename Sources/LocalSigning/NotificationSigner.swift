@@ -22,6 +22,7 @@ public struct NotificationSigner: Sendable {
             appAppleId: appAppleId, bundleId: bundleId, bundleVersion: "1", environment: environment,
             status: event.status
         )
+        data.consumptionRequestReason = event.consumptionRequestReason
         if let transaction = event.transaction { data.signedTransactionInfo = try signer.sign(transaction) }
         if let renewal = event.renewalInfo { data.signedRenewalInfo = try signer.sign(renewal) }
         let payload = NotificationPayload(

@@ -11,6 +11,8 @@ public struct SimulatedEvent: Sendable {
     public var signedDate: Int64
     public var transaction: TransactionPayload?
     public var renewalInfo: RenewalInfoPayload?
+    /// CONSUMPTION_REQUEST's `data.consumptionRequestReason`.
+    public var consumptionRequestReason: String?
 
     public init(
         notificationType: String, subtype: String?, status: Int32?, signedDate: Int64,

@@ -155,6 +155,13 @@ public struct AccountRecords: Sendable {
     }
 
     /// The credit ledger of an account — its own buckets and those of its subscriptions — newest first.
+    /// The account's refund requests, newest first: what Apple asked, what was answered and Apple's decision.
+    public func refundRequests(ofAccount accountId: AccountID, limit: Int = 50) async throws -> [RefundRequests.Request] {
+        try await client.withConnection { connection in
+            try await RefundRequests(logger: logger).requests(ofAccount: accountId, limit: limit, on: connection)
+        }
+    }
+
     public func ledger(ofAccount accountId: AccountID, limit: Int = 200) async throws -> [LedgerEntry] {
         let rows = try await client.query(
             """

@@ -24,6 +24,8 @@ public struct StorekeeperComponents: Sendable {
     public let writer: SubscriptionWriter
     /// Stores the events of every change and queues their webhook deliveries.
     public let events: EventRecorder
+    /// Apple's consumption requests: opened by notifications, answered by ``ConsumptionAnswerJob``.
+    public let refunds: RefundDefence
     /// Sends webhook requests.
     let webhookTransport: any WebhookTransport
     /// The App Store Server API client; `nil` without `STOREKEEPER_ASSA_*`.
@@ -66,12 +68,15 @@ public struct StorekeeperComponents: Sendable {
         self.credits = CreditLedger(catalogue: configuration.catalogue, logger: logger)
         let verifier = self.verifier
         self.serverAPI = configuration.serverAPI.map { settings in
-            AppStoreServerClient(credentials: settings.credentials, baseURL: settings.baseURL, verifier: verifier, clock: clock, logger: logger)
+            // Apple checks the token's `iat` against its own clock: it is signed at the real time, never the injected one.
+            AppStoreServerClient(credentials: settings.credentials, baseURL: settings.baseURL, verifier: verifier, logger: logger)
         }
         self.inbox = NotificationInbox(client: client, notifier: WorkerNotifier(queue: queue), logger: logger)
         self.rechecks = serverAPI == nil ? nil : RenewalRechecks(delay: configuration.renewalRecheckDelay, queue: queue, logger: logger)
         self.events = EventRecorder(client: client, credits: credits, endpoints: configuration.webhooks, queue: queue, logger: logger)
         self.writer = SubscriptionWriter(client: client, credits: credits, queue: queue, rechecks: rechecks, events: events, logger: logger)
+        self.refunds = RefundDefence(
+            client: client, policy: configuration.refundPolicy, answering: serverAPI != nil, queue: queue, events: events, logger: logger)
         self.clock = clock
         self.logger = logger
     }
@@ -98,6 +103,7 @@ public struct StorekeeperComponents: Sendable {
         dependencies.jobKinds = jobKinds
         dependencies.purchaseIntents = PurchaseIntents(client: client, logger: logger)
         dependencies.events = EventHistory(client: client, queue: queue, logger: logger)
+        dependencies.refunds = refunds
         dependencies.metricsKeys = configuration.metricsKeys
         dependencies.bodyBudget = RequestBodyBudget(bytes: configuration.httpLimits.bodyMemory)
         return buildRouter(dependencies)
@@ -106,7 +112,7 @@ public struct StorekeeperComponents: Sendable {
     /// The job kinds this configuration runs.
     var jobKinds: [String] {
         [NotificationInbox.applyJobKind, CreditWindowResetJob.jobKind, WebhookDeliveryJob.jobKind, EventRetentionJob.jobKind]
-            + (serverAPI == nil ? [] : [RenewalRechecks.jobKind, NotificationCatchUpJob.jobKind])
+            + (serverAPI == nil ? [] : [RenewalRechecks.jobKind, NotificationCatchUpJob.jobKind, RefundDefence.jobKind])
     }
 
     /// The HTTP server of `serve`, bound to the configured host and port.
@@ -143,7 +149,8 @@ public struct StorekeeperComponents: Sendable {
     public func worker(options: JobWorker.Options? = nil) -> JobWorker {
         var options = options ?? JobWorker.Options(concurrency: configuration.workerConcurrency)
         var handlers: [any JobHandler] = [
-            ApplyNotificationJob(client: client, writer: writer, credits: credits, events: events, clock: clock, logger: logger),
+            ApplyNotificationJob(
+                client: client, writer: writer, credits: credits, events: events, refunds: refunds, clock: clock, logger: logger),
             CreditWindowResetJob(client: client, writer: writer, clock: clock, logger: logger),
             WebhookDeliveryJob(
                 client: client, endpoints: configuration.webhooks, transport: webhookTransport, queue: queue, clock: clock, logger: logger),
@@ -158,6 +165,9 @@ public struct StorekeeperComponents: Sendable {
                     backfill: backfill(serverAPI), checkpoints: NotificationHistoryCheckpoints(client: client, logger: logger),
                     environments: configuration.environments.sorted { $0.rawValue < $1.rawValue }, clock: clock))
             options.schedules.append(NotificationCatchUpJob.schedule(every: 3600))
+            handlers.append(
+                ConsumptionAnswerJob(
+                    client: client, serverAPI: serverAPI, credits: credits, policy: configuration.refundPolicy, clock: clock, logger: logger))
         }
         return JobWorker(queue: queue, handlers: handlers, options: options, logger: logger)
     }

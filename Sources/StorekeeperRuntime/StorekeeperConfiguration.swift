@@ -47,6 +47,8 @@ public struct StorekeeperConfiguration: Sendable {
     public var webhooks: [WebhookEndpoint] = []
     /// How long events are kept for the feed and the dashboard (`STOREKEEPER_EVENT_RETENTION_DAYS`).
     public var eventRetention: TimeInterval = 30 * 86_400
+    /// How consumption requests are answered when the app does not answer itself (`STOREKEEPER_REFUND_POLICY`).
+    public var refundPolicy = RefundPolicy()
 
     /// Credentials and base URL of the App Store Server API.
     public struct ServerAPISettings: Sendable {
@@ -198,6 +200,12 @@ public struct StorekeeperConfiguration: Sendable {
         if let text = value("STOREKEEPER_WEBHOOKS") {
             switch WebhookConfiguration.endpoints(from: text) {
             case .success(let endpoints): configuration.webhooks = endpoints
+            case .failure(let error): problems += error.problems
+            }
+        }
+        if let text = value("STOREKEEPER_REFUND_POLICY") {
+            switch RefundPolicyConfiguration.policy(from: text) {
+            case .success(let policy): configuration.refundPolicy = policy
             case .failure(let error): problems += error.problems
             }
         }

@@ -1,7 +1,6 @@
 import Credits
 import Events
 import Foundation
-import Yams
 
 /// `STOREKEEPER_WEBHOOKS`: the path of a YAML file, or the YAML (or JSON) itself, listing the endpoints:
 ///
@@ -27,22 +26,10 @@ enum WebhookConfiguration {
     /// The endpoints `value` describes, or every problem found.
     static func endpoints(from value: String) -> Result<[WebhookEndpoint], ConfigurationError> {
         let place = "STOREKEEPER_WEBHOOKS"
-        let isInline = value.hasPrefix("{") || value.hasPrefix("endpoints:") || value.contains("\n")
-        let text: String
-        if isInline {
-            text = value
-        } else if let read = try? String(contentsOfFile: value, encoding: .utf8) {
-            text = read
-        } else {
-            return .failure(ConfigurationError(problems: ["\(place) (\(value)): cannot read the file"]))
-        }
         let file: File
-        do {
-            file = try YAMLDecoder().decode(File.self, from: text)
-        } catch let error as DecodingError {
-            return .failure(ConfigurationError(problems: ["\(place): \(TierCatalogue.describe(error))"]))
-        } catch {
-            return .failure(ConfigurationError(problems: ["\(place): not valid YAML"]))
+        switch YAMLSetting.decode(File.self, from: value, place: place) {
+        case .success(let decoded): file = decoded
+        case .failure(let error): return .failure(error)
         }
         var problems: [String] = []
         var endpoints: [WebhookEndpoint] = []

@@ -25,6 +25,7 @@ struct AccountsCommand: AsyncParsableCommand {
             var archive: [AccountRecords.ArchiveEntry]
             var transfers: [AccountRecords.Transfer]
             var ledger: [AccountRecords.LedgerEntry]
+            var refundRequests: [RefundRequests.Request]
         }
 
         func run() async throws {
@@ -46,7 +47,8 @@ struct AccountsCommand: AsyncParsableCommand {
                     events: try await records.events(ofSubscriptions: states.map(\.originalTransactionId), account: account),
                     archive: try await records.archive(ofAccount: account),
                     transfers: try await records.transfers(ofAccount: account),
-                    ledger: try await records.ledger(ofAccount: account))
+                    ledger: try await records.ledger(ofAccount: account),
+                    refundRequests: try await records.refundRequests(ofAccount: account))
             }
             if json { return try printJSON(report) }
             say("status")
@@ -71,6 +73,13 @@ struct AccountsCommand: AsyncParsableCommand {
                 say(
                     "  \(transfer.transferredAt.formatted(Date.ISO8601FormatStyle()))  \(transfer.originalTransactionId)  "
                         + "\(transfer.fromAccount.uuidString.lowercased()) → \(transfer.toAccount.uuidString.lowercased())")
+            }
+            say("\nrefund requests, newest first (\(report.refundRequests.count))")
+            for request in report.refundRequests {
+                let answer = request.sentAnswer?.summary ?? request.lastError ?? "not answered"
+                say(
+                    "  \(request.requestedAt.formatted(Date.ISO8601FormatStyle()))  \(request.transactionId)  \(request.productId)  "
+                        + "\(request.reason ?? "-")  \(request.state.rawValue)  \(answer)  Apple: \(request.outcome ?? "undecided")")
             }
             say("\nledger, newest first (\(report.ledger.count))")
             for entry in report.ledger {

@@ -30,6 +30,8 @@ final class FakeAppStoreServer: Sendable {
         var unauthorized = 0
         var testAttempts: [String] = []
         var extraTransactions: [TransactionPayload] = []
+        /// Send Consumption Information bodies Apple accepted, by transaction id.
+        var consumptionAnswers: [(transactionId: String, body: Data)] = []
     }
 
     let signer: JWSSigner
@@ -128,6 +130,12 @@ final class FakeAppStoreServer: Sendable {
                 return known ? Response(status: .ok) : Self.error(404, 4_040_005, "Original transaction id not found.")
             }
         }
+        router.put("/inApps/v2/transactions/consumption/{id}") { request, context in
+            let body = try await request.body.collect(upTo: 1 << 16)
+            return try self.guarded(request) { () throws -> Response in
+                try self.consumption(try context.parameters.require("id"), body: Data(buffer: body))
+            }
+        }
         router.post("/inApps/v1/notifications/test") { request, _ in
             try self.guarded(request) { () throws -> Response in try Self.json(["testNotificationToken": "test-token-1"]) }
         }
@@ -141,6 +149,40 @@ final class FakeAppStoreServer: Sendable {
             }
         }
         return router
+    }
+
+    /// Send Consumption Information as Apple documents it: the transaction must exist; `customerConsented` must be
+    /// true; `deliveryStatus` and `sampleContentProvided` are required; `consumptionPercentage` is 0–100000 and
+    /// refused for auto-renewable subscriptions; a consumable's `GRANT_PRORATED` needs a percentage above 0. 202 with
+    /// no body when accepted.
+    func consumption(_ transactionId: String, body: Data) throws -> Response {
+        guard let transaction = transactions().first(where: { $0.transactionId == transactionId }) else {
+            return Self.error(404, 4_040_010, "Transaction id not found.")
+        }
+        guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else {
+            return Self.error(400, 4_000_000, "Invalid request.")
+        }
+        guard object["customerConsented"] as? Bool == true else { return Self.error(400, 4_000_035, "Invalid customer consented.") }
+        let deliveryStatuses = ["DELIVERED", "UNDELIVERED_QUALITY_ISSUE", "UNDELIVERED_WRONG_ITEM", "UNDELIVERED_SERVER_OUTAGE", "UNDELIVERED_OTHER"]
+        guard let delivery = object["deliveryStatus"] as? String, deliveryStatuses.contains(delivery) else {
+            return Self.error(400, 4_000_036, "Invalid delivery status.")
+        }
+        guard object["sampleContentProvided"] is Bool else { return Self.error(400, 4_000_041, "Invalid sample content provided.") }
+        let preference = object["refundPreference"] as? String
+        if let preference, !["DECLINE", "GRANT_FULL", "GRANT_PRORATED"].contains(preference) {
+            return Self.error(400, 4_000_044, "Invalid refund preference.")
+        }
+        let percentage = object["consumptionPercentage"] as? Int
+        if object["consumptionPercentage"] != nil {
+            guard let percentage, (0...100_000).contains(percentage) else { return Self.error(400, 4_000_045, "Invalid consumption percentage.") }
+            if transaction.type == "Auto-Renewable Subscription" {
+                return Self.error(400, 4_000_046, "Consumption percentage is not supported for auto-renewable subscriptions.")
+            }
+        } else if preference == "GRANT_PRORATED", transaction.type != "Auto-Renewable Subscription" {
+            return Self.error(400, 4_000_047, "GRANT_PRORATED needs a consumption percentage.")
+        }
+        state.withLock { $0.consumptionAnswers.append((transactionId, body)) }
+        return Response(status: .accepted)
     }
 
     /// Every transaction the fake knows: the subscriptions' latest ones and the extra history.

@@ -154,7 +154,7 @@ struct LifecycleFlowTests {
                 let cancel = try await inOrder.send(.cancel)
                 var expected = try await inOrder.detail()
 
-                var reordered = LifecycleFlow(harness: harness, client: client, account: UUID())
+                let reordered = LifecycleFlow(harness: harness, client: client, account: UUID())
                 for event in [cancel, subscribe, renew, subscribe] {
                     var copy = event
                     copy.transaction?.originalTransactionId = reordered.originalTransactionId

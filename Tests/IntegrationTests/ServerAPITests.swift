@@ -47,9 +47,11 @@ struct FakeApple {
 
     /// A harness whose verifier trusts the fake's chain and whose Server API client talks to it.
     func harness(
-        worker: Bool = true, extra: [String: String] = [:], _ body: (StorekeeperHarness) async throws -> Void
+        worker: Bool = true, extra: [String: String] = [:], clock: @escaping @Sendable () -> Date = { Date() },
+        _ body: (StorekeeperHarness) async throws -> Void
     ) async throws {
-        try await StorekeeperHarness.run(worker: worker, environment: environment.merging(extra) { _, new in new }, rootPaths: [rootPath], body)
+        try await StorekeeperHarness.run(
+            worker: worker, environment: environment.merging(extra) { _, new in new }, rootPaths: [rootPath], clock: clock, body)
     }
 }
 

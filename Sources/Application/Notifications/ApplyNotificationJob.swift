@@ -10,7 +10,7 @@ import Subscriptions
 /// Applies one stored notification to its subscription through ``SubscriptionWriter`` (lock, lifecycle rules, replay
 /// when it arrived out of order, save, archive), records the outcome and completes the job — all in one
 /// transaction. A consumable of the catalogue (ONE_TIME_CHARGE, or its REFUND) credits — or takes back — the top-up of
-/// the account in its `appAccountToken`. Other notifications (TEST, summaries, types Apple adds later, …) are recorded
+/// the account in its `appAccountToken`. A CONSUMPTION_REQUEST opens a refund request (``RefundDefence``). Other notifications (TEST, summaries, types Apple adds later, …) are recorded
 /// and complete without error; authentic content outside ``ContentLimits`` is recorded as `rejected_content` with its
 /// reason and changes nothing.
 public struct ApplyNotificationJob: JobHandler {
@@ -25,12 +25,14 @@ public struct ApplyNotificationJob: JobHandler {
 
     private let credits: CreditLedger
     private let events: EventRecorder?
+    private let refunds: RefundDefence?
 
     public init(
-        client: PostgresClient, writer: SubscriptionWriter, credits: CreditLedger, events: EventRecorder?,
+        client: PostgresClient, writer: SubscriptionWriter, credits: CreditLedger, events: EventRecorder?, refunds: RefundDefence?,
         clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger
     ) {
         self.events = events
+        self.refunds = refunds
         self.client = client
         self.notifications = NotificationStore(logger: logger)
         self.writer = writer
@@ -76,16 +78,7 @@ public struct ApplyNotificationJob: JobHandler {
             } else {
                 outcome = "recorded"
             }
-            if NotificationType(notification.payload.notificationType) == .consumptionRequest, let account, let transaction = notification.transaction {
-                try await events?.record(
-                    [
-                        CreditChanges.refundRequested(
-                            transactionId: transaction.transactionId, productId: transaction.productId,
-                            reason: notification.payload.data?.consumptionRequestReason, account: account,
-                            subscription: transaction.isAutoRenewable ? transaction.originalTransactionId : nil,
-                            environment: transaction.environment?.rawValue ?? "unknown", cause: cause)
-                    ], now: now, on: connection)
-            }
+            try await refunds?.notice(notification, account: account, now: now, on: connection)
             try await notifications.markProcessed(uuid, outcome: outcome, on: connection)
             try await execution.complete(on: connection)
             logger.debug(

@@ -1,0 +1,71 @@
+import Foundation
+
+/// How much of what a purchase credited was used, per meter.
+public struct PurchaseConsumption: Hashable, Sendable, Codable {
+    /// Credited and used amounts of one meter.
+    public struct Meter: Hashable, Sendable, Codable {
+        public var credited: Int64
+        public var used: Int64
+
+        public init(credited: Int64, used: Int64) {
+            self.credited = credited
+            self.used = used
+        }
+
+        /// The used share in milliunits (100 000 is all); everything when something was used of nothing.
+        public var milliPercent: Int32 {
+            guard used > 0 else { return 0 }
+            guard credited > 0 else { return 100_000 }
+            return Int32(min(used, credited) * 100_000 / credited)
+        }
+    }
+
+    public var meters: [String: Meter]
+    /// Whether Storekeeper credited the purchase to an account at all.
+    public var delivered: Bool
+
+    public init(meters: [String: Meter], delivered: Bool) {
+        self.meters = meters
+        self.delivered = delivered
+    }
+
+    /// The largest used share over the meters: the meter the customer leaned on most speaks for the purchase.
+    public var milliPercent: Int32 { meters.values.map(\.milliPercent).max() ?? 0 }
+
+    /// A top-up's consumption from the entries of its account's top-up bucket, oldest first. The bucket pools every
+    /// top-up (and upgrade carry-overs), so spending is attributed first in, first out: each usage entry draws on the
+    /// oldest credits left. A refund takes what is left of its own purchase out of the pool.
+    public static func topUp(_ transactionId: String, meter: String, entries: [LedgerEntry]) -> PurchaseConsumption {
+        var lots: [(key: String, left: Int64)] = []
+        var spent: [String: Int64] = [:]
+        var credited: Int64 = 0
+        let grantKey = "topup:\(transactionId)"
+        for entry in entries {
+            if entry.delta > 0 {
+                if entry.operationKey == grantKey { credited += entry.delta }
+                let key = entry.operationKey.hasPrefix("reversed:refund:") ? Self.refundedGrant(entry.operationKey) : entry.operationKey
+                if let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left += entry.delta } else { lots.append((key, entry.delta)) }
+            } else if entry.operationKey.hasPrefix("refund:") {
+                let key = Self.refundedGrant(entry.operationKey)
+                if let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left = max(lots[index].left + entry.delta, 0) }
+            } else {
+                var owed = -entry.delta
+                for index in lots.indices where owed > 0 && lots[index].left > 0 {
+                    let take = min(owed, lots[index].left)
+                    lots[index].left -= take
+                    owed -= take
+                    spent[lots[index].key, default: 0] += take
+                }
+            }
+        }
+        guard credited > 0 else { return PurchaseConsumption(meters: [:], delivered: false) }
+        return PurchaseConsumption(meters: [meter: Meter(credited: credited, used: spent[grantKey] ?? 0)], delivered: true)
+    }
+
+    /// `refund:<transactionId>:<bucket>` (or its `reversed:` form) → the grant key `topup:<transactionId>`.
+    private static func refundedGrant(_ key: String) -> String {
+        let parts = key.split(separator: ":")
+        guard let index = parts.firstIndex(of: "refund"), index + 1 < parts.count else { return key }
+        return "topup:\(parts[index + 1])"
+    }
+}

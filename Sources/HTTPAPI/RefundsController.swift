@@ -1,0 +1,85 @@
+import AppStoreModels
+import Application
+import Foundation
+import Hummingbird
+import Persistence
+import Subscriptions
+
+/// Consent and answers to Apple's consumption requests (the seam tests can replace).
+public protocol RefundDefending: Sendable {
+    func recordConsent(_ account: AccountID, consented: Bool, now: Date) async throws
+    func recordAppAnswer(_ answer: ConsumptionAnswer, request id: UUID) async throws -> RefundDefence.AppAnswerOutcome
+}
+
+extension RefundDefence: RefundDefending {}
+
+/// `PUT /v1/accounts/{accountId}/consent`, `GET /v1/accounts/{accountId}/refund-requests` and
+/// `PUT /v1/refund-requests/{id}/answer`: what the app tells Storekeeper so it can answer Apple's refund questions.
+struct RefundsController: Sendable {
+    let refunds: any RefundDefending
+    let records: any OperatorReading
+    let clock: @Sendable () -> Date
+
+    struct ConsentBody: Decodable {
+        var consented: Bool
+    }
+
+    struct ConsentResponse: ResponseEncodable {
+        var accountId: String
+        var consented: Bool
+        var recordedAt: Date
+    }
+
+    /// The app's answer: Apple's field names; `customerConsented` is implied (Storekeeper checks the account's consent).
+    struct AnswerBody: Decodable {
+        var deliveryStatus: String
+        var refundPreference: String?
+        var consumptionPercentage: Int32?
+        var sampleContentProvided: Bool
+    }
+
+    struct RequestsResponse: ResponseEncodable {
+        var refundRequests: [RefundRequests.Request]
+    }
+
+    struct RequestResponse: ResponseEncodable {
+        var refundRequest: RefundRequests.Request
+    }
+
+    func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
+        group.put("accounts/{accountId}/consent") { request, context -> ConsentResponse in
+            let account = try AccountsController.accountId(context)
+            let body = try await request.decodeJSONBody(
+                as: ConsentBody.self, upTo: 1024, otherwise: "the body must be {\"consented\": true|false}")
+            let now = clock()
+            try await refunds.recordConsent(account, consented: body.consented, now: now)
+            return ConsentResponse(accountId: account.text, consented: body.consented, recordedAt: now)
+        }
+        group.get("accounts/{accountId}/refund-requests") { _, context -> RequestsResponse in
+            let account = try AccountsController.accountId(context)
+            return RequestsResponse(refundRequests: try await records.refundRequests(ofAccount: account, limit: 100))
+        }
+        group.put("refund-requests/{id}/answer") { request, context -> RequestResponse in
+            let text = try context.parameters.require("id")
+            guard let id = UUID(uuidString: text) else { throw APIError.badRequest("the refund request id is a UUID") }
+            let body = try await request.decodeJSONBody(
+                as: AnswerBody.self, upTo: 4096,
+                otherwise: "the body must be {\"deliveryStatus\", \"refundPreference\"?, \"consumptionPercentage\"?, \"sampleContentProvided\"}")
+            var answer = ConsumptionAnswer(
+                consumptionPercentage: body.consumptionPercentage, deliveryStatus: .delivered, refundPreference: nil,
+                sampleContentProvided: body.sampleContentProvided)
+            answer.deliveryStatus = body.deliveryStatus
+            answer.refundPreference = body.refundPreference
+            switch try await refunds.recordAppAnswer(answer, request: id) {
+            case .recorded(let stored):
+                return RequestResponse(refundRequest: stored)
+            case .unknownRequest:
+                throw APIError(.notFound, code: "not_found", message: "no refund request \(id)")
+            case .closed(let stored):
+                throw APIError(.conflict, code: "already_answered", message: "the request is \(stored.state.rawValue): too late to answer")
+            case .invalid(let problems):
+                throw APIError(.unprocessableContent, code: "invalid_answer", message: problems.joined(separator: "; "))
+            }
+        }
+    }
+}

@@ -1,0 +1,43 @@
+import Credits
+import Foundation
+import PostgresNIO
+import Subscriptions
+
+extension CreditLedger {
+    /// What one billing period of a subscription credited and what of it was spent, per meter.
+    public func consumption(ofSubscription originalTransactionId: String, period: String, on connection: PostgresConnection)
+        async throws -> PurchaseConsumption
+    {
+        let rows = try await connection.query(
+            """
+            SELECT b.meter, coalesce(sum(l.delta) FILTER (WHERE l.reason <> 'usage'), 0)::bigint,
+                   coalesce(-sum(l.delta) FILTER (WHERE l.reason = 'usage'), 0)::bigint
+            FROM credit_buckets b LEFT JOIN credit_ledger l ON l.bucket = b.key
+            WHERE b.original_transaction_id = \(originalTransactionId) AND b.billing_period = \(period)
+            GROUP BY b.meter
+            """, logger: logger)
+        var meters: [String: PurchaseConsumption.Meter] = [:]
+        for try await (meter, credited, used) in rows.decode((String, Int64, Int64).self) {
+            meters[meter] = PurchaseConsumption.Meter(credited: credited, used: used)
+        }
+        return PurchaseConsumption(meters: meters, delivered: !meters.isEmpty)
+    }
+
+    /// What a top-up credited and what of it was spent, first in, first out over its account's top-up bucket.
+    public func consumption(ofTopUp transactionId: String, on connection: PostgresConnection) async throws -> PurchaseConsumption {
+        let rows = try await connection.query(
+            """
+            SELECT b.meter, l.operation_key, l.bucket, l.delta, l.reason
+            FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket
+            WHERE l.bucket = (SELECT bucket FROM credit_ledger WHERE operation_key = \("topup:" + transactionId))
+            ORDER BY l.id
+            """, logger: logger)
+        var meter = ""
+        var entries: [LedgerEntry] = []
+        for try await (bucketMeter, key, bucket, delta, reason) in rows.decode((String, String, String, Int64, String).self) {
+            meter = bucketMeter
+            entries.append(LedgerEntry(operationKey: key, bucket: bucket, delta: delta, reason: reason))
+        }
+        return PurchaseConsumption.topUp(transactionId, meter: meter, entries: entries)
+    }
+}

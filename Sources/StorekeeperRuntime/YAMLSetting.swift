@@ -1,0 +1,28 @@
+import Credits
+import Foundation
+import Yams
+
+/// A variable that holds either the path of a YAML file or the YAML (or JSON) itself, as `STOREKEEPER_WEBHOOKS` and
+/// `STOREKEEPER_REFUND_POLICY` do.
+enum YAMLSetting {
+    /// `value` decoded as `Value`, or a one-line problem naming `place`.
+    static func decode<Value: Decodable>(_ type: Value.Type, from value: String, place: String) -> Result<Value, ConfigurationError> {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        let isInline = trimmed.hasPrefix("{") || value.contains("\n") || value.contains(": ")
+        let text: String
+        if isInline {
+            text = value
+        } else if let read = try? String(contentsOfFile: value, encoding: .utf8) {
+            text = read
+        } else {
+            return .failure(ConfigurationError(problems: ["\(place) (\(value)): cannot read the file"]))
+        }
+        do {
+            return .success(try YAMLDecoder().decode(Value.self, from: text))
+        } catch let error as DecodingError {
+            return .failure(ConfigurationError(problems: ["\(place): \(TierCatalogue.describe(error))"]))
+        } catch {
+            return .failure(ConfigurationError(problems: ["\(place): not valid YAML"]))
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import AppStoreModels
+import Foundation
+import Testing
+
+@testable import Credits
+
+/// The refund answer rules, from Apple's documentation of Send Consumption Information: `consumptionPercentage` is in
+/// milliunits (0–100 000), consumables only — never for an auto-renewable subscription — and `GRANT_PRORATED` for a
+/// consumable needs one above 0.
+@Suite("Refund policy")
+struct RefundPolicyTests {
+    let policy = RefundPolicy(subscriptionDeclineAbovePercent: 50, consumableDeclineAbovePercent: 80)
+
+    func used(_ used: Int64, of credited: Int64) -> PurchaseConsumption {
+        PurchaseConsumption(meters: ["ai": .init(credited: credited, used: used)], delivered: true)
+    }
+
+    @Test("a consumable: nothing used → GRANT_FULL at 0; some → GRANT_PRORATED with the share; above the line → DECLINE", arguments: [
+        (0 as Int64, 0 as Int32, "GRANT_FULL"), (1, 1000, "GRANT_PRORATED"), (80, 80_000, "GRANT_PRORATED"), (81, 81_000, "DECLINE"),
+        (100, 100_000, "DECLINE"),
+    ])
+    func consumable(usedCredits: Int64, milliPercent: Int32, preference: String) {
+        let answer = policy.answer(for: .consumable, consumption: used(usedCredits, of: 100))
+        #expect(answer.consumptionPercentage == milliPercent)
+        #expect(answer.refundPreference == preference)
+        #expect(answer.deliveryStatus == "DELIVERED" && answer.customerConsented)
+        #expect(answer.problems(for: .consumable).isEmpty)
+    }
+
+    @Test("a subscription never carries a percentage, whatever was used", arguments: [(0 as Int64, "GRANT_FULL"), (500, "GRANT_PRORATED"), (501, "DECLINE")])
+    func subscription(usedCredits: Int64, preference: String) {
+        let answer = policy.answer(for: .subscription, consumption: used(usedCredits, of: 1000))
+        #expect(answer.consumptionPercentage == nil)
+        #expect(answer.refundPreference == preference)
+        #expect(answer.problems(for: .subscription).isEmpty)
+    }
+
+    @Test("the meter used most speaks; more used than credited counts as all; a purchase never credited was not delivered")
+    func shares() {
+        let both = PurchaseConsumption(meters: ["ai": .init(credited: 1000, used: 100), "exports": .init(credited: 10, used: 9)], delivered: true)
+        #expect(both.milliPercent == 90_000)
+        #expect(PurchaseConsumption.Meter(credited: 0, used: 3).milliPercent == 100_000)
+        #expect(PurchaseConsumption.Meter(credited: 30, used: 45).milliPercent == 100_000)
+        #expect(PurchaseConsumption.Meter(credited: 3, used: 1).milliPercent == 33_333)
+        let undelivered = policy.answer(for: .consumable, consumption: PurchaseConsumption(meters: [:], delivered: false))
+        #expect(undelivered.deliveryStatus == "UNDELIVERED_OTHER" && undelivered.refundPreference == "GRANT_FULL")
+        #expect(undelivered.consumptionPercentage == 0)
+    }
+
+    @Test("Apple's rules: consent, known values, range, no percentage for subscriptions, GRANT_PRORATED needs a share")
+    func problems() {
+        var answer = ConsumptionAnswer(consumptionPercentage: nil, deliveryStatus: .delivered, refundPreference: .grantProrated, sampleContentProvided: true)
+        #expect(answer.problems(for: .subscription).isEmpty)
+        #expect(answer.problems(for: .consumable) == ["GRANT_PRORATED needs a consumptionPercentage above 0"])
+        answer.consumptionPercentage = 100_001
+        #expect(answer.problems(for: .consumable).contains("consumptionPercentage is in milliunits: 0 to 100000"))
+        answer.consumptionPercentage = 2500
+        #expect(answer.problems(for: .consumable).isEmpty)
+        #expect(answer.problems(for: .subscription).count == 1)
+        answer.deliveryStatus = "LOST"
+        answer.refundPreference = "MAYBE"
+        answer.customerConsented = false
+        #expect(answer.problems(for: .consumable).count == 3)
+    }
+
+    @Test("the answer is due after the app's window, and never later than an hour before Apple's 12 hours")
+    func answerAt() {
+        let requested = Date(timeIntervalSince1970: 1_800_000_000)
+        #expect(RefundPolicy(answerAfter: 600).answerAt(requestedAt: requested) == requested.addingTimeInterval(600))
+        #expect(RefundPolicy(answerAfter: 20 * 3600).answerAt(requestedAt: requested) == requested.addingTimeInterval(11 * 3600))
+    }
+
+    func entry(_ key: String, _ delta: Int64) -> LedgerEntry {
+        LedgerEntry(operationKey: key, bucket: "topup:a:ai", delta: delta, reason: delta < 0 && !key.hasPrefix("refund") ? "usage" : "top-up")
+    }
+
+    @Test("top-ups pool in one bucket: spending draws first in, first out, so the older purchase is consumed first")
+    func firstInFirstOut() {
+        let entries = [
+            entry("topup:T1", 100), entry("spend:a:k1:0", -70), entry("topup:T2", 100), entry("spend:a:k2:0", -50),
+        ]
+        let first = PurchaseConsumption.topUp("T1", meter: "ai", entries: entries)
+        let second = PurchaseConsumption.topUp("T2", meter: "ai", entries: entries)
+        #expect(first.meters["ai"] == .init(credited: 100, used: 100))
+        #expect(second.meters["ai"] == .init(credited: 100, used: 20))
+        #expect(PurchaseConsumption.topUp("T3", meter: "ai", entries: entries).delivered == false)
+    }
+
+    @Test("a refunded top-up leaves the pool: later spending draws on the others; a reversal puts it back")
+    func refundsLeaveThePool() {
+        var entries = [
+            entry("topup:T1", 100), entry("topup:T2", 100), entry("refund:T1:topup:a:ai", -100), entry("spend:a:k1:0", -30),
+        ]
+        #expect(PurchaseConsumption.topUp("T1", meter: "ai", entries: entries).meters["ai"]?.used == 0)
+        #expect(PurchaseConsumption.topUp("T2", meter: "ai", entries: entries).meters["ai"]?.used == 30)
+        entries += [entry("reversed:refund:T1:topup:a:ai", 100), entry("spend:a:k2:0", -40)]
+        #expect(PurchaseConsumption.topUp("T1", meter: "ai", entries: entries).meters["ai"]?.used == 40)
+    }
+}
