@@ -31,7 +31,6 @@ public struct AppStoreServerCredentials: Sendable {
     /// A fresh ES256 bearer token (`kid`, `typ`; `iss`, `iat`, `exp` = `iat` + 5 min, `aud`, `bid`), as Apple asks for
     /// one per request.
     public func bearerToken(now: Date) throws -> String {
-        struct Header: Encodable { let alg = "ES256", kid: String, typ = "JWT" }
         struct Claims: Encodable {
             let iss: String
             let iat: Int64
@@ -40,14 +39,19 @@ public struct AppStoreServerCredentials: Sendable {
             let bid: String
         }
         let issuedAt = Int64(now.timeIntervalSince1970)
+        return try compactJWS(Claims(iss: issuerId, iat: issuedAt, exp: issuedAt + 300, bid: bundleId))
+    }
+
+    /// `claims` signed as a compact ES256 JWS with the header Apple asks for (`alg`, `kid`, `typ: JWT`).
+    func compactJWS(_ claims: some Encodable) throws -> String {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        let header = Self.base64URL(try encoder.encode(Header(kid: keyId)))
-        let claims = Self.base64URL(try encoder.encode(Claims(iss: issuerId, iat: issuedAt, exp: issuedAt + 300, bid: bundleId)))
-        let signingInput = "\(header).\(claims)"
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let signingInput = "\(Self.base64URL(try encoder.encode(Header(kid: keyId)))).\(Self.base64URL(try encoder.encode(claims)))"
         let signature = try privateKey.signature(for: Data(signingInput.utf8))
         return "\(signingInput).\(Self.base64URL(signature.rawRepresentation))"
     }
+
+    private struct Header: Encodable { let alg = "ES256", kid: String, typ = "JWT" }
 
     static func base64URL(_ data: Data) -> String {
         data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")

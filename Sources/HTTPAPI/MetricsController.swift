@@ -48,6 +48,14 @@ public final class MetricsController: Sendable {
         }
     }
 
+    static var queueJobs: MetricNameDescriptor { MetricNameDescriptor(
+        namespace: "storekeeper", metricName: "queue_jobs", unitName: "", helpText: "Jobs in the queue by kind and state.") }
+    static var oldestRunnable: MetricNameDescriptor { MetricNameDescriptor(
+        namespace: "storekeeper", metricName: "queue_oldest_runnable", unitName: "seconds",
+        helpText: "Age of the oldest job that could run now.") }
+    static var databaseUp: MetricNameDescriptor { MetricNameDescriptor(
+        namespace: "storekeeper", metricName: "database_up", unitName: "", helpText: "1 when the last scrape could read the queue.") }
+
     func scrape() async throws -> Response {
         if let jobs {
             do {
@@ -59,12 +67,12 @@ public final class MetricsController: Sendable {
                 }
                 for labels in all {
                     let count = statistics.counts.first { [$0.kind, $0.state] == labels }?.count ?? 0
-                    registry.makeGauge(name: "storekeeper_queue_jobs", labels: [("kind", labels[0]), ("state", labels[1])]).set(Double(count))
+                    registry.makeGauge(descriptor: Self.queueJobs, labels: [("kind", labels[0]), ("state", labels[1])]).set(Double(count))
                 }
-                registry.makeGauge(name: "storekeeper_queue_oldest_runnable_seconds").set(statistics.oldestRunnableAgeSeconds ?? 0)
-                registry.makeGauge(name: "storekeeper_database_up").set(Double(1))
+                registry.makeGauge(descriptor: Self.oldestRunnable).set(statistics.oldestRunnableAgeSeconds ?? 0)
+                registry.makeGauge(descriptor: Self.databaseUp).set(Double(1))
             } catch {
-                registry.makeGauge(name: "storekeeper_database_up").set(Double(0))
+                registry.makeGauge(descriptor: Self.databaseUp).set(Double(0))
             }
         }
         if let deliveries, let summary = try? await withDeadline(.seconds(3), { try await deliveries.deliverySummary() }) {

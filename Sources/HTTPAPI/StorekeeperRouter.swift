@@ -18,6 +18,8 @@ public struct HTTPDependencies: Sendable {
     /// Stored events: the feed, the admin routes and the dashboard's failed deliveries; `nil` leaves them out.
     public var events: (any EventReading)?
     public var refunds: (any RefundDefending)?
+    /// Offer signing; `nil` (no In-App Purchase key) answers its routes with 503.
+    public var offers: (any OfferSigningService)?
     public var catalogue: TierCatalogue
     /// Where `GET /metrics` reads from.
     public var metrics: PrometheusCollectorRegistry
@@ -87,6 +89,7 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         TransactionsController(verifier: dependencies.verifier, claims: dependencies.claims, accounts: accounts)
             .addRoutes(to: serviceAPI)
         if let events = dependencies.events { EventsController(events: events).addFeedRoute(to: serviceAPI) }
+        OffersController(offers: dependencies.offers, clock: dependencies.clock).addRoutes(to: serviceAPI)
         if let refunds = dependencies.refunds { RefundsController(refunds: refunds, records: dependencies.records, clock: dependencies.clock).addRoutes(to: serviceAPI) }
     }
     if !dependencies.adminKeys.isEmpty {

@@ -36,4 +36,12 @@ public struct SubscriptionArchive: Sendable {
             logger: logger
         )
     }
+
+    /// How many subscriptions `account` lost to a refund, revocation or transfer (they no longer list it as owner).
+    public func count(ofAccount account: AccountID, on connection: PostgresConnection) async throws -> Int {
+        let rows = try await connection.query(
+            "SELECT count(DISTINCT original_transaction_id)::int FROM subscription_archive WHERE account_id = \(account)", logger: logger)
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
+    }
 }

@@ -104,6 +104,12 @@ public struct StorekeeperComponents: Sendable {
         dependencies.purchaseIntents = PurchaseIntents(client: client, logger: logger)
         dependencies.events = EventHistory(client: client, queue: queue, logger: logger)
         dependencies.refunds = refunds
+        dependencies.offers = configuration.serverAPI.map { settings in
+            OfferSigning(
+                client: client, signer: OfferSigner(credentials: settings.credentials), offers: configuration.offers,
+                subscriptionProducts: Set(configuration.catalogue.tiers.flatMap { $0.products.map(\.id) }),
+                accounts: AccountStatusQuery(client: client, ledger: credits, logger: logger), logger: logger)
+        }
         dependencies.metricsKeys = configuration.metricsKeys
         dependencies.bodyBudget = RequestBodyBudget(bytes: configuration.httpLimits.bodyMemory)
         return buildRouter(dependencies)

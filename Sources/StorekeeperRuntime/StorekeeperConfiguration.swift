@@ -6,6 +6,7 @@ import Foundation
 import HTTPAPI
 import Persistence
 import SignedData
+import Subscriptions
 import X509
 import Application
 
@@ -49,6 +50,8 @@ public struct StorekeeperConfiguration: Sendable {
     public var eventRetention: TimeInterval = 30 * 86_400
     /// How consumption requests are answered when the app does not answer itself (`STOREKEEPER_REFUND_POLICY`).
     public var refundPolicy = RefundPolicy()
+    /// Promotional offers the app may have signed (`STOREKEEPER_OFFERS`).
+    public var offers: [PromotionalOffer] = []
 
     /// Credentials and base URL of the App Store Server API.
     public struct ServerAPISettings: Sendable {
@@ -206,6 +209,12 @@ public struct StorekeeperConfiguration: Sendable {
         if let text = value("STOREKEEPER_REFUND_POLICY") {
             switch RefundPolicyConfiguration.policy(from: text) {
             case .success(let policy): configuration.refundPolicy = policy
+            case .failure(let error): problems += error.problems
+            }
+        }
+        if let text = value("STOREKEEPER_OFFERS") {
+            switch OfferConfiguration.offers(from: text, catalogue: catalogue) {
+            case .success(let offers): configuration.offers = offers
             case .failure(let error): problems += error.problems
             }
         }

@@ -1,0 +1,107 @@
+import AppStoreServerAPI
+import Foundation
+import Logging
+import Persistence
+import PostgresNIO
+import Subscriptions
+
+/// Signs offers for accounts that are eligible (``OfferEligibility``): the promotional-offer signature in both forms,
+/// and the introductory-offer eligibility JWS.
+public struct OfferSigning: Sendable {
+    /// A signed promotional offer: what StoreKit's `Product.PurchaseOption.promotionalOffer` takes.
+    public struct PromotionalOfferSignature: Sendable, Encodable {
+        public var productId: String
+        public var offerId: String
+        public var keyId: String
+        public var nonce: String
+        /// Milliseconds since 1970; Apple accepts the signature for 24 hours from it.
+        public var timestamp: Int64
+        public var appAccountToken: String
+        /// Base64 DER ECDSA signature (the original StoreKit form).
+        public var signature: String
+        /// The compact JWS newer StoreKit takes.
+        public var jws: String
+    }
+
+    /// A signed introductory-offer eligibility.
+    public struct IntroductoryEligibility: Sendable, Encodable {
+        public var productId: String
+        public var allowIntroductoryOffer: Bool
+        public var reason: String?
+        public var jws: String
+    }
+
+    public enum Outcome<Signed: Sendable>: Sendable {
+        case signed(Signed)
+        case unknownOffer
+        case unknownProduct
+        case notEligible(String)
+    }
+
+    let client: PostgresClient
+    let signer: OfferSigner
+    let offers: [PromotionalOffer]
+    let subscriptionProducts: Set<String>
+    let accounts: AccountStatusQuery
+    let logger: Logger
+
+    public init(
+        client: PostgresClient, signer: OfferSigner, offers: [PromotionalOffer], subscriptionProducts: Set<String>,
+        accounts: AccountStatusQuery, logger: Logger
+    ) {
+        self.client = client
+        self.signer = signer
+        self.offers = offers
+        self.subscriptionProducts = subscriptionProducts
+        self.accounts = accounts
+        self.logger = logger
+    }
+
+    /// Signs `offerId` for `account` when it is eligible, and records that it was signed.
+    public func promotional(
+        _ offerId: String, account: AccountID, appAccountToken: String?, transactionId: String?, now: Date
+    ) async throws -> Outcome<PromotionalOfferSignature> {
+        guard let offer = offers.first(where: { $0.id == offerId }) else { return .unknownOffer }
+        return try await client.withTransaction(logger: logger) { connection in
+            let signatures = OfferSignatures(logger: logger)
+            let (subscriptions, _) = try await accounts.status(of: account, now: now, on: connection)
+            let decision = OfferEligibility.promotional(
+                offer, subscriptions: subscriptions,
+                formerSubscriptions: try await SubscriptionArchive(logger: logger).count(ofAccount: account, on: connection),
+                signedBefore: try await signatures.wasSigned(offer.id, for: account, on: connection), now: now)
+            if case .notEligible(let reason) = decision { return .notEligible(reason) }
+            let nonce = UUID()
+            let timestamp = Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
+            let token = appAccountToken ?? UUID(uuidString: account.text).map { $0.uuidString.lowercased() } ?? ""
+            let signed = PromotionalOfferSignature(
+                productId: offer.productId, offerId: offer.id, keyId: signer.keyId, nonce: nonce.uuidString.lowercased(),
+                timestamp: timestamp, appAccountToken: token.lowercased(),
+                signature: try signer.promotionalSignature(
+                    productId: offer.productId, offerId: offer.id, appAccountToken: token, nonce: nonce, timestamp: timestamp),
+                jws: try signer.promotionalJWS(
+                    productId: offer.productId, offerId: offer.id, transactionId: transactionId, nonce: nonce, issuedAt: now))
+            try await signatures.record(offer.id, productId: offer.productId, nonce: nonce, for: account, at: now, on: connection)
+            return .signed(signed)
+        }
+    }
+
+    /// Signs whether `account` may have `productId`'s introductory offer: only an account that never subscribed.
+    public func introductoryEligibility(
+        productId: String, account: AccountID, transactionId: String, now: Date
+    ) async throws -> Outcome<IntroductoryEligibility> {
+        guard subscriptionProducts.contains(productId) else { return .unknownProduct }
+        let decision = try await client.withConnection { connection in
+            let (subscriptions, _) = try await accounts.status(of: account, now: now, on: connection)
+            return OfferEligibility.introductory(
+                subscriptions: subscriptions,
+                formerSubscriptions: try await SubscriptionArchive(logger: logger).count(ofAccount: account, on: connection))
+        }
+        let allowed = decision == .eligible
+        var reason: String?
+        if case .notEligible(let why) = decision { reason = why }
+        return .signed(IntroductoryEligibility(
+            productId: productId, allowIntroductoryOffer: allowed, reason: reason,
+            jws: try signer.introductoryEligibilityJWS(
+                productId: productId, allowIntroductoryOffer: allowed, transactionId: transactionId, nonce: UUID(), issuedAt: now)))
+    }
+}
