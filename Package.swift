@@ -149,6 +149,7 @@ let package = Package(
                 "AppStoreServerAPI", "AppStoreModels",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
             ]
         ),
         // Test helpers shared by the test targets (a real OCSP responder, …); only tests depend on it.

@@ -4,7 +4,10 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Benchmarks that print figures (never pass/fail). Build with -c release for meaningful numbers.",
-        subcommands: [VerifyBenchmarkCommand.self, QueueBenchmarkCommand.self, EndToEndBenchmarkCommand.self, HostileBenchmarkCommand.self]
+        subcommands: [
+            VerifyBenchmarkCommand.self, QueueBenchmarkCommand.self, EndToEndBenchmarkCommand.self, HostileBenchmarkCommand.self,
+            EventsBenchmarkCommand.self,
+        ]
     )
 }
 
