@@ -164,7 +164,7 @@ final class BenchmarkReceiver: Sendable {
         }
         let port = try PrivateCluster.freePort()
         var quiet = logger
-        quiet.logLevel = .warning
+        quiet.logLevel = .critical
         let application = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), logger: quiet)
         return try await withThrowingTaskGroup(of: Void.self) { group in

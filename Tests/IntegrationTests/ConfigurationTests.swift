@@ -25,6 +25,36 @@ struct ConfigurationTests {
         #expect(!text.contains("\n"))
     }
 
+    @Test("the refund policy and the offers are checked at startup: ranges, audiences, products of the catalogue")
+    func refundPolicyAndOffers() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/fixtures/apple-real/AppleRootCA-G3.cer")
+        let base = [
+            "DATABASE_URL": "postgres://x@127.0.0.1/x", "STOREKEEPER_BUNDLE_ID": "com.example.app", "STOREKEEPER_ENVIRONMENTS": "Sandbox",
+            "STOREKEEPER_ROOT_CERTIFICATES": root.path,
+        ]
+        let loaded = try StorekeeperConfiguration.load(environment: base.merging([
+            "STOREKEEPER_REFUND_POLICY": #"{"answerAfterMinutes": 30, "consumableDeclineAbovePercent": 90}"#,
+            "STOREKEEPER_OFFERS": "offers:\n  - {id: back, product: pro.monthly, audience: lapsed}",
+        ]) { $1 })
+        #expect(loaded.refundPolicy.answerAfter == 1800 && loaded.refundPolicy.consumableDeclineAbovePercent == 90)
+        #expect(loaded.refundPolicy.subscriptionDeclineAbovePercent == 50)
+        #expect(loaded.offers.map(\.id) == ["back"] && loaded.offers.first?.oncePerAccount == true)
+        let error = #expect(throws: ConfigurationError.self) {
+            try StorekeeperConfiguration.load(environment: base.merging([
+                "STOREKEEPER_REFUND_POLICY": #"{"answerAfterMinutes": 720, "subscriptionDeclineAbovePercent": 150}"#,
+                "STOREKEEPER_OFFERS": #"{"offers": [{"id": "a", "product": "credits.100", "audience": "everyone"}, {"id": "", "product": "pro.monthly", "audience": "active"}]}"#,
+            ]) { $1 })
+        }
+        let problems = try #require(error?.problems)
+        #expect(problems.count == 5, "\(problems)")
+        #expect(problems.contains { $0.contains("answerAfterMinutes") } && problems.contains { $0.contains("subscriptionDeclineAbovePercent") })
+        #expect(problems.contains { $0.contains("credits.100") } && problems.contains { $0.contains("audience") })
+        #expect(throws: ConfigurationError.self) {
+            try StorekeeperConfiguration.load(environment: base.merging(["STOREKEEPER_OFFERS": "/nonexistent/offers.yml"]) { $1 })
+        }
+    }
+
     @Test("DATABASE_URL is optional only where a private cluster is started")
     func databaseOptionalForDev() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -1,17 +1,7 @@
 import Crypto
 import Foundation
 import HummingbirdTesting
-import NIOCore
 import Testing
-
-extension TestClientProtocol {
-    /// POSTs a JSON body to a service API path with the test key.
-    func postWithKey(_ uri: String, _ json: String) async throws -> TestResponse {
-        try await execute(
-            uri: uri, method: .post, headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
-            body: ByteBuffer(string: json))
-    }
-}
 
 /// Offer signatures through the API, checked the way StoreKit and Apple check them: the original promotional-offer
 /// signature against the public key over the fields Apple documents (bundle id, key id, product, offer,
@@ -48,12 +38,12 @@ struct OfferSignatureTests {
                     let account = UUID()
                     var flow = LifecycleFlow(harness: harness, client: client, account: account)
                     try await flow.send(.subscribe)
-                    let early = try await client.postWithKey("/v1/offers/promotional", #"{"accountId": "\#(account)", "offerId": "winback"}"#)
+                    let early = try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "\#(account)", "offerId": "winback"}"#)
                     #expect(early.status == .forbidden && early.json["error"] as? String == "not_eligible")
                     try await flow.send(.expire)
 
                     let before = Int64(Date().timeIntervalSince1970 * 1000)
-                    let response = try await client.postWithKey(
+                    let response = try await client.withKey(.post, 
                         "/v1/offers/promotional", #"{"accountId": "\#(account)", "offerId": "winback", "transactionId": "\#(flow.originalTransactionId)"}"#)
                     #expect(response.status == .ok)
                     let body = response.json
@@ -86,25 +76,25 @@ struct OfferSignatureTests {
                     #expect(jws.claims["transactionId"] as? String == flow.originalTransactionId)
                     #expect(abs((jws.claims["iat"] as? Int64 ?? 0) - before / 1000) < 60)
 
-                    let again = try await client.postWithKey("/v1/offers/promotional", #"{"accountId": "\#(account)", "offerId": "winback"}"#)
+                    let again = try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "\#(account)", "offerId": "winback"}"#)
                     #expect(again.status == .forbidden && (again.json["message"] as? String)?.contains("once per account") == true)
-                    let stay = try await client.postWithKey("/v1/offers/promotional", #"{"accountId": "\#(account)", "offerId": "stay"}"#)
+                    let stay = try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "\#(account)", "offerId": "stay"}"#)
                     #expect(stay.status == .forbidden)
-                    let stranger = try await client.postWithKey("/v1/offers/promotional", #"{"accountId": "never-subscribed", "offerId": "winback"}"#)
+                    let stranger = try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "never-subscribed", "offerId": "winback"}"#)
                     #expect(stranger.status == .forbidden)
 
                     var active = LifecycleFlow(harness: harness, client: client, account: UUID())
                     try await active.send(.subscribe)
                     for _ in 0..<2 {
-                        let retained = try await client.postWithKey(
+                        let retained = try await client.withKey(.post, 
                             "/v1/offers/promotional", #"{"accountId": "\#(active.subscription.accountId!)", "offerId": "stay"}"#)
                         #expect(retained.status == .ok, "an offer not given once per account is signed every time")
                     }
 
-                    #expect(try await client.postWithKey("/v1/offers/promotional", #"{"accountId": "a", "offerId": "nope"}"#).status == .notFound)
-                    #expect(try await client.postWithKey("/v1/offers/promotional", #"{"offerId": "winback"}"#).status == .badRequest)
-                    #expect(try await client.postWithKey("/v1/offers/promotional", #"{"accountId": "a", "offerId": "winback", "appAccountToken": "x"}"#).status == .badRequest)
-                    #expect(try await client.postWithKey("/v1/offers/promotional", #"{"accountId": "a", "offerId": "winback", "transactionId": "1; drop"}"#).status == .badRequest)
+                    #expect(try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "a", "offerId": "nope"}"#).status == .notFound)
+                    #expect(try await client.withKey(.post, "/v1/offers/promotional", #"{"offerId": "winback"}"#).status == .badRequest)
+                    #expect(try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "a", "offerId": "winback", "appAccountToken": "x"}"#).status == .badRequest)
+                    #expect(try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "a", "offerId": "winback", "transactionId": "1; drop"}"#).status == .badRequest)
                 }
             }
         }
@@ -117,7 +107,7 @@ struct OfferSignatureTests {
                 try await harness.withHTTP { client in
                     let account = UUID()
                     func eligibility(_ product: String = "pro.monthly") async throws -> TestResponse {
-                        try await client.postWithKey(
+                        try await client.withKey(.post, 
                             "/v1/offers/introductory-eligibility", #"{"accountId": "\#(account)", "productId": "\#(product)", "transactionId": "2000000001"}"#)
                     }
                     let fresh = try await eligibility()
@@ -138,7 +128,7 @@ struct OfferSignatureTests {
                     #expect(denied["allowIntroductoryOffer"] as? Bool == false)
 
                     #expect(try await eligibility("credits.100").status == .notFound)
-                    #expect(try await client.postWithKey(
+                    #expect(try await client.withKey(.post, 
                         "/v1/offers/introductory-eligibility", #"{"accountId": "a", "productId": "pro.monthly"}"#).status == .badRequest)
                 }
             }
@@ -149,7 +139,7 @@ struct OfferSignatureTests {
     func unconfigured() async throws {
         try await StorekeeperHarness.run(worker: false) { harness in
             try await harness.withHTTP { client in
-                let response = try await client.postWithKey("/v1/offers/promotional", #"{"accountId": "a", "offerId": "winback"}"#)
+                let response = try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "a", "offerId": "winback"}"#)
                 #expect(response.status == .serviceUnavailable)
                 #expect((response.json["message"] as? String)?.contains("STOREKEEPER_ASSA") == true)
             }

@@ -1,5 +1,6 @@
 import AppStoreModels
 import Foundation
+import HTTPTypes
 import HummingbirdTesting
 import LocalSigning
 import NIOCore
@@ -7,10 +8,10 @@ import Testing
 import TestSupport
 
 extension TestClientProtocol {
-    /// PUTs a JSON body to a service API path with the test key.
-    func putWithKey(_ uri: String, _ json: String) async throws -> TestResponse {
+    /// Sends a JSON body to a service API path with the test key.
+    func withKey(_ method: HTTPRequest.Method, _ uri: String, _ json: String) async throws -> TestResponse {
         try await execute(
-            uri: uri, method: .put, headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+            uri: uri, method: method, headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
             body: ByteBuffer(string: json))
     }
 }
@@ -39,6 +40,14 @@ struct RefundDefenceTests {
         return ("", 0, nil, nil)
     }
 
+    /// Subscribes through `flow` and tells the fake Apple about the transaction, as Apple knows every one it signed.
+    static func subscribe(_ flow: inout LifecycleFlow, knownTo apple: FakeApple) async throws -> TransactionPayload {
+        let subscribed = try await flow.send(.subscribe)
+        let transaction = try #require(subscribed.transaction)
+        apple.server.state.withLock { $0.extraTransactions.append(transaction) }
+        return transaction
+    }
+
     static func answers(_ apple: FakeApple) -> [[String: Any]] {
         apple.server.state.withLock { $0.consumptionAnswers.map(\.body) }.compactMap {
             try? JSONSerialization.jsonObject(with: $0) as? [String: Any]
@@ -51,9 +60,9 @@ struct RefundDefenceTests {
             try await apple.harness(extra: Self.apiPolicy.merging(["STOREKEEPER_ADMIN_KEYS": "admin-key"]) { $1 }) { harness in
                 try await harness.withHTTP { client in
                     let account = UUID()
-                    let consent = try await client.putWithKey("/v1/accounts/\(account)/consent", #"{"consented": true}"#)
+                    let consent = try await client.withKey(.put, "/v1/accounts/\(account)/consent", #"{"consented": true}"#)
                     #expect(consent.status == .ok && consent.json["consented"] as? Bool == true)
-                    #expect(try await client.putWithKey("/v1/accounts/\(account)/consent", #"{"consented": "yes"}"#).status == .badRequest)
+                    #expect(try await client.withKey(.put, "/v1/accounts/\(account)/consent", #"{"consented": "yes"}"#).status == .badRequest)
 
                     let now = Int64(Date().timeIntervalSince1970 * 1000)
                     var transaction = TransactionPayload(
@@ -81,8 +90,13 @@ struct RefundDefenceTests {
                     #expect(Set(body.keys) == ["customerConsented", "consumptionPercentage", "deliveryStatus", "refundPreference", "sampleContentProvided"])
                     try await eventually("the request to be sent") { try await Self.request(harness, requestId).state == "sent" }
 
-                    let event = try await client.getWithKey("/v1/events?types=purchase.refund_requested").json
-                    let change = ((event["events"] as? [[String: Any]])?.first?["data"] as? [String: Any])?["change"] as? [String: Any]
+                    // The feed shows a transaction's events once every older transaction of the cluster has ended.
+                    var change: [String: Any]?
+                    try await eventually("the event in the feed") {
+                        let feed = try await client.getWithKey("/v1/events?types=purchase.refund_requested").json
+                        change = ((feed["events"] as? [[String: Any]])?.first?["data"] as? [String: Any])?["change"] as? [String: Any]
+                        return change != nil
+                    }
                     #expect(change?["refundRequestId"] as? String == requestId.uuidString.lowercased())
                     #expect(change?["reason"] as? String == "UNINTENDED_PURCHASE")
                     #expect(change?["deadline"] as? String != nil && change?["answerBy"] as? String != nil)
@@ -133,9 +147,7 @@ struct RefundDefenceTests {
                 try await harness.withHTTP { client in
                     let account = UUID()
                     var flow = LifecycleFlow(harness: harness, client: client, account: account)
-                    let subscribed = try await flow.send(.subscribe)
-                    let transaction = try #require(subscribed.transaction)
-                    apple.server.state.withLock { $0.extraTransactions.append(transaction) }
+                    let transaction = try await Self.subscribe(&flow, knownTo: apple)
                     let signed = Int64(Date().timeIntervalSince1970 * 1000)
 
                     let unconsented = UUID()
@@ -146,7 +158,7 @@ struct RefundDefenceTests {
                     #expect(Self.answers(apple).isEmpty)
                     #expect(!apple.server.requests.contains { $0.hasPrefix("PUT /inApps/v2/transactions/consumption") })
 
-                    #expect(try await client.putWithKey("/v1/accounts/\(account)/consent", #"{"consented": true}"#).status == .ok)
+                    #expect(try await client.withKey(.put, "/v1/accounts/\(account)/consent", #"{"consented": true}"#).status == .ok)
                     apple.server.state.withLock { $0.failures = [.init(httpStatus: 429, errorCode: 4_290_000)] }
                     let limited = UUID()
                     try await flow.post(Self.consumptionRequest(transaction, signedDate: signed + 1000), notificationUUID: limited)
@@ -177,25 +189,23 @@ struct RefundDefenceTests {
                 try await harness.withHTTP { client in
                     let account = UUID()
                     var flow = LifecycleFlow(harness: harness, client: client, account: account)
-                    let subscribed = try await flow.send(.subscribe)
-                    let transaction = try #require(subscribed.transaction)
-                    apple.server.state.withLock { $0.extraTransactions.append(transaction) }
-                    #expect(try await client.putWithKey("/v1/accounts/\(account)/consent", #"{"consented": true}"#).status == .ok)
+                    let transaction = try await Self.subscribe(&flow, knownTo: apple)
+                    #expect(try await client.withKey(.put, "/v1/accounts/\(account)/consent", #"{"consented": true}"#).status == .ok)
                     #expect(try await client.spend(account, amount: 600).status == .ok)
                     let signed = Int64(clock.now.timeIntervalSince1970 * 1000)
 
                     let requestId = UUID()
                     try await flow.post(Self.consumptionRequest(transaction, signedDate: signed), notificationUUID: requestId)
                     let answerURI = "/v1/refund-requests/\(requestId)/answer"
-                    let withPercentage = try await client.putWithKey(
+                    let withPercentage = try await client.withKey(.put, 
                         answerURI, #"{"deliveryStatus": "DELIVERED", "refundPreference": "GRANT_PRORATED", "consumptionPercentage": 5000, "sampleContentProvided": true}"#)
                     #expect(withPercentage.status == .unprocessableContent)
                     #expect((withPercentage.json["message"] as? String)?.contains("auto-renewable") == true)
-                    #expect(try await client.putWithKey(answerURI, #"{"deliveryStatus": "LOST", "sampleContentProvided": true}"#).status == .unprocessableContent)
-                    #expect(try await client.putWithKey(answerURI, #"{"deliveryStatus": "DELIVERED"}"#).status == .badRequest)
-                    #expect(try await client.putWithKey("/v1/refund-requests/\(UUID())/answer", #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true}"#).status == .notFound)
-                    #expect(try await client.putWithKey("/v1/refund-requests/nope/answer", #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true}"#).status == .badRequest)
-                    let own = try await client.putWithKey(
+                    #expect(try await client.withKey(.put, answerURI, #"{"deliveryStatus": "LOST", "sampleContentProvided": true}"#).status == .unprocessableContent)
+                    #expect(try await client.withKey(.put, answerURI, #"{"deliveryStatus": "DELIVERED"}"#).status == .badRequest)
+                    #expect(try await client.withKey(.put, "/v1/refund-requests/\(UUID())/answer", #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true}"#).status == .notFound)
+                    #expect(try await client.withKey(.put, "/v1/refund-requests/nope/answer", #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true}"#).status == .badRequest)
+                    let own = try await client.withKey(.put, 
                         answerURI, #"{"deliveryStatus": "UNDELIVERED_SERVER_OUTAGE", "refundPreference": "GRANT_FULL", "sampleContentProvided": true}"#)
                     #expect(own.status == .ok)
                     #expect(Self.answers(apple).isEmpty, "the policy's turn comes an hour after the request")
@@ -208,7 +218,7 @@ struct RefundDefenceTests {
                     #expect(body["deliveryStatus"] as? String == "UNDELIVERED_SERVER_OUTAGE" && body["refundPreference"] as? String == "GRANT_FULL")
                     #expect(body["sampleContentProvided"] as? Bool == true && body["customerConsented"] as? Bool == true)
                     try await eventually("the request to be sent") { try await Self.request(harness, requestId).state == "sent" }
-                    #expect(try await client.putWithKey(answerURI, #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true}"#).status == .conflict)
+                    #expect(try await client.withKey(.put, answerURI, #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true}"#).status == .conflict)
 
                     // `work` was down for the whole 12 hours: the late job sends nothing.
                     let late = UUID()
