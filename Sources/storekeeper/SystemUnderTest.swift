@@ -119,9 +119,9 @@ final class SystemUnderTest: @unchecked Sendable {
     }
 
     /// The `subscribe` notification of a fresh subscription, signed.
-    func subscribe(_ index: Int, at date: Date) throws -> (uuid: UUID, body: ByteBuffer) {
+    func subscribe(_ index: Int, account: UUID = UUID(), at date: Date) throws -> (uuid: UUID, body: ByteBuffer) {
         let subscription = SimulatedEvent.Subscription(
-            originalTransactionId: String(3_000_000_000_000 + index), productId: "pro.monthly", accountId: UUID(), bundleId: Self.bundleId)
+            originalTransactionId: String(3_000_000_000_000 + index), productId: "pro.monthly", accountId: account, bundleId: Self.bundleId)
         let uuid = UUID()
         let event = SimulatedEvent.scenario(.subscribe, subscription: subscription, at: date)
         return (uuid, ByteBuffer(data: try signer.requestBody(for: event, notificationUUID: uuid)))

@@ -1,0 +1,169 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import StorekeeperRuntime
+
+struct APIBenchmarkCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "api",
+        abstract: "The app's hot path: status reads and spends against serve, with the same run's references.",
+        discussion: """
+            Starts `serve` and `work` on a throwaway PostgreSQL, subscribes --accounts accounts (pro.monthly, 1,000 \
+            credits each), then for --seconds each drives --connections concurrent clients at: `GET /healthz` (the \
+            server's own floor), `GET /v1/tiers`, `GET /v1/accounts/{id}/status` and `POST /v1/accounts/{id}/usage` (1 \
+            credit, a new idempotency key each), on random accounts. On the same cluster it runs pgbench select-only \
+            and TPC-B (durable) with the same number of clients. Prints rate, p50 and p99 of each, and the ratios the \
+            targets are set in: status and tiers to /healthz, spends to TPC-B.
+            """)
+
+    @Option(help: "Subscribed accounts.") var accounts = 500
+    @Option(help: "Concurrent clients.") var connections = 32
+    @Option(help: "Seconds per phase.") var seconds = 5
+    @Option(help: "A PostgreSQL server to create the benchmark database on (default: a private cluster).") var databaseURL: String?
+    @Flag(help: "Print one JSON object on the last line.") var json = false
+
+    func validate() throws {
+        guard accounts > 0, connections > 0, seconds > 0 else { throw ValidationError("--accounts, --connections and --seconds must be positive") }
+    }
+
+    func run() async throws {
+        let logger = commandLogger("storekeeper.bench")
+        let report = try await BenchmarkDatabase.with(url: databaseURL, logger: logger) { url in
+            let system = try SystemUnderTest(databaseURL: url, clients: connections, logger: logger)
+            try system.migrate()
+            let accountIds = (0..<accounts).map { _ in UUID() }
+            let started = Date()
+            let bodies = try accountIds.enumerated().map { index, account in
+                try system.subscribe(index, account: account, at: started.addingTimeInterval(Double(index) / 1000)).body
+            }
+            do {
+                try await system.startServe()
+                _ = try system.startWorker()
+                _ = try await system.send(bodies, clients: min(connections, 16), rate: nil)
+                _ = try await system.waitUntilApplied(accounts, receivedSince: started)
+                let key = [("Authorization", "Bearer bench")]
+                let health = try await load(system) { _ in ("/healthz", .GET, [], nil) }
+                let tiers = try await load(system) { _ in ("/v1/tiers", .GET, [], nil) }
+                let status = try await load(system) { _ in ("/v1/accounts/\(accountIds.randomElement()!)/status", .GET, key, nil) }
+                let spend = try await load(system) { _ in
+                    let body = ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(UUID())"}"#)
+                    return ("/v1/accounts/\(accountIds.randomElement()!)/usage", .POST, key + [("Content-Type", "application/json")], body)
+                }
+                await system.stop()
+                let selectOnly = try pgbench(["-S"], url: url)
+                let tpcb = try pgbench([], url: url)
+                return self.report(health: health, tiers: tiers, status: status, spend: spend, selectOnly: selectOnly, tpcb: tpcb)
+            } catch {
+                await system.stop()
+                throw error
+            }
+        }
+        report.print(json: json)
+    }
+
+    /// What one phase measured.
+    struct Phase {
+        var answered = 0
+        var failed = 0
+        var seconds = 0.0
+        var latencies: [Double] = []
+
+        var rate: Double { Double(answered) / max(seconds, 0.001) }
+        func percentile(_ p: Double) -> Double {
+            guard !latencies.isEmpty else { return 0 }
+            let sorted = latencies.sorted()
+            return sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)]
+        }
+    }
+
+    typealias Request = (path: String, method: HTTPMethod, headers: [(String, String)], body: ByteBuffer?)
+
+    /// `connections` clients sending `request(i)` back to back for `seconds`; a 2xx counts as answered.
+    func load(_ system: SystemUnderTest, _ request: @escaping @Sendable (Int) -> Request) async throws -> Phase {
+        let clock = ContinuousClock()
+        // A second of warm-up: connections open, caches and plans as in steady use.
+        let warmUntil = clock.now + .seconds(1)
+        let began = warmUntil
+        let end = began + .seconds(seconds)
+        var total = try await withThrowingTaskGroup(of: Phase.self) { group in
+            for client in 0..<connections {
+                group.addTask {
+                    var phase = Phase()
+                    var index = client
+                    while clock.now < end {
+                        let (path, method, headers, body) = request(index)
+                        index += connections
+                        let sent = clock.now
+                        let (status, _, _) = await system.request(path, method: method, headers: headers, body: body)
+                        guard sent >= began else { continue }
+                        if let status, (200..<300).contains(status) {
+                            phase.answered += 1
+                            phase.latencies.append((clock.now - sent).seconds * 1000)
+                        } else {
+                            phase.failed += 1
+                        }
+                    }
+                    return phase
+                }
+            }
+            return try await group.reduce(into: Phase()) { total, phase in
+                total.answered += phase.answered
+                total.failed += phase.failed
+                total.latencies += phase.latencies
+            }
+        }
+        total.seconds = Double(seconds)
+        return total
+    }
+
+    /// pgbench on the benchmark's cluster with `connections` clients for about `seconds`: tps and average latency
+    /// (ms). The length is set by transactions (`-t`) from a short calibrating run: `-T` relies on SIGALRM, which a
+    /// child of this process may never see.
+    func pgbench(_ mode: [String], url: DatabaseURL) throws -> (tps: Double, latency: Double) {
+        _ = try BenchmarkDatabase.runTool("pgbench", ["-i", "-q", "-s", "1"], url: url)
+        func run(transactions: Int) throws -> (tps: Double, latency: Double) {
+            let output = try BenchmarkDatabase.runTool(
+                "pgbench", ["-n", "-c", String(connections), "-j", "2", "-t", String(transactions)] + mode, url: url)
+            func value(_ prefix: String) -> Double? {
+                output.split(separator: "\n").first { $0.hasPrefix(prefix) }
+                    .flatMap { Double($0.dropFirst(prefix.count).prefix { $0 != " " }) }
+            }
+            guard let tps = value("tps = "), let latency = value("latency average = ") else { throw CommandFailure("could not read pgbench's figures") }
+            return (tps, latency)
+        }
+        let calibration = try run(transactions: 50)
+        return try run(transactions: max(50, Int(calibration.tps * Double(seconds) / Double(connections))))
+    }
+
+    func report(
+        health: Phase, tiers: Phase, status: Phase, spend: Phase, selectOnly: (tps: Double, latency: Double), tpcb: (tps: Double, latency: Double)
+    ) -> BenchmarkReport {
+        func line(_ name: String, _ phase: Phase, _ reference: String) -> String {
+            "  \(name.padding(toLength: 34, withPad: " ", startingAt: 0)) \(String(format: "%7.0f", phase.rate))/s  p50 \(String(format: "%6.2f", phase.percentile(0.5))) ms  "
+                + "p99 \(String(format: "%6.2f", phase.percentile(0.99))) ms  \(phase.failed) failed  \(reference)"
+        }
+        let ratio = { (value: Double, reference: Double) in String(format: "%.2f×", value / max(reference, 0.001)) }
+        var report = BenchmarkReport()
+        report.lines = [
+            "api: \(accounts) subscribed accounts, \(connections) clients, \(seconds) s a phase, serve + work and PostgreSQL on this machine",
+            line("GET /healthz (reference)", health, ""),
+            line("GET /v1/tiers", tiers, "\(ratio(tiers.rate, health.rate)) /healthz (target ≥ 0.8×)"),
+            line("GET /v1/accounts/{id}/status", status, "\(ratio(status.rate, health.rate)) /healthz (target ≥ 0.5×, p99 ≤ 5 ms)"),
+            line("POST /v1/accounts/{id}/usage", spend, "\(ratio(spend.rate, tpcb.tps)) TPC-B (target ≥ 0.75×, p99 ≤ 30 ms)"),
+            "  pgbench select-only (reference)    \(String(format: "%7.0f", selectOnly.tps))/s  average \(String(format: "%.2f", selectOnly.latency)) ms",
+            "  pgbench TPC-B, durable (reference) \(String(format: "%7.0f", tpcb.tps))/s  average \(String(format: "%.2f", tpcb.latency)) ms",
+        ]
+        report.fields = [
+            ("benchmark", .text("api")), ("healthzPerSecond", .integer(Int(health.rate))), ("tiersPerSecond", .integer(Int(tiers.rate))),
+            ("statusPerSecond", .integer(Int(status.rate))), ("statusP99Ms", .number(status.percentile(0.99))),
+            ("statusRatio", .number(status.rate / max(health.rate, 0.001))), ("spendPerSecond", .integer(Int(spend.rate))),
+            ("spendP99Ms", .number(spend.percentile(0.99))), ("spendRatio", .number(spend.rate / max(tpcb.tps, 0.001))),
+            ("tiersRatio", .number(tiers.rate / max(health.rate, 0.001))), ("pgbenchSelectOnly", .integer(Int(selectOnly.tps))),
+            ("pgbenchTPCB", .integer(Int(tpcb.tps))),
+        ]
+        return report
+    }
+}
