@@ -14,7 +14,10 @@ public struct StorekeeperRequestContext: RequestContext {
 
     public var maxUploadSize: Int { Self.maximumBody }
 
-    public var responseEncoder: JSONEncoder {
+    public var responseEncoder: JSONEncoder { Self.jsonEncoder }
+
+    /// How every JSON answer is written: ISO 8601 dates, sorted keys.
+    static var jsonEncoder: JSONEncoder {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys]

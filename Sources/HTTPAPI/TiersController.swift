@@ -1,6 +1,7 @@
 import Credits
 import Foundation
 import Hummingbird
+import NIOCore
 
 /// `GET /v1/tiers` (no authentication): the catalogue for a server-driven paywall — meters, the free tier, paid
 /// tiers with display copy, products and allowances, and top-ups.
@@ -10,13 +11,17 @@ public struct TiersController: Sendable {
     public init(catalogue: TierCatalogue) { self.catalogue = catalogue }
 
     public func addRoutes(to router: Router<StorekeeperRequestContext>) {
-        let answer = TiersResponse(catalogue: catalogue)
-        router.get("/v1/tiers") { _, _ in answer }
+        // The catalogue is fixed for the process's life: encoded once, not on every paywall load.
+        let encoder = StorekeeperRequestContext.jsonEncoder
+        let body = ByteBuffer(data: (try? encoder.encode(TiersResponse(catalogue: catalogue))) ?? Data("{}".utf8))
+        router.get("/v1/tiers") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: body))
+        }
     }
 }
 
 /// The paywall view of the catalogue, in the API's camelCase.
-struct TiersResponse: ResponseEncodable {
+struct TiersResponse: Encodable {
     struct AllowanceView: Encodable {
         var perCycle: Int64?
         var perDay: Int64?

@@ -27,6 +27,9 @@ public final class JobWorker: Service, Sendable {
         /// A job the database says this worker runs but the worker does not know of (a lost claim answer, an outcome
         /// not written while the database was away) is released after this long.
         public var orphanGrace: Duration = .seconds(30)
+        /// Called after every attempt, once what the handler wrote is committed (or rolled back): a process that also
+        /// serves reads drops what they cached.
+        public var afterAttempt: (@Sendable () -> Void)?
 
         public init(
             concurrency: Int = 16, pollInterval: Duration = .seconds(1), heartbeatInterval: Duration = .seconds(5),
@@ -159,6 +162,7 @@ public final class JobWorker: Service, Sendable {
         } catch {
             outcome = await recordFailure(of: job, error: error, logger: logger)
         }
+        options.afterAttempt?()
         JobMetrics.record(kind: job.kind, outcome: outcome, duration: ContinuousClock.now - started)
     }
 

@@ -26,6 +26,8 @@ public struct StorekeeperComponents: Sendable {
     public let events: EventRecorder
     /// Apple's consumption requests: opened by notifications, answered by ``ConsumptionAnswerJob``.
     public let refunds: RefundDefence
+    /// `serve`'s account status cache, kept current by ``accountChangeListener()`` and this process's writers.
+    public let statusCache = AccountStatusCache()
     /// Sends webhook requests.
     let webhookTransport: any WebhookTransport
     /// The App Store Server API client; `nil` without `STOREKEEPER_ASSA_*`.
@@ -87,11 +89,12 @@ public struct StorekeeperComponents: Sendable {
                 verifier: verifier,
                 inbox: inbox,
                 subscriptions: SubscriptionStore(client: client, logger: logger),
-                accounts: AccountStatusQuery(client: client, ledger: credits, logger: logger),
+                accounts: AccountStatusQuery(client: client, ledger: credits, cache: statusCache, logger: logger),
                 records: AccountRecords(client: client, logger: logger),
-                usage: SpendCredits(client: client, ledger: credits, events: events, logger: logger),
+                usage: SpendCredits(client: client, ledger: credits, events: events, cache: statusCache, logger: logger),
                 claims: SubscriptionClaims(
-                    client: client, policy: configuration.transferPolicy, writer: writer, credits: credits, events: events, logger: logger),
+                    client: client, policy: configuration.transferPolicy, writer: writer, credits: credits, events: events,
+                    cache: statusCache, logger: logger),
                 catalogue: configuration.catalogue,
                 metrics: StorekeeperMetrics.registry,
                 readiness: PostgresReadiness(migrator: migrator),
@@ -154,6 +157,9 @@ public struct StorekeeperComponents: Sendable {
     /// hourly history catch-up) when it is configured.
     public func worker(options: JobWorker.Options? = nil) -> JobWorker {
         var options = options ?? JobWorker.Options(concurrency: configuration.workerConcurrency)
+        // Where this process also serves (dev, tests), a job's commit must show in the next status read at once, not
+        // when its NOTIFY comes round.
+        options.afterAttempt = { [statusCache] in statusCache.invalidateAll() }
         var handlers: [any JobHandler] = [
             ApplyNotificationJob(
                 client: client, writer: writer, credits: credits, events: events, refunds: refunds, clock: clock, logger: logger),
@@ -176,6 +182,11 @@ public struct StorekeeperComponents: Sendable {
                     client: client, serverAPI: serverAPI, credits: credits, policy: configuration.refundPolicy, clock: clock, logger: logger))
         }
         return JobWorker(queue: queue, handlers: handlers, options: options, logger: logger)
+    }
+
+    /// Keeps ``statusCache`` current with the other processes' commits; runs beside `serve`.
+    public func accountChangeListener() -> AccountChangeListener {
+        AccountChangeListener(client: client, cache: statusCache, logger: logger)
     }
 
     /// The Notification History reader that feeds the intake.

@@ -35,6 +35,7 @@ public enum StorekeeperProcess {
             }
         }
         if roles.contains(.serve) {
+            services.append(.init(service: components.accountChangeListener()))
             services.append(.init(service: components.application(onServerRunning: onServerRunning)))
         }
         var configuration = ServiceGroupConfiguration(

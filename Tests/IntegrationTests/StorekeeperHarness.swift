@@ -56,6 +56,7 @@ struct StorekeeperHarness {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await components.client.run() }
                 try await components.migrator.migrate()
+                group.addTask { try await components.accountChangeListener().run() }
                 if worker {
                     let jobWorker = components.worker(options: .init(concurrency: 4, pollInterval: .milliseconds(200)))
                     group.addTask { try await jobWorker.run() }
@@ -85,7 +86,7 @@ struct StorekeeperHarness {
     func waitUntilListening() async throws {
         try await eventually(timeout: .seconds(10), "a connection to listen") {
             try await count(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %' AND state = 'idle'"
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %storekeeper_jobs%' AND state = 'idle'"
             ) == 1
         }
     }

@@ -11,17 +11,24 @@ public struct AccountStatusQuery: Sendable {
     private let client: PostgresClient
     private let ledger: CreditLedger
     private let subscriptions: SubscriptionStore
+    /// Serves reads outside transactions when given.
+    private let cache: AccountStatusCache?
 
-    public init(client: PostgresClient, ledger: CreditLedger, logger: Logger) {
+    public init(client: PostgresClient, ledger: CreditLedger, cache: AccountStatusCache? = nil, logger: Logger) {
         self.client = client
         self.ledger = ledger
+        self.cache = cache
         self.subscriptions = SubscriptionStore(client: client, logger: logger)
     }
 
     /// The account's subscriptions and credits at `now` (read-only: grants that are due count without being
-    /// written).
+    /// written), from the cache when it holds the account.
     public func status(of account: AccountID, now: Date) async throws -> (subscriptions: [SubscriptionState], credits: AccountCredits) {
-        try await client.withConnection { try await status(of: account, now: now, on: $0) }
+        if let cached = cache?.inputs(of: account) { return evaluate(cached, account: account, now: now) }
+        let readSince = cache?.beginRead()
+        let inputs = try await client.withConnection { try await self.inputs(of: account, now: now, on: $0) }
+        if let cache, let readSince { cache.store(inputs, of: account, readSince: readSince) }
+        return evaluate(inputs, account: account, now: now)
     }
 
     /// The account's subscriptions and credits at `now`, read on the caller's connection (inside a transaction: as
@@ -29,13 +36,32 @@ public struct AccountStatusQuery: Sendable {
     public func status(of account: AccountID, now: Date, on connection: PostgresConnection) async throws
         -> (subscriptions: [SubscriptionState], credits: AccountCredits)
     {
-        let states = try await subscriptions.subscriptions(forAccount: account, on: connection)
-        return (states, try await ledger.credits(of: account, subscriptions: states, now: now, materialize: false, on: connection))
+        evaluate(try await inputs(of: account, now: now, on: connection), account: account, now: now)
     }
 
-    /// The status document of `GET /v1/accounts/{id}/status` and of events.
+    /// What the status is computed from: subscriptions, and buckets live at `now` or later.
+    func inputs(of account: AccountID, now: Date, on connection: PostgresConnection) async throws -> AccountStatusCache.Inputs {
+        let states = try await subscriptions.subscriptions(forAccount: account, on: connection)
+        let buckets = try await ledger.liveBuckets(of: account, meter: nil, at: now, orLater: true, on: connection)
+        return AccountStatusCache.Inputs(subscriptions: states, buckets: buckets)
+    }
+
+    /// The status at `now` from its inputs: the buckets live then, and the grants due by then counted as if written.
+    func evaluate(_ inputs: AccountStatusCache.Inputs, account: AccountID, now: Date) -> (subscriptions: [SubscriptionState], credits: AccountCredits) {
+        let live = inputs.buckets.filter { $0.bucket.isLive(at: now) }
+        let catalogue = ledger.catalogue
+        let due = AccountCredits.grantsDue(account: account, subscriptions: inputs.subscriptions, catalogue: catalogue, live: live, now: now)
+        return (
+            inputs.subscriptions,
+            AccountCredits.evaluate(subscriptions: inputs.subscriptions, catalogue: catalogue, live: live, pending: due, now: now)
+        )
+    }
+
+    /// The status document of `GET /v1/accounts/{id}/status`, from the cache when it holds the account.
     public func document(of account: AccountID, now: Date) async throws -> AccountStatusResponse {
-        try await client.withConnection { try await document(of: account, now: now, on: $0) }
+        let (states, credits) = try await status(of: account, now: now)
+        let status = AccountStatus.evaluate(subscriptions: states, hasFreeCredits: credits.hasCredits, now: now)
+        return AccountStatusResponse(accountId: account, status: status, credits: credits, now: now)
     }
 
     /// The status document, read on the caller's connection.

@@ -15,10 +15,12 @@ public struct SpendCredits: Sendable {
     private let subscriptions: SubscriptionStore
     private let usageRequests: UsageRequests
     private let events: EventRecorder?
+    private let cache: AccountStatusCache?
     private let logger: Logger
 
-    public init(client: PostgresClient, ledger: CreditLedger, events: EventRecorder?, logger: Logger) {
+    public init(client: PostgresClient, ledger: CreditLedger, events: EventRecorder?, cache: AccountStatusCache? = nil, logger: Logger) {
         self.events = events
+        self.cache = cache
         self.client = client
         self.ledger = ledger
         self.subscriptions = SubscriptionStore(client: client, logger: logger)
@@ -28,7 +30,9 @@ public struct SpendCredits: Sendable {
 
     /// Spends `amount` of a meter: cycle credits first, then top-ups; all or nothing.
     public func spend(_ request: UsageRequests.Request, now: Date) async throws -> UsageRequests.Answer {
-        try await client.withTransaction(logger: logger) { connection in
+        // After the commit (or the rollback): the next status read of this process sees the spend.
+        defer { cache?.invalidate(request.account) }
+        return try await client.withTransaction(logger: logger) { connection in
             try await ledger.lockAccount(request.account, on: connection)
             if let stored = try await usageRequests.storedAnswer(request, on: connection) { return stored }
             let states = try await subscriptions.subscriptions(forAccount: request.account, on: connection)

@@ -38,12 +38,14 @@ public struct SubscriptionClaims: Sendable {
 
     private let credits: CreditLedger
     private let events: EventRecorder?
+    private let cache: AccountStatusCache?
 
     public init(
         client: PostgresClient, policy: TransferPolicy, writer: SubscriptionWriter, credits: CreditLedger, events: EventRecorder?,
-        logger: Logger
+        cache: AccountStatusCache? = nil, logger: Logger
     ) {
         self.events = events
+        self.cache = cache
         self.client = client
         self.credits = credits
         self.writer = writer
@@ -57,6 +59,8 @@ public struct SubscriptionClaims: Sendable {
     public func claim(_ transaction: TransactionPayload, signedTransaction: String, by account: AccountID, now: Date)
         async throws -> Outcome
     {
+        // After the commit: a claim may move a subscription between accounts, so every cached account goes.
+        defer { cache?.invalidateAll() }
         guard let event = SubscriptionEvent(claimOf: transaction, by: account) else {
             guard credits.catalogue.topUp(ofProduct: transaction.productId) != nil else { return .notASubscription }
             _ = try await client.withTransaction(logger: logger) { connection in

@@ -66,9 +66,10 @@ public struct CreditLedger: Sendable {
 
     /// An account's live buckets of one meter at `now`, in spend order (daily, then cycle and free by soonest end,
     /// then top-ups), with balances.
-    public func liveBuckets(of account: AccountID, meter: String?, at now: Date, on connection: PostgresConnection) async throws
-        -> [AccountCredits.LiveBalance]
-    {
+    /// With `orLater`, buckets whose window opens after `now` come too (a cached read filters them by its own now).
+    public func liveBuckets(
+        of account: AccountID, meter: String?, at now: Date, orLater: Bool = false, on connection: PostgresConnection
+    ) async throws -> [AccountCredits.LiveBalance] {
         let rows = try await connection.query(
             """
             SELECT \(unescaped: Self.bucketColumns), coalesce(sum(l.delta), 0)::bigint
@@ -76,7 +77,7 @@ public struct CreditLedger: Sendable {
             WHERE (b.account_id = \(account) OR b.original_transaction_id IN
                     (SELECT original_transaction_id FROM subscriptions WHERE account_id = \(account)))
                 AND (\(meter)::text IS NULL OR b.meter = \(meter))
-                AND b.valid_from <= \(now) AND (b.valid_until IS NULL OR b.valid_until > \(now))
+                AND (\(orLater) OR b.valid_from <= \(now)) AND (b.valid_until IS NULL OR b.valid_until > \(now))
             GROUP BY b.key
             ORDER BY CASE b.kind WHEN 'daily' THEN 0 WHEN 'topup' THEN 2 ELSE 1 END, b.valid_until NULLS LAST, b.key
             """,

@@ -1,0 +1,95 @@
+import Credits
+import Foundation
+import Subscriptions
+import Synchronization
+
+/// What an account's status is computed from — its subscriptions and its buckets that are live now or later, with
+/// balances — kept per process so a status read costs no query. The status itself is evaluated at each read's own
+/// now, so expiry by the clock needs no write.
+///
+/// Entries are dropped by the commits that change their account: this process's writers call ``invalidate(_:)``
+/// (or ``invalidateAll()``) after they commit, and the database NOTIFYs every other process's changes
+/// (`sql/0012_account_changes.sql`) to the listener, which calls ``invalidate(_:)``. A read that started before an
+/// invalidation never stores what it read. While the listener is not connected nothing is served from the cache.
+public final class AccountStatusCache: Sendable {
+    /// The inputs of one account's status, as read at `readAt`.
+    public struct Inputs: Sendable {
+        public var subscriptions: [SubscriptionState]
+        public var buckets: [AccountCredits.LiveBalance]
+    }
+
+    private enum Entry {
+        case inputs(Inputs, storedAt: ContinuousClock.Instant)
+        /// Changed at this sequence number: a read that began before must not store.
+        case changed(UInt64)
+    }
+
+    private struct State {
+        var entries: [AccountID: Entry] = [:]
+        var sequence: UInt64 = 0
+        var clearedAt: UInt64 = 0
+        var listening = false
+    }
+
+    private let state = Mutex(State())
+    /// The longest an entry is served: a bound on staleness should a notification ever be lost.
+    let maximumAge: Duration
+    /// Entries kept at most; past it the cache starts over.
+    let capacity: Int
+
+    public init(maximumAge: Duration = .seconds(30), capacity: Int = 200_000) {
+        self.maximumAge = maximumAge
+        self.capacity = capacity
+    }
+
+    /// The cached inputs of `account`, if fresh.
+    func inputs(of account: AccountID) -> Inputs? {
+        state.withLock { state in
+            guard state.listening, case .inputs(let inputs, let storedAt)? = state.entries[account],
+                storedAt.duration(to: .now) < maximumAge
+            else { return nil }
+            return inputs
+        }
+    }
+
+    /// Marks the start of a database read; pass the answer to ``store(_:of:readSince:)``.
+    func beginRead() -> UInt64 { state.withLock { $0.sequence } }
+
+    /// Keeps what a read found unless the account changed (or everything was dropped) since it began.
+    func store(_ inputs: Inputs, of account: AccountID, readSince sequence: UInt64) {
+        state.withLock { state in
+            guard state.listening, state.clearedAt <= sequence else { return }
+            if case .changed(let at)? = state.entries[account], at > sequence { return }
+            if state.entries.count >= capacity { Self.clear(&state) }
+            state.entries[account] = .inputs(inputs, storedAt: .now)
+        }
+    }
+
+    /// Drops `account`: it changed.
+    public func invalidate(_ account: AccountID) {
+        state.withLock { state in
+            state.sequence += 1
+            if state.entries.count >= capacity { Self.clear(&state) }
+            state.entries[account] = .changed(state.sequence)
+        }
+    }
+
+    /// Drops every account: a change whose accounts are not known.
+    public func invalidateAll() {
+        state.withLock { Self.clear(&$0) }
+    }
+
+    /// Whether changes of other processes are being heard; entries are dropped on every change of it.
+    public func setListening(_ listening: Bool) {
+        state.withLock { state in
+            Self.clear(&state)
+            state.listening = listening
+        }
+    }
+
+    private static func clear(_ state: inout State) {
+        state.sequence += 1
+        state.clearedAt = state.sequence
+        state.entries.removeAll(keepingCapacity: true)
+    }
+}

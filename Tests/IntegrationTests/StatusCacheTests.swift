@@ -1,0 +1,103 @@
+import Foundation
+import HummingbirdTesting
+import PostgresNIO
+import Subscriptions
+import Testing
+import TestSupport
+
+@testable import Application
+
+/// `serve`'s status cache: reads are answered without a query, yet a spend or an applied notification shows in the
+/// very next read of the same process, another process's commit shows as soon as its NOTIFY arrives, and expiry by
+/// the clock needs no write at all.
+@Suite("Status cache")
+struct StatusCacheTests {
+    static func remaining(_ flow: LifecycleFlow) async throws -> Int? { try await flow.credits()["remaining"] as? Int }
+
+    @Test("served from memory; a spend and an applied notification show in the next read; another connection's commit once NOTIFYed")
+    func freshness() async throws {
+        try await CreditTests.withClockedHTTP { harness, client, clock in
+            let account = UUID()
+            var flow = LifecycleFlow(harness: harness, client: client, account: account)
+            try await flow.send(.subscribe)
+            clock.now = flow.clock.addingTimeInterval(1)
+            #expect(try await Self.remaining(flow) == 1000)
+
+            // A change no trigger reports (replication role) is not seen: the answer came from the cache.
+            try await harness.client.withConnection { connection in
+                try await connection.query("SET session_replication_role = replica", logger: TestDatabase.logger)
+                try await connection.query(
+                    "UPDATE subscriptions SET product_id = 'max.monthly' WHERE original_transaction_id = \(flow.originalTransactionId)",
+                    logger: TestDatabase.logger)
+                try await connection.query("SET session_replication_role = origin", logger: TestDatabase.logger)
+            }
+            #expect(try await flow.status()["tier"] as? String == "pro")
+            harness.components.statusCache.invalidateAll()
+            #expect(try await flow.status()["tier"] as? String == "max")
+            try await harness.client.query(
+                "UPDATE subscriptions SET product_id = 'pro.monthly' WHERE original_transaction_id = \(flow.originalTransactionId)",
+                logger: TestDatabase.logger)
+            try await eventually("the NOTIFY of another connection's commit to drop the entry") {
+                try await flow.status()["tier"] as? String == "pro"
+            }
+
+            for amount in [7, 13] {
+                let before = try #require(try await Self.remaining(flow))
+                #expect(try await client.spend(account, amount: Int64(amount)).status == .ok)
+                #expect(try await Self.remaining(flow) == before - amount, "the spend shows in the next read")
+            }
+            // Ledger rows written by another connection: the NOTIFY drops the entry.
+            let granted = try #require(try await Self.remaining(flow))
+            try await harness.client.query(
+                """
+                INSERT INTO credit_ledger (operation_key, bucket, delta, reason)
+                SELECT 'test:' || key, key, -5, 'usage' FROM credit_buckets
+                WHERE original_transaction_id = \(flow.originalTransactionId) AND kind = 'cycle'
+                """, logger: TestDatabase.logger)
+            try await eventually("the ledger row's NOTIFY to drop the entry") { try await Self.remaining(flow) == granted - 5 }
+
+            try await flow.send(.refund)
+            let refunded = try await flow.status()
+            #expect(refunded["state"] as? String == "free_with_credits" && refunded["entitled"] as? Bool == false)
+        }
+    }
+
+    @Test("expiry by the clock shows without any write, from the cached entry")
+    func clockRule() async throws {
+        try await CreditTests.withClockedHTTP { harness, client, clock in
+            var flow = LifecycleFlow(harness: harness, client: client, account: UUID())
+            try await flow.send(.subscribe)
+            try await flow.send(.cancel)
+            clock.now = flow.clock.addingTimeInterval(1)
+            #expect(try await flow.status()["entitled"] as? Bool == true)
+            let writes = try await harness.count("SELECT (SELECT count(*) FROM credit_ledger) + (SELECT count(*) FROM subscriptions)")
+            clock.now = flow.period!.end.addingTimeInterval(1)
+            let expired = try await flow.status()
+            #expect(expired["entitled"] as? Bool == false && expired["state"] as? String == "free_with_credits")
+            #expect(try await harness.count("SELECT (SELECT count(*) FROM credit_ledger) + (SELECT count(*) FROM subscriptions)") == writes)
+        }
+    }
+
+    @Test("a read that began before a change never stores what it read; nothing is served while not listening")
+    func races() {
+        let cache = AccountStatusCache()
+        let account = AccountID("alice")!
+        let inputs = AccountStatusCache.Inputs(subscriptions: [], buckets: [])
+        cache.store(inputs, of: account, readSince: cache.beginRead())
+        #expect(cache.inputs(of: account) == nil, "not listening: nothing kept")
+        cache.setListening(true)
+        let early = cache.beginRead()
+        cache.invalidate(account)
+        cache.store(inputs, of: account, readSince: early)
+        #expect(cache.inputs(of: account) == nil, "read before the change")
+        cache.store(inputs, of: account, readSince: cache.beginRead())
+        #expect(cache.inputs(of: account) != nil)
+        let beforeAll = cache.beginRead()
+        cache.invalidateAll()
+        cache.store(inputs, of: AccountID("bob")!, readSince: beforeAll)
+        #expect(cache.inputs(of: account) == nil && cache.inputs(of: AccountID("bob")!) == nil)
+        cache.store(inputs, of: account, readSince: cache.beginRead())
+        cache.setListening(false)
+        #expect(cache.inputs(of: account) == nil, "the listener lost its connection")
+    }
+}
