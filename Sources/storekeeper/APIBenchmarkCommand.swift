@@ -53,8 +53,8 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                     return ("/v1/accounts/\(accountIds.randomElement()!)/usage", .POST, key + [("Content-Type", "application/json")], body)
                 }
                 await system.stop()
-                let selectOnly = try pgbench(["-S"], url: url)
-                let tpcb = try pgbench([], url: url)
+                let selectOnly = try BenchmarkDatabase.pgbench(["-S"], clients: connections, seconds: seconds, url: url)
+                let tpcb = try BenchmarkDatabase.pgbench([], clients: connections, seconds: seconds, url: url)
                 return self.report(health: health, tiers: tiers, status: status, spend: spend, selectOnly: selectOnly, tpcb: tpcb)
             } catch {
                 await system.stop()
@@ -117,25 +117,6 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
         }
         total.seconds = Double(seconds)
         return total
-    }
-
-    /// pgbench on the benchmark's cluster with `connections` clients for about `seconds`: tps and average latency
-    /// (ms). The length is set by transactions (`-t`) from a short calibrating run: `-T` relies on SIGALRM, which a
-    /// child of this process may never see.
-    func pgbench(_ mode: [String], url: DatabaseURL) throws -> (tps: Double, latency: Double) {
-        _ = try BenchmarkDatabase.runTool("pgbench", ["-i", "-q", "-s", "1"], url: url)
-        func run(transactions: Int) throws -> (tps: Double, latency: Double) {
-            let output = try BenchmarkDatabase.runTool(
-                "pgbench", ["-n", "-c", String(connections), "-j", "2", "-t", String(transactions)] + mode, url: url)
-            func value(_ prefix: String) -> Double? {
-                output.split(separator: "\n").first { $0.hasPrefix(prefix) }
-                    .flatMap { Double($0.dropFirst(prefix.count).prefix { $0 != " " }) }
-            }
-            guard let tps = value("tps = "), let latency = value("latency average = ") else { throw CommandFailure("could not read pgbench's figures") }
-            return (tps, latency)
-        }
-        let calibration = try run(transactions: 50)
-        return try run(transactions: max(50, Int(calibration.tps * Double(seconds) / Double(connections))))
     }
 
     func report(

@@ -66,6 +66,25 @@ enum BenchmarkDatabase {
         }
     }
 
+    /// pgbench (its own tables, scale 1) on `url`'s cluster with `clients` clients for about `seconds`: tps and average
+    /// latency (ms). `mode` `["-S"]` is select-only, `[]` TPC-B. The length is set by transactions (`-t`) from a short calibrating run: `-T` relies on SIGALRM, which a
+    /// child of this process may never see.
+    static func pgbench(_ mode: [String], clients: Int, seconds: Int, url: DatabaseURL) throws -> (tps: Double, latency: Double) {
+        _ = try runTool("pgbench", ["-i", "-q", "-s", "1"], url: url)
+        func run(transactions: Int) throws -> (tps: Double, latency: Double) {
+            let output = try runTool(
+                "pgbench", ["-n", "-c", String(clients), "-j", "2", "-t", String(transactions)] + mode, url: url)
+            func value(_ prefix: String) -> Double? {
+                output.split(separator: "\n").first { $0.hasPrefix(prefix) }
+                    .flatMap { Double($0.dropFirst(prefix.count).prefix { $0 != " " }) }
+            }
+            guard let tps = value("tps = "), let latency = value("latency average = ") else { throw CommandFailure("could not read pgbench's figures") }
+            return (tps, latency)
+        }
+        let calibration = try run(transactions: 50)
+        return try run(transactions: max(50, Int(calibration.tps * Double(seconds) / Double(clients))))
+    }
+
     /// Runs a PostgreSQL client program (pgbench, psql) against `url`; returns its standard output.
     static func runTool(_ name: String, _ arguments: [String], url: DatabaseURL) throws -> String {
         guard let bin = PrivateCluster.findBinDirectory() else { throw CommandFailure("\(name) not found (install postgresql)") }

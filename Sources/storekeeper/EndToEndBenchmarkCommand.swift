@@ -80,7 +80,10 @@ struct EndToEndRun {
             _ = try await system.waitUntilApplied(options.notifications + steadyCount, receivedSince: runStarted)
             let memory = system.peakResidentBytes
             await system.stop()
-            return report(burst: burst, steady: steady, appliedPerSecond: appliedPerSecond, serveRSS: memory.serve, workRSS: memory.work)
+            // The same cluster's durable-commit rate with as many clients: what intake and applying are held against.
+            let tpcb = try BenchmarkDatabase.pgbench([], clients: options.clients, seconds: 5, url: databaseURL)
+            return report(
+                burst: burst, steady: steady, appliedPerSecond: appliedPerSecond, tpcb: tpcb.tps, serveRSS: memory.serve, workRSS: memory.work)
         } catch {
             await system.stop()
             throw error
@@ -114,7 +117,9 @@ struct EndToEndRun {
         }
     }
 
-    func report(burst: SystemUnderTest.SendPhase, steady: SystemUnderTest.SendPhase, appliedPerSecond: Double, serveRSS: Int, workRSS: Int) -> BenchmarkReport {
+    func report(
+        burst: SystemUnderTest.SendPhase, steady: SystemUnderTest.SendPhase, appliedPerSecond: Double, tpcb: Double, serveRSS: Int, workRSS: Int
+    ) -> BenchmarkReport {
         let intakePerSecond = Double(burst.accepted) / max(burst.seconds, 0.001)
         let megabytes = { (bytes: Int) in Double(bytes) / 1_048_576 }
         var report = BenchmarkReport()
@@ -127,6 +132,8 @@ struct EndToEndRun {
             "  applied: \(Int(appliedPerSecond)) notifications/s (\(options.sequential ? "work started after the burst" : "while the intake ran; first received to last applied"))",
             "  steady \(options.rate)/s for \(options.steadySeconds) s: \(steady.accepted) accepted, \(steady.failed) failed; "
                 + "latency p50 \(String(format: "%.2f", steady.percentile(0.5))) ms, p99 \(String(format: "%.2f", steady.percentile(0.99))) ms",
+            "  reference: pgbench TPC-B (durable, \(options.clients) clients) \(Int(tpcb)) tps on the same cluster; intake \(String(format: "%.2f", intakePerSecond / max(tpcb, 0.001)))× "
+                + "(target ≥ 0.6×), applied \(String(format: "%.2f", appliedPerSecond / max(tpcb, 0.001)))× (target ≥ 0.35×)",
             "  peak resident: serve \(String(format: "%.1f", megabytes(serveRSS))) MB + work \(String(format: "%.1f", megabytes(workRSS))) MB = \(String(format: "%.1f", megabytes(serveRSS + workRSS))) MB",
         ]
         report.fields = [
@@ -135,7 +142,8 @@ struct EndToEndRun {
             ("intakeP99Ms", .number(burst.percentile(0.99))), ("appliedPerSecond", .integer(Int(appliedPerSecond))),
             ("steadyRate", .integer(options.rate)), ("steadyP50Ms", .number(steady.percentile(0.5))),
             ("steadyP99Ms", .number(steady.percentile(0.99))), ("failed", .integer(burst.failed + steady.failed)),
-            ("peakRssMB", .number(megabytes(serveRSS + workRSS))),
+            ("peakRssMB", .number(megabytes(serveRSS + workRSS))), ("pgbenchTPCB", .integer(Int(tpcb))),
+            ("intakeRatio", .number(intakePerSecond / max(tpcb, 0.001))), ("appliedRatio", .number(appliedPerSecond / max(tpcb, 0.001))),
         ]
         return report
     }

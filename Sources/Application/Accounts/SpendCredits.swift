@@ -36,12 +36,12 @@ public struct SpendCredits: Sendable {
             try await ledger.lockAccount(request.account, on: connection)
             if let stored = try await usageRequests.storedAnswer(request, on: connection) { return stored }
             let states = try await subscriptions.subscriptions(forAccount: request.account, on: connection)
-            let credits = try await ledger.credits(of: request.account, subscriptions: states, now: now, materialize: true, on: connection)
+            let (credits, live) = try await ledger.spendableCredits(of: request.account, subscriptions: states, now: now, on: connection)
             let answer: UsageRequests.Answer
             if credits.meters[request.meter]?.unlimited == true {
                 answer = UsageRequests.Answer(outcome: .spent, meter: request.meter, remaining: nil)
             } else {
-                let buckets = try await ledger.liveBuckets(of: request.account, meter: request.meter, at: now, on: connection)
+                let buckets = live.filter { $0.bucket.meter == request.meter }
                 let total = buckets.reduce(0) { $0 + max($1.balance, 0) }
                 if let plan = SpendPlan.plan(amount: request.amount, from: buckets.map { ($0.bucket.key, $0.balance) }) {
                     let prefix = "spend:\(request.account.text):\(request.idempotencyKey)"
