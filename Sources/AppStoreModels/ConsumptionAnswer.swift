@@ -65,10 +65,17 @@ public struct ConsumptionAnswer: Codable, Hashable, Sendable {
     public init(
         consumptionPercentage: Int32?, deliveryStatus: DeliveryStatus, refundPreference: RefundPreference?, sampleContentProvided: Bool
     ) {
+        self.init(
+            consumptionPercentage: consumptionPercentage, deliveryStatus: deliveryStatus.text, refundPreference: refundPreference?.text,
+            sampleContentProvided: sampleContentProvided)
+    }
+
+    /// An answer as the app spelled it; ``problems(for:)`` says whether Apple would take it.
+    public init(consumptionPercentage: Int32?, deliveryStatus: String, refundPreference: String?, sampleContentProvided: Bool) {
         self.customerConsented = true
         self.consumptionPercentage = consumptionPercentage
-        self.deliveryStatus = deliveryStatus.text
-        self.refundPreference = refundPreference?.text
+        self.deliveryStatus = deliveryStatus
+        self.refundPreference = refundPreference
         self.sampleContentProvided = sampleContentProvided
     }
 

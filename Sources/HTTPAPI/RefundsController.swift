@@ -65,11 +65,9 @@ struct RefundsController: Sendable {
             let body = try await request.decodeJSONBody(
                 as: AnswerBody.self, upTo: 4096,
                 otherwise: "the body must be {\"deliveryStatus\", \"refundPreference\"?, \"consumptionPercentage\"?, \"sampleContentProvided\"}")
-            var answer = ConsumptionAnswer(
-                consumptionPercentage: body.consumptionPercentage, deliveryStatus: .delivered, refundPreference: nil,
+            let answer = ConsumptionAnswer(
+                consumptionPercentage: body.consumptionPercentage, deliveryStatus: body.deliveryStatus, refundPreference: body.refundPreference,
                 sampleContentProvided: body.sampleContentProvided)
-            answer.deliveryStatus = body.deliveryStatus
-            answer.refundPreference = body.refundPreference
             switch try await refunds.recordAppAnswer(answer, request: id) {
             case .recorded(let stored):
                 return RequestResponse(refundRequest: stored)

@@ -30,13 +30,9 @@ enum OfferConfiguration {
     }
 
     /// The offers `value` describes, checked against `catalogue`, or every problem found.
-    static func offers(from value: String, catalogue: TierCatalogue) -> Result<[PromotionalOffer], ConfigurationError> {
+    static func offers(from value: String, catalogue: TierCatalogue) throws(ConfigurationError) -> [PromotionalOffer] {
         let place = "STOREKEEPER_OFFERS"
-        let file: File
-        switch YAMLSetting.decode(File.self, from: value, place: place) {
-        case .success(let decoded): file = decoded
-        case .failure(let error): return .failure(error)
-        }
+        let file = try YAMLSetting.decode(File.self, from: value, place: place)
         var problems: [String] = []
         var offers: [PromotionalOffer] = []
         for (index, offer) in file.offers.enumerated() {
@@ -54,7 +50,7 @@ enum OfferConfiguration {
             }
             offers.append(PromotionalOffer(id: offer.id, productId: offer.product, audience: audience, oncePerAccount: offer.oncePerAccount ?? true))
         }
-        guard problems.isEmpty else { return .failure(ConfigurationError(problems: problems)) }
-        return .success(offers)
+        guard problems.isEmpty else { throw ConfigurationError(problems: problems) }
+        return offers
     }
 }

@@ -18,13 +18,9 @@ enum RefundPolicyConfiguration {
     }
 
     /// The policy `value` describes, or every problem found.
-    static func policy(from value: String) -> Result<RefundPolicy, ConfigurationError> {
+    static func policy(from value: String) throws(ConfigurationError) -> RefundPolicy {
         let place = "STOREKEEPER_REFUND_POLICY"
-        let file: File
-        switch YAMLSetting.decode(File.self, from: value, place: place) {
-        case .success(let decoded): file = decoded
-        case .failure(let error): return .failure(error)
-        }
+        let file = try YAMLSetting.decode(File.self, from: value, place: place)
         var problems: [String] = []
         let defaults = RefundPolicy()
         let minutes = file.answerAfterMinutes ?? Int(defaults.answerAfter / 60)
@@ -37,10 +33,10 @@ enum RefundPolicyConfiguration {
         ] {
             if let percent, !(0...100).contains(percent) { problems.append("\(place): \(name) must be 0–100, got \(percent)") }
         }
-        guard problems.isEmpty else { return .failure(ConfigurationError(problems: problems)) }
-        return .success(RefundPolicy(
+        guard problems.isEmpty else { throw ConfigurationError(problems: problems) }
+        return RefundPolicy(
             answerAfter: TimeInterval(minutes * 60), sampleContentProvided: file.sampleContentProvided ?? defaults.sampleContentProvided,
             subscriptionDeclineAbovePercent: file.subscriptionDeclineAbovePercent ?? defaults.subscriptionDeclineAbovePercent,
-            consumableDeclineAbovePercent: file.consumableDeclineAbovePercent ?? defaults.consumableDeclineAbovePercent))
+            consumableDeclineAbovePercent: file.consumableDeclineAbovePercent ?? defaults.consumableDeclineAbovePercent)
     }
 }

@@ -110,8 +110,7 @@ public struct StorekeeperComponents: Sendable {
         dependencies.offers = configuration.serverAPI.map { settings in
             OfferSigning(
                 client: client, signer: OfferSigner(credentials: settings.credentials), offers: configuration.offers,
-                subscriptionProducts: Set(configuration.catalogue.tiers.flatMap { $0.products.map(\.id) }),
-                accounts: AccountStatusQuery(client: client, ledger: credits, logger: logger), logger: logger)
+                subscriptionProducts: Set(configuration.catalogue.tiers.flatMap { $0.products.map(\.id) }), logger: logger)
         }
         dependencies.metricsKeys = configuration.metricsKeys
         dependencies.bodyBudget = RequestBodyBudget(bytes: configuration.httpLimits.bodyMemory)

@@ -201,22 +201,13 @@ public struct StorekeeperConfiguration: Sendable {
         )
         configuration.metricsKeys = list("STOREKEEPER_METRICS_KEYS")
         if let text = value("STOREKEEPER_WEBHOOKS") {
-            switch WebhookConfiguration.endpoints(from: text) {
-            case .success(let endpoints): configuration.webhooks = endpoints
-            case .failure(let error): problems += error.problems
-            }
+            do { configuration.webhooks = try WebhookConfiguration.endpoints(from: text) } catch { problems += error.problems }
         }
         if let text = value("STOREKEEPER_REFUND_POLICY") {
-            switch RefundPolicyConfiguration.policy(from: text) {
-            case .success(let policy): configuration.refundPolicy = policy
-            case .failure(let error): problems += error.problems
-            }
+            do { configuration.refundPolicy = try RefundPolicyConfiguration.policy(from: text) } catch { problems += error.problems }
         }
         if let text = value("STOREKEEPER_OFFERS") {
-            switch OfferConfiguration.offers(from: text, catalogue: catalogue) {
-            case .success(let offers): configuration.offers = offers
-            case .failure(let error): problems += error.problems
-            }
+            do { configuration.offers = try OfferConfiguration.offers(from: text, catalogue: catalogue) } catch { problems += error.problems }
         }
         configuration.eventRetention = TimeInterval(integer("STOREKEEPER_EVENT_RETENTION_DAYS", default: 30, range: 1...3650) * 86_400)
         let defaults = HTTPServerLimits()

@@ -24,13 +24,9 @@ enum WebhookConfiguration {
     }
 
     /// The endpoints `value` describes, or every problem found.
-    static func endpoints(from value: String) -> Result<[WebhookEndpoint], ConfigurationError> {
+    static func endpoints(from value: String) throws(ConfigurationError) -> [WebhookEndpoint] {
         let place = "STOREKEEPER_WEBHOOKS"
-        let file: File
-        switch YAMLSetting.decode(File.self, from: value, place: place) {
-        case .success(let decoded): file = decoded
-        case .failure(let error): return .failure(error)
-        }
+        let file = try YAMLSetting.decode(File.self, from: value, place: place)
         var problems: [String] = []
         var endpoints: [WebhookEndpoint] = []
         for (index, endpoint) in file.endpoints.enumerated() {
@@ -57,7 +53,7 @@ enum WebhookConfiguration {
                 problems.append("\(at).types: \(error.description)")
             }
         }
-        guard problems.isEmpty else { return .failure(ConfigurationError(problems: problems)) }
-        return .success(endpoints)
+        guard problems.isEmpty else { throw ConfigurationError(problems: problems) }
+        return endpoints
     }
 }

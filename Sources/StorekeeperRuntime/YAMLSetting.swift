@@ -6,7 +6,7 @@ import Yams
 /// `STOREKEEPER_REFUND_POLICY` do.
 enum YAMLSetting {
     /// `value` decoded as `Value`, or a one-line problem naming `place`.
-    static func decode<Value: Decodable>(_ type: Value.Type, from value: String, place: String) -> Result<Value, ConfigurationError> {
+    static func decode<Value: Decodable>(_ type: Value.Type, from value: String, place: String) throws(ConfigurationError) -> Value {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         let isInline = trimmed.hasPrefix("{") || value.contains("\n") || value.contains(": ")
         let text: String
@@ -15,14 +15,14 @@ enum YAMLSetting {
         } else if let read = try? String(contentsOfFile: value, encoding: .utf8) {
             text = read
         } else {
-            return .failure(ConfigurationError(problems: ["\(place) (\(value)): cannot read the file"]))
+            throw ConfigurationError(problems: ["\(place) (\(value)): cannot read the file"])
         }
         do {
-            return .success(try YAMLDecoder().decode(Value.self, from: text))
+            return try YAMLDecoder().decode(Value.self, from: text)
         } catch let error as DecodingError {
-            return .failure(ConfigurationError(problems: ["\(place): \(TierCatalogue.describe(error))"]))
+            throw ConfigurationError(problems: ["\(place): \(TierCatalogue.describe(error))"])
         } catch {
-            return .failure(ConfigurationError(problems: ["\(place): not valid YAML"]))
+            throw ConfigurationError(problems: ["\(place): not valid YAML"])
         }
     }
 }

@@ -42,19 +42,28 @@ public struct OfferSigning: Sendable {
     let signer: OfferSigner
     let offers: [PromotionalOffer]
     let subscriptionProducts: Set<String>
-    let accounts: AccountStatusQuery
+    let subscriptions: SubscriptionStore
     let logger: Logger
 
     public init(
-        client: PostgresClient, signer: OfferSigner, offers: [PromotionalOffer], subscriptionProducts: Set<String>,
-        accounts: AccountStatusQuery, logger: Logger
+        client: PostgresClient, signer: OfferSigner, offers: [PromotionalOffer], subscriptionProducts: Set<String>, logger: Logger
     ) {
         self.client = client
         self.signer = signer
         self.offers = offers
         self.subscriptionProducts = subscriptionProducts
-        self.accounts = accounts
+        self.subscriptions = SubscriptionStore(client: client, logger: logger)
         self.logger = logger
+    }
+
+    /// What eligibility looks at: the account's subscriptions, and how many it lost to a refund, revocation or transfer.
+    private func history(of account: AccountID, on connection: PostgresConnection) async throws
+        -> (subscriptions: [SubscriptionState], former: Int)
+    {
+        (
+            try await subscriptions.subscriptions(forAccount: account, on: connection),
+            try await SubscriptionArchive(logger: logger).count(ofAccount: account, on: connection)
+        )
     }
 
     /// Signs `offerId` for `account` when it is eligible, and records that it was signed.
@@ -64,10 +73,9 @@ public struct OfferSigning: Sendable {
         guard let offer = offers.first(where: { $0.id == offerId }) else { return .unknownOffer }
         return try await client.withTransaction(logger: logger) { connection in
             let signatures = OfferSignatures(logger: logger)
-            let (subscriptions, _) = try await accounts.status(of: account, now: now, on: connection)
+            let history = try await history(of: account, on: connection)
             let decision = OfferEligibility.promotional(
-                offer, subscriptions: subscriptions,
-                formerSubscriptions: try await SubscriptionArchive(logger: logger).count(ofAccount: account, on: connection),
+                offer, subscriptions: history.subscriptions, formerSubscriptions: history.former,
                 signedBefore: try await signatures.wasSigned(offer.id, for: account, on: connection), now: now)
             if case .notEligible(let reason) = decision { return .notEligible(reason) }
             let nonce = UUID()
@@ -90,12 +98,8 @@ public struct OfferSigning: Sendable {
         productId: String, account: AccountID, transactionId: String, now: Date
     ) async throws -> Outcome<IntroductoryEligibility> {
         guard subscriptionProducts.contains(productId) else { return .unknownProduct }
-        let decision = try await client.withConnection { connection in
-            let (subscriptions, _) = try await accounts.status(of: account, now: now, on: connection)
-            return OfferEligibility.introductory(
-                subscriptions: subscriptions,
-                formerSubscriptions: try await SubscriptionArchive(logger: logger).count(ofAccount: account, on: connection))
-        }
+        let history = try await client.withConnection { try await self.history(of: account, on: $0) }
+        let decision = OfferEligibility.introductory(subscriptions: history.subscriptions, formerSubscriptions: history.former)
         let allowed = decision == .eligible
         var reason: String?
         if case .notEligible(let why) = decision { reason = why }

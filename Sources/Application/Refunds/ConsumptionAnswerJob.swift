@@ -64,7 +64,7 @@ public struct ConsumptionAnswerJob: JobHandler {
             return .send(request, policy.answer(for: request.purchase, consumption: consumption))
         }
         guard case .send(let request, let answer) = plan else { return }
-        let environment: AppStoreEnvironment = request.environment == AppStoreEnvironment.production.rawValue ? .production : .sandbox
+        let environment = AppStoreEnvironment(rawValue: request.environment)
         let failure: AppStoreServerError?
         do {
             try await serverAPI.sendConsumptionInformation(answer, transactionId: request.transactionId, environment: environment)
