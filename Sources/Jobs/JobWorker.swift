@@ -27,8 +27,9 @@ public final class JobWorker: Service, Sendable {
         /// A job the database says this worker runs but the worker does not know of (a lost claim answer, an outcome
         /// not written while the database was away) is released after this long.
         public var orphanGrace: Duration = .seconds(30)
-        /// Called after every attempt, once what the handler wrote is committed (or rolled back): a process that also
-        /// serves reads drops what they cached.
+        /// Called before every attempt, and after it once what the handler wrote is committed (or rolled back): a
+        /// process that also serves reads keeps them from caching across the job's commit.
+        public var beforeAttempt: (@Sendable () -> Void)?
         public var afterAttempt: (@Sendable () -> Void)?
 
         public init(
@@ -151,6 +152,7 @@ public final class JobWorker: Service, Sendable {
         let execution = JobExecution(job: job, queue: queue)
         let started = ContinuousClock.now
         let outcome: JobMetrics.Outcome
+        options.beforeAttempt?()
         do {
             guard let handler = handlers[job.kind] else {
                 throw JobQueueError(.invalidArguments, "no handler for job kind \(job.kind)")

@@ -157,8 +157,9 @@ public struct StorekeeperComponents: Sendable {
     public func worker(options: JobWorker.Options? = nil) -> JobWorker {
         var options = options ?? JobWorker.Options(concurrency: configuration.workerConcurrency)
         // Where this process also serves (dev, tests), a job's commit must show in the next status read at once, not
-        // when its NOTIFY comes round.
-        options.afterAttempt = { [statusCache] in statusCache.invalidateAll() }
+        // when its NOTIFY comes round — and it is visible in the database before the job returns.
+        options.beforeAttempt = { [statusCache] in statusCache.beginWrite() }
+        options.afterAttempt = { [statusCache] in statusCache.endWrite() }
         var handlers: [any JobHandler] = [
             ApplyNotificationJob(
                 client: client, writer: writer, credits: credits, events: events, refunds: refunds, clock: clock, logger: logger),

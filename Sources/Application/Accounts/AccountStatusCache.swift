@@ -8,7 +8,8 @@ import Synchronization
 /// now, so expiry by the clock needs no write.
 ///
 /// Entries are dropped by the commits that change their account: this process's writers call ``invalidate(_:)``
-/// (or ``invalidateAll()``) after they commit, and the database NOTIFYs every other process's changes
+/// (or ``invalidateAll()``) after they commit — jobs, whose commits are visible before they return, bracket their
+/// run with ``beginWrite()`` and ``endWrite()`` — and the database NOTIFYs every other process's changes
 /// (`sql/0012_account_changes.sql`) to the listener, which calls ``invalidate(_:)``. A read that started before an
 /// invalidation never stores what it read. While the listener is not connected nothing is served from the cache.
 public final class AccountStatusCache: Sendable {
@@ -29,6 +30,8 @@ public final class AccountStatusCache: Sendable {
         var sequence: UInt64 = 0
         var clearedAt: UInt64 = 0
         var listening = false
+        /// Writes of this process under way whose accounts are not known (jobs): nothing is stored meanwhile.
+        var writesUnderWay = 0
     }
 
     private let state = Mutex(State())
@@ -58,7 +61,7 @@ public final class AccountStatusCache: Sendable {
     /// Keeps what a read found unless the account changed (or everything was dropped) since it began.
     func store(_ inputs: Inputs, of account: AccountID, readSince sequence: UInt64) {
         state.withLock { state in
-            guard state.listening, state.clearedAt <= sequence else { return }
+            guard state.listening, state.writesUnderWay == 0, state.clearedAt <= sequence else { return }
             if case .changed(let at)? = state.entries[account], at > sequence { return }
             if state.entries.count >= capacity { Self.clear(&state) }
             state.entries[account] = .inputs(inputs, storedAt: .now)
@@ -77,6 +80,23 @@ public final class AccountStatusCache: Sendable {
     /// Drops every account: a change whose accounts are not known.
     public func invalidateAll() {
         state.withLock { Self.clear(&$0) }
+    }
+
+    /// Before a write whose accounts are not known and whose commit others may see before it returns (a job: its
+    /// commit shows in the database at once): every entry goes, and nothing is stored until ``endWrite()``.
+    public func beginWrite() {
+        state.withLock { state in
+            Self.clear(&state)
+            state.writesUnderWay += 1
+        }
+    }
+
+    /// After that write committed (or rolled back); reads begun during it do not store.
+    public func endWrite() {
+        state.withLock { state in
+            state.writesUnderWay -= 1
+            Self.clear(&state)
+        }
     }
 
     /// Whether changes of other processes are being heard; entries are dropped on every change of it.
