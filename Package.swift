@@ -83,7 +83,7 @@ let package = Package(
         .target(
             name: "Persistence",
             dependencies: [
-                "AppStoreModels", "PayloadDecoding", "Subscriptions", "Credits", "Events", "StatementFencing",
+                "AppStoreModels", "PayloadDecoding", "Subscriptions", "Credits", "Events", "StatementFencing", "SignedData",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -96,6 +96,7 @@ let package = Package(
             name: "Application",
             dependencies: [
                 "AppStoreModels", "Subscriptions", "Credits", "Events", "Persistence", "Jobs", "StatementFencing", "AppStoreServerAPI",
+                "SignedData",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -52,6 +52,21 @@ public struct SubscriptionStore: Sendable {
         return states
     }
 
+    /// Every subscription linked to any of `accounts`, by account, read on the caller's connection.
+    public func subscriptions(forAccounts accounts: [AccountID], on connection: PostgresConnection) async throws
+        -> [AccountID: [SubscriptionState]]
+    {
+        let rows = try await connection.query(
+            "SELECT \(unescaped: Self.columns) FROM subscriptions WHERE account_id = ANY(\(Set(accounts).map(\.text))::text[])",
+            logger: logger)
+        var states: [AccountID: [SubscriptionState]] = [:]
+        for try await row in rows {
+            let state = try Self.decode(row)
+            if let account = state.accountId { states[account, default: []].append(state) }
+        }
+        return states
+    }
+
     /// Inserts or replaces the row of `state`.
     public func save(_ state: SubscriptionState, on connection: PostgresConnection) async throws {
         _ = try await connection.run(SaveSubscription(state: state), logger: logger)

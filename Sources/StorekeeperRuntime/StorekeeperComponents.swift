@@ -120,6 +120,7 @@ public struct StorekeeperComponents: Sendable {
     /// The job kinds this configuration runs.
     var jobKinds: [String] {
         [NotificationInbox.applyJobKind, CreditWindowResetJob.jobKind, WebhookDeliveryJob.jobKind, EventRetentionJob.jobKind]
+            + (configuration.signedRetention == nil ? [] : [SignedPayloadRetentionJob.jobKind])
             + (serverAPI == nil ? [] : [RenewalRechecks.jobKind, NotificationCatchUpJob.jobKind, RefundDefence.jobKind])
     }
 
@@ -169,6 +170,10 @@ public struct StorekeeperComponents: Sendable {
             EventRetentionJob(client: client, retention: configuration.eventRetention, clock: clock, logger: logger),
         ]
         options.schedules.append(EventRetentionJob.schedule())
+        if let retention = configuration.signedRetention {
+            handlers.append(SignedPayloadRetentionJob(client: client, retention: retention, clock: clock, logger: logger))
+            options.schedules.append(SignedPayloadRetentionJob.schedule())
+        }
         if let serverAPI, let rechecks {
             handlers.append(
                 RenewalRecheckJob(client: client, serverAPI: serverAPI, writer: writer, rechecks: rechecks, clock: clock, logger: logger))

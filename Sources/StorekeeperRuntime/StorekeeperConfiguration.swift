@@ -48,6 +48,9 @@ public struct StorekeeperConfiguration: Sendable {
     public var webhooks: [WebhookEndpoint] = []
     /// How long events are kept for the feed and the dashboard (`STOREKEEPER_EVENT_RETENTION_DAYS`).
     public var eventRetention: TimeInterval = 30 * 86_400
+    /// How long notifications keep their signed payloads (`STOREKEEPER_SIGNED_RETENTION_DAYS`, default 396: 13
+    /// months); `nil` keeps them forever (`forever`). The verified facts are kept forever either way.
+    public var signedRetention: TimeInterval? = 396 * 86_400
     /// How consumption requests are answered when the app does not answer itself (`STOREKEEPER_REFUND_POLICY`).
     public var refundPolicy = RefundPolicy()
     /// Promotional offers the app may have signed (`STOREKEEPER_OFFERS`).
@@ -210,6 +213,11 @@ public struct StorekeeperConfiguration: Sendable {
             do { configuration.offers = try OfferConfiguration.offers(from: text, catalogue: catalogue) } catch { problems += error.problems }
         }
         configuration.eventRetention = TimeInterval(integer("STOREKEEPER_EVENT_RETENTION_DAYS", default: 30, range: 1...3650) * 86_400)
+        if value("STOREKEEPER_SIGNED_RETENTION_DAYS")?.lowercased() == "forever" {
+            configuration.signedRetention = nil
+        } else {
+            configuration.signedRetention = TimeInterval(integer("STOREKEEPER_SIGNED_RETENTION_DAYS", default: 396, range: 1...36_500) * 86_400)
+        }
         let defaults = HTTPServerLimits()
         func seconds(_ name: String, default fallback: Duration) -> Duration {
             .seconds(integer(name, default: Int(fallback.components.seconds), range: 1...3600))

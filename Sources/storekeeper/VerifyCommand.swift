@@ -1,6 +1,8 @@
 import AppStoreModels
 import ArgumentParser
+import Crypto
 import Foundation
+import Persistence
 import SignedData
 import X509
 
@@ -13,10 +15,15 @@ struct VerifyCommand: AsyncParsableCommand {
             Notifications, transactions, renewal infos and app transactions are recognised by their fields. Roots, \
             bundle id and environments default to STOREKEEPER_ROOT_CERTIFICATES, STOREKEEPER_BUNDLE_ID and \
             STOREKEEPER_ENVIRONMENTS. Exits 1 when the payload is not accepted.
+
+            With --stored UUID it verifies the notification stored under that notificationUUID in DATABASE_URL: its \
+            signed payload joined back from its stored parts, byte for byte as Apple sent it (its SHA-256 is printed).
             """
     )
 
-    @Argument(help: "File with the JWS, or - for standard input.") var file: String
+    @Argument(help: "File with the JWS, or - for standard input.") var file: String?
+    @Option(help: "The notificationUUID of a stored notification to verify instead of a file (needs DATABASE_URL).")
+    var stored: String?
     @Option(name: .customLong("root"), help: "Trusted root certificate (DER or PEM); repeatable.") var roots: [String] = []
     @Option(help: "The app's bundle id.") var bundleId: String?
     @Option(name: .customLong("environment"), help: "Accepted environment (Production, Sandbox); repeatable.")
@@ -24,6 +31,11 @@ struct VerifyCommand: AsyncParsableCommand {
     @Option(help: "The app's numeric Apple id (checked for Production).") var appAppleId: Int64?
     @Flag(help: "Validate certificates at the current time (online mode) instead of the payload's signedDate.")
     var now = false
+
+    func validate() throws {
+        guard (file == nil) != (stored == nil) else { throw ValidationError("give either FILE or --stored UUID") }
+        if let stored, UUID(uuidString: stored) == nil { throw ValidationError("--stored takes a notificationUUID, got \"\(stored)\"") }
+    }
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
@@ -43,7 +55,7 @@ struct VerifyCommand: AsyncParsableCommand {
                 bundleId: bundleId, appAppleId: appAppleId ?? Int64(environment["STOREKEEPER_APP_APPLE_ID"] ?? ""),
                 environments: Set(names.map(AppStoreEnvironment.init(rawValue:))), validationTime: now ? .now : .signedDate))
 
-        let verified = try await verifier.verifyAnyKind(try readPayload())
+        let verified = try await verifier.verifyAnyKind(try await readPayload())
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         switch verified {
@@ -65,7 +77,9 @@ struct VerifyCommand: AsyncParsableCommand {
         }
     }
 
-    private func readPayload() throws -> String {
+    private func readPayload() async throws -> String {
+        if let stored, let uuid = UUID(uuidString: stored) { return try await storedPayload(uuid) }
+        let file = file ?? "-"
         let data: Data
         if file == "-" {
             data = FileHandle.standardInput.readDataToEndOfFile()
@@ -81,6 +95,26 @@ struct VerifyCommand: AsyncParsableCommand {
             }
             return body.signedPayload
         }
+        return text
+    }
+
+    /// The signed payload of stored notification `uuid`, as it was received.
+    private func storedPayload(_ uuid: UUID) async throws -> String {
+        let stored = try await withDatabase(label: "storekeeper.verify") { client, logger in
+            try await client.withConnection { try await SignedPayloadArchive(logger: logger).signedPayload(of: uuid, on: $0) }
+        }
+        let text: String
+        switch stored {
+        case nil: throw CommandFailure("no notification \(uuid.uuidString.lowercased()) is stored")
+        case .cleared?: throw CommandFailure("notification \(uuid.uuidString.lowercased())'s signed payload was cleared after the retention period (STOREKEEPER_SIGNED_RETENTION_DAYS)")
+        case .verbatim(let verbatim)?:
+            text = verbatim
+            say("stored verbatim: \(text.utf8.count) bytes")
+        case .joined(let joined)?:
+            text = joined
+            say("joined from its stored parts: \(text.utf8.count) bytes")
+        }
+        say("sha256 \(SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined())")
         return text
     }
 }

@@ -53,6 +53,17 @@ struct ConfigurationTests {
         #expect(throws: ConfigurationError.self) {
             try StorekeeperConfiguration.load(environment: base.merging(["STOREKEEPER_OFFERS": "/nonexistent/offers.yml"]) { $1 })
         }
+        // Signed payloads: 13 months unless told, `forever`, or days; nothing else.
+        #expect(loaded.signedRetention == TimeInterval(396 * 86_400))
+        let forever = try StorekeeperConfiguration.load(environment: base.merging(["STOREKEEPER_SIGNED_RETENTION_DAYS": "Forever"]) { $1 })
+        #expect(forever.signedRetention == nil)
+        let month = try StorekeeperConfiguration.load(environment: base.merging(["STOREKEEPER_SIGNED_RETENTION_DAYS": "31"]) { $1 })
+        #expect(month.signedRetention == TimeInterval(31 * 86_400))
+        for bad in ["0", "-3", "13 months", "99999999999999999999"] {
+            #expect(throws: ConfigurationError.self) {
+                try StorekeeperConfiguration.load(environment: base.merging(["STOREKEEPER_SIGNED_RETENTION_DAYS": bad]) { $1 })
+            }
+        }
     }
 
     @Test("DATABASE_URL is optional only where a private cluster is started")

@@ -187,6 +187,54 @@ struct CreditTests {
         }
     }
 
+    @Test("spends arriving together share commits: per account never more than the balance, one answer per key, a reused key refused")
+    func spendsShareCommits() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            try await harness.withHTTP { client in
+                // Five free accounts with 5 daily credits each; per account three spends of 2, the first one sent twice,
+                // and its key reused for 3: all 25 at once.
+                let accounts = (0..<5).map { _ in UUID() }
+                struct Sent: Sendable { var account: UUID; var key: String; var amount: Int64 }
+                let sends = accounts.flatMap { account in
+                    [Sent(account: account, key: "a", amount: 2), Sent(account: account, key: "a", amount: 2),
+                     Sent(account: account, key: "a", amount: 3), Sent(account: account, key: "b", amount: 2),
+                     Sent(account: account, key: "c", amount: 2)]
+                }
+                let commitsBefore = try await harness.count("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+                let answers = try await withThrowingTaskGroup(of: (Sent, UInt, Int?).self) { group in
+                    for sent in sends {
+                        group.addTask {
+                            let response = try await client.spend(sent.account, amount: sent.amount, key: sent.key)
+                            return (sent, UInt(response.status.code), response.json["remaining"] as? Int)
+                        }
+                    }
+                    return try await group.reduce(into: [(Sent, UInt, Int?)]()) { $0.append($1) }
+                }
+                let commits = try await harness.count("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()") - commitsBefore
+                // Each spend alone commits once (the counter is flushed by the statistics collector; readers commit too):
+                // shared, 25 spends take fewer.
+                #expect(commits < sends.count, "\(commits) commits for \(sends.count) spends")
+                for account in accounts {
+                    let mine = answers.filter { $0.0.account == account }
+                    // Key "a" with 2, twice: the same answer; "a" with 3 or "a" with 2, whichever came second: refused.
+                    let sameKey = mine.filter { $0.0.key == "a" && $0.0.amount == 2 }
+                    #expect(sameKey.count == 2 && sameKey[0].1 == sameKey[1].1 && sameKey[0].2 == sameKey[1].2)
+                    #expect(mine.filter { $0.1 == 422 }.count == 1, "\(mine.map { ($0.0.key, $0.0.amount, $0.1) })")
+                    // What was answered spent is exactly what left the ledger, and never more than the 5 there were.
+                    let spentKeys = Dictionary(mine.filter { $0.1 == 200 }.map { ($0.0.key, $0.0.amount) }) { first, _ in first }
+                    let spent = spentKeys.values.reduce(0, +)
+                    let debited = try await harness.count(
+                        "SELECT coalesce(-sum(delta), 0)::bigint FROM credit_ledger WHERE operation_key LIKE 'spend:\(account.uuidString.lowercased()):%'")
+                    #expect(Int64(debited) == spent && spent <= 5 && spent >= 4, "spent \(spent), debited \(debited)")
+                    #expect(try await harness.count("SELECT count(*) FROM usage_requests WHERE account_id = '\(account.uuidString.lowercased())'") == 3)
+                    let status = try await client.getWithKey("/v1/accounts/\(account)/status").json
+                    let remaining = ((status["credits"] as? [String: Any])?["ai_requests"] as? [String: Any])?["remaining"] as? Int
+                    #expect(remaining.map(Int64.init) == 5 - spent)
+                }
+            }
+        }
+    }
+
     @Test("the free tier: a daily quota per UTC day and monthly exports; spent out, the account is free_no_credits")
     func freeTier() async throws {
         try await StorekeeperHarness.run(worker: false) { harness in

@@ -99,7 +99,9 @@ struct WorkerProcessTests {
                 for try await worker in rows.decode(String.self) { runningOn = worker }
                 return !runningOn.isEmpty
             }
-            let victim = try #require(workers[Int(runningOn.split(separator: "-")[1])!])
+            let index = try #require(Int(runningOn.split(separator: "-").last ?? ""))
+            try #require(workers.indices.contains(index))
+            let victim = workers[index]
             victim.signal(SIGKILL)
             let killedAt = ContinuousClock.now
             try await eventually(timeout: .seconds(60), "the job to complete on the other worker") {

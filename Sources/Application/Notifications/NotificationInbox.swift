@@ -4,6 +4,8 @@ import Persistence
 import Jobs
 import Logging
 import PostgresNIO
+import SignedData
+import Synchronization
 
 /// The durable intake: stores a verified notification and enqueues the job that applies it, in one statement.
 /// A notification already stored (Apple retries with the same `notificationUUID`) is reported as a duplicate and
@@ -34,19 +36,26 @@ public struct NotificationInbox: Sendable {
         var environment: String?
         var originalTransactionId: String?
         var signedDate: Int64
-        var signedPayload: String
+        /// The signed payload as ``SignedParts``, or verbatim when its parts would not join back exactly.
+        var signed: Signed
         var decoded: String
         /// Why the content is outside ``ContentLimits`` (the job then records `rejected_content`); `nil` when fine.
         var rejectedReason: String?
         var job: NewJob
     }
 
+    enum Signed: Sendable {
+        case parts(SignedParts)
+        case verbatim(String)
+    }
+
     private let group: CommitGroup<Entry, Outcome>
 
     /// - Parameter notifier: wakes workers after each commit (shared by all requests of a process).
     public init(client: PostgresClient, notifier: WorkerNotifier, logger: Logger) {
+        let storedHeaders = StoredHeaders()
         self.group = CommitGroup(maximumBatch: 64) { entries in
-            let outcomes = try await Self.store(entries, client: client, logger: logger)
+            let outcomes = try await Self.store(entries, storedHeaders: storedHeaders, client: client, logger: logger)
             if outcomes.contains(.accepted) { notifier.signal() }
             return outcomes
         }
@@ -57,11 +66,11 @@ public struct NotificationInbox: Sendable {
     ///
     /// Content outside ``ContentLimits`` is stored too, with its reason, so that the job records it as
     /// `rejected_content`: its texts go into columns with NUL characters replaced and only within the limits (PostgreSQL
-    /// refuses NUL in text and jsonb, and long keys in an index); the signed payload is kept verbatim.
+    /// refuses NUL in text and jsonb, and long keys in an index); the signed payload is kept exactly (as its parts).
     public func accept(
         _ notification: VerifiedNotification, uuid: UUID, signedPayload: String
     ) async throws -> Outcome {
-        // The decoded copy leaves out the nested JWS strings: they are in `signed_payload` already, verbatim.
+        // The decoded copy leaves out the nested JWS strings: the signed parts keep them.
         var stored = notification
         stored.payload.data?.signedTransactionInfo = nil
         stored.payload.data?.signedRenewalInfo = nil
@@ -77,13 +86,34 @@ public struct NotificationInbox: Sendable {
         let entry = Entry(
             uuid: uuid, notificationType: Self.storable(payload.notificationType), subtype: payload.subtype.map(Self.storable),
             environment: payload.claimedIdentity?.environment.map { Self.storable($0.rawValue) }, originalTransactionId: subscription,
-            signedDate: payload.signedDate ?? 0, signedPayload: signedPayload, decoded: decoded, rejectedReason: rejectedReason,
+            signedDate: payload.signedDate ?? 0, signed: Self.signed(signedPayload, of: notification), decoded: decoded, rejectedReason: rejectedReason,
             job: try NewJob(
                 kind: Self.applyJobKind, arguments: ApplyArguments(notificationUUID: uuid), maxAttempts: 25,
                 uniqueKey: "apply:\(uuid)", concurrencyKey: subscription.map { "subscription:\($0)" }
             )
         )
         return try await group.submit(entry)
+    }
+
+    /// `signedPayload` as its parts (its nested JWS too), or verbatim when they would not join back exactly.
+    static func signed(_ signedPayload: String, of notification: VerifiedNotification) -> Signed {
+        let payload = notification.payload
+        let nested = [payload.data?.signedTransactionInfo, payload.data?.signedRenewalInfo, payload.appData?.signedAppTransactionInfo]
+        return SignedParts(splitting: signedPayload, nested: nested.compactMap { $0 }).map(Signed.parts) ?? .verbatim(signedPayload)
+    }
+
+    /// Digests of the headers this process has stored (committed): a batch sends only headers not among them.
+    final class StoredHeaders: Sendable {
+        private let digests = Mutex(Set<Data>())
+
+        /// The headers of `entries` not known to be stored, each once.
+        func unknown(in entries: [Entry]) -> [Data: String] {
+            var headers: [Data: String] = [:]
+            for case .parts(let parts) in entries.map(\.signed) { headers.merge(parts.headers) { first, _ in first } }
+            return digests.withLock { known in headers.filter { !known.contains($0.key) } }
+        }
+
+        func insert(_ stored: some Sequence<Data>) { digests.withLock { $0.formUnion(stored) } }
     }
 
     /// `text` as PostgreSQL can store and index it: NUL replaced, at most 256 bytes (of whole characters).
@@ -95,12 +125,14 @@ public struct NotificationInbox: Sendable {
 
     /// Inserts the entries' notifications and the apply jobs of those not stored before, in one statement (one round
     /// trip, atomic). An entry repeating an earlier one of the same group is a duplicate.
-    static func store(_ entries: [Entry], client: PostgresClient, logger: Logger) async throws -> [Outcome] {
+    static func store(_ entries: [Entry], storedHeaders: StoredHeaders, client: PostgresClient, logger: Logger) async throws -> [Outcome] {
         var seen = Set<UUID>()
         let distinct = entries.filter { seen.insert($0.uuid).inserted }
+        let headers = storedHeaders.unknown(in: distinct)
         let inserted = try await client.withConnection { connection in
-            Set(try await connection.run(StoreNotifications(entries: distinct), logger: logger))
+            Set(try await connection.run(StoreNotifications(entries: distinct, headers: headers), logger: logger))
         }
+        storedHeaders.insert(headers.keys)
         var answered = Set<UUID>()
         return entries.map { entry in
             inserted.contains(entry.uuid) && answered.insert(entry.uuid).inserted ? .accepted : .duplicate
@@ -110,35 +142,51 @@ public struct NotificationInbox: Sendable {
     /// Inserts notifications not stored before and the apply jobs of those, returning the uuids inserted.
     struct StoreNotifications: PostgresPreparedStatement {
         static let sql = """
-            WITH stored AS (
+            WITH headers AS (
+            INSERT INTO signed_headers (digest, segment) SELECT * FROM unnest($1::bytea[], $2::text[])
+            ON CONFLICT (digest) DO NOTHING
+            ), stored AS (
             INSERT INTO notifications (notification_uuid, notification_type, subtype, environment,
-                original_transaction_id, signed_date, signed_payload, decoded, rejected_reason)
+                original_transaction_id, signed_date, signed_parts, signed_payload, decoded, rejected_reason)
             SELECT uuid, type, NULLIF(subtype, ''), NULLIF(environment, ''), NULLIF(subscription, ''), signed_date,
-                signed_payload, decoded::jsonb, NULLIF(rejected, '')
-            FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9)
-                 AS input(uuid, type, subtype, environment, subscription, signed_date, signed_payload, decoded, rejected)
+                NULLIF(signed_parts, ''::bytea), NULLIF(signed_payload, ''), decoded::jsonb, NULLIF(rejected, '')
+            FROM unnest($3, $4, $5, $6, $7, $8, $9::bytea[], $10, $11, $12)
+                 AS input(uuid, type, subtype, environment, subscription, signed_date, signed_parts, signed_payload, decoded, rejected)
             ON CONFLICT (notification_uuid) DO NOTHING
             RETURNING notification_uuid
             ), queued AS (
-            \(JobBatchInsert.sql(firstParameter: 10, guardKeys: "SELECT notification_uuid::text FROM stored"))
+            \(JobBatchInsert.sql(firstParameter: 13, guardKeys: "SELECT notification_uuid::text FROM stored"))
             )
             SELECT notification_uuid FROM stored
             """
         static let bindingDataTypes: [PostgresDataType] = [
-            .uuidArray, .textArray, .textArray, .textArray, .textArray, .int8Array, .textArray, .textArray, .textArray,
+            .byteaArray, .textArray, .uuidArray, .textArray, .textArray, .textArray, .textArray, .int8Array, .byteaArray, .textArray,
+            .textArray, .textArray,
         ] + JobBatchInsert.bindingDataTypes
         var entries: [Entry]
+        /// Header segments by digest, to store unless already stored.
+        var headers: [Data: String]
 
         /// Arrays cannot carry NULLs through the binding, so absent texts travel as '' and become NULL.
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 17)
+            var bindings = PostgresBindings(capacity: 20)
+            let headers = Array(headers)
+            bindings.append(headers.map { ByteBuffer(bytes: $0.key) })
+            bindings.append(headers.map(\.value))
             bindings.append(entries.map(\.uuid))
             bindings.append(entries.map(\.notificationType))
             bindings.append(entries.map { $0.subtype ?? "" })
             bindings.append(entries.map { $0.environment ?? "" })
             bindings.append(entries.map { $0.originalTransactionId ?? "" })
             bindings.append(entries.map(\.signedDate))
-            bindings.append(entries.map(\.signedPayload))
+            bindings.append(entries.map { entry in
+                guard case .parts(let parts) = entry.signed else { return ByteBuffer() }
+                return ByteBuffer(bytes: parts.encoded)
+            })
+            bindings.append(entries.map { entry in
+                guard case .verbatim(let text) = entry.signed else { return "" }
+                return text
+            })
             bindings.append(entries.map(\.decoded))
             bindings.append(entries.map { $0.rejectedReason ?? "" })
             JobBatchInsert(entries.map { ($0.uuid.uuidString.lowercased(), $0.job) }).appendBindings(to: &bindings)

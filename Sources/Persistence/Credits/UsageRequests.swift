@@ -78,34 +78,72 @@ public struct UsageRequests: Sendable {
 
     public init(logger: Logger) { self.logger = logger }
 
-    public func storedAnswer(_ request: Request, on connection: PostgresConnection) async throws -> Answer? {
+    /// The answers stored under the keys of any of `requests`, in one read (see ``StoredAnswer/answer(to:)``).
+    public func storedAnswers(_ requests: [Request], on connection: PostgresConnection) async throws -> [Key: StoredAnswer] {
         let rows = try await connection.query(
             """
-            SELECT meter, amount, answer::text FROM usage_requests
-            WHERE account_id = \(request.account) AND idempotency_key = \(request.idempotencyKey)
+            SELECT u.account_id, u.idempotency_key, u.meter, u.amount, u.answer::text FROM usage_requests u
+            JOIN unnest(\(requests.map(\.account.text))::text[], \(requests.map(\.idempotencyKey))::text[]) AS r(account, key)
+                ON u.account_id = r.account AND u.idempotency_key = r.key
             """,
             logger: logger)
-        for try await (meter, amount, text) in rows.decode((String, Int64, String).self) {
+        var stored: [Key: StoredAnswer] = [:]
+        for try await (account, key, meter, amount, text) in rows.decode((AccountID, String, String, Int64, String).self) {
+            guard let answer = try? JSONDecoder().decode(Answer.self, from: Data(text.utf8)) else {
+                throw PersistenceError(.corruptRecord, "stored usage answer does not decode")
+            }
+            stored[Key(account: account, idempotencyKey: key)] = StoredAnswer(meter: meter, amount: amount, answer: answer)
+        }
+        return stored
+    }
+
+    /// Stores the first answer to each request, in one statement.
+    public func store(_ answers: [(answer: Answer, request: Request)], on connection: PostgresConnection) async throws {
+        guard !answers.isEmpty else { return }
+        let encoder = JSONEncoder()
+        let texts = try answers.map { String(decoding: try encoder.encode($0.answer), as: UTF8.self) }
+        try await connection.query(
+            """
+            INSERT INTO usage_requests (account_id, idempotency_key, meter, amount, outcome, answer)
+            SELECT account, key, meter, amount, outcome, answer::jsonb FROM unnest(
+                \(answers.map(\.request.account.text))::text[], \(answers.map(\.request.idempotencyKey))::text[],
+                \(answers.map(\.request.meter))::text[], \(answers.map(\.request.amount))::bigint[],
+                \(answers.map(\.answer.outcome.rawValue))::text[], \(texts)::text[]) AS a(account, key, meter, amount, outcome, answer)
+            """,
+            logger: logger)
+    }
+
+    /// What identifies a request's answer.
+    public struct Key: Hashable, Sendable {
+        public var account: AccountID
+        public var idempotencyKey: String
+    }
+
+    /// The first answer given under an idempotency key, with the spend it answered.
+    public struct StoredAnswer: Sendable {
+        public var meter: String
+        public var amount: Int64
+        public var answer: Answer
+
+        public init(meter: String, amount: Int64, answer: Answer) {
+            self.meter = meter
+            self.amount = amount
+            self.answer = answer
+        }
+
+        /// What `request`, under the same key, is answered: the stored answer again, or the key's reuse for another spend.
+        public func answer(to request: Request) -> Answer {
             guard meter == request.meter, amount == request.amount else {
                 return Answer(
                     outcome: .idempotencyKeyReused, meter: request.meter, remaining: nil, error: "idempotency_key_reused",
                     message: "idempotency key \(request.idempotencyKey) was used for \(amount) \(meter)")
             }
-            guard let answer = try? JSONDecoder().decode(Answer.self, from: Data(text.utf8)) else {
-                throw PersistenceError(.corruptRecord, "stored usage answer does not decode")
-            }
             return answer
         }
-        return nil
     }
+}
 
-    public func store(_ answer: Answer, for request: Request, on connection: PostgresConnection) async throws {
-        let text = String(decoding: try JSONEncoder().encode(answer), as: UTF8.self)
-        try await connection.query(
-            """
-            INSERT INTO usage_requests (account_id, idempotency_key, meter, amount, outcome, answer)
-            VALUES (\(request.account), \(request.idempotencyKey), \(request.meter), \(request.amount), \(answer.outcome.rawValue), \(text)::jsonb)
-            """,
-            logger: logger)
-    }
+extension UsageRequests.Request {
+    /// The account and idempotency key.
+    public var key: UsageRequests.Key { UsageRequests.Key(account: account, idempotencyKey: idempotencyKey) }
 }

@@ -1,0 +1,64 @@
+import Foundation
+import Logging
+import PostgresNIO
+import SignedData
+
+/// The signed payloads of stored notifications: joined back from their parts for `verify --stored`, and cleared
+/// after the retention period (the verified facts in `decoded`, which replay reads, stay).
+public struct SignedPayloadArchive: Sendable {
+    /// What is kept of one notification's signed payload.
+    public enum Stored: Sendable, Equatable {
+        /// Joined back from its parts, byte for byte as received.
+        case joined(String)
+        /// Kept verbatim: stored before parts existed, or its parts would not have joined back exactly.
+        case verbatim(String)
+        /// Cleared after the retention period; only the verified facts remain.
+        case cleared
+    }
+
+    private let logger: Logger
+
+    public init(logger: Logger) { self.logger = logger }
+
+    /// The signed payload of notification `uuid`; `nil` when no such notification is stored.
+    public func signedPayload(of uuid: UUID, on connection: PostgresConnection) async throws -> Stored? {
+        let rows = try await connection.query(
+            "SELECT signed_parts, signed_payload FROM notifications WHERE notification_uuid = \(uuid)", logger: logger)
+        var found: (parts: ByteBuffer?, verbatim: String?)?
+        for try await row in rows.decode((ByteBuffer?, String?).self) { found = row }
+        guard let found else { return nil }
+        if let verbatim = found.verbatim { return .verbatim(verbatim) }
+        guard var buffer = found.parts else { return .cleared }
+        guard let parts = SignedParts(encoded: Data(buffer.readBytes(length: buffer.readableBytes) ?? [])) else {
+            throw PersistenceError(.corruptRecord, "the signed parts of notification \(uuid) do not decode")
+        }
+        let digests = parts.parts.map { ByteBuffer(bytes: $0.headerDigest) }
+        var headers: [Data: String] = [:]
+        let headerRows = try await connection.query(
+            "SELECT digest, segment FROM signed_headers WHERE digest = ANY(\(digests))", logger: logger)
+        for try await (digest, segment) in headerRows.decode((ByteBuffer, String).self) {
+            headers[Data(digest.readableBytesView)] = segment
+        }
+        guard let joined = parts.joined(headers: headers) else {
+            throw PersistenceError(.corruptRecord, "a signed header of notification \(uuid) is missing")
+        }
+        return .joined(joined)
+    }
+
+    /// Clears the signed payloads of up to `limit` notifications received before `cutoff`; returns how many.
+    public func clearSignedPayloads(receivedBefore cutoff: Date, limit: Int, on connection: PostgresConnection) async throws -> Int {
+        let rows = try await connection.query(
+            """
+            WITH cleared AS (
+                UPDATE notifications SET signed_parts = NULL, signed_payload = NULL
+                WHERE notification_uuid IN (
+                    SELECT notification_uuid FROM notifications
+                    WHERE received_at < \(cutoff) AND (signed_parts IS NOT NULL OR signed_payload IS NOT NULL)
+                    LIMIT \(limit))
+                RETURNING 1)
+            SELECT count(*)::int FROM cleared
+            """, logger: logger)
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
+    }
+}

@@ -1,0 +1,146 @@
+import Crypto
+import Foundation
+
+/// A signed payload and the JWS nested in it, kept as their parts so that what repeats is stored once: each header
+/// (`alg` and the `x5c` chain — 70 % of a notification, the same three certificates for months) by its SHA-256
+/// digest, each payload as its JSON bytes rather than base64url, each signature as its 64 bytes. ``joined(headers:)``
+/// gives back the received text byte for byte; ``init(splitting:nested:)`` refuses any payload for which that would
+/// not hold, and the caller keeps such a payload verbatim.
+///
+/// The encoding (``encoded``), version 1, all integers big-endian:
+/// `1 | n | n × 32-byte header digest | n × 64-byte signature | (n − 1) × u32 nested offset | n × u32 body length |
+/// bodies`. Part 0 is the outer JWS; part `i` is nested in part 0's body as a JSON string whose contents start at
+/// byte `offset[i − 1]` of the body kept (which leaves them out).
+public struct SignedParts: Sendable, Equatable {
+    /// One JWS.
+    public struct Part: Sendable, Equatable {
+        /// SHA-256 of the header segment (its base64url text).
+        public var headerDigest: Data
+        /// The decoded payload; for the outer JWS, without the nested JWS texts.
+        public var body: Data
+        /// The raw r‖s signature.
+        public var signature: Data
+    }
+
+    public private(set) var parts: [Part]
+    /// Where each nested JWS goes back into the outer body, ascending.
+    public private(set) var nestedOffsets: [Int]
+    /// The header segments by digest, as needed to store them (each once).
+    public private(set) var headers: [Data: String]
+
+    /// Splits `signedPayload`, whose body holds each of `nested` (JWS texts) as a JSON string value. `nil` when it is
+    /// not a compact JWS with a 64-byte signature, a nested text is not found verbatim, or the parts would not join
+    /// back to exactly `signedPayload` (padding, non-canonical base64url).
+    public init?(splitting signedPayload: String, nested: [String]) {
+        guard var outer = Self.part(of: signedPayload) else { return nil }
+        var headers = [outer.digest: outer.header]
+        var found: [(range: Range<Int>, part: Part)] = []
+        for text in nested {
+            guard let inner = Self.part(of: text), let range = Self.rangeOfStringValue(text, in: outer.part.body),
+                !found.contains(where: { $0.range.overlaps(range) })
+            else { return nil }
+            headers[inner.digest] = inner.header
+            found.append((range, inner.part))
+        }
+        found.sort { $0.range.lowerBound < $1.range.lowerBound }
+        var body = Data()
+        var offsets: [Int] = []
+        var copied = 0
+        for (range, _) in found {
+            body.append(outer.part.body.subdata(in: copied..<range.lowerBound))
+            offsets.append(body.count)
+            copied = range.upperBound
+        }
+        body.append(outer.part.body.subdata(in: copied..<outer.part.body.count))
+        outer.part.body = body
+        self.parts = [outer.part] + found.map(\.part)
+        self.nestedOffsets = offsets
+        self.headers = headers
+        guard joined(headers: headers) == signedPayload else { return nil }
+    }
+
+    /// Reads parts from ``encoded``; `nil` when the bytes are not that encoding.
+    public init?(encoded: Data) {
+        let bytes = [UInt8](encoded)
+        guard bytes.count >= 2, bytes[0] == 1 else { return nil }
+        let count = Int(bytes[1])
+        var index = 2
+        func take(_ length: Int) -> ArraySlice<UInt8>? {
+            guard length >= 0, index + length <= bytes.count else { return nil }
+            defer { index += length }
+            return bytes[index..<index + length]
+        }
+        func integer() -> Int? { take(4).map { $0.reduce(0) { $0 << 8 | Int($1) } } }
+        guard count > 0, let digests = take(count * 32), let signatures = take(count * 64) else { return nil }
+        var offsets: [Int] = []
+        for _ in 1..<count {
+            guard let offset = integer() else { return nil }
+            offsets.append(offset)
+        }
+        var lengths: [Int] = []
+        for _ in 0..<count {
+            guard let length = integer() else { return nil }
+            lengths.append(length)
+        }
+        var parts: [Part] = []
+        for (position, length) in lengths.enumerated() {
+            guard let body = take(length) else { return nil }
+            parts.append(Part(
+                headerDigest: Data(digests.dropFirst(position * 32).prefix(32)), body: Data(body),
+                signature: Data(signatures.dropFirst(position * 64).prefix(64))))
+        }
+        guard index == bytes.count, offsets == offsets.sorted(), offsets.allSatisfy({ $0 <= lengths[0] }) else { return nil }
+        self.parts = parts
+        self.nestedOffsets = offsets
+        self.headers = [:]
+    }
+
+    /// The parts as one value to store (see the type's documentation).
+    public var encoded: Data {
+        var data = Data([1, UInt8(parts.count)])
+        func append(_ value: Int) { data.append(contentsOf: withUnsafeBytes(of: UInt32(value).bigEndian, Array.init)) }
+        for part in parts { data.append(part.headerDigest) }
+        for part in parts { data.append(part.signature) }
+        nestedOffsets.forEach(append)
+        for part in parts { append(part.body.count) }
+        for part in parts { data.append(part.body) }
+        return data
+    }
+
+    /// The signed payload as received, given the header segments by digest; `nil` when one is missing.
+    public func joined(headers: [Data: String]) -> String? {
+        func text(_ part: Part, body: Data) -> String? {
+            headers[part.headerDigest].map { $0 + "." + Base64URL.encode(body) + "." + Base64URL.encode(part.signature) }
+        }
+        let outer = parts[0].body
+        var body = Data()
+        var copied = 0
+        for (offset, part) in zip(nestedOffsets, parts.dropFirst()) {
+            guard let nested = text(part, body: part.body) else { return nil }
+            body.append(outer.subdata(in: copied..<offset))
+            body.append(contentsOf: nested.utf8)
+            copied = offset
+        }
+        body.append(outer.subdata(in: copied..<outer.count))
+        return text(parts[0], body: body)
+    }
+
+    /// The header text, its digest and the other parts of one compact JWS.
+    private static func part(of text: String) -> (header: String, digest: Data, part: Part)? {
+        let segments = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard segments.count == 3, let body = Base64URL.decode(segments[1]), let signature = Base64URL.decode(segments[2]),
+            signature.count == 64
+        else { return nil }
+        let header = String(segments[0])
+        let digest = Data(SHA256.hash(data: Data(header.utf8)))
+        return (header, digest, Part(headerDigest: digest, body: body, signature: signature))
+    }
+
+    /// The byte range of `text`'s characters where they are a whole JSON string value (`"…"`) in `body`.
+    private static func rangeOfStringValue(_ text: String, in body: Data) -> Range<Int>? {
+        let quoted = Data(("\"" + text + "\"").utf8)
+        guard let range = body.range(of: quoted) else { return nil }
+        let start = range.lowerBound - body.startIndex
+        return (start + 1)..<(start + quoted.count - 1)
+    }
+}

@@ -1,0 +1,122 @@
+import ArgumentParser
+import Foundation
+import LocalSigning
+import Logging
+import NIOCore
+import PostgresNIO
+import StorekeeperRuntime
+
+struct StorageBenchmarkCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "storage",
+        abstract: "Database growth per stored notification and per subscriber-year, against the signed payloads' size.",
+        discussion: """
+            Starts `serve` and `work` on a throwaway PostgreSQL and sends --subscribers subscriber-years: each a \
+            SUBSCRIBED and 11 monthly DID_RENEW notifications, signed with a local Apple-shaped chain (three \
+            certificates in every header, as Apple's). Once all are applied and the queue has drained it VACUUMs and \
+            prints how much every table and its indexes grew, per notification and per subscriber-year, and the ratio \
+            to the mean signed payload (the issue's target: ≤ 0.25×).
+            """)
+
+    @Option(help: "Subscribers, each with a year of notifications.") var subscribers = 500
+    @Option(help: "Concurrent HTTP clients.") var clients = 16
+    @Option(help: "A PostgreSQL server to create the benchmark database on (default: a private cluster).") var databaseURL: String?
+    @Flag(help: "Print one JSON object on the last line.") var json = false
+
+    func validate() throws {
+        guard (1...100_000).contains(subscribers), (1...256).contains(clients) else {
+            throw ValidationError("--subscribers must be 1...100000 and --clients 1...256")
+        }
+    }
+
+    func run() async throws {
+        let logger = commandLogger("storekeeper.bench")
+        let report = try await BenchmarkDatabase.with(url: databaseURL, coldWAL: false, logger: logger) { url in
+            try await measure(databaseURL: url, logger: logger)
+        }
+        report.print(json: json)
+    }
+
+    func measure(databaseURL: DatabaseURL, logger: Logger) async throws -> BenchmarkReport {
+        let system = try SystemUnderTest(databaseURL: databaseURL, clients: clients, logger: logger)
+        try system.migrate()
+        let before = try await Self.relationSizes(databaseURL, logger: logger)
+        let bodies = try subscriberYears(system)
+        let runStarted = Date()
+        do {
+            try await system.startServe()
+            try system.startWorker()
+            let sent = try await system.send(bodies, clients: clients, rate: nil)
+            guard sent.failed == 0 else { throw CommandFailure("\(sent.failed) notifications were not accepted") }
+            _ = try await system.waitUntilApplied(bodies.count, receivedSince: runStarted)
+            _ = try await system.eventually(60) { try await system.count("SELECT count(*) FROM jobs WHERE kind = 'apply-notification'") == 0 }
+            await system.stop()
+        } catch {
+            await system.stop()
+            throw error
+        }
+        _ = try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 1), logger: logger) { client in
+            try await client.query("VACUUM", logger: logger)
+        }
+        let after = try await Self.relationSizes(databaseURL, logger: logger)
+        let wrapper = #"{"signedPayload":""}"#.utf8.count
+        let payloadBytes = Double(bodies.reduce(0) { $0 + $1.readableBytes - wrapper }) / Double(bodies.count)
+        let growth = after.map { (name: $0.key, bytes: $0.value - (before[$0.key] ?? 0)) }.filter { $0.bytes > 0 }
+            .sorted { $0.bytes > $1.bytes }
+        let total = Double(growth.reduce(0) { $0 + $1.bytes })
+        let perNotification = total / Double(bodies.count)
+        let perSubscriberYear = total / Double(subscribers)
+        var report = BenchmarkReport()
+        report.lines = [
+            "storage: \(subscribers) subscribers × 12 notifications (a subscriber-year: SUBSCRIBED + 11 DID_RENEW), applied by serve + work, then VACUUM",
+            "  signed payload: \(Int(payloadBytes)) bytes per notification on average (base64url JWS, three certificates per header, nested JWS inside)",
+            "  database growth: \(Int(perNotification)) bytes per notification = \(String(format: "%.3f", perNotification / payloadBytes))× the signed payload (target ≤ 0.25×); "
+                + "\(String(format: "%.1f", perSubscriberYear / 1024)) KiB per subscriber-year",
+            "  by table (with its indexes and TOAST), bytes per notification: "
+                + growth.prefix(8).map { "\($0.name) \(Int(Double($0.bytes) / Double(bodies.count)))" }.joined(separator: ", "),
+        ]
+        report.fields = [
+            ("benchmark", .text("storage")), ("subscribers", .integer(subscribers)), ("notifications", .integer(bodies.count)),
+            ("signedPayloadBytes", .integer(Int(payloadBytes))), ("bytesPerNotification", .integer(Int(perNotification))),
+            ("ratio", .number(perNotification / payloadBytes)), ("bytesPerSubscriberYear", .integer(Int(perSubscriberYear))),
+        ]
+        return report
+    }
+
+    /// Each subscriber's year, a round at a time: every SUBSCRIBED, then every first renewal, and so on.
+    func subscriberYears(_ system: SystemUnderTest) throws -> [ByteBuffer] {
+        let period: TimeInterval = 30 * 86_400
+        let start = Date().addingTimeInterval(-12 * period)
+        let subscriptions = (0..<subscribers).map { index in
+            SimulatedEvent.Subscription(
+                originalTransactionId: String(4_000_000_000_000 + index), productId: "pro.monthly", accountId: UUID(),
+                bundleId: SystemUnderTest.bundleId, period: period)
+        }
+        return try (0..<12).flatMap { month in
+            try subscriptions.enumerated().map { index, subscription in
+                let periodStart = start.addingTimeInterval(Double(month) * period + Double(index) / 1000)
+                let event = month == 0
+                    ? SimulatedEvent.scenario(.subscribe, subscription: subscription, at: periodStart)
+                    : SimulatedEvent.scenario(
+                        .renew, subscription: subscription,
+                        currentPeriod: DateInterval(start: periodStart.addingTimeInterval(-period), duration: period),
+                        at: periodStart.addingTimeInterval(-3600))
+                return ByteBuffer(data: try system.signer.requestBody(for: event))
+            }
+        }
+    }
+
+    /// Every table's size with its indexes and TOAST, by name.
+    static func relationSizes(_ url: DatabaseURL, logger: Logger) async throws -> [String: Int] {
+        try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 1), logger: logger) { client in
+            let rows = try await client.query(
+                """
+                SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = 'public' AND c.relkind = 'r'
+                """, logger: logger)
+            var sizes: [String: Int] = [:]
+            for try await (name, bytes) in rows.decode((String, Int).self) { sizes[name] = bytes }
+            return sizes
+        }
+    }
+}

@@ -1,0 +1,23 @@
+-- Signed payloads kept as their parts (see SignedParts in Sources/SignedData): a notification's JWS and the JWS nested
+-- in it share the same header — `alg` and three certificates, 70 % of the bytes — so each distinct header is stored
+-- once, by the SHA-256 of its text, and a notification keeps its payloads as JSON bytes and its 64-byte signatures.
+-- `storekeeper verify --stored UUID` joins them back byte for byte and verifies them again.
+CREATE TABLE signed_headers (
+    digest  bytea PRIMARY KEY,      -- SHA-256 of the header segment
+    segment text NOT NULL           -- the base64url header segment as received
+);
+
+-- signed_parts: the encoded parts, compressed (JSON compresses; base64 did not). signed_payload stays for rows stored
+-- before this version and for the rare payload whose parts would not join back exactly. After the retention period
+-- (STOREKEEPER_SIGNED_RETENTION_DAYS) both are cleared; `decoded` (the verified facts replay reads) stays.
+ALTER TABLE notifications
+    ALTER COLUMN signed_payload DROP NOT NULL,
+    ADD COLUMN signed_parts bytea;
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)) THEN
+        ALTER TABLE notifications ALTER COLUMN signed_parts SET COMPRESSION lz4;
+    END IF;
+END $$;
+-- Rows are small now: compress them from 512 bytes rather than PostgreSQL's default of about 2 KB.
+ALTER TABLE notifications SET (toast_tuple_target = 512);
