@@ -7,17 +7,20 @@ CREATE TABLE signed_headers (
     segment text NOT NULL           -- the base64url header segment as received
 );
 
--- signed_parts: the encoded parts, compressed (JSON compresses; base64 did not). signed_payload stays for rows stored
--- before this version and for the rare payload whose parts would not join back exactly. After the retention period
--- (STOREKEEPER_SIGNED_RETENTION_DAYS) both are cleared; `decoded` (the verified facts replay reads) stays.
+-- signed_parts: the encoded parts, compressed (JSON compresses; base64 did not). Its payloads are the JSON Apple
+-- signed, so a row stored as parts needs no `decoded` copy of them (StoredNotificationFacts reads either).
+-- signed_payload stays for rows stored before this version and for the rare payload whose parts would not join back
+-- exactly; those, and rows rejected for their content (found by `decoded` in an index), keep `decoded`. After the
+-- retention period (STOREKEEPER_SIGNED_RETENTION_DAYS) the signed data is cleared and `decoded` written from the parts:
+-- the verified facts stay for replay.
 ALTER TABLE notifications
     ALTER COLUMN signed_payload DROP NOT NULL,
-    ADD COLUMN signed_parts bytea;
+    ALTER COLUMN decoded DROP NOT NULL,
+    ADD COLUMN signed_parts bytea,
+    ADD CONSTRAINT notifications_facts_kept CHECK (decoded IS NOT NULL OR signed_parts IS NOT NULL);
 DO $$
 BEGIN
     IF EXISTS (SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)) THEN
         ALTER TABLE notifications ALTER COLUMN signed_parts SET COMPRESSION lz4;
     END IF;
 END $$;
--- Rows are small now: compress them from 512 bytes rather than PostgreSQL's default of about 2 KB.
-ALTER TABLE notifications SET (toast_tuple_target = 512);

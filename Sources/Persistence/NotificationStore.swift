@@ -29,7 +29,7 @@ public struct NotificationStore: Sendable {
     {
         guard let row = try await connection.run(StoredNotification(uuid: uuid), logger: logger).first else { return nil }
         if let reason = row.rejectedReason { return (.rejectedContent(reason: reason), row.lockedSubscription) }
-        guard let notification = try? PayloadDecoder().decode(VerifiedNotification.self, from: Array(row.decoded.utf8)) else {
+        guard let notification = try? StoredNotificationFacts.notification(decoded: row.decoded, parts: row.parts) else {
             throw PersistenceError(.corruptRecord, "stored notification \(uuid) does not decode")
         }
         if let reason = notification.contentProblem { return (.rejectedContent(reason: reason), row.lockedSubscription) }
@@ -45,7 +45,7 @@ public struct NotificationStore: Sendable {
     /// The verified copy of one notification, taking its subscription's lock; prepared, as every apply reads one.
     struct StoredNotification: PostgresPreparedStatement {
         static let sql = """
-            SELECT decoded::text, original_transaction_id, rejected_reason,
+            SELECT decoded::text, signed_parts, original_transaction_id, rejected_reason,
                 \(SubscriptionStore.lockSQL(subscription: "original_transaction_id")) IS NOT NULL
             FROM notifications WHERE notification_uuid = $1
             """
@@ -58,9 +58,11 @@ public struct NotificationStore: Sendable {
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> (decoded: String, rejectedReason: String?, lockedSubscription: String?) {
-            let (decoded, subscription, rejectedReason, locked) = try row.decode((String, String?, String?, Bool).self)
-            return (decoded, rejectedReason, locked ? subscription : nil)
+        func decodeRow(_ row: PostgresRow) throws
+            -> (decoded: String?, parts: ByteBuffer?, rejectedReason: String?, lockedSubscription: String?)
+        {
+            let (decoded, parts, subscription, rejectedReason, locked) = try row.decode((String?, ByteBuffer?, String?, String?, Bool).self)
+            return (decoded, parts, rejectedReason, locked ? subscription : nil)
         }
     }
 

@@ -45,20 +45,37 @@ public struct SignedPayloadArchive: Sendable {
         return .joined(joined)
     }
 
-    /// Clears the signed payloads of up to `limit` notifications received before `cutoff`; returns how many.
+    /// Clears the signed payloads of up to `limit` notifications received before `cutoff`, writing the `decoded` copy
+    /// of those whose parts were their facts; returns how many. Run it in a transaction: the rows are locked between
+    /// the read and the write.
     public func clearSignedPayloads(receivedBefore cutoff: Date, limit: Int, on connection: PostgresConnection) async throws -> Int {
         let rows = try await connection.query(
             """
+            SELECT notification_uuid, signed_parts FROM notifications
+            WHERE received_at < \(cutoff) AND (signed_parts IS NOT NULL OR signed_payload IS NOT NULL)
+            ORDER BY received_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
+            """, logger: logger)
+        var uuids: [UUID] = []
+        var decoded: [String] = []
+        for try await (uuid, parts) in rows.decode((UUID, ByteBuffer?).self) {
+            uuids.append(uuid)
+            // Rows with a `decoded` copy keep it (the empty text leaves it as it is).
+            let facts = try? StoredNotificationFacts.notification(decoded: nil, parts: parts)
+            decoded.append(try facts.flatMap { $0 }.map(StoredNotificationFacts.decodedText(of:)) ?? "")
+        }
+        guard !uuids.isEmpty else { return 0 }
+        // A row whose parts do not decode keeps them: its facts are nowhere else.
+        let cleared = try await connection.query(
+            """
             WITH cleared AS (
-                UPDATE notifications SET signed_parts = NULL, signed_payload = NULL
-                WHERE notification_uuid IN (
-                    SELECT notification_uuid FROM notifications
-                    WHERE received_at < \(cutoff) AND (signed_parts IS NOT NULL OR signed_payload IS NOT NULL)
-                    LIMIT \(limit))
+                UPDATE notifications n SET decoded = coalesce(n.decoded, NULLIF(c.decoded, '')::jsonb), signed_parts = NULL,
+                    signed_payload = NULL
+                FROM unnest(\(uuids)::uuid[], \(decoded)::text[]) AS c(uuid, decoded)
+                WHERE n.notification_uuid = c.uuid AND (n.decoded IS NOT NULL OR c.decoded <> '')
                 RETURNING 1)
             SELECT count(*)::int FROM cleared
             """, logger: logger)
-        for try await count in rows.decode(Int.self) { return count }
+        for try await count in cleared.decode(Int.self) { return count }
         return 0
     }
 }

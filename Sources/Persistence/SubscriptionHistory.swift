@@ -18,23 +18,23 @@ public struct SubscriptionHistory: Sendable {
     {
         let rows = try await connection.query(
             """
-            SELECT 'n', decoded::text FROM notifications
+            SELECT 'n', decoded::text, signed_parts FROM notifications
             WHERE original_transaction_id = \(originalTransactionId) AND rejected_reason IS NULL
             UNION ALL
-            SELECT 'e', decoded::text FROM subscription_events WHERE original_transaction_id = \(originalTransactionId)
+            SELECT 'e', decoded::text, NULL FROM subscription_events WHERE original_transaction_id = \(originalTransactionId)
             """,
             logger: logger
         )
         var events: [SubscriptionEvent] = []
         let decoder = JSONDecoder()
-        for try await (source, text) in rows.decode((String, String).self) {
+        for try await (source, text, parts) in rows.decode((String, String?, ByteBuffer?).self) {
             do {
                 if source == "n" {
                     // Content outside the limits is never applied, also not in a replay (rows stored before the
                     // intake checked it have no rejected_reason).
-                    let notification = try PayloadDecoder().decode(VerifiedNotification.self, from: Array(text.utf8))
+                    guard let notification = try StoredNotificationFacts.notification(decoded: text, parts: parts) else { continue }
                     if notification.contentProblem == nil, let event = SubscriptionEvent(notification) { events.append(event) }
-                } else {
+                } else if let text {
                     events.append(try decoder.decode(SubscriptionEvent.self, from: Data(text.utf8)))
                 }
             } catch {
@@ -49,14 +49,13 @@ public struct SubscriptionHistory: Sendable {
     public func newestVersion(of transaction: TransactionPayload, on connection: PostgresConnection) async throws -> TransactionPayload {
         let rows = try await connection.query(
             """
-            SELECT decoded::text FROM notifications
+            SELECT decoded::text, signed_parts FROM notifications
             WHERE original_transaction_id = \(transaction.originalTransactionId) AND rejected_reason IS NULL
-                AND decoded->'transaction'->>'transactionId' = \(transaction.transactionId)
             """,
             logger: logger)
         var newest = transaction
-        for try await text in rows.decode(String.self) {
-            guard let stored = try? PayloadDecoder().decode(VerifiedNotification.self, from: Array(text.utf8)).transaction,
+        for try await (text, parts) in rows.decode((String?, ByteBuffer?).self) {
+            guard let stored = (try? StoredNotificationFacts.notification(decoded: text, parts: parts))??.transaction,
                 stored.transactionId == transaction.transactionId, (stored.signedDate ?? 0) > (newest.signedDate ?? 0)
             else { continue }
             newest = stored

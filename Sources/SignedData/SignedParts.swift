@@ -8,12 +8,14 @@ import Foundation
 /// not hold, and the caller keeps such a payload verbatim.
 ///
 /// The encoding (``encoded``), version 1, all integers big-endian:
-/// `1 | n | n × 32-byte header digest | n × 64-byte signature | (n − 1) × u32 nested offset | n × u32 body length |
-/// bodies`. Part 0 is the outer JWS; part `i` is nested in part 0's body as a JSON string whose contents start at
-/// byte `offset[i − 1]` of the body kept (which leaves them out).
+/// `1 | n | n × 32-byte header digest | n × 64-byte signature | (n − 1) × (u32 offset | u8 name length | name) |
+/// n × u32 body length | bodies`. Part 0 is the outer JWS; part `i` is nested in part 0's body as the JSON string
+/// value of the field `name`, its contents starting at byte `offset` of the body kept (which leaves them out).
 public struct SignedParts: Sendable, Equatable {
     /// One JWS.
     public struct Part: Sendable, Equatable {
+        /// The field of the outer payload holding this nested JWS; `nil` for the outer JWS.
+        public var name: String?
         /// SHA-256 of the header segment (its base64url text).
         public var headerDigest: Data
         /// The decoded payload; for the outer JWS, without the nested JWS texts.
@@ -23,33 +25,35 @@ public struct SignedParts: Sendable, Equatable {
     }
 
     public private(set) var parts: [Part]
-    /// Where each nested JWS goes back into the outer body, ascending.
+    /// Where each nested JWS (``parts`` after the first) goes back into the outer body.
     public private(set) var nestedOffsets: [Int]
     /// The header segments by digest, as needed to store them (each once).
     public private(set) var headers: [Data: String]
 
-    /// Splits `signedPayload`, whose body holds each of `nested` (JWS texts) as a JSON string value. `nil` when it is
-    /// not a compact JWS with a 64-byte signature, a nested text is not found verbatim, or the parts would not join
-    /// back to exactly `signedPayload` (padding, non-canonical base64url).
-    public init?(splitting signedPayload: String, nested: [String]) {
-        guard var outer = Self.part(of: signedPayload) else { return nil }
+    /// Splits `signedPayload`, whose body holds each of `nested` (the field's name, the JWS text) as a JSON string
+    /// value. `nil` when it is not a compact JWS with a 64-byte signature, a nested text is not found verbatim, or the
+    /// parts would not join back to exactly `signedPayload` (padding, non-canonical base64url).
+    public init?(splitting signedPayload: String, nested: [(name: String, text: String)]) {
+        guard nested.count < 255, nested.allSatisfy({ $0.name.utf8.count < 256 }), var outer = Self.part(of: signedPayload) else {
+            return nil
+        }
         var headers = [outer.digest: outer.header]
         var found: [(range: Range<Int>, part: Part)] = []
-        for text in nested {
-            guard let inner = Self.part(of: text), let range = Self.rangeOfStringValue(text, in: outer.part.body),
+        for (name, text) in nested {
+            guard var inner = Self.part(of: text), let range = Self.rangeOfStringValue(text, in: outer.part.body),
                 !found.contains(where: { $0.range.overlaps(range) })
             else { return nil }
+            inner.part.name = name
             headers[inner.digest] = inner.header
             found.append((range, inner.part))
         }
-        found.sort { $0.range.lowerBound < $1.range.lowerBound }
         var body = Data()
-        var offsets: [Int] = []
+        var offsets = [Int](repeating: 0, count: found.count)
         var copied = 0
-        for (range, _) in found {
-            body.append(outer.part.body.subdata(in: copied..<range.lowerBound))
-            offsets.append(body.count)
-            copied = range.upperBound
+        for index in found.indices.sorted(by: { found[$0].range.lowerBound < found[$1].range.lowerBound }) {
+            body.append(outer.part.body.subdata(in: copied..<found[index].range.lowerBound))
+            offsets[index] = body.count
+            copied = found[index].range.upperBound
         }
         body.append(outer.part.body.subdata(in: copied..<outer.part.body.count))
         outer.part.body = body
@@ -58,6 +62,9 @@ public struct SignedParts: Sendable, Equatable {
         self.headers = headers
         guard joined(headers: headers) == signedPayload else { return nil }
     }
+
+    /// The payload of the nested JWS in field `name`, as signed.
+    public func body(ofNested name: String) -> Data? { parts.dropFirst().first { $0.name == name }?.body }
 
     /// Reads parts from ``encoded``; `nil` when the bytes are not that encoding.
     public init?(encoded: Data) {
@@ -73,9 +80,11 @@ public struct SignedParts: Sendable, Equatable {
         func integer() -> Int? { take(4).map { $0.reduce(0) { $0 << 8 | Int($1) } } }
         guard count > 0, let digests = take(count * 32), let signatures = take(count * 64) else { return nil }
         var offsets: [Int] = []
+        var names: [String] = []
         for _ in 1..<count {
-            guard let offset = integer() else { return nil }
+            guard let offset = integer(), let length = take(1)?.first, let name = take(Int(length)) else { return nil }
             offsets.append(offset)
+            names.append(String(decoding: name, as: UTF8.self))
         }
         var lengths: [Int] = []
         for _ in 0..<count {
@@ -86,10 +95,10 @@ public struct SignedParts: Sendable, Equatable {
         for (position, length) in lengths.enumerated() {
             guard let body = take(length) else { return nil }
             parts.append(Part(
-                headerDigest: Data(digests.dropFirst(position * 32).prefix(32)), body: Data(body),
-                signature: Data(signatures.dropFirst(position * 64).prefix(64))))
+                name: position == 0 ? nil : names[position - 1], headerDigest: Data(digests.dropFirst(position * 32).prefix(32)),
+                body: Data(body), signature: Data(signatures.dropFirst(position * 64).prefix(64))))
         }
-        guard index == bytes.count, offsets == offsets.sorted(), offsets.allSatisfy({ $0 <= lengths[0] }) else { return nil }
+        guard index == bytes.count, offsets.allSatisfy({ $0 <= lengths[0] }) else { return nil }
         self.parts = parts
         self.nestedOffsets = offsets
         self.headers = [:]
@@ -101,7 +110,12 @@ public struct SignedParts: Sendable, Equatable {
         func append(_ value: Int) { data.append(contentsOf: withUnsafeBytes(of: UInt32(value).bigEndian, Array.init)) }
         for part in parts { data.append(part.headerDigest) }
         for part in parts { data.append(part.signature) }
-        nestedOffsets.forEach(append)
+        for (offset, part) in zip(nestedOffsets, parts.dropFirst()) {
+            append(offset)
+            let name = Array((part.name ?? "").utf8)
+            data.append(UInt8(name.count))
+            data.append(contentsOf: name)
+        }
         for part in parts { append(part.body.count) }
         for part in parts { data.append(part.body) }
         return data
@@ -115,7 +129,7 @@ public struct SignedParts: Sendable, Equatable {
         let outer = parts[0].body
         var body = Data()
         var copied = 0
-        for (offset, part) in zip(nestedOffsets, parts.dropFirst()) {
+        for (offset, part) in zip(nestedOffsets, parts.dropFirst()).sorted(by: { $0.0 < $1.0 }) {
             guard let nested = text(part, body: part.body) else { return nil }
             body.append(outer.subdata(in: copied..<offset))
             body.append(contentsOf: nested.utf8)
@@ -133,7 +147,7 @@ public struct SignedParts: Sendable, Equatable {
         else { return nil }
         let header = String(segments[0])
         let digest = Data(SHA256.hash(data: Data(header.utf8)))
-        return (header, digest, Part(headerDigest: digest, body: body, signature: signature))
+        return (header, digest, Part(name: nil, headerDigest: digest, body: body, signature: signature))
     }
 
     /// The byte range of `text`'s characters where they are a whole JSON string value (`"…"`) in `body`.

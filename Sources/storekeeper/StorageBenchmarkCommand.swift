@@ -55,8 +55,9 @@ struct StorageBenchmarkCommand: AsyncParsableCommand {
             await system.stop()
             throw error
         }
-        _ = try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 1), logger: logger) { client in
+        let columns = try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 1), logger: logger) { client in
             try await client.query("VACUUM", logger: logger)
+            return try await Self.columnSizes(client, logger: logger)
         }
         let after = try await Self.relationSizes(databaseURL, logger: logger)
         let wrapper = #"{"signedPayload":""}"#.utf8.count
@@ -74,6 +75,7 @@ struct StorageBenchmarkCommand: AsyncParsableCommand {
                 + "\(String(format: "%.1f", perSubscriberYear / 1024)) KiB per subscriber-year",
             "  by table (with its indexes and TOAST), bytes per notification: "
                 + growth.prefix(8).map { "\($0.name) \(Int(Double($0.bytes) / Double(bodies.count)))" }.joined(separator: ", "),
+            "  stored values, mean bytes as stored (compressed): \(columns)",
         ]
         report.fields = [
             ("benchmark", .text("storage")), ("subscribers", .integer(subscribers)), ("notifications", .integer(bodies.count)),
@@ -104,6 +106,22 @@ struct StorageBenchmarkCommand: AsyncParsableCommand {
                 return ByteBuffer(data: try system.signer.requestBody(for: event))
             }
         }
+    }
+
+    /// The mean stored size of the large values: a notification's signed parts and decoded facts, an event's body.
+    static func columnSizes(_ client: PostgresClient, logger: Logger) async throws -> String {
+        let rows = try await client.query(
+            """
+            SELECT (SELECT avg(pg_column_size(signed_parts))::int FROM notifications),
+                (SELECT avg(pg_column_size(decoded))::int FROM notifications),
+                (SELECT avg(pg_column_size(body))::int FROM events),
+                (SELECT (count(*)::float8 / greatest((SELECT count(*) FROM notifications), 1))::text FROM events)
+            """, logger: logger)
+        for try await (parts, decoded, body, events) in rows.decode((Int?, Int?, Int?, String).self) {
+            return "signed parts \(parts.map(String.init) ?? "-"), decoded facts \(decoded.map(String.init) ?? "-"), "
+                + "event body \(body.map(String.init) ?? "-") (\(events.prefix(4)) events per notification)"
+        }
+        return ""
     }
 
     /// Every table's size with its indexes and TOAST, by name.

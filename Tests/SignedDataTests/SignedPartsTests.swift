@@ -12,14 +12,14 @@ struct SignedPartsTests {
     @Test("Apple's notification 46 with its nested transaction and renewal joins back byte for byte and verifies")
     func realNotification() async throws {
         let text = try Self.sample(46)
-        let nested = [try Self.sample(47), try Self.sample(48)]
+        let nested = [("signedTransactionInfo", try Self.sample(47)), ("signedRenewalInfo", try Self.sample(48))]
         let body = String(decoding: try #require(Base64URL.decode(text.split(separator: ".")[1])), as: UTF8.self)
-        let nestedInBody = nested.map { body.contains("\"" + $0 + "\"") }
+        let nestedInBody = nested.map { body.contains("\"\($0.0)\":\"" + $0.1 + "\"") }
         #expect(nestedInBody == [true, true])
         let split = try #require(SignedParts(splitting: text, nested: nested))
         #expect(split.parts.count == 3)
         // Distinct headers, counted from the texts themselves.
-        let distinctHeaders = Set(([text] + nested).map { $0.split(separator: ".")[0] })
+        let distinctHeaders = Set(([text] + nested.map(\.1)).map { $0.split(separator: ".")[0] })
         #expect(split.headers.count == distinctHeaders.count)
         #expect(Set(split.headers.values.map { Substring($0) }) == distinctHeaders)
 
@@ -29,6 +29,12 @@ struct SignedPartsTests {
         let verifier = RealAppleSamples.verifier(bundleId: "com.tuyoo.testing", roots: [try RealAppleSamples.appleRoot()])
         let notification = try await verifier.verifyNotification(joined)
         #expect(notification.transaction?.transactionId == "2000000310357357")
+        // Each nested payload is found by its field, as signed.
+        #expect(decoded.body(ofNested: "signedTransactionInfo") == Base64URL.decode(nested[0].1.split(separator: ".")[1]))
+        #expect(decoded.body(ofNested: "signedRenewalInfo") == Base64URL.decode(nested[1].1.split(separator: ".")[1]))
+        // Given in the other order, the parts keep it and still join back.
+        let reversed = try #require(SignedParts(splitting: text, nested: nested.reversed()))
+        #expect(SignedParts(encoded: reversed.encoded)?.joined(headers: reversed.headers) == text)
         // What a notification costs once its header is stored: its parts, against the bytes Apple sent.
         #expect(split.encoded.count * 4 < text.utf8.count, "\(split.encoded.count) of \(text.utf8.count) bytes")
     }
@@ -48,19 +54,20 @@ struct SignedPartsTests {
         // Padding is tolerated by the decoder but would be lost.
         #expect(SignedParts(splitting: segments[0] + "." + segments[1] + "." + segments[2] + "==", nested: []) == nil)
         // A nested text that is not in the body.
-        #expect(SignedParts(splitting: text, nested: [try Self.sample(50)]) == nil)
+        #expect(SignedParts(splitting: text, nested: [("signedTransactionInfo", try Self.sample(50))]) == nil)
         // Not a compact JWS; a signature that is not 64 bytes.
         #expect(SignedParts(splitting: "a.b", nested: []) == nil)
         #expect(SignedParts(splitting: segments[0] + "." + segments[1] + ".AAAA", nested: []) == nil)
         // The same nested text twice cannot be two parts.
         let inner = try Self.sample(47)
-        #expect(SignedParts(splitting: text, nested: [inner, inner]) == nil)
+        #expect(SignedParts(splitting: text, nested: [("a", inner), ("b", inner)]) == nil)
     }
 
     @Test("truncated or altered encodings are refused without a crash")
     func damagedEncodings() throws {
         let text = try Self.sample(46)
-        let encoded = try #require(SignedParts(splitting: text, nested: [try Self.sample(47), try Self.sample(48)])).encoded
+        let encoded = try #require(
+            SignedParts(splitting: text, nested: [("signedTransactionInfo", try Self.sample(47)), ("signedRenewalInfo", try Self.sample(48))])).encoded
         for length in 0..<encoded.count { #expect(SignedParts(encoded: encoded.prefix(length)) == nil) }
         var version = encoded
         version[0] = 2

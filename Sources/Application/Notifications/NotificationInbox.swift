@@ -38,7 +38,8 @@ public struct NotificationInbox: Sendable {
         var signedDate: Int64
         /// The signed payload as ``SignedParts``, or verbatim when its parts would not join back exactly.
         var signed: Signed
-        var decoded: String
+        /// The `decoded` copy, for a payload kept verbatim or rejected for its content; `nil` when the parts are the facts.
+        var decoded: String?
         /// Why the content is outside ``ContentLimits`` (the job then records `rejected_content`); `nil` when fine.
         var rejectedReason: String?
         var job: NewJob
@@ -70,23 +71,20 @@ public struct NotificationInbox: Sendable {
     public func accept(
         _ notification: VerifiedNotification, uuid: UUID, signedPayload: String
     ) async throws -> Outcome {
-        // The decoded copy leaves out the nested JWS strings: the signed parts keep them.
-        var stored = notification
-        stored.payload.data?.signedTransactionInfo = nil
-        stored.payload.data?.signedRenewalInfo = nil
-        stored.payload.appData?.signedAppTransactionInfo = nil
         let payload = notification.payload
         let rejectedReason = notification.contentProblem.map(Self.storable)
-        var decoded = String(decoding: try JSONEncoder().encode(stored), as: UTF8.self)
+        let signed = Self.signed(signedPayload, of: notification)
+        var decoded: String?
+        if case .verbatim = signed { decoded = try StoredNotificationFacts.decodedText(of: notification) }
         var subscription = notification.originalTransactionId
         if rejectedReason != nil {
-            decoded = decoded.replacingOccurrences(of: "\\u0000", with: "\\ufffd")
+            decoded = try StoredNotificationFacts.decodedText(of: notification).replacingOccurrences(of: "\\u0000", with: "\\ufffd")
             subscription = subscription.flatMap { Self.storable($0) == $0 ? $0 : nil }
         }
         let entry = Entry(
             uuid: uuid, notificationType: Self.storable(payload.notificationType), subtype: payload.subtype.map(Self.storable),
             environment: payload.claimedIdentity?.environment.map { Self.storable($0.rawValue) }, originalTransactionId: subscription,
-            signedDate: payload.signedDate ?? 0, signed: Self.signed(signedPayload, of: notification), decoded: decoded, rejectedReason: rejectedReason,
+            signedDate: payload.signedDate ?? 0, signed: signed, decoded: decoded, rejectedReason: rejectedReason,
             job: try NewJob(
                 kind: Self.applyJobKind, arguments: ApplyArguments(notificationUUID: uuid), maxAttempts: 25,
                 uniqueKey: "apply:\(uuid)", concurrencyKey: subscription.map { "subscription:\($0)" }
@@ -98,7 +96,11 @@ public struct NotificationInbox: Sendable {
     /// `signedPayload` as its parts (its nested JWS too), or verbatim when they would not join back exactly.
     static func signed(_ signedPayload: String, of notification: VerifiedNotification) -> Signed {
         let payload = notification.payload
-        let nested = [payload.data?.signedTransactionInfo, payload.data?.signedRenewalInfo, payload.appData?.signedAppTransactionInfo]
+        let nested = [
+            payload.data?.signedTransactionInfo.map { (StoredNotificationFacts.transactionField, $0) },
+            payload.data?.signedRenewalInfo.map { (StoredNotificationFacts.renewalInfoField, $0) },
+            payload.appData?.signedAppTransactionInfo.map { (StoredNotificationFacts.appTransactionField, $0) },
+        ]
         return SignedParts(splitting: signedPayload, nested: nested.compactMap { $0 }).map(Signed.parts) ?? .verbatim(signedPayload)
     }
 
@@ -149,7 +151,7 @@ public struct NotificationInbox: Sendable {
             INSERT INTO notifications (notification_uuid, notification_type, subtype, environment,
                 original_transaction_id, signed_date, signed_parts, signed_payload, decoded, rejected_reason)
             SELECT uuid, type, NULLIF(subtype, ''), NULLIF(environment, ''), NULLIF(subscription, ''), signed_date,
-                NULLIF(signed_parts, ''::bytea), NULLIF(signed_payload, ''), decoded::jsonb, NULLIF(rejected, '')
+                NULLIF(signed_parts, ''::bytea), NULLIF(signed_payload, ''), NULLIF(decoded, '')::jsonb, NULLIF(rejected, '')
             FROM unnest($3, $4, $5, $6, $7, $8, $9::bytea[], $10, $11, $12)
                  AS input(uuid, type, subtype, environment, subscription, signed_date, signed_parts, signed_payload, decoded, rejected)
             ON CONFLICT (notification_uuid) DO NOTHING
@@ -187,7 +189,7 @@ public struct NotificationInbox: Sendable {
                 guard case .verbatim(let text) = entry.signed else { return "" }
                 return text
             })
-            bindings.append(entries.map(\.decoded))
+            bindings.append(entries.map { $0.decoded ?? "" })
             bindings.append(entries.map { $0.rejectedReason ?? "" })
             JobBatchInsert(entries.map { ($0.uuid.uuidString.lowercased(), $0.job) }).appendBindings(to: &bindings)
             return bindings

@@ -32,7 +32,7 @@ public struct SignedPayloadRetentionJob: JobHandler {
         let cutoff = clock().addingTimeInterval(-retention)
         var cleared = 0
         while true {
-            let batch = try await client.withConnection {
+            let batch = try await client.withTransaction(logger: logger) {
                 try await archive.clearSignedPayloads(receivedBefore: cutoff, limit: 1000, on: $0)
             }
             cleared += batch
