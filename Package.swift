@@ -10,6 +10,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
@@ -85,6 +86,7 @@ let package = Package(
             dependencies: [
                 "AppStoreModels", "PayloadDecoding", "Subscriptions", "Credits", "Events", "StatementFencing", "SignedData",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -28,10 +28,8 @@ public struct SignedPayloadArchive: Sendable {
         for try await row in rows.decode((ByteBuffer?, String?).self) { found = row }
         guard let found else { return nil }
         if let verbatim = found.verbatim { return .verbatim(verbatim) }
-        guard var buffer = found.parts else { return .cleared }
-        guard let parts = SignedParts(encoded: Data(buffer.readBytes(length: buffer.readableBytes) ?? [])) else {
-            throw PersistenceError(.corruptRecord, "the signed parts of notification \(uuid) do not decode")
-        }
+        guard let stored = found.parts else { return .cleared }
+        let parts = try SignedParts(storedValue: stored)
         let digests = parts.parts.map { ByteBuffer(bytes: $0.headerDigest) }
         var headers: [Data: String] = [:]
         let headerRows = try await connection.query(

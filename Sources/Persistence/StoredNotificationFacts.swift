@@ -18,9 +18,7 @@ public enum StoredNotificationFacts {
         let decoder = PayloadDecoder()
         if let decoded { return try decoder.decode(VerifiedNotification.self, from: Array(decoded.utf8)) }
         guard let parts else { return nil }
-        guard let signed = SignedParts(encoded: Data(parts.readableBytesView)) else {
-            throw PersistenceError(.corruptRecord, "stored signed parts do not decode")
-        }
+        let signed = try SignedParts(storedValue: parts)
         var payload = try decoder.decode(NotificationPayload.self, from: Array(signed.parts[0].body))
         payload.data?.signedTransactionInfo = nil
         payload.data?.signedRenewalInfo = nil

@@ -20,7 +20,7 @@ final class ChildProcess: @unchecked Sendable {
         merged.merge(environment) { _, new in new }
         process.environment = merged
         output = FileManager.default.temporaryDirectory.appendingPathComponent("sk-child-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         let handle = try FileHandle(forWritingTo: output)
         process.standardOutput = handle
         process.standardError = handle

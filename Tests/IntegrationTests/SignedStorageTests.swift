@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Persistence
 import PostgresNIO
+import SignedData
 import Testing
 
 /// Stored notifications keep Apple's signed bytes as parts (headers once); these tests hold the stored form to the
@@ -58,13 +59,30 @@ struct SignedStorageTests {
                 try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'applied'") == 1
             }
             let uuid = "f893890d-99f9-4f17-bfe1-13970319f260"
-            // The last body is the renewal info's JSON, ending in a digit three bytes from the end: 0 ↔ 1 keeps it JSON.
-            _ = try await harness.count(
-                "WITH changed AS (UPDATE notifications SET signed_parts = set_byte(signed_parts, length(signed_parts) - 3, get_byte(signed_parts, length(signed_parts) - 3) # 1) RETURNING 1) SELECT count(*) FROM changed")
+            let archive = SignedPayloadArchive(logger: TestDatabase.logger)
+            let original = try await Self.storedParts(harness)
+            // One signed digit changed (the renewal info's JSON ends in one, three bytes from the end of the encoding):
+            // the parts still join, and the signature refuses them.
+            var encoded = try SignedParts(storedValue: original).encoded
+            let digit = encoded.count - 3
+            #expect((UInt8(ascii: "0")...UInt8(ascii: "9")).contains(encoded[digit]))
+            encoded[digit] ^= 1
+            let changed = try #require(SignedParts(encoded: encoded))
+            try await Self.storeParts(try changed.storedValue(), harness: harness)
             let (tamperedStatus, tampered) = try await Self.verifyStored(uuid, harness: harness)
             #expect(tamperedStatus == 1 && tampered.contains("signature"), "\(tampered)")
+            // Damaged compressed bytes are named as such; retention leaves such a row alone, its facts are nowhere else.
+            var damaged = original
+            damaged.moveWriterIndex(to: damaged.writerIndex - 8)
+            try await Self.storeParts(damaged, harness: harness)
+            let (damagedStatus, damagedOutput) = try await Self.verifyStored(uuid, harness: harness)
+            #expect(damagedStatus == 1 && damagedOutput.contains("do not decode"), "\(damagedOutput)")
+            let kept = try await harness.client.withTransaction(logger: TestDatabase.logger) {
+                try await archive.clearSignedPayloads(receivedBefore: Date().addingTimeInterval(60), limit: 10, on: $0)
+            }
+            #expect(kept == 0)
+            try await Self.storeParts(original, harness: harness)
 
-            let archive = SignedPayloadArchive(logger: TestDatabase.logger)
             let none = try await harness.client.withTransaction(logger: TestDatabase.logger) {
                 try await archive.clearSignedPayloads(receivedBefore: Date().addingTimeInterval(-86_400), limit: 10, on: $0)
             }
@@ -83,6 +101,16 @@ struct SignedStorageTests {
                 "storekeeper", ["replay", "--all"], environment: ["DATABASE_URL": harness.databaseURL.urlString])
             #expect(replayStatus == 0, "\(replayed)")
         }
+    }
+
+    static func storedParts(_ harness: StorekeeperHarness) async throws -> ByteBuffer {
+        let rows = try await harness.client.query("SELECT signed_parts FROM notifications", logger: TestDatabase.logger)
+        for try await parts in rows.decode(ByteBuffer.self) { return parts }
+        throw CancellationError()
+    }
+
+    static func storeParts(_ parts: ByteBuffer, harness: StorekeeperHarness) async throws {
+        try await harness.client.query("UPDATE notifications SET signed_parts = \(parts)", logger: TestDatabase.logger)
     }
 
     static func verifyStored(_ uuid: String, harness: StorekeeperHarness) async throws -> (Int32, String) {

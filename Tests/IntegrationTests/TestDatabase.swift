@@ -23,7 +23,7 @@ enum TestDatabase {
     static func withFreshDatabase<Result: Sendable>(_ body: (DatabaseURL) async throws -> Result) async throws -> Result {
         let admin = try adminURL()
         let name = "sk_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
-        try await PostgresClient.withRunning(admin.clientConfiguration(maximumConnections: 1), logger: logger) { client in
+        _ = try await PostgresClient.withRunning(admin.clientConfiguration(maximumConnections: 1), logger: logger) { client in
             try await client.query("CREATE DATABASE \(unescaped: name)", logger: logger)
         }
         var url = admin
@@ -39,7 +39,7 @@ enum TestDatabase {
     }
 
     private static func drop(_ name: String, admin: DatabaseURL) async throws {
-        try await PostgresClient.withRunning(admin.clientConfiguration(maximumConnections: 1), logger: logger) { client in
+        _ = try await PostgresClient.withRunning(admin.clientConfiguration(maximumConnections: 1), logger: logger) { client in
             try await client.query("DROP DATABASE IF EXISTS \(unescaped: name) WITH (FORCE)", logger: logger)
         }
     }

@@ -1,5 +1,5 @@
 # Shared by scripts/dev and scripts/test: finds PostgreSQL's server binaries, installing them with apt when missing.
-# Sets PG_BIN.
+# Sets PG_BIN. Also installs zlib's headers when missing (the build links zlib through compress-nio).
 
 find_postgres_bin() {
   if command -v initdb >/dev/null 2>&1; then dirname "$(readlink -f "$(command -v initdb)")"; return; fi
@@ -9,7 +9,18 @@ find_postgres_bin() {
   done
 }
 
+ensure_zlib_headers() {
+  [ -f /usr/include/zlib.h ] && return
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "zlib's headers are missing; install the zlib1g-dev package" >&2
+    exit 1
+  fi
+  echo "Installing zlib headers (apt-get install zlib1g-dev)…" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zlib1g-dev >/dev/null
+}
+
 ensure_postgres() {
+  ensure_zlib_headers
   PG_BIN=$(find_postgres_bin || true)
   if [ -z "$PG_BIN" ]; then
     if [ "$(id -u)" -ne 0 ]; then

@@ -46,7 +46,8 @@ public struct NotificationInbox: Sendable {
     }
 
     enum Signed: Sendable {
-        case parts(SignedParts)
+        /// The parts, and their stored (compressed) value.
+        case parts(SignedParts, stored: ByteBuffer)
         case verbatim(String)
     }
 
@@ -101,7 +102,10 @@ public struct NotificationInbox: Sendable {
             payload.data?.signedRenewalInfo.map { (StoredNotificationFacts.renewalInfoField, $0) },
             payload.appData?.signedAppTransactionInfo.map { (StoredNotificationFacts.appTransactionField, $0) },
         ]
-        return SignedParts(splitting: signedPayload, nested: nested.compactMap { $0 }).map(Signed.parts) ?? .verbatim(signedPayload)
+        guard let parts = SignedParts(splitting: signedPayload, nested: nested.compactMap { $0 }), let stored = try? parts.storedValue() else {
+            return .verbatim(signedPayload)
+        }
+        return .parts(parts, stored: stored)
     }
 
     /// Digests of the headers this process has stored (committed): a batch sends only headers not among them.
@@ -111,7 +115,7 @@ public struct NotificationInbox: Sendable {
         /// The headers of `entries` not known to be stored, each once.
         func unknown(in entries: [Entry]) -> [Data: String] {
             var headers: [Data: String] = [:]
-            for case .parts(let parts) in entries.map(\.signed) { headers.merge(parts.headers) { first, _ in first } }
+            for case .parts(let parts, _) in entries.map(\.signed) { headers.merge(parts.headers) { first, _ in first } }
             return digests.withLock { known in headers.filter { !known.contains($0.key) } }
         }
 
@@ -182,8 +186,8 @@ public struct NotificationInbox: Sendable {
             bindings.append(entries.map { $0.originalTransactionId ?? "" })
             bindings.append(entries.map(\.signedDate))
             bindings.append(entries.map { entry in
-                guard case .parts(let parts) = entry.signed else { return ByteBuffer() }
-                return ByteBuffer(bytes: parts.encoded)
+                guard case .parts(_, let stored) = entry.signed else { return ByteBuffer() }
+                return stored
             })
             bindings.append(entries.map { entry in
                 guard case .verbatim(let text) = entry.signed else { return "" }

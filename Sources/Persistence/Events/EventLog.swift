@@ -41,8 +41,9 @@ public struct EventLog: Sendable {
     public func append(_ draft: EventDraft, body: String, at now: Date, on connection: PostgresConnection) async throws -> StoredEvent? {
         let rows = try await connection.query(
             """
-            INSERT INTO events (dedup_key, type, account_id, subscription_id, environment, created_at, body)
-            VALUES (\(draft.key), \(draft.type.rawValue), \(draft.account), \(draft.subscription), \(draft.environment), \(now), \(body)::jsonb)
+            INSERT INTO events (dedup_key, type, account_id, subscription_id, environment, created_at, body_deflated)
+            VALUES (\(draft.key), \(draft.type.rawValue), \(draft.account), \(draft.subscription), \(draft.environment), \(now),
+                \(try CompressedColumn.compress(body.utf8)))
             ON CONFLICT (dedup_key) DO NOTHING
             RETURNING \(unescaped: Self.columns)
             """, logger: logger)
@@ -93,13 +94,24 @@ public struct EventLog: Sendable {
 
     /// The columns ``decode(_:)`` reads, of the table or alias `table`.
     static func columns(of table: String) -> String {
-        ["id", "sequence", "transaction_id::text::bigint", "type", "account_id", "subscription_id", "environment", "created_at", "body::text"]
-            .map { "\(table).\($0)" }.joined(separator: ", ")
+        columnNames.map { "\(table).\($0)" }.joined(separator: ", ")
     }
 
+    /// How many columns ``columns(of:)`` selects: a query's own columns follow them.
+    static var columnCount: Int { columnNames.count }
+
+    private static let columnNames = [
+        "id", "sequence", "transaction_id::text::bigint", "type", "account_id", "subscription_id", "environment", "created_at", "body::text",
+        "body_deflated",
+    ]
+
     static func decode(_ row: PostgresRow) throws -> StoredEvent {
-        let (id, sequence, transaction, type, account, subscription, environment, createdAt, body) = try row.decode(
-            (UUID, Int64, Int64, String, String, String?, String, Date, String).self)
+        let (id, sequence, transaction, type, account, subscription, environment, createdAt, text, deflated) = try row.decode(
+            (UUID, Int64, Int64, String, String, String?, String, Date, String?, ByteBuffer?).self)
+        // Events stored before 0013 have a jsonb body; since, it is the JSON text, compressed.
+        guard let body = try text ?? deflated.map({ String(buffer: try CompressedColumn.decompress($0)) }) else {
+            throw PersistenceError(.corruptRecord, "event \(id) has no body")
+        }
         return StoredEvent(
             id: id, sequence: sequence, transaction: transaction, type: type, account: account, subscription: subscription,
             environment: environment, createdAt: createdAt, body: body)

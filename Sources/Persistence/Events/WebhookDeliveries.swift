@@ -66,10 +66,11 @@ public struct WebhookDeliveries: Sendable {
         for try await row in rows {
             let event = try EventLog.decode(row)
             let columns = row.makeRandomAccess()
+            let first = EventLog.columnCount
             let delivery = Delivery(
-                endpoint: endpoint, eventId: event.id, state: State(rawValue: try columns[9].decode(String.self)) ?? .unknown,
-                attempts: try columns[10].decode(Int.self), nextAttemptAt: try columns[11].decode(Date?.self),
-                deliveredAt: try columns[12].decode(Date?.self))
+                endpoint: endpoint, eventId: event.id, state: State(rawValue: try columns[first].decode(String.self)) ?? .unknown,
+                attempts: try columns[first + 1].decode(Int.self), nextAttemptAt: try columns[first + 2].decode(Date?.self),
+                deliveredAt: try columns[first + 3].decode(Date?.self))
             return (event, delivery)
         }
         return nil

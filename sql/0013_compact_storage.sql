@@ -7,7 +7,7 @@ CREATE TABLE signed_headers (
     segment text NOT NULL           -- the base64url header segment as received
 );
 
--- signed_parts: the encoded parts, compressed (JSON compresses; base64 did not). Its payloads are the JSON Apple
+-- signed_parts: the encoded parts, compressed by Storekeeper (JSON compresses; base64 did not). Its payloads are the JSON Apple
 -- signed, so a row stored as parts needs no `decoded` copy of them (StoredNotificationFacts reads either).
 -- signed_payload stays for rows stored before this version and for the rare payload whose parts would not join back
 -- exactly; those, and rows rejected for their content (found by `decoded` in an index), keep `decoded`. After the
@@ -18,9 +18,14 @@ ALTER TABLE notifications
     ALTER COLUMN decoded DROP NOT NULL,
     ADD COLUMN signed_parts bytea,
     ADD CONSTRAINT notifications_facts_kept CHECK (decoded IS NOT NULL OR signed_parts IS NOT NULL);
-DO $$
-BEGIN
-    IF EXISTS (SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)) THEN
-        ALTER TABLE notifications ALTER COLUMN signed_parts SET COMPRESSION lz4;
-    END IF;
-END $$;
+
+-- An event's body (its change and the account's status, 1–2 KB of JSON) is stored as its text, compressed by
+-- Storekeeper like the signed parts: PostgreSQL compresses only rows above about 2 KB. Events stored before keep
+-- their jsonb body.
+ALTER TABLE events
+    ALTER COLUMN body DROP NOT NULL,
+    ADD COLUMN body_deflated bytea,
+    ADD CONSTRAINT events_body_kept CHECK (body IS NOT NULL OR body_deflated IS NOT NULL);
+-- Both are compressed already: PostgreSQL need not try again.
+ALTER TABLE notifications ALTER COLUMN signed_parts SET STORAGE EXTERNAL;
+ALTER TABLE events ALTER COLUMN body_deflated SET STORAGE EXTERNAL;
