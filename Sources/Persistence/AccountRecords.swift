@@ -167,8 +167,11 @@ public struct AccountRecords: Sendable {
             """
             SELECT l.created_at, l.operation_key, l.bucket, b.meter, l.delta, l.reason
             FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket
-            WHERE b.account_id = \(accountId) OR b.original_transaction_id IN
-                (SELECT original_transaction_id FROM subscriptions WHERE account_id = \(accountId))
+            WHERE b.key IN (
+                SELECT key FROM credit_buckets WHERE account_id = \(accountId)
+                UNION ALL
+                SELECT c.key FROM subscriptions s JOIN credit_buckets c ON c.original_transaction_id = s.original_transaction_id
+                WHERE s.account_id = \(accountId))
             ORDER BY l.id DESC LIMIT \(limit)
             """,
             logger: logger

@@ -66,11 +66,34 @@ enum Base64URL {
     /// Decodes base64url text.
     static func decode(_ text: Substring) -> Data? { decode(text.utf8) }
 
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
     /// Encodes bytes as base64url without padding.
     static func encode(_ bytes: some DataProtocol) -> String {
-        Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        var output: [UInt8] = []
+        encode(Data(bytes), into: &output)
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Appends `bytes` as base64url without padding to `output`, in one pass.
+    static func encode(_ bytes: Data, into output: inout [UInt8]) {
+        output.reserveCapacity(output.count + (bytes.count * 4 + 2) / 3)
+        bytes.withUnsafeBytes { (input: UnsafeRawBufferPointer) in
+            var index = 0
+            while index + 3 <= input.count {
+                let group = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
+                output.append(alphabet[Int(group >> 18)])
+                output.append(alphabet[Int(group >> 12 & 63)])
+                output.append(alphabet[Int(group >> 6 & 63)])
+                output.append(alphabet[Int(group & 63)])
+                index += 3
+            }
+            let rest = input.count - index
+            guard rest > 0 else { return }
+            let group = UInt32(input[index]) << 16 | (rest == 2 ? UInt32(input[index + 1]) << 8 : 0)
+            output.append(alphabet[Int(group >> 18)])
+            output.append(alphabet[Int(group >> 12 & 63)])
+            if rest == 2 { output.append(alphabet[Int(group >> 6 & 63)]) }
+        }
     }
 }

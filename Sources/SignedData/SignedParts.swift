@@ -60,7 +60,7 @@ public struct SignedParts: Sendable, Equatable {
         self.parts = [outer.part] + found.map(\.part)
         self.nestedOffsets = offsets
         self.headers = headers
-        guard joined(headers: headers) == signedPayload else { return nil }
+        guard let joined = joinedBytes(headers: headers), joined.elementsEqual(signedPayload.utf8) else { return nil }
     }
 
     /// The payload of the nested JWS in field `name`, as signed.
@@ -123,38 +123,67 @@ public struct SignedParts: Sendable, Equatable {
 
     /// The signed payload as received, given the header segments by digest; `nil` when one is missing.
     public func joined(headers: [Data: String]) -> String? {
-        func text(_ part: Part, body: Data) -> String? {
-            headers[part.headerDigest].map { $0 + "." + Base64URL.encode(body) + "." + Base64URL.encode(part.signature) }
+        joinedBytes(headers: headers).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// ``joined(headers:)`` as its bytes (JWS are ASCII).
+    func joinedBytes(headers: [Data: String]) -> [UInt8]? {
+        func append(_ part: Part, body: Data, to output: inout [UInt8]) -> Bool {
+            guard let header = headers[part.headerDigest] else { return false }
+            output.append(contentsOf: header.utf8)
+            output.append(UInt8(ascii: "."))
+            Base64URL.encode(body, into: &output)
+            output.append(UInt8(ascii: "."))
+            Base64URL.encode(part.signature, into: &output)
+            return true
         }
         let outer = parts[0].body
         var body = Data()
         var copied = 0
         for (offset, part) in zip(nestedOffsets, parts.dropFirst()).sorted(by: { $0.0 < $1.0 }) {
-            guard let nested = text(part, body: part.body) else { return nil }
+            var nested: [UInt8] = []
+            guard append(part, body: part.body, to: &nested) else { return nil }
             body.append(outer.subdata(in: copied..<offset))
-            body.append(contentsOf: nested.utf8)
+            body.append(contentsOf: nested)
             copied = offset
         }
         body.append(outer.subdata(in: copied..<outer.count))
-        return text(parts[0], body: body)
+        var output: [UInt8] = []
+        return append(parts[0], body: body, to: &output) ? output : nil
     }
 
-    /// The header text, its digest and the other parts of one compact JWS.
+    /// The header text, its digest and the other parts of one compact JWS (split on its bytes: JWS are ASCII).
     private static func part(of text: String) -> (header: String, digest: Data, part: Part)? {
-        let segments = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard segments.count == 3, let body = Base64URL.decode(segments[1]), let signature = Base64URL.decode(segments[2]),
+        let bytes = Array(text.utf8)
+        let dot = UInt8(ascii: ".")
+        guard let first = bytes.firstIndex(of: dot), let second = bytes[(first + 1)...].firstIndex(of: dot),
+            !bytes[(second + 1)...].contains(dot),
+            let body = bytes.withUnsafeBufferPointer({ Base64URL.decode(UnsafeBufferPointer(rebasing: $0[(first + 1)..<second])) }),
+            let signature = bytes.withUnsafeBufferPointer({ Base64URL.decode(UnsafeBufferPointer(rebasing: $0[(second + 1)...])) }),
             signature.count == 64
         else { return nil }
-        let header = String(segments[0])
-        let digest = Data(SHA256.hash(data: Data(header.utf8)))
-        return (header, digest, Part(name: nil, headerDigest: digest, body: body, signature: signature))
+        let digest = Data(SHA256.hash(data: bytes[..<first]))
+        return (String(decoding: bytes[..<first], as: UTF8.self), digest, Part(name: nil, headerDigest: digest, body: body, signature: signature))
     }
 
     /// The byte range of `text`'s characters where they are a whole JSON string value (`"…"`) in `body`.
     private static func rangeOfStringValue(_ text: String, in body: Data) -> Range<Int>? {
-        let quoted = Data(("\"" + text + "\"").utf8)
-        guard let range = body.range(of: quoted) else { return nil }
-        let start = range.lowerBound - body.startIndex
-        return (start + 1)..<(start + quoted.count - 1)
+        let quoted = Array(("\"" + text + "\"").utf8)
+        let start = body.withUnsafeBytes { haystack in
+            quoted.withUnsafeBytes { needle -> Int? in
+                guard let base = haystack.baseAddress, let pattern = needle.baseAddress, needle.count > 0 else { return nil }
+                // Each `"` in the body is a candidate (memchr), compared whole (memcmp).
+                var from = 0
+                while from + needle.count <= haystack.count,
+                    let hit = memchr(base + from, Int32(needle[0]), haystack.count - needle.count + 1 - from)
+                {
+                    let offset = UnsafeRawPointer(hit) - base
+                    if memcmp(hit, pattern, needle.count) == 0 { return offset }
+                    from = offset + 1
+                }
+                return nil
+            }
+        }
+        return start.map { ($0 + 1)..<($0 + quoted.count - 1) }
     }
 }

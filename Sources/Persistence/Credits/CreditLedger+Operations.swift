@@ -11,11 +11,13 @@ extension CreditLedger {
     {
         let rows = try await connection.query(
             """
+            SELECT \(unescaped: Self.bucketColumns) FROM credit_buckets b WHERE b.original_transaction_id = \(originalTransactionId)
+            UNION
             SELECT \(unescaped: Self.bucketColumns) FROM credit_buckets b
-            WHERE b.original_transaction_id = \(originalTransactionId)
-               OR (\(account)::text IS NOT NULL AND (b.account_id = \(account) OR b.original_transaction_id IN
-                    (SELECT original_transaction_id FROM subscriptions WHERE account_id = \(account)))
-                   AND b.valid_from <= \(now) AND (b.valid_until IS NULL OR b.valid_until > \(now)))
+            WHERE b.account_id = \(account) AND b.valid_from <= \(now) AND (b.valid_until IS NULL OR b.valid_until > \(now))
+            UNION
+            SELECT \(unescaped: Self.bucketColumns) FROM subscriptions s JOIN credit_buckets b ON b.original_transaction_id = s.original_transaction_id
+            WHERE s.account_id = \(account) AND b.valid_from <= \(now) AND (b.valid_until IS NULL OR b.valid_until > \(now))
             """,
             logger: logger)
         var buckets: [CreditBucket] = []

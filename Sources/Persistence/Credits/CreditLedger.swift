@@ -72,11 +72,15 @@ public struct CreditLedger: Sendable {
     ) async throws -> [AccountCredits.LiveBalance] {
         let rows = try await connection.query(
             """
+            WITH owned AS (
+                SELECT key FROM credit_buckets WHERE account_id = \(account)
+                UNION ALL
+                SELECT b.key FROM subscriptions s JOIN credit_buckets b ON b.original_transaction_id = s.original_transaction_id
+                WHERE s.account_id = \(account)
+            )
             SELECT \(unescaped: Self.bucketColumns), coalesce(sum(l.delta), 0)::bigint
-            FROM credit_buckets b LEFT JOIN credit_ledger l ON l.bucket = b.key
-            WHERE (b.account_id = \(account) OR b.original_transaction_id IN
-                    (SELECT original_transaction_id FROM subscriptions WHERE account_id = \(account)))
-                AND (\(meter)::text IS NULL OR b.meter = \(meter))
+            FROM owned o JOIN credit_buckets b ON b.key = o.key LEFT JOIN credit_ledger l ON l.bucket = b.key
+            WHERE (\(meter)::text IS NULL OR b.meter = \(meter))
                 AND (\(orLater) OR b.valid_from <= \(now)) AND (b.valid_until IS NULL OR b.valid_until > \(now))
             GROUP BY b.key
             ORDER BY CASE b.kind WHEN 'daily' THEN 0 WHEN 'topup' THEN 2 ELSE 1 END, b.valid_until NULLS LAST, b.key
