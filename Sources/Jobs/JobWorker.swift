@@ -27,10 +27,10 @@ public final class JobWorker: Service, Sendable {
         /// A job the database says this worker runs but the worker does not know of (a lost claim answer, an outcome
         /// not written while the database was away) is released after this long.
         public var orphanGrace: Duration = .seconds(30)
-        /// Called before every attempt, and after it once what the handler wrote is committed (or rolled back): a
-        /// process that also serves reads keeps them from caching across the job's commit.
-        public var beforeAttempt: (@Sendable () -> Void)?
-        public var afterAttempt: (@Sendable () -> Void)?
+        /// Called with the job's kind before every attempt, and after it once what the handler wrote is committed (or
+        /// rolled back): a process that also serves reads keeps them from caching across the job's commit.
+        public var beforeAttempt: (@Sendable (_ kind: String) -> Void)?
+        public var afterAttempt: (@Sendable (_ kind: String) -> Void)?
 
         public init(
             concurrency: Int = 16, pollInterval: Duration = .seconds(1), heartbeatInterval: Duration = .seconds(5),
@@ -152,7 +152,7 @@ public final class JobWorker: Service, Sendable {
         let execution = JobExecution(job: job, queue: queue)
         let started = ContinuousClock.now
         let outcome: JobMetrics.Outcome
-        options.beforeAttempt?()
+        options.beforeAttempt?(job.kind)
         do {
             guard let handler = handlers[job.kind] else {
                 throw JobQueueError(.invalidArguments, "no handler for job kind \(job.kind)")
@@ -164,7 +164,7 @@ public final class JobWorker: Service, Sendable {
         } catch {
             outcome = await recordFailure(of: job, error: error, logger: logger)
         }
-        options.afterAttempt?()
+        options.afterAttempt?(job.kind)
         JobMetrics.record(kind: job.kind, outcome: outcome, duration: ContinuousClock.now - started)
     }
 

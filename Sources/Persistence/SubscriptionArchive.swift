@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import StatementFencing
 import Subscriptions
 
 /// The archive of ended subscriptions: one row per (subscription, transaction, reason), marked reinstated when a
@@ -27,14 +28,7 @@ public struct SubscriptionArchive: Sendable {
             )
         }
         let standing = ends.filter(\.reason.removesCredits).map { "\($0.transactionId)|\($0.reason.text)" }
-        try await connection.query(
-            """
-            UPDATE subscription_archive SET reinstated_at = now()
-            WHERE original_transaction_id = \(state.originalTransactionId) AND reason IN ('REFUND', 'REVOKE')
-                AND reinstated_at IS NULL AND NOT (transaction_id || '|' || reason = ANY(\(standing)))
-            """,
-            logger: logger
-        )
+        _ = try await connection.run(PreparedQuery<Reinstate>(state.originalTransactionId, standing), logger: logger)
     }
 
     /// How many subscriptions `account` lost to a refund, revocation or transfer (they no longer list it as owner).
@@ -43,5 +37,14 @@ public struct SubscriptionArchive: Sendable {
             "SELECT count(DISTINCT original_transaction_id)::int FROM subscription_archive WHERE account_id = \(account)", logger: logger)
         for try await count in rows.decode(Int.self) { return count }
         return 0
+    }
+
+    /// Marks the refunds and revocations of subscription `$1` reinstated, but for those in `$2` (`transactionId|reason`).
+    enum Reinstate: PreparedSQL {
+        static let sql = """
+            UPDATE subscription_archive SET reinstated_at = now()
+            WHERE original_transaction_id = $1 AND reason IN ('REFUND', 'REVOKE')
+                AND reinstated_at IS NULL AND NOT (transaction_id || '|' || reason = ANY($2::text[]))
+            """
     }
 }

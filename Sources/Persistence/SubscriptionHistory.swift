@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import PayloadDecoding
 import PostgresNIO
+import StatementFencing
 import Subscriptions
 
 /// Every stored event of a subscription — the notifications Apple sent, the transactions apps claimed, the snapshots
@@ -16,19 +17,12 @@ public struct SubscriptionHistory: Sendable {
     public func events(of originalTransactionId: String, on connection: PostgresConnection) async throws
         -> [SubscriptionEvent]
     {
-        let rows = try await connection.query(
-            """
-            SELECT 'n', decoded::text, signed_parts FROM notifications
-            WHERE original_transaction_id = \(originalTransactionId) AND rejected_reason IS NULL
-            UNION ALL
-            SELECT 'e', decoded::text, NULL FROM subscription_events WHERE original_transaction_id = \(originalTransactionId)
-            """,
-            logger: logger
-        )
+        let rows = try await connection.run(PreparedQuery<StoredEvents>(originalTransactionId), logger: logger)
         var events: [SubscriptionEvent] = []
         let decoder = JSONDecoder()
-        for try await (source, text, parts) in rows.decode((String, String?, ByteBuffer?).self) {
+        for row in rows {
             do {
+                let (source, text, parts) = try row.decode((String, String?, ByteBuffer?).self)
                 if source == "n" {
                     // Content outside the limits is never applied, also not in a replay (rows stored before the
                     // intake checked it have no rejected_reason).
@@ -42,6 +36,15 @@ public struct SubscriptionHistory: Sendable {
             }
         }
         return events
+    }
+
+    /// A subscription's notifications (not rejected) and other events: `$1` its originalTransactionId.
+    enum StoredEvents: PreparedSQL {
+        static let sql = """
+            SELECT 'n', decoded::text, signed_parts FROM notifications WHERE original_transaction_id = $1 AND rejected_reason IS NULL
+            UNION ALL
+            SELECT 'e', decoded::text, NULL FROM subscription_events WHERE original_transaction_id = $1
+            """
     }
 
     /// The newest signed version of `transaction` among it and the stored notifications about it (a refund that

@@ -45,11 +45,7 @@ public struct SubscriptionStore: Sendable {
 
     /// Every subscription linked to `accountId`, read on the caller's connection.
     public func subscriptions(forAccount accountId: AccountID, on connection: PostgresConnection) async throws -> [SubscriptionState] {
-        let rows = try await connection.query(
-            "SELECT \(unescaped: Self.columns) FROM subscriptions WHERE account_id = \(accountId)", logger: logger)
-        var states: [SubscriptionState] = []
-        for try await row in rows { states.append(try Self.decode(row)) }
-        return states
+        try await connection.run(PreparedQuery<AccountSubscriptions>(accountId), logger: logger).map(Self.decode)
     }
 
     /// Every subscription linked to any of `accounts`, by account, read on the caller's connection.
@@ -65,6 +61,11 @@ public struct SubscriptionStore: Sendable {
             if let account = state.accountId { states[account, default: []].append(state) }
         }
         return states
+    }
+
+    /// The subscriptions of account `$1`.
+    enum AccountSubscriptions: PreparedSQL {
+        static let sql = "SELECT \(columns) FROM subscriptions WHERE account_id = $1"
     }
 
     /// Inserts or replaces the row of `state`.

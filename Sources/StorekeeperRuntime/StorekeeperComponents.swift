@@ -159,8 +159,10 @@ public struct StorekeeperComponents: Sendable {
         var options = options ?? JobWorker.Options(concurrency: configuration.workerConcurrency)
         // Where this process also serves (dev, tests), a job's commit must show in the next status read at once, not
         // when its NOTIFY comes round — and it is visible in the database before the job returns.
-        options.beforeAttempt = { [statusCache] in statusCache.beginWrite() }
-        options.afterAttempt = { [statusCache] in statusCache.endWrite() }
+        // Jobs that change no account's status leave the cache alone.
+        let statusUnchanged: Set<String> = [EventRetentionJob.jobKind, SignedPayloadRetentionJob.jobKind, WebhookDeliveryJob.jobKind]
+        options.beforeAttempt = { [statusCache] kind in if !statusUnchanged.contains(kind) { statusCache.beginWrite() } }
+        options.afterAttempt = { [statusCache] kind in if !statusUnchanged.contains(kind) { statusCache.endWrite() } }
         var handlers: [any JobHandler] = [
             ApplyNotificationJob(
                 client: client, writer: writer, credits: credits, events: events, refunds: refunds, clock: clock, logger: logger),

@@ -1,6 +1,7 @@
 import Credits
 import Foundation
 import PostgresNIO
+import StatementFencing
 import Subscriptions
 
 extension CreditLedger {
@@ -9,25 +10,12 @@ extension CreditLedger {
     public func snapshot(ofSubscription originalTransactionId: String, account: AccountID?, now: Date, on connection: PostgresConnection)
         async throws -> LedgerSnapshot
     {
-        let rows = try await connection.query(
-            """
-            SELECT \(unescaped: Self.bucketColumns) FROM credit_buckets b WHERE b.original_transaction_id = \(originalTransactionId)
-            UNION
-            SELECT \(unescaped: Self.bucketColumns) FROM credit_buckets b
-            WHERE b.account_id = \(account) AND b.valid_from <= \(now) AND (b.valid_until IS NULL OR b.valid_until > \(now))
-            UNION
-            SELECT \(unescaped: Self.bucketColumns) FROM subscriptions s JOIN credit_buckets b ON b.original_transaction_id = s.original_transaction_id
-            WHERE s.account_id = \(account) AND b.valid_from <= \(now) AND (b.valid_until IS NULL OR b.valid_until > \(now))
-            """,
-            logger: logger)
-        var buckets: [CreditBucket] = []
-        for try await row in rows { buckets.append(try Self.bucket(row)) }
-        let keys = buckets.map(\.key)
-        let entryRows = try await connection.query(
-            "SELECT operation_key, bucket, delta, reason FROM credit_ledger WHERE bucket = ANY(\(keys))", logger: logger)
-        var entries: [LedgerEntry] = []
-        for try await (key, bucket, delta, reason) in entryRows.decode((String, String, Int64, String).self) {
-            entries.append(LedgerEntry(operationKey: key, bucket: bucket, delta: delta, reason: reason))
+        let rows = try await connection.run(PreparedQuery<SnapshotBuckets>(originalTransactionId, account, now), logger: logger)
+        let buckets = try rows.map(Self.bucket)
+        let entryRows = try await connection.run(PreparedQuery<BucketEntries>(buckets.map(\.key)), logger: logger)
+        let entries = try entryRows.map { row in
+            let (key, bucket, delta, reason) = try row.decode((String, String, Int64, String).self)
+            return LedgerEntry(operationKey: key, bucket: bucket, delta: delta, reason: reason)
         }
         return LedgerSnapshot(buckets: buckets, entries: entries)
     }
@@ -68,5 +56,23 @@ extension CreditLedger {
         return CreditBucket(
             key: key, meter: meter, kind: CreditBucket.Kind(kind), originalTransactionId: subscription, billingPeriod: period,
             accountId: account, validFrom: from, validUntil: until, price: price)
+    }
+
+    /// The buckets of subscription `$1`, and those live at `$3` of account `$2` (NULL: none).
+    enum SnapshotBuckets: PreparedSQL {
+        static let sql = """
+            SELECT \(bucketColumns) FROM credit_buckets b WHERE b.original_transaction_id = $1
+            UNION
+            SELECT \(bucketColumns) FROM credit_buckets b
+            WHERE b.account_id = $2 AND b.valid_from <= $3 AND (b.valid_until IS NULL OR b.valid_until > $3)
+            UNION
+            SELECT \(bucketColumns) FROM subscriptions s JOIN credit_buckets b ON b.original_transaction_id = s.original_transaction_id
+            WHERE s.account_id = $2 AND b.valid_from <= $3 AND (b.valid_until IS NULL OR b.valid_until > $3)
+            """
+    }
+
+    /// The ledger entries of buckets `$1`.
+    enum BucketEntries: PreparedSQL {
+        static let sql = "SELECT operation_key, bucket, delta, reason FROM credit_ledger WHERE bucket = ANY($1::text[])"
     }
 }

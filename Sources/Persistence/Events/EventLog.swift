@@ -2,6 +2,7 @@ import Events
 import Foundation
 import Logging
 import PostgresNIO
+import StatementFencing
 import Subscriptions
 
 /// The stored events (`events`), read and written on the caller's connection: appended in the transaction of the
@@ -31,10 +32,12 @@ public struct EventLog: Sendable {
     /// Which of `keys` are stored already.
     public func storedKeys(_ keys: [String], on connection: PostgresConnection) async throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
-        let rows = try await connection.query("SELECT dedup_key FROM events WHERE dedup_key = ANY(\(keys))", logger: logger)
-        var stored: Set<String> = []
-        for try await key in rows.decode(String.self) { stored.insert(key) }
-        return stored
+        return Set(try await connection.run(PreparedQuery<StoredKeys>(keys), logger: logger).map { try $0.decode(String.self) })
+    }
+
+    /// Which of keys `$1` are stored.
+    enum StoredKeys: PreparedSQL {
+        static let sql = "SELECT dedup_key FROM events WHERE dedup_key = ANY($1::text[])"
     }
 
     /// Appends an event unless its key is stored; returns it when it was appended.
