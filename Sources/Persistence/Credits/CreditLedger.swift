@@ -70,31 +70,28 @@ public struct CreditLedger: Sendable {
     public func liveBuckets(
         of account: AccountID, meter: String?, at now: Date, orLater: Bool = false, on connection: PostgresConnection
     ) async throws -> [AccountCredits.LiveBalance] {
-        let rows = try await connection.run(PreparedQuery<LiveBuckets>(account, meter, orLater, now), logger: logger)
+        // Not prepared: a generic plan made while the tables are small keeps scanning them whole as they grow.
+        let rows = try await connection.query(
+            """
+            WITH owned AS (
+                SELECT key FROM credit_buckets WHERE account_id = \(account)
+                UNION ALL
+                SELECT b.key FROM subscriptions s JOIN credit_buckets b ON b.original_transaction_id = s.original_transaction_id
+                WHERE s.account_id = \(account)
+            )
+            SELECT \(unescaped: Self.bucketColumns), coalesce(sum(l.delta), 0)::bigint
+            FROM owned o JOIN credit_buckets b ON b.key = o.key LEFT JOIN credit_ledger l ON l.bucket = b.key
+            WHERE (\(meter)::text IS NULL OR b.meter = \(meter))
+                AND (\(orLater) OR b.valid_from <= \(now)) AND (b.valid_until IS NULL OR b.valid_until > \(now))
+            GROUP BY b.key
+            ORDER BY CASE b.kind WHEN 'daily' THEN 0 WHEN 'topup' THEN 2 ELSE 1 END, b.valid_until NULLS LAST, b.key
+            """,
+            logger: logger)
         var buckets: [AccountCredits.LiveBalance] = []
-        for row in rows {
+        for try await row in rows {
             let balance = try row.makeRandomAccess()[9].decode(Int64.self)
             buckets.append(AccountCredits.LiveBalance(bucket: try Self.bucket(row), balance: balance))
         }
         return buckets
-    }
-
-    /// An account's buckets with their balances, in spend order: `$1` account, `$2` meter or NULL, `$3` or later,
-    /// `$4` now.
-    enum LiveBuckets: PreparedSQL {
-        static let sql = """
-            WITH owned AS (
-                SELECT key FROM credit_buckets WHERE account_id = $1
-                UNION ALL
-                SELECT b.key FROM subscriptions s JOIN credit_buckets b ON b.original_transaction_id = s.original_transaction_id
-                WHERE s.account_id = $1
-            )
-            SELECT \(bucketColumns), coalesce(sum(l.delta), 0)::bigint
-            FROM owned o JOIN credit_buckets b ON b.key = o.key LEFT JOIN credit_ledger l ON l.bucket = b.key
-            WHERE ($2::text IS NULL OR b.meter = $2::text)
-                AND ($3::boolean OR b.valid_from <= $4::timestamptz) AND (b.valid_until IS NULL OR b.valid_until > $4::timestamptz)
-            GROUP BY b.key
-            ORDER BY CASE b.kind WHEN 'daily' THEN 0 WHEN 'topup' THEN 2 ELSE 1 END, b.valid_until NULLS LAST, b.key
-            """
     }
 }

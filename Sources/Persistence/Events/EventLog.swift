@@ -32,12 +32,11 @@ public struct EventLog: Sendable {
     /// Which of `keys` are stored already.
     public func storedKeys(_ keys: [String], on connection: PostgresConnection) async throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
-        return Set(try await connection.run(PreparedQuery<StoredKeys>(keys), logger: logger).map { try $0.decode(String.self) })
-    }
-
-    /// Which of keys `$1` are stored.
-    enum StoredKeys: PreparedSQL {
-        static let sql = "SELECT dedup_key FROM events WHERE dedup_key = ANY($1::text[])"
+        // Not prepared: a generic plan made while `events` is small keeps scanning it whole as it grows.
+        let rows = try await connection.query("SELECT dedup_key FROM events WHERE dedup_key = ANY(\(keys))", logger: logger)
+        var stored: Set<String> = []
+        for try await key in rows.decode(String.self) { stored.insert(key) }
+        return stored
     }
 
     /// Appends an event unless its key is stored; returns it when it was appended.
