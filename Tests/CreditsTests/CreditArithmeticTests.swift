@@ -92,6 +92,33 @@ struct ProrationTests {
         #expect(SpendPlan.plan(amount: 0, from: balances) == nil)
     }
 
+    @Test("a spend sees the balances earlier spends left, of its own meter only; unlimited takes nothing")
+    func spendingInSequence() {
+        func bucket(_ key: String, _ meter: String, _ balance: Int64) -> AccountCredits.LiveBalance {
+            AccountCredits.LiveBalance(
+                bucket: CreditBucket(key: key, meter: meter, kind: .cycle, validFrom: Date(timeIntervalSince1970: 0), validUntil: nil),
+                balance: balance)
+        }
+        var live = [bucket("cycle", "ai", 3), bucket("exports", "exports", 9), bucket("topup", "ai", 2)]
+        var answers: [Int64?] = []
+        for amount: Int64 in [2, 2, 2] {
+            switch Spending.spend(amount, of: "ai", unlimited: false, from: live) {
+            case .spent(_, let remaining, let after):
+                answers.append(remaining)
+                live = after
+            case .insufficient(let available):
+                answers.append(-available)
+            case .unlimited:
+                answers.append(nil)
+            }
+        }
+        // 5 of "ai": 2 leaves 3, 2 more leaves 1 (the cycle bucket first, then the top-up), the third is refused with 1 left.
+        #expect(answers == [3, 1, -1])
+        #expect(live.map(\.balance) == [0, 9, 1])
+        #expect(Spending.spend(1_000, of: "exports", unlimited: true, from: live) == .unlimited)
+        #expect(Spending.spend(10, of: "exports", unlimited: false, from: live) == .insufficient(available: 9))
+    }
+
     @Test("trial cap and billing periods")
     func allowances() {
         #expect(Allowance(perCycle: 1000, trialCap: 100).cycleGrant(isTrial: true) == 100)

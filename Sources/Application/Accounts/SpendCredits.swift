@@ -69,31 +69,26 @@ private struct SpendGroup: Sendable {
                 continue
             }
             let answer: UsageRequests.Answer
-            if credits[request.account]?.credits.meters[request.meter]?.unlimited == true {
+            let spending = Spending.spend(
+                request.amount, of: request.meter, unlimited: credits[request.account]?.credits.meters[request.meter]?.unlimited == true,
+                from: balances[request.account] ?? [])
+            switch spending {
+            case .unlimited:
                 answer = UsageRequests.Answer(outcome: .spent, meter: request.meter, remaining: nil)
-            } else {
-                let live = balances[request.account] ?? []
-                let buckets = live.filter { $0.bucket.meter == request.meter }
-                let total = buckets.reduce(0) { $0 + max($1.balance, 0) }
-                if let plan = SpendPlan.plan(amount: request.amount, from: buckets.map { ($0.bucket.key, $0.balance) }) {
-                    let prefix = "spend:\(request.account.text):\(request.idempotencyKey)"
-                    for (index, debit) in plan.debits.enumerated() {
-                        postings.append(.init(operationKey: "\(prefix):\(index)", bucket: debit.bucket, delta: -debit.amount, reason: "usage"))
-                    }
-                    balances[request.account] = live.map { balance in
-                        var balance = balance
-                        balance.balance -= plan.debits.filter { $0.bucket == balance.bucket.key }.reduce(0) { $0 + $1.amount }
-                        return balance
-                    }
-                    answer = UsageRequests.Answer(outcome: .spent, meter: request.meter, remaining: total - request.amount)
-                    drafts += CreditChanges.depleted(
-                        meter: request.meter, remaining: answer.remaining, account: request.account, spendKey: prefix,
-                        environment: states[request.account]?.first?.environment ?? "Production")
-                } else {
-                    answer = UsageRequests.Answer(
-                        outcome: .insufficientCredits, meter: request.meter, remaining: total, error: "insufficient_credits",
-                        message: "\(request.amount) \(request.meter) requested, \(total) left; nothing was deducted")
+            case .spent(let plan, let remaining, let after):
+                let prefix = "spend:\(request.account.text):\(request.idempotencyKey)"
+                for (index, debit) in plan.debits.enumerated() {
+                    postings.append(.init(operationKey: "\(prefix):\(index)", bucket: debit.bucket, delta: -debit.amount, reason: "usage"))
                 }
+                balances[request.account] = after
+                answer = UsageRequests.Answer(outcome: .spent, meter: request.meter, remaining: remaining)
+                drafts += CreditChanges.depleted(
+                    meter: request.meter, remaining: remaining, account: request.account, spendKey: prefix,
+                    environment: states[request.account]?.first?.environment ?? "Production")
+            case .insufficient(let available):
+                answer = UsageRequests.Answer(
+                    outcome: .insufficientCredits, meter: request.meter, remaining: available, error: "insufficient_credits",
+                    message: "\(request.amount) \(request.meter) requested, \(available) left; nothing was deducted")
             }
             stored[request.key] = UsageRequests.StoredAnswer(meter: request.meter, amount: request.amount, answer: answer)
             fresh.append((answer, request))

@@ -46,8 +46,8 @@ public struct NotificationInbox: Sendable {
     }
 
     enum Signed: Sendable {
-        /// The parts, and their stored (compressed) value.
-        case parts(SignedParts, stored: ByteBuffer)
+        /// The parts as stored (compressed), and the header segments they name by digest.
+        case parts(stored: ByteBuffer, headers: [Data: String])
         case verbatim(String)
     }
 
@@ -105,7 +105,7 @@ public struct NotificationInbox: Sendable {
         guard let parts = SignedParts(splitting: signedPayload, nested: nested.compactMap { $0 }), let stored = try? parts.storedValue() else {
             return .verbatim(signedPayload)
         }
-        return .parts(parts, stored: stored)
+        return .parts(stored: stored, headers: parts.headers)
     }
 
     /// Digests of the headers this process has stored (committed): a batch sends only headers not among them.
@@ -115,7 +115,7 @@ public struct NotificationInbox: Sendable {
         /// The headers of `entries` not known to be stored, each once.
         func unknown(in entries: [Entry]) -> [Data: String] {
             var headers: [Data: String] = [:]
-            for case .parts(let parts, _) in entries.map(\.signed) { headers.merge(parts.headers) { first, _ in first } }
+            for case .parts(_, let named) in entries.map(\.signed) { headers.merge(named) { first, _ in first } }
             return digests.withLock { known in headers.filter { !known.contains($0.key) } }
         }
 
@@ -186,7 +186,7 @@ public struct NotificationInbox: Sendable {
             bindings.append(entries.map { $0.originalTransactionId ?? "" })
             bindings.append(entries.map(\.signedDate))
             bindings.append(entries.map { entry in
-                guard case .parts(_, let stored) = entry.signed else { return ByteBuffer() }
+                guard case .parts(let stored, _) = entry.signed else { return ByteBuffer() }
                 return stored
             })
             bindings.append(entries.map { entry in
