@@ -61,7 +61,7 @@ private struct SpendGroup: Sendable {
         var balances = credits.mapValues(\.live)
         var answers: [UsageRequests.Answer] = []
         var fresh: [(answer: UsageRequests.Answer, request: UsageRequests.Request)] = []
-        var postings: [CreditLedger.Posting] = []
+        var postings: [LedgerEntry] = []
         var drafts: [EventDraft] = []
         for request in requests {
             if let previous = stored[request.key] {
@@ -78,7 +78,7 @@ private struct SpendGroup: Sendable {
             case .spent(let plan, let remaining, let after):
                 let prefix = "spend:\(request.account.text):\(request.idempotencyKey)"
                 for (index, debit) in plan.debits.enumerated() {
-                    postings.append(.init(operationKey: "\(prefix):\(index)", bucket: debit.bucket, delta: -debit.amount, reason: "usage"))
+                    postings.append(LedgerEntry(operationKey: "\(prefix):\(index)", bucket: debit.bucket, delta: -debit.amount, reason: "usage"))
                 }
                 balances[request.account] = after
                 answer = UsageRequests.Answer(outcome: .spent, meter: request.meter, remaining: remaining)

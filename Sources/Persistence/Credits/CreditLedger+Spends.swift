@@ -67,23 +67,8 @@ extension CreditLedger {
         return buckets
     }
 
-    /// One ledger entry to post.
-    public struct Posting: Sendable {
-        public var operationKey: String
-        public var bucket: String
-        public var delta: Int64
-        public var reason: String
-
-        public init(operationKey: String, bucket: String, delta: Int64, reason: String) {
-            self.operationKey = operationKey
-            self.bucket = bucket
-            self.delta = delta
-            self.reason = reason
-        }
-    }
-
     /// Posts `postings` in one statement; an operation key already posted is skipped, as ``post(_:bucket:delta:reason:on:)`` does.
-    public func post(_ postings: [Posting], on connection: PostgresConnection) async throws {
+    public func post(_ postings: [LedgerEntry], on connection: PostgresConnection) async throws {
         guard !postings.isEmpty else { return }
         let rows = try await connection.query(
             """
