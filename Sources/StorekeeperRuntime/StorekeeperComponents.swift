@@ -119,8 +119,8 @@ public struct StorekeeperComponents: Sendable {
 
     /// The job kinds this configuration runs.
     var jobKinds: [String] {
-        [NotificationInbox.applyJobKind, CreditWindowResetJob.jobKind, WebhookDeliveryJob.jobKind, EventRetentionJob.jobKind]
-            + (configuration.signedRetention == nil ? [] : [SignedPayloadRetentionJob.jobKind])
+        [NotificationInbox.applyJobKind, CreditWindowResetJob.jobKind, WebhookDeliveryJob.jobKind, RetentionJob.eventsKind]
+            + (configuration.signedRetention == nil ? [] : [RetentionJob.signedPayloadsKind])
             + (serverAPI == nil ? [] : [RenewalRechecks.jobKind, NotificationCatchUpJob.jobKind, RefundDefence.jobKind])
     }
 
@@ -160,7 +160,7 @@ public struct StorekeeperComponents: Sendable {
         // Where this process also serves (dev, tests), a job's commit must show in the next status read at once, not
         // when its NOTIFY comes round — and it is visible in the database before the job returns.
         // Jobs that change no account's status leave the cache alone.
-        let statusUnchanged: Set<String> = [EventRetentionJob.jobKind, SignedPayloadRetentionJob.jobKind, WebhookDeliveryJob.jobKind]
+        let statusUnchanged: Set<String> = [RetentionJob.eventsKind, RetentionJob.signedPayloadsKind, WebhookDeliveryJob.jobKind]
         options.beforeAttempt = { [statusCache] kind in if !statusUnchanged.contains(kind) { statusCache.beginWrite() } }
         options.afterAttempt = { [statusCache] kind in if !statusUnchanged.contains(kind) { statusCache.endWrite() } }
         var handlers: [any JobHandler] = [
@@ -169,13 +169,13 @@ public struct StorekeeperComponents: Sendable {
             CreditWindowResetJob(client: client, writer: writer, clock: clock, logger: logger),
             WebhookDeliveryJob(
                 client: client, endpoints: configuration.webhooks, transport: webhookTransport, queue: queue, clock: clock, logger: logger),
-            EventRetentionJob(client: client, retention: configuration.eventRetention, clock: clock, logger: logger),
         ]
-        options.schedules.append(EventRetentionJob.schedule())
+        var retentions = [RetentionJob.events(client: client, retention: configuration.eventRetention, clock: clock, logger: logger)]
         if let retention = configuration.signedRetention {
-            handlers.append(SignedPayloadRetentionJob(client: client, retention: retention, clock: clock, logger: logger))
-            options.schedules.append(SignedPayloadRetentionJob.schedule())
+            retentions.append(RetentionJob.signedPayloads(client: client, retention: retention, clock: clock, logger: logger))
         }
+        handlers += retentions as [any JobHandler]
+        options.schedules += retentions.map(\.schedule)
         if let serverAPI, let rechecks {
             handlers.append(
                 RenewalRecheckJob(client: client, serverAPI: serverAPI, writer: writer, rechecks: rechecks, clock: clock, logger: logger))

@@ -75,11 +75,13 @@ public struct NotificationInbox: Sendable {
         let payload = notification.payload
         let rejectedReason = notification.contentProblem.map(Self.storable)
         let signed = Self.signed(signedPayload, of: notification)
+        // Parts are the facts; a payload kept verbatim, or rejected (found by its decoded copy), needs the copy.
         var decoded: String?
         if case .verbatim = signed { decoded = try StoredNotificationFacts.decodedText(of: notification) }
         var subscription = notification.originalTransactionId
         if rejectedReason != nil {
-            decoded = try StoredNotificationFacts.decodedText(of: notification).replacingOccurrences(of: "\\u0000", with: "\\ufffd")
+            decoded = try (decoded ?? StoredNotificationFacts.decodedText(of: notification))
+                .replacingOccurrences(of: "\\u0000", with: "\\ufffd")
             subscription = subscription.flatMap { Self.storable($0) == $0 ? $0 : nil }
         }
         let entry = Entry(

@@ -17,8 +17,8 @@ extension CreditLedger {
             """, logger: logger)
     }
 
-    /// The credits of each of `accounts` at `now` for spending (the accounts locked), as ``spendableCredits(of:subscriptions:now:on:)``
-    /// gives them for one, in one read; an account with grants due by the clock has them written and is read again.
+    /// The credits of each of `accounts` at `now` for spending (the accounts locked), with their live buckets in spend
+    /// order, in one read; an account with grants due by the clock has them written first and is read again.
     public func spendableCredits(
         of accounts: [AccountID], subscriptions: [AccountID: [SubscriptionState]], now: Date, on connection: PostgresConnection
     ) async throws -> [AccountID: (credits: AccountCredits, live: [AccountCredits.LiveBalance])] {

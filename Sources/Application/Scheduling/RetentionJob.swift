@@ -1,0 +1,63 @@
+import Foundation
+import Jobs
+import Logging
+import Persistence
+import PostgresNIO
+
+/// Deletes what has outlived its retention period, hourly: ``events(client:retention:clock:logger:)`` and
+/// ``signedPayloads(client:retention:clock:logger:)``.
+public struct RetentionJob: JobHandler {
+    public let kind: String
+    private let retention: TimeInterval
+    private let clock: @Sendable () -> Date
+    /// Deletes what is older than the cutoff; returns how many rows went.
+    private let purge: @Sendable (_ cutoff: Date) async throws -> Int
+    private let done: Logger.Message
+    private let logger: Logger
+
+    public func run(_ execution: JobExecution) async throws {
+        let purged = try await purge(clock().addingTimeInterval(-retention))
+        if purged > 0 { logger.info(done, metadata: ["retention.purged": "\(purged)", "job.kind": "\(kind)"]) }
+    }
+
+    /// Its hourly schedule.
+    public var schedule: PeriodicSchedule {
+        PeriodicSchedule(name: kind, kind: kind, every: 3600, maximumCatchUp: 1) { _ in [String: String]() }
+    }
+
+    public static let eventsKind = "event-retention"
+    public static let signedPayloadsKind = "signed-payload-retention"
+
+    /// Deletes events older than `retention` (`STOREKEEPER_EVENT_RETENTION_DAYS`), with their deliveries and logs.
+    public static func events(
+        client: PostgresClient, retention: TimeInterval, clock: @escaping @Sendable () -> Date, logger: Logger
+    ) -> RetentionJob {
+        let log = EventLog(logger: logger)
+        return RetentionJob(
+            kind: eventsKind, retention: retention, clock: clock,
+            purge: { cutoff in try await client.withConnection { try await log.deleteEvents(before: cutoff, on: $0) } },
+            done: "old events deleted", logger: logger)
+    }
+
+    /// Clears the signed payloads of notifications older than `retention` (`STOREKEEPER_SIGNED_RETENTION_DAYS`), a
+    /// thousand per transaction. Replay, status and credits read the verified facts, which stay; what goes is the
+    /// ability to verify Apple's signature again.
+    public static func signedPayloads(
+        client: PostgresClient, retention: TimeInterval, clock: @escaping @Sendable () -> Date, logger: Logger
+    ) -> RetentionJob {
+        let archive = SignedPayloadArchive(logger: logger)
+        return RetentionJob(
+            kind: signedPayloadsKind, retention: retention, clock: clock,
+            purge: { cutoff in
+                var cleared = 0
+                while true {
+                    let batch = try await client.withTransaction(logger: logger) {
+                        try await archive.clearSignedPayloads(receivedBefore: cutoff, limit: 1000, on: $0)
+                    }
+                    cleared += batch
+                    if batch < 1000 { return cleared }
+                }
+            },
+            done: "old signed payloads cleared", logger: logger)
+    }
+}
