@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import LocalSigning
 import Persistence
 import PostgresNIO
 import SignedData
@@ -100,6 +101,32 @@ struct SignedStorageTests {
             let (replayStatus, replayed) = try await ChildProcess.run(
                 "storekeeper", ["replay", "--all"], environment: ["DATABASE_URL": harness.databaseURL.urlString])
             #expect(replayStatus == 0, "\(replayed)")
+        }
+    }
+
+    @Test("a payload its parts would not give back exactly (padded signature) is kept verbatim, with its facts, and applied")
+    func verbatimWhenPartsWouldNotJoin() async throws {
+        try await StorekeeperHarness.run { harness in
+            let subscription = harness.subscription(account: UUID())
+            let uuid = UUID()
+            // RFC 7515 base64url has no padding; a verifier that tolerates it must not lose it when storing.
+            let padded = try harness.signer.signedPayload(
+                for: SimulatedEvent.scenario(.subscribe, subscription: subscription, at: Date()), notificationUUID: uuid) + "=="
+            try await harness.withHTTP { client in
+                let response = try await client.postNotification(try JSONEncoder().encode(["signedPayload": padded]))
+                #expect(response.json["status"] as? String == "accepted")
+            }
+            try await eventually("the notification to be applied") {
+                try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'applied'") == 1
+            }
+            #expect(try await harness.count(
+                "SELECT count(*) FROM notifications WHERE signed_parts IS NULL AND signed_payload IS NOT NULL AND decoded IS NOT NULL") == 1)
+            let stored = try await harness.client.withConnection {
+                try await SignedPayloadArchive(logger: TestDatabase.logger).signedPayload(of: uuid, on: $0)
+            }
+            #expect(stored == .verbatim(padded))
+            #expect(try await harness.count(
+                "SELECT count(*) FROM subscriptions WHERE original_transaction_id = '\(subscription.originalTransactionId)' AND status = 'active'") == 1)
         }
     }
 
