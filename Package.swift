@@ -153,6 +153,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         // Test helpers shared by the test targets (a real OCSP responder, …); only tests depend on it.

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import NIOCore
+import NIOPosix
 import StorekeeperRuntime
 
 /// `storekeeper`: the single executable of Storekeeper.
@@ -22,6 +24,11 @@ struct Storekeeper: AsyncParsableCommand {
             command = try parseAsRoot()
         } catch {
             exit(withError: error)
+        }
+        if command is ServeCommand || command is WorkCommand {
+            // The long-running processes run their tasks on NIO's event loops, where their sockets are: a request or
+            // a query answer then continues on the thread that read it instead of hopping to Dispatch's pool and back.
+            NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         }
         do {
             if var asyncCommand = command as? any AsyncParsableCommand {

@@ -59,15 +59,24 @@ public struct AccountStatusQuery: Sendable {
 
     /// The status document of `GET /v1/accounts/{id}/status`, from the cache when it holds the account.
     public func document(of account: AccountID, now: Date) async throws -> AccountStatusResponse {
-        let (states, credits) = try await status(of: account, now: now)
-        let status = AccountStatus.evaluate(subscriptions: states, hasFreeCredits: credits.hasCredits, now: now)
-        return AccountStatusResponse(accountId: account, status: status, credits: credits, now: now)
+        document(try await status(of: account, now: now), account: account, now: now)
+    }
+
+    /// The status document from the cache alone: `nil` when the cache does not hold the account.
+    public func cachedDocument(of account: AccountID, now: Date) -> AccountStatusResponse? {
+        guard let cached = cache?.inputs(of: account) else { return nil }
+        return document(evaluate(cached, account: account, now: now), account: account, now: now)
     }
 
     /// The status document, read on the caller's connection.
     public func document(of account: AccountID, now: Date, on connection: PostgresConnection) async throws -> AccountStatusResponse {
-        let (states, credits) = try await status(of: account, now: now, on: connection)
-        let status = AccountStatus.evaluate(subscriptions: states, hasFreeCredits: credits.hasCredits, now: now)
-        return AccountStatusResponse(accountId: account, status: status, credits: credits, now: now)
+        document(try await status(of: account, now: now, on: connection), account: account, now: now)
+    }
+
+    private func document(
+        _ evaluated: (subscriptions: [SubscriptionState], credits: AccountCredits), account: AccountID, now: Date
+    ) -> AccountStatusResponse {
+        let status = AccountStatus.evaluate(subscriptions: evaluated.subscriptions, hasFreeCredits: evaluated.credits.hasCredits, now: now)
+        return AccountStatusResponse(accountId: account, status: status, credits: evaluated.credits, now: now)
     }
 }

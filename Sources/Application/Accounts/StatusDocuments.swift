@@ -105,3 +105,78 @@ struct MeterCreditsResponse: Encodable {
         try container.encode(credits.unlimited, forKey: .unlimited)
     }
 }
+
+extension AccountStatusResponse {
+    /// The document as JSON, as its `Encodable` form writes it with sorted keys, written by hand (see ``JSONWriter``).
+    public var json: [UInt8] {
+        var writer = JSONWriter()
+        write(to: &writer)
+        return writer.bytes
+    }
+
+    func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("accountId")
+        writer.string(accountId.text)
+        writer.key("credits")
+        writer.beginObject()
+        for (meter, credits) in credits.meters.sorted(by: { $0.key < $1.key }) {
+            writer.key(meter)
+            writer.beginObject()
+            writer.key("cycle")
+            writer.integer(credits.cycle)
+            writer.key("dailyRemaining")
+            writer.integer(credits.dailyRemaining)
+            writer.key("remaining")
+            writer.integer(credits.remaining)
+            writer.key("resetsAt")
+            writer.date(credits.resetsAt)
+            writer.key("topUp")
+            writer.integer(credits.topUp)
+            writer.key("unlimited")
+            writer.bool(credits.unlimited)
+            writer.endObject()
+        }
+        writer.endObject()
+        writer.key("entitled")
+        writer.bool(status.entitled)
+        writer.key("hadSubscription")
+        writer.bool(status.hadSubscription)
+        writer.key("nextChangeAt")
+        writer.date(status.nextChangeAt)
+        writer.key("state")
+        writer.string(status.state.rawValue)
+        writer.key("subscription")
+        if let state = status.subscription {
+            writer.beginObject()
+            writer.key("autoRenewProductId")
+            writer.string(state.autoRenewProductId)
+            writer.key("environment")
+            writer.string(state.environment)
+            writer.key("expiresAt")
+            writer.date(state.expiresAt)
+            writer.key("gracePeriodExpiresAt")
+            writer.date(state.gracePeriodExpiresAt)
+            writer.key("isTrial")
+            writer.bool(state.isTrial)
+            writer.key("originalTransactionId")
+            writer.string(state.originalTransactionId)
+            writer.key("ownership")
+            writer.string(state.ownership)
+            writer.key("pendingProductId")
+            writer.string(state.pendingProductId)
+            writer.key("productId")
+            writer.string(state.productId)
+            writer.key("status")
+            writer.string(state.effectiveStatus(at: now).rawValue)
+            writer.key("willRenew")
+            writer.bool(state.willRenew)
+            writer.endObject()
+        } else {
+            writer.null()
+        }
+        writer.key("tier")
+        writer.string(credits.tier)
+        writer.endObject()
+    }
+}

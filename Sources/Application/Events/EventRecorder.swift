@@ -26,14 +26,12 @@ public struct EventRecorder: Sendable {
 
     /// Stores those of `drafts` not stored yet, in order, and wakes the deliveries of each endpoint that wants them.
     public func record(_ drafts: [EventDraft], now: Date, on connection: PostgresConnection) async throws {
-        guard !drafts.isEmpty else { return }
-        let stored = try await log.storedKeys(drafts.map(\.key), on: connection)
-        var seen = stored
-        let fresh = drafts.filter { seen.insert($0.key).inserted }
-        guard !fresh.isEmpty else { return }
+        var seen: Set<String> = []
+        let unique = drafts.filter { seen.insert($0.key).inserted }
+        guard !unique.isEmpty else { return }
         var documents: [AccountID: AccountStatusResponse] = [:]
-        var woken: [WebhookDeliveryJob.Arguments] = []
-        for draft in fresh {
+        var entries: [(draft: EventDraft, body: String)] = []
+        for draft in unique {
             let document: AccountStatusResponse
             if let known = documents[draft.account] {
                 document = known
@@ -41,8 +39,13 @@ public struct EventRecorder: Sendable {
                 document = try await status.document(of: draft.account, now: now, on: connection)
                 documents[draft.account] = document
             }
-            let body = try EventData(draft: draft, status: document).json()
-            guard let event = try await log.append(draft, body: body, at: now, on: connection) else { continue }
+            entries.append((draft, try EventData(draft: draft, status: document).json()))
+        }
+        // A key stored already (a replay, a re-derivation) is skipped by the insert itself.
+        let byKey = Dictionary(uniqueKeysWithValues: unique.map { ($0.key, $0) })
+        var woken: [WebhookDeliveryJob.Arguments] = []
+        for (key, event) in try await log.append(entries, at: now, on: connection) {
+            guard let draft = byKey[key] else { continue }
             for endpoint in endpoints where endpoint.types.matches(draft.type) {
                 try await deliveries.add(event, endpoint: endpoint.name, on: connection)
                 let wake = WebhookDeliveryJob.Arguments(endpoint: endpoint.name, account: event.account)
@@ -73,9 +76,29 @@ struct EventData: Encodable {
         try container.encode(status, forKey: .status)
     }
 
+    /// The same document as the `Encodable` form with sorted keys. The status, most of it, is written by hand (see
+    /// ``JSONWriter``); the small `change` and `cause` go through `JSONEncoder`.
     func json() throws -> String {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
+        encoder.outputFormatting = [.sortedKeys]
+        var writer = JSONWriter(capacity: 1024)
+        writer.beginObject()
+        writer.key("accountId")
+        writer.string(draft.account.text)
+        writer.key("cause")
+        writer.raw(try encoder.encode(draft.cause))
+        writer.key("change")
+        writer.raw(try encoder.encode(draft.change))
+        writer.key("environment")
+        writer.string(draft.environment)
+        writer.key("sandbox")
+        writer.bool(draft.environment != "Production")
+        writer.key("status")
+        status.write(to: &writer)
+        writer.key("subscriptionId")
+        writer.string(draft.subscription)
+        writer.endObject()
+        return String(decoding: writer.bytes, as: UTF8.self)
     }
 }

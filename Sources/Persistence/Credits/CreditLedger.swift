@@ -70,20 +70,25 @@ public struct CreditLedger: Sendable {
     public func liveBuckets(
         of account: AccountID, meter: String?, at now: Date, orLater: Bool = false, on connection: PostgresConnection
     ) async throws -> [AccountCredits.LiveBalance] {
+        // Shaped so that no plan can scan credit_buckets whole: on tables not yet analyzed (a new database, the first
+        // minute of a burst) the planner otherwise hash-joins a scan of all buckets, 2 ms an apply and growing. Each
+        // branch finds its buckets by index — `OFFSET 0` keeps the lateral lookup a per-subscription index probe
+        // instead of letting it be flattened back into a join — and each balance sums one bucket's rows by index.
         // Not prepared: a generic plan made while the tables are small keeps scanning them whole as they grow.
         let rows = try await connection.query(
             """
-            WITH owned AS (
-                SELECT key FROM credit_buckets WHERE account_id = \(account)
+            SELECT \(unescaped: Self.bucketColumns),
+                coalesce((SELECT sum(l.delta) FROM credit_ledger l WHERE l.bucket = b.key), 0)::bigint
+            FROM (
+                SELECT * FROM credit_buckets WHERE account_id = \(account)
                 UNION ALL
-                SELECT b.key FROM subscriptions s JOIN credit_buckets b ON b.original_transaction_id = s.original_transaction_id
+                SELECT c.* FROM subscriptions s CROSS JOIN LATERAL (
+                    SELECT * FROM credit_buckets WHERE original_transaction_id = s.original_transaction_id OFFSET 0
+                ) c
                 WHERE s.account_id = \(account)
-            )
-            SELECT \(unescaped: Self.bucketColumns), coalesce(sum(l.delta), 0)::bigint
-            FROM owned o JOIN credit_buckets b ON b.key = o.key LEFT JOIN credit_ledger l ON l.bucket = b.key
+            ) b
             WHERE (\(meter)::text IS NULL OR b.meter = \(meter))
                 AND (\(orLater) OR b.valid_from <= \(now)) AND (b.valid_until IS NULL OR b.valid_until > \(now))
-            GROUP BY b.key
             ORDER BY CASE b.kind WHEN 'daily' THEN 0 WHEN 'topup' THEN 2 ELSE 1 END, b.valid_until NULLS LAST, b.key
             """,
             logger: logger)

@@ -29,28 +29,30 @@ public struct EventLog: Sendable {
         public var cursor: EventCursor { EventCursor(transaction: transaction, sequence: sequence) }
     }
 
-    /// Which of `keys` are stored already.
-    public func storedKeys(_ keys: [String], on connection: PostgresConnection) async throws -> Set<String> {
-        guard !keys.isEmpty else { return [] }
-        // Not prepared: a generic plan made while `events` is small keeps scanning it whole as it grows.
-        let rows = try await connection.query("SELECT dedup_key FROM events WHERE dedup_key = ANY(\(keys))", logger: logger)
-        var stored: Set<String> = []
-        for try await key in rows.decode(String.self) { stored.insert(key) }
-        return stored
-    }
-
-    /// Appends an event unless its key is stored; returns it when it was appended.
-    public func append(_ draft: EventDraft, body: String, at now: Date, on connection: PostgresConnection) async throws -> StoredEvent? {
+    /// Appends those of `entries` whose keys are not stored yet, in their order, in one statement; returns each
+    /// appended event with its key.
+    public func append(_ entries: [(draft: EventDraft, body: String)], at now: Date, on connection: PostgresConnection) async throws
+        -> [(key: String, event: StoredEvent)]
+    {
+        guard !entries.isEmpty else { return [] }
+        let drafts = entries.map(\.draft)
+        let bodies = try entries.map { try CompressedColumn.compress($0.body.utf8) }
         let rows = try await connection.query(
             """
             INSERT INTO events (dedup_key, type, account_id, subscription_id, environment, created_at, body_deflated)
-            VALUES (\(draft.key), \(draft.type.rawValue), \(draft.account), \(draft.subscription), \(draft.environment), \(now),
-                \(try CompressedColumn.compress(body.utf8)))
+            SELECT key, type, account, NULLIF(subscription, ''), environment, \(now), body
+            FROM unnest(\(drafts.map(\.key))::text[], \(drafts.map(\.type.rawValue))::text[], \(drafts.map(\.account.text))::text[],
+                \(drafts.map { $0.subscription ?? "" })::text[], \(drafts.map(\.environment))::text[], \(bodies)::bytea[])
+                WITH ORDINALITY AS appended (key, type, account, subscription, environment, body, position)
+            ORDER BY position
             ON CONFLICT (dedup_key) DO NOTHING
-            RETURNING \(unescaped: Self.columns)
+            RETURNING \(unescaped: Self.columns), events.dedup_key
             """, logger: logger)
-        for try await row in rows { return try Self.decode(row) }
-        return nil
+        var appended: [(key: String, event: StoredEvent)] = []
+        for try await row in rows {
+            appended.append((try row.makeRandomAccess()[Self.columnCount].decode(String.self), try Self.decode(row)))
+        }
+        return appended.sorted { $0.event.sequence < $1.event.sequence }
     }
 
     /// Events after `cursor` in commit order, only from transactions older than every one still running (so a later

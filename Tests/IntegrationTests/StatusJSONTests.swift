@@ -1,0 +1,102 @@
+import Events
+import Foundation
+import Testing
+
+@testable import Application
+@testable import Credits
+@testable import Subscriptions
+
+/// The status answer and event bodies are written by hand; these hold them to what `JSONEncoder` (sorted keys,
+/// ISO 8601 dates) writes for the same `Encodable` documents, byte for byte, over random documents with awkward
+/// strings, dates before 1970 and with fractions, and meter names whose order differs by case.
+@Suite struct StatusJSONTests {
+    /// A deterministic generator, so a failure repeats.
+    struct Generator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return state ^ (state >> 29)
+        }
+    }
+
+    static let alphabet: [String] = ["a", "Z", "é", "\"", "\\", "/", "\n", "\t", "\u{01}", "\u{1F}", "\u{7F}", "😀", " ", "_", "0", "\u{2028}"]
+
+    static func text(_ random: inout Generator, maximum: Int = 12) -> String {
+        String((0..<Int.random(in: 1...maximum, using: &random)).map { _ in alphabet.randomElement(using: &random)! }.joined())
+    }
+
+    static func date(_ random: inout Generator) -> Date? {
+        switch Int.random(in: 0..<6, using: &random) {
+        case 0: return nil
+        case 1: return Date(timeIntervalSince1970: -Double.random(in: 0..<2_000_000_000, using: &random))
+        default: return Date(timeIntervalSince1970: Double.random(in: 0..<4_200_000_000, using: &random))
+        }
+    }
+
+    static func integer(_ random: inout Generator) -> Int64? {
+        Bool.random(using: &random) ? nil : Int64.random(in: -1_000_000...Int64.max / 2, using: &random)
+    }
+
+    static func document(_ random: inout Generator) -> AccountStatusResponse {
+        let subscription = Bool.random(using: &random) ? nil : SubscriptionState(
+            originalTransactionId: text(&random), accountId: nil, productId: text(&random), environment: text(&random),
+            status: [.active, .expired, .gracePeriod, .billingRetry, .revoked].randomElement(using: &random)!,
+            willRenew: Bool.random(using: &random), autoRenewProductId: Bool.random(using: &random) ? nil : text(&random),
+            pendingProductId: Bool.random(using: &random) ? nil : text(&random), purchaseDate: date(&random),
+            expiresAt: date(&random), gracePeriodExpiresAt: date(&random), isTrial: Bool.random(using: &random),
+            ownership: text(&random), latestTransactionId: "1", lastEventType: "SUBSCRIBED", lastEvent: EventPosition(signedDate: 1, eventId: "e"),
+            endReason: nil)
+        var meters: [String: MeterCredits] = [:]
+        for _ in 0..<Int.random(in: 0...4, using: &random) {
+            meters[text(&random, maximum: 6)] = MeterCredits(
+                remaining: integer(&random), cycle: integer(&random), topUp: integer(&random) ?? 0, resetsAt: date(&random),
+                dailyRemaining: integer(&random), unlimited: Bool.random(using: &random))
+        }
+        let status = AccountStatus(
+            state: [.subscribed, .trial, .gracePeriod, .billingRetry, .freeWithCredits, .freeNoCredits].randomElement(using: &random)!,
+            entitled: Bool.random(using: &random), subscription: subscription, hadSubscription: Bool.random(using: &random),
+            nextChangeAt: date(&random))
+        return AccountStatusResponse(
+            accountId: AccountID(text(&random, maximum: 40).replacingOccurrences(of: "\n", with: "n")) ?? AccountID("fallback")!,
+            status: status, credits: AccountCredits(tier: Bool.random(using: &random) ? nil : text(&random), meters: meters),
+            now: date(&random) ?? Date())
+    }
+
+    static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }
+
+    @Test func theStatusAnswerIsWhatJSONEncoderWrites() throws {
+        var random = Generator(state: 23)
+        for _ in 0..<2_000 {
+            let document = Self.document(&random)
+            let expected = String(decoding: try Self.encoder.encode(document), as: UTF8.self)
+            #expect(String(decoding: document.json, as: UTF8.self) == expected)
+        }
+    }
+
+    @Test func anEventBodyIsWhatJSONEncoderWrites() throws {
+        var random = Generator(state: 42)
+        for _ in 0..<500 {
+            let document = Self.document(&random)
+            let draft = EventDraft(
+                type: .subscriptionRenewed, key: Self.text(&random), account: document.accountId,
+                subscription: Bool.random(using: &random) ? nil : Self.text(&random), environment: Bool.random(using: &random) ? "Production" : Self.text(&random),
+                change: EventChange(fromProductId: Self.text(&random), previousExpiresAt: Self.date(&random), amount: Self.integer(&random)),
+                cause: EventCause(eventId: Self.text(&random), signedDate: Self.date(&random)))
+            let data = EventData(draft: draft, status: document)
+            #expect(try data.json() == String(decoding: try Self.encoder.encode(data), as: UTF8.self))
+        }
+    }
+
+    @Test func datesAreWholeSecondsInUTC() {
+        var writer = JSONWriter()
+        writer.date(Date(timeIntervalSince1970: 1_795_962_400.999))
+        writer.date(Date(timeIntervalSince1970: -0.5))
+        writer.date(Date(timeIntervalSince1970: 951_782_400))  // 2000-02-29, a leap day of a century leap year
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == #""2026-11-29T14:26:40Z""1969-12-31T23:59:59Z""2000-02-29T00:00:00Z""#)
+    }
+}
