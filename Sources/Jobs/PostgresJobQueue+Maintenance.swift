@@ -21,7 +21,7 @@ extension PostgresJobQueue {
     /// Deletes up to `limit` finished jobs older than `retention` from `job_history`; returns how many.
     @discardableResult
     public func pruneHistory(olderThan retention: Duration, limit: Int = 10_000) async throws -> Int {
-        let seconds = Double(retention.components.seconds)
+        let seconds = Double(retention.components.seconds) + Double(retention.components.attoseconds) / 1e18
         let rows = try await client.query(
             """
             WITH pruned AS (
