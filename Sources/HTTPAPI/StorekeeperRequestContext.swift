@@ -16,11 +16,12 @@ public struct StorekeeperRequestContext: RequestContext {
 
     public var responseEncoder: JSONEncoder { Self.jsonEncoder }
 
-    /// How every JSON answer is written: ISO 8601 dates, sorted keys.
-    static var jsonEncoder: JSONEncoder {
+    /// How every JSON answer is written: ISO 8601 dates, sorted keys. One encoder for all (it keeps no state between
+    /// calls), not one per response.
+    static let jsonEncoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys]
         return encoder
-    }
+    }()
 }
