@@ -90,6 +90,27 @@ struct JSONWriter {
         bytes += [UInt8(ascii: "Z"), UInt8(ascii: "\"")]
     }
 
+    /// A member with its value: `"name":value`.
+    mutating func member(_ name: String, _ value: String?) {
+        key(name)
+        string(value)
+    }
+
+    mutating func member(_ name: String, _ value: Int64?) {
+        key(name)
+        integer(value)
+    }
+
+    mutating func member(_ name: String, _ value: Bool) {
+        key(name)
+        bool(value)
+    }
+
+    mutating func member(_ name: String, date value: Date?) {
+        key(name)
+        date(value)
+    }
+
     /// A value already written as JSON.
     mutating func raw(_ json: some Sequence<UInt8>) {
         bytes += json
