@@ -56,7 +56,8 @@ public struct EventRecorder: Sendable {
     }
 }
 
-/// The `data` of an event: whom it concerns, what changed, what caused it and the account's status after it.
+/// The `data` of an event: whom it concerns, what changed, what caused it and the account's status after it. Stored
+/// as ``json()`` writes it; the `Encodable` form is the document's definition, which a test holds ``json()`` to.
 struct EventData: Encodable {
     var draft: EventDraft
     var status: AccountStatusResponse
