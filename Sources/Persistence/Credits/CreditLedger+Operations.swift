@@ -12,6 +12,8 @@ extension CreditLedger {
     {
         let rows = try await connection.run(PreparedQuery<SnapshotBuckets>(originalTransactionId, account, now), logger: logger)
         let buckets = try rows.map(Self.bucket)
+        // A subscription's first notification finds no bucket: no second round trip for its (no) rows.
+        guard !buckets.isEmpty else { return LedgerSnapshot(buckets: [], entries: []) }
         let entryRows = try await connection.run(PreparedQuery<BucketEntries>(buckets.map(\.key)), logger: logger)
         let entries = try entryRows.map { row in
             let (key, bucket, delta, reason) = try row.decode((String, String, Int64, String).self)
