@@ -18,7 +18,8 @@ struct StorageBenchmarkCommand: AsyncParsableCommand {
             certificates in every header, as Apple's), a month at a time: each month's notifications are applied before \
             the next month's are sent, as they would be. Each month, events and job history older than the month \
             before last are deleted with the product's retention statements (events are kept 30 days, job history 7: \
-            this keeps more) and vacuumed, so the year's growth is what a running server keeps. Once all are applied \
+            this keeps more) and every table is vacuumed, as autovacuum does, so the year's growth is what a running \
+            server keeps. Once all are applied \
             and the queue has drained it VACUUMs and \
             prints how much every table and its indexes grew, per notification and per subscriber-year, and the ratio \
             to the mean signed payload (the issue's target: ≤ 0.25×).
