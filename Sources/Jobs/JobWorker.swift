@@ -79,6 +79,7 @@ public final class JobWorker: Service, Sendable {
             await withGracefulShutdownHandler {
                 await self.claimLoop(group: &group)
             } onGracefulShutdown: {
+                self.logger.info("worker stopping: no more claims, finishing the jobs in flight")
                 self.wakeUp.signal()
             }
             // Claiming stopped: wait for in-flight jobs, write their completions, then end the background loops.

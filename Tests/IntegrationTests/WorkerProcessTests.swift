@@ -126,7 +126,9 @@ struct WorkerProcessTests {
                 try await Self.count(queue, "SELECT count(*) FROM probe_runs") == 1
             }
             workers[0].signal(SIGTERM)
-            // Enqueued after the signal: must not be claimed by the stopping worker.
+            // Enqueued once the worker has heard the signal (not merely after it was sent: under load the worker can
+            // claim first): must not be claimed by the stopping worker.
+            try await eventually(timeout: .seconds(20), "the worker to hear SIGTERM") { workers[0].text.contains("worker stopping") }
             _ = try await queue.client.withConnection {
                 try await queue.enqueue(try NewJob(kind: "probe", arguments: Probe(key: "late", milliseconds: 1)), on: $0)
             }

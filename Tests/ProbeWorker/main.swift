@@ -61,7 +61,8 @@ guard let urlText = environment["DATABASE_URL"], let url = try? DatabaseURL(pars
     exit(1)
 }
 var logger = Logger(label: "probe-worker")
-logger.logLevel = .warning
+// Info: the shutdown test waits for the worker's "worker stopping" line.
+logger.logLevel = .info
 let name = environment["PROBE_WORKER_NAME"] ?? "probe-\(getpid())"
 let client = PostgresClient(configuration: url.clientConfiguration(), backgroundLogger: logger)
 let worker = JobWorker(
