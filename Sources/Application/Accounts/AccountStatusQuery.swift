@@ -42,7 +42,7 @@ public struct AccountStatusQuery: Sendable {
     /// What the status is computed from: subscriptions, and buckets live at `now` or later.
     func inputs(of account: AccountID, now: Date, on connection: PostgresConnection) async throws -> AccountStatusCache.Inputs {
         let states = try await subscriptions.subscriptions(forAccount: account, on: connection)
-        let buckets = try await ledger.liveBuckets(of: account, meter: nil, at: now, orLater: true, on: connection)
+        let buckets = try await ledger.liveBuckets(of: [account], at: now, orLater: true, on: connection)[account] ?? []
         return AccountStatusCache.Inputs(subscriptions: states, buckets: buckets)
     }
 

@@ -29,44 +29,12 @@ extension CreditLedger {
             let due = AccountCredits.grantsDue(account: account, subscriptions: states, catalogue: catalogue, live: live[account] ?? [], now: now)
             if !due.isEmpty {
                 try await apply(due, on: connection)
-                live[account] = try await liveBuckets(of: account, meter: nil, at: now, on: connection)
+                live[account] = try await liveBuckets(of: [account], at: now, on: connection)[account]
             }
             let balances = live[account] ?? []
             result[account] = (AccountCredits.evaluate(subscriptions: states, catalogue: catalogue, live: balances, now: now), balances)
         }
         return result
-    }
-
-    /// The buckets of `accounts` live at `now` with their balances, each account's in spend order.
-    func liveBuckets(of accounts: [AccountID], at now: Date, on connection: PostgresConnection) async throws
-        -> [AccountID: [AccountCredits.LiveBalance]]
-    {
-        // Shaped like the single-account read (see there): index probes only, whatever the statistics.
-        let ids = Set(accounts).map(\.text)
-        let rows = try await connection.query(
-            """
-            SELECT \(unescaped: Self.bucketColumns),
-                coalesce((SELECT sum(l.delta) FROM credit_ledger l WHERE l.bucket = b.key), 0)::bigint, b.owner
-            FROM (
-                SELECT *, account_id AS owner FROM credit_buckets WHERE account_id = ANY(\(ids)::text[])
-                UNION ALL
-                SELECT c.*, s.account_id FROM subscriptions s CROSS JOIN LATERAL (
-                    SELECT * FROM credit_buckets WHERE original_transaction_id = s.original_transaction_id OFFSET 0
-                ) c
-                WHERE s.account_id = ANY(\(ids)::text[])
-            ) b
-            WHERE b.valid_from <= \(now) AND (b.valid_until IS NULL OR b.valid_until > \(now))
-            ORDER BY b.owner, CASE b.kind WHEN 'daily' THEN 0 WHEN 'topup' THEN 2 ELSE 1 END, b.valid_until NULLS LAST, b.key
-            """,
-            logger: logger)
-        var buckets: [AccountID: [AccountCredits.LiveBalance]] = [:]
-        for try await row in rows {
-            let columns = row.makeRandomAccess()
-            let account = try columns[10].decode(AccountID.self)
-            buckets[account, default: []].append(
-                AccountCredits.LiveBalance(bucket: try Self.bucket(row), balance: try columns[9].decode(Int64.self)))
-        }
-        return buckets
     }
 
     /// Posts `postings` in one statement; an operation key already posted is skipped, as ``post(_:bucket:delta:reason:on:)`` does.

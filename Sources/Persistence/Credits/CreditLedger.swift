@@ -64,38 +64,40 @@ public struct CreditLedger: Sendable {
         return true
     }
 
-    /// An account's live buckets of one meter at `now`, in spend order (daily, then cycle and free by soonest end,
-    /// then top-ups), with balances.
+    /// The buckets of each of `accounts` live at `now`, in spend order (daily, then cycle and free by soonest end,
+    /// then top-ups), with balances, in one read.
     /// With `orLater`, buckets whose window opens after `now` come too (a cached read filters them by its own now).
     public func liveBuckets(
-        of account: AccountID, meter: String?, at now: Date, orLater: Bool = false, on connection: PostgresConnection
-    ) async throws -> [AccountCredits.LiveBalance] {
+        of accounts: [AccountID], at now: Date, orLater: Bool = false, on connection: PostgresConnection
+    ) async throws -> [AccountID: [AccountCredits.LiveBalance]] {
         // Shaped so that no plan can scan credit_buckets whole: on tables not yet analyzed (a new database, the first
         // minute of a burst) the planner otherwise hash-joins a scan of all buckets, 2 ms an apply and growing. Each
         // branch finds its buckets by index — `OFFSET 0` keeps the lateral lookup a per-subscription index probe
         // instead of letting it be flattened back into a join — and each balance sums one bucket's rows by index.
         // Not prepared: a generic plan made while the tables are small keeps scanning them whole as they grow.
+        let ids = Set(accounts).map(\.text)
         let rows = try await connection.query(
             """
             SELECT \(unescaped: Self.bucketColumns),
-                coalesce((SELECT sum(l.delta) FROM credit_ledger l WHERE l.bucket = b.key), 0)::bigint
+                coalesce((SELECT sum(l.delta) FROM credit_ledger l WHERE l.bucket = b.key), 0)::bigint, b.owner
             FROM (
-                SELECT * FROM credit_buckets WHERE account_id = \(account)
+                SELECT *, account_id AS owner FROM credit_buckets WHERE account_id = ANY(\(ids)::text[])
                 UNION ALL
-                SELECT c.* FROM subscriptions s CROSS JOIN LATERAL (
+                SELECT c.*, s.account_id FROM subscriptions s CROSS JOIN LATERAL (
                     SELECT * FROM credit_buckets WHERE original_transaction_id = s.original_transaction_id OFFSET 0
                 ) c
-                WHERE s.account_id = \(account)
+                WHERE s.account_id = ANY(\(ids)::text[])
             ) b
-            WHERE (\(meter)::text IS NULL OR b.meter = \(meter))
-                AND (\(orLater) OR b.valid_from <= \(now)) AND (b.valid_until IS NULL OR b.valid_until > \(now))
-            ORDER BY CASE b.kind WHEN 'daily' THEN 0 WHEN 'topup' THEN 2 ELSE 1 END, b.valid_until NULLS LAST, b.key
+            WHERE (\(orLater) OR b.valid_from <= \(now)) AND (b.valid_until IS NULL OR b.valid_until > \(now))
+            ORDER BY b.owner, CASE b.kind WHEN 'daily' THEN 0 WHEN 'topup' THEN 2 ELSE 1 END, b.valid_until NULLS LAST, b.key
             """,
             logger: logger)
-        var buckets: [AccountCredits.LiveBalance] = []
+        var buckets: [AccountID: [AccountCredits.LiveBalance]] = [:]
         for try await row in rows {
-            let balance = try row.makeRandomAccess()[9].decode(Int64.self)
-            buckets.append(AccountCredits.LiveBalance(bucket: try Self.bucket(row), balance: balance))
+            let columns = row.makeRandomAccess()
+            let account = try columns[10].decode(AccountID.self)
+            buckets[account, default: []].append(
+                AccountCredits.LiveBalance(bucket: try Self.bucket(row), balance: try columns[9].decode(Int64.self)))
         }
         return buckets
     }
