@@ -23,12 +23,19 @@ public final class CommitGroup<Item: Sendable, Outcome: Sendable>: Sendable {
 
     private let state = Mutex(State())
     private let maximumBatch: Int
+    private let executor: (any TaskExecutor)?
     private let commit: @Sendable ([Item]) async throws -> [Outcome]
 
-    /// - Parameter commit: commits a group in one transaction and returns one outcome per item, in order.
-    public init(maximumBatch: Int = 64, commit: @escaping @Sendable ([Item]) async throws -> [Outcome]) {
+    /// - Parameters:
+    ///   - executor: where the commits run; the event loop of the database connections keeps each round trip from
+    ///     waiting for a busy HTTP event loop (see `EventLoopTaskExecutor`). `nil`: the global executor.
+    ///   - commit: commits a group in one transaction and returns one outcome per item, in order.
+    public init(
+        maximumBatch: Int = 64, executor: (any TaskExecutor)? = nil, commit: @escaping @Sendable ([Item]) async throws -> [Outcome]
+    ) {
         precondition(maximumBatch > 0)
         self.maximumBatch = maximumBatch
+        self.executor = executor
         self.commit = commit
     }
 
@@ -42,7 +49,7 @@ public final class CommitGroup<Item: Sendable, Outcome: Sendable>: Sendable {
                 return true
             }
             if startsCommitting {
-                Task { await self.commitWhileWaiting() }
+                Task(executorPreference: executor) { await self.commitWhileWaiting() }
             }
         }
     }

@@ -53,7 +53,9 @@ final class ClosedConnectionWatch: @unchecked Sendable {  // the timer is a disp
         defer { _ = watched.withLock { $0.entries.removeValue(forKey: token) } }
         return try await withCheckedThrowingContinuation { continuation in
             outcome.install(continuation)
-            Task {
+            // On the connection's own event loop: the statement is written and its answer read there, with no hop
+            // to another thread and back.
+            Task(executorPreference: EventLoopTaskExecutor(connection.eventLoop)) {
                 do { outcome.resume(with: .success(try await operation())) } catch { outcome.resume(with: .failure(error)) }
             }
         }

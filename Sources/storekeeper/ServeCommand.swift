@@ -10,7 +10,8 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = try StorekeeperConfiguration.load(environment: ProcessInfo.processInfo.environment)
         bootstrapLogging(format: configuration.logFormat)
-        let components = try StorekeeperComponents(configuration: configuration, logger: Logger(label: "storekeeper.serve"))
+        let components = try StorekeeperComponents(
+            configuration: configuration, databaseThread: true, logger: Logger(label: "storekeeper.serve"))
         try await StorekeeperProcess.run(components, roles: .serve)
     }
 }

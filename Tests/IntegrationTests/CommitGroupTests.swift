@@ -1,4 +1,7 @@
 import Jobs
+import NIOCore
+import NIOPosix
+import StatementFencing
 import Synchronization
 import Testing
 
@@ -52,5 +55,31 @@ struct CommitGroupTests {
 extension Result where Failure == any Error {
     init(catching body: () async throws -> Success) async {
         do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}
+
+@Suite("Group commit on an event loop")
+struct CommitGroupExecutorTests {
+    @Test("with an executor, every commit runs on its event loop, also after awaiting an answer from another thread")
+    func commitsRunOnTheLoop() async throws {
+        let loops = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let (database, other) = (loops.next(), loops.next())
+        #expect(database !== other)
+        let onLoop = Mutex<[Bool]>([])
+        let group = CommitGroup<Int, Int>(maximumBatch: 8, executor: EventLoopTaskExecutor(database)) { items in
+            onLoop.withLock { $0.append(database.inEventLoop) }
+            // An answer completed on another event loop, as a statement's would be on a connection elsewhere.
+            try await other.scheduleTask(in: .milliseconds(1)) {}.futureResult.get()
+            onLoop.withLock { $0.append(database.inEventLoop) }
+            return items
+        }
+        let results = try await withThrowingTaskGroup(of: Int.self) { tasks in
+            for item in 0..<40 { tasks.addTask { try await group.submit(item) } }
+            return try await tasks.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(results.sorted() == Array(0..<40))
+        let checks = onLoop.withLock { $0 }
+        #expect(!checks.isEmpty && checks.allSatisfy { $0 }, "\(checks)")
+        try await loops.shutdownGracefully()
     }
 }

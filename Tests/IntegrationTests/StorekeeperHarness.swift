@@ -48,7 +48,9 @@ struct StorekeeperHarness {
             ]
             environment.merge(extra) { _, new in new }
             let configuration = try StorekeeperConfiguration.load(environment: environment)
-            let components = try StorekeeperComponents(configuration: configuration, clock: clock, logger: TestDatabase.logger)
+            // As `serve` builds them: the database connections and group commits on their own event loop.
+            let components = try StorekeeperComponents(
+                configuration: configuration, databaseThread: true, clock: clock, logger: TestDatabase.logger)
             let harness = StorekeeperHarness(
                 components: components, chain: chain,
                 signer: NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: configuration.bundleId), databaseURL: url,

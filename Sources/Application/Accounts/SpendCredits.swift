@@ -11,7 +11,7 @@ import Subscriptions
 /// locks their accounts, returns the first answer again to a repeated idempotency key, writes the grants due, takes
 /// each amount in spend order (``SpendPlan``), all or nothing, and stores the answers. Spends of one account in a
 /// group run in arrival order against the balances the earlier ones left, so together they never take more than there
-/// is. Under load one commit and seven round trips serve dozens of spends; a group the database refuses is committed
+/// is. Under load one commit and six round trips serve dozens of spends; a group the database refuses is committed
 /// again one spend at a time.
 public struct SpendCredits: Sendable {
     private let group: CommitGroup<Spend, UsageRequests.Answer>
@@ -23,11 +23,15 @@ public struct SpendCredits: Sendable {
         var now: Date
     }
 
-    public init(client: PostgresClient, ledger: CreditLedger, events: EventRecorder?, cache: AccountStatusCache? = nil, logger: Logger) {
+    /// - Parameter executor: where the groups' transactions run (see ``CommitGroup``).
+    public init(
+        client: PostgresClient, ledger: CreditLedger, events: EventRecorder?, cache: AccountStatusCache? = nil,
+        executor: (any TaskExecutor)? = nil, logger: Logger
+    ) {
         let group = SpendGroup(
             ledger: ledger, subscriptions: SubscriptionStore(client: client, logger: logger), usageRequests: UsageRequests(logger: logger),
             events: events)
-        self.group = CommitGroup(maximumBatch: 64) { spends in
+        self.group = CommitGroup(maximumBatch: 64, executor: executor) { spends in
             try await client.withTransaction(logger: logger) { try await group.spend(spends, on: $0) }
         }
         self.cache = cache
@@ -94,8 +98,7 @@ private struct SpendGroup: Sendable {
             fresh.append((answer, request))
             answers.append(answer)
         }
-        try await ledger.post(postings, on: connection)
-        try await usageRequests.store(fresh, on: connection)
+        try await usageRequests.store(fresh, posting: postings, on: connection)
         try await events?.record(drafts, now: now, on: connection)
         return answers
     }

@@ -53,10 +53,12 @@ public struct NotificationInbox: Sendable {
 
     private let group: CommitGroup<Entry, Outcome>
 
-    /// - Parameter notifier: wakes workers after each commit (shared by all requests of a process).
-    public init(client: PostgresClient, notifier: WorkerNotifier, logger: Logger) {
+    /// - Parameters:
+    ///   - notifier: wakes workers after each commit (shared by all requests of a process).
+    ///   - executor: where the groups' transactions run (see ``CommitGroup``).
+    public init(client: PostgresClient, notifier: WorkerNotifier, executor: (any TaskExecutor)? = nil, logger: Logger) {
         let storedHeaders = StoredHeaders()
-        self.group = CommitGroup(maximumBatch: 64) { entries in
+        self.group = CommitGroup(maximumBatch: 64, executor: executor) { entries in
             let outcomes = try await Self.store(entries, storedHeaders: storedHeaders, client: client, logger: logger)
             if outcomes.contains(.accepted) { notifier.signal() }
             return outcomes

@@ -1,6 +1,5 @@
 import Credits
 import Foundation
-import Metrics
 import PostgresNIO
 import Subscriptions
 
@@ -35,20 +34,5 @@ extension CreditLedger {
             result[account] = (AccountCredits.evaluate(subscriptions: states, catalogue: catalogue, live: balances, now: now), balances)
         }
         return result
-    }
-
-    /// Posts `postings` in one statement; an operation key already posted is skipped, as ``post(_:bucket:delta:reason:on:)`` does.
-    public func post(_ postings: [LedgerEntry], on connection: PostgresConnection) async throws {
-        guard !postings.isEmpty else { return }
-        let rows = try await connection.query(
-            """
-            INSERT INTO credit_ledger (operation_key, bucket, delta, reason)
-            SELECT * FROM unnest(\(postings.map(\.operationKey))::text[], \(postings.map(\.bucket))::text[],
-                \(postings.map(\.delta))::bigint[], \(postings.map(\.reason))::text[])
-            ON CONFLICT (operation_key) DO NOTHING RETURNING operation_key
-            """, logger: logger)
-        for try await key in rows.decode(String.self) {
-            Counter(label: "storekeeper_credit_operations_total", dimensions: [("operation", String(key.prefix { $0 != ":" }))]).increment()
-        }
     }
 }

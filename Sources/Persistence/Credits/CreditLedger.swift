@@ -60,8 +60,13 @@ public struct CreditLedger: Sendable {
     /// (grant, spend, refund, revoke, reversed, carry, clawback, topup) when it did.
     private static func counted(_ rows: [some Sendable], _ operationKey: String) -> Bool {
         guard !rows.isEmpty else { return false }
-        Counter(label: "storekeeper_credit_operations_total", dimensions: [("operation", String(operationKey.prefix { $0 != ":" }))]).increment()
+        countPosted(operationKey)
         return true
+    }
+
+    /// Counts a ledger row written under `operationKey` in `storekeeper_credit_operations_total{operation}`.
+    static func countPosted(_ operationKey: String) {
+        Counter(label: "storekeeper_credit_operations_total", dimensions: [("operation", String(operationKey.prefix { $0 != ":" }))]).increment()
     }
 
     /// The buckets of each of `accounts` live at `now`, in spend order (daily, then cycle and free by soonest end,

@@ -1,3 +1,4 @@
+import Credits
 import Foundation
 import Logging
 import PostgresNIO
@@ -97,20 +98,33 @@ public struct UsageRequests: Sendable {
         return stored
     }
 
-    /// Stores the first answer to each request, in one statement.
-    public func store(_ answers: [(answer: Answer, request: Request)], on connection: PostgresConnection) async throws {
-        guard !answers.isEmpty else { return }
+    /// Stores the first answer to each request and posts the ledger rows of its spend, in one statement (a round
+    /// trip less for every group of spends); a ledger operation key already posted is skipped, as
+    /// ``CreditLedger/post(_:bucket:delta:reason:on:)`` does.
+    public func store(
+        _ answers: [(answer: Answer, request: Request)], posting postings: [LedgerEntry], on connection: PostgresConnection
+    ) async throws {
+        guard !answers.isEmpty || !postings.isEmpty else { return }
         let encoder = JSONEncoder()
         let texts = try answers.map { String(decoding: try encoder.encode($0.answer), as: UTF8.self) }
-        try await connection.query(
+        let rows = try await connection.query(
             """
-            INSERT INTO usage_requests (account_id, idempotency_key, meter, amount, outcome, answer)
-            SELECT account, key, meter, amount, outcome, answer::jsonb FROM unnest(
-                \(answers.map(\.request.account.text))::text[], \(answers.map(\.request.idempotencyKey))::text[],
-                \(answers.map(\.request.meter))::text[], \(answers.map(\.request.amount))::bigint[],
-                \(answers.map(\.answer.outcome.rawValue))::text[], \(texts)::text[]) AS a(account, key, meter, amount, outcome, answer)
+            WITH posted AS (
+                INSERT INTO credit_ledger (operation_key, bucket, delta, reason)
+                SELECT * FROM unnest(\(postings.map(\.operationKey))::text[], \(postings.map(\.bucket))::text[],
+                    \(postings.map(\.delta))::bigint[], \(postings.map(\.reason))::text[])
+                ON CONFLICT (operation_key) DO NOTHING RETURNING operation_key
+            ), answered AS (
+                INSERT INTO usage_requests (account_id, idempotency_key, meter, amount, outcome, answer)
+                SELECT account, key, meter, amount, outcome, answer::jsonb FROM unnest(
+                    \(answers.map(\.request.account.text))::text[], \(answers.map(\.request.idempotencyKey))::text[],
+                    \(answers.map(\.request.meter))::text[], \(answers.map(\.request.amount))::bigint[],
+                    \(answers.map(\.answer.outcome.rawValue))::text[], \(texts)::text[]) AS a(account, key, meter, amount, outcome, answer)
+            )
+            SELECT operation_key FROM posted
             """,
             logger: logger)
+        for try await key in rows.decode(String.self) { CreditLedger.countPosted(key) }
     }
 
     /// What identifies a request's answer.
