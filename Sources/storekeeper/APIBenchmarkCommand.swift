@@ -81,42 +81,22 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
 
     typealias Request = (path: String, method: HTTPMethod, headers: [(String, String)], body: ByteBuffer?)
 
-    /// `connections` clients sending `request(i)` back to back for `seconds`; a 2xx counts as answered.
+    /// `connections` clients sending `request(i)` back to back for `seconds` (after a second of warm-up: connections
+    /// open, caches and plans as in steady use), with ``HTTPLoadGenerator``; a 2xx counts as answered.
     func load(_ system: SystemUnderTest, _ request: @escaping @Sendable (Int) -> Request) async throws -> Phase {
-        let clock = ContinuousClock()
-        // A second of warm-up: connections open, caches and plans as in steady use.
-        let warmUntil = clock.now + .seconds(1)
-        let began = warmUntil
-        let end = began + .seconds(seconds)
-        var total = try await withThrowingTaskGroup(of: Phase.self) { group in
-            for client in 0..<connections {
-                group.addTask {
-                    var phase = Phase()
-                    var index = client
-                    while clock.now < end {
-                        let (path, method, headers, body) = request(index)
-                        index += connections
-                        let sent = clock.now
-                        let (status, _, _) = await system.request(path, method: method, headers: headers, body: body)
-                        guard sent >= began else { continue }
-                        if let status, (200..<300).contains(status) {
-                            phase.answered += 1
-                            phase.latencies.append((clock.now - sent).seconds * 1000)
-                        } else {
-                            phase.failed += 1
-                        }
-                    }
-                    return phase
-                }
-            }
-            return try await group.reduce(into: Phase()) { total, phase in
-                total.answered += phase.answered
-                total.failed += phase.failed
-                total.latencies += phase.latencies
-            }
+        let host = "127.0.0.1:\(system.port)"
+        let result = try await HTTPLoadGenerator.run(
+            host: "127.0.0.1", port: system.port, connections: connections, warmUp: .seconds(1), seconds: .seconds(Int64(seconds))
+        ) { index in
+            let (path, method, headers, body) = request(index)
+            var head = "\(method.rawValue) \(path) HTTP/1.1\r\nHost: \(host)\r\n"
+            for (name, value) in headers { head += "\(name): \(value)\r\n" }
+            if let body { head += "Content-Length: \(body.readableBytes)\r\n" }
+            var bytes = ByteBuffer(string: head + "\r\n")
+            if var body { bytes.writeBuffer(&body) }
+            return bytes
         }
-        total.seconds = Double(seconds)
-        return total
+        return Phase(answered: result.answered, failed: result.failed, seconds: Double(seconds), latencies: result.latencies)
     }
 
     func report(

@@ -1,0 +1,169 @@
+import NIOCore
+import NIOPosix
+
+/// A closed-loop HTTP/1.1 load generator in the manner of `wrk`: keep-alive connections on one event loop, each
+/// sending its next request as soon as the answer to the previous one is complete. Requests are bytes written as they
+/// are and answers are only framed (status line, `Content-Length` or chunked), so the generator takes a small share of
+/// the cores it shares with the server it measures — an HTTP client with a pool, tasks and header objects per request
+/// took about half of them.
+enum HTTPLoadGenerator {
+    /// What one load measured: answers with a 2xx status and their latencies (ms), and the rest.
+    struct Result: Sendable {
+        var answered = 0
+        var failed = 0
+        var latencies: [Double] = []
+    }
+
+    /// Runs `connections` connections to `host:port` for `warmUp` (not counted) and then `seconds`; `request(i)` is
+    /// the i-th request's bytes, a whole HTTP/1.1 request.
+    static func run(
+        host: String, port: Int, connections: Int, warmUp: TimeAmount, seconds: TimeAmount,
+        request: @escaping @Sendable (Int) -> ByteBuffer
+    ) async throws -> Result {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let begin = NIODeadline.now() + warmUp
+        let end = begin + seconds
+        var futures: [EventLoopFuture<Result>] = []
+        for connection in 0..<connections {
+            let done = loop.makePromise(of: Result.self)
+            let handler = LoadConnection(
+                first: connection, stride: connections, begin: begin, end: end, request: request, done: done)
+            let channel = try await ClientBootstrap(group: loop)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) } }
+                .connect(host: host, port: port).get()
+            channel.closeFuture.whenComplete { _ in done.succeed(handler.result) }
+            futures.append(done.futureResult)
+        }
+        var total = Result()
+        for future in futures {
+            let result = try await future.get()
+            total.answered += result.answered
+            total.failed += result.failed
+            total.latencies += result.latencies
+        }
+        try await group.shutdownGracefully()
+        return total
+    }
+}
+
+/// One connection of ``HTTPLoadGenerator``: sends a request, frames its answer, records it, sends the next; closes at
+/// the end of the load. Everything happens on the connection's event loop.
+private final class LoadConnection: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private var index: Int
+    private let stride: Int
+    private let begin: NIODeadline
+    private let end: NIODeadline
+    private let request: @Sendable (Int) -> ByteBuffer
+    private let done: EventLoopPromise<HTTPLoadGenerator.Result>
+    private(set) var result = HTTPLoadGenerator.Result()
+    private var pending = ByteBuffer()
+    private var sentAt = NIODeadline.now()
+
+    init(
+        first: Int, stride: Int, begin: NIODeadline, end: NIODeadline, request: @escaping @Sendable (Int) -> ByteBuffer,
+        done: EventLoopPromise<HTTPLoadGenerator.Result>
+    ) {
+        self.index = first
+        self.stride = stride
+        self.begin = begin
+        self.end = end
+        self.request = request
+        self.done = done
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        send(context: context)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        pending.writeBuffer(&bytes)
+        guard let status = Self.completeAnswer(in: &pending) else { return }
+        let now = NIODeadline.now()
+        if sentAt >= begin {
+            if (200..<300).contains(status) {
+                result.answered += 1
+                result.latencies.append(Double((now - sentAt).nanoseconds) / 1_000_000)
+            } else {
+                result.failed += 1
+            }
+        }
+        guard now < end else {
+            context.close(promise: nil)
+            return
+        }
+        send(context: context)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        result.failed += 1
+        context.close(promise: nil)
+    }
+
+    private func send(context: ChannelHandlerContext) {
+        sentAt = .now()
+        context.writeAndFlush(wrapOutboundOut(request(index)), promise: nil)
+        index += stride
+    }
+
+    /// The status of the answer at the start of `buffer` once all of it has arrived (then removed from `buffer`), or
+    /// nil while it is incomplete. One request is outstanding at a time, so `buffer` never holds more than one answer.
+    /// Read as bytes, without a string per header: the generator's own CPU is what it must keep small.
+    static func completeAnswer(in buffer: inout ByteBuffer) -> Int? {
+        let view = buffer.readableBytesView
+        guard let headEnd = view.firstRange(of: Self.emptyLine) else { return nil }
+        let head = view[view.startIndex..<headEnd.lowerBound]
+        // "HTTP/1.1 200 OK": three digits after the first space.
+        var status = 0
+        if let space = head.firstIndex(of: UInt8(ascii: " ")), head.distance(from: space, to: head.endIndex) > 3 {
+            for digit in head[(space + 1)..<(space + 4)] { status = status * 10 + Int(digit) - 48 }
+        }
+        var length = 0
+        var chunked = false
+        var lineStart = head.startIndex
+        while lineStart < head.endIndex {
+            let lineEnd = head[lineStart...].firstRange(of: Self.newline)?.lowerBound ?? head.endIndex
+            let line = head[lineStart..<lineEnd]
+            if Self.hasName(line, Self.contentLength) {
+                length = line.dropFirst(Self.contentLength.count).reduce(0) { (48...57).contains($1) ? $0 * 10 + Int($1) - 48 : $0 }
+            } else if Self.hasName(line, Self.transferEncoding) {
+                chunked = true  // the only coding a server sends on its own
+            }
+            lineStart = min(lineEnd + 2, head.endIndex)
+        }
+        let end: Int
+        if chunked {
+            // The last chunk: "0" on a line of its own, then the empty line that ends the (absent) trailers.
+            let body = view[headEnd.upperBound...]
+            if body.starts(with: Self.lastChunk) {
+                end = headEnd.upperBound + Self.lastChunk.count
+            } else if let found = body.firstRange(of: Self.newline + Self.lastChunk) {
+                end = found.upperBound
+            } else {
+                return nil
+            }
+        } else {
+            end = headEnd.upperBound + length
+            guard end <= view.endIndex else { return nil }
+        }
+        buffer.moveReaderIndex(forwardBy: end - view.startIndex)
+        buffer.discardReadBytes()
+        return status
+    }
+
+    private static let newline: [UInt8] = [13, 10]
+    private static let emptyLine: [UInt8] = [13, 10, 13, 10]
+    private static let lastChunk = Array("0\r\n\r\n".utf8)
+    private static let contentLength = Array("content-length:".utf8)
+    private static let transferEncoding = Array("transfer-encoding:".utf8)
+
+    /// Whether `line` starts with the header name `name` (lowercase, with its colon), in any case.
+    private static func hasName(_ line: ByteBufferView.SubSequence, _ name: [UInt8]) -> Bool {
+        line.count >= name.count && zip(line, name).allSatisfy { ($0 | 0x20) == $1 }
+    }
+}
