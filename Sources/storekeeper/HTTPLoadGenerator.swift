@@ -34,6 +34,8 @@ enum HTTPLoadGenerator {
                 .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) } }
                 .connect(host: host, port: port).get()
             channel.closeFuture.whenComplete { _ in done.succeed(handler.result) }
+            // A server that stops answering ends the load 10 s after its end instead of never.
+            loop.scheduleTask(deadline: end + .seconds(10)) { channel.close(promise: nil) }
             futures.append(done.futureResult)
         }
         var total = Result()
