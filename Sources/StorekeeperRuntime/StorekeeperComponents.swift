@@ -48,7 +48,7 @@ public struct StorekeeperComponents: Sendable {
     ///   - databaseURL: overrides the configuration's (dev and tests start their own database).
     ///   - databaseThread: the database connections get an event loop of their own, on which the group commits run
     ///     too. For `serve`: a group commit's round trips otherwise each wait for an event loop busy with HTTP, which
-    ///     under load made a spend's group of nine statements several times slower than PostgreSQL took.
+    ///     under load made a spend group take several times what PostgreSQL spent on it.
     ///   - clock: "now" for status and lifecycle rules; tests pin it.
     public init(
         configuration: StorekeeperConfiguration, databaseURL: DatabaseURL? = nil, databaseThread: Bool = false,

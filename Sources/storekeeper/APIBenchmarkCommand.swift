@@ -85,7 +85,7 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
     /// open, caches and plans as in steady use), with ``HTTPLoadGenerator``; a 2xx counts as answered.
     func load(_ system: SystemUnderTest, _ request: @escaping @Sendable (Int) -> Request) async throws -> Phase {
         let host = "127.0.0.1:\(system.port)"
-        let result = try await HTTPLoadGenerator.run(
+        return try await HTTPLoadGenerator.run(
             host: "127.0.0.1", port: system.port, connections: connections, warmUp: .seconds(1), seconds: .seconds(Int64(seconds))
         ) { index in
             let (path, method, headers, body) = request(index)
@@ -96,7 +96,6 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
             if var body { bytes.writeBuffer(&body) }
             return bytes
         }
-        return Phase(answered: result.answered, failed: result.failed, seconds: Double(seconds), latencies: result.latencies)
     }
 
     func report(

@@ -7,43 +7,39 @@ import NIOPosix
 /// the cores it shares with the server it measures — an HTTP client with a pool, tasks and header objects per request
 /// took about half of them.
 enum HTTPLoadGenerator {
-    /// What one load measured: answers with a 2xx status and their latencies (ms), and the rest.
-    struct Result: Sendable {
-        var answered = 0
-        var failed = 0
-        var latencies: [Double] = []
-    }
-
     /// Runs `connections` connections to `host:port` for `warmUp` (not counted) and then `seconds`; `request(i)` is
-    /// the i-th request's bytes, a whole HTTP/1.1 request.
+    /// the i-th request's bytes, a whole HTTP/1.1 request. An answer with a 2xx status counts as answered, with its
+    /// latency; any other answer or a connection error as failed.
     static func run(
         host: String, port: Int, connections: Int, warmUp: TimeAmount, seconds: TimeAmount,
         request: @escaping @Sendable (Int) -> ByteBuffer
-    ) async throws -> Result {
+    ) async throws -> APIBenchmarkCommand.Phase {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
         let begin = NIODeadline.now() + warmUp
         let end = begin + seconds
-        var futures: [EventLoopFuture<Result>] = []
-        for connection in 0..<connections {
-            let done = loop.makePromise(of: Result.self)
-            let handler = LoadConnection(
-                first: connection, stride: connections, begin: begin, end: end, request: request, done: done)
-            let channel = try await ClientBootstrap(group: loop)
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
-                .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) } }
-                .connect(host: host, port: port).get()
-            channel.closeFuture.whenComplete { _ in done.succeed(handler.result) }
-            // A server that stops answering ends the load 10 s after its end instead of never.
-            loop.scheduleTask(deadline: end + .seconds(10)) { channel.close(promise: nil) }
-            futures.append(done.futureResult)
-        }
-        var total = Result()
-        for future in futures {
-            let result = try await future.get()
-            total.answered += result.answered
-            total.failed += result.failed
-            total.latencies += result.latencies
+        var total = APIBenchmarkCommand.Phase(seconds: Double(seconds.nanoseconds) / 1e9)
+        do {
+            var finished: [EventLoopFuture<APIBenchmarkCommand.Phase>] = []
+            for connection in 0..<connections {
+                let handler = LoadConnection(first: connection, stride: connections, begin: begin, end: end, request: request)
+                let channel = try await ClientBootstrap(group: loop)
+                    .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                    .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) } }
+                    .connect(host: host, port: port).get()
+                finished.append(channel.closeFuture.map { handler.phase }.recover { _ in handler.phase })
+                // A server that stops answering ends the load 10 s after its end instead of never.
+                loop.scheduleTask(deadline: end + .seconds(10)) { channel.close(promise: nil) }
+            }
+            for future in finished {
+                let phase = try await future.get()
+                total.answered += phase.answered
+                total.failed += phase.failed
+                total.latencies += phase.latencies
+            }
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
         }
         try await group.shutdownGracefully()
         return total
@@ -61,21 +57,17 @@ private final class LoadConnection: ChannelInboundHandler, @unchecked Sendable {
     private let begin: NIODeadline
     private let end: NIODeadline
     private let request: @Sendable (Int) -> ByteBuffer
-    private let done: EventLoopPromise<HTTPLoadGenerator.Result>
-    private(set) var result = HTTPLoadGenerator.Result()
+    /// What this connection measured; read once it has closed.
+    private(set) var phase = APIBenchmarkCommand.Phase()
     private var pending = ByteBuffer()
     private var sentAt = NIODeadline.now()
 
-    init(
-        first: Int, stride: Int, begin: NIODeadline, end: NIODeadline, request: @escaping @Sendable (Int) -> ByteBuffer,
-        done: EventLoopPromise<HTTPLoadGenerator.Result>
-    ) {
+    init(first: Int, stride: Int, begin: NIODeadline, end: NIODeadline, request: @escaping @Sendable (Int) -> ByteBuffer) {
         self.index = first
         self.stride = stride
         self.begin = begin
         self.end = end
         self.request = request
-        self.done = done
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -89,10 +81,10 @@ private final class LoadConnection: ChannelInboundHandler, @unchecked Sendable {
         let now = NIODeadline.now()
         if sentAt >= begin {
             if (200..<300).contains(status) {
-                result.answered += 1
-                result.latencies.append(Double((now - sentAt).nanoseconds) / 1_000_000)
+                phase.answered += 1
+                phase.latencies.append(Double((now - sentAt).nanoseconds) / 1_000_000)
             } else {
-                result.failed += 1
+                phase.failed += 1
             }
         }
         guard now < end else {
@@ -103,7 +95,7 @@ private final class LoadConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        result.failed += 1
+        phase.failed += 1
         context.close(promise: nil)
     }
 
