@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import StatementFencing
 import Subscriptions
 
 /// The `appAccountToken`s apps asked for (`POST /v1/accounts/{id}/purchase-intents`): an app whose account ids are
@@ -27,11 +28,18 @@ public struct PurchaseIntents: Sendable {
     public func accounts(ofTokens tokens: [String], on connection: PostgresConnection) async throws -> [String: AccountID] {
         let uuids = Set(tokens.compactMap(UUID.init(uuidString:)))
         guard !uuids.isEmpty else { return [:] }
-        let rows = try await connection.query(
-            "SELECT token, account_id FROM purchase_intents WHERE token = ANY(\(Array(uuids)))", logger: logger)
+        let rows = try await connection.run(PreparedQuery<IntendedAccounts>(Array(uuids)), logger: logger)
         var accounts: [String: AccountID] = [:]
-        for try await (token, account) in rows.decode((UUID, AccountID).self) { accounts[token.uuidString.lowercased()] = account }
+        for row in rows {
+            let (token, account) = try row.decode((UUID, AccountID).self)
+            accounts[token.uuidString.lowercased()] = account
+        }
         return accounts
+    }
+
+    /// The accounts of tokens `$1` (every apply asks).
+    enum IntendedAccounts: PreparedSQL {
+        static let sql = "SELECT token, account_id FROM purchase_intents WHERE token = ANY($1::uuid[])"
     }
 
     /// The account a token names: the one that asked for it, else the token itself as a UUID account.

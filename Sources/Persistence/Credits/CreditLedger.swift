@@ -20,8 +20,12 @@ public struct CreditLedger: Sendable {
 
     /// Serializes every credit change and spend of one account for the rest of the caller's transaction.
     public func lockAccount(_ account: AccountID, on connection: PostgresConnection) async throws {
-        try await connection.query(
-            "SELECT pg_advisory_xact_lock(hashtextextended(\("account:" + account.text), 0))", logger: logger)
+        _ = try await connection.run(PreparedQuery<AccountLock>("account:" + account.text), logger: logger)
+    }
+
+    /// Takes the transaction-scoped lock of account key `$1` (every apply and spend group takes one).
+    enum AccountLock: PreparedSQL {
+        static let sql = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"
     }
 
     /// Opens a bucket unless it exists.
@@ -75,35 +79,28 @@ public struct CreditLedger: Sendable {
     public func liveBuckets(
         of accounts: [AccountID], at now: Date, orLater: Bool = false, on connection: PostgresConnection
     ) async throws -> [AccountID: [AccountCredits.LiveBalance]] {
-        // Shaped so that no plan can scan credit_buckets whole: on tables not yet analyzed (a new database, the first
-        // minute of a burst) the planner otherwise hash-joins a scan of all buckets, 2 ms an apply and growing. Each
-        // branch finds its buckets by index — `OFFSET 0` keeps the lateral lookup a per-subscription index probe
-        // instead of letting it be flattened back into a join — and each balance sums one bucket's rows by index.
-        // Not prepared: a generic plan made while the tables are small keeps scanning them whole as they grow.
         let ids = Set(accounts).map(\.text)
-        let rows = try await connection.query(
-            """
-            SELECT \(unescaped: Self.bucketColumns),
-                coalesce((SELECT sum(l.delta) FROM credit_ledger l WHERE l.bucket = b.key), 0)::bigint, b.owner
-            FROM (
-                SELECT *, account_id AS owner FROM credit_buckets WHERE account_id = ANY(\(ids)::text[])
-                UNION ALL
-                SELECT c.*, s.account_id FROM subscriptions s CROSS JOIN LATERAL (
-                    SELECT * FROM credit_buckets WHERE original_transaction_id = s.original_transaction_id OFFSET 0
-                ) c
-                WHERE s.account_id = ANY(\(ids)::text[])
-            ) b
-            WHERE (\(orLater) OR b.valid_from <= \(now)) AND (b.valid_until IS NULL OR b.valid_until > \(now))
-            ORDER BY b.owner, CASE b.kind WHEN 'daily' THEN 0 WHEN 'topup' THEN 2 ELSE 1 END, b.valid_until NULLS LAST, b.key
-            """,
-            logger: logger)
+        let rows = try await connection.run(PreparedQuery<LiveBuckets>(ids, now, orLater), logger: logger)
         var buckets: [AccountID: [AccountCredits.LiveBalance]] = [:]
-        for try await row in rows {
+        for row in rows {
             let columns = row.makeRandomAccess()
             let account = try columns[10].decode(AccountID.self)
             buckets[account, default: []].append(
                 AccountCredits.LiveBalance(bucket: try Self.bucket(row), balance: try columns[9].decode(Int64.self)))
         }
         return buckets
+    }
+
+    /// The buckets of accounts `$1` live at `$2` (or later with `$3`), with balances, in spend order
+    /// (`live_credit_buckets`, sql/0014_live_credit_buckets.sql: a function, planned once per connection without
+    /// sequential scans).
+    enum LiveBuckets: PreparedSQL {
+        static let sql = """
+            SELECT bucket_key, bucket_meter, bucket_kind, bucket_subscription, bucket_billing_period, bucket_account,
+                bucket_valid_from, bucket_valid_until, bucket_price, bucket_balance, bucket_owner
+            FROM live_credit_buckets($1::text[], $2, $3)
+            ORDER BY bucket_owner, CASE bucket_kind WHEN 'daily' THEN 0 WHEN 'topup' THEN 2 ELSE 1 END,
+                bucket_valid_until NULLS LAST, bucket_key
+            """
     }
 }

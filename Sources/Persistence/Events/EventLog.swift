@@ -37,22 +37,31 @@ public struct EventLog: Sendable {
         guard !entries.isEmpty else { return [] }
         let drafts = entries.map(\.draft)
         let bodies = try entries.map { try CompressedColumn.compress($0.body.utf8) }
-        let rows = try await connection.query(
-            """
-            INSERT INTO events (dedup_key, type, account_id, subscription_id, environment, created_at, body_deflated)
-            SELECT key, type, account, NULLIF(subscription, ''), environment, \(now), body
-            FROM unnest(\(drafts.map(\.key))::text[], \(drafts.map(\.type.rawValue))::text[], \(drafts.map(\.account.text))::text[],
-                \(drafts.map { $0.subscription ?? "" })::text[], \(drafts.map(\.environment))::text[], \(bodies)::bytea[])
-                WITH ORDINALITY AS appended (key, type, account, subscription, environment, body, position)
-            ORDER BY position
-            ON CONFLICT (dedup_key) DO NOTHING
-            RETURNING \(unescaped: Self.columns), events.dedup_key
-            """, logger: logger)
+        let rows = try await connection.run(
+            PreparedQuery<AppendEvents>(
+                now, drafts.map(\.key), drafts.map(\.type.rawValue), drafts.map(\.account.text), drafts.map { $0.subscription ?? "" },
+                drafts.map(\.environment), bodies),
+            logger: logger)
         var appended: [(key: String, event: StoredEvent)] = []
-        for try await row in rows {
+        for row in rows {
             appended.append((try row.makeRandomAccess()[Self.columnCount].decode(String.self), try Self.decode(row)))
         }
         return appended.sorted { $0.event.sequence < $1.event.sequence }
+    }
+
+    /// Appends events created at `$1` from the parallel arrays `$2`… (key, type, account, subscription or '',
+    /// environment, compressed body), in their order, unless their keys are stored; returns each appended row with its
+    /// key. Every apply that changes something runs it.
+    enum AppendEvents: PreparedSQL {
+        static let sql = """
+            INSERT INTO events (dedup_key, type, account_id, subscription_id, environment, created_at, body_deflated)
+            SELECT key, type, account, NULLIF(subscription, ''), environment, $1::timestamptz, body
+            FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[])
+                WITH ORDINALITY AS appended (key, type, account, subscription, environment, body, position)
+            ORDER BY position
+            ON CONFLICT (dedup_key) DO NOTHING
+            RETURNING \(EventLog.columns), events.dedup_key
+            """
     }
 
     /// Events after `cursor` in commit order, only from transactions older than every one still running (so a later
