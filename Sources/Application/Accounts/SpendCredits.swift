@@ -56,8 +56,7 @@ private struct SpendGroup: Sendable {
         // The group's spends happen at its commit: the latest time any of them was asked at.
         let now = spends.map(\.now).max() ?? Date()
         let requests = spends.map(\.request)
-        try await ledger.lockAccounts(requests.map(\.account), on: connection)
-        var stored = try await usageRequests.storedAnswers(requests, on: connection)
+        var stored = try await usageRequests.lockAccountsAndReadAnswers(requests, on: connection)
         let spending = requests.filter { stored[$0.key] == nil }.map(\.account)
         guard !spending.isEmpty else { return requests.map { stored[$0.key]!.answer(to: $0) } }
         let states = try await subscriptions.subscriptions(forAccounts: spending, on: connection)

@@ -3,19 +3,9 @@ import Foundation
 import PostgresNIO
 import Subscriptions
 
-// The statements of a group of spends (see SpendCredits): each reads or writes every account of the group at once.
+// The statements of a group of spends (see SpendCredits): each reads or writes every account of the group at once
+// (the group's locks are taken with its stored answers: UsageRequests.lockAccountsAndReadAnswers).
 extension CreditLedger {
-    /// Takes the locks of `accounts` for the transaction, in one order (sorted), so that two groups sharing accounts
-    /// wait for each other instead of deadlocking.
-    public func lockAccounts(_ accounts: [AccountID], on connection: PostgresConnection) async throws {
-        let keys = Set(accounts).sorted().map { "account:" + $0.text }
-        try await connection.query(
-            """
-            SELECT count(pg_advisory_xact_lock(hashtextextended(key, 0)))
-            FROM (SELECT key FROM unnest(\(keys)::text[]) WITH ORDINALITY AS k(key, position) ORDER BY position) AS ordered
-            """, logger: logger)
-    }
-
     /// The credits of each of `accounts` at `now` for spending (the accounts locked), with their live buckets in spend
     /// order, in one read; an account with grants due by the clock has them written first and is read again.
     public func spendableCredits(

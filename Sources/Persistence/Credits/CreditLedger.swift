@@ -20,8 +20,11 @@ public struct CreditLedger: Sendable {
 
     /// Serializes every credit change and spend of one account for the rest of the caller's transaction.
     public func lockAccount(_ account: AccountID, on connection: PostgresConnection) async throws {
-        _ = try await connection.run(PreparedQuery<AccountLock>("account:" + account.text), logger: logger)
+        _ = try await connection.run(PreparedQuery<AccountLock>(Self.lockKey(account)), logger: logger)
     }
+
+    /// What the lock of `account` is named (hashed with `hashtextextended(key, 0)`): applies and spends take the same.
+    static func lockKey(_ account: AccountID) -> String { "account:" + account.text }
 
     /// Takes the transaction-scoped lock of account key `$1` (every apply and spend group takes one).
     enum AccountLock: PreparedSQL {

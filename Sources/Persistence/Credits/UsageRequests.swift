@@ -2,6 +2,7 @@ import Credits
 import Foundation
 import Logging
 import PostgresNIO
+import StatementFencing
 import Subscriptions
 
 /// The first answer to each usage request (`usage_requests`), returned for every retry with the same idempotency key.
@@ -79,23 +80,32 @@ public struct UsageRequests: Sendable {
 
     public init(logger: Logger) { self.logger = logger }
 
-    /// The answers stored under the keys of any of `requests`, in one read (see ``StoredAnswer/answer(to:)``).
-    public func storedAnswers(_ requests: [Request], on connection: PostgresConnection) async throws -> [Key: StoredAnswer] {
-        let rows = try await connection.query(
-            """
-            SELECT u.account_id, u.idempotency_key, u.meter, u.amount, u.answer::text FROM usage_requests u
-            JOIN unnest(\(requests.map(\.account.text))::text[], \(requests.map(\.idempotencyKey))::text[]) AS r(account, key)
-                ON u.account_id = r.account AND u.idempotency_key = r.key
-            """,
+    /// Takes the locks of the accounts of `requests` for the transaction, in one order (sorted, so that two groups
+    /// sharing accounts wait for each other instead of deadlocking), then reads the answers stored under their keys
+    /// (see ``StoredAnswer/answer(to:)``): one round trip (`lock_accounts_and_read_answers`,
+    /// sql/0015_spend_group_locks.sql), the read made after the locks are held.
+    public func lockAccountsAndReadAnswers(_ requests: [Request], on connection: PostgresConnection) async throws -> [Key: StoredAnswer] {
+        let lockKeys = Set(requests.map(\.account)).sorted().map(CreditLedger.lockKey)
+        let rows = try await connection.run(
+            PreparedQuery<LockAccountsAndReadAnswers>(lockKeys, requests.map(\.account.text), requests.map(\.idempotencyKey)),
             logger: logger)
         var stored: [Key: StoredAnswer] = [:]
-        for try await (account, key, meter, amount, text) in rows.decode((AccountID, String, String, Int64, String).self) {
+        for row in rows {
+            let (account, key, meter, amount, text) = try row.decode((AccountID, String, String, Int64, String).self)
             guard let answer = try? JSONDecoder().decode(Answer.self, from: Data(text.utf8)) else {
                 throw PersistenceError(.corruptRecord, "stored usage answer does not decode")
             }
             stored[Key(account: account, idempotencyKey: key)] = StoredAnswer(meter: meter, amount: amount, answer: answer)
         }
         return stored
+    }
+
+    /// Locks accounts `$1` (lock keys, in order) and returns the answers stored under (account, key) pairs `$2`, `$3`.
+    enum LockAccountsAndReadAnswers: PreparedSQL {
+        static let sql = """
+            SELECT answer_account, answer_key, answer_meter, answer_amount, answer_text
+            FROM lock_accounts_and_read_answers($1::text[], $2::text[], $3::text[])
+            """
     }
 
     /// Stores the first answer to each request and posts the ledger rows of its spend, in one statement (a round
