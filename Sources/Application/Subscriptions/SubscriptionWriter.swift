@@ -81,8 +81,8 @@ public struct SubscriptionWriter: Sendable {
         }
         let state = derivation.state
         // Credit rules read balances that spends change: the owner's account is locked first, as spends lock it.
-        if write, let account = state.accountId { try await credits.lockAccount(account, on: connection) }
-        let ledger = try await credits.snapshot(ofSubscription: originalTransactionId, account: state.accountId, now: now, on: connection)
+        let ledger = try await credits.snapshot(
+            ofSubscription: originalTransactionId, account: state.accountId, now: now, lockingAccount: write, on: connection)
         let operations = SubscriptionCredits.operationsDue(derivation, catalogue: credits.catalogue, ledger: ledger, now: now)
         let changed = state != stored || !operations.isEmpty
         guard write else { return Outcome(kind: changed ? .applied : .unchanged, state: state, stored: stored, operations: operations) }

@@ -6,18 +6,28 @@ import Subscriptions
 
 extension CreditLedger {
     /// The ledger rows the credit rules of one subscription need: its cycle buckets, and — when it has an owner — the
-    /// owner's live buckets (a prorated refund claws back from them), with every entry of those buckets.
-    public func snapshot(ofSubscription originalTransactionId: String, account: AccountID?, now: Date, on connection: PostgresConnection)
-        async throws -> LedgerSnapshot
-    {
-        let rows = try await connection.run(PreparedQuery<SnapshotBuckets>(originalTransactionId, account, now), logger: logger)
-        let buckets = try rows.map(Self.bucket)
-        // A subscription's first notification finds no bucket: no second round trip for its (no) rows.
-        guard !buckets.isEmpty else { return LedgerSnapshot(buckets: [], entries: []) }
-        let entryRows = try await connection.run(PreparedQuery<BucketEntries>(buckets.map(\.key)), logger: logger)
-        let entries = try entryRows.map { row in
-            let (key, bucket, delta, reason) = try row.decode((String, String, Int64, String).self)
-            return LedgerEntry(operationKey: key, bucket: bucket, delta: delta, reason: reason)
+    /// owner's live buckets (a prorated refund claws back from them), with every entry of those buckets, in one round
+    /// trip (`credit_ledger_snapshot`, sql/0016_credit_ledger_snapshot.sql). With `lockingAccount`, the owner's lock
+    /// (``lockAccount(_:on:)``) is taken first, in the same round trip, and the read sees what its previous holder
+    /// committed.
+    public func snapshot(
+        ofSubscription originalTransactionId: String, account: AccountID?, now: Date, lockingAccount: Bool = false,
+        on connection: PostgresConnection
+    ) async throws -> LedgerSnapshot {
+        let lockKey = lockingAccount ? account.map(Self.lockKey) : nil
+        let rows = try await connection.run(
+            PreparedQuery<Snapshot>(lockKey, originalTransactionId, account?.text, now), logger: logger)
+        var buckets: [CreditBucket] = []
+        var entries: [LedgerEntry] = []
+        for row in rows {
+            let bucket = try Self.bucket(row)
+            if buckets.last?.key != bucket.key { buckets.append(bucket) }
+            let columns = row.makeRandomAccess()
+            guard let operationKey = try columns[9].decode(String?.self) else { continue }
+            entries.append(
+                LedgerEntry(
+                    operationKey: operationKey, bucket: bucket.key, delta: try columns[10].decode(Int64.self),
+                    reason: try columns[11].decode(String.self)))
         }
         return LedgerSnapshot(buckets: buckets, entries: entries)
     }
@@ -48,10 +58,8 @@ extension CreditLedger {
         }
     }
 
-    static let bucketColumns = """
-        b.key, b.meter, b.kind, b.original_transaction_id, b.billing_period, b.account_id, b.valid_from, b.valid_until, b.price
-        """
-
+    /// A bucket from the first nine columns of `row` (key, meter, kind, subscription, billing period, account, valid
+    /// from, valid until, price).
     static func bucket(_ row: PostgresRow) throws -> CreditBucket {
         let (key, meter, kind, subscription, period, account, from, until, price) = try row.decode(
             (String, String, String, String?, String?, AccountID?, Date, Date?, Int64?).self)
@@ -60,21 +68,13 @@ extension CreditLedger {
             accountId: account, validFrom: from, validUntil: until, price: price)
     }
 
-    /// The buckets of subscription `$1`, and those live at `$3` of account `$2` (NULL: none).
-    enum SnapshotBuckets: PreparedSQL {
+    /// Takes lock `$1` unless NULL, then reads the buckets of subscription `$2` and the buckets of account `$3` live at
+    /// `$4`, with their ledger entries, ordered by bucket.
+    enum Snapshot: PreparedSQL {
         static let sql = """
-            SELECT \(bucketColumns) FROM credit_buckets b WHERE b.original_transaction_id = $1
-            UNION
-            SELECT \(bucketColumns) FROM credit_buckets b
-            WHERE b.account_id = $2 AND b.valid_from <= $3 AND (b.valid_until IS NULL OR b.valid_until > $3)
-            UNION
-            SELECT \(bucketColumns) FROM subscriptions s JOIN credit_buckets b ON b.original_transaction_id = s.original_transaction_id
-            WHERE s.account_id = $2 AND b.valid_from <= $3 AND (b.valid_until IS NULL OR b.valid_until > $3)
+            SELECT bucket_key, bucket_meter, bucket_kind, bucket_subscription, bucket_billing_period, bucket_account,
+                bucket_valid_from, bucket_valid_until, bucket_price, entry_operation_key, entry_delta, entry_reason
+            FROM credit_ledger_snapshot($1::text, $2::text, $3::text, $4::timestamptz)
             """
-    }
-
-    /// The ledger entries of buckets `$1`.
-    enum BucketEntries: PreparedSQL {
-        static let sql = "SELECT operation_key, bucket, delta, reason FROM credit_ledger WHERE bucket = ANY($1::text[])"
     }
 }
