@@ -13,19 +13,28 @@ public struct SubscriptionHistory: Sendable {
 
     public init(logger: Logger) { self.logger = logger }
 
-    /// The events of `originalTransactionId` as stored, in no particular order.
-    public func events(of originalTransactionId: String, on connection: PostgresConnection) async throws
-        -> [SubscriptionEvent]
+    /// The subscription's row (`nil` before its first save) and its events as stored, in no particular order, in one
+    /// read. Made under the subscription's lock (``SubscriptionStore/lock(_:on:)``, or the notification read that
+    /// takes it), by a later statement than the one that waited for it, so it sees what the previous holder committed.
+    public func subscriptionAndEvents(of originalTransactionId: String, on connection: PostgresConnection) async throws
+        -> (subscription: SubscriptionState?, events: [SubscriptionEvent])
     {
-        let rows = try await connection.run(PreparedQuery<StoredEvents>(originalTransactionId), logger: logger)
+        let rows = try await connection.run(PreparedQuery<SubscriptionAndEvents>(originalTransactionId), logger: logger)
+        var subscription: SubscriptionState?
         var events: [SubscriptionEvent] = []
         let decoder = JSONDecoder()
         for row in rows {
+            let cells = row.makeRandomAccess()
+            if subscription == nil, try cells["original_transaction_id"].decode(String?.self) != nil {
+                subscription = try SubscriptionStore.decode(row)
+            }
             do {
-                let (source, text, parts) = try row.decode((String, String?, ByteBuffer?).self)
+                guard let source = try cells["source"].decode(String?.self) else { continue }
+                let text = try cells["decoded"].decode(String?.self)
                 if source == "n" {
                     // Content outside the limits is never applied, also not in a replay (rows stored before the
                     // intake checked it have no rejected_reason).
+                    let parts = try cells["parts"].decode(ByteBuffer?.self)
                     guard let notification = try StoredNotificationFacts.notification(decoded: text, parts: parts) else { continue }
                     if notification.contentProblem == nil, let event = SubscriptionEvent(notification) { events.append(event) }
                 } else if let text {
@@ -35,15 +44,22 @@ public struct SubscriptionHistory: Sendable {
                 throw PersistenceError(.corruptRecord, "a stored event of subscription \(originalTransactionId) does not decode")
             }
         }
-        return events
+        return (subscription, events)
     }
 
-    /// A subscription's notifications (not rejected) and other events: `$1` its originalTransactionId.
-    enum StoredEvents: PreparedSQL {
+    /// Subscription `$1`'s row (NULLs when it has none) beside each of its notifications (not rejected) and other
+    /// events (`source` 'n' or 'e'; none: one row with NULLs).
+    enum SubscriptionAndEvents: PreparedSQL {
         static let sql = """
-            SELECT 'n', decoded::text, signed_parts FROM notifications WHERE original_transaction_id = $1 AND rejected_reason IS NULL
-            UNION ALL
-            SELECT 'e', decoded::text, NULL FROM subscription_events WHERE original_transaction_id = $1
+            SELECT \(SubscriptionStore.columns), stored.source, stored.decoded, stored.parts
+            FROM (SELECT $1::text AS id) AS wanted
+            LEFT JOIN subscriptions ON subscriptions.original_transaction_id = wanted.id
+            LEFT JOIN LATERAL (
+                SELECT 'n' AS source, n.decoded::text AS decoded, n.signed_parts AS parts FROM notifications n
+                WHERE n.original_transaction_id = wanted.id AND n.rejected_reason IS NULL
+                UNION ALL
+                SELECT 'e', e.decoded::text, NULL FROM subscription_events e WHERE e.original_transaction_id = wanted.id
+            ) AS stored ON true
             """
     }
 

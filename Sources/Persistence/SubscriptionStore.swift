@@ -20,12 +20,15 @@ public struct SubscriptionStore: Sendable {
     public func lockedSubscription(_ originalTransactionId: String, on connection: PostgresConnection, lockHeld: Bool = false)
         async throws -> SubscriptionState?
     {
-        // Never in the same statement as the read: a statement reads as of its start, so a read in the statement that
-        // waited for the lock would miss what the previous holder committed meanwhile.
-        if !lockHeld {
-            _ = try await connection.run(LockSubscription(originalTransactionId: originalTransactionId), logger: logger)
-        }
+        if !lockHeld { try await lock(originalTransactionId, on: connection) }
         return try await connection.run(SubscriptionRow(originalTransactionId: originalTransactionId), logger: logger).first
+    }
+
+    /// Locks the subscription for the rest of the caller's transaction, also when it has no row yet. Never in the
+    /// same statement as a read it guards: a statement reads as of its start, so a read in the statement that waited
+    /// for the lock would miss what the previous holder committed meanwhile.
+    public func lock(_ originalTransactionId: String, on connection: PostgresConnection) async throws {
+        _ = try await connection.run(LockSubscription(originalTransactionId: originalTransactionId), logger: logger)
     }
 
     /// One subscription by `originalTransactionId`.

@@ -68,8 +68,9 @@ public struct SubscriptionWriter: Sendable {
         _ originalTransactionId: String, adding extra: SubscriptionEvent? = nil, now: Date, write: Bool,
         on connection: PostgresConnection, lockHeld: Bool = false
     ) async throws -> Outcome {
-        let stored = try await subscriptions.lockedSubscription(originalTransactionId, on: connection, lockHeld: lockHeld)
-        var events = try await history.events(of: originalTransactionId, on: connection)
+        if !lockHeld { try await subscriptions.lock(originalTransactionId, on: connection) }
+        let (stored, storedEvents) = try await history.subscriptionAndEvents(of: originalTransactionId, on: connection)
+        var events = storedEvents
         if let extra, !events.contains(where: { $0.id == extra.id }) { events.append(extra) }
         guard let facts = SubscriptionFacts(events: events) else {
             return Outcome(kind: .unchanged, state: stored, stored: stored, operations: [])
