@@ -83,6 +83,9 @@ public struct SubscriptionStore: Sendable {
         offer_identifier, offer_discount_type, offer_period, price_increase, price, billing_period, access_until
         """
 
+    /// How many columns ``columns`` names.
+    static let columnCount = columns.split(separator: ",").count
+
     static func decode(_ row: PostgresRow) throws -> SubscriptionState {
         let cells = row.makeRandomAccess()
         let statusText = try cells["status"].decode(String.self)

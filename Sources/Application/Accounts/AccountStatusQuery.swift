@@ -10,7 +10,6 @@ import Subscriptions
 public struct AccountStatusQuery: Sendable {
     private let client: PostgresClient
     private let ledger: CreditLedger
-    private let subscriptions: SubscriptionStore
     /// Serves reads outside transactions when given.
     private let cache: AccountStatusCache?
 
@@ -18,7 +17,6 @@ public struct AccountStatusQuery: Sendable {
         self.client = client
         self.ledger = ledger
         self.cache = cache
-        self.subscriptions = SubscriptionStore(client: client, logger: logger)
     }
 
     /// The account's subscriptions and credits at `now` (read-only: grants that are due count without being
@@ -41,9 +39,8 @@ public struct AccountStatusQuery: Sendable {
 
     /// What the status is computed from: subscriptions, and buckets live at `now` or later.
     func inputs(of account: AccountID, now: Date, on connection: PostgresConnection) async throws -> AccountStatusCache.Inputs {
-        let states = try await subscriptions.subscriptions(forAccount: account, on: connection)
-        let buckets = try await ledger.liveBuckets(of: [account], at: now, orLater: true, on: connection)[account] ?? []
-        return AccountStatusCache.Inputs(subscriptions: states, buckets: buckets)
+        let inputs = try await ledger.statusInputs(of: account, at: now, orLater: true, on: connection)
+        return AccountStatusCache.Inputs(subscriptions: inputs.subscriptions, buckets: inputs.buckets)
     }
 
     /// The status at `now` from its inputs: the buckets live then, and the grants due by then counted as if written.

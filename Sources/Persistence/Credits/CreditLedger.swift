@@ -86,24 +86,41 @@ public struct CreditLedger: Sendable {
         let rows = try await connection.run(PreparedQuery<LiveBuckets>(ids, now, orLater), logger: logger)
         var buckets: [AccountID: [AccountCredits.LiveBalance]] = [:]
         for row in rows {
-            let columns = row.makeRandomAccess()
-            let account = try columns[10].decode(AccountID.self)
-            buckets[account, default: []].append(
-                AccountCredits.LiveBalance(bucket: try Self.bucket(row), balance: try columns[9].decode(Int64.self)))
+            let (balance, owner) = try Self.liveBalance(row, at: 0)
+            buckets[owner, default: []].append(balance)
         }
         return buckets
+    }
+
+    /// A live bucket with its balance, and the account it counts for, from the eleven columns of ``LiveBuckets``
+    /// that start at `offset`.
+    static func liveBalance(_ row: PostgresRow, at offset: Int) throws -> (AccountCredits.LiveBalance, owner: AccountID) {
+        let cells = row.makeRandomAccess()
+        let bucket = CreditBucket(
+            key: try cells[offset].decode(String.self), meter: try cells[offset + 1].decode(String.self),
+            kind: CreditBucket.Kind(try cells[offset + 2].decode(String.self)),
+            originalTransactionId: try cells[offset + 3].decode(String?.self), billingPeriod: try cells[offset + 4].decode(String?.self),
+            accountId: try cells[offset + 5].decode(AccountID?.self), validFrom: try cells[offset + 6].decode(Date.self),
+            validUntil: try cells[offset + 7].decode(Date?.self), price: try cells[offset + 8].decode(Int64?.self))
+        return (
+            AccountCredits.LiveBalance(bucket: bucket, balance: try cells[offset + 9].decode(Int64.self)),
+            try cells[offset + 10].decode(AccountID.self)
+        )
     }
 
     /// The buckets of accounts `$1` live at `$2` (or later with `$3`), with balances, in spend order
     /// (`live_credit_buckets`, sql/0014_live_credit_buckets.sql: a function, planned once per connection without
     /// sequential scans).
     enum LiveBuckets: PreparedSQL {
-        static let sql = """
+        static let sql = "\(select) FROM live_credit_buckets($1::text[], $2, $3) ORDER BY \(order)"
+        /// The columns ``liveBalance(_:at:)`` reads.
+        static let select = """
             SELECT bucket_key, bucket_meter, bucket_kind, bucket_subscription, bucket_billing_period, bucket_account,
                 bucket_valid_from, bucket_valid_until, bucket_price, bucket_balance, bucket_owner
-            FROM live_credit_buckets($1::text[], $2, $3)
-            ORDER BY bucket_owner, CASE bucket_kind WHEN 'daily' THEN 0 WHEN 'topup' THEN 2 ELSE 1 END,
-                bucket_valid_until NULLS LAST, bucket_key
+            """
+        /// Spend order: daily, then cycle and free by soonest end, then top-ups.
+        static let order = """
+            bucket_owner, CASE bucket_kind WHEN 'daily' THEN 0 WHEN 'topup' THEN 2 ELSE 1 END, bucket_valid_until NULLS LAST, bucket_key
             """
     }
 }
