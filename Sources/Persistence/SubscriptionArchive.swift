@@ -13,7 +13,12 @@ public struct SubscriptionArchive: Sendable {
 
     /// Makes the archive of the subscription now in `state` hold `ends`: new ends are recorded; a refund or
     /// revocation the facts no longer show (a reversal) is marked reinstated, and unmarked when it shows again.
-    public func sync(_ ends: [Lifecycle.End], state: SubscriptionState, on connection: PostgresConnection) async throws {
+    /// `anyRevocation`: whether any of the subscription's facts took a purchase back
+    /// (``SubscriptionEvent/mentionsRevocation``); without one no refund or revocation was ever archived, and
+    /// nothing is to be marked reinstated.
+    public func sync(_ ends: [Lifecycle.End], state: SubscriptionState, anyRevocation: Bool, on connection: PostgresConnection)
+        async throws
+    {
         for end in ends {
             try await connection.query(
                 """
@@ -27,6 +32,7 @@ public struct SubscriptionArchive: Sendable {
                 logger: logger
             )
         }
+        guard anyRevocation else { return }
         let standing = ends.filter(\.reason.removesCredits).map { "\($0.transactionId)|\($0.reason.text)" }
         _ = try await connection.run(PreparedQuery<Reinstate>(state.originalTransactionId, standing), logger: logger)
     }

@@ -77,10 +77,16 @@ struct LockedReadTests {
         }
     }
 
+    /// Waits until a transaction of this test's database waits for an advisory lock (other tests' databases share
+    /// the cluster's lock table).
     static func waitUntilSomeoneWaitsForALock(_ client: PostgresClient) async throws {
         try await eventually("another transaction waits for the lock") {
             let rows = try await client.query(
-                "SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND NOT granted", logger: TestDatabase.logger)
+                """
+                SELECT count(*)::int FROM pg_locks
+                WHERE locktype = 'advisory' AND NOT granted
+                    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                """, logger: TestDatabase.logger)
             for try await waiting in rows.decode(Int.self) { return waiting == 1 }
             return false
         }

@@ -81,6 +81,45 @@ struct FactOrderTests {
         }
     }
 
+    /// Applying skips the archive's reinstatement unless a fact mentions a revocation
+    /// (``SubscriptionEvent/mentionsRevocation``): that is sound only if no set of facts without one ever derives a
+    /// refund or revocation end. Facts only grow, so every prefix of a history is a set an earlier apply derived.
+    @Test("a refund or revocation end is derived only from facts that mention a revocation (every prefix of 1,000 random histories)")
+    func revocationEndsNeedRevocationFacts() async {
+        var random = SplitMix64(state: 0x7e40_ca7e)
+        var refundEnds = 0
+        for round in 0..<1000 {
+            let events = history(&random)
+            for count in 1...events.count {
+                let facts = Array(events.prefix(count))
+                guard let derivation = SubscriptionFacts(events: facts).flatMap({ Lifecycle.derive($0) }),
+                    derivation.ends.contains(where: \.reason.removesCredits)
+                else { continue }
+                refundEnds += 1
+                #expect(facts.contains { $0.mentionsRevocation }, "history \(round), first \(count) events")
+            }
+            if round % 100 == 0 { await Task.yield() }
+        }
+        #expect(refundEnds > 100)
+    }
+
+    @Test("a reversed refund leaves no refund end, and its facts still mention the revocation; a revoke mentions it too")
+    func reversedRefundStillMentionsRevocation() {
+        let day = factory.day
+        let subscribed = factory.event("SUBSCRIBED", "INITIAL_BUY", signedAt: factory.start)
+        let refund = factory.event("REFUND", signedAt: factory.start + 10 * day, revocationDate: factory.start + 10 * day)
+        let reversed = factory.event("REFUND_REVERSED", signedAt: factory.start + 12 * day)
+        let revoke = factory.event("REVOKE", signedAt: factory.start + 10 * day, ownership: "FAMILY_SHARED")
+        func ends(_ events: [SubscriptionEvent]) -> [Lifecycle.End] {
+            SubscriptionFacts(events: events).flatMap { Lifecycle.derive($0) }?.ends ?? []
+        }
+        #expect(ends([subscribed, refund]).contains { $0.reason.removesCredits })
+        #expect(!ends([subscribed, refund, reversed]).contains { $0.reason.removesCredits })
+        #expect([subscribed, refund, reversed].contains { $0.mentionsRevocation })
+        #expect(![subscribed, reversed].contains { $0.mentionsRevocation })
+        #expect(revoke.mentionsRevocation)
+    }
+
     @Test("a refund of an earlier period never changes the period in force")
     func earlierRefund() {
         let day = factory.day

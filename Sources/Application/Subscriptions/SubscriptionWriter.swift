@@ -96,7 +96,7 @@ public struct SubscriptionWriter: Sendable {
                     metadata: ["subscription.id": "\(originalTransactionId)", "account.from": "\(from)", "account.to": "\(to)"])
             }
         }
-        try await archive.sync(derivation.ends, state: state, on: connection)
+        try await archive.sync(derivation.ends, state: state, anyRevocation: events.contains(where: \.mentionsRevocation), on: connection)
         try await credits.apply(operations, on: connection)
         try await scheduleNextWindow(derivation, now: now, on: connection)
         try await rechecks?.schedule(for: state, now: now, on: connection)

@@ -77,6 +77,17 @@ public struct SubscriptionEvent: Codable, Sendable, Equatable {
 
     /// Where the event sits in Apple's order of this subscription's events.
     public var position: EventPosition { EventPosition(signedDate: signedDate, eventId: id) }
+
+    /// Whether this fact says a purchase was taken back: a REFUND or REVOKE notification, or a transaction with a
+    /// revocation date. Only a subscription with such a fact can have an archived refund or revocation that a later
+    /// fact reverses.
+    public var mentionsRevocation: Bool {
+        if transaction.revocationDate != nil { return true }
+        switch NotificationType(notificationType) {
+        case .refund, .revoke: return true
+        default: return false
+        }
+    }
 }
 
 /// The order of one subscription's events: `signedDate`, ties broken by event id so every replica sorts alike.
