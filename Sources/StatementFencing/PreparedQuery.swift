@@ -15,6 +15,15 @@ public protocol PreparedSQL {
 /// A ``PreparedSQL`` statement with its values bound in order; its rows are returned as they come.
 public struct PreparedQuery<Text: PreparedSQL>: PostgresPreparedStatement {
     public static var sql: String { Text.sql }
+    /// The statement's name on its connection: the type's own name and a digest of its full name. PostgreSQL keeps
+    /// 63 bytes of a name, and the default — the full type name, `StatementFencing.PreparedQuery<Module.Owner.Name>` —
+    /// is longer, so two statements whose names differ only after those 63 bytes were prepared under one name.
+    public static var name: String {
+        let full = String(reflecting: Text.self)
+        var digest: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a
+        for byte in full.utf8 { digest = (digest ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        return "\(String(describing: Text.self).prefix(40))_\(String(digest, radix: 16))"
+    }
     private let bindings: PostgresBindings
 
     /// Binds `values` to `$1`, `$2`, …; `nil` binds NULL (the statement's text gives the types).

@@ -19,6 +19,29 @@ struct ClosedConnectionWatchTests {
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
     }
 
+    /// Two statements whose full type names share their first 63 bytes, as PostgreSQL keeps of a name.
+    enum StatementsWithALongCommonPrefixInTheirFullTypeNames {
+        enum NumberOneOfTwo: PreparedSQL { static let sql = "SELECT 1::int8" }
+        enum NumberTwoOfTwo: PreparedSQL { static let sql = "SELECT 2::int8" }
+    }
+
+    @Test("prepared queries whose type names differ only after 63 bytes are two statements on one connection")
+    func longNamesStayDistinct() async throws {
+        typealias Long = StatementsWithALongCommonPrefixInTheirFullTypeNames
+        #expect(PreparedQuery<Long.NumberOneOfTwo>.name.utf8.count <= 63)
+        #expect(PreparedQuery<Long.NumberOneOfTwo>.name != PreparedQuery<Long.NumberTwoOfTwo>.name)
+        try await withClient { client in
+            try await client.withConnection { connection in
+                for _ in 0..<2 {
+                    let one = try await connection.run(PreparedQuery<Long.NumberOneOfTwo>(), logger: TestDatabase.logger)
+                    let two = try await connection.run(PreparedQuery<Long.NumberTwoOfTwo>(), logger: TestDatabase.logger)
+                    #expect(try one.map { try $0.decode(Int64.self) } == [1])
+                    #expect(try two.map { try $0.decode(Int64.self) } == [2])
+                }
+            }
+        }
+    }
+
     @Test("run executes a prepared statement and returns its rows, again and again on one connection")
     func runReturnsRows() async throws {
         try await withClient { client in
