@@ -51,21 +51,6 @@ public struct SubscriptionStore: Sendable {
         try await connection.run(PreparedQuery<AccountSubscriptions>(accountId), logger: logger).map(Self.decode)
     }
 
-    /// Every subscription linked to any of `accounts`, by account, read on the caller's connection.
-    public func subscriptions(forAccounts accounts: [AccountID], on connection: PostgresConnection) async throws
-        -> [AccountID: [SubscriptionState]]
-    {
-        let rows = try await connection.query(
-            "SELECT \(unescaped: Self.columns) FROM subscriptions WHERE account_id = ANY(\(Set(accounts).map(\.text))::text[])",
-            logger: logger)
-        var states: [AccountID: [SubscriptionState]] = [:]
-        for try await row in rows {
-            let state = try Self.decode(row)
-            if let account = state.accountId { states[account, default: []].append(state) }
-        }
-        return states
-    }
-
     /// The subscriptions of account `$1`.
     enum AccountSubscriptions: PreparedSQL {
         static let sql = "SELECT \(columns) FROM subscriptions WHERE account_id = $1"

@@ -1,5 +1,6 @@
 import Credits
 import Foundation
+import Persistence
 import Subscriptions
 import Synchronization
 
@@ -13,11 +14,8 @@ import Synchronization
 /// (`sql/0012_account_changes.sql`) to the listener, which calls ``invalidate(_:)``. A read that started before an
 /// invalidation never stores what it read. While the listener is not connected nothing is served from the cache.
 public final class AccountStatusCache: Sendable {
-    /// The inputs of one account's status, as read at `readAt`.
-    public struct Inputs: Sendable {
-        public var subscriptions: [SubscriptionState]
-        public var buckets: [AccountCredits.LiveBalance]
-    }
+    /// The inputs of one account's status, as read.
+    public typealias Inputs = CreditLedger.StatusInputs
 
     private enum Entry {
         case inputs(Inputs, storedAt: ContinuousClock.Instant)

@@ -39,8 +39,7 @@ public struct AccountStatusQuery: Sendable {
 
     /// What the status is computed from: subscriptions, and buckets live at `now` or later.
     func inputs(of account: AccountID, now: Date, on connection: PostgresConnection) async throws -> AccountStatusCache.Inputs {
-        let inputs = try await ledger.statusInputs(of: account, at: now, orLater: true, on: connection)
-        return AccountStatusCache.Inputs(subscriptions: inputs.subscriptions, buckets: inputs.buckets)
+        try await ledger.statusInputs(of: account, at: now, orLater: true, on: connection)
     }
 
     /// The status at `now` from its inputs: the buckets live then, and the grants due by then counted as if written.

@@ -29,8 +29,7 @@ public struct SpendCredits: Sendable {
         executor: (any TaskExecutor)? = nil, logger: Logger
     ) {
         let group = SpendGroup(
-            ledger: ledger, subscriptions: SubscriptionStore(client: client, logger: logger), usageRequests: UsageRequests(logger: logger),
-            events: events)
+            ledger: ledger, usageRequests: UsageRequests(logger: logger), events: events)
         self.group = CommitGroup(maximumBatch: 64, executor: executor) { spends in
             try await client.withTransaction(logger: logger) { try await group.spend(spends, on: $0) }
         }
@@ -48,7 +47,6 @@ public struct SpendCredits: Sendable {
 /// The statements of one group of spends, on its transaction.
 private struct SpendGroup: Sendable {
     let ledger: CreditLedger
-    let subscriptions: SubscriptionStore
     let usageRequests: UsageRequests
     let events: EventRecorder?
 
@@ -59,8 +57,7 @@ private struct SpendGroup: Sendable {
         var stored = try await usageRequests.lockAccountsAndReadAnswers(requests, on: connection)
         let spending = requests.filter { stored[$0.key] == nil }.map(\.account)
         guard !spending.isEmpty else { return requests.map { stored[$0.key]!.answer(to: $0) } }
-        let states = try await subscriptions.subscriptions(forAccounts: spending, on: connection)
-        let credits = try await ledger.spendableCredits(of: spending, subscriptions: states, now: now, on: connection)
+        let credits = try await ledger.spendableCredits(of: spending, now: now, on: connection)
         var balances = credits.mapValues(\.live)
         var answers: [UsageRequests.Answer] = []
         var fresh: [(answer: UsageRequests.Answer, request: UsageRequests.Request)] = []
@@ -87,7 +84,7 @@ private struct SpendGroup: Sendable {
                 answer = UsageRequests.Answer(outcome: .spent, meter: request.meter, remaining: remaining)
                 drafts += CreditChanges.depleted(
                     meter: request.meter, remaining: remaining, account: request.account, spendKey: prefix,
-                    environment: states[request.account]?.first?.environment ?? "Production")
+                    environment: credits[request.account]?.subscriptions.first?.environment ?? "Production")
             case .insufficient(let available):
                 answer = UsageRequests.Answer(
                     outcome: .insufficientCredits, meter: request.meter, remaining: available, error: "insufficient_credits",

@@ -5,32 +5,53 @@ import StatementFencing
 import Subscriptions
 
 extension CreditLedger {
-    /// What an account's status is computed from, in one read: its subscriptions (by originalTransactionId) and its
-    /// buckets live at `now` — or later, with `orLater` — in spend order, with balances (``liveBuckets(of:at:orLater:on:)``).
-    public func statusInputs(of account: AccountID, at now: Date, orLater: Bool = false, on connection: PostgresConnection)
-        async throws -> (subscriptions: [SubscriptionState], buckets: [AccountCredits.LiveBalance])
-    {
-        let rows = try await connection.run(PreparedQuery<StatusInputs>(account.text, now, orLater), logger: logger)
-        var subscriptions: [SubscriptionState] = []
-        var buckets: [AccountCredits.LiveBalance] = []
-        for row in rows {
-            let cells = row.makeRandomAccess()
-            if try cells["original_transaction_id"].decode(String?.self) != nil {
-                subscriptions.append(try SubscriptionStore.decode(row))
-            } else {
-                buckets.append(try Self.liveBalance(row, at: SubscriptionStore.columnCount).0)
-            }
+    /// What an account's status is computed from: its subscriptions (by originalTransactionId) and its buckets live at
+    /// `now` — or later, with `orLater` — in spend order, with balances (``liveBuckets(of:at:orLater:on:)``).
+    public struct StatusInputs: Sendable {
+        public var subscriptions: [SubscriptionState]
+        public var buckets: [AccountCredits.LiveBalance]
+
+        public init(subscriptions: [SubscriptionState] = [], buckets: [AccountCredits.LiveBalance] = []) {
+            self.subscriptions = subscriptions
+            self.buckets = buckets
         }
-        return (subscriptions, buckets)
     }
 
-    /// The subscriptions of account `$1`, then its buckets live at `$2` (or later with `$3`) in spend order: each row
-    /// one or the other, the other's columns NULL (a full join on false), in one round trip instead of two.
-    enum StatusInputs: PreparedSQL {
+    /// The status inputs of `account`, in one read.
+    public func statusInputs(of account: AccountID, at now: Date, orLater: Bool = false, on connection: PostgresConnection)
+        async throws -> StatusInputs
+    {
+        try await statusInputs(of: [account], at: now, orLater: orLater, on: connection)[account] ?? StatusInputs()
+    }
+
+    /// The status inputs of each of `accounts`, in one read (accounts with neither subscriptions nor buckets are left
+    /// out).
+    public func statusInputs(of accounts: [AccountID], at now: Date, orLater: Bool = false, on connection: PostgresConnection)
+        async throws -> [AccountID: StatusInputs]
+    {
+        let ids = Set(accounts).map(\.text)
+        let rows = try await connection.run(PreparedQuery<AccountsStatusInputs>(ids, now, orLater), logger: logger)
+        var inputs: [AccountID: StatusInputs] = [:]
+        for row in rows {
+            if try row.makeRandomAccess()["original_transaction_id"].decode(String?.self) != nil {
+                let subscription = try SubscriptionStore.decode(row)
+                guard let account = subscription.accountId else { continue }
+                inputs[account, default: StatusInputs()].subscriptions.append(subscription)
+            } else {
+                let (balance, owner) = try Self.liveBalance(row, at: SubscriptionStore.columnCount)
+                inputs[owner, default: StatusInputs()].buckets.append(balance)
+            }
+        }
+        return inputs
+    }
+
+    /// The subscriptions of accounts `$1`, then their buckets live at `$2` (or later with `$3`) in spend order: each
+    /// row one or the other, the other's columns NULL (a full join on false), in one round trip instead of two.
+    enum AccountsStatusInputs: PreparedSQL {
         static let sql = """
             SELECT owned.*, live.*
-            FROM (SELECT \(SubscriptionStore.columns) FROM subscriptions WHERE account_id = $1) AS owned
-            FULL JOIN (\(LiveBuckets.select) FROM live_credit_buckets(ARRAY[$1::text], $2, $3)) AS live ON false
+            FROM (SELECT \(SubscriptionStore.columns) FROM subscriptions WHERE account_id = ANY($1::text[])) AS owned
+            FULL JOIN (\(LiveBuckets.select) FROM live_credit_buckets($1::text[], $2, $3)) AS live ON false
             ORDER BY owned.original_transaction_id, \(LiveBuckets.order)
             """
     }
