@@ -11,8 +11,8 @@ import Subscriptions
 /// locks their accounts, returns the first answer again to a repeated idempotency key, writes the grants due, takes
 /// each amount in spend order (``SpendPlan``), all or nothing, and stores the answers. Spends of one account in a
 /// group run in arrival order against the balances the earlier ones left, so together they never take more than there
-/// is. Under load one commit and seven round trips (BEGIN and COMMIT included) serve dozens of spends; a group the database refuses is committed
-/// again one spend at a time.
+/// is. Under load one commit and five round trips (BEGIN and COMMIT included) serve dozens of spends; a group the
+/// database refuses is committed again one spend at a time.
 public struct SpendCredits: Sendable {
     private let group: CommitGroup<Spend, UsageRequests.Answer>
     private let cache: AccountStatusCache?
