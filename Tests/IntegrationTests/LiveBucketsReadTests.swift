@@ -14,37 +14,34 @@ struct LiveBucketsReadTests {
     /// index.
     @Test("a plan made on one-row tables still reads an account's buckets by index once the tables hold 20,000 rows")
     func planMadeOnSmallTablesStaysIndexed() async throws {
-        try await TestDatabase.withFreshDatabase { url in
-            try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 1), logger: TestDatabase.logger) { client in
-                try await SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: TestDatabase.logger).migrate()
-                let ledger = CreditLedger(catalogue: try TierCatalogue.load(path: "config/tiers.yml").get(), logger: TestDatabase.logger)
-                let now = Date()
-                try await client.withConnection { connection in
-                    try await Self.store(accounts: 1...1, on: connection)
-                    for table in ["credit_buckets", "credit_ledger", "subscriptions"] {
-                        try await connection.query("ANALYZE \(unescaped: table)", logger: TestDatabase.logger)
-                    }
-                    let first = try #require(AccountID("account-1"))
-                    for _ in 0..<8 { _ = try await ledger.liveBuckets(of: [first], at: now, on: connection) }
-
-                    try await Self.store(accounts: 2...20_000, on: connection)
-                    let account = try #require(AccountID("account-777"))
-                    let live = try await ledger.liveBuckets(of: [account], at: now, on: connection)
-                    #expect(live.keys.sorted { $0.text < $1.text } == [account])
-                    #expect(live[account]?.map(\.bucket.key) == ["cycle:s-777:m0", "topup:account-777"])
-                    #expect(live[account]?.map(\.balance) == [777, 5])
-
-                    let plan = try await connection.query(
-                        "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM live_credit_buckets(ARRAY['account-777'], now(), false)",
-                        logger: TestDatabase.logger)
-                    var blocks = 0
-                    for try await text in plan.decode(String.self) {
-                        let top = try #require((try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])?.first?["Plan"] as? [String: Any])
-                        blocks = (top["Shared Hit Blocks"] as? Int ?? 0) + (top["Shared Read Blocks"] as? Int ?? 0)
-                    }
-                    #expect(blocks > 0)
-                    #expect(blocks < 60, "the read touched \(blocks) blocks")
+        try await TestDatabase.withMigratedClient(maximumConnections: 1) { client in
+            let ledger = CreditLedger(catalogue: try TierCatalogue.load(path: "config/tiers.yml").get(), logger: TestDatabase.logger)
+            let now = Date()
+            try await client.withConnection { connection in
+                try await Self.store(accounts: 1...1, on: connection)
+                for table in ["credit_buckets", "credit_ledger", "subscriptions"] {
+                    try await connection.query("ANALYZE \(unescaped: table)", logger: TestDatabase.logger)
                 }
+                let first = try #require(AccountID("account-1"))
+                for _ in 0..<8 { _ = try await ledger.liveBuckets(of: [first], at: now, on: connection) }
+
+                try await Self.store(accounts: 2...20_000, on: connection)
+                let account = try #require(AccountID("account-777"))
+                let live = try await ledger.liveBuckets(of: [account], at: now, on: connection)
+                #expect(live.keys.sorted { $0.text < $1.text } == [account])
+                #expect(live[account]?.map(\.bucket.key) == ["cycle:s-777:m0", "topup:account-777"])
+                #expect(live[account]?.map(\.balance) == [777, 5])
+
+                let plan = try await connection.query(
+                    "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM live_credit_buckets(ARRAY['account-777'], now(), false)",
+                    logger: TestDatabase.logger)
+                var blocks = 0
+                for try await text in plan.decode(String.self) {
+                    let top = try #require((try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])?.first?["Plan"] as? [String: Any])
+                    blocks = (top["Shared Hit Blocks"] as? Int ?? 0) + (top["Shared Read Blocks"] as? Int ?? 0)
+                }
+                #expect(blocks > 0)
+                #expect(blocks < 60, "the read touched \(blocks) blocks")
             }
         }
     }

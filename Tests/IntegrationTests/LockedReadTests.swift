@@ -15,30 +15,27 @@ struct LockedReadTests {
     /// spend again under that key.
     @Test("a group that waited for an account's lock reads the answer the holder committed meanwhile")
     func readsWhatTheHolderCommitted() async throws {
-        try await TestDatabase.withFreshDatabase { url in
-            try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 3), logger: TestDatabase.logger) { client in
-                try await SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: TestDatabase.logger).migrate()
-                let usage = UsageRequests(logger: TestDatabase.logger)
-                let account = AccountID(UUID())
-                let request = UsageRequests.Request(account: account, meter: "ai_requests", amount: 1, idempotencyKey: "request-1")
-                let answer = UsageRequests.Answer(outcome: .spent, meter: "ai_requests", remaining: 41)
-                let (held, holding) = AsyncStream<Void>.makeStream()
+        try await TestDatabase.withMigratedClient(maximumConnections: 3) { client in
+            let usage = UsageRequests(logger: TestDatabase.logger)
+            let account = AccountID(UUID())
+            let request = UsageRequests.Request(account: account, meter: "ai_requests", amount: 1, idempotencyKey: "request-1")
+            let answer = UsageRequests.Answer(outcome: .spent, meter: "ai_requests", remaining: 41)
+            let (held, holding) = AsyncStream<Void>.makeStream()
 
-                async let holder: Void = client.withTransaction(logger: TestDatabase.logger) { connection in
-                    #expect(try await usage.lockAccountsAndReadAnswers([request], on: connection).isEmpty)
-                    try await usage.store([(answer, request)], posting: [], on: connection)
-                    holding.yield()
-                    try await Self.waitUntilSomeoneWaitsForALock(client)
-                }
-                for await _ in held { break }
-                let stored = try await client.withTransaction(logger: TestDatabase.logger) { connection in
-                    try await usage.lockAccountsAndReadAnswers([request], on: connection)
-                }
-                try await holder
-                #expect(stored.count == 1)
-                #expect(stored.first?.key.account == account && stored.first?.key.idempotencyKey == "request-1")
-                #expect(stored.first?.value.answer == answer)
+            async let holder: Void = client.withTransaction(logger: TestDatabase.logger) { connection in
+                #expect(try await usage.lockAccountsAndReadAnswers([request], on: connection).isEmpty)
+                try await usage.store([(answer, request)], posting: [], on: connection)
+                holding.yield()
+                try await Self.waitUntilSomeoneWaitsForALock(client)
             }
+            for await _ in held { break }
+            let stored = try await client.withTransaction(logger: TestDatabase.logger) { connection in
+                try await usage.lockAccountsAndReadAnswers([request], on: connection)
+            }
+            try await holder
+            #expect(stored.count == 1)
+            #expect(stored.first?.key.account == account && stored.first?.key.idempotencyKey == "request-1")
+            #expect(stored.first?.value.answer == answer)
         }
     }
 
@@ -46,34 +43,31 @@ struct LockedReadTests {
     /// it reads, or the credit rules would decide on a balance that no longer exists.
     @Test("an apply that waited for the owner's lock reads the ledger entry the holder posted meanwhile")
     func ledgerSnapshotSeesWhatTheHolderPosted() async throws {
-        try await TestDatabase.withFreshDatabase { url in
-            try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 3), logger: TestDatabase.logger) { client in
-                try await SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: TestDatabase.logger).migrate()
-                let ledger = CreditLedger(catalogue: try TierCatalogue.load(path: "config/tiers.yml").get(), logger: TestDatabase.logger)
-                let account = AccountID(UUID())
-                let bucket = "topup:\(account.text):ai_requests"
-                try await client.query(
-                    """
-                    INSERT INTO credit_buckets (key, meter, kind, account_id, valid_from)
-                    VALUES (\(bucket), 'ai_requests', 'topup', \(account.text), now() - interval '1 day')
-                    """, logger: TestDatabase.logger)
-                let (held, holding) = AsyncStream<Void>.makeStream()
+        try await TestDatabase.withMigratedClient(maximumConnections: 3) { client in
+            let ledger = CreditLedger(catalogue: try TierCatalogue.load(path: "config/tiers.yml").get(), logger: TestDatabase.logger)
+            let account = AccountID(UUID())
+            let bucket = "topup:\(account.text):ai_requests"
+            try await client.query(
+                """
+                INSERT INTO credit_buckets (key, meter, kind, account_id, valid_from)
+                VALUES (\(bucket), 'ai_requests', 'topup', \(account.text), now() - interval '1 day')
+                """, logger: TestDatabase.logger)
+            let (held, holding) = AsyncStream<Void>.makeStream()
 
-                async let holder: Void = client.withTransaction(logger: TestDatabase.logger) { connection in
-                    try await ledger.lockAccount(account, on: connection)
-                    try await ledger.post("spend:request-1:0", bucket: bucket, delta: -3, reason: "usage", on: connection)
-                    holding.yield()
-                    try await Self.waitUntilSomeoneWaitsForALock(client)
-                }
-                for await _ in held { break }
-                let snapshot = try await client.withTransaction(logger: TestDatabase.logger) { connection in
-                    try await ledger.snapshot(ofSubscription: "none", account: account, now: Date(), lockingAccount: true, on: connection)
-                }
-                try await holder
-                #expect(snapshot.buckets.map(\.key) == [bucket])
-                #expect(snapshot.entries.map(\.operationKey) == ["spend:request-1:0"])
-                #expect(snapshot.entries.map(\.delta) == [-3])
+            async let holder: Void = client.withTransaction(logger: TestDatabase.logger) { connection in
+                try await ledger.lockAccount(account, on: connection)
+                try await ledger.post("spend:request-1:0", bucket: bucket, delta: -3, reason: "usage", on: connection)
+                holding.yield()
+                try await Self.waitUntilSomeoneWaitsForALock(client)
             }
+            for await _ in held { break }
+            let snapshot = try await client.withTransaction(logger: TestDatabase.logger) { connection in
+                try await ledger.snapshot(ofSubscription: "none", account: account, now: Date(), lockingAccount: true, on: connection)
+            }
+            try await holder
+            #expect(snapshot.buckets.map(\.key) == [bucket])
+            #expect(snapshot.entries.map(\.operationKey) == ["spend:request-1:0"])
+            #expect(snapshot.entries.map(\.delta) == [-3])
         }
     }
 

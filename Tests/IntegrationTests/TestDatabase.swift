@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Persistence
 import PostgresNIO
 import StorekeeperRuntime
 import Testing
@@ -35,6 +36,19 @@ enum TestDatabase {
         } catch {
             try? await drop(name, admin: admin)
             throw error
+        }
+    }
+
+    /// Creates an empty database, applies every migration, runs `body` with a running client on it (at most
+    /// `maximumConnections` connections), and drops it.
+    static func withMigratedClient<Result: Sendable>(
+        maximumConnections: Int, _ body: @escaping @Sendable (PostgresClient) async throws -> Result
+    ) async throws -> Result {
+        try await withFreshDatabase { url in
+            try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: maximumConnections), logger: logger) { client in
+                try await SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: logger).migrate()
+                return try await body(client)
+            }
         }
     }
 
