@@ -175,7 +175,7 @@ struct WorkerKillDrill: AsyncParsableCommand {
             let rescued = try await system.count("SELECT count(*) FROM job_history WHERE kind = 'apply-notification' AND attempt > 1")
             say("  jobs that needed more than one attempt: \(rescued)")
             let doubled = try await system.count(
-                "SELECT count(*) FROM (SELECT b.transaction_id FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket WHERE l.operation_key LIKE 'grant:%' GROUP BY b.transaction_id, b.meter HAVING count(*) > 1) twice")
+                "SELECT count(*) FROM (SELECT b.billing_period FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket WHERE l.operation_key LIKE 'grant:%' GROUP BY b.billing_period, b.meter HAVING count(*) > 1) twice")
             let grants = try await system.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'grant:%'")
             verdict.check(doubled == 0 && grants == notifications, "one grant per subscription, no duplicate (\(grants) grants)")
         }
