@@ -58,14 +58,16 @@ extension CreditLedger {
         }
     }
 
-    /// A bucket from the first nine columns of `row` (key, meter, kind, subscription, billing period, account, valid
-    /// from, valid until, price).
-    static func bucket(_ row: PostgresRow) throws -> CreditBucket {
-        let (key, meter, kind, subscription, period, account, from, until, price) = try row.decode(
-            (String, String, String, String?, String?, AccountID?, Date, Date?, Int64?).self)
+    /// A bucket from the nine columns of `row` that start at `offset` (key, meter, kind, subscription, billing period,
+    /// account, valid from, valid until, price).
+    static func bucket(_ row: PostgresRow, at offset: Int = 0) throws -> CreditBucket {
+        let cells = row.makeRandomAccess()
         return CreditBucket(
-            key: key, meter: meter, kind: CreditBucket.Kind(kind), originalTransactionId: subscription, billingPeriod: period,
-            accountId: account, validFrom: from, validUntil: until, price: price)
+            key: try cells[offset].decode(String.self), meter: try cells[offset + 1].decode(String.self),
+            kind: CreditBucket.Kind(try cells[offset + 2].decode(String.self)),
+            originalTransactionId: try cells[offset + 3].decode(String?.self), billingPeriod: try cells[offset + 4].decode(String?.self),
+            accountId: try cells[offset + 5].decode(AccountID?.self), validFrom: try cells[offset + 6].decode(Date.self),
+            validUntil: try cells[offset + 7].decode(Date?.self), price: try cells[offset + 8].decode(Int64?.self))
     }
 
     /// Takes lock `$1` unless NULL, then reads the buckets of subscription `$2` and the buckets of account `$3` live at

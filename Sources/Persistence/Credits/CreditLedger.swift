@@ -96,14 +96,8 @@ public struct CreditLedger: Sendable {
     /// that start at `offset`.
     static func liveBalance(_ row: PostgresRow, at offset: Int) throws -> (AccountCredits.LiveBalance, owner: AccountID) {
         let cells = row.makeRandomAccess()
-        let bucket = CreditBucket(
-            key: try cells[offset].decode(String.self), meter: try cells[offset + 1].decode(String.self),
-            kind: CreditBucket.Kind(try cells[offset + 2].decode(String.self)),
-            originalTransactionId: try cells[offset + 3].decode(String?.self), billingPeriod: try cells[offset + 4].decode(String?.self),
-            accountId: try cells[offset + 5].decode(AccountID?.self), validFrom: try cells[offset + 6].decode(Date.self),
-            validUntil: try cells[offset + 7].decode(Date?.self), price: try cells[offset + 8].decode(Int64?.self))
         return (
-            AccountCredits.LiveBalance(bucket: bucket, balance: try cells[offset + 9].decode(Int64.self)),
+            AccountCredits.LiveBalance(bucket: try bucket(row, at: offset), balance: try cells[offset + 9].decode(Int64.self)),
             try cells[offset + 10].decode(AccountID.self)
         )
     }
