@@ -68,6 +68,11 @@ public struct SubscriptionStore: Sendable {
         offer_identifier, offer_discount_type, offer_period, price_increase, price, billing_period, access_until
         """
 
+    /// ``columns`` as the fields of `composite`, a value of the table's row type.
+    static func columns(of composite: String) -> String {
+        columns.split(separator: ",").map { "(\(composite)).\($0.trimmingCharacters(in: .whitespacesAndNewlines))" }.joined(separator: ", ")
+    }
+
     /// How many columns ``columns`` names.
     static let columnCount = columns.split(separator: ",").count
 

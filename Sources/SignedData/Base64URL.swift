@@ -75,25 +75,33 @@ enum Base64URL {
         return String(decoding: output, as: UTF8.self)
     }
 
-    /// Appends `bytes` as base64url without padding to `output`, in one pass.
+    /// Appends `bytes` as base64url without padding to `output`, in one pass over buffers sized up front (the check
+    /// that a stored payload joins back to what was received encodes every notification's bodies again).
     static func encode(_ bytes: Data, into output: inout [UInt8]) {
-        output.reserveCapacity(output.count + (bytes.count * 4 + 2) / 3)
-        bytes.withUnsafeBytes { (input: UnsafeRawBufferPointer) in
-            var index = 0
-            while index + 3 <= input.count {
-                let group = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
-                output.append(alphabet[Int(group >> 18)])
-                output.append(alphabet[Int(group >> 12 & 63)])
-                output.append(alphabet[Int(group >> 6 & 63)])
-                output.append(alphabet[Int(group & 63)])
-                index += 3
+        let start = output.count
+        output.append(contentsOf: repeatElement(0, count: (bytes.count * 4 + 2) / 3))
+        alphabet.withUnsafeBufferPointer { alphabet in
+            bytes.withUnsafeBytes { (input: UnsafeRawBufferPointer) in
+                output.withUnsafeMutableBufferPointer { output in
+                    var index = 0
+                    var written = start
+                    while index + 3 <= input.count {
+                        let group = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
+                        output[written] = alphabet[Int(group >> 18)]
+                        output[written + 1] = alphabet[Int(group >> 12 & 63)]
+                        output[written + 2] = alphabet[Int(group >> 6 & 63)]
+                        output[written + 3] = alphabet[Int(group & 63)]
+                        index += 3
+                        written += 4
+                    }
+                    let rest = input.count - index
+                    guard rest > 0 else { return }
+                    let group = UInt32(input[index]) << 16 | (rest == 2 ? UInt32(input[index + 1]) << 8 : 0)
+                    output[written] = alphabet[Int(group >> 18)]
+                    output[written + 1] = alphabet[Int(group >> 12 & 63)]
+                    if rest == 2 { output[written + 2] = alphabet[Int(group >> 6 & 63)] }
+                }
             }
-            let rest = input.count - index
-            guard rest > 0 else { return }
-            let group = UInt32(input[index]) << 16 | (rest == 2 ? UInt32(input[index + 1]) << 8 : 0)
-            output.append(alphabet[Int(group >> 18)])
-            output.append(alphabet[Int(group >> 12 & 63)])
-            if rest == 2 { output.append(alphabet[Int(group >> 6 & 63)]) }
         }
     }
 }

@@ -60,7 +60,17 @@ public struct SignedParts: Sendable, Equatable {
         self.parts = [outer.part] + found.map(\.part)
         self.nestedOffsets = offsets
         self.headers = headers
-        guard let joined = joinedBytes(headers: headers), joined.elementsEqual(signedPayload.utf8) else { return nil }
+        guard let joined = joinedBytes(headers: headers), Self.equal(joined, signedPayload) else { return nil }
+    }
+
+    /// Whether `bytes` are `text`'s UTF-8, compared as memory (a payload is about 18 KB, compared at every intake).
+    private static func equal(_ bytes: [UInt8], _ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { utf8 in
+            bytes.withUnsafeBufferPointer { bytes in
+                bytes.count == utf8.count && (bytes.count == 0 || memcmp(bytes.baseAddress!, utf8.baseAddress!, bytes.count) == 0)
+            }
+        }
     }
 
     /// The payload of the nested JWS in field `name`, as signed.

@@ -6,13 +6,13 @@ import StorekeeperRuntime
 import Subscriptions
 import Testing
 
-@Suite("The live-bucket read, on real PostgreSQL")
+@Suite("The live-bucket and status-input reads, on real PostgreSQL")
 struct LiveBucketsReadTests {
-    /// The read's plan is made once per connection (sql/0014_live_credit_buckets.sql). Made while the tables hold a row
-    /// each, with statistics to match, a plan free to scan would keep scanning whole tables that have since grown
-    /// (without the function's `enable_seqscan = off`, this read touched 2,371 blocks); this one must keep probing by
-    /// index.
-    @Test("a plan made on one-row tables still reads an account's buckets by index once the tables hold 20,000 rows")
+    /// The reads' plans are made once per connection (sql/0014_live_credit_buckets.sql, sql/0017_account_status_inputs.sql).
+    /// Made while the tables hold a row each, with statistics to match, a plan free to scan would keep scanning whole
+    /// tables that have since grown (without the function's `enable_seqscan = off`, the live-bucket read touched 2,371
+    /// blocks); these must keep probing by index.
+    @Test("plans made on one-row tables still read an account's buckets and subscriptions by index once the tables hold 20,000 rows")
     func planMadeOnSmallTablesStaysIndexed() async throws {
         try await TestDatabase.withMigratedClient(maximumConnections: 1) { client in
             let ledger = CreditLedger(catalogue: try TierCatalogue.load(path: "config/tiers.yml").get(), logger: TestDatabase.logger)
@@ -23,7 +23,10 @@ struct LiveBucketsReadTests {
                     try await connection.query("ANALYZE \(unescaped: table)", logger: TestDatabase.logger)
                 }
                 let first = try #require(AccountID("account-1"))
-                for _ in 0..<8 { _ = try await ledger.liveBuckets(of: [first], at: now, on: connection) }
+                for _ in 0..<8 {
+                    _ = try await ledger.liveBuckets(of: [first], at: now, on: connection)
+                    _ = try await ledger.statusInputs(of: first, at: now, on: connection)
+                }
 
                 try await Self.store(accounts: 2...20_000, on: connection)
                 let account = try #require(AccountID("account-777"))
@@ -32,16 +35,23 @@ struct LiveBucketsReadTests {
                 #expect(live[account]?.map(\.bucket.key) == ["cycle:s-777:m0", "topup:account-777"])
                 #expect(live[account]?.map(\.balance) == [777, 5])
 
-                let plan = try await connection.query(
-                    "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM live_credit_buckets(ARRAY['account-777'], now(), false)",
-                    logger: TestDatabase.logger)
-                var blocks = 0
-                for try await text in plan.decode(String.self) {
-                    let top = try #require((try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])?.first?["Plan"] as? [String: Any])
-                    blocks = (top["Shared Hit Blocks"] as? Int ?? 0) + (top["Shared Read Blocks"] as? Int ?? 0)
+                let inputs = try await ledger.statusInputs(of: account, at: now, on: connection)
+                #expect(inputs.subscriptions.map(\.originalTransactionId) == ["s-777"])
+                #expect(inputs.buckets.map(\.bucket.key) == ["cycle:s-777:m0", "topup:account-777"])
+                #expect(inputs.buckets.map(\.balance) == [777, 5])
+
+                for function in ["live_credit_buckets", "account_status_inputs"] {
+                    let plan = try await connection.query(
+                        "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM \(unescaped: function)(ARRAY['account-777'], now(), false)",
+                        logger: TestDatabase.logger)
+                    var blocks = 0
+                    for try await text in plan.decode(String.self) {
+                        let top = try #require((try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])?.first?["Plan"] as? [String: Any])
+                        blocks = (top["Shared Hit Blocks"] as? Int ?? 0) + (top["Shared Read Blocks"] as? Int ?? 0)
+                    }
+                    #expect(blocks > 0)
+                    #expect(blocks < 60, "\(function) touched \(blocks) blocks")
                 }
-                #expect(blocks > 0)
-                #expect(blocks < 60, "the read touched \(blocks) blocks")
             }
         }
     }

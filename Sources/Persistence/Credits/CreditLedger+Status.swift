@@ -46,13 +46,13 @@ extension CreditLedger {
     }
 
     /// The subscriptions of accounts `$1`, then their buckets live at `$2` (or later with `$3`) in spend order: each
-    /// row one or the other, the other's columns NULL (a full join on false), in one round trip instead of two.
+    /// row one or the other, the other's columns NULL (`account_status_inputs`, sql/0017: a function, planned once per
+    /// connection), in one round trip.
     enum AccountsStatusInputs: PreparedSQL {
         static let sql = """
-            SELECT owned.*, live.*
-            FROM (SELECT \(SubscriptionStore.columns) FROM subscriptions WHERE account_id = ANY($1::text[])) AS owned
-            FULL JOIN (\(LiveBuckets.select) FROM live_credit_buckets($1::text[], $2, $3)) AS live ON false
-            ORDER BY owned.original_transaction_id, \(LiveBuckets.order)
+            SELECT \(SubscriptionStore.columns(of: "subscription")), \(LiveBuckets.columns)
+            FROM account_status_inputs($1::text[], $2, $3)
+            ORDER BY (subscription).original_transaction_id, \(LiveBuckets.order)
             """
     }
 }

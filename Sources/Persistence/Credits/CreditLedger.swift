@@ -106,10 +106,10 @@ public struct CreditLedger: Sendable {
     /// (`live_credit_buckets`, sql/0014_live_credit_buckets.sql: a function, planned once per connection without
     /// sequential scans).
     enum LiveBuckets: PreparedSQL {
-        static let sql = "\(select) FROM live_credit_buckets($1::text[], $2, $3) ORDER BY \(order)"
+        static let sql = "SELECT \(columns) FROM live_credit_buckets($1::text[], $2, $3) ORDER BY \(order)"
         /// The columns ``liveBalance(_:at:)`` reads.
-        static let select = """
-            SELECT bucket_key, bucket_meter, bucket_kind, bucket_subscription, bucket_billing_period, bucket_account,
+        static let columns = """
+            bucket_key, bucket_meter, bucket_kind, bucket_subscription, bucket_billing_period, bucket_account,
                 bucket_valid_from, bucket_valid_until, bucket_price, bucket_balance, bucket_owner
             """
         /// Spend order: daily, then cycle and free by soonest end, then top-ups.
