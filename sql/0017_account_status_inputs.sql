@@ -1,7 +1,7 @@
 -- What accounts' statuses are computed from (CreditLedger.statusInputs: every apply's events, every spend group, every
 -- status read the cache cannot answer): their subscriptions, whole, and their live buckets, each row one or the other.
 -- A function for the reason `live_credit_buckets` is one (sql/0014): as a prepared statement over `= ANY($1)` it was
--- planned at every call (≈ 0.2 ms of planning, as much as it ran); here its plan is made once per connection.
+-- planned at every call, which cost as much as running it; here its plan is made once per connection.
 CREATE FUNCTION account_status_inputs(accounts text[], at_time timestamptz, or_later boolean)
 RETURNS TABLE (subscription subscriptions, bucket_key text, bucket_meter text, bucket_kind text, bucket_subscription text,
     bucket_billing_period text, bucket_account text, bucket_valid_from timestamptz, bucket_valid_until timestamptz,

@@ -48,18 +48,11 @@ public struct SubscriptionHistory: Sendable {
     }
 
     /// Subscription `$1`'s row (NULLs when it has none) beside each of its notifications (not rejected) and other
-    /// events (`source` 'n' or 'e'; none: one row with NULLs).
+    /// events (`source` 'n' or 'e'; none: one row with NULLs); `subscription_and_events`, sql/0018: planned once per
+    /// connection.
     enum SubscriptionAndEvents: PreparedSQL {
         static let sql = """
-            SELECT \(SubscriptionStore.columns), stored.source, stored.decoded, stored.parts
-            FROM (SELECT $1::text AS id) AS wanted
-            LEFT JOIN subscriptions ON subscriptions.original_transaction_id = wanted.id
-            LEFT JOIN LATERAL (
-                SELECT 'n' AS source, n.decoded::text AS decoded, n.signed_parts AS parts FROM notifications n
-                WHERE n.original_transaction_id = wanted.id AND n.rejected_reason IS NULL
-                UNION ALL
-                SELECT 'e', e.decoded::text, NULL FROM subscription_events e WHERE e.original_transaction_id = wanted.id
-            ) AS stored ON true
+            SELECT \(SubscriptionStore.columns(of: "subscription")), source, decoded, parts FROM subscription_and_events($1::text)
             """
     }
 

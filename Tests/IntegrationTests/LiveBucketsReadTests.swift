@@ -8,24 +8,26 @@ import Testing
 
 @Suite("The live-bucket and status-input reads, on real PostgreSQL")
 struct LiveBucketsReadTests {
-    /// The reads' plans are made once per connection (sql/0014_live_credit_buckets.sql, sql/0017_account_status_inputs.sql).
+    /// The reads' plans are made once per connection (sql/0014_live_credit_buckets.sql, sql/0017_account_status_inputs.sql,
+    /// sql/0018_subscription_and_events.sql).
     /// Made while the tables hold a row each, with statistics to match, a plan free to scan would keep scanning whole
     /// tables that have since grown (without the function's `enable_seqscan = off`, the live-bucket read touched 2,371
     /// blocks); these must keep probing by index.
-    @Test("plans made on one-row tables still read an account's buckets and subscriptions by index once the tables hold 20,000 rows")
+    @Test("plans made on one-row tables still read an account's buckets and subscriptions, and a subscription's history, by index at 20,000 rows")
     func planMadeOnSmallTablesStaysIndexed() async throws {
         try await TestDatabase.withMigratedClient(maximumConnections: 1) { client in
             let ledger = CreditLedger(catalogue: try TierCatalogue.load(path: "config/tiers.yml").get(), logger: TestDatabase.logger)
             let now = Date()
             try await client.withConnection { connection in
                 try await Self.store(accounts: 1...1, on: connection)
-                for table in ["credit_buckets", "credit_ledger", "subscriptions"] {
+                for table in ["credit_buckets", "credit_ledger", "subscriptions", "notifications"] {
                     try await connection.query("ANALYZE \(unescaped: table)", logger: TestDatabase.logger)
                 }
                 let first = try #require(AccountID("account-1"))
                 for _ in 0..<8 {
                     _ = try await ledger.liveBuckets(of: [first], at: now, on: connection)
                     _ = try await ledger.statusInputs(of: first, at: now, on: connection)
+                    _ = try await SubscriptionHistory(logger: TestDatabase.logger).subscriptionAndEvents(of: "s-1", on: connection)
                 }
 
                 try await Self.store(accounts: 2...20_000, on: connection)
@@ -40,24 +42,31 @@ struct LiveBucketsReadTests {
                 #expect(inputs.buckets.map(\.bucket.key) == ["cycle:s-777:m0", "topup:account-777"])
                 #expect(inputs.buckets.map(\.balance) == [777, 5])
 
-                for function in ["live_credit_buckets", "account_status_inputs"] {
+                let (subscription, events) = try await SubscriptionHistory(logger: TestDatabase.logger).subscriptionAndEvents(
+                    of: "s-777", on: connection)
+                #expect(subscription?.accountId == account)
+                #expect(events.isEmpty)
+
+                for call in [
+                    "live_credit_buckets(ARRAY['account-777'], now(), false)", "account_status_inputs(ARRAY['account-777'], now(), false)",
+                    "subscription_and_events('s-777')",
+                ] {
                     let plan = try await connection.query(
-                        "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM \(unescaped: function)(ARRAY['account-777'], now(), false)",
-                        logger: TestDatabase.logger)
+                        "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM \(unescaped: call)", logger: TestDatabase.logger)
                     var blocks = 0
                     for try await text in plan.decode(String.self) {
                         let top = try #require((try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])?.first?["Plan"] as? [String: Any])
                         blocks = (top["Shared Hit Blocks"] as? Int ?? 0) + (top["Shared Read Blocks"] as? Int ?? 0)
                     }
                     #expect(blocks > 0)
-                    #expect(blocks < 60, "\(function) touched \(blocks) blocks")
+                    #expect(blocks < 60, "\(call) touched \(blocks) blocks")
                 }
             }
         }
     }
 
     /// Each account `account-N` gets a subscription `s-N` with a cycle bucket holding N credits and a top-up bucket
-    /// holding 5; nothing is analyzed.
+    /// holding 5, and a notification with rejected content; nothing is analyzed.
     static func store(accounts: ClosedRange<Int>, on connection: PostgresConnection) async throws {
         let (low, high) = (accounts.lowerBound, accounts.upperBound)
         try await connection.query(
@@ -85,6 +94,15 @@ struct LiveBucketsReadTests {
             SELECT 'grant:s-' || g, 'cycle:s-' || g || ':m0', g, 'grant' FROM generate_series(\(low), \(high)) AS g
             UNION ALL
             SELECT 'topup:' || g, 'topup:account-' || g, 5, 'topup' FROM generate_series(\(low), \(high)) AS g
+            """, logger: TestDatabase.logger)
+        // Content the intake refused: stored, never a fact, so every history read below finds it and leaves it out.
+        try await connection.query(
+            """
+            INSERT INTO notifications (notification_uuid, notification_type, environment, original_transaction_id, signed_date,
+                signed_payload, decoded, received_at, applied_at, apply_outcome, rejected_reason)
+            SELECT gen_random_uuid(), 'SUBSCRIBED', 'Sandbox', 's-' || g, 0, repeat('x', 200), '{}'::jsonb, now(), now(),
+                'rejected_content', 'test'
+            FROM generate_series(\(low), \(high)) AS g
             """, logger: TestDatabase.logger)
     }
 }
