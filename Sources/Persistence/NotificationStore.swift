@@ -23,17 +23,23 @@ public struct NotificationStore: Sendable {
     /// ``SubscriptionStore/lockedSubscription(_:on:lockHeld:)``) for the rest of the caller's transaction:
     /// `lockedSubscription` is the `originalTransactionId` locked, `nil` when the notification names none. Content
     /// outside ``ContentLimits`` — found at the intake, or now in a row stored before the intake looked — is
-    /// `rejectedContent`.
+    /// `rejectedContent`. `history` is that subscription and its stored events as read under the lock (what an apply
+    /// decides on), in the same round trip (`notification_and_history`, sql/0019); `nil` with no lock, or for content
+    /// refused at the intake.
     public func notificationLockingSubscription(_ uuid: UUID, on connection: PostgresConnection) async throws
-        -> (notification: Stored, lockedSubscription: String?)?
+        -> (notification: Stored, lockedSubscription: String?, history: SubscriptionHistory.Read?)?
     {
-        guard let row = try await connection.run(StoredNotification(uuid: uuid), logger: logger).first else { return nil }
-        if let reason = row.rejectedReason { return (.rejectedContent(reason: reason), row.lockedSubscription) }
-        guard let notification = try? StoredNotificationFacts.notification(decoded: row.decoded, parts: row.parts) else {
+        let rows = try await connection.run(PreparedQuery<NotificationAndHistory>(uuid), logger: logger)
+        guard let first = rows.first else { return nil }
+        let (decoded, parts, subscription, rejectedReason, locked) = try first.decode((String?, ByteBuffer?, String?, String?, Bool).self)
+        let lockedSubscription = locked ? subscription : nil
+        if let reason = rejectedReason { return (.rejectedContent(reason: reason), lockedSubscription, nil) }
+        guard let notification = try? StoredNotificationFacts.notification(decoded: decoded, parts: parts) else {
             throw PersistenceError(.corruptRecord, "stored notification \(uuid) does not decode")
         }
-        if let reason = notification.contentProblem { return (.rejectedContent(reason: reason), row.lockedSubscription) }
-        return (.verified(notification), row.lockedSubscription)
+        if let reason = notification.contentProblem { return (.rejectedContent(reason: reason), lockedSubscription, nil) }
+        let history = try lockedSubscription.map { try SubscriptionHistory.read(rows.dropFirst(), of: $0) }
+        return (.verified(notification), lockedSubscription, history)
     }
 
     /// Records that a notification was processed and how (`applied`, `recorded`, `rejected_content`, …), with the
@@ -42,28 +48,14 @@ public struct NotificationStore: Sendable {
         _ = try await connection.run(MarkProcessed(outcome: outcome, reason: reason, uuid: uuid), logger: logger)
     }
 
-    /// The verified copy of one notification, taking its subscription's lock; prepared, as every apply reads one.
-    struct StoredNotification: PostgresPreparedStatement {
+    /// Notification `$1` with its subscription's lock taken, then that subscription's history: the notification's
+    /// five columns in the first row, ``SubscriptionHistory/SubscriptionAndEvents``' columns in the others.
+    enum NotificationAndHistory: PreparedSQL {
         static let sql = """
-            SELECT decoded::text, signed_parts, original_transaction_id, rejected_reason,
-                \(SubscriptionStore.lockSQL(subscription: "original_transaction_id")) IS NOT NULL
-            FROM notifications WHERE notification_uuid = $1
+            SELECT notification_decoded, notification_parts, notification_subscription, notification_rejected,
+                coalesce(notification_locked, false), \(SubscriptionHistory.SubscriptionAndEvents.columns)
+            FROM notification_and_history($1::uuid)
             """
-        static let bindingDataTypes: [PostgresDataType] = [.uuid]
-        var uuid: UUID
-
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 1)
-            bindings.append(uuid)
-            return bindings
-        }
-
-        func decodeRow(_ row: PostgresRow) throws
-            -> (decoded: String?, parts: ByteBuffer?, rejectedReason: String?, lockedSubscription: String?)
-        {
-            let (decoded, parts, subscription, rejectedReason, locked) = try row.decode((String?, ByteBuffer?, String?, String?, Bool).self)
-            return (decoded, parts, rejectedReason, locked ? subscription : nil)
-        }
     }
 
     struct MarkProcessed: PostgresPreparedStatement {

@@ -13,13 +13,21 @@ public struct SubscriptionHistory: Sendable {
 
     public init(logger: Logger) { self.logger = logger }
 
-    /// The subscription's row (`nil` before its first save) and its events as stored, in no particular order, in one
-    /// read. Made under the subscription's lock (``SubscriptionStore/lock(_:on:)``, or the notification read that
-    /// takes it), by a later statement than the one that waited for it, so it sees what the previous holder committed.
-    public func subscriptionAndEvents(of originalTransactionId: String, on connection: PostgresConnection) async throws
-        -> (subscription: SubscriptionState?, events: [SubscriptionEvent])
-    {
-        let rows = try await connection.run(PreparedQuery<SubscriptionAndEvents>(originalTransactionId), logger: logger)
+    /// A subscription's row (`nil` before its first save) and its events as stored, in no particular order.
+    public typealias Read = (subscription: SubscriptionState?, events: [SubscriptionEvent])
+
+    /// The subscription's row and its stored events, in one read. Made under the subscription's lock
+    /// (``SubscriptionStore/lock(_:on:)``), by a later statement than the one that waited for it, so it sees what the
+    /// previous holder committed. (An apply reads them with its notification:
+    /// ``NotificationStore/notificationLockingSubscription(_:on:)``.)
+    public func subscriptionAndEvents(of originalTransactionId: String, on connection: PostgresConnection) async throws -> Read {
+        try Self.read(try await connection.run(PreparedQuery<SubscriptionAndEvents>(originalTransactionId), logger: logger), of: originalTransactionId)
+    }
+
+    /// The subscription and events in `rows` — the columns of `subscription_and_events` (sql/0018): the subscription's
+    /// as in ``SubscriptionStore/columns``, then `source` ('n' for a notification, 'e' for another event, NULL for
+    /// none), `decoded` and `parts`.
+    static func read(_ rows: some Sequence<PostgresRow>, of originalTransactionId: String) throws -> Read {
         var subscription: SubscriptionState?
         var events: [SubscriptionEvent] = []
         let decoder = JSONDecoder()
@@ -51,8 +59,10 @@ public struct SubscriptionHistory: Sendable {
     /// events (`source` 'n' or 'e'; none: one row with NULLs); `subscription_and_events`, sql/0018: planned once per
     /// connection.
     enum SubscriptionAndEvents: PreparedSQL {
+        /// The columns ``read(_:of:)`` decodes.
+        static let columns = "\(SubscriptionStore.columns(of: "subscription")), source, decoded, parts"
         static let sql = """
-            SELECT \(SubscriptionStore.columns(of: "subscription")), source, decoded, parts FROM subscription_and_events($1::text)
+            SELECT \(columns) FROM subscription_and_events($1::text)
             """
     }
 

@@ -10,6 +10,9 @@ struct SubscriptionLockTests {
     /// How the first writer takes the lock: as every writer does, or in the statement that reads the notification to
     /// apply (the worker's apply path).
     enum Holder: CaseIterable, Sendable { case lockedSubscription, storedNotification }
+    /// How the second writer waits: as every writer does, or reading the notification to apply with its
+    /// subscription's history (sql/0019: the lock, then the history by a later statement).
+    enum Waiter: CaseIterable, Sendable { case lockedSubscription, storedNotification }
 
     /// Advisory locks on the test's database (other tests run beside it on the same server).
     static let advisoryLocksSQL = """
@@ -18,13 +21,13 @@ struct SubscriptionLockTests {
 
     @Test(
         "a writer that waited for the lock reads what the holder committed — also for a subscription that had no row",
-        arguments: Holder.allCases)
-    func waiterReadsCommittedState(holder: Holder) async throws {
+        arguments: Holder.allCases, Waiter.allCases)
+    func waiterReadsCommittedState(holder: Holder, waiter: Waiter) async throws {
         try await StorekeeperHarness.run(worker: false) { harness in
             let store = SubscriptionStore(client: harness.client, logger: TestDatabase.logger)
             let id = String(Int.random(in: 3_000_000_000...3_999_999_999))
             let notificationUUID = UUID()
-            if holder == .storedNotification {
+            if holder == .storedNotification || waiter == .storedNotification {
                 let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: nil, originalTransactionId: id), at: Date())
                 let body = try harness.signer.requestBody(for: event, notificationUUID: notificationUUID)
                 try await harness.withHTTP { client in
@@ -64,7 +67,17 @@ struct SubscriptionLockTests {
                 for await _ in holderLocked.stream { break }
                 group.addTask {
                     try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
-                        .some(try await store.lockedSubscription(id, on: connection))
+                        switch waiter {
+                        case .lockedSubscription:
+                            return .some(try await store.lockedSubscription(id, on: connection))
+                        case .storedNotification:
+                            let stored = try await NotificationStore(logger: TestDatabase.logger)
+                                .notificationLockingSubscription(notificationUUID, on: connection)
+                            #expect(stored?.lockedSubscription == id)
+                            // The notification itself is among the stored events the history holds.
+                            #expect(stored?.history?.events.count == 1)
+                            return .some(stored?.history?.subscription)
+                        }
                     }
                 }
                 var read: SubscriptionState?? = nil

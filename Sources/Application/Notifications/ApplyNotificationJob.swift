@@ -45,7 +45,7 @@ public struct ApplyNotificationJob: JobHandler {
         let arguments = try execution.job.decodeArguments(as: NotificationInbox.ApplyArguments.self)
         let uuid = arguments.notificationUUID
         try await client.withTransaction(logger: logger) { connection in
-            guard let (stored, lockedSubscription) = try await notifications.notificationLockingSubscription(uuid, on: connection)
+            guard let (stored, lockedSubscription, history) = try await notifications.notificationLockingSubscription(uuid, on: connection)
             else {
                 throw JobFailure.discard("notification \(uuid) is not stored")
             }
@@ -66,7 +66,7 @@ public struct ApplyNotificationJob: JobHandler {
             var account: AccountID?
             if let event = SubscriptionEvent(notification) {
                 let lockHeld = lockedSubscription == event.transaction.originalTransactionId
-                let applied = try await writer.apply(event, now: now, on: connection, lockHeld: lockHeld)
+                let applied = try await writer.apply(event, now: now, on: connection, lockHeld: lockHeld, read: lockHeld ? history : nil)
                 outcome = applied.kind.rawValue
                 account = applied.state?.accountId
             } else if let transaction = notification.transaction {

@@ -55,21 +55,28 @@ public struct SubscriptionWriter: Sendable {
     }
 
     /// Derives the subscription `event` belongs to (the event is stored already, so its facts are found; it is added
-    /// when it is not). `lockHeld`: the caller's transaction holds the subscription's lock already.
-    public func apply(_ event: SubscriptionEvent, now: Date, on connection: PostgresConnection, lockHeld: Bool = false)
-        async throws -> Outcome
-    {
-        try await derive(event.transaction.originalTransactionId, adding: event, now: now, write: true, on: connection, lockHeld: lockHeld)
+    /// when it is not). `lockHeld`: the caller's transaction holds the subscription's lock already; `read`: the
+    /// subscription and its stored events, read under that lock.
+    public func apply(
+        _ event: SubscriptionEvent, now: Date, on connection: PostgresConnection, lockHeld: Bool = false, read: SubscriptionHistory.Read? = nil
+    ) async throws -> Outcome {
+        try await derive(
+            event.transaction.originalTransactionId, adding: event, now: now, write: true, on: connection, lockHeld: lockHeld, read: read)
     }
 
     /// Derives a subscription again from its stored facts; `write` saves the state and posts what is due, otherwise
     /// nothing is written and the outcome says what would change.
     public func derive(
         _ originalTransactionId: String, adding extra: SubscriptionEvent? = nil, now: Date, write: Bool,
-        on connection: PostgresConnection, lockHeld: Bool = false
+        on connection: PostgresConnection, lockHeld: Bool = false, read: SubscriptionHistory.Read? = nil
     ) async throws -> Outcome {
         if !lockHeld { try await subscriptions.lock(originalTransactionId, on: connection) }
-        let (stored, storedEvents) = try await history.subscriptionAndEvents(of: originalTransactionId, on: connection)
+        let (stored, storedEvents): SubscriptionHistory.Read
+        if let read {
+            (stored, storedEvents) = read
+        } else {
+            (stored, storedEvents) = try await history.subscriptionAndEvents(of: originalTransactionId, on: connection)
+        }
         var events = storedEvents
         if let extra, !events.contains(where: { $0.id == extra.id }) { events.append(extra) }
         guard let facts = SubscriptionFacts(events: events) else {
