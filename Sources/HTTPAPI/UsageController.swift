@@ -45,26 +45,17 @@ public struct UsageController: Sendable {
         var answer: UsageRequests.Answer
 
         func response(from request: Request, context: some RequestContext) throws -> Response {
-            var body: [String: JSONScalar] = ["meter": .string(answer.meter), "remaining": answer.remaining.map(JSONScalar.integer) ?? .null]
-            if let error = answer.error { body["error"] = .string(error) }
-            if let message = answer.message { body["message"] = .string(message) }
+            // Written straight into bytes (keys sorted): `JSONEncoder` cost about 2 % of serve's CPU under spends.
+            var body = JSONWriter(capacity: 96)
+            body.beginObject()
+            if let error = answer.error { body.member("error", error) }
+            if let message = answer.message { body.member("message", message) }
+            body.member("meter", answer.meter)
+            body.member("remaining", answer.remaining)
+            body.endObject()
             return Response(
                 status: UsageController.status(of: answer.outcome), headers: [.contentType: "application/json"],
-                body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(body))))
-        }
-    }
-
-    /// A JSON value of an answer body.
-    enum JSONScalar: Encodable {
-        case string(String), integer(Int64), null
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            switch self {
-            case .string(let text): try container.encode(text)
-            case .integer(let number): try container.encode(number)
-            case .null: try container.encodeNil()
-            }
+                body: .init(byteBuffer: ByteBuffer(bytes: body.bytes)))
         }
     }
 

@@ -4,21 +4,22 @@ import Foundation
 /// answer, every event's body) are written with it, because Foundation's `JSONEncoder` cost about a fifth of a status
 /// read's CPU. The output is what `JSONEncoder` with `.sortedKeys` and `.iso8601` dates writes when the keys are given
 /// sorted (a test compares them byte for byte).
-struct JSONWriter {
-    private(set) var bytes: [UInt8] = []
+public struct JSONWriter {
+    /// What has been written.
+    public private(set) var bytes: [UInt8] = []
     /// A value has been written in the current object: the next key needs a comma.
     private var needsComma = false
 
-    init(capacity: Int = 640) {
+    public init(capacity: Int = 640) {
         bytes.reserveCapacity(capacity)
     }
 
-    mutating func beginObject() {
+    public mutating func beginObject() {
         bytes.append(UInt8(ascii: "{"))
         needsComma = false
     }
 
-    mutating func endObject() {
+    public mutating func endObject() {
         bytes.append(UInt8(ascii: "}"))
         needsComma = true
     }
@@ -91,12 +92,13 @@ struct JSONWriter {
     }
 
     /// A member with its value: `"name":value`.
-    mutating func member(_ name: String, _ value: String?) {
+    public mutating func member(_ name: String, _ value: String?) {
         key(name)
         string(value)
     }
 
-    mutating func member(_ name: String, _ value: Int64?) {
+    /// A member with an integer value (`null` for `nil`).
+    public mutating func member(_ name: String, _ value: Int64?) {
         key(name)
         integer(value)
     }
