@@ -4,6 +4,7 @@ import Logging
 import PayloadDecoding
 import PostgresNIO
 import StatementFencing
+import Subscriptions
 
 /// Reads stored notifications and records how they were applied.
 public struct NotificationStore: Sendable {
@@ -24,8 +25,8 @@ public struct NotificationStore: Sendable {
     /// `lockedSubscription` is the `originalTransactionId` locked, `nil` when the notification names none. Content
     /// outside ``ContentLimits`` — found at the intake, or now in a row stored before the intake looked — is
     /// `rejectedContent`. `history` is that subscription and its stored events as read under the lock (what an apply
-    /// decides on), in the same round trip (`notification_and_history`, sql/0019); `nil` with no lock, or for content
-    /// refused at the intake.
+    /// decides on), in the same round trip (`notification_and_history`, sql/0019); `nil` with no lock, for content
+    /// refused, and for a notification that is no ``SubscriptionEvent`` (a consumable's).
     public func notificationLockingSubscription(_ uuid: UUID, on connection: PostgresConnection) async throws
         -> (notification: Stored, lockedSubscription: String?, history: SubscriptionHistory.Read?)?
     {
@@ -38,7 +39,10 @@ public struct NotificationStore: Sendable {
             throw PersistenceError(.corruptRecord, "stored notification \(uuid) does not decode")
         }
         if let reason = notification.contentProblem { return (.rejectedContent(reason: reason), lockedSubscription, nil) }
-        let history = try lockedSubscription.map { try SubscriptionHistory.read(rows.dropFirst(), of: $0) }
+        // A consumable's notification names a transaction, not a subscription: nothing to derive, nothing to decode.
+        let history = try lockedSubscription.flatMap { id in
+            SubscriptionEvent(notification) == nil ? nil : try SubscriptionHistory.read(rows.dropFirst(), of: id)
+        }
         return (.verified(notification), lockedSubscription, history)
     }
 
