@@ -60,8 +60,9 @@ public struct PrivateCluster: Sendable {
         try? run(binDirectory.appendingPathComponent("pg_ctl").path, ["-D", dataDirectory.path, "-m", "fast", "-w", "stop"], asUser: runAsUser)
     }
 
+    /// Through the Unix-domain socket in `/tmp` (`-k /tmp`): on one machine it costs each round trip less than loopback TCP.
     private func url(port: Int) -> DatabaseURL {
-        DatabaseURL(host: "127.0.0.1", port: port, username: "storekeeper", password: nil, database: "postgres")
+        DatabaseURL(host: "/tmp", port: port, username: "storekeeper", password: nil, database: "postgres")
     }
 
     /// The port of a server already running on this data directory (line 4 of `postmaster.pid`).
@@ -103,7 +104,6 @@ public struct PrivateCluster: Sendable {
         return nil
     }
 
-    /// A TCP port nobody listens on right now.
     /// A TCP port on 127.0.0.1 nothing listens on now.
     public static func freePort() throws(Failure) -> Int {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

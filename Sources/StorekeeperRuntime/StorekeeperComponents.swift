@@ -52,7 +52,7 @@ public struct StorekeeperComponents: Sendable {
     ///   - clock: "now" for status and lifecycle rules; tests pin it.
     public init(
         configuration: StorekeeperConfiguration, databaseURL: DatabaseURL? = nil, databaseThread: Bool = false,
-        clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger
+        applicationName: String = "storekeeper", clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger
     ) throws {
         self.webhookTransport = HTTPWebhookTransport()
         // Metrics are bound to their backend when first used: bootstrap it before anything records.
@@ -61,7 +61,8 @@ public struct StorekeeperComponents: Sendable {
             throw ConfigurationError(problems: ["DATABASE_URL is required"])
         }
         self.configuration = configuration
-        var clientConfiguration = url.clientConfiguration(maximumConnections: max(20, configuration.workerConcurrency + 4))
+        var clientConfiguration = url.clientConfiguration(
+            maximumConnections: max(20, configuration.workerConcurrency + 4), applicationName: applicationName)
         // The pool arms timers (sleeping tasks) whenever a connection goes back idle — a keep-alive ping and an idle
         // timeout — and cancels them at the next lease; a cancelled sleep stays allocated until its deadline. With the
         // defaults (30 s, 60 s) that held a minute of every lease, tens of MB under load. An idle timeout of 10 s keeps

@@ -1,8 +1,8 @@
 import NIOCore
 import NIOPosix
 
-/// A closed-loop HTTP/1.1 load generator in the manner of `wrk`: keep-alive connections on one event loop, each
-/// sending its next request as soon as the answer to the previous one is complete. Requests are bytes written as they
+/// An HTTP/1.1 load generator in the manner of `wrk`: keep-alive connections on one event loop, each sending its next
+/// request as soon as the answer to the previous one is complete (or, paced, when it is due). Requests are bytes written as they
 /// are and answers are only framed (status line, `Content-Length` or chunked), so the generator takes a small share of
 /// the cores it shares with the server it measures — an HTTP client with a pool, tasks and header objects per request
 /// took about half of them.
@@ -14,15 +14,45 @@ enum HTTPLoadGenerator {
         host: String, port: Int, connections: Int, warmUp: TimeAmount, seconds: TimeAmount,
         request: @escaping @Sendable (Int) -> ByteBuffer
     ) async throws -> APIBenchmarkCommand.Phase {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let loop = group.next()
         let begin = NIODeadline.now() + warmUp
         let end = begin + seconds
-        var total = APIBenchmarkCommand.Phase(seconds: Double(seconds.nanoseconds) / 1e9)
+        var total = try await load(host: host, port: port, connections: connections, begin: begin, end: end, schedule: nil) { request($0) }
+        total.seconds = Double(seconds.nanoseconds) / 1e9
+        return total
+    }
+
+    /// Sends `request(0) ..< request(count)` once each over `connections` connections: back to back, or — with a
+    /// `rate` — request i not before i / rate seconds after the start, as notifications arrive from outside (a
+    /// connection still waiting for its previous answer sends late, and that request's latency counts from then).
+    /// Every request not answered with a 2xx counts as failed; the whole send gives up 60 s after its schedule ends.
+    static func send(
+        host: String, port: Int, connections: Int, count: Int, rate: Int?, request: @escaping @Sendable (Int) -> ByteBuffer
+    ) async throws -> APIBenchmarkCommand.Phase {
+        let start = NIODeadline.now()
+        let schedule = rate.map { rate in { @Sendable (index: Int) in start + .nanoseconds(Int64(index) * 1_000_000_000 / Int64(rate)) } }
+        let end = (schedule?(count) ?? start) + .seconds(60)
+        var total = try await load(
+            host: host, port: port, connections: min(connections, count), begin: start, end: end, schedule: schedule
+        ) { index in index < count ? request(index) : nil }
+        total.seconds = Double((NIODeadline.now() - start).nanoseconds) / 1e9
+        total.failed = count - total.answered
+        return total
+    }
+
+    /// The connections of one load, each sending requests `first, first + connections, …` until `request` has no more
+    /// or `end` has passed; answers to requests sent before `begin` are not counted.
+    private static func load(
+        host: String, port: Int, connections: Int, begin: NIODeadline, end: NIODeadline,
+        schedule: (@Sendable (Int) -> NIODeadline)?, request: @escaping @Sendable (Int) -> ByteBuffer?
+    ) async throws -> APIBenchmarkCommand.Phase {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        var total = APIBenchmarkCommand.Phase()
         do {
             var finished: [EventLoopFuture<APIBenchmarkCommand.Phase>] = []
             for connection in 0..<connections {
-                let handler = LoadConnection(first: connection, stride: connections, begin: begin, end: end, request: request)
+                let handler = LoadConnection(
+                    first: connection, stride: connections, begin: begin, end: end, schedule: schedule, request: request)
                 let channel = try await ClientBootstrap(group: loop)
                     .channelOption(.socketOption(.tcp_nodelay), value: 1)
                     .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) } }
@@ -56,17 +86,22 @@ private final class LoadConnection: ChannelInboundHandler, @unchecked Sendable {
     private let stride: Int
     private let begin: NIODeadline
     private let end: NIODeadline
-    private let request: @Sendable (Int) -> ByteBuffer
+    private let schedule: (@Sendable (Int) -> NIODeadline)?
+    private let request: @Sendable (Int) -> ByteBuffer?
     /// What this connection measured; read once it has closed.
     private(set) var phase = APIBenchmarkCommand.Phase()
     private var pending = ByteBuffer()
     private var sentAt = NIODeadline.now()
 
-    init(first: Int, stride: Int, begin: NIODeadline, end: NIODeadline, request: @escaping @Sendable (Int) -> ByteBuffer) {
+    init(
+        first: Int, stride: Int, begin: NIODeadline, end: NIODeadline, schedule: (@Sendable (Int) -> NIODeadline)?,
+        request: @escaping @Sendable (Int) -> ByteBuffer?
+    ) {
         self.index = first
         self.stride = stride
         self.begin = begin
         self.end = end
+        self.schedule = schedule
         self.request = request
     }
 
@@ -100,9 +135,22 @@ private final class LoadConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     private func send(context: ChannelHandlerContext) {
-        sentAt = .now()
-        context.writeAndFlush(wrapOutboundOut(request(index)), promise: nil)
+        guard let bytes = request(index) else {
+            context.close(promise: nil)
+            return
+        }
+        let due = schedule?(index)
         index += stride
+        if let due, due > .now() {
+            context.eventLoop.assumeIsolated().scheduleTask(deadline: due) { self.write(bytes, context: context) }
+        } else {
+            write(bytes, context: context)
+        }
+    }
+
+    private func write(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
+        sentAt = .now()
+        context.writeAndFlush(wrapOutboundOut(bytes), promise: nil)
     }
 
     /// The status of the answer at the start of `buffer` once all of it has arrived (then removed from `buffer`), or

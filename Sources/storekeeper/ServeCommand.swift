@@ -11,7 +11,7 @@ struct ServeCommand: AsyncParsableCommand {
         let configuration = try StorekeeperConfiguration.load(environment: ProcessInfo.processInfo.environment)
         bootstrapLogging(format: configuration.logFormat)
         let components = try StorekeeperComponents(
-            configuration: configuration, databaseThread: true, logger: Logger(label: "storekeeper.serve"))
+            configuration: configuration, databaseThread: true, applicationName: "storekeeper-serve", logger: Logger(label: "storekeeper.serve"))
         try await StorekeeperProcess.run(components, roles: .serve)
     }
 }
@@ -27,7 +27,7 @@ struct WorkCommand: AsyncParsableCommand {
         if !ProcessPriority.lower(toNice: configuration.workerNice).isEmpty {
             logger.warning("could not lower the CPU priority", metadata: ["nice": "\(configuration.workerNice)"])
         }
-        let components = try StorekeeperComponents(configuration: configuration, logger: logger)
+        let components = try StorekeeperComponents(configuration: configuration, applicationName: "storekeeper-work", logger: logger)
         let priority = Task { await ProcessPriority.hold(nice: configuration.workerNice) }
         defer { priority.cancel() }
         try await StorekeeperProcess.run(components, roles: .work)
