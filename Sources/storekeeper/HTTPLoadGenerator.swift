@@ -24,15 +24,14 @@ enum HTTPLoadGenerator {
     /// Sends `request(0) ..< request(count)` once each over `connections` connections: back to back, or — with a
     /// `rate` — request i not before i / rate seconds after the start, as notifications arrive from outside (a
     /// connection still waiting for its previous answer sends late, and that request's latency counts from then).
-    /// Every request not answered with a 2xx counts as failed; the whole send gives up 60 s after its schedule ends.
+    /// Every request not answered with a 2xx counts as failed.
     static func send(
         host: String, port: Int, connections: Int, count: Int, rate: Int?, request: @escaping @Sendable (Int) -> ByteBuffer
     ) async throws -> APIBenchmarkCommand.Phase {
         let start = NIODeadline.now()
         let schedule = rate.map { rate in { @Sendable (index: Int) in start + .nanoseconds(Int64(index) * 1_000_000_000 / Int64(rate)) } }
-        let end = (schedule?(count) ?? start) + .seconds(60)
         var total = try await load(
-            host: host, port: port, connections: min(connections, count), begin: start, end: end, schedule: schedule
+            host: host, port: port, connections: min(connections, count), begin: start, end: .distantFuture, schedule: schedule
         ) { index in index < count ? request(index) : nil }
         total.seconds = Double((NIODeadline.now() - start).nanoseconds) / 1e9
         total.failed = count - total.answered
@@ -40,7 +39,8 @@ enum HTTPLoadGenerator {
     }
 
     /// The connections of one load, each sending requests `first, first + connections, …` until `request` has no more
-    /// or `end` has passed; answers to requests sent before `begin` are not counted.
+    /// or `end` has passed; answers to requests sent before `begin` are not counted. A connection whose answer takes
+    /// longer than ``answerTimeout`` is closed (that request failed): a server that stops answering ends the load.
     private static func load(
         host: String, port: Int, connections: Int, begin: NIODeadline, end: NIODeadline,
         schedule: (@Sendable (Int) -> NIODeadline)?, request: @escaping @Sendable (Int) -> ByteBuffer?
@@ -58,8 +58,6 @@ enum HTTPLoadGenerator {
                     .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) } }
                     .connect(host: host, port: port).get()
                 finished.append(channel.closeFuture.map { handler.phase }.recover { _ in handler.phase })
-                // A server that stops answering ends the load 10 s after its end instead of never.
-                loop.scheduleTask(deadline: end + .seconds(10)) { channel.close(promise: nil) }
             }
             for future in finished {
                 let phase = try await future.get()
@@ -74,6 +72,8 @@ enum HTTPLoadGenerator {
         try await group.shutdownGracefully()
         return total
     }
+
+    static let answerTimeout = TimeAmount.seconds(30)
 }
 
 /// One connection of ``HTTPLoadGenerator``: sends a request, frames its answer, records it, sends the next; closes at
@@ -92,6 +92,7 @@ private final class LoadConnection: ChannelInboundHandler, @unchecked Sendable {
     private(set) var phase = APIBenchmarkCommand.Phase()
     private var pending = ByteBuffer()
     private var sentAt = NIODeadline.now()
+    private var answerDeadline: Scheduled<Void>?
 
     init(
         first: Int, stride: Int, begin: NIODeadline, end: NIODeadline, schedule: (@Sendable (Int) -> NIODeadline)?,
@@ -113,6 +114,7 @@ private final class LoadConnection: ChannelInboundHandler, @unchecked Sendable {
         var bytes = unwrapInboundIn(data)
         pending.writeBuffer(&bytes)
         guard let status = Self.completeAnswer(in: &pending) else { return }
+        answerDeadline?.cancel()
         let now = NIODeadline.now()
         if sentAt >= begin {
             if (200..<300).contains(status) {
@@ -127,6 +129,11 @@ private final class LoadConnection: ChannelInboundHandler, @unchecked Sendable {
             return
         }
         send(context: context)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        answerDeadline?.cancel()
+        context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -151,6 +158,10 @@ private final class LoadConnection: ChannelInboundHandler, @unchecked Sendable {
     private func write(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
         sentAt = .now()
         context.writeAndFlush(wrapOutboundOut(bytes), promise: nil)
+        answerDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: HTTPLoadGenerator.answerTimeout) {
+            self.phase.failed += 1
+            context.close(promise: nil)
+        }
     }
 
     /// The status of the answer at the start of `buffer` once all of it has arrived (then removed from `buffer`), or
