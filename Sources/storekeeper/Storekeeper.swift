@@ -29,6 +29,7 @@ struct Storekeeper: AsyncParsableCommand {
             // The long-running processes run their tasks on NIO's event loops, where their sockets are: a request or
             // a query answer then continues on the thread that read it instead of hopping to Dispatch's pool and back.
             NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+            AllocatorSettings.keepFreedMemory()
         }
         do {
             if var asyncCommand = command as? any AsyncParsableCommand {
