@@ -2,10 +2,10 @@ import NIOCore
 import NIOPosix
 
 /// An HTTP/1.1 load generator in the manner of `wrk`: keep-alive connections on one event loop, each sending its next
-/// request as soon as the answer to the previous one is complete (or, paced, when it is due). Requests are bytes written as they
-/// are and answers are only framed (status line, `Content-Length` or chunked), so the generator takes a small share of
-/// the cores it shares with the server it measures — an HTTP client with a pool, tasks and header objects per request
-/// took about half of them.
+/// request as soon as the answer to the previous one is complete (or, paced, when it is due). Requests are bytes
+/// written as they are and answers are only framed (status line, `Content-Length` or chunked), so the generator takes
+/// a small share of the cores it shares with the server it measures — an HTTP client with a pool, tasks and header
+/// objects per request took about half of them.
 enum HTTPLoadGenerator {
     /// Runs `connections` connections to `host:port` for `warmUp` (not counted) and then `seconds`; `request(i)` is
     /// the i-th request's bytes, a whole HTTP/1.1 request. An answer with a 2xx status counts as answered, with its
@@ -73,6 +73,7 @@ enum HTTPLoadGenerator {
         return total
     }
 
+    /// How long a connection waits for an answer before it gives up (closes, the request failed).
     static let answerTimeout = TimeAmount.seconds(30)
 }
 
