@@ -97,9 +97,9 @@ public struct SubscriptionStore: Sendable {
             willRenew: try cells["will_renew"].decode(Bool.self),
             autoRenewProductId: try cells["auto_renew_product_id"].decode(String?.self),
             pendingProductId: try cells["pending_product_id"].decode(String?.self),
-            purchaseDate: try cells["purchase_date"].decode(Date?.self),
-            expiresAt: try cells["expires_at"].decode(Date?.self),
-            gracePeriodExpiresAt: try cells["grace_period_expires_at"].decode(Date?.self),
+            purchaseDate: try cells["purchase_date"].decode(Date?.self)?.wholeMilliseconds,
+            expiresAt: try cells["expires_at"].decode(Date?.self)?.wholeMilliseconds,
+            gracePeriodExpiresAt: try cells["grace_period_expires_at"].decode(Date?.self)?.wholeMilliseconds,
             isTrial: try cells["is_trial"].decode(Bool.self),
             ownership: try cells["ownership"].decode(String.self),
             latestTransactionId: try cells["latest_transaction_id"].decode(String.self),
@@ -108,12 +108,12 @@ public struct SubscriptionStore: Sendable {
                 signedDate: try cells["last_signed_date"].decode(Int64.self),
                 eventId: try cells["last_event_id"].decode(String.self)),
             endReason: try cells["end_reason"].decode(String?.self),
-            revokedAt: try cells["revoked_at"].decode(Date?.self),
+            revokedAt: try cells["revoked_at"].decode(Date?.self)?.wholeMilliseconds,
             offer: offer,
             priceIncrease: try cells["price_increase"].decode(String?.self).flatMap(SubscriptionState.PriceIncreaseConsent.init),
             price: try cells["price"].decode(Int64?.self),
             billingPeriodKey: try cells["billing_period"].decode(String.self),
-            accessUntil: try cells["access_until"].decode(Date?.self)
+            accessUntil: try cells["access_until"].decode(Date?.self)?.wholeMilliseconds
         )
     }
 }

@@ -111,4 +111,27 @@ struct SubscriptionLockTests {
             }
         }
     }
+
+    @Test("a subscription saved with App Store times (whole milliseconds) reads back equal, whatever the milliseconds")
+    func millisecondsReadBackEqual() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let store = SubscriptionStore(client: harness.client, logger: TestDatabase.logger)
+            // 1798172874363 is stored as ….362999 when written as it is; the others are spread over the years ahead.
+            var random = SystemRandomNumberGenerator()
+            let milliseconds: [Int64] = [1_798_172_874_363] + (0..<200).map { _ in Int64.random(in: 1_700_000_000_000...2_100_000_000_000, using: &random) }
+            for (index, value) in milliseconds.enumerated() {
+                func time(_ offset: Int64) -> Date { Date(timeIntervalSince1970: Double(value + offset) / 1000) }
+                let id = "ms-\(index)"
+                let saved = SubscriptionState(
+                    originalTransactionId: id, accountId: AccountID(UUID()), productId: "pro.monthly", environment: "Sandbox",
+                    status: .gracePeriod, willRenew: true, autoRenewProductId: "pro.monthly", pendingProductId: nil,
+                    purchaseDate: time(-2_592_000_000), expiresAt: time(0), gracePeriodExpiresAt: time(1_296_000_000), isTrial: false,
+                    ownership: "PURCHASED", latestTransactionId: id, lastEventType: "DID_FAIL_TO_RENEW",
+                    lastEvent: EventPosition(signedDate: value, eventId: "e1"), endReason: nil, revokedAt: time(7),
+                    price: 9990, billingPeriodKey: "\(id).\(value)", accessUntil: time(1_296_000_000))
+                try await harness.client.withConnection { try await store.save(saved, on: $0) }
+                #expect(try await store.subscription(id) == saved, "read back unequal at \(value) ms")
+            }
+        }
+    }
 }

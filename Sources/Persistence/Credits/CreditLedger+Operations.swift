@@ -66,8 +66,8 @@ extension CreditLedger {
             key: try cells[offset].decode(String.self), meter: try cells[offset + 1].decode(String.self),
             kind: CreditBucket.Kind(try cells[offset + 2].decode(String.self)),
             originalTransactionId: try cells[offset + 3].decode(String?.self), billingPeriod: try cells[offset + 4].decode(String?.self),
-            accountId: try cells[offset + 5].decode(AccountID?.self), validFrom: try cells[offset + 6].decode(Date.self),
-            validUntil: try cells[offset + 7].decode(Date?.self), price: try cells[offset + 8].decode(Int64?.self))
+            accountId: try cells[offset + 5].decode(AccountID?.self), validFrom: try cells[offset + 6].decode(Date.self).wholeMilliseconds,
+            validUntil: try cells[offset + 7].decode(Date?.self)?.wholeMilliseconds, price: try cells[offset + 8].decode(Int64?.self))
     }
 
     /// Takes lock `$1` unless NULL, then reads the buckets of subscription `$2` and the buckets of account `$3` live at
