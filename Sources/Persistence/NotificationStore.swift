@@ -47,7 +47,8 @@ public struct NotificationStore: Sendable {
     }
 
     /// Records that a notification was processed and how (`applied`, `recorded`, `rejected_content`, …), with the
-    /// reason of a rejection.
+    /// reason of a rejection. The first processing's time and outcome stay: a job run again after its commit (its
+    /// completion lost with the process) finds nothing left to change and must not record `unchanged` over them.
     public func markProcessed(_ uuid: UUID, outcome: String, reason: String? = nil, on connection: PostgresConnection) async throws {
         _ = try await connection.run(MarkProcessed(outcome: outcome, reason: reason, uuid: uuid), logger: logger)
     }
@@ -65,7 +66,9 @@ public struct NotificationStore: Sendable {
     struct MarkProcessed: PostgresPreparedStatement {
         typealias Row = ()
         static let sql = """
-            UPDATE notifications SET applied_at = now(), apply_outcome = $1, rejected_reason = coalesce($2, rejected_reason)
+            UPDATE notifications SET applied_at = coalesce(applied_at, now()),
+                apply_outcome = CASE WHEN applied_at IS NULL THEN $1 ELSE apply_outcome END,
+                rejected_reason = coalesce($2, rejected_reason)
             WHERE notification_uuid = $3
             """
         static let bindingDataTypes: [PostgresDataType] = [.text, .text, .uuid]

@@ -1,8 +1,10 @@
 import AppStoreModels
+import Application
 import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Jobs
 import LocalSigning
 import NIOCore
 import PostgresNIO
@@ -57,6 +59,37 @@ struct IntakeTests {
             #expect(try await harness.count("SELECT count(*) FROM notifications") == 1)
             #expect(try await harness.count("SELECT count(*) FROM jobs") == 0)
             #expect(try await harness.count("SELECT count(*) FROM job_history") == 1)
+        }
+    }
+
+    @Test("an apply job run again after its commit (its completion lost with the process) changes nothing and keeps the first outcome")
+    func applyRunAgain() async throws {
+        try await StorekeeperHarness.run { harness in
+            let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: UUID()), at: Date())
+            let uuid = UUID()
+            try await harness.withHTTP { client in
+                let answer = try await client.postNotification(try harness.signer.requestBody(for: event, notificationUUID: uuid))
+                #expect(answer.json["status"] as? String == "accepted")
+            }
+            try await eventually("the apply job to finish") { try await harness.count("SELECT count(*) FROM job_history") == 1 }
+            // The first outcome's time moved an hour back, so that a second write of it would show.
+            try await harness.client.query("UPDATE notifications SET applied_at = applied_at - interval '1 hour'", logger: TestDatabase.logger)
+            let facts = [
+                "SELECT count(*) FROM notifications WHERE apply_outcome = 'applied' AND applied_at < now() - interval '59 minutes'",
+                "SELECT count(*) FROM subscriptions", "SELECT count(*) FROM credit_ledger", "SELECT count(*) FROM events",
+                "SELECT coalesce(sum(delta), 0)::int8 FROM credit_ledger",
+            ]
+            var before: [Int] = []
+            for sql in facts { before.append(try await harness.count(sql)) }
+            #expect(before[0] == 1 && before[1] == 1 && before[2] > 0 && before[3] > 0)
+            let job = try NewJob(kind: NotificationInbox.applyJobKind, arguments: NotificationInbox.ApplyArguments(notificationUUID: uuid))
+            _ = try await harness.client.withConnection { try await harness.components.queue.enqueue(job, on: $0) }
+            try await eventually("the second run to finish") {
+                try await harness.count("SELECT count(*) FROM job_history WHERE state = 'completed'") == 2
+            }
+            var after: [Int] = []
+            for sql in facts { after.append(try await harness.count(sql)) }
+            #expect(after == before, "the outcome and its time, the subscription, its ledger and its events as the first run left them")
         }
     }
 
