@@ -16,6 +16,10 @@ public final class JobWorker: Service, Sendable {
     /// Tuning knobs; the defaults suit a small deployment.
     public struct Options: Sendable {
         public var concurrency: Int
+        /// While claims come back full (a backlog), the worker claims again only once this many slots are free: one
+        /// round trip then starts several jobs instead of one per finished job. Below a backlog every free slot is
+        /// claimed at once. A quarter of ``concurrency`` unless set.
+        public var claimBatch: Int?
         public var pollInterval: Duration
         public var heartbeatInterval: Duration
         /// A worker whose heartbeat is older than this is dead; its running jobs are rescued.
@@ -103,16 +107,19 @@ public final class JobWorker: Service, Sendable {
     static let databaseTimeout: Duration = .seconds(15)
 
     private func claimLoop(group: inout DiscardingTaskGroup) async {
+        let claimBatch = min(options.concurrency, max(1, options.claimBatch ?? options.concurrency / 4))
+        var backlog = false
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             let free = options.concurrency - running.withLock { $0.count }
             let claimStarted = Date()
             var claimedFull = false
-            if free > 0 {
+            if free > 0 && (free >= claimBatch || !backlog) {
                 do {
                     // A claim whose answer is lost to the deadline is released by the maintenance loop after
                     // `orphanGrace`.
                     let jobs = try await withDeadline(Self.databaseTimeout) { [queue, id] in try await queue.claim(limit: free, workerID: id) }
                     claimedFull = jobs.count == free
+                    backlog = claimedFull
                     for job in jobs {
                         running.withLock { _ = $0.insert(job.id) }
                         group.addTask {
@@ -124,6 +131,14 @@ public final class JobWorker: Service, Sendable {
                 } catch {
                     logger.warning("claim failed", metadata: ["error": "\(String(reflecting: error))"])
                 }
+            } else if free > 0 {
+                // Backlogged with fewer than `claimBatch` slots free: the next finished job wakes the loop. Jobs
+                // that run for long (deliveries to a slow endpoint) leave the free slots idle for a poll interval at
+                // most.
+                let waitStarted = ContinuousClock.now
+                await wakeUp.wait(timeout: options.pollInterval)
+                if ContinuousClock.now - waitStarted >= options.pollInterval { backlog = false }
+                continue
             }
             if !claimedFull || free == 0 {
                 await wakeUp.wait(timeout: await idleWait(free: free, claimStarted: claimStarted))
