@@ -3,12 +3,19 @@ import Logging
 import PostgresNIO
 import StatementFencing
 import Subscriptions
+import Synchronization
 
 /// The `appAccountToken`s apps asked for (`POST /v1/accounts/{id}/purchase-intents`): an app whose account ids are
 /// not UUIDs passes a fresh token to StoreKit for each purchase, and notifications carrying it resolve to the account.
+///
+/// Every apply asks for the tokens of its subscription's transactions, so an instance remembers each token's answer:
+/// the answer never changes. A token is stored before the app can pass it to StoreKit (``issue(for:)`` commits before
+/// it returns), so no notification carries it before its intent is found, and intents are never changed or deleted;
+/// a token that was never issued (an account's own UUID) never will be, as issued tokens are random.
 public struct PurchaseIntents: Sendable {
     private let client: PostgresClient?
     private let logger: Logger
+    private let answers = Answers()
 
     /// - Parameter client: where ``issue(for:)`` writes; the other methods run on the caller's connection.
     public init(client: PostgresClient? = nil, logger: Logger) {
@@ -27,14 +34,47 @@ public struct PurchaseIntents: Sendable {
     /// The accounts of those of `tokens` an app asked for (lowercased token → account); other tokens are not listed.
     public func accounts(ofTokens tokens: [String], on connection: PostgresConnection) async throws -> [String: AccountID] {
         let uuids = Set(tokens.compactMap(UUID.init(uuidString:)))
-        guard !uuids.isEmpty else { return [:] }
-        let rows = try await connection.run(PreparedQuery<IntendedAccounts>(Array(uuids)), logger: logger)
-        var accounts: [String: AccountID] = [:]
+        var (accounts, unknown) = answers.lookUp(uuids)
+        guard !unknown.isEmpty else { return accounts }
+        let rows = try await connection.run(PreparedQuery<IntendedAccounts>(Array(unknown)), logger: logger)
+        var found: [UUID: AccountID] = [:]
         for row in rows {
             let (token, account) = try row.decode((UUID, AccountID).self)
+            found[token] = account
             accounts[token.uuidString.lowercased()] = account
         }
+        answers.remember(unknown, found: found)
         return accounts
+    }
+
+    /// The tokens looked up so far, each with its account or none; past ``capacity`` tokens it starts over.
+    private final class Answers: Sendable {
+        static let capacity = 100_000
+        private let known = Mutex<[UUID: AccountID?]>([:])
+
+        /// The accounts of those of `tokens` known to have one (lowercased token → account), and the tokens not
+        /// looked up yet.
+        func lookUp(_ tokens: Set<UUID>) -> (accounts: [String: AccountID], unknown: [UUID]) {
+            known.withLock { known in
+                var accounts: [String: AccountID] = [:]
+                var unknown: [UUID] = []
+                for token in tokens {
+                    switch known[token] {
+                    case .some(.some(let account)): accounts[token.uuidString.lowercased()] = account
+                    case .some(.none): break
+                    case .none: unknown.append(token)
+                    }
+                }
+                return (accounts, unknown)
+            }
+        }
+
+        func remember(_ tokens: [UUID], found: [UUID: AccountID]) {
+            known.withLock { known in
+                if known.count + tokens.count > Self.capacity { known.removeAll(keepingCapacity: true) }
+                for token in tokens { known[token] = .some(found[token]) }
+            }
+        }
     }
 
     /// The accounts of tokens `$1` (every apply asks).

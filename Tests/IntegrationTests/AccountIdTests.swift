@@ -2,6 +2,8 @@ import AppStoreModels
 import Foundation
 import HummingbirdTesting
 import LocalSigning
+import Persistence
+import Subscriptions
 import Testing
 
 /// Account ids are the app's own ids. An app whose ids are not UUIDs asks for a fresh `appAccountToken` per purchase
@@ -82,6 +84,24 @@ struct AccountIdTests {
                 #expect(try await client.getWithKey("/v1/accounts/\(String(repeating: "y", count: 128))/status").status == .ok)
                 #expect(try await harness.count("SELECT count(*) FROM purchase_intents") == 0)
             }
+        }
+    }
+
+    @Test("a token's answer is looked up once: the same lookup again is answered from memory, the database not asked")
+    func tokensRemembered() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let account = try #require(AccountID("user-1"))
+            let issued = try await PurchaseIntents(client: harness.client, logger: TestDatabase.logger).issue(for: account)
+            let own = UUID()
+            let intents = PurchaseIntents(logger: TestDatabase.logger)
+            let tokens = [issued.uuidString, own.uuidString.lowercased(), "not a uuid"]
+            let first = try await harness.client.withConnection { try await intents.accounts(ofTokens: tokens, on: $0) }
+            #expect(first == [issued.uuidString.lowercased(): account])
+            // Were the database asked again it would now answer nothing.
+            try await harness.client.query("DELETE FROM purchase_intents", logger: TestDatabase.logger)
+            let second = try await harness.client.withConnection { try await intents.accounts(ofTokens: tokens, on: $0) }
+            #expect(second == first)
+            #expect(try await harness.client.withConnection { try await PurchaseIntents(logger: TestDatabase.logger).accounts(ofTokens: tokens, on: $0) }.isEmpty)
         }
     }
 
