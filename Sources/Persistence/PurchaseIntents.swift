@@ -77,7 +77,7 @@ public struct PurchaseIntents: Sendable {
         }
     }
 
-    /// The accounts of tokens `$1` (every apply asks).
+    /// The accounts of tokens `$1` (asked by every apply whose tokens are not remembered).
     enum IntendedAccounts: PreparedSQL {
         static let sql = "SELECT token, account_id FROM purchase_intents WHERE token = ANY($1::uuid[])"
     }

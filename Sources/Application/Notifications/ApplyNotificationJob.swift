@@ -8,12 +8,15 @@ import PostgresNIO
 import Subscriptions
 
 /// Applies one stored notification to its subscription through ``SubscriptionWriter`` (lock, lifecycle rules, replay
-/// when it arrived out of order, save, archive) and records the outcome, in one transaction. The worker completes the
-/// job after the commit, with others in one statement: a round trip less for every apply. Should the process end in
-/// between, the job runs again, finds every fact held and changes nothing — the first outcome stays recorded. A consumable of the catalogue (ONE_TIME_CHARGE, or its REFUND) credits — or takes back — the top-up of
-/// the account in its `appAccountToken`. A CONSUMPTION_REQUEST opens a refund request (``RefundDefence``). Other notifications (TEST, summaries, types Apple adds later, …) are recorded
-/// and complete without error; authentic content outside ``ContentLimits`` is recorded as `rejected_content` with its
-/// reason and changes nothing.
+/// when it arrived out of order, save, archive) and records the outcome, in one transaction. A consumable of the
+/// catalogue (ONE_TIME_CHARGE, or its REFUND) credits — or takes back — the top-up of the account in its
+/// `appAccountToken`. A CONSUMPTION_REQUEST opens a refund request (``RefundDefence``). Other notifications (TEST,
+/// summaries, types Apple adds later, …) are recorded and complete without error; authentic content outside
+/// ``ContentLimits`` is recorded as `rejected_content` with its reason and changes nothing.
+///
+/// The worker completes the job after the commit, with other jobs' completions in one statement: a round trip less
+/// for every apply. Should the process end in between, the job runs again, finds every fact held and changes nothing;
+/// the first outcome stays recorded (``NotificationStore/markProcessed(_:outcome:reason:on:)``).
 public struct ApplyNotificationJob: JobHandler {
     public let kind = NotificationInbox.applyJobKind
     /// Database work only: an attempt stuck on a connection the database dropped is given up quickly.
