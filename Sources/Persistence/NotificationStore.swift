@@ -47,8 +47,8 @@ public struct NotificationStore: Sendable {
     }
 
     /// Records that a notification was processed and how (`applied`, `recorded`, `rejected_content`, …), with the
-    /// reason of a rejection. The first processing's time and outcome stay: a job run again after its commit (its
-    /// completion lost with the process) finds nothing left to change and must not record `unchanged` over them.
+    /// reason of a rejection. The first processing's time and outcome stay: its job run again (requeued by an operator)
+    /// finds nothing left to change and must not record `unchanged` over them.
     public func markProcessed(_ uuid: UUID, outcome: String, reason: String? = nil, on connection: PostgresConnection) async throws {
         _ = try await connection.run(MarkProcessed(outcome: outcome, reason: reason, uuid: uuid), logger: logger)
     }

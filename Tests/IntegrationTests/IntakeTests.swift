@@ -62,7 +62,7 @@ struct IntakeTests {
         }
     }
 
-    @Test("an apply job run again after its commit (its completion lost with the process) changes nothing and keeps the first outcome")
+    @Test("a notification's apply job run again (requeued) changes nothing and keeps the first outcome and its time")
     func applyRunAgain() async throws {
         try await StorekeeperHarness.run { harness in
             let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: UUID()), at: Date())

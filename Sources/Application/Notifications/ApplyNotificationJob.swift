@@ -8,15 +8,11 @@ import PostgresNIO
 import Subscriptions
 
 /// Applies one stored notification to its subscription through ``SubscriptionWriter`` (lock, lifecycle rules, replay
-/// when it arrived out of order, save, archive) and records the outcome, in one transaction. A consumable of the
-/// catalogue (ONE_TIME_CHARGE, or its REFUND) credits — or takes back — the top-up of the account in its
-/// `appAccountToken`. A CONSUMPTION_REQUEST opens a refund request (``RefundDefence``). Other notifications (TEST,
-/// summaries, types Apple adds later, …) are recorded and complete without error; authentic content outside
+/// when it arrived out of order, save, archive), records the outcome and completes the job — all in one transaction.
+/// A consumable of the catalogue (ONE_TIME_CHARGE, or its REFUND) credits — or takes back — the top-up of the account
+/// in its `appAccountToken`. A CONSUMPTION_REQUEST opens a refund request (``RefundDefence``). Other notifications
+/// (TEST, summaries, types Apple adds later, …) are recorded and complete without error; authentic content outside
 /// ``ContentLimits`` is recorded as `rejected_content` with its reason and changes nothing.
-///
-/// The worker completes the job after the commit, with other jobs' completions in one statement: a round trip less
-/// for every apply. Should the process end in between, the job runs again, finds every fact held and changes nothing;
-/// the first outcome stays recorded (``NotificationStore/markProcessed(_:outcome:reason:on:)``).
 public struct ApplyNotificationJob: JobHandler {
     public let kind = NotificationInbox.applyJobKind
     /// Database work only: an attempt stuck on a connection the database dropped is given up quickly.
@@ -59,6 +55,7 @@ public struct ApplyNotificationJob: JobHandler {
                 notification = verified
             case .rejectedContent(let reason):
                 try await notifications.markProcessed(uuid, outcome: "rejected_content", reason: reason, on: connection)
+                try await execution.complete(on: connection)
                 logger.notice(
                     "notification content rejected", metadata: ["notification.uuid": "\(uuid)", "reason": "\(reason)"])
                 return
@@ -83,6 +80,7 @@ public struct ApplyNotificationJob: JobHandler {
             }
             try await refunds?.notice(notification, account: account, now: now, on: connection)
             try await notifications.markProcessed(uuid, outcome: outcome, on: connection)
+            try await execution.complete(on: connection)
             logger.debug(
                 "notification processed",
                 metadata: [
