@@ -19,6 +19,8 @@ public struct ApplyNotificationJob: JobHandler {
     public let timeout: Duration = .seconds(30)
     private let client: PostgresClient
     private let notifications: NotificationStore
+    /// One instance for the process's applies, so that each token's answer is remembered.
+    private let purchaseIntents: PurchaseIntents
     private let writer: SubscriptionWriter
     private let clock: @Sendable () -> Date
     private let logger: Logger
@@ -35,6 +37,7 @@ public struct ApplyNotificationJob: JobHandler {
         self.refunds = refunds
         self.client = client
         self.notifications = NotificationStore(logger: logger)
+        self.purchaseIntents = PurchaseIntents(logger: logger)
         self.writer = writer
         self.credits = credits
         self.clock = clock
@@ -70,7 +73,7 @@ public struct ApplyNotificationJob: JobHandler {
                 outcome = applied.kind.rawValue
                 account = applied.state?.accountId
             } else if let transaction = notification.transaction {
-                let intended = try await PurchaseIntents(logger: logger).account(ofToken: transaction.appAccountToken, on: connection)
+                let intended = try await purchaseIntents.account(ofToken: transaction.appAccountToken, on: connection)
                 account = try await credits.creditedAccount(ofTopUp: transaction.transactionId, on: connection) ?? intended
                 let toppedUp = try await TopUpPurchase(ledger: credits, events: events, logger: logger).record(
                     transaction, account: intended, now: now, cause: cause, on: connection)
