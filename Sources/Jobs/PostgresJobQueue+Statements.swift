@@ -79,17 +79,10 @@ extension PostgresJobQueue {
         }
     }
 
-    /// Moves a job still running under the claimed attempt to `job_history`; a row comes back when it did.
+    /// Moves a job still running under the claimed attempt to `job_history` and says whether it did
+    /// (`complete_job`, sql/0020_complete_job.sql).
     struct CompleteJob: PostgresPreparedStatement {
-        static let sql = """
-            WITH finished AS (
-                DELETE FROM jobs WHERE id = $1 AND attempt = $2 AND state = 'running'
-                RETURNING id, kind, attempt, args, errors, unique_key, created_at
-            )
-            INSERT INTO job_history (id, kind, state, attempt, args, errors, unique_key, created_at)
-            SELECT id, kind, 'completed', attempt, args, errors, unique_key, created_at FROM finished
-            RETURNING id
-            """
+        static let sql = "SELECT complete_job($1, $2)"
         static let bindingDataTypes: [PostgresDataType] = [.int8, .int8]
         var job: ClaimedJob
 
@@ -100,7 +93,7 @@ extension PostgresJobQueue {
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
+        func decodeRow(_ row: PostgresRow) throws -> Bool { try row.decode(Bool.self) }
     }
 
     /// Wakes listening workers (the intake's coalesced NOTIFY, see ``WorkerNotifier``).

@@ -60,8 +60,12 @@ public struct PostgresJobQueue: Sendable {
     /// inside the transaction that applied the job's effects, the two commit together.
     /// - Throws: ``JobQueueError/Code/lostClaim`` when the claim is no longer valid.
     public func complete(_ job: ClaimedJob, on connection: PostgresConnection) async throws {
-        guard try await connection.run(CompleteJob(job: job), logger: logger).isEmpty else { return }
-        throw JobQueueError(.lostClaim, "job \(job.id) attempt \(job.attempt) is no longer running")
+        guard try await connection.run(CompleteJob(job: job), logger: logger).first != true else { return }
+        throw Self.lostClaim(job)
+    }
+
+    static func lostClaim(_ job: ClaimedJob) -> JobQueueError {
+        JobQueueError(.lostClaim, "job \(job.id) attempt \(job.attempt) is no longer running")
     }
 
     /// Completes many jobs in one statement, each only if still running under its claimed attempt. Returns how many

@@ -27,12 +27,26 @@ public struct NotificationStore: Sendable {
     /// `rejectedContent`. `history` is that subscription and its stored events as read under the lock (what an apply
     /// decides on), in the same round trip (`notification_and_history`, sql/0019); `nil` with no lock, for content
     /// refused, and for a notification that is no ``SubscriptionEvent`` (a consumable's).
-    public func notificationLockingSubscription(_ uuid: UUID, on connection: PostgresConnection) async throws
-        -> (notification: Stored, lockedSubscription: String?, history: SubscriptionHistory.Read?)?
-    {
-        let rows = try await connection.run(PreparedQuery<NotificationAndHistory>(uuid), logger: logger)
+    ///
+    /// `tokens` (the `appAccountToken`s the intake found in the notification) are looked up in the same round trip and
+    /// their answers remembered by `intents`, so that the apply's own lookup (``PurchaseIntents/accounts(ofTokens:on:)``)
+    /// finds them there.
+    public func notificationLockingSubscription(
+        _ uuid: UUID, lookingUp tokens: [UUID] = [], in intents: PurchaseIntents? = nil, on connection: PostgresConnection
+    ) async throws -> (notification: Stored, lockedSubscription: String?, history: SubscriptionHistory.Read?)? {
+        let rows = try await connection.run(PreparedQuery<NotificationAndHistory>(uuid, tokens), logger: logger)
         guard let first = rows.first else { return nil }
         let (decoded, parts, subscription, rejectedReason, locked) = try first.decode((String?, ByteBuffer?, String?, String?, Bool).self)
+        if let intents, !tokens.isEmpty {
+            let cells = first.makeRandomAccess()
+            var found: [UUID: AccountID] = [:]
+            for (token, account) in zip(
+                try cells["intent_tokens"].decode([UUID]?.self) ?? [], try cells["intent_accounts"].decode([String]?.self) ?? [])
+            {
+                found[token] = AccountID(account)
+            }
+            intents.remember(tokens, found: found)
+        }
         let lockedSubscription = locked ? subscription : nil
         if let reason = rejectedReason { return (.rejectedContent(reason: reason), lockedSubscription, nil) }
         guard let notification = try? StoredNotificationFacts.notification(decoded: decoded, parts: parts) else {
@@ -47,43 +61,61 @@ public struct NotificationStore: Sendable {
     }
 
     /// Records that a notification was processed and how (`applied`, `recorded`, `rejected_content`, …), with the
-    /// reason of a rejection. The first processing's time and outcome stay: its job run again (requeued by an operator)
-    /// finds nothing left to change and must not record `unchanged` over them.
-    public func markProcessed(_ uuid: UUID, outcome: String, reason: String? = nil, on connection: PostgresConnection) async throws {
-        _ = try await connection.run(MarkProcessed(outcome: outcome, reason: reason, uuid: uuid), logger: logger)
+    /// reason of a rejection, and completes its apply job `jobID` under `attempt` in the same statement
+    /// (`complete_job`, sql/0020_complete_job.sql). Returns whether the job was still running under that attempt.
+    /// The first processing's time and outcome stay: its job run again (requeued by an operator) finds nothing left to
+    /// change and must not record `unchanged` over them.
+    public func markProcessed(
+        _ uuid: UUID, outcome: String, reason: String? = nil, completingJob jobID: Int64, attempt: Int, on connection: PostgresConnection
+    ) async throws -> Bool {
+        try await connection.run(
+            MarkProcessed(outcome: outcome, reason: reason, uuid: uuid, jobID: jobID, attempt: attempt), logger: logger
+        ).first == true
     }
 
     /// Notification `$1` with its subscription's lock taken, then that subscription's history: the notification's
-    /// five columns in the first row, ``SubscriptionHistory/SubscriptionAndEvents``' columns in the others.
+    /// five columns in the first row, ``SubscriptionHistory/SubscriptionAndEvents``' columns in the others; on every
+    /// row, those of tokens `$2` that have a purchase intent and their accounts (NULL for none).
     enum NotificationAndHistory: PreparedSQL {
         static let sql = """
             SELECT notification_decoded, notification_parts, notification_subscription, notification_rejected,
-                coalesce(notification_locked, false), \(SubscriptionHistory.SubscriptionAndEvents.columns)
+                coalesce(notification_locked, false), \(SubscriptionHistory.SubscriptionAndEvents.columns),
+                intents.intent_tokens, intents.intent_accounts
             FROM notification_and_history($1::uuid)
+            CROSS JOIN (
+                SELECT array_agg(token) AS intent_tokens, array_agg(account_id) AS intent_accounts FROM purchase_intents
+                WHERE token = ANY($2::uuid[])
+            ) AS intents
             """
     }
 
     struct MarkProcessed: PostgresPreparedStatement {
-        typealias Row = ()
         static let sql = """
-            UPDATE notifications SET applied_at = coalesce(applied_at, now()),
-                apply_outcome = CASE WHEN applied_at IS NULL THEN $1 ELSE apply_outcome END,
-                rejected_reason = coalesce($2, rejected_reason)
-            WHERE notification_uuid = $3
+            WITH marked AS (
+                UPDATE notifications SET applied_at = coalesce(applied_at, now()),
+                    apply_outcome = CASE WHEN applied_at IS NULL THEN $1 ELSE apply_outcome END,
+                    rejected_reason = coalesce($2, rejected_reason)
+                WHERE notification_uuid = $3
+            )
+            SELECT complete_job($4, $5)
             """
-        static let bindingDataTypes: [PostgresDataType] = [.text, .text, .uuid]
+        static let bindingDataTypes: [PostgresDataType] = [.text, .text, .uuid, .int8, .int8]
         var outcome: String
         var reason: String?
         var uuid: UUID
+        var jobID: Int64
+        var attempt: Int
 
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 3)
+            var bindings = PostgresBindings(capacity: 5)
             bindings.append(outcome)
             bindings.append(reason)
             bindings.append(uuid)
+            bindings.append(jobID)
+            bindings.append(attempt)
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws {}
+        func decodeRow(_ row: PostgresRow) throws -> Bool { try row.decode(Bool.self) }
     }
 }

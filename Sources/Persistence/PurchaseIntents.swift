@@ -82,6 +82,11 @@ public struct PurchaseIntents: Sendable {
         static let sql = "SELECT token, account_id FROM purchase_intents WHERE token = ANY($1::uuid[])"
     }
 
+    /// Remembers the answers for `tokens` read elsewhere (`found`: those that have an intent, with its account).
+    public func remember(_ tokens: [UUID], found: [UUID: AccountID]) {
+        answers.remember(tokens, found: found)
+    }
+
     /// The account a token names: the one that asked for it, else the token itself as a UUID account.
     public func account(ofToken token: String?, on connection: PostgresConnection) async throws -> AccountID? {
         guard let token else { return nil }

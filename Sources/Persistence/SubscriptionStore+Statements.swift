@@ -45,25 +45,7 @@ extension SubscriptionStore {
     /// Inserts or replaces the row of a subscription.
     struct SaveSubscription: PostgresPreparedStatement {
         typealias Row = ()
-        static let sql = """
-            INSERT INTO subscriptions (\(SubscriptionStore.columns))
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22,
-                $23, $24, $25, $26, $27)
-            ON CONFLICT (original_transaction_id) DO UPDATE SET
-                account_id = EXCLUDED.account_id, product_id = EXCLUDED.product_id,
-                environment = EXCLUDED.environment, status = EXCLUDED.status, will_renew = EXCLUDED.will_renew,
-                auto_renew_product_id = EXCLUDED.auto_renew_product_id,
-                pending_product_id = EXCLUDED.pending_product_id, purchase_date = EXCLUDED.purchase_date,
-                expires_at = EXCLUDED.expires_at, grace_period_expires_at = EXCLUDED.grace_period_expires_at,
-                is_trial = EXCLUDED.is_trial, ownership = EXCLUDED.ownership,
-                latest_transaction_id = EXCLUDED.latest_transaction_id, last_event_type = EXCLUDED.last_event_type,
-                last_signed_date = EXCLUDED.last_signed_date, last_event_id = EXCLUDED.last_event_id,
-                end_reason = EXCLUDED.end_reason, revoked_at = EXCLUDED.revoked_at, offer_type = EXCLUDED.offer_type,
-                offer_identifier = EXCLUDED.offer_identifier, offer_discount_type = EXCLUDED.offer_discount_type,
-                offer_period = EXCLUDED.offer_period, price_increase = EXCLUDED.price_increase, price = EXCLUDED.price,
-                billing_period = EXCLUDED.billing_period, access_until = EXCLUDED.access_until,
-                updated_at = now()
-            """
+        static let sql = upsert(firstBind: 1)
         /// In the order of ``SubscriptionStore/columns``.
         static let bindingDataTypes: [PostgresDataType] = [
             .text, .text, .text, .text, .text, .bool, .text, .text, .timestamptz, .timestamptz, .timestamptz, .bool,
@@ -71,8 +53,31 @@ extension SubscriptionStore {
         ]
         var state: SubscriptionState
 
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 27)
+        /// The insert-or-replace, its values bound from `$firstBind` on (another statement can carry it in a `WITH`).
+        static func upsert(firstBind: Int) -> String {
+            let values = (firstBind..<firstBind + bindingDataTypes.count).map { "$\($0)" }.joined(separator: ", ")
+            return """
+                INSERT INTO subscriptions (\(SubscriptionStore.columns))
+                VALUES (\(values))
+                ON CONFLICT (original_transaction_id) DO UPDATE SET
+                    account_id = EXCLUDED.account_id, product_id = EXCLUDED.product_id,
+                    environment = EXCLUDED.environment, status = EXCLUDED.status, will_renew = EXCLUDED.will_renew,
+                    auto_renew_product_id = EXCLUDED.auto_renew_product_id,
+                    pending_product_id = EXCLUDED.pending_product_id, purchase_date = EXCLUDED.purchase_date,
+                    expires_at = EXCLUDED.expires_at, grace_period_expires_at = EXCLUDED.grace_period_expires_at,
+                    is_trial = EXCLUDED.is_trial, ownership = EXCLUDED.ownership,
+                    latest_transaction_id = EXCLUDED.latest_transaction_id, last_event_type = EXCLUDED.last_event_type,
+                    last_signed_date = EXCLUDED.last_signed_date, last_event_id = EXCLUDED.last_event_id,
+                    end_reason = EXCLUDED.end_reason, revoked_at = EXCLUDED.revoked_at, offer_type = EXCLUDED.offer_type,
+                    offer_identifier = EXCLUDED.offer_identifier, offer_discount_type = EXCLUDED.offer_discount_type,
+                    offer_period = EXCLUDED.offer_period, price_increase = EXCLUDED.price_increase, price = EXCLUDED.price,
+                    billing_period = EXCLUDED.billing_period, access_until = EXCLUDED.access_until,
+                    updated_at = now()
+                """
+        }
+
+        /// Appends the values of `state` in the order of ``SubscriptionStore/columns``.
+        static func append(_ state: SubscriptionState, to bindings: inout PostgresBindings) {
             bindings.append(state.originalTransactionId)
             bindings.append(state.accountId)
             bindings.append(state.productId)
@@ -100,6 +105,11 @@ extension SubscriptionStore {
             bindings.append(state.price)
             bindings.append(state.billingPeriodKey)
             bindings.append(state.accessUntil)
+        }
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: Self.bindingDataTypes.count)
+            Self.append(state, to: &bindings)
             return bindings
         }
 

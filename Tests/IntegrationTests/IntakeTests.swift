@@ -4,7 +4,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import Jobs
+@testable import Jobs
 import LocalSigning
 import NIOCore
 import PostgresNIO
@@ -90,6 +90,35 @@ struct IntakeTests {
             var after: [Int] = []
             for sql in facts { after.append(try await harness.count(sql)) }
             #expect(after == before, "the outcome and its time, the subscription, its ledger and its events as the first run left them")
+        }
+    }
+
+    @Test("an apply whose claim was lost (rescued, claimed again) writes nothing; the new claim applies it once")
+    func applyWithLostClaim() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: UUID()), at: Date())
+            try await harness.withHTTP { client in
+                let answer = try await client.postNotification(try harness.signer.requestBody(for: event, notificationUUID: UUID()))
+                #expect(answer.json["status"] as? String == "accepted")
+            }
+            let queue = harness.components.queue
+            let first = try #require(try await queue.claim(limit: 1, workerID: UUID()).first)
+            // Its worker is dead as far as anyone knows: the job is rescued and claimed again.
+            #expect(try await queue.rescueAbandonedJobs(staleAfter: .seconds(30)) == 1)
+            let second = try #require(try await queue.claim(limit: 1, workerID: UUID()).first)
+            let apply = ApplyNotificationJob(
+                client: harness.client, writer: harness.components.writer, credits: harness.components.credits,
+                events: harness.components.events, refunds: nil, logger: TestDatabase.logger)
+            await #expect(throws: (any Error).self) { try await apply.run(JobExecution(job: first, queue: queue)) }
+            let written = [
+                "SELECT count(*) FROM notifications WHERE applied_at IS NOT NULL", "SELECT count(*) FROM subscriptions",
+                "SELECT count(*) FROM credit_ledger", "SELECT count(*) FROM events", "SELECT count(*) FROM job_history",
+            ]
+            for sql in written { #expect(try await harness.count(sql) == 0, "rolled back: \(sql)") }
+            #expect(try await harness.count("SELECT count(*) FROM jobs WHERE state = 'running' AND attempt = 2") == 1)
+            try await apply.run(JobExecution(job: second, queue: queue))
+            for sql in written { #expect(try await harness.count(sql) >= 1, "written: \(sql)") }
+            #expect(try await harness.count("SELECT count(*) FROM jobs") == 0)
         }
     }
 

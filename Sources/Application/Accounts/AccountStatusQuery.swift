@@ -64,6 +64,11 @@ public struct AccountStatusQuery: Sendable {
         return document(evaluate(cached, account: account, now: now), account: account, now: now)
     }
 
+    /// The status document at `now` from inputs read already.
+    public func document(from inputs: AccountStatusCache.Inputs, of account: AccountID, now: Date) -> AccountStatusResponse {
+        document(evaluate(inputs, account: account, now: now), account: account, now: now)
+    }
+
     /// The status document, read on the caller's connection.
     public func document(of account: AccountID, now: Date, on connection: PostgresConnection) async throws -> AccountStatusResponse {
         document(try await status(of: account, now: now, on: connection), account: account, now: now)

@@ -25,7 +25,11 @@ public struct EventRecorder: Sendable {
     }
 
     /// Stores those of `drafts` not stored yet, in order, and wakes the deliveries of each endpoint that wants them.
-    public func record(_ drafts: [EventDraft], now: Date, on connection: PostgresConnection) async throws {
+    /// `statuses`: the status inputs of the drafts' accounts as the transaction leaves them, when the caller read them
+    /// already (``CreditLedger/apply(_:readingStatusOf:at:on:)``); otherwise each account's status is read here.
+    public func record(
+        _ drafts: [EventDraft], now: Date, statuses: [AccountID: CreditLedger.StatusInputs]? = nil, on connection: PostgresConnection
+    ) async throws {
         var seen: Set<String> = []
         let unique = drafts.filter { seen.insert($0.key).inserted }
         guard !unique.isEmpty else { return }
@@ -36,7 +40,12 @@ public struct EventRecorder: Sendable {
             if let known = documents[draft.account] {
                 document = known
             } else {
-                document = try await status.document(of: draft.account, now: now, on: connection)
+                document =
+                    if let statuses {
+                        status.document(from: statuses[draft.account] ?? .init(), of: draft.account, now: now)
+                    } else {
+                        try await status.document(of: draft.account, now: now, on: connection)
+                    }
                 documents[draft.account] = document
             }
             entries.append((draft, try EventData(draft: draft, status: document).json()))

@@ -8,7 +8,8 @@ import PostgresNIO
 import Subscriptions
 
 /// Applies one stored notification to its subscription through ``SubscriptionWriter`` (lock, lifecycle rules, replay
-/// when it arrived out of order, save, archive), records the outcome and completes the job — all in one transaction.
+/// when it arrived out of order, save, archive), records the outcome and completes the job (in one statement) — all in
+/// one transaction.
 /// A consumable of the catalogue (ONE_TIME_CHARGE, or its REFUND) credits — or takes back — the top-up of the account
 /// in its `appAccountToken`. A CONSUMPTION_REQUEST opens a refund request (``RefundDefence``). Other notifications
 /// (TEST, summaries, types Apple adds later, …) are recorded and complete without error; authentic content outside
@@ -19,7 +20,7 @@ public struct ApplyNotificationJob: JobHandler {
     public let timeout: Duration = .seconds(30)
     private let client: PostgresClient
     private let notifications: NotificationStore
-    /// One instance for the process's applies, so that each token's answer is remembered.
+    /// The writer's: the tokens looked up with the notification are remembered where the writer asks.
     private let purchaseIntents: PurchaseIntents
     private let writer: SubscriptionWriter
     private let clock: @Sendable () -> Date
@@ -37,7 +38,7 @@ public struct ApplyNotificationJob: JobHandler {
         self.refunds = refunds
         self.client = client
         self.notifications = NotificationStore(logger: logger)
-        self.purchaseIntents = PurchaseIntents(logger: logger)
+        self.purchaseIntents = writer.purchaseIntents
         self.writer = writer
         self.credits = credits
         self.clock = clock
@@ -48,7 +49,9 @@ public struct ApplyNotificationJob: JobHandler {
         let arguments = try execution.job.decodeArguments(as: NotificationInbox.ApplyArguments.self)
         let uuid = arguments.notificationUUID
         try await client.withTransaction(logger: logger) { connection in
-            guard let (stored, lockedSubscription, history) = try await notifications.notificationLockingSubscription(uuid, on: connection)
+            guard
+                let (stored, lockedSubscription, history) = try await notifications.notificationLockingSubscription(
+                    uuid, lookingUp: arguments.accountTokens ?? [], in: purchaseIntents, on: connection)
             else {
                 throw JobFailure.discard("notification \(uuid) is not stored")
             }
@@ -57,8 +60,10 @@ public struct ApplyNotificationJob: JobHandler {
             case .verified(let verified):
                 notification = verified
             case .rejectedContent(let reason):
-                try await notifications.markProcessed(uuid, outcome: "rejected_content", reason: reason, on: connection)
-                try await execution.complete(on: connection)
+                try await execution.complete { job, attempt in
+                    try await notifications.markProcessed(
+                        uuid, outcome: "rejected_content", reason: reason, completingJob: job, attempt: attempt, on: connection)
+                }
                 logger.notice(
                     "notification content rejected", metadata: ["notification.uuid": "\(uuid)", "reason": "\(reason)"])
                 return
@@ -82,8 +87,9 @@ public struct ApplyNotificationJob: JobHandler {
                 outcome = "recorded"
             }
             try await refunds?.notice(notification, account: account, now: now, on: connection)
-            try await notifications.markProcessed(uuid, outcome: outcome, on: connection)
-            try await execution.complete(on: connection)
+            try await execution.complete { job, attempt in
+                try await notifications.markProcessed(uuid, outcome: outcome, completingJob: job, attempt: attempt, on: connection)
+            }
             logger.debug(
                 "notification processed",
                 metadata: [

@@ -20,7 +20,23 @@ public struct NotificationInbox: Sendable {
     /// Arguments of the apply job.
     public struct ApplyArguments: Codable, Sendable {
         public var notificationUUID: UUID
-        public init(notificationUUID: UUID) { self.notificationUUID = notificationUUID }
+        /// The `appAccountToken`s of the notification's transaction and renewal info: the apply looks them up with its
+        /// first read. Absent in jobs enqueued without them (catch-up, backfill, before they were added).
+        public var accountTokens: [UUID]?
+
+        public init(notificationUUID: UUID, accountTokens: [UUID]? = nil) {
+            self.notificationUUID = notificationUUID
+            self.accountTokens = accountTokens
+        }
+
+        /// The arguments of `notification`'s apply job.
+        public init(_ notification: VerifiedNotification, uuid: UUID) {
+            var tokens: [UUID] = []
+            for text in [notification.transaction?.appAccountToken, notification.renewalInfo?.appAccountToken] {
+                if let token = text.flatMap(UUID.init(uuidString:)), !tokens.contains(token) { tokens.append(token) }
+            }
+            self.init(notificationUUID: uuid, accountTokens: tokens.isEmpty ? nil : tokens)
+        }
     }
 
     public enum Outcome: Sendable, Equatable {
@@ -91,7 +107,7 @@ public struct NotificationInbox: Sendable {
             environment: payload.claimedIdentity?.environment.map { Self.storable($0.rawValue) }, originalTransactionId: subscription,
             signedDate: payload.signedDate ?? 0, signed: signed, decoded: decoded, rejectedReason: rejectedReason,
             job: try NewJob(
-                kind: Self.applyJobKind, arguments: ApplyArguments(notificationUUID: uuid), maxAttempts: 25,
+                kind: Self.applyJobKind, arguments: ApplyArguments(notification, uuid: uuid), maxAttempts: 25,
                 uniqueKey: "apply:\(uuid)", concurrencyKey: subscription.map { "subscription:\($0)" }
             )
         )

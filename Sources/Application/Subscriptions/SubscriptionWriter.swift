@@ -29,7 +29,8 @@ public struct SubscriptionWriter: Sendable {
     private let subscriptions: SubscriptionStore
     private let history: SubscriptionHistory
     private let archive: SubscriptionArchive
-    private let purchaseIntents: PurchaseIntents
+    /// Remembers each token's answer for the writer's derivations (and the apply job's lookups).
+    public let purchaseIntents: PurchaseIntents
     private let credits: CreditLedger
     private let queue: any JobScheduling
     private let rechecks: RenewalRechecks?
@@ -89,13 +90,14 @@ public struct SubscriptionWriter: Sendable {
         }
         let state = derivation.state
         // Credit rules read balances that spends change: the owner's account is locked first, as spends lock it.
+        // A change saves the state in the snapshot's round trip.
         let ledger = try await credits.snapshot(
-            ofSubscription: originalTransactionId, account: state.accountId, now: now, lockingAccount: write, on: connection)
+            ofSubscription: originalTransactionId, account: state.accountId, now: now, lockingAccount: write,
+            saving: write && state != stored ? state : nil, on: connection)
         let operations = SubscriptionCredits.operationsDue(derivation, catalogue: credits.catalogue, ledger: ledger, now: now)
         let changed = state != stored || !operations.isEmpty
         guard write else { return Outcome(kind: changed ? .applied : .unchanged, state: state, stored: stored, operations: operations) }
         if state != stored {
-            try await subscriptions.save(state, on: connection)
             if let from = stored?.accountId, let to = state.accountId, from != to {
                 try await history.recordTransfer(originalTransactionId, from: from, to: to, on: connection)
                 logger.notice(
@@ -104,18 +106,21 @@ public struct SubscriptionWriter: Sendable {
             }
         }
         try await archive.sync(derivation.ends, state: state, anyRevocation: events.contains(where: \.mentionsRevocation), on: connection)
-        try await credits.apply(operations, on: connection)
-        try await scheduleNextWindow(derivation, now: now, on: connection)
-        try await rechecks?.schedule(for: state, now: now, on: connection)
-        if let recorder {
+        var drafts: [EventDraft] = []
+        if recorder != nil {
             let cause = extra.map(EventCause.init) ?? EventCause(originalTransactionId: originalTransactionId)
-            var drafts = SubscriptionChanges.events(from: stored, to: state, catalogue: credits.catalogue, cause: cause)
+            drafts = SubscriptionChanges.events(from: stored, to: state, catalogue: credits.catalogue, cause: cause)
             if let account = state.accountId {
                 drafts += CreditChanges.granted(
                     operations, account: account, subscription: originalTransactionId, environment: state.environment, cause: cause)
             }
-            try await recorder.record(drafts, now: now, on: connection)
         }
+        // The events carry their accounts' statuses as this transaction leaves them: read with the posts, the last
+        // write they depend on.
+        let statuses = try await credits.apply(operations, readingStatusOf: drafts.map(\.account), at: now, on: connection)
+        try await scheduleNextWindow(derivation, now: now, on: connection)
+        try await rechecks?.schedule(for: state, now: now, on: connection)
+        try await recorder?.record(drafts, now: now, statuses: statuses, on: connection)
         return Outcome(kind: changed ? .applied : .unchanged, state: state, stored: stored, operations: operations)
     }
 

@@ -9,14 +9,22 @@ extension CreditLedger {
     /// owner's live buckets (a prorated refund claws back from them), with every entry of those buckets, in one round
     /// trip (`credit_ledger_snapshot`, sql/0016_credit_ledger_snapshot.sql). With `lockingAccount`, the owner's lock
     /// (``lockAccount(_:on:)``) is taken first, in the same round trip, and the read sees what its previous holder
-    /// committed.
+    /// committed. With `saving`, that subscription state is saved in the same round trip too, after the read (as
+    /// ``SubscriptionStore/save(_:on:)`` saves it): a change saves the subscription and reads the ledger anyway.
     public func snapshot(
         ofSubscription originalTransactionId: String, account: AccountID?, now: Date, lockingAccount: Bool = false,
-        on connection: PostgresConnection
+        saving state: SubscriptionState? = nil, on connection: PostgresConnection
     ) async throws -> LedgerSnapshot {
         let lockKey = lockingAccount ? account.map(Self.lockKey) : nil
-        let rows = try await connection.run(
-            PreparedQuery<Snapshot>(lockKey, originalTransactionId, account?.text, now), logger: logger)
+        let rows =
+            if let state {
+                try await connection.run(
+                    SnapshotSavingSubscription(
+                        lockKey: lockKey, subscription: originalTransactionId, account: account, now: now, state: state),
+                    logger: logger)
+            } else {
+                try await connection.run(PreparedQuery<Snapshot>(lockKey, originalTransactionId, account?.text, now), logger: logger)
+            }
         var buckets: [CreditBucket] = []
         var entries: [LedgerEntry] = []
         for row in rows {
@@ -44,18 +52,86 @@ extension CreditLedger {
         return nil
     }
 
-    /// Posts what the credit rules decided, in order, inside the caller's transaction.
-    public func apply(_ operations: [LedgerOperation], on connection: PostgresConnection) async throws {
-        for operation in operations {
-            switch operation {
-            case .post(let entry, let bucket?):
-                try await post(entry.operationKey, opening: bucket, delta: entry.delta, reason: entry.reason, on: connection)
-            case .post(let entry, nil):
-                try await post(entry.operationKey, bucket: entry.bucket, delta: entry.delta, reason: entry.reason, on: connection)
-            case .setWindowEnd(let bucket, let end):
-                try await connection.query("UPDATE credit_buckets SET valid_until = \(end) WHERE key = \(bucket)", logger: logger)
+    /// Posts what the credit rules decided, in order, inside the caller's transaction, and reads the status inputs of
+    /// `accounts` (``statusInputs(of:at:orLater:on:)`` with `orLater`) at `now` as the posts leave them: one round trip
+    /// (`post_credit_operations`, sql/0021), none when there is neither anything to post nor to read.
+    @discardableResult
+    public func apply(
+        _ operations: [LedgerOperation], readingStatusOf accounts: [AccountID] = [], at now: Date = Date(),
+        on connection: PostgresConnection
+    ) async throws -> [AccountID: StatusInputs] {
+        guard !operations.isEmpty || !accounts.isEmpty else { return [:] }
+        let posted = try String(decoding: Self.operationsEncoder.encode(operations.map(PostedOperation.init)), as: UTF8.self)
+        let rows = try await connection.run(
+            PreparedQuery<PostOperations>(posted, Set(accounts).map(\.text), now), logger: logger)
+        var statusRows: [PostgresRow] = []
+        for row in rows {
+            if let key = try row.makeRandomAccess()["posted_key"].decode(String?.self) {
+                Self.countPosted(key)
+            } else {
+                statusRows.append(row)
             }
         }
+        return try Self.statusInputs(from: statusRows)
+    }
+
+    /// Posts the operations of `$1` (JSON, ``PostedOperation``) and reads the status inputs of accounts `$2` at `$3`:
+    /// a row per posted operation key (`posted_key`), then ``AccountsStatusInputs``' columns.
+    enum PostOperations: PreparedSQL {
+        static let sql = """
+            SELECT \(SubscriptionStore.columns(of: "subscription")), \(LiveBuckets.columns), posted_key
+            FROM post_credit_operations($1::jsonb, $2::text[], $3::timestamptz)
+            ORDER BY (subscription).original_transaction_id, \(LiveBuckets.order)
+            """
+    }
+
+    private static let operationsEncoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        return encoder
+    }()
+
+    /// One operation as `post_credit_operations` reads it; times in microseconds since 2000-01-01 UTC, as PostgresNIO
+    /// binds a `Date`.
+    private struct PostedOperation: Encodable {
+        var kind: String
+        var bucket: String
+        var operationKey: String?
+        var delta: Int64?
+        var reason: String?
+        var meter: String?
+        var bucketKind: String?
+        var subscription: String?
+        var billingPeriod: String?
+        var account: String?
+        var validFrom: Int64?
+        var validUntil: Int64?
+        var price: Int64?
+
+        init(_ operation: LedgerOperation) {
+            switch operation {
+            case .post(let entry, let opening):
+                self.init(kind: "post", bucket: entry.bucket)
+                (operationKey, delta, reason) = (entry.operationKey, entry.delta, entry.reason)
+                if let opening {
+                    (bucket, meter, bucketKind, subscription) = (opening.key, opening.meter, opening.kind.text, opening.originalTransactionId)
+                    (billingPeriod, account, price) = (opening.billingPeriod, opening.accountId?.text, opening.price)
+                    (validFrom, validUntil) = (Self.microseconds(opening.validFrom), opening.validUntil.map(Self.microseconds))
+                }
+            case .setWindowEnd(let bucket, let end):
+                self.init(kind: "window_end", bucket: bucket)
+                validUntil = end.map(Self.microseconds)
+            }
+        }
+
+        private init(kind: String, bucket: String) {
+            self.kind = kind
+            self.bucket = bucket
+        }
+
+        private static let postgresEpoch = Date(timeIntervalSince1970: 946_684_800)
+
+        private static func microseconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince(postgresEpoch) * 1_000_000) }
     }
 
     /// A bucket from the nine columns of `row` that start at `offset` (key, meter, kind, subscription, billing period,
@@ -73,10 +149,38 @@ extension CreditLedger {
     /// Takes lock `$1` unless NULL, then reads the buckets of subscription `$2` and the buckets of account `$3` live at
     /// `$4`, with their ledger entries, ordered by bucket.
     enum Snapshot: PreparedSQL {
-        static let sql = """
-            SELECT bucket_key, bucket_meter, bucket_kind, bucket_subscription, bucket_billing_period, bucket_account,
+        static let columns = """
+            bucket_key, bucket_meter, bucket_kind, bucket_subscription, bucket_billing_period, bucket_account,
                 bucket_valid_from, bucket_valid_until, bucket_price, entry_operation_key, entry_delta, entry_reason
-            FROM credit_ledger_snapshot($1::text, $2::text, $3::text, $4::timestamptz)
             """
+        static let sql = "SELECT \(columns) FROM credit_ledger_snapshot($1::text, $2::text, $3::text, $4::timestamptz)"
+    }
+
+    /// ``Snapshot`` with the subscription state of `$5`… saved (``SubscriptionStore``'s upsert in a `WITH`: PostgreSQL
+    /// runs a data-modifying `WITH` that the query does not read after the query, so the read is of the ledger and
+    /// subscriptions as they were, like a snapshot taken before the save).
+    struct SnapshotSavingSubscription: PostgresPreparedStatement {
+        static let sql = """
+            WITH saved AS (\(SubscriptionStore.SaveSubscription.upsert(firstBind: 5)))
+            SELECT \(Snapshot.columns) FROM credit_ledger_snapshot($1, $2, $3, $4)
+            """
+        static let bindingDataTypes: [PostgresDataType] = [.text, .text, .text, .timestamptz] + SubscriptionStore.SaveSubscription.bindingDataTypes
+        var lockKey: String?
+        var subscription: String
+        var account: AccountID?
+        var now: Date
+        var state: SubscriptionState
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: Self.bindingDataTypes.count)
+            bindings.append(lockKey)
+            bindings.append(subscription)
+            bindings.append(account?.text)
+            bindings.append(now)
+            SubscriptionStore.SaveSubscription.append(state, to: &bindings)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
     }
 }

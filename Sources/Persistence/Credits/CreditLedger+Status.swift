@@ -30,7 +30,11 @@ extension CreditLedger {
         async throws -> [AccountID: StatusInputs]
     {
         let ids = Set(accounts).map(\.text)
-        let rows = try await connection.run(PreparedQuery<AccountsStatusInputs>(ids, now, orLater), logger: logger)
+        return try Self.statusInputs(from: try await connection.run(PreparedQuery<AccountsStatusInputs>(ids, now, orLater), logger: logger))
+    }
+
+    /// The status inputs in rows of ``AccountsStatusInputs``' columns, by account.
+    static func statusInputs(from rows: [PostgresRow]) throws -> [AccountID: StatusInputs] {
         var inputs: [AccountID: StatusInputs] = [:]
         for row in rows {
             if try row.makeRandomAccess()["original_transaction_id"].decode(String?.self) != nil {

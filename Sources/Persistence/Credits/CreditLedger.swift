@@ -7,8 +7,8 @@ import Subscriptions
 import StatementFencing
 
 /// The append-only credit ledger (SPEC §7): buckets with validity windows and signed deltas with unique operation
-/// keys. Every write goes through ``post(_:bucket:delta:reason:on:)``, so replaying any event never doubles a row;
-/// balances are sums of the rows of live buckets.
+/// keys. Every row is written unless its operation key is posted already (``apply(_:readingStatusOf:at:on:)``, and
+/// spends), so replaying any event never doubles a row; balances are sums of the rows of live buckets.
 public struct CreditLedger: Sendable {
     public let catalogue: TierCatalogue
     let logger: Logger
@@ -29,46 +29,6 @@ public struct CreditLedger: Sendable {
     /// Takes the transaction-scoped lock of account key `$1` (every apply and spend group takes one).
     enum AccountLock: PreparedSQL {
         static let sql = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"
-    }
-
-    /// Opens a bucket unless it exists.
-    func open(_ bucket: CreditBucket, on connection: PostgresConnection) async throws {
-        _ = try await connection.run(OpenBucket(bucket: bucket), logger: logger)
-    }
-
-    /// Appends one ledger row; a zero delta or an operation key already posted writes nothing. Returns whether a
-    /// row was written.
-    @discardableResult
-    public func post(_ operationKey: String, bucket: String, delta: Int64, reason: String, on connection: PostgresConnection)
-        async throws -> Bool
-    {
-        guard delta != 0 else { return false }
-        let rows = try await connection.run(
-            PostEntry(operationKey: operationKey, bucket: bucket, delta: delta, reason: reason), logger: logger)
-        return Self.counted(rows, operationKey)
-    }
-
-    /// Opens `bucket` unless it exists and posts to it as ``post(_:bucket:delta:reason:on:)`` does, in one round
-    /// trip. Returns whether a ledger row was written.
-    @discardableResult
-    func post(_ operationKey: String, opening bucket: CreditBucket, delta: Int64, reason: String, on connection: PostgresConnection)
-        async throws -> Bool
-    {
-        guard delta != 0 else {
-            try await open(bucket, on: connection)
-            return false
-        }
-        let rows = try await connection.run(
-            OpenBucketAndPost(bucket: bucket, operationKey: operationKey, delta: delta, reason: reason), logger: logger)
-        return Self.counted(rows, operationKey)
-    }
-
-    /// Whether the ledger insert returned its row, counted in `storekeeper_credit_operations_total{operation}`
-    /// (grant, spend, refund, revoke, reversed, carry, clawback, topup) when it did.
-    private static func counted(_ rows: [some Sendable], _ operationKey: String) -> Bool {
-        guard !rows.isEmpty else { return false }
-        countPosted(operationKey)
-        return true
     }
 
     /// Counts a ledger row written under `operationKey` in `storekeeper_credit_operations_total{operation}`.
