@@ -1,7 +1,7 @@
 -- Completing a job (PostgresJobQueue.complete): moves it to job_history if it is still running under the claimed
 -- attempt, and says whether it did. A function so that a use case can complete its job in the statement that records
 -- its own last write (an applied notification's outcome, NotificationStore.markProcessed) — one round trip instead of
--- two, out of the eleven an apply costs — while the completion's SQL stays in one place.
+-- two — while the completion's SQL stays in one place.
 CREATE FUNCTION complete_job(job_id bigint, job_attempt bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
