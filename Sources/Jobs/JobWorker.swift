@@ -55,7 +55,7 @@ public final class JobWorker: Service, Sendable {
     let queue: PostgresJobQueue
     let options: Options
     let logger: Logger
-    private let handlers: [String: any JobHandler]
+    let handlers: [String: any JobHandler]
     private let wakeUp = WakeUp()
     /// Ids of the jobs this worker is running; the maintenance loop releases any other job the database says it holds.
     let running = Mutex(Set<Int64>())
@@ -120,11 +120,11 @@ public final class JobWorker: Service, Sendable {
                     let jobs = try await withDeadline(Self.databaseTimeout) { [queue, id] in try await queue.claim(limit: free, workerID: id) }
                     claimedFull = jobs.count == free
                     backlog = claimedFull
-                    for job in jobs {
-                        running.withLock { _ = $0.insert(job.id) }
+                    for batch in transactionBatches(of: jobs) {
+                        running.withLock { for job in batch { _ = $0.insert(job.id) } }
                         group.addTask {
-                            await self.execute(job)
-                            self.running.withLock { _ = $0.remove(job.id) }
+                            await self.execute(batch)
+                            self.running.withLock { for job in batch { _ = $0.remove(job.id) } }
                             self.wakeUp.signal()
                         }
                     }
@@ -160,7 +160,7 @@ public final class JobWorker: Service, Sendable {
         return min(options.pollInterval, .milliseconds(Int64(seconds * 1000) + 1))
     }
 
-    private func execute(_ job: ClaimedJob) async {
+    func execute(_ job: ClaimedJob) async {
         var logger = self.logger
         logger[metadataKey: "job.id"] = "\(job.id)"
         logger[metadataKey: "job.kind"] = "\(job.kind)"
@@ -206,7 +206,7 @@ public final class JobWorker: Service, Sendable {
     }
 
     private func record(_ error: any Error, of job: ClaimedJob, logger: Logger) async throws -> JobMetrics.Outcome {
-        switch error {
+        switch Self.cause(of: error) {
         case JobFailure.snooze(let until):
             try await queue.snooze(job, until: until)
             logger.debug("job snoozed", metadata: ["job.run_at": "\(until)"])
@@ -241,12 +241,17 @@ public final class JobWorker: Service, Sendable {
     }
 
     static func describe(_ error: any Error) -> String {
-        switch error {
+        switch cause(of: error) {
         case let error as PSQLError: return "database error \(error.serverInfo?[.sqlState] ?? error.code.description)"
-        case let error as PostgresTransactionError:
-            if let inner = error.closureError { return describe(inner) }
-            return "transaction failed"
-        default: return String(describing: error)
+        case is PostgresTransactionError: return "transaction failed"
+        case let error: return String(describing: error)
         }
+    }
+
+    /// What a handler threw: `withTransaction` wraps what its closure throws (a ``JobFailure`` too) in a
+    /// `PostgresTransactionError`.
+    static func cause(of error: any Error) -> any Error {
+        if let error = error as? PostgresTransactionError, let inner = error.closureError { return cause(of: inner) }
+        return error
     }
 }

@@ -34,6 +34,10 @@ public struct StorekeeperConfiguration: Sendable {
     public var port: Int
     /// Jobs run at once per `work` process (`STOREKEEPER_WORKER_CONCURRENCY`); see ``defaultWorkerConcurrency``.
     public var workerConcurrency: Int
+    /// Applies of notifications claimed together that share one transaction (`STOREKEEPER_APPLIES_PER_TRANSACTION`,
+    /// 1–64): a backlog drains with one BEGIN and COMMIT per group instead of per notification; 1 gives every apply
+    /// its own.
+    public var appliesPerTransaction = 4
     /// Nice value of `storekeeper work` (`STOREKEEPER_WORKER_NICE`, 0–19): above `serve`'s, so the intake keeps its
     /// latency on shared cores.
     public var workerNice: Int32
@@ -203,6 +207,7 @@ public struct StorekeeperConfiguration: Sendable {
             logFormat: choice("STOREKEEPER_LOG_FORMAT", default: LogFormat.json)
         )
         configuration.metricsKeys = list("STOREKEEPER_METRICS_KEYS")
+        configuration.appliesPerTransaction = integer("STOREKEEPER_APPLIES_PER_TRANSACTION", default: 4, range: 1...64)
         if let text = value("STOREKEEPER_WEBHOOKS") {
             do { configuration.webhooks = try WebhookConfiguration.endpoints(from: text) } catch { problems += error.problems }
         }

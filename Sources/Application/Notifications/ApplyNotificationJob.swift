@@ -14,10 +14,11 @@ import Subscriptions
 /// in its `appAccountToken`. A CONSUMPTION_REQUEST opens a refund request (``RefundDefence``). Other notifications
 /// (TEST, summaries, types Apple adds later, …) are recorded and complete without error; authentic content outside
 /// ``ContentLimits`` is recorded as `rejected_content` with its reason and changes nothing.
-public struct ApplyNotificationJob: JobHandler {
+public struct ApplyNotificationJob: TransactionalJobHandler {
     public let kind = NotificationInbox.applyJobKind
     /// Database work only: an attempt stuck on a connection the database dropped is given up quickly.
     public let timeout: Duration = .seconds(30)
+    public let jobsPerTransaction: Int
     private let client: PostgresClient
     private let notifications: NotificationStore
     /// The writer's: the tokens looked up with the notification are remembered where the writer asks.
@@ -32,8 +33,9 @@ public struct ApplyNotificationJob: JobHandler {
 
     public init(
         client: PostgresClient, writer: SubscriptionWriter, credits: CreditLedger, events: EventRecorder?, refunds: RefundDefence?,
-        clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger
+        jobsPerTransaction: Int = 1, clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger
     ) {
+        self.jobsPerTransaction = jobsPerTransaction
         self.events = events
         self.refunds = refunds
         self.client = client
@@ -46,56 +48,58 @@ public struct ApplyNotificationJob: JobHandler {
     }
 
     public func run(_ execution: JobExecution) async throws {
+        try await client.withTransaction(logger: logger) { connection in try await run(execution, on: connection) }
+    }
+
+    public func run(_ execution: JobExecution, on connection: PostgresConnection) async throws {
         let arguments = try execution.job.decodeArguments(as: NotificationInbox.ApplyArguments.self)
         let uuid = arguments.notificationUUID
-        try await client.withTransaction(logger: logger) { connection in
-            guard
-                let (stored, lockedSubscription, history) = try await notifications.notificationLockingSubscription(
-                    uuid, lookingUp: arguments.accountTokens ?? [], in: purchaseIntents, on: connection)
-            else {
-                throw JobFailure.discard("notification \(uuid) is not stored")
-            }
-            let notification: VerifiedNotification
-            switch stored {
-            case .verified(let verified):
-                notification = verified
-            case .rejectedContent(let reason):
-                try await execution.complete { job, attempt in
-                    try await notifications.markProcessed(
-                        uuid, outcome: "rejected_content", reason: reason, completingJob: job, attempt: attempt, on: connection)
-                }
-                logger.notice(
-                    "notification content rejected", metadata: ["notification.uuid": "\(uuid)", "reason": "\(reason)"])
-                return
-            }
-            let outcome: String
-            let now = clock()
-            let cause = EventCause(notification)
-            var account: AccountID?
-            if let event = SubscriptionEvent(notification) {
-                let lockHeld = lockedSubscription == event.transaction.originalTransactionId
-                let applied = try await writer.apply(event, now: now, on: connection, lockHeld: lockHeld, read: lockHeld ? history : nil)
-                outcome = applied.kind.rawValue
-                account = applied.state?.accountId
-            } else if let transaction = notification.transaction {
-                let intended = try await purchaseIntents.account(ofToken: transaction.appAccountToken, on: connection)
-                account = try await credits.creditedAccount(ofTopUp: transaction.transactionId, on: connection) ?? intended
-                let toppedUp = try await TopUpPurchase(ledger: credits, events: events, logger: logger).record(
-                    transaction, account: intended, now: now, cause: cause, on: connection)
-                outcome = toppedUp ? "topped_up" : "recorded"
-            } else {
-                outcome = "recorded"
-            }
-            try await refunds?.notice(notification, account: account, now: now, on: connection)
-            try await execution.complete { job, attempt in
-                try await notifications.markProcessed(uuid, outcome: outcome, completingJob: job, attempt: attempt, on: connection)
-            }
-            logger.debug(
-                "notification processed",
-                metadata: [
-                    "notification.uuid": "\(uuid)", "notification.outcome": "\(outcome)",
-                    "subscription.id": "\(notification.originalTransactionId ?? "-")",
-                ])
+        guard
+            let (stored, lockedSubscription, history) = try await notifications.notificationLockingSubscription(
+                uuid, lookingUp: arguments.accountTokens ?? [], in: purchaseIntents, on: connection)
+        else {
+            throw JobFailure.discard("notification \(uuid) is not stored")
         }
+        let notification: VerifiedNotification
+        switch stored {
+        case .verified(let verified):
+            notification = verified
+        case .rejectedContent(let reason):
+            try await execution.complete { job, attempt in
+                try await notifications.markProcessed(
+                    uuid, outcome: "rejected_content", reason: reason, completingJob: job, attempt: attempt, on: connection)
+            }
+            logger.notice(
+                "notification content rejected", metadata: ["notification.uuid": "\(uuid)", "reason": "\(reason)"])
+            return
+        }
+        let outcome: String
+        let now = clock()
+        let cause = EventCause(notification)
+        var account: AccountID?
+        if let event = SubscriptionEvent(notification) {
+            let lockHeld = lockedSubscription == event.transaction.originalTransactionId
+            let applied = try await writer.apply(event, now: now, on: connection, lockHeld: lockHeld, read: lockHeld ? history : nil)
+            outcome = applied.kind.rawValue
+            account = applied.state?.accountId
+        } else if let transaction = notification.transaction {
+            let intended = try await purchaseIntents.account(ofToken: transaction.appAccountToken, on: connection)
+            account = try await credits.creditedAccount(ofTopUp: transaction.transactionId, on: connection) ?? intended
+            let toppedUp = try await TopUpPurchase(ledger: credits, events: events, logger: logger).record(
+                transaction, account: intended, now: now, cause: cause, on: connection)
+            outcome = toppedUp ? "topped_up" : "recorded"
+        } else {
+            outcome = "recorded"
+        }
+        try await refunds?.notice(notification, account: account, now: now, on: connection)
+        try await execution.complete { job, attempt in
+            try await notifications.markProcessed(uuid, outcome: outcome, completingJob: job, attempt: attempt, on: connection)
+        }
+        logger.debug(
+            "notification processed",
+            metadata: [
+                "notification.uuid": "\(uuid)", "notification.outcome": "\(outcome)",
+                "subscription.id": "\(notification.originalTransactionId ?? "-")",
+            ])
     }
 }
