@@ -9,7 +9,8 @@ import Subscriptions
 
 /// Applies one stored notification to its subscription through ``SubscriptionWriter`` (lock, lifecycle rules, replay
 /// when it arrived out of order, save, archive), records the outcome and completes the job (in one statement) — all in
-/// one transaction.
+/// one transaction, which the applies of one claim share, up to ``jobsPerTransaction`` of them
+/// (``TransactionalJobHandler``).
 /// A consumable of the catalogue (ONE_TIME_CHARGE, or its REFUND) credits — or takes back — the top-up of the account
 /// in its `appAccountToken`. A CONSUMPTION_REQUEST opens a refund request (``RefundDefence``). Other notifications
 /// (TEST, summaries, types Apple adds later, …) are recorded and complete without error; authentic content outside
@@ -18,6 +19,7 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
     public let kind = NotificationInbox.applyJobKind
     /// Database work only: an attempt stuck on a connection the database dropped is given up quickly.
     public let timeout: Duration = .seconds(30)
+    /// `STOREKEEPER_APPLIES_PER_TRANSACTION`; 1 gives every apply its own transaction.
     public let jobsPerTransaction: Int
     private let client: PostgresClient
     private let notifications: NotificationStore
