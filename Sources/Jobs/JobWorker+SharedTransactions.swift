@@ -4,11 +4,12 @@ import StatementFencing
 
 extension JobWorker {
     /// The claimed jobs as the worker runs them: those of a ``TransactionalJobHandler``'s kind in groups of up to its
-    /// ``TransactionalJobHandler/jobsPerTransaction`` that share a transaction, every other job alone.
+    /// ``TransactionalJobHandler/jobsPerTransaction`` that share a transaction, every other job alone. Oldest first:
+    /// the claim's `UPDATE … RETURNING` gives its rows in no promised order.
     func transactionBatches(of jobs: [ClaimedJob]) -> [[ClaimedJob]] {
         var batches: [[ClaimedJob]] = []
         var filling: [String: Int] = [:]
-        for job in jobs {
+        for job in jobs.sorted(by: { $0.id < $1.id }) {
             if let handler = handlers[job.kind] as? any TransactionalJobHandler, handler.jobsPerTransaction > 1 {
                 if let index = filling[job.kind], batches[index].count < handler.jobsPerTransaction {
                     batches[index].append(job)
