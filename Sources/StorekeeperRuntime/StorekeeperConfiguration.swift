@@ -82,10 +82,11 @@ public struct StorekeeperConfiguration: Sendable {
             ocspTransport: onlineChecks ? HTTPOCSPTransport() : nil)
     }
 
-    /// Four jobs per core, at least 8. Applying is bound by PostgreSQL; beyond that more jobs at once add little and take
-    /// CPU from the intake where they share cores: on 2 cores, 16 applied 1,170–1,240 notifications/s while the intake
-    /// took ≈ 2,000/s, 8 applied 1,070–1,150/s while it took 2,140–2,360/s (docs/capacity.md).
-    public static var defaultWorkerConcurrency: Int { max(8, 4 * ProcessInfo.processInfo.activeProcessorCount) }
+    /// Eight jobs per core, at least 16. The applies of one claim share a transaction, four at a time by default
+    /// (``appliesPerTransaction``), so in a backlog 16 jobs are four transactions at once: 8 were two, and left a fifth
+    /// of two cores idle while a backlog drained. More take CPU from the intake where they share cores
+    /// (docs/capacity.md).
+    public static var defaultWorkerConcurrency: Int { max(16, 8 * ProcessInfo.processInfo.activeProcessorCount) }
 
     /// Reads and validates the configuration.
     /// - Parameter requiresDatabase: whether `DATABASE_URL` must be set (every command but `dev`).
