@@ -83,9 +83,8 @@ public struct StorekeeperConfiguration: Sendable {
     }
 
     /// Eight jobs per core, at least 16. The applies of one claim share a transaction, four at a time by default
-    /// (``appliesPerTransaction``), so in a backlog 16 jobs are four transactions at once: 8 were two, and left a fifth
-    /// of two cores idle while a backlog drained. More take CPU from the intake where they share cores
-    /// (docs/capacity.md).
+    /// (``appliesPerTransaction``), so in a backlog 16 jobs are four transactions at once — two a core keep it busy
+    /// while each waits for its round trips; more take CPU from the intake where they share cores (docs/capacity.md).
     public static var defaultWorkerConcurrency: Int { max(16, 8 * ProcessInfo.processInfo.activeProcessorCount) }
 
     /// Reads and validates the configuration.
