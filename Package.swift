@@ -197,6 +197,7 @@ let package = Package(
                 "Subscriptions", "Credits", "Events", "AppStoreServerAPI", "TestSupport", "storekeeper-probe-worker",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),

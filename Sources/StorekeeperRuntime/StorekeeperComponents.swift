@@ -75,7 +75,7 @@ public struct StorekeeperComponents: Sendable {
         let databaseExecutor = databaseThread ? Self.databaseThread : nil
         self.databaseExecutor = databaseExecutor
         self.client = PostgresClient(
-            configuration: clientConfiguration, eventLoopGroup: databaseExecutor?.loop ?? PostgresClient.defaultEventLoopGroup,
+            configuration: clientConfiguration, eventLoopGroup: databaseExecutor?.loop ?? SpreadingEventLoopGroup(PostgresClient.defaultEventLoopGroup),
             backgroundLogger: logger)
         self.queue = PostgresJobQueue(client: client, logger: logger)
         self.migrator = try SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: logger)
