@@ -60,17 +60,31 @@ public struct NotificationStore: Sendable {
         return (.verified(notification), lockedSubscription, history)
     }
 
-    /// Records that a notification was processed and how (`applied`, `recorded`, `rejected_content`, …), with the
-    /// reason of a rejection, and completes its apply job `jobID` under `attempt` in the same statement
-    /// (`complete_job`, sql/0020_complete_job.sql). Returns whether the job was still running under that attempt.
-    /// The first processing's time and outcome stay: its job run again (requeued by an operator) finds nothing left to
-    /// change and must not record `unchanged` over them.
-    public func markProcessed(
-        _ uuid: UUID, outcome: String, reason: String? = nil, completingJob jobID: Int64, attempt: Int, on connection: PostgresConnection
-    ) async throws -> Bool {
-        try await connection.run(
-            MarkProcessed(outcome: outcome, reason: reason, uuid: uuid, jobID: jobID, attempt: attempt), logger: logger
-        ).first == true
+    /// How an apply job processed its notification (`applied`, `recorded`, `rejected_content`, …, with the reason of a
+    /// rejection), recorded in the statement that completes the job under its claimed attempt (`complete_job`,
+    /// sql/0020_complete_job.sql).
+    public struct Processed: Sendable {
+        public var uuid: UUID
+        public var outcome: String
+        public var reason: String?
+        public var jobID: Int64
+        public var attempt: Int
+
+        public init(_ uuid: UUID, outcome: String, reason: String? = nil, jobID: Int64, attempt: Int) {
+            self.uuid = uuid
+            self.outcome = outcome
+            self.reason = reason
+            self.jobID = jobID
+            self.attempt = attempt
+        }
+    }
+
+    /// Records `processed` and completes its job in one statement; returns whether the job was still running under
+    /// that attempt. The first processing's time and outcome stay: its job run again (requeued by an operator) finds
+    /// nothing left to change and must not record `unchanged` over them. An apply that stores events records its
+    /// processing with them instead (``EventLog/append(_:at:markingProcessed:on:)``).
+    public func markProcessed(_ processed: Processed, on connection: PostgresConnection) async throws -> Bool {
+        try await connection.run(MarkProcessed(processed: processed), logger: logger).first == true
     }
 
     /// Notification `$1` with its subscription's lock taken, then that subscription's history: the notification's
@@ -89,30 +103,32 @@ public struct NotificationStore: Sendable {
             """
     }
 
+    /// The write of ``markProcessed(_:on:)``, with its values at the placeholders given — also part of the events'
+    /// append that records an apply's processing (``EventLog``).
+    static func markingProcessed(outcome: String, reason: String, uuid: String) -> String {
+        """
+        UPDATE notifications SET applied_at = coalesce(applied_at, now()),
+            apply_outcome = CASE WHEN applied_at IS NULL THEN \(outcome) ELSE apply_outcome END,
+            rejected_reason = coalesce(\(reason), rejected_reason)
+        WHERE notification_uuid = \(uuid)
+        """
+    }
+
     struct MarkProcessed: PostgresPreparedStatement {
         static let sql = """
-            WITH marked AS (
-                UPDATE notifications SET applied_at = coalesce(applied_at, now()),
-                    apply_outcome = CASE WHEN applied_at IS NULL THEN $1 ELSE apply_outcome END,
-                    rejected_reason = coalesce($2, rejected_reason)
-                WHERE notification_uuid = $3
-            )
+            WITH marked AS (\(NotificationStore.markingProcessed(outcome: "$1", reason: "$2", uuid: "$3")))
             SELECT complete_job($4, $5)
             """
         static let bindingDataTypes: [PostgresDataType] = [.text, .text, .uuid, .int8, .int8]
-        var outcome: String
-        var reason: String?
-        var uuid: UUID
-        var jobID: Int64
-        var attempt: Int
+        var processed: Processed
 
         func makeBindings() -> PostgresBindings {
             var bindings = PostgresBindings(capacity: 5)
-            bindings.append(outcome)
-            bindings.append(reason)
-            bindings.append(uuid)
-            bindings.append(jobID)
-            bindings.append(attempt)
+            bindings.append(processed.outcome)
+            bindings.append(processed.reason)
+            bindings.append(processed.uuid)
+            bindings.append(processed.jobID)
+            bindings.append(processed.attempt)
             return bindings
         }
 

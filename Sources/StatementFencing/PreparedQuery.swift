@@ -25,6 +25,11 @@ public struct PreparedQuery<Text: PreparedSQL>: PostgresPreparedStatement {
 
     /// Binds `values` to `$1`, `$2`, …; `nil` binds NULL (the statement's text gives the types).
     public init(_ values: (any PostgresEncodable)?...) throws {
+        try self.init(binding: values)
+    }
+
+    /// Binds `values` to `$1`, `$2`, … as ``init(_:)`` does, for values gathered in parts.
+    public init(binding values: [(any PostgresEncodable)?]) throws {
         var bindings = PostgresBindings(capacity: values.count)
         for value in values {
             if let value { try bindings.append(value) } else { bindings.appendNull() }

@@ -24,25 +24,58 @@ public struct EventRecorder: Sendable {
         self.queue = queue
     }
 
+    /// The events of a change with the statuses they carry, not stored yet: a use case that ends with a write of its
+    /// own stores them in that write's statement (``record(_:markingProcessed:on:)``).
+    public struct Pending: Sendable {
+        public var drafts: [EventDraft]
+        /// The status inputs of the drafts' accounts as the change leaves them; an account missing is read when stored.
+        public var statuses: [AccountID: CreditLedger.StatusInputs]
+        public var now: Date
+    }
+
     /// Stores those of `drafts` not stored yet, in order, and wakes the deliveries of each endpoint that wants them.
     /// `statuses`: the status inputs of the drafts' accounts as the transaction leaves them, when the caller read them
-    /// already (``CreditLedger/apply(_:readingStatusOf:at:on:)``); otherwise each account's status is read here.
+    /// already (``CreditLedger/apply(_:readingStatusOf:at:on:)``); an account without is read here.
     public func record(
-        _ drafts: [EventDraft], now: Date, statuses: [AccountID: CreditLedger.StatusInputs]? = nil, on connection: PostgresConnection
+        _ drafts: [EventDraft], now: Date, statuses: [AccountID: CreditLedger.StatusInputs] = [:], on connection: PostgresConnection
     ) async throws {
+        let entries = try await entries(of: drafts, now: now, statuses: statuses, on: connection)
+        guard !entries.isEmpty else { return }
+        try await deliver(try await log.append(entries, at: now, on: connection), of: entries, on: connection)
+    }
+
+    /// Stores `pending` as ``record(_:now:statuses:on:)`` does.
+    public func record(_ pending: Pending, on connection: PostgresConnection) async throws {
+        try await record(pending.drafts, now: pending.now, statuses: pending.statuses, on: connection)
+    }
+
+    /// Stores `pending` as ``record(_:now:statuses:on:)`` does, in the statement that records how an apply job
+    /// processed its notification and completes the job (``EventLog/append(_:at:markingProcessed:on:)``); returns
+    /// whether the job was still running under its claimed attempt.
+    public func record(
+        _ pending: Pending, markingProcessed processed: NotificationStore.Processed, on connection: PostgresConnection
+    ) async throws -> Bool {
+        let entries = try await entries(of: pending.drafts, now: pending.now, statuses: pending.statuses, on: connection)
+        let (appended, completed) = try await log.append(entries, at: pending.now, markingProcessed: processed, on: connection)
+        try await deliver(appended, of: entries, on: connection)
+        return completed
+    }
+
+    /// The drafts to append — each key once — with their bodies.
+    private func entries(
+        of drafts: [EventDraft], now: Date, statuses: [AccountID: CreditLedger.StatusInputs], on connection: PostgresConnection
+    ) async throws -> [(draft: EventDraft, body: String)] {
         var seen: Set<String> = []
-        let unique = drafts.filter { seen.insert($0.key).inserted }
-        guard !unique.isEmpty else { return }
         var documents: [AccountID: AccountStatusResponse] = [:]
         var entries: [(draft: EventDraft, body: String)] = []
-        for draft in unique {
+        for draft in drafts where seen.insert(draft.key).inserted {
             let document: AccountStatusResponse
             if let known = documents[draft.account] {
                 document = known
             } else {
                 document =
-                    if let statuses {
-                        status.document(from: statuses[draft.account] ?? .init(), of: draft.account, now: now)
+                    if let inputs = statuses[draft.account] {
+                        status.document(from: inputs, of: draft.account, now: now)
                     } else {
                         try await status.document(of: draft.account, now: now, on: connection)
                     }
@@ -50,10 +83,19 @@ public struct EventRecorder: Sendable {
             }
             entries.append((draft, try EventData(draft: draft, status: document).json()))
         }
-        // A key stored already (a replay, a re-derivation) is skipped by the insert itself.
-        let byKey = Dictionary(uniqueKeysWithValues: unique.map { ($0.key, $0) })
+        return entries
+    }
+
+    /// Adds the deliveries of the `appended` events (a key stored already — a replay, a re-derivation — was skipped by
+    /// the insert) and wakes each endpoint's delivery job.
+    private func deliver(
+        _ appended: [(key: String, event: EventLog.StoredEvent)], of entries: [(draft: EventDraft, body: String)],
+        on connection: PostgresConnection
+    ) async throws {
+        guard !endpoints.isEmpty else { return }
+        let byKey = Dictionary(entries.map { ($0.draft.key, $0.draft) }, uniquingKeysWith: { first, _ in first })
         var woken: [WebhookDeliveryJob.Arguments] = []
-        for (key, event) in try await log.append(entries, at: now, on: connection) {
+        for (key, event) in appended {
             guard let draft = byKey[key] else { continue }
             for endpoint in endpoints where endpoint.types.matches(draft.type) {
                 try await deliveries.add(event, endpoint: endpoint.name, on: connection)

@@ -30,7 +30,7 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
     private let logger: Logger
 
     private let credits: CreditLedger
-    private let events: EventRecorder?
+    private let recorder: EventRecorder?
     private let refunds: RefundDefence?
 
     public init(
@@ -38,7 +38,7 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
         jobsPerTransaction: Int = 1, clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger
     ) {
         self.jobsPerTransaction = jobsPerTransaction
-        self.events = events
+        self.recorder = events
         self.refunds = refunds
         self.client = client
         self.notifications = NotificationStore(logger: logger)
@@ -69,7 +69,7 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
         case .rejectedContent(let reason):
             try await execution.complete { job, attempt in
                 try await notifications.markProcessed(
-                    uuid, outcome: "rejected_content", reason: reason, completingJob: job, attempt: attempt, on: connection)
+                    .init(uuid, outcome: "rejected_content", reason: reason, jobID: job, attempt: attempt), on: connection)
             }
             logger.notice(
                 "notification content rejected", metadata: ["notification.uuid": "\(uuid)", "reason": "\(reason)"])
@@ -79,23 +79,31 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
         let now = clock()
         let cause = EventCause(notification)
         var account: AccountID?
+        // The change's events are stored by the statement that records the outcome and completes the job.
+        var events: EventRecorder.Pending?
         if let event = SubscriptionEvent(notification) {
             let lockHeld = lockedSubscription == event.transaction.originalTransactionId
-            let applied = try await writer.apply(event, now: now, on: connection, lockHeld: lockHeld, read: lockHeld ? history : nil)
+            let applied = try await writer.apply(
+                event, now: now, on: connection, lockHeld: lockHeld, read: lockHeld ? history : nil, deferringEvents: true)
             outcome = applied.kind.rawValue
             account = applied.state?.accountId
+            events = applied.events
         } else if let transaction = notification.transaction {
             let intended = try await purchaseIntents.account(ofToken: transaction.appAccountToken, on: connection)
             account = try await credits.creditedAccount(ofTopUp: transaction.transactionId, on: connection) ?? intended
-            let toppedUp = try await TopUpPurchase(ledger: credits, events: events, logger: logger).record(
+            let toppedUp = try await TopUpPurchase(ledger: credits, events: recorder, logger: logger).record(
                 transaction, account: intended, now: now, cause: cause, on: connection)
             outcome = toppedUp ? "topped_up" : "recorded"
         } else {
             outcome = "recorded"
         }
-        try await refunds?.notice(notification, account: account, now: now, on: connection)
+        if let refunds { events = try await refunds.notice(notification, account: account, now: now, after: events, on: connection) }
         try await execution.complete { job, attempt in
-            try await notifications.markProcessed(uuid, outcome: outcome, completingJob: job, attempt: attempt, on: connection)
+            let processed = NotificationStore.Processed(uuid, outcome: outcome, jobID: job, attempt: attempt)
+            if let events, let recorder = writer.recorder, !events.drafts.isEmpty {
+                return try await recorder.record(events, markingProcessed: processed, on: connection)
+            }
+            return try await notifications.markProcessed(processed, on: connection)
         }
         logger.debug(
             "notification processed",

@@ -53,19 +53,27 @@ public struct RefundDefence: Sendable {
     }
 
     /// What an applied notification means for refund requests, in its transaction: a `CONSUMPTION_REQUEST` about a
-    /// purchase of `account` opens one; `REFUND` and `REFUND_DECLINED` record Apple's decision.
-    func notice(_ notification: VerifiedNotification, account: AccountID?, now: Date, on connection: PostgresConnection) async throws {
-        guard let transaction = notification.transaction else { return }
+    /// purchase of `account` opens one; `REFUND` and `REFUND_DECLINED` record Apple's decision. `pending`: the apply's
+    /// own events, not stored yet; they come before any event the notice stores, so it stores them first and returns
+    /// `nil`, or returns them for the apply to store with its last write.
+    func notice(
+        _ notification: VerifiedNotification, account: AccountID?, now: Date, after pending: EventRecorder.Pending? = nil,
+        on connection: PostgresConnection
+    ) async throws -> EventRecorder.Pending? {
+        guard let transaction = notification.transaction else { return pending }
         switch NotificationType(notification.payload.notificationType) {
         case .consumptionRequest:
-            guard let account, let id = UUID(uuidString: notification.payload.notificationUUID) else { return }
+            guard let account, let id = UUID(uuidString: notification.payload.notificationUUID) else { return pending }
+            if let pending { try await events?.record(pending, on: connection) }
             try await open(id, notification: notification, transaction: transaction, account: account, now: now, on: connection)
+            return nil
         case .refund, .refundDeclined:
             let signed = notification.payload.signedDate.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? now
             try await requests.recordOutcome(
                 transactionId: transaction.transactionId, outcome: notification.payload.notificationType, at: signed, on: connection)
+            return pending
         default:
-            return
+            return pending
         }
     }
 

@@ -24,6 +24,8 @@ public struct SubscriptionWriter: Sendable {
         public var state: SubscriptionState?
         public var stored: SubscriptionState?
         public var operations: [LedgerOperation]
+        /// The change's events, when the caller stores them itself (`deferringEvents`) and there is a recorder.
+        public var events: EventRecorder.Pending? = nil
     }
 
     private let subscriptions: SubscriptionStore
@@ -34,7 +36,8 @@ public struct SubscriptionWriter: Sendable {
     private let credits: CreditLedger
     private let queue: any JobScheduling
     private let rechecks: RenewalRechecks?
-    private let recorder: EventRecorder?
+    /// Stores the events of each change; `nil` stores none.
+    public let recorder: EventRecorder?
     private let logger: Logger
 
     /// - Parameters:
@@ -57,19 +60,22 @@ public struct SubscriptionWriter: Sendable {
 
     /// Derives the subscription `event` belongs to (the event is stored already, so its facts are found; it is added
     /// when it is not). `lockHeld`: the caller's transaction holds the subscription's lock already; `read`: the
-    /// subscription and its stored events, read under that lock.
+    /// subscription and its stored events, read under that lock. `deferringEvents`: the change's events are returned
+    /// in ``Outcome/events`` for the caller to store with its own last write, instead of stored here.
     public func apply(
-        _ event: SubscriptionEvent, now: Date, on connection: PostgresConnection, lockHeld: Bool = false, read: SubscriptionHistory.Read? = nil
+        _ event: SubscriptionEvent, now: Date, on connection: PostgresConnection, lockHeld: Bool = false, read: SubscriptionHistory.Read? = nil,
+        deferringEvents: Bool = false
     ) async throws -> Outcome {
         try await derive(
-            event.transaction.originalTransactionId, adding: event, now: now, write: true, on: connection, lockHeld: lockHeld, read: read)
+            event.transaction.originalTransactionId, adding: event, now: now, write: true, on: connection, lockHeld: lockHeld, read: read,
+            deferringEvents: deferringEvents)
     }
 
     /// Derives a subscription again from its stored facts; `write` saves the state and posts what is due, otherwise
     /// nothing is written and the outcome says what would change.
     public func derive(
         _ originalTransactionId: String, adding extra: SubscriptionEvent? = nil, now: Date, write: Bool,
-        on connection: PostgresConnection, lockHeld: Bool = false, read: SubscriptionHistory.Read? = nil
+        on connection: PostgresConnection, lockHeld: Bool = false, read: SubscriptionHistory.Read? = nil, deferringEvents: Bool = false
     ) async throws -> Outcome {
         if !lockHeld { try await subscriptions.lock(originalTransactionId, on: connection) }
         let (stored, storedEvents): SubscriptionHistory.Read
@@ -120,8 +126,12 @@ public struct SubscriptionWriter: Sendable {
         let statuses = try await credits.apply(operations, readingStatusOf: drafts.map(\.account), at: now, on: connection)
         try await scheduleNextWindow(derivation, now: now, on: connection)
         try await rechecks?.schedule(for: state, now: now, on: connection)
-        try await recorder?.record(drafts, now: now, statuses: statuses, on: connection)
-        return Outcome(kind: changed ? .applied : .unchanged, state: state, stored: stored, operations: operations)
+        var outcome = Outcome(kind: changed ? .applied : .unchanged, state: state, stored: stored, operations: operations)
+        if let recorder {
+            let pending = EventRecorder.Pending(drafts: drafts, statuses: statuses, now: now)
+            if deferringEvents { outcome.events = pending } else { try await recorder.record(pending, on: connection) }
+        }
+        return outcome
     }
 
     /// The credit window reset: a job at the start of the next window of the period in force derives the

@@ -53,7 +53,8 @@ extension CreditLedger {
     }
 
     /// Posts what the credit rules decided, in order, inside the caller's transaction, and reads the status inputs of
-    /// `accounts` (``statusInputs(of:at:orLater:on:)`` with `orLater`) at `now` as the posts leave them: one round trip
+    /// `accounts` (``statusInputs(of:at:orLater:on:)`` with `orLater`; every one has an entry, empty for an account
+    /// with nothing) at `now` as the posts leave them: one round trip
     /// (`post_credit_operations`, sql/0021), none when there is neither anything to post nor to read.
     @discardableResult
     public func apply(
@@ -72,7 +73,9 @@ extension CreditLedger {
                 statusRows.append(row)
             }
         }
-        return try Self.statusInputs(from: statusRows)
+        var statuses = try Self.statusInputs(from: statusRows)
+        for account in accounts where statuses[account] == nil { statuses[account] = StatusInputs() }
+        return statuses
     }
 
     /// Posts the operations of `$1` (JSON, ``PostedOperation``) and reads the status inputs of accounts `$2` at `$3`:

@@ -35,16 +35,41 @@ public struct EventLog: Sendable {
         -> [(key: String, event: StoredEvent)]
     {
         guard !entries.isEmpty else { return [] }
+        let rows = try await connection.run(PreparedQuery<AppendEvents>(binding: try Self.bindings(of: entries, at: now)), logger: logger)
+        return try Self.appended(rows)
+    }
+
+    /// ``append(_:at:on:)`` in the statement that also records how an apply job processed its notification and
+    /// completes the job (``NotificationStore/markProcessed(_:on:)``): the apply's last write, one round trip for
+    /// both. `jobCompleted` is false when the job no longer ran under the claimed attempt.
+    public func append(
+        _ entries: [(draft: EventDraft, body: String)], at now: Date, markingProcessed processed: NotificationStore.Processed,
+        on connection: PostgresConnection
+    ) async throws -> (events: [(key: String, event: StoredEvent)], jobCompleted: Bool) {
+        var values = try Self.bindings(of: entries, at: now)
+        values += [processed.outcome, processed.reason, processed.uuid, processed.jobID, processed.attempt] as [(any PostgresEncodable)?]
+        let rows = try await connection.run(PreparedQuery<AppendEventsMarkingProcessed>(binding: values), logger: logger)
+        let completed = try rows.first?.makeRandomAccess()[Self.columnCount + 1].decode(Bool.self) ?? false
+        return (try Self.appended(rows), completed)
+    }
+
+    /// `$1` … `$7` of ``AppendEvents``.
+    private static func bindings(of entries: [(draft: EventDraft, body: String)], at now: Date) throws -> [(any PostgresEncodable)?] {
         let drafts = entries.map(\.draft)
         let bodies = try entries.map { try CompressedColumn.compress($0.body.utf8) }
-        let rows = try await connection.run(
-            PreparedQuery<AppendEvents>(
-                now, drafts.map(\.key), drafts.map(\.type.rawValue), drafts.map(\.account.text), drafts.map { $0.subscription ?? "" },
-                drafts.map(\.environment), bodies),
-            logger: logger)
+        return [
+            now, drafts.map(\.key), drafts.map(\.type.rawValue), drafts.map(\.account.text), drafts.map { $0.subscription ?? "" },
+            drafts.map(\.environment), bodies,
+        ]
+    }
+
+    /// The appended events of rows that hold ``columns`` and the key after them (a row whose key is NULL holds none),
+    /// in the order they were appended.
+    private static func appended(_ rows: [PostgresRow]) throws -> [(key: String, event: StoredEvent)] {
         var appended: [(key: String, event: StoredEvent)] = []
         for row in rows {
-            appended.append((try row.makeRandomAccess()[Self.columnCount].decode(String.self), try Self.decode(row)))
+            guard let key = try row.makeRandomAccess()[columnCount].decode(String?.self) else { continue }
+            appended.append((key, try decode(row)))
         }
         return appended.sorted { $0.event.sequence < $1.event.sequence }
     }
@@ -53,7 +78,9 @@ public struct EventLog: Sendable {
     /// environment, compressed body), in their order, unless their keys are stored; returns each appended row with its
     /// key. Every apply that changes something runs it.
     enum AppendEvents: PreparedSQL {
-        static let sql = """
+        static let sql = insertion
+
+        static let insertion = """
             INSERT INTO events (dedup_key, type, account_id, subscription_id, environment, created_at, body_deflated)
             SELECT key, type, account, NULLIF(subscription, ''), environment, $1::timestamptz, body
             FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[])
@@ -61,6 +88,18 @@ public struct EventLog: Sendable {
             ORDER BY position
             ON CONFLICT (dedup_key) DO NOTHING
             RETURNING \(EventLog.columns), events.dedup_key
+            """
+    }
+
+    /// ``AppendEvents`` (`$1` … `$7`), the notification's processing (outcome `$8`, reason `$9`, uuid `$10`) and the
+    /// completion of job `$11` under attempt `$12`: one row per appended event, or one of NULLs when none was, each
+    /// with the completion's answer last.
+    enum AppendEventsMarkingProcessed: PreparedSQL {
+        static let sql = """
+            WITH appended AS (\(AppendEvents.insertion)),
+            marked AS (\(NotificationStore.markingProcessed(outcome: "$8", reason: "$9", uuid: "$10")))
+            SELECT appended.*, completed.job_completed
+            FROM (SELECT complete_job($11, $12) AS job_completed) AS completed LEFT JOIN appended ON true
             """
     }
 
