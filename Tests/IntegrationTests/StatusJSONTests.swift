@@ -37,6 +37,28 @@ import Testing
         Bool.random(using: &random) ? nil : Int64.random(in: -1_000_000...Int64.max / 2, using: &random)
     }
 
+    static func optionalText(_ random: inout Generator) -> String? {
+        Bool.random(using: &random) ? nil : text(&random)
+    }
+
+    /// Every member present or absent at random: the hand-written `change` must leave out exactly what
+    /// `encodeIfPresent` leaves out.
+    static func change(_ random: inout Generator) -> EventChange {
+        EventChange(
+            fromProductId: optionalText(&random), toProductId: optionalText(&random), direction: optionalText(&random),
+            effective: optionalText(&random), reason: optionalText(&random), fromAccountId: optionalText(&random),
+            toAccountId: optionalText(&random), previousExpiresAt: date(&random), expiresAt: date(&random),
+            productId: optionalText(&random), transactionId: optionalText(&random), meter: optionalText(&random),
+            amount: integer(&random), bucket: optionalText(&random), refundRequestId: optionalText(&random), answerBy: date(&random),
+            deadline: date(&random))
+    }
+
+    static func cause(_ random: inout Generator) -> EventCause {
+        EventCause(
+            eventId: optionalText(&random), notificationType: optionalText(&random), subtype: optionalText(&random),
+            transactionId: optionalText(&random), originalTransactionId: optionalText(&random), signedDate: date(&random))
+    }
+
     static func document(_ random: inout Generator) -> AccountStatusResponse {
         let subscription = Bool.random(using: &random) ? nil : SubscriptionState(
             originalTransactionId: text(&random), accountId: nil, productId: text(&random), environment: text(&random),
@@ -85,8 +107,7 @@ import Testing
             let draft = EventDraft(
                 type: .subscriptionRenewed, key: Self.text(&random), account: document.accountId,
                 subscription: Bool.random(using: &random) ? nil : Self.text(&random), environment: Bool.random(using: &random) ? "Production" : Self.text(&random),
-                change: EventChange(fromProductId: Self.text(&random), previousExpiresAt: Self.date(&random), amount: Self.integer(&random)),
-                cause: EventCause(eventId: Self.text(&random), signedDate: Self.date(&random)))
+                change: Self.change(&random), cause: Self.cause(&random))
             let data = EventData(draft: draft, status: document)
             #expect(try data.json() == String(decoding: try Self.encoder.encode(data), as: UTF8.self))
         }

@@ -128,19 +128,15 @@ struct EventData: Encodable {
         try container.encode(status, forKey: .status)
     }
 
-    /// The same document as the `Encodable` form with sorted keys. The status, most of it, is written by hand (see
-    /// ``JSONWriter``); the small `change` and `cause` go through `JSONEncoder`.
+    /// The same document as the `Encodable` form with sorted keys, written by hand (see ``JSONWriter``).
     func json() throws -> String {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        encoder.outputFormatting = [.sortedKeys]
         var writer = JSONWriter(capacity: 1024)
         writer.beginObject()
         writer.member("accountId", draft.account.text)
         writer.key("cause")
-        writer.raw(try encoder.encode(draft.cause))
+        draft.cause.write(to: &writer)
         writer.key("change")
-        writer.raw(try encoder.encode(draft.change))
+        draft.change.write(to: &writer)
         writer.member("environment", draft.environment)
         writer.member("sandbox", draft.environment != "Production")
         writer.key("status")
