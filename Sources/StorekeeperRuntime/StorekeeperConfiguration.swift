@@ -37,7 +37,7 @@ public struct StorekeeperConfiguration: Sendable {
     /// Applies of notifications claimed together that share one transaction (`STOREKEEPER_APPLIES_PER_TRANSACTION`,
     /// 1–64): a backlog drains with one BEGIN and COMMIT per group instead of per notification; 1 gives every apply
     /// its own.
-    public var appliesPerTransaction = 4
+    public var appliesPerTransaction = 8
     /// Nice value of `storekeeper work` (`STOREKEEPER_WORKER_NICE`, 0–19): above `serve`'s, so the intake keeps its
     /// latency on shared cores.
     public var workerNice: Int32
@@ -82,10 +82,10 @@ public struct StorekeeperConfiguration: Sendable {
             ocspTransport: onlineChecks ? HTTPOCSPTransport() : nil)
     }
 
-    /// Eight jobs per core, at least 16. The applies of one claim share a transaction, four at a time by default
-    /// (``appliesPerTransaction``), so in a backlog 16 jobs are four transactions at once — two a core keep it busy
+    /// Sixteen jobs per core, at least 32. The applies of one claim share a transaction, eight at a time by default
+    /// (``appliesPerTransaction``), so in a backlog 32 jobs are four transactions at once — two a core keep it busy
     /// while each waits for its round trips; more take CPU from the intake where they share cores (docs/capacity.md).
-    public static var defaultWorkerConcurrency: Int { max(16, 8 * ProcessInfo.processInfo.activeProcessorCount) }
+    public static var defaultWorkerConcurrency: Int { max(32, 16 * ProcessInfo.processInfo.activeProcessorCount) }
 
     /// Reads and validates the configuration.
     /// - Parameter requiresDatabase: whether `DATABASE_URL` must be set (every command but `dev`).
@@ -207,7 +207,7 @@ public struct StorekeeperConfiguration: Sendable {
             logFormat: choice("STOREKEEPER_LOG_FORMAT", default: LogFormat.json)
         )
         configuration.metricsKeys = list("STOREKEEPER_METRICS_KEYS")
-        configuration.appliesPerTransaction = integer("STOREKEEPER_APPLIES_PER_TRANSACTION", default: 4, range: 1...64)
+        configuration.appliesPerTransaction = integer("STOREKEEPER_APPLIES_PER_TRANSACTION", default: 8, range: 1...64)
         if let text = value("STOREKEEPER_WEBHOOKS") {
             do { configuration.webhooks = try WebhookConfiguration.endpoints(from: text) } catch { problems += error.problems }
         }

@@ -10,7 +10,7 @@ import TestSupport
 struct SharedApplyTests {
     @Test("a backlog of distinct subscriptions is applied four to a transaction; one that fails rolls its group back and the rest apply alone")
     func backlog() async throws {
-        try await StorekeeperHarness.run(worker: false) { harness in
+        try await StorekeeperHarness.run(worker: false, environment: ["STOREKEEPER_APPLIES_PER_TRANSACTION": "4"]) { harness in
             let accounts = (0..<5).map { _ in UUID() }
             try await harness.withHTTP { client in
                 for account in accounts {
