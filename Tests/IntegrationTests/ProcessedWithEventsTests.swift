@@ -30,7 +30,7 @@ struct ProcessedWithEventsTests {
                     change: EventChange(productId: "monthly"), cause: EventCause(eventId: uuid.uuidString, signedDate: Date()))
             }
             let entries = drafts.map { (draft: $0, body: #"{"key":"\#($0.key)"}"#) }
-            func append(_ outcome: String, for job: ClaimedJob) async throws -> (events: [(key: String, event: EventLog.StoredEvent)], jobCompleted: Bool) {
+            func append(_ outcome: String, for job: ClaimedJob) async throws -> (events: [EventLog.Appended], jobCompleted: Bool) {
                 try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
                     try await log.append(
                         entries, at: Date(), markingProcessed: .init(uuid, outcome: outcome, jobID: job.id, attempt: job.attempt), on: connection)
@@ -41,7 +41,11 @@ struct ProcessedWithEventsTests {
             let appended = try await append("applied", for: first)
             #expect(appended.jobCompleted)
             #expect(appended.events.map(\.key) == drafts.map(\.key))
-            #expect(appended.events.map(\.event.body) == entries.map(\.body))
+            #expect(Set(appended.events.map(\.account)) == [account.text])
+            for (event, entry) in zip(appended.events, entries) {
+                let stored = try await harness.client.withConnection { try await log.event(event.id, on: $0) }
+                #expect(stored?.body == entry.body && stored?.sequence == event.sequence)
+            }
             #expect(try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'applied' AND applied_at IS NOT NULL") == 1)
             #expect(try await harness.count("SELECT count(*) FROM job_history WHERE state = 'completed'") == 1)
             #expect(try await harness.count("SELECT count(*) FROM jobs") == 0)

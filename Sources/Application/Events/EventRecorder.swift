@@ -89,14 +89,14 @@ public struct EventRecorder: Sendable {
     /// Adds the deliveries of the `appended` events (a key stored already — a replay, a re-derivation — was skipped by
     /// the insert) and wakes each endpoint's delivery job.
     private func deliver(
-        _ appended: [(key: String, event: EventLog.StoredEvent)], of entries: [(draft: EventDraft, body: String)],
+        _ appended: [EventLog.Appended], of entries: [(draft: EventDraft, body: String)],
         on connection: PostgresConnection
     ) async throws {
         guard !endpoints.isEmpty else { return }
         let byKey = Dictionary(entries.map { ($0.draft.key, $0.draft) }, uniquingKeysWith: { first, _ in first })
         var woken: [WebhookDeliveryJob.Arguments] = []
-        for (key, event) in appended {
-            guard let draft = byKey[key] else { continue }
+        for event in appended {
+            guard let draft = byKey[event.key] else { continue }
             for endpoint in endpoints where endpoint.types.matches(draft.type) {
                 try await deliveries.add(event, endpoint: endpoint.name, on: connection)
                 let wake = WebhookDeliveryJob.Arguments(endpoint: endpoint.name, account: event.account)

@@ -29,10 +29,18 @@ public struct EventLog: Sendable {
         public var cursor: EventCursor { EventCursor(transaction: transaction, sequence: sequence) }
     }
 
-    /// Appends those of `entries` whose keys are not stored yet, in their order, in one statement; returns each
-    /// appended event with its key.
+    /// An event as its append returns it: what its webhook deliveries are made of.
+    public struct Appended: Sendable, Equatable {
+        public var key: String
+        public var id: UUID
+        public var account: String
+        public var sequence: Int64
+    }
+
+    /// Appends those of `entries` whose keys are not stored yet, in their order, in one statement; returns the
+    /// appended ones in that order.
     public func append(_ entries: [(draft: EventDraft, body: String)], at now: Date, on connection: PostgresConnection) async throws
-        -> [(key: String, event: StoredEvent)]
+        -> [Appended]
     {
         guard !entries.isEmpty else { return [] }
         let rows = try await connection.run(PreparedQuery<AppendEvents>(binding: try Self.bindings(of: entries, at: now)), logger: logger)
@@ -45,11 +53,11 @@ public struct EventLog: Sendable {
     public func append(
         _ entries: [(draft: EventDraft, body: String)], at now: Date, markingProcessed processed: NotificationStore.Processed,
         on connection: PostgresConnection
-    ) async throws -> (events: [(key: String, event: StoredEvent)], jobCompleted: Bool) {
+    ) async throws -> (events: [Appended], jobCompleted: Bool) {
         var values = try Self.bindings(of: entries, at: now)
         values += [processed.outcome, processed.reason, processed.uuid, processed.jobID, processed.attempt] as [(any PostgresEncodable)?]
         let rows = try await connection.run(PreparedQuery<AppendEventsMarkingProcessed>(binding: values), logger: logger)
-        let completed = try rows.first?.makeRandomAccess()[Self.columnCount + 1].decode(Bool.self) ?? false
+        let completed = try rows.first?.makeRandomAccess()["job_completed"].decode(Bool.self) ?? false
         return (try Self.appended(rows), completed)
     }
 
@@ -63,20 +71,21 @@ public struct EventLog: Sendable {
         ]
     }
 
-    /// The appended events of rows that hold ``columns`` and the key after them (a row whose key is NULL holds none),
-    /// in the order they were appended.
-    private static func appended(_ rows: [PostgresRow]) throws -> [(key: String, event: StoredEvent)] {
-        var appended: [(key: String, event: StoredEvent)] = []
+    /// The appended events of rows that begin with ``AppendEvents``' returned columns (NULL in a row that holds
+    /// none), in the order they were appended.
+    private static func appended(_ rows: [PostgresRow]) throws -> [Appended] {
+        var appended: [Appended] = []
         for row in rows {
-            guard let key = try row.makeRandomAccess()[columnCount].decode(String?.self) else { continue }
-            appended.append((key, try decode(row)))
+            let (key, id, account, sequence) = try row.decode((String?, UUID?, String?, Int64?).self)
+            guard let key, let id, let account, let sequence else { continue }
+            appended.append(Appended(key: key, id: id, account: account, sequence: sequence))
         }
-        return appended.sorted { $0.event.sequence < $1.event.sequence }
+        return appended.sorted { $0.sequence < $1.sequence }
     }
 
     /// Appends events created at `$1` from the parallel arrays `$2`… (key, type, account, subscription or '',
-    /// environment, compressed body), in their order, unless their keys are stored; returns each appended row with its
-    /// key. Every apply that changes something runs it.
+    /// environment, compressed body), in their order, unless their keys are stored; returns each appended event's key,
+    /// id, account and sequence.
     enum AppendEvents: PreparedSQL {
         static let sql = insertion
 
@@ -87,7 +96,7 @@ public struct EventLog: Sendable {
                 WITH ORDINALITY AS appended (key, type, account, subscription, environment, body, position)
             ORDER BY position
             ON CONFLICT (dedup_key) DO NOTHING
-            RETURNING \(EventLog.columns), events.dedup_key
+            RETURNING events.dedup_key, events.id, events.account_id, events.sequence
             """
     }
 
@@ -98,7 +107,7 @@ public struct EventLog: Sendable {
         static let sql = """
             WITH appended AS (\(AppendEvents.insertion)),
             marked AS (\(NotificationStore.markingProcessed(outcome: "$8", reason: "$9", uuid: "$10")))
-            SELECT appended.*, completed.job_completed
+            SELECT appended.dedup_key, appended.id, appended.account_id, appended.sequence, completed.job_completed
             FROM (SELECT complete_job($11, $12) AS job_completed) AS completed LEFT JOIN appended ON true
             """
     }

@@ -43,7 +43,7 @@ public struct WebhookDeliveries: Sendable {
     }
 
     /// Records that `event` is to be sent to `endpoint`.
-    public func add(_ event: EventLog.StoredEvent, endpoint: String, on connection: PostgresConnection) async throws {
+    public func add(_ event: EventLog.Appended, endpoint: String, on connection: PostgresConnection) async throws {
         try await connection.query(
             """
             INSERT INTO webhook_deliveries (endpoint, event_id, account_id, sequence)
