@@ -233,4 +233,26 @@ struct RefundDefenceTests {
             }
         }
     }
+
+    @Test("a CONSUMPTION_REQUEST the first Storekeeper hears of a subscription: the subscription's events come first, the refund request's last")
+    func consumptionRequestFirst() async throws {
+        try await StorekeeperHarness.run { harness in
+            let subscribed = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: UUID()), at: Date())
+            var request = Self.consumptionRequest(try #require(subscribed.transaction), signedDate: subscribed.signedDate + 1000)
+            request.renewalInfo = subscribed.renewalInfo
+            let body = try harness.signer.requestBody(for: request)
+            try await harness.withHTTP { client in
+                let answer = try await client.postNotification(body)
+                #expect(answer.json["status"] as? String == "accepted")
+            }
+            try await eventually("the refund request's event") {
+                try await harness.count("SELECT count(*) FROM events WHERE type = 'purchase.refund_requested'") == 1
+            }
+            var types: [String] = []
+            let rows = try await harness.client.query("SELECT type FROM events ORDER BY sequence", logger: TestDatabase.logger)
+            for try await type in rows.decode(String.self) { types.append(type) }
+            #expect(types.first == "subscription.started", "\(types)")
+            #expect(types.last == "purchase.refund_requested" && types.count > 2, "\(types)")
+        }
+    }
 }

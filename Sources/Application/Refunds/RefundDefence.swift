@@ -64,9 +64,13 @@ public struct RefundDefence: Sendable {
         switch NotificationType(notification.payload.notificationType) {
         case .consumptionRequest:
             guard let account, let id = UUID(uuidString: notification.payload.notificationUUID) else { return pending }
-            if let pending { try await events?.record(pending, on: connection) }
+            var pending = pending
+            if let stored = pending, let events {
+                try await events.record(stored, on: connection)
+                pending = nil
+            }
             try await open(id, notification: notification, transaction: transaction, account: account, now: now, on: connection)
-            return nil
+            return pending
         case .refund, .refundDeclined:
             let signed = notification.payload.signedDate.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? now
             try await requests.recordOutcome(
