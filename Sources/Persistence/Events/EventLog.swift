@@ -87,9 +87,7 @@ public struct EventLog: Sendable {
     /// environment, compressed body), in their order, unless their keys are stored; returns each appended event's key,
     /// id, account and sequence.
     enum AppendEvents: PreparedSQL {
-        static let sql = insertion
-
-        static let insertion = """
+        static let sql = """
             INSERT INTO events (dedup_key, type, account_id, subscription_id, environment, created_at, body_deflated)
             SELECT key, type, account, NULLIF(subscription, ''), environment, $1::timestamptz, body
             FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[])
@@ -105,7 +103,7 @@ public struct EventLog: Sendable {
     /// with the completion's answer last.
     enum AppendEventsMarkingProcessed: PreparedSQL {
         static let sql = """
-            WITH appended AS (\(AppendEvents.insertion)),
+            WITH appended AS (\(AppendEvents.sql)),
             marked AS (\(NotificationStore.markingProcessed(outcome: "$8", reason: "$9", uuid: "$10")))
             SELECT appended.dedup_key, appended.id, appended.account_id, appended.sequence, completed.job_completed
             FROM (SELECT complete_job($11, $12) AS job_completed) AS completed LEFT JOIN appended ON true
