@@ -183,7 +183,7 @@ public struct StorekeeperComponents: Sendable {
         options.afterAttempt = { [statusCache] kind in if !statusUnchanged.contains(kind) { statusCache.endWrite() } }
         var handlers: [any JobHandler] = [
             ApplyNotificationJob(
-                client: client, writer: writer, credits: credits, events: events, refunds: refunds,
+                client: client, writer: writer, credits: credits, refunds: refunds,
                 jobsPerTransaction: configuration.appliesPerTransaction, clock: clock, logger: logger),
             CreditWindowResetJob(client: client, writer: writer, clock: clock, logger: logger),
             WebhookDeliveryJob(

@@ -108,7 +108,7 @@ struct IntakeTests {
             let second = try #require(try await queue.claim(limit: 1, workerID: UUID()).first)
             let apply = ApplyNotificationJob(
                 client: harness.client, writer: harness.components.writer, credits: harness.components.credits,
-                events: harness.components.events, refunds: nil, logger: TestDatabase.logger)
+                refunds: nil, logger: TestDatabase.logger)
             await #expect(throws: (any Error).self) { try await apply.run(JobExecution(job: first, queue: queue)) }
             let written = [
                 "SELECT count(*) FROM notifications WHERE applied_at IS NOT NULL", "SELECT count(*) FROM subscriptions",

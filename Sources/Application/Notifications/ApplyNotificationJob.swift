@@ -30,15 +30,13 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
     private let logger: Logger
 
     private let credits: CreditLedger
-    private let recorder: EventRecorder?
     private let refunds: RefundDefence?
 
     public init(
-        client: PostgresClient, writer: SubscriptionWriter, credits: CreditLedger, events: EventRecorder?, refunds: RefundDefence?,
+        client: PostgresClient, writer: SubscriptionWriter, credits: CreditLedger, refunds: RefundDefence?,
         jobsPerTransaction: Int = 1, clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger
     ) {
         self.jobsPerTransaction = jobsPerTransaction
-        self.recorder = events
         self.refunds = refunds
         self.client = client
         self.notifications = NotificationStore(logger: logger)
@@ -91,7 +89,7 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
         } else if let transaction = notification.transaction {
             let intended = try await purchaseIntents.account(ofToken: transaction.appAccountToken, on: connection)
             account = try await credits.creditedAccount(ofTopUp: transaction.transactionId, on: connection) ?? intended
-            let toppedUp = try await TopUpPurchase(ledger: credits, events: recorder, logger: logger).record(
+            let toppedUp = try await TopUpPurchase(ledger: credits, events: writer.recorder, logger: logger).record(
                 transaction, account: intended, now: now, cause: cause, on: connection)
             outcome = toppedUp ? "topped_up" : "recorded"
         } else {
