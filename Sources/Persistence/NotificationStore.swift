@@ -70,6 +70,9 @@ public struct NotificationStore: Sendable {
         public var jobID: Int64
         public var attempt: Int
 
+        /// Bound in this order where a statement records it (``NotificationStore/recordingProcessed(boundFrom:)``).
+        var values: [(any PostgresEncodable)?] { [outcome, reason, uuid, jobID, attempt] }
+
         public init(_ uuid: UUID, outcome: String, reason: String? = nil, jobID: Int64, attempt: Int) {
             self.uuid = uuid
             self.outcome = outcome
@@ -84,7 +87,7 @@ public struct NotificationStore: Sendable {
     /// nothing left to change and must not record `unchanged` over them. An apply that stores events records its
     /// processing with them instead (``EventLog/append(_:at:markingProcessed:on:)``).
     public func markProcessed(_ processed: Processed, on connection: PostgresConnection) async throws -> Bool {
-        try await connection.run(MarkProcessed(processed: processed), logger: logger).first == true
+        try await connection.run(PreparedQuery<MarkProcessed>(binding: processed.values), logger: logger).first?.decode(Bool.self) == true
     }
 
     /// Notification `$1` with its subscription's lock taken, then that subscription's history: the notification's
@@ -103,35 +106,26 @@ public struct NotificationStore: Sendable {
             """
     }
 
-    /// The write of ``markProcessed(_:on:)``, with its values at the placeholders given — also part of the events'
-    /// append that records an apply's processing (``EventLog``).
-    static func markingProcessed(outcome: String, reason: String, uuid: String) -> String {
-        """
-        UPDATE notifications SET applied_at = coalesce(applied_at, now()),
-            apply_outcome = CASE WHEN applied_at IS NULL THEN \(outcome) ELSE apply_outcome END,
-            rejected_reason = coalesce(\(reason), rejected_reason)
-        WHERE notification_uuid = \(uuid)
-        """
+    /// The write that records a processing and the call that completes its job, with ``Processed/values`` bound from
+    /// `$first` on: ``markProcessed(_:on:)``'s statement, and the events' append that records an apply's processing
+    /// (``EventLog/append(_:at:markingProcessed:on:)``).
+    static func recordingProcessed(boundFrom first: Int) -> (update: String, completion: String) {
+        let value = (first..<first + 5).map { "$\($0)" }
+        return (
+            """
+            UPDATE notifications SET applied_at = coalesce(applied_at, now()),
+                apply_outcome = CASE WHEN applied_at IS NULL THEN \(value[0]) ELSE apply_outcome END,
+                rejected_reason = coalesce(\(value[1]), rejected_reason)
+            WHERE notification_uuid = \(value[2])
+            """,
+            "complete_job(\(value[3]), \(value[4]))"
+        )
     }
 
-    struct MarkProcessed: PostgresPreparedStatement {
-        static let sql = """
-            WITH marked AS (\(NotificationStore.markingProcessed(outcome: "$1", reason: "$2", uuid: "$3")))
-            SELECT complete_job($4, $5)
-            """
-        static let bindingDataTypes: [PostgresDataType] = [.text, .text, .uuid, .int8, .int8]
-        var processed: Processed
-
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 5)
-            bindings.append(processed.outcome)
-            bindings.append(processed.reason)
-            bindings.append(processed.uuid)
-            bindings.append(processed.jobID)
-            bindings.append(processed.attempt)
-            return bindings
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> Bool { try row.decode(Bool.self) }
+    enum MarkProcessed: PreparedSQL {
+        static let sql: String = {
+            let recording = NotificationStore.recordingProcessed(boundFrom: 1)
+            return "WITH marked AS (\(recording.update)) SELECT \(recording.completion)"
+        }()
     }
 }

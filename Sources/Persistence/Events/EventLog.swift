@@ -54,8 +54,7 @@ public struct EventLog: Sendable {
         _ entries: [(draft: EventDraft, body: String)], at now: Date, markingProcessed processed: NotificationStore.Processed,
         on connection: PostgresConnection
     ) async throws -> (events: [Appended], jobCompleted: Bool) {
-        var values = try Self.bindings(of: entries, at: now)
-        values += [processed.outcome, processed.reason, processed.uuid, processed.jobID, processed.attempt] as [(any PostgresEncodable)?]
+        let values = try Self.bindings(of: entries, at: now) + processed.values
         let rows = try await connection.run(PreparedQuery<AppendEventsMarkingProcessed>(binding: values), logger: logger)
         let completed = try rows.first?.makeRandomAccess()["job_completed"].decode(Bool.self) ?? false
         return (try Self.appended(rows), completed)
@@ -98,16 +97,19 @@ public struct EventLog: Sendable {
             """
     }
 
-    /// ``AppendEvents`` (`$1` … `$7`), the notification's processing (outcome `$8`, reason `$9`, uuid `$10`) and the
-    /// completion of job `$11` under attempt `$12`: one row per appended event, or one of NULLs when none was, each
-    /// with the completion's answer last.
+    /// ``AppendEvents`` (`$1` … `$7`), then the notification's processing and its job's completion
+    /// (`NotificationStore.Processed`'s values from `$8`): one row per appended event, or one of NULLs when none was,
+    /// each with the completion's answer last.
     enum AppendEventsMarkingProcessed: PreparedSQL {
-        static let sql = """
-            WITH appended AS (\(AppendEvents.sql)),
-            marked AS (\(NotificationStore.markingProcessed(outcome: "$8", reason: "$9", uuid: "$10")))
-            SELECT appended.dedup_key, appended.id, appended.account_id, appended.sequence, completed.job_completed
-            FROM (SELECT complete_job($11, $12) AS job_completed) AS completed LEFT JOIN appended ON true
-            """
+        static let sql: String = {
+            let recording = NotificationStore.recordingProcessed(boundFrom: 8)
+            return """
+                WITH appended AS (\(AppendEvents.sql)),
+                marked AS (\(recording.update))
+                SELECT appended.dedup_key, appended.id, appended.account_id, appended.sequence, completed.job_completed
+                FROM (SELECT \(recording.completion) AS job_completed) AS completed LEFT JOIN appended ON true
+                """
+        }()
     }
 
     /// Events after `cursor` in commit order, only from transactions older than every one still running (so a later
