@@ -84,7 +84,7 @@ public struct AccountsController: Sendable {
     static func accountId(_ context: StorekeeperRequestContext) throws -> AccountID {
         let text = try context.parameters.require("accountId")
         guard let accountId = AccountID(text.removingPercentEncoding ?? text) else {
-            throw APIError.badRequest("accountId must be the app's account id: 1–128 characters, no control characters")
+            throw APIError.badRequest("accountId must be the app's account id: \(AccountID.rule)")
         }
         return accountId
     }
@@ -109,11 +109,7 @@ public struct AccountsController: Sendable {
     }
 
     private func read<Result: Sendable>(_ operation: @escaping @Sendable () async throws -> Result) async throws -> Result {
-        do {
-            return try await withDeadline(databaseTimeout, operation)
-        } catch {
-            throw APIError.unavailable("the database is unavailable; retry later")
-        }
+        try await withDatabase(timeout: databaseTimeout, operation)
     }
 }
 

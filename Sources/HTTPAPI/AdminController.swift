@@ -43,7 +43,7 @@ public struct AdminController: Sendable {
     }
 
     public func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
-        group.get("stats") { _, _ in try await self.jobs.statistics() }
+        group.get("stats") { _, _ in try await withDatabase { try await self.jobs.statistics() } }
         group.get("jobs") { request, _ -> JobList in
             let state = request.uri.queryParameters.get("state")
             if let state, !Self.states.contains(state) {
@@ -53,11 +53,11 @@ public struct AdminController: Sendable {
             guard (1...1000).contains(limit) else { throw APIError.badRequest("limit must be 1...1000") }
             let kind = request.uri.queryParameters.get("kind")
             if let kind { try Self.requireJobKind(kind) }
-            return JobList(jobs: try await self.jobs.jobs(state: state, kind: kind, limit: limit))
+            return JobList(jobs: try await withDatabase { try await self.jobs.jobs(state: state, kind: kind, limit: limit) })
         }
         group.get("jobs/{id}") { _, context -> JobRecord in
             guard let id = Int64(try context.parameters.require("id")) else { throw APIError.badRequest("job id must be a number") }
-            guard let record = try await self.jobs.job(id: id) else {
+            guard let record = try await withDatabase({ try await self.jobs.job(id: id) }) else {
                 throw APIError(.notFound, code: "not_found", message: "no job \(id)")
             }
             return record
@@ -72,18 +72,19 @@ public struct AdminController: Sendable {
                 since = date
             }
             if let ids = requeue.ids {
-                let done = try await self.jobs.requeue(ids: ids)
+                let done = try await withDatabase { try await self.jobs.requeue(ids: ids) }
                 return Requeued(ids: done, count: done.count, dryRun: false)
             }
             let state = requeue.state ?? "failed"
             guard ["failed", "cancelled"].contains(state) else { throw APIError.badRequest("only failed or cancelled jobs can be requeued") }
             let dryRun = requeue.dryRun ?? false
-            let ids = try await self.jobs.requeue(state: state, kind: requeue.kind, since: since, dryRun: dryRun)
+            let (kind, after) = (requeue.kind, since)
+            let ids = try await withDatabase { try await self.jobs.requeue(state: state, kind: kind, since: after, dryRun: dryRun) }
             return Requeued(ids: ids, count: ids.count, dryRun: dryRun)
         }
         group.post("jobs/{id}/cancel") { _, context -> Cancelled in
             guard let id = Int64(try context.parameters.require("id")) else { throw APIError.badRequest("job id must be a number") }
-            guard try await self.jobs.cancel(ids: [id]) == [id] else {
+            guard try await withDatabase({ try await self.jobs.cancel(ids: [id]) }) == [id] else {
                 throw APIError(.conflict, code: "not_cancellable", message: "job \(id) is not waiting to run (only available jobs can be cancelled)")
             }
             return Cancelled(id: id)

@@ -12,7 +12,7 @@ extension AdminDashboardController {
             """
         guard let text, !text.isEmpty else { return html + "</section>" }
         guard let account = AccountID(text) else {
-            return html + "<p class=\"bad\">\(HTMLPage.escape(text)) is not an account id (1–128 characters)</p></section>"
+            return html + "<p class=\"bad\">\(HTMLPage.escape(text)) is not an account id (\(AccountID.rule))</p></section>"
         }
         let (subscriptions, credits) = try await accounts.status(of: account, now: now)
         let status = AccountStatus.evaluate(subscriptions: subscriptions, hasFreeCredits: credits.hasCredits, now: now)

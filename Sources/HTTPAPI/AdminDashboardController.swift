@@ -38,16 +38,19 @@ public struct AdminDashboardController: Sendable {
     }
 
     public func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
-        group.get("") { request, _ in try await self.page(account: request.uri.queryParameters.get("account")) }
+        group.get("") { request, _ in
+            let account = request.uri.queryParameters.get("account")
+            return try await withDatabase { try await self.page(account: account) }
+        }
         group.post("jobs/{id}/requeue") { request, context -> Response in
             guard let id = Int64(try context.parameters.require("id")) else { throw APIError.badRequest("job id must be a number") }
-            let requeued = try await self.jobs.requeue(ids: [id])
+            let requeued = try await withDatabase { try await self.jobs.requeue(ids: [id]) }
             return Response(status: .seeOther, headers: [.location: "/admin?requeued=\(requeued.count)"])
         }
         // The JSON API owns POST /admin/events/{id}/redeliver; the page's form posts here.
         group.post("deliveries/{id}/redeliver") { _, context -> Response in
             let id = try EventsController.eventId(context)
-            let endpoints = try await self.events?.redeliver(id, endpoint: nil) ?? []
+            let endpoints = try await withDatabase { try await self.events?.redeliver(id, endpoint: nil) ?? [] }
             return Response(status: .seeOther, headers: [.location: "/admin?redelivered=\(endpoints.count)"])
         }
     }

@@ -36,7 +36,8 @@ struct EventsController: Sendable {
             let patterns = (parameters.get("types") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             let types: EventTypeFilter
             do throws(EventTypeFilter.Problem) { types = try EventTypeFilter(patterns) } catch { throw APIError.badRequest(error.description) }
-            let page = try await self.events.feed(after: cursor, types: types, limit: limit)
+            let after = cursor
+            let page = try await withDatabase { try await self.events.feed(after: after, types: types, limit: limit) }
             let next = page.last?.cursor ?? cursor ?? EventCursor(transaction: 0, sequence: 0)
             return Self.json("{\"events\":[\(page.map(EventEnvelope.json).joined(separator: ","))],\"next\":\"\(next)\"}")
         }
@@ -47,15 +48,16 @@ struct EventsController: Sendable {
             let parameters = request.uri.queryParameters
             var account: AccountID?
             if let text = parameters.get("account") {
-                guard let parsed = AccountID(text) else { throw APIError.badRequest("account must be 1–128 characters without control characters") }
+                guard let parsed = AccountID(text) else { throw APIError.badRequest("account must be \(AccountID.rule)") }
                 account = parsed
             }
-            let page = try await self.events.recent(account: account, limit: try Self.limit(parameters.get("limit"), default: 50))
+            let (filter, limit) = (account, try Self.limit(parameters.get("limit"), default: 50))
+            let page = try await withDatabase { try await self.events.recent(account: filter, limit: limit) }
             return Self.json("{\"events\":[\(page.map(EventEnvelope.json).joined(separator: ","))]}")
         }
         group.get("events/{id}") { _, context -> Response in
             let id = try Self.eventId(context)
-            guard let detail = try await self.events.detail(id) else { throw APIError(.notFound, code: "not_found", message: "no event \(id)") }
+            guard let detail = try await withDatabase({ try await self.events.detail(id) }) else { throw APIError(.notFound, code: "not_found", message: "no event \(id)") }
             let encoder = JSONEncoder()
             encoder.dateEncodingStrategy = .iso8601
             let deliveries = try encoder.encode(detail.deliveries.map(DeliveryDocument.init))
@@ -67,7 +69,10 @@ struct EventsController: Sendable {
         group.post("events/{id}/redeliver") { request, context -> Response in
             let id = try Self.eventId(context)
             let endpoint = request.uri.queryParameters.get("endpoint")
-            guard let endpoints = try await self.events.redeliver(id, endpoint: endpoint) else {
+            if let endpoint, !endpoint.isKey(maximumBytes: 2048) {
+                throw APIError.badRequest("endpoint must be a configured endpoint's URL: 1–2048 bytes, no control characters")
+            }
+            guard let endpoints = try await withDatabase({ try await self.events.redeliver(id, endpoint: endpoint) }) else {
                 throw APIError(.notFound, code: "not_found", message: "no event \(id)")
             }
             let body = try JSONEncoder().encode(["endpoints": endpoints])

@@ -45,9 +45,12 @@ struct OffersController: Sendable {
                 throw APIError.badRequest("appAccountToken must be the UUID the app passes to StoreKit")
             }
             try Self.check(body.transactionId, "transactionId")
+            let now = clock()
             return try Self.signed(
-                try await offers.promotional(
-                    body.offerId, account: account, appAccountToken: body.appAccountToken, transactionId: body.transactionId, now: clock()),
+                try await withDatabase {
+                    try await offers.promotional(
+                        body.offerId, account: account, appAccountToken: body.appAccountToken, transactionId: body.transactionId, now: now)
+                },
                 subject: "offer \(body.offerId)")
         }
         group.post("offers/introductory-eligibility") { request, _ -> OfferSigning.IntroductoryEligibility in
@@ -57,9 +60,12 @@ struct OffersController: Sendable {
                 otherwise: "the body must be {\"accountId\", \"productId\", \"transactionId\"} (the customer's appTransactionId or any of its transactions)")
             let account = try Self.account(body.accountId)
             try Self.check(body.transactionId, "transactionId")
+            let now = clock()
             return try Self.signed(
-                try await offers.introductoryEligibility(
-                    productId: body.productId, account: account, transactionId: body.transactionId, now: clock()),
+                try await withDatabase {
+                    try await offers.introductoryEligibility(
+                        productId: body.productId, account: account, transactionId: body.transactionId, now: now)
+                },
                 subject: "product \(body.productId)")
         }
     }
@@ -73,7 +79,7 @@ struct OffersController: Sendable {
 
     static func account(_ text: String) throws -> AccountID {
         guard let account = AccountID(text) else {
-            throw APIError.badRequest("accountId must be the app's account id: 1–128 characters, no control characters")
+            throw APIError.badRequest("accountId must be the app's account id: \(AccountID.rule)")
         }
         return account
     }
@@ -92,6 +98,10 @@ struct OffersController: Sendable {
             throw APIError(.notFound, code: "not_found", message: "\(subject) is not configured (STOREKEEPER_OFFERS, STOREKEEPER_TIERS)")
         case .notEligible(let reason):
             throw APIError(.forbidden, code: "not_eligible", message: reason)
+        case .foreignToken:
+            throw APIError(
+                .forbidden, code: "foreign_app_account_token",
+                message: "appAccountToken must be the account's own UUID or a token from its POST /v1/accounts/{id}/purchase-intents")
         }
     }
 }

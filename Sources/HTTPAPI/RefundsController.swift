@@ -52,12 +52,12 @@ struct RefundsController: Sendable {
             let body = try await request.decodeJSONBody(
                 as: ConsentBody.self, upTo: 1024, otherwise: "the body must be {\"consented\": true|false}")
             let now = clock()
-            try await refunds.recordConsent(account, consented: body.consented, now: now)
+            try await withDatabase { try await refunds.recordConsent(account, consented: body.consented, now: now) }
             return ConsentResponse(accountId: account.text, consented: body.consented, recordedAt: now)
         }
         group.get("accounts/{accountId}/refund-requests") { _, context -> RequestsResponse in
             let account = try AccountsController.accountId(context)
-            return RequestsResponse(refundRequests: try await records.refundRequests(ofAccount: account, limit: 100))
+            return RequestsResponse(refundRequests: try await withDatabase { try await records.refundRequests(ofAccount: account, limit: 100) })
         }
         group.put("refund-requests/{id}/answer") { request, context -> RequestResponse in
             let text = try context.parameters.require("id")
@@ -68,7 +68,7 @@ struct RefundsController: Sendable {
             let answer = ConsumptionAnswer(
                 consumptionPercentage: body.consumptionPercentage, deliveryStatus: body.deliveryStatus, refundPreference: body.refundPreference,
                 sampleContentProvided: body.sampleContentProvided)
-            switch try await refunds.recordAppAnswer(answer, request: id) {
+            switch try await withDatabase({ try await refunds.recordAppAnswer(answer, request: id) }) {
             case .recorded(let stored):
                 return RequestResponse(refundRequest: stored)
             case .unknownRequest:

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import StatementFencing
 import Subscriptions
 
 /// The promotional-offer signatures handed out (`offer_signatures`), on the caller's connection.
@@ -8,6 +9,12 @@ public struct OfferSignatures: Sendable {
     let logger: Logger
 
     public init(logger: Logger) { self.logger = logger }
+
+    /// Takes the account's transaction-scoped lock (the one applies and spends take): the check of
+    /// ``wasSigned(_:for:on:)`` and the ``record(_:productId:nonce:for:at:on:)`` after it are then one step.
+    public func lockAccount(_ account: AccountID, on connection: PostgresConnection) async throws {
+        _ = try await connection.run(PreparedQuery<CreditLedger.AccountLock>(CreditLedger.lockKey(account)), logger: logger)
+    }
 
     /// Whether `account` was given a signature for `offerId` before.
     public func wasSigned(_ offerId: String, for account: AccountID, on connection: PostgresConnection) async throws -> Bool {

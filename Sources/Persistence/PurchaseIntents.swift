@@ -26,8 +26,13 @@ public struct PurchaseIntents: Sendable {
     /// A fresh token for a purchase by `account`.
     public func issue(for account: AccountID) async throws -> UUID {
         guard let client else { throw PersistenceError(.corruptRecord, "purchase intents were built without a database client") }
+        return try await client.withConnection { try await issue(for: account, on: $0) }
+    }
+
+    /// A fresh token for a purchase by `account`, on the caller's connection (committed with its transaction).
+    public func issue(for account: AccountID, on connection: PostgresConnection) async throws -> UUID {
         let token = UUID()
-        try await client.query("INSERT INTO purchase_intents (token, account_id) VALUES (\(token), \(account))", logger: logger)
+        try await connection.query("INSERT INTO purchase_intents (token, account_id) VALUES (\(token), \(account))", logger: logger)
         return token
     }
 

@@ -1,13 +1,18 @@
 import Foundation
 
-/// The app's own id of an account: any non-empty string of up to 128 characters without control characters (a
-/// numeric user id, a UUID, …). UUIDs are kept lowercased, so `appAccountToken`s and UUID accounts match whatever
+/// The app's own id of an account: any non-empty string of up to 128 characters and 512 UTF-8 bytes without control
+/// characters (a numeric user id, a UUID, …). UUIDs are kept lowercased, so `appAccountToken`s and UUID accounts match whatever
 /// their case.
 public struct AccountID: Hashable, Sendable, Codable, Comparable, CustomStringConvertible {
     public let text: String
 
     /// The longest id accepted, in characters.
     public static let maximumLength = 128
+    /// The longest id accepted, in UTF-8 bytes: one visible character can be thousands of bytes (a letter with
+    /// combining marks), and an id is a key in several indexes, whose rows PostgreSQL limits to about 2.7 KB.
+    public static let maximumBytes = 512
+    /// What an id must be, for error messages.
+    public static let rule = "1–128 characters and at most 512 UTF-8 bytes, no control characters"
 
     /// `nil` when `text` is empty, longer than 128 characters or holds a control character.
     public init?(_ text: String) {
@@ -25,7 +30,7 @@ public struct AccountID: Hashable, Sendable, Codable, Comparable, CustomStringCo
         if ascii {
             guard !utf8.isEmpty, utf8.count <= Self.maximumLength else { return nil }
         } else {
-            guard text.count <= Self.maximumLength, !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            guard utf8.count <= Self.maximumBytes, text.count <= Self.maximumLength, !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
             else { return nil }
         }
         // A UUID's text is 36 ASCII characters.

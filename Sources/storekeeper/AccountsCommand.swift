@@ -30,7 +30,7 @@ struct AccountsCommand: AsyncParsableCommand {
 
         func run() async throws {
             guard let account = AccountID(accountId) else {
-                throw CommandFailure("the account id must be 1–128 characters without control characters, got \"\(accountId)\"")
+                throw CommandFailure("the account id must be \(AccountID.rule), got \"\(accountId)\"")
             }
             let now = Date()
             let catalogue = try loadCatalogue()

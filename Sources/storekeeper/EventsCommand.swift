@@ -30,7 +30,7 @@ struct EventsCommand: AsyncParsableCommand {
 
         func validate() throws {
             guard (1...1000).contains(limit) else { throw ValidationError("--limit must be 1...1000") }
-            if let account, AccountID(account) == nil { throw ValidationError("--account must be 1–128 characters without control characters") }
+            if let account, AccountID(account) == nil { throw ValidationError("--account must be \(AccountID.rule)") }
         }
 
         func run() async throws {

@@ -29,7 +29,7 @@ struct ReplayCommand: AsyncParsableCommand {
             throw ValidationError("give exactly one of --account ID, --subscription OTID or --all")
         }
         if let account, AccountID(account) == nil {
-            throw ValidationError("--account must be 1–128 characters without control characters, got \"\(account)\"")
+            throw ValidationError("--account must be \(AccountID.rule), got \"\(account)\"")
         }
     }
 

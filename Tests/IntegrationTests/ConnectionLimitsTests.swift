@@ -59,7 +59,7 @@ struct ConnectionLimitsTests {
                 let connections = (0..<6).compactMap { _ in RawConnection(port: port) }
                 let body = Self.unfinishedBody(kilobytes: 500)
                 var sent = [Int](repeating: 0, count: connections.count)
-                // 1 MiB holds two of them beyond their free 64 KiB; the others are answered 503 and closed long
+                // 1 MiB holds two of them; the others are answered 503 and closed long
                 // before the 60-s body deadline. The socket takes a body in parts, as the server reads it.
                 try await eventually(timeout: .seconds(20), "the bodies beyond the budget to be refused") {
                     var closed = 0
@@ -76,22 +76,24 @@ struct ConnectionLimitsTests {
         }
     }
 
-    @Test("the budget: the first 64 KiB of a body are free; beyond, bytes are reserved until the request is answered")
+    @Test("the budget: every byte is reserved as it arrives and released when the request is answered")
     func budgetArithmetic() throws {
         let budget = RequestBodyBudget(bytes: 1 << 20)
         let first = BodyReservation(budget: budget)
         try first.receive(600 * 1024)
-        #expect(budget.reservedBytes == 600 * 1024 - RequestBodyBudget.freeBytes)
+        #expect(budget.reservedBytes == 600 * 1024)
         let second = BodyReservation(budget: budget)
         #expect(throws: RequestBodyBudget.Exhausted.self) { try second.receive(600 * 1024) }
         let small = BodyReservation(budget: budget)
-        try small.receive(RequestBodyBudget.freeBytes)  // never counted, even with the budget nearly spent
+        try small.receive(1024)
+        #expect(budget.reservedBytes == 601 * 1024)
         first.releaseAll()
         second.releaseAll()
+        small.releaseAll()
         #expect(budget.reservedBytes == 0)
         let third = BodyReservation(budget: budget)
         try third.receive(100 * 1024)
-        #expect(budget.reservedBytes == 100 * 1024 - RequestBodyBudget.freeBytes)
+        #expect(budget.reservedBytes == 100 * 1024)
     }
 
     @Test("the configuration reads every STOREKEEPER_HTTP_* variable and refuses nonsense with one line each")

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import LocalSigning
+import NIOCore
 import Logging
 import StorekeeperRuntime
 import Testing
@@ -20,7 +21,7 @@ struct DatabaseDownTests {
             "DATABASE_URL": "postgres://storekeeper@127.0.0.1:1/postgres?sslmode=disable",
             "STOREKEEPER_BUNDLE_ID": StorekeeperHarness.bundleId, "STOREKEEPER_ENVIRONMENTS": "Sandbox",
             "STOREKEEPER_ROOT_CERTIFICATES": directory.appendingPathComponent("root.pem").path,
-            "STOREKEEPER_API_KEYS": StorekeeperHarness.apiKey,
+            "STOREKEEPER_API_KEYS": StorekeeperHarness.apiKey, "STOREKEEPER_ADMIN_KEYS": "admin-key",
         ])
         let components = try StorekeeperComponents(configuration: configuration, logger: TestDatabase.logger)
         let signer = NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: StorekeeperHarness.bundleId)
@@ -40,6 +41,40 @@ struct DatabaseDownTests {
                 #expect(try await client.execute(uri: "/readyz", method: .get).status == .serviceUnavailable)
                 #expect(try await client.getWithKey("/v1/accounts/\(UUID())/status").status == .serviceUnavailable)
                 #expect(try await client.execute(uri: "/healthz", method: .get).status == .ok)
+                // Every other route that reads or writes the database: 503 (retry later), never 500 or a hang.
+                let admin: HTTPFields = [.authorization: "Bearer admin-key", .contentType: "application/json"]
+                let routes: [(String, HTTPRequest.Method, HTTPFields, String?)] = [
+                    ("/v1/events", .get, [.authorization: "Bearer \(StorekeeperHarness.apiKey)"], nil),
+                    ("/v1/accounts/a/consent", .put, [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"], #"{"consented": true}"#),
+                    ("/v1/accounts/a/refund-requests", .get, [.authorization: "Bearer \(StorekeeperHarness.apiKey)"], nil),
+                    ("/v1/refund-requests/\(UUID())/answer", .put, [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+                     #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": false}"#),
+                    ("/v1/accounts/a/usage", .post, [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+                     #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "k"}"#),
+                    ("/v1/accounts/a/purchase-intents", .post, [.authorization: "Bearer \(StorekeeperHarness.apiKey)"], nil),
+                    ("/admin/stats", .get, admin, nil),
+                    ("/admin/jobs", .get, admin, nil),
+                    ("/admin/jobs/1", .get, admin, nil),
+                    ("/admin/jobs/requeue", .post, admin, #"{"state": "failed"}"#),
+                    ("/admin/jobs/1/cancel", .post, admin, nil),
+                    ("/admin/events", .get, admin, nil),
+                    ("/admin/events/\(UUID())", .get, admin, nil),
+                    ("/admin/events/\(UUID())/redeliver", .post, admin, nil),
+                    ("/admin", .get, [.authorization: "Bearer admin-key"], nil),
+                ]
+                // At once: each waits for its deadline.
+                let started = ContinuousClock.now
+                let answers = try await withThrowingTaskGroup(of: (String, HTTPResponse.Status).self) { group in
+                    for (uri, method, headers, body) in routes {
+                        group.addTask {
+                            let answer = try await client.execute(uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) })
+                            return ("\(method) \(uri)", answer.status)
+                        }
+                    }
+                    return try await group.reduce(into: [(String, HTTPResponse.Status)]()) { $0.append($1) }
+                }
+                for (route, status) in answers { #expect(status == .serviceUnavailable, "\(route): \(status)") }
+                #expect(ContinuousClock.now - started < .seconds(30))
             }
         }
     }

@@ -76,7 +76,7 @@ private struct SpendGroup: Sendable {
             case .unlimited:
                 answer = UsageRequests.Answer(outcome: .spent, meter: request.meter, remaining: nil)
             case .spent(let plan, let remaining, let after):
-                let prefix = "spend:\(request.account.text):\(request.idempotencyKey)"
+                let prefix = UsageRequests.spendKey(account: request.account, idempotencyKey: request.idempotencyKey)
                 for (index, debit) in plan.debits.enumerated() {
                     postings.append(LedgerEntry(operationKey: "\(prefix):\(index)", bucket: debit.bucket, delta: -debit.amount, reason: "usage"))
                 }

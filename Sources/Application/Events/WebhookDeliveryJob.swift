@@ -129,8 +129,18 @@ public struct WebhookDeliveryJob: JobHandler {
         var status: Int?
         var error: String?
         do {
-            status = try await transport.post(endpoint.url, headers: headers, body: body, timeout: Self.requestTimeout)
-            if let code = status, !(200..<300).contains(code) { error = "HTTP \(code)" }
+            let response = try await transport.post(endpoint.url, headers: headers, body: body, timeout: Self.requestTimeout)
+            status = response.status
+            if (300..<400).contains(response.status) {
+                // Following it would hand the signed event to whoever the redirect names.
+                let location = response.location.map { String($0.prefix(300)) } ?? "none"
+                error = "HTTP \(response.status) redirect to \(location), not followed"
+                logger.warning(
+                    "webhook endpoint answered a redirect; not followed",
+                    metadata: ["endpoint": "\(endpoint.name)", "status": "\(response.status)", "location": "\(location)"])
+            } else if !(200..<300).contains(response.status) {
+                error = "HTTP \(response.status)"
+            }
         } catch let failure {
             error = String(describing: failure).prefix(500).description
         }

@@ -36,6 +36,9 @@ public struct OfferSigning: Sendable {
         case unknownOffer
         case unknownProduct
         case notEligible(String)
+        /// The `appAccountToken` passed is neither the account's own UUID nor a purchase intent it asked for: a
+        /// signature must bind the account whose eligibility was checked.
+        case foreignToken
     }
 
     let client: PostgresClient
@@ -43,6 +46,7 @@ public struct OfferSigning: Sendable {
     let offers: [PromotionalOffer]
     let subscriptionProducts: Set<String>
     let subscriptions: SubscriptionStore
+    let purchaseIntents: PurchaseIntents
     let logger: Logger
 
     public init(
@@ -53,6 +57,7 @@ public struct OfferSigning: Sendable {
         self.offers = offers
         self.subscriptionProducts = subscriptionProducts
         self.subscriptions = SubscriptionStore(client: client, logger: logger)
+        self.purchaseIntents = PurchaseIntents(client: client, logger: logger)
         self.logger = logger
     }
 
@@ -66,24 +71,34 @@ public struct OfferSigning: Sendable {
         )
     }
 
-    /// Signs `offerId` for `account` when it is eligible, and records that it was signed.
+    /// Signs `offerId` for `account` when it is eligible, and records that it was signed. The signature binds the
+    /// account: its `appAccountToken` is `appAccountToken` when that is the account's own UUID or a purchase intent of
+    /// the account, else the account's UUID, else a purchase intent issued now. Requests for one account are
+    /// serialized by the account's lock, so a once-per-account offer is signed once however many ask at once.
     public func promotional(
         _ offerId: String, account: AccountID, appAccountToken: String?, transactionId: String?, now: Date
     ) async throws -> Outcome<PromotionalOfferSignature> {
         guard let offer = offers.first(where: { $0.id == offerId }) else { return .unknownOffer }
         return try await client.withTransaction(logger: logger) { connection in
             let signatures = OfferSignatures(logger: logger)
+            try await signatures.lockAccount(account, on: connection)
+            if let appAccountToken, try await purchaseIntents.account(ofToken: appAccountToken, on: connection) != account {
+                return .foreignToken
+            }
             let history = try await history(of: account, on: connection)
             let decision = OfferEligibility.promotional(
                 offer, subscriptions: history.subscriptions, formerSubscriptions: history.former,
                 signedBefore: try await signatures.wasSigned(offer.id, for: account, on: connection), now: now)
             if case .notEligible(let reason) = decision { return .notEligible(reason) }
+            let token =
+                if let appAccountToken { appAccountToken.lowercased() }
+                else if UUID(uuidString: account.text) != nil { account.text }
+                else { try await purchaseIntents.issue(for: account, on: connection).uuidString.lowercased() }
             let nonce = UUID()
             let timestamp = Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
-            let token = appAccountToken ?? UUID(uuidString: account.text).map { $0.uuidString.lowercased() } ?? ""
             let signed = PromotionalOfferSignature(
                 productId: offer.productId, offerId: offer.id, keyId: signer.keyId, nonce: nonce.uuidString.lowercased(),
-                timestamp: timestamp, appAccountToken: token.lowercased(),
+                timestamp: timestamp, appAccountToken: token,
                 signature: try signer.promotionalSignature(
                     productId: offer.productId, offerId: offer.id, appAccountToken: token, nonce: nonce, timestamp: timestamp),
                 jws: try signer.promotionalJWS(

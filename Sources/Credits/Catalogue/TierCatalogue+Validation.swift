@@ -7,6 +7,9 @@ extension TierCatalogue {
         for (id, count) in Dictionary(meters.map { ($0.id, 1) }, uniquingKeysWith: +) where count > 1 {
             problems.append("meters: \(id) is defined \(count) times")
         }
+        // Ids are parts of ledger and bucket keys, where `:` separates the parts.
+        for id in meters.map(\.id) where !Self.isKeyPart(id) { problems.append("meters: \(id) must be 1–64 characters without `:`, spaces or control characters") }
+        for id in tiers.map(\.id) where !Self.isKeyPart(id) { problems.append("tiers: \(id) must be 1–64 characters without `:`, spaces or control characters") }
         problems += Self.problems(of: free.allowances, at: "free", meters: meterIds)
         if tiers.isEmpty { problems.append("tiers: define at least one paid tier") }
         var productOwners: [String: String] = [:]
@@ -53,5 +56,11 @@ extension TierCatalogue {
             }
         }
         return problems
+    }
+
+    /// Whether `id` can be one `:`-separated part of a key.
+    static func isKeyPart(_ id: String) -> Bool {
+        !id.isEmpty && id.count <= 64
+            && !id.unicodeScalars.contains { $0 == ":" || $0.properties.isWhitespace || $0.properties.generalCategory == .control }
     }
 }

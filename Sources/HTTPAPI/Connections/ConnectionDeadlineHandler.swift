@@ -13,6 +13,10 @@ import NIOHTTPTypes
 ///
 /// It also closes the connection after a response that says `Connection: close` (a body refused for the memory
 /// budget): Hummingbird would otherwise first read the rest of the refused body, as slowly as its sender likes.
+///
+/// A request's end may arrive after its answer was written (a handler that answers before reading the body, such as
+/// `/healthz`): the connection is then already waiting for its next request, and that deadline stays armed — a
+/// client that sends its last byte late must not switch every timer off.
 final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -30,6 +34,8 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     private var deadline: Scheduled<Void>?
     /// The response being written said `Connection: close`.
     private var closesAfterResponse = false
+    /// The current request has been answered, whether or not its end has arrived yet.
+    private var answered = false
 
     init(limits: HTTPServerLimits, logger: Logger) {
         self.limits = limits
@@ -54,9 +60,12 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head: arm(.body, after: limits.bodyTimeout, context: context)
+        case .head:
+            answered = false
+            arm(.body, after: limits.bodyTimeout, context: context)
         case .body: break
-        case .end: disarm()
+        // Answered already: the next-request deadline armed by the answer's end keeps running.
+        case .end: if !answered { disarm() }
         }
         context.fireChannelRead(data)
     }
@@ -69,6 +78,7 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
         case .body:
             context.write(data, promise: promise)
         case .end:
+            answered = true
             guard closesAfterResponse else {
                 arm(.nextRequest, after: limits.idleTimeout, context: context)
                 context.write(data, promise: promise)

@@ -137,6 +137,14 @@ public struct UsageRequests: Sendable {
         for try await key in rows.decode(String.self) { CreditLedger.countPosted(key) }
     }
 
+    /// The ledger operation key of a spend, before its debit's index: `spend:<bytes of the account>:<account>:<key>`.
+    /// Both ids may hold `:`, so the account is length-prefixed: without it, account `c` with key `x:y` and account
+    /// `c:x` with key `y` wrote the same keys, and the second spend was dropped as already posted — served uncharged.
+    /// (The debit's index follows the last `:`, and holds none.)
+    public static func spendKey(account: AccountID, idempotencyKey: String) -> String {
+        "spend:\(account.text.utf8.count):\(account.text):\(idempotencyKey)"
+    }
+
     /// What identifies a request's answer.
     public struct Key: Hashable, Sendable {
         public var account: AccountID
