@@ -28,6 +28,9 @@ public enum ChildProcess {
 
         public func signal(_ signal: Int32) { kill(pid, signal) }
 
+        /// What the process has written to its standard output and error so far.
+        public var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+
         /// CPU time it has used, user and system, while it runs (`/proc/<pid>/stat`, in clock ticks).
         public var cpuSeconds: Double? {
             guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),

@@ -1,8 +1,12 @@
 import Foundation
 
 /// A private PostgreSQL cluster in a directory of its own (`./.storekeeper/postgres` for `dev`): created with
-/// `initdb` on first use, started with `pg_ctl` on a free loopback port, stopped on exit. When running as root the
-/// server runs as the `postgres` system user, since PostgreSQL refuses to run as root.
+/// `initdb` on first use, started with `pg_ctl`, stopped on exit. When running as root the server runs as the
+/// `postgres` system user, since PostgreSQL refuses to run as root.
+///
+/// Only its owner can reach it: it listens on no TCP port, only on a Unix-domain socket in a directory of mode 0700
+/// (`socket/` inside its own, or a private one under `/tmp` when that path is too long for a socket). Its
+/// authentication is `trust`, so on a shared machine a loopback listener would make every local user its superuser.
 public struct PrivateCluster: Sendable {
     public let directory: URL
     public let binDirectory: URL
@@ -42,37 +46,69 @@ public struct PrivateCluster: Sendable {
                 ["-D", dataDirectory.path, "-U", "storekeeper", "--auth=trust", "-E", "UTF8", "--no-instructions"],
                 asUser: runAsUser)
         }
-        if let port = runningPort() { return url(port: port) }
+        if let running = runningServer() { return url(port: running.port, socketDirectory: running.socketDirectory) }
         let port: Int
         if let requestedPort { port = requestedPort } else { port = try Self.freePort() }
+        let socketDirectory = try privateSocketDirectory()
         try run(
             binDirectory.appendingPathComponent("pg_ctl").path,
             [
                 "-D", dataDirectory.path, "-l", directory.appendingPathComponent("postgres.log").path, "-w", "-t", "60",
-                "-o", "-p \(port) -k /tmp -c listen_addresses=127.0.0.1 -c max_connections=200", "start",
+                "-o", "-p \(port) -k \(socketDirectory) -c listen_addresses='' -c max_connections=200", "start",
             ],
             asUser: runAsUser)
-        return url(port: port)
+        return url(port: port, socketDirectory: socketDirectory)
     }
+
+    /// The directory of the server's socket, mode 0700 and owned by whoever runs the server: `socket/` in the
+    /// cluster's directory, or — when that path is too long for a socket's 107 bytes — one under `/tmp` named after
+    /// it, refused if someone else made it first.
+    func privateSocketDirectory() throws(Failure) -> String {
+        let inside = directory.appendingPathComponent("socket").path
+        let path: String
+        if inside.utf8.count + "/.s.PGSQL.65535".utf8.count < 104 {
+            path = inside
+        } else {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in directory.standardizedFileURL.path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            path = "/tmp/storekeeper-pg-\(geteuid())-\(String(hash, radix: 16))"
+        }
+        if mkdir(path, 0o700) != 0 && errno != EEXIST { throw Failure(description: "cannot create \(path): \(String(cString: strerror(errno)))") }
+        var status = stat()
+        guard lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR,
+            status.st_uid == geteuid() || (runAsUser != nil && status.st_uid == Self.userId(runAsUser!))
+        else { throw Failure(description: "\(path) is not a directory of this user's; remove it and start again") }
+        guard chmod(path, 0o700) == 0 else { throw Failure(description: "cannot make \(path) private") }
+        if let user = runAsUser { try run("/bin/chown", [user, path], asUser: nil) }
+        return path
+    }
+
+    private static func userId(_ name: String) -> uid_t? { getpwnam(name).map { $0.pointee.pw_uid } }
+
+    /// Whether a server is running on this cluster's data directory now (another process may have started it).
+    public var isRunning: Bool { runningServer() != nil }
 
     /// Stops the cluster (fast shutdown); the data stays for the next start.
     public func stop() {
         try? run(binDirectory.appendingPathComponent("pg_ctl").path, ["-D", dataDirectory.path, "-m", "fast", "-w", "stop"], asUser: runAsUser)
     }
 
-    /// Through the Unix-domain socket in `/tmp` (`-k /tmp`): on one machine it costs each round trip less than loopback TCP.
-    private func url(port: Int) -> DatabaseURL {
-        DatabaseURL(host: "/tmp", port: port, username: "storekeeper", password: nil, database: "postgres")
+    /// Through the Unix-domain socket: the only way in, and on one machine it costs each round trip less than TCP.
+    private func url(port: Int, socketDirectory: String) -> DatabaseURL {
+        DatabaseURL(host: socketDirectory, port: port, username: "storekeeper", password: nil, database: "postgres")
     }
 
-    /// The port of a server already running on this data directory (line 4 of `postmaster.pid`).
-    private func runningPort() -> Int? {
+    /// The port and socket directory of a server already running on this data directory (lines 4 and 5 of
+    /// `postmaster.pid`).
+    private func runningServer() -> (port: Int, socketDirectory: String)? {
         guard let text = try? String(contentsOf: dataDirectory.appendingPathComponent("postmaster.pid"), encoding: .utf8) else {
             return nil
         }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        guard lines.count > 3, let pid = Int32(lines[0]), kill(pid, 0) == 0, let port = Int(lines[3]) else { return nil }
-        return port
+        guard lines.count > 4, let pid = Int32(lines[0]), kill(pid, 0) == 0, let port = Int(lines[3]), lines[4].hasPrefix("/") else {
+            return nil
+        }
+        return (port, String(lines[4]))
     }
 
     private func run(_ executable: String, _ arguments: [String], asUser user: String?) throws(Failure) {

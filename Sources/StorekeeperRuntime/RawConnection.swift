@@ -8,9 +8,10 @@ import Glibc
 public final class RawConnection {
     private let descriptor: Int32
 
-    /// Connects to `127.0.0.1:port`; `nil` when the connection could not be made.
-    public init?(port: Int) {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    /// Connects to `127.0.0.1:port`; `nil` when the connection could not be made within `timeout` (a server whose
+    /// listen backlog is full lets a connection wait for minutes).
+    public init?(port: Int, timeout: Duration = .seconds(2)) {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard descriptor >= 0 else { return nil }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -19,13 +20,23 @@ public final class RawConnection {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard connected == 0 else {
+        guard connected == 0 || (errno == EINPROGRESS && Self.completes(descriptor, within: timeout)) else {
             close(descriptor)
             return nil
         }
     }
 
     deinit { close(descriptor) }
+
+    /// Whether a non-blocking connect in progress on `descriptor` succeeds within `timeout`.
+    private static func completes(_ descriptor: Int32, within timeout: Duration) -> Bool {
+        var request = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+        guard poll(&request, 1, Int32(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)) == 1
+        else { return false }
+        var failure: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        return getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &failure, &length) == 0 && failure == 0
+    }
 
     /// Sends as much of `bytes` as the socket takes now; returns how many it took.
     @discardableResult

@@ -232,7 +232,8 @@ public struct StorekeeperConfiguration: Sendable {
             bodyTimeout: seconds("STOREKEEPER_HTTP_BODY_TIMEOUT", default: defaults.bodyTimeout),
             idleTimeout: seconds("STOREKEEPER_HTTP_IDLE_TIMEOUT", default: defaults.idleTimeout),
             maximumConnections: integer("STOREKEEPER_HTTP_MAX_CONNECTIONS", default: defaults.maximumConnections, range: 16...1_000_000),
-            bodyMemory: integer("STOREKEEPER_HTTP_BODY_MEMORY_MB", default: defaults.bodyMemory >> 20, range: 1...65_536) << 20)
+            bodyMemory: integer("STOREKEEPER_HTTP_BODY_MEMORY_MB", default: defaults.bodyMemory >> 20, range: 1...65_536) << 20,
+            headBytes: integer("STOREKEEPER_HTTP_MAX_HEAD_KB", default: defaults.headBytes >> 10, range: 4...1024) << 10)
         guard problems.isEmpty else { throw ConfigurationError(problems: problems) }
         return configuration
     }

@@ -27,9 +27,14 @@ struct DevCommand: AsyncParsableCommand {
             databaseURL = try DatabaseURL(parsing: text)
         } else {
             let privateCluster = try PrivateCluster(directory: dev.clusterDirectory)
-            say("Starting a private PostgreSQL cluster in \(dev.clusterDirectory.path) …")
+            if privateCluster.isRunning {
+                // Another `dev` started it and stops it: this one only uses it.
+                say("Using the private PostgreSQL cluster already running in \(dev.clusterDirectory.path)")
+            } else {
+                say("Starting a private PostgreSQL cluster in \(dev.clusterDirectory.path) …")
+                cluster = privateCluster
+            }
             databaseURL = try privateCluster.start()
-            cluster = privateCluster
         }
         defer { cluster?.stop() }
 

@@ -15,6 +15,9 @@ struct HostileDrill: AsyncParsableCommand {
     @Option(help: "Seed of the fuzz cases.") var seed: UInt64 = 20_261_124
     @Option(help: "Stalled connections that send half a request head.") var stalledHeads = 1_100
     @Option(help: "Connections that send most of a 512 KiB body, then stall.") var stalledBodies = 300
+    @Option(help: "Requests whose last body byte comes after their answer.") var lateEnds = 16
+    @Option(help: "Connections that send 62 KiB of a 400,000-byte body, then stall.") var partialBodyCount = 4_096
+    @Option(help: "Uploads abandoned mid-body.") var abortedUploadCount = 1_000
 
     static let adminKey = "drill-admin"
     static let metricsKey = "drill-metrics"
@@ -45,6 +48,8 @@ struct HostileDrill: AsyncParsableCommand {
             try await fuzz(system, attacker: attacker, verdict: &verdict)
             verdict.check(system.serve?.hasExited == false && system.workers.allSatisfy { !$0.hasExited }, "serve and work are still running")
         }
+        say("attack: the second review's (late request ends, partial bodies, colliding keys, offer races, redirects, heavy ids, NUL parameters, aborted uploads, the database stopped)")
+        try await secondReview(verdict: &verdict)
         try verdict.finish()
     }
 

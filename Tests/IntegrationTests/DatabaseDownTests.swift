@@ -63,7 +63,7 @@ struct DatabaseDownTests {
                     ("/admin", .get, [.authorization: "Bearer admin-key"], nil),
                 ]
                 // At once: each waits for its deadline.
-                let started = ContinuousClock.now
+                let routesStarted = ContinuousClock.now
                 let answers = try await withThrowingTaskGroup(of: (String, HTTPResponse.Status).self) { group in
                     for (uri, method, headers, body) in routes {
                         group.addTask {
@@ -74,7 +74,7 @@ struct DatabaseDownTests {
                     return try await group.reduce(into: [(String, HTTPResponse.Status)]()) { $0.append($1) }
                 }
                 for (route, status) in answers { #expect(status == .serviceUnavailable, "\(route): \(status)") }
-                #expect(ContinuousClock.now - started < .seconds(30))
+                #expect(ContinuousClock.now - routesStarted < .seconds(30))
             }
         }
     }

@@ -10,17 +10,32 @@ public struct HTTPServerLimits: Sendable, Equatable {
     public var idleTimeout: Duration
     /// Connections served at once by one process; further ones wait in the listen backlog.
     public var maximumConnections: Int
-    /// Bytes of request bodies held in memory at once, beyond the first ``RequestBodyBudget/freeBytes`` of each.
+    /// Bytes of request bodies held in memory at once, every byte of every body counted.
     public var bodyMemory: Int
+    /// Bytes of one request head (its header lines together; one line at most as much): a head is buffered whole
+    /// before it is parsed, so this bounds what a connection that never finishes its head holds.
+    public var headBytes: Int
 
     public init(
         headTimeout: Duration = .seconds(10), bodyTimeout: Duration = .seconds(30), idleTimeout: Duration = .seconds(60),
-        maximumConnections: Int = 4_096, bodyMemory: Int = 16 * 1024 * 1024
+        maximumConnections: Int = 2_048, bodyMemory: Int = 16 * 1024 * 1024, headBytes: Int = 16 * 1024
     ) {
         self.headTimeout = headTimeout
         self.bodyTimeout = bodyTimeout
         self.idleTimeout = idleTimeout
         self.maximumConnections = maximumConnections
         self.bodyMemory = bodyMemory
+        self.headBytes = headBytes
     }
+
+    /// What `serve` may hold resident at most under these limits (docs/security.md, "Memory"): a running process's
+    /// own memory, each connection at its worst, and the request bodies' budget. With the defaults, 176 MiB: within
+    /// the 256 MiB the Kubernetes manifest gives a pod.
+    public var memoryBound: Int { Self.processMemory + maximumConnections * Self.connectionMemory + bodyMemory }
+
+    /// A running `serve`, database pool and caches included, before any client (48 MB measured).
+    static let processMemory = 64 << 20
+    /// One connection at its worst with the default head limit: a head of nearly 16 KiB buffered, NIO's and
+    /// Hummingbird's per-connection state (44 KiB measured over 4,000 such connections; an idle one is 14 KiB).
+    static let connectionMemory = 48 << 10
 }
