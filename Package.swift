@@ -180,7 +180,9 @@ let package = Package(
             ],
             path: "Tests/ProbeWorker"
         ),
-        .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "LocalSigning", "AppStoreModels", "TestSupport"]),
+        .testTarget(
+            name: "SignedDataTests",
+            dependencies: ["SignedData", "LocalSigning", "AppStoreModels", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels", "TestSupport"]),
         .testTarget(name: "PayloadDecodingTests", dependencies: ["PayloadDecoding", "AppStoreModels", "TestSupport"]),
         .testTarget(name: "CreditsTests", dependencies: ["Credits", "Subscriptions", "AppStoreModels"]),

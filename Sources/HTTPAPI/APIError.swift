@@ -11,6 +11,8 @@ public struct APIError: HTTPResponseError, Sendable {
     public let message: String
     /// Answered with `Connection: close`, and the connection closed after it: the rest of a refused body is not read.
     public var closesConnection = false
+    /// Headers the answer carries besides its content type (`Allow` of a 405).
+    public var headers: HTTPFields = [:]
 
     public init(_ status: HTTPResponse.Status, code: String, message: String) {
         self.status = status
@@ -20,10 +22,14 @@ public struct APIError: HTTPResponseError, Sendable {
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         let body = try JSONEncoder().encode(["error": code, "message": message])
-        var headers: HTTPFields = [.contentType: "application/json"]
+        var headers = self.headers
+        headers[.contentType] = APIError.jsonContentType
         if closesConnection { headers[.connection] = "close" }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
+
+    /// The content type of every JSON answer, successes and errors alike (Hummingbird's encoder writes this one).
+    static let jsonContentType = "application/json; charset=utf-8"
 
     static func badRequest(_ message: String) -> APIError { APIError(.badRequest, code: "bad_request", message: message) }
     static let unauthorized = APIError(.unauthorized, code: "unauthorized", message: "a valid bearer key is required")

@@ -19,7 +19,10 @@ public struct BearerKeyMiddleware<Context: RequestContext>: RouterMiddleware {
     ) async throws -> Response {
         guard let key = presentedKey(request), admits(key) else {
             guard let basicRealm else { throw APIError.unauthorized }
-            var response = try APIError.unauthorized.response(from: request, context: context)
+            let challenge = APIError(
+                .unauthorized, code: "unauthorized",
+                message: "sign in with HTTP Basic: any user name, an admin key as the password (or send it as a bearer key)")
+            var response = try challenge.response(from: request, context: context)
             response.headers[.wwwAuthenticate] = "Basic realm=\"\(basicRealm)\", charset=\"UTF-8\""
             return response
         }

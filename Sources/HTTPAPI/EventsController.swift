@@ -92,7 +92,7 @@ struct EventsController: Sendable {
     }
 
     static func json(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
-        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text)))
+        Response(status: status, headers: [.contentType: APIError.jsonContentType], body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
     struct DeliveryDocument: Encodable {

@@ -11,7 +11,7 @@ extension AccountStatusResponse: ResponseGenerator {
         let json = self.json
         return Response(
             status: .ok,
-            headers: [.contentType: "application/json; charset=utf-8", .contentLength: String(json.count)],
+            headers: [.contentType: APIError.jsonContentType, .contentLength: String(json.count)],
             body: .init(byteBuffer: ByteBuffer(bytes: json)))
     }
 }

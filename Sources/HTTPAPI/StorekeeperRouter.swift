@@ -33,6 +33,8 @@ public struct HTTPDependencies: Sendable {
     public var adminKeys: [String]
     /// Bearer keys `GET /metrics` requires; empty leaves it open (keep it off the public listener then).
     public var metricsKeys: [String] = []
+    /// `storekeeper dev`'s clock, which `simulate advance` moves through the admin API; `nil` elsewhere.
+    public var devClock: (any AdjustableClock)?
     /// The request-body memory of the process.
     public var bodyBudget = RequestBodyBudget(bytes: HTTPServerLimits().bodyMemory)
     public var clock: @Sendable () -> Date
@@ -99,6 +101,7 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
             .add(middleware: BearerKeyMiddleware(keys: dependencies.adminKeys))
             .add(middleware: SameSiteWriteMiddleware(mediaType: "application/json"))
         AdminController(jobs: dependencies.jobs).addRoutes(to: adminAPI)
+        if let devClock = dependencies.devClock { DevClockController(clock: devClock).addRoutes(to: adminAPI) }
         if let events = dependencies.events { EventsController(events: events).addAdminRoutes(to: adminAPI) }
         let dashboard = router.group("admin")
             .add(middleware: SecurityHeadersMiddleware(cacheControl: "no-store"))
@@ -109,5 +112,6 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
             clock: dependencies.clock
         ).addRoutes(to: dashboard)
     }
+    router.add(middleware: UnknownRouteMiddleware<StorekeeperRequestContext>(routes: router.routes))
     return router
 }

@@ -15,7 +15,7 @@ public struct TiersController: Sendable {
         let encoder = StorekeeperRequestContext.jsonEncoder
         let body = ByteBuffer(data: (try? encoder.encode(TiersResponse(catalogue: catalogue))) ?? Data("{}".utf8))
         router.get("/v1/tiers") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: body))
+            Response(status: .ok, headers: [.contentType: APIError.jsonContentType], body: .init(byteBuffer: body))
         }
     }
 }

@@ -54,7 +54,7 @@ public struct UsageController: Sendable {
             body.member("remaining", answer.remaining)
             body.endObject()
             return Response(
-                status: UsageController.status(of: answer.outcome), headers: [.contentType: "application/json"],
+                status: UsageController.status(of: answer.outcome), headers: [.contentType: APIError.jsonContentType],
                 body: .init(byteBuffer: ByteBuffer(bytes: body.bytes)))
         }
     }

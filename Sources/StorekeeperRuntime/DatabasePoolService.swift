@@ -4,19 +4,19 @@ import PostgresNIO
 import ServiceLifecycle
 import StatementFencing
 
-/// A process's `PostgresClient` as a `Service` that closes the pool on graceful shutdown and waits for that at most
-/// ``PostgresClient/closeTimeout`` (a pool that never finishes closing would keep the process alive).
+/// A process's running `PostgresClient` (``PostgresClient/startRunning()``, before the other services start, so none
+/// asks for a connection before the pool runs) as a `Service` that closes the pool on graceful shutdown and waits for
+/// that at most ``PostgresClient/closeTimeout`` (a pool that never finishes closing would keep the process alive).
 public struct DatabasePoolService: Service {
-    let client: PostgresClient
+    let pool: Task<Void, Never>
     let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
-        self.client = client
+    public init(running pool: Task<Void, Never>, logger: Logger) {
+        self.pool = pool
         self.logger = logger
     }
 
     public func run() async {
-        let pool = Task { await client.run() }
         try? await gracefulShutdown()
         await PostgresClient.close(pool, logger: logger)
     }

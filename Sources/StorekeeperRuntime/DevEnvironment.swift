@@ -40,9 +40,12 @@ public struct DevEnvironment: Sendable {
         return key
     }
 
-    /// Writes the settings `simulate` reads.
+    /// Writes the settings `simulate` and the operator commands read, as shell assignments `source` takes as they
+    /// are: each value single-quoted (a database URL holds `&` and `?`).
     public func writeSettings(_ settings: [String: String]) throws {
-        let text = settings.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\n") + "\n"
+        let text = settings.sorted { $0.key < $1.key }
+            .map { "export \($0.key)='\($0.value.replacingOccurrences(of: "'", with: "'\\''"))'" }.joined(separator: "\n") + "\n"
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try text.write(to: settingsFile, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: settingsFile.path)
     }
@@ -52,8 +55,13 @@ public struct DevEnvironment: Sendable {
         guard let text = try? String(contentsOf: settingsFile, encoding: .utf8) else { return [:] }
         var settings: [String: String] = [:]
         for line in text.split(separator: "\n") {
-            guard let equals = line.firstIndex(of: "=") else { continue }
-            settings[String(line[..<equals])] = String(line[line.index(after: equals)...])
+            let assignment = line.hasPrefix("export ") ? line.dropFirst("export ".count) : line[...]
+            guard let equals = assignment.firstIndex(of: "=") else { continue }
+            var value = String(assignment[assignment.index(after: equals)...])
+            if value.hasPrefix("'"), value.hasSuffix("'"), value.count >= 2 {
+                value = String(value.dropFirst().dropLast()).replacingOccurrences(of: "'\\''", with: "'")
+            }
+            settings[String(assignment[..<equals])] = value
         }
         return settings
     }

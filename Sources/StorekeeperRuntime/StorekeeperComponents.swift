@@ -42,6 +42,8 @@ public struct StorekeeperComponents: Sendable {
     /// own; `nil`: NIO's shared event loops, which `serve` also answers HTTP on.
     public let databaseExecutor: EventLoopTaskExecutor?
     public let clock: @Sendable () -> Date
+    /// `storekeeper dev`'s clock, whose routes the router then has (`clock` reads it).
+    public var devClock: DevClock?
     public let logger: Logger
 
     /// - Parameters:
@@ -131,6 +133,7 @@ public struct StorekeeperComponents: Sendable {
                 subscriptionProducts: Set(configuration.catalogue.tiers.flatMap { $0.products.map(\.id) }), logger: logger)
         }
         dependencies.metricsKeys = configuration.metricsKeys
+        dependencies.devClock = devClock
         dependencies.bodyBudget = RequestBodyBudget(bytes: configuration.httpLimits.bodyMemory)
         return buildRouter(dependencies)
     }

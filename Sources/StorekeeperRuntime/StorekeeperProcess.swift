@@ -26,7 +26,7 @@ public enum StorekeeperProcess {
                 "App Store Server API credentials (STOREKEEPER_ASSA_*) are not set: late-renewal rechecks, notification catch-up and backfill are off; access still ends by the clock")
         }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: DatabasePoolService(client: components.client, logger: logger))
+            .init(service: DatabasePoolService(running: await components.client.startRunning(), logger: logger))
         ]
         if roles.contains(.work) {
             services.append(.init(service: components.worker()))

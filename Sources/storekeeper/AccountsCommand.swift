@@ -60,7 +60,7 @@ struct AccountsCommand: AsyncParsableCommand {
                 let type = event.type + (event.subtype.map { "/\($0)" } ?? "")
                 say(
                     "  \(event.signedDate.formatted(Date.ISO8601FormatStyle()))  \(event.originalTransactionId)  "
-                        + type.padding(toLength: 44, withPad: " ", startingAt: 0) + " \(event.outcomeText)  \(event.id)")
+                        + column(type, 44) + " \(event.outcomeText)  \(event.id)")
             }
             say("\narchive (\(report.archive.count))")
             for entry in report.archive {
@@ -85,8 +85,8 @@ struct AccountsCommand: AsyncParsableCommand {
             for entry in report.ledger {
                 let delta = entry.delta > 0 ? "+\(entry.delta)" : "\(entry.delta)"
                 say(
-                    "  \(entry.at.formatted(Date.ISO8601FormatStyle()))  \(entry.meter.padding(toLength: 14, withPad: " ", startingAt: 0)) "
-                        + delta.padding(toLength: 8, withPad: " ", startingAt: 0) + " \(entry.reason.padding(toLength: 22, withPad: " ", startingAt: 0)) \(entry.operationKey)")
+                    "  \(entry.at.formatted(Date.ISO8601FormatStyle()))  \(column(entry.meter, 14)) "
+                        + column(delta, 8) + " \(column(entry.reason, 22)) \(entry.operationKey)")
             }
         }
     }

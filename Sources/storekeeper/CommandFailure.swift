@@ -32,9 +32,15 @@ struct CommandFailure: Error, CustomStringConvertible {
     }
 }
 
-/// Writes a line to standard output at once (unbuffered, so it shows when output goes to a file or pipe).
+/// Writes a line to standard output at once (unbuffered, so it shows when output goes to a file or pipe). When the
+/// reader has gone (`storekeeper accounts show ID | head`), the rest of the output is nobody's: the command ends
+/// quietly, as a pipeline expects, instead of trapping in `FileHandle.write`.
 func say(_ text: String) {
-    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    do {
+        try FileHandle.standardOutput.write(contentsOf: Data((text + "\n").utf8))
+    } catch {
+        exit(0)
+    }
 }
 
 /// The logger of a one-shot command: only errors someone must act on; the command's own output says the rest.

@@ -4,14 +4,20 @@ import Logging
 import PostgresNIO
 import StorekeeperRuntime
 
-/// Runs `body` with a client on `DATABASE_URL`, bounded so an unreachable database fails with one line.
+/// The database of the operator commands: `DATABASE_URL`, or — unset, in a folder where `storekeeper dev` runs —
+/// the dev server's, from `.storekeeper/dev.env`, so a newcomer's `jobs stats` works without exporting anything.
+func operatorDatabaseURL() throws -> DatabaseURL {
+    if let text = ProcessInfo.processInfo.environment["DATABASE_URL"], !text.isEmpty { return try DatabaseURL(parsing: text) }
+    if let text = DevEnvironment().settings()["DATABASE_URL"], !text.isEmpty { return try DatabaseURL(parsing: text) }
+    throw CommandFailure("DATABASE_URL is required (postgres://user:pass@host:port/db); in a `storekeeper dev` folder it is read from .storekeeper/dev.env")
+}
+
+/// Runs `body` with a client on the operator's database (``operatorDatabaseURL()``), bounded so an unreachable
+/// database fails with one line.
 func withDatabase<Result: Sendable>(
     label: String, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> Result
 ) async throws -> Result {
-    guard let text = ProcessInfo.processInfo.environment["DATABASE_URL"], !text.isEmpty else {
-        throw CommandFailure("DATABASE_URL is required (postgres://user:pass@host:port/db)")
-    }
-    let url = try DatabaseURL(parsing: text)
+    let url = try operatorDatabaseURL()
     let logger = commandLogger(label)
     return try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 2), logger: logger) { client in
         try await ensureReachable(client, url: url, logger: logger)

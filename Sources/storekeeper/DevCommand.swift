@@ -19,6 +19,10 @@ struct DevCommand: AsyncParsableCommand {
     @Option(help: "HTTP port.") var port: Int = 8080
 
     func run() async throws {
+        // Before anything is started: a second `dev` must not get as far as the first's cluster.
+        guard PrivateCluster.isFree(port: port) else {
+            throw CommandFailure("port \(port) is in use (another `storekeeper dev`?): stop it, or pass --port")
+        }
         let dev = DevEnvironment()
         var environment = ProcessInfo.processInfo.environment
         var cluster: PrivateCluster?
@@ -54,7 +58,9 @@ struct DevCommand: AsyncParsableCommand {
         let configuration = try StorekeeperConfiguration.load(environment: environment)
         bootstrapLogging(format: configuration.logFormat)
         let logger = Logger(label: "storekeeper.dev")
-        let components = try StorekeeperComponents(configuration: configuration, logger: logger)
+        let clock = DevClock()
+        var components = try StorekeeperComponents(configuration: configuration, clock: { clock.now() }, logger: logger)
+        components.devClock = clock
         let url = "http://\(configuration.host):\(port)"
         try dev.writeSettings([
             "STOREKEEPER_URL": url, "STOREKEEPER_API_KEY": apiKey, "STOREKEEPER_BUNDLE_ID": configuration.bundleId,
@@ -68,6 +74,7 @@ struct DevCommand: AsyncParsableCommand {
             }
         }
         if !applied.isEmpty { say("Migrated: \(applied.joined(separator: ", "))") }
+        let command = Self.invocation
         try await StorekeeperProcess.run(components, roles: [.serve, .work]) { boundPort in
             let account = UUID().uuidString.lowercased()
             say(
@@ -79,12 +86,24 @@ struct DevCommand: AsyncParsableCommand {
                   dashboard:   \(url)/admin  (any user name, the API key as password)
 
                 Send a signed test notification and read the account's status:
-                  storekeeper simulate subscribe --account \(account)
+                  \(command) simulate subscribe --account \(account)
                   curl -H 'Authorization: Bearer \(apiKey)' \(url)/v1/accounts/\(account)/status
 
                 Other scenarios: renew, cancel, expire, upgrade --to max.monthly, downgrade --to basic.monthly, refund,
-                grace, fail, recover. Stop with Ctrl-C.
+                grace, fail, recover; `simulate advance 30d` moves this server's clock a month on.
+                Operator commands find this database by themselves here: \(command) jobs stats, \(command) accounts show ID.
+                Stop with Ctrl-C.
                 """)
         }
+    }
+
+    /// How this binary was run, as a command that works from the current folder: `.build/debug/storekeeper` when it
+    /// lies below it (a bare `storekeeper` is on nobody's PATH unless it was run that way), else its full path.
+    static var invocation: String {
+        let invoked = CommandLine.arguments[0]
+        guard invoked.contains("/") else { return invoked }
+        let path = URL(fileURLWithPath: invoked).standardizedFileURL.path
+        let folder = FileManager.default.currentDirectoryPath + "/"
+        return path.hasPrefix(folder) ? String(path.dropFirst(folder.count)) : path
     }
 }

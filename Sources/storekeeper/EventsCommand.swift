@@ -40,9 +40,9 @@ struct EventsCommand: AsyncParsableCommand {
             say("ID                                    SEQUENCE  TYPE                             ACCOUNT                  CREATED")
             for event in events {
                 say(
-                    event.id.uuidString.lowercased() + "  " + String(event.sequence).padding(toLength: 9, withPad: " ", startingAt: 0) + " "
-                        + event.type.padding(toLength: 32, withPad: " ", startingAt: 0) + " "
-                        + String(event.account.prefix(24)).padding(toLength: 24, withPad: " ", startingAt: 0) + " "
+                    event.id.uuidString.lowercased() + "  " + column(String(event.sequence), 9) + " "
+                        + column(event.type, 32) + " "
+                        + column(event.account, 24) + " "
                         + event.createdAt.formatted(.iso8601))
             }
             if events.isEmpty { say("(none)") }

@@ -28,7 +28,7 @@ struct JobsCommand: AsyncParsableCommand {
             if json { return try printJSON(statistics) }
             say("KIND                     STATE       COUNT")
             for count in statistics.counts {
-                say(count.kind.padding(toLength: 24, withPad: " ", startingAt: 0) + " " + count.state.padding(toLength: 11, withPad: " ", startingAt: 0) + " \(count.count)")
+                say(column(count.kind, 24) + " " + column(count.state, 11) + " \(count.count)")
             }
             if statistics.counts.isEmpty { say("(no live jobs)") }
             say("oldest runnable job: " + (statistics.oldestRunnableAgeSeconds.map { String(format: "%.1f s", $0) } ?? "none waiting"))
@@ -59,11 +59,11 @@ struct JobsCommand: AsyncParsableCommand {
             for record in records {
                 let attempts = "\(record.attempt)/\(record.maxAttempts.map(String.init) ?? "-")"
                 say(
-                    String(record.id).padding(toLength: 9, withPad: " ", startingAt: 0) + " "
-                        + record.kind.padding(toLength: 20, withPad: " ", startingAt: 0) + " "
-                        + record.state.padding(toLength: 11, withPad: " ", startingAt: 0) + " "
-                        + attempts.padding(toLength: 9, withPad: " ", startingAt: 0) + " "
-                        + JobsCommand.format(record.runAt).padding(toLength: 22, withPad: " ", startingAt: 0) + " "
+                    column(String(record.id), 9) + " "
+                        + column(record.kind, 20) + " "
+                        + column(record.state, 11) + " "
+                        + column(attempts, 9) + " "
+                        + column(JobsCommand.format(record.runAt), 22) + " "
                         + (record.lastError.map { String($0.prefix(60)) } ?? ""))
             }
             if records.isEmpty { say("(none)") }

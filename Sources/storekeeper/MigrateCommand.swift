@@ -12,10 +12,7 @@ struct MigrateCommand: AsyncParsableCommand {
         commandName: "migrate", abstract: "Apply the SQL migrations in sql/ that the database does not have yet.")
 
     func run() async throws {
-        guard let text = ProcessInfo.processInfo.environment["DATABASE_URL"], !text.isEmpty else {
-            throw CommandFailure("DATABASE_URL is required (postgres://user:pass@host:port/db)")
-        }
-        let url = try DatabaseURL(parsing: text)
+        let url = try operatorDatabaseURL()
         let logger = commandLogger("storekeeper.migrate")
         let applied = try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 2), logger: logger) { client in
             let migrator = try SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: logger)

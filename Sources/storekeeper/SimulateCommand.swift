@@ -12,12 +12,20 @@ extension SimulatedEvent.Scenario: ExpressibleByArgument {}
 struct SimulateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "simulate",
-        abstract: "Sign a notification with the local test chain and POST it, as Apple would.",
-        discussion: "Reads .storekeeper/dev.env (written by `storekeeper dev`) for the server URL, API key and bundle id."
+        abstract: "Sign a notification with the local test chain and POST it, as Apple would; or move the dev server's clock.",
+        discussion: """
+            Reads .storekeeper/dev.env (written by `storekeeper dev`) for the server URL, API key and bundle id. \
+            `simulate advance 30d` moves the dev server's clock on (s, m, h, d or w; or ISO 8601 such as P1M, PT12H). \
+            renew, expire, grace, fail and recover first move it to the end of the period in force, when Apple would \
+            send them, so every simulated history is one Apple could produce. Each subscription's exact periods are \
+            kept in .storekeeper/simulate/.
+            """
     )
 
-    @Argument(help: "One of: \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", ")).")
-    var scenario: SimulatedEvent.Scenario
+    @Argument(help: "advance, or one of: \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var scenario: String
+
+    @Argument(help: "With advance: how far (30d, 12h, 90m, 45s, 2w, P1M, PT12H).") var duration: String?
 
     @Option(help: "The account UUID (appAccountToken). Also picks a stable originalTransactionId for it.")
     var account: String?
@@ -34,6 +42,16 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "Storekeeper's base URL (default: the running dev server's).") var url: String?
 
     func validate() throws {
+        if scenario == "advance" {
+            guard let duration, Self.seconds(in: duration) != nil else {
+                throw ValidationError("advance takes a duration: 30d, 12h, 90m, 45s, 2w, or ISO 8601 such as P1M or PT12H")
+            }
+            return
+        }
+        guard let scenario = SimulatedEvent.Scenario(rawValue: scenario) else {
+            throw ValidationError("unknown scenario \(scenario); one of: advance, \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        if duration != nil { throw ValidationError("only advance takes a duration") }
         if let account, UUID(uuidString: account) == nil { throw ValidationError("--account must be a UUID") }
         if periodDays <= 0 { throw ValidationError("--period-days must be positive") }
         if (scenario == .upgrade || scenario == .downgrade) != (to != nil) {
@@ -44,7 +62,11 @@ struct SimulateCommand: AsyncParsableCommand {
     func run() async throws {
         let dev = DevEnvironment()
         let settings = dev.settings()
-        let baseURL = url ?? settings["STOREKEEPER_URL"] ?? "http://127.0.0.1:8080"
+        let server = DevServer(baseURL: url ?? settings["STOREKEEPER_URL"] ?? "http://127.0.0.1:8080", apiKey: settings["STOREKEEPER_API_KEY"])
+        guard let scenario = SimulatedEvent.Scenario(rawValue: scenario) else {
+            let now = try await server.advance(by: duration.flatMap(Self.seconds(in:)) ?? 0)
+            return say("the dev server's clock is now \(now.formatted(.iso8601))")
+        }
         let bundleId = ProcessInfo.processInfo.environment["STOREKEEPER_BUNDLE_ID"] ?? settings["STOREKEEPER_BUNDLE_ID"]
             ?? "com.example.storekeeper"
         guard FileManager.default.fileExists(atPath: dev.signingDirectory.appendingPathComponent("leaf-key.pem").path) else {
@@ -57,14 +79,23 @@ struct SimulateCommand: AsyncParsableCommand {
         var subscription = SimulatedEvent.Subscription(
             originalTransactionId: subscriptionId, productId: product ?? "pro.monthly", accountId: accountId,
             bundleId: bundleId, period: periodDays * 86_400)
-        let current = await current(baseURL: baseURL, apiKey: settings["STOREKEEPER_API_KEY"], subscription: subscription)
+        let history = SimulatedHistory(directory: dev.directory.appendingPathComponent("simulate"))
+        var current = scenario == .subscribe ? nil : history.current(of: subscriptionId)
+        if current == nil, scenario != .subscribe, let known = await self.current(server: server, subscription: subscription) {
+            current = known
+        }
         if product == nil, let currentProduct = current?.productId { subscription.productId = currentProduct }
-        let currentPeriod = current?.expiresAt.map { DateInterval(start: $0.addingTimeInterval(-subscription.period), end: $0) }
-        let event = SimulatedEvent.scenario(
-            scenario, subscription: subscription, currentPeriod: currentPeriod, target: to, at: Date())
+        let currentPeriod = current?.period
+        // What Apple sends at the end of the period in force is sent then: the dev server's clock moves there first.
+        var now = try await server.now()
+        if [.renew, .expire, .grace, .fail, .recover].contains(scenario), let end = currentPeriod?.end, end > now {
+            now = try await server.advance(by: end.timeIntervalSince(now))
+            say("the dev server's clock moved to the period's end, \(now.formatted(.iso8601))")
+        }
+        let event = SimulatedEvent.scenario(scenario, subscription: subscription, currentPeriod: currentPeriod, target: to, at: now)
         let signer = NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: bundleId)
 
-        var request = HTTPClientRequest(url: baseURL + "/notifications/apple")
+        var request = HTTPClientRequest(url: server.baseURL + "/notifications/apple")
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(ByteBuffer(data: try signer.requestBody(for: event)))
@@ -72,13 +103,47 @@ struct SimulateCommand: AsyncParsableCommand {
         do {
             response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
         } catch {
-            throw CommandFailure("cannot reach Storekeeper at \(baseURL): \(error)")
+            throw CommandFailure("cannot reach Storekeeper at \(server.baseURL): \(error)")
         }
         let body = String(buffer: try await response.body.collect(upTo: 1 << 20))
         guard response.status.code == 200 else {
             throw CommandFailure("Storekeeper answered \(response.status.code): \(body)")
         }
+        if let transaction = event.transaction, let start = transaction.purchaseDate, let end = transaction.expiresDate {
+            try history.record(
+                SimulatedHistory.Current(productId: transaction.productId, periodStart: start, periodEnd: end), of: subscriptionId)
+        }
         say("\(event.notificationType)\(event.subtype.map { "/\($0)" } ?? "") for subscription \(subscriptionId): \(body)")
+    }
+
+    /// Seconds in `text`: `<number><s|m|h|d|w>`, or ISO 8601 (`P1M` as 30 days, `P1Y` as 365, `PT12H`).
+    static func seconds(in text: String) -> TimeInterval? {
+        let units: [Character: TimeInterval] = ["s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800]
+        if let unit = text.last.flatMap({ units[$0] }), let number = Double(text.dropLast()), number >= 0 { return number * unit }
+        guard text.hasPrefix("P"), text.count > 1 else { return nil }
+        var seconds: TimeInterval = 0
+        var number = ""
+        var inTime = false
+        for character in text.dropFirst() {
+            if character == "T" { inTime = true; continue }
+            if character.isNumber || character == "." { number.append(character); continue }
+            guard let value = Double(number) else { return nil }
+            let unit: TimeInterval? =
+                switch (character, inTime) {
+                case ("Y", false): 365 * 86_400
+                case ("M", false): 30 * 86_400
+                case ("W", false): 604_800
+                case ("D", false): 86_400
+                case ("H", true): 3600
+                case ("M", true): 60
+                case ("S", true): 1
+                default: nil
+                }
+            guard let unit else { return nil }
+            seconds += value * unit
+            number = ""
+        }
+        return number.isEmpty ? seconds : nil
     }
 
     struct Current: Decodable {
@@ -86,18 +151,23 @@ struct SimulateCommand: AsyncParsableCommand {
         var expiresAt: Date?
     }
 
-    /// The product and period the server holds for this subscription, so `renew` continues it and `cancel` keeps it.
-    private func current(baseURL: String, apiKey: String?, subscription: SimulatedEvent.Subscription) async -> Current? {
-        guard let apiKey, scenario != .subscribe else { return nil }
-        var request = HTTPClientRequest(url: baseURL + "/v1/subscriptions/" + subscription.originalTransactionId)
+    /// The product and period the server holds for this subscription, for one `simulate` has no history of (its
+    /// times are whole seconds there, so the period's transaction id may differ from the one Apple used).
+    private func current(server: DevServer, subscription: SimulatedEvent.Subscription) async -> SimulatedHistory.Current? {
+        guard let apiKey = server.apiKey else { return nil }
+        var request = HTTPClientRequest(url: server.baseURL + "/v1/subscriptions/" + subscription.originalTransactionId)
         request.headers.add(name: "Authorization", value: "Bearer \(apiKey)")
         guard let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(10)), response.status == .ok else {
             return nil
         }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
-        guard let body = try? await response.body.collect(upTo: 1 << 20) else { return nil }
-        return try? decoder.decode(Current.self, from: body)
+        guard let body = try? await response.body.collect(upTo: 1 << 20), let current = try? decoder.decode(Current.self, from: body),
+            let productId = current.productId, let end = current.expiresAt
+        else { return nil }
+        let endMilliseconds = Int64(end.timeIntervalSince1970 * 1000)
+        return SimulatedHistory.Current(
+            productId: productId, periodStart: endMilliseconds - Int64(subscription.period * 1000), periodEnd: endMilliseconds)
     }
 
     /// A stable, Apple-looking originalTransactionId for an account.

@@ -45,7 +45,7 @@ struct Storekeeper: AsyncParsableCommand {
         } catch where exitCode(for: error) == .success {
             exit(withError: error)  // `--help` on a subcommand reaches here as ArgumentParser's own error: print the help
         } catch {
-            FileHandle.standardError.write(Data("storekeeper: \(CommandFailure.describe(error))\n".utf8))
+            try? FileHandle.standardError.write(contentsOf: Data("storekeeper: \(CommandFailure.describe(error))\n".utf8))
             Foundation.exit(1)
         }
     }

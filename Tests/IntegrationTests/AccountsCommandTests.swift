@@ -1,4 +1,5 @@
 import Foundation
+import Subscriptions
 import Testing
 
 @Suite("storekeeper accounts and replay, as processes")
@@ -50,7 +51,7 @@ struct AccountsCommandTests {
             let tooLong = String(repeating: "n", count: 129)
             let (badStatus, bad) = try await storekeeper("accounts", "show", tooLong)
             #expect(badStatus == 1 && bad.trimmingCharacters(in: .whitespacesAndNewlines)
-                == "storekeeper: the account id must be 1–128 characters without control characters, got \"\(tooLong)\"")
+                == "storekeeper: the account id must be \(AccountID.rule), got \"\(tooLong)\"")
             let (missingStatus, missing) = try await storekeeper("replay", "--subscription", "42")
             #expect(missingStatus == 1 && missing.contains("storekeeper: no subscription 42"))
             let (usageStatus, _) = try await storekeeper("replay")

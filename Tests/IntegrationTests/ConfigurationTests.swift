@@ -2,6 +2,7 @@ import Credits
 import Foundation
 import StorekeeperRuntime
 import Testing
+import TestSupport
 
 @Suite("Configuration")
 struct ConfigurationTests {
@@ -27,8 +28,7 @@ struct ConfigurationTests {
 
     @Test("the refund policy and the offers are checked at startup: ranges, audiences, products of the catalogue")
     func refundPolicyAndOffers() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/fixtures/apple-real/AppleRootCA-G3.cer")
+        let root = AppleSamples.rootCertificate
         let base = [
             "DATABASE_URL": "postgres://x@127.0.0.1/x", "STOREKEEPER_BUNDLE_ID": "com.example.app", "STOREKEEPER_ENVIRONMENTS": "Sandbox",
             "STOREKEEPER_ROOT_CERTIFICATES": root.path,
@@ -68,8 +68,7 @@ struct ConfigurationTests {
 
     @Test("DATABASE_URL is optional only where a private cluster is started")
     func databaseOptionalForDev() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/fixtures/apple-real/AppleRootCA-G3.cer")
+        let root = AppleSamples.rootCertificate
         let environment = [
             "STOREKEEPER_BUNDLE_ID": "com.example.app", "STOREKEEPER_ENVIRONMENTS": "Sandbox",
             "STOREKEEPER_ROOT_CERTIFICATES": root.path,

@@ -100,8 +100,7 @@ struct ConnectionLimitsTests {
     func configuration() throws {
         let base = [
             "DATABASE_URL": "postgres://u@127.0.0.1:5432/d", "STOREKEEPER_BUNDLE_ID": "b", "STOREKEEPER_ENVIRONMENTS": "Sandbox",
-            "STOREKEEPER_ROOT_CERTIFICATES": URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/fixtures/apple-real/AppleRootCA-G3.cer").path,
+            "STOREKEEPER_ROOT_CERTIFICATES": AppleSamples.rootCertificate.path,
         ]
         let configured = try StorekeeperConfiguration.load(
             environment: base.merging([

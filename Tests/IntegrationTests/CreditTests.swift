@@ -231,7 +231,7 @@ struct CreditTests {
                     let spentKeys = Dictionary(mine.filter { $0.1 == 200 }.map { ($0.0.key, $0.0.amount) }) { first, _ in first }
                     let spent = spentKeys.values.reduce(0, +)
                     let debited = try await harness.count(
-                        "SELECT coalesce(-sum(delta), 0)::bigint FROM credit_ledger WHERE operation_key LIKE 'spend:\(account.uuidString.lowercased()):%'")
+                        "SELECT coalesce(-sum(delta), 0)::bigint FROM credit_ledger WHERE operation_key LIKE 'spend:36:\(account.uuidString.lowercased()):%'")
                     #expect(Int64(debited) == spent && spent <= 5 && spent >= 4, "spent \(spent), debited \(debited)")
                     #expect(try await harness.count("SELECT count(*) FROM usage_requests WHERE account_id = '\(account.uuidString.lowercased())'") == 3)
                     let status = try await client.getWithKey("/v1/accounts/\(account)/status").json

@@ -1,5 +1,6 @@
 import Foundation
 import Jobs
+import StorekeeperRuntime
 import Testing
 
 @Suite("storekeeper jobs, as a process")
@@ -42,10 +43,33 @@ struct JobsCommandTests {
             #expect(missingStatus == 1 && missing.trimmingCharacters(in: .whitespacesAndNewlines) == "storekeeper: no job 987654")
             let (badStatus, _) = try await storekeeper("jobs", "list", "--state", "bogus")
             #expect(badStatus != 0)
+            // Outside a dev folder, no DATABASE_URL is one line; inside one, .storekeeper/dev.env names the database.
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sk-folder-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: folder) }
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             let (noDatabase, noDatabaseText) = try await ChildProcess.run(
-                "storekeeper", ["jobs", "stats"], environment: ["DATABASE_URL": ""])
+                "storekeeper", ["jobs", "stats"], environment: ["DATABASE_URL": ""], directory: folder)
             #expect(noDatabase == 1)
             #expect(noDatabaseText.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "\n").count == 1)
+            try DevEnvironment(directory: folder.appendingPathComponent(".storekeeper")).writeSettings(["DATABASE_URL": harness.databaseURL.urlString])
+            let (devDatabase, devText) = try await ChildProcess.run(
+                "storekeeper", ["jobs", "stats"], environment: ["DATABASE_URL": ""], directory: folder)
+            #expect(devDatabase == 0, "\(devText)")
+            // A reader that has gone (`| head`, here `| true`, gone before anything is written): the command ends
+            // quietly instead of trapping on the broken pipe.
+            let binary = ChildProcess.binDirectory.appendingPathComponent("storekeeper").path
+            let shell = Process()
+            shell.executableURL = URL(fileURLWithPath: "/bin/bash")
+            shell.arguments = ["-c", "'\(binary)' jobs list 2>&1 | true; echo \"status ${PIPESTATUS[0]}\""]
+            shell.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            let output = Pipe()
+            shell.standardOutput = output
+            shell.standardError = output
+            try shell.run()
+            let pipedText = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            shell.waitUntilExit()
+            let piped = shell.terminationStatus
+            #expect(piped == 0 && pipedText.contains("status 0") && !pipedText.contains("Fatal error"), "\(pipedText)")
             let (unreachable, unreachableText) = try await ChildProcess.run(
                 "storekeeper", ["migrate"], environment: ["DATABASE_URL": "postgres://nobody@127.0.0.1:1/none?sslmode=disable"])
             #expect(unreachable == 1)

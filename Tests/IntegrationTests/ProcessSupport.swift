@@ -13,8 +13,9 @@ final class ChildProcess: @unchecked Sendable {
             .deletingLastPathComponent().appendingPathComponent(".build/debug")
     }()
 
-    init(_ executable: String, arguments: [String] = [], environment: [String: String]) throws {
+    init(_ executable: String, arguments: [String] = [], environment: [String: String], directory: URL? = nil) throws {
         process.executableURL = Self.binDirectory.appendingPathComponent(executable)
+        if let directory { process.currentDirectoryURL = directory }
         process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment
         merged.merge(environment) { _, new in new }
@@ -46,8 +47,10 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     /// Runs to completion and returns (status, output).
-    static func run(_ executable: String, _ arguments: [String], environment: [String: String]) async throws -> (Int32, String) {
-        let child = try ChildProcess(executable, arguments: arguments, environment: environment)
+    static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String], directory: URL? = nil
+    ) async throws -> (Int32, String) {
+        let child = try ChildProcess(executable, arguments: arguments, environment: environment, directory: directory)
         guard let status = await child.waitForExit(timeout: .seconds(60)) else { return (-1, child.text) }
         return (status, child.text)
     }

@@ -1,18 +1,18 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Apple's real signed sandbox data (`../shared/fixtures/apple-real/`) through the real intake, claim endpoint and
 /// worker.
-@Suite("Real Apple data, on real PostgreSQL")
+@Suite("Real Apple data, on real PostgreSQL", .enabled(if: AppleSamples.available, Comment(rawValue: AppleSamples.absence)))
 struct RealAppleDataTests {
-    static let samples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/fixtures/apple-real")
+    static let samples = AppleSamples.directory
 
     static func sample(_ name: String) throws -> String {
         try String(contentsOf: samples.appendingPathComponent(name), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    static var appleRoot: [String] { [samples.appendingPathComponent("AppleRootCA-G3.cer").path] }
+    static var appleRoot: [String] { [AppleSamples.rootCertificate.path] }
 
     @Test("both real notifications are accepted and processed without error", arguments: [
         ("46-notification.jws", "com.tuyoo.testing", "applied"), ("49-notification.jws", "com.Abilities", "recorded"),

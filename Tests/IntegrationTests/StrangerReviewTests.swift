@@ -213,9 +213,6 @@ struct StrangerReviewTests {
                     var flow = LifecycleFlow(harness: harness, client: client, account: account)
                     try await flow.send(.subscribe)
                     try await flow.send(.expire)
-                    let foreign = try await client.withKey(
-                        .post, "/v1/offers/promotional", #"{"accountId": "\#(account)", "offerId": "winback", "appAccountToken": "\#(UUID())"}"#)
-                    #expect(foreign.status == .forbidden && foreign.json["error"] as? String == "foreign_app_account_token")
                     let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
                         for _ in 0..<20 {
                             group.addTask {
@@ -226,7 +223,20 @@ struct StrangerReviewTests {
                     }
                     #expect(statuses.filter { $0 == .ok }.count == 1, "\(statuses)")
                     #expect(statuses.filter { $0 == .forbidden }.count == 19)
-                    #expect(try await harness.count("SELECT count(*) FROM offer_signatures") == 1)
+                    let signatures = try await harness.count("SELECT count(*) FROM offer_signatures")
+                    #expect(signatures == 1)
+
+                    // A subscriber may have "stay" any number of times, but only for itself.
+                    var active = LifecycleFlow(harness: harness, client: client, account: UUID())
+                    try await active.send(.subscribe)
+                    let subscriber = active.subscription.accountId!
+                    let foreign = try await client.withKey(
+                        .post, "/v1/offers/promotional", #"{"accountId": "\#(subscriber)", "offerId": "stay", "appAccountToken": "\#(UUID())"}"#)
+                    #expect(foreign.status == .forbidden && foreign.json["error"] as? String == "foreign_app_account_token")
+                    let intent = try await client.withKey(.post, "/v1/accounts/\(subscriber)/purchase-intents", "{}").json["appAccountToken"] as? String
+                    let own = try await client.withKey(
+                        .post, "/v1/offers/promotional", #"{"accountId": "\#(subscriber)", "offerId": "stay", "appAccountToken": "\#(intent ?? "")"}"#)
+                    #expect(own.status == .ok && own.json["appAccountToken"] as? String == intent)
                 }
             }
         }

@@ -1,11 +1,13 @@
 import AppStoreModels
+import Crypto
 import Foundation
 import Testing
+import TestSupport
 import X509
 
 @testable import SignedData
 
-@Suite("Real Apple-signed samples")
+@Suite("Real Apple-signed samples", .enabled(if: AppleSamples.available, Comment(rawValue: AppleSamples.absence)))
 struct RealAppleSampleTests {
     let root: Certificate
 
@@ -112,5 +114,24 @@ struct RealAppleSampleTests {
             try await verifier.verifyNotification(try RealAppleSamples.all[0].text)
         }
         #expect(error?.category == .untrusted)
+    }
+}
+
+/// CI must run the tests built on the real samples, not skip them.
+@Suite("Real Apple samples where they are required")
+struct RealAppleSamplesRequiredTests {
+    @Test("with STOREKEEPER_REQUIRE_APPLE_SAMPLES=1 (.ci/run), the samples are present")
+    func presentWhenRequired() {
+        guard AppleSamples.required else { return }
+        #expect(
+            FileManager.default.fileExists(atPath: AppleSamples.directory.appendingPathComponent("46-notification.jws").path),
+            "the real samples are required here but missing from \(AppleSamples.directory.path)")
+    }
+
+    @Test("the repository's Apple Root CA - G3 is Apple's (SHA-256 as Apple publishes it)")
+    func shippedRoot() throws {
+        let bytes = try Data(contentsOf: AppleSamples.rootCertificate)
+        let digest = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+        #expect(digest == "63343abfb89a6a03ebb57e9b3f5fa7be7c4f5c756f3017b3a8c488c3653e9179")
     }
 }

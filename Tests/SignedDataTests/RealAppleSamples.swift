@@ -1,5 +1,6 @@
 import Foundation
 import SignedData
+import TestSupport
 import X509
 
 /// The real Apple-signed sandbox samples in `../shared/fixtures/apple-real/` (read in place, never copied).
@@ -32,9 +33,7 @@ enum RealAppleSamples {
         }
     }
 
-    static let directory = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("shared/fixtures/apple-real")
+    static let directory = AppleSamples.directory
 
     static let all: [Sample] = [
         Sample(number: 46, kind: .notification, bundleId: "com.tuyoo.testing", hasEnvironment: true),
@@ -60,7 +59,7 @@ enum RealAppleSamples {
     ]
 
     static func appleRoot() throws -> Certificate {
-        try TrustedRoots.load(path: directory.appendingPathComponent("AppleRootCA-G3.cer").path)
+        try TrustedRoots.load(path: AppleSamples.rootCertificate.path)
     }
 
     /// A Sandbox verifier for `bundleId`, validating at each payload's signedDate.

@@ -1,0 +1,45 @@
+import HTTPTypes
+import Hummingbird
+
+/// Answers a request no route takes with the API's JSON error: 405 `method_not_allowed` with `Allow` when its path is
+/// a route's under another method, else 404 `not_found` — where Hummingbird answers an empty 404 for both. Added
+/// last, after every route, so only the router's not-found answer passes through it.
+struct UnknownRouteMiddleware<Context: RequestContext>: RouterMiddleware {
+    /// Each route's path, split into segments, with its method.
+    let routes: [(segments: [Substring], method: HTTPRequest.Method)]
+
+    init(routes: [Router<Context>.RouteDescription]) {
+        self.routes = routes.map { (Self.segments($0.path.description), $0.method) }
+    }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound {
+            let path = Self.segments(request.uri.path)
+            var allowed = Set(routes.filter { Self.matches($0.segments, path) }.map(\.method.rawValue))
+            if allowed.contains("GET") { allowed.insert("HEAD") }
+            guard !allowed.isEmpty else {
+                throw APIError(.notFound, code: "not_found", message: "no route \(request.method) \(request.uri.path)")
+            }
+            var refused = APIError(
+                .methodNotAllowed, code: "method_not_allowed",
+                message: "\(request.method) is not allowed on \(request.uri.path); allowed: \(allowed.sorted().joined(separator: ", "))")
+            refused.headers[.allow] = allowed.sorted().joined(separator: ", ")
+            throw refused
+        }
+    }
+
+    static func segments(_ path: String) -> [Substring] { path.split(separator: "/", omittingEmptySubsequences: true) }
+
+    /// Whether `path` is one of `route`'s paths: `{name}`, `:name` and `*` take any one segment, `**` the rest.
+    static func matches(_ route: [Substring], _ path: [Substring]) -> Bool {
+        for (index, segment) in route.enumerated() {
+            if segment == "**" { return true }
+            guard index < path.count else { return false }
+            if segment == "*" || segment.hasPrefix(":") || (segment.hasPrefix("{") && segment.hasSuffix("}")) { continue }
+            guard segment == path[index] else { return false }
+        }
+        return route.count == path.count
+    }
+}

@@ -1,0 +1,76 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// What `storekeeper simulate` sent last for each subscription (`.storekeeper/simulate/<originalTransactionId>.json`):
+/// the product and the exact period, in milliseconds, as Apple keeps them — so the next notification continues the
+/// same period and names the same transaction, as Apple's would.
+struct SimulatedHistory {
+    let directory: URL
+
+    struct Current: Codable {
+        var productId: String
+        var periodStart: Int64
+        var periodEnd: Int64
+
+        var period: DateInterval {
+            DateInterval(
+                start: Date(timeIntervalSince1970: Double(periodStart) / 1000),
+                end: Date(timeIntervalSince1970: Double(max(periodEnd, periodStart)) / 1000))
+        }
+    }
+
+    func current(of subscription: String) -> Current? {
+        guard let data = try? Data(contentsOf: file(subscription)) else { return nil }
+        return try? JSONDecoder().decode(Current.self, from: data)
+    }
+
+    func record(_ current: Current, of subscription: String) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try JSONEncoder().encode(current).write(to: file(subscription), options: .atomic)
+    }
+
+    private func file(_ subscription: String) -> URL { directory.appendingPathComponent("\(subscription).json") }
+}
+
+/// The dev server `simulate` talks to: its clock (`/admin/dev/clock`, behind dev's key) and its base URL.
+struct DevServer {
+    let baseURL: String
+    let apiKey: String?
+
+    /// The server's "now"; the real time for a server without a dev clock.
+    func now() async throws -> Date {
+        try await clock(method: .GET, body: nil) ?? Date()
+    }
+
+    /// Moves the server's clock on by `seconds`; refused for a server without a dev clock.
+    func advance(by seconds: TimeInterval) async throws -> Date {
+        guard let now = try await clock(method: .POST, body: #"{"advanceSeconds": \#(seconds)}"#) else {
+            throw CommandFailure("\(baseURL) has no dev clock: only `storekeeper dev` can be moved in time")
+        }
+        return now
+    }
+
+    private func clock(method: HTTPMethod, body: String?) async throws -> Date? {
+        guard let apiKey else { return nil }
+        var request = HTTPClientRequest(url: baseURL + "/admin/dev/clock")
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer \(apiKey)")
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: body))
+        }
+        let response: HTTPClientResponse
+        do {
+            response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        } catch {
+            throw CommandFailure("cannot reach Storekeeper at \(baseURL): \(error)")
+        }
+        guard response.status == .ok else { return nil }
+        struct Reading: Decodable { var now: Date }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return try? decoder.decode(Reading.self, from: try await response.body.collect(upTo: 1 << 16)).now
+    }
+}

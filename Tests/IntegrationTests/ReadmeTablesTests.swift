@@ -1,0 +1,84 @@
+import Foundation
+import Hummingbird
+import StorekeeperRuntime
+import Testing
+import TestSupport
+
+/// The README's HTTP and command tables describe the code as it is: every route of the router (every feature on)
+/// and every command of the CLI is listed, and nothing listed is missing from the code.
+@Suite("README tables")
+struct ReadmeTablesTests {
+    static let readme: String = (try? String(contentsOf: AppleSamples.repository.appendingPathComponent("README.md"), encoding: .utf8)) ?? ""
+
+    /// The README section under `## title`, up to the next `## `.
+    static func section(_ title: String) -> String {
+        guard let start = readme.range(of: "\n## \(title)\n") else { return "" }
+        let rest = readme[start.upperBound...]
+        return String(rest[..<(rest.range(of: "\n## ")?.lowerBound ?? rest.endIndex)])
+    }
+
+    /// `METHOD /path` with every parameter written `{}`.
+    static func normalized(_ method: String, _ path: String) -> String {
+        let segments = path.split(separator: "/").map { segment -> String in
+            segment.hasPrefix("{") || segment.hasPrefix(":") ? "{}" : String(segment)
+        }
+        return "\(method) /" + segments.joined(separator: "/")
+    }
+
+    @Test("every route is in the README's HTTP table, and every route there exists")
+    func routes() async throws {
+        let environment = [
+            "STOREKEEPER_ADMIN_KEYS": "admin-key", "STOREKEEPER_OFFERS": OfferSignatureTests.offers,
+            "STOREKEEPER_WEBHOOKS": "{endpoints: [{name: app, url: 'http://127.0.0.1:9/hook', secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw']}]}",
+        ]
+        try await StorekeeperHarness.run(worker: false, environment: environment) { harness in
+            var components = harness.components
+            components.devClock = DevClock()
+            let code = Set(components.router().routes.map { Self.normalized($0.method.rawValue, $0.path.description) })
+            let table = Self.section("HTTP")
+            let pattern = try Regex(#"`(GET|POST|PUT|DELETE|PATCH) (/[^\s`\[?]*)"#)
+            let listed = Set(table.matches(of: pattern).map { match in
+                Self.normalized(String(match.output[1].substring!), String(match.output[2].substring!))
+            })
+            #expect(!listed.isEmpty, "no HTTP table in README.md")
+            #expect(code.subtracting(listed).sorted() == [], "routes missing from the README's HTTP table")
+            #expect(listed.subtracting(code).sorted() == [], "routes in the README that the router does not have")
+        }
+    }
+
+    @Test("every command and subcommand is in the README's command table, and every one there exists")
+    func commands() async throws {
+        func subcommands(_ arguments: [String]) async throws -> [String] {
+            let (status, help) = try await ChildProcess.run("storekeeper", arguments + ["--help"], environment: [:])
+            #expect(status == 0)
+            guard let start = help.range(of: "SUBCOMMANDS:\n") else { return [] }
+            return help[start.upperBound...].split(separator: "\n", omittingEmptySubsequences: false)
+                .prefix { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+                .filter { $0.hasPrefix("  ") && !$0.hasPrefix("   ") }
+                .compactMap { $0.split(separator: " ").first.map(String.init) }
+        }
+        let table = Self.section("Commands")
+        #expect(!table.isEmpty, "no command table in README.md")
+        var inCode: Set<String> = []
+        for command in try await subcommands([]) {
+            let nested = try await subcommands([command])
+            if nested.isEmpty { inCode.insert(command) } else { for sub in nested { inCode.insert("\(command) \(sub)") } }
+        }
+        // A row names a command as `storekeeper NAME …`, a group's subcommands as `storekeeper GROUP a\|b ARG\|c …`.
+        let rows = table.split(separator: "\n").filter { $0.hasPrefix("| `storekeeper ") }
+        var listed: Set<String> = []
+        for row in rows {
+            let cell = row.dropFirst("| `storekeeper ".count).prefix { $0 != "`" }
+            guard let first = cell.split(separator: " ").first.map(String.init) else { continue }
+            guard inCode.contains(where: { $0.hasPrefix("\(first) ") }) else {
+                listed.insert(first)
+                continue
+            }
+            for alternative in cell.dropFirst(first.count).replacingOccurrences(of: "\\|", with: "\u{1}").split(separator: "\u{1}") {
+                if let sub = alternative.split(separator: " ").first { listed.insert("\(first) \(sub)") }
+            }
+        }
+        #expect(inCode.subtracting(listed).sorted() == [], "commands missing from the README's command table")
+        #expect(listed.subtracting(inCode).sorted() == [], "commands in the README that the CLI does not have")
+    }
+}
