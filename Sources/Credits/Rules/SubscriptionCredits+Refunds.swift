@@ -21,9 +21,34 @@ extension SubscriptionCredits.Plan {
             for bucket in buckets {
                 let left = ledger.balance(of: bucket.key)
                 guard left > 0 else { continue }
-                add(.post(LedgerEntry(operationKey: "refund:\(stamp):\(bucket.key)", bucket: bucket.key, delta: -left, reason: "refund"), opening: nil))
+                add(.post(LedgerEntry(operationKey: removalKey("refund:\(stamp):\(bucket.key)"), bucket: bucket.key, delta: -left, reason: "refund"), opening: nil))
             }
+            removeCarryOver(into: period, stamp: stamp)
         }
+    }
+
+    /// A refunded upgrade takes back the top-ups its old window's unused credits became: they were part of what the
+    /// upgrade bought (Apple credits the old window's unused share toward the new price), so a customer refunded the
+    /// upgrade keeps neither — what is left of them, never below zero.
+    mutating func removeCarryOver(into period: PaidPeriod, stamp: String) {
+        var carried: [String: Int64] = [:]
+        for entry in ledger.entries where entry.operationKey.hasPrefix("carry:\(period.key):") && entry.operationKey.hasSuffix(":in") {
+            carried[entry.bucket, default: 0] += entry.delta
+        }
+        for (bucket, amount) in carried.sorted(by: { $0.key < $1.key }) {
+            let removed = ledger.entries.filter { $0.operationKey.hasPrefix("refund:\(stamp):\(bucket)") }.reduce(Int64(0)) { $0 - $1.delta }
+            let take = min(amount - removed, max(ledger.balance(of: bucket), 0))
+            guard take > 0 else { continue }
+            add(.post(LedgerEntry(operationKey: removalKey("refund:\(stamp):\(bucket)"), bucket: bucket, delta: -take, reason: "refund of an upgrade's carry-over"), opening: nil))
+        }
+    }
+
+    /// The key of a refund's removal from a bucket: `base`, or — when credits reached the bucket after that removal
+    /// (a grant or correction learnt later, in another delivery order) — `base:<n>`, so that what is left goes too and
+    /// a refunded period never holds credits whatever order its facts arrive in. A reversal gives back all of them.
+    func removalKey(_ base: String) -> String {
+        guard ledger.isPosted(base) else { return base }
+        return "\(base):\(ledger.entries.filter { $0.operationKey.hasPrefix(base + ":") }.count + 1)"
     }
 
     /// The period's cycle buckets, as written now or before billing periods were keyed.
