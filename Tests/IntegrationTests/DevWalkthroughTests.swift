@@ -1,0 +1,94 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import StorekeeperRuntime
+import Testing
+import TestSupport
+
+/// The README's walkthrough, as a newcomer runs it: `storekeeper dev` and `storekeeper simulate` as processes in a
+/// folder of their own, a month passing on the dev clock. At each step the status shows what docs/credits.md promises
+/// with config/tiers.yml — figures written from the documentation, not read from the code.
+@Suite("The README's walkthrough with the dev clock")
+struct DevWalkthroughTests {
+    struct Credits: Equatable, CustomStringConvertible {
+        var state: String
+        var tier: String
+        var remaining: Int?
+        var cycle: Int?
+        var topUp: Int?
+
+        var description: String { "\(state) \(tier) remaining \(remaining.map(String.init) ?? "nil") cycle \(cycle.map(String.init) ?? "nil") topUp \(topUp.map(String.init) ?? "nil")" }
+    }
+
+    @Test("subscribe, ten days, upgrade, renew at the period's end, refund: the promised credits at every step")
+    func walkthrough() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sk-walk-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let port = try PrivateCluster.freePort()
+            let environment = [
+                "DATABASE_URL": url.urlString, "STOREKEEPER_TIERS": AppleSamples.repository.appendingPathComponent("config/tiers.yml").path,
+                "STOREKEEPER_SQL_DIR": AppleSamples.repository.appendingPathComponent("sql").path,
+            ]
+            let dev = try ChildProcess("storekeeper", arguments: ["dev", "--port", String(port)], environment: environment, directory: folder)
+            defer { dev.signal(SIGTERM) }
+            let settings = DevEnvironment(directory: folder.appendingPathComponent(".storekeeper"))
+            try await eventually(timeout: .seconds(60), "dev to start") {
+                dev.text.contains("Storekeeper is running") && settings.settings()["STOREKEEPER_API_KEY"] != nil
+            }
+            let key = try #require(settings.settings()["STOREKEEPER_API_KEY"])
+            let account = UUID().uuidString.lowercased()
+
+            func simulate(_ arguments: String...) async throws {
+                let (status, output) = try await ChildProcess.run("storekeeper", ["simulate"] + arguments, environment: environment, directory: folder)
+                #expect(status == 0, "simulate \(arguments.joined(separator: " ")): \(output)")
+            }
+            func credits() async throws -> Credits {
+                var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/accounts/\(account)/status")!)
+                request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+                let (data, _) = try await URLSession.shared.data(for: request)
+                let status = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+                let meter = (status["credits"] as? [String: Any])?["ai_requests"] as? [String: Any]
+                return Credits(
+                    state: status["state"] as? String ?? "?", tier: status["tier"] as? String ?? "?", remaining: meter?["remaining"] as? Int,
+                    cycle: meter?["cycle"] as? Int, topUp: meter?["topUp"] as? Int)
+            }
+            func expect(_ wanted: Credits, after step: String) async throws {
+                var last: Credits?
+                do {
+                    try await eventually(timeout: .seconds(20), step) {
+                        last = try await credits()
+                        return last == wanted
+                    }
+                } catch {
+                    Issue.record("after \(step): \(last.map(\.description) ?? "no answer"), wanted \(wanted)")
+                }
+            }
+
+            try await simulate("subscribe", "--account", account)
+            try await expect(Credits(state: "subscribed", tier: "pro", remaining: 1000, cycle: 1000, topUp: 0), after: "subscribe")
+            try await simulate("advance", "10d")
+            try await expect(Credits(state: "subscribed", tier: "pro", remaining: 1000, cycle: 1000, topUp: 0), after: "ten days")
+            // Max for the 20 days left of a 30-day window: floor(3000 × (19.99 − 9.99 × 20/30) / 19.99) = 2000; Pro's
+            // unused 1000 become top-ups.
+            try await simulate("upgrade", "--account", account, "--to", "max.monthly")
+            try await expect(Credits(state: "subscribed", tier: "max", remaining: 3000, cycle: 2000, topUp: 1000), after: "upgrade")
+            // The clock moves to the period's end first: a renewal grants Max's full 3000, no carry-over of the cycle.
+            try await simulate("renew", "--account", account)
+            try await expect(Credits(state: "subscribed", tier: "max", remaining: 4000, cycle: 3000, topUp: 1000), after: "renew")
+            // The renewed period refunded: its credits go; the top-ups (bought with the upgraded period) stay, and the
+            // free tier's 5 a day come back.
+            try await simulate("refund", "--account", account)
+            try await expect(Credits(state: "free_with_credits", tier: "free", remaining: 1005, cycle: nil, topUp: 1000), after: "refund")
+            let (jobs, jobsText) = try await ChildProcess.run("storekeeper", ["jobs", "stats"], environment: ["DATABASE_URL": ""], directory: folder)
+            #expect(jobs == 0 && jobsText.contains("apply-notification"), "\(jobsText)")
+            // A second dev in the same folder: one line naming the port, and the first keeps serving.
+            let (second, secondText) = try await ChildProcess.run(
+                "storekeeper", ["dev", "--port", String(port)], environment: environment, directory: folder)
+            #expect(second == 1 && secondText.contains("port \(port) is in use"), "\(secondText)")
+            try await expect(Credits(state: "free_with_credits", tier: "free", remaining: 1005, cycle: nil, topUp: 1000), after: "a second dev")
+        }
+    }
+}
