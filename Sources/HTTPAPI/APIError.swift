@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import NIOCore
 
 /// An error answered as `{"error": "<code>", "message": "<human text>"}` with its HTTP status. The only place
@@ -13,6 +14,9 @@ public struct APIError: HTTPResponseError, Sendable {
     public var closesConnection = false
     /// Headers the answer carries besides its content type (`Allow` of a 405).
     public var headers: HTTPFields = [:]
+    /// What caused it and how loudly to log that, where it is not the client's plain mistake: a database outage
+    /// (warning, error), a client gone mid-body (debug). Logged once, where the answer is written.
+    public var cause: (level: Logger.Level, message: String, detail: String)?
 
     public init(_ status: HTTPResponse.Status, code: String, message: String) {
         self.status = status
@@ -36,9 +40,11 @@ public struct APIError: HTTPResponseError, Sendable {
     static func unavailable(_ message: String) -> APIError {
         APIError(.serviceUnavailable, code: "unavailable", message: message)
     }
-    static let tooLarge: APIError = {
-        var error = APIError(.contentTooLarge, code: "payload_too_large", message: "the body is larger than 512 KiB")
+    /// A body over `limit` bytes (this route's).
+    static func tooLarge(_ limit: Int) -> APIError {
+        let size = limit % 1024 == 0 ? "\(limit / 1024) KiB" : "\(limit) bytes"
+        var error = APIError(.contentTooLarge, code: "payload_too_large", message: "the body is larger than \(size), this route's limit")
         error.closesConnection = true
         return error
-    }()
+    }
 }

@@ -14,11 +14,10 @@ func withDatabase<Result: Sendable>(
     } catch let error as APIError {
         throw error
     } catch {
-        throw DatabaseUnavailable(underlying: error)
+        var unavailable = APIError.unavailable("the database is unavailable; retry later")
+        unavailable.cause =
+            error is DeadlineExceeded
+            ? (.warning, "database deadline passed", "\(timeout)") : (.error, "database request failed", String(reflecting: error))
+        throw unavailable
     }
-}
-
-/// The database did not answer in time, or failed: 503 at the edge, logged there with its cause.
-struct DatabaseUnavailable: Error {
-    let underlying: any Error
 }

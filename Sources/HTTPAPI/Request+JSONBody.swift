@@ -8,7 +8,7 @@ extension Request {
         do {
             return try await body.collect(upTo: limit)
         } catch is NIOTooManyBytesError {
-            throw APIError.tooLarge
+            throw APIError.tooLarge(limit)
         }
     }
 

@@ -1,7 +1,6 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import StatementFencing
 
 /// Adds `X-Content-Type-Options: nosniff` to every response, error answers included, and — on the authenticated
 /// routes it is added to — `Cache-Control: no-store`, so no shared cache or browser history keeps an account's
@@ -15,20 +14,10 @@ struct SecurityHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             response = try await next(request, context)
         } catch let error as any HTTPResponseError {
-            response = try error.response(from: request, context: context)
-        } catch let error as RequestBodyUnreadable {
-            // The client went away mid-body (or broke its framing): nobody will read the answer, and it is not ours.
-            context.logger.debug("request body unreadable", metadata: ["error": "\(String(reflecting: error.underlying))"])
-            var unreadable = APIError.badRequest("the request body could not be read to its end")
-            unreadable.closesConnection = true
-            response = try unreadable.response(from: request, context: context)
-        } catch let error as DatabaseUnavailable {
-            if error.underlying is DeadlineExceeded {
-                context.logger.warning("database deadline passed")
-            } else {
-                context.logger.error("database request failed", metadata: ["error": "\(String(reflecting: error.underlying))"])
+            if let cause = (error as? APIError)?.cause {
+                context.logger.log(level: cause.level, "\(cause.message)", metadata: ["error": "\(cause.detail)"])
             }
-            response = try APIError.unavailable("the database is unavailable; retry later").response(from: request, context: context)
+            response = try error.response(from: request, context: context)
         } catch {
             context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
             response = try APIError(.internalServerError, code: "internal_error", message: "the request failed; see the server log")

@@ -54,5 +54,16 @@ public struct AccountID: Hashable, Sendable, Codable, Comparable, CustomStringCo
 
     public var description: String { text }
 
-    public static func < (lhs: AccountID, rhs: AccountID) -> Bool { lhs.text < rhs.text }
+    // Identity is by UTF-8 bytes, as PostgreSQL compares the column: Swift's `String` equality is canonical
+    // equivalence, so `Åsa` composed and decomposed — two accounts to the database — were one account to the status
+    // cache and to a group of spends, which let one account read and spend the other's credits.
+    public static func == (lhs: AccountID, rhs: AccountID) -> Bool { lhs.text.utf8.elementsEqual(rhs.text.utf8) }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(text.utf8.count)
+        for byte in text.utf8 { hasher.combine(byte) }
+    }
+
+    /// Byte order, as the locks are taken in (and consistent with `==`).
+    public static func < (lhs: AccountID, rhs: AccountID) -> Bool { lhs.text.utf8.lexicographicallyPrecedes(rhs.text.utf8) }
 }

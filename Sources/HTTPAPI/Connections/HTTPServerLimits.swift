@@ -18,7 +18,7 @@ public struct HTTPServerLimits: Sendable, Equatable {
 
     public init(
         headTimeout: Duration = .seconds(10), bodyTimeout: Duration = .seconds(30), idleTimeout: Duration = .seconds(60),
-        maximumConnections: Int = 2_048, bodyMemory: Int = 16 * 1024 * 1024, headBytes: Int = 16 * 1024
+        maximumConnections: Int = 1_024, bodyMemory: Int = 16 * 1024 * 1024, headBytes: Int = 16 * 1024
     ) {
         self.headTimeout = headTimeout
         self.bodyTimeout = bodyTimeout
@@ -29,13 +29,14 @@ public struct HTTPServerLimits: Sendable, Equatable {
     }
 
     /// What `serve` may hold resident at most under these limits (docs/security.md, "Memory"): a running process's
-    /// own memory, each connection at its worst, and the request bodies' budget. With the defaults, 176 MiB: within
+    /// own memory, each connection at its worst, and the request bodies' budget. With the defaults, 208 MiB: within
     /// the 256 MiB the Kubernetes manifest gives a pod.
     public var memoryBound: Int { Self.processMemory + maximumConnections * Self.connectionMemory + bodyMemory }
 
     /// A running `serve`, database pool and caches included, before any client (48 MB measured).
     static let processMemory = 64 << 20
-    /// One connection at its worst with the default head limit: a head of nearly 16 KiB buffered, NIO's and
-    /// Hummingbird's per-connection state (44 KiB measured over 4,000 such connections; an idle one is 14 KiB).
-    static let connectionMemory = 48 << 10
+    /// One connection at its worst with the default head limit, NIO's and Hummingbird's per-connection state and
+    /// read buffers: 44 KiB measured for a head of nearly 16 KiB, 70 KiB for a 60 KiB chunk-size line, 105 KiB for
+    /// 1 MiB ones (2,048 connections of each; an idle connection is 14 KiB).
+    static let connectionMemory = 128 << 10
 }

@@ -59,14 +59,8 @@ final class BodyReservation: Sendable {
     }
 }
 
-/// A request body that could not be read to its end: the client went away or broke the framing. Not a server
-/// failure, so it is logged at debug, not as an error.
-struct RequestBodyUnreadable: Error {
-    let underlying: any Error
-}
-
-/// A body counted against a reservation as it is read; a failure of the connection below becomes
-/// ``RequestBodyUnreadable``.
+/// A body counted against a reservation as it is read. A failure of the connection below — the client went away or
+/// broke the framing — is answered 400 and logged at debug: it is no failure of the server's.
 struct CountedBody: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
     let base: RequestBody
@@ -81,7 +75,10 @@ struct CountedBody: AsyncSequence, Sendable {
             do {
                 chunk = try await base.next()
             } catch {
-                throw RequestBodyUnreadable(underlying: error)
+                var unreadable = APIError.badRequest("the request body could not be read to its end")
+                unreadable.closesConnection = true
+                unreadable.cause = (.debug, "request body unreadable", String(reflecting: error))
+                throw unreadable
             }
             if let chunk { try reservation.receive(chunk.readableBytes) }
             return chunk

@@ -145,10 +145,21 @@ public struct UsageRequests: Sendable {
         "spend:\(account.text.utf8.count):\(account.text):\(idempotencyKey)"
     }
 
-    /// What identifies a request's answer.
+    /// What identifies a request's answer: the account and the key's bytes, as the database compares them (two keys
+    /// Swift calls equal, `zé` composed and decomposed, are two requests there).
     public struct Key: Hashable, Sendable {
         public var account: AccountID
         public var idempotencyKey: String
+
+        public static func == (lhs: Key, rhs: Key) -> Bool {
+            lhs.account == rhs.account && lhs.idempotencyKey.utf8.elementsEqual(rhs.idempotencyKey.utf8)
+        }
+
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(account)
+            hasher.combine(idempotencyKey.utf8.count)
+            for byte in idempotencyKey.utf8 { hasher.combine(byte) }
+        }
     }
 
     /// The first answer given under an idempotency key, with the spend it answered.
