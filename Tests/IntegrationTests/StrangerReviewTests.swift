@@ -5,6 +5,7 @@ import HummingbirdTesting
 import Logging
 import NIOCore
 import StorekeeperRuntime
+import Subscriptions
 import Synchronization
 import Testing
 import TestSupport
@@ -238,6 +239,53 @@ struct StrangerReviewTests {
                         .post, "/v1/offers/promotional", #"{"accountId": "\#(subscriber)", "offerId": "stay", "appAccountToken": "\#(intent ?? "")"}"#)
                     #expect(own.status == .ok && own.json["appAccountToken"] as? String == intent)
                 }
+            }
+        }
+    }
+
+    @Test("ids Swift calls equal but PostgreSQL does not (Å composed, decomposed) are two accounts: status and spends stay apart")
+    func unicodeEquivalentAccounts() async throws {
+        let composed = "\u{00C5}sa", decomposed = "A\u{030A}sa"
+        #expect(composed == decomposed && AccountID(composed) != AccountID(decomposed))
+        #expect(Set([AccountID(composed)!, AccountID(decomposed)!]).count == 2)
+        try await StorekeeperHarness.run(worker: false) { harness in
+            try await harness.withHTTP { client in
+                func path(_ id: String) -> String { id.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! }
+                // Both in one group of spends where the timing allows it: the same key on both accounts.
+                async let first = client.withKey(.post, "/v1/accounts/\(path(composed))/usage", #"{"meter": "ai_requests", "amount": 2, "idempotencyKey": "z\u00e9"}"#)
+                async let second = client.withKey(.post, "/v1/accounts/\(path(decomposed))/usage", #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "ze\u0301"}"#)
+                let answers = try await (first, second)
+                #expect(answers.0.status == .ok && answers.1.status == .ok)
+                let left = (
+                    try await client.getWithKey("/v1/accounts/\(path(composed))/status").json,
+                    try await client.getWithKey("/v1/accounts/\(path(decomposed))/status").json
+                )
+                func remaining(_ status: [String: Any]) -> Int? {
+                    ((status["credits"] as? [String: Any])?["ai_requests"] as? [String: Any])?["remaining"] as? Int
+                }
+                #expect(remaining(left.0) == 3 && remaining(left.1) == 4, "\(remaining(left.0) ?? -1), \(remaining(left.1) ?? -1)")
+                let usage = try await harness.count("SELECT count(*) FROM usage_requests")
+                #expect(usage == 2)
+            }
+        }
+    }
+
+    @Test("a connection that pipelines more than 16 requests ahead of their answers is closed; 16 are answered")
+    func pipelining() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: ["STOREKEEPER_PORT": "0"]) { harness in
+            try await harness.components.application().test(.live) { client in
+                let port = try #require(client.port)
+                let request = Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+                let polite = try #require(RawConnection(port: port))
+                polite.send(Array((0..<16).map { _ in request }.joined()))
+                var answers = ""
+                try await eventually(timeout: .seconds(10), "16 pipelined requests to be answered") {
+                    answers += String(decoding: polite.readAvailable() ?? [], as: UTF8.self)
+                    return answers.components(separatedBy: "HTTP/1.1 200").count - 1 == 16
+                }
+                let greedy = try #require(RawConnection(port: port))
+                greedy.send(Array((0..<3_000).map { _ in request }.joined()))
+                try await eventually(timeout: .seconds(10), "the greedy connection to be closed") { greedy.isClosedByPeer }
             }
         }
     }

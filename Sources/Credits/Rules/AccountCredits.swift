@@ -118,10 +118,13 @@ public struct AccountCredits: Sendable, Equatable {
             let topUp = buckets.filter { $0.bucket.kind == .topUp }.reduce(0) { $0 + max($1.balance, 0) }
             let cycleTotal = cycleBuckets.reduce(0) { $0 + max($1.balance, 0) }
             let cycle: Int64? = allowance?.perCycle != nil || cycleTotal > 0 ? cycleTotal : nil
-            let daily: Int64? = allowance?.perDay != nil ? dailyBuckets.reduce(0) { $0 + max($1.balance, 0) } : nil
+            // A quota of the tier the account had earlier today is still spent first (see `Spending`), so it counts.
+            let daily: Int64? = allowance?.perDay != nil || !dailyBuckets.isEmpty ? dailyBuckets.reduce(0) { $0 + max($1.balance, 0) } : nil
             let unlimited = allowance?.isUnlimited == true
+            // What a spend can take: every live bucket of the meter, whatever its kind.
+            let spendable = buckets.reduce(0) { $0 + max($1.balance, 0) }
             meters[meter.id] = MeterCredits(
-                remaining: unlimited ? nil : (cycle ?? 0) + topUp + (daily ?? 0), cycle: cycle, topUp: topUp,
+                remaining: unlimited ? nil : spendable, cycle: cycle, topUp: topUp,
                 resetsAt: (cycle == nil ? nil : cycleBuckets.compactMap(\.bucket.validUntil).min())
                     ?? (daily == nil ? nil : dailyBuckets.compactMap(\.bucket.validUntil).min()),
                 dailyRemaining: daily, unlimited: unlimited)

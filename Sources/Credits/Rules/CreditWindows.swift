@@ -34,13 +34,16 @@ extension TierCatalogue {
     }
 
     /// The credit windows of a paid period, as the credits see them: the last one reaches the end of a grace period
-    /// (`accessEnd`) while the period is in force, and every window closes when a newer period takes over.
-    public func windows(of period: PaidPeriod, accessEnd: Date? = nil) -> [CreditWindow] {
+    /// (`accessEnd`) while the period is in force, and every window closes when a newer period takes over, when the
+    /// period is refunded or revoked in full, or when the subscription's access ends (`accessEndsAt`) — so credits a
+    /// later correction posts there never count.
+    public func windows(of period: PaidPeriod, accessEnd: Date? = nil, accessEndsAt: Date? = nil) -> [CreditWindow] {
         var windows = windows(productId: period.productId, offer: period.offer, start: period.start, end: period.end)
         if let accessEnd, let last = windows.indices.last, accessEnd > windows[last].end {
             windows[last].interval = DateInterval(start: windows[last].start, end: accessEnd)
         }
-        let closesAt = period.replacedAt ?? .distantFuture
+        let revokedAt = period.revocation.flatMap { $0.prorated == nil ? $0.date : nil }
+        let closesAt = [period.replacedAt, revokedAt, accessEndsAt].compactMap { $0 }.min() ?? .distantFuture
         return windows.compactMap { window in
             guard window.start < closesAt else { return nil }
             var window = window

@@ -23,23 +23,26 @@ extension SubscriptionCredits.Plan {
                 guard left > 0 else { continue }
                 add(.post(LedgerEntry(operationKey: removalKey("refund:\(stamp):\(bucket.key)"), bucket: bucket.key, delta: -left, reason: "refund"), opening: nil))
             }
-            removeCarryOver(into: period, stamp: stamp)
+            removeCarryOvers(touching: period, of: buckets, stamp: stamp)
         }
     }
 
-    /// A refunded upgrade takes back the top-ups its old window's unused credits became: they were part of what the
-    /// upgrade bought (Apple credits the old window's unused share toward the new price), so a customer refunded the
-    /// upgrade keeps neither — what is left of them, never below zero.
-    mutating func removeCarryOver(into period: PaidPeriod, stamp: String) {
-        var carried: [String: Int64] = [:]
-        for entry in ledger.entries where entry.operationKey.hasPrefix("carry:\(period.key):") && entry.operationKey.hasSuffix(":in") {
-            carried[entry.bucket, default: 0] += entry.delta
+    /// A refund takes back what is left in top-ups of the carry-overs at either end of the period — into it (it was
+    /// the upgrade) and out of its `buckets` (it was upgraded from), never below zero: the upgrade's prorated grant
+    /// counts on the carry-over, and the old window's unused share is what Apple credited toward the upgrade, so a
+    /// customer refunded either keeps neither. Keyed by the carry, so it is taken once whichever end is refunded, and
+    /// a reversal gives it back.
+    mutating func removeCarryOvers(touching period: PaidPeriod, of buckets: [CreditBucket], stamp: String) {
+        let own = Set(buckets.map(\.key))
+        let carried = ledger.entries.filter { entry in
+            entry.operationKey.hasPrefix("carry:") && entry.operationKey.hasSuffix(":out")
+                && (entry.operationKey.hasPrefix("carry:\(period.key):") || own.contains(entry.bucket))
         }
-        for (bucket, amount) in carried.sorted(by: { $0.key < $1.key }) {
-            let removed = ledger.entries.filter { $0.operationKey.hasPrefix("refund:\(stamp):\(bucket)") }.reduce(Int64(0)) { $0 - $1.delta }
-            let take = min(amount - removed, max(ledger.balance(of: bucket), 0))
-            guard take > 0 else { continue }
-            add(.post(LedgerEntry(operationKey: removalKey("refund:\(stamp):\(bucket)"), bucket: bucket, delta: -take, reason: "refund of an upgrade's carry-over"), opening: nil))
+        for out in carried {
+            let inKey = String(out.operationKey.dropLast("out".count)) + "in"
+            guard let carriedIn = ledger.entries.first(where: { $0.operationKey == inKey }) else { continue }
+            let take = min(standing(carryOver: inKey), max(ledger.balance(of: carriedIn.bucket), 0))
+            add(.post(LedgerEntry(operationKey: "refund:\(stamp):\(inKey)", bucket: carriedIn.bucket, delta: -take, reason: "refund of an upgrade's carry-over"), opening: nil))
         }
     }
 

@@ -13,6 +13,8 @@ public enum SubscriptionCredits {
         _ derivation: Lifecycle.Derivation, catalogue: TierCatalogue, ledger: LedgerSnapshot, now: Date
     ) -> [LedgerOperation] {
         var plan = Plan(derivation: derivation, catalogue: catalogue, ledger: ledger, now: now)
+        // First, so that the upgrade the facts do say can carry those credits in this same pass.
+        for period in derivation.periods { plan.reverseStaleCarryOvers(into: period) }
         for period in derivation.periods {
             plan.grantWindows(of: period)
             plan.carryOver(into: period)
@@ -53,12 +55,15 @@ public enum SubscriptionCredits {
             ledger.apply(operation)
         }
 
-        /// The period's windows as the credits see them: the one in force reaches the end of a grace period.
+        /// The period's windows as the credits see them: the one in force reaches the end of a grace period, and every
+        /// window of every period closes when the subscription's access ends — whichever period the ending fact named
+        /// (a report about another transaction, a refund of a renewal reported early): an account without access holds
+        /// no cycle credits.
         func windows(of period: PaidPeriod) -> [CreditWindow] {
             let state = derivation.state
             let inGrace = state.status == .gracePeriod && period.key == state.billingPeriodKey
             let graceEnd = state.gracePeriodExpiresAt ?? period.end.addingTimeInterval(SubscriptionState.shortestGracePeriod)
-            return catalogue.windows(of: period, accessEnd: inGrace ? graceEnd : nil)
+            return catalogue.windows(of: period, accessEnd: inGrace ? graceEnd : nil, accessEndsAt: derivation.accessEndsAt)
         }
 
         /// The buckets of a period's window and meter — the one written now first, then any written before billing
@@ -80,7 +85,8 @@ public enum SubscriptionCredits {
         /// each window ends where the facts say.
         mutating func grantWindows(of period: PaidPeriod) {
             guard let (tier, product) = catalogue.tier(ofProduct: period.productId) else { return }
-            for window in windows(of: period) {
+            let windows = windows(of: period)
+            for window in windows {
                 for (meter, allowance) in tier.allowances.sorted(by: { $0.key < $1.key }) {
                     guard let full = allowance.cycleGrant(isTrial: period.isFreeOffer) else { continue }
                     let owed: Int64
@@ -98,6 +104,14 @@ public enum SubscriptionCredits {
                     // A second bucket for the same window (a restored copy granted again before 0007) is owed nothing.
                     for duplicate in existing.dropFirst() { settle(0, window: window, meter: meter, of: period, in: duplicate) }
                 }
+            }
+            // A window granted before a later fact took it away (the period was replaced or access ended before it
+            // began) is owed nothing and closes where it opens: no bucket holds credits that no period's window covers.
+            let kept = Set(windows.map(\.index))
+            for bucket in cycleBuckets(of: period) {
+                guard let index = bucket.windowIndex, !kept.contains(index) else { continue }
+                let gone = CreditWindow(index: index, interval: DateInterval(start: bucket.validFrom, duration: 0))
+                settle(0, window: gone, meter: bucket.meter, of: period, in: bucket)
             }
         }
 
@@ -143,6 +157,36 @@ public enum SubscriptionCredits {
                 newPrice: (period.price ?? product.price) * oldCount, oldPrice: (old.price ?? oldProduct.price) * newCount,
                 remaining: Self.milliseconds(oldWindow.end.timeIntervalSince(period.start)),
                 cycle: Self.milliseconds(oldWindow.end.timeIntervalSince(oldWindow.start)))
+        }
+
+        /// A carry-over stands while its period is the upgrade of the period whose window it came from. When a later
+        /// fact says otherwise (another period now sits between them, as a second copy of the upgrade a few
+        /// milliseconds away does), it is undone as if it had never been posted — what a refund took of it is given
+        /// back, then what is left of it in top-ups (never below zero) goes back to that window, closed at the switch
+        /// so it no longer counts — and the upgrade the facts do say carries it again: any delivery order ends alike.
+        mutating func reverseStaleCarryOvers(into period: PaidPeriod) {
+            let replaced = period.upgradedFrom.flatMap { key in derivation.periods.first { $0.key == key } }
+            let identities = Set(replaced.map { [$0.key] + $0.transactionIds } ?? [])
+            let carriedOut = ledger.entries.filter { $0.operationKey.hasPrefix("carry:\(period.key):") && $0.operationKey.hasSuffix(":out") }
+            for out in carriedOut {
+                let inKey = String(out.operationKey.dropLast("out".count)) + "in"
+                guard !(ledger.buckets[out.bucket]?.billingPeriod.map(identities.contains) ?? false),
+                    !ledger.isPosted("reversed:\(inKey)"),
+                    let carried = ledger.entries.first(where: { $0.operationKey == inKey })
+                else { continue }
+                for taken in ledger.entries where taken.operationKey.hasPrefix("refund:") && taken.operationKey.hasSuffix(":\(inKey)") {
+                    add(.post(LedgerEntry(operationKey: "reversed:\(taken.operationKey)", bucket: taken.bucket, delta: -taken.delta, reason: "carry-over reversed"), opening: nil))
+                }
+                let back = min(standing(carryOver: inKey), max(ledger.balance(of: carried.bucket), 0))
+                add(.post(LedgerEntry(operationKey: "reversed:\(inKey)", bucket: carried.bucket, delta: -back, reason: "carry-over reversed"), opening: nil))
+                add(.post(LedgerEntry(operationKey: "reversed:\(out.operationKey)", bucket: out.bucket, delta: back, reason: "carry-over reversed"), opening: nil))
+            }
+        }
+
+        /// What is still in top-ups of a carry-over (`carry:…:in`): less what went back or was taken by a refund, plus
+        /// what a refund reversal gave back — every such row is keyed `…:<carry key>`.
+        func standing(carryOver inKey: String) -> Int64 {
+            ledger.entries.filter { $0.operationKey == inKey || $0.operationKey.hasSuffix(":\(inKey)") }.reduce(0) { $0 + $1.delta }
         }
 
         /// After an upgrade, what is left in the replaced period's window at the switch moves to top-ups.

@@ -7,6 +7,8 @@ extension Lifecycle {
         var endReason: EndReason?
         /// Access Apple reports beyond the periods held (a renewal never seen), until a recheck finds it.
         var accessUntil: Date?
+        /// When a status without access began: the revocation of the period in force, else Apple's report of it.
+        var endedAt: Date?
     }
 
     /// A refund or revocation of the period in force ends it. Otherwise Apple's newest report decides — its
@@ -15,7 +17,7 @@ extension Lifecycle {
     static func status(of newest: Transaction, facts: SubscriptionFacts) -> Verdict {
         if let period = newest.period, period.revocation != nil {
             let reason = revocationReason(period, facts: facts)
-            return Verdict(status: reason == .revoke ? .revoked : .refunded, endReason: reason)
+            return Verdict(status: reason == .revoke ? .revoked : .refunded, endReason: reason, endedAt: period.revocation?.date)
         }
         let start = newest.period.map(milliseconds) ?? .min
         let learnt = newest.period?.signedAt ?? .min
@@ -40,18 +42,23 @@ extension Lifecycle {
                 }
             }
         }
+        // The report may name another transaction than the period in force (or come before its end): access ends
+        // when Apple says so all the same.
+        let reportedAt = date(milliseconds: report.position.signedDate)
         switch status {
         case .expired:
             let reason = report.type == .expired ? EndReason.expired(report.subtypeName ?? "OTHER") : expiredReason(intent: renewal?.expirationIntent)
-            return Verdict(status: .expired, endReason: reason)
+            return Verdict(status: .expired, endReason: reason, endedAt: reportedAt)
         case .revoked:
-            return Verdict(status: .revoked, endReason: .revoke)
+            return Verdict(status: .revoked, endReason: .revoke, endedAt: reportedAt)
         case .refunded:
-            return Verdict(status: .refunded, endReason: .refund)
+            return Verdict(status: .refunded, endReason: .refund, endedAt: reportedAt)
         case .active:
             return Verdict(status: .active, accessUntil: unseenRenewalEnd(newest.period, reportedAt: report.position.signedDate))
-        case .gracePeriod, .billingRetry:
+        case .gracePeriod:
             return Verdict(status: status)
+        case .billingRetry:
+            return Verdict(status: status, endedAt: reportedAt)
         }
     }
 

@@ -16,6 +16,10 @@ public enum Lifecycle {
         public var periods: [PaidPeriod]
         /// Every end to archive: expiries Apple reported, refunds and revocations of any period.
         public var ends: [End]
+        /// When access ends other than by the periods running out: at a refund or revocation of the period in force,
+        /// at Apple's report of an expiry, refund, revocation or billing retry (whichever transaction it named), or at
+        /// the end of a grace period. Credit windows close there.
+        public var accessEndsAt: Date?
     }
 
     /// One archived end of a subscription's period.
@@ -59,7 +63,9 @@ public enum Lifecycle {
             billingPeriodKey: newest.period?.key ?? newest.transactionId,
             accessUntil: verdict.accessUntil
         )
-        return Derivation(state: state, periods: periods, ends: ends(facts: facts, periods: periods, state: state))
+        return Derivation(
+            state: state, periods: periods, ends: ends(facts: facts, periods: periods, state: state),
+            accessEndsAt: verdict.endedAt ?? (state.status == .gracePeriod ? state.clockEnd : nil))
     }
 
     /// The facts a state is derived from, for the newest version of each: a transaction with its billing period when
