@@ -17,6 +17,13 @@ struct DevClockController: Sendable {
 
     struct Reading: ResponseEncodable {
         var now: Date
+        /// `now` to the millisecond (dates are written in whole seconds), for `simulate`'s signed dates.
+        var nowMilliseconds: Int64
+
+        init(_ now: Date) {
+            self.now = now
+            nowMilliseconds = Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
+        }
     }
 
     struct Advance: Decodable {
@@ -24,7 +31,7 @@ struct DevClockController: Sendable {
     }
 
     func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
-        group.get("dev/clock") { _, _ in Reading(now: clock.now()) }
+        group.get("dev/clock") { _, _ in Reading(clock.now()) }
         group.post("dev/clock") { request, _ -> Reading in
             let body = try await request.decodeJSONBody(
                 as: Advance.self, upTo: 1024, otherwise: #"the body must be {"advanceSeconds": number of seconds, at least 0}"#)
@@ -32,7 +39,7 @@ struct DevClockController: Sendable {
             guard body.advanceSeconds.isFinite, (0...(10 * 366 * 86_400)).contains(body.advanceSeconds) else {
                 throw APIError.badRequest("advanceSeconds must be 0 to 10 years: the dev clock only moves forward")
             }
-            return Reading(now: clock.advance(by: body.advanceSeconds))
+            return Reading(clock.advance(by: body.advanceSeconds))
         }
     }
 }

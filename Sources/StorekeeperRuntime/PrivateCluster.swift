@@ -43,13 +43,14 @@ public struct PrivateCluster: Sendable {
         if !fileManager.fileExists(atPath: dataDirectory.appendingPathComponent("PG_VERSION").path) {
             try run(
                 binDirectory.appendingPathComponent("initdb").path,
-                ["-D", dataDirectory.path, "-U", "storekeeper", "--auth=trust", "-E", "UTF8", "--no-instructions"],
+                ["-D", dataDirectory.path, "-U", "storekeeper", "--auth-local=trust", "--auth-host=reject", "-E", "UTF8", "--no-instructions"],
                 asUser: runAsUser)
         }
         if let running = runningServer() { return url(port: running.port, socketDirectory: running.socketDirectory) }
         let port: Int
         if let requestedPort { port = requestedPort } else { port = try Self.freePort() }
         let socketDirectory = try privateSocketDirectory()
+        try keepPrivate(socketDirectory: socketDirectory)
         try run(
             binDirectory.appendingPathComponent("pg_ctl").path,
             [
@@ -58,6 +59,35 @@ public struct PrivateCluster: Sendable {
             ],
             asUser: runAsUser)
         return url(port: port, socketDirectory: socketDirectory)
+    }
+
+    /// Writes the privacy into the cluster's own configuration, so a start by hand (`pg_ctl start`, after a crash)
+    /// keeps it too: no TCP listener, the socket only in its private directory, and no connection but through it.
+    /// Clusters made before this trusted 127.0.0.1 as well; their `pg_hba.conf` is rewritten the same way.
+    func keepPrivate(socketDirectory: String) throws(Failure) {
+        let settings = """
+            # Written by Storekeeper at every start of its private cluster (docs/security.md): reachable only by its owner.
+            listen_addresses = ''
+            unix_socket_directories = '\(socketDirectory)'
+            unix_socket_permissions = 0700
+
+            """
+        let access = """
+            # Written by Storekeeper: only the owner's socket, never TCP (the socket's directory is mode 0700).
+            local all all trust
+
+            """
+        let configuration = dataDirectory.appendingPathComponent("postgresql.conf")
+        do {
+            try settings.write(to: dataDirectory.appendingPathComponent("storekeeper.conf"), atomically: false, encoding: .utf8)
+            try access.write(to: dataDirectory.appendingPathComponent("pg_hba.conf"), atomically: false, encoding: .utf8)
+            let text = try String(contentsOf: configuration, encoding: .utf8)
+            if !text.contains("include_if_exists = 'storekeeper.conf'") {
+                try (text + "\ninclude_if_exists = 'storekeeper.conf'\n").write(to: configuration, atomically: false, encoding: .utf8)
+            }
+        } catch {
+            throw Failure(description: "cannot write the private cluster's configuration in \(dataDirectory.path): \(error.localizedDescription)")
+        }
     }
 
     /// The directory of the server's socket, mode 0700 and owned by whoever runs the server: `socket/` in the

@@ -49,8 +49,9 @@ struct BackfillCommand: AsyncParsableCommand {
         let environments = environment.map { [$0] } ?? configuration.environments.sorted { $0.rawValue < $1.rawValue }
         let components = try StorekeeperComponents(configuration: configuration, logger: commandLogger("storekeeper.backfill"))
         let onlyFailures = self.onlyFailures
+        let pool = await components.client.startRunning()
+        defer { pool.cancel() }
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await components.client.run() }
             defer { group.cancelAll() }
             guard let url = configuration.databaseURL else { return }
             try await ensureReachable(components.client, url: url, logger: components.logger)

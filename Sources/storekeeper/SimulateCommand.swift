@@ -92,6 +92,9 @@ struct SimulateCommand: AsyncParsableCommand {
             now = try await server.advance(by: end.timeIntervalSince(now))
             say("the dev server's clock moved to the period's end, \(now.formatted(.iso8601))")
         }
+        if let last = current?.signedDate, Int64((now.timeIntervalSince1970 * 1000).rounded(.down)) <= last {
+            now = Date(timeIntervalSince1970: Double(last + 1) / 1000)
+        }
         let event = SimulatedEvent.scenario(scenario, subscription: subscription, currentPeriod: currentPeriod, target: to, at: now)
         let signer = NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: bundleId)
 
@@ -111,7 +114,8 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         if let transaction = event.transaction, let start = transaction.purchaseDate, let end = transaction.expiresDate {
             try history.record(
-                SimulatedHistory.Current(productId: transaction.productId, periodStart: start, periodEnd: end), of: subscriptionId)
+                SimulatedHistory.Current(productId: transaction.productId, periodStart: start, periodEnd: end, signedDate: event.signedDate),
+                of: subscriptionId)
         }
         say("\(event.notificationType)\(event.subtype.map { "/\($0)" } ?? "") for subscription \(subscriptionId): \(body)")
     }

@@ -13,6 +13,8 @@ struct SimulatedHistory {
         var productId: String
         var periodStart: Int64
         var periodEnd: Int64
+        /// When the last notification about the subscription was signed: the next one is signed later, as Apple's are.
+        var signedDate: Int64?
 
         var period: DateInterval {
             DateInterval(
@@ -68,9 +70,8 @@ struct DevServer {
             throw CommandFailure("cannot reach Storekeeper at \(baseURL): \(error)")
         }
         guard response.status == .ok else { return nil }
-        struct Reading: Decodable { var now: Date }
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        return try? decoder.decode(Reading.self, from: try await response.body.collect(upTo: 1 << 16)).now
+        struct Reading: Decodable { var nowMilliseconds: Int64 }
+        let reading = try? JSONDecoder().decode(Reading.self, from: try await response.body.collect(upTo: 1 << 16))
+        return reading.map { Date(timeIntervalSince1970: Double($0.nowMilliseconds) / 1000) }
     }
 }

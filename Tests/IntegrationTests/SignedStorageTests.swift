@@ -5,12 +5,13 @@ import Persistence
 import PostgresNIO
 import SignedData
 import Testing
+import TestSupport
 
 /// Stored notifications keep Apple's signed bytes as parts (headers once); these tests hold the stored form to the
 /// bytes Apple sent — compared, hashed and verified again by a separate process — not to our own encoder.
 @Suite("Signed payloads stored as parts, on real PostgreSQL")
 struct SignedStorageTests {
-    @Test("Apple's notification is stored as parts, its header once; verify --stored joins it back byte for byte and re-verifies it")
+    @Test("Apple's notification is stored as parts, its header once; verify --stored joins it back byte for byte and re-verifies it", .enabled(if: AppleSamples.available, Comment(rawValue: AppleSamples.absence)))
     func storedRealNotification() async throws {
         let text = try RealAppleDataTests.sample("46-notification.jws")
         let nested = [try RealAppleDataTests.sample("47-transaction.jws"), try RealAppleDataTests.sample("48-renewal.jws")]
@@ -48,7 +49,7 @@ struct SignedStorageTests {
         }
     }
 
-    @Test("a stored byte changed is caught by the signature; cleared payloads say so, and the verified facts stay")
+    @Test("a stored byte changed is caught by the signature; cleared payloads say so, and the verified facts stay", .enabled(if: AppleSamples.available, Comment(rawValue: AppleSamples.absence)))
     func tamperingAndRetention() async throws {
         let text = try RealAppleDataTests.sample("46-notification.jws")
         try await StorekeeperHarness.run(environment: ["STOREKEEPER_BUNDLE_ID": "com.tuyoo.testing"], rootPaths: RealAppleDataTests.appleRoot) { harness in

@@ -55,8 +55,10 @@ struct StorekeeperHarness {
                 components: components, chain: chain,
                 signer: NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: configuration.bundleId), databaseURL: url,
                 processEnvironment: environment)
+            let pool = await components.client.startRunning()
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await components.client.run() }
+                group.addTask { await pool.value }
+                defer { pool.cancel() }
                 try await components.migrator.migrate()
                 group.addTask { try await components.accountChangeListener().run() }
                 if worker {

@@ -1,12 +1,13 @@
 import AppStoreModels
 import Foundation
 import Testing
+import TestSupport
 
 @testable import SignedData
 
 /// Signed payloads kept as parts must join back to exactly the text Apple sent — checked here on Apple's own samples
 /// by comparing bytes and verifying the joined text again, not by trusting the encoder.
-@Suite("Signed payloads as parts")
+@Suite("Signed payloads as parts", .enabled(if: AppleSamples.available, Comment(rawValue: AppleSamples.absence)))
 struct SignedPartsTests {
     /// The nested JWS of sample 46 are samples 47 and 48 (per the fixtures' README), found in it independently.
     @Test("Apple's notification 46 with its nested transaction and renewal joins back byte for byte and verifies")
