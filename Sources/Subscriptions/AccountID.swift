@@ -59,11 +59,17 @@ public struct AccountID: Hashable, Sendable, Codable, Comparable, CustomStringCo
     // cache and to a group of spends, which let one account read and spend the other's credits.
     public static func == (lhs: AccountID, rhs: AccountID) -> Bool { lhs.text.utf8.elementsEqual(rhs.text.utf8) }
 
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(text.utf8.count)
-        for byte in text.utf8 { hasher.combine(byte) }
-    }
+    public func hash(into hasher: inout Hasher) { text.utf8.hashBytes(into: &hasher) }
 
     /// Byte order, as the locks are taken in (and consistent with `==`).
     public static func < (lhs: AccountID, rhs: AccountID) -> Bool { lhs.text.utf8.lexicographicallyPrecedes(rhs.text.utf8) }
+}
+
+extension String.UTF8View {
+    /// Feeds the bytes to `hasher` at once (a native string's are contiguous), byte by byte otherwise.
+    public func hashBytes(into hasher: inout Hasher) {
+        hasher.combine(count)
+        let done: Void? = withContiguousStorageIfAvailable { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        if done == nil { for byte in self { hasher.combine(byte) } }
+    }
 }

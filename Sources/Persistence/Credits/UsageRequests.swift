@@ -157,8 +157,7 @@ public struct UsageRequests: Sendable {
 
         public func hash(into hasher: inout Hasher) {
             hasher.combine(account)
-            hasher.combine(idempotencyKey.utf8.count)
-            for byte in idempotencyKey.utf8 { hasher.combine(byte) }
+            idempotencyKey.utf8.hashBytes(into: &hasher)
         }
     }
 
