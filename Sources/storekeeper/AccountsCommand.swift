@@ -32,7 +32,7 @@ struct AccountsCommand: AsyncParsableCommand {
             guard let account = AccountID(accountId) else {
                 throw CommandFailure("the account id must be \(AccountID.rule), got \"\(accountId)\"")
             }
-            let now = Date()
+            let now = await operatorNow()
             let catalogue = try loadCatalogue()
             let report = try await withDatabase(label: "storekeeper.accounts") { client, logger in
                 let ledger = CreditLedger(catalogue: catalogue, logger: logger)

@@ -12,6 +12,16 @@ func operatorDatabaseURL() throws -> DatabaseURL {
     throw CommandFailure("DATABASE_URL is required (postgres://user:pass@host:port/db); in a `storekeeper dev` folder it is read from .storekeeper/dev.env")
 }
 
+/// "Now" for what the operator commands compute (an account's status): the real time, or — reading the dev database
+/// from `.storekeeper/dev.env` — the dev server's clock, which `simulate advance` may have moved, so `accounts show`
+/// answers as the API does.
+func operatorNow() async -> Date {
+    let environment = ProcessInfo.processInfo.environment["DATABASE_URL"] ?? ""
+    let settings = DevEnvironment().settings()
+    guard environment.isEmpty, let url = settings["STOREKEEPER_URL"], settings["DATABASE_URL"] != nil else { return Date() }
+    return (try? await DevServer(baseURL: url, apiKey: settings["STOREKEEPER_API_KEY"]).now()) ?? Date()
+}
+
 /// Runs `body` with a client on the operator's database (``operatorDatabaseURL()``), bounded so an unreachable
 /// database fails with one line.
 func withDatabase<Result: Sendable>(

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AsyncHTTPClient
 import Foundation
 import Logging
 import Persistence
@@ -24,6 +25,14 @@ struct DevCommand: AsyncParsableCommand {
             throw CommandFailure("port \(port) is in use (another `storekeeper dev`?): stop it, or pass --port")
         }
         let dev = DevEnvironment()
+        // A second server for this folder would have a clock of its own and take over dev.env, so `simulate` and the
+        // operator commands would talk to one and read the other.
+        if let running = dev.settings()["STOREKEEPER_URL"],
+            let answer = try? await HTTPClient.shared.execute(HTTPClientRequest(url: running + "/healthz"), timeout: .seconds(2)),
+            answer.status == .ok
+        {
+            throw CommandFailure("another `storekeeper dev` serves this folder at \(running): use it, or stop it first")
+        }
         var environment = ProcessInfo.processInfo.environment
         var cluster: PrivateCluster?
         let databaseURL: DatabaseURL
@@ -32,7 +41,7 @@ struct DevCommand: AsyncParsableCommand {
         } else {
             let privateCluster = try PrivateCluster(directory: dev.clusterDirectory)
             if privateCluster.isRunning {
-                // Another `dev` started it and stops it: this one only uses it.
+                // Left running by a `dev` that did not stop it (killed): used, and left running as found.
                 say("Using the private PostgreSQL cluster already running in \(dev.clusterDirectory.path)")
             } else {
                 say("Starting a private PostgreSQL cluster in \(dev.clusterDirectory.path) …")

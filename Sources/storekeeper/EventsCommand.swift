@@ -37,12 +37,12 @@ struct EventsCommand: AsyncParsableCommand {
             let (account, limit) = (self.account.flatMap(AccountID.init), self.limit)
             let events = try await EventsCommand.withHistory { try await $0.recent(account: account, limit: limit) }
             if json { return events.forEach { say(EventEnvelope.json($0)) } }
-            say("ID                                    SEQUENCE  TYPE                             ACCOUNT                  CREATED")
+            say("ID                                    SEQUENCE  TYPE                             ACCOUNT                              CREATED")
             for event in events {
                 say(
                     event.id.uuidString.lowercased() + "  " + column(String(event.sequence), 9) + " "
                         + column(event.type, 32) + " "
-                        + column(event.account, 24) + " "
+                        + column(event.account, 36) + " "
                         + event.createdAt.formatted(.iso8601))
             }
             if events.isEmpty { say("(none)") }

@@ -43,8 +43,8 @@ struct SimulateCommand: AsyncParsableCommand {
 
     func validate() throws {
         if scenario == "advance" {
-            guard let duration, Self.seconds(in: duration) != nil else {
-                throw ValidationError("advance takes a duration: 30d, 12h, 90m, 45s, 2w, or ISO 8601 such as P1M or PT12H")
+            guard let duration, let seconds = Self.seconds(in: duration), seconds <= 10 * 366 * 86_400 else {
+                throw ValidationError("advance takes a duration forward, at most 10 years: 30d, 12h, 90m, 45s, 2w, or ISO 8601 such as P1M or PT12H")
             }
             return
         }
@@ -84,6 +84,10 @@ struct SimulateCommand: AsyncParsableCommand {
         if current == nil, scenario != .subscribe, let known = await self.current(server: server, subscription: subscription) {
             current = known
         }
+        guard scenario == .subscribe || current != nil else {
+            throw CommandFailure("subscription \(subscriptionId) is not known here: `simulate subscribe` it first")
+        }
+        try await server.checkProducts([product, to].compactMap { $0 })
         if product == nil, let currentProduct = current?.productId { subscription.productId = currentProduct }
         let currentPeriod = current?.period
         // What Apple sends at the end of the period in force is sent then: the dev server's clock moves there first.

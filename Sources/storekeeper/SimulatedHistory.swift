@@ -41,6 +41,19 @@ struct DevServer {
     let baseURL: String
     let apiKey: String?
 
+    /// Refuses product ids the server's catalogue does not sell (`GET /v1/tiers`): Apple sends only its own products.
+    func checkProducts(_ ids: [String]) async throws {
+        guard !ids.isEmpty, let response = try? await HTTPClient.shared.execute(HTTPClientRequest(url: baseURL + "/v1/tiers"), timeout: .seconds(10)),
+            response.status == .ok, let body = try? await response.body.collect(upTo: 1 << 20),
+            let catalogue = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]
+        else { return }
+        let tiers = (catalogue["tiers"] as? [[String: Any]]) ?? []
+        let known = Set(tiers.flatMap { ($0["products"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String } })
+        for id in ids where !known.contains(id) {
+            throw CommandFailure("\(id) is not a subscription product of this server's catalogue; known: \(known.sorted().joined(separator: ", "))")
+        }
+    }
+
     /// The server's "now"; the real time for a server without a dev clock.
     func now() async throws -> Date {
         try await clock(method: .GET, body: nil) ?? Date()
@@ -69,7 +82,15 @@ struct DevServer {
         } catch {
             throw CommandFailure("cannot reach Storekeeper at \(baseURL): \(error)")
         }
-        guard response.status == .ok else { return nil }
+        guard response.status == .ok else {
+            guard response.status == .notFound || response.status == .unauthorized else {
+                // The server's own word on what was asked (a move past ten years, say).
+                let answer = try? await response.body.collect(upTo: 1 << 16)
+                let message = answer.flatMap { try? JSONSerialization.jsonObject(with: Data(buffer: $0)) as? [String: Any] }?["message"] as? String
+                throw CommandFailure("the dev clock refused: \(message ?? "HTTP \(response.status.code)")")
+            }
+            return nil
+        }
         struct Reading: Decodable { var nowMilliseconds: Int64 }
         let reading = try? JSONDecoder().decode(Reading.self, from: try await response.body.collect(upTo: 1 << 16))
         return reading.map { Date(timeIntervalSince1970: Double($0.nowMilliseconds) / 1000) }

@@ -89,6 +89,26 @@ struct DevWalkthroughTests {
                 "storekeeper", ["dev", "--port", String(port)], environment: environment, directory: folder)
             #expect(second == 1 && secondText.contains("port \(port) is in use"), "\(secondText)")
             try await expect(Credits(state: "free_with_credits", tier: "free", remaining: 1005, cycle: nil, topUp: 1000), after: "a second dev")
+            let (other, otherText) = try await ChildProcess.run(
+                "storekeeper", ["dev", "--port", String(try PrivateCluster.freePort())], environment: environment, directory: folder)
+            #expect(other == 1 && otherText.contains("another `storekeeper dev` serves this folder at http://127.0.0.1:\(port)"), "\(otherText)")
+
+            // What Apple could not send is refused, in one line.
+            func refused(_ arguments: String...) async throws -> String {
+                let (status, output) = try await ChildProcess.run("storekeeper", ["simulate"] + arguments, environment: environment, directory: folder)
+                #expect(status != 0, "simulate \(arguments.joined(separator: " ")) was accepted: \(output)")
+                return output
+            }
+            let unknown = try await refused("renew", "--account", UUID().uuidString)
+            #expect(unknown.contains("`simulate subscribe` it first"), "\(unknown)")
+            let product = try await refused("upgrade", "--account", account, "--to", "nope.monthly")
+            #expect(product.contains("not a subscription product"), "\(product)")
+            let far = try await refused("advance", "4000d")
+            #expect(far.contains("forward, at most 10 years"), "\(far)")
+            // `accounts show` in the dev folder answers on the dev clock, as the API does.
+            let (shown, shownText) = try await ChildProcess.run(
+                "storekeeper", ["accounts", "show", account, "--json"], environment: environment.merging(["DATABASE_URL": ""]) { $1 }, directory: folder)
+            #expect(shown == 0 && shownText.contains("\"remaining\" : 1005"), "\(shownText.prefix(600))")
         }
     }
 }
