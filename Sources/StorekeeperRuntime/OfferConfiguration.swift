@@ -32,7 +32,7 @@ enum OfferConfiguration {
     /// The offers `value` describes, checked against `catalogue`, or every problem found.
     static func offers(from value: String, catalogue: TierCatalogue) throws(ConfigurationError) -> [PromotionalOffer] {
         let place = "STOREKEEPER_OFFERS"
-        let file = try YAMLSetting.decode(File.self, from: value, place: place)
+        let file = try YAMLSetting.decode(File.self, from: value, place: place, keys: .offers)
         var problems: [String] = []
         var offers: [PromotionalOffer] = []
         for (index, offer) in file.offers.enumerated() {

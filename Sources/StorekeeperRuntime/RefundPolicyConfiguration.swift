@@ -20,7 +20,7 @@ enum RefundPolicyConfiguration {
     /// The policy `value` describes, or every problem found.
     static func policy(from value: String) throws(ConfigurationError) -> RefundPolicy {
         let place = "STOREKEEPER_REFUND_POLICY"
-        let file = try YAMLSetting.decode(File.self, from: value, place: place)
+        let file = try YAMLSetting.decode(File.self, from: value, place: place, keys: .refundPolicy)
         var problems: [String] = []
         let defaults = RefundPolicy()
         let minutes = file.answerAfterMinutes ?? Int(defaults.answerAfter / 60)

@@ -9,6 +9,8 @@ extension TierCatalogue {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
             return .failure(ConfigurationError(problems: ["\(place): cannot read the file"]))
         }
+        let unknown = ConfigurationKeys.tierCatalogue.problems(in: text, place: place)
+        guard unknown.isEmpty else { return .failure(ConfigurationError(problems: unknown)) }
         let catalogue: TierCatalogue
         do {
             catalogue = try YAMLDecoder().decode(TierCatalogue.self, from: text)

@@ -26,7 +26,7 @@ enum WebhookConfiguration {
     /// The endpoints `value` describes, or every problem found.
     static func endpoints(from value: String) throws(ConfigurationError) -> [WebhookEndpoint] {
         let place = "STOREKEEPER_WEBHOOKS"
-        let file = try YAMLSetting.decode(File.self, from: value, place: place)
+        let file = try YAMLSetting.decode(File.self, from: value, place: place, keys: .webhooks)
         var problems: [String] = []
         var endpoints: [WebhookEndpoint] = []
         for (index, endpoint) in file.endpoints.enumerated() {

@@ -6,7 +6,9 @@ import Yams
 /// `STOREKEEPER_REFUND_POLICY` do.
 enum YAMLSetting {
     /// `value` decoded as `Value`, or a one-line problem naming `place`.
-    static func decode<Value: Decodable>(_ type: Value.Type, from value: String, place: String) throws(ConfigurationError) -> Value {
+    static func decode<Value: Decodable>(
+        _ type: Value.Type, from value: String, place: String, keys: ConfigurationKeys
+    ) throws(ConfigurationError) -> Value {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         let isInline = trimmed.hasPrefix("{") || value.contains("\n") || value.contains(": ")
         let text: String
@@ -17,6 +19,8 @@ enum YAMLSetting {
         } else {
             throw ConfigurationError(problems: ["\(place) (\(value)): cannot read the file"])
         }
+        let unknown = keys.problems(in: text, place: place)
+        guard unknown.isEmpty else { throw ConfigurationError(problems: unknown) }
         do {
             return try YAMLDecoder().decode(Value.self, from: text)
         } catch let error as DecodingError {

@@ -97,6 +97,9 @@ public final class AccountStatusCache: Sendable {
         }
     }
 
+    /// Whether changes of other processes are being heard, so that reads may be served from memory.
+    public var isListening: Bool { state.withLock { $0.listening } }
+
     /// Whether changes of other processes are being heard; entries are dropped on every change of it.
     public func setListening(_ listening: Bool) {
         state.withLock { state in
