@@ -171,9 +171,18 @@ public struct PrivateCluster: Sendable {
     }
 
     /// Whether `port` on 127.0.0.1 can be listened on now.
-    public static func isFree(port: Int) -> Bool {
+    public static func isFree(port: Int) -> Bool { bindLoopback(port: port) != nil }
+
+    /// A TCP port on 127.0.0.1 nothing listens on now.
+    public static func freePort() throws(Failure) -> Int {
+        guard let port = bindLoopback(port: 0) else { throw Failure(description: "cannot bind a socket to find a free port") }
+        return port
+    }
+
+    /// Binds a TCP socket to 127.0.0.1:`port` (0: any free one) and closes it: the port it got, or `nil`.
+    private static func bindLoopback(port: Int) -> Int? {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socketFD >= 0 else { return false }
+        guard socketFD >= 0 else { return nil }
         defer { close(socketFD) }
         var reuse: Int32 = 1
         setsockopt(socketFD, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
@@ -181,27 +190,12 @@ public struct PrivateCluster: Sendable {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-    }
-
-    /// A TCP port on 127.0.0.1 nothing listens on now.
-    public static func freePort() throws(Failure) -> Int {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socketFD >= 0 else { throw Failure(description: "cannot open a socket to find a free port") }
-        defer { close(socketFD) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
                 bind(socketFD, socketAddress, length) == 0 && getsockname(socketFD, socketAddress, &length) == 0
             }
         }
-        guard bound else { throw Failure(description: "cannot bind a socket to find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
     }
 }

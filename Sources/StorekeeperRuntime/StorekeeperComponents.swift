@@ -42,7 +42,7 @@ public struct StorekeeperComponents: Sendable {
     /// own; `nil`: NIO's shared event loops, which `serve` also answers HTTP on.
     public let databaseExecutor: EventLoopTaskExecutor?
     public let clock: @Sendable () -> Date
-    /// `storekeeper dev`'s clock, whose routes the router then has (`clock` reads it).
+    /// `storekeeper dev`'s clock, whose routes the router then has; `clock` reads it.
     public var devClock: DevClock?
     public let logger: Logger
 
@@ -52,10 +52,15 @@ public struct StorekeeperComponents: Sendable {
     ///     too. For `serve`: a group commit's round trips otherwise each wait for an event loop busy with HTTP, which
     ///     under load made a spend group take several times what PostgreSQL spent on it.
     ///   - clock: "now" for status and lifecycle rules; tests pin it.
+    ///   - devClock: `storekeeper dev`'s clock: read as `clock`, and moved through its admin routes.
     public init(
         configuration: StorekeeperConfiguration, databaseURL: DatabaseURL? = nil, databaseThread: Bool = false,
-        applicationName: String = "storekeeper", clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger
+        applicationName: String = "storekeeper", clock: @escaping @Sendable () -> Date = { Date() }, devClock: DevClock? = nil,
+        logger: Logger
     ) throws {
+        // In `dev`, every rule reads the dev clock, the verifier's included.
+        let clock: @Sendable () -> Date =
+            if let devClock { { devClock.now() } } else { clock }
         self.webhookTransport = HTTPWebhookTransport()
         // Metrics are bound to their backend when first used: bootstrap it before anything records.
         _ = StorekeeperMetrics.registry
@@ -96,6 +101,7 @@ public struct StorekeeperComponents: Sendable {
         self.refunds = RefundDefence(
             client: client, policy: configuration.refundPolicy, answering: serverAPI != nil, queue: queue, events: events, logger: logger)
         self.clock = clock
+        self.devClock = devClock
         self.logger = logger
     }
 

@@ -67,9 +67,7 @@ struct DevCommand: AsyncParsableCommand {
         let configuration = try StorekeeperConfiguration.load(environment: environment)
         bootstrapLogging(format: configuration.logFormat)
         let logger = Logger(label: "storekeeper.dev")
-        let clock = DevClock()
-        var components = try StorekeeperComponents(configuration: configuration, clock: { clock.now() }, logger: logger)
-        components.devClock = clock
+        let components = try StorekeeperComponents(configuration: configuration, devClock: DevClock(), logger: logger)
         let url = "http://\(configuration.host):\(port)"
         try dev.writeSettings([
             "STOREKEEPER_URL": url, "STOREKEEPER_API_KEY": apiKey, "STOREKEEPER_BUNDLE_ID": configuration.bundleId,
