@@ -40,15 +40,20 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
-        // Lifecycle rules: pure functions of (state, event, now).
-        .target(name: "Subscriptions", dependencies: ["AppStoreModels"]),
-        // Tier catalogue and credit arithmetic (calendar, proration, clawback, spend order): pure.
-        .target(name: "Credits", dependencies: ["Subscriptions", "AppStoreModels"]),
+        // The store-neutral entitlement core: the typed state of any source (a store's subscription or one-time
+        // purchase, an operator's grant), the stored facts of grants and purchases, and the account-level rule over
+        // them. Knows no store. Pure.
+        .target(name: "Entitlements"),
+        // The App Store's auto-renewable subscriptions: facts and lifecycle rules, pure functions of (state, event, now).
+        .target(name: "Subscriptions", dependencies: ["AppStoreModels", "Entitlements"]),
+        // Tier catalogue and credit arithmetic (calendar, proration, clawback, spend order), the sources' states from
+        // the catalogue: pure.
+        .target(name: "Credits", dependencies: ["Subscriptions", "AppStoreModels", "Entitlements"]),
         // Events for the app's services: which changes are worth one (pure rules), Standard Webhooks signatures,
         // endpoints and the retry schedule.
         .target(
             name: "Events",
-            dependencies: ["Subscriptions", "Credits", "AppStoreModels", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: ["Subscriptions", "Credits", "Entitlements", "AppStoreModels", .product(name: "Crypto", package: "swift-crypto")]),
         // The PostgreSQL job queue: enqueue, claim, complete, worker service.
         // Database statements that cannot hang: prepared statements fenced against connections that close under them,
         // and deadlines. Shared by the queue and the repositories.
@@ -85,7 +90,7 @@ let package = Package(
         .target(
             name: "Persistence",
             dependencies: [
-                "AppStoreModels", "PayloadDecoding", "Subscriptions", "Credits", "Events", "StatementFencing", "SignedData",
+                "AppStoreModels", "PayloadDecoding", "Subscriptions", "Credits", "Entitlements", "Events", "StatementFencing", "SignedData",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -98,7 +103,7 @@ let package = Package(
         .target(
             name: "Application",
             dependencies: [
-                "AppStoreModels", "Subscriptions", "Credits", "Events", "Persistence", "Jobs", "StatementFencing", "AppStoreServerAPI",
+                "AppStoreModels", "Subscriptions", "Credits", "Entitlements", "Events", "Persistence", "Jobs", "StatementFencing", "AppStoreServerAPI",
                 "SignedData",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -119,7 +124,7 @@ let package = Package(
         .target(
             name: "HTTPAPI",
             dependencies: [
-                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Events", "Persistence", "Application", "Jobs", "StatementFencing",
+                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Entitlements", "Events", "Persistence", "Application", "Jobs", "StatementFencing",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -134,7 +139,7 @@ let package = Package(
         .target(
             name: "StorekeeperRuntime",
             dependencies: [
-                "SignedData", "Subscriptions", "Credits", "Events", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "LocalSigning",
+                "SignedData", "Subscriptions", "Credits", "Entitlements", "Events", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "LocalSigning",
                 "AppStoreServerAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
@@ -150,7 +155,7 @@ let package = Package(
         .executableTarget(
             name: "storekeeper",
             dependencies: [
-                "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "Subscriptions", "Credits", "Events",
+                "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "Subscriptions", "Credits", "Entitlements", "Events",
                 "AppStoreServerAPI", "AppStoreModels",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -185,18 +190,18 @@ let package = Package(
             dependencies: ["SignedData", "LocalSigning", "AppStoreModels", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels", "TestSupport"]),
         .testTarget(name: "PayloadDecodingTests", dependencies: ["PayloadDecoding", "AppStoreModels", "TestSupport"]),
-        .testTarget(name: "CreditsTests", dependencies: ["Credits", "Subscriptions", "AppStoreModels"]),
+        .testTarget(name: "CreditsTests", dependencies: ["Credits", "Subscriptions", "Entitlements", "AppStoreModels"]),
         .testTarget(name: "EventsTests", dependencies: ["Events", "Credits", "Subscriptions", "AppStoreModels"]),
         // Scenarios as data: Scenarios/*.json, signed, verified and derived without a database.
         .testTarget(
             name: "ScenarioTests",
-            dependencies: ["Subscriptions", "Credits", "AppStoreModels", "SignedData", "LocalSigning", "TestSupport"],
+            dependencies: ["Subscriptions", "Credits", "Entitlements", "AppStoreModels", "SignedData", "LocalSigning", "TestSupport"],
             exclude: ["Scenarios"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
                 "StorekeeperRuntime", "HTTPAPI", "Persistence", "Application", "Jobs", "StatementFencing", "LocalSigning", "SignedData", "AppStoreModels",
-                "Subscriptions", "Credits", "Events", "AppStoreServerAPI", "TestSupport", "storekeeper-probe-worker",
+                "Subscriptions", "Credits", "Entitlements", "Events", "AppStoreServerAPI", "TestSupport", "storekeeper-probe-worker",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),

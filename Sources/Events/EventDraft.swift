@@ -55,12 +55,20 @@ public struct EventChange: Codable, Sendable, Equatable {
     public var answerBy: Date?
     /// … within Apple's deadline.
     public var deadline: Date?
+    /// `grant.started`, `grant.ended`: the grant (`DELETE /admin/grants/{grantId}` ends it).
+    public var grantId: String?
+    /// The tier a grant entitles.
+    public var tier: String?
+    /// `account.overlapping_subscriptions`: the catalogue group and the ids of the auto-renewing sources in it.
+    public var group: String?
+    public var sources: [String]?
 
     public init(
         fromProductId: String? = nil, toProductId: String? = nil, direction: String? = nil, effective: String? = nil,
         reason: String? = nil, fromAccountId: String? = nil, toAccountId: String? = nil, previousExpiresAt: Date? = nil,
         expiresAt: Date? = nil, productId: String? = nil, transactionId: String? = nil, meter: String? = nil,
-        amount: Int64? = nil, bucket: String? = nil, refundRequestId: String? = nil, answerBy: Date? = nil, deadline: Date? = nil
+        amount: Int64? = nil, bucket: String? = nil, refundRequestId: String? = nil, answerBy: Date? = nil, deadline: Date? = nil,
+        grantId: String? = nil, tier: String? = nil, group: String? = nil, sources: [String]? = nil
     ) {
         self.fromProductId = fromProductId
         self.toProductId = toProductId
@@ -79,6 +87,10 @@ public struct EventChange: Codable, Sendable, Equatable {
         self.refundRequestId = refundRequestId
         self.answerBy = answerBy
         self.deadline = deadline
+        self.grantId = grantId
+        self.tier = tier
+        self.group = group
+        self.sources = sources
     }
 }
 

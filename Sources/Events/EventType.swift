@@ -18,6 +18,9 @@ public enum EventType: String, CaseIterable, Codable, Sendable {
     case creditsDepleted = "credits.depleted"
     case purchaseRefundRequested = "purchase.refund_requested"
     case purchaseConsumableRefunded = "purchase.consumable_refunded"
+    case grantStarted = "grant.started"
+    case grantEnded = "grant.ended"
+    case accountOverlappingSubscriptions = "account.overlapping_subscriptions"
 }
 
 /// A set of event types an endpoint or a feed reader wants: exact names, `prefix.*`, or `*` for all.

@@ -16,9 +16,9 @@ public protocol SubscriptionReading: Sendable {
 
 extension SubscriptionStore: SubscriptionReading {}
 
-/// Reads an account's subscriptions and credits at an instant (the seam tests can replace).
+/// Reads an account's standing (subscriptions, other sources, credits) at an instant (the seam tests can replace).
 public protocol AccountStatusReading: Sendable {
-    func status(of account: AccountID, now: Date) async throws -> (subscriptions: [SubscriptionState], credits: AccountCredits)
+    func status(of account: AccountID, now: Date) async throws -> AccountStanding
     /// The status document of `GET /v1/accounts/{id}/status`.
     func document(of account: AccountID, now: Date) async throws -> AccountStatusResponse
     /// The status document when it needs no database read, else `nil`.

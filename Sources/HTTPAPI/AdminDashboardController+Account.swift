@@ -14,8 +14,8 @@ extension AdminDashboardController {
         guard let account = AccountID(text) else {
             return html + "<p class=\"bad\">\(HTMLPage.escape(text)) is not an account id (\(AccountID.rule))</p></section>"
         }
-        let (subscriptions, credits) = try await accounts.status(of: account, now: now)
-        let status = AccountStatus.evaluate(subscriptions: subscriptions, hasFreeCredits: credits.hasCredits, now: now)
+        let standing = try await accounts.status(of: account, now: now)
+        let (status, credits, subscriptions) = (standing.status, standing.credits, standing.subscriptions)
         let entitled = status.entitled ? "<span class=\"good\">entitled</span>" : "<span class=\"muted\">not entitled</span>"
         html += "<p><b>\(HTMLPage.escape(status.state.rawValue))</b> · \(entitled) · tier \(HTMLPage.escape(credits.tier ?? "—"))"
         html += " · next change \(HTMLPage.escape(HTMLPage.time(status.nextChangeAt)))</p>"
@@ -28,6 +28,7 @@ extension AdminDashboardController {
                     HTMLPage.Cell(HTMLPage.time(state.expiresAt)), HTMLPage.Cell(state.endReason ?? "—"),
                 ]
             }, empty: "no subscriptions")
+        html += try await entitlementsSection(standing, account: account, now: now)
         html += HTMLPage.table(
             ["meter", "remaining", "cycle", "top-up", "today", "resets"],
             credits.meters.sorted { $0.key < $1.key }.map { meter, value in

@@ -1,3 +1,4 @@
+import Credits
 import Foundation
 import Hummingbird
 import Jobs
@@ -24,13 +25,17 @@ public struct AdminDashboardController: Sendable {
     let records: any OperatorReading
     let accounts: any AccountStatusReading
     let events: (any EventReading)?
+    let grants: (any GrantAdministration)?
+    let catalogue: TierCatalogue?
     let clock: @Sendable () -> Date
 
     public init(
         jobs: any JobAdministration, records: any OperatorReading, accounts: any AccountStatusReading, events: (any EventReading)? = nil,
-        clock: @escaping @Sendable () -> Date
+        grants: (any GrantAdministration)? = nil, catalogue: TierCatalogue? = nil, clock: @escaping @Sendable () -> Date
     ) {
         self.events = events
+        self.grants = grants
+        self.catalogue = catalogue
         self.jobs = jobs
         self.records = records
         self.accounts = accounts
@@ -47,6 +52,7 @@ public struct AdminDashboardController: Sendable {
             let requeued = try await withDatabase { try await self.jobs.requeue(ids: [id]) }
             return Response(status: .seeOther, headers: [.location: "/admin?requeued=\(requeued.count)"])
         }
+        addGrantRoutes(to: group)
         // The JSON API owns POST /admin/events/{id}/redeliver; the page's form posts here.
         group.post("deliveries/{id}/redeliver") { _, context -> Response in
             let id = try EventsController.eventId(context)

@@ -18,6 +18,8 @@ public struct HTTPDependencies: Sendable {
     /// Stored events: the feed, the admin routes and the dashboard's failed deliveries; `nil` leaves them out.
     public var events: (any EventReading)?
     public var refunds: (any RefundDefending)?
+    /// Operators' grants; `nil` leaves their routes out.
+    public var grants: (any GrantAdministration)?
     /// Offer signing; `nil` (no In-App Purchase key) answers its routes with 503.
     public var offers: (any OfferSigningService)?
     public var catalogue: TierCatalogue
@@ -103,13 +105,16 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         AdminController(jobs: dependencies.jobs).addRoutes(to: adminAPI)
         if let devClock = dependencies.devClock { DevClockController(clock: devClock).addRoutes(to: adminAPI) }
         if let events = dependencies.events { EventsController(events: events).addAdminRoutes(to: adminAPI) }
+        if let grants = dependencies.grants {
+            GrantsController(grants: grants, catalogue: dependencies.catalogue, clock: dependencies.clock).addRoutes(to: adminAPI)
+        }
         let dashboard = router.group("admin")
             .add(middleware: SecurityHeadersMiddleware(cacheControl: "no-store"))
             .add(middleware: BearerKeyMiddleware(keys: dependencies.adminKeys, basicRealm: "Storekeeper admin"))
             .add(middleware: SameSiteWriteMiddleware(mediaType: "application/x-www-form-urlencoded"))
         AdminDashboardController(
             jobs: dependencies.jobs, records: dependencies.records, accounts: dependencies.accounts, events: dependencies.events,
-            clock: dependencies.clock
+            grants: dependencies.grants, catalogue: dependencies.catalogue, clock: dependencies.clock
         ).addRoutes(to: dashboard)
     }
     router.add(middleware: UnknownRouteMiddleware<StorekeeperRequestContext>(routes: router.routes))

@@ -3,8 +3,9 @@ import Foundation
 import Hummingbird
 import NIOCore
 
-/// `GET /v1/tiers` (no authentication): the catalogue for a server-driven paywall — meters, the free tier, paid
-/// tiers with display copy, products and allowances, and top-ups.
+/// `GET /v1/tiers` (no authentication): the catalogue for a server-driven paywall — meters, feature definitions, the
+/// free tier, paid tiers with display copy, highlights, feature values, products and allowances, and top-ups. Tiers
+/// only grants entitle (`grantable_only`) are left out: no paywall sells them.
 public struct TiersController: Sendable {
     let catalogue: TierCatalogue
 
@@ -33,7 +34,10 @@ struct TiersResponse: Encodable {
 
     struct ProductView: Encodable {
         var id: String
-        var period: String
+        /// `auto_renewable`, `lifetime` or `non_renewing`.
+        var type: String
+        var period: String?
+        var duration: String?
         var price: Int64
         var currency: String
         var displayPrice: String
@@ -44,7 +48,11 @@ struct TiersResponse: Encodable {
         var level: Int?
         var displayName: String
         var description: String?
+        var highlights: [String]
+        /// The highlights again, under the name they had before typed features (kept for paywalls that read it).
         var features: [String]
+        /// Every defined feature's value for the tier.
+        var featureValues: [String: FeatureValue]
         var products: [ProductView]
         var allowances: [String: AllowanceView]
     }
@@ -63,7 +71,18 @@ struct TiersResponse: Encodable {
         var description: String?
     }
 
+    struct FeatureDefinitionView: Encodable {
+        var id: String
+        var displayName: String
+        var description: String?
+        var type: String
+        var levels: [String]?
+        var teaser: String?
+        var upgradeCallToAction: String?
+    }
+
     var meters: [MeterView]
+    var featureDefinitions: [FeatureDefinitionView]
     var free: TierView
     var tiers: [TierView]
     var topUps: [TopUpView]
@@ -76,18 +95,26 @@ struct TiersResponse: Encodable {
             }
         }
         meters = catalogue.meters.map { MeterView(id: $0.id, displayName: $0.displayName, description: $0.description) }
+        featureDefinitions = catalogue.featureDefinitions.map {
+            FeatureDefinitionView(
+                id: $0.id, displayName: $0.displayName, description: $0.description, type: $0.type.text, levels: $0.levels,
+                teaser: $0.teaser, upgradeCallToAction: $0.upgradeCallToAction)
+        }
+        let freeHighlights = catalogue.free.highlights ?? []
         free = TierView(
             id: "free", level: nil, displayName: catalogue.free.displayName, description: catalogue.free.description,
-            features: catalogue.free.features ?? [], products: [], allowances: allowances(catalogue.free.allowances, annual: false))
-        tiers = catalogue.tiers.sorted { $0.level > $1.level }.map { tier in
+            highlights: freeHighlights, features: freeHighlights, featureValues: catalogue.features(ofTier: "free"), products: [],
+            allowances: allowances(catalogue.free.allowances, annual: false))
+        tiers = catalogue.tiers.filter { !$0.grantableOnly }.sorted { $0.level > $1.level }.map { tier in
             TierView(
                 id: tier.id, level: tier.level, displayName: tier.displayName, description: tier.description,
-                features: tier.features ?? [],
+                highlights: tier.highlights ?? [], features: tier.highlights ?? [], featureValues: catalogue.features(ofTier: tier.id),
                 products: tier.products.map {
-                    ProductView(id: $0.id, period: $0.period, price: $0.price, currency: $0.currency,
+                    ProductView(id: $0.id, type: $0.type.text, period: $0.period, duration: $0.duration, price: $0.price, currency: $0.currency,
                                 displayPrice: String(format: "%.2f", Double($0.price) / 1000))
                 },
-                allowances: allowances(tier.allowances, annual: tier.products.contains { $0.billingPeriod?.resetsMonthly == true }))
+                allowances: allowances(
+                    tier.allowances, annual: tier.products.contains { $0.billingPeriod?.resetsMonthly == true || $0.type == .lifetime }))
         }
         topUps = catalogue.topUps.map { TopUpView(id: $0.id, meter: $0.meter, credits: $0.credits, price: $0.price, currency: $0.currency) }
     }

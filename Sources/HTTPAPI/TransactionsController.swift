@@ -75,17 +75,17 @@ public struct TransactionsController: Sendable {
             throw APIError.unavailable("the transaction could not be stored; retry later")
         }
         switch outcome {
-        case .claimed, .toppedUp:
+        case .claimed, .toppedUp, .purchased:
             logger.info("transaction claimed", metadata: ["account.id": "\(accountId)"])
             return try await accounts.status(of: accountId)
         case .ownedElsewhere:
             throw APIError(
                 .conflict, code: "purchase_owned_elsewhere",
-                message: "another account owns subscription \(transaction.originalTransactionId); the transfer policy is keep")
+                message: "another account owns purchase \(transaction.originalTransactionId); the transfer policy is keep (one-time purchases always stay with their first account)")
         case .notASubscription:
             throw APIError(
                 .unprocessableContent, code: "not_a_subscription",
-                message: "the transaction (\(transaction.type ?? "purchase") \(transaction.productId)) is neither an auto-renewable subscription nor a top-up of the catalogue")
+                message: "the transaction (\(transaction.type ?? "purchase") \(transaction.productId)) is neither an auto-renewable subscription nor a product of the catalogue")
         }
     }
 

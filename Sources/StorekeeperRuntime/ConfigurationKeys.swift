@@ -65,13 +65,22 @@ extension ConfigurationKeys {
     /// `STOREKEEPER_TIERS` (`TierCatalogue`'s coding keys).
     static let tierCatalogue = ConfigurationKeys.object([
         "meters": .list(.object(["id": .value, "display_name": .value, "description": .value])),
-        "free": .object(["display_name": .value, "description": .value, "features": .value, "allowances": .map(allowance)]),
+        "feature_definitions": .list(.object([
+            "id": .value, "display_name": .value, "description": .value, "type": .value, "levels": .value, "teaser": .value,
+            "upgrade_call_to_action": .value, "default": .value,
+        ])),
+        // `features`: a mapping of feature values keyed by the file's own feature ids (checked against the
+        // definitions), or a list of bullets as written before typed features.
+        "free": .object([
+            "display_name": .value, "description": .value, "highlights": .value, "features": .value, "allowances": .map(allowance),
+        ]),
         "tiers": .list(.object([
-            "id": .value, "level": .value, "display_name": .value, "description": .value, "features": .value,
-            "products": .list(.object(["id": .value, "period": .value, "price": .value, "currency": .value])),
-            "allowances": .map(allowance),
+            "id": .value, "level": .value, "display_name": .value, "description": .value, "highlights": .value, "features": .value,
+            "products": .list(.object(["id": .value, "type": .value, "period": .value, "duration": .value, "price": .value, "currency": .value])),
+            "allowances": .map(allowance), "grantable_only": .value, "group": .value,
         ])),
         "top_ups": .list(.object(["id": .value, "meter": .value, "credits": .value, "price": .value, "currency": .value])),
+        "upgrade_credits": .value,
     ])
 
     /// `STOREKEEPER_WEBHOOKS`.

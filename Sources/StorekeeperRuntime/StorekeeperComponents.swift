@@ -26,6 +26,12 @@ public struct StorekeeperComponents: Sendable {
     public let writer: SubscriptionWriter
     /// Stores the events of every change and queues their webhook deliveries.
     public let events: EventRecorder
+    /// Settles grants and one-time purchases (their credits, events and next change).
+    public let settlement: SourceSettlement
+    /// Operators' grants.
+    public let grants: OperatorGrants
+    /// App Store lifetime and non-renewing purchases.
+    public let purchases: OneTimePurchases
     /// Apple's consumption requests: opened by notifications, answered by ``ConsumptionAnswerJob``.
     public let refunds: RefundDefence
     /// `serve`'s account status cache, kept current by ``accountChangeListener()`` and this process's writers.
@@ -98,6 +104,9 @@ public struct StorekeeperComponents: Sendable {
         self.rechecks = serverAPI == nil ? nil : RenewalRechecks(delay: configuration.renewalRecheckDelay, queue: queue, logger: logger)
         self.events = EventRecorder(client: client, credits: credits, endpoints: configuration.webhooks, queue: queue, logger: logger)
         self.writer = SubscriptionWriter(client: client, credits: credits, queue: queue, rechecks: rechecks, events: events, logger: logger)
+        self.settlement = SourceSettlement(credits: credits, recorder: events, queue: queue)
+        self.grants = OperatorGrants(client: client, credits: credits, settlement: settlement, cache: statusCache, logger: logger)
+        self.purchases = OneTimePurchases(credits: credits, settlement: settlement, logger: logger)
         self.refunds = RefundDefence(
             client: client, policy: configuration.refundPolicy, answering: serverAPI != nil, queue: queue, events: events, logger: logger)
         self.clock = clock
@@ -120,7 +129,7 @@ public struct StorekeeperComponents: Sendable {
                     client: client, ledger: credits, events: events, cache: statusCache, executor: databaseExecutor, logger: logger),
                 claims: SubscriptionClaims(
                     client: client, policy: configuration.transferPolicy, writer: writer, credits: credits, events: events,
-                    cache: statusCache, logger: logger),
+                    purchases: purchases, cache: statusCache, logger: logger),
                 catalogue: configuration.catalogue,
                 metrics: StorekeeperMetrics.registry,
                 readiness: PostgresReadiness(migrator: migrator),
@@ -133,6 +142,7 @@ public struct StorekeeperComponents: Sendable {
         dependencies.purchaseIntents = PurchaseIntents(client: client, logger: logger)
         dependencies.events = EventHistory(client: client, queue: queue, logger: logger)
         dependencies.refunds = refunds
+        dependencies.grants = grants
         dependencies.offers = configuration.serverAPI.map { settings in
             OfferSigning(
                 client: client, signer: OfferSigner(credentials: settings.credentials), offers: configuration.offers,
@@ -146,7 +156,7 @@ public struct StorekeeperComponents: Sendable {
 
     /// The job kinds this configuration runs.
     var jobKinds: [String] {
-        [NotificationInbox.applyJobKind, CreditWindowResetJob.jobKind, WebhookDeliveryJob.jobKind, RetentionJob.eventsKind]
+        [NotificationInbox.applyJobKind, CreditWindowResetJob.jobKind, SourceChangeJob.jobKind, WebhookDeliveryJob.jobKind, RetentionJob.eventsKind]
             + (configuration.signedRetention == nil ? [] : [RetentionJob.signedPayloadsKind])
             + (serverAPI == nil ? [] : [RenewalRechecks.jobKind, NotificationCatchUpJob.jobKind, RefundDefence.jobKind])
     }
@@ -192,9 +202,10 @@ public struct StorekeeperComponents: Sendable {
         options.afterAttempt = { [statusCache] kind in if !statusUnchanged.contains(kind) { statusCache.endWrite() } }
         var handlers: [any JobHandler] = [
             ApplyNotificationJob(
-                client: client, writer: writer, credits: credits, refunds: refunds,
+                client: client, writer: writer, credits: credits, refunds: refunds, purchases: purchases,
                 jobsPerTransaction: configuration.appliesPerTransaction, clock: clock, logger: logger),
             CreditWindowResetJob(client: client, writer: writer, clock: clock, logger: logger),
+            SourceChangeJob(client: client, credits: credits, settlement: settlement, clock: clock, logger: logger),
             WebhookDeliveryJob(
                 client: client, endpoints: configuration.webhooks, transport: webhookTransport, queue: queue, clock: clock, logger: logger),
         ]

@@ -11,7 +11,7 @@ import Foundation
 ///     secrets: [whsec_…, whsec_…]       # the first signs; all sign while one is rotated out
 ///     types: [subscription.*, credits.depleted]   # optional: every type by default
 /// ```
-enum WebhookConfiguration {
+public enum WebhookConfiguration {
     struct File: Decodable {
         var endpoints: [Endpoint]
     }
@@ -24,7 +24,7 @@ enum WebhookConfiguration {
     }
 
     /// The endpoints `value` describes, or every problem found.
-    static func endpoints(from value: String) throws(ConfigurationError) -> [WebhookEndpoint] {
+    public static func endpoints(from value: String) throws(ConfigurationError) -> [WebhookEndpoint] {
         let place = "STOREKEEPER_WEBHOOKS"
         let file = try YAMLSetting.decode(File.self, from: value, place: place, keys: .webhooks)
         var problems: [String] = []

@@ -1,7 +1,8 @@
+import Entitlements
 import Foundation
 
 /// What an account may do right now: the answer of `GET /v1/accounts/{id}/status`, computed from its subscriptions
-/// against the clock.
+/// and its other entitlement sources (grants, one-time purchases) against the clock.
 public struct AccountStatus: Sendable, Equatable {
     /// The account-level state of SPEC §5.2.
     public enum State: String, Sendable, Codable {
@@ -20,9 +21,13 @@ public struct AccountStatus: Sendable, Equatable {
     public var hadSubscription: Bool
     public var nextChangeAt: Date?
 
-    /// Evaluates an account's subscriptions at `now`.
+    /// Evaluates an account's subscriptions at `now`, with `otherSources` — its grants and one-time purchases, as
+    /// sources at `now`. The state is the subscription's while it entitles (`trial`, `subscribed`, `grace_period`);
+    /// otherwise `subscribed` when another source entitles; otherwise the subscription's `billing_retry`, else free.
     /// - Parameter hasFreeCredits: whether the free tier leaves credits to spend (decides `free_with_credits`).
-    public static func evaluate(subscriptions: [SubscriptionState], hasFreeCredits: Bool, now: Date) -> AccountStatus {
+    public static func evaluate(
+        subscriptions: [SubscriptionState], otherSources: [EntitlementSource] = [], hasFreeCredits: Bool, now: Date
+    ) -> AccountStatus {
         let ranked = subscriptions.sorted { lhs, rhs in
             let lhsRank = rank(lhs.effectiveStatus(at: now))
             let rhsRank = rank(rhs.effectiveStatus(at: now))
@@ -30,20 +35,22 @@ public struct AccountStatus: Sendable, Equatable {
             return (lhs.expiresAt ?? .distantPast) > (rhs.expiresAt ?? .distantPast)
         }
         let chosen = ranked.first
+        let othersEntitle = otherSources.contains(where: \.entitled)
         let free: State = hasFreeCredits ? .freeWithCredits : .freeNoCredits
         let state: State
         switch chosen?.effectiveStatus(at: now) {
         case .active: state = chosen?.isTrial == true ? .trial : .subscribed
         case .gracePeriod: state = .gracePeriod
-        case .billingRetry: state = .billingRetry
-        case .expired, .refunded, .revoked, nil: state = free
+        case .billingRetry: state = othersEntitle ? .subscribed : .billingRetry
+        case .expired, .refunded, .revoked, nil: state = othersEntitle ? .subscribed : free
         }
+        let changes = [chosen?.nextChange(after: now)].compactMap { $0 } + otherSources.compactMap(\.nextChangeAt)
         return AccountStatus(
             state: state,
-            entitled: chosen?.isEntitled(at: now) ?? false,
+            entitled: (chosen?.isEntitled(at: now) ?? false) || othersEntitle,
             subscription: chosen,
             hadSubscription: !subscriptions.isEmpty,
-            nextChangeAt: chosen?.nextChange(after: now)
+            nextChangeAt: changes.min()
         )
     }
 

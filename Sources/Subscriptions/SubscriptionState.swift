@@ -118,7 +118,7 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
     }
 
     /// The instant the clock ends the stored status, for the statuses that still run.
-    var clockEnd: Date? {
+    public var clockEnd: Date? {
         switch status {
         case .active: return [expiresAt, accessUntil].compactMap { $0 }.max()
         case .gracePeriod: return gracePeriodExpiresAt ?? expiresAt?.addingTimeInterval(Self.shortestGracePeriod)

@@ -36,13 +36,11 @@ struct AccountsCommand: AsyncParsableCommand {
             let catalogue = try loadCatalogue()
             let report = try await withDatabase(label: "storekeeper.accounts") { client, logger in
                 let ledger = CreditLedger(catalogue: catalogue, logger: logger)
-                let (states, credits) = try await AccountStatusQuery(client: client, ledger: ledger, logger: logger).status(of: account, now: now)
+                let standing = try await AccountStatusQuery(client: client, ledger: ledger, logger: logger).status(of: account, now: now)
+                let states = standing.subscriptions
                 let records = AccountRecords(client: client, logger: logger)
                 return Report(
-                    status: AccountStatusResponse(
-                        accountId: account,
-                        status: AccountStatus.evaluate(subscriptions: states, hasFreeCredits: credits.hasCredits, now: now),
-                        credits: credits, now: now),
+                    status: AccountStatusResponse(accountId: account, standing: standing, now: now),
                     subscriptions: states.map { SubscriptionDetailResponse(state: $0, now: now) },
                     events: try await records.events(ofSubscriptions: states.map(\.originalTransactionId), account: account),
                     archive: try await records.archive(ofAccount: account),

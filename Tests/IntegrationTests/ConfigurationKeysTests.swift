@@ -59,11 +59,15 @@ struct ConfigurationKeysTests {
         let full = Allowance(perCycle: 1, perDay: 1, unlimited: false, trialCap: 1)
         let catalogue = TierCatalogue(
             meters: [.init(id: "m", displayName: "M", description: "d")],
-            free: .init(displayName: "Free", description: "d", features: ["f"], allowances: ["m": full]),
+            featureDefinitions: [.init(
+                id: "f", displayName: "F", description: "d", type: .level, levels: ["off", "on"], teaser: "t", upgradeCallToAction: "u",
+                defaultValue: "off")],
+            free: .init(displayName: "Free", description: "d", highlights: ["h"], features: ["f": "off"], allowances: ["m": full]),
             tiers: [.init(
-                id: "t", level: 1, displayName: "T", description: "d", features: ["f"],
-                products: [.init(id: "p", period: "P1M", price: 1, currency: "USD")], allowances: ["m": full])],
-            topUps: [.init(id: "u", meter: "m", credits: 1, price: 1, currency: "USD")])
+                id: "t", level: 1, displayName: "T", description: "d", highlights: ["h"], features: ["f": "on"],
+                products: [.init(id: "p", type: .nonRenewing, period: "P1M", duration: "P1M", price: 1, currency: "USD")], allowances: ["m": full],
+                grantableOnly: true, group: "g")],
+            topUps: [.init(id: "u", meter: "m", credits: 1, price: 1, currency: "USD")], upgradeCredits: .fresh)
         let yaml = try YAMLEncoder().encode(catalogue)
         #expect(ConfigurationKeys.tierCatalogue.problems(in: yaml, place: "encoded").isEmpty, "\(yaml)")
         // And a key the schema lacks is found: the check is not empty by construction.

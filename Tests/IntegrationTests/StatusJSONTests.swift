@@ -1,3 +1,4 @@
+import Entitlements
 import Events
 import Foundation
 import Testing
@@ -50,7 +51,8 @@ import Testing
             toAccountId: optionalText(&random), previousExpiresAt: date(&random), expiresAt: date(&random),
             productId: optionalText(&random), transactionId: optionalText(&random), meter: optionalText(&random),
             amount: integer(&random), bucket: optionalText(&random), refundRequestId: optionalText(&random), answerBy: date(&random),
-            deadline: date(&random))
+            deadline: date(&random), grantId: optionalText(&random), tier: optionalText(&random), group: optionalText(&random),
+            sources: Bool.random(using: &random) ? nil : (0..<Int.random(in: 0...3, using: &random)).map { _ in text(&random) })
     }
 
     static func cause(_ random: inout Generator) -> EventCause {
@@ -78,10 +80,27 @@ import Testing
             state: [.subscribed, .trial, .gracePeriod, .billingRetry, .freeWithCredits, .freeNoCredits].randomElement(using: &random)!,
             entitled: Bool.random(using: &random), subscription: subscription, hadSubscription: Bool.random(using: &random),
             nextChangeAt: date(&random))
+        let sources = (0..<Int.random(in: 0...3, using: &random)).map { _ in
+            EntitlementSource(
+                id: text(&random), kind: [.subscription, .lifetime, .nonRenewing, .grant].randomElement(using: &random)!,
+                store: [.appStore, .operatorGrant, .stripe].randomElement(using: &random)!, productId: optionalText(&random),
+                tier: optionalText(&random), level: Int.random(in: 1...3, using: &random), group: nil, startsAt: date(&random),
+                expiresAt: date(&random), status: .active, entitled: true, willRenew: Bool.random(using: &random),
+                managementURL: optionalText(&random))
+        }
+        var features: [String: FeatureValue] = [:]
+        for _ in 0..<Int.random(in: 0...4, using: &random) {
+            features[text(&random, maximum: 8)] = [
+                .boolean(Bool.random(using: &random)), .number(Double(Int.random(in: -5...500, using: &random))),
+                .number(Double(Int.random(in: 0...999, using: &random)) / 8), .text(text(&random)), .level(text(&random)),
+            ].randomElement(using: &random)!
+        }
+        let standing = AccountStanding(
+            status: status, credits: AccountCredits(tier: Bool.random(using: &random) ? nil : text(&random), meters: meters),
+            entitlements: AccountEntitlements(sources), features: features, subscriptions: [], records: [])
         return AccountStatusResponse(
             accountId: AccountID(text(&random, maximum: 40).replacingOccurrences(of: "\n", with: "n")) ?? AccountID("fallback")!,
-            status: status, credits: AccountCredits(tier: Bool.random(using: &random) ? nil : text(&random), meters: meters),
-            now: date(&random) ?? Date())
+            standing: standing, now: date(&random) ?? Date())
     }
 
     static var encoder: JSONEncoder {

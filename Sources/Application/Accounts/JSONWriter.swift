@@ -24,6 +24,22 @@ public struct JSONWriter {
         needsComma = true
     }
 
+    public mutating func beginArray() {
+        bytes.append(UInt8(ascii: "["))
+        needsComma = false
+    }
+
+    /// Before each element of an array.
+    mutating func element() {
+        if needsComma { bytes.append(UInt8(ascii: ",")) }
+        needsComma = true
+    }
+
+    public mutating func endArray() {
+        bytes.append(UInt8(ascii: "]"))
+        needsComma = true
+    }
+
     /// Starts a member; its value follows.
     mutating func key(_ name: String) {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
@@ -61,6 +77,12 @@ public struct JSONWriter {
 
     mutating func integer(_ value: Int64?) {
         guard let value else { return null() }
+        bytes += Array(String(value).utf8)
+    }
+
+    /// A number as `JSONEncoder` writes a `Double`: whole values as integers.
+    mutating func number(_ value: Double) {
+        if value == value.rounded(), abs(value) < 9e15 { return integer(Int64(value)) }
         bytes += Array(String(value).utf8)
     }
 

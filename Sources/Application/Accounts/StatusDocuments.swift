@@ -1,4 +1,5 @@
 import Credits
+import Entitlements
 import Foundation
 import Subscriptions
 
@@ -6,19 +7,20 @@ import Subscriptions
 /// explicit `null`s.
 public struct AccountStatusResponse: Encodable, Sendable {
     var accountId: AccountID
-    var status: AccountStatus
-    var credits: AccountCredits
+    var standing: AccountStanding
     var now: Date
 
-    public init(accountId: AccountID, status: AccountStatus, credits: AccountCredits, now: Date) {
+    var status: AccountStatus { standing.status }
+    var credits: AccountCredits { standing.credits }
+
+    public init(accountId: AccountID, standing: AccountStanding, now: Date) {
         self.accountId = accountId
-        self.status = status
-        self.credits = credits
+        self.standing = standing
         self.now = now
     }
 
     enum CodingKeys: String, CodingKey {
-        case accountId, state, entitled, tier, hadSubscription, subscription, credits, nextChangeAt
+        case accountId, state, entitled, tier, hadSubscription, subscription, credits, nextChangeAt, entitlements, features
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -31,6 +33,29 @@ public struct AccountStatusResponse: Encodable, Sendable {
         try container.encode(status.subscription.map { SubscriptionResponse(state: $0, now: now) }, forKey: .subscription)
         try container.encode(credits.meters.mapValues(MeterCreditsResponse.init), forKey: .credits)
         try container.encode(status.nextChangeAt, forKey: .nextChangeAt)
+        try container.encode(standing.entitlements.entitling.map(EntitlementResponse.init), forKey: .entitlements)
+        try container.encode(standing.features, forKey: .features)
+    }
+}
+
+/// One entry of the status answer's `entitlements`: a source that entitles the account now.
+struct EntitlementResponse: Encodable {
+    var source: EntitlementSource
+
+    enum CodingKeys: String, CodingKey {
+        case id, source, store, productId, tier, expiresAt, willRenew, managementUrl
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(source.id, forKey: .id)
+        try container.encode(source.kind.text, forKey: .source)
+        try container.encode(source.store.text, forKey: .store)
+        try container.encode(source.productId, forKey: .productId)
+        try container.encode(source.tier, forKey: .tier)
+        try container.encode(source.expiresAt, forKey: .expiresAt)
+        try container.encode(source.willRenew, forKey: .willRenew)
+        try container.encode(source.managementURL, forKey: .managementUrl)
     }
 }
 
@@ -41,7 +66,7 @@ struct SubscriptionResponse: Encodable {
 
     enum CodingKeys: String, CodingKey {
         case originalTransactionId, productId, environment, status, willRenew, autoRenewProductId, pendingProductId
-        case expiresAt, gracePeriodExpiresAt, isTrial, ownership
+        case expiresAt, gracePeriodExpiresAt, isTrial, ownership, store
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -57,6 +82,7 @@ struct SubscriptionResponse: Encodable {
         try container.encode(state.gracePeriodExpiresAt, forKey: .gracePeriodExpiresAt)
         try container.encode(state.isTrial, forKey: .isTrial)
         try container.encode(state.ownership, forKey: .ownership)
+        try container.encode(Store.appStore.text, forKey: .store)
     }
 }
 
@@ -132,6 +158,33 @@ extension AccountStatusResponse {
         }
         writer.endObject()
         writer.member("entitled", status.entitled)
+        writer.key("entitlements")
+        writer.beginArray()
+        for source in standing.entitlements.entitling {
+            writer.element()
+            writer.beginObject()
+            writer.member("expiresAt", date: source.expiresAt)
+            writer.member("id", source.id)
+            writer.member("managementUrl", source.managementURL)
+            writer.member("productId", source.productId)
+            writer.member("source", source.kind.text)
+            writer.member("store", source.store.text)
+            writer.member("tier", source.tier)
+            writer.member("willRenew", source.willRenew)
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.key("features")
+        writer.beginObject()
+        for (name, value) in standing.features.sorted(by: { $0.key < $1.key }) {
+            writer.key(name)
+            switch value {
+            case .boolean(let flag): writer.bool(flag)
+            case .number(let number): writer.number(number)
+            case .text(let text), .level(let text): writer.string(text)
+            }
+        }
+        writer.endObject()
         writer.member("hadSubscription", status.hadSubscription)
         writer.member("nextChangeAt", date: status.nextChangeAt)
         writer.member("state", status.state.rawValue)
@@ -148,6 +201,7 @@ extension AccountStatusResponse {
             writer.member("pendingProductId", state.pendingProductId)
             writer.member("productId", state.productId)
             writer.member("status", state.effectiveStatus(at: now).rawValue)
+            writer.member("store", Store.appStore.text)
             writer.member("willRenew", state.willRenew)
             writer.endObject()
         } else {

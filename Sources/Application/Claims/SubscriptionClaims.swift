@@ -25,7 +25,9 @@ public struct SubscriptionClaims: Sendable {
         case ownedElsewhere(AccountID)
         /// A consumable of the catalogue: its top-up credits went to the account (once per transaction).
         case toppedUp
-        /// The transaction is neither an auto-renewable subscription nor a top-up of the catalogue.
+        /// A lifetime unlock or a non-renewing pass of the catalogue: it entitles the account.
+        case purchased
+        /// The transaction is neither an auto-renewable subscription nor a product of the catalogue.
         case notASubscription
     }
 
@@ -39,11 +41,13 @@ public struct SubscriptionClaims: Sendable {
     private let credits: CreditLedger
     private let events: EventRecorder?
     private let cache: AccountStatusCache?
+    private let purchases: OneTimePurchases?
 
     public init(
         client: PostgresClient, policy: TransferPolicy, writer: SubscriptionWriter, credits: CreditLedger, events: EventRecorder?,
-        cache: AccountStatusCache? = nil, logger: Logger
+        purchases: OneTimePurchases? = nil, cache: AccountStatusCache? = nil, logger: Logger
     ) {
+        self.purchases = purchases
         self.events = events
         self.cache = cache
         self.client = client
@@ -62,6 +66,16 @@ public struct SubscriptionClaims: Sendable {
         // After the commit: a claim may move a subscription between accounts, so every cached account goes.
         defer { cache?.invalidateAll() }
         guard let event = SubscriptionEvent(claimOf: transaction, by: account) else {
+            if let purchases, purchases.sells(transaction.productId) {
+                // A one-time purchase stays with the first account that had it.
+                return try await client.withTransaction(logger: logger) { connection in
+                    let cause = EventCause(notificationType: SubscriptionEvent.clientTransactionType, transactionId: transaction.transactionId)
+                    let owner = try await purchases.record(
+                        transaction, notificationType: nil, signedDate: nil, account: account, now: now, cause: cause, on: connection)
+                    if let owner, owner != account { return .ownedElsewhere(owner) }
+                    return .purchased
+                }
+            }
             guard credits.catalogue.topUp(ofProduct: transaction.productId) != nil else { return .notASubscription }
             _ = try await client.withTransaction(logger: logger) { connection in
                 try await TopUpPurchase(ledger: credits, events: events, logger: logger).record(

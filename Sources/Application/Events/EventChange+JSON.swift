@@ -17,11 +17,23 @@ extension EventChange {
         writer.presentMember("expiresAt", date: expiresAt)
         writer.presentMember("fromAccountId", fromAccountId)
         writer.presentMember("fromProductId", fromProductId)
+        writer.presentMember("grantId", grantId)
+        writer.presentMember("group", group)
         writer.presentMember("meter", meter)
         writer.presentMember("previousExpiresAt", date: previousExpiresAt)
         writer.presentMember("productId", productId)
         writer.presentMember("reason", reason)
         writer.presentMember("refundRequestId", refundRequestId)
+        if let sources {
+            writer.key("sources")
+            writer.beginArray()
+            for source in sources {
+                writer.element()
+                writer.string(source)
+            }
+            writer.endArray()
+        }
+        writer.presentMember("tier", tier)
         writer.presentMember("toAccountId", toAccountId)
         writer.presentMember("toProductId", toProductId)
         writer.presentMember("transactionId", transactionId)

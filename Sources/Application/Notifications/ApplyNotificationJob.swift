@@ -12,7 +12,7 @@ import Subscriptions
 /// one transaction, which the applies of one claim share, up to ``jobsPerTransaction`` of them
 /// (``TransactionalJobHandler``).
 /// A consumable of the catalogue (ONE_TIME_CHARGE, or its REFUND) credits — or takes back — the top-up of the account
-/// in its `appAccountToken`. A CONSUMPTION_REQUEST opens a refund request (``RefundDefence``). Other notifications
+/// in its `appAccountToken`; a lifetime or non-renewing product entitles that account (``OneTimePurchases``). A CONSUMPTION_REQUEST opens a refund request (``RefundDefence``). Other notifications
 /// (TEST, summaries, types Apple adds later, …) are recorded and complete without error; authentic content outside
 /// ``ContentLimits`` is recorded as `rejected_content` with its reason and changes nothing.
 public struct ApplyNotificationJob: TransactionalJobHandler {
@@ -31,11 +31,13 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
 
     private let credits: CreditLedger
     private let refunds: RefundDefence?
+    private let purchases: OneTimePurchases?
 
     public init(
         client: PostgresClient, writer: SubscriptionWriter, credits: CreditLedger, refunds: RefundDefence?,
-        jobsPerTransaction: Int = 1, clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger
+        purchases: OneTimePurchases? = nil, jobsPerTransaction: Int = 1, clock: @escaping @Sendable () -> Date = { Date() }, logger: Logger
     ) {
+        self.purchases = purchases
         self.jobsPerTransaction = jobsPerTransaction
         self.refunds = refunds
         self.client = client
@@ -86,6 +88,12 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
             outcome = applied.kind.rawValue
             account = applied.state?.accountId
             events = applied.events
+        } else if let transaction = notification.transaction, let purchases, purchases.sells(transaction.productId) {
+            let intended = try await purchaseIntents.account(ofToken: transaction.appAccountToken, on: connection)
+            account = try await purchases.record(
+                transaction, notificationType: notification.payload.notificationType, signedDate: notification.payload.signedDate,
+                account: intended, now: now, cause: cause, on: connection)
+            outcome = account == nil ? "recorded" : "applied"
         } else if let transaction = notification.transaction {
             let intended = try await purchaseIntents.account(ofToken: transaction.appAccountToken, on: connection)
             account = try await credits.creditedAccount(ofTopUp: transaction.transactionId, on: connection) ?? intended

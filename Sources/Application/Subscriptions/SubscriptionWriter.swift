@@ -1,4 +1,5 @@
 import Credits
+import Entitlements
 import Events
 import Foundation
 import Persistence
@@ -127,11 +128,30 @@ public struct SubscriptionWriter: Sendable {
         try await scheduleNextWindow(derivation, now: now, on: connection)
         try await rechecks?.schedule(for: state, now: now, on: connection)
         var outcome = Outcome(kind: changed ? .applied : .unchanged, state: state, stored: stored, operations: operations)
+        if let account = state.accountId, let after = statuses[account] {
+            drafts += overlaps(after: after, stored: stored, state: state, account: account, now: now, cause: drafts.first?.cause)
+        }
         if let recorder {
             let pending = EventRecorder.Pending(drafts: drafts, statuses: statuses, now: now)
             if deferringEvents { outcome.events = pending } else { try await recorder.record(pending, on: connection) }
         }
         return outcome
+    }
+
+    /// `account.overlapping_subscriptions` when this change leaves the account with auto-renewing sources that overlap
+    /// in a group where it had not (``SourceChanges/overlapping(before:after:account:environment:cause:)``).
+    private func overlaps(
+        after: CreditLedger.StatusInputs, stored: SubscriptionState?, state: SubscriptionState, account: AccountID, now: Date, cause: EventCause?
+    ) -> [EventDraft] {
+        let catalogue = credits.catalogue
+        let afterEntitlements = AccountEntitlements(catalogue.sources(subscriptions: after.subscriptions, records: after.records, at: now))
+        guard !afterEntitlements.overlaps.isEmpty else { return [] }
+        var before = after.subscriptions.filter { $0.originalTransactionId != state.originalTransactionId }
+        if let stored, stored.accountId == account { before.append(stored) }
+        let beforeEntitlements = AccountEntitlements(catalogue.sources(subscriptions: before, records: after.records, at: now))
+        return SourceChanges.overlapping(
+            before: beforeEntitlements, after: afterEntitlements, account: account, environment: state.environment,
+            cause: cause ?? EventCause(originalTransactionId: state.originalTransactionId))
     }
 
     /// The credit window reset: a job at the start of the next window of the period in force derives the

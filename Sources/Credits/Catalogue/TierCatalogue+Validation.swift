@@ -19,17 +19,21 @@ extension TierCatalogue {
             if tier.level < 1 { problems.append("\(place).level must be 1 or more (1 is Apple's highest level)") }
             if let other = levels[tier.level] { problems.append("\(place).level \(tier.level) is also the level of \(other)") }
             levels[tier.level] = tier.id
-            if tier.products.isEmpty { problems.append("\(place).products: list at least one product") }
+            if tier.products.isEmpty, !tier.grantableOnly {
+                problems.append("\(place).products: list at least one product (or set grantable_only: true for a tier only grants entitle)")
+            }
+            if tier.grantableOnly, !tier.products.isEmpty { problems.append("\(place): a grantable_only tier sells no products") }
+            if !Self.isKeyPart(tier.group) { problems.append("\(place).group must be 1–64 characters without `:`, spaces or control characters") }
             for product in tier.products {
                 if let owner = productOwners[product.id] { problems.append("\(place): product \(product.id) is also listed by \(owner)") }
                 productOwners[product.id] = place
-                if product.billingPeriod == nil {
-                    problems.append("\(place).products.\(product.id).period \"\(product.period)\" is not one of P<n>D, P<n>W, P<n>M, P<n>Y")
-                }
-                if product.price <= 0 { problems.append("\(place).products.\(product.id).price must be positive milliunits") }
+                problems += Self.problems(of: product, at: "\(place).products.\(product.id)")
             }
             problems += Self.problems(of: tier.allowances, at: place, meters: meterIds)
+            problems += self.problems(ofFeatures: tier.features, at: place)
         }
+        problems += self.problems(ofFeatures: free.features, at: "free")
+        problems += featureDefinitionProblems()
         for topUp in topUps {
             let place = "top_ups.\(topUp.id)"
             if let owner = productOwners[topUp.id] { problems.append("\(place): product is also listed by \(owner)") }
@@ -38,6 +42,76 @@ extension TierCatalogue {
             if topUp.credits <= 0 { problems.append("\(place).credits must be positive") }
         }
         return problems
+    }
+
+    /// A product's type and the period or duration it needs.
+    static func problems(of product: Product, at place: String) -> [String] {
+        var problems: [String] = []
+        let periods = "one of P<n>D, P<n>W, P<n>M, P<n>Y"
+        switch product.type {
+        case .autoRenewable:
+            if product.billingPeriod == nil { problems.append("\(place).period \"\(product.period ?? "")\" is not \(periods)") }
+            if product.duration != nil { problems.append("\(place).duration is for non_renewing products; an auto-renewable one has a period") }
+        case .lifetime:
+            if product.period != nil || product.duration != nil { problems.append("\(place): a lifetime product has neither period nor duration") }
+        case .nonRenewing:
+            if product.entitlementDuration == nil { problems.append("\(place).duration \"\(product.duration ?? "")\" is not \(periods)") }
+            if product.period != nil { problems.append("\(place).period is for auto_renewable products; a non_renewing one has a duration") }
+        case .unknown(let type):
+            problems.append("\(place).type \(type) is not one of auto_renewable, lifetime, non_renewing")
+        }
+        if product.price <= 0 { problems.append("\(place).price must be positive milliunits") }
+        return problems
+    }
+
+    /// The feature definitions: unique ids, known types, levels for a level feature, a default that fits.
+    func featureDefinitionProblems() -> [String] {
+        var problems: [String] = []
+        var seen = Set<String>()
+        for definition in featureDefinitions {
+            let place = "feature_definitions.\(definition.id)"
+            if !seen.insert(definition.id).inserted { problems.append("\(place) is defined twice") }
+            if !Self.isKeyPart(definition.id) { problems.append("\(place): the id must be 1–64 characters without `:`, spaces or control characters") }
+            switch definition.type {
+            case .level:
+                let levels = definition.levels ?? []
+                if levels.isEmpty { problems.append("\(place).levels: list the levels, lowest first") }
+                if Set(levels).count != levels.count { problems.append("\(place).levels names a level twice") }
+            case .unknown(let type):
+                problems.append("\(place).type \(type) is not one of boolean, number, text, level")
+                continue
+            default:
+                if definition.levels != nil { problems.append("\(place).levels is for level features") }
+            }
+            if let value = definition.defaultValue, case .failure(let problem) = definition.value(of: value) {
+                problems.append("\(place).default: \(problem)")
+            }
+        }
+        return problems
+    }
+
+    /// A tier's feature values: each names a defined feature and fits its type.
+    func problems(ofFeatures features: [String: String], at place: String) -> [String] {
+        var problems: [String] = []
+        for (id, value) in features.sorted(by: { $0.key < $1.key }) {
+            guard let definition = featureDefinitions.first(where: { $0.id == id }) else {
+                let known = featureDefinitions.map(\.id).joined(separator: ", ")
+                problems.append("\(place).features.\(id) is not a defined feature (feature_definitions: \(known.isEmpty ? "none" : known))")
+                continue
+            }
+            if case .failure(let problem) = definition.value(of: value) { problems.append("\(place).features.\(id): \(problem)") }
+        }
+        return problems
+    }
+
+    /// What loads but should be written otherwise: `features` lists of bullets (now `highlights`).
+    public func warnings() -> [String] {
+        var warnings: [String] = []
+        if free.featuresWereBullets { warnings.append("free.features is a list of bullets: it is read as free.highlights; rename it, features now holds typed feature values") }
+        for tier in tiers where tier.featuresWereBullets {
+            warnings.append("tiers.\(tier.id).features is a list of bullets: it is read as highlights; rename it, features now holds typed feature values")
+        }
+        return warnings
     }
 
     static func problems(of allowances: [String: Allowance], at place: String, meters: Set<String>) -> [String] {

@@ -1,22 +1,53 @@
-/// The tier catalogue (`config/tiers.yml`, SPEC §7): meters, the free tier, paid tiers with their App Store
-/// products and allowances, and consumable top-up products. Decoded from YAML by the runtime; validated as a whole by
-/// ``problems()``.
+/// The tier catalogue (`config/tiers.yml`, SPEC §7): meters, typed feature definitions, the free tier, paid tiers with
+/// their products, allowances and feature values, consumable top-up products, and how an upgrade's credits are
+/// granted. Decoded from YAML by the runtime; validated as a whole by ``problems()``.
 public struct TierCatalogue: Codable, Sendable, Equatable {
     public var meters: [Meter]
+    /// What the app gates on (`model`, `images`, `context_quilt`): each tier's value is typed by its definition.
+    public var featureDefinitions: [FeatureDefinition]
     public var free: FreeTier
     public var tiers: [Tier]
     public var topUps: [TopUp]
+    /// What the first window of an upgrade grants (`upgrade_credits`).
+    public var upgradeCredits: UpgradeCredits
 
     enum CodingKeys: String, CodingKey {
         case meters, free, tiers
+        case featureDefinitions = "feature_definitions"
         case topUps = "top_ups"
+        case upgradeCredits = "upgrade_credits"
     }
 
-    public init(meters: [Meter], free: FreeTier, tiers: [Tier], topUps: [TopUp]) {
+    public init(
+        meters: [Meter], featureDefinitions: [FeatureDefinition] = [], free: FreeTier, tiers: [Tier], topUps: [TopUp],
+        upgradeCredits: UpgradeCredits = .prorate
+    ) {
         self.meters = meters
+        self.featureDefinitions = featureDefinitions
         self.free = free
         self.tiers = tiers
         self.topUps = topUps
+        self.upgradeCredits = upgradeCredits
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        meters = try container.decode([Meter].self, forKey: .meters)
+        featureDefinitions = try container.decodeIfPresent([FeatureDefinition].self, forKey: .featureDefinitions) ?? []
+        free = try container.decode(FreeTier.self, forKey: .free)
+        tiers = try container.decode([Tier].self, forKey: .tiers)
+        topUps = try container.decodeIfPresent([TopUp].self, forKey: .topUps) ?? []
+        upgradeCredits = try container.decodeIfPresent(UpgradeCredits.self, forKey: .upgradeCredits) ?? .prorate
+    }
+
+    /// How the first credit window of an upgrade is granted.
+    public enum UpgradeCredits: String, Codable, Sendable, CaseIterable {
+        /// The new tier's allowance times the share of the window the customer pays for after Apple's pro-rata
+        /// refund; what is left of the old window moves to top-ups (FASHN's rule).
+        case prorate
+        /// The new tier's full allowance; the old window's remaining credits end with it and nothing carries over
+        /// (GhostPour's rule).
+        case fresh
     }
 
     /// Something usage is counted in (`ai_requests`, `lookups`).
@@ -37,99 +68,135 @@ public struct TierCatalogue: Codable, Sendable, Equatable {
         }
     }
 
-    /// What every account without an entitled subscription gets.
+    /// What every account without an entitlement gets.
     public struct FreeTier: Codable, Sendable, Equatable {
         public var displayName: String
         public var description: String?
-        public var features: [String]?
+        /// Display bullets for the paywall (`highlights`; a `features` list written before typed features loads here).
+        public var highlights: [String]?
+        /// Feature values, as written (typed by ``TierCatalogue/featureDefinitions``).
+        public var features: [String: String]
         public var allowances: [String: Allowance]
+        /// `features` was a list of bullets (loaded as ``highlights``, with a warning).
+        public var featuresWereBullets: Bool
 
         enum CodingKeys: String, CodingKey {
-            case description, features, allowances
-            case displayName = "display_name"
-        }
-
-        public init(displayName: String, description: String? = nil, features: [String]? = nil, allowances: [String: Allowance]) {
-            self.displayName = displayName
-            self.description = description
-            self.features = features
-            self.allowances = allowances
-        }
-    }
-
-    /// A paid tier: one Apple subscription-group level and its products.
-    public struct Tier: Codable, Sendable, Equatable {
-        public var id: String
-        /// Apple's subscription-group level: 1 is the highest.
-        public var level: Int
-        public var displayName: String
-        public var description: String?
-        public var features: [String]?
-        public var products: [Product]
-        public var allowances: [String: Allowance]
-
-        enum CodingKeys: String, CodingKey {
-            case id, level, description, features, products, allowances
+            case description, highlights, features, allowances
             case displayName = "display_name"
         }
 
         public init(
-            id: String, level: Int, displayName: String, description: String? = nil, features: [String]? = nil,
-            products: [Product], allowances: [String: Allowance]
+            displayName: String, description: String? = nil, highlights: [String]? = nil, features: [String: String] = [:],
+            allowances: [String: Allowance]
+        ) {
+            self.displayName = displayName
+            self.description = description
+            self.highlights = highlights
+            self.features = features
+            self.allowances = allowances
+            self.featuresWereBullets = false
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            displayName = try container.decode(String.self, forKey: .displayName)
+            description = try container.decodeIfPresent(String.self, forKey: .description)
+            (highlights, features, featuresWereBullets) = try FeatureValues.decode(container, highlights: .highlights, features: .features)
+            allowances = try container.decode([String: Allowance].self, forKey: .allowances)
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(displayName, forKey: .displayName)
+            try container.encodeIfPresent(description, forKey: .description)
+            try container.encodeIfPresent(highlights, forKey: .highlights)
+            if !features.isEmpty { try container.encode(features, forKey: .features) }
+            try container.encode(allowances, forKey: .allowances)
+        }
+    }
+
+    /// A paid tier: one subscription-group level, the products that sell it, and what it grants.
+    public struct Tier: Codable, Sendable, Equatable {
+        public var id: String
+        /// The subscription-group level: 1 is the highest.
+        public var level: Int
+        public var displayName: String
+        public var description: String?
+        /// Display bullets for the paywall.
+        public var highlights: [String]?
+        /// Feature values, as written (typed by ``TierCatalogue/featureDefinitions``).
+        public var features: [String: String]
+        public var products: [Product]
+        public var allowances: [String: Allowance]
+        /// A tier no store sells (GhostPour's `admin`): only operator grants entitle it.
+        public var grantableOnly: Bool
+        /// Tiers of one group replace each other (Apple's subscription group); two auto-renewing sources in one group
+        /// are an overlap the customer may want to cancel. One group, `default`, unless named.
+        public var group: String
+        public var featuresWereBullets: Bool
+
+        enum CodingKeys: String, CodingKey {
+            case id, level, description, highlights, features, products, allowances, group
+            case displayName = "display_name"
+            case grantableOnly = "grantable_only"
+        }
+
+        public init(
+            id: String, level: Int, displayName: String, description: String? = nil, highlights: [String]? = nil,
+            features: [String: String] = [:], products: [Product], allowances: [String: Allowance], grantableOnly: Bool = false,
+            group: String = "default"
         ) {
             self.id = id
             self.level = level
             self.displayName = displayName
             self.description = description
+            self.highlights = highlights
             self.features = features
             self.products = products
             self.allowances = allowances
+            self.grantableOnly = grantableOnly
+            self.group = group
+            self.featuresWereBullets = false
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            id = try container.decode(String.self, forKey: .id)
+            level = try container.decode(Int.self, forKey: .level)
+            displayName = try container.decode(String.self, forKey: .displayName)
+            description = try container.decodeIfPresent(String.self, forKey: .description)
+            (highlights, features, featuresWereBullets) = try FeatureValues.decode(container, highlights: .highlights, features: .features)
+            products = try container.decodeIfPresent([Product].self, forKey: .products) ?? []
+            allowances = try container.decode([String: Allowance].self, forKey: .allowances)
+            grantableOnly = try container.decodeIfPresent(Bool.self, forKey: .grantableOnly) ?? false
+            group = try container.decodeIfPresent(String.self, forKey: .group) ?? "default"
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(id, forKey: .id)
+            try container.encode(level, forKey: .level)
+            try container.encode(displayName, forKey: .displayName)
+            try container.encodeIfPresent(description, forKey: .description)
+            try container.encodeIfPresent(highlights, forKey: .highlights)
+            if !features.isEmpty { try container.encode(features, forKey: .features) }
+            try container.encode(products, forKey: .products)
+            try container.encode(allowances, forKey: .allowances)
+            if grantableOnly { try container.encode(true, forKey: .grantableOnly) }
+            try container.encode(group, forKey: .group)
         }
     }
 
-    /// An auto-renewable App Store product of a tier.
-    public struct Product: Codable, Sendable, Equatable {
-        public var id: String
-        /// ISO 8601 period: `P1W`, `P1M`, `P3M`, `P6M`, `P1Y`.
-        public var period: String
-        /// Catalogue price in milliunits of `currency`, used when a transaction carries none.
-        public var price: Int64
-        public var currency: String
-
-        public init(id: String, period: String, price: Int64, currency: String) {
-            self.id = id
-            self.period = period
-            self.price = price
-            self.currency = currency
-        }
-
-        public var billingPeriod: BillingPeriod? { BillingPeriod(iso8601: period) }
-    }
-
-    /// A consumable App Store product that buys top-up credits of one meter.
-    public struct TopUp: Codable, Sendable, Equatable {
-        public var id: String
-        public var meter: String
-        public var credits: Int64
-        public var price: Int64?
-        public var currency: String?
-
-        public init(id: String, meter: String, credits: Int64, price: Int64? = nil, currency: String? = nil) {
-            self.id = id
-            self.meter = meter
-            self.credits = credits
-            self.price = price
-            self.currency = currency
-        }
-    }
-
-    /// The tier and product of an App Store product id.
+    /// The tier and product of a product id.
     public func tier(ofProduct productId: String) -> (tier: Tier, product: Product)? {
         for tier in tiers {
             if let product = tier.products.first(where: { $0.id == productId }) { return (tier, product) }
         }
         return nil
     }
+
+    /// The tier of a tier id (`free` is not one).
+    public func tier(id: String) -> Tier? { tiers.first { $0.id == id } }
 
     /// The top-up a consumable product id buys.
     public func topUp(ofProduct productId: String) -> TopUp? { topUps.first { $0.id == productId } }

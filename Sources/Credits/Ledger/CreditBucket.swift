@@ -13,6 +13,8 @@ public struct CreditBucket: Hashable, Sendable {
         case daily
         /// The free tier's month.
         case free
+        /// A monthly window of a grant or a one-time purchase (``SourceCredits``).
+        case entitlement
         case unknown(String)
 
         public init(_ text: String) {
@@ -21,6 +23,7 @@ public struct CreditBucket: Hashable, Sendable {
             case "topup": self = .topUp
             case "daily": self = .daily
             case "free": self = .free
+            case "entitlement": self = .entitlement
             default: self = .unknown(text)
             }
         }
@@ -31,6 +34,7 @@ public struct CreditBucket: Hashable, Sendable {
             case .topUp: return "topup"
             case .daily: return "daily"
             case .free: return "free"
+            case .entitlement: return "entitlement"
             case .unknown(let text): return text
             }
         }
@@ -40,7 +44,7 @@ public struct CreditBucket: Hashable, Sendable {
             switch self {
             case .daily: return 0
             case .topUp: return 2
-            case .cycle, .free, .unknown: return 1
+            case .cycle, .free, .entitlement, .unknown: return 1
             }
         }
     }
@@ -53,7 +57,7 @@ public struct CreditBucket: Hashable, Sendable {
     /// The billing period of a cycle bucket (its `webOrderLineItemId`, else `transactionId`; buckets written before
     /// billing periods were keyed hold the period's `transactionId`).
     public var billingPeriod: String?
-    /// The account of a top-up, daily or free bucket (cycle buckets follow their subscription's owner).
+    /// The account of a top-up, daily, free or entitlement bucket (cycle buckets follow their subscription's owner).
     public var accountId: AccountID?
     public var validFrom: Date
     public var validUntil: Date?
@@ -89,7 +93,7 @@ public struct CreditBucket: Hashable, Sendable {
     /// before billing periods were keyed).
     public var windowIndex: Int? {
         let parts = key.split(separator: ":")
-        guard kind == .cycle, parts.count >= 3 else { return nil }
+        guard kind == .cycle || kind == .entitlement, parts.count >= 3 else { return nil }
         let window = parts[parts.count - 2]
         guard let marker = window.first, marker == "w" || marker == "m" else { return nil }
         return Int(window.dropFirst())

@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import Subscriptions
 
@@ -38,24 +39,26 @@ public struct AccountCredits: Sendable, Equatable {
         }
     }
 
-    /// The tier that decides an account's allowances at `now`: the highest level among its entitled subscriptions,
-    /// else the free tier.
-    public static func effectiveTier(_ subscriptions: [SubscriptionState], catalogue: TierCatalogue, at now: Date)
-        -> (id: String?, allowances: [String: Allowance])
-    {
-        let entitled = subscriptions.filter { $0.isEntitled(at: now) }
-        let tiers = entitled.compactMap { catalogue.tier(ofProduct: $0.productId)?.tier }
-        if let best = tiers.min(by: { $0.level < $1.level }) { return (best.id, best.allowances) }
-        if !entitled.isEmpty { return (nil, [:]) }
-        return ("free", catalogue.free.allowances)
+    /// The tier that decides an account's allowances at `now`: the deciding tier of its entitling sources (the
+    /// highest level, ``AccountEntitlements``), else the free tier; no tier (`nil`) when the deciding source's product
+    /// is not in the catalogue.
+    public static func effectiveTier(
+        _ subscriptions: [SubscriptionState], records: [EntitlementRecord] = [], catalogue: TierCatalogue, at now: Date
+    ) -> (id: String?, allowances: [String: Allowance]) {
+        let entitlements = AccountEntitlements(catalogue.sources(subscriptions: subscriptions, records: records, at: now))
+        guard let deciding = entitlements.deciding else { return ("free", catalogue.free.allowances) }
+        guard let tier = deciding.tier.flatMap({ catalogue.tier(id: $0) }) else { return (nil, [:]) }
+        return (tier.id, tier.allowances)
     }
 
     /// The grants due at `now` that no job may have made yet: the current credit window of each entitled
     /// subscription, today's quota, the free tier's month. `live` are the account's live buckets.
     public static func grantsDue(
-        account: AccountID, subscriptions: [SubscriptionState], catalogue: TierCatalogue, live: [LiveBalance], now: Date
+        account: AccountID, subscriptions: [SubscriptionState], records: [EntitlementRecord] = [], catalogue: TierCatalogue,
+        live: [LiveBalance], now: Date
     ) -> [LedgerOperation] {
         var grants: [LedgerOperation] = []
+        for record in records { grants += SourceCredits.grantsDue(record, account: account, catalogue: catalogue, live: live, now: now) }
         for state in subscriptions where state.isEntitled(at: now) {
             guard let start = state.purchaseDate, let end = state.expiresAt,
                 let (tier, _) = catalogue.tier(ofProduct: state.productId),
@@ -77,7 +80,7 @@ public struct AccountCredits: Sendable, Equatable {
                 grants.append(.post(LedgerEntry(operationKey: "grant:\(state.billingPeriodKey):w\(window.index):\(meter)", bucket: bucket.key, delta: amount, reason: "window grant"), opening: bucket))
             }
         }
-        let tier = effectiveTier(subscriptions, catalogue: catalogue, at: now)
+        let tier = effectiveTier(subscriptions, records: records, catalogue: catalogue, at: now)
         let accountKey = account.text
         for (meter, allowance) in tier.allowances.sorted(by: { $0.key < $1.key }) {
             if let perDay = allowance.perDay {
@@ -101,10 +104,10 @@ public struct AccountCredits: Sendable, Equatable {
 
     /// The account's credits from its live buckets at `now` — `pending` grants not written yet count as if they were.
     public static func evaluate(
-        subscriptions: [SubscriptionState], catalogue: TierCatalogue, live: [LiveBalance], pending: [LedgerOperation] = [],
-        now: Date
+        subscriptions: [SubscriptionState], records: [EntitlementRecord] = [], catalogue: TierCatalogue, live: [LiveBalance],
+        pending: [LedgerOperation] = [], now: Date
     ) -> AccountCredits {
-        let tier = effectiveTier(subscriptions, catalogue: catalogue, at: now)
+        let tier = effectiveTier(subscriptions, records: records, catalogue: catalogue, at: now)
         var live = live
         for case .post(let entry, let bucket?) in pending where !live.contains(where: { $0.bucket.key == bucket.key }) {
             live.append(LiveBalance(bucket: bucket, balance: entry.delta))
@@ -113,7 +116,7 @@ public struct AccountCredits: Sendable, Equatable {
         for meter in catalogue.meters {
             let allowance = tier.allowances[meter.id]
             let buckets = live.filter { $0.bucket.meter == meter.id }
-            let cycleBuckets = buckets.filter { $0.bucket.kind == .cycle || $0.bucket.kind == .free }
+            let cycleBuckets = buckets.filter { [.cycle, .free, .entitlement].contains($0.bucket.kind) }
             let dailyBuckets = buckets.filter { $0.bucket.kind == .daily }
             let topUp = buckets.filter { $0.bucket.kind == .topUp }.reduce(0) { $0 + max($1.balance, 0) }
             let cycleTotal = cycleBuckets.reduce(0) { $0 + max($1.balance, 0) }

@@ -94,7 +94,7 @@ public enum SubscriptionCredits {
                     // its start, so a renewal reported early does not reset early); later windows when they start.
                     if (window.index > 0 && window.start > now) || period.revocation.map({ $0.date <= window.start }) == true {
                         owed = 0
-                    } else if window.index == 0, let replaced = period.upgradedFrom {
+                    } else if window.index == 0, catalogue.upgradeCredits == .prorate, let replaced = period.upgradedFrom {
                         owed = upgradeGrant(full, into: period, product: product, replacing: replaced)
                     } else {
                         owed = full
@@ -125,7 +125,8 @@ public enum SubscriptionCredits {
                     originalTransactionId: subscription, billingPeriod: period.key, validFrom: window.start,
                     validUntil: window.end, price: period.price ?? catalogue.tier(ofProduct: period.productId)?.product.price)
                 let reason = window.index == 0 && period.upgradedFrom != nil
-                    ? "prorated upgrade grant" : period.isFreeOffer ? "free offer grant" : "window grant"
+                    ? (catalogue.upgradeCredits == .prorate ? "prorated upgrade grant" : "upgrade grant")
+                    : period.isFreeOffer ? "free offer grant" : "window grant"
                 let entry = LedgerEntry(
                     operationKey: "grant:\(period.key):w\(window.index):\(meter)", bucket: bucket.key, delta: owed, reason: reason)
                 add(.post(entry, opening: bucket))
@@ -189,9 +190,10 @@ public enum SubscriptionCredits {
             ledger.entries.filter { $0.operationKey == inKey || $0.operationKey.hasSuffix(":\(inKey)") }.reduce(0) { $0 + $1.delta }
         }
 
-        /// After an upgrade, what is left in the replaced period's window at the switch moves to top-ups.
+        /// After an upgrade under `prorate`, what is left in the replaced period's window at the switch moves to
+        /// top-ups; under `fresh` it ends with the window.
         mutating func carryOver(into period: PaidPeriod) {
-            guard let key = period.upgradedFrom, let account,
+            guard catalogue.upgradeCredits == .prorate, let key = period.upgradedFrom, let account,
                 let old = derivation.periods.first(where: { $0.key == key })
             else { return }
             let buckets = ledger.buckets.values

@@ -25,19 +25,7 @@ extension CreditLedger {
             } else {
                 try await connection.run(PreparedQuery<Snapshot>(lockKey, originalTransactionId, account?.text, now), logger: logger)
             }
-        var buckets: [CreditBucket] = []
-        var entries: [LedgerEntry] = []
-        for row in rows {
-            let bucket = try Self.bucket(row)
-            if buckets.last?.key != bucket.key { buckets.append(bucket) }
-            let columns = row.makeRandomAccess()
-            guard let operationKey = try columns[9].decode(String?.self) else { continue }
-            entries.append(
-                LedgerEntry(
-                    operationKey: operationKey, bucket: bucket.key, delta: try columns[10].decode(Int64.self),
-                    reason: try columns[11].decode(String.self)))
-        }
-        return LedgerSnapshot(buckets: buckets, entries: entries)
+        return try Self.snapshot(from: rows)
     }
 
     /// The account a top-up purchase was credited to, if it was.
@@ -55,7 +43,7 @@ extension CreditLedger {
     /// Posts what the credit rules decided, in order, inside the caller's transaction, and reads the status inputs of
     /// `accounts` (``statusInputs(of:at:orLater:on:)`` with `orLater`; every one has an entry, empty for an account
     /// with nothing) at `now` as the posts leave them: one round trip
-    /// (`post_credit_operations`, sql/0021), none when there is neither anything to post nor to read.
+    /// (`post_credit_operations`, sql/0021 and sql/0022), none when there is neither anything to post nor to read.
     @discardableResult
     public func apply(
         _ operations: [LedgerOperation], readingStatusOf accounts: [AccountID] = [], at now: Date = Date(),
@@ -82,7 +70,8 @@ extension CreditLedger {
     /// a row per posted operation key (`posted_key`), then ``AccountsStatusInputs``' columns.
     enum PostOperations: PreparedSQL {
         static let sql = """
-            SELECT \(SubscriptionStore.columns(of: "subscription")), \(LiveBuckets.columns), posted_key
+            SELECT \(SubscriptionStore.columns(of: "subscription")), \(LiveBuckets.columns), \(EntitlementSources.columns(of: "source")),
+                posted_key
             FROM post_credit_operations($1::jsonb, $2::text[], $3::timestamptz)
             ORDER BY (subscription).original_transaction_id, \(LiveBuckets.order)
             """
@@ -185,5 +174,42 @@ extension CreditLedger {
         }
 
         func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+    }
+}
+
+extension CreditLedger {
+    /// Every bucket a grant or one-time purchase opened (`billing_period` = its id), live or closed, with their
+    /// entries: what ``SourceCredits/operationsDue(_:account:catalogue:ledger:now:)`` reads.
+    public func snapshot(ofSource id: String, on connection: PostgresConnection) async throws -> LedgerSnapshot {
+        let rows = try await connection.run(PreparedQuery<SourceSnapshot>(id), logger: logger)
+        return try Self.snapshot(from: rows)
+    }
+
+    /// A snapshot from rows of ``Snapshot``'s columns: one per bucket and entry, by bucket.
+    static func snapshot(from rows: [PostgresRow]) throws -> LedgerSnapshot {
+        var buckets: [CreditBucket] = []
+        var entries: [LedgerEntry] = []
+        for row in rows {
+            let bucket = try bucket(row)
+            if buckets.last?.key != bucket.key { buckets.append(bucket) }
+            let columns = row.makeRandomAccess()
+            guard let operationKey = try columns[9].decode(String?.self) else { continue }
+            entries.append(
+                LedgerEntry(
+                    operationKey: operationKey, bucket: bucket.key, delta: try columns[10].decode(Int64.self),
+                    reason: try columns[11].decode(String.self)))
+        }
+        return LedgerSnapshot(buckets: buckets, entries: entries)
+    }
+
+    /// The buckets of source `$1` with their entries, in ``Snapshot``'s columns.
+    enum SourceSnapshot: PreparedSQL {
+        static let sql = """
+            SELECT b.key, b.meter, b.kind, b.original_transaction_id, b.billing_period, b.account_id, b.valid_from, b.valid_until,
+                b.price, l.operation_key, l.delta, l.reason
+            FROM credit_buckets b LEFT JOIN credit_ledger l ON l.bucket = b.key
+            WHERE b.billing_period = $1 AND b.kind = 'entitlement'
+            ORDER BY b.key, l.id
+            """
     }
 }

@@ -17,12 +17,14 @@ extension CreditLedger {
         for account in Set(accounts) {
             let states = inputs[account]?.subscriptions ?? []
             var live = inputs[account]?.buckets ?? []
-            let due = AccountCredits.grantsDue(account: account, subscriptions: states, catalogue: catalogue, live: live, now: now)
+            let records = inputs[account]?.records ?? []
+            let due = AccountCredits.grantsDue(account: account, subscriptions: states, records: records, catalogue: catalogue, live: live, now: now)
             if !due.isEmpty {
                 try await apply(due, on: connection)
                 live = try await liveBuckets(of: [account], at: now, on: connection)[account] ?? []
             }
-            result[account] = (states, AccountCredits.evaluate(subscriptions: states, catalogue: catalogue, live: live, now: now), live)
+            let credits = AccountCredits.evaluate(subscriptions: states, records: records, catalogue: catalogue, live: live, now: now)
+            result[account] = (states, credits, live)
         }
         return result
     }

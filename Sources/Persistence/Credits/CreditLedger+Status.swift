@@ -1,18 +1,22 @@
 import Credits
+import Entitlements
 import Foundation
 import PostgresNIO
 import StatementFencing
 import Subscriptions
 
 extension CreditLedger {
-    /// What an account's status is computed from: its subscriptions (by originalTransactionId) and its buckets live at
-    /// `now` — or later, with `orLater` — in spend order, with balances (``liveBuckets(of:at:orLater:on:)``).
+    /// What an account's status is computed from: its subscriptions (by originalTransactionId), its grants and
+    /// one-time purchases that have not ended, and its buckets live at `now` — or later, with `orLater` — in spend
+    /// order, with balances (``liveBuckets(of:at:orLater:on:)``).
     public struct StatusInputs: Sendable {
         public var subscriptions: [SubscriptionState]
+        public var records: [EntitlementRecord]
         public var buckets: [AccountCredits.LiveBalance]
 
-        public init(subscriptions: [SubscriptionState] = [], buckets: [AccountCredits.LiveBalance] = []) {
+        public init(subscriptions: [SubscriptionState] = [], records: [EntitlementRecord] = [], buckets: [AccountCredits.LiveBalance] = []) {
             self.subscriptions = subscriptions
+            self.records = records
             self.buckets = buckets
         }
     }
@@ -36,11 +40,17 @@ extension CreditLedger {
     /// The status inputs in rows of ``AccountsStatusInputs``' columns, by account.
     static func statusInputs(from rows: [PostgresRow]) throws -> [AccountID: StatusInputs] {
         var inputs: [AccountID: StatusInputs] = [:]
+        let sourceOffset = SubscriptionStore.columnCount + 11
         for row in rows {
-            if try row.makeRandomAccess()["original_transaction_id"].decode(String?.self) != nil {
+            let cells = row.makeRandomAccess()
+            if try cells["original_transaction_id"].decode(String?.self) != nil {
                 let subscription = try SubscriptionStore.decode(row)
                 guard let account = subscription.accountId else { continue }
                 inputs[account, default: StatusInputs()].subscriptions.append(subscription)
+            } else if try cells[sourceOffset].decode(String?.self) != nil {
+                let (record, owner) = try EntitlementSources.decode(row, at: sourceOffset)
+                guard let owner else { continue }
+                inputs[owner, default: StatusInputs()].records.append(record)
             } else {
                 let (balance, owner) = try Self.liveBalance(row, at: SubscriptionStore.columnCount)
                 inputs[owner, default: StatusInputs()].buckets.append(balance)
@@ -49,12 +59,12 @@ extension CreditLedger {
         return inputs
     }
 
-    /// The subscriptions of accounts `$1`, then their buckets live at `$2` (or later with `$3`) in spend order: each
-    /// row one or the other, the other's columns NULL (`account_status_inputs`, sql/0017: a function, planned once per
-    /// connection), in one round trip.
+    /// The subscriptions of accounts `$1`, their buckets live at `$2` (or later with `$3`) in spend order, and their
+    /// grants and purchases not ended by `$2`: each row one of them, the others' columns NULL (`account_status_inputs`,
+    /// sql/0017 and sql/0022: a function, planned once per connection), in one round trip.
     enum AccountsStatusInputs: PreparedSQL {
         static let sql = """
-            SELECT \(SubscriptionStore.columns(of: "subscription")), \(LiveBuckets.columns)
+            SELECT \(SubscriptionStore.columns(of: "subscription")), \(LiveBuckets.columns), \(EntitlementSources.columns(of: "source"))
             FROM account_status_inputs($1::text[], $2, $3)
             ORDER BY (subscription).original_transaction_id, \(LiveBuckets.order)
             """

@@ -1,0 +1,34 @@
+/// Where an entitlement comes from: a store that sells it, or the operator who granted it.
+public enum Store: Hashable, Sendable, Codable {
+    case appStore
+    case stripe
+    /// An operator's grant (`POST /admin/accounts/{id}/grants`): no store sold it.
+    case operatorGrant
+    case unknown(String)
+
+    public init(_ text: String) {
+        switch text {
+        case "app_store": self = .appStore
+        case "stripe": self = .stripe
+        case "operator": self = .operatorGrant
+        default: self = .unknown(text)
+        }
+    }
+
+    /// The name clients read (`app_store`, `stripe`, `operator`).
+    public var text: String {
+        switch self {
+        case .appStore: return "app_store"
+        case .stripe: return "stripe"
+        case .operatorGrant: return "operator"
+        case .unknown(let text): return text
+        }
+    }
+
+    public init(from decoder: any Decoder) throws { self.init(try decoder.singleValueContainer().decode(String.self)) }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(text)
+    }
+}

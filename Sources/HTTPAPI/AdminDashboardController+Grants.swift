@@ -1,0 +1,87 @@
+import Application
+import Credits
+import Entitlements
+import Foundation
+import Hummingbird
+import Subscriptions
+
+extension AdminDashboardController {
+    /// The account page's entitlements: every source that entitles now, the account's grants with an end button each,
+    /// and a form to grant a tier.
+    func entitlementsSection(_ standing: AccountStanding, account: AccountID, now: Date) async throws -> String {
+        var html = "<h2>Entitlements</h2>" + HTMLPage.table(
+            ["source", "store", "id", "product", "tier", "expires", "renews"],
+            standing.entitlements.entitling.map { source in
+                [
+                    HTMLPage.Cell(source.kind.text), HTMLPage.Cell(source.store.text), .raw("<code>\(HTMLPage.escape(source.id))</code>"),
+                    HTMLPage.Cell(source.productId ?? "—"), HTMLPage.Cell(source.tier ?? "—"),
+                    HTMLPage.Cell(source.expiresAt.map(HTMLPage.time) ?? "never"), HTMLPage.Cell(source.willRenew ? "yes" : "no"),
+                ]
+            }, empty: "nothing entitles this account")
+        guard let grants, let catalogue else { return html }
+        let records = try await grants.grants(of: account)
+        html += "<h2>Grants</h2>" + HTMLPage.table(
+            ["tier", "status", "from", "until", "reason", "by", ""],
+            records.map { record in
+                let source = catalogue.source(of: record, at: now)
+                let end = source.entitled || source.status == .scheduled
+                    ? "<form class=\"inline\" method=\"post\" action=\"/admin/grants/\(record.id)/end\"><button type=\"submit\">End now</button></form>"
+                    : ""
+                return [
+                    HTMLPage.Cell(record.tier ?? "—"), HTMLPage.Cell(source.status.text), HTMLPage.Cell(HTMLPage.time(record.startsAt)),
+                    HTMLPage.Cell(HTMLPage.time(record.endedAt ?? record.endsAt)), HTMLPage.Cell(record.reason ?? "—"),
+                    HTMLPage.Cell(record.createdBy ?? "—"), .raw(end),
+                ]
+            }, empty: "no grants")
+        let options = catalogue.tiers.sorted { $0.level < $1.level }.map {
+            "<option value=\"\(HTMLPage.escape($0.id))\">\(HTMLPage.escape($0.displayName))</option>"
+        }.joined()
+        html += """
+            <form method="post" action="/admin/accounts/\(HTMLPage.escape(account.text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? ""))/grant">\
+            <select name="tier">\(options)</select> \
+            <input type="text" name="duration" placeholder="P30D, P1Y or empty for good"> \
+            <input type="text" name="reason" placeholder="reason" maxlength="\(OperatorGrants.maximumReasonLength)" required> \
+            <button type="submit">Grant</button></form>
+            """
+        return html
+    }
+
+    /// The page's grant forms: add (`duration` empty: for good) and end; each answers with the account page again.
+    func addGrantRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
+        guard let grants, let catalogue else { return }
+        group.post("accounts/{accountId}/grant") { request, context -> Response in
+            let account = try AccountsController.accountId(context)
+            let form = Self.form(try await request.collectBody(upTo: 16 * 1024))
+            let now = clock()
+            let duration = form["duration"].flatMap { $0.isEmpty ? nil : $0 }
+            let asked = try GrantsController.request(
+                .init(tier: form["tier"], endsAt: nil, duration: duration, lifetime: duration == nil ? true : nil, reason: form["reason"]),
+                now: now, createdBy: "dashboard")
+            _ = try await GrantsController(grants: grants, catalogue: catalogue, clock: clock).add(asked, to: account, now: now)
+            return Self.backToAccount(account.text)
+        }
+        group.post("grants/{grantId}/end") { _, context -> Response in
+            let id = try GrantsController.grantId(context)
+            guard let (_, account, _) = try await withDatabase({ try await grants.end(id, now: clock()) }) else {
+                throw APIError(.notFound, code: "not_found", message: "no grant \(id)")
+            }
+            return Self.backToAccount(account?.text ?? "")
+        }
+    }
+
+    static func backToAccount(_ account: String) -> Response {
+        let query = account.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed.subtracting(CharacterSet(charactersIn: "&=+"))) ?? ""
+        return Response(status: .seeOther, headers: [.location: "/admin?account=\(query)"])
+    }
+
+    /// An `application/x-www-form-urlencoded` body's fields (the first of each name).
+    static func form(_ body: ByteBuffer) -> [String: String] {
+        var fields: [String: String] = [:]
+        for pair in String(buffer: body).split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map { $0.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "" }
+            guard let name = parts.first, fields[name] == nil else { continue }
+            fields[name] = parts.count > 1 ? parts[1] : ""
+        }
+        return fields
+    }
+}

@@ -1,0 +1,124 @@
+import Application
+import Credits
+import Entitlements
+import Foundation
+import Hummingbird
+import Subscriptions
+
+/// Operators' grants (the seam tests can replace).
+public protocol GrantAdministration: Sendable {
+    func add(_ request: OperatorGrants.Request, to account: AccountID, now: Date) async throws -> EntitlementRecord
+    func grants(of account: AccountID) async throws -> [EntitlementRecord]
+    func end(_ id: String, now: Date) async throws -> (record: EntitlementRecord, account: AccountID?, ended: Bool)?
+}
+
+extension OperatorGrants: GrantAdministration {}
+
+/// The admin API's grants: `POST /admin/accounts/{id}/grants {"tier", "endsAt" | "duration" | "lifetime": true,
+/// "reason"}` → 201 with the grant, `GET /admin/accounts/{id}/grants`, `DELETE /admin/grants/{grantId}` ends it now.
+struct GrantsController: Sendable {
+    let grants: any GrantAdministration
+    let catalogue: TierCatalogue
+    let clock: @Sendable () -> Date
+
+    struct GrantRequest: Decodable {
+        var tier: String?
+        var endsAt: String?
+        var duration: String?
+        var lifetime: Bool?
+        var reason: String?
+    }
+
+    struct GrantList: ResponseEncodable { var grants: [GrantResponse] }
+
+    static let usage = #"body must be {"tier": "<tier id>", "endsAt": "<RFC 3339 time>" | "duration": "P30D" | "lifetime": true, "reason": "<why, ≤ 500 characters>"}"#
+
+    func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
+        group.post("accounts/{accountId}/grants") { request, context -> EditedResponse<GrantResponse> in
+            let account = try AccountsController.accountId(context)
+            let body = try await request.decodeJSONBody(as: GrantRequest.self, upTo: 16 * 1024, otherwise: Self.usage)
+            let now = clock()
+            let asked = try Self.request(body, now: now, createdBy: "admin-api")
+            let record = try await add(asked, to: account, now: now)
+            return EditedResponse(status: .created, response: GrantResponse(record, account: account, catalogue: catalogue, now: now))
+        }
+        group.get("accounts/{accountId}/grants") { _, context -> GrantList in
+            let account = try AccountsController.accountId(context)
+            let now = clock()
+            let records = try await withDatabase { try await grants.grants(of: account) }
+            return GrantList(grants: records.map { GrantResponse($0, account: account, catalogue: catalogue, now: now) })
+        }
+        group.delete("grants/{grantId}") { _, context -> GrantResponse in
+            let id = try Self.grantId(context)
+            let now = clock()
+            guard let (record, account, _) = try await withDatabase({ try await grants.end(id, now: now) }) else {
+                throw APIError(.notFound, code: "not_found", message: "no grant \(id)")
+            }
+            return GrantResponse(record, account: account, catalogue: catalogue, now: now)
+        }
+    }
+
+    /// Adds a grant: a refusal is the client's mistake (400), anything else the database's (503).
+    func add(_ request: OperatorGrants.Request, to account: AccountID, now: Date) async throws -> EntitlementRecord {
+        do {
+            return try await withDatabase { try await grants.add(request, to: account, now: now) }
+        } catch let refusal as OperatorGrants.Refusal {
+            throw APIError.badRequest(refusal.description)
+        }
+    }
+
+    /// A grant id is a UUID: anything else cannot name one.
+    static func grantId(_ context: StorekeeperRequestContext) throws -> String {
+        let text = try context.parameters.require("grantId")
+        guard let id = UUID(uuidString: text) else { throw APIError.badRequest("grant id must be a UUID, got \(text.prefix(64))") }
+        return id.uuidString.lowercased()
+    }
+
+    /// What a body asks for, checked for shape; the tier, end and reason are checked by ``OperatorGrants``.
+    static func request(_ body: GrantRequest, now: Date, createdBy: String) throws -> OperatorGrants.Request {
+        guard let tier = body.tier, let reason = body.reason else { throw APIError.badRequest(usage) }
+        let ends = [body.endsAt != nil, body.duration != nil, body.lifetime == true].filter { $0 }.count
+        guard ends == 1, body.lifetime != false else {
+            throw APIError.badRequest("give exactly one of endsAt, duration or \"lifetime\": true")
+        }
+        return OperatorGrants.Request(tier: tier, endsAt: try end(endsAt: body.endsAt, duration: body.duration, now: now), reason: reason, createdBy: createdBy)
+    }
+
+    static func end(endsAt: String?, duration: String?, now: Date) throws -> Date? {
+        do {
+            return try GrantEnd.date(endsAt: endsAt, duration: duration, now: now)
+        } catch {
+            throw APIError.badRequest(error.description)
+        }
+    }
+}
+
+/// A grant as the admin API shows it.
+struct GrantResponse: ResponseEncodable {
+    var id: String
+    var accountId: String?
+    var tier: String?
+    var status: String
+    var entitled: Bool
+    var startsAt: Date
+    var endsAt: Date?
+    var endedAt: Date?
+    var endReason: String?
+    var reason: String?
+    var createdBy: String?
+
+    init(_ record: EntitlementRecord, account: AccountID?, catalogue: TierCatalogue, now: Date) {
+        let source = catalogue.source(of: record, at: now)
+        id = record.id
+        accountId = account?.text
+        tier = record.tier
+        status = source.status.text
+        entitled = source.entitled
+        startsAt = record.startsAt
+        endsAt = record.endsAt
+        endedAt = record.endedAt
+        endReason = record.endReason?.text
+        reason = record.reason
+        createdBy = record.createdBy
+    }
+}
