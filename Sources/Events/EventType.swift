@@ -18,6 +18,8 @@ public enum EventType: String, CaseIterable, Codable, Sendable {
     case creditsDepleted = "credits.depleted"
     case purchaseRefundRequested = "purchase.refund_requested"
     case purchaseConsumableRefunded = "purchase.consumable_refunded"
+    case purchaseStarted = "purchase.started"
+    case purchaseEnded = "purchase.ended"
     case grantStarted = "grant.started"
     case grantEnded = "grant.ended"
     case accountOverlappingSubscriptions = "account.overlapping_subscriptions"

@@ -6,24 +6,37 @@ import Subscriptions
 /// started or ended, and auto-renewing sources that overlap. Keys name the change, so settling a source again never
 /// emits twice.
 public enum SourceChanges {
-    /// `grant.started` while the grant entitles, `grant.ended` once it no longer does (ended by an operator or by its
-    /// end), each once.
-    public static func grant(_ record: EntitlementRecord, source: EntitlementSource, account: AccountID) -> [EventDraft] {
-        guard record.kind == .grant else { return [] }
-        let change = EventChange(
-            reason: record.endReason?.text ?? record.reason, expiresAt: record.endedAt ?? record.endsAt, grantId: record.id,
-            tier: record.tier)
-        let cause = EventCause(eventId: "grant:\(record.id)", notificationType: "OPERATOR_GRANT")
-        var drafts: [EventDraft] = []
-        switch source.status {
-        case .scheduled: break
-        case .active:
-            drafts.append(EventDraft(type: .grantStarted, key: "grant_started:\(record.id)", account: account, subscription: nil, environment: environment, change: change, cause: cause))
-        default:
-            drafts.append(EventDraft(type: .grantStarted, key: "grant_started:\(record.id)", account: account, subscription: nil, environment: environment, change: change, cause: cause))
-            drafts.append(EventDraft(type: .grantEnded, key: "grant_ended:\(record.id)", account: account, subscription: nil, environment: environment, change: change, cause: cause))
+    /// A grant's `grant.started` once it entitles and `grant.ended` once it no longer does (ended by an operator or by
+    /// its end); a one-time purchase's `purchase.started` and `purchase.ended` (refunded, revoked, or a pass run out),
+    /// per signed version of it, so a reversed refund starts it again. Each once.
+    public static func changes(_ record: EntitlementRecord, source: EntitlementSource, account: AccountID) -> [EventDraft] {
+        let started: EventType, ended: EventType, key: String
+        var change = EventChange(reason: record.endReason?.text, expiresAt: record.endedAt ?? source.expiresAt, tier: source.tier)
+        let cause: EventCause
+        switch record.kind {
+        case .grant:
+            (started, ended, key) = (.grantStarted, .grantEnded, record.id)
+            change.reason = record.endReason?.text ?? record.reason
+            change.grantId = record.id
+            cause = EventCause(eventId: "grant:\(record.id)", notificationType: "OPERATOR_GRANT")
+        case .purchase:
+            (started, ended, key) = (.purchaseStarted, .purchaseEnded, "\(record.id):\(record.signedDate ?? 0)")
+            change.productId = record.productId
+            change.transactionId = record.id
+            if source.status == .expired { change.reason = "EXPIRED" }
+            cause = EventCause(transactionId: record.id)
+        case .unknown:
+            return []
         }
-        return drafts
+        let environment = record.environment ?? Self.environment
+        func draft(_ type: EventType) -> EventDraft {
+            EventDraft(type: type, key: "\(type.rawValue):\(key)", account: account, subscription: nil, environment: environment, change: change, cause: cause)
+        }
+        switch source.status {
+        case .scheduled: return []
+        case .active: return [draft(started)]
+        default: return [draft(started), draft(ended)]
+        }
     }
 
     /// `account.overlapping_subscriptions` for each group in which the account now holds two or more entitling

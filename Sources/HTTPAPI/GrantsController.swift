@@ -60,10 +60,12 @@ struct GrantsController: Sendable {
 
     /// Adds a grant: a refusal is the client's mistake (400), anything else the database's (503).
     func add(_ request: OperatorGrants.Request, to account: AccountID, now: Date) async throws -> EntitlementRecord {
-        do {
-            return try await withDatabase { try await grants.add(request, to: account, now: now) }
-        } catch let refusal as OperatorGrants.Refusal {
-            throw APIError.badRequest(refusal.description)
+        try await withDatabase {
+            do {
+                return try await grants.add(request, to: account, now: now)
+            } catch let refusal as OperatorGrants.Refusal {
+                throw APIError.badRequest(refusal.description)
+            }
         }
     }
 

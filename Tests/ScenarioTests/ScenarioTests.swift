@@ -28,9 +28,10 @@ struct ScenarioTests {
         let expectedAt = Scenario.date(scenario.expect.at)
 
         // In the order things happened, each delivered when it was signed.
-        var world = ScenarioWorld(catalogue: ScenarioWorld.catalogue)
+        let catalogue = scenario.catalogue(ScenarioWorld.catalogue)
+        var world = ScenarioWorld(catalogue: catalogue)
         for (delivery, at) in deliveries { world.deliver(delivery, now: at) }
-        for id in world.facts.keys.sorted() { world.settle(id, now: expectedAt) }
+        world.settleAll(now: expectedAt)
         try Self.check(world, against: scenario, order: "in order")
         // The rules reach a fixpoint: once their operations are posted, nothing more is due.
         for derivation in world.derivations() {
@@ -46,13 +47,13 @@ struct ScenarioTests {
             for _ in 0..<Int.random(in: 0...deliveries.count, using: &random) {
                 shuffled.insert(deliveries.randomElement(using: &random)!, at: Int.random(in: 0...shuffled.count, using: &random))
             }
-            var world = ScenarioWorld(catalogue: ScenarioWorld.catalogue)
+            var world = ScenarioWorld(catalogue: catalogue)
             var clock = Date.distantPast
             for (delivery, at) in shuffled {
                 clock = max(clock, at)
                 world.deliver(delivery, now: clock)
             }
-            for id in world.facts.keys.sorted() { world.settle(id, now: max(clock, expectedAt)) }
+            world.settleAll(now: max(clock, expectedAt))
             try Self.check(world, against: scenario, order: "shuffle \(run)")
             #expect(world.balances == reference, "\(scenario.name), shuffle \(run): bucket balances differ from the in-order run")
             await Task.yield()
@@ -62,7 +63,8 @@ struct ScenarioTests {
     static func check(_ world: ScenarioWorld, against scenario: Scenario, order: String) throws {
         let expect = scenario.expect
         let now = Scenario.date(expect.at)
-        let (status, credits, subscriptions) = world.status(of: scenario.account(expect.account), now: now)
+        let standing = world.standing(of: scenario.account(expect.account), now: now)
+        let (status, credits, subscriptions) = (standing.status, standing.credits, standing.subscriptions)
         let label = "\(scenario.name) (\(order))"
         #expect(status.state.rawValue == expect.state, "\(label): state")
         #expect(status.entitled == expect.entitled, "\(label): entitled")
@@ -81,6 +83,9 @@ struct ScenarioTests {
         for alias in expect.ownsNothing ?? [] {
             let owned = world.derivations().filter { $0.state.accountId == scenario.account(alias) }
             #expect(owned.isEmpty, "\(label): account \(alias) must own nothing")
+        }
+        if let sources = expect.sources {
+            #expect(standing.entitlements.entitling.map(\.kind.text).sorted() == sources.sorted(), "\(label): entitling sources")
         }
         _ = subscriptions
     }
@@ -103,7 +108,7 @@ struct ScenarioTests {
                 if let claim = SubscriptionEvent(claimOf: verified, by: account) {
                     deliveries.append((.subscription(claim), at))
                 } else {
-                    deliveries.append((.consumable(verified, account: account), at))
+                    deliveries.append((.oneTime(verified, account: account, notificationType: nil, signedDate: nil), at))
                 }
             } else if let status = event.api {
                 let verified = try await verifier.verifyTransaction(try signer.sign(transaction))
@@ -120,8 +125,12 @@ struct ScenarioTests {
                 let verified = try await verifier.verifyNotification(try notificationSigner.signedPayload(for: simulated, notificationUUID: uuid))
                 if let subscriptionEvent = SubscriptionEvent(verified) {
                     deliveries.append((.subscription(subscriptionEvent), at))
-                } else if let consumable = verified.transaction {
-                    deliveries.append((.consumable(consumable, account: consumable.appAccountToken.flatMap(AccountID.init)), at))
+                } else if let purchase = verified.transaction {
+                    deliveries.append((
+                        .oneTime(
+                            purchase, account: purchase.appAccountToken.flatMap(AccountID.init), notificationType: verified.payload.notificationType,
+                            signedDate: verified.payload.signedDate),
+                        at))
                 }
             }
         }

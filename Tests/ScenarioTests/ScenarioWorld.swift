@@ -1,7 +1,9 @@
 import AppStoreModels
 import Credits
+import Entitlements
 import Foundation
 import Subscriptions
+import TestSupport
 
 /// Storekeeper's rules without storage: every delivered fact is merged, the subscription derived again and the credit
 /// operations due posted to an in-memory ledger — what the worker does, minus PostgreSQL.
@@ -9,14 +11,18 @@ struct ScenarioWorld {
     /// One verified delivery.
     enum Delivery {
         case subscription(SubscriptionEvent)
-        /// A consumable: the transaction and the account its token (or claim) names.
-        case consumable(TransactionPayload, account: AccountID?)
+        /// A purchase that is not a subscription (a consumable, a lifetime unlock, a pass): the transaction, the
+        /// account its token (or claim) names, and the notification that carried it (`nil` for a claim).
+        case oneTime(TransactionPayload, account: AccountID?, notificationType: String?, signedDate: Int64?)
     }
 
     let catalogue: TierCatalogue
     var facts: [String: SubscriptionFacts] = [:]
     /// Each consumable at its newest signed version, with the account a token or claim named.
     var consumables: [String: (transaction: TransactionPayload, account: AccountID?)] = [:]
+    /// Each lifetime or non-renewing purchase at its newest version, with the first account named (as
+    /// `entitlement_sources` keeps it).
+    var purchases: [String: (record: EntitlementRecord, account: AccountID?)] = [:]
     var ledger = LedgerSnapshot()
 
     init(catalogue: TierCatalogue) { self.catalogue = catalogue }
@@ -27,7 +33,12 @@ struct ScenarioWorld {
             let id = event.transaction.originalTransactionId
             facts[id, default: SubscriptionFacts(originalTransactionId: id)].merge(event)
             settle(id, now: now)
-        case .consumable(let delivered, let named):
+        case .oneTime(let delivered, let named, let notificationType, let signedDate):
+            switch catalogue.tier(ofProduct: delivered.productId)?.product.type {
+            case .lifetime?, .nonRenewing?:
+                return purchase(delivered, account: named, notificationType: notificationType, signedDate: signedDate, now: now)
+            default: break
+            }
             let id = delivered.transactionId
             let held = consumables[id]
             let transaction = held.map { ($0.transaction.signedDate ?? 0) >= (delivered.signedDate ?? 0) ? $0.transaction : delivered } ?? delivered
@@ -40,6 +51,22 @@ struct ScenarioWorld {
         }
     }
 
+    /// A one-time purchase: its newest version kept, the first account named kept, then settled.
+    mutating func purchase(_ transaction: TransactionPayload, account named: AccountID?, notificationType: String?, signedDate: Int64?, now: Date) {
+        let version = EntitlementRecord(appStorePurchase: transaction, notificationType: notificationType, signedDate: signedDate)
+        let held = purchases[version.id]
+        purchases[version.id] = (held.map { EntitlementRecord.newest($0.record, version) } ?? version, held?.account ?? named)
+        settlePurchase(version.id, now: now)
+    }
+
+    /// Posts what a purchase's credit rules say is due at `now` (what `SourceSettlement` and its jobs do).
+    mutating func settlePurchase(_ id: String, now: Date) {
+        guard let (record, account) = purchases[id], let account else { return }
+        for operation in SourceCredits.operationsDue(record, account: account, catalogue: catalogue, ledger: ledger, now: now) {
+            ledger.apply(operation)
+        }
+    }
+
     /// Derives a subscription and posts what its credit rules say is due at `now`.
     mutating func settle(_ id: String, now: Date) {
         guard let facts = facts[id], let derivation = Lifecycle.derive(facts) else { return }
@@ -48,20 +75,32 @@ struct ScenarioWorld {
         }
     }
 
+    /// Settles every subscription and purchase at `now` (the jobs that run by the clock).
+    mutating func settleAll(now: Date) {
+        for id in facts.keys.sorted() { settle(id, now: now) }
+        for id in purchases.keys.sorted() { settlePurchase(id, now: now) }
+    }
+
     func derivations() -> [Lifecycle.Derivation] {
         facts.keys.sorted().compactMap { facts[$0].flatMap { Lifecycle.derive($0) } }
     }
 
     /// What the status endpoint answers for `account` at `now` (reads count due grants without writing them).
     func status(of account: AccountID, now: Date) -> (status: AccountStatus, credits: AccountCredits, subscriptions: [SubscriptionState]) {
+        let standing = standing(of: account, now: now)
+        return (standing.status, standing.credits, standing.subscriptions)
+    }
+
+    /// The account's whole standing at `now`, as `AccountStatusQuery` computes it.
+    func standing(of account: AccountID, now: Date) -> AccountStanding {
         let subscriptions = derivations().map(\.state).filter { $0.accountId == account }
         let owned = Set(subscriptions.map(\.originalTransactionId))
         let live = ledger.liveBuckets(account: account, cycleOf: owned, meter: nil, at: now).map {
             AccountCredits.LiveBalance(bucket: $0, balance: ledger.balance(of: $0.key))
         }
-        let due = AccountCredits.grantsDue(account: account, subscriptions: subscriptions, catalogue: catalogue, live: live, now: now)
-        let credits = AccountCredits.evaluate(subscriptions: subscriptions, catalogue: catalogue, live: live, pending: due, now: now)
-        return (AccountStatus.evaluate(subscriptions: subscriptions, hasFreeCredits: credits.hasCredits, now: now), credits, subscriptions)
+        let records = purchases.values.filter { $0.account == account }.map(\.record).sorted { $0.id < $1.id }
+        return AccountStanding.evaluate(
+            account: account, subscriptions: subscriptions, records: records, live: live, catalogue: catalogue, now: now)
     }
 
     /// Each bucket's balance: the ledger as a customer's money sees it, whatever rows led there.
@@ -87,8 +126,21 @@ struct ScenarioWorld {
                 allowances: ["ai": Allowance(perCycle: 1000, trialCap: 100)]),
             .init(
                 id: "reader", level: 3, displayName: "Reader",
-                products: [.init(id: "reader.monthly", period: "P1M", price: 4_990, currency: "USD")],
+                products: [
+                    .init(id: "reader.monthly", period: "P1M", price: 4_990, currency: "USD"),
+                    .init(id: "reader.lifetime", type: .lifetime, price: 49_990, currency: "USD"),
+                    .init(id: "reader.pass30", type: .nonRenewing, duration: "P30D", price: 5_990, currency: "USD"),
+                ],
                 allowances: ["ai": Allowance(perCycle: 200)]),
         ],
         topUps: [.init(id: "credits.500", meter: "ai", credits: 500, price: 4_990, currency: "USD")])
+}
+
+extension Scenario {
+    /// The scenario's catalogue: `base` with the scenario's `upgradeCredits`.
+    func catalogue(_ base: TierCatalogue) -> TierCatalogue {
+        var catalogue = base
+        if let policy = upgradeCredits.flatMap(TierCatalogue.UpgradeCredits.init(rawValue:)) { catalogue.upgradeCredits = policy }
+        return catalogue
+    }
 }

@@ -14,8 +14,10 @@ public struct Scenario: Decodable, Sendable {
     public var namespace = 0
     /// The app the events are signed for.
     public var bundleId = "com.example.scenarios"
+    /// The catalogue's `upgrade_credits` (`prorate` when absent).
+    public var upgradeCredits: String?
 
-    enum CodingKeys: String, CodingKey { case name, source, events, expect }
+    enum CodingKeys: String, CodingKey { case name, source, events, expect, upgradeCredits }
 
     /// The scenario files (`Tests/ScenarioTests/Scenarios/*.json`), by name.
     public static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -92,7 +94,12 @@ public struct Scenario: Decodable, Sendable {
         public var topUp: [String: Int64]?
         /// Accounts that must own nothing.
         public var ownsNothing: [String]?
+        /// The kinds of the sources that entitle the account (`subscription`, `lifetime`, `non_renewing`, `grant`).
+        public var sources: [String]?
     }
+
+    /// Transaction types whose original transaction is the transaction itself.
+    static let oneTimeTypes: Set<String> = ["Consumable", "Non-Consumable", "Non-Renewing Subscription"]
 
     public static let base: Int64 = 1_767_225_600_000
 
@@ -123,7 +130,8 @@ public struct Scenario: Decodable, Sendable {
         let environment = AppStoreEnvironment(rawValue: event.env ?? "Sandbox")
         var transaction = TransactionPayload(
             transactionId: transactionId(tx.id),
-            originalTransactionId: tx.type == "Consumable" ? transactionId(tx.id) : subscription(tx.subscription), productId: tx.product,
+            originalTransactionId: tx.type.map(Self.oneTimeTypes.contains) == true ? transactionId(tx.id) : subscription(tx.subscription),
+            productId: tx.product,
             bundleId: bundleId, environment: environment, signedDate: Self.milliseconds(tx.signedAt ?? event.at))
         transaction.type = tx.type ?? "Auto-Renewable Subscription"
         transaction.purchaseDate = Self.milliseconds(tx.from)

@@ -74,10 +74,11 @@ public struct OperatorGrants: Sendable {
     /// Grants `request` to `account` from `now`: the grant as stored.
     public func add(_ request: Request, to account: AccountID, now: Date) async throws -> EntitlementRecord {
         if let refusal = refusal(of: request, now: now) { throw refusal }
+        let now = Self.milliseconds(now)
         defer { cache?.invalidate(account) }
         let record = EntitlementRecord(
-            id: UUID().uuidString.lowercased(), kind: .grant, store: .operatorGrant, tier: request.tier, startsAt: now.wholeMilliseconds,
-            endsAt: request.endsAt?.wholeMilliseconds, reason: request.reason, createdBy: request.createdBy)
+            id: UUID().uuidString.lowercased(), kind: .grant, store: .operatorGrant, tier: request.tier, startsAt: now,
+            endsAt: request.endsAt.map(Self.milliseconds), reason: request.reason, createdBy: request.createdBy)
         try await client.withTransaction(logger: logger) { connection in
             try await credits.lockAccount(account, on: connection)
             try await sources.insertGrant(record, account: account, on: connection)
@@ -97,6 +98,7 @@ public struct OperatorGrants: Sendable {
     /// Ends grant `id` now: the grant as it is afterwards and its account; `nil` when there is no such grant. A grant
     /// that had ended already is returned as it was.
     public func end(_ id: String, now: Date) async throws -> (record: EntitlementRecord, account: AccountID?, ended: Bool)? {
+        let now = Self.milliseconds(now)
         let result: (record: EntitlementRecord, account: AccountID?, ended: Bool)? = try await client.withTransaction(logger: logger) { connection in
             guard let (_, owner) = try await sources.source(id, on: connection) else { return nil }
             if let owner { try await credits.lockAccount(owner, on: connection) }
@@ -107,6 +109,10 @@ public struct OperatorGrants: Sendable {
         if let account = result?.account { cache?.invalidate(account) }
         return result
     }
+
+    /// `date` cut to its millisecond, as stored: never later than the `now` it came from, so a grant added or ended
+    /// "now" has started or ended by then.
+    static func milliseconds(_ date: Date) -> Date { Date(timeIntervalSince1970: (date.timeIntervalSince1970 * 1000).rounded(.down) / 1000) }
 
     static func cause(_ record: EntitlementRecord) -> EventCause {
         EventCause(eventId: "grant:\(record.id)", notificationType: "OPERATOR_GRANT")

@@ -16,7 +16,11 @@ extension TierCatalogue {
         var levels: [Int: String] = [:]
         for tier in tiers {
             let place = "tiers.\(tier.id)"
-            if tier.level < 1 { problems.append("\(place).level must be 1 or more (1 is Apple's highest level)") }
+            // Sold tiers mirror Apple's subscription-group levels (1 is the highest); a tier only grants entitle may
+            // sit above them all at 0.
+            if tier.level < (tier.grantableOnly ? 0 : 1) {
+                problems.append("\(place).level must be 1 or more (1 is Apple's highest level; 0 only for grantable_only tiers)")
+            }
             if let other = levels[tier.level] { problems.append("\(place).level \(tier.level) is also the level of \(other)") }
             levels[tier.level] = tier.id
             if tier.products.isEmpty, !tier.grantableOnly {

@@ -10,10 +10,27 @@ public enum SourceCredits {
     /// The credit window of `record` containing `now`, while it entitles.
     public static func window(of record: EntitlementRecord, catalogue: TierCatalogue, at now: Date) -> CreditWindow? {
         guard catalogue.source(of: record, at: now).entitled else { return nil }
-        var index = max(0, CreditCalendar.utc.dateComponents([.month], from: record.startsAt, to: now).month ?? 0)
-        while CreditCalendar.monthlyBoundary(anchor: record.startsAt, month: index + 1) <= now { index += 1 }
-        while index > 0, CreditCalendar.monthlyBoundary(anchor: record.startsAt, month: index) > now { index -= 1 }
-        return window(index, of: record, catalogue: catalogue)
+        return window(index(of: record, at: now), of: record, catalogue: catalogue)
+    }
+
+    /// The window a change of `record` owes: the one in force, or — once it ended after it began — the last one it
+    /// entitled in, closed at its end. So a purchase learnt only with its refund opens the same window the purchase
+    /// would have, and the ledger ends alike in any delivery order.
+    static func owedWindow(of record: EntitlementRecord, catalogue: TierCatalogue, at now: Date) -> CreditWindow? {
+        if let window = window(of: record, catalogue: catalogue, at: now) { return window }
+        let source = catalogue.source(of: record, at: now)
+        guard source.tier != nil, source.status != .scheduled,
+            let end = [catalogue.clockEnd(of: record), record.endedAt].compactMap({ $0 }).min(), end > record.startsAt, end <= now
+        else { return nil }
+        return window(index(of: record, at: end.addingTimeInterval(-0.001)), of: record, catalogue: catalogue)
+    }
+
+    /// Which monthly window of `record` holds `instant` (0 before its start).
+    static func index(of record: EntitlementRecord, at instant: Date) -> Int {
+        var index = max(0, CreditCalendar.utc.dateComponents([.month], from: record.startsAt, to: instant).month ?? 0)
+        while CreditCalendar.monthlyBoundary(anchor: record.startsAt, month: index + 1) <= instant { index += 1 }
+        while index > 0, CreditCalendar.monthlyBoundary(anchor: record.startsAt, month: index) > instant { index -= 1 }
+        return index
     }
 
     /// Window `index` of `record` as its facts leave it: ending at the next monthly boundary, the source's end by the
@@ -43,7 +60,7 @@ public enum SourceCredits {
     }
 
     /// What a change of `record` owes, given `ledger` — every bucket the record ever opened, with their entries: each
-    /// bucket's window moved to where the facts now end it, and the window in force granted.
+    /// bucket's window moved to where the facts now end it, and the owed window granted (``owedWindow(of:catalogue:at:)``).
     public static func operationsDue(
         _ record: EntitlementRecord, account: AccountID, catalogue: TierCatalogue, ledger: LedgerSnapshot, now: Date
     ) -> [LedgerOperation] {
@@ -53,7 +70,7 @@ public enum SourceCredits {
             let end = window(index, of: record, catalogue: catalogue).end
             if bucket.validUntil.map(milliseconds) != milliseconds(end) { operations.append(.setWindowEnd(bucket: bucket.key, end: end)) }
         }
-        if let window = window(of: record, catalogue: catalogue, at: now) {
+        if let window = owedWindow(of: record, catalogue: catalogue, at: now) {
             operations += grants(of: window, record: record, account: account, catalogue: catalogue).filter { operation in
                 guard case .post(let entry, _) = operation else { return true }
                 return !ledger.isPosted(entry.operationKey)

@@ -1,0 +1,145 @@
+import AppStoreModels
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import LocalSigning
+import NIOCore
+import Testing
+
+/// Grants, lifetime purchases and subscriptions on one account, through the real router, queue and PostgreSQL: what
+/// the customer's app reads in the status, and what the operator sees.
+@Suite("Entitlement sources: grants and lifetime purchases beside subscriptions, on real PostgreSQL")
+struct EntitlementSourcesTests {
+    static let adminKey = "test-admin-key"
+
+    func admin(_ client: any TestClientProtocol, _ method: HTTPRequest.Method, _ uri: String, _ body: String? = nil) async throws -> TestResponse {
+        try await client.execute(
+            uri: uri, method: method,
+            headers: [.authorization: "Bearer \(Self.adminKey)", .contentType: "application/json"],
+            body: body.map { ByteBuffer(string: $0) })
+    }
+
+    @Test("a grant through the admin API entitles its tier with its features and events; bad grants get 400; DELETE ends it")
+    func grantsThroughTheAdminAPI() async throws {
+        try await StorekeeperHarness.run(environment: ["STOREKEEPER_ADMIN_KEYS": Self.adminKey]) { harness in
+            try await harness.withHTTP { client in
+                let account = UUID().uuidString.lowercased()
+                let status = { try await client.getWithKey("/v1/accounts/\(account)/status").json }
+                #expect(try await status()["features"] as? NSDictionary == ["model": "standard", "images": false, "history_days": 7])
+
+                let created = try await admin(client, .post, "/admin/accounts/\(account)/grants", #"{"tier": "admin", "lifetime": true, "reason": "team account"}"#)
+                #expect(created.status == .created)
+                let grantId = try #require(created.json["id"] as? String)
+                let granted = try await status()
+                #expect(granted["entitled"] as? Bool == true)
+                #expect(granted["state"] as? String == "subscribed")
+                #expect(granted["tier"] as? String == "admin")
+                #expect(granted["features"] as? NSDictionary == ["model": "advanced", "images": true, "history_days": 3650])
+                let entitlements = try #require(granted["entitlements"] as? [[String: Any]])
+                #expect(entitlements.count == 1)
+                #expect(entitlements.first?["source"] as? String == "grant" && entitlements.first?["store"] as? String == "operator")
+                #expect(entitlements.first?["expiresAt"] is NSNull)
+                #expect(((granted["credits"] as? [String: Any])?["ai_requests"] as? [String: Any])?["unlimited"] as? Bool == true)
+                try await eventually("grant.started stored") {
+                    try await harness.count("SELECT count(*) FROM events WHERE type = 'grant.started'") == 1
+                }
+
+                // What a stranger or a careless operator might send.
+                let future = Date().addingTimeInterval(86_400).formatted(.iso8601)
+                for body in [
+                    #"{"tier": "platinum", "lifetime": true, "reason": "x"}"#,
+                    #"{"tier": "pro", "endsAt": "2001-01-01T00:00:00Z", "reason": "x"}"#,
+                    #"{"tier": "pro", "lifetime": true, "reason": "\#(String(repeating: "r", count: 501))"}"#,
+                    #"{"tier": "pro", "lifetime": true, "duration": "P30D", "reason": "x"}"#,
+                    #"{"tier": "pro", "endsAt": "\#(future)", "duration": "P1D", "reason": "x"}"#,
+                    #"{"tier": "pro", "duration": "P0D", "reason": "x"}"#,
+                    #"{"tier": "pro", "duration": "30 days", "reason": "x"}"#,
+                    #"{"tier": "pro", "lifetime": true}"#,
+                    #"{"tier": "pro", "lifetime": true, "reason": "   "}"#,
+                    #"{"tier": "pro", "lifetime": false, "reason": "x"}"#,
+                    "not json",
+                ] {
+                    let refused = try await admin(client, .post, "/admin/accounts/\(account)/grants", body)
+                    #expect(refused.status == .badRequest, "\(body.prefix(80)): \(refused.status)")
+                }
+                #expect(try await admin(client, .delete, "/admin/grants/not-a-uuid").status == .badRequest)
+                #expect(try await admin(client, .delete, "/admin/grants/\(UUID())").status == .notFound)
+                #expect(try await harness.count("SELECT count(*) FROM entitlement_sources") == 1)
+
+                let ended = try await admin(client, .delete, "/admin/grants/\(grantId)")
+                #expect(ended.status == .ok)
+                #expect(ended.json["status"] as? String == "ended")
+                let after = try await status()
+                #expect(after["entitled"] as? Bool == false)
+                #expect(after["tier"] as? String == "free")
+                #expect((after["entitlements"] as? [Any])?.isEmpty == true)
+                #expect(try await harness.count("SELECT count(*) FROM events WHERE type = 'grant.ended'") == 1)
+                // Ending twice changes nothing and emits nothing more.
+                #expect(try await admin(client, .delete, "/admin/grants/\(grantId)").status == .ok)
+                #expect(try await harness.count("SELECT count(*) FROM events WHERE type = 'grant.ended'") == 1)
+                let list = try await admin(client, .get, "/admin/accounts/\(account)/grants")
+                #expect((list.json["grants"] as? [[String: Any]])?.map { $0["status"] as? String } == ["ended"])
+            }
+        }
+    }
+
+    /// A grant (max), a lifetime purchase (basic) and a subscription (pro) on one account, ended in every order: the
+    /// status always shows the highest tier still held, and free once all have ended.
+    @Test("a grant, a lifetime purchase and a subscription at once: right as each ends, in every order")
+    func threeSourcesEndInAnyOrder() async throws {
+        try await StorekeeperHarness.run(environment: ["STOREKEEPER_ADMIN_KEYS": Self.adminKey]) { harness in
+            try await harness.withHTTP { client in
+                let orders: [[String]] = [
+                    ["grant", "lifetime", "subscription"], ["grant", "subscription", "lifetime"], ["lifetime", "grant", "subscription"],
+                    ["lifetime", "subscription", "grant"], ["subscription", "grant", "lifetime"], ["subscription", "lifetime", "grant"],
+                ]
+                for order in orders {
+                    let accountId = UUID()
+                    let account = accountId.uuidString.lowercased()
+                    var flow = LifecycleFlow(harness: harness, client: client, account: accountId)
+                    flow.subscription.productId = "pro.monthly"
+                    try await flow.send(.subscribe)
+                    var lifetime = TransactionPayload(
+                        transactionId: String(Int.random(in: 3_000_000_000...3_999_999_999)), originalTransactionId: "", productId: "basic.lifetime",
+                        bundleId: StorekeeperHarness.bundleId, environment: .sandbox, signedDate: Int64(Date().timeIntervalSince1970 * 1000) - 60_000)
+                    lifetime.originalTransactionId = lifetime.transactionId
+                    lifetime.type = "Non-Consumable"
+                    lifetime.purchaseDate = lifetime.signedDate
+                    lifetime.inAppOwnershipType = "PURCHASED"
+                    #expect(try await client.postTransaction(try harness.signer.signer.sign(lifetime), account: account).status == .ok)
+                    let created = try await admin(client, .post, "/admin/accounts/\(account)/grants", #"{"tier": "max", "duration": "P7D", "reason": "outage"}"#)
+                    let grantId = try #require(created.json["id"] as? String)
+
+                    var held: Set<String> = ["grant", "lifetime", "subscription"]
+                    let tierOf = ["grant": ("max", 1), "subscription": ("pro", 2), "lifetime": ("basic", 3)]
+                    for source in order {
+                        let status = try await client.getWithKey("/v1/accounts/\(account)/status").json
+                        let best = held.map { tierOf[$0]! }.min { $0.1 < $1.1 }!.0
+                        #expect(status["tier"] as? String == best, "\(order), holding \(held.sorted())")
+                        #expect((status["entitlements"] as? [[String: Any]])?.compactMap { $0["source"] as? String }.sorted()
+                            == held.map { $0 == "lifetime" ? "lifetime" : $0 }.sorted(), "\(order), holding \(held.sorted())")
+                        switch source {
+                        case "grant":
+                            #expect(try await admin(client, .delete, "/admin/grants/\(grantId)").status == .ok)
+                        case "lifetime":
+                            var refunded = lifetime
+                            refunded.revocationDate = Int64(Date().timeIntervalSince1970 * 1000) - 1000
+                            refunded.revocationReason = 0
+                            refunded.signedDate = refunded.revocationDate
+                            let event = SimulatedEvent(
+                                notificationType: "REFUND", subtype: nil, status: nil, signedDate: refunded.signedDate!, transaction: refunded,
+                                renewalInfo: nil)
+                            try await flow.post(event)
+                        default:
+                            try await flow.send(.refund)
+                        }
+                        held.remove(source)
+                    }
+                    let final = try await client.getWithKey("/v1/accounts/\(account)/status").json
+                    #expect(final["entitled"] as? Bool == false, "\(order)")
+                    #expect(final["tier"] as? String == "free", "\(order)")
+                }
+            }
+        }
+    }
+}
