@@ -74,6 +74,9 @@ public struct StorekeeperComponents: Sendable {
             throw ConfigurationError(problems: ["DATABASE_URL is required"])
         }
         self.configuration = configuration
+        for warning in configuration.catalogue.warnings() {
+            logger.warning("catalogue written the old way", metadata: ["path": "\(configuration.tiersPath)", "warning": "\(warning)"])
+        }
         var clientConfiguration = url.clientConfiguration(
             maximumConnections: max(20, configuration.workerConcurrency + 4), applicationName: applicationName)
         // The pool arms timers (sleeping tasks) whenever a connection goes back idle — a keep-alive ping and an idle

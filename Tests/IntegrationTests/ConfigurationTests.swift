@@ -84,7 +84,15 @@ struct ConfigurationTests {
         let example = try TierCatalogue.load(path: "config/tiers.yml").get()
         #expect(example.meters.map(\.id) == ["ai_requests", "exports"])
         #expect(example.tiers.count >= 3)
-        #expect(example.tiers.allSatisfy { tier in tier.products.contains { $0.period == "P1M" } && tier.products.contains { $0.period == "P1Y" } })
+        #expect(example.tiers.filter { !$0.grantableOnly }.allSatisfy { tier in
+            tier.products.contains { $0.period == "P1M" } && tier.products.contains { $0.period == "P1Y" }
+        })
+        // The example shows every kind of product and source: a lifetime unlock, a pass, a tier only grants entitle,
+        // typed features — and nothing in it is written the old way.
+        #expect(example.tiers.contains { $0.products.contains { $0.type == .lifetime } })
+        #expect(example.tiers.contains { $0.products.contains { $0.type == .nonRenewing } })
+        #expect(example.tiers.contains { $0.grantableOnly && $0.products.isEmpty })
+        #expect(!example.featureDefinitions.isEmpty && example.warnings().isEmpty)
         #expect(!example.topUps.isEmpty)
 
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("tiers-\(UUID().uuidString).yml")
