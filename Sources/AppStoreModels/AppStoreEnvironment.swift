@@ -9,6 +9,8 @@ public struct AppStoreEnvironment: RawRepresentable, Hashable, Sendable, Codable
     public static let sandbox = AppStoreEnvironment(rawValue: "Sandbox")
     public static let xcode = AppStoreEnvironment(rawValue: "Xcode")
     public static let localTesting = AppStoreEnvironment(rawValue: "LocalTesting")
+    /// What Storekeeper records when a payload names no environment (2021-era transactions).
+    public static let unknown = AppStoreEnvironment(rawValue: "unknown")
 
     public var description: String { rawValue }
 

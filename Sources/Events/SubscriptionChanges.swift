@@ -22,7 +22,7 @@ public enum SubscriptionChanges {
         func draft(_ type: EventType, _ key: String, _ change: EventChange = EventChange(), for recipient: AccountID = account) {
             drafts.append(
                 EventDraft(
-                    type: type, key: "\(key):\(recipient.text)", account: recipient, subscription: id, environment: state.environment,
+                    type: type, key: "\(key):\(recipient.text)", account: recipient, subscription: id, environment: state.environment.rawValue,
                     change: change, cause: cause))
         }
         var before = stored?.accountId == nil ? nil : stored
@@ -113,11 +113,11 @@ public enum SubscriptionChanges {
         guard let account = state.accountId else { return }
         switch state.status {
         case .refunded:
-            draft(.subscriptionRefunded, "refunded:\(id):\(period)", EventChange(reason: state.endReason, transactionId: state.latestTransactionId), account)
+            draft(.subscriptionRefunded, "refunded:\(id):\(period)", EventChange(reason: state.endReason?.text, transactionId: state.latestTransactionId), account)
         case .revoked:
-            draft(.subscriptionRevoked, "revoked:\(id):\(period)", EventChange(reason: state.endReason, transactionId: state.latestTransactionId), account)
+            draft(.subscriptionRevoked, "revoked:\(id):\(period)", EventChange(reason: state.endReason?.text, transactionId: state.latestTransactionId), account)
         case .expired:
-            draft(.subscriptionExpired, "expired:\(id):\(period)", EventChange(reason: state.endReason, expiresAt: state.expiresAt), account)
+            draft(.subscriptionExpired, "expired:\(id):\(period)", EventChange(reason: state.endReason?.text, expiresAt: state.expiresAt), account)
         case .active, .gracePeriod, .billingRetry:
             break
         }

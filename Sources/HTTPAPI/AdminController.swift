@@ -5,10 +5,10 @@ import Jobs
 /// What operators may do to the queue (the seam tests can replace).
 public protocol JobAdministration: Sendable {
     func statistics() async throws -> QueueStatistics
-    func jobs(state: String?, kind: String?, limit: Int) async throws -> [JobRecord]
+    func jobs(state: JobState?, kind: String?, limit: Int) async throws -> [JobRecord]
     func job(id: Int64) async throws -> JobRecord?
     func requeue(ids: [Int64]) async throws -> [Int64]
-    func requeue(state: String, kind: String?, since: Date?, dryRun: Bool) async throws -> [Int64]
+    func requeue(state: JobState, kind: String?, since: Date?, dryRun: Bool) async throws -> [Int64]
     func cancel(ids: [Int64]) async throws -> [Int64]
 }
 
@@ -35,8 +35,6 @@ public struct AdminController: Sendable {
         var dryRun: Bool?
     }
 
-    static let states = ["available", "running", "failed", "cancelled", "completed", "discarded"]
-
     /// A job kind is a short printable name; anything else (a NUL byte, kilobytes) is refused before the database.
     static func requireJobKind(_ kind: String) throws {
         guard kind.isKey(maximumBytes: 128) else { throw APIError.badRequest("kind must be 1–128 printable characters") }
@@ -45,10 +43,9 @@ public struct AdminController: Sendable {
     public func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
         group.get("stats") { _, _ in try await withDatabase { try await self.jobs.statistics() } }
         group.get("jobs") { request, _ -> JobList in
-            let state = request.uri.queryParameters.get("state")
-            if let state, !Self.states.contains(state) {
-                throw APIError.badRequest("state must be one of \(Self.states.joined(separator: ", "))")
-            }
+            let text = request.uri.queryParameters.get("state")
+            let state = text.flatMap { JobState(rawValue: String($0)) }
+            if text != nil, state == nil { throw APIError.badRequest("state must be one of \(JobState.list())") }
             let limit = request.uri.queryParameters.get("limit").flatMap(Int.init) ?? 50
             guard (1...1000).contains(limit) else { throw APIError.badRequest("limit must be 1...1000") }
             let kind = request.uri.queryParameters.get("kind")
@@ -75,8 +72,9 @@ public struct AdminController: Sendable {
                 let done = try await withDatabase { try await self.jobs.requeue(ids: ids) }
                 return Requeued(ids: done, count: done.count, dryRun: false)
             }
-            let state = requeue.state ?? "failed"
-            guard ["failed", "cancelled"].contains(state) else { throw APIError.badRequest("only failed or cancelled jobs can be requeued") }
+            guard let state = JobState(rawValue: requeue.state ?? "failed"), JobState.requeueable.contains(state) else {
+                throw APIError.badRequest("only failed or cancelled jobs can be requeued")
+            }
             let dryRun = requeue.dryRun ?? false
             let (kind, after) = (requeue.kind, since)
             let ids = try await withDatabase { try await self.jobs.requeue(state: state, kind: kind, since: after, dryRun: dryRun) }

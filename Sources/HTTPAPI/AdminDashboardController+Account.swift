@@ -25,7 +25,7 @@ extension AdminDashboardController {
                 [
                     .raw("<code>\(HTMLPage.escape(state.originalTransactionId))</code>"), HTMLPage.Cell(state.productId),
                     HTMLPage.Cell(state.effectiveStatus(at: now).rawValue), HTMLPage.Cell(state.willRenew ? "yes" : "no"),
-                    HTMLPage.Cell(HTMLPage.time(state.expiresAt)), HTMLPage.Cell(state.endReason ?? "—"),
+                    HTMLPage.Cell(HTMLPage.time(state.expiresAt)), HTMLPage.Cell(state.endReason?.text ?? "—"),
                 ]
             }, empty: "no subscriptions")
         html += try await entitlementsSection(standing, account: account, now: now)

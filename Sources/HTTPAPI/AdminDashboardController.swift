@@ -64,7 +64,7 @@ public struct AdminDashboardController: Sendable {
     func page(account: String?) async throws -> HTMLPage {
         let now = clock()
         async let statistics = jobs.statistics()
-        async let failed = jobs.jobs(state: "failed", kind: nil, limit: 50)
+        async let failed = jobs.jobs(state: .failed, kind: nil, limit: 50)
         async let recent = records.recentNotifications(limit: 30)
         var body = "<header><h1>Storekeeper</h1><span>\(HTMLPage.escape(HTMLPage.time(now)))</span></header><main>"
         body += Self.queueSection(try await statistics)
@@ -79,18 +79,18 @@ public struct AdminDashboardController: Sendable {
     static func queueSection(_ statistics: QueueStatistics) -> String {
         let totals = Dictionary(grouping: statistics.counts, by: \.state).mapValues { $0.reduce(0) { $0 + $1.count } }
         var html = "<section><h2>Queue</h2><div>"
-        for state in ["available", "running", "failed", "cancelled"] {
+        for state in JobState.live {
             let count = totals[state] ?? 0
-            let style = state == "failed" && count > 0 ? " class=\"bad\"" : ""
-            html += "<span class=\"stat\"><b\(style)>\(count)</b>\(state)</span>"
+            let style = state == .failed && count > 0 ? " class=\"bad\"" : ""
+            html += "<span class=\"stat\"><b\(style)>\(count)</b>\(state.rawValue)</span>"
         }
         let age = statistics.oldestRunnableAgeSeconds.map { String(format: "%.1f s", $0) } ?? "none waiting"
         html += "<span class=\"stat\"><b>\(HTMLPage.escape(age))</b>oldest runnable</span></div>"
         html += HTMLPage.table(
             ["kind", "state", "jobs"],
-            statistics.counts.map { [HTMLPage.Cell($0.kind), HTMLPage.Cell($0.state), .raw("<span class=\"num\">\($0.count)</span>")] },
+            statistics.counts.map { [HTMLPage.Cell($0.kind), HTMLPage.Cell($0.state.rawValue), .raw("<span class=\"num\">\($0.count)</span>")] },
             empty: "no live jobs")
-        let finished = statistics.finishedLastHour.map { "\($0.kind) \($0.state) \($0.count)" }.joined(separator: " · ")
+        let finished = statistics.finishedLastHour.map { "\($0.kind) \($0.state.rawValue) \($0.count)" }.joined(separator: " · ")
         html += "<p class=\"muted\">finished in the last hour: \(HTMLPage.escape(finished.isEmpty ? "none" : finished))</p></section>"
         return html
     }

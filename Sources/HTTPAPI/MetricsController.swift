@@ -34,7 +34,7 @@ public final class MetricsController: Sendable {
         self.jobs = jobs
         reported.withLock { reported in
             for kind in kinds {
-                for state in ["available", "running", "failed", "cancelled"] { reported.insert([kind, state]) }
+                for state in JobState.live { reported.insert([kind, state.rawValue]) }
             }
         }
     }
@@ -60,13 +60,13 @@ public final class MetricsController: Sendable {
         if let jobs {
             do {
                 let statistics = try await withDeadline(.seconds(3)) { try await jobs.statistics() }
-                let current = Set(statistics.counts.map { [$0.kind, $0.state] })
+                let current = Set(statistics.counts.map { [$0.kind, $0.state.rawValue] })
                 let all = reported.withLock { reported in
                     reported.formUnion(current)
                     return reported
                 }
                 for labels in all {
-                    let count = statistics.counts.first { [$0.kind, $0.state] == labels }?.count ?? 0
+                    let count = statistics.counts.first { [$0.kind, $0.state.rawValue] == labels }?.count ?? 0
                     registry.makeGauge(descriptor: Self.queueJobs, labels: [("kind", labels[0]), ("state", labels[1])]).set(Double(count))
                 }
                 registry.makeGauge(descriptor: Self.oldestRunnable).set(statistics.oldestRunnableAgeSeconds ?? 0)

@@ -12,11 +12,15 @@ public protocol JobHandler: Sendable {
     var kind: String { get }
     /// How long one attempt may run before it is cancelled and counted as failed.
     var timeout: Duration { get }
+    /// Whether its jobs may change what an account's status says (where a process also serves, its status cache is
+    /// kept from storing while they run).
+    var changesAccountStatus: Bool { get }
     func run(_ execution: JobExecution) async throws
 }
 
 extension JobHandler {
     public var timeout: Duration { .seconds(300) }
+    public var changesAccountStatus: Bool { true }
 }
 
 /// Outcomes other than success or a retryable failure.

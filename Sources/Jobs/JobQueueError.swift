@@ -8,6 +8,8 @@ public struct JobQueueError: Error, Sendable, Equatable, CustomStringConvertible
         case invalidArguments
         /// An attempt ran longer than its handler's timeout.
         case timedOut
+        /// A stored job holds what the queue never writes (an unknown state).
+        case corruptJob
     }
 
     public let code: Code

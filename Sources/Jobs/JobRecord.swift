@@ -11,8 +11,7 @@ public struct JobRecord: Codable, Sendable, Equatable {
 
     public var id: Int64
     public var kind: String
-    /// `available`, `running`, `failed`, `cancelled` (live) or `completed`, `discarded` (history).
-    public var state: String
+    public var state: JobState
     public var attempt: Int
     public var maxAttempts: Int?
     public var priority: Int?
@@ -34,7 +33,7 @@ public struct JobRecord: Codable, Sendable, Equatable {
 public struct QueueStatistics: Codable, Sendable, Equatable {
     public struct Count: Codable, Sendable, Equatable {
         public var kind: String
-        public var state: String
+        public var state: JobState
         public var count: Int
     }
 

@@ -219,8 +219,8 @@ public final class JobWorker: Service, Sendable {
             let description = Self.describe(error)
             let retryAt = Date().addingTimeInterval(options.retryPolicy.delay(afterAttempt: job.attempt))
             let state = try await queue.fail(job, error: description, retryAt: retryAt)
-            logger.warning("job attempt failed", metadata: ["job.state": "\(state ?? "claim lost")", "error": "\(description)"])
-            return state == "failed" ? .failed : .retried
+            logger.warning("job attempt failed", metadata: ["job.state": "\(state?.rawValue ?? "claim lost")", "error": "\(description)"])
+            return state == .failed ? .failed : .retried
         }
     }
 

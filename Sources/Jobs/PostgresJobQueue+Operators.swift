@@ -8,7 +8,7 @@ extension PostgresJobQueue {
         let rows = try await client.query(
             "SELECT kind, state, count(*) FROM jobs GROUP BY kind, state ORDER BY kind, state", logger: logger)
         for try await (kind, state, count) in rows.decode((String, String, Int).self) {
-            counts.append(.init(kind: kind, state: state, count: count))
+            counts.append(.init(kind: kind, state: try Self.state(state), count: count))
         }
         var oldest: Double?
         let ageRows = try await client.query(
@@ -23,14 +23,15 @@ extension PostgresJobQueue {
             """,
             logger: logger)
         for try await (kind, state, count) in historyRows.decode((String, String, Int).self) {
-            finished.append(.init(kind: kind, state: state, count: count))
+            finished.append(.init(kind: kind, state: try Self.state(state), count: count))
         }
         return QueueStatistics(counts: counts, oldestRunnableAgeSeconds: oldest, finishedLastHour: finished)
     }
 
     /// Jobs in `state` (any live state when nil; `completed`/`discarded` read the history), newest first.
-    public func jobs(state: String? = nil, kind: String? = nil, limit: Int = 50) async throws -> [JobRecord] {
-        if let state, ["completed", "discarded"].contains(state) {
+    public func jobs(state: JobState? = nil, kind: String? = nil, limit: Int = 50) async throws -> [JobRecord] {
+        let state = state?.rawValue
+        if let finished = state.flatMap(JobState.init(rawValue:)), finished.isFinished {
             let rows = try await client.query(
                 """
                 SELECT \(unescaped: Self.historyColumns) FROM job_history
@@ -73,7 +74,8 @@ extension PostgresJobQueue {
     }
 
     /// Requeues (or, with `dryRun`, lists) the jobs in `state` (`failed` or `cancelled`) matching the filters.
-    public func requeue(state: String, kind: String?, since: Date?, dryRun: Bool) async throws -> [Int64] {
+    public func requeue(state: JobState, kind: String?, since: Date?, dryRun: Bool) async throws -> [Int64] {
+        let state = state.rawValue
         if dryRun {
             return try await collectIDs(
                 client.query(
@@ -122,6 +124,12 @@ extension PostgresJobQueue {
         unique_key, NULL::text, NULL::uuid, args::text, errors::text
         """
 
+    /// A `state` column's value: only the queue writes it.
+    static func state(_ text: String) throws -> JobState {
+        guard let state = JobState(rawValue: text) else { throw JobQueueError(.corruptJob, "unknown job state \(text)") }
+        return state
+    }
+
     private static func records(_ rows: PostgresRowSequence) async throws -> [JobRecord] {
         var records: [JobRecord] = []
         let columns = (Int64, String, String, Int, Int?, Int?, Date?, Date, Date?, Date?, String?, String?, UUID?, String, String).self
@@ -130,7 +138,7 @@ extension PostgresJobQueue {
         {
             records.append(
                 JobRecord(
-                    id: id, kind: kind, state: state, attempt: attempt, maxAttempts: maxAttempts, priority: priority,
+                    id: id, kind: kind, state: try Self.state(state), attempt: attempt, maxAttempts: maxAttempts, priority: priority,
                     runAt: runAt, createdAt: createdAt, attemptedAt: attemptedAt, finishedAt: finishedAt,
                     uniqueKey: uniqueKey, concurrencyKey: concurrencyKey, lockedBy: lockedBy, arguments: arguments,
                     errors: (try? JSONDecoder().decode([JobRecord.AttemptError].self, from: Data(errors.utf8))) ?? []))

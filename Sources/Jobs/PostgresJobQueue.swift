@@ -138,7 +138,7 @@ public struct PostgresJobQueue: Sendable {
     /// (or `retryAt` is nil: a permanent error). Fenced like ``complete(_:on:)``; returns the new state, or nil when
     /// the claim was lost.
     @discardableResult
-    public func fail(_ job: ClaimedJob, error: String, retryAt: Date?) async throws -> String? {
+    public func fail(_ job: ClaimedJob, error: String, retryAt: Date?) async throws -> JobState? {
         let message = String(error.prefix(2000))
         let rows = try await client.query(
             """
@@ -154,6 +154,6 @@ public struct PostgresJobQueue: Sendable {
             """,
             logger: logger
         )
-        return try await rows.first(String.self)
+        return try await rows.first(String.self).flatMap(JobState.init(rawValue:))
     }
 }

@@ -63,17 +63,31 @@ public struct NotificationStore: Sendable {
     /// How an apply job processed its notification (`applied`, `recorded`, `rejected_content`, …, with the reason of a
     /// rejection), recorded in the statement that completes the job under its claimed attempt (`complete_job`,
     /// sql/0020_complete_job.sql).
+    /// What applying a notification came to (`notifications.apply_outcome`).
+    public enum ApplyOutcome: String, Sendable, CaseIterable {
+        /// A subscription's state or ledger changed, or a one-time purchase was stored for its account.
+        case applied
+        /// The facts already said everything the notification says.
+        case unchanged
+        /// Stored, nothing to change (TEST, summaries, a purchase no account is known for yet, types Apple adds).
+        case recorded
+        /// A consumable's top-up credits were granted or taken back.
+        case toppedUp = "topped_up"
+        /// Authentic content outside the limits: recorded with its reason, nothing changed.
+        case rejectedContent = "rejected_content"
+    }
+
     public struct Processed: Sendable {
         public var uuid: UUID
-        public var outcome: String
+        public var outcome: ApplyOutcome
         public var reason: String?
         public var jobID: Int64
         public var attempt: Int
 
         /// Bound in this order where a statement records it (``NotificationStore/recordingProcessed(boundFrom:)``).
-        var values: [(any PostgresEncodable)?] { [outcome, reason, uuid, jobID, attempt] }
+        var values: [(any PostgresEncodable)?] { [outcome.rawValue, reason, uuid, jobID, attempt] }
 
-        public init(_ uuid: UUID, outcome: String, reason: String? = nil, jobID: Int64, attempt: Int) {
+        public init(_ uuid: UUID, outcome: ApplyOutcome, reason: String? = nil, jobID: Int64, attempt: Int) {
             self.uuid = uuid
             self.outcome = outcome
             self.reason = reason

@@ -1,3 +1,5 @@
+import AppStoreModels
+import Entitlements
 import Foundation
 import Logging
 import PostgresNIO
@@ -84,15 +86,15 @@ public struct SubscriptionStore: Sendable {
         }
         let offer = try cells["offer_type"].decode(Int32?.self).map {
             SubscriptionState.Offer(
-                type: $0, identifier: try cells["offer_identifier"].decode(String?.self),
-                discountType: try cells["offer_discount_type"].decode(String?.self),
+                type: OfferType(code: $0), identifier: try cells["offer_identifier"].decode(String?.self),
+                discountType: try cells["offer_discount_type"].decode(String?.self).map(OfferDiscountType.init),
                 period: try cells["offer_period"].decode(String?.self))
         }
         return SubscriptionState(
             originalTransactionId: try cells["original_transaction_id"].decode(String.self),
             accountId: try cells["account_id"].decode(AccountID?.self),
             productId: try cells["product_id"].decode(String.self),
-            environment: try cells["environment"].decode(String.self),
+            environment: AppStoreEnvironment(rawValue: try cells["environment"].decode(String.self)),
             status: status,
             willRenew: try cells["will_renew"].decode(Bool.self),
             autoRenewProductId: try cells["auto_renew_product_id"].decode(String?.self),
@@ -101,13 +103,13 @@ public struct SubscriptionStore: Sendable {
             expiresAt: try cells["expires_at"].decode(Date?.self)?.wholeMilliseconds,
             gracePeriodExpiresAt: try cells["grace_period_expires_at"].decode(Date?.self)?.wholeMilliseconds,
             isTrial: try cells["is_trial"].decode(Bool.self),
-            ownership: try cells["ownership"].decode(String.self),
+            ownership: Ownership(try cells["ownership"].decode(String.self)),
             latestTransactionId: try cells["latest_transaction_id"].decode(String.self),
-            lastEventType: try cells["last_event_type"].decode(String.self),
+            lastEventType: NotificationType(try cells["last_event_type"].decode(String.self)),
             lastEvent: EventPosition(
                 signedDate: try cells["last_signed_date"].decode(Int64.self),
                 eventId: try cells["last_event_id"].decode(String.self)),
-            endReason: try cells["end_reason"].decode(String?.self),
+            endReason: try cells["end_reason"].decode(String?.self).map(EndReason.init),
             revokedAt: try cells["revoked_at"].decode(Date?.self)?.wholeMilliseconds,
             offer: offer,
             priceIncrease: try cells["price_increase"].decode(String?.self).flatMap(SubscriptionState.PriceIncreaseConsent.init),

@@ -157,11 +157,41 @@ public struct StorekeeperComponents: Sendable {
         return buildRouter(dependencies)
     }
 
-    /// The job kinds this configuration runs.
-    var jobKinds: [String] {
-        [NotificationInbox.applyJobKind, CreditWindowResetJob.jobKind, SourceChangeJob.jobKind, WebhookDeliveryJob.jobKind, RetentionJob.eventsKind]
-            + (configuration.signedRetention == nil ? [] : [RetentionJob.signedPayloadsKind])
-            + (serverAPI == nil ? [] : [RenewalRechecks.jobKind, NotificationCatchUpJob.jobKind, RefundDefence.jobKind])
+    /// The job kinds this configuration runs: its handlers'.
+    var jobKinds: [String] { jobHandlers().handlers.map(\.kind) }
+
+    /// Every job handler of this configuration and the periodic jobs among them — the one list job kinds are
+    /// registered in: the App Store Server API ones (rechecks, the hourly history catch-up, consumption answers)
+    /// when it is configured, the signed-payload retention when there is one.
+    func jobHandlers() -> (handlers: [any JobHandler], schedules: [PeriodicSchedule]) {
+        var handlers: [any JobHandler] = [
+            ApplyNotificationJob(
+                client: client, writer: writer, credits: credits, refunds: refunds, purchases: purchases,
+                jobsPerTransaction: configuration.appliesPerTransaction, clock: clock, logger: logger),
+            CreditWindowResetJob(client: client, writer: writer, clock: clock, logger: logger),
+            SourceChangeJob(client: client, credits: credits, settlement: settlement, clock: clock, logger: logger),
+            WebhookDeliveryJob(
+                client: client, endpoints: configuration.webhooks, transport: webhookTransport, queue: queue, clock: clock, logger: logger),
+        ]
+        var retentions = [RetentionJob.events(client: client, retention: configuration.eventRetention, clock: clock, logger: logger)]
+        if let retention = configuration.signedRetention {
+            retentions.append(RetentionJob.signedPayloads(client: client, retention: retention, clock: clock, logger: logger))
+        }
+        handlers += retentions as [any JobHandler]
+        var schedules = retentions.map(\.schedule)
+        if let serverAPI, let rechecks {
+            handlers.append(
+                RenewalRecheckJob(client: client, serverAPI: serverAPI, writer: writer, rechecks: rechecks, clock: clock, logger: logger))
+            handlers.append(
+                NotificationCatchUpJob(
+                    backfill: backfill(serverAPI), checkpoints: NotificationHistoryCheckpoints(client: client, logger: logger),
+                    environments: configuration.environments.sorted { $0.rawValue < $1.rawValue }, clock: clock))
+            schedules.append(NotificationCatchUpJob.schedule(every: 3600))
+            handlers.append(
+                ConsumptionAnswerJob(
+                    client: client, serverAPI: serverAPI, credits: credits, policy: configuration.refundPolicy, clock: clock, logger: logger))
+        }
+        return (handlers, schedules)
     }
 
     /// The HTTP server of `serve`, bound to the configured host and port.
@@ -200,36 +230,11 @@ public struct StorekeeperComponents: Sendable {
         // Where this process also serves (dev, tests), a job's commit must show in the next status read at once, not
         // when its NOTIFY comes round — and it is visible in the database before the job returns.
         // Jobs that change no account's status leave the cache alone.
-        let statusUnchanged: Set<String> = [RetentionJob.eventsKind, RetentionJob.signedPayloadsKind, WebhookDeliveryJob.jobKind]
+        let (handlers, schedules) = jobHandlers()
+        let statusUnchanged = Set(handlers.filter { !$0.changesAccountStatus }.map(\.kind))
         options.beforeAttempt = { [statusCache] kind in if !statusUnchanged.contains(kind) { statusCache.beginWrite() } }
         options.afterAttempt = { [statusCache] kind in if !statusUnchanged.contains(kind) { statusCache.endWrite() } }
-        var handlers: [any JobHandler] = [
-            ApplyNotificationJob(
-                client: client, writer: writer, credits: credits, refunds: refunds, purchases: purchases,
-                jobsPerTransaction: configuration.appliesPerTransaction, clock: clock, logger: logger),
-            CreditWindowResetJob(client: client, writer: writer, clock: clock, logger: logger),
-            SourceChangeJob(client: client, credits: credits, settlement: settlement, clock: clock, logger: logger),
-            WebhookDeliveryJob(
-                client: client, endpoints: configuration.webhooks, transport: webhookTransport, queue: queue, clock: clock, logger: logger),
-        ]
-        var retentions = [RetentionJob.events(client: client, retention: configuration.eventRetention, clock: clock, logger: logger)]
-        if let retention = configuration.signedRetention {
-            retentions.append(RetentionJob.signedPayloads(client: client, retention: retention, clock: clock, logger: logger))
-        }
-        handlers += retentions as [any JobHandler]
-        options.schedules += retentions.map(\.schedule)
-        if let serverAPI, let rechecks {
-            handlers.append(
-                RenewalRecheckJob(client: client, serverAPI: serverAPI, writer: writer, rechecks: rechecks, clock: clock, logger: logger))
-            handlers.append(
-                NotificationCatchUpJob(
-                    backfill: backfill(serverAPI), checkpoints: NotificationHistoryCheckpoints(client: client, logger: logger),
-                    environments: configuration.environments.sorted { $0.rawValue < $1.rawValue }, clock: clock))
-            options.schedules.append(NotificationCatchUpJob.schedule(every: 3600))
-            handlers.append(
-                ConsumptionAnswerJob(
-                    client: client, serverAPI: serverAPI, credits: credits, policy: configuration.refundPolicy, clock: clock, logger: logger))
-        }
+        options.schedules += schedules
         return JobWorker(queue: queue, handlers: handlers, options: options, logger: logger)
     }
 

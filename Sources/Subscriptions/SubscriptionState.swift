@@ -1,3 +1,5 @@
+import AppStoreModels
+import Entitlements
 import Foundation
 
 /// Where one auto-renewable subscription (one `originalTransactionId`) stands: derived from its signed facts by
@@ -6,7 +8,7 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
     public var originalTransactionId: String
     public var accountId: AccountID?
     public var productId: String
-    public var environment: String
+    public var environment: AppStoreEnvironment
     public var status: SubscriptionStatus
     public var willRenew: Bool
     public var autoRenewProductId: String?
@@ -17,14 +19,14 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
     public var expiresAt: Date?
     public var gracePeriodExpiresAt: Date?
     public var isTrial: Bool
-    /// `PURCHASED` or `FAMILY_SHARED`.
-    public var ownership: String
+    public var ownership: Ownership
     public var latestTransactionId: String
-    public var lastEventType: String
+    /// The type of the newest event held (a notification's, or a claim's or Server API snapshot's own).
+    public var lastEventType: NotificationType
     /// Position of the newest event held.
     public var lastEvent: EventPosition
     /// Why the subscription ended (`EXPIRED_VOLUNTARY`, `REFUND`, `REVOKE`, …); `nil` while it runs.
-    public var endReason: String?
+    public var endReason: EndReason?
     /// When a refund or revocation ended access.
     public var revokedAt: Date?
     /// The offer applied to the current period, if any.
@@ -39,21 +41,21 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
     /// Access Apple reports beyond `expiresAt` — a renewal Storekeeper has not seen yet — until a recheck finds it.
     public var accessUntil: Date?
 
-    /// An offer redeemed for the current period (`offerType` 1 introductory, 2 promotional, 3 offer code, 4 win-back).
+    /// An offer redeemed for the current period.
     public struct Offer: Codable, Sendable, Equatable {
-        public var type: Int32
+        public var type: OfferType
         public var identifier: String?
-        public var discountType: String?
+        public var discountType: OfferDiscountType?
         public var period: String?
 
-        public init(type: Int32, identifier: String?, discountType: String?, period: String?) {
+        public init(type: OfferType, identifier: String?, discountType: OfferDiscountType?, period: String?) {
             self.type = type
             self.identifier = identifier
             self.discountType = discountType
             self.period = period
         }
 
-        public var isWinBack: Bool { type == 4 }
+        public var isWinBack: Bool { type == .winBack }
     }
 
     /// `priceIncreaseStatus` of the renewal info.
@@ -63,10 +65,10 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
     }
 
     public init(
-        originalTransactionId: String, accountId: AccountID?, productId: String, environment: String,
+        originalTransactionId: String, accountId: AccountID?, productId: String, environment: AppStoreEnvironment,
         status: SubscriptionStatus, willRenew: Bool, autoRenewProductId: String?, pendingProductId: String?,
-        purchaseDate: Date?, expiresAt: Date?, gracePeriodExpiresAt: Date?, isTrial: Bool, ownership: String,
-        latestTransactionId: String, lastEventType: String, lastEvent: EventPosition, endReason: String?,
+        purchaseDate: Date?, expiresAt: Date?, gracePeriodExpiresAt: Date?, isTrial: Bool, ownership: Ownership,
+        latestTransactionId: String, lastEventType: NotificationType, lastEvent: EventPosition, endReason: EndReason?,
         revokedAt: Date? = nil, offer: Offer? = nil, priceIncrease: PriceIncreaseConsent? = nil, price: Int64? = nil,
         billingPeriodKey: String? = nil, accessUntil: Date? = nil
     ) {

@@ -28,7 +28,7 @@ struct JobsCommand: AsyncParsableCommand {
             if json { return try printJSON(statistics) }
             say("KIND                     STATE       COUNT")
             for count in statistics.counts {
-                say(column(count.kind, 24) + " " + column(count.state, 11) + " \(count.count)")
+                say(column(count.kind, 24) + " " + column(count.state.rawValue, 11) + " \(count.count)")
             }
             if statistics.counts.isEmpty { say("(no live jobs)") }
             say("oldest runnable job: " + (statistics.oldestRunnableAgeSeconds.map { String(format: "%.1f s", $0) } ?? "none waiting"))
@@ -45,14 +45,12 @@ struct JobsCommand: AsyncParsableCommand {
         @Flag(help: "Print JSON.") var json = false
 
         func validate() throws {
-            if let state, !["available", "running", "failed", "cancelled", "completed", "discarded"].contains(state) {
-                throw ValidationError("--state must be available, running, failed, cancelled, completed or discarded")
-            }
+            if let state, JobState(rawValue: state) == nil { throw ValidationError("--state must be one of \(JobState.list())") }
             guard (1...10_000).contains(limit) else { throw ValidationError("--limit must be 1...10000") }
         }
 
         func run() async throws {
-            let (state, kind, limit) = (self.state, self.kind, self.limit)
+            let (state, kind, limit) = (self.state.flatMap(JobState.init(rawValue:)), self.kind, self.limit)
             let records = try await JobsCommand.withQueue { try await $0.jobs(state: state, kind: kind, limit: limit) }
             if json { return try printJSON(records) }
             say("ID        KIND                 STATE       ATTEMPTS  RUN_AT                 LAST ERROR")
@@ -61,7 +59,7 @@ struct JobsCommand: AsyncParsableCommand {
                 say(
                     column(String(record.id), 9) + " "
                         + column(record.kind, 20) + " "
-                        + column(record.state, 11) + " "
+                        + column(record.state.rawValue, 11) + " "
                         + column(attempts, 9) + " "
                         + column(JobsCommand.format(record.runAt), 22) + " "
                         + (record.lastError.map { String($0.prefix(60)) } ?? ""))
@@ -94,12 +92,14 @@ struct JobsCommand: AsyncParsableCommand {
 
         func validate() throws {
             guard ids.isEmpty != (state == nil) else { throw ValidationError("give job ids or --state, not both") }
-            if let state, !["failed", "cancelled"].contains(state) { throw ValidationError("--state must be failed or cancelled") }
+            if let state, !JobState.requeueable.contains(where: { $0.rawValue == state }) {
+                throw ValidationError("--state must be \(JobState.list(JobState.requeueable).replacingOccurrences(of: ", ", with: " or "))")
+            }
             if let since, (try? Date(since, strategy: .iso8601)) == nil { throw ValidationError("--since must be an RFC 3339 time") }
         }
 
         func run() async throws {
-            let (ids, state, kind, dryRun) = (self.ids, self.state, self.kind, self.dryRun)
+            let (ids, state, kind, dryRun) = (self.ids, self.state.flatMap(JobState.init(rawValue:)), self.kind, self.dryRun)
             let since = try since.map { try Date($0, strategy: .iso8601) }
             let requeued = try await JobsCommand.withQueue { queue -> [Int64] in
                 if let state { return try await queue.requeue(state: state, kind: kind, since: since, dryRun: dryRun) }

@@ -85,7 +85,7 @@ struct DerivedStateCreditTests {
         renewal.autoRenewStatus = revoked || type == "EXPIRED" ? 0 : 1
         return SubscriptionEvent(
             id: "\(type.lowercased())-\(signed)", notificationType: type, subtype: subtype, signedDate: signed, appleStatus: status,
-            environment: "Sandbox", transaction: transaction, renewalInfo: renewal)
+            environment: .sandbox, transaction: transaction, renewalInfo: renewal)
     }
 
     static let subscribe = notification(

@@ -23,12 +23,12 @@ import Testing
         pending: String? = nil, endReason: String? = nil, expiresExtra: TimeInterval = 0, signed: Int64 = 1
     ) -> SubscriptionState {
         SubscriptionState(
-            originalTransactionId: "1000", accountId: account, productId: product, environment: "Sandbox", status: status,
+            originalTransactionId: "1000", accountId: account, productId: product, environment: .sandbox, status: status,
             willRenew: willRenew, autoRenewProductId: pending ?? product, pendingProductId: pending,
             purchaseDate: start.addingTimeInterval(Double(period) * 30 * 86_400),
             expiresAt: start.addingTimeInterval(Double(period + 1) * 30 * 86_400 + expiresExtra), gracePeriodExpiresAt: nil,
-            isTrial: false, ownership: "PURCHASED", latestTransactionId: "t\(period)", lastEventType: "X",
-            lastEvent: EventPosition(signedDate: signed, eventId: "e\(signed)"), endReason: endReason, billingPeriodKey: "p\(period)")
+            isTrial: false, ownership: .purchased, latestTransactionId: "t\(period)", lastEventType: NotificationType("X"),
+            lastEvent: EventPosition(signedDate: signed, eventId: "e\(signed)"), endReason: endReason.map(EndReason.init), billingPeriodKey: "p\(period)")
     }
 
     static func types(_ stored: SubscriptionState?, _ state: SubscriptionState) -> [String] {

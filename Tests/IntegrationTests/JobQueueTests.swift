@@ -52,11 +52,11 @@ struct JobQueueTests {
             _ = try await enqueue(queue, try NewJob(kind: "test", arguments: Arguments(value: 1), maxAttempts: 2))
             let worker = UUID()
             let first = try #require(try await queue.claim(limit: 1, workerID: worker).first)
-            #expect(try await queue.fail(first, error: "boom 1", retryAt: Date().addingTimeInterval(3600)) == "available")
+            #expect(try await queue.fail(first, error: "boom 1", retryAt: Date().addingTimeInterval(3600)) == .available)
             #expect(try await queue.claim(limit: 1, workerID: worker).isEmpty, "not before its retry time")
             try await queue.client.query("UPDATE jobs SET run_at = now()", logger: TestDatabase.logger)
             let second = try #require(try await queue.claim(limit: 1, workerID: worker).first)
-            #expect(try await queue.fail(second, error: "boom 2", retryAt: Date()) == "failed")
+            #expect(try await queue.fail(second, error: "boom 2", retryAt: Date()) == .failed)
             let rows = try await queue.client.query("SELECT state, jsonb_array_length(errors) FROM jobs", logger: TestDatabase.logger)
             for try await (state, errors) in rows.decode((String, Int).self) {
                 #expect(state == "failed")

@@ -30,7 +30,7 @@ struct ProcessedWithEventsTests {
                     change: EventChange(productId: "monthly"), cause: EventCause(eventId: uuid.uuidString, signedDate: Date()))
             }
             let entries = drafts.map { (draft: $0, body: #"{"key":"\#($0.key)"}"#) }
-            func append(_ outcome: String, for job: ClaimedJob) async throws -> (events: [EventLog.Appended], jobCompleted: Bool) {
+            func append(_ outcome: NotificationStore.ApplyOutcome, for job: ClaimedJob) async throws -> (events: [EventLog.Appended], jobCompleted: Bool) {
                 try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
                     try await log.append(
                         entries, at: Date(), markingProcessed: .init(uuid, outcome: outcome, jobID: job.id, attempt: job.attempt), on: connection)
@@ -38,7 +38,7 @@ struct ProcessedWithEventsTests {
             }
 
             let first = try #require(try await queue.claim(limit: 1, workerID: UUID()).first)
-            let appended = try await append("applied", for: first)
+            let appended = try await append(.applied, for: first)
             #expect(appended.jobCompleted)
             #expect(appended.events.map(\.key) == drafts.map(\.key))
             #expect(Set(appended.events.map(\.account)) == [account.text])
@@ -54,7 +54,7 @@ struct ProcessedWithEventsTests {
             let again = try NewJob(kind: NotificationInbox.applyJobKind, arguments: NotificationInbox.ApplyArguments(notificationUUID: uuid))
             _ = try await harness.client.withConnection { try await queue.enqueue(again, on: $0) }
             let second = try #require(try await queue.claim(limit: 1, workerID: UUID()).first)
-            let repeated = try await append("unchanged", for: second)
+            let repeated = try await append(.unchanged, for: second)
             #expect(repeated.jobCompleted)
             #expect(repeated.events.isEmpty)
             #expect(try await harness.count("SELECT count(*) FROM events") == 2)
@@ -65,7 +65,7 @@ struct ProcessedWithEventsTests {
             _ = try await harness.client.withConnection { try await queue.enqueue(again, on: $0) }
             let lost = try #require(try await queue.claim(limit: 1, workerID: UUID()).first)
             #expect(try await queue.rescueAbandonedJobs(staleAfter: .seconds(30)) == 1)
-            let stale = try await append("applied", for: lost)
+            let stale = try await append(.applied, for: lost)
             #expect(!stale.jobCompleted)
             #expect(try await harness.count("SELECT count(*) FROM jobs WHERE state <> 'running'") == 1)
             #expect(try await harness.count("SELECT count(*) FROM job_history") == 2)

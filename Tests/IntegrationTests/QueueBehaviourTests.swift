@@ -74,12 +74,12 @@ struct QueueBehaviourTests {
             #expect(try await queue.snooze(claimed[0], until: Date().addingTimeInterval(3600)))
             #expect(try await queue.discard(claimed[1], reason: "never"))
             let snoozed = try #require(try await queue.job(id: claimed[0].id))
-            #expect(snoozed.state == "available")
+            #expect(snoozed.state == .available)
             #expect(snoozed.attempt == 0)
-            #expect(try await queue.job(id: claimed[1].id)?.state == "discarded")
-            let waiting = try await queue.jobs(state: "available", kind: nil, limit: 10).map(\.id)
+            #expect(try await queue.job(id: claimed[1].id)?.state == .discarded)
+            let waiting = try await queue.jobs(state: .available, kind: nil, limit: 10).map(\.id)
             #expect(try await queue.cancel(ids: waiting + [claimed[1].id]) == waiting.sorted())
-            #expect(try await queue.requeue(state: "cancelled", kind: nil, since: nil, dryRun: false).count == 2)
+            #expect(try await queue.requeue(state: .cancelled, kind: nil, since: nil, dryRun: false).count == 2)
             #expect(try await queue.nextRunAt() != nil)
         }
     }

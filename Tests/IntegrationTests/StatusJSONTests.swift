@@ -1,3 +1,4 @@
+import AppStoreModels
 import Entitlements
 import Events
 import Foundation
@@ -63,12 +64,12 @@ import Testing
 
     static func document(_ random: inout Generator) -> AccountStatusResponse {
         let subscription = Bool.random(using: &random) ? nil : SubscriptionState(
-            originalTransactionId: text(&random), accountId: nil, productId: text(&random), environment: text(&random),
+            originalTransactionId: text(&random), accountId: nil, productId: text(&random), environment: AppStoreEnvironment(rawValue: text(&random)),
             status: [.active, .expired, .gracePeriod, .billingRetry, .revoked].randomElement(using: &random)!,
             willRenew: Bool.random(using: &random), autoRenewProductId: Bool.random(using: &random) ? nil : text(&random),
             pendingProductId: Bool.random(using: &random) ? nil : text(&random), purchaseDate: date(&random),
             expiresAt: date(&random), gracePeriodExpiresAt: date(&random), isTrial: Bool.random(using: &random),
-            ownership: text(&random), latestTransactionId: "1", lastEventType: "SUBSCRIBED", lastEvent: EventPosition(signedDate: 1, eventId: "e"),
+            ownership: Ownership(text(&random)), latestTransactionId: "1", lastEventType: NotificationType("SUBSCRIBED"), lastEvent: EventPosition(signedDate: 1, eventId: "e"),
             endReason: nil)
         var meters: [String: MeterCredits] = [:]
         for _ in 0..<Int.random(in: 0...4, using: &random) {

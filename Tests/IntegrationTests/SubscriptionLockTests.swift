@@ -36,11 +36,11 @@ struct SubscriptionLockTests {
                 }
             }
             let saved = SubscriptionState(
-                originalTransactionId: id, accountId: AccountID(UUID()), productId: "pro.monthly", environment: "Sandbox",
+                originalTransactionId: id, accountId: AccountID(UUID()), productId: "pro.monthly", environment: .sandbox,
                 status: .active, willRenew: true, autoRenewProductId: "pro.monthly", pendingProductId: nil,
                 purchaseDate: Date(timeIntervalSince1970: 1_700_000_000), expiresAt: Date(timeIntervalSince1970: 1_702_592_000),
-                gracePeriodExpiresAt: nil, isTrial: false, ownership: "PURCHASED", latestTransactionId: id,
-                lastEventType: "SUBSCRIBED", lastEvent: EventPosition(signedDate: 1_700_000_000_000, eventId: "e1"),
+                gracePeriodExpiresAt: nil, isTrial: false, ownership: .purchased, latestTransactionId: id,
+                lastEventType: NotificationType("SUBSCRIBED"), lastEvent: EventPosition(signedDate: 1_700_000_000_000, eventId: "e1"),
                 endReason: nil, price: 9990)
             let holderLocked = AsyncStream<Void>.makeStream()
             let waiterRead = try await withThrowingTaskGroup(of: SubscriptionState??.self) { group in
@@ -123,10 +123,10 @@ struct SubscriptionLockTests {
                 func time(_ offset: Int64) -> Date { Date(timeIntervalSince1970: Double(value + offset) / 1000) }
                 let id = "ms-\(index)"
                 let saved = SubscriptionState(
-                    originalTransactionId: id, accountId: AccountID(UUID()), productId: "pro.monthly", environment: "Sandbox",
+                    originalTransactionId: id, accountId: AccountID(UUID()), productId: "pro.monthly", environment: .sandbox,
                     status: .gracePeriod, willRenew: true, autoRenewProductId: "pro.monthly", pendingProductId: nil,
                     purchaseDate: time(-2_592_000_000), expiresAt: time(0), gracePeriodExpiresAt: time(1_296_000_000), isTrial: false,
-                    ownership: "PURCHASED", latestTransactionId: id, lastEventType: "DID_FAIL_TO_RENEW",
+                    ownership: .purchased, latestTransactionId: id, lastEventType: NotificationType("DID_FAIL_TO_RENEW"),
                     lastEvent: EventPosition(signedDate: value, eventId: "e1"), endReason: nil, revokedAt: time(7),
                     price: 9990, billingPeriodKey: "\(id).\(value)", accessUntil: time(1_296_000_000))
                 try await harness.client.withConnection { try await store.save(saved, on: $0) }

@@ -35,7 +35,7 @@ struct WorkerBehaviourTests {
                 group.addTask { try await worker.run() }
                 defer { group.cancelAll() }
                 try await eventually(timeout: .seconds(10), "the attempt to time out") {
-                    try await queue.jobs(state: "failed", kind: "slow", limit: 1).first?.lastError?.contains("timeout") == true
+                    try await queue.jobs(state: .failed, kind: "slow", limit: 1).first?.lastError?.contains("timeout") == true
                 }
             }
         }

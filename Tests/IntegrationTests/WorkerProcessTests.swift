@@ -151,11 +151,11 @@ struct WorkerProcessTests {
                 let failed = try await Self.count(queue, "SELECT count(*) FROM jobs WHERE state = 'failed'")
                 return completed == 1 && failed == 1
             }
-            let failed = try #require(try await queue.jobs(state: "failed", kind: nil, limit: 10).first)
+            let failed = try #require(try await queue.jobs(state: .failed, kind: nil, limit: 10).first)
             #expect(failed.attempt == 2)
             #expect(failed.errors.count == 2)
             #expect(failed.lastError?.contains("probe failure on attempt 2") == true)
-            #expect(try await queue.requeue(state: "failed", kind: "probe", since: nil, dryRun: true) == [failed.id])
+            #expect(try await queue.requeue(state: .failed, kind: "probe", since: nil, dryRun: true) == [failed.id])
             #expect(try await queue.requeue(ids: [failed.id]) == [failed.id])
             try await eventually(timeout: .seconds(30), "the requeued job to complete") {
                 try await Self.count(queue, "SELECT count(*) FROM job_history WHERE state = 'completed'") == 2

@@ -71,7 +71,7 @@ struct ScenarioTests {
         #expect(credits.tier == expect.tier ?? (expect.entitled ? nil : "free"), "\(label): tier")
         if let product = expect.product { #expect(status.subscription?.productId == product, "\(label): product") }
         if let expected = expect.status { #expect(status.subscription?.status.rawValue == expected, "\(label): stored status") }
-        if let reason = expect.endReason { #expect(status.subscription?.endReason == reason, "\(label): end reason") }
+        if let reason = expect.endReason { #expect(status.subscription?.endReason?.text == reason, "\(label): end reason") }
         if let expires = expect.expiresAt { #expect(status.subscription?.expiresAt == Scenario.date(expires), "\(label): expiresAt") }
         if let willRenew = expect.willRenew { #expect(status.subscription?.willRenew == willRenew, "\(label): willRenew") }
         for (meter, remaining) in expect.credits {

@@ -41,7 +41,7 @@ struct EventFactory {
         renewal.priceIncreaseStatus = priceIncreaseStatus
         return SubscriptionEvent(
             id: id, notificationType: type, subtype: subtype, signedDate: signedAt, appleStatus: status,
-            environment: "Sandbox", transaction: transaction, renewalInfo: renewalInfo ? renewal : nil)
+            environment: .sandbox, transaction: transaction, renewalInfo: renewalInfo ? renewal : nil)
     }
 
     func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }

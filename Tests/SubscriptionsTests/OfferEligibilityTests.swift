@@ -11,11 +11,11 @@ struct OfferEligibilityTests {
 
     func subscription(expiring offset: TimeInterval, offer: SubscriptionState.Offer? = nil) -> SubscriptionState {
         var state = SubscriptionState(
-            originalTransactionId: "1000", accountId: AccountID("alice"), productId: "pro.monthly", environment: "Sandbox",
+            originalTransactionId: "1000", accountId: AccountID("alice"), productId: "pro.monthly", environment: .sandbox,
             status: offset > 0 ? .active : .expired, willRenew: offset > 0, autoRenewProductId: "pro.monthly", pendingProductId: nil,
             purchaseDate: now.addingTimeInterval(offset - 30 * 86_400), expiresAt: now.addingTimeInterval(offset), gracePeriodExpiresAt: nil,
-            isTrial: false, ownership: "PURCHASED", latestTransactionId: "t1", lastEventType: "X",
-            lastEvent: EventPosition(signedDate: 1, eventId: "e1"), endReason: offset > 0 ? nil : "EXPIRED_VOLUNTARY", billingPeriodKey: "p1")
+            isTrial: false, ownership: .purchased, latestTransactionId: "t1", lastEventType: NotificationType("X"),
+            lastEvent: EventPosition(signedDate: 1, eventId: "e1"), endReason: offset > 0 ? nil : .expired("VOLUNTARY"), billingPeriodKey: "p1")
         state.offer = offer
         return state
     }
@@ -47,9 +47,9 @@ struct OfferEligibilityTests {
         let lapsed = [subscription(expiring: -86_400)]
         #expect(decide(.lapsed, lapsed, signed: true) != .eligible)
         #expect(decide(.lapsed, once: false, lapsed, signed: true) == .eligible)
-        let redeemed = [subscription(expiring: 86_400, offer: .init(type: 2, identifier: "o1", discountType: "PAY_AS_YOU_GO", period: "P1M"))]
+        let redeemed = [subscription(expiring: 86_400, offer: .init(type: .promotional, identifier: "o1", discountType: .payAsYouGo, period: "P1M"))]
         #expect(decide(.active, redeemed) != .eligible)
-        let other = [subscription(expiring: 86_400, offer: .init(type: 1, identifier: "o1", discountType: "FREE_TRIAL", period: "P1W"))]
+        let other = [subscription(expiring: 86_400, offer: .init(type: .introductory, identifier: "o1", discountType: .freeTrial, period: "P1W"))]
         #expect(decide(.active, other) == .eligible, "an introductory offer with the same id is another offer")
     }
 

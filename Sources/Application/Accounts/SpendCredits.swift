@@ -84,7 +84,7 @@ private struct SpendGroup: Sendable {
                 answer = UsageRequests.Answer(outcome: .spent, meter: request.meter, remaining: remaining)
                 drafts += CreditChanges.depleted(
                     meter: request.meter, remaining: remaining, account: request.account, spendKey: prefix,
-                    environment: credits[request.account]?.subscriptions.first?.environment ?? "Production")
+                    environment: credits[request.account]?.subscriptions.first?.environment.rawValue ?? "Production")
             case .insufficient(let available):
                 answer = UsageRequests.Answer(
                     outcome: .insufficientCredits, meter: request.meter, remaining: available, error: "insufficient_credits",

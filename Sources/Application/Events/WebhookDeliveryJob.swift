@@ -14,6 +14,8 @@ import PostgresNIO
 public struct WebhookDeliveryJob: JobHandler {
     public static let jobKind = "webhook-delivery"
     public let kind = jobKind
+    /// A delivery changes no status.
+    public let changesAccountStatus = false
     /// A run sends at most ``batch`` events, each within the 10 s request timeout.
     public let timeout: Duration = .seconds(300)
     static let batch = 20

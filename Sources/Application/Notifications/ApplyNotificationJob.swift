@@ -69,13 +69,13 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
         case .rejectedContent(let reason):
             try await execution.complete { job, attempt in
                 try await notifications.markProcessed(
-                    .init(uuid, outcome: "rejected_content", reason: reason, jobID: job, attempt: attempt), on: connection)
+                    .init(uuid, outcome: .rejectedContent, reason: reason, jobID: job, attempt: attempt), on: connection)
             }
             logger.notice(
                 "notification content rejected", metadata: ["notification.uuid": "\(uuid)", "reason": "\(reason)"])
             return
         }
-        let outcome: String
+        let outcome: NotificationStore.ApplyOutcome
         let now = clock()
         let cause = EventCause(notification)
         var account: AccountID?
@@ -85,7 +85,7 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
             let lockHeld = lockedSubscription == event.transaction.originalTransactionId
             let applied = try await writer.apply(
                 event, now: now, on: connection, lockHeld: lockHeld, read: lockHeld ? history : nil, deferringEvents: true)
-            outcome = applied.kind.rawValue
+            outcome = applied.kind == .applied ? .applied : .unchanged
             account = applied.state?.accountId
             events = applied.events
         } else if let transaction = notification.transaction, let purchases, purchases.sells(transaction.productId) {
@@ -93,15 +93,15 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
             account = try await purchases.record(
                 transaction, notificationType: notification.payload.notificationType, signedDate: notification.payload.signedDate,
                 account: intended, now: now, cause: cause, on: connection)
-            outcome = account == nil ? "recorded" : "applied"
+            outcome = account == nil ? .recorded : .applied
         } else if let transaction = notification.transaction {
             let intended = try await purchaseIntents.account(ofToken: transaction.appAccountToken, on: connection)
             account = try await credits.creditedAccount(ofTopUp: transaction.transactionId, on: connection) ?? intended
             let toppedUp = try await TopUpPurchase(ledger: credits, events: writer.recorder, logger: logger).record(
                 transaction, account: intended, now: now, cause: cause, on: connection)
-            outcome = toppedUp ? "topped_up" : "recorded"
+            outcome = toppedUp ? .toppedUp : .recorded
         } else {
-            outcome = "recorded"
+            outcome = .recorded
         }
         if let refunds { events = try await refunds.notice(notification, account: account, now: now, after: events, on: connection) }
         try await execution.complete { job, attempt in
@@ -114,7 +114,7 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
         logger.debug(
             "notification processed",
             metadata: [
-                "notification.uuid": "\(uuid)", "notification.outcome": "\(outcome)",
+                "notification.uuid": "\(uuid)", "notification.outcome": "\(outcome.rawValue)",
                 "subscription.id": "\(notification.originalTransactionId ?? "-")",
             ])
     }

@@ -8,6 +8,8 @@ import PostgresNIO
 /// ``signedPayloads(client:retention:clock:logger:)``.
 public struct RetentionJob: JobHandler {
     public let kind: String
+    /// Deleting old events or signed bytes changes no status.
+    public let changesAccountStatus = false
     private let retention: TimeInterval
     private let clock: @Sendable () -> Date
     /// Deletes what is older than the cutoff; returns how many rows went.

@@ -50,7 +50,7 @@ public struct RenewalRecheckJob: JobHandler {
             try await settle(arguments, appleStatus: nil, execution: execution)
             return
         }
-        let environment: AppStoreEnvironment = arguments.environment == "Production" ? .production : .sandbox
+        let environment: AppStoreEnvironment = arguments.environment == .production ? .production : .sandbox
         let items = try await Self.discardingTerminal { () async throws(AppStoreServerError) in
             try await serverAPI.subscriptionStatuses(transactionId: arguments.originalTransactionId, environment: environment)
         }

@@ -1,3 +1,4 @@
+import AppStoreModels
 import Foundation
 import Persistence
 import Jobs
@@ -16,7 +17,7 @@ public struct RenewalRechecks: Sendable {
     public struct Arguments: Codable, Sendable {
         public var originalTransactionId: String
         public var transactionId: String
-        public var environment: String
+        public var environment: AppStoreEnvironment
     }
 
     let delay: TimeInterval

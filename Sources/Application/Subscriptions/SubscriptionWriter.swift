@@ -119,7 +119,7 @@ public struct SubscriptionWriter: Sendable {
             drafts = SubscriptionChanges.events(from: stored, to: state, catalogue: credits.catalogue, cause: cause)
             if let account = state.accountId {
                 drafts += CreditChanges.granted(
-                    operations, account: account, subscription: originalTransactionId, environment: state.environment, cause: cause)
+                    operations, account: account, subscription: originalTransactionId, environment: state.environment.rawValue, cause: cause)
             }
         }
         // The events carry their accounts' statuses as this transaction leaves them: read with the posts, the last
@@ -150,7 +150,7 @@ public struct SubscriptionWriter: Sendable {
         if let stored, stored.accountId == account { before.append(stored) }
         let beforeEntitlements = AccountEntitlements(catalogue.sources(subscriptions: before, records: after.records, at: now))
         return SourceChanges.overlapping(
-            before: beforeEntitlements, after: afterEntitlements, account: account, environment: state.environment,
+            before: beforeEntitlements, after: afterEntitlements, account: account, environment: state.environment.rawValue,
             cause: cause ?? EventCause(originalTransactionId: state.originalTransactionId))
     }
 

@@ -67,7 +67,7 @@ public struct AccountCredits: Sendable, Equatable {
             else { continue }
             let identities: Set<String> = [state.billingPeriodKey, state.latestTransactionId]
             for (meter, allowance) in tier.allowances.sorted(by: { $0.key < $1.key }) {
-                guard let amount = allowance.cycleGrant(isTrial: state.offer?.discountType == "FREE_TRIAL") else { continue }
+                guard let amount = allowance.cycleGrant(isTrial: state.offer?.discountType == .freeTrial) else { continue }
                 let present = live.contains {
                     $0.bucket.meter == meter && $0.bucket.windowIndex == window.index
                         && $0.bucket.billingPeriod.map(identities.contains) ?? false

@@ -16,7 +16,7 @@ extension TierCatalogue {
     /// front offer's period when that is longer), at least one.
     public func windowCount(productId: String, offer: SubscriptionState.Offer?) -> Int {
         let productMonths = tier(ofProduct: productId)?.product.billingPeriod?.months ?? 1
-        let offerMonths = offer?.discountType == "PAY_UP_FRONT" ? offer?.period.flatMap(BillingPeriod.init(iso8601:))?.months ?? 0 : 0
+        let offerMonths = offer?.discountType == .payUpFront ? offer?.period.flatMap(BillingPeriod.init(iso8601:))?.months ?? 0 : 0
         return max(1, productMonths, offerMonths)
     }
 

@@ -1,4 +1,5 @@
 import AppStoreModels
+import Entitlements
 import Foundation
 
 /// The subscription lifecycle rules: a pure function from a subscription's signed facts to its state.
@@ -51,11 +52,11 @@ public enum Lifecycle {
             expiresAt: newest.period?.end,
             gracePeriodExpiresAt: verdict.status == .gracePeriod ? renewal?.gracePeriodExpiresDate.map(date(milliseconds:)) : nil,
             isTrial: newest.period?.isIntroductoryTrial ?? false,
-            ownership: newest.period?.ownership ?? "PURCHASED",
+            ownership: Ownership(newest.period?.ownership ?? "PURCHASED"),
             latestTransactionId: newest.transactionId,
             lastEventType: lastEventType(facts),
             lastEvent: facts.newestEvent ?? EventPosition(signedDate: 0, eventId: ""),
-            endReason: verdict.endReason?.text,
+            endReason: verdict.endReason,
             revokedAt: verdict.status == .refunded || verdict.status == .revoked ? newest.period?.revocation?.date : nil,
             offer: newest.period?.offer,
             priceIncrease: priceIncrease(facts),
@@ -125,10 +126,10 @@ public enum Lifecycle {
         }
     }
 
-    /// The type of the newest event: a notification's, `SERVER_API_STATUS` or `CLIENT_TRANSACTION`.
-    static func lastEventType(_ facts: SubscriptionFacts) -> String {
-        guard let newest = facts.newestEvent else { return SubscriptionEvent.clientTransactionType }
-        return facts.reports[newest.eventId]?.typeName ?? SubscriptionEvent.clientTransactionType
+    /// The type of the newest event: a notification's, a Server API snapshot's or a claim's.
+    static func lastEventType(_ facts: SubscriptionFacts) -> NotificationType {
+        guard let newest = facts.newestEvent else { return .clientTransaction }
+        return facts.reports[newest.eventId]?.type ?? .clientTransaction
     }
 
     /// Every end to archive: each expiry Apple reported, each refunded or revoked period, and the current end.
@@ -144,7 +145,7 @@ public enum Lifecycle {
             ends.insert(End(transactionId: period.transactionId, reason: revocationReason(period, facts: facts), at: revocation.date))
         }
         // The current end, unless a report of the same kind recorded it already (an EXPIRED notification).
-        if !state.status.isRunning, let reason = state.endReason.map(EndReason.init), !ends.contains(where: { $0.reason == reason }) {
+        if !state.status.isRunning, let reason = state.endReason, !ends.contains(where: { $0.reason == reason }) {
             ends.insert(End(transactionId: state.latestTransactionId, reason: reason, at: state.revokedAt ?? state.expiresAt))
         }
         return ends.sorted { ($0.transactionId, $0.reason.text) < ($1.transactionId, $1.reason.text) }

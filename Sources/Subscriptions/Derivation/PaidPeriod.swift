@@ -45,9 +45,9 @@ public struct PaidPeriod: Equatable, Sendable {
     }
 
     /// Any offer whose discount is a free period: its credits are capped like a trial's.
-    public var isFreeOffer: Bool { offer?.discountType == "FREE_TRIAL" }
+    public var isFreeOffer: Bool { offer?.discountType == .freeTrial }
     /// An introductory free trial (`offerType` 1) — the only offer reported as `state: "trial"`.
-    public var isIntroductoryTrial: Bool { offer?.type == 1 && isFreeOffer }
+    public var isIntroductoryTrial: Bool { offer?.type == .introductory && isFreeOffer }
     /// When the period's credit windows close: at its end, or earlier when a newer period took over.
     public var closesAt: Date { min(end, replacedAt ?? end) }
 
@@ -87,7 +87,7 @@ public struct PaidPeriod: Equatable, Sendable {
             price: newest.price,
             offer: newest.offerType.map {
                 SubscriptionState.Offer(
-                    type: $0, identifier: newest.offerIdentifier, discountType: newest.offerDiscountType,
+                    type: OfferType(code: $0), identifier: newest.offerIdentifier, discountType: newest.offerDiscountType.map(OfferDiscountType.init),
                     period: newest.offerPeriod)
             },
             revocation: newest.revocationDate.map {

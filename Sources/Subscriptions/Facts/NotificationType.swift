@@ -23,6 +23,23 @@ public enum NotificationType: Hashable, Sendable {
     ]
 
     public init(_ name: String) { self = Self.names[name] ?? .unknown(name) }
+
+    /// Apple's name of the type (`DID_RENEW`), or Storekeeper's for the events that are not notifications.
+    public var name: String {
+        if case .unknown(let name) = self { return name }
+        return Self.namesByType[self] ?? "UNKNOWN"
+    }
+
+    private static let namesByType = Dictionary(names.map { ($0.value, $0.key) }, uniquingKeysWith: { first, _ in first })
+}
+
+extension NotificationType: Codable {
+    public init(from decoder: any Decoder) throws { self.init(try decoder.singleValueContainer().decode(String.self)) }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(name)
+    }
 }
 
 /// `subtype` of a notification, with ``unknown(_:)`` for subtypes Apple adds later.
@@ -48,7 +65,7 @@ public enum NotificationSubtype: Hashable, Sendable {
 }
 
 /// Why a subscription ended, as archived and reported (`end_reason`).
-public enum EndReason: Hashable, Sendable {
+public enum EndReason: Hashable, Sendable, Codable {
     /// `EXPIRED_<subtype>`: the customer turned renewal off, billing failed, a price increase was declined, the
     /// product left the store, or Apple did not say.
     case expired(String)
@@ -76,4 +93,11 @@ public enum EndReason: Hashable, Sendable {
 
     /// Whether access ended because the purchase was taken back (its credits go too).
     public var removesCredits: Bool { self == .refund || self == .revoke }
+
+    public init(from decoder: any Decoder) throws { self.init(try decoder.singleValueContainer().decode(String.self)) }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(text)
+    }
 }

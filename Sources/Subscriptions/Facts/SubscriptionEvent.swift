@@ -17,7 +17,7 @@ public struct SubscriptionEvent: Codable, Sendable, Equatable {
     /// `signedDate` of the notification (ms): with ``id`` it orders the events of one subscription.
     public var signedDate: Int64
     public var appleStatus: Int32?
-    public var environment: String
+    public var environment: AppStoreEnvironment
     public var transaction: TransactionPayload
     public var renewalInfo: RenewalInfoPayload?
     /// The account that posted the transaction (claims only). A claim links the subscription to it.
@@ -25,7 +25,7 @@ public struct SubscriptionEvent: Codable, Sendable, Equatable {
 
     public init(
         id: String, notificationType: String, subtype: String?, signedDate: Int64, appleStatus: Int32?,
-        environment: String, transaction: TransactionPayload, renewalInfo: RenewalInfoPayload?, claimant: AccountID? = nil
+        environment: AppStoreEnvironment, transaction: TransactionPayload, renewalInfo: RenewalInfoPayload?, claimant: AccountID? = nil
     ) {
         self.id = id
         self.notificationType = notificationType
@@ -46,7 +46,7 @@ public struct SubscriptionEvent: Codable, Sendable, Equatable {
         self.init(
             id: payload.notificationUUID.lowercased(), notificationType: payload.notificationType, subtype: payload.subtype,
             signedDate: payload.signedDate ?? transaction.signedDate ?? 0, appleStatus: payload.data?.status,
-            environment: (transaction.environment ?? payload.data?.environment)?.rawValue ?? "unknown",
+            environment: transaction.environment ?? payload.data?.environment ?? .unknown,
             transaction: transaction, renewalInfo: notification.renewalInfo
         )
     }
@@ -59,7 +59,7 @@ public struct SubscriptionEvent: Codable, Sendable, Equatable {
         self.init(
             id: "client:\(transaction.transactionId):\(signedDate):\(account.text)",
             notificationType: Self.clientTransactionType, subtype: nil, signedDate: signedDate, appleStatus: nil,
-            environment: transaction.environment?.rawValue ?? "unknown", transaction: transaction, renewalInfo: nil,
+            environment: transaction.environment ?? .unknown, transaction: transaction, renewalInfo: nil,
             claimant: account
         )
     }
@@ -71,7 +71,7 @@ public struct SubscriptionEvent: Codable, Sendable, Equatable {
         self.init(
             id: "api:\(transaction.transactionId):\(signedDate)", notificationType: Self.serverStatusType, subtype: nil,
             signedDate: signedDate, appleStatus: status,
-            environment: (transaction.environment ?? renewalInfo?.environment)?.rawValue ?? "unknown",
+            environment: transaction.environment ?? renewalInfo?.environment ?? .unknown,
             transaction: transaction, renewalInfo: renewalInfo)
     }
 

@@ -22,7 +22,7 @@ public struct SubscriptionFacts: Sendable, Equatable {
     public private(set) var claims: [String: Claim] = [:]
     /// The newest event of any kind.
     public private(set) var newestEvent: EventPosition?
-    public private(set) var environment: String = "unknown"
+    public private(set) var environment: AppStoreEnvironment = .unknown
 
     /// A signed value and where its version sits in Apple's order.
     public struct Signed<Value: Sendable & Equatable>: Sendable, Equatable {

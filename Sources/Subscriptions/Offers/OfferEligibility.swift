@@ -54,7 +54,7 @@ public enum OfferEligibility {
         }
         if offer.oncePerAccount {
             if signedBefore { return .notEligible("the offer is given once per account, and was") }
-            if subscriptions.contains(where: { $0.offer?.type == 2 && $0.offer?.identifier == offer.id }) {
+            if subscriptions.contains(where: { $0.offer?.type == .promotional && $0.offer?.identifier == offer.id }) {
                 return .notEligible("the offer is given once per account, and was redeemed")
             }
         }
