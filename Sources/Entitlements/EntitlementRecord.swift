@@ -39,10 +39,10 @@ public struct EntitlementRecord: Sendable, Equatable {
     public var endsAt: Date?
     /// When it ended before its time: an operator ended the grant, a refund or revocation took the purchase back.
     public var endedAt: Date?
-    public var endReason: EndReason?
+    public var endReason: SourceEndReason?
     public var environment: String?
-    /// `PURCHASED` or `FAMILY_SHARED`, for a store's purchase.
-    public var ownership: String?
+    /// Bought, or had through Family Sharing (a store's purchase).
+    public var ownership: Ownership?
     /// The operator's reason for a grant.
     public var reason: String?
     /// The operator who made the grant.
@@ -52,7 +52,7 @@ public struct EntitlementRecord: Sendable, Equatable {
 
     public init(
         id: String, kind: Kind, store: Store, productId: String? = nil, tier: String? = nil, startsAt: Date, endsAt: Date? = nil,
-        endedAt: Date? = nil, endReason: EndReason? = nil, environment: String? = nil, ownership: String? = nil, reason: String? = nil,
+        endedAt: Date? = nil, endReason: SourceEndReason? = nil, environment: String? = nil, ownership: Ownership? = nil, reason: String? = nil,
         createdBy: String? = nil, signedDate: Int64? = nil
     ) {
         self.id = id
@@ -69,33 +69,6 @@ public struct EntitlementRecord: Sendable, Equatable {
         self.reason = reason
         self.createdBy = createdBy
         self.signedDate = signedDate
-    }
-
-    /// Why a record ended early.
-    public enum EndReason: Hashable, Sendable {
-        case refund
-        case revoke
-        /// An operator ended the grant.
-        case endedByOperator
-        case unknown(String)
-
-        public init(_ text: String) {
-            switch text {
-            case "REFUND": self = .refund
-            case "REVOKE": self = .revoke
-            case "ENDED_BY_OPERATOR": self = .endedByOperator
-            default: self = .unknown(text)
-            }
-        }
-
-        public var text: String {
-            switch self {
-            case .refund: return "REFUND"
-            case .revoke: return "REVOKE"
-            case .endedByOperator: return "ENDED_BY_OPERATOR"
-            case .unknown(let text): return text
-            }
-        }
     }
 
     /// Of two versions of one purchase, the one to keep: the newer signing, and on a tie the one that says it was

@@ -22,8 +22,8 @@ public struct EntitlementSource: Sendable, Equatable {
     public var status: SourceStatus
     public var entitled: Bool
     public var willRenew: Bool
-    /// Why it ended, in its store's words (`EXPIRED_VOLUNTARY`, `REFUND`, `REVOKE`, `ENDED_BY_OPERATOR`).
-    public var endReason: String?
+    /// Why it ended.
+    public var endReason: SourceEndReason?
     /// Where the customer manages it (the App Store's subscriptions page), when a store offers one.
     public var managementURL: String?
     /// When the source's state next changes by the clock alone.
@@ -31,7 +31,7 @@ public struct EntitlementSource: Sendable, Equatable {
 
     public init(
         id: String, kind: SourceKind, store: Store, productId: String?, tier: String?, level: Int?, group: String?, startsAt: Date?,
-        expiresAt: Date?, status: SourceStatus, entitled: Bool, willRenew: Bool, endReason: String? = nil, managementURL: String? = nil,
+        expiresAt: Date?, status: SourceStatus, entitled: Bool, willRenew: Bool, endReason: SourceEndReason? = nil, managementURL: String? = nil,
         nextChangeAt: Date? = nil
     ) {
         self.id = id

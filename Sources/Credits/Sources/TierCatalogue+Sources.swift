@@ -21,7 +21,7 @@ extension TierCatalogue {
         return EntitlementSource(
             id: state.originalTransactionId, kind: .subscription, store: .appStore, productId: state.productId, tier: tier?.id,
             level: tier?.level, group: tier?.group, startsAt: state.purchaseDate, expiresAt: state.clockEnd ?? state.expiresAt,
-            status: status, entitled: state.isEntitled(at: now), willRenew: state.willRenew, endReason: state.endReason?.text,
+            status: status, entitled: state.isEntitled(at: now), willRenew: state.willRenew, endReason: state.endReason.map { SourceEndReason($0.text) },
             managementURL: Self.appStoreManagementURL, nextChangeAt: state.nextChange(after: now))
     }
 
@@ -50,7 +50,7 @@ extension TierCatalogue {
         return EntitlementSource(
             id: record.id, kind: kind, store: record.store, productId: record.productId, tier: tier?.id, level: tier?.level,
             group: tier?.group, startsAt: record.startsAt, expiresAt: end, status: status, entitled: status == .active && tier != nil,
-            willRenew: false, endReason: record.endedAt == nil ? nil : record.endReason?.text, managementURL: nil, nextChangeAt: nextChange)
+            willRenew: false, endReason: record.endedAt == nil ? nil : record.endReason, managementURL: nil, nextChangeAt: nextChange)
     }
 
     /// Every source of an account at `now`: its App Store subscriptions, then its grants and one-time purchases.
