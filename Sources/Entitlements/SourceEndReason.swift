@@ -1,6 +1,8 @@
 /// Why a source ended, in every store's words: ran out (with the store's reason, Apple's `EXPIRED_<subtype>`), taken
 /// back by a refund, revoked (Family Sharing), or ended by an operator.
-public enum SourceEndReason: Hashable, Sendable {
+public enum SourceEndReason: Hashable, Sendable, Codable {
+    /// `EXPIRED_<why>`: Apple's expiry subtype (the customer turned renewal off, billing failed, a price increase was
+    /// declined, the product left the store, or Apple did not say).
     case expired(String)
     case refund
     case revoke
@@ -26,5 +28,15 @@ public enum SourceEndReason: Hashable, Sendable {
         case .endedByOperator: return "ENDED_BY_OPERATOR"
         case .unknown(let text): return text
         }
+    }
+
+    /// Whether access ended because the purchase was taken back (its credits go too).
+    public var removesCredits: Bool { self == .refund || self == .revoke }
+
+    public init(from decoder: any Decoder) throws { self.init(try decoder.singleValueContainer().decode(String.self)) }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(text)
     }
 }

@@ -21,7 +21,7 @@ extension TierCatalogue {
         return EntitlementSource(
             id: state.originalTransactionId, kind: .subscription, store: .appStore, productId: state.productId, tier: tier?.id,
             level: tier?.level, group: tier?.group, startsAt: state.purchaseDate, expiresAt: state.clockEnd ?? state.expiresAt,
-            status: status, entitled: state.isEntitled(at: now), willRenew: state.willRenew, endReason: state.endReason.map { SourceEndReason($0.text) },
+            status: status, entitled: state.isEntitled(at: now), willRenew: state.willRenew, endReason: state.endReason,
             managementURL: Self.appStoreManagementURL, nextChangeAt: state.nextChange(after: now))
     }
 

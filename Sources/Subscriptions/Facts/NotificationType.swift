@@ -1,3 +1,5 @@
+import Entitlements
+
 /// App Store Server Notifications V2 `notificationType`, with ``unknown(_:)`` for types Apple adds later.
 public enum NotificationType: Hashable, Sendable {
     case subscribed, didRenew, didFailToRenew, didChangeRenewalPreference, didChangeRenewalStatus, offerRedeemed
@@ -64,40 +66,6 @@ public enum NotificationSubtype: Hashable, Sendable {
     }
 }
 
-/// Why a subscription ended, as archived and reported (`end_reason`).
-public enum EndReason: Hashable, Sendable, Codable {
-    /// `EXPIRED_<subtype>`: the customer turned renewal off, billing failed, a price increase was declined, the
-    /// product left the store, or Apple did not say.
-    case expired(String)
-    case refund
-    case revoke
-    case unknown(String)
-
-    public init(_ text: String) {
-        switch text {
-        case "REFUND": self = .refund
-        case "REVOKE": self = .revoke
-        case let text where text.hasPrefix("EXPIRED_"): self = .expired(String(text.dropFirst("EXPIRED_".count)))
-        default: self = .unknown(text)
-        }
-    }
-
-    public var text: String {
-        switch self {
-        case .expired(let why): return "EXPIRED_\(why)"
-        case .refund: return "REFUND"
-        case .revoke: return "REVOKE"
-        case .unknown(let text): return text
-        }
-    }
-
-    /// Whether access ended because the purchase was taken back (its credits go too).
-    public var removesCredits: Bool { self == .refund || self == .revoke }
-
-    public init(from decoder: any Decoder) throws { self.init(try decoder.singleValueContainer().decode(String.self)) }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(text)
-    }
-}
+/// Why a subscription ended, as archived and reported (`end_reason`): the store-neutral end reason every source
+/// uses (`EXPIRED_<subtype>`, `REFUND`, `REVOKE`).
+public typealias EndReason = SourceEndReason
