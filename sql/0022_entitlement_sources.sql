@@ -18,11 +18,13 @@ CREATE TABLE entitlement_sources (
     reason            text,                  -- the operator's reason for a grant
     created_by        text,
     signed_date       bigint,                -- purchases: the store's signing time of the version held
+    request_key       text,                  -- grants: the operator's idempotency key, so a retried request grants once
     created_at        timestamptz NOT NULL DEFAULT now(),
     CHECK ((kind = 'grant') = (tier IS NOT NULL)),
     CHECK ((kind = 'purchase') = (product_id IS NOT NULL))
 );
 CREATE INDEX entitlement_sources_account ON entitlement_sources (account_id, created_at);
+CREATE UNIQUE INDEX entitlement_sources_request ON entitlement_sources (account_id, request_key) WHERE request_key IS NOT NULL;
 
 ALTER TABLE credit_buckets DROP CONSTRAINT credit_buckets_kind_check;
 ALTER TABLE credit_buckets ADD CONSTRAINT credit_buckets_kind_check CHECK (kind IN ('cycle', 'topup', 'daily', 'free', 'entitlement'));

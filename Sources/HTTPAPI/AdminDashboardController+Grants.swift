@@ -8,7 +8,7 @@ import Subscriptions
 extension AdminDashboardController {
     /// The account page's entitlements: every source that entitles now, the account's grants with an end button each,
     /// and a form to grant a tier.
-    func entitlementsSection(_ standing: AccountStanding, account: AccountID, now: Date) async throws -> String {
+    func entitlementsSection(_ standing: AccountStanding, account: AccountID, grantError: String?, now: Date) async throws -> String {
         var html = "<h2>Entitlements</h2>" + HTMLPage.table(
             ["source", "store", "id", "product", "tier", "expires", "renews"],
             standing.entitlements.entitling.map { source in
@@ -36,17 +36,23 @@ extension AdminDashboardController {
         let options = catalogue.tiers.sorted { $0.level < $1.level }.map {
             "<option value=\"\(HTMLPage.escape($0.id))\">\(HTMLPage.escape($0.displayName))</option>"
         }.joined()
+        if let grantError { html += "<p class=\"bad\">Not granted: \(HTMLPage.escape(grantError))</p>" }
+        let path = account.text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? ""
+        // `request`: a key per rendering of the form, so a form sent twice grants once.
         html += """
-            <form method="post" action="/admin/accounts/\(HTMLPage.escape(account.text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? ""))/grant">\
+            <form method="post" action="/admin/accounts/\(HTMLPage.escape(path))/grant">\
+            <input type="hidden" name="request" value="\(UUID().uuidString.lowercased())">\
             <select name="tier">\(options)</select> \
-            <input type="text" name="duration" placeholder="P30D, P1Y or empty for good"> \
+            <input type="text" name="duration" placeholder="P30D, P3M, P1Y"> \
+            <label><input type="checkbox" name="lifetime" value="true"> for good</label> \
             <input type="text" name="reason" placeholder="reason" maxlength="\(OperatorGrants.maximumReasonLength)" required> \
             <button type="submit">Grant</button></form>
             """
         return html
     }
 
-    /// The page's grant forms: add (`duration` empty: for good) and end; each answers with the account page again.
+    /// The page's grant forms: add (a `duration`, or `lifetime` for good) and end; each answers with the account page
+    /// again, a refused grant with why.
     func addGrantRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
         guard let grants, let catalogue else { return }
         group.post("accounts/{accountId}/grant") { request, context -> Response in
@@ -54,11 +60,18 @@ extension AdminDashboardController {
             let form = Self.form(try await request.collectBody(upTo: 16 * 1024))
             let now = clock()
             let duration = form["duration"].flatMap { $0.isEmpty ? nil : $0 }
-            let asked = try GrantsController.request(
-                .init(tier: form["tier"], endsAt: nil, duration: duration, lifetime: duration == nil ? true : nil, reason: form["reason"]),
-                now: now, createdBy: "dashboard")
-            _ = try await GrantsController(grants: grants, catalogue: catalogue, clock: clock).add(asked, to: account, now: now)
-            return Self.backToAccount(account.text)
+            do {
+                let asked = try GrantsController.request(
+                    .init(
+                        tier: form["tier"], endsAt: nil, duration: duration, lifetime: form["lifetime"] == "true" ? true : nil,
+                        reason: form["reason"], idempotencyKey: form["request"]),
+                    now: now, createdBy: "dashboard")
+                _ = try await GrantsController(grants: grants, catalogue: catalogue, clock: clock).add(asked, to: account, now: now)
+                return Self.backToAccount(account.text)
+            } catch let error as APIError where error.status == .badRequest {
+                // Back to the page, which says why, instead of a JSON answer in the operator's browser.
+                return Self.backToAccount(account.text, grantError: error.message)
+            }
         }
         group.post("grants/{grantId}/end") { _, context -> Response in
             let id = try GrantsController.grantId(context)
@@ -69,9 +82,11 @@ extension AdminDashboardController {
         }
     }
 
-    static func backToAccount(_ account: String) -> Response {
-        let query = account.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed.subtracting(CharacterSet(charactersIn: "&=+"))) ?? ""
-        return Response(status: .seeOther, headers: [.location: "/admin?account=\(query)"])
+    static func backToAccount(_ account: String, grantError: String? = nil) -> Response {
+        let allowed = CharacterSet.urlQueryAllowed.subtracting(CharacterSet(charactersIn: "&=+#"))
+        var location = "/admin?account=\(account.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")"
+        if let grantError { location += "&grantError=\(grantError.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }
+        return Response(status: .seeOther, headers: [.location: location])
     }
 
     /// An `application/x-www-form-urlencoded` body's fields (the first of each name).

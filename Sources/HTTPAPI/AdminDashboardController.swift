@@ -45,7 +45,9 @@ public struct AdminDashboardController: Sendable {
     public func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
         group.get("") { request, _ in
             let account = request.uri.queryParameters.get("account")
-            return try await withDatabase { try await self.page(account: account) }
+            // A refused grant form comes back here with why (the page escapes it).
+            let grantError = request.uri.queryParameters.get("grantError").map { String($0.prefix(300)) }
+            return try await withDatabase { try await self.page(account: account, grantError: grantError) }
         }
         group.post("jobs/{id}/requeue") { request, context -> Response in
             guard let id = Int64(try context.parameters.require("id")) else { throw APIError.badRequest("job id must be a number") }
@@ -61,14 +63,14 @@ public struct AdminDashboardController: Sendable {
         }
     }
 
-    func page(account: String?) async throws -> HTMLPage {
+    func page(account: String?, grantError: String? = nil) async throws -> HTMLPage {
         let now = clock()
         async let statistics = jobs.statistics()
         async let failed = jobs.jobs(state: .failed, kind: nil, limit: 50)
         async let recent = records.recentNotifications(limit: 30)
         var body = "<header><h1>Storekeeper</h1><span>\(HTMLPage.escape(HTMLPage.time(now)))</span></header><main>"
         body += Self.queueSection(try await statistics)
-        body += try await accountSection(account, now: now)
+        body += try await accountSection(account, grantError: grantError, now: now)
         body += Self.failedSection(try await failed)
         if let events { body += Self.failedDeliveriesSection(try await events.failedDeliveries(limit: 50)) }
         body += Self.notificationsSection(try await recent)

@@ -7,7 +7,7 @@ import Subscriptions
 
 /// Operators' grants (the seam tests can replace).
 public protocol GrantAdministration: Sendable {
-    func add(_ request: OperatorGrants.Request, to account: AccountID, now: Date) async throws -> EntitlementRecord
+    func add(_ request: OperatorGrants.Request, to account: AccountID, now: Date) async throws -> (record: EntitlementRecord, created: Bool)
     func grants(of account: AccountID) async throws -> [EntitlementRecord]
     func end(_ id: String, now: Date) async throws -> (record: EntitlementRecord, account: AccountID?, ended: Bool)?
 }
@@ -15,7 +15,8 @@ public protocol GrantAdministration: Sendable {
 extension OperatorGrants: GrantAdministration {}
 
 /// The admin API's grants: `POST /admin/accounts/{id}/grants {"tier", "endsAt" | "duration" | "lifetime": true,
-/// "reason"}` → 201 with the grant, `GET /admin/accounts/{id}/grants`, `DELETE /admin/grants/{grantId}` ends it now.
+/// "reason", "idempotencyKey"?}` → 201 with the grant (200 with the earlier one for a key used before),
+/// `GET /admin/accounts/{id}/grants`, `DELETE /admin/grants/{grantId}` ends it now.
 struct GrantsController: Sendable {
     let grants: any GrantAdministration
     let catalogue: TierCatalogue
@@ -27,6 +28,7 @@ struct GrantsController: Sendable {
         var duration: String?
         var lifetime: Bool?
         var reason: String?
+        var idempotencyKey: String?
     }
 
     struct GrantList: ResponseEncodable { var grants: [GrantResponse] }
@@ -39,8 +41,8 @@ struct GrantsController: Sendable {
             let body = try await request.decodeJSONBody(as: GrantRequest.self, upTo: 16 * 1024, otherwise: Self.usage)
             let now = clock()
             let asked = try Self.request(body, now: now, createdBy: "admin-api")
-            let record = try await add(asked, to: account, now: now)
-            return EditedResponse(status: .created, response: GrantResponse(record, account: account, catalogue: catalogue, now: now))
+            let (record, created) = try await add(asked, to: account, now: now)
+            return EditedResponse(status: created ? .created : .ok, response: GrantResponse(record, account: account, catalogue: catalogue, now: now))
         }
         group.get("accounts/{accountId}/grants") { _, context -> GrantList in
             let account = try AccountsController.accountId(context)
@@ -51,15 +53,17 @@ struct GrantsController: Sendable {
         group.delete("grants/{grantId}") { _, context -> GrantResponse in
             let id = try Self.grantId(context)
             let now = clock()
-            guard let (record, account, _) = try await withDatabase({ try await grants.end(id, now: now) }) else {
+            guard let (record, account, ended) = try await withDatabase({ try await grants.end(id, now: now) }) else {
                 throw APIError(.notFound, code: "not_found", message: "no grant \(id)")
             }
-            return GrantResponse(record, account: account, catalogue: catalogue, now: now)
+            var response = GrantResponse(record, account: account, catalogue: catalogue, now: now)
+            response.endedNow = ended
+            return response
         }
     }
 
     /// Adds a grant: a refusal is the client's mistake (400), anything else the database's (503).
-    func add(_ request: OperatorGrants.Request, to account: AccountID, now: Date) async throws -> EntitlementRecord {
+    func add(_ request: OperatorGrants.Request, to account: AccountID, now: Date) async throws -> (record: EntitlementRecord, created: Bool) {
         try await withDatabase {
             do {
                 return try await grants.add(request, to: account, now: now)
@@ -83,7 +87,9 @@ struct GrantsController: Sendable {
         guard ends == 1, body.lifetime != false else {
             throw APIError.badRequest("give exactly one of endsAt, duration or \"lifetime\": true")
         }
-        return OperatorGrants.Request(tier: tier, endsAt: try end(endsAt: body.endsAt, duration: body.duration, now: now), reason: reason, createdBy: createdBy)
+        return OperatorGrants.Request(
+            tier: tier, endsAt: try end(endsAt: body.endsAt, duration: body.duration, now: now), reason: reason, createdBy: createdBy,
+            idempotencyKey: body.idempotencyKey)
     }
 
     static func end(endsAt: String?, duration: String?, now: Date) throws -> Date? {
@@ -108,6 +114,8 @@ struct GrantResponse: ResponseEncodable {
     var endReason: String?
     var reason: String?
     var createdBy: String?
+    /// `DELETE`: whether this request ended it (`false`: it had ended already).
+    var endedNow: Bool?
 
     init(_ record: EntitlementRecord, account: AccountID?, catalogue: TierCatalogue, now: Date) {
         let source = catalogue.source(of: record, at: now)

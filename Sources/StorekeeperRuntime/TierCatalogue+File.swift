@@ -7,7 +7,7 @@ extension TierCatalogue {
     public static func load(path: String) -> Result<TierCatalogue, ConfigurationError> {
         let place = "STOREKEEPER_TIERS (\(path))"
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-            return .failure(ConfigurationError(problems: ["\(place): cannot read the file"]))
+            return .failure(ConfigurationError(problems: ["\(place): cannot read the file (set STOREKEEPER_TIERS to the catalogue the server uses)"]))
         }
         let unknown = ConfigurationKeys.tierCatalogue.problems(in: text, place: place)
         guard unknown.isEmpty else { return .failure(ConfigurationError(problems: unknown)) }

@@ -12,13 +12,14 @@ func operatorDatabaseURL() throws -> DatabaseURL {
     throw CommandFailure("DATABASE_URL is required (postgres://user:pass@host:port/db); in a `storekeeper dev` folder it is read from .storekeeper/dev.env")
 }
 
-/// "Now" for what the operator commands compute (an account's status): the real time, or — reading the dev database
-/// from `.storekeeper/dev.env` — the dev server's clock, which `simulate advance` may have moved, so `accounts show`
-/// answers as the API does.
+/// "Now" for what the operator commands compute (an account's status, a grant's start and end): the real time, or —
+/// on the dev database of `.storekeeper/dev.env`, read from there or exported from it — the dev server's clock, which
+/// `simulate advance` may have moved, so `accounts show` and `grants add` answer as the API does.
 func operatorNow() async -> Date {
     let environment = ProcessInfo.processInfo.environment["DATABASE_URL"] ?? ""
     let settings = DevEnvironment().settings()
-    guard environment.isEmpty, let url = settings["STOREKEEPER_URL"], settings["DATABASE_URL"] != nil else { return Date() }
+    guard let url = settings["STOREKEEPER_URL"], let devDatabase = settings["DATABASE_URL"], environment.isEmpty || environment == devDatabase
+    else { return Date() }
     return (try? await DevServer(baseURL: url, apiKey: settings["STOREKEEPER_API_KEY"]).now()) ?? Date()
 }
 
@@ -43,9 +44,14 @@ func printJSON(_ value: some Encodable) throws {
     say(String(decoding: try encoder.encode(value), as: UTF8.self))
 }
 
-/// The tier catalogue of `STOREKEEPER_TIERS` (default `config/tiers.yml`), or one line saying what is wrong.
+/// The tier catalogue of `STOREKEEPER_TIERS` (default `config/tiers.yml`) — in a `storekeeper dev` folder, the one the
+/// dev server serves — or one line saying what is wrong.
 func loadCatalogue() throws -> TierCatalogue {
-    switch TierCatalogue.load(environment: ProcessInfo.processInfo.environment) {
+    var environment = ProcessInfo.processInfo.environment
+    if environment["STOREKEEPER_TIERS", default: ""].isEmpty, let devTiers = DevEnvironment().settings()["STOREKEEPER_TIERS"] {
+        environment["STOREKEEPER_TIERS"] = devTiers
+    }
+    switch TierCatalogue.load(environment: environment) {
     case .success(let catalogue): return catalogue
     case .failure(let error): throw CommandFailure(error.problems.joined(separator: "; "))
     }

@@ -72,6 +72,8 @@ struct DevCommand: AsyncParsableCommand {
         try dev.writeSettings([
             "STOREKEEPER_URL": url, "STOREKEEPER_API_KEY": apiKey, "STOREKEEPER_BUNDLE_ID": configuration.bundleId,
             "DATABASE_URL": databaseURL.urlString,
+            // The operator commands (`grants`, `accounts show`) then read the catalogue the server serves.
+            "STOREKEEPER_TIERS": URL(fileURLWithPath: configuration.tiersPath).standardizedFileURL.path,
         ])
         let applied = try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 2), logger: logger) {
             client in

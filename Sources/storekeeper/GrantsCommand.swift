@@ -42,7 +42,7 @@ struct GrantsCommand: AsyncParsableCommand {
             let request = OperatorGrants.Request(tier: tier, endsAt: end, reason: reason, createdBy: "cli")
             let grant = try await withGrants { grants, _ in
                 do {
-                    return try await grants.add(request, to: account, now: now)
+                    return try await grants.add(request, to: account, now: now).record
                 } catch let refusal as OperatorGrants.Refusal {
                     throw CommandFailure(refusal.description)
                 }

@@ -110,11 +110,23 @@ struct EntitlementSourcesOperatorTests {
                     uri: "/admin/grants/\(grantId)/end", method: .post, headers: [.authorization: basic, .init("Sec-Fetch-Site")!: "same-origin"])
                 #expect(ended.status == .seeOther)
                 #expect(try await client.getWithKey("/v1/accounts/\(account)/status").json["entitled"] as? Bool == false)
-                let refused = try await client.execute(
-                    uri: "/admin/accounts/\(account)/grant", method: .post,
-                    headers: [.authorization: basic, .contentType: "application/x-www-form-urlencoded", .init("Sec-Fetch-Site")!: "same-origin"],
-                    body: ByteBuffer(string: "tier=gold&reason=x"))
-                #expect(refused.status == .badRequest)
+                // A refused form comes back to the page with why; a form sent twice (one rendering, one key) grants once.
+                func send(_ form: String) async throws -> TestResponse {
+                    try await client.execute(
+                        uri: "/admin/accounts/\(account)/grant", method: .post,
+                        headers: [.authorization: basic, .contentType: "application/x-www-form-urlencoded", .init("Sec-Fetch-Site")!: "same-origin"],
+                        body: ByteBuffer(string: form))
+                }
+                for form in ["tier=gold&lifetime=true&reason=x", "tier=pro&reason=x"] {
+                    let refused = try await send(form)
+                    #expect(refused.status == .seeOther && refused.headers[.location]?.contains("&grantError=") == true, "\(form)")
+                    let shown = String(buffer: try await client.execute(uri: refused.headers[.location]!, method: .get, headers: [.authorization: basic]).body)
+                    #expect(shown.contains("Not granted: "), "\(form)")
+                }
+                let key = UUID().uuidString
+                #expect(try await send("tier=max&lifetime=true&reason=twice&request=\(key)").status == .seeOther)
+                #expect(try await send("tier=max&lifetime=true&reason=twice&request=\(key)").status == .seeOther)
+                #expect(try await harness.count("SELECT count(*) FROM entitlement_sources WHERE reason = 'twice'") == 1)
             }
         }
     }

@@ -62,23 +62,32 @@ struct EntitlementSourcesTests {
                     let refused = try await admin(client, .post, "/admin/accounts/\(account)/grants", body)
                     #expect(refused.status == .badRequest, "\(body.prefix(80)): \(refused.status)")
                 }
+                // Impossible dates are refused, not rolled over; an idempotency key grants once.
+                #expect(try await admin(client, .post, "/admin/accounts/\(account)/grants", #"{"tier": "pro", "endsAt": "2099-02-30T00:00:00Z", "reason": "x"}"#).status == .badRequest)
+                #expect(try await admin(client, .post, "/admin/accounts/\(account)/grants", #"{"tier": "pro", "lifetime": true, "reason": "line\nFAKE"}"#).status == .badRequest)
+                #expect(try await admin(client, .post, "/admin/accounts/\(account)/grants", #"{"tier": "pro", "lifetime": true, "reason": "a\u202Eb"}"#).status == .badRequest)
+                let keyed = #"{"tier": "basic", "duration": "P1M", "reason": "retry", "idempotencyKey": "ticket-42"}"#
+                let first = try await admin(client, .post, "/admin/accounts/\(account)/grants", keyed)
+                let retried = try await admin(client, .post, "/admin/accounts/\(account)/grants", keyed)
+                #expect(first.status == .created && retried.status == .ok && first.json["id"] as? String == retried.json["id"] as? String)
+                _ = try await admin(client, .delete, "/admin/grants/\(try #require(first.json["id"] as? String))")
                 #expect(try await admin(client, .delete, "/admin/grants/not-a-uuid").status == .badRequest)
                 #expect(try await admin(client, .delete, "/admin/grants/\(UUID())").status == .notFound)
-                #expect(try await harness.count("SELECT count(*) FROM entitlement_sources") == 1)
+                #expect(try await harness.count("SELECT count(*) FROM entitlement_sources") == 2)
 
                 let ended = try await admin(client, .delete, "/admin/grants/\(grantId)")
                 #expect(ended.status == .ok)
-                #expect(ended.json["status"] as? String == "ended")
+                #expect(ended.json["status"] as? String == "ended" && ended.json["endedNow"] as? Bool == true)
                 let after = try await status()
                 #expect(after["entitled"] as? Bool == false)
                 #expect(after["tier"] as? String == "free")
                 #expect((after["entitlements"] as? [Any])?.isEmpty == true)
-                #expect(try await harness.count("SELECT count(*) FROM events WHERE type = 'grant.ended'") == 1)
-                // Ending twice changes nothing and emits nothing more.
-                #expect(try await admin(client, .delete, "/admin/grants/\(grantId)").status == .ok)
-                #expect(try await harness.count("SELECT count(*) FROM events WHERE type = 'grant.ended'") == 1)
+                #expect(try await harness.count("SELECT count(*) FROM events WHERE type = 'grant.ended'") == 2)
+                // Ending twice changes nothing, says so, and emits nothing more.
+                #expect(try await admin(client, .delete, "/admin/grants/\(grantId)").json["endedNow"] as? Bool == false)
+                #expect(try await harness.count("SELECT count(*) FROM events WHERE type = 'grant.ended' AND account_id = '\(account)'") == 2)
                 let list = try await admin(client, .get, "/admin/accounts/\(account)/grants")
-                #expect((list.json["grants"] as? [[String: Any]])?.map { $0["status"] as? String } == ["ended"])
+                #expect((list.json["grants"] as? [[String: Any]])?.map { $0["status"] as? String } == ["ended", "ended"])
             }
         }
     }

@@ -59,10 +59,20 @@ private struct SpendGroup: Sendable {
         guard !spending.isEmpty else { return requests.map { stored[$0.key]!.answer(to: $0) } }
         let credits = try await ledger.spendableCredits(of: spending, now: now, on: connection)
         var balances = credits.mapValues(\.live)
+        // A credit window the clock opened and this spend wrote first is announced here, as its job would have (the
+        // job then finds it posted); daily quotas and the free month are no events, as before.
+        var drafts: [EventDraft] = credits.sorted { $0.key.text < $1.key.text }.flatMap { account, spendable in
+            let windows = spendable.granted.filter { operation in
+                guard case .post(_, let bucket?) = operation else { return false }
+                return bucket.kind == .cycle || bucket.kind == .entitlement
+            }
+            return CreditChanges.granted(
+                windows, account: account, subscription: nil,
+                environment: spendable.subscriptions.first?.environment.rawValue ?? "Production", cause: EventCause())
+        }
         var answers: [UsageRequests.Answer] = []
         var fresh: [(answer: UsageRequests.Answer, request: UsageRequests.Request)] = []
         var postings: [LedgerEntry] = []
-        var drafts: [EventDraft] = []
         for request in requests {
             if let previous = stored[request.key] {
                 answers.append(previous.answer(to: request))

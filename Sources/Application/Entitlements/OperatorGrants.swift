@@ -17,14 +17,17 @@ public struct OperatorGrants: Sendable {
         /// `nil`: for good.
         public var endsAt: Date?
         public var reason: String
-        /// The operator (admin key name, or `cli`).
+        /// Where the grant was asked for: `admin-api`, `dashboard`, `cli`.
         public var createdBy: String?
+        /// The same key for the same account grants once: a retried request or a form sent twice.
+        public var idempotencyKey: String?
 
-        public init(tier: String, endsAt: Date?, reason: String, createdBy: String?) {
+        public init(tier: String, endsAt: Date?, reason: String, createdBy: String?, idempotencyKey: String? = nil) {
             self.tier = tier
             self.endsAt = endsAt
             self.reason = reason
             self.createdBy = createdBy
+            self.idempotencyKey = idempotencyKey
         }
     }
 
@@ -65,29 +68,37 @@ public struct OperatorGrants: Sendable {
         if request.reason.count > Self.maximumReasonLength {
             return Refusal(description: "reason is \(request.reason.count) characters; at most \(Self.maximumReasonLength)")
         }
-        if request.reason.unicodeScalars.contains(where: { $0.properties.generalCategory == .control && $0 != "\n" }) {
-            return Refusal(description: "reason must not hold control characters")
+        // A reason is one line of text: no control characters, no bidirectional overrides that would make a listing
+        // lie about what follows them.
+        if request.reason.unicodeScalars.contains(where: { [.control, .format].contains($0.properties.generalCategory) || $0 == "\u{2028}" || $0 == "\u{2029}" }) {
+            return Refusal(description: "reason must be one line without control or formatting characters")
+        }
+        if let key = request.idempotencyKey, key.isEmpty || key.utf8.count > 255 || key.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            return Refusal(description: "idempotencyKey must be 1–255 bytes without control characters")
         }
         return nil
     }
 
-    /// Grants `request` to `account` from `now`: the grant as stored.
-    public func add(_ request: Request, to account: AccountID, now: Date) async throws -> EntitlementRecord {
+    /// Grants `request` to `account` from `now`: the grant as stored, and whether this call made it (`false`: its
+    /// idempotency key had made it before, and that grant is returned unchanged).
+    public func add(_ request: Request, to account: AccountID, now: Date) async throws -> (record: EntitlementRecord, created: Bool) {
         if let refusal = refusal(of: request, now: now) { throw refusal }
         let now = Self.milliseconds(now)
         defer { cache?.invalidate(account) }
         let record = EntitlementRecord(
             id: UUID().uuidString.lowercased(), kind: .grant, store: .operatorGrant, tier: request.tier, startsAt: now,
             endsAt: request.endsAt.map(Self.milliseconds), reason: request.reason, createdBy: request.createdBy)
-        try await client.withTransaction(logger: logger) { connection in
+        let stored = try await client.withTransaction(logger: logger) { connection in
             try await credits.lockAccount(account, on: connection)
-            try await sources.insertGrant(record, account: account, on: connection)
-            try await settlement.settle(record, account: account, now: now, cause: Self.cause(record), on: connection)
+            let stored = try await sources.insertGrant(record, account: account, requestKey: request.idempotencyKey, on: connection)
+            if stored.inserted { try await settlement.settle(record, account: account, now: now, cause: Self.cause(record), on: connection) }
+            return stored
         }
+        guard stored.inserted else { return (stored.record, false) }
         logger.notice(
             "grant added",
             metadata: ["grant.id": "\(record.id)", "account.id": "\(account)", "tier": "\(request.tier)", "operator": "\(request.createdBy ?? "-")"])
-        return record
+        return (record, true)
     }
 
     /// Every grant of `account`, ended or not, newest first.
@@ -126,20 +137,47 @@ public enum GrantEnd {
         public var description: String
     }
 
+    /// The longest grant an operator can write as a duration (longer: `"lifetime": true`).
+    static let longestMonths = 1200
+    static let longestDays = 36_500
+
     public static func date(endsAt: String?, duration: String?, now: Date) throws(Problem) -> Date? {
         if let endsAt {
-            let fractional = ISO8601DateFormatter()
-            fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            guard let date = ISO8601DateFormatter().date(from: endsAt) ?? fractional.date(from: endsAt) else {
-                throw Problem(description: "endsAt \(endsAt.prefix(64)) is not an RFC 3339 time")
+            guard let date = rfc3339(endsAt) else {
+                throw Problem(description: "endsAt \(endsAt.prefix(64)) is not an RFC 3339 time (2027-01-31T00:00:00Z)")
             }
             return date
         }
         guard let duration else { return nil }
-        guard let period = BillingPeriod(iso8601: duration), period.months <= 1200, period.days <= 36_500 else {
+        guard let period = BillingPeriod(iso8601: duration) else {
             throw Problem(description: "duration \(duration.prefix(64)) is not an ISO 8601 duration of P<n>D, P<n>W, P<n>M or P<n>Y")
+        }
+        guard period.months <= longestMonths, period.days <= longestDays else {
+            throw Problem(description: "duration \(duration.prefix(64)) is longer than 100 years; grant it for good instead")
         }
         if period.months > 0 { return CreditCalendar.monthlyBoundary(anchor: now, month: period.months) }
         return now.addingTimeInterval(Double(period.days) * 86_400)
+    }
+
+    /// An RFC 3339 time, strictly: a date that does not exist (February 30th) is refused, not rolled over.
+    static func rfc3339(_ text: String) -> Date? {
+        let pattern = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/
+        guard let match = text.wholeMatch(of: pattern) else { return nil }
+        let zone = String(match.output.8)
+        var offset = 0
+        if zone.count == 6, let hours = Int(zone.dropFirst().prefix(2)), let minutes = Int(zone.suffix(2)), hours < 24, minutes < 60 {
+            offset = (hours * 60 + minutes) * 60 * (zone.hasPrefix("-") ? -1 : 1)
+        }
+        guard let timeZone = TimeZone(secondsFromGMT: offset) else { return nil }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let parts = [match.output.1, match.output.2, match.output.3, match.output.4, match.output.5, match.output.6].compactMap { Int($0) }
+        guard parts.count == 6 else { return nil }
+        let components = DateComponents(year: parts[0], month: parts[1], day: parts[2], hour: parts[3], minute: parts[4], second: parts[5])
+        guard let date = calendar.date(from: components) else { return nil }
+        let back = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
+        guard [back.year, back.month, back.day, back.hour, back.minute, back.second] == parts.map(Optional.some) else { return nil }
+        let fraction = match.output.7.flatMap { Double("0" + $0) } ?? 0
+        return date.addingTimeInterval(fraction)
     }
 }

@@ -45,7 +45,11 @@ public struct AccountCredits: Sendable, Equatable {
     public static func effectiveTier(
         _ subscriptions: [SubscriptionState], records: [EntitlementRecord] = [], catalogue: TierCatalogue, at now: Date
     ) -> (id: String?, allowances: [String: Allowance]) {
-        let entitlements = AccountEntitlements(catalogue.sources(subscriptions: subscriptions, records: records, at: now))
+        effectiveTier(AccountEntitlements(catalogue.sources(subscriptions: subscriptions, records: records, at: now)), catalogue: catalogue)
+    }
+
+    /// The tier that decides, from the account's entitlements evaluated already.
+    public static func effectiveTier(_ entitlements: AccountEntitlements, catalogue: TierCatalogue) -> (id: String?, allowances: [String: Allowance]) {
         guard let deciding = entitlements.deciding else { return ("free", catalogue.free.allowances) }
         guard let tier = deciding.tier.flatMap({ catalogue.tier(id: $0) }) else { return (nil, [:]) }
         return (tier.id, tier.allowances)
@@ -53,9 +57,10 @@ public struct AccountCredits: Sendable, Equatable {
 
     /// The grants due at `now` that no job may have made yet: the current credit window of each entitled
     /// subscription, today's quota, the free tier's month. `live` are the account's live buckets.
+    /// - Parameter tier: the effective tier, when the caller evaluated it already.
     public static func grantsDue(
         account: AccountID, subscriptions: [SubscriptionState], records: [EntitlementRecord] = [], catalogue: TierCatalogue,
-        live: [LiveBalance], now: Date
+        live: [LiveBalance], now: Date, tier: (id: String?, allowances: [String: Allowance])? = nil
     ) -> [LedgerOperation] {
         var grants: [LedgerOperation] = []
         for record in records { grants += SourceCredits.grantsDue(record, account: account, catalogue: catalogue, live: live, now: now) }
@@ -80,7 +85,7 @@ public struct AccountCredits: Sendable, Equatable {
                 grants.append(.post(LedgerEntry(operationKey: "grant:\(state.billingPeriodKey):w\(window.index):\(meter)", bucket: bucket.key, delta: amount, reason: "window grant"), opening: bucket))
             }
         }
-        let tier = effectiveTier(subscriptions, records: records, catalogue: catalogue, at: now)
+        let tier = tier ?? effectiveTier(subscriptions, records: records, catalogue: catalogue, at: now)
         let accountKey = account.text
         for (meter, allowance) in tier.allowances.sorted(by: { $0.key < $1.key }) {
             if let perDay = allowance.perDay {
@@ -105,9 +110,9 @@ public struct AccountCredits: Sendable, Equatable {
     /// The account's credits from its live buckets at `now` — `pending` grants not written yet count as if they were.
     public static func evaluate(
         subscriptions: [SubscriptionState], records: [EntitlementRecord] = [], catalogue: TierCatalogue, live: [LiveBalance],
-        pending: [LedgerOperation] = [], now: Date
+        pending: [LedgerOperation] = [], now: Date, tier: (id: String?, allowances: [String: Allowance])? = nil
     ) -> AccountCredits {
-        let tier = effectiveTier(subscriptions, records: records, catalogue: catalogue, at: now)
+        let tier = tier ?? effectiveTier(subscriptions, records: records, catalogue: catalogue, at: now)
         var live = live
         for case .post(let entry, let bucket?) in pending where !live.contains(where: { $0.bucket.key == bucket.key }) {
             live.append(LiveBalance(bucket: bucket, balance: entry.delta))

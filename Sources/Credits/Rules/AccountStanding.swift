@@ -33,13 +33,15 @@ public struct AccountStanding: Sendable, Equatable {
         account: AccountID, subscriptions: [SubscriptionState], records: [EntitlementRecord], live: [AccountCredits.LiveBalance],
         catalogue: TierCatalogue, now: Date
     ) -> AccountStanding {
-        let due = AccountCredits.grantsDue(
-            account: account, subscriptions: subscriptions, records: records, catalogue: catalogue, live: live, now: now)
-        let credits = AccountCredits.evaluate(
-            subscriptions: subscriptions, records: records, catalogue: catalogue, live: live, pending: due, now: now)
+        // Every source evaluated once, for the tier, the credits, the state and the entitlements alike.
         let others = records.map { catalogue.source(of: $0, at: now) }
-        let status = AccountStatus.evaluate(subscriptions: subscriptions, otherSources: others, hasFreeCredits: credits.hasCredits, now: now)
         let entitlements = AccountEntitlements(subscriptions.map { catalogue.source(of: $0, at: now) } + others)
+        let tier = AccountCredits.effectiveTier(entitlements, catalogue: catalogue)
+        let due = AccountCredits.grantsDue(
+            account: account, subscriptions: subscriptions, records: records, catalogue: catalogue, live: live, now: now, tier: tier)
+        let credits = AccountCredits.evaluate(
+            subscriptions: subscriptions, records: records, catalogue: catalogue, live: live, pending: due, now: now, tier: tier)
+        let status = AccountStatus.evaluate(subscriptions: subscriptions, otherSources: others, hasFreeCredits: credits.hasCredits, now: now)
         return AccountStanding(
             status: status, credits: credits, entitlements: entitlements,
             features: catalogue.features(ofTier: entitlements.isEntitled ? credits.tier : "free"), subscriptions: subscriptions,

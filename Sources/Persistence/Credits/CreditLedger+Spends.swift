@@ -6,14 +6,21 @@ import Subscriptions
 // The statements of a group of spends (see SpendCredits): each reads or writes every account of the group at once
 // (the group's locks are taken with its stored answers: UsageRequests.lockAccountsAndReadAnswers).
 extension CreditLedger {
-    /// What each of `accounts` has to spend at `now` (the accounts locked): its subscriptions, its credits, and its
-    /// live buckets in spend order, in one read (``statusInputs(of:at:orLater:on:)``); an account with grants due by
-    /// the clock has them written first and its buckets read again.
-    public func spendableCredits(of accounts: [AccountID], now: Date, on connection: PostgresConnection) async throws
-        -> [AccountID: (subscriptions: [SubscriptionState], credits: AccountCredits, live: [AccountCredits.LiveBalance])]
-    {
+    /// What one account has to spend: its subscriptions, its credits, its live buckets in spend order, and the grants
+    /// due by the clock that were written for it first (their events are the spend's to send).
+    public struct Spendable: Sendable {
+        public var subscriptions: [SubscriptionState]
+        public var credits: AccountCredits
+        public var live: [AccountCredits.LiveBalance]
+        public var granted: [LedgerOperation]
+    }
+
+    /// What each of `accounts` has to spend at `now` (the accounts locked), in one read
+    /// (``statusInputs(of:at:orLater:on:)``); an account with grants due by the clock has them written first and its
+    /// buckets read again.
+    public func spendableCredits(of accounts: [AccountID], now: Date, on connection: PostgresConnection) async throws -> [AccountID: Spendable] {
         let inputs = try await statusInputs(of: accounts, at: now, on: connection)
-        var result: [AccountID: (subscriptions: [SubscriptionState], credits: AccountCredits, live: [AccountCredits.LiveBalance])] = [:]
+        var result: [AccountID: Spendable] = [:]
         for account in Set(accounts) {
             let states = inputs[account]?.subscriptions ?? []
             var live = inputs[account]?.buckets ?? []
@@ -24,7 +31,7 @@ extension CreditLedger {
                 live = try await liveBuckets(of: [account], at: now, on: connection)[account] ?? []
             }
             let credits = AccountCredits.evaluate(subscriptions: states, records: records, catalogue: catalogue, live: live, now: now)
-            result[account] = (states, credits, live)
+            result[account] = Spendable(subscriptions: states, credits: credits, live: live, granted: due)
         }
         return result
     }

@@ -16,14 +16,25 @@ public struct EntitlementSources: Sendable {
     /// A stored source and the account it belongs to.
     public typealias Owned = (record: EntitlementRecord, account: AccountID?)
 
-    /// Stores a new grant for `account`.
-    public func insertGrant(_ record: EntitlementRecord, account: AccountID, on connection: PostgresConnection) async throws {
-        try await connection.query(
+    /// Stores a new grant for `account`, unless `requestKey` names one stored already: the grant stored, and whether
+    /// it is this one.
+    public func insertGrant(_ record: EntitlementRecord, account: AccountID, requestKey: String?, on connection: PostgresConnection)
+        async throws -> (record: EntitlementRecord, inserted: Bool)
+    {
+        let inserted = try await connection.query(
             """
-            INSERT INTO entitlement_sources (id, kind, store, account_id, tier, starts_at, ends_at, reason, created_by)
+            INSERT INTO entitlement_sources (id, kind, store, account_id, tier, starts_at, ends_at, reason, created_by, request_key)
             VALUES (\(record.id), 'grant', \(record.store.text), \(account), \(record.tier), \(record.startsAt), \(record.endsAt),
-                \(record.reason), \(record.createdBy))
+                \(record.reason), \(record.createdBy), \(requestKey))
+            ON CONFLICT (account_id, request_key) WHERE request_key IS NOT NULL DO NOTHING
+            RETURNING id
             """, logger: logger)
+        for try await _ in inserted { return (record, true) }
+        let earlier = try await connection.query(
+            "SELECT \(unescaped: Self.columns) FROM entitlement_sources WHERE account_id = \(account) AND request_key = \(requestKey)",
+            logger: logger)
+        for try await row in earlier { return (try Self.decode(row).record, false) }
+        throw PersistenceError(.corruptRecord, "grant \(record.id) was neither stored nor found by its request key")
     }
 
     /// Ends a grant at `now` unless it ended already (early or by the clock): the grant as it is then, and whether this
