@@ -14,6 +14,8 @@ public protocol AdjustableClock: Sendable {
 /// and status follow it.
 struct DevClockController: Sendable {
     let clock: any AdjustableClock
+    /// Brings the jobs waiting for a dev instant forward as far as the clock moved.
+    let advanced: @Sendable (TimeInterval) async throws -> Void
 
     struct Reading: ResponseEncodable {
         var now: Date
@@ -39,7 +41,9 @@ struct DevClockController: Sendable {
             guard body.advanceSeconds.isFinite, (0...(10 * 366 * 86_400)).contains(body.advanceSeconds) else {
                 throw APIError.badRequest("advanceSeconds must be 0 to 10 years: the dev clock only moves forward")
             }
-            return Reading(clock.advance(by: body.advanceSeconds))
+            let now = clock.advance(by: body.advanceSeconds)
+            try await withDatabase { try await advanced(body.advanceSeconds) }
+            return Reading(now)
         }
     }
 }

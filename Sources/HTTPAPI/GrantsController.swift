@@ -101,7 +101,7 @@ struct GrantsController: Sendable {
     }
 }
 
-/// A grant as the admin API shows it.
+/// A grant as the admin API shows it, every field present (`null` when it does not apply).
 struct GrantResponse: ResponseEncodable {
     var id: String
     var accountId: String?
@@ -114,7 +114,7 @@ struct GrantResponse: ResponseEncodable {
     var endReason: String?
     var reason: String?
     var createdBy: String?
-    /// `DELETE`: whether this request ended it (`false`: it had ended already).
+    /// `DELETE`: whether this request ended it (`false`: it had ended already); absent elsewhere.
     var endedNow: Bool?
 
     init(_ record: EntitlementRecord, account: AccountID?, catalogue: TierCatalogue, now: Date) {
@@ -130,5 +130,25 @@ struct GrantResponse: ResponseEncodable {
         endReason = record.endReason?.text
         reason = record.reason
         createdBy = record.createdBy
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, accountId, tier, status, entitled, startsAt, endsAt, endedAt, endReason, reason, createdBy, endedNow
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(accountId, forKey: .accountId)
+        try container.encode(tier, forKey: .tier)
+        try container.encode(status, forKey: .status)
+        try container.encode(entitled, forKey: .entitled)
+        try container.encode(startsAt, forKey: .startsAt)
+        try container.encode(endsAt, forKey: .endsAt)
+        try container.encode(endedAt, forKey: .endedAt)
+        try container.encode(endReason, forKey: .endReason)
+        try container.encode(reason, forKey: .reason)
+        try container.encode(createdBy, forKey: .createdBy)
+        try container.encodeIfPresent(endedNow, forKey: .endedNow)
     }
 }

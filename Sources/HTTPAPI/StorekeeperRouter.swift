@@ -37,6 +37,8 @@ public struct HTTPDependencies: Sendable {
     public var metricsKeys: [String] = []
     /// `storekeeper dev`'s clock, which `simulate advance` moves through the admin API; `nil` elsewhere.
     public var devClock: (any AdjustableClock)?
+    /// What `dev` does when its clock moves on: its waiting jobs come forward as far.
+    public var devClockAdvanced: @Sendable (TimeInterval) async throws -> Void = { _ in }
     /// The request-body memory of the process.
     public var bodyBudget = RequestBodyBudget(bytes: HTTPServerLimits().bodyMemory)
     public var clock: @Sendable () -> Date
@@ -103,7 +105,7 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
             .add(middleware: BearerKeyMiddleware(keys: dependencies.adminKeys))
             .add(middleware: SameSiteWriteMiddleware(mediaType: "application/json"))
         AdminController(jobs: dependencies.jobs).addRoutes(to: adminAPI)
-        if let devClock = dependencies.devClock { DevClockController(clock: devClock).addRoutes(to: adminAPI) }
+        if let devClock = dependencies.devClock { DevClockController(clock: devClock, advanced: dependencies.devClockAdvanced).addRoutes(to: adminAPI) }
         if let events = dependencies.events { EventsController(events: events).addAdminRoutes(to: adminAPI) }
         if let grants = dependencies.grants {
             GrantsController(grants: grants, catalogue: dependencies.catalogue, clock: dependencies.clock).addRoutes(to: adminAPI)

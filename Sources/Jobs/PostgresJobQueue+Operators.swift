@@ -73,6 +73,16 @@ extension PostgresJobQueue {
                 logger: logger))
     }
 
+    /// Moves every job waiting for a later time `seconds` earlier (never before now): `storekeeper dev`'s clock moved on.
+    public func bringForward(by seconds: TimeInterval) async throws {
+        try await client.query(
+            """
+            UPDATE jobs SET run_at = greatest(now(), run_at - make_interval(secs => \(seconds)))
+            WHERE state = 'available' AND run_at > now()
+            """,
+            logger: logger)
+    }
+
     /// Requeues (or, with `dryRun`, lists) the jobs in `state` (`failed` or `cancelled`) matching the filters.
     public func requeue(state: JobState, kind: String?, since: Date?, dryRun: Bool) async throws -> [Int64] {
         let state = state.rawValue

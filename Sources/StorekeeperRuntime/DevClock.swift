@@ -6,14 +6,17 @@ import Synchronization
 /// the dev process reads it, as tests read their pinned clocks.
 public final class DevClock: AdjustableClock {
     /// Milliseconds added to the real time.
-    private let offset = Atomic<Int64>(0)
+    private let milliseconds = Atomic<Int64>(0)
 
     public init() {}
 
-    public func now() -> Date { Date().addingTimeInterval(Double(offset.load(ordering: .relaxed)) / 1000) }
+    public func now() -> Date { Date().addingTimeInterval(offset) }
+
+    /// How far the dev clock is ahead of the real time, in seconds.
+    public var offset: TimeInterval { Double(milliseconds.load(ordering: .relaxed)) / 1000 }
 
     public func advance(by seconds: TimeInterval) -> Date {
-        offset.add(Int64((seconds * 1000).rounded()), ordering: .relaxed)
+        milliseconds.add(Int64((seconds * 1000).rounded()), ordering: .relaxed)
         return now()
     }
 }

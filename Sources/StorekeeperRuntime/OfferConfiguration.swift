@@ -41,7 +41,7 @@ enum OfferConfiguration {
                 problems.append("\(at).id must be 1–64 printable bytes, got \"\(offer.id)\"")
             }
             if offers.contains(where: { $0.id == offer.id }) { problems.append("\(at).id \"\(offer.id)\" is listed twice") }
-            if catalogue.tier(ofProduct: offer.product) == nil {
+            if catalogue.tier(ofProduct: offer.product)?.product.type != .autoRenewable {
                 problems.append("\(at).product \"\(offer.product)\" is not a subscription product of the tier catalogue")
             }
             guard let audience = PromotionalOffer.Audience(rawValue: offer.audience) else {

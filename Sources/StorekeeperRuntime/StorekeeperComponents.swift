@@ -104,14 +104,17 @@ public struct StorekeeperComponents: Sendable {
         }
         self.inbox = NotificationInbox(
             client: client, notifier: WorkerNotifier(queue: queue), executor: databaseExecutor, logger: logger)
-        self.rechecks = serverAPI == nil ? nil : RenewalRechecks(delay: configuration.renewalRecheckDelay, queue: queue, logger: logger)
-        self.events = EventRecorder(client: client, credits: credits, endpoints: configuration.webhooks, queue: queue, logger: logger)
-        self.writer = SubscriptionWriter(client: client, credits: credits, queue: queue, rechecks: rechecks, events: events, logger: logger)
-        self.settlement = SourceSettlement(credits: credits, recorder: events, queue: queue)
+        // What the rules schedule runs at their clock's instants: in `dev`, the dev clock's.
+        let queue = self.queue
+        let scheduling: any JobScheduling = if let devClock { DevClockScheduling(queue: queue, clock: devClock) } else { queue }
+        self.rechecks = serverAPI == nil ? nil : RenewalRechecks(delay: configuration.renewalRecheckDelay, queue: scheduling, logger: logger)
+        self.events = EventRecorder(client: client, credits: credits, endpoints: configuration.webhooks, queue: scheduling, logger: logger)
+        self.writer = SubscriptionWriter(client: client, credits: credits, queue: scheduling, rechecks: rechecks, events: events, logger: logger)
+        self.settlement = SourceSettlement(credits: credits, recorder: events, queue: scheduling)
         self.grants = OperatorGrants(client: client, credits: credits, settlement: settlement, cache: statusCache, logger: logger)
         self.purchases = OneTimePurchases(credits: credits, settlement: settlement, logger: logger)
         self.refunds = RefundDefence(
-            client: client, policy: configuration.refundPolicy, answering: serverAPI != nil, queue: queue, events: events, logger: logger)
+            client: client, policy: configuration.refundPolicy, answering: serverAPI != nil, queue: scheduling, events: events, logger: logger)
         self.clock = clock
         self.devClock = devClock
         self.logger = logger
@@ -149,10 +152,11 @@ public struct StorekeeperComponents: Sendable {
         dependencies.offers = configuration.serverAPI.map { settings in
             OfferSigning(
                 client: client, signer: OfferSigner(credentials: settings.credentials), offers: configuration.offers,
-                subscriptionProducts: Set(configuration.catalogue.tiers.flatMap { $0.products.map(\.id) }), logger: logger)
+                subscriptionProducts: Set(configuration.catalogue.tiers.flatMap { $0.products.filter { $0.type == .autoRenewable }.map(\.id) }), logger: logger)
         }
         dependencies.metricsKeys = configuration.metricsKeys
         dependencies.devClock = devClock
+        dependencies.devClockAdvanced = { [queue] seconds in try await queue.bringForward(by: seconds) }
         dependencies.bodyBudget = RequestBodyBudget(bytes: configuration.httpLimits.bodyMemory)
         return buildRouter(dependencies)
     }

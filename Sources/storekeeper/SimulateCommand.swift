@@ -22,7 +22,7 @@ struct SimulateCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "advance, or one of: \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", ")).")
+    @Argument(help: "advance, buy (a lifetime or non-renewing product), or one of: \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", ")).")
     var scenario: String
 
     @Argument(help: "With advance: how far (30d, 12h, 90m, 45s, 2w, P1M, PT12H).") var duration: String?
@@ -48,8 +48,14 @@ struct SimulateCommand: AsyncParsableCommand {
             }
             return
         }
+        if scenario == "buy" {
+            guard product != nil, let account, UUID(uuidString: account) != nil else {
+                throw ValidationError("buy needs --product (a lifetime or non-renewing product) and --account UUID")
+            }
+            return
+        }
         guard let scenario = SimulatedEvent.Scenario(rawValue: scenario) else {
-            throw ValidationError("unknown scenario \(scenario); one of: advance, \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw ValidationError("unknown scenario \(scenario); one of: advance, buy, \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         if duration != nil { throw ValidationError("only advance takes a duration") }
         if let account, UUID(uuidString: account) == nil { throw ValidationError("--account must be a UUID") }
@@ -63,6 +69,7 @@ struct SimulateCommand: AsyncParsableCommand {
         let dev = DevEnvironment()
         let settings = dev.settings()
         let server = DevServer(baseURL: url ?? settings["STOREKEEPER_URL"] ?? "http://127.0.0.1:8080", apiKey: settings["STOREKEEPER_API_KEY"])
+        if scenario == "buy" { return try await buy(server: server, settings: settings, dev: dev) }
         guard let scenario = SimulatedEvent.Scenario(rawValue: scenario) else {
             let now = try await server.advance(by: duration.flatMap(Self.seconds(in:)) ?? 0)
             return say("the dev server's clock is now \(now.formatted(.iso8601))")

@@ -42,16 +42,25 @@ struct DevServer {
     let apiKey: String?
 
     /// Refuses product ids the server's catalogue does not sell (`GET /v1/tiers`): Apple sends only its own products.
-    func checkProducts(_ ids: [String]) async throws {
+    /// Refuses a product the server's catalogue does not sell as one of `types` (`auto_renewable` for the
+    /// subscription scenarios, `lifetime` or `non_renewing` for `buy`), naming those it does; returns each product's
+    /// type. A server whose catalogue cannot be read is not second-guessed.
+    @discardableResult
+    func checkProducts(_ ids: [String], types: Set<String> = ["auto_renewable"]) async throws -> [String: String] {
         guard !ids.isEmpty, let response = try? await HTTPClient.shared.execute(HTTPClientRequest(url: baseURL + "/v1/tiers"), timeout: .seconds(10)),
             response.status == .ok, let body = try? await response.body.collect(upTo: 1 << 20),
             let catalogue = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]
-        else { return }
+        else { return [:] }
         let tiers = (catalogue["tiers"] as? [[String: Any]]) ?? []
-        let known = Set(tiers.flatMap { ($0["products"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String } })
-        for id in ids where !known.contains(id) {
-            throw CommandFailure("\(id) is not a subscription product of this server's catalogue; known: \(known.sorted().joined(separator: ", "))")
+        var products: [String: String] = [:]
+        for product in tiers.flatMap({ $0["products"] as? [[String: Any]] ?? [] }) {
+            if let id = product["id"] as? String { products[id] = product["type"] as? String ?? "auto_renewable" }
         }
+        let known = products.filter { types.contains($0.value) }.keys.sorted()
+        for id in ids where !known.contains(id) {
+            throw CommandFailure("\(id) is not a \(types.sorted().joined(separator: " or ")) product of this server's catalogue; those are: \(known.joined(separator: ", "))")
+        }
+        return products
     }
 
     /// The server's "now"; the real time for a server without a dev clock.

@@ -35,6 +35,14 @@ struct CatalogueFeaturesTests {
         #expect(problems.contains { $0.contains("pro.pass.duration") }, "\(problems)")
         #expect(problems.contains { $0.contains("a lifetime product has neither period nor duration") }, "\(problems)")
         #expect(catalogue().problems().isEmpty, "\(catalogue().problems())")
+        var odd = catalogue(products: [.init(id: "pro.pass", type: .nonRenewing, price: 100, currency: "USD")])
+        odd.upgradeCredits = .init("half")
+        odd.featureDefinitions.append(FeatureDefinition(id: "days", displayName: "Days", type: .number))
+        odd.tiers[0].features["days"] = "1e30"
+        let oddProblems = odd.problems()
+        #expect(oddProblems.contains("upgrade_credits half is not prorate or fresh"), "\(oddProblems)")
+        #expect(oddProblems.contains { $0.contains("a non_renewing product needs a duration") }, "\(oddProblems)")
+        #expect(oddProblems.contains { $0.contains("tiers.pro.features.days: 1e30 is beyond") }, "\(oddProblems)")
     }
 
     @Test("a tier's value, else the free tier's, else the definition's default, else the type's lowest")

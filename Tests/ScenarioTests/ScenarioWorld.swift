@@ -140,7 +140,7 @@ extension Scenario {
     /// The scenario's catalogue: `base` with the scenario's `upgradeCredits`.
     func catalogue(_ base: TierCatalogue) -> TierCatalogue {
         var catalogue = base
-        if let policy = upgradeCredits.flatMap(TierCatalogue.UpgradeCredits.init(rawValue:)) { catalogue.upgradeCredits = policy }
+        if let policy = upgradeCredits.map(TierCatalogue.UpgradeCredits.init) { catalogue.upgradeCredits = policy }
         return catalogue
     }
 }

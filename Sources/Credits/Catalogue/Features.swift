@@ -45,6 +45,10 @@ public struct FeatureDefinition: Codable, Sendable, Equatable {
             }
         case .number:
             guard let number = Double(text), number.isFinite else { return .failure(FeatureValueProblem(description: "\"\(text)\" is not a number")) }
+            // Every client reads it exactly, JavaScript's too.
+            guard abs(number) <= 9_007_199_254_740_991 else {
+                return .failure(FeatureValueProblem(description: "\(text) is beyond ±2⁵³ − 1, which not every client reads exactly"))
+            }
             return .success(.number(number))
         case .text:
             return .success(.text(text))

@@ -37,6 +37,7 @@ extension TierCatalogue {
             problems += self.problems(ofFeatures: tier.features, at: place)
         }
         problems += self.problems(ofFeatures: free.features, at: "free")
+        if case .unknown(let policy) = upgradeCredits { problems.append("upgrade_credits \(policy) is not prorate or fresh") }
         problems += featureDefinitionProblems()
         for topUp in topUps {
             let place = "top_ups.\(topUp.id)"
@@ -59,7 +60,11 @@ extension TierCatalogue {
         case .lifetime:
             if product.period != nil || product.duration != nil { problems.append("\(place): a lifetime product has neither period nor duration") }
         case .nonRenewing:
-            if product.entitlementDuration == nil { problems.append("\(place).duration \"\(product.duration ?? "")\" is not \(periods)") }
+            if let duration = product.duration {
+                if product.entitlementDuration == nil { problems.append("\(place).duration \"\(duration)\" is not \(periods)") }
+            } else {
+                problems.append("\(place): a non_renewing product needs a duration (\(periods)): Apple's transaction carries no expiry")
+            }
             if product.period != nil { problems.append("\(place).period is for auto_renewable products; a non_renewing one has a duration") }
         case .unknown(let type):
             problems.append("\(place).type \(type) is not one of auto_renewable, lifetime, non_renewing")

@@ -41,13 +41,38 @@ public struct TierCatalogue: Codable, Sendable, Equatable {
     }
 
     /// How the first credit window of an upgrade is granted.
-    public enum UpgradeCredits: String, Codable, Sendable, CaseIterable {
+    public enum UpgradeCredits: Hashable, Sendable, Codable {
         /// The new tier's allowance times the share of the window the customer pays for after Apple's pro-rata
         /// refund; what is left of the old window moves to top-ups (FASHN's rule).
         case prorate
         /// The new tier's full allowance; the old window's remaining credits end with it and nothing carries over
         /// (GhostPour's rule).
         case fresh
+        /// Written in the file, refused at start (``TierCatalogue/problems()``).
+        case unknown(String)
+
+        public init(_ text: String) {
+            switch text {
+            case "prorate": self = .prorate
+            case "fresh": self = .fresh
+            default: self = .unknown(text)
+            }
+        }
+
+        public var text: String {
+            switch self {
+            case .prorate: return "prorate"
+            case .fresh: return "fresh"
+            case .unknown(let text): return text
+            }
+        }
+
+        public init(from decoder: any Decoder) throws { self.init(try decoder.singleValueContainer().decode(String.self)) }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(text)
+        }
     }
 
     /// Something usage is counted in (`ai_requests`, `lookups`).

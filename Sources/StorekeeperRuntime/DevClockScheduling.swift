@@ -1,0 +1,20 @@
+import Application
+import Foundation
+import Jobs
+import PostgresNIO
+
+/// `storekeeper dev`'s job scheduling: the queue runs jobs by the database's clock, while every rule of `dev` reads
+/// the dev clock, which `simulate advance` moves ahead. A job the rules schedule for a dev instant (a grant's end, the
+/// next credit window, an answer deadline) is stored at the real instant that is as far from the real now, and an
+/// advance brings the waiting jobs forward as far — so they run when the dev clock reaches them, not when the wall
+/// clock does.
+struct DevClockScheduling: JobScheduling {
+    let queue: PostgresJobQueue
+    let clock: DevClock
+
+    func enqueue(_ job: NewJob, on connection: PostgresConnection) async throws -> Bool {
+        var job = job
+        job.runAt = job.runAt.map { $0.addingTimeInterval(-clock.offset) }
+        return try await queue.enqueue(job, on: connection)
+    }
+}

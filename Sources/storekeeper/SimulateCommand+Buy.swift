@@ -1,0 +1,44 @@
+import AppStoreModels
+import AsyncHTTPClient
+import Foundation
+import LocalSigning
+import NIOCore
+import StorekeeperRuntime
+
+extension SimulateCommand {
+    /// `simulate buy --product basic.lifetime --account UUID`: Apple's `ONE_TIME_CHARGE` of a non-consumable (a
+    /// lifetime unlock) or a non-renewing subscription (a pass), bought now on the dev clock for the account's token.
+    func buy(server: DevServer, settings: [String: String], dev: DevEnvironment) async throws {
+        guard let productId = product, let accountId = account.flatMap(UUID.init(uuidString:)) else { return }
+        let types = try await server.checkProducts([productId], types: ["lifetime", "non_renewing"])
+        let bundleId = ProcessInfo.processInfo.environment["STOREKEEPER_BUNDLE_ID"] ?? settings["STOREKEEPER_BUNDLE_ID"] ?? "com.example.storekeeper"
+        let chain = try dev.signingChain()
+        let now = Int64((try await server.now().timeIntervalSince1970 * 1000).rounded(.down))
+        let transactionId = String(UInt64.random(in: 3_000_000_000_000_000...3_999_999_999_999_999))
+        var transaction = TransactionPayload(
+            transactionId: transactionId, originalTransactionId: transactionId, productId: productId, bundleId: bundleId,
+            environment: .sandbox, signedDate: now)
+        transaction.type = types[productId] == "non_renewing" ? "Non-Renewing Subscription" : "Non-Consumable"
+        transaction.purchaseDate = now
+        transaction.originalPurchaseDate = now
+        transaction.quantity = 1
+        transaction.appAccountToken = accountId.uuidString.lowercased()
+        transaction.inAppOwnershipType = "PURCHASED"
+        transaction.transactionReason = "PURCHASE"
+        let event = SimulatedEvent(
+            notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: now, transaction: transaction, renewalInfo: nil)
+        var request = HTTPClientRequest(url: server.baseURL + "/notifications/apple")
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(data: try NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: bundleId).requestBody(for: event)))
+        let response: HTTPClientResponse
+        do {
+            response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        } catch {
+            throw CommandFailure("cannot reach Storekeeper at \(server.baseURL): \(error)")
+        }
+        let body = String(buffer: try await response.body.collect(upTo: 1 << 20))
+        guard response.status.code == 200 else { throw CommandFailure("Storekeeper answered \(response.status.code): \(body)") }
+        say("ONE_TIME_CHARGE of \(productId) (\(transaction.type ?? "")) for account \(accountId.uuidString.lowercased()): transaction \(transactionId): \(body)")
+    }
+}
