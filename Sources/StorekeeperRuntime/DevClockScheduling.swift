@@ -8,13 +8,20 @@ import PostgresNIO
 /// next credit window, an answer deadline) is stored at the real instant that is as far from the real now, and an
 /// advance brings the waiting jobs forward as far — so they run when the dev clock reaches them, not when the wall
 /// clock does.
-struct DevClockScheduling: JobScheduling {
+public struct DevClockScheduling: JobScheduling {
     let queue: PostgresJobQueue
-    let clock: DevClock
+    /// How far the dev clock is ahead of the real time, in seconds.
+    let offset: @Sendable () -> TimeInterval
 
-    func enqueue(_ job: NewJob, on connection: PostgresConnection) async throws -> Bool {
+    /// - Parameter offset: the dev clock's lead over the real time (the operator commands measure it once).
+    public init(queue: PostgresJobQueue, offset: @escaping @Sendable () -> TimeInterval) {
+        self.queue = queue
+        self.offset = offset
+    }
+
+    public func enqueue(_ job: NewJob, on connection: PostgresConnection) async throws -> Bool {
         var job = job
-        job.runAt = job.runAt.map { $0.addingTimeInterval(-clock.offset) }
+        job.runAt = job.runAt.map { $0.addingTimeInterval(-offset()) }
         return try await queue.enqueue(job, on: connection)
     }
 }

@@ -106,7 +106,7 @@ public struct StorekeeperComponents: Sendable {
             client: client, notifier: WorkerNotifier(queue: queue), executor: databaseExecutor, logger: logger)
         // What the rules schedule runs at their clock's instants: in `dev`, the dev clock's.
         let queue = self.queue
-        let scheduling: any JobScheduling = if let devClock { DevClockScheduling(queue: queue, clock: devClock) } else { queue }
+        let scheduling: any JobScheduling = if let devClock { DevClockScheduling(queue: queue, offset: { devClock.offset }) } else { queue }
         self.rechecks = serverAPI == nil ? nil : RenewalRechecks(delay: configuration.renewalRecheckDelay, queue: scheduling, logger: logger)
         self.events = EventRecorder(client: client, credits: credits, endpoints: configuration.webhooks, queue: scheduling, logger: logger)
         self.writer = SubscriptionWriter(client: client, credits: credits, queue: scheduling, rechecks: rechecks, events: events, logger: logger)

@@ -40,7 +40,7 @@ struct GrantsCommand: AsyncParsableCommand {
                 throw CommandFailure(error.description)
             }
             let request = OperatorGrants.Request(tier: tier, endsAt: end, reason: reason, createdBy: "cli")
-            let grant = try await withGrants { grants, _ in
+            let grant = try await withGrants(now: now) { grants, _ in
                 do {
                     return try await grants.add(request, to: account, now: now).record
                 } catch let refusal as OperatorGrants.Refusal {
@@ -66,7 +66,7 @@ struct GrantsCommand: AsyncParsableCommand {
             let account = try Add.account(accountId)
             let now = await operatorNow()
             let catalogue = try loadCatalogue()
-            let grants = try await withGrants { grants, _ in try await grants.grants(of: account) }
+            let grants = try await withGrants(now: now) { grants, _ in try await grants.grants(of: account) }
             if json { return try printJSON(grants.map { GrantLine($0, account: account) }) }
             if grants.isEmpty { return say("no grants") }
             for grant in grants {
@@ -84,7 +84,7 @@ struct GrantsCommand: AsyncParsableCommand {
         func run() async throws {
             guard let id = UUID(uuidString: grantId)?.uuidString.lowercased() else { throw CommandFailure("the grant id must be a UUID, got \"\(grantId)\"") }
             let now = await operatorNow()
-            guard let (grant, _, ended) = try await withGrants({ grants, _ in try await grants.end(id, now: now) }) else {
+            guard let (grant, _, ended) = try await withGrants(now: now, { grants, _ in try await grants.end(id, now: now) }) else {
                 throw CommandFailure("no grant \(id)")
             }
             say(ended ? "ended grant \(grant.id)" : "grant \(grant.id) had ended already (\((grant.endedAt ?? grant.endsAt).map { $0.formatted(.iso8601) } ?? "-"))")
@@ -111,10 +111,12 @@ struct GrantsCommand: AsyncParsableCommand {
 }
 
 /// Runs `body` with the operator grants of the configured catalogue and webhooks on the operator's database: their
-/// events are stored and delivered by `work` as any other.
+/// events are stored and delivered by `work` as any other. `now` is the operator's (``operatorNow()``): on a dev
+/// database the dev clock's, and the jobs a grant schedules run at its instants, as the dev server's own do.
 private func withGrants<Result: Sendable>(
-    _ body: @escaping @Sendable (OperatorGrants, CreditLedger) async throws -> Result
+    now: Date, _ body: @escaping @Sendable (OperatorGrants, CreditLedger) async throws -> Result
 ) async throws -> Result {
+    let lead = now.timeIntervalSinceNow
     let catalogue = try loadCatalogue()
     let environment = ProcessInfo.processInfo.environment
     var webhooks: [WebhookEndpoint] = []
@@ -126,7 +128,8 @@ private func withGrants<Result: Sendable>(
         let credits = CreditLedger(catalogue: catalogue, logger: logger)
         let queue = PostgresJobQueue(client: client, logger: logger)
         let events = EventRecorder(client: client, credits: credits, endpoints: endpoints, queue: queue, logger: logger)
-        let settlement = SourceSettlement(credits: credits, recorder: events, queue: queue)
+        let scheduling: any JobScheduling = abs(lead) > 1 ? DevClockScheduling(queue: queue, offset: { lead }) : queue
+        let settlement = SourceSettlement(credits: credits, recorder: events, queue: scheduling)
         return try await body(OperatorGrants(client: client, credits: credits, settlement: settlement, logger: logger), credits)
     }
 }

@@ -58,7 +58,8 @@ struct DevServer {
         }
         let known = products.filter { types.contains($0.value) }.keys.sorted()
         for id in ids where !known.contains(id) {
-            throw CommandFailure("\(id) is not a \(types.sorted().joined(separator: " or ")) product of this server's catalogue; those are: \(known.joined(separator: ", "))")
+            let kind = types == ["auto_renewable"] ? "subscription" : "lifetime or non-renewing"
+            throw CommandFailure("\(id) is not a \(kind) product of this server's catalogue; those are: \(known.joined(separator: ", "))")
         }
         return products
     }

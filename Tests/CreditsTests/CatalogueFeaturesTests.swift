@@ -32,7 +32,7 @@ struct CatalogueFeaturesTests {
         ).problems()
         #expect(problems.contains { $0.contains("tiers.pro.features.context_quilt") && $0.contains("not one of its levels") }, "\(problems)")
         #expect(problems.contains { $0.contains("tiers.pro.features.modle is not a defined feature") }, "\(problems)")
-        #expect(problems.contains { $0.contains("pro.pass.duration") }, "\(problems)")
+        #expect(problems.contains { $0.contains("pro.pass: a non_renewing product needs a duration") }, "\(problems)")
         #expect(problems.contains { $0.contains("a lifetime product has neither period nor duration") }, "\(problems)")
         #expect(catalogue().problems().isEmpty, "\(catalogue().problems())")
         var odd = catalogue(products: [.init(id: "pro.pass", type: .nonRenewing, price: 100, currency: "USD")])

@@ -82,6 +82,33 @@ struct DevWalkthroughTests {
             // free tier's 5 a day come back.
             try await simulate("refund", "--account", account)
             try await expect(Credits(state: "free_with_credits", tier: "free", remaining: 1005, cycle: nil, topUp: 1000), after: "refund")
+
+            // A lifetime unlock through `simulate buy`, and a grant from the CLI in the dev folder on the dev clock:
+            // advancing past the grant's end ends it, and its job — run at the dev clock's instant — says so.
+            let buyer = UUID().uuidString.lowercased()
+            try await simulate("buy", "--product", "basic.lifetime", "--account", buyer)
+            func status(of id: String) async throws -> [String: Any] {
+                var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/accounts/\(id)/status")!)
+                request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+                return try #require(try JSONSerialization.jsonObject(with: try await URLSession.shared.data(for: request).0) as? [String: Any])
+            }
+            try await eventually(timeout: .seconds(20), "the lifetime purchase to entitle") {
+                let answer = try await status(of: buyer)
+                return answer["tier"] as? String == "basic" && (answer["entitlements"] as? [[String: Any]])?.first?["source"] as? String == "lifetime"
+            }
+            let devDatabase = environment.merging(["DATABASE_URL": ""]) { $1 }
+            let (granted, grantText) = try await ChildProcess.run(
+                "storekeeper", ["grants", "add", buyer, "--tier", "max", "--duration", "P1D", "--reason", "walkthrough"], environment: devDatabase,
+                directory: folder)
+            #expect(granted == 0, "\(grantText)")
+            #expect(try await status(of: buyer)["tier"] as? String == "max")
+            try await simulate("advance", "2d")
+            #expect(try await status(of: buyer)["tier"] as? String == "basic")
+            try await eventually(timeout: .seconds(20), "grant.ended at the dev clock's end of the grant") {
+                let (_, events) = try await ChildProcess.run(
+                    "storekeeper", ["events", "list", "--account", buyer], environment: devDatabase, directory: folder)
+                return events.contains("grant.ended")
+            }
             let (jobs, jobsText) = try await ChildProcess.run("storekeeper", ["jobs", "stats"], environment: ["DATABASE_URL": ""], directory: folder)
             #expect(jobs == 0 && jobsText.contains("apply-notification"), "\(jobsText)")
             // A second dev in the same folder: one line naming the port, and the first keeps serving.

@@ -12,11 +12,14 @@ public struct AccountStatusQuery: Sendable {
     private let ledger: CreditLedger
     /// Serves reads outside transactions when given.
     private let cache: AccountStatusCache?
+    /// Every tier's feature values, resolved once.
+    private let featureTable: [String: [String: FeatureValue]]
 
     public init(client: PostgresClient, ledger: CreditLedger, cache: AccountStatusCache? = nil, logger: Logger) {
         self.client = client
         self.ledger = ledger
         self.cache = cache
+        self.featureTable = ledger.catalogue.featureTable()
     }
 
     /// The account's standing at `now` (read-only: grants that are due count without being written), from the cache
@@ -44,7 +47,7 @@ public struct AccountStatusQuery: Sendable {
     func evaluate(_ inputs: AccountStatusCache.Inputs, account: AccountID, now: Date) -> AccountStanding {
         AccountStanding.evaluate(
             account: account, subscriptions: inputs.subscriptions, records: inputs.records,
-            live: inputs.buckets.filter { $0.bucket.isLive(at: now) }, catalogue: ledger.catalogue, now: now)
+            live: inputs.buckets.filter { $0.bucket.isLive(at: now) }, catalogue: ledger.catalogue, now: now, featureTable: featureTable)
     }
 
     /// The status document of `GET /v1/accounts/{id}/status`, from the cache when it holds the account.

@@ -136,6 +136,11 @@ public enum FeatureValue: Hashable, Sendable, Encodable {
 }
 
 extension TierCatalogue {
+    /// Every tier's feature values (`free` included), resolved once: a status read looks its tier's up.
+    public func featureTable() -> [String: [String: FeatureValue]] {
+        Dictionary(uniqueKeysWithValues: (["free"] + tiers.map(\.id)).map { ($0, features(ofTier: $0)) })
+    }
+
     /// Every feature's value for `tierId` (`free` for the free tier): the tier's own, else the free tier's, else the
     /// definition's default, else the type's lowest. A value that does not fit its definition (refused at start)
     /// counts as absent.

@@ -29,9 +29,10 @@ public struct AccountStanding: Sendable, Equatable {
     /// - Parameters:
     ///   - records: the account's grants and one-time purchases.
     ///   - live: the account's buckets live at `now`, with balances.
+    ///   - featureTable: ``TierCatalogue/featureTable()``, when the caller keeps it (it is resolved otherwise).
     public static func evaluate(
         account: AccountID, subscriptions: [SubscriptionState], records: [EntitlementRecord], live: [AccountCredits.LiveBalance],
-        catalogue: TierCatalogue, now: Date
+        catalogue: TierCatalogue, now: Date, featureTable: [String: [String: FeatureValue]]? = nil
     ) -> AccountStanding {
         // Every source evaluated once, for the tier, the credits, the state and the entitlements alike.
         let others = records.map { catalogue.source(of: $0, at: now) }
@@ -44,7 +45,13 @@ public struct AccountStanding: Sendable, Equatable {
         let status = AccountStatus.evaluate(subscriptions: subscriptions, otherSources: others, hasFreeCredits: credits.hasCredits, now: now)
         return AccountStanding(
             status: status, credits: credits, entitlements: entitlements,
-            features: catalogue.features(ofTier: entitlements.isEntitled ? credits.tier : "free"), subscriptions: subscriptions,
+            features: Self.features(entitlements.isEntitled ? credits.tier : "free", catalogue: catalogue, table: featureTable),
+            subscriptions: subscriptions,
             records: records)
+    }
+
+    static func features(_ tier: String?, catalogue: TierCatalogue, table: [String: [String: FeatureValue]]?) -> [String: FeatureValue] {
+        if let table, let tier, let values = table[tier] { return values }
+        return catalogue.features(ofTier: tier)
     }
 }
