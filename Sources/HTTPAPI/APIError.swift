@@ -25,12 +25,19 @@ public struct APIError: HTTPResponseError, Sendable {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let body = try JSONEncoder().encode(["error": code, "message": message])
+        let body = try Self.encoder.encode(["error": code, "message": message])
         var headers = self.headers
         headers[.contentType] = APIError.jsonContentType
         if closesConnection { headers[.connection] = "close" }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
+
+    /// Writes `error` before `message`, every time.
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return encoder
+    }()
 
     /// The content type of every JSON answer, successes and errors alike (Hummingbird's encoder writes this one).
     static let jsonContentType = "application/json; charset=utf-8"

@@ -79,10 +79,19 @@ struct TiersResponse: Encodable {
         var levels: [String]?
         var teaser: String?
         var upgradeCallToAction: String?
+        /// The value of a tier that sets none and of a free tier that sets none.
+        var defaultValue: String?
+
+        enum CodingKeys: String, CodingKey {
+            case id, displayName, description, type, levels, teaser, upgradeCallToAction
+            case defaultValue = "default"
+        }
     }
 
     var meters: [MeterView]
     var featureDefinitions: [FeatureDefinitionView]
+    /// What an upgrade's first window grants: `prorate` or `fresh` (docs/credits.md).
+    var upgradeCredits: String
     var free: TierView
     var tiers: [TierView]
     var topUps: [TopUpView]
@@ -98,8 +107,9 @@ struct TiersResponse: Encodable {
         featureDefinitions = catalogue.featureDefinitions.map {
             FeatureDefinitionView(
                 id: $0.id, displayName: $0.displayName, description: $0.description, type: $0.type.text, levels: $0.levels,
-                teaser: $0.teaser, upgradeCallToAction: $0.upgradeCallToAction)
+                teaser: $0.teaser, upgradeCallToAction: $0.upgradeCallToAction, defaultValue: $0.defaultValue)
         }
+        upgradeCredits = catalogue.upgradeCredits.text
         let freeHighlights = catalogue.free.highlights ?? []
         free = TierView(
             id: "free", level: nil, displayName: catalogue.free.displayName, description: catalogue.free.description,

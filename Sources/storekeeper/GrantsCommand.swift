@@ -37,7 +37,10 @@ struct GrantsCommand: AsyncParsableCommand {
             do {
                 end = try GrantEnd.date(endsAt: endsAt, duration: duration, now: now)
             } catch {
-                throw CommandFailure(error.description)
+                // The API's field names are the command's options here.
+                let message = error.description
+                let option = message.hasPrefix("endsAt ") ? "--ends-at" : message.hasPrefix("duration ") ? "--duration" : nil
+                throw CommandFailure(option.map { $0 + message.drop { $0 != " " } } ?? message)
             }
             let request = OperatorGrants.Request(tier: tier, endsAt: end, reason: reason, createdBy: "cli")
             let grant = try await withGrants(now: now) { grants, _ in

@@ -157,6 +157,7 @@ struct EntitlementSourcesOperatorTests {
         try await StorekeeperHarness.run(worker: false) { harness in
             try await harness.withHTTP { client in
                 let tiers = try await client.execute(uri: "/v1/tiers", method: .get).json
+                #expect(tiers["upgradeCredits"] as? String == "prorate")
                 let definitions = try #require(tiers["featureDefinitions"] as? [[String: Any]])
                 #expect(definitions.first { $0["id"] as? String == "model" }?["levels"] as? [String] == ["standard", "advanced"])
                 let paid = try #require(tiers["tiers"] as? [[String: Any]])
