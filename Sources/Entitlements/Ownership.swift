@@ -1,5 +1,5 @@
 /// Whether the customer bought a purchase or has it through Family Sharing (Apple's `inAppOwnershipType`).
-public enum Ownership: Hashable, Sendable, Codable {
+public enum Ownership: Hashable, Sendable, TextCoded {
     case purchased
     case familyShared
     case unknown(String)
@@ -19,12 +19,5 @@ public enum Ownership: Hashable, Sendable, Codable {
         case .familyShared: return "FAMILY_SHARED"
         case .unknown(let text): return text
         }
-    }
-
-    public init(from decoder: any Decoder) throws { self.init(try decoder.singleValueContainer().decode(String.self)) }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(text)
     }
 }

@@ -1,6 +1,6 @@
 /// Why a source ended, in every store's words: ran out (with the store's reason, Apple's `EXPIRED_<subtype>`), taken
 /// back by a refund, revoked (Family Sharing), or ended by an operator.
-public enum SourceEndReason: Hashable, Sendable, Codable {
+public enum SourceEndReason: Hashable, Sendable, TextCoded {
     /// `EXPIRED_<why>`: Apple's expiry subtype (the customer turned renewal off, billing failed, a price increase was
     /// declined, the product left the store, or Apple did not say).
     case expired(String)
@@ -32,11 +32,4 @@ public enum SourceEndReason: Hashable, Sendable, Codable {
 
     /// Whether access ended because the purchase was taken back (its credits go too).
     public var removesCredits: Bool { self == .refund || self == .revoke }
-
-    public init(from decoder: any Decoder) throws { self.init(try decoder.singleValueContainer().decode(String.self)) }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(text)
-    }
 }

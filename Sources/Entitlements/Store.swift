@@ -1,5 +1,5 @@
 /// Where an entitlement comes from: a store that sells it, or the operator who granted it.
-public enum Store: Hashable, Sendable, Codable {
+public enum Store: Hashable, Sendable, TextCoded {
     case appStore
     case stripe
     /// An operator's grant (`POST /admin/accounts/{id}/grants`): no store sold it.
@@ -23,12 +23,5 @@ public enum Store: Hashable, Sendable, Codable {
         case .operatorGrant: return "operator"
         case .unknown(let text): return text
         }
-    }
-
-    public init(from decoder: any Decoder) throws { self.init(try decoder.singleValueContainer().decode(String.self)) }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(text)
     }
 }

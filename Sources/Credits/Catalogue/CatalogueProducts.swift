@@ -1,3 +1,5 @@
+import Entitlements
+
 extension TierCatalogue {
     /// A product that sells a tier: an auto-renewable subscription, a lifetime unlock (a non-consumable) or a pass of
     /// fixed length (a non-renewing subscription).
@@ -40,7 +42,7 @@ extension TierCatalogue {
     }
 
     /// What kind of purchase a product is.
-    public enum ProductType: Hashable, Sendable, Codable {
+    public enum ProductType: Hashable, Sendable, TextCoded {
         /// An auto-renewable subscription.
         case autoRenewable
         /// A non-consumable: entitles for good.
@@ -65,13 +67,6 @@ extension TierCatalogue {
             case .nonRenewing: return "non_renewing"
             case .unknown(let text): return text
             }
-        }
-
-        public init(from decoder: any Decoder) throws { self.init(try decoder.singleValueContainer().decode(String.self)) }
-
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            try container.encode(text)
         }
     }
 

@@ -1,3 +1,5 @@
+import Entitlements
+
 /// A feature the app gates on, and how its values are typed (`feature_definitions` of the catalogue).
 public struct FeatureDefinition: Codable, Sendable, Equatable {
     public var id: String
@@ -80,7 +82,7 @@ public struct FeatureValueProblem: Error, Sendable, CustomStringConvertible {
 }
 
 /// How a feature's values are typed.
-public enum FeatureType: Hashable, Sendable, Codable {
+public enum FeatureType: Hashable, Sendable, TextCoded {
     case boolean
     case number
     case text
@@ -106,13 +108,6 @@ public enum FeatureType: Hashable, Sendable, Codable {
         case .level: return "level"
         case .unknown(let text): return text
         }
-    }
-
-    public init(from decoder: any Decoder) throws { self.init(try decoder.singleValueContainer().decode(String.self)) }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(text)
     }
 }
 

@@ -1,3 +1,5 @@
+import Entitlements
+
 /// The tier catalogue (`config/tiers.yml`, SPEC §7): meters, typed feature definitions, the free tier, paid tiers with
 /// their products, allowances and feature values, consumable top-up products, and how an upgrade's credits are
 /// granted. Decoded from YAML by the runtime; validated as a whole by ``problems()``.
@@ -41,7 +43,7 @@ public struct TierCatalogue: Codable, Sendable, Equatable {
     }
 
     /// How the first credit window of an upgrade is granted.
-    public enum UpgradeCredits: Hashable, Sendable, Codable {
+    public enum UpgradeCredits: Hashable, Sendable, TextCoded {
         /// The new tier's allowance times the share of the window the customer pays for after Apple's pro-rata
         /// refund; what is left of the old window moves to top-ups (FASHN's rule).
         case prorate
@@ -65,13 +67,6 @@ public struct TierCatalogue: Codable, Sendable, Equatable {
             case .fresh: return "fresh"
             case .unknown(let text): return text
             }
-        }
-
-        public init(from decoder: any Decoder) throws { self.init(try decoder.singleValueContainer().decode(String.self)) }
-
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            try container.encode(text)
         }
     }
 

@@ -35,13 +35,8 @@ public enum NotificationType: Hashable, Sendable {
     private static let namesByType = Dictionary(names.map { ($0.value, $0.key) }, uniquingKeysWith: { first, _ in first })
 }
 
-extension NotificationType: Codable {
-    public init(from decoder: any Decoder) throws { self.init(try decoder.singleValueContainer().decode(String.self)) }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(name)
-    }
+extension NotificationType: TextCoded {
+    public var text: String { name }
 }
 
 /// `subtype` of a notification, with ``unknown(_:)`` for subtypes Apple adds later.

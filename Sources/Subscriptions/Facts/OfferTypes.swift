@@ -1,3 +1,5 @@
+import Entitlements
+
 /// Apple's `offerType`: which kind of offer a period was bought with.
 public enum OfferType: Hashable, Sendable, Codable {
     case introductory
@@ -36,7 +38,7 @@ public enum OfferType: Hashable, Sendable, Codable {
 }
 
 /// Apple's `offerDiscountType`: how an offer's period is paid.
-public enum OfferDiscountType: Hashable, Sendable, Codable {
+public enum OfferDiscountType: Hashable, Sendable, TextCoded {
     case freeTrial
     case payAsYouGo
     case payUpFront
@@ -58,12 +60,5 @@ public enum OfferDiscountType: Hashable, Sendable, Codable {
         case .payUpFront: return "PAY_UP_FRONT"
         case .unknown(let text): return text
         }
-    }
-
-    public init(from decoder: any Decoder) throws { self.init(try decoder.singleValueContainer().decode(String.self)) }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(text)
     }
 }
