@@ -49,6 +49,10 @@ let package = Package(
         // Tier catalogue and credit arithmetic (calendar, proration, clawback, spend order), the sources' states from
         // the catalogue: pure.
         .target(name: "Credits", dependencies: ["Subscriptions", "AppStoreModels", "Entitlements"]),
+        // Stripe, the web store: webhook signatures and the event envelope (its facts and derivation come next).
+        .target(
+            name: "StripeStore",
+            dependencies: ["PayloadDecoding", .product(name: "Crypto", package: "swift-crypto")]),
         // Events for the app's services: which changes are worth one (pure rules), Standard Webhooks signatures,
         // endpoints and the retry schedule.
         .target(
@@ -90,7 +94,7 @@ let package = Package(
         .target(
             name: "Persistence",
             dependencies: [
-                "AppStoreModels", "PayloadDecoding", "Subscriptions", "Credits", "Entitlements", "Events", "StatementFencing", "SignedData",
+                "AppStoreModels", "PayloadDecoding", "Subscriptions", "Credits", "Entitlements", "StripeStore", "Events", "StatementFencing", "SignedData",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -103,7 +107,7 @@ let package = Package(
         .target(
             name: "Application",
             dependencies: [
-                "AppStoreModels", "Subscriptions", "Credits", "Entitlements", "Events", "Persistence", "Jobs", "StatementFencing", "AppStoreServerAPI",
+                "AppStoreModels", "Subscriptions", "Credits", "Entitlements", "StripeStore", "Events", "Persistence", "Jobs", "StatementFencing", "AppStoreServerAPI",
                 "SignedData",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -124,7 +128,7 @@ let package = Package(
         .target(
             name: "HTTPAPI",
             dependencies: [
-                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Entitlements", "Events", "Persistence", "Application", "Jobs", "StatementFencing",
+                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "Events", "Persistence", "Application", "Jobs", "StatementFencing",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -139,7 +143,7 @@ let package = Package(
         .target(
             name: "StorekeeperRuntime",
             dependencies: [
-                "SignedData", "Subscriptions", "Credits", "Entitlements", "Events", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "LocalSigning",
+                "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "Events", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "LocalSigning",
                 "AppStoreServerAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
@@ -191,6 +195,7 @@ let package = Package(
         .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels", "TestSupport"]),
         .testTarget(name: "PayloadDecodingTests", dependencies: ["PayloadDecoding", "AppStoreModels", "TestSupport"]),
         .testTarget(name: "CreditsTests", dependencies: ["Credits", "Subscriptions", "Entitlements", "AppStoreModels"]),
+        .testTarget(name: "StripeStoreTests", dependencies: ["StripeStore"]),
         .testTarget(name: "EventsTests", dependencies: ["Events", "Credits", "Subscriptions", "AppStoreModels"]),
         // Scenarios as data: Scenarios/*.json, signed, verified and derived without a database.
         .testTarget(
@@ -201,7 +206,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "StorekeeperRuntime", "HTTPAPI", "Persistence", "Application", "Jobs", "StatementFencing", "LocalSigning", "SignedData", "AppStoreModels",
-                "Subscriptions", "Credits", "Entitlements", "Events", "AppStoreServerAPI", "TestSupport", "storekeeper-probe-worker",
+                "Subscriptions", "Credits", "Entitlements", "StripeStore", "Events", "AppStoreServerAPI", "TestSupport", "storekeeper-probe-worker",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),

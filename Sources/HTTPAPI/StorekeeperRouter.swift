@@ -3,6 +3,7 @@ import Hummingbird
 import Jobs
 import Prometheus
 import SignedData
+import StripeStore
 
 /// Everything the HTTP routes need.
 public struct HTTPDependencies: Sendable {
@@ -18,6 +19,8 @@ public struct HTTPDependencies: Sendable {
     /// Stored events: the feed, the admin routes and the dashboard's failed deliveries; `nil` leaves them out.
     public var events: (any EventReading)?
     public var refunds: (any RefundDefending)?
+    /// Stripe's webhook intake: its signature check and inbox; `nil` leaves `POST /stripe/webhooks` out.
+    public var stripe: (signature: StripeSignature, inbox: any StripeEventAccepting)?
     /// Operators' grants; `nil` leaves their routes out.
     public var grants: (any GrantAdministration)?
     /// Offer signing; `nil` (no In-App Purchase key) answers its routes with 503.
@@ -81,6 +84,9 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
     ).addRoutes(to: router, keys: dependencies.metricsKeys)
     HealthController(readiness: dependencies.readiness).addRoutes(to: router)
     NotificationIntakeController(verifier: dependencies.verifier, inbox: dependencies.inbox).addRoutes(to: router)
+    if let stripe = dependencies.stripe {
+        StripeWebhookController(signature: stripe.signature, inbox: stripe.inbox, clock: dependencies.clock).addRoutes(to: router)
+    }
     TiersController(catalogue: dependencies.catalogue).addRoutes(to: router)
     if !dependencies.apiKeys.isEmpty {
         let serviceAPI = router.group("v1")

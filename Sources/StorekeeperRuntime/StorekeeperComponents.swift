@@ -9,6 +9,7 @@ import PostgresNIO
 import SignedData
 import NIOPosix
 import StatementFencing
+import StripeStore
 import X509
 import Application
 
@@ -149,6 +150,10 @@ public struct StorekeeperComponents: Sendable {
         dependencies.events = EventHistory(client: client, queue: queue, logger: logger)
         dependencies.refunds = refunds
         dependencies.grants = grants
+        dependencies.stripe = configuration.stripe.map { settings in
+            (StripeSignature(secrets: settings.webhookSecrets, tolerance: settings.tolerance),
+             StripeInbox(client: client, queue: queue, livemode: settings.livemode, logger: logger))
+        }
         dependencies.offers = configuration.serverAPI.map { settings in
             OfferSigning(
                 client: client, signer: OfferSigner(credentials: settings.credentials), offers: configuration.offers,
@@ -174,6 +179,7 @@ public struct StorekeeperComponents: Sendable {
                 jobsPerTransaction: configuration.appliesPerTransaction, clock: clock, logger: logger),
             CreditWindowResetJob(client: client, writer: writer, clock: clock, logger: logger),
             SourceChangeJob(client: client, credits: credits, settlement: settlement, clock: clock, logger: logger),
+            StripeEventJob(client: client, logger: logger),
             WebhookDeliveryJob(
                 client: client, endpoints: configuration.webhooks, transport: webhookTransport, queue: queue, clock: clock, logger: logger),
         ]

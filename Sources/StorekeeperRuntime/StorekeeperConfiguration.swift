@@ -59,6 +59,18 @@ public struct StorekeeperConfiguration: Sendable {
     public var refundPolicy = RefundPolicy()
     /// Promotional offers the app may have signed (`STOREKEEPER_OFFERS`).
     public var offers: [PromotionalOffer] = []
+    /// Stripe's webhook endpoint (`STOREKEEPER_STRIPE_*`); `nil`: `POST /stripe/webhooks` is not served.
+    public var stripe: StripeSettings?
+
+    /// Stripe's webhook endpoint.
+    public struct StripeSettings: Sendable {
+        /// The endpoint's signing secrets (`whsec_…`), several while one is rolled.
+        public var webhookSecrets: [String]
+        /// How old a signature may be, in seconds.
+        public var tolerance: TimeInterval
+        /// Which mode's events count: live (`true`) or test; the others are stored and ignored.
+        public var livemode: Bool
+    }
 
     /// Credentials and base URL of the App Store Server API.
     public struct ServerAPISettings: Sendable {
@@ -216,6 +228,22 @@ public struct StorekeeperConfiguration: Sendable {
         }
         if let text = value("STOREKEEPER_OFFERS") {
             do { configuration.offers = try OfferConfiguration.offers(from: text, catalogue: catalogue) } catch { problems += error.problems }
+        }
+        let stripeSecrets = list("STOREKEEPER_STRIPE_WEBHOOK_SECRETS")
+        for secret in stripeSecrets where !secret.hasPrefix("whsec_") || secret.utf8.count < 16 || secret.utf8.count > 512 {
+            problems.append("STOREKEEPER_STRIPE_WEBHOOK_SECRETS: each secret is the endpoint's signing secret, whsec_… as Stripe shows it")
+        }
+        var stripeLivemode = false
+        if let text = value("STOREKEEPER_STRIPE_LIVEMODE") {
+            switch text.lowercased() {
+            case "true", "1", "yes": stripeLivemode = true
+            case "false", "0", "no": stripeLivemode = false
+            default: problems.append("STOREKEEPER_STRIPE_LIVEMODE must be true or false, got \"\(text)\"")
+            }
+        }
+        let stripeTolerance = TimeInterval(integer("STOREKEEPER_STRIPE_WEBHOOK_TOLERANCE", default: 300, range: 1...86_400))
+        if !stripeSecrets.isEmpty {
+            configuration.stripe = StripeSettings(webhookSecrets: stripeSecrets, tolerance: stripeTolerance, livemode: stripeLivemode)
         }
         configuration.eventRetention = TimeInterval(integer("STOREKEEPER_EVENT_RETENTION_DAYS", default: 30, range: 1...3650) * 86_400)
         if value("STOREKEEPER_SIGNED_RETENTION_DAYS")?.lowercased() == "forever" {

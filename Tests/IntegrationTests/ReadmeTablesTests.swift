@@ -29,6 +29,7 @@ struct ReadmeTablesTests {
     func routes() async throws {
         let environment = [
             "STOREKEEPER_ADMIN_KEYS": "admin-key", "STOREKEEPER_OFFERS": OfferSignatureTests.offers,
+            "STOREKEEPER_STRIPE_WEBHOOK_SECRETS": "whsec_readme_table_secret",
             "STOREKEEPER_WEBHOOKS": "{endpoints: [{name: app, url: 'http://127.0.0.1:9/hook', secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw']}]}",
         ]
         try await StorekeeperHarness.run(worker: false, environment: environment) { harness in

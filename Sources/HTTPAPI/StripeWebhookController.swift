@@ -1,0 +1,79 @@
+import Application
+import Foundation
+import Hummingbird
+import Metrics
+import NIOCore
+import PayloadDecoding
+import StripeStore
+
+/// Something that durably stores a verified Stripe event and enqueues its processing (the seam tests can replace).
+public protocol StripeEventAccepting: Sendable {
+    func accept(_ event: StripeEventEnvelope, body: [UInt8], signedAt: Date) async throws -> StripeInbox.Outcome
+}
+
+extension StripeInbox: StripeEventAccepting {}
+
+/// `POST /stripe/webhooks`: verify `Stripe-Signature` against the raw body (every configured secret, in constant
+/// time, within the tolerance), then store and enqueue in one committed transaction before answering 200, as the
+/// Apple intake does. Stripe retries on anything but 2xx, so only a database failure answers 503.
+struct StripeWebhookController: Sendable {
+    let signature: StripeSignature
+    let inbox: any StripeEventAccepting
+    let clock: @Sendable () -> Date
+
+    struct Answer: ResponseEncodable {
+        var status: String
+        var eventId: String
+    }
+
+    func addRoutes(to router: Router<StorekeeperRequestContext>) {
+        router.post("/stripe/webhooks") { request, context -> Answer in
+            do {
+                let answer = try await receive(request, context: context)
+                Self.count(answer.status)
+                return answer
+            } catch let error as APIError {
+                Self.count(error.code)
+                throw error
+            }
+        }
+    }
+
+    /// `storekeeper_stripe_intake_events_total{status}`: accepted, duplicate, ignored, or the error code answered.
+    static func count(_ status: String) {
+        Counter(label: "storekeeper_stripe_intake_events_total", dimensions: [("status", status)]).increment()
+    }
+
+    func receive(_ request: Request, context: StorekeeperRequestContext) async throws -> Answer {
+        let body = try await request.collectBody(upTo: StorekeeperRequestContext.maximumBody)
+        let bytes = Array(body.readableBytesView)
+        let signedAt: Date
+        do {
+            signedAt = try signature.verify(header: request.headers[.init("Stripe-Signature")!], body: bytes, now: clock())
+        } catch {
+            switch error {
+            case .malformedHeader(let why): throw APIError(.badRequest, code: "malformed_signature", message: why)
+            case .noMatch: throw APIError(.unauthorized, code: "verification_failed", message: "no v1 signature matches a configured secret")
+            case .outsideTolerance(let seconds):
+                throw APIError(
+                    .unauthorized, code: "verification_failed",
+                    message: "signed \(seconds) s from now's time, beyond the tolerance of \(Int(signature.tolerance)) s")
+            }
+        }
+        guard let event = try? PayloadDecoder().decode(StripeEventEnvelope.self, from: bytes) else {
+            throw APIError.badRequest("the body must be a Stripe event: {\"id\": \"evt_…\", \"object\": \"event\", \"type\", \"livemode\", \"created\", \"data\": {\"object\": {…}}}")
+        }
+        if let problem = event.problem { throw APIError.badRequest(problem) }
+        var logger = context.logger
+        logger[metadataKey: "stripe.event"] = "\(event.id)"
+        let outcome: StripeInbox.Outcome
+        do {
+            outcome = try await withDatabase { try await inbox.accept(event, body: bytes, signedAt: signedAt) }
+        } catch let error as APIError {
+            logger.error("Stripe event could not be stored")
+            throw error
+        }
+        logger.info("Stripe event \(outcome.rawValue)", metadata: ["stripe.type": "\(event.type)"])
+        return Answer(status: outcome.rawValue, eventId: event.id)
+    }
+}

@@ -1,0 +1,33 @@
+import Foundation
+import Logging
+import PostgresNIO
+import StripeStore
+
+/// Stripe's webhook events (`stripe_events`, sql/0023), on the caller's connection: one statement per intent.
+public struct StripeEventStore: Sendable {
+    let logger: Logger
+
+    public init(logger: Logger) { self.logger = logger }
+
+    /// Stores an event unless its id is stored already; whether it was new.
+    public func insert(
+        _ event: StripeEventEnvelope, body: [UInt8], signedAt: Date, ignored: Bool, on connection: PostgresConnection
+    ) async throws -> Bool {
+        let rows = try await connection.query(
+            """
+            INSERT INTO stripe_events (id, type, livemode, object_id, object_type, created_at, signed_at, ignored, body)
+            VALUES (\(event.id), \(event.type), \(event.livemode), \(event.data.object.id), \(event.data.object.object),
+                \(Date(timeIntervalSince1970: Double(event.created))), \(signedAt), \(ignored), \(ByteBuffer(bytes: body)))
+            ON CONFLICT (id) DO NOTHING
+            RETURNING id
+            """, logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// Records what processing an event came to.
+    public func markProcessed(_ id: String, outcome: String, on connection: PostgresConnection) async throws {
+        try await connection.query(
+            "UPDATE stripe_events SET processed_at = coalesce(processed_at, now()), outcome = \(outcome) WHERE id = \(id)", logger: logger)
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+
+/// What the intake reads of a Stripe event (`{"id": "evt_…", "object": "event", "type", "livemode", "created", "data":
+/// {"object": {"id", "object"}}}`): enough to store it, deduplicate it and know what to read again. The event is never
+/// taken as the state: the worker reads the object from Stripe (Stripe retries for days and does not keep order).
+public struct StripeEventEnvelope: Decodable, Sendable, Equatable {
+    public var id: String
+    public var object: String
+    public var type: String
+    public var livemode: Bool
+    /// Unix seconds.
+    public var created: Int64
+    public var data: DataField
+
+    public struct DataField: Decodable, Sendable, Equatable {
+        public var object: ObjectReference
+    }
+
+    /// The event's object: its id (`sub_…`, `in_…`, `ch_…`, `cs_…`) and kind (`subscription`, `invoice`, …).
+    public struct ObjectReference: Decodable, Sendable, Equatable {
+        public var id: String?
+        public var object: String?
+    }
+
+    /// Why an envelope is refused: what the intake answers 400 with.
+    public var problem: String? {
+        if !id.hasPrefix("evt_") || id.utf8.count > 255 || id.unicodeScalars.contains(where: { !$0.isASCII || $0.properties.generalCategory == .control }) {
+            return "id must be an evt_ id of at most 255 printable ASCII bytes"
+        }
+        if object != "event" { return "object must be \"event\"" }
+        if type.isEmpty || type.utf8.count > 128 || type.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            return "type must be 1–128 printable bytes"
+        }
+        if created <= 0 { return "created must be a positive Unix time" }
+        if let objectId = data.object.id, objectId.utf8.count > 255 { return "data.object.id is longer than 255 bytes" }
+        return nil
+    }
+}
