@@ -159,7 +159,7 @@ let package = Package(
         .executableTarget(
             name: "storekeeper",
             dependencies: [
-                "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "Subscriptions", "Credits", "Entitlements", "Events",
+                "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "Subscriptions", "Credits", "Entitlements", "StripeStore", "Events",
                 "AppStoreServerAPI", "AppStoreModels",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),

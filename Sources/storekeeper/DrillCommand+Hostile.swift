@@ -29,6 +29,7 @@ struct HostileDrill: AsyncParsableCommand {
         let environment = [
             "STOREKEEPER_ADMIN_KEYS": Self.adminKey, "STOREKEEPER_METRICS_KEYS": Self.metricsKey,
             "STOREKEEPER_HTTP_HEAD_TIMEOUT": "5", "STOREKEEPER_HTTP_BODY_TIMEOUT": "5", "STOREKEEPER_HTTP_IDLE_TIMEOUT": "5",
+            "STOREKEEPER_STRIPE_WEBHOOK_SECRETS": Self.stripeSecret,
         ]
         try await withDrillSystem(workers: 1, clients: 16, environment: environment) { system, _, _ in
             let attacker = NotificationSigner(signer: try JWSSigner(chain: try LocalSigningChain.generate()), bundleId: SystemUnderTest.bundleId)
@@ -44,6 +45,8 @@ struct HostileDrill: AsyncParsableCommand {
             await crossSite(system, verdict: &verdict)
             say("attack: smaller holes")
             try await smallerHoles(system, attacker: attacker, verdict: &verdict)
+            say("attack: Stripe's intake: forged, stale and replayed events, costly JSON under a valid signature")
+            try await stripe(system, verdict: &verdict)
             say("attack: structure-aware fuzzing, \(fuzzCases) cases each with a trusted and an untrusted chain")
             try await fuzz(system, attacker: attacker, verdict: &verdict)
             verdict.check(system.serve?.hasExited == false && system.workers.allSatisfy { !$0.hasExited }, "serve and work are still running")
