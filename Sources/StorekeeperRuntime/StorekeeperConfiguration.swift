@@ -120,6 +120,16 @@ public struct StorekeeperConfiguration: Sendable {
             }
             return number
         }
+        func boolean(_ name: String, default fallback: Bool) -> Bool {
+            guard let text = value(name) else { return fallback }
+            switch text.lowercased() {
+            case "true", "1", "yes": return true
+            case "false", "0", "no": return false
+            default:
+                problems.append("\(name) must be true or false, got \"\(text)\"")
+                return fallback
+            }
+        }
         func choice<T: RawRepresentable>(_ name: String, default fallback: T) -> T where T.RawValue == String {
             guard let text = value(name) else { return fallback }
             guard let parsed = T(rawValue: text.lowercased()) else {
@@ -164,14 +174,7 @@ public struct StorekeeperConfiguration: Sendable {
             do { roots.append(try TrustedRoots.load(path: path)) } catch { problems.append("STOREKEEPER_ROOT_CERTIFICATES: \(error.reason)") }
         }
 
-        var onlineChecks = false
-        if let text = value("STOREKEEPER_ONLINE_CHECKS") {
-            switch text.lowercased() {
-            case "true", "1", "yes": onlineChecks = true
-            case "false", "0", "no": onlineChecks = false
-            default: problems.append("STOREKEEPER_ONLINE_CHECKS must be true or false, got \"\(text)\"")
-            }
-        }
+        let onlineChecks = boolean("STOREKEEPER_ONLINE_CHECKS", default: false)
 
         let tiersPath = value("STOREKEEPER_TIERS") ?? TierCatalogue.defaultPath
         var catalogue = TierCatalogue(meters: [], free: .init(displayName: "Free", allowances: [:]), tiers: [], topUps: [])
@@ -233,14 +236,7 @@ public struct StorekeeperConfiguration: Sendable {
         for secret in stripeSecrets where !secret.hasPrefix("whsec_") || secret.utf8.count < 16 || secret.utf8.count > 512 {
             problems.append("STOREKEEPER_STRIPE_WEBHOOK_SECRETS: each secret is the endpoint's signing secret, whsec_… as Stripe shows it")
         }
-        var stripeLivemode = false
-        if let text = value("STOREKEEPER_STRIPE_LIVEMODE") {
-            switch text.lowercased() {
-            case "true", "1", "yes": stripeLivemode = true
-            case "false", "0", "no": stripeLivemode = false
-            default: problems.append("STOREKEEPER_STRIPE_LIVEMODE must be true or false, got \"\(text)\"")
-            }
-        }
+        let stripeLivemode = boolean("STOREKEEPER_STRIPE_LIVEMODE", default: false)
         let stripeTolerance = TimeInterval(integer("STOREKEEPER_STRIPE_WEBHOOK_TOLERANCE", default: 300, range: 1...86_400))
         if !stripeSecrets.isEmpty {
             configuration.stripe = StripeSettings(webhookSecrets: stripeSecrets, tolerance: stripeTolerance, livemode: stripeLivemode)
