@@ -14,13 +14,15 @@ struct AccountsCommand: AsyncParsableCommand {
 
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "An account's status (as the API answers it), subscriptions, events, archive and transfers.")
+            abstract: "An account's status (as the API answers it), subscriptions, grants and one-time purchases, events, archive and transfers.")
         @Argument(help: "The account id (the app's own id, or the appAccountToken UUID).") var accountId: String
         @Flag(help: "Print JSON.") var json = false
 
         struct Report: Encodable, Sendable {
             var status: AccountStatusResponse
             var subscriptions: [SubscriptionDetailResponse]
+            /// Grants and one-time purchases, ended ones too, newest first.
+            var sources: [GrantsCommand.GrantLine]
             var events: [AccountRecords.Event]
             var archive: [AccountRecords.ArchiveEntry]
             var transfers: [AccountRecords.Transfer]
@@ -42,6 +44,8 @@ struct AccountsCommand: AsyncParsableCommand {
                 return Report(
                     status: AccountStatusResponse(accountId: account, standing: standing, now: now),
                     subscriptions: states.map { SubscriptionDetailResponse(state: $0, now: now) },
+                    sources: try await client.withConnection { try await EntitlementSources(logger: logger).sources(of: account, on: $0) }
+                        .map { GrantsCommand.GrantLine($0, account: account, catalogue: catalogue, now: now) },
                     events: try await records.events(ofSubscriptions: states.map(\.originalTransactionId), account: account),
                     archive: try await records.archive(ofAccount: account),
                     transfers: try await records.transfers(ofAccount: account),
@@ -53,6 +57,11 @@ struct AccountsCommand: AsyncParsableCommand {
             try printJSON(report.status)
             say("\nsubscriptions (\(report.subscriptions.count))")
             for subscription in report.subscriptions { try printJSON(subscription) }
+            say("\ngrants and one-time purchases, newest first (\(report.sources.count))")
+            for source in report.sources {
+                let until = (source.endedAt ?? source.endsAt).map { $0.formatted(Date.ISO8601FormatStyle()) } ?? "for good"
+                say("  \(source.kind)  \(source.id)  \(source.tier ?? source.productId ?? "-")  \(source.status)  \(source.startsAt.formatted(Date.ISO8601FormatStyle())) → \(until)  \(source.reason ?? "")")
+            }
             say("\nevents, newest first (\(report.events.count))")
             for event in report.events {
                 let type = event.type + (event.subtype.map { "/\($0)" } ?? "")

@@ -50,7 +50,7 @@ struct GrantsCommand: AsyncParsableCommand {
                     throw CommandFailure(refusal.description)
                 }
             }
-            if json { return try printJSON(GrantLine(grant, account: account)) }
+            if json { return try printJSON(GrantLine(grant, account: account, catalogue: try loadCatalogue(), now: now)) }
             say("granted \(grant.tier ?? "-") to \(account.text): grant \(grant.id), \(grant.endsAt.map { "until \($0.formatted(.iso8601))" } ?? "for good")")
         }
 
@@ -70,7 +70,7 @@ struct GrantsCommand: AsyncParsableCommand {
             let now = await operatorNow()
             let catalogue = try loadCatalogue()
             let grants = try await withGrants(now: now) { grants, _ in try await grants.grants(of: account) }
-            if json { return try printJSON(grants.map { GrantLine($0, account: account) }) }
+            if json { return try printJSON(grants.map { GrantLine($0, account: account, catalogue: catalogue, now: now) }) }
             if grants.isEmpty { return say("no grants") }
             for grant in grants {
                 let status = catalogue.source(of: grant, at: now).status.text
@@ -94,11 +94,14 @@ struct GrantsCommand: AsyncParsableCommand {
         }
     }
 
-    /// A grant as the command prints it.
+    /// A grant (or a one-time purchase, in `accounts show`) as the commands print it.
     struct GrantLine: Encodable {
         var id: String
+        var kind: String
         var accountId: String
         var tier: String?
+        var productId: String?
+        var status: String
         var startsAt: Date
         var endsAt: Date?
         var endedAt: Date?
@@ -106,8 +109,10 @@ struct GrantsCommand: AsyncParsableCommand {
         var reason: String?
         var createdBy: String?
 
-        init(_ record: EntitlementRecord, account: AccountID) {
-            (id, accountId, tier, startsAt, endsAt) = (record.id, account.text, record.tier, record.startsAt, record.endsAt)
+        init(_ record: EntitlementRecord, account: AccountID, catalogue: TierCatalogue, now: Date) {
+            let source = catalogue.source(of: record, at: now)
+            (id, kind, accountId, tier, productId, status) = (record.id, source.kind.text, account.text, source.tier, record.productId, source.status.text)
+            (startsAt, endsAt) = (record.startsAt, catalogue.clockEnd(of: record))
             (endedAt, endReason, reason, createdBy) = (record.endedAt, record.endReason?.text, record.reason, record.createdBy)
         }
     }

@@ -61,6 +61,9 @@ struct EntitlementSourcesOperatorTests {
             let grantId = try #require(grants?.first?["id"] as? String)
             #expect(grants?.first?["createdBy"] as? String == "cli")
             #expect(try await harness.count("SELECT count(*) FROM events WHERE type = 'grant.started'") == 1)
+            // `accounts show` lists the account's grants beside its subscriptions.
+            let (shown, shownText) = try await storekeeper("accounts", "show", account)
+            #expect(shown == 0 && shownText.contains("grants and one-time purchases, newest first (1)") && shownText.contains("grant  \(grantId)  max  active"), "\(shownText)")
             let (ended, endOutput) = try await storekeeper("grants", "end", grantId)
             #expect(ended == 0 && endOutput.contains("ended grant \(grantId)"))
             let (again, againOutput) = try await storekeeper("grants", "end", grantId)
