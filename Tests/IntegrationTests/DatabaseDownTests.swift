@@ -6,10 +6,16 @@ import LocalSigning
 import NIOCore
 import Logging
 import StorekeeperRuntime
+import StripeStore
 import Testing
 
 @Suite("When the database is down")
 struct DatabaseDownTests {
+    static let stripeEvent = #"{"id":"evt_down_1","object":"event","created":1790000000,"livemode":false,"type":"invoice.paid","data":{"object":{"id":"in_1","object":"invoice"}}}"#
+    static var stripeHeader: String {
+        StripeSignature(secrets: ["whsec_database_down_secret"]).header(body: Array(stripeEvent.utf8), timestamp: Int64(Date().timeIntervalSince1970))
+    }
+
     @Test("the intake answers 503 quickly and never 200; readiness fails")
     func unavailable() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sk-down-\(UUID().uuidString)")
@@ -22,6 +28,7 @@ struct DatabaseDownTests {
             "STOREKEEPER_BUNDLE_ID": StorekeeperHarness.bundleId, "STOREKEEPER_ENVIRONMENTS": "Sandbox",
             "STOREKEEPER_ROOT_CERTIFICATES": directory.appendingPathComponent("root.pem").path,
             "STOREKEEPER_API_KEYS": StorekeeperHarness.apiKey, "STOREKEEPER_ADMIN_KEYS": "admin-key",
+            "STOREKEEPER_STRIPE_WEBHOOK_SECRETS": "whsec_database_down_secret",
         ])
         let components = try StorekeeperComponents(configuration: configuration, logger: TestDatabase.logger)
         let signer = NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: StorekeeperHarness.bundleId)
@@ -61,6 +68,14 @@ struct DatabaseDownTests {
                     ("/admin/events/\(UUID())", .get, admin, nil),
                     ("/admin/events/\(UUID())/redeliver", .post, admin, nil),
                     ("/admin", .get, [.authorization: "Bearer admin-key"], nil),
+                    ("/admin/accounts/a/grants", .post, admin, #"{"tier": "pro", "lifetime": true, "reason": "x"}"#),
+                    ("/admin/accounts/a/grants", .get, admin, nil),
+                    ("/admin/grants/\(UUID())", .delete, admin, nil),
+                    ("/admin/accounts/a/grant", .post, [.authorization: "Bearer admin-key", .contentType: "application/x-www-form-urlencoded"],
+                     "tier=pro&lifetime=true&reason=x"),
+                    ("/admin/grants/\(UUID())/end", .post, [.authorization: "Bearer admin-key"], nil),
+                    ("/stripe/webhooks", .post, [.contentType: "application/json", HTTPField.Name("Stripe-Signature")!: Self.stripeHeader],
+                     Self.stripeEvent),
                 ]
                 // At once: each waits for its deadline.
                 let routesStarted = ContinuousClock.now
