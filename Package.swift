@@ -49,10 +49,31 @@ let package = Package(
         // Tier catalogue and credit arithmetic (calendar, proration, clawback, spend order), the sources' states from
         // the catalogue: pure.
         .target(name: "Credits", dependencies: ["Subscriptions", "AppStoreModels", "Entitlements"]),
-        // Stripe, the web store: webhook signatures and the event envelope (its facts and derivation come next).
+        // Stripe, the web store: webhook signatures, the event envelope, the objects read from its API and the pure
+        // derivation of a subscription from them.
         .target(
             name: "StripeStore",
-            dependencies: ["PayloadDecoding", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: ["PayloadDecoding", "Subscriptions", "Entitlements", "AppStoreModels", .product(name: "Crypto", package: "swift-crypto")]),
+        // Stripe's API client: pinned version, timeouts, retries with backoff, idempotent writes.
+        .target(
+            name: "StripeAPI",
+            dependencies: [
+                "StripeStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // An in-process Stripe written from Stripe's API reference (form bodies, expand[], pagination, the error envelope,
+        // 429 with Retry-After) that signs its webhooks: tests, benchmarks and `storekeeper dev --fake-stripe`.
+        .target(
+            name: "StripeFake",
+            dependencies: [
+                "StripeStore", "Credits",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // Events for the app's services: which changes are worth one (pure rules), Standard Webhooks signatures,
         // endpoints and the retry schedule.
         .target(
@@ -107,7 +128,7 @@ let package = Package(
         .target(
             name: "Application",
             dependencies: [
-                "AppStoreModels", "Subscriptions", "Credits", "Entitlements", "StripeStore", "Events", "Persistence", "Jobs", "StatementFencing", "AppStoreServerAPI",
+                "AppStoreModels", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "Events", "Persistence", "Jobs", "StatementFencing", "AppStoreServerAPI",
                 "SignedData",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -128,7 +149,7 @@ let package = Package(
         .target(
             name: "HTTPAPI",
             dependencies: [
-                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "Events", "Persistence", "Application", "Jobs", "StatementFencing",
+                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "Events", "Persistence", "Application", "Jobs", "StatementFencing",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -143,7 +164,7 @@ let package = Package(
         .target(
             name: "StorekeeperRuntime",
             dependencies: [
-                "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "Events", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "LocalSigning",
+                "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "StripeFake", "Events", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "LocalSigning",
                 "AppStoreServerAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
@@ -159,7 +180,7 @@ let package = Package(
         .executableTarget(
             name: "storekeeper",
             dependencies: [
-                "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "Subscriptions", "Credits", "Entitlements", "StripeStore", "Events",
+                "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "StripeFake", "Events",
                 "AppStoreServerAPI", "AppStoreModels",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -195,7 +216,7 @@ let package = Package(
         .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels", "TestSupport"]),
         .testTarget(name: "PayloadDecodingTests", dependencies: ["PayloadDecoding", "AppStoreModels", "TestSupport"]),
         .testTarget(name: "CreditsTests", dependencies: ["Credits", "Subscriptions", "Entitlements", "AppStoreModels"]),
-        .testTarget(name: "StripeStoreTests", dependencies: ["StripeStore"]),
+        .testTarget(name: "StripeStoreTests", dependencies: ["StripeStore", "Subscriptions", "Credits", "Entitlements", "AppStoreModels"]),
         .testTarget(name: "EventsTests", dependencies: ["Events", "Credits", "Subscriptions", "AppStoreModels"]),
         // Scenarios as data: Scenarios/*.json, signed, verified and derived without a database.
         .testTarget(
@@ -206,13 +227,14 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "StorekeeperRuntime", "HTTPAPI", "Persistence", "Application", "Jobs", "StatementFencing", "LocalSigning", "SignedData", "AppStoreModels",
-                "Subscriptions", "Credits", "Entitlements", "StripeStore", "Events", "AppStoreServerAPI", "TestSupport", "storekeeper-probe-worker",
+                "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "StripeFake", "Events", "AppStoreServerAPI", "TestSupport", "storekeeper-probe-worker",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-            ]
+            ],
+            exclude: ["StripeScenarios"]
         ),
     ]
 )

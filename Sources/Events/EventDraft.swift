@@ -62,6 +62,8 @@ public struct EventChange: Codable, Sendable, Equatable {
     /// `account.overlapping_subscriptions`: the catalogue group and the ids of the auto-renewing sources in it.
     public var group: String?
     public var sources: [String]?
+    /// The store of the subscription an event is about (`app_store`, `stripe`).
+    public var store: String?
 
     public init(
         fromProductId: String? = nil, toProductId: String? = nil, direction: String? = nil, effective: String? = nil,

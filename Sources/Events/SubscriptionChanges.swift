@@ -20,6 +20,8 @@ public enum SubscriptionChanges {
         let id = state.originalTransactionId
         let period = state.billingPeriodKey
         func draft(_ type: EventType, _ key: String, _ change: EventChange = EventChange(), for recipient: AccountID = account) {
+            var change = change
+            change.store = state.store.text
             drafts.append(
                 EventDraft(
                     type: type, key: "\(key):\(recipient.text)", account: recipient, subscription: id, environment: state.environment.rawValue,

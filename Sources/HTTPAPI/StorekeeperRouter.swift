@@ -21,6 +21,9 @@ public struct HTTPDependencies: Sendable {
     public var refunds: (any RefundDefending)?
     /// Stripe's webhook intake: its signature check and inbox; `nil` leaves `POST /stripe/webhooks` out.
     public var stripe: (signature: StripeSignature, inbox: any StripeEventAccepting)?
+    /// Linking Stripe subscriptions to accounts, and the web app's checkout and portal (`nil` when no API key is set);
+    /// `nil` linking leaves the `/v1/accounts/{id}/stripe/*` routes out.
+    public var stripeAccounts: (linking: any StripeLinking, selling: (any StripeSelling)?)?
     /// Operators' grants; `nil` leaves their routes out.
     public var grants: (any GrantAdministration)?
     /// Offer signing; `nil` (no In-App Purchase key) answers its routes with 503.
@@ -102,6 +105,9 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
             .addRoutes(to: serviceAPI)
         if let events = dependencies.events { EventsController(events: events).addFeedRoute(to: serviceAPI) }
         OffersController(offers: dependencies.offers, clock: dependencies.clock).addRoutes(to: serviceAPI)
+        if let stripe = dependencies.stripeAccounts {
+            StripeAccountsController(linking: stripe.linking, selling: stripe.selling, clock: dependencies.clock).addRoutes(to: serviceAPI)
+        }
         if let refunds = dependencies.refunds { RefundsController(refunds: refunds, records: dependencies.records, clock: dependencies.clock).addRoutes(to: serviceAPI) }
     }
     if !dependencies.adminKeys.isEmpty {

@@ -34,6 +34,8 @@ struct TiersResponse: Encodable {
 
     struct ProductView: Encodable {
         var id: String
+        /// Where it is sold: `app_store` (StoreKit) or `stripe` (the web app's checkout).
+        var store: String
         /// `auto_renewable`, `lifetime` or `non_renewing`.
         var type: String
         var period: String?
@@ -120,7 +122,7 @@ struct TiersResponse: Encodable {
                 id: tier.id, level: tier.level, displayName: tier.displayName, description: tier.description,
                 highlights: tier.highlights ?? [], features: tier.highlights ?? [], featureValues: catalogue.features(ofTier: tier.id),
                 products: tier.products.map {
-                    ProductView(id: $0.id, type: $0.type.text, period: $0.period, duration: $0.duration, price: $0.price, currency: $0.currency,
+                    ProductView(id: $0.id, store: $0.store.text, type: $0.type.text, period: $0.period, duration: $0.duration, price: $0.price, currency: $0.currency,
                                 displayPrice: String(format: "%.2f", Double($0.price) / 1000))
                 },
                 allowances: allowances(

@@ -76,10 +76,10 @@ extension ConfigurationKeys {
         ]),
         "tiers": .list(.object([
             "id": .value, "level": .value, "display_name": .value, "description": .value, "highlights": .value, "features": .value,
-            "products": .list(.object(["id": .value, "type": .value, "period": .value, "duration": .value, "price": .value, "currency": .value])),
+            "products": .list(.object(["id": .value, "store": .value, "type": .value, "period": .value, "duration": .value, "price": .value, "currency": .value])),
             "allowances": .map(allowance), "grantable_only": .value, "group": .value,
         ])),
-        "top_ups": .list(.object(["id": .value, "meter": .value, "credits": .value, "price": .value, "currency": .value])),
+        "top_ups": .list(.object(["id": .value, "store": .value, "meter": .value, "credits": .value, "price": .value, "currency": .value])),
         "upgrade_credits": .value,
     ])
 

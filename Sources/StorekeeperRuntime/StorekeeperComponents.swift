@@ -9,6 +9,7 @@ import PostgresNIO
 import SignedData
 import NIOPosix
 import StatementFencing
+import StripeAPI
 import StripeStore
 import X509
 import Application
@@ -25,6 +26,10 @@ public struct StorekeeperComponents: Sendable {
     public let credits: CreditLedger
     /// The one path that changes subscriptions (workers, claims, rechecks).
     public let writer: SubscriptionWriter
+    /// Stripe's API, when an API key is configured.
+    public let stripeClient: StripeClient?
+    /// Brings Stripe subscriptions up to date (and derives them from what is held when no key is set).
+    public let stripeSubscriptions: StripeSubscriptions
     /// Stores the events of every change and queues their webhook deliveries.
     public let events: EventRecorder
     /// Settles grants and one-time purchases (their credits, events and next change).
@@ -111,6 +116,14 @@ public struct StorekeeperComponents: Sendable {
         self.rechecks = serverAPI == nil ? nil : RenewalRechecks(delay: configuration.renewalRecheckDelay, queue: scheduling, logger: logger)
         self.events = EventRecorder(client: client, credits: credits, endpoints: configuration.webhooks, queue: scheduling, logger: logger)
         self.writer = SubscriptionWriter(client: client, credits: credits, queue: scheduling, rechecks: rechecks, events: events, logger: logger)
+        let stripeClient = configuration.stripe.flatMap { settings in
+            settings.apiKey.map { StripeClient(apiKey: $0, baseURL: settings.baseURL, logger: logger) }
+        }
+        self.stripeClient = stripeClient
+        self.stripeSubscriptions = StripeSubscriptions(
+            client: client, stripe: stripeClient, writer: writer,
+            settings: StripeDerivation.Settings(gracePeriod: TimeInterval((configuration.stripe?.graceDays ?? 3) * 86_400)), clock: clock,
+            logger: logger)
         self.settlement = SourceSettlement(credits: credits, recorder: events, queue: scheduling)
         self.grants = OperatorGrants(client: client, credits: credits, settlement: settlement, cache: statusCache, logger: logger)
         self.purchases = OneTimePurchases(credits: credits, settlement: settlement, logger: logger)
@@ -150,9 +163,16 @@ public struct StorekeeperComponents: Sendable {
         dependencies.events = EventHistory(client: client, queue: queue, logger: logger)
         dependencies.refunds = refunds
         dependencies.grants = grants
-        dependencies.stripe = configuration.stripe.map { settings in
-            (StripeSignature(secrets: settings.webhookSecrets, tolerance: settings.tolerance),
+        dependencies.stripe = configuration.stripe.flatMap { settings in
+            settings.webhookSecrets.isEmpty ? nil : (StripeSignature(secrets: settings.webhookSecrets, tolerance: settings.tolerance),
              StripeInbox(client: client, queue: queue, livemode: settings.livemode, logger: logger))
+        }
+        if configuration.stripe != nil {
+            let accounts = AccountStatusQuery(client: client, ledger: credits, cache: statusCache, logger: logger)
+            dependencies.stripeAccounts = (
+                stripeSubscriptions,
+                stripeClient.map { StripeCheckout(client: client, stripe: $0, accounts: accounts, catalogue: configuration.catalogue, logger: logger) }
+            )
         }
         dependencies.offers = configuration.serverAPI.map { settings in
             OfferSigning(
@@ -177,9 +197,13 @@ public struct StorekeeperComponents: Sendable {
             ApplyNotificationJob(
                 client: client, writer: writer, credits: credits, refunds: refunds, purchases: purchases,
                 jobsPerTransaction: configuration.appliesPerTransaction, clock: clock, logger: logger),
-            CreditWindowResetJob(client: client, writer: writer, clock: clock, logger: logger),
+            CreditWindowResetJob(client: client, writer: writer, stripe: stripeSubscriptions, clock: clock, logger: logger),
             SourceChangeJob(client: client, credits: credits, settlement: settlement, clock: clock, logger: logger),
-            StripeEventJob(client: client, logger: logger),
+            StripeEventJob(
+                client: client, stripe: stripeClient, subscriptions: stripeSubscriptions,
+                payments: stripeClient.map {
+                    StripePayments(client: client, stripe: $0, purchases: purchases, credits: credits, events: events, clock: clock, logger: logger)
+                }, logger: logger),
             WebhookDeliveryJob(
                 client: client, endpoints: configuration.webhooks, transport: webhookTransport, queue: queue, clock: clock, logger: logger),
         ]

@@ -59,17 +59,25 @@ public struct StorekeeperConfiguration: Sendable {
     public var refundPolicy = RefundPolicy()
     /// Promotional offers the app may have signed (`STOREKEEPER_OFFERS`).
     public var offers: [PromotionalOffer] = []
-    /// Stripe's webhook endpoint (`STOREKEEPER_STRIPE_*`); `nil`: `POST /stripe/webhooks` is not served.
+    /// Stripe, the web store (`STOREKEEPER_STRIPE_*`); `nil`: neither secrets nor an API key are set.
     public var stripe: StripeSettings?
 
-    /// Stripe's webhook endpoint.
+    /// Stripe's webhook endpoint and API.
     public struct StripeSettings: Sendable {
-        /// The endpoint's signing secrets (`whsec_…`), several while one is rolled.
+        /// The endpoint's signing secrets (`whsec_…`), several while one is rolled; none: `POST /stripe/webhooks` is
+        /// not served.
         public var webhookSecrets: [String]
         /// How old a signature may be, in seconds.
         public var tolerance: TimeInterval
         /// Which mode's events count: live (`true`) or test; the others are stored and ignored.
         public var livemode: Bool
+        /// The secret or restricted key the worker reads Stripe with (`STOREKEEPER_STRIPE_API_KEY`); `nil`: events
+        /// are stored and acknowledged, nothing is read.
+        public var apiKey: String?
+        /// `STOREKEEPER_STRIPE_BASE_URL`: Stripe's API host, or a test server.
+        public var baseURL: String = "https://api.stripe.com"
+        /// `STOREKEEPER_STRIPE_GRACE_DAYS`: how long `past_due` keeps access.
+        public var graceDays: Int = 3
     }
 
     /// Credentials and base URL of the App Store Server API.
@@ -238,8 +246,28 @@ public struct StorekeeperConfiguration: Sendable {
         }
         let stripeLivemode = boolean("STOREKEEPER_STRIPE_LIVEMODE", default: false)
         let stripeTolerance = TimeInterval(integer("STOREKEEPER_STRIPE_WEBHOOK_TOLERANCE", default: 300, range: 1...86_400))
-        if !stripeSecrets.isEmpty {
-            configuration.stripe = StripeSettings(webhookSecrets: stripeSecrets, tolerance: stripeTolerance, livemode: stripeLivemode)
+        let stripeKey = value("STOREKEEPER_STRIPE_API_KEY")
+        if let stripeKey, !["sk_", "rk_"].contains(where: { stripeKey.hasPrefix($0) }) || stripeKey.utf8.count > 512 {
+            problems.append("STOREKEEPER_STRIPE_API_KEY: a secret (sk_…) or restricted (rk_…) key")
+        }
+        if !stripeSecrets.isEmpty || stripeKey != nil {
+            var stripe = StripeSettings(webhookSecrets: stripeSecrets, tolerance: stripeTolerance, livemode: stripeLivemode, apiKey: stripeKey)
+            if let base = value("STOREKEEPER_STRIPE_BASE_URL") {
+                if let url = URL(string: base), ["http", "https"].contains(url.scheme ?? ""), url.host != nil {
+                    stripe.baseURL = base
+                } else {
+                    problems.append("STOREKEEPER_STRIPE_BASE_URL: an http(s) URL such as https://api.stripe.com")
+                }
+            }
+            stripe.graceDays = integer("STOREKEEPER_STRIPE_GRACE_DAYS", default: 3, range: 0...60)
+            configuration.stripe = stripe
+        }
+        if let portal = value("STOREKEEPER_STRIPE_PORTAL_URL") {
+            if let url = URL(string: portal), url.scheme == "https", url.host != nil {
+                configuration.catalogue.stripePortalURL = portal
+            } else {
+                problems.append("STOREKEEPER_STRIPE_PORTAL_URL: the billing portal's https login link")
+            }
         }
         configuration.eventRetention = TimeInterval(integer("STOREKEEPER_EVENT_RETENTION_DAYS", default: 30, range: 1...3650) * 86_400)
         if value("STOREKEEPER_SIGNED_RETENTION_DAYS")?.lowercased() == "forever" {

@@ -100,10 +100,24 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
     /// The status at `now`: the stored status, except that time ends access even when Apple's notification about
     /// it never arrives — an active subscription past `expiresAt`, a grace period past its end, or a billing retry
     /// past Apple's 60-day window is `expired`.
+    ///
+    /// A grace period that runs out without news is billing retry — both stores keep trying to charge after it —
+    /// until the retry window ends too.
     public func effectiveStatus(at now: Date) -> SubscriptionStatus {
         guard let end = clockEnd, end <= now else { return status }
+        if status == .gracePeriod, let retryEnd = billingRetryEnd, now < retryEnd { return .billingRetry }
         return .expired
     }
+
+    /// When billing retry gives up by the clock: the retry window after the period's end.
+    var billingRetryEnd: Date? { expiresAt?.addingTimeInterval(Self.billingRetryWindow) }
+
+    /// Which store sells the subscription. Each store's ids have their own shape — Stripe's `sub_…`, the App Store's
+    /// digits — so the id says it and nothing else need be stored.
+    public var store: Store { Self.store(ofSubscription: originalTransactionId) }
+
+    /// The store of a subscription id.
+    public static func store(ofSubscription id: String) -> Store { id.hasPrefix("sub_") ? .stripe : .appStore }
 
     /// Whether the subscription grants access at `now`.
     public func isEntitled(at now: Date) -> Bool {
@@ -115,8 +129,10 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
 
     /// When the effective status will next change by the clock alone, if it will.
     public func nextChange(after now: Date) -> Date? {
-        guard let end = clockEnd, end > now else { return nil }
-        return end
+        guard let end = clockEnd else { return nil }
+        if end > now { return end }
+        if status == .gracePeriod, let retryEnd = billingRetryEnd, retryEnd > now { return retryEnd }
+        return nil
     }
 
     /// The instant the clock ends the stored status, for the statuses that still run.

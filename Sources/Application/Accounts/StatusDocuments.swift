@@ -82,7 +82,7 @@ struct SubscriptionResponse: Encodable {
         try container.encode(state.gracePeriodExpiresAt, forKey: .gracePeriodExpiresAt)
         try container.encode(state.isTrial, forKey: .isTrial)
         try container.encode(state.ownership, forKey: .ownership)
-        try container.encode(Store.appStore.text, forKey: .store)
+        try container.encode(state.store.text, forKey: .store)
     }
 }
 
@@ -201,7 +201,7 @@ extension AccountStatusResponse {
             writer.member("pendingProductId", state.pendingProductId)
             writer.member("productId", state.productId)
             writer.member("status", state.effectiveStatus(at: now).rawValue)
-            writer.member("store", Store.appStore.text)
+            writer.member("store", state.store.text)
             writer.member("willRenew", state.willRenew)
             writer.endObject()
         } else {

@@ -30,19 +30,38 @@ public struct TopUpPurchase: Sendable {
         guard ledger.catalogue.topUp(ofProduct: transaction.productId) != nil,
             let account = try await ledger.creditedAccount(ofTopUp: transaction.transactionId, on: connection) ?? account
         else { return false }
+        // The newest version is read under the account's lock (taken again below: it is the transaction's already).
         try await ledger.lockAccount(account, on: connection)
         let newest = try await history.newestVersion(of: transaction, on: connection)
-        let snapshot = try await ledger.snapshot(ofSubscription: transaction.originalTransactionId, account: account, now: now, on: connection)
-        let operations = TopUpCredits.operationsDue(newest, account: account, catalogue: ledger.catalogue, ledger: snapshot)
+        let sale = TopUpCredits.Sale(
+            id: newest.transactionId, productId: newest.productId, quantity: Int64(max(newest.quantity ?? 1, 1)), revoked: newest.revocationDate != nil)
+        return try await record(
+            sale, ledgerKey: transaction.originalTransactionId, account: account, environment: newest.environment?.rawValue ?? "unknown",
+            refundReason: newest.revocationReason.map(String.init), now: now, cause: cause, on: connection)
+    }
+
+    /// Credits — or takes back — a top-up sale of any store (the App Store's consumable, a Stripe one-time price).
+    /// `ledgerKey`: what the sale's ledger rows are read under. Returns false when the product is not a top-up or no
+    /// account is known.
+    @discardableResult
+    public func record(
+        _ sale: TopUpCredits.Sale, ledgerKey: String, account: AccountID?, environment: String, refundReason: String? = nil, now: Date,
+        cause: EventCause, on connection: PostgresConnection
+    ) async throws -> Bool {
+        guard ledger.catalogue.topUp(ofProduct: sale.productId) != nil,
+            let account = try await ledger.creditedAccount(ofTopUp: sale.id, on: connection) ?? account
+        else { return false }
+        try await ledger.lockAccount(account, on: connection)
+        let snapshot = try await ledger.snapshot(ofSubscription: ledgerKey, account: account, now: now, on: connection)
+        let operations = TopUpCredits.operationsDue(sale, account: account, catalogue: ledger.catalogue, ledger: snapshot)
         try await ledger.apply(operations, on: connection)
         if let events {
-            let environment = newest.environment?.rawValue ?? "unknown"
             var drafts = CreditChanges.granted(operations, account: account, subscription: nil, environment: environment, cause: cause)
-            if newest.revocationDate != nil {
+            if sale.revoked {
                 drafts.append(
                     CreditChanges.consumableRefunded(
-                        transactionId: newest.transactionId, productId: newest.productId, reason: newest.revocationReason.map(String.init),
-                        account: account, environment: environment, cause: cause))
+                        transactionId: sale.id, productId: sale.productId, reason: refundReason, account: account, environment: environment,
+                        cause: cause))
             }
             try await events.record(drafts, now: now, on: connection)
         }

@@ -42,6 +42,16 @@ public struct OneTimePurchases: Sendable {
     ) async throws -> AccountID? {
         guard sells(transaction.productId) else { return nil }
         let version = EntitlementRecord(appStorePurchase: transaction, notificationType: notificationType, signedDate: signedDate)
+        return try await record(version, account: account, now: now, cause: cause, on: connection)
+    }
+
+    /// Stores a version of a one-time purchase of any store (the App Store's, a Stripe payment) and settles it, as
+    /// above.
+    @discardableResult
+    public func record(
+        _ version: EntitlementRecord, account: AccountID?, now: Date, cause: EventCause, on connection: PostgresConnection
+    ) async throws -> AccountID? {
+        guard let productId = version.productId, sells(productId) else { return nil }
         // The account's lock first, as every credit change takes it: the owner already recorded, else the one named.
         let owner = try await sources.source(version.id, on: connection)?.account ?? account
         if let owner { try await credits.lockAccount(owner, on: connection) }

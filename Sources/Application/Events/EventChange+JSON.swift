@@ -33,6 +33,7 @@ extension EventChange {
             }
             writer.endArray()
         }
+        writer.presentMember("store", store)
         writer.presentMember("tier", tier)
         writer.presentMember("toAccountId", toAccountId)
         writer.presentMember("toProductId", toProductId)

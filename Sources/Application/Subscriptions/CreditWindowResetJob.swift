@@ -3,6 +3,8 @@ import Jobs
 import Logging
 import Persistence
 import PostgresNIO
+import Subscriptions
+import Events
 
 /// The credit window reset, scheduled at the start of each credit window of a period in force: derives the
 /// subscription again, which posts the window's grant and schedules the next window. A late or lost job is harmless —
@@ -27,12 +29,17 @@ public struct CreditWindowResetJob: JobHandler {
     public let timeout: Duration = .seconds(30)
     private let client: PostgresClient
     private let writer: SubscriptionWriter
+    private let stripe: StripeSubscriptions?
     private let clock: @Sendable () -> Date
     private let logger: Logger
 
-    public init(client: PostgresClient, writer: SubscriptionWriter, clock: @escaping @Sendable () -> Date, logger: Logger) {
+    /// - Parameter stripe: derives Stripe's subscriptions (from what is held of them); `nil` resets App Store ones only.
+    public init(
+        client: PostgresClient, writer: SubscriptionWriter, stripe: StripeSubscriptions? = nil, clock: @escaping @Sendable () -> Date, logger: Logger
+    ) {
         self.client = client
         self.writer = writer
+        self.stripe = stripe
         self.clock = clock
         self.logger = logger
     }
@@ -40,7 +47,12 @@ public struct CreditWindowResetJob: JobHandler {
     public func run(_ execution: JobExecution) async throws {
         let reset = try execution.job.decodeArguments(as: Arguments.self)
         try await client.withTransaction(logger: logger) { connection in
-            _ = try await writer.derive(reset.originalTransactionId, now: clock(), write: true, on: connection)
+            let id = reset.originalTransactionId
+            if SubscriptionState.store(ofSubscription: id) == .stripe, let stripe {
+                _ = try await stripe.derive(id, cause: EventCause(notificationType: "credit-reset", originalTransactionId: id), on: connection)
+            } else {
+                _ = try await writer.derive(id, now: clock(), write: true, on: connection)
+            }
             try await execution.complete(on: connection)
         }
     }

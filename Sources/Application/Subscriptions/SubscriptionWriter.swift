@@ -95,7 +95,22 @@ public struct SubscriptionWriter: Sendable {
         guard let derivation = Lifecycle.derive(facts, purchaseIntents: intents) else {
             return Outcome(kind: .unchanged, state: stored, stored: stored, operations: [])
         }
+        let cause = extra.map(EventCause.init) ?? EventCause(originalTransactionId: originalTransactionId)
+        return try await self.write(
+            derivation, stored: stored, cause: cause, anyRevocation: events.contains(where: \.mentionsRevocation), now: now, write: write,
+            on: connection, deferringEvents: deferringEvents)
+    }
+
+    /// Saves a subscription derived from its store's facts — the App Store's or Stripe's — inside the caller's
+    /// transaction holding its lock: follows its owner, posts the credit operations still due, schedules the next
+    /// credit window and (App Store) the late-renewal recheck, and stores the change's events. `write: false` writes
+    /// nothing and says what would change.
+    public func write(
+        _ derivation: Lifecycle.Derivation, stored: SubscriptionState?, cause: EventCause, anyRevocation: Bool = false, now: Date,
+        write: Bool = true, on connection: PostgresConnection, deferringEvents: Bool = false
+    ) async throws -> Outcome {
         let state = derivation.state
+        let originalTransactionId = state.originalTransactionId
         // Credit rules read balances that spends change: the owner's account is locked first, as spends lock it.
         // A change saves the state in the snapshot's round trip.
         let ledger = try await credits.snapshot(
@@ -112,10 +127,9 @@ public struct SubscriptionWriter: Sendable {
                     metadata: ["subscription.id": "\(originalTransactionId)", "account.from": "\(from)", "account.to": "\(to)"])
             }
         }
-        try await archive.sync(derivation.ends, state: state, anyRevocation: events.contains(where: \.mentionsRevocation), on: connection)
+        if state.store == .appStore { try await archive.sync(derivation.ends, state: state, anyRevocation: anyRevocation, on: connection) }
         var drafts: [EventDraft] = []
         if recorder != nil {
-            let cause = extra.map(EventCause.init) ?? EventCause(originalTransactionId: originalTransactionId)
             drafts = SubscriptionChanges.events(from: stored, to: state, catalogue: credits.catalogue, cause: cause)
             if let account = state.accountId {
                 drafts += CreditChanges.granted(
@@ -126,7 +140,7 @@ public struct SubscriptionWriter: Sendable {
         // write they depend on.
         let statuses = try await credits.apply(operations, readingStatusOf: drafts.map(\.account), at: now, on: connection)
         try await scheduleNextWindow(derivation, now: now, on: connection)
-        try await rechecks?.schedule(for: state, now: now, on: connection)
+        if state.store == .appStore { try await rechecks?.schedule(for: state, now: now, on: connection) }
         var outcome = Outcome(kind: changed ? .applied : .unchanged, state: state, stored: stored, operations: operations)
         if let account = state.accountId, let after = statuses[account] {
             drafts += overlaps(after: after, stored: stored, state: state, account: account, now: now, cause: drafts.first?.cause)

@@ -1,3 +1,4 @@
+import Entitlements
 extension TierCatalogue {
     /// Every problem of the catalogue, each a line naming where it is; empty when it is valid.
     public func problems() -> [String] {
@@ -45,6 +46,9 @@ extension TierCatalogue {
             productOwners[topUp.id] = place
             if !meterIds.contains(topUp.meter) { problems.append("\(place).meter \(topUp.meter) is not a defined meter") }
             if topUp.credits <= 0 { problems.append("\(place).credits must be positive") }
+            if topUp.store == .stripe, !topUp.id.hasPrefix("price_") { problems.append("\(place): a stripe top-up is named by its Stripe price id (price_…)") }
+            if case .unknown(let store) = topUp.store { problems.append("\(place).store \(store) is not app_store or stripe") }
+            if topUp.store == .operatorGrant { problems.append("\(place).store operator is not app_store or stripe") }
         }
         return problems
     }
@@ -70,6 +74,14 @@ extension TierCatalogue {
             problems.append("\(place).type \(type) is not one of auto_renewable, lifetime, non_renewing")
         }
         if product.price <= 0 { problems.append("\(place).price must be positive milliunits") }
+        switch product.store {
+        case .appStore: break
+        case .stripe:
+            if !product.id.hasPrefix("price_") { problems.append("\(place): a stripe product is named by its Stripe price id (price_…)") }
+            if product.type == .nonRenewing { problems.append("\(place): Stripe sells subscriptions and one-time (lifetime) prices, not non_renewing passes") }
+        case .operatorGrant, .unknown:
+            problems.append("\(place).store \(product.store.text) is not app_store or stripe")
+        }
         return problems
     }
 

@@ -12,6 +12,9 @@ public struct TierCatalogue: Codable, Sendable, Equatable {
     public var topUps: [TopUp]
     /// What the first window of an upgrade grants (`upgrade_credits`).
     public var upgradeCredits: UpgradeCredits
+    /// Where customers manage Stripe subscriptions: the billing portal's login link
+    /// (`STOREKEEPER_STRIPE_PORTAL_URL`), a setting of the deployment rather than of the catalogue file.
+    public var stripePortalURL: String?
 
     enum CodingKeys: String, CodingKey {
         case meters, free, tiers

@@ -11,7 +11,9 @@ extension SubscriptionCredits.Plan {
         let stamp = period.revocation.map { "\(period.key):\(Self.milliseconds($0.date.timeIntervalSince1970))" }
         // Whether a refund is prorated depends on whether its period is still in force, which a later fact can
         // change: the removal of the other kind then no longer stands and is given back.
-        let prorated = period.revocation?.prorated.flatMap { period.key == derivation.state.billingPeriodKey ? nil : $0 }
+        let prorated = period.revocation.flatMap { revocation in
+            revocation.prorated.flatMap { period.key == derivation.state.billingPeriodKey && !revocation.keepsAccess ? nil : $0 }
+        }
         reverseRemovals(of: period, except: stamp.map { prorated == nil ? "refund:\($0):" : "clawback:\($0):" })
         guard let stamp else { return }
         let buckets = cycleBuckets(of: period)

@@ -6,28 +6,52 @@ import Subscriptions
 /// `appAccountToken` or a claim); a refund takes back what is left of them (never below zero), a reversal gives it
 /// back.
 public enum TopUpCredits {
+    /// One sale of a top-up product, in any store: its id (the App Store's transaction, Stripe's PaymentIntent), the
+    /// product, how many, and whether it was taken back.
+    public struct Sale: Sendable, Equatable {
+        public var id: String
+        public var productId: String
+        public var quantity: Int64
+        public var revoked: Bool
+
+        public init(id: String, productId: String, quantity: Int64, revoked: Bool) {
+            self.id = id
+            self.productId = productId
+            self.quantity = quantity
+            self.revoked = revoked
+        }
+    }
+
     /// The operations due for `transaction` credited to `account`; empty when the product is not a top-up.
     public static func operationsDue(
         _ transaction: TransactionPayload, account: AccountID, catalogue: TierCatalogue, ledger: LedgerSnapshot
     ) -> [LedgerOperation] {
-        guard let topUp = catalogue.topUp(ofProduct: transaction.productId) else { return [] }
+        let sale = Sale(
+            id: transaction.transactionId, productId: transaction.productId, quantity: Int64(max(transaction.quantity ?? 1, 1)),
+            revoked: transaction.revocationDate != nil)
+        return operationsDue(sale, account: account, catalogue: catalogue, ledger: ledger)
+    }
+
+    /// The operations due for `sale` credited to `account`; empty when the product is not a top-up.
+    public static func operationsDue(_ sale: Sale, account: AccountID, catalogue: TierCatalogue, ledger: LedgerSnapshot) -> [LedgerOperation] {
+        guard let topUp = catalogue.topUp(ofProduct: sale.productId) else { return [] }
         let bucket = CreditBucket.topUp(account: account, meter: topUp.meter)
-        let granted = topUp.credits * Int64(max(transaction.quantity ?? 1, 1))
+        let granted = topUp.credits * max(sale.quantity, 1)
         var operations: [LedgerOperation] = []
-        let grantKey = "topup:\(transaction.transactionId)"
+        let grantKey = "topup:\(sale.id)"
         if !ledger.isPosted(grantKey) {
             operations.append(.post(LedgerEntry(operationKey: grantKey, bucket: bucket.key, delta: granted, reason: "top-up \(topUp.id)"), opening: bucket))
         }
-        let refundKey = "refund:\(transaction.transactionId):\(bucket.key)"
+        let refundKey = "refund:\(sale.id):\(bucket.key)"
         let refund = ledger.entries.first { $0.operationKey == refundKey }
         let reversalKey = "reversed:\(refundKey)"
-        if transaction.revocationDate != nil, refund == nil {
+        if sale.revoked, refund == nil {
             let available = ledger.balance(of: bucket.key) + (ledger.isPosted(grantKey) ? 0 : granted)
             let take = min(granted, max(available, 0))
             if take > 0 {
                 operations.append(.post(LedgerEntry(operationKey: refundKey, bucket: bucket.key, delta: -take, reason: "top-up refunded"), opening: nil))
             }
-        } else if transaction.revocationDate == nil, let refund, !ledger.isPosted(reversalKey) {
+        } else if !sale.revoked, let refund, !ledger.isPosted(reversalKey) {
             operations.append(.post(LedgerEntry(operationKey: reversalKey, bucket: bucket.key, delta: -refund.delta, reason: "refund reversed"), opening: nil))
         }
         return operations

@@ -19,10 +19,10 @@ extension TierCatalogue {
         case .revoked: status = .revoked
         }
         return EntitlementSource(
-            id: state.originalTransactionId, kind: .subscription, store: .appStore, productId: state.productId, tier: tier?.id,
+            id: state.originalTransactionId, kind: .subscription, store: state.store, productId: state.productId, tier: tier?.id,
             level: tier?.level, group: tier?.group, startsAt: state.purchaseDate, expiresAt: state.clockEnd ?? state.expiresAt,
             status: status, entitled: state.isEntitled(at: now), willRenew: state.willRenew, endReason: state.endReason,
-            managementURL: Self.appStoreManagementURL, nextChangeAt: state.nextChange(after: now))
+            managementURL: state.store == .stripe ? stripePortalURL : Self.appStoreManagementURL, nextChangeAt: state.nextChange(after: now))
     }
 
     /// A grant or a one-time purchase as an entitlement source at `now`: it entitles its tier from its start until it

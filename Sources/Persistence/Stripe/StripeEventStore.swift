@@ -25,6 +25,23 @@ public struct StripeEventStore: Sendable {
         return false
     }
 
+    /// What the worker needs of a stored event.
+    public struct Stored: Sendable {
+        public var id: String
+        public var type: String
+        public var objectId: String?
+        public var createdAt: Date
+    }
+
+    /// A stored event.
+    public func event(_ id: String, on connection: PostgresConnection) async throws -> Stored? {
+        let rows = try await connection.query("SELECT id, type, object_id, created_at FROM stripe_events WHERE id = \(id)", logger: logger)
+        for try await (id, type, objectId, createdAt) in rows.decode((String, String, String?, Date).self) {
+            return Stored(id: id, type: type, objectId: objectId, createdAt: createdAt)
+        }
+        return nil
+    }
+
     /// Records what processing an event came to.
     public func markProcessed(_ id: String, outcome: String, on connection: PostgresConnection) async throws {
         try await connection.query(

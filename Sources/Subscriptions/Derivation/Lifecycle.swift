@@ -21,6 +21,13 @@ public enum Lifecycle {
         /// at Apple's report of an expiry, refund, revocation or billing retry (whichever transaction it named), or at
         /// the end of a grace period. Credit windows close there.
         public var accessEndsAt: Date?
+
+        public init(state: SubscriptionState, periods: [PaidPeriod], ends: [End], accessEndsAt: Date?) {
+            self.state = state
+            self.periods = periods
+            self.ends = ends
+            self.accessEndsAt = accessEndsAt
+        }
     }
 
     /// One archived end of a subscription's period.

@@ -31,6 +31,17 @@ public struct PaidPeriod: Equatable, Sendable {
 
     /// A refund or revocation of the period.
     public struct Revocation: Hashable, Sendable {
+        public init(date: Date, type: String?, milliPercent: Int32?, keepsAccess: Bool = false) {
+            self.date = date
+            self.type = type
+            self.milliPercent = milliPercent
+            self.keepsAccess = keepsAccess
+        }
+
+        /// A partial refund that leaves the period in force (Stripe's refund of part of a charge): its share of the
+        /// credits goes, the rest stays. An App Store refund of the period in force always ends it.
+        public var keepsAccess: Bool = false
+
         public var date: Date
         /// `REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE`.
         public var type: String?
@@ -44,6 +55,28 @@ public struct PaidPeriod: Equatable, Sendable {
         }
     }
 
+    public init(
+        key: String, transactionId: String, transactionIds: [String], productId: String, start: Date, end: Date, price: Int64?,
+        offer: SubscriptionState.Offer?, revocation: Revocation?, isUpgraded: Bool = false, appAccountToken: String? = nil,
+        ownership: String? = nil, signedAt: Int64, replacedAt: Date? = nil, upgradedFrom: String? = nil
+    ) {
+        self.key = key
+        self.transactionId = transactionId
+        self.transactionIds = transactionIds
+        self.productId = productId
+        self.start = start
+        self.end = end
+        self.price = price
+        self.offer = offer
+        self.revocation = revocation
+        self.isUpgraded = isUpgraded
+        self.appAccountToken = appAccountToken
+        self.ownership = ownership
+        self.signedAt = signedAt
+        self.replacedAt = replacedAt
+        self.upgradedFrom = upgradedFrom
+    }
+
     /// Any offer whose discount is a free period: its credits are capped like a trial's.
     public var isFreeOffer: Bool { offer?.discountType == .freeTrial }
     /// An introductory free trial (`offerType` 1) — the only offer reported as `state: "trial"`.
@@ -54,7 +87,7 @@ public struct PaidPeriod: Equatable, Sendable {
     /// The periods of a set of transactions, oldest first; transactions without dates form none.
     static func periods(of facts: SubscriptionFacts) -> [PaidPeriod] {
         let groups = Dictionary(grouping: facts.transactions.values) { $0.value.webOrderLineItemId ?? $0.value.transactionId }
-        var periods = groups.compactMap { key, copies in
+        let periods = groups.compactMap { key, copies in
             period(key: key, copies: copies).map { period in
                 var period = period
                 period.appAccountToken = period.appAccountToken
@@ -62,7 +95,13 @@ public struct PaidPeriod: Equatable, Sendable {
                 return period
             }
         }
-        periods.sort { ($0.start, $0.key) < ($1.start, $1.key) }
+        return linked(periods)
+    }
+
+    /// `periods` oldest first, each closed where a newer one took over (``replacedAt``) and each that replaced a
+    /// period of another product mid-way marked as its upgrade (``upgradedFrom``): the same rule for every store.
+    public static func linked(_ periods: [PaidPeriod]) -> [PaidPeriod] {
+        var periods = periods.sorted { ($0.start, $0.key) < ($1.start, $1.key) }
         for index in periods.indices {
             let period = periods[index]
             guard let next = periods[(index + 1)...].first(where: { $0.start < period.end }) else { continue }

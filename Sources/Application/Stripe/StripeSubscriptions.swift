@@ -1,0 +1,101 @@
+import Events
+import Foundation
+import Logging
+import Persistence
+import PostgresNIO
+import StripeAPI
+import StripeStore
+import Subscriptions
+
+/// The one code path that brings a Stripe subscription up to date: read it and its invoices from Stripe again, file
+/// them with whatever else was read of it (charges, disputes, checkout sessions), and derive it from the whole set
+/// (``StripeDerivation``) through the same writer as the App Store's subscriptions — credits, events, next window.
+/// Reads happen outside any transaction; each object keeps its newest read, so concurrent refreshes cannot go back.
+public struct StripeSubscriptions: Sendable {
+    let client: PostgresClient
+    let stripe: StripeClient?
+    let objects: StripeObjectStore
+    let subscriptions: SubscriptionStore
+    let writer: SubscriptionWriter
+    let settings: StripeDerivation.Settings
+    let clock: @Sendable () -> Date
+    let logger: Logger
+
+    /// - Parameter stripe: `nil` when no API key is configured: subscriptions are derived from what is held only.
+    public init(
+        client: PostgresClient, stripe: StripeClient?, writer: SubscriptionWriter, settings: StripeDerivation.Settings,
+        clock: @escaping @Sendable () -> Date, logger: Logger
+    ) {
+        self.client = client
+        self.stripe = stripe
+        self.objects = StripeObjectStore(logger: logger)
+        self.subscriptions = SubscriptionStore(client: client, logger: logger)
+        self.writer = writer
+        self.settings = settings
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// Reads the subscription and its invoices from Stripe, files them with `also` (objects the caller read that
+    /// concern it), and derives it. A subscription Stripe does not know is left as held.
+    /// `finishing` runs last in the same transaction (a job completes there).
+    @discardableResult
+    public func refresh(
+        _ id: String, also: [StripeObjectStore.Read] = [], cause: EventCause,
+        finishing: @Sendable (SubscriptionWriter.Outcome?, PostgresConnection) async throws -> Void = { _, _ in }
+    ) async throws -> SubscriptionWriter.Outcome? {
+        guard let stripe else { throw StripeAPIError(.refused, "STOREKEEPER_STRIPE_API_KEY is not set: Stripe cannot be read") }
+        var reads = also
+        do {
+            let subscription = try await stripe.subscription(id)
+            reads.append(try .init(subscription, id: subscription.id, object: "subscription", subscriptionId: subscription.id))
+            for invoice in try await stripe.invoices(ofSubscription: id) {
+                reads.append(try .init(invoice, id: invoice.id, object: "invoice", subscriptionId: id))
+            }
+        } catch let error as StripeAPIError where error.kind == .notFound {
+            logger.notice("Stripe does not know the subscription", metadata: ["stripe.subscription": "\(id)"])
+        }
+        let readAt = Date()
+        let held = reads
+        return try await client.withTransaction(logger: logger) { connection in
+            try await objects.save(held, readAt: readAt, on: connection)
+            let outcome = try await derive(id, cause: cause, on: connection)
+            try await finishing(outcome, connection)
+            return outcome
+        }
+    }
+
+    /// Derives a subscription again from what is held of it (no Stripe call): the credit window reset, a link.
+    @discardableResult
+    public func derive(_ id: String, cause: EventCause, on connection: PostgresConnection) async throws -> SubscriptionWriter.Outcome? {
+        let stored = try await subscriptions.lockedSubscription(id, on: connection)
+        let held = try await objects.held(ofSubscription: id, on: connection)
+        guard let subscription = held.subscription else { return nil }
+        let (account, conflicts) = StripeAccountClaim.resolve(
+            checkoutReferences: held.checkoutSessions.compactMap(\.clientReferenceId), metadata: subscription.accountMetadata,
+            linked: held.linkedAccount)
+        if !conflicts.isEmpty {
+            logger.warning(
+                "a Stripe subscription names several accounts; the first is kept",
+                metadata: ["stripe.subscription": "\(id)", "account": "\(account?.text ?? "-")", "conflicts": "\(conflicts)"])
+        }
+        let facts = StripeSubscriptionFacts(
+            subscription: subscription, invoices: held.invoices, charges: held.charges, disputes: held.disputes, account: account)
+        let derivation = StripeDerivation.derive(facts, settings: settings)
+        return try await writer.write(derivation, stored: stored, cause: cause, now: clock(), on: connection)
+    }
+
+    /// Links a subscription an app created itself to `account` and derives it: reads it from Stripe when it is not
+    /// held yet.
+    public func link(_ id: String, to account: AccountID) async throws -> SubscriptionWriter.Outcome? {
+        let earlier = try await client.withTransaction(logger: logger) { connection in
+            try await objects.link(id, to: account, on: connection)
+        }
+        if let earlier {
+            logger.notice("a Stripe subscription was linked to another account", metadata: ["stripe.subscription": "\(id)", "account.before": "\(earlier)"])
+        }
+        let cause = EventCause(notificationType: "stripe.link", originalTransactionId: id)
+        if stripe != nil { return try await refresh(id, cause: cause) }
+        return try await client.withTransaction(logger: logger) { connection in try await derive(id, cause: cause, on: connection) }
+    }
+}

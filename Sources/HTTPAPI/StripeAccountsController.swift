@@ -1,0 +1,129 @@
+import Application
+import Foundation
+import Hummingbird
+import StripeAPI
+import StripeStore
+import Subscriptions
+
+/// Linking a Stripe subscription an app created itself (the seam tests can replace).
+public protocol StripeLinking: Sendable {
+    func link(_ subscriptionId: String, to account: AccountID) async throws -> SubscriptionWriter.Outcome?
+}
+
+/// Checkout and billing-portal sessions for the web app.
+public protocol StripeSelling: Sendable {
+    func checkout(
+        account: AccountID, productId: String, successURL: String, cancelURL: String, idempotencyKey: String?, now: Date
+    ) async throws -> StripeCheckoutSession
+    func portal(account: AccountID, returnURL: String) async throws -> String
+}
+
+extension StripeSubscriptions: StripeLinking {}
+extension StripeCheckout: StripeSelling {}
+
+/// The service API's Stripe routes: `POST /v1/accounts/{id}/stripe/link {"subscriptionId"}`,
+/// `POST /v1/accounts/{id}/stripe/checkout {"productId", "successUrl", "cancelUrl", "idempotencyKey"?}` → `{"url",
+/// "sessionId"}` (409 `already_entitled` when the account has the tier or a higher one from any store),
+/// `POST /v1/accounts/{id}/stripe/portal {"returnUrl"}` → `{"url"}`.
+struct StripeAccountsController: Sendable {
+    let linking: any StripeLinking
+    let selling: (any StripeSelling)?
+    let clock: @Sendable () -> Date
+
+    struct LinkRequest: Decodable { var subscriptionId: String? }
+    struct CheckoutRequest: Decodable {
+        var productId: String?
+        var successUrl: String?
+        var cancelUrl: String?
+        var idempotencyKey: String?
+    }
+    struct PortalRequest: Decodable { var returnUrl: String? }
+
+    struct Linked: ResponseEncodable {
+        var subscriptionId: String
+        var accountId: String
+        /// The subscription's status once linked; `null` while Stripe's copy is not held (no API key, or unknown).
+        var status: String?
+        var productId: String?
+    }
+    struct SessionURL: ResponseEncodable {
+        var url: String
+        var sessionId: String?
+    }
+
+    func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
+        group.post("accounts/{accountId}/stripe/link") { request, context -> Linked in
+            let account = try AccountsController.accountId(context)
+            let body = try await request.decodeJSONBody(as: LinkRequest.self, upTo: 4096, otherwise: #"body must be {"subscriptionId": "sub_…"}"#)
+            guard let id = body.subscriptionId, Self.isStripeId(id, prefix: "sub_") else {
+                throw APIError.badRequest(#"subscriptionId must be a Stripe subscription id (sub_…)"#)
+            }
+            let outcome = try await stripeCall { try await linking.link(id, to: account) }
+            return Linked(subscriptionId: id, accountId: account.text, status: outcome?.state?.status.rawValue, productId: outcome?.state?.productId)
+        }
+        group.post("accounts/{accountId}/stripe/checkout") { request, context -> EditedResponse<SessionURL> in
+            let account = try AccountsController.accountId(context)
+            let usage = #"body must be {"productId": "price_…", "successUrl": "https://…", "cancelUrl": "https://…"}"#
+            let body = try await request.decodeJSONBody(as: CheckoutRequest.self, upTo: 16 * 1024, otherwise: usage)
+            guard let selling else { throw Self.notConfigured }
+            guard let productId = body.productId, let success = body.successUrl, let cancel = body.cancelUrl else { throw APIError.badRequest(usage) }
+            try Self.checkURL(success, "successUrl")
+            try Self.checkURL(cancel, "cancelUrl")
+            if let key = body.idempotencyKey, key.isEmpty || key.utf8.count > 200 { throw APIError.badRequest("idempotencyKey must be 1–200 bytes") }
+            let session = try await stripeCall {
+                try await selling.checkout(
+                    account: account, productId: productId, successURL: success, cancelURL: cancel, idempotencyKey: body.idempotencyKey, now: clock())
+            }
+            guard let url = session.url else { throw APIError(.badGateway, code: "stripe_error", message: "Stripe returned a session without a url") }
+            return EditedResponse(status: .created, response: SessionURL(url: url, sessionId: session.id))
+        }
+        group.post("accounts/{accountId}/stripe/portal") { request, context -> SessionURL in
+            let account = try AccountsController.accountId(context)
+            let body = try await request.decodeJSONBody(as: PortalRequest.self, upTo: 4096, otherwise: #"body must be {"returnUrl": "https://…"}"#)
+            guard let selling else { throw Self.notConfigured }
+            guard let returnURL = body.returnUrl else { throw APIError.badRequest(#"body must be {"returnUrl": "https://…"}"#) }
+            try Self.checkURL(returnURL, "returnUrl")
+            return SessionURL(url: try await stripeCall { try await selling.portal(account: account, returnURL: returnURL) }, sessionId: nil)
+        }
+    }
+
+    static let notConfigured = APIError(.notImplemented, code: "stripe_not_configured", message: "STOREKEEPER_STRIPE_API_KEY is not set")
+
+    /// Runs a Stripe use case, mapping its refusals to statuses: Stripe's own failures are a bad gateway, the
+    /// database's a 503.
+    func stripeCall<Result: Sendable>(_ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
+        try await withDatabase {
+            do {
+                return try await body()
+            } catch let refusal as StripeCheckout.Refusal {
+                switch refusal {
+                case .unknownProduct(let id):
+                    throw APIError(.badRequest, code: "unknown_product", message: "\(id.prefix(100)) is not a Stripe product of the catalogue")
+                case .alreadyEntitled(let tier, let store):
+                    throw APIError(.conflict, code: "already_entitled", message: "the account has tier \(tier) already (from \(store))")
+                case .noCustomer:
+                    throw APIError(.notFound, code: "no_customer", message: "the account has no Stripe customer: it never bought on the web")
+                case .stripe(let error):
+                    throw Self.gateway(error)
+                }
+            } catch let error as StripeAPIError {
+                throw Self.gateway(error)
+            }
+        }
+    }
+
+    static func gateway(_ error: StripeAPIError) -> APIError {
+        if error.kind == .notFound { return APIError(.notFound, code: "not_found", message: "Stripe: \(error.message.prefix(300))") }
+        return APIError(.badGateway, code: "stripe_error", message: "Stripe: \(error.message.prefix(300))")
+    }
+
+    static func isStripeId(_ id: String, prefix: String) -> Bool {
+        id.hasPrefix(prefix) && id.utf8.count <= 255 && id.utf8.allSatisfy { $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
+    }
+
+    static func checkURL(_ text: String, _ name: String) throws {
+        guard text.utf8.count <= 2048, let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+            throw APIError.badRequest("\(name) must be an http(s) URL of at most 2048 bytes")
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import Logging
+import PostgresNIO
+import StripeStore
+import Subscriptions
+
+/// What was read from Stripe (`stripe_objects`, sql/0024) and the accounts apps linked (`stripe_links`), on the
+/// caller's connection: one statement per intent.
+public struct StripeObjectStore: Sendable {
+    /// One object as read, and the subscription it concerns.
+    public struct Read: Sendable {
+        public var id: String
+        public var object: String
+        public var subscriptionId: String?
+        public var body: Data
+
+        public init(id: String, object: String, subscriptionId: String?, body: Data) {
+            self.id = id
+            self.object = object
+            self.subscriptionId = subscriptionId
+            self.body = body
+        }
+
+        public init(_ value: some Encodable & Sendable, id: String, object: String, subscriptionId: String?) throws {
+            self.init(id: id, object: object, subscriptionId: subscriptionId, body: try JSONEncoder().encode(value))
+        }
+    }
+
+    /// Everything held of one subscription.
+    public struct Held: Sendable {
+        public var subscription: StripeSubscription?
+        public var invoices: [StripeInvoice] = []
+        public var charges: [StripeCharge] = []
+        public var disputes: [StripeDispute] = []
+        public var checkoutSessions: [StripeCheckoutSession] = []
+        public var linkedAccount: AccountID?
+    }
+
+    let logger: Logger
+
+    public init(logger: Logger) { self.logger = logger }
+
+    /// Stores `objects` as read at `readAt`: each replaces an older read of itself, never a newer one.
+    public func save(_ objects: [Read], readAt: Date, on connection: PostgresConnection) async throws {
+        for object in objects {
+            try await connection.query(
+                """
+                INSERT INTO stripe_objects (id, object, subscription_id, body, read_at)
+                VALUES (\(object.id), \(object.object), \(object.subscriptionId), \(String(decoding: object.body, as: UTF8.self))::jsonb, \(readAt))
+                ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body, read_at = EXCLUDED.read_at,
+                    subscription_id = coalesce(EXCLUDED.subscription_id, stripe_objects.subscription_id)
+                WHERE stripe_objects.read_at <= EXCLUDED.read_at
+                """, logger: logger)
+        }
+    }
+
+    /// Every object held of a subscription, and the account an app linked it to.
+    public func held(ofSubscription id: String, on connection: PostgresConnection) async throws -> Held {
+        let rows = try await connection.query(
+            """
+            SELECT object, body::text FROM stripe_objects WHERE subscription_id = \(id) OR id = \(id)
+            UNION ALL SELECT 'link', account_id FROM stripe_links WHERE subscription_id = \(id)
+            """, logger: logger)
+        var held = Held()
+        let decoder = JSONDecoder()
+        for try await (object, body) in rows.decode((String, String).self) {
+            let data = Data(body.utf8)
+            switch object {
+            case "subscription": held.subscription = try? decoder.decode(StripeSubscription.self, from: data)
+            case "invoice": if let invoice = try? decoder.decode(StripeInvoice.self, from: data) { held.invoices.append(invoice) }
+            case "charge": if let charge = try? decoder.decode(StripeCharge.self, from: data) { held.charges.append(charge) }
+            case "dispute": if let dispute = try? decoder.decode(StripeDispute.self, from: data) { held.disputes.append(dispute) }
+            case "checkout.session":
+                if let session = try? decoder.decode(StripeCheckoutSession.self, from: data) { held.checkoutSessions.append(session) }
+            case "link": held.linkedAccount = AccountID(body)
+            default: continue
+            }
+        }
+        return held
+    }
+
+    /// Everything held of a one-time payment (by its PaymentIntent): the Checkout Session, its charges and their
+    /// disputes.
+    public func held(ofPayment paymentIntent: String, on connection: PostgresConnection) async throws -> Held {
+        let rows = try await connection.query(
+            """
+            SELECT object, body::text FROM stripe_objects
+            WHERE object IN ('checkout.session', 'charge', 'dispute') AND body->>'payment_intent' = \(paymentIntent)
+            """, logger: logger)
+        var held = Held()
+        let decoder = JSONDecoder()
+        for try await (object, body) in rows.decode((String, String).self) {
+            let data = Data(body.utf8)
+            switch object {
+            case "charge": if let charge = try? decoder.decode(StripeCharge.self, from: data) { held.charges.append(charge) }
+            case "dispute": if let dispute = try? decoder.decode(StripeDispute.self, from: data) { held.disputes.append(dispute) }
+            default: if let session = try? decoder.decode(StripeCheckoutSession.self, from: data) { held.checkoutSessions.append(session) }
+            }
+        }
+        return held
+    }
+
+    /// The subscription a stored charge or invoice was filed under.
+    public func subscription(ofObject id: String, on connection: PostgresConnection) async throws -> String? {
+        let rows = try await connection.query("SELECT subscription_id FROM stripe_objects WHERE id = \(id)", logger: logger)
+        for try await (subscription) in rows.decode(String?.self) { return subscription }
+        return nil
+    }
+
+    /// Links a subscription to an account; the account linked before, when it differs.
+    public func link(_ subscriptionId: String, to account: AccountID, on connection: PostgresConnection) async throws -> AccountID? {
+        let rows = try await connection.query(
+            """
+            WITH before AS (SELECT account_id FROM stripe_links WHERE subscription_id = \(subscriptionId))
+            INSERT INTO stripe_links (subscription_id, account_id) VALUES (\(subscriptionId), \(account))
+            ON CONFLICT (subscription_id) DO UPDATE SET account_id = EXCLUDED.account_id, linked_at = now()
+            RETURNING (SELECT account_id FROM before)
+            """, logger: logger)
+        for try await (before) in rows.decode(String?.self) { return before.flatMap(AccountID.init).flatMap { $0 == account ? nil : $0 } }
+        return nil
+    }
+
+    /// The Stripe customer of an account's newest Stripe subscription (for its billing portal).
+    public func customer(ofAccount account: AccountID, on connection: PostgresConnection) async throws -> String? {
+        let rows = try await connection.query(
+            """
+            SELECT o.body->>'customer' FROM subscriptions s JOIN stripe_objects o ON o.id = s.original_transaction_id
+            WHERE s.account_id = \(account) AND o.object = 'subscription' AND o.body->>'customer' IS NOT NULL
+            ORDER BY (o.body->>'created')::bigint DESC LIMIT 1
+            """, logger: logger)
+        for try await (customer) in rows.decode(String?.self) { return customer }
+        return nil
+    }
+}
