@@ -118,7 +118,7 @@ struct StripeAccountsController: Sendable {
     }
 
     static func isStripeId(_ id: String, prefix: String) -> Bool {
-        id.hasPrefix(prefix) && id.utf8.count <= 255 && id.utf8.allSatisfy { $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
+        id.hasPrefix(prefix) && id.utf8.count > prefix.utf8.count && id.utf8.count <= 255 && id.utf8.allSatisfy { $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
     }
 
     static func checkURL(_ text: String, _ name: String) throws {

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import StripeStore
 
@@ -95,6 +96,7 @@ extension FakeStripe {
                 return Self.answer(["id": id, "object": "billing_portal.session", "customer": customer, "return_url": returnURL, "url": "\(self.hostedURL)/p/session/\(id)"])
             }
         }
+        addControlRoutes(to: router)
         return router
     }
 
@@ -106,8 +108,10 @@ extension FakeStripe {
             form = FormPairs(String(buffer: bytes))
         }
         let line = "\(request.method) \(request.uri.path)\(request.uri.query.map { "?" + $0 } ?? "")"
+        let version = request.headers[HTTPField.Name("Stripe-Version")!]
         return try state.withLock { state in
             state.requests.append(line)
+            state.versions.append(version ?? "")
             guard request.headers[.authorization] == "Bearer \(apiKey)" else {
                 return Self.error(401, "invalid_request_error", nil, "Invalid API Key provided.")
             }

@@ -20,10 +20,13 @@ public final class FakeStripe: Sendable {
         public var events: [Event] = []
         /// Failures to answer the next requests with (status, `Retry-After` seconds), first first.
         public var failures: [(status: Int, retryAfter: Int?)] = []
-        /// Every request served: `METHOD path?query`.
+        /// Every request served: `METHOD path?query`, and the `Stripe-Version` it pinned (empty: none).
         public var requests: [String] = []
+        public var versions: [String] = []
         /// Idempotency keys seen, with the object they created.
         public var idempotent: [String: String] = [:]
+        /// How many of ``events`` were delivered to the webhook endpoint (``deliver(to:httpClient:)``).
+        public var delivered = 0
         var sequence = 0
     }
 
@@ -42,11 +45,21 @@ public final class FakeStripe: Sendable {
     /// Where Checkout and the billing portal are said to live.
     public let hostedURL: String
     public let state: Mutex<State>
+    /// The time the control routes act at (`dev`: the dev clock).
+    let clock: @Sendable () -> Date
+    /// Where the control routes deliver the events their actions send (`dev`: its own `/stripe/webhooks`).
+    public let webhookURL: String?
+
+    /// The fake's key and webhook secret unless told otherwise (`dev --fake-stripe` uses them).
+    public static let defaultAPIKey = "sk_test_fake"
+    public static let defaultWebhookSecret = "whsec_fake_storekeeper_secret"
 
     public init(
-        prices: [StripePrice], apiKey: String = "sk_test_fake", webhookSecret: String = "whsec_fake_storekeeper_secret",
-        hostedURL: String = "https://checkout.fake-stripe.test"
+        prices: [StripePrice], apiKey: String = defaultAPIKey, webhookSecret: String = defaultWebhookSecret,
+        hostedURL: String = "https://checkout.fake-stripe.test", webhookURL: String? = nil, clock: @escaping @Sendable () -> Date = { Date() }
     ) {
+        self.clock = clock
+        self.webhookURL = webhookURL
         self.apiKey = apiKey
         self.webhookSecret = webhookSecret
         self.hostedURL = hostedURL

@@ -4,7 +4,9 @@ import Foundation
 import Logging
 import Persistence
 import PostgresNIO
+import Hummingbird
 import StorekeeperRuntime
+import StripeFake
 
 struct DevCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -18,11 +20,17 @@ struct DevCommand: AsyncParsableCommand {
     )
 
     @Option(help: "HTTP port.") var port: Int = 8080
+    @Flag(help: "Also run an in-process fake Stripe (on the next port) that this server reads and that posts its webhooks here.")
+    var fakeStripe = false
 
     func run() async throws {
         // Before anything is started: a second `dev` must not get as far as the first's cluster.
         guard PrivateCluster.isFree(port: port) else {
             throw CommandFailure("port \(port) is in use (another `storekeeper dev`?): stop it, or pass --port")
+        }
+        let fakeStripePort = port + 1
+        if fakeStripe, !PrivateCluster.isFree(port: fakeStripePort) {
+            throw CommandFailure("port \(fakeStripePort) (the fake Stripe's) is in use: stop what uses it, or pass another --port")
         }
         let dev = DevEnvironment()
         // A second server for this folder would have a clock of its own and take over dev.env, so `simulate` and the
@@ -63,18 +71,30 @@ struct DevCommand: AsyncParsableCommand {
         environment["STOREKEEPER_ADMIN_KEYS"] = ([apiKey] + [environment["STOREKEEPER_ADMIN_KEYS"]].compactMap { $0 }).joined(separator: ",")
         environment["STOREKEEPER_PORT"] = String(port)
         environment["STOREKEEPER_LOG_FORMAT", default: "text"] += ""
+        let fakeStripeURL = "http://127.0.0.1:\(fakeStripePort)"
+        if fakeStripe {
+            environment["STOREKEEPER_STRIPE_API_KEY"] = FakeStripe.defaultAPIKey
+            environment["STOREKEEPER_STRIPE_BASE_URL"] = fakeStripeURL
+            environment["STOREKEEPER_STRIPE_WEBHOOK_SECRETS"] = FakeStripe.defaultWebhookSecret
+        }
 
         let configuration = try StorekeeperConfiguration.load(environment: environment)
         bootstrapLogging(format: configuration.logFormat)
         let logger = Logger(label: "storekeeper.dev")
-        let components = try StorekeeperComponents(configuration: configuration, devClock: DevClock(), logger: logger)
+        let devClock = DevClock()
+        let components = try StorekeeperComponents(configuration: configuration, devClock: devClock, logger: logger)
         let url = "http://\(configuration.host):\(port)"
-        try dev.writeSettings([
+        var settings: [String: String] = [:]
+        if fakeStripe {
+            // The `stripe pay|renew|cancel|refund` commands find the fake here.
+            settings = ["STOREKEEPER_STRIPE_BASE_URL": fakeStripeURL, "STOREKEEPER_STRIPE_API_KEY": FakeStripe.defaultAPIKey]
+        }
+        try dev.writeSettings(settings.merging([
             "STOREKEEPER_URL": url, "STOREKEEPER_API_KEY": apiKey, "STOREKEEPER_BUNDLE_ID": configuration.bundleId,
             "DATABASE_URL": databaseURL.urlString,
             // The operator commands (`grants`, `accounts show`) then read the catalogue the server serves.
             "STOREKEEPER_TIERS": URL(fileURLWithPath: configuration.tiersPath).standardizedFileURL.path,
-        ])
+        ]) { _, new in new })
         let applied = try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 2), logger: logger) {
             client in
             try await ensureReachable(client, url: databaseURL, logger: logger)
@@ -84,6 +104,12 @@ struct DevCommand: AsyncParsableCommand {
         }
         if !applied.isEmpty { say("Migrated: \(applied.joined(separator: ", "))") }
         let command = Self.invocation
+        // The fake Stripe: served on its port for this process's worker and the `stripe` commands, acting at the dev
+        // clock, and delivering what its actions send to this server's intake.
+        let fake = FakeStripe(
+            prices: FakeStripe.prices(of: configuration.catalogue), webhookURL: "\(url)/stripe/webhooks", clock: { devClock.now() })
+        let fakeServer = fakeStripe ? Self.serve(fake, port: fakeStripePort, logger: logger) : nil
+        defer { fakeServer?.cancel() }
         try await StorekeeperProcess.run(components, roles: [.serve, .work]) { boundPort in
             let account = UUID().uuidString.lowercased()
             say(
@@ -103,7 +129,26 @@ struct DevCommand: AsyncParsableCommand {
                 Operator commands find this database by themselves here: \(command) jobs stats, \(command) accounts show ID.
                 Stop with Ctrl-C.
                 """)
+            if fakeStripe {
+                say(
+                    """
+
+                    A fake Stripe runs at \(fakeStripeURL) (docs/stripe.md). A web purchase:
+                      curl -X POST -H 'Authorization: Bearer \(apiKey)' -H 'Content-Type: application/json' \\
+                        -d '{"productId": "price_pro_monthly", "successUrl": "https://example.com/ok", "cancelUrl": "https://example.com/no"}' \\
+                        \(url)/v1/accounts/\(account)/stripe/checkout
+                      \(command) stripe pay <the sessionId it answered>
+                      curl -H 'Authorization: Bearer \(apiKey)' \(url)/v1/accounts/\(account)/status
+                    Then: \(command) stripe renew <sub_…> [--failing], stripe cancel <sub_…> [--now], stripe refund --subscription <sub_…>.
+                    """)
+            }
         }
+    }
+
+    /// Serves the fake Stripe on `port` until the task is cancelled.
+    static func serve(_ fake: FakeStripe, port: Int, logger: Logger) -> Task<Void, any Error> {
+        let application = Application(router: fake.router(), configuration: .init(address: .hostname("127.0.0.1", port: port)), logger: logger)
+        return Task { try await application.runService() }
     }
 
     /// How this binary was run, as a command that works from the current folder: `.build/debug/storekeeper` when it

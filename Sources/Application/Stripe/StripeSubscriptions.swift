@@ -85,9 +85,46 @@ public struct StripeSubscriptions: Sendable {
         return try await writer.write(derivation, stored: stored, cause: cause, now: clock(), on: connection)
     }
 
+    /// What a catch-up found.
+    public struct SyncReport: Sendable, Equatable {
+        public var found = 0
+        public var applied = 0
+        public var unchanged = 0
+        public var waiting = 0
+    }
+
+    /// Pages every subscription Stripe holds (created since `createdSince`, Unix seconds, when given) and brings each up
+    /// to date: a missed webhook, or a first import of existing web customers. `page` hears each page's number and size.
+    public func sync(createdSince: Int64?, page: @Sendable (Int, Int) -> Void = { _, _ in }) async throws -> SyncReport {
+        guard let stripe else { throw StripeAPIError(.refused, "STOREKEEPER_STRIPE_API_KEY is not set: Stripe cannot be read") }
+        var report = SyncReport()
+        var after: String?
+        var number = 0
+        repeat {
+            let listed = try await stripe.subscriptions(startingAfter: after, createdSince: createdSince)
+            number += 1
+            page(number, listed.data.count)
+            for subscription in listed.data {
+                report.found += 1
+                let outcome = try await refresh(subscription.id, cause: EventCause(notificationType: "stripe.sync", originalTransactionId: subscription.id))
+                if outcome?.state?.accountId == nil {
+                    report.waiting += 1
+                } else if outcome?.kind == .applied {
+                    report.applied += 1
+                } else {
+                    report.unchanged += 1
+                }
+            }
+            after = listed.hasMore ? listed.data.last?.id : nil
+        } while after != nil
+        return report
+    }
+
     /// Links a subscription an app created itself to `account` and derives it: reads it from Stripe when it is not
     /// held yet.
     public func link(_ id: String, to account: AccountID) async throws -> SubscriptionWriter.Outcome? {
+        // A subscription Stripe does not know is refused before anything is stored (``StripeAPIError/Kind/notFound``).
+        if let stripe { _ = try await stripe.subscription(id) }
         let earlier = try await client.withTransaction(logger: logger) { connection in
             try await objects.link(id, to: account, on: connection)
         }

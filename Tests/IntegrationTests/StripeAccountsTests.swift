@@ -1,0 +1,69 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import StripeFake
+import Testing
+
+/// The web app's Stripe routes as a stranger meets them: every malformed or impossible request gets its clear answer,
+/// and the portal needs a customer.
+@Suite("Stripe checkout, portal and link: answers to bad and good requests, on real PostgreSQL")
+struct StripeAccountsTests {
+    @Test("checkout: 400 for a bad body, URL or product (an App Store one too), 401 without the key, 413 for a huge body; 201 with the account filled in")
+    func checkout() async throws {
+        try await StripeWorld.run { world in
+            let path = "/v1/accounts/user-7/stripe/checkout"
+            let good: [String: Any] = ["productId": "price_pro_monthly", "successUrl": "https://app.example/ok", "cancelUrl": "https://app.example/no"]
+            let cases: [([String: Any], String)] = [
+                ([:], "bad_request"),
+                (good.merging(["productId": "pro.monthly"]) { _, new in new }, "unknown_product"),
+                (good.merging(["productId": "price_nope"]) { _, new in new }, "unknown_product"),
+                (good.merging(["successUrl": "javascript:alert(1)"]) { _, new in new }, "bad_request"),
+                (good.merging(["cancelUrl": "https://" + String(repeating: "a", count: 3000)]) { _, new in new }, "bad_request"),
+                (good.merging(["idempotencyKey": ""]) { _, new in new }, "bad_request"),
+            ]
+            for (body, code) in cases {
+                let response = try await world.post(path, body)
+                #expect(response.status == .badRequest && response.json["error"] as? String == code, "\(body): \(String(buffer: response.body))")
+            }
+            let unauthenticated = try await world.http.execute(
+                uri: path, method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: "{}"))
+            #expect(unauthenticated.status == .unauthorized)
+            let huge = try await world.http.execute(
+                uri: path, method: .post, headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+                body: ByteBuffer(string: "{\"productId\": \"" + String(repeating: "x", count: 64 * 1024) + "\"}"))
+            #expect(huge.status == .contentTooLarge)
+
+            let created = try await world.post(path, good.merging(["idempotencyKey": "order-1"]) { _, new in new })
+            #expect(created.status == .created)
+            let again = try await world.post(path, good.merging(["idempotencyKey": "order-1"]) { _, new in new })
+            #expect(again.json["sessionId"] as? String == created.json["sessionId"] as? String, "one session per idempotency key")
+            let session = try #require(world.fake.state.withLock { $0.sessions[created.json["sessionId"] as? String ?? ""] })
+            #expect(session.clientReferenceId == "user-7" && session.mode == "subscription")
+            #expect(world.fake.state.withLock { $0.requests.contains { $0.hasPrefix("POST /v1/checkout/sessions") } })
+        }
+    }
+
+    @Test("portal: 404 no_customer before a web purchase, a portal URL after; link: 400 for a malformed id, 404 for one Stripe does not know")
+    func portalAndLink() async throws {
+        try await StripeWorld.run { world in
+            let account = UUID().uuidString.lowercased()
+            let before = try await world.post("/v1/accounts/\(account)/stripe/portal", ["returnUrl": "https://app.example/account"])
+            #expect(before.status == .notFound && before.json["error"] as? String == "no_customer")
+            _ = try await world.buy("price_pro_monthly", account: account, at: StripeWorld.time(0))
+            for event in world.fake.events { _ = try await world.deliver(event.body) }
+            try await world.settle()
+            let portal = try await world.post("/v1/accounts/\(account)/stripe/portal", ["returnUrl": "https://app.example/account"])
+            #expect(portal.status == .ok && (portal.json["url"] as? String)?.hasPrefix(world.fake.hostedURL) == true, "\(String(buffer: portal.body))")
+            #expect(try await world.post("/v1/accounts/\(account)/stripe/portal", ["returnUrl": "ftp://x"]).status == .badRequest)
+
+            for id in ["cus_123", "sub_", "sub_with space", String(repeating: "sub_x", count: 100)] {
+                let response = try await world.post("/v1/accounts/\(account)/stripe/link", ["subscriptionId": id])
+                #expect(response.status == .badRequest, "\(id.prefix(20))")
+            }
+            let unknown = try await world.post("/v1/accounts/\(account)/stripe/link", ["subscriptionId": "sub_unknown1"])
+            #expect(unknown.status == .notFound, "\(String(buffer: unknown.body))")
+            #expect(try await world.harness.count("SELECT count(*) FROM stripe_links") == 0, "nothing stored for it")
+        }
+    }
+}
