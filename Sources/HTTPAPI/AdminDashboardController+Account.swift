@@ -20,10 +20,11 @@ extension AdminDashboardController {
         html += "<p><b>\(HTMLPage.escape(status.state.rawValue))</b> · \(entitled) · tier \(HTMLPage.escape(credits.tier ?? "—"))"
         html += " · next change \(HTMLPage.escape(HTMLPage.time(status.nextChangeAt)))</p>"
         html += HTMLPage.table(
-            ["subscription", "product", "status", "renews", "expires", "ended"],
+            ["subscription", "store", "product", "status", "renews", "expires", "ended"],
             subscriptions.map { state in
                 [
-                    .raw("<code>\(HTMLPage.escape(state.originalTransactionId))</code>"), HTMLPage.Cell(state.productId),
+                    .raw(Self.sourceId(state.originalTransactionId, store: state.store, live: state.environment == .production)),
+                    HTMLPage.Cell(state.store.text), HTMLPage.Cell(state.productId),
                     HTMLPage.Cell(state.effectiveStatus(at: now).rawValue), HTMLPage.Cell(state.willRenew ? "yes" : "no"),
                     HTMLPage.Cell(HTMLPage.time(state.expiresAt)), HTMLPage.Cell(state.endReason?.text ?? "—"),
                 ]

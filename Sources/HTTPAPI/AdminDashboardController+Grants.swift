@@ -8,12 +8,24 @@ import Subscriptions
 extension AdminDashboardController {
     /// The account page's entitlements: every source that entitles now, the account's grants with an end button each,
     /// and a form to grant a tier.
+    /// A source's id as code — for a Stripe subscription or payment, a link to it in Stripe's dashboard (its test mode
+    /// unless it is live), where the operator sees what the customer paid.
+    static func sourceId(_ id: String, store: Store, live: Bool) -> String {
+        let code = "<code>\(HTMLPage.escape(id))</code>"
+        guard store == .stripe else { return code }
+        let kind = id.hasPrefix("sub_") ? "subscriptions" : id.hasPrefix("pi_") ? "payments" : nil
+        guard let kind, let path = id.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "_"))) else { return code }
+        let url = "https://dashboard.stripe.com/\(live ? "" : "test/")\(kind)/\(path)"
+        return "<a href=\"\(url)\" rel=\"noopener noreferrer\" target=\"_blank\">\(code)</a>"
+    }
+
     func entitlementsSection(_ standing: AccountStanding, account: AccountID, grantError: String?, now: Date) async throws -> String {
         var html = "<h2>Entitlements</h2>" + HTMLPage.table(
             ["source", "store", "id", "product", "tier", "expires", "renews"],
             standing.entitlements.entitling.map { source in
                 [
-                    HTMLPage.Cell(source.kind.text), HTMLPage.Cell(source.store.text), .raw("<code>\(HTMLPage.escape(source.id))</code>"),
+                    HTMLPage.Cell(source.kind.text), HTMLPage.Cell(source.store.text),
+                    .raw(Self.sourceId(source.id, store: source.store, live: standing.subscriptions.first { $0.originalTransactionId == source.id }?.environment == .production)),
                     HTMLPage.Cell(source.productId ?? "—"), HTMLPage.Cell(source.tier ?? "—"),
                     HTMLPage.Cell(source.expiresAt.map(HTMLPage.time) ?? "never"), HTMLPage.Cell(source.willRenew ? "yes" : "no"),
                 ]

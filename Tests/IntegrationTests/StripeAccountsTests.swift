@@ -44,9 +44,9 @@ struct StripeAccountsTests {
         }
     }
 
-    @Test("portal: 404 no_customer before a web purchase, a portal URL after; link: 400 for a malformed id, 404 for one Stripe does not know")
+    @Test("portal: 404 no_customer before a web purchase, a portal URL after; the dashboard links the source to Stripe's; link: 400 for a malformed id, 404 for one Stripe does not know")
     func portalAndLink() async throws {
-        try await StripeWorld.run { world in
+        try await StripeWorld.run(extra: ["STOREKEEPER_ADMIN_KEYS": "admin-key-for-stripe-tests"]) { world in
             let account = UUID().uuidString.lowercased()
             let before = try await world.post("/v1/accounts/\(account)/stripe/portal", ["returnUrl": "https://app.example/account"])
             #expect(before.status == .notFound && before.json["error"] as? String == "no_customer")
@@ -56,6 +56,10 @@ struct StripeAccountsTests {
             let portal = try await world.post("/v1/accounts/\(account)/stripe/portal", ["returnUrl": "https://app.example/account"])
             #expect(portal.status == .ok && (portal.json["url"] as? String)?.hasPrefix(world.fake.hostedURL) == true, "\(String(buffer: portal.body))")
             #expect(try await world.post("/v1/accounts/\(account)/stripe/portal", ["returnUrl": "ftp://x"]).status == .badRequest)
+            let basic = "Basic " + Data("admin:admin-key-for-stripe-tests".utf8).base64EncodedString()
+            let page = String(buffer: try await world.http.execute(uri: "/admin?account=\(account)", method: .get, headers: [.authorization: basic]).body)
+            let subscription = try #require(world.fake.state.withLock { $0.subscriptions.keys.first })
+            #expect(page.contains("href=\"https://dashboard.stripe.com/test/subscriptions/\(subscription)\""), "the dashboard links to Stripe's")
 
             for id in ["cus_123", "sub_", "sub_with space", String(repeating: "sub_x", count: 100)] {
                 let response = try await world.post("/v1/accounts/\(account)/stripe/link", ["subscriptionId": id])
