@@ -17,3 +17,7 @@ CREATE TABLE stripe_links (
     account_id      text NOT NULL,
     linked_at       timestamptz NOT NULL DEFAULT now()
 );
+
+-- The subscription an invoice event bills, as the event says (an invoice never changes subscription): the worker reads
+-- that subscription without reading the invoice first.
+ALTER TABLE stripe_events ADD COLUMN subscription_id text;

@@ -69,7 +69,9 @@ struct StripeAccountsController: Sendable {
             guard let productId = body.productId, let success = body.successUrl, let cancel = body.cancelUrl else { throw APIError.badRequest(usage) }
             try Self.checkURL(success, "successUrl")
             try Self.checkURL(cancel, "cancelUrl")
-            if let key = body.idempotencyKey, key.isEmpty || key.utf8.count > 200 { throw APIError.badRequest("idempotencyKey must be 1–200 bytes") }
+            if let key = body.idempotencyKey, key.isEmpty || key.utf8.count > 200 || !key.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
+                throw APIError.badRequest("idempotencyKey must be 1–200 printable ASCII characters")
+            }
             let session = try await stripeCall {
                 try await selling.checkout(
                     account: account, productId: productId, successURL: success, cancelURL: cancel, idempotencyKey: body.idempotencyKey, now: clock())
@@ -101,10 +103,19 @@ struct StripeAccountsController: Sendable {
                     throw APIError(.badRequest, code: "unknown_product", message: "\(id.prefix(100)) is not a Stripe product of the catalogue")
                 case .alreadyEntitled(let tier, let store):
                     throw APIError(.conflict, code: "already_entitled", message: "the account has tier \(tier) already (from \(store))")
+                case .changeInPortal(let subscription):
+                    throw APIError(
+                        .conflict, code: "change_in_portal",
+                        message: "the account subscribes on the web already (\(subscription)): a change of plan is made in the billing portal, POST …/stripe/portal")
                 case .noCustomer:
                     throw APIError(.notFound, code: "no_customer", message: "the account has no Stripe customer: it never bought on the web")
                 case .stripe(let error):
                     throw Self.gateway(error)
+                }
+            } catch let refusal as StripeSubscriptions.LinkRefusal {
+                switch refusal {
+                case .belongsToAnotherAccount:
+                    throw APIError(.conflict, code: "linked_elsewhere", message: "the subscription names another account (its checkout or metadata)")
                 }
             } catch let error as StripeAPIError {
                 throw Self.gateway(error)
@@ -122,7 +133,10 @@ struct StripeAccountsController: Sendable {
     }
 
     static func checkURL(_ text: String, _ name: String) throws {
-        guard text.utf8.count <= 2048, let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+        // No spaces or control characters: Stripe would refuse them, and they have no place in a URL.
+        guard text.utf8.count <= 2048, text.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F }), let url = URL(string: text),
+            ["http", "https"].contains(url.scheme ?? ""), url.host != nil
+        else {
             throw APIError.badRequest("\(name) must be an http(s) URL of at most 2048 bytes")
         }
     }

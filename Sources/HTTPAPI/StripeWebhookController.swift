@@ -57,7 +57,7 @@ struct StripeWebhookController: Sendable {
             case .outsideTolerance(let seconds):
                 throw APIError(
                     .unauthorized, code: "verification_failed",
-                    message: "signed \(seconds) s from now's time, beyond the tolerance of \(Int(signature.tolerance)) s")
+                    message: "signed \(abs(seconds)) s \(seconds < 0 ? "ago" : "in the future"), beyond the tolerance of \(Int(signature.tolerance)) s")
             }
         }
         guard let event = try? PayloadDecoder().decode(StripeEventEnvelope.self, from: bytes) else {

@@ -82,6 +82,12 @@ public struct AccountRecords: Sendable {
                     received_at, apply_outcome, rejected_reason
                 FROM notifications
                 WHERE rejected_reason IS NOT NULL AND decoded->'transaction'->>'appAccountToken' = \(account.text)
+                UNION ALL
+                SELECT coalesce(e.subscription_id, o.subscription_id, e.object_id), e.id, e.type, NULL,
+                    (extract(epoch FROM e.created_at) * 1000)::bigint, e.received_at, e.outcome, NULL
+                FROM stripe_events e LEFT JOIN stripe_objects o ON o.id = e.object_id
+                WHERE e.object_id = ANY(\(originalTransactionIds)) OR e.subscription_id = ANY(\(originalTransactionIds))
+                    OR o.subscription_id = ANY(\(originalTransactionIds))
             ) events
             ORDER BY signed_date DESC, id DESC LIMIT \(limit)
             """,

@@ -15,7 +15,7 @@ public struct StripeForm: Sendable, Equatable {
     public var encoded: String { pairs.map { "\(Self.escape($0.0))=\(Self.escape($0.1))" }.joined(separator: "&") }
 
     /// Percent-encodes everything but RFC 3986's unreserved characters.
-    static func escape(_ text: String) -> String {
+    public static func escape(_ text: String) -> String {
         var out = ""
         for byte in text.utf8 {
             switch byte {

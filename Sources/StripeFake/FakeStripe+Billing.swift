@@ -22,7 +22,7 @@ extension FakeStripe {
                 let start = time, end = trialDays.map { time + Int64($0) * 86_400 } ?? Self.advance(time, by: price)
                 var subscription = StripeSubscription(
                     id: subscriptionId, customer: customer, status: trialDays == nil ? .active : .trialing, trialStart: trialDays == nil ? nil : start,
-                    trialEnd: trialDays == nil ? nil : end, created: time, metadata: session.metadata ?? [:],
+                    trialEnd: trialDays == nil ? nil : end, created: time, metadata: state.subscriptionMetadata[sessionId] ?? [:],
                     items: [.init(id: nextId("si", in: &state), price: price, quantity: item.quantity ?? 1, currentPeriodStart: start, currentPeriodEnd: end)])
                 let invoice = paidInvoice(
                     for: &subscription, reason: "subscription_create", lines: [(price, trialDays == nil ? price.unitAmount ?? 0 : 0, start, end)], at: time,
@@ -153,27 +153,30 @@ extension FakeStripe {
     /// Refunds `amount` (everything when `nil`) of the charge that paid an invoice.
     public func refund(invoice invoiceId: String, amount: Int64? = nil, at time: Int64) throws {
         try state.withLock { state in
-            guard var charge = charge(ofInvoice: invoiceId, in: state) else { throw FakeStripeError("no charge paid \(invoiceId)") }
-            let refunded = min(amount ?? charge.amount - charge.amountRefunded, charge.amount - charge.amountRefunded)
-            charge.amountRefunded += refunded
-            charge.refunds = StripeList(data: (charge.refunds?.data ?? []) + [.init(id: nextId("re", in: &state), amount: refunded, created: time)])
-            state.charges[charge.id] = charge
-            send("charge.refunded", object: Self.json(charge, "charge"), at: time, in: &state)
+            guard let charge = charge(ofInvoice: invoiceId, in: state) else { throw FakeStripeError("no charge paid \(invoiceId)") }
+            refund(charge, amount: amount, at: time, in: &state)
         }
     }
 
     /// Refunds `amount` (everything when `nil`) of a one-time payment's charge.
     public func refund(paymentIntent: String, amount: Int64? = nil, at time: Int64) throws {
         try state.withLock { state in
-            guard var charge = state.charges.values.first(where: { $0.paymentIntent == paymentIntent }) else {
+            guard let charge = state.charges.values.first(where: { $0.paymentIntent == paymentIntent }) else {
                 throw FakeStripeError("no charge of \(paymentIntent)")
             }
-            let refunded = min(amount ?? charge.amount - charge.amountRefunded, charge.amount - charge.amountRefunded)
-            charge.amountRefunded += refunded
-            charge.refunds = StripeList(data: (charge.refunds?.data ?? []) + [.init(id: nextId("re", in: &state), amount: refunded, created: time)])
-            state.charges[charge.id] = charge
-            send("charge.refunded", object: Self.json(charge, "charge"), at: time, in: &state)
+            refund(charge, amount: amount, at: time, in: &state)
         }
+    }
+
+    /// Refunds `amount` of a charge (what is left of it when `nil`, never more), with a refund object and the event.
+    func refund(_ charge: StripeCharge, amount: Int64?, at time: Int64, in state: inout State) {
+        var charge = charge
+        let left = charge.amount - charge.amountRefunded
+        let refunded = min(amount ?? left, left)
+        charge.amountRefunded += refunded
+        charge.refunds = StripeList(data: (charge.refunds?.data ?? []) + [.init(id: nextId("re", in: &state), amount: refunded, created: time)])
+        state.charges[charge.id] = charge
+        send("charge.refunded", object: Self.json(charge, "charge"), at: time, in: &state)
     }
 
     /// The customer's bank disputes the charge that paid an invoice; returns the dispute's id.

@@ -155,19 +155,25 @@ extension FakeStripe {
         guard form.first("success_url") != nil else {
             return .failure(Refusal(status: 400, type: "invalid_request_error", code: "parameter_missing", message: "Missing required param: success_url."))
         }
-        var metadata: [String: String] = [:]
-        for (key, value) in form.pairs where key.hasPrefix("subscription_data[metadata][") {
-            metadata[String(key.dropFirst("subscription_data[metadata][".count).dropLast())] = value
+        // The session's own metadata, and what it copies onto the subscription it creates.
+        var metadata: [String: String] = [:], subscriptionMetadata: [String: String] = [:]
+        for (key, value) in form.pairs {
+            if key.hasPrefix("subscription_data[metadata][") {
+                subscriptionMetadata[String(key.dropFirst("subscription_data[metadata][".count).dropLast())] = value
+            } else if key.hasPrefix("metadata[") {
+                metadata[String(key.dropFirst("metadata[".count).dropLast())] = value
+            }
         }
         let id = nextId("cs_test", in: &state)
         let json: [String: Any] = [
             "id": id, "mode": mode, "status": "open", "payment_status": "unpaid", "client_reference_id": form.first("client_reference_id") ?? NSNull(),
             "customer": form.first("customer") ?? NSNull(), "metadata": metadata, "url": "\(hostedURL)/c/pay/\(id)", "livemode": false,
-            "created": Int64(Date().timeIntervalSince1970),
+            "created": Int64(clock().timeIntervalSince1970), "expires_at": Int64(clock().timeIntervalSince1970) + 86_400,
             "line_items": ["data": [["id": "li_\(id)", "price": Self.json(price, "price"), "quantity": Int(form.first("line_items[0][quantity]") ?? "1") ?? 1]], "has_more": false],
         ]
         let session = try JSONDecoder().decode(StripeCheckoutSession.self, from: JSONSerialization.data(withJSONObject: json))
         state.sessions[id] = session
+        state.subscriptionMetadata[id] = subscriptionMetadata
         return .success(session)
     }
 

@@ -16,6 +16,8 @@ public final class FakeStripe: Sendable {
         public var charges: [String: StripeCharge] = [:]
         public var disputes: [String: StripeDispute] = [:]
         public var sessions: [String: StripeCheckoutSession] = [:]
+        /// What each session's `subscription_data[metadata]` copies onto the subscription it creates.
+        public var subscriptionMetadata: [String: [String: String]] = [:]
         /// Every event sent, oldest first: the JSON body as Stripe posts it.
         public var events: [Event] = []
         /// Failures to answer the next requests with (status, `Retry-After` seconds), first first.

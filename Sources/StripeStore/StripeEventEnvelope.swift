@@ -16,10 +16,39 @@ public struct StripeEventEnvelope: Decodable, Sendable, Equatable {
         public var object: ObjectReference
     }
 
-    /// The event's object: its id (`sub_…`, `in_…`, `ch_…`, `cs_…`) and kind (`subscription`, `invoice`, …).
+    /// The event's object: its id (`sub_…`, `in_…`, `ch_…`, `cs_…`) and kind (`subscription`, `invoice`, …), and —
+    /// for an invoice — the subscription it bills (an invoice never changes subscription, so the worker need not read
+    /// the invoice to know which subscription to read).
     public struct ObjectReference: Decodable, Sendable, Equatable {
         public var id: String?
         public var object: String?
+        public var parent: Parent?
+
+        public struct Parent: Decodable, Sendable, Equatable {
+            public var subscriptionDetails: SubscriptionDetails?
+
+            public struct SubscriptionDetails: Decodable, Sendable, Equatable {
+                public var subscription: String?
+            }
+
+            enum CodingKeys: String, CodingKey { case subscriptionDetails = "subscription_details" }
+        }
+
+        enum CodingKeys: String, CodingKey { case id, object, parent }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            id = try container.decodeIfPresent(String.self, forKey: .id)
+            object = try container.decodeIfPresent(String.self, forKey: .object)
+            // Other objects' `parent` has other shapes: only an invoice's is read, and never refuses the event.
+            parent = object == "invoice" ? (try? container.decodeIfPresent(Parent.self, forKey: .parent)) ?? nil : nil
+        }
+
+        /// The subscription an invoice bills, when the event says (`sub_…`, at most 255 bytes).
+        public var invoiceSubscription: String? {
+            guard object == "invoice", let id = parent?.subscriptionDetails?.subscription, id.hasPrefix("sub_"), id.utf8.count <= 255 else { return nil }
+            return id
+        }
     }
 
     /// Why an envelope is refused: what the intake answers 400 with.

@@ -6,7 +6,7 @@ struct BenchCommand: AsyncParsableCommand {
         abstract: "Benchmarks that print figures (never pass/fail). Build with -c release for meaningful numbers.",
         subcommands: [
             VerifyBenchmarkCommand.self, QueueBenchmarkCommand.self, EndToEndBenchmarkCommand.self, HostileBenchmarkCommand.self,
-            EventsBenchmarkCommand.self, APIBenchmarkCommand.self, StorageBenchmarkCommand.self,
+            EventsBenchmarkCommand.self, APIBenchmarkCommand.self, StorageBenchmarkCommand.self, StripeBenchmarkCommand.self,
         ]
     )
 }

@@ -66,11 +66,11 @@ enum BenchmarkDatabase {
         }
     }
 
-    /// pgbench (its own tables, scale 1) on `url`'s cluster with `clients` clients for about `seconds`: tps and average
+    /// pgbench (its own tables, at `scale`: at least the clients for an honest TPC-B, whose scale-1 run measures one row lock) on `url`'s cluster with `clients` clients for about `seconds`: tps and average
     /// latency (ms). `mode` `["-S"]` is select-only, `[]` TPC-B. The length is set by transactions (`-t`) from a short calibrating run: `-T` relies on SIGALRM, which a
     /// child of this process may never see.
-    static func pgbench(_ mode: [String], clients: Int, seconds: Int, url: DatabaseURL) throws -> (tps: Double, latency: Double) {
-        _ = try runTool("pgbench", ["-i", "-q", "-s", "1"], url: url)
+    static func pgbench(_ mode: [String], clients: Int, seconds: Int, scale: Int = 1, url: DatabaseURL) throws -> (tps: Double, latency: Double) {
+        _ = try runTool("pgbench", ["-i", "-q", "-s", String(scale)], url: url)
         func run(transactions: Int) throws -> (tps: Double, latency: Double) {
             let output = try runTool(
                 "pgbench", ["-n", "-c", String(clients), "-j", "2", "-t", String(transactions)] + mode, url: url)

@@ -64,7 +64,7 @@ struct StripeCommand: AsyncParsableCommand {
         func run() async throws {
             var form = [(String, String)]()
             if let trialDays { form.append(("trial_days", String(trialDays))) }
-            let session = try await FakeControl().post("/_fake/checkout/sessions/\(sessionId)/pay", form)
+            let session = try await FakeControl().post("/_fake/checkout/sessions/\(StripeForm.escape(sessionId))/pay", form)
             say("paid \(sessionId): \(session["subscription"] as? String ?? session["payment_intent"] as? String ?? "-") — its events were delivered")
         }
     }
@@ -75,7 +75,10 @@ struct StripeCommand: AsyncParsableCommand {
         @Flag(help: "The renewal's payment fails (past_due).") var failing = false
 
         func run() async throws {
-            let subscription = try await FakeControl().post("/_fake/subscriptions/\(subscriptionId)/renew", [("paying", failing ? "false" : "true")])
+            let control = try FakeControl()
+            // As `simulate renew`: the dev server's clock moves to the period's end first, where Stripe renews.
+            try await control.moveDevClock(toPeriodEndOf: subscriptionId)
+            let subscription = try await control.post("/_fake/subscriptions/\(StripeForm.escape(subscriptionId))/renew", [("paying", failing ? "false" : "true")])
             say("\(subscriptionId): \(subscription["status"] as? String ?? "-")")
         }
     }
@@ -86,7 +89,8 @@ struct StripeCommand: AsyncParsableCommand {
         @Flag(help: "End it now rather than at the period's end.") var now = false
 
         func run() async throws {
-            let subscription = try await FakeControl().post("/_fake/subscriptions/\(subscriptionId)/cancel", [("at_period_end", now ? "false" : "true")])
+            let subscription = try await FakeControl().post(
+                "/_fake/subscriptions/\(StripeForm.escape(subscriptionId))/cancel", [("at_period_end", now ? "false" : "true")])
             say("\(subscriptionId): \(subscription["status"] as? String ?? "-"), cancel at period end: \(subscription["cancel_at_period_end"] as? Bool ?? false)")
         }
     }
@@ -119,6 +123,23 @@ struct FakeControl {
         }
         baseURL = base
         apiKey = key
+    }
+
+    /// Moves `dev`'s clock to the end of the subscription's current period, when that is ahead of it.
+    func moveDevClock(toPeriodEndOf subscriptionId: String) async throws {
+        let settings = DevEnvironment().settings()
+        guard let url = settings["STOREKEEPER_URL"] else { return }
+        var request = HTTPClientRequest(url: baseURL + "/v1/subscriptions/\(StripeForm.escape(subscriptionId))")
+        request.headers.add(name: "Authorization", value: "Bearer \(apiKey)")
+        guard let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(10)), response.status == .ok,
+            let body = try? await response.body.collect(upTo: 1 << 20),
+            let json = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
+            let items = (json["items"] as? [String: Any])?["data"] as? [[String: Any]],
+            let end = (items.first?["current_period_end"] as? NSNumber)?.doubleValue
+        else { throw CommandFailure("the fake Stripe has no subscription \(subscriptionId)") }
+        let server = DevServer(baseURL: url, apiKey: settings["STOREKEEPER_API_KEY"])
+        let now = try await server.now()
+        if end > now.timeIntervalSince1970 { _ = try await server.advance(by: end - now.timeIntervalSince1970 + 1) }
     }
 
     func post(_ path: String, _ form: [(String, String)]) async throws -> [String: Any] {

@@ -37,6 +37,15 @@ extension SystemUnderTest {
         return SendPhase(sent: bodies.count, accepted: phase.answered, failed: phase.failed, seconds: phase.seconds, latencies: phase.latencies)
     }
 
+    /// Sends whole prebuilt HTTP/1.1 requests (each with its own headers: a Stripe event's signature), as ``send(_:clients:rate:)``.
+    func send(requests: [ByteBuffer], clients: Int, rate: Int?) async throws -> SendPhase {
+        guard !requests.isEmpty else { return SendPhase() }
+        let phase = try await HTTPLoadGenerator.send(host: "127.0.0.1", port: port, connections: clients, count: requests.count, rate: rate) {
+            requests[$0]
+        }
+        return SendPhase(sent: requests.count, accepted: phase.answered, failed: phase.failed, seconds: phase.seconds, latencies: phase.latencies)
+    }
+
     /// Waits until `count` notifications received since `receivedSince` are applied; returns the applied rate from the
     /// database's own timestamps (first received — or `since`, when applying started later — to last applied).
     func waitUntilApplied(_ count: Int, receivedSince: Date, since: Date? = nil) async throws -> Double {

@@ -41,6 +41,7 @@ final class SystemUnderTest: @unchecked Sendable {
             display_name: Pro
             products:
               - { id: pro.monthly, period: P1M, price: 9990, currency: USD }
+              - { id: price_pro_monthly, store: stripe, period: P1M, price: 9990, currency: USD }
             allowances:
               ai_requests: { per_cycle: 1000, trial_cap: 100 }
               exports: { unlimited: true }

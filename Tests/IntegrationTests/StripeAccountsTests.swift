@@ -21,6 +21,8 @@ struct StripeAccountsTests {
                 (good.merging(["successUrl": "javascript:alert(1)"]) { _, new in new }, "bad_request"),
                 (good.merging(["cancelUrl": "https://" + String(repeating: "a", count: 3000)]) { _, new in new }, "bad_request"),
                 (good.merging(["idempotencyKey": ""]) { _, new in new }, "bad_request"),
+                (good.merging(["idempotencyKey": "k\n\u{1}"]) { _, new in new }, "bad_request"),
+                (good.merging(["successUrl": "https://app.example/\r\nX: y"]) { _, new in new }, "bad_request"),
             ]
             for (body, code) in cases {
                 let response = try await world.post(path, body)
@@ -44,6 +46,34 @@ struct StripeAccountsTests {
         }
     }
 
+    @Test("nobody pays twice: a second checkout of the group answers the open session; paid, the same tier is refused and a higher one is the portal's; keys of two accounts never meet")
+    func payingTwice() async throws {
+        try await StripeWorld.run { world in
+            let account = UUID().uuidString.lowercased()
+            let good: [String: Any] = ["productId": "price_pro_monthly", "successUrl": "https://app.example/ok", "cancelUrl": "https://app.example/no"]
+            let first = try await world.post("/v1/accounts/\(account)/stripe/checkout", good)
+            let second = try await world.post("/v1/accounts/\(account)/stripe/checkout", good.merging(["productId": "price_max_monthly"]) { _, new in new })
+            #expect(first.status == .created && second.json["sessionId"] as? String == first.json["sessionId"] as? String, "one open session per group")
+            let sessions = world.fake.state.withLock { $0.sessions.count }
+            #expect(sessions == 1)
+            let sessionId = try #require(first.json["sessionId"] as? String)
+            _ = try world.fake.completeCheckout(sessionId, at: StripeWorld.time(0))
+            for event in world.fake.events { _ = try await world.deliver(event.body) }
+            try await world.settle()
+            let same = try await world.post("/v1/accounts/\(account)/stripe/checkout", good)
+            #expect(same.status == .conflict && same.json["error"] as? String == "already_entitled")
+            let higher = try await world.post("/v1/accounts/\(account)/stripe/checkout", good.merging(["productId": "price_max_monthly"]) { _, new in new })
+            #expect(higher.status == .conflict && higher.json["error"] as? String == "change_in_portal", "\(String(buffer: higher.body))")
+            // Top-ups can be bought any number of times.
+            let credits = try await world.post("/v1/accounts/\(account)/stripe/checkout", good.merging(["productId": "price_credits_100"]) { _, new in new })
+            #expect(credits.status == .created)
+
+            let a = try await world.post("/v1/accounts/victim:y/stripe/checkout", good.merging(["idempotencyKey": "z"]) { _, new in new })
+            let b = try await world.post("/v1/accounts/victim/stripe/checkout", good.merging(["idempotencyKey": "y:z"]) { _, new in new })
+            #expect(a.status == .created && b.status == .created && a.json["sessionId"] as? String != b.json["sessionId"] as? String)
+        }
+    }
+
     @Test("portal: 404 no_customer before a web purchase, a portal URL after; the dashboard links the source to Stripe's; link: 400 for a malformed id, 404 for one Stripe does not know")
     func portalAndLink() async throws {
         try await StripeWorld.run(extra: ["STOREKEEPER_ADMIN_KEYS": "admin-key-for-stripe-tests"]) { world in
@@ -60,6 +90,7 @@ struct StripeAccountsTests {
             let page = String(buffer: try await world.http.execute(uri: "/admin?account=\(account)", method: .get, headers: [.authorization: basic]).body)
             let subscription = try #require(world.fake.state.withLock { $0.subscriptions.keys.first })
             #expect(page.contains("href=\"https://dashboard.stripe.com/test/subscriptions/\(subscription)\""), "the dashboard links to Stripe's")
+            #expect(page.contains("customer.subscription.created") && page.contains("invoice.paid"), "its history lists the Stripe events")
 
             for id in ["cus_123", "sub_", "sub_with space", String(repeating: "sub_x", count: 100)] {
                 let response = try await world.post("/v1/accounts/\(account)/stripe/link", ["subscriptionId": id])
@@ -68,6 +99,11 @@ struct StripeAccountsTests {
             let unknown = try await world.post("/v1/accounts/\(account)/stripe/link", ["subscriptionId": "sub_unknown1"])
             #expect(unknown.status == .notFound, "\(String(buffer: unknown.body))")
             #expect(try await world.harness.count("SELECT count(*) FROM stripe_links") == 0, "nothing stored for it")
+            // Another account's subscription: its checkout names its owner first, so a link would not hold.
+            let taken = try await world.post("/v1/accounts/someone-else/stripe/link", ["subscriptionId": subscription])
+            #expect(taken.status == .conflict && taken.json["error"] as? String == "linked_elsewhere", "\(String(buffer: taken.body))")
+            #expect(try await world.harness.count("SELECT count(*) FROM stripe_links") == 0, "the refused link is not kept")
+            #expect(try await world.http.getWithKey("/v1/accounts/\(account)/status").json["entitled"] as? Bool == true)
         }
     }
 }

@@ -18,6 +18,9 @@ public struct StripeCheckout: Sendable {
         case unknownProduct(String)
         /// The account has the product's tier, or a higher one of its group, already: the source that entitles it.
         case alreadyEntitled(tier: String, store: String)
+        /// The account subscribes on the web already, to a tier of the group below the one asked for: the change is
+        /// an upgrade of that subscription, made in the billing portal (a second subscription would bill twice).
+        case changeInPortal(subscription: String)
         /// The account has no Stripe customer yet (it never bought on the web).
         case noCustomer
         /// Stripe refused or could not be reached.
@@ -40,38 +43,55 @@ public struct StripeCheckout: Sendable {
         self.logger = logger
     }
 
-    /// A Checkout Session's URL for `productId` bought by `account`. `idempotencyKey` makes a retried request return
-    /// the same session.
+    /// A Checkout Session for `productId` bought by `account`. Refused when the account has the tier or a higher one
+    /// of its group from any store, or subscribes on the web already (a change of plan is the portal's); while a session
+    /// for a product of the same group is still open, that session is answered again — two tabs, one payment.
+    /// `idempotencyKey` makes a retried request return the same session.
     public func checkout(
         account: AccountID, productId: String, successURL: String, cancelURL: String, idempotencyKey: String?, now: Date
     ) async throws -> StripeCheckoutSession {
         let recurring: Bool
+        var sameGroup = [productId]
         if let topUp = catalogue.topUp(ofProduct: productId), topUp.store == .stripe {
             // Credits can be bought again and again.
             recurring = false
         } else if let (tier, product) = catalogue.tier(ofProduct: productId), product.store == .stripe {
             let standing = try await accounts.status(of: account, now: now)
-            if let holder = standing.entitlements.entitling.first(where: { ($0.group ?? tier.group) == tier.group && ($0.level ?? .max) <= tier.level }) {
+            let group = standing.entitlements.entitling.filter { ($0.group ?? tier.group) == tier.group }
+            if let holder = group.first(where: { ($0.level ?? .max) <= tier.level }) {
                 throw Refusal.alreadyEntitled(tier: holder.tier ?? "", store: holder.store.text)
             }
+            if let web = group.first(where: { $0.store == .stripe && $0.kind == .subscription }) { throw Refusal.changeInPortal(subscription: web.id) }
             recurring = product.type == .autoRenewable
+            sameGroup = catalogue.tiers.filter { $0.group == tier.group }.flatMap(\.products).filter { $0.store == .stripe }.map(\.id)
         } else {
             throw Refusal.unknownProduct(productId)
         }
         var form = StripeForm([
             ("mode", recurring ? "subscription" : "payment"), ("line_items[0][price]", productId), ("line_items[0][quantity]", "1"),
             ("success_url", successURL), ("cancel_url", cancelURL), ("client_reference_id", account.text),
+            ("metadata[\(StripeSubscription.accountMetadataKey)]", account.text), ("metadata[\(StripeSubscription.productMetadataKey)]", productId),
         ])
         if recurring { form.append("subscription_data[metadata][\(StripeSubscription.accountMetadataKey)]", account.text) }
-        form.append("metadata[\(StripeSubscription.accountMetadataKey)]", account.text)
-        if let customer = try await client.withConnection({ try await objects.customer(ofAccount: account, on: $0) }) {
-            form.append("customer", customer)
-        }
-        let key = idempotencyKey.map { "storekeeper-checkout:\(account.text):\($0)" } ?? "storekeeper-checkout:\(UUID().uuidString)"
-        do {
-            return try await stripe.createCheckoutSession(form, idempotencyKey: key)
-        } catch {
-            throw Refusal.stripe(error)
+        // Each part escaped, so no account and key can make another's (an account id may hold a colon).
+        let parts = [account.text, productId, idempotencyKey ?? UUID().uuidString].map(StripeForm.escape)
+        let key = "storekeeper-checkout:" + parts.joined(separator: ":")
+        let form_ = form
+        return try await client.withTransaction(logger: logger) { connection in
+            try await objects.lockCheckout(of: account, on: connection)
+            if recurring, let open = try await objects.openSession(ofAccount: account, products: sameGroup, now: now, on: connection) {
+                return open
+            }
+            var form = form_
+            if let customer = try await objects.customer(ofAccount: account, on: connection) { form.append("customer", customer) }
+            let session: StripeCheckoutSession
+            do {
+                session = try await stripe.createCheckoutSession(form, idempotencyKey: key)
+            } catch let error as StripeAPIError {
+                throw Refusal.stripe(error)
+            }
+            try await objects.save([try .init(session, id: session.id, object: "checkout.session", subscriptionId: nil)], readAt: Date(), on: connection)
+            return session
         }
     }
 

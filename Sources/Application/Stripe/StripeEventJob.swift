@@ -71,6 +71,8 @@ public struct StripeEventJob: JobHandler {
             case let type where type.hasPrefix("customer.subscription."):
                 try await refresh(objectId, event: event.id, cause: cause, execution)
             case "invoice.paid", "invoice.payment_succeeded", "invoice.payment_failed", "invoice.voided", "invoice.marked_uncollectible":
+                // The subscription's invoices are read with it: the invoice itself only when the event did not say whose.
+                if let subscription = event.subscriptionId { return try await refresh(subscription, event: event.id, cause: cause, execution) }
                 let invoice = try await stripe.invoice(objectId)
                 guard let subscription = invoice.subscription else { return try await finish(event.id, .noSubscription, execution) }
                 try await refresh(subscription, also: [try .init(invoice, id: invoice.id, object: "invoice", subscriptionId: subscription)], event: event.id, cause: cause, execution)

@@ -19,7 +19,9 @@ public struct StripePayments: Sendable {
     let purchases: OneTimePurchases
     let topUps: TopUpPurchase
     let catalogue: TierCatalogue
+    let locks: SubscriptionStore
     let clock: @Sendable () -> Date
+    let logger: Logger
 
     public init(
         client: PostgresClient, stripe: StripeClient, purchases: OneTimePurchases, credits: CreditLedger, events: EventRecorder?,
@@ -31,7 +33,9 @@ public struct StripePayments: Sendable {
         self.purchases = purchases
         self.topUps = TopUpPurchase(ledger: credits, events: events, logger: logger)
         self.catalogue = credits.catalogue
+        self.locks = SubscriptionStore(client: client, logger: logger)
         self.clock = clock
+        self.logger = logger
     }
 
     /// Whether a PaymentIntent is a one-time payment Storekeeper holds (its session was filed).
@@ -52,7 +56,9 @@ public struct StripePayments: Sendable {
         }
         let readAt = Date()
         let held = reads
-        return try await client.withTransaction(logger: Logger(label: "storekeeper.stripe")) { connection in
+        return try await client.withTransaction(logger: logger) { connection in
+            // The payment's lock before its objects' rows, as a subscription's.
+            try await locks.lock(paymentIntent, on: connection)
             try await objects.save(held, readAt: readAt, on: connection)
             let facts = try await objects.held(ofPayment: paymentIntent, on: connection)
             var account: AccountID?

@@ -58,8 +58,10 @@ public struct StripeSubscriptions: Sendable {
         let readAt = Date()
         let held = reads
         return try await client.withTransaction(logger: logger) { connection in
+            // The subscription's lock before its objects' rows: refreshes of one subscription never deadlock.
+            try await subscriptions.lock(id, on: connection)
             try await objects.save(held, readAt: readAt, on: connection)
-            let outcome = try await derive(id, cause: cause, on: connection)
+            let outcome = try await derive(id, cause: cause, lockHeld: true, on: connection)
             try await finishing(outcome, connection)
             return outcome
         }
@@ -67,8 +69,10 @@ public struct StripeSubscriptions: Sendable {
 
     /// Derives a subscription again from what is held of it (no Stripe call): the credit window reset, a link.
     @discardableResult
-    public func derive(_ id: String, cause: EventCause, on connection: PostgresConnection) async throws -> SubscriptionWriter.Outcome? {
-        let stored = try await subscriptions.lockedSubscription(id, on: connection)
+    public func derive(
+        _ id: String, cause: EventCause, lockHeld: Bool = false, on connection: PostgresConnection
+    ) async throws -> SubscriptionWriter.Outcome? {
+        let stored = try await subscriptions.lockedSubscription(id, on: connection, lockHeld: lockHeld)
         let held = try await objects.held(ofSubscription: id, on: connection)
         guard let subscription = held.subscription else { return nil }
         let (account, conflicts) = StripeAccountClaim.resolve(
@@ -120,6 +124,12 @@ public struct StripeSubscriptions: Sendable {
         return report
     }
 
+    /// Why a link is refused.
+    public enum LinkRefusal: Error, Sendable {
+        /// The subscription's checkout or metadata names another account, which comes first: the link would not hold.
+        case belongsToAnotherAccount
+    }
+
     /// Links a subscription an app created itself to `account` and derives it: reads it from Stripe when it is not
     /// held yet.
     public func link(_ id: String, to account: AccountID) async throws -> SubscriptionWriter.Outcome? {
@@ -132,7 +142,19 @@ public struct StripeSubscriptions: Sendable {
             logger.notice("a Stripe subscription was linked to another account", metadata: ["stripe.subscription": "\(id)", "account.before": "\(earlier)"])
         }
         let cause = EventCause(notificationType: "stripe.link", originalTransactionId: id)
-        if stripe != nil { return try await refresh(id, cause: cause) }
-        return try await client.withTransaction(logger: logger) { connection in try await derive(id, cause: cause, on: connection) }
+        let outcome: SubscriptionWriter.Outcome?
+        if stripe != nil {
+            outcome = try await refresh(id, cause: cause)
+        } else {
+            outcome = try await client.withTransaction(logger: logger) { connection in try await derive(id, cause: cause, on: connection) }
+        }
+        if let owner = outcome?.state?.accountId, owner != account {
+            // Checkout or metadata name the owner, before any link: this one is taken back, the earlier one restored.
+            try await client.withTransaction(logger: logger) { connection in
+                try await objects.unlink(id, restoring: earlier, on: connection)
+            }
+            throw LinkRefusal.belongsToAnotherAccount
+        }
+        return outcome
     }
 }

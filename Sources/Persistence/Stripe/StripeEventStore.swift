@@ -15,8 +15,9 @@ public struct StripeEventStore: Sendable {
     ) async throws -> Bool {
         let rows = try await connection.query(
             """
-            INSERT INTO stripe_events (id, type, livemode, object_id, object_type, created_at, signed_at, ignored, body)
+            INSERT INTO stripe_events (id, type, livemode, object_id, object_type, subscription_id, created_at, signed_at, ignored, body)
             VALUES (\(event.id), \(event.type), \(event.livemode), \(event.data.object.id), \(event.data.object.object),
+                \(event.data.object.invoiceSubscription),
                 \(Date(timeIntervalSince1970: Double(event.created))), \(signedAt), \(ignored), \(ByteBuffer(bytes: body)))
             ON CONFLICT (id) DO NOTHING
             RETURNING id
@@ -30,14 +31,17 @@ public struct StripeEventStore: Sendable {
         public var id: String
         public var type: String
         public var objectId: String?
+        /// The subscription an invoice event bills.
+        public var subscriptionId: String?
         public var createdAt: Date
     }
 
     /// A stored event.
     public func event(_ id: String, on connection: PostgresConnection) async throws -> Stored? {
-        let rows = try await connection.query("SELECT id, type, object_id, created_at FROM stripe_events WHERE id = \(id)", logger: logger)
-        for try await (id, type, objectId, createdAt) in rows.decode((String, String, String?, Date).self) {
-            return Stored(id: id, type: type, objectId: objectId, createdAt: createdAt)
+        let rows = try await connection.query(
+            "SELECT id, type, object_id, subscription_id, created_at FROM stripe_events WHERE id = \(id)", logger: logger)
+        for try await (id, type, objectId, subscriptionId, createdAt) in rows.decode((String, String, String?, String?, Date).self) {
+            return Stored(id: id, type: type, objectId: objectId, subscriptionId: subscriptionId, createdAt: createdAt)
         }
         return nil
     }

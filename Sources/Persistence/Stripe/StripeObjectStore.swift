@@ -42,7 +42,8 @@ public struct StripeObjectStore: Sendable {
 
     /// Stores `objects` as read at `readAt`: each replaces an older read of itself, never a newer one.
     public func save(_ objects: [Read], readAt: Date, on connection: PostgresConnection) async throws {
-        for object in objects {
+        // In id order, so two transactions filing the same objects take their rows in one order.
+        for object in objects.sorted(by: { $0.id < $1.id }) {
             try await connection.query(
                 """
                 INSERT INTO stripe_objects (id, object, subscription_id, body, read_at)
@@ -100,6 +101,27 @@ public struct StripeObjectStore: Sendable {
         return held
     }
 
+    /// An open Checkout Session Storekeeper created for `account` selling one of `products`, not expired at `now`.
+    public func openSession(ofAccount account: AccountID, products: [String], now: Date, on connection: PostgresConnection)
+        async throws -> StripeCheckoutSession?
+    {
+        let rows = try await connection.query(
+            """
+            SELECT body::text FROM stripe_objects
+            WHERE object = 'checkout.session' AND body->>'client_reference_id' = \(account.text) AND body->>'status' = 'open'
+              AND body->'metadata'->>\(StripeSubscription.productMetadataKey) = ANY(\(products))
+              AND coalesce((body->>'expires_at')::bigint, 0) > \(Int64(now.timeIntervalSince1970))
+            ORDER BY read_at DESC LIMIT 1
+            """, logger: logger)
+        for try await body in rows.decode(String.self) { return try? JSONDecoder().decode(StripeCheckoutSession.self, from: Data(body.utf8)) }
+        return nil
+    }
+
+    /// Takes the lock of an account's checkout for the rest of the caller's transaction: one session at a time.
+    public func lockCheckout(of account: AccountID, on connection: PostgresConnection) async throws {
+        try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\("stripe-checkout:" + account.text), 0))", logger: logger)
+    }
+
     /// The subscription a stored charge or invoice was filed under.
     public func subscription(ofObject id: String, on connection: PostgresConnection) async throws -> String? {
         let rows = try await connection.query("SELECT subscription_id FROM stripe_objects WHERE id = \(id)", logger: logger)
@@ -118,6 +140,16 @@ public struct StripeObjectStore: Sendable {
             """, logger: logger)
         for try await (before) in rows.decode(String?.self) { return before.flatMap(AccountID.init).flatMap { $0 == account ? nil : $0 } }
         return nil
+    }
+
+    /// Takes a link back: to the account linked before, or none.
+    public func unlink(_ subscriptionId: String, restoring earlier: AccountID?, on connection: PostgresConnection) async throws {
+        if let earlier {
+            try await connection.query(
+                "UPDATE stripe_links SET account_id = \(earlier) WHERE subscription_id = \(subscriptionId)", logger: logger)
+        } else {
+            try await connection.query("DELETE FROM stripe_links WHERE subscription_id = \(subscriptionId)", logger: logger)
+        }
     }
 
     /// The Stripe customer of an account's newest Stripe subscription (for its billing portal).

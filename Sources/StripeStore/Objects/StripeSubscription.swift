@@ -127,6 +127,8 @@ public struct StripeSubscription: Codable, Sendable, Equatable {
 
     /// Where the app's account id is kept on a subscription (and copied there by checkout's `subscription_data`).
     public static let accountMetadataKey = "storekeeper_account_id"
+    /// Where Storekeeper's checkout notes the catalogue product a session sells.
+    public static let productMetadataKey = "storekeeper_product_id"
 }
 
 /// A price (`price_…`): the amount of one period in the currency's minor unit, and its recurrence.
