@@ -117,7 +117,10 @@ public struct StorekeeperComponents: Sendable {
         self.events = EventRecorder(client: client, credits: credits, endpoints: configuration.webhooks, queue: scheduling, logger: logger)
         self.writer = SubscriptionWriter(client: client, credits: credits, queue: scheduling, rechecks: rechecks, events: events, logger: logger)
         let stripeClient = configuration.stripe.flatMap { settings in
-            settings.apiKey.map { StripeClient(apiKey: $0, baseURL: settings.baseURL, logger: logger) }
+            settings.apiKey.map {
+                StripeClient(
+                    apiKey: $0, baseURL: settings.baseURL, limiter: StripeRateLimiter(requestsPerSecond: settings.requestsPerSecond), logger: logger)
+            }
         }
         self.stripeClient = stripeClient
         self.stripeSubscriptions = StripeSubscriptions(

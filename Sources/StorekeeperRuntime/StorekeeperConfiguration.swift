@@ -78,6 +78,9 @@ public struct StorekeeperConfiguration: Sendable {
         public var baseURL: String = "https://api.stripe.com"
         /// `STOREKEEPER_STRIPE_GRACE_DAYS`: how long `past_due` keeps access.
         public var graceDays: Int = 3
+        /// `STOREKEEPER_STRIPE_REQUESTS_PER_SECOND`: this process's pace of Stripe requests (Stripe allows 25 a second
+        /// per endpoint).
+        public var requestsPerSecond: Int = 20
     }
 
     /// Credentials and base URL of the App Store Server API.
@@ -260,6 +263,7 @@ public struct StorekeeperConfiguration: Sendable {
                 }
             }
             stripe.graceDays = integer("STOREKEEPER_STRIPE_GRACE_DAYS", default: 3, range: 0...60)
+            stripe.requestsPerSecond = integer("STOREKEEPER_STRIPE_REQUESTS_PER_SECOND", default: 20, range: 1...100_000)
             configuration.stripe = stripe
         }
         if let portal = value("STOREKEEPER_STRIPE_PORTAL_URL") {

@@ -13,6 +13,7 @@ extension StripeClient {
     ) async throws(StripeAPIError) -> Response {
         var attempt = 0
         while true {
+            await limiter?.acquire()
             do {
                 let response: Response = try await sendOnce(method, path, query: query, body: body, idempotencyKey: idempotencyKey)
                 Counter(label: "storekeeper_stripe_api_calls_total", dimensions: [("operation", operation), ("outcome", "ok")]).increment()

@@ -21,15 +21,18 @@ public struct StripeClient: Sendable {
     let httpClient: HTTPClient
     let timeout: TimeAmount
     let retryDelays: [Duration]
+    let limiter: StripeRateLimiter?
     let logger: Logger
 
     /// - Parameters:
     ///   - baseURL: Stripe's API host, or a test or staging server (`STOREKEEPER_STRIPE_BASE_URL`).
     ///   - retryDelays: the waits before each retry; a `Retry-After` up to a minute replaces the wait.
+    ///   - limiter: paces every request, retries too (`STOREKEEPER_STRIPE_REQUESTS_PER_SECOND`); `nil`: unpaced.
     public init(
         apiKey: String, baseURL: String = Self.defaultBaseURL, httpClient: HTTPClient = .shared, timeout: TimeAmount = .seconds(20),
-        retryDelays: [Duration] = [.milliseconds(500), .seconds(2), .seconds(8)], logger: Logger
+        retryDelays: [Duration] = [.milliseconds(500), .seconds(2), .seconds(8)], limiter: StripeRateLimiter? = nil, logger: Logger
     ) {
+        self.limiter = limiter
         self.apiKey = apiKey
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.httpClient = httpClient

@@ -59,6 +59,18 @@ struct StripeClientTests {
         }
     }
 
+    @Test("the rate limiter spaces requests evenly from the first, and a quiet spell does not bank a burst")
+    func pacing() async {
+        let limiter = StripeRateLimiter(requestsPerSecond: 20)
+        let start = ContinuousClock.now + .seconds(1)
+        var turns: [Duration] = []
+        for _ in 0..<4 { turns.append(await limiter.reserve(at: start) - start) }
+        #expect(turns == [.zero, .milliseconds(50), .milliseconds(100), .milliseconds(150)])
+        let later = start + .seconds(10)
+        #expect(await limiter.reserve(at: later) == later)
+        #expect(await limiter.reserve(at: later) == later + .milliseconds(50))
+    }
+
     @Test("lists page with starting_after until has_more is false; expand[] inlines payments; writes are idempotent")
     func listsAndWrites() async throws {
         try await Self.withFake { fake, url in

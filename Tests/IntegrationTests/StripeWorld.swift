@@ -34,7 +34,7 @@ struct StripeWorld {
         try await Application(router: fake.router()).test(.live) { live in
             let environment = [
                 "STOREKEEPER_STRIPE_WEBHOOK_SECRETS": secret, "STOREKEEPER_STRIPE_API_KEY": fake.apiKey,
-                "STOREKEEPER_STRIPE_BASE_URL": "http://127.0.0.1:\(live.port!)",
+                "STOREKEEPER_STRIPE_BASE_URL": "http://127.0.0.1:\(live.port!)", "STOREKEEPER_STRIPE_REQUESTS_PER_SECOND": "100000",
             ].merging(extra) { _, new in new }
             try await StorekeeperHarness.run(environment: environment, clock: clockReader) { harness in
                 try await harness.withHTTP { http in
