@@ -125,7 +125,10 @@ public struct StorekeeperComponents: Sendable {
         self.stripeClient = stripeClient
         self.stripeSubscriptions = StripeSubscriptions(
             client: client, stripe: stripeClient, writer: writer,
-            settings: StripeDerivation.Settings(gracePeriod: TimeInterval((configuration.stripe?.graceDays ?? 3) * 86_400)), clock: clock,
+            settings: StripeDerivation.Settings(
+                gracePeriod: TimeInterval((configuration.stripe?.graceDays ?? 3) * 86_400),
+                prices: Set(configuration.catalogue.tiers.flatMap(\.products).filter { $0.store == .stripe }.map(\.id))),
+            clock: clock,
             logger: logger)
         self.settlement = SourceSettlement(credits: credits, recorder: events, queue: scheduling)
         self.grants = OperatorGrants(client: client, credits: credits, settlement: settlement, cache: statusCache, logger: logger)

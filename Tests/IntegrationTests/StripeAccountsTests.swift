@@ -68,6 +68,10 @@ struct StripeAccountsTests {
             let credits = try await world.post("/v1/accounts/\(account)/stripe/checkout", good.merging(["productId": "price_credits_100"]) { _, new in new })
             #expect(credits.status == .created)
 
+            let metrics = String(buffer: try await world.http.execute(uri: "/metrics", method: .get).body)
+            #expect(metrics.contains("storekeeper_stripe_api_calls_total") && metrics.contains("create_checkout_session"), "API calls counted")
+            #expect(metrics.contains("storekeeper_stripe_intake_events_total"), "intake answers counted")
+
             let a = try await world.post("/v1/accounts/victim:y/stripe/checkout", good.merging(["idempotencyKey": "z"]) { _, new in new })
             let b = try await world.post("/v1/accounts/victim/stripe/checkout", good.merging(["idempotencyKey": "y:z"]) { _, new in new })
             #expect(a.status == .created && b.status == .created && a.json["sessionId"] as? String != b.json["sessionId"] as? String)

@@ -137,6 +137,15 @@ struct StripeDerivationTests {
         #expect(derivation.periods.last?.price == 19_990, "the new price per period, in milliunits")
     }
 
+    @Test("a price the catalogue does not sell: recorded, with no account, so it entitles nobody")
+    func unknownPrice() {
+        let facts = StripeSubscriptionFacts(
+            subscription: Self.subscription(.active), invoices: [Self.invoice("in_1", from: Self.start, to: Self.start + 31 * Self.day)],
+            account: Self.account)
+        #expect(StripeDerivation.derive(facts, settings: .init(prices: ["price_other"])).state.accountId == nil)
+        #expect(StripeDerivation.derive(facts, settings: .init(prices: ["price_pro_monthly"])).state.accountId == Self.account)
+    }
+
     @Test("the same objects in any order derive the same state")
     func orderFree() {
         let invoices = [

@@ -22,8 +22,14 @@ public enum StripeDerivation {
     public struct Settings: Sendable, Equatable {
         /// How long `past_due` keeps access after the last paid period ends (`STOREKEEPER_STRIPE_GRACE_DAYS`).
         public var gracePeriod: TimeInterval
+        /// The prices the catalogue sells (`nil`: any). A subscription to another is recorded with no account — it
+        /// entitles nobody — until the catalogue sells it and the subscription is derived again (`stripe sync`).
+        public var prices: Set<String>?
 
-        public init(gracePeriod: TimeInterval = 3 * 86_400) { self.gracePeriod = gracePeriod }
+        public init(gracePeriod: TimeInterval = 3 * 86_400, prices: Set<String>? = nil) {
+            self.gracePeriod = gracePeriod
+            self.prices = prices
+        }
     }
 
     public static func derive(_ facts: StripeSubscriptionFacts, settings: Settings = Settings()) -> Lifecycle.Derivation {
@@ -54,8 +60,10 @@ public enum StripeDerivation {
         // invoice is paid about an hour after the period starts, and access must not lapse meanwhile.
         let accessUntil = status == .active ? item.map { date($0.currentPeriodEnd) }.flatMap { $0 > end ? $0 : nil } : nil
         let newest = ([subscription.created] + facts.invoices.map(\.created) + facts.charges.map(\.created) + facts.disputes.map(\.created)).max()!
+        let productId = inForce?.productId ?? item?.price.id ?? ""
         let state = SubscriptionState(
-            originalTransactionId: subscription.id, accountId: facts.account, productId: inForce?.productId ?? item?.price.id ?? "",
+            originalTransactionId: subscription.id, accountId: settings.prices.map { $0.contains(productId) } == false ? nil : facts.account,
+            productId: productId,
             environment: subscription.livemode ? .production : .sandbox, status: status, willRenew: willRenew,
             autoRenewProductId: item?.price.id, pendingProductId: nil, purchaseDate: start, expiresAt: end,
             gracePeriodExpiresAt: grace, isTrial: status == .active && inForce?.isFreeOffer == true, ownership: .purchased,
