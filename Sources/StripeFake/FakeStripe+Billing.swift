@@ -10,6 +10,8 @@ extension FakeStripe {
     public func completeCheckout(_ sessionId: String, at time: Int64, trialDays: Int? = nil) throws -> StripeCheckoutSession {
         try state.withLock { state in
             guard var session = state.sessions[sessionId], session.status == "open" else { throw FakeStripeError("no open session \(sessionId)") }
+            // Stripe's limit on trial_period_days.
+            if let trialDays, !(1...730).contains(trialDays) { throw FakeStripeError("trial days must be 1–730") }
             guard let item = session.lineItems?.data.first, let price = item.price.flatMap({ state.prices[$0.id] }) else {
                 throw FakeStripeError("the session has no known price")
             }

@@ -59,32 +59,37 @@ extension FakeStripe {
         guard request.headers[.authorization] == "Bearer \(apiKey)" else { return Self.error(401, "invalid_request_error", nil, "Invalid API Key provided.") }
         let form = FormPairs(String(buffer: try await request.body.collect(upTo: 64 * 1024)))
         do {
-            let answer = try action(Int64(clock().timeIntervalSince1970), form)
-            // Delivered before answering: once the command returns, Storekeeper has the events.
-            if let webhookURL { await deliver(to: webhookURL) }
+            var answer = try action(Int64(clock().timeIntervalSince1970), form)
+            // Delivered before answering: once the command returns, Storekeeper has the events — or says why not.
+            if let webhookURL, let refusal = await deliver(to: webhookURL).refusal { answer["undelivered"] = refusal }
             return Self.answer(answer)
         } catch let error as FakeStripeError {
             return Self.error(400, "invalid_request_error", nil, error.description)
         }
     }
 
-    /// Posts every event not delivered yet to `url`, signed now, oldest first; stops at the first that is not
-    /// answered 2xx (Stripe retries it later: so does the next call). Returns how many were delivered.
+    /// Posts every event not delivered yet to `url`, signed at the fake's clock (`dev`: the dev clock, the intake's),
+    /// oldest first; stops at the first that is not answered 2xx (Stripe retries it later: so does the next call).
+    /// Returns how many were delivered, and the answer that stopped it.
     @discardableResult
-    public func deliver(to url: String, httpClient: HTTPClient = .shared) async -> Int {
+    public func deliver(to url: String, httpClient: HTTPClient = .shared) async -> (delivered: Int, refusal: String?) {
         var delivered = 0
         while let event = state.withLock({ state in state.delivered < state.events.count ? state.events[state.delivered] : nil }) {
             var request = HTTPClientRequest(url: url)
             request.method = .POST
             request.headers.add(name: "Content-Type", value: "application/json")
-            request.headers.add(name: "Stripe-Signature", value: signature(of: event.body, at: Int64(Date().timeIntervalSince1970)))
+            request.headers.add(name: "Stripe-Signature", value: signature(of: event.body, at: Int64(clock().timeIntervalSince1970)))
             request.body = .bytes(ByteBuffer(data: event.body))
-            guard let response = try? await httpClient.execute(request, timeout: .seconds(10)), (200..<300).contains(response.status.code) else {
-                break
+            guard let response = try? await httpClient.execute(request, timeout: .seconds(10)) else {
+                return (delivered, "\(url) did not answer")
+            }
+            guard (200..<300).contains(response.status.code) else {
+                let body = (try? await response.body.collect(upTo: 4096)).map { String(buffer: $0) } ?? ""
+                return (delivered, "\(response.status.code) \(body.prefix(300))")
             }
             state.withLock { $0.delivered += 1 }
             delivered += 1
         }
-        return delivered
+        return (delivered, nil)
     }
 }

@@ -47,6 +47,8 @@ public final class FakeStripe: Sendable {
     /// Where Checkout and the billing portal are said to live.
     public let hostedURL: String
     public let state: Mutex<State>
+    /// Six letters of this fake's own, in every id it makes.
+    let tag = String((0..<6).map { _ in "abcdefghijklmnopqrstuvwxyz".randomElement()! })
     /// The time the control routes act at (`dev`: the dev clock).
     let clock: @Sendable () -> Date
     /// Where the control routes deliver the events their actions send (`dev`: its own `/stripe/webhooks`).
@@ -71,9 +73,11 @@ public final class FakeStripe: Sendable {
     }
 
     /// A new id with Stripe's prefix for the kind of object.
+    /// Ids of this fake: Stripe's prefix, the fake's own tag (a restarted fake names nothing an earlier one did) and a
+    /// sequence.
     func nextId(_ prefix: String, in state: inout State) -> String {
         state.sequence += 1
-        return "\(prefix)_fake\(String(format: "%08d", state.sequence))"
+        return "\(prefix)_fake\(tag)\(String(format: "%08d", state.sequence))"
     }
 
     /// The events sent so far.

@@ -63,9 +63,12 @@ struct StripeCommand: AsyncParsableCommand {
 
         func run() async throws {
             var form = [(String, String)]()
-            if let trialDays { form.append(("trial_days", String(trialDays))) }
+            if let trialDays {
+                guard (1...730).contains(trialDays) else { throw CommandFailure("--trial-days must be 1–730, as Stripe's trial_period_days") }
+                form.append(("trial_days", String(trialDays)))
+            }
             let session = try await FakeControl().post("/_fake/checkout/sessions/\(StripeForm.escape(sessionId))/pay", form)
-            say("paid \(sessionId): \(session["subscription"] as? String ?? session["payment_intent"] as? String ?? "-") — its events were delivered")
+            say("paid \(sessionId): \(session["subscription"] as? String ?? session["payment_intent"] as? String ?? "-") — its events were delivered; the worker applies them within a moment")
         }
     }
 
@@ -160,6 +163,9 @@ struct FakeControl {
         guard response.status == .ok else {
             let message = (json["error"] as? [String: Any])?["message"] as? String ?? "\(response.status.code)"
             throw CommandFailure(message)
+        }
+        if let refusal = json["undelivered"] as? String {
+            throw CommandFailure("done in the fake Stripe, but Storekeeper refused its events (\(refusal)); they are delivered with the next command")
         }
         return json
     }

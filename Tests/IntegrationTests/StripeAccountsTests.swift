@@ -68,6 +68,18 @@ struct StripeAccountsTests {
             let credits = try await world.post("/v1/accounts/\(account)/stripe/checkout", good.merging(["productId": "price_credits_100"]) { _, new in new })
             #expect(credits.status == .created)
 
+            // A one-time session is not a subscription's: a subscription checkout never answers it.
+            let other = UUID().uuidString.lowercased()
+            let subscribing = try await world.post("/v1/accounts/\(other)/stripe/checkout", good)
+            let lifetime = try await world.post("/v1/accounts/\(other)/stripe/checkout", good.merging(["productId": "price_basic_lifetime"]) { _, new in new })
+            #expect(lifetime.status == .created && lifetime.json["sessionId"] as? String != subscribing.json["sessionId"] as? String)
+            let again = try await world.post("/v1/accounts/\(other)/stripe/checkout", good.merging(["productId": "price_max_monthly"]) { _, new in new })
+            #expect(again.json["sessionId"] as? String == subscribing.json["sessionId"] as? String)
+            // Paid, its events not delivered yet (or lost): Stripe is asked, and the account is not sold it twice.
+            _ = try world.fake.completeCheckout(try #require(subscribing.json["sessionId"] as? String), at: StripeWorld.time(0))
+            let stale = try await world.post("/v1/accounts/\(other)/stripe/checkout", good)
+            #expect(stale.status == .conflict && stale.json["error"] as? String == "already_entitled", "\(stale.status) \(String(buffer: stale.body))")
+
             let metrics = String(buffer: try await world.http.execute(uri: "/metrics", method: .get).body)
             #expect(metrics.contains("storekeeper_stripe_api_calls_total") && metrics.contains("create_checkout_session"), "API calls counted")
             #expect(metrics.contains("storekeeper_stripe_intake_events_total"), "intake answers counted")

@@ -63,7 +63,8 @@ public struct StripeCheckout: Sendable {
             }
             if let web = group.first(where: { $0.store == .stripe && $0.kind == .subscription }) { throw Refusal.changeInPortal(subscription: web.id) }
             recurring = product.type == .autoRenewable
-            sameGroup = catalogue.tiers.filter { $0.group == tier.group }.flatMap(\.products).filter { $0.store == .stripe }.map(\.id)
+            sameGroup = catalogue.tiers.filter { $0.group == tier.group }.flatMap(\.products)
+                .filter { $0.store == .stripe && $0.type == .autoRenewable }.map(\.id)
         } else {
             throw Refusal.unknownProduct(productId)
         }
@@ -76,23 +77,37 @@ public struct StripeCheckout: Sendable {
         // Each part escaped, so no account and key can make another's (an account id may hold a colon).
         let parts = [account.text, productId, idempotencyKey ?? UUID().uuidString].map(StripeForm.escape)
         let key = "storekeeper-checkout:" + parts.joined(separator: ":")
-        let form_ = form
-        return try await client.withTransaction(logger: logger) { connection in
+        let prepared = form
+        // Refusals are returned from the transaction, not thrown: PostgresNIO wraps what a transaction's body throws.
+        let outcome: Result<StripeCheckoutSession, Refusal> = try await client.withTransaction(logger: logger) { connection in
             try await objects.lockCheckout(of: account, on: connection)
             if recurring, let open = try await objects.openSession(ofAccount: account, products: sameGroup, now: now, on: connection) {
-                return open
+                // What is held may be stale (its completion's event not processed, or lost): Stripe says.
+                let current: StripeCheckoutSession
+                do {
+                    current = try await stripe.checkoutSession(open.id)
+                } catch let error as StripeAPIError {
+                    return .failure(.stripe(error))
+                }
+                try await objects.save([try .init(current, id: current.id, object: "checkout.session", subscriptionId: current.subscription)], readAt: Date(), on: connection)
+                if current.status == "open" { return .success(current) }
+                // Paid, and its events not processed yet: the account has the tier, whatever Storekeeper holds.
+                if current.status == "complete", let paid = current.metadata?[StripeSubscription.productMetadataKey] {
+                    return .failure(.alreadyEntitled(tier: catalogue.tier(ofProduct: paid)?.tier.id ?? paid, store: "stripe"))
+                }
             }
-            var form = form_
+            var form = prepared
             if let customer = try await objects.customer(ofAccount: account, on: connection) { form.append("customer", customer) }
             let session: StripeCheckoutSession
             do {
                 session = try await stripe.createCheckoutSession(form, idempotencyKey: key)
             } catch let error as StripeAPIError {
-                throw Refusal.stripe(error)
+                return .failure(.stripe(error))
             }
             try await objects.save([try .init(session, id: session.id, object: "checkout.session", subscriptionId: nil)], readAt: Date(), on: connection)
-            return session
+            return .success(session)
         }
+        return try outcome.get()
     }
 
     /// A billing-portal URL for the account's Stripe customer, returning to `returnURL`.

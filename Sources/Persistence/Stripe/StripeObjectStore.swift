@@ -108,7 +108,8 @@ public struct StripeObjectStore: Sendable {
         let rows = try await connection.query(
             """
             SELECT body::text FROM stripe_objects
-            WHERE object = 'checkout.session' AND body->>'client_reference_id' = \(account.text) AND body->>'status' = 'open'
+            WHERE object = 'checkout.session' AND body->>'mode' = 'subscription' AND body->>'client_reference_id' = \(account.text)
+              AND body->>'status' = 'open'
               AND body->'metadata'->>\(StripeSubscription.productMetadataKey) = ANY(\(products))
               AND coalesce((body->>'expires_at')::bigint, 0) > \(Int64(now.timeIntervalSince1970))
             ORDER BY read_at DESC LIMIT 1
