@@ -113,8 +113,8 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
             line("GET /v1/tiers", tiers, "\(ratio(tiers.rate, health.rate)) /healthz (target ≥ 0.8×)"),
             line("GET /v1/accounts/{id}/status", status, "\(ratio(status.rate, health.rate)) /healthz (target ≥ 0.5×, p99 ≤ 5 ms)"),
             line("POST /v1/accounts/{id}/usage", spend, "\(ratio(spend.rate, tpcb.tps)) TPC-B (target ≥ 0.75×, p99 ≤ 30 ms)"),
-            "  pgbench select-only (reference)    \(String(format: "%7.0f", selectOnly.tps))/s  average \(String(format: "%.2f", selectOnly.latency)) ms",
-            "  pgbench TPC-B, durable (reference) \(String(format: "%7.0f", tpcb.tps))/s  average \(String(format: "%.2f", tpcb.latency)) ms",
+            "  pgbench select-only (reference, scale \(connections)) \(String(format: "%7.0f", selectOnly.tps))/s  average \(String(format: "%.2f", selectOnly.latency)) ms",
+            "  pgbench TPC-B, durable (reference, scale \(connections)) \(String(format: "%7.0f", tpcb.tps))/s  average \(String(format: "%.2f", tpcb.latency)) ms",
         ]
         report.fields = [
             ("benchmark", .text("api")), ("healthzPerSecond", .integer(Int(health.rate))), ("healthzP99Ms", .number(health.percentile(0.99))),

@@ -98,10 +98,10 @@ struct EndToEndRun {
                 """
                 INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew,
                     auto_renew_product_id, purchase_date, expires_at, is_trial, ownership, latest_transaction_id,
-                    last_event_type, last_signed_date, last_event_id)
+                    last_event_type, last_signed_date, last_event_id, billing_period)
                 SELECT (5000000000000 + g)::text, gen_random_uuid(), 'pro.monthly', 'Sandbox', 'active', true, 'pro.monthly',
                     now() - interval '1 day', now() + interval '29 days', false, 'PURCHASED', (5000000000000 + g)::text,
-                    'SUBSCRIBED', 0, ''
+                    'SUBSCRIBED', 0, '', (5000000000000 + g)::text
                 FROM generate_series(1, \(count)) AS g
                 """, logger: logger)
             try await client.query(
@@ -132,7 +132,7 @@ struct EndToEndRun {
             "  applied: \(Int(appliedPerSecond)) notifications/s (\(options.sequential ? "work started after the burst" : "while the intake ran; first received to last applied"))",
             "  steady \(options.rate)/s for \(options.steadySeconds) s: \(steady.accepted) accepted, \(steady.failed) failed; "
                 + "latency p50 \(String(format: "%.2f", steady.percentile(0.5))) ms, p99 \(String(format: "%.2f", steady.percentile(0.99))) ms",
-            "  reference: pgbench TPC-B (durable, \(options.clients) clients) \(Int(tpcb)) tps on the same cluster; intake \(String(format: "%.2f", intakePerSecond / max(tpcb, 0.001)))× "
+            "  reference: pgbench TPC-B (durable, \(options.clients) clients, scale \(options.clients)) \(Int(tpcb)) tps on the same cluster; intake \(String(format: "%.2f", intakePerSecond / max(tpcb, 0.001)))× "
                 + "(target ≥ 0.6×), applied \(String(format: "%.2f", appliedPerSecond / max(tpcb, 0.001)))× (target ≥ 0.35×)",
             "  peak resident: serve \(String(format: "%.1f", megabytes(serveRSS))) MB + work \(String(format: "%.1f", megabytes(workRSS))) MB = \(String(format: "%.1f", megabytes(serveRSS + workRSS))) MB",
         ]

@@ -85,7 +85,7 @@ struct StripeBenchmarkRun {
             let reads = fake.state.withLock { $0.requests.count }
             let memory = system.peakResidentBytes
             await system.stop()
-            let tpcb = try BenchmarkDatabase.pgbench([], clients: options.clients, seconds: 5, scale: options.clients, url: databaseURL)
+            let tpcb = try BenchmarkDatabase.pgbench([], clients: options.clients, seconds: 5, url: databaseURL)
             return report(
                 burst: burst, processed: processed, steady: steady, readsPerEvent: Double(reads) / Double(burstEvents.count + renewalEvents.count), tpcb: tpcb.tps, rss: memory.serve + memory.work)
         } catch {
