@@ -52,10 +52,27 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                     let body = ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(UUID())"}"#)
                     return ("/v1/accounts/\(accountIds.randomElement()!)/usage", .POST, key + [("Content-Type", "application/json")], body)
                 }
+                // Open loop: requests on a fixed schedule at shares of the closed-loop maxima, latency from when each was
+                // due. Status and /healthz at shares of /healthz's maximum; spends, bounded by durable commits, at shares
+                // of their own.
+                var paced: [PacedPhase] = []
+                for share in [0.25, 0.5, 0.75] {
+                    let rate = Int(health.rate * share)
+                    paced.append(PacedPhase(name: "GET /healthz", share: share, rate: rate, phase: try await pace(system, rate: rate) { _ in ("/healthz", .GET, [], nil) }))
+                    paced.append(PacedPhase(name: "GET /v1/accounts/{id}/status", share: share, rate: rate, phase: try await pace(system, rate: rate) { _ in
+                        ("/v1/accounts/\(accountIds.randomElement()!)/status", .GET, key, nil)
+                    }))
+                    let spendRate = Int(spend.rate * share)
+                    paced.append(PacedPhase(name: "POST /v1/accounts/{id}/usage", share: share, rate: spendRate, phase: try await pace(system, rate: spendRate) { _ in
+                        let body = ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(UUID())"}"#)
+                        return ("/v1/accounts/\(accountIds.randomElement()!)/usage", .POST, key + [("Content-Type", "application/json")], body)
+                    }))
+                }
                 await system.stop()
                 let selectOnly = try BenchmarkDatabase.pgbench(["-S"], clients: connections, seconds: seconds, url: url)
                 let tpcb = try BenchmarkDatabase.pgbench([], clients: connections, seconds: seconds, url: url)
-                return self.report(health: health, tiers: tiers, status: status, spend: spend, selectOnly: selectOnly, tpcb: tpcb)
+                return self.report(
+                    health: health, tiers: tiers, status: status, spend: spend, paced: paced, selectOnly: selectOnly, tpcb: tpcb)
             } catch {
                 await system.stop()
                 throw error
@@ -81,25 +98,48 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
 
     typealias Request = (path: String, method: HTTPMethod, headers: [(String, String)], body: ByteBuffer?)
 
+    /// One open-loop phase: a share of a closed-loop maximum, the rate it came to, what it measured.
+    struct PacedPhase {
+        var name: String
+        var share: Double
+        var rate: Int
+        var phase: Phase
+    }
+
+    /// `rate` requests a second for `seconds`, open loop, over twice `connections` connections (so the client's one
+    /// request in flight per connection does not bound the rate), after a second at that rate not counted: the
+    /// connections are new, and the phase before (spends) dropped every account's cached status.
+    func pace(_ system: SystemUnderTest, rate: Int, _ request: @escaping @Sendable (Int) -> Request) async throws -> Phase {
+        let host = "127.0.0.1:\(system.port)"
+        return try await HTTPLoadGenerator.send(
+            host: "127.0.0.1", port: system.port, connections: connections * 2, count: max(rate, 1) * (seconds + 1), rate: max(rate, 1),
+            warmUp: .seconds(1)
+        ) { index in Self.bytes(request(index), host: host) }
+    }
+
+    /// A request as the bytes the load generator writes.
+    static func bytes(_ request: Request, host: String) -> ByteBuffer {
+        let (path, method, headers, body) = request
+        var head = "\(method.rawValue) \(path) HTTP/1.1\r\nHost: \(host)\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if let body { head += "Content-Length: \(body.readableBytes)\r\n" }
+        var bytes = ByteBuffer(string: head + "\r\n")
+        if var body { bytes.writeBuffer(&body) }
+        return bytes
+    }
+
     /// `connections` clients sending `request(i)` back to back for `seconds` (after a second of warm-up: connections
     /// open, caches and plans as in steady use), with ``HTTPLoadGenerator``; a 2xx counts as answered.
     func load(_ system: SystemUnderTest, _ request: @escaping @Sendable (Int) -> Request) async throws -> Phase {
         let host = "127.0.0.1:\(system.port)"
         return try await HTTPLoadGenerator.run(
             host: "127.0.0.1", port: system.port, connections: connections, warmUp: .seconds(1), seconds: .seconds(Int64(seconds))
-        ) { index in
-            let (path, method, headers, body) = request(index)
-            var head = "\(method.rawValue) \(path) HTTP/1.1\r\nHost: \(host)\r\n"
-            for (name, value) in headers { head += "\(name): \(value)\r\n" }
-            if let body { head += "Content-Length: \(body.readableBytes)\r\n" }
-            var bytes = ByteBuffer(string: head + "\r\n")
-            if var body { bytes.writeBuffer(&body) }
-            return bytes
-        }
+        ) { index in Self.bytes(request(index), host: host) }
     }
 
     func report(
-        health: Phase, tiers: Phase, status: Phase, spend: Phase, selectOnly: (tps: Double, latency: Double), tpcb: (tps: Double, latency: Double)
+        health: Phase, tiers: Phase, status: Phase, spend: Phase, paced: [PacedPhase], selectOnly: (tps: Double, latency: Double),
+        tpcb: (tps: Double, latency: Double)
     ) -> BenchmarkReport {
         func line(_ name: String, _ phase: Phase, _ reference: String) -> String {
             "  \(name.padding(toLength: 34, withPad: " ", startingAt: 0)) \(String(format: "%7.0f", phase.rate))/s  p50 \(String(format: "%6.2f", phase.percentile(0.5))) ms  "
@@ -115,7 +155,16 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
             line("POST /v1/accounts/{id}/usage", spend, "\(ratio(spend.rate, tpcb.tps)) TPC-B (target ≥ 0.75×, p99 ≤ 30 ms)"),
             "  pgbench select-only (reference, scale \(connections)) \(String(format: "%7.0f", selectOnly.tps))/s  average \(String(format: "%.2f", selectOnly.latency)) ms",
             "  pgbench TPC-B, durable (reference, scale \(connections)) \(String(format: "%7.0f", tpcb.tps))/s  average \(String(format: "%.2f", tpcb.latency)) ms",
-        ]
+            "open loop (latency from when each request was due):",
+        ] + paced.map { paced in
+            "  \(paced.name.padding(toLength: 30, withPad: " ", startingAt: 0)) \(Int(paced.share * 100))% = \(String(format: "%6d", paced.rate))/s  "
+                + "p50 \(String(format: "%6.2f", paced.phase.percentile(0.5))) ms  p99 \(String(format: "%6.2f", paced.phase.percentile(0.99))) ms  "
+                + "p99.9 \(String(format: "%6.2f", paced.phase.percentile(0.999))) ms  \(paced.phase.failed) failed"
+        } + paced.filter { $0.share == 0.5 && $0.name.contains("status") }.compactMap { status in
+            paced.first { $0.share == 0.5 && $0.name == "GET /healthz" }.map { health in
+                "  at 50 %: status p99 \(String(format: "%.2f", status.phase.percentile(0.99) / max(health.phase.percentile(0.99), 0.001)))× /healthz p99 (target ≤ 2×)"
+            }
+        }
         report.fields = [
             ("benchmark", .text("api")), ("healthzPerSecond", .integer(Int(health.rate))), ("healthzP99Ms", .number(health.percentile(0.99))),
             ("tiersPerSecond", .integer(Int(tiers.rate))), ("statusPerSecond", .integer(Int(status.rate))),
@@ -124,7 +173,10 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
             ("spendP50Ms", .number(spend.percentile(0.5))), ("spendP99Ms", .number(spend.percentile(0.99))), ("spendRatio", .number(spend.rate / max(tpcb.tps, 0.001))),
             ("tiersRatio", .number(tiers.rate / max(health.rate, 0.001))), ("pgbenchSelectOnly", .integer(Int(selectOnly.tps))),
             ("pgbenchTPCB", .integer(Int(tpcb.tps))),
-        ]
+        ] + paced.flatMap { paced -> [(String, BenchmarkReport.BenchmarkValue)] in
+            let key = (paced.name.contains("healthz") ? "healthz" : paced.name.contains("status") ? "status" : "spend") + "Paced\(Int(paced.share * 100))"
+            return [(key + "P99Ms", .number(paced.phase.percentile(0.99))), (key + "P999Ms", .number(paced.phase.percentile(0.999)))]
+        }
         return report
     }
 }

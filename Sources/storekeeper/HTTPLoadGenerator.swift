@@ -22,19 +22,25 @@ enum HTTPLoadGenerator {
     }
 
     /// Sends `request(0) ..< request(count)` once each over `connections` connections: back to back, or — with a
-    /// `rate` — request i not before i / rate seconds after the start, as notifications arrive from outside (a
-    /// connection still waiting for its previous answer sends late, and that request's latency counts from then).
+    /// `rate` — request i at i / rate seconds after the start, open loop, as requests arrive from outside: a connection
+    /// still waiting for its previous answer sends late, and that request's latency counts from when it was due, so
+    /// a stall shows in the latencies instead of hiding in fewer requests (coordinated omission).
     /// Every request not answered with a 2xx counts as failed.
+    /// With a `rate`, the requests due in the first `warmUp` are sent but not counted (new connections, caches
+    /// filling after the phase before).
     static func send(
-        host: String, port: Int, connections: Int, count: Int, rate: Int?, request: @escaping @Sendable (Int) -> ByteBuffer
+        host: String, port: Int, connections: Int, count: Int, rate: Int?, warmUp: TimeAmount = .zero,
+        request: @escaping @Sendable (Int) -> ByteBuffer
     ) async throws -> APIBenchmarkCommand.Phase {
         let start = NIODeadline.now()
         let schedule = rate.map { rate in { @Sendable (index: Int) in start + .nanoseconds(Int64(index) * 1_000_000_000 / Int64(rate)) } }
+        let uncounted = rate.map { min(count, Int(Int64($0) * warmUp.nanoseconds / 1_000_000_000)) } ?? 0
         var total = try await load(
-            host: host, port: port, connections: min(connections, count), begin: start, end: .distantFuture, schedule: schedule
+            host: host, port: port, connections: min(connections, count), begin: start + (rate == nil ? .zero : warmUp), end: .distantFuture,
+            schedule: schedule
         ) { index in index < count ? request(index) : nil }
         total.seconds = Double((NIODeadline.now() - start).nanoseconds) / 1e9
-        total.failed = count - total.answered
+        total.failed = max(count - uncounted - total.answered, 0)
         return total
     }
 
@@ -92,7 +98,9 @@ private final class LoadConnection: ChannelInboundHandler, @unchecked Sendable {
     /// What this connection measured; read once it has closed.
     private(set) var phase = APIBenchmarkCommand.Phase()
     private var pending = ByteBuffer()
+    /// When the request in flight was sent — or, paced, when it was due: its latency counts from then.
     private var sentAt = NIODeadline.now()
+    private var dueAt: NIODeadline?
     private var answerDeadline: Scheduled<Void>?
 
     init(
@@ -148,6 +156,7 @@ private final class LoadConnection: ChannelInboundHandler, @unchecked Sendable {
             return
         }
         let due = schedule?(index)
+        dueAt = due
         index += stride
         if let due, due > .now() {
             context.eventLoop.assumeIsolated().scheduleTask(deadline: due) { self.write(bytes, context: context) }
@@ -157,7 +166,7 @@ private final class LoadConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     private func write(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
-        sentAt = .now()
+        sentAt = dueAt.map { min($0, .now()) } ?? .now()
         context.writeAndFlush(wrapOutboundOut(bytes), promise: nil)
         answerDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: HTTPLoadGenerator.answerTimeout) {
             self.phase.failed += 1
