@@ -174,6 +174,19 @@ struct StripeDerivationTests {
         #expect(StripeAccountClaim.resolve(checkoutReferences: [], metadata: nil, linked: nil).account == nil)
     }
 
+    @Test("event types: the ones Storekeeper listens to (docs/stripe.md) are read again; every other is only acknowledged")
+    func eventKinds() {
+        let cases: [(String, StripeEventKind)] = [
+            ("checkout.session.completed", .checkoutCompleted), ("checkout.session.async_payment_succeeded", .checkoutCompleted),
+            ("customer.subscription.created", .subscriptionChanged), ("customer.subscription.updated", .subscriptionChanged),
+            ("customer.subscription.deleted", .subscriptionChanged), ("invoice.paid", .invoiceChanged), ("invoice.payment_failed", .invoiceChanged),
+            ("charge.refunded", .chargeRefunded), ("charge.dispute.created", .disputeChanged), ("charge.dispute.closed", .disputeChanged),
+            ("customer.created", .other("customer.created")), ("invoice.created", .other("invoice.created")),
+            ("checkout.session.expired", .other("checkout.session.expired")), ("", .other("")),
+        ]
+        for (type, kind) in cases { #expect(StripeEventKind(type: type) == kind, "\(type)") }
+    }
+
     @Test("amounts: minor units to milliunits by Stripe's currency lists")
     func amounts() {
         #expect(StripeAmount.milliunits(999, currency: "usd") == 9990)

@@ -57,8 +57,8 @@ public struct StripeEventJob: JobHandler {
         let cause = EventCause(eventId: event.id, notificationType: event.type, signedDate: event.createdAt)
         guard let stripe, let objectId = event.objectId else { return try await finish(event.id, .recorded, execution) }
         do {
-            switch event.type {
-            case "checkout.session.completed", "checkout.session.async_payment_succeeded":
+            switch StripeEventKind(type: event.type) {
+            case .checkoutCompleted:
                 let session = try await stripe.checkoutSession(objectId)
                 let read = try StripeObjectStore.Read(session, id: session.id, object: "checkout.session", subscriptionId: session.subscription)
                 if session.mode == "payment", let intent = session.paymentIntent, let payments {
@@ -68,21 +68,21 @@ public struct StripeEventJob: JobHandler {
                     return try await finish(event.id, .acknowledged, execution)
                 }
                 try await refresh(subscription, also: [read], event: event.id, cause: cause, execution)
-            case let type where type.hasPrefix("customer.subscription."):
+            case .subscriptionChanged:
                 try await refresh(objectId, event: event.id, cause: cause, execution)
-            case "invoice.paid", "invoice.payment_succeeded", "invoice.payment_failed", "invoice.voided", "invoice.marked_uncollectible":
+            case .invoiceChanged:
                 // The subscription's invoices are read with it: the invoice itself only when the event did not say whose.
                 if let subscription = event.subscriptionId { return try await refresh(subscription, event: event.id, cause: cause, execution) }
                 let invoice = try await stripe.invoice(objectId)
                 guard let subscription = invoice.subscription else { return try await finish(event.id, .noSubscription, execution) }
                 try await refresh(subscription, also: [try .init(invoice, id: invoice.id, object: "invoice", subscriptionId: subscription)], event: event.id, cause: cause, execution)
-            case "charge.refunded", "charge.refund.updated":
+            case .chargeRefunded:
                 let charge = try await stripe.charge(objectId)
                 guard let subscription = try await subscription(paidBy: charge, stripe: stripe) else {
                     return try await payment(of: charge, also: [], event: event.id, cause: cause, execution)
                 }
                 try await refresh(subscription, also: [try .init(charge, id: charge.id, object: "charge", subscriptionId: subscription)], event: event.id, cause: cause, execution)
-            case let type where type.hasPrefix("charge.dispute."):
+            case .disputeChanged:
                 let dispute = try await stripe.dispute(objectId)
                 let charge = try await stripe.charge(dispute.charge)
                 guard let subscription = try await subscription(paidBy: charge, stripe: stripe) else {
@@ -94,7 +94,7 @@ public struct StripeEventJob: JobHandler {
                     try .init(dispute, id: dispute.id, object: "dispute", subscriptionId: subscription),
                 ]
                 try await refresh(subscription, also: reads, event: event.id, cause: cause, execution)
-            default:
+            case .other:
                 try await finish(event.id, .acknowledged, execution)
             }
         } catch let error as StripeAPIError where error.kind == .notFound {
