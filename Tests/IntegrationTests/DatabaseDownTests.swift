@@ -29,6 +29,8 @@ struct DatabaseDownTests {
             "STOREKEEPER_ROOT_CERTIFICATES": directory.appendingPathComponent("root.pem").path,
             "STOREKEEPER_API_KEYS": StorekeeperHarness.apiKey, "STOREKEEPER_ADMIN_KEYS": "admin-key",
             "STOREKEEPER_STRIPE_WEBHOOK_SECRETS": "whsec_database_down_secret",
+            // Checkout and the portal read the database before Stripe: nothing listens here either.
+            "STOREKEEPER_STRIPE_API_KEY": "sk_test_database_down", "STOREKEEPER_STRIPE_BASE_URL": "http://127.0.0.1:1",
         ])
         let components = try StorekeeperComponents(configuration: configuration, logger: TestDatabase.logger)
         let signer = NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: StorekeeperHarness.bundleId)
@@ -76,6 +78,10 @@ struct DatabaseDownTests {
                     ("/admin/grants/\(UUID())/end", .post, [.authorization: "Bearer admin-key"], nil),
                     ("/stripe/webhooks", .post, [.contentType: "application/json", HTTPField.Name("Stripe-Signature")!: Self.stripeHeader],
                      Self.stripeEvent),
+                    ("/v1/accounts/a/stripe/checkout", .post, [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+                     #"{"productId": "price_pro_monthly", "successUrl": "https://a.example/ok", "cancelUrl": "https://a.example/no"}"#),
+                    ("/v1/accounts/a/stripe/portal", .post, [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+                     #"{"returnUrl": "https://a.example/account"}"#),
                 ]
                 // At once: each waits for its deadline.
                 let routesStarted = ContinuousClock.now
