@@ -91,7 +91,9 @@ struct WebhookDeliveryTests {
                         clock.now = clock.now.addingTimeInterval(600)
                         _ = try await harness.count(
                             "WITH due AS (UPDATE jobs SET run_at = now() WHERE kind = 'webhook-delivery' AND state = 'available' RETURNING 1) SELECT count(*) FROM due")
-                        try await eventually("the due deliveries tried") {
+                        // A minute, not the default 15 s: the receiver and the worker share this process with the whole parallel suite on
+                        // two cores, where one 10-s request timeout plus a poll has been seen to pass 15 s.
+                        try await eventually(timeout: .seconds(60), "the due deliveries tried") {
                             try await harness.count(
                                 "SELECT count(*) FROM jobs WHERE kind = 'webhook-delivery' AND (state = 'running' OR (state = 'available' AND run_at <= now()))") == 0
                         }
