@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "storekeeper", targets: ["storekeeper"]),
+        .executable(name: "storekeeper-bench", targets: ["storekeeper-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -145,6 +146,9 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
+        // Hostile input for the drills and tests: absurd signed content, costly JSON shapes, raw sockets that stall or
+        // cut requests. Never linked into `storekeeper`.
+        .target(name: "HostileInput", dependencies: ["AppStoreModels", "LocalSigning"]),
         // HTTP: Apple intake, service API, admin, health; connection limits.
         .target(
             name: "HTTPAPI",
@@ -180,12 +184,29 @@ let package = Package(
         .executableTarget(
             name: "storekeeper",
             dependencies: [
-                "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "StripeFake", "Events",
+                "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "Subscriptions", "Credits", "Entitlements", "StripeAPI", "StripeFake", "Events",
                 "AppStoreServerAPI", "AppStoreModels",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        // Benchmarks and drills: they drive the `storekeeper` built beside them as child processes.
+        .executableTarget(
+            name: "storekeeper-bench",
+            dependencies: [
+                "StorekeeperRuntime", "HostileInput", "SignedData", "LocalSigning", "Persistence", "Jobs", "HTTPAPI", "StripeStore", "StripeFake", "Events",
+                "AppStoreModels",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Test helpers shared by the test targets (a real OCSP responder, …); only tests depend on it.
@@ -212,9 +233,9 @@ let package = Package(
         ),
         .testTarget(
             name: "SignedDataTests",
-            dependencies: ["SignedData", "LocalSigning", "AppStoreModels", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: ["SignedData", "LocalSigning", "HostileInput", "AppStoreModels", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels", "TestSupport"]),
-        .testTarget(name: "PayloadDecodingTests", dependencies: ["PayloadDecoding", "AppStoreModels", "TestSupport"]),
+        .testTarget(name: "PayloadDecodingTests", dependencies: ["PayloadDecoding", "AppStoreModels", "HostileInput", "TestSupport"]),
         .testTarget(name: "CreditsTests", dependencies: ["Credits", "Subscriptions", "Entitlements", "AppStoreModels"]),
         .testTarget(name: "StripeStoreTests", dependencies: ["StripeStore", "Subscriptions", "Credits", "Entitlements", "AppStoreModels"]),
         .testTarget(name: "EventsTests", dependencies: ["Events", "Credits", "Subscriptions", "AppStoreModels"]),
@@ -226,7 +247,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "StorekeeperRuntime", "HTTPAPI", "Persistence", "Application", "Jobs", "StatementFencing", "LocalSigning", "SignedData", "AppStoreModels",
+                "StorekeeperRuntime", "HTTPAPI", "Persistence", "Application", "Jobs", "StatementFencing", "LocalSigning", "HostileInput", "SignedData", "AppStoreModels",
                 "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "StripeFake", "Events", "AppStoreServerAPI", "TestSupport", "storekeeper-probe-worker",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),

@@ -84,7 +84,7 @@ public struct StorekeeperComponents: Sendable {
             logger.warning("catalogue written the old way", metadata: ["path": "\(configuration.tiersPath)", "warning": "\(warning)"])
         }
         var clientConfiguration = url.clientConfiguration(
-            maximumConnections: max(20, configuration.workerConcurrency + 4), applicationName: applicationName)
+            maximumConnections: configuration.databaseConnections, applicationName: applicationName)
         // The pool arms timers (sleeping tasks) whenever a connection goes back idle — a keep-alive ping and an idle
         // timeout — and cancels them at the next lease; a cancelled sleep stays allocated until its deadline. With the
         // defaults (30 s, 60 s) that held a minute of every lease, tens of MB under load. An idle timeout of 10 s keeps

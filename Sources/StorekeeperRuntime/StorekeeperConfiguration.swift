@@ -105,10 +105,20 @@ public struct StorekeeperConfiguration: Sendable {
             ocspTransport: onlineChecks ? HTTPOCSPTransport() : nil)
     }
 
-    /// Sixteen jobs per core, at least 32. The applies of one claim share a transaction, eight at a time by default
-    /// (``appliesPerTransaction``), so in a backlog 32 jobs are four transactions at once — two a core keep it busy
-    /// while each waits for its round trips; more take CPU from the intake where they share cores (docs/capacity.md).
-    public static var defaultWorkerConcurrency: Int { max(32, 16 * ProcessInfo.processInfo.activeProcessorCount) }
+    /// Sixteen jobs per core, at least 32 and at most 64. The applies of one claim share a transaction, eight at a time
+    /// by default (``appliesPerTransaction``), so in a backlog 32 jobs are four transactions at once — two a core keep
+    /// it busy while each waits for its round trips; more take CPU from the intake where they share cores
+    /// (docs/capacity.md). The ceiling keeps a big machine's `work` from asking PostgreSQL for hundreds of connections
+    /// (16 per core gave 260 on 16 cores): past it, run another `work` process — they share the queue.
+    public static func defaultWorkerConcurrency(cores: Int = ProcessInfo.processInfo.activeProcessorCount) -> Int {
+        min(64, max(32, 16 * cores))
+    }
+
+    /// The most database connections one process keeps: its jobs at once (``workerConcurrency``) and four for the
+    /// worker's own claims, heartbeats and LISTEN, at least 20 — 36 on 2 cores, 68 from 4 cores up. `serve` sizes its
+    /// pool the same way (its group commits and status reads take a few; the rest stay unopened). Checked at start
+    /// against the server's `max_connections` (``ConnectionBudget``).
+    public var databaseConnections: Int { max(20, workerConcurrency + 4) }
 
     /// Reads and validates the configuration.
     /// - Parameter requiresDatabase: whether `DATABASE_URL` must be set (every command but `dev`).
@@ -224,7 +234,7 @@ public struct StorekeeperConfiguration: Sendable {
             adminKeys: list("STOREKEEPER_ADMIN_KEYS"),
             host: value("STOREKEEPER_HOST") ?? "127.0.0.1",
             port: integer("STOREKEEPER_PORT", default: 8080, range: 0...65535),
-            workerConcurrency: integer("STOREKEEPER_WORKER_CONCURRENCY", default: defaultWorkerConcurrency, range: 1...1024),
+            workerConcurrency: integer("STOREKEEPER_WORKER_CONCURRENCY", default: defaultWorkerConcurrency(), range: 1...1024),
             workerNice: Int32(integer("STOREKEEPER_WORKER_NICE", default: 10, range: 0...19)),
             metricsPort: value("STOREKEEPER_METRICS_PORT") == nil ? nil : integer("STOREKEEPER_METRICS_PORT", default: 0, range: 1...65535),
             transferPolicy: choice("STOREKEEPER_TRANSFER_POLICY", default: TransferPolicy.keep),

@@ -26,7 +26,10 @@ public enum StorekeeperProcess {
                 "App Store Server API credentials (STOREKEEPER_ASSA_*) are not set: late-renewal rechecks, notification catch-up and backfill are off; access still ends by the clock")
         }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: DatabasePoolService(running: await components.client.startRunning(), logger: logger))
+            .init(service: DatabasePoolService(running: await components.client.startRunning(), logger: logger)),
+            .init(
+                service: ConnectionBudgetCheck(client: components.client, pool: components.configuration.databaseConnections, logger: logger),
+                successTerminationBehavior: .ignore),
         ]
         if roles.contains(.work) {
             services.append(.init(service: components.worker()))

@@ -1,11 +1,12 @@
+import Application
 import ArgumentParser
 import Credits
 import Foundation
 import Jobs
 import Persistence
 import PostgresNIO
+import StorekeeperRuntime
 import Subscriptions
-import Application
 
 struct ReplayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

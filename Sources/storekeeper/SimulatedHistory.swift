@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import StorekeeperRuntime
 
 /// What `storekeeper simulate` sent last for each subscription (`.storekeeper/simulate/<originalTransactionId>.json`):
 /// the product and the exact period, in milliseconds, as Apple keeps them — so the next notification continues the

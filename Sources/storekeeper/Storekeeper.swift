@@ -4,7 +4,8 @@ import NIOCore
 import NIOPosix
 import StorekeeperRuntime
 
-/// `storekeeper`: the single executable of Storekeeper.
+/// `storekeeper`: the executable of every Storekeeper process and operator command (benchmarks and drills are
+/// `storekeeper-bench`'s).
 @main
 struct Storekeeper: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -13,7 +14,6 @@ struct Storekeeper: AsyncParsableCommand {
         subcommands: [
             MigrateCommand.self, ServeCommand.self, WorkCommand.self, DevCommand.self, SimulateCommand.self,
             VerifyCommand.self, JobsCommand.self, EventsCommand.self, AccountsCommand.self, GrantsCommand.self, StripeCommand.self, ReplayCommand.self, BackfillCommand.self, AppleCommand.self,
-            BenchCommand.self, DrillCommand.self,
         ]
     )
 

@@ -4,6 +4,7 @@ import Crypto
 import Foundation
 import Persistence
 import SignedData
+import StorekeeperRuntime
 import X509
 
 struct VerifyCommand: AsyncParsableCommand {

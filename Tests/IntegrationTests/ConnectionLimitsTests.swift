@@ -1,4 +1,5 @@
 import Foundation
+import HostileInput
 import Hummingbird
 import HummingbirdTesting
 import StorekeeperRuntime

@@ -1,4 +1,5 @@
 import Foundation
+import HostileInput
 import StorekeeperRuntime
 import Testing
 

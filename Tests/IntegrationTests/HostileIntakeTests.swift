@@ -1,6 +1,6 @@
 import AppStoreModels
 import Foundation
-import Subscriptions
+import HostileInput
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -8,6 +8,7 @@ import LocalSigning
 import NIOCore
 import Persistence
 import StorekeeperRuntime
+import Subscriptions
 import Testing
 import TestSupport
 

@@ -47,10 +47,10 @@ struct ReadmeTablesTests {
         }
     }
 
-    @Test("every command and subcommand is in the README's command table, and every one there exists")
-    func commands() async throws {
+    @Test("every command and subcommand of both executables is in the README's command table, and every one there exists", arguments: ["storekeeper", "storekeeper-bench"])
+    func commands(executable: String) async throws {
         func subcommands(_ arguments: [String]) async throws -> [String] {
-            let (status, help) = try await ChildProcess.run("storekeeper", arguments + ["--help"], environment: [:])
+            let (status, help) = try await ChildProcess.run(executable, arguments + ["--help"], environment: [:])
             #expect(status == 0)
             guard let start = help.range(of: "SUBCOMMANDS:\n") else { return [] }
             return help[start.upperBound...].split(separator: "\n", omittingEmptySubsequences: false)
@@ -66,10 +66,11 @@ struct ReadmeTablesTests {
             if nested.isEmpty { inCode.insert(command) } else { for sub in nested { inCode.insert("\(command) \(sub)") } }
         }
         // A row names a command as `storekeeper NAME …`, a group's subcommands as `storekeeper GROUP a\|b ARG\|c …`.
-        let rows = table.split(separator: "\n").filter { $0.hasPrefix("| `storekeeper ") }
+        let prefix = "| `\(executable) "
+        let rows = table.split(separator: "\n").filter { $0.hasPrefix(prefix) }
         var listed: Set<String> = []
         for row in rows {
-            let cell = row.dropFirst("| `storekeeper ".count).prefix { $0 != "`" }
+            let cell = row.dropFirst(prefix.count).prefix { $0 != "`" }
             guard let first = cell.split(separator: " ").first.map(String.init) else { continue }
             guard inCode.contains(where: { $0.hasPrefix("\(first) ") }) else {
                 listed.insert(first)

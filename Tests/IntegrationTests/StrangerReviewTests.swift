@@ -1,4 +1,5 @@
 import Foundation
+import HostileInput
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting

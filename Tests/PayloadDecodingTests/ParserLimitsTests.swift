@@ -1,4 +1,5 @@
 import Foundation
+import HostileInput
 import LocalSigning
 import PayloadDecoding
 import Testing
@@ -55,7 +56,7 @@ struct ParserLimitsTests {
     }
 
     /// Every costly shape at 512 KiB: decoded or refused with a `DecodingError` — never a crash or a hang (the
-    /// suite's time limit would catch one; `storekeeper bench hostile` measures the cost).
+    /// suite's time limit would catch one; `storekeeper-bench hostile` measures the cost).
     @Test func costlyShapesAreParsedOrRefused() async {
         let shapes = HostileShapes.all(size: 512 * 1024)
         #expect(shapes.count >= 10)

@@ -1,5 +1,6 @@
 import AppStoreModels
 import Foundation
+import HostileInput
 import LocalSigning
 import SignedData
 import Testing

@@ -25,7 +25,7 @@ extension SystemUnderTest {
     func send(_ bodies: [ByteBuffer], clients: Int, rate: Int?) async throws -> SendPhase {
         guard !bodies.isEmpty else { return SendPhase() }
         let head = "POST /notifications/apple HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: application/json\r\nContent-Length: "
-        let phase = try await HTTPLoadGenerator.send(host: "127.0.0.1", port: port, connections: clients, count: bodies.count, rate: rate) {
+        let phase = try await HTTPLoadGenerator.send(host: "127.0.0.1", ports: ports, connections: clients, count: bodies.count, rate: rate) {
             index in
             var body = bodies[index]
             var request = ByteBuffer()
@@ -40,7 +40,7 @@ extension SystemUnderTest {
     /// Sends whole prebuilt HTTP/1.1 requests (each with its own headers: a Stripe event's signature), as ``send(_:clients:rate:)``.
     func send(requests: [ByteBuffer], clients: Int, rate: Int?) async throws -> SendPhase {
         guard !requests.isEmpty else { return SendPhase() }
-        let phase = try await HTTPLoadGenerator.send(host: "127.0.0.1", port: port, connections: clients, count: requests.count, rate: rate) {
+        let phase = try await HTTPLoadGenerator.send(host: "127.0.0.1", ports: ports, connections: clients, count: requests.count, rate: rate) {
             requests[$0]
         }
         return SendPhase(sent: requests.count, accepted: phase.answered, failed: phase.failed, seconds: phase.seconds, latencies: phase.latencies)

@@ -1,5 +1,6 @@
 import AppStoreModels
 import Foundation
+import LocalSigning
 
 /// Signed notifications whose content no real purchase has: dates outside 1970…9999, negative or enormous prices
 /// and quantities, NUL bytes, 100 KB ids, nesting and key counts at and past the parser's limits. Signed with a

@@ -112,7 +112,7 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
     func pace(_ system: SystemUnderTest, rate: Int, _ request: @escaping @Sendable (Int) -> Request) async throws -> Phase {
         let host = "127.0.0.1:\(system.port)"
         return try await HTTPLoadGenerator.send(
-            host: "127.0.0.1", port: system.port, connections: connections * 2, count: max(rate, 1) * (seconds + 1), rate: max(rate, 1),
+            host: "127.0.0.1", ports: system.ports, connections: connections * 2, count: max(rate, 1) * (seconds + 1), rate: max(rate, 1),
             warmUp: .seconds(1)
         ) { index in Self.bytes(request(index), host: host) }
     }
@@ -133,7 +133,7 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
     func load(_ system: SystemUnderTest, _ request: @escaping @Sendable (Int) -> Request) async throws -> Phase {
         let host = "127.0.0.1:\(system.port)"
         return try await HTTPLoadGenerator.run(
-            host: "127.0.0.1", port: system.port, connections: connections, warmUp: .seconds(1), seconds: .seconds(Int64(seconds))
+            host: "127.0.0.1", ports: system.ports, connections: connections, warmUp: .seconds(1), seconds: .seconds(Int64(seconds))
         ) { index in Self.bytes(request(index), host: host) }
     }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HostileInput
 import LocalSigning
 import NIOCore
 import StorekeeperRuntime

@@ -32,11 +32,12 @@ struct EndToEndBenchmarkCommand: AsyncParsableCommand {
     @Flag(help: "Private cluster only: do not warm its WAL; the run creates every WAL segment it needs, as a new server does.")
     var coldWAL = false
     @Option(help: "Subscriptions and applied notifications stored before the run, for the growth curve.") var preload = 0
+    @Option(help: "`serve` and `work` processes of each kind on the one database (the load spread over the serves).") var processes = 1
     @Flag(help: "Print one JSON object on the last line.") var json = false
 
     func validate() throws {
-        guard notifications > 0, clients > 0, rate > 0, steadySeconds >= 0 else {
-            throw ValidationError("--notifications, --clients and --rate must be positive, --steady-seconds not negative")
+        guard notifications > 0, clients > 0, rate > 0, steadySeconds >= 0, (1...16).contains(processes) else {
+            throw ValidationError("--notifications, --clients and --rate must be positive, --steady-seconds not negative, --processes 1–16")
         }
         if coldWAL && databaseURL != nil {
             throw ValidationError("--cold-wal applies to the private cluster only: a server on --database-url keeps its own WAL")
@@ -70,10 +71,11 @@ struct EndToEndRun {
         }
         do {
             try await system.startServe()
-            if !options.sequential { try system.startWorker() }
+            for _ in 1..<options.processes { try await system.startAdditionalServe() }
+            if !options.sequential { for _ in 0..<options.processes { try system.startWorker() } }
             let burst = try await system.send(Array(bodies.prefix(options.notifications)), clients: options.clients, rate: nil)
             let drainStarted = Date()
-            if options.sequential { try system.startWorker() }
+            if options.sequential { for _ in 0..<options.processes { try system.startWorker() } }
             let appliedPerSecond = try await system.waitUntilApplied(
                 options.notifications, receivedSince: runStarted, since: options.sequential ? drainStarted : nil)
             let steady = try await system.send(Array(bodies.dropFirst(options.notifications)), clients: options.clients, rate: options.rate)
@@ -124,7 +126,7 @@ struct EndToEndRun {
         let megabytes = { (bytes: Int) in Double(bytes) / 1_048_576 }
         var report = BenchmarkReport()
         report.lines = [
-            "e2e: \(burst.sent) notifications from \(options.clients) clients to serve + work, PostgreSQL beside them"
+            "e2e: \(burst.sent) notifications from \(options.clients) clients to \(options.processes) serve + \(options.processes) work, PostgreSQL beside them"
                 + (options.preload > 0 ? ", on top of \(options.preload) stored subscriptions and notifications" : "")
                 + (options.databaseURL != nil ? "" : options.coldWAL ? " (new cluster, cold WAL)" : " (private cluster, WAL warmed)"),
             "  intake:  \(Int(intakePerSecond)) notifications/s (\(burst.accepted) accepted, \(burst.failed) failed) in \(String(format: "%.2f", burst.seconds)) s; "
@@ -137,7 +139,7 @@ struct EndToEndRun {
             "  peak resident: serve \(String(format: "%.1f", megabytes(serveRSS))) MB + work \(String(format: "%.1f", megabytes(workRSS))) MB = \(String(format: "%.1f", megabytes(serveRSS + workRSS))) MB",
         ]
         report.fields = [
-            ("benchmark", .text("e2e")), ("notifications", .integer(burst.sent)), ("clients", .integer(options.clients)), ("preloaded", .integer(options.preload)),
+            ("benchmark", .text("e2e")), ("notifications", .integer(burst.sent)), ("clients", .integer(options.clients)), ("preloaded", .integer(options.preload)), ("processes", .integer(options.processes)),
             ("intakePerSecond", .integer(Int(intakePerSecond))), ("intakeP50Ms", .number(burst.percentile(0.5))),
             ("intakeP99Ms", .number(burst.percentile(0.99))), ("appliedPerSecond", .integer(Int(appliedPerSecond))),
             ("steadyRate", .integer(options.rate)), ("steadyP50Ms", .number(steady.percentile(0.5))),

@@ -1,4 +1,5 @@
 import Foundation
+import HostileInput
 import LocalSigning
 import NIOCore
 import StripeStore

@@ -1,8 +1,8 @@
 import Foundation
 
 /// JSON documents shaped to cost a parser as much as a given size allows: many keys, escaped keys, deep nesting,
-/// long strings and numbers — each limit approached from below and passed. `storekeeper bench hostile` and
-/// `storekeeper drill hostile` send them as request bodies and as the payload of a signed JWS; the tests parse them.
+/// long strings and numbers — each limit approached from below and passed. `storekeeper-bench hostile` and
+/// `storekeeper-bench drill hostile` send them as request bodies and as the payload of a signed JWS; the tests parse them.
 public enum HostileShapes {
     /// One document.
     public struct Shape: Sendable {

@@ -8,7 +8,7 @@ import StorekeeperRuntime
 import StripeFake
 import StripeStore
 
-/// `storekeeper bench stripe`: Stripe's webhooks end to end — signed events POSTed to `serve`, processed by `work`,
+/// `storekeeper-bench stripe`: Stripe's webhooks end to end — signed events POSTed to `serve`, processed by `work`,
 /// which reads every object again from a fake Stripe beside it — against pgbench TPC-B of the same cluster.
 struct StripeBenchmarkCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -20,9 +20,16 @@ final class SystemUnderTest: @unchecked Sendable {
     let signer: NotificationSigner
     let http: HTTPClient
     let logger: Logger
-    let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+    /// The `storekeeper` it drives: `STOREKEEPER_EXECUTABLE`, else the one built beside `storekeeper-bench`.
+    let executable = ProcessInfo.processInfo.environment["STOREKEEPER_EXECUTABLE"]
+        ?? URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("storekeeper").path
     private let directory: URL
     private(set) var serve: ChildProcess.Running?
+    /// Further `serve` processes on the same database (``startAdditionalServe()``), as an operator scales out.
+    private(set) var additionalServes: [(port: Int, process: ChildProcess.Running)] = []
+    /// Every `serve`'s port: the load generator spreads its connections over them.
+    var ports: [Int] { [port] + additionalServes.map(\.port) }
     private(set) var workers: [ChildProcess.Running] = []
     static let bundleId = "com.example.bench"
     /// The tier catalogue `serve` and `work` run with: the products the benchmark and drills sell.
@@ -89,15 +96,35 @@ final class SystemUnderTest: @unchecked Sendable {
     func startServe() async throws {
         let serve = try ChildProcess.spawn(executable, ["serve"], environment: environment)
         self.serve = serve
+        do {
+            try await waitUntilReady(serve, port: port)
+        } catch {
+            self.serve = nil
+            throw error
+        }
+    }
+
+    /// One more `serve` on its own port, sharing the database (and, through its NOTIFYs, the status cache's truth).
+    func startAdditionalServe() async throws {
+        let port = try PrivateCluster.freePort()
+        var environment = environment
+        environment["STOREKEEPER_PORT"] = String(port)
+        let serve = try ChildProcess.spawn(executable, ["serve"], environment: environment)
+        additionalServes.append((port, serve))
+        try await waitUntilReady(serve, port: port)
+    }
+
+    private func waitUntilReady(_ serve: ChildProcess.Running, port: Int) async throws {
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
             if serve.hasExited {
-                self.serve = nil
                 let result = try serve.wait()
                 let reason = result.output.split(separator: "\n").last.map(String.init) ?? "no output"
                 throw CommandFailure("serve exited with status \(result.status): \(reason)")
             }
-            if let response = try? await http.execute(HTTPClientRequest(url: base + "/readyz"), timeout: .seconds(2)), response.status == .ok {
+            if let response = try? await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/readyz"), timeout: .seconds(2)),
+                response.status == .ok
+            {
                 return
             }
             try await Task.sleep(for: .milliseconds(100))
@@ -177,16 +204,19 @@ final class SystemUnderTest: @unchecked Sendable {
         return false
     }
 
-    /// Peak resident memory of serve and the workers now running.
+    /// Peak resident memory of the serves and the workers now running (summed over the processes of each kind).
     var peakResidentBytes: (serve: Int, work: Int) {
-        (serve?.peakResidentBytes ?? 0, workers.reduce(0) { $0 + ($1.peakResidentBytes ?? 0) })
+        (
+            ([serve].compactMap { $0 } + additionalServes.map(\.process)).reduce(0) { $0 + ($1.peakResidentBytes ?? 0) },
+            workers.reduce(0) { $0 + ($1.peakResidentBytes ?? 0) }
+        )
     }
 
     /// Stops every process gracefully (SIGTERM) and says so when one did not stop cleanly: a status other than 0, more
     /// than 10 s to exit, or a warning that its database pool did not close.
     func stop() async {
         try? await http.shutdown()
-        let processes = [serve].compactMap { $0 } + workers
+        let processes = [serve].compactMap { $0 } + additionalServes.map(\.process) + workers
         let signalled = ContinuousClock.now
         for process in processes { process.signal(SIGTERM) }
         for process in processes {
@@ -199,6 +229,7 @@ final class SystemUnderTest: @unchecked Sendable {
             }
         }
         serve = nil
+        additionalServes = []
         workers = []
         try? FileManager.default.removeItem(at: directory)
     }

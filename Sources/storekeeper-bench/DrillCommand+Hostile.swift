@@ -1,10 +1,11 @@
 import ArgumentParser
 import Foundation
+import HostileInput
 import LocalSigning
 import NIOCore
 import StorekeeperRuntime
 
-/// `storekeeper drill hostile`: every attack of a stranger (and of absurd authentic content) against real `serve`
+/// `storekeeper-bench drill hostile`: every attack of a stranger (and of absurd authentic content) against real `serve`
 /// and `work` processes — PASS/FAIL per attack.
 struct HostileDrill: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

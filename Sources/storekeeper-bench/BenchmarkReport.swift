@@ -1,15 +1,4 @@
-import ArgumentParser
-
-struct BenchCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "bench",
-        abstract: "Benchmarks that print figures (never pass/fail). Build with -c release for meaningful numbers.",
-        subcommands: [
-            VerifyBenchmarkCommand.self, QueueBenchmarkCommand.self, EndToEndBenchmarkCommand.self, HostileBenchmarkCommand.self,
-            EventsBenchmarkCommand.self, APIBenchmarkCommand.self, StorageBenchmarkCommand.self, StripeBenchmarkCommand.self,
-        ]
-    )
-}
+import StorekeeperRuntime
 
 /// Figures of one benchmark: human lines, then (with --json) exactly one JSON object on the last line.
 struct BenchmarkReport: Sendable {

@@ -7,16 +7,16 @@ import NIOPosix
 /// a small share of the cores it shares with the server it measures — an HTTP client with a pool, tasks and header
 /// objects per request took about half of them.
 enum HTTPLoadGenerator {
-    /// Runs `connections` connections to `host:port` for `warmUp` (not counted) and then `seconds`; `request(i)` is
+    /// Runs `connections` connections, spread over `host`'s `ports` (one per `serve` process), for `warmUp` (not counted) and then `seconds`; `request(i)` is
     /// the i-th request's bytes, a whole HTTP/1.1 request. An answer with a 2xx status counts as answered, with its
     /// latency; any other answer or a connection error as failed.
     static func run(
-        host: String, port: Int, connections: Int, warmUp: TimeAmount, seconds: TimeAmount,
+        host: String, ports: [Int], connections: Int, warmUp: TimeAmount, seconds: TimeAmount,
         request: @escaping @Sendable (Int) -> ByteBuffer
     ) async throws -> APIBenchmarkCommand.Phase {
         let begin = NIODeadline.now() + warmUp
         let end = begin + seconds
-        var total = try await load(host: host, port: port, connections: connections, begin: begin, end: end, schedule: nil) { request($0) }
+        var total = try await load(host: host, ports: ports, connections: connections, begin: begin, end: end, schedule: nil) { request($0) }
         total.seconds = Double(seconds.nanoseconds) / 1e9
         return total
     }
@@ -29,14 +29,14 @@ enum HTTPLoadGenerator {
     /// With a `rate`, the requests due in the first `warmUp` are sent but not counted (new connections, caches
     /// filling after the phase before).
     static func send(
-        host: String, port: Int, connections: Int, count: Int, rate: Int?, warmUp: TimeAmount = .zero,
+        host: String, ports: [Int], connections: Int, count: Int, rate: Int?, warmUp: TimeAmount = .zero,
         request: @escaping @Sendable (Int) -> ByteBuffer
     ) async throws -> APIBenchmarkCommand.Phase {
         let start = NIODeadline.now()
         let schedule = rate.map { rate in { @Sendable (index: Int) in start + .nanoseconds(Int64(index) * 1_000_000_000 / Int64(rate)) } }
         let uncounted = rate.map { min(count, Int(Int64($0) * warmUp.nanoseconds / 1_000_000_000)) } ?? 0
         var total = try await load(
-            host: host, port: port, connections: min(connections, count), begin: start + (rate == nil ? .zero : warmUp), end: .distantFuture,
+            host: host, ports: ports, connections: min(connections, count), begin: start + (rate == nil ? .zero : warmUp), end: .distantFuture,
             schedule: schedule
         ) { index in index < count ? request(index) : nil }
         total.seconds = Double((NIODeadline.now() - start).nanoseconds) / 1e9
@@ -48,7 +48,7 @@ enum HTTPLoadGenerator {
     /// or `end` has passed; answers to requests sent before `begin` are not counted. A connection whose answer takes
     /// longer than ``answerTimeout`` is closed (that request failed): a server that stops answering ends the load.
     private static func load(
-        host: String, port: Int, connections: Int, begin: NIODeadline, end: NIODeadline,
+        host: String, ports: [Int], connections: Int, begin: NIODeadline, end: NIODeadline,
         schedule: (@Sendable (Int) -> NIODeadline)?, request: @escaping @Sendable (Int) -> ByteBuffer?
     ) async throws -> APIBenchmarkCommand.Phase {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -62,7 +62,7 @@ enum HTTPLoadGenerator {
                 let channel = try await ClientBootstrap(group: loop)
                     .channelOption(.socketOption(.tcp_nodelay), value: 1)
                     .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) } }
-                    .connect(host: host, port: port).get()
+                    .connect(host: host, port: ports[connection % ports.count]).get()
                 finished.append(channel.closeFuture.map { handler.phase }.recover { _ in handler.phase })
             }
             for future in finished {

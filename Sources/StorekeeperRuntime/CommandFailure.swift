@@ -3,16 +3,15 @@ import Logging
 import Persistence
 import PostgresNIO
 import SignedData
-import StorekeeperRuntime
 
 /// An expected failure of a command, with the one line it prints.
-struct CommandFailure: Error, CustomStringConvertible {
-    let description: String
+public struct CommandFailure: Error, CustomStringConvertible {
+    public let description: String
 
-    init(_ description: String) { self.description = description }
+    public init(_ description: String) { self.description = description }
 
     /// One line for any error, never a stack trace or SQL detail.
-    static func describe(_ error: any Error) -> String {
+    public static func describe(_ error: any Error) -> String {
         switch error {
         case let error as CommandFailure: return error.description
         case let error as ConfigurationError: return error.description
@@ -35,7 +34,7 @@ struct CommandFailure: Error, CustomStringConvertible {
 /// Writes a line to standard output at once (unbuffered, so it shows when output goes to a file or pipe). When the
 /// reader has gone (`storekeeper accounts show ID | head`), the rest of the output is nobody's: the command ends
 /// quietly, as a pipeline expects, instead of trapping in `FileHandle.write`.
-func say(_ text: String) {
+public func say(_ text: String) {
     do {
         try FileHandle.standardOutput.write(contentsOf: Data((text + "\n").utf8))
     } catch {
@@ -44,7 +43,7 @@ func say(_ text: String) {
 }
 
 /// The logger of a one-shot command: only errors someone must act on; the command's own output says the rest.
-func commandLogger(_ label: String) -> Logger {
+public func commandLogger(_ label: String) -> Logger {
     var logger = Logger(label: label)
     logger.logLevel = .critical
     return logger

@@ -1,6 +1,7 @@
 import Crypto
 import Events
 import Foundation
+import HostileInput
 import HTTPAPI
 import Hummingbird
 import Logging

@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// A TCP connection to a loopback port driven byte by byte, for the attacks no HTTP client makes — half a request
-/// head, a body that never ends — in `storekeeper drill hostile` and the tests. Sends never block and never raise
+/// head, a body that never ends — in `storekeeper-bench drill hostile` and the tests. Sends never block and never raise
 /// SIGPIPE.
 public final class RawConnection {
     private let descriptor: Int32

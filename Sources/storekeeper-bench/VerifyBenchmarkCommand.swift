@@ -4,6 +4,7 @@ import Crypto
 import Foundation
 import LocalSigning
 import SignedData
+import StorekeeperRuntime
 
 struct VerifyBenchmarkCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
