@@ -207,7 +207,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            resources: [.copy("Scale/load.sql")]
         ),
         // Test helpers shared by the test targets (a real OCSP responder, …); only tests depend on it.
         .target(

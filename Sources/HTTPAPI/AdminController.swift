@@ -1,3 +1,4 @@
+import Application
 import Foundation
 import Hummingbird
 import Jobs
@@ -46,8 +47,7 @@ public struct AdminController: Sendable {
             let text = request.uri.queryParameters.get("state")
             let state = text.flatMap { JobState(rawValue: String($0)) }
             if text != nil, state == nil { throw APIError.badRequest("state must be one of \(JobState.list())") }
-            let limit = request.uri.queryParameters.get("limit").flatMap(Int.init) ?? 50
-            guard (1...1000).contains(limit) else { throw APIError.badRequest("limit must be 1...1000") }
+            let limit = try EventsController.limit(request.uri.queryParameters.get("limit"), default: 50)
             let kind = request.uri.queryParameters.get("kind")
             if let kind { try Self.requireJobKind(kind) }
             return JobList(jobs: try await withDatabase { try await self.jobs.jobs(state: state, kind: kind, limit: limit) })
@@ -65,7 +65,7 @@ public struct AdminController: Sendable {
             if let kind = requeue.kind { try Self.requireJobKind(kind) }
             var since: Date?
             if let text = requeue.since {
-                guard let date = ISO8601DateFormatter().date(from: text) else { throw APIError.badRequest(usage) }
+                guard let date = RFC3339.date(text) else { throw APIError.badRequest(usage) }
                 since = date
             }
             if let ids = requeue.ids {

@@ -70,10 +70,14 @@ struct EventsController: Sendable {
             let id = try Self.eventId(context)
             let endpoint = request.uri.queryParameters.get("endpoint")
             if let endpoint, !endpoint.isKey(maximumBytes: 2048) {
-                throw APIError.badRequest("endpoint must be a configured endpoint's URL: 1–2048 bytes, no control characters")
+                throw APIError.badRequest("endpoint must be a configured endpoint's name: 1–2048 bytes, no control characters")
             }
             guard let endpoints = try await withDatabase({ try await self.events.redeliver(id, endpoint: endpoint) }) else {
                 throw APIError(.notFound, code: "not_found", message: "no event \(id)")
+            }
+            // A name no delivery of the event has: nothing was redelivered, and an empty 202 would say it was done.
+            if let endpoint, endpoints.isEmpty {
+                throw APIError(.notFound, code: "not_found", message: "event \(id) has no delivery to an endpoint named \(endpoint.prefix(64))")
             }
             let body = try JSONEncoder().encode(["endpoints": endpoints])
             return Self.json(String(decoding: body, as: UTF8.self), status: .accepted)

@@ -86,6 +86,7 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         deliveries: dependencies.events as? any DeliverySummarizing
     ).addRoutes(to: router, keys: dependencies.metricsKeys)
     HealthController(readiness: dependencies.readiness).addRoutes(to: router)
+    OpenAPIController().addRoutes(to: router)
     NotificationIntakeController(verifier: dependencies.verifier, inbox: dependencies.inbox).addRoutes(to: router)
     if let stripe = dependencies.stripe {
         StripeWebhookController(signature: stripe.signature, inbox: stripe.inbox, clock: dependencies.clock).addRoutes(to: router)

@@ -17,8 +17,8 @@ struct UnknownRouteMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
             let path = Self.segments(request.uri.path)
-            var allowed = Set(routes.filter { Self.matches($0.segments, path) }.map(\.method.rawValue))
-            if allowed.contains("GET") { allowed.insert("HEAD") }
+            // Only the methods routed at this path: HEAD is not (Hummingbird answers it only where a route takes it).
+            let allowed = Set(Self.preferred(routes.filter { Self.matches($0.segments, path) }).map(\.method.rawValue))
             guard !allowed.isEmpty else {
                 throw APIError(.notFound, code: "not_found", message: "no route \(request.method) \(request.uri.path)")
             }
@@ -28,6 +28,24 @@ struct UnknownRouteMiddleware<Context: RequestContext>: RouterMiddleware {
             refused.headers[.allow] = allowed.sorted().joined(separator: ", ")
             throw refused
         }
+    }
+
+    /// The routes the router would choose among: at each segment a literal takes precedence over a parameter (its
+    /// trie does not fall back), so `/admin/jobs/requeue` is the literal route's path only, not also `/admin/jobs/{id}`.
+    static func preferred(_ matching: [(segments: [Substring], method: HTTPRequest.Method)]) -> [(segments: [Substring], method: HTTPRequest.Method)] {
+        var candidates = matching
+        var index = 0
+        while candidates.contains(where: { index < $0.segments.count }) {
+            if candidates.contains(where: { index < $0.segments.count && isLiteral($0.segments[index]) }) {
+                candidates = candidates.filter { index < $0.segments.count && isLiteral($0.segments[index]) }
+            }
+            index += 1
+        }
+        return candidates
+    }
+
+    static func isLiteral(_ segment: Substring) -> Bool {
+        !(segment == "*" || segment == "**" || segment.hasPrefix(":") || (segment.hasPrefix("{") && segment.hasSuffix("}")))
     }
 
     static func segments(_ path: String) -> [Substring] { path.split(separator: "/", omittingEmptySubsequences: true) }

@@ -60,7 +60,8 @@ public struct StripeEventEnvelope: Decodable, Sendable, Equatable {
         if type.isEmpty || type.utf8.count > 128 || type.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
             return "type must be 1–128 printable bytes"
         }
-        if created <= 0 { return "created must be a positive Unix time" }
+        // Stored as a timestamp: a value past year 9999 does not fit one (and no event of Stripe's is older than 2000).
+        if !(946_684_800...253_402_300_799).contains(created) { return "created must be a Unix time from 2000 to 9999" }
         if let objectId = data.object.id, objectId.utf8.count > 255 { return "data.object.id is longer than 255 bytes" }
         return nil
     }

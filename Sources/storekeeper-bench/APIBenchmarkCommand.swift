@@ -45,10 +45,11 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                 _ = try await system.send(bodies, clients: min(connections, 16), rate: nil)
                 _ = try await system.waitUntilApplied(accounts, receivedSince: started)
                 let key = [("Authorization", "Bearer bench")]
-                let health = try await load(system) { _ in ("/healthz", .GET, [], nil) }
-                let tiers = try await load(system) { _ in ("/v1/tiers", .GET, [], nil) }
-                let status = try await load(system) { _ in ("/v1/accounts/\(accountIds.randomElement()!)/status", .GET, key, nil) }
-                let spend = try await load(system) { _ in
+                let hotPath = HotPathLoad(connections: connections, seconds: seconds)
+                let health = try await hotPath.load(system) { _ in ("/healthz", .GET, [], nil) }
+                let tiers = try await hotPath.load(system) { _ in ("/v1/tiers", .GET, [], nil) }
+                let status = try await hotPath.load(system) { _ in ("/v1/accounts/\(accountIds.randomElement()!)/status", .GET, key, nil) }
+                let spend = try await hotPath.load(system) { _ in
                     let body = ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(UUID())"}"#)
                     return ("/v1/accounts/\(accountIds.randomElement()!)/usage", .POST, key + [("Content-Type", "application/json")], body)
                 }
@@ -58,12 +59,12 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                 var paced: [PacedPhase] = []
                 for share in [0.25, 0.5, 0.75] {
                     let rate = Int(health.rate * share)
-                    paced.append(PacedPhase(name: "GET /healthz", share: share, rate: rate, phase: try await pace(system, rate: rate) { _ in ("/healthz", .GET, [], nil) }))
-                    paced.append(PacedPhase(name: "GET /v1/accounts/{id}/status", share: share, rate: rate, phase: try await pace(system, rate: rate) { _ in
+                    paced.append(PacedPhase(name: "GET /healthz", share: share, rate: rate, phase: try await hotPath.pace(system, rate: rate) { _ in ("/healthz", .GET, [], nil) }))
+                    paced.append(PacedPhase(name: "GET /v1/accounts/{id}/status", share: share, rate: rate, phase: try await hotPath.pace(system, rate: rate) { _ in
                         ("/v1/accounts/\(accountIds.randomElement()!)/status", .GET, key, nil)
                     }))
                     let spendRate = Int(spend.rate * share)
-                    paced.append(PacedPhase(name: "POST /v1/accounts/{id}/usage", share: share, rate: spendRate, phase: try await pace(system, rate: spendRate) { _ in
+                    paced.append(PacedPhase(name: "POST /v1/accounts/{id}/usage", share: share, rate: spendRate, phase: try await hotPath.pace(system, rate: spendRate) { _ in
                         let body = ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(UUID())"}"#)
                         return ("/v1/accounts/\(accountIds.randomElement()!)/usage", .POST, key + [("Content-Type", "application/json")], body)
                     }))
@@ -106,17 +107,6 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
         var phase: Phase
     }
 
-    /// `rate` requests a second for `seconds`, open loop, over twice `connections` connections (so the client's one
-    /// request in flight per connection does not bound the rate), after a second at that rate not counted: the
-    /// connections are new, and the phase before (spends) dropped every account's cached status.
-    func pace(_ system: SystemUnderTest, rate: Int, _ request: @escaping @Sendable (Int) -> Request) async throws -> Phase {
-        let host = "127.0.0.1:\(system.port)"
-        return try await HTTPLoadGenerator.send(
-            host: "127.0.0.1", ports: system.ports, connections: connections * 2, count: max(rate, 1) * (seconds + 1), rate: max(rate, 1),
-            warmUp: .seconds(1)
-        ) { index in Self.bytes(request(index), host: host) }
-    }
-
     /// A request as the bytes the load generator writes.
     static func bytes(_ request: Request, host: String) -> ByteBuffer {
         let (path, method, headers, body) = request
@@ -126,15 +116,6 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
         var bytes = ByteBuffer(string: head + "\r\n")
         if var body { bytes.writeBuffer(&body) }
         return bytes
-    }
-
-    /// `connections` clients sending `request(i)` back to back for `seconds` (after a second of warm-up: connections
-    /// open, caches and plans as in steady use), with ``HTTPLoadGenerator``; a 2xx counts as answered.
-    func load(_ system: SystemUnderTest, _ request: @escaping @Sendable (Int) -> Request) async throws -> Phase {
-        let host = "127.0.0.1:\(system.port)"
-        return try await HTTPLoadGenerator.run(
-            host: "127.0.0.1", ports: system.ports, connections: connections, warmUp: .seconds(1), seconds: .seconds(Int64(seconds))
-        ) { index in Self.bytes(request(index), host: host) }
     }
 
     func report(

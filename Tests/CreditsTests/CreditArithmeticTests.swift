@@ -130,6 +130,11 @@ struct ProrationTests {
         #expect(BillingPeriod(iso8601: "P1M")?.resetsMonthly == false)
         #expect(BillingPeriod(iso8601: "P2W")?.days == 14)
         #expect(BillingPeriod(iso8601: "1M") == nil)
+        // Counts an overflow would have crashed on (weeks and years multiply): refused, as any count past a million.
+        #expect(BillingPeriod(iso8601: "P9223372036854775807W") == nil)
+        #expect(BillingPeriod(iso8601: "P1537228672809129302Y") == nil)
+        #expect(BillingPeriod(iso8601: "P1000001D") == nil)
+        #expect(BillingPeriod(iso8601: "P1000000Y")?.months == 12_000_000)
         #expect(BillingPeriod(iso8601: "P0M") == nil)
         #expect(BillingPeriod(iso8601: "PXM") == nil)
     }

@@ -46,7 +46,7 @@ struct StripeAccountsTests {
         }
     }
 
-    @Test("nobody pays twice: a second checkout of the group answers the open session; paid, the same tier is refused and a higher one is the portal's; keys of two accounts never meet")
+    @Test("nobody pays twice: a second checkout of the group answers the open session; paid, the same tier is refused and a higher one is the portal's; keys of two accounts never meet; a session Stripe forgot is replaced")
     func payingTwice() async throws {
         try await StripeWorld.run { world in
             let account = UUID().uuidString.lowercased()
@@ -79,6 +79,16 @@ struct StripeAccountsTests {
             _ = try world.fake.completeCheckout(try #require(subscribing.json["sessionId"] as? String), at: StripeWorld.time(0))
             let stale = try await world.post("/v1/accounts/\(other)/stripe/checkout", good)
             #expect(stale.status == .conflict && stale.json["error"] as? String == "already_entitled", "\(stale.status) \(String(buffer: stale.body))")
+
+            // A stored open session Stripe no longer knows (its objects reset, another key's): forgotten, a new one made.
+            let third = UUID().uuidString.lowercased()
+            let forgotten = try await world.post("/v1/accounts/\(third)/stripe/checkout", good)
+            let forgottenId = try #require(forgotten.json["sessionId"] as? String)
+            world.fake.state.withLock { $0.sessions[forgottenId] = nil }
+            let fresh = try await world.post("/v1/accounts/\(third)/stripe/checkout", good)
+            #expect(fresh.status == .created && fresh.json["sessionId"] as? String != forgottenId, "\(fresh.status) \(String(buffer: fresh.body))")
+            let kept = try await world.post("/v1/accounts/\(third)/stripe/checkout", good)
+            #expect(kept.json["sessionId"] as? String == fresh.json["sessionId"] as? String)
 
             let metrics = String(buffer: try await world.http.execute(uri: "/metrics", method: .get).body)
             #expect(metrics.contains("storekeeper_stripe_api_calls_total") && metrics.contains("create_checkout_session"), "API calls counted")

@@ -49,6 +49,8 @@ struct StripeIntakeTests {
         }
     }
 
+    static let huge = Array(#"{"id":"evt_huge_1","object":"event","created":5792185922704059392,"livemode":false,"type":"invoice.paid","data":{"object":{"id":"in_1","object":"invoice"}}}"#.utf8)
+
     @Test("unsigned, wrongly signed, stale, malformed and oversized requests: 400, 401, 413, and nothing stored")
     func refused() async throws {
         try await StorekeeperHarness.run(worker: false, environment: ["STOREKEEPER_STRIPE_WEBHOOK_SECRETS": Self.secrets[1]]) { harness in
@@ -63,6 +65,8 @@ struct StripeIntakeTests {
                     ("not an event", Array(#"{"hello":"world"}"#.utf8), signed(Array(#"{"hello":"world"}"#.utf8)), .badRequest),
                     ("not evt_", Self.event("sub_1"), signed(Self.event("sub_1")), .badRequest),
                     ("not JSON", Array("evt_1".utf8), signed(Array("evt_1".utf8)), .badRequest),
+                    // Signed, so only Stripe (or a leaked secret) can send it; past year 9999 it once crashed the process.
+                    ("created past 9999", Self.huge, signed(Self.huge), .badRequest),
                 ]
                 for (label, payload, header, expected) in cases {
                     let answer = try await post(client, payload, header: header)

@@ -143,41 +143,19 @@ public enum GrantEnd {
 
     public static func date(endsAt: String?, duration: String?, now: Date) throws(Problem) -> Date? {
         if let endsAt {
-            guard let date = rfc3339(endsAt) else {
+            guard let date = RFC3339.date(endsAt) else {
                 throw Problem(description: "endsAt \(endsAt.prefix(64)) is not an RFC 3339 time (2027-01-31T00:00:00Z)")
             }
             return date
         }
         guard let duration else { return nil }
         guard let period = BillingPeriod(iso8601: duration) else {
-            throw Problem(description: "duration \(duration.prefix(64)) is not an ISO 8601 duration of P<n>D, P<n>W, P<n>M or P<n>Y")
+            throw Problem(description: "duration \(duration.prefix(64)) is not an ISO 8601 duration of P<n>D, P<n>W, P<n>M or P<n>Y (n from 1 to 1,000,000)")
         }
         guard period.months <= longestMonths, period.days <= longestDays else {
             throw Problem(description: "duration \(duration.prefix(64)) is longer than 100 years; grant it for good instead")
         }
         if period.months > 0 { return CreditCalendar.monthlyBoundary(anchor: now, month: period.months) }
         return now.addingTimeInterval(Double(period.days) * 86_400)
-    }
-
-    /// An RFC 3339 time, strictly: a date that does not exist (February 30th) is refused, not rolled over.
-    static func rfc3339(_ text: String) -> Date? {
-        let pattern = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/
-        guard let match = text.wholeMatch(of: pattern) else { return nil }
-        let zone = String(match.output.8)
-        var offset = 0
-        if zone.count == 6, let hours = Int(zone.dropFirst().prefix(2)), let minutes = Int(zone.suffix(2)), hours < 24, minutes < 60 {
-            offset = (hours * 60 + minutes) * 60 * (zone.hasPrefix("-") ? -1 : 1)
-        }
-        guard let timeZone = TimeZone(secondsFromGMT: offset) else { return nil }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = timeZone
-        let parts = [match.output.1, match.output.2, match.output.3, match.output.4, match.output.5, match.output.6].compactMap { Int($0) }
-        guard parts.count == 6 else { return nil }
-        let components = DateComponents(year: parts[0], month: parts[1], day: parts[2], hour: parts[3], minute: parts[4], second: parts[5])
-        guard let date = calendar.date(from: components) else { return nil }
-        let back = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
-        guard [back.year, back.month, back.day, back.hour, back.minute, back.second] == parts.map(Optional.some) else { return nil }
-        let fraction = match.output.7.flatMap { Double("0" + $0) } ?? 0
-        return date.addingTimeInterval(fraction)
     }
 }

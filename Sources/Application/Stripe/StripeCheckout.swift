@@ -83,17 +83,22 @@ public struct StripeCheckout: Sendable {
             try await objects.lockCheckout(of: account, on: connection)
             if recurring, let open = try await objects.openSession(ofAccount: account, products: sameGroup, now: now, on: connection) {
                 // What is held may be stale (its completion's event not processed, or lost): Stripe says.
-                let current: StripeCheckoutSession
+                var current: StripeCheckoutSession?
                 do {
                     current = try await stripe.checkoutSession(open.id)
+                } catch let error as StripeAPIError where error.kind == .notFound {
+                    // Stripe does not know it (any more): it stands for nothing; a new session is made below.
+                    try await objects.forgetSession(open.id, on: connection)
                 } catch let error as StripeAPIError {
                     return .failure(.stripe(error))
                 }
-                try await objects.save([try .init(current, id: current.id, object: "checkout.session", subscriptionId: current.subscription)], readAt: Date(), on: connection)
-                if current.status == "open" { return .success(current) }
-                // Paid, and its events not processed yet: the account has the tier, whatever Storekeeper holds.
-                if current.status == "complete", let paid = current.metadata?[StripeSubscription.productMetadataKey] {
-                    return .failure(.alreadyEntitled(tier: catalogue.tier(ofProduct: paid)?.tier.id ?? paid, store: "stripe"))
+                if let current {
+                    try await objects.save([try .init(current, id: current.id, object: "checkout.session", subscriptionId: current.subscription)], readAt: Date(), on: connection)
+                    if current.status == "open" { return .success(current) }
+                    // Paid, and its events not processed yet: the account has the tier, whatever Storekeeper holds.
+                    if current.status == "complete", let paid = current.metadata?[StripeSubscription.productMetadataKey] {
+                        return .failure(.alreadyEntitled(tier: catalogue.tier(ofProduct: paid)?.tier.id ?? paid, store: "stripe"))
+                    }
                 }
             }
             var form = prepared

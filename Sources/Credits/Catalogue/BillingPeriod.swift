@@ -3,8 +3,13 @@ public struct BillingPeriod: Sendable, Equatable {
     public var months: Int
     public var days: Int
 
+    /// The longest count a duration may give, in its unit: far beyond any product or grant, and small enough that
+    /// weeks and years in days and months never overflow (`P9223372036854775807W` is text an operator can send).
+    public static let largestCount = 1_000_000
+
     public init?(iso8601 text: String) {
-        guard text.hasPrefix("P"), text.count >= 3, let count = Int(text.dropFirst().dropLast()), count > 0 else { return nil }
+        guard text.hasPrefix("P"), text.count >= 3, let count = Int(text.dropFirst().dropLast()), (1...Self.largestCount).contains(count)
+        else { return nil }
         switch text.last {
         case "D": (months, days) = (0, count)
         case "W": (months, days) = (0, 7 * count)

@@ -102,6 +102,12 @@ public struct StripeObjectStore: Sendable {
     }
 
     /// An open Checkout Session Storekeeper created for `account` selling one of `products`, not expired at `now`.
+    /// Forgets a Checkout Session Stripe no longer knows (another account's keys, a test clock reset), so it stops
+    /// standing for the account's open checkout.
+    public func forgetSession(_ id: String, on connection: PostgresConnection) async throws {
+        try await connection.query("DELETE FROM stripe_objects WHERE id = \(id) AND object = 'checkout.session'", logger: logger)
+    }
+
     public func openSession(ofAccount account: AccountID, products: [String], now: Date, on connection: PostgresConnection)
         async throws -> StripeCheckoutSession?
     {

@@ -1,0 +1,61 @@
+import ArgumentParser
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import StorekeeperRuntime
+
+/// `storekeeper-bench scale`: the growth curve — the same measurements on an empty database and on ones holding N
+/// generated subscribers with a year of history each.
+struct ScaleBenchmarkCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "scale",
+        abstract: "The growth curve: hot path, applying, storage, migrate and replay at N generated subscribers.",
+        discussion: """
+            For each N of --subscribers, on a private PostgreSQL cluster of its own: migrates, loads N subscribers with \
+            a year of history each (Scale/load.sql, server-side bulk inserts: renewals, upgrades, downgrades, \
+            refunds, trials, billing retry, top-ups, spends, events within retention; see docs/capacity.md), times \
+            the load, VACUUM ANALYZE and `migrate` on the populated database, measures storage per subscriber-year, \
+            times `replay --all`, then starts `serve` + `work` and measures at fixed rates, open loop: status of \
+            accounts never read (cache cold) and of 1,000 accounts read before (warm), spends, and /healthz at the \
+            same rate as the reference; then applied/s of --notifications new subscriptions. Uses config/tiers.yml \
+            (the catalogue the generator sells from; --tiers).
+            """)
+
+    @Option(help: "Subscriber counts, comma-separated, each on a fresh database.") var subscribers = "0,100000,1000000"
+    @Option(help: "Status requests a second, open loop.") var statusRate = 5_000
+    @Option(help: "Spends a second, open loop.") var spendRate = 1_000
+    @Option(help: "Seconds per measured phase.") var seconds = 5
+    @Option(help: "Concurrent connections (open loop uses twice as many).") var connections = 32
+    @Option(help: "New subscriptions sent to measure applied/s.") var notifications = 5_000
+    @Option(help: "The tier catalogue the generated products come from.") var tiers = "config/tiers.yml"
+    @Flag(help: "Print one JSON object per N on the last lines.") var json = false
+
+    var counts: [Int] { subscribers.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
+
+    func validate() throws {
+        let counts = self.counts
+        guard !counts.isEmpty, counts.count == subscribers.split(separator: ",").count, counts.allSatisfy({ (0...10_000_000).contains($0) }) else {
+            throw ValidationError("--subscribers takes counts from 0 to 10,000,000, comma-separated")
+        }
+        guard statusRate > 0, spendRate > 0, seconds > 0, connections > 0, notifications > 0 else {
+            throw ValidationError("--status-rate, --spend-rate, --seconds, --connections and --notifications must be positive")
+        }
+        guard FileManager.default.fileExists(atPath: tiers) else { throw ValidationError("--tiers \(tiers): no such file (run from the repository)") }
+    }
+
+    func run() async throws {
+        let logger = commandLogger("storekeeper.bench")
+        let loader = try ScaleLoader.fromBundle()
+        var points: [ScalePoint] = []
+        for count in counts {
+            say("scale: \(count) subscribers …")
+            let point = try await BenchmarkDatabase.with(url: nil, logger: logger) { url in
+                try await ScaleRun(options: self, subscribers: count, databaseURL: url, loader: loader, logger: logger).run()
+            }
+            say(point.line)
+            points.append(point)
+        }
+        ScalePoint.report(points, json: json).print(json: json)
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+import Logging
+import PostgresNIO
+import StorekeeperRuntime
+
+/// Runs `load.sql` (a resource of this target): server-side `INSERT … SELECT` from `generate_series`, one transaction,
+/// then VACUUM ANALYZE. Every row is what the server would have written for N subscribers; subscriber n's account is
+/// `md5('scale-' || n)::uuid` and its original transaction id `9000000000000 + n` (n from 1).
+struct ScaleLoader {
+    let statements: [String]
+
+    static func fromBundle() throws -> ScaleLoader {
+        guard let url = Bundle.module.url(forResource: "load", withExtension: "sql") else {
+            throw CommandFailure("load.sql is missing from storekeeper-bench's resources")
+        }
+        let text = try String(contentsOf: url, encoding: .utf8)
+        let statements = text.components(separatedBy: "\n-- statement\n").dropFirst()
+            .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { !$0.isEmpty }
+        return ScaleLoader(statements: statements)
+    }
+
+    /// Loads `subscribers` and returns the seconds the inserts took and the seconds VACUUM ANALYZE took.
+    func load(subscribers: Int, now: Date, url: DatabaseURL, logger: Logger) async throws -> (load: Double, vacuum: Double) {
+        try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 1), logger: logger) { client in
+            try await client.withConnection { connection in
+                try await connection.query("CREATE TEMP TABLE scale_parameters (subscribers int, seed int, now timestamptz)", logger: logger)
+                try await connection.query("INSERT INTO scale_parameters VALUES (\(subscribers), 1, \(now))", logger: logger)
+                let started = ContinuousClock.now
+                var vacuumStarted: ContinuousClock.Instant?
+                for statement in statements {
+                    if vacuumStarted == nil && statement.uppercased().hasPrefix("VACUUM") { vacuumStarted = ContinuousClock.now }
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                let ended = ContinuousClock.now
+                let split = vacuumStarted ?? ended
+                return ((split - started).seconds, (ended - split).seconds)
+            }
+        }
+    }
+
+    /// Account ids of `count` generated subscribers in `state`s (at random), for the hot-path phases.
+    static func accounts(states: [String], count: Int, url: DatabaseURL, logger: Logger) async throws -> [String] {
+        try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 1), logger: logger) { client in
+            let rows = try await client.query(
+                "SELECT account_id::text FROM subscriptions WHERE status = ANY(\(states)) AND account_id IS NOT NULL ORDER BY random() LIMIT \(count)",
+                logger: logger)
+            var accounts: [String] = []
+            for try await account in rows.decode(String.self) { accounts.append(account) }
+            return accounts
+        }
+    }
+}

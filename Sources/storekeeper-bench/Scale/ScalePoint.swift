@@ -1,0 +1,64 @@
+import Foundation
+
+/// What one N of the growth curve measured.
+struct ScalePoint {
+    var subscribers: Int
+    var loadSeconds = 0.0
+    var vacuumSeconds = 0.0
+    var databaseBytes = 0
+    var bytesPerSubscriberYear = 0.0
+    var keptBytesPerSubscriberYear = 0.0
+    var migrateSeconds = 0.0
+    var replaySeconds = 0.0
+    var replayStatus: Int32 = 0
+    var replayDifferences = false
+    var health = APIBenchmarkCommand.Phase()
+    var statusCold = APIBenchmarkCommand.Phase()
+    var statusWarm = APIBenchmarkCommand.Phase()
+    var spend = APIBenchmarkCommand.Phase()
+    var intake = 0.0
+    var appliedPerSecond = 0.0
+
+    private static func milliseconds(_ phase: APIBenchmarkCommand.Phase) -> String {
+        String(format: "p50 %.2f p99 %.2f p99.9 %.2f ms", phase.percentile(0.5), phase.percentile(0.99), phase.percentile(0.999))
+    }
+
+    var line: String {
+        [
+            "  N = \(subscribers): load \(String(format: "%.1f", loadSeconds)) s + VACUUM ANALYZE \(String(format: "%.1f", vacuumSeconds)) s, "
+                + "database \(databaseBytes / 1_048_576) MiB, \(Int(bytesPerSubscriberYear)) B per subscriber-year (\(Int(keptBytesPerSubscriberYear)) B kept for good)",
+            "    migrate (populated) \(String(format: "%.2f", migrateSeconds)) s; replay --all \(String(format: "%.1f", replaySeconds)) s"
+                + (replayDifferences ? " (found differences: exit 3)" : " (no differences)"),
+            "    /healthz         \(Self.milliseconds(health)), \(health.failed) failed",
+            "    status, cold     \(Self.milliseconds(statusCold)), \(statusCold.failed) failed (p99 \(String(format: "%.2f", statusCold.percentile(0.99) / max(health.percentile(0.99), 0.001)))× /healthz)",
+            "    status, warm     \(Self.milliseconds(statusWarm)), \(statusWarm.failed) failed (p99 \(String(format: "%.2f", statusWarm.percentile(0.99) / max(health.percentile(0.99), 0.001)))× /healthz)",
+            "    spends           \(Self.milliseconds(spend)), \(spend.failed) failed",
+            "    intake \(Int(intake))/s, applied \(Int(appliedPerSecond))/s",
+        ].joined(separator: "\n")
+    }
+
+    /// The curve, each N against the first (the empty database when it is first).
+    static func report(_ points: [ScalePoint], json: Bool) -> BenchmarkReport {
+        var report = BenchmarkReport()
+        guard let base = points.first else { return report }
+        report.lines.append("scale: against N = \(base.subscribers) (status and spends at fixed rates, open loop; applied/s of new subscriptions)")
+        for point in points.dropFirst() {
+            let ratio = { (value: Double, reference: Double) in String(format: "%.2f×", value / max(reference, 0.001)) }
+            report.lines.append(
+                "  N = \(point.subscribers): status p99 cold \(ratio(point.statusCold.percentile(0.99), base.statusCold.percentile(0.99))), "
+                    + "warm \(ratio(point.statusWarm.percentile(0.99), base.statusWarm.percentile(0.99))), "
+                    + "spends p99 \(ratio(point.spend.percentile(0.99), base.spend.percentile(0.99))), "
+                    + "applied/s \(ratio(point.appliedPerSecond, base.appliedPerSecond))")
+        }
+        if json {
+            for point in points {
+                report.lines.append(
+                    "{\"benchmark\":\"scale\",\"subscribers\":\(point.subscribers),\"loadSeconds\":\(String(format: "%.1f", point.loadSeconds)),"
+                        + "\"bytesPerSubscriberYear\":\(Int(point.bytesPerSubscriberYear)),\"statusColdP99\":\(String(format: "%.3f", point.statusCold.percentile(0.99))),"
+                        + "\"statusWarmP99\":\(String(format: "%.3f", point.statusWarm.percentile(0.99))),\"spendP99\":\(String(format: "%.3f", point.spend.percentile(0.99))),"
+                        + "\"appliedPerSecond\":\(Int(point.appliedPerSecond)),\"replaySeconds\":\(String(format: "%.1f", point.replaySeconds))}")
+            }
+        }
+        return report
+    }
+}

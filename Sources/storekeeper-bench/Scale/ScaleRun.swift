@@ -1,0 +1,101 @@
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import StorekeeperRuntime
+
+/// One point of the growth curve: a fresh database, N subscribers loaded, everything measured.
+struct ScaleRun {
+    let options: ScaleBenchmarkCommand
+    let subscribers: Int
+    let databaseURL: DatabaseURL
+    let loader: ScaleLoader
+    let logger: Logger
+
+    func run() async throws -> ScalePoint {
+        let tiers = URL(fileURLWithPath: options.tiers).standardizedFileURL.path
+        let system = try SystemUnderTest(databaseURL: databaseURL, clients: options.connections, environment: ["STOREKEEPER_TIERS": tiers], logger: logger)
+        do {
+            let point = try await measure(system)
+            await system.stop()
+            return point
+        } catch {
+            await system.stop()
+            throw error
+        }
+    }
+
+    private func measure(_ system: SystemUnderTest) async throws -> ScalePoint {
+        try system.migrate()
+        var point = ScalePoint(subscribers: subscribers)
+        let emptyBytes = try await system.count("SELECT pg_database_size(current_database())")
+        if subscribers > 0 {
+            (point.loadSeconds, point.vacuumSeconds) = try await loader.load(subscribers: subscribers, now: Date(), url: databaseURL, logger: logger)
+            let total = try await system.count("SELECT pg_database_size(current_database())") - emptyBytes
+            // Events, deliveries and jobs are held for their retention (30 and 7 days); the rest is kept for good.
+            let retained = try await system.count(
+                """
+                SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = 'public' AND c.relkind = 'r' AND c.relname IN ('events', 'webhook_deliveries', 'webhook_attempts', 'jobs', 'job_history')
+                """)
+            point.bytesPerSubscriberYear = Double(total) / Double(subscribers)
+            point.keptBytesPerSubscriberYear = Double(total - retained) / Double(subscribers)
+            point.databaseBytes = total + emptyBytes
+        }
+        point.migrateSeconds = try timed { try system.migrate() }.seconds
+        let replay = try timed { try ChildProcess.run(system.executable, ["replay", "--all"], environment: system.environment) }
+        point.replaySeconds = replay.seconds
+        point.replayStatus = replay.value.status
+        if ![0, 3].contains(replay.value.status) {
+            throw CommandFailure("replay --all failed: \(replay.value.output.split(separator: "\n").last.map(String.init) ?? "")")
+        }
+        point.replayDifferences = replay.value.status == 3
+        let active = subscribers > 0
+            ? try await ScaleLoader.accounts(states: ["active"], count: 20_000, url: databaseURL, logger: logger)
+            : (0..<20_000).map { _ in UUID().uuidString.lowercased() }
+        let everyone = subscribers > 0
+            ? try await ScaleLoader.accounts(states: ["active", "grace_period", "billing_retry", "expired", "refunded", "revoked"], count: 200_000, url: databaseURL, logger: logger)
+            : (0..<200_000).map { _ in UUID().uuidString.lowercased() }
+        guard !active.isEmpty, !everyone.isEmpty else { throw CommandFailure("no generated accounts to read") }
+        try await system.startServe()
+        try system.startWorker()
+        try await measureHotPath(system, active: active, everyone: everyone, into: &point)
+        let started = Date()
+        let bodies = try (0..<options.notifications).map { index in
+            try system.subscribe(index, at: started.addingTimeInterval(Double(index) / 1000)).body
+        }
+        point.intake = try await system.send(bodies, clients: options.connections, rate: nil).rate
+        point.appliedPerSecond = try await system.waitUntilApplied(options.notifications, receivedSince: started)
+        return point
+    }
+
+    /// Open loop at the fixed rates: /healthz (the reference), status of accounts never read (cold: each request a
+    /// different account, so the cache cannot answer), status of 1,000 accounts read once before (warm), spends.
+    private func measureHotPath(_ system: SystemUnderTest, active: [String], everyone: [String], into point: inout ScalePoint) async throws {
+        let load = HotPathLoad(connections: options.connections, seconds: options.seconds)
+        let key = [("Authorization", "Bearer bench")]
+        point.health = try await load.pace(system, rate: options.statusRate) { _ in ("/healthz", .GET, [], nil) }
+        point.statusCold = try await load.pace(system, rate: options.statusRate) { index in
+            ("/v1/accounts/\(everyone[index % everyone.count])/status", .GET, key, nil)
+        }
+        let warm = Array(active.prefix(1_000))
+        _ = try await load.pace(system, rate: options.statusRate) { index in ("/v1/accounts/\(warm[index % warm.count])/status", .GET, key, nil) }
+        point.statusWarm = try await load.pace(system, rate: options.statusRate) { index in
+            ("/v1/accounts/\(warm[index % warm.count])/status", .GET, key, nil)
+        }
+        point.spend = try await load.pace(system, rate: options.spendRate) { index in
+            let body = ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(UUID())"}"#)
+            return ("/v1/accounts/\(active[index % active.count])/usage", .POST, key + [("Content-Type", "application/json")], body)
+        }
+    }
+
+    private func timed<Value>(_ body: () throws -> Value) throws -> (value: Value, seconds: Double) {
+        let started = ContinuousClock.now
+        let value = try body()
+        return (value, (ContinuousClock.now - started).seconds)
+    }
+}
+
+extension SystemUnderTest.SendPhase {
+    var rate: Double { Double(accepted) / max(seconds, 0.001) }
+}
