@@ -9,7 +9,9 @@ public enum RFC3339 {
         guard let match = text.wholeMatch(of: pattern) else { return nil }
         let zone = String(match.output.8)
         var offset = 0
-        if zone.count == 6, let hours = Int(zone.dropFirst().prefix(2)), let minutes = Int(zone.suffix(2)), hours < 24, minutes < 60 {
+        if zone.count == 6 {
+            // +24:00 or +00:60 is no offset: refused, never read as UTC.
+            guard let hours = Int(zone.dropFirst().prefix(2)), let minutes = Int(zone.suffix(2)), hours < 24, minutes < 60 else { return nil }
             offset = (hours * 60 + minutes) * 60 * (zone.hasPrefix("-") ? -1 : 1)
         }
         guard let timeZone = TimeZone(secondsFromGMT: offset) else { return nil }

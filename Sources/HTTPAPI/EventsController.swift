@@ -77,7 +77,7 @@ struct EventsController: Sendable {
             }
             // A name no delivery of the event has: nothing was redelivered, and an empty 202 would say it was done.
             if let endpoint, endpoints.isEmpty {
-                throw APIError(.notFound, code: "not_found", message: "event \(id) has no delivery to an endpoint named \(endpoint.prefix(64))")
+                throw APIError(.notFound, code: "not_found", message: "event \(id.uuidString.lowercased()) has no delivery to an endpoint named \(endpoint.prefix(64))")
             }
             let body = try JSONEncoder().encode(["endpoints": endpoints])
             return Self.json(String(decoding: body, as: UTF8.self), status: .accepted)

@@ -76,7 +76,8 @@ import Foundation
 
 /// Builds the router of `storekeeper serve`.
 public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperRequestContext> {
-    let router = Router(context: StorekeeperRequestContext.self)
+    // HEAD answers every GET route with its headers and no body, as HTTP asks of a general-purpose server.
+    let router = Router(context: StorekeeperRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.add(middleware: SecurityHeadersMiddleware())
     router.add(middleware: LogRequestsMiddleware(.debug))
     router.add(middleware: MetricsMiddleware())

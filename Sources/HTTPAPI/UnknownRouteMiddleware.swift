@@ -17,8 +17,9 @@ struct UnknownRouteMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
             let path = Self.segments(request.uri.path)
-            // Only the methods routed at this path: HEAD is not (Hummingbird answers it only where a route takes it).
-            let allowed = Set(Self.preferred(routes.filter { Self.matches($0.segments, path) }).map(\.method.rawValue))
+            var allowed = Set(Self.preferred(routes.filter { Self.matches($0.segments, path) }).map(\.method.rawValue))
+            // The router answers HEAD wherever GET is routed (`autoGenerateHeadEndpoints`).
+            if allowed.contains("GET") { allowed.insert("HEAD") }
             guard !allowed.isEmpty else {
                 throw APIError(.notFound, code: "not_found", message: "no route \(request.method) \(request.uri.path)")
             }

@@ -119,8 +119,12 @@ public struct PrivateCluster: Sendable {
     public var isRunning: Bool { runningServer() != nil }
 
     /// Stops the cluster (fast shutdown); the data stays for the next start.
-    public func stop() {
-        try? run(binDirectory.appendingPathComponent("pg_ctl").path, ["-D", dataDirectory.path, "-m", "fast", "-w", "stop"], asUser: runAsUser)
+    /// Stops the server: `fast` (sessions ended, a clean shutdown) or, for a throwaway cluster being abandoned,
+    /// `immediately` (a backend busy in a long statement may not notice `fast` for minutes).
+    public func stop(immediately: Bool = false) {
+        try? run(
+            binDirectory.appendingPathComponent("pg_ctl").path, ["-D", dataDirectory.path, "-m", immediately ? "immediate" : "fast", "-w", "stop"],
+            asUser: runAsUser)
     }
 
     /// Through the Unix-domain socket: the only way in, and on one machine it costs each round trip less than TCP.

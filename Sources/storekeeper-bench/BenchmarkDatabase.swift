@@ -37,7 +37,12 @@ enum BenchmarkDatabase {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("storekeeper-bench-\(UUID().uuidString)")
         let cluster = try PrivateCluster(directory: directory)
         let url = try cluster.start()
+        let interrupted = Interruption.register {
+            cluster.stop(immediately: true)
+            try? FileManager.default.removeItem(at: directory)
+        }
         defer {
+            Interruption.done(interrupted)
             cluster.stop()
             try? FileManager.default.removeItem(at: directory)
         }

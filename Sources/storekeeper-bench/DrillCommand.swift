@@ -38,7 +38,12 @@ func withDrillSystem(
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("storekeeper-drill-\(UUID().uuidString)")
     let cluster = try PrivateCluster(directory: directory)
     let url = try cluster.start()
+    let interrupted = Interruption.register {
+        cluster.stop(immediately: true)
+        try? FileManager.default.removeItem(at: directory)
+    }
     defer {
+        Interruption.done(interrupted)
         cluster.stop()
         try? FileManager.default.removeItem(at: directory)
     }

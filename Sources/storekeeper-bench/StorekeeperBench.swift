@@ -18,6 +18,7 @@ struct StorekeeperBench: AsyncParsableCommand {
 
     /// Parses, runs, and turns every expected failure into one line on standard error and exit status 1.
     static func main() async {
+        Interruption.install()
         var command: any ParsableCommand
         do {
             command = try parseAsRoot()

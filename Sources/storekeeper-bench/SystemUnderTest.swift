@@ -20,11 +20,14 @@ final class SystemUnderTest: @unchecked Sendable {
     let signer: NotificationSigner
     let http: HTTPClient
     let logger: Logger
-    /// The `storekeeper` it drives: `STOREKEEPER_EXECUTABLE`, else the one built beside `storekeeper-bench`.
+    /// The `storekeeper` it drives: `STOREKEEPER_EXECUTABLE`, else the one built beside `storekeeper-bench` — found
+    /// from `/proc/self/exe`, not `argv[0]`, which names no folder when the benchmark is run from `PATH`.
     let executable = ProcessInfo.processInfo.environment["STOREKEEPER_EXECUTABLE"]
-        ?? URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("storekeeper").path
     private let directory: URL
+    /// Kills the processes if the benchmark is interrupted (``Interruption``).
+    private var interrupted: UUID?
     private(set) var serve: ChildProcess.Running?
     /// Further `serve` processes on the same database (``startAdditionalServe()``), as an operator scales out.
     private(set) var additionalServes: [(port: Int, process: ChildProcess.Running)] = []
@@ -86,6 +89,10 @@ final class SystemUnderTest: @unchecked Sendable {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: clients)
         http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        interrupted = Interruption.register { [weak self] in
+            guard let self else { return }
+            for process in [self.serve].compactMap({ $0 }) + self.additionalServes.map(\.process) + self.workers { process.signal(SIGKILL) }
+        }
     }
 
     func migrate() throws {
@@ -215,6 +222,7 @@ final class SystemUnderTest: @unchecked Sendable {
     /// Stops every process gracefully (SIGTERM) and says so when one did not stop cleanly: a status other than 0, more
     /// than 10 s to exit, or a warning that its database pool did not close.
     func stop() async {
+        if let interrupted { Interruption.done(interrupted) }
         try? await http.shutdown()
         let processes = [serve].compactMap { $0 } + additionalServes.map(\.process) + workers
         let signalled = ContinuousClock.now

@@ -1,3 +1,4 @@
+import Application
 import AppStoreModels
 import AppStoreServerAPI
 import ArgumentParser
@@ -70,7 +71,7 @@ struct BackfillCommand: AsyncParsableCommand {
         }
     }
 
-    static func date(_ text: String) -> Date? { try? Date(text, strategy: .iso8601) }
+    static func date(_ text: String) -> Date? { RFC3339.date(text) }
 }
 
 struct AppleCommand: AsyncParsableCommand {

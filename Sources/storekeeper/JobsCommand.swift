@@ -1,3 +1,4 @@
+import Application
 import ArgumentParser
 import Foundation
 import Jobs
@@ -95,12 +96,12 @@ struct JobsCommand: AsyncParsableCommand {
             if let state, !JobState.requeueable.contains(where: { $0.rawValue == state }) {
                 throw ValidationError("--state must be \(JobState.list(JobState.requeueable).replacingOccurrences(of: ", ", with: " or "))")
             }
-            if let since, (try? Date(since, strategy: .iso8601)) == nil { throw ValidationError("--since must be an RFC 3339 time") }
+            if let since, RFC3339.date(since) == nil { throw ValidationError("--since must be an RFC 3339 time") }
         }
 
         func run() async throws {
             let (ids, state, kind, dryRun) = (self.ids, self.state.flatMap(JobState.init(rawValue:)), self.kind, self.dryRun)
-            let since = try since.map { try Date($0, strategy: .iso8601) }
+            let since = since.flatMap(RFC3339.date)
             let requeued = try await JobsCommand.withQueue { queue -> [Int64] in
                 if let state { return try await queue.requeue(state: state, kind: kind, since: since, dryRun: dryRun) }
                 return dryRun ? ids : try await queue.requeue(ids: ids)

@@ -23,6 +23,12 @@ struct Storekeeper: AsyncParsableCommand {
         do {
             command = try parseAsRoot()
         } catch {
+            if let first = CommandLine.arguments.dropFirst().first, first == "bench" || first == "drill" {
+                // Where they were until the production binary stopped carrying them.
+                let instead = first == "bench" ? "storekeeper-bench <benchmark>" : "storekeeper-bench drill <drill>"
+                try? FileHandle.standardError.write(contentsOf: Data("storekeeper: benchmarks and drills are \(instead) now (see the README's Commands)\n".utf8))
+                Foundation.exit(64)
+            }
             exit(withError: error)
         }
         if command is ServeCommand || command is WorkCommand {

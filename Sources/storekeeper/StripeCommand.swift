@@ -35,7 +35,7 @@ struct StripeCommand: AsyncParsableCommand {
 
         func run() async throws {
             let since = try self.since.map { text in
-                guard let date = try? Date(text, strategy: .iso8601) else { throw CommandFailure("--since must be an ISO 8601 instant, got \"\(text)\"") }
+                guard let date = RFC3339.date(text) else { throw CommandFailure("--since must be an ISO 8601 instant, got \"\(text)\"") }
                 return Int64(date.timeIntervalSince1970)
             }
             let configuration = try StorekeeperConfiguration.load(environment: StripeCommand.environment(), requiresDatabase: true)

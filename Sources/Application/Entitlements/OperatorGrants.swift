@@ -150,7 +150,7 @@ public enum GrantEnd {
         }
         guard let duration else { return nil }
         guard let period = BillingPeriod(iso8601: duration) else {
-            throw Problem(description: "duration \(duration.prefix(64)) is not an ISO 8601 duration of P<n>D, P<n>W, P<n>M or P<n>Y (n from 1 to 1,000,000)")
+            throw Problem(description: "duration \(duration.prefix(64)) is not an ISO 8601 duration of P<n>D, P<n>W, P<n>M or P<n>Y of at most 100 years")
         }
         guard period.months <= longestMonths, period.days <= longestDays else {
             throw Problem(description: "duration \(duration.prefix(64)) is longer than 100 years; grant it for good instead")

@@ -16,8 +16,8 @@ public enum OpenAPIDocument {
   },
   "servers": [
     {
-      "url": "http://127.0.0.1:8080",
-      "description": "`storekeeper dev` / `serve` defaults"
+      "url": "/",
+      "description": "the server that serves this document (`storekeeper serve`, default port 8080)"
     }
   ],
   "tags": [
@@ -911,7 +911,7 @@ public enum OpenAPIDocument {
             }
           },
           "400": {
-            "description": "`accountId` or the body is not what the route takes (`bad_request`), an unknown meter (`unknown_meter`), a non-positive amount (`invalid_amount`), no idempotency key (`missing_idempotency_key`)",
+            "description": "`accountId` or the body is not what the route takes (`bad_request`), an unknown meter (`unknown_meter`), a non-positive amount (`invalid_amount`), no idempotency key (`missing_idempotency_key`), one over 255 bytes of UTF-8 or with control characters (`invalid_idempotency_key`)",
             "content": {
               "application/json": {
                 "schema": {
@@ -926,7 +926,8 @@ public enum OpenAPIDocument {
                             "bad_request",
                             "unknown_meter",
                             "invalid_amount",
-                            "missing_idempotency_key"
+                            "missing_idempotency_key",
+                            "invalid_idempotency_key"
                           ]
                         }
                       }
@@ -5581,7 +5582,7 @@ public enum OpenAPIDocument {
             "minLength": 1,
             "maxLength": 255,
             "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]+$",
-            "description": "1–255 bytes without control characters. Required here unless the request sends it as an `Idempotency-Key` header instead. The same key always gets the first answer (and is charged once)."
+            "description": "1–255 bytes of UTF-8 without control characters (`maxLength` counts characters: a key of multi-byte characters reaches the limit sooner; over it is 400 `invalid_idempotency_key`). Required here unless the request sends it as an `Idempotency-Key` header instead. The same key always gets the first answer (and is charged once)."
           }
         },
         "required": [
@@ -6789,8 +6790,8 @@ public enum OpenAPIDocument {
               "null"
             ],
             "format": "date-time",
-            "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(Z|[+-][0-9]{2}:[0-9]{2})$",
-            "description": "Only jobs that failed since: an RFC 3339 time without fractional seconds (the server's parser refuses them)."
+            "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$",
+            "description": "Only jobs that failed since: an RFC 3339 time (a date that does not exist, or an offset past 23:59, is 400)."
           },
           "dryRun": {
             "type": [

@@ -31,11 +31,12 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
     @Option(help: "The tier catalogue the generated products come from.") var tiers = "config/tiers.yml"
     @Flag(help: "Print one JSON object per N on the last lines.") var json = false
 
-    var counts: [Int] { subscribers.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
+    /// The counts, strictly: digits between commas (`1,,2` and ` 5` are refused, not read as something else).
+    var counts: [Int] { subscribers.split(separator: ",", omittingEmptySubsequences: false).compactMap { Int($0) } }
 
     func validate() throws {
         let counts = self.counts
-        guard !counts.isEmpty, counts.count == subscribers.split(separator: ",").count, counts.allSatisfy({ (0...10_000_000).contains($0) }) else {
+        guard !counts.isEmpty, counts.count == subscribers.split(separator: ",", omittingEmptySubsequences: false).count, counts.allSatisfy({ (0...10_000_000).contains($0) }) else {
             throw ValidationError("--subscribers takes counts from 0 to 10,000,000, comma-separated")
         }
         guard statusRate > 0, spendRate > 0, seconds > 0, connections > 0, notifications > 0 else {
