@@ -41,7 +41,8 @@ struct ReplayCommand: AsyncParsableCommand {
         let single = subscription
         let all = self.all
         let catalogue = try loadCatalogue()
-        let results = try await withDatabase(label: "storekeeper.replay") { client, logger in
+        // Every subscription of a large app takes a while (a million: hours); one account or subscription, a moment.
+        let results = try await withDatabase(label: "storekeeper.replay", timeout: all ? .seconds(12 * 3600) : .seconds(60)) { client, logger in
             let ids: [String]
             if all {
                 ids = try await client.withConnection { try await SubscriptionHistory(logger: logger).subscriptionIds(on: $0) }

@@ -57,6 +57,7 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
             say(point.line)
             points.append(point)
         }
-        ScalePoint.report(points, json: json).print(json: json)
+        // The report's lines carry one JSON object per N when asked: no single object to add.
+        ScalePoint.report(points, json: json).print(json: false)
     }
 }

@@ -30,7 +30,7 @@ struct ScalePoint {
             "    migrate (populated) \(String(format: "%.2f", migrateSeconds)) s; replay --all \(String(format: "%.1f", replaySeconds)) s"
                 + (replayDifferences ? " (found differences: exit 3)" : " (no differences)"),
             "    /healthz         \(Self.milliseconds(health)), \(health.failed) failed",
-            "    status, cold     \(Self.milliseconds(statusCold)), \(statusCold.failed) failed (p99 \(String(format: "%.2f", statusCold.percentile(0.99) / max(health.percentile(0.99), 0.001)))× /healthz)",
+            "    status, cold (¼ rate) \(Self.milliseconds(statusCold)), \(statusCold.failed) failed (p99 \(String(format: "%.2f", statusCold.percentile(0.99) / max(health.percentile(0.99), 0.001)))× /healthz)",
             "    status, warm     \(Self.milliseconds(statusWarm)), \(statusWarm.failed) failed (p99 \(String(format: "%.2f", statusWarm.percentile(0.99) / max(health.percentile(0.99), 0.001)))× /healthz)",
             "    spends           \(Self.milliseconds(spend)), \(spend.failed) failed",
             "    intake \(Int(intake))/s, applied \(Int(appliedPerSecond))/s",

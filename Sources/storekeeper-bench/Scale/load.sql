@@ -1,5 +1,6 @@
 -- Storekeeper scale loader: fills a freshly migrated, empty Storekeeper database with generated subscribers and about
--- a year of their history, as the server would have written it. See /tmp/scale/README.md.
+-- a year of their history, as the server would have written it. Driven by `storekeeper-bench scale` (ScaleLoader.swift);
+-- what it generates and what it costs: docs/capacity.md, "The growth curve".
 --
 -- The caller first creates, on the connection that then runs every statement below in order:
 --   CREATE TEMP TABLE scale_parameters (subscribers int, seed int, now timestamptz);
@@ -16,6 +17,8 @@ BEGIN;
 -- credit_ledger.bucket (checked once at the end instead, below) do not fire for this transaction's writes.
 SET LOCAL session_replication_role = replica;
 -- statement
+SET LOCAL jit = off;
+-- statement
 SET LOCAL work_mem = '256MB';
 -- statement
 SET LOCAL maintenance_work_mem = '1GB';
@@ -29,23 +32,37 @@ SELECT CAST('load.sql: the database must be freshly migrated and empty; it holds
 FROM (SELECT 1 FROM subscriptions UNION ALL SELECT 1 FROM notifications UNION ALL SELECT 1 FROM credit_ledger LIMIT 1) AS found
 HAVING count(*) > 0;
 -- statement
+-- The schema as migrated: the load drops some indexes and builds them again once the rows are in (faster than growing
+-- them row by row), and checks before COMMIT that every index and constraint is back as it was.
+CREATE TEMP TABLE scale_schema ON COMMIT DROP AS
+SELECT 'index' AS kind, c.relname AS on_table, i.relname AS name, pg_get_indexdef(i.oid) AS definition
+FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class c ON c.oid = x.indrelid
+WHERE c.relnamespace = 'public'::regnamespace
+UNION ALL
+SELECT 'constraint', conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint
+WHERE connamespace = 'public'::regnamespace
+UNION ALL
+SELECT 'column', c.relname, a.attname, a.attstorage::text || '/' || a.attcompression::text || '/' || coalesce(array_to_string(c.reloptions, ','), '')
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped;
+-- statement
 -- Month arithmetic in UTC, as Apple's renewals and Storekeeper's credit windows (CreditCalendar) count months.
 CREATE FUNCTION pg_temp.sk_addm(t timestamptz, m int) RETURNS timestamptz LANGUAGE sql IMMUTABLE
 AS $$ SELECT ((t AT TIME ZONE 'UTC') + make_interval(months => m)) AT TIME ZONE 'UTC' $$;
 -- statement
 -- The same instant moved back to the 28th when it falls later in the month: every anchor is on a day that every
 -- month has, so anchor + k months is exactly Apple's k-th renewal and Storekeeper's k-th window.
-CREATE FUNCTION pg_temp.sk_d28(t timestamptz) RETURNS timestamptz LANGUAGE sql IMMUTABLE
+CREATE FUNCTION pg_temp.sk_d28(t timestamptz) RETURNS timestamptz LANGUAGE sql STABLE
 AS $$ SELECT t - make_interval(days => greatest(0, extract(day FROM t AT TIME ZONE 'UTC')::int - 28)) $$;
 -- statement
-CREATE FUNCTION pg_temp.sk_ms(t timestamptz) RETURNS bigint LANGUAGE sql IMMUTABLE
+CREATE FUNCTION pg_temp.sk_ms(t timestamptz) RETURNS bigint LANGUAGE sql STABLE
 AS $$ SELECT (extract(epoch FROM t) * 1000)::bigint $$;
 -- statement
-CREATE FUNCTION pg_temp.sk_iso(t timestamptz) RETURNS text LANGUAGE sql IMMUTABLE
+CREATE FUNCTION pg_temp.sk_iso(t timestamptz) RETURNS text LANGUAGE sql STABLE
 AS $$ SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') $$;
 -- statement
 -- a.b, truncated to whole milliseconds (every instant Storekeeper stores comes from Apple's milliseconds)
-CREATE FUNCTION pg_temp.sk_at(t timestamptz, span interval, share float8) RETURNS timestamptz LANGUAGE sql IMMUTABLE
+CREATE FUNCTION pg_temp.sk_at(t timestamptz, span interval, share float8) RETURNS timestamptz LANGUAGE sql STABLE
 AS $$ SELECT date_trunc('milliseconds', t + span * share) $$;
 -- statement
 -- The products of config/tiers.yml that the generator sells, with their prices (milliunits, USD) and the allowances
@@ -82,12 +99,14 @@ FROM (SELECT rtrim(translate(encode(convert_to('{"alg":"ES256","x5c":["storekeep
 CREATE TEMP TABLE scale_subscriber ON COMMIT DROP AS
 WITH p AS (
     SELECT subscribers, seed, date_trunc('milliseconds', now) AS now FROM scale_parameters
+    OFFSET 0
 ), h AS (
     SELECT g AS n, p.now,
         hashtextextended('scale:' || g, p.seed) AS h1,
         hashtextextended('scale:' || g || ':2', p.seed) AS h2,
         hashtextextended('scale:' || g || ':3', p.seed) AS h3
     FROM p CROSS JOIN generate_series(1, p.subscribers) AS g
+    OFFSET 0
 ), u AS (
     SELECT n, now, h3,
         ((h1 & 1023) * 1000) >> 10 AS ucat,
@@ -104,6 +123,7 @@ WITH p AS (
         -- Apple's delay between an event and its notification: 1 .. 263 s
         (1000 + (h3 & 262143)) * interval '1 millisecond' AS r
     FROM h
+    OFFSET 0
 ), c AS (
     SELECT u.*,
         CASE WHEN ucat < 430 THEN 1 WHEN ucat < 470 THEN 2 WHEN ucat < 550 THEN 3 WHEN ucat < 650 THEN 4
@@ -115,6 +135,7 @@ WITH p AS (
         -- the start of the period in force of a subscriber renewing now: 3 h .. 27 days ago
         pg_temp.sk_d28(now - make_interval(days => floor(ud * 23)::int) - interval '3 hours' - jitter) AS lc
     FROM u
+    OFFSET 0
 ), t AS (
     SELECT c.*,
         CASE
@@ -134,6 +155,7 @@ WITH p AS (
         (uk < 0.3) AS renewed_annual,
         (k12 = 1 OR uy < 0.3) AS pending_downgrade
     FROM c
+    OFFSET 0
 ), s AS (
     SELECT t.*,
         CASE cat WHEN 4 THEN tier || '.annual' ELSE tier || '.monthly' END AS pa,
@@ -159,6 +181,7 @@ WITH p AS (
             ELSE k12 END AS ca,
         CASE cat WHEN 5 THEN pg_temp.sk_addm(lc, -(kb - 1)) WHEN 14 THEN pg_temp.sk_addm(lc, -(kb - 1)) END AS bseg
     FROM t
+    OFFSET 0
 ), a AS (
     SELECT s.*,
         CASE cat
@@ -176,9 +199,13 @@ WITH p AS (
                 - floor(uz * 72000) * interval '1 second'), -ca)
             ELSE pg_temp.sk_addm(lc, -(k12 - 1)) END AS a0
     FROM s
+    OFFSET 0
 ), f AS (
 SELECT n, now, cat, h3, r, ux, uy, uz, utop,
-    md5('scale-' || n)::uuid::text AS acct,
+    -- UUIDv7-shaped, the subscriber's number where v7 has its timestamp: ids sort as subscribers are numbered, so the
+    -- indexes keyed by account fill in order; the rest is md5('scale-' || n)
+    lpad(to_hex(n >> 16), 8, '0') || '-' || lpad(to_hex(n & 65535), 4, '0') || '-7' || substr(md5('scale-' || n), 1, 3) || '-8'
+        || substr(md5('scale-' || n), 4, 3) || '-' || substr(md5('scale-' || n), 7, 12) AS acct,
     9000000000000 + n AS otid,
     pa, pb, ma, trial_start, a0, ca,
     CASE cat WHEN 6 THEN pg_temp.sk_addm(a0, ca) ELSE bseg END AS b0,
@@ -207,6 +234,7 @@ SELECT n, now, cat, h3, r, ux, uy, uz, utop,
     -- consumable top-ups the app posted (POST /v1/accounts/{id}/transactions): 8 % one, 4 % two
     CASE WHEN utop < 0.08 THEN 1 WHEN utop < 0.12 THEN 2 ELSE 0 END AS ntop
 FROM a
+    OFFSET 0
 )
 SELECT f.*, tr + ca + cb AS np, coalesce(trial_start, a0) AS first_start FROM f;
 -- statement
@@ -222,7 +250,8 @@ SELECT q.*,
         WHEN q.cat = 7 AND q.i = q.np - 1 THEN q.rv
         WHEN q.cat = 11 AND q.i = q.np - 1 THEN q.grace_end
         ELSE q."end" END AS closes,
-    q.start + q.r AS signed, q.start + q.r + q.rec_delay AS received, q.start + q.r + q.rec_delay + q.app_delay AS applied
+    q.start + q.r AS signed, q.start + q.r + q.rec_delay AS received, q.start + q.r + q.rec_delay + q.app_delay AS applied,
+    (SELECT fp.price FROM scale_product fp WHERE fp.product = q.first_product) AS old_price
 FROM (
     SELECT s.n, s.acct, s.otid, s.cat, s.np, s.ca, s.tr, s.h3, s.now, s.first_start, s.b0, s.rv, s.grace_end, s.ntop, g.i, x.seg, x.k,
         CASE x.seg WHEN 'B' THEN s.pb ELSE s.pa END AS product,
@@ -237,6 +266,9 @@ FROM (
         CASE WHEN g.i = 0 THEN 'INITIAL_BUY' WHEN s.cat = 5 AND x.seg = 'B' AND x.k = 0 THEN 'UPGRADE'
             WHEN s.cat = 14 AND x.seg = 'B' AND x.k = 0 THEN 'BILLING_RECOVERY' END AS nsub,
         s.cat = 5 AND x.seg = 'B' AND x.k = 0 AS upgrade,
+        CASE WHEN s.cat = 5 AND x.seg = 'B' AND x.k = 0 THEN pg_temp.sk_addm(s.a0, s.ca - 1) END AS old_start,
+        CASE WHEN s.cat = 5 AND x.seg = 'B' AND x.k = 0 THEN pg_temp.sk_addm(s.a0, s.ca) END AS old_end,
+        s.pa AS first_product,
         (1000 + ((s.h3 >> (g.i % 40)) & 131071)) * interval '1 millisecond' AS r,
         (20 + ((s.h3 >> 18) & 127)) * interval '1 millisecond' AS rec_delay,
         (3 + ((s.h3 >> 25) & 15)) * interval '1 millisecond' AS app_delay
@@ -245,25 +277,22 @@ FROM (
     CROSS JOIN LATERAL (SELECT
         CASE WHEN s.tr = 1 AND g.i = 0 THEN 'T' WHEN g.i - s.tr < s.ca THEN 'A' ELSE 'B' END AS seg,
         CASE WHEN s.tr = 1 AND g.i = 0 THEN 0 WHEN g.i - s.tr < s.ca THEN g.i - s.tr ELSE g.i - s.tr - s.ca END AS k) AS x
+    OFFSET 0
 ) AS q
 JOIN scale_product pr ON pr.product = q.product;
 -- statement
--- Every notification Apple sent: one per period (SUBSCRIBED, DID_RENEW, an upgrade's DID_CHANGE_RENEWAL_PREF, a
--- BILLING_RECOVERY) and up to two more per subscriber (auto-renew off, downgrade, refund, billing failure, expiry),
--- each with the transaction and renewal info it carries.
-CREATE TEMP TABLE scale_note ON COMMIT DROP AS
-SELECT p.n, p.acct, p.otid, p.cat, p.i AS slot, p.i AS pi, p.np,
-    md5('scale-notification:' || p.n || ':' || p.i)::uuid AS uuid,
-    p.ntype, p.nsub, 1 AS status, p.signed, p.received, p.applied,
-    p.txid, p.woli, p.product, p.start, p."end", p.price, p.trial, p.reason, p.first_start, NULL::timestamptz AS revoked,
-    1 AS ars, p.product AS arp, p.list_price AS arprice, NULL::int AS intent, NULL::boolean AS retry, NULL::timestamptz AS grace
-FROM scale_period p
-UNION ALL
-SELECT p.n, p.acct, p.otid, p.cat, 1000 + e.slot, p.i, p.np,
-    md5('scale-notification:' || p.n || ':' || (1000 + e.slot))::uuid,
-    x.ntype, x.nsub, x.status, e.signed, e.signed + p.rec_delay, e.signed + p.rec_delay + p.app_delay,
-    p.txid, p.woli, p.product, p.start, p."end", p.price, p.trial, p.reason, p.first_start, CASE WHEN x.ntype = 'REFUND' THEN s.rv END,
-    x.ars, coalesce(x.arp, p.product), ap.price, x.intent, x.retry, CASE WHEN x.ntype = 'DID_FAIL_TO_RENEW' THEN s.grace_end END
+-- Every notification Apple sent (scale_note, below): one per period (SUBSCRIBED, DID_RENEW, an upgrade's
+-- DID_CHANGE_RENEWAL_PREF, a BILLING_RECOVERY) and up to two more per subscriber (auto-renew off, downgrade, refund,
+-- billing failure, expiry) — these, with the transaction and renewal info each carries.
+CREATE TEMP TABLE scale_extra ON COMMIT DROP AS
+SELECT p.n, p.acct, p.otid, p.cat, 1000 + e.slot AS slot, p.i AS pi, p.np,
+    md5('scale-notification:' || p.n || ':' || (1000 + e.slot))::uuid AS uuid,
+    x.ntype, x.nsub, x.status, e.signed, e.signed + p.rec_delay AS received, e.signed + p.rec_delay + p.app_delay AS applied,
+    p.txid, p.woli, p.product, p.start, p."end", p.price, p.trial, p.reason, p.first_start,
+    CASE WHEN x.ntype = 'REFUND' THEN s.rv END AS revoked,
+    x.ars, coalesce(x.arp, p.product) AS arp, ap.price AS arprice, x.intent, x.retry,
+    CASE WHEN x.ntype = 'DID_FAIL_TO_RENEW' THEN s.grace_end END AS grace,
+    p.tier, p.seg, p.k, p.upgrade, p.first_product, CASE WHEN p.trial THEN p.ai_trial ELSE p.ai END AS ai, p.exports
 FROM scale_subscriber s
 CROSS JOIN LATERAL (VALUES (1, s.tx1), (2, s.tx2)) AS e(slot, signed)
 JOIN scale_period p ON p.n = s.n AND p.i = CASE s.cat WHEN 6 THEN s.tr + s.ca - 1 WHEN 14 THEN s.ca - 1 WHEN 9 THEN 0 ELSE s.np - 1 END
@@ -285,15 +314,47 @@ CROSS JOIN LATERAL (SELECT * FROM (VALUES
 JOIN scale_product ap ON ap.product = coalesce(x.arp, p.product)
 WHERE e.signed IS NOT NULL;
 -- statement
+-- Every notification: the one of each period, then the others.
+CREATE TEMP VIEW scale_note AS
+SELECT p.n, p.acct, p.otid, p.cat, p.i AS slot, p.i AS pi, p.np,
+    md5('scale-notification:' || p.n || ':' || p.i)::uuid AS uuid,
+    p.ntype, p.nsub, 1 AS status, p.signed, p.received, p.applied,
+    p.txid, p.woli, p.product, p.start, p."end", p.price, p.trial, p.reason, p.first_start, NULL::timestamptz AS revoked,
+    1 AS ars, p.product AS arp, p.list_price AS arprice, NULL::int AS intent, NULL::boolean AS retry, NULL::timestamptz AS grace,
+    p.tier, p.seg, p.k, p.upgrade, p.first_product, CASE WHEN p.trial THEN p.ai_trial ELSE p.ai END AS ai, p.exports
+FROM scale_period p
+UNION ALL
+SELECT * FROM scale_extra;
+-- statement
 -- The header every generated part names (a placeholder: see README.md, "verify --stored").
 INSERT INTO signed_headers (digest, segment) SELECT digest, header FROM scale_constant ON CONFLICT (digest) DO NOTHING;
 -- statement
+-- The indexes of sql/0001 and 0006, built again after the insert (below).
+ALTER TABLE notifications DROP CONSTRAINT notifications_pkey;
+-- statement
+DROP INDEX notifications_subscription, notifications_received, notifications_rejected_account;
+-- statement
+-- Storekeeper compresses a notification's signed parts itself (deflate, ~0.88 KB here). The generator writes them as a
+-- raw deflate stream that stores them uncompressed (~1.65 KB), led by empty stored blocks (5 bytes each, no output)
+-- that take the row past the size at which PostgreSQL compresses a value in the row: for this insert the column is
+-- EXTENDED with lz4 (~1.05 KB on disk), then put back as sql/0013 has it (EXTERNAL) — checked before COMMIT.
+-- Storekeeper reads the value as PostgreSQL returns it, the deflate stream, and inflates it as it does its own.
+ALTER TABLE notifications ALTER COLUMN signed_parts SET STORAGE EXTENDED, ALTER COLUMN signed_parts SET COMPRESSION lz4;
+-- statement
+-- Notifications received more than STOREKEEPER_SIGNED_RETENTION_DAYS (396) ago are stored as the hourly
+-- signed-payload-retention job leaves them (SignedPayloadArchive.clearSignedPayloads): signed parts cleared, the verified
+-- facts in `decoded` (not compressed: as the job's UPDATE leaves them).
 INSERT INTO notifications (notification_uuid, notification_type, subtype, environment, original_transaction_id, signed_date,
-    signed_parts, received_at, applied_at, apply_outcome)
+    signed_parts, decoded, received_at, applied_at, apply_outcome)
 SELECT uuid, ntype, nsub, env, otid::text, pg_temp.sk_ms(signed),
-    -- raw deflate, one stored block: BFINAL=1 BTYPE=00, LEN and NLEN little-endian, then the bytes
-    set_byte(set_byte(set_byte(set_byte('\x0100000000'::bytea, 1, len & 255), 2, len >> 8), 3, (~len) & 255), 4, ((~len) >> 8) & 255)
-        || encoded,
+    -- raw deflate: empty stored blocks (BFINAL=0 BTYPE=00, LEN 0, NLEN 0xFFFF), then one final stored block (BFINAL=1
+    -- BTYPE=00, LEN and NLEN little-endian) holding the bytes
+    CASE WHEN NOT cleared THEN
+        substring(decode(repeat('000000ffff', 400), 'hex') FROM 1 FOR 5 * greatest(0, (1965 - len) / 5 + 1))
+        || set_byte(set_byte(set_byte(set_byte('\x0100000000'::bytea, 1, len & 255), 2, len >> 8), 3, (~len) & 255), 4, ((~len) >> 8) & 255)
+        || encoded END,
+    CASE WHEN cleared THEN ('{"payload":' || replace(body0, '"signedTransactionInfo":"","signedRenewalInfo":"",', '')
+        || ',"transaction":' || body1 || ',"renewalInfo":' || body2 || '}')::jsonb END,
     received, applied, 'applied'
 FROM (
     SELECT b.*, octet_length(encoded) AS len FROM (
@@ -304,10 +365,11 @@ FROM (
             || int4send(octet_length(a.p1)) || '\x15'::bytea || 'signedTransactionInfo'::bytea
             || int4send(octet_length(a.p1) + 23) || '\x11'::bytea || 'signedRenewalInfo'::bytea
             || int4send(octet_length(a.body0)) || int4send(octet_length(a.body1)) || int4send(octet_length(a.body2))
-            || textsend(a.body0) || textsend(a.body1) || textsend(a.body2) AS encoded
+            || textsend(a.body0) || textsend(a.body1) || textsend(a.body2) AS encoded,
+            a.received < a.now - interval '396 days' AS cleared
         FROM (
             SELECT x.*, x.p1 || '","signedRenewalInfo":"' || x.p2 AS body0 FROM (
-                SELECT t.*, c.environment AS env, c.digest, c.sig0, c.sig1, c.sig2,
+                SELECT t.*, c.environment AS env, c.digest, c.sig0, c.sig1, c.sig2, p.now,
                     '{"notificationType":"' || t.ntype || '"' || coalesce(',"subtype":"' || t.nsub || '"', '')
                         || ',"notificationUUID":"' || t.uuid || '","data":{"bundleId":"' || c.bundle_id
                         || '","bundleVersion":"1","environment":"' || c.environment || '","signedTransactionInfo":"' AS p1,
@@ -331,11 +393,25 @@ FROM (
                         || (6000000000000 + t.n) || '","appAccountToken":"' || t.acct || '"'
                         || coalesce(',"expirationIntent":' || t.intent, '') || coalesce(',"isInBillingRetryPeriod":' || t.retry, '')
                         || coalesce(',"gracePeriodExpiresDate":' || pg_temp.sk_ms(t.grace), '') || '}' AS body2
-                FROM scale_note t CROSS JOIN scale_constant c
+                FROM scale_note t CROSS JOIN scale_constant c CROSS JOIN (SELECT date_trunc('milliseconds', now) AS now FROM scale_parameters) AS p
+                OFFSET 0
             ) AS x
+            OFFSET 0
         ) AS a
+        OFFSET 0
     ) AS b
+    OFFSET 0
 ) AS d;
+-- statement
+ALTER TABLE notifications ALTER COLUMN signed_parts SET STORAGE EXTERNAL, ALTER COLUMN signed_parts SET COMPRESSION DEFAULT;
+-- statement
+ALTER TABLE notifications ADD CONSTRAINT notifications_pkey PRIMARY KEY (notification_uuid);
+-- statement
+CREATE INDEX notifications_subscription ON notifications (original_transaction_id, signed_date) WHERE original_transaction_id IS NOT NULL;
+-- statement
+CREATE INDEX notifications_received ON notifications (received_at DESC);
+-- statement
+CREATE INDEX notifications_rejected_account ON notifications ((decoded->'transaction'->>'appAccountToken')) WHERE rejected_reason IS NOT NULL;
 -- statement
 -- Each subscription as Lifecycle.derive leaves it: the period in force is the last one, Apple's newest report decides.
 INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew, auto_renew_product_id,
@@ -355,16 +431,17 @@ SELECT s.otid::text, s.acct, p.product, c.environment,
     NULL, p.price, p.woli, NULL, first.applied, last.applied
 FROM scale_subscriber s
 JOIN scale_period p ON p.n = s.n AND p.i = s.np - 1
-JOIN scale_period first ON first.n = s.n AND first.i = 0
-JOIN (SELECT DISTINCT ON (n) n, ntype, signed, uuid, applied, ars, arp FROM scale_note ORDER BY n, signed DESC) AS last ON last.n = s.n
+JOIN (SELECT n, applied FROM scale_period WHERE i = 0) AS first ON first.n = s.n
+JOIN (SELECT DISTINCT ON (n) n, ntype, signed, uuid, applied, ars, arp FROM scale_note WHERE slot = np - 1 OR slot > 1000
+    ORDER BY n, signed DESC) AS last ON last.n = s.n
 CROSS JOIN scale_constant c;
 -- statement
 -- The archive of ended subscriptions (Lifecycle.ends, SubscriptionArchive.sync): an expiry Apple reported, a refund.
 INSERT INTO subscription_archive (original_transaction_id, transaction_id, reason, account_id, product_id, ended_at, archived_at)
 SELECT t.otid::text, t.txid, CASE WHEN t.ntype = 'REFUND' THEN 'REFUND' ELSE 'EXPIRED_' || t.nsub END, t.acct, p.product,
     CASE WHEN t.ntype = 'REFUND' THEN t.revoked ELSE t."end" END, t.applied
-FROM scale_note t JOIN scale_period p ON p.n = t.n AND p.i = t.np - 1
-WHERE t.slot > 1000 AND t.ntype IN ('EXPIRED', 'REFUND');
+FROM scale_extra t JOIN scale_period p ON p.n = t.n AND p.i = t.np - 1
+WHERE t.ntype IN ('EXPIRED', 'REFUND');
 -- statement
 -- Every credit window of every period (CreditWindows: monthly windows of annual periods, the last one ending at
 -- Apple's end; closed at an upgrade's switch or a refund, stretched to the end of a grace period) and meter with a
@@ -372,10 +449,11 @@ WHERE t.slot > 1000 AND t.ntype IN ('EXPIRED', 'REFUND');
 CREATE TEMP TABLE scale_window ON COMMIT DROP AS
 WITH w AS (
     SELECT p.n, p.acct, p.otid, p.cat, p.i, p.np, p.ca, p.seg, p.k, p.woli, p.product, p.trial, p.price, p.now, p.h3, p.ntop,
-        p.start, p."end", p.applied, p.upgrade, p.ai, p.ai_trial, p.exports, p.list_price, g.w,
+        p.start, p."end", p.applied, p.upgrade, p.old_start, p.old_end, p.old_price, p.ai, p.ai_trial, p.exports, p.list_price, p.tier, g.w,
         CASE WHEN g.w = 0 THEN p.start ELSE pg_temp.sk_addm(p.start, g.w) END AS wstart,
         CASE WHEN g.w = p.months - 1 THEN p.closes ELSE least(pg_temp.sk_addm(p.start, g.w + 1), p.closes) END AS wend
     FROM scale_period p CROSS JOIN LATERAL generate_series(0, p.months - 1) AS g(w)
+    OFFSET 0
 ), m AS (
     SELECT w.*, mt.meter,
         'cycle:' || w.woli || ':w' || w.w || ':' || mt.meter AS bucket,
@@ -384,21 +462,21 @@ WITH w AS (
         hashtextextended(w.woli || ':' || w.w || ':' || mt.meter, w.h3) AS hw
     FROM w CROSS JOIN (VALUES ('ai_requests'), ('exports')) AS mt(meter)
     WHERE (w.w = 0 OR w.wstart <= w.now) AND (mt.meter = 'ai_requests' OR w.exports IS NOT NULL)
+    OFFSET 0
 ), o AS (
     SELECT m.*,
-        CASE WHEN m.upgrade THEN (
+        CASE WHEN m.upgrade THEN
             -- SubscriptionCredits.upgradeGrant / Proration.upgradeGrant: the share of the new price paid after Apple's
             -- pro-rata refund of the old window's rest (the old period is the one before, monthly)
-            SELECT floor(m.allowance * greatest(0, m.price::numeric * (pg_temp.sk_ms(oe) - pg_temp.sk_ms(os))
-                    - old.price::numeric * (pg_temp.sk_ms(oe) - pg_temp.sk_ms(m.start)))
-                / (m.price::numeric * (pg_temp.sk_ms(oe) - pg_temp.sk_ms(os))))::bigint
-            FROM scale_period old CROSS JOIN LATERAL (SELECT old.start AS os, old."end" AS oe) AS b
-            WHERE old.n = m.n AND old.i = m.i - 1)
+            floor(m.allowance * greatest(0, m.price::numeric * (pg_temp.sk_ms(m.old_end) - pg_temp.sk_ms(m.old_start))
+                    - m.old_price::numeric * (pg_temp.sk_ms(m.old_end) - pg_temp.sk_ms(m.start)))
+                / (m.price::numeric * (pg_temp.sk_ms(m.old_end) - pg_temp.sk_ms(m.old_start))))::bigint
         ELSE m.allowance END AS granted,
         CASE WHEN m.upgrade AND m.w = 0 THEN 'prorated upgrade grant' WHEN m.trial THEN 'free offer grant' ELSE 'window grant' END AS reason,
         m.granted_at + interval '1 minute' AS spend_from,
         least(m.wend, m.now) - interval '1 minute' AS spend_to
     FROM m
+    OFFSET 0
 ), q AS (
     SELECT o.*,
         CASE WHEN o.spend_to <= o.spend_from THEN 0
@@ -408,9 +486,12 @@ WITH w AS (
                 * CASE WHEN o.wend > o.now THEN extract(epoch FROM o.now - o.wstart) / extract(epoch FROM o.wend - o.wstart) ELSE 1 END
             )::bigint END AS spent
     FROM o
+    OFFSET 0
 )
-SELECT n, acct, otid, cat, i, np, ca, seg, woli, product, w, meter, bucket, wstart, wend, price, list_price, granted, reason, granted_at,
-    spent, CASE WHEN spent = 0 THEN 0 ELSE least(spent, 1 + ((hw >> 10) & 3)) END AS spends, spend_from, spend_to, hw,
+SELECT n, acct, otid, cat, i, np, ca, seg, woli, product, w, meter, bucket, wstart, wend, price, list_price, granted, reason, granted_at, now,
+    trial, tier, "end", ai, exports,
+    spent, CASE WHEN spent = 0 THEN 0 ELSE least(spent, 1 + ((hw >> 10) & 1)) END AS spends,
+    pg_temp.sk_ms(spend_from) AS from_ms, pg_temp.sk_ms(spend_to) AS to_ms,
     -- an upgraded period's window: what is left moves to top-ups at the switch; a refunded one: what is left is taken back
     cat = 5 AND seg = 'A' AND i = ca - 1 AS upgraded, cat = 7 AND i = np - 1 AS refunded,
     cat = 5 OR ntop > 0 AS topped_up
@@ -443,23 +524,27 @@ SELECT 'grant:' || woli || ':w' || w || ':' || meter, bucket, granted, reason, g
 -- statement
 -- The spends of each window: a few requests (POST /v1/accounts/{id}/usage), each taken from the window's bucket
 -- (SpendCredits: cycle credits first), with its stored first answer in usage_requests (below).
-CREATE TEMP VIEW scale_spend AS
-SELECT w.n, w.acct, w.meter, w.bucket,
-    md5('scale-spend:' || w.bucket || ':' || j)::uuid::text AS idempotency_key,
-    floor(w.spent * j / w.spends::numeric)::bigint - floor(w.spent * (j - 1) / w.spends::numeric)::bigint AS amount,
-    date_trunc('milliseconds', w.spend_from + (w.spend_to - w.spend_from) * (j / (w.spends + 1.0))) AS at,
-    w.granted - floor(w.spent * j / w.spends::numeric)::bigint AS cycle_left, w.topped_up
-FROM scale_window w CROSS JOIN LATERAL generate_series(1, w.spends) AS j;
+CREATE TEMP TABLE scale_spend ON COMMIT DROP AS
+SELECT x.n, x.acct, x.meter, x.bucket, x.idempotency_key, x.amount, x.at, x.cycle_left,
+    x.cycle_left + CASE WHEN x.topped_up
+        THEN coalesce((SELECT sum(t.amount) FROM scale_topup t WHERE t.n = x.n AND t.meter = x.meter AND t.at < x.at), 0) ELSE 0 END AS remaining
+FROM (
+    SELECT w.n, w.acct, w.meter, w.bucket, w.topped_up,
+        md5('scale-spend:' || w.bucket || ':' || j)::uuid::text AS idempotency_key,
+        w.spent * j / w.spends - w.spent * (j - 1) / w.spends AS amount,
+        timestamptz '1970-01-01 00:00:00+00'
+            + (w.from_ms + (w.to_ms - w.from_ms) * j / (w.spends + 1)) * interval '1 millisecond' AS at,
+        w.granted - w.spent * j / w.spends AS cycle_left
+    FROM scale_window w CROSS JOIN LATERAL generate_series(1, w.spends) AS j
+    OFFSET 0
+) AS x;
 -- statement
 INSERT INTO credit_ledger (operation_key, bucket, delta, reason, created_at)
 SELECT 'spend:36:' || acct || ':' || idempotency_key || ':0', bucket, -amount, 'usage', at FROM scale_spend;
 -- statement
 INSERT INTO usage_requests (account_id, idempotency_key, meter, amount, outcome, answer, created_at)
-SELECT acct, idempotency_key, meter, amount, 'spent',
-    jsonb_build_object('meter', meter, 'outcome', 'spent', 'remaining', cycle_left
-        + CASE WHEN topped_up THEN coalesce((SELECT sum(t.amount) FROM scale_topup t WHERE t.n = x.n AND t.meter = x.meter AND t.at < x.at), 0) ELSE 0 END),
-    at
-FROM scale_spend x;
+SELECT acct, idempotency_key, meter, amount, 'spent', jsonb_build_object('meter', meter, 'outcome', 'spent', 'remaining', remaining), at
+FROM scale_spend;
 -- statement
 -- Top-ups (carry-overs in and out, consumables), and refunds: what was left of a refunded period's windows.
 INSERT INTO credit_ledger (operation_key, bucket, delta, reason, created_at)
@@ -468,9 +553,260 @@ UNION ALL
 SELECT operation_key, 'topup:' || acct || ':' || meter, amount, reason, at FROM scale_topup
 UNION ALL
 SELECT 'refund:' || w.woli || ':' || pg_temp.sk_ms(t.revoked) || ':' || w.bucket, w.bucket, -(w.granted - w.spent), 'refund', t.applied
-FROM scale_window w JOIN scale_note t ON t.n = w.n AND t.slot = 1001
+FROM scale_window w JOIN scale_extra t ON t.n = w.n AND t.slot = 1001
 WHERE w.refunded AND w.granted > w.spent;
 -- statement
 -- The foreign key of credit_ledger.bucket, checked once for every row written (its trigger did not fire, above).
 SELECT CAST('load.sql: ledger rows without their bucket: ' || count(*) AS int)
 FROM credit_ledger l WHERE NOT EXISTS (SELECT 1 FROM credit_buckets b WHERE b.key = l.bucket) HAVING count(*) > 0;
+-- statement
+-- Jobs. A processed history leaves: `credit-reset` jobs waiting for the next monthly window of each annual period in
+-- force (SubscriptionWriter.scheduleNextWindow), and in job_history the jobs finished in the last 7 days (the worker
+-- prunes older ones): the apply of each notification, the credit resets, the hourly retention jobs.
+INSERT INTO jobs (kind, run_at, args, unique_key, concurrency_key, created_at)
+SELECT 'credit-reset', nxt.wstart, jsonb_build_object('originalTransactionId', p.otid::text),
+    'credit-reset:' || p.woli || ':' || floor(extract(epoch FROM nxt.wstart))::bigint, 'subscription:' || p.otid,
+    coalesce(prev.granted_at, p.applied)
+FROM scale_period p
+CROSS JOIN LATERAL (SELECT min(pg_temp.sk_addm(p.start, k)) AS wstart FROM generate_series(1, 11) AS k
+    WHERE pg_temp.sk_addm(p.start, k) > p.now) AS nxt
+LEFT JOIN scale_window prev ON prev.n = p.n AND prev.i = p.i AND prev.meter = 'ai_requests'
+    AND prev.wstart = (SELECT max(pg_temp.sk_addm(p.start, k)) FROM generate_series(0, 11) AS k WHERE pg_temp.sk_addm(p.start, k) <= p.now)
+WHERE p.months = 12 AND p.i = p.np - 1 AND nxt.wstart IS NOT NULL
+ORDER BY nxt.wstart;
+-- statement
+INSERT INTO job_history (id, kind, state, attempt, args, errors, unique_key, created_at, finished_at)
+SELECT nextval(pg_get_serial_sequence('jobs', 'id')), kind, 'completed', 1, args, '[]'::jsonb, unique_key, created_at, finished_at
+FROM (
+    SELECT 'apply-notification' AS kind,
+        jsonb_build_object('accountTokens', jsonb_build_array(upper(t.acct)), 'notificationUUID', upper(t.uuid::text)) AS args,
+        'apply:' || upper(t.uuid::text) AS unique_key, t.received AS created_at, t.applied AS finished_at
+    FROM scale_note t WHERE t.applied >= (SELECT now FROM scale_subscriber LIMIT 1) - interval '7 days'
+    UNION ALL
+    SELECT 'credit-reset', jsonb_build_object('originalTransactionId', w.otid::text),
+        'credit-reset:' || w.woli || ':' || floor(extract(epoch FROM w.wstart))::bigint,
+        w.wstart - interval '1 month', w.granted_at
+    FROM scale_window w WHERE w.w > 0 AND w.meter = 'ai_requests' AND w.granted_at >= w.now - interval '7 days'
+    UNION ALL
+    SELECT j.kind, '{}'::jsonb, 'periodic:' || j.kind || ':' || floor(extract(epoch FROM slot))::bigint, slot + interval '2 seconds',
+        slot + interval '2 seconds' + interval '31 milliseconds'
+    FROM (SELECT date_trunc('hour', now AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS now FROM scale_parameters) AS p
+    CROSS JOIN generate_series(p.now - interval '167 hours', p.now, interval '1 hour') AS slot
+    CROSS JOIN (VALUES ('event-retention'), ('signed-payload-retention')) AS j(kind)
+) AS finished
+ORDER BY finished_at;
+-- statement
+-- The status document an event carries (StatusDocuments: the account's status as the change left it), written as
+-- JSONWriter writes it (sorted keys, dates to the second).
+CREATE FUNCTION pg_temp.sk_status(acct text, otid bigint, state text, tier text, product text, arp text, expires timestamptz,
+    grace timestamptz, is_trial boolean, will_renew boolean, sub_status text, ai_cycle bigint, top_up bigint, ex_cycle bigint,
+    resets timestamptz, at timestamptz) RETURNS text LANGUAGE sql STABLE AS $$
+SELECT '{"accountId":"' || acct || '","credits":{"ai_requests":'
+    || CASE WHEN entitled THEN '{"cycle":' || ai_cycle || ',"dailyRemaining":null,"remaining":' || (ai_cycle + top_up)
+            || ',"resetsAt":"' || pg_temp.sk_iso(resets) || '","topUp":' || top_up || ',"unlimited":false}'
+        ELSE '{"cycle":null,"dailyRemaining":5,"remaining":' || (5 + top_up) || ',"resetsAt":"'
+            || pg_temp.sk_iso(date_trunc('day', at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' + interval '1 day') || '","topUp":' || top_up
+            || ',"unlimited":false}' END
+    || ',"exports":'
+    || CASE WHEN NOT entitled THEN '{"cycle":3,"dailyRemaining":null,"remaining":3,"resetsAt":"'
+            || pg_temp.sk_iso((date_trunc('month', at AT TIME ZONE 'UTC') + interval '1 month') AT TIME ZONE 'UTC')
+            || '","topUp":0,"unlimited":false}'
+        WHEN tier = 'basic' THEN '{"cycle":' || coalesce(ex_cycle, 0) || ',"dailyRemaining":null,"remaining":' || coalesce(ex_cycle, 0)
+            || ',"resetsAt":"' || pg_temp.sk_iso(resets) || '","topUp":0,"unlimited":false}'
+        ELSE '{"cycle":null,"dailyRemaining":null,"remaining":null,"resetsAt":null,"topUp":0,"unlimited":true}' END
+    || '},"entitled":' || entitled || ',"entitlements":'
+    || CASE WHEN entitled THEN '[{"expiresAt":"' || pg_temp.sk_iso(coalesce(grace, expires)) || '","id":"' || otid
+            || '","managementUrl":"https:\/\/apps.apple.com\/account\/subscriptions","productId":"' || product
+            || '","source":"subscription","store":"app_store","tier":"' || tier || '","willRenew":' || will_renew || '}]'
+        ELSE '[]' END
+    || ',"features":' || CASE WHEN NOT entitled THEN '{"history_days":7,"images":false,"model":"standard"}'
+        WHEN tier = 'basic' THEN '{"history_days":30,"images":false,"model":"standard"}'
+        WHEN tier = 'pro' THEN '{"history_days":365,"images":true,"model":"advanced"}'
+        ELSE '{"history_days":3650,"images":true,"model":"advanced"}' END
+    || ',"hadSubscription":true,"nextChangeAt":'
+    || CASE WHEN entitled THEN '"' || pg_temp.sk_iso(coalesce(grace, expires)) || '"'
+        WHEN sub_status = 'billing_retry' THEN '"' || pg_temp.sk_iso(expires + interval '60 days') || '"' ELSE 'null' END
+    || ',"state":"' || state || '","subscription":{"autoRenewProductId":"' || arp || '","environment":"Sandbox","expiresAt":"'
+    || pg_temp.sk_iso(expires) || '","gracePeriodExpiresAt":' || coalesce('"' || pg_temp.sk_iso(grace) || '"', 'null')
+    || ',"isTrial":' || is_trial || ',"originalTransactionId":"' || otid || '","ownership":"PURCHASED","pendingProductId":'
+    || coalesce('"' || NULLIF(arp, product) || '"', 'null') || ',"productId":"' || product || '","status":"' || sub_status
+    || '","store":"app_store","willRenew":' || will_renew || '},"tier":"' || CASE WHEN entitled THEN tier ELSE 'free' END || '"}'
+FROM (SELECT state IN ('subscribed', 'trial', 'grace_period') AS entitled) AS e
+$$;
+-- statement
+-- Events of the last 30 days (STOREKEEPER_EVENT_RETENTION_DAYS; older ones are deleted hourly): what each applied
+-- notification changed (SubscriptionChanges), the credits it granted (CreditChanges), the monthly windows of annual
+-- periods (credit-reset jobs), consumables the app posted, and spends that used a meter up.
+CREATE TEMP TABLE scale_event ON COMMIT DROP AS
+WITH recent AS MATERIALIZED (
+    SELECT t.*, t.first_product AS pa, t.cat AS category
+    FROM scale_note t
+    WHERE t.applied >= (SELECT date_trunc('milliseconds', now) - interval '30 days' FROM scale_parameters)
+), change AS MATERIALIZED (
+    -- a new period: started, renewed, an upgrade, a downgrade taking effect, a recovery
+    SELECT r.*, x.type, x.type_key || ':' || r.otid || ':' || r.woli || ':' || r.acct AS key,
+        CASE WHEN x.type_key = 'plan_changed'
+            THEN '{"direction":"' || CASE WHEN r.upgrade THEN 'upgrade' ELSE 'downgrade' END || '","effective":"now","expiresAt":"'
+                || pg_temp.sk_iso(r."end") || '","fromProductId":"' || r.pa || '","store":"app_store","toProductId":"' || r.product || '"}'
+            ELSE '{"expiresAt":"' || pg_temp.sk_iso(r."end") || '","productId":"' || r.product || '","store":"app_store"}' END AS change,
+        CASE WHEN r.trial THEN 'trial' ELSE 'subscribed' END AS state, 'active' AS sub_status, NULL::timestamptz AS grace_doc
+    FROM recent r CROSS JOIN LATERAL (SELECT
+        CASE WHEN r.slot = 0 THEN 'started' WHEN r.upgrade OR (r.category = 6 AND r.seg = 'B' AND r.k = 0) THEN 'plan_changed'
+            WHEN r.category = 14 AND r.seg = 'B' AND r.k = 0 THEN 'recovered' ELSE 'renewed' END AS type_key) AS k
+    CROSS JOIN LATERAL (SELECT 'subscription.' || k.type_key AS type, k.type_key) AS x
+    WHERE r.slot < 1000
+    UNION ALL
+    SELECT r.*, 'subscription.renewal_disabled',
+        'renewal_disabled:' || r.otid || ':' || pg_temp.sk_ms(r.signed) || ':' || r.uuid || ':' || r.acct,
+        '{"expiresAt":"' || pg_temp.sk_iso(r."end") || '","store":"app_store"}', CASE WHEN r.trial THEN 'trial' ELSE 'subscribed' END,
+        'active', NULL
+    FROM recent r WHERE r.ntype = 'DID_CHANGE_RENEWAL_STATUS'
+    UNION ALL
+    SELECT r.*, 'subscription.plan_changed', 'plan_scheduled:' || r.otid || ':' || r.woli || ':' || r.arp || ':' || r.acct,
+        '{"direction":"downgrade","effective":"next_renewal","fromProductId":"' || r.product || '","store":"app_store","toProductId":"'
+            || r.arp || '"}', 'subscribed', 'active', NULL
+    FROM recent r WHERE r.ntype = 'DID_CHANGE_RENEWAL_PREF' AND r.slot > 1000
+    UNION ALL
+    SELECT r.*, 'subscription.expired', 'expired:' || r.otid || ':' || r.woli || ':' || r.acct,
+        '{"expiresAt":"' || pg_temp.sk_iso(r."end") || '","reason":"EXPIRED_' || r.nsub || '","store":"app_store"}',
+        'free_with_credits', 'expired', NULL
+    FROM recent r WHERE r.ntype = 'EXPIRED'
+    UNION ALL
+    SELECT r.*, 'subscription.refunded', 'refunded:' || r.otid || ':' || r.woli || ':' || r.acct,
+        '{"reason":"REFUND","store":"app_store","transactionId":"' || r.txid || '"}', 'free_with_credits', 'refunded', NULL
+    FROM recent r WHERE r.ntype = 'REFUND'
+    UNION ALL
+    SELECT r.*, 'subscription.billing_issue', 'billing_issue:' || r.otid || ':' || r.woli || ':' || r.acct,
+        '{"expiresAt":"' || pg_temp.sk_iso(r."end") || '","store":"app_store"}',
+        CASE WHEN r.nsub = 'GRACE_PERIOD' THEN 'grace_period' ELSE 'billing_retry' END,
+        CASE WHEN r.nsub = 'GRACE_PERIOD' THEN 'grace_period' ELSE 'billing_retry' END, r.grace
+    FROM recent r WHERE r.ntype = 'DID_FAIL_TO_RENEW'
+    UNION ALL
+    SELECT r.*, 'subscription.grace_period_started', 'grace_period:' || r.otid || ':' || r.woli || ':' || r.acct,
+        '{"expiresAt":"' || pg_temp.sk_iso(r.grace) || '","store":"app_store"}', 'grace_period', 'grace_period', r.grace
+    FROM recent r WHERE r.nsub = 'GRACE_PERIOD'
+), topups AS (
+    SELECT n, meter, at, amount FROM scale_topup
+)
+SELECT c.n, c.acct, c.otid::text AS subscription, c.type, c.key, c.applied AS created_at, c.change,
+    '{"eventId":"' || c.uuid || '","notificationType":"' || c.ntype || '","originalTransactionId":"' || c.otid || '","signedDate":"'
+        || pg_temp.sk_iso(c.signed) || '"' || coalesce(',"subtype":"' || c.nsub || '"', '') || ',"transactionId":"' || c.txid || '"}' AS cause,
+    pg_temp.sk_status(c.acct, c.otid, c.state, c.tier, c.product, c.arp, c."end", c.grace_doc, c.trial, c.ars = 1 AND c.sub_status <> 'expired'
+            AND c.sub_status <> 'refunded', c.sub_status, c.ai, coalesce(tu.top_up, 0), c.exports, coalesce(c.grace_doc, c."end"),
+        c.applied) AS status
+FROM change c
+LEFT JOIN LATERAL (SELECT sum(t.amount)::bigint AS top_up FROM topups t WHERE t.n = c.n AND t.meter = 'ai_requests' AND t.at <= c.applied) AS tu ON true
+UNION ALL
+-- credits.granted: each window grant (a new period's first window with its notification; a later monthly window of an
+-- annual period by its credit-reset job) and each consumable posted
+SELECT w.n, w.acct, w.otid::text, 'credits.granted', 'granted:grant:' || w.woli || ':w' || w.w || ':' || w.meter, w.granted_at,
+    '{"amount":' || w.granted || ',"bucket":"' || w.bucket || '","meter":"' || w.meter || '"}',
+    CASE WHEN w.w = 0 THEN '{"eventId":"' || t.uuid || '","notificationType":"' || t.ntype || '","originalTransactionId":"' || t.otid
+            || '","signedDate":"' || pg_temp.sk_iso(t.signed) || '"' || coalesce(',"subtype":"' || t.nsub || '"', '')
+            || ',"transactionId":"' || t.txid || '"}'
+        ELSE '{"originalTransactionId":"' || w.otid || '"}' END,
+    pg_temp.sk_status(w.acct, w.otid, CASE WHEN w.trial THEN 'trial' ELSE 'subscribed' END, w.tier, w.product, w.product, w."end", NULL,
+        w.trial, true, 'active', CASE WHEN w.meter = 'ai_requests' THEN w.granted ELSE w.ai END, 0,
+        CASE WHEN w.meter = 'exports' THEN w.granted ELSE w.exports END, w.wend, w.granted_at)
+FROM scale_window w
+LEFT JOIN (SELECT * FROM scale_note
+    WHERE slot < 1000 AND applied >= (SELECT date_trunc('milliseconds', now) - interval '31 days' FROM scale_parameters)) AS t
+    ON t.n = w.n AND t.slot = w.i AND w.w = 0
+WHERE w.granted > 0 AND w.granted_at >= w.now - interval '30 days'
+UNION ALL
+SELECT u.n, u.acct, NULL, 'credits.granted', 'granted:' || u.operation_key, u.at,
+    '{"amount":' || u.amount || ',"bucket":"topup:' || u.acct || ':ai_requests","meter":"ai_requests"}',
+    '{"notificationType":"CLIENT_TRANSACTION","transactionId":"' || substr(u.operation_key, 7) || '"}',
+    pg_temp.sk_status(u.acct, s.otid, 'subscribed', p.tier, p.product, p.product, p."end", NULL, false, true, 'active',
+        p.ai, u.amount, p.exports, p."end", u.at)
+FROM scale_topup u
+JOIN scale_subscriber s ON s.n = u.n
+JOIN scale_period p ON p.n = u.n AND p.i = s.np - 1
+WHERE u.out_key IS NULL AND u.at >= (SELECT date_trunc('milliseconds', now) - interval '30 days' FROM scale_parameters)
+UNION ALL
+-- credits.depleted: a spend that left nothing of its meter
+SELECT x.n, x.acct, NULL, 'credits.depleted', 'depleted:spend:36:' || x.acct || ':' || x.idempotency_key, x.at,
+    '{"meter":"' || x.meter || '"}', '{}',
+    pg_temp.sk_status(x.acct, s.otid, CASE WHEN p.trial THEN 'trial' ELSE 'subscribed' END, p.tier, p.product, p.product, p."end", NULL,
+        p.trial, true, 'active', CASE WHEN x.meter = 'ai_requests' THEN 0 ELSE p.ai END, 0,
+        CASE WHEN x.meter = 'exports' THEN 0 ELSE p.exports END, p."end", x.at)
+FROM (SELECT * FROM scale_spend
+    WHERE remaining = 0 AND at >= (SELECT date_trunc('milliseconds', now) - interval '30 days' FROM scale_parameters)) AS x
+JOIN scale_subscriber s ON s.n = x.n
+JOIN scale_period p ON p.n = x.n AND p.i = s.np - 1;
+-- statement
+-- The events, in the order they were written (`sequence`), each body as EventData.json() writes it, stored as
+-- events.body_deflated (a raw deflate stream of one stored block, compressed by PostgreSQL on the way: see the
+-- notifications above).
+ALTER TABLE events ALTER COLUMN body_deflated SET STORAGE EXTENDED, ALTER COLUMN body_deflated SET COMPRESSION lz4;
+-- statement
+-- The indexes of sql/0009 but its primary key (which webhook_deliveries and webhook_attempts reference), built again
+-- after the insert.
+ALTER TABLE events DROP CONSTRAINT events_sequence_key, DROP CONSTRAINT events_dedup_key_key;
+-- statement
+DROP INDEX events_feed, events_account, events_created;
+-- statement
+INSERT INTO events (id, dedup_key, type, account_id, subscription_id, environment, created_at, body_deflated)
+SELECT md5('scale-event:' || key)::uuid, key, type, acct, subscription, 'Sandbox', created_at,
+    substring(decode(repeat('000000ffff', 400), 'hex') FROM 1 FOR 5 * greatest(0, (1965 - len) / 5 + 1))
+    || set_byte(set_byte(set_byte(set_byte('\x0100000000'::bytea, 1, len & 255), 2, len >> 8), 3, (~len) & 255), 4, ((~len) >> 8) & 255)
+    || body
+FROM (
+    SELECT b.*, octet_length(body) AS len FROM (
+        SELECT e.*, textsend('{"accountId":"' || acct || '","cause":' || cause || ',"change":' || change
+            || ',"environment":"Sandbox","sandbox":true,"status":' || status || ',"subscriptionId":'
+            || coalesce('"' || subscription || '"', 'null') || '}') AS body
+        FROM (SELECT * FROM scale_event ORDER BY created_at) AS e
+        OFFSET 0
+    ) AS b
+    OFFSET 0
+) AS d;
+-- statement
+ALTER TABLE events ALTER COLUMN body_deflated SET STORAGE EXTERNAL, ALTER COLUMN body_deflated SET COMPRESSION DEFAULT;
+-- statement
+ALTER TABLE events ADD CONSTRAINT events_sequence_key UNIQUE (sequence), ADD CONSTRAINT events_dedup_key_key UNIQUE (dedup_key);
+-- statement
+CREATE INDEX events_feed ON events (transaction_id, sequence);
+-- statement
+CREATE INDEX events_account ON events (account_id, sequence);
+-- statement
+CREATE INDEX events_created ON events (created_at);
+-- statement
+SELECT CAST('load.sql: the schema is not as migrated after the load: ' || string_agg(kind || ' ' || name || ' on ' || on_table || ': '
+    || definition, '; ') AS int)
+FROM ((SELECT * FROM scale_schema EXCEPT SELECT * FROM (
+        SELECT 'index' AS kind, c.relname AS on_table, i.relname AS name, pg_get_indexdef(i.oid) AS definition
+        FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class c ON c.oid = x.indrelid
+        WHERE c.relnamespace = 'public'::regnamespace
+        UNION ALL
+        SELECT 'constraint', conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint
+        WHERE connamespace = 'public'::regnamespace
+        UNION ALL
+        SELECT 'column', c.relname, a.attname, a.attstorage::text || '/' || a.attcompression::text || '/' || coalesce(array_to_string(c.reloptions, ','), '')
+        FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+        WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped) AS now_)
+    UNION ALL
+    (SELECT * FROM (
+        SELECT 'index' AS kind, c.relname AS on_table, i.relname AS name, pg_get_indexdef(i.oid) AS definition
+        FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class c ON c.oid = x.indrelid
+        WHERE c.relnamespace = 'public'::regnamespace
+        UNION ALL
+        SELECT 'constraint', conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint
+        WHERE connamespace = 'public'::regnamespace
+        UNION ALL
+        SELECT 'column', c.relname, a.attname, a.attstorage::text || '/' || a.attcompression::text || '/' || coalesce(array_to_string(c.reloptions, ','), '')
+        FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+        WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped) AS now_ EXCEPT SELECT * FROM scale_schema)) AS differences
+HAVING count(*) > 0;
+-- statement
+DROP FUNCTION pg_temp.sk_status(text, bigint, text, text, text, text, timestamptz, timestamptz, boolean, boolean, text, bigint, bigint,
+    bigint, timestamptz, timestamptz), pg_temp.sk_addm(timestamptz, int), pg_temp.sk_d28(timestamptz), pg_temp.sk_ms(timestamptz),
+    pg_temp.sk_iso(timestamptz), pg_temp.sk_at(timestamptz, interval, float8);
+-- statement
+DROP VIEW scale_note;
+-- statement
+COMMIT;
+-- statement
+-- Statistics and the visibility map for the planner and index-only scans (autovacuum would get there later).
+VACUUM (ANALYZE) subscriptions, notifications, signed_headers, subscription_archive, credit_buckets, credit_ledger, usage_requests,
+    events, jobs, job_history;
