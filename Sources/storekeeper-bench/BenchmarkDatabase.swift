@@ -34,7 +34,18 @@ enum BenchmarkDatabase {
                 throw error
             }
         }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("storekeeper-bench-\(UUID().uuidString)")
+        return try await withPrivateCluster(named: "storekeeper-bench") { _, url in
+            if !coldWAL { try await warmWAL(url: url, logger: logger) }
+            return try await body(url)
+        }
+    }
+
+    /// Runs `body` with a throwaway private cluster, stopped and removed afterwards — or at once if the benchmark is
+    /// interrupted (``Interruption``).
+    static func withPrivateCluster<Result: Sendable>(
+        named prefix: String, _ body: (PrivateCluster, DatabaseURL) async throws -> Result
+    ) async throws -> Result {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
         let cluster = try PrivateCluster(directory: directory)
         let url = try cluster.start()
         let interrupted = Interruption.register {
@@ -46,8 +57,7 @@ enum BenchmarkDatabase {
             cluster.stop()
             try? FileManager.default.removeItem(at: directory)
         }
-        if !coldWAL { try await warmWAL(url: url, logger: logger) }
-        return try await body(url)
+        return try await body(cluster, url)
     }
 
     /// WAL segments a warmed cluster can reuse: 1 GiB, PostgreSQL's default `max_wal_size`, more than a default

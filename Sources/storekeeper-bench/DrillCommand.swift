@@ -35,29 +35,19 @@ struct DrillVerdict {
 func withDrillSystem(
     workers: Int, clients: Int, environment: [String: String] = [:], _ body: (SystemUnderTest, PrivateCluster, Int) async throws -> Void
 ) async throws {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("storekeeper-drill-\(UUID().uuidString)")
-    let cluster = try PrivateCluster(directory: directory)
-    let url = try cluster.start()
-    let interrupted = Interruption.register {
-        cluster.stop(immediately: true)
-        try? FileManager.default.removeItem(at: directory)
-    }
-    defer {
-        Interruption.done(interrupted)
-        cluster.stop()
-        try? FileManager.default.removeItem(at: directory)
-    }
-    let system = try SystemUnderTest(
-        databaseURL: url, clients: clients, environment: environment, logger: commandLogger("storekeeper.drill"))
-    do {
-        try system.migrate()
-        try await system.startServe()
-        for _ in 0..<workers { try system.startWorker() }
-        try await body(system, cluster, url.port)
-        await system.stop()
-    } catch {
-        await system.stop()
-        throw error
+    try await BenchmarkDatabase.withPrivateCluster(named: "storekeeper-drill") { cluster, url in
+        let system = try SystemUnderTest(
+            databaseURL: url, clients: clients, environment: environment, logger: commandLogger("storekeeper.drill"))
+        do {
+            try system.migrate()
+            try await system.startServe()
+            for _ in 0..<workers { try system.startWorker() }
+            try await body(system, cluster, url.port)
+            await system.stop()
+        } catch {
+            await system.stop()
+            throw error
+        }
     }
 }
 
