@@ -125,9 +125,7 @@ public struct StorekeeperComponents: Sendable {
         self.stripeClient = stripeClient
         self.stripeSubscriptions = StripeSubscriptions(
             client: client, stripe: stripeClient, writer: writer,
-            settings: StripeDerivation.Settings(
-                gracePeriod: TimeInterval((configuration.stripe?.graceDays ?? 3) * 86_400),
-                prices: Set(configuration.catalogue.tiers.flatMap(\.products).filter { $0.store == .stripe }.map(\.id))),
+            settings: StripeDerivation.Settings(graceDays: configuration.stripe?.graceDays ?? 3, catalogue: configuration.catalogue),
             clock: clock,
             logger: logger)
         self.settlement = SourceSettlement(credits: credits, recorder: events, queue: scheduling)

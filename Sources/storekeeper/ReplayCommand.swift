@@ -1,4 +1,5 @@
 import Application
+import Events
 import ArgumentParser
 import Credits
 import Foundation
@@ -6,6 +7,7 @@ import Jobs
 import Persistence
 import PostgresNIO
 import StorekeeperRuntime
+import StripeStore
 import Subscriptions
 
 struct ReplayCommand: AsyncParsableCommand {
@@ -41,8 +43,9 @@ struct ReplayCommand: AsyncParsableCommand {
         let single = subscription
         let all = self.all
         let catalogue = try loadCatalogue()
+        let stripeSettings = StripeDerivation.Settings(graceDays: try Self.stripeGraceDays(), catalogue: catalogue)
         // Every subscription of a large app takes a while (a million: hours); one account or subscription, a moment.
-        let results = try await withDatabase(label: "storekeeper.replay", timeout: all ? .seconds(12 * 3600) : .seconds(60)) { client, logger in
+        let report = try await withDatabase(label: "storekeeper.replay", timeout: all ? .seconds(12 * 3600) : .seconds(60)) { client, logger in
             let ids: [String]
             if all {
                 ids = try await client.withConnection { try await SubscriptionHistory(logger: logger).subscriptionIds(on: $0) }
@@ -54,22 +57,35 @@ struct ReplayCommand: AsyncParsableCommand {
             }
             let credits = CreditLedger(catalogue: catalogue, logger: logger)
             let writer = SubscriptionWriter(client: client, credits: credits, queue: PostgresJobQueue(client: client, logger: logger), rechecks: nil, events: nil, logger: logger)
-            var results: [(String, [String])] = []
+            let stripe = StripeSubscriptions(client: client, stripe: nil, writer: writer, settings: stripeSettings, clock: { now }, logger: logger)
+            var report = Report()
             for id in ids {
                 let outcome = try await client.withTransaction(logger: logger) { connection in
-                    try await writer.derive(id, now: now, write: write, on: connection)
+                    let appStore = try await writer.derive(id, now: now, write: write, on: connection)
+                    // A Stripe subscription's facts are the objects read from Stripe (no call is made here).
+                    guard appStore.stored?.store == .stripe else { return appStore }
+                    return try await stripe.derive(id, cause: EventCause(originalTransactionId: id), lockHeld: true, write: write, on: connection)
+                        ?? appStore
                 }
                 guard outcome.stored != nil || outcome.state != nil else {
-                    throw CommandFailure("no subscription \(id) and no stored events for it")
+                    // Facts that derive no subscription: a consumable, a lifetime unlock or a pass (ONE_TIME_CHARGE and
+                    // its REFUND), which share the notifications' original transaction id column.
+                    guard all else { throw CommandFailure("no subscription \(id): its stored facts, if any, derive none") }
+                    report.oneTimePurchases += 1
+                    continue
                 }
                 let account = (outcome.state?.accountId ?? outcome.stored?.accountId).map { "account \($0)" } ?? "no account"
-                results.append((id, try Self.differences(outcome.stored, outcome.state) + outcome.operations.map { "ledger (\(account)): \(Self.describe($0))" }))
+                report.subscriptions.append(
+                    (id, try Self.differences(outcome.stored, outcome.state) + outcome.operations.map { "ledger (\(account)): \(Self.describe($0))" }))
             }
-            return results
+            return report
         }
-        if results.isEmpty { return say("no subscriptions for that account") }
+        if report.oneTimePurchases > 0 {
+            say("\(report.oneTimePurchases) original transaction id(s) of one-time purchases only (no subscription to derive) skipped")
+        }
+        if report.subscriptions.isEmpty { return say(all ? "no subscriptions" : "no subscriptions for that account") }
         var differing = 0
-        for (id, differences) in results {
+        for (id, differences) in report.subscriptions {
             if differences.isEmpty {
                 say("\(id): matches its stored facts")
             } else {
@@ -79,9 +95,24 @@ struct ReplayCommand: AsyncParsableCommand {
             }
         }
         if differing > 0, !write {
-            say("\(differing) of \(results.count) subscriptions differ; run again with --write to store the derived state and post the operations")
+            say("\(differing) of \(report.subscriptions.count) subscriptions differ; run again with --write to store the derived state and post the operations")
             throw ExitCode(3)
         }
+    }
+
+    /// What a replay found: each subscription with its differences, and how many ids derived no subscription.
+    struct Report: Sendable {
+        var subscriptions: [(String, [String])] = []
+        var oneTimePurchases = 0
+    }
+
+    /// `STOREKEEPER_STRIPE_GRACE_DAYS` as `work` reads it (a replay with another grace would report false differences).
+    static func stripeGraceDays() throws -> Int {
+        guard let text = ProcessInfo.processInfo.environment["STOREKEEPER_STRIPE_GRACE_DAYS"], !text.isEmpty else { return 3 }
+        guard let days = Int(text), (0...60).contains(days) else {
+            throw CommandFailure("STOREKEEPER_STRIPE_GRACE_DAYS must be an integer in 0...60, got \"\(text)\"")
+        }
+        return days
     }
 
     /// One ledger operation still due, as a line.

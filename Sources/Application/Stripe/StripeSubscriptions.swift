@@ -67,10 +67,11 @@ public struct StripeSubscriptions: Sendable {
         }
     }
 
-    /// Derives a subscription again from what is held of it (no Stripe call): the credit window reset, a link.
+    /// Derives a subscription again from what is held of it (no Stripe call): the credit window reset, a link, a
+    /// replay (`write: false` writes nothing and says what would change).
     @discardableResult
     public func derive(
-        _ id: String, cause: EventCause, lockHeld: Bool = false, on connection: PostgresConnection
+        _ id: String, cause: EventCause, lockHeld: Bool = false, write: Bool = true, on connection: PostgresConnection
     ) async throws -> SubscriptionWriter.Outcome? {
         let stored = try await subscriptions.lockedSubscription(id, on: connection, lockHeld: lockHeld)
         let held = try await objects.held(ofSubscription: id, on: connection)
@@ -86,7 +87,7 @@ public struct StripeSubscriptions: Sendable {
         let facts = StripeSubscriptionFacts(
             subscription: subscription, invoices: held.invoices, charges: held.charges, disputes: held.disputes, account: account)
         let derivation = StripeDerivation.derive(facts, settings: settings)
-        return try await writer.write(derivation, stored: stored, cause: cause, now: clock(), on: connection)
+        return try await writer.write(derivation, stored: stored, cause: cause, now: clock(), write: write, on: connection)
     }
 
     /// What a catch-up found.

@@ -1,0 +1,50 @@
+import AppStoreModels
+import Foundation
+import LocalSigning
+import Subscriptions
+import Testing
+
+/// `storekeeper replay` over a database holding every kind of purchase, run as the operator runs it.
+@Suite("storekeeper replay across stores and one-time purchases, as a process")
+struct ReplayCommandTests {
+    @Test("replay --all: a Stripe subscription is derived from its held objects, a consumable's ONE_TIME_CHARGE is skipped, not an error; a tampered Stripe state is found")
+    func acrossStores() async throws {
+        try await StripeWorld.run { world in
+            let account = UUID()
+            let accountText = account.uuidString.lowercased()
+            // Replay derives at the real time: the purchase happens a minute ago.
+            let now = Int64(Date().timeIntervalSince1970)
+            _ = try await world.buy("price_pro_monthly", account: accountText, at: now - 60)
+            for event in world.fake.events { _ = try await world.deliver(event.body) }
+            var transaction = TransactionPayload(
+                transactionId: "7000042", originalTransactionId: "7000042", productId: "credits.100",
+                bundleId: StorekeeperHarness.bundleId, environment: .sandbox, signedDate: (now - 30) * 1000)
+            transaction.type = "Consumable"
+            transaction.appAccountToken = accountText
+            let charge = SimulatedEvent(
+                notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: (now - 30) * 1000, transaction: transaction, renewalInfo: nil)
+            try await LifecycleFlow(harness: world.harness, client: world.http, account: account).post(charge)
+            try await world.settle()
+            let subscription = try #require(world.fake.state.withLock { $0.subscriptions.keys.first })
+            #expect(try await world.harness.count("SELECT count(*) FROM subscriptions WHERE original_transaction_id = '\(subscription)' AND status = 'active'") == 1)
+            #expect(try await world.harness.count("SELECT count(*) FROM notifications WHERE original_transaction_id = '7000042'") == 1)
+
+            let environment = ["DATABASE_URL": world.harness.databaseURL.urlString]
+            let (status, output) = try await ChildProcess.run("storekeeper", ["replay", "--all"], environment: environment)
+            #expect(status == 0, "\(output)")
+            #expect(output.contains("\(subscription): matches its stored facts"), "\(output)")
+            #expect(output.contains("1 original transaction id(s) of one-time purchases only"), "\(output)")
+            let (single, singleOutput) = try await ChildProcess.run("storekeeper", ["replay", "--subscription", "7000042"], environment: environment)
+            #expect(single == 1 && singleOutput.contains("storekeeper: no subscription 7000042"), "\(singleOutput)")
+
+            try await world.harness.client.query(
+                "UPDATE subscriptions SET status = 'expired' WHERE original_transaction_id = \(subscription)", logger: TestDatabase.logger)
+            let (differStatus, differs) = try await ChildProcess.run("storekeeper", ["replay", "--account", accountText], environment: environment)
+            #expect(differStatus == 3, "\(differs)")
+            #expect(differs.contains("status: \"expired\" → \"active\""), "\(differs)")
+            let (graceStatus, grace) = try await ChildProcess.run(
+                "storekeeper", ["replay", "--all"], environment: environment.merging(["STOREKEEPER_STRIPE_GRACE_DAYS": "90"]) { _, new in new })
+            #expect(graceStatus == 1 && grace.contains("STOREKEEPER_STRIPE_GRACE_DAYS must be an integer in 0...60"), "\(grace)")
+        }
+    }
+}
