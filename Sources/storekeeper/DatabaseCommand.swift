@@ -27,12 +27,14 @@ func operatorNow() async -> Date {
 /// database fails with one line (in 5 s) and a stuck one within `timeout`.
 /// - Parameter timeout: the whole command's bound: a minute for what reads one account or a page; a command whose
 ///   work grows with the database (`replay --all`: at 100,000 subscribers several minutes) passes its own.
+/// - Parameter connections: the pool's size: two, or more for a command that works on several at once.
 func withDatabase<Result: Sendable>(
-    label: String, timeout: Duration = .seconds(60), _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> Result
+    label: String, timeout: Duration = .seconds(60), connections: Int = 2,
+    _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> Result
 ) async throws -> Result {
     let url = try operatorDatabaseURL()
     let logger = commandLogger(label)
-    return try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 2), logger: logger) { client in
+    return try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: connections), logger: logger) { client in
         try await ensureReachable(client, url: url, logger: logger)
         return try await withCommandTimeout(timeout) { try await body(client, logger) }
     }

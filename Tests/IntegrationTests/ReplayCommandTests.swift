@@ -7,7 +7,7 @@ import Testing
 /// `storekeeper replay` over a database holding every kind of purchase, run as the operator runs it.
 @Suite("storekeeper replay across stores and one-time purchases, as a process")
 struct ReplayCommandTests {
-    @Test("replay --all: a Stripe subscription is derived from its held objects, a consumable's ONE_TIME_CHARGE is skipped, not an error; a tampered Stripe state is found")
+    @Test("replay --all: a Stripe subscription is derived from its held objects, a consumable's ONE_TIME_CHARGE is skipped, not an error; a tampered Stripe state is found, with one lane or four")
     func acrossStores() async throws {
         try await StripeWorld.run { world in
             let account = UUID()
@@ -45,6 +45,11 @@ struct ReplayCommandTests {
             let (graceStatus, grace) = try await ChildProcess.run(
                 "storekeeper", ["replay", "--all"], environment: environment.merging(["STOREKEEPER_STRIPE_GRACE_DAYS": "90"]) { _, new in new })
             #expect(graceStatus == 1 && grace.contains("STOREKEEPER_STRIPE_GRACE_DAYS must be an integer in 0...60"), "\(grace)")
+            let (laneStatus, lanes) = try await ChildProcess.run("storekeeper", ["replay", "--all", "--parallel", "0"], environment: environment)
+            #expect(laneStatus != 0 && lanes.contains("--parallel must be 1 to 16, got 0"), "\(lanes)")
+            // One lane gives the same answer as four.
+            let (oneLane, oneLaneOutput) = try await ChildProcess.run("storekeeper", ["replay", "--all", "--parallel", "1"], environment: environment)
+            #expect(oneLane == 3 && oneLaneOutput.contains("status: \"expired\" → \"active\""), "\(oneLaneOutput)")
         }
     }
 }
