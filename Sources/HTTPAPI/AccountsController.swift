@@ -83,7 +83,10 @@ public struct AccountsController: Sendable {
     /// The `{accountId}` path parameter.
     static func accountId(_ context: StorekeeperRequestContext) throws -> AccountID {
         let text = try context.parameters.require("accountId")
-        guard let accountId = AccountID(text.removingPercentEncoding ?? text) else {
+        // Foundation's decoding bridges through NSString (3 % of `serve`'s CPU in a profile of cached status reads);
+        // most ids have nothing to decode.
+        let decoded = text.utf8.contains(UInt8(ascii: "%")) ? text.removingPercentEncoding ?? text : text
+        guard let accountId = AccountID(decoded) else {
             throw APIError.badRequest("accountId must be the app's account id: \(AccountID.rule)")
         }
         return accountId

@@ -46,12 +46,12 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                 _ = try await system.waitUntilApplied(accounts, receivedSince: started)
                 let key = [("Authorization", "Bearer bench")]
                 let hotPath = HotPathLoad(connections: connections, seconds: seconds)
-                let health = try await hotPath.load(system) { _ in ("/healthz", .GET, [], nil) }
-                let tiers = try await hotPath.load(system) { _ in ("/v1/tiers", .GET, [], nil) }
-                let status = try await hotPath.load(system) { _ in ("/v1/accounts/\(accountIds.randomElement()!)/status", .GET, key, nil) }
+                let health = try await hotPath.load(system) { _ in LoadRequest(path: "/healthz", method: .GET) }
+                let tiers = try await hotPath.load(system) { _ in LoadRequest(path: "/v1/tiers", method: .GET) }
+                let status = try await hotPath.load(system) { _ in LoadRequest(path: "/v1/accounts/\(accountIds.randomElement()!)/status", method: .GET, headers: key) }
                 let spend = try await hotPath.load(system) { _ in
                     let body = ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(UUID())"}"#)
-                    return ("/v1/accounts/\(accountIds.randomElement()!)/usage", .POST, key + [("Content-Type", "application/json")], body)
+                    return LoadRequest(path: "/v1/accounts/\(accountIds.randomElement()!)/usage", method: .POST, headers: key + [("Content-Type", "application/json")], body: body)
                 }
                 // Open loop: requests on a fixed schedule at shares of the closed-loop maxima, latency from when each was
                 // due. Status and /healthz at shares of /healthz's maximum; spends, bounded by durable commits, at shares
@@ -59,19 +59,31 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                 var paced: [PacedPhase] = []
                 for share in [0.25, 0.5, 0.75] {
                     let rate = Int(health.rate * share)
-                    paced.append(PacedPhase(name: "GET /healthz", share: share, rate: rate, phase: try await hotPath.pace(system, rate: rate) { _ in ("/healthz", .GET, [], nil) }))
-                    paced.append(PacedPhase(name: "GET /v1/accounts/{id}/status", share: share, rate: rate, phase: try await hotPath.pace(system, rate: rate) { _ in
-                        ("/v1/accounts/\(accountIds.randomElement()!)/status", .GET, key, nil)
-                    }))
+                    paced.append(PacedPhase(name: "GET /healthz", share: share, rate: rate, phase: try await hotPath.pace(system, rate: rate) { _ in LoadRequest(path: "/healthz", method: .GET) }))
+                    let before = await system.statusReads()
+                    var status = PacedPhase(name: "GET /v1/accounts/{id}/status", share: share, rate: rate, phase: try await hotPath.pace(system, rate: rate, reference: LoadRequest(path: "/healthz", method: .GET)) { _ in
+                        LoadRequest(path: "/v1/accounts/\(accountIds.randomElement()!)/status", method: .GET, headers: key)
+                    })
+                    let after = await system.statusReads()
+                    status.fromCache = after.cacheShare(since: before)
+                    paced.append(status)
+                    // /healthz again right after: how far one phase's tail moves from the next on a shared machine.
+                    paced.append(PacedPhase(name: "GET /healthz, again", share: share, rate: rate, phase: try await hotPath.pace(system, rate: rate) { _ in LoadRequest(path: "/healthz", method: .GET) }))
                     let spendRate = Int(spend.rate * share)
                     paced.append(PacedPhase(name: "POST /v1/accounts/{id}/usage", share: share, rate: spendRate, phase: try await hotPath.pace(system, rate: spendRate) { _ in
                         let body = ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(UUID())"}"#)
-                        return ("/v1/accounts/\(accountIds.randomElement()!)/usage", .POST, key + [("Content-Type", "application/json")], body)
+                        return LoadRequest(path: "/v1/accounts/\(accountIds.randomElement()!)/usage", method: .POST, headers: key + [("Content-Type", "application/json")], body: body)
                     }))
                 }
                 await system.stop()
                 let selectOnly = try BenchmarkDatabase.pgbench(["-S"], clients: connections, seconds: seconds, url: url)
                 let tpcb = try BenchmarkDatabase.pgbench([], clients: connections, seconds: seconds, url: url)
+                // The spends' reference at each of their rates: durable TPC-B commits on the same cluster and disk.
+                for spends in paced where spends.name.contains("usage") {
+                    paced.append(PacedPhase(
+                        name: "pgbench TPC-B (reference)", share: spends.share, rate: spends.rate,
+                        phase: try BenchmarkDatabase.pacedTPCB(rate: spends.rate, clients: connections, seconds: seconds, url: url)))
+                }
                 return self.report(
                     health: health, tiers: tiers, status: status, spend: spend, paced: paced, selectOnly: selectOnly, tpcb: tpcb)
             } catch {
@@ -82,47 +94,33 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
         report.print(json: json)
     }
 
-    /// What one phase measured.
-    struct Phase {
-        var answered = 0
-        var failed = 0
-        var seconds = 0.0
-        var latencies: [Double] = []
-
-        var rate: Double { Double(answered) / max(seconds, 0.001) }
-        func percentile(_ p: Double) -> Double {
-            guard !latencies.isEmpty else { return 0 }
-            let sorted = latencies.sorted()
-            return sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)]
-        }
-    }
-
-    typealias Request = (path: String, method: HTTPMethod, headers: [(String, String)], body: ByteBuffer?)
-
     /// One open-loop phase: a share of a closed-loop maximum, the rate it came to, what it measured.
     struct PacedPhase {
         var name: String
         var share: Double
         var rate: Int
-        var phase: Phase
+        var phase: LoadPhase
+        /// For status: the share of its reads (warm-up included) answered from `serve`'s cache.
+        var fromCache: Double?
     }
 
-    /// A request as the bytes the load generator writes.
-    static func bytes(_ request: Request, host: String) -> ByteBuffer {
-        let (path, method, headers, body) = request
-        var head = "\(method.rawValue) \(path) HTTP/1.1\r\nHost: \(host)\r\n"
-        for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        if let body { head += "Content-Length: \(body.readableBytes)\r\n" }
-        var bytes = ByteBuffer(string: head + "\r\n")
-        if var body { bytes.writeBuffer(&body) }
-        return bytes
+    /// At 50 %: status p99 over the p99 of `/healthz` sent beside it in the same phase, measured just before it, and
+    /// just after.
+    func healthRatios(_ paced: [PacedPhase]) -> (beside: Double, before: Double, after: Double)? {
+        let atHalf = paced.filter { $0.share == 0.5 }
+        guard let status = atHalf.first(where: { $0.name.contains("status") })?.phase,
+            let before = atHalf.first(where: { $0.name == "GET /healthz" })?.phase.percentile(0.99),
+            let after = atHalf.first(where: { $0.name.contains("again") })?.phase.percentile(0.99)
+        else { return nil }
+        let p99 = status.percentile(0.99)
+        return (p99 / max(status.referencePercentile(0.99), 0.001), p99 / max(before, 0.001), p99 / max(after, 0.001))
     }
 
     func report(
-        health: Phase, tiers: Phase, status: Phase, spend: Phase, paced: [PacedPhase], selectOnly: (tps: Double, latency: Double),
+        health: LoadPhase, tiers: LoadPhase, status: LoadPhase, spend: LoadPhase, paced: [PacedPhase], selectOnly: (tps: Double, latency: Double),
         tpcb: (tps: Double, latency: Double)
     ) -> BenchmarkReport {
-        func line(_ name: String, _ phase: Phase, _ reference: String) -> String {
+        func line(_ name: String, _ phase: LoadPhase, _ reference: String) -> String {
             "  \(name.padding(toLength: 34, withPad: " ", startingAt: 0)) \(String(format: "%7.0f", phase.rate))/s  p50 \(String(format: "%6.2f", phase.percentile(0.5))) ms  "
                 + "p99 \(String(format: "%6.2f", phase.percentile(0.99))) ms  \(phase.failed) failed  \(reference)"
         }
@@ -141,9 +139,14 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
             "  \(paced.name.padding(toLength: 30, withPad: " ", startingAt: 0)) \(Int(paced.share * 100))% = \(String(format: "%6d", paced.rate))/s  "
                 + "p50 \(String(format: "%6.2f", paced.phase.percentile(0.5))) ms  p99 \(String(format: "%6.2f", paced.phase.percentile(0.99))) ms  "
                 + "p99.9 \(String(format: "%6.2f", paced.phase.percentile(0.999))) ms  \(paced.phase.failed) failed"
-        } + paced.filter { $0.share == 0.5 && $0.name.contains("status") }.compactMap { status in
-            paced.first { $0.share == 0.5 && $0.name == "GET /healthz" }.map { health in
-                "  at 50 %: status p99 \(String(format: "%.2f", status.phase.percentile(0.99) / max(health.phase.percentile(0.99), 0.001)))× /healthz p99 (target ≤ 2×)"
+                + (paced.fromCache.map { String(format: "  %.1f %% from the cache", $0 * 100) } ?? "")
+                + (paced.phase.reference.isEmpty ? "" : String(format: "; /healthz beside it p99 %.2f ms", paced.phase.referencePercentile(0.99)))
+        } + (healthRatios(paced).map { beside, before, after in
+            ["  at 50 %: status p99 \(String(format: "%.2f", beside))× /healthz p99 beside it (target ≤ 2×); \(String(format: "%.2f", before))× before it, \(String(format: "%.2f", after))× after it"]
+        } ?? []) + paced.filter { $0.share == 0.5 && $0.name.contains("usage") }.compactMap { spends in
+            paced.first { $0.share == 0.5 && $0.name.contains("pgbench") }.map { tpcb in
+                "  at 50 %: spend p99 \(String(format: "%.2f", spends.phase.percentile(0.99))) ms (target ≤ 20 ms); "
+                    + "TPC-B at the same rate p99 \(String(format: "%.2f", tpcb.phase.percentile(0.99))) ms"
             }
         }
         report.fields = [
@@ -155,8 +158,11 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
             ("tiersRatio", .number(tiers.rate / max(health.rate, 0.001))), ("pgbenchSelectOnly", .integer(Int(selectOnly.tps))),
             ("pgbenchTPCB", .integer(Int(tpcb.tps))),
         ] + paced.flatMap { paced -> [(String, BenchmarkReport.BenchmarkValue)] in
-            let key = (paced.name.contains("healthz") ? "healthz" : paced.name.contains("status") ? "status" : "spend") + "Paced\(Int(paced.share * 100))"
+            let key = (paced.name.contains("again") ? "healthzAgain" : paced.name.contains("healthz") ? "healthz" : paced.name.contains("status") ? "status"
+                : paced.name.contains("pgbench") ? "tpcb" : "spend")
+                + "Paced\(Int(paced.share * 100))"
             return [(key + "P99Ms", .number(paced.phase.percentile(0.99))), (key + "P999Ms", .number(paced.phase.percentile(0.999)))]
+                + (paced.phase.reference.isEmpty ? [] : [(key + "HealthzBesideP99Ms", .number(paced.phase.referencePercentile(0.99)))])
         }
         return report
     }

@@ -88,11 +88,7 @@ enum BenchmarkDatabase {
     /// their set-up is not timed twice. The length is set by transactions (`-t`) from a short calibrating run: `-T`
     /// relies on SIGALRM, which a child of this process may never see.
     static func pgbench(_ mode: [String], clients: Int, seconds: Int, url: DatabaseURL) throws -> (tps: Double, latency: Double) {
-        let scale = max(clients, 1)
-        let branches = try? runTool("psql", ["-tAc", "SELECT count(*) FROM pgbench_branches"], url: url)
-        if branches?.trimmingCharacters(in: .whitespacesAndNewlines) != String(scale) {
-            _ = try runTool("pgbench", ["-i", "-q", "-s", String(scale)], url: url)
-        }
+        try preparePgbenchTables(clients: clients, url: url)
         func run(transactions: Int) throws -> (tps: Double, latency: Double) {
             let output = try runTool(
                 "pgbench", ["-n", "-c", String(clients), "-j", "2", "-t", String(transactions)] + mode, url: url)
@@ -105,6 +101,46 @@ enum BenchmarkDatabase {
         }
         let calibration = try run(transactions: 50)
         return try run(transactions: max(50, Int(calibration.tps * Double(seconds) / Double(clients))))
+    }
+
+    /// pgbench's tables at a scale equal to the client count (pgbench's own advice: at scale 1 every TPC-B transaction
+    /// updates the one branch row, and the reference measures a row lock), initialised once and kept between phases.
+    static func preparePgbenchTables(clients: Int, url: DatabaseURL) throws {
+        let scale = max(clients, 1)
+        let branches = try? runTool("psql", ["-tAc", "SELECT count(*) FROM pgbench_branches"], url: url)
+        if branches?.trimmingCharacters(in: .whitespacesAndNewlines) != String(scale) {
+            _ = try runTool("pgbench", ["-i", "-q", "-s", String(scale)], url: url)
+        }
+    }
+
+    /// TPC-B at a fixed `rate`, open loop (`pgbench -R`, tables at the scale of ``pgbench(_:clients:seconds:url:)``):
+    /// each transaction's latency from when it was scheduled (its log's time plus its schedule lag), the first second
+    /// not counted — the reference for spends at the same rate, on the same cluster and disk.
+    static func pacedTPCB(rate: Int, clients: Int, seconds: Int, url: DatabaseURL) throws -> LoadPhase {
+        try preparePgbenchTables(clients: clients, url: url)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("storekeeper-pgbench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let started = Date().timeIntervalSince1970
+        _ = try runTool(
+            "pgbench",
+            // -t, not -T: see pgbench(_:clients:seconds:url:). At the rate, clients × t transactions take seconds + 1.
+            ["-n", "-c", String(clients), "-j", "2", "-t", String(max(1, max(rate, 1) * (seconds + 1) / clients)), "-R", String(max(rate, 1)), "-l",
+             "--log-prefix", folder.appendingPathComponent("log").path],
+            url: url)
+        var phase = LoadPhase(seconds: Double(seconds))
+        for file in try FileManager.default.contentsOfDirectory(atPath: folder.path) {
+            // client_id transaction_no time script_no time_epoch time_us schedule_lag
+            for line in try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8).split(separator: "\n") {
+                let fields = line.split(separator: " ")
+                guard fields.count >= 7, let time = Double(fields[2]), let epoch = Double(fields[4]), let lag = Double(fields[6]) else { continue }
+                guard epoch >= started + 1 else { continue }
+                phase.answered += 1
+                phase.latencies.append((time + lag) / 1000)
+            }
+        }
+        guard phase.answered > 0 else { throw CommandFailure("pgbench -R wrote no transaction log") }
+        return phase
     }
 
     /// Runs a PostgreSQL client program (pgbench, psql) against `url`; returns its standard output.

@@ -13,7 +13,7 @@ enum HTTPLoadGenerator {
     static func run(
         host: String, ports: [Int], connections: Int, warmUp: TimeAmount, seconds: TimeAmount,
         request: @escaping @Sendable (Int) -> ByteBuffer
-    ) async throws -> APIBenchmarkCommand.Phase {
+    ) async throws -> LoadPhase {
         let begin = NIODeadline.now() + warmUp
         let end = begin + seconds
         var total = try await load(host: host, ports: ports, connections: connections, begin: begin, end: end, schedule: nil) { request($0) }
@@ -28,19 +28,21 @@ enum HTTPLoadGenerator {
     /// Every request not answered with a 2xx counts as failed.
     /// With a `rate`, the requests due in the first `warmUp` are sent but not counted (new connections, caches
     /// filling after the phase before).
+    /// `isReference(connection)`: that connection's requests are the phase's reference, sent at the same time on their
+    /// own connections (their latencies go to ``LoadPhase/reference``, not to the phase's own).
     static func send(
         host: String, ports: [Int], connections: Int, count: Int, rate: Int?, warmUp: TimeAmount = .zero,
-        request: @escaping @Sendable (Int) -> ByteBuffer
-    ) async throws -> APIBenchmarkCommand.Phase {
+        isReference: @escaping @Sendable (Int) -> Bool = { _ in false }, request: @escaping @Sendable (Int) -> ByteBuffer
+    ) async throws -> LoadPhase {
         let start = NIODeadline.now()
         let schedule = rate.map { rate in { @Sendable (index: Int) in start + .nanoseconds(Int64(index) * 1_000_000_000 / Int64(rate)) } }
         let uncounted = rate.map { min(count, Int(Int64($0) * warmUp.nanoseconds / 1_000_000_000)) } ?? 0
         var total = try await load(
             host: host, ports: ports, connections: min(connections, count), begin: start + (rate == nil ? .zero : warmUp), end: .distantFuture,
-            schedule: schedule
+            schedule: schedule, isReference: isReference
         ) { index in index < count ? request(index) : nil }
         total.seconds = Double((NIODeadline.now() - start).nanoseconds) / 1e9
-        total.failed = max(count - uncounted - total.answered, 0)
+        total.failed = max(count - uncounted - total.answered - total.reference.count, 0)
         return total
     }
 
@@ -49,13 +51,14 @@ enum HTTPLoadGenerator {
     /// longer than ``answerTimeout`` is closed (that request failed): a server that stops answering ends the load.
     private static func load(
         host: String, ports: [Int], connections: Int, begin: NIODeadline, end: NIODeadline,
-        schedule: (@Sendable (Int) -> NIODeadline)?, request: @escaping @Sendable (Int) -> ByteBuffer?
-    ) async throws -> APIBenchmarkCommand.Phase {
+        schedule: (@Sendable (Int) -> NIODeadline)?, isReference: @Sendable (Int) -> Bool = { _ in false },
+        request: @escaping @Sendable (Int) -> ByteBuffer?
+    ) async throws -> LoadPhase {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
-        var total = APIBenchmarkCommand.Phase()
+        var total = LoadPhase()
         do {
-            var finished: [EventLoopFuture<APIBenchmarkCommand.Phase>] = []
+            var finished: [EventLoopFuture<LoadPhase>] = []
             for connection in 0..<connections {
                 let handler = LoadConnection(
                     first: connection, stride: connections, begin: begin, end: end, schedule: schedule, request: request)
@@ -65,11 +68,15 @@ enum HTTPLoadGenerator {
                     .connect(host: host, port: ports[connection % ports.count]).get()
                 finished.append(channel.closeFuture.map { handler.phase }.recover { _ in handler.phase })
             }
-            for future in finished {
+            for (connection, future) in finished.enumerated() {
                 let phase = try await future.get()
-                total.answered += phase.answered
                 total.failed += phase.failed
-                total.latencies += phase.latencies
+                if isReference(connection) {
+                    total.reference += phase.latencies
+                } else {
+                    total.answered += phase.answered
+                    total.latencies += phase.latencies
+                }
             }
         } catch {
             try? await group.shutdownGracefully()
@@ -96,7 +103,7 @@ private final class LoadConnection: ChannelInboundHandler, @unchecked Sendable {
     private let schedule: (@Sendable (Int) -> NIODeadline)?
     private let request: @Sendable (Int) -> ByteBuffer?
     /// What this connection measured; read once it has closed.
-    private(set) var phase = APIBenchmarkCommand.Phase()
+    private(set) var phase = LoadPhase()
     private var pending = ByteBuffer()
     /// When the request in flight was sent — or, paced, when it was due: its latency counts from then.
     private var sentAt = NIODeadline.now()

@@ -10,20 +10,34 @@ struct HotPathLoad {
     /// `rate` requests a second for `seconds`, open loop, over twice `connections` connections (so the client's one
     /// request in flight per connection does not bound the rate), after a second at that rate not counted: the
     /// connections are new, and the phase before (spends) dropped every account's cached status.
-    func pace(_ system: SystemUnderTest, rate: Int, _ request: @escaping @Sendable (Int) -> APIBenchmarkCommand.Request) async throws -> APIBenchmarkCommand.Phase {
+    ///
+    /// With a `reference` (`/healthz`), every eighth connection sends it instead, at the same pace, so the phase
+    /// carries its own reference measured at the same moments (``LoadPhase/reference``); the total rate is raised so
+    /// the phase's own requests still come at `rate`.
+    func pace(
+        _ system: SystemUnderTest, rate: Int, reference: LoadRequest? = nil, _ request: @escaping @Sendable (Int) -> LoadRequest
+    ) async throws -> LoadPhase {
         let host = "127.0.0.1:\(system.port)"
+        let connections = self.connections * 2
+        let isReference: @Sendable (Int) -> Bool = { connection in reference != nil && connection % 8 == 0 }
+        let own = (0..<connections).filter { !isReference($0) }.count
+        let total = max(rate, 1) * connections / max(own, 1)
         return try await HTTPLoadGenerator.send(
-            host: "127.0.0.1", ports: system.ports, connections: connections * 2, count: max(rate, 1) * (seconds + 1), rate: max(rate, 1),
-            warmUp: .seconds(1)
-        ) { index in APIBenchmarkCommand.bytes(request(index), host: host) }
+            host: "127.0.0.1", ports: system.ports, connections: connections, count: total * (seconds + 1), rate: total,
+            warmUp: .seconds(1), isReference: isReference
+        ) { index in
+            // Request i goes out on connection i % connections (``HTTPLoadGenerator``).
+            if let reference, isReference(index % connections) { return reference.bytes(host: host) }
+            return request(index).bytes(host: host)
+        }
     }
 
     /// `connections` clients sending `request(i)` back to back for `seconds` (after a second of warm-up: connections
     /// open, caches and plans as in steady use), with ``HTTPLoadGenerator``; a 2xx counts as answered.
-    func load(_ system: SystemUnderTest, _ request: @escaping @Sendable (Int) -> APIBenchmarkCommand.Request) async throws -> APIBenchmarkCommand.Phase {
+    func load(_ system: SystemUnderTest, _ request: @escaping @Sendable (Int) -> LoadRequest) async throws -> LoadPhase {
         let host = "127.0.0.1:\(system.port)"
         return try await HTTPLoadGenerator.run(
             host: "127.0.0.1", ports: system.ports, connections: connections, warmUp: .seconds(1), seconds: .seconds(Int64(seconds))
-        ) { index in APIBenchmarkCommand.bytes(request(index), host: host) }
+        ) { index in request(index).bytes(host: host) }
     }
 }

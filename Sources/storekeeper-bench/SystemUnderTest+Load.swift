@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import NIOCore
 import PostgresNIO
@@ -77,4 +78,35 @@ extension SystemUnderTest {
         }
     }
 
+}
+
+extension SystemUnderTest {
+    /// Status reads counted by `serve` (`storekeeper_status_reads_total`): from its cache or from the database.
+    struct StatusReads {
+        var cache = 0
+        var database = 0
+
+        /// The share of the reads since `earlier` answered from the cache (0 when there were none).
+        func cacheShare(since earlier: StatusReads) -> Double {
+            let cache = self.cache - earlier.cache
+            let all = cache + database - earlier.database
+            return all == 0 ? 0 : Double(cache) / Double(all)
+        }
+    }
+
+    /// `serve`'s status reads so far, summed over the serve processes' `/metrics`: what shows a "warm" phase was
+    /// served from the cache and a "cold" one from the database.
+    func statusReads() async -> StatusReads {
+        var reads = StatusReads()
+        for port in ports {
+            guard let response = try? await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics"), timeout: .seconds(10)),
+                let body = try? await response.body.collect(upTo: 1 << 22)
+            else { continue }
+            for line in String(buffer: body).split(separator: "\n") where line.hasPrefix("storekeeper_status_reads_total{") {
+                let value = Int(Double(line.split(separator: " ").last ?? "") ?? 0)
+                if line.contains(#"source="cache""#) { reads.cache += value } else if line.contains(#"source="database""#) { reads.database += value }
+            }
+        }
+        return reads
+    }
 }

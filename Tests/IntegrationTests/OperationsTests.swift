@@ -58,7 +58,7 @@ struct OperationsTests {
         }
     }
 
-    @Test("GET /metrics exposes intake, verification, queue, job and credit families")
+    @Test("GET /metrics exposes intake, verification, queue, job, credit and status-read families")
     func metrics() async throws {
         try await StorekeeperHarness.run { harness in
             try await harness.withHTTP { client in
@@ -74,6 +74,19 @@ struct OperationsTests {
                 ] {
                     #expect(text.contains(family), "missing \(family)")
                 }
+                // Status reads are counted by where they were answered from (the counters are the process's: other
+                // tests read too, so only growth is asserted).
+                func statusReads() async throws -> Int {
+                    let text = String(buffer: try await client.execute(uri: "/metrics", method: .get).body)
+                    return text.split(separator: "\n").filter { $0.hasPrefix("storekeeper_status_reads_total{source=") }
+                        .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0) { $0 + Int($1) }
+                }
+                let before = try await statusReads()
+                _ = try await flow.status()
+                _ = try await flow.status()
+                #expect(try await statusReads() >= before + 2)
+                let after = String(buffer: try await client.execute(uri: "/metrics", method: .get).body)
+                #expect(after.contains(#"storekeeper_status_reads_total{source="database"}"#))
             }
         }
     }

@@ -1,6 +1,7 @@
 import Credits
 import Foundation
 import Logging
+import Metrics
 import Persistence
 import PostgresNIO
 import Subscriptions
@@ -15,6 +16,11 @@ public struct AccountStatusQuery: Sendable {
     /// Every tier's feature values, resolved once.
     private let featureTable: [String: [String: FeatureValue]]
 
+    /// `storekeeper_status_reads_total{source}`: status reads answered from this process's cache and from the database
+    /// — what tells an operator (and the benchmarks) whether reads are being served warm.
+    static let fromCache = Counter(label: "storekeeper_status_reads_total", dimensions: [("source", "cache")])
+    static let fromDatabase = Counter(label: "storekeeper_status_reads_total", dimensions: [("source", "database")])
+
     public init(client: PostgresClient, ledger: CreditLedger, cache: AccountStatusCache? = nil, logger: Logger) {
         self.client = client
         self.ledger = ledger
@@ -25,7 +31,11 @@ public struct AccountStatusQuery: Sendable {
     /// The account's standing at `now` (read-only: grants that are due count without being written), from the cache
     /// when it holds the account.
     public func status(of account: AccountID, now: Date) async throws -> AccountStanding {
-        if let cached = cache?.inputs(of: account) { return evaluate(cached, account: account, now: now) }
+        if let cached = cache?.inputs(of: account) {
+            Self.fromCache.increment()
+            return evaluate(cached, account: account, now: now)
+        }
+        Self.fromDatabase.increment()
         let readSince = cache?.beginRead()
         let inputs = try await client.withConnection { try await self.inputs(of: account, now: now, on: $0) }
         if let cache, let readSince { cache.store(inputs, of: account, readSince: readSince) }
@@ -58,6 +68,7 @@ public struct AccountStatusQuery: Sendable {
     /// The status document from the cache alone: `nil` when the cache does not hold the account.
     public func cachedDocument(of account: AccountID, now: Date) -> AccountStatusResponse? {
         guard let cached = cache?.inputs(of: account) else { return nil }
+        Self.fromCache.increment()
         return AccountStatusResponse(accountId: account, standing: evaluate(cached, account: account, now: now), now: now)
     }
 

@@ -18,7 +18,9 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
             the load, VACUUM ANALYZE and `migrate` on the populated database, measures storage per subscriber-year, \
             times `replay --all`, then starts `serve` + `work` and measures at fixed rates, open loop: status of \
             accounts never read (cache cold) and of 1,000 accounts read before (warm), spends, and /healthz at the \
-            same rate as the reference; then applied/s of --notifications new subscriptions. Uses config/tiers.yml \
+            same rate as the reference; then applied/s of --notifications new subscriptions. At N = 0 the reads and \
+            spends are of 10,000 accounts subscribed first through the intake (never-seen accounts would be cheaper). \
+            Uses config/tiers.yml \
             (the catalogue the generator sells from; --tiers).
             """)
 
@@ -39,8 +41,8 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
         guard !counts.isEmpty, counts.count == subscribers.split(separator: ",", omittingEmptySubsequences: false).count, counts.allSatisfy({ (0...10_000_000).contains($0) }) else {
             throw ValidationError("--subscribers takes counts from 0 to 10,000,000, comma-separated")
         }
-        guard statusRate > 0, spendRate > 0, seconds > 0, connections > 0, notifications > 0 else {
-            throw ValidationError("--status-rate, --spend-rate, --seconds, --connections and --notifications must be positive")
+        guard statusRate > 0, spendRate > 0, seconds > 0, connections > 0, (1...1_000_000).contains(notifications) else {
+            throw ValidationError("--status-rate, --spend-rate, --seconds and --connections must be positive, --notifications 1 to 1,000,000")
         }
         guard FileManager.default.fileExists(atPath: tiers) else { throw ValidationError("--tiers \(tiers): no such file (run from the repository)") }
     }

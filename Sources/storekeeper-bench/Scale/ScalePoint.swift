@@ -12,14 +12,19 @@ struct ScalePoint {
     var replaySeconds = 0.0
     var replayStatus: Int32 = 0
     var replayDifferences = false
-    var health = APIBenchmarkCommand.Phase()
-    var statusCold = APIBenchmarkCommand.Phase()
-    var statusWarm = APIBenchmarkCommand.Phase()
-    var spend = APIBenchmarkCommand.Phase()
+    var health = LoadPhase()
+    var statusCold = LoadPhase()
+    var statusWarm = LoadPhase()
+    /// The share of each status phase's reads `serve` answered from its cache.
+    var coldFromCache = 0.0
+    var warmFromCache = 0.0
+    var spend = LoadPhase()
+    /// pgbench TPC-B at the spends' rate, open loop: their reference.
+    var tpcb = LoadPhase()
     var intake = 0.0
     var appliedPerSecond = 0.0
 
-    private static func milliseconds(_ phase: APIBenchmarkCommand.Phase) -> String {
+    private static func milliseconds(_ phase: LoadPhase) -> String {
         String(format: "p50 %.2f p99 %.2f p99.9 %.2f ms", phase.percentile(0.5), phase.percentile(0.99), phase.percentile(0.999))
     }
 
@@ -30,9 +35,10 @@ struct ScalePoint {
             "    migrate (populated) \(String(format: "%.2f", migrateSeconds)) s; replay --all \(String(format: "%.1f", replaySeconds)) s"
                 + (replayDifferences ? " (found differences: exit 3)" : " (no differences)"),
             "    /healthz         \(Self.milliseconds(health)), \(health.failed) failed",
-            "    status, cold (¼ rate) \(Self.milliseconds(statusCold)), \(statusCold.failed) failed (p99 \(String(format: "%.2f", statusCold.percentile(0.99) / max(health.percentile(0.99), 0.001)))× /healthz)",
-            "    status, warm     \(Self.milliseconds(statusWarm)), \(statusWarm.failed) failed (p99 \(String(format: "%.2f", statusWarm.percentile(0.99) / max(health.percentile(0.99), 0.001)))× /healthz)",
+            "    status, cold (¼ rate) \(Self.milliseconds(statusCold)), \(statusCold.failed) failed (p99 \(String(format: "%.2f", statusCold.percentile(0.99) / max(health.percentile(0.99), 0.001)))× /healthz; \(String(format: "%.1f", coldFromCache * 100)) % from the cache; /healthz beside it p99 \(String(format: "%.2f", statusCold.referencePercentile(0.99))) ms)",
+            "    status, warm     \(Self.milliseconds(statusWarm)), \(statusWarm.failed) failed (p99 \(String(format: "%.2f", statusWarm.percentile(0.99) / max(health.percentile(0.99), 0.001)))× /healthz; \(String(format: "%.1f", warmFromCache * 100)) % from the cache; /healthz beside it p99 \(String(format: "%.2f", statusWarm.referencePercentile(0.99))) ms)",
             "    spends           \(Self.milliseconds(spend)), \(spend.failed) failed",
+            "    TPC-B, same rate \(Self.milliseconds(tpcb)) (reference for spends)",
             "    intake \(Int(intake))/s, applied \(Int(appliedPerSecond))/s",
         ].joined(separator: "\n")
     }
@@ -55,7 +61,9 @@ struct ScalePoint {
                 report.lines.append(
                     "{\"benchmark\":\"scale\",\"subscribers\":\(point.subscribers),\"loadSeconds\":\(String(format: "%.1f", point.loadSeconds)),"
                         + "\"bytesPerSubscriberYear\":\(Int(point.bytesPerSubscriberYear)),\"statusColdP99\":\(String(format: "%.3f", point.statusCold.percentile(0.99))),"
-                        + "\"statusWarmP99\":\(String(format: "%.3f", point.statusWarm.percentile(0.99))),\"spendP99\":\(String(format: "%.3f", point.spend.percentile(0.99))),"
+                        + "\"statusWarmP99\":\(String(format: "%.3f", point.statusWarm.percentile(0.99))),\"statusWarmHealthzBesideP99\":\(String(format: "%.3f", point.statusWarm.referencePercentile(0.99))),"
+                        + "\"statusColdHealthzBesideP99\":\(String(format: "%.3f", point.statusCold.referencePercentile(0.99))),\"spendP99\":\(String(format: "%.3f", point.spend.percentile(0.99))),"
+                        + "\"tpcbP99\":\(String(format: "%.3f", point.tpcb.percentile(0.99))),\"healthzP99\":\(String(format: "%.3f", point.health.percentile(0.99))),"
                         + "\"appliedPerSecond\":\(Int(point.appliedPerSecond)),\"replaySeconds\":\(String(format: "%.1f", point.replaySeconds))}")
             }
         }
