@@ -12,6 +12,8 @@ struct ScalePoint {
     var replaySeconds = 0.0
     var replayStatus: Int32 = 0
     var replayDifferences = false
+    /// Whether `replay --all` ran (`--skip-replay`).
+    var replayed = false
     var health = LoadPhase()
     var statusCold = LoadPhase()
     var statusWarm = LoadPhase()
@@ -32,8 +34,8 @@ struct ScalePoint {
         [
             "  N = \(subscribers): load \(String(format: "%.1f", loadSeconds)) s + VACUUM ANALYZE \(String(format: "%.1f", vacuumSeconds)) s, "
                 + "database \(databaseBytes / 1_048_576) MiB, \(Int(bytesPerSubscriberYear)) B per subscriber-year (\(Int(keptBytesPerSubscriberYear)) B kept for good)",
-            "    migrate (populated) \(String(format: "%.2f", migrateSeconds)) s; replay --all \(String(format: "%.1f", replaySeconds)) s"
-                + (replayDifferences ? " (found differences: exit 3)" : " (no differences)"),
+            "    migrate (populated) \(String(format: "%.2f", migrateSeconds)) s; "
+                + (replayed ? "replay --all \(String(format: "%.1f", replaySeconds)) s" + (replayDifferences ? " (found differences: exit 3)" : " (no differences)") : "replay skipped"),
             "    /healthz         \(Self.milliseconds(health)), \(health.failed) failed",
             "    status, cold (¼ rate) \(Self.milliseconds(statusCold)), \(statusCold.failed) failed (p99 \(String(format: "%.2f", statusCold.percentile(0.99) / max(health.percentile(0.99), 0.001)))× /healthz; \(String(format: "%.1f", coldFromCache * 100)) % from the cache; /healthz beside it p99 \(String(format: "%.2f", statusCold.referencePercentile(0.99))) ms)",
             "    status, warm     \(Self.milliseconds(statusWarm)), \(statusWarm.failed) failed (p99 \(String(format: "%.2f", statusWarm.percentile(0.99) / max(health.percentile(0.99), 0.001)))× /healthz; \(String(format: "%.1f", warmFromCache * 100)) % from the cache; /healthz beside it p99 \(String(format: "%.2f", statusWarm.referencePercentile(0.99))) ms)",

@@ -43,13 +43,16 @@ struct ScaleRun {
             point.databaseBytes = total + emptyBytes
         }
         point.migrateSeconds = try timed { try system.migrate() }.seconds
-        let replay = try timed { try ChildProcess.run(system.executable, ["replay", "--all"], environment: system.environment) }
-        point.replaySeconds = replay.seconds
-        point.replayStatus = replay.value.status
-        if ![0, 3].contains(replay.value.status) {
-            throw CommandFailure("replay --all failed: \(replay.value.output.split(separator: "\n").last.map(String.init) ?? "")")
+        if !options.skipReplay {
+            let replay = try timed { try ChildProcess.run(system.executable, ["replay", "--all"], environment: system.environment) }
+            point.replaySeconds = replay.seconds
+            point.replayStatus = replay.value.status
+            if ![0, 3].contains(replay.value.status) {
+                throw CommandFailure("replay --all failed: \(replay.value.output.split(separator: "\n").last.map(String.init) ?? "")")
+            }
+            point.replayDifferences = replay.value.status == 3
+            point.replayed = true
         }
-        point.replayDifferences = replay.value.status == 3
         try await system.startServe()
         try system.startWorker()
         let active: [String]
