@@ -13,11 +13,7 @@ extension SystemUnderTest {
         var seconds = 0.0
         var latencies: [Double] = []
 
-        func percentile(_ p: Double) -> Double {
-            guard !latencies.isEmpty else { return 0 }
-            let sorted = latencies.sorted()
-            return sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)]
-        }
+        func percentile(_ p: Double) -> Double { LoadPhase.percentile(p, of: latencies) }
     }
 
     /// POSTs every body to the intake over `clients` connections: as fast as answered, or paced at `rate` per second
