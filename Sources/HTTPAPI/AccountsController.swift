@@ -85,8 +85,9 @@ public struct AccountsController: Sendable {
         let text = try context.parameters.require("accountId")
         // Foundation's decoding bridges through NSString (3 % of `serve`'s CPU in a profile of cached status reads);
         // most ids have nothing to decode.
-        let decoded = text.utf8.contains(UInt8(ascii: "%")) ? text.removingPercentEncoding ?? text : text
-        guard let accountId = AccountID(decoded) else {
+        // A malformed escape (`%ZZ`, a lone `%`, bytes that are not UTF-8) is refused, not taken as the id's text.
+        let decoded = text.utf8.contains(UInt8(ascii: "%")) ? text.removingPercentEncoding : text
+        guard let decoded, let accountId = AccountID(decoded) else {
             throw APIError.badRequest("accountId must be the app's account id: \(AccountID.rule)")
         }
         return accountId

@@ -92,6 +92,7 @@ public struct SubscriptionHistory: Sendable {
             SELECT original_transaction_id FROM notifications WHERE original_transaction_id IS NOT NULL
             UNION SELECT original_transaction_id FROM subscription_events
             UNION SELECT original_transaction_id FROM subscriptions
+            UNION SELECT id FROM stripe_objects WHERE object = 'subscription'
             ORDER BY 1
             """,
             logger: logger)

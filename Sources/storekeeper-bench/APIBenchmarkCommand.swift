@@ -16,7 +16,10 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
             server's own floor), `GET /v1/tiers`, `GET /v1/accounts/{id}/status` and `POST /v1/accounts/{id}/usage` (1 \
             credit, a new idempotency key each), on random accounts. On the same cluster it runs pgbench select-only \
             and TPC-B (durable) with the same number of clients. Prints rate, p50 and p99 of each, and the ratios the \
-            targets are set in: status and tiers to /healthz, spends to TPC-B.
+            targets are set in: status and tiers to /healthz, spends to TPC-B. Then open loop (requests on a fixed \
+            schedule, latency from when each was due) at 25, 50 and 75 % of the maxima: /healthz, status (with /healthz \
+            sent beside it on every eighth connection, and the share of reads served from the cache), /healthz again, \
+            spends; and pgbench TPC-B at each spend rate (`pgbench -R`) as the spends' reference.
             """)
 
     @Option(help: "Subscribed accounts.") var accounts = 500

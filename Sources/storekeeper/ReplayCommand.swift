@@ -16,7 +16,9 @@ struct ReplayCommand: AsyncParsableCommand {
         abstract: "Derive subscriptions again from their stored signed facts and report any difference.",
         discussion: """
             Every stored notification, claim and Server API snapshot keeps its signed data, so a subscription can be \
-            derived again at any time. Without --write nothing is written: each difference of state and each ledger \
+            derived again at any time; a Stripe subscription is derived from the Stripe objects held for it (no call to \
+            Stripe), with STOREKEEPER_STRIPE_GRACE_DAYS as `work` reads it. --all skips the ids of one-time purchases \
+            (consumables, lifetime unlocks, passes) and counts them. Without --write nothing is written: each difference of state and each ledger \
             operation still due is reported. With --write the derived state is stored and the operations posted as \
             corrections with their own keys (no ledger row is rewritten); safe to run twice and while serving. \
             Exit status: 0 when everything matches (or --write stored it), 3 when something differs, 1 on errors.
@@ -33,6 +35,9 @@ struct ReplayCommand: AsyncParsableCommand {
             throw ValidationError("give exactly one of --account ID, --subscription OTID or --all")
         }
         guard (1...16).contains(parallel) else { throw ValidationError("--parallel must be 1 to 16, got \(parallel)") }
+        if let subscription, subscription.isEmpty || subscription.utf8.count > 256 {
+            throw ValidationError("--subscription must be an original transaction id (Apple's digits or Stripe's sub_…)")
+        }
         if let account, AccountID(account) == nil {
             throw ValidationError("--account must be \(AccountID.rule), got \"\(account)\"")
         }
@@ -62,17 +67,25 @@ struct ReplayCommand: AsyncParsableCommand {
             let writer = SubscriptionWriter(client: client, credits: credits, queue: PostgresJobQueue(client: client, logger: logger), rechecks: nil, events: nil, logger: logger)
             let stripe = StripeSubscriptions(client: client, stripe: nil, writer: writer, settings: stripeSettings, clock: { now }, logger: logger)
             @Sendable func replay(_ id: String) async throws -> Replayed {
-                let outcome = try await client.withTransaction(logger: logger) { connection in
+                let derived = try await client.withTransaction(logger: logger) { connection -> SubscriptionWriter.Outcome? in
                     let appStore = try await writer.derive(id, now: now, write: write, on: connection)
-                    // A Stripe subscription's facts are the objects read from Stripe (no call is made here).
-                    guard appStore.stored?.store == .stripe else { return appStore }
-                    return try await stripe.derive(id, cause: EventCause(originalTransactionId: id), lockHeld: true, write: write, on: connection)
-                        ?? appStore
+                    // A Stripe subscription's facts are the objects read from Stripe (no call is made here); its ids
+                    // are Stripe's `sub_…`, an App Store one's Apple's digits.
+                    guard appStore.stored?.store == .stripe || id.hasPrefix("sub_") else { return appStore }
+                    let derived = try await stripe.derive(id, cause: EventCause(originalTransactionId: id), lockHeld: true, write: write, on: connection)
+                    // Nothing held and nothing stored: an unknown id, answered as any other.
+                    return derived ?? (appStore.stored == nil ? appStore : nil)
+                }
+                guard let outcome = derived else {
+                    // Stored as a Stripe subscription, but none of its objects is held: nothing to derive it from.
+                    return .subscription(id, ["stripe: no Stripe subscription object is held for it; `storekeeper stripe sync` reads it again"])
                 }
                 guard outcome.stored != nil || outcome.state != nil else {
                     // Facts that derive no subscription: a consumable, a lifetime unlock or a pass (ONE_TIME_CHARGE and
                     // its REFUND), which share the notifications' original transaction id column.
-                    guard all else { throw CommandFailure("no subscription \(id): its stored facts, if any, derive none") }
+                    guard all else {
+                        throw CommandFailure("no subscription \(id): nothing stored derives one (a one-time purchase's id, or an unknown one)")
+                    }
                     return .oneTimePurchase
                 }
                 let account = (outcome.state?.accountId ?? outcome.stored?.accountId).map { "account \($0)" } ?? "no account"
@@ -137,7 +150,9 @@ struct ReplayCommand: AsyncParsableCommand {
 
     /// `STOREKEEPER_STRIPE_GRACE_DAYS` as `work` reads it (a replay with another grace would report false differences).
     static func stripeGraceDays() throws -> Int {
-        guard let text = ProcessInfo.processInfo.environment["STOREKEEPER_STRIPE_GRACE_DAYS"], !text.isEmpty else { return 3 }
+        // Trimmed and defaulted as `StorekeeperConfiguration` reads it.
+        guard let text = ProcessInfo.processInfo.environment["STOREKEEPER_STRIPE_GRACE_DAYS"]?.trimmingCharacters(in: .whitespaces), !text.isEmpty
+        else { return 3 }
         guard let days = Int(text), (0...60).contains(days) else {
             throw CommandFailure("STOREKEEPER_STRIPE_GRACE_DAYS must be an integer in 0...60, got \"\(text)\"")
         }

@@ -66,6 +66,12 @@ struct HTTPHardeningTests {
                 // Path parameters arrive percent-encoded: `%00` is three characters, not NUL. An id past 256 bytes is 400.
                 #expect(try await client.getWithKey("/v1/subscriptions/a%00b").status == .notFound)
                 #expect(try await client.getWithKey("/v1/subscriptions/" + String(repeating: "9", count: 300)).status == .badRequest)
+                // An account id's escapes are decoded; a malformed one is refused, never taken as the id's own text.
+                for malformed in ["%ZZ", "%", "%2", "abc%", "%C3", "%FF"] {
+                    #expect(try await client.getWithKey("/v1/accounts/\(malformed)/status").status == .badRequest, "\(malformed)")
+                }
+                let encoded = try await client.getWithKey("/v1/accounts/user%40example/status")
+                #expect(encoded.status == .ok && encoded.json["accountId"] as? String == "user@example")
             }
         }
     }

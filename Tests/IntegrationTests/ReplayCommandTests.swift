@@ -50,6 +50,18 @@ struct ReplayCommandTests {
             // One lane gives the same answer as four.
             let (oneLane, oneLaneOutput) = try await ChildProcess.run("storekeeper", ["replay", "--all", "--parallel", "1"], environment: environment)
             #expect(oneLane == 3 && oneLaneOutput.contains("status: \"expired\" → \"active\""), "\(oneLaneOutput)")
+
+            // A Stripe subscription stored but with no object held cannot be derived: a difference, never "matches".
+            try await world.harness.client.query(
+                "UPDATE stripe_objects SET id = 'sub_moved_away', subscription_id = NULL WHERE id = \(subscription)", logger: TestDatabase.logger)
+            let (heldStatus, held) = try await ChildProcess.run("storekeeper", ["replay", "--subscription", subscription], environment: environment)
+            #expect(heldStatus == 3 && held.contains("no Stripe subscription object is held"), "\(held)")
+            try await world.harness.client.query(
+                "UPDATE stripe_objects SET id = \(subscription), subscription_id = \(subscription) WHERE id = 'sub_moved_away'", logger: TestDatabase.logger)
+            // Its row gone, --all still finds it through its held objects.
+            try await world.harness.client.query("DELETE FROM subscriptions WHERE original_transaction_id = \(subscription)", logger: TestDatabase.logger)
+            let (goneStatus, gone) = try await ChildProcess.run("storekeeper", ["replay", "--all"], environment: environment)
+            #expect(goneStatus == 3 && gone.contains("\(subscription): differs from its stored facts"), "\(gone)")
         }
     }
 }

@@ -17,11 +17,15 @@ public struct AccountStatusQuery: Sendable {
     private let featureTable: [String: [String: FeatureValue]]
 
     /// `storekeeper_status_reads_total{source}`: status reads answered from this process's cache and from the database
-    /// — what tells an operator (and the benchmarks) whether reads are being served warm.
-    static let fromCache = Counter(label: "storekeeper_status_reads_total", dimensions: [("source", "cache")])
-    static let fromDatabase = Counter(label: "storekeeper_status_reads_total", dimensions: [("source", "database")])
+    /// — what tells an operator (and the benchmarks) whether reads are being served warm. Made with the query, after
+    /// the metrics backend is bootstrapped (a static would bind to whatever backend came first), and both series
+    /// exist from the first scrape.
+    private let fromCache: Counter
+    private let fromDatabase: Counter
 
     public init(client: PostgresClient, ledger: CreditLedger, cache: AccountStatusCache? = nil, logger: Logger) {
+        self.fromCache = Counter(label: "storekeeper_status_reads_total", dimensions: [("source", "cache")])
+        self.fromDatabase = Counter(label: "storekeeper_status_reads_total", dimensions: [("source", "database")])
         self.client = client
         self.ledger = ledger
         self.cache = cache
@@ -32,10 +36,10 @@ public struct AccountStatusQuery: Sendable {
     /// when it holds the account.
     public func status(of account: AccountID, now: Date) async throws -> AccountStanding {
         if let cached = cache?.inputs(of: account) {
-            Self.fromCache.increment()
+            fromCache.increment()
             return evaluate(cached, account: account, now: now)
         }
-        Self.fromDatabase.increment()
+        fromDatabase.increment()
         let readSince = cache?.beginRead()
         let inputs = try await client.withConnection { try await self.inputs(of: account, now: now, on: $0) }
         if let cache, let readSince { cache.store(inputs, of: account, readSince: readSince) }
@@ -68,7 +72,7 @@ public struct AccountStatusQuery: Sendable {
     /// The status document from the cache alone: `nil` when the cache does not hold the account.
     public func cachedDocument(of account: AccountID, now: Date) -> AccountStatusResponse? {
         guard let cached = cache?.inputs(of: account) else { return nil }
-        Self.fromCache.increment()
+        fromCache.increment()
         return AccountStatusResponse(accountId: account, standing: evaluate(cached, account: account, now: now), now: now)
     }
 

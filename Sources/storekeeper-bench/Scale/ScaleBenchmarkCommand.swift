@@ -16,9 +16,11 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
             a year of history each (Scale/load.sql, server-side bulk inserts: renewals, upgrades, downgrades, \
             refunds, trials, billing retry, top-ups, spends, events within retention; see docs/capacity.md), times \
             the load, VACUUM ANALYZE and `migrate` on the populated database, measures storage per subscriber-year, \
-            times `replay --all`, then starts `serve` + `work` and measures at fixed rates, open loop: status of \
-            accounts never read (cache cold) and of 1,000 accounts read before (warm), spends, and /healthz at the \
-            same rate as the reference; then applied/s of --notifications new subscriptions. At N = 0 the reads and \
+            times `replay --all` (unless --skip-replay), then starts `serve` + `work` and measures at fixed rates, open \
+            loop: status of accounts never read (cache cold) and of 1,000 accounts read before (warm), each with \
+            /healthz sent beside it on every eighth connection as its same-moment reference and the share of reads \
+            served from the cache; spends, with pgbench TPC-B at the same rate as their reference; /healthz alone; \
+            then applied/s of --notifications new subscriptions. At N = 0 the reads and \
             spends are of 10,000 accounts subscribed first through the intake (never-seen accounts would be cheaper). \
             Uses config/tiers.yml \
             (the catalogue the generator sells from; --tiers).

@@ -37,8 +37,8 @@ struct ScalePoint {
             "    migrate (populated) \(String(format: "%.2f", migrateSeconds)) s; "
                 + (replayed ? "replay --all \(String(format: "%.1f", replaySeconds)) s" + (replayDifferences ? " (found differences: exit 3)" : " (no differences)") : "replay skipped"),
             "    /healthz         \(Self.milliseconds(health)), \(health.failed) failed",
-            "    status, cold (¼ rate) \(Self.milliseconds(statusCold)), \(statusCold.failed) failed (p99 \(String(format: "%.2f", statusCold.percentile(0.99) / max(health.percentile(0.99), 0.001)))× /healthz; \(String(format: "%.1f", coldFromCache * 100)) % from the cache; /healthz beside it p99 \(String(format: "%.2f", statusCold.referencePercentile(0.99))) ms)",
-            "    status, warm     \(Self.milliseconds(statusWarm)), \(statusWarm.failed) failed (p99 \(String(format: "%.2f", statusWarm.percentile(0.99) / max(health.percentile(0.99), 0.001)))× /healthz; \(String(format: "%.1f", warmFromCache * 100)) % from the cache; /healthz beside it p99 \(String(format: "%.2f", statusWarm.referencePercentile(0.99))) ms)",
+            "    status, cold (¼ rate) \(Self.milliseconds(statusCold)), \(statusCold.failed) failed (p99 \(String(format: "%.2f", statusCold.percentile(0.99) / max(statusCold.referencePercentile(0.99), 0.001)))× /healthz beside it, whose p99 was \(String(format: "%.2f", statusCold.referencePercentile(0.99))) ms; \(String(format: "%.1f", coldFromCache * 100)) % from the cache)",
+            "    status, warm     \(Self.milliseconds(statusWarm)), \(statusWarm.failed) failed (p99 \(String(format: "%.2f", statusWarm.percentile(0.99) / max(statusWarm.referencePercentile(0.99), 0.001)))× /healthz beside it, whose p99 was \(String(format: "%.2f", statusWarm.referencePercentile(0.99))) ms; \(String(format: "%.1f", warmFromCache * 100)) % from the cache)",
             "    spends           \(Self.milliseconds(spend)), \(spend.failed) failed",
             "    TPC-B, same rate \(Self.milliseconds(tpcb)) (reference for spends)",
             "    intake \(Int(intake))/s, applied \(Int(appliedPerSecond))/s",
@@ -49,7 +49,9 @@ struct ScalePoint {
     static func report(_ points: [ScalePoint], json: Bool) -> BenchmarkReport {
         var report = BenchmarkReport()
         guard let base = points.first else { return report }
-        report.lines.append("scale: against N = \(base.subscribers) (status and spends at fixed rates, open loop; applied/s of new subscriptions)")
+        if points.count > 1 {
+            report.lines.append("scale: against N = \(base.subscribers) (status and spends at fixed rates, open loop; applied/s of new subscriptions)")
+        }
         for point in points.dropFirst() {
             let ratio = { (value: Double, reference: Double) in String(format: "%.2f×", value / max(reference, 0.001)) }
             report.lines.append(

@@ -64,7 +64,8 @@ struct ScaleRun {
         } else {
             // The empty database's reads and spends are of subscribed accounts too: an account Storekeeper has never
             // seen is one index probe to read and a first grant to spend from, which would flatter the reference.
-            active = try await subscribeBaseline(system, count: Self.baselineAccounts)
+            // At least as many as the cold phase reads, so that none of its reads finds the cache warm.
+            active = try await subscribeBaseline(system, count: max(Self.baselineAccounts, max(1, options.statusRate / 4) * (options.seconds + 1)))
             everyone = active
         }
         guard !active.isEmpty, !everyone.isEmpty else { throw CommandFailure("no generated accounts to read") }
@@ -108,7 +109,7 @@ struct ScaleRun {
         }
     }
 
-    /// Subscribed accounts the reference point reads and spends from: as many as a cold phase reads (each once).
+    /// Subscribed accounts the reference point reads and spends from, at least (more when the cold phase reads more).
     static let baselineAccounts = 10_000
 
     /// Subscribes `count` new accounts (pro.monthly, through the intake) and waits until they are applied.
