@@ -34,7 +34,8 @@ HAVING count(*) > 0;
 -- statement
 -- The schema as migrated: the load drops some indexes and builds them again once the rows are in (faster than growing
 -- them row by row), and checks before COMMIT that every index and constraint is back as it was.
-CREATE TEMP TABLE scale_schema ON COMMIT DROP AS
+-- scale_schema_now reads the catalogue whenever it is queried; scale_schema keeps what it read before the load.
+CREATE TEMP VIEW scale_schema_now AS
 SELECT 'index' AS kind, c.relname AS on_table, i.relname AS name, pg_get_indexdef(i.oid) AS definition
 FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class c ON c.oid = x.indrelid
 WHERE c.relnamespace = 'public'::regnamespace
@@ -45,6 +46,8 @@ UNION ALL
 SELECT 'column', c.relname, a.attname, a.attstorage::text || '/' || a.attcompression::text || '/' || coalesce(array_to_string(c.reloptions, ','), '')
 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
 WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped;
+-- statement
+CREATE TEMP TABLE scale_schema ON COMMIT DROP AS SELECT * FROM scale_schema_now;
 -- statement
 -- Month arithmetic in UTC, as Apple's renewals and Storekeeper's credit windows (CreditCalendar) count months.
 CREATE FUNCTION pg_temp.sk_addm(t timestamptz, m int) RETURNS timestamptz LANGUAGE sql IMMUTABLE
@@ -774,29 +777,8 @@ CREATE INDEX events_created ON events (created_at);
 -- statement
 SELECT CAST('load.sql: the schema is not as migrated after the load: ' || string_agg(kind || ' ' || name || ' on ' || on_table || ': '
     || definition, '; ') AS int)
-FROM ((SELECT * FROM scale_schema EXCEPT SELECT * FROM (
-        SELECT 'index' AS kind, c.relname AS on_table, i.relname AS name, pg_get_indexdef(i.oid) AS definition
-        FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class c ON c.oid = x.indrelid
-        WHERE c.relnamespace = 'public'::regnamespace
-        UNION ALL
-        SELECT 'constraint', conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint
-        WHERE connamespace = 'public'::regnamespace
-        UNION ALL
-        SELECT 'column', c.relname, a.attname, a.attstorage::text || '/' || a.attcompression::text || '/' || coalesce(array_to_string(c.reloptions, ','), '')
-        FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
-        WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped) AS now_)
-    UNION ALL
-    (SELECT * FROM (
-        SELECT 'index' AS kind, c.relname AS on_table, i.relname AS name, pg_get_indexdef(i.oid) AS definition
-        FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class c ON c.oid = x.indrelid
-        WHERE c.relnamespace = 'public'::regnamespace
-        UNION ALL
-        SELECT 'constraint', conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint
-        WHERE connamespace = 'public'::regnamespace
-        UNION ALL
-        SELECT 'column', c.relname, a.attname, a.attstorage::text || '/' || a.attcompression::text || '/' || coalesce(array_to_string(c.reloptions, ','), '')
-        FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
-        WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped) AS now_ EXCEPT SELECT * FROM scale_schema)) AS differences
+FROM ((SELECT * FROM scale_schema EXCEPT SELECT * FROM scale_schema_now)
+    UNION ALL (SELECT * FROM scale_schema_now EXCEPT SELECT * FROM scale_schema)) AS differences
 HAVING count(*) > 0;
 -- statement
 DROP FUNCTION pg_temp.sk_status(text, bigint, text, text, text, text, timestamptz, timestamptz, boolean, boolean, text, bigint, bigint,
@@ -804,6 +786,8 @@ DROP FUNCTION pg_temp.sk_status(text, bigint, text, text, text, text, timestampt
     pg_temp.sk_iso(timestamptz), pg_temp.sk_at(timestamptz, interval, float8);
 -- statement
 DROP VIEW scale_note;
+-- statement
+DROP VIEW scale_schema_now;
 -- statement
 COMMIT;
 -- statement
