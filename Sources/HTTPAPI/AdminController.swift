@@ -22,13 +22,13 @@ public struct AdminController: Sendable {
     public init(jobs: any JobAdministration) { self.jobs = jobs }
 
     struct JobList: ResponseEncodable { var jobs: [JobRecord] }
-    struct Requeued: ResponseEncodable {
+    struct Requeued: ResponseEncodable, Encodable {
         var ids: [Int64]
         var count: Int
         var dryRun: Bool
     }
     struct Cancelled: ResponseEncodable { var id: Int64 }
-    struct RequeueRequest: Decodable {
+    struct RequeueRequest: Codable {
         var ids: [Int64]?
         var state: String?
         var kind: String?
@@ -70,7 +70,7 @@ public struct AdminController: Sendable {
             }
             if let ids = requeue.ids {
                 let done = try await withDatabase { try await self.jobs.requeue(ids: ids) }
-                return Requeued(ids: done, count: done.count, dryRun: false)
+                return Self.noted(Requeued(ids: done, count: done.count, dryRun: false), asked: requeue)
             }
             guard let state = JobState(rawValue: requeue.state ?? "failed"), JobState.requeueable.contains(state) else {
                 throw APIError.badRequest("only failed or cancelled jobs can be requeued")
@@ -78,15 +78,28 @@ public struct AdminController: Sendable {
             let dryRun = requeue.dryRun ?? false
             let (kind, after) = (requeue.kind, since)
             let ids = try await withDatabase { try await self.jobs.requeue(state: state, kind: kind, since: after, dryRun: dryRun) }
-            return Requeued(ids: ids, count: ids.count, dryRun: dryRun)
+            return Self.noted(Requeued(ids: ids, count: ids.count, dryRun: dryRun), asked: requeue)
         }
         group.post("jobs/{id}/cancel") { _, context -> Cancelled in
             guard let id = Int64(try context.parameters.require("id")) else { throw APIError.badRequest("job id must be a number") }
             guard try await withDatabase({ try await self.jobs.cancel(ids: [id]) }) == [id] else {
                 throw APIError(.conflict, code: "not_cancellable", message: "job \(id) is not waiting to run (only available jobs can be cancelled)")
             }
+            OperatorAudit.note("job.cancel", target: String(id), before: ["state": JobState.available.rawValue], after: ["state": JobState.cancelled.rawValue])
             return Cancelled(id: id)
         }
+    }
+
+    /// Notes a requeue for the audit log — what was asked and which jobs moved — unless it moved none (a dry run
+    /// still names the jobs it would have moved, and is kept: someone looked).
+    static func noted(_ requeued: Requeued, asked: RequeueRequest) -> Requeued {
+        guard requeued.count > 0 || requeued.dryRun else {
+            OperatorAudit.unchanged()
+            return requeued
+        }
+        let target = requeued.ids.count == 1 ? String(requeued.ids[0]) : nil
+        OperatorAudit.note(requeued.dryRun ? "jobs.requeue.dry-run" : "jobs.requeue", target: target, before: asked, after: requeued)
+        return requeued
     }
 }
 

@@ -4,7 +4,7 @@ import Subscriptions
 
 extension AdminDashboardController {
     /// The account lookup: a form, and for a valid id its status, subscriptions, credits, events, archive and ledger.
-    func accountSection(_ text: String?, grantError: String? = nil, now: Date) async throws -> String {
+    func accountSection(_ text: String?, grantError: String? = nil, viewer: OperatorIdentity, now: Date) async throws -> String {
         var html = """
             <section><h2>Account</h2><form method="get" action="/admin"><input type="text" name="account" \
             placeholder="account id" value="\(HTMLPage.escape(text ?? ""))"> \
@@ -29,7 +29,7 @@ extension AdminDashboardController {
                     HTMLPage.Cell(HTMLPage.time(state.expiresAt)), HTMLPage.Cell(state.endReason?.text ?? "—"),
                 ]
             }, empty: "no subscriptions")
-        html += try await entitlementsSection(standing, account: account, grantError: grantError, now: now)
+        html += try await entitlementsSection(standing, account: account, grantError: grantError, canGrant: viewer.role >= .support, now: now)
         html += HTMLPage.table(
             ["meter", "remaining", "cycle", "top-up", "today", "resets"],
             credits.meters.sorted { $0.key < $1.key }.map { meter, value in
@@ -80,6 +80,13 @@ extension AdminDashboardController {
                     HTMLPage.Cell(entry.reason), .raw("<code>\(HTMLPage.escape(entry.operationKey))</code>"),
                 ]
             }, empty: "no credit operations")
-        return html + "</section>"
+        html += "</section>"
+        if let audit {
+            let query = account.text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            html += Self.auditSection(
+                try await audit.actions(.init(account: account, limit: 50)), title: "Operator actions on \(account.text)",
+                csv: "/admin/audit?format=csv&limit=1000&account=\(query)")
+        }
+        return html
     }
 }

@@ -19,7 +19,7 @@ extension AdminDashboardController {
         return "<a href=\"\(url)\" rel=\"noopener noreferrer\" target=\"_blank\">\(code)</a>"
     }
 
-    func entitlementsSection(_ standing: AccountStanding, account: AccountID, grantError: String?, now: Date) async throws -> String {
+    func entitlementsSection(_ standing: AccountStanding, account: AccountID, grantError: String?, canGrant: Bool, now: Date) async throws -> String {
         var html = "<h2>Entitlements</h2>" + HTMLPage.table(
             ["source", "store", "id", "product", "tier", "expires", "renews"],
             standing.entitlements.entitling.map { source in
@@ -36,7 +36,7 @@ extension AdminDashboardController {
             ["tier", "status", "from", "until", "reason", "by", ""],
             records.map { record in
                 let source = catalogue.source(of: record, at: now)
-                let end = source.entitled || source.status == .scheduled
+                let end = canGrant && (source.entitled || source.status == .scheduled)
                     ? "<form class=\"inline\" method=\"post\" action=\"/admin/grants/\(record.id)/end\"><button type=\"submit\">End now</button></form>"
                     : ""
                 return [
@@ -49,6 +49,7 @@ extension AdminDashboardController {
             "<option value=\"\(HTMLPage.escape($0.id))\">\(HTMLPage.escape($0.displayName))</option>"
         }.joined()
         if let grantError { html += "<p class=\"bad\">Not granted: \(HTMLPage.escape(grantError))</p>" }
+        guard canGrant else { return html }
         let path = account.text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? ""
         // `request`: a key per rendering of the form, so a form sent twice grants once.
         html += """
@@ -77,20 +78,19 @@ extension AdminDashboardController {
                     .init(
                         tier: form["tier"], endsAt: nil, duration: duration, lifetime: form["lifetime"] == "true" ? true : nil,
                         reason: form["reason"], idempotencyKey: form["request"]),
-                    now: now, createdBy: "dashboard")
+                    now: now, createdBy: context.operatorIdentity?.name ?? "dashboard")
                 _ = try await GrantsController(grants: grants, catalogue: catalogue, clock: clock).add(asked, to: account, now: now)
                 return Self.backToAccount(account.text)
             } catch let error as APIError where error.status == .badRequest {
                 // Back to the page, which says why, instead of a JSON answer in the operator's browser.
+                OperatorAudit.unchanged()
                 return Self.backToAccount(account.text, grantError: error.message)
             }
         }
         group.post("grants/{grantId}/end") { _, context -> Response in
-            let id = try GrantsController.grantId(context)
-            guard let (_, account, _) = try await withDatabase({ try await grants.end(id, now: clock()) }) else {
-                throw APIError(.notFound, code: "not_found", message: "no grant \(id)")
-            }
-            return Self.backToAccount(account?.text ?? "")
+            let ended = try await GrantsController(grants: grants, catalogue: catalogue, clock: clock).end(
+                try GrantsController.grantId(context), now: clock())
+            return Self.backToAccount(ended.accountId ?? "")
         }
     }
 

@@ -26,13 +26,16 @@ public struct AdminDashboardController: Sendable {
     let accounts: any AccountStatusReading
     let events: (any EventReading)?
     let grants: (any GrantAdministration)?
+    let audit: (any OperatorAuditing)?
     let catalogue: TierCatalogue?
     let clock: @Sendable () -> Date
 
     public init(
         jobs: any JobAdministration, records: any OperatorReading, accounts: any AccountStatusReading, events: (any EventReading)? = nil,
-        grants: (any GrantAdministration)? = nil, catalogue: TierCatalogue? = nil, clock: @escaping @Sendable () -> Date
+        grants: (any GrantAdministration)? = nil, audit: (any OperatorAuditing)? = nil, catalogue: TierCatalogue? = nil,
+        clock: @escaping @Sendable () -> Date
     ) {
+        self.audit = audit
         self.events = events
         self.grants = grants
         self.catalogue = catalogue
@@ -43,15 +46,17 @@ public struct AdminDashboardController: Sendable {
     }
 
     public func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
-        group.get("") { request, _ in
+        group.get("") { request, context in
             let account = request.uri.queryParameters.get("account")
             // A refused grant form comes back here with why (the page escapes it).
             let grantError = request.uri.queryParameters.get("grantError").map { String($0.prefix(300)) }
-            return try await withDatabase { try await self.page(account: account, grantError: grantError) }
+            let viewer = context.operatorIdentity ?? OperatorIdentity(name: "—", role: .viewer)
+            return try await withDatabase { try await self.page(account: account, grantError: grantError, viewer: viewer) }
         }
         group.post("jobs/{id}/requeue") { request, context -> Response in
             guard let id = Int64(try context.parameters.require("id")) else { throw APIError.badRequest("job id must be a number") }
             let requeued = try await withDatabase { try await self.jobs.requeue(ids: [id]) }
+            _ = AdminController.noted(.init(ids: requeued, count: requeued.count, dryRun: false), asked: .init(ids: [id]))
             return Response(status: .seeOther, headers: [.location: "/admin?requeued=\(requeued.count)"])
         }
         addGrantRoutes(to: group)
@@ -59,21 +64,24 @@ public struct AdminDashboardController: Sendable {
         group.post("deliveries/{id}/redeliver") { _, context -> Response in
             let id = try EventsController.eventId(context)
             let endpoints = try await withDatabase { try await self.events?.redeliver(id, endpoint: nil) ?? [] }
+            EventsController.noteRedelivery(id, endpoints: endpoints)
             return Response(status: .seeOther, headers: [.location: "/admin?redelivered=\(endpoints.count)"])
         }
     }
 
-    func page(account: String?, grantError: String? = nil) async throws -> HTMLPage {
+    func page(account: String?, grantError: String? = nil, viewer: OperatorIdentity) async throws -> HTMLPage {
         let now = clock()
         async let statistics = jobs.statistics()
         async let failed = jobs.jobs(state: .failed, kind: nil, limit: 50)
         async let recent = records.recentNotifications(limit: 30)
-        var body = "<header><h1>Storekeeper</h1><span>\(HTMLPage.escape(HTMLPage.time(now)))</span></header><main>"
+        var body = "<header><h1>Storekeeper</h1><span>\(HTMLPage.escape(HTMLPage.time(now)))</span>"
+        body += "<span>signed in as \(HTMLPage.escape(viewer.name)) (\(viewer.role.rawValue))</span></header><main>"
         body += Self.queueSection(try await statistics)
-        body += try await accountSection(account, grantError: grantError, now: now)
-        body += Self.failedSection(try await failed)
-        if let events { body += Self.failedDeliveriesSection(try await events.failedDeliveries(limit: 50)) }
+        body += try await accountSection(account, grantError: grantError, viewer: viewer, now: now)
+        body += Self.failedSection(try await failed, canRequeue: viewer.role >= .admin)
+        if let events { body += Self.failedDeliveriesSection(try await events.failedDeliveries(limit: 50), canRedeliver: viewer.role >= .support) }
         body += Self.notificationsSection(try await recent)
+        if let audit { body += Self.auditSection(try await audit.actions(.init(limit: 20)), title: "Operator actions", csv: "/admin/audit?format=csv&limit=1000") }
         body += "</main>"
         return HTMLPage(title: "Storekeeper admin", body: body)
     }
@@ -97,28 +105,42 @@ public struct AdminDashboardController: Sendable {
         return html
     }
 
-    static func failedDeliveriesSection(_ failed: [(event: UUID, endpoint: String, account: String, attempts: Int)]) -> String {
+    static func failedDeliveriesSection(_ failed: [(event: UUID, endpoint: String, account: String, attempts: Int)], canRedeliver: Bool) -> String {
         let rows: [[HTMLPage.Cell]] = failed.map { delivery in
             let id = delivery.event.uuidString.lowercased()
             return [
                 HTMLPage.Cell(id), HTMLPage.Cell(delivery.endpoint), HTMLPage.Cell(delivery.account), HTMLPage.Cell("\(delivery.attempts)"),
-                .raw("<form class=\"inline\" method=\"post\" action=\"/admin/deliveries/\(id)/redeliver\"><button type=\"submit\">Redeliver</button></form>"),
+                .raw(canRedeliver ? "<form class=\"inline\" method=\"post\" action=\"/admin/deliveries/\(id)/redeliver\"><button type=\"submit\">Redeliver</button></form>" : ""),
             ]
         }
         return "<section><h2>Failed webhook deliveries</h2>"
             + HTMLPage.table(["event", "endpoint", "account", "attempts", ""], rows, empty: "no failed deliveries") + "</section>"
     }
 
-    static func failedSection(_ failed: [JobRecord]) -> String {
+    static func failedSection(_ failed: [JobRecord], canRequeue: Bool) -> String {
         let rows: [[HTMLPage.Cell]] = failed.map { job in
             [
                 HTMLPage.Cell(String(job.id)), HTMLPage.Cell(job.kind), HTMLPage.Cell("\(job.attempt)"),
                 .raw("<div class=\"error\">\(HTMLPage.escape(job.errors.last.map { "attempt \($0.attempt) at \($0.at): \($0.error)" } ?? "—"))</div>"),
-                .raw("<form class=\"inline\" method=\"post\" action=\"/admin/jobs/\(job.id)/requeue\"><button type=\"submit\">Requeue</button></form>"),
+                .raw(canRequeue ? "<form class=\"inline\" method=\"post\" action=\"/admin/jobs/\(job.id)/requeue\"><button type=\"submit\">Requeue</button></form>" : ""),
             ]
         }
         return "<section class=\"wide\"><h2>Failed jobs</h2>"
             + HTMLPage.table(["id", "kind", "attempts", "last error", ""], rows, empty: "no failed jobs") + "</section>"
+    }
+
+    /// Operator actions, newest first, with a link to the CSV of the same selection.
+    static func auditSection(_ actions: [OperatorAction], title: String, csv: String) -> String {
+        let rows: [[HTMLPage.Cell]] = actions.map { action in
+            [
+                HTMLPage.Cell(HTMLPage.time(action.at)), HTMLPage.Cell("\(action.operatorName) (\(action.role))"), HTMLPage.Cell(action.action),
+                .raw("<code>\(HTMLPage.escape(action.accountId ?? "—"))</code>"), .raw("<code>\(HTMLPage.escape(action.target ?? "—"))</code>"),
+                .raw("<div class=\"error\">\(HTMLPage.escape(action.before ?? "—"))</div>"), .raw("<div class=\"error\">\(HTMLPage.escape(action.after ?? "—"))</div>"),
+            ]
+        }
+        return "<section class=\"wide\"><h2>\(HTMLPage.escape(title))</h2>"
+            + HTMLPage.table(["at", "operator", "action", "account", "target", "before", "after"], rows, empty: "no operator actions")
+            + "<p><a href=\"\(HTMLPage.escape(csv))\">Download CSV</a></p></section>"
     }
 
     static func notificationsSection(_ events: [AccountRecords.Event]) -> String {

@@ -41,8 +41,10 @@ struct DevClockController: Sendable {
             guard body.advanceSeconds.isFinite, (0...(10 * 366 * 86_400)).contains(body.advanceSeconds) else {
                 throw APIError.badRequest("advanceSeconds must be 0 to 10 years: the dev clock only moves forward")
             }
+            let before = Reading(clock.now())
             let now = clock.advance(by: body.advanceSeconds)
             try await withDatabase { try await advanced(body.advanceSeconds) }
+            OperatorAudit.note("dev.clock.advance", before: before, after: Reading(now))
             return Reading(now)
         }
     }

@@ -79,9 +79,16 @@ struct EventsController: Sendable {
             if let endpoint, endpoints.isEmpty {
                 throw APIError(.notFound, code: "not_found", message: "event \(id.uuidString.lowercased()) has no delivery to an endpoint named \(endpoint.prefix(64))")
             }
+            Self.noteRedelivery(id, endpoints: endpoints)
             let body = try JSONEncoder().encode(["endpoints": endpoints])
             return Self.json(String(decoding: body, as: UTF8.self), status: .accepted)
         }
+    }
+
+    /// Notes a redelivery for the audit log, unless no delivery was queued again.
+    static func noteRedelivery(_ id: UUID, endpoints: [String]) {
+        guard !endpoints.isEmpty else { return OperatorAudit.unchanged() }
+        OperatorAudit.note("event.redeliver", target: id.uuidString.lowercased(), after: ["endpoints": endpoints])
     }
 
     static func eventId(_ context: StorekeeperRequestContext) throws -> UUID {

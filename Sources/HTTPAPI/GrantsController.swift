@@ -40,7 +40,7 @@ struct GrantsController: Sendable {
             let account = try AccountsController.accountId(context)
             let body = try await request.decodeJSONBody(as: GrantRequest.self, upTo: 16 * 1024, otherwise: Self.usage)
             let now = clock()
-            let asked = try Self.request(body, now: now, createdBy: "admin-api")
+            let asked = try Self.request(body, now: now, createdBy: context.operatorIdentity?.name ?? "admin-api")
             let (record, created) = try await add(asked, to: account, now: now)
             return EditedResponse(status: created ? .created : .ok, response: GrantResponse(record, account: account, catalogue: catalogue, now: now))
         }
@@ -51,26 +51,46 @@ struct GrantsController: Sendable {
             return GrantList(grants: records.map { GrantResponse($0, account: account, catalogue: catalogue, now: now) })
         }
         group.delete("grants/{grantId}") { _, context -> GrantResponse in
-            let id = try Self.grantId(context)
-            let now = clock()
-            guard let (record, account, ended) = try await withDatabase({ try await grants.end(id, now: now) }) else {
-                throw APIError(.notFound, code: "not_found", message: "no grant \(id)")
-            }
-            var response = GrantResponse(record, account: account, catalogue: catalogue, now: now)
-            response.endedNow = ended
-            return response
+            try await end(try Self.grantId(context), now: clock())
         }
     }
 
-    /// Adds a grant: a refusal is the client's mistake (400), anything else the database's (503).
+    /// Adds a grant: a refusal is the client's mistake (400), anything else the database's (503). A new grant is noted
+    /// for the audit log; one an idempotency key had made before changes nothing.
     func add(_ request: OperatorGrants.Request, to account: AccountID, now: Date) async throws -> (record: EntitlementRecord, created: Bool) {
-        try await withDatabase {
+        let (record, created) = try await withDatabase {
             do {
                 return try await grants.add(request, to: account, now: now)
             } catch let refusal as OperatorGrants.Refusal {
                 throw APIError.badRequest(refusal.description)
             }
         }
+        if created {
+            OperatorAudit.note(
+                "grant.create", account: account.text, target: record.id, after: GrantResponse(record, account: account, catalogue: catalogue, now: now))
+        } else {
+            OperatorAudit.unchanged()
+        }
+        return (record, created)
+    }
+
+    /// Ends grant `id` now (404 when there is none), noted for the audit log when it was still running.
+    func end(_ id: String, now: Date) async throws -> GrantResponse {
+        guard let (record, account, ended) = try await withDatabase({ try await grants.end(id, now: now) }) else {
+            throw APIError(.notFound, code: "not_found", message: "no grant \(id)")
+        }
+        var response = GrantResponse(record, account: account, catalogue: catalogue, now: now)
+        response.endedNow = ended
+        if ended {
+            var before = record
+            (before.endedAt, before.endReason) = (nil, nil)
+            OperatorAudit.note(
+                "grant.end", account: account?.text, target: id, before: GrantResponse(before, account: account, catalogue: catalogue, now: now),
+                after: response)
+        } else {
+            OperatorAudit.unchanged()
+        }
+        return response
     }
 
     /// A grant id is a UUID: anything else cannot name one.

@@ -4,6 +4,8 @@ import Hummingbird
 /// The request context of every Storekeeper route: a 512 KiB body limit and RFC 3339 dates in JSON.
 public struct StorekeeperRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
+    /// Who sent an admin request (``OperatorMiddleware`` sets it); `nil` on every other route.
+    public var operatorIdentity: OperatorIdentity?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)

@@ -1,3 +1,4 @@
+import Application
 import Credits
 import Hummingbird
 import Jobs
@@ -37,8 +38,10 @@ public struct HTTPDependencies: Sendable {
     public var jobs: any JobAdministration
     /// Bearer keys of the service API; empty disables it.
     public var apiKeys: [String]
-    /// Bearer keys of the admin API; empty disables it.
-    public var adminKeys: [String]
+    /// The operators' keys of the admin API and dashboard (`STOREKEEPER_ADMIN_KEYS`); none disables both.
+    public var operators: [OperatorKey]
+    /// Where every operator's change is appended.
+    public var audit: any OperatorAuditing
     /// Bearer keys `GET /metrics` requires; empty leaves it open (keep it off the public listener then).
     public var metricsKeys: [String] = []
     /// `storekeeper dev`'s clock, which `simulate advance` moves through the admin API; `nil` elsewhere.
@@ -52,8 +55,8 @@ public struct HTTPDependencies: Sendable {
     public init(
         verifier: SignedDataVerifier, inbox: any NotificationAccepting, subscriptions: any SubscriptionReading,
         accounts: any AccountStatusReading, records: any OperatorReading, usage: any UsageSpending, claims: any TransactionClaiming,
-        catalogue: TierCatalogue, metrics: PrometheusCollectorRegistry, readiness: any ReadinessChecking, jobs: any JobAdministration, apiKeys: [String], adminKeys: [String],
-        clock: @escaping @Sendable () -> Date = { Date() }
+        catalogue: TierCatalogue, metrics: PrometheusCollectorRegistry, readiness: any ReadinessChecking, jobs: any JobAdministration, apiKeys: [String], operators: [OperatorKey],
+        audit: any OperatorAuditing, clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.verifier = verifier
         self.inbox = inbox
@@ -67,7 +70,8 @@ public struct HTTPDependencies: Sendable {
         self.readiness = readiness
         self.jobs = jobs
         self.apiKeys = apiKeys
-        self.adminKeys = adminKeys
+        self.operators = operators
+        self.audit = audit
         self.clock = clock
     }
 }
@@ -112,11 +116,11 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         }
         if let refunds = dependencies.refunds { RefundsController(refunds: refunds, records: dependencies.records, clock: dependencies.clock).addRoutes(to: serviceAPI) }
     }
-    if !dependencies.adminKeys.isEmpty {
+    if !dependencies.operators.isEmpty {
         // The JSON API takes bearer keys only: a browser's remembered Basic credentials never reach it.
         let adminAPI = router.group("admin")
             .add(middleware: SecurityHeadersMiddleware(cacheControl: "no-store"))
-            .add(middleware: BearerKeyMiddleware(keys: dependencies.adminKeys))
+            .add(middleware: OperatorMiddleware(operators: dependencies.operators, audit: dependencies.audit, clock: dependencies.clock))
             .add(middleware: SameSiteWriteMiddleware(mediaType: "application/json"))
         AdminController(jobs: dependencies.jobs).addRoutes(to: adminAPI)
         if let devClock = dependencies.devClock { DevClockController(clock: devClock, advanced: dependencies.devClockAdvanced).addRoutes(to: adminAPI) }
@@ -126,12 +130,15 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         }
         let dashboard = router.group("admin")
             .add(middleware: SecurityHeadersMiddleware(cacheControl: "no-store"))
-            .add(middleware: BearerKeyMiddleware(keys: dependencies.adminKeys, basicRealm: "Storekeeper admin"))
+            .add(
+                middleware: OperatorMiddleware(
+                    operators: dependencies.operators, basicRealm: "Storekeeper admin", audit: dependencies.audit, clock: dependencies.clock))
             .add(middleware: SameSiteWriteMiddleware(mediaType: "application/x-www-form-urlencoded"))
         AdminDashboardController(
             jobs: dependencies.jobs, records: dependencies.records, accounts: dependencies.accounts, events: dependencies.events,
-            grants: dependencies.grants, catalogue: dependencies.catalogue, clock: dependencies.clock
+            grants: dependencies.grants, audit: dependencies.audit, catalogue: dependencies.catalogue, clock: dependencies.clock
         ).addRoutes(to: dashboard)
+        AuditController(audit: dependencies.audit).addRoutes(to: dashboard)
     }
     router.add(middleware: UnknownRouteMiddleware<StorekeeperRequestContext>(routes: router.routes))
     return router

@@ -159,7 +159,8 @@ public struct StorekeeperComponents: Sendable {
                 readiness: PostgresReadiness(migrator: migrator),
                 jobs: queue,
                 apiKeys: configuration.apiKeys,
-                adminKeys: configuration.adminKeys,
+                operators: configuration.adminKeys,
+                audit: OperatorActions(client: client, logger: logger),
                 clock: clock
             )
         dependencies.jobKinds = jobKinds

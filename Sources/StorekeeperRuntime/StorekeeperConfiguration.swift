@@ -25,7 +25,8 @@ public struct StorekeeperConfiguration: Sendable {
     /// The tier catalogue read from `tiersPath`.
     public var catalogue: TierCatalogue
     public var apiKeys: [String]
-    public var adminKeys: [String]
+    /// The operators of the admin API and dashboard (`STOREKEEPER_ADMIN_KEYS`: `name:role:key` or a bare admin key).
+    public var adminKeys: [OperatorKey]
     /// Bearer keys `/metrics` requires (`STOREKEEPER_METRICS_KEYS`); empty: open.
     public var metricsKeys: [String] = []
     /// Timeouts, connections and body memory of the HTTP server (`STOREKEEPER_HTTP_*`).
@@ -231,7 +232,7 @@ public struct StorekeeperConfiguration: Sendable {
             tiersPath: tiersPath,
             catalogue: catalogue,
             apiKeys: list("STOREKEEPER_API_KEYS"),
-            adminKeys: list("STOREKEEPER_ADMIN_KEYS"),
+            adminKeys: [],
             host: value("STOREKEEPER_HOST") ?? "127.0.0.1",
             port: integer("STOREKEEPER_PORT", default: 8080, range: 0...65535),
             workerConcurrency: integer("STOREKEEPER_WORKER_CONCURRENCY", default: defaultWorkerConcurrency(), range: 1...1024),
@@ -242,6 +243,10 @@ public struct StorekeeperConfiguration: Sendable {
             serverAPI: serverAPI,
             logFormat: choice("STOREKEEPER_LOG_FORMAT", default: LogFormat.json)
         )
+        switch OperatorKey.keys(from: list("STOREKEEPER_ADMIN_KEYS")) {
+        case .success(let keys): configuration.adminKeys = keys
+        case .failure(let failure): problems += failure.problems.map { "STOREKEEPER_ADMIN_KEYS: \($0)" }
+        }
         configuration.metricsKeys = list("STOREKEEPER_METRICS_KEYS")
         configuration.appliesPerTransaction = integer("STOREKEEPER_APPLIES_PER_TRANSACTION", default: 8, range: 1...64)
         if let text = value("STOREKEEPER_WEBHOOKS") {

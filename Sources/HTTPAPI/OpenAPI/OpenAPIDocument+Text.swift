@@ -8,7 +8,7 @@ public enum OpenAPIDocument {
     "title": "Storekeeper HTTP API",
     "version": "1.0.0",
     "summary": "App Store (and Stripe) subscription lifecycle, credits and entitlements for an app's accounts.",
-    "description": "The HTTP API of `storekeeper serve` (and `storekeeper dev`), as `Sources/HTTPAPI/StorekeeperRouter.swift` registers it.\n\n* Every error is `{\"error\": \"<code>\", \"message\": \"<text>\"}` with `Content-Type: application/json; charset=utf-8`, the content type of every JSON answer. Times are RFC 3339 UTC.\n* A path no route takes is 404 `not_found`; a route's path under another method is 405 `method_not_allowed` with `Allow`.\n* A body that cannot be read to its end is 400; a body that does not fit the process's body memory is 503 `busy` (connection closed); an unexpected failure is 500 `internal_error` (a bug: the server log has the cause).\n* `/v1/...` (but `/v1/tiers`) exists only when `STOREKEEPER_API_KEYS` is set; `/admin...` only when `STOREKEEPER_ADMIN_KEYS` is set; `/stripe/webhooks` and `/v1/accounts/{accountId}/stripe/...` only when Stripe is configured; `/admin/dev/clock` only under `storekeeper dev`.\n* Admin writes (anything but GET and HEAD under `/admin`) must be same-site (403 `cross_site`) and `application/json` for the JSON API, `application/x-www-form-urlencoded` for the dashboard's forms (415 `unsupported_media_type`); a request without a body needs no media type.\n* Authenticated answers carry `Cache-Control: no-store`; every answer carries `X-Content-Type-Options: nosniff`.",
+    "description": "The HTTP API of `storekeeper serve` (and `storekeeper dev`), as `Sources/HTTPAPI/StorekeeperRouter.swift` registers it.\n\n* Every error is `{\"error\": \"<code>\", \"message\": \"<text>\"}` with `Content-Type: application/json; charset=utf-8`, the content type of every JSON answer. Times are RFC 3339 UTC.\n* A path no route takes is 404 `not_found`; a route's path under another method is 405 `method_not_allowed` with `Allow`.\n* A body that cannot be read to its end is 400; a body that does not fit the process's body memory is 503 `busy` (connection closed); an unexpected failure is 500 `internal_error` (a bug: the server log has the cause).\n* `/v1/...` (but `/v1/tiers`) exists only when `STOREKEEPER_API_KEYS` is set; `/admin...` only when `STOREKEEPER_ADMIN_KEYS` is set; `/stripe/webhooks` and `/v1/accounts/{accountId}/stripe/...` only when Stripe is configured; `/admin/dev/clock` only under `storekeeper dev`.\n* Admin writes (anything but GET and HEAD under `/admin`) must be same-site (403 `cross_site`) and `application/json` for the JSON API, `application/x-www-form-urlencoded` for the dashboard's forms (415 `unsupported_media_type`); a request without a body needs no media type.\n* Authenticated answers carry `Cache-Control: no-store`; every answer carries `X-Content-Type-Options: nosniff`.\n* Admin routes need an operator key (`STOREKEEPER_ADMIN_KEYS`: `name:role:key`, a bare key being an admin) whose role is at least the operation's `x-storekeeper-role` (403 `forbidden` otherwise); every successful admin write is appended to the audit log (`GET /admin/audit`) before it is answered.",
     "license": {
       "name": "Proprietary",
       "identifier": "LicenseRef-Proprietary"
@@ -230,7 +230,7 @@ public enum OpenAPIDocument {
             }
           },
           "400": {
-            "description": "Malformed: not a JSON object with a `signedPayload` string, not a JWS Storekeeper can read, a `signedDate` outside 2000…now + 1 day, JSON past the parser's limits, or a `notificationUUID` that is not a UUID",
+            "description": "Malformed: not a JSON object with a `signedPayload` string, not a JWS Storekeeper can read, a `signedDate` outside 2000\u2026now + 1 day, JSON past the parser's limits, or a `notificationUUID` that is not a UUID",
             "content": {
               "application/json": {
                 "schema": {
@@ -350,7 +350,7 @@ public enum OpenAPIDocument {
             "name": "Stripe-Signature",
             "in": "header",
             "required": true,
-            "description": "`t=<unix seconds>,v1=<hex HMAC-SHA256 of \"t.body\">[,v1=…]`, at most 4 KiB.",
+            "description": "`t=<unix seconds>,v1=<hex HMAC-SHA256 of \"t.body\">[,v1=\u2026]`, at most 4 KiB.",
             "schema": {
               "type": "string",
               "pattern": "^t=[1-9][0-9]{0,17},v1=[0-9a-f]{64}$",
@@ -371,7 +371,7 @@ public enum OpenAPIDocument {
                   "id": {
                     "type": "string",
                     "pattern": "^evt_[!-~]{0,251}$",
-                    "description": "The event's id (`evt_…`, at most 255 printable ASCII bytes)."
+                    "description": "The event's id (`evt_\u2026`, at most 255 printable ASCII bytes)."
                   },
                   "object": {
                     "type": "string",
@@ -773,7 +773,7 @@ public enum OpenAPIDocument {
             "name": "originalTransactionId",
             "in": "path",
             "required": true,
-            "description": "The App Store `originalTransactionId` (digits) or a Stripe subscription id (`sub_…`); 1–256 bytes without control characters.",
+            "description": "The App Store `originalTransactionId` (digits) or a Stripe subscription id (`sub_\u2026`); 1\u2013256 bytes without control characters.",
             "schema": {
               "type": "string",
               "minLength": 1,
@@ -797,7 +797,7 @@ public enum OpenAPIDocument {
             }
           },
           "400": {
-            "description": "`originalTransactionId` is not 1–256 bytes without control characters",
+            "description": "`originalTransactionId` is not 1\u2013256 bytes without control characters",
             "content": {
               "application/json": {
                 "schema": {
@@ -1229,7 +1229,7 @@ public enum OpenAPIDocument {
             "name": "limit",
             "in": "query",
             "required": false,
-            "description": "Page size, 1…1000 (default 100).",
+            "description": "Page size, 1\u20261000 (default 100).",
             "schema": {
               "type": "integer",
               "minimum": 1,
@@ -1739,7 +1739,7 @@ public enum OpenAPIDocument {
             }
           },
           "400": {
-            "description": "`accountId` or the body is not what the route takes (`subscriptionId` must be `sub_…`)",
+            "description": "`accountId` or the body is not what the route takes (`subscriptionId` must be `sub_\u2026`)",
             "content": {
               "application/json": {
                 "schema": {
@@ -2784,7 +2784,8 @@ public enum OpenAPIDocument {
               }
             }
           }
-        }
+        },
+        "x-storekeeper-role": "viewer"
       }
     },
     "/admin/jobs": {
@@ -2812,7 +2813,7 @@ public enum OpenAPIDocument {
             "name": "kind",
             "in": "query",
             "required": false,
-            "description": "1–128 bytes, no control characters.",
+            "description": "1\u2013128 bytes, no control characters.",
             "schema": {
               "type": "string",
               "minLength": 1,
@@ -2824,7 +2825,7 @@ public enum OpenAPIDocument {
             "name": "limit",
             "in": "query",
             "required": false,
-            "description": "1…1000 (default 50).",
+            "description": "1\u20261000 (default 50).",
             "schema": {
               "type": "integer",
               "minimum": 1,
@@ -2916,7 +2917,8 @@ public enum OpenAPIDocument {
               }
             }
           }
-        }
+        },
+        "x-storekeeper-role": "viewer"
       }
     },
     "/admin/jobs/{id}": {
@@ -3019,7 +3021,8 @@ public enum OpenAPIDocument {
               }
             }
           }
-        }
+        },
+        "x-storekeeper-role": "viewer"
       }
     },
     "/admin/jobs/requeue": {
@@ -3082,7 +3085,7 @@ public enum OpenAPIDocument {
             "$ref": "#/components/responses/Unauthorized"
           },
           "403": {
-            "description": "A cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
+            "description": "The key's role is below `admin` (`forbidden`), or a cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
             "content": {
               "application/json": {
                 "schema": {
@@ -3094,7 +3097,8 @@ public enum OpenAPIDocument {
                       "properties": {
                         "error": {
                           "enum": [
-                            "cross_site"
+                            "cross_site",
+                            "forbidden"
                           ]
                         }
                       }
@@ -3182,8 +3186,33 @@ public enum OpenAPIDocument {
                 }
               }
             }
+          },
+          "500": {
+            "description": "`not_audited`: the change was made but its audit-log entry could not be written (the server log has the entry; do not repeat the change blindly); `internal_error`: a bug",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_audited",
+                            "internal_error"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
           }
-        }
+        },
+        "x-storekeeper-role": "admin"
       }
     },
     "/admin/jobs/{id}/cancel": {
@@ -3242,7 +3271,7 @@ public enum OpenAPIDocument {
             "$ref": "#/components/responses/Unauthorized"
           },
           "403": {
-            "description": "A cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
+            "description": "The key's role is below `admin` (`forbidden`), or a cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
             "content": {
               "application/json": {
                 "schema": {
@@ -3254,7 +3283,8 @@ public enum OpenAPIDocument {
                       "properties": {
                         "error": {
                           "enum": [
-                            "cross_site"
+                            "cross_site",
+                            "forbidden"
                           ]
                         }
                       }
@@ -3332,8 +3362,33 @@ public enum OpenAPIDocument {
                 }
               }
             }
+          },
+          "500": {
+            "description": "`not_audited`: the change was made but its audit-log entry could not be written (the server log has the entry; do not repeat the change blindly); `internal_error`: a bug",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_audited",
+                            "internal_error"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
           }
-        }
+        },
+        "x-storekeeper-role": "admin"
       }
     },
     "/admin/dev/clock": {
@@ -3364,7 +3419,8 @@ public enum OpenAPIDocument {
             "$ref": "#/components/responses/Unauthorized"
           }
         },
-        "x-storekeeper-dev-only": true
+        "x-storekeeper-dev-only": true,
+        "x-storekeeper-role": "viewer"
       },
       "post": {
         "operationId": "advanceDevClock",
@@ -3400,7 +3456,7 @@ public enum OpenAPIDocument {
             }
           },
           "400": {
-            "description": "The body is not `{\"advanceSeconds\": 0…10 years}`",
+            "description": "The body is not `{\"advanceSeconds\": 0\u202610 years}`",
             "content": {
               "application/json": {
                 "schema": {
@@ -3426,7 +3482,7 @@ public enum OpenAPIDocument {
             "$ref": "#/components/responses/Unauthorized"
           },
           "403": {
-            "description": "A cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
+            "description": "The key's role is below `admin` (`forbidden`), or a cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
             "content": {
               "application/json": {
                 "schema": {
@@ -3438,7 +3494,8 @@ public enum OpenAPIDocument {
                       "properties": {
                         "error": {
                           "enum": [
-                            "cross_site"
+                            "cross_site",
+                            "forbidden"
                           ]
                         }
                       }
@@ -3526,9 +3583,34 @@ public enum OpenAPIDocument {
                 }
               }
             }
+          },
+          "500": {
+            "description": "`not_audited`: the change was made but its audit-log entry could not be written (the server log has the entry; do not repeat the change blindly); `internal_error`: a bug",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_audited",
+                            "internal_error"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
           }
         },
-        "x-storekeeper-dev-only": true
+        "x-storekeeper-dev-only": true,
+        "x-storekeeper-role": "admin"
       }
     },
     "/admin/events": {
@@ -3557,7 +3639,7 @@ public enum OpenAPIDocument {
             "name": "limit",
             "in": "query",
             "required": false,
-            "description": "1…1000 (default 50).",
+            "description": "1\u20261000 (default 50).",
             "schema": {
               "type": "integer",
               "minimum": 1,
@@ -3649,7 +3731,8 @@ public enum OpenAPIDocument {
               }
             }
           }
-        }
+        },
+        "x-storekeeper-role": "viewer"
       }
     },
     "/admin/events/{id}": {
@@ -3752,7 +3835,8 @@ public enum OpenAPIDocument {
               }
             }
           }
-        }
+        },
+        "x-storekeeper-role": "viewer"
       }
     },
     "/admin/events/{id}/redeliver": {
@@ -3776,7 +3860,7 @@ public enum OpenAPIDocument {
             "name": "endpoint",
             "in": "query",
             "required": false,
-            "description": "Only this endpoint, by its `name` in `STOREKEEPER_WEBHOOKS` (1–2048 bytes, no control characters); a name no delivery of the event has redelivers nothing (`endpoints` is empty).",
+            "description": "Only this endpoint, by its `name` in `STOREKEEPER_WEBHOOKS` (1\u20132048 bytes, no control characters); a name no delivery of the event has redelivers nothing (`endpoints` is empty).",
             "schema": {
               "type": "string",
               "minLength": 1,
@@ -3797,7 +3881,7 @@ public enum OpenAPIDocument {
             }
           },
           "400": {
-            "description": "The event id is not a UUID, or `endpoint` is not 1–2048 bytes without control characters",
+            "description": "The event id is not a UUID, or `endpoint` is not 1\u20132048 bytes without control characters",
             "content": {
               "application/json": {
                 "schema": {
@@ -3823,7 +3907,7 @@ public enum OpenAPIDocument {
             "$ref": "#/components/responses/Unauthorized"
           },
           "403": {
-            "description": "A cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
+            "description": "The key's role is below `support` (`forbidden`), or a cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
             "content": {
               "application/json": {
                 "schema": {
@@ -3835,7 +3919,8 @@ public enum OpenAPIDocument {
                       "properties": {
                         "error": {
                           "enum": [
-                            "cross_site"
+                            "cross_site",
+                            "forbidden"
                           ]
                         }
                       }
@@ -3913,8 +3998,33 @@ public enum OpenAPIDocument {
                 }
               }
             }
+          },
+          "500": {
+            "description": "`not_audited`: the change was made but its audit-log entry could not be written (the server log has the entry; do not repeat the change blindly); `internal_error`: a bug",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_audited",
+                            "internal_error"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
           }
-        }
+        },
+        "x-storekeeper-role": "support"
       }
     },
     "/admin/accounts/{accountId}/grants": {
@@ -4039,7 +4149,7 @@ public enum OpenAPIDocument {
             "$ref": "#/components/responses/Unauthorized"
           },
           "403": {
-            "description": "A cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
+            "description": "The key's role is below `support` (`forbidden`), or a cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
             "content": {
               "application/json": {
                 "schema": {
@@ -4051,7 +4161,8 @@ public enum OpenAPIDocument {
                       "properties": {
                         "error": {
                           "enum": [
-                            "cross_site"
+                            "cross_site",
+                            "forbidden"
                           ]
                         }
                       }
@@ -4139,8 +4250,33 @@ public enum OpenAPIDocument {
                 }
               }
             }
+          },
+          "500": {
+            "description": "`not_audited`: the change was made but its audit-log entry could not be written (the server log has the entry; do not repeat the change blindly); `internal_error`: a bug",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_audited",
+                            "internal_error"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
           }
-        }
+        },
+        "x-storekeeper-role": "support"
       },
       "get": {
         "operationId": "listGrants",
@@ -4227,7 +4363,8 @@ public enum OpenAPIDocument {
               }
             }
           }
-        }
+        },
+        "x-storekeeper-role": "viewer"
       }
     },
     "/admin/grants/{grantId}": {
@@ -4285,7 +4422,7 @@ public enum OpenAPIDocument {
             "$ref": "#/components/responses/Unauthorized"
           },
           "403": {
-            "description": "A cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
+            "description": "The key's role is below `support` (`forbidden`), or a cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
             "content": {
               "application/json": {
                 "schema": {
@@ -4297,7 +4434,8 @@ public enum OpenAPIDocument {
                       "properties": {
                         "error": {
                           "enum": [
-                            "cross_site"
+                            "cross_site",
+                            "forbidden"
                           ]
                         }
                       }
@@ -4375,8 +4513,33 @@ public enum OpenAPIDocument {
                 }
               }
             }
+          },
+          "500": {
+            "description": "`not_audited`: the change was made but its audit-log entry could not be written (the server log has the entry; do not repeat the change blindly); `internal_error`: a bug",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_audited",
+                            "internal_error"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
           }
-        }
+        },
+        "x-storekeeper-role": "support"
       }
     },
     "/admin": {
@@ -4452,7 +4615,8 @@ public enum OpenAPIDocument {
               }
             }
           }
-        }
+        },
+        "x-storekeeper-role": "viewer"
       }
     },
     "/admin/jobs/{id}/requeue": {
@@ -4516,7 +4680,7 @@ public enum OpenAPIDocument {
             "$ref": "#/components/responses/DashboardUnauthorized"
           },
           "403": {
-            "description": "A cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
+            "description": "The key's role is below `admin` (`forbidden`), or a cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
             "content": {
               "application/json": {
                 "schema": {
@@ -4528,7 +4692,8 @@ public enum OpenAPIDocument {
                       "properties": {
                         "error": {
                           "enum": [
-                            "cross_site"
+                            "cross_site",
+                            "forbidden"
                           ]
                         }
                       }
@@ -4583,8 +4748,33 @@ public enum OpenAPIDocument {
                 }
               }
             }
+          },
+          "500": {
+            "description": "`not_audited`: the change was made but its audit-log entry could not be written (the server log has the entry; do not repeat the change blindly); `internal_error`: a bug",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_audited",
+                            "internal_error"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
           }
-        }
+        },
+        "x-storekeeper-role": "admin"
       }
     },
     "/admin/deliveries/{id}/redeliver": {
@@ -4648,7 +4838,7 @@ public enum OpenAPIDocument {
             "$ref": "#/components/responses/DashboardUnauthorized"
           },
           "403": {
-            "description": "A cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
+            "description": "The key's role is below `support` (`forbidden`), or a cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
             "content": {
               "application/json": {
                 "schema": {
@@ -4660,7 +4850,8 @@ public enum OpenAPIDocument {
                       "properties": {
                         "error": {
                           "enum": [
-                            "cross_site"
+                            "cross_site",
+                            "forbidden"
                           ]
                         }
                       }
@@ -4715,8 +4906,33 @@ public enum OpenAPIDocument {
                 }
               }
             }
+          },
+          "500": {
+            "description": "`not_audited`: the change was made but its audit-log entry could not be written (the server log has the entry; do not repeat the change blindly); `internal_error`: a bug",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_audited",
+                            "internal_error"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
           }
-        }
+        },
+        "x-storekeeper-role": "support"
       }
     },
     "/admin/accounts/{accountId}/grant": {
@@ -4790,7 +5006,7 @@ public enum OpenAPIDocument {
             "$ref": "#/components/responses/DashboardUnauthorized"
           },
           "403": {
-            "description": "A cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
+            "description": "The key's role is below `support` (`forbidden`), or a cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
             "content": {
               "application/json": {
                 "schema": {
@@ -4802,7 +5018,8 @@ public enum OpenAPIDocument {
                       "properties": {
                         "error": {
                           "enum": [
-                            "cross_site"
+                            "cross_site",
+                            "forbidden"
                           ]
                         }
                       }
@@ -4890,8 +5107,33 @@ public enum OpenAPIDocument {
                 }
               }
             }
+          },
+          "500": {
+            "description": "`not_audited`: the change was made but its audit-log entry could not be written (the server log has the entry; do not repeat the change blindly); `internal_error`: a bug",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_audited",
+                            "internal_error"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
           }
-        }
+        },
+        "x-storekeeper-role": "support"
       }
     },
     "/admin/grants/{grantId}/end": {
@@ -4955,7 +5197,7 @@ public enum OpenAPIDocument {
             "$ref": "#/components/responses/DashboardUnauthorized"
           },
           "403": {
-            "description": "A cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
+            "description": "The key's role is below `support` (`forbidden`), or a cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
             "content": {
               "application/json": {
                 "schema": {
@@ -4967,7 +5209,8 @@ public enum OpenAPIDocument {
                       "properties": {
                         "error": {
                           "enum": [
-                            "cross_site"
+                            "cross_site",
+                            "forbidden"
                           ]
                         }
                       }
@@ -5045,8 +5288,178 @@ public enum OpenAPIDocument {
                 }
               }
             }
+          },
+          "500": {
+            "description": "`not_audited`: the change was made but its audit-log entry could not be written (the server log has the entry; do not repeat the change blindly); `internal_error`: a bug",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_audited",
+                            "internal_error"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
           }
-        }
+        },
+        "x-storekeeper-role": "support"
+      }
+    },
+    "/admin/audit": {
+      "get": {
+        "operationId": "auditLog",
+        "summary": "The audit log: every operator's change, newest first",
+        "description": "Every change an operator key made through the admin API or the dashboard \u2014 who (the key's name and role), what, when, the account and target, the state before and after as JSON \u2014 appended by the server before it answered the change. No route changes or deletes an entry; the table refuses UPDATE, DELETE and TRUNCATE. `format=csv` answers the same selection as CSV (RFC 4180, every cell quoted, a cell starting with `=`, `+`, `-`, `@`, tab or CR prefixed with `'`). On the dashboard's routes, so a signed-in browser can download it.",
+        "tags": [
+          "Dashboard"
+        ],
+        "security": [
+          {
+            "adminKey": []
+          },
+          {
+            "adminBasic": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "from",
+            "in": "query",
+            "description": "Entries at or after this instant",
+            "schema": {
+              "type": "string",
+              "format": "date-time"
+            }
+          },
+          {
+            "name": "to",
+            "in": "query",
+            "description": "Entries before this instant",
+            "schema": {
+              "type": "string",
+              "format": "date-time"
+            }
+          },
+          {
+            "name": "operator",
+            "in": "query",
+            "description": "Only this operator's entries (the key's name, or `key-\u2026` for a bare key)",
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 64
+            }
+          },
+          {
+            "name": "account",
+            "in": "query",
+            "description": "Only entries about this account",
+            "schema": {
+              "$ref": "#/components/schemas/AccountId"
+            }
+          },
+          {
+            "name": "limit",
+            "in": "query",
+            "description": "At most this many entries (default 100)",
+            "schema": {
+              "type": "integer",
+              "minimum": 1,
+              "maximum": 1000
+            }
+          },
+          {
+            "name": "format",
+            "in": "query",
+            "schema": {
+              "type": "string",
+              "enum": [
+                "json",
+                "csv"
+              ],
+              "default": "json"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The entries",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AuditLog"
+                }
+              },
+              "text/csv": {
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "A malformed time, operator, account, limit or format, or `from` after `to` (`bad_request`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/DashboardUnauthorized"
+          },
+          "503": {
+            "description": "Service unavailable: the database did not answer in time (`unavailable`); retry later",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        },
+        "x-storekeeper-role": "viewer"
       }
     }
   },
@@ -5058,7 +5471,7 @@ public enum OpenAPIDocument {
         "properties": {
           "error": {
             "type": "string",
-            "description": "A stable machine-readable code (`bad_request`, `unauthorized`, `not_found`, …)."
+            "description": "A stable machine-readable code (`bad_request`, `unauthorized`, `not_found`, \u2026)."
           },
           "message": {
             "type": "string",
@@ -5072,7 +5485,7 @@ public enum OpenAPIDocument {
       },
       "AccountId": {
         "type": "string",
-        "description": "The app's own account id: 1–128 characters and at most 512 UTF-8 bytes, no control characters (a numeric user id, a UUID, …). UUIDs are compared lowercased.",
+        "description": "The app's own account id: 1\u2013128 characters and at most 512 UTF-8 bytes, no control characters (a numeric user id, a UUID, \u2026). UUIDs are compared lowercased.",
         "minLength": 1,
         "maxLength": 128,
         "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]+$",
@@ -5173,7 +5586,7 @@ public enum OpenAPIDocument {
         "properties": {
           "id": {
             "type": "string",
-            "description": "The source's id: an `originalTransactionId`, a Stripe `sub_…`/`pi_…`, a purchase's transaction id or a grant's UUID."
+            "description": "The source's id: an `originalTransactionId`, a Stripe `sub_\u2026`/`pi_\u2026`, a purchase's transaction id or a grant's UUID."
           },
           "source": {
             "type": "string",
@@ -5464,10 +5877,10 @@ public enum OpenAPIDocument {
           },
           "lastEventType": {
             "type": "string",
-            "description": "The type of the newest event held: Apple's `notificationType` (`DID_RENEW`, …) or Storekeeper's for claims and Server API snapshots."
+            "description": "The type of the newest event held: Apple's `notificationType` (`DID_RENEW`, \u2026) or Storekeeper's for claims and Server API snapshots."
           },
           "endReason": {
-            "description": "Why it ended (`EXPIRED_VOLUNTARY`, `REFUND`, `REVOKE`, …); `null` while it runs.",
+            "description": "Why it ended (`EXPIRED_VOLUNTARY`, `REFUND`, `REVOKE`, \u2026); `null` while it runs.",
             "type": [
               "string",
               "null"
@@ -5582,7 +5995,7 @@ public enum OpenAPIDocument {
             "minLength": 1,
             "maxLength": 255,
             "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]+$",
-            "description": "1–255 bytes of UTF-8 without control characters (`maxLength` counts characters: a key of multi-byte characters reaches the limit sooner; over it is 400 `invalid_idempotency_key`). Required here unless the request sends it as an `Idempotency-Key` header instead. The same key always gets the first answer (and is charged once)."
+            "description": "1\u2013255 bytes of UTF-8 without control characters (`maxLength` counts characters: a key of multi-byte characters reaches the limit sooner; over it is 400 `invalid_idempotency_key`). Required here unless the request sends it as an `Idempotency-Key` header instead. The same key always gets the first answer (and is charged once)."
           }
         },
         "required": [
@@ -6076,7 +6489,7 @@ public enum OpenAPIDocument {
               "null"
             ],
             "pattern": "^[!-~]{1,200}$",
-            "description": "1–200 printable ASCII characters."
+            "description": "1\u2013200 printable ASCII characters."
           }
         },
         "required": [
@@ -6093,7 +6506,7 @@ public enum OpenAPIDocument {
           },
           "sessionId": {
             "type": "string",
-            "description": "The Checkout Session's id (`cs_…`)."
+            "description": "The Checkout Session's id (`cs_\u2026`)."
           }
         },
         "required": [
@@ -6165,7 +6578,7 @@ public enum OpenAPIDocument {
           },
           "consumptionPercentage": {
             "type": "integer",
-            "description": "Milliunits of a percent: 0…100000 (consumables only)."
+            "description": "Milliunits of a percent: 0\u2026100000 (consumables only)."
           },
           "deliveryStatus": {
             "type": "string"
@@ -6782,7 +7195,7 @@ public enum OpenAPIDocument {
             "minLength": 1,
             "maxLength": 128,
             "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]+$",
-            "description": "Only jobs of this kind (1–128 bytes, no control characters)."
+            "description": "Only jobs of this kind (1\u2013128 bytes, no control characters)."
           },
           "since": {
             "type": [
@@ -6944,7 +7357,7 @@ public enum OpenAPIDocument {
             "minLength": 1,
             "maxLength": 255,
             "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]+$",
-            "description": "1–255 bytes without control characters: a key used before answers the earlier grant (200)."
+            "description": "1\u2013255 bytes without control characters: a key used before answers the earlier grant (200)."
           }
         },
         "required": [
@@ -7024,7 +7437,7 @@ public enum OpenAPIDocument {
           },
           "status": {
             "type": "string",
-            "description": "`active`, `scheduled`, `expired`, `ended`, …",
+            "description": "`active`, `scheduled`, `expired`, `ended`, \u2026",
             "examples": [
               "active"
             ]
@@ -7104,7 +7517,7 @@ public enum OpenAPIDocument {
       },
       "DashboardGrantForm": {
         "type": "object",
-        "description": "The page's grant form. Any form is answered with a redirect: a refused grant (unknown tier, no reason, not exactly one end, …) comes back to the account's page with `grantError` saying why.",
+        "description": "The page's grant form. Any form is answered with a redirect: a refused grant (unknown tier, no reason, not exactly one end, \u2026) comes back to the account's page with `grantError` saying why.",
         "properties": {
           "tier": {
             "type": "string"
@@ -7197,6 +7610,91 @@ public enum OpenAPIDocument {
         "required": [
           "status"
         ]
+      },
+      "AuditEntry": {
+        "type": "object",
+        "required": [
+          "id",
+          "at",
+          "operator",
+          "role",
+          "action",
+          "request",
+          "status",
+          "accountId",
+          "target",
+          "before",
+          "after"
+        ],
+        "additionalProperties": false,
+        "properties": {
+          "id": {
+            "type": "integer",
+            "description": "Ascending in the order entries were appended"
+          },
+          "at": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "operator": {
+            "type": "string",
+            "description": "The key's name (`name:role:key`), or `key-` and 8 hex digits of its SHA-256 for a bare key"
+          },
+          "role": {
+            "type": "string",
+            "enum": [
+              "viewer",
+              "support",
+              "admin"
+            ]
+          },
+          "action": {
+            "type": "string",
+            "description": "What was done: `grant.create`, `grant.end`, `jobs.requeue`, `jobs.requeue.dry-run`, `job.cancel`, `event.redeliver`, `dev.clock.advance`; a write that names none is logged by its route (`POST /admin/...`)"
+          },
+          "request": {
+            "type": "string",
+            "description": "The route answered: method and path template, e.g. `POST /admin/accounts/{accountId}/grants`"
+          },
+          "status": {
+            "type": "integer",
+            "description": "The HTTP status answered"
+          },
+          "accountId": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "target": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "The grant, job or event the action concerns"
+          },
+          "before": {
+            "description": "The state before, as the API shows it; `null` where there was none"
+          },
+          "after": {
+            "description": "The state after, as the API shows it"
+          }
+        }
+      },
+      "AuditLog": {
+        "type": "object",
+        "required": [
+          "actions"
+        ],
+        "additionalProperties": false,
+        "properties": {
+          "actions": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/AuditEntry"
+            }
+          }
+        }
       }
     },
     "responses": {
@@ -7261,7 +7759,7 @@ public enum OpenAPIDocument {
         "name": "accountId",
         "in": "path",
         "required": true,
-        "description": "The app's own account id: 1–128 characters and at most 512 UTF-8 bytes, no control characters (a numeric user id, a UUID, …). UUIDs are compared lowercased.",
+        "description": "The app's own account id: 1\u2013128 characters and at most 512 UTF-8 bytes, no control characters (a numeric user id, a UUID, \u2026). UUIDs are compared lowercased.",
         "schema": {
           "$ref": "#/components/schemas/AccountId"
         }
@@ -7304,7 +7802,7 @@ public enum OpenAPIDocument {
         "name": "limit",
         "in": "query",
         "required": false,
-        "description": "Page size, 1…1000.",
+        "description": "Page size, 1\u20261000.",
         "schema": {
           "type": "integer",
           "minimum": 1,
@@ -7321,12 +7819,12 @@ public enum OpenAPIDocument {
       "adminKey": {
         "type": "http",
         "scheme": "bearer",
-        "description": "A key of `STOREKEEPER_ADMIN_KEYS`, for `/admin...` (the only way into the JSON API)."
+        "description": "An operator key of `STOREKEEPER_ADMIN_KEYS` (`name:role:key`, or a bare key, which is an admin), for `/admin...` (the only way into the JSON API). Each operation's `x-storekeeper-role` is the least role it needs: `viewer` reads, `support` grants and redelivers, `admin` does everything."
       },
       "adminBasic": {
         "type": "http",
         "scheme": "basic",
-        "description": "The dashboard only: any user name, a key of `STOREKEEPER_ADMIN_KEYS` as the password."
+        "description": "The dashboard only: any user name, an operator key of `STOREKEEPER_ADMIN_KEYS` as the password."
       },
       "metricsKey": {
         "type": "http",

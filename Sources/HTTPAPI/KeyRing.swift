@@ -1,0 +1,46 @@
+import Crypto
+import Foundation
+import Hummingbird
+
+/// A set of secret keys a presented key is looked up in, in constant time: SHA-256 digests are compared, every key
+/// checked whichever matches, so the time taken says nothing of how close a guess came.
+struct KeyRing: Sendable {
+    private let digests: [SHA256.Digest]
+
+    init(keys: [String]) { self.digests = keys.map { SHA256.hash(data: Data($0.utf8)) } }
+
+    /// The position of `presented` among the keys, or `nil`.
+    func position(of presented: String) -> Int? {
+        let digest = SHA256.hash(data: Data(presented.utf8))
+        var found: Int?
+        for (index, candidate) in digests.enumerated() where Self.constantTimeEqual(candidate, digest) { found = index }
+        return found
+    }
+
+    /// The key a request presents: `Authorization: Bearer <key>`, or with `basic` also HTTP Basic's password.
+    static func presentedKey(_ request: Request, basic: Bool) -> String? {
+        guard let header = request.headers[.authorization] else { return nil }
+        if header.hasPrefix("Bearer ") { return String(header.dropFirst("Bearer ".count)) }
+        guard basic, header.hasPrefix("Basic "), let data = Data(base64Encoded: String(header.dropFirst("Basic ".count))),
+            let credentials = String(data: data, encoding: .utf8), let colon = credentials.firstIndex(of: ":")
+        else { return nil }
+        return String(credentials[credentials.index(after: colon)...])
+    }
+
+    /// 401, with a `WWW-Authenticate: Basic` challenge when there is a realm a browser may sign in to.
+    static func refusal(basicRealm: String?, request: Request, context: some RequestContext) throws -> Response {
+        guard let basicRealm else { throw APIError.unauthorized }
+        let challenge = APIError(
+            .unauthorized, code: "unauthorized",
+            message: "sign in with HTTP Basic: any user name, an admin key as the password (or send it as a bearer key)")
+        var response = try challenge.response(from: request, context: context)
+        response.headers[.wwwAuthenticate] = "Basic realm=\"\(basicRealm)\", charset=\"UTF-8\""
+        return response
+    }
+
+    private static func constantTimeEqual(_ lhs: SHA256.Digest, _ rhs: SHA256.Digest) -> Bool {
+        var difference: UInt8 = 0
+        for (left, right) in zip(lhs, rhs) { difference |= left ^ right }
+        return difference == 0
+    }
+}

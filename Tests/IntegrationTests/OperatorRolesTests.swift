@@ -1,0 +1,286 @@
+import Application
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Jobs
+import NIOCore
+import PostgresNIO
+import StorekeeperRuntime
+import Testing
+
+/// Operator keys with roles (`name:role:key`) and the audit log, through the real router on a real database. The
+/// writes tried are every write operation `docs/openapi.json` lists under `/admin`, so a write added later without a
+/// recipe here fails the test instead of going unchecked; the role each needs is the document's `x-storekeeper-role`.
+@Suite("Operator roles and the audit log")
+struct OperatorRolesTests {
+    static let viewer = "viewer-key-0001"
+    static let support = "support-key-0001"
+    static let admin = "admin-key-0001"
+    static let bare = "legacy-bare-admin-key"
+    static let environment = OpenAPITests.environment.merging([
+        "STOREKEEPER_ADMIN_KEYS": "vera:viewer:\(viewer),sam:support:\(support),ada:admin:\(admin),\(bare)"
+    ]) { _, new in new }
+
+    struct Arguments: Codable { var slot: Int }
+
+    /// A write operation of the document: method, path template, the role it says it needs.
+    struct Write: CustomStringConvertible {
+        var method: HTTPRequest.Method
+        var path: String
+        var role: String
+        var description: String { "\(method.rawValue) \(path)" }
+    }
+
+    static func documentedWrites() throws -> [Write] {
+        let paths = try #require(try OpenAPITests.document()["paths"] as? [String: [String: Any]])
+        return paths.filter { $0.key.hasPrefix("/admin") }.flatMap { path, item in
+            item.compactMap { method, operation -> Write? in
+                guard ["post", "put", "patch", "delete"].contains(method), let operation = operation as? [String: Any] else { return nil }
+                return Write(
+                    method: HTTPRequest.Method(rawValue: method.uppercased())!, path: path, role: operation["x-storekeeper-role"] as? String ?? "none")
+            }
+        }.sorted { $0.description < $1.description }
+    }
+
+    @Test("a viewer key cannot write anything, support only what its role lists, and every change made is in the audit log")
+    func roles() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
+            var components = harness.components
+            components.devClock = DevClock()
+            let queue = components.queue
+            func job(failed: Bool) async throws -> Int64 {
+                _ = try await queue.client.withConnection {
+                    try await queue.enqueue(try NewJob(kind: "roles-test", arguments: Arguments(slot: Int.random(in: 0...1_000_000)), maxAttempts: 1), on: $0)
+                }
+                let claimed = try #require(try await queue.claim(limit: 1, workerID: UUID()).first)
+                if failed { _ = try await queue.fail(claimed, error: "boom", retryAt: nil) } else { _ = try await queue.snooze(claimed, until: Date() + 3600) }
+                return claimed.id
+            }
+            let (waiting, failedForForm, failedForAPI) = (try await job(failed: false), try await job(failed: true), try await job(failed: true))
+            let account = "customer-\(UUID().uuidString.prefix(8))"
+            try await Application(router: components.router()).test(.router) { client in
+                func headers(_ key: String, form: Bool = false) -> HTTPFields {
+                    [.authorization: "Bearer \(key)", .contentType: form ? "application/x-www-form-urlencoded" : "application/json"]
+                }
+                func grant(_ reason: String) async throws -> String {
+                    let response = try await client.execute(
+                        uri: "/admin/accounts/\(account)/grants", method: .post, headers: headers(Self.admin),
+                        body: ByteBuffer(string: #"{"tier": "pro", "duration": "P30D", "reason": "\#(reason)"}"#))
+                    #expect(response.status == .created)
+                    return try #require(response.json["id"] as? String)
+                }
+                let (endedByAPI, endedByForm) = (try await grant("to end by the API"), try await grant("to end by the form"))
+                let events = try await client.execute(uri: "/admin/events?account=\(account)", method: .get, headers: headers(Self.viewer)).json
+                let event = try #require((events["events"] as? [[String: Any]])?.first?["id"] as? String)
+                let before = try await Self.state(harness)
+
+                // One request per documented write, each one that would succeed for a key allowed to send it.
+                let recipes: [String: (uri: String, body: String?, form: Bool, success: HTTPResponse.Status)] = [
+                    "POST /admin/jobs/requeue": ("/admin/jobs/requeue", #"{"ids": [\#(failedForAPI)]}"#, false, .ok),
+                    "POST /admin/jobs/{id}/cancel": ("/admin/jobs/\(waiting)/cancel", nil, false, .ok),
+                    "POST /admin/jobs/{id}/requeue": ("/admin/jobs/\(failedForForm)/requeue", nil, true, .seeOther),
+                    "POST /admin/dev/clock": ("/admin/dev/clock", #"{"advanceSeconds": 1}"#, false, .ok),
+                    "POST /admin/events/{id}/redeliver": ("/admin/events/\(event)/redeliver", nil, false, .accepted),
+                    "POST /admin/deliveries/{id}/redeliver": ("/admin/deliveries/\(event)/redeliver", nil, true, .seeOther),
+                    "POST /admin/accounts/{accountId}/grants": (
+                        "/admin/accounts/\(account)/grants", #"{"tier": "max", "duration": "P7D", "reason": "goodwill"}"#, false, .created
+                    ),
+                    "POST /admin/accounts/{accountId}/grant": (
+                        "/admin/accounts/\(account)/grant", "tier=pro&duration=P3M&reason=outage&request=\(UUID().uuidString)", true, .seeOther
+                    ),
+                    "DELETE /admin/grants/{grantId}": ("/admin/grants/\(endedByAPI)", nil, false, .ok),
+                    "POST /admin/grants/{grantId}/end": ("/admin/grants/\(endedByForm)/end", nil, true, .seeOther),
+                ]
+                let writes = try Self.documentedWrites()
+                #expect(writes.count == recipes.count, "a write in docs/openapi.json without a recipe here: \(writes)")
+                for write in writes { #expect(["support", "admin"].contains(write.role), "\(write) has no x-storekeeper-role") }
+
+                func send(_ write: Write, key: String) async throws -> TestResponse {
+                    let recipe = try #require(recipes[write.description], "no recipe for \(write)")
+                    return try await client.execute(
+                        uri: recipe.uri, method: write.method, headers: headers(key, form: recipe.form), body: recipe.body.map { ByteBuffer(string: $0) })
+                }
+                for write in writes {
+                    let refused = try await send(write, key: Self.viewer)
+                    #expect(refused.status == .forbidden, "viewer: \(write)")
+                    #expect(refused.json["error"] as? String == "forbidden", "viewer: \(write)")
+                    #expect((refused.json["message"] as? String)?.contains("needs the \(write.role) role") == true, "viewer: \(write)")
+                    if write.role == "admin" {
+                        #expect(try await send(write, key: Self.support).status == .forbidden, "support: \(write)")
+                    }
+                }
+                #expect(try await Self.state(harness) == before, "a refused write changed something")
+
+                // Now each write by the least role allowed: support for its writes, the named admin for the rest.
+                for write in writes {
+                    let answer = try await send(write, key: write.role == "support" ? Self.support : Self.admin)
+                    #expect(answer.status == recipes[write.description]!.success, "\(write): \(String(buffer: answer.body))")
+                }
+                let log = try await client.execute(uri: "/admin/audit?limit=1000", method: .get, headers: headers(Self.viewer)).json
+                let actions = try #require(log["actions"] as? [[String: Any]])
+                // The two fixture grants, then one entry per write.
+                #expect(actions.count == writes.count + 2)
+                for write in writes {
+                    let entry = actions.first { $0["request"] as? String == write.description }
+                    #expect(entry?["operator"] as? String == (write.role == "support" ? "sam" : "ada"), "\(write)")
+                    #expect(entry?["role"] as? String == write.role, "\(write)")
+                }
+                let created = try #require(actions.first { $0["action"] as? String == "grant.create" && $0["operator"] as? String == "sam" })
+                #expect(created["accountId"] as? String == account)
+                #expect(created["before"] is NSNull)
+                #expect((created["after"] as? [String: Any])?["tier"] as? String == "max")
+                #expect((created["after"] as? [String: Any])?["createdBy"] as? String == "sam", "grants are made in the operator's name")
+                let ended = try #require(actions.first { $0["action"] as? String == "grant.end" && $0["target"] as? String == endedByAPI })
+                #expect((ended["before"] as? [String: Any])?["endedAt"] is NSNull)
+                #expect((ended["after"] as? [String: Any])?["endedAt"] is String)
+                let requeued = try #require(actions.first { $0["action"] as? String == "jobs.requeue" && $0["target"] as? String == String(failedForAPI) })
+                #expect((requeued["after"] as? [String: Any])?["count"] as? Int == 1)
+                #expect(actions.contains { $0["action"] as? String == "job.cancel" && $0["target"] as? String == String(waiting) })
+                #expect(actions.contains { $0["action"] as? String == "event.redeliver" && $0["target"] as? String == event })
+                #expect(actions.contains { $0["action"] as? String == "dev.clock.advance" })
+
+                // Sending a finished change again changes nothing, and is not logged: the grant has ended already.
+                let again = try await client.execute(uri: "/admin/grants/\(endedByAPI)", method: .delete, headers: headers(Self.support))
+                #expect(again.status == .ok && again.json["endedNow"] as? Bool == false)
+                let after = try await client.execute(uri: "/admin/audit?limit=1000", method: .get, headers: headers(Self.viewer)).json
+                #expect((after["actions"] as? [[String: Any]])?.count == actions.count)
+            }
+        }
+    }
+
+    /// What a write could change: grants, the audit log, jobs by state, the dev clock's reading.
+    static func state(_ harness: StorekeeperHarness) async throws -> [Int] {
+        [
+            try await harness.count("SELECT count(*) FROM entitlement_sources WHERE ended_at IS NULL"),
+            try await harness.count("SELECT count(*) FROM operator_actions"),
+            try await harness.count("SELECT count(*) FROM jobs WHERE state = 'available'"),
+            try await harness.count("SELECT count(*) FROM jobs WHERE state = 'failed'"),
+            try await harness.count("SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'"),
+        ]
+    }
+
+    @Test("the audit log is append-only: UPDATE, DELETE and TRUNCATE are refused by the database itself")
+    func appendOnly() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
+            try await harness.withHTTP { client in
+                let response = try await client.execute(
+                    uri: "/admin/accounts/someone/grants", method: .post,
+                    headers: [.authorization: "Bearer \(Self.bare)", .contentType: "application/json"],
+                    body: ByteBuffer(string: #"{"tier": "pro", "lifetime": true, "reason": "founder"}"#))
+                #expect(response.status == .created)
+            }
+            #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE operator = '\(OperatorKey.fingerprintName(of: Self.bare))'") == 1)
+            for statement in ["UPDATE operator_actions SET operator = 'someone-else'", "DELETE FROM operator_actions", "TRUNCATE operator_actions"] {
+                await #expect(throws: (any Error).self, "\(statement)") {
+                    try await harness.client.query(PostgresQuery(unsafeSQL: statement), logger: TestDatabase.logger)
+                }
+            }
+            #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE operator LIKE 'key-%'") == 1)
+        }
+    }
+
+    @Test("GET /admin/audit filters by operator, account and time, answers CSV, and refuses malformed parameters")
+    func reading() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
+            try await harness.withHTTP { client in
+                func grant(_ account: String, key: String) async throws {
+                    let response = try await client.execute(
+                        uri: "/admin/accounts/\(account)/grants", method: .post, headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
+                        body: ByteBuffer(string: #"{"tier": "pro", "duration": "P1D", "reason": "=HYPERLINK(\"x\")"}"#))
+                    #expect(response.status == .created)
+                }
+                let start = Date()
+                try await grant("alice", key: Self.support)
+                try await grant("bob", key: Self.support)
+                try await grant("alice", key: Self.admin)
+                let viewer: HTTPFields = [.authorization: "Bearer \(Self.viewer)"]
+                func count(_ query: String) async throws -> Int? {
+                    let response = try await client.execute(uri: "/admin/audit?\(query)", method: .get, headers: viewer)
+                    #expect(response.status == .ok, "\(query)")
+                    return (response.json["actions"] as? [[String: Any]])?.count
+                }
+                #expect(try await count("") == 3)
+                #expect(try await count("operator=sam") == 2)
+                #expect(try await count("operator=ada&account=alice") == 1)
+                #expect(try await count("account=alice") == 2)
+                #expect(try await count("account=carol") == 0)
+                #expect(try await count("limit=1") == 1)
+                let from = (start - 60).formatted(.iso8601)
+                let to = (start - 30).formatted(.iso8601)
+                #expect(try await count("from=\(from)") == 3)
+                #expect(try await count("from=\(from)&to=\(to)") == 0)
+
+                let csv = try await client.execute(uri: "/admin/audit?format=csv&account=alice", method: .get, headers: viewer)
+                #expect(csv.status == .ok)
+                #expect(csv.headers[.contentType] == "text/csv; charset=utf-8")
+                let lines = String(buffer: csv.body).components(separatedBy: "\r\n").filter { !$0.isEmpty }
+                #expect(lines.count == 3)
+                #expect(lines.first == #""id","at","operator","role","action","request","status","account","target","before","after""#)
+                #expect(lines.dropFirst().allSatisfy { $0.contains(#""grant.create","POST /admin/accounts/{accountId}/grants","201","alice""#) })
+
+                for bad in ["format=xml", "from=yesterday", "to=2026-02-30T00:00:00Z", "limit=0", "limit=1001", "operator=", "from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z"] {
+                    let response = try await client.execute(uri: "/admin/audit?\(bad)", method: .get, headers: viewer)
+                    #expect(response.status == .badRequest, "\(bad)")
+                }
+                #expect(try await client.execute(uri: "/admin/audit", method: .get, headers: [.authorization: "Bearer nope"]).status == .unauthorized)
+                // A browser signs in with Basic, as on the rest of the dashboard.
+                let basic = "Basic " + Data("vera:\(Self.viewer)".utf8).base64EncodedString()
+                #expect(try await client.execute(uri: "/admin/audit?format=csv", method: .get, headers: [.authorization: basic]).status == .ok)
+            }
+        }
+    }
+
+    @Test("the dashboard says who is signed in, and shows a viewer no buttons it could not use")
+    func dashboard() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
+            try await harness.withHTTP { client in
+                let granted = try await client.execute(
+                    uri: "/admin/accounts/dana/grants", method: .post, headers: [.authorization: "Bearer \(Self.support)", .contentType: "application/json"],
+                    body: ByteBuffer(string: #"{"tier": "pro", "duration": "P30D", "reason": "support ticket 42"}"#))
+                #expect(granted.status == .created)
+                func page(_ key: String) async throws -> String {
+                    let basic = "Basic " + Data("anyone:\(key)".utf8).base64EncodedString()
+                    let response = try await client.execute(uri: "/admin?account=dana", method: .get, headers: [.authorization: basic])
+                    #expect(response.status == .ok)
+                    return String(buffer: response.body)
+                }
+                let asViewer = try await page(Self.viewer)
+                #expect(asViewer.contains("signed in as vera (viewer)"))
+                #expect(!asViewer.contains("/grant\""), "a viewer sees no grant form")
+                #expect(!asViewer.contains("End now"), "a viewer sees no end buttons")
+                #expect(asViewer.contains("Operator actions on dana"))
+                #expect(asViewer.contains("grant.create") && asViewer.contains("sam (support)"))
+                let asSupport = try await page(Self.support)
+                #expect(asSupport.contains("signed in as sam (support)"))
+                #expect(asSupport.contains("/admin/accounts/dana/grant\"") && asSupport.contains("End now"))
+            }
+        }
+    }
+
+    @Test("STOREKEEPER_ADMIN_KEYS: name:role:key and bare keys; a bad entry stops start-up with one line that never shows a key")
+    func configuration() throws {
+        let keys = try OperatorKey.keys(from: ["vera:viewer:k1", "sam:support:with:colons", "abc"]).get()
+        #expect(keys == [
+            OperatorKey(name: "vera", role: .viewer, key: "k1"), OperatorKey(name: "sam", role: .support, key: "with:colons"),
+            // SHA-256("abc") = ba7816bf 8f01cfea … (FIPS 180-2's first example).
+            OperatorKey(name: "key-ba7816bf", role: .admin, key: "abc"),
+        ])
+        let refused: [(String, [String], String)] = [
+            ("unknown role", ["carol:owner:secret-1"], "entry 1: unknown role \"owner\" for carol (viewer, support, admin)"),
+            ("two parts", ["carol:secret-2"], "entry 1: give name:role:key"),
+            ("bad name", ["ok:admin:k", "car ol:admin:secret-3"], "entry 2: an operator name is 1–64"),
+            ("empty key", ["carol:admin:"], "entry 1: carol has an empty key"),
+            ("same name", ["carol:admin:secret-4", "carol:viewer:secret-5"], "the name carol is given to more than one key"),
+            ("same key", ["a:admin:secret-6", "b:viewer:secret-6"], "the same key is listed more than once"),
+        ]
+        for (what, entries, message) in refused {
+            var environment = ["DATABASE_URL": "postgres://localhost/x", "STOREKEEPER_BUNDLE_ID": "com.example.app"]
+            environment["STOREKEEPER_ADMIN_KEYS"] = entries.joined(separator: ",")
+            let error = #expect(throws: ConfigurationError.self, "\(what)") { try StorekeeperConfiguration.load(environment: environment) }
+            let text = error?.description ?? ""
+            #expect(text.contains("STOREKEEPER_ADMIN_KEYS: \(message)"), "\(what): \(text)")
+            #expect(!text.contains("secret-"), "\(what) shows a key: \(text)")
+        }
+    }
+}
