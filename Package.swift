@@ -50,6 +50,8 @@ let package = Package(
         // Tier catalogue and credit arithmetic (calendar, proration, clawback, spend order), the sources' states from
         // the catalogue: pure.
         .target(name: "Credits", dependencies: ["Subscriptions", "AppStoreModels", "Entitlements"]),
+        // Analytics: what each subscription adds to the daily rollups, and charts from them. Pure, like Credits.
+        .target(name: "Analytics", dependencies: ["Subscriptions", "AppStoreModels", "Entitlements"]),
         // Stripe, the web store: webhook signatures, the event envelope, the objects read from its API and the pure
         // derivation of a subscription from them.
         .target(
@@ -116,7 +118,7 @@ let package = Package(
         .target(
             name: "Persistence",
             dependencies: [
-                "AppStoreModels", "PayloadDecoding", "Subscriptions", "Credits", "Entitlements", "StripeStore", "Events", "StatementFencing", "SignedData",
+                "AppStoreModels", "PayloadDecoding", "Subscriptions", "Credits", "Entitlements", "StripeStore", "Events", "StatementFencing", "SignedData", "Analytics",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -129,7 +131,7 @@ let package = Package(
         .target(
             name: "Application",
             dependencies: [
-                "AppStoreModels", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "Events", "Persistence", "Jobs", "StatementFencing", "AppStoreServerAPI",
+                "AppStoreModels", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "Events", "Persistence", "Jobs", "StatementFencing", "AppStoreServerAPI", "Analytics",
                 "SignedData",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -154,7 +156,7 @@ let package = Package(
         .target(
             name: "HTTPAPI",
             dependencies: [
-                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "Events", "Persistence", "Application", "Jobs", "StatementFencing",
+                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "Events", "Persistence", "Application", "Jobs", "StatementFencing", "Analytics",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -170,7 +172,7 @@ let package = Package(
             name: "StorekeeperRuntime",
             dependencies: [
                 "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "StripeFake", "Events", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "LocalSigning",
-                "AppStoreServerAPI",
+                "AppStoreServerAPI", "Analytics",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Metrics", package: "swift-metrics"),

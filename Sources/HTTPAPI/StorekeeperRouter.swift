@@ -42,6 +42,10 @@ public struct HTTPDependencies: Sendable {
     public var operators: [OperatorKey]
     /// Where every operator's change is appended.
     public var audit: any OperatorAuditing
+    /// Analytics charts; `nil` leaves `/admin/analytics/…` and the overview out.
+    public var analytics: (any AnalyticsCharting)?
+    /// The environment charts show when none is asked for.
+    public var analyticsEnvironment = "production"
     /// Bearer keys `GET /metrics` requires; empty leaves it open (keep it off the public listener then).
     public var metricsKeys: [String] = []
     /// `storekeeper dev`'s clock, which `simulate advance` moves through the admin API; `nil` elsewhere.
@@ -139,6 +143,10 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
             grants: dependencies.grants, audit: dependencies.audit, catalogue: dependencies.catalogue, clock: dependencies.clock
         ).addRoutes(to: dashboard)
         AuditController(audit: dependencies.audit).addRoutes(to: dashboard)
+        if let analytics = dependencies.analytics {
+            AnalyticsController(charts: analytics, defaultEnvironment: dependencies.analyticsEnvironment, clock: dependencies.clock)
+                .addRoutes(to: dashboard)
+        }
     }
     router.add(middleware: UnknownRouteMiddleware<StorekeeperRequestContext>(routes: router.routes))
     return router

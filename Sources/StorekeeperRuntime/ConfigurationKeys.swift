@@ -94,6 +94,8 @@ extension ConfigurationKeys {
     ])
 
     /// `STOREKEEPER_REFUND_POLICY`.
+    static let currencyRates = ConfigurationKeys.object(["reporting": .value, "rates": .map(.value)])
+
     static let refundPolicy = ConfigurationKeys.object([
         "answerAfterMinutes": .value, "sampleContentProvided": .value, "subscriptionDeclineAbovePercent": .value,
         "consumableDeclineAbovePercent": .value,

@@ -115,7 +115,9 @@ public struct StorekeeperComponents: Sendable {
         let scheduling: any JobScheduling = if let devClock { DevClockScheduling(queue: queue, offset: { devClock.offset }) } else { queue }
         self.rechecks = serverAPI == nil ? nil : RenewalRechecks(delay: configuration.renewalRecheckDelay, queue: scheduling, logger: logger)
         self.events = EventRecorder(client: client, credits: credits, endpoints: configuration.webhooks, queue: scheduling, logger: logger)
-        self.writer = SubscriptionWriter(client: client, credits: credits, queue: scheduling, rechecks: rechecks, events: events, logger: logger)
+        self.writer = SubscriptionWriter(
+            client: client, credits: credits, queue: scheduling, rechecks: rechecks, events: events,
+            analytics: configuration.analytics ? AnalyticsRollups(logger: logger) : nil, logger: logger)
         let stripeClient = configuration.stripe.flatMap { settings in
             settings.apiKey.map {
                 StripeClient(
@@ -168,6 +170,8 @@ public struct StorekeeperComponents: Sendable {
         dependencies.events = EventHistory(client: client, queue: queue, logger: logger)
         dependencies.refunds = refunds
         dependencies.grants = grants
+        dependencies.analytics = AnalyticsCharts(client: client, rates: configuration.currencyRates, logger: logger)
+        dependencies.analyticsEnvironment = configuration.environments.contains(.production) ? "production" : "sandbox"
         dependencies.stripe = configuration.stripe.flatMap { settings in
             settings.webhookSecrets.isEmpty ? nil : (StripeSignature(secrets: settings.webhookSecrets, tolerance: settings.tolerance),
              StripeInbox(client: client, queue: queue, livemode: settings.livemode, logger: logger))
@@ -218,6 +222,8 @@ public struct StorekeeperComponents: Sendable {
         }
         handlers += retentions as [any JobHandler]
         var schedules = retentions.map(\.schedule)
+        handlers.append(AnalyticsCompactionJob(client: client, logger: logger))
+        schedules.append(AnalyticsCompactionJob.schedule)
         if let serverAPI, let rechecks {
             handlers.append(
                 RenewalRecheckJob(client: client, serverAPI: serverAPI, writer: writer, rechecks: rechecks, clock: clock, logger: logger))

@@ -8,6 +8,7 @@ import Persistence
 import SignedData
 import Subscriptions
 import X509
+import Analytics
 import Application
 
 /// The configuration of every Storekeeper process, read from environment variables (SPEC §4) and validated as a
@@ -56,6 +57,10 @@ public struct StorekeeperConfiguration: Sendable {
     /// How long notifications keep their signed payloads (`STOREKEEPER_SIGNED_RETENTION_DAYS`, default 396: 13
     /// months); `nil` keeps them forever (`forever`). The verified facts are kept forever either way.
     public var signedRetention: TimeInterval? = 396 * 86_400
+    /// Whether workers keep the analytics rollups (`STOREKEEPER_ANALYTICS`, default true).
+    public var analytics = true
+    /// The reporting currency and its rates (`STOREKEEPER_CURRENCY_RATES`); `nil`: charts show each currency alone.
+    public var currencyRates: CurrencyRates?
     /// How consumption requests are answered when the app does not answer itself (`STOREKEEPER_REFUND_POLICY`).
     public var refundPolicy = RefundPolicy()
     /// Promotional offers the app may have signed (`STOREKEEPER_OFFERS`).
@@ -287,6 +292,10 @@ public struct StorekeeperConfiguration: Sendable {
             } else {
                 problems.append("STOREKEEPER_STRIPE_PORTAL_URL: the billing portal's https login link")
             }
+        }
+        configuration.analytics = boolean("STOREKEEPER_ANALYTICS", default: true)
+        if let text = value("STOREKEEPER_CURRENCY_RATES") {
+            do { configuration.currencyRates = try CurrencyRatesConfiguration.rates(from: text) } catch { problems += error.problems }
         }
         configuration.eventRetention = TimeInterval(integer("STOREKEEPER_EVENT_RETENTION_DAYS", default: 30, range: 1...3650) * 86_400)
         if value("STOREKEEPER_SIGNED_RETENTION_DAYS")?.lowercased() == "forever" {

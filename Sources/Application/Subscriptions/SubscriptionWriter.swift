@@ -1,3 +1,4 @@
+import Analytics
 import Credits
 import Entitlements
 import Events
@@ -39,15 +40,19 @@ public struct SubscriptionWriter: Sendable {
     private let rechecks: RenewalRechecks?
     /// Stores the events of each change; `nil` stores none.
     public let recorder: EventRecorder?
+    /// Keeps the analytics rollups up to date with each derivation; `nil` keeps none.
+    private let analytics: AnalyticsRollups?
     private let logger: Logger
 
     /// - Parameters:
     ///   - rechecks: schedules late-renewal rechecks; `nil` when the App Store Server API is not configured.
     ///   - events: stores the events of each change; `nil` stores none.
+    ///   - analytics: the rollups each derivation's contribution is recorded in; `nil` records none.
     public init(
         client: PostgresClient, credits: CreditLedger, queue: any JobScheduling, rechecks: RenewalRechecks?, events: EventRecorder?,
-        logger: Logger
+        analytics: AnalyticsRollups? = nil, logger: Logger
     ) {
+        self.analytics = analytics
         self.subscriptions = SubscriptionStore(client: client, logger: logger)
         self.history = SubscriptionHistory(logger: logger)
         self.archive = SubscriptionArchive(logger: logger)
@@ -119,6 +124,14 @@ public struct SubscriptionWriter: Sendable {
         let operations = SubscriptionCredits.operationsDue(derivation, catalogue: credits.catalogue, ledger: ledger, now: now)
         let changed = state != stored || !operations.isEmpty
         guard write else { return Outcome(kind: changed ? .applied : .unchanged, state: state, stored: stored, operations: operations) }
+        if let analytics {
+            // Every derivation, not only a changed state: a refund of an old period changes the figures, not the state.
+            let catalogue = credits.catalogue
+            let contribution = SubscriptionAnalytics.contribution(of: derivation) { productId in
+                catalogue.tier(ofProduct: productId)?.product.billingPeriod.map { MonthlyValue.Length(months: $0.months, days: $0.days) }
+            }
+            try await analytics.record(contribution, ofSubscription: originalTransactionId, on: connection)
+        }
         if state != stored {
             if let from = stored?.accountId, let to = state.accountId, from != to {
                 try await history.recordTransfer(originalTransactionId, from: from, to: to, on: connection)

@@ -106,7 +106,8 @@ public enum StripeDerivation {
             key: invoice.id, transactionId: invoice.id, transactionIds: [invoice.id], productId: priceId, start: start,
             end: date(line.period.end), price: price,
             offer: trial ? SubscriptionState.Offer(type: .introductory, identifier: nil, discountType: .freeTrial, period: nil) : nil,
-            revocation: revocation(of: invoice, facts: facts), signedAt: invoice.created * 1000)
+            revocation: revocation(of: invoice, facts: facts), signedAt: invoice.created * 1000, currency: invoice.currency.uppercased(),
+            charged: StripeAmount.milliunits(invoice.amountPaid, currency: invoice.currency))
     }
 
     /// What refunds and lost disputes took back of an invoice: everything (a lost dispute, or refunds of the whole

@@ -21,12 +21,16 @@ public enum Lifecycle {
         /// at Apple's report of an expiry, refund, revocation or billing retry (whichever transaction it named), or at
         /// the end of a grace period. Credit windows close there.
         public var accessEndsAt: Date?
+        /// The ``PaidPeriod/key``s of periods whose renewal the store reported as recovering from a billing failure
+        /// (Apple's `DID_RENEW` with subtype `BILLING_RECOVERY`).
+        public var recoveredPeriods: Set<String>
 
-        public init(state: SubscriptionState, periods: [PaidPeriod], ends: [End], accessEndsAt: Date?) {
+        public init(state: SubscriptionState, periods: [PaidPeriod], ends: [End], accessEndsAt: Date?, recoveredPeriods: Set<String> = []) {
             self.state = state
             self.periods = periods
             self.ends = ends
             self.accessEndsAt = accessEndsAt
+            self.recoveredPeriods = recoveredPeriods
         }
     }
 
@@ -73,7 +77,15 @@ public enum Lifecycle {
         )
         return Derivation(
             state: state, periods: periods, ends: ends(facts: facts, periods: periods, state: state),
-            accessEndsAt: verdict.endedAt ?? (state.status == .gracePeriod ? state.clockEnd : nil))
+            accessEndsAt: verdict.endedAt ?? (state.status == .gracePeriod ? state.clockEnd : nil),
+            recoveredPeriods: recoveredPeriods(facts: facts, periods: periods))
+    }
+
+    /// The periods Apple reported as renewed after a billing failure.
+    static func recoveredPeriods(facts: SubscriptionFacts, periods: [PaidPeriod]) -> Set<String> {
+        let recovered = Set(facts.reports.values.filter { $0.type == .didRenew && $0.subtype == .billingRecovery }.map(\.transactionId))
+        guard !recovered.isEmpty else { return [] }
+        return Set(periods.filter { !recovered.isDisjoint(with: $0.transactionIds) }.map(\.key))
     }
 
     /// The facts a state is derived from, for the newest version of each: a transaction with its billing period when

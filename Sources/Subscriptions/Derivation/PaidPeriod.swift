@@ -16,6 +16,14 @@ public struct PaidPeriod: Equatable, Sendable {
     public var end: Date
     /// What the customer paid, in milliunits, when the transaction says.
     public var price: Int64?
+    /// The ISO 4217 code of ``price`` and ``charged`` (upper case), when the store says.
+    public var currency: String?
+    /// What was charged for this period in milliunits, when the store says: the App Store's `price`; a Stripe
+    /// invoice's amount paid, after coupons and prorations (``price`` there is the list price per period).
+    public var charged: Int64?
+    /// Apple's monthly billing of a 12-month commitment (`billingPlanType` `MONTHLY`): each period is a month whatever
+    /// the product's period says.
+    public var billedMonthly: Bool
     public var offer: SubscriptionState.Offer?
     public var revocation: Revocation?
     /// The newest copy says `isUpgraded`: an immediate upgrade replaced this period.
@@ -58,8 +66,12 @@ public struct PaidPeriod: Equatable, Sendable {
     public init(
         key: String, transactionId: String, transactionIds: [String], productId: String, start: Date, end: Date, price: Int64?,
         offer: SubscriptionState.Offer?, revocation: Revocation?, isUpgraded: Bool = false, appAccountToken: String? = nil,
-        ownership: String? = nil, signedAt: Int64, replacedAt: Date? = nil, upgradedFrom: String? = nil
+        ownership: String? = nil, signedAt: Int64, replacedAt: Date? = nil, upgradedFrom: String? = nil, currency: String? = nil,
+        charged: Int64? = nil, billedMonthly: Bool = false
     ) {
+        self.currency = currency
+        self.charged = charged
+        self.billedMonthly = billedMonthly
         self.key = key
         self.transactionId = transactionId
         self.transactionIds = transactionIds
@@ -135,6 +147,7 @@ public struct PaidPeriod: Equatable, Sendable {
                     milliPercent: newest.revocationPercentage)
             },
             isUpgraded: newest.isUpgraded == true, appAccountToken: newest.appAccountToken,
-            ownership: newest.inAppOwnershipType, signedAt: newestCopy.position.signedDate)
+            ownership: newest.inAppOwnershipType, signedAt: newestCopy.position.signedDate, currency: newest.currency?.uppercased(),
+            charged: newest.price, billedMonthly: newest.billingPlanType == "MONTHLY")
     }
 }

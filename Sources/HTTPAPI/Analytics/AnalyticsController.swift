@@ -1,0 +1,166 @@
+import Analytics
+import Application
+import Foundation
+import Hummingbird
+
+/// Draws analytics charts (the seam tests can replace).
+public protocol AnalyticsCharting: Sendable {
+    func chart(_ request: AnalyticsCharts.Request) async throws -> AnalyticsChart
+}
+
+extension AnalyticsCharts: AnalyticsCharting {}
+
+/// `GET /admin/analytics/{metric}?from=&to=&interval=day|week|month&store=&product=&environment=&format=json|csv`: a
+/// chart from the rollups (`docs/analytics.md`). On the dashboard's routes, so its CSV links work in a signed-in
+/// browser; any role may read it.
+struct AnalyticsController: Sendable {
+    let charts: any AnalyticsCharting
+    /// The environment charted when none is asked for: production where the server accepts it, sandbox otherwise.
+    let defaultEnvironment: String
+    let clock: @Sendable () -> Date
+
+    /// The longest range a chart spans: ten years of days.
+    static let maximumDays: Int32 = 3_660
+
+    func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
+        group.get("analytics/{metric}") { request, context -> Response in
+            let asked = try Self.request(
+                metric: try context.parameters.require("metric"), parameters: request.uri.queryParameters, defaultEnvironment: defaultEnvironment,
+                today: AnalyticsDay(clock()))
+            let csv = try AuditController.wantsCSV(request.uri.queryParameters.get("format"))
+            let chart = try await withDatabase { try await charts.chart(asked) }
+            if csv { return try Self.csv(chart).response(from: request, context: context) }
+            let body = try StorekeeperRequestContext.jsonEncoder.encode(ChartDocument(chart, request: asked))
+            return EventsController.json(String(decoding: body, as: UTF8.self))
+        }
+    }
+
+    /// The chart a request asks for, checked: the last 30 days by day unless it says otherwise.
+    static func request(metric text: String, parameters: Parameters, defaultEnvironment: String, today: AnalyticsDay) throws -> AnalyticsCharts.Request {
+        guard let metric = AnalyticsMetric(rawValue: text) else {
+            throw APIError(.notFound, code: "not_found", message: "no metric \(text.prefix(64)); metrics: \(AnalyticsMetric.list)")
+        }
+        func day(_ name: String) throws -> AnalyticsDay? {
+            guard let text = parameters.get(name) else { return nil }
+            guard let day = AnalyticsDay(text) else { throw APIError.badRequest("\(name) must be a date, yyyy-mm-dd") }
+            return day
+        }
+        let to = try day("to") ?? today
+        let from = try day("from") ?? to.adding(days: -29)
+        guard from <= to else { throw APIError.badRequest("from must not be after to") }
+        guard to <= today else { throw APIError.badRequest("to must not be after today (\(today), UTC): days to come have no figures yet") }
+        guard to.number - from.number < maximumDays else { throw APIError.badRequest("a chart spans at most \(maximumDays) days") }
+        let intervalText = parameters.get("interval") ?? "day"
+        guard let interval = AnalyticsInterval(rawValue: intervalText) else { throw APIError.badRequest("interval must be day, week or month") }
+        let environment = parameters.get("environment") ?? defaultEnvironment
+        guard ["production", "sandbox"].contains(environment) else { throw APIError.badRequest("environment must be production or sandbox") }
+        let store = parameters.get("store")
+        if let store, !["app_store", "stripe"].contains(store) { throw APIError.badRequest("store must be app_store or stripe") }
+        let product = parameters.get("product")
+        if let product, !product.isKey(maximumBytes: 256) { throw APIError.badRequest("product must be 1–256 printable characters") }
+        return AnalyticsCharts.Request(
+            metric: metric, from: from, to: to, interval: interval, environment: environment, store: store, product: product)
+    }
+
+    static func csv(_ chart: AnalyticsChart) -> CSVTable {
+        var rows: [[String]] = []
+        for series in chart.series {
+            for point in series.points {
+                rows.append([
+                    point.date.description, series.name, series.unit, series.currency ?? "", series.meter ?? "", series.tier ?? "",
+                    point.value.map(ChartDocument.text) ?? "",
+                ])
+            }
+        }
+        return CSVTable(
+            header: ["date", "series", "unit", "currency", "meter", "tier", "value"], rows: rows,
+            filename: "storekeeper-\(chart.metric.rawValue)-\(chart.from)-\(chart.to).csv")
+    }
+}
+
+/// A chart as JSON: every field present, `null` where it does not apply.
+struct ChartDocument: Encodable {
+    var metric: String
+    var from: String
+    var to: String
+    var interval: String
+    var environment: String
+    var store: String?
+    var product: String?
+    var reportingCurrency: String?
+    var missingRates: [String]
+    var series: [SeriesDocument]
+
+    struct SeriesDocument: Encodable {
+        var name: String
+        var unit: String
+        var currency: String?
+        var meter: String?
+        var tier: String?
+        var points: [PointDocument]
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(name, forKey: .name)
+            try container.encode(unit, forKey: .unit)
+            try container.encode(currency, forKey: .currency)
+            try container.encode(meter, forKey: .meter)
+            try container.encode(tier, forKey: .tier)
+            try container.encode(points, forKey: .points)
+        }
+
+        enum CodingKeys: String, CodingKey { case name, unit, currency, meter, tier, points }
+    }
+
+    struct PointDocument: Encodable {
+        var date: String
+        var value: Double?
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(date, forKey: .date)
+            // Counts and milliunits are whole numbers: written without a fraction.
+            if let value, value == value.rounded(), abs(value) < 9e15 { try container.encode(Int64(value), forKey: .value) } else { try container.encode(value, forKey: .value) }
+        }
+
+        enum CodingKeys: String, CodingKey { case date, value }
+    }
+
+    init(_ chart: AnalyticsChart, request: AnalyticsCharts.Request) {
+        metric = chart.metric.rawValue
+        from = chart.from.description
+        to = chart.to.description
+        interval = chart.interval.rawValue
+        environment = request.environment
+        store = request.store
+        product = request.product
+        reportingCurrency = chart.reportingCurrency
+        missingRates = chart.missingRates
+        series = chart.series.map { series in
+            SeriesDocument(
+                name: series.name, unit: series.unit, currency: series.currency, meter: series.meter, tier: series.tier,
+                points: series.points.map { PointDocument(date: $0.date.description, value: $0.value) })
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(metric, forKey: .metric)
+        try container.encode(from, forKey: .from)
+        try container.encode(to, forKey: .to)
+        try container.encode(interval, forKey: .interval)
+        try container.encode(environment, forKey: .environment)
+        try container.encode(store, forKey: .store)
+        try container.encode(product, forKey: .product)
+        try container.encode(reportingCurrency, forKey: .reportingCurrency)
+        try container.encode(missingRates, forKey: .missingRates)
+        try container.encode(series, forKey: .series)
+    }
+
+    enum CodingKeys: String, CodingKey { case metric, from, to, interval, environment, store, product, reportingCurrency, missingRates, series }
+
+    /// A value as CSV writes it: whole numbers without a fraction, ratios to six decimals.
+    static func text(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 9e15 ? String(Int64(value)) : String(format: "%.6f", value)
+    }
+}
