@@ -31,3 +31,10 @@ CREATE TABLE analytics_daily (
     value       bigint NOT NULL,
     PRIMARY KEY (environment, measure, day, store, product, currency)
 );
+
+-- How far credit_ledger has been rolled up into credits_spent and credits_granted (its id; every row at or below it is
+-- counted once).
+CREATE TABLE analytics_progress (
+    name     text PRIMARY KEY,
+    position bigint NOT NULL
+);

@@ -222,7 +222,7 @@ public struct StorekeeperComponents: Sendable {
         }
         handlers += retentions as [any JobHandler]
         var schedules = retentions.map(\.schedule)
-        handlers.append(AnalyticsCompactionJob(client: client, logger: logger))
+        handlers.append(AnalyticsCompactionJob(client: client, catalogue: configuration.catalogue, clock: clock, logger: logger))
         schedules.append(AnalyticsCompactionJob.schedule)
         if let serverAPI, let rechecks {
             handlers.append(

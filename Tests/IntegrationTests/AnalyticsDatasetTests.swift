@@ -1,3 +1,4 @@
+import Application
 import AppStoreModels
 import Foundation
 import HTTPTypes
@@ -149,6 +150,59 @@ struct AnalyticsDatasetTests {
                 #expect(try await harness.count("SELECT count(*) FROM analytics_deltas") == 0, "deriving the same facts again changed the figures")
                 #expect(deltas > 0)
                 try await Self.expectFigures(client)
+            }
+        }
+    }
+
+    @Test("usage: credits spent and granted per meter and tier, and the share of the allowance used, rolled up from the ledger once")
+    func usage() async throws {
+        let keys = ["STOREKEEPER_ADMIN_KEYS": "vera:viewer:viewer-key,sam:support:support-key"]
+        try await StorekeeperHarness.run(worker: false, environment: keys) { harness in
+            try await harness.withHTTP { client in
+                // config/tiers.yml: Pro grants 1,000 ai_requests a month; the free tier 5 a day.
+                let granted = try await client.execute(
+                    uri: "/admin/accounts/usage-1/grants", method: .post, headers: [.authorization: "Bearer support-key", .contentType: "application/json"],
+                    body: ByteBuffer(string: #"{"tier": "pro", "duration": "P30D", "reason": "analytics test"}"#))
+                #expect(granted.status == .created)
+                func spend(_ account: String, _ amount: Int, key: String) async throws {
+                    let response = try await client.execute(
+                        uri: "/v1/accounts/\(account)/usage", method: .post,
+                        headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+                        body: ByteBuffer(string: #"{"meter": "ai_requests", "amount": \#(amount), "idempotencyKey": "\#(key)"}"#))
+                    #expect(response.status == .ok, "\(String(buffer: response.body))")
+                }
+                try await spend("usage-1", 200, key: "a")
+                try await spend("usage-1", 50, key: "b")
+                try await spend("usage-1", 50, key: "b")  // the same request again: charged once
+                try await spend("free-1", 2, key: "c")
+                let catalogue = harness.components.configuration.catalogue
+                func rollUp() async throws -> Int {
+                    try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
+                        try await AnalyticsRollups(logger: TestDatabase.logger).rollUpUsage(
+                            before: Date().addingTimeInterval(60), tier: { AnalyticsCompactionJob.tier(of: $0, catalogue: catalogue) }, on: connection)
+                    }
+                }
+                #expect(try await rollUp() > 0)
+                #expect(try await rollUp() == 0, "a ledger row is rolled up once")
+                let today = Date().formatted(.iso8601.year().month().day())
+                let response = try await client.execute(
+                    uri: "/admin/analytics/usage?from=\(today)&to=\(today)&environment=sandbox", method: .get, headers: [.authorization: "Bearer viewer-key"])
+                #expect(response.status == .ok)
+                var figures: [String: Double?] = [:]
+                for series in response.json["series"] as? [[String: Any]] ?? [] where series["meter"] as? String == "ai_requests" {
+                    let point = (series["points"] as? [[String: Any]])?.first
+                    figures["\(series["tier"] as? String ?? "") \(series["name"] as? String ?? "")"] = (point?["value"] as? NSNumber)?.doubleValue
+                }
+                #expect(figures["pro credits_spent"] == 250)
+                #expect(figures["pro credits_granted"] == 1000)
+                #expect(figures["pro allowance_used"] == 0.25)
+                #expect(figures["free credits_spent"] == 2)
+                #expect(figures["free credits_granted"] == 5)
+                #expect(figures["free allowance_used"] == 0.4)
+                let tierOnly = try await client.execute(
+                    uri: "/admin/analytics/usage?from=\(today)&to=\(today)&environment=sandbox&product=free", method: .get,
+                    headers: [.authorization: "Bearer viewer-key"])
+                #expect((tierOnly.json["series"] as? [[String: Any]])?.allSatisfy { $0["tier"] as? String == "free" } == true)
             }
         }
     }

@@ -127,6 +127,17 @@ struct OpenAPITests {
                 // A name the event has no delivery to: 404, not an empty 202.
                 try await record("/admin/events/{id}/redeliver", .post, "/admin/events/\(event)/redeliver?endpoint=nope", headers: admin)
                 #expect(collected.withLock { $0.suffix(2).map(\.status) } == [202, 404])
+                try await record("/admin/audit", .get, "/admin/audit", headers: admin)
+                try await record("/admin/audit", .get, "/admin/audit?format=csv&operator=nobody", headers: admin)
+                try await record("/admin/audit", .get, "/admin/audit?limit=0", headers: admin)
+                let today = Date().formatted(.iso8601.year().month().day())
+                for metric in ["actives", "mrr", "revenue", "churn", "trial-conversion", "usage"] {
+                    try await record("/admin/analytics/{metric}", .get, "/admin/analytics/\(metric)?to=\(today)&environment=sandbox", headers: admin)
+                }
+                try await record("/admin/analytics/{metric}", .get, "/admin/analytics/mrr?interval=month&format=csv", headers: admin)
+                try await record("/admin/analytics/{metric}", .get, "/admin/analytics/mrr?interval=fortnight", headers: admin)
+                try await record("/admin/analytics/{metric}", .get, "/admin/analytics/ltv", headers: admin)
+                #expect(collected.withLock { $0.suffix(9).map(\.status) } == [200, 200, 200, 200, 200, 200, 200, 400, 404])
             }
         }
         let answers = collected.withLock { $0 }

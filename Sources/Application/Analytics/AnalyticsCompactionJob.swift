@@ -1,29 +1,54 @@
+import Credits
 import Foundation
 import Jobs
 import Logging
 import Persistence
 import PostgresNIO
 
-/// Folds the analytics differences the workers appended into the daily sums, every minute, so a chart reads a
-/// minute's worth of differences at most beside the sums.
+/// Every minute: rolls the credit ledger up into the usage figures (rows at least ten minutes old, so none is
+/// counted before the transaction that wrote it commits), then folds the analytics differences the workers appended
+/// into the daily sums — a chart then reads a minute's worth of differences at most beside them.
 public struct AnalyticsCompactionJob: JobHandler {
     public static let jobKind = "analytics-compact"
     public let kind = Self.jobKind
     /// Folding sums changes no account's status.
     public let changesAccountStatus = false
+    /// How old a ledger row must be to be rolled up: longer than any transaction that posts credits runs.
+    public static let ledgerMargin: TimeInterval = 600
     private let client: PostgresClient
     private let rollups: AnalyticsRollups
+    private let catalogue: TierCatalogue
+    private let clock: @Sendable () -> Date
     private let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: PostgresClient, catalogue: TierCatalogue, clock: @escaping @Sendable () -> Date, logger: Logger) {
         self.client = client
         self.rollups = AnalyticsRollups(logger: logger)
+        self.catalogue = catalogue
+        self.clock = clock
         self.logger = logger
     }
 
     public func run(_ execution: JobExecution) async throws {
-        let folded = try await client.withTransaction(logger: logger) { try await rollups.compact(on: $0) }
-        if folded > 0 { logger.debug("analytics differences folded", metadata: ["analytics.folded": "\(folded)"]) }
+        let cutoff = clock().addingTimeInterval(-Self.ledgerMargin)
+        let (usage, folded) = try await client.withTransaction(logger: logger) { connection in
+            let usage = try await rollups.rollUpUsage(before: cutoff, tier: { Self.tier(of: $0, catalogue: catalogue) }, on: connection)
+            return (usage, try await rollups.compact(on: connection))
+        }
+        if usage + folded > 0 { logger.debug("analytics rolled up", metadata: ["analytics.ledger_rows": "\(usage)", "analytics.folded": "\(folded)"]) }
+    }
+
+    /// The tier credits of `source` count under: its subscription's or purchase's tier by the catalogue, a grant's
+    /// tier, `free` for the free tier's allowances, `top-up` for bought credits.
+    public static func tier(of source: AnalyticsRollups.UsageSource, catalogue: TierCatalogue) -> String {
+        switch source.kind {
+        case "daily": return source.name == "-" ? "free" : source.name
+        case "free": return "free"
+        case "topup": return "top-up"
+        default:
+            if catalogue.tier(id: source.name) != nil { return source.name }
+            return catalogue.tier(ofProduct: source.name)?.tier.id ?? source.name
+        }
     }
 
     /// Every minute; a missed minute is made up by the next run, which folds everything.

@@ -5461,6 +5461,212 @@ public enum OpenAPIDocument {
         },
         "x-storekeeper-role": "viewer"
       }
+    },
+    "/admin/analytics/{metric}": {
+      "get": {
+        "operationId": "analyticsChart",
+        "summary": "A chart from the analytics rollups",
+        "description": "The figures of one metric from `from` to `to` (UTC days, both included), one point per day, ISO week or calendar month, read from daily rollups the workers keep up to date (never by scanning the facts). Levels (actives, MRR, active trials) are the value at the end of each interval; flows (revenue, new trials, churned\u2026) the interval's sum. Money is in milliunits of its currency; with `STOREKEEPER_CURRENCY_RATES` each money series also has a `\u2026_total` in the reporting currency, and currencies without a rate are named in `missingRates` and left out of it. Every series is defined in docs/analytics.md. On the dashboard's routes, so a signed-in browser can download the CSV.",
+        "tags": [
+          "Dashboard"
+        ],
+        "security": [
+          {
+            "adminKey": []
+          },
+          {
+            "adminBasic": []
+          }
+        ],
+        "x-storekeeper-role": "viewer",
+        "parameters": [
+          {
+            "name": "metric",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "enum": [
+                "actives",
+                "mrr",
+                "trials",
+                "trial-conversion",
+                "revenue",
+                "new-customers",
+                "churn",
+                "refund-rate",
+                "billing-recoveries",
+                "usage"
+              ]
+            }
+          },
+          {
+            "name": "from",
+            "in": "query",
+            "description": "The first day (default: 29 days before `to`)",
+            "schema": {
+              "type": "string",
+              "format": "date"
+            }
+          },
+          {
+            "name": "to",
+            "in": "query",
+            "description": "The last day, at most today in UTC (default: today)",
+            "schema": {
+              "type": "string",
+              "format": "date"
+            }
+          },
+          {
+            "name": "interval",
+            "in": "query",
+            "schema": {
+              "type": "string",
+              "enum": [
+                "day",
+                "week",
+                "month"
+              ],
+              "default": "day"
+            }
+          },
+          {
+            "name": "store",
+            "in": "query",
+            "schema": {
+              "type": "string",
+              "enum": [
+                "app_store",
+                "stripe"
+              ]
+            }
+          },
+          {
+            "name": "product",
+            "in": "query",
+            "description": "One product id (for `usage`, one tier)",
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 256
+            }
+          },
+          {
+            "name": "environment",
+            "in": "query",
+            "description": "Default: `production` when `STOREKEEPER_ENVIRONMENTS` accepts it, else `sandbox`",
+            "schema": {
+              "type": "string",
+              "enum": [
+                "production",
+                "sandbox"
+              ]
+            }
+          },
+          {
+            "name": "format",
+            "in": "query",
+            "schema": {
+              "type": "string",
+              "enum": [
+                "json",
+                "csv"
+              ],
+              "default": "json"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The chart",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AnalyticsChart"
+                }
+              },
+              "text/csv": {
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "A malformed date, interval, store, product, environment or format; `from` after `to`; `to` after today; more than 3,660 days (`bad_request`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/DashboardUnauthorized"
+          },
+          "404": {
+            "description": "No such metric (`not_found`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_found"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "Service unavailable: the database did not answer in time (`unavailable`); retry later",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        }
+      }
     }
   },
   "components": {
@@ -7692,6 +7898,165 @@ public enum OpenAPIDocument {
             "type": "array",
             "items": {
               "$ref": "#/components/schemas/AuditEntry"
+            }
+          }
+        }
+      },
+      "AnalyticsChart": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "metric",
+          "from",
+          "to",
+          "interval",
+          "environment",
+          "store",
+          "product",
+          "reportingCurrency",
+          "missingRates",
+          "series"
+        ],
+        "properties": {
+          "metric": {
+            "type": "string",
+            "enum": [
+              "actives",
+              "mrr",
+              "trials",
+              "trial-conversion",
+              "revenue",
+              "new-customers",
+              "churn",
+              "refund-rate",
+              "billing-recoveries",
+              "usage"
+            ]
+          },
+          "from": {
+            "type": "string",
+            "format": "date"
+          },
+          "to": {
+            "type": "string",
+            "format": "date"
+          },
+          "interval": {
+            "type": "string",
+            "enum": [
+              "day",
+              "week",
+              "month"
+            ]
+          },
+          "environment": {
+            "type": "string",
+            "enum": [
+              "production",
+              "sandbox"
+            ]
+          },
+          "store": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "product": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "reportingCurrency": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "The currency of the `\u2026_total` series (`STOREKEEPER_CURRENCY_RATES`)"
+          },
+          "missingRates": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Currencies holding money in the chart with no rate: left out of the totals, never guessed"
+          },
+          "series": {
+            "type": "array",
+            "items": {
+              "$ref": "#/components/schemas/AnalyticsSeries"
+            }
+          }
+        }
+      },
+      "AnalyticsSeries": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "name",
+          "unit",
+          "currency",
+          "meter",
+          "tier",
+          "points"
+        ],
+        "properties": {
+          "name": {
+            "type": "string",
+            "description": "e.g. `active_subscriptions`, `mrr`, `mrr_total`, `gross`, `net`, `churn_rate`, `credits_spent`"
+          },
+          "unit": {
+            "type": "string",
+            "enum": [
+              "count",
+              "milliunits",
+              "ratio"
+            ]
+          },
+          "currency": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "meter": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "`usage` only"
+          },
+          "tier": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "`usage` only (`free` for accounts without a tier)"
+          },
+          "points": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "additionalProperties": false,
+              "required": [
+                "date",
+                "value"
+              ],
+              "properties": {
+                "date": {
+                  "type": "string",
+                  "format": "date",
+                  "description": "The interval's first day"
+                },
+                "value": {
+                  "type": [
+                    "number",
+                    "null"
+                  ],
+                  "description": "`null`: a ratio of nothing"
+                }
+              }
             }
           }
         }

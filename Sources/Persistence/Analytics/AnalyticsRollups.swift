@@ -7,7 +7,7 @@ import PostgresNIO
 /// The analytics rollups: each subscription's contribution, the differences appended as it changes, and the daily
 /// sums they are folded into (`sql/0026_analytics.sql`).
 public struct AnalyticsRollups: Sendable {
-    private let logger: Logger
+    let logger: Logger
 
     public init(logger: Logger) { self.logger = logger }
 
@@ -64,7 +64,8 @@ public struct AnalyticsRollups: Sendable {
 
     /// What a chart of `measures` reads: for level measures the sum of every day before `from`, and each measure's sum
     /// per day from `from` to `to`, in `environment`, for one store and one product (a tier, for credits) or all.
-    /// Money and credits keep their currency (meter) and credits their tier.
+    /// Money and credits keep their currency (meter) and credits their tier. Credits belong to no store or
+    /// environment (an account's credits may come from several): they are in every environment's and store's charts.
     public func sums(
         _ measures: [AnalyticsMeasure], from: AnalyticsDay, to: AnalyticsDay, environment: String, store: String?, product: String?,
         on connection: PostgresConnection
@@ -79,9 +80,9 @@ public struct AnalyticsRollups: Sendable {
             FROM (SELECT environment, measure, day, store, product, currency, value FROM analytics_daily
                   UNION ALL
                   SELECT environment, measure, day, store, product, currency, value FROM analytics_deltas) AS facts
-            WHERE environment = \(environment) AND measure = ANY(\(names)::text[]) AND day <= \(to.number)
+            WHERE environment IN (\(environment), '') AND measure = ANY(\(names)::text[]) AND day <= \(to.number)
               AND (day >= \(from.number) OR measure = ANY(\(levels)::text[]))
-              AND (\(store)::text IS NULL OR store = \(store)) AND (\(product)::text IS NULL OR product = \(product))
+              AND (\(store)::text IS NULL OR store IN (\(store), '')) AND (\(product)::text IS NULL OR product = \(product))
             GROUP BY 1, 2, 3, 4
             """, logger: logger)
         var sums = AnalyticsSums()

@@ -1,0 +1,64 @@
+import Analytics
+import Entitlements
+import Foundation
+import PostgresNIO
+
+extension AnalyticsRollups {
+    /// Where an account's credits came from, for the usage rollups: a kind of bucket and what names its tier.
+    public struct UsageSource: Hashable, Sendable {
+        /// `cycle`, `daily`, `free`, `topup` or `entitlement`.
+        public var kind: String
+        /// A product (cycle buckets, purchases), a tier (daily buckets, grants) or nothing.
+        public var name: String
+    }
+
+    /// Rolls the credit ledger's rows up into `credits_spent` and `credits_granted` per day, meter and tier: every row
+    /// after the last one rolled up, up to (not including) the first written at or after `cutoff`, so a row is
+    /// counted once even when the transactions writing them commit out of order — as long as none commits more than
+    /// `now - cutoff` after it began. `tier` names the tier of a source (``UsageSource``). Returns the rows rolled up.
+    public func rollUpUsage(before cutoff: Date, tier: (UsageSource) -> String, on connection: PostgresConnection) async throws -> Int {
+        try await connection.query(
+            "INSERT INTO analytics_progress (name, position) VALUES ('credit_ledger', 0) ON CONFLICT (name) DO NOTHING", logger: logger)
+        var last: Int64 = 0
+        for try await position in try await connection.query(
+            "SELECT position FROM analytics_progress WHERE name = 'credit_ledger' FOR UPDATE", logger: logger
+        ).decode(Int64.self) { last = position }
+        var upTo = last
+        for try await bound in try await connection.query(
+            """
+            SELECT coalesce((SELECT min(id) - 1 FROM credit_ledger WHERE id > \(last) AND created_at >= \(cutoff)),
+                            (SELECT max(id) FROM credit_ledger), \(last))
+            """, logger: logger
+        ).decode(Int64.self) { upTo = bound }
+        guard upTo > last else { return 0 }
+        let rows = try await connection.query(
+            """
+            SELECT floor(extract(epoch FROM l.created_at) / 86400)::integer, b.meter, b.kind,
+                   CASE b.kind WHEN 'daily' THEN regexp_replace(b.key, '^.*:', '')
+                               WHEN 'entitlement' THEN coalesce(e.tier, e.product_id, '')
+                               WHEN 'cycle' THEN coalesce(s.product_id, '') ELSE '' END,
+                   coalesce(sum(-l.delta) FILTER (WHERE l.reason = 'usage'), 0)::bigint,
+                   coalesce(sum(l.delta) FILTER (WHERE l.operation_key LIKE 'grant:%' AND b.kind <> 'topup' AND l.delta > 0), 0)::bigint,
+                   count(*)
+            FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket
+            LEFT JOIN subscriptions s ON b.kind = 'cycle' AND s.original_transaction_id = b.original_transaction_id
+            LEFT JOIN entitlement_sources e ON b.kind = 'entitlement' AND e.id = b.billing_period
+            WHERE l.id > \(last) AND l.id <= \(upTo)
+            GROUP BY 1, 2, 3, 4
+            """, logger: logger)
+        var usage = AnalyticsContribution()
+        var counted = 0
+        for try await (day, meter, kind, name, spent, granted, rows) in rows.decode((Int32, String, String, String, Int64, Int64, Int64).self) {
+            let tier = tier(UsageSource(kind: kind, name: name))
+            for (measure, value) in [(AnalyticsMeasure.creditsSpent, spent), (.creditsGranted, granted)] {
+                usage.add(
+                    value,
+                    at: AnalyticsKey(day: AnalyticsDay(number: day), measure: measure, store: .unknown(""), environment: "", product: tier, currency: meter))
+            }
+            counted += Int(rows)
+        }
+        try await append(usage, on: connection)
+        try await connection.query("UPDATE analytics_progress SET position = \(upTo) WHERE name = 'credit_ledger'", logger: logger)
+        return counted
+    }
+}
