@@ -74,7 +74,8 @@ public struct AdminDashboardController: Sendable {
         async let statistics = jobs.statistics()
         async let failed = jobs.jobs(state: .failed, kind: nil, limit: 50)
         async let recent = records.recentNotifications(limit: 30)
-        var body = "<header><h1>Storekeeper</h1><span>\(HTMLPage.escape(HTMLPage.time(now)))</span>"
+        var body = "<header><h1>Storekeeper</h1><nav><b>Operations</b> · <a href=\"/admin/overview\">Overview</a></nav>"
+        body += "<span>\(HTMLPage.escape(HTMLPage.time(now)))</span>"
         body += "<span>signed in as \(HTMLPage.escape(viewer.name)) (\(viewer.role.rawValue))</span></header><main>"
         body += Self.queueSection(try await statistics)
         body += try await accountSection(account, grantError: grantError, viewer: viewer, now: now)

@@ -73,6 +73,10 @@ struct HTMLPage: ResponseGenerator {
         .stat{display:inline-block;margin-right:28px}.stat b{display:block;font-size:22px}
         form.inline{display:inline}button{font:inherit;padding:3px 10px;border-radius:6px;border:1px solid #0071e3;background:#0071e3;color:#fff;cursor:pointer}
         input[type=text]{font:inherit;padding:5px 8px;width:340px;border:1px solid #d2d2d7;border-radius:6px}
+        header nav{color:#a1a1a6}header a{color:#fff}
+        svg.chart{width:100%;height:auto;max-height:260px}.legend{font-size:12px;display:flex;flex-wrap:wrap;gap:14px;margin:4px 0}
+        .legend i{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:4px}
+        form.filters label{margin-right:10px;color:#6e6e73}form.filters input,form.filters select{font:inherit;padding:3px 6px}
         .error{max-width:520px;white-space:pre-wrap;word-break:break-word;font:12px ui-monospace,Menlo,monospace;color:#6e6e73}
         """
 }

@@ -146,6 +146,7 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         if let analytics = dependencies.analytics {
             AnalyticsController(charts: analytics, defaultEnvironment: dependencies.analyticsEnvironment, clock: dependencies.clock)
                 .addRoutes(to: dashboard)
+            OverviewPage(charts: analytics, defaultEnvironment: dependencies.analyticsEnvironment, clock: dependencies.clock).addRoutes(to: dashboard)
         }
     }
     router.add(middleware: UnknownRouteMiddleware<StorekeeperRequestContext>(routes: router.routes))

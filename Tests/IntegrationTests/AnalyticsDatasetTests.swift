@@ -134,6 +134,21 @@ struct AnalyticsDatasetTests {
                 try await Self.expectFigures(client)
                 let deltas = try await harness.count("SELECT count(*) FROM analytics_deltas")
 
+                // The overview draws the same figures as SVG, with no script, each chart with its CSV.
+                let basic = "Basic " + Data("vera:viewer-key".utf8).base64EncodedString()
+                let overview = try await client.execute(
+                    uri: "/admin/overview?from=2026-10-01&to=2026-11-20&environment=sandbox", method: .get, headers: [.authorization: basic])
+                #expect(overview.status == .ok)
+                let page = String(buffer: overview.body)
+                #expect(page.components(separatedBy: "<svg").count - 1 == 6)
+                #expect(!page.contains("<script"))
+                // MRR at the end of the range in USD (rates configured): 12980 + 19789 milliunits = 32.77.
+                #expect(page.contains("mrr USD <b>32.77</b>"), "\(page.prefix(4000))")
+                #expect(page.contains("left out of the total, no rate: JPY"))
+                #expect(page.contains("/admin/analytics/revenue?from=2026-10-01&amp;to=2026-11-20&amp;interval=day&amp;environment=sandbox&amp;format=csv"))
+                let refused = try await client.execute(uri: "/admin/overview?from=yesterday", method: .get, headers: [.authorization: basic])
+                #expect(refused.status == .ok && String(buffer: refused.body).contains("from must be a date"))
+
                 // Fold the differences into the daily sums: the same answers.
                 _ = try await harness.client.withConnection { try await AnalyticsRollups(logger: TestDatabase.logger).compact(on: $0) }
                 #expect(try await harness.count("SELECT count(*) FROM analytics_deltas") == 0)

@@ -5667,6 +5667,129 @@ public enum OpenAPIDocument {
           }
         }
       }
+    },
+    "/admin/overview": {
+      "get": {
+        "operationId": "getOverview",
+        "summary": "The business overview: charts drawn as SVG (HTML)",
+        "tags": [
+          "Dashboard"
+        ],
+        "description": "MRR, active subscriptions and trials, trials started and converted, revenue, churn and credits spent, as SVG charts drawn on the server from the analytics rollups (no script), each with its CSV (`GET /admin/analytics/{metric}?format=csv`). A malformed filter is said on the page, which then shows the last 30 days.",
+        "security": [
+          {
+            "adminKey": []
+          },
+          {
+            "adminBasic": []
+          }
+        ],
+        "x-storekeeper-role": "viewer",
+        "parameters": [
+          {
+            "name": "from",
+            "in": "query",
+            "description": "The first day (default: 29 days before `to`)",
+            "schema": {
+              "type": "string",
+              "format": "date"
+            }
+          },
+          {
+            "name": "to",
+            "in": "query",
+            "description": "The last day, at most today in UTC (default: today)",
+            "schema": {
+              "type": "string",
+              "format": "date"
+            }
+          },
+          {
+            "name": "interval",
+            "in": "query",
+            "schema": {
+              "type": "string",
+              "enum": [
+                "day",
+                "week",
+                "month"
+              ],
+              "default": "day"
+            }
+          },
+          {
+            "name": "store",
+            "in": "query",
+            "schema": {
+              "type": "string",
+              "enum": [
+                "app_store",
+                "stripe"
+              ]
+            }
+          },
+          {
+            "name": "product",
+            "in": "query",
+            "description": "One product id (for `usage`, one tier)",
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 256
+            }
+          },
+          {
+            "name": "environment",
+            "in": "query",
+            "description": "Default: `production` when `STOREKEEPER_ENVIRONMENTS` accepts it, else `sandbox`",
+            "schema": {
+              "type": "string",
+              "enum": [
+                "production",
+                "sandbox"
+              ]
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The page",
+            "content": {
+              "text/html": {
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/DashboardUnauthorized"
+          },
+          "503": {
+            "description": "Service unavailable: the database did not answer in time (`unavailable`); retry later",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        }
+      }
     }
   },
   "components": {
