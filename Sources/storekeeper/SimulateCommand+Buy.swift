@@ -18,7 +18,7 @@ extension SimulateCommand {
         var transaction = TransactionPayload(
             transactionId: transactionId, originalTransactionId: transactionId, productId: productId, bundleId: bundleId,
             environment: .sandbox, signedDate: now)
-        transaction.type = types[productId] == "non_renewing" ? "Non-Renewing Subscription" : "Non-Consumable"
+        transaction.type = types[productId]?.type == "non_renewing" ? "Non-Renewing Subscription" : "Non-Consumable"
         transaction.purchaseDate = now
         transaction.originalPurchaseDate = now
         transaction.quantity = 1

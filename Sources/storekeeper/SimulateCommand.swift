@@ -41,6 +41,9 @@ struct SimulateCommand: AsyncParsableCommand {
 
     @Option(help: "Storekeeper's base URL (default: the running dev server's).") var url: String?
 
+    @Flag(help: "subscribe: begin with a 7-day introductory free trial (the next renew starts the first paid period).")
+    var trial = false
+
     func validate() throws {
         if scenario == "advance" {
             guard let duration, let seconds = Self.seconds(in: duration), seconds <= 10 * 366 * 86_400 else {
@@ -60,6 +63,7 @@ struct SimulateCommand: AsyncParsableCommand {
         if duration != nil { throw ValidationError("only advance takes a duration") }
         if let account, UUID(uuidString: account) == nil { throw ValidationError("--account must be a UUID") }
         if periodDays <= 0 { throw ValidationError("--period-days must be positive") }
+        if trial, scenario != .subscribe { throw ValidationError("--trial is for subscribe only") }
         if (scenario == .upgrade || scenario == .downgrade) != (to != nil) {
             throw ValidationError("--to PRODUCT is required by upgrade and downgrade, and only by them")
         }
@@ -94,7 +98,7 @@ struct SimulateCommand: AsyncParsableCommand {
         guard scenario == .subscribe || current != nil else {
             throw CommandFailure("subscription \(subscriptionId) is not known here: `simulate subscribe` it first")
         }
-        try await server.checkProducts([product, to].compactMap { $0 })
+        let catalogue = try await server.checkProducts([product, to].compactMap { $0 })
         if product == nil, let currentProduct = current?.productId { subscription.productId = currentProduct }
         let currentPeriod = current?.period
         // What Apple sends at the end of the period in force is sent then: the dev server's clock moves there first.
@@ -106,7 +110,19 @@ struct SimulateCommand: AsyncParsableCommand {
         if let last = current?.signedDate, Int64((now.timeIntervalSince1970 * 1000).rounded(.down)) <= last {
             now = Date(timeIntervalSince1970: Double(last + 1) / 1000)
         }
-        let event = SimulatedEvent.scenario(scenario, subscription: subscription, currentPeriod: currentPeriod, target: to, at: now)
+        var event = SimulatedEvent.scenario(scenario, subscription: subscription, currentPeriod: currentPeriod, target: to, at: now)
+        // Apple signs what the period cost: the catalogue's price of the product, so the dev server's analytics have money.
+        if let productId = event.transaction?.productId, let listed = catalogue[productId], let price = listed.price, let currency = listed.currency {
+            event.transaction?.price = trial ? 0 : price
+            event.transaction?.currency = currency
+        }
+        if trial, let start = event.transaction?.purchaseDate {
+            event.transaction?.expiresDate = start + 7 * 86_400_000
+            event.transaction?.offerType = 1
+            event.transaction?.offerDiscountType = "FREE_TRIAL"
+            event.transaction?.offerPeriod = "P1W"
+            event.renewalInfo?.renewalDate = start + 7 * 86_400_000
+        }
         let signer = NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: bundleId)
 
         var request = HTTPClientRequest(url: server.baseURL + "/notifications/apple")

@@ -45,19 +45,20 @@ struct DevServer {
     /// Refuses product ids the server's catalogue does not sell (`GET /v1/tiers`): Apple sends only its own products.
     /// Refuses a product the server's catalogue does not sell as one of `types` (`auto_renewable` for the
     /// subscription scenarios, `lifetime` or `non_renewing` for `buy`), naming those it does; returns each product's
-    /// type. A server whose catalogue cannot be read is not second-guessed.
+    /// type, price and currency. A server whose catalogue cannot be read is not second-guessed.
     @discardableResult
-    func checkProducts(_ ids: [String], types: Set<String> = ["auto_renewable"]) async throws -> [String: String] {
-        guard !ids.isEmpty, let response = try? await HTTPClient.shared.execute(HTTPClientRequest(url: baseURL + "/v1/tiers"), timeout: .seconds(10)),
+    func checkProducts(_ ids: [String], types: Set<String> = ["auto_renewable"]) async throws -> [String: (type: String, price: Int64?, currency: String?)] {
+        guard let response = try? await HTTPClient.shared.execute(HTTPClientRequest(url: baseURL + "/v1/tiers"), timeout: .seconds(10)),
             response.status == .ok, let body = try? await response.body.collect(upTo: 1 << 20),
             let catalogue = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]
         else { return [:] }
         let tiers = (catalogue["tiers"] as? [[String: Any]]) ?? []
-        var products: [String: String] = [:]
+        var products: [String: (type: String, price: Int64?, currency: String?)] = [:]
         for product in tiers.flatMap({ $0["products"] as? [[String: Any]] ?? [] }) {
-            if let id = product["id"] as? String { products[id] = product["type"] as? String ?? "auto_renewable" }
+            guard let id = product["id"] as? String else { continue }
+            products[id] = (product["type"] as? String ?? "auto_renewable", (product["price"] as? NSNumber)?.int64Value, product["currency"] as? String)
         }
-        let known = products.filter { types.contains($0.value) }.keys.sorted()
+        let known = products.filter { types.contains($0.value.type) }.keys.sorted()
         for id in ids where !known.contains(id) {
             let kind = types == ["auto_renewable"] ? "subscription" : "lifetime or non-renewing"
             throw CommandFailure("\(id) is not a \(kind) product of this server's catalogue; those are: \(known.joined(separator: ", "))")

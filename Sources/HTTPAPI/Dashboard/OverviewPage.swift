@@ -57,16 +57,17 @@ struct OverviewPage: Sendable {
         var sections: [(String, AnalyticsMetric, SVGChart, String?)] = [
             ("MRR", .mrr, SVGChart(title: "MRR", style: .line, dates: dates, lines: lines(mrr, [totals ? "mrr_total" : "mrr"], label: money), format: SVGChart.money),
              mrr.missingRates.isEmpty ? nil : "left out of the total, no rate: \(mrr.missingRates.joined(separator: ", "))"),
-            ("Active subscriptions and trials", .actives, SVGChart(title: "Actives", style: .line, dates: dates, lines: lines(actives, ["active_subscriptions", "active_trials"]), format: SVGChart.count), nil),
-            ("Trials started and converted", .trials, SVGChart(title: "Trials", style: .bars, dates: dates, lines: lines(trials, ["new_trials", "trial_conversions"]), format: SVGChart.count), nil),
+            ("Active subscriptions and trials", .actives, SVGChart(title: "Actives", style: .line, dates: dates, lines: lines(actives, ["active_subscriptions", "active_trials"]), format: SVGChart.count, wholeNumbers: true), nil),
+            ("Trials started and converted", .trials, SVGChart(title: "Trials", style: .bars, dates: dates, lines: lines(trials, ["new_trials", "trial_conversions"]), format: SVGChart.count, wholeNumbers: true), nil),
             ("Revenue", .revenue, SVGChart(title: "Revenue", style: .bars, dates: dates, lines: lines(revenue, totals ? ["gross_total", "refunds_total"] : ["gross", "refunds"], label: money), format: SVGChart.money),
              revenue.missingRates.isEmpty ? nil : "left out of the totals, no rate: \(revenue.missingRates.joined(separator: ", "))"),
-            ("Churn", .churn, SVGChart(title: "Churn", style: .bars, dates: dates, lines: lines(churn, ["churned", "resubscriptions"]), format: SVGChart.count),
+            ("Churn", .churn, SVGChart(title: "Churn", style: .bars, dates: dates, lines: lines(churn, ["churned", "resubscriptions"]), format: SVGChart.count, wholeNumbers: true),
              Self.churnRate(churn)),
         ]
-        let spent = usage.series.filter { $0.name == "credits_spent" }
+        // Only the meters and tiers something was spent from.
+        let spent = usage.series.filter { $0.name == "credits_spent" && $0.points.contains { ($0.value ?? 0) != 0 } }
         sections.append(("Credits spent", .usage, SVGChart(title: "Credits spent", style: .bars, dates: dates,
-            lines: spent.map { SVGChart.Line(label: "\($0.tier ?? "") \($0.meter ?? "")", values: $0.points.map(\.value)) }, format: SVGChart.count),
+            lines: spent.map { SVGChart.Line(label: "\($0.tier ?? "") \($0.meter ?? "")", values: $0.points.map(\.value)) }, format: SVGChart.count, wholeNumbers: true),
             Self.allowanceUsed(usage)))
         for (title, metric, svg, note) in sections {
             body += "<section><h2>\(HTMLPage.escape(title))</h2>\(svg.svg)"

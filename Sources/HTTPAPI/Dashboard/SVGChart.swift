@@ -17,6 +17,8 @@ struct SVGChart {
     var lines: [Line]
     /// How a value is written on the axis (money in major units, counts, percentages).
     var format: (Double) -> String
+    /// Counts: the axis steps in whole numbers.
+    var wholeNumbers = false
 
     static let palette = ["#0071e3", "#34c759", "#ff9f0a", "#af52de", "#ff3b30", "#5ac8fa", "#8e8e93"]
     static let (width, height) = (560.0, 220.0)
@@ -25,7 +27,9 @@ struct SVGChart {
     var svg: String {
         let plotWidth = Self.width - Self.left - Self.right, plotHeight = Self.height - Self.top - Self.bottom
         let values = lines.flatMap { $0.values.compactMap { $0 } }
-        let maximum = Self.niceCeiling(max(values.max() ?? 0, 0))
+        // Counts step in whole numbers: four grid lines need a maximum that is a multiple of 4.
+        let highest = max(values.max() ?? 0, 0)
+        let maximum = wholeNumbers ? 4 * max(Self.niceCeiling(highest / 4, steps: [1, 2, 5, 10]), 1) : Self.niceCeiling(highest)
         let minimum = min(values.min() ?? 0, 0)
         let span = max(maximum - minimum, 1e-9)
         func y(_ value: Double) -> Double { Self.top + plotHeight * (1 - (value - minimum) / span) }
@@ -42,7 +46,9 @@ struct SVGChart {
         }
         for index in Set([0, count / 2, count - 1]).sorted() where dates.indices.contains(index) {
             let x = Self.left + plotWidth * (Double(index) + 0.5) / Double(count)
-            svg += "<text x=\"\(Self.rounded(x))\" y=\"\(Self.height - 8)\" text-anchor=\"middle\" font-size=\"10\" fill=\"#6e6e73\">\(dates[index])</text>"
+            // The first and last dates hang inward, so neither is cut at the edge.
+            let anchor = count > 1 && index == 0 ? "start" : count > 1 && index == count - 1 ? "end" : "middle"
+            svg += "<text x=\"\(Self.rounded(x))\" y=\"\(Self.height - 8)\" text-anchor=\"\(anchor)\" font-size=\"10\" fill=\"#6e6e73\">\(dates[index])</text>"
         }
         switch style {
         case .line:
@@ -73,17 +79,20 @@ struct SVGChart {
         }
         svg += "</svg><div class=\"legend\">"
         for (number, line) in lines.enumerated() {
-            let last = line.values.last(where: { $0 != nil }).flatMap { $0 }.map(format) ?? "—"
+            // A line's legend gives its last value (a level), bars their sum over the range (a flow).
+            let shown = style == .line ? line.values.last(where: { $0 != nil }).flatMap { $0 } : line.values.compactMap { $0 }.reduce(0, +)
+            let last = shown.map(format) ?? "—"
             svg += "<span><i style=\"background:\(Self.palette[number % Self.palette.count])\"></i>\(HTMLPage.escape(line.label)) <b>\(HTMLPage.escape(last))</b></span>"
         }
         return svg + "</div>"
     }
 
-    /// The smallest of 1, 2, 2.5, 5 × 10ⁿ at or above `value`, so the axis reads in round steps.
-    static func niceCeiling(_ value: Double) -> Double {
+    /// The smallest of `steps` × 10ⁿ at or above `value` (1, 2, 2.5 or 5 × 10ⁿ), so the axis reads in round steps;
+    /// whole-number axes leave out 2.5 and never go below 1.
+    static func niceCeiling(_ value: Double, steps: [Double] = [1, 2, 2.5, 5, 10]) -> Double {
         guard value > 0 else { return 1 }
-        let magnitude = pow(10, floor(log10(value)))
-        for step in [1, 2, 2.5, 5, 10] where step * magnitude >= value { return step * magnitude }
+        let magnitude = max(pow(10, floor(log10(value))), steps == [1, 2, 5, 10] ? 1 : 0)
+        for step in steps where step * magnitude >= value { return step * magnitude }
         return 10 * magnitude
     }
 
