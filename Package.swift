@@ -199,7 +199,7 @@ let package = Package(
         .executableTarget(
             name: "storekeeper-bench",
             dependencies: [
-                "StorekeeperRuntime", "HostileInput", "SignedData", "LocalSigning", "Persistence", "Jobs", "HTTPAPI", "StripeStore", "StripeFake", "Events",
+                "StorekeeperRuntime", "Analytics", "Subscriptions", "Entitlements", "HostileInput", "SignedData", "LocalSigning", "Persistence", "Jobs", "HTTPAPI", "StripeStore", "StripeFake", "Events",
                 "AppStoreModels",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -242,6 +242,7 @@ let package = Package(
         .testTarget(name: "PayloadDecodingTests", dependencies: ["PayloadDecoding", "AppStoreModels", "HostileInput", "TestSupport"]),
         .testTarget(name: "CreditsTests", dependencies: ["Credits", "Subscriptions", "Entitlements", "AppStoreModels"]),
         .testTarget(name: "StripeStoreTests", dependencies: ["StripeStore", "Subscriptions", "Credits", "Entitlements", "AppStoreModels"]),
+        .testTarget(name: "AnalyticsTests", dependencies: ["Analytics", "Subscriptions", "Entitlements", "AppStoreModels"]),
         .testTarget(name: "EventsTests", dependencies: ["Events", "Credits", "Subscriptions", "AppStoreModels"]),
         // Scenarios as data: Scenarios/*.json, signed, verified and derived without a database.
         .testTarget(

@@ -11,21 +11,20 @@ public struct AnalyticsRollups: Sendable {
 
     public init(logger: Logger) { self.logger = logger }
 
-    /// Replaces `subscription`'s contribution with `contribution`, appending the difference — nothing when it is the
-    /// same, as it is whenever the same facts are derived again. On the caller's transaction, which holds the
-    /// subscription's lock.
+    /// Replaces `subscription`'s contribution with `contribution`, appending the difference from the stored one —
+    /// nothing, and no write, when they are the same, as they are whenever the same facts are derived again. One call
+    /// of `analytics_record` (sql/0026: the difference is taken in PostgreSQL), on the caller's transaction, which holds
+    /// the subscription's lock.
     public func record(_ contribution: AnalyticsContribution, ofSubscription subscription: String, on connection: PostgresConnection) async throws {
-        let rows = try await connection.query(
-            "SELECT entries::text FROM analytics_contributions WHERE subscription_id = \(subscription)", logger: logger)
-        var old = AnalyticsContribution()
-        for try await (text) in rows.decode(String.self) { old = Self.contribution(json: text) }
-        let difference = contribution.difference(from: old)
-        guard !difference.isEmpty else { return }
-        try await append(difference, on: connection)
+        let entries = contribution.values.sorted { Self.row($0.key).lexicographicallyPrecedes(Self.row($1.key)) }
+        let (days, measures, stores) = (entries.map(\.key.day.number), entries.map(\.key.measure.rawValue), entries.map(\.key.store.text))
+        let (environments, products, currencies, amounts) = (
+            entries.map(\.key.environment), entries.map(\.key.product), entries.map(\.key.currency), entries.map(\.value)
+        )
         try await connection.query(
             """
-            INSERT INTO analytics_contributions (subscription_id, entries) VALUES (\(subscription), \(Self.json(contribution))::jsonb)
-            ON CONFLICT (subscription_id) DO UPDATE SET entries = excluded.entries
+            SELECT analytics_record(\(subscription), \(days)::integer[], \(measures)::text[], \(stores)::text[], \(environments)::text[],
+                                    \(products)::text[], \(currencies)::text[], \(amounts)::bigint[])
             """, logger: logger)
     }
 
@@ -94,34 +93,8 @@ public struct AnalyticsRollups: Sendable {
         return sums
     }
 
-    // MARK: The stored form of a contribution
-
+    /// An entry's key as text, for a stable order.
     static func row(_ key: AnalyticsKey) -> [String] {
         [String(key.day.number), key.measure.rawValue, key.store.text, key.environment, key.product, key.currency]
-    }
-
-    static func json(_ contribution: AnalyticsContribution) -> String {
-        let rows: [[Any]] = contribution.values.sorted { row($0.key).lexicographicallyPrecedes(row($1.key)) }.map { key, value in
-            [Int(key.day.number), key.measure.rawValue, key.store.text, key.environment, key.product, key.currency, value]
-        }
-        let data = (try? JSONSerialization.data(withJSONObject: rows)) ?? Data("[]".utf8)
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    /// A stored contribution; a row this version cannot read (a measure it does not know) is left out.
-    static func contribution(json text: String) -> AnalyticsContribution {
-        guard let rows = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[Any]] else { return AnalyticsContribution() }
-        var contribution = AnalyticsContribution()
-        for row in rows where row.count == 7 {
-            guard let day = (row[0] as? NSNumber)?.int32Value, let measure = (row[1] as? String).flatMap(AnalyticsMeasure.init(rawValue:)),
-                let store = row[2] as? String, let environment = row[3] as? String, let product = row[4] as? String, let currency = row[5] as? String,
-                let value = (row[6] as? NSNumber)?.int64Value
-            else { continue }
-            contribution.add(
-                value,
-                at: AnalyticsKey(
-                    day: AnalyticsDay(number: day), measure: measure, store: Store(store), environment: environment, product: product, currency: currency))
-        }
-        return contribution
     }
 }
