@@ -4,12 +4,14 @@ import Subscriptions
 
 extension AdminDashboardController {
     /// The account lookup: a form, and for a valid id its status, subscriptions, credits, events, archive and ledger.
-    func accountSection(_ text: String?, grantError: String? = nil, viewer: OperatorIdentity, now: Date) async throws -> String {
+    func accountSection(_ text: String?, found: String? = nil, grantError: String? = nil, viewer: OperatorIdentity, now: Date) async throws -> String {
+        // One box finds an account by any id; a link to an account uses `account=` and shows it whatever it holds.
         var html = """
-            <section><h2>Account</h2><form method="get" action="/admin"><input type="text" name="account" \
-            placeholder="account id" value="\(HTMLPage.escape(text ?? ""))"> \
-            <button type="submit">Look up</button></form>
+            <section><h2>Account</h2><form method="get" action="/admin"><input type="text" name="find" \
+            placeholder="account id, transaction id, sub_… cus_… in_… ch_…, purchase token" value="\(HTMLPage.escape(text ?? ""))"> \
+            <button type="submit">Find</button></form>
             """
+        if let found { html += "<p class=\"muted\">\(HTMLPage.escape(found))</p>" }
         guard let text, !text.isEmpty else { return html + "</section>" }
         guard let account = AccountID(text) else {
             return html + "<p class=\"bad\">\(HTMLPage.escape(text)) is not an account id (\(AccountID.rule))</p></section>"
@@ -39,25 +41,17 @@ extension AdminDashboardController {
                     HTMLPage.Cell(value.dailyRemaining.map(String.init) ?? "—"), HTMLPage.Cell(HTMLPage.time(value.resetsAt)),
                 ]
             })
-        html += "</section><section class=\"wide\"><h2>History of \(HTMLPage.escape(account.text))</h2>"
-        let events = try await records.events(ofSubscriptions: subscriptions.map(\.originalTransactionId), account: account, limit: 50)
-        html += HTMLPage.table(
-            ["signed", "event", "subscription", "outcome"],
-            events.map { event in
-                [
-                    HTMLPage.Cell(HTMLPage.time(event.signedDate)), HTMLPage.Cell(event.type + (event.subtype.map { "/\($0)" } ?? "")),
-                    .raw("<code>\(HTMLPage.escape(event.originalTransactionId))</code>"), HTMLPage.Cell(event.outcomeText),
-                ]
-            }, empty: "no events")
-        let archive = try await records.archive(ofAccount: account)
-        if !archive.isEmpty {
-            html += "<h2>Archive</h2>" + HTMLPage.table(
-                ["subscription", "reason", "product", "ended", "reinstated"],
-                archive.map {
-                    [HTMLPage.Cell($0.originalTransactionId), HTMLPage.Cell($0.reason), HTMLPage.Cell($0.productId),
-                     HTMLPage.Cell(HTMLPage.time($0.endedAt)), HTMLPage.Cell(HTMLPage.time($0.reinstatedAt))]
-                })
+        html += "</section><section class=\"wide\"><h2>Timeline of \(HTMLPage.escape(account.text))</h2>"
+        var timeline = AccountTimeline()
+        timeline.add(signed: try await records.events(ofSubscriptions: subscriptions.map(\.originalTransactionId), account: account, limit: 100))
+        if let events {
+            let recent = try await events.recent(account: account, limit: 100)
+            timeline.add(changes: recent, deliveries: try await events.deliveries(of: recent.map(\.id)))
         }
+        timeline.add(ledger: try await records.ledger(ofAccount: account, limit: 100))
+        timeline.add(ends: try await records.archive(ofAccount: account))
+        if let audit { timeline.add(operators: try await audit.actions(.init(account: account, limit: 100))) }
+        html += timeline.html(limit: 200)
         let refunds = try await records.refundRequests(ofAccount: account, limit: 20)
         if !refunds.isEmpty {
             html += "<h2>Refund requests</h2>" + HTMLPage.table(
@@ -71,21 +65,11 @@ extension AdminDashboardController {
                     ]
                 })
         }
-        html += "<h2>Ledger</h2>" + HTMLPage.table(
-            ["at", "meter", "delta", "reason", "operation"],
-            try await records.ledger(ofAccount: account, limit: 100).map { entry in
-                [
-                    HTMLPage.Cell(HTMLPage.time(entry.at)), HTMLPage.Cell(entry.meter),
-                    .raw("<span class=\"\(entry.delta < 0 ? "bad" : "good")\">\(entry.delta > 0 ? "+" : "")\(entry.delta)</span>"),
-                    HTMLPage.Cell(entry.reason), .raw("<code>\(HTMLPage.escape(entry.operationKey))</code>"),
-                ]
-            }, empty: "no credit operations")
         html += "</section>"
-        if let audit {
+        if audit != nil {
             let query = account.text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
-            html += Self.auditSection(
-                try await audit.actions(.init(account: account, limit: 50)), title: "Operator actions on \(account.text)",
-                csv: "/admin/audit?format=csv&limit=1000&account=\(query)")
+            html += "<section class=\"wide\"><p class=\"muted\">Operator actions on \(HTMLPage.escape(account.text)) are in the timeline; "
+            html += "<a href=\"/admin/audit?format=csv&amp;limit=1000&amp;account=\(HTMLPage.escape(query))\">download them as CSV</a>.</p></section>"
         }
         return html
     }

@@ -27,15 +27,17 @@ public struct AdminDashboardController: Sendable {
     let events: (any EventReading)?
     let grants: (any GrantAdministration)?
     let audit: (any OperatorAuditing)?
+    let search: (any AccountSearching)?
     let catalogue: TierCatalogue?
     let clock: @Sendable () -> Date
 
     public init(
         jobs: any JobAdministration, records: any OperatorReading, accounts: any AccountStatusReading, events: (any EventReading)? = nil,
-        grants: (any GrantAdministration)? = nil, audit: (any OperatorAuditing)? = nil, catalogue: TierCatalogue? = nil,
-        clock: @escaping @Sendable () -> Date
+        grants: (any GrantAdministration)? = nil, audit: (any OperatorAuditing)? = nil, search: (any AccountSearching)? = nil,
+        catalogue: TierCatalogue? = nil, clock: @escaping @Sendable () -> Date
     ) {
         self.audit = audit
+        self.search = search
         self.events = events
         self.grants = grants
         self.catalogue = catalogue
@@ -51,7 +53,8 @@ public struct AdminDashboardController: Sendable {
             // A refused grant form comes back here with why (the page escapes it).
             let grantError = request.uri.queryParameters.get("grantError").map { String($0.prefix(300)) }
             let viewer = context.operatorIdentity ?? OperatorIdentity(name: "—", role: .viewer)
-            return try await withDatabase { try await self.page(account: account, grantError: grantError, viewer: viewer) }
+            let find = request.uri.queryParameters.get("find")
+            return try await withDatabase { try await self.page(account: account, find: find, grantError: grantError, viewer: viewer) }
         }
         group.post("jobs/{id}/requeue") { request, context -> Response in
             guard let id = Int64(try context.parameters.require("id")) else { throw APIError.badRequest("job id must be a number") }
@@ -69,7 +72,7 @@ public struct AdminDashboardController: Sendable {
         }
     }
 
-    func page(account: String?, grantError: String? = nil, viewer: OperatorIdentity) async throws -> HTMLPage {
+    func page(account: String?, find: String? = nil, grantError: String? = nil, viewer: OperatorIdentity) async throws -> HTMLPage {
         let now = clock()
         async let statistics = jobs.statistics()
         async let failed = jobs.jobs(state: .failed, kind: nil, limit: 50)
@@ -78,7 +81,23 @@ public struct AdminDashboardController: Sendable {
         body += "<span>\(HTMLPage.escape(HTMLPage.time(now)))</span>"
         body += "<span>signed in as \(HTMLPage.escape(viewer.name)) (\(viewer.role.rawValue))</span></header><main>"
         body += Self.queueSection(try await statistics)
-        body += try await accountSection(account, grantError: grantError, viewer: viewer, now: now)
+        var account = account
+        var found: String?
+        if let find, let search {
+            // One account found is shown at once; several or none are listed.
+            if let text = try? SearchController.query(find) {
+                let matches = try await search.matches(text, limit: 20)
+                if matches.count == 1 {
+                    account = matches[0].accountId
+                    found = "found \(text.prefix(128)) as \(matches[0].matchedBy.replacingOccurrences(of: "_", with: " "))"
+                } else {
+                    found = Self.searchResults(text, matches)
+                }
+            } else {
+                found = "\(find.prefix(128)) is not an id: 1–512 bytes, no control characters"
+            }
+        }
+        body += try await accountSection(account, found: found, grantError: grantError, viewer: viewer, now: now)
         body += Self.failedSection(try await failed, canRequeue: viewer.role >= .admin)
         if let events { body += Self.failedDeliveriesSection(try await events.failedDeliveries(limit: 50), canRedeliver: viewer.role >= .support) }
         body += Self.notificationsSection(try await recent)
@@ -128,6 +147,13 @@ public struct AdminDashboardController: Sendable {
         }
         return "<section class=\"wide\"><h2>Failed jobs</h2>"
             + HTMLPage.table(["id", "kind", "attempts", "last error", ""], rows, empty: "no failed jobs") + "</section>"
+    }
+
+    /// What a search found when it was not one account: none, or a list to choose from (escaped here).
+    static func searchResults(_ text: String, _ matches: [AccountSearch.Match]) -> String {
+        guard !matches.isEmpty else { return "no account is known by \(text.prefix(128))" }
+        return "\(matches.count) accounts are known by \(text.prefix(128)): "
+            + matches.map { "\($0.accountId) (\($0.matchedBy.replacingOccurrences(of: "_", with: " ")))" }.joined(separator: ", ")
     }
 
     /// Operator actions, newest first, with a link to the CSV of the same selection.

@@ -13,6 +13,7 @@ public protocol EventReading: Sendable {
     func detail(_ id: UUID) async throws -> EventHistory.Detail?
     func redeliver(_ id: UUID, endpoint: String?) async throws -> [String]?
     func failedDeliveries(limit: Int) async throws -> [(event: UUID, endpoint: String, account: String, attempts: Int)]
+    func deliveries(of events: [UUID]) async throws -> [UUID: [WebhookDeliveries.Delivery]]
 }
 
 extension EventHistory: EventReading {}

@@ -74,6 +74,9 @@ struct HTMLPage: ResponseGenerator {
         form.inline{display:inline}button{font:inherit;padding:3px 10px;border-radius:6px;border:1px solid #0071e3;background:#0071e3;color:#fff;cursor:pointer}
         input[type=text]{font:inherit;padding:5px 8px;width:340px;border:1px solid #d2d2d7;border-radius:6px}
         header nav{color:#a1a1a6}header a{color:#fff}
+        .kind{display:inline-block;font-size:11px;padding:1px 6px;border-radius:8px;background:#e8e8ed;color:#1d1d1f}
+        .kind.signed{background:#dceeff}.kind.change{background:#e3f6e8}.kind.credits{background:#fff1d6}
+        .kind.end{background:#fde2e1}.kind.operator{background:#efe3fb}
         svg.chart{width:100%;height:auto;max-height:260px}.legend{font-size:12px;display:flex;flex-wrap:wrap;gap:14px;margin:4px 0}
         .legend i{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:4px}
         form.filters label{margin-right:10px;color:#6e6e73}form.filters input,form.filters select{font:inherit;padding:3px 6px}

@@ -44,6 +44,8 @@ public struct HTTPDependencies: Sendable {
     public var audit: any OperatorAuditing
     /// Analytics charts; `nil` leaves `/admin/analytics/…` and the overview out.
     public var analytics: (any AnalyticsCharting)?
+    /// The support console's search; `nil` leaves `/admin/search` and the dashboard's search out.
+    public var search: (any AccountSearching)?
     /// The environment charts show when none is asked for.
     public var analyticsEnvironment = "production"
     /// Bearer keys `GET /metrics` requires; empty leaves it open (keep it off the public listener then).
@@ -140,8 +142,10 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
             .add(middleware: SameSiteWriteMiddleware(mediaType: "application/x-www-form-urlencoded"))
         AdminDashboardController(
             jobs: dependencies.jobs, records: dependencies.records, accounts: dependencies.accounts, events: dependencies.events,
-            grants: dependencies.grants, audit: dependencies.audit, catalogue: dependencies.catalogue, clock: dependencies.clock
+            grants: dependencies.grants, audit: dependencies.audit, search: dependencies.search, catalogue: dependencies.catalogue,
+            clock: dependencies.clock
         ).addRoutes(to: dashboard)
+        if let search = dependencies.search { SearchController(search: search).addRoutes(to: dashboard) }
         AuditController(audit: dependencies.audit).addRoutes(to: dashboard)
         if let analytics = dependencies.analytics {
             AnalyticsController(charts: analytics, defaultEnvironment: dependencies.analyticsEnvironment, clock: dependencies.clock)

@@ -170,6 +170,7 @@ public struct StorekeeperComponents: Sendable {
         dependencies.events = EventHistory(client: client, queue: queue, logger: logger)
         dependencies.refunds = refunds
         dependencies.grants = grants
+        dependencies.search = AccountSearch(client: client, logger: logger)
         dependencies.analytics = AnalyticsCharts(client: client, rates: configuration.currencyRates, logger: logger)
         dependencies.analyticsEnvironment = configuration.environments.contains(.production) ? "production" : "sandbox"
         dependencies.stripe = configuration.stripe.flatMap { settings in

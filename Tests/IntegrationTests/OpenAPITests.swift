@@ -138,6 +138,11 @@ struct OpenAPITests {
                 try await record("/admin/analytics/{metric}", .get, "/admin/analytics/mrr?interval=fortnight", headers: admin)
                 try await record("/admin/analytics/{metric}", .get, "/admin/analytics/ltv", headers: admin)
                 #expect(collected.withLock { $0.suffix(9).map(\.status) } == [200, 200, 200, 200, 200, 200, 200, 400, 404])
+                try await record("/admin/search", .get, "/admin/search?q=\(account.uuidString.lowercased())", headers: admin)
+                try await record("/admin/search", .get, "/admin/search?q=\(flow.originalTransactionId)", headers: admin)
+                try await record("/admin/search", .get, "/admin/search?q=nobody", headers: admin)
+                try await record("/admin/search", .get, "/admin/search?q=", headers: admin)
+                #expect(collected.withLock { $0.suffix(4).map(\.status) } == [200, 200, 200, 400])
             }
         }
         let answers = collected.withLock { $0 }

@@ -48,6 +48,11 @@ public struct EventHistory: Sendable {
     }
 
     /// Deliveries that `failed`, newest first.
+    /// Every delivery of each of `events`, by event (the account page's timeline).
+    public func deliveries(of events: [UUID]) async throws -> [UUID: [WebhookDeliveries.Delivery]] {
+        try await client.withConnection { try await deliveries.deliveries(of: events, on: $0) }
+    }
+
     public func failedDeliveries(limit: Int) async throws -> [(event: UUID, endpoint: String, account: String, attempts: Int)] {
         try await client.withConnection { try await deliveries.failed(limit: limit, on: $0) }
     }

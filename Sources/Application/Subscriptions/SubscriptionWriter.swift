@@ -141,6 +141,12 @@ public struct SubscriptionWriter: Sendable {
             }
         }
         if state.store == .appStore { try await archive.sync(derivation.ends, state: state, anyRevocation: anyRevocation, on: connection) }
+        // A new period in force: its transaction ids (and any earlier ones not filed yet) become searchable.
+        if state.latestTransactionId != stored?.latestTransactionId {
+            try await AccountSearch.file(
+                transactions: Array(Set(derivation.periods.flatMap(\.transactionIds))).sorted(), ofSubscription: originalTransactionId, on: connection,
+                logger: logger)
+        }
         var drafts: [EventDraft] = []
         if recorder != nil {
             drafts = SubscriptionChanges.events(from: stored, to: state, catalogue: credits.catalogue, cause: cause)

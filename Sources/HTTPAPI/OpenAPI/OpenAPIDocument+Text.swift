@@ -4560,6 +4560,15 @@ public enum OpenAPIDocument {
         ],
         "parameters": [
           {
+            "name": "find",
+            "in": "query",
+            "required": false,
+            "description": "Any id to find an account by (as `GET /admin/search`): one account found is shown, several or none are listed on the page.",
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
             "name": "account",
             "in": "query",
             "required": false,
@@ -4580,7 +4589,7 @@ public enum OpenAPIDocument {
         ],
         "responses": {
           "200": {
-            "description": "The page: queue, failed jobs and deliveries, recent notifications, and the account looked up",
+            "description": "The page: queue, failed jobs and deliveries, recent notifications, operator actions, and the account looked up or found with its timeline",
             "content": {
               "text/html": {
                 "schema": {
@@ -5758,6 +5767,145 @@ public enum OpenAPIDocument {
               "text/html": {
                 "schema": {
                   "type": "string"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/DashboardUnauthorized"
+          },
+          "503": {
+            "description": "Service unavailable: the database did not answer in time (`unavailable`); retry later",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/admin/search": {
+      "get": {
+        "operationId": "searchAccounts",
+        "summary": "Find accounts by any id",
+        "tags": [
+          "Dashboard"
+        ],
+        "description": "The accounts an id names \u2014 an account id, an App Store transaction or original transaction id, a Stripe subscription, customer, invoice or charge id, a purchase token \u2014 each once, the most direct match first (at most 20). The text is trimmed. The dashboard's search box (`GET /admin?find=`) shows the same.",
+        "security": [
+          {
+            "adminKey": []
+          },
+          {
+            "adminBasic": []
+          }
+        ],
+        "x-storekeeper-role": "viewer",
+        "parameters": [
+          {
+            "name": "q",
+            "in": "query",
+            "required": true,
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 512
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The matches (none is an empty list)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "additionalProperties": false,
+                  "required": [
+                    "query",
+                    "matches"
+                  ],
+                  "properties": {
+                    "query": {
+                      "type": "string"
+                    },
+                    "matches": {
+                      "type": "array",
+                      "items": {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "accountId",
+                          "matchedBy",
+                          "source"
+                        ],
+                        "properties": {
+                          "accountId": {
+                            "type": "string"
+                          },
+                          "matchedBy": {
+                            "type": "string",
+                            "enum": [
+                              "account",
+                              "subscription",
+                              "transaction",
+                              "purchase",
+                              "stripe_subscription",
+                              "stripe_object",
+                              "stripe_customer",
+                              "purchase_intent"
+                            ]
+                          },
+                          "source": {
+                            "type": [
+                              "string",
+                              "null"
+                            ],
+                            "description": "The subscription or purchase the id led through"
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "No id, or one over 512 bytes or with control characters (`bad_request`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request"
+                          ]
+                        }
+                      }
+                    }
+                  ]
                 }
               }
             }

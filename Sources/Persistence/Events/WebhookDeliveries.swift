@@ -130,6 +130,24 @@ public struct WebhookDeliveries: Sendable {
         return deliveries
     }
 
+    /// Every delivery of each of `events`, by event.
+    public func deliveries(of events: [UUID], on connection: PostgresConnection) async throws -> [UUID: [Delivery]] {
+        guard !events.isEmpty else { return [:] }
+        let rows = try await connection.query(
+            """
+            SELECT event_id, endpoint, state, attempts, next_attempt_at, delivered_at FROM webhook_deliveries
+            WHERE event_id = ANY(\(events)::uuid[]) ORDER BY endpoint
+            """, logger: logger)
+        var deliveries: [UUID: [Delivery]] = [:]
+        for try await (event, endpoint, state, attempts, next, delivered) in rows.decode((UUID, String, String, Int, Date?, Date?).self) {
+            deliveries[event, default: []].append(
+                Delivery(
+                    endpoint: endpoint, eventId: event, state: State(rawValue: state) ?? .unknown, attempts: attempts, nextAttemptAt: next,
+                    deliveredAt: delivered))
+        }
+        return deliveries
+    }
+
     /// The delivery log of `event`, oldest first.
     public func attempts(of event: UUID, on connection: PostgresConnection) async throws -> [Attempt] {
         let rows = try await connection.query(

@@ -1,0 +1,112 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import PostgresNIO
+import StorekeeperRuntime
+import Testing
+
+/// The support console: one search box finds an account by any id a customer or the app gives, and the account page
+/// shows one timeline of what happened to it — through the real router on a real database, with a real worker.
+@Suite("Support console: search and the account timeline")
+struct SupportConsoleTests {
+    static let keys = ["STOREKEEPER_ADMIN_KEYS": "vera:viewer:viewer-key,sam:support:support-key"]
+
+    @Test("the search finds an account by its id, a subscription's or a renewal's id, a Stripe customer or invoice, a purchase token")
+    func search() async throws {
+        try await StorekeeperHarness.run(environment: Self.keys) { harness in
+            try await harness.withHTTP { client in
+                let account = UUID()
+                var flow = LifecycleFlow(harness: harness, client: client, account: account)
+                try await flow.send(.subscribe)
+                let renewal = try #require(try await flow.send(.renew).transaction?.transactionId)
+                let token = try await client.execute(
+                    uri: "/v1/accounts/token-owner/purchase-intents", method: .post, headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)"]
+                ).json["appAccountToken"] as? String
+                // A Stripe subscription as the Stripe worker stores it: its derived row and the objects read from Stripe.
+                try await harness.client.query(
+                    """
+                    INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew,
+                        is_trial, ownership, latest_transaction_id, last_event_type, last_signed_date, last_event_id, billing_period)
+                    VALUES ('sub_1Support', 'web-customer', 'price_pro_monthly', 'Sandbox', 'active', true, false, 'PURCHASED',
+                        'in_1Support', 'STRIPE', 1, 'sub_1Support', 'in_1Support')
+                    """, logger: TestDatabase.logger)
+                try await harness.client.query(
+                    """
+                    INSERT INTO stripe_objects (id, object, subscription_id, body, read_at) VALUES
+                        ('sub_1Support', 'subscription', 'sub_1Support', '{"id": "sub_1Support", "customer": "cus_Support1"}', now()),
+                        ('in_1Support', 'invoice', 'sub_1Support', '{"id": "in_1Support", "customer": "cus_Support1"}', now())
+                    """, logger: TestDatabase.logger)
+
+                func search(_ text: String) async throws -> [(String, String)] {
+                    let query = text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text
+                    let response = try await client.execute(uri: "/admin/search?q=\(query)", method: .get, headers: [.authorization: "Bearer viewer-key"])
+                    #expect(response.status == .ok, "\(text): \(String(buffer: response.body))")
+                    return (response.json["matches"] as? [[String: Any]] ?? []).map { ($0["accountId"] as? String ?? "", $0["matchedBy"] as? String ?? "") }
+                }
+                let id = account.uuidString.lowercased()
+                #expect(try await search(id).map(\.0) == [id])
+                #expect(try await search(id).map(\.1) == ["account"])
+                #expect(try await search(flow.originalTransactionId).map(\.1) == ["subscription"])
+                #expect(try await search(renewal).map(\.0) == [id])
+                #expect(try await search(renewal).map(\.1) == ["transaction"])
+                #expect(try await search("  \(flow.originalTransactionId)\n").map(\.0) == [id], "pasted with spaces")
+                #expect(try await search("sub_1Support").map(\.0) == ["web-customer"])
+                #expect(try await search("cus_Support1").map(\.1) == ["stripe_customer"])
+                #expect(try await search("in_1Support").map(\.1) == ["stripe_object"])
+                #expect(try await search(try #require(token)).map(\.0) == ["token-owner"])
+                #expect(try await search(try #require(token).uppercased()).map(\.0) == ["token-owner"])
+                #expect(try await search("nobody-at-all").isEmpty)
+                for bad in ["", "%20", "a%00b", String(repeating: "x", count: 513)] {
+                    #expect(try await client.execute(uri: "/admin/search?q=\(bad)", method: .get, headers: [.authorization: "Bearer viewer-key"]).status == .badRequest, "\(bad)")
+                }
+                #expect(try await client.execute(uri: "/admin/search?q=x", method: .get).status == .unauthorized)
+            }
+        }
+    }
+
+    @Test("the account page, found by a renewal's id, shows one timeline: signed facts, changes with deliveries, credits, operators, newest first")
+    func timeline() async throws {
+        var environment = Self.keys
+        environment["STOREKEEPER_WEBHOOKS"] = "{endpoints: [{name: app, url: 'http://127.0.0.1:9/hook', secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw']}]}"
+        try await StorekeeperHarness.run(environment: environment) { harness in
+            try await harness.withHTTP { client in
+                let account = UUID()
+                var flow = LifecycleFlow(harness: harness, client: client, account: account)
+                try await flow.send(.subscribe)
+                let renewal = try #require(try await flow.send(.renew).transaction?.transactionId)
+                let spent = try await client.execute(
+                    uri: "/v1/accounts/\(account.uuidString.lowercased())/usage", method: .post,
+                    headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+                    body: ByteBuffer(string: #"{"meter": "ai_requests", "amount": 7, "idempotencyKey": "timeline"}"#))
+                #expect(spent.status == .ok)
+                let granted = try await client.execute(
+                    uri: "/admin/accounts/\(account.uuidString.lowercased())/grants", method: .post,
+                    headers: [.authorization: "Bearer support-key", .contentType: "application/json"],
+                    body: ByteBuffer(string: #"{"tier": "max", "duration": "P7D", "reason": "sorry for the outage"}"#))
+                #expect(granted.status == .created)
+
+                let basic = "Basic " + Data("vera:viewer-key".utf8).base64EncodedString()
+                let response = try await client.execute(uri: "/admin?find=\(renewal)", method: .get, headers: [.authorization: basic])
+                #expect(response.status == .ok)
+                let page = String(buffer: response.body)
+                #expect(page.contains("found \(renewal) as transaction"))
+                #expect(page.contains("Timeline of \(account.uuidString.lowercased())"))
+                for kind in ["signed", "change", "credits", "operator"] {
+                    #expect(page.contains("<span class=\"kind \(kind)\">\(kind)</span>"), "no \(kind) entry")
+                }
+                #expect(page.contains("<b>SUBSCRIBED/INITIAL_BUY</b>") && page.contains("<b>DID_RENEW</b>"))
+                #expect(page.contains("<b>-7 ai_requests</b>"))
+                #expect(page.contains("<b>grant.create</b>") && page.contains("sam (support)"))
+                #expect(page.contains("app: pending") || page.contains("app: failed"), "a change shows its webhook delivery")
+                // Newest first: the grant came after the renewal was signed.
+                let grant = try #require(page.range(of: "<b>grant.create</b>")), renewed = try #require(page.range(of: "<b>DID_RENEW</b>"))
+                #expect(grant.lowerBound < renewed.lowerBound)
+
+                let nothing = try await client.execute(uri: "/admin?find=nobody-at-all", method: .get, headers: [.authorization: basic])
+                #expect(String(buffer: nothing.body).contains("no account is known by nobody-at-all"))
+            }
+        }
+    }
+}
