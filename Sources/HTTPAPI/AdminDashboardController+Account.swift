@@ -41,6 +41,10 @@ extension AdminDashboardController {
                     HTMLPage.Cell(value.dailyRemaining.map(String.init) ?? "—"), HTMLPage.Cell(HTMLPage.time(value.resetsAt)),
                 ]
             })
+        if viewer.role >= .admin {
+            let path = account.text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? ""
+            html += "<form class=\"inline\" method=\"post\" action=\"/admin/accounts/\(HTMLPage.escape(path))/export\"><button type=\"submit\">Export everything held (JSON)</button></form>"
+        }
         html += "</section><section class=\"wide\"><h2>Timeline of \(HTMLPage.escape(account.text))</h2>"
         var timeline = AccountTimeline()
         timeline.add(signed: try await records.events(ofSubscriptions: subscriptions.map(\.originalTransactionId), account: account, limit: 100))

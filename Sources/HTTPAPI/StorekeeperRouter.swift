@@ -44,6 +44,8 @@ public struct HTTPDependencies: Sendable {
     public var audit: any OperatorAuditing
     /// Analytics charts; `nil` leaves `/admin/analytics/…` and the overview out.
     public var analytics: (any AnalyticsCharting)?
+    /// Exports what is held about an account; `nil` leaves `/admin/accounts/{id}/export` out.
+    public var exporter: (any AccountExporting)?
     /// The support console's search; `nil` leaves `/admin/search` and the dashboard's search out.
     public var search: (any AccountSearching)?
     /// The environment charts show when none is asked for.
@@ -146,6 +148,7 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
             clock: dependencies.clock
         ).addRoutes(to: dashboard)
         if let search = dependencies.search { SearchController(search: search).addRoutes(to: dashboard) }
+        if let exporter = dependencies.exporter { AccountExportController(exporter: exporter, clock: dependencies.clock).addRoutes(to: dashboard) }
         AuditController(audit: dependencies.audit).addRoutes(to: dashboard)
         if let analytics = dependencies.analytics {
             AnalyticsController(charts: analytics, defaultEnvironment: dependencies.analyticsEnvironment, clock: dependencies.clock)

@@ -171,6 +171,7 @@ public struct StorekeeperComponents: Sendable {
         dependencies.refunds = refunds
         dependencies.grants = grants
         dependencies.search = AccountSearch(client: client, logger: logger)
+        dependencies.exporter = AccountExport(client: client, logger: logger)
         dependencies.analytics = AnalyticsCharts(client: client, rates: configuration.currencyRates, logger: logger)
         dependencies.analyticsEnvironment = configuration.environments.contains(.production) ? "production" : "sandbox"
         dependencies.stripe = configuration.stripe.flatMap { settings in

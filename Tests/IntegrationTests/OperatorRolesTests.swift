@@ -91,6 +91,7 @@ struct OperatorRolesTests {
                     ),
                     "DELETE /admin/grants/{grantId}": ("/admin/grants/\(endedByAPI)", nil, false, .ok),
                     "POST /admin/grants/{grantId}/end": ("/admin/grants/\(endedByForm)/end", nil, true, .seeOther),
+                    "POST /admin/accounts/{accountId}/export": ("/admin/accounts/\(account)/export", nil, true, .ok),
                 ]
                 let writes = try Self.documentedWrites()
                 #expect(writes.count == recipes.count, "a write in docs/openapi.json without a recipe here: \(writes)")

@@ -109,4 +109,47 @@ struct SupportConsoleTests {
             }
         }
     }
+
+    @Test("export: everything held about an account as one JSON document, admin only, in the audit log; nothing held is 404")
+    func export() async throws {
+        let keys = ["STOREKEEPER_ADMIN_KEYS": "sam:support:support-key,ada:admin:admin-key"]
+        try await StorekeeperHarness.run(environment: keys) { harness in
+            try await harness.withHTTP { client in
+                let account = UUID()
+                let id = account.uuidString.lowercased()
+                var flow = LifecycleFlow(harness: harness, client: client, account: account)
+                try await flow.send(.subscribe)
+                let service: HTTPFields = [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"]
+                #expect(try await client.execute(
+                    uri: "/v1/accounts/\(id)/usage", method: .post, headers: service,
+                    body: ByteBuffer(string: #"{"meter": "ai_requests", "amount": 3, "idempotencyKey": "export-key-1"}"#)).status == .ok)
+                #expect(try await client.execute(
+                    uri: "/v1/accounts/\(id)/consent", method: .put, headers: service, body: ByteBuffer(string: #"{"consented": true}"#)).status == .ok)
+                #expect(try await client.execute(
+                    uri: "/admin/accounts/\(id)/grants", method: .post, headers: [.authorization: "Bearer support-key", .contentType: "application/json"],
+                    body: ByteBuffer(string: #"{"tier": "max", "duration": "P7D", "reason": "export test reason"}"#)).status == .created)
+
+                #expect(try await client.execute(uri: "/admin/accounts/\(id)/export", method: .post, headers: [.authorization: "Bearer support-key"]).status == .forbidden)
+                let response = try await client.execute(uri: "/admin/accounts/\(id)/export", method: .post, headers: [.authorization: "Bearer admin-key"])
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentDisposition]?.contains("storekeeper-account-") == true)
+                let document = response.json
+                #expect(document["accountId"] as? String == id)
+                let holdings = try #require(document["holdings"] as? [String: Any])
+                func rows(_ name: String) -> [[String: Any]] { holdings[name] as? [[String: Any]] ?? [] }
+                #expect(rows("subscriptions").map { $0["original_transaction_id"] as? String } == [flow.originalTransactionId])
+                #expect(rows("notifications").count == 1 && rows("notifications").first?["notification_type"] as? String == "SUBSCRIBED")
+                #expect(rows("usageRequests").map { $0["idempotency_key"] as? String } == ["export-key-1"])
+                #expect(rows("creditLedger").contains { $0["reason"] as? String == "usage" && ($0["delta"] as? NSNumber)?.intValue == -3 })
+                #expect(rows("entitlementSources").contains { $0["reason"] as? String == "export test reason" })
+                #expect((holdings["consent"] as? [String: Any])?["consented"] as? Bool == true)
+                #expect(rows("operatorActions").contains { $0["action"] as? String == "grant.create" })
+                #expect((document["events"] as? [[String: Any]])?.contains { $0["type"] as? String == "subscription.started" } == true)
+                #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'account.export' AND operator = 'ada'") == 1)
+
+                let nobody = try await client.execute(uri: "/admin/accounts/nobody-at-all/export", method: .post, headers: [.authorization: "Bearer admin-key"])
+                #expect(nobody.status == .notFound)
+            }
+        }
+    }
 }

@@ -1,0 +1,68 @@
+import Foundation
+import Logging
+import Persistence
+import PostgresNIO
+import Subscriptions
+
+/// Everything Storekeeper holds about an account, as one JSON document (`POST /admin/accounts/{id}/export`, for a
+/// customer's access request): its subscriptions and their transaction ids, the notifications and claims about them
+/// (the signed JWS while it is kept, else the verified facts), ends and transfers, entitlement sources, credit buckets
+/// and every ledger row, usage requests, purchase tokens, consent, refund requests, offer signatures, Stripe links,
+/// events with their deliveries, and operator actions on it.
+public struct AccountExport: Sendable {
+    private let client: PostgresClient
+    private let events: EventLog
+    private let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.events = EventLog(logger: logger)
+        self.logger = logger
+    }
+
+    /// The document; `nil` when Storekeeper holds nothing about `account`.
+    public func export(_ account: AccountID, now: Date) async throws -> String? {
+        try await client.withConnection { connection in
+            let rows = try await connection.query(
+                """
+                WITH owned AS (SELECT original_transaction_id FROM subscriptions WHERE account_id = \(account.text)),
+                buckets AS (
+                    SELECT * FROM credit_buckets WHERE account_id = \(account.text)
+                    UNION SELECT b.* FROM credit_buckets b JOIN owned o ON o.original_transaction_id = b.original_transaction_id)
+                SELECT jsonb_build_object(
+                    'subscriptions', (SELECT coalesce(jsonb_agg(to_jsonb(s)), '[]') FROM subscriptions s WHERE s.account_id = \(account.text)),
+                    'transactions', (SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]') FROM subscription_transactions t JOIN owned USING (original_transaction_id)),
+                    'notifications', (SELECT coalesce(jsonb_agg(to_jsonb(n) - 'signed_parts' ORDER BY n.signed_date), '[]')
+                                      FROM notifications n JOIN owned USING (original_transaction_id)),
+                    'claimsAndServerSnapshots', (SELECT coalesce(jsonb_agg(to_jsonb(e) ORDER BY e.signed_date), '[]')
+                                      FROM subscription_events e WHERE e.account_id = \(account.text)
+                                         OR e.original_transaction_id IN (SELECT original_transaction_id FROM owned)),
+                    'archive', (SELECT coalesce(jsonb_agg(to_jsonb(a)), '[]') FROM subscription_archive a
+                                WHERE a.account_id = \(account.text) OR a.original_transaction_id IN (SELECT original_transaction_id FROM owned)),
+                    'entitlementSources', (SELECT coalesce(jsonb_agg(to_jsonb(e)), '[]') FROM entitlement_sources e WHERE e.account_id = \(account.text)),
+                    'creditBuckets', (SELECT coalesce(jsonb_agg(to_jsonb(b)), '[]') FROM buckets b),
+                    'creditLedger', (SELECT coalesce(jsonb_agg(to_jsonb(l) ORDER BY l.id), '[]') FROM credit_ledger l JOIN buckets b ON b.key = l.bucket),
+                    'usageRequests', (SELECT coalesce(jsonb_agg(to_jsonb(u)), '[]') FROM usage_requests u WHERE u.account_id = \(account.text)),
+                    'purchaseIntents', (SELECT coalesce(jsonb_agg(to_jsonb(p)), '[]') FROM purchase_intents p WHERE p.account_id = \(account.text)),
+                    'consent', (SELECT to_jsonb(c) FROM consumption_consents c WHERE c.account_id = \(account.text)),
+                    'refundRequests', (SELECT coalesce(jsonb_agg(to_jsonb(r)), '[]') FROM refund_requests r WHERE r.account_id = \(account.text)),
+                    'offerSignatures', (SELECT coalesce(jsonb_agg(to_jsonb(o)), '[]') FROM offer_signatures o WHERE o.account_id = \(account.text)),
+                    'stripeLinks', (SELECT coalesce(jsonb_agg(to_jsonb(k)), '[]') FROM stripe_links k WHERE k.account_id = \(account.text)),
+                    'stripeObjects', (SELECT coalesce(jsonb_agg(to_jsonb(o) ORDER BY o.read_at), '[]') FROM stripe_objects o JOIN owned ON o.subscription_id = owned.original_transaction_id),
+                    'webhookDeliveries', (SELECT coalesce(jsonb_agg(to_jsonb(d)), '[]') FROM webhook_deliveries d WHERE d.account_id = \(account.text)),
+                    'operatorActions', (SELECT coalesce(jsonb_agg(to_jsonb(a) ORDER BY a.id), '[]') FROM operator_actions a WHERE a.account_id = \(account.text))
+                )::text
+                """, logger: logger)
+            var holdings = "{}"
+            for try await text in rows.decode(String.self) { holdings = text }
+            let stored = try await events.recent(account: account, limit: 10_000, on: connection)
+            let held = try JSONSerialization.jsonObject(with: Data(holdings.utf8)) as? [String: Any] ?? [:]
+            let empty = held.values.allSatisfy { ($0 as? [Any])?.isEmpty ?? ($0 is NSNull) }
+            guard !empty || !stored.isEmpty else { return nil }
+            let events = "[" + stored.map(EventEnvelope.json).joined(separator: ",") + "]"
+            let exportedAt = ISO8601DateFormatter().string(from: now)
+            let accountText = String(decoding: try JSONEncoder().encode(account.text), as: UTF8.self)
+            return "{\"accountId\":\(accountText),\"exportedAt\":\"\(exportedAt)\",\"holdings\":\(holdings),\"events\":\(events)}"
+        }
+    }
+}

@@ -1,0 +1,36 @@
+import Application
+import Foundation
+import Hummingbird
+import NIOCore
+import Subscriptions
+
+/// Exports what is held about an account (the seam tests can replace).
+public protocol AccountExporting: Sendable {
+    func export(_ account: AccountID, now: Date) async throws -> String?
+}
+
+extension AccountExport: AccountExporting {}
+
+/// `POST /admin/accounts/{accountId}/export`: everything Storekeeper holds about the account as one JSON document, to
+/// download (a customer's access request); 404 when nothing is held. On the dashboard's routes, so its button works in
+/// a signed-in browser; admin only, and in the audit log.
+struct AccountExportController: Sendable {
+    let exporter: any AccountExporting
+    let clock: @Sendable () -> Date
+
+    func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
+        group.post("accounts/{accountId}/export") { _, context -> Response in
+            let account = try AccountsController.accountId(context)
+            let now = clock()
+            guard let document = try await withDatabase(timeout: .seconds(30), { try await exporter.export(account, now: now) }) else {
+                throw APIError(.notFound, code: "not_found", message: "Storekeeper holds nothing about account \(account.text.prefix(128))")
+            }
+            OperatorAudit.note("account.export", account: account.text, after: ["bytes": document.utf8.count])
+            let filename = "storekeeper-account-" + String(account.text.unicodeScalars.map { $0.isASCII && CharacterSet.alphanumerics.contains($0) ? Character($0) : "_" }.prefix(64)) + ".json"
+            return Response(
+                status: .ok,
+                headers: [.contentType: APIError.jsonContentType, .contentDisposition: "attachment; filename=\"\(filename)\""],
+                body: .init(byteBuffer: ByteBuffer(string: document)))
+        }
+    }
+}
