@@ -11,7 +11,7 @@ public enum CreditChanges {
     ) -> [EventDraft] {
         operations.compactMap { operation in
             guard case .post(let entry, let opening) = operation, entry.delta > 0,
-                entry.isGrant || entry.operationKey.hasPrefix("topup:")
+                entry.isGrant || entry.operationKey.hasPrefix("topup:") || entry.operationKey.hasPrefix("adjust:")
             else { return nil }
             let meter = opening?.meter ?? entry.bucket.split(separator: ":").last.map(String.init)
             return EventDraft(

@@ -4,7 +4,9 @@ import Subscriptions
 
 extension AdminDashboardController {
     /// The account lookup: a form, and for a valid id its status, subscriptions, credits, events, archive and ledger.
-    func accountSection(_ text: String?, found: String? = nil, grantError: String? = nil, viewer: OperatorIdentity, now: Date) async throws -> String {
+    func accountSection(
+        _ text: String?, found: String? = nil, grantError: String? = nil, creditError: String? = nil, viewer: OperatorIdentity, now: Date
+    ) async throws -> String {
         // One box finds an account by any id; a link to an account uses `account=` and shows it whatever it holds.
         var html = """
             <section><h2>Account</h2><form method="get" action="/admin"><input type="text" name="find" \
@@ -41,6 +43,7 @@ extension AdminDashboardController {
                     HTMLPage.Cell(value.dailyRemaining.map(String.init) ?? "—"), HTMLPage.Cell(HTMLPage.time(value.resetsAt)),
                 ]
             })
+        if viewer.role >= .support { html += creditAdjustmentForm(account, error: creditError) }
         if viewer.role >= .admin {
             let path = account.text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? ""
             html += "<form class=\"inline\" method=\"post\" action=\"/admin/accounts/\(HTMLPage.escape(path))/export\"><button type=\"submit\">Export everything held (JSON)</button></form>"

@@ -94,10 +94,11 @@ extension AdminDashboardController {
         }
     }
 
-    static func backToAccount(_ account: String, grantError: String? = nil) -> Response {
+    static func backToAccount(_ account: String, grantError: String? = nil, creditError: String? = nil) -> Response {
         let allowed = CharacterSet.urlQueryAllowed.subtracting(CharacterSet(charactersIn: "&=+#"))
         var location = "/admin?account=\(account.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")"
         if let grantError { location += "&grantError=\(grantError.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }
+        if let creditError { location += "&creditError=\(creditError.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }
         return Response(status: .seeOther, headers: [.location: location])
     }
 

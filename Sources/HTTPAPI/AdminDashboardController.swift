@@ -28,14 +28,16 @@ public struct AdminDashboardController: Sendable {
     let grants: (any GrantAdministration)?
     let audit: (any OperatorAuditing)?
     let search: (any AccountSearching)?
+    let adjustments: (any CreditAdjusting)?
     let catalogue: TierCatalogue?
     let clock: @Sendable () -> Date
 
     public init(
         jobs: any JobAdministration, records: any OperatorReading, accounts: any AccountStatusReading, events: (any EventReading)? = nil,
         grants: (any GrantAdministration)? = nil, audit: (any OperatorAuditing)? = nil, search: (any AccountSearching)? = nil,
-        catalogue: TierCatalogue? = nil, clock: @escaping @Sendable () -> Date
+        adjustments: (any CreditAdjusting)? = nil, catalogue: TierCatalogue? = nil, clock: @escaping @Sendable () -> Date
     ) {
+        self.adjustments = adjustments
         self.audit = audit
         self.search = search
         self.events = events
@@ -52,9 +54,12 @@ public struct AdminDashboardController: Sendable {
             let account = request.uri.queryParameters.get("account")
             // A refused grant form comes back here with why (the page escapes it).
             let grantError = request.uri.queryParameters.get("grantError").map { String($0.prefix(300)) }
+            let creditError = request.uri.queryParameters.get("creditError").map { String($0.prefix(300)) }
             let viewer = context.operatorIdentity ?? OperatorIdentity(name: "—", role: .viewer)
             let find = request.uri.queryParameters.get("find")
-            return try await withDatabase { try await self.page(account: account, find: find, grantError: grantError, viewer: viewer) }
+            return try await withDatabase {
+                try await self.page(account: account, find: find, grantError: grantError, creditError: creditError, viewer: viewer)
+            }
         }
         group.post("jobs/{id}/requeue") { request, context -> Response in
             guard let id = Int64(try context.parameters.require("id")) else { throw APIError.badRequest("job id must be a number") }
@@ -63,6 +68,7 @@ public struct AdminDashboardController: Sendable {
             return Response(status: .seeOther, headers: [.location: "/admin?requeued=\(requeued.count)"])
         }
         addGrantRoutes(to: group)
+        addCreditRoutes(to: group)
         // The JSON API owns POST /admin/events/{id}/redeliver; the page's form posts here.
         group.post("deliveries/{id}/redeliver") { _, context -> Response in
             let id = try EventsController.eventId(context)
@@ -72,7 +78,9 @@ public struct AdminDashboardController: Sendable {
         }
     }
 
-    func page(account: String?, find: String? = nil, grantError: String? = nil, viewer: OperatorIdentity) async throws -> HTMLPage {
+    func page(
+        account: String?, find: String? = nil, grantError: String? = nil, creditError: String? = nil, viewer: OperatorIdentity
+    ) async throws -> HTMLPage {
         let now = clock()
         async let statistics = jobs.statistics()
         async let failed = jobs.jobs(state: .failed, kind: nil, limit: 50)
@@ -97,7 +105,7 @@ public struct AdminDashboardController: Sendable {
                 found = "\(find.prefix(128)) is not an id: 1–512 bytes, no control characters"
             }
         }
-        body += try await accountSection(account, found: found, grantError: grantError, viewer: viewer, now: now)
+        body += try await accountSection(account, found: found, grantError: grantError, creditError: creditError, viewer: viewer, now: now)
         body += Self.failedSection(try await failed, canRequeue: viewer.role >= .admin)
         if let events { body += Self.failedDeliveriesSection(try await events.failedDeliveries(limit: 50), canRedeliver: viewer.role >= .support) }
         body += Self.notificationsSection(try await recent)

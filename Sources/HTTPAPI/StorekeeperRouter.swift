@@ -44,6 +44,8 @@ public struct HTTPDependencies: Sendable {
     public var audit: any OperatorAuditing
     /// Analytics charts; `nil` leaves `/admin/analytics/…` and the overview out.
     public var analytics: (any AnalyticsCharting)?
+    /// Operators' credit adjustments; `nil` leaves their routes out.
+    public var adjustments: (any CreditAdjusting)?
     /// Exports what is held about an account; `nil` leaves `/admin/accounts/{id}/export` out.
     public var exporter: (any AccountExporting)?
     /// The support console's search; `nil` leaves `/admin/search` and the dashboard's search out.
@@ -136,6 +138,9 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         if let grants = dependencies.grants {
             GrantsController(grants: grants, catalogue: dependencies.catalogue, clock: dependencies.clock).addRoutes(to: adminAPI)
         }
+        if let adjustments = dependencies.adjustments {
+            CreditAdjustmentsController(adjustments: adjustments, clock: dependencies.clock).addRoutes(to: adminAPI)
+        }
         let dashboard = router.group("admin")
             .add(middleware: SecurityHeadersMiddleware(cacheControl: "no-store"))
             .add(
@@ -144,8 +149,8 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
             .add(middleware: SameSiteWriteMiddleware(mediaType: "application/x-www-form-urlencoded"))
         AdminDashboardController(
             jobs: dependencies.jobs, records: dependencies.records, accounts: dependencies.accounts, events: dependencies.events,
-            grants: dependencies.grants, audit: dependencies.audit, search: dependencies.search, catalogue: dependencies.catalogue,
-            clock: dependencies.clock
+            grants: dependencies.grants, audit: dependencies.audit, search: dependencies.search, adjustments: dependencies.adjustments,
+            catalogue: dependencies.catalogue, clock: dependencies.clock
         ).addRoutes(to: dashboard)
         if let search = dependencies.search { SearchController(search: search).addRoutes(to: dashboard) }
         if let exporter = dependencies.exporter { AccountExportController(exporter: exporter, clock: dependencies.clock).addRoutes(to: dashboard) }

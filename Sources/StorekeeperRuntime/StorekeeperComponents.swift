@@ -172,6 +172,7 @@ public struct StorekeeperComponents: Sendable {
         dependencies.grants = grants
         dependencies.search = AccountSearch(client: client, logger: logger)
         dependencies.exporter = AccountExport(client: client, logger: logger)
+        dependencies.adjustments = CreditAdjustments(client: client, credits: credits, events: events, logger: logger)
         dependencies.analytics = AnalyticsCharts(client: client, rates: configuration.currencyRates, logger: logger)
         dependencies.analyticsEnvironment = configuration.environments.contains(.production) ? "production" : "sandbox"
         dependencies.stripe = configuration.stripe.flatMap { settings in

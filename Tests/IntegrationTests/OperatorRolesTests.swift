@@ -92,6 +92,12 @@ struct OperatorRolesTests {
                     "DELETE /admin/grants/{grantId}": ("/admin/grants/\(endedByAPI)", nil, false, .ok),
                     "POST /admin/grants/{grantId}/end": ("/admin/grants/\(endedByForm)/end", nil, true, .seeOther),
                     "POST /admin/accounts/{accountId}/export": ("/admin/accounts/\(account)/export", nil, true, .ok),
+                    "POST /admin/accounts/{accountId}/credits": (
+                        "/admin/accounts/\(account)/credits", #"{"meter": "ai_requests", "amount": 50, "reason": "outage on the 3rd"}"#, false, .created
+                    ),
+                    "POST /admin/accounts/{accountId}/credit": (
+                        "/admin/accounts/\(account)/credit", "meter=ai_requests&amount=5&reason=goodwill&request=\(UUID().uuidString)", true, .seeOther
+                    ),
                 ]
                 let writes = try Self.documentedWrites()
                 #expect(writes.count == recipes.count, "a write in docs/openapi.json without a recipe here: \(writes)")
@@ -158,6 +164,7 @@ struct OperatorRolesTests {
             try await harness.count("SELECT count(*) FROM jobs WHERE state = 'available'"),
             try await harness.count("SELECT count(*) FROM jobs WHERE state = 'failed'"),
             try await harness.count("SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'"),
+            try await harness.count("SELECT count(*) FROM credit_ledger"),
         ]
     }
 

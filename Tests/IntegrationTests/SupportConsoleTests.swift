@@ -152,4 +152,58 @@ struct SupportConsoleTests {
             }
         }
     }
+
+    @Test("credit adjustments: top-up credits added and taken back with a reason, once per key, never below zero, audited, on the timeline")
+    func adjustments() async throws {
+        try await StorekeeperHarness.run(environment: Self.keys) { harness in
+            try await harness.withHTTP { client in
+                let support: HTTPFields = [.authorization: "Bearer support-key", .contentType: "application/json"]
+                func adjust(_ body: String) async throws -> TestResponse {
+                    try await client.execute(uri: "/admin/accounts/goodwill-1/credits", method: .post, headers: support, body: ByteBuffer(string: body))
+                }
+                let added = try await adjust(#"{"meter": "ai_requests", "amount": 50, "reason": "outage on the 3rd", "idempotencyKey": "ticket-7"}"#)
+                #expect(added.status == .created)
+                #expect(added.json["topUpBalance"] as? Int == 50 && added.json["posted"] as? Bool == true)
+                let again = try await adjust(#"{"meter": "ai_requests", "amount": 50, "reason": "outage on the 3rd", "idempotencyKey": "ticket-7"}"#)
+                #expect(again.status == .ok && again.json["posted"] as? Bool == false && again.json["topUpBalance"] as? Int == 50)
+                let status = try await client.getWithKey("/v1/accounts/goodwill-1/status").json
+                let credits = status["credits"] as? [String: Any]
+                #expect((credits?["ai_requests"] as? [String: Any])?["topUp"] as? Int == 50, "\(status)")
+                #expect(try await adjust(#"{"meter": "ai_requests", "amount": -20, "reason": "given twice"}"#).json["topUpBalance"] as? Int == 30)
+                let tooMuch = try await adjust(#"{"meter": "ai_requests", "amount": -31, "reason": "more than is left"}"#)
+                #expect(tooMuch.status == .conflict && tooMuch.json["error"] as? String == "not_enough_credits")
+                for bad in [
+                    #"{"meter": "gold", "amount": 5, "reason": "x"}"#, #"{"meter": "ai_requests", "amount": 0, "reason": "x"}"#,
+                    #"{"meter": "ai_requests", "amount": 1000001, "reason": "x"}"#, #"{"meter": "ai_requests", "amount": 5}"#,
+                    #"{"meter": "ai_requests", "amount": 5, "reason": "  "}"#, #"{"meter": "ai_requests", "amount": 5, "reason": "a\u202eb"}"#,
+                    #"{"meter": "ai_requests", "amount": 5.5, "reason": "x"}"#,
+                ] {
+                    #expect(try await adjust(bad).status == .badRequest, "\(bad)")
+                }
+                let viewer = try await client.execute(
+                    uri: "/admin/accounts/goodwill-1/credits", method: .post, headers: [.authorization: "Bearer viewer-key", .contentType: "application/json"],
+                    body: ByteBuffer(string: #"{"meter": "ai_requests", "amount": 5, "reason": "x"}"#))
+                #expect(viewer.status == .forbidden)
+                // Two adjustments posted (+50, −20): two audit entries with their reasons; the refused ones none.
+                let log = try await client.execute(uri: "/admin/audit?account=goodwill-1", method: .get, headers: [.authorization: "Bearer viewer-key"]).json
+                let actions = log["actions"] as? [[String: Any]] ?? []
+                #expect(actions.count == 2 && actions.allSatisfy { $0["action"] as? String == "credits.adjust" && $0["operator"] as? String == "sam" })
+                #expect(actions.compactMap { ($0["after"] as? [String: Any])?["reason"] as? String }.sorted() == ["given twice", "outage on the 3rd"])
+
+                // The dashboard's form: adjusted and back to the page; refused and back with why.
+                let basic = "Basic " + Data("sam:support-key".utf8).base64EncodedString()
+                let form: HTTPFields = [.authorization: basic, .contentType: "application/x-www-form-urlencoded"]
+                let posted = try await client.execute(
+                    uri: "/admin/accounts/goodwill-1/credit", method: .post, headers: form,
+                    body: ByteBuffer(string: "meter=ai_requests&amount=7&reason=form+goodwill&request=\(UUID().uuidString)"))
+                #expect(posted.status == .seeOther && posted.headers[.location] == "/admin?account=goodwill-1")
+                let refused = try await client.execute(
+                    uri: "/admin/accounts/goodwill-1/credit", method: .post, headers: form,
+                    body: ByteBuffer(string: "meter=ai_requests&amount=-1000&reason=too+much&request=\(UUID().uuidString)"))
+                #expect(refused.headers[.location]?.contains("creditError=only%2037%20top-up%20credits") == true, "\(refused.headers[.location] ?? "")")
+                let page = String(buffer: try await client.execute(uri: "/admin?account=goodwill-1", method: .get, headers: [.authorization: basic]).body)
+                #expect(page.contains("<b>+7 ai_requests</b>") && page.contains("operator adjustment") && page.contains("Adjust credits"))
+            }
+        }
+    }
 }

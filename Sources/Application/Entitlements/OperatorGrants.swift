@@ -37,7 +37,7 @@ public struct OperatorGrants: Sendable {
     }
 
     /// The longest reason kept.
-    public static let maximumReasonLength = 500
+    public static let maximumReasonLength = OperatorReason.maximumLength
 
     private let client: PostgresClient
     private let credits: CreditLedger
@@ -63,16 +63,7 @@ public struct OperatorGrants: Sendable {
             return Refusal(description: "tier \(request.tier) is not in the catalogue (tiers: \(catalogue.tiers.map(\.id).joined(separator: ", ")))")
         }
         if let end = request.endsAt, end <= now { return Refusal(description: "the grant would end at \(end.formatted(.iso8601)), which is not in the future") }
-        let reason = request.reason.trimmingCharacters(in: .whitespacesAndNewlines)
-        if reason.isEmpty { return Refusal(description: "say why: reason is required") }
-        if request.reason.count > Self.maximumReasonLength {
-            return Refusal(description: "reason is \(request.reason.count) characters; at most \(Self.maximumReasonLength)")
-        }
-        // A reason is one line of text: no control characters, no bidirectional overrides that would make a listing
-        // lie about what follows them.
-        if request.reason.unicodeScalars.contains(where: { [.control, .format].contains($0.properties.generalCategory) || $0 == "\u{2028}" || $0 == "\u{2029}" }) {
-            return Refusal(description: "reason must be one line without control or formatting characters")
-        }
+        if let problem = OperatorReason.problem(request.reason) { return Refusal(description: problem) }
         if let key = request.idempotencyKey, key.isEmpty || key.utf8.count > 255 || key.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
             return Refusal(description: "idempotencyKey must be 1–255 bytes without control characters")
         }

@@ -11,6 +11,7 @@ enum OperatorPermissions {
         "POST /admin/accounts/{accountId}/grants", "DELETE /admin/grants/{grantId}",
         "POST /admin/accounts/{accountId}/grant", "POST /admin/grants/{grantId}/end",
         "POST /admin/events/{id}/redeliver", "POST /admin/deliveries/{id}/redeliver",
+        "POST /admin/accounts/{accountId}/credits", "POST /admin/accounts/{accountId}/credit",
     ]
 
     /// The least role that may send `method` to `route` (the router's path, `{parameter}` for each capture).
