@@ -157,6 +157,7 @@ let package = Package(
             name: "HTTPAPI",
             dependencies: [
                 "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "Events", "Persistence", "Application", "Jobs", "StatementFencing", "Analytics",
+                "AppStoreServerAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -159,6 +159,11 @@ public struct AnalyticsChart: Sendable, Equatable {
             chart.series = [count("billing_recoveries", drawing.flow(.init(measure: .billingRecoveries)))]
         case .usage:
             let pairs = Set(sums.days.keys.filter { $0.measure == .creditsSpent || $0.measure == .creditsGranted }.map { [$0.tier, $0.currency] })
+            // Nothing spent or granted: the chart still has its series, at 0, so a reader sees "none", not "no chart".
+            if pairs.isEmpty {
+                let zeros = [Double?](repeating: 0, count: drawing.buckets.count)
+                chart.series = [count("credits_spent", zeros), count("credits_granted", zeros), ratio("allowance_used", zeros, zeros)]
+            }
             for pair in pairs.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
                 let (tier, meter) = (pair[0], pair[1])
                 let spent = drawing.flow(.init(measure: .creditsSpent, currency: meter, tier: tier))
@@ -197,6 +202,12 @@ public struct AnalyticsChart: Sendable, Equatable {
                 }
                 totals[name, default: Array(repeating: 0, count: amounts.count)] = zip(totals[name] ?? Array(repeating: 0, count: amounts.count), converted)
                     .map { $0 + $1! }
+            }
+        }
+        // No money held at all: each series once, at 0 and in no currency, so the chart is not empty.
+        if currencies.isEmpty, rates == nil {
+            for name in parts.map(\.name) + (net ? ["net"] : []) {
+                series.append(Series(name: name, unit: "milliunits", points: drawing.points(Array(repeating: 0, count: drawing.buckets.count))))
             }
         }
         if let rates {

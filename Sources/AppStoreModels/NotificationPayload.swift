@@ -103,6 +103,20 @@ public struct NotificationSummary: Codable, Sendable, Equatable {
     public var storefrontCountryCodes: [String]?
     public var succeededCount: Int64?
     public var failedCount: Int64?
+
+    public init(
+        environment: AppStoreEnvironment? = nil, appAppleId: Int64? = nil, bundleId: String? = nil, productId: String? = nil,
+        requestIdentifier: String? = nil, storefrontCountryCodes: [String]? = nil, succeededCount: Int64? = nil, failedCount: Int64? = nil
+    ) {
+        self.environment = environment
+        self.appAppleId = appAppleId
+        self.bundleId = bundleId
+        self.productId = productId
+        self.requestIdentifier = requestIdentifier
+        self.storefrontCountryCodes = storefrontCountryCodes
+        self.succeededCount = succeededCount
+        self.failedCount = failedCount
+    }
 }
 
 /// The `externalPurchaseToken` object of an `EXTERNAL_PURCHASE_TOKEN` notification.

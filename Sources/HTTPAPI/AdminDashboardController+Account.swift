@@ -5,14 +5,17 @@ import Subscriptions
 extension AdminDashboardController {
     /// The account lookup: a form, and for a valid id its status, subscriptions, credits, events, archive and ledger.
     func accountSection(
-        _ text: String?, found: String? = nil, grantError: String? = nil, creditError: String? = nil, viewer: OperatorIdentity, now: Date
+        _ text: String?, found: String? = nil, notices: PageNotices = .init(), viewer: OperatorIdentity, now: Date
     ) async throws -> String {
         // One box finds an account by any id; a link to an account uses `account=` and shows it whatever it holds.
         var html = """
             <section><h2>Account</h2><form method="get" action="/admin"><input type="text" name="find" \
-            placeholder="account id, transaction id, sub_… cus_… in_… ch_…, purchase token" value="\(HTMLPage.escape(text ?? ""))"> \
+            placeholder="account id, transaction id, order id, sub_… cus_… in_… ch_…, purchase token" value="\(HTMLPage.escape(text ?? ""))"> \
             <button type="submit">Find</button></form>
             """
+        if let appStore, !appStore.looksUpOrders {
+            html += "<p class=\"muted\">\(HTMLPage.escape(appStore.orderLookupUnavailable))</p>"
+        }
         if let found { html += "<p class=\"muted\">\(HTMLPage.escape(found))</p>" }
         guard let text, !text.isEmpty else { return html + "</section>" }
         guard let account = AccountID(text) else {
@@ -33,7 +36,7 @@ extension AdminDashboardController {
                     HTMLPage.Cell(HTMLPage.time(state.expiresAt)), HTMLPage.Cell(state.endReason?.text ?? "—"),
                 ]
             }, empty: "no subscriptions")
-        html += try await entitlementsSection(standing, account: account, grantError: grantError, canGrant: viewer.role >= .support, now: now)
+        html += try await entitlementsSection(standing, account: account, grantError: notices.grantError, canGrant: viewer.role >= .support, now: now)
         html += HTMLPage.table(
             ["meter", "remaining", "cycle", "top-up", "today", "resets"],
             credits.meters.sorted { $0.key < $1.key }.map { meter, value in
@@ -43,7 +46,13 @@ extension AdminDashboardController {
                     HTMLPage.Cell(value.dailyRemaining.map(String.init) ?? "—"), HTMLPage.Cell(HTMLPage.time(value.resetsAt)),
                 ]
             })
-        if viewer.role >= .support { html += creditAdjustmentForm(account, error: creditError) }
+        if viewer.role >= .support { html += creditAdjustmentForm(account, error: notices.creditError) }
+        if let appStore {
+            html += AppStoreSupportController.accountSection(
+                account, extensions: try await appStore.extensions(of: account),
+                subscriptions: subscriptions.filter { $0.store == .appStore }.map(\.originalTransactionId), notice: notices.appStore,
+                canExtend: viewer.role >= .support)
+        }
         if viewer.role >= .admin {
             let path = account.text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? ""
             html += "<form class=\"inline\" method=\"post\" action=\"/admin/accounts/\(HTMLPage.escape(path))/export\"><button type=\"submit\">Export everything held (JSON)</button></form>"

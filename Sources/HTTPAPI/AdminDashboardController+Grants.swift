@@ -78,10 +78,10 @@ extension AdminDashboardController {
                     .init(
                         tier: form["tier"], endsAt: nil, duration: duration, lifetime: form["lifetime"] == "true" ? true : nil,
                         reason: form["reason"], idempotencyKey: form["request"]),
-                    now: now, createdBy: context.operatorIdentity?.name ?? "dashboard")
+                    now: now, createdBy: context.operatorIdentity?.name ?? "dashboard", role: context.operatorIdentity?.role ?? .admin)
                 _ = try await GrantsController(grants: grants, catalogue: catalogue, clock: clock).add(asked, to: account, now: now)
                 return Self.backToAccount(account.text)
-            } catch let error as APIError where error.status == .badRequest {
+            } catch let error as APIError where error.status == .badRequest || error.status == .forbidden {
                 // Back to the page, which says why, instead of a JSON answer in the operator's browser.
                 OperatorAudit.unchanged()
                 return Self.backToAccount(account.text, grantError: error.message)

@@ -1,3 +1,4 @@
+import Application
 import Credits
 import Foundation
 import Hummingbird
@@ -29,14 +30,17 @@ public struct AdminDashboardController: Sendable {
     let audit: (any OperatorAuditing)?
     let search: (any AccountSearching)?
     let adjustments: (any CreditAdjusting)?
+    let appStore: AppStoreSupport?
     let catalogue: TierCatalogue?
     let clock: @Sendable () -> Date
 
     public init(
         jobs: any JobAdministration, records: any OperatorReading, accounts: any AccountStatusReading, events: (any EventReading)? = nil,
         grants: (any GrantAdministration)? = nil, audit: (any OperatorAuditing)? = nil, search: (any AccountSearching)? = nil,
-        adjustments: (any CreditAdjusting)? = nil, catalogue: TierCatalogue? = nil, clock: @escaping @Sendable () -> Date
+        adjustments: (any CreditAdjusting)? = nil, appStore: AppStoreSupport? = nil, catalogue: TierCatalogue? = nil,
+        clock: @escaping @Sendable () -> Date
     ) {
+        self.appStore = appStore
         self.adjustments = adjustments
         self.audit = audit
         self.search = search
@@ -51,15 +55,11 @@ public struct AdminDashboardController: Sendable {
 
     public func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
         group.get("") { request, context in
-            let account = request.uri.queryParameters.get("account")
-            // A refused grant form comes back here with why (the page escapes it).
-            let grantError = request.uri.queryParameters.get("grantError").map { String($0.prefix(300)) }
-            let creditError = request.uri.queryParameters.get("creditError").map { String($0.prefix(300)) }
+            let account = request.formParameters.get("account")
+            let notices = PageNotices(request.formParameters)
             let viewer = context.operatorIdentity ?? OperatorIdentity(name: "—", role: .viewer)
-            let find = request.uri.queryParameters.get("find")
-            return try await withDatabase {
-                try await self.page(account: account, find: find, grantError: grantError, creditError: creditError, viewer: viewer)
-            }
+            let (foundAccount, found) = try await self.find(request.formParameters.get("find"))
+            return try await withDatabase { try await self.page(account: foundAccount ?? account, found: found, notices: notices, viewer: viewer) }
         }
         group.post("jobs/{id}/requeue") { request, context -> Response in
             guard let id = Int64(try context.parameters.require("id")) else { throw APIError.badRequest("job id must be a number") }
@@ -78,9 +78,40 @@ public struct AdminDashboardController: Sendable {
         }
     }
 
-    func page(
-        account: String?, find: String? = nil, grantError: String? = nil, creditError: String? = nil, viewer: OperatorIdentity
-    ) async throws -> HTMLPage {
+    /// What a form that answered with a redirect back to the page says happened (the page escapes it).
+    struct PageNotices: Sendable {
+        var grantError: String?
+        var creditError: String?
+        var appStore: String?
+        var extendAll: String?
+
+        init(_ parameters: Parameters = [:]) {
+            func text(_ name: String) -> String? { parameters.get(name).map { String($0.prefix(300)) } }
+            (grantError, creditError, appStore, extendAll) = (text("grantError"), text("creditError"), text("appStore"), text("extendAll"))
+        }
+    }
+
+    /// The search box's answer: the account it found alone, else what it found (several, none, Apple's word on an
+    /// order id). Run before the page, outside its database deadline: an order id is asked of Apple.
+    func find(_ find: String?) async throws -> (account: String?, message: String?) {
+        guard let find, let search else { return (nil, nil) }
+        guard let text = try? SearchController.query(find) else {
+            return (nil, "\(find.prefix(128)) is not an id: 1–512 bytes, no control characters")
+        }
+        let (matches, order) = try await SearchController(search: search, appStore: appStore).find(text)
+        var account: String?
+        var found: String
+        if matches.count == 1 {
+            account = matches[0].accountId
+            found = "found \(text.prefix(128)) as \(matches[0].matchedBy.replacingOccurrences(of: "_", with: " "))"
+        } else {
+            found = Self.searchResults(text, matches)
+        }
+        if let order, order.status != "found" { found += " — " + order.message }
+        return (account, found)
+    }
+
+    func page(account: String?, found: String? = nil, notices: PageNotices = .init(), viewer: OperatorIdentity) async throws -> HTMLPage {
         let now = clock()
         async let statistics = jobs.statistics()
         async let failed = jobs.jobs(state: .failed, kind: nil, limit: 50)
@@ -89,25 +120,12 @@ public struct AdminDashboardController: Sendable {
         body += "<span>\(HTMLPage.escape(HTMLPage.time(now)))</span>"
         body += "<span>signed in as \(HTMLPage.escape(viewer.name)) (\(viewer.role.rawValue))</span></header><main>"
         body += Self.queueSection(try await statistics)
-        var account = account
-        var found: String?
-        if let find, let search {
-            // One account found is shown at once; several or none are listed.
-            if let text = try? SearchController.query(find) {
-                let matches = try await search.matches(text, limit: 20)
-                if matches.count == 1 {
-                    account = matches[0].accountId
-                    found = "found \(text.prefix(128)) as \(matches[0].matchedBy.replacingOccurrences(of: "_", with: " "))"
-                } else {
-                    found = Self.searchResults(text, matches)
-                }
-            } else {
-                found = "\(find.prefix(128)) is not an id: 1–512 bytes, no control characters"
-            }
-        }
-        body += try await accountSection(account, found: found, grantError: grantError, creditError: creditError, viewer: viewer, now: now)
+        body += try await accountSection(account, found: found, notices: notices, viewer: viewer, now: now)
         body += Self.failedSection(try await failed, canRequeue: viewer.role >= .admin)
         if let events { body += Self.failedDeliveriesSection(try await events.failedDeliveries(limit: 50), canRedeliver: viewer.role >= .support) }
+        if let appStore {
+            body += AppStoreSupportController.massSection(try await appStore.massExtensions(), notice: notices.extendAll, canRequest: viewer.role >= .admin)
+        }
         body += Self.notificationsSection(try await recent)
         if let audit { body += Self.auditSection(try await audit.actions(.init(limit: 20)), title: "Operator actions", csv: "/admin/audit?format=csv&limit=1000") }
         body += "</main>"

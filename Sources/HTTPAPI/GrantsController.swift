@@ -40,7 +40,8 @@ struct GrantsController: Sendable {
             let account = try AccountsController.accountId(context)
             let body = try await request.decodeJSONBody(as: GrantRequest.self, upTo: 16 * 1024, otherwise: Self.usage)
             let now = clock()
-            let asked = try Self.request(body, now: now, createdBy: context.operatorIdentity?.name ?? "admin-api")
+            let asked = try Self.request(
+                body, now: now, createdBy: context.operatorIdentity?.name ?? "admin-api", role: context.operatorIdentity?.role ?? .admin)
             let (record, created) = try await add(asked, to: account, now: now)
             return EditedResponse(status: created ? .created : .ok, response: GrantResponse(record, account: account, catalogue: catalogue, now: now))
         }
@@ -101,15 +102,20 @@ struct GrantsController: Sendable {
     }
 
     /// What a body asks for, checked for shape; the tier, end and reason are checked by ``OperatorGrants``.
-    static func request(_ body: GrantRequest, now: Date, createdBy: String) throws -> OperatorGrants.Request {
+    /// A support key's grant ends within this: access for life, or for years, is an admin's decision.
+    static let supportGrantLimit: TimeInterval = 366 * 86_400
+
+    static func request(_ body: GrantRequest, now: Date, createdBy: String, role: OperatorRole = .admin) throws -> OperatorGrants.Request {
         guard let tier = body.tier, let reason = body.reason else { throw APIError.badRequest(usage) }
         let ends = [body.endsAt != nil, body.duration != nil, body.lifetime == true].filter { $0 }.count
         guard ends == 1, body.lifetime != false else {
             throw APIError.badRequest("give exactly one of endsAt, duration or \"lifetime\": true")
         }
-        return OperatorGrants.Request(
-            tier: tier, endsAt: try end(endsAt: body.endsAt, duration: body.duration, now: now), reason: reason, createdBy: createdBy,
-            idempotencyKey: body.idempotencyKey)
+        let endsAt = try end(endsAt: body.endsAt, duration: body.duration, now: now)
+        if role < .admin, endsAt.map({ $0.timeIntervalSince(now) > supportGrantLimit }) ?? true {
+            throw APIError(.forbidden, code: "forbidden", message: "a grant for life or for more than 366 days needs the admin role")
+        }
+        return OperatorGrants.Request(tier: tier, endsAt: endsAt, reason: reason, createdBy: createdBy, idempotencyKey: body.idempotencyKey)
     }
 
     static func end(endsAt: String?, duration: String?, now: Date) throws -> Date? {

@@ -50,6 +50,8 @@ public struct HTTPDependencies: Sendable {
     public var exporter: (any AccountExporting)?
     /// The support console's search; `nil` leaves `/admin/search` and the dashboard's search out.
     public var search: (any AccountSearching)?
+    /// What support asks Apple (order ids, renewal extensions, refund history); `nil` leaves their routes out.
+    public var appStore: AppStoreSupport?
     /// The environment charts show when none is asked for.
     public var analyticsEnvironment = "production"
     /// Bearer keys `GET /metrics` requires; empty leaves it open (keep it off the public listener then).
@@ -131,7 +133,7 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         let adminAPI = router.group("admin")
             .add(middleware: SecurityHeadersMiddleware(cacheControl: "no-store"))
             .add(middleware: OperatorMiddleware(operators: dependencies.operators, audit: dependencies.audit, clock: dependencies.clock))
-            .add(middleware: SameSiteWriteMiddleware(mediaType: "application/json"))
+            .add(middleware: SameSiteWriteMiddleware(mediaTypes: "application/json"))
         AdminController(jobs: dependencies.jobs).addRoutes(to: adminAPI)
         if let devClock = dependencies.devClock { DevClockController(clock: devClock, advanced: dependencies.devClockAdvanced).addRoutes(to: adminAPI) }
         if let events = dependencies.events { EventsController(events: events).addAdminRoutes(to: adminAPI) }
@@ -141,18 +143,23 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         if let adjustments = dependencies.adjustments {
             CreditAdjustmentsController(adjustments: adjustments, clock: dependencies.clock).addRoutes(to: adminAPI)
         }
+        let appStoreSupport = dependencies.appStore.map {
+            AppStoreSupportController(support: $0, defaultEnvironment: dependencies.analyticsEnvironment, clock: dependencies.clock)
+        }
+        appStoreSupport?.addRoutes(to: adminAPI)
         let dashboard = router.group("admin")
             .add(middleware: SecurityHeadersMiddleware(cacheControl: "no-store"))
             .add(
                 middleware: OperatorMiddleware(
                     operators: dependencies.operators, basicRealm: "Storekeeper admin", audit: dependencies.audit, clock: dependencies.clock))
-            .add(middleware: SameSiteWriteMiddleware(mediaType: "application/x-www-form-urlencoded"))
+            .add(middleware: SameSiteWriteMiddleware(mediaTypes: "application/x-www-form-urlencoded", "application/json"))
         AdminDashboardController(
             jobs: dependencies.jobs, records: dependencies.records, accounts: dependencies.accounts, events: dependencies.events,
             grants: dependencies.grants, audit: dependencies.audit, search: dependencies.search, adjustments: dependencies.adjustments,
-            catalogue: dependencies.catalogue, clock: dependencies.clock
+            appStore: dependencies.appStore, catalogue: dependencies.catalogue, clock: dependencies.clock
         ).addRoutes(to: dashboard)
-        if let search = dependencies.search { SearchController(search: search).addRoutes(to: dashboard) }
+        appStoreSupport?.addDashboardRoutes(to: dashboard)
+        if let search = dependencies.search { SearchController(search: search, appStore: dependencies.appStore).addRoutes(to: dashboard) }
         if let exporter = dependencies.exporter { AccountExportController(exporter: exporter, clock: dependencies.clock).addRoutes(to: dashboard) }
         AuditController(audit: dependencies.audit).addRoutes(to: dashboard)
         if let analytics = dependencies.analytics {

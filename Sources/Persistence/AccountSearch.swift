@@ -43,6 +43,8 @@ public struct AccountSearch: Sendable {
     /// Every account `text` names (at most `limit`), each once, the most direct way first. Each branch is an index
     /// lookup (sql/0027).
     public func matches(_ text: String, limit: Int = 20) async throws -> [Match] {
+        // Account ids are held in lower case (`AccountID`); one copied from a log or an iOS device is often upper case.
+        let text = UUID(uuidString: text).map { $0.uuidString.lowercased() } ?? text
         let rows = try await client.query(
             """
             WITH found AS (

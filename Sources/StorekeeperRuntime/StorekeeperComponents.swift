@@ -80,6 +80,15 @@ public struct StorekeeperComponents: Sendable {
             throw ConfigurationError(problems: ["DATABASE_URL is required"])
         }
         self.configuration = configuration
+        // Operators are named at start-up: an entry that split at a comma inside a key shows up as an extra admin.
+        if !configuration.adminKeys.isEmpty {
+            logger.info("operator keys", metadata: ["operators": "\(configuration.adminKeys.map { "\($0.name):\($0.role.rawValue)" }.joined(separator: ","))"])
+        }
+        for operatorKey in configuration.adminKeys where operatorKey.isShort {
+            logger.warning(
+                "short operator key: guessable, or a key cut at a comma (the list separator)",
+                metadata: ["operator": "\(operatorKey.name)", "minimum": "\(OperatorKey.recommendedLength)"])
+        }
         for warning in configuration.catalogue.warnings() {
             logger.warning("catalogue written the old way", metadata: ["path": "\(configuration.tiersPath)", "warning": "\(warning)"])
         }
@@ -172,8 +181,10 @@ public struct StorekeeperComponents: Sendable {
         dependencies.grants = grants
         dependencies.search = AccountSearch(client: client, logger: logger)
         dependencies.exporter = AccountExport(client: client, logger: logger)
+        dependencies.appStore = AppStoreSupport(
+            client: client, apple: serverAPI, acceptsProduction: configuration.environments.contains(.production), logger: logger)
         dependencies.adjustments = CreditAdjustments(client: client, credits: credits, events: events, logger: logger)
-        dependencies.analytics = AnalyticsCharts(client: client, rates: configuration.currencyRates, logger: logger)
+        dependencies.analytics = AnalyticsCharts(client: client, rates: configuration.currencyRates, catalogue: configuration.catalogue, logger: logger)
         dependencies.analyticsEnvironment = configuration.environments.contains(.production) ? "production" : "sandbox"
         dependencies.stripe = configuration.stripe.flatMap { settings in
             settings.webhookSecrets.isEmpty ? nil : (StripeSignature(secrets: settings.webhookSecrets, tolerance: settings.tolerance),

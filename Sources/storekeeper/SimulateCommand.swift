@@ -37,7 +37,8 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "The originalTransactionId (default: derived from --account, else random).")
     var originalTransactionId: String?
 
-    @Option(help: "Billing period length in days.") var periodDays: Double = 30
+    @Option(help: "Billing period length in days (default: the product's period in the server's catalogue, else 30).")
+    var periodDays: Double?
 
     @Option(help: "Storekeeper's base URL (default: the running dev server's).") var url: String?
 
@@ -62,7 +63,7 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         if duration != nil { throw ValidationError("only advance takes a duration") }
         if let account, UUID(uuidString: account) == nil { throw ValidationError("--account must be a UUID") }
-        if periodDays <= 0 { throw ValidationError("--period-days must be positive") }
+        if let periodDays, !(periodDays > 0 && periodDays <= 3660) { throw ValidationError("--period-days must be more than 0 and at most 3660") }
         if trial, scenario != .subscribe { throw ValidationError("--trial is for subscribe only") }
         if (scenario == .upgrade || scenario == .downgrade) != (to != nil) {
             throw ValidationError("--to PRODUCT is required by upgrade and downgrade, and only by them")
@@ -89,7 +90,7 @@ struct SimulateCommand: AsyncParsableCommand {
             ?? String(UInt64.random(in: 2_000_000_000_000_000...2_999_999_999_999_999))
         var subscription = SimulatedEvent.Subscription(
             originalTransactionId: subscriptionId, productId: product ?? "pro.monthly", accountId: accountId,
-            bundleId: bundleId, period: periodDays * 86_400)
+            bundleId: bundleId, period: (periodDays ?? 30) * 86_400)
         let history = SimulatedHistory(directory: dev.directory.appendingPathComponent("simulate"))
         var current = scenario == .subscribe ? nil : history.current(of: subscriptionId)
         if current == nil, scenario != .subscribe, let known = await self.current(server: server, subscription: subscription) {
@@ -100,6 +101,11 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         let catalogue = try await server.checkProducts([product, to].compactMap { $0 })
         if product == nil, let currentProduct = current?.productId { subscription.productId = currentProduct }
+        // A period as long as the catalogue says the product's is: an annual product renews after a year.
+        let periodProduct = (scenario == .upgrade || scenario == .downgrade) ? to ?? subscription.productId : subscription.productId
+        if periodDays == nil, let period = catalogue[periodProduct]?.period, let seconds = Self.seconds(in: period) {
+            subscription.period = seconds
+        }
         let currentPeriod = current?.period
         // What Apple sends at the end of the period in force is sent then: the dev server's clock moves there first.
         var now = try await server.now()
@@ -113,15 +119,20 @@ struct SimulateCommand: AsyncParsableCommand {
         var event = SimulatedEvent.scenario(scenario, subscription: subscription, currentPeriod: currentPeriod, target: to, at: now)
         // Apple signs what the period cost: the catalogue's price of the product, so the dev server's analytics have money.
         if let productId = event.transaction?.productId, let listed = catalogue[productId], let price = listed.price, let currency = listed.currency {
-            event.transaction?.price = trial ? 0 : price
+            event.transaction?.price = price
             event.transaction?.currency = currency
         }
         if trial, let start = event.transaction?.purchaseDate {
             event.transaction?.expiresDate = start + 7 * 86_400_000
+            event.renewalInfo?.renewalDate = start + 7 * 86_400_000
+        }
+        // What is later signed about a trial period (cancel, expire, refund, grace…) is still about the trial.
+        let inTrial = trial || (current?.trial == true && ![.renew, .recover, .upgrade, .subscribe].contains(scenario))
+        if inTrial {
+            event.transaction?.price = 0
             event.transaction?.offerType = 1
             event.transaction?.offerDiscountType = "FREE_TRIAL"
             event.transaction?.offerPeriod = "P1W"
-            event.renewalInfo?.renewalDate = start + 7 * 86_400_000
         }
         let signer = NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: bundleId)
 
@@ -141,7 +152,8 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         if let transaction = event.transaction, let start = transaction.purchaseDate, let end = transaction.expiresDate {
             try history.record(
-                SimulatedHistory.Current(productId: transaction.productId, periodStart: start, periodEnd: end, signedDate: event.signedDate),
+                SimulatedHistory.Current(
+                    productId: transaction.productId, periodStart: start, periodEnd: end, signedDate: event.signedDate, trial: inTrial),
                 of: subscriptionId)
         }
         say("\(event.notificationType)\(event.subtype.map { "/\($0)" } ?? "") for subscription \(subscriptionId): \(body)")

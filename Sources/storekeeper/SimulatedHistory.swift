@@ -16,6 +16,9 @@ struct SimulatedHistory {
         var periodEnd: Int64
         /// When the last notification about the subscription was signed: the next one is signed later, as Apple's are.
         var signedDate: Int64?
+        /// Whether the period in force is a free trial: what Apple signs about it later (cancel, expire, refund…) still
+        /// carries the offer and a price of 0.
+        var trial: Bool?
 
         var period: DateInterval {
             DateInterval(
@@ -37,6 +40,15 @@ struct SimulatedHistory {
     private func file(_ subscription: String) -> URL { directory.appendingPathComponent("\(subscription).json") }
 }
 
+/// A product as the server's catalogue (`GET /v1/tiers`) lists it.
+struct ListedProduct {
+    var type: String
+    var price: Int64?
+    var currency: String?
+    /// The billing period of an auto-renewable product (`P1M`, `P1Y`…).
+    var period: String?
+}
+
 /// The dev server `simulate` talks to: its clock (`/admin/dev/clock`, behind dev's key) and its base URL.
 struct DevServer {
     let baseURL: String
@@ -47,16 +59,18 @@ struct DevServer {
     /// subscription scenarios, `lifetime` or `non_renewing` for `buy`), naming those it does; returns each product's
     /// type, price and currency. A server whose catalogue cannot be read is not second-guessed.
     @discardableResult
-    func checkProducts(_ ids: [String], types: Set<String> = ["auto_renewable"]) async throws -> [String: (type: String, price: Int64?, currency: String?)] {
+    func checkProducts(_ ids: [String], types: Set<String> = ["auto_renewable"]) async throws -> [String: ListedProduct] {
         guard let response = try? await HTTPClient.shared.execute(HTTPClientRequest(url: baseURL + "/v1/tiers"), timeout: .seconds(10)),
             response.status == .ok, let body = try? await response.body.collect(upTo: 1 << 20),
             let catalogue = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]
         else { return [:] }
         let tiers = (catalogue["tiers"] as? [[String: Any]]) ?? []
-        var products: [String: (type: String, price: Int64?, currency: String?)] = [:]
+        var products: [String: ListedProduct] = [:]
         for product in tiers.flatMap({ $0["products"] as? [[String: Any]] ?? [] }) {
             guard let id = product["id"] as? String else { continue }
-            products[id] = (product["type"] as? String ?? "auto_renewable", (product["price"] as? NSNumber)?.int64Value, product["currency"] as? String)
+            products[id] = ListedProduct(
+                type: product["type"] as? String ?? "auto_renewable", price: (product["price"] as? NSNumber)?.int64Value,
+                currency: product["currency"] as? String, period: product["period"] as? String)
         }
         let known = products.filter { types.contains($0.value.type) }.keys.sorted()
         for id in ids where !known.contains(id) {

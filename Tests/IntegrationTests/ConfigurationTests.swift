@@ -66,6 +66,33 @@ struct ConfigurationTests {
         }
     }
 
+    @Test("STOREKEEPER_CURRENCY_RATES: rates kept as written; the reporting currency, absurd rates and odd codes refused in one printable line")
+    func currencyRates() throws {
+        let base = [
+            "DATABASE_URL": "postgres://x@127.0.0.1/x", "STOREKEEPER_BUNDLE_ID": "com.example.app", "STOREKEEPER_ENVIRONMENTS": "Sandbox",
+            "STOREKEEPER_ROOT_CERTIFICATES": AppleSamples.rootCertificate.path,
+        ]
+        let loaded = try StorekeeperConfiguration.load(environment: base.merging([
+            "STOREKEEPER_CURRENCY_RATES": "reporting: USD\nrates: {EUR: 1.08, JPY: 0.0067, USD: 1}"
+        ]) { $1 })
+        #expect(loaded.currencyRates?.rates["EUR"] == Decimal(string: "1.08"))
+        #expect(loaded.currencyRates?.convert(1_500_000, from: "JPY") == 10_050)
+        let refused: [(String, String)] = [
+            ("reporting: USD\nrates: {USD: 1.1}", "rates.USD is the reporting currency"),
+            ("reporting: USD\nrates: {EUR: 1e-300}", "rates.EUR must be a number from 0.000001 to 1000000"),
+            ("reporting: USD\nrates: {EUR: 0}", "rates.EUR must be a number"),
+            ("{\"reporting\": \"USD\", \"rates\": {\"E\\u0000R\": 1.0}}", "rates.E?R is not an ISO 4217 code"),
+        ]
+        for (yaml, message) in refused {
+            let error = #expect(throws: ConfigurationError.self, "\(yaml)") {
+                try StorekeeperConfiguration.load(environment: base.merging(["STOREKEEPER_CURRENCY_RATES": yaml]) { $1 })
+            }
+            let text = error?.description ?? ""
+            #expect(text.contains(message), "\(yaml): \(text)")
+            #expect(!text.unicodeScalars.contains { $0.value < 0x20 }, "\(yaml): \(text)")
+        }
+    }
+
     @Test("DATABASE_URL is optional only where a private cluster is started")
     func databaseOptionalForDev() throws {
         let root = AppleSamples.rootCertificate

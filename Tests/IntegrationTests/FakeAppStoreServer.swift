@@ -11,7 +11,7 @@ import Synchronization
 /// notifications signed by an in-process Apple-shaped chain, and can be told to fail the next requests (429, Apple
 /// error codes).
 final class FakeAppStoreServer: Sendable {
-    struct Failure: Sendable {
+    struct Failure: Error, Sendable {
         var httpStatus: Int
         var errorCode: Int64?
     }
@@ -32,6 +32,22 @@ final class FakeAppStoreServer: Sendable {
         var extraTransactions: [TransactionPayload] = []
         /// Send Consumption Information bodies Apple accepted, by transaction id.
         var consumptionAnswers: [(transactionId: String, body: Data)] = []
+        /// Look Up Order ID: each order id's transaction ids.
+        var orders: [String: [String]] = [:]
+        /// Renewal extensions Apple made, by request identifier: the subscription, when, and the answer sent.
+        var extensions: [String: (subscription: String, at: Date, answer: [String: Any])] = [:]
+        /// Mass extensions asked for, by request identifier.
+        var massExtensions: [String: MassExtension] = [:]
+    }
+
+    struct MassExtension {
+        var productId: String
+        var days: Int
+        var storefronts: [String]?
+        var succeeded: Int64 = 0
+        var failed: Int64 = 0
+        /// Status requests answered: Apple reports it complete from the second on (it takes hours in truth).
+        var polls = 0
     }
 
     let signer: JWSSigner
@@ -136,6 +152,57 @@ final class FakeAppStoreServer: Sendable {
                 try self.consumption(try context.parameters.require("id"), body: Data(buffer: body))
             }
         }
+        router.get("/inApps/v1/lookup/{orderId}") { request, context in
+            try self.guarded(request) { () throws -> Response in
+                let ids = self.state.withLock { $0.orders[(try? context.parameters.require("orderId")) ?? ""] }
+                guard let ids else { return try Self.json(["status": 1]) }
+                let found = self.transactions().filter { ids.contains($0.transactionId) }
+                return try Self.json(["status": 0, "signedTransactions": try found.map { try self.signer.sign($0) }])
+            }
+        }
+        router.get("/inApps/v2/refund/lookup/{id}") { request, context in
+            try self.guarded(request) { () throws -> Response in
+                let id = try context.parameters.require("id")
+                guard self.transactions().contains(where: { $0.transactionId == id || $0.originalTransactionId == id }) else {
+                    return Self.error(404, 4_040_010, "Transaction id not found.")
+                }
+                let refunded = self.transactions().filter { $0.revocationDate != nil }.sorted { $0.transactionId < $1.transactionId }
+                let offset = request.uri.queryParameters.get("revision").flatMap { Int($0) } ?? 0
+                let page = Array(refunded.dropFirst(offset).prefix(self.pageSize))
+                return try Self.json([
+                    "signedTransactions": try page.map { try self.signer.sign($0) }, "revision": String(offset + page.count),
+                    "hasMore": offset + page.count < refunded.count,
+                ])
+            }
+        }
+        router.put("/inApps/v1/subscriptions/extend/{id}") { request, context in
+            let body = try await request.body.collect(upTo: 1 << 16)
+            return try self.guarded(request) { () throws -> Response in
+                try self.extend(try context.parameters.require("id"), body: Data(buffer: body))
+            }
+        }
+        router.post("/inApps/v1/subscriptions/extend/mass") { request, _ in
+            let body = try await request.body.collect(upTo: 1 << 16)
+            return try self.guarded(request) { () throws -> Response in try self.extendAll(body: Data(buffer: body)) }
+        }
+        router.get("/inApps/v1/subscriptions/extend/mass/{productId}/{requestIdentifier}") { request, context in
+            try self.guarded(request) { () throws -> Response in
+                let (product, identifier) = (try context.parameters.require("productId"), try context.parameters.require("requestIdentifier"))
+                let mass = self.state.withLock { state -> MassExtension? in
+                    guard state.massExtensions[identifier]?.productId == product else { return nil }
+                    state.massExtensions[identifier]?.polls += 1
+                    return state.massExtensions[identifier]
+                }
+                guard let mass else { return Self.error(404, 4_040_009, "Renewal extension request not found.") }
+                var answer: [String: Any] = ["requestIdentifier": identifier, "complete": mass.polls >= 2]
+                if mass.polls >= 2 {
+                    answer["completeDate"] = Int64(Date().timeIntervalSince1970 * 1000)
+                    answer["succeededCount"] = mass.succeeded
+                    answer["failedCount"] = mass.failed
+                }
+                return try Self.json(answer)
+            }
+        }
         router.post("/inApps/v1/notifications/test") { request, _ in
             try self.guarded(request) { () throws -> Response in try Self.json(["testNotificationToken": "test-token-1"]) }
         }
@@ -183,6 +250,67 @@ final class FakeAppStoreServer: Sendable {
         }
         state.withLock { $0.consumptionAnswers.append((transactionId, body)) }
         return Response(status: .accepted)
+    }
+
+    /// The body both extend endpoints share, checked as Apple documents it: `extendByDays` 1–90 (4000009),
+    /// `extendReasonCode` 0–3 (4000010), `requestIdentifier` 1–128 characters (4000011).
+    func extensionBody(_ body: Data) -> (days: Int, identifier: String, object: [String: Any])? {
+        guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any], let days = object["extendByDays"] as? Int,
+            (1...90).contains(days), let reason = object["extendReasonCode"] as? Int, (0...3).contains(reason),
+            let identifier = object["requestIdentifier"] as? String, (1...128).contains(identifier.count)
+        else { return nil }
+        return (days, identifier, object)
+    }
+
+    /// Extend a Subscription Renewal Date as Apple documents it: an unknown subscription is 4040005; one in a free
+    /// offer period, not active, or extended twice in the past 365 days is refused (4030004, 4030005); a request
+    /// identifier used before answers as it did. The subscription's expiry moves by the days.
+    func extend(_ id: String, body: Data) throws -> Response {
+        guard let (days, identifier, _) = extensionBody(body) else { return Self.error(400, 4_000_009, "Invalid extend request.") }
+        if let done = state.withLock({ $0.extensions[identifier] }) { return try Self.json(done.answer) }
+        let now = Date()
+        let outcome = state.withLock { state -> Result<[String: Any], Failure> in
+            guard var subscription = state.subscriptions[id] else { return .failure(Failure(httpStatus: 404, errorCode: 4_040_005)) }
+            let expires = subscription.transaction.expiresDate ?? 0
+            guard subscription.status == 1, subscription.transaction.offerDiscountType != "FREE_TRIAL", expires > Int64(now.timeIntervalSince1970 * 1000) else {
+                return .failure(Failure(httpStatus: 403, errorCode: 4_030_004))
+            }
+            let recent = state.extensions.values.filter { $0.subscription == id && now.timeIntervalSince($0.at) < 365 * 86_400 }.count
+            guard recent < 2 else { return .failure(Failure(httpStatus: 403, errorCode: 4_030_005)) }
+            subscription.transaction.expiresDate = expires + Int64(days) * 86_400_000
+            state.subscriptions[id] = subscription
+            let answer: [String: Any] = [
+                "effectiveDate": expires + Int64(days) * 86_400_000, "originalTransactionId": id, "success": true,
+                "webOrderLineItemId": subscription.transaction.webOrderLineItemId ?? "",
+            ]
+            state.extensions[identifier] = (id, now, answer)
+            return .success(answer)
+        }
+        switch outcome {
+        case .success(let answer): return try Self.json(answer)
+        case .failure(let failure): return Self.error(failure.httpStatus, failure.errorCode ?? 0, "Subscription extension refused.")
+        }
+    }
+
+    /// Extend Subscription Renewal Dates for All Active Subscribers: `productId` is required (4000023 otherwise); every
+    /// active subscription of the product (in the storefronts, when given) outside a free offer is extended, the rest
+    /// counted as failed.
+    func extendAll(body: Data) throws -> Response {
+        guard let (days, identifier, object) = extensionBody(body) else { return Self.error(400, 4_000_009, "Invalid extend request.") }
+        guard let product = object["productId"] as? String, !product.isEmpty else { return Self.error(400, 4_000_023, "Invalid product id.") }
+        let storefronts = object["storefrontCountryCodes"] as? [String]
+        state.withLock { state in
+            guard state.massExtensions[identifier] == nil else { return }
+            var mass = MassExtension(productId: product, days: days, storefronts: storefronts)
+            for (id, subscription) in state.subscriptions where subscription.transaction.productId == product && subscription.status == 1 {
+                if let storefronts, !storefronts.contains(subscription.transaction.storefront ?? "") { continue }
+                guard subscription.transaction.offerDiscountType != "FREE_TRIAL" else { mass.failed += 1; continue }
+                state.subscriptions[id]?.transaction.expiresDate = (subscription.transaction.expiresDate ?? 0) + Int64(days) * 86_400_000
+                mass.succeeded += 1
+            }
+            state.massExtensions[identifier] = mass
+        }
+        return try Self.json(["requestIdentifier": identifier])
     }
 
     /// Every transaction the fake knows: the subscriptions' latest ones and the extra history.

@@ -143,6 +143,21 @@ struct OpenAPITests {
                 try await record("/admin/search", .get, "/admin/search?q=nobody", headers: admin)
                 try await record("/admin/search", .get, "/admin/search?q=", headers: admin)
                 #expect(collected.withLock { $0.suffix(4).map(\.status) } == [200, 200, 200, 400])
+                // Without an App Store Server API key: what support would ask Apple is refused as documented.
+                let id = account.uuidString.lowercased()
+                try await record(
+                    "/admin/accounts/{accountId}/extensions", .post, "/admin/accounts/\(id)/extensions", headers: admin,
+                    body: #"{"days": 3, "reason": "other"}"#)
+                try await record(
+                    "/admin/accounts/{accountId}/extensions", .post, "/admin/accounts/\(id)/extensions", headers: admin, body: #"{"days": 300, "reason": "other"}"#)
+                try await record("/admin/accounts/{accountId}/extensions", .get, "/admin/accounts/\(id)/extensions", headers: admin)
+                try await record(
+                    "/admin/extensions", .post, "/admin/extensions", headers: admin,
+                    body: #"{"productId": "pro.monthly", "days": 3, "reason": "other", "dryRun": true}"#)
+                try await record("/admin/extensions", .get, "/admin/extensions", headers: admin)
+                try await record("/admin/extensions/{requestIdentifier}", .get, "/admin/extensions/nope", headers: admin)
+                try await record("/admin/accounts/{accountId}/apple-refunds", .get, "/admin/accounts/\(id)/apple-refunds", headers: admin)
+                #expect(collected.withLock { $0.suffix(7).map(\.status) } == [409, 400, 200, 409, 200, 404, 409])
             }
         }
         let answers = collected.withLock { $0 }

@@ -1,3 +1,4 @@
+import AppStoreModels
 import Application
 import Foundation
 import HTTPTypes
@@ -45,7 +46,12 @@ struct OperatorRolesTests {
 
     @Test("a viewer key cannot write anything, support only what its role lists, and every change made is in the audit log")
     func roles() async throws {
-        try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
+        // A fake Apple behind the writes that ask it (renewal extensions).
+        try await FakeApple.run { apple in try await Self.roles(apple) }
+    }
+
+    static func roles(_ apple: FakeApple) async throws {
+        try await apple.harness(worker: false, extra: Self.environment) { harness in
             var components = harness.components
             components.devClock = DevClock()
             let queue = components.queue
@@ -73,6 +79,21 @@ struct OperatorRolesTests {
                 let (endedByAPI, endedByForm) = (try await grant("to end by the API"), try await grant("to end by the form"))
                 let events = try await client.execute(uri: "/admin/events?account=\(account)", method: .get, headers: headers(Self.viewer)).json
                 let event = try #require((events["events"] as? [[String: Any]])?.first?["id"] as? String)
+                // An active App Store subscription of the account, held here and at Apple, for the extension to reach.
+                let subscription = "4\(Int.random(in: 100_000_000...999_999_999))"
+                let expires = Date().addingTimeInterval(20 * 86_400)
+                try await harness.client.query(
+                    """
+                    INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew, is_trial, ownership,
+                                               latest_transaction_id, last_event_type, last_signed_date, billing_period, expires_at)
+                    VALUES (\(subscription), \(account), 'pro.monthly', 'Sandbox', 'active', true, false, 'PURCHASED', \(subscription), 'SUBSCRIBED', 1,
+                            \(subscription), \(expires))
+                    """, logger: TestDatabase.logger)
+                var transaction = TransactionPayload(
+                    transactionId: subscription, originalTransactionId: subscription, productId: "pro.monthly", bundleId: StorekeeperHarness.bundleId,
+                    environment: .sandbox, signedDate: nil)
+                transaction.expiresDate = Int64(expires.timeIntervalSince1970 * 1000)
+                apple.server.state.withLock { $0.subscriptions[subscription] = .init(status: 1, transaction: transaction, renewalInfo: nil) }
                 let before = try await Self.state(harness)
 
                 // One request per documented write, each one that would succeed for a key allowed to send it.
@@ -98,6 +119,16 @@ struct OperatorRolesTests {
                     "POST /admin/accounts/{accountId}/credit": (
                         "/admin/accounts/\(account)/credit", "meter=ai_requests&amount=5&reason=goodwill&request=\(UUID().uuidString)", true, .seeOther
                     ),
+                    "POST /admin/accounts/{accountId}/extensions": (
+                        "/admin/accounts/\(account)/extensions", #"{"days": 3, "reason": "service_issue_or_outage"}"#, false, .ok
+                    ),
+                    "POST /admin/accounts/{accountId}/extend": (
+                        "/admin/accounts/\(account)/extend", "days=2&reason=other&request=\(UUID().uuidString)", true, .seeOther
+                    ),
+                    "POST /admin/extensions": (
+                        "/admin/extensions", #"{"productId": "pro.monthly", "days": 3, "reason": "other", "dryRun": false}"#, false, .accepted
+                    ),
+                    "POST /admin/extend-all": ("/admin/extend-all", "productId=pro.monthly&days=3&reason=other&dryRun=true", true, .seeOther),
                 ]
                 let writes = try Self.documentedWrites()
                 #expect(writes.count == recipes.count, "a write in docs/openapi.json without a recipe here: \(writes)")
@@ -165,7 +196,34 @@ struct OperatorRolesTests {
             try await harness.count("SELECT count(*) FROM jobs WHERE state = 'failed'"),
             try await harness.count("SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'"),
             try await harness.count("SELECT count(*) FROM credit_ledger"),
+            try await harness.count("SELECT count(*) FROM renewal_extensions"),
         ]
+    }
+
+    @Test("a support key grants for at most 366 days: for life or longer is 403 and grants nothing; an admin key may")
+    func supportGrantLimit() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
+            try await harness.withHTTP { client in
+                func grant(_ key: String, _ end: String) async throws -> HTTPResponse.Status {
+                    try await client.execute(
+                        uri: "/admin/accounts/long-grant/grants", method: .post, headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
+                        body: ByteBuffer(string: #"{"tier": "pro", \#(end), "reason": "founder"}"#)).status
+                }
+                #expect(try await grant(Self.support, #""lifetime": true"#) == .forbidden)
+                #expect(try await grant(Self.support, #""duration": "P2Y""#) == .forbidden)
+                #expect(try await harness.count("SELECT count(*) FROM entitlement_sources WHERE account_id = 'long-grant'") == 0)
+                #expect(try await grant(Self.support, #""duration": "P1Y""#) == .created)
+                #expect(try await grant(Self.admin, #""lifetime": true"#) == .created)
+                // The dashboard's form says why on the account page instead.
+                let form = try await client.execute(
+                    uri: "/admin/accounts/long-grant/grant", method: .post,
+                    headers: [.authorization: "Bearer \(Self.support)", .contentType: "application/x-www-form-urlencoded"],
+                    body: ByteBuffer(string: "tier=pro&lifetime=true&reason=founder&request=\(UUID().uuidString)"))
+                #expect(form.status == .seeOther)
+                #expect(form.headers[.location]?.contains("grantError=") == true)
+            }
+            #expect(try await harness.count("SELECT count(*) FROM entitlement_sources WHERE account_id = 'long-grant'") == 2)
+        }
     }
 
     @Test("the audit log is append-only: UPDATE, DELETE and TRUNCATE are refused by the database itself")
@@ -274,11 +332,16 @@ struct OperatorRolesTests {
             // SHA-256("abc") = ba7816bf 8f01cfea … (FIPS 180-2's first example).
             OperatorKey(name: "key-ba7816bf", role: .admin, key: "abc"),
         ])
+        // Short keys are named at start-up, which is also how a key cut at a comma shows.
+        #expect(keys.map(\.isShort) == [true, true, true])
+        #expect(OperatorKey(name: "x", role: .admin, key: String(repeating: "k", count: 24)).isShort == false)
         let refused: [(String, [String], String)] = [
-            ("unknown role", ["carol:owner:secret-1"], "entry 1: unknown role \"owner\" for carol (viewer, support, admin)"),
+            ("unknown role", ["carol:owner:secret-1"], "entry 1: the role is not one of viewer, support, admin"),
+            // A bare key with two colons reads as name:role:key; none of its parts may be echoed.
+            ("key with colons", ["secret-7a:secret-7b:secret-7c"], "entry 1: the role is not one of"),
             ("two parts", ["carol:secret-2"], "entry 1: give name:role:key"),
             ("bad name", ["ok:admin:k", "car ol:admin:secret-3"], "entry 2: an operator name is 1–64"),
-            ("empty key", ["carol:admin:"], "entry 1: carol has an empty key"),
+            ("empty key", ["carol:admin:"], "entry 1: an empty key"),
             ("same name", ["carol:admin:secret-4", "carol:viewer:secret-5"], "the name carol is given to more than one key"),
             ("same key", ["a:admin:secret-6", "b:viewer:secret-6"], "the same key is listed more than once"),
         ]

@@ -48,6 +48,7 @@ struct SupportConsoleTests {
                 let id = account.uuidString.lowercased()
                 #expect(try await search(id).map(\.0) == [id])
                 #expect(try await search(id).map(\.1) == ["account"])
+                #expect(try await search(account.uuidString.uppercased()).map(\.0) == [id], "an upper-case account id")
                 #expect(try await search(flow.originalTransactionId).map(\.1) == ["subscription"])
                 #expect(try await search(renewal).map(\.0) == [id])
                 #expect(try await search(renewal).map(\.1) == ["transaction"])
@@ -88,7 +89,8 @@ struct SupportConsoleTests {
                 #expect(granted.status == .created)
 
                 let basic = "Basic " + Data("vera:viewer-key".utf8).base64EncodedString()
-                let response = try await client.execute(uri: "/admin?find=\(renewal)", method: .get, headers: [.authorization: basic])
+                // As a browser submits the search form: spaces pasted around the id arrive as `+`.
+                let response = try await client.execute(uri: "/admin?find=+\(renewal)+", method: .get, headers: [.authorization: basic])
                 #expect(response.status == .ok)
                 let page = String(buffer: response.body)
                 #expect(page.contains("found \(renewal) as transaction"))

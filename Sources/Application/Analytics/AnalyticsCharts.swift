@@ -1,4 +1,5 @@
 import Analytics
+import Credits
 import Foundation
 import Logging
 import Persistence
@@ -16,12 +17,14 @@ public struct AnalyticsCharts: Sendable {
         /// `production` or `sandbox`.
         public var environment: String
         public var store: String?
-        /// A product; a tier for usage.
+        /// A product. Usage is held by tier: there a product stands for the tier it belongs to.
         public var product: String?
+        /// A tier: usage only.
+        public var tier: String?
 
         public init(
             metric: AnalyticsMetric, from: AnalyticsDay, to: AnalyticsDay, interval: AnalyticsInterval, environment: String, store: String? = nil,
-            product: String? = nil
+            product: String? = nil, tier: String? = nil
         ) {
             self.metric = metric
             self.from = from
@@ -30,25 +33,34 @@ public struct AnalyticsCharts: Sendable {
             self.environment = environment
             self.store = store
             self.product = product
+            self.tier = tier
         }
     }
 
     private let client: PostgresClient
     private let rollups: AnalyticsRollups
     private let rates: CurrencyRates?
+    private let catalogue: TierCatalogue
 
-    public init(client: PostgresClient, rates: CurrencyRates?, logger: Logger) {
+    public init(client: PostgresClient, rates: CurrencyRates?, catalogue: TierCatalogue, logger: Logger) {
         self.client = client
         self.rollups = AnalyticsRollups(logger: logger)
         self.rates = rates
+        self.catalogue = catalogue
     }
 
     public func chart(_ request: Request) async throws -> AnalyticsChart {
         let sums = try await client.withConnection { connection in
             try await rollups.sums(
                 request.metric.measures, from: request.from, to: request.to, environment: request.environment, store: request.store,
-                product: request.product, on: connection)
+                product: filter(request), on: connection)
         }
         return AnalyticsChart.draw(request.metric, from: request.from, to: request.to, interval: request.interval, sums: sums, rates: rates)
+    }
+
+    /// The rollups' `product` column holds the tier for usage: a product asked for there is read as its tier.
+    func filter(_ request: Request) -> String? {
+        guard request.metric == .usage else { return request.product }
+        return request.tier ?? request.product.map { catalogue.tier(ofProduct: $0)?.tier.id ?? $0 }
     }
 }

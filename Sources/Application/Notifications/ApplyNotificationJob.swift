@@ -101,6 +101,10 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
                 transaction, account: intended, now: now, cause: cause, on: connection)
             outcome = toppedUp ? .toppedUp : .recorded
         } else {
+            if let summary = notification.payload.summary, let request = summary.requestIdentifier {
+                try await RenewalExtensionRecords.noteSummary(
+                    request, succeededCount: summary.succeededCount, failedCount: summary.failedCount, at: now, on: connection, logger: logger)
+            }
             outcome = .recorded
         }
         if let refunds { events = try await refunds.notice(notification, account: account, now: now, after: events, on: connection) }

@@ -62,14 +62,19 @@ public struct OperatorKey: Sendable, Equatable {
             return OperatorKey(name: fingerprintName(of: entry), role: .admin, key: entry)
         }
         guard parts.count == 3 else { throw EntryProblem(message: "give name:role:key (or a bare key with no colon)") }
+        // A malformed entry may be a key with colons in it: no part of it is ever repeated in the message.
         let (name, roleText, key) = (String(parts[0]), String(parts[1]), String(parts[2]))
-        guard let role = OperatorRole(rawValue: roleText) else {
-            throw EntryProblem(message: "unknown role \"\(roleText.prefix(32))\" for \(name.prefix(64)) (\(OperatorRole.list))")
-        }
         guard isName(name) else { throw EntryProblem(message: "an operator name is 1–64 letters, digits, '.', '_', '-' or '@'") }
-        guard !key.isEmpty else { throw EntryProblem(message: "\(name) has an empty key") }
+        guard let role = OperatorRole(rawValue: roleText) else { throw EntryProblem(message: "the role is not one of \(OperatorRole.list)") }
+        guard !key.isEmpty else { throw EntryProblem(message: "an empty key") }
         return OperatorKey(name: name, role: role, key: key)
     }
+
+    /// Keys shorter than this are accepted (earlier versions did) but named at start-up as guessable.
+    public static let recommendedLength = 24
+
+    /// Whether the key is shorter than ``recommendedLength`` — also what a key split at a comma it contained becomes.
+    public var isShort: Bool { key.utf8.count < Self.recommendedLength }
 
     /// `key-` and the first 8 hex digits of the key's SHA-256: stable across restarts, and says nothing of the key.
     public static func fingerprintName(of key: String) -> String {

@@ -10,7 +10,7 @@ public protocol AnalyticsCharting: Sendable {
 
 extension AnalyticsCharts: AnalyticsCharting {}
 
-/// `GET /admin/analytics/{metric}?from=&to=&interval=day|week|month&store=&product=&environment=&format=json|csv`: a
+/// `GET /admin/analytics/{metric}?from=&to=&interval=day|week|month&store=&product=&tier=&environment=&format=json|csv`: a
 /// chart from the rollups (`docs/analytics.md`). On the dashboard's routes, so its CSV links work in a signed-in
 /// browser; any role may read it.
 struct AnalyticsController: Sendable {
@@ -25,9 +25,9 @@ struct AnalyticsController: Sendable {
     func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
         group.get("analytics/{metric}") { request, context -> Response in
             let asked = try Self.request(
-                metric: try context.parameters.require("metric"), parameters: request.uri.queryParameters, defaultEnvironment: defaultEnvironment,
+                metric: try context.parameters.require("metric"), parameters: request.formParameters, defaultEnvironment: defaultEnvironment,
                 today: AnalyticsDay(clock()))
-            let csv = try AuditController.wantsCSV(request.uri.queryParameters.get("format"))
+            let csv = try AuditController.wantsCSV(request.formParameters.get("format"))
             let chart = try await withDatabase { try await charts.chart(asked) }
             if csv { return try Self.csv(chart).response(from: request, context: context) }
             let body = try StorekeeperRequestContext.jsonEncoder.encode(ChartDocument(chart, request: asked))
@@ -58,8 +58,11 @@ struct AnalyticsController: Sendable {
         if let store, !["app_store", "stripe"].contains(store) { throw APIError.badRequest("store must be app_store or stripe") }
         let product = parameters.get("product")
         if let product, !product.isKey(maximumBytes: 256) { throw APIError.badRequest("product must be 1–256 printable characters") }
+        let tier = parameters.get("tier")
+        if let tier, !tier.isKey(maximumBytes: 256) { throw APIError.badRequest("tier must be 1–256 printable characters") }
+        if tier != nil, metric != .usage { throw APIError.badRequest("tier filters usage only; the other charts take product") }
         return AnalyticsCharts.Request(
-            metric: metric, from: from, to: to, interval: interval, environment: environment, store: store, product: product)
+            metric: metric, from: from, to: to, interval: interval, environment: environment, store: store, product: product, tier: tier)
     }
 
     static func csv(_ chart: AnalyticsChart) -> CSVTable {
@@ -87,6 +90,7 @@ struct ChartDocument: Encodable {
     var environment: String
     var store: String?
     var product: String?
+    var tier: String?
     var reportingCurrency: String?
     var missingRates: [String]
     var series: [SeriesDocument]
@@ -134,6 +138,7 @@ struct ChartDocument: Encodable {
         environment = request.environment
         store = request.store
         product = request.product
+        tier = request.tier
         reportingCurrency = chart.reportingCurrency
         missingRates = chart.missingRates
         series = chart.series.map { series in
@@ -152,12 +157,13 @@ struct ChartDocument: Encodable {
         try container.encode(environment, forKey: .environment)
         try container.encode(store, forKey: .store)
         try container.encode(product, forKey: .product)
+        try container.encode(tier, forKey: .tier)
         try container.encode(reportingCurrency, forKey: .reportingCurrency)
         try container.encode(missingRates, forKey: .missingRates)
         try container.encode(series, forKey: .series)
     }
 
-    enum CodingKeys: String, CodingKey { case metric, from, to, interval, environment, store, product, reportingCurrency, missingRates, series }
+    enum CodingKeys: String, CodingKey { case metric, from, to, interval, environment, store, product, tier, reportingCurrency, missingRates, series }
 
     /// A value as CSV writes it: whole numbers without a fraction, ratios to six decimals.
     static func text(_ value: Double) -> String {

@@ -19,7 +19,7 @@ struct OverviewPage: Sendable {
             var asked: AnalyticsCharts.Request
             do {
                 asked = try AnalyticsController.request(
-                    metric: AnalyticsMetric.mrr.rawValue, parameters: request.uri.queryParameters, defaultEnvironment: defaultEnvironment, today: today)
+                    metric: AnalyticsMetric.mrr.rawValue, parameters: request.formParameters, defaultEnvironment: defaultEnvironment, today: today)
             } catch let error as APIError {
                 problem = error.message
                 asked = AnalyticsCharts.Request(

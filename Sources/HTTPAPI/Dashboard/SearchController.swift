@@ -1,3 +1,4 @@
+import Application
 import Foundation
 import Hummingbird
 import Persistence
@@ -11,13 +12,34 @@ extension AccountSearch: AccountSearching {}
 
 /// `GET /admin/search?q=`: the accounts an id names — an account id, an App Store transaction or original transaction
 /// id, a Stripe subscription, customer, invoice or charge id, a purchase token — as JSON. The dashboard's search box
-/// (`GET /admin?find=`) shows the same. Any role may search.
+/// (`GET /admin?find=`) shows the same. An id that names nothing here and could be an App Store order id (the one
+/// on the customer's receipt e-mail) is looked up with Apple (Look Up Order ID — Production purchases only). Any role
+/// may search.
 struct SearchController: Sendable {
     let search: any AccountSearching
+    let appStore: AppStoreSupport?
 
     struct Answer: ResponseEncodable {
         var query: String
         var matches: [Match]
+        var orderLookup: OrderLookupNote?
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(query, forKey: .query)
+            try container.encode(matches, forKey: .matches)
+            try container.encode(orderLookup, forKey: .orderLookup)
+        }
+
+        enum CodingKeys: String, CodingKey { case query, matches, orderLookup }
+    }
+
+    /// What asking Apple about the text as an order id gave: `found` (the accounts are the matches), `no_account`
+    /// (Apple knows the order; no account here holds it), `invalid_order`, `production_only` (a Sandbox-only server),
+    /// `failed` (Apple did not answer).
+    struct OrderLookupNote: Encodable, Sendable {
+        var status: String
+        var message: String
     }
 
     struct Match: Encodable {
@@ -37,9 +59,36 @@ struct SearchController: Sendable {
 
     func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
         group.get("search") { request, _ -> Answer in
-            let text = try Self.query(request.uri.queryParameters.get("q"))
-            let found = try await withDatabase { try await search.matches(text, limit: 20) }
-            return Answer(query: text, matches: found.map { Match(accountId: $0.accountId, matchedBy: $0.matchedBy, source: $0.source) })
+            let text = try Self.query(request.formParameters.get("q"))
+            let (found, note) = try await find(text)
+            return Answer(
+                query: text, matches: found.map { Match(accountId: $0.accountId, matchedBy: $0.matchedBy, source: $0.source) }, orderLookup: note)
+        }
+    }
+
+    /// The accounts `text` names here, else — when it could be an order id and Apple can be asked — those its order's
+    /// subscriptions belong to.
+    func find(_ text: String) async throws -> (matches: [AccountSearch.Match], orderLookup: OrderLookupNote?) {
+        let found = try await withDatabase { try await search.matches(text, limit: 20) }
+        guard found.isEmpty, let appStore, AppStoreSupport.isOrderId(text) else { return (found, nil) }
+        // A refusal comes out of the deadline as a value: anything else thrown there is the database's.
+        let asked = try await withDatabase(timeout: AppStoreSupportController.appleDeadline) { () -> Result<AppStoreSupport.OrderMatches, AppStoreSupport.Refusal> in
+            do { return .success(try await appStore.findOrder(text)) } catch let refusal as AppStoreSupport.Refusal { return .failure(refusal) }
+        }
+        do {
+            let order = try asked.get()
+            guard order.valid else { return ([], OrderLookupNote(status: "invalid_order", message: "Apple knows no order \(text) of this app")) }
+            guard !order.matches.isEmpty else {
+                let ids = Set(order.transactions.map(\.originalTransactionId)).sorted().joined(separator: ", ")
+                return ([], OrderLookupNote(status: "no_account", message: "order \(text) holds \(ids), which no account here holds"))
+            }
+            return (order.matches, OrderLookupNote(status: "found", message: "order \(text) found with Apple"))
+        } catch {
+            switch error {
+            case .notConfigured: return (found, nil)
+            case .productionOnly: return ([], OrderLookupNote(status: "production_only", message: error.description))
+            default: return ([], OrderLookupNote(status: "failed", message: error.description))
+            }
         }
     }
 

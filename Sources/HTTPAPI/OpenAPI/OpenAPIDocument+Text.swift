@@ -4594,6 +4594,24 @@ public enum OpenAPIDocument {
             "schema": {
               "type": "string"
             }
+          },
+          {
+            "name": "appStore",
+            "in": "query",
+            "required": false,
+            "description": "What the App Store form's request gave (set by its redirect)",
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "extendAll",
+            "in": "query",
+            "required": false,
+            "description": "What the mass extension form's request gave (set by its redirect)",
+            "schema": {
+              "type": "string"
+            }
           }
         ],
         "responses": {
@@ -5339,7 +5357,7 @@ public enum OpenAPIDocument {
       "get": {
         "operationId": "auditLog",
         "summary": "The audit log: every operator's change, newest first",
-        "description": "Every change an operator key made through the admin API or the dashboard \u2014 who (the key's name and role), what, when, the account and target, the state before and after as JSON \u2014 appended by the server before it answered the change. No route changes or deletes an entry; the table refuses UPDATE, DELETE and TRUNCATE. `format=csv` answers the same selection as CSV (RFC 4180, every cell quoted, a cell starting with `=`, `+`, `-`, `@`, tab or CR prefixed with `'`). On the dashboard's routes, so a signed-in browser can download it.",
+        "description": "Every change an operator key made through the admin API or the dashboard \u2014 who (the key's name and role), what, when, the account and target, the state before and after as JSON \u2014 appended by the server before it answered the change, newest first (in the order they were appended). For more than `limit` (at most 1000), ask again with `before` = the last entry's id. No route changes or deletes an entry; the table refuses UPDATE, DELETE and TRUNCATE. `format=csv` answers the same selection as CSV (RFC 4180, every cell quoted, a cell starting with `=`, `+`, `-`, `@`, tab or CR prefixed with `'`). On the dashboard's routes, so a signed-in browser can download it.",
         "tags": [
           "Dashboard"
         ],
@@ -5389,9 +5407,19 @@ public enum OpenAPIDocument {
             }
           },
           {
+            "name": "before",
+            "in": "query",
+            "description": "Only entries appended before this id: the next page",
+            "schema": {
+              "type": "integer",
+              "format": "int64",
+              "minimum": 1
+            }
+          },
+          {
             "name": "limit",
             "in": "query",
-            "description": "At most this many entries (default 100)",
+            "description": "At most this many entries (default 100, at most 1000)",
             "schema": {
               "type": "integer",
               "minimum": 1,
@@ -5563,7 +5591,17 @@ public enum OpenAPIDocument {
           {
             "name": "product",
             "in": "query",
-            "description": "One product id (for `usage`, one tier)",
+            "description": "One product id (for `usage`, the tier it belongs to)",
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 256
+            }
+          },
+          {
+            "name": "tier",
+            "in": "query",
+            "description": "One tier id: `usage` only (400 for the other charts)",
             "schema": {
               "type": "string",
               "minLength": 1,
@@ -5816,7 +5854,7 @@ public enum OpenAPIDocument {
         "tags": [
           "Dashboard"
         ],
-        "description": "The accounts an id names \u2014 an account id, an App Store transaction or original transaction id, a Stripe subscription, customer, invoice or charge id, a purchase token \u2014 each once, the most direct match first (at most 20). The text is trimmed. The dashboard's search box (`GET /admin?find=`) shows the same.",
+        "description": "The accounts an id names \u2014 an account id, an App Store transaction or original transaction id, a Stripe subscription, customer, invoice or charge id, a purchase token \u2014 each once, the most direct match first (at most 20). The text is trimmed. The dashboard's search box (`GET /admin?find=`) shows the same. An id that names nothing here and could be an App Store order id (letters and digits) is asked of Apple (*Look Up Order ID*, Production purchases only): `orderLookup` says what that gave, and its accounts are the matches (`order_id`).",
         "security": [
           {
             "adminKey": []
@@ -5848,7 +5886,8 @@ public enum OpenAPIDocument {
                   "additionalProperties": false,
                   "required": [
                     "query",
-                    "matches"
+                    "matches",
+                    "orderLookup"
                   ],
                   "properties": {
                     "query": {
@@ -5878,7 +5917,8 @@ public enum OpenAPIDocument {
                               "stripe_subscription",
                               "stripe_object",
                               "stripe_customer",
-                              "purchase_intent"
+                              "purchase_intent",
+                              "order_id"
                             ]
                           },
                           "source": {
@@ -5890,6 +5930,37 @@ public enum OpenAPIDocument {
                           }
                         }
                       }
+                    },
+                    "orderLookup": {
+                      "oneOf": [
+                        {
+                          "type": "null"
+                        },
+                        {
+                          "type": "object",
+                          "additionalProperties": false,
+                          "required": [
+                            "status",
+                            "message"
+                          ],
+                          "properties": {
+                            "status": {
+                              "type": "string",
+                              "enum": [
+                                "found",
+                                "no_account",
+                                "invalid_order",
+                                "production_only",
+                                "failed"
+                              ]
+                            },
+                            "message": {
+                              "type": "string"
+                            }
+                          }
+                        }
+                      ],
+                      "description": "null: not asked (something here matched, it cannot be an order id, or the App Store Server API is not configured)"
                     }
                   }
                 }
@@ -6679,6 +6750,1419 @@ public enum OpenAPIDocument {
           }
         },
         "x-storekeeper-role": "support"
+      }
+    },
+    "/admin/accounts/{accountId}/extensions": {
+      "post": {
+        "operationId": "extendRenewalDate",
+        "summary": "Extend one subscription's renewal date through Apple",
+        "tags": [
+          "Admin API"
+        ],
+        "description": "Apple's *Extend a Subscription Renewal Date* for one of the account's App Store subscriptions (`subscription`, else its only active one): 1\u201390 days and a reason; Apple extends paid, active subscriptions only, at most twice in 365 days. The request is filed under `requestIdentifier` (a UUID unless given) before Apple is asked, then Apple's answer beside it; the same identifier again answers with what was filed and asks Apple nothing. Apple's later `RENEWAL_EXTENDED` notification moves the expiry Storekeeper derives. Audited as `renewal.extend`.",
+        "security": [
+          {
+            "adminKey": []
+          }
+        ],
+        "x-storekeeper-role": "support",
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/accountId"
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "type": "object",
+                "required": [
+                  "days",
+                  "reason"
+                ],
+                "properties": {
+                  "days": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 90
+                  },
+                  "reason": {
+                    "type": "string",
+                    "enum": [
+                      "undeclared",
+                      "customer_satisfaction",
+                      "other",
+                      "service_issue_or_outage"
+                    ]
+                  },
+                  "subscription": {
+                    "type": "string",
+                    "description": "The original transaction id; default: the account's only active App Store subscription"
+                  },
+                  "requestIdentifier": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 128
+                  }
+                }
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "Apple's answer (`success`, `effectiveDate`), as filed",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/RenewalExtension"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "A malformed body (`bad_request`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "description": "The key's role is below the one this route needs (`forbidden`), or a cross-site write (`cross_site`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "cross_site",
+                            "forbidden"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "No such App Store subscription of the account, or no request under that identifier (`not_found`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_found"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "The App Store Server API is not configured (`not_available`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_available"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "422": {
+            "description": "Apple refused: the message carries Apple's error code, e.g. 4030004 (not eligible: a free offer period, billing retry, expired) or 4030005 (extended twice in 365 days) (`apple_refused`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "apple_refused"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "502": {
+            "description": "Apple did not answer, or answered with a server error (`apple_unavailable`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "apple_unavailable"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "Service unavailable: the database did not answer in time (`unavailable`); retry later",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        }
+      },
+      "get": {
+        "operationId": "listRenewalExtensions",
+        "summary": "An account's renewal extensions",
+        "tags": [
+          "Admin API"
+        ],
+        "description": "Every renewal extension asked for the account, newest first, with Apple's answers.",
+        "security": [
+          {
+            "adminKey": []
+          }
+        ],
+        "x-storekeeper-role": "viewer",
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/accountId"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The extensions",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "additionalProperties": false,
+                  "required": [
+                    "extensions"
+                  ],
+                  "properties": {
+                    "extensions": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/RenewalExtension"
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "A malformed body (`bad_request`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "503": {
+            "description": "Service unavailable: the database did not answer in time (`unavailable`); retry later",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/admin/extensions": {
+      "post": {
+        "operationId": "extendRenewalDatesForAll",
+        "summary": "Extend every active subscriber of a product through Apple (dry run first)",
+        "tags": [
+          "Admin API"
+        ],
+        "description": "Apple's *Extend Subscription Renewal Dates for All Active Subscribers*: a product, 1\u201390 days, a reason, optionally storefronts (ISO 3166-1 alpha-3) and the environment. `dryRun: true` counts the product's paid, active App Store subscriptions held here and asks Apple nothing (audited as `renewal.extend-all.dry-run`); `dryRun: false` files the request and asks Apple (202, audited as `renewal.extend-all`). Apple works through the subscribers over hours or days: `GET /admin/extensions/{requestIdentifier}` asks it for progress, and its `RENEWAL_EXTENSION`/`SUMMARY` notification completes the record.",
+        "security": [
+          {
+            "adminKey": []
+          }
+        ],
+        "x-storekeeper-role": "admin",
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "type": "object",
+                "required": [
+                  "productId",
+                  "days",
+                  "reason",
+                  "dryRun"
+                ],
+                "properties": {
+                  "productId": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 256
+                  },
+                  "days": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 90
+                  },
+                  "reason": {
+                    "type": "string",
+                    "enum": [
+                      "undeclared",
+                      "customer_satisfaction",
+                      "other",
+                      "service_issue_or_outage"
+                    ]
+                  },
+                  "dryRun": {
+                    "type": "boolean"
+                  },
+                  "storefrontCountryCodes": {
+                    "type": "array",
+                    "items": {
+                      "type": "string",
+                      "pattern": "^[A-Z]{3}$"
+                    },
+                    "minItems": 1,
+                    "maxItems": 200
+                  },
+                  "environment": {
+                    "type": "string",
+                    "enum": [
+                      "production",
+                      "sandbox"
+                    ]
+                  },
+                  "requestIdentifier": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 128
+                  }
+                }
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "The dry run: how many the request would reach here",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/MassExtensionAnswer"
+                }
+              }
+            }
+          },
+          "202": {
+            "description": "Asked of Apple; the filed request",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/MassExtensionAnswer"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "A malformed body (`bad_request`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "403": {
+            "description": "The key's role is below the one this route needs (`forbidden`), or a cross-site write (`cross_site`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "cross_site",
+                            "forbidden"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "The App Store Server API is not configured (`not_available`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_available"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "422": {
+            "description": "Apple refused: the message carries Apple's error code, e.g. 4030004 (not eligible: a free offer period, billing retry, expired) or 4030005 (extended twice in 365 days) (`apple_refused`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "apple_refused"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "502": {
+            "description": "Apple did not answer, or answered with a server error (`apple_unavailable`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "apple_unavailable"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "Service unavailable: the database did not answer in time (`unavailable`); retry later",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        }
+      },
+      "get": {
+        "operationId": "listMassExtensions",
+        "summary": "The latest mass renewal extensions",
+        "tags": [
+          "Admin API"
+        ],
+        "description": "The 20 latest mass extensions, newest first, as filed (no request to Apple).",
+        "security": [
+          {
+            "adminKey": []
+          }
+        ],
+        "x-storekeeper-role": "viewer",
+        "responses": {
+          "200": {
+            "description": "The mass extensions",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "additionalProperties": false,
+                  "required": [
+                    "extensions"
+                  ],
+                  "properties": {
+                    "extensions": {
+                      "type": "array",
+                      "items": {
+                        "$ref": "#/components/schemas/RenewalExtension"
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "503": {
+            "description": "Service unavailable: the database did not answer in time (`unavailable`); retry later",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/admin/extensions/{requestIdentifier}": {
+      "get": {
+        "operationId": "massExtensionStatus",
+        "summary": "A mass extension's status",
+        "tags": [
+          "Admin API"
+        ],
+        "description": "The filed mass extension; unless complete, Apple is asked first (*Get Status of Subscription Renewal Date Extensions*) and its answer filed. When Apple cannot be asked, the filed record comes back with `error` saying why.",
+        "security": [
+          {
+            "adminKey": []
+          },
+          {
+            "adminBasic": []
+          }
+        ],
+        "x-storekeeper-role": "viewer",
+        "parameters": [
+          {
+            "name": "requestIdentifier",
+            "in": "path",
+            "required": true,
+            "schema": {
+              "type": "string"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The request and its progress",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/RenewalExtension"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "404": {
+            "description": "No such App Store subscription of the account, or no request under that identifier (`not_found`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_found"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "Service unavailable: the database did not answer in time (`unavailable`); retry later",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/admin/accounts/{accountId}/apple-refunds": {
+      "get": {
+        "operationId": "appleRefundHistory",
+        "summary": "Apple's refund history for the customer",
+        "tags": [
+          "Dashboard"
+        ],
+        "description": "Apple's *Get Refund History* asked with the account's latest App Store subscription in each environment (up to 10 pages each): the customer's refunded purchases of this app, newest refund first, each verified.",
+        "security": [
+          {
+            "adminKey": []
+          },
+          {
+            "adminBasic": []
+          }
+        ],
+        "x-storekeeper-role": "viewer",
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/accountId"
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The refunds",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "additionalProperties": false,
+                  "required": [
+                    "accountId",
+                    "refunds"
+                  ],
+                  "properties": {
+                    "accountId": {
+                      "type": "string"
+                    },
+                    "refunds": {
+                      "type": "array",
+                      "items": {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "transactionId",
+                          "originalTransactionId",
+                          "productId",
+                          "type",
+                          "environment",
+                          "purchaseDate",
+                          "revocationDate",
+                          "revocationReason",
+                          "revocationType",
+                          "revocationPercentage",
+                          "price",
+                          "currency"
+                        ],
+                        "properties": {
+                          "transactionId": {
+                            "type": "string"
+                          },
+                          "originalTransactionId": {
+                            "type": "string"
+                          },
+                          "productId": {
+                            "type": "string"
+                          },
+                          "type": {
+                            "type": [
+                              "string",
+                              "null"
+                            ]
+                          },
+                          "environment": {
+                            "type": [
+                              "string",
+                              "null"
+                            ]
+                          },
+                          "purchaseDate": {
+                            "type": [
+                              "string",
+                              "null"
+                            ],
+                            "format": "date-time"
+                          },
+                          "revocationDate": {
+                            "type": [
+                              "string",
+                              "null"
+                            ],
+                            "format": "date-time"
+                          },
+                          "revocationReason": {
+                            "type": [
+                              "integer",
+                              "null"
+                            ],
+                            "description": "0 other, 1 an issue with the app"
+                          },
+                          "revocationType": {
+                            "type": [
+                              "string",
+                              "null"
+                            ]
+                          },
+                          "revocationPercentage": {
+                            "type": [
+                              "integer",
+                              "null"
+                            ]
+                          },
+                          "price": {
+                            "type": [
+                              "integer",
+                              "null"
+                            ],
+                            "description": "Milliunits"
+                          },
+                          "currency": {
+                            "type": [
+                              "string",
+                              "null"
+                            ]
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "A malformed body (`bad_request`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/DashboardUnauthorized"
+          },
+          "404": {
+            "description": "No such App Store subscription of the account, or no request under that identifier (`not_found`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_found"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "The App Store Server API is not configured (`not_available`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_available"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "422": {
+            "description": "Apple refused: the message carries Apple's error code, e.g. 4030004 (not eligible: a free offer period, billing retry, expired) or 4030005 (extended twice in 365 days) (`apple_refused`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "apple_refused"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "502": {
+            "description": "Apple did not answer, or answered with a server error (`apple_unavailable`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "apple_unavailable"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "Service unavailable: the database did not answer in time (`unavailable`); retry later",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/admin/accounts/{accountId}/extend": {
+      "post": {
+        "operationId": "extendRenewalDateForm",
+        "summary": "The dashboard's renewal extension form",
+        "tags": [
+          "Dashboard"
+        ],
+        "description": "The account page's App Store form (`subscription`, `days`, `reason`, `request`): as `POST /admin/accounts/{accountId}/extensions`, then 303 back to the account page with `appStore` saying what Apple answered or why nothing was asked.",
+        "security": [
+          {
+            "adminKey": []
+          },
+          {
+            "adminBasic": []
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/accountId"
+          }
+        ],
+        "requestBody": {
+          "required": false,
+          "content": {
+            "application/x-www-form-urlencoded": {
+              "schema": {
+                "type": "object",
+                "properties": {
+                  "subscription": {
+                    "type": "string"
+                  },
+                  "days": {
+                    "type": "string"
+                  },
+                  "reason": {
+                    "type": "string"
+                  },
+                  "request": {
+                    "type": "string"
+                  }
+                }
+              }
+            }
+          }
+        },
+        "responses": {
+          "303": {
+            "description": "Back to the account's page, with `appStore` saying what happened",
+            "headers": {
+              "Location": {
+                "required": true,
+                "description": "The dashboard page to go back to.",
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`accountId` is not an account id",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/DashboardUnauthorized"
+          },
+          "403": {
+            "description": "The key's role is below `support` (`forbidden`), or a cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "cross_site",
+                            "forbidden"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "415": {
+            "description": "The body is not `application/x-www-form-urlencoded` (`unsupported_media_type`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unsupported_media_type"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "413": {
+            "description": "The body is larger than 16 KiB, this route's limit (`payload_too_large`); the connection is closed",
+            "headers": {
+              "Connection": {
+                "description": "`close`",
+                "schema": {
+                  "type": "string",
+                  "const": "close"
+                }
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "payload_too_large"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "Service unavailable: the body memory is full (`busy`) or the database did not answer in time (`unavailable`); retry later",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable",
+                            "busy"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "500": {
+            "description": "`not_audited`: the change was made but its audit-log entry could not be written (the server log has the entry; do not repeat the change blindly); `internal_error`: a bug",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_audited",
+                            "internal_error"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        },
+        "x-storekeeper-role": "support"
+      }
+    },
+    "/admin/extend-all": {
+      "post": {
+        "operationId": "extendRenewalDatesForAllForm",
+        "summary": "The dashboard's mass extension form",
+        "tags": [
+          "Dashboard"
+        ],
+        "description": "The main page's form (`productId`, `days`, `reason`, `storefronts` separated by spaces or commas, `environment`, `dryRun` `true`|`false`, `request`): as `POST /admin/extensions`, then 303 back to the page with `extendAll` saying what the dry run counted, or what was asked, or why nothing was.",
+        "security": [
+          {
+            "adminKey": []
+          },
+          {
+            "adminBasic": []
+          }
+        ],
+        "parameters": [],
+        "requestBody": {
+          "required": false,
+          "content": {
+            "application/x-www-form-urlencoded": {
+              "schema": {
+                "type": "object",
+                "properties": {
+                  "productId": {
+                    "type": "string"
+                  },
+                  "days": {
+                    "type": "string"
+                  },
+                  "reason": {
+                    "type": "string"
+                  },
+                  "storefronts": {
+                    "type": "string"
+                  },
+                  "environment": {
+                    "type": "string"
+                  },
+                  "dryRun": {
+                    "type": "string"
+                  },
+                  "request": {
+                    "type": "string"
+                  }
+                }
+              }
+            }
+          }
+        },
+        "responses": {
+          "303": {
+            "description": "Back to the page, with `extendAll` saying what happened",
+            "headers": {
+              "Location": {
+                "required": true,
+                "description": "The dashboard page to go back to.",
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/DashboardUnauthorized"
+          },
+          "403": {
+            "description": "The key's role is below `admin` (`forbidden`), or a cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "cross_site",
+                            "forbidden"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "415": {
+            "description": "The body is not `application/x-www-form-urlencoded` (`unsupported_media_type`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unsupported_media_type"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "413": {
+            "description": "The body is larger than 16 KiB, this route's limit (`payload_too_large`); the connection is closed",
+            "headers": {
+              "Connection": {
+                "description": "`close`",
+                "schema": {
+                  "type": "string",
+                  "const": "close"
+                }
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "payload_too_large"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "Service unavailable: the body memory is full (`busy`) or the database did not answer in time (`unavailable`); retry later",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable",
+                            "busy"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "500": {
+            "description": "`not_audited`: the change was made but its audit-log entry could not be written (the server log has the entry; do not repeat the change blindly); `internal_error`: a bug",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_audited",
+                            "internal_error"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        },
+        "x-storekeeper-role": "admin"
       }
     }
   },
@@ -8926,6 +10410,7 @@ public enum OpenAPIDocument {
           "environment",
           "store",
           "product",
+          "tier",
           "reportingCurrency",
           "missingRates",
           "series"
@@ -8976,6 +10461,12 @@ public enum OpenAPIDocument {
             ]
           },
           "product": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "tier": {
             "type": [
               "string",
               "null"
@@ -9071,6 +10562,185 @@ public enum OpenAPIDocument {
                 }
               }
             }
+          }
+        }
+      },
+      "RenewalExtension": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "requestIdentifier",
+          "kind",
+          "environment",
+          "subscription",
+          "accountId",
+          "productId",
+          "storefrontCountryCodes",
+          "days",
+          "reasonCode",
+          "requestedBy",
+          "requestedAt",
+          "answeredAt",
+          "success",
+          "effectiveDate",
+          "error",
+          "complete",
+          "completeDate",
+          "succeededCount",
+          "failedCount"
+        ],
+        "properties": {
+          "requestIdentifier": {
+            "type": "string",
+            "description": "The identifier Apple was given: a request sent again with it is the same request"
+          },
+          "kind": {
+            "type": "string",
+            "enum": [
+              "single",
+              "mass"
+            ]
+          },
+          "environment": {
+            "type": "string"
+          },
+          "subscription": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "single: the original transaction id extended"
+          },
+          "accountId": {
+            "type": [
+              "string",
+              "null"
+            ]
+          },
+          "productId": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "mass: the product whose subscribers were extended"
+          },
+          "storefrontCountryCodes": {
+            "type": [
+              "array",
+              "null"
+            ],
+            "items": {
+              "type": "string"
+            }
+          },
+          "days": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 90
+          },
+          "reasonCode": {
+            "type": "integer",
+            "description": "Apple's extendReasonCode: 0 undeclared, 1 customer satisfaction, 2 other, 3 service issue or outage"
+          },
+          "requestedBy": {
+            "type": "string",
+            "description": "The operator's name"
+          },
+          "requestedAt": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "answeredAt": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "format": "date-time"
+          },
+          "success": {
+            "type": [
+              "boolean",
+              "null"
+            ],
+            "description": "single: Apple's `success`"
+          },
+          "effectiveDate": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "format": "date-time",
+            "description": "single: the subscription's new expiry"
+          },
+          "error": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "Why Apple refused, or could not be asked"
+          },
+          "complete": {
+            "type": "boolean"
+          },
+          "completeDate": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "format": "date-time"
+          },
+          "succeededCount": {
+            "type": [
+              "integer",
+              "null"
+            ]
+          },
+          "failedCount": {
+            "type": [
+              "integer",
+              "null"
+            ]
+          }
+        }
+      },
+      "MassExtensionAnswer": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "dryRun",
+          "productId",
+          "environment",
+          "activePaidHere",
+          "request"
+        ],
+        "properties": {
+          "dryRun": {
+            "type": "boolean"
+          },
+          "productId": {
+            "type": "string"
+          },
+          "environment": {
+            "type": "string",
+            "enum": [
+              "production",
+              "sandbox"
+            ]
+          },
+          "activePaidHere": {
+            "type": "integer",
+            "description": "The product's paid, active App Store subscriptions held here now; Apple decides which it extends"
+          },
+          "request": {
+            "oneOf": [
+              {
+                "$ref": "#/components/schemas/RenewalExtension"
+              },
+              {
+                "type": "null"
+              }
+            ],
+            "description": "The filed request; null for a dry run"
           }
         }
       }

@@ -60,7 +60,7 @@ struct AuditController: Sendable {
 
     func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
         group.get("audit") { request, context -> Response in
-            let parameters = request.uri.queryParameters
+            let parameters = request.formParameters
             let filter = try Self.filter(parameters)
             let csv = try Self.wantsCSV(parameters.get("format"))
             let actions = try await withDatabase { try await audit.actions(filter) }
@@ -101,8 +101,13 @@ struct AuditController: Sendable {
             guard let id = AccountID(text) else { throw APIError.badRequest("account: \(AccountID.rule)") }
             account = id
         }
+        var before: Int64?
+        if let text = parameters.get("before") {
+            guard let id = Int64(text), id > 0 else { throw APIError.badRequest("before must be an entry's id, a positive integer") }
+            before = id
+        }
         let limit = try EventsController.limit(parameters.get("limit"), default: 100)
-        return OperatorActions.Filter(from: from, to: to, operatorName: name, account: account, limit: limit)
+        return OperatorActions.Filter(from: from, to: to, operatorName: name, account: account, before: before, limit: limit)
     }
 }
 

@@ -12,6 +12,7 @@ enum OperatorPermissions {
         "POST /admin/accounts/{accountId}/grant", "POST /admin/grants/{grantId}/end",
         "POST /admin/events/{id}/redeliver", "POST /admin/deliveries/{id}/redeliver",
         "POST /admin/accounts/{accountId}/credits", "POST /admin/accounts/{accountId}/credit",
+        "POST /admin/accounts/{accountId}/extensions", "POST /admin/accounts/{accountId}/extend",
     ]
 
     /// The least role that may send `method` to `route` (the router's path, `{parameter}` for each capture).

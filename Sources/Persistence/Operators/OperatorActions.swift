@@ -53,13 +53,16 @@ public struct OperatorActions: Sendable {
         public var to: Date?
         public var operatorName: String?
         public var account: AccountID?
+        /// Entries appended before this id: the next page after one that ended at it.
+        public var before: Int64?
         public var limit: Int
 
-        public init(from: Date? = nil, to: Date? = nil, operatorName: String? = nil, account: AccountID? = nil, limit: Int) {
+        public init(from: Date? = nil, to: Date? = nil, operatorName: String? = nil, account: AccountID? = nil, before: Int64? = nil, limit: Int) {
             self.from = from
             self.to = to
             self.operatorName = operatorName
             self.account = account
+            self.before = before
             self.limit = limit
         }
     }
@@ -89,7 +92,8 @@ public struct OperatorActions: Sendable {
               AND (\(filter.to)::timestamptz IS NULL OR at < \(filter.to))
               AND (\(filter.operatorName)::text IS NULL OR operator = \(filter.operatorName))
               AND (\(filter.account?.text)::text IS NULL OR account_id = \(filter.account?.text))
-            ORDER BY at DESC, id DESC
+              AND (\(filter.before)::bigint IS NULL OR id < \(filter.before))
+            ORDER BY id DESC
             LIMIT \(filter.limit)
             """, logger: logger)
         var actions: [OperatorAction] = []

@@ -1,0 +1,248 @@
+import AppStoreModels
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import LocalSigning
+import NIOCore
+import Testing
+
+/// What support asks Apple — Extend a Subscription Renewal Date, Look Up Order ID, Get Refund History, Extend
+/// Subscription Renewal Dates for All Active Subscribers and its status — against the fake Apple, which plays each
+/// endpoint as Apple's reference documents it (limits, eligibility, error codes). Expectations are Apple's documented
+/// behaviour: an extension moves the expiry by its days, at most twice a year, never in a free trial.
+@Suite("Apple support: renewal extensions, order ids, refund history")
+struct AppleSupportTests {
+    static let keys = "vera:viewer:viewer-key-apple-0001,sam:support:support-key-apple-0001,ada:admin:admin-key-apple-0001"
+    static let day: Int64 = 86_400_000
+
+    static func json(_ key: String) -> HTTPFields { [.authorization: "Bearer \(key)", .contentType: "application/json"] }
+    static let viewer = json("viewer-key-apple-0001")
+    static let support = json("support-key-apple-0001")
+    static let admin = json("admin-key-apple-0001")
+
+    /// Subscribes `flow` through a signed notification and tells the fake Apple about the same subscription.
+    static func subscribe(_ flow: inout LifecycleFlow, apple: FakeApple, trial: Bool = false, storefront: String = "USA") async throws -> TransactionPayload {
+        let event = try await flow.send(.subscribe) { event in
+            event.transaction?.storefront = storefront
+            if trial {
+                event.transaction?.offerType = 1
+                event.transaction?.offerDiscountType = "FREE_TRIAL"
+                event.transaction?.price = 0
+            }
+        }
+        let transaction = try #require(event.transaction)
+        apple.server.state.withLock { $0.subscriptions[transaction.originalTransactionId] = .init(status: 1, transaction: transaction, renewalInfo: event.renewalInfo) }
+        return transaction
+    }
+
+    @Test("one subscription extended through Apple: Apple's answer, the same request identifier asks once, Apple's limits refused with its codes, RENEWAL_EXTENDED moves the expiry")
+    func extendOne() async throws {
+        try await FakeApple.run { apple in
+            try await apple.harness(extra: ["STOREKEEPER_ADMIN_KEYS": Self.keys]) { harness in
+                try await harness.withHTTP { client in
+                    let account = UUID()
+                    let id = account.uuidString.lowercased()
+                    var flow = LifecycleFlow(harness: harness, client: client, account: account)
+                    let bought = try await Self.subscribe(&flow, apple: apple)
+                    let expires = try #require(bought.expiresDate)
+                    func extend(_ body: String, _ headers: HTTPFields = Self.support) async throws -> TestResponse {
+                        try await client.execute(uri: "/admin/accounts/\(id)/extensions", method: .post, headers: headers, body: ByteBuffer(string: body))
+                    }
+                    func puts() -> Int { apple.server.requests.filter { $0.hasPrefix("PUT /inApps/v1/subscriptions/extend/") }.count }
+
+                    #expect(try await extend(#"{"days": 7, "reason": "service_issue_or_outage"}"#, Self.viewer).status == .forbidden)
+                    let first = try await extend(#"{"days": 7, "reason": "service_issue_or_outage", "requestIdentifier": "outage-1"}"#)
+                    #expect(first.status == .ok, "\(String(buffer: first.body))")
+                    #expect(first.json["success"] as? Bool == true)
+                    #expect(first.json["subscription"] as? String == flow.originalTransactionId)
+                    // Apple's effectiveDate: the old expiry plus seven days.
+                    #expect(first.json["effectiveDate"] as? String == Date(timeIntervalSince1970: Double(expires + 7 * Self.day) / 1000).formatted(.iso8601))
+                    #expect(first.json["reasonCode"] as? Int == 3 && first.json["requestedBy"] as? String == "sam")
+                    let again = try await extend(#"{"days": 7, "reason": "service_issue_or_outage", "requestIdentifier": "outage-1"}"#)
+                    #expect(again.status == .ok && again.json["effectiveDate"] as? String == first.json["effectiveDate"] as? String)
+                    #expect(puts() == 1, "the same request identifier asks Apple once")
+                    for (bad, why) in [(#"{"days": 91, "reason": "other"}"#, "days"), (#"{"days": 0, "reason": "other"}"#, "days"),
+                                       (#"{"days": 3, "reason": "because"}"#, "reason"), (#"{"days": 3}"#, "body"),
+                                       (#"{"days": 3, "reason": "other", "subscription": "999"}"#, "subscription")] {
+                        let refused = try await extend(bad)
+                        #expect([.badRequest, .notFound].contains(refused.status), "\(why): \(String(buffer: refused.body))")
+                    }
+                    #expect(puts() == 1, "nothing malformed reaches Apple")
+
+                    // Apple's notification of the extension is a fact like any other: the expiry Storekeeper derives moves.
+                    var extended = try #require(apple.server.state.withLock { $0.subscriptions[flow.originalTransactionId]?.transaction })
+                    extended.signedDate = Int64(Date().timeIntervalSince1970 * 1000)
+                    #expect(extended.expiresDate == expires + 7 * Self.day)
+                    try await flow.post(SimulatedEvent(
+                        notificationType: "RENEWAL_EXTENDED", subtype: nil, status: 1, signedDate: extended.signedDate!, transaction: extended,
+                        renewalInfo: nil))
+                    try await eventually("RENEWAL_EXTENDED to move the expiry") {
+                        try await flow.detail()["expiresAt"] as? String == Date(timeIntervalSince1970: Double(expires + 7 * Self.day) / 1000).formatted(.iso8601)
+                    }
+
+                    // The account page's form: a second extension within the year, then Apple's limit of two.
+                    let basic = "Basic " + Data("sam:support-key-apple-0001".utf8).base64EncodedString()
+                    let form = try await client.execute(
+                        uri: "/admin/accounts/\(id)/extend", method: .post, headers: [.authorization: basic, .contentType: "application/x-www-form-urlencoded"],
+                        body: ByteBuffer(string: "subscription=\(flow.originalTransactionId)&days=3&reason=customer_satisfaction&request=form-1"))
+                    #expect(form.status == .seeOther)
+                    #expect(form.headers[.location]?.removingPercentEncoding?.contains("Apple extended") == true, "\(form.headers[.location] ?? "")")
+                    let third = try await extend(#"{"days": 1, "reason": "other", "requestIdentifier": "outage-3"}"#)
+                    #expect(third.status == .unprocessableContent && third.json["error"] as? String == "apple_refused")
+                    #expect((third.json["message"] as? String)?.contains("4030005") == true, "\(third.json)")
+
+                    let page = String(buffer: try await client.execute(uri: "/admin?account=\(id)", method: .get, headers: [.authorization: basic]).body)
+                    #expect(page.contains("RENEWAL_EXTENDED"), "the timeline shows Apple's notification")
+                    #expect(page.contains("outage") == false || page.contains("extended"), "the App Store section lists the requests")
+                    #expect(page.contains("Extend renewal date"))
+                    let listed = try await client.execute(uri: "/admin/accounts/\(id)/extensions", method: .get, headers: Self.viewer).json
+                    let records = try #require(listed["extensions"] as? [[String: Any]])
+                    #expect(Set(records.compactMap { $0["requestIdentifier"] as? String }) == ["outage-1", "form-1", "outage-3"])
+                    #expect(records.first { $0["requestIdentifier"] as? String == "outage-3" }?["error"] as? String != nil)
+                    #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'renewal.extend'") == 2)
+
+                    // A subscription in its free trial is not eligible (Apple's 4030004).
+                    var trialFlow = LifecycleFlow(harness: harness, client: client, account: UUID())
+                    _ = try await Self.subscribe(&trialFlow, apple: apple, trial: true)
+                    let trial = try await client.execute(
+                        uri: "/admin/accounts/\(trialFlow.subscription.accountId!.uuidString.lowercased())/extensions", method: .post, headers: Self.support,
+                        body: ByteBuffer(string: #"{"days": 5, "reason": "other"}"#))
+                    #expect(trial.status == .unprocessableContent && (trial.json["message"] as? String)?.contains("4030004") == true, "\(trial.json)")
+                }
+            }
+        }
+    }
+
+    @Test("an order id from a receipt e-mail finds its account with Apple (Production only, said in Sandbox); refund history is Apple's, verified")
+    func orderAndRefunds() async throws {
+        try await FakeApple.run { apple in
+            let production = ["STOREKEEPER_ADMIN_KEYS": Self.keys, "STOREKEEPER_ENVIRONMENTS": "Sandbox,Production", "STOREKEEPER_APP_APPLE_ID": "1234567890"]
+            try await apple.harness(extra: production) { harness in
+                try await harness.withHTTP { client in
+                    let account = UUID()
+                    var flow = LifecycleFlow(harness: harness, client: client, account: account)
+                    let bought = try await Self.subscribe(&flow, apple: apple)
+                    var refunded = bought
+                    refunded.transactionId = "\(bought.originalTransactionId)77"
+                    refunded.revocationDate = Int64(Date().timeIntervalSince1970 * 1000)
+                    refunded.revocationReason = 1
+                    refunded.price = 9990
+                    refunded.currency = "USD"
+                    apple.server.state.withLock { state in
+                        state.orders["MK5TTTVWJH"] = [bought.transactionId]
+                        state.extraTransactions.append(refunded)
+                    }
+                    let found = try await client.execute(uri: "/admin/search?q=MK5TTTVWJH", method: .get, headers: Self.viewer).json
+                    #expect((found["matches"] as? [[String: Any]])?.map { $0["accountId"] as? String } == [account.uuidString.lowercased()])
+                    #expect((found["matches"] as? [[String: Any]])?.first?["matchedBy"] as? String == "order_id")
+                    #expect((found["orderLookup"] as? [String: Any])?["status"] as? String == "found")
+                    let unknown = try await client.execute(uri: "/admin/search?q=ZZZZ999999", method: .get, headers: Self.viewer).json
+                    #expect((unknown["orderLookup"] as? [String: Any])?["status"] as? String == "invalid_order")
+                    #expect((unknown["matches"] as? [Any])?.isEmpty == true)
+                    let local = try await client.execute(uri: "/admin/search?q=\(flow.originalTransactionId)", method: .get, headers: Self.viewer).json
+                    #expect(local["orderLookup"] is NSNull, "an id found here is not asked of Apple")
+                    #expect(apple.server.requests.filter { $0.hasPrefix("GET /inApps/v1/lookup/") }.count == 2)
+
+                    let basic = "Basic " + Data("vera:viewer-key-apple-0001".utf8).base64EncodedString()
+                    let page = String(buffer: try await client.execute(uri: "/admin?find=MK5TTTVWJH", method: .get, headers: [.authorization: basic]).body)
+                    #expect(page.contains("Timeline of \(account.uuidString.lowercased())"))
+
+                    let refunds = try await client.execute(
+                        uri: "/admin/accounts/\(account.uuidString.lowercased())/apple-refunds", method: .get, headers: [.authorization: basic])
+                    #expect(refunds.status == .ok, "\(String(buffer: refunds.body))")
+                    let listed = try #require(refunds.json["refunds"] as? [[String: Any]])
+                    #expect(listed.map { $0["transactionId"] as? String } == [refunded.transactionId])
+                    #expect(listed.first?["revocationReason"] as? Int == 1 && listed.first?["price"] as? Int == 9990)
+                    let nobody = try await client.execute(uri: "/admin/accounts/nobody-here/apple-refunds", method: .get, headers: [.authorization: basic])
+                    #expect(nobody.status == .notFound)
+                }
+            }
+            // A Sandbox-only server cannot look up order ids, and says so.
+            try await apple.harness(worker: false, extra: ["STOREKEEPER_ADMIN_KEYS": Self.keys]) { harness in
+                try await harness.withHTTP { client in
+                    let answer = try await client.execute(uri: "/admin/search?q=MK5TTTVWJH", method: .get, headers: Self.viewer).json
+                    #expect((answer["orderLookup"] as? [String: Any])?["status"] as? String == "production_only")
+                    let basic = "Basic " + Data("vera:viewer-key-apple-0001".utf8).base64EncodedString()
+                    let page = String(buffer: try await client.execute(uri: "/admin", method: .get, headers: [.authorization: basic]).body)
+                    #expect(page.contains("Production only"))
+                }
+            }
+        }
+    }
+
+    @Test("every subscriber of a product: admin only, a dry run counts and asks nothing, the request's status is polled until complete, a SUMMARY notification completes another")
+    func extendAll() async throws {
+        try await FakeApple.run { apple in
+            try await apple.harness(extra: ["STOREKEEPER_ADMIN_KEYS": Self.keys]) { harness in
+                try await harness.withHTTP { client in
+                    var first = LifecycleFlow(harness: harness, client: client, account: UUID())
+                    var second = LifecycleFlow(harness: harness, client: client, account: UUID())
+                    var trial = LifecycleFlow(harness: harness, client: client, account: UUID())
+                    let one = try await Self.subscribe(&first, apple: apple)
+                    let two = try await Self.subscribe(&second, apple: apple, storefront: "GBR")
+                    _ = try await Self.subscribe(&trial, apple: apple, trial: true)
+                    func extendAll(_ body: String, _ headers: HTTPFields = Self.admin) async throws -> TestResponse {
+                        try await client.execute(uri: "/admin/extensions", method: .post, headers: headers, body: ByteBuffer(string: body))
+                    }
+                    func masses() -> Int { apple.server.requests.filter { $0 == "POST /inApps/v1/subscriptions/extend/mass" }.count }
+                    let body = #"{"productId": "\#(one.productId)", "days": 5, "reason": "service_issue_or_outage", "requestIdentifier": "mass-1", "dryRun": %@}"#
+                    #expect(try await extendAll(String(format: body, "true"), Self.support).status == .forbidden)
+
+                    let dry = try await extendAll(String(format: body, "true"))
+                    #expect(dry.status == .ok, "\(String(buffer: dry.body))")
+                    #expect(dry.json["activePaidHere"] as? Int == 2, "two paid subscribers; the trial is not counted")
+                    #expect(dry.json["request"] is NSNull && masses() == 0, "a dry run asks Apple nothing")
+
+                    let asked = try await extendAll(String(format: body, "false"))
+                    #expect(asked.status == .accepted, "\(String(buffer: asked.body))")
+                    #expect(masses() == 1)
+                    #expect((asked.json["request"] as? [String: Any])?["complete"] as? Bool == false)
+                    #expect(try await extendAll(String(format: body, "false")).status == .badRequest, "a request identifier is used once")
+                    let expiries = apple.server.state.withLock { state in [one, two].map { state.subscriptions[$0.originalTransactionId]?.transaction.expiresDate } }
+                    #expect(expiries == [one.expiresDate! + 5 * Self.day, two.expiresDate! + 5 * Self.day])
+
+                    let polled = try await client.execute(uri: "/admin/extensions/mass-1", method: .get, headers: Self.viewer).json
+                    #expect(polled["complete"] as? Bool == false)
+                    let done = try await client.execute(uri: "/admin/extensions/mass-1", method: .get, headers: Self.viewer).json
+                    #expect(done["complete"] as? Bool == true && done["succeededCount"] as? Int == 2 && done["failedCount"] as? Int == 1, "\(done)")
+                    let polls = apple.server.requests.filter { $0.hasPrefix("GET /inApps/v1/subscriptions/extend/mass/") }.count
+                    _ = try await client.execute(uri: "/admin/extensions/mass-1", method: .get, headers: Self.viewer)
+                    #expect(apple.server.requests.filter { $0.hasPrefix("GET /inApps/v1/subscriptions/extend/mass/") }.count == polls, "a complete one is not asked again")
+                    #expect(try await client.execute(uri: "/admin/extensions/nope", method: .get, headers: Self.viewer).status == .notFound)
+
+                    // Limited to a storefront, then completed by Apple's SUMMARY notification rather than a poll.
+                    let gbr = try await extendAll(
+                        #"{"productId": "\#(one.productId)", "days": 2, "reason": "other", "requestIdentifier": "mass-2", "storefrontCountryCodes": ["GBR"], "dryRun": false}"#)
+                    #expect(gbr.status == .accepted)
+                    #expect(try await extendAll(#"{"productId": "x", "days": 2, "reason": "other", "storefrontCountryCodes": ["uk"], "dryRun": true}"#).status == .badRequest)
+                    let summary = NotificationPayload(
+                        notificationType: "RENEWAL_EXTENSION", subtype: "SUMMARY", notificationUUID: UUID().uuidString.lowercased(),
+                        summary: NotificationSummary(
+                            environment: .sandbox, bundleId: StorekeeperHarness.bundleId, productId: one.productId, requestIdentifier: "mass-2",
+                            storefrontCountryCodes: ["GBR"], succeededCount: 1, failedCount: 0),
+                        signedDate: Int64(Date().timeIntervalSince1970 * 1000))
+                    let posted = try await client.postNotification(try JSONEncoder().encode(["signedPayload": try harness.signer.signer.sign(summary)]))
+                    #expect(posted.status == .ok)
+                    try await eventually("the SUMMARY notification to complete mass-2") {
+                        let list = try await client.execute(uri: "/admin/extensions", method: .get, headers: Self.viewer).json
+                        let record = (list["extensions"] as? [[String: Any]])?.first { $0["requestIdentifier"] as? String == "mass-2" }
+                        return record?["complete"] as? Bool == true && record?["succeededCount"] as? Int == 1
+                    }
+                    #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'renewal.extend-all.dry-run'") == 1)
+                    #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'renewal.extend-all'") == 2)
+
+                    // The dashboard: the section lists both, and the form's dry run says what it counted.
+                    let basic = "Basic " + Data("ada:admin-key-apple-0001".utf8).base64EncodedString()
+                    let form = try await client.execute(
+                        uri: "/admin/extend-all", method: .post, headers: [.authorization: basic, .contentType: "application/x-www-form-urlencoded"],
+                        body: ByteBuffer(string: "productId=\(one.productId)&days=4&reason=other&storefronts=&dryRun=true&request=form-mass"))
+                    #expect(form.status == .seeOther)
+                    #expect(form.headers[.location]?.removingPercentEncoding?.contains("Dry run: 2 paid") == true, "\(form.headers[.location] ?? "")")
+                    let page = String(buffer: try await client.execute(uri: "/admin", method: .get, headers: [.authorization: basic]).body)
+                    #expect(page.contains("/admin/extensions/mass-1") && page.contains("/admin/extensions/mass-2"))
+                }
+            }
+        }
+    }
+}
