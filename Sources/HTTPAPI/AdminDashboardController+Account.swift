@@ -56,6 +56,12 @@ extension AdminDashboardController {
         if viewer.role >= .admin {
             let path = account.text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? ""
             html += "<form class=\"inline\" method=\"post\" action=\"/admin/accounts/\(HTMLPage.escape(path))/export\"><button type=\"submit\">Export everything held (JSON)</button></form>"
+            // Erasure cannot be undone: the id is typed again to confirm it.
+            html += """
+                <form class="inline" method="post" action="/admin/accounts/\(HTMLPage.escape(path))/erase">\
+                <input type="text" name="confirm" placeholder="type the account id to erase it" style="width:260px" required> \
+                <button type="submit">Erase personal data</button></form>
+                """
         }
         html += "</section><section class=\"wide\"><h2>Timeline of \(HTMLPage.escape(account.text))</h2>"
         var timeline = AccountTimeline()

@@ -52,6 +52,8 @@ public struct HTTPDependencies: Sendable {
     public var search: (any AccountSearching)?
     /// What support asks Apple (order ids, renewal extensions, refund history); `nil` leaves their routes out.
     public var appStore: AppStoreSupport?
+    /// Erases accounts' personal data; `nil` leaves `/admin/accounts/{id}/erase` out.
+    public var erasure: AccountErasure?
     /// The environment charts show when none is asked for.
     public var analyticsEnvironment = "production"
     /// Bearer keys `GET /metrics` requires; empty leaves it open (keep it off the public listener then).
@@ -161,6 +163,7 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         appStoreSupport?.addDashboardRoutes(to: dashboard)
         if let search = dependencies.search { SearchController(search: search, appStore: dependencies.appStore).addRoutes(to: dashboard) }
         if let exporter = dependencies.exporter { AccountExportController(exporter: exporter, clock: dependencies.clock).addRoutes(to: dashboard) }
+        if let erasure = dependencies.erasure { AccountErasureController(erasure: erasure, clock: dependencies.clock).addRoutes(to: dashboard) }
         AuditController(audit: dependencies.audit).addRoutes(to: dashboard)
         if let analytics = dependencies.analytics {
             AnalyticsController(charts: analytics, defaultEnvironment: dependencies.analyticsEnvironment, clock: dependencies.clock)

@@ -95,6 +95,8 @@ public struct PurchaseIntents: Sendable {
     /// The account a token names: the one that asked for it, else the token itself as a UUID account.
     public func account(ofToken token: String?, on connection: PostgresConnection) async throws -> AccountID? {
         guard let token else { return nil }
-        return try await accounts(ofTokens: [token], on: connection)[token.lowercased()] ?? AccountID(token)
+        guard let account = try await accounts(ofTokens: [token], on: connection)[token.lowercased()] ?? AccountID(token) else { return nil }
+        // An erased account's purchases arriving later are filed under its pseudonym.
+        return try await ErasedAccounts.pseudonym(of: account, on: connection, logger: logger) ?? account
     }
 }

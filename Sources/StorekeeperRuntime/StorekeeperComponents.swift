@@ -181,6 +181,7 @@ public struct StorekeeperComponents: Sendable {
         dependencies.grants = grants
         dependencies.search = AccountSearch(client: client, logger: logger)
         dependencies.exporter = AccountExport(client: client, logger: logger)
+        dependencies.erasure = AccountErasure(client: client, credits: credits, logger: logger)
         dependencies.appStore = AppStoreSupport(
             client: client, apple: serverAPI, acceptsProduction: configuration.environments.contains(.production), logger: logger)
         dependencies.adjustments = CreditAdjustments(client: client, credits: credits, events: events, logger: logger)

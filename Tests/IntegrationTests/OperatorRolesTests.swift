@@ -65,6 +65,7 @@ struct OperatorRolesTests {
             }
             let (waiting, failedForForm, failedForAPI) = (try await job(failed: false), try await job(failed: true), try await job(failed: true))
             let account = "customer-\(UUID().uuidString.prefix(8))"
+            let erasable = "leaving-\(UUID().uuidString.prefix(8))"
             try await Application(router: components.router()).test(.router) { client in
                 func headers(_ key: String, form: Bool = false) -> HTTPFields {
                     [.authorization: "Bearer \(key)", .contentType: form ? "application/x-www-form-urlencoded" : "application/json"]
@@ -128,6 +129,7 @@ struct OperatorRolesTests {
                     "POST /admin/extensions": (
                         "/admin/extensions", #"{"productId": "pro.monthly", "days": 3, "reason": "other", "dryRun": false}"#, false, .accepted
                     ),
+                    "POST /admin/accounts/{accountId}/erase": ("/admin/accounts/\(erasable)/erase", #"{"confirm": "\#(erasable)"}"#, false, .ok),
                     "POST /admin/extend-all": ("/admin/extend-all", "productId=pro.monthly&days=3&reason=other&dryRun=true", true, .seeOther),
                 ]
                 let writes = try Self.documentedWrites()

@@ -114,6 +114,17 @@ public struct SubscriptionWriter: Sendable {
         _ derivation: Lifecycle.Derivation, stored: SubscriptionState?, cause: EventCause, anyRevocation: Bool = false, now: Date,
         write: Bool = true, on connection: PostgresConnection, deferringEvents: Bool = false
     ) async throws -> Outcome {
+        var derivation = derivation
+        // An account the facts name that was erased is filed under its pseudonym (Apple keeps signing the old id on
+        // every renewal). Asked only when the owner changes, so an apply to the same owner costs nothing more.
+        if let account = derivation.state.accountId, account != stored?.accountId,
+            let pseudonym = try await ErasedAccounts.pseudonym(of: account, on: connection, logger: logger)
+        {
+            derivation.state.accountId = pseudonym
+            // The notification that named it is stored already: its facts are rewritten as the erasure's were.
+            _ = try await ErasedAccounts(logger: logger).rewriteSignedFacts(
+                of: [derivation.state.originalTransactionId], from: account, to: pseudonym, on: connection)
+        }
         let state = derivation.state
         let originalTransactionId = state.originalTransactionId
         // Credit rules read balances that spends change: the owner's account is locked first, as spends lock it.

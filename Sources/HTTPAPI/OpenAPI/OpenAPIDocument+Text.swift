@@ -8164,6 +8164,283 @@ public enum OpenAPIDocument {
         },
         "x-storekeeper-role": "admin"
       }
+    },
+    "/admin/accounts/{accountId}/erase": {
+      "post": {
+        "operationId": "eraseAccount",
+        "summary": "Erase an account's personal data",
+        "tags": [
+          "Dashboard"
+        ],
+        "description": "Confirmed by `confirm` = the account id (JSON `{\"confirm\": \"\u2026\"}` or the account page's form field). In one transaction: every row accounting needs (subscriptions, their stored facts, ledger, refunds, Stripe links, renewal extensions) moves to a pseudonym, a random UUID; the signed JWS naming the id is dropped (its verified facts kept with the pseudonym as token); the app's usage keys and purchase tokens, consent, events and their deliveries and operators' grant reasons are deleted; Stripe objects lose the customer's contact details. The SHA-256 of the id is kept so that facts Apple signs later with it (every renewal) are filed under the pseudonym. Afterwards the id answers like one never seen. The audit log keeps the id: it is the record of the erasure. Erasing again changes nothing (`alreadyErased: true`). Audited as `account.erase`.",
+        "security": [
+          {
+            "adminKey": []
+          },
+          {
+            "adminBasic": []
+          }
+        ],
+        "x-storekeeper-role": "admin",
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/accountId"
+          }
+        ],
+        "responses": {
+          "400": {
+            "description": "`accountId` is not an account id, or `confirm` does not repeat it (`bad_request`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/DashboardUnauthorized"
+          },
+          "403": {
+            "description": "The key's role is below `admin` (`forbidden`), or a cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "cross_site",
+                            "forbidden"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "415": {
+            "description": "The body is not `application/x-www-form-urlencoded` (`unsupported_media_type`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unsupported_media_type"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "500": {
+            "description": "`not_audited`: the change was made but its audit-log entry could not be written (the server log has the entry; do not repeat the change blindly); `internal_error`: a bug",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_audited",
+                            "internal_error"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "Service unavailable: the database did not answer in time (`unavailable`); retry later",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "200": {
+            "description": "Erased (or erased before)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "additionalProperties": false,
+                  "required": [
+                    "accountId",
+                    "pseudonym",
+                    "alreadyErased",
+                    "counts"
+                  ],
+                  "properties": {
+                    "accountId": {
+                      "type": "string"
+                    },
+                    "pseudonym": {
+                      "type": "string",
+                      "description": "What the kept rows are filed under"
+                    },
+                    "alreadyErased": {
+                      "type": "boolean"
+                    },
+                    "counts": {
+                      "type": "object",
+                      "additionalProperties": false,
+                      "required": [
+                        "subscriptions",
+                        "signedFactsRewritten",
+                        "claims",
+                        "entitlementSources",
+                        "creditBuckets",
+                        "ledgerEntries",
+                        "usageRequestsDeleted",
+                        "purchaseTokensDeleted",
+                        "consentDeleted",
+                        "refundRequests",
+                        "offerSignatures",
+                        "stripeLinks",
+                        "stripeObjects",
+                        "eventsDeleted",
+                        "renewalExtensions",
+                        "jobs"
+                      ],
+                      "properties": {
+                        "subscriptions": {
+                          "type": "integer"
+                        },
+                        "signedFactsRewritten": {
+                          "type": "integer"
+                        },
+                        "claims": {
+                          "type": "integer"
+                        },
+                        "entitlementSources": {
+                          "type": "integer"
+                        },
+                        "creditBuckets": {
+                          "type": "integer"
+                        },
+                        "ledgerEntries": {
+                          "type": "integer"
+                        },
+                        "usageRequestsDeleted": {
+                          "type": "integer"
+                        },
+                        "purchaseTokensDeleted": {
+                          "type": "integer"
+                        },
+                        "consentDeleted": {
+                          "type": "integer"
+                        },
+                        "refundRequests": {
+                          "type": "integer"
+                        },
+                        "offerSignatures": {
+                          "type": "integer"
+                        },
+                        "stripeLinks": {
+                          "type": "integer"
+                        },
+                        "stripeObjects": {
+                          "type": "integer"
+                        },
+                        "eventsDeleted": {
+                          "type": "integer"
+                        },
+                        "renewalExtensions": {
+                          "type": "integer"
+                        },
+                        "jobs": {
+                          "type": "integer"
+                        }
+                      },
+                      "description": "Rows moved or deleted, by kind"
+                    }
+                  }
+                }
+              }
+            }
+          }
+        },
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "type": "object",
+                "required": [
+                  "confirm"
+                ],
+                "properties": {
+                  "confirm": {
+                    "type": "string",
+                    "description": "The account id again"
+                  }
+                }
+              }
+            },
+            "application/x-www-form-urlencoded": {
+              "schema": {
+                "type": "object",
+                "properties": {
+                  "confirm": {
+                    "type": "string"
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
     }
   },
   "components": {

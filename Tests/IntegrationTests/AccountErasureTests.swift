@@ -1,0 +1,118 @@
+import AppStoreModels
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import LocalSigning
+import NIOCore
+import PostgresNIO
+import Testing
+
+/// `POST /admin/accounts/{id}/erase`, judged from outside: afterwards no table but the audit log holds the account id,
+/// the app's usage key or an operator's words about the customer; the id answers like one never seen; what accounting
+/// needs (the subscription, its periods, the revenue figures) stays under a pseudonym, also when Apple keeps signing
+/// the old id on renewals.
+@Suite("Personal data: erasure")
+struct AccountErasureTests {
+    static let keys = "sam:support:support-key-erase-0001,ada:admin:admin-key-erase-00001"
+    static let admin: HTTPFields = [.authorization: "Bearer admin-key-erase-00001", .contentType: "application/json"]
+
+    /// Every table (and which) whose rows, as text, contain `needle`.
+    static func tablesHolding(_ needle: String, harness: StorekeeperHarness) async throws -> [String] {
+        var tables: [String] = []
+        for try await table in try await harness.client.query(
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1",
+            logger: TestDatabase.logger
+        ).decode(String.self) { tables.append(table) }
+        var holding: [String] = []
+        for table in tables {
+            let found = try await harness.count("SELECT count(*) FROM \(table) t WHERE strpos(t::text, '\(needle)') > 0")
+            if found > 0 { holding.append(table) }
+        }
+        return holding
+    }
+
+    @Test("erase: confirmed by the id, admin only; nothing but the audit log holds the id or the customer's words; the id answers as unknown; accounting stays under a pseudonym, renewals included; twice is harmless")
+    func erase() async throws {
+        try await StorekeeperHarness.run(environment: ["STOREKEEPER_ADMIN_KEYS": Self.keys]) { harness in
+            try await harness.withHTTP { client in
+                let account = UUID()
+                let id = account.uuidString.lowercased()
+                var flow = LifecycleFlow(harness: harness, client: client, account: account)
+                try await flow.send(.subscribe)
+                let spend = try await client.execute(
+                    uri: "/v1/accounts/\(id)/usage", method: .post,
+                    headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+                    body: ByteBuffer(string: #"{"meter": "ai_requests", "amount": 2, "idempotencyKey": "app-key-jane-doe-42"}"#))
+                #expect(spend.status == .ok, "\(String(buffer: spend.body))")
+                let token = try await client.execute(
+                    uri: "/v1/accounts/\(id)/purchase-intents", method: .post, headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)"])
+                #expect(token.status == .created)
+                let granted = try await client.execute(
+                    uri: "/admin/accounts/\(id)/grants", method: .post, headers: Self.admin,
+                    body: ByteBuffer(string: #"{"tier": "max", "duration": "P7D", "reason": "Jane Doe wrote in about the outage"}"#))
+                #expect(granted.status == .created)
+                let unknownStatus = try await client.getWithKey("/v1/accounts/never-seen-account/status").json
+                let mrrBefore = try await client.execute(uri: "/admin/analytics/mrr?environment=sandbox", method: .get, headers: Self.admin).json["series"]
+                #expect(try await Self.tablesHolding(id, harness: harness).contains("subscriptions"))
+
+                func erase(_ body: String, _ headers: HTTPFields = Self.admin) async throws -> TestResponse {
+                    try await client.execute(uri: "/admin/accounts/\(id)/erase", method: .post, headers: headers, body: ByteBuffer(string: body))
+                }
+                #expect(try await erase(#"{"confirm": "someone-else"}"#).status == .badRequest)
+                #expect(try await erase("{}").status == .badRequest)
+                let support: HTTPFields = [.authorization: "Bearer support-key-erase-0001", .contentType: "application/json"]
+                #expect(try await erase(#"{"confirm": "\#(id)"}"#, support).status == .forbidden)
+                #expect(try await Self.tablesHolding(id, harness: harness).contains("subscriptions"), "nothing erased by a refused request")
+
+                let erased = try await erase(#"{"confirm": "\#(id)"}"#)
+                #expect(erased.status == .ok, "\(String(buffer: erased.body))")
+                let pseudonym = try #require(erased.json["pseudonym"] as? String)
+                #expect(UUID(uuidString: pseudonym) != nil && pseudonym != id)
+                #expect(erased.json["alreadyErased"] as? Bool == false)
+
+                // Only the audit log still names the account, or holds what was said about the customer.
+                let holding = try await Self.tablesHolding(id, harness: harness)
+                #expect(holding == ["operator_actions"], "\(holding)")
+                let holdingUpper = try await Self.tablesHolding(id.uppercased(), harness: harness)
+                #expect(holdingUpper.isEmpty, "\(holdingUpper)")
+                #expect(try await Self.tablesHolding("app-key-jane-doe-42", harness: harness).isEmpty, "the app's usage key")
+                #expect(try await Self.tablesHolding("Jane Doe", harness: harness) == ["operator_actions"], "the grant's reason")
+                #expect(try await harness.count(
+                    "SELECT count(*) FROM notifications WHERE original_transaction_id = '\(flow.originalTransactionId)' AND (signed_parts IS NOT NULL OR signed_payload IS NOT NULL)") == 0)
+
+                // The id answers as one never seen; the pseudonym holds the subscription, and the figures are the same.
+                var status = try await client.getWithKey("/v1/accounts/\(id)/status").json
+                status.removeValue(forKey: "accountId")
+                var unknown = unknownStatus
+                unknown.removeValue(forKey: "accountId")
+                func sorted(_ object: [String: Any]) throws -> String {
+                    String(decoding: try JSONSerialization.data(withJSONObject: object, options: .sortedKeys), as: UTF8.self)
+                }
+                #expect(try sorted(status) == sorted(unknown))
+                let search = try await client.execute(uri: "/admin/search?q=\(id)", method: .get, headers: Self.admin).json
+                #expect((search["matches"] as? [Any])?.isEmpty == true)
+                #expect(try await client.getWithKey("/v1/accounts/\(pseudonym)/status").json["state"] as? String == "subscribed")
+                let mrrAfter = try await client.execute(uri: "/admin/analytics/mrr?environment=sandbox", method: .get, headers: Self.admin).json["series"]
+                #expect(NSArray(array: mrrBefore as? [Any] ?? []).isEqual(to: mrrAfter as? [Any] ?? []), "the figures do not change")
+
+                // Twice: harmless, answered, not logged again.
+                let again = try await erase(#"{"confirm": "\#(id)"}"#)
+                #expect(again.status == .ok && again.json["pseudonym"] as? String == pseudonym)
+                #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'account.erase'") == 1)
+
+                // Apple keeps signing the old id on renewals: they are filed under the pseudonym, the notification's stored
+                // facts rewritten; only the queue's history of finished jobs (kept 7 days) still has it in the job's arguments.
+                let renewal = try await flow.send(.renew)
+                #expect(renewal.transaction?.appAccountToken == id)
+                #expect(try await harness.count("SELECT count(*) FROM subscriptions WHERE account_id = '\(pseudonym)'") == 1)
+                #expect(try await client.getWithKey("/v1/accounts/\(id)/status").json["state"] as? String == unknown["state"] as? String)
+                let periods = try await client.getWithKey("/v1/subscriptions/\(flow.originalTransactionId)").json
+                #expect(periods["accountId"] as? String == pseudonym)
+                let afterRenewal = try await Self.tablesHolding(id, harness: harness) + Self.tablesHolding(id.uppercased(), harness: harness)
+                #expect(Set(afterRenewal).isSubset(of: ["operator_actions", "job_history"]), "\(afterRenewal)")
+
+            }
+        }
+    }
+}
