@@ -142,4 +142,17 @@ public struct NotificationStore: Sendable {
             return "WITH marked AS (\(recording.update)) SELECT \(recording.completion)"
         }()
     }
+
+    /// Whether no stored notification about `originalTransactionId` was signed after `signedDate`: the newest fact, whose
+    /// word on a one-time purchase stands whatever order notifications are applied in.
+    public func isNewest(signedDate: Int64, ofTransaction originalTransactionId: String, on connection: PostgresConnection) async throws -> Bool {
+        let rows = try await connection.query(
+            """
+            SELECT NOT EXISTS (SELECT 1 FROM notifications WHERE original_transaction_id = \(originalTransactionId)
+                               AND signed_date > \(signedDate) AND rejected_reason IS NULL)
+            """, logger: logger)
+        for try await newest in rows.decode(Bool.self) { return newest }
+        return true
+    }
+
 }

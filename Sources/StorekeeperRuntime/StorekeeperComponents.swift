@@ -226,7 +226,8 @@ public struct StorekeeperComponents: Sendable {
             StripeEventJob(
                 client: client, stripe: stripeClient, subscriptions: stripeSubscriptions,
                 payments: stripeClient.map {
-                    StripePayments(client: client, stripe: $0, purchases: purchases, credits: credits, events: events, clock: clock, logger: logger)
+                    StripePayments(
+                        client: client, stripe: $0, purchases: purchases, credits: credits, events: events, writer: writer, clock: clock, logger: logger)
                 }, logger: logger),
             WebhookDeliveryJob(
                 client: client, endpoints: configuration.webhooks, transport: webhookTransport, queue: queue, clock: clock, logger: logger),

@@ -169,6 +169,67 @@ struct AnalyticsDatasetTests {
         }
     }
 
+    /// One-time sales, Sandbox, USD: a lifetime unlock 79.99 on d3, refunded in full on d9; a 30-day pass 3.99 on d4;
+    /// a pack of credits 1.99 on d4, half refunded on d6 (Apple's revocationPercentage 50000: 0.995 → 995 milliunits).
+    static func sales() -> [SimulatedEvent] {
+        func sale(_ id: String, _ product: String, _ type: String, on day: Double, price: Int64) -> TransactionPayload {
+            var transaction = TransactionPayload(
+                transactionId: id, originalTransactionId: id, productId: product, bundleId: StorekeeperHarness.bundleId, environment: .sandbox,
+                signedDate: Self.day(day))
+            (transaction.type, transaction.purchaseDate, transaction.price, transaction.currency) = (type, Self.day(day), price, "USD")
+            transaction.appAccountToken = UUID().uuidString.lowercased()
+            return transaction
+        }
+        func event(_ type: String, _ transaction: TransactionPayload, signed: Int64) -> SimulatedEvent {
+            SimulatedEvent(notificationType: type, subtype: nil, status: nil, signedDate: signed, transaction: transaction, renewalInfo: nil)
+        }
+        let lifetime = sale("5000000000000001", "basic.lifetime", "Non-Consumable", on: 3, price: 79990)
+        var refundedLifetime = lifetime
+        (refundedLifetime.revocationDate, refundedLifetime.revocationReason) = (Self.day(9), 1)
+        let pass = sale("5000000000000002", "basic.pass30", "Non-Renewing Subscription", on: 4, price: 3990)
+        let credits = sale("5000000000000003", "credits.100", "Consumable", on: 4, price: 1990)
+        var halfRefunded = credits
+        (halfRefunded.revocationDate, halfRefunded.revocationPercentage) = (Self.day(6), 50_000)
+        return [
+            event("ONE_TIME_CHARGE", lifetime, signed: Self.day(3)), event("REFUND", refundedLifetime, signed: Self.day(9)),
+            event("ONE_TIME_CHARGE", pass, signed: Self.day(4)), event("ONE_TIME_CHARGE", credits, signed: Self.day(4)),
+            event("REFUND", halfRefunded, signed: Self.day(6)),
+        ]
+    }
+
+    @Test("one-time sales count in revenue and the refund rate on the days they were sold and refunded, in any order, and in no subscription figure")
+    func oneTimeSales() async throws {
+        try await StorekeeperHarness.run(environment: ["STOREKEEPER_ADMIN_KEYS": "vera:viewer:viewer-key"]) { harness in
+            try await harness.withHTTP { client in
+                let events = Self.sales()
+                var random = SplitMix64(state: 7)
+                // The refunds first, then the sales, then every one again shuffled, then the sales last once more: the
+                // newest fact decides, whichever arrives last.
+                let (refundsFirst, salesLast) = (events.filter { $0.notificationType == "REFUND" }, events.filter { $0.notificationType != "REFUND" })
+                let deliveries = refundsFirst + salesLast + events.shuffled(using: &random) + salesLast
+                for event in deliveries {
+                    #expect(try await client.postNotification(try harness.signer.requestBody(for: event, notificationUUID: UUID())).status == .ok)
+                }
+                try await eventually(timeout: .seconds(60), "every sale applied") {
+                    try await harness.count("SELECT count(*) FROM notifications WHERE applied_at IS NULL") == 0
+                }
+                let days = "from=2026-10-01&to=2026-10-11&environment=sandbox"
+                let revenue = try await Self.chart(client, "revenue?\(days)")
+                #expect(revenue["gross USD"] == [0, 0, 0, 79990, 5980, 0, 0, 0, 0, 0, 0])
+                #expect(revenue["refunds USD"] == [0, 0, 0, 0, 0, 0, 995, 0, 0, 79990, 0])
+                #expect(revenue["net USD"] == [0, 0, 0, 79990, 5980, 0, -995, 0, 0, -79990, 0])
+                let refunds = try await Self.chart(client, "refund-rate?\(days)")
+                #expect(refunds["transactions"] == [0, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0])
+                #expect(refunds["refunded_transactions"] == [0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0])
+                let actives = try await Self.chart(client, "actives?\(days)")
+                #expect(actives["active_subscriptions"]?.allSatisfy { $0 == 0 } == true, "a sale is not a subscription")
+                let customers = try await Self.chart(client, "new-customers?\(days)")
+                #expect(customers["new_customers"]?.allSatisfy { $0 == 0 } == true)
+                #expect(try await Self.chart(client, "mrr?\(days)")["mrr"]?.allSatisfy { $0 == 0 } == true)
+            }
+        }
+    }
+
     @Test("usage: credits spent and granted per meter and tier, and the share of the allowance used, rolled up from the ledger once")
     func usage() async throws {
         let keys = ["STOREKEEPER_ADMIN_KEYS": "vera:viewer:viewer-key,sam:support:support-key"]

@@ -1,3 +1,4 @@
+import Analytics
 import AppStoreModels
 import Events
 import Foundation
@@ -106,6 +107,13 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
                     request, succeededCount: summary.succeededCount, failedCount: summary.failedCount, at: now, on: connection, logger: logger)
             }
             outcome = .recorded
+        }
+        // A one-time sale's revenue, as the newest notification about it says (a refund, a reversal).
+        if SubscriptionEvent(notification) == nil, let transaction = notification.transaction, let sale = OneTimeSale(appStore: transaction),
+            try await notifications.isNewest(
+                signedDate: notification.payload.signedDate ?? 0, ofTransaction: transaction.originalTransactionId, on: connection)
+        {
+            try await writer.recordSale(sale, on: connection)
         }
         if let refunds { events = try await refunds.notice(notification, account: account, now: now, after: events, on: connection) }
         try await execution.complete { job, attempt in

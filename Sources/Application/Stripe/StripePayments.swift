@@ -1,3 +1,4 @@
+import Analytics
 import Credits
 import Events
 import Foundation
@@ -20,13 +21,16 @@ public struct StripePayments: Sendable {
     let topUps: TopUpPurchase
     let catalogue: TierCatalogue
     let locks: SubscriptionStore
+    /// Where each payment's revenue is recorded (``SubscriptionWriter/recordSale(_:on:)``).
+    let writer: SubscriptionWriter?
     let clock: @Sendable () -> Date
     let logger: Logger
 
     public init(
         client: PostgresClient, stripe: StripeClient, purchases: OneTimePurchases, credits: CreditLedger, events: EventRecorder?,
-        clock: @escaping @Sendable () -> Date, logger: Logger
+        writer: SubscriptionWriter? = nil, clock: @escaping @Sendable () -> Date, logger: Logger
     ) {
+        self.writer = writer
         self.client = client
         self.stripe = stripe
         self.objects = StripeObjectStore(logger: logger)
@@ -74,6 +78,14 @@ public struct StripePayments: Sendable {
 
     func record(_ payment: StripePayment, cause: EventCause, on connection: PostgresConnection) async throws -> AccountID? {
         let now = clock()
+        if let writer, let currency = payment.currency {
+            try await writer.recordSale(
+                OneTimeSale(
+                    id: payment.id, store: .stripe, environment: payment.livemode ? "production" : "sandbox", productId: payment.priceId,
+                    soldAt: payment.paidAt, price: payment.charged, currency: currency, refundedAt: payment.refunded > 0 ? payment.refundedAt : nil,
+                    refunded: payment.refunded),
+                on: connection)
+        }
         if let topUp = catalogue.topUp(ofProduct: payment.priceId), topUp.store == .stripe {
             let sale = TopUpCredits.Sale(id: payment.id, productId: payment.priceId, quantity: payment.quantity, revoked: payment.endedAt != nil)
             let credited = try await topUps.record(

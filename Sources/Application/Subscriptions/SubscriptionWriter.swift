@@ -106,6 +106,13 @@ public struct SubscriptionWriter: Sendable {
             on: connection, deferringEvents: deferringEvents)
     }
 
+    /// Records a one-time sale's revenue in the analytics rollups (when kept), on the caller's transaction: the
+    /// sale's whole contribution, so recording the same facts again changes nothing.
+    public func recordSale(_ sale: OneTimeSale, on connection: PostgresConnection) async throws {
+        guard let analytics else { return }
+        try await analytics.record(PurchaseAnalytics.contribution(of: sale), ofSubscription: PurchaseAnalytics.key(of: sale), on: connection)
+    }
+
     /// Saves a subscription derived from its store's facts — the App Store's or Stripe's — inside the caller's
     /// transaction holding its lock: follows its owner, posts the credit operations still due, schedules the next
     /// credit window and (App Store) the late-renewal recheck, and stores the change's events. `write: false` writes

@@ -18,6 +18,12 @@ public struct StripePayment: Sendable, Equatable {
     public var livemode: Bool
     /// The newest fact's time (ms): a newer reading replaces an older one.
     public var newestFact: Int64
+    /// What was charged and refunded, in milliunits of ``currency`` (`nil`: no charge read yet).
+    public var charged: Int64
+    public var refunded: Int64
+    public var currency: String?
+    /// When the latest refund was made.
+    public var refundedAt: Date?
 
     /// The payment of a completed, paid session; `nil` for any other session.
     public init?(session: StripeCheckoutSession, charges: [StripeCharge], disputes: [StripeDispute]) {
@@ -35,6 +41,11 @@ public struct StripePayment: Sendable, Equatable {
         paidAt = Date(timeIntervalSince1970: TimeInterval(charges.map(\.created).min() ?? session.created ?? 0))
         livemode = session.livemode ?? false
         let paid = charges.reduce(Int64(0)) { $0 + $1.amount }, refunded = charges.reduce(Int64(0)) { $0 + $1.amountRefunded }
+        let currency = charges.first?.currency.uppercased()
+        self.currency = currency
+        charged = currency.map { StripeAmount.milliunits(paid, currency: $0.lowercased()) } ?? 0
+        self.refunded = currency.map { StripeAmount.milliunits(refunded, currency: $0.lowercased()) } ?? 0
+        refundedAt = charges.compactMap(\.refundedAt).max().map { Date(timeIntervalSince1970: TimeInterval($0)) }
         if let lost = disputes.first(where: \.isLost) {
             endedAt = Date(timeIntervalSince1970: TimeInterval(lost.created))
             endReason = .revoke
