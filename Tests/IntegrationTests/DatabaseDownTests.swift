@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -22,6 +23,8 @@ struct DatabaseDownTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let chain = try LocalSigningChain.generate()
         try chain.save(to: directory)
+        let appleKey = directory.appendingPathComponent("AuthKey.p8")
+        try P256.Signing.PrivateKey().pemRepresentation.write(to: appleKey, atomically: true, encoding: .utf8)
         // Port 1 on loopback: nothing listens, connections are refused.
         let configuration = try StorekeeperConfiguration.load(environment: [
             "DATABASE_URL": "postgres://storekeeper@127.0.0.1:1/postgres?sslmode=disable",
@@ -31,6 +34,9 @@ struct DatabaseDownTests {
             "STOREKEEPER_STRIPE_WEBHOOK_SECRETS": "whsec_database_down_secret",
             // Checkout and the portal read the database before Stripe: nothing listens here either.
             "STOREKEEPER_STRIPE_API_KEY": "sk_test_database_down", "STOREKEEPER_STRIPE_BASE_URL": "http://127.0.0.1:1",
+            // What support asks Apple reads the database first: Apple's API is configured, and not there either.
+            "STOREKEEPER_ASSA_ISSUER_ID": "issuer", "STOREKEEPER_ASSA_KEY_ID": "KEY", "STOREKEEPER_ASSA_PRIVATE_KEY": appleKey.path,
+            "STOREKEEPER_ASSA_BASE_URL": "http://127.0.0.1:1",
         ])
         let components = try StorekeeperComponents(configuration: configuration, logger: TestDatabase.logger)
         let signer = NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: StorekeeperHarness.bundleId)
@@ -76,6 +82,21 @@ struct DatabaseDownTests {
                     ("/admin/accounts/a/grant", .post, [.authorization: "Bearer admin-key", .contentType: "application/x-www-form-urlencoded"],
                      "tier=pro&lifetime=true&reason=x"),
                     ("/admin/grants/\(UUID())/end", .post, [.authorization: "Bearer admin-key"], nil),
+                    // The support console and analytics (issue 43).
+                    ("/admin/audit", .get, admin, nil),
+                    ("/admin/analytics/mrr", .get, admin, nil),
+                    ("/admin/overview", .get, admin, nil),
+                    ("/admin/search?q=a", .get, admin, nil),
+                    ("/admin?find=a", .get, admin, nil),
+                    ("/admin/accounts/a/export", .post, admin, nil),
+                    ("/admin/accounts/a/credits", .post, admin, #"{"meter": "ai_requests", "amount": 5, "reason": "x"}"#),
+                    ("/admin/accounts/a/erase", .post, admin, #"{"confirm": "a"}"#),
+                    ("/admin/accounts/a/extensions", .get, admin, nil),
+                    ("/admin/extensions", .get, admin, nil),
+                    ("/admin/extensions/x", .get, admin, nil),
+                    ("/admin/extensions", .post, admin, #"{"productId": "pro.monthly", "days": 3, "reason": "other", "dryRun": true}"#),
+                    ("/admin/accounts/a/extensions", .post, admin, #"{"days": 3, "reason": "other"}"#),
+                    ("/admin/accounts/a/apple-refunds", .get, admin, nil),
                     ("/stripe/webhooks", .post, [.contentType: "application/json", HTTPField.Name("Stripe-Signature")!: Self.stripeHeader],
                      Self.stripeEvent),
                     ("/v1/accounts/a/stripe/checkout", .post, [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],

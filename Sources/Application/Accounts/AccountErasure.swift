@@ -29,6 +29,9 @@ public struct AccountErasure: Sendable {
         self.logger = logger
     }
 
+    /// Answers once the database does (`PostgresClient.reachable`).
+    public func reachable() async throws { try await client.reachable(logger: logger) }
+
     public func erase(_ account: AccountID, by operatorName: String, now: Date) async throws -> Outcome {
         let outcome = try await client.withTransaction(logger: logger) { connection -> Outcome in
             try await credits.lockAccount(account, on: connection)

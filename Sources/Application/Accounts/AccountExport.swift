@@ -20,6 +20,9 @@ public struct AccountExport: Sendable {
         self.logger = logger
     }
 
+    /// Answers once the database does (`PostgresClient.reachable`).
+    public func reachable() async throws { try await client.reachable(logger: logger) }
+
     /// The document; `nil` when Storekeeper holds nothing about `account`.
     public func export(_ account: AccountID, now: Date) async throws -> String? {
         try await client.withConnection { connection in

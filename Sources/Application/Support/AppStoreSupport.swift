@@ -71,6 +71,9 @@ public struct AppStoreSupport: Sendable {
         self.logger = logger
     }
 
+    /// Answers once the database does (`PostgresClient.reachable`).
+    public func reachable() async throws { try await client.reachable(logger: logger) }
+
     /// Whether an order id can be looked up here: an API key, and Production accepted.
     public var looksUpOrders: Bool { apple != nil && acceptsProduction }
 

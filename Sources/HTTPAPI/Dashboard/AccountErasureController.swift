@@ -35,6 +35,8 @@ struct AccountErasureController: Sendable {
             guard let confirm, confirm == account.text else { throw APIError.badRequest(Self.usage) }
             let now = clock()
             let operatorName = context.operatorIdentity?.name ?? "admin-api"
+            // The database first under the usual deadline, then as long as a large account's erasure takes.
+            try await withDatabase { try await erasure.reachable() }
             let outcome = try await withDatabase(timeout: .seconds(60)) { try await erasure.erase(account, by: operatorName, now: now) }
             let answer = Answer(accountId: account.text, pseudonym: outcome.pseudonym.text, alreadyErased: outcome.alreadyErased, counts: outcome.counts)
             if outcome.alreadyErased { OperatorAudit.unchanged() } else { OperatorAudit.note("account.erase", account: account.text, target: outcome.pseudonym.text, after: answer) }

@@ -6,6 +6,7 @@ import Subscriptions
 
 /// Exports what is held about an account (the seam tests can replace).
 public protocol AccountExporting: Sendable {
+    func reachable() async throws
     func export(_ account: AccountID, now: Date) async throws -> String?
 }
 
@@ -22,6 +23,8 @@ struct AccountExportController: Sendable {
         group.post("accounts/{accountId}/export") { _, context -> Response in
             let account = try AccountsController.accountId(context)
             let now = clock()
+            // The database first under the usual deadline, then as long as a large account's document takes.
+            try await withDatabase { try await exporter.reachable() }
             guard let document = try await withDatabase(timeout: .seconds(30), { try await exporter.export(account, now: now) }) else {
                 throw APIError(.notFound, code: "not_found", message: "Storekeeper holds nothing about account \(account.text.prefix(128))")
             }

@@ -70,7 +70,7 @@ extension AppStoreSupportController {
     func addDashboardRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
         group.get("accounts/{accountId}/apple-refunds") { _, context -> RefundList in
             let account = try AccountsController.accountId(context)
-            let refunds = try await Self.answering { try await support.refundHistory(of: account) }
+            let refunds = try await answering { try await support.refundHistory(of: account) }
             return RefundList(accountId: account.text, refunds: refunds.map(Refund.init))
         }
         group.post("accounts/{accountId}/extend") { request, context -> Response in

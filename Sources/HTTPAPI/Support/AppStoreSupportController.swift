@@ -90,7 +90,7 @@ struct AppStoreSupportController: Sendable {
         group.get("extensions/{requestIdentifier}") { _, context -> RenewalExtensionDocument in
             let identifier = try context.parameters.require("requestIdentifier")
             let now = clock()
-            return RenewalExtensionDocument(record: try await Self.answering { try await support.massStatus(identifier, now: now) })
+            return RenewalExtensionDocument(record: try await answering { try await support.massStatus(identifier, now: now) })
         }
     }
 
@@ -100,7 +100,7 @@ struct AppStoreSupportController: Sendable {
         guard let reason = ExtendReason(text: reasonText) else { throw APIError.badRequest("reason must be one of \(Self.reasons)") }
         let request = RenewalExtensionRequest(days: days, reason: reason, requestIdentifier: body.requestIdentifier ?? UUID().uuidString.lowercased())
         let now = clock()
-        let (record, asked) = try await Self.answering {
+        let (record, asked) = try await answering {
             try await support.extend(account: account, subscription: body.subscription, request, requestedBy: operatorName, now: now)
         }
         let document = RenewalExtensionDocument(record: record)
@@ -121,7 +121,7 @@ struct AppStoreSupportController: Sendable {
         }
         let asked = RenewalExtensionRequest(days: days, reason: reason, requestIdentifier: body.requestIdentifier ?? UUID().uuidString.lowercased())
         let now = clock()
-        let outcome = try await Self.answering {
+        let outcome = try await answering {
             try await support.extendAll(
                 product: product, storefronts: body.storefrontCountryCodes, environment: stored, asked, dryRun: dryRun, requestedBy: operatorName, now: now)
         }
@@ -134,8 +134,10 @@ struct AppStoreSupportController: Sendable {
 
     /// Runs a use case that asks Apple: its refusals become answers (400 a malformed request, 404 an unknown one,
     /// 409 a server that cannot ask, 422 what Apple refused, 502 Apple away); the database's trouble is a 503.
-    static func answering<Value: Sendable>(_ body: @escaping @Sendable () async throws -> Value) async throws -> Value {
-        try await withDatabase(timeout: appleDeadline) {
+    func answering<Value: Sendable>(_ body: @escaping @Sendable () async throws -> Value) async throws -> Value {
+        // The database first, under the usual deadline: an outage is a quick 503, not a wait as long as Apple's.
+        try await withDatabase { try await support.reachable() }
+        return try await withDatabase(timeout: Self.appleDeadline) {
             do {
                 return try await body()
             } catch let refusal as AppStoreSupport.Refusal {
