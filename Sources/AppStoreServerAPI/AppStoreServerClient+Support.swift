@@ -153,18 +153,6 @@ extension AppStoreServerClient {
     public func refundHistory(transactionId: String, revision: String?, environment: AppStoreEnvironment)
         async throws(AppStoreServerError) -> (transactions: [TransactionPayload], revision: String?, hasMore: Bool)
     {
-        struct Response: Decodable {
-            var signedTransactions: [String]
-            var revision: String?
-            var hasMore: Bool?
-        }
-        var path = "/inApps/v2/refund/lookup/\(Self.escape(transactionId))"
-        if let revision { path += "?revision=\(Self.escape(revision))" }
-        let response: Response = try await send(.GET, path, environment: environment)
-        var transactions: [TransactionPayload] = []
-        for signed in response.signedTransactions {
-            transactions.append(try await verified { () async throws(VerificationError) in try await verifier.verifyTransaction(signed) })
-        }
-        return (transactions, response.revision, response.hasMore ?? false)
+        try await transactionPage("/inApps/v2/refund/lookup/\(Self.escape(transactionId))", revision: revision, environment: environment)
     }
 }

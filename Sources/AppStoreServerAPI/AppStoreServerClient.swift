@@ -96,14 +96,21 @@ public struct AppStoreServerClient: Sendable {
     public func transactionHistory(transactionId: String, revision: String?, environment: AppStoreEnvironment)
         async throws(AppStoreServerError) -> (transactions: [TransactionPayload], revision: String?, hasMore: Bool)
     {
+        try await transactionPage("/inApps/v2/history/\(Self.escape(transactionId))", revision: revision, environment: environment)
+    }
+
+    /// One page of an endpoint answering `{signedTransactions, revision, hasMore}` (transaction history, refund
+    /// history), each transaction verified.
+    func transactionPage(_ path: String, revision: String?, environment: AppStoreEnvironment)
+        async throws(AppStoreServerError) -> (transactions: [TransactionPayload], revision: String?, hasMore: Bool)
+    {
         struct Response: Decodable {
             var signedTransactions: [String]
             var revision: String?
             var hasMore: Bool?
         }
-        var path = "/inApps/v2/history/\(Self.escape(transactionId))"
-        if let revision { path += "?revision=\(Self.escape(revision))" }
-        let response: Response = try await send(.GET, path, environment: environment)
+        let query = revision.map { "?revision=\(Self.escape($0))" } ?? ""
+        let response: Response = try await send(.GET, path + query, environment: environment)
         var transactions: [TransactionPayload] = []
         for signed in response.signedTransactions {
             transactions.append(try await verified { () async throws(VerificationError) in try await verifier.verifyTransaction(signed) })
