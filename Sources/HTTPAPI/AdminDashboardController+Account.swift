@@ -17,6 +17,7 @@ extension AdminDashboardController {
             html += "<p class=\"muted\">\(HTMLPage.escape(appStore.orderLookupUnavailable))</p>"
         }
         if let found { html += "<p class=\"muted\">\(HTMLPage.escape(found))</p>" }
+        if let erased = notices.erased { html += "<p class=\"muted\">\(HTMLPage.escape(erased))</p>" }
         guard let text, !text.isEmpty else { return html + "</section>" }
         guard let account = AccountID(text) else {
             return html + "<p class=\"bad\">\(HTMLPage.escape(text)) is not an account id (\(AccountID.rule))</p></section>"

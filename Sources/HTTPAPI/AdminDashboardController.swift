@@ -84,10 +84,12 @@ public struct AdminDashboardController: Sendable {
         var creditError: String?
         var appStore: String?
         var extendAll: String?
+        var erased: String?
 
         init(_ parameters: Parameters = [:]) {
             func text(_ name: String) -> String? { parameters.get(name).map { String($0.prefix(300)) } }
             (grantError, creditError, appStore, extendAll) = (text("grantError"), text("creditError"), text("appStore"), text("extendAll"))
+            erased = text("erased")
         }
     }
 
@@ -96,7 +98,8 @@ public struct AdminDashboardController: Sendable {
     func find(_ find: String?) async throws -> (account: String?, message: String?) {
         guard let find, let search else { return (nil, nil) }
         guard let text = try? SearchController.query(find) else {
-            return (nil, "\(find.prefix(128)) is not an id: 1–512 bytes, no control characters")
+            let shown = String(String.UnicodeScalarView(find.unicodeScalars.prefix(128).map { $0.properties.generalCategory == .control ? "?" : $0 }))
+            return (nil, "\(shown) is not an id: 1–512 bytes, no control characters")
         }
         let (matches, order) = try await SearchController(search: search, appStore: appStore).find(text)
         var account: String?

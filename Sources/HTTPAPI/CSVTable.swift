@@ -2,7 +2,7 @@ import Hummingbird
 import NIOCore
 
 /// A table written as CSV (RFC 4180): every cell quoted, quotes doubled, CRLF between rows. A cell a spreadsheet would
-/// run as a formula (`=`, `+`, `-`, `@`, tab or CR first) is prefixed with `'`, as OWASP advises, since operators open
+/// run as a formula (`=`, `+`, `-`, `@`, tab or CR first, after any spaces) is prefixed with `'`, as OWASP advises, since operators open
 /// these files in one and their cells hold text customers and operators typed.
 struct CSVTable: ResponseGenerator {
     var header: [String]
@@ -15,7 +15,9 @@ struct CSVTable: ResponseGenerator {
     }
 
     static func cell(_ value: String) -> String {
-        let guarded = value.first.map { "=+-@\t\r".contains($0) } == true ? "'" + value : value
+        // Spaces before the formula character do not stop every spreadsheet: the first character that is not one decides.
+        let first = value.first { $0 != " " } ?? value.first
+        let guarded = first.map { "=+-@\t\r".contains($0) } == true ? "'" + value : value
         return "\"" + guarded.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 

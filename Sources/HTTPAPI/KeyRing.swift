@@ -32,7 +32,7 @@ struct KeyRing: Sendable {
         guard let basicRealm else { throw APIError.unauthorized }
         let challenge = APIError(
             .unauthorized, code: "unauthorized",
-            message: "sign in with HTTP Basic: any user name, an admin key as the password (or send it as a bearer key)")
+            message: "sign in with HTTP Basic: any user name, an operator key as the password (or send it as a bearer key)")
         var response = try challenge.response(from: request, context: context)
         response.headers[.wwwAuthenticate] = "Basic realm=\"\(basicRealm)\", charset=\"UTF-8\""
         return response

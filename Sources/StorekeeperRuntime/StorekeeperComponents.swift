@@ -183,7 +183,8 @@ public struct StorekeeperComponents: Sendable {
         dependencies.exporter = AccountExport(client: client, logger: logger)
         dependencies.erasure = AccountErasure(client: client, credits: credits, logger: logger)
         dependencies.appStore = AppStoreSupport(
-            client: client, apple: serverAPI, acceptsProduction: configuration.environments.contains(.production), logger: logger)
+            client: client, apple: serverAPI, acceptsProduction: configuration.environments.contains(.production),
+            subscriptionProducts: configuration.catalogue.subscriptionProducts(of: .appStore), logger: logger)
         dependencies.adjustments = CreditAdjustments(client: client, credits: credits, events: events, logger: logger)
         dependencies.analytics = AnalyticsCharts(client: client, rates: configuration.currencyRates, catalogue: configuration.catalogue, logger: logger)
         dependencies.analyticsEnvironment = configuration.environments.contains(.production) ? "production" : "sandbox"
@@ -201,7 +202,7 @@ public struct StorekeeperComponents: Sendable {
         dependencies.offers = configuration.serverAPI.map { settings in
             OfferSigning(
                 client: client, signer: OfferSigner(credentials: settings.credentials), offers: configuration.offers,
-                subscriptionProducts: Set(configuration.catalogue.tiers.flatMap { $0.products.filter { $0.type == .autoRenewable }.map(\.id) }), logger: logger)
+                subscriptionProducts: configuration.catalogue.subscriptionProducts(of: nil), logger: logger)
         }
         dependencies.metricsKeys = configuration.metricsKeys
         dependencies.devClock = devClock

@@ -216,6 +216,7 @@ struct AppleSupportTests {
                         #"{"productId": "\#(one.productId)", "days": 2, "reason": "other", "requestIdentifier": "mass-2", "storefrontCountryCodes": ["GBR"], "dryRun": false}"#)
                     #expect(gbr.status == .accepted)
                     #expect(try await extendAll(#"{"productId": "x", "days": 2, "reason": "other", "storefrontCountryCodes": ["uk"], "dryRun": true}"#).status == .badRequest)
+                    #expect(try await extendAll(#"{"productId": "no.such.product", "days": 2, "reason": "other", "dryRun": true}"#).status == .badRequest)
                     let summary = NotificationPayload(
                         notificationType: "RENEWAL_EXTENSION", subtype: "SUMMARY", notificationUUID: UUID().uuidString.lowercased(),
                         summary: NotificationSummary(

@@ -157,7 +157,7 @@ struct OpenAPITests {
                 try await record("/admin/extensions", .get, "/admin/extensions", headers: admin)
                 try await record("/admin/extensions/{requestIdentifier}", .get, "/admin/extensions/nope", headers: admin)
                 try await record("/admin/accounts/{accountId}/apple-refunds", .get, "/admin/accounts/\(id)/apple-refunds", headers: admin)
-                #expect(collected.withLock { $0.suffix(7).map(\.status) } == [409, 400, 200, 409, 200, 404, 409])
+                #expect(collected.withLock { $0.suffix(7).map(\.status) } == [409, 400, 200, 200, 200, 404, 409], "a dry run needs no Apple")
             }
         }
         let answers = collected.withLock { $0 }

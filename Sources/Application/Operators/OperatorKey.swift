@@ -19,8 +19,9 @@ public enum OperatorRole: String, Sendable, Comparable, CaseIterable, Codable {
     public static let list = allCases.map(\.rawValue).joined(separator: ", ")
 }
 
-/// One entry of `STOREKEEPER_ADMIN_KEYS`: `name:role:key`, or a bare key (an admin named after its fingerprint, so
-/// the keys of earlier versions keep working and their actions are still told apart in the audit log).
+/// One entry of `STOREKEEPER_ADMIN_KEYS`: `name:role:key`, or — in a list of bare keys only — a bare key (an admin
+/// named after its fingerprint, so the keys of earlier versions keep working and their actions are still told apart in
+/// the audit log).
 public struct OperatorKey: Sendable, Equatable {
     public var name: String
     public var role: OperatorRole
@@ -43,6 +44,15 @@ public struct OperatorKey: Sendable, Equatable {
             } catch {
                 problems.append("entry \(index + 1): \(error.message)")
             }
+        }
+        // A bare key is an admin. Beside named entries it is most often not one at all but the tail of a named key that
+        // held a comma (the list's separator), which would make a viewer's key half an admin's: refused, and the
+        // operator names it (`name:admin:<the same key>` keeps every client working).
+        let named = entries.contains { $0.contains(":") }
+        for (index, entry) in entries.enumerated() where named && !entry.contains(":") && !entry.isEmpty {
+            problems.append(
+                "entry \(index + 1): a bare key beside name:role:key entries — write it as name:admin:<key> (the same key keeps working); "
+                    + "a key cannot hold a comma")
         }
         for name in Dictionary(grouping: keys, by: \.name).filter({ $0.value.count > 1 }).keys.sorted() {
             problems.append("the name \(name) is given to more than one key: the audit log could not tell them apart")

@@ -128,6 +128,9 @@ public struct SubscriptionWriter: Sendable {
             let pseudonym = try await ErasedAccounts.pseudonym(of: account, on: connection, logger: logger)
         {
             derivation.state.accountId = pseudonym
+            logger.notice(
+                "a fact names an erased account: filed under its pseudonym",
+                metadata: ["subscription.id": "\(derivation.state.originalTransactionId)", "account.pseudonym": "\(pseudonym)"])
             // The notification that named it is stored already: its facts are rewritten as the erasure's were.
             _ = try await ErasedAccounts(logger: logger).rewriteSignedFacts(
                 of: [derivation.state.originalTransactionId], from: account, to: pseudonym, on: connection)

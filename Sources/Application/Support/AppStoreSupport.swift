@@ -53,6 +53,8 @@ public struct AppStoreSupport: Sendable {
         /// subscriber and storefront filter, comes in its status.
         public var activePaidHere: Int
         public var record: RenewalExtensionRecords.Record?
+        /// Whether the request itself could be sent: the App Store Server API is configured.
+        public var canAskApple: Bool
     }
 
     private let client: PostgresClient
@@ -60,9 +62,14 @@ public struct AppStoreSupport: Sendable {
     private let records: RenewalExtensionRecords
     private let search: AccountSearch
     private let acceptsProduction: Bool
+    /// The App Store auto-renewable products of the catalogue: what a mass extension may name.
+    private let subscriptionProducts: Set<String>
     private let logger: Logger
 
-    public init(client: PostgresClient, apple: AppStoreServerClient?, acceptsProduction: Bool, logger: Logger) {
+    public init(
+        client: PostgresClient, apple: AppStoreServerClient?, acceptsProduction: Bool, subscriptionProducts: Set<String>, logger: Logger
+    ) {
+        self.subscriptionProducts = subscriptionProducts
         self.client = client
         self.apple = apple
         self.records = RenewalExtensionRecords(client: client, logger: logger)
@@ -184,9 +191,13 @@ public struct AppStoreSupport: Sendable {
                 storefronts.allSatisfy({ $0.utf8.count == 3 && $0.unicodeScalars.allSatisfy { ("A"..."Z").contains($0) } })
             else { throw Refusal.invalid("storefrontCountryCodes are ISO 3166-1 alpha-3 codes such as USA, at most 200") }
         }
-        let apple = try configured()
+        guard subscriptionProducts.contains(product) else {
+            throw Refusal.invalid("productId \(product.prefix(64)) is not an App Store subscription product of the catalogue (STOREKEEPER_TIERS)")
+        }
+        // A dry run asks Apple nothing, so it answers without the API too — and says whether the request could be sent.
         let count = try await records.activePaidSubscriptions(ofProduct: product, environment: environment, now: now)
-        guard !dryRun else { return MassOutcome(dryRun: true, activePaidHere: count, record: nil) }
+        guard !dryRun else { return MassOutcome(dryRun: true, activePaidHere: count, record: nil, canAskApple: self.apple != nil) }
+        let apple = try configured()
         let record = RenewalExtensionRecords.Record(
             requestIdentifier: request.requestIdentifier, kind: .mass, environment: environment, productId: product, storefronts: storefronts,
             days: request.days, reasonCode: Int(request.reason.rawValue), requestedBy: requestedBy, requestedAt: now)
@@ -202,7 +213,7 @@ public struct AppStoreSupport: Sendable {
             throw Self.refusal(error)
         }
         logger.notice("mass renewal extension requested", metadata: ["product": "\(product)", "days": "\(request.days)", "request": "\(request.requestIdentifier)"])
-        return MassOutcome(dryRun: false, activePaidHere: count, record: try await records.record(request.requestIdentifier))
+        return MassOutcome(dryRun: false, activePaidHere: count, record: try await records.record(request.requestIdentifier), canAskApple: true)
     }
 
     /// A mass extension's status: asked of Apple again unless it is complete, and filed.

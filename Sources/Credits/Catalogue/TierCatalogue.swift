@@ -218,6 +218,11 @@ public struct TierCatalogue: Codable, Sendable, Equatable {
         return nil
     }
 
+    /// The ids of the auto-renewable products the catalogue sells — in `store`, or in every store.
+    public func subscriptionProducts(of store: Store?) -> Set<String> {
+        Set(tiers.flatMap { $0.products.filter { $0.type == .autoRenewable && (store == nil || $0.store == store) }.map(\.id) })
+    }
+
     /// The tier of a tier id (`free` is not one).
     public func tier(id: String) -> Tier? { tiers.first { $0.id == id } }
 

@@ -18,8 +18,9 @@ struct OverviewPage: Sendable {
             var problem: String?
             var asked: AnalyticsCharts.Request
             do {
+                // Read as the usage chart's filters, the widest: a `tier` applies to usage only, below.
                 asked = try AnalyticsController.request(
-                    metric: AnalyticsMetric.mrr.rawValue, parameters: request.formParameters, defaultEnvironment: defaultEnvironment, today: today)
+                    metric: AnalyticsMetric.usage.rawValue, parameters: request.formParameters, defaultEnvironment: defaultEnvironment, today: today)
             } catch let error as APIError {
                 problem = error.message
                 asked = AnalyticsCharts.Request(
@@ -35,6 +36,7 @@ struct OverviewPage: Sendable {
         func chart(_ metric: AnalyticsMetric) async throws -> AnalyticsChart {
             var request = asked
             request.metric = metric
+            if metric != .usage { request.tier = nil }
             return try await charts.chart(request)
         }
         var body = "<header><h1>Storekeeper</h1><nav><a href=\"/admin\">Operations</a> · <b>Overview</b></nav>"

@@ -36,7 +36,7 @@ struct SearchController: Sendable {
 
     /// What asking Apple about the text as an order id gave: `found` (the accounts are the matches), `no_account`
     /// (Apple knows the order; no account here holds it), `invalid_order`, `production_only` (a Sandbox-only server),
-    /// `failed` (Apple did not answer).
+    /// `not_configured` (no App Store Server API key), `failed` (Apple did not answer).
     struct OrderLookupNote: Encodable, Sendable {
         var status: String
         var message: String
@@ -85,7 +85,7 @@ struct SearchController: Sendable {
             return (order.matches, OrderLookupNote(status: "found", message: "order \(text) found with Apple"))
         } catch {
             switch error {
-            case .notConfigured: return (found, nil)
+            case .notConfigured: return ([], OrderLookupNote(status: "not_configured", message: error.description))
             case .productionOnly: return ([], OrderLookupNote(status: "production_only", message: error.description))
             default: return ([], OrderLookupNote(status: "failed", message: error.description))
             }

@@ -8,7 +8,7 @@ public enum OpenAPIDocument {
     "title": "Storekeeper HTTP API",
     "version": "1.0.0",
     "summary": "App Store (and Stripe) subscription lifecycle, credits and entitlements for an app's accounts.",
-    "description": "The HTTP API of `storekeeper serve` (and `storekeeper dev`), as `Sources/HTTPAPI/StorekeeperRouter.swift` registers it.\n\n* Every error is `{\"error\": \"<code>\", \"message\": \"<text>\"}` with `Content-Type: application/json; charset=utf-8`, the content type of every JSON answer. Times are RFC 3339 UTC.\n* A path no route takes is 404 `not_found`; a route's path under another method is 405 `method_not_allowed` with `Allow`.\n* A body that cannot be read to its end is 400; a body that does not fit the process's body memory is 503 `busy` (connection closed); an unexpected failure is 500 `internal_error` (a bug: the server log has the cause).\n* `/v1/...` (but `/v1/tiers`) exists only when `STOREKEEPER_API_KEYS` is set; `/admin...` only when `STOREKEEPER_ADMIN_KEYS` is set; `/stripe/webhooks` and `/v1/accounts/{accountId}/stripe/...` only when Stripe is configured; `/admin/dev/clock` only under `storekeeper dev`.\n* Admin writes (anything but GET and HEAD under `/admin`) must be same-site (403 `cross_site`) and `application/json` for the JSON API, `application/x-www-form-urlencoded` for the dashboard's forms (415 `unsupported_media_type`); a request without a body needs no media type.\n* Authenticated answers carry `Cache-Control: no-store`; every answer carries `X-Content-Type-Options: nosniff`.\n* Admin routes need an operator key (`STOREKEEPER_ADMIN_KEYS`: `name:role:key`, a bare key being an admin) whose role is at least the operation's `x-storekeeper-role` (403 `forbidden` otherwise); every successful admin write is appended to the audit log (`GET /admin/audit`) before it is answered.",
+    "description": "The HTTP API of `storekeeper serve` (and `storekeeper dev`), as `Sources/HTTPAPI/StorekeeperRouter.swift` registers it.\n\n* Every error is `{\"error\": \"<code>\", \"message\": \"<text>\"}` with `Content-Type: application/json; charset=utf-8`, the content type of every JSON answer. Times are RFC 3339 UTC.\n* A path no route takes is 404 `not_found`; a route's path under another method is 405 `method_not_allowed` with `Allow`.\n* A body that cannot be read to its end is 400; a body that does not fit the process's body memory is 503 `busy` (connection closed); an unexpected failure is 500 `internal_error` (a bug: the server log has the cause).\n* `/v1/...` (but `/v1/tiers`) exists only when `STOREKEEPER_API_KEYS` is set; `/admin...` only when `STOREKEEPER_ADMIN_KEYS` is set; `/stripe/webhooks` and `/v1/accounts/{accountId}/stripe/...` only when Stripe is configured; `/admin/dev/clock` only under `storekeeper dev`.\n* Admin writes (anything but GET and HEAD under `/admin`) must be same-site (403 `cross_site`) and `application/json` for the JSON API, `application/x-www-form-urlencoded` for the dashboard's forms (415 `unsupported_media_type`); a request without a body needs no media type.\n* Authenticated answers carry `Cache-Control: no-store`; every answer carries `X-Content-Type-Options: nosniff`.\n* Admin routes need an operator key (`STOREKEEPER_ADMIN_KEYS`: `name:role:key`; a list of bare keys only makes each an admin) whose role is at least the operation's `x-storekeeper-role` (403 `forbidden` otherwise); every successful admin write is appended to the audit log (`GET /admin/audit`) before it is answered.",
     "license": {
       "name": "Proprietary",
       "identifier": "LicenseRef-Proprietary"
@@ -4612,6 +4612,15 @@ public enum OpenAPIDocument {
             "schema": {
               "type": "string"
             }
+          },
+          {
+            "name": "erased",
+            "in": "query",
+            "required": false,
+            "description": "What the erase form's request did (set by its redirect)",
+            "schema": {
+              "type": "string"
+            }
           }
         ],
         "responses": {
@@ -5951,6 +5960,7 @@ public enum OpenAPIDocument {
                                 "no_account",
                                 "invalid_order",
                                 "production_only",
+                                "not_configured",
                                 "failed"
                               ]
                             },
@@ -5960,7 +5970,7 @@ public enum OpenAPIDocument {
                           }
                         }
                       ],
-                      "description": "null: not asked (something here matched, it cannot be an order id, or the App Store Server API is not configured)"
+                      "description": "null: not asked (something here matched, or the text cannot be an order id)"
                     }
                   }
                 }
@@ -7030,7 +7040,7 @@ public enum OpenAPIDocument {
             }
           },
           "400": {
-            "description": "A malformed body (`bad_request`)",
+            "description": "`accountId` is not an account id (`bad_request`)",
             "content": {
               "application/json": {
                 "schema": {
@@ -7088,7 +7098,7 @@ public enum OpenAPIDocument {
         "tags": [
           "Admin API"
         ],
-        "description": "Apple's *Extend Subscription Renewal Dates for All Active Subscribers*: a product, 1\u201390 days, a reason, optionally storefronts (ISO 3166-1 alpha-3) and the environment. `dryRun: true` counts the product's paid, active App Store subscriptions held here and asks Apple nothing (audited as `renewal.extend-all.dry-run`); `dryRun: false` files the request and asks Apple (202, audited as `renewal.extend-all`). Apple works through the subscribers over hours or days: `GET /admin/extensions/{requestIdentifier}` asks it for progress, and its `RENEWAL_EXTENSION`/`SUMMARY` notification completes the record.",
+        "description": "Apple's *Extend Subscription Renewal Dates for All Active Subscribers*: a product, 1\u201390 days, a reason, optionally storefronts (ISO 3166-1 alpha-3) and the environment. The product must be an App Store auto-renewable product of `STOREKEEPER_TIERS` (400 otherwise). `dryRun: true` counts the product's paid, active App Store subscriptions held here and asks Apple nothing \u2014 it answers without the App Store Server API too, saying in `canAskApple` whether the request itself could be sent (audited as `renewal.extend-all.dry-run`); `dryRun: false` files the request and asks Apple (202, audited as `renewal.extend-all`). Apple works through the subscribers over hours or days: `GET /admin/extensions/{requestIdentifier}` asks it for progress, and its `RENEWAL_EXTENSION`/`SUMMARY` notification completes the record.",
         "security": [
           {
             "adminKey": []
@@ -7228,7 +7238,7 @@ public enum OpenAPIDocument {
             }
           },
           "409": {
-            "description": "The App Store Server API is not configured (`not_available`)",
+            "description": "Not a dry run, and the App Store Server API is not configured (`not_available`)",
             "content": {
               "application/json": {
                 "schema": {
@@ -7610,7 +7620,7 @@ public enum OpenAPIDocument {
             }
           },
           "400": {
-            "description": "A malformed body (`bad_request`)",
+            "description": "`accountId` is not an account id (`bad_request`)",
             "content": {
               "application/json": {
                 "schema": {
@@ -8172,7 +8182,7 @@ public enum OpenAPIDocument {
         "tags": [
           "Dashboard"
         ],
-        "description": "Confirmed by `confirm` = the account id (JSON `{\"confirm\": \"\u2026\"}` or the account page's form field). In one transaction: every row accounting needs (subscriptions, their stored facts, ledger, refunds, Stripe links, renewal extensions) moves to a pseudonym, a random UUID; the signed JWS naming the id is dropped (its verified facts kept with the pseudonym as token); the app's usage keys and purchase tokens, consent, events and their deliveries and operators' grant reasons are deleted; Stripe objects lose the customer's contact details. The SHA-256 of the id is kept so that facts Apple signs later with it (every renewal) are filed under the pseudonym. Afterwards the id answers like one never seen. The audit log keeps the id: it is the record of the erasure. Erasing again changes nothing (`alreadyErased: true`). Audited as `account.erase`.",
+        "description": "Confirmed by `confirm` = the account id (JSON `{\"confirm\": \"\u2026\"}` or the account page's form field). In one transaction: every row accounting needs (subscriptions, their stored facts, ledger, refunds, Stripe links, renewal extensions) moves to a pseudonym, a random UUID; the signed JWS naming the id is dropped (its verified facts kept with the pseudonym as token); the app's usage keys and purchase tokens, consent, events and their deliveries and operators' grant reasons are deleted; the audit log's entries about the account get the pseudonym and lose operators' reasons; Stripe objects lose the customer's contact details. The SHA-256 of the id is kept so that facts Apple signs later with it (every renewal) are filed under the pseudonym. Afterwards the id answers like one never seen. The erasure itself is audited as `account.erase` with the id's digest (`sha256:<hex>`) as target and without the pseudonym, which only this answer gives. Erasing again changes nothing (`alreadyErased: true`). The account page's form (`application/x-www-form-urlencoded`) is answered with 303 back to the dashboard instead \u2014 the pseudonym's page with `erased` saying it was done, or the account's page saying why not.",
         "security": [
           {
             "adminKey": []
@@ -8239,7 +8249,7 @@ public enum OpenAPIDocument {
             }
           },
           "415": {
-            "description": "The body is not `application/x-www-form-urlencoded` (`unsupported_media_type`)",
+            "description": "The body is neither `application/json` nor `application/x-www-form-urlencoded` (`unsupported_media_type`)",
             "content": {
               "application/json": {
                 "schema": {
@@ -8406,6 +8416,18 @@ public enum OpenAPIDocument {
                       "description": "Rows moved or deleted, by kind"
                     }
                   }
+                }
+              }
+            }
+          },
+          "303": {
+            "description": "The form's answer: back to the dashboard with `erased` saying what happened",
+            "headers": {
+              "Location": {
+                "required": true,
+                "description": "The dashboard page to go back to.",
+                "schema": {
+                  "type": "string"
                 }
               }
             }
@@ -10988,6 +11010,7 @@ public enum OpenAPIDocument {
           "productId",
           "environment",
           "activePaidHere",
+          "canAskApple",
           "request"
         ],
         "properties": {
@@ -11007,6 +11030,10 @@ public enum OpenAPIDocument {
           "activePaidHere": {
             "type": "integer",
             "description": "The product's paid, active App Store subscriptions held here now; Apple decides which it extends"
+          },
+          "canAskApple": {
+            "type": "boolean",
+            "description": "Whether the request itself could be sent: the App Store Server API is configured (a dry run answers without it)"
           },
           "request": {
             "oneOf": [
@@ -11144,7 +11171,7 @@ public enum OpenAPIDocument {
       "adminKey": {
         "type": "http",
         "scheme": "bearer",
-        "description": "An operator key of `STOREKEEPER_ADMIN_KEYS` (`name:role:key`, or a bare key, which is an admin), for `/admin...` (the only way into the JSON API). Each operation's `x-storekeeper-role` is the least role it needs: `viewer` reads, `support` grants and redelivers, `admin` does everything."
+        "description": "An operator key of `STOREKEEPER_ADMIN_KEYS` (`name:role:key`; in a list of bare keys only, each an admin), for `/admin...` (the only way into the JSON API). Each operation's `x-storekeeper-role` is the least role it needs: `viewer` reads, `support` grants, adjusts credits, redelivers and extends renewals, `admin` does everything."
       },
       "adminBasic": {
         "type": "http",

@@ -106,6 +106,7 @@ extension AppStoreSupportController {
                 let answer = try await extendAll(body, operatorName: context.operatorIdentity?.name ?? "dashboard")
                 notice = answer.dryRun
                     ? "Dry run: \(answer.activePaidHere) paid, active \(answer.productId) subscriptions held here (\(answer.environment)) — Apple decides which it extends. Nothing was asked."
+                        + (answer.canAskApple ? "" : " The App Store Server API is not configured here: the request itself would be refused.")
                     : "Asked Apple to extend every active \(answer.productId) subscriber by \(body.days ?? 0) days as \(answer.request?.record.requestIdentifier ?? "")."
             } catch let error as APIError where error.status != .serviceUnavailable {
                 OperatorAudit.unchanged()

@@ -50,6 +50,7 @@ struct AppStoreSupportController: Sendable {
         var productId: String
         var environment: String
         var activePaidHere: Int
+        var canAskApple: Bool
         var request: RenewalExtensionDocument?
 
         func encode(to encoder: any Encoder) throws {
@@ -58,10 +59,11 @@ struct AppStoreSupportController: Sendable {
             try container.encode(productId, forKey: .productId)
             try container.encode(environment, forKey: .environment)
             try container.encode(activePaidHere, forKey: .activePaidHere)
+            try container.encode(canAskApple, forKey: .canAskApple)
             try container.encode(request, forKey: .request)
         }
 
-        enum CodingKeys: String, CodingKey { case dryRun, productId, environment, activePaidHere, request }
+        enum CodingKeys: String, CodingKey { case dryRun, productId, environment, activePaidHere, canAskApple, request }
     }
 
     static let reasons = ExtendReason.allCases.map(\.text).joined(separator: ", ")
@@ -126,7 +128,7 @@ struct AppStoreSupportController: Sendable {
                 product: product, storefronts: body.storefrontCountryCodes, environment: stored, asked, dryRun: dryRun, requestedBy: operatorName, now: now)
         }
         let answer = MassAnswer(
-            dryRun: dryRun, productId: product, environment: environment, activePaidHere: outcome.activePaidHere,
+            dryRun: dryRun, productId: product, environment: environment, activePaidHere: outcome.activePaidHere, canAskApple: outcome.canAskApple,
             request: outcome.record.map(RenewalExtensionDocument.init))
         OperatorAudit.note(dryRun ? "renewal.extend-all.dry-run" : "renewal.extend-all", target: product, after: answer)
         return answer

@@ -27,6 +27,7 @@ public struct ErasedAccounts: Sendable {
         public var eventsDeleted = 0
         public var renewalExtensions = 0
         public var jobs = 0
+        public var auditEntries = 0
 
         public init() {}
     }
@@ -158,6 +159,23 @@ public struct ErasedAccounts: Sendable {
                 unique_key = replace(replace(unique_key, \(from), \(to)), upper(\(from)), \(to))
             WHERE strpos(upper(job_history::text), upper(\(from))) > 0
             """)
+        // The audit log's entries about the account: the pseudonym for the id, the operators' words about the customer
+        // (a reason) gone; who did what and when stays (sql/0030).
+        try await connection.query("SET LOCAL storekeeper.erasing = 'on'", logger: logger)
+        counts.auditEntries = try await count(
+            connection,
+            """
+            UPDATE operator_actions SET account_id = CASE WHEN account_id = \(from) THEN \(to) ELSE account_id END,
+                target = replace(target, \(from), \(to)),
+                before = CASE WHEN before IS NULL THEN NULL ELSE
+                    (SELECT CASE WHEN b ? 'reason' THEN jsonb_set(b, '{reason}', '"(erased)"') ELSE b END
+                     FROM (SELECT replace(before::text, \(from), \(to))::jsonb AS b) AS scrubbed) END,
+                after = CASE WHEN after IS NULL THEN NULL ELSE
+                    (SELECT CASE WHEN a ? 'reason' THEN jsonb_set(a, '{reason}', '"(erased)"') ELSE a END
+                     FROM (SELECT replace(after::text, \(from), \(to))::jsonb AS a) AS scrubbed) END
+            WHERE account_id = \(from) OR strpos(target, \(from)) > 0 OR strpos(before::text, \(from)) > 0 OR strpos(after::text, \(from)) > 0
+            """)
+        try await connection.query("SET LOCAL storekeeper.erasing = 'off'", logger: logger)
         return counts
     }
 
