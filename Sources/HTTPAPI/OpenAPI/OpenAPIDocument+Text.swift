@@ -7401,7 +7401,7 @@ public enum OpenAPIDocument {
         "operationId": "massExtensionStatus",
         "summary": "A mass extension's status",
         "tags": [
-          "Admin API"
+          "Dashboard"
         ],
         "description": "The filed mass extension; unless complete, Apple is asked first (*Get Status of Subscription Renewal Date Extensions*) and its answer filed. When Apple cannot be asked, the filed record comes back with `error` saying why.",
         "security": [
@@ -7435,7 +7435,7 @@ public enum OpenAPIDocument {
             }
           },
           "401": {
-            "$ref": "#/components/responses/Unauthorized"
+            "$ref": "#/components/responses/DashboardUnauthorized"
           },
           "404": {
             "description": "No such App Store subscription of the account, or no request under that identifier (`not_found`)",

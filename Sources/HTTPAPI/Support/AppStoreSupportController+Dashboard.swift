@@ -68,6 +68,11 @@ extension AppStoreSupportController {
     }
 
     func addDashboardRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
+        group.get("extensions/{requestIdentifier}") { _, context -> RenewalExtensionDocument in
+            let identifier = try context.parameters.require("requestIdentifier")
+            let now = clock()
+            return RenewalExtensionDocument(record: try await answering { try await support.massStatus(identifier, now: now) })
+        }
         group.get("accounts/{accountId}/apple-refunds") { _, context -> RefundList in
             let account = try AccountsController.accountId(context)
             let refunds = try await answering { try await support.refundHistory(of: account) }

@@ -12,9 +12,10 @@ import Subscriptions
 /// - `GET /admin/accounts/{accountId}/extensions` (viewer): the account's extensions and Apple's answers;
 /// - `POST /admin/extensions {"productId", "days", "reason", "storefrontCountryCodes"?, "environment"?, "requestIdentifier"?,
 ///   "dryRun"}` (admin): every active subscriber of a product; a dry run counts them here and asks Apple nothing;
-/// - `GET /admin/extensions`, `GET /admin/extensions/{requestIdentifier}` (viewer): mass extensions, the latter asking
-///   Apple for the status of one not yet complete.
-/// Get Refund History is on the dashboard's routes (`GET /admin/accounts/{accountId}/apple-refunds`) for its link.
+/// - `GET /admin/extensions` (viewer): the mass extensions filed.
+/// On the dashboard's routes, for their links (bearer or Basic): a mass extension's status
+/// (`GET /admin/extensions/{requestIdentifier}`, asking Apple until complete) and Get Refund History
+/// (`GET /admin/accounts/{accountId}/apple-refunds`).
 struct AppStoreSupportController: Sendable {
     let support: AppStoreSupport
     /// The environment a mass extension targets unless told: production where the server accepts it.
@@ -88,11 +89,6 @@ struct AppStoreSupportController: Sendable {
         }
         group.get("extensions") { _, _ -> ExtensionList in
             ExtensionList(extensions: try await withDatabase { try await support.massExtensions() }.map(RenewalExtensionDocument.init))
-        }
-        group.get("extensions/{requestIdentifier}") { _, context -> RenewalExtensionDocument in
-            let identifier = try context.parameters.require("requestIdentifier")
-            let now = clock()
-            return RenewalExtensionDocument(record: try await answering { try await support.massStatus(identifier, now: now) })
         }
     }
 
