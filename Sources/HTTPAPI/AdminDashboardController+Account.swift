@@ -52,7 +52,7 @@ extension AdminDashboardController {
             html += AppStoreSupportController.accountSection(
                 account, extensions: try await appStore.extensions(of: account),
                 subscriptions: subscriptions.filter { $0.store == .appStore }.map(\.originalTransactionId), notice: notices.appStore,
-                canExtend: viewer.role >= .support)
+                canExtend: viewer.role >= .support, asksApple: appStore.asksApple)
         }
         if viewer.role >= .admin {
             let path = account.text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? ""

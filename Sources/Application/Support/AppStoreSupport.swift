@@ -81,6 +81,9 @@ public struct AppStoreSupport: Sendable {
     /// Answers once the database does (`PostgresClient.reachable`).
     public func reachable() async throws { try await client.reachable(logger: logger) }
 
+    /// Whether Apple can be asked at all: the App Store Server API is configured.
+    public var asksApple: Bool { apple != nil }
+
     /// Whether an order id can be looked up here: an API key, and Production accepted.
     public var looksUpOrders: Bool { apple != nil && acceptsProduction }
 

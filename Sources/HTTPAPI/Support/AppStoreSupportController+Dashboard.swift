@@ -134,7 +134,8 @@ extension AppStoreSupportController {
 
     /// The account page's App Store section.
     static func accountSection(
-        _ account: AccountID, extensions: [RenewalExtensionRecords.Record], subscriptions: [String], notice: String?, canExtend: Bool
+        _ account: AccountID, extensions: [RenewalExtensionRecords.Record], subscriptions: [String], notice: String?, canExtend: Bool,
+        asksApple: Bool
     ) -> String {
         let path = account.text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? ""
         var html = "<h2 id=\"app-store\">App Store</h2>"
@@ -150,6 +151,9 @@ extension AppStoreSupportController {
                     HTMLPage.Cell(HTMLPage.time(record.effectiveDate)),
                 ]
             }, empty: "no renewal extensions")
+        guard asksApple else {
+            return html + "<p class=\"muted\">Renewal extensions and Apple's refund history need the App Store Server API key (STOREKEEPER_ASSA_…), not configured here.</p>"
+        }
         html += "<p><a href=\"/admin/accounts/\(HTMLPage.escape(path))/apple-refunds\">Apple's refund history for this customer (JSON)</a></p>"
         if canExtend, !subscriptions.isEmpty {
             let options = subscriptions.map { "<option value=\"\(HTMLPage.escape($0))\">\(HTMLPage.escape($0))</option>" }.joined()
