@@ -132,4 +132,28 @@ struct AccountErasureTests {
             }
         }
     }
+
+    @Test("erase a web customer: Stripe's objects of a one-time payment lose the id and contact details; the sale stays in the revenue figures")
+    func eraseWebCustomer() async throws {
+        try await StripeWorld.run(extra: ["STOREKEEPER_ADMIN_KEYS": Self.keys]) { world in
+            let account = "web-customer-\(UUID().uuidString.prefix(8))"
+            _ = try await world.buy("price_basic_lifetime", account: account, at: StripeWorld.time(1))
+            for event in world.fake.events { #expect(try await world.deliver(event.body).status == .ok) }
+            try await world.settle()
+            #expect(try await Self.tablesHolding(account, harness: world.harness).contains("stripe_objects"))
+            let revenue = try await world.http.execute(uri: "/admin/analytics/revenue?from=2026-01-01&to=2026-01-02&environment=sandbox", method: .get, headers: Self.admin)
+            let erased = try await world.http.execute(
+                uri: "/admin/accounts/\(account)/erase", method: .post, headers: Self.admin, body: ByteBuffer(string: #"{"confirm": "\#(account)"}"#))
+            #expect(erased.status == .ok, "\(String(buffer: erased.body))")
+            let holding = try await Self.tablesHolding(account, harness: world.harness)
+            #expect(Set(holding).isSubset(of: ["job_history"]), "\(holding)")
+            #expect(try await world.harness.count("SELECT count(*) FROM stripe_objects WHERE body ? 'customer_details' OR body ? 'customer_email'") == 0)
+            let after = try await world.http.execute(uri: "/admin/analytics/revenue?from=2026-01-01&to=2026-01-02&environment=sandbox", method: .get, headers: Self.admin)
+            #expect(revenue.json["series"] as? NSArray == after.json["series"] as? NSArray)
+            // The web sale is in the figures (79.99 USD on January 2nd), before the erasure and after it.
+            let gross = (revenue.json["series"] as? [[String: Any]])?.first { $0["name"] as? String == "gross" && $0["currency"] as? String == "USD" }
+            #expect((gross?["points"] as? [[String: Any]])?.compactMap { ($0["value"] as? NSNumber)?.intValue } == [0, 79990], "\(revenue.json)")
+        }
+    }
+
 }

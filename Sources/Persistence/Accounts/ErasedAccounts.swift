@@ -129,14 +129,15 @@ public struct ErasedAccounts: Sendable {
             connection, "UPDATE refund_requests SET account_id = \(to), app_answer = NULL WHERE account_id = \(from)")
         counts.offerSignatures = try await count(connection, "UPDATE offer_signatures SET account_id = \(to) WHERE account_id = \(from)")
         counts.stripeLinks = try await count(connection, "UPDATE stripe_links SET account_id = \(to) WHERE account_id = \(from)")
-        // Stripe's objects carry the customer's contact details and the app's metadata: both go; amounts stay.
+        // Stripe's objects carry the customer's contact details and the app's metadata: both go; amounts stay. Those of
+        // a one-time payment belong to no subscription: they are found by the id their session carries.
         counts.stripeObjects = try await count(
             connection,
             """
             UPDATE stripe_objects SET body = (replace(body::text, \(from), \(to))::jsonb
                 - 'customer_email' - 'customer_name' - 'customer_phone' - 'customer_address' - 'customer_shipping'
                 - 'customer_details' - 'billing_details' - 'receipt_email' - 'shipping' - 'shipping_details') || '{"metadata": {}}'::jsonb
-            WHERE subscription_id IN (SELECT subscription_id FROM stripe_links WHERE account_id = \(to))
+            WHERE subscription_id IN (SELECT subscription_id FROM stripe_links WHERE account_id = \(to)) OR strpos(body::text, \(from)) > 0
             """)
         // Events were the app's to keep: its receivers have them. Their deliveries go with them.
         counts.eventsDeleted = try await count(connection, "DELETE FROM events WHERE account_id = \(from)")
