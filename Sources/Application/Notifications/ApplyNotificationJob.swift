@@ -82,7 +82,8 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
         var account: AccountID?
         // The change's events are stored by the statement that records the outcome and completes the job.
         var events: EventRecorder.Pending?
-        if let event = SubscriptionEvent(notification) {
+        let subscriptionEvent = SubscriptionEvent(notification)
+        if let event = subscriptionEvent {
             let lockHeld = lockedSubscription == event.transaction.originalTransactionId
             let applied = try await writer.apply(
                 event, now: now, on: connection, lockHeld: lockHeld, read: lockHeld ? history : nil, deferringEvents: true)
@@ -109,7 +110,7 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
             outcome = .recorded
         }
         // A one-time sale's revenue, as the newest notification about it says (a refund, a reversal).
-        if SubscriptionEvent(notification) == nil, let transaction = notification.transaction, let sale = OneTimeSale(appStore: transaction),
+        if subscriptionEvent == nil, let transaction = notification.transaction, let sale = OneTimeSale(appStore: transaction),
             try await notifications.isNewest(
                 signedDate: notification.payload.signedDate ?? 0, ofTransaction: transaction.originalTransactionId, on: connection)
         {

@@ -88,35 +88,23 @@ struct ChartDocument: Encodable {
     var to: String
     var interval: String
     var environment: String
-    var store: String?
-    var product: String?
-    var tier: String?
-    var reportingCurrency: String?
+    @Nullable var store: String?
+    @Nullable var product: String?
+    @Nullable var tier: String?
+    @Nullable var reportingCurrency: String?
     var missingRates: [String]
     var series: [SeriesDocument]
 
-    struct SeriesDocument: Encodable {
+    struct SeriesDocument: Encodable, Sendable {
         var name: String
         var unit: String
-        var currency: String?
-        var meter: String?
-        var tier: String?
+        @Nullable var currency: String?
+        @Nullable var meter: String?
+        @Nullable var tier: String?
         var points: [PointDocument]
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(name, forKey: .name)
-            try container.encode(unit, forKey: .unit)
-            try container.encode(currency, forKey: .currency)
-            try container.encode(meter, forKey: .meter)
-            try container.encode(tier, forKey: .tier)
-            try container.encode(points, forKey: .points)
-        }
-
-        enum CodingKeys: String, CodingKey { case name, unit, currency, meter, tier, points }
     }
 
-    struct PointDocument: Encodable {
+    struct PointDocument: Encodable, Sendable {
         var date: String
         var value: Double?
 
@@ -147,23 +135,6 @@ struct ChartDocument: Encodable {
                 points: series.points.map { PointDocument(date: $0.date.description, value: $0.value) })
         }
     }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(metric, forKey: .metric)
-        try container.encode(from, forKey: .from)
-        try container.encode(to, forKey: .to)
-        try container.encode(interval, forKey: .interval)
-        try container.encode(environment, forKey: .environment)
-        try container.encode(store, forKey: .store)
-        try container.encode(product, forKey: .product)
-        try container.encode(tier, forKey: .tier)
-        try container.encode(reportingCurrency, forKey: .reportingCurrency)
-        try container.encode(missingRates, forKey: .missingRates)
-        try container.encode(series, forKey: .series)
-    }
-
-    enum CodingKeys: String, CodingKey { case metric, from, to, interval, environment, store, product, tier, reportingCurrency, missingRates, series }
 
     /// A value as CSV writes it: whole numbers without a fraction, ratios to six decimals.
     static func text(_ value: Double) -> String {

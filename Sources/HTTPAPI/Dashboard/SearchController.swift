@@ -22,16 +22,7 @@ struct SearchController: Sendable {
     struct Answer: ResponseEncodable {
         var query: String
         var matches: [Match]
-        var orderLookup: OrderLookupNote?
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(query, forKey: .query)
-            try container.encode(matches, forKey: .matches)
-            try container.encode(orderLookup, forKey: .orderLookup)
-        }
-
-        enum CodingKeys: String, CodingKey { case query, matches, orderLookup }
+        @Nullable var orderLookup: OrderLookupNote?
     }
 
     /// What asking Apple about the text as an order id gave: `found` (the accounts are the matches), `no_account`
@@ -42,19 +33,10 @@ struct SearchController: Sendable {
         var message: String
     }
 
-    struct Match: Encodable {
+    struct Match: Encodable, Sendable {
         var accountId: String
         var matchedBy: String
-        var source: String?
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(accountId, forKey: .accountId)
-            try container.encode(matchedBy, forKey: .matchedBy)
-            try container.encode(source, forKey: .source)
-        }
-
-        enum CodingKeys: String, CodingKey { case accountId, matchedBy, source }
+        @Nullable var source: String?
     }
 
     func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {

@@ -18,10 +18,10 @@ struct AuditController: Sendable {
         var action: String
         var request: String
         var status: Int
-        var accountId: String?
-        var target: String?
-        var before: JSONFragment?
-        var after: JSONFragment?
+        @Nullable var accountId: String?
+        @Nullable var target: String?
+        @Nullable var before: JSONFragment?
+        @Nullable var after: JSONFragment?
 
         init(_ action: OperatorAction) {
             id = action.id
@@ -35,24 +35,6 @@ struct AuditController: Sendable {
             target = action.target
             before = action.before.map(JSONFragment.init)
             after = action.after.map(JSONFragment.init)
-        }
-
-        enum CodingKeys: String, CodingKey { case id, at, `operator`, role, action, request, status, accountId, target, before, after }
-
-        /// Every field present, `null` where it does not apply.
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(id, forKey: .id)
-            try container.encode(at, forKey: .at)
-            try container.encode(self.operator, forKey: .operator)
-            try container.encode(role, forKey: .role)
-            try container.encode(action, forKey: .action)
-            try container.encode(request, forKey: .request)
-            try container.encode(status, forKey: .status)
-            try container.encode(accountId, forKey: .accountId)
-            try container.encode(target, forKey: .target)
-            try container.encode(before, forKey: .before)
-            try container.encode(after, forKey: .after)
         }
     }
 
@@ -112,7 +94,7 @@ struct AuditController: Sendable {
 }
 
 /// JSON text written as it is (the audit log's before and after, kept as JSON).
-struct JSONFragment: Encodable {
+struct JSONFragment: Encodable, Sendable {
     var text: String
 
     func encode(to encoder: any Encoder) throws {

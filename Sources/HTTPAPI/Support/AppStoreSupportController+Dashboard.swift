@@ -15,19 +15,19 @@ extension AppStoreSupportController {
         var refunds: [Refund]
     }
 
-    struct Refund: Encodable {
+    struct Refund: Encodable, Sendable {
         var transactionId: String
         var originalTransactionId: String
         var productId: String
-        var type: String?
-        var environment: String?
-        var purchaseDate: Date?
-        var revocationDate: Date?
-        var revocationReason: Int32?
-        var revocationType: String?
-        var revocationPercentage: Int32?
-        var price: Int64?
-        var currency: String?
+        @Nullable var type: String?
+        @Nullable var environment: String?
+        @Nullable var purchaseDate: Date?
+        @Nullable var revocationDate: Date?
+        @Nullable var revocationReason: Int32?
+        @Nullable var revocationType: String?
+        @Nullable var revocationPercentage: Int32?
+        @Nullable var price: Int64?
+        @Nullable var currency: String?
 
         init(_ transaction: TransactionPayload) {
             func date(_ milliseconds: Int64?) -> Date? { milliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) } }
@@ -43,27 +43,6 @@ extension AppStoreSupportController {
             revocationPercentage = transaction.revocationPercentage
             price = transaction.price
             currency = transaction.currency
-        }
-
-        enum CodingKeys: String, CodingKey {
-            case transactionId, originalTransactionId, productId, type, environment, purchaseDate, revocationDate, revocationReason
-            case revocationType, revocationPercentage, price, currency
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(transactionId, forKey: .transactionId)
-            try container.encode(originalTransactionId, forKey: .originalTransactionId)
-            try container.encode(productId, forKey: .productId)
-            try container.encode(type, forKey: .type)
-            try container.encode(environment, forKey: .environment)
-            try container.encode(purchaseDate, forKey: .purchaseDate)
-            try container.encode(revocationDate, forKey: .revocationDate)
-            try container.encode(revocationReason, forKey: .revocationReason)
-            try container.encode(revocationType, forKey: .revocationType)
-            try container.encode(revocationPercentage, forKey: .revocationPercentage)
-            try container.encode(price, forKey: .price)
-            try container.encode(currency, forKey: .currency)
         }
     }
 
@@ -87,9 +66,9 @@ extension AppStoreSupportController {
             let notice: String
             do {
                 let document = try await extend(body, account: account, operatorName: context.operatorIdentity?.name ?? "dashboard")
-                notice = document.record.succeeded == true
-                    ? "Apple extended \(document.record.subscription ?? "") to \(HTMLPage.time(document.record.effectiveDate))"
-                    : "Apple did not extend \(document.record.subscription ?? ""): \(document.record.error ?? "success false")"
+                notice = document.success == true
+                    ? "Apple extended \(document.subscription ?? "") to \(HTMLPage.time(document.effectiveDate))"
+                    : "Apple did not extend \(document.subscription ?? ""): \(document.error ?? "success false")"
             } catch let error as APIError where error.status != .serviceUnavailable {
                 OperatorAudit.unchanged()
                 notice = "Not extended: \(error.message)"
@@ -112,7 +91,7 @@ extension AppStoreSupportController {
                 notice = answer.dryRun
                     ? "Dry run: \(answer.activePaidHere) paid, active \(answer.productId) subscriptions held here (\(answer.environment)) — Apple decides which it extends. Nothing was asked."
                         + (answer.canAskApple ? "" : " The App Store Server API is not configured here: the request itself would be refused.")
-                    : "Asked Apple to extend every active \(answer.productId) subscriber by \(body.days ?? 0) days as \(answer.request?.record.requestIdentifier ?? "")."
+                    : "Asked Apple to extend every active \(answer.productId) subscriber by \(body.days ?? 0) days as \(answer.request?.requestIdentifier ?? "")."
             } catch let error as APIError where error.status != .serviceUnavailable {
                 OperatorAudit.unchanged()
                 notice = "Not requested: \(error.message)"

@@ -52,19 +52,7 @@ struct AppStoreSupportController: Sendable {
         var environment: String
         var activePaidHere: Int
         var canAskApple: Bool
-        var request: RenewalExtensionDocument?
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(dryRun, forKey: .dryRun)
-            try container.encode(productId, forKey: .productId)
-            try container.encode(environment, forKey: .environment)
-            try container.encode(activePaidHere, forKey: .activePaidHere)
-            try container.encode(canAskApple, forKey: .canAskApple)
-            try container.encode(request, forKey: .request)
-        }
-
-        enum CodingKeys: String, CodingKey { case dryRun, productId, environment, activePaidHere, canAskApple, request }
+        @Nullable var request: RenewalExtensionDocument?
     }
 
     static let reasons = ExtendReason.allCases.map(\.text).joined(separator: ", ")
