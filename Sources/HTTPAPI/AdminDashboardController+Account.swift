@@ -37,7 +37,9 @@ extension AdminDashboardController {
                     HTMLPage.Cell(HTMLPage.time(state.expiresAt)), HTMLPage.Cell(state.endReason?.text ?? "—"),
                 ]
             }, empty: "no subscriptions")
-        html += try await entitlementsSection(standing, account: account, grantError: notices.grantError, canGrant: viewer.role >= .support, now: now)
+        html += try await entitlementsSection(
+            standing, account: account, grantError: notices.grantError, canGrant: viewer.role >= .support, grantsEveryTier: viewer.role >= .admin,
+            now: now)
         html += HTMLPage.table(
             ["meter", "remaining", "cycle", "top-up", "today", "resets"],
             credits.meters.sorted { $0.key < $1.key }.map { meter, value in

@@ -6,8 +6,6 @@ import Hummingbird
 import Subscriptions
 
 extension AdminDashboardController {
-    /// The account page's entitlements: every source that entitles now, the account's grants with an end button each,
-    /// and a form to grant a tier.
     /// A source's id as code — for a Stripe subscription or payment, a link to it in Stripe's dashboard (its test mode
     /// unless it is live), where the operator sees what the customer paid.
     static func sourceId(_ id: String, store: Store, live: Bool) -> String {
@@ -19,7 +17,11 @@ extension AdminDashboardController {
         return "<a href=\"\(url)\" rel=\"noopener noreferrer\" target=\"_blank\">\(code)</a>"
     }
 
-    func entitlementsSection(_ standing: AccountStanding, account: AccountID, grantError: String?, canGrant: Bool, now: Date) async throws -> String {
+    /// The account page's entitlements: every source that entitles now, the account's grants with an end button each,
+    /// and a form to grant a tier (with `grantsEveryTier`, an admin's, the `grantable_only` tiers too, never preselected).
+    func entitlementsSection(
+        _ standing: AccountStanding, account: AccountID, grantError: String?, canGrant: Bool, grantsEveryTier: Bool, now: Date
+    ) async throws -> String {
         var html = "<h2>Entitlements</h2>" + HTMLPage.table(
             ["source", "store", "id", "product", "tier", "expires", "renews"],
             standing.entitlements.entitling.map { source in
@@ -45,8 +47,11 @@ extension AdminDashboardController {
                     HTMLPage.Cell(record.createdBy ?? "—"), .raw(end),
                 ]
             }, empty: "no grants")
-        let options = catalogue.tiers.sorted { $0.level < $1.level }.map {
-            "<option value=\"\(HTMLPage.escape($0.id))\">\(HTMLPage.escape($0.displayName))</option>"
+        // Preselected: the first tier a store sells, so a hurried grant is never the internal unlimited one.
+        let offered = catalogue.tiers.sorted { $0.level < $1.level }.filter { grantsEveryTier || !$0.grantableOnly }
+        let preselected = offered.first { !$0.grantableOnly }?.id
+        let options = offered.map {
+            "<option value=\"\(HTMLPage.escape($0.id))\"\($0.id == preselected ? " selected" : "")>\(HTMLPage.escape($0.displayName))</option>"
         }.joined()
         if let grantError { html += "<p class=\"bad\">Not granted: \(HTMLPage.escape(grantError))</p>" }
         guard canGrant else { return html }
@@ -78,7 +83,8 @@ extension AdminDashboardController {
                     .init(
                         tier: form["tier"], endsAt: nil, duration: duration, lifetime: form["lifetime"] == "true" ? true : nil,
                         reason: form["reason"], idempotencyKey: form["request"]),
-                    now: now, createdBy: context.operatorIdentity?.name ?? "dashboard", role: context.operatorIdentity?.role ?? .admin)
+                    now: now, createdBy: context.operatorIdentity?.name ?? "dashboard", role: context.operatorIdentity?.role ?? .admin,
+                    catalogue: catalogue)
                 _ = try await GrantsController(grants: grants, catalogue: catalogue, clock: clock).add(asked, to: account, now: now)
                 return Self.backToAccount(account.text)
             } catch let error as APIError where error.status == .badRequest || error.status == .forbidden {
@@ -94,11 +100,11 @@ extension AdminDashboardController {
         }
     }
 
+    /// 303 to the account's page, with why a form was refused as a notice signed for the operator who sent it.
     static func backToAccount(_ account: String, grantError: String? = nil, creditError: String? = nil) -> Response {
-        let allowed = CharacterSet.urlQueryAllowed.subtracting(CharacterSet(charactersIn: "&=+#"))
-        var location = "/admin?account=\(account.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")"
-        if let grantError { location += "&grantError=\(grantError.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }
-        if let creditError { location += "&creditError=\(creditError.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }
+        var location = "/admin?account=\(DashboardNotice.encoded(account))"
+        if let grantError { location += "&" + DashboardNotice.query(.grantError, grantError) }
+        if let creditError { location += "&" + DashboardNotice.query(.creditError, creditError) }
         return Response(status: .seeOther, headers: [.location: location])
     }
 

@@ -31,16 +31,19 @@ public struct AdminDashboardController: Sendable {
     let search: (any AccountSearching)?
     let adjustments: (any CreditAdjusting)?
     let appStore: AppStoreSupport?
+    /// Bounds what each key asks Apple (an order id in the search box), with the API's routes.
+    let questions: AppleQuestionLimits
     let catalogue: TierCatalogue?
     let clock: @Sendable () -> Date
 
     public init(
         jobs: any JobAdministration, records: any OperatorReading, accounts: any AccountStatusReading, events: (any EventReading)? = nil,
         grants: (any GrantAdministration)? = nil, audit: (any OperatorAuditing)? = nil, search: (any AccountSearching)? = nil,
-        adjustments: (any CreditAdjusting)? = nil, appStore: AppStoreSupport? = nil, catalogue: TierCatalogue? = nil,
-        clock: @escaping @Sendable () -> Date
+        adjustments: (any CreditAdjusting)? = nil, appStore: AppStoreSupport? = nil, questions: AppleQuestionLimits = AppleQuestionLimits(),
+        catalogue: TierCatalogue? = nil, clock: @escaping @Sendable () -> Date
     ) {
         self.appStore = appStore
+        self.questions = questions
         self.adjustments = adjustments
         self.audit = audit
         self.search = search
@@ -58,7 +61,7 @@ public struct AdminDashboardController: Sendable {
             let account = request.formParameters.get("account")
             let notices = PageNotices(request.formParameters)
             let viewer = context.operatorIdentity ?? OperatorIdentity(name: "—", role: .viewer)
-            let (foundAccount, found) = try await self.find(request.formParameters.get("find"))
+            let (foundAccount, found) = try await self.find(request.formParameters.get("find"), by: viewer.name)
             return try await withDatabase { try await self.page(account: foundAccount ?? account, found: found, notices: notices, viewer: viewer) }
         }
         group.post("jobs/{id}/requeue") { request, context -> Response in
@@ -78,7 +81,8 @@ public struct AdminDashboardController: Sendable {
         }
     }
 
-    /// What a form that answered with a redirect back to the page says happened (the page escapes it).
+    /// What a form that answered with a redirect back to the page says happened (the page escapes it): only what the
+    /// server signed for the operator reading it (``DashboardNotice``), never free text from a link.
     struct PageNotices: Sendable {
         var grantError: String?
         var creditError: String?
@@ -87,21 +91,21 @@ public struct AdminDashboardController: Sendable {
         var erased: String?
 
         init(_ parameters: Parameters = [:]) {
-            func text(_ name: String) -> String? { parameters.get(name).map { String($0.prefix(300)) } }
-            (grantError, creditError, appStore, extendAll) = (text("grantError"), text("creditError"), text("appStore"), text("extendAll"))
-            erased = text("erased")
+            func text(_ name: DashboardNotice.Name) -> String? { DashboardNotice.text(name, in: parameters) }
+            (grantError, creditError, appStore, extendAll) = (text(.grantError), text(.creditError), text(.appStore), text(.extendAll))
+            erased = text(.erased)
         }
     }
 
     /// The search box's answer: the account it found alone, else what it found (several, none, Apple's word on an
     /// order id). Run before the page, outside its database deadline: an order id is asked of Apple.
-    func find(_ find: String?) async throws -> (account: String?, message: String?) {
+    func find(_ find: String?, by operatorName: String) async throws -> (account: String?, message: String?) {
         guard let find, let search else { return (nil, nil) }
         guard let text = try? SearchController.query(find) else {
             let shown = String(String.UnicodeScalarView(find.unicodeScalars.prefix(128).map { $0.properties.generalCategory == .control ? "?" : $0 }))
             return (nil, "\(shown) is not an id: 1–512 bytes, no control characters")
         }
-        let (matches, order) = try await SearchController(search: search, appStore: appStore).find(text)
+        let (matches, order) = try await SearchController(search: search, appStore: appStore, questions: questions).find(text, by: operatorName)
         var account: String?
         var found: String
         if matches.count == 1 {

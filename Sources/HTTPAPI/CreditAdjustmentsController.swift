@@ -59,6 +59,7 @@ struct CreditAdjustmentsController: Sendable {
                 return try await adjustments.adjust(asked, account: account, now: now)
             } catch let refusal as CreditAdjustment.Refusal {
                 if case .notEnough = refusal { throw APIError(.conflict, code: "not_enough_credits", message: refusal.description) }
+                if case .keyReused = refusal { throw APIError(.unprocessableContent, code: "idempotency_key_reused", message: refusal.description) }
                 throw APIError.badRequest(refusal.description)
             }
         }

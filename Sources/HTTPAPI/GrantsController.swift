@@ -41,7 +41,8 @@ struct GrantsController: Sendable {
             let body = try await request.decodeJSONBody(as: GrantRequest.self, upTo: 16 * 1024, otherwise: Self.usage)
             let now = clock()
             let asked = try Self.request(
-                body, now: now, createdBy: context.operatorIdentity?.name ?? "admin-api", role: context.operatorIdentity?.role ?? .admin)
+                body, now: now, createdBy: context.operatorIdentity?.name ?? "admin-api", role: context.operatorIdentity?.role ?? .admin,
+                catalogue: catalogue)
             let (record, created) = try await add(asked, to: account, now: now)
             return EditedResponse(status: created ? .created : .ok, response: GrantResponse(record, account: account, catalogue: catalogue, now: now))
         }
@@ -105,7 +106,12 @@ struct GrantsController: Sendable {
     /// A support key's grant ends within this: access for life, or for years, is an admin's decision.
     static let supportGrantLimit: TimeInterval = 366 * 86_400
 
-    static func request(_ body: GrantRequest, now: Date, createdBy: String, role: OperatorRole = .admin) throws -> OperatorGrants.Request {
+    /// What a body asks for, checked for shape and for `role`: a support key's grant ends within ``supportGrantLimit``
+    /// and is of a tier some store sells — a `grantable_only` tier (the team's internal, unlimited `admin`) is an
+    /// admin's decision too.
+    static func request(
+        _ body: GrantRequest, now: Date, createdBy: String, role: OperatorRole = .admin, catalogue: TierCatalogue
+    ) throws -> OperatorGrants.Request {
         guard let tier = body.tier, let reason = body.reason else { throw APIError.badRequest(usage) }
         let ends = [body.endsAt != nil, body.duration != nil, body.lifetime == true].filter { $0 }.count
         guard ends == 1, body.lifetime != false else {
@@ -114,6 +120,9 @@ struct GrantsController: Sendable {
         let endsAt = try end(endsAt: body.endsAt, duration: body.duration, now: now)
         if role < .admin, endsAt.map({ $0.timeIntervalSince(now) > supportGrantLimit }) ?? true {
             throw APIError(.forbidden, code: "forbidden", message: "a grant for life or for more than 366 days needs the admin role")
+        }
+        if role < .admin, catalogue.tier(id: tier)?.grantableOnly == true {
+            throw APIError(.forbidden, code: "forbidden", message: "tier \(tier) is grantable_only (no store sells it): granting it needs the admin role")
         }
         return OperatorGrants.Request(tier: tier, endsAt: endsAt, reason: reason, createdBy: createdBy, idempotencyKey: body.idempotencyKey)
     }

@@ -145,8 +145,9 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         if let adjustments = dependencies.adjustments {
             CreditAdjustmentsController(adjustments: adjustments, clock: dependencies.clock).addRoutes(to: adminAPI)
         }
+        let questions = AppleQuestionLimits()
         let appStoreSupport = dependencies.appStore.map {
-            AppStoreSupportController(support: $0, defaultEnvironment: dependencies.analyticsEnvironment, clock: dependencies.clock)
+            AppStoreSupportController(support: $0, defaultEnvironment: dependencies.analyticsEnvironment, questions: questions, clock: dependencies.clock)
         }
         appStoreSupport?.addRoutes(to: adminAPI)
         let dashboard = router.group("admin")
@@ -158,10 +159,10 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         AdminDashboardController(
             jobs: dependencies.jobs, records: dependencies.records, accounts: dependencies.accounts, events: dependencies.events,
             grants: dependencies.grants, audit: dependencies.audit, search: dependencies.search, adjustments: dependencies.adjustments,
-            appStore: dependencies.appStore, catalogue: dependencies.catalogue, clock: dependencies.clock
+            appStore: dependencies.appStore, questions: questions, catalogue: dependencies.catalogue, clock: dependencies.clock
         ).addRoutes(to: dashboard)
         appStoreSupport?.addDashboardRoutes(to: dashboard)
-        if let search = dependencies.search { SearchController(search: search, appStore: dependencies.appStore).addRoutes(to: dashboard) }
+        if let search = dependencies.search { SearchController(search: search, appStore: dependencies.appStore, questions: questions).addRoutes(to: dashboard) }
         if let exporter = dependencies.exporter { AccountExportController(exporter: exporter, clock: dependencies.clock).addRoutes(to: dashboard) }
         if let erasure = dependencies.erasure { AccountErasureController(erasure: erasure, clock: dependencies.clock).addRoutes(to: dashboard) }
         AuditController(audit: dependencies.audit).addRoutes(to: dashboard)

@@ -115,7 +115,7 @@ struct StripeAccountsController: Sendable {
             } catch let refusal as StripeSubscriptions.LinkRefusal {
                 switch refusal {
                 case .belongsToAnotherAccount:
-                    throw APIError(.conflict, code: "linked_elsewhere", message: "the subscription names another account (its checkout or metadata)")
+                    throw APIError(.conflict, code: "linked_elsewhere", message: "another account holds the subscription (its checkout, its metadata or an earlier link)")
                 }
             } catch let error as StripeAPIError {
                 throw Self.gateway(error)

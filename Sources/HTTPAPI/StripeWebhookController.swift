@@ -52,12 +52,8 @@ struct StripeWebhookController: Sendable {
             signedAt = try signature.verify(header: request.headers[.init("Stripe-Signature")!], body: bytes, now: clock())
         } catch {
             switch error {
-            case .malformedHeader(let why): throw APIError(.badRequest, code: "malformed_signature", message: why)
-            case .noMatch: throw APIError(.unauthorized, code: "verification_failed", message: "no v1 signature matches a configured secret")
-            case .outsideTolerance(let seconds):
-                throw APIError(
-                    .unauthorized, code: "verification_failed",
-                    message: "signed \(abs(seconds)) s \(seconds < 0 ? "ago" : "in the future"), beyond the tolerance of \(Int(signature.tolerance)) s")
+            case .malformedHeader: throw APIError(.badRequest, code: "malformed_signature", message: signature.message(for: error))
+            case .noMatch, .outsideTolerance: throw APIError(.unauthorized, code: "verification_failed", message: signature.message(for: error))
             }
         }
         guard let event = try? PayloadDecoder().decode(StripeEventEnvelope.self, from: bytes) else {

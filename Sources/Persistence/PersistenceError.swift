@@ -8,6 +8,8 @@ public struct PersistenceError: Error, Sendable, Equatable, CustomStringConverti
         /// A migration already applied has different content than the file of the same version.
         case migrationChanged
         case corruptRecord
+        /// A setting the operation needs is not configured (the erasure's key).
+        case notConfigured
     }
 
     public let code: Code

@@ -14,12 +14,17 @@ import Synchronization
 /// a token that was never issued (an account's own UUID) never will be, as issued tokens are random.
 public struct PurchaseIntents: Sendable {
     private let client: PostgresClient?
+    private let erased: ErasedAccounts?
     private let logger: Logger
     private let answers = Answers()
 
-    /// - Parameter client: where ``issue(for:)`` writes; the other methods run on the caller's connection.
-    public init(client: PostgresClient? = nil, logger: Logger) {
+    /// - Parameters:
+    ///   - client: where ``issue(for:)`` writes; the other methods run on the caller's connection.
+    ///   - erased: where ``account(ofToken:on:)`` finds erased accounts' pseudonyms; `nil` for a use that resolves no
+    ///     purchase (issuing tokens).
+    public init(client: PostgresClient? = nil, erased: ErasedAccounts? = nil, logger: Logger) {
         self.client = client
+        self.erased = erased
         self.logger = logger
     }
 
@@ -97,6 +102,6 @@ public struct PurchaseIntents: Sendable {
         guard let token else { return nil }
         guard let account = try await accounts(ofTokens: [token], on: connection)[token.lowercased()] ?? AccountID(token) else { return nil }
         // An erased account's purchases arriving later are filed under its pseudonym.
-        return try await ErasedAccounts.pseudonym(of: account, on: connection, logger: logger) ?? account
+        return try await erased?.pseudonym(of: account, on: connection) ?? account
     }
 }

@@ -26,18 +26,36 @@ public struct DevEnvironment: Sendable {
     }
 
     /// The service API key, generated on first use.
-    public func apiKey() throws -> String {
-        let file = directory.appendingPathComponent("api-key")
+    public func apiKey() throws -> String { try secret(file: "api-key", prefix: "sk_dev_") }
+
+    /// `STOREKEEPER_ERASURE_KEY` of this dev database, generated on first use and kept beside it: erasures filed
+    /// under one key are found only with the same key.
+    public func erasureKey() throws -> String { try secret(file: "erasure-key", prefix: "ek_dev_") }
+
+    /// A random secret kept in `file` (owner-only), made on first use.
+    private func secret(file name: String, prefix: String) throws -> String {
+        let file = directory.appendingPathComponent(name)
         if let existing = try? String(contentsOf: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
             !existing.isEmpty
         {
             return existing
         }
-        let key = "sk_dev_" + SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.map { String(format: "%02x", $0) }.joined()
+        let key = prefix + SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.map { String(format: "%02x", $0) }.joined()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try key.write(to: file, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
         return key
+    }
+
+    /// `STOREKEEPER_ADMIN_KEYS` for `dev`: its own key as the admin `dev`, then the operator's `entries`. A named entry,
+    /// because a bare key beside `name:role:key` entries is refused (it is most often a named key split at a comma),
+    /// and named operator keys must work in dev to try the roles; only beside a list of bare keys, as earlier versions
+    /// were configured, is it bare too.
+    public static func adminKeys(devKey: String, adding entries: String?) -> String {
+        let entries = entries?.trimmingCharacters(in: .whitespaces) ?? ""
+        guard !entries.isEmpty else { return "dev:admin:\(devKey)" }
+        let bareOnly = !entries.split(separator: ",").contains { $0.contains(":") }
+        return (bareOnly ? devKey : "dev:admin:\(devKey)") + "," + entries
     }
 
     /// Writes the settings `simulate` and the operator commands read, as shell assignments `source` takes as they

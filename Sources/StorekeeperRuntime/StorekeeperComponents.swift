@@ -26,6 +26,8 @@ public struct StorekeeperComponents: Sendable {
     public let credits: CreditLedger
     /// The one path that changes subscriptions (workers, claims, rechecks).
     public let writer: SubscriptionWriter
+    /// Erased accounts: their pseudonyms, keyed by `STOREKEEPER_ERASURE_KEY`.
+    public let erased: ErasedAccounts
     /// Stripe's API, when an API key is configured.
     public let stripeClient: StripeClient?
     /// Brings Stripe subscriptions up to date (and derives them from what is held when no key is set).
@@ -124,9 +126,10 @@ public struct StorekeeperComponents: Sendable {
         let scheduling: any JobScheduling = if let devClock { DevClockScheduling(queue: queue, offset: { devClock.offset }) } else { queue }
         self.rechecks = serverAPI == nil ? nil : RenewalRechecks(delay: configuration.renewalRecheckDelay, queue: scheduling, logger: logger)
         self.events = EventRecorder(client: client, credits: credits, endpoints: configuration.webhooks, queue: scheduling, logger: logger)
+        self.erased = ErasedAccounts(secret: configuration.erasureKey, logger: logger)
         self.writer = SubscriptionWriter(
             client: client, credits: credits, queue: scheduling, rechecks: rechecks, events: events,
-            analytics: configuration.analytics ? AnalyticsRollups(logger: logger) : nil, logger: logger)
+            analytics: configuration.analytics ? AnalyticsRollups(logger: logger) : nil, erased: erased, logger: logger)
         let stripeClient = configuration.stripe.flatMap { settings in
             settings.apiKey.map {
                 StripeClient(
@@ -181,7 +184,7 @@ public struct StorekeeperComponents: Sendable {
         dependencies.grants = grants
         dependencies.search = AccountSearch(client: client, logger: logger)
         dependencies.exporter = AccountExport(client: client, logger: logger)
-        dependencies.erasure = AccountErasure(client: client, credits: credits, logger: logger)
+        dependencies.erasure = AccountErasure(client: client, credits: credits, erased: erased, logger: logger)
         dependencies.appStore = AppStoreSupport(
             client: client, apple: serverAPI, acceptsProduction: configuration.environments.contains(.production),
             subscriptionProducts: configuration.catalogue.subscriptionProducts(of: .appStore), logger: logger)

@@ -67,6 +67,9 @@ public struct StorekeeperConfiguration: Sendable {
     public var offers: [PromotionalOffer] = []
     /// Stripe, the web store (`STOREKEEPER_STRIPE_*`); `nil`: neither secrets nor an API key are set.
     public var stripe: StripeSettings?
+    /// `STOREKEEPER_ERASURE_KEY`: the secret that keys the digests erasure keeps of erased ids; without it erasure is
+    /// refused (409 `not_configured`).
+    public var erasureKey: String?
 
     /// Stripe's webhook endpoint and API.
     public struct StripeSettings: Sendable {
@@ -291,6 +294,13 @@ public struct StorekeeperConfiguration: Sendable {
                 configuration.catalogue.stripePortalURL = portal
             } else {
                 problems.append("STOREKEEPER_STRIPE_PORTAL_URL: the billing portal's https login link")
+            }
+        }
+        if let erasureKey = value("STOREKEEPER_ERASURE_KEY") {
+            if (32...512).contains(erasureKey.utf8.count) {
+                configuration.erasureKey = erasureKey
+            } else {
+                problems.append("STOREKEEPER_ERASURE_KEY: a secret of 32 to 512 bytes (openssl rand -hex 32 makes one); it keys the digests of erased ids")
             }
         }
         configuration.analytics = boolean("STOREKEEPER_ANALYTICS", default: true)

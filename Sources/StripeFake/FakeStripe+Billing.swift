@@ -47,6 +47,24 @@ extension FakeStripe {
         }
     }
 
+    /// A subscription an app created through Stripe's API itself, outside any checkout: no session and no metadata
+    /// name its account, so only `POST /v1/accounts/{id}/stripe/link` can.
+    public func subscribeOutsideCheckout(_ priceId: String, at time: Int64) throws -> String {
+        try state.withLock { state in
+            guard let price = state.prices[priceId] else { throw FakeStripeError("no price \(priceId)") }
+            let id = nextId("sub", in: &state)
+            let end = Self.advance(time, by: price)
+            var subscription = StripeSubscription(
+                id: id, customer: nextId("cus", in: &state), status: .active, trialStart: nil, trialEnd: nil, created: time, metadata: [:],
+                items: [.init(id: nextId("si", in: &state), price: price, quantity: 1, currentPeriodStart: time, currentPeriodEnd: end)])
+            let invoice = paidInvoice(for: &subscription, reason: "subscription_create", lines: [(price, price.unitAmount ?? 0, time, end)], at: time, in: &state)
+            state.subscriptions[id] = subscription
+            send("customer.subscription.created", object: Self.json(subscription, "subscription"), at: time, in: &state)
+            send("invoice.paid", object: Self.json(invoice, "invoice"), at: time, in: &state)
+            return id
+        }
+    }
+
     /// The end of the current period: the subscription renews (its invoice paid, or failing — `past_due`), or ends
     /// when it was set to cancel at the period's end.
     public func renew(_ id: String, paying: Bool = true) throws {

@@ -21,8 +21,20 @@ public struct StripeSignature: Sendable {
         case malformedHeader(String)
         /// No `v1` matches any secret (401).
         case noMatch
-        /// Signed longer ago than the tolerance, or in the future beyond it (401).
+        /// Signed longer ago than the tolerance, or in the future beyond it (401); `seconds` is the signature's age:
+        /// positive when it was signed before now, negative when its time is still to come.
         case outsideTolerance(seconds: Int64)
+    }
+
+    /// What the sender is told of `refusal`: an old signature was signed so long "ago", an early one so far "in the
+    /// future" — the way round a sender looking at its clock needs.
+    public func message(for refusal: Refusal) -> String {
+        switch refusal {
+        case .malformedHeader(let why): return why
+        case .noMatch: return "no v1 signature matches a configured secret"
+        case .outsideTolerance(let age):
+            return "signed \(age.magnitude) s \(age > 0 ? "ago" : "in the future"), beyond the tolerance of \(Int(tolerance)) s"
+        }
     }
 
     /// Checks `header` against `body` at `now`; the signing time on success.

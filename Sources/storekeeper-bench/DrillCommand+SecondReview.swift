@@ -31,7 +31,7 @@ extension HostileDrill {
             "STOREKEEPER_ADMIN_KEYS": Self.adminKey, "STOREKEEPER_HTTP_HEAD_TIMEOUT": "5", "STOREKEEPER_HTTP_BODY_TIMEOUT": "5",
             "STOREKEEPER_HTTP_IDLE_TIMEOUT": "5", "STOREKEEPER_WEBHOOKS": receiver.configuration,
             "STOREKEEPER_ASSA_ISSUER_ID": "drill-issuer", "STOREKEEPER_ASSA_KEY_ID": "DRILLKEY", "STOREKEEPER_ASSA_PRIVATE_KEY": key.path,
-            "STOREKEEPER_ASSA_BASE_URL": receiver.base,
+            "STOREKEEPER_ASSA_BASE_URL": receiver.base, "STOREKEEPER_ERASURE_KEY": Self.erasureKey,
             "STOREKEEPER_OFFERS": #"{"offers": [{"id": "welcome", "product": "pro.monthly", "audience": "active"}, {"id": "stay", "product": "pro.monthly", "audience": "active", "once_per_account": false}]}"#,
         ]
         try await receiver.running {
@@ -54,6 +54,7 @@ extension HostileDrill {
         await checkedQueryParameters(system, verdict: &verdict)
         await supportConsoleInputs(system, verdict: &verdict)
         try await abortedUploads(system, verdict: &verdict)
+        await thirdReviewRows(system, verdict: &verdict)
     }
 
     /// `GET /healthz` with `Content-Length: 1`, its byte sent after the answer: closed at the idle deadline anyway.
@@ -234,6 +235,9 @@ extension HostileDrill {
             ("/admin/accounts/a/extensions", .POST, admin, #"{"days": 3, "reason": "other"}"#),
             ("/admin/extensions", .POST, admin, #"{"productId": "pro.monthly", "days": 3, "reason": "other", "dryRun": true}"#),
             ("/admin/accounts/a/apple-refunds", .GET, admin, nil),
+            ("/admin/extensions/drill-request", .GET, admin, nil),
+            ("/admin/accounts/a/credits", .POST, admin, #"{"meter": "ai_requests", "amount": 5, "reason": "x", "idempotencyKey": "k"}"#),
+            ("/admin/accounts/a/grants", .POST, admin, #"{"tier": "pro", "duration": "P7D", "reason": "x"}"#),
         ]
         // Eight at a time: the HTTP client holds eight connections to a host, and a ninth request's wait for one
         // would be counted as the route's.

@@ -68,7 +68,8 @@ struct DevCommand: AsyncParsableCommand {
         environment["STOREKEEPER_ROOT_CERTIFICATES"] = ([localRoot] + [environment["STOREKEEPER_ROOT_CERTIFICATES"]].compactMap { $0 })
             .joined(separator: ",")
         environment["STOREKEEPER_API_KEYS"] = ([apiKey] + [environment["STOREKEEPER_API_KEYS"]].compactMap { $0 }).joined(separator: ",")
-        environment["STOREKEEPER_ADMIN_KEYS"] = ([apiKey] + [environment["STOREKEEPER_ADMIN_KEYS"]].compactMap { $0 }).joined(separator: ",")
+        environment["STOREKEEPER_ADMIN_KEYS"] = DevEnvironment.adminKeys(devKey: apiKey, adding: environment["STOREKEEPER_ADMIN_KEYS"])
+        if environment["STOREKEEPER_ERASURE_KEY", default: ""].isEmpty { environment["STOREKEEPER_ERASURE_KEY"] = try dev.erasureKey() }
         environment["STOREKEEPER_PORT"] = String(port)
         environment["STOREKEEPER_LOG_FORMAT", default: "text"] += ""
         let fakeStripeURL = "http://127.0.0.1:\(fakeStripePort)"

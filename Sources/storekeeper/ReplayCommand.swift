@@ -66,7 +66,8 @@ struct ReplayCommand: AsyncParsableCommand {
             let credits = CreditLedger(catalogue: catalogue, logger: logger)
             let writer = SubscriptionWriter(
                 client: client, credits: credits, queue: PostgresJobQueue(client: client, logger: logger), rechecks: nil, events: nil,
-                analytics: AnalyticsRollups(logger: logger), logger: logger)
+                analytics: AnalyticsRollups(logger: logger),
+                erased: ErasedAccounts(secret: ProcessInfo.processInfo.environment["STOREKEEPER_ERASURE_KEY"], logger: logger), logger: logger)
             let stripe = StripeSubscriptions(client: client, stripe: nil, writer: writer, settings: stripeSettings, clock: { now }, logger: logger)
             @Sendable func replay(_ id: String) async throws -> Replayed {
                 let derived = try await client.withTransaction(logger: logger) { connection -> SubscriptionWriter.Outcome? in

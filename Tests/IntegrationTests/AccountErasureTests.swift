@@ -1,4 +1,5 @@
 import AppStoreModels
+import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -88,8 +89,9 @@ struct AccountErasureTests {
                 #expect(try await Self.tablesHolding("Jane Doe", harness: harness).isEmpty, "the grant's reason")
                 // The audit log no longer ties the id to the pseudonym; the erasure is in it by the id's digest.
                 #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE strpos(operator_actions::text, '\(pseudonym)') > 0 AND action = 'account.erase'") == 0)
-                let digest = ErasedAccounts.digest(of: try #require(AccountID(id)))
-                #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'account.erase' AND target = 'sha256:\(digest)'") == 1)
+                let digest = HMAC<SHA256>.authenticationCode(for: Data(id.utf8), using: SymmetricKey(data: Data(StorekeeperHarness.erasureKey.utf8)))
+                    .map { String(format: "%02x", $0) }.joined()
+                #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'account.erase' AND target = 'hmac-sha256:\(digest)'") == 1)
                 #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'grant.create' AND account_id = '\(pseudonym)'") == 1)
                 // Nothing else may rewrite the log.
                 await #expect(throws: (any Error).self) {
@@ -115,7 +117,8 @@ struct AccountErasureTests {
 
                 // Twice: harmless, answered, not logged again.
                 let again = try await erase(#"{"confirm": "\#(id)"}"#)
-                #expect(again.status == .ok && again.json["pseudonym"] as? String == pseudonym)
+                #expect(again.status == .ok && again.json["alreadyErased"] as? Bool == true)
+                #expect(again.json["pseudonym"] is NSNull, "a repeat does not tell the pseudonym again")
                 #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'account.erase'") == 1)
 
                 // Apple keeps signing the old id on renewals: they are filed under the pseudonym, the notification's stored
@@ -147,6 +150,19 @@ struct AccountErasureTests {
             #expect(erased.status == .ok, "\(String(buffer: erased.body))")
             let holding = try await Self.tablesHolding(account, harness: world.harness)
             #expect(Set(holding).isSubset(of: ["job_history"]), "\(holding)")
+            // Stripe's events are kept as the bytes received: their objects are scrubbed too.
+            #expect(try await world.harness.count("SELECT count(*) FROM stripe_events WHERE strpos(convert_from(body, 'UTF8'), '\(account)') > 0") == 0)
+            #expect(try await world.harness.count("SELECT count(*) FROM stripe_events WHERE strpos(convert_from(body, 'UTF8'), 'customer_details') > 0") == 0)
+            // An id that only opened a checkout holds that session: it is erased, not "nothing here".
+            let opened = "checkout-only-\(UUID().uuidString.prefix(8))"
+            let checkout = try await world.post(
+                "/v1/accounts/\(opened)/stripe/checkout",
+                ["productId": "price_pro_monthly", "successUrl": "https://app.example/ok", "cancelUrl": "https://app.example/no"])
+            #expect(checkout.status == .created, "\(String(buffer: checkout.body))")
+            let erasedOpened = try await world.http.execute(
+                uri: "/admin/accounts/\(opened)/erase", method: .post, headers: Self.admin, body: ByteBuffer(string: #"{"confirm": "\#(opened)"}"#))
+            #expect(erasedOpened.status == .ok, "\(String(buffer: erasedOpened.body))")
+            #expect(try await Self.tablesHolding(opened, harness: world.harness).isEmpty)
             #expect(try await world.harness.count("SELECT count(*) FROM stripe_objects WHERE body ? 'customer_details' OR body ? 'customer_email'") == 0)
             let after = try await world.http.execute(uri: "/admin/analytics/revenue?from=2026-01-01&to=2026-01-02&environment=sandbox", method: .get, headers: Self.admin)
             #expect(revenue.json["series"] as? NSArray == after.json["series"] as? NSArray)

@@ -20,6 +20,8 @@ struct AppleSupportTests {
     static let viewer = json("viewer-key-apple-0001")
     static let support = json("support-key-apple-0001")
     static let admin = json("admin-key-apple-0001")
+    /// A server that takes Production notifications too: Look Up Order ID answers only there.
+    static let production = ["STOREKEEPER_ADMIN_KEYS": keys, "STOREKEEPER_ENVIRONMENTS": "Sandbox,Production", "STOREKEEPER_APP_APPLE_ID": "1234567890"]
 
     /// Subscribes `flow` through a signed notification and tells the fake Apple about the same subscription.
     static func subscribe(_ flow: inout LifecycleFlow, apple: FakeApple, trial: Bool = false, storefront: String = "USA") async throws -> TransactionPayload {
@@ -117,8 +119,7 @@ struct AppleSupportTests {
     @Test("an order id from a receipt e-mail finds its account with Apple (Production only, said in Sandbox); refund history is Apple's, verified")
     func orderAndRefunds() async throws {
         try await FakeApple.run { apple in
-            let production = ["STOREKEEPER_ADMIN_KEYS": Self.keys, "STOREKEEPER_ENVIRONMENTS": "Sandbox,Production", "STOREKEEPER_APP_APPLE_ID": "1234567890"]
-            try await apple.harness(extra: production) { harness in
+            try await apple.harness(extra: Self.production) { harness in
                 try await harness.withHTTP { client in
                     let account = UUID()
                     var flow = LifecycleFlow(harness: harness, client: client, account: account)
@@ -198,7 +199,7 @@ struct AppleSupportTests {
                     #expect(asked.status == .accepted, "\(String(buffer: asked.body))")
                     #expect(masses() == 1)
                     #expect((asked.json["request"] as? [String: Any])?["complete"] as? Bool == false)
-                    #expect(try await extendAll(String(format: body, "false")).status == .badRequest, "a request identifier is used once")
+                    #expect(try await extendAll(String(format: body, "false")).status == .conflict, "a request identifier is used once")
                     let expiries = apple.server.state.withLock { state in [one, two].map { state.subscriptions[$0.originalTransactionId]?.transaction.expiresDate } }
                     #expect(expiries == [one.expiresDate! + 5 * Self.day, two.expiresDate! + 5 * Self.day])
 
@@ -244,6 +245,54 @@ struct AppleSupportTests {
                     #expect(form.headers[.location]?.removingPercentEncoding?.contains("Dry run: 2 paid") == true, "\(form.headers[.location] ?? "")")
                     let page = String(buffer: try await client.execute(uri: "/admin", method: .get, headers: [.authorization: basic]).body)
                     #expect(page.contains("/admin/extensions/mass-1") && page.contains("/admin/extensions/mass-2"))
+                }
+            }
+        }
+    }
+
+    @Test("reads that ask Apple (refund history, order lookup, extension status) are in the audit log and bounded per key; an extension's request identifier another account used is refused")
+    func boundedReads() async throws {
+        try await FakeApple.run { apple in
+            try await apple.harness(extra: Self.production) { harness in
+                try await harness.withHTTP { client in
+                    let account = UUID()
+                    var flow = LifecycleFlow(harness: harness, client: client, account: account)
+                    _ = try await Self.subscribe(&flow, apple: apple)
+                    let id = account.uuidString.lowercased()
+                    let refunds = try await client.execute(uri: "/admin/accounts/\(id)/apple-refunds", method: .get, headers: Self.viewer)
+                    #expect(refunds.status == .ok, "\(String(buffer: refunds.body))")
+                    _ = try await client.execute(uri: "/admin/search?q=MK5TTTVWJH", method: .get, headers: Self.viewer)
+                    let audited = try await harness.count(
+                        "SELECT count(*) FROM operator_actions WHERE operator = 'vera' AND action IN ('apple.refund-history', 'apple.order-lookup')")
+                    #expect(audited == 2, "a viewer's questions to Apple are in the audit log")
+                    #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'apple.refund-history' AND account_id = '\(id)'") == 1)
+
+                    // One key asks Apple at a bounded rate: the rest are 429 with Retry-After; another key is not held up.
+                    var limited: TestResponse?
+                    for _ in 0..<40 {
+                        let answer = try await client.execute(uri: "/admin/accounts/\(id)/apple-refunds", method: .get, headers: Self.viewer)
+                        if answer.status == .tooManyRequests { limited = answer; break }
+                        #expect(answer.status == .ok)
+                    }
+                    let refused = try #require(limited, "40 questions to Apple in a row from one key are not all asked")
+                    #expect(refused.json["error"] as? String == "rate_limited" && refused.headers[.retryAfter] != nil, "\(String(buffer: refused.body))")
+                    let asked = apple.server.requests.filter { $0.contains("/refund/lookup/") }.count
+                    #expect(asked <= 31, "Apple was asked \(asked) times")
+                    #expect(try await client.execute(uri: "/admin/accounts/\(id)/apple-refunds", method: .get, headers: Self.support).status == .ok)
+
+                    // Apple's request identifier is one request's: another account's use of it is refused, nothing asked.
+                    var second = LifecycleFlow(harness: harness, client: client, account: UUID())
+                    _ = try await Self.subscribe(&second, apple: apple)
+                    let body = #"{"days": 3, "reason": "other", "requestIdentifier": "shared-identifier-1"}"#
+                    let first = try await client.execute(
+                        uri: "/admin/accounts/\(id)/extensions", method: .post, headers: Self.support, body: ByteBuffer(string: body))
+                    #expect(first.status == .created || first.status == .ok, "\(String(buffer: first.body))")
+                    let before = apple.server.requests.count
+                    let other = try await client.execute(
+                        uri: "/admin/accounts/\(second.subscription.accountId!.uuidString.lowercased())/extensions", method: .post, headers: Self.support,
+                        body: ByteBuffer(string: body))
+                    #expect(other.status == .conflict && other.json["error"] as? String == "request_identifier_taken", "\(String(buffer: other.body))")
+                    #expect(apple.server.requests.count == before)
                 }
             }
         }

@@ -78,6 +78,10 @@ struct OperatorRolesTests {
                     return try #require(response.json["id"] as? String)
                 }
                 let (endedByAPI, endedByForm) = (try await grant("to end by the API"), try await grant("to end by the form"))
+                // The account to erase holds something (a purchase token): an id that holds nothing is 404.
+                let token = try await client.execute(
+                    uri: "/v1/accounts/\(erasable)/purchase-intents", method: .post, headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)"])
+                #expect(token.status == .created)
                 let events = try await client.execute(uri: "/admin/events?account=\(account)", method: .get, headers: headers(Self.viewer)).json
                 let event = try #require((events["events"] as? [[String: Any]])?.first?["id"] as? String)
                 // An active App Store subscription of the account, held here and at Apple, for the extension to reach.

@@ -17,6 +17,8 @@ import Testing
 struct StorekeeperHarness {
     static let bundleId = "com.example.app"
     static let apiKey = "test-api-key"
+    /// `STOREKEEPER_ERASURE_KEY` unless a test sets its own (or none, to see erasure refused).
+    static let erasureKey = "test-erasure-key-0123456789abcdef-0123456789"
 
     let components: StorekeeperComponents
     let chain: LocalSigningChain
@@ -45,6 +47,7 @@ struct StorekeeperHarness {
                 "STOREKEEPER_ENVIRONMENTS": "Sandbox",
                 "STOREKEEPER_ROOT_CERTIFICATES": ([directory.appendingPathComponent("root.pem").path] + rootPaths).joined(separator: ","),
                 "STOREKEEPER_API_KEYS": apiKey,
+                "STOREKEEPER_ERASURE_KEY": erasureKey,
             ]
             environment.merge(extra) { _, new in new }
             let configuration = try StorekeeperConfiguration.load(environment: environment)

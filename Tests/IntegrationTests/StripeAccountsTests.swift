@@ -132,4 +132,24 @@ struct StripeAccountsTests {
             #expect(try await world.http.getWithKey("/v1/accounts/\(account)/status").json["entitled"] as? Bool == true)
         }
     }
+    @Test("link: a subscription another account holds is 409 whatever made it, and neither account changes; linking it again to its holder is harmless")
+    func linkHeldElsewhere() async throws {
+        try await StripeWorld.run { world in
+            let (holder, other) = ("la-\(UUID().uuidString.prefix(6))", "lb-\(UUID().uuidString.prefix(6))")
+            // Made by the app through Stripe's API, outside Storekeeper's checkout: no session or metadata names anyone.
+            let subscription = try world.fake.subscribeOutsideCheckout("price_pro_monthly", at: StripeWorld.time(0))
+            for event in world.fake.events { _ = try await world.deliver(event.body) }
+            try await world.settle()
+            let linked = try await world.post("/v1/accounts/\(holder)/stripe/link", ["subscriptionId": subscription])
+            #expect(linked.status == .ok, "\(String(buffer: linked.body))")
+            #expect(try await world.http.getWithKey("/v1/accounts/\(holder)/status").json["tier"] as? String == "pro")
+            let taken = try await world.post("/v1/accounts/\(other)/stripe/link", ["subscriptionId": subscription])
+            #expect(taken.status == .conflict && taken.json["error"] as? String == "linked_elsewhere", "\(String(buffer: taken.body))")
+            #expect(try await world.http.getWithKey("/v1/accounts/\(holder)/status").json["tier"] as? String == "pro", "the holder keeps it")
+            #expect(try await world.http.getWithKey("/v1/accounts/\(other)/status").json["tier"] as? String == "free")
+            #expect(try await world.harness.count("SELECT count(*) FROM stripe_links WHERE account_id = '\(holder)'") == 1)
+            let again = try await world.post("/v1/accounts/\(holder)/stripe/link", ["subscriptionId": subscription])
+            #expect(again.status == .ok, "\(String(buffer: again.body))")
+        }
+    }
 }

@@ -42,6 +42,22 @@ struct StripeSignatureTests {
         #expect(throws: Never.self) { try verifier.verify(header: good, body: Self.body, now: Self.now.addingTimeInterval(300)) }
     }
 
+    @Test("a signature beyond the tolerance is said to be old (ago) or early (in the future) the right way round")
+    func toleranceMessages() throws {
+        let t = Int64(Self.now.timeIntervalSince1970)
+        let good = "t=\(t),v1=\(Self.v1("whsec_old_secret_value", t, Self.body))"
+        func message(at now: Date) -> String? {
+            do {
+                _ = try verifier.verify(header: good, body: Self.body, now: now)
+                return nil
+            } catch {
+                return verifier.message(for: error)
+            }
+        }
+        #expect(message(at: Self.now.addingTimeInterval(301)) == "signed 301 s ago, beyond the tolerance of 300 s")
+        #expect(message(at: Self.now.addingTimeInterval(-301)) == "signed 301 s in the future, beyond the tolerance of 300 s")
+    }
+
     @Test("a missing or malformed header is malformed, not a failed signature")
     func malformed() {
         for header in [nil, "", "v1=abc", "t=soon,v1=ab", "t=1,t=2,v1=ab", "garbage", String(repeating: "t=1,", count: 2000)] as [String?] {

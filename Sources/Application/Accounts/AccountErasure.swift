@@ -3,11 +3,12 @@ import Logging
 import Persistence
 import PostgresNIO
 import Subscriptions
+import Synchronization
 
 /// Erases an account's personal data (`POST /admin/accounts/{id}/erase`): in one transaction holding the account's
-/// lock, every row accounting needs moves to a pseudonym, the rest is deleted (``ErasedAccounts``), and the id's
+/// lock, every row accounting needs moves to a pseudonym, the rest is deleted (``ErasedAccounts``), and the id's keyed
 /// digest is filed so that facts Apple signs later with the old id go to the pseudonym too. Erasing again changes
-/// nothing; an id never seen is still filed, so the customer stays forgotten when their purchases arrive later.
+/// nothing; an id that holds nothing is refused and leaves no trace, so a customer never seen is never filed as erased.
 public struct AccountErasure: Sendable {
     /// What an erasure did.
     public struct Outcome: Sendable, Equatable {
@@ -15,6 +16,23 @@ public struct AccountErasure: Sendable {
         /// Erased before: nothing was held under the id any more.
         public var alreadyErased: Bool
         public var counts: ErasedAccounts.Counts
+        /// The keyed digest the erasure is filed (and audited) under.
+        public var digest: String
+    }
+
+    /// Why an erasure is not made.
+    public enum Refusal: Error, Sendable, Equatable {
+        /// No `STOREKEEPER_ERASURE_KEY`: the digest could not be keyed.
+        case notConfigured
+        /// Nothing here names the id, and it was never erased.
+        case holdsNothing
+    }
+
+    /// A statement of the erasure failed and the transaction was rolled back. `detail` is the database's error with
+    /// the pseudonym replaced, so the log line that names the request's id does not tie it to the pseudonym.
+    public struct Failure: Error, Sendable, CustomStringConvertible {
+        public var detail: String
+        public var description: String { detail }
     }
 
     private let client: PostgresClient
@@ -22,28 +40,41 @@ public struct AccountErasure: Sendable {
     private let erased: ErasedAccounts
     private let logger: Logger
 
-    public init(client: PostgresClient, credits: CreditLedger, logger: Logger) {
+    public init(client: PostgresClient, credits: CreditLedger, erased: ErasedAccounts, logger: Logger) {
         self.client = client
         self.credits = credits
-        self.erased = ErasedAccounts(logger: logger)
+        self.erased = erased
         self.logger = logger
     }
 
     /// Answers once the database does (`PostgresClient.reachable`).
     public func reachable() async throws { try await client.reachable(logger: logger) }
 
+    /// Erases `account`; throws ``Refusal`` before touching anything when it cannot or need not.
     public func erase(_ account: AccountID, by operatorName: String, now: Date) async throws -> Outcome {
-        let outcome = try await client.withTransaction(logger: logger) { connection -> Outcome in
-            try await credits.lockAccount(account, on: connection)
-            let before = try await ErasedAccounts.pseudonym(of: account, on: connection, logger: logger)
-            let pseudonym = try await erased.tombstone(
-                account, pseudonym: before ?? AccountID(UUID().uuidString.lowercased())!, by: operatorName, at: now, on: connection)
-            let counts = try await erased.erase(account, as: pseudonym, on: connection)
-            // Every process drops what it cached about the id (sql/0012's channel).
-            try await connection.query("SELECT pg_notify('storekeeper_account_changed', \(account.text))", logger: logger)
-            return Outcome(pseudonym: pseudonym, alreadyErased: before != nil && counts == ErasedAccounts.Counts(), counts: counts)
+        guard erased.isConfigured, let digest = erased.digest(of: account) else { throw Refusal.notConfigured }
+        let used = Mutex<AccountID?>(nil)
+        let outcome: Outcome?
+        do {
+            outcome = try await client.withTransaction(logger: logger) { connection -> Outcome? in
+                try await credits.lockAccount(account, on: connection)
+                let before = try await erased.pseudonym(of: account, on: connection)
+                if before == nil, try await !erased.holdsAnything(account, on: connection) { return nil }
+                let pseudonym = before ?? AccountID(UUID().uuidString.lowercased())!
+                used.withLock { $0 = pseudonym }
+                try await erased.file(account, pseudonym: pseudonym, by: operatorName, at: now, on: connection)
+                let counts = try await erased.erase(account, as: pseudonym, on: connection)
+                // Every process drops what it cached about the id (sql/0012's channel).
+                try await connection.query("SELECT pg_notify('storekeeper_account_changed', \(account.text))", logger: logger)
+                return Outcome(pseudonym: pseudonym, alreadyErased: before != nil && counts == ErasedAccounts.Counts(), counts: counts, digest: digest)
+            }
+        } catch {
+            let detail = String(reflecting: error)
+            throw Failure(detail: used.withLock { $0 }.map { detail.replacingOccurrences(of: $0.text, with: "<pseudonym>") } ?? detail)
         }
-        logger.notice("account erased", metadata: ["account.pseudonym": "\(outcome.pseudonym)", "again": "\(outcome.alreadyErased)"])
+        guard let outcome else { throw Refusal.holdsNothing }
+        // Neither the id nor the pseudonym: a log line must not tie the two together, nor name the customer.
+        logger.notice("account erased", metadata: ["again": "\(outcome.alreadyErased)", "rows.audit": "\(outcome.counts.auditEntries)"])
         return outcome
     }
 }

@@ -127,7 +127,8 @@ public struct StripeSubscriptions: Sendable {
 
     /// Why a link is refused.
     public enum LinkRefusal: Error, Sendable {
-        /// The subscription's checkout or metadata names another account, which comes first: the link would not hold.
+        /// The subscription's checkout or metadata names another account, which comes first, or another account's link
+        /// holds it: the link would not hold, or would take it from its holder.
         case belongsToAnotherAccount
     }
 
@@ -136,12 +137,12 @@ public struct StripeSubscriptions: Sendable {
     public func link(_ id: String, to account: AccountID) async throws -> SubscriptionWriter.Outcome? {
         // A subscription Stripe does not know is refused before anything is stored (``StripeAPIError/Kind/notFound``).
         if let stripe { _ = try await stripe.subscription(id) }
-        let earlier = try await client.withTransaction(logger: logger) { connection in
+        let link = try await client.withTransaction(logger: logger) { connection in
             try await objects.link(id, to: account, on: connection)
         }
-        if let earlier {
-            logger.notice("a Stripe subscription was linked to another account", metadata: ["stripe.subscription": "\(id)", "account.before": "\(earlier)"])
-        }
+        // Another account holds it: moving it would take a paying customer's access away on the word of whoever
+        // knows the id (made outside checkout or not). Support can unlink it by hand.
+        if case .heldBy = link { throw LinkRefusal.belongsToAnotherAccount }
         let cause = EventCause(notificationType: "stripe.link", originalTransactionId: id)
         let outcome: SubscriptionWriter.Outcome?
         if stripe != nil {
@@ -150,9 +151,9 @@ public struct StripeSubscriptions: Sendable {
             outcome = try await client.withTransaction(logger: logger) { connection in try await derive(id, cause: cause, on: connection) }
         }
         if let owner = outcome?.state?.accountId, owner != account {
-            // Checkout or metadata name the owner, before any link: this one is taken back, the earlier one restored.
-            try await client.withTransaction(logger: logger) { connection in
-                try await objects.unlink(id, restoring: earlier, on: connection)
+            // Checkout or metadata name the owner, before any link: the link just added is taken back.
+            if link == .added {
+                try await client.withTransaction(logger: logger) { connection in try await objects.unlink(id, on: connection) }
             }
             throw LinkRefusal.belongsToAnotherAccount
         }

@@ -42,6 +42,8 @@ public struct SubscriptionWriter: Sendable {
     public let recorder: EventRecorder?
     /// Keeps the analytics rollups up to date with each derivation; `nil` keeps none.
     private let analytics: AnalyticsRollups?
+    /// Erased accounts' pseudonyms, under which facts that still name them are filed.
+    private let erased: ErasedAccounts
     private let logger: Logger
 
     /// - Parameters:
@@ -50,13 +52,14 @@ public struct SubscriptionWriter: Sendable {
     ///   - analytics: the rollups each derivation's contribution is recorded in; `nil` records none.
     public init(
         client: PostgresClient, credits: CreditLedger, queue: any JobScheduling, rechecks: RenewalRechecks?, events: EventRecorder?,
-        analytics: AnalyticsRollups? = nil, logger: Logger
+        analytics: AnalyticsRollups? = nil, erased: ErasedAccounts, logger: Logger
     ) {
         self.analytics = analytics
         self.subscriptions = SubscriptionStore(client: client, logger: logger)
         self.history = SubscriptionHistory(logger: logger)
         self.archive = SubscriptionArchive(logger: logger)
-        self.purchaseIntents = PurchaseIntents(logger: logger)
+        self.purchaseIntents = PurchaseIntents(erased: erased, logger: logger)
+        self.erased = erased
         self.credits = credits
         self.queue = queue
         self.rechecks = rechecks
@@ -125,14 +128,14 @@ public struct SubscriptionWriter: Sendable {
         // An account the facts name that was erased is filed under its pseudonym (Apple keeps signing the old id on
         // every renewal). Asked only when the owner changes, so an apply to the same owner costs nothing more.
         if let account = derivation.state.accountId, account != stored?.accountId,
-            let pseudonym = try await ErasedAccounts.pseudonym(of: account, on: connection, logger: logger)
+            let pseudonym = try await erased.pseudonym(of: account, on: connection)
         {
             derivation.state.accountId = pseudonym
             logger.notice(
                 "a fact names an erased account: filed under its pseudonym",
                 metadata: ["subscription.id": "\(derivation.state.originalTransactionId)", "account.pseudonym": "\(pseudonym)"])
             // The notification that named it is stored already: its facts are rewritten as the erasure's were.
-            _ = try await ErasedAccounts(logger: logger).rewriteSignedFacts(
+            _ = try await erased.rewriteSignedFacts(
                 of: [derivation.state.originalTransactionId], from: account, to: pseudonym, on: connection)
         }
         let state = derivation.state

@@ -23,6 +23,9 @@ public struct AppStoreSupport: Sendable {
         case noSubscription(String)
         /// No request was filed under that identifier.
         case unknownRequest(String)
+        /// Another request (another account's, or a mass extension) was filed under that identifier: Apple's
+        /// `requestIdentifier` names one request, so it is never reused for another account.
+        case identifierTaken(String)
         /// Apple refused the request (its error code, when it gave one).
         case refusedByApple(String, code: Int64?)
         /// Apple could not be reached, or answered with a server error.
@@ -34,6 +37,7 @@ public struct AppStoreSupport: Sendable {
             case .productionOnly: "Look Up Order ID finds Production purchases only; this server accepts Sandbox notifications only"
             case .invalid(let message), .noSubscription(let message), .appleUnavailable(let message): message
             case .unknownRequest(let identifier): "no renewal extension was requested as \(identifier)"
+            case .identifierTaken(let identifier): "requestIdentifier \(identifier) names another request (Apple's identifiers name one request each)"
             case .refusedByApple(let message, let code): code.map { "Apple refused: \(message) (error \($0))" } ?? "Apple refused: \(message)"
             }
         }
@@ -128,7 +132,7 @@ public struct AppStoreSupport: Sendable {
         try Self.check(request)
         let apple = try configured()
         if let filed = try await records.record(request.requestIdentifier) {
-            guard filed.kind == .single, filed.accountId == account.text else { throw Refusal.invalid("requestIdentifier \(request.requestIdentifier) names another request") }
+            guard filed.kind == .single, filed.accountId == account.text else { throw Refusal.identifierTaken(request.requestIdentifier) }
             return (filed, false)
         }
         let target = try await self.subscription(of: account, named: subscription, now: now)
@@ -136,7 +140,7 @@ public struct AppStoreSupport: Sendable {
         let record = RenewalExtensionRecords.Record(
             requestIdentifier: request.requestIdentifier, kind: .single, environment: target.environment, subscription: target.id,
             accountId: account.text, days: request.days, reasonCode: Int(request.reason.rawValue), requestedBy: requestedBy, requestedAt: now)
-        guard try await records.file(record) else { throw Refusal.invalid("requestIdentifier \(request.requestIdentifier) is taken") }
+        guard try await records.file(record) else { throw Refusal.identifierTaken(request.requestIdentifier) }
         let answer: RenewalExtensionAnswer
         do {
             answer = try await apple.extendRenewalDate(request, originalTransactionId: target.id, environment: environment)
@@ -205,7 +209,7 @@ public struct AppStoreSupport: Sendable {
             requestIdentifier: request.requestIdentifier, kind: .mass, environment: environment, productId: product, storefronts: storefronts,
             days: request.days, reasonCode: Int(request.reason.rawValue), requestedBy: requestedBy, requestedAt: now)
         guard try await records.file(record) else {
-            throw Refusal.invalid("requestIdentifier \(request.requestIdentifier) is taken: each mass extension needs its own")
+            throw Refusal.identifierTaken(request.requestIdentifier)
         }
         do {
             try await apple.extendRenewalDatesForAll(

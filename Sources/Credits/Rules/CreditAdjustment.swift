@@ -24,17 +24,27 @@ public enum CreditAdjustment {
         case unknownMeter(String, known: [String])
         case amount
         case notEnough(available: Int64)
+        /// The key posted an adjustment of another meter or amount: a key is one adjustment's, as a spend's is.
+        case keyReused
 
         public var description: String {
             switch self {
             case .unknownMeter(let meter, let known): "meter \(meter.prefix(64)) is not in the catalogue (meters: \(known.joined(separator: ", ")))"
             case .amount: "amount must be a whole number of credits, 1 to 1,000,000 either way, not 0"
             case .notEnough(let available): "only \(available) top-up credits are left to take back"
+            case .keyReused: "idempotencyKey was used for an adjustment of another meter or amount"
             }
         }
     }
 
     public static let largest: Int64 = 1_000_000
+
+    /// The ledger operation key of an adjustment: `adjust:<bytes of the account>:<account>:<key>`, scoped to its account
+    /// as a spend's is. A global `adjust:<key>` let the same key sent for a second account post nothing while the
+    /// answer said it had (the ledger's key was taken by the first account's adjustment).
+    public static func operationKey(account: AccountID, key: String) -> String {
+        "adjust:\(account.text.utf8.count):\(account.text):\(key)"
+    }
 
     /// The operation `request` posts to `account`, or nothing when its key posted already.
     public static func operations(
@@ -45,8 +55,11 @@ public enum CreditAdjustment {
         }
         guard request.amount != 0, request.amount.magnitude <= largest.magnitude else { throw .amount }
         let bucket = CreditBucket.topUp(account: account, meter: request.meter)
-        let key = "adjust:\(request.key)"
-        guard !ledger.isPosted(key) else { return [] }
+        let key = operationKey(account: account, key: request.key)
+        if ledger.isPosted(key) {
+            guard ledger.entries.contains(where: { $0.operationKey == key && $0.bucket == bucket.key && $0.delta == request.amount }) else { throw .keyReused }
+            return []
+        }
         if request.amount < 0 {
             let available = max(ledger.balance(of: bucket.key), 0)
             guard available >= -request.amount else { throw .notEnough(available: available) }

@@ -18,6 +18,7 @@ extension AccountSearch: AccountSearching {}
 struct SearchController: Sendable {
     let search: any AccountSearching
     let appStore: AppStoreSupport?
+    let questions: AppleQuestionLimits
 
     struct Answer: ResponseEncodable {
         var query: String
@@ -27,7 +28,8 @@ struct SearchController: Sendable {
 
     /// What asking Apple about the text as an order id gave: `found` (the accounts are the matches), `no_account`
     /// (Apple knows the order; no account here holds it), `invalid_order`, `production_only` (a Sandbox-only server),
-    /// `not_configured` (no App Store Server API key), `failed` (Apple did not answer).
+    /// `not_configured` (no App Store Server API key), `rate_limited` (this key asked Apple too often: see
+    /// ``AppleQuestionLimits``), `failed` (Apple did not answer).
     struct OrderLookupNote: Encodable, Sendable {
         var status: String
         var message: String
@@ -40,9 +42,9 @@ struct SearchController: Sendable {
     }
 
     func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
-        group.get("search") { request, _ -> Answer in
+        group.get("search") { request, context -> Answer in
             let text = try Self.query(request.formParameters.get("q"))
-            let (found, note) = try await find(text)
+            let (found, note) = try await find(text, by: context.operatorIdentity?.name ?? "-")
             return Answer(
                 query: text, matches: found.map { Match(accountId: $0.accountId, matchedBy: $0.matchedBy, source: $0.source) }, orderLookup: note)
         }
@@ -50,12 +52,24 @@ struct SearchController: Sendable {
 
     /// The accounts `text` names here, else — when it could be an order id and Apple can be asked — those its order's
     /// subscriptions belong to.
-    func find(_ text: String) async throws -> (matches: [AccountSearch.Match], orderLookup: OrderLookupNote?) {
+    func find(_ text: String, by operatorName: String) async throws -> (matches: [AccountSearch.Match], orderLookup: OrderLookupNote?) {
         let found = try await withDatabase { try await search.matches(text, limit: 20) }
         guard found.isEmpty, let appStore, AppStoreSupport.isOrderId(text) else { return (found, nil) }
         // A refusal comes out of the deadline as a value: anything else thrown there is the database's.
-        let asked = try await withDatabase(timeout: AppStoreSupportController.appleDeadline) { () -> Result<AppStoreSupport.OrderMatches, AppStoreSupport.Refusal> in
-            do { return .success(try await appStore.findOrder(text)) } catch let refusal as AppStoreSupport.Refusal { return .failure(refusal) }
+        let asked: Result<AppStoreSupport.OrderMatches, AppStoreSupport.Refusal>
+        do {
+            asked = try await questions.asking(operatorName) {
+                try await withDatabase(timeout: AppStoreSupportController.appleDeadline) { () -> Result<AppStoreSupport.OrderMatches, AppStoreSupport.Refusal> in
+                    do { return .success(try await appStore.findOrder(text)) } catch let refusal as AppStoreSupport.Refusal { return .failure(refusal) }
+                }
+            }
+        } catch let limited as APIError where limited.status == .tooManyRequests {
+            return ([], OrderLookupNote(status: "rate_limited", message: limited.message))
+        }
+        // A read that asked Apple is in the audit log, as the admin API's writes are (one refused here asked nothing).
+        switch asked {
+        case .failure(.notConfigured), .failure(.productionOnly): break
+        default: OperatorAudit.note("apple.order-lookup", target: text)
         }
         do {
             let order = try asked.get()

@@ -1788,7 +1788,7 @@ public enum OpenAPIDocument {
             }
           },
           "409": {
-            "description": "Its checkout or metadata names another account (`linked_elsewhere`)",
+            "description": "Another account holds the subscription \u2014 its checkout or metadata names it, or it was linked to it before, whatever made the subscription (`linked_elsewhere`); nothing changes",
             "content": {
               "application/json": {
                 "schema": {
@@ -4149,7 +4149,7 @@ public enum OpenAPIDocument {
             "$ref": "#/components/responses/Unauthorized"
           },
           "403": {
-            "description": "The key's role is below `support` (`forbidden`), or a cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
+            "description": "The key's role is below `support`, or a `support` key asks for a grant for life, for more than 366 days or of a `grantable_only` tier (`forbidden`; nothing is granted), or a cross-site write (`Sec-Fetch-Site` other than `same-origin`, or an `Origin` of another host): `cross_site`",
             "content": {
               "application/json": {
                 "schema": {
@@ -4581,7 +4581,16 @@ public enum OpenAPIDocument {
             "name": "grantError",
             "in": "query",
             "required": false,
-            "description": "Why a grant form was refused (shown on the page).",
+            "description": "Why a grant form was refused (shown on the page); shown only with `grantErrorSignature` as that redirect gave it to the signed-in operator, without bidirectional controls.",
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "grantErrorSignature",
+            "in": "query",
+            "required": false,
+            "description": "HMAC-SHA256 of `grantError` and its text keyed by the operator's key, as 64 hex digits (set by the redirect; a notice without it, or with another's, is not shown).",
             "schema": {
               "type": "string"
             }
@@ -4590,7 +4599,16 @@ public enum OpenAPIDocument {
             "name": "creditError",
             "in": "query",
             "required": false,
-            "description": "Why a credit adjustment form was refused (shown on the page).",
+            "description": "Why a credit adjustment form was refused (shown on the page); shown only with `creditErrorSignature` as that redirect gave it to the signed-in operator, without bidirectional controls.",
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "creditErrorSignature",
+            "in": "query",
+            "required": false,
+            "description": "HMAC-SHA256 of `creditError` and its text keyed by the operator's key, as 64 hex digits (set by the redirect; a notice without it, or with another's, is not shown).",
             "schema": {
               "type": "string"
             }
@@ -4599,7 +4617,16 @@ public enum OpenAPIDocument {
             "name": "appStore",
             "in": "query",
             "required": false,
-            "description": "What the App Store form's request gave (set by its redirect)",
+            "description": "What the App Store form's request gave (set by its redirect); shown only with `appStoreSignature` as that redirect gave it to the signed-in operator, without bidirectional controls.",
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "appStoreSignature",
+            "in": "query",
+            "required": false,
+            "description": "HMAC-SHA256 of `appStore` and its text keyed by the operator's key, as 64 hex digits (set by the redirect; a notice without it, or with another's, is not shown).",
             "schema": {
               "type": "string"
             }
@@ -4608,7 +4635,16 @@ public enum OpenAPIDocument {
             "name": "extendAll",
             "in": "query",
             "required": false,
-            "description": "What the mass extension form's request gave (set by its redirect)",
+            "description": "What the mass extension form's request gave (set by its redirect); shown only with `extendAllSignature` as that redirect gave it to the signed-in operator, without bidirectional controls.",
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "extendAllSignature",
+            "in": "query",
+            "required": false,
+            "description": "HMAC-SHA256 of `extendAll` and its text keyed by the operator's key, as 64 hex digits (set by the redirect; a notice without it, or with another's, is not shown).",
             "schema": {
               "type": "string"
             }
@@ -4617,7 +4653,16 @@ public enum OpenAPIDocument {
             "name": "erased",
             "in": "query",
             "required": false,
-            "description": "What the erase form's request did (set by its redirect)",
+            "description": "What the erase form's request did (set by its redirect); shown only with `erasedSignature` as that redirect gave it to the signed-in operator, without bidirectional controls.",
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "name": "erasedSignature",
+            "in": "query",
+            "required": false,
+            "description": "HMAC-SHA256 of `erased` and its text keyed by the operator's key, as 64 hex digits (set by the redirect; a notice without it, or with another's, is not shown).",
             "schema": {
               "type": "string"
             }
@@ -5961,7 +6006,8 @@ public enum OpenAPIDocument {
                                 "invalid_order",
                                 "production_only",
                                 "not_configured",
-                                "failed"
+                                "failed",
+                                "rate_limited"
                               ]
                             },
                             "message": {
@@ -6543,6 +6589,29 @@ public enum OpenAPIDocument {
                 }
               }
             }
+          },
+          "422": {
+            "description": "The `idempotencyKey` posted an adjustment of another meter or amount for this account (`idempotency_key_reused`); keys are scoped to their account",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "idempotency_key_reused"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
           }
         }
       }
@@ -6905,7 +6974,7 @@ public enum OpenAPIDocument {
             }
           },
           "409": {
-            "description": "The App Store Server API is not configured (`not_available`)",
+            "description": "The App Store Server API is not configured (`not_available`); or the `requestIdentifier` names another request \u2014 another account's, or another mass extension \u2014 as Apple's identifiers name one request each (`request_identifier_taken`)",
             "content": {
               "application/json": {
                 "schema": {
@@ -6917,7 +6986,8 @@ public enum OpenAPIDocument {
                       "properties": {
                         "error": {
                           "enum": [
-                            "not_available"
+                            "not_available",
+                            "request_identifier_taken"
                           ]
                         }
                       }
@@ -7238,7 +7308,7 @@ public enum OpenAPIDocument {
             }
           },
           "409": {
-            "description": "Not a dry run, and the App Store Server API is not configured (`not_available`)",
+            "description": "Not a dry run, and the App Store Server API is not configured (`not_available`); or the `requestIdentifier` names another request \u2014 another account's, or another mass extension \u2014 as Apple's identifiers name one request each (`request_identifier_taken`)",
             "content": {
               "application/json": {
                 "schema": {
@@ -7250,7 +7320,8 @@ public enum OpenAPIDocument {
                       "properties": {
                         "error": {
                           "enum": [
-                            "not_available"
+                            "not_available",
+                            "request_identifier_taken"
                           ]
                         }
                       }
@@ -7403,7 +7474,7 @@ public enum OpenAPIDocument {
         "tags": [
           "Dashboard"
         ],
-        "description": "The filed mass extension; unless complete, Apple is asked first (*Get Status of Subscription Renewal Date Extensions*) and its answer filed. When Apple cannot be asked, the filed record comes back with `error` saying why.",
+        "description": "The filed mass extension; unless complete, Apple is asked first (*Get Status of Subscription Renewal Date Extensions*) and its answer filed. When Apple cannot be asked, the filed record comes back with `error` saying why. Asks Apple: in the audit log like a write, and bounded per key (2 at once, 20 a minute).",
         "security": [
           {
             "adminKey": []
@@ -7482,6 +7553,38 @@ public enum OpenAPIDocument {
                 }
               }
             }
+          },
+          "429": {
+            "description": "This operator key asked Apple too often: at most 2 questions at once and 20 a minute (`rate_limited`; `Retry-After` says when to retry)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "rate_limited"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            },
+            "headers": {
+              "Retry-After": {
+                "description": "Seconds to wait",
+                "schema": {
+                  "type": "integer",
+                  "minimum": 1
+                }
+              }
+            }
           }
         }
       }
@@ -7493,7 +7596,7 @@ public enum OpenAPIDocument {
         "tags": [
           "Dashboard"
         ],
-        "description": "Apple's *Get Refund History* asked with the account's latest App Store subscription in each environment (up to 10 pages each): the customer's refunded purchases of this app, newest refund first, each verified.",
+        "description": "Apple's *Get Refund History* asked with the account's latest App Store subscription in each environment (up to 10 pages each): the customer's refunded purchases of this app, newest refund first, each verified. Asks Apple: in the audit log like a write, and bounded per key (2 at once, 20 a minute).",
         "security": [
           {
             "adminKey": []
@@ -7756,6 +7859,38 @@ public enum OpenAPIDocument {
                       }
                     }
                   ]
+                }
+              }
+            }
+          },
+          "429": {
+            "description": "This operator key asked Apple too often: at most 2 questions at once and 20 a minute (`rate_limited`; `Retry-After` says when to retry)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "rate_limited"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            },
+            "headers": {
+              "Retry-After": {
+                "description": "Seconds to wait",
+                "schema": {
+                  "type": "integer",
+                  "minimum": 1
                 }
               }
             }
@@ -8182,7 +8317,7 @@ public enum OpenAPIDocument {
         "tags": [
           "Dashboard"
         ],
-        "description": "Confirmed by `confirm` = the account id (JSON `{\"confirm\": \"\u2026\"}` or the account page's form field). In one transaction: every row accounting needs (subscriptions, their stored facts, ledger, refunds, Stripe links, renewal extensions) moves to a pseudonym, a random UUID; the signed JWS naming the id is dropped (its verified facts kept with the pseudonym as token); the app's usage keys and purchase tokens, consent, events and their deliveries and operators' grant reasons are deleted; the audit log's entries about the account get the pseudonym and lose operators' reasons; Stripe objects lose the customer's contact details. The SHA-256 of the id is kept so that facts Apple signs later with it (every renewal) are filed under the pseudonym. Afterwards the id answers like one never seen. The erasure itself is audited as `account.erase` with the id's digest (`sha256:<hex>`) as target and without the pseudonym, which only this answer gives. Erasing again changes nothing (`alreadyErased: true`). The account page's form (`application/x-www-form-urlencoded`) is answered with 303 back to the dashboard instead \u2014 the pseudonym's page with `erased` saying it was done, or the account's page saying why not.",
+        "description": "Confirmed by `confirm` = the account id (JSON `{\"confirm\": \"\u2026\"}` or the account page's form field). In one transaction: every row accounting needs (subscriptions, their stored facts, ledger, refunds, Stripe links, renewal extensions) moves to a pseudonym, a random UUID; the signed JWS naming the id is dropped (its verified facts kept with the pseudonym as token); the app's usage keys and purchase tokens, consent, events and their deliveries and operators' grant reasons are deleted; the audit log's entries about the account get the pseudonym and lose operators' reasons; Stripe objects lose the customer's contact details. The id's HMAC-SHA256 keyed with `STOREKEEPER_ERASURE_KEY` is kept so that facts Apple signs later with it (every renewal) are filed under the pseudonym. Afterwards the id answers like one never seen. The erasure itself is audited as `account.erase` with the id's digest (`sha256:<hex>`) as target and without the pseudonym, which only this answer gives. Erasing again changes nothing (`alreadyErased: true`). The account page's form (`application/x-www-form-urlencoded`) is answered with 303 back to the dashboard instead \u2014 the pseudonym's page with `erased` saying it was done, or the account's page saying why not. Rows are found exactly \u2014 by account columns, the parsed parts of keys (`topup:<account>:\u2026`, `spend:<bytes>:<account>:\u2026`) and JSON values equal to the id \u2014 so erasing `x` never touches `x2`, `X` or `x:y`.",
         "security": [
           {
             "adminKey": []
@@ -8272,7 +8407,7 @@ public enum OpenAPIDocument {
             }
           },
           "500": {
-            "description": "`not_audited`: the change was made but its audit-log entry could not be written (the server log has the entry; do not repeat the change blindly); `internal_error`: a bug",
+            "description": "`erasure_failed`: a statement of the erasure failed; it changed nothing and the cause is in the server's log (not 503: retrying does not help). `not_audited`: the change was made but its audit-log entry could not be written (the server log has the entry; do not repeat the change blindly); `internal_error`: a bug",
             "content": {
               "application/json": {
                 "schema": {
@@ -8284,6 +8419,7 @@ public enum OpenAPIDocument {
                       "properties": {
                         "error": {
                           "enum": [
+                            "erasure_failed",
                             "not_audited",
                             "internal_error"
                           ]
@@ -8336,8 +8472,11 @@ public enum OpenAPIDocument {
                       "type": "string"
                     },
                     "pseudonym": {
-                      "type": "string",
-                      "description": "What the kept rows are filed under"
+                      "type": [
+                        "string",
+                        "null"
+                      ],
+                      "description": "What the kept rows are filed under; null when the id was erased before and nothing was left to move (the pseudonym is told once)"
                     },
                     "alreadyErased": {
                       "type": "boolean"
@@ -8428,6 +8567,52 @@ public enum OpenAPIDocument {
                 "description": "The dashboard page to go back to.",
                 "schema": {
                   "type": "string"
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "Nothing here names the id (an operator's name, a customer never seen) and it was never erased: nothing is erased or filed (`not_found`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_found"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "`STOREKEEPER_ERASURE_KEY` is not set: erasure keys the digest it keeps of the id with it (`not_configured`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_configured"
+                          ]
+                        }
+                      }
+                    }
+                  ]
                 }
               }
             }
@@ -10519,7 +10704,7 @@ public enum OpenAPIDocument {
       },
       "DashboardGrantForm": {
         "type": "object",
-        "description": "The page's grant form. Any form is answered with a redirect: a refused grant (unknown tier, no reason, not exactly one end, \u2026) comes back to the account's page with `grantError` saying why.",
+        "description": "The page's grant form. Any form is answered with a redirect: a refused grant (unknown tier, no reason, not exactly one end, a `support` key's grant for life, beyond 366 days or of a `grantable_only` tier, \u2026) comes back to the account's page with `grantError` saying why. The form preselects the first tier a store sells, and offers `grantable_only` tiers to `admin` keys only.",
         "properties": {
           "tier": {
             "type": "string"

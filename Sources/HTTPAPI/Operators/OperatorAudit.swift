@@ -31,7 +31,7 @@ enum OperatorAudit {
         var all: (notes: [Note], unchanged: Bool) { notes.withLock { $0 } }
     }
 
-    /// The current request's notes; `nil` outside an admin write.
+    /// The current request's notes; `nil` outside an admin request.
     @TaskLocal static var notes: Notes?
 
     /// Notes that this request did `action`, with the state before and after as JSON (the API's own encoding).

@@ -12,14 +12,17 @@ public struct OperatorIdentity: Sendable, Equatable {
 }
 
 /// The door of every admin route: the key must be one of `STOREKEEPER_ADMIN_KEYS` (401 otherwise), its role at least
-/// the one ``OperatorPermissions`` gives the route (403 otherwise), and a write that succeeds is appended to the audit
-/// log before it is answered — with what the route noted (``OperatorAudit``), or its route alone. A change whose record
+/// the one ``OperatorPermissions`` gives the route (403 otherwise), and a write that succeeds — or a read that noted
+/// what it asked Apple — is appended to the audit log before it is answered, with what the route noted
+/// (``OperatorAudit``), or a write's route alone. A change whose record
 /// cannot be written is answered 500 `not_audited` and logged whole, so the server log keeps what the table could not.
+/// The route runs with the operator's ``DashboardNotice`` signer bound, for the dashboard's notices.
 struct OperatorMiddleware: RouterMiddleware {
     typealias Context = StorekeeperRequestContext
 
     private let operators: [OperatorIdentity]
     private let keys: KeyRing
+    private let notices: [DashboardNotice]
     private let basicRealm: String?
     private let audit: any OperatorAuditing
     private let clock: @Sendable () -> Date
@@ -28,6 +31,7 @@ struct OperatorMiddleware: RouterMiddleware {
     init(operators: [OperatorKey], basicRealm: String? = nil, audit: any OperatorAuditing, clock: @escaping @Sendable () -> Date) {
         self.operators = operators.map { OperatorIdentity(name: $0.name, role: $0.role) }
         self.keys = KeyRing(keys: operators.map(\.key))
+        self.notices = operators.map { DashboardNotice(operatorKey: $0.key) }
         self.basicRealm = basicRealm
         self.audit = audit
         self.clock = clock
@@ -47,13 +51,15 @@ struct OperatorMiddleware: RouterMiddleware {
         }
         var context = context
         context.operatorIdentity = identity
-        guard request.method != .get, request.method != .head else { return try await next(request, context) }
-
         let notes = OperatorAudit.Notes()
-        let response = try await OperatorAudit.$notes.withValue(notes) { try await next(request, context) }
+        let response = try await OperatorAudit.$notes.withValue(notes) {
+            try await DashboardNotice.$current.withValue(notices[position]) { try await next(request, context) }
+        }
         guard response.status.code < 400 else { return response }
         let (noted, unchanged) = notes.all
-        guard !(noted.isEmpty && unchanged) else { return response }
+        // A read is logged only when its route noted something (it asked Apple); every successful write is.
+        let reading = request.method == .get || request.method == .head
+        guard !(noted.isEmpty && (unchanged || reading)) else { return response }
         let at = clock()
         let described = noted.isEmpty ? [OperatorAudit.Note(action: "\(request.method.rawValue) \(route)")] : noted
         let actions = described.map { note in

@@ -47,14 +47,22 @@ extension AppStoreSupportController {
     }
 
     func addDashboardRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
+        // Reads that ask Apple: bounded per key (``AppleQuestionLimits``) and in the audit log like writes.
         group.get("extensions/{requestIdentifier}") { _, context -> RenewalExtensionDocument in
             let identifier = try context.parameters.require("requestIdentifier")
             let now = clock()
-            return RenewalExtensionDocument(record: try await answering { try await support.massStatus(identifier, now: now) })
+            let record = try await questions.asking(context.operatorIdentity?.name ?? "-") {
+                try await answering { try await support.massStatus(identifier, now: now) }
+            }
+            OperatorAudit.note("apple.extension-status", target: identifier)
+            return RenewalExtensionDocument(record: record)
         }
         group.get("accounts/{accountId}/apple-refunds") { _, context -> RefundList in
             let account = try AccountsController.accountId(context)
-            let refunds = try await answering { try await support.refundHistory(of: account) }
+            let refunds = try await questions.asking(context.operatorIdentity?.name ?? "-") {
+                try await answering { try await support.refundHistory(of: account) }
+            }
+            OperatorAudit.note("apple.refund-history", account: account.text)
             return RefundList(accountId: account.text, refunds: refunds.map(Refund.init))
         }
         group.post("accounts/{accountId}/extend") { request, context -> Response in
@@ -73,7 +81,7 @@ extension AppStoreSupportController {
                 OperatorAudit.unchanged()
                 notice = "Not extended: \(error.message)"
             }
-            return Self.back(to: "/admin?account=\(Self.query(account.text))&appStore=\(Self.query(notice))#app-store")
+            return Self.back(to: "/admin?account=\(Self.query(account.text))&\(DashboardNotice.query(.appStore, notice))#app-store")
         }
         group.post("extend-all") { request, context -> Response in
             let form = AdminDashboardController.form(try await request.collectBody(upTo: 16 * 1024))
@@ -96,7 +104,7 @@ extension AppStoreSupportController {
                 OperatorAudit.unchanged()
                 notice = "Not requested: \(error.message)"
             }
-            return Self.back(to: "/admin?extendAll=\(Self.query(notice))#extensions")
+            return Self.back(to: "/admin?\(DashboardNotice.query(.extendAll, notice))#extensions")
         }
     }
 

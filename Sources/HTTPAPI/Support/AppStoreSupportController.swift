@@ -20,6 +20,7 @@ struct AppStoreSupportController: Sendable {
     let support: AppStoreSupport
     /// The environment a mass extension targets unless told: production where the server accepts it.
     let defaultEnvironment: String
+    let questions: AppleQuestionLimits
     let clock: @Sendable () -> Date
 
     /// Apple's answers can take a while (its client retries 429s and server errors for up to ~20 s).
@@ -139,6 +140,7 @@ extension APIError {
         case .invalid: self = .badRequest(refusal.description)
         case .noSubscription, .unknownRequest: self.init(.notFound, code: "not_found", message: refusal.description)
         case .notConfigured, .productionOnly: self.init(.conflict, code: "not_available", message: refusal.description)
+        case .identifierTaken: self.init(.conflict, code: "request_identifier_taken", message: refusal.description)
         case .refusedByApple: self.init(.unprocessableContent, code: "apple_refused", message: refusal.description)
         case .appleUnavailable: self.init(.badGateway, code: "apple_unavailable", message: refusal.description)
         }

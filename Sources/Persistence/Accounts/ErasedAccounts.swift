@@ -1,13 +1,19 @@
 import AppStoreModels
+import Credits
 import Crypto
 import Foundation
 import Logging
 import PostgresNIO
 import Subscriptions
 
-/// Erasure of an account's personal data (`sql/0029_erased_accounts.sql`): its id replaced by a pseudonym wherever
-/// accounting needs the row, the rest deleted, and a digest of the id kept so facts Apple signs later with the old
-/// id land under the pseudonym. Every statement runs on the caller's transaction, which holds the account's lock.
+/// Erasure of an account's personal data (`sql/0029`, `sql/0031`): its id replaced by a pseudonym wherever accounting
+/// needs the row, the rest deleted, and a keyed digest of the id kept so facts Apple signs later with the old id land
+/// under the pseudonym. Every statement runs on the caller's transaction, which holds the account's lock.
+///
+/// Rows are found **exactly**: by account columns, by the parsed parts of keys that embed an id (a bucket key
+/// `<kind>:<account>:…` of a bucket whose account column is the id; a spend's or adjustment's operation key
+/// `spend|adjust:<bytes>:<account>:…`), and by JSON values equal to the id — never by a substring of a whole text, which
+/// rewrote `x2`'s rows when `x` was erased.
 public struct ErasedAccounts: Sendable {
     /// How many rows each part of an erasure touched.
     public struct Counts: Sendable, Equatable, Encodable {
@@ -32,62 +38,101 @@ public struct ErasedAccounts: Sendable {
         public init() {}
     }
 
+    /// The deployment's secret (`STOREKEEPER_ERASURE_KEY`) that keys the digests; `nil`: erasure is not configured,
+    /// and only erasures filed before keys (plain SHA-256) are recognised.
+    private let key: SymmetricKey?
     private let logger: Logger
 
-    public init(logger: Logger) {
+    /// - Parameter secret: `STOREKEEPER_ERASURE_KEY`; `nil` when it is not set.
+    public init(secret: String?, logger: Logger) {
+        self.key = secret.map { SymmetricKey(data: Data($0.utf8)) }
         self.logger = logger
     }
 
-    /// The hex SHA-256 of an account id: what is kept of an erased one.
-    public static func digest(of account: AccountID) -> String {
-        SHA256.hash(data: Data(account.text.utf8)).map { String(format: "%02x", $0) }.joined()
+    /// Whether erasures can be filed: a deployment key is configured.
+    public var isConfigured: Bool { key != nil }
+
+    /// The digest an erasure files `account` under: hex HMAC-SHA256 with the deployment's key, which a reader of the
+    /// log or the database cannot recompute for a guessed id; `nil` without a key.
+    public func digest(of account: AccountID) -> String? {
+        key.map { Self.hex(HMAC<SHA256>.authenticationCode(for: Data(account.text.utf8), using: $0)) }
     }
 
+    /// Every digest an erased id may be filed under: the keyed one, and the plain SHA-256 that erasures before keys used.
+    func digests(of account: AccountID) -> [String] {
+        [digest(of: account), Self.hex(SHA256.hash(data: Data(account.text.utf8)))].compactMap { $0 }
+    }
+
+    private static func hex(_ bytes: some Sequence<UInt8>) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
     /// The pseudonym of `account` when it was erased.
-    public static func pseudonym(of account: AccountID, on connection: PostgresConnection, logger: Logger) async throws -> AccountID? {
+    public func pseudonym(of account: AccountID, on connection: PostgresConnection) async throws -> AccountID? {
         let rows = try await connection.query(
-            "SELECT pseudonym FROM erased_accounts WHERE account_digest = \(digest(of: account))", logger: logger)
+            "SELECT pseudonym FROM erased_accounts WHERE account_digest = ANY(\(digests(of: account)))", logger: logger)
         for try await pseudonym in rows.decode(AccountID.self) { return pseudonym }
         return nil
     }
 
-    /// Files `account` as erased under `pseudonym` (the one filed before, when it was erased already).
-    public func tombstone(_ account: AccountID, pseudonym: AccountID, by operatorName: String, at now: Date, on connection: PostgresConnection)
-        async throws -> AccountID
-    {
+    /// Whether any row names `account` in a column that says whose it is: what an erasure would move or delete.
+    public func holdsAnything(_ account: AccountID, on connection: PostgresConnection) async throws -> Bool {
+        let id = account.text
         let rows = try await connection.query(
             """
-            INSERT INTO erased_accounts (account_digest, pseudonym, erased_at, erased_by)
-            VALUES (\(Self.digest(of: account)), \(pseudonym), \(now), \(operatorName))
-            ON CONFLICT (account_digest) DO UPDATE SET account_digest = excluded.account_digest
-            RETURNING pseudonym
+            SELECT EXISTS (SELECT 1 FROM subscriptions WHERE account_id = \(id))
+                OR EXISTS (SELECT 1 FROM subscription_events WHERE account_id = \(id))
+                OR EXISTS (SELECT 1 FROM subscription_archive WHERE account_id = \(id))
+                OR EXISTS (SELECT 1 FROM account_transfers WHERE from_account = \(id) OR to_account = \(id))
+                OR EXISTS (SELECT 1 FROM entitlement_sources WHERE account_id = \(id))
+                OR EXISTS (SELECT 1 FROM credit_buckets WHERE account_id = \(id))
+                OR EXISTS (SELECT 1 FROM usage_requests WHERE account_id = \(id))
+                OR EXISTS (SELECT 1 FROM purchase_intents WHERE account_id = \(id))
+                OR EXISTS (SELECT 1 FROM consumption_consents WHERE account_id = \(id))
+                OR EXISTS (SELECT 1 FROM refund_requests WHERE account_id = \(id))
+                OR EXISTS (SELECT 1 FROM offer_signatures WHERE account_id = \(id))
+                OR EXISTS (SELECT 1 FROM stripe_links WHERE account_id = \(id))
+                OR EXISTS (SELECT 1 FROM events WHERE account_id = \(id))
+                OR EXISTS (SELECT 1 FROM renewal_extensions WHERE account_id = \(id))
+                OR EXISTS (SELECT 1 FROM operator_actions WHERE account_id = \(id))
+                OR EXISTS (SELECT 1 FROM stripe_objects WHERE object = 'checkout.session'
+                           AND (body->>'client_reference_id' = \(id) OR body->'metadata'->>'storekeeper_account_id' = \(id)))
             """, logger: logger)
-        for try await filed in rows.decode(AccountID.self) { return filed }
-        return pseudonym
+        for try await held in rows.decode(Bool.self) { return held }
+        return false
     }
 
-    /// Moves every row of `account` to `pseudonym`, deleting what only the account's own use needed.
+    /// Files the erasure of `account` under `pseudonym` (the one it was filed under before, when it was erased
+    /// already): its tombstone, once per id, and the erasure itself, whose row lets this transaction rewrite the audit
+    /// log (`sql/0031`). Both tables are append-only. Needs a key.
+    public func file(_ account: AccountID, pseudonym: AccountID, by operatorName: String, at now: Date, on connection: PostgresConnection) async throws {
+        guard let digest = digest(of: account) else { throw PersistenceError(.notConfigured, "STOREKEEPER_ERASURE_KEY is not set") }
+        try await connection.query(
+            """
+            WITH tombstone AS (
+                INSERT INTO erased_accounts (account_digest, pseudonym, erased_at, erased_by)
+                VALUES (\(digest), \(pseudonym), \(now), \(operatorName)) ON CONFLICT DO NOTHING
+            )
+            INSERT INTO erasures (pseudonym, erased_at, erased_by) VALUES (\(pseudonym), \(now), \(operatorName))
+            """, logger: logger)
+    }
+
+    /// Moves every row of `account` to `pseudonym`, deleting what only the account's own use needed. The tombstone
+    /// must have been filed in this transaction (the audit log checks it).
     public func erase(_ account: AccountID, as pseudonym: AccountID, on connection: PostgresConnection) async throws -> Counts {
         var counts = Counts()
         let (from, to) = (account.text, pseudonym.text)
-        // The subscriptions and one-time purchases whose signed facts name the account.
+        // The subscriptions and one-time purchases it holds, and those it held before a transfer (its spends of their
+        // credits name it).
         var held: [String] = []
         for try await id in try await connection.query(
             """
             SELECT original_transaction_id FROM subscriptions WHERE account_id = \(from)
+            UNION SELECT original_transaction_id FROM account_transfers WHERE from_account = \(from)
             UNION SELECT id FROM entitlement_sources WHERE account_id = \(from) AND kind = 'purchase'
             """, logger: logger
         ).decode(String.self) { held.append(id) }
         counts.subscriptions = try await count(connection, "UPDATE subscriptions SET account_id = \(to) WHERE account_id = \(from)")
         counts.signedFactsRewritten = try await rewriteSignedFacts(of: held, from: account, to: pseudonym, on: connection)
-        counts.claims = try await count(
-            connection,
-            """
-            UPDATE subscription_events SET account_id = CASE WHEN account_id = \(from) THEN \(to) ELSE account_id END,
-                event_id = replace(event_id, \(from), \(to)),
-                decoded = replace(replace(decoded::text, \(from), \(to)), upper(\(from)), \(to))::jsonb, signed_data = ''
-            WHERE account_id = \(from) OR (original_transaction_id = ANY(\(held)) AND strpos(upper(decoded::text), upper(\(from))) > 0)
-            """)
+        counts.claims = try await rewriteClaims(of: held, from: account, to: pseudonym, on: connection)
         _ = try await count(connection, "UPDATE subscription_archive SET account_id = \(to) WHERE account_id = \(from)")
         _ = try await count(
             connection,
@@ -102,26 +147,7 @@ public struct ErasedAccounts: Sendable {
             UPDATE entitlement_sources SET account_id = \(to), reason = CASE WHEN reason IS NULL THEN NULL ELSE '(erased)' END
             WHERE account_id = \(from)
             """)
-        // Bucket keys name their account (topup:<account>:<meter>…): new keys, the ledger moved onto them, the old
-        // ones dropped. Spend keys hold the app's idempotency keys, which are the app's words: hashed.
-        counts.creditBuckets = try await count(
-            connection, "UPDATE credit_buckets SET account_id = \(to) WHERE account_id = \(from) AND strpos(key, \(from)) = 0")
-        counts.creditBuckets += try await count(
-            connection,
-            """
-            INSERT INTO credit_buckets (key, meter, kind, original_transaction_id, billing_period, account_id, valid_from, valid_until, price)
-            SELECT replace(key, \(from), \(to)), meter, kind, original_transaction_id, billing_period, \(to), valid_from, valid_until, price
-            FROM credit_buckets WHERE account_id = \(from) AND strpos(key, \(from)) > 0
-            """)
-        counts.ledgerEntries = try await count(
-            connection,
-            """
-            UPDATE credit_ledger SET bucket = replace(bucket, \(from), \(to)),
-                operation_key = CASE WHEN operation_key LIKE 'spend:%' THEN 'spend:' || \(to) || ':' || md5(operation_key)
-                                     ELSE replace(operation_key, \(from), \(to)) END
-            WHERE strpos(bucket, \(from)) > 0 OR strpos(operation_key, \(from)) > 0
-            """)
-        _ = try await count(connection, "DELETE FROM credit_buckets WHERE account_id = \(from)")
+        (counts.creditBuckets, counts.ledgerEntries) = try await moveCredits(held: held, from: account, to: pseudonym, on: connection)
         counts.usageRequestsDeleted = try await count(connection, "DELETE FROM usage_requests WHERE account_id = \(from)")
         counts.purchaseTokensDeleted = try await count(connection, "DELETE FROM purchase_intents WHERE account_id = \(from)")
         counts.consentDeleted = try await count(connection, "DELETE FROM consumption_consents WHERE account_id = \(from)")
@@ -129,59 +155,78 @@ public struct ErasedAccounts: Sendable {
             connection, "UPDATE refund_requests SET account_id = \(to), app_answer = NULL WHERE account_id = \(from)")
         counts.offerSignatures = try await count(connection, "UPDATE offer_signatures SET account_id = \(to) WHERE account_id = \(from)")
         counts.stripeLinks = try await count(connection, "UPDATE stripe_links SET account_id = \(to) WHERE account_id = \(from)")
-        // Stripe's objects carry the customer's contact details and the app's metadata: both go; amounts stay. Those of
-        // a one-time payment belong to no subscription: they are found by the id their session carries.
-        counts.stripeObjects = try await count(
-            connection,
-            """
-            UPDATE stripe_objects SET body = (replace(body::text, \(from), \(to))::jsonb
-                - 'customer_email' - 'customer_name' - 'customer_phone' - 'customer_address' - 'customer_shipping'
-                - 'customer_details' - 'billing_details' - 'receipt_email' - 'shipping' - 'shipping_details') || '{"metadata": {}}'::jsonb
-            WHERE subscription_id IN (SELECT subscription_id FROM stripe_links WHERE account_id = \(to)) OR strpos(body::text, \(from)) > 0
-            """)
+        counts.stripeObjects = try await scrubStripeObjects(of: held, from: account, to: pseudonym, on: connection)
         // Events were the app's to keep: its receivers have them. Their deliveries go with them.
         counts.eventsDeleted = try await count(connection, "DELETE FROM events WHERE account_id = \(from)")
         counts.renewalExtensions = try await count(connection, "UPDATE renewal_extensions SET account_id = \(to) WHERE account_id = \(from)")
-        // Job arguments name accounts as the payloads did, a UUID sometimes in capitals.
-        counts.jobs = try await count(
-            connection,
-            """
-            UPDATE jobs SET args = replace(replace(args::text, \(from), \(to)), upper(\(from)), \(to))::jsonb,
-                errors = replace(replace(errors::text, \(from), \(to)), upper(\(from)), \(to))::jsonb,
-                unique_key = replace(replace(unique_key, \(from), \(to)), upper(\(from)), \(to)),
-                concurrency_key = replace(replace(concurrency_key, \(from), \(to)), upper(\(from)), \(to))
-            WHERE strpos(upper(jobs::text), upper(\(from))) > 0
-            """)
-        counts.jobs += try await count(
-            connection,
-            """
-            UPDATE job_history SET args = replace(replace(args::text, \(from), \(to)), upper(\(from)), \(to))::jsonb,
-                errors = replace(replace(errors::text, \(from), \(to)), upper(\(from)), \(to))::jsonb,
-                unique_key = replace(replace(unique_key, \(from), \(to)), upper(\(from)), \(to))
-            WHERE strpos(upper(job_history::text), upper(\(from))) > 0
-            """)
-        // The audit log's entries about the account: the pseudonym for the id, the operators' words about the customer
-        // (a reason) gone; who did what and when stays (sql/0030).
-        try await connection.query("SET LOCAL storekeeper.erasing = 'on'", logger: logger)
-        counts.auditEntries = try await count(
-            connection,
-            """
-            UPDATE operator_actions SET account_id = CASE WHEN account_id = \(from) THEN \(to) ELSE account_id END,
-                target = replace(target, \(from), \(to)),
-                before = CASE WHEN before IS NULL THEN NULL ELSE
-                    (SELECT CASE WHEN b ? 'reason' THEN jsonb_set(b, '{reason}', '"(erased)"') ELSE b END
-                     FROM (SELECT replace(before::text, \(from), \(to))::jsonb AS b) AS scrubbed) END,
-                after = CASE WHEN after IS NULL THEN NULL ELSE
-                    (SELECT CASE WHEN a ? 'reason' THEN jsonb_set(a, '{reason}', '"(erased)"') ELSE a END
-                     FROM (SELECT replace(after::text, \(from), \(to))::jsonb AS a) AS scrubbed) END
-            WHERE account_id = \(from) OR strpos(target, \(from)) > 0 OR strpos(before::text, \(from)) > 0 OR strpos(after::text, \(from)) > 0
-            """)
-        try await connection.query("SET LOCAL storekeeper.erasing = 'off'", logger: logger)
+        counts.jobs = try await moveJobs(from: account, to: pseudonym, on: connection)
+        // The audit log's entries about the account, through the one function the log lets change it (sql/0031).
+        for try await changed in try await connection.query("SELECT erase_operator_actions(\(from), \(to))", logger: logger).decode(Int.self) {
+            counts.auditEntries = changed
+        }
         return counts
     }
 
+    /// The account's credits under the pseudonym. Its own buckets' keys name it right after their kind
+    /// (`topup:<account>:<meter>`, `daily:<account>:…`, `free:<account>:…`; a grant's `source:…` names the grant): new
+    /// buckets under the renamed keys, the ledger moved onto them with the embedded key renamed, the old ones dropped.
+    /// Its spends and adjustments, wherever they were charged (its buckets, its subscriptions' cycles, before a transfer
+    /// too), are keyed `spend|adjust:<bytes>:<account>:<key>`: renamed with the app's or operator's key hashed.
+    func moveCredits(held: [String], from account: AccountID, to pseudonym: AccountID, on connection: PostgresConnection) async throws -> (buckets: Int, ledger: Int) {
+        let (from, to) = (account.text, pseudonym.text)
+        var buckets = try await count(
+            connection, "UPDATE credit_buckets SET account_id = \(to) WHERE account_id = \(from) AND NOT starts_with(key, kind || ':' || \(from) || ':')")
+        buckets += try await count(
+            connection,
+            """
+            INSERT INTO credit_buckets (key, meter, kind, original_transaction_id, billing_period, account_id, valid_from, valid_until, price)
+            SELECT kind || ':' || \(to) || ':' || substr(key, char_length(kind || ':' || \(from) || ':') + 1),
+                meter, kind, original_transaction_id, billing_period, \(to), valid_from, valid_until, price
+            FROM credit_buckets WHERE account_id = \(from) AND starts_with(key, kind || ':' || \(from) || ':')
+            ON CONFLICT (key) DO NOTHING
+            """)
+        // The keys' own builders with an empty key: the exact prefix of the account's keys, length and all.
+        let spent = UsageRequests.spendKey(account: account, idempotencyKey: ""), spentAs = UsageRequests.spendKey(account: pseudonym, idempotencyKey: "")
+        let adjusted = CreditAdjustment.operationKey(account: account, key: ""), adjustedAs = CreditAdjustment.operationKey(account: pseudonym, key: "")
+        // One pass over the ledger rows of the account's buckets and of its subscriptions' (found by index, not scanned).
+        let ledger = try await count(
+            connection,
+            """
+            WITH renamed AS (
+                SELECT key AS old, kind || ':' || \(to) || ':' || substr(key, char_length(kind || ':' || \(from) || ':') + 1) AS new
+                FROM credit_buckets WHERE account_id = \(from) AND starts_with(key, kind || ':' || \(from) || ':')
+            ), rows AS (
+                SELECT l.id, l.bucket, l.operation_key, r.old, r.new FROM credit_ledger l LEFT JOIN renamed r ON r.old = l.bucket
+                WHERE l.bucket IN (SELECT old FROM renamed)
+                    OR l.bucket IN (SELECT key FROM credit_buckets WHERE account_id IN (\(from), \(to)))
+                    OR l.bucket IN (SELECT key FROM credit_buckets WHERE original_transaction_id = ANY(\(held)))
+            ), renamed_keys AS (
+                SELECT id, coalesce(new, bucket) AS bucket, operation_key AS before,
+                    CASE WHEN starts_with(operation_key, \(spent))
+                             THEN \(spentAs) || md5(substr(operation_key, char_length(\(spent)) + 1))
+                         WHEN starts_with(operation_key, \(adjusted))
+                             THEN \(adjustedAs) || md5(substr(operation_key, char_length(\(adjusted)) + 1))
+                         WHEN old IS NOT NULL THEN replace(operation_key, old, new)
+                         ELSE operation_key END AS operation_key
+                FROM rows
+            ), moved AS (
+                -- An id used again after its erasure can repeat a key the pseudonym holds already (the same spend key,
+                -- today's daily grant): the row's id keeps the second one apart.
+                SELECT r.id, r.bucket, CASE WHEN r.operation_key <> r.before AND EXISTS (SELECT 1 FROM credit_ledger x WHERE x.operation_key = r.operation_key)
+                                            THEN r.operation_key || ':erased-' || r.id ELSE r.operation_key END AS operation_key
+                FROM renamed_keys r
+            )
+            UPDATE credit_ledger l SET bucket = c.bucket, operation_key = c.operation_key
+            FROM moved c WHERE l.id = c.id AND (l.bucket <> c.bucket OR l.operation_key <> c.operation_key)
+            """)
+        _ = try await count(
+            connection, "DELETE FROM credit_buckets WHERE account_id = \(from) AND starts_with(key, kind || ':' || \(from) || ':')")
+        return (buckets, ledger)
+    }
+
     /// Each stored notification of `held` that names the account: its facts kept with the pseudonym as the token,
-    /// its signed form (which cannot be edited without breaking Apple's signature) dropped.
+    /// its signed form (which cannot be edited without breaking Apple's signature) dropped. A token names the account
+    /// as an ``AccountID`` does (a UUID whatever its case; any other id exactly).
     public func rewriteSignedFacts(of held: [String], from account: AccountID, to pseudonym: AccountID, on connection: PostgresConnection) async throws -> Int {
         guard !held.isEmpty else { return 0 }
         var rewritten: [(UUID, String)] = []
@@ -191,7 +236,7 @@ public struct ErasedAccounts: Sendable {
             """, logger: logger
         ).decode((UUID, String?, ByteBuffer?).self) {
             guard var facts = try StoredNotificationFacts.notification(decoded: decoded, parts: parts) else { continue }
-            let names = { (token: String?) in token?.lowercased() == account.text.lowercased() }
+            let names = { (token: String?) in token.flatMap(AccountID.init) == account }
             guard names(facts.transaction?.appAccountToken) || names(facts.renewalInfo?.appAccountToken) else { continue }
             if names(facts.transaction?.appAccountToken) { facts.transaction?.appAccountToken = pseudonym.text }
             if names(facts.renewalInfo?.appAccountToken) { facts.renewalInfo?.appAccountToken = pseudonym.text }
@@ -204,6 +249,127 @@ public struct ErasedAccounts: Sendable {
                 """, logger: logger)
         }
         return rewritten.count
+    }
+
+    /// Claims the account posted and server snapshots of its subscriptions that carry its token: the claimant, the
+    /// token and a claim's id (`client:<transaction>:<signedDate>:<account>`) name the pseudonym; the signed data goes.
+    func rewriteClaims(of held: [String], from account: AccountID, to pseudonym: AccountID, on connection: PostgresConnection) async throws -> Int {
+        var rewritten: [(old: String, event: SubscriptionEvent)] = []
+        for try await (id, decoded) in try await connection.query(
+            """
+            SELECT event_id, decoded::text FROM subscription_events WHERE account_id = \(account.text) OR original_transaction_id = ANY(\(held))
+            """, logger: logger
+        ).decode((String, String).self) {
+            var event = try JSONDecoder().decode(SubscriptionEvent.self, from: Data(decoded.utf8))
+            let names = { (token: String?) in token.flatMap(AccountID.init) == account }
+            guard event.claimant == account || names(event.transaction.appAccountToken) || names(event.renewalInfo?.appAccountToken) else { continue }
+            if event.claimant == account {
+                event.claimant = pseudonym
+                let suffix = ":" + account.text
+                if event.id.hasPrefix("client:"), event.id.hasSuffix(suffix) { event.id = String(event.id.dropLast(suffix.count)) + ":" + pseudonym.text }
+            }
+            if names(event.transaction.appAccountToken) { event.transaction.appAccountToken = pseudonym.text }
+            if names(event.renewalInfo?.appAccountToken) { event.renewalInfo?.appAccountToken = pseudonym.text }
+            rewritten.append((id, event))
+        }
+        for (old, event) in rewritten {
+            let decoded = String(decoding: try JSONEncoder().encode(event), as: UTF8.self)
+            try await connection.query(
+                """
+                UPDATE subscription_events SET event_id = \(event.id), account_id = \(event.claimant?.text), decoded = \(decoded)::jsonb, signed_data = ''
+                WHERE event_id = \(old)
+                """, logger: logger)
+        }
+        return rewritten.count
+    }
+
+    /// Stripe's objects of the account's subscriptions and of the checkouts that name it (`client_reference_id` or
+    /// metadata), with the objects of the same customer, and the bodies of the events Stripe sent about them: contact
+    /// details and metadata gone, values equal to the id replaced; amounts stay.
+    func scrubStripeObjects(of held: [String], from account: AccountID, to pseudonym: AccountID, on connection: PostgresConnection) async throws -> Int {
+        let (from, to) = (account.text, pseudonym.text)
+        var ids: [String] = []
+        for try await id in try await connection.query(
+            """
+            WITH named AS (
+                SELECT id, body FROM stripe_objects
+                WHERE subscription_id = ANY(\(held)) OR subscription_id IN (SELECT subscription_id FROM stripe_links WHERE account_id = \(to))
+                    OR (object = 'checkout.session' AND (body->>'client_reference_id' = \(from) OR jsonb_replace_string(body->'metadata', \(from), '') <> body->'metadata'))
+            ), customers AS (SELECT DISTINCT body->>'customer' AS customer FROM named WHERE body->>'customer' IS NOT NULL)
+            SELECT id FROM named UNION SELECT id FROM stripe_objects WHERE body->>'customer' IN (SELECT customer FROM customers)
+            """, logger: logger
+        ).decode(String.self) { ids.append(id) }
+        let scrubbed = """
+            (jsonb_replace_string(%@, $2, $3) - 'customer_email' - 'customer_name' - 'customer_phone' - 'customer_address'
+             - 'customer_shipping' - 'customer_details' - 'billing_details' - 'receipt_email' - 'shipping' - 'shipping_details')
+            || '{"metadata": {}}'::jsonb
+            """
+        var binds = PostgresBindings()
+        binds.append(ids)
+        binds.append(from)
+        binds.append(to)
+        let objects = try await count(
+            connection,
+            PostgresQuery(unsafeSQL: "UPDATE stripe_objects SET body = \(scrubbed.replacingOccurrences(of: "%@", with: "body")) WHERE id = ANY($1)", binds: binds))
+        // The events' bodies are Stripe's JSON as received (bytes): their object is scrubbed the same way.
+        _ = try await count(
+            connection,
+            PostgresQuery(
+                unsafeSQL: """
+                    UPDATE stripe_events SET body = convert_to(jsonb_set(b, '{data,object}', \(scrubbed.replacingOccurrences(of: "%@", with: "(b->'data'->'object')")))::text, 'UTF8')
+                    FROM (SELECT id AS event, convert_from(body, 'UTF8')::jsonb AS b FROM stripe_events WHERE object_id = ANY($1)) AS read
+                    WHERE stripe_events.id = read.event AND jsonb_typeof(b->'data'->'object') = 'object'
+                    """, binds: binds))
+        return objects
+    }
+
+    /// Jobs whose arguments name the account (`account`: webhook deliveries; `accountTokens`: an apply's tokens, UUIDs
+    /// as Swift encodes them, in capitals) or whose keys are its own (`account:<account>` runs a grant's end after its
+    /// account's other work): the pseudonym in the same places.
+    func moveJobs(from account: AccountID, to pseudonym: AccountID, on connection: PostgresConnection) async throws -> Int {
+        let (from, to) = (account.text, pseudonym.text)
+        var moved = 0
+        if UUID(uuidString: from) != nil {
+            let (token, replacement) = (from.uppercased(), to.uppercased())
+            for table in ["jobs", "job_history"] {
+                moved += try await count(
+                    connection,
+                    PostgresQuery(
+                        unsafeSQL: """
+                            UPDATE \(table) SET args = jsonb_set(args, '{accountTokens}', (
+                                SELECT jsonb_agg(CASE WHEN t = to_jsonb($1::text) THEN to_jsonb($2::text) ELSE t END ORDER BY i)
+                                FROM jsonb_array_elements(args->'accountTokens') WITH ORDINALITY AS a(t, i)))
+                            WHERE jsonb_typeof(args->'accountTokens') = 'array' AND args->'accountTokens' ? $1
+                            """, binds: try Self.binds(token, replacement)))
+            }
+        }
+        moved += try await count(
+            connection,
+            """
+            UPDATE jobs SET
+                args = CASE WHEN args->>'account' = \(from) THEN jsonb_set(args, '{account}', to_jsonb(\(to)::text)) ELSE args END,
+                unique_key = CASE WHEN args->>'account' = \(from) AND unique_key = 'webhook-retry:' || (args->>'endpoint') || ':' || \(from)
+                                  THEN 'webhook-retry:' || (args->>'endpoint') || ':' || \(to) ELSE unique_key END,
+                concurrency_key = CASE WHEN concurrency_key = 'account:' || \(from) THEN 'account:' || \(to)
+                                       WHEN args->>'account' = \(from) AND concurrency_key = 'webhook:' || (args->>'endpoint') || ':' || \(from)
+                                       THEN 'webhook:' || (args->>'endpoint') || ':' || \(to) ELSE concurrency_key END
+            WHERE args->>'account' = \(from) OR concurrency_key = 'account:' || \(from)
+            """)
+        moved += try await count(
+            connection,
+            """
+            UPDATE job_history SET args = jsonb_set(args, '{account}', to_jsonb(\(to)::text)),
+                unique_key = CASE WHEN unique_key = 'webhook-retry:' || (args->>'endpoint') || ':' || \(from)
+                                  THEN 'webhook-retry:' || (args->>'endpoint') || ':' || \(to) ELSE unique_key END
+            WHERE args->>'account' = \(from)
+            """)
+        return moved
+    }
+
+    private static func binds(_ values: String...) throws -> PostgresBindings {
+        var binds = PostgresBindings()
+        for value in values { binds.append(value) }
+        return binds
     }
 
     /// Runs a data-changing statement and answers how many rows it changed.

@@ -137,26 +137,33 @@ public struct StripeObjectStore: Sendable {
     }
 
     /// Links a subscription to an account; the account linked before, when it differs.
-    public func link(_ subscriptionId: String, to account: AccountID, on connection: PostgresConnection) async throws -> AccountID? {
+    public func link(_ subscriptionId: String, to account: AccountID, on connection: PostgresConnection) async throws -> Link {
         let rows = try await connection.query(
             """
-            WITH before AS (SELECT account_id FROM stripe_links WHERE subscription_id = \(subscriptionId))
-            INSERT INTO stripe_links (subscription_id, account_id) VALUES (\(subscriptionId), \(account))
-            ON CONFLICT (subscription_id) DO UPDATE SET account_id = EXCLUDED.account_id, linked_at = now()
-            RETURNING (SELECT account_id FROM before)
+            WITH added AS (
+                INSERT INTO stripe_links (subscription_id, account_id) VALUES (\(subscriptionId), \(account))
+                ON CONFLICT (subscription_id) DO NOTHING RETURNING account_id
+            )
+            SELECT account_id, true FROM added
+            UNION ALL SELECT account_id, false FROM stripe_links WHERE subscription_id = \(subscriptionId) AND NOT EXISTS (SELECT 1 FROM added)
             """, logger: logger)
-        for try await (before) in rows.decode(String?.self) { return before.flatMap(AccountID.init).flatMap { $0 == account ? nil : $0 } }
-        return nil
+        for try await (holder, added) in rows.decode((String, Bool).self) {
+            if added { return .added }
+            return AccountID(holder).map { $0 == account ? .alreadyLinked : .heldBy($0) } ?? .added
+        }
+        return .added
     }
 
-    /// Takes a link back: to the account linked before, or none.
-    public func unlink(_ subscriptionId: String, restoring earlier: AccountID?, on connection: PostgresConnection) async throws {
-        if let earlier {
-            try await connection.query(
-                "UPDATE stripe_links SET account_id = \(earlier) WHERE subscription_id = \(subscriptionId)", logger: logger)
-        } else {
-            try await connection.query("DELETE FROM stripe_links WHERE subscription_id = \(subscriptionId)", logger: logger)
-        }
+    /// What ``link(_:to:on:)`` found: a link another account holds is never moved, whatever made it.
+    public enum Link: Sendable, Equatable {
+        case added
+        case alreadyLinked
+        case heldBy(AccountID)
+    }
+
+    /// Takes back a link just added.
+    public func unlink(_ subscriptionId: String, on connection: PostgresConnection) async throws {
+        try await connection.query("DELETE FROM stripe_links WHERE subscription_id = \(subscriptionId)", logger: logger)
     }
 
     /// The Stripe customer of an account's newest Stripe subscription (for its billing portal).
