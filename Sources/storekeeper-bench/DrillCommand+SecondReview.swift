@@ -246,9 +246,16 @@ extension HostileDrill {
             answers += await withTaskGroup(of: (String, UInt?, Double).self) { group in
                 for (path, method, headers, body) in batch {
                     group.addTask {
-                        let started = ContinuousClock.now
-                        let answer = await system.request(path, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) }, timeout: 30)
-                        return ("\(method) \(path)", answer.status, (ContinuousClock.now - started).seconds)
+                        // No answer at all (a connection that failed under the client, seen about once in three runs
+                        // at the deadline's instant) is asked once more, and said: a wrong status or a late answer is not.
+                        for attempt in 1...2 {
+                            let started = ContinuousClock.now
+                            let answer = await system.request(path, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) }, timeout: 30)
+                            if answer.status != nil || attempt == 2 {
+                                return ("\(method) \(path)\(attempt == 2 ? " (asked again after no answer)" : "")", answer.status, (ContinuousClock.now - started).seconds)
+                            }
+                        }
+                        return ("\(method) \(path)", nil, 0)
                     }
                 }
                 return await group.reduce(into: [(String, UInt?, Double)]()) { $0.append($1) }
@@ -256,9 +263,10 @@ extension HostileDrill {
         }
         let wrong = answers.filter { $0.1 != 503 || $0.2 > 8 }.map { "\($0.0): \($0.1.map(String.init) ?? "none") in \(String(format: "%.1f", $0.2)) s" }
         let slowest = answers.map(\.2).max() ?? 0
+        let retried = answers.map(\.0).filter { $0.hasSuffix("(asked again after no answer)") }
         verdict.check(
             wrong.isEmpty, "the database stopped: \(routes.count) routes each answer 503 within their 5-s deadline (slowest \(String(format: "%.1f", slowest)) s)"
-                + Self.listed(wrong))
+                + (retried.isEmpty ? "" : "; \(retried.joined(separator: ", "))") + Self.listed(wrong))
     }
 }
 
