@@ -205,7 +205,7 @@ public struct StorekeeperComponents: Sendable {
         dependencies.offers = configuration.serverAPI.map { settings in
             OfferSigning(
                 client: client, signer: OfferSigner(credentials: settings.credentials), offers: configuration.offers,
-                subscriptionProducts: configuration.catalogue.subscriptionProducts(of: nil), logger: logger)
+                subscriptionProducts: configuration.catalogue.subscriptionProducts(of: nil), erased: erased, logger: logger)
         }
         dependencies.metricsKeys = configuration.metricsKeys
         dependencies.devClock = devClock

@@ -50,14 +50,15 @@ public struct OfferSigning: Sendable {
     let logger: Logger
 
     public init(
-        client: PostgresClient, signer: OfferSigner, offers: [PromotionalOffer], subscriptionProducts: Set<String>, logger: Logger
+        client: PostgresClient, signer: OfferSigner, offers: [PromotionalOffer], subscriptionProducts: Set<String>, erased: ErasedAccounts,
+        logger: Logger
     ) {
         self.client = client
         self.signer = signer
         self.offers = offers
         self.subscriptionProducts = subscriptionProducts
         self.subscriptions = SubscriptionStore(client: client, logger: logger)
-        self.purchaseIntents = PurchaseIntents(client: client, logger: logger)
+        self.purchaseIntents = PurchaseIntents(client: client, erased: erased, logger: logger)
         self.logger = logger
     }
 
