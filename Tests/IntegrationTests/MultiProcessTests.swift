@@ -109,7 +109,8 @@ struct MultiProcessTests {
             try await eventually(timeout: .seconds(60), "the connection budget error") {
                 work.text.contains("this process may open 1028 database connections but the server allows")
             }
-            #expect(work.text.contains("worker started"))
+            // The worker logs its start after the budget's error: waited for, not read at one instant.
+            try await eventually(timeout: .seconds(60), "the worker to start") { work.text.contains("worker started") }
             work.signal(SIGTERM)
             #expect(await work.waitForExit() == 0)
         }
