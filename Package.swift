@@ -31,6 +31,8 @@ let package = Package(
         // A fast, strict, linear JSON `Decoder` for the payload models (a tape of tokens over the bytes), and
         // `JSONValue`. No dependencies.
         .target(name: "PayloadDecoding"),
+        // Google Play's Real-time developer notifications and the Pub/Sub push that carries them. Store facts only.
+        .target(name: "GooglePlay", dependencies: ["PayloadDecoding"]),
         // Signed-data verification: JWS + x5c chain to a configured root, Apple payload models. No I/O.
         .target(
             name: "SignedData",
@@ -38,6 +40,7 @@ let package = Package(
                 "AppStoreModels", "PayloadDecoding",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
@@ -118,7 +121,7 @@ let package = Package(
         .target(
             name: "Persistence",
             dependencies: [
-                "AppStoreModels", "PayloadDecoding", "Subscriptions", "Credits", "Entitlements", "StripeStore", "Events", "StatementFencing", "SignedData", "Analytics",
+                "AppStoreModels", "PayloadDecoding", "Subscriptions", "Credits", "Entitlements", "StripeStore", "Events", "StatementFencing", "SignedData", "Analytics", "GooglePlay",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -131,7 +134,7 @@ let package = Package(
         .target(
             name: "Application",
             dependencies: [
-                "AppStoreModels", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "Events", "Persistence", "Jobs", "StatementFencing", "AppStoreServerAPI", "Analytics",
+                "AppStoreModels", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "Events", "Persistence", "Jobs", "StatementFencing", "AppStoreServerAPI", "Analytics", "GooglePlay",
                 "SignedData",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -151,12 +154,22 @@ let package = Package(
         ),
         // Hostile input for the drills and tests: absurd signed content, costly JSON shapes, raw sockets that stall or
         // cut requests. Never linked into `storekeeper`.
+        // Google, faked from its references: push tokens, its keys, Play's notifications.
+        .target(
+            name: "GooglePlayFake",
+            dependencies: [
+                "GooglePlay", "LocalSigning",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         .target(name: "HostileInput", dependencies: ["AppStoreModels", "LocalSigning"]),
         // HTTP: Apple intake, service API, admin, health; connection limits.
         .target(
             name: "HTTPAPI",
             dependencies: [
-                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "Events", "Persistence", "Application", "Jobs", "StatementFencing", "Analytics",
+                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "Events", "Persistence", "Application", "Jobs", "StatementFencing", "Analytics", "GooglePlay",
                 "AppStoreServerAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -172,7 +185,7 @@ let package = Package(
         .target(
             name: "StorekeeperRuntime",
             dependencies: [
-                "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "StripeFake", "Events", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "LocalSigning",
+                "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "StripeFake", "Events", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "LocalSigning", "GooglePlay", "GooglePlayFake",
                 "AppStoreServerAPI", "Analytics",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
@@ -189,7 +202,7 @@ let package = Package(
             name: "storekeeper",
             dependencies: [
                 "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "Subscriptions", "Credits", "Entitlements", "StripeAPI", "StripeFake", "Events",
-                "AppStoreServerAPI", "AppStoreModels",
+                "AppStoreServerAPI", "AppStoreModels", "GooglePlay", "GooglePlayFake",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -201,7 +214,7 @@ let package = Package(
             name: "storekeeper-bench",
             dependencies: [
                 "StorekeeperRuntime", "Analytics", "Subscriptions", "Entitlements", "HostileInput", "SignedData", "LocalSigning", "Persistence", "Jobs", "HTTPAPI", "StripeStore", "StripeFake", "Events",
-                "AppStoreModels",
+                "AppStoreModels", "GooglePlay", "GooglePlayFake",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -238,7 +251,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SignedDataTests",
-            dependencies: ["SignedData", "LocalSigning", "HostileInput", "AppStoreModels", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: ["SignedData", "LocalSigning", "HostileInput", "AppStoreModels", "TestSupport", "GooglePlay", "GooglePlayFake", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels", "TestSupport"]),
         .testTarget(name: "PayloadDecodingTests", dependencies: ["PayloadDecoding", "AppStoreModels", "HostileInput", "TestSupport"]),
         .testTarget(name: "CreditsTests", dependencies: ["Credits", "Subscriptions", "Entitlements", "AppStoreModels"]),
@@ -254,7 +267,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "StorekeeperRuntime", "HTTPAPI", "Persistence", "Application", "Jobs", "StatementFencing", "LocalSigning", "HostileInput", "SignedData", "AppStoreModels",
-                "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "StripeFake", "Events", "AppStoreServerAPI", "TestSupport", "storekeeper-probe-worker",
+                "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "StripeFake", "Events", "AppStoreServerAPI", "TestSupport", "storekeeper-probe-worker", "GooglePlay", "GooglePlayFake",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),

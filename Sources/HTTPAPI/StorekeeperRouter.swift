@@ -22,6 +22,8 @@ public struct HTTPDependencies: Sendable {
     public var refunds: (any RefundDefending)?
     /// Stripe's webhook intake: its signature check and inbox; `nil` leaves `POST /stripe/webhooks` out.
     public var stripe: (signature: StripeSignature, inbox: any StripeEventAccepting)?
+    /// Google Play's push intake: its token check and inbox; `nil` leaves `POST /notifications/google` out.
+    public var google: (verifier: GooglePushVerifier, inbox: any GoogleNotificationAccepting)?
     /// Linking Stripe subscriptions to accounts, and the web app's checkout and portal (`nil` when no API key is set);
     /// `nil` linking leaves the `/v1/accounts/{id}/stripe/*` routes out.
     public var stripeAccounts: (linking: any StripeLinking, selling: (any StripeSelling)?)?
@@ -109,6 +111,9 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
     NotificationIntakeController(verifier: dependencies.verifier, inbox: dependencies.inbox).addRoutes(to: router)
     if let stripe = dependencies.stripe {
         StripeWebhookController(signature: stripe.signature, inbox: stripe.inbox, clock: dependencies.clock).addRoutes(to: router)
+    }
+    if let google = dependencies.google {
+        GoogleNotificationController(verifier: google.verifier, inbox: google.inbox, clock: dependencies.clock).addRoutes(to: router)
     }
     TiersController(catalogue: dependencies.catalogue).addRoutes(to: router)
     if !dependencies.apiKeys.isEmpty {

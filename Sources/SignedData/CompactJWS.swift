@@ -3,10 +3,11 @@ import Foundation
 /// A compact JWS split into its parts. Nothing in it is trusted yet; the header is decoded only on demand, because a
 /// header already seen with a verified chain need not be decoded again.
 struct CompactJWS {
-    /// The JOSE header fields we use; unknown keys (`typ`, `kid`) are ignored.
+    /// The JOSE header fields we use (`kid` only by Google's push tokens); unknown keys (`typ`) are ignored.
     struct Header: Decodable {
         var alg: String?
         var x5c: [String]?
+        var kid: String?
     }
 
     /// The header segment exactly as received (base64url bytes).

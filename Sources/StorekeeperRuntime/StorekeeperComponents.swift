@@ -195,6 +195,10 @@ public struct StorekeeperComponents: Sendable {
             settings.webhookSecrets.isEmpty ? nil : (StripeSignature(secrets: settings.webhookSecrets, tolerance: settings.tolerance),
              StripeInbox(client: client, queue: queue, livemode: settings.livemode, logger: logger))
         }
+        dependencies.google = configuration.googlePlay.map { settings in
+            (GooglePushVerifier(settings: settings.push, source: HTTPGoogleKeySet(url: settings.certificatesURL)),
+             GoogleInbox(client: client, queue: queue, packageName: settings.packageName, logger: logger))
+        }
         if configuration.stripe != nil {
             let accounts = AccountStatusQuery(client: client, ledger: credits, cache: statusCache, logger: logger)
             dependencies.stripeAccounts = (
@@ -233,6 +237,7 @@ public struct StorekeeperComponents: Sendable {
                     StripePayments(
                         client: client, stripe: $0, purchases: purchases, credits: credits, events: events, writer: writer, clock: clock, logger: logger)
                 }, logger: logger),
+            GoogleNotificationJob(client: client, logger: logger),
             WebhookDeliveryJob(
                 client: client, endpoints: configuration.webhooks, transport: webhookTransport, queue: queue, clock: clock, logger: logger),
         ]

@@ -70,6 +70,8 @@ public struct StorekeeperConfiguration: Sendable {
     /// `STOREKEEPER_ERASURE_KEY`: the secret that keys the digests erasure keeps of erased ids; without it erasure is
     /// refused (409 `not_configured`).
     public var erasureKey: String?
+    /// Google Play's push intake (`STOREKEEPER_GOOGLE_*`); `nil`: `POST /notifications/google` is not served.
+    public var googlePlay: GooglePlaySettings?
 
     /// Stripe's webhook endpoint and API.
     public struct StripeSettings: Sendable {
@@ -303,6 +305,7 @@ public struct StorekeeperConfiguration: Sendable {
                 problems.append("STOREKEEPER_ERASURE_KEY: a secret of 32 to 512 bytes (openssl rand -hex 32 makes one); it keys the digests of erased ids")
             }
         }
+        configuration.googlePlay = GooglePlaySettings.load(value, problems: &problems)
         configuration.analytics = boolean("STOREKEEPER_ANALYTICS", default: true)
         if let text = value("STOREKEEPER_CURRENCY_RATES") {
             do { configuration.currencyRates = try CurrencyRatesConfiguration.rates(from: text) } catch { problems += error.problems }

@@ -52,7 +52,7 @@ struct HostileDrill: AsyncParsableCommand {
             try await fuzz(system, attacker: attacker, verdict: &verdict)
             verdict.check(system.serve?.hasExited == false && system.workers.allSatisfy { !$0.hasExited }, "serve and work are still running")
         }
-        say("attack: the second and third reviews' (late request ends, partial bodies, colliding keys, offer races, redirects, heavy ids, NUL parameters, aborted uploads, erased prefixes, shared adjustment keys, crafted notices, Apple reads, the database stopped)")
+        say("attack: the second and third reviews' (late request ends, partial bodies, colliding keys, offer races, redirects, heavy ids, NUL parameters, aborted uploads, erased prefixes, shared adjustment keys, crafted notices, Apple reads, Google Play's intake, the database stopped)")
         try await secondReview(verdict: &verdict)
         try verdict.finish()
     }

@@ -1,5 +1,6 @@
 import Crypto
 import Events
+import GooglePlayFake
 import Foundation
 import HostileInput
 import HTTPAPI
@@ -33,12 +34,12 @@ extension HostileDrill {
             "STOREKEEPER_ASSA_ISSUER_ID": "drill-issuer", "STOREKEEPER_ASSA_KEY_ID": "DRILLKEY", "STOREKEEPER_ASSA_PRIVATE_KEY": key.path,
             "STOREKEEPER_ASSA_BASE_URL": receiver.base, "STOREKEEPER_ERASURE_KEY": Self.erasureKey,
             "STOREKEEPER_OFFERS": #"{"offers": [{"id": "welcome", "product": "pro.monthly", "audience": "active"}, {"id": "stay", "product": "pro.monthly", "audience": "active", "once_per_account": false}]}"#,
-        ]
+        ].merging(Self.googleEnvironment(receiver)) { first, _ in first }
         try await receiver.running {
             try await withDrillSystem(workers: 1, clients: 16, environment: environment) { system, cluster, _ in
                 try await secondReviewRows(system, receiver: receiver, verdict: &verdict)
                 verdict.check(system.serve?.hasExited == false && system.workers.allSatisfy { !$0.hasExited }, "serve and work are still running")
-                await databaseStopped(system, cluster: cluster, verdict: &verdict)
+                await databaseStopped(system, cluster: cluster, google: receiver.google, verdict: &verdict)
                 verdict.check(system.serve?.hasExited == false, "serve is still running with the database away")
             }
         }
@@ -55,6 +56,7 @@ extension HostileDrill {
         await supportConsoleInputs(system, verdict: &verdict)
         try await abortedUploads(system, verdict: &verdict)
         await thirdReviewRows(system, verdict: &verdict)
+        try await googleIntake(system, google: receiver.google, verdict: &verdict)
     }
 
     /// `GET /healthz` with `Content-Length: 1`, its byte sent after the answer: closed at the idle deadline anyway.
@@ -213,7 +215,9 @@ extension HostileDrill {
     }
 
     /// The database stopped: every route answers 503 within its deadline.
-    func databaseStopped(_ system: SystemUnderTest, cluster: PrivateCluster, verdict: inout DrillVerdict) async {
+    func databaseStopped(_ system: SystemUnderTest, cluster: PrivateCluster, google: FakeGooglePlay, verdict: inout DrillVerdict) async {
+        // Made before the stop: the push's token is checked first (its keys are held already), then the database is asked.
+        let googlePush = try? Self.googlePush(google)
         cluster.stop()
         let admin = [("Authorization", "Bearer \(Self.adminKey)"), ("Content-Type", "application/json")]
         let routes: [(String, HTTPMethod, [(String, String)], String?)] = [
@@ -238,6 +242,7 @@ extension HostileDrill {
             ("/admin/extensions/drill-request", .GET, admin, nil),
             ("/admin/accounts/a/credits", .POST, admin, #"{"meter": "ai_requests", "amount": 5, "reason": "x", "idempotencyKey": "k"}"#),
             ("/admin/accounts/a/grants", .POST, admin, #"{"tier": "pro", "duration": "P7D", "reason": "x"}"#),
+            ("/notifications/google", .POST, googlePush?.headers ?? [], googlePush?.body),
         ]
         // Eight at a time: the HTTP client holds eight connections to a host, and a ninth request's wait for one
         // would be counted as the route's.
@@ -274,9 +279,14 @@ extension HostileDrill {
 /// that path (nothing should).
 final class RedirectingReceiver: Sendable {
     let port: Int
+    /// Google, whose push-token keys this receiver also serves.
+    let google: FakeGooglePlay
     private let hits = Atomic<Int>(0)
 
-    init() throws { port = try PrivateCluster.freePort() }
+    init() throws {
+        port = try PrivateCluster.freePort()
+        google = try FakeGooglePlay()
+    }
 
     var base: String { "http://127.0.0.1:\(port)" }
     var target: String { base + "/elsewhere" }
@@ -295,6 +305,10 @@ final class RedirectingReceiver: Sendable {
             Response(
                 status: .ok, headers: [.contentType: "application/json"],
                 body: .init(byteBuffer: ByteBuffer(string: #"{"notificationHistory": [], "hasMore": false}"#)))
+        }
+        let google = self.google
+        router.get("/oauth2/v3/certs") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: google.keySetDocument())))
         }
         router.post("/elsewhere") { _, _ -> HTTPResponse.Status in
             self.hits.add(1, ordering: .relaxed)

@@ -93,6 +93,34 @@ struct ConfigurationTests {
         }
     }
 
+    @Test("Google Play's three settings come together and each is checked; with all three the intake is configured")
+    func googlePlaySettings() throws {
+        let base = [
+            "STOREKEEPER_BUNDLE_ID": "com.example.app", "STOREKEEPER_ENVIRONMENTS": "Sandbox",
+            "STOREKEEPER_ROOT_CERTIFICATES": AppleSamples.rootCertificate.path,
+        ]
+        let complete = base.merging([
+            "STOREKEEPER_GOOGLE_PACKAGE_NAME": "com.example.app", "STOREKEEPER_GOOGLE_PUSH_AUDIENCE": "https://example.com/notifications/google",
+            "STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT": "push@example.iam.gserviceaccount.com",
+        ]) { $1 }
+        let configured = try StorekeeperConfiguration.load(environment: complete, requiresDatabase: false)
+        #expect(configured.googlePlay?.packageName == "com.example.app")
+        #expect(configured.googlePlay?.certificatesURL == "https://www.googleapis.com/oauth2/v3/certs")
+        #expect(try StorekeeperConfiguration.load(environment: base, requiresDatabase: false).googlePlay == nil)
+        let cases: [(String, [String: String], String)] = [
+            ("the package alone", ["STOREKEEPER_GOOGLE_PACKAGE_NAME": "com.example.app"], "set together"),
+            ("not a package", complete.merging(["STOREKEEPER_GOOGLE_PACKAGE_NAME": "example app"]) { $1 }, "STOREKEEPER_GOOGLE_PACKAGE_NAME"),
+            ("not an email", complete.merging(["STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT": "push"]) { $1 }, "STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT"),
+            ("not a URL", complete.merging(["STOREKEEPER_GOOGLE_CERTS_URL": "ftp://x"]) { $1 }, "STOREKEEPER_GOOGLE_CERTS_URL"),
+        ]
+        for (label, environment, needle) in cases {
+            let error = #expect(throws: ConfigurationError.self, "\(label)") {
+                try StorekeeperConfiguration.load(environment: base.merging(environment) { $1 }, requiresDatabase: false)
+            }
+            #expect(error?.description.contains(needle) == true, "\(label): \(error?.description ?? "")")
+        }
+    }
+
     @Test("DATABASE_URL is optional only where a private cluster is started")
     func databaseOptionalForDev() throws {
         let root = AppleSamples.rootCertificate

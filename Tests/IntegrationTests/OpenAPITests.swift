@@ -20,6 +20,8 @@ struct OpenAPITests {
     static let environment = [
         "STOREKEEPER_ADMIN_KEYS": adminKey, "STOREKEEPER_OFFERS": OfferSignatureTests.offers,
         "STOREKEEPER_STRIPE_WEBHOOK_SECRETS": "whsec_openapi_test_secret",
+        "STOREKEEPER_GOOGLE_PACKAGE_NAME": "com.example.app", "STOREKEEPER_GOOGLE_PUSH_AUDIENCE": "https://example.com/notifications/google",
+        "STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT": "push@example.iam.gserviceaccount.com",
         "STOREKEEPER_WEBHOOKS": "{endpoints: [{name: app, url: 'http://127.0.0.1:9/hook', secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw']}]}",
     ]
 

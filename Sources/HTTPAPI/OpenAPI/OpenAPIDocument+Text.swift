@@ -8,7 +8,7 @@ public enum OpenAPIDocument {
     "title": "Storekeeper HTTP API",
     "version": "1.0.0",
     "summary": "App Store (and Stripe) subscription lifecycle, credits and entitlements for an app's accounts.",
-    "description": "The HTTP API of `storekeeper serve` (and `storekeeper dev`), as `Sources/HTTPAPI/StorekeeperRouter.swift` registers it.\n\n* Every error is `{\"error\": \"<code>\", \"message\": \"<text>\"}` with `Content-Type: application/json; charset=utf-8`, the content type of every JSON answer. Times are RFC 3339 UTC.\n* A path no route takes is 404 `not_found`; a route's path under another method is 405 `method_not_allowed` with `Allow`.\n* A body that cannot be read to its end is 400; a body that does not fit the process's body memory is 503 `busy` (connection closed); an unexpected failure is 500 `internal_error` (a bug: the server log has the cause).\n* `/v1/...` (but `/v1/tiers`) exists only when `STOREKEEPER_API_KEYS` is set; `/admin...` only when `STOREKEEPER_ADMIN_KEYS` is set; `/stripe/webhooks` and `/v1/accounts/{accountId}/stripe/...` only when Stripe is configured; `/admin/dev/clock` only under `storekeeper dev`.\n* Admin writes (anything but GET and HEAD under `/admin`) must be same-site (403 `cross_site`) and `application/json` for the JSON API, `application/x-www-form-urlencoded` for the dashboard's forms (415 `unsupported_media_type`); a request without a body needs no media type.\n* Authenticated answers carry `Cache-Control: no-store`; every answer carries `X-Content-Type-Options: nosniff`.\n* Admin routes need an operator key (`STOREKEEPER_ADMIN_KEYS`: `name:role:key`; a list of bare keys only makes each an admin) whose role is at least the operation's `x-storekeeper-role` (403 `forbidden` otherwise); every successful admin write is appended to the audit log (`GET /admin/audit`) before it is answered.",
+    "description": "The HTTP API of `storekeeper serve` (and `storekeeper dev`), as `Sources/HTTPAPI/StorekeeperRouter.swift` registers it.\n\n* Every error is `{\"error\": \"<code>\", \"message\": \"<text>\"}` with `Content-Type: application/json; charset=utf-8`, the content type of every JSON answer. Times are RFC 3339 UTC.\n* A path no route takes is 404 `not_found`; a route's path under another method is 405 `method_not_allowed` with `Allow`.\n* A body that cannot be read to its end is 400; a body that does not fit the process's body memory is 503 `busy` (connection closed); an unexpected failure is 500 `internal_error` (a bug: the server log has the cause).\n* `/v1/...` (but `/v1/tiers`) exists only when `STOREKEEPER_API_KEYS` is set; `/admin...` only when `STOREKEEPER_ADMIN_KEYS` is set; `/stripe/webhooks` and `/v1/accounts/{accountId}/stripe/...` only when Stripe is configured; `/notifications/google` only when Google Play is configured; `/admin/dev/clock` only under `storekeeper dev`.\n* Admin writes (anything but GET and HEAD under `/admin`) must be same-site (403 `cross_site`) and `application/json` for the JSON API, `application/x-www-form-urlencoded` for the dashboard's forms (415 `unsupported_media_type`); a request without a body needs no media type.\n* Authenticated answers carry `Cache-Control: no-store`; every answer carries `X-Content-Type-Options: nosniff`.\n* Admin routes need an operator key (`STOREKEEPER_ADMIN_KEYS`: `name:role:key`; a list of bare keys only makes each an admin) whose role is at least the operation's `x-storekeeper-role` (403 `forbidden` otherwise); every successful admin write is appended to the audit log (`GET /admin/audit`) before it is answered.",
     "license": {
       "name": "Proprietary",
       "identifier": "LicenseRef-Proprietary"
@@ -541,6 +541,206 @@ public enum OpenAPIDocument {
                           "enum": [
                             "unavailable",
                             "busy"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/notifications/google": {
+      "post": {
+        "operationId": "receiveGooglePlayNotification",
+        "summary": "Google Play notification intake (only when Google Play is configured)",
+        "tags": [
+          "Intake"
+        ],
+        "description": "Present only when `STOREKEEPER_GOOGLE_PACKAGE_NAME`, `STOREKEEPER_GOOGLE_PUSH_AUDIENCE` and `STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT` are set. Cloud Pub/Sub's authenticated push of a Play Real-time developer notification. The push's OIDC token is verified before the body is read: RS256 under the Google key its `kid` names (from `STOREKEEPER_GOOGLE_CERTS_URL`), `iss` Google's, `aud` = `STOREKEEPER_GOOGLE_PUSH_AUDIENCE`, `email` = `STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT` with `email_verified`, `iat`/`exp` within 60 s. Then the push is stored and enqueued in one committed transaction before 200, deduplicated by `messageId`; another package's notification is 200 `ignored` and not stored. See docs/google-play.md.",
+        "security": [],
+        "parameters": [
+          {
+            "name": "Authorization",
+            "in": "header",
+            "required": true,
+            "description": "`Bearer <JWT>`: the OIDC token Pub/Sub signs for an authenticated push subscription, at most 8 KiB.",
+            "schema": {
+              "type": "string",
+              "pattern": "^[Bb][Ee][Aa][Rr][Ee][Rr] [A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$"
+            }
+          }
+        ],
+        "requestBody": {
+          "description": "A wrapped Pub/Sub push whose base64 `data` is a Play DeveloperNotification with exactly one of its kinds.",
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "type": "object",
+                "properties": {
+                  "message": {
+                    "type": "object",
+                    "properties": {
+                      "data": {
+                        "type": "string",
+                        "contentEncoding": "base64",
+                        "description": "A DeveloperNotification as JSON: `version`, `packageName`, `eventTimeMillis` and one of `subscriptionNotification`, `oneTimeProductNotification`, `voidedPurchaseNotification`, `pendingRefundReviewNotification`, `testNotification`."
+                      },
+                      "messageId": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 512,
+                        "pattern": "^[!-~]+$"
+                      },
+                      "publishTime": {
+                        "type": "string",
+                        "format": "date-time"
+                      },
+                      "attributes": {
+                        "type": "object",
+                        "additionalProperties": {
+                          "type": "string"
+                        }
+                      }
+                    },
+                    "required": [
+                      "data",
+                      "messageId"
+                    ]
+                  },
+                  "subscription": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 512,
+                    "examples": [
+                      "projects/my-project/subscriptions/play-push"
+                    ]
+                  }
+                },
+                "required": [
+                  "message",
+                  "subscription"
+                ]
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "`accepted` (stored and enqueued, committed), `duplicate` (its `messageId` is stored) or `ignored` (another app's package; not stored)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/GoogleIntakeAnswer"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "The body is not a wrapped Pub/Sub push, or its `data` is not a DeveloperNotification (`bad_request`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "description": "No bearer token, or one that does not verify: signature, key, issuer, audience, service account, or times (`verification_failed`); with `WWW-Authenticate: Bearer error=\"invalid_token\"`",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "verification_failed"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            },
+            "headers": {
+              "WWW-Authenticate": {
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "413": {
+            "description": "The body is larger than 512 KiB, this route's limit (`payload_too_large`); the connection is closed",
+            "headers": {
+              "Connection": {
+                "description": "`close`",
+                "schema": {
+                  "type": "string",
+                  "const": "close"
+                }
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "payload_too_large"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "Service unavailable: Google's signing keys could not be read (`verification_unavailable`), the body memory is full (`busy`) or the database did not answer in time (`unavailable`); Pub/Sub retries",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable",
+                            "busy",
+                            "verification_unavailable"
                           ]
                         }
                       }
@@ -10768,6 +10968,26 @@ public enum OpenAPIDocument {
         "required": [
           "status",
           "eventId"
+        ]
+      },
+      "GoogleIntakeAnswer": {
+        "type": "object",
+        "properties": {
+          "status": {
+            "type": "string",
+            "enum": [
+              "accepted",
+              "duplicate",
+              "ignored"
+            ]
+          },
+          "messageId": {
+            "type": "string"
+          }
+        },
+        "required": [
+          "status",
+          "messageId"
         ]
       },
       "Health": {

@@ -1,0 +1,160 @@
+import Foundation
+import PayloadDecoding
+
+/// What Google Play publishes to the topic named in Play Console (Real-time developer notifications reference): a
+/// `DeveloperNotification` with exactly one of its kinds. Nothing in it is signed; it says which purchase token
+/// changed, and the token's state is then read from the Play Developer API.
+public struct DeveloperNotification: Sendable, Equatable {
+    public var version: String?
+    public var packageName: String
+    /// `eventTimeMillis` (a string of milliseconds in Google's examples; a number is read too).
+    public var eventTime: Date?
+    public var content: Content
+
+    /// The one kind of change a notification carries.
+    public enum Content: Sendable, Equatable {
+        case subscription(type: SubscriptionNotificationType, purchaseToken: String)
+        case oneTimeProduct(type: OneTimeProductNotificationType, purchaseToken: String, productId: String?)
+        /// `productType` 1 subscription, 2 one-time; `refundType` 1 full, 2 quantity-based partial.
+        case voidedPurchase(purchaseToken: String, orderId: String?, productType: Int?, refundType: Int?)
+        /// A chargeback Google asks the developer to review within 24 hours.
+        case pendingRefundReview(purchaseToken: String?)
+        /// Sent from Play Console's "Send test notification".
+        case test
+    }
+
+    /// The purchase token the notification is about, if any.
+    public var purchaseToken: String? {
+        switch content {
+        case .subscription(_, let token), .oneTimeProduct(_, let token, _), .voidedPurchase(let token, _, _, _): return token
+        case .pendingRefundReview(let token): return token
+        case .test: return nil
+        }
+    }
+
+    /// The kind's name as stored (`subscription`, `one_time_product`, `voided_purchase`, `pending_refund_review`, `test`).
+    public var kind: String {
+        switch content {
+        case .subscription: return "subscription"
+        case .oneTimeProduct: return "one_time_product"
+        case .voidedPurchase: return "voided_purchase"
+        case .pendingRefundReview: return "pending_refund_review"
+        case .test: return "test"
+        }
+    }
+
+    /// The numbered type within the kind, for subscription and one-time notifications.
+    public var notificationType: Int? {
+        switch content {
+        case .subscription(let type, _): return type.rawValue
+        case .oneTimeProduct(let type, _, _): return type.rawValue
+        default: return nil
+        }
+    }
+
+    /// Purchase tokens Google issues are a few hundred bytes; far longer is not a token.
+    static let maximumTokenBytes = 2048
+
+    /// Reads a decoded `message.data`; anything that is not a DeveloperNotification with exactly one kind is refused.
+    public init(data: [UInt8]) throws(PubSubPush.Refusal) {
+        let raw: Raw
+        do {
+            raw = try PayloadDecoder().decode(Raw.self, from: data)
+        } catch {
+            throw PubSubPush.Refusal(#"message.data must be a Play DeveloperNotification: {"version", "packageName", "eventTimeMillis", and one of subscriptionNotification, oneTimeProductNotification, voidedPurchaseNotification, pendingRefundReviewNotification, testNotification}"#)
+        }
+        guard let packageName = raw.packageName, PubSubPush.isPrintable(packageName) else {
+            throw PubSubPush.Refusal("the notification's packageName must be the app's package name")
+        }
+        var kinds: [Content] = []
+        if let notification = raw.subscriptionNotification {
+            guard let type = notification.notificationType else { throw PubSubPush.Refusal("subscriptionNotification.notificationType must be a number") }
+            kinds.append(.subscription(type: SubscriptionNotificationType(rawValue: type), purchaseToken: try Self.token(notification.purchaseToken)))
+        }
+        if let notification = raw.oneTimeProductNotification {
+            guard let type = notification.notificationType else { throw PubSubPush.Refusal("oneTimeProductNotification.notificationType must be a number") }
+            kinds.append(.oneTimeProduct(
+                type: OneTimeProductNotificationType(rawValue: type), purchaseToken: try Self.token(notification.purchaseToken),
+                productId: try Self.identifier(notification.sku, "oneTimeProductNotification.sku")))
+        }
+        if let notification = raw.voidedPurchaseNotification {
+            kinds.append(.voidedPurchase(
+                purchaseToken: try Self.token(notification.purchaseToken),
+                orderId: try Self.identifier(notification.orderId, "voidedPurchaseNotification.orderId"),
+                productType: notification.productType, refundType: notification.refundType))
+        }
+        if let notification = raw.pendingRefundReviewNotification {
+            kinds.append(.pendingRefundReview(purchaseToken: try notification.purchaseToken.map { token throws(PubSubPush.Refusal) in try Self.token(token) }))
+        }
+        if raw.testNotification != nil { kinds.append(.test) }
+        guard kinds.count == 1, let content = kinds.first else {
+            throw PubSubPush.Refusal("a DeveloperNotification carries exactly one of its kinds; this one has \(kinds.count)")
+        }
+        self.version = raw.version
+        self.packageName = packageName
+        self.eventTime = raw.eventTimeMillis?.milliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) }
+        self.content = content
+    }
+
+    private static func token(_ token: String?) throws(PubSubPush.Refusal) -> String {
+        guard let token, !token.isEmpty, token.utf8.count <= maximumTokenBytes, token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw PubSubPush.Refusal("purchaseToken must be 1 to \(maximumTokenBytes) printable ASCII bytes")
+        }
+        return token
+    }
+
+    private static func identifier(_ value: String?, _ field: String) throws(PubSubPush.Refusal) -> String? {
+        guard let value else { return nil }
+        guard PubSubPush.isPrintable(value) else { throw PubSubPush.Refusal("\(field) must be printable ASCII") }
+        return value
+    }
+
+    private struct Raw: Decodable {
+        var version: String?
+        var packageName: String?
+        var eventTimeMillis: Milliseconds?
+        var subscriptionNotification: Subscription?
+        var oneTimeProductNotification: OneTimeProduct?
+        var voidedPurchaseNotification: Voided?
+        var pendingRefundReviewNotification: PendingRefundReview?
+        var testNotification: Test?
+
+        struct Subscription: Decodable {
+            var notificationType: Int?
+            var purchaseToken: String?
+        }
+
+        struct OneTimeProduct: Decodable {
+            var notificationType: Int?
+            var purchaseToken: String?
+            var sku: String?
+        }
+
+        struct Voided: Decodable {
+            var purchaseToken: String?
+            var orderId: String?
+            var productType: Int?
+            var refundType: Int?
+        }
+
+        struct PendingRefundReview: Decodable {
+            var purchaseToken: String?
+        }
+
+        struct Test: Decodable {
+            var version: String?
+        }
+    }
+
+    /// `eventTimeMillis`: Google's examples write it as a string; a number is accepted too. A value outside years
+    /// 1970–9999 is no time at all.
+    private struct Milliseconds: Decodable {
+        var milliseconds: Int64?
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            let value = (try? container.decode(Int64.self)) ?? (try? container.decode(String.self)).flatMap { Int64($0) }
+            milliseconds = value.flatMap { (0...253_402_300_799_999).contains($0) ? $0 : nil }
+        }
+    }
+}
