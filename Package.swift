@@ -134,7 +134,7 @@ let package = Package(
         .target(
             name: "Application",
             dependencies: [
-                "AppStoreModels", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "Events", "Persistence", "Jobs", "StatementFencing", "AppStoreServerAPI", "Analytics", "GooglePlay",
+                "AppStoreModels", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "Events", "Persistence", "Jobs", "StatementFencing", "AppStoreServerAPI", "Analytics", "GooglePlay", "GooglePlayAPI",
                 "SignedData",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -154,6 +154,19 @@ let package = Package(
         ),
         // Hostile input for the drills and tests: absurd signed content, costly JSON shapes, raw sockets that stall or
         // cut requests. Never linked into `storekeeper`.
+        // The Play Developer API: service-account tokens, paced and retried calls, one error type.
+        .target(
+            name: "GooglePlayAPI",
+            dependencies: [
+                "GooglePlay",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Google, faked from its references: push tokens, its keys, Play's notifications.
         .target(
             name: "GooglePlayFake",
@@ -185,7 +198,7 @@ let package = Package(
         .target(
             name: "StorekeeperRuntime",
             dependencies: [
-                "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "StripeFake", "Events", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "LocalSigning", "GooglePlay", "GooglePlayFake",
+                "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "StripeFake", "Events", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "LocalSigning", "GooglePlay", "GooglePlayAPI", "GooglePlayFake",
                 "AppStoreServerAPI", "Analytics",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
@@ -252,6 +265,7 @@ let package = Package(
         .testTarget(
             name: "SignedDataTests",
             dependencies: ["SignedData", "LocalSigning", "HostileInput", "AppStoreModels", "TestSupport", "GooglePlay", "GooglePlayFake", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "GooglePlayTests", dependencies: ["GooglePlay"]),
         .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels", "TestSupport"]),
         .testTarget(name: "PayloadDecodingTests", dependencies: ["PayloadDecoding", "AppStoreModels", "HostileInput", "TestSupport"]),
         .testTarget(name: "CreditsTests", dependencies: ["Credits", "Subscriptions", "Entitlements", "AppStoreModels"]),
@@ -267,7 +281,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "StorekeeperRuntime", "HTTPAPI", "Persistence", "Application", "Jobs", "StatementFencing", "LocalSigning", "HostileInput", "SignedData", "AppStoreModels",
-                "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "StripeFake", "Events", "AppStoreServerAPI", "TestSupport", "storekeeper-probe-worker", "GooglePlay", "GooglePlayFake",
+                "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "StripeFake", "Events", "AppStoreServerAPI", "TestSupport", "storekeeper-probe-worker", "GooglePlay", "GooglePlayAPI", "GooglePlayFake",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),

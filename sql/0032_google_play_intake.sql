@@ -29,3 +29,34 @@ CREATE TABLE google_purchase_tokens (
     last_message_id        text NOT NULL,
     read_at                timestamptz        -- when the Play Developer API was last read for it
 );
+
+-- Every read of a subscription token from purchases.subscriptionsv2.get, as Google answered it: a Play subscription's
+-- state is a function of these reads (Play sends no signed history, only its state now, so each read is kept).
+CREATE TABLE google_subscription_reads (
+    purchase_token        text NOT NULL,
+    read_at               timestamptz NOT NULL,
+    subscription_state    text NOT NULL,
+    expiry_time           timestamptz,
+    latest_order_id       text,
+    linked_purchase_token text,
+    body                  jsonb NOT NULL,
+    PRIMARY KEY (purchase_token, read_at)
+);
+CREATE INDEX google_subscription_reads_linked ON google_subscription_reads (linked_purchase_token) WHERE linked_purchase_token IS NOT NULL;
+
+-- Each Play subscription — a chain of tokens linked by linkedPurchaseToken — as derived from all its reads, keyed by
+-- the chain's first token. Derived again after every read; what support and, next, access read.
+CREATE TABLE google_subscriptions (
+    id            text PRIMARY KEY,
+    current_token text NOT NULL,
+    tokens        text[] NOT NULL,
+    product_id    text,
+    state         text NOT NULL,
+    expires_at    timestamptz,
+    will_renew    boolean NOT NULL,
+    is_trial      boolean NOT NULL,
+    is_test       boolean NOT NULL,
+    account_token text,
+    periods       integer NOT NULL,
+    derived_at    timestamptz NOT NULL
+);

@@ -21,6 +21,9 @@ public struct DeveloperNotification: Sendable, Equatable {
         case pendingRefundReview(purchaseToken: String?)
         /// Sent from Play Console's "Send test notification".
         case test
+        /// None of the kinds above: one Google added since (as it added `pendingRefundReviewNotification` in 2026).
+        /// Stored and acknowledged, never refused — Pub/Sub would send a refused one again for days.
+        case unknown
     }
 
     /// The purchase token the notification is about, if any.
@@ -28,7 +31,7 @@ public struct DeveloperNotification: Sendable, Equatable {
         switch content {
         case .subscription(_, let token), .oneTimeProduct(_, let token, _), .voidedPurchase(let token, _, _, _): return token
         case .pendingRefundReview(let token): return token
-        case .test: return nil
+        case .test, .unknown: return nil
         }
     }
 
@@ -40,6 +43,7 @@ public struct DeveloperNotification: Sendable, Equatable {
         case .voidedPurchase: return "voided_purchase"
         case .pendingRefundReview: return "pending_refund_review"
         case .test: return "test"
+        case .unknown: return "unknown"
         }
     }
 
@@ -87,13 +91,21 @@ public struct DeveloperNotification: Sendable, Equatable {
             kinds.append(.pendingRefundReview(purchaseToken: try notification.purchaseToken.map { token throws(PubSubPush.Refusal) in try Self.token(token) }))
         }
         if raw.testNotification != nil { kinds.append(.test) }
-        guard kinds.count == 1, let content = kinds.first else {
-            throw PubSubPush.Refusal("a DeveloperNotification carries exactly one of its kinds; this one has \(kinds.count)")
+        guard kinds.count <= 1 else {
+            throw PubSubPush.Refusal("a DeveloperNotification carries one of its kinds; this one has \(kinds.count)")
         }
+        let content = kinds.first ?? .unknown
         self.version = raw.version
         self.packageName = packageName
         self.eventTime = raw.eventTimeMillis?.milliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) }
         self.content = content
+    }
+
+    /// The `packageName` of a notification, read leniently: whose it is decides whether it is read at all, so a
+    /// notification of another app is acknowledged whatever else it holds.
+    public static func packageName(in data: [UInt8]) -> String? {
+        struct Peek: Decodable { var packageName: String? }
+        return (try? PayloadDecoder().decode(Peek.self, from: data))?.packageName
     }
 
     private static func token(_ token: String?) throws(PubSubPush.Refusal) -> String {

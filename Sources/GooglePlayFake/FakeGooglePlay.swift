@@ -39,14 +39,52 @@ public final class FakeGooglePlay: Sendable {
         /// Requests for the key set, by either form.
         var certificateReads = 0
         var nextMessage = 1_000_000_000_000
+        var nextToken = 0
+        var nextOrder = 1000
+        var subscriptions: [String: SubscriptionToken] = [:]
+        /// Access tokens granted to the service account.
+        var accessTokens: Set<String> = []
+        var grants = 0
+        /// Statuses the API answers next, before serving normally again (429, 503, …).
+        var failures: [Int] = []
+        /// API requests served (token grants and certificates apart).
+        var apiRequests = 0
     }
 
     let state: Mutex<State>
+    /// The app whose purchases the fake sells.
+    public let packageName: String
+    /// The service account the Play Developer API answers.
+    public let serviceAccountEmail = "storekeeper@fake-play.iam.gserviceaccount.com"
+    let serviceAccountKey: _RSA.Signing.PrivateKey
 
-    /// A fake with one published key.
-    public init() throws {
+    /// A fake with one published key, selling `packageName`'s products.
+    public init(packageName: String = "com.example.storekeeper") throws {
         state = Mutex(State(keys: [try SigningKey(kid: "fake-google-1")]))
+        self.packageName = packageName
+        serviceAccountKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
     }
+
+    /// A service-account key file as Google Cloud gives one, whose `token_uri` is `tokenURI` (the fake's `/token`).
+    public func serviceAccountKeyFile(tokenURI: String) -> [UInt8] {
+        let file: [String: String] = [
+            "type": "service_account", "project_id": "fake-play", "private_key_id": "fake-key-1",
+            "private_key": serviceAccountKey.pkcs8PEMRepresentation, "client_email": serviceAccountEmail, "client_id": "1000000000001",
+            "auth_uri": "https://accounts.google.com/o/oauth2/auth", "token_uri": tokenURI,
+        ]
+        return Array((try? JSONSerialization.data(withJSONObject: file, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data())
+    }
+
+    /// Access tokens granted so far.
+    public var grants: Int { state.withLock { $0.grants } }
+    /// Play Developer API requests served so far.
+    public var apiRequests: Int { state.withLock { $0.apiRequests } }
+
+    /// Forgets every access token granted (as when Google revokes them): the next API request with one is 401.
+    public func revokeAccessTokens() { state.withLock { $0.accessTokens.removeAll() } }
+
+    /// The API answers `statuses` to its next requests, in order, then serves normally again.
+    public func failNext(_ statuses: [Int]) { state.withLock { $0.failures += statuses } }
 
     /// Publishes a new key and signs with it from now on; the previous key stays published (as Google's rotation
     /// keeps two) unless `retiring` says otherwise.

@@ -1,4 +1,5 @@
 import Foundation
+import GooglePlayAPI
 import SignedData
 
 /// Google Play's push intake (`STOREKEEPER_GOOGLE_*`): served when the package name, the push audience and the push
@@ -10,6 +11,15 @@ public struct GooglePlaySettings: Sendable {
     public var push: GooglePushVerifier.Settings
     /// `STOREKEEPER_GOOGLE_CERTS_URL`: Google's signing keys as a JWK set.
     public var certificatesURL = GooglePlaySettings.googleCertificates
+
+    /// `STOREKEEPER_GOOGLE_SERVICE_ACCOUNT`: the key file the worker reads Play with; `nil`: notifications are
+    /// stored and their tokens filed, nothing is read.
+    public var serviceAccount: GoogleServiceAccount?
+    /// `STOREKEEPER_GOOGLE_PLAY_API_URL`: the Play Developer API's host, or a test server.
+    public var apiURL = GooglePlayClient.googleHost
+    /// `STOREKEEPER_GOOGLE_REQUESTS_PER_MINUTE`: this process's pace of Play requests (Google's default quota is
+    /// 3,000 a minute per bucket, shared by every process of the project).
+    public var requestsPerMinute = 1000
 
     public static let googleCertificates = "https://www.googleapis.com/oauth2/v3/certs"
 
@@ -42,6 +52,31 @@ public struct GooglePlaySettings: Sendable {
                 settings.certificatesURL = url
             } else {
                 problems.append("STOREKEEPER_GOOGLE_CERTS_URL: an http(s) URL of a JWK set such as \(googleCertificates)")
+            }
+        }
+        if let path = value("STOREKEEPER_GOOGLE_SERVICE_ACCOUNT") {
+            if let contents = FileManager.default.contents(atPath: path) {
+                do {
+                    settings.serviceAccount = try GoogleServiceAccount(json: contents)
+                } catch {
+                    problems.append("STOREKEEPER_GOOGLE_SERVICE_ACCOUNT: \(error.message) (\(path))")
+                }
+            } else {
+                problems.append("STOREKEEPER_GOOGLE_SERVICE_ACCOUNT: cannot read the service-account key file \(path)")
+            }
+        }
+        if let url = value("STOREKEEPER_GOOGLE_PLAY_API_URL") {
+            if let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil {
+                settings.apiURL = url
+            } else {
+                problems.append("STOREKEEPER_GOOGLE_PLAY_API_URL: an http(s) URL such as \(GooglePlayClient.googleHost)")
+            }
+        }
+        if let text = value("STOREKEEPER_GOOGLE_REQUESTS_PER_MINUTE") {
+            if let number = Int(text), (1...1_000_000).contains(number) {
+                settings.requestsPerMinute = number
+            } else {
+                problems.append("STOREKEEPER_GOOGLE_REQUESTS_PER_MINUTE must be an integer in 1...1000000, got \"\(text)\"")
             }
         }
         return settings

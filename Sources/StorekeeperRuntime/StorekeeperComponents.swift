@@ -1,5 +1,6 @@
 import AppStoreServerAPI
 import Foundation
+import GooglePlayAPI
 import HTTPAPI
 import Hummingbird
 import Jobs
@@ -237,7 +238,15 @@ public struct StorekeeperComponents: Sendable {
                     StripePayments(
                         client: client, stripe: $0, purchases: purchases, credits: credits, events: events, writer: writer, clock: clock, logger: logger)
                 }, logger: logger),
-            GoogleNotificationJob(client: client, logger: logger),
+            GoogleNotificationJob(
+                client: client,
+                play: configuration.googlePlay.flatMap { settings in
+                    settings.serviceAccount.map {
+                        GooglePlayClient(
+                            baseURL: settings.apiURL, packageName: settings.packageName, tokens: GoogleAccessTokens(account: $0),
+                            requestsPerMinute: settings.requestsPerMinute, logger: logger)
+                    }
+                }, clock: clock, logger: logger),
             WebhookDeliveryJob(
                 client: client, endpoints: configuration.webhooks, transport: webhookTransport, queue: queue, clock: clock, logger: logger),
         ]

@@ -112,6 +112,10 @@ struct ConfigurationTests {
             ("not a package", complete.merging(["STOREKEEPER_GOOGLE_PACKAGE_NAME": "example app"]) { $1 }, "STOREKEEPER_GOOGLE_PACKAGE_NAME"),
             ("not an email", complete.merging(["STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT": "push"]) { $1 }, "STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT"),
             ("not a URL", complete.merging(["STOREKEEPER_GOOGLE_CERTS_URL": "ftp://x"]) { $1 }, "STOREKEEPER_GOOGLE_CERTS_URL"),
+            ("no key file", complete.merging(["STOREKEEPER_GOOGLE_SERVICE_ACCOUNT": "/nonexistent/key.json"]) { $1 }, "cannot read the service-account key file"),
+            ("not a key file", complete.merging(["STOREKEEPER_GOOGLE_SERVICE_ACCOUNT": AppleSamples.rootCertificate.path]) { $1 }, "not JSON"),
+            ("API URL", complete.merging(["STOREKEEPER_GOOGLE_PLAY_API_URL": "nope"]) { $1 }, "STOREKEEPER_GOOGLE_PLAY_API_URL"),
+            ("pace", complete.merging(["STOREKEEPER_GOOGLE_REQUESTS_PER_MINUTE": "0"]) { $1 }, "STOREKEEPER_GOOGLE_REQUESTS_PER_MINUTE"),
         ]
         for (label, environment, needle) in cases {
             let error = #expect(throws: ConfigurationError.self, "\(label)") {

@@ -28,7 +28,7 @@ public struct GoogleInbox: Sendable {
     private let queue: any JobScheduling
     private let notifications: GoogleNotificationStore
     /// `STOREKEEPER_GOOGLE_PACKAGE_NAME`.
-    private let packageName: String
+    public let packageName: String
     private let logger: Logger
 
     public init(client: PostgresClient, queue: any JobScheduling, packageName: String, logger: Logger) {

@@ -560,7 +560,7 @@ public enum OpenAPIDocument {
         "tags": [
           "Intake"
         ],
-        "description": "Present only when `STOREKEEPER_GOOGLE_PACKAGE_NAME`, `STOREKEEPER_GOOGLE_PUSH_AUDIENCE` and `STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT` are set. Cloud Pub/Sub's authenticated push of a Play Real-time developer notification. The push's OIDC token is verified before the body is read: RS256 under the Google key its `kid` names (from `STOREKEEPER_GOOGLE_CERTS_URL`), `iss` Google's, `aud` = `STOREKEEPER_GOOGLE_PUSH_AUDIENCE`, `email` = `STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT` with `email_verified`, `iat`/`exp` within 60 s. Then the push is stored and enqueued in one committed transaction before 200, deduplicated by `messageId`; another package's notification is 200 `ignored` and not stored. See docs/google-play.md.",
+        "description": "Present only when `STOREKEEPER_GOOGLE_PACKAGE_NAME`, `STOREKEEPER_GOOGLE_PUSH_AUDIENCE` and `STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT` are set. Cloud Pub/Sub's authenticated push of a Play Real-time developer notification. The push's OIDC token is verified before the body is read: RS256 under the Google key its `kid` names (from `STOREKEEPER_GOOGLE_CERTS_URL`), `iss` Google's, `aud` = `STOREKEEPER_GOOGLE_PUSH_AUDIENCE`, `email` = `STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT` with `email_verified`, `iat`/`exp` within 60 s. Then the push is stored and enqueued in one committed transaction before 200, deduplicated by `messageId`; another package's notification is 200 `ignored` and not stored, whatever it holds; a notification of a kind not known is stored (`unknown`). See docs/google-play.md.",
         "security": [],
         "parameters": [
           {
@@ -631,7 +631,7 @@ public enum OpenAPIDocument {
         },
         "responses": {
           "200": {
-            "description": "`accepted` (stored and enqueued, committed), `duplicate` (its `messageId` is stored) or `ignored` (another app's package; not stored)",
+            "description": "`accepted` (stored and enqueued, committed), `duplicate` (its `messageId` is stored) or `ignored` (another app's package; not read further, not stored)",
             "content": {
               "application/json": {
                 "schema": {

@@ -48,8 +48,9 @@ public struct GoogleNotificationStore: Sendable {
         switch notification.content {
         case .subscription: (kind, product) = ("subscription", nil)
         case .oneTimeProduct(_, _, let productId): (kind, product) = ("one_time_product", productId)
-        case .voidedPurchase(_, _, let productType, _): (kind, product) = (productType == 1 ? "subscription" : "one_time_product", nil)
-        case .pendingRefundReview, .test: (kind, product) = ("unknown", nil)
+        case .voidedPurchase(_, _, let productType, _):
+            (kind, product) = (productType == 1 ? "subscription" : productType == 2 ? "one_time_product" : "unknown", nil)
+        case .pendingRefundReview, .test, .unknown: (kind, product) = ("unknown", nil)
         }
         try await connection.query(
             """

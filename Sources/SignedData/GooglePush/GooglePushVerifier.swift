@@ -57,15 +57,16 @@ public actor GooglePushVerifier {
     /// Verifies an `Authorization` header's bearer token at `now`. `malformed`, `untrusted` and `identity` mean the
     /// push is refused (401); `retryable` means Google's keys could not be read and nothing was decided (503).
     public func verify(authorization: String?, now: Date) async throws(VerificationError) -> GooglePushIdentity {
-        guard let authorization, authorization.utf8.count <= Self.maximumTokenBytes + 7 else {
-            throw .malformed("no bearer token: the push subscription must have authentication enabled")
-        }
+        guard let authorization else { throw .malformed("no bearer token: the push subscription must have authentication enabled") }
+        guard authorization.utf8.count <= Self.maximumTokenBytes + 7 else { throw .malformed("the bearer token is longer than 8 KiB") }
         let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { throw .malformed("Authorization must be Bearer <token>") }
-        let jws = try CompactJWS(parsing: String(parts[1]))
+        // RFC 6750 allows one or more spaces after the scheme.
+        let jws = try CompactJWS(parsing: String(parts[1].drop { $0 == " " }))
         let header = try jws.header()
         guard header.alg == "RS256" else { throw .malformed("the token's alg must be RS256") }
-        guard let kid = header.kid, !kid.isEmpty, kid.utf8.count <= 256 else { throw .malformed("the token names no key (kid)") }
+        guard let kid = header.kid, !kid.isEmpty else { throw .malformed("the token names no key (kid)") }
+        guard kid.utf8.count <= 256 else { throw .untrusted("no Google signing key has a kid that long") }
         let key = try await key(kid, now: now)
         let signature = _RSA.Signing.RSASignature(rawRepresentation: jws.signature)
         guard key.isValidSignature(signature, for: SHA256.hash(data: jws.signingInput), padding: .insecurePKCS1v1_5) else {
@@ -95,38 +96,52 @@ public actor GooglePushVerifier {
         return GooglePushIdentity(email: settings.serviceAccount, subject: claims.sub, issuedAt: issuedAt, expiresAt: expiresAt)
     }
 
-    /// The key `kid` names: from the cache, else from a fetch when one is allowed now.
+    /// The key `kid` names: from the cache, else from a fetch when one is allowed now. Keys held, even past their
+    /// lifetime, answer at once — a stale set is refreshed behind the request, so a slow or stalled fetch never holds
+    /// up a push whose key is known; only an unknown `kid` waits for the fetch (which the source bounds in time).
     private func key(_ kid: String, now: Date) async throws(VerificationError) -> _RSA.Signing.PublicKey {
         let stale = fetchedAt.map { now.timeIntervalSince($0) >= settings.keyLifetime } ?? true
-        if let key = keys[kid], !stale { return key }
         let allowed = lastAttempt.map { now.timeIntervalSince($0) >= settings.minimumRefetchInterval || now < $0 } ?? true
-        if allowed {
-            do {
-                try await refresh(now: now)
-            } catch {
-                // Keys held, even stale, still decide; without any the push can only be retried later.
-                if keys.isEmpty { throw .init(.retryable, "Google's signing keys could not be read: \(error)") }
-            }
+        if let key = keys[kid] {
+            if stale, allowed, fetching == nil { Task { try? await self.refresh(now: now) } }  // a failure is kept in lastFailure
+            return key
         }
-        guard let key = keys[kid] else { throw .untrusted("no Google signing key is named \(kid)") }
+        if fetching != nil || allowed { try? await refresh(now: now) }
+        guard let key = keys[kid] else {
+            // Without any key nothing can be decided: the push is retried later, not refused.
+            if keys.isEmpty { throw .init(.retryable, "Google's signing keys could not be read") }
+            throw .untrusted("no Google signing key is named \(kid)")
+        }
         return key
     }
 
-    /// Reads the key set once for every caller waiting at the same time.
+    /// Why the last fetch of the key set failed, for the log; `nil` after a success.
+    public private(set) var lastFailure: String?
+
+    /// Reads the key set once for every caller waiting at the same time; each applies what it read.
     private func refresh(now: Date) async throws {
-        if let fetching {
-            _ = try await fetching.value
-            return
-        }
+        if let fetching { return apply(try await fetching.value, now: now) }
         lastAttempt = now
         fetches += 1
         let source = self.source
-        let task = Task { try GoogleKeySet(jwks: try await source.keySetDocument()) }
+        let task = Task { () throws -> GoogleKeySet in
+            let set = try GoogleKeySet(jwks: try await source.keySetDocument())
+            guard !set.keys.isEmpty else { throw VerificationError.malformed("Google's key set holds no RS256 key") }
+            return set
+        }
         fetching = task
         defer { fetching = nil }
-        let set = try await task.value
-        guard !set.keys.isEmpty else { throw VerificationError.malformed("Google's key set holds no RS256 key") }
+        do {
+            apply(try await task.value, now: now)
+        } catch {
+            lastFailure = "\(error)"
+            throw error
+        }
+    }
+
+    private func apply(_ set: GoogleKeySet, now: Date) {
         keys = set.keys
-        fetchedAt = now
+        fetchedAt = max(fetchedAt ?? now, now)
+        lastFailure = nil
     }
 }

@@ -1,0 +1,133 @@
+import Foundation
+
+/// One read of a purchase token from `purchases.subscriptionsv2.get`, and when it was made.
+public struct PlaySubscriptionRead: Sendable, Equatable {
+    public var purchaseToken: String
+    public var readAt: Date
+    public var purchase: SubscriptionPurchaseV2
+
+    public init(purchaseToken: String, readAt: Date, purchase: SubscriptionPurchaseV2) {
+        self.purchaseToken = purchaseToken
+        self.readAt = readAt
+        self.purchase = purchase
+    }
+}
+
+/// A Play subscription as its stored reads say: a chain of purchase tokens (each new token's `linkedPurchaseToken`
+/// names the one it replaces — an upgrade, a downgrade, a re-signup), the newest of which alone can entitle.
+public struct PlaySubscription: Sendable, Equatable {
+    /// The chain's first token, as far as it is known (a `linkedPurchaseToken` never read counts): the subscription's
+    /// stable id while its tokens change.
+    public var id: String
+    /// Tokens oldest first; the last is the current one.
+    public var tokens: [String]
+    public var currentToken: String { tokens.last ?? id }
+    /// `<productId>/<basePlanId>` of the current token's main line item (the catalogue's name for it).
+    public var productId: String?
+    public var state: SubscriptionPurchaseV2.SubscriptionState
+    /// The end of access the newest read gives (the grace period's end while in grace).
+    public var expiresAt: Date?
+    public var willRenew: Bool
+    public var isTrial: Bool
+    public var isTest: Bool
+    /// `obfuscatedExternalAccountId` of the newest read that carries one.
+    public var accountToken: String?
+    /// Paid periods, oldest first: one per order id, each ending at the latest expiry seen with that order.
+    public var periods: [Period]
+
+    public struct Period: Sendable, Equatable {
+        public var orderId: String
+        public var purchaseToken: String
+        public var expiresAt: Date
+    }
+
+    /// The states that entitle while the period runs (Play's subscription lifecycle: active, in grace, and canceled
+    /// until it expires); paused, on hold, pending and expired do not.
+    public func isEntitled(at now: Date) -> Bool {
+        switch state {
+        case .active, .inGracePeriod, .canceled: return expiresAt.map { now < $0 } ?? false
+        case .pending, .paused, .onHold, .expired, .pendingPurchaseCanceled, .unknown: return false
+        }
+    }
+}
+
+/// Derives Play subscriptions from stored reads: a pure function of the set of reads, whatever order they were made
+/// or stored in — the same reads always give the same subscriptions.
+public enum PlaySubscriptionDerivation {
+    public static func derive(_ reads: [PlaySubscriptionRead]) -> [PlaySubscription] {
+        // The newest read of each token decides its state; every read contributes its period.
+        var newest: [String: PlaySubscriptionRead] = [:]
+        for read in reads {
+            if let held = newest[read.purchaseToken], !isNewer(read, than: held) { continue }
+            newest[read.purchaseToken] = read
+        }
+        // A token's predecessor is what any read of it links to (a link never changes; the newest read names it).
+        var predecessor: [String: String] = [:]
+        var successors: [String: [String]] = [:]
+        for (token, read) in newest {
+            guard let linked = read.purchase.linkedPurchaseToken, linked != token else { continue }
+            predecessor[token] = linked
+            successors[linked, default: []].append(token)
+        }
+        var chains: [String: [String]] = [:]
+        for token in newest.keys {
+            chains[root(of: token, predecessor), default: []].append(token)
+        }
+        return chains.map { id, members in
+            let ordered = members.sorted { order(newest[$0]!, newest[$1]!) }
+            // The current token: one nothing replaced; of several (never expected), the newest purchase.
+            let current = ordered.last { successors[$0] == nil } ?? ordered.last!
+            let latest = newest[current]!.purchase
+            let line = latest.mainLineItem
+            let chainReads = reads.filter { members.contains($0.purchaseToken) }
+            return PlaySubscription(
+                id: id, tokens: ordered.filter { $0 != current } + [current],
+                productId: line.map { item in item.basePlanId.map { "\(item.productId)/\($0)" } ?? item.productId },
+                state: latest.subscriptionState, expiresAt: line?.expiryTime,
+                willRenew: line?.autoRenewEnabled ?? false, isTrial: line?.offerPhase == "freeTrial", isTest: latest.isTest,
+                accountToken: ordered.reversed().lazy.compactMap { newest[$0]?.purchase.externalAccountIdentifiers?.obfuscatedExternalAccountId }.first,
+                periods: periods(chainReads))
+        }.sorted { $0.id < $1.id }
+    }
+
+    /// One period per order id, ending at the latest expiry any read saw for it; a trial's zero-price first period
+    /// has an order id too and counts as one.
+    static func periods(_ reads: [PlaySubscriptionRead]) -> [PlaySubscription.Period] {
+        var byOrder: [String: PlaySubscription.Period] = [:]
+        for read in reads {
+            for item in read.purchase.lineItems {
+                guard let order = item.latestSuccessfulOrderId, let expiry = item.expiryTime else { continue }
+                if let held = byOrder[order], held.expiresAt >= expiry { continue }
+                byOrder[order] = .init(orderId: order, purchaseToken: read.purchaseToken, expiresAt: expiry)
+            }
+        }
+        return byOrder.values.sorted { ($0.expiresAt, $0.orderId) < ($1.expiresAt, $1.orderId) }
+    }
+
+    /// Follows links to the oldest token named (cycles, which Google never makes, stop at the smallest token seen).
+    static func root(of token: String, _ predecessor: [String: String]) -> String {
+        var current = token
+        var seen: Set<String> = [token]
+        while let previous = predecessor[current] {
+            guard seen.insert(previous).inserted else { return seen.min()! }
+            current = previous
+        }
+        return current
+    }
+
+    static func isNewer(_ read: PlaySubscriptionRead, than other: PlaySubscriptionRead) -> Bool {
+        (read.readAt, fingerprint(read)) > (other.readAt, fingerprint(other))
+    }
+
+    /// Purchases in the order they were made: start time, then the token (a total order, so the result is the same
+    /// whatever order the reads came in).
+    static func order(_ left: PlaySubscriptionRead, _ right: PlaySubscriptionRead) -> Bool {
+        (left.purchase.startTime ?? .distantPast, left.purchaseToken) < (right.purchase.startTime ?? .distantPast, right.purchaseToken)
+    }
+
+    /// Breaks a tie between two reads of one token made at the same instant, by what they say.
+    static func fingerprint(_ read: PlaySubscriptionRead) -> String {
+        let line = read.purchase.mainLineItem
+        return "\(line?.expiryTime?.timeIntervalSince1970 ?? 0)|\(read.purchase.subscriptionState.text)|\(line?.latestSuccessfulOrderId ?? "")"
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import GooglePlay
+import Logging
+import PostgresNIO
+
+/// Reads of Play subscription tokens (`google_subscription_reads`) and the subscriptions derived from them
+/// (`google_subscriptions`), sql/0032, on the caller's connection: one statement per intent.
+public struct GoogleSubscriptionStore: Sendable {
+    let logger: Logger
+
+    public init(logger: Logger) { self.logger = logger }
+
+    /// Keeps a read as Google answered it.
+    public func insert(_ read: PlaySubscriptionRead, body: [UInt8], on connection: PostgresConnection) async throws {
+        let line = read.purchase.mainLineItem
+        try await connection.query(
+            """
+            INSERT INTO google_subscription_reads
+                (purchase_token, read_at, subscription_state, expiry_time, latest_order_id, linked_purchase_token, body)
+            VALUES (\(read.purchaseToken), \(read.readAt), \(read.purchase.subscriptionState.text), \(line?.expiryTime),
+                \(line?.latestSuccessfulOrderId), \(read.purchase.linkedPurchaseToken), \(String(decoding: body, as: UTF8.self))::jsonb)
+            ON CONFLICT (purchase_token, read_at) DO NOTHING
+            """, logger: logger)
+        try await connection.query(
+            "UPDATE google_purchase_tokens SET read_at = greatest(read_at, \(read.readAt)) WHERE purchase_token = \(read.purchaseToken)",
+            logger: logger)
+    }
+
+    /// Serialises derivations for the rest of the transaction: two tokens of one chain read at once would otherwise
+    /// each derive the chain from half its reads.
+    public func lockDerivation(on connection: PostgresConnection) async throws {
+        try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended('google-play-derivation', 0))", logger: logger)
+    }
+
+    /// Every token linked to `token`, either way and at any distance, `token` included.
+    public func chain(of token: String, on connection: PostgresConnection) async throws -> [String] {
+        let rows = try await connection.query(
+            """
+            WITH RECURSIVE chain(token) AS (
+                SELECT \(token)::text
+                UNION
+                SELECT CASE WHEN r.purchase_token = c.token THEN r.linked_purchase_token ELSE r.purchase_token END
+                FROM google_subscription_reads r JOIN chain c ON r.purchase_token = c.token OR r.linked_purchase_token = c.token
+                WHERE r.linked_purchase_token IS NOT NULL
+            )
+            SELECT token FROM chain WHERE token IS NOT NULL
+            """, logger: logger)
+        var tokens: [String] = []
+        for try await token in rows.decode(String.self) { tokens.append(token) }
+        return tokens
+    }
+
+    /// Every stored read of `tokens`. A body that no longer decodes throws: it was decodable when stored.
+    public func reads(of tokens: [String], on connection: PostgresConnection) async throws -> [PlaySubscriptionRead] {
+        let rows = try await connection.query(
+            "SELECT purchase_token, read_at, body::text FROM google_subscription_reads WHERE purchase_token = ANY(\(tokens))", logger: logger)
+        var reads: [PlaySubscriptionRead] = []
+        for try await (token, readAt, body) in rows.decode((String, Date, String).self) {
+            reads.append(PlaySubscriptionRead(purchaseToken: token, readAt: readAt, purchase: try JSONDecoder().decode(SubscriptionPurchaseV2.self, from: Data(body.utf8))))
+        }
+        return reads
+    }
+
+    /// Replaces what was derived for the chains of `tokens` with `subscriptions` (a chain whose first token became
+    /// known since is filed under it, the old row removed).
+    public func replace(_ subscriptions: [PlaySubscription], covering tokens: [String], at now: Date, on connection: PostgresConnection) async throws {
+        try await connection.query("DELETE FROM google_subscriptions WHERE id = ANY(\(tokens)) OR current_token = ANY(\(tokens))", logger: logger)
+        for subscription in subscriptions {
+            try await connection.query(
+                """
+                INSERT INTO google_subscriptions
+                    (id, current_token, tokens, product_id, state, expires_at, will_renew, is_trial, is_test, account_token, periods, derived_at)
+                VALUES (\(subscription.id), \(subscription.currentToken), \(subscription.tokens), \(subscription.productId),
+                    \(subscription.state.text), \(subscription.expiresAt), \(subscription.willRenew), \(subscription.isTrial), \(subscription.isTest),
+                    \(subscription.accountToken), \(subscription.periods.count), \(now))
+                """, logger: logger)
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import GooglePlayFake
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// A Storekeeper taking Play pushes and reading Play through ``FakeGooglePlay`` served on a local port: certificates,
+/// the token endpoint and the Play Developer API all from the fake, with its service-account key file on disk.
+struct GooglePlayWorld: Sendable {
+    static let package = "com.example.storekeeper"
+    static let audience = "https://storekeeper.example.com/notifications/google"
+    static let account = "play-push@storekeeper-demo.iam.gserviceaccount.com"
+
+    let fake: FakeGooglePlay
+    let harness: StorekeeperHarness
+    let http: any TestClientProtocol
+    /// The fake's base URL.
+    let base: String
+
+    static func run(
+        worker: Bool = true, readsPlay: Bool = true, _ body: @escaping @Sendable (GooglePlayWorld) async throws -> Void
+    ) async throws {
+        let fake = try FakeGooglePlay(packageName: package)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("storekeeper-play-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await Application(router: fake.router()).test(.live) { live in
+            let base = "http://127.0.0.1:\(live.port!)"
+            var environment = [
+                "STOREKEEPER_GOOGLE_PACKAGE_NAME": package, "STOREKEEPER_GOOGLE_PUSH_AUDIENCE": audience,
+                "STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT": account, "STOREKEEPER_GOOGLE_CERTS_URL": base + "/oauth2/v3/certs",
+            ]
+            if readsPlay {
+                let keyFile = directory.appendingPathComponent("service-account.json")
+                try Data(fake.serviceAccountKeyFile(tokenURI: base + "/token")).write(to: keyFile)
+                environment["STOREKEEPER_GOOGLE_SERVICE_ACCOUNT"] = keyFile.path
+                environment["STOREKEEPER_GOOGLE_PLAY_API_URL"] = base
+                environment["STOREKEEPER_GOOGLE_REQUESTS_PER_MINUTE"] = "1000000"
+            }
+            try await StorekeeperHarness.run(worker: worker, environment: environment) { harness in
+                try await harness.withHTTP { http in
+                    try await body(GooglePlayWorld(fake: fake, harness: harness, http: http, base: base))
+                }
+            }
+        }
+    }
+
+    /// Pushes `notification` as Pub/Sub would, signed now; the answer.
+    @discardableResult
+    func push(_ notification: [String: Any], messageId: String? = nil) async throws -> TestResponse {
+        try await push(body: fake.pushBody(notification, messageId: messageId).body)
+    }
+
+    func push(body: [UInt8], token: String? = nil) async throws -> TestResponse {
+        let token = try token ?? fake.pushToken(.init(audience: Self.audience, email: Self.account))
+        return try await http.execute(
+            uri: "/notifications/google", method: .post, headers: [.contentType: "application/json", .authorization: "Bearer \(token)"],
+            body: ByteBuffer(bytes: body))
+    }
+
+    /// `google_subscriptions` as text rows (derived_at left out), sorted.
+    func subscriptions() async throws -> [String] {
+        var rows: [String] = []
+        for try await row in try await harness.client.query(
+            """
+            SELECT concat_ws('|', id, current_token, array_to_string(tokens, ','), product_id, state, expires_at, will_renew, is_trial,
+                account_token, periods) FROM google_subscriptions ORDER BY id
+            """, logger: TestDatabase.logger
+        ).decode(String.self) { rows.append(row) }
+        return rows
+    }
+}
