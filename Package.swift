@@ -158,7 +158,7 @@ let package = Package(
         .target(
             name: "GooglePlayAPI",
             dependencies: [
-                "GooglePlay",
+                "GooglePlay", "StatementFencing",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -39,7 +39,7 @@ CREATE TABLE google_subscription_reads (
     expiry_time           timestamptz,
     latest_order_id       text,
     linked_purchase_token text,
-    body                  jsonb NOT NULL,
+    body                  bytea NOT NULL,          -- the answer's bytes (jsonb would drop duplicate keys, refuse \u0000)
     PRIMARY KEY (purchase_token, read_at)
 );
 CREATE INDEX google_subscription_reads_linked ON google_subscription_reads (linked_purchase_token) WHERE linked_purchase_token IS NOT NULL;

@@ -75,8 +75,12 @@ public enum PlaySubscriptionDerivation {
         }
         return chains.map { id, members in
             let ordered = members.sorted { order(newest[$0]!, newest[$1]!) }
-            // The current token: one nothing replaced; of several (never expected), the newest purchase.
-            let current = ordered.last { successors[$0] == nil } ?? ordered.last!
+            // The current token: one no granted token replaced — a pending purchase (an upgrade not yet paid, or one
+            // abandoned: PENDING_PURCHASE_CANCELED) replaces nothing, the subscription it names goes on. Granted
+            // tokens first; of several (never expected), the newest purchase.
+            let replaced = { (token: String) in successors[token]?.contains { newest[$0].map(isGranted) ?? false } ?? false }
+            let candidates = ordered.filter { !replaced($0) }
+            let current = candidates.last { newest[$0].map(isGranted) ?? false } ?? candidates.last ?? ordered.last!
             let latest = newest[current]!.purchase
             let line = latest.mainLineItem
             let chainReads = reads.filter { members.contains($0.purchaseToken) }
@@ -113,6 +117,15 @@ public enum PlaySubscriptionDerivation {
             current = previous
         }
         return current
+    }
+
+    /// Whether a token's purchase went through: a pending one (or one whose pending purchase was canceled) never
+    /// granted anything.
+    static func isGranted(_ read: PlaySubscriptionRead) -> Bool {
+        switch read.purchase.subscriptionState {
+        case .pending, .pendingPurchaseCanceled: return false
+        default: return true
+        }
     }
 
     static func isNewer(_ read: PlaySubscriptionRead, than other: PlaySubscriptionRead) -> Bool {

@@ -127,9 +127,11 @@ public struct SubscriptionPurchaseV2: Decodable, Sendable, Equatable {
         regionCode = try container.decodeIfPresent(String.self, forKey: .regionCode)
     }
 
-    /// The line item that decides access: the one that runs longest (a subscription without add-ons has one).
+    /// The line item that decides access: of the items owned (paid: they carry an order id — an item a deferred
+    /// replacement will move to does not yet), the one that runs longest; a subscription without add-ons has one.
     public var mainLineItem: LineItem? {
-        lineItems.max { ($0.expiryTime ?? .distantPast) < ($1.expiryTime ?? .distantPast) }
+        let owned = lineItems.filter { $0.latestSuccessfulOrderId != nil }
+        return (owned.isEmpty ? lineItems : owned).max { ($0.expiryTime ?? .distantPast) < ($1.expiryTime ?? .distantPast) }
     }
 }
 

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOFoundationCompat
+import StatementFencing
 
 /// Access tokens for the Play Developer API: a JWT-bearer grant posted to the service account's `token_uri`, the
 /// answer's `access_token` used until a minute before its `expires_in`. Callers waiting at the same time share one
@@ -43,8 +44,11 @@ public actor GoogleAccessTokens {
         }
     }
 
-    /// Forgets the held token (after a 401: it was revoked or the clock is off).
-    public func invalidate() { current = nil }
+    /// Forgets `token` if it is the one held (after a 401: it was revoked or the clock is off); a token another
+    /// caller has already replaced it with stays.
+    public func invalidate(_ token: String) {
+        if current?.token == token { current = nil }
+    }
 
     struct Answer: Decodable {
         var access_token: String
@@ -57,15 +61,16 @@ public actor GoogleAccessTokens {
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         request.body = .bytes(ByteBuffer(string: "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"))
-        let response: HTTPClientResponse
-        let body: ByteBuffer
+        let (status, body): (Int, ByteBuffer)
         do {
-            response = try await httpClient.execute(request, timeout: .seconds(10))
-            body = try await response.body.collect(upTo: 1 << 20)
+            // Head and body within one deadline: a stalled answer must not hold every job waiting for the token.
+            (status, body) = try await withDeadline(.seconds(10)) { [request] in
+                let response = try await httpClient.execute(request, timeout: .seconds(10))
+                return (Int(response.status.code), try await response.body.collect(upTo: 1 << 20))
+            }
         } catch {
             throw GooglePlayAPIError(.unavailable, "the token endpoint did not answer: \(error)")
         }
-        let status = Int(response.status.code)
         guard status == 200 else {
             let kind: GooglePlayAPIError.Kind = status == 429 || status >= 500 ? .unavailable : .unauthorized
             throw GooglePlayAPIError(kind, "the token endpoint answered \(status): \(String(buffer: body).prefix(200))", httpStatus: status)
@@ -73,7 +78,8 @@ public actor GoogleAccessTokens {
         guard let answer = try? JSONDecoder().decode(Answer.self, from: Data(buffer: body)), !answer.access_token.isEmpty else {
             throw GooglePlayAPIError(.invalidResponse, "the token endpoint's answer has no access_token")
         }
-        let lifetime = TimeInterval(min(max(answer.expires_in ?? 3600, 60), 86_400))
-        return (answer.access_token, now.addingTimeInterval(lifetime - 60))
+        // Used until a minute before it expires (half its life, for a token that short-lived).
+        let lifetime = TimeInterval(min(max(answer.expires_in ?? 3600, 2), 86_400))
+        return (answer.access_token, now.addingTimeInterval(lifetime > 120 ? lifetime - 60 : lifetime / 2))
     }
 }

@@ -6,6 +6,7 @@ import Metrics
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import StatementFencing
 
 /// The Play Developer API (androidpublisher v3) as the worker uses it: bearer tokens from ``GoogleAccessTokens``,
 /// requests paced under the per-minute quota, a timeout per request, retries with backoff on 429, 5xx and transport
@@ -20,13 +21,13 @@ public struct GooglePlayClient: Sendable {
     let tokens: GoogleAccessTokens
     let pacer: GooglePlayPacer
     let httpClient: HTTPClient
-    let timeout: TimeAmount
+    let timeout: Duration
     let retryDelays: [Duration]
     let logger: Logger
 
     public init(
         baseURL: String = googleHost, packageName: String, tokens: GoogleAccessTokens, requestsPerMinute: Int = 3000,
-        httpClient: HTTPClient = .shared, timeout: TimeAmount = .seconds(15),
+        httpClient: HTTPClient = .shared, timeout: Duration = .seconds(15),
         retryDelays: [Duration] = [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4)], logger: Logger
     ) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
@@ -68,9 +69,9 @@ public struct GooglePlayClient: Sendable {
                 return answer
             } catch {
                 Counter(label: "storekeeper_google_api_calls_total", dimensions: [("operation", operation), ("outcome", error.error.kind.rawValue)]).increment()
-                if error.error.httpStatus == 401, !renewedToken {
+                if error.error.httpStatus == 401, !renewedToken, let token = error.token {
                     renewedToken = true
-                    await tokens.invalidate()
+                    await tokens.invalidate(token)
                     continue
                 }
                 guard error.error.isRetryable, attempt < retryDelays.count else { throw error.error }
@@ -87,6 +88,8 @@ public struct GooglePlayClient: Sendable {
     struct Failure: Error {
         var error: GooglePlayAPIError
         var retryAfter: Duration?
+        /// The access token the request carried.
+        var token: String?
     }
 
     /// Google's error envelope: `{"error": {"code", "message", "status", "errors": [{"reason", …}]}}`.
@@ -101,7 +104,7 @@ public struct GooglePlayClient: Sendable {
 
     private func sendOnce(_ method: HTTPMethod, _ path: String, body: [UInt8]?) async throws(Failure) -> [UInt8] {
         let token: String
-        do { token = try await tokens.token() } catch { throw Failure(error: error) }
+        do { token = try await tokens.token() } catch { throw Failure(error: error, token: nil) }
         var request = HTTPClientRequest(url: "\(baseURL)/androidpublisher/v3/applications/\(Self.pathComponent(packageName))/\(path)")
         request.method = method
         request.headers.add(name: "Authorization", value: "Bearer \(token)")
@@ -113,10 +116,20 @@ public struct GooglePlayClient: Sendable {
         let response: HTTPClientResponse
         let bytes: ByteBuffer
         do {
-            response = try await httpClient.execute(request, timeout: timeout)
-            bytes = try await response.body.collect(upTo: 4 << 20)
+            // Head and body within one deadline: AsyncHTTPClient's timeout ends with the head, and a body trickled
+            // byte by byte would otherwise hold the job until the read timeout, again on every retry.
+            (response, bytes) = try await withDeadline(timeout) { [httpClient, timeout, request] in
+                let response = try await httpClient.execute(request, timeout: .nanoseconds(timeout.nanoseconds))
+                do {
+                    return (response, try await response.body.collect(upTo: 4 << 20))
+                } catch is NIOTooManyBytesError {
+                    throw GooglePlayAPIError(.invalidResponse, "\(method) \(path): the answer is larger than 4 MiB", httpStatus: Int(response.status.code))
+                }
+            }
+        } catch let error as GooglePlayAPIError {
+            throw Failure(error: error, token: token)
         } catch {
-            throw Failure(error: GooglePlayAPIError(.unavailable, "\(method) \(path) failed: \(error)"))
+            throw Failure(error: GooglePlayAPIError(.unavailable, "\(method) \(path) failed: \(error)"), token: token)
         }
         let status = Int(response.status.code)
         guard (200..<300).contains(status) else {
@@ -133,7 +146,7 @@ public struct GooglePlayClient: Sendable {
             if let header = response.headers.first(name: "Retry-After"), let seconds = Double(header), seconds >= 0, seconds < 3600 {
                 retryAfter = .milliseconds(Int64(seconds * 1000))
             }
-            throw Failure(error: GooglePlayAPIError(kind, message, httpStatus: status), retryAfter: retryAfter)
+            throw Failure(error: GooglePlayAPIError(kind, message, httpStatus: status), retryAfter: retryAfter, token: token)
         }
         return Array(buffer: bytes)
     }

@@ -43,6 +43,7 @@ extension FakeGooglePlay {
         case .none: return answer()
         case 401: return Self.error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
         case 429: return Self.error(429, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Queries'.", retryAfter: 0)
+        case 400: return Self.error(400, "INVALID_ARGUMENT", "Invalid Value")
         case .some(let status): return Self.error(status, "UNAVAILABLE", "The service is currently unavailable.", retryAfter: 0)
         }
     }

@@ -11,7 +11,7 @@ struct StorekeeperBench: AsyncParsableCommand {
         abstract: "Benchmarks that print figures (never pass/fail; build with -c release for meaningful numbers) and reliability drills.",
         subcommands: [
             VerifyBenchmarkCommand.self, QueueBenchmarkCommand.self, EndToEndBenchmarkCommand.self, HostileBenchmarkCommand.self,
-            EventsBenchmarkCommand.self, APIBenchmarkCommand.self, StorageBenchmarkCommand.self, StripeBenchmarkCommand.self,
+            EventsBenchmarkCommand.self, APIBenchmarkCommand.self, StorageBenchmarkCommand.self, StripeBenchmarkCommand.self, PlayBenchmarkCommand.self,
             ScaleBenchmarkCommand.self, AnalyticsBenchmarkCommand.self, DrillCommand.self,
         ]
     )

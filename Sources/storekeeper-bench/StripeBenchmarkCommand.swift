@@ -23,27 +23,20 @@ struct StripeBenchmarkCommand: AsyncParsableCommand {
             TPC-B on the same cluster at scale --clients (a scale-1 run measures one row lock).
             """)
 
-    @Option(help: "Customers who check out.") var subscriptions = 2000
-    @Option(help: "Concurrent HTTP clients.") var clients = 32
-    @Option(help: "Events per second of the steady phase (open loop).") var rate = 200
-    @Flag(help: "Print one JSON object on the last line.") var json = false
-
-    func validate() throws {
-        guard subscriptions > 0, clients > 0, rate > 0 else { throw ValidationError("--subscriptions, --clients and --rate must be positive") }
-    }
+    @OptionGroup var options: StoreIntakeOptions
 
     func run() async throws {
         let logger = commandLogger("storekeeper.bench")
         let report = try await BenchmarkDatabase.with(url: nil, coldWAL: false, logger: logger) { url in
-            try await StripeBenchmarkRun(options: self, databaseURL: url, logger: logger).run()
+            try await StripeBenchmarkRun(options: options, databaseURL: url, logger: logger).run()
         }
-        report.print(json: json)
+        report.print(json: options.json)
     }
 }
 
 /// One run: fake Stripe and processes up, checkouts, burst, drain, renewals at a steady rate, processes down.
 struct StripeBenchmarkRun {
-    let options: StripeBenchmarkCommand
+    let options: StoreIntakeOptions
     let databaseURL: DatabaseURL
     let logger: Logger
 
@@ -78,16 +71,20 @@ struct StripeBenchmarkRun {
             try system.startWorker()
             let started = Date()
             let burst = try await system.send(requests: requests(burstEvents, fake: fake, port: system.port), clients: options.clients, rate: nil)
-            let processed = try await waitUntilProcessed(burstEvents.count, since: started)
+            let processed = try await waitUntilProcessed(burstEvents.count, in: .stripeEvents, since: started, databaseURL: databaseURL, logger: logger)
             let steady = try await system.send(
                 requests: requests(renewalEvents, fake: fake, port: system.port), clients: options.clients, rate: options.rate)
-            _ = try await waitUntilProcessed(burstEvents.count + renewalEvents.count, since: started)
+            _ = try await waitUntilProcessed(burstEvents.count + renewalEvents.count, in: .stripeEvents, since: started, databaseURL: databaseURL, logger: logger)
             let reads = fake.state.withLock { $0.requests.count }
             let memory = system.peakResidentBytes
             await system.stop()
             let tpcb = try BenchmarkDatabase.pgbench([], clients: options.clients, seconds: 5, url: databaseURL)
-            return report(
-                burst: burst, processed: processed, steady: steady, readsPerEvent: Double(reads) / Double(burstEvents.count + renewalEvents.count), tpcb: tpcb.tps, rss: memory.serve + memory.work)
+            return StoreIntakeMeasurement(
+                benchmark: "stripe",
+                headline: "stripe: \(burst.sent) events of \(options.subscriptions) checkouts from \(options.clients) clients to serve + work, a fake Stripe beside them (private cluster, WAL warmed)",
+                unit: "events", reads: "Stripe API reads", options: options, burst: burst, processed: processed, steady: steady,
+                readsPerMessage: Double(reads) / Double(burstEvents.count + renewalEvents.count), tpcb: tpcb.tps, residentBytes: memory.serve + memory.work
+            ).report
         } catch {
             await system.stop()
             throw error
@@ -105,53 +102,5 @@ struct StripeBenchmarkRun {
             request.writeBytes(event.body)
             return request
         }
-    }
-
-    /// Waits until `count` events are processed; the rate from the database's own times (first received to last
-    /// processed).
-    func waitUntilProcessed(_ count: Int, since: Date) async throws -> Double {
-        try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 1), logger: logger) { client in
-            let deadline = ContinuousClock.now + .seconds(600)
-            while ContinuousClock.now < deadline {
-                let rows = try await client.query(
-                    """
-                    SELECT count(*) FILTER (WHERE processed_at IS NOT NULL)::bigint, count(*)::bigint,
-                        coalesce(extract(epoch FROM max(processed_at) - min(received_at)), 0)::float8
-                    FROM stripe_events WHERE received_at >= \(since)
-                    """, logger: logger)
-                for try await (processed, total, seconds) in rows.decode((Int64, Int64, Double).self) where processed >= count && processed == total {
-                    return seconds > 0 ? Double(processed) / seconds : 0
-                }
-                try await Task.sleep(for: .milliseconds(200))
-            }
-            throw CommandFailure("Stripe events were not all processed within 600 s")
-        }
-    }
-
-    func report(
-        burst: SystemUnderTest.SendPhase, processed: Double, steady: SystemUnderTest.SendPhase, readsPerEvent: Double, tpcb: Double, rss: Int
-    ) -> BenchmarkReport {
-        let intake = Double(burst.accepted) / max(burst.seconds, 0.001)
-        let format = { (value: Double) in String(format: "%.2f", value) }
-        var report = BenchmarkReport()
-        report.lines = [
-            "stripe: \(burst.sent) events of \(options.subscriptions) checkouts from \(options.clients) clients to serve + work, a fake Stripe beside them (private cluster, WAL warmed)",
-            "  intake:    \(Int(intake)) events/s (\(burst.accepted) accepted, \(burst.failed) failed); latency p50 \(format(burst.percentile(0.5))) ms, p99 \(format(burst.percentile(0.99))) ms",
-            "  processed: \(Int(processed)) events/s while the intake ran (first received to last processed), \(format(readsPerEvent)) Stripe API reads per event",
-            "  steady \(options.rate)/s (open loop, \(steady.sent) renewal events): \(steady.accepted) accepted, \(steady.failed) failed; "
-                + "latency p50 \(format(steady.percentile(0.5))) ms, p99 \(format(steady.percentile(0.99))) ms",
-            "  reference: pgbench TPC-B (durable, \(options.clients) clients, scale \(options.clients)) \(Int(tpcb)) tps on the same cluster; "
-                + "intake \(format(intake / max(tpcb, 0.001)))×, processed \(format(processed / max(tpcb, 0.001)))×",
-            "  peak resident: serve + work \(format(Double(rss) / 1_048_576)) MB",
-        ]
-        report.fields = [
-            ("benchmark", .text("stripe")), ("events", .integer(burst.sent)), ("clients", .integer(options.clients)),
-            ("intakePerSecond", .integer(Int(intake))), ("intakeP50Ms", .number(burst.percentile(0.5))), ("intakeP99Ms", .number(burst.percentile(0.99))),
-            ("processedPerSecond", .integer(Int(processed))), ("readsPerEvent", .number(readsPerEvent)), ("steadyRate", .integer(options.rate)),
-            ("steadyP50Ms", .number(steady.percentile(0.5))), ("steadyP99Ms", .number(steady.percentile(0.99))),
-            ("failed", .integer(burst.failed + steady.failed)), ("pgbenchTPCB", .integer(Int(tpcb))),
-            ("intakeRatio", .number(intake / max(tpcb, 0.001))), ("processedRatio", .number(processed / max(tpcb, 0.001))),
-        ]
-        return report
     }
 }

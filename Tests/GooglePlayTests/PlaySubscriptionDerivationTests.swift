@@ -102,6 +102,33 @@ struct PlaySubscriptionDerivationTests {
         #expect(orphan.id == "old" && orphan.tokens == ["new"])
     }
 
+    @Test("an upgrade still pending, or abandoned (PENDING_PURCHASE_CANCELED), replaces nothing: the plan paid for stays current")
+    func pendingUpgrade() throws {
+        let asked = Self.start.addingTimeInterval(10 * Self.day)
+        let paid = try Self.read("paid", readAt: asked)
+        for state in ["SUBSCRIPTION_STATE_PENDING", "SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED"] {
+            let pending = try Self.read("upgrade", state: state, started: asked, expires: nil, order: nil, linked: "paid", readAt: asked.addingTimeInterval(60), basePlan: "yearly")
+            let subscription = try #require(PlaySubscriptionDerivation.derive([paid, pending]).first)
+            #expect(subscription.currentToken == "paid" && subscription.productId == "pro/monthly", "\(state)")
+            #expect(subscription.isEntitled(at: asked.addingTimeInterval(Self.day)), "\(state)")
+        }
+        // Once the upgrade is paid it replaces the old token.
+        let granted = try Self.read("upgrade", started: asked, expires: asked.addingTimeInterval(365 * Self.day), order: "GPA.7", linked: "paid", readAt: asked.addingTimeInterval(120), basePlan: "yearly")
+        #expect(PlaySubscriptionDerivation.derive([paid, granted]).first?.currentToken == "upgrade")
+    }
+
+    @Test("the main line item is one owned (with an order id): an item a deferred replacement will move to does not decide access yet")
+    func deferredItem() throws {
+        let time = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        let json = """
+            {"subscriptionState":"SUBSCRIPTION_STATE_ACTIVE","startTime":"\(Self.start.formatted(time))","lineItems":[
+              {"productId":"gold","expiryTime":"\(Self.start.addingTimeInterval(30 * Self.day).formatted(time))","latestSuccessfulOrderId":"GPA.1","offerDetails":{"basePlanId":"monthly"},"deferredItemReplacement":{"productId":"silver"}},
+              {"productId":"silver","expiryTime":"\(Self.start.addingTimeInterval(60 * Self.day).formatted(time))","offerDetails":{"basePlanId":"monthly"}}]}
+            """
+        let purchase = try JSONDecoder().decode(SubscriptionPurchaseV2.self, from: Data(json.utf8))
+        #expect(purchase.mainLineItem?.productId == "gold")
+    }
+
     @Test("any order and any duplicates of the same reads derive the same subscriptions")
     func orderIndependence() throws {
         let upgradeAt = Self.start.addingTimeInterval(10 * Self.day)

@@ -71,6 +71,14 @@ struct GooglePlayReadTests {
                 try await world.harness.count("SELECT count(*) FROM google_notifications WHERE outcome = 'not_found'") == 1
             }
             #expect(try await world.subscriptions() == [])
+            // Google's 400 "Invalid Value" is final: recorded as refused, not retried for hours.
+            world.fake.failNext([400])
+            let (_, bought) = world.fake.buy(Self.monthly, accountToken: nil, at: Date())
+            try await world.push(bought)
+            try await eventually("the refused read to be recorded") {
+                try await world.harness.count("SELECT count(*) FROM google_notifications WHERE outcome = 'refused'") == 1
+            }
+            #expect(try await world.harness.count("SELECT count(*) FROM jobs WHERE kind = 'google-notification'") == 0)
         }
         try await GooglePlayWorld.run(readsPlay: false) { world in
             let (_, bought) = world.fake.buy(Self.monthly, accountToken: nil, at: Date())

@@ -39,6 +39,8 @@ public struct GoogleNotificationJob: JobHandler {
         case recorded
         /// Google does not know the token (another app's, or expired more than 60 days ago).
         case notFound = "not_found"
+        /// Google refused the read for good (400), or answered something that is not a subscription.
+        case refused
         /// Play Console's test notification.
         case test
         /// A kind of notification Storekeeper does not know: kept, nothing done.
@@ -58,10 +60,23 @@ public struct GoogleNotificationJob: JobHandler {
             return try await finish(stored.messageId, .unknown, execution)
         case .subscription(_, let token):
             guard let play else { return try await finish(stored.messageId, .recorded, execution, filing: notification) }
-            guard let answer = try await Self.read(token, from: play) else {
+            // Stamped when asked, not when answered: of two reads in flight, the one asked later saw the later state,
+            // whichever answer arrived first.
+            let requestedAt = clock()
+            let answer: (purchase: SubscriptionPurchaseV2, body: [UInt8])
+            switch await Self.read(token, from: play) {
+            case .success(let read): answer = read
+            case .failure(let error) where error.kind == .notFound:
                 return try await finish(stored.messageId, .notFound, execution, filing: notification)
+            case .failure(let error) where error.kind == .refused || error.kind == .invalidResponse:
+                // Google will not answer otherwise however often it is asked (a 400 "Invalid Value" for another
+                // app's token, an answer that is not a SubscriptionPurchaseV2): recorded, not retried for hours.
+                logger.warning("Play refused to read a token", metadata: ["google.error": "\(error)"])
+                return try await finish(stored.messageId, .refused, execution, filing: notification)
+            case .failure(let error):
+                throw error
             }
-            let read = PlaySubscriptionRead(purchaseToken: token, readAt: clock(), purchase: answer.purchase)
+            let read = PlaySubscriptionRead(purchaseToken: token, readAt: requestedAt, purchase: answer.purchase)
             try await client.withTransaction(logger: logger) { connection in
                 try await notifications.recordToken(notification, messageId: stored.messageId, on: connection)
                 try await subscriptions.insert(read, body: answer.body, on: connection)
@@ -74,13 +89,12 @@ public struct GoogleNotificationJob: JobHandler {
         }
     }
 
-    /// The token's state now; `nil` when Google does not know it. Anything else thrown is retried by the queue.
-    private static func read(_ token: String, from play: GooglePlayClient) async throws -> (purchase: SubscriptionPurchaseV2, body: [UInt8])? {
+    /// The token's state now, or why Google did not give it.
+    private static func read(_ token: String, from play: GooglePlayClient) async -> Result<(purchase: SubscriptionPurchaseV2, body: [UInt8]), GooglePlayAPIError> {
         do {
-            return try await play.subscription(token)
+            return .success(try await play.subscription(token))
         } catch {
-            if error.kind == .notFound { return nil }
-            throw error
+            return .failure(error)
         }
     }
 

@@ -18,7 +18,7 @@ public struct GoogleSubscriptionStore: Sendable {
             INSERT INTO google_subscription_reads
                 (purchase_token, read_at, subscription_state, expiry_time, latest_order_id, linked_purchase_token, body)
             VALUES (\(read.purchaseToken), \(read.readAt), \(read.purchase.subscriptionState.text), \(line?.expiryTime),
-                \(line?.latestSuccessfulOrderId), \(read.purchase.linkedPurchaseToken), \(String(decoding: body, as: UTF8.self))::jsonb)
+                \(line?.latestSuccessfulOrderId), \(read.purchase.linkedPurchaseToken), \(ByteBuffer(bytes: body)))
             ON CONFLICT (purchase_token, read_at) DO NOTHING
             """, logger: logger)
         try await connection.query(
@@ -53,10 +53,11 @@ public struct GoogleSubscriptionStore: Sendable {
     /// Every stored read of `tokens`. A body that no longer decodes throws: it was decodable when stored.
     public func reads(of tokens: [String], on connection: PostgresConnection) async throws -> [PlaySubscriptionRead] {
         let rows = try await connection.query(
-            "SELECT purchase_token, read_at, body::text FROM google_subscription_reads WHERE purchase_token = ANY(\(tokens))", logger: logger)
+            "SELECT purchase_token, read_at, body FROM google_subscription_reads WHERE purchase_token = ANY(\(tokens))", logger: logger)
         var reads: [PlaySubscriptionRead] = []
-        for try await (token, readAt, body) in rows.decode((String, Date, String).self) {
-            reads.append(PlaySubscriptionRead(purchaseToken: token, readAt: readAt, purchase: try JSONDecoder().decode(SubscriptionPurchaseV2.self, from: Data(body.utf8))))
+        for try await (token, readAt, body) in rows.decode((String, Date, ByteBuffer).self) {
+            reads.append(PlaySubscriptionRead(
+                purchaseToken: token, readAt: readAt, purchase: try JSONDecoder().decode(SubscriptionPurchaseV2.self, from: Data(body.readableBytesView))))
         }
         return reads
     }
