@@ -31,6 +31,8 @@ public struct StorekeeperComponents: Sendable {
     public let erased: ErasedAccounts
     /// Stripe's API, when an API key is configured.
     public let stripeClient: StripeClient?
+    /// Brings Play subscriptions up to date (reads nothing when no service account is set).
+    public let googlePlaySubscriptions: GooglePlaySubscriptions
     /// Brings Stripe subscriptions up to date (and derives them from what is held when no key is set).
     public let stripeSubscriptions: StripeSubscriptions
     /// Stores the events of every change and queues their webhook deliveries.
@@ -138,6 +140,16 @@ public struct StorekeeperComponents: Sendable {
             }
         }
         self.stripeClient = stripeClient
+        self.googlePlaySubscriptions = GooglePlaySubscriptions(
+            client: client,
+            play: configuration.googlePlay.flatMap { settings in
+                // Access tokens are asked for by the wall clock, never the dev clock: Google checks their times.
+                settings.serviceAccount.map {
+                    GooglePlayClient(
+                        baseURL: settings.apiURL, packageName: settings.packageName, tokens: GoogleAccessTokens(account: $0),
+                        requestsPerMinute: settings.requestsPerMinute, logger: logger)
+                }
+            }, clock: clock, logger: logger)
         self.stripeSubscriptions = StripeSubscriptions(
             client: client, stripe: stripeClient, writer: writer,
             settings: StripeDerivation.Settings(graceDays: configuration.stripe?.graceDays ?? 3, catalogue: configuration.catalogue),
@@ -238,15 +250,7 @@ public struct StorekeeperComponents: Sendable {
                     StripePayments(
                         client: client, stripe: $0, purchases: purchases, credits: credits, events: events, writer: writer, clock: clock, logger: logger)
                 }, logger: logger),
-            GoogleNotificationJob(
-                client: client,
-                play: configuration.googlePlay.flatMap { settings in
-                    settings.serviceAccount.map {
-                        GooglePlayClient(
-                            baseURL: settings.apiURL, packageName: settings.packageName, tokens: GoogleAccessTokens(account: $0),
-                            requestsPerMinute: settings.requestsPerMinute, logger: logger)
-                    }
-                }, clock: clock, logger: logger),
+            GoogleNotificationJob(client: client, subscriptions: googlePlaySubscriptions, logger: logger),
             WebhookDeliveryJob(
                 client: client, endpoints: configuration.webhooks, transport: webhookTransport, queue: queue, clock: clock, logger: logger),
         ]

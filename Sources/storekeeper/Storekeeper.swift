@@ -13,7 +13,7 @@ struct Storekeeper: AsyncParsableCommand {
         abstract: "App Store subscription lifecycle and usage credits, self-hosted.",
         subcommands: [
             MigrateCommand.self, ServeCommand.self, WorkCommand.self, DevCommand.self, SimulateCommand.self,
-            VerifyCommand.self, JobsCommand.self, EventsCommand.self, AccountsCommand.self, GrantsCommand.self, StripeCommand.self, ReplayCommand.self, BackfillCommand.self, AppleCommand.self,
+            VerifyCommand.self, JobsCommand.self, EventsCommand.self, AccountsCommand.self, GrantsCommand.self, StripeCommand.self, GoogleCommand.self, ReplayCommand.self, BackfillCommand.self, AppleCommand.self,
         ]
     )
 

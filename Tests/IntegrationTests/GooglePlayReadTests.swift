@@ -91,6 +91,22 @@ struct GooglePlayReadTests {
         }
     }
 
+    @Test("google sync files and reads a first import's tokens, then reads every filed token again; an unknown token is counted, not fatal")
+    func sync() async throws {
+        try await GooglePlayWorld.run(worker: false) { world in
+            let bought = (0..<3).map { world.fake.buy(Self.monthly, accountToken: "import-\($0)", at: Date()).token }
+            let subscriptions = world.harness.components.googlePlaySubscriptions
+            let first = try await subscriptions.sync(tokens: bought + ["never-sold"])
+            #expect(first == .init(read: 3, notFound: 1, refused: 0, failed: 0))
+            #expect(try await world.subscriptions().count == 3)
+            #expect(try await world.harness.count("SELECT count(*) FROM google_purchase_tokens WHERE read_at IS NOT NULL") == 3)
+            _ = try world.fake.cancel(bought[0], at: Date())
+            let again = try await subscriptions.sync(tokens: nil)
+            #expect(again == .init(read: 3, notFound: 1, refused: 0, failed: 0))
+            #expect(try await world.subscriptions().filter { $0.contains("|SUBSCRIPTION_STATE_CANCELED|") }.count == 1)
+        }
+    }
+
     /// The API client alone against the fake: token caching, a revoked token granted again, retries, Google's errors.
     @Test("the client caches its token, is granted a new one after a 401, retries 429 and 5xx, and maps 404")
     func client() async throws {

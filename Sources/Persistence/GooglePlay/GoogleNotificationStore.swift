@@ -70,6 +70,27 @@ public struct GoogleNotificationStore: Sendable {
             """, logger: logger)
     }
 
+    /// Files a token no notification named (a first import), unless it is filed already.
+    public func fileToken(_ token: String, kind: String, source: String, on connection: PostgresConnection) async throws {
+        try await connection.query(
+            """
+            INSERT INTO google_purchase_tokens (purchase_token, kind, last_message_id) VALUES (\(token), \(kind), \(source))
+            ON CONFLICT (purchase_token) DO NOTHING
+            """, logger: logger)
+    }
+
+    /// Tokens filed as a subscription's (or of a kind not yet known), in token order after `after`.
+    public func subscriptionTokens(after: String, limit: Int, on connection: PostgresConnection) async throws -> [String] {
+        let rows = try await connection.query(
+            """
+            SELECT purchase_token FROM google_purchase_tokens
+            WHERE kind IN ('subscription', 'unknown') AND purchase_token > \(after) ORDER BY purchase_token LIMIT \(limit)
+            """, logger: logger)
+        var tokens: [String] = []
+        for try await token in rows.decode(String.self) { tokens.append(token) }
+        return tokens
+    }
+
     /// Records what processing a notification came to.
     public func markProcessed(_ messageId: String, outcome: String, on connection: PostgresConnection) async throws {
         try await connection.query(

@@ -21,9 +21,12 @@ public struct GoogleSubscriptionStore: Sendable {
                 \(line?.latestSuccessfulOrderId), \(read.purchase.linkedPurchaseToken), \(ByteBuffer(bytes: body)))
             ON CONFLICT (purchase_token, read_at) DO NOTHING
             """, logger: logger)
+    }
+
+    /// Notes on the filed token when it was last read.
+    public func markRead(_ token: String, at date: Date, on connection: PostgresConnection) async throws {
         try await connection.query(
-            "UPDATE google_purchase_tokens SET read_at = greatest(read_at, \(read.readAt)) WHERE purchase_token = \(read.purchaseToken)",
-            logger: logger)
+            "UPDATE google_purchase_tokens SET read_at = greatest(read_at, \(date)) WHERE purchase_token = \(token)", logger: logger)
     }
 
     /// Serialises derivations for the rest of the transaction: two tokens of one chain read at once would otherwise
