@@ -107,6 +107,31 @@ struct GooglePlayReadTests {
         }
     }
 
+    @Test("the tokens of one chain read at the same time, many times over, derive one subscription; other chains in parallel")
+    func concurrentChain() async throws {
+        try await GooglePlayWorld.run(worker: false) { world in
+            let now = Date()
+            let (first, _) = world.fake.buy(Self.monthly, accountToken: "chain", at: now)
+            let (second, _) = try world.fake.replace(first, with: Self.yearly, at: now)
+            let (third, _) = try world.fake.replace(second, with: Self.monthly, at: now.addingTimeInterval(1))
+            let others = (0..<4).map { world.fake.buy(Self.monthly, accountToken: "other-\($0)", at: now).token }
+            let subscriptions = world.harness.components.googlePlaySubscriptions
+            let play = try #require(subscriptions.play)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for round in 0..<6 {
+                    for token in ([third, second, first] + others).shuffled() where round < 3 || [first, second, third].contains(token) {
+                        group.addTask { _ = try await subscriptions.refresh(token, using: play) }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let rows = try await world.subscriptions()
+            #expect(rows.count == 5, "\(rows)")
+            let chain = rows.filter { $0.hasPrefix("\(first)|") }
+            #expect(chain.count == 1 && chain.first?.hasPrefix("\(first)|\(third)|\(first),\(second),\(third)|") == true, "\(rows)")
+        }
+    }
+
     /// The API client alone against the fake: token caching, a revoked token granted again, retries, Google's errors.
     @Test("the client caches its token, is granted a new one after a 401, retries 429 and 5xx, and maps 404")
     func client() async throws {

@@ -60,17 +60,39 @@ public struct GooglePlaySubscriptions: Sendable {
             throw error
         }
         let read = PlaySubscriptionRead(purchaseToken: token, readAt: requestedAt, purchase: answer.purchase)
-        try await client.withTransaction(logger: logger) { connection in
-            try await reads.insert(read, body: answer.body, on: connection)
-            try await reads.lockDerivation(on: connection)
-            let chain = try await reads.chain(of: token, on: connection)
-            let derived = PlaySubscriptionDerivation.derive(try await reads.reads(of: chain, on: connection))
-            try await reads.replace(derived, covering: chain, at: clock(), on: connection)
-            try await also(connection, .read)
-            try await reads.markRead(token, at: requestedAt, on: connection)
+        for attempt in 1... {
+            do {
+                try await client.withTransaction(logger: logger) { connection in
+                    try await reads.insert(read, body: answer.body, on: connection)
+                    let chain = try await lockedChain(of: token, on: connection)
+                    let derived = PlaySubscriptionDerivation.derive(try await reads.reads(of: chain, on: connection))
+                    try await reads.replace(derived, covering: chain, at: clock(), on: connection)
+                    try await also(connection, .read)
+                    try await reads.markRead(token, at: requestedAt, on: connection)
+                }
+                return .read
+            } catch let error as PostgresTransactionError where error.closureError is ChainGrew && attempt < 10 {
+                continue
+            }
         }
         return .read
     }
+
+    /// The chain of `token`, every token of it locked, in token order. Two transactions deriving one chain each know
+    /// a part of it holding a token the other knows too (a new read names its own token and the one it replaces), so
+    /// one waits for the other; other chains are derived in parallel. Locks are taken in one ordered pass, so two
+    /// transactions never wait for each other crosswise; a chain that grew meanwhile throws ``ChainGrew`` and the
+    /// transaction is run again, its locks released.
+    private func lockedChain(of token: String, on connection: PostgresConnection) async throws -> [String] {
+        let known = Set(try await reads.chain(of: token, on: connection))
+        try await reads.lock(known.sorted(), on: connection)
+        let chain = try await reads.chain(of: token, on: connection)
+        guard Set(chain).isSubset(of: known) else { throw ChainGrew() }
+        return chain
+    }
+
+    /// A chain linked to more tokens while its known ones were being locked.
+    struct ChainGrew: Error {}
 
     private static func read(_ token: String, from play: GooglePlayClient) async -> Result<(purchase: SubscriptionPurchaseV2, body: [UInt8]), GooglePlayAPIError> {
         do {

@@ -29,10 +29,14 @@ public struct GoogleSubscriptionStore: Sendable {
             "UPDATE google_purchase_tokens SET read_at = greatest(read_at, \(date)) WHERE purchase_token = \(token)", logger: logger)
     }
 
-    /// Serialises derivations for the rest of the transaction: two tokens of one chain read at once would otherwise
-    /// each derive the chain from half its reads.
-    public func lockDerivation(on connection: PostgresConnection) async throws {
-        try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended('google-play-derivation', 0))", logger: logger)
+    /// Locks `tokens` for the rest of the transaction, in the order given (callers sort them, so two transactions
+    /// never wait for each other crosswise).
+    public func lock(_ tokens: [String], on connection: PostgresConnection) async throws {
+        for token in tokens {
+            // Read to its end: an error that comes while the lock is awaited (a cancellation) arrives with the rows.
+            _ = try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended('google-play:' || \(token), 0))", logger: logger)
+                .collect()
+        }
     }
 
     /// Every token linked to `token`, either way and at any distance, `token` included.
