@@ -37,24 +37,16 @@ struct GoogleNotificationController: Sendable {
 
     func addRoutes(to router: Router<StorekeeperRequestContext>) {
         router.post("/notifications/google") { request, context -> Answer in
-            do {
-                let answer = try await receive(request, context: context)
-                Self.count(answer.status)
-                return answer
-            } catch let error as APIError {
-                Self.count(error.code)
-                if error.status != .serviceUnavailable || error.code == "verification_unavailable" {
-                    refusals.log(context.logger, "Google Play push refused", ["http.status": "\(error.status.code)", "error": "\(error.code)", "reason": "\(error.message)"])
-                }
-                throw error
-            }
+            try await Self.counter.counting(\.status, refused: { error in
+                // A database outage is logged where it is met; a refusal shows nowhere else.
+                guard error.status != .serviceUnavailable else { return }
+                refusals.log(context.logger, "Google Play push refused", ["http.status": "\(error.status.code)", "error": "\(error.code)", "reason": "\(error.message)"])
+            }) { try await receive(request, context: context) }
         }
     }
 
     /// `storekeeper_google_intake_notifications_total{status}`: accepted, duplicate, ignored, or the error code answered.
-    static func count(_ status: String) {
-        Counter(label: "storekeeper_google_intake_notifications_total", dimensions: [("status", status)]).increment()
-    }
+    static let counter = IntakeCounter(label: "storekeeper_google_intake_notifications_total")
 
     func receive(_ request: Request, context: StorekeeperRequestContext) async throws -> Answer {
         do {

@@ -28,21 +28,12 @@ struct StripeWebhookController: Sendable {
 
     func addRoutes(to router: Router<StorekeeperRequestContext>) {
         router.post("/stripe/webhooks") { request, context -> Answer in
-            do {
-                let answer = try await receive(request, context: context)
-                Self.count(answer.status)
-                return answer
-            } catch let error as APIError {
-                Self.count(error.code)
-                throw error
-            }
+            try await Self.counter.counting(\.status) { try await receive(request, context: context) }
         }
     }
 
     /// `storekeeper_stripe_intake_events_total{status}`: accepted, duplicate, ignored, or the error code answered.
-    static func count(_ status: String) {
-        Counter(label: "storekeeper_stripe_intake_events_total", dimensions: [("status", status)]).increment()
-    }
+    static let counter = IntakeCounter(label: "storekeeper_stripe_intake_events_total")
 
     func receive(_ request: Request, context: StorekeeperRequestContext) async throws -> Answer {
         let body = try await request.collectBody(upTo: StorekeeperRequestContext.maximumBody)
