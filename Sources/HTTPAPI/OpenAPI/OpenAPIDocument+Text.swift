@@ -588,7 +588,9 @@ public enum OpenAPIDocument {
                       "data": {
                         "type": "string",
                         "contentEncoding": "base64",
-                        "description": "A DeveloperNotification as JSON: `version`, `packageName`, `eventTimeMillis` and one of `subscriptionNotification`, `oneTimeProductNotification`, `voidedPurchaseNotification`, `pendingRefundReviewNotification`, `testNotification`."
+                        "description": "A DeveloperNotification as JSON: `version`, `packageName`, `eventTimeMillis` and one of `subscriptionNotification`, `oneTimeProductNotification`, `voidedPurchaseNotification`, `pendingRefundReviewNotification`, `testNotification`.",
+                        "pattern": "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$",
+                        "minLength": 4
                       },
                       "messageId": {
                         "type": "string",
@@ -618,7 +620,8 @@ public enum OpenAPIDocument {
                     "maxLength": 512,
                     "examples": [
                       "projects/my-project/subscriptions/play-push"
-                    ]
+                    ],
+                    "pattern": "^[!-~]+$"
                   }
                 },
                 "required": [
