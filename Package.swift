@@ -32,7 +32,7 @@ let package = Package(
         // `JSONValue`. No dependencies.
         .target(name: "PayloadDecoding"),
         // Google Play's Real-time developer notifications and the Pub/Sub push that carries them. Store facts only.
-        .target(name: "GooglePlay", dependencies: ["PayloadDecoding"]),
+        .target(name: "GooglePlay", dependencies: ["PayloadDecoding", "Subscriptions", "Entitlements", "AppStoreModels"]),
         // Signed-data verification: JWS + x5c chain to a configured root, Apple payload models. No I/O.
         .target(
             name: "SignedData",
@@ -171,8 +171,9 @@ let package = Package(
         .target(
             name: "GooglePlayFake",
             dependencies: [
-                "GooglePlay", "LocalSigning",
+                "GooglePlay", "LocalSigning", "Credits",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
@@ -182,7 +183,7 @@ let package = Package(
         .target(
             name: "HTTPAPI",
             dependencies: [
-                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "Events", "Persistence", "Application", "Jobs", "StatementFencing", "Analytics", "GooglePlay",
+                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "Events", "Persistence", "Application", "Jobs", "StatementFencing", "Analytics", "GooglePlay", "GooglePlayAPI",
                 "AppStoreServerAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

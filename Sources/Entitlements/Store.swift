@@ -2,6 +2,8 @@
 public enum Store: Hashable, Sendable, TextCoded {
     case appStore
     case stripe
+    /// Google Play (Android).
+    case googlePlay
     /// An operator's grant (`POST /admin/accounts/{id}/grants`): no store sold it.
     case operatorGrant
     case unknown(String)
@@ -10,16 +12,18 @@ public enum Store: Hashable, Sendable, TextCoded {
         switch text {
         case "app_store": self = .appStore
         case "stripe": self = .stripe
+        case "google_play": self = .googlePlay
         case "operator": self = .operatorGrant
         default: self = .unknown(text)
         }
     }
 
-    /// The name clients read (`app_store`, `stripe`, `operator`).
+    /// The name clients read (`app_store`, `stripe`, `google_play`, `operator`).
     public var text: String {
         switch self {
         case .appStore: return "app_store"
         case .stripe: return "stripe"
+        case .googlePlay: return "google_play"
         case .operatorGrant: return "operator"
         case .unknown(let text): return text
         }

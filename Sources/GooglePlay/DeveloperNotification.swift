@@ -57,7 +57,7 @@ public struct DeveloperNotification: Sendable, Equatable {
     }
 
     /// Purchase tokens Google issues are a few hundred bytes; far longer is not a token.
-    static let maximumTokenBytes = 2048
+    public static let maximumTokenBytes = 2048
 
     /// Reads a decoded `message.data`; anything that is not a DeveloperNotification with exactly one kind is refused.
     public init(data: [UInt8]) throws(PubSubPush.Refusal) {

@@ -22,6 +22,17 @@ public enum SubscriptionNotificationType: Sendable, Hashable {
         if case .unknown(let number) = self { return number }
         return Self.numbered.first { $0.1 == self }?.0 ?? 0
     }
+
+    /// The reference's name (`SUBSCRIPTION_RENEWED`), or `SUBSCRIPTION_<number>` for a number it does not name.
+    public var name: String {
+        let names = [
+            1: "RECOVERED", 2: "RENEWED", 3: "CANCELED", 4: "PURCHASED", 5: "ON_HOLD", 6: "IN_GRACE_PERIOD", 7: "RESTARTED",
+            8: "PRICE_CHANGE_CONFIRMED", 9: "DEFERRED", 10: "PAUSED", 11: "PAUSE_SCHEDULE_CHANGED", 12: "REVOKED", 13: "EXPIRED",
+            17: "ITEMS_CHANGED", 18: "CANCELLATION_SCHEDULED", 19: "PRICE_CHANGE_UPDATED", 20: "PENDING_PURCHASE_CANCELED",
+            22: "PRICE_STEP_UP_CONSENT_UPDATED",
+        ]
+        return "SUBSCRIPTION_" + (names[rawValue] ?? "\(rawValue)")
+    }
 }
 
 /// `oneTimeProductNotification.notificationType`: 1 purchased, 2 canceled (a pending purchase that was not paid).

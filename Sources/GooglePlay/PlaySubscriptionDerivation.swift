@@ -34,11 +34,39 @@ public struct PlaySubscription: Sendable, Equatable {
     public var accountToken: String?
     /// Paid periods, oldest first: one per order id, each ending at the latest expiry seen with that order.
     public var periods: [Period]
+    /// When the newest read of the current token was asked for: when its state was last seen.
+    public var observedAt: Date
+    /// `canceledStateContext`'s kind on the current token (`userInitiatedCancellation`, `systemInitiatedCancellation`, …).
+    public var cancellation: String?
+    /// The current token's product id (without the base plan): what `subscriptions.acknowledge` names.
+    public var subscriptionProductId: String?
+    /// The current token's newest read says it was granted and not acknowledged yet (`ACKNOWLEDGEMENT_STATE_PENDING`).
+    public var awaitsAcknowledgement: Bool = false
 
     public struct Period: Sendable, Equatable {
         public var orderId: String
         public var purchaseToken: String
+        /// `<productId>/<basePlanId>` of the line item the order paid for.
+        public var productId: String
+        /// The token's start for its first period; the previous period's end for a renewal of the same token.
+        public var start: Date
         public var expiresAt: Date
+        /// The line item's recurring price in milliunits and its currency, when the read says.
+        public var price: Int64?
+        public var currency: String?
+        /// The order was a free trial's (`offerPhase` `freeTrial`).
+        public var isFreeTrial: Bool
+        /// When a read first saw the order.
+        public var firstSeen: Date
+    }
+
+    /// Whether any token of the chain went through: a chain of pending purchases (or abandoned ones) never granted
+    /// anything and is no subscription yet.
+    public var isGranted: Bool {
+        switch state {
+        case .pending, .pendingPurchaseCanceled: return !periods.isEmpty
+        default: return true
+        }
     }
 
     /// The states that entitle while the period runs (Play's subscription lifecycle: active, in grace, and canceled
@@ -90,7 +118,9 @@ public enum PlaySubscriptionDerivation {
                 state: latest.subscriptionState, expiresAt: line?.expiryTime,
                 willRenew: line?.autoRenewEnabled ?? false, isTrial: line?.offerPhase == "freeTrial", isTest: latest.isTest,
                 accountToken: ordered.reversed().lazy.compactMap { newest[$0]?.purchase.externalAccountIdentifiers?.obfuscatedExternalAccountId }.first,
-                periods: periods(chainReads))
+                periods: periods(chainReads), observedAt: newest[current]!.readAt, cancellation: latest.cancellation,
+                subscriptionProductId: line?.productId,
+                awaitsAcknowledgement: latest.acknowledgementState == "ACKNOWLEDGEMENT_STATE_PENDING" && isGranted(newest[current]!))
         }.sorted { $0.id < $1.id }
     }
 
@@ -98,14 +128,32 @@ public enum PlaySubscriptionDerivation {
     /// has an order id too and counts as one.
     static func periods(_ reads: [PlaySubscriptionRead]) -> [PlaySubscription.Period] {
         var byOrder: [String: PlaySubscription.Period] = [:]
+        var tokenStart: [String: Date] = [:]
         for read in reads {
+            if let start = read.purchase.startTime { tokenStart[read.purchaseToken] = min(tokenStart[read.purchaseToken] ?? start, start) }
             for item in read.purchase.lineItems {
                 guard let order = item.latestSuccessfulOrderId, let expiry = item.expiryTime else { continue }
-                if let held = byOrder[order], held.expiresAt >= expiry { continue }
-                byOrder[order] = .init(orderId: order, purchaseToken: read.purchaseToken, expiresAt: expiry)
+                let firstSeen = min(byOrder[order]?.firstSeen ?? read.readAt, read.readAt)
+                if let held = byOrder[order], (held.expiresAt, held.purchaseToken) >= (expiry, read.purchaseToken) {
+                    byOrder[order]?.firstSeen = firstSeen
+                    continue
+                }
+                byOrder[order] = .init(
+                    orderId: order, purchaseToken: read.purchaseToken, productId: item.basePlanId.map { "\(item.productId)/\($0)" } ?? item.productId,
+                    start: expiry, expiresAt: expiry, price: item.recurringPrice?.milliunits, currency: item.recurringPrice?.currencyCode,
+                    isFreeTrial: item.offerPhase == "freeTrial", firstSeen: firstSeen)
             }
         }
-        return byOrder.values.sorted { ($0.expiresAt, $0.orderId) < ($1.expiresAt, $1.orderId) }
+        var periods = byOrder.values.sorted { ($0.expiresAt, $0.orderId) < ($1.expiresAt, $1.orderId) }
+        // Play gives no period start: a token's first period starts with the token, each renewal where the previous
+        // period of the same token ended.
+        var previousEnd: [String: Date] = [:]
+        for index in periods.indices {
+            let token = periods[index].purchaseToken
+            periods[index].start = min(previousEnd[token] ?? tokenStart[token] ?? periods[index].expiresAt, periods[index].expiresAt)
+            previousEnd[token] = periods[index].expiresAt
+        }
+        return periods
     }
 
     /// Follows links to the oldest token named (cycles, which Google never makes, stop at the smallest token seen).

@@ -50,6 +50,14 @@ public struct GooglePlayClient: Sendable {
         }
     }
 
+    /// `purchases.subscriptions.acknowledge`: tells Google the purchase was granted, so it is not refunded after three
+    /// days. `productId` is the subscription's product id (without the base plan).
+    public func acknowledge(subscription productId: String, token purchaseToken: String) async throws(GooglePlayAPIError) {
+        _ = try await send(
+            .POST, "purchases/subscriptions/\(Self.pathComponent(productId))/tokens/\(Self.pathComponent(purchaseToken)):acknowledge",
+            body: Array("{}".utf8), operation: "subscriptions.acknowledge")
+    }
+
     /// A path segment: purchase tokens are URL-safe already; anything else is percent-encoded.
     static func pathComponent(_ text: String) -> String {
         var allowed = CharacterSet.alphanumerics

@@ -28,6 +28,18 @@ extension FakeGooglePlay {
                 return Self.json(Array((try? JSONSerialization.data(withJSONObject: self.subscriptionPurchaseV2(subscription), options: .sortedKeys)) ?? Data()))
             }
         }
+        // `tokens/{token}:acknowledge`: the method is the last segment's suffix, as Google's custom methods are.
+        router.post("/androidpublisher/v3/applications/{package}/purchases/subscriptions/{productId}/tokens/{tokenMethod}") { request, context in
+            let package = try context.parameters.require("package")
+            let productId = try context.parameters.require("productId")
+            let segment = try context.parameters.require("tokenMethod")
+            return self.serve(request) {
+                guard package == self.packageName else { return Self.error(404, "NOT_FOUND", "No application was found for the given package name.") }
+                guard segment.hasSuffix(":acknowledge") else { return Self.error(404, "NOT_FOUND", "Method not found.") }
+                let token = String(segment.dropLast(":acknowledge".count)).removingPercentEncoding ?? ""
+                return self.acknowledge(token, productId: productId)
+            }
+        }
         return router
     }
 

@@ -109,7 +109,7 @@ extension FakeGooglePlay {
     }
 
     @discardableResult
-    private func change(_ token: String, _ body: (inout SubscriptionToken) -> Void) throws -> SubscriptionToken {
+    func change(_ token: String, _ body: (inout SubscriptionToken) -> Void) throws -> SubscriptionToken {
         try state.withLock { state in
             guard var subscription = state.subscriptions[token] else { throw UnknownToken(token: token) }
             body(&subscription)
@@ -118,7 +118,7 @@ extension FakeGooglePlay {
         }
     }
 
-    private func notify(_ token: String, type: Int, at now: Date) -> [String: Any] {
+    func notify(_ token: String, type: Int, at now: Date) -> [String: Any] {
         Self.subscriptionNotification(packageName: packageName, type: type, purchaseToken: token, at: now)
     }
 

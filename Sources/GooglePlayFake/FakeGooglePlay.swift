@@ -42,6 +42,8 @@ public final class FakeGooglePlay: Sendable {
         var nextToken = 0
         var nextOrder = 1000
         var subscriptions: [String: SubscriptionToken] = [:]
+        /// `acknowledge` calls per token.
+        var acknowledgements: [String: Int] = [:]
         /// Access tokens granted to the service account.
         var accessTokens: Set<String> = []
         var grants = 0

@@ -1,6 +1,8 @@
 import Credits
+import Entitlements
 import AppStoreModels
 import Foundation
+import GooglePlay
 import Hummingbird
 import Jobs
 import Logging
@@ -11,7 +13,10 @@ import StatementFencing
 
 /// Reads one subscription for the service API (the seam tests can replace).
 public protocol SubscriptionReading: Sendable {
+    /// A subscription by its id alone, whichever store sells it.
     func subscription(_ originalTransactionId: String) async throws -> SubscriptionState?
+    /// A subscription by its store and that store's id for it.
+    func subscription(of store: Store, id: String) async throws -> SubscriptionState?
 }
 
 extension SubscriptionStore: SubscriptionReading {}
@@ -74,6 +79,9 @@ public struct AccountsController: Sendable {
         group.get("subscriptions/{originalTransactionId}") { _, context in
             try await self.subscription(context: context)
         }
+        group.get("stores/{store}/subscriptions/{subscriptionId}") { _, context in
+            try await self.storeSubscription(context: context)
+        }
     }
 
     func status(context: StorekeeperRequestContext) async throws -> AccountStatusResponse {
@@ -108,6 +116,26 @@ public struct AccountsController: Sendable {
         }
         guard let state = try await read({ try await subscriptions.subscription(originalTransactionId) }) else {
             throw APIError(.notFound, code: "not_found", message: "no subscription \(originalTransactionId)")
+        }
+        return SubscriptionDetailResponse(state: state, now: clock())
+    }
+
+    /// `GET /v1/stores/{store}/subscriptions/{subscriptionId}`: any store's subscription by the store's own id — the
+    /// App Store's `originalTransactionId`, Stripe's `sub_…`, the first purchase token of a Play subscription.
+    func storeSubscription(context: StorekeeperRequestContext) async throws -> SubscriptionDetailResponse {
+        let storeText = try context.parameters.require("store")
+        let store = Store(storeText)
+        guard [.appStore, .stripe, .googlePlay].contains(store) else {
+            throw APIError.badRequest("store must be one of app_store, stripe, google_play")
+        }
+        let id = try context.parameters.require("subscriptionId")
+        let decoded = id.utf8.contains(UInt8(ascii: "%")) ? id.removingPercentEncoding : id
+        // A Play subscription's id is a purchase token: up to the intake's limit for one.
+        guard let decoded, decoded.isKey(maximumBytes: DeveloperNotification.maximumTokenBytes) else {
+            throw APIError.badRequest("subscriptionId must be 1–\(DeveloperNotification.maximumTokenBytes) printable bytes")
+        }
+        guard let state = try await read({ try await subscriptions.subscription(of: store, id: decoded) }) else {
+            throw APIError(.notFound, code: "not_found", message: "no \(store.text) subscription \(decoded)")
         }
         return SubscriptionDetailResponse(state: state, now: clock())
     }

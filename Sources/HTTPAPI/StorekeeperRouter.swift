@@ -27,6 +27,9 @@ public struct HTTPDependencies: Sendable {
     /// Linking Stripe subscriptions to accounts, and the web app's checkout and portal (`nil` when no API key is set);
     /// `nil` linking leaves the `/v1/accounts/{id}/stripe/*` routes out.
     public var stripeAccounts: (linking: any StripeLinking, selling: (any StripeSelling)?)?
+    /// Claims of Play purchases; `nil` (no service account: Play cannot be read) answers
+    /// `POST /v1/accounts/{id}/google/purchases` with 501. The route is there when Google Play is configured.
+    public var googlePurchases: (any GooglePurchaseClaiming)?
     /// Operators' grants; `nil` leaves their routes out.
     public var grants: (any GrantAdministration)?
     /// Offer signing; `nil` (no In-App Purchase key) answers its routes with 503.
@@ -113,7 +116,9 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         StripeWebhookController(signature: stripe.signature, inbox: stripe.inbox, clock: dependencies.clock).addRoutes(to: router)
     }
     if let google = dependencies.google {
-        GoogleNotificationController(verifier: google.verifier, inbox: google.inbox, clock: dependencies.clock).addRoutes(to: router)
+        // Google signs a push's token by the wall clock, so it is checked by the wall clock: the dev clock (or a test's)
+        // moves Storekeeper's rules, not Google's times.
+        GoogleNotificationController(verifier: google.verifier, inbox: google.inbox, clock: { Date() }).addRoutes(to: router)
     }
     TiersController(catalogue: dependencies.catalogue).addRoutes(to: router)
     if !dependencies.apiKeys.isEmpty {
@@ -132,6 +137,9 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         OffersController(offers: dependencies.offers, clock: dependencies.clock).addRoutes(to: serviceAPI)
         if let stripe = dependencies.stripeAccounts {
             StripeAccountsController(linking: stripe.linking, selling: stripe.selling, clock: dependencies.clock).addRoutes(to: serviceAPI)
+        }
+        if dependencies.google != nil {
+            GooglePlayAccountsController(claims: dependencies.googlePurchases, accounts: accounts).addRoutes(to: serviceAPI)
         }
         if let refunds = dependencies.refunds { RefundsController(refunds: refunds, records: dependencies.records, clock: dependencies.clock).addRoutes(to: serviceAPI) }
     }

@@ -66,6 +66,9 @@ public struct AccountSearch: Sendable {
                 UNION ALL SELECT s.account_id, 'stripe_customer', o.subscription_id, 4
                     FROM stripe_objects o JOIN subscriptions s ON s.original_transaction_id = o.subscription_id
                     WHERE o.object = 'subscription' AND o.body->>'customer' = \(text)
+                UNION ALL SELECT s.account_id, 'purchase_token', s.original_transaction_id, 2
+                    FROM google_subscriptions g JOIN subscriptions s ON s.original_transaction_id = ANY(g.tokens) AND s.store = 'google_play'
+                    WHERE g.tokens @> ARRAY[\(text)::text]
                 UNION ALL SELECT account_id, 'purchase_intent', NULL, 4 FROM purchase_intents WHERE token = \(UUID(uuidString: text))
             )
             SELECT DISTINCT ON (account_id) account_id, matched_by, source FROM found WHERE account_id IS NOT NULL

@@ -49,7 +49,7 @@ extension SubscriptionStore {
         /// In the order of ``SubscriptionStore/columns``.
         static let bindingDataTypes: [PostgresDataType] = [
             .text, .text, .text, .text, .text, .bool, .text, .text, .timestamptz, .timestamptz, .timestamptz, .bool,
-            .text, .text, .text, .int8, .text, .text, .timestamptz, .int4, .text, .text, .text, .text, .int8, .text, .timestamptz,
+            .text, .text, .text, .int8, .text, .text, .timestamptz, .int4, .text, .text, .text, .text, .int8, .text, .timestamptz, .text,
         ]
         var state: SubscriptionState
 
@@ -105,6 +105,7 @@ extension SubscriptionStore {
             bindings.append(state.price)
             bindings.append(state.billingPeriodKey)
             bindings.append(state.accessUntil)
+            bindings.append(state.store.text)
         }
 
         func makeBindings() -> PostgresBindings {

@@ -33,7 +33,18 @@ public struct SubscriptionStore: Sendable {
         _ = try await connection.run(LockSubscription(originalTransactionId: originalTransactionId), logger: logger)
     }
 
-    /// One subscription by `originalTransactionId`.
+    /// One subscription by its store and the store's id for it.
+    public func subscription(of store: Store, id: String) async throws -> SubscriptionState? {
+        let rows = try await client.query(
+            "SELECT \(unescaped: Self.columns) FROM subscriptions WHERE original_transaction_id = \(id) AND store = \(store.text)",
+            logger: logger
+        )
+        for try await row in rows { return try Self.decode(row) }
+        return nil
+    }
+
+    /// One subscription by its id alone, whichever store sells it (`GET /v1/subscriptions/{originalTransactionId}`:
+    /// the stores' ids cannot collide, see sql/0033).
     public func subscription(_ originalTransactionId: String) async throws -> SubscriptionState? {
         let rows = try await client.query(
             "SELECT \(unescaped: Self.columns) FROM subscriptions WHERE original_transaction_id = \(originalTransactionId)",
@@ -41,6 +52,18 @@ public struct SubscriptionStore: Sendable {
         )
         for try await row in rows { return try Self.decode(row) }
         return nil
+    }
+
+    /// Which of `ids` are filed as subscriptions of `store`, the earliest filed first.
+    public func filed(of store: Store, among ids: [String], on connection: PostgresConnection) async throws -> [String] {
+        let rows = try await connection.query(
+            """
+            SELECT original_transaction_id FROM subscriptions WHERE original_transaction_id = ANY(\(ids)) AND store = \(store.text)
+            ORDER BY created_at, original_transaction_id
+            """, logger: logger)
+        var filed: [String] = []
+        for try await id in rows.decode(String.self) { filed.append(id) }
+        return filed
     }
 
     /// Every subscription linked to `accountId`.
@@ -67,7 +90,7 @@ public struct SubscriptionStore: Sendable {
         original_transaction_id, account_id, product_id, environment, status, will_renew, auto_renew_product_id, \
         pending_product_id, purchase_date, expires_at, grace_period_expires_at, is_trial, ownership, \
         latest_transaction_id, last_event_type, last_signed_date, last_event_id, end_reason, revoked_at, offer_type, \
-        offer_identifier, offer_discount_type, offer_period, price_increase, price, billing_period, access_until
+        offer_identifier, offer_discount_type, offer_period, price_increase, price, billing_period, access_until, store
         """
 
     /// ``columns`` as the fields of `composite`, a value of the table's row type.
@@ -115,7 +138,8 @@ public struct SubscriptionStore: Sendable {
             priceIncrease: try cells["price_increase"].decode(String?.self).flatMap(SubscriptionState.PriceIncreaseConsent.init),
             price: try cells["price"].decode(Int64?.self),
             billingPeriodKey: try cells["billing_period"].decode(String.self),
-            accessUntil: try cells["access_until"].decode(Date?.self)?.wholeMilliseconds
+            accessUntil: try cells["access_until"].decode(Date?.self)?.wholeMilliseconds,
+            store: Store(try cells["store"].decode(String.self))
         )
     }
 }

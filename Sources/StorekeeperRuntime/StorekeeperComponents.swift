@@ -149,7 +149,7 @@ public struct StorekeeperComponents: Sendable {
                         baseURL: settings.apiURL, packageName: settings.packageName, tokens: GoogleAccessTokens(account: $0),
                         requestsPerMinute: settings.requestsPerMinute, logger: logger)
                 }
-            }, clock: clock, logger: logger)
+            }, writer: writer, queue: queue, clock: clock, logger: logger)
         self.stripeSubscriptions = StripeSubscriptions(
             client: client, stripe: stripeClient, writer: writer,
             settings: StripeDerivation.Settings(graceDays: configuration.stripe?.graceDays ?? 3, catalogue: configuration.catalogue),
@@ -212,6 +212,11 @@ public struct StorekeeperComponents: Sendable {
             (GooglePushVerifier(settings: settings.push, source: HTTPGoogleKeySet(url: settings.certificatesURL)),
              GoogleInbox(client: client, queue: queue, packageName: settings.packageName, logger: logger))
         }
+        dependencies.googlePurchases = googlePlaySubscriptions.play.map {
+            GooglePlayClaims(
+                client: client, subscriptions: googlePlaySubscriptions, play: $0, policy: configuration.transferPolicy, cache: statusCache,
+                clock: clock, logger: logger)
+        }
         if configuration.stripe != nil {
             let accounts = AccountStatusQuery(client: client, ledger: credits, cache: statusCache, logger: logger)
             dependencies.stripeAccounts = (
@@ -242,7 +247,8 @@ public struct StorekeeperComponents: Sendable {
             ApplyNotificationJob(
                 client: client, writer: writer, credits: credits, refunds: refunds, purchases: purchases,
                 jobsPerTransaction: configuration.appliesPerTransaction, clock: clock, logger: logger),
-            CreditWindowResetJob(client: client, writer: writer, stripe: stripeSubscriptions, clock: clock, logger: logger),
+            CreditWindowResetJob(
+                client: client, writer: writer, stripe: stripeSubscriptions, play: googlePlaySubscriptions, clock: clock, logger: logger),
             SourceChangeJob(client: client, credits: credits, settlement: settlement, clock: clock, logger: logger),
             StripeEventJob(
                 client: client, stripe: stripeClient, subscriptions: stripeSubscriptions,
@@ -254,6 +260,7 @@ public struct StorekeeperComponents: Sendable {
             WebhookDeliveryJob(
                 client: client, endpoints: configuration.webhooks, transport: webhookTransport, queue: queue, clock: clock, logger: logger),
         ]
+        if let play = googlePlaySubscriptions.play { handlers.append(GoogleAcknowledgeJob(play: play, logger: logger)) }
         var retentions = [RetentionJob.events(client: client, retention: configuration.eventRetention, clock: clock, logger: logger)]
         if let retention = configuration.signedRetention {
             retentions.append(RetentionJob.signedPayloads(client: client, retention: retention, clock: clock, logger: logger))

@@ -306,6 +306,7 @@ public struct StorekeeperConfiguration: Sendable {
             }
         }
         configuration.googlePlay = GooglePlaySettings.load(value, problems: &problems)
+        configuration.catalogue.googlePlayPackageName = configuration.googlePlay?.packageName
         configuration.analytics = boolean("STOREKEEPER_ANALYTICS", default: true)
         if let text = value("STOREKEEPER_CURRENCY_RATES") {
             do { configuration.currencyRates = try CurrencyRatesConfiguration.rates(from: text) } catch { problems += error.problems }

@@ -2,10 +2,16 @@ import AppStoreModels
 import Entitlements
 import Foundation
 
-/// Where one auto-renewable subscription (one `originalTransactionId`) stands: derived from its signed facts by
-/// ``Lifecycle/derive(_:)``, so a function of the set of events seen, never of the clock or of delivery order.
+/// Where one auto-renewable subscription stands: derived from its store's facts (``Lifecycle/derive(_:)`` for the
+/// App Store's), so a function of the set of facts seen, never of the clock or of delivery order.
+///
+/// A subscription is named by its store and that store's id for it: ``originalTransactionId`` holds the App Store's
+/// `originalTransactionId`, Stripe's `sub_…`, or the first purchase token of a Play chain.
 public struct SubscriptionState: Codable, Sendable, Equatable {
+    /// The store's id of the subscription (see the type's note).
     public var originalTransactionId: String
+    /// Which store sells the subscription: stored, never guessed from the id's shape.
+    public var store: Store
     public var accountId: AccountID?
     public var productId: String
     public var environment: AppStoreEnvironment
@@ -70,9 +76,10 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
         purchaseDate: Date?, expiresAt: Date?, gracePeriodExpiresAt: Date?, isTrial: Bool, ownership: Ownership,
         latestTransactionId: String, lastEventType: NotificationType, lastEvent: EventPosition, endReason: EndReason?,
         revokedAt: Date? = nil, offer: Offer? = nil, priceIncrease: PriceIncreaseConsent? = nil, price: Int64? = nil,
-        billingPeriodKey: String? = nil, accessUntil: Date? = nil
+        billingPeriodKey: String? = nil, accessUntil: Date? = nil, store: Store = .appStore
     ) {
         self.originalTransactionId = originalTransactionId
+        self.store = store
         self.accountId = accountId
         self.productId = productId
         self.environment = environment
@@ -111,13 +118,6 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
 
     /// When billing retry gives up by the clock: the retry window after the period's end.
     var billingRetryEnd: Date? { expiresAt?.addingTimeInterval(Self.billingRetryWindow) }
-
-    /// Which store sells the subscription. Each store's ids have their own shape — Stripe's `sub_…`, the App Store's
-    /// digits — so the id says it and nothing else need be stored.
-    public var store: Store { Self.store(ofSubscription: originalTransactionId) }
-
-    /// The store of a subscription id.
-    public static func store(ofSubscription id: String) -> Store { id.hasPrefix("sub_") ? .stripe : .appStore }
 
     /// Whether the subscription grants access at `now`.
     public func isEntitled(at now: Date) -> Bool {

@@ -100,10 +100,10 @@ struct EndToEndRun {
                 """
                 INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew,
                     auto_renew_product_id, purchase_date, expires_at, is_trial, ownership, latest_transaction_id,
-                    last_event_type, last_signed_date, last_event_id, billing_period)
+                    last_event_type, last_signed_date, last_event_id, billing_period, store)
                 SELECT (5000000000000 + g)::text, gen_random_uuid(), 'pro.monthly', 'Sandbox', 'active', true, 'pro.monthly',
                     now() - interval '1 day', now() + interval '29 days', false, 'PURCHASED', (5000000000000 + g)::text,
-                    'SUBSCRIBED', 0, '', (5000000000000 + g)::text
+                    'SUBSCRIBED', 0, '', (5000000000000 + g)::text, 'app_store'
                 FROM generate_series(1, \(count)) AS g
                 """, logger: logger)
             try await client.query(

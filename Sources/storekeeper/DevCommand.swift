@@ -6,6 +6,7 @@ import Persistence
 import PostgresNIO
 import Hummingbird
 import StorekeeperRuntime
+import GooglePlayFake
 import StripeFake
 
 struct DevCommand: AsyncParsableCommand {
@@ -22,6 +23,8 @@ struct DevCommand: AsyncParsableCommand {
     @Option(help: "HTTP port.") var port: Int = 8080
     @Flag(help: "Also run an in-process fake Stripe (on the next port) that this server reads and that posts its webhooks here.")
     var fakeStripe = false
+    @Flag(help: "Also run an in-process fake Google Play (two ports on) that this server reads and that pushes its notifications here.")
+    var fakePlay = false
 
     func run() async throws {
         // Before anything is started: a second `dev` must not get as far as the first's cluster.
@@ -31,6 +34,10 @@ struct DevCommand: AsyncParsableCommand {
         let fakeStripePort = port + 1
         if fakeStripe, !PrivateCluster.isFree(port: fakeStripePort) {
             throw CommandFailure("port \(fakeStripePort) (the fake Stripe's) is in use: stop what uses it, or pass another --port")
+        }
+        let fakePlayPort = port + 2
+        if fakePlay, !PrivateCluster.isFree(port: fakePlayPort) {
+            throw CommandFailure("port \(fakePlayPort) (the fake Google Play's) is in use: stop what uses it, or pass another --port")
         }
         let dev = DevEnvironment()
         // A second server for this folder would have a clock of its own and take over dev.env, so `simulate` and the
@@ -78,6 +85,23 @@ struct DevCommand: AsyncParsableCommand {
             environment["STOREKEEPER_STRIPE_BASE_URL"] = fakeStripeURL
             environment["STOREKEEPER_STRIPE_WEBHOOK_SECRETS"] = FakeStripe.defaultWebhookSecret
         }
+        let fakePlayURL = "http://127.0.0.1:\(fakePlayPort)"
+        let play = try FakeGooglePlay(packageName: environment["STOREKEEPER_GOOGLE_PACKAGE_NAME", default: "com.example.storekeeper"])
+        let pushTarget = FakeGooglePlay.PushTarget(
+            url: "http://127.0.0.1:\(port)/notifications/google", audience: "http://127.0.0.1:\(port)/notifications/google",
+            serviceAccount: "play-push@fake-play.iam.gserviceaccount.com")
+        if fakePlay {
+            // The fake's service-account key file, as Play Console would give one: its token_uri is the fake's.
+            let keyFile = dev.directory.appendingPathComponent("fake-play-service-account.json")
+            try Data(play.serviceAccountKeyFile(tokenURI: fakePlayURL + "/token")).write(to: keyFile)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyFile.path)
+            environment["STOREKEEPER_GOOGLE_PACKAGE_NAME"] = play.packageName
+            environment["STOREKEEPER_GOOGLE_PUSH_AUDIENCE"] = pushTarget.audience
+            environment["STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT"] = pushTarget.serviceAccount
+            environment["STOREKEEPER_GOOGLE_CERTS_URL"] = fakePlayURL + "/oauth2/v3/certs"
+            environment["STOREKEEPER_GOOGLE_SERVICE_ACCOUNT"] = keyFile.path
+            environment["STOREKEEPER_GOOGLE_PLAY_API_URL"] = fakePlayURL
+        }
 
         let configuration = try StorekeeperConfiguration.load(environment: environment)
         bootstrapLogging(format: configuration.logFormat)
@@ -90,6 +114,8 @@ struct DevCommand: AsyncParsableCommand {
             // The `stripe pay|renew|cancel|refund` commands find the fake here.
             settings = ["STOREKEEPER_STRIPE_BASE_URL": fakeStripeURL, "STOREKEEPER_STRIPE_API_KEY": FakeStripe.defaultAPIKey]
         }
+        // The `google buy|renew|…` commands find the fake here.
+        if fakePlay { settings["STOREKEEPER_GOOGLE_FAKE_URL"] = fakePlayURL }
         try dev.writeSettings(settings.merging([
             "STOREKEEPER_URL": url, "STOREKEEPER_API_KEY": apiKey, "STOREKEEPER_BUNDLE_ID": configuration.bundleId,
             "DATABASE_URL": databaseURL.urlString,
@@ -111,6 +137,12 @@ struct DevCommand: AsyncParsableCommand {
             prices: FakeStripe.prices(of: configuration.catalogue), webhookURL: "\(url)/stripe/webhooks", clock: { devClock.now() })
         let fakeServer = fakeStripe ? Self.serve(fake, port: fakeStripePort, logger: logger) : nil
         defer { fakeServer?.cancel() }
+        let playServer = fakePlay
+            ? Self.serve(
+                play, plans: FakeGooglePlay.plans(of: configuration.catalogue), target: pushTarget, port: fakePlayPort, clock: { devClock.now() },
+                logger: logger)
+            : nil
+        defer { playServer?.cancel() }
         try await StorekeeperProcess.run(components, roles: [.serve, .work]) { boundPort in
             let account = UUID().uuidString.lowercased()
             say(
@@ -143,12 +175,34 @@ struct DevCommand: AsyncParsableCommand {
                     Then: \(command) stripe renew <sub_…> [--failing], stripe cancel <sub_…> [--now], stripe refund --subscription <sub_…>.
                     """)
             }
+            if fakePlay {
+                say(
+                    """
+
+                    A fake Google Play runs at \(fakePlayURL) (docs/google-play.md). An Android purchase:
+                      \(command) google buy --account \(account)
+                      curl -H 'Authorization: Bearer \(apiKey)' \(url)/v1/accounts/\(account)/status
+                    Then: \(command) google renew|cancel|restore|grace|hold|recover|pause|resume|expire|revoke <purchaseToken>,
+                    google upgrade|downgrade <purchaseToken> --to <productId/basePlanId>.
+                    """)
+            }
         }
     }
 
     /// Serves the fake Stripe on `port` until the task is cancelled.
     static func serve(_ fake: FakeStripe, port: Int, logger: Logger) -> Task<Void, any Error> {
         let application = Application(router: fake.router(), configuration: .init(address: .hostname("127.0.0.1", port: port)), logger: logger)
+        return Task { try await application.runService() }
+    }
+
+    /// Serves the fake Google Play, with its control routes, on `port` until the task is cancelled.
+    static func serve(
+        _ fake: FakeGooglePlay, plans: [String: FakeGooglePlay.Plan], target: FakeGooglePlay.PushTarget, port: Int,
+        clock: @escaping @Sendable () -> Date, logger: Logger
+    ) -> Task<Void, any Error> {
+        let router = fake.router()
+        fake.addControlRoutes(to: router, plans: plans, target: target, clock: clock)
+        let application = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), logger: logger)
         return Task { try await application.runService() }
     }
 

@@ -72,9 +72,9 @@ struct ReplayCommand: AsyncParsableCommand {
             @Sendable func replay(_ id: String) async throws -> Replayed {
                 let derived = try await client.withTransaction(logger: logger) { connection -> SubscriptionWriter.Outcome? in
                     let appStore = try await writer.derive(id, now: now, write: write, on: connection)
-                    // A Stripe subscription's facts are the objects read from Stripe (no call is made here); its ids
-                    // are Stripe's `sub_…`, an App Store one's Apple's digits.
-                    guard appStore.stored?.store == .stripe || id.hasPrefix("sub_") else { return appStore }
+                    // A Stripe subscription's facts are the objects read from Stripe (no call is made here): one stored
+                    // as Stripe's, or one with no row whose objects are held.
+                    guard appStore.stored?.store == .stripe || appStore.stored == nil else { return appStore }
                     let derived = try await stripe.derive(id, cause: EventCause(originalTransactionId: id), lockHeld: true, write: write, on: connection)
                     // Nothing held and nothing stored: an unknown id, answered as any other.
                     return derived ?? (appStore.stored == nil ? appStore : nil)

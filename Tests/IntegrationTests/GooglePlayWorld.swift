@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import GooglePlayFake
 import HTTPTypes
 import Hummingbird
@@ -18,10 +19,14 @@ struct GooglePlayWorld: Sendable {
     let http: any TestClientProtocol
     /// The fake's base URL.
     let base: String
+    /// Storekeeper's clock (the wall clock's now when the world starts), moved by tests that let time pass.
+    let clock: ShiftedClock
 
     static func run(
-        worker: Bool = true, readsPlay: Bool = true, _ body: @escaping @Sendable (GooglePlayWorld) async throws -> Void
+        worker: Bool = true, readsPlay: Bool = true, extra: [String: String] = [:],
+        _ body: @escaping @Sendable (GooglePlayWorld) async throws -> Void
     ) async throws {
+        let clock = ShiftedClock()
         let fake = try FakeGooglePlay(packageName: package)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("storekeeper-play-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -39,9 +44,10 @@ struct GooglePlayWorld: Sendable {
                 environment["STOREKEEPER_GOOGLE_PLAY_API_URL"] = base
                 environment["STOREKEEPER_GOOGLE_REQUESTS_PER_MINUTE"] = "1000000"
             }
-            try await StorekeeperHarness.run(worker: worker, environment: environment) { harness in
+            environment.merge(extra) { _, new in new }
+            try await StorekeeperHarness.run(worker: worker, environment: environment, clock: { clock.now }) { harness in
                 try await harness.withHTTP { http in
-                    try await body(GooglePlayWorld(fake: fake, harness: harness, http: http, base: base))
+                    try await body(GooglePlayWorld(fake: fake, harness: harness, http: http, base: base, clock: clock))
                 }
             }
         }
@@ -71,4 +77,14 @@ struct GooglePlayWorld: Sendable {
         ).decode(String.self) { rows.append(row) }
         return rows
     }
+}
+
+/// The wall clock shifted by an offset a test sets: time goes on flowing (reads stamped one after another stay in
+/// order), and a test can jump to a period's end.
+final class ShiftedClock: Sendable {
+    private let offset = Mutex<TimeInterval>(0)
+
+    var now: Date { Date().addingTimeInterval(offset.withLock { $0 }) }
+    /// Moves the clock so that it reads `date` now.
+    func set(_ date: Date) { offset.withLock { $0 = date.timeIntervalSinceNow } }
 }

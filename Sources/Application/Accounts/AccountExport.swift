@@ -52,6 +52,13 @@ public struct AccountExport: Sendable {
                     'offerSignatures', (SELECT coalesce(jsonb_agg(to_jsonb(o)), '[]') FROM offer_signatures o WHERE o.account_id = \(account.text)),
                     'stripeLinks', (SELECT coalesce(jsonb_agg(to_jsonb(k)), '[]') FROM stripe_links k WHERE k.account_id = \(account.text)),
                     'stripeObjects', (SELECT coalesce(jsonb_agg(to_jsonb(o) ORDER BY o.read_at), '[]') FROM stripe_objects o JOIN owned ON o.subscription_id = owned.original_transaction_id),
+                    'googlePlayClaims', (SELECT coalesce(jsonb_agg(to_jsonb(c)), '[]') FROM google_purchase_claims c WHERE c.account_id = \(account.text)),
+                    'googlePlaySubscriptions', (SELECT coalesce(jsonb_agg(to_jsonb(g)), '[]') FROM google_subscriptions g
+                                                WHERE g.id IN (SELECT original_transaction_id FROM owned) OR g.tokens && (SELECT array_agg(original_transaction_id) FROM owned)),
+                    'googlePlayReads', (SELECT coalesce(jsonb_agg(jsonb_build_object('purchaseToken', r.purchase_token, 'readAt', r.read_at,
+                                            'read', convert_from(r.body, 'UTF8')::jsonb) ORDER BY r.read_at), '[]')
+                                        FROM google_subscription_reads r JOIN google_subscriptions g ON r.purchase_token = ANY(g.tokens)
+                                        WHERE g.id IN (SELECT original_transaction_id FROM owned) OR g.tokens && (SELECT array_agg(original_transaction_id) FROM owned)),
                     'webhookDeliveries', (SELECT coalesce(jsonb_agg(to_jsonb(d)), '[]') FROM webhook_deliveries d WHERE d.account_id = \(account.text)),
                     'operatorActions', (SELECT coalesce(jsonb_agg(to_jsonb(a) ORDER BY a.id), '[]') FROM operator_actions a WHERE a.account_id = \(account.text))
                 )::text

@@ -1,3 +1,4 @@
+import Events
 import Foundation
 import GooglePlay
 import GooglePlayAPI
@@ -49,14 +50,17 @@ public struct GoogleNotificationJob: JobHandler {
             return try await finish(stored.messageId, .test, execution)
         case .unknown:
             return try await finish(stored.messageId, .unknown, execution)
-        case .subscription(_, let token):
+        case .subscription(let type, let token):
             guard let play = subscriptions.play else { return try await finish(stored.messageId, .recorded, execution, filing: notification) }
             let messageId = stored.messageId
-            _ = try await subscriptions.refresh(token, using: play) { [notifications] connection, outcome in
-                try await notifications.recordToken(notification, messageId: messageId, on: connection)
-                try await notifications.markProcessed(messageId, outcome: outcome.rawValue, on: connection)
-                try await execution.complete(on: connection)
-            }
+            let cause = EventCause(eventId: messageId, notificationType: type.name, originalTransactionId: token, signedDate: notification.eventTime)
+            _ = try await subscriptions.refresh(
+                token, using: play, cause: cause,
+                also: { [notifications] connection, outcome in
+                    try await notifications.recordToken(notification, messageId: messageId, on: connection)
+                    try await notifications.markProcessed(messageId, outcome: outcome.rawValue, on: connection)
+                    try await execution.complete(on: connection)
+                })
         case .oneTimeProduct, .voidedPurchase, .pendingRefundReview:
             try await finish(stored.messageId, .recorded, execution, filing: notification)
         }

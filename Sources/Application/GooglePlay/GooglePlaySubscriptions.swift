@@ -1,13 +1,19 @@
+import Entitlements
+import Events
 import Foundation
 import GooglePlay
 import GooglePlayAPI
+import Jobs
 import Logging
 import Persistence
 import PostgresNIO
+import Subscriptions
 
 /// Brings Play subscriptions up to date: reads a token from the Play Developer API (`subscriptionsv2.get`), keeps the
 /// read and derives the token's whole chain again from every read held — for a notification's job, and for
-/// `storekeeper google sync` (every known token again, or tokens from a file for a first import).
+/// `storekeeper google sync` (every known token again, or tokens from a file for a first import). Each chain is then
+/// written as one of Storekeeper's subscriptions (``PlayLifecycle``) through the writer every store shares: access,
+/// credits, events, analytics, the next credit window.
 public struct GooglePlaySubscriptions: Sendable {
     /// What reading a token came to.
     public enum Outcome: String, Sendable {
@@ -24,22 +30,35 @@ public struct GooglePlaySubscriptions: Sendable {
     public let play: GooglePlayClient?
     private let reads: GoogleSubscriptionStore
     private let tokens: GoogleNotificationStore
+    private let subscriptions: SubscriptionStore
+    private let writer: SubscriptionWriter
+    /// Where acknowledgements are enqueued.
+    private let queue: any JobScheduling
     private let clock: @Sendable () -> Date
     private let logger: Logger
 
-    public init(client: PostgresClient, play: GooglePlayClient?, clock: @escaping @Sendable () -> Date, logger: Logger) {
+    public init(
+        client: PostgresClient, play: GooglePlayClient?, writer: SubscriptionWriter, queue: any JobScheduling,
+        clock: @escaping @Sendable () -> Date, logger: Logger
+    ) {
+        self.queue = queue
         self.client = client
         self.play = play
         self.reads = GoogleSubscriptionStore(logger: logger)
         self.tokens = GoogleNotificationStore(logger: logger)
+        self.subscriptions = SubscriptionStore(client: client, logger: logger)
+        self.writer = writer
         self.clock = clock
         self.logger = logger
     }
 
     /// Reads `token` and derives its chain, then runs `also` in the same transaction (a job records its outcome and
-    /// completes there). What is worth a retry — Google or the network away after the client's own retries — throws.
+    /// completes there). `beforeDeriving` runs in that transaction once the chain is locked, with the chain's tokens
+    /// (a claim checks the owner and records itself there); what it throws rolls the transaction back. What is worth a
+    /// retry — Google or the network away after the client's own retries — throws.
     public func refresh(
-        _ token: String, using play: GooglePlayClient,
+        _ token: String, using play: GooglePlayClient, cause: EventCause? = nil,
+        beforeDeriving: @Sendable (PostgresConnection, [String]) async throws -> Void = { _, _ in },
         also: @Sendable (PostgresConnection, Outcome) async throws -> Void = { _, _ in }
     ) async throws -> Outcome {
         // Stamped when asked, not when answered: of two reads in flight, the one asked later saw the later state,
@@ -65,8 +84,10 @@ public struct GooglePlaySubscriptions: Sendable {
                 try await client.withTransaction(logger: logger) { connection in
                     try await reads.insert(read, body: answer.body, on: connection)
                     let chain = try await lockedChain(of: token, on: connection)
-                    let derived = PlaySubscriptionDerivation.derive(try await reads.reads(of: chain, on: connection))
-                    try await reads.replace(derived, covering: chain, at: clock(), on: connection)
+                    try await beforeDeriving(connection, chain)
+                    try await deriveLocked(
+                        chain: chain,
+                        cause: cause ?? EventCause(notificationType: "google_play.read", originalTransactionId: token), on: connection)
                     try await also(connection, .read)
                     try await reads.markRead(token, at: requestedAt, on: connection)
                 }
@@ -93,6 +114,75 @@ public struct GooglePlaySubscriptions: Sendable {
 
     /// A chain linked to more tokens while its known ones were being locked.
     struct ChainGrew: Error {}
+
+    /// Derives the chain holding `token` again from the reads held (no Play call): a credit window's reset, a replay.
+    /// Runs in the caller's transaction; a chain that grows meanwhile is retried by the caller's job.
+    @discardableResult
+    public func derive(chainOf token: String, cause: EventCause, on connection: PostgresConnection) async throws -> [SubscriptionWriter.Outcome] {
+        try await deriveLocked(chain: try await lockedChain(of: token, on: connection), cause: cause, on: connection)
+    }
+
+    /// Derives the chains of `chain` (its tokens locked) from every read held, keeps what was derived, and writes each
+    /// as a subscription. A subscription keeps the id it was first filed under: when an older token of its chain
+    /// becomes known later (a read naming a predecessor never read), the chain's first token changes, its id does not.
+    @discardableResult
+    private func deriveLocked(chain: [String], cause: EventCause, on connection: PostgresConnection) async throws -> [SubscriptionWriter.Outcome] {
+        let derived = PlaySubscriptionDerivation.derive(try await reads.reads(of: chain, on: connection))
+        try await reads.replace(derived, covering: chain, at: clock(), on: connection)
+        var outcomes: [SubscriptionWriter.Outcome] = []
+        for var play in derived {
+            let filed = try await subscriptions.filed(of: .googlePlay, among: [play.id] + play.tokens, on: connection)
+            if let first = filed.first { play.id = first }
+            if filed.count > 1 {
+                // Two chains filed apart were found to be one: the later filings stay as they were written.
+                logger.warning("a Play chain was filed as several subscriptions", metadata: ["subscription.ids": "\(filed)"])
+            }
+            try await subscriptions.lock(play.id, on: connection)
+            let stored = try await subscriptions.lockedSubscription(play.id, on: connection, lockHeld: true)
+            // A claim is the newest word on the owner; else the account of the purchase intent the app named at purchase;
+            // else the one held; else the id the app named, taken as the account's own. (The held account comes before
+            // the named id: an erasure deletes intents, and the held pseudonym must not give way to the bare token.)
+            let claimed = try await reads.claimingAccount(of: play.tokens, on: connection)
+            let intended = try await intendedAccount(of: play.accountToken, on: connection)
+            let account = claimed ?? intended ?? stored?.accountId ?? play.accountToken.flatMap(AccountID.init)
+            guard let derivation = PlayLifecycle.derive(play, account: account) else { continue }
+            var playCause = cause
+            playCause.originalTransactionId = play.id
+            let outcome = try await writer.write(derivation, stored: stored, cause: playCause, now: clock(), on: connection)
+            outcomes.append(outcome)
+            // Granted to an account: Google is told, or it refunds the purchase after three days.
+            if outcome.state?.accountId != nil, play.awaitsAcknowledgement, let productId = play.subscriptionProductId {
+                try await queue.enqueue(
+                    try NewJob(
+                        kind: GoogleAcknowledgeJob.jobKind,
+                        arguments: GoogleAcknowledgeJob.Arguments(productId: productId, purchaseToken: play.currentToken),
+                        uniqueKey: "google-acknowledge:\(play.currentToken)"),
+                    on: connection)
+            }
+        }
+        return outcomes
+    }
+
+    /// The account holding the chain of `chain`'s tokens now (on the caller's transaction, the chain locked): the
+    /// filed subscription's, else the one its reads name (`obfuscatedExternalAccountId`, set by the app at purchase).
+    public func owner(ofChain chain: [String], on connection: PostgresConnection) async throws -> AccountID? {
+        for id in try await subscriptions.filed(of: .googlePlay, among: chain, on: connection) {
+            if let owner = try await subscriptions.lockedSubscription(id, on: connection, lockHeld: true)?.accountId { return owner }
+        }
+        for play in PlaySubscriptionDerivation.derive(try await reads.reads(of: chain, on: connection)) {
+            if let named = try await intendedAccount(of: play.accountToken, on: connection) ?? play.accountToken.flatMap(AccountID.init) {
+                return named
+            }
+        }
+        return nil
+    }
+
+    /// The account a purchase intent's token named by `obfuscatedExternalAccountId` was issued to (the app passes the
+    /// token, as for Apple's `appAccountToken`). An app whose ids are already opaque and short passes the id itself.
+    private func intendedAccount(of token: String?, on connection: PostgresConnection) async throws -> AccountID? {
+        guard let token else { return nil }
+        return try await writer.purchaseIntents.accounts(ofTokens: [token], on: connection)[token.lowercased()]
+    }
 
     private static func read(_ token: String, from play: GooglePlayClient) async -> Result<(purchase: SubscriptionPurchaseV2, body: [UInt8]), GooglePlayAPIError> {
         do {

@@ -30,16 +30,21 @@ public struct CreditWindowResetJob: JobHandler {
     private let client: PostgresClient
     private let writer: SubscriptionWriter
     private let stripe: StripeSubscriptions?
+    private let play: GooglePlaySubscriptions?
     private let clock: @Sendable () -> Date
     private let logger: Logger
 
-    /// - Parameter stripe: derives Stripe's subscriptions (from what is held of them); `nil` resets App Store ones only.
+    /// - Parameters:
+    ///   - stripe: derives Stripe's subscriptions (from what is held of them); `nil` leaves them.
+    ///   - play: derives Play's subscriptions (from the reads held); `nil` leaves them.
     public init(
-        client: PostgresClient, writer: SubscriptionWriter, stripe: StripeSubscriptions? = nil, clock: @escaping @Sendable () -> Date, logger: Logger
+        client: PostgresClient, writer: SubscriptionWriter, stripe: StripeSubscriptions? = nil, play: GooglePlaySubscriptions? = nil,
+        clock: @escaping @Sendable () -> Date, logger: Logger
     ) {
         self.client = client
         self.writer = writer
         self.stripe = stripe
+        self.play = play
         self.clock = clock
         self.logger = logger
     }
@@ -48,9 +53,17 @@ public struct CreditWindowResetJob: JobHandler {
         let reset = try execution.job.decodeArguments(as: Arguments.self)
         try await client.withTransaction(logger: logger) { connection in
             let id = reset.originalTransactionId
-            if SubscriptionState.store(ofSubscription: id) == .stripe, let stripe {
+            // Read before any lock (a subscription's store never changes): each store's derivation takes its locks in
+            // its own order — Play's chain tokens before the subscription.
+            let store = try await SubscriptionStore(client: client, logger: logger).lockedSubscription(id, on: connection, lockHeld: true)?.store
+            switch store {
+            case .stripe?:
+                guard let stripe else { break }
                 _ = try await stripe.derive(id, cause: EventCause(notificationType: "credit-reset", originalTransactionId: id), on: connection)
-            } else {
+            case .googlePlay?:
+                guard let play else { break }
+                _ = try await play.derive(chainOf: id, cause: EventCause(notificationType: "credit-reset", originalTransactionId: id), on: connection)
+            default:
                 _ = try await writer.derive(id, now: clock(), write: true, on: connection)
             }
             try await execution.complete(on: connection)

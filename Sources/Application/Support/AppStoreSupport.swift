@@ -262,7 +262,7 @@ public struct AppStoreSupport: Sendable {
         let rows = try await client.query(
             """
             SELECT original_transaction_id, environment, status FROM subscriptions
-            WHERE account_id = \(account.text) AND original_transaction_id NOT LIKE 'sub\\_%'
+            WHERE account_id = \(account.text) AND store = 'app_store'
             ORDER BY (status = 'active') DESC, expires_at DESC NULLS LAST
             """, logger: logger)
         var targets: [Target] = []

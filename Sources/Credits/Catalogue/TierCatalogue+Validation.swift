@@ -79,10 +79,41 @@ extension TierCatalogue {
         case .stripe:
             if !product.id.hasPrefix("price_") { problems.append("\(place): a stripe product is named by its Stripe price id (price_…)") }
             if product.type == .nonRenewing { problems.append("\(place): Stripe sells subscriptions and one-time (lifetime) prices, not non_renewing passes") }
+        case .googlePlay:
+            problems += googlePlayProblems(of: product, at: place)
         case .operatorGrant, .unknown:
-            problems.append("\(place).store \(product.store.text) is not app_store or stripe")
+            problems.append("\(place).store \(product.store.text) is not app_store, stripe or google_play")
         }
         return problems
+    }
+
+    /// Play names a subscription's product `<productId>/<basePlanId>` (the base plan decides the period and price) and
+    /// a one-time product by its product id. Play Console's rules: a product id starts with a lowercase letter or a digit
+    /// and holds lowercase letters, digits, `_` and `.`; a base plan id holds lowercase letters, digits and `-`, at most
+    /// 63 characters.
+    static func googlePlayProblems(of product: Product, at place: String) -> [String] {
+        let parts = product.id.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        let productIdOK = parts.first.map { id in
+            !id.isEmpty && id.utf8.count <= 140 && id.first.map { $0.isASCII && ($0.isLowercase || $0.isNumber) } == true
+                && id.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_" || $0 == ".") }
+        } ?? false
+        let basePlanOK = { (id: String) in
+            !id.isEmpty && id.utf8.count <= 63 && id.first.map { $0.isASCII && ($0.isLowercase || $0.isNumber) } == true
+                && id.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "-") }
+        }
+        switch product.type {
+        case .autoRenewable:
+            guard parts.count == 2, productIdOK, basePlanOK(parts[1]) else {
+                return ["\(place): a google_play subscription is named <productId>/<basePlanId> (lowercase letters, digits, _ and . / lowercase letters, digits and -)"]
+            }
+        case .nonRenewing:
+            return ["\(place): Play's prepaid plans are base plans of a subscription; name the product <productId>/<basePlanId> as auto_renewable"]
+        default:
+            guard parts.count == 1, productIdOK else {
+                return ["\(place): a google_play one-time product is named by its product id (lowercase letters, digits, _ and .)"]
+            }
+        }
+        return []
     }
 
     /// The feature definitions: unique ids, known types, levels for a level feature, a default that fits.

@@ -15,6 +15,8 @@ public struct TierCatalogue: Codable, Sendable, Equatable {
     /// Where customers manage Stripe subscriptions: the billing portal's login link
     /// (`STOREKEEPER_STRIPE_PORTAL_URL`), a setting of the deployment rather than of the catalogue file.
     public var stripePortalURL: String?
+    /// The Android app's package (`STOREKEEPER_GOOGLE_PACKAGE_NAME`): Play's subscription centre links name it.
+    public var googlePlayPackageName: String?
 
     enum CodingKeys: String, CodingKey {
         case meters, free, tiers

@@ -22,8 +22,28 @@ extension TierCatalogue {
             id: state.originalTransactionId, kind: .subscription, store: state.store, productId: state.productId, tier: tier?.id,
             level: tier?.level, group: tier?.group, startsAt: state.purchaseDate, expiresAt: state.clockEnd ?? state.expiresAt,
             status: status, entitled: state.isEntitled(at: now), willRenew: state.willRenew, endReason: state.endReason,
-            managementURL: state.store == .stripe ? stripePortalURL : Self.appStoreManagementURL, nextChangeAt: state.nextChange(after: now))
+            managementURL: managementURL(of: state), nextChangeAt: state.nextChange(after: now))
     }
+
+    /// Where the customer manages the subscription: the App Store's subscriptions page, Stripe's billing portal, or
+    /// Play's subscription centre at this subscription (`sku` is the product id, without the base plan).
+    func managementURL(of state: SubscriptionState) -> String? {
+        switch state.store {
+        case .stripe: return stripePortalURL
+        case .googlePlay:
+            var components = URLComponents(string: Self.googlePlayManagementURL)!
+            if let package = googlePlayPackageName {
+                let sku = state.productId.split(separator: "/").first.map(String.init) ?? state.productId
+                components.queryItems = [URLQueryItem(name: "sku", value: sku), URLQueryItem(name: "package", value: package)]
+            }
+            return components.string
+        default: return Self.appStoreManagementURL
+        }
+    }
+
+    /// Play's subscription centre (the Play Billing documentation's deep link).
+    public static let googlePlayManagementURL = "https://play.google.com/store/account/subscriptions"
+
 
     /// A grant or a one-time purchase as an entitlement source at `now`: it entitles its tier from its start until it
     /// ends — by the clock (a grant's end, a pass's duration) or early (ended by an operator, refunded, revoked).

@@ -55,7 +55,7 @@ struct AnalyticsController: Sendable {
         let environment = parameters.get("environment") ?? defaultEnvironment
         guard ["production", "sandbox"].contains(environment) else { throw APIError.badRequest("environment must be production or sandbox") }
         let store = parameters.get("store")
-        if let store, !["app_store", "stripe"].contains(store) { throw APIError.badRequest("store must be app_store or stripe") }
+        if let store, !["app_store", "stripe", "google_play"].contains(store) { throw APIError.badRequest("store must be app_store, stripe or google_play") }
         let product = parameters.get("product")
         if let product, !product.isKey(maximumBytes: 256) { throw APIError.badRequest("product must be 1–256 printable characters") }
         let tier = parameters.get("tier")

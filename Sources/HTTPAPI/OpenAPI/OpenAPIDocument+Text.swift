@@ -38,6 +38,10 @@ public enum OpenAPIDocument {
       "description": "Web sales through Stripe (only when Stripe is configured)."
     },
     {
+      "name": "Google Play",
+      "description": "Android purchases: claiming a Play purchase for an account (present when `STOREKEEPER_GOOGLE_*` is configured)."
+    },
+    {
       "name": "Refunds",
       "description": "Refund defence: consent and consumption requests (docs/refunds.md)."
     },
@@ -976,7 +980,7 @@ public enum OpenAPIDocument {
             "name": "originalTransactionId",
             "in": "path",
             "required": true,
-            "description": "The App Store `originalTransactionId` (digits) or a Stripe subscription id (`sub_\u2026`); 1\u2013256 bytes without control characters.",
+            "description": "The App Store `originalTransactionId` (digits), a Stripe subscription id (`sub_\u2026`) or a Play subscription's first purchase token; 1\u2013256 bytes without control characters. `GET /v1/stores/{store}/subscriptions/{subscriptionId}` names the store too.",
             "schema": {
               "type": "string",
               "minLength": 1,
@@ -1072,6 +1076,136 @@ public enum OpenAPIDocument {
             }
           }
         }
+      }
+    },
+    "/v1/stores/{store}/subscriptions/{subscriptionId}": {
+      "get": {
+        "operationId": "getStoreSubscription",
+        "summary": "One subscription of a store, by that store\u2019s id for it",
+        "tags": [
+          "Service API"
+        ],
+        "security": [
+          {
+            "serviceKey": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "store",
+            "in": "path",
+            "required": true,
+            "description": "The store that sells the subscription.",
+            "schema": {
+              "type": "string",
+              "enum": [
+                "app_store",
+                "stripe",
+                "google_play"
+              ]
+            }
+          },
+          {
+            "name": "subscriptionId",
+            "in": "path",
+            "required": true,
+            "description": "The store's id of the subscription: 1\u20132048 printable bytes (a Play purchase token is a few hundred).",
+            "schema": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 2048,
+              "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]+$",
+              "examples": [
+                "2000000123456789"
+              ]
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The subscription",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/SubscriptionDetail"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`store` is not one of app_store, stripe, google_play, or `subscriptionId` is not 1\u20132048 printable bytes",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "404": {
+            "description": "No such subscription (`not_found`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_found"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "Service unavailable: the database did not answer in time (`unavailable`); retry later",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        },
+        "description": "Store-neutral: `app_store` with the `originalTransactionId`, `stripe` with the `sub_\u2026` id, `google_play` with the first purchase token of the subscription's token chain (a Play subscription keeps that id through upgrades, downgrades and resubscriptions)."
       }
     },
     "/v1/accounts/{accountId}/usage": {
@@ -1877,6 +2011,254 @@ public enum OpenAPIDocument {
           },
           "503": {
             "description": "Offer signing is not configured (no In-App Purchase key: `STOREKEEPER_ASSA_*`), the body memory is full (`busy`) or the database is unavailable (`unavailable`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable",
+                            "busy"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/v1/accounts/{accountId}/google/purchases": {
+      "post": {
+        "operationId": "claimGooglePlayPurchase",
+        "summary": "Claim a Play purchase for the account",
+        "tags": [
+          "Google Play"
+        ],
+        "description": "Present only when Google Play is configured (`STOREKEEPER_GOOGLE_*`). For a purchase made before Storekeeper, or whose app did not set `obfuscatedExternalAccountId`: the token is read from Play (`subscriptionsv2.get`), linked to the account under `STOREKEEPER_TRANSFER_POLICY` and applied, as a notification would be. Answers the account's status. 501 when no service account is configured (`STOREKEEPER_GOOGLE_SERVICE_ACCOUNT`).",
+        "security": [
+          {
+            "serviceKey": []
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/accountId"
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/GooglePurchaseClaim"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "Claimed and applied: the account\u2019s status",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/AccountStatus"
+                }
+              }
+            },
+            "links": {
+              "GetSubscription": {
+                "operationId": "getSubscription",
+                "parameters": {
+                  "originalTransactionId": "$response.body#/subscription/originalTransactionId"
+                },
+                "description": "The subscription that decides the state."
+              }
+            }
+          },
+          "400": {
+            "description": "`accountId` or the body is not what the route takes (`purchaseToken`: 1\u20132048 printable ASCII bytes)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "404": {
+            "description": "Google Play does not know the purchase token (`purchase_not_found`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "purchase_not_found"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "Another account holds the purchase and the transfer policy is `keep` (`purchase_owned_elsewhere`); nothing changes",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "purchase_owned_elsewhere"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "413": {
+            "description": "The body is larger than 8192 bytes, this route's limit (`payload_too_large`); the connection is closed",
+            "headers": {
+              "Connection": {
+                "description": "`close`",
+                "schema": {
+                  "type": "string",
+                  "const": "close"
+                }
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "payload_too_large"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "422": {
+            "description": "Google Play does not read the token as a subscription of this app (`not_a_subscription`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_a_subscription"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "501": {
+            "description": "No service account is configured: Play cannot be read (`google_play_not_readable`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "google_play_not_readable"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "502": {
+            "description": "Google Play did not answer, or refused Storekeeper\u2019s credentials (`google_error`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "google_error"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "Service unavailable: the body memory is full (`busy`) or the database did not answer in time (`unavailable`); retry later",
             "content": {
               "application/json": {
                 "schema": {
@@ -5841,7 +6223,8 @@ public enum OpenAPIDocument {
               "type": "string",
               "enum": [
                 "app_store",
-                "stripe"
+                "stripe",
+                "google_play"
               ]
             }
           },
@@ -6037,7 +6420,8 @@ public enum OpenAPIDocument {
               "type": "string",
               "enum": [
                 "app_store",
-                "stripe"
+                "stripe",
+                "google_play"
               ]
             }
           },
@@ -10169,7 +10553,8 @@ public enum OpenAPIDocument {
             "type": "string",
             "enum": [
               "app_store",
-              "stripe"
+              "stripe",
+              "google_play"
             ]
           },
           "type": {
@@ -11453,6 +11838,28 @@ public enum OpenAPIDocument {
               }
             ],
             "description": "The filed request; null for a dry run"
+          }
+        }
+      },
+      "GooglePurchaseClaim": {
+        "type": "object",
+        "required": [
+          "purchaseToken"
+        ],
+        "properties": {
+          "purchaseToken": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 2048,
+            "pattern": "^[!-~]+$",
+            "description": "Play Billing\u2019s `Purchase.getPurchaseToken()`"
+          },
+          "productId": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 200,
+            "pattern": "^[!-~]+$",
+            "description": "The purchase\u2019s product id (optional; subscriptions are read without it)"
           }
         }
       }

@@ -30,6 +30,8 @@ public struct ErasedAccounts: Sendable {
         public var offerSignatures = 0
         public var stripeLinks = 0
         public var stripeObjects = 0
+        public var googleClaims = 0
+        public var googleReads = 0
         public var eventsDeleted = 0
         public var renewalExtensions = 0
         public var jobs = 0
@@ -90,6 +92,8 @@ public struct ErasedAccounts: Sendable {
                 OR EXISTS (SELECT 1 FROM refund_requests WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM offer_signatures WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM stripe_links WHERE account_id = \(id))
+                OR EXISTS (SELECT 1 FROM google_purchase_claims WHERE account_id = \(id))
+                OR EXISTS (SELECT 1 FROM google_subscriptions WHERE account_token = \(id))
                 OR EXISTS (SELECT 1 FROM events WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM renewal_extensions WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM operator_actions WHERE account_id = \(id))
@@ -156,6 +160,7 @@ public struct ErasedAccounts: Sendable {
         counts.offerSignatures = try await count(connection, "UPDATE offer_signatures SET account_id = \(to) WHERE account_id = \(from)")
         counts.stripeLinks = try await count(connection, "UPDATE stripe_links SET account_id = \(to) WHERE account_id = \(from)")
         counts.stripeObjects = try await scrubStripeObjects(of: held, from: account, to: pseudonym, on: connection)
+        (counts.googleClaims, counts.googleReads) = try await moveGooglePlay(held: held, from: account, to: pseudonym, on: connection)
         // Events were the app's to keep: its receivers have them. Their deliveries go with them.
         counts.eventsDeleted = try await count(connection, "DELETE FROM events WHERE account_id = \(from)")
         counts.renewalExtensions = try await count(connection, "UPDATE renewal_extensions SET account_id = \(to) WHERE account_id = \(from)")
@@ -377,5 +382,32 @@ public struct ErasedAccounts: Sendable {
         let counted = PostgresQuery(unsafeSQL: "WITH changed AS (\(query.sql) RETURNING 1) SELECT count(*)::bigint FROM changed", binds: query.binds)
         for try await count in try await connection.query(counted, logger: logger).decode(Int.self) { return count }
         return 0
+    }
+}
+
+extension ErasedAccounts {
+    /// The account's Play claims, and the reads that name it as `obfuscatedExternalAccountId` (the app passed its own
+    /// id) with what was derived from them, under the pseudonym. Only the reads of the chains it holds or named are
+    /// decoded: the others cannot name it.
+    func moveGooglePlay(held: [String], from account: AccountID, to pseudonym: AccountID, on connection: PostgresConnection) async throws
+        -> (claims: Int, reads: Int)
+    {
+        let (from, to) = (account.text, pseudonym.text)
+        let claims = try await count(connection, "UPDATE google_purchase_claims SET account_id = \(to) WHERE account_id = \(from)")
+        let reads = try await count(
+            connection,
+            """
+            WITH chains AS (
+                SELECT unnest(tokens) AS token FROM google_subscriptions WHERE id = ANY(\(held)) OR account_token = \(from)
+            )
+            UPDATE google_subscription_reads r
+            SET body = convert_to(
+                jsonb_set(convert_from(r.body, 'UTF8')::jsonb, '{externalAccountIdentifiers,obfuscatedExternalAccountId}', to_jsonb(\(to)::text))::text,
+                'UTF8')
+            WHERE r.purchase_token IN (SELECT token FROM chains)
+              AND convert_from(r.body, 'UTF8')::jsonb->'externalAccountIdentifiers'->>'obfuscatedExternalAccountId' = \(from)
+            """)
+        _ = try await count(connection, "UPDATE google_subscriptions SET account_token = \(to) WHERE account_token = \(from)")
+        return (claims, reads)
     }
 }

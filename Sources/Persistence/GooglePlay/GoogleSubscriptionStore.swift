@@ -2,6 +2,7 @@ import Foundation
 import GooglePlay
 import Logging
 import PostgresNIO
+import Subscriptions
 
 /// Reads of Play subscription tokens (`google_subscription_reads`) and the subscriptions derived from them
 /// (`google_subscriptions`), sql/0032, on the caller's connection: one statement per intent.
@@ -67,6 +68,26 @@ public struct GoogleSubscriptionStore: Sendable {
                 purchaseToken: token, readAt: readAt, purchase: try JSONDecoder().decode(SubscriptionPurchaseV2.self, from: Data(body.readableBytesView))))
         }
         return reads
+    }
+
+    /// Records `account`'s claim of `token` at `date` (a newer claim of the token replaces an older one).
+    public func claim(_ token: String, by account: AccountID, at date: Date, on connection: PostgresConnection) async throws {
+        try await connection.query(
+            """
+            INSERT INTO google_purchase_claims (purchase_token, account_id, claimed_at) VALUES (\(token), \(account.text), \(date))
+            ON CONFLICT (purchase_token) DO UPDATE SET account_id = EXCLUDED.account_id, claimed_at = EXCLUDED.claimed_at
+            """, logger: logger)
+    }
+
+    /// The account of the newest claim of any of `tokens` (a chain's), if any.
+    public func claimingAccount(of tokens: [String], on connection: PostgresConnection) async throws -> AccountID? {
+        let rows = try await connection.query(
+            """
+            SELECT account_id FROM google_purchase_claims WHERE purchase_token = ANY(\(tokens))
+            ORDER BY claimed_at DESC, purchase_token LIMIT 1
+            """, logger: logger)
+        for try await account in rows.decode(String.self) { return AccountID(account) }
+        return nil
     }
 
     /// Replaces what was derived for the chains of `tokens` with `subscriptions` (a chain whose first token became

@@ -70,7 +70,7 @@ public enum StripeDerivation {
             latestTransactionId: inForce?.key ?? subscription.id, lastEventType: .unknown("STRIPE"),
             lastEvent: EventPosition(signedDate: newest * 1000, eventId: subscription.id), endReason: endReason,
             revokedAt: status == .refunded || status == .revoked ? accessEndsAt : nil, offer: inForce?.offer, price: inForce?.price,
-            billingPeriodKey: inForce?.key ?? subscription.id, accessUntil: accessUntil)
+            billingPeriodKey: inForce?.key ?? subscription.id, accessUntil: accessUntil, store: .stripe)
         let accessEnd = accessEndsAt ?? (status == .gracePeriod ? grace : nil)
         return Lifecycle.Derivation(state: state, periods: periods, ends: [], accessEndsAt: accessEnd)
     }

@@ -75,7 +75,7 @@ struct GeneratedSubscribers {
         if product.days < 300, random.chance(0.35) {
             periods.append(period(start, days: 7, paid: false))
             start = start.addingTimeInterval(7 * 86_400)
-            guard random.chance(0.45) else { return derivation(id: id, product: product.id, periods: periods) }
+            guard random.chance(0.45) else { return derivation(id: id, product: product.id, store: product.store, periods: periods) }
         }
         var running = true
         while running, start < today {
@@ -91,10 +91,10 @@ struct GeneratedSubscribers {
                 start = start.addingTimeInterval((5 + random.unit() * 35) * 86_400)
             }
         }
-        return derivation(id: id, product: product.id, periods: periods)
+        return derivation(id: id, product: product.id, store: product.store, periods: periods)
     }
 
-    private func derivation(id: String, product: String, periods: [PaidPeriod]) -> Lifecycle.Derivation {
+    private func derivation(id: String, product: String, store: Store, periods: [PaidPeriod]) -> Lifecycle.Derivation {
         let last = periods.last!
         let running = last.end > today && last.revocation == nil
         let state = SubscriptionState(
@@ -102,7 +102,7 @@ struct GeneratedSubscribers {
             willRenew: running, autoRenewProductId: product, pendingProductId: nil, purchaseDate: last.start, expiresAt: last.end,
             gracePeriodExpiresAt: nil, isTrial: last.isIntroductoryTrial, ownership: .purchased, latestTransactionId: last.transactionId,
             lastEventType: .didRenew, lastEvent: EventPosition(signedDate: last.signedAt, eventId: id), endReason: running ? nil : .expired("VOLUNTARY"),
-            price: last.price, billingPeriodKey: last.key)
+            price: last.price, billingPeriodKey: last.key, store: store)
         return Lifecycle.Derivation(state: state, periods: PaidPeriod.linked(periods), ends: [], accessEndsAt: nil)
     }
 }

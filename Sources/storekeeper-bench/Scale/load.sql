@@ -420,7 +420,7 @@ CREATE INDEX notifications_rejected_account ON notifications ((decoded->'transac
 INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew, auto_renew_product_id,
     pending_product_id, purchase_date, expires_at, grace_period_expires_at, is_trial, ownership, latest_transaction_id,
     last_event_type, last_signed_date, last_event_id, end_reason, revoked_at, offer_type, offer_identifier, offer_discount_type,
-    offer_period, price_increase, price, billing_period, access_until, created_at, updated_at)
+    offer_period, price_increase, price, billing_period, access_until, created_at, updated_at, store)
 SELECT s.otid::text, s.acct, p.product, c.environment,
     CASE WHEN s.cat IN (3, 9, 13) THEN 'expired' WHEN s.cat = 7 THEN 'refunded' WHEN s.cat = 11 THEN 'grace_period'
         WHEN s.cat = 12 THEN 'billing_retry' ELSE 'active' END,
@@ -431,7 +431,7 @@ SELECT s.otid::text, s.acct, p.product, c.environment,
     CASE s.cat WHEN 3 THEN 'EXPIRED_VOLUNTARY' WHEN 9 THEN 'EXPIRED_VOLUNTARY' WHEN 13 THEN 'EXPIRED_BILLING_RETRY' WHEN 7 THEN 'REFUND' END,
     CASE WHEN s.cat = 7 THEN s.rv END,
     CASE WHEN p.trial THEN 1 END, NULL, CASE WHEN p.trial THEN 'FREE_TRIAL' END, CASE WHEN p.trial THEN 'P1W' END,
-    NULL, p.price, p.woli, NULL, first.applied, last.applied
+    NULL, p.price, p.woli, NULL, first.applied, last.applied, 'app_store'
 FROM scale_subscriber s
 JOIN scale_period p ON p.n = s.n AND p.i = s.np - 1
 JOIN (SELECT n, applied FROM scale_period WHERE i = 0) AS first ON first.n = s.n

@@ -1,0 +1,69 @@
+import Application
+import Foundation
+import GooglePlay
+import GooglePlayAPI
+import Hummingbird
+import Subscriptions
+
+/// Claiming a Play purchase for an account (the seam tests can replace).
+public protocol GooglePurchaseClaiming: Sendable {
+    func claim(_ token: String, by account: AccountID) async throws -> GooglePlayClaims.Outcome
+}
+
+extension GooglePlayClaims: GooglePurchaseClaiming {}
+
+/// `POST /v1/accounts/{accountId}/google/purchases {"purchaseToken", "productId"?}`: the app posts a purchase's token
+/// (Play Billing's `Purchase.getPurchaseToken()`) for a purchase made before Storekeeper or without
+/// `obfuscatedExternalAccountId`. The token is read from Play, linked to the account under the transfer policy and
+/// applied; the answer is the account's status (201 is not used: a claim of a claimed token answers the same).
+struct GooglePlayAccountsController: Sendable {
+    /// `nil`: no service account is configured, Play cannot be read.
+    let claims: (any GooglePurchaseClaiming)?
+    let accounts: AccountsController
+
+    struct ClaimRequest: Decodable {
+        var purchaseToken: String?
+        var productId: String?
+    }
+
+    static let usage = #"body must be {"purchaseToken": "…", "productId": "…"?}"#
+
+    func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
+        group.post("accounts/{accountId}/google/purchases") { request, context -> AccountStatusResponse in
+            let account = try AccountsController.accountId(context)
+            let body = try await request.decodeJSONBody(as: ClaimRequest.self, upTo: 8192, otherwise: Self.usage)
+            guard let token = body.purchaseToken else { throw APIError.badRequest(Self.usage) }
+            guard !token.isEmpty, token.utf8.count <= DeveloperNotification.maximumTokenBytes, token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                throw APIError.badRequest("purchaseToken must be 1 to \(DeveloperNotification.maximumTokenBytes) printable ASCII bytes")
+            }
+            if let productId = body.productId, productId.isEmpty || productId.utf8.count > 200 || !productId.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
+                throw APIError.badRequest("productId must be 1 to 200 printable ASCII bytes")
+            }
+            guard let claims else {
+                throw APIError(
+                    .notImplemented, code: "google_play_not_readable", message: "STOREKEEPER_GOOGLE_SERVICE_ACCOUNT is not set: Play cannot be read")
+            }
+            let outcome = try await withDatabase {
+                do {
+                    return try await claims.claim(token, by: account)
+                } catch let error as GooglePlayAPIError {
+                    throw APIError(.badGateway, code: "google_error", message: "Google Play: \(error.message.prefix(300))")
+                }
+            }
+            switch outcome {
+            case .claimed:
+                return try await accounts.status(of: account)
+            case .ownedElsewhere:
+                throw APIError(
+                    .conflict, code: "purchase_owned_elsewhere",
+                    message: "another account holds this purchase; the transfer policy is keep")
+            case .notFound:
+                throw APIError(.notFound, code: "purchase_not_found", message: "Google Play does not know the purchase token (another app's, or expired over 60 days ago)")
+            case .refused:
+                throw APIError(
+                    .unprocessableContent, code: "not_a_subscription",
+                    message: "Google Play does not read the token as a subscription of this app (one-time products are not claimed here yet)")
+            }
+        }
+    }
+}

@@ -1,0 +1,188 @@
+import Foundation
+import GooglePlayFake
+import HummingbirdTesting
+import Testing
+
+/// An Android purchase as its customer sees it: Play's notification reaches the intake, the worker reads the token,
+/// and `GET /v1/accounts/{id}/status` answers the tier, the credits and where to manage it — the expectations taken
+/// from Play's subscription lifecycle (which states entitle, a new order is a new period, a linked token continues
+/// the subscription) and the default catalogue (`pro/monthly` gives 1,000 AI requests a cycle).
+@Suite("Google Play purchases grant access and credits, on real PostgreSQL")
+struct GooglePlayAccessTests {
+    static let monthly = FakeGooglePlay.Plan(productId: "pro", basePlanId: "monthly")
+    static let yearly = FakeGooglePlay.Plan(productId: "pro", basePlanId: "yearly", period: 365 * 86_400, priceMicros: 99_990_000)
+
+    /// The account's status document.
+    static func status(_ world: GooglePlayWorld, _ account: String) async throws -> [String: Any] {
+        try await world.http.getWithKey("/v1/accounts/\(account)/status").json
+    }
+
+    static func entitlement(_ status: [String: Any]) -> [String: Any]? {
+        (status["entitlements"] as? [[String: Any]])?.first { $0["store"] as? String == "google_play" }
+    }
+
+    static func remaining(_ status: [String: Any], _ meter: String = "ai_requests") -> Int? {
+        ((status["credits"] as? [String: Any])?[meter] as? [String: Any])?["remaining"] as? Int
+    }
+
+    /// Pushes `notification` and waits until every stored notification is processed.
+    static func deliver(_ world: GooglePlayWorld, _ notification: [String: Any]) async throws {
+        #expect(try await world.push(notification).json["status"] as? String == "accepted")
+        try await eventually("the push to be processed") {
+            try await world.harness.count("SELECT count(*) FROM google_notifications WHERE outcome IS NULL") == 0
+        }
+    }
+
+    @Test("a purchase naming the account: pro with 1,000 credits, Play's subscription centre, the store-neutral read; acknowledged once; renewal resets the credits; cancel keeps access to the expiry, expiry ends it")
+    func purchaseToExpiry() async throws {
+        try await GooglePlayWorld.run { world in
+            let account = "android-user-1"
+            let (token, bought) = world.fake.buy(Self.monthly, accountToken: account, at: world.clock.now)
+            try await Self.deliver(world, bought)
+            let status = try await Self.status(world, account)
+            #expect(status["entitled"] as? Bool == true, "\(status)")
+            let entitlement = try #require(Self.entitlement(status), "\(status)")
+            #expect(entitlement["tier"] as? String == "pro" && entitlement["productId"] as? String == "pro/monthly")
+            #expect(entitlement["id"] as? String == token && entitlement["willRenew"] as? Bool == true)
+            #expect(
+                entitlement["managementUrl"] as? String
+                    == "https://play.google.com/store/account/subscriptions?sku=pro&package=\(GooglePlayWorld.package)", "\(entitlement)")
+            #expect(Self.remaining(status) == 1000, "\(status)")
+
+            // The store-neutral read finds it under Play's name; the App Store's name for another store is not it.
+            let read = try await world.http.getWithKey("/v1/stores/google_play/subscriptions/\(token)")
+            #expect(read.status == .ok && read.json["accountId"] as? String == account && read.json["store"] as? String == "google_play", "\(read.json)")
+            #expect(try await world.http.getWithKey("/v1/stores/app_store/subscriptions/\(token)").status == .notFound)
+            #expect(try await world.http.getWithKey("/v1/stores/play/subscriptions/\(token)").status == .badRequest)
+
+            // Granted, so acknowledged — once, however often the purchase is read again.
+            try await eventually("the purchase to be acknowledged") { world.fake.isAcknowledged(token) }
+            try await Self.deliver(world, try world.fake.renew(token, at: world.clock.now))
+            try await Self.deliver(world, bought)
+            #expect(world.fake.acknowledgements(of: token) == 1)
+
+            // A renewal is a new period: spent credits come back in full when it starts, not before.
+            let spent = try await world.http.withKey(.post, "/v1/accounts/\(account)/usage", #"{"meter": "ai_requests", "amount": 40, "idempotencyKey": "k1"}"#)
+            #expect(spent.status == .ok && spent.json["remaining"] as? Int == 960, "\(spent.json)")
+            let periodEnd = try #require(world.fake.expiry(of: token))
+            try await Self.deliver(world, try world.fake.renew(token, at: periodEnd.addingTimeInterval(-3600)))
+            #expect(Self.remaining(try await Self.status(world, account)) == 960, "the paid next period has not started")
+            world.clock.set(periodEnd.addingTimeInterval(60))
+            #expect(Self.remaining(try await Self.status(world, account)) == 1000, "the new period's allowance")
+            let now = world.clock.now
+
+            try await Self.deliver(world, try world.fake.cancel(token, at: now))
+            let canceled = try await Self.status(world, account)
+            #expect(canceled["entitled"] as? Bool == true && Self.entitlement(canceled)?["willRenew"] as? Bool == false, "\(canceled)")
+            try await Self.deliver(world, try world.fake.expire(token, at: now))
+            let expired = try await Self.status(world, account)
+            #expect(expired["entitled"] as? Bool == false && expired["hadSubscription"] as? Bool == true, "\(expired)")
+        }
+    }
+
+    @Test("an app passing a purchase intent's token reaches that account; a purchase naming nobody grants nothing and is not acknowledged")
+    func accounts() async throws {
+        try await GooglePlayWorld.run { world in
+            let account = "user-\(UUID().uuidString.prefix(8))"
+            let intent = try await world.http.execute(
+                uri: "/v1/accounts/\(account)/purchase-intents", method: .post, headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)"])
+            let token = try #require(intent.json["appAccountToken"] as? String)
+            let (purchase, bought) = world.fake.buy(Self.monthly, accountToken: token, at: world.clock.now)
+            try await Self.deliver(world, bought)
+            #expect(try await Self.status(world, account)["entitled"] as? Bool == true)
+            #expect(try await Self.status(world, token)["entitled"] as? Bool == false, "the token is not an account")
+            try await eventually("the purchase to be acknowledged") { world.fake.isAcknowledged(purchase) }
+
+            let (anonymous, unnamed) = world.fake.buy(Self.monthly, accountToken: nil, at: world.clock.now)
+            try await Self.deliver(world, unnamed)
+            let read = try await world.http.getWithKey("/v1/stores/google_play/subscriptions/\(anonymous)")
+            #expect(read.status == .ok && read.json["accountId"] is NSNull, "\(read.json)")
+            #expect(try await world.harness.count("SELECT count(*) FROM jobs WHERE kind = 'google-acknowledge'") == 0)
+            #expect(world.fake.acknowledgements(of: anonymous) == 0)
+        }
+    }
+
+    @Test("grace keeps access, the hold ends it, recovery restores it with a new period; a pause ends it until resumed; an upgrade continues the subscription; a revocation ends access now")
+    func lifecycle() async throws {
+        try await GooglePlayWorld.run { world in
+            let account = "android-user-2"
+            let (token, bought) = world.fake.buy(Self.monthly, accountToken: account, at: world.clock.now)
+            try await Self.deliver(world, bought)
+            func entitled() async throws -> Bool { try await Self.status(world, account)["entitled"] as? Bool == true }
+            #expect(try await entitled())
+            try await Self.deliver(world, try world.fake.grace(token, at: world.clock.now))
+            let grace = try await Self.status(world, account)
+            #expect(grace["entitled"] as? Bool == true && (grace["subscription"] as? [String: Any])?["status"] as? String == "grace_period", "\(grace)")
+            try await Self.deliver(world, try world.fake.hold(token, at: world.clock.now))
+            #expect(try await !entitled(), "on hold")
+            try await Self.deliver(world, try world.fake.recover(token, at: world.clock.now))
+            #expect(try await entitled(), "recovered")
+            try await Self.deliver(world, try world.fake.pause(token, at: world.clock.now))
+            #expect(try await !entitled(), "paused")
+            try await Self.deliver(world, try world.fake.resume(token, at: world.clock.now))
+            #expect(try await entitled(), "resumed")
+            #expect(try await world.harness.count("SELECT count(*) FROM subscriptions WHERE store = 'google_play'") == 1)
+
+            let (upgraded, notification) = try world.fake.replace(token, with: Self.yearly, at: world.clock.now)
+            try await Self.deliver(world, notification)
+            let status = try await Self.status(world, account)
+            #expect(Self.entitlement(status)?["productId"] as? String == "pro/yearly" && Self.entitlement(status)?["id"] as? String == token, "\(status)")
+            #expect(try await world.harness.count("SELECT count(*) FROM subscriptions WHERE store = 'google_play'") == 1, "one subscription for the chain")
+            try await eventually("the upgrade's new token to be acknowledged") { world.fake.isAcknowledged(upgraded) }
+
+            try await Self.deliver(world, try world.fake.revoke(upgraded, at: world.clock.now))
+            #expect(try await !entitled(), "revoked: access ends now, before the year is out")
+        }
+    }
+}
+
+/// `POST /v1/accounts/{id}/google/purchases` as an app and a stranger meet it.
+@Suite("Claiming Play purchases, on real PostgreSQL")
+struct GooglePlayClaimTests {
+    static func claim(_ world: GooglePlayWorld, _ account: String, _ body: String) async throws -> TestResponse {
+        try await world.http.withKey(.post, "/v1/accounts/\(account)/google/purchases", body)
+    }
+
+    @Test("a purchase naming nobody is claimed: read, applied, acknowledged; another account is refused under keep; unknown tokens, bad bodies and a purchase naming its account are answered")
+    func claims() async throws {
+        try await GooglePlayWorld.run { world in
+            let (token, _) = world.fake.buy(GooglePlayAccessTests.monthly, accountToken: nil, at: world.clock.now)
+            // Claimed before any notification: the claim reads the token itself.
+            let claimed = try await Self.claim(world, "claimer-1", #"{"purchaseToken": "\#(token)", "productId": "pro"}"#)
+            #expect(claimed.status == .ok && claimed.json["entitled"] as? Bool == true && claimed.json["tier"] as? String == "pro", "\(claimed.json)")
+            try await eventually("the claimed purchase to be acknowledged") { world.fake.isAcknowledged(token) }
+            let again = try await Self.claim(world, "claimer-1", #"{"purchaseToken": "\#(token)"}"#)
+            #expect(again.status == .ok && again.json["entitled"] as? Bool == true)
+            let taken = try await Self.claim(world, "claimer-2", #"{"purchaseToken": "\#(token)"}"#)
+            #expect(taken.status == .conflict && taken.json["error"] as? String == "purchase_owned_elsewhere", "\(taken.json)")
+            #expect(try await world.http.getWithKey("/v1/accounts/claimer-2/status").json["entitled"] as? Bool == false)
+            #expect(try await world.http.getWithKey("/v1/accounts/claimer-1/status").json["entitled"] as? Bool == true)
+
+            // A purchase whose app named its account belongs to that account, whoever claims it first.
+            let (named, _) = world.fake.buy(GooglePlayAccessTests.monthly, accountToken: "owner-9", at: world.clock.now)
+            let stolen = try await Self.claim(world, "claimer-3", #"{"purchaseToken": "\#(named)"}"#)
+            #expect(stolen.status == .conflict && stolen.json["error"] as? String == "purchase_owned_elsewhere", "\(stolen.json)")
+            #expect(try await world.http.getWithKey("/v1/accounts/claimer-3/status").json["entitled"] as? Bool == false)
+
+            let unknown = try await Self.claim(world, "claimer-1", #"{"purchaseToken": "never-sold"}"#)
+            #expect(unknown.status == .notFound && unknown.json["error"] as? String == "purchase_not_found")
+            for body in [#"{}"#, #"{"purchaseToken": ""}"#, #"{"purchaseToken": "a b"}"#, #"{"purchaseToken": 7}"#, "[", #"{"purchaseToken": "t", "productId": ""}"#,
+                         #"{"purchaseToken": "\#(String(repeating: "x", count: 2049))"}"#] {
+                let response = try await Self.claim(world, "claimer-1", body)
+                #expect(response.status == .badRequest, "\(body.prefix(40)): \(response.status)")
+            }
+            #expect(try await Self.claim(world, "bad%ZZ", #"{"purchaseToken": "t"}"#).status == .badRequest)
+        }
+    }
+
+    @Test("without a service account the route answers 501; the store-neutral read refuses an unknown store and an oversized id")
+    func unreadable() async throws {
+        try await GooglePlayWorld.run(readsPlay: false) { world in
+            let response = try await Self.claim(world, "claimer-1", #"{"purchaseToken": "t"}"#)
+            #expect(response.status == .notImplemented && response.json["error"] as? String == "google_play_not_readable")
+            #expect(try await world.http.getWithKey("/v1/stores/google_play/subscriptions/\(String(repeating: "x", count: 2049))").status == .badRequest)
+            #expect(try await world.http.getWithKey("/v1/stores/operator/subscriptions/x").status == .badRequest)
+            #expect(try await world.http.getWithKey("/v1/stores/google_play/subscriptions/x").status == .notFound)
+        }
+    }
+}
