@@ -38,6 +38,8 @@ public struct PlaySubscription: Sendable, Equatable {
     public var observedAt: Date
     /// `canceledStateContext`'s kind on the current token (`userInitiatedCancellation`, `systemInitiatedCancellation`, …).
     public var cancellation: String?
+    /// When Play said the current token was revoked (`SUBSCRIPTION_REVOKED`, stored with its notification), if it did.
+    public var revokedAt: Date?
     /// The current token's product id (without the base plan): what `subscriptions.acknowledge` names.
     public var subscriptionProductId: String?
     /// The current token's newest read says it was granted and not acknowledged yet (`ACKNOWLEDGEMENT_STATE_PENDING`).
@@ -48,9 +50,16 @@ public struct PlaySubscription: Sendable, Equatable {
         public var purchaseToken: String
         /// `<productId>/<basePlanId>` of the line item the order paid for.
         public var productId: String
-        /// The token's start for its first period; the previous period's end for a renewal of the same token.
+        /// The token's start for its first period; the previous period's end for a renewal of the same token (Play
+        /// gives no period start: ``PlayLifecycle`` places a period by its product's length where it knows it).
         public var start: Date
+        /// The order's expiry as the newest read naming it says: Play moves it back when access ends early (a hold, a
+        /// pause, a revocation, a plan change) and on over a grace period.
         public var expiresAt: Date
+        /// The order's expiry as the first read naming it said: the end of what was paid for.
+        public var paidUntil: Date
+        /// The token's `startTime`.
+        public var tokenStart: Date?
         /// The line item's recurring price in milliunits and its currency, when the read says.
         public var price: Int64?
         public var currency: String?
@@ -82,7 +91,9 @@ public struct PlaySubscription: Sendable, Equatable {
 /// Derives Play subscriptions from stored reads: a pure function of the set of reads, whatever order they were made
 /// or stored in — the same reads always give the same subscriptions.
 public enum PlaySubscriptionDerivation {
-    public static func derive(_ reads: [PlaySubscriptionRead]) -> [PlaySubscription] {
+    /// - Parameter revocations: when each revoked token's `SUBSCRIPTION_REVOKED` was sent (a read says only that the
+    ///   token expired).
+    public static func derive(_ reads: [PlaySubscriptionRead], revocations: [String: Date] = [:]) -> [PlaySubscription] {
         // The newest read of each token decides its state; every read contributes its period.
         var newest: [String: PlaySubscriptionRead] = [:]
         for read in reads {
@@ -119,6 +130,7 @@ public enum PlaySubscriptionDerivation {
                 willRenew: line?.autoRenewEnabled ?? false, isTrial: line?.offerPhase == "freeTrial", isTest: latest.isTest,
                 accountToken: ordered.reversed().lazy.compactMap { newest[$0]?.purchase.externalAccountIdentifiers?.obfuscatedExternalAccountId }.first,
                 periods: periods(chainReads), observedAt: newest[current]!.readAt, cancellation: latest.cancellation,
+                revokedAt: revocations[current],
                 subscriptionProductId: line?.productId,
                 awaitsAcknowledgement: latest.acknowledgementState == "ACKNOWLEDGEMENT_STATE_PENDING" && isGranted(newest[current]!))
         }.sorted { $0.id < $1.id }
@@ -128,30 +140,36 @@ public enum PlaySubscriptionDerivation {
     /// has an order id too and counts as one.
     static func periods(_ reads: [PlaySubscriptionRead]) -> [PlaySubscription.Period] {
         var byOrder: [String: PlaySubscription.Period] = [:]
+        var newestRead: [String: PlaySubscriptionRead] = [:]
         var tokenStart: [String: Date] = [:]
-        for read in reads {
+        // Oldest read first: the first read naming an order says what was paid for, the newest where access ends.
+        for read in reads.sorted(by: { isNewer($1, than: $0) }) {
             if let start = read.purchase.startTime { tokenStart[read.purchaseToken] = min(tokenStart[read.purchaseToken] ?? start, start) }
             for item in read.purchase.lineItems {
                 guard let order = item.latestSuccessfulOrderId, let expiry = item.expiryTime else { continue }
-                let firstSeen = min(byOrder[order]?.firstSeen ?? read.readAt, read.readAt)
-                if let held = byOrder[order], (held.expiresAt, held.purchaseToken) >= (expiry, read.purchaseToken) {
-                    byOrder[order]?.firstSeen = firstSeen
-                    continue
+                if var held = byOrder[order] {
+                    if let newest = newestRead[order], !isNewer(read, than: newest) { continue }
+                    held.expiresAt = expiry
+                    byOrder[order] = held
+                } else {
+                    byOrder[order] = .init(
+                        orderId: order, purchaseToken: read.purchaseToken,
+                        productId: item.basePlanId.map { "\(item.productId)/\($0)" } ?? item.productId,
+                        start: expiry, expiresAt: expiry, paidUntil: expiry, tokenStart: nil, price: item.recurringPrice?.milliunits,
+                        currency: item.recurringPrice?.currencyCode, isFreeTrial: item.offerPhase == "freeTrial", firstSeen: read.readAt)
                 }
-                byOrder[order] = .init(
-                    orderId: order, purchaseToken: read.purchaseToken, productId: item.basePlanId.map { "\(item.productId)/\($0)" } ?? item.productId,
-                    start: expiry, expiresAt: expiry, price: item.recurringPrice?.milliunits, currency: item.recurringPrice?.currencyCode,
-                    isFreeTrial: item.offerPhase == "freeTrial", firstSeen: firstSeen)
+                newestRead[order] = read
             }
         }
-        var periods = byOrder.values.sorted { ($0.expiresAt, $0.orderId) < ($1.expiresAt, $1.orderId) }
-        // Play gives no period start: a token's first period starts with the token, each renewal where the previous
-        // period of the same token ended.
+        for (order, period) in byOrder { byOrder[order]?.tokenStart = tokenStart[period.purchaseToken] }
+        var periods = byOrder.values.sorted { ($0.paidUntil, $0.orderId) < ($1.paidUntil, $1.orderId) }
+        // Play gives no period start: without the product's length, a token's first period starts with the token, each
+        // renewal where the previous period of the same token was paid until.
         var previousEnd: [String: Date] = [:]
         for index in periods.indices {
             let token = periods[index].purchaseToken
-            periods[index].start = min(previousEnd[token] ?? tokenStart[token] ?? periods[index].expiresAt, periods[index].expiresAt)
-            previousEnd[token] = periods[index].expiresAt
+            periods[index].start = min(previousEnd[token] ?? tokenStart[token] ?? periods[index].paidUntil, periods[index].paidUntil)
+            previousEnd[token] = periods[index].paidUntil
         }
         return periods
     }

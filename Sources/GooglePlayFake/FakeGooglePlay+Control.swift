@@ -29,9 +29,10 @@ extension FakeGooglePlay {
         for product in catalogue.tiers.flatMap(\.products) where product.store == .googlePlay && product.type == .autoRenewable {
             let parts = product.id.split(separator: "/").map(String.init)
             guard parts.count == 2, let period = product.billingPeriod else { continue }
-            let days = Double(period.months % 12 == 0 ? period.months / 12 * 365 : period.months * 30) + Double(period.days)
+            // Play counts a base plan's months on the calendar; a period of days (P1W) in seconds.
             plans[product.id] = Plan(
-                productId: parts[0], basePlanId: parts[1], period: days * 86_400, priceMicros: product.price * 1000, currency: product.currency)
+                productId: parts[0], basePlanId: parts[1], period: Double(period.days) * 86_400, months: period.months,
+                priceMicros: product.price * 1000, currency: product.currency)
         }
         return plans
     }

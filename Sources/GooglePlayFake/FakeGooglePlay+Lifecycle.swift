@@ -38,7 +38,7 @@ extension FakeGooglePlay {
         try change(token) { subscription in
             subscription.renewals += 1
             subscription.state = "SUBSCRIPTION_STATE_ACTIVE"
-            subscription.expiryTime = now.addingTimeInterval(subscription.period)
+            subscription.expiryTime = subscription.periodEnd(after: now)
         }
         return notify(token, type: 1, at: now)
     }

@@ -12,6 +12,8 @@ extension FakeGooglePlay {
         var startTime: Date
         var expiryTime: Date
         var period: TimeInterval
+        /// Calendar months of a period (UTC), when the plan's period is counted in months as Play's base plans are.
+        var months: Int
         /// `GPA.` order id of the first payment; renewals add `..N`.
         var orderBase: String
         var renewals: Int
@@ -24,6 +26,14 @@ extension FakeGooglePlay {
         var currency: String
 
         var latestOrderId: String { renewals == 0 ? orderBase : "\(orderBase)..\(renewals - 1)" }
+
+        /// One period after `date`.
+        func periodEnd(after date: Date) -> Date {
+            guard months > 0 else { return date.addingTimeInterval(period) }
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = TimeZone(identifier: "UTC")!
+            return calendar.date(byAdding: .month, value: months, to: date) ?? date.addingTimeInterval(period)
+        }
     }
 
     /// What a customer buys: a base plan of a subscription product.
@@ -31,13 +41,19 @@ extension FakeGooglePlay {
         public var productId: String
         public var basePlanId: String
         public var period: TimeInterval
+        /// Calendar months of a period, as Play counts `P1M`, `P1Y` (0: the period is `period` seconds).
+        public var months: Int
         public var priceMicros: Int64
         public var currency: String
 
-        public init(productId: String, basePlanId: String, period: TimeInterval = 30 * 86_400, priceMicros: Int64 = 9_990_000, currency: String = "USD") {
+        public init(
+            productId: String, basePlanId: String, period: TimeInterval = 30 * 86_400, months: Int = 0, priceMicros: Int64 = 9_990_000,
+            currency: String = "USD"
+        ) {
             self.productId = productId
             self.basePlanId = basePlanId
             self.period = period
+            self.months = months
             self.priceMicros = priceMicros
             self.currency = currency
         }
@@ -47,14 +63,17 @@ extension FakeGooglePlay {
     public func buy(_ plan: Plan, accountToken: String?, at now: Date, trialDays: Int = 0, linkedTo previous: String? = nil) -> (token: String, notification: [String: Any]) {
         let token = state.withLock { state -> String in
             state.nextToken += 1
-            let token = "fake-play-token-\(state.nextToken)-" + String(repeating: "x", count: 96)
+            // A fresh fake per run (`dev --fake-play` restarted on a database that outlives it) must not sell a token or
+            // an order id an earlier one did: each carries the fake's own random part.
+            let token = "fake-play-token-\(state.nextToken)-\(runId)-" + String(repeating: "x", count: 72)
             state.nextOrder += 1
-            let order = String(format: "GPA.3300-%04d-%04d-%05d", state.nextOrder % 10_000, (state.nextOrder / 7) % 10_000, state.nextOrder)
+            let order = String(format: "GPA.3300-%04d-%04d-%05d", state.nextOrder % 10_000, runNumber % 10_000, state.nextOrder)
             state.subscriptions[token] = SubscriptionToken(
                 productId: plan.productId, basePlanId: plan.basePlanId, state: "SUBSCRIPTION_STATE_ACTIVE", startTime: now,
-                expiryTime: now.addingTimeInterval(trialDays > 0 ? Double(trialDays) * 86_400 : plan.period), period: plan.period,
+                expiryTime: now, period: plan.period, months: plan.months,
                 orderBase: order, renewals: 0, autoRenew: true, linkedPurchaseToken: previous, accountToken: accountToken,
                 acknowledged: false, trial: trialDays > 0, priceMicros: plan.priceMicros, currency: plan.currency)
+            state.subscriptions[token]!.expiryTime = trialDays > 0 ? now.addingTimeInterval(Double(trialDays) * 86_400) : state.subscriptions[token]!.periodEnd(after: now)
             return token
         }
         return (token, notify(token, type: 4, at: now))
@@ -66,7 +85,7 @@ extension FakeGooglePlay {
             subscription.renewals += 1
             subscription.trial = false
             subscription.state = "SUBSCRIPTION_STATE_ACTIVE"
-            subscription.expiryTime = max(subscription.expiryTime, now).addingTimeInterval(subscription.period)
+            subscription.expiryTime = subscription.periodEnd(after: max(subscription.expiryTime, now))
         }
         return notify(token, type: 2, at: now)
     }

@@ -59,10 +59,18 @@ public final class FakeGooglePlay: Sendable {
     /// The service account the Play Developer API answers.
     public let serviceAccountEmail = "storekeeper@fake-play.iam.gserviceaccount.com"
     let serviceAccountKey: _RSA.Signing.PrivateKey
+    /// This fake's own part of every purchase token, order id and message id: tokens, orders and messages of an
+    /// earlier fake (a `dev --fake-play` restarted on the same database) are never sold or sent again.
+    let runNumber: Int
+    var runId: String { String(runNumber, radix: 36) }
 
     /// A fake with one published key, selling `packageName`'s products.
     public init(packageName: String = "com.example.storekeeper") throws {
-        state = Mutex(State(keys: [try SigningKey(kid: "fake-google-1")]))
+        let run = Int.random(in: 0..<1_000_000)
+        var first = State(keys: [try SigningKey(kid: "fake-google-1")])
+        first.nextMessage = 1_000_000_000_000 + run * 1_000_000
+        state = Mutex(first)
+        runNumber = run
         self.packageName = packageName
         serviceAccountKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
     }

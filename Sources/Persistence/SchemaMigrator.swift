@@ -25,16 +25,20 @@ public struct SchemaMigrator: Sendable {
         self.migrations = try Self.load(directory: directory)
     }
 
-    /// Applies every pending migration; returns the names applied.
+    /// Applies every pending migration, then the backfills they leave (each in short transactions of its own); returns
+    /// the names applied.
     @discardableResult
     public func migrate() async throws -> [String] {
+        let applied: [String]
         do {
-            return try await applyPending()
+            applied = try await applyPending()
         } catch let error as PostgresTransactionError {
             // Our own refusal (newer database, changed file) is the error worth reporting, not the rollback around it.
             if let refusal = error.closureError as? PersistenceError { throw refusal }
             throw error
         }
+        try await SubscriptionStoreBackfill(client: client, logger: logger).run()
+        return applied
     }
 
     private func applyPending() async throws -> [String] {

@@ -72,6 +72,7 @@ extension SubscriptionStore {
                     offer_identifier = EXCLUDED.offer_identifier, offer_discount_type = EXCLUDED.offer_discount_type,
                     offer_period = EXCLUDED.offer_period, price_increase = EXCLUDED.price_increase, price = EXCLUDED.price,
                     billing_period = EXCLUDED.billing_period, access_until = EXCLUDED.access_until,
+                    store = coalesce(subscriptions.store, EXCLUDED.store),
                     updated_at = now()
                 """
         }

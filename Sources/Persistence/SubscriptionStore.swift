@@ -36,7 +36,10 @@ public struct SubscriptionStore: Sendable {
     /// One subscription by its store and the store's id for it.
     public func subscription(of store: Store, id: String) async throws -> SubscriptionState? {
         let rows = try await client.query(
-            "SELECT \(unescaped: Self.columns) FROM subscriptions WHERE original_transaction_id = \(id) AND store = \(store.text)",
+            """
+            SELECT \(unescaped: Self.columns) FROM subscriptions
+            WHERE original_transaction_id = \(id) AND coalesce(store, subscription_store_before_0033(original_transaction_id)) = \(store.text)
+            """,
             logger: logger
         )
         for try await row in rows { return try Self.decode(row) }
@@ -64,6 +67,23 @@ public struct SubscriptionStore: Sendable {
         var filed: [String] = []
         for try await id in rows.decode(String.self) { filed.append(id) }
         return filed
+    }
+
+    /// Files the Play subscription `extra` under `kept`, in the caller's transaction holding the chain: one chain was
+    /// filed as two (its tokens were read in an order that linked them only later). Its credit windows and searchable
+    /// order ids move to `kept` — which is derived next with every period of both — its analytics contribution is
+    /// withdrawn (the rollups take the difference), and its row goes. Its events stay in the history.
+    public func merge(googlePlay extra: String, into kept: String, on connection: PostgresConnection) async throws {
+        try await connection.query(
+            "UPDATE credit_buckets SET original_transaction_id = \(kept) WHERE original_transaction_id = \(extra)", logger: logger)
+        try await connection.query(
+            "UPDATE subscription_transactions SET original_transaction_id = \(kept) WHERE original_transaction_id = \(extra)", logger: logger)
+        try await connection.query(
+            """
+            SELECT analytics_record(\(extra), '{}'::integer[], '{}'::text[], '{}'::text[], '{}'::text[], '{}'::text[], '{}'::text[], '{}'::bigint[])
+            """, logger: logger)
+        try await connection.query(
+            "DELETE FROM subscriptions WHERE original_transaction_id = \(extra) AND store = 'google_play'", logger: logger)
     }
 
     /// Every subscription linked to `accountId`.
@@ -100,6 +120,10 @@ public struct SubscriptionStore: Sendable {
 
     /// How many columns ``columns`` names.
     static let columnCount = columns.split(separator: ",").count
+
+    /// The store of a row written before sql/0033 and not filled in yet: what the id's shape said then (the SQL twin is
+    /// `subscription_store_before_0033`). Play's rows were never written so.
+    static func storeBefore0033(of id: String) -> String { id.hasPrefix("sub_") ? "stripe" : "app_store" }
 
     static func decode(_ row: PostgresRow) throws -> SubscriptionState {
         let cells = row.makeRandomAccess()
@@ -139,7 +163,7 @@ public struct SubscriptionStore: Sendable {
             price: try cells["price"].decode(Int64?.self),
             billingPeriodKey: try cells["billing_period"].decode(String.self),
             accessUntil: try cells["access_until"].decode(Date?.self)?.wholeMilliseconds,
-            store: Store(try cells["store"].decode(String.self))
+            store: Store(try cells["store"].decode(String?.self) ?? Self.storeBefore0033(of: try cells["original_transaction_id"].decode(String.self)))
         )
     }
 }

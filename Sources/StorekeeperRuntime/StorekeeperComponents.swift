@@ -149,7 +149,7 @@ public struct StorekeeperComponents: Sendable {
                         baseURL: settings.apiURL, packageName: settings.packageName, tokens: GoogleAccessTokens(account: $0),
                         requestsPerMinute: settings.requestsPerMinute, logger: logger)
                 }
-            }, writer: writer, queue: queue, clock: clock, logger: logger)
+            }, writer: writer, queue: queue, catalogue: configuration.catalogue, erased: erased, clock: clock, logger: logger)
         self.stripeSubscriptions = StripeSubscriptions(
             client: client, stripe: stripeClient, writer: writer,
             settings: StripeDerivation.Settings(graceDays: configuration.stripe?.graceDays ?? 3, catalogue: configuration.catalogue),

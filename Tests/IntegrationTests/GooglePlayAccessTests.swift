@@ -9,8 +9,9 @@ import Testing
 /// the subscription) and the default catalogue (`pro/monthly` gives 1,000 AI requests a cycle).
 @Suite("Google Play purchases grant access and credits, on real PostgreSQL")
 struct GooglePlayAccessTests {
-    static let monthly = FakeGooglePlay.Plan(productId: "pro", basePlanId: "monthly")
-    static let yearly = FakeGooglePlay.Plan(productId: "pro", basePlanId: "yearly", period: 365 * 86_400, priceMicros: 99_990_000)
+    /// The catalogue's `pro/monthly` and `pro/yearly` as Play bills them: calendar months.
+    static let monthly = FakeGooglePlay.Plan(productId: "pro", basePlanId: "monthly", months: 1)
+    static let yearly = FakeGooglePlay.Plan(productId: "pro", basePlanId: "yearly", months: 12, priceMicros: 99_990_000)
 
     /// The account's status document.
     static func status(_ world: GooglePlayWorld, _ account: String) async throws -> [String: Any] {

@@ -45,6 +45,47 @@ struct MigrationTests {
         }
     }
 
+    @Test("0033 names the store of rows written before it without a lock held for them: an App Store id, a Stripe sub_ id (and a digit id that only looks odd) are filled in by the backfill after the migration, once; a row of the previous version's writer gets its store on insert")
+    func subscriptionStoreBackfill() async throws {
+        let all = SchemaMigrator.defaultDirectory()
+        let before = FileManager.default.temporaryDirectory.appendingPathComponent("sk-sql-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: before, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: before) }
+        for name in try FileManager.default.contentsOfDirectory(atPath: all.path) where name < "0033" {
+            try FileManager.default.copyItem(at: all.appendingPathComponent(name), to: before.appendingPathComponent(name))
+        }
+        try await TestDatabase.withFreshDatabase { url in
+            try await PostgresClient.withRunning(url.clientConfiguration(), logger: TestDatabase.logger) { client in
+                try await SchemaMigrator(client: client, directory: before, logger: TestDatabase.logger).migrate()
+                func insert(_ id: String) async throws {
+                    try await client.query(
+                        """
+                        INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew,
+                            is_trial, ownership, latest_transaction_id, last_event_type, last_signed_date, last_event_id, billing_period)
+                        VALUES (\(id), 'acct', 'pro.monthly', 'Sandbox', 'active', true, false, 'PURCHASED', \(id), 'SUBSCRIBED', 1, 'x', \(id))
+                        """, logger: TestDatabase.logger)
+                }
+                for id in ["2000000000000001", "sub_1Abc", "sub1000"] { try await insert(id) }
+                try await SchemaMigrator(client: client, directory: all, logger: TestDatabase.logger).migrate()
+                var stores: [String] = []
+                for try await row in try await client.query(
+                    "SELECT original_transaction_id || '=' || store FROM subscriptions ORDER BY 1", logger: TestDatabase.logger
+                ).decode(String.self) { stores.append(row) }
+                #expect(stores == ["2000000000000001=app_store", "sub1000=app_store", "sub_1Abc=stripe"])
+                #expect(try await Self.count(client, "SELECT count(*) FROM storekeeper_backfills WHERE name = '0033_subscription_store'") == 1)
+                // The previous version's writer names no store: its row is filed by the rule it was written under.
+                try await insert("sub_2Def")
+                #expect(try await Self.count(client, "SELECT count(*) FROM subscriptions WHERE original_transaction_id = 'sub_2Def' AND store = 'stripe'") == 1)
+                #expect(try await SchemaMigrator(client: client, directory: all, logger: TestDatabase.logger).migrate() == [])
+            }
+        }
+    }
+
+    static func count(_ client: PostgresClient, _ sql: String) async throws -> Int {
+        for try await count in try await client.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger).decode(Int.self) { return count }
+        return -1
+    }
+
     @Test("0007 and 0008 upgrade rows written before them: UUID accounts become their lowercased text, billing periods and usage outcomes are filled")
     func upgradesExistingRows() async throws {
         let all = SchemaMigrator.defaultDirectory()

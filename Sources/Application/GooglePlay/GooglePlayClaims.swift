@@ -49,17 +49,23 @@ public struct GooglePlayClaims: Sendable {
 
     /// Reads `token` from Play and claims it for `account`.
     public func claim(_ token: String, by account: AccountID) async throws -> Outcome {
+        let outcome = try await claimed(token, by: account)
         // After the commit: a claim may move a subscription between accounts, so every cached account goes.
-        defer { cache?.invalidateAll() }
+        if case .claimed = outcome { cache?.invalidateAll() }
+        return outcome
+    }
+
+    private func claimed(_ token: String, by account: AccountID) async throws -> Outcome {
         let outcome: GooglePlaySubscriptions.Outcome
         do {
             outcome = try await subscriptions.refresh(
                 token, using: play, cause: .init(notificationType: "google_play.claim", originalTransactionId: token),
                 beforeDeriving: { [subscriptions, reads, policy, clock] connection, chain in
-                    if let owner = try await subscriptions.owner(ofChain: chain, on: connection), owner != account, policy == .keep {
+                    let claimant = try await subscriptions.claimant(account, on: connection)
+                    if let owner = try await subscriptions.owner(ofChain: chain, on: connection), owner != claimant, policy == .keep {
                         throw HeldElsewhere(owner: owner)
                     }
-                    try await reads.claim(token, by: account, at: clock(), on: connection)
+                    try await reads.claim(token, by: claimant, at: clock(), on: connection)
                 })
         } catch let error as PostgresTransactionError {
             if let held = error.closureError as? HeldElsewhere { return .ownedElsewhere(held.owner) }

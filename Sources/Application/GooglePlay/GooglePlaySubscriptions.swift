@@ -1,4 +1,5 @@
 import Entitlements
+import Credits
 import Events
 import Foundation
 import GooglePlay
@@ -32,16 +33,22 @@ public struct GooglePlaySubscriptions: Sendable {
     private let tokens: GoogleNotificationStore
     private let subscriptions: SubscriptionStore
     private let writer: SubscriptionWriter
+    /// Erased accounts' pseudonyms: Play keeps sending the id an app named at purchase after the account is erased.
+    private let erased: ErasedAccounts
     /// Where acknowledgements are enqueued.
     private let queue: any JobScheduling
+    /// The catalogue's answers the derivation asks: a product's period, and which plan changes are upgrades.
+    private let lifecycleCatalogue: PlayLifecycle.Catalogue
     private let clock: @Sendable () -> Date
     private let logger: Logger
 
     public init(
-        client: PostgresClient, play: GooglePlayClient?, writer: SubscriptionWriter, queue: any JobScheduling,
-        clock: @escaping @Sendable () -> Date, logger: Logger
+        client: PostgresClient, play: GooglePlayClient?, writer: SubscriptionWriter, queue: any JobScheduling, catalogue: TierCatalogue,
+        erased: ErasedAccounts, clock: @escaping @Sendable () -> Date, logger: Logger
     ) {
+        self.erased = erased
         self.queue = queue
+        self.lifecycleCatalogue = Self.lifecycleCatalogue(catalogue)
         self.client = client
         self.play = play
         self.reads = GoogleSubscriptionStore(logger: logger)
@@ -112,6 +119,24 @@ public struct GooglePlaySubscriptions: Sendable {
         return chain
     }
 
+    /// The catalogue as ``PlayLifecycle`` asks it: a period starts one billing period (calendar months and days, UTC)
+    /// before its end; a plan change is an upgrade when the new tier's level is above (a lower number) the old one's.
+    static func lifecycleCatalogue(_ catalogue: TierCatalogue) -> PlayLifecycle.Catalogue {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        return PlayLifecycle.Catalogue(
+            periodStart: { [calendar] productId, end in
+                guard let period = catalogue.tier(ofProduct: productId)?.product.billingPeriod,
+                    let months = calendar.date(byAdding: .month, value: -period.months, to: end)
+                else { return nil }
+                return calendar.date(byAdding: .day, value: -period.days, to: months)
+            },
+            isUpgrade: { to, from in
+                guard let new = catalogue.tier(ofProduct: to)?.tier.level, let old = catalogue.tier(ofProduct: from)?.tier.level else { return false }
+                return new < old
+            })
+    }
+
     /// A chain linked to more tokens while its known ones were being locked.
     struct ChainGrew: Error {}
 
@@ -127,28 +152,41 @@ public struct GooglePlaySubscriptions: Sendable {
     /// becomes known later (a read naming a predecessor never read), the chain's first token changes, its id does not.
     @discardableResult
     private func deriveLocked(chain: [String], cause: EventCause, on connection: PostgresConnection) async throws -> [SubscriptionWriter.Outcome] {
-        let derived = PlaySubscriptionDerivation.derive(try await reads.reads(of: chain, on: connection))
+        let derived = PlaySubscriptionDerivation.derive(
+            try await reads.reads(of: chain, on: connection), revocations: try await reads.revocations(of: chain, on: connection))
         try await reads.replace(derived, covering: chain, at: clock(), on: connection)
         var outcomes: [SubscriptionWriter.Outcome] = []
         for var play in derived {
             let filed = try await subscriptions.filed(of: .googlePlay, among: [play.id] + play.tokens, on: connection)
             if let first = filed.first { play.id = first }
-            if filed.count > 1 {
-                // Two chains filed apart were found to be one: the later filings stay as they were written.
-                logger.warning("a Play chain was filed as several subscriptions", metadata: ["subscription.ids": "\(filed)"])
-            }
             try await subscriptions.lock(play.id, on: connection)
+            // Parts of one chain filed apart (a plan change's token read before the one it replaced): one subscription
+            // again, under the earliest filing.
+            for extra in filed.dropFirst() {
+                try await subscriptions.lock(extra, on: connection)
+                try await subscriptions.merge(googlePlay: extra, into: play.id, on: connection)
+                logger.notice("parts of a Play chain filed apart are one subscription again", metadata: ["subscription.id": "\(play.id)", "merged": "\(extra)"])
+            }
             let stored = try await subscriptions.lockedSubscription(play.id, on: connection, lockHeld: true)
-            // A claim is the newest word on the owner; else the account of the purchase intent the app named at purchase;
-            // else the one held; else the id the app named, taken as the account's own. (The held account comes before
-            // the named id: an erasure deletes intents, and the held pseudonym must not give way to the bare token.)
+            // A claim is the newest word on the owner (stored only as the transfer policy allows); else the account that
+            // holds it — a token the app named later (a plan change's) moves nothing, and an erasure's pseudonym does not
+            // give way to the bare id Play keeps sending; else the account of the purchase intent the app named at
+            // purchase; else the id it named, taken as the account's own.
             let claimed = try await reads.claimingAccount(of: play.tokens, on: connection)
             let intended = try await intendedAccount(of: play.accountToken, on: connection)
-            let account = claimed ?? intended ?? stored?.accountId ?? play.accountToken.flatMap(AccountID.init)
-            guard let derivation = PlayLifecycle.derive(play, account: account) else { continue }
+            let account = claimed ?? stored?.accountId ?? intended ?? play.accountToken.flatMap(AccountID.init)
+            guard let derivation = PlayLifecycle.derive(play, account: account, catalogue: lifecycleCatalogue) else { continue }
             var playCause = cause
             playCause.originalTransactionId = play.id
             let outcome = try await writer.write(derivation, stored: stored, cause: playCause, now: clock(), on: connection)
+            // Play names an erased account in every new read (the app set the id at purchase): filed under the
+            // pseudonym, as the erasure left the earlier reads.
+            // Asked only when the named id is not the account itself nor an intent's token, so a usual apply costs nothing.
+            if intended == nil, let named = play.accountToken.flatMap(AccountID.init), named != outcome.state?.accountId,
+                let pseudonym = try await erased.pseudonym(of: named, on: connection)
+            {
+                _ = try await erased.moveGooglePlay(held: [play.id] + play.tokens, from: named, to: pseudonym, on: connection)
+            }
             outcomes.append(outcome)
             // Granted to an account: Google is told, or it refunds the purchase after three days.
             if outcome.state?.accountId != nil, play.awaitsAcknowledgement, let productId = play.subscriptionProductId {
@@ -163,9 +201,17 @@ public struct GooglePlaySubscriptions: Sendable {
         return outcomes
     }
 
+    /// The account a claim by `account` is filed under: its erasure's pseudonym when it was erased (as every fact naming
+    /// an erased account is).
+    public func claimant(_ account: AccountID, on connection: PostgresConnection) async throws -> AccountID {
+        try await erased.pseudonym(of: account, on: connection) ?? account
+    }
+
     /// The account holding the chain of `chain`'s tokens now (on the caller's transaction, the chain locked): the
-    /// filed subscription's, else the one its reads name (`obfuscatedExternalAccountId`, set by the app at purchase).
+    /// newest claim's, else the filed subscription's, else the one its reads name (`obfuscatedExternalAccountId`, set
+    /// by the app at purchase).
     public func owner(ofChain chain: [String], on connection: PostgresConnection) async throws -> AccountID? {
+        if let claimed = try await reads.claimingAccount(of: chain, on: connection) { return claimed }
         for id in try await subscriptions.filed(of: .googlePlay, among: chain, on: connection) {
             if let owner = try await subscriptions.lockedSubscription(id, on: connection, lockHeld: true)?.accountId { return owner }
         }

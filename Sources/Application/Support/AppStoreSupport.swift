@@ -262,7 +262,7 @@ public struct AppStoreSupport: Sendable {
         let rows = try await client.query(
             """
             SELECT original_transaction_id, environment, status FROM subscriptions
-            WHERE account_id = \(account.text) AND store = 'app_store'
+            WHERE account_id = \(account.text) AND coalesce(store, subscription_store_before_0033(original_transaction_id)) = 'app_store'
             ORDER BY (status = 'active') DESC, expires_at DESC NULLS LAST
             """, logger: logger)
         var targets: [Target] = []

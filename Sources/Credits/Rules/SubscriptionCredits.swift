@@ -96,6 +96,8 @@ public enum SubscriptionCredits {
                         owed = 0
                     } else if window.index == 0, catalogue.upgradeCredits == .prorate, let replaced = period.upgradedFrom {
                         owed = upgradeGrant(full, into: period, product: product, replacing: replaced)
+                    } else if window.index == 0, let replaced = period.downgradedFrom {
+                        owed = downgradeGrant(full, into: period, meter: meter, replacing: replaced)
                     } else {
                         owed = full
                     }
@@ -126,6 +128,7 @@ public enum SubscriptionCredits {
                     validUntil: window.end, price: period.price ?? catalogue.tier(ofProduct: period.productId)?.product.price)
                 let reason = window.index == 0 && period.upgradedFrom != nil
                     ? (catalogue.upgradeCredits == .prorate ? "prorated upgrade grant" : "upgrade grant")
+                    : window.index == 0 && period.downgradedFrom != nil ? "downgrade grant"
                     : period.isFreeOffer ? "free offer grant" : "window grant"
                 let entry = LedgerEntry(
                     operationKey: "grant:\(period.key):w\(window.index):\(meter)", bucket: bucket.key, delta: owed, reason: reason)
@@ -140,6 +143,26 @@ public enum SubscriptionCredits {
             var difference = owed - granted
             if difference < 0 { difference = -min(-difference, max(ledger.balance(of: existing.key), 0)) }
             add(.post(LedgerEntry(operationKey: "correction:\(existing.key):\(owed)", bucket: existing.key, delta: difference, reason: "grant corrected"), opening: nil))
+        }
+
+        /// The first window of a plan change that is not an upgrade, made at once (Play's downgrades and crossgrades):
+        /// what the replaced window had left at the switch, up to the new allowance, moves into it — no fresh
+        /// allowance, so changing plans back and forth mints nothing. Periods are settled oldest first, so a replaced
+        /// period granted in this same pass is seen; the move is posted once and counted as moved ever after.
+        mutating func downgradeGrant(_ allowance: Int64, into period: PaidPeriod, meter: String, replacing key: String) -> Int64 {
+            let identities = Set([key] + (derivation.periods.first { $0.key == key }?.transactionIds ?? []))
+            guard let old = ledger.buckets.values
+                .filter({ $0.kind == .cycle && $0.meter == meter && $0.billingPeriod.map(identities.contains) == true })
+                .filter({ $0.validFrom <= period.start && ($0.validUntil ?? .distantFuture) >= period.start })
+                .sorted(by: { $0.key < $1.key }).first
+            else { return 0 }
+            let movedKey = "carry:\(period.key):\(old.key):down"
+            let moved = -(ledger.entries.first { $0.operationKey == movedKey }?.delta ?? 0)
+            let owed = min(allowance, max(ledger.balance(of: old.key), 0) + moved)
+            if moved == 0, owed > 0 {
+                add(.post(LedgerEntry(operationKey: movedKey, bucket: old.key, delta: -owed, reason: "downgrade carry-over"), opening: nil))
+            }
+            return owed
         }
 
         /// The first window of an upgrade: the allowance times the share of the new window's price the customer

@@ -389,7 +389,7 @@ extension ErasedAccounts {
     /// The account's Play claims, and the reads that name it as `obfuscatedExternalAccountId` (the app passed its own
     /// id) with what was derived from them, under the pseudonym. Only the reads of the chains it holds or named are
     /// decoded: the others cannot name it.
-    func moveGooglePlay(held: [String], from account: AccountID, to pseudonym: AccountID, on connection: PostgresConnection) async throws
+    public func moveGooglePlay(held: [String], from account: AccountID, to pseudonym: AccountID, on connection: PostgresConnection) async throws
         -> (claims: Int, reads: Int)
     {
         let (from, to) = (account.text, pseudonym.text)

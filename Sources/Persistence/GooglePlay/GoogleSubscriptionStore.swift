@@ -70,6 +70,20 @@ public struct GoogleSubscriptionStore: Sendable {
         return reads
     }
 
+    /// When each of `tokens` was revoked, by its `SUBSCRIPTION_REVOKED` notifications (the event's time, else when
+    /// the notification arrived).
+    public func revocations(of tokens: [String], on connection: PostgresConnection) async throws -> [String: Date] {
+        let rows = try await connection.query(
+            """
+            SELECT purchase_token, min(coalesce(event_time, received_at)) FROM google_notifications
+            WHERE purchase_token = ANY(\(tokens)) AND kind = 'subscription' AND notification_type = 12
+            GROUP BY purchase_token
+            """, logger: logger)
+        var revoked: [String: Date] = [:]
+        for try await (token, at) in rows.decode((String, Date).self) { revoked[token] = at }
+        return revoked
+    }
+
     /// Records `account`'s claim of `token` at `date` (a newer claim of the token replaces an older one).
     public func claim(_ token: String, by account: AccountID, at date: Date, on connection: PostgresConnection) async throws {
         try await connection.query(

@@ -138,7 +138,7 @@ public struct RenewalExtensionRecords: Sendable {
         let rows = try await client.query(
             """
             SELECT count(*) FROM subscriptions
-            WHERE product_id = \(product) AND environment = \(environment) AND store = 'app_store'
+            WHERE product_id = \(product) AND environment = \(environment) AND coalesce(store, subscription_store_before_0033(original_transaction_id)) = 'app_store'
               AND status = 'active' AND NOT is_trial AND expires_at > \(now)
             """, logger: logger)
         for try await count in rows.decode(Int.self) { return count }

@@ -36,6 +36,9 @@ public struct PaidPeriod: Equatable, Sendable {
     public var replacedAt: Date?
     /// The ``key`` of the period of another product this one replaced mid-way (an immediate upgrade or crossgrade).
     public var upgradedFrom: String?
+    /// The ``key`` of the period of another product this one replaced mid-way without being above it (a store that
+    /// changes plans at once, downgrades too: Play): its first window gives at most what the replaced window had left.
+    public var downgradedFrom: String? = nil
 
     /// A refund or revocation of the period.
     public struct Revocation: Hashable, Sendable {
