@@ -7,7 +7,7 @@ import Subscriptions
 
 /// Claiming a Play purchase for an account (the seam tests can replace).
 public protocol GooglePurchaseClaiming: Sendable {
-    func claim(_ token: String, by account: AccountID) async throws -> GooglePlayClaims.Outcome
+    func claim(_ token: String, productId: String?, by account: AccountID) async throws -> GooglePlayClaims.Outcome
 }
 
 extension GooglePlayClaims: GooglePurchaseClaiming {}
@@ -45,7 +45,7 @@ struct GooglePlayAccountsController: Sendable {
             }
             let outcome = try await withDatabase {
                 do {
-                    return try await claims.claim(token, by: account)
+                    return try await claims.claim(token, productId: body.productId, by: account)
                 } catch let error as GooglePlayAPIError {
                     throw APIError(.badGateway, code: "google_error", message: "Google Play: \(error.message.prefix(300))")
                 }
@@ -59,6 +59,10 @@ struct GooglePlayAccountsController: Sendable {
                     message: "another account holds this purchase; the transfer policy is keep")
             case .notFound:
                 throw APIError(.notFound, code: "purchase_not_found", message: "Google Play does not know the purchase token (another app's, or expired over 60 days ago)")
+            case .productMismatch(let product):
+                throw APIError(
+                    .unprocessableContent, code: "product_mismatch",
+                    message: "the purchase is of \(product.prefix(200)), not the productId the claim named")
             case .refused:
                 throw APIError(
                     .unprocessableContent, code: "not_a_subscription",

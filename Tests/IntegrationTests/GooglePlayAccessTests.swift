@@ -165,6 +165,15 @@ struct GooglePlayClaimTests {
             #expect(stolen.status == .conflict && stolen.json["error"] as? String == "purchase_owned_elsewhere", "\(stolen.json)")
             #expect(try await world.http.getWithKey("/v1/accounts/claimer-3/status").json["entitled"] as? Bool == false)
 
+            // A claim naming another product than the purchase's changes nothing; its own product id, with or without
+            // the base plan, is accepted.
+            let (other, _) = world.fake.buy(GooglePlayAccessTests.monthly, accountToken: nil, at: world.clock.now)
+            let mismatch = try await Self.claim(world, "claimer-4", #"{"purchaseToken": "\#(other)", "productId": "max"}"#)
+            #expect(mismatch.status == .unprocessableContent && mismatch.json["error"] as? String == "product_mismatch", "\(mismatch.json)")
+            #expect(try await world.http.getWithKey("/v1/accounts/claimer-4/status").json["entitled"] as? Bool == false)
+            let matching = try await Self.claim(world, "claimer-4", #"{"purchaseToken": "\#(other)", "productId": "pro/monthly"}"#)
+            #expect(matching.status == .ok && matching.json["tier"] as? String == "pro", "\(matching.json)")
+
             let unknown = try await Self.claim(world, "claimer-1", #"{"purchaseToken": "never-sold"}"#)
             #expect(unknown.status == .notFound && unknown.json["error"] as? String == "purchase_not_found")
             for body in [#"{}"#, #"{"purchaseToken": ""}"#, #"{"purchaseToken": "a b"}"#, #"{"purchaseToken": 7}"#, "[", #"{"purchaseToken": "t", "productId": ""}"#,

@@ -1,4 +1,5 @@
 import Foundation
+import GooglePlay
 import GooglePlayAPI
 import Logging
 import Persistence
@@ -19,6 +20,9 @@ public struct GooglePlayClaims: Sendable {
         case notFound
         /// Play refused to read it for good, or answered something that is not a subscription.
         case refused
+        /// The claim named a product the purchase is not of (its product id, or `<productId>/<basePlanId>`); nothing
+        /// changed.
+        case productMismatch(String)
     }
 
     private let subscriptions: GooglePlaySubscriptions
@@ -47,20 +51,31 @@ public struct GooglePlayClaims: Sendable {
         var owner: AccountID
     }
 
-    /// Reads `token` from Play and claims it for `account`.
-    public func claim(_ token: String, by account: AccountID) async throws -> Outcome {
-        let outcome = try await claimed(token, by: account)
+    /// The purchase is of another product than the claim said: the transaction is rolled back with this.
+    struct OtherProduct: Error {
+        var product: String
+    }
+
+    /// Reads `token` from Play and claims it for `account`; `productId`, when given, must be the purchase's.
+    public func claim(_ token: String, productId: String? = nil, by account: AccountID) async throws -> Outcome {
+        let outcome = try await claimed(token, productId: productId, by: account)
         // After the commit: a claim may move a subscription between accounts, so every cached account goes.
         if case .claimed = outcome { cache?.invalidateAll() }
         return outcome
     }
 
-    private func claimed(_ token: String, by account: AccountID) async throws -> Outcome {
+    private func claimed(_ token: String, productId: String?, by account: AccountID) async throws -> Outcome {
         let outcome: GooglePlaySubscriptions.Outcome
         do {
             outcome = try await subscriptions.refresh(
                 token, using: play, cause: .init(notificationType: "google_play.claim", originalTransactionId: token),
                 beforeDeriving: { [subscriptions, reads, policy, clock] connection, chain in
+                    if let productId {
+                        let purchase = PlaySubscriptionDerivation.derive(try await reads.reads(of: chain, on: connection))
+                            .first { $0.tokens.contains(token) || $0.id == token }
+                        let names = [purchase?.subscriptionProductId, purchase?.productId].compactMap { $0 }
+                        guard names.contains(productId) else { throw OtherProduct(product: purchase?.productId ?? "none") }
+                    }
                     let claimant = try await subscriptions.claimant(account, on: connection)
                     if let owner = try await subscriptions.owner(ofChain: chain, on: connection), owner != claimant, policy == .keep {
                         throw HeldElsewhere(owner: owner)
@@ -69,6 +84,7 @@ public struct GooglePlayClaims: Sendable {
                 })
         } catch let error as PostgresTransactionError {
             if let held = error.closureError as? HeldElsewhere { return .ownedElsewhere(held.owner) }
+            if let other = error.closureError as? OtherProduct { return .productMismatch(other.product) }
             throw error
         }
         switch outcome {

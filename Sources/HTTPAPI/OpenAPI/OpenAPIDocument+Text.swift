@@ -2189,7 +2189,7 @@ public enum OpenAPIDocument {
             }
           },
           "422": {
-            "description": "Google Play does not read the token as a subscription of this app (`not_a_subscription`)",
+            "description": "Google Play does not read the token as a subscription of this app (`not_a_subscription`), or the purchase is not of the `productId` the claim named (`product_mismatch`); nothing changes",
             "content": {
               "application/json": {
                 "schema": {
@@ -2201,7 +2201,8 @@ public enum OpenAPIDocument {
                       "properties": {
                         "error": {
                           "enum": [
-                            "not_a_subscription"
+                            "not_a_subscription",
+                            "product_mismatch"
                           ]
                         }
                       }
@@ -11859,7 +11860,7 @@ public enum OpenAPIDocument {
             "minLength": 1,
             "maxLength": 200,
             "pattern": "^[!-~]+$",
-            "description": "The purchase\u2019s product id (optional; subscriptions are read without it)"
+            "description": "The purchase\u2019s product id, or `<productId>/<basePlanId>` (optional): a claim naming another product is refused (422 `product_mismatch`)"
           }
         }
       }
