@@ -17,8 +17,9 @@ public struct DeveloperNotification: Sendable, Equatable {
         case oneTimeProduct(type: OneTimeProductNotificationType, purchaseToken: String, productId: String?)
         /// `productType` 1 subscription, 2 one-time; `refundType` 1 full, 2 quantity-based partial.
         case voidedPurchase(purchaseToken: String, orderId: String?, productType: Int?, refundType: Int?)
-        /// A chargeback Google asks the developer to review within 24 hours.
-        case pendingRefundReview(purchaseToken: String?)
+        /// A chargeback Google asks the developer to review within 24 hours (July 2026): `orders.reviewrefund` on the
+        /// order, passing the review's token. `refundReason` is Google's number for it (chargebacks only, so far).
+        case pendingRefundReview(reviewToken: String, orderId: String, refundReason: Int?)
         /// Sent from Play Console's "Send test notification".
         case test
         /// None of the kinds above: one Google added since (as it added `pendingRefundReviewNotification` in 2026).
@@ -30,8 +31,7 @@ public struct DeveloperNotification: Sendable, Equatable {
     public var purchaseToken: String? {
         switch content {
         case .subscription(_, let token), .oneTimeProduct(_, let token, _), .voidedPurchase(let token, _, _, _): return token
-        case .pendingRefundReview(let token): return token
-        case .test, .unknown: return nil
+        case .pendingRefundReview, .test, .unknown: return nil
         }
     }
 
@@ -88,7 +88,12 @@ public struct DeveloperNotification: Sendable, Equatable {
                 productType: notification.productType, refundType: notification.refundType))
         }
         if let notification = raw.pendingRefundReviewNotification {
-            kinds.append(.pendingRefundReview(purchaseToken: try notification.purchaseToken.map { token throws(PubSubPush.Refusal) in try Self.token(token) }))
+            guard let orderId = try Self.identifier(notification.orderId, "pendingRefundReviewNotification.orderId"), !orderId.isEmpty else {
+                throw PubSubPush.Refusal("pendingRefundReviewNotification.orderId must name the order")
+            }
+            kinds.append(.pendingRefundReview(
+                reviewToken: try Self.token(notification.pendingRefundToken, field: "pendingRefundReviewNotification.pendingRefundToken"),
+                orderId: orderId, refundReason: notification.refundReason))
         }
         if raw.testNotification != nil { kinds.append(.test) }
         guard kinds.count <= 1 else {
@@ -108,9 +113,9 @@ public struct DeveloperNotification: Sendable, Equatable {
         return (try? PayloadDecoder().decode(Peek.self, from: data))?.packageName
     }
 
-    private static func token(_ token: String?) throws(PubSubPush.Refusal) -> String {
+    private static func token(_ token: String?, field: String = "purchaseToken") throws(PubSubPush.Refusal) -> String {
         guard let token, !token.isEmpty, token.utf8.count <= maximumTokenBytes, token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            throw PubSubPush.Refusal("purchaseToken must be 1 to \(maximumTokenBytes) printable ASCII bytes")
+            throw PubSubPush.Refusal("\(field) must be 1 to \(maximumTokenBytes) printable ASCII bytes")
         }
         return token
     }
@@ -149,8 +154,13 @@ public struct DeveloperNotification: Sendable, Equatable {
             var refundType: Int?
         }
 
+        /// Its fields as peers' decoders name them (`pendingRefundToken`, `orderId`, `refundReason`,
+        /// `obfuscatedAccountId`/`ProfileId`); `OrdersReviewRefundRequest` documents the token as the one "included in
+        /// the pending refund review notification".
         struct PendingRefundReview: Decodable {
-            var purchaseToken: String?
+            var pendingRefundToken: String?
+            var orderId: String?
+            var refundReason: Int?
         }
 
         struct Test: Decodable {

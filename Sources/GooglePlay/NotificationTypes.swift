@@ -56,3 +56,14 @@ public enum OneTimeProductNotificationType: Sendable, Hashable {
         }
     }
 }
+
+extension OneTimeProductNotificationType {
+    /// The reference's name (`ONE_TIME_PRODUCT_PURCHASED`), or `ONE_TIME_PRODUCT_<number>`.
+    public var name: String {
+        switch self {
+        case .purchased: return "ONE_TIME_PRODUCT_PURCHASED"
+        case .canceled: return "ONE_TIME_PRODUCT_CANCELED"
+        case .unknown(let number): return "ONE_TIME_PRODUCT_\(number)"
+        }
+    }
+}

@@ -81,7 +81,9 @@ public enum PlayLifecycle {
             return PaidPeriod(
                 key: order.orderId, transactionId: order.orderId, transactionIds: [order.orderId], productId: order.productId,
                 start: from, end: max(order.expiresAt, from), price: order.isFreeTrial ? 0 : order.price,
-                offer: order.isFreeTrial ? freeTrial : nil, revocation: nil,
+                offer: order.isFreeTrial ? freeTrial : nil,
+                // A refund of an order takes back what its period gave; access is Play's to end (a revocation says so).
+                revocation: order.voidedAt.map { PaidPeriod.Revocation(date: $0, type: "REFUND_FULL", milliPercent: nil, keepsAccess: true) },
                 signedAt: Int64((order.firstSeen.timeIntervalSince1970 * 1000).rounded(.down)), currency: order.currency?.uppercased(),
                 charged: order.isFreeTrial ? 0 : order.price)
         }.sorted { ($0.start, $0.key) < ($1.start, $1.key) }

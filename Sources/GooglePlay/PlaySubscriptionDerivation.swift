@@ -67,6 +67,8 @@ public struct PlaySubscription: Sendable, Equatable {
         public var isFreeTrial: Bool
         /// When a read first saw the order.
         public var firstSeen: Date
+        /// When Google refunded the order (a voided purchase of it), if it did.
+        public var voidedAt: Date? = nil
     }
 
     /// Whether any token of the chain went through: a chain of pending purchases (or abandoned ones) never granted
@@ -91,9 +93,11 @@ public struct PlaySubscription: Sendable, Equatable {
 /// Derives Play subscriptions from stored reads: a pure function of the set of reads, whatever order they were made
 /// or stored in — the same reads always give the same subscriptions.
 public enum PlaySubscriptionDerivation {
-    /// - Parameter revocations: when each revoked token's `SUBSCRIPTION_REVOKED` was sent (a read says only that the
-    ///   token expired).
-    public static func derive(_ reads: [PlaySubscriptionRead], revocations: [String: Date] = [:]) -> [PlaySubscription] {
+    /// - Parameters:
+    ///   - revocations: when each revoked token's `SUBSCRIPTION_REVOKED` was sent (a read says only that the token
+    ///     expired).
+    ///   - voided: the orders Google refunded (a refund names one order: one period, perhaps long past).
+    public static func derive(_ reads: [PlaySubscriptionRead], revocations: [String: Date] = [:], voided: [VoidedPurchase] = []) -> [PlaySubscription] {
         // The newest read of each token decides its state; every read contributes its period.
         var newest: [String: PlaySubscriptionRead] = [:]
         for read in reads {
@@ -129,7 +133,7 @@ public enum PlaySubscriptionDerivation {
                 state: latest.subscriptionState, expiresAt: line?.expiryTime,
                 willRenew: line?.autoRenewEnabled ?? false, isTrial: line?.offerPhase == "freeTrial", isTest: latest.isTest,
                 accountToken: ordered.reversed().lazy.compactMap { newest[$0]?.purchase.externalAccountIdentifiers?.obfuscatedExternalAccountId }.first,
-                periods: periods(chainReads), observedAt: newest[current]!.readAt, cancellation: latest.cancellation,
+                periods: periods(chainReads, voided: voided), observedAt: newest[current]!.readAt, cancellation: latest.cancellation,
                 revokedAt: revocations[current],
                 subscriptionProductId: line?.productId,
                 awaitsAcknowledgement: latest.acknowledgementState == "ACKNOWLEDGEMENT_STATE_PENDING" && isGranted(newest[current]!))
@@ -138,7 +142,7 @@ public enum PlaySubscriptionDerivation {
 
     /// One period per order id, ending at the latest expiry any read saw for it; a trial's zero-price first period
     /// has an order id too and counts as one.
-    static func periods(_ reads: [PlaySubscriptionRead]) -> [PlaySubscription.Period] {
+    static func periods(_ reads: [PlaySubscriptionRead], voided: [VoidedPurchase] = []) -> [PlaySubscription.Period] {
         var byOrder: [String: PlaySubscription.Period] = [:]
         var newestRead: [String: PlaySubscriptionRead] = [:]
         var tokenStart: [String: Date] = [:]
@@ -161,7 +165,10 @@ public enum PlaySubscriptionDerivation {
                 newestRead[order] = read
             }
         }
-        for (order, period) in byOrder { byOrder[order]?.tokenStart = tokenStart[period.purchaseToken] }
+        for (order, period) in byOrder {
+            byOrder[order]?.tokenStart = tokenStart[period.purchaseToken]
+            byOrder[order]?.voidedAt = voided.filter { $0.orderId == order }.map(\.voidedAt).min()
+        }
         var periods = byOrder.values.sorted { ($0.paidUntil, $0.orderId) < ($1.paidUntil, $1.orderId) }
         // Play gives no period start: without the product's length, a token's first period starts with the token, each
         // renewal where the previous period of the same token was paid until.

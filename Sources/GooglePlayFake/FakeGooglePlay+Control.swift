@@ -24,6 +24,12 @@ extension FakeGooglePlay {
 
     /// The catalogue's Play subscriptions as plans the fake sells: `<productId>/<basePlanId>`, the base plan's period
     /// and price.
+    /// The catalogue's Play one-time products: lifetime unlocks, passes and top-ups.
+    public static func products(of catalogue: TierCatalogue) -> Set<String> {
+        let tiers = catalogue.tiers.flatMap(\.products).filter { $0.store == .googlePlay && $0.type != .autoRenewable }.map(\.id)
+        return Set(tiers + catalogue.topUps.filter { $0.store == .googlePlay }.map(\.id))
+    }
+
     public static func plans(of catalogue: TierCatalogue) -> [String: Plan] {
         var plans: [String: Plan] = [:]
         for product in catalogue.tiers.flatMap(\.products) where product.store == .googlePlay && product.type == .autoRenewable {
@@ -41,9 +47,13 @@ extension FakeGooglePlay {
     /// before it answers `{"purchaseToken", "notificationType"}` (and `undelivered` with the intake's answer, if it
     /// refused). `POST /_fake/play/buy {"account"?, "product", "trialDays"?}`;
     /// `POST /_fake/play/tokens/{token}/{action}` for renew, cancel, restore, grace, hold, recover, pause, resume,
-    /// expire, revoke; `POST /_fake/play/tokens/{token}/replace {"product"}` (an upgrade or a downgrade).
+    /// expire, revoke; `POST /_fake/play/tokens/{token}/replace {"product"}` (an upgrade or a downgrade);
+    /// `POST /_fake/play/products/buy {"account"?, "product", "quantity"?}` (a one-time product of `products`);
+    /// `POST /_fake/play/orders/{orderId}/refund {"quantity"?}` and `…/chargeback`; `GET /_fake/play/reviews` (the
+    /// `orders.reviewrefund` bodies received).
     public func addControlRoutes(
-        to router: Router<BasicRequestContext>, plans: [String: Plan], target: PushTarget, clock: @escaping @Sendable () -> Date
+        to router: Router<BasicRequestContext>, plans: [String: Plan], products: Set<String> = [], target: PushTarget,
+        clock: @escaping @Sendable () -> Date
     ) {
         router.post("/_fake/play/buy") { request, _ in
             try await self.control(request, target: target) { body in
@@ -54,6 +64,34 @@ extension FakeGooglePlay {
                 guard (0...365).contains(trialDays) else { throw ControlRefusal("trialDays must be 0–365") }
                 return self.buy(plan, accountToken: body["account"] as? String, at: clock(), trialDays: trialDays)
             }
+        }
+        router.post("/_fake/play/products/buy") { request, _ in
+            try await self.control(request, target: target) { body in
+                guard let product = body["product"] as? String, products.contains(product) else {
+                    throw ControlRefusal("product must be one of \(products.sorted().joined(separator: ", "))")
+                }
+                let quantity = body["quantity"] as? Int ?? 1
+                guard (1...100).contains(quantity) else { throw ControlRefusal("quantity must be 1–100") }
+                return self.buyProduct(product, quantity: quantity, accountToken: body["account"] as? String, at: clock())
+            }
+        }
+        router.post("/_fake/play/orders/{order}/{action}") { request, context in
+            let order = try context.parameters.require("order")
+            let action = try context.parameters.require("action")
+            return try await self.control(request, target: target) { body in
+                switch action {
+                case "refund":
+                    let quantity = body["quantity"] as? Int
+                    if let quantity, quantity < 1 { throw ControlRefusal("quantity must be at least 1") }
+                    return try self.refund(order: order, quantity: quantity, at: clock())
+                case "chargeback": return try self.chargeback(order: order, at: clock())
+                default: throw ControlRefusal("no action \(action): refund, chargeback")
+                }
+            }
+        }
+        router.get("/_fake/play/reviews") { _, _ in
+            let reviews = self.refundReviews
+            return Self.json(Array((try? JSONSerialization.data(withJSONObject: ["reviews": reviews], options: .sortedKeys)) ?? Data()))
         }
         router.post("/_fake/play/tokens/{token}/{action}") { request, context in
             let token = try context.parameters.require("token")
@@ -104,8 +142,11 @@ extension FakeGooglePlay {
         }
         var answer: [String: Any] = [
             "purchaseToken": done.token,
-            "notificationType": (done.notification["subscriptionNotification"] as? [String: Any])?["notificationType"] ?? 0,
+            "notificationType": (done.notification["subscriptionNotification"] as? [String: Any])?["notificationType"]
+                ?? (done.notification["oneTimeProductNotification"] as? [String: Any])?["notificationType"] ?? 0,
         ]
+        // What a customer or an operator names next: the order (a refund, a chargeback).
+        if let order = order(ofProduct: done.token) ?? orders(ofSubscription: done.token).last { answer["orderId"] = order }
         if let refusal = await push(done.notification, to: target) { answer["undelivered"] = refusal }
         return Self.json(Array((try? JSONSerialization.data(withJSONObject: answer, options: .sortedKeys)) ?? Data()))
     }

@@ -40,6 +40,46 @@ extension FakeGooglePlay {
                 return self.acknowledge(token, productId: productId)
             }
         }
+        router.get("/androidpublisher/v3/applications/{package}/purchases/productsv2/tokens/{token}") { request, context in
+            let package = try context.parameters.require("package")
+            let token = try context.parameters.require("token")
+            return self.serve(request) {
+                guard package == self.packageName else { return Self.error(404, "NOT_FOUND", "No application was found for the given package name.") }
+                guard let product = self.state.withLock({ $0.products[token] }) else { return Self.error(404, "NOT_FOUND", "The purchase token was not found.") }
+                return Self.json(Array((try? JSONSerialization.data(withJSONObject: self.productPurchaseV2(product), options: .sortedKeys)) ?? Data()))
+            }
+        }
+        router.post("/androidpublisher/v3/applications/{package}/purchases/products/{productId}/tokens/{tokenMethod}") { request, context in
+            let package = try context.parameters.require("package")
+            let productId = try context.parameters.require("productId")
+            let segment = try context.parameters.require("tokenMethod")
+            return self.serve(request) {
+                guard package == self.packageName else { return Self.error(404, "NOT_FOUND", "No application was found for the given package name.") }
+                for method in [":acknowledge", ":consume"] where segment.hasSuffix(method) {
+                    let token = String(segment.dropLast(method.count)).removingPercentEncoding ?? ""
+                    return self.finishProduct(token, productId: productId, consuming: method == ":consume")
+                }
+                return Self.error(404, "NOT_FOUND", "Method not found.")
+            }
+        }
+        router.get("/androidpublisher/v3/applications/{package}/purchases/voidedpurchases") { request, context in
+            let package = try context.parameters.require("package")
+            return self.serve(request) {
+                guard package == self.packageName else { return Self.error(404, "NOT_FOUND", "No application was found for the given package name.") }
+                return self.voidedPage(request)
+            }
+        }
+        router.post("/androidpublisher/v3/applications/{package}/orders/{orderMethod}") { request, context in
+            let package = try context.parameters.require("package")
+            let segment = try context.parameters.require("orderMethod")
+            let bytes = try await request.body.collect(upTo: 1 << 20)
+            let body = (try? JSONSerialization.jsonObject(with: Data(buffer: bytes)) as? [String: Any]) ?? [:]
+            return self.serve(request) {
+                guard package == self.packageName else { return Self.error(404, "NOT_FOUND", "No application was found for the given package name.") }
+                guard segment.hasSuffix(":reviewrefund") else { return Self.error(404, "NOT_FOUND", "Method not found.") }
+                return self.reviewRefund(order: String(segment.dropLast(":reviewrefund".count)).removingPercentEncoding ?? "", body: body)
+            }
+        }
         return router
     }
 

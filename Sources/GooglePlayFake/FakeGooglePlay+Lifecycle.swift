@@ -54,7 +54,7 @@ extension FakeGooglePlay {
 
     /// A paused subscription resumes and is charged: a new order, a new period (`SUBSCRIPTION_RENEWED`, 2).
     public func resume(_ token: String, at now: Date) throws -> [String: Any] {
-        try recover(token, at: now)
+        _ = try recover(token, at: now)
         return notify(token, type: 2, at: now)
     }
 

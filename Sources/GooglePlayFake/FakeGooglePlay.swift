@@ -42,6 +42,13 @@ public final class FakeGooglePlay: Sendable {
         var nextToken = 0
         var nextOrder = 1000
         var subscriptions: [String: SubscriptionToken] = [:]
+        var products: [String: ProductToken] = [:]
+        /// `voidedpurchases.list`'s entries, oldest first.
+        var voided: [VoidedEntry] = []
+        /// Chargebacks waiting for a review: order id → `pendingRefundToken`.
+        var pendingReviews: [String: String] = [:]
+        /// `orders.reviewrefund` bodies received (JSON), with their order id.
+        var reviews: [Data] = []
         /// `acknowledge` calls per token.
         var acknowledgements: [String: Int] = [:]
         /// Access tokens granted to the service account.

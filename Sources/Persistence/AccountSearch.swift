@@ -69,6 +69,13 @@ public struct AccountSearch: Sendable {
                 UNION ALL SELECT s.account_id, 'purchase_token', s.original_transaction_id, 2
                     FROM google_subscriptions g JOIN subscriptions s ON s.original_transaction_id = ANY(g.tokens) AND s.store = 'google_play'
                     WHERE g.tokens @> ARRAY[\(text)::text]
+                UNION ALL SELECT e.account_id, 'google_purchase', e.id, 2
+                    FROM google_products p JOIN entitlement_sources e ON e.id = coalesce(p.order_id, p.purchase_token)
+                    WHERE p.purchase_token = \(text) OR p.order_id = \(text)
+                UNION ALL SELECT b.account_id, 'google_purchase', coalesce(p.order_id, p.purchase_token), 2
+                    FROM google_products p JOIN credit_ledger l ON l.operation_key = 'topup:' || coalesce(p.order_id, p.purchase_token)
+                    JOIN credit_buckets b ON b.key = l.bucket
+                    WHERE p.purchase_token = \(text) OR p.order_id = \(text)
                 UNION ALL SELECT account_id, 'purchase_intent', NULL, 4 FROM purchase_intents WHERE token = \(UUID(uuidString: text))
             )
             SELECT DISTINCT ON (account_id) account_id, matched_by, source FROM found WHERE account_id IS NOT NULL

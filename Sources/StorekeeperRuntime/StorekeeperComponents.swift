@@ -33,6 +33,10 @@ public struct StorekeeperComponents: Sendable {
     public let stripeClient: StripeClient?
     /// Brings Play subscriptions up to date (reads nothing when no service account is set).
     public let googlePlaySubscriptions: GooglePlaySubscriptions
+    /// Play's one-time products: lifetime unlocks, passes, top-ups.
+    public let googlePlayProducts: GooglePlayProducts
+    /// Play's refunds, their hourly catch-up, and chargeback reviews.
+    public let googleRefunds: GoogleRefunds
     /// Brings Stripe subscriptions up to date (and derives them from what is held when no key is set).
     public let stripeSubscriptions: StripeSubscriptions
     /// Stores the events of every change and queues their webhook deliveries.
@@ -158,6 +162,12 @@ public struct StorekeeperComponents: Sendable {
         self.settlement = SourceSettlement(credits: credits, recorder: events, queue: scheduling)
         self.grants = OperatorGrants(client: client, credits: credits, settlement: settlement, cache: statusCache, logger: logger)
         self.purchases = OneTimePurchases(credits: credits, settlement: settlement, logger: logger)
+        self.googlePlayProducts = GooglePlayProducts(
+            client: client, play: googlePlaySubscriptions.play, purchases: purchases, credits: credits, events: events, writer: writer, queue: queue,
+            erased: erased, clock: clock, logger: logger)
+        self.googleRefunds = GoogleRefunds(
+            client: client, products: googlePlayProducts, subscriptions: googlePlaySubscriptions, purchases: purchases, credits: credits,
+            policy: configuration.refundPolicy, queue: scheduling, events: events, clock: clock, logger: logger)
         self.refunds = RefundDefence(
             client: client, policy: configuration.refundPolicy, answering: serverAPI != nil, queue: scheduling, events: events, logger: logger)
         self.clock = clock
@@ -256,17 +266,29 @@ public struct StorekeeperComponents: Sendable {
                     StripePayments(
                         client: client, stripe: $0, purchases: purchases, credits: credits, events: events, writer: writer, clock: clock, logger: logger)
                 }, logger: logger),
-            GoogleNotificationJob(client: client, subscriptions: googlePlaySubscriptions, logger: logger),
+            GoogleNotificationJob(
+                client: client, subscriptions: googlePlaySubscriptions, products: googlePlayProducts, refunds: googleRefunds, logger: logger),
             WebhookDeliveryJob(
                 client: client, endpoints: configuration.webhooks, transport: webhookTransport, queue: queue, clock: clock, logger: logger),
         ]
-        if let play = googlePlaySubscriptions.play { handlers.append(GoogleAcknowledgeJob(play: play, logger: logger)) }
+        var schedules: [PeriodicSchedule] = []
+        if let play = googlePlaySubscriptions.play {
+            handlers.append(GoogleAcknowledgeJob(client: client, play: play, clock: clock, logger: logger))
+            handlers.append(GoogleVoidedPurchasesJob(refunds: googleRefunds, logger: logger))
+            schedules.append(GoogleVoidedPurchasesJob.schedule(every: 3600))
+        }
+        if serverAPI != nil || googlePlaySubscriptions.play != nil {
+            handlers.append(
+                ConsumptionAnswerJob(
+                    client: client, serverAPI: serverAPI, play: googlePlaySubscriptions.play, credits: credits, policy: configuration.refundPolicy,
+                    clock: clock, logger: logger))
+        }
         var retentions = [RetentionJob.events(client: client, retention: configuration.eventRetention, clock: clock, logger: logger)]
         if let retention = configuration.signedRetention {
             retentions.append(RetentionJob.signedPayloads(client: client, retention: retention, clock: clock, logger: logger))
         }
         handlers += retentions as [any JobHandler]
-        var schedules = retentions.map(\.schedule)
+        schedules += retentions.map(\.schedule)
         handlers.append(AnalyticsCompactionJob(client: client, catalogue: configuration.catalogue, clock: clock, logger: logger))
         schedules.append(AnalyticsCompactionJob.schedule)
         if let serverAPI, let rechecks {
@@ -277,9 +299,6 @@ public struct StorekeeperComponents: Sendable {
                     backfill: backfill(serverAPI), checkpoints: NotificationHistoryCheckpoints(client: client, logger: logger),
                     environments: configuration.environments.sorted { $0.rawValue < $1.rawValue }, clock: clock))
             schedules.append(NotificationCatchUpJob.schedule(every: 3600))
-            handlers.append(
-                ConsumptionAnswerJob(
-                    client: client, serverAPI: serverAPI, credits: credits, policy: configuration.refundPolicy, clock: clock, logger: logger))
         }
         return (handlers, schedules)
     }

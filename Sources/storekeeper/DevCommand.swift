@@ -139,7 +139,8 @@ struct DevCommand: AsyncParsableCommand {
         defer { fakeServer?.cancel() }
         let playServer = fakePlay
             ? Self.serve(
-                play, plans: FakeGooglePlay.plans(of: configuration.catalogue), target: pushTarget, port: fakePlayPort, clock: { devClock.now() },
+                play, plans: FakeGooglePlay.plans(of: configuration.catalogue), products: FakeGooglePlay.products(of: configuration.catalogue),
+                target: pushTarget, port: fakePlayPort, clock: { devClock.now() },
                 logger: logger)
             : nil
         defer { playServer?.cancel() }
@@ -197,11 +198,11 @@ struct DevCommand: AsyncParsableCommand {
 
     /// Serves the fake Google Play, with its control routes, on `port` until the task is cancelled.
     static func serve(
-        _ fake: FakeGooglePlay, plans: [String: FakeGooglePlay.Plan], target: FakeGooglePlay.PushTarget, port: Int,
+        _ fake: FakeGooglePlay, plans: [String: FakeGooglePlay.Plan], products: Set<String>, target: FakeGooglePlay.PushTarget, port: Int,
         clock: @escaping @Sendable () -> Date, logger: Logger
     ) -> Task<Void, any Error> {
         let router = fake.router()
-        fake.addControlRoutes(to: router, plans: plans, target: target, clock: clock)
+        fake.addControlRoutes(to: router, plans: plans, products: products, target: target, clock: clock)
         let application = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), logger: logger)
         return Task { try await application.runService() }
     }

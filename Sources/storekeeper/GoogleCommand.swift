@@ -14,7 +14,7 @@ struct GoogleCommand: AsyncParsableCommand {
         commandName: "google", abstract: "Catch up with Google Play; act on `dev --fake-play`'s fake Google Play.",
         subcommands: [
             Sync.self, Buy.self, Renew.self, Cancel.self, Restore.self, Grace.self, Hold.self, Recover.self, Pause.self, Resume.self,
-            Expire.self, Revoke.self, Upgrade.self, Downgrade.self,
+            Expire.self, Revoke.self, Upgrade.self, Downgrade.self, Refund.self, Chargeback.self,
         ])
 
     struct Sync: AsyncParsableCommand {
@@ -54,18 +54,29 @@ struct GoogleCommand: AsyncParsableCommand {
 
 extension GoogleCommand {
     struct Buy: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "An Android customer subscribes (dev --fake-play only); prints the purchase token.")
+        static let configuration = CommandConfiguration(
+            abstract: "An Android customer subscribes, or buys a one-time product (dev --fake-play only); prints the purchase token and its order id.")
         @Option(help: "The account (the app's obfuscatedExternalAccountId: an account id, or a purchase intent's token); none: the purchase names nobody.")
         var account: String?
-        @Option(help: "The catalogue's google_play subscription (productId/basePlanId).") var product = "pro/monthly"
-        @Option(help: "Start with a free trial of this many days.") var trialDays: Int?
+        @Option(help: "The catalogue's google_play subscription (productId/basePlanId), lifetime unlock or top-up (productId).")
+        var product = "pro/monthly"
+        @Option(help: "Start with a free trial of this many days (subscriptions).") var trialDays: Int?
+        @Option(help: "How many units of a one-time product (a top-up's quantity).") var quantity: Int?
 
         func run() async throws {
             var body: [String: Any] = ["product": product]
             if let account { body["account"] = account }
-            if let trialDays { body["trialDays"] = trialDays }
-            let answer = try await FakePlayControl().post("/_fake/play/buy", body)
-            say(answer["purchaseToken"] as? String ?? "")
+            let oneTime = !product.contains("/")
+            if let trialDays {
+                guard !oneTime else { throw CommandFailure("--trial-days is for subscriptions (productId/basePlanId)") }
+                body["trialDays"] = trialDays
+            }
+            if let quantity {
+                guard oneTime else { throw CommandFailure("--quantity is for one-time products") }
+                body["quantity"] = quantity
+            }
+            let answer = try await FakePlayControl().post(oneTime ? "/_fake/play/products/buy" : "/_fake/play/buy", body)
+            say("\(answer["purchaseToken"] as? String ?? "")  order \(answer["orderId"] as? String ?? "-")")
         }
     }
 
@@ -118,6 +129,31 @@ extension GoogleCommand {
         static let configuration = CommandConfiguration(abstract: "Google or the developer revokes the subscription: access ends now (SUBSCRIPTION_REVOKED).")
         static let action = "revoke"
         @Argument(help: "The purchase token.") var token: String
+    }
+
+    struct Refund: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Google refunds an order (dev --fake-play only): a subscription's period, a one-time purchase, or --quantity units of it.")
+        @Argument(help: "The order id (GPA.…), as `google buy` printed it.") var order: String
+        @Option(help: "Units of a one-time purchase to refund (a quantity-based partial refund).") var quantity: Int?
+
+        func run() async throws {
+            var body: [String: Any] = [:]
+            if let quantity { body["quantity"] = quantity }
+            _ = try await FakePlayControl().post("/_fake/play/orders/\(FakePlayControl.segment(order))/refund", body)
+            say("refund: \(order) — Play's voided-purchase notification was pushed; the worker takes back what it gave within a moment")
+        }
+    }
+
+    struct Chargeback: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "A customer's bank disputes an order and Google asks for a review within 24 hours (dev --fake-play only).")
+        @Argument(help: "The order id (GPA.…).") var order: String
+
+        func run() async throws {
+            _ = try await FakePlayControl().post("/_fake/play/orders/\(FakePlayControl.segment(order))/chargeback", [:])
+            say("chargeback: \(order) — the refund request shows on the account; Storekeeper answers it through orders.reviewrefund")
+        }
     }
 
     struct Upgrade: AsyncParsableCommand {

@@ -29,11 +29,14 @@ struct PlayScenarioTests {
 
     struct Step: Decodable {
         /// buy, renew, cancel, restore, grace, hold, recover, pause, resume, expire, revoke, upgrade, downgrade,
-        /// appStoreBuy.
+        /// appStoreBuy; buyProduct (a one-time product, `quantity` units); refund (`order`: `first` or `latest` of the
+        /// subscription, `product` for the one-time purchase; `quantity` units of it).
         var `do`: String
         var at: Double
         var product: String?
         var trialDays: Int?
+        var quantity: Int?
+        var order: String?
     }
 
     /// Day 0 of every scenario.
@@ -71,6 +74,7 @@ struct PlayScenarioTests {
         let account = UUID()
         let plans = FakeGooglePlay.plans(of: world.harness.components.configuration.catalogue)
         var token: String?
+        var productToken: String?
         var pushed: [[String: Any]] = []
         var apple: [Data] = []
         for step in scenario.steps {
@@ -86,6 +90,15 @@ struct PlayScenarioTests {
                 let plan = try #require(plans[step.product ?? ""], "\(scenario.file): a google_play product of the catalogue")
                 let replaced = try world.fake.replace(try #require(token), with: plan, at: now)
                 (token, sent) = (replaced.token, replaced.notification)
+            case "buyProduct":
+                let product = try #require(step.product, "\(scenario.file): buyProduct names a product")
+                let bought = world.fake.buyProduct(product, quantity: step.quantity ?? 1, accountToken: account.uuidString.lowercased(), at: now)
+                (productToken, sent) = (bought.token, bought.notification)
+            case "refund":
+                let orders = step.order == "product" ? [productToken.flatMap(world.fake.order(ofProduct:))].compactMap { $0 }
+                    : token.map(world.fake.orders(ofSubscription:)) ?? []
+                let order = try #require(step.order == "first" ? orders.first : orders.last, "\(scenario.file): an order to refund")
+                sent = try world.fake.refund(order: order, quantity: step.quantity, at: now).notification
             case "appStoreBuy":
                 var bought = world.harness.subscription(account: account)
                 bought.productId = step.product ?? "pro.monthly"

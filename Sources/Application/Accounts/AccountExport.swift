@@ -59,6 +59,14 @@ public struct AccountExport: Sendable {
                                             'read', convert_from(r.body, 'UTF8')::jsonb) ORDER BY r.read_at), '[]')
                                         FROM google_subscription_reads r JOIN google_subscriptions g ON r.purchase_token = ANY(g.tokens)
                                         WHERE g.id IN (SELECT original_transaction_id FROM owned) OR g.tokens && (SELECT array_agg(original_transaction_id) FROM owned)),
+                    'googlePlayProducts', (SELECT coalesce(jsonb_agg(jsonb_build_object('purchaseToken', p.purchase_token, 'readAt', p.read_at,
+                                               'read', convert_from(p.body, 'UTF8')::jsonb) ORDER BY p.read_at), '[]')
+                                           FROM google_products p
+                                           WHERE p.account_token = \(account.text)
+                                              OR coalesce(p.order_id, p.purchase_token) IN (SELECT id FROM entitlement_sources WHERE account_id = \(account.text))
+                                              OR 'topup:' || coalesce(p.order_id, p.purchase_token) IN (
+                                                  SELECT l.operation_key FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket
+                                                  WHERE b.account_id = \(account.text) AND l.operation_key LIKE 'topup:%')),
                     'webhookDeliveries', (SELECT coalesce(jsonb_agg(to_jsonb(d)), '[]') FROM webhook_deliveries d WHERE d.account_id = \(account.text)),
                     'operatorActions', (SELECT coalesce(jsonb_agg(to_jsonb(a) ORDER BY a.id), '[]') FROM operator_actions a WHERE a.account_id = \(account.text))
                 )::text

@@ -30,6 +30,8 @@ public struct GooglePlaySubscriptions: Sendable {
     /// `nil` when no service account is configured: nothing can be read.
     public let play: GooglePlayClient?
     private let reads: GoogleSubscriptionStore
+    /// Refunded orders, and the acknowledgements Google awaits.
+    private let products: GoogleProductStore
     private let tokens: GoogleNotificationStore
     private let subscriptions: SubscriptionStore
     private let writer: SubscriptionWriter
@@ -52,6 +54,7 @@ public struct GooglePlaySubscriptions: Sendable {
         self.client = client
         self.play = play
         self.reads = GoogleSubscriptionStore(logger: logger)
+        self.products = GoogleProductStore(logger: logger)
         self.tokens = GoogleNotificationStore(logger: logger)
         self.subscriptions = SubscriptionStore(client: client, logger: logger)
         self.writer = writer
@@ -153,7 +156,8 @@ public struct GooglePlaySubscriptions: Sendable {
     @discardableResult
     private func deriveLocked(chain: [String], cause: EventCause, on connection: PostgresConnection) async throws -> [SubscriptionWriter.Outcome] {
         let derived = PlaySubscriptionDerivation.derive(
-            try await reads.reads(of: chain, on: connection), revocations: try await reads.revocations(of: chain, on: connection))
+            try await reads.reads(of: chain, on: connection), revocations: try await reads.revocations(of: chain, on: connection),
+            voided: try await products.voided(of: chain, on: connection))
         try await reads.replace(derived, covering: chain, at: clock(), on: connection)
         var outcomes: [SubscriptionWriter.Outcome] = []
         for var play in derived {
@@ -190,12 +194,9 @@ public struct GooglePlaySubscriptions: Sendable {
             outcomes.append(outcome)
             // Granted to an account: Google is told, or it refunds the purchase after three days.
             if outcome.state?.accountId != nil, play.awaitsAcknowledgement, let productId = play.subscriptionProductId {
-                try await queue.enqueue(
-                    try NewJob(
-                        kind: GoogleAcknowledgeJob.jobKind,
-                        arguments: GoogleAcknowledgeJob.Arguments(productId: productId, purchaseToken: play.currentToken),
-                        uniqueKey: "google-acknowledge:\(play.currentToken)"),
-                    on: connection)
+                try await GoogleAcknowledgeJob.enqueue(
+                    .init(productId: productId, purchaseToken: play.currentToken, purchase: .subscription), grantedAt: clock(), queue: queue,
+                    store: products, on: connection)
             }
         }
         return outcomes

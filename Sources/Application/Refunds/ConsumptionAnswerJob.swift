@@ -2,20 +2,26 @@ import AppStoreModels
 import AppStoreServerAPI
 import Credits
 import Foundation
+import GooglePlayAPI
 import Jobs
 import Logging
 import Persistence
 import PostgresNIO
+import Subscriptions
 
-/// Sends the answer to one consumption request once the app's window closed: the app's own answer if it gave one,
-/// else the policy's from the credit ledger — only with the account's consent and before Apple's deadline. A refused
-/// body is recorded as `rejected`; rate limits and outages are retried with backoff until the deadline.
+/// Sends the answer to one refund request once the app's window closed: the app's own answer if it gave one, else the
+/// policy's from the credit ledger — only with the account's consent and before the store's deadline. Apple's
+/// consumption request is answered with `sendConsumptionInformation`; Play's chargeback review with
+/// `orders.reviewrefund`, carrying the share used and the spends themselves as usage events. A refused body is
+/// recorded as `rejected`; rate limits and outages are retried with backoff until the deadline.
 public struct ConsumptionAnswerJob: JobHandler {
     public let kind = RefundDefence.jobKind
     /// One API call with its own retries.
     public let timeout: Duration = .seconds(120)
     private let client: PostgresClient
-    private let serverAPI: AppStoreServerClient
+    /// The store APIs answers go through; a request of a store not configured waits for its deadline.
+    private let serverAPI: AppStoreServerClient?
+    private let play: GooglePlayClient?
     private let credits: CreditLedger
     private let policy: RefundPolicy
     private let requests: RefundRequests
@@ -23,11 +29,12 @@ public struct ConsumptionAnswerJob: JobHandler {
     private let logger: Logger
 
     public init(
-        client: PostgresClient, serverAPI: AppStoreServerClient, credits: CreditLedger, policy: RefundPolicy,
+        client: PostgresClient, serverAPI: AppStoreServerClient?, play: GooglePlayClient? = nil, credits: CreditLedger, policy: RefundPolicy,
         clock: @escaping @Sendable () -> Date, logger: Logger
     ) {
         self.client = client
         self.serverAPI = serverAPI
+        self.play = play
         self.credits = credits
         self.policy = policy
         self.requests = RefundRequests(logger: logger)
@@ -38,7 +45,13 @@ public struct ConsumptionAnswerJob: JobHandler {
     /// What the job decided before calling Apple.
     private enum Plan {
         case done
-        case send(RefundRequests.Request, ConsumptionAnswer)
+        case send(RefundRequests.Request, ConsumptionAnswer, Evidence)
+    }
+
+    /// What Play's review carries beyond the answer: the share used and the spends.
+    struct Evidence {
+        var milliPercent: Int32?
+        var usage: [CreditLedger.UsageRecord] = []
     }
 
     public func run(_ execution: JobExecution) async throws {
@@ -50,28 +63,30 @@ public struct ConsumptionAnswerJob: JobHandler {
             }
             let now = clock()
             if now >= request.deadlineAt {
-                try await close(request, .missedDeadline, error: request.lastError ?? "Apple's 12 hours passed", attempted: false, now: now, execution, on: connection)
+                try await close(request, .missedDeadline, error: request.lastError ?? "the store's deadline passed", attempted: false, now: now, execution, on: connection)
                 return .done
             }
             guard try await requests.hasConsented(request.accountId, on: connection) else {
                 try await close(request, .noConsent, error: nil, attempted: false, now: now, execution, on: connection)
                 return .done
             }
-            if let answer = request.appAnswer { return .send(request, answer) }
-            let consumption = request.purchase == .consumable
-                ? try await credits.consumption(ofTopUp: request.transactionId, on: connection)
+            let consumable = request.purchase == .consumable
+            // A Play purchase's id is its order's; a top-up's ledger rows are keyed by it (the App Store's by the transaction).
+            let purchaseId = request.store == .googlePlay ? request.originalTransactionId : request.transactionId
+            let consumption = consumable
+                ? try await credits.consumption(ofTopUp: purchaseId, on: connection)
                 : try await credits.consumption(ofSubscription: request.originalTransactionId, period: request.billingPeriod, on: connection)
-            return .send(request, policy.answer(for: request.purchase, consumption: consumption))
+            var evidence = Evidence(milliPercent: consumption.delivered ? consumption.milliPercent : nil)
+            if request.store == .googlePlay {
+                let limit = RefundReview.maximumUsageEvents
+                evidence.usage = consumable
+                    ? try await credits.usage(ofTopUp: purchaseId, limit: limit, on: connection)
+                    : try await credits.usage(ofSubscription: request.originalTransactionId, period: request.billingPeriod, limit: limit, on: connection)
+            }
+            return .send(request, request.appAnswer ?? policy.answer(for: request.purchase, consumption: consumption), evidence)
         }
-        guard case .send(let request, let answer) = plan else { return }
-        let environment = AppStoreEnvironment(rawValue: request.environment)
-        let failure: AppStoreServerError?
-        do {
-            try await serverAPI.sendConsumptionInformation(answer, transactionId: request.transactionId, environment: environment)
-            failure = nil
-        } catch {
-            failure = error
-        }
+        guard case .send(let request, let answer, let evidence) = plan else { return }
+        let failure = await send(answer, evidence: evidence, for: request)
         let now = clock()
         try await client.withTransaction(logger: logger) { connection in
             switch failure {
@@ -87,6 +102,52 @@ public struct ConsumptionAnswerJob: JobHandler {
             }
         }
         if let failure, failure.isRetryable, now < request.deadlineAt { throw failure }
+    }
+
+    /// A failure of either store's API, as the job treats it.
+    struct SendFailure: Error, CustomStringConvertible {
+        var description: String
+        var isRetryable: Bool
+    }
+
+    private func send(_ answer: ConsumptionAnswer, evidence: Evidence, for request: RefundRequests.Request) async -> SendFailure? {
+        do {
+            switch request.store {
+            case .googlePlay:
+                guard let play, let token = request.reviewToken else { return SendFailure(description: "the Play Developer API is not configured", isRetryable: false) }
+                try await play.reviewRefund(order: request.transactionId, Self.review(answer, evidence: evidence, token: token))
+            default:
+                guard let serverAPI else { return SendFailure(description: "the App Store Server API is not configured", isRetryable: false) }
+                try await serverAPI.sendConsumptionInformation(
+                    answer, transactionId: request.transactionId, environment: AppStoreEnvironment(rawValue: request.environment))
+            }
+            return nil
+        } catch let error as GooglePlayAPIError {
+            return SendFailure(description: error.description, isRetryable: error.isRetryable)
+        } catch let error as AppStoreServerError {
+            return SendFailure(description: error.description, isRetryable: error.isRetryable)
+        } catch {
+            return SendFailure(description: "\(error)", isRetryable: true)
+        }
+    }
+
+    /// The answer in Play's words: Apple's `GRANT_FULL` is `APPROVE`, `DECLINE` is `DECLINE`, a prorated grant (Play
+    /// has none) `NEUTRAL`; the share used and the spends go with it, the account named as the app names it to Play.
+    static func review(_ answer: ConsumptionAnswer, evidence: Evidence, token: String) -> RefundReview {
+        let preference: String
+        switch answer.refundPreference.flatMap(RefundPreference.init) {
+        case .grantFull?: preference = "APPROVE"
+        case .decline?: preference = "DECLINE"
+        case .grantProrated?, nil: preference = "NEUTRAL"
+        }
+        let time = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        return RefundReview(
+            pendingRefundToken: token, refundPreference: preference, sampleContentProvided: answer.sampleContentProvided,
+            consumptionPercentageMilliunits: answer.consumptionPercentage ?? evidence.milliPercent,
+            consumptionUsageEvents: evidence.usage.map {
+                RefundReview.UsageEvent(
+                    consumptionTime: $0.at.formatted(time), consumptionItemDescription: "\($0.amount) \($0.meter)", obfuscatedAccountId: nil)
+            })
     }
 
     private func close(

@@ -47,8 +47,11 @@ extension TierCatalogue {
             if !meterIds.contains(topUp.meter) { problems.append("\(place).meter \(topUp.meter) is not a defined meter") }
             if topUp.credits <= 0 { problems.append("\(place).credits must be positive") }
             if topUp.store == .stripe, !topUp.id.hasPrefix("price_") { problems.append("\(place): a stripe top-up is named by its Stripe price id (price_…)") }
-            if case .unknown(let store) = topUp.store { problems.append("\(place).store \(store) is not app_store or stripe") }
-            if topUp.store == .operatorGrant { problems.append("\(place).store operator is not app_store or stripe") }
+            if topUp.store == .googlePlay, !Self.isPlayProductId(topUp.id) {
+                problems.append("\(place): a google_play top-up is named by its product id (lowercase letters, digits, _ and .)")
+            }
+            if case .unknown(let store) = topUp.store { problems.append("\(place).store \(store) is not app_store, stripe or google_play") }
+            if topUp.store == .operatorGrant { problems.append("\(place).store operator is not app_store, stripe or google_play") }
         }
         return problems
     }
@@ -87,16 +90,19 @@ extension TierCatalogue {
         return problems
     }
 
+    /// Play Console's rule for a product id: lowercase letters, digits, `_` and `.`, starting with a letter or digit.
+    static func isPlayProductId(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 140 && id.first.map { $0.isASCII && ($0.isLowercase || $0.isNumber) } == true
+            && id.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_" || $0 == ".") }
+    }
+
     /// Play names a subscription's product `<productId>/<basePlanId>` (the base plan decides the period and price) and
     /// a one-time product by its product id. Play Console's rules: a product id starts with a lowercase letter or a digit
     /// and holds lowercase letters, digits, `_` and `.`; a base plan id holds lowercase letters, digits and `-`, at most
     /// 63 characters.
     static func googlePlayProblems(of product: Product, at place: String) -> [String] {
         let parts = product.id.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        let productIdOK = parts.first.map { id in
-            !id.isEmpty && id.utf8.count <= 140 && id.first.map { $0.isASCII && ($0.isLowercase || $0.isNumber) } == true
-                && id.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_" || $0 == ".") }
-        } ?? false
+        let productIdOK = parts.first.map { Self.isPlayProductId($0) } ?? false
         let basePlanOK = { (id: String) in
             !id.isEmpty && id.utf8.count <= 63 && id.first.map { $0.isASCII && ($0.isLowercase || $0.isNumber) } == true
                 && id.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "-") }

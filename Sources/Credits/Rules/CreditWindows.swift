@@ -42,7 +42,8 @@ extension TierCatalogue {
         if let accessEnd, let last = windows.indices.last, accessEnd > windows[last].end {
             windows[last].interval = DateInterval(start: windows[last].start, end: accessEnd)
         }
-        let revokedAt = period.revocation.flatMap { $0.prorated == nil ? $0.date : nil }
+        // A refund that leaves access (Play's refund without revocation) empties the window, it does not close it.
+        let revokedAt = period.revocation.flatMap { $0.prorated == nil && !$0.keepsAccess ? $0.date : nil }
         let closesAt = [period.replacedAt, revokedAt, accessEndsAt].compactMap { $0 }.min() ?? .distantFuture
         return windows.compactMap { window in
             guard window.start < closesAt else { return nil }

@@ -13,12 +13,15 @@ public enum TopUpCredits {
         public var productId: String
         public var quantity: Int64
         public var revoked: Bool
+        /// Units a quantity-based partial refund took back (Play's), while the sale itself stands.
+        public var refundedQuantity: Int64
 
-        public init(id: String, productId: String, quantity: Int64, revoked: Bool) {
+        public init(id: String, productId: String, quantity: Int64, revoked: Bool, refundedQuantity: Int64 = 0) {
             self.id = id
             self.productId = productId
             self.quantity = quantity
             self.revoked = revoked
+            self.refundedQuantity = refundedQuantity
         }
     }
 
@@ -45,11 +48,22 @@ public enum TopUpCredits {
         let refundKey = "refund:\(sale.id):\(bucket.key)"
         let refund = ledger.entries.first { $0.operationKey == refundKey }
         let reversalKey = "reversed:\(refundKey)"
+        // What refunds took so far: the full refund's row and each partial refund's (`…:q<units>`).
+        let taken = ledger.entries.filter { $0.operationKey == refundKey || $0.operationKey.hasPrefix(refundKey + ":q") }.reduce(Int64(0)) { $0 - $1.delta }
+        let partial = min(max(sale.refundedQuantity, 0), max(sale.quantity, 1))
         if sale.revoked, refund == nil {
             let available = ledger.balance(of: bucket.key) + (ledger.isPosted(grantKey) ? 0 : granted)
-            let take = min(granted, max(available, 0))
+            let take = min(granted - taken, max(available, 0))
             if take > 0 {
                 operations.append(.post(LedgerEntry(operationKey: refundKey, bucket: bucket.key, delta: -take, reason: "top-up refunded"), opening: nil))
+            }
+        } else if !sale.revoked, partial > 0, !ledger.isPosted("\(refundKey):q\(partial)") {
+            // A partial refund takes its share of the units, less what earlier ones took, from what is left.
+            let available = ledger.balance(of: bucket.key) + (ledger.isPosted(grantKey) ? 0 : granted)
+            let take = min(topUp.credits * partial - taken, max(available, 0))
+            if take > 0 {
+                operations.append(
+                    .post(LedgerEntry(operationKey: "\(refundKey):q\(partial)", bucket: bucket.key, delta: -take, reason: "top-up partly refunded"), opening: nil))
             }
         } else if !sale.revoked, let refund, !ledger.isPosted(reversalKey) {
             operations.append(.post(LedgerEntry(operationKey: reversalKey, bucket: bucket.key, delta: -refund.delta, reason: "refund reversed"), opening: nil))

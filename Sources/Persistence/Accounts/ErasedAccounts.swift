@@ -94,6 +94,7 @@ public struct ErasedAccounts: Sendable {
                 OR EXISTS (SELECT 1 FROM stripe_links WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM google_purchase_claims WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM google_subscriptions WHERE account_token = \(id))
+                OR EXISTS (SELECT 1 FROM google_products WHERE account_token = \(id))
                 OR EXISTS (SELECT 1 FROM events WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM renewal_extensions WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM operator_actions WHERE account_id = \(id))
@@ -408,6 +409,14 @@ extension ErasedAccounts {
               AND convert_from(r.body, 'UTF8')::jsonb->'externalAccountIdentifiers'->>'obfuscatedExternalAccountId' = \(from)
             """)
         _ = try await count(connection, "UPDATE google_subscriptions SET account_token = \(to) WHERE account_token = \(from)")
-        return (claims, reads)
+        // One-time products name the account at the top level of their read.
+        let products = try await count(
+            connection,
+            """
+            UPDATE google_products SET account_token = \(to),
+                body = convert_to(jsonb_set(convert_from(body, 'UTF8')::jsonb, '{obfuscatedExternalAccountId}', to_jsonb(\(to)::text))::text, 'UTF8')
+            WHERE account_token = \(from)
+            """)
+        return (claims, reads + products)
     }
 }

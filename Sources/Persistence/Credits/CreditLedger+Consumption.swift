@@ -41,3 +41,41 @@ extension CreditLedger {
         return PurchaseConsumption.topUp(transactionId, meter: meter, entries: entries)
     }
 }
+
+extension CreditLedger {
+    /// One spend: when, of which meter, how much.
+    public struct UsageRecord: Sendable, Equatable {
+        public var at: Date
+        public var meter: String
+        public var amount: Int64
+    }
+
+    /// The spends from one billing period's credits, newest first, at most `limit`.
+    public func usage(ofSubscription originalTransactionId: String, period: String, limit: Int, on connection: PostgresConnection) async throws -> [UsageRecord] {
+        let rows = try await connection.query(
+            """
+            SELECT l.created_at, b.meter, -l.delta FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket
+            WHERE b.original_transaction_id = \(originalTransactionId) AND b.billing_period = \(period) AND l.reason = 'usage'
+            ORDER BY l.id DESC LIMIT \(limit)
+            """, logger: logger)
+        return try await Self.usage(rows)
+    }
+
+    /// The spends from the top-up bucket a purchase credited, since it was credited, newest first, at most `limit`.
+    public func usage(ofTopUp transactionId: String, limit: Int, on connection: PostgresConnection) async throws -> [UsageRecord] {
+        let rows = try await connection.query(
+            """
+            WITH grant_row AS (SELECT id, bucket FROM credit_ledger WHERE operation_key = \("topup:" + transactionId))
+            SELECT l.created_at, b.meter, -l.delta FROM credit_ledger l JOIN grant_row g ON l.bucket = g.bucket AND l.id > g.id
+            JOIN credit_buckets b ON b.key = l.bucket
+            WHERE l.reason = 'usage' ORDER BY l.id DESC LIMIT \(limit)
+            """, logger: logger)
+        return try await Self.usage(rows)
+    }
+
+    private static func usage(_ rows: PostgresRowSequence) async throws -> [UsageRecord] {
+        var records: [UsageRecord] = []
+        for try await (at, meter, amount) in rows.decode((Date, String, Int64).self) { records.append(UsageRecord(at: at, meter: meter, amount: amount)) }
+        return records
+    }
+}

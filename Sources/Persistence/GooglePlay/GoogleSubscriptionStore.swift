@@ -84,6 +84,14 @@ public struct GoogleSubscriptionStore: Sendable {
         return revoked
     }
 
+    /// The token whose reads name `orderId` as a paid order (a subscription's period), if any.
+    public func token(ofOrder orderId: String, on connection: PostgresConnection) async throws -> String? {
+        let rows = try await connection.query(
+            "SELECT purchase_token FROM google_subscription_reads WHERE latest_order_id = \(orderId) LIMIT 1", logger: logger)
+        for try await token in rows.decode(String.self) { return token }
+        return nil
+    }
+
     /// Records `account`'s claim of `token` at `date` (a newer claim of the token replaces an older one).
     public func claim(_ token: String, by account: AccountID, at date: Date, on connection: PostgresConnection) async throws {
         try await connection.query(

@@ -1,5 +1,6 @@
 import AppStoreModels
 import Credits
+import Entitlements
 import Foundation
 import Logging
 import PostgresNIO
@@ -53,6 +54,15 @@ public struct RefundRequests: Sendable {
         public var answeredAt: Date?
         public var outcome: String?
         public var outcomeAt: Date?
+        /// The store that asked: the App Store (a `CONSUMPTION_REQUEST`), or Google Play (a chargeback's review).
+        public var store: Store = .appStore
+        /// Play's `pendingRefundToken`, which `orders.reviewrefund` must carry back; never shown.
+        public var reviewToken: String?
+
+        enum CodingKeys: String, CodingKey {
+            case id, accountId, transactionId, originalTransactionId, productId, billingPeriod, purchase, environment, reason, requestedAt
+            case answerAt, deadlineAt, state, appAnswer, sentAnswer, attempts, lastError, answeredAt, outcome, outcomeAt, store
+        }
 
         public init(
             id: UUID, accountId: AccountID, transactionId: String, originalTransactionId: String, productId: String,
@@ -81,10 +91,10 @@ public struct RefundRequests: Sendable {
         let rows = try await connection.query(
             """
             INSERT INTO refund_requests (id, account_id, transaction_id, original_transaction_id, product_id, billing_period, purchase, environment,
-                                         reason, requested_at, answer_at, deadline_at, state)
+                                         reason, requested_at, answer_at, deadline_at, state, store, review_token)
             VALUES (\(request.id), \(request.accountId), \(request.transactionId), \(request.originalTransactionId), \(request.productId),
                     \(request.billingPeriod), \(request.purchase.rawValue), \(request.environment), \(request.reason), \(request.requestedAt), \(request.answerAt),
-                    \(request.deadlineAt), \(request.state.rawValue))
+                    \(request.deadlineAt), \(request.state.rawValue), \(request.store.text), \(request.reviewToken))
             ON CONFLICT (id) DO NOTHING RETURNING 1
             """, logger: logger)
         for try await _ in rows { return true }
@@ -125,7 +135,8 @@ public struct RefundRequests: Sendable {
             """, logger: logger)
     }
 
-    /// Records Apple's decision (`REFUND` or `REFUND_DECLINED`) on every open request of a transaction.
+    /// Records the store's decision (Apple's `REFUND` or `REFUND_DECLINED`, Play's `REFUND` when it voided the order) on
+    /// every open request of a transaction.
     public func recordOutcome(transactionId: String, outcome: String, at date: Date, on connection: PostgresConnection) async throws {
         try await connection.query(
             """
@@ -166,7 +177,7 @@ public struct RefundRequests: Sendable {
     static let columns = """
         id, account_id, transaction_id, original_transaction_id, product_id, billing_period, purchase, environment, reason, \
         requested_at, answer_at, deadline_at, state, app_answer::text, sent_answer::text, attempts, last_error, answered_at, outcome, \
-        outcome_at
+        outcome_at, store, review_token
         """
 
     static func decode(_ row: PostgresRow) throws -> Request {
@@ -186,6 +197,8 @@ public struct RefundRequests: Sendable {
         request.answeredAt = try columns[17].decode(Date?.self)
         request.outcome = try columns[18].decode(String?.self)
         request.outcomeAt = try columns[19].decode(Date?.self)
+        request.store = Store(try columns[20].decode(String.self))
+        request.reviewToken = try columns[21].decode(String?.self)
         return request
     }
 
