@@ -34,14 +34,17 @@ public struct AdminDashboardController: Sendable {
     /// Bounds what each key asks Apple (an order id in the search box), with the API's routes.
     let questions: AppleQuestionLimits
     let catalogue: TierCatalogue?
+    /// Play purchases waiting for their acknowledgement, when Play is configured.
+    let acknowledgements: GoogleAcknowledgements?
     let clock: @Sendable () -> Date
 
     public init(
         jobs: any JobAdministration, records: any OperatorReading, accounts: any AccountStatusReading, events: (any EventReading)? = nil,
         grants: (any GrantAdministration)? = nil, audit: (any OperatorAuditing)? = nil, search: (any AccountSearching)? = nil,
         adjustments: (any CreditAdjusting)? = nil, appStore: AppStoreSupport? = nil, questions: AppleQuestionLimits = AppleQuestionLimits(),
-        catalogue: TierCatalogue? = nil, clock: @escaping @Sendable () -> Date
+        catalogue: TierCatalogue? = nil, acknowledgements: GoogleAcknowledgements? = nil, clock: @escaping @Sendable () -> Date
     ) {
+        self.acknowledgements = acknowledgements
         self.appStore = appStore
         self.questions = questions
         self.adjustments = adjustments
@@ -133,6 +136,7 @@ public struct AdminDashboardController: Sendable {
         if let appStore {
             body += AppStoreSupportController.massSection(try await appStore.massExtensions(), notice: notices.extendAll, canRequest: viewer.role >= .admin)
         }
+        if let acknowledgements { body += Self.unacknowledgedSection(try await acknowledgements.late(limit: 20)) }
         body += Self.notificationsSection(try await recent)
         if let audit { body += Self.auditSection(try await audit.actions(.init(limit: 20)), title: "Operator actions", csv: "/admin/audit?format=csv&limit=1000") }
         body += "</main>"
@@ -156,6 +160,17 @@ public struct AdminDashboardController: Sendable {
         let finished = statistics.finishedLastHour.map { "\($0.kind) \($0.state.rawValue) \($0.count)" }.joined(separator: " · ")
         html += "<p class=\"muted\">finished in the last hour: \(HTMLPage.escape(finished.isEmpty ? "none" : finished))</p></section>"
         return html
+    }
+
+    /// Play purchases granted more than a day ago that Google was not told of: refunded by Google after three days.
+    static func unacknowledgedSection(_ late: (count: Int, oldest: [GoogleProductStore.Waiting])) -> String {
+        let rows: [[HTMLPage.Cell]] = late.oldest.map {
+            [HTMLPage.Cell(String($0.purchaseToken.prefix(24)) + "…"), HTMLPage.Cell($0.kind), HTMLPage.Cell($0.productId),
+             HTMLPage.Cell(HTMLPage.time($0.grantedAt)), HTMLPage.Cell($0.lastError ?? "—")]
+        }
+        let count = late.count > 0 ? "<p class=\"bad\">\(late.count) waiting more than a day: Google refunds them after three</p>" : ""
+        return "<section><h2>Play purchases not acknowledged</h2>\(count)"
+            + HTMLPage.table(["purchase token", "kind", "product", "granted", "last error"], rows, empty: "none waiting more than a day") + "</section>"
     }
 
     static func failedDeliveriesSection(_ failed: [(event: UUID, endpoint: String, account: String, attempts: Int)], canRedeliver: Bool) -> String {

@@ -13,11 +13,14 @@ import StatementFencing
 /// credit operations, HTTP requests) plus the queue's depth by kind and state and the oldest runnable job's age, read
 /// from the database at scrape time (`storekeeper_queue_jobs{kind,state}`, `storekeeper_queue_oldest_runnable_seconds`),
 /// and webhook deliveries by state with the age of the oldest event not delivered yet
-/// (`storekeeper_webhook_deliveries{state}`, `storekeeper_webhook_oldest_undelivered_seconds`).
+/// (`storekeeper_webhook_deliveries{state}`, `storekeeper_webhook_oldest_undelivered_seconds`), and the Play purchases
+/// granted more than a day ago and not acknowledged yet (`storekeeper_google_unacknowledged_purchases`).
 public final class MetricsController: Sendable {
     let registry: PrometheusCollectorRegistry
     let jobs: (any JobAdministration)?
     let deliveries: (any DeliverySummarizing)?
+    /// Play purchases waiting for their acknowledgement (`storekeeper_google_unacknowledged_purchases`).
+    let acknowledgements: GoogleAcknowledgements?
     /// Label pairs reported before, so a pair that emptied reads 0 instead of its last value.
     private let reported = Mutex<Set<[String]>>([])
 
@@ -27,8 +30,9 @@ public final class MetricsController: Sendable {
     ///   - deliveries: where webhook delivery counts and the oldest undelivered event come from.
     public init(
         registry: PrometheusCollectorRegistry, jobs: (any JobAdministration)?, kinds: [String] = [],
-        deliveries: (any DeliverySummarizing)? = nil
+        deliveries: (any DeliverySummarizing)? = nil, acknowledgements: GoogleAcknowledgements? = nil
     ) {
+        self.acknowledgements = acknowledgements
         self.registry = registry
         self.deliveries = deliveries
         self.jobs = jobs
@@ -81,6 +85,10 @@ public final class MetricsController: Sendable {
             }
             let age = summary.oldestPending.map { max(0, Date().timeIntervalSince($0)) } ?? 0
             Gauge(label: "storekeeper_webhook_oldest_undelivered_seconds").record(age)
+        }
+        if let acknowledgements, let late = try? await withDeadline(.seconds(3), { try await acknowledgements.late(limit: 1) }) {
+            // Google refunds what is not acknowledged within three days: more than zero here for long is an outage.
+            Gauge(label: "storekeeper_google_unacknowledged_purchases").record(late.count)
         }
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)

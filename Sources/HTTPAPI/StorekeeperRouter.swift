@@ -30,6 +30,8 @@ public struct HTTPDependencies: Sendable {
     /// Claims of Play purchases; `nil` (no service account: Play cannot be read) answers
     /// `POST /v1/accounts/{id}/google/purchases` with 501. The route is there when Google Play is configured.
     public var googlePurchases: (any GooglePurchaseClaiming)?
+    /// Play purchases waiting for their acknowledgement (the dashboard, the metric).
+    public var googleAcknowledgements: GoogleAcknowledgements?
     /// Operators' grants; `nil` leaves their routes out.
     public var grants: (any GrantAdministration)?
     /// Offer signing; `nil` (no In-App Purchase key) answers its routes with 503.
@@ -107,7 +109,7 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
     router.add(middleware: RequestBodyBudgetMiddleware(budget: dependencies.bodyBudget))
     MetricsController(
         registry: dependencies.metrics, jobs: dependencies.jobs, kinds: dependencies.jobKinds,
-        deliveries: dependencies.events as? any DeliverySummarizing
+        deliveries: dependencies.events as? any DeliverySummarizing, acknowledgements: dependencies.googleAcknowledgements
     ).addRoutes(to: router, keys: dependencies.metricsKeys)
     HealthController(readiness: dependencies.readiness).addRoutes(to: router)
     OpenAPIController().addRoutes(to: router)
@@ -172,7 +174,8 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         AdminDashboardController(
             jobs: dependencies.jobs, records: dependencies.records, accounts: dependencies.accounts, events: dependencies.events,
             grants: dependencies.grants, audit: dependencies.audit, search: dependencies.search, adjustments: dependencies.adjustments,
-            appStore: dependencies.appStore, questions: questions, catalogue: dependencies.catalogue, clock: dependencies.clock
+            appStore: dependencies.appStore, questions: questions, catalogue: dependencies.catalogue,
+            acknowledgements: dependencies.googleAcknowledgements, clock: dependencies.clock
         ).addRoutes(to: dashboard)
         appStoreSupport?.addDashboardRoutes(to: dashboard)
         if let search = dependencies.search { SearchController(search: search, appStore: dependencies.appStore, questions: questions).addRoutes(to: dashboard) }

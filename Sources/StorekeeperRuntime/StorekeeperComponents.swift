@@ -227,6 +227,7 @@ public struct StorekeeperComponents: Sendable {
                 client: client, subscriptions: googlePlaySubscriptions, play: $0, policy: configuration.transferPolicy, cache: statusCache,
                 clock: clock, logger: logger)
         }
+        if configuration.googlePlay != nil { dependencies.googleAcknowledgements = GoogleAcknowledgements(client: client, clock: clock, logger: logger) }
         if configuration.stripe != nil {
             let accounts = AccountStatusQuery(client: client, ledger: credits, cache: statusCache, logger: logger)
             dependencies.stripeAccounts = (
@@ -320,7 +321,8 @@ public struct StorekeeperComponents: Sendable {
     public func metricsApplication(port: Int) -> some ApplicationProtocol {
         let router = Router()
         MetricsController(
-            registry: StorekeeperMetrics.registry, jobs: queue, kinds: jobKinds, deliveries: EventHistory(client: client, queue: queue, logger: logger))
+            registry: StorekeeperMetrics.registry, jobs: queue, kinds: jobKinds, deliveries: EventHistory(client: client, queue: queue, logger: logger),
+            acknowledgements: configuration.googlePlay == nil ? nil : GoogleAcknowledgements(client: client, clock: clock, logger: logger))
             .addRoutes(to: router, keys: configuration.metricsKeys)
         router.get("/healthz") { _, _ in HTTPResponse.Status.ok }
         let limits = configuration.httpLimits

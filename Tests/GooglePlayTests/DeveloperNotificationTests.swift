@@ -72,3 +72,72 @@ struct DeveloperNotificationTests {
         #expect(late?.eventTime == nil && late?.content == .test)
     }
 }
+
+/// One-time products and refunds as Google writes them.
+@Suite("Play one-time purchases and refunds derived from reads")
+struct PlayProductPurchaseTests {
+    static func read(quantity: Int = 3, refundable: Int? = nil, state: String = "PURCHASED", order: String? = "GPA.3377-0000-0000-00001") throws -> PlayProductRead {
+        var purchase: [String: Any] = [
+            "kind": "androidpublisher#productPurchaseV2", "purchaseStateContext": ["purchaseState": state],
+            "purchaseCompletionTime": "2026-12-01T10:00:00.000Z", "acknowledgementState": "ACKNOWLEDGEMENT_STATE_PENDING",
+            "obfuscatedExternalAccountId": "acct-1",
+            "productLineItem": [["productId": "credits_100", "productOfferDetails": ["quantity": quantity, "refundableQuantity": refundable ?? quantity,
+                                 "consumptionState": "CONSUMPTION_STATE_YET_TO_BE_CONSUMED"]]],
+        ]
+        if let order { purchase["orderId"] = order }
+        return PlayProductRead(
+            purchaseToken: "tok-1", readAt: Date(timeIntervalSince1970: 1_796_000_000),
+            purchase: try JSONDecoder().decode(ProductPurchaseV2.self, from: JSONSerialization.data(withJSONObject: purchase)))
+    }
+
+    static func voided(partial: Bool, quantity: Int64? = nil, order: String = "GPA.3377-0000-0000-00001", at: TimeInterval = 1_796_100_000) -> VoidedPurchase {
+        VoidedPurchase(purchaseToken: "tok-1", orderId: order, voidedAt: Date(timeIntervalSince1970: at), quantity: quantity, isPartial: partial)
+    }
+
+    @Test("a purchase is its order; a pending or cancelled one grants nothing; one without an order is its token")
+    func purchase() throws {
+        let bought = try #require(PlayProductPurchase(try Self.read(), voided: []))
+        #expect(bought.id == "GPA.3377-0000-0000-00001" && bought.quantity == 3 && bought.voidedQuantity == 0 && bought.awaitsAcknowledgement)
+        #expect(bought.accountToken == "acct-1" && !bought.isConsumed && !bought.isVoided)
+        #expect(PlayProductPurchase(try Self.read(state: "PENDING"), voided: []) == nil)
+        #expect(PlayProductPurchase(try Self.read(state: "CANCELLED"), voided: []) == nil)
+        #expect(PlayProductPurchase(try Self.read(order: nil), voided: [])?.id == "tok-1")
+    }
+
+    @Test("a partial refund counts once whether the list's quantity, the read's refundable quantity or both say it; a full refund takes all")
+    func refunds() throws {
+        // The notification alone says "partial" without a quantity: the read again says what is still refundable.
+        #expect(PlayProductPurchase(try Self.read(refundable: 2), voided: [Self.voided(partial: true)])?.voidedQuantity == 1)
+        // The list's entry says the quantity; the read not yet.
+        #expect(PlayProductPurchase(try Self.read(), voided: [Self.voided(partial: true, quantity: 1)])?.voidedQuantity == 1)
+        // Both: the same refund, once.
+        let both = [Self.voided(partial: true), Self.voided(partial: true, quantity: 1, at: 1_796_100_001)]
+        #expect(PlayProductPurchase(try Self.read(refundable: 2), voided: both)?.voidedQuantity == 1)
+        // Without a refund recorded, a read's refundable quantity alone takes nothing (the refund is not known yet).
+        #expect(PlayProductPurchase(try Self.read(refundable: 2), voided: [])?.voidedQuantity == 0)
+        let full = try #require(PlayProductPurchase(try Self.read(refundable: 2), voided: [Self.voided(partial: true), Self.voided(partial: false, at: 1_796_200_000)]))
+        #expect(full.isVoided && full.voidedQuantity == 3 && full.voidedAt == Date(timeIntervalSince1970: 1_796_200_000))
+        // Another order's refund is not this purchase's.
+        #expect(PlayProductPurchase(try Self.read(), voided: [Self.voided(partial: false, order: "GPA.other")])?.isVoided == false)
+    }
+
+    @Test("a voidedpurchases.list page decodes as Google writes it: times as strings, the partial quantity, the page token")
+    func voidedPage() throws {
+        let page = try JSONDecoder().decode(VoidedPurchase.Page.self, from: Data(#"""
+            {"voidedPurchases": [{"kind": "androidpublisher#voidedPurchase", "purchaseToken": "t", "orderId": "GPA.1", "purchaseTimeMillis": "1796000000000",
+              "voidedTimeMillis": "1796100000000", "voidedSource": 0, "voidedReason": 7, "voidedQuantity": 2}], "tokenPagination": {"nextPageToken": "abc"}}
+            """#.utf8))
+        #expect(page.nextPageToken == "abc" && page.voidedPurchases.count == 1)
+        let entry = try #require(page.voidedPurchases.first)
+        #expect(entry.isPartial && entry.quantity == 2 && entry.reason == 7 && entry.voidedAt == Date(timeIntervalSince1970: 1_796_100_000))
+    }
+
+    @Test("a pending refund review carries its token and order; one without them is refused")
+    func review() throws {
+        let json = #"{"version": "1.0", "packageName": "com.example", "eventTimeMillis": "1796000000000", "pendingRefundReviewNotification": {"version": "1.0", "pendingRefundToken": "rt-1", "orderId": "GPA.1", "refundReason": 7}}"#
+        let notification = try DeveloperNotification(data: Array(json.utf8))
+        #expect(notification.content == .pendingRefundReview(reviewToken: "rt-1", orderId: "GPA.1", refundReason: 7) && notification.kind == "pending_refund_review")
+        let missing = #"{"version": "1.0", "packageName": "com.example", "pendingRefundReviewNotification": {"orderId": "GPA.1"}}"#
+        #expect(throws: PubSubPush.Refusal.self) { try DeveloperNotification(data: Array(missing.utf8)) }
+    }
+}

@@ -83,6 +83,11 @@ public struct GoogleRefunds: Sendable {
     public struct CatchUpReport: Sendable, Equatable {
         public var listed = 0
         public var recorded = 0
+
+        public init(listed: Int = 0, recorded: Int = 0) {
+            self.listed = listed
+            self.recorded = recorded
+        }
     }
 
     /// Reads every refund of the last 30 days (`voidedpurchases.list`, paged) and records what is new.
@@ -117,7 +122,7 @@ public struct GoogleRefunds: Sendable {
             logger.warning("Play asked to review a refund of an order Storekeeper does not hold", metadata: ["google.order": "\(orderId)"])
             return false
         }
-        let id = Self.requestId(messageId: messageId)
+        let id = Self.requestId(reviewToken: reviewToken)
         let request = {
             var request = RefundRequests.Request(
                 id: id, accountId: purchase.account, transactionId: orderId, originalTransactionId: purchase.holder, productId: purchase.productId,
@@ -149,9 +154,9 @@ public struct GoogleRefunds: Sendable {
         return true
     }
 
-    /// A review's request id: the same for every delivery of one notification.
-    static func requestId(messageId: String) -> UUID {
-        var bytes = Array(SHA256.hash(data: Data("google-refund-review:\(messageId)".utf8)).prefix(16))
+    /// A review's request id: the same for every notification of one review (its token), however often it is sent.
+    static func requestId(reviewToken: String) -> UUID {
+        var bytes = Array(SHA256.hash(data: Data("google-refund-review:\(reviewToken)".utf8)).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x50
         bytes[8] = (bytes[8] & 0x3F) | 0x80
         return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))

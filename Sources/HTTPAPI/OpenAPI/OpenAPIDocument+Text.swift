@@ -10453,6 +10453,14 @@ public enum OpenAPIDocument {
           "outcomeAt": {
             "type": "string",
             "format": "date-time"
+          },
+          "store": {
+            "type": "string",
+            "enum": [
+              "app_store",
+              "google_play"
+            ],
+            "description": "Who asked: the App Store (a CONSUMPTION_REQUEST, answered with its consumption information) or Google Play (a chargeback's pendingRefundReviewNotification, answered through orders.reviewrefund within 24 hours; transactionId is the order id)."
           }
         },
         "required": [
@@ -10468,7 +10476,8 @@ public enum OpenAPIDocument {
           "answerAt",
           "deadlineAt",
           "state",
-          "attempts"
+          "attempts",
+          "store"
         ]
       },
       "RefundAnswerRequest": {

@@ -1,0 +1,113 @@
+import Foundation
+import GooglePlayFake
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// Play's refunds as a customer and Google see them, through the real pipeline and the fake Google Play: a chargeback
+/// review is answered through `orders.reviewrefund` from what the customer really used; a refund without a
+/// notification is found by the hourly `voidedpurchases.list`; a granted top-up is consumed and shows nowhere as
+/// waiting.
+@Suite("Play refunds, reviews and acknowledgements, on real PostgreSQL and a fake Google Play")
+struct GooglePlayRefundTests {
+    static let policy = ["STOREKEEPER_REFUND_POLICY": #"{"answerAfterMinutes": 0}"#]
+
+    @Test("a chargeback of a top-up 60 % spent: reviewrefund DECLINE with 60000 milliunits and the spends as usage events, sent once with consent")
+    func chargebackReview() async throws {
+        try await GooglePlayWorld.run(extra: Self.policy) { world in
+            let account = UUID()
+            let id = account.uuidString.lowercased()
+            #expect(try await world.http.withKey(.put, "/v1/accounts/\(id)/consent", #"{"consented": true}"#).status == .ok)
+            let bought = world.fake.buyProduct("credits_100", accountToken: id, at: world.clock.now)
+            #expect(try await world.push(bought.notification).status == .ok)
+            try await PlayScenarioTests.settle(world)
+            #expect(world.fake.productState(bought.token)?.consumed == true, "a granted top-up is consumed")
+            // The free tier's 5 a day go first, then 60 of the top-up's 100.
+            #expect(try await world.http.spend(account, amount: 65).status == .ok)
+            let order = try #require(world.fake.order(ofProduct: bought.token))
+            let chargeback = try world.fake.chargeback(order: order, at: world.clock.now)
+            // Sent twice (two messages of one review): one request, one answer.
+            #expect(try await world.push(chargeback.notification).status == .ok)
+            #expect(try await world.push(chargeback.notification).status == .ok)
+            try await eventually(timeout: .seconds(30), "the review to reach Google") { world.fake.refundReviews.count == 1 }
+            let review = try #require(world.fake.refundReviews.first)
+            #expect(review["orderId"] as? String == order && review["pendingRefundToken"] as? String == chargeback.token)
+            #expect(review["refundPreference"] as? String == "DECLINE")
+            #expect(review["consumptionPercentageMilliunits"] as? Int == 60_000)
+            let events = try #require(review["consumptionUsageEvents"] as? [[String: Any]])
+            #expect(events.count == 1 && events.first?["consumptionItemDescription"] as? String == "60 ai_requests")
+            let requests = try await world.http.withKey(.get, "/v1/accounts/\(id)/refund-requests", "")
+            let listed = try #require((requests.json["refundRequests"] as? [[String: Any]])?.first)
+            #expect(listed["store"] as? String == "google_play" && listed["transactionId"] as? String == order)
+            #expect(listed["reviewToken"] == nil, "the review token is never shown")
+            try await eventually(timeout: .seconds(30), "the request to be sent") {
+                try await world.harness.count("SELECT count(*) FROM refund_requests WHERE state = 'sent'") == 1
+            }
+            try await PlayScenarioTests.settle(world)
+            let requestCount = try await world.harness.count("SELECT count(*) FROM refund_requests")
+            #expect(world.fake.refundReviews.count == 1 && requestCount == 1)
+        }
+    }
+
+    @Test("a chargeback without the account's consent sends nothing; an order Storekeeper does not hold opens nothing")
+    func reviewWithoutConsent() async throws {
+        try await GooglePlayWorld.run(extra: Self.policy) { world in
+            let account = UUID().uuidString.lowercased()
+            let bought = world.fake.buyProduct("basic_lifetime", accountToken: account, at: world.clock.now)
+            #expect(try await world.push(bought.notification).status == .ok)
+            try await PlayScenarioTests.settle(world)
+            #expect(world.fake.productState(bought.token)?.acknowledged == true, "a granted unlock is acknowledged, not consumed")
+            #expect(try await world.push(try world.fake.chargeback(order: try #require(world.fake.order(ofProduct: bought.token)), at: world.clock.now).notification).status == .ok)
+            try await eventually(timeout: .seconds(30), "the request to close") {
+                try await world.harness.count("SELECT count(*) FROM refund_requests WHERE state = 'no_consent'") == 1
+            }
+            let stranger = world.fake.buyProduct("credits_100", accountToken: nil, at: world.clock.now)
+            #expect(try await world.push(try world.fake.chargeback(order: try #require(world.fake.order(ofProduct: stranger.token)), at: world.clock.now).notification).status == .ok)
+            try await PlayScenarioTests.settle(world)
+            #expect(try await world.harness.count("SELECT count(*) FROM google_notifications WHERE outcome = 'review_ignored'") == 1)
+            #expect(try await world.harness.count("SELECT count(*) FROM refund_requests") == 1)
+            #expect(world.fake.refundReviews.isEmpty)
+        }
+    }
+
+    @Test("a refund whose notification never came is found by voidedpurchases.list: the unlock ends; listing again changes nothing")
+    func voidedCatchUp() async throws {
+        try await GooglePlayWorld.run { world in
+            let account = UUID()
+            let bought = world.fake.buyProduct("basic_lifetime", accountToken: account.uuidString.lowercased(), at: world.clock.now)
+            #expect(try await world.push(bought.notification).status == .ok)
+            try await PlayScenarioTests.settle(world)
+            #expect(try await world.http.getWithKey("/v1/accounts/\(account.uuidString.lowercased())/status").json["tier"] as? String == "basic")
+            _ = try world.fake.refund(order: try #require(world.fake.order(ofProduct: bought.token)), at: world.clock.now)  // not pushed
+            let refunds = world.harness.components.googleRefunds
+            #expect(try await refunds.catchUp() == .init(listed: 1, recorded: 1))
+            #expect(try await refunds.catchUp() == .init(listed: 1, recorded: 0))
+            let status = try await world.http.getWithKey("/v1/accounts/\(account.uuidString.lowercased())/status").json
+            #expect(status["tier"] as? String == "free" && status["entitled"] as? Bool == false)
+        }
+    }
+
+    @Test("a purchase granted more than a day ago and not acknowledged shows on the dashboard and in the metric; one acknowledged does not")
+    func unacknowledged() async throws {
+        try await GooglePlayWorld.run(extra: ["STOREKEEPER_ADMIN_KEYS": "admin-key"]) { world in
+            let bought = world.fake.buyProduct("credits_100", accountToken: UUID().uuidString.lowercased(), at: world.clock.now)
+            #expect(try await world.push(bought.notification).status == .ok)
+            try await PlayScenarioTests.settle(world)
+            #expect(try await world.harness.count("SELECT count(*) FROM google_acknowledgements WHERE acknowledged_at IS NOT NULL") == 1)
+            // A purchase granted two days ago whose acknowledgement never got through (Google away since).
+            _ = try await world.harness.count(
+                """
+                WITH late AS (INSERT INTO google_acknowledgements (purchase_token, kind, product_id, granted_at, last_error)
+                    VALUES ('late-token-0123456789abcdefghij', 'product', 'basic_lifetime', now() - interval '2 days', 'unavailable: 503') RETURNING 1)
+                SELECT count(*) FROM late
+                """)
+            let metrics = String(buffer: try await world.http.execute(uri: "/metrics", method: .get).body)
+            #expect(metrics.contains("storekeeper_google_unacknowledged_purchases 1"))
+            let page = String(buffer: try await world.http.execute(uri: "/admin", method: .get, headers: [.authorization: "Bearer admin-key"]).body)
+            #expect(page.contains("Play purchases not acknowledged") && page.contains("1 waiting more than a day") && page.contains("late-token-0123456789abc"))
+            #expect(!page.contains(String(bought.token.prefix(24))), "the acknowledged purchase is not listed")
+        }
+    }
+}
