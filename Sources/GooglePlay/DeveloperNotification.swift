@@ -161,6 +161,18 @@ public struct DeveloperNotification: Sendable, Equatable {
             var pendingRefundToken: String?
             var orderId: String?
             var refundReason: Int?
+
+            enum CodingKeys: String, CodingKey { case pendingRefundToken, orderId, refundReason }
+
+            /// `refundReason` as a number or a numeric string (the field's type is not in the reference at hand): a
+            /// review must never be refused for it — Pub/Sub would send it again until Google's 24 hours are over.
+            init(from decoder: any Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                pendingRefundToken = try container.decodeIfPresent(String.self, forKey: .pendingRefundToken)
+                orderId = try container.decodeIfPresent(String.self, forKey: .orderId)
+                refundReason = (try? container.decodeIfPresent(Int.self, forKey: .refundReason))
+                    ?? (try? container.decodeIfPresent(String.self, forKey: .refundReason)).flatMap { $0.flatMap { Int($0) } }
+            }
         }
 
         struct Test: Decodable {

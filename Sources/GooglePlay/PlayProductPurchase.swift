@@ -50,7 +50,10 @@ public struct PlayProductPurchase: Sendable, Equatable {
         id = purchase.orderId ?? read.purchaseToken
         productId = line.productId
         quantity = line.quantity
-        let own = voided.filter { $0.purchaseToken == read.purchaseToken && (purchase.orderId == nil || $0.orderId == purchase.orderId) }
+        // A refund naming no order (its token stands for it) is the token's purchase's.
+        let own = voided.filter {
+            $0.purchaseToken == read.purchaseToken && (purchase.orderId == nil || $0.orderId == purchase.orderId || $0.orderId == read.purchaseToken)
+        }
         // Two measures of the same refunds — the partial entries' quantities, and what the read says is no longer
         // refundable — so the larger counts (a notification of a partial refund says no quantity; the hourly list
         // may not have it yet). A full refund takes what is left.

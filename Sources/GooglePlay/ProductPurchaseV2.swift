@@ -115,7 +115,8 @@ public struct VoidedPurchase: Sendable, Equatable, Decodable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         purchaseToken = try container.decode(String.self, forKey: .purchaseToken)
-        orderId = try container.decode(String.self, forKey: .orderId)
+        // A test purchase may have no order: the token stands for it, as it does for the purchase's id.
+        orderId = try container.decodeIfPresent(String.self, forKey: .orderId) ?? purchaseToken
         let millis = try (try? container.decode(String.self, forKey: .voidedTimeMillis)).flatMap { Int64($0) }
             ?? container.decode(Int64.self, forKey: .voidedTimeMillis)
         guard (0...253_402_300_799_999).contains(millis) else {
@@ -136,10 +137,21 @@ public struct VoidedPurchase: Sendable, Equatable, Decodable {
         enum CodingKeys: String, CodingKey { case voidedPurchases, tokenPagination }
         struct Pagination: Decodable { var nextPageToken: String? }
 
+        /// Entries that could not be read (no token, a time out of range), skipped: one odd entry must not stop the
+        /// catch-up of every refund after it.
+        public var skipped = 0
+
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            voidedPurchases = try container.decodeIfPresent([VoidedPurchase].self, forKey: .voidedPurchases) ?? []
+            let entries = try container.decodeIfPresent([Lenient].self, forKey: .voidedPurchases) ?? []
+            voidedPurchases = entries.compactMap(\.entry)
+            skipped = entries.count - voidedPurchases.count
             nextPageToken = try container.decodeIfPresent(Pagination.self, forKey: .tokenPagination)?.nextPageToken
+        }
+
+        struct Lenient: Decodable {
+            var entry: VoidedPurchase?
+            init(from decoder: any Decoder) throws { entry = try? VoidedPurchase(from: decoder) }
         }
     }
 }

@@ -130,6 +130,12 @@ struct PlayProductPurchaseTests {
         #expect(page.nextPageToken == "abc" && page.voidedPurchases.count == 1)
         let entry = try #require(page.voidedPurchases.first)
         #expect(entry.isPartial && entry.quantity == 2 && entry.reason == 7 && entry.voidedAt == Date(timeIntervalSince1970: 1_796_100_000))
+        // An entry without a token or with a time out of range is skipped, not the page; one without an order is its token's.
+        let odd = try JSONDecoder().decode(VoidedPurchase.Page.self, from: Data(#"""
+            {"voidedPurchases": [{"orderId": "GPA.1", "voidedTimeMillis": "1"}, {"purchaseToken": "t", "orderId": "GPA.2", "voidedTimeMillis": "99999999999999999"},
+              {"purchaseToken": "t3", "voidedTimeMillis": "1796100000000"}]}
+            """#.utf8))
+        #expect(odd.skipped == 2 && odd.voidedPurchases.map(\.orderId) == ["t3"])
     }
 
     @Test("a pending refund review carries its token and order; one without them is refused")
@@ -137,6 +143,8 @@ struct PlayProductPurchaseTests {
         let json = #"{"version": "1.0", "packageName": "com.example", "eventTimeMillis": "1796000000000", "pendingRefundReviewNotification": {"version": "1.0", "pendingRefundToken": "rt-1", "orderId": "GPA.1", "refundReason": 7}}"#
         let notification = try DeveloperNotification(data: Array(json.utf8))
         #expect(notification.content == .pendingRefundReview(reviewToken: "rt-1", orderId: "GPA.1", refundReason: 7) && notification.kind == "pending_refund_review")
+        let text = #"{"version": "1.0", "packageName": "com.example", "pendingRefundReviewNotification": {"pendingRefundToken": "rt-2", "orderId": "GPA.2", "refundReason": "7"}}"#
+        #expect(try DeveloperNotification(data: Array(text.utf8)).content == .pendingRefundReview(reviewToken: "rt-2", orderId: "GPA.2", refundReason: 7))
         let missing = #"{"version": "1.0", "packageName": "com.example", "pendingRefundReviewNotification": {"orderId": "GPA.1"}}"#
         #expect(throws: PubSubPush.Refusal.self) { try DeveloperNotification(data: Array(missing.utf8)) }
     }

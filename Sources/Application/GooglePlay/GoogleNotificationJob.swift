@@ -81,15 +81,15 @@ public struct GoogleNotificationJob: JobHandler {
             let cause = EventCause(eventId: messageId, notificationType: "VOIDED_PURCHASE", originalTransactionId: token, signedDate: notification.eventTime)
             let voided = VoidedPurchase(
                 purchaseToken: token, orderId: orderId ?? token, voidedAt: notification.eventTime ?? Date(), isPartial: refundType == 2)
-            // A one-time purchase is read again first when Play can be read: a partial refund's notification says no
-            // quantity, the purchase says what is still refundable. The refund is recorded in the read's transaction.
+            // Recorded (and derived from what is held) first, so a read that fails cannot lose it; a one-time purchase
+            // is then read again when Play can be read: a partial refund's notification says no quantity, the purchase
+            // says what is still refundable.
             if productType == 2, let play = products.play {
+                _ = try await client.withTransaction(logger: logger) { connection in
+                    try await refunds.recordVoided(voided, productType: productType, seenVia: "notification", cause: cause, on: connection)
+                }
                 _ = try await products.refresh(
-                    token, using: play, cause: cause,
-                    beforeDeriving: { connection in
-                        try await refunds.recordVoided(voided, productType: productType, seenVia: "notification", cause: cause, deriving: false, on: connection)
-                    },
-                    also: { connection, _ in try await finishing(connection, Outcome.voided.rawValue) })
+                    token, using: play, cause: cause, also: { connection, _ in try await finishing(connection, Outcome.voided.rawValue) })
                 return
             }
             try await client.withTransaction(logger: logger) { connection in

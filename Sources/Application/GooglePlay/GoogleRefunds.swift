@@ -61,14 +61,13 @@ public struct GoogleRefunds: Sendable {
 
     /// Records a voided order and derives its purchase again, in the caller's transaction. `productType` is the
     /// notification's (1 subscription, 2 one-time); the list does not say, so a held product read decides. False when
-    /// the refund was recorded already. `deriving: false`: the caller derives next (a product read again).
+    /// the refund was recorded already.
     @discardableResult
     public func recordVoided(
-        _ voided: VoidedPurchase, productType: Int?, seenVia: String, cause: EventCause, deriving: Bool = true, on connection: PostgresConnection
+        _ voided: VoidedPurchase, productType: Int?, seenVia: String, cause: EventCause, on connection: PostgresConnection
     ) async throws -> Bool {
         guard try await store.recordVoided(voided, seenVia: seenVia, on: connection) else { return false }
         try await requests.recordOutcome(transactionId: voided.orderId, outcome: "REFUND", at: voided.voidedAt, on: connection)
-        guard deriving else { return true }
         let isProduct: Bool
         if let productType { isProduct = productType == 2 } else { isProduct = try await products.holds(voided.purchaseToken, on: connection) }
         if isProduct {
@@ -100,6 +99,7 @@ public struct GoogleRefunds: Sendable {
         repeat {
             let page = try await play.voidedPurchases(since: start, pageToken: pageToken)
             report.listed += page.voidedPurchases.count
+            if page.skipped > 0 { logger.warning("voidedpurchases.list entries could not be read", metadata: ["google.voided.skipped": "\(page.skipped)"]) }
             for voided in page.voidedPurchases {
                 let cause = EventCause(eventId: "voided:\(voided.orderId)", notificationType: "google_play.voided_purchases", originalTransactionId: voided.purchaseToken, signedDate: voided.voidedAt)
                 if try await client.withTransaction(logger: logger, { try await recordVoided(voided, productType: nil, seenVia: "list", cause: cause, on: $0) }) {
