@@ -2,15 +2,19 @@
 --
 -- Each one-time product's purchase as last read from purchases.productsv2 (a purchase does not chain as a
 -- subscription's tokens do, and its newest read says all: its quantity, what is still refundable, whether it was
--- consumed). account_token is the read's obfuscatedExternalAccountId, kept apart for erasure's exact match.
+-- consumed), and its newest read that said PURCHASED: what was granted stays known if a later read says otherwise
+-- (Google's answer for a refunded purchase is not documented). account_token is obfuscatedExternalAccountId, kept
+-- apart for erasure's exact match.
 CREATE TABLE google_products (
-    purchase_token text PRIMARY KEY,
-    order_id       text,
-    product_id     text NOT NULL,
-    purchase_state text NOT NULL,
-    account_token  text,
-    read_at        timestamptz NOT NULL,
-    body           bytea NOT NULL          -- the answer's bytes, as google_subscription_reads keeps them
+    purchase_token    text PRIMARY KEY,
+    order_id          text,
+    product_id        text NOT NULL,
+    purchase_state    text NOT NULL,
+    account_token     text,
+    read_at           timestamptz NOT NULL,
+    body              bytea NOT NULL,      -- the answer's bytes, as google_subscription_reads keeps them
+    purchased_read_at timestamptz,
+    purchased_body    bytea
 );
 CREATE INDEX google_products_order ON google_products (order_id) WHERE order_id IS NOT NULL;
 CREATE INDEX google_products_account_token ON google_products (account_token) WHERE account_token IS NOT NULL;

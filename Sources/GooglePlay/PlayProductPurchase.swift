@@ -41,10 +41,17 @@ public struct PlayProductPurchase: Sendable, Equatable {
     public var isVoided: Bool { voidedQuantity >= quantity }
 
     /// The purchase as `read` and `voided` (the voided entries of its token) say; `nil` while it is pending or was
-    /// never completed (nothing to grant).
-    public init?(_ read: PlayProductRead, voided: [VoidedPurchase]) {
+    /// never completed (nothing to grant). `purchased`: the newest read that said `PURCHASED`, which decides when a
+    /// later read says otherwise (Google does not document what a refunded purchase reads as; what was granted stays
+    /// known, and the refunds recorded take it back).
+    public init?(_ newest: PlayProductRead, purchased: PlayProductRead? = nil, voided: [VoidedPurchase]) {
+        let read = newest.purchase.purchaseState == .purchased ? newest : purchased ?? newest
         let purchase = read.purchase
-        guard purchase.purchaseState == .purchased, let line = purchase.lineItems.first else { return nil }
+        guard purchase.purchaseState == .purchased, var line = purchase.lineItems.first else { return nil }
+        // What is still refundable only goes down: the newest read's word, when it says one for the same product.
+        if let later = newest.purchase.lineItems.first(where: { $0.productId == line.productId })?.refundableQuantity {
+            line.refundableQuantity = min(line.refundableQuantity ?? later, later)
+        }
         purchaseToken = read.purchaseToken
         orderId = purchase.orderId
         id = purchase.orderId ?? read.purchaseToken
@@ -67,6 +74,6 @@ public struct PlayProductPurchase: Sendable, Equatable {
         accountToken = purchase.obfuscatedExternalAccountId
         awaitsAcknowledgement = purchase.acknowledgementState == "ACKNOWLEDGEMENT_STATE_PENDING"
         isConsumed = line.consumptionState == "CONSUMPTION_STATE_CONSUMED"
-        observedAt = read.readAt
+        observedAt = max(read.readAt, newest.readAt)
     }
 }

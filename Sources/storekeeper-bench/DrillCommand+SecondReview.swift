@@ -226,6 +226,8 @@ extension HostileDrill {
             ("/v1/events", .GET, Self.service, nil),
             ("/v1/accounts/a/consent", .PUT, Self.service, #"{"consented": true}"#),
             ("/v1/accounts/a/refund-requests", .GET, Self.service, nil),
+            ("/v1/stores/google_play/subscriptions/drill-token", .GET, Self.service, nil),
+            ("/v1/subscriptions/2000000001", .GET, Self.service, nil),
             ("/v1/offers/promotional", .POST, Self.service, #"{"accountId": "a", "offerId": "welcome"}"#),
             ("/admin/stats", .GET, admin, nil),
             ("/admin/jobs", .GET, admin, nil),

@@ -97,3 +97,23 @@ struct RefundPolicyTests {
         #expect(PurchaseConsumption.topUp("T1", meter: "ai", entries: entries).meters["ai"]?.used == 40)
     }
 }
+
+/// Which spends came from one top-up, when the account's top-up bucket pools several (Play's review sends them).
+@Suite("Top-up spends attributed first in, first out")
+struct TopUpAttributionTests {
+    @Test("two top-ups and three spends: the first top-up's credits go first; a refund empties its own lot")
+    func attribution() {
+        let entries = [
+            LedgerEntry(operationKey: "topup:A", bucket: "b", delta: 100, reason: "top-up"),
+            LedgerEntry(operationKey: "spend:1", bucket: "b", delta: -60, reason: "usage"),
+            LedgerEntry(operationKey: "topup:B", bucket: "b", delta: 100, reason: "top-up"),
+            LedgerEntry(operationKey: "spend:2", bucket: "b", delta: -70, reason: "usage"),
+            LedgerEntry(operationKey: "spend:3", bucket: "b", delta: -20, reason: "usage"),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: entries).spends == [1: 60, 3: 40])
+        #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: entries).spends == [3: 30, 4: 20])
+        let refunded = [entries[0], LedgerEntry(operationKey: "refund:A:b", bucket: "b", delta: -100, reason: "top-up refunded"), entries[2], entries[1]]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: refunded).spends.isEmpty)
+        #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: refunded).spends == [3: 60])
+    }
+}

@@ -121,6 +121,18 @@ struct PlayProductPurchaseTests {
         #expect(PlayProductPurchase(try Self.read(), voided: [Self.voided(partial: false, order: "GPA.other")])?.isVoided == false)
     }
 
+    @Test("a later read that no longer says PURCHASED does not hide what was granted: the refunds recorded take it back")
+    func laterRead() throws {
+        let granted = try Self.read()
+        var cancelled = try Self.read(refundable: 0, state: "CANCELLED")
+        cancelled.readAt = granted.readAt.addingTimeInterval(86_400)
+        let kept = try #require(PlayProductPurchase(cancelled, purchased: granted, voided: []))
+        #expect(kept.quantity == 3 && kept.voidedQuantity == 0 && kept.observedAt == cancelled.readAt, "no refund recorded: nothing taken")
+        let refunded = try #require(PlayProductPurchase(cancelled, purchased: granted, voided: [Self.voided(partial: false)]))
+        #expect(refunded.isVoided)
+        #expect(PlayProductPurchase(cancelled, voided: []) == nil, "never granted: nothing")
+    }
+
     @Test("a voidedpurchases.list page decodes as Google writes it: times as strings, the partial quantity, the page token")
     func voidedPage() throws {
         let page = try JSONDecoder().decode(VoidedPurchase.Page.self, from: Data(#"""

@@ -1,7 +1,9 @@
 import Foundation
 import Synchronization
+import Credits
 import GooglePlayFake
 import HTTPTypes
+import StripeFake
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
@@ -21,10 +23,27 @@ struct GooglePlayWorld: Sendable {
     let base: String
     /// Storekeeper's clock (the wall clock's now when the world starts), moved by tests that let time pass.
     let clock: ShiftedClock
+    /// A fake Stripe beside the fake Play (`stripe: true`): one account can hold all three stores.
+    var stripe: FakeStripe?
 
     static func run(
-        worker: Bool = true, readsPlay: Bool = true, extra: [String: String] = [:],
+        worker: Bool = true, readsPlay: Bool = true, stripe: Bool = false, extra: [String: String] = [:],
         _ body: @escaping @Sendable (GooglePlayWorld) async throws -> Void
+    ) async throws {
+        guard stripe else { return try await run(worker: worker, readsPlay: readsPlay, stripe: nil, extra: extra, body) }
+        let catalogue = try TierCatalogue.load(path: TierCatalogue.defaultPath).get()
+        let fakeStripe = FakeStripe(prices: FakeStripe.prices(of: catalogue), webhookSecret: StripeWorld.secret)
+        try await Application(router: fakeStripe.router()).test(.live) { live in
+            let environment = [
+                "STOREKEEPER_STRIPE_WEBHOOK_SECRETS": StripeWorld.secret, "STOREKEEPER_STRIPE_API_KEY": fakeStripe.apiKey,
+                "STOREKEEPER_STRIPE_BASE_URL": "http://127.0.0.1:\(live.port!)", "STOREKEEPER_STRIPE_REQUESTS_PER_SECOND": "100000",
+            ].merging(extra) { _, new in new }
+            try await run(worker: worker, readsPlay: readsPlay, stripe: fakeStripe, extra: environment, body)
+        }
+    }
+
+    private static func run(
+        worker: Bool, readsPlay: Bool, stripe: FakeStripe?, extra: [String: String], _ body: @escaping @Sendable (GooglePlayWorld) async throws -> Void
     ) async throws {
         let clock = ShiftedClock()
         let fake = try FakeGooglePlay(packageName: package)
@@ -47,7 +66,7 @@ struct GooglePlayWorld: Sendable {
             environment.merge(extra) { _, new in new }
             try await StorekeeperHarness.run(worker: worker, environment: environment, clock: { clock.now }) { harness in
                 try await harness.withHTTP { http in
-                    try await body(GooglePlayWorld(fake: fake, harness: harness, http: http, base: base, clock: clock))
+                    try await body(GooglePlayWorld(fake: fake, harness: harness, http: http, base: base, clock: clock, stripe: stripe))
                 }
             }
         }
@@ -64,6 +83,31 @@ struct GooglePlayWorld: Sendable {
         return try await http.execute(
             uri: "/notifications/google", method: .post, headers: [.contentType: "application/json", .authorization: "Bearer \(token)"],
             body: ByteBuffer(bytes: body))
+    }
+
+    /// A Stripe Checkout of `price` for `account` through Storekeeper's endpoint, completed at `date`; its events are
+    /// signed and posted as Stripe would.
+    func stripeBuy(_ price: String, account: String, at date: Date) async throws -> [Data] {
+        let stripe = try #require(stripe, "the world runs a fake Stripe")
+        let before = stripe.events.count
+        let response = try await http.execute(
+            uri: "/v1/accounts/\(account)/stripe/checkout", method: .post,
+            headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+            body: ByteBuffer(data: try JSONSerialization.data(withJSONObject: [
+                "productId": price, "successUrl": "https://app.example/done", "cancelUrl": "https://app.example/cancel",
+            ])))
+        #expect(response.status == .created, "checkout: \(String(buffer: response.body))")
+        _ = try stripe.completeCheckout(try #require(response.json["sessionId"] as? String), at: Int64(date.timeIntervalSince1970))
+        return stripe.events.dropFirst(before).map(\.body)
+    }
+
+    /// Posts a Stripe event body, signed at the world's now (Storekeeper checks the signature's time by its clock), to
+    /// `POST /stripe/webhooks`.
+    func deliverStripe(_ body: Data) async throws -> TestResponse {
+        let stripe = try #require(stripe, "the world runs a fake Stripe")
+        var headers: HTTPFields = [.contentType: "application/json"]
+        headers[HTTPField.Name("Stripe-Signature")!] = stripe.signature(of: body, at: Int64(clock.now.timeIntervalSince1970))
+        return try await http.execute(uri: "/stripe/webhooks", method: .post, headers: headers, body: ByteBuffer(data: body))
     }
 
     /// `google_subscriptions` as text rows (derived_at left out), sorted.

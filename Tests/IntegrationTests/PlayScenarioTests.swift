@@ -19,6 +19,8 @@ struct PlayScenarioTests {
         var now: Double
         /// The catalogue's `upgrade_credits` for this scenario (the default catalogue's `prorate` otherwise).
         var upgradeCredits: String?
+        /// Whether a fake Stripe runs beside the fake Play (a `stripeBuy` step).
+        var stripe: Bool { steps.contains { $0.do == "stripeBuy" } }
         var expect: StripeScenarioTests.Expect
         var file = ""
 
@@ -29,7 +31,7 @@ struct PlayScenarioTests {
 
     struct Step: Decodable {
         /// buy, renew, cancel, restore, grace, hold, recover, pause, resume, expire, revoke, upgrade, downgrade,
-        /// appStoreBuy; buyProduct (a one-time product, `quantity` units); refund (`order`: `first` or `latest` of the
+        /// appStoreBuy, stripeBuy (`product`: a Stripe price); buyProduct (a one-time product, `quantity` units); refund (`order`: `first` or `latest` of the
         /// subscription, `product` for the one-time purchase; `quantity` units of it).
         var `do`: String
         var at: Double
@@ -64,7 +66,7 @@ struct PlayScenarioTests {
         }
         defer { if let tiers { try? FileManager.default.removeItem(atPath: tiers) } }
         for shuffled in [false, true] {
-            try await GooglePlayWorld.run(extra: tiers.map { ["STOREKEEPER_TIERS": $0] } ?? [:]) { world in
+            try await GooglePlayWorld.run(stripe: scenario.stripe, extra: tiers.map { ["STOREKEEPER_TIERS": $0] } ?? [:]) { world in
                 try await Self.play(scenario, world: world, shuffled: shuffled)
             }
         }
@@ -77,6 +79,7 @@ struct PlayScenarioTests {
         var productToken: String?
         var pushed: [[String: Any]] = []
         var apple: [Data] = []
+        var stripe: [Data] = []
         for step in scenario.steps {
             let now = epoch.addingTimeInterval(step.at * 86_400)
             world.clock.set(now)
@@ -99,6 +102,11 @@ struct PlayScenarioTests {
                     : token.map(world.fake.orders(ofSubscription:)) ?? []
                 let order = try #require(step.order == "first" ? orders.first : orders.last, "\(scenario.file): an order to refund")
                 sent = try world.fake.refund(order: order, quantity: step.quantity, at: now).notification
+            case "stripeBuy":
+                let events = try await world.stripeBuy(step.product ?? "price_pro_monthly", account: account.uuidString.lowercased(), at: now)
+                stripe += events
+                if !shuffled { for body in events { #expect(try await world.deliverStripe(body).status == .ok) } }
+                continue
             case "appStoreBuy":
                 var bought = world.harness.subscription(account: account)
                 bought.productId = step.product ?? "pro.monthly"
@@ -119,12 +127,13 @@ struct PlayScenarioTests {
             var all = pushed + pushed.filter { _ in Bool.random() }
             all.shuffle()
             for body in apple.shuffled() { #expect(try await world.http.postNotification(body).status == .ok) }
+            for body in (stripe + stripe.filter { _ in Bool.random() }).shuffled() { #expect(try await world.deliverStripe(body).status == .ok) }
             try await deliver(all, world: world)
         }
         try await settle(world)
         try await StripeScenarioTests.check(
             scenario.expect, label: "\(scenario.file) (\(shuffled ? "shuffled" : "in order"))", account: account,
-            http: world.http, harness: world.harness, shuffled: shuffled, stores: ["google_play", "app_store"])
+            http: world.http, harness: world.harness, shuffled: shuffled, stores: ["google_play", "app_store", "stripe"])
     }
 
     static func action(_ name: String, token: String, world: GooglePlayWorld, at now: Date) throws -> [String: Any] {
@@ -156,7 +165,7 @@ struct PlayScenarioTests {
     static func settle(_ world: GooglePlayWorld) async throws {
         try await eventually(timeout: .seconds(60), "Play notifications and App Store notifications to be processed") {
             let waiting = try await world.harness.count(
-                "SELECT count(*) FROM jobs WHERE kind IN ('google-notification', 'apply-notification', 'google-acknowledge')")
+                "SELECT count(*) FROM jobs WHERE kind IN ('google-notification', 'apply-notification', 'google-acknowledge', 'stripe-event')")
             let unprocessed = try await world.harness.count("SELECT count(*) FROM google_notifications WHERE outcome IS NULL")
             return waiting == 0 && unprocessed == 0
         }

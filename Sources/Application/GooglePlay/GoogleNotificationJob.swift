@@ -80,7 +80,7 @@ public struct GoogleNotificationJob: JobHandler {
         case .voidedPurchase(let token, let orderId, let productType, let refundType):
             let cause = EventCause(eventId: messageId, notificationType: "VOIDED_PURCHASE", originalTransactionId: token, signedDate: notification.eventTime)
             let voided = VoidedPurchase(
-                purchaseToken: token, orderId: orderId ?? token, voidedAt: notification.eventTime ?? Date(), isPartial: refundType == 2)
+                purchaseToken: token, orderId: orderId ?? token, voidedAt: stored.occurredAt, isPartial: refundType == 2)
             // Recorded (and derived from what is held) first, so a read that fails cannot lose it; a one-time purchase
             // is then read again when Play can be read: a partial refund's notification says no quantity, the purchase
             // says what is still refundable.
@@ -100,7 +100,7 @@ public struct GoogleNotificationJob: JobHandler {
             try await client.withTransaction(logger: logger) { connection in
                 let opened = try await refunds.openReview(
                     reviewToken: reviewToken, orderId: orderId, refundReason: reason, messageId: messageId,
-                    requestedAt: notification.eventTime ?? Date(), on: connection)
+                    requestedAt: stored.occurredAt, on: connection)
                 try await notifications.markProcessed(messageId, outcome: (opened ? Outcome.reviewOpened : .reviewIgnored).rawValue, on: connection)
                 try await execution.complete(on: connection)
             }

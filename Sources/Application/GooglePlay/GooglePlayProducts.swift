@@ -96,8 +96,8 @@ public struct GooglePlayProducts: Sendable {
 
     @discardableResult
     private func deriveLocked(_ token: String, cause: EventCause, on connection: PostgresConnection) async throws -> AccountID? {
-        guard let read = try await store.read(token, on: connection),
-            let purchase = PlayProductPurchase(read, voided: try await store.voided(of: [token], on: connection))
+        guard let held = try await store.reads(token, on: connection),
+            let purchase = PlayProductPurchase(held.newest, purchased: held.purchased, voided: try await store.voided(of: [token], on: connection))
         else { return nil }
         let catalogue = credits.catalogue
         let named = try await namedAccount(purchase.accountToken, on: connection)
@@ -144,7 +144,8 @@ public struct GooglePlayProducts: Sendable {
         // Granted: Google is told (a top-up is consumed, so it can be bought again), or it refunds after three days.
         if granted != nil, !purchase.isVoided, purchase.awaitsAcknowledgement || (kind == .consumable && !purchase.isConsumed) {
             try await GoogleAcknowledgeJob.enqueue(
-                .init(productId: purchase.productId, purchaseToken: token, purchase: kind), grantedAt: now, queue: queue, store: store, on: connection)
+                .init(productId: purchase.productId, purchaseToken: token, purchase: kind), grantedAt: purchase.purchasedAt, queue: queue, store: store,
+                on: connection)
         }
         return granted
     }

@@ -195,7 +195,9 @@ public struct GooglePlaySubscriptions: Sendable {
             // Granted to an account: Google is told, or it refunds the purchase after three days.
             if outcome.state?.accountId != nil, play.awaitsAcknowledgement, let productId = play.subscriptionProductId {
                 try await GoogleAcknowledgeJob.enqueue(
-                    .init(productId: productId, purchaseToken: play.currentToken, purchase: .subscription), grantedAt: clock(), queue: queue,
+                    // Google's three days run from the purchase of the token (a plan change's new token included).
+                    .init(productId: productId, purchaseToken: play.currentToken, purchase: .subscription),
+                    grantedAt: play.periods.last { $0.purchaseToken == play.currentToken }?.tokenStart ?? clock(), queue: queue,
                     store: products, on: connection)
             }
         }

@@ -173,8 +173,8 @@ public struct GoogleRefunds: Sendable {
     }
 
     private func purchase(ofOrder orderId: String, on connection: PostgresConnection) async throws -> OrderPurchase? {
-        if let token = try await store.token(ofOrder: orderId, on: connection), let read = try await store.read(token, on: connection),
-            let purchase = PlayProductPurchase(read, voided: [])
+        if let token = try await store.token(ofOrder: orderId, on: connection), let held = try await store.reads(token, on: connection),
+            let purchase = PlayProductPurchase(held.newest, purchased: held.purchased, voided: [])
         {
             var owner = try await credits.creditedAccount(ofTopUp: purchase.id, on: connection)
             if owner == nil { owner = try await purchases.owner(of: purchase.id, on: connection) }

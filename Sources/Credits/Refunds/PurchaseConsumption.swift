@@ -36,11 +36,19 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
     /// top-up (and upgrade carry-overs), so spending is attributed first in, first out: each usage entry draws on the
     /// oldest credits left. A refund takes what is left of its own purchase out of the pool.
     public static func topUp(_ transactionId: String, meter: String, entries: [LedgerEntry]) -> PurchaseConsumption {
+        let (credited, spends) = attribution(ofTopUp: transactionId, entries: entries)
+        guard credited > 0 else { return PurchaseConsumption(meters: [:], delivered: false) }
+        return PurchaseConsumption(meters: [meter: Meter(credited: credited, used: spends.values.reduce(0, +))], delivered: true)
+    }
+
+    /// What the top-up `transactionId` credited, and how much of each spend (by its index in `entries`, the bucket's
+    /// rows in order) came from it: top-ups are spent first in, first out, and a refund empties its own lot.
+    public static func attribution(ofTopUp transactionId: String, entries: [LedgerEntry]) -> (credited: Int64, spends: [Int: Int64]) {
         var lots: [(key: String, left: Int64)] = []
-        var spent: [String: Int64] = [:]
+        var spends: [Int: Int64] = [:]
         var credited: Int64 = 0
         let grantKey = "topup:\(transactionId)"
-        for entry in entries {
+        for (position, entry) in entries.enumerated() {
             if entry.delta > 0 {
                 if entry.operationKey == grantKey { credited += entry.delta }
                 let key = entry.operationKey.hasPrefix("reversed:refund:") ? Self.refundedGrant(entry.operationKey) : entry.operationKey
@@ -54,15 +62,13 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
                     let take = min(owed, lots[index].left)
                     lots[index].left -= take
                     owed -= take
-                    spent[lots[index].key, default: 0] += take
+                    if lots[index].key == grantKey { spends[position, default: 0] += take }
                 }
             }
         }
-        guard credited > 0 else { return PurchaseConsumption(meters: [:], delivered: false) }
-        return PurchaseConsumption(meters: [meter: Meter(credited: credited, used: spent[grantKey] ?? 0)], delivered: true)
+        return (credited, spends)
     }
 
-    /// `refund:<transactionId>:<bucket>` (or its `reversed:` form) → the grant key `topup:<transactionId>`.
     private static func refundedGrant(_ key: String) -> String {
         let parts = key.split(separator: ":")
         guard let index = parts.firstIndex(of: "refund"), index + 1 < parts.count else { return key }

@@ -414,7 +414,9 @@ extension ErasedAccounts {
             connection,
             """
             UPDATE google_products SET account_token = \(to),
-                body = convert_to(jsonb_set(convert_from(body, 'UTF8')::jsonb, '{obfuscatedExternalAccountId}', to_jsonb(\(to)::text))::text, 'UTF8')
+                body = convert_to(jsonb_set(convert_from(body, 'UTF8')::jsonb, '{obfuscatedExternalAccountId}', to_jsonb(\(to)::text))::text, 'UTF8'),
+                purchased_body = CASE WHEN purchased_body IS NULL THEN NULL ELSE convert_to(jsonb_set(
+                    convert_from(purchased_body, 'UTF8')::jsonb, '{obfuscatedExternalAccountId}', to_jsonb(\(to)::text))::text, 'UTF8') END
             WHERE account_token = \(from)
             """)
         return (claims, reads + products)

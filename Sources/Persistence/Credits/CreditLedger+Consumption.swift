@@ -61,16 +61,24 @@ extension CreditLedger {
         return try await Self.usage(rows)
     }
 
-    /// The spends from the top-up bucket a purchase credited, since it was credited, newest first, at most `limit`.
+    /// The spends that took from a top-up purchase's own credits (first in, first out over its account's top-up
+    /// bucket, as ``consumption(ofTopUp:on:)`` counts them), newest first, at most `limit`.
     public func usage(ofTopUp transactionId: String, limit: Int, on connection: PostgresConnection) async throws -> [UsageRecord] {
         let rows = try await connection.query(
             """
-            WITH grant_row AS (SELECT id, bucket FROM credit_ledger WHERE operation_key = \("topup:" + transactionId))
-            SELECT l.created_at, b.meter, -l.delta FROM credit_ledger l JOIN grant_row g ON l.bucket = g.bucket AND l.id > g.id
-            JOIN credit_buckets b ON b.key = l.bucket
-            WHERE l.reason = 'usage' ORDER BY l.id DESC LIMIT \(limit)
+            SELECT l.created_at, b.meter, l.operation_key, l.bucket, l.delta, l.reason
+            FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket
+            WHERE l.bucket = (SELECT bucket FROM credit_ledger WHERE operation_key = \("topup:" + transactionId))
+            ORDER BY l.id
             """, logger: logger)
-        return try await Self.usage(rows)
+        var rowsRead: [(at: Date, meter: String)] = []
+        var entries: [LedgerEntry] = []
+        for try await (at, meter, key, bucket, delta, reason) in rows.decode((Date, String, String, String, Int64, String).self) {
+            rowsRead.append((at, meter))
+            entries.append(LedgerEntry(operationKey: key, bucket: bucket, delta: delta, reason: reason))
+        }
+        let spends = PurchaseConsumption.attribution(ofTopUp: transactionId, entries: entries).spends
+        return spends.keys.filter { entries[$0].reason == "usage" }.sorted(by: >).prefix(limit).map { UsageRecord(at: rowsRead[$0].at, meter: rowsRead[$0].meter, amount: spends[$0]!) }
     }
 
     private static func usage(_ rows: PostgresRowSequence) async throws -> [UsageRecord] {

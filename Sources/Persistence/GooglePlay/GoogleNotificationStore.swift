@@ -29,13 +29,17 @@ public struct GoogleNotificationStore: Sendable {
     public struct Stored: Sendable {
         public var messageId: String
         public var notification: DeveloperNotification
+        /// When it happened: the notification's `eventTimeMillis`, else Pub/Sub's publish time, else its arrival — the
+        /// same for every run of its job.
+        public var occurredAt: Date
     }
 
     /// A stored notification; `nil` when none has the id. A body that no longer decodes throws.
     public func notification(_ messageId: String, on connection: PostgresConnection) async throws -> Stored? {
-        let rows = try await connection.query("SELECT body FROM google_notifications WHERE message_id = \(messageId)", logger: logger)
-        for try await body in rows.decode(ByteBuffer.self) {
-            return Stored(messageId: messageId, notification: try DeveloperNotification(data: Array(body.readableBytesView)))
+        let rows = try await connection.query(
+            "SELECT body, coalesce(event_time, published_at, received_at) FROM google_notifications WHERE message_id = \(messageId)", logger: logger)
+        for try await (body, occurredAt) in rows.decode((ByteBuffer, Date).self) {
+            return Stored(messageId: messageId, notification: try DeveloperNotification(data: Array(body.readableBytesView)), occurredAt: occurredAt)
         }
         return nil
     }

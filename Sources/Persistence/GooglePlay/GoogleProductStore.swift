@@ -10,29 +10,49 @@ public struct GoogleProductStore: Sendable {
 
     public init(logger: Logger) { self.logger = logger }
 
-    /// Keeps `read` as the purchase's newest, unless a read asked for later is held already.
+    /// Keeps `read` as the purchase's newest, unless a read asked for later is held already; a `PURCHASED` read is also
+    /// kept as the newest granted one.
     public func save(_ read: PlayProductRead, body: [UInt8], on connection: PostgresConnection) async throws {
         let purchase = read.purchase
+        let purchased = purchase.purchaseState == .purchased
+        let bytes = ByteBuffer(bytes: body)
         try await connection.query(
             """
-            INSERT INTO google_products (purchase_token, order_id, product_id, purchase_state, account_token, read_at, body)
+            INSERT INTO google_products
+                (purchase_token, order_id, product_id, purchase_state, account_token, read_at, body, purchased_read_at, purchased_body)
             VALUES (\(read.purchaseToken), \(purchase.orderId), \(purchase.lineItems.first?.productId ?? ""), \(purchase.purchaseState.text),
-                \(purchase.obfuscatedExternalAccountId), \(read.readAt), \(ByteBuffer(bytes: body)))
-            ON CONFLICT (purchase_token) DO UPDATE SET order_id = excluded.order_id, product_id = excluded.product_id,
-                purchase_state = excluded.purchase_state, account_token = excluded.account_token, read_at = excluded.read_at, body = excluded.body
+                \(purchase.obfuscatedExternalAccountId), \(read.readAt), \(bytes), \(purchased ? read.readAt : nil), \(purchased ? bytes : nil))
+            ON CONFLICT (purchase_token) DO UPDATE SET order_id = coalesce(excluded.order_id, google_products.order_id),
+                product_id = excluded.product_id, purchase_state = excluded.purchase_state,
+                account_token = coalesce(excluded.account_token, google_products.account_token), read_at = excluded.read_at, body = excluded.body,
+                purchased_read_at = coalesce(excluded.purchased_read_at, google_products.purchased_read_at),
+                purchased_body = coalesce(excluded.purchased_body, google_products.purchased_body)
             WHERE google_products.read_at < excluded.read_at
             """, logger: logger)
     }
 
-    /// The newest read of a purchase token, if one is held.
-    public func read(_ token: String, on connection: PostgresConnection) async throws -> PlayProductRead? {
+    /// The newest read of a purchase token, and its newest read that said `PURCHASED`, if any are held.
+    public func reads(_ token: String, on connection: PostgresConnection) async throws -> (newest: PlayProductRead, purchased: PlayProductRead?)? {
         let rows = try await connection.query(
-            "SELECT read_at, body FROM google_products WHERE purchase_token = \(token)", logger: logger)
-        for try await (readAt, body) in rows.decode((Date, ByteBuffer).self) {
-            return PlayProductRead(
-                purchaseToken: token, readAt: readAt, purchase: try JSONDecoder().decode(ProductPurchaseV2.self, from: Data(body.readableBytesView)))
+            "SELECT read_at, body, purchased_read_at, purchased_body FROM google_products WHERE purchase_token = \(token)", logger: logger)
+        for try await (readAt, body, purchasedAt, purchasedBody) in rows.decode((Date, ByteBuffer, Date?, ByteBuffer?).self) {
+            let decoder = JSONDecoder()
+            let newest = PlayProductRead(
+                purchaseToken: token, readAt: readAt, purchase: try decoder.decode(ProductPurchaseV2.self, from: Data(body.readableBytesView)))
+            var purchased: PlayProductRead?
+            if let purchasedAt, let purchasedBody {
+                purchased = PlayProductRead(
+                    purchaseToken: token, readAt: purchasedAt,
+                    purchase: try decoder.decode(ProductPurchaseV2.self, from: Data(purchasedBody.readableBytesView)))
+            }
+            return (newest, purchased)
         }
         return nil
+    }
+
+    /// The newest read of a purchase token, if one is held.
+    public func read(_ token: String, on connection: PostgresConnection) async throws -> PlayProductRead? {
+        try await reads(token, on: connection)?.newest
     }
 
     /// The purchase token of a one-time product's order, if it was read.
@@ -70,7 +90,8 @@ public struct GoogleProductStore: Sendable {
         return voided
     }
 
-    /// Notes that a purchase was granted and Google waits to be told; an earlier note stands.
+    /// Notes that a purchase was granted and Google waits to be told — `grantedAt` is the purchase's own time, from which
+    /// Google counts its three days; an earlier note stands.
     public func awaitAcknowledgement(_ token: String, kind: String, productId: String, grantedAt: Date, on connection: PostgresConnection) async throws {
         try await connection.query(
             """
@@ -101,8 +122,11 @@ public struct GoogleProductStore: Sendable {
     public func waitingAcknowledgement(grantedBefore before: Date, limit: Int, on connection: PostgresConnection) async throws -> (count: Int, oldest: [Waiting]) {
         let rows = try await connection.query(
             """
-            SELECT purchase_token, kind, product_id, granted_at, last_error, count(*) OVER ()::bigint FROM google_acknowledgements
-            WHERE acknowledged_at IS NULL AND granted_at < \(before) ORDER BY granted_at LIMIT \(limit)
+            SELECT a.purchase_token, a.kind, a.product_id, a.granted_at, a.last_error, count(*) OVER ()::bigint FROM google_acknowledgements a
+            WHERE a.acknowledged_at IS NULL AND a.granted_at < \(before)
+              -- A purchase refunded whole needs no acknowledgement any more (a subscription's refunded period does not end it).
+              AND NOT EXISTS (SELECT 1 FROM google_voided_purchases v WHERE v.purchase_token = a.purchase_token AND NOT v.is_partial AND a.kind <> 'subscription')
+            ORDER BY a.granted_at LIMIT \(limit)
             """, logger: logger)
         var count = 0
         var oldest: [Waiting] = []
