@@ -66,7 +66,7 @@ struct GooglePlayAccountsController: Sendable {
             case .refused:
                 throw APIError(
                     .unprocessableContent, code: "not_a_subscription",
-                    message: "Google Play does not read the token as a subscription of this app (one-time products are not claimed here yet)")
+                    message: "Google Play does not read the token as a purchase of this app")
             }
         }
     }

@@ -224,7 +224,8 @@ public struct StorekeeperComponents: Sendable {
         }
         dependencies.googlePurchases = googlePlaySubscriptions.play.map {
             GooglePlayClaims(
-                client: client, subscriptions: googlePlaySubscriptions, play: $0, policy: configuration.transferPolicy, cache: statusCache,
+                client: client, subscriptions: googlePlaySubscriptions, products: googlePlayProducts, play: $0, policy: configuration.transferPolicy,
+                cache: statusCache,
                 clock: clock, logger: logger)
         }
         if configuration.googlePlay != nil { dependencies.googleAcknowledgements = GoogleAcknowledgements(client: client, clock: clock, logger: logger) }

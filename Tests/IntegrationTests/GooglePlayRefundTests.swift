@@ -110,4 +110,34 @@ struct GooglePlayRefundTests {
             #expect(!page.contains(String(bought.token.prefix(24))), "the acknowledged purchase is not listed")
         }
     }
+
+    @Test("a top-up bought naming no account is claimed by its productId: its credits go there and it is consumed; a wrong productId is 422, another account's claim under keep 409")
+    func claimOneTime() async throws {
+        try await GooglePlayWorld.run { world in
+            let bought = world.fake.buyProduct("credits_100", accountToken: nil, at: world.clock.now)
+            #expect(try await world.push(bought.notification).status == .ok)
+            try await PlayScenarioTests.settle(world)
+            #expect(world.fake.productState(bought.token)?.consumed == false, "nobody's purchase is not consumed")
+            let account = UUID().uuidString.lowercased(), other = UUID().uuidString.lowercased()
+            func claim(_ id: String, _ product: String?) async throws -> TestResponse {
+                var body: [String: Any] = ["purchaseToken": bought.token]
+                if let product { body["productId"] = product }
+                return try await world.http.execute(
+                    uri: "/v1/accounts/\(id)/google/purchases", method: .post,
+                    headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+                    body: ByteBuffer(data: try JSONSerialization.data(withJSONObject: body)))
+            }
+            let wrong = try await claim(account, "basic_lifetime")
+            #expect(wrong.status == .unprocessableContent && wrong.json["error"] as? String == "product_mismatch", "\(String(buffer: wrong.body))")
+            let claimed = try await claim(account, "credits_100")
+            #expect(claimed.status == .ok, "\(String(buffer: claimed.body))")
+            let credits = (claimed.json["credits"] as? [String: Any])?["ai_requests"] as? [String: Any]
+            #expect((credits?["topUp"] as? NSNumber)?.int64Value == 100)
+            // Named without a productId: Play knows the token only as a one-time product's; another account holds it.
+            let taken = try await claim(other, nil)
+            #expect(taken.status == .conflict && taken.json["error"] as? String == "purchase_owned_elsewhere", "\(String(buffer: taken.body))")
+            try await PlayScenarioTests.settle(world)
+            #expect(world.fake.productState(bought.token)?.consumed == true, "consumed once granted")
+        }
+    }
 }

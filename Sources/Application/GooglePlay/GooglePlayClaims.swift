@@ -8,11 +8,14 @@ import Subscriptions
 
 /// Claims of Play purchases by accounts (`POST /v1/accounts/{id}/google/purchases`): for a purchase made before
 /// Storekeeper, or without `obfuscatedExternalAccountId`. The token is read from Play, the claim is stored under the
-/// transfer policy and the chain derived with it — one transaction, the chain locked, as a notification's read.
+/// transfer policy and the purchase derived with it — one transaction, the token (a subscription's whole chain)
+/// locked, as a notification's read. A one-time product (a lifetime unlock, a top-up) is claimed when the claim names
+/// it as `productId`, or when Play knows the token only as one.
 public struct GooglePlayClaims: Sendable {
     /// What a claim came to.
     public enum Outcome: Sendable, Equatable {
-        /// Claimed and derived: the subscription's state for the account (`nil`: not granted yet, a pending purchase).
+        /// Claimed and derived: the subscription's state for the account (`nil`: not granted yet, a pending purchase, or
+        /// a one-time product).
         case claimed(SubscriptionState?)
         /// Another account holds the subscription and the policy is `keep`; nothing changed.
         case ownedElsewhere(AccountID)
@@ -26,6 +29,7 @@ public struct GooglePlayClaims: Sendable {
     }
 
     private let subscriptions: GooglePlaySubscriptions
+    private let products: GooglePlayProducts?
     private let play: GooglePlayClient
     private let policy: TransferPolicy
     private let store: SubscriptionStore
@@ -34,10 +38,11 @@ public struct GooglePlayClaims: Sendable {
     private let cache: AccountStatusCache?
 
     public init(
-        client: PostgresClient, subscriptions: GooglePlaySubscriptions, play: GooglePlayClient, policy: TransferPolicy,
-        cache: AccountStatusCache? = nil, clock: @escaping @Sendable () -> Date, logger: Logger
+        client: PostgresClient, subscriptions: GooglePlaySubscriptions, products: GooglePlayProducts? = nil, play: GooglePlayClient,
+        policy: TransferPolicy, cache: AccountStatusCache? = nil, clock: @escaping @Sendable () -> Date, logger: Logger
     ) {
         self.cache = cache
+        self.products = products
         self.subscriptions = subscriptions
         self.play = play
         self.policy = policy
@@ -65,6 +70,45 @@ public struct GooglePlayClaims: Sendable {
     }
 
     private func claimed(_ token: String, productId: String?, by account: AccountID) async throws -> Outcome {
+        if let products, let productId, products.sellsOneTime(productId) {
+            return try await claimedOneTime(token, productId: productId, by: account, products: products)
+        }
+        let outcome = try await claimedSubscription(token, productId: productId, by: account)
+        // Play knows a one-time product's token only as one: asked again as a product when the claim named none.
+        if let products, productId == nil, outcome == .notFound || outcome == .refused {
+            let asProduct = try await claimedOneTime(token, productId: nil, by: account, products: products)
+            if asProduct != .notFound && asProduct != .refused { return asProduct }
+        }
+        return outcome
+    }
+
+    private func claimedOneTime(_ token: String, productId: String?, by account: AccountID, products: GooglePlayProducts) async throws -> Outcome {
+        let outcome: GooglePlaySubscriptions.Outcome
+        do {
+            outcome = try await products.refresh(
+                token, using: play, cause: .init(notificationType: "google_play.claim", originalTransactionId: token),
+                beforeDeriving: { [subscriptions, reads, policy, clock] connection in
+                    let bought = try await products.productId(of: token, on: connection)
+                    if let productId, bought != productId { throw OtherProduct(product: bought ?? "none") }
+                    let claimant = try await subscriptions.claimant(account, on: connection)
+                    if let owner = try await products.owner(of: token, on: connection), owner != claimant, policy == .keep {
+                        throw HeldElsewhere(owner: owner)
+                    }
+                    try await reads.claim(token, by: claimant, at: clock(), on: connection)
+                })
+        } catch let error as PostgresTransactionError {
+            if let held = error.closureError as? HeldElsewhere { return .ownedElsewhere(held.owner) }
+            if let other = error.closureError as? OtherProduct { return .productMismatch(other.product) }
+            throw error
+        }
+        switch outcome {
+        case .notFound: return .notFound
+        case .refused: return .refused
+        case .read: return .claimed(nil)
+        }
+    }
+
+    private func claimedSubscription(_ token: String, productId: String?, by account: AccountID) async throws -> Outcome {
         let outcome: GooglePlaySubscriptions.Outcome
         do {
             outcome = try await subscriptions.refresh(

@@ -89,6 +89,30 @@ public struct GooglePlayProducts: Sendable {
         return try await deriveLocked(token, cause: cause, on: connection)
     }
 
+    /// Whether the catalogue sells `productId` on Play as a one-time product (a lifetime unlock or a top-up).
+    public func sellsOneTime(_ productId: String) -> Bool {
+        let catalogue = credits.catalogue
+        if let topUp = catalogue.topUp(ofProduct: productId) { return topUp.store == .googlePlay }
+        return catalogue.tier(ofProduct: productId)?.product.store == .googlePlay && purchases.sells(productId)
+    }
+
+    /// The account holding the purchase of `token` now (in the caller's transaction, the token locked): the newest
+    /// claim's, else the account its credits or its unlock went to, else the one its read names.
+    public func owner(of token: String, on connection: PostgresConnection) async throws -> AccountID? {
+        if let claimed = try await reads.claimingAccount(of: [token], on: connection) { return claimed }
+        guard let held = try await store.reads(token, on: connection), let purchase = PlayProductPurchase(held.newest, purchased: held.purchased, voided: [])
+        else { return nil }
+        if let credited = try await credits.creditedAccount(ofTopUp: purchase.id, on: connection) { return credited }
+        if let unlocked = try await purchases.owner(of: purchase.id, on: connection) { return unlocked }
+        return try await namedAccount(purchase.accountToken, on: connection)
+    }
+
+    /// The product of the purchase of `token`, as held.
+    public func productId(of token: String, on connection: PostgresConnection) async throws -> String? {
+        guard let held = try await store.reads(token, on: connection) else { return nil }
+        return (held.purchased ?? held.newest).purchase.lineItems.first?.productId
+    }
+
     /// Whether a read of `token` is held (a voided order's token is a product's, not a subscription's).
     public func holds(_ token: String, on connection: PostgresConnection) async throws -> Bool {
         try await store.read(token, on: connection) != nil
