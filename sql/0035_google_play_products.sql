@@ -14,10 +14,12 @@ CREATE TABLE google_products (
     read_at           timestamptz NOT NULL,
     body              bytea NOT NULL,      -- the answer's bytes, as google_subscription_reads keeps them
     purchased_read_at timestamptz,
-    purchased_body    bytea
+    purchased_body    bytea,
+    purchased_account_token text           -- the granted read's obfuscatedExternalAccountId (it may differ from the newest's)
 );
 CREATE INDEX google_products_order ON google_products (order_id) WHERE order_id IS NOT NULL;
 CREATE INDEX google_products_account_token ON google_products (account_token) WHERE account_token IS NOT NULL;
+CREATE INDEX google_products_purchased_account_token ON google_products (purchased_account_token) WHERE purchased_account_token IS NOT NULL;
 
 -- Orders Google refunded or charged back, from voidedPurchaseNotification and the hourly voidedpurchases.list. A
 -- notification says no time or quantity (its event time and "partial" are kept); the list's entry says both. A

@@ -1,5 +1,8 @@
 import Foundation
+import GooglePlay
 import GooglePlayFake
+import Persistence
+import Subscriptions
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -138,6 +141,36 @@ struct GooglePlayRefundTests {
             #expect(taken.status == .conflict && taken.json["error"] as? String == "purchase_owned_elsewhere", "\(String(buffer: taken.body))")
             try await PlayScenarioTests.settle(world)
             #expect(world.fake.productState(bought.token)?.consumed == true, "consumed once granted")
+        }
+    }
+
+    @Test("reads stored out of order: the newest read is the one asked last, the granted read is kept apart, and erasure rewrites both")
+    func readsOutOfOrder() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            func read(_ state: String, account: String, at seconds: TimeInterval) throws -> (PlayProductRead, [UInt8]) {
+                let body: [String: Any] = [
+                    "purchaseStateContext": ["purchaseState": state], "orderId": "GPA.9", "obfuscatedExternalAccountId": account,
+                    "productLineItem": [["productId": "credits_100", "productOfferDetails": ["quantity": 1]]],
+                ]
+                let bytes = Array(try JSONSerialization.data(withJSONObject: body))
+                return (PlayProductRead(purchaseToken: "tok-order", readAt: Date(timeIntervalSince1970: seconds),
+                                        purchase: try JSONDecoder().decode(ProductPurchaseV2.self, from: Data(bytes))), bytes)
+            }
+            let store = GoogleProductStore(logger: TestDatabase.logger)
+            let later = try read("CANCELLED", account: "new-id", at: 2_000)
+            let granted = try read("PURCHASED", account: "old-id", at: 1_000)
+            try await harness.client.withConnection { connection in
+                try await store.save(later.0, body: later.1, on: connection)
+                try await store.save(granted.0, body: granted.1, on: connection)  // asked earlier, stored later
+                let held = try #require(try await store.reads("tok-order", on: connection))
+                #expect(held.newest.purchase.purchaseState == .cancelled && held.newest.readAt == Date(timeIntervalSince1970: 2_000))
+                #expect(held.purchased?.purchase.purchaseState == .purchased && held.purchased?.readAt == Date(timeIntervalSince1970: 1_000))
+                let erased = ErasedAccounts(secret: "erasure-key-for-the-product-reads-0123456789", logger: TestDatabase.logger)
+                _ = try await erased.moveGooglePlay(held: [], from: AccountID("old-id")!, to: AccountID("pseudonym-1")!, on: connection)
+                let after = try #require(try await store.reads("tok-order", on: connection))
+                #expect(after.purchased?.purchase.obfuscatedExternalAccountId == "pseudonym-1")
+                #expect(after.newest.purchase.obfuscatedExternalAccountId == "new-id", "another id's read is not touched")
+            }
         }
     }
 }

@@ -87,11 +87,16 @@ public struct GooglePlayClaims: Sendable {
         do {
             outcome = try await products.refresh(
                 token, using: play, cause: .init(notificationType: "google_play.claim", originalTransactionId: token),
-                beforeDeriving: { [subscriptions, reads, policy, clock] connection in
+                beforeDeriving: { [subscriptions, reads, clock] connection in
                     let bought = try await products.productId(of: token, on: connection)
                     if let productId, bought != productId { throw OtherProduct(product: bought ?? "none") }
+                    // Only what the catalogue sells on Play is claimed here: a claim row of anything else could later
+                    // hand a subscription of the same token to the claimant.
+                    guard let bought, products.sellsOneTime(bought) else { throw OtherProduct(product: bought ?? "none") }
                     let claimant = try await subscriptions.claimant(account, on: connection)
-                    if let owner = try await products.owner(of: token, on: connection), owner != claimant, policy == .keep {
+                    // A one-time purchase's credits or unlock stay where they went, whatever the policy: spent credits
+                    // cannot move, so another account's purchase is refused under `transfer` too.
+                    if let owner = try await products.owner(of: token, on: connection), owner != claimant {
                         throw HeldElsewhere(owner: owner)
                     }
                     try await reads.claim(token, by: claimant, at: clock(), on: connection)

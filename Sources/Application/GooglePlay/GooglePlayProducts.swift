@@ -100,8 +100,11 @@ public struct GooglePlayProducts: Sendable {
     /// claim's, else the account its credits or its unlock went to, else the one its read names.
     public func owner(of token: String, on connection: PostgresConnection) async throws -> AccountID? {
         if let claimed = try await reads.claimingAccount(of: [token], on: connection) { return claimed }
-        guard let held = try await store.reads(token, on: connection), let purchase = PlayProductPurchase(held.newest, purchased: held.purchased, voided: [])
-        else { return nil }
+        guard let held = try await store.reads(token, on: connection) else { return nil }
+        // A purchase not completed yet (pending) is still the account it names: nobody else may claim it meanwhile.
+        guard let purchase = PlayProductPurchase(held.newest, purchased: held.purchased, voided: []) else {
+            return try await namedAccount((held.purchased ?? held.newest).purchase.obfuscatedExternalAccountId, on: connection)
+        }
         if let credited = try await credits.creditedAccount(ofTopUp: purchase.id, on: connection) { return credited }
         if let unlocked = try await purchases.owner(of: purchase.id, on: connection) { return unlocked }
         return try await namedAccount(purchase.accountToken, on: connection)
@@ -157,12 +160,14 @@ public struct GooglePlayProducts: Sendable {
             logger.notice("a Play product the catalogue does not sell was bought", metadata: ["google.product": "\(purchase.productId)"])
             return nil
         }
-        if let (price, currency) = unitPrice {
+        if let (unit, currency) = unitPrice {
+            // Saturating: a quantity or a price no sale has cannot trap the worker.
+            let price = { (units: Int64) in unit.multipliedReportingOverflow(by: units).overflow ? Int64.max : unit * units }
             try await writer.recordSale(
                 OneTimeSale(
                     id: purchase.id, store: .googlePlay, environment: purchase.isTest ? "sandbox" : "production", productId: purchase.productId,
-                    soldAt: purchase.purchasedAt, price: price * purchase.quantity, currency: currency,
-                    refundedAt: purchase.voidedQuantity > 0 ? purchase.voidedAt : nil, refunded: price * purchase.voidedQuantity),
+                    soldAt: purchase.purchasedAt, price: price(purchase.quantity), currency: currency,
+                    refundedAt: purchase.voidedQuantity > 0 ? purchase.voidedAt : nil, refunded: price(purchase.voidedQuantity)),
                 on: connection)
         }
         // Granted: Google is told (a top-up is consumed, so it can be bought again), or it refunds after three days.

@@ -94,7 +94,7 @@ public struct ErasedAccounts: Sendable {
                 OR EXISTS (SELECT 1 FROM stripe_links WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM google_purchase_claims WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM google_subscriptions WHERE account_token = \(id))
-                OR EXISTS (SELECT 1 FROM google_products WHERE account_token = \(id))
+                OR EXISTS (SELECT 1 FROM google_products WHERE account_token = \(id) OR purchased_account_token = \(id))
                 OR EXISTS (SELECT 1 FROM events WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM renewal_extensions WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM operator_actions WHERE account_id = \(id))
@@ -413,11 +413,15 @@ extension ErasedAccounts {
         let products = try await count(
             connection,
             """
-            UPDATE google_products SET account_token = \(to),
-                body = convert_to(jsonb_set(convert_from(body, 'UTF8')::jsonb, '{obfuscatedExternalAccountId}', to_jsonb(\(to)::text))::text, 'UTF8'),
-                purchased_body = CASE WHEN purchased_body IS NULL THEN NULL ELSE convert_to(jsonb_set(
-                    convert_from(purchased_body, 'UTF8')::jsonb, '{obfuscatedExternalAccountId}', to_jsonb(\(to)::text))::text, 'UTF8') END
-            WHERE account_token = \(from)
+            UPDATE google_products SET account_token = CASE WHEN account_token = \(from) THEN \(to) ELSE account_token END,
+                body = CASE WHEN account_token = \(from) THEN convert_to(jsonb_set(
+                    convert_from(body, 'UTF8')::jsonb, '{obfuscatedExternalAccountId}', to_jsonb(\(to)::text))::text, 'UTF8') ELSE body END,
+                purchased_body = CASE WHEN purchased_account_token = \(from) THEN convert_to(jsonb_set(
+                    convert_from(purchased_body, 'UTF8')::jsonb, '{obfuscatedExternalAccountId}', to_jsonb(\(to)::text))::text, 'UTF8')
+                    ELSE purchased_body END,
+                purchased_account_token = CASE WHEN purchased_account_token = \(from) THEN \(to) ELSE purchased_account_token END
+            -- The newest read names the account, or the granted read does (the app's id changed between them).
+            WHERE account_token = \(from) OR purchased_account_token = \(from)
             """)
         return (claims, reads + products)
     }

@@ -19,15 +19,26 @@ public struct GoogleProductStore: Sendable {
         try await connection.query(
             """
             INSERT INTO google_products
-                (purchase_token, order_id, product_id, purchase_state, account_token, read_at, body, purchased_read_at, purchased_body)
+                (purchase_token, order_id, product_id, purchase_state, account_token, read_at, body, purchased_read_at, purchased_body,
+                 purchased_account_token)
             VALUES (\(read.purchaseToken), \(purchase.orderId), \(purchase.lineItems.first?.productId ?? ""), \(purchase.purchaseState.text),
-                \(purchase.obfuscatedExternalAccountId), \(read.readAt), \(bytes), \(purchased ? read.readAt : nil), \(purchased ? bytes : nil))
-            ON CONFLICT (purchase_token) DO UPDATE SET order_id = coalesce(excluded.order_id, google_products.order_id),
-                product_id = excluded.product_id, purchase_state = excluded.purchase_state,
-                account_token = coalesce(excluded.account_token, google_products.account_token), read_at = excluded.read_at, body = excluded.body,
-                purchased_read_at = coalesce(excluded.purchased_read_at, google_products.purchased_read_at),
-                purchased_body = coalesce(excluded.purchased_body, google_products.purchased_body)
-            WHERE google_products.read_at < excluded.read_at
+                \(purchase.obfuscatedExternalAccountId), \(read.readAt), \(bytes), \(purchased ? read.readAt : nil), \(purchased ? bytes : nil),
+                \(purchased ? purchase.obfuscatedExternalAccountId : nil))
+            ON CONFLICT (purchase_token) DO UPDATE SET
+                -- The newest read by the time it was asked; the newest PURCHASED read likewise, apart: a PURCHASED read
+                -- asked earlier that commits later still counts as granted.
+                order_id = CASE WHEN excluded.read_at > google_products.read_at THEN coalesce(excluded.order_id, google_products.order_id) ELSE google_products.order_id END,
+                product_id = CASE WHEN excluded.read_at > google_products.read_at THEN excluded.product_id ELSE google_products.product_id END,
+                purchase_state = CASE WHEN excluded.read_at > google_products.read_at THEN excluded.purchase_state ELSE google_products.purchase_state END,
+                account_token = CASE WHEN excluded.read_at > google_products.read_at THEN coalesce(excluded.account_token, google_products.account_token)
+                    ELSE google_products.account_token END,
+                body = CASE WHEN excluded.read_at > google_products.read_at THEN excluded.body ELSE google_products.body END,
+                read_at = greatest(excluded.read_at, google_products.read_at),
+                purchased_body = CASE WHEN excluded.purchased_read_at > coalesce(google_products.purchased_read_at, '-infinity')
+                    THEN excluded.purchased_body ELSE google_products.purchased_body END,
+                purchased_account_token = CASE WHEN excluded.purchased_read_at > coalesce(google_products.purchased_read_at, '-infinity')
+                    THEN excluded.purchased_account_token ELSE google_products.purchased_account_token END,
+                purchased_read_at = greatest(excluded.purchased_read_at, google_products.purchased_read_at)
             """, logger: logger)
     }
 
