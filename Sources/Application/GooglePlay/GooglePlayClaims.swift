@@ -61,6 +61,13 @@ public struct GooglePlayClaims: Sendable {
         var product: String
     }
 
+    /// What a claim's rolled-back transaction said: the purchase is another account's, or of another product.
+    static func refusal(_ error: PostgresTransactionError) throws -> Outcome {
+        if let held = error.closureError as? HeldElsewhere { return .ownedElsewhere(held.owner) }
+        if let other = error.closureError as? OtherProduct { return .productMismatch(other.product) }
+        throw error
+    }
+
     /// Reads `token` from Play and claims it for `account`; `productId`, when given, must be the purchase's.
     public func claim(_ token: String, productId: String? = nil, by account: AccountID) async throws -> Outcome {
         let outcome = try await claimed(token, productId: productId, by: account)
@@ -102,9 +109,7 @@ public struct GooglePlayClaims: Sendable {
                     try await reads.claim(token, by: claimant, at: clock(), on: connection)
                 })
         } catch let error as PostgresTransactionError {
-            if let held = error.closureError as? HeldElsewhere { return .ownedElsewhere(held.owner) }
-            if let other = error.closureError as? OtherProduct { return .productMismatch(other.product) }
-            throw error
+            return try Self.refusal(error)
         }
         switch outcome {
         case .notFound: return .notFound
@@ -132,9 +137,7 @@ public struct GooglePlayClaims: Sendable {
                     try await reads.claim(token, by: claimant, at: clock(), on: connection)
                 })
         } catch let error as PostgresTransactionError {
-            if let held = error.closureError as? HeldElsewhere { return .ownedElsewhere(held.owner) }
-            if let other = error.closureError as? OtherProduct { return .productMismatch(other.product) }
-            throw error
+            return try Self.refusal(error)
         }
         switch outcome {
         case .notFound: return .notFound

@@ -60,15 +60,11 @@ public struct GooglePlayProducts: Sendable {
         let answer: (purchase: ProductPurchaseV2, body: [UInt8])
         switch await Self.read(token, from: play) {
         case .success(let read): answer = read
-        case .failure(let error) where error.kind == .notFound:
-            try await client.withTransaction(logger: logger) { try await also($0, .notFound) }
-            return .notFound
-        case .failure(let error) where error.kind == .refused || error.kind == .invalidResponse:
-            logger.warning("Play refused to read a product token", metadata: ["google.error": "\(error)"])
-            try await client.withTransaction(logger: logger) { try await also($0, .refused) }
-            return .refused
         case .failure(let error):
-            throw error
+            guard let outcome = GooglePlaySubscriptions.Outcome(failedRead: error) else { throw error }
+            if outcome == .refused { logger.warning("Play refused to read a product token", metadata: ["google.error": "\(error)"]) }
+            try await client.withTransaction(logger: logger) { try await also($0, outcome) }
+            return outcome
         }
         try await client.withTransaction(logger: logger) { connection in
             try await reads.lock([token], on: connection)

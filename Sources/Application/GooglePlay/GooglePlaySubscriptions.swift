@@ -24,6 +24,16 @@ public struct GooglePlaySubscriptions: Sendable {
         case notFound = "not_found"
         /// Google refused the read for good (400 "Invalid Value"), or answered something that is not a subscription.
         case refused
+
+        /// What a failed read of any token comes to for good — Google will not answer otherwise however often it is
+        /// asked, so it is recorded, not retried for hours; `nil`: worth a retry (Google or the network away).
+        init?(failedRead error: GooglePlayAPIError) {
+            switch error.kind {
+            case .notFound: self = .notFound
+            case .refused, .invalidResponse: self = .refused
+            default: return nil
+            }
+        }
     }
 
     private let client: PostgresClient
@@ -77,16 +87,11 @@ public struct GooglePlaySubscriptions: Sendable {
         let answer: (purchase: SubscriptionPurchaseV2, body: [UInt8])
         switch await Self.read(token, from: play) {
         case .success(let read): answer = read
-        case .failure(let error) where error.kind == .notFound:
-            try await client.withTransaction(logger: logger) { try await also($0, .notFound) }
-            return .notFound
-        case .failure(let error) where error.kind == .refused || error.kind == .invalidResponse:
-            // Google will not answer otherwise however often it is asked: recorded, not retried for hours.
-            logger.warning("Play refused to read a token", metadata: ["google.error": "\(error)"])
-            try await client.withTransaction(logger: logger) { try await also($0, .refused) }
-            return .refused
         case .failure(let error):
-            throw error
+            guard let outcome = Outcome(failedRead: error) else { throw error }
+            if outcome == .refused { logger.warning("Play refused to read a token", metadata: ["google.error": "\(error)"]) }
+            try await client.withTransaction(logger: logger) { try await also($0, outcome) }
+            return outcome
         }
         let read = PlaySubscriptionRead(purchaseToken: token, readAt: requestedAt, purchase: answer.purchase)
         for attempt in 1... {
