@@ -16,6 +16,8 @@ extension FakeGooglePlay {
         var accountToken: String?
         var acknowledged = false
         var consumed = false
+        /// Bought with a slow form of payment not completed yet (`PENDING`).
+        var pending = false
     }
 
     /// One entry of `voidedpurchases.list`.
@@ -28,17 +30,36 @@ extension FakeGooglePlay {
     }
 
     /// A one-time product bought: a fresh token and order, not acknowledged (`ONE_TIME_PRODUCT_PURCHASED`, 1).
-    public func buyProduct(_ productId: String, quantity: Int = 1, accountToken: String?, at now: Date) -> (token: String, notification: [String: Any]) {
+    /// `pending`: paid with a slow form of payment (cash at a shop) not completed yet; ``completePayment(_:at:)``.
+    public func buyProduct(
+        _ productId: String, quantity: Int = 1, accountToken: String?, pending: Bool = false, at now: Date
+    ) -> (token: String, notification: [String: Any]) {
         let (token, _) = state.withLock { state -> (String, String) in
             state.nextToken += 1
             state.nextOrder += 1
             let token = "fake-play-product-\(state.nextToken)-\(runId)-" + String(repeating: "y", count: 72)
             let order = String(format: "GPA.3377-%04d-%04d-%05d", state.nextOrder % 10_000, runNumber % 10_000, state.nextOrder)
             state.products[token] = ProductToken(
-                productId: productId, orderId: order, quantity: quantity, refundableQuantity: quantity, purchaseTime: now, accountToken: accountToken)
+                productId: productId, orderId: order, quantity: quantity, refundableQuantity: quantity, purchaseTime: now, accountToken: accountToken,
+                pending: pending)
             return (token, order)
         }
         return (token, productNotification(token, productId: productId, type: 1, at: now))
+    }
+
+    /// A pending purchase's payment completes: it reads `PURCHASED` (`ONE_TIME_PRODUCT_PURCHASED`).
+    public func completePayment(_ token: String, at now: Date) throws -> [String: Any] {
+        try state.withLock { state in
+            guard var product = state.products[token], product.pending else { throw UnknownToken(token: token) }
+            product.pending = false
+            state.products[token] = product
+            return productNotification(token, productId: product.productId, type: 1, at: now)
+        }
+    }
+
+    /// The app consumed the purchase itself (the Play Billing Library's `consumeAsync`), before Storekeeper did.
+    public func consumeInApp(_ token: String) {
+        state.withLock { state in state.products[token]?.consumed = true }
     }
 
     /// The order id of a one-time purchase.
@@ -124,7 +145,7 @@ extension FakeGooglePlay {
         var purchase: [String: Any] = [
             "kind": "androidpublisher#productPurchaseV2", "regionCode": "US", "orderId": product.orderId,
             "purchaseCompletionTime": product.purchaseTime.formatted(time),
-            "purchaseStateContext": ["purchaseState": "PURCHASED"],
+            "purchaseStateContext": ["purchaseState": product.pending ? "PENDING" : "PURCHASED"],
             "acknowledgementState": product.acknowledged || product.consumed ? "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED" : "ACKNOWLEDGEMENT_STATE_PENDING",
             "productLineItem": [
                 [

@@ -124,7 +124,7 @@ extension FakeGooglePlay {
 
     struct UnknownToken: Error, CustomStringConvertible {
         let token: String
-        var description: String { "the fake holds no subscription token \(token.prefix(24))…" }
+        var description: String { "the fake holds no such token (or no pending purchase) \(token.prefix(24))…" }
     }
 
     @discardableResult

@@ -49,14 +49,19 @@ func printJSON(_ value: some Encodable) throws {
 }
 
 /// The tier catalogue of `STOREKEEPER_TIERS` (default `config/tiers.yml`) — in a `storekeeper dev` folder, the one the
-/// dev server serves — or one line saying what is wrong.
+/// dev server serves — or one line saying what is wrong. The management links name what the server's do: Play's
+/// package (`STOREKEEPER_GOOGLE_PACKAGE_NAME`) and Stripe's billing portal (`STOREKEEPER_STRIPE_PORTAL_URL`).
 func loadCatalogue() throws -> TierCatalogue {
     var environment = ProcessInfo.processInfo.environment
-    if environment["STOREKEEPER_TIERS", default: ""].isEmpty, let devTiers = DevEnvironment().settings()["STOREKEEPER_TIERS"] {
-        environment["STOREKEEPER_TIERS"] = devTiers
+    let dev = DevEnvironment().settings()
+    for key in ["STOREKEEPER_TIERS", "STOREKEEPER_GOOGLE_PACKAGE_NAME"] where environment[key, default: ""].isEmpty {
+        environment[key] = dev[key]
     }
     switch TierCatalogue.load(environment: environment) {
-    case .success(let catalogue): return catalogue
+    case .success(var catalogue):
+        catalogue.googlePlayPackageName = environment["STOREKEEPER_GOOGLE_PACKAGE_NAME"].flatMap { $0.isEmpty ? nil : $0 }
+        catalogue.stripePortalURL = environment["STOREKEEPER_STRIPE_PORTAL_URL"].flatMap { $0.isEmpty ? nil : $0 }
+        return catalogue
     case .failure(let error): throw CommandFailure(error.problems.joined(separator: "; "))
     }
 }

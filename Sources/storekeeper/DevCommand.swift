@@ -114,8 +114,12 @@ struct DevCommand: AsyncParsableCommand {
             // The `stripe pay|renew|cancel|refund` commands find the fake here.
             settings = ["STOREKEEPER_STRIPE_BASE_URL": fakeStripeURL, "STOREKEEPER_STRIPE_API_KEY": FakeStripe.defaultAPIKey]
         }
-        // The `google buy|renew|…` commands find the fake here.
-        if fakePlay { settings["STOREKEEPER_GOOGLE_FAKE_URL"] = fakePlayURL }
+        // The `google buy|renew|…` commands find the fake here; `accounts show` names the package in Play's
+        // subscription-centre link.
+        if fakePlay {
+            settings["STOREKEEPER_GOOGLE_FAKE_URL"] = fakePlayURL
+            settings["STOREKEEPER_GOOGLE_PACKAGE_NAME"] = play.packageName
+        }
         try dev.writeSettings(settings.merging([
             "STOREKEEPER_URL": url, "STOREKEEPER_API_KEY": apiKey, "STOREKEEPER_BUNDLE_ID": configuration.bundleId,
             "DATABASE_URL": databaseURL.urlString,

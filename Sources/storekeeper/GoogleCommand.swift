@@ -6,8 +6,8 @@ import GooglePlayAPI
 import NIOCore
 import StorekeeperRuntime
 
-/// `storekeeper google sync`: reads Play subscription tokens again — every one a notification named, or those of a
-/// file for a first import — and derives each subscription. Against `storekeeper dev --fake-play`, the customer's and
+/// `storekeeper google sync`: reads Play's purchase tokens again — every one filed, or those of a file for a first
+/// import — and derives each subscription and one-time purchase (``GooglePlaySync``). Against `storekeeper dev --fake-play`, the customer's and
 /// Play billing's actions (`buy`, `renew`, …), each pushed to the intake as Play would.
 struct GoogleCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -19,9 +19,9 @@ struct GoogleCommand: AsyncParsableCommand {
 
     struct Sync: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Read every known Play subscription token again (or those of --tokens) and derive each subscription: a missed notification, or a first import.",
+            abstract: "Read every known Play purchase token again (or those of --tokens) and derive each subscription and one-time purchase: a missed notification, or a first import.",
             discussion: "Needs STOREKEEPER_GOOGLE_PACKAGE_NAME (with its push settings), STOREKEEPER_GOOGLE_SERVICE_ACCOUNT and DATABASE_URL. Exits 1 when a token could not be read.")
-        @Option(help: "A file of purchase tokens, one a line (a first import); without it, every token a notification named.") var tokens: String?
+        @Option(help: "A file of purchase tokens, one a line (a first import); without it, every token filed.") var tokens: String?
 
         func run() async throws {
             let given = try tokens.map { path -> [String] in
@@ -40,9 +40,12 @@ struct GoogleCommand: AsyncParsableCommand {
             let pool = await components.client.startRunning()
             defer { pool.cancel() }
             if let url = configuration.databaseURL { try await ensureReachable(components.client, url: url, logger: components.logger) }
-            let report: GooglePlaySubscriptions.SyncReport
+            let sync = GooglePlaySync(
+                client: components.client, subscriptions: components.googlePlaySubscriptions, products: components.googlePlayProducts,
+                logger: components.logger)
+            let report: GooglePlaySync.Report
             do {
-                report = try await components.googlePlaySubscriptions.sync(tokens: given) { done in say("\(done) tokens read") }
+                report = try await sync.sync(tokens: given) { done in say("\(done) tokens read") }
             } catch let error as GooglePlayAPIError {
                 throw CommandFailure("\(error)")
             }

@@ -64,14 +64,22 @@ struct ReplayCommand: AsyncParsableCommand {
                 ids = single.map { [$0] } ?? []
             }
             let credits = CreditLedger(catalogue: catalogue, logger: logger)
+            let erased = ErasedAccounts(secret: ProcessInfo.processInfo.environment["STOREKEEPER_ERASURE_KEY"], logger: logger)
+            let queue = PostgresJobQueue(client: client, logger: logger)
             let writer = SubscriptionWriter(
-                client: client, credits: credits, queue: PostgresJobQueue(client: client, logger: logger), rechecks: nil, events: nil,
-                analytics: AnalyticsRollups(logger: logger),
-                erased: ErasedAccounts(secret: ProcessInfo.processInfo.environment["STOREKEEPER_ERASURE_KEY"], logger: logger), logger: logger)
+                client: client, credits: credits, queue: queue, rechecks: nil, events: nil, analytics: AnalyticsRollups(logger: logger),
+                erased: erased, logger: logger)
             let stripe = StripeSubscriptions(client: client, stripe: nil, writer: writer, settings: stripeSettings, clock: { now }, logger: logger)
+            let play = GooglePlaySubscriptions(
+                client: client, play: nil, writer: writer, queue: queue, catalogue: catalogue, erased: erased, clock: { now }, logger: logger)
             @Sendable func replay(_ id: String) async throws -> Replayed {
                 let derived = try await client.withTransaction(logger: logger) { connection -> SubscriptionWriter.Outcome? in
                     let appStore = try await writer.derive(id, now: now, write: write, on: connection)
+                    // A Play subscription's facts are the reads of its token chain (no call is made here).
+                    if appStore.stored?.store == .googlePlay {
+                        let outcomes = try await play.derive(chainOf: id, cause: EventCause(originalTransactionId: id), write: write, on: connection)
+                        return outcomes.first { ($0.state ?? $0.stored)?.originalTransactionId == id } ?? appStore
+                    }
                     // A Stripe subscription's facts are the objects read from Stripe (no call is made here): one stored
                     // as Stripe's, or one with no row whose objects are held.
                     guard appStore.stored?.store == .stripe || appStore.stored == nil else { return appStore }

@@ -170,9 +170,9 @@ struct EntitlementSourcesOperatorTests {
                 #expect(pro["highlights"] as? [String] == pro["features"] as? [String])
                 let basic = try #require(paid.first { $0["id"] as? String == "basic" })
                 let types = (basic["products"] as? [[String: Any]])?.compactMap { $0["type"] as? String }
-                #expect(types == ["auto_renewable", "auto_renewable", "lifetime", "non_renewing", "auto_renewable", "lifetime", "auto_renewable", "lifetime"])
+                #expect(types == ["auto_renewable", "auto_renewable", "lifetime", "non_renewing", "auto_renewable", "lifetime", "auto_renewable", "lifetime", "non_renewing"])
                 let stores = (basic["products"] as? [[String: Any]])?.compactMap { $0["store"] as? String }
-                #expect(stores == ["app_store", "app_store", "app_store", "app_store", "stripe", "stripe", "google_play", "google_play"])
+                #expect(stores == ["app_store", "app_store", "app_store", "app_store", "stripe", "stripe", "google_play", "google_play", "google_play"])
                 #expect((tiers["free"] as? [String: Any])?["featureValues"] as? NSDictionary == ["model": "standard", "images": false, "history_days": 7])
             }
         }

@@ -140,6 +140,48 @@ struct ErasureFamilyTests {
         }
     }
 
+    @Test("Play purchases naming x, x2, X, x_, x% by obfuscatedExternalAccountId: erasing each in turn leaves the others' exports and Play rows as they were")
+    func playFamily() async throws {
+        try await GooglePlayWorld.run(extra: Self.environment) { world in
+            let base = "play" + String((0..<5).map { _ in "abcdefghijklmnopqrstuvwxyz".randomElement()! })
+            let family = [base, base + "2", base.uppercased(), base + "_", base + "%"]
+            for id in family {
+                _ = try await world.push(world.fake.buy(GooglePlayReadTests.monthly, accountToken: id, at: world.clock.now).notification)
+                _ = try await world.push(world.fake.buyProduct("basic_lifetime", accountToken: id, at: world.clock.now).notification)
+                _ = try await world.push(world.fake.buyProduct("credits_100", accountToken: id, at: world.clock.now).notification)
+            }
+            try await PlayScenarioTests.settle(world)
+            func playRows(_ ids: [String]) async throws -> [String] {
+                let named = "ARRAY[\(ids.map(Self.quoted).joined(separator: ","))]::text[]"
+                return try await Self.rows(
+                    """
+                    SELECT t::text FROM google_subscriptions t WHERE account_token = ANY(\(named))
+                    UNION ALL SELECT r::text FROM google_subscription_reads r
+                        WHERE purchase_token IN (SELECT unnest(tokens) FROM google_subscriptions WHERE account_token = ANY(\(named)))
+                    UNION ALL SELECT p::text FROM google_products p WHERE account_token = ANY(\(named)) OR purchased_account_token = ANY(\(named))
+                    """, harness: world.harness)
+            }
+            #expect(try await playRows([base]).count >= 4, "a subscription, its read, two one-time products")
+            var remaining = family
+            for id in [base, base.uppercased(), base + "_", base + "%", base + "2"] {
+                remaining.removeAll { $0 == id }
+                var exports: [String: String?] = [:]
+                for other in remaining { exports[other] = try await Self.export(other, client: world.http) }
+                let rows = try await playRows(remaining)
+                let erased = try await Self.post(world.http, "/admin/accounts/\(Self.path(id))/erase", Self.admin, #"{"confirm": "\#(id)"}"#)
+                #expect(erased.status == .ok, "\(id): \(String(buffer: erased.body))")
+                for other in remaining {
+                    let after = try await Self.export(other, client: world.http)
+                    #expect(after == exports[other] ?? nil, "erasing \(id) changed \(other)'s export")
+                    #expect(after?.contains("basic_lifetime") == true, "\(other)'s export holds its Play unlock")
+                }
+                #expect(try await playRows(remaining) == rows, "erasing \(id) changed other accounts' Play rows")
+                #expect(try await playRows([id]).isEmpty, "no Play row names \(id) after its erasure")
+                #expect(try await Self.export(id, client: world.http) == nil, "\(id) holds nothing after its erasure")
+            }
+        }
+    }
+
     @Test("an id that holds nothing is 404 and leaves every table as it was, beside an account it is a prefix of")
     func holdsNothing() async throws {
         try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in

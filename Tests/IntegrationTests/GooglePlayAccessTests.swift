@@ -49,6 +49,11 @@ struct GooglePlayAccessTests {
                 entitlement["managementUrl"] as? String
                     == "https://play.google.com/store/account/subscriptions?sku=pro&package=\(GooglePlayWorld.package)", "\(entitlement)")
             #expect(Self.remaining(status) == 1000, "\(status)")
+            // The operator's view names the package as the API does.
+            let (shownStatus, shown) = try await ChildProcess.run(
+                "storekeeper", ["accounts", "show", account],
+                environment: ["DATABASE_URL": world.harness.databaseURL.urlString, "STOREKEEPER_GOOGLE_PACKAGE_NAME": GooglePlayWorld.package])
+            #expect(shownStatus == 0 && shown.contains("sku=pro&package=\(GooglePlayWorld.package)"), "\(shown)")
 
             // The store-neutral read finds it under Play's name; the App Store's name for another store is not it.
             let read = try await world.http.getWithKey("/v1/stores/google_play/subscriptions/\(token)")

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Application
 import Foundation
 import GooglePlay
 import GooglePlayAPI
@@ -95,7 +96,9 @@ struct GooglePlayReadTests {
     func sync() async throws {
         try await GooglePlayWorld.run(worker: false) { world in
             let bought = (0..<3).map { world.fake.buy(Self.monthly, accountToken: "import-\($0)", at: Date()).token }
-            let subscriptions = world.harness.components.googlePlaySubscriptions
+            let subscriptions = GooglePlaySync(
+                client: world.harness.client, subscriptions: world.harness.components.googlePlaySubscriptions,
+                products: world.harness.components.googlePlayProducts, logger: TestDatabase.logger)
             let first = try await subscriptions.sync(tokens: bought + ["never-sold"])
             #expect(first == .init(read: 3, notFound: 1, refused: 0, failed: 0))
             #expect(try await world.subscriptions().count == 3)

@@ -64,4 +64,30 @@ struct ReplayCommandTests {
             #expect(goneStatus == 3 && gone.contains("\(subscription): differs from its stored facts"), "\(gone)")
         }
     }
+
+    @Test("replay derives a Play subscription from its chain's reads: matches, then a tampered status differs (exit 3), --write mends it")
+    func playSubscription() async throws {
+        try await GooglePlayWorld.run { world in
+            let account = UUID().uuidString.lowercased()
+            _ = try await world.push(world.fake.buy(GooglePlayReadTests.monthly, accountToken: account, at: Date()).notification)
+            try await PlayScenarioTests.settle(world)
+            let ids = try await world.harness.client.query(
+                "SELECT original_transaction_id FROM subscriptions WHERE store = 'google_play'", logger: TestDatabase.logger)
+            var found: [String] = []
+            for try await id in ids.decode(String.self) { found.append(id) }
+            let id = try #require(found.first)
+            let environment = ["DATABASE_URL": world.harness.databaseURL.urlString]
+            let (status, output) = try await ChildProcess.run("storekeeper", ["replay", "--all"], environment: environment)
+            #expect(status == 0 && output.contains("\(id): matches its stored facts"), "\(output)")
+            try await world.harness.client.query(
+                "UPDATE subscriptions SET status = 'expired' WHERE original_transaction_id = \(id)", logger: TestDatabase.logger)
+            let (differStatus, differs) = try await ChildProcess.run("storekeeper", ["replay", "--account", account], environment: environment)
+            #expect(differStatus == 3 && differs.contains("status: \"expired\" → \"active\""), "\(differs)")
+            #expect(try await world.harness.count("SELECT count(*) FROM subscriptions WHERE status = 'expired'") == 1, "a dry run stores nothing")
+            let (writeStatus, written) = try await ChildProcess.run("storekeeper", ["replay", "--subscription", id, "--write"], environment: environment)
+            #expect(writeStatus == 0, "\(written)")
+            let (againStatus, again) = try await ChildProcess.run("storekeeper", ["replay", "--subscription", id], environment: environment)
+            #expect(againStatus == 0 && again.contains("matches"), "\(again)")
+        }
+    }
 }

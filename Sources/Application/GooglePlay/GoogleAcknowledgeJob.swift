@@ -74,13 +74,35 @@ public struct GoogleAcknowledgeJob: JobHandler {
                 try await execution.complete(on: connection)
             }
         case .failure(let error) where error.kind == .notFound || error.kind == .refused:
-            // Google will not take it however often it is asked (the token is gone, or acknowledged for good already).
-            logger.warning("Play refused an acknowledgement", metadata: ["google.error": "\(error)"])
-            try await client.withConnection { try await store.recordAcknowledgement(token, at: nil, error: "\(error)", on: $0) }
-            throw JobFailure.discard("Play refused the acknowledgement: \(error)")
+            // Google will not take it however often it is asked. When the purchase reads as acknowledged (the app did
+            // it, or an earlier answer was lost) nothing is owed; otherwise Google will refund it, and it stays on the
+            // dashboard and in the metric with Google's answer for an operator.
+            let finished = await Self.isFinished(arguments, by: play)
+            logger.warning("Play refused an acknowledgement", metadata: ["google.error": "\(error)", "google.acknowledged": "\(finished)"])
+            guard finished else {
+                try await client.withConnection { try await store.recordAcknowledgement(token, at: nil, error: "\(error)", on: $0) }
+                throw JobFailure.discard("Play refused the acknowledgement: \(error)")
+            }
+            try await client.withTransaction(logger: logger) { connection in
+                try await store.recordAcknowledgement(token, at: clock(), error: "\(error)", on: connection)
+                try await execution.complete(on: connection)
+            }
         case .failure(let error):
             try await client.withConnection { try await store.recordAcknowledgement(token, at: nil, error: "\(error)", on: $0) }
             throw error
+        }
+    }
+
+    /// Whether Play reads the purchase as acknowledged (or, for a top-up, consumed); `false` when it cannot be read.
+    private static func isFinished(_ arguments: Arguments, by play: GooglePlayClient) async -> Bool {
+        switch arguments.purchase ?? .subscription {
+        case .subscription:
+            let read = try? await play.subscription(arguments.purchaseToken)
+            return read?.purchase.acknowledgementState == "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"
+        case .product, .consumable:
+            guard let read = try? await play.productPurchase(arguments.purchaseToken) else { return false }
+            let consumed = read.purchase.lineItems.contains { $0.consumptionState == "CONSUMPTION_STATE_CONSUMED" }
+            return arguments.purchase == .consumable ? consumed : read.purchase.acknowledgementState == "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"
         }
     }
 

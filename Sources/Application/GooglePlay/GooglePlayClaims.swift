@@ -34,6 +34,8 @@ public struct GooglePlayClaims: Sendable {
     private let policy: TransferPolicy
     private let store: SubscriptionStore
     private let reads: GoogleSubscriptionStore
+    /// Files a claimed token, so `google sync` reads it again as it does a notification's.
+    private let tokens: GoogleNotificationStore
     private let clock: @Sendable () -> Date
     private let cache: AccountStatusCache?
 
@@ -48,6 +50,7 @@ public struct GooglePlayClaims: Sendable {
         self.policy = policy
         self.store = SubscriptionStore(client: client, logger: logger)
         self.reads = GoogleSubscriptionStore(logger: logger)
+        self.tokens = GoogleNotificationStore(logger: logger)
         self.clock = clock
     }
 
@@ -94,7 +97,7 @@ public struct GooglePlayClaims: Sendable {
         do {
             outcome = try await products.refresh(
                 token, using: play, cause: .init(notificationType: "google_play.claim", originalTransactionId: token),
-                beforeDeriving: { [subscriptions, reads, clock] connection in
+                beforeDeriving: { [subscriptions, reads, tokens, clock] connection in
                     let bought = try await products.productId(of: token, on: connection)
                     if let productId, bought != productId { throw OtherProduct(product: bought ?? "none") }
                     // Only what the catalogue sells on Play is claimed here: a claim row of anything else could later
@@ -107,6 +110,7 @@ public struct GooglePlayClaims: Sendable {
                         throw HeldElsewhere(owner: owner)
                     }
                     try await reads.claim(token, by: claimant, at: clock(), on: connection)
+                    try await tokens.fileToken(token, kind: "one_time_product", source: "claim", on: connection)
                 })
         } catch let error as PostgresTransactionError {
             return try Self.refusal(error)
@@ -123,7 +127,7 @@ public struct GooglePlayClaims: Sendable {
         do {
             outcome = try await subscriptions.refresh(
                 token, using: play, cause: .init(notificationType: "google_play.claim", originalTransactionId: token),
-                beforeDeriving: { [subscriptions, reads, policy, clock] connection, chain in
+                beforeDeriving: { [subscriptions, reads, tokens, policy, clock] connection, chain in
                     if let productId {
                         let purchase = PlaySubscriptionDerivation.derive(try await reads.reads(of: chain, on: connection))
                             .first { $0.tokens.contains(token) || $0.id == token }
@@ -135,6 +139,7 @@ public struct GooglePlayClaims: Sendable {
                         throw HeldElsewhere(owner: owner)
                     }
                     try await reads.claim(token, by: claimant, at: clock(), on: connection)
+                    try await tokens.fileToken(token, kind: "subscription", source: "claim", on: connection)
                 })
         } catch let error as PostgresTransactionError {
             return try Self.refusal(error)

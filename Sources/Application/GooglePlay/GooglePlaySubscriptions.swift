@@ -11,8 +11,8 @@ import PostgresNIO
 import Subscriptions
 
 /// Brings Play subscriptions up to date: reads a token from the Play Developer API (`subscriptionsv2.get`), keeps the
-/// read and derives the token's whole chain again from every read held — for a notification's job, and for
-/// `storekeeper google sync` (every known token again, or tokens from a file for a first import). Each chain is then
+/// read and derives the token's whole chain again from every read held — for a notification's job, a claim and
+/// ``GooglePlaySync``. Each chain is then
 /// written as one of Storekeeper's subscriptions (``PlayLifecycle``) through the writer every store shares: access,
 /// credits, events, analytics, the next credit window.
 public struct GooglePlaySubscriptions: Sendable {
@@ -42,7 +42,6 @@ public struct GooglePlaySubscriptions: Sendable {
     private let reads: GoogleSubscriptionStore
     /// Refunded orders, and the acknowledgements Google awaits.
     private let products: GoogleProductStore
-    private let tokens: GoogleNotificationStore
     private let subscriptions: SubscriptionStore
     private let writer: SubscriptionWriter
     /// Erased accounts' pseudonyms: Play keeps sending the id an app named at purchase after the account is erased.
@@ -65,7 +64,6 @@ public struct GooglePlaySubscriptions: Sendable {
         self.play = play
         self.reads = GoogleSubscriptionStore(logger: logger)
         self.products = GoogleProductStore(logger: logger)
-        self.tokens = GoogleNotificationStore(logger: logger)
         self.subscriptions = SubscriptionStore(client: client, logger: logger)
         self.writer = writer
         self.clock = clock
@@ -149,21 +147,26 @@ public struct GooglePlaySubscriptions: Sendable {
     struct ChainGrew: Error {}
 
     /// Derives the chain holding `token` again from the reads held (no Play call): a credit window's reset, a replay.
-    /// Runs in the caller's transaction; a chain that grows meanwhile is retried by the caller's job.
+    /// Runs in the caller's transaction; a chain that grows meanwhile is retried by the caller's job. Without `write`
+    /// (a replay's dry run) nothing is stored: the outcomes say what would change.
     @discardableResult
-    public func derive(chainOf token: String, cause: EventCause, on connection: PostgresConnection) async throws -> [SubscriptionWriter.Outcome] {
-        try await deriveLocked(chain: try await lockedChain(of: token, on: connection), cause: cause, on: connection)
+    public func derive(
+        chainOf token: String, cause: EventCause, write: Bool = true, on connection: PostgresConnection
+    ) async throws -> [SubscriptionWriter.Outcome] {
+        try await deriveLocked(chain: try await lockedChain(of: token, on: connection), cause: cause, write: write, on: connection)
     }
 
     /// Derives the chains of `chain` (its tokens locked) from every read held, keeps what was derived, and writes each
     /// as a subscription. A subscription keeps the id it was first filed under: when an older token of its chain
     /// becomes known later (a read naming a predecessor never read), the chain's first token changes, its id does not.
     @discardableResult
-    private func deriveLocked(chain: [String], cause: EventCause, on connection: PostgresConnection) async throws -> [SubscriptionWriter.Outcome] {
+    private func deriveLocked(
+        chain: [String], cause: EventCause, write: Bool = true, on connection: PostgresConnection
+    ) async throws -> [SubscriptionWriter.Outcome] {
         let derived = PlaySubscriptionDerivation.derive(
             try await reads.reads(of: chain, on: connection), revocations: try await reads.revocations(of: chain, on: connection),
             voided: try await products.voided(of: chain, on: connection))
-        try await reads.replace(derived, covering: chain, at: clock(), on: connection)
+        if write { try await reads.replace(derived, covering: chain, at: clock(), on: connection) }
         var outcomes: [SubscriptionWriter.Outcome] = []
         for var play in derived {
             let filed = try await subscriptions.filed(of: .googlePlay, among: [play.id] + play.tokens, on: connection)
@@ -171,7 +174,7 @@ public struct GooglePlaySubscriptions: Sendable {
             try await subscriptions.lock(play.id, on: connection)
             // Parts of one chain filed apart (a plan change's token read before the one it replaced): one subscription
             // again, under the earliest filing.
-            for extra in filed.dropFirst() {
+            for extra in filed.dropFirst() where write {
                 try await subscriptions.lock(extra, on: connection)
                 try await subscriptions.merge(googlePlay: extra, into: play.id, on: connection)
                 logger.notice("parts of a Play chain filed apart are one subscription again", metadata: ["subscription.id": "\(play.id)", "merged": "\(extra)"])
@@ -187,7 +190,11 @@ public struct GooglePlaySubscriptions: Sendable {
             guard let derivation = PlayLifecycle.derive(play, account: account, catalogue: lifecycleCatalogue) else { continue }
             var playCause = cause
             playCause.originalTransactionId = play.id
-            let outcome = try await writer.write(derivation, stored: stored, cause: playCause, now: clock(), on: connection)
+            let outcome = try await writer.write(derivation, stored: stored, cause: playCause, now: clock(), write: write, on: connection)
+            guard write else {
+                outcomes.append(outcome)
+                continue
+            }
             // Play names an erased account in every new read (the app set the id at purchase): filed under the
             // pseudonym, as the erasure left the earlier reads.
             // Asked only when the named id is not the account itself nor an intent's token, so a usual apply costs nothing.
@@ -243,55 +250,6 @@ public struct GooglePlaySubscriptions: Sendable {
             return .success(try await play.subscription(token))
         } catch {
             return .failure(error)
-        }
-    }
-
-    /// What a sync did.
-    public struct SyncReport: Sendable, Equatable {
-        public var read = 0
-        public var notFound = 0
-        public var refused = 0
-        /// Tokens that could not be read now (Google or the network away); the sync went on.
-        public var failed = 0
-
-        public init(read: Int = 0, notFound: Int = 0, refused: Int = 0, failed: Int = 0) {
-            (self.read, self.notFound, self.refused, self.failed) = (read, notFound, refused, failed)
-        }
-    }
-
-    /// Reads every token again: `tokens` (a first import: they are filed first), or else every subscription token a
-    /// notification named. One at a time, paced by the client.
-    public func sync(tokens given: [String]?, progress: @Sendable (Int) -> Void = { _ in }) async throws -> SyncReport {
-        guard let play else { throw GooglePlayAPIError(.unauthorized, "STOREKEEPER_GOOGLE_SERVICE_ACCOUNT is not set: Play cannot be read") }
-        var report = SyncReport()
-        var done = 0
-        var after = ""
-        while true {
-            let batch: [String]
-            if let given {
-                batch = Array(given.dropFirst(done).prefix(500))
-                try await client.withTransaction(logger: logger) { connection in
-                    for token in batch { try await tokens.fileToken(token, kind: "subscription", source: "storekeeper google sync", on: connection) }
-                }
-            } else {
-                batch = try await client.withConnection { try await tokens.subscriptionTokens(after: after, limit: 500, on: $0) }
-                after = batch.last ?? after
-            }
-            if batch.isEmpty { return report }
-            for token in batch {
-                do {
-                    switch try await refresh(token, using: play) {
-                    case .read: report.read += 1
-                    case .notFound: report.notFound += 1
-                    case .refused: report.refused += 1
-                    }
-                } catch {
-                    logger.warning("Play token could not be read", metadata: ["google.error": "\(error)"])
-                    report.failed += 1
-                }
-            }
-            done += batch.count
-            progress(done)
         }
     }
 }

@@ -97,7 +97,7 @@ extension TierCatalogue {
     }
 
     /// Play names a subscription's product `<productId>/<basePlanId>` (the base plan decides the period and price) and
-    /// a one-time product by its product id. Play Console's rules: a product id starts with a lowercase letter or a digit
+    /// a one-time product (a lifetime unlock, a pass, a top-up) by its product id. Play Console's rules: a product id starts with a lowercase letter or a digit
     /// and holds lowercase letters, digits, `_` and `.`; a base plan id holds lowercase letters, digits and `-`, at most
     /// 63 characters.
     static func googlePlayProblems(of product: Product, at place: String) -> [String] {
@@ -113,7 +113,11 @@ extension TierCatalogue {
                 return ["\(place): a google_play subscription is named <productId>/<basePlanId> (lowercase letters, digits, _ and . / lowercase letters, digits and -)"]
             }
         case .nonRenewing:
-            return ["\(place): Play's prepaid plans are base plans of a subscription; name the product <productId>/<basePlanId> as auto_renewable"]
+            // A pass is a one-time product's rental purchase option: Play reads no expiry for it, so the catalogue's
+            // duration (the rental period set in Play Console) decides, as for Apple's non-renewing subscriptions.
+            guard parts.count == 1, productIdOK else {
+                return ["\(place): a google_play pass (a one-time product's rental option) is named by its product id; Play's prepaid plans are base plans of a subscription"]
+            }
         default:
             guard parts.count == 1, productIdOK else {
                 return ["\(place): a google_play one-time product is named by its product id (lowercase letters, digits, _ and .)"]

@@ -83,16 +83,21 @@ public struct GoogleNotificationStore: Sendable {
             """, logger: logger)
     }
 
-    /// Tokens filed as a subscription's (or of a kind not yet known), in token order after `after`.
-    public func subscriptionTokens(after: String, limit: Int, on connection: PostgresConnection) async throws -> [String] {
+    /// Every filed token and its kind (`subscription`, `one_time_product`, or `unknown` for one no read has placed
+    /// yet), in token order after `after`.
+    public func filedTokens(after: String, limit: Int, on connection: PostgresConnection) async throws -> [(token: String, kind: String)] {
         let rows = try await connection.query(
-            """
-            SELECT purchase_token FROM google_purchase_tokens
-            WHERE kind IN ('subscription', 'unknown') AND purchase_token > \(after) ORDER BY purchase_token LIMIT \(limit)
-            """, logger: logger)
-        var tokens: [String] = []
-        for try await token in rows.decode(String.self) { tokens.append(token) }
+            "SELECT purchase_token, kind FROM google_purchase_tokens WHERE purchase_token > \(after) ORDER BY purchase_token LIMIT \(limit)",
+            logger: logger)
+        var tokens: [(token: String, kind: String)] = []
+        for try await (token, kind) in rows.decode((String, String).self) { tokens.append((token, kind)) }
         return tokens
+    }
+
+    /// Places a token filed as `unknown` once a read has shown its kind.
+    public func placeToken(_ token: String, kind: String, on connection: PostgresConnection) async throws {
+        try await connection.query(
+            "UPDATE google_purchase_tokens SET kind = \(kind) WHERE purchase_token = \(token) AND kind = 'unknown'", logger: logger)
     }
 
     /// Records what processing a notification came to.
