@@ -54,9 +54,8 @@ func printJSON(_ value: some Encodable) throws {
 func loadCatalogue() throws -> TierCatalogue {
     var environment = ProcessInfo.processInfo.environment
     let dev = DevEnvironment().settings()
-    for key in ["STOREKEEPER_TIERS", "STOREKEEPER_GOOGLE_PACKAGE_NAME"] where environment[key, default: ""].isEmpty {
-        environment[key] = dev[key]
-    }
+    if environment["STOREKEEPER_TIERS", default: ""].isEmpty { environment["STOREKEEPER_TIERS"] = dev["STOREKEEPER_TIERS"] }
+    if environment["STOREKEEPER_GOOGLE_PACKAGE_NAME", default: ""].isEmpty { environment["STOREKEEPER_GOOGLE_PACKAGE_NAME"] = dev[devPlayPackageKey] }
     switch TierCatalogue.load(environment: environment) {
     case .success(var catalogue):
         catalogue.googlePlayPackageName = environment["STOREKEEPER_GOOGLE_PACKAGE_NAME"].flatMap { $0.isEmpty ? nil : $0 }
@@ -65,3 +64,6 @@ func loadCatalogue() throws -> TierCatalogue {
     case .failure(let error): throw CommandFailure(error.problems.joined(separator: "; "))
     }
 }
+
+/// The fake Play's package in `.storekeeper/dev.env` (`dev --fake-play`), for the operator commands' links.
+let devPlayPackageKey = "STOREKEEPER_DEV_GOOGLE_PACKAGE_NAME"

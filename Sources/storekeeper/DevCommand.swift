@@ -118,7 +118,9 @@ struct DevCommand: AsyncParsableCommand {
         // subscription-centre link.
         if fakePlay {
             settings["STOREKEEPER_GOOGLE_FAKE_URL"] = fakePlayURL
-            settings["STOREKEEPER_GOOGLE_PACKAGE_NAME"] = play.packageName
+            // Under a key of its own: the server's Play settings go together, and `source .storekeeper/dev.env` must not
+            // give a later `serve` half of them.
+            settings[devPlayPackageKey] = play.packageName
         }
         try dev.writeSettings(settings.merging([
             "STOREKEEPER_URL": url, "STOREKEEPER_API_KEY": apiKey, "STOREKEEPER_BUNDLE_ID": configuration.bundleId,

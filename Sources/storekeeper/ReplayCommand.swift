@@ -17,7 +17,8 @@ struct ReplayCommand: AsyncParsableCommand {
         discussion: """
             Every stored notification, claim and Server API snapshot keeps its signed data, so a subscription can be \
             derived again at any time; a Stripe subscription is derived from the Stripe objects held for it (no call to \
-            Stripe), with STOREKEEPER_STRIPE_GRACE_DAYS as `work` reads it. --all skips the ids of one-time purchases \
+            Stripe), with STOREKEEPER_STRIPE_GRACE_DAYS as `work` reads it; a Play subscription from the reads of its \
+            token chain (no call to Google). --all skips the ids of one-time purchases \
             (consumables, lifetime unlocks, passes) and counts them. Without --write nothing is written: each difference of state and each ledger \
             operation still due is reported. With --write the derived state is stored and the operations posted as \
             corrections with their own keys (no ledger row is rewritten); safe to run twice and while serving. \
@@ -70,25 +71,30 @@ struct ReplayCommand: AsyncParsableCommand {
                 client: client, credits: credits, queue: queue, rechecks: nil, events: nil, analytics: AnalyticsRollups(logger: logger),
                 erased: erased, logger: logger)
             let stripe = StripeSubscriptions(client: client, stripe: nil, writer: writer, settings: stripeSettings, clock: { now }, logger: logger)
+            let store = SubscriptionStore(client: client, logger: logger)
             let play = GooglePlaySubscriptions(
                 client: client, play: nil, writer: writer, queue: queue, catalogue: catalogue, erased: erased, clock: { now }, logger: logger)
             @Sendable func replay(_ id: String) async throws -> Replayed {
-                let derived = try await client.withTransaction(logger: logger) { connection -> SubscriptionWriter.Outcome? in
-                    let appStore = try await writer.derive(id, now: now, write: write, on: connection)
-                    // A Play subscription's facts are the reads of its token chain (no call is made here).
-                    if appStore.stored?.store == .googlePlay {
+                let (derived, isPlay) = try await client.withTransaction(logger: logger) { connection -> (SubscriptionWriter.Outcome?, Bool) in
+                    // A Play subscription's facts are the reads of its token chain (no call is made here). Its store is
+                    // read before any lock (it never changes): Play's derivation locks the chain's tokens before the
+                    // subscription, as a notification's does, so taking the subscription's lock first could deadlock.
+                    if try await store.lockedSubscription(id, on: connection, lockHeld: true)?.store == .googlePlay {
                         let outcomes = try await play.derive(chainOf: id, cause: EventCause(originalTransactionId: id), write: write, on: connection)
-                        return outcomes.first { ($0.state ?? $0.stored)?.originalTransactionId == id } ?? appStore
+                        return (outcomes.first { ($0.state ?? $0.stored)?.originalTransactionId == id }, true)
                     }
+                    let appStore = try await writer.derive(id, now: now, write: write, on: connection)
                     // A Stripe subscription's facts are the objects read from Stripe (no call is made here): one stored
                     // as Stripe's, or one with no row whose objects are held.
-                    guard appStore.stored?.store == .stripe || appStore.stored == nil else { return appStore }
+                    guard appStore.stored?.store == .stripe || appStore.stored == nil else { return (appStore, false) }
                     let derived = try await stripe.derive(id, cause: EventCause(originalTransactionId: id), lockHeld: true, write: write, on: connection)
                     // Nothing held and nothing stored: an unknown id, answered as any other.
-                    return derived ?? (appStore.stored == nil ? appStore : nil)
+                    return (derived ?? (appStore.stored == nil ? appStore : nil), false)
                 }
                 guard let outcome = derived else {
-                    // Stored as a Stripe subscription, but none of its objects is held: nothing to derive it from.
+                    // Stored as a Play subscription whose chain has no read held, or a Stripe one none of whose objects is:
+                    // nothing to derive it from.
+                    if isPlay { return .subscription(id, ["google_play: no read of its purchase tokens is held; `storekeeper google sync` reads them again"]) }
                     return .subscription(id, ["stripe: no Stripe subscription object is held for it; `storekeeper stripe sync` reads it again"])
                 }
                 guard outcome.stored != nil || outcome.state != nil else {

@@ -1,3 +1,4 @@
+import Application
 import Crypto
 import Foundation
 import HTTPTypes
@@ -178,6 +179,16 @@ struct ErasureFamilyTests {
                 #expect(try await playRows(remaining) == rows, "erasing \(id) changed other accounts' Play rows")
                 #expect(try await playRows([id]).isEmpty, "no Play row names \(id) after its erasure")
                 #expect(try await Self.export(id, client: world.http) == nil, "\(id) holds nothing after its erasure")
+            }
+            // Play still names the erased ids: a sync reads every purchase again, and none of them comes back.
+            let sync = GooglePlaySync(
+                client: world.harness.client, subscriptions: world.harness.components.googlePlaySubscriptions,
+                products: world.harness.components.googlePlayProducts, logger: TestDatabase.logger)
+            #expect(try await sync.sync(tokens: nil).read == 15)
+            #expect(try await playRows(family).isEmpty, "a sync after the erasures brings no erased id back")
+            for table in ["google_products", "google_subscription_reads"] {
+                let named = try await world.harness.count("SELECT count(*) FROM \(table) WHERE convert_from(body, 'UTF8') ILIKE '%\(base)%'")
+                #expect(named == 0, "\(table): a read's body names an erased id")
             }
         }
     }

@@ -77,7 +77,14 @@ public struct GoogleAcknowledgeJob: JobHandler {
             // Google will not take it however often it is asked. When the purchase reads as acknowledged (the app did
             // it, or an earlier answer was lost) nothing is owed; otherwise Google will refund it, and it stays on the
             // dashboard and in the metric with Google's answer for an operator.
-            let finished = await Self.isFinished(arguments, by: play)
+            // The read itself failing for now (Google away) is worth a retry, not a verdict.
+            let finished: Bool
+            switch await Self.isFinished(arguments, by: play) {
+            case .success(let answer): finished = answer
+            case .failure(let readError):
+                if GooglePlaySubscriptions.Outcome(failedRead: readError) == nil { throw readError }
+                finished = false
+            }
             logger.warning("Play refused an acknowledgement", metadata: ["google.error": "\(error)", "google.acknowledged": "\(finished)"])
             guard finished else {
                 try await client.withConnection { try await store.recordAcknowledgement(token, at: nil, error: "\(error)", on: $0) }
@@ -93,16 +100,20 @@ public struct GoogleAcknowledgeJob: JobHandler {
         }
     }
 
-    /// Whether Play reads the purchase as acknowledged (or, for a top-up, consumed); `false` when it cannot be read.
-    private static func isFinished(_ arguments: Arguments, by play: GooglePlayClient) async -> Bool {
-        switch arguments.purchase ?? .subscription {
-        case .subscription:
-            let read = try? await play.subscription(arguments.purchaseToken)
-            return read?.purchase.acknowledgementState == "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"
-        case .product, .consumable:
-            guard let read = try? await play.productPurchase(arguments.purchaseToken) else { return false }
-            let consumed = read.purchase.lineItems.contains { $0.consumptionState == "CONSUMPTION_STATE_CONSUMED" }
-            return arguments.purchase == .consumable ? consumed : read.purchase.acknowledgementState == "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"
+    /// Whether Play reads the purchase as acknowledged (or, for a top-up, consumed), or why it could not be read.
+    private static func isFinished(_ arguments: Arguments, by play: GooglePlayClient) async -> Result<Bool, GooglePlayAPIError> {
+        do {
+            switch arguments.purchase ?? .subscription {
+            case .subscription:
+                let read = try await play.subscription(arguments.purchaseToken)
+                return .success(read.purchase.acknowledgementState == "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED")
+            case .product, .consumable:
+                let read = try await play.productPurchase(arguments.purchaseToken)
+                let consumed = read.purchase.lineItems.contains { $0.consumptionState == "CONSUMPTION_STATE_CONSUMED" }
+                return .success(arguments.purchase == .consumable ? consumed : read.purchase.acknowledgementState == "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED")
+            }
+        } catch {
+            return .failure(error)
         }
     }
 

@@ -124,6 +124,13 @@ public struct GooglePlayProducts: Sendable {
         else { return nil }
         let catalogue = credits.catalogue
         let named = try await namedAccount(purchase.accountToken, on: connection)
+        // Play names an erased account in every new read (the app set the id at purchase): the read just stored is
+        // filed under the pseudonym, as the erasure left the earlier ones.
+        if let raw = purchase.accountToken.flatMap(AccountID.init), let named, named != raw,
+            try await erased.pseudonym(of: raw, on: connection) == named
+        {
+            _ = try await erased.moveGooglePlay(held: [token], from: raw, to: named, on: connection)
+        }
         let claimed = try await reads.claimingAccount(of: [token], on: connection)
         let now = clock()
         let environment = purchase.isTest ? "Sandbox" : "Production"

@@ -6,8 +6,9 @@ import PostgresNIO
 
 /// `storekeeper google sync`: reads Play's tokens again — every one filed (a missed notification), or those of a file
 /// for a first import — and derives each. A subscription's token is read from `subscriptionsv2`, a one-time product's
-/// from `productsv2`; a token of a kind not known yet (a file's line, a refund review's) is tried as a subscription,
-/// then as a product, and filed as what it turned out to be. One token at a time, paced by the client.
+/// from `productsv2`; a token Google does not know as its filed kind (a file's line, filed `unknown`; a product token an
+/// earlier import filed as a subscription) is tried as the other kind, and filed as what it turned out to be. One
+/// token at a time, paced by the client.
 public struct GooglePlaySync: Sendable {
     private let client: PostgresClient
     private let subscriptions: GooglePlaySubscriptions
@@ -74,19 +75,22 @@ public struct GooglePlaySync: Sendable {
         }
     }
 
-    /// Reads `token` as the kind it is filed as; one not known yet as a subscription, then as a product.
+    /// Reads `token` as the kind it is filed as, then — Google not knowing it so — as the other kind (a token filed
+    /// before its kind was known, or filed wrong by an earlier import); a read that succeeds files the token as its kind.
     private func read(_ token: String, kind: String, using play: GooglePlayClient) async throws -> GooglePlaySubscriptions.Outcome {
         let cause = EventCause(notificationType: "google_play.sync", originalTransactionId: token)
-        if kind == "one_time_product" { return try await products.refresh(token, using: play, cause: cause) }
-        let asSubscription = try await subscriptions.refresh(token, using: play, cause: cause)
-        guard kind == "unknown" else { return asSubscription }
-        if asSubscription == .read { return try await place(token, as: "subscription") }
-        let asProduct = try await products.refresh(token, using: play, cause: cause)
-        return asProduct == .read ? try await place(token, as: "one_time_product") : asSubscription
+        let asProduct = { try await products.refresh(token, using: play, cause: cause) }
+        let asSubscription = { try await subscriptions.refresh(token, using: play, cause: cause) }
+        let order = kind == "one_time_product"
+            ? [("one_time_product", asProduct), ("subscription", asSubscription)] : [("subscription", asSubscription), ("one_time_product", asProduct)]
+        let first = try await order[0].1()
+        if first == .read { return try await place(token, as: order[0].0, filed: kind) }
+        guard try await order[1].1() == .read else { return first }
+        return try await place(token, as: order[1].0, filed: kind)
     }
 
-    private func place(_ token: String, as kind: String) async throws -> GooglePlaySubscriptions.Outcome {
-        try await client.withConnection { try await tokens.placeToken(token, kind: kind, on: $0) }
+    private func place(_ token: String, as kind: String, filed: String) async throws -> GooglePlaySubscriptions.Outcome {
+        if kind != filed { try await client.withConnection { try await tokens.placeToken(token, kind: kind, on: $0) } }
         return .read
     }
 }

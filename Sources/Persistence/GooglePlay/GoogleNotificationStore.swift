@@ -94,10 +94,10 @@ public struct GoogleNotificationStore: Sendable {
         return tokens
     }
 
-    /// Places a token filed as `unknown` once a read has shown its kind.
+    /// Files a token as the kind a read has shown it is (Google answered it as that kind).
     public func placeToken(_ token: String, kind: String, on connection: PostgresConnection) async throws {
         try await connection.query(
-            "UPDATE google_purchase_tokens SET kind = \(kind) WHERE purchase_token = \(token) AND kind = 'unknown'", logger: logger)
+            "UPDATE google_purchase_tokens SET kind = \(kind) WHERE purchase_token = \(token) AND kind <> \(kind)", logger: logger)
     }
 
     /// Records what processing a notification came to.
