@@ -14,6 +14,8 @@ public struct HTTPDependencies: Sendable {
     public var accounts: any AccountStatusReading
     public var records: any OperatorReading
     public var usage: any UsageSpending
+    /// Holds of credits; `nil` leaves the hold routes out.
+    public var holds: (any CreditHolding)?
     public var claims: any TransactionClaiming
     /// Issues purchase tokens (`POST /v1/accounts/{id}/purchase-intents`); `nil` leaves the route out.
     public var purchaseIntents: (any PurchaseIntentIssuing)?
@@ -133,6 +135,9 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         accounts.addRoutes(to: serviceAPI)
         UsageController(usage: dependencies.usage, catalogue: dependencies.catalogue, clock: dependencies.clock)
             .addRoutes(to: serviceAPI)
+        if let holds = dependencies.holds {
+            HoldsController(holds: holds, catalogue: dependencies.catalogue, clock: dependencies.clock).addRoutes(to: serviceAPI)
+        }
         TransactionsController(verifier: dependencies.verifier, claims: dependencies.claims, accounts: accounts)
             .addRoutes(to: serviceAPI)
         if let events = dependencies.events { EventsController(events: events).addFeedRoute(to: serviceAPI) }

@@ -33,6 +33,8 @@ public struct StorekeeperComponents: Sendable {
     public let stripeClient: StripeClient?
     /// Brings Play subscriptions up to date (reads nothing when no service account is set).
     public let googlePlaySubscriptions: GooglePlaySubscriptions
+    /// Holds of credits before work whose cost is known at its end.
+    public let holds: CreditHolds
     /// Play's one-time products: lifetime unlocks, passes, top-ups.
     public let googlePlayProducts: GooglePlayProducts
     /// Play's refunds, their hourly catch-up, and chargeback reviews.
@@ -160,6 +162,7 @@ public struct StorekeeperComponents: Sendable {
             clock: clock,
             logger: logger)
         self.settlement = SourceSettlement(credits: credits, recorder: events, queue: scheduling)
+        self.holds = CreditHolds(client: client, ledger: credits, queue: scheduling, cache: statusCache, logger: logger)
         self.grants = OperatorGrants(client: client, credits: credits, settlement: settlement, cache: statusCache, logger: logger)
         self.purchases = OneTimePurchases(credits: credits, settlement: settlement, logger: logger)
         self.googlePlayProducts = GooglePlayProducts(
@@ -218,6 +221,7 @@ public struct StorekeeperComponents: Sendable {
             settings.webhookSecrets.isEmpty ? nil : (StripeSignature(secrets: settings.webhookSecrets, tolerance: settings.tolerance),
              StripeInbox(client: client, queue: queue, livemode: settings.livemode, logger: logger))
         }
+        dependencies.holds = holds
         dependencies.google = configuration.googlePlay.map { settings in
             (GooglePushVerifier(settings: settings.push, source: HTTPGoogleKeySet(url: settings.certificatesURL)),
              GoogleInbox(client: client, queue: queue, packageName: settings.packageName, logger: logger))
@@ -262,6 +266,7 @@ public struct StorekeeperComponents: Sendable {
             CreditWindowResetJob(
                 client: client, writer: writer, stripe: stripeSubscriptions, play: googlePlaySubscriptions, clock: clock, logger: logger),
             SourceChangeJob(client: client, credits: credits, settlement: settlement, clock: clock, logger: logger),
+            HoldExpiryJob(holds: holds, client: client, clock: clock, logger: logger),
             StripeEventJob(
                 client: client, stripe: stripeClient, subscriptions: stripeSubscriptions,
                 payments: stripeClient.map {

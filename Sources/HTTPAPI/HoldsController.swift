@@ -1,0 +1,159 @@
+import Application
+import Credits
+import Foundation
+import Hummingbird
+import Persistence
+import StatementFencing
+
+/// Holds of credits (the seam tests can replace).
+public protocol CreditHolding: Sendable {
+    func hold(_ request: CreditHolds.Request, now: Date) async throws -> CreditHolds.HoldAnswer
+    func settle(_ id: UUID, amount: Int64, now: Date) async throws -> CreditHolds.EndAnswer
+    func release(_ id: UUID, now: Date) async throws -> CreditHolds.EndAnswer
+    func hold(_ id: UUID) async throws -> CreditHoldStore.Hold?
+}
+
+extension CreditHolds: CreditHolding {}
+
+/// `POST /v1/accounts/{accountId}/holds {"meter", "amount", "idempotencyKey", "expiresIn"?}` holds credits before work
+/// whose cost is known at its end (201, or 402 `insufficient_credits` with nothing held; the same key answers the same
+/// hold, a key reused for another hold is 422); `POST /v1/holds/{holdId}/settle {"amount"}` charges what the work cost
+/// and gives the rest back; `POST /v1/holds/{holdId}/release` gives it all back (both answer a repeat with the first
+/// result, and 409 `hold_ended` for a hold ended another way); `GET /v1/holds/{holdId}` reads one.
+public struct HoldsController: Sendable {
+    let holds: any CreditHolding
+    let catalogue: TierCatalogue
+    let clock: @Sendable () -> Date
+    let databaseTimeout: Duration
+
+    public init(holds: any CreditHolding, catalogue: TierCatalogue, clock: @escaping @Sendable () -> Date, databaseTimeout: Duration = .seconds(5)) {
+        self.holds = holds
+        self.catalogue = catalogue
+        self.clock = clock
+        self.databaseTimeout = databaseTimeout
+    }
+
+    public func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
+        group.post("accounts/{accountId}/holds") { request, context in try await self.hold(request, context: context) }
+        group.post("holds/{holdId}/settle") { request, context in try await self.settle(request, context: context) }
+        group.post("holds/{holdId}/release") { request, context in try await self.release(request, context: context) }
+        group.get("holds/{holdId}") { request, context in try await self.read(request, context: context) }
+    }
+
+    struct HoldBody: Decodable {
+        var meter: String
+        var amount: Int64
+        var idempotencyKey: String?
+        var expiresIn: Int?
+    }
+
+    struct SettleBody: Decodable {
+        var amount: Int64
+    }
+
+    /// A hold as the API shows it.
+    struct HoldJSON: ResponseEncodable {
+        var id: String
+        var accountId: String
+        var meter: String
+        var amount: Int64
+        var state: String
+        var createdAt: Date
+        var expiresAt: Date
+        var charged: Int64?
+        var returned: Int64?
+        var lapsed: Int64?
+        var endedAt: Date?
+        /// What is left of the meter after the hold (on its creation); `nil` for an unlimited meter.
+        var remaining: Int64?
+
+        init(_ hold: CreditHoldStore.Hold, remaining: Int64? = nil) {
+            (id, accountId, meter, amount, state) = (hold.id.uuidString.lowercased(), hold.account.text, hold.meter, hold.amount, hold.state.text)
+            (createdAt, expiresAt, charged, returned, lapsed, endedAt) = (hold.createdAt, hold.expiresAt, hold.charged, hold.returned, hold.lapsed, hold.endedAt)
+            self.remaining = remaining
+        }
+    }
+
+    func hold(_ request: Request, context: StorekeeperRequestContext) async throws -> EditedResponse<HoldJSON> {
+        let account = try AccountsController.accountId(context)
+        let body = try await request.decodeJSONBody(
+            as: HoldBody.self,
+            otherwise: "body must be {\"meter\": string, \"amount\": integer, \"idempotencyKey\": string, \"expiresIn\": integer seconds (optional)}")
+        guard catalogue.meters.contains(where: { $0.id == body.meter }) else {
+            throw APIError(.badRequest, code: "unknown_meter", message: "no meter \(body.meter); known: \(catalogue.meters.map(\.id).joined(separator: ", "))")
+        }
+        guard body.amount > 0 else { throw APIError(.badRequest, code: "invalid_amount", message: "amount must be a positive integer") }
+        let expiresIn = body.expiresIn ?? CreditHolds.defaultExpiry
+        guard CreditHolds.expiryRange.contains(expiresIn) else {
+            throw APIError(.badRequest, code: "invalid_expires_in", message: "expiresIn must be 1 to 86400 seconds (default 900)")
+        }
+        guard let key = body.idempotencyKey ?? request.headers[.init("Idempotency-Key")!], key.isKey(maximumBytes: 255) else {
+            throw APIError(
+                .badRequest, code: "invalid_idempotency_key", message: "idempotencyKey (1–255 bytes of UTF-8, no control characters) is required")
+        }
+        let answer = try await database {
+            try await holds.hold(.init(account: account, meter: body.meter, amount: body.amount, idempotencyKey: key, expiresIn: expiresIn), now: clock())
+        }
+        switch answer {
+        case .held(let hold, let remaining):
+            return EditedResponse(status: .created, response: HoldJSON(hold, remaining: remaining))
+        case .insufficient(let available):
+            throw APIError(
+                .init(code: 402), code: "insufficient_credits", message: "\(body.amount) \(body.meter) requested, \(available) left; nothing was held")
+        case .keyReused(let hold):
+            throw APIError(
+                .unprocessableContent, code: "idempotency_key_reused",
+                message: "idempotency key \(key) was used for a hold of \(hold.amount) \(hold.meter)")
+        }
+    }
+
+    func settle(_ request: Request, context: StorekeeperRequestContext) async throws -> HoldJSON {
+        let id = try Self.holdId(context)
+        let body = try await request.decodeJSONBody(as: SettleBody.self, otherwise: "body must be {\"amount\": integer, at most the held amount}")
+        guard body.amount >= 0 else { throw APIError(.badRequest, code: "invalid_amount", message: "amount must be 0 or more, at most the held amount") }
+        return try Self.answer(try await database { try await holds.settle(id, amount: body.amount, now: clock()) })
+    }
+
+    func release(_ request: Request, context: StorekeeperRequestContext) async throws -> HoldJSON {
+        let id = try Self.holdId(context)
+        return try Self.answer(try await database { try await holds.release(id, now: clock()) })
+    }
+
+    func read(_ request: Request, context: StorekeeperRequestContext) async throws -> HoldJSON {
+        let id = try Self.holdId(context)
+        guard let hold = try await database({ try await holds.hold(id) }) else {
+            throw APIError(.notFound, code: "not_found", message: "no hold \(id.uuidString.lowercased())")
+        }
+        return HoldJSON(hold)
+    }
+
+    static func answer(_ answer: CreditHolds.EndAnswer) throws -> HoldJSON {
+        switch answer {
+        case .ended(let hold): return HoldJSON(hold)
+        case .alreadyEnded(let hold):
+            throw APIError(.conflict, code: "hold_ended", message: "the hold was \(hold.state.text) already (charged \(hold.charged ?? 0) of \(hold.amount))")
+        case .overHeld(let hold):
+            throw APIError(.unprocessableContent, code: "amount_over_hold", message: "only \(hold.amount) \(hold.meter) are held")
+        case .notFound:
+            throw APIError(.notFound, code: "not_found", message: "no such hold")
+        }
+    }
+
+    static func holdId(_ context: StorekeeperRequestContext) throws -> UUID {
+        guard let id = context.parameters.get("holdId").flatMap(UUID.init(uuidString:)) else {
+            throw APIError.badRequest("holdId must be a hold's id (a UUID)")
+        }
+        return id
+    }
+
+    /// Runs a database step within the deadline; a database away is a 503 that changed nothing.
+    func database<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        do {
+            return try await withDeadline(databaseTimeout, body)
+        } catch let error as APIError {
+            throw error
+        } catch {
+            throw APIError.unavailable("the database is unavailable; nothing was changed; retry with the same request")
+        }
+    }
+}
