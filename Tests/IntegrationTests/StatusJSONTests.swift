@@ -75,7 +75,7 @@ import Testing
         for _ in 0..<Int.random(in: 0...4, using: &random) {
             meters[text(&random, maximum: 6)] = MeterCredits(
                 remaining: integer(&random), cycle: integer(&random), topUp: integer(&random) ?? 0, resetsAt: date(&random),
-                dailyRemaining: integer(&random), unlimited: Bool.random(using: &random))
+                dailyRemaining: integer(&random), unlimited: Bool.random(using: &random), held: integer(&random) ?? 0)
         }
         let status = AccountStatus(
             state: [.subscribed, .trial, .gracePeriod, .billingRetry, .freeWithCredits, .freeNoCredits].randomElement(using: &random)!,

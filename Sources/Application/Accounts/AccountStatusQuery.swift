@@ -61,7 +61,8 @@ public struct AccountStatusQuery: Sendable {
     func evaluate(_ inputs: AccountStatusCache.Inputs, account: AccountID, now: Date) -> AccountStanding {
         AccountStanding.evaluate(
             account: account, subscriptions: inputs.subscriptions, records: inputs.records,
-            live: inputs.buckets.filter { $0.bucket.isLive(at: now) }, catalogue: ledger.catalogue, now: now, featureTable: featureTable)
+            live: inputs.buckets.filter { $0.bucket.isLive(at: now) }, catalogue: ledger.catalogue, now: now, featureTable: featureTable,
+            held: inputs.held)
     }
 
     /// The status document of `GET /v1/accounts/{id}/status`, from the cache when it holds the account.

@@ -118,7 +118,7 @@ struct MeterCreditsResponse: Encodable {
     var credits: MeterCredits
 
     enum CodingKeys: String, CodingKey {
-        case remaining, cycle, topUp, resetsAt, dailyRemaining, unlimited
+        case remaining, cycle, topUp, resetsAt, dailyRemaining, unlimited, held
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -129,6 +129,7 @@ struct MeterCreditsResponse: Encodable {
         try container.encode(credits.resetsAt, forKey: .resetsAt)
         try container.encode(credits.dailyRemaining, forKey: .dailyRemaining)
         try container.encode(credits.unlimited, forKey: .unlimited)
+        try container.encode(credits.held, forKey: .held)
     }
 }
 
@@ -150,6 +151,7 @@ extension AccountStatusResponse {
             writer.beginObject()
             writer.member("cycle", credits.cycle)
             writer.member("dailyRemaining", credits.dailyRemaining)
+            writer.member("held", credits.held)
             writer.member("remaining", credits.remaining)
             writer.member("resetsAt", date: credits.resetsAt)
             writer.member("topUp", credits.topUp)

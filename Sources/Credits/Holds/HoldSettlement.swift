@@ -42,6 +42,12 @@ public enum HoldSettlement {
         public var lapsed: Int64
 
         public var returned: Int64 { returns.reduce(0) { $0 + $1.amount } }
+
+        public init(charged: [Debit], returns: [Return], lapsed: Int64) {
+            self.charged = charged
+            self.returns = returns
+            self.lapsed = lapsed
+        }
     }
 
     /// Ends a hold of `debits` charging `charge` (0 for a release; at most the held amount, else `nil`).

@@ -15,6 +15,8 @@ public struct MeterCredits: Codable, Sendable, Equatable {
     /// What is left of today's quota; `nil` without a daily allowance.
     public var dailyRemaining: Int64?
     public var unlimited: Bool
+    /// Credits held by open holds: out of `remaining` until a hold settles, is released or expires.
+    public var held: Int64 = 0
 }
 
 /// An account's tier and credits, and the account-level credit rules: which tier decides, and which grants fall due
@@ -110,7 +112,7 @@ public struct AccountCredits: Sendable, Equatable {
     /// The account's credits from its live buckets at `now` — `pending` grants not written yet count as if they were.
     public static func evaluate(
         subscriptions: [SubscriptionState], records: [EntitlementRecord] = [], catalogue: TierCatalogue, live: [LiveBalance],
-        pending: [LedgerOperation] = [], now: Date, tier: (id: String?, allowances: [String: Allowance])? = nil
+        pending: [LedgerOperation] = [], now: Date, tier: (id: String?, allowances: [String: Allowance])? = nil, held: [String: Int64] = [:]
     ) -> AccountCredits {
         let tier = tier ?? effectiveTier(subscriptions, records: records, catalogue: catalogue, at: now)
         var live = live
@@ -135,7 +137,7 @@ public struct AccountCredits: Sendable, Equatable {
                 remaining: unlimited ? nil : spendable, cycle: cycle, topUp: topUp,
                 resetsAt: (cycle == nil ? nil : cycleBuckets.compactMap(\.bucket.validUntil).min())
                     ?? (daily == nil ? nil : dailyBuckets.compactMap(\.bucket.validUntil).min()),
-                dailyRemaining: daily, unlimited: unlimited)
+                dailyRemaining: daily, unlimited: unlimited, held: held[meter.id] ?? 0)
         }
         return AccountCredits(tier: tier.id, meters: meters)
     }

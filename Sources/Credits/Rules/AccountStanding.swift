@@ -30,9 +30,10 @@ public struct AccountStanding: Sendable, Equatable {
     ///   - records: the account's grants and one-time purchases.
     ///   - live: the account's buckets live at `now`, with balances.
     ///   - featureTable: ``TierCatalogue/featureTable()``, when the caller keeps it (it is resolved otherwise).
+    ///   - held: what each meter has held by open holds.
     public static func evaluate(
         account: AccountID, subscriptions: [SubscriptionState], records: [EntitlementRecord], live: [AccountCredits.LiveBalance],
-        catalogue: TierCatalogue, now: Date, featureTable: [String: [String: FeatureValue]]? = nil
+        catalogue: TierCatalogue, now: Date, featureTable: [String: [String: FeatureValue]]? = nil, held: [String: Int64] = [:]
     ) -> AccountStanding {
         // Every source evaluated once, for the tier, the credits, the state and the entitlements alike.
         let others = records.map { catalogue.source(of: $0, at: now) }
@@ -41,7 +42,7 @@ public struct AccountStanding: Sendable, Equatable {
         let due = AccountCredits.grantsDue(
             account: account, subscriptions: subscriptions, records: records, catalogue: catalogue, live: live, now: now, tier: tier)
         let credits = AccountCredits.evaluate(
-            subscriptions: subscriptions, records: records, catalogue: catalogue, live: live, pending: due, now: now, tier: tier)
+            subscriptions: subscriptions, records: records, catalogue: catalogue, live: live, pending: due, now: now, tier: tier, held: held)
         let status = AccountStatus.evaluate(subscriptions: subscriptions, otherSources: others, hasFreeCredits: credits.hasCredits, now: now)
         return AccountStanding(
             status: status, credits: credits, entitlements: entitlements,

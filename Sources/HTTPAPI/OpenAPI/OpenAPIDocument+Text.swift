@@ -9236,6 +9236,630 @@ public enum OpenAPIDocument {
           }
         }
       }
+    },
+    "/v1/accounts/{accountId}/holds": {
+      "post": {
+        "operationId": "holdCredits",
+        "summary": "Hold credits before work whose cost is known at its end",
+        "tags": [
+          "Service API"
+        ],
+        "description": "Takes `amount` of a meter from the account's buckets in the order a spend takes them and keeps it from every other spend and hold, until the hold is settled, released, or expires (`expiresIn` seconds, default 900, at most 86,400; a job releases it then). The same idempotency key answers the same hold; a key used for another hold is 422. See docs/credits.md, \"Holds\".",
+        "security": [
+          {
+            "serviceKey": []
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/accountId"
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/HoldRequest"
+              }
+            }
+          }
+        },
+        "responses": {
+          "201": {
+            "description": "Held (or held already under this key); `remaining` is what is left of the meter",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Hold"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`accountId` or the body is not what the route takes (`bad_request`), an unknown meter (`unknown_meter`), a non-positive amount (`invalid_amount`), `expiresIn` outside 1\u201386,400 (`invalid_expires_in`), no idempotency key or a bad one (`invalid_idempotency_key`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request",
+                            "unknown_meter",
+                            "invalid_amount",
+                            "invalid_expires_in",
+                            "invalid_idempotency_key"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "402": {
+            "description": "Not enough credits (`insufficient_credits`); nothing was held",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "insufficient_credits"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "413": {
+            "description": "The body is larger than 512 KiB, this route's limit (`payload_too_large`); the connection is closed",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "payload_too_large"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            },
+            "headers": {
+              "Connection": {
+                "description": "`close`",
+                "schema": {
+                  "type": "string",
+                  "const": "close"
+                }
+              }
+            }
+          },
+          "422": {
+            "description": "The idempotency key was used for another hold (`idempotency_key_reused`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "idempotency_key_reused"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "Service unavailable: the body memory is full (`busy`) or the database did not answer in time (`unavailable`); nothing was changed; retry the same request",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable",
+                            "busy"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/v1/holds/{holdId}/settle": {
+      "post": {
+        "operationId": "settleHold",
+        "summary": "Charge what the work cost; the rest goes back",
+        "tags": [
+          "Service API"
+        ],
+        "description": "Charges `amount` (0 up to the held amount) and gives the rest back to where its buckets' credits are (docs/credits.md, \"Holds\"). A repeat for the same amount answers the first settle.",
+        "security": [
+          {
+            "serviceKey": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "holdId",
+            "in": "path",
+            "required": true,
+            "description": "The hold's id.",
+            "schema": {
+              "type": "string",
+              "format": "uuid",
+              "pattern": "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
+            }
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/HoldSettlement"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "Ended: the hold as it ended (`charged`, `returned`, `lapsed`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Hold"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "The hold id is not a UUID, or the body is not what the route takes (`bad_request`), a negative amount (`invalid_amount`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request",
+                            "invalid_amount"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "404": {
+            "description": "No such hold (`not_found`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_found"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "The hold was ended another way already \u2014 settled (for another amount), released or expired (`hold_ended`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "hold_ended"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "413": {
+            "description": "The body is larger than 512 KiB, this route's limit (`payload_too_large`); the connection is closed",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "payload_too_large"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            },
+            "headers": {
+              "Connection": {
+                "description": "`close`",
+                "schema": {
+                  "type": "string",
+                  "const": "close"
+                }
+              }
+            }
+          },
+          "422": {
+            "description": "More than the hold holds (`amount_over_hold`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "amount_over_hold"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "Service unavailable: the body memory is full (`busy`) or the database did not answer in time (`unavailable`); nothing was changed; retry the same request",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable",
+                            "busy"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/v1/holds/{holdId}/release": {
+      "post": {
+        "operationId": "releaseHold",
+        "summary": "Give the whole hold back",
+        "tags": [
+          "Service API"
+        ],
+        "description": "Gives everything held back (docs/credits.md, \"Holds\"). A repeat answers the first release.",
+        "security": [
+          {
+            "serviceKey": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "holdId",
+            "in": "path",
+            "required": true,
+            "description": "The hold's id.",
+            "schema": {
+              "type": "string",
+              "format": "uuid",
+              "pattern": "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "Ended: the hold as it ended (`charged`, `returned`, `lapsed`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Hold"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "The hold id is not a UUID (`bad_request`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "404": {
+            "description": "No such hold (`not_found`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_found"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "The hold was ended another way already \u2014 settled (for another amount), released or expired (`hold_ended`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "hold_ended"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "Service unavailable: the body memory is full (`busy`) or the database did not answer in time (`unavailable`); nothing was changed; retry the same request",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable",
+                            "busy"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/v1/holds/{holdId}": {
+      "get": {
+        "operationId": "readHold",
+        "summary": "A hold as it stands",
+        "tags": [
+          "Service API"
+        ],
+        "security": [
+          {
+            "serviceKey": []
+          }
+        ],
+        "parameters": [
+          {
+            "name": "holdId",
+            "in": "path",
+            "required": true,
+            "description": "The hold's id.",
+            "schema": {
+              "type": "string",
+              "format": "uuid",
+              "pattern": "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The hold",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Hold"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "The hold id is not a UUID (`bad_request`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "404": {
+            "description": "No such hold (`not_found`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_found"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "Service unavailable: the body memory is full (`busy`) or the database did not answer in time (`unavailable`); nothing was changed; retry the same request",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable",
+                            "busy"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        }
+      }
     }
   },
   "components": {
@@ -9336,6 +9960,12 @@ public enum OpenAPIDocument {
           },
           "unlimited": {
             "type": "boolean"
+          },
+          "held": {
+            "type": "integer",
+            "format": "int64",
+            "minimum": 0,
+            "description": "Credits held by open holds (`POST /v1/accounts/{id}/holds`): out of `remaining` until each is settled, released or expires."
           }
         },
         "required": [
@@ -9344,7 +9974,8 @@ public enum OpenAPIDocument {
           "topUp",
           "resetsAt",
           "dailyRemaining",
-          "unlimited"
+          "unlimited",
+          "held"
         ]
       },
       "FeatureValue": {
@@ -11870,6 +12501,123 @@ public enum OpenAPIDocument {
             "maxLength": 200,
             "pattern": "^[!-~]+$",
             "description": "The purchase\u2019s product id, or `<productId>/<basePlanId>` (optional): a claim naming another product is refused (422 `product_mismatch`)"
+          }
+        }
+      },
+      "HoldRequest": {
+        "type": "object",
+        "required": [
+          "meter",
+          "amount"
+        ],
+        "properties": {
+          "meter": {
+            "type": "string",
+            "description": "A meter of the catalogue"
+          },
+          "amount": {
+            "type": "integer",
+            "format": "int64",
+            "minimum": 1
+          },
+          "idempotencyKey": {
+            "type": "string",
+            "minLength": 1,
+            "description": "1\u2013255 bytes of UTF-8 without control characters; or the `Idempotency-Key` header"
+          },
+          "expiresIn": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 86400,
+            "default": 900,
+            "description": "Seconds until a job releases the hold"
+          }
+        }
+      },
+      "HoldSettlement": {
+        "type": "object",
+        "required": [
+          "amount"
+        ],
+        "properties": {
+          "amount": {
+            "type": "integer",
+            "format": "int64",
+            "minimum": 0,
+            "description": "What the work cost, at most the held amount"
+          }
+        }
+      },
+      "Hold": {
+        "type": "object",
+        "required": [
+          "id",
+          "accountId",
+          "meter",
+          "amount",
+          "state",
+          "createdAt",
+          "expiresAt"
+        ],
+        "properties": {
+          "id": {
+            "type": "string",
+            "format": "uuid"
+          },
+          "accountId": {
+            "type": "string"
+          },
+          "meter": {
+            "type": "string"
+          },
+          "amount": {
+            "type": "integer",
+            "format": "int64",
+            "description": "Held"
+          },
+          "state": {
+            "type": "string",
+            "enum": [
+              "held",
+              "settled",
+              "released",
+              "expired"
+            ]
+          },
+          "createdAt": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "expiresAt": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "charged": {
+            "type": "integer",
+            "format": "int64",
+            "description": "Charged when it ended"
+          },
+          "returned": {
+            "type": "integer",
+            "format": "int64",
+            "description": "Given back when it ended"
+          },
+          "lapsed": {
+            "type": "integer",
+            "format": "int64",
+            "description": "Of buckets closed while held (a reset, a refund): gone, as their unspent credits are"
+          },
+          "endedAt": {
+            "type": "string",
+            "format": "date-time"
+          },
+          "remaining": {
+            "type": [
+              "integer",
+              "null"
+            ],
+            "format": "int64",
+            "description": "On the answer that took it: what is left of the meter; null for an unlimited meter"
           }
         }
       }

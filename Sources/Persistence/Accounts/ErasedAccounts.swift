@@ -87,6 +87,7 @@ public struct ErasedAccounts: Sendable {
                 OR EXISTS (SELECT 1 FROM entitlement_sources WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM credit_buckets WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM usage_requests WHERE account_id = \(id))
+                OR EXISTS (SELECT 1 FROM credit_holds WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM purchase_intents WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM consumption_consents WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM refund_requests WHERE account_id = \(id))
@@ -154,6 +155,9 @@ public struct ErasedAccounts: Sendable {
             """)
         (counts.creditBuckets, counts.ledgerEntries) = try await moveCredits(held: held, from: account, to: pseudonym, on: connection)
         counts.usageRequestsDeleted = try await count(connection, "DELETE FROM usage_requests WHERE account_id = \(from)")
+        // Holds keep their ledger rows (moved with the buckets) and their expiry; the app's keys may say who it was.
+        _ = try await count(
+            connection, "UPDATE credit_holds SET account_id = \(to), idempotency_key = 'erased:' || id::text WHERE account_id = \(from)")
         counts.purchaseTokensDeleted = try await count(connection, "DELETE FROM purchase_intents WHERE account_id = \(from)")
         counts.consentDeleted = try await count(connection, "DELETE FROM consumption_consents WHERE account_id = \(from)")
         counts.refundRequests = try await count(

@@ -13,11 +13,17 @@ extension CreditLedger {
         public var subscriptions: [SubscriptionState]
         public var records: [EntitlementRecord]
         public var buckets: [AccountCredits.LiveBalance]
+        /// What each meter has held (open holds, ``CreditHoldStore``): already out of the buckets' balances.
+        public var held: [String: Int64]
 
-        public init(subscriptions: [SubscriptionState] = [], records: [EntitlementRecord] = [], buckets: [AccountCredits.LiveBalance] = []) {
+        public init(
+            subscriptions: [SubscriptionState] = [], records: [EntitlementRecord] = [], buckets: [AccountCredits.LiveBalance] = [],
+            held: [String: Int64] = [:]
+        ) {
             self.subscriptions = subscriptions
             self.records = records
             self.buckets = buckets
+            self.held = held
         }
     }
 
@@ -51,6 +57,12 @@ extension CreditLedger {
                 let (record, owner) = try EntitlementSources.decode(row, at: sourceOffset)
                 guard let owner else { continue }
                 inputs[owner, default: StatusInputs()].records.append(record)
+            } else if try cells[SubscriptionStore.columnCount + 2].decode(String?.self) == "held" {
+                // A meter's open holds (sql/0036), shaped as a bucket row: not a bucket, nothing to spend from.
+                let (meter, amount, owner) = try (
+                    cells[SubscriptionStore.columnCount + 1].decode(String.self), cells[SubscriptionStore.columnCount + 9].decode(Int64.self),
+                    cells[SubscriptionStore.columnCount + 10].decode(AccountID.self))
+                inputs[owner, default: StatusInputs()].held[meter, default: 0] += amount
             } else {
                 let (balance, owner) = try Self.liveBalance(row, at: SubscriptionStore.columnCount)
                 inputs[owner, default: StatusInputs()].buckets.append(balance)

@@ -1,0 +1,184 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// Holds through the HTTP API on real PostgreSQL, judged by what the customer would see: the status's `remaining`,
+/// the hold's own answer, and what a plain spend can still take. Expectations are written from the contract (issue 53
+/// and docs/credits.md), not from the code: a hold takes what a spend would, keeps it from everyone else, and gives back
+/// what the work did not cost.
+@Suite("Credit holds: hold, settle, release, expire, on real PostgreSQL")
+struct CreditHoldTests {
+    static let environment = ["STOREKEEPER_ADMIN_KEYS": "admin-key-holds-000001"]
+    static let service: HTTPFields = [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"]
+    static let admin: HTTPFields = [.authorization: "Bearer admin-key-holds-000001", .contentType: "application/json"]
+
+    static func post(_ client: any TestClientProtocol, _ uri: String, _ body: String, headers: HTTPFields = service) async throws -> TestResponse {
+        try await client.execute(uri: uri, method: .post, headers: headers, body: ByteBuffer(string: body))
+    }
+
+    static func hold(_ client: any TestClientProtocol, _ account: String, _ meter: String, _ amount: Int, key: String, expiresIn: Int? = nil) async throws -> TestResponse {
+        let expiry = expiresIn.map { #", "expiresIn": \#($0)"# } ?? ""
+        return try await post(client, "/v1/accounts/\(account)/holds", #"{"meter": "\#(meter)", "amount": \#(amount), "idempotencyKey": "\#(key)"\#(expiry)}"#)
+    }
+
+    /// Tops an account's meter up by `amount` through support's credit adjustment.
+    static func topUp(_ client: any TestClientProtocol, _ account: String, _ meter: String, _ amount: Int) async throws {
+        let response = try await post(
+            client, "/admin/accounts/\(account)/credits", #"{"meter": "\#(meter)", "amount": \#(amount), "reason": "test", "idempotencyKey": "top-\#(meter)"}"#,
+            headers: admin)
+        #expect(response.status == .created, "\(String(buffer: response.body))")
+    }
+
+    static func remaining(_ client: any TestClientProtocol, _ account: String, _ meter: String) async throws -> Int64? {
+        try await credits(client, account, meter)?["remaining"].flatMap { ($0 as? NSNumber)?.int64Value }
+    }
+
+    static func held(_ client: any TestClientProtocol, _ account: String, _ meter: String) async throws -> Int64? {
+        try await credits(client, account, meter)?["held"].flatMap { ($0 as? NSNumber)?.int64Value }
+    }
+
+    static func credits(_ client: any TestClientProtocol, _ account: String, _ meter: String) async throws -> [String: Any]? {
+        let status = try await client.getWithKey("/v1/accounts/\(account)/status")
+        return (status.json["credits"] as? [String: Any])?[meter] as? [String: Any]
+    }
+
+    @Test("50 parallel holds of 1 against 10 credits: exactly 10 are held, 40 are 402; a spend then finds nothing; a release gives it back")
+    func parallelHolds() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
+            try await harness.withHTTP { client in
+                let account = "holder-\(UUID().uuidString.prefix(8).lowercased())"
+                // exports: the free month's 3, and 7 topped up.
+                try await Self.topUp(client, account, "exports", 7)
+                #expect(try await Self.remaining(client, account, "exports") == 10)
+                let answers = try await withThrowingTaskGroup(of: (HTTPResponse.Status, String?).self) { group in
+                    for index in 0..<50 {
+                        group.addTask {
+                            let response = try await Self.hold(client, account, "exports", 1, key: "p\(index)")
+                            return (response.status, response.json["id"] as? String)
+                        }
+                    }
+                    return try await group.reduce(into: [(HTTPResponse.Status, String?)]()) { $0.append($1) }
+                }
+                #expect(answers.filter { $0.0 == .created }.count == 10)
+                #expect(answers.filter { $0.0.code == 402 }.count == 40)
+                #expect(try await Self.remaining(client, account, "exports") == 0)
+                #expect(try await Self.held(client, account, "exports") == 10, "the status shows what is held beside what is left")
+                let spend = try await Self.post(client, "/v1/accounts/\(account)/usage", #"{"meter": "exports", "amount": 1, "idempotencyKey": "s1"}"#)
+                #expect(spend.status.code == 402, "held credits are kept from spends")
+                #expect(try await harness.count("SELECT count(*) FROM credit_holds WHERE state = 'held'") == 10)
+                let one = try #require(answers.compactMap(\.1).first)
+                let released = try await Self.post(client, "/v1/holds/\(one)/release", "")
+                #expect(released.status == .ok && released.json["returned"] as? Int == 1, "\(String(buffer: released.body))")
+                #expect(try await Self.remaining(client, account, "exports") == 1)
+                #expect(try await Self.held(client, account, "exports") == 9)
+            }
+        }
+    }
+
+    @Test("a hold of 8 over the day's 5 and a top-up, settled for 4: the day's credits pay, 4 come back, a repeat answers the first settle, any other end is 409")
+    func settlePart() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
+            try await harness.withHTTP { client in
+                let account = "settler-\(UUID().uuidString.prefix(8).lowercased())"
+                try await Self.topUp(client, account, "ai_requests", 10)
+                #expect(try await Self.remaining(client, account, "ai_requests") == 15)
+                let held = try await Self.hold(client, account, "ai_requests", 8, key: "gen-1")
+                #expect(held.status == .created && held.json["remaining"] as? Int == 7 && held.json["state"] as? String == "held", "\(String(buffer: held.body))")
+                let id = try #require(held.json["id"] as? String)
+                #expect(try await Self.remaining(client, account, "ai_requests") == 7)
+                let settled = try await Self.post(client, "/v1/holds/\(id)/settle", #"{"amount": 4}"#)
+                #expect(settled.status == .ok && settled.json["charged"] as? Int == 4 && settled.json["returned"] as? Int == 4, "\(String(buffer: settled.body))")
+                #expect(try await Self.remaining(client, account, "ai_requests") == 11)
+                #expect(try await Self.held(client, account, "ai_requests") == 0)
+                let again = try await Self.post(client, "/v1/holds/\(id)/settle", #"{"amount": 4}"#)
+                #expect(again.status == .ok && again.json["charged"] as? Int == 4)
+                #expect(try await Self.post(client, "/v1/holds/\(id)/settle", #"{"amount": 5}"#).status == .conflict)
+                let late = try await Self.post(client, "/v1/holds/\(id)/release", "")
+                #expect(late.status == .conflict && late.json["error"] as? String == "hold_ended")
+                #expect(try await Self.remaining(client, account, "ai_requests") == 11, "nothing given back twice")
+                let read = try await client.getWithKey("/v1/holds/\(id)")
+                #expect(read.json["state"] as? String == "settled" && read.json["lapsed"] as? Int == 0)
+                // More than held is refused and changes nothing.
+                let other = try await Self.hold(client, account, "ai_requests", 2, key: "gen-2")
+                let over = try await Self.post(client, "/v1/holds/\(other.json["id"] as? String ?? "")/settle", #"{"amount": 3}"#)
+                #expect(over.status == .unprocessableContent && over.json["error"] as? String == "amount_over_hold")
+                #expect(try await Self.remaining(client, account, "ai_requests") == 9)
+                // Analytics count what was charged, as usage.
+                #expect(try await harness.count("SELECT coalesce(sum(-delta), 0)::int FROM credit_ledger WHERE reason = 'usage'") == 4)
+            }
+        }
+    }
+
+    @Test("the same key answers the same hold; reused for another amount 422; too little 402 with nothing held; bad input 400; unknown hold 404")
+    func idempotencyAndInput() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
+            try await harness.withHTTP { client in
+                let account = "keyed-\(UUID().uuidString.prefix(8).lowercased())"
+                let first = try await Self.hold(client, account, "ai_requests", 2, key: "k")
+                let second = try await Self.hold(client, account, "ai_requests", 2, key: "k")
+                #expect(first.status == .created && second.status == .created && first.json["id"] as? String == second.json["id"] as? String)
+                #expect(try await Self.hold(client, account, "ai_requests", 3, key: "k").status == .unprocessableContent)
+                let short = try await Self.hold(client, account, "ai_requests", 4, key: "big")
+                #expect(short.status.code == 402 && short.json["error"] as? String == "insufficient_credits")
+                #expect(try await Self.remaining(client, account, "ai_requests") == 3)
+                for (body, code) in [
+                    (#"{"meter": "nope", "amount": 1, "idempotencyKey": "x"}"#, "unknown_meter"),
+                    (#"{"meter": "ai_requests", "amount": 0, "idempotencyKey": "x"}"#, "invalid_amount"),
+                    (#"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "x", "expiresIn": 86401}"#, "invalid_expires_in"),
+                    (#"{"meter": "ai_requests", "amount": 1}"#, "invalid_idempotency_key"),
+                    ("[]", "bad_request"),
+                ] {
+                    let response = try await Self.post(client, "/v1/accounts/\(account)/holds", body)
+                    #expect(response.status == .badRequest && response.json["error"] as? String == code, "\(body): \(String(buffer: response.body))")
+                }
+                #expect(try await client.getWithKey("/v1/holds/\(UUID().uuidString)").status == .notFound)
+                #expect(try await Self.post(client, "/v1/holds/\(UUID().uuidString)/release", "").status == .notFound)
+                #expect(try await Self.post(client, "/v1/holds/not-a-uuid/release", "").status == .badRequest)
+                #expect(try await harness.count("SELECT count(*) FROM credit_holds") == 1)
+            }
+        }
+    }
+
+    @Test("a hold not ended by its expiry is released by the job; settling it then is 409 and charges nothing")
+    func expiry() async throws {
+        try await StorekeeperHarness.run(environment: Self.environment) { harness in
+            try await harness.withHTTP { client in
+                let account = "expiring-\(UUID().uuidString.prefix(8).lowercased())"
+                let held = try await Self.hold(client, account, "ai_requests", 3, key: "e", expiresIn: 1)
+                let id = try #require(held.json["id"] as? String)
+                #expect(try await Self.remaining(client, account, "ai_requests") == 2)
+                try await eventually("the hold to expire") {
+                    try await client.getWithKey("/v1/holds/\(id)").json["state"] as? String == "expired"
+                }
+                #expect(try await Self.remaining(client, account, "ai_requests") == 5)
+                let late = try await Self.post(client, "/v1/holds/\(id)/settle", #"{"amount": 3}"#)
+                #expect(late.status == .conflict && late.json["error"] as? String == "hold_ended")
+                #expect(try await Self.remaining(client, account, "ai_requests") == 5)
+            }
+        }
+    }
+
+    @Test("a hold of the day's credits released the next day: they lapse with their day, as unspent ones do; the new day is whole")
+    func closedBucketLapses() async throws {
+        let clock = ShiftedClock()
+        try await StorekeeperHarness.run(worker: false, environment: Self.environment, clock: { clock.now }) { harness in
+            try await harness.withHTTP { client in
+                let account = "lapsing-\(UUID().uuidString.prefix(8).lowercased())"
+                try await Self.topUp(client, account, "ai_requests", 2)
+                let held = try await Self.hold(client, account, "ai_requests", 6, key: "d", expiresIn: 86_400)
+                let id = try #require(held.json["id"] as? String)
+                #expect(try await Self.remaining(client, account, "ai_requests") == 1)
+                // Just past the next UTC midnight, where the day's quota ends, well before the hold's expiry.
+                let nextDay = (Date().timeIntervalSince1970 / 86_400).rounded(.down) * 86_400 + 86_400 + 60
+                clock.set(Date(timeIntervalSince1970: nextDay))
+                let released = try await Self.post(client, "/v1/holds/\(id)/release", "")
+                #expect(released.status == .ok, "\(String(buffer: released.body))")
+                #expect(released.json["lapsed"] as? Int == 5 && released.json["returned"] as? Int == 1, "\(String(buffer: released.body))")
+                #expect(try await Self.remaining(client, account, "ai_requests") == 7, "the new day's 5 and both top-up credits")
+            }
+        }
+    }
+}
