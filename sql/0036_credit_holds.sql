@@ -7,8 +7,9 @@ CREATE TABLE credit_holds (
     account_id      text NOT NULL,
     idempotency_key text NOT NULL,
     meter           text NOT NULL,
-    amount          bigint NOT NULL CHECK (amount > 0),
-    -- The buckets it took from, in spend order: [{"bucket": key, "amount": n}] (empty for an unlimited meter).
+    amount          bigint NOT NULL CHECK (amount > 0 AND amount <= 1000000000),
+    -- The buckets it took from, in spend order: [{"bucket": key, "amount": n}] (empty for an unlimited meter). The
+    -- first debit's ledger row is `hold:<id>:0`: what was posted to a bucket after it came after the hold.
     debits          jsonb NOT NULL,
     created_at      timestamptz NOT NULL,
     expires_at      timestamptz NOT NULL,
@@ -21,12 +22,19 @@ CREATE TABLE credit_holds (
     CHECK ((state = 'held') = (ended_at IS NULL))
 );
 CREATE INDEX credit_holds_account_held ON credit_holds (account_id) WHERE state = 'held';
-CREATE INDEX credit_holds_expiry ON credit_holds (expires_at) WHERE state = 'held';
+
+-- A hold's start and end change what its account's status says (`held`): `serve` drops it from the status cache
+-- (sql/0012), whether or not the end wrote ledger rows (an unlimited meter's hold writes none).
+CREATE TRIGGER credit_holds_inserted AFTER INSERT ON credit_holds REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION storekeeper_notify_subscription_accounts();
+CREATE TRIGGER credit_holds_updated AFTER UPDATE ON credit_holds REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION storekeeper_notify_subscription_accounts();
 
 -- The status reads what each meter holds beside its buckets, in the same round trip: one row per account and meter
--- with holds, shaped as a bucket row of kind `held` (the balance is the amount held). Same signature and columns as
--- sql/0022's, so the function is replaced in place.
-CREATE OR REPLACE FUNCTION account_status_inputs(accounts text[], at_time timestamptz, or_later boolean)
+-- with holds, shaped as a bucket row of kind `held` (the balance is the amount held, summed as numeric and clamped so
+-- no number of holds can fail the read). A function of its own beside sql/0022's, which stays as it was: a `serve` of
+-- the release before, still running during a rollout, would take a `held` row for a bucket to spend.
+CREATE FUNCTION account_status_inputs_with_holds(accounts text[], at_time timestamptz, or_later boolean)
 RETURNS TABLE (subscription subscriptions, bucket_key text, bucket_meter text, bucket_kind text, bucket_subscription text,
     bucket_billing_period text, bucket_account text, bucket_valid_from timestamptz, bucket_valid_until timestamptz,
     bucket_price bigint, bucket_balance bigint, bucket_owner text, source entitlement_sources)
@@ -35,20 +43,10 @@ SET enable_seqscan = off
 SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
-    RETURN QUERY
-    SELECT s, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::timestamptz, NULL::timestamptz,
-        NULL::bigint, NULL::bigint, NULL::text, NULL::entitlement_sources
-    FROM subscriptions s WHERE s.account_id = ANY(accounts);
-    RETURN QUERY
-    SELECT NULL::subscriptions, l.*, NULL::entitlement_sources FROM live_credit_buckets(accounts, at_time, or_later) AS l;
-    RETURN QUERY
-    SELECT NULL::subscriptions, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::timestamptz,
-        NULL::timestamptz, NULL::bigint, NULL::bigint, NULL::text, e
-    FROM entitlement_sources e
-    WHERE e.account_id = ANY(accounts) AND (e.ended_at IS NULL OR e.ended_at > at_time) AND (e.ends_at IS NULL OR e.ends_at > at_time);
+    RETURN QUERY SELECT * FROM account_status_inputs(accounts, at_time, or_later);
     RETURN QUERY
     SELECT NULL::subscriptions, 'held:' || h.meter, h.meter, 'held'::text, NULL::text, NULL::text, h.account_id, min(h.created_at),
-        NULL::timestamptz, NULL::bigint, sum(h.amount)::bigint, h.account_id, NULL::entitlement_sources
+        NULL::timestamptz, NULL::bigint, least(sum(h.amount::numeric), 9223372036854775807)::bigint, h.account_id, NULL::entitlement_sources
     FROM credit_holds h WHERE h.account_id = ANY(accounts) AND h.state = 'held'
     GROUP BY h.account_id, h.meter;
 END

@@ -3,7 +3,6 @@ import Credits
 import Foundation
 import Hummingbird
 import Persistence
-import StatementFencing
 
 /// Holds of credits (the seam tests can replace).
 public protocol CreditHolding: Sendable {
@@ -24,13 +23,11 @@ public struct HoldsController: Sendable {
     let holds: any CreditHolding
     let catalogue: TierCatalogue
     let clock: @Sendable () -> Date
-    let databaseTimeout: Duration
 
-    public init(holds: any CreditHolding, catalogue: TierCatalogue, clock: @escaping @Sendable () -> Date, databaseTimeout: Duration = .seconds(5)) {
+    public init(holds: any CreditHolding, catalogue: TierCatalogue, clock: @escaping @Sendable () -> Date) {
         self.holds = holds
         self.catalogue = catalogue
         self.clock = clock
-        self.databaseTimeout = databaseTimeout
     }
 
     public func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
@@ -82,16 +79,21 @@ public struct HoldsController: Sendable {
         guard catalogue.meters.contains(where: { $0.id == body.meter }) else {
             throw APIError(.badRequest, code: "unknown_meter", message: "no meter \(body.meter); known: \(catalogue.meters.map(\.id).joined(separator: ", "))")
         }
-        guard body.amount > 0 else { throw APIError(.badRequest, code: "invalid_amount", message: "amount must be a positive integer") }
+        guard body.amount > 0, body.amount <= CreditHolds.largestAmount else {
+            throw APIError(.badRequest, code: "invalid_amount", message: "amount must be a positive integer, at most \(CreditHolds.largestAmount)")
+        }
         let expiresIn = body.expiresIn ?? CreditHolds.defaultExpiry
         guard CreditHolds.expiryRange.contains(expiresIn) else {
             throw APIError(.badRequest, code: "invalid_expires_in", message: "expiresIn must be 1 to 86400 seconds (default 900)")
         }
-        guard let key = body.idempotencyKey ?? request.headers[.init("Idempotency-Key")!], key.isKey(maximumBytes: 255) else {
+        guard let key = body.idempotencyKey ?? request.headers[.init("Idempotency-Key")!], !key.isEmpty else {
             throw APIError(
-                .badRequest, code: "invalid_idempotency_key", message: "idempotencyKey (1–255 bytes of UTF-8, no control characters) is required")
+                .badRequest, code: "missing_idempotency_key", message: "idempotencyKey (1–255 bytes of UTF-8, no control characters) is required")
         }
-        let answer = try await database {
+        guard key.isKey(maximumBytes: 255) else {
+            throw APIError(.badRequest, code: "invalid_idempotency_key", message: "idempotencyKey must be 1–255 bytes of UTF-8 without control characters")
+        }
+        let answer = try await withDatabase {
             try await holds.hold(.init(account: account, meter: body.meter, amount: body.amount, idempotencyKey: key, expiresIn: expiresIn), now: clock())
         }
         switch answer {
@@ -111,17 +113,17 @@ public struct HoldsController: Sendable {
         let id = try Self.holdId(context)
         let body = try await request.decodeJSONBody(as: SettleBody.self, otherwise: "body must be {\"amount\": integer, at most the held amount}")
         guard body.amount >= 0 else { throw APIError(.badRequest, code: "invalid_amount", message: "amount must be 0 or more, at most the held amount") }
-        return try Self.answer(try await database { try await holds.settle(id, amount: body.amount, now: clock()) })
+        return try Self.answer(try await withDatabase { try await holds.settle(id, amount: body.amount, now: clock()) })
     }
 
     func release(_ request: Request, context: StorekeeperRequestContext) async throws -> HoldJSON {
         let id = try Self.holdId(context)
-        return try Self.answer(try await database { try await holds.release(id, now: clock()) })
+        return try Self.answer(try await withDatabase { try await holds.release(id, now: clock()) })
     }
 
     func read(_ request: Request, context: StorekeeperRequestContext) async throws -> HoldJSON {
         let id = try Self.holdId(context)
-        guard let hold = try await database({ try await holds.hold(id) }) else {
+        guard let hold = try await withDatabase({ try await holds.hold(id) }) else {
             throw APIError(.notFound, code: "not_found", message: "no hold \(id.uuidString.lowercased())")
         }
         return HoldJSON(hold)
@@ -144,16 +146,5 @@ public struct HoldsController: Sendable {
             throw APIError.badRequest("holdId must be a hold's id (a UUID)")
         }
         return id
-    }
-
-    /// Runs a database step within the deadline; a database away is a 503 that changed nothing.
-    func database<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        do {
-            return try await withDeadline(databaseTimeout, body)
-        } catch let error as APIError {
-            throw error
-        } catch {
-            throw APIError.unavailable("the database is unavailable; nothing was changed; retry with the same request")
-        }
     }
 }

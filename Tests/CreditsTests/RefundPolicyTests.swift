@@ -116,4 +116,19 @@ struct TopUpAttributionTests {
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: refunded).spends.isEmpty)
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: refunded).spends == [3: 60])
     }
+
+    @Test("a hold settled for 30 of 50 counts as a spend of 30 when it settled; its debit, give-back and offset count for nothing")
+    func settledHold() {
+        let entries = [
+            LedgerEntry(operationKey: "topup:A", bucket: "b", delta: 100, reason: "top-up"),
+            LedgerEntry(operationKey: "topup:B", bucket: "b", delta: 100, reason: "top-up"),
+            LedgerEntry(operationKey: "hold:h:0", bucket: "b", delta: -50, reason: "hold"),
+            LedgerEntry(operationKey: "hold-return:h:0", bucket: "b", delta: 20, reason: "hold returned"),
+            LedgerEntry(operationKey: "hold-charge:h:0:offset", bucket: "b", delta: 30, reason: "hold charged"),
+            LedgerEntry(operationKey: "hold-charge:h:0", bucket: "b", delta: -30, reason: "usage"),
+            LedgerEntry(operationKey: "spend:1", bucket: "b", delta: -80, reason: "usage"),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: entries).spends == [5: 30, 6: 70])
+        #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: entries).spends == [6: 10])
+    }
 }

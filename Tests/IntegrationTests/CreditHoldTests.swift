@@ -128,7 +128,9 @@ struct CreditHoldTests {
                     (#"{"meter": "nope", "amount": 1, "idempotencyKey": "x"}"#, "unknown_meter"),
                     (#"{"meter": "ai_requests", "amount": 0, "idempotencyKey": "x"}"#, "invalid_amount"),
                     (#"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "x", "expiresIn": 86401}"#, "invalid_expires_in"),
-                    (#"{"meter": "ai_requests", "amount": 1}"#, "invalid_idempotency_key"),
+                    (#"{"meter": "ai_requests", "amount": 1}"#, "missing_idempotency_key"),
+                    (#"{"meter": "ai_requests", "amount": 1000000001, "idempotencyKey": "x"}"#, "invalid_amount"),
+                    (#"{"meter": "ai_requests", "amount": 9223372036854775807, "idempotencyKey": "x"}"#, "invalid_amount"),
                     ("[]", "bad_request"),
                 ] {
                     let response = try await Self.post(client, "/v1/accounts/\(account)/holds", body)
@@ -178,6 +180,29 @@ struct CreditHoldTests {
                 #expect(released.status == .ok, "\(String(buffer: released.body))")
                 #expect(released.json["lapsed"] as? Int == 5 && released.json["returned"] as? Int == 1, "\(String(buffer: released.body))")
                 #expect(try await Self.remaining(client, account, "ai_requests") == 7, "the new day's 5 and both top-up credits")
+            }
+        }
+    }
+
+    @Test("an unlimited meter's hold holds nothing and leaves the status alone; settled for part, a repeat answers the first settle")
+    func unlimitedMeter() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
+            try await harness.withHTTP { client in
+                let account = "unlimited-\(UUID().uuidString.prefix(8).lowercased())"
+                let grant = try await Self.post(
+                    client, "/admin/accounts/\(account)/grants", #"{"tier": "pro", "duration": "P7D", "reason": "test"}"#, headers: Self.admin)
+                #expect(grant.status == .created, "\(String(buffer: grant.body))")
+                let held = try await Self.hold(client, account, "exports", 1_000_000_000, key: "u")
+                #expect(held.status == .created && held.json["remaining"] as? NSNumber == nil, "\(String(buffer: held.body))")
+                let second = try await Self.hold(client, account, "exports", 1_000_000_000, key: "u2")
+                #expect(second.status == .created, "a second hold of the most one may hold: the status still answers")
+                #expect(try await Self.held(client, account, "exports") == 2_000_000_000)
+                let id = try #require(held.json["id"] as? String)
+                for _ in 0..<2 {
+                    let settled = try await Self.post(client, "/v1/holds/\(id)/settle", #"{"amount": 3}"#)
+                    #expect(settled.status == .ok && settled.json["charged"] as? Int == 3, "\(String(buffer: settled.body))")
+                }
+                #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'hold%'") == 0)
             }
         }
     }

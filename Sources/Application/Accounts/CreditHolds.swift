@@ -1,4 +1,5 @@
 import Credits
+import Events
 import Foundation
 import Jobs
 import Logging
@@ -48,19 +49,26 @@ public struct CreditHolds: Sendable {
     /// `expiresIn` when not given, and its bounds (seconds).
     public static let defaultExpiry = 900
     public static let expiryRange = 1...86_400
+    /// The most one hold may hold (as ``CreditAdjustment``'s bound, a thousand times over): sums of holds stay far from
+    /// overflowing, and no meter's real work costs more.
+    public static let largestAmount: Int64 = 1_000_000_000
 
     private let client: PostgresClient
     private let ledger: CreditLedger
     private let store: CreditHoldStore
     private let queue: any JobScheduling
+    private let events: EventRecorder?
     private let cache: AccountStatusCache?
     private let logger: Logger
 
-    public init(client: PostgresClient, ledger: CreditLedger, queue: any JobScheduling, cache: AccountStatusCache?, logger: Logger) {
+    public init(
+        client: PostgresClient, ledger: CreditLedger, queue: any JobScheduling, events: EventRecorder?, cache: AccountStatusCache?, logger: Logger
+    ) {
         self.client = client
         self.ledger = ledger
         self.store = CreditHoldStore(logger: logger)
         self.queue = queue
+        self.events = events
         self.cache = cache
         self.logger = logger
     }
@@ -73,7 +81,10 @@ public struct CreditHolds: Sendable {
             let spendable = try await ledger.spendableCredits(of: [request.account], now: now, on: connection)[request.account]
             let unlimited = spendable?.credits.meters[request.meter]?.unlimited == true
             let live = spendable?.live ?? []
+            var drafts = spendable?.openedWindows(account: request.account) ?? []
+            // Whatever the answer, windows this read wrote first are announced (as a spend announces them).
             if let existing = try await store.hold(of: request.account, idempotencyKey: request.idempotencyKey, on: connection) {
+                try await events?.record(drafts, now: now, on: connection)
                 guard existing.meter == request.meter, existing.amount == request.amount else { return .keyReused(existing) }
                 return .held(existing, remaining: unlimited ? nil : Self.available(request.meter, in: live))
             }
@@ -85,12 +96,18 @@ public struct CreditHolds: Sendable {
             case .spent(let plan, let left, _):
                 (debits, remaining) = (plan.debits.map { HoldSettlement.Debit(bucket: $0.bucket, amount: $0.amount) }, left)
             case .insufficient(let available):
+                try await events?.record(drafts, now: now, on: connection)
                 return .insufficient(available: available)
             }
             let hold = CreditHoldStore.Hold(
                 id: UUID(), account: request.account, idempotencyKey: request.idempotencyKey, meter: request.meter, amount: request.amount,
                 debits: debits, createdAt: now, expiresAt: now.addingTimeInterval(Double(request.expiresIn)))
             try await store.insert(hold, on: connection)
+            // The hold takes the last credit as a spend would: the app hears it as a spend's `credits.depleted`.
+            drafts += CreditChanges.depleted(
+                meter: request.meter, remaining: remaining, account: request.account, spendKey: CreditHoldStore.debitKey(hold.id, 0),
+                environment: spendable?.environment ?? "Production")
+            try await events?.record(drafts, now: now, on: connection)
             try await queue.enqueue(
                 try NewJob(
                     kind: HoldExpiryJob.jobKind, arguments: HoldExpiryJob.Arguments(holdId: hold.id), runAt: hold.expiresAt,
@@ -136,11 +153,13 @@ public struct CreditHolds: Sendable {
                 let open = Set((try await ledger.liveBuckets(of: [hold.account], at: now, on: connection)[hold.account] ?? []).map(\.bucket.key))
                 destinations = try await store.destinations(of: buckets, holdId: hold.id, open: open, on: connection)
             }
-            guard let outcome = HoldSettlement.settle(hold.debits, charge: charge, destination: { destinations[$0] }) else { return .overHeld(hold) }
-            try await store.end(hold, as: ending, outcome: outcome, at: now, on: connection)
+            // An unlimited meter's hold took nothing from any bucket: it is charged without a ledger row.
+            let outcome = hold.debits.isEmpty
+                ? HoldSettlement.Outcome(charged: [], returns: [], lapsed: 0)
+                : HoldSettlement.settle(hold.debits, charge: charge, destination: { destinations[$0] })
+            guard let outcome else { return .overHeld(hold) }
+            try await store.end(hold, as: ending, charging: charge, outcome: outcome, at: now, on: connection)
             (hold.state, hold.charged, hold.returned, hold.lapsed, hold.endedAt) = (ending, charge, outcome.returned, outcome.lapsed, now)
-            // An unlimited meter's hold holds nothing: charged or not, nothing moves.
-            if hold.debits.isEmpty { hold.charged = charge }
             return ending == state ? .ended(hold) : .alreadyEnded(hold)
         }
         if case .ended(let hold) = answer { cache?.invalidate(hold.account) }
@@ -156,10 +175,5 @@ public struct CreditHolds: Sendable {
     /// The hold `id` as it stands.
     public func hold(_ id: UUID) async throws -> CreditHoldStore.Hold? {
         try await client.withConnection { try await store.hold(id, on: $0) }
-    }
-
-    /// How much each meter of the account holds now (for its status).
-    public func held(of account: AccountID) async throws -> [String: Int64] {
-        try await client.withConnection { try await store.held(of: account, on: $0) }
     }
 }

@@ -59,16 +59,8 @@ private struct SpendGroup: Sendable {
         guard !spending.isEmpty else { return requests.map { stored[$0.key]!.answer(to: $0) } }
         let credits = try await ledger.spendableCredits(of: spending, now: now, on: connection)
         var balances = credits.mapValues(\.live)
-        // A credit window the clock opened and this spend wrote first is announced here, as its job would have (the
-        // job then finds it posted); daily quotas and the free month are no events, as before.
         var drafts: [EventDraft] = credits.sorted { $0.key.text < $1.key.text }.flatMap { account, spendable in
-            let windows = spendable.granted.filter { operation in
-                guard case .post(_, let bucket?) = operation else { return false }
-                return bucket.kind == .cycle || bucket.kind == .entitlement
-            }
-            return CreditChanges.granted(
-                windows, account: account, subscription: nil,
-                environment: spendable.subscriptions.first?.environment.rawValue ?? "Production", cause: EventCause())
+            spendable.openedWindows(account: account)
         }
         var answers: [UsageRequests.Answer] = []
         var fresh: [(answer: UsageRequests.Answer, request: UsageRequests.Request)] = []
@@ -94,7 +86,7 @@ private struct SpendGroup: Sendable {
                 answer = UsageRequests.Answer(outcome: .spent, meter: request.meter, remaining: remaining)
                 drafts += CreditChanges.depleted(
                     meter: request.meter, remaining: remaining, account: request.account, spendKey: prefix,
-                    environment: credits[request.account]?.subscriptions.first?.environment.rawValue ?? "Production")
+                    environment: credits[request.account]?.environment ?? "Production")
             case .insufficient(let available):
                 answer = UsageRequests.Answer(
                     outcome: .insufficientCredits, meter: request.meter, remaining: available, error: "insufficient_credits",
@@ -108,4 +100,19 @@ private struct SpendGroup: Sendable {
         try await events?.record(drafts, now: now, on: connection)
         return answers
     }
+}
+
+extension CreditLedger.Spendable {
+    /// The events of credit windows the clock opened and a spend or a hold wrote first, announced there as their job
+    /// would have (the job then finds them posted); daily quotas and the free month are no events.
+    func openedWindows(account: AccountID) -> [EventDraft] {
+        let windows = granted.filter { operation in
+            guard case .post(_, let bucket?) = operation else { return false }
+            return bucket.kind == .cycle || bucket.kind == .entitlement
+        }
+        return CreditChanges.granted(windows, account: account, subscription: nil, environment: environment, cause: EventCause())
+    }
+
+    /// The environment events of the account are sent in: its first subscription's.
+    var environment: String { subscriptions.first?.environment.rawValue ?? "Production" }
 }

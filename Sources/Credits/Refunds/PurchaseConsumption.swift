@@ -49,6 +49,9 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
         var credited: Int64 = 0
         let grantKey = "topup:\(transactionId)"
         for (position, entry) in entries.enumerated() {
+            // A hold's rows are not usage: what it charged is posted as `usage` (`hold-charge:<id>:<n>`) when it
+            // settles, and counts then; its debit, what went back and the charge's offset net out.
+            if Self.isHoldBookkeeping(entry.operationKey) { continue }
             if entry.delta > 0 {
                 if entry.operationKey == grantKey { credited += entry.delta }
                 let key = entry.operationKey.hasPrefix("reversed:refund:") ? Self.refundedGrant(entry.operationKey) : entry.operationKey
@@ -67,6 +70,10 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
             }
         }
         return (credited, spends)
+    }
+
+    static func isHoldBookkeeping(_ key: String) -> Bool {
+        key.hasPrefix("hold:") || key.hasPrefix("hold-return:") || (key.hasPrefix("hold-charge:") && key.hasSuffix(":offset"))
     }
 
     private static func refundedGrant(_ key: String) -> String {

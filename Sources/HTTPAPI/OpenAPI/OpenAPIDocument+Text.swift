@@ -9277,7 +9277,7 @@ public enum OpenAPIDocument {
             }
           },
           "400": {
-            "description": "`accountId` or the body is not what the route takes (`bad_request`), an unknown meter (`unknown_meter`), a non-positive amount (`invalid_amount`), `expiresIn` outside 1\u201386,400 (`invalid_expires_in`), no idempotency key or a bad one (`invalid_idempotency_key`)",
+            "description": "`accountId` or the body is not what the route takes (`bad_request`), an unknown meter (`unknown_meter`), an amount that is not 1 to 1,000,000,000 (`invalid_amount`), `expiresIn` outside 1\u201386,400 (`invalid_expires_in`), no idempotency key (`missing_idempotency_key`), one over 255 bytes of UTF-8 or with control characters (`invalid_idempotency_key`)",
             "content": {
               "application/json": {
                 "schema": {
@@ -9293,6 +9293,7 @@ public enum OpenAPIDocument {
                             "unknown_meter",
                             "invalid_amount",
                             "invalid_expires_in",
+                            "missing_idempotency_key",
                             "invalid_idempotency_key"
                           ]
                         }
@@ -12518,7 +12519,8 @@ public enum OpenAPIDocument {
           "amount": {
             "type": "integer",
             "format": "int64",
-            "minimum": 1
+            "minimum": 1,
+            "maximum": 1000000000
           },
           "idempotencyKey": {
             "type": "string",

@@ -58,6 +58,15 @@ public struct CreditHoldStore: Sendable {
         }
     }
 
+    /// A debit as `credit_holds.debits` keeps it.
+    struct StoredDebit: Codable {
+        var bucket: String
+        var amount: Int64
+
+        init(bucket: String, amount: Int64) { (self.bucket, self.amount) = (bucket, amount) }
+        init(_ debit: HoldSettlement.Debit) { self.init(bucket: debit.bucket, amount: debit.amount) }
+    }
+
     private let logger: Logger
 
     public init(logger: Logger) { self.logger = logger }
@@ -69,7 +78,7 @@ public struct CreditHoldStore: Sendable {
 
     /// Stores a new hold and posts its debits (reason `hold`).
     public func insert(_ hold: Hold, on connection: PostgresConnection) async throws {
-        let debits = String(decoding: try JSONEncoder().encode(hold.debits.map { ["bucket": $0.bucket, "amount": String($0.amount)] }), as: UTF8.self)
+        let debits = String(decoding: try JSONEncoder().encode(hold.debits.map(StoredDebit.init)), as: UTF8.self)
         let keys = hold.debits.indices.map { Self.debitKey(hold.id, $0) }
         try await connection.query(
             """
@@ -96,53 +105,44 @@ public struct CreditHoldStore: Sendable {
             logger: logger))
     }
 
-    /// How much each meter of `account` has held now.
-    public func held(of account: AccountID, on connection: PostgresConnection) async throws -> [String: Int64] {
-        let rows = try await connection.query(
-            "SELECT meter, sum(amount)::bigint FROM credit_holds WHERE account_id = \(account.text) AND state = 'held' GROUP BY meter",
-            logger: logger)
-        var held: [String: Int64] = [:]
-        for try await (meter, amount) in rows.decode((String, Int64).self) { held[meter] = amount }
-        return held
-    }
-
-    /// The account's holds, newest first.
-    public func holds(of account: AccountID, limit: Int, on connection: PostgresConnection) async throws -> [Hold] {
-        let rows = try await connection.query(
-            "SELECT \(unescaped: Self.columns) FROM credit_holds WHERE account_id = \(account.text) ORDER BY created_at DESC, id LIMIT \(limit)",
-            logger: logger)
-        var holds: [Hold] = []
-        for try await row in rows { holds.append(try Self.decode(row)) }
-        return holds
-    }
-
-    /// Where a debit of a hold posted at ledger id `since` or later can go back to now, for each of `buckets`: the
-    /// bucket itself when it is among `open` and nothing but spends and holds took from it since; the top-up its unspent
-    /// credits were carried to by an upgrade since; else nowhere.
+    /// Where each of `buckets` can take a debit of hold `holdId` back now (see ``HoldSettlement``): the bucket itself
+    /// while it is among `open` — unless it is a window (not a top-up) a refund or a prorated refund's claw-back took
+    /// from since the hold, not reversed; else the top-up an upgrade carried its unspent credits to since the hold, while that carry stands (no
+    /// refund or reversal of it); else nowhere. A top-up's refund takes back its own purchase's credits, not those held.
     public func destinations(
         of buckets: [String], holdId: UUID, open: Set<String>, on connection: PostgresConnection
     ) async throws -> [String: String] {
         let rows = try await connection.query(
             """
-            WITH since AS (SELECT min(id) AS id FROM credit_ledger WHERE operation_key LIKE \(Self.debitKey(holdId, 0).dropLast(1) + "%"))
-            SELECT b.bucket,
+            WITH since AS (SELECT id FROM credit_ledger WHERE operation_key = \(Self.debitKey(holdId, 0)))
+            SELECT b.bucket, k.kind,
                 (SELECT i.bucket FROM credit_ledger o JOIN credit_ledger i ON i.operation_key = left(o.operation_key, -3) || 'in'
                  WHERE o.bucket = b.bucket AND o.operation_key LIKE 'carry:%:out' AND o.id > (SELECT id FROM since)
+                   AND NOT EXISTS (SELECT 1 FROM credit_ledger x WHERE x.operation_key IN ('reversed:' || i.operation_key, 'reversed:' || o.operation_key))
+                   AND NOT EXISTS (SELECT 1 FROM credit_ledger r WHERE r.bucket = i.bucket AND r.operation_key LIKE 'refund:%' AND r.id > i.id
+                       AND right(r.operation_key, length(i.operation_key) + 1) = ':' || i.operation_key)
                  ORDER BY o.id DESC LIMIT 1),
-                EXISTS (SELECT 1 FROM credit_ledger l WHERE l.bucket = b.bucket AND l.delta < 0 AND l.id > (SELECT id FROM since)
-                    AND l.reason NOT IN ('usage', 'hold'))
-            FROM unnest(\(buckets)::text[]) AS b(bucket)
+                EXISTS (SELECT 1 FROM credit_ledger r WHERE r.bucket = b.bucket AND r.delta < 0 AND r.id > (SELECT id FROM since)
+                    AND (r.operation_key LIKE 'refund:%' OR r.operation_key LIKE 'clawback:%')
+                    AND NOT EXISTS (SELECT 1 FROM credit_ledger x WHERE x.operation_key = 'reversed:' || r.operation_key))
+            FROM unnest(\(buckets)::text[]) AS b(bucket) JOIN credit_buckets k ON k.key = b.bucket
             """, logger: logger)
         var destinations: [String: String] = [:]
-        for try await (bucket, carried, taken) in rows.decode((String, String?, Bool).self) {
-            if let carried { destinations[bucket] = carried } else if !taken, open.contains(bucket) { destinations[bucket] = bucket }
+        for try await (bucket, kind, carried, refunded) in rows.decode((String, String, String?, Bool).self) {
+            if let carried {
+                destinations[bucket] = carried
+            } else if open.contains(bucket), CreditBucket.Kind(kind) == .topUp || !refunded {
+                destinations[bucket] = bucket
+            }
         }
         return destinations
     }
 
     /// Ends a hold: posts what goes back (`hold-return:…`) and the charged part as usage (`hold-charge:…`, with its
     /// offset, so the bucket's balance is unchanged by it), and records the outcome.
-    public func end(_ hold: Hold, as state: Hold.State, outcome: HoldSettlement.Outcome, at date: Date, on connection: PostgresConnection) async throws {
+    public func end(
+        _ hold: Hold, as state: Hold.State, charging charge: Int64, outcome: HoldSettlement.Outcome, at date: Date, on connection: PostgresConnection
+    ) async throws {
         let id = hold.id.uuidString.lowercased()
         var entries: [LedgerEntry] = []
         for (index, back) in outcome.returns.enumerated() {
@@ -161,22 +161,10 @@ public struct CreditHoldStore: Sendable {
                 ON CONFLICT (operation_key) DO NOTHING
                 RETURNING 1
             )
-            UPDATE credit_holds SET state = \(state.text), charged = \(outcome.charged.reduce(0) { $0 + $1.amount }), returned = \(outcome.returned),
+            UPDATE credit_holds SET state = \(state.text), charged = \(charge), returned = \(outcome.returned),
                 lapsed = \(outcome.lapsed), ended_at = \(date)
             WHERE id = \(hold.id) AND state = 'held'
             """, logger: logger)
-    }
-
-    /// Holds past their expiry, oldest first, not locked by another transaction.
-    public func expired(at now: Date, limit: Int, on connection: PostgresConnection) async throws -> [(id: UUID, account: AccountID)] {
-        let rows = try await connection.query(
-            "SELECT id, account_id FROM credit_holds WHERE state = 'held' AND expires_at <= \(now) ORDER BY expires_at LIMIT \(limit)",
-            logger: logger)
-        var found: [(id: UUID, account: AccountID)] = []
-        for try await (id, account) in rows.decode((UUID, String).self) {
-            if let account = AccountID(account) { found.append((id, account)) }
-        }
-        return found
     }
 
     private func first(_ rows: PostgresRowSequence) async throws -> Hold? {
@@ -187,15 +175,10 @@ public struct CreditHoldStore: Sendable {
     static func decode(_ row: PostgresRow) throws -> Hold {
         let (id, account, key, meter, amount, debitsText, created, expires, state, charged, returned, lapsed, ended) = try row.decode(
             (UUID, String, String, String, Int64, String, Date, Date, String, Int64?, Int64?, Int64?, Date?).self)
-        guard let accountId = AccountID(account),
-            let raw = try? JSONDecoder().decode([[String: String]].self, from: Data(debitsText.utf8))
-        else { throw PersistenceError(.corruptRecord, "a stored hold does not decode") }
-        let debits = try raw.map { entry -> HoldSettlement.Debit in
-            guard let bucket = entry["bucket"], let amount = entry["amount"].flatMap(Int64.init) else {
-                throw PersistenceError(.corruptRecord, "a stored hold's debit does not decode")
-            }
-            return HoldSettlement.Debit(bucket: bucket, amount: amount)
+        guard let accountId = AccountID(account), let stored = try? JSONDecoder().decode([StoredDebit].self, from: Data(debitsText.utf8)) else {
+            throw PersistenceError(.corruptRecord, "a stored hold does not decode")
         }
+        let debits = stored.map { HoldSettlement.Debit(bucket: $0.bucket, amount: $0.amount) }
         return Hold(
             id: id, account: accountId, idempotencyKey: key, meter: meter, amount: amount, debits: debits, createdAt: created, expiresAt: expires,
             state: .init(state), charged: charged, returned: returned, lapsed: lapsed, endedAt: ended)

@@ -72,12 +72,13 @@ extension CreditLedger {
     }
 
     /// The subscriptions of accounts `$1`, their buckets live at `$2` (or later with `$3`) in spend order, and their
-    /// grants and purchases not ended by `$2`: each row one of them, the others' columns NULL (`account_status_inputs`,
-    /// sql/0017 and sql/0022: a function, planned once per connection), in one round trip.
+    /// grants and purchases not ended by `$2`, and what each meter holds: each row one of them, the others' columns NULL
+    /// (`account_status_inputs_with_holds`, sql/0036 over sql/0022's `account_status_inputs`: functions, planned once
+    /// per connection), in one round trip.
     enum AccountsStatusInputs: PreparedSQL {
         static let sql = """
             SELECT \(SubscriptionStore.columns(of: "subscription")), \(LiveBuckets.columns), \(EntitlementSources.columns(of: "source"))
-            FROM account_status_inputs($1::text[], $2, $3)
+            FROM account_status_inputs_with_holds($1::text[], $2, $3)
             ORDER BY (subscription).original_transaction_id, \(LiveBuckets.order)
             """
     }

@@ -1,0 +1,58 @@
+import Foundation
+import Persistence
+import PostgresNIO
+import Testing
+
+/// Where a hold's credits can go back, decided by `CreditHoldStore.destinations` from the ledger rows posted after the
+/// hold — the SQL side of docs/credits.md's "Where credits go back", against rows shaped as the credit rules write
+/// them (SubscriptionCredits+Refunds, TopUpCredits), on real PostgreSQL.
+@Suite("Hold destinations: refunds, reversals and carry-overs after a hold")
+struct HoldDestinationTests {
+    @Test("a top-up's bucket takes its credits back whatever was refunded from it; a window refunded since lapses until the refund is reversed; an upgrade's carry-over is followed while it stands")
+    func rules() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let store = CreditHoldStore(logger: TestDatabase.logger)
+            let hold = UUID()
+            func post(_ key: String, _ bucket: String, _ delta: Int) async throws {
+                try await harness.client.query(
+                    "INSERT INTO credit_ledger (operation_key, bucket, delta, reason) VALUES (\(key), \(bucket), \(delta), 'test')",
+                    logger: TestDatabase.logger)
+            }
+            try await harness.client.query(
+                """
+                INSERT INTO credit_buckets (key, meter, kind, original_transaction_id, billing_period, account_id, valid_from, valid_until)
+                VALUES ('cycle:s:p1:ai', 'ai_requests', 'cycle', 's', 'p1', NULL, now() - interval '1 day', now() + interval '29 days'),
+                       ('topup:a:ai', 'ai_requests', 'topup', NULL, NULL, 'a', now() - interval '1 day', NULL)
+                """, logger: TestDatabase.logger)
+            try await post("grant:p1:ai", "cycle:s:p1:ai", 100)
+            try await post("topup:sale-a:ai", "topup:a:ai", 100)
+            try await post("topup:sale-b:ai", "topup:a:ai", 100)
+            try await post(CreditHoldStore.debitKey(hold, 0), "cycle:s:p1:ai", -5)
+            try await post(CreditHoldStore.debitKey(hold, 1), "topup:a:ai", -3)
+            let buckets = ["cycle:s:p1:ai", "topup:a:ai"]
+            func destinations(open: Set<String> = Set(buckets)) async throws -> [String: String] {
+                try await harness.client.withConnection { try await store.destinations(of: buckets, holdId: hold, open: open, on: $0) }
+            }
+            #expect(try await destinations() == ["cycle:s:p1:ai": "cycle:s:p1:ai", "topup:a:ai": "topup:a:ai"])
+            #expect(try await destinations(open: ["topup:a:ai"]) == ["topup:a:ai": "topup:a:ai"], "a window no longer live takes nothing back")
+            // Another top-up purchase refunded: its own credits go; the held ones were not its.
+            try await post("refund:sale-b:topup:a:ai", "topup:a:ai", -100)
+            #expect(try await destinations()["topup:a:ai"] == "topup:a:ai")
+            // The period refunded while held: its window lapses the held credits, until the refund is reversed.
+            try await post("refund:p1:1700000000000:cycle:s:p1:ai", "cycle:s:p1:ai", -95)
+            #expect(try await destinations()["cycle:s:p1:ai"] == nil)
+            try await post("reversed:refund:p1:1700000000000:cycle:s:p1:ai", "cycle:s:p1:ai", 95)
+            #expect(try await destinations()["cycle:s:p1:ai"] == "cycle:s:p1:ai")
+            // An upgrade carries the window's unspent credits to a top-up: the held ones follow them there…
+            try await harness.client.query(
+                "INSERT INTO credit_buckets (key, meter, kind, account_id, valid_from) VALUES ('topup:a:carried', 'ai_requests', 'topup', 'a', now())",
+                logger: TestDatabase.logger)
+            try await post("carry:p2:cycle:s:p1:ai:out", "cycle:s:p1:ai", -95)
+            try await post("carry:p2:cycle:s:p1:ai:in", "topup:a:carried", 95)
+            #expect(try await destinations(open: ["topup:a:ai"])["cycle:s:p1:ai"] == "topup:a:carried")
+            // …while the carry stands: a refund of the upgrade takes it back, and the held credits lapse with it.
+            try await post("refund:p2:1700000000001:carry:p2:cycle:s:p1:ai:in", "topup:a:carried", -95)
+            #expect(try await destinations(open: ["topup:a:ai"])["cycle:s:p1:ai"] == nil)
+        }
+    }
+}
