@@ -7,8 +7,8 @@ import Persistence
 /// Holds of credits (the seam tests can replace).
 public protocol CreditHolding: Sendable {
     func hold(_ request: CreditHolds.Request, now: Date) async throws -> CreditHolds.HoldAnswer
-    func settle(_ id: UUID, amount: Int64, now: Date) async throws -> CreditHolds.EndAnswer
-    func release(_ id: UUID, now: Date) async throws -> CreditHolds.EndAnswer
+    func settle(_ target: CreditHolds.Target, amount: Int64, now: Date) async throws -> CreditHolds.EndAnswer
+    func release(_ target: CreditHolds.Target, now: Date) async throws -> CreditHolds.EndAnswer
     func hold(_ id: UUID) async throws -> CreditHoldStore.Hold?
 }
 
@@ -18,7 +18,8 @@ extension CreditHolds: CreditHolding {}
 /// whose cost is known at its end (201, or 402 `insufficient_credits` with nothing held; the same key answers the same
 /// hold, a key reused for another hold is 422); `POST /v1/holds/{holdId}/settle {"amount"}` charges what the work cost
 /// and gives the rest back; `POST /v1/holds/{holdId}/release` gives it all back (both answer a repeat with the first
-/// result, and 409 `hold_ended` for a hold ended another way); `GET /v1/holds/{holdId}` reads one.
+/// result, and 409 `hold_ended` for a hold ended another way; both also by the key that took the hold,
+/// `/v1/accounts/{accountId}/holds/{idempotencyKey}/settle|release`); `GET /v1/holds/{holdId}` reads one.
 public struct HoldsController: Sendable {
     let holds: any CreditHolding
     let catalogue: TierCatalogue
@@ -32,8 +33,15 @@ public struct HoldsController: Sendable {
 
     public func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
         group.post("accounts/{accountId}/holds") { request, context in try await self.hold(request, context: context) }
-        group.post("holds/{holdId}/settle") { request, context in try await self.settle(request, context: context) }
-        group.post("holds/{holdId}/release") { request, context in try await self.release(request, context: context) }
+        group.post("holds/{holdId}/settle") { request, context in try await self.settle(request, target: .id(try Self.holdId(context))) }
+        group.post("holds/{holdId}/release") { request, context in try await self.release(target: .id(try Self.holdId(context))) }
+        // By the key the service took the hold with: it need not keep the hold's id.
+        group.post("accounts/{accountId}/holds/{idempotencyKey}/settle") { request, context in
+            try await self.settle(request, target: try Self.keyTarget(context))
+        }
+        group.post("accounts/{accountId}/holds/{idempotencyKey}/release") { request, context in
+            try await self.release(target: try Self.keyTarget(context))
+        }
         group.get("holds/{holdId}") { request, context in try await self.read(request, context: context) }
     }
 
@@ -109,16 +117,14 @@ public struct HoldsController: Sendable {
         }
     }
 
-    func settle(_ request: Request, context: StorekeeperRequestContext) async throws -> HoldJSON {
-        let id = try Self.holdId(context)
+    func settle(_ request: Request, target: CreditHolds.Target) async throws -> HoldJSON {
         let body = try await request.decodeJSONBody(as: SettleBody.self, otherwise: "body must be {\"amount\": integer, at most the held amount}")
         guard body.amount >= 0 else { throw APIError(.badRequest, code: "invalid_amount", message: "amount must be 0 or more, at most the held amount") }
-        return try Self.answer(try await withDatabase { try await holds.settle(id, amount: body.amount, now: clock()) })
+        return try Self.answer(try await withDatabase { try await holds.settle(target, amount: body.amount, now: clock()) })
     }
 
-    func release(_ request: Request, context: StorekeeperRequestContext) async throws -> HoldJSON {
-        let id = try Self.holdId(context)
-        return try Self.answer(try await withDatabase { try await holds.release(id, now: clock()) })
+    func release(target: CreditHolds.Target) async throws -> HoldJSON {
+        try Self.answer(try await withDatabase { try await holds.release(target, now: clock()) })
     }
 
     func read(_ request: Request, context: StorekeeperRequestContext) async throws -> HoldJSON {
@@ -139,6 +145,16 @@ public struct HoldsController: Sendable {
         case .notFound:
             throw APIError(.notFound, code: "not_found", message: "no such hold")
         }
+    }
+
+    /// The account and idempotency key a hold is named by in the path.
+    static func keyTarget(_ context: StorekeeperRequestContext) throws -> CreditHolds.Target {
+        let account = try AccountsController.accountId(context)
+        let text = try context.parameters.require("idempotencyKey")
+        guard let key = text.removingPercentEncoding, key.isKey(maximumBytes: 255) else {
+            throw APIError(.badRequest, code: "invalid_idempotency_key", message: "idempotencyKey must be 1–255 bytes of UTF-8 without control characters")
+        }
+        return .key(account, key)
     }
 
     static func holdId(_ context: StorekeeperRequestContext) throws -> UUID {

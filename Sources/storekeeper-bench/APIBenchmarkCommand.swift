@@ -13,8 +13,10 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
         discussion: """
             Starts `serve` and `work` on a throwaway PostgreSQL, subscribes --accounts accounts (pro.monthly, 1,000 \
             credits each), then for --seconds each drives --connections concurrent clients at: `GET /healthz` (the \
-            server's own floor), `GET /v1/tiers`, `GET /v1/accounts/{id}/status` and `POST /v1/accounts/{id}/usage` (1 \
-            credit, a new idempotency key each), on random accounts. On the same cluster it runs pgbench select-only \
+            server's own floor), `GET /v1/tiers`, `GET /v1/accounts/{id}/status`, `POST /v1/accounts/{id}/usage` (1 \
+            credit, a new idempotency key each), on random accounts, and hold → settle pairs (a hold of 2 credits, then \
+            its settle for 1 by the key it was taken with, back to back on each connection; pairs/s beside spends/s). \
+            On the same cluster it runs pgbench select-only \
             and TPC-B (durable) with the same number of clients. Prints rate, p50 and p99 of each, and the ratios the \
             targets are set in: status and tiers to /healthz, spends to TPC-B. Then open loop (requests on a fixed \
             schedule, latency from when each was due) at 25, 50 and 75 % of the maxima: /healthz, status (with /healthz \
@@ -56,6 +58,21 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                     let body = ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(UUID())"}"#)
                     return LoadRequest(path: "/v1/accounts/\(accountIds.randomElement()!)/usage", method: .POST, headers: key + [("Content-Type", "application/json")], body: body)
                 }
+                // Holds as AI work takes them: each connection holds 2 credits, then settles 1 of them by the key it held
+                // with (its n-th request: even a hold, odd that hold's settle), back to back.
+                let run = UUID().uuidString.prefix(8)
+                let pairs = try await hotPath.load(system) { index in
+                    let (connection, step) = (index % connections, index / connections)
+                    let account = accountIds[(connection * 7919 + step / 2) % accountIds.count]
+                    let key = "pair-\(run)-\(connection)-\(step / 2)"
+                    let headers = [("Authorization", "Bearer bench"), ("Content-Type", "application/json")]
+                    if step % 2 == 0 {
+                        let body = ByteBuffer(string: #"{"meter": "ai_requests", "amount": 2, "idempotencyKey": "\#(key)"}"#)
+                        return LoadRequest(path: "/v1/accounts/\(account)/holds", method: .POST, headers: headers, body: body)
+                    }
+                    return LoadRequest(
+                        path: "/v1/accounts/\(account)/holds/\(key)/settle", method: .POST, headers: headers, body: ByteBuffer(string: #"{"amount": 1}"#))
+                }
                 // Open loop: requests on a fixed schedule at shares of the closed-loop maxima, latency from when each was
                 // due. Status and /healthz at shares of /healthz's maximum; spends, bounded by durable commits, at shares
                 // of their own.
@@ -88,7 +105,7 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                         phase: try BenchmarkDatabase.pacedTPCB(rate: spends.rate, clients: connections, seconds: seconds, url: url)))
                 }
                 return self.report(
-                    health: health, tiers: tiers, status: status, spend: spend, paced: paced, selectOnly: selectOnly, tpcb: tpcb)
+                    health: health, tiers: tiers, status: status, spend: spend, pairs: pairs, paced: paced, selectOnly: selectOnly, tpcb: tpcb)
             } catch {
                 await system.stop()
                 throw error
@@ -120,7 +137,7 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
     }
 
     func report(
-        health: LoadPhase, tiers: LoadPhase, status: LoadPhase, spend: LoadPhase, paced: [PacedPhase], selectOnly: (tps: Double, latency: Double),
+        health: LoadPhase, tiers: LoadPhase, status: LoadPhase, spend: LoadPhase, pairs: LoadPhase, paced: [PacedPhase], selectOnly: (tps: Double, latency: Double),
         tpcb: (tps: Double, latency: Double)
     ) -> BenchmarkReport {
         func line(_ name: String, _ phase: LoadPhase, _ reference: String) -> String {
@@ -135,6 +152,9 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
             line("GET /v1/tiers", tiers, "\(ratio(tiers.rate, health.rate)) /healthz (target ≥ 0.8×)"),
             line("GET /v1/accounts/{id}/status", status, "\(ratio(status.rate, health.rate)) /healthz (target ≥ 0.5×, p99 ≤ 5 ms)"),
             line("POST /v1/accounts/{id}/usage", spend, "\(ratio(spend.rate, tpcb.tps)) TPC-B (target ≥ 0.75×, p99 ≤ 30 ms)"),
+            "  hold → settle pairs                " + String(format: "%7.0f", pairs.rate / 2) + "/s  (each request: p50 "
+                + String(format: "%.2f", pairs.percentile(0.5)) + " ms, p99 " + String(format: "%.2f", pairs.percentile(0.99)) + " ms)  \(pairs.failed) failed  "
+                + "\(ratio(pairs.rate / 2, spend.rate)) spends/s (target ≥ 0.5×, p99 ≤ 30 ms)",
             "  pgbench select-only (reference, scale \(connections)) \(String(format: "%7.0f", selectOnly.tps))/s  average \(String(format: "%.2f", selectOnly.latency)) ms",
             "  pgbench TPC-B, durable (reference, scale \(connections)) \(String(format: "%7.0f", tpcb.tps))/s  average \(String(format: "%.2f", tpcb.latency)) ms",
             "open loop (latency from when each request was due):",
@@ -158,6 +178,8 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
             ("statusP50Ms", .number(status.percentile(0.5))), ("statusP99Ms", .number(status.percentile(0.99))),
             ("statusRatio", .number(status.rate / max(health.rate, 0.001))), ("spendPerSecond", .integer(Int(spend.rate))),
             ("spendP50Ms", .number(spend.percentile(0.5))), ("spendP99Ms", .number(spend.percentile(0.99))), ("spendRatio", .number(spend.rate / max(tpcb.tps, 0.001))),
+            ("holdSettlePairsPerSecond", .integer(Int(pairs.rate / 2))), ("holdSettleP99Ms", .number(pairs.percentile(0.99))),
+            ("holdSettleFailed", .integer(pairs.failed)), ("holdSettleRatio", .number(pairs.rate / 2 / max(spend.rate, 0.001))),
             ("tiersRatio", .number(tiers.rate / max(health.rate, 0.001))), ("pgbenchSelectOnly", .integer(Int(selectOnly.tps))),
             ("pgbenchTPCB", .integer(Int(tpcb.tps))),
         ] + paced.flatMap { paced -> [(String, BenchmarkReport.BenchmarkValue)] in

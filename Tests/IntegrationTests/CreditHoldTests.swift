@@ -101,6 +101,12 @@ struct CreditHoldTests {
                 #expect(try await Self.remaining(client, account, "ai_requests") == 11, "nothing given back twice")
                 let read = try await client.getWithKey("/v1/holds/\(id)")
                 #expect(read.json["state"] as? String == "settled" && read.json["lapsed"] as? Int == 0)
+                // By the key that took it, as the service knows it: the same hold, the same first answer.
+                let byKey = try await Self.post(client, "/v1/accounts/\(account)/holds/gen-1/settle", #"{"amount": 4}"#)
+                #expect(byKey.status == .ok && byKey.json["id"] as? String == id && byKey.json["charged"] as? Int == 4, "\(String(buffer: byKey.body))")
+                #expect(try await Self.post(client, "/v1/accounts/\(account)/holds/gen-1/release", "").status == .conflict)
+                #expect(try await Self.post(client, "/v1/accounts/\(account)/holds/no-such-key/release", "").status == .notFound)
+                #expect(try await Self.post(client, "/v1/accounts/other-\(account)/holds/gen-1/release", "").status == .notFound, "another account's key is not this hold")
                 // More than held is refused and changes nothing.
                 let other = try await Self.hold(client, account, "ai_requests", 2, key: "gen-2")
                 let over = try await Self.post(client, "/v1/holds/\(other.json["id"] as? String ?? "")/settle", #"{"amount": 3}"#)

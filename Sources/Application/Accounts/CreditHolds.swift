@@ -117,28 +117,39 @@ public struct CreditHolds: Sendable {
         }
     }
 
+    /// A hold, by its id or by the account and the idempotency key that took it (the service knows its key already).
+    public enum Target: Sendable {
+        case id(UUID)
+        case key(AccountID, String)
+    }
+
     /// Charges `amount` of the hold and gives the rest back. Settling again for the same amount answers the first
     /// settle; any other end of an ended hold is ``EndAnswer/alreadyEnded(_:)``.
-    public func settle(_ id: UUID, amount: Int64, now: Date) async throws -> EndAnswer {
-        try await end(id, charging: amount, as: .settled, now: now)
+    public func settle(_ target: Target, amount: Int64, now: Date) async throws -> EndAnswer {
+        try await end(target, charging: amount, as: .settled, now: now)
     }
 
     /// Gives the whole hold back; releasing again answers the first release.
-    public func release(_ id: UUID, now: Date) async throws -> EndAnswer {
-        try await end(id, charging: 0, as: .released, now: now)
+    public func release(_ target: Target, now: Date) async throws -> EndAnswer {
+        try await end(target, charging: 0, as: .released, now: now)
     }
 
     /// Releases the hold if its expiry has come and it is still held (``HoldExpiryJob``).
     public func expire(_ id: UUID, now: Date) async throws {
-        _ = try await end(id, charging: 0, as: .expired, now: now)
+        _ = try await end(.id(id), charging: 0, as: .expired, now: now)
     }
 
-    private func end(_ id: UUID, charging amount: Int64, as state: CreditHoldStore.Hold.State, now: Date) async throws -> EndAnswer {
+    private func end(_ target: Target, charging amount: Int64, as state: CreditHoldStore.Hold.State, now: Date) async throws -> EndAnswer {
         let answer = try await client.withTransaction(logger: logger) { connection -> EndAnswer in
-            guard let found = try await store.hold(id, on: connection) else { return .notFound }
+            let found: CreditHoldStore.Hold?
+            switch target {
+            case .id(let id): found = try await store.hold(id, on: connection)
+            case .key(let account, let key): found = try await store.hold(of: account, idempotencyKey: key, on: connection)
+            }
+            guard let found else { return .notFound }
             try await ledger.lockAccount(found.account, on: connection)
             // Read again under the lock: another end may have committed meanwhile.
-            guard var hold = try await store.hold(id, on: connection) else { return .notFound }
+            guard var hold = try await store.hold(found.id, on: connection) else { return .notFound }
             if hold.state != .held {
                 let repeated = hold.state == state && (state != .settled || hold.charged == amount)
                 return repeated ? .ended(hold) : .alreadyEnded(hold)

@@ -9861,6 +9861,350 @@ public enum OpenAPIDocument {
           }
         }
       }
+    },
+    "/v1/accounts/{accountId}/holds/{idempotencyKey}/settle": {
+      "post": {
+        "operationId": "settleHoldByKey",
+        "summary": "Charge what the work cost; the rest goes back, by the key that took it",
+        "tags": [
+          "Service API"
+        ],
+        "description": "Charges `amount` (0 up to the held amount) and gives the rest back to where its buckets' credits are (docs/credits.md, \"Holds\"). A repeat for the same amount answers the first settle. Named by the account and the idempotency key the hold was taken with, so the service need not keep the hold's id.",
+        "security": [
+          {
+            "serviceKey": []
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/accountId"
+          },
+          {
+            "name": "idempotencyKey",
+            "in": "path",
+            "required": true,
+            "description": "The idempotency key the hold was taken with (percent-encoded).",
+            "schema": {
+              "type": "string",
+              "minLength": 1
+            }
+          }
+        ],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "$ref": "#/components/schemas/HoldSettlement"
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "Ended: the hold as it ended (`charged`, `returned`, `lapsed`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Hold"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`accountId` is not an account id or the body is not what the route takes (`bad_request`), a negative amount (`invalid_amount`), the key has control characters or is over 255 bytes of UTF-8 (`invalid_idempotency_key`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request",
+                            "invalid_amount",
+                            "invalid_idempotency_key"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "404": {
+            "description": "No such hold (`not_found`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_found"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "The hold was ended another way already \u2014 settled (for another amount), released or expired (`hold_ended`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "hold_ended"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "413": {
+            "description": "The body is larger than 512 KiB, this route's limit (`payload_too_large`); the connection is closed",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "payload_too_large"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            },
+            "headers": {
+              "Connection": {
+                "description": "`close`",
+                "schema": {
+                  "type": "string",
+                  "const": "close"
+                }
+              }
+            }
+          },
+          "422": {
+            "description": "More than the hold holds (`amount_over_hold`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "amount_over_hold"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "Service unavailable: the body memory is full (`busy`) or the database did not answer in time (`unavailable`); nothing was changed; retry the same request",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable",
+                            "busy"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/v1/accounts/{accountId}/holds/{idempotencyKey}/release": {
+      "post": {
+        "operationId": "releaseHoldByKey",
+        "summary": "Give the whole hold back, by the key that took it",
+        "tags": [
+          "Service API"
+        ],
+        "description": "Gives everything held back (docs/credits.md, \"Holds\"). A repeat answers the first release. Named by the account and the idempotency key the hold was taken with, so the service need not keep the hold's id.",
+        "security": [
+          {
+            "serviceKey": []
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/accountId"
+          },
+          {
+            "name": "idempotencyKey",
+            "in": "path",
+            "required": true,
+            "description": "The idempotency key the hold was taken with (percent-encoded).",
+            "schema": {
+              "type": "string",
+              "minLength": 1
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "Ended: the hold as it ended (`charged`, `returned`, `lapsed`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Hold"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`accountId` is not an account id (`bad_request`), the key has control characters or is over 255 bytes of UTF-8 (`invalid_idempotency_key`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request",
+                            "invalid_idempotency_key"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "404": {
+            "description": "No such hold (`not_found`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_found"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "The hold was ended another way already \u2014 settled (for another amount), released or expired (`hold_ended`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "hold_ended"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "Service unavailable: the body memory is full (`busy`) or the database did not answer in time (`unavailable`); nothing was changed; retry the same request",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable",
+                            "busy"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        }
+      }
     }
   },
   "components": {
