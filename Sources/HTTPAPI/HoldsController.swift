@@ -94,13 +94,7 @@ public struct HoldsController: Sendable {
         guard CreditHolds.expiryRange.contains(expiresIn) else {
             throw APIError(.badRequest, code: "invalid_expires_in", message: "expiresIn must be 1 to 86400 seconds (default 900)")
         }
-        guard let key = body.idempotencyKey ?? request.headers[.init("Idempotency-Key")!], !key.isEmpty else {
-            throw APIError(
-                .badRequest, code: "missing_idempotency_key", message: "idempotencyKey (1–255 bytes of UTF-8, no control characters) is required")
-        }
-        guard key.isKey(maximumBytes: 255) else {
-            throw APIError(.badRequest, code: "invalid_idempotency_key", message: "idempotencyKey must be 1–255 bytes of UTF-8 without control characters")
-        }
+        let key = try request.idempotencyKey(fromBody: body.idempotencyKey)
         let answer = try await withDatabase {
             try await holds.hold(.init(account: account, meter: body.meter, amount: body.amount, idempotencyKey: key, expiresIn: expiresIn), now: clock())
         }

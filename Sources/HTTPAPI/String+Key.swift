@@ -1,7 +1,25 @@
+import Hummingbird
+
 extension String {
     /// Whether this is 1…`maximumBytes` bytes without control characters (NUL among them): what may reach the
     /// database as a key, id or name. PostgreSQL refuses NUL in text, and an error there would read as an outage.
     func isKey(maximumBytes: Int) -> Bool {
         !isEmpty && utf8.count <= maximumBytes && !unicodeScalars.contains { $0.properties.generalCategory == .control }
+    }
+}
+
+extension Request {
+    /// A request's idempotency key: the body's `idempotencyKey`, else the `Idempotency-Key` header; 400
+    /// `missing_idempotency_key` without one, `invalid_idempotency_key` for one that is not 1–255 bytes of UTF-8 without
+    /// control characters. Spends and holds take it alike.
+    func idempotencyKey(fromBody body: String?) throws -> String {
+        guard let key = body ?? headers[.init("Idempotency-Key")!], !key.isEmpty else {
+            throw APIError(
+                .badRequest, code: "missing_idempotency_key", message: "idempotencyKey (1–255 bytes of UTF-8, no control characters) is required")
+        }
+        guard key.isKey(maximumBytes: 255) else {
+            throw APIError(.badRequest, code: "invalid_idempotency_key", message: "idempotencyKey must be 1–255 bytes of UTF-8 without control characters")
+        }
+        return key
     }
 }

@@ -67,16 +67,7 @@ public struct UsageController: Sendable {
             throw APIError(.badRequest, code: "unknown_meter", message: "no meter \(body.meter); known: \(catalogue.meters.map(\.id).joined(separator: ", "))")
         }
         guard body.amount > 0 else { throw APIError(.badRequest, code: "invalid_amount", message: "amount must be a positive integer") }
-        guard let key = body.idempotencyKey ?? request.headers[.init("Idempotency-Key")!], !key.isEmpty else {
-            throw APIError(
-                .badRequest, code: "missing_idempotency_key",
-                message: "idempotencyKey (1–255 bytes of UTF-8, no control characters) is required")
-        }
-        guard key.isKey(maximumBytes: 255) else {
-            throw APIError(
-                .badRequest, code: "invalid_idempotency_key",
-                message: "idempotencyKey must be 1–255 bytes of UTF-8 without control characters")
-        }
+        let key = try request.idempotencyKey(fromBody: body.idempotencyKey)
         let usageRequest = UsageRequests.Request(account: account, meter: body.meter, amount: body.amount, idempotencyKey: key)
         do {
             return Answer(answer: try await withDeadline(databaseTimeout) { try await usage.spend(usageRequest, now: clock()) })
