@@ -3,6 +3,7 @@ import Credits
 import Foundation
 import Hummingbird
 import Persistence
+import Subscriptions
 
 /// Holds of credits (the seam tests can replace).
 public protocol CreditHolding: Sendable {
@@ -10,6 +11,7 @@ public protocol CreditHolding: Sendable {
     func settle(_ target: CreditHolds.Target, amount: Int64, now: Date) async throws -> CreditHolds.EndAnswer
     func release(_ target: CreditHolds.Target, now: Date) async throws -> CreditHolds.EndAnswer
     func hold(_ id: UUID) async throws -> CreditHoldStore.Hold?
+    func reverseSpend(of account: AccountID, idempotencyKey: String, now: Date) async throws -> CreditHolds.ReversalAnswer
 }
 
 extension CreditHolds: CreditHolding {}
@@ -43,6 +45,8 @@ public struct HoldsController: Sendable {
             try await self.release(target: try Self.keyTarget(context))
         }
         group.get("holds/{holdId}") { request, context in try await self.read(request, context: context) }
+        // A plain spend given back by the same rule, for a failure found after the fact.
+        group.post("accounts/{accountId}/usage/{idempotencyKey}/reverse") { request, context in try await self.reverse(context: context) }
     }
 
     struct HoldBody: Decodable {
@@ -119,6 +123,31 @@ public struct HoldsController: Sendable {
 
     func release(target: CreditHolds.Target) async throws -> HoldJSON {
         try Self.answer(try await withDatabase { try await holds.release(target, now: clock()) })
+    }
+
+    /// What a reversed spend answers.
+    struct ReversalJSON: ResponseEncodable {
+        var meter: String
+        var amount: Int64
+        var returned: Int64
+        var lapsed: Int64
+        var reversedAt: Date
+    }
+
+    func reverse(context: StorekeeperRequestContext) async throws -> ReversalJSON {
+        guard case .key(let account, let key) = try Self.keyTarget(context) else { preconditionFailure("a key target") }
+        switch try await withDatabase({ try await holds.reverseSpend(of: account, idempotencyKey: key, now: clock()) }) {
+        case .reversed(let reversal, let meter, let amount):
+            return ReversalJSON(meter: meter, amount: amount, returned: reversal.returned, lapsed: reversal.lapsed, reversedAt: reversal.reversedAt)
+        case .notFound:
+            throw APIError(.notFound, code: "not_found", message: "no spend of account \(account.text) under idempotency key \(key)")
+        case .notSpent(let meter, let amount):
+            throw APIError(.conflict, code: "not_spent", message: "the spend of \(amount) \(meter) was refused: nothing was taken to give back")
+        case .windowPassed(let spentAt):
+            throw APIError(
+                .conflict, code: "reversal_window_passed",
+                message: "a spend can be given back within \(Int(CreditHolds.reversalWindow / 3600)) hours; this one was made at \(spentAt.formatted(.iso8601))")
+        }
     }
 
     func read(_ request: Request, context: StorekeeperRequestContext) async throws -> HoldJSON {

@@ -162,7 +162,8 @@ public struct StorekeeperComponents: Sendable {
             clock: clock,
             logger: logger)
         self.settlement = SourceSettlement(credits: credits, recorder: events, queue: scheduling)
-        self.holds = CreditHolds(client: client, ledger: credits, queue: scheduling, events: events, cache: statusCache, logger: logger)
+        self.holds = CreditHolds(
+            client: client, ledger: credits, queue: scheduling, events: events, cache: statusCache, executor: databaseExecutor, logger: logger)
         self.grants = OperatorGrants(client: client, credits: credits, settlement: settlement, cache: statusCache, logger: logger)
         self.purchases = OneTimePurchases(credits: credits, settlement: settlement, logger: logger)
         self.googlePlayProducts = GooglePlayProducts(

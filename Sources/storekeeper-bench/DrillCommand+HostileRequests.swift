@@ -91,6 +91,22 @@ extension HostileDrill {
             let answer = await system.request(usage, method: .POST, headers: api, body: ByteBuffer(string: body))
             verdict.check(answer.status == 400, "a NUL in the \(name) is 400 (got \(answer.status.map(String.init) ?? "none"))")
         }
+        // Holds and spends given back (issue 53): a NUL or an over-long key, in the body or the path, and a hold id that
+        // is not one, are 400; an amount past the bound is 400, not an overflow.
+        let account = UUID()
+        for (name, path, body) in [
+            ("a hold's key with a NUL", "/v1/accounts/\(account)/holds", #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "a\u0000b"}"#),
+            ("a hold of 2^63-1", "/v1/accounts/\(account)/holds", #"{"meter": "ai_requests", "amount": 9223372036854775807, "idempotencyKey": "k"}"#),
+            ("a hold expiring in 10^12 s", "/v1/accounts/\(account)/holds", #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "k", "expiresIn": 1000000000000}"#),
+            ("a settle by a key with a NUL", "/v1/accounts/\(account)/holds/a%00b/settle", #"{"amount": 1}"#),
+            ("a settle of a hold id that is not a UUID", "/v1/holds/not-a-uuid/settle", #"{"amount": 1}"#),
+            ("a settle of -1", "/v1/holds/\(UUID())/settle", #"{"amount": -1}"#),
+            ("a reversal by a 300-byte key", "/v1/accounts/\(account)/usage/\(String(repeating: "k", count: 300))/reverse", ""),
+            ("a reversal by a key with a NUL", "/v1/accounts/\(account)/usage/a%00b/reverse", ""),
+        ] {
+            let answer = await system.request(path, method: .POST, headers: api, body: ByteBuffer(string: body))
+            verdict.check(answer.status == 400, "\(name) is 400 (got \(answer.status.map(String.init) ?? "none"))")
+        }
         let subscription = await system.request("/v1/subscriptions/" + String(repeating: "9", count: 300), headers: [("Authorization", "Bearer bench")])
         verdict.check(subscription.status == 400, "a 300-byte subscription id in the path is 400 (got \(subscription.status.map(String.init) ?? "none"))")
         let admin = [("Authorization", "Bearer \(Self.adminKey)")]

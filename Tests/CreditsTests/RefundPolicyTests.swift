@@ -131,4 +131,18 @@ struct TopUpAttributionTests {
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: entries).spends == [5: 30, 6: 70])
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: entries).spends == [6: 10])
     }
+
+    @Test("a spend of 80 (70 of A, 10 of B) given back in part, 30: B's 10 go back first, then 20 of A's; the next spend draws on A's again")
+    func reversedSpend() {
+        let entries = [
+            LedgerEntry(operationKey: "topup:A", bucket: "b", delta: 70, reason: "top-up"),
+            LedgerEntry(operationKey: "topup:B", bucket: "b", delta: 100, reason: "top-up"),
+            LedgerEntry(operationKey: "spend:1:a:k:0", bucket: "b", delta: -80, reason: "usage"),
+            LedgerEntry(operationKey: "spend:1:a:k:0:reversed", bucket: "b", delta: 30, reason: "usage reversed"),
+            LedgerEntry(operationKey: "spend:1:a:m:0", bucket: "b", delta: -20, reason: "usage"),
+        ]
+        let a = PurchaseConsumption.attribution(ofTopUp: "A", entries: entries)
+        #expect(a.credited == 70 && a.spends == [2: 50, 4: 20])
+        #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: entries).spends.isEmpty)
+    }
 }

@@ -3,8 +3,8 @@ import Persistence
 import PostgresNIO
 import Testing
 
-/// Where a hold's credits can go back, decided by `CreditHoldStore.destinations` from the ledger rows posted after the
-/// hold — the SQL side of docs/credits.md's "Where credits go back", against rows shaped as the credit rules write
+/// Where a hold's credits can go back, decided by `CreditHoldStore.destinations` from what a group's read
+/// (`lock_accounts_and_read_holds`, sql/0037) finds in the ledger rows posted after the hold — the SQL side of docs/credits.md's "Where credits go back", against rows shaped as the credit rules write
 /// them (SubscriptionCredits+Refunds, TopUpCredits), on real PostgreSQL.
 @Suite("Hold destinations: refunds, reversals and carry-overs after a hold")
 struct HoldDestinationTests {
@@ -29,9 +29,19 @@ struct HoldDestinationTests {
             try await post("topup:sale-b:ai", "topup:a:ai", 100)
             try await post(CreditHoldStore.debitKey(hold, 0), "cycle:s:p1:ai", -5)
             try await post(CreditHoldStore.debitKey(hold, 1), "topup:a:ai", -3)
+            try await harness.client.query(
+                """
+                INSERT INTO credit_holds (id, account_id, idempotency_key, meter, amount, debits, created_at, expires_at)
+                VALUES (\(hold), 'a', 'k', 'ai_requests', 8,
+                    '[{"bucket": "cycle:s:p1:ai", "amount": 5}, {"bucket": "topup:a:ai", "amount": 3}]', now(), now() + interval '1 hour')
+                """, logger: TestDatabase.logger)
             let buckets = ["cycle:s:p1:ai", "topup:a:ai"]
             func destinations(open: Set<String> = Set(buckets)) async throws -> [String: String] {
-                try await harness.client.withConnection { try await store.destinations(of: buckets, holdId: hold, open: open, on: $0) }
+                let read = try await harness.client.withTransaction(logger: TestDatabase.logger) {
+                    try await store.lockAccountsAndReadHolds(accounts: [], ids: [hold], keys: [], on: $0)
+                }
+                #expect(read.count == 1 && read.first?.hold.id == hold)
+                return CreditHoldStore.destinations(read.first?.since ?? [], open: open)
             }
             #expect(try await destinations() == ["cycle:s:p1:ai": "cycle:s:p1:ai", "topup:a:ai": "topup:a:ai"])
             #expect(try await destinations(open: ["topup:a:ai"]) == ["topup:a:ai": "topup:a:ai"], "a window no longer live takes nothing back")

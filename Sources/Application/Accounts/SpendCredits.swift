@@ -96,7 +96,7 @@ private struct SpendGroup: Sendable {
             fresh.append((answer, request))
             answers.append(answer)
         }
-        try await usageRequests.store(fresh, posting: postings, on: connection)
+        try await usageRequests.store(fresh, posting: postings, at: now, on: connection)
         try await events?.record(drafts, now: now, on: connection)
         return answers
     }

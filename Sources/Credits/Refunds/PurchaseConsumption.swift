@@ -42,16 +42,33 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
     }
 
     /// What the top-up `transactionId` credited, and how much of each spend (by its index in `entries`, the bucket's
-    /// rows in order) came from it: top-ups are spent first in, first out, and a refund empties its own lot.
+    /// rows in order) came from it: top-ups are spent first in, first out, a refund empties its own lot, and a spend
+    /// given back (`<its debit key>:reversed`) returns to the lots it drew on, the last drawn first.
     public static func attribution(ofTopUp transactionId: String, entries: [LedgerEntry]) -> (credited: Int64, spends: [Int: Int64]) {
         var lots: [(key: String, left: Int64)] = []
-        var spends: [Int: Int64] = [:]
+        // What each spend (by position) drew from each lot, in the order drawn.
+        var takes: [Int: [(lot: Int, amount: Int64)]] = [:]
         var credited: Int64 = 0
         let grantKey = "topup:\(transactionId)"
         for (position, entry) in entries.enumerated() {
             // A hold's rows are not usage: what it charged is posted as `usage` (`hold-charge:<id>:<n>`) when it
             // settles, and counts then; its debit, what went back and the charge's offset net out.
             if Self.isHoldBookkeeping(entry.operationKey) { continue }
+            if entry.delta > 0, entry.operationKey.hasPrefix("spend:"), entry.operationKey.hasSuffix(":reversed"),
+                let spent = entries.firstIndex(where: { $0.operationKey == entry.operationKey.dropLast(":reversed".count) })
+            {
+                var back = entry.delta
+                var drawn = takes[spent] ?? []
+                while back > 0, let last = drawn.popLast() {
+                    let returned = min(back, last.amount)
+                    lots[last.lot].left += returned
+                    back -= returned
+                    if returned < last.amount { drawn.append((last.lot, last.amount - returned)) }
+                }
+                takes[spent] = drawn
+                if back > 0 { lots.append((entry.operationKey, back)) }
+                continue
+            }
             if entry.delta > 0 {
                 if entry.operationKey == grantKey { credited += entry.delta }
                 let key = entry.operationKey.hasPrefix("reversed:refund:") ? Self.refundedGrant(entry.operationKey) : entry.operationKey
@@ -65,9 +82,14 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
                     let take = min(owed, lots[index].left)
                     lots[index].left -= take
                     owed -= take
-                    if lots[index].key == grantKey { spends[position, default: 0] += take }
+                    takes[position, default: []].append((index, take))
                 }
             }
+        }
+        var spends: [Int: Int64] = [:]
+        for (position, drawn) in takes {
+            let own = drawn.filter { lots[$0.lot].key == grantKey }.reduce(0) { $0 + $1.amount }
+            if own > 0 { spends[position] = own }
         }
         return (credited, spends)
     }

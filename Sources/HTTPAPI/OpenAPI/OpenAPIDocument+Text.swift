@@ -10205,6 +10205,146 @@ public enum OpenAPIDocument {
           }
         }
       }
+    },
+    "/v1/accounts/{accountId}/usage/{idempotencyKey}/reverse": {
+      "post": {
+        "operationId": "reverseSpend",
+        "summary": "Give a spend's credits back, for a failure found after the fact",
+        "tags": [
+          "Service API"
+        ],
+        "description": "Gives back the credits a plain spend (`POST /v1/accounts/{accountId}/usage`) took, once, within 24 hours of the spend, by the rule a released hold follows: each to its bucket while it stands, to the top-up an upgrade carried its bucket's credits to, or nowhere (`lapsed`) when its bucket closed meanwhile (docs/credits.md, \"Giving a spend back\"). A repeat answers the first reversal.",
+        "security": [
+          {
+            "serviceKey": []
+          }
+        ],
+        "parameters": [
+          {
+            "$ref": "#/components/parameters/accountId"
+          },
+          {
+            "name": "idempotencyKey",
+            "in": "path",
+            "required": true,
+            "description": "The idempotency key the spend was made with (percent-encoded).",
+            "schema": {
+              "type": "string",
+              "minLength": 1
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "Given back (now or by an earlier call)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/SpendReversal"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`accountId` is not an account id (`bad_request`), the key has control characters or is over 255 bytes (`invalid_idempotency_key`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request",
+                            "invalid_idempotency_key"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/Unauthorized"
+          },
+          "404": {
+            "description": "No spend of the account under that key (`not_found`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_found"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "409": {
+            "description": "The spend was refused, so nothing was taken (`not_spent`), or it was made more than 24 hours ago (`reversal_window_passed`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "not_spent",
+                            "reversal_window_passed"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "Service unavailable: the body memory is full (`busy`) or the database did not answer in time (`unavailable`); nothing was changed; retry the same request",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable",
+                            "busy"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        }
+      }
     }
   },
   "components": {
@@ -12964,6 +13104,40 @@ public enum OpenAPIDocument {
             ],
             "format": "int64",
             "description": "On the answer that took it: what is left of the meter; null for an unlimited meter"
+          }
+        }
+      },
+      "SpendReversal": {
+        "type": "object",
+        "required": [
+          "meter",
+          "amount",
+          "returned",
+          "lapsed",
+          "reversedAt"
+        ],
+        "properties": {
+          "meter": {
+            "type": "string"
+          },
+          "amount": {
+            "type": "integer",
+            "format": "int64",
+            "description": "What the spend took"
+          },
+          "returned": {
+            "type": "integer",
+            "format": "int64",
+            "description": "Given back"
+          },
+          "lapsed": {
+            "type": "integer",
+            "format": "int64",
+            "description": "Of buckets closed since the spend (a reset, a refund): gone, as their unspent credits are"
+          },
+          "reversedAt": {
+            "type": "string",
+            "format": "date-time"
           }
         }
       }

@@ -37,7 +37,7 @@ extension AnalyticsRollups {
                    CASE b.kind WHEN 'daily' THEN regexp_replace(b.key, '^.*:', '')
                                WHEN 'entitlement' THEN coalesce(e.tier, e.product_id, '')
                                WHEN 'cycle' THEN coalesce(s.product_id, '') ELSE '' END,
-                   coalesce(sum(-l.delta) FILTER (WHERE l.reason = 'usage'), 0)::bigint,
+                   coalesce(sum(-l.delta) FILTER (WHERE l.reason IN ('usage', 'usage reversed')), 0)::bigint,
                    coalesce(sum(l.delta) FILTER (WHERE l.operation_key LIKE 'grant:%' AND b.kind <> 'topup' AND l.delta > 0), 0)::bigint,
                    count(*)
             FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket

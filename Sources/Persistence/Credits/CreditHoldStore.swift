@@ -76,23 +76,6 @@ public struct CreditHoldStore: Sendable {
     /// The ledger key of a hold's debit `index`.
     public static func debitKey(_ id: UUID, _ index: Int) -> String { "hold:\(id.uuidString.lowercased()):\(index)" }
 
-    /// Stores a new hold and posts its debits (reason `hold`).
-    public func insert(_ hold: Hold, on connection: PostgresConnection) async throws {
-        let debits = String(decoding: try JSONEncoder().encode(hold.debits.map(StoredDebit.init)), as: UTF8.self)
-        let keys = hold.debits.indices.map { Self.debitKey(hold.id, $0) }
-        try await connection.query(
-            """
-            WITH posted AS (
-                INSERT INTO credit_ledger (operation_key, bucket, delta, reason)
-                SELECT key, bucket, -amount, 'hold' FROM unnest(\(keys)::text[], \(hold.debits.map(\.bucket))::text[], \(hold.debits.map(\.amount))::bigint[])
-                    AS d(key, bucket, amount)
-                RETURNING 1
-            )
-            INSERT INTO credit_holds (id, account_id, idempotency_key, meter, amount, debits, created_at, expires_at)
-            VALUES (\(hold.id), \(hold.account.text), \(hold.idempotencyKey), \(hold.meter), \(hold.amount), \(debits)::jsonb, \(hold.createdAt), \(hold.expiresAt))
-            """, logger: logger)
-    }
-
     /// The hold `id`, if any.
     public func hold(_ id: UUID, on connection: PostgresConnection) async throws -> Hold? {
         try await first(connection.query("SELECT \(unescaped: Self.columns) FROM credit_holds WHERE id = \(id)", logger: logger))
@@ -105,44 +88,75 @@ public struct CreditHoldStore: Sendable {
             logger: logger))
     }
 
-    /// Where each of `buckets` can take a debit of hold `holdId` back now (see ``HoldSettlement``): the bucket itself
-    /// while it is among `open` — unless it is a window (not a top-up) a refund or a prorated refund's claw-back took
-    /// from since the hold, not reversed; else the top-up an upgrade carried its unspent credits to since the hold, while that carry stands (no
-    /// refund or reversal of it); else nowhere. A top-up's refund takes back its own purchase's credits, not those held.
-    public func destinations(
-        of buckets: [String], holdId: UUID, open: Set<String>, on connection: PostgresConnection
-    ) async throws -> [String: String] {
+    /// What became of a bucket a hold took from since the hold (sql/0037's read): its kind, the top-up an upgrade
+    /// carried its unspent credits to while that carry stands, and whether a refund or a prorated refund's claw-back
+    /// took from it, not reversed.
+    public struct BucketSinceHold: Codable, Sendable, Equatable {
+        public var bucket: String
+        public var kind: String
+        public var carriedTo: String?
+        public var refunded: Bool
+
+        public init(bucket: String, kind: String, carriedTo: String? = nil, refunded: Bool = false) {
+            (self.bucket, self.kind, self.carriedTo, self.refunded) = (bucket, kind, carriedTo, refunded)
+        }
+    }
+
+    /// A hold as a group read it: with what became of its buckets since, while it is held.
+    public struct ReadHold: Sendable {
+        public var hold: Hold
+        public var since: [BucketSinceHold]
+    }
+
+    /// Locks the accounts of a group of holds — `accounts`, and those of the holds `ids` — and reads the holds named by
+    /// id or by (account, idempotency key), in one round trip (`lock_accounts_and_read_holds`, sql/0037).
+    public func lockAccountsAndReadHolds(
+        accounts: [AccountID], ids: [UUID], keys: [(account: AccountID, key: String)], on connection: PostgresConnection
+    ) async throws -> [ReadHold] {
         let rows = try await connection.query(
             """
-            WITH since AS (SELECT id FROM credit_ledger WHERE operation_key = \(Self.debitKey(holdId, 0)))
-            SELECT b.bucket, k.kind,
-                (SELECT i.bucket FROM credit_ledger o JOIN credit_ledger i ON i.operation_key = left(o.operation_key, -3) || 'in'
-                 WHERE o.bucket = b.bucket AND o.operation_key LIKE 'carry:%:out' AND o.id > (SELECT id FROM since)
-                   AND NOT EXISTS (SELECT 1 FROM credit_ledger x WHERE x.operation_key IN ('reversed:' || i.operation_key, 'reversed:' || o.operation_key))
-                   AND NOT EXISTS (SELECT 1 FROM credit_ledger r WHERE r.bucket = i.bucket AND r.operation_key LIKE 'refund:%' AND r.id > i.id
-                       AND right(r.operation_key, length(i.operation_key) + 1) = ':' || i.operation_key)
-                 ORDER BY o.id DESC LIMIT 1),
-                EXISTS (SELECT 1 FROM credit_ledger r WHERE r.bucket = b.bucket AND r.delta < 0 AND r.id > (SELECT id FROM since)
-                    AND (r.operation_key LIKE 'refund:%' OR r.operation_key LIKE 'clawback:%')
-                    AND NOT EXISTS (SELECT 1 FROM credit_ledger x WHERE x.operation_key = 'reversed:' || r.operation_key))
-            FROM unnest(\(buckets)::text[]) AS b(bucket) JOIN credit_buckets k ON k.key = b.bucket
+            SELECT (hold).id, (hold).account_id, (hold).idempotency_key, (hold).meter, (hold).amount, (hold).debits::text, (hold).created_at,
+                (hold).expires_at, (hold).state, (hold).charged, (hold).returned, (hold).lapsed, (hold).ended_at, since_hold::text
+            FROM lock_accounts_and_read_holds(\(accounts.map(\.text))::text[], \(ids)::uuid[], \(keys.map(\.account.text))::text[],
+                \(keys.map(\.key))::text[])
             """, logger: logger)
+        var read: [ReadHold] = []
+        for try await row in rows {
+            let hold = try Self.decode(row)
+            let text = try row.makeRandomAccess()[13].decode(String?.self)
+            let since = try text.map { try JSONDecoder().decode([BucketSinceHold].self, from: Data($0.utf8)) } ?? []
+            read.append(ReadHold(hold: hold, since: since))
+        }
+        return read
+    }
+
+    /// Where each bucket of `since` takes a debit of the hold back now (docs/credits.md, "Where credits go back"):
+    /// the top-up an upgrade carried the bucket's unspent credits to, while that carry stands; else the bucket itself
+    /// while it is among `open` — unless it is a window (not a top-up) a refund or claw-back took from since the hold
+    /// (a top-up's refund takes back its own purchase's credits, not those held); else nowhere.
+    public static func destinations(_ since: [BucketSinceHold], open: Set<String>) -> [String: String] {
         var destinations: [String: String] = [:]
-        for try await (bucket, kind, carried, refunded) in rows.decode((String, String, String?, Bool).self) {
-            if let carried {
-                destinations[bucket] = carried
-            } else if open.contains(bucket), CreditBucket.Kind(kind) == .topUp || !refunded {
-                destinations[bucket] = bucket
+        for bucket in since {
+            if let carried = bucket.carriedTo {
+                destinations[bucket.bucket] = carried
+            } else if open.contains(bucket.bucket), CreditBucket.Kind(bucket.kind) == .topUp || !bucket.refunded {
+                destinations[bucket.bucket] = bucket.bucket
             }
         }
         return destinations
     }
 
-    /// Ends a hold: posts what goes back (`hold-return:…`) and the charged part as usage (`hold-charge:…`, with its
-    /// offset, so the bucket's balance is unchanged by it), and records the outcome.
-    public func end(
-        _ hold: Hold, as state: Hold.State, charging charge: Int64, outcome: HoldSettlement.Outcome, at date: Date, on connection: PostgresConnection
-    ) async throws {
+    /// The ledger rows of a new hold: its debits (reason `hold`), `hold:<id>:<n>`.
+    public static func debitEntries(of hold: Hold) -> [LedgerEntry] {
+        hold.debits.enumerated().map { index, debit in
+            LedgerEntry(operationKey: debitKey(hold.id, index), bucket: debit.bucket, delta: -debit.amount, reason: "hold")
+        }
+    }
+
+    /// The ledger rows of a hold's end: what goes back (`hold-return:…`) and the charged part as usage
+    /// (`hold-charge:…`, with its offset, so the bucket's balance is unchanged by it and the usage analytics count it on
+    /// the day it settled).
+    public static func endEntries(of hold: Hold, outcome: HoldSettlement.Outcome) -> [LedgerEntry] {
         let id = hold.id.uuidString.lowercased()
         var entries: [LedgerEntry] = []
         for (index, back) in outcome.returns.enumerated() {
@@ -152,19 +166,56 @@ public struct CreditHoldStore: Sendable {
             entries.append(LedgerEntry(operationKey: "hold-charge:\(id):\(index):offset", bucket: charged.bucket, delta: charged.amount, reason: "hold charged"))
             entries.append(LedgerEntry(operationKey: "hold-charge:\(id):\(index)", bucket: charged.bucket, delta: -charged.amount, reason: "usage"))
         }
-        try await connection.query(
+        return entries
+    }
+
+    /// Writes what a group did, in one statement: its ledger rows (a key posted already is skipped), the holds it
+    /// took (as they stand at its end: a hold taken and ended in one group is stored ended), and the ends of holds
+    /// taken before (only of those still held), ended at `date`. (Arrays of optionals do not bind: a hold's outcome
+    /// not known yet is sent as -1 or the epoch.)
+    public func write(posting postings: [LedgerEntry], taken: [Hold], ended: [Hold], at date: Date, on connection: PostgresConnection) async throws {
+        guard !postings.isEmpty || !taken.isEmpty || !ended.isEmpty else { return }
+        let encoder = JSONEncoder()
+        let debits = try taken.map { String(decoding: try encoder.encode($0.debits.map(StoredDebit.init)), as: UTF8.self) }
+        let rows = try await connection.query(
             """
             WITH posted AS (
                 INSERT INTO credit_ledger (operation_key, bucket, delta, reason)
-                SELECT * FROM unnest(\(entries.map(\.operationKey))::text[], \(entries.map(\.bucket))::text[], \(entries.map(\.delta))::bigint[],
-                    \(entries.map(\.reason))::text[])
-                ON CONFLICT (operation_key) DO NOTHING
-                RETURNING 1
+                SELECT * FROM unnest(\(postings.map(\.operationKey))::text[], \(postings.map(\.bucket))::text[],
+                    \(postings.map(\.delta))::bigint[], \(postings.map(\.reason))::text[])
+                ON CONFLICT (operation_key) DO NOTHING RETURNING operation_key
+            ), taken AS (
+                INSERT INTO credit_holds (id, account_id, idempotency_key, meter, amount, debits, created_at, expires_at, state, charged, returned,
+                    lapsed, ended_at)
+                SELECT id, account, key, meter, amount, debits::jsonb, created, expires, state, nullif(charged, -1), nullif(returned, -1),
+                    nullif(lapsed, -1), nullif(ended, 'epoch') FROM unnest(
+                    \(taken.map(\.id))::uuid[], \(taken.map(\.account.text))::text[], \(taken.map(\.idempotencyKey))::text[],
+                    \(taken.map(\.meter))::text[], \(taken.map(\.amount))::bigint[], \(debits)::text[], \(taken.map(\.createdAt))::timestamptz[],
+                    \(taken.map(\.expiresAt))::timestamptz[], \(taken.map(\.state.text))::text[], \(taken.map { $0.charged ?? -1 })::bigint[],
+                    \(taken.map { $0.returned ?? -1 })::bigint[], \(taken.map { $0.lapsed ?? -1 })::bigint[],
+                    \(taken.map { $0.endedAt ?? Date(timeIntervalSince1970: 0) })::timestamptz[])
+                    AS t(id, account, key, meter, amount, debits, created, expires, state, charged, returned, lapsed, ended)
+            ), ended AS (
+                UPDATE credit_holds h SET state = e.state, charged = e.charged, returned = e.returned, lapsed = e.lapsed, ended_at = e.ended
+                FROM unnest(\(ended.map(\.id))::uuid[], \(ended.map(\.state.text))::text[], \(ended.map { $0.charged ?? 0 })::bigint[],
+                    \(ended.map { $0.returned ?? 0 })::bigint[], \(ended.map { $0.lapsed ?? 0 })::bigint[], \(ended.map { $0.endedAt ?? date })::timestamptz[])
+                    AS e(id, state, charged, returned, lapsed, ended)
+                -- Still held: `ended_at IS NULL` (sql/0036's CHECK), not `state = 'held'`, which let the planner scan every
+                -- open hold through the partial index of due ones instead of finding these by id.
+                WHERE h.id = e.id AND h.ended_at IS NULL
             )
-            UPDATE credit_holds SET state = \(state.text), charged = \(charge), returned = \(outcome.returned),
-                lapsed = \(outcome.lapsed), ended_at = \(date)
-            WHERE id = \(hold.id) AND state = 'held'
+            SELECT operation_key FROM posted
             """, logger: logger)
+        for try await key in rows.decode(String.self) { CreditLedger.countPosted(key) }
+    }
+
+    /// Up to `limit` holds still held whose expiry is at or before `date`, the earliest first.
+    public func dueHolds(at date: Date, limit: Int, on connection: PostgresConnection) async throws -> [UUID] {
+        let rows = try await connection.query(
+            "SELECT id FROM credit_holds WHERE state = 'held' AND expires_at <= \(date) ORDER BY expires_at LIMIT \(limit)", logger: logger)
+        var ids: [UUID] = []
+        for try await id in rows.decode(UUID.self) { ids.append(id) }
+        return ids
     }
 
     private func first(_ rows: PostgresRowSequence) async throws -> Hold? {
@@ -172,9 +223,15 @@ public struct CreditHoldStore: Sendable {
         return nil
     }
 
+    /// Decodes a hold from the first columns of `row`, in ``columns``' order (later columns are the caller's).
     static func decode(_ row: PostgresRow) throws -> Hold {
-        let (id, account, key, meter, amount, debitsText, created, expires, state, charged, returned, lapsed, ended) = try row.decode(
-            (UUID, String, String, String, Int64, String, Date, Date, String, Int64?, Int64?, Int64?, Date?).self)
+        let cells = row.makeRandomAccess()
+        let (id, account, key, meter, amount, debitsText) = try (
+            cells[0].decode(UUID.self), cells[1].decode(String.self), cells[2].decode(String.self), cells[3].decode(String.self),
+            cells[4].decode(Int64.self), cells[5].decode(String.self))
+        let (created, expires, state, charged, returned, lapsed, ended) = try (
+            cells[6].decode(Date.self), cells[7].decode(Date.self), cells[8].decode(String.self), cells[9].decode(Int64?.self),
+            cells[10].decode(Int64?.self), cells[11].decode(Int64?.self), cells[12].decode(Date?.self))
         guard let accountId = AccountID(account), let stored = try? JSONDecoder().decode([StoredDebit].self, from: Data(debitsText.utf8)) else {
             throw PersistenceError(.corruptRecord, "a stored hold does not decode")
         }

@@ -76,7 +76,7 @@ public struct UsageRequests: Sendable {
         }
     }
 
-    private let logger: Logger
+    let logger: Logger
 
     public init(logger: Logger) { self.logger = logger }
 
@@ -108,11 +108,11 @@ public struct UsageRequests: Sendable {
             """
     }
 
-    /// Stores the first answer to each request and posts the ledger rows of its spend, in one statement (a round
-    /// trip less for every group of spends); a ledger operation key already posted is skipped, as
+    /// Stores the first answer to each request, as given at `date`, and posts the ledger rows of its spend, in one
+    /// statement (a round trip less for every group of spends); a ledger operation key already posted is skipped, as
     /// ``CreditLedger/post(_:bucket:delta:reason:on:)`` does.
     public func store(
-        _ answers: [(answer: Answer, request: Request)], posting postings: [LedgerEntry], on connection: PostgresConnection
+        _ answers: [(answer: Answer, request: Request)], posting postings: [LedgerEntry], at date: Date, on connection: PostgresConnection
     ) async throws {
         guard !answers.isEmpty || !postings.isEmpty else { return }
         let encoder = JSONEncoder()
@@ -125,8 +125,8 @@ public struct UsageRequests: Sendable {
                     \(postings.map(\.delta))::bigint[], \(postings.map(\.reason))::text[])
                 ON CONFLICT (operation_key) DO NOTHING RETURNING operation_key
             ), answered AS (
-                INSERT INTO usage_requests (account_id, idempotency_key, meter, amount, outcome, answer)
-                SELECT account, key, meter, amount, outcome, answer::jsonb FROM unnest(
+                INSERT INTO usage_requests (account_id, idempotency_key, meter, amount, outcome, answer, created_at)
+                SELECT account, key, meter, amount, outcome, answer::jsonb, \(date) FROM unnest(
                     \(answers.map(\.request.account.text))::text[], \(answers.map(\.request.idempotencyKey))::text[],
                     \(answers.map(\.request.meter))::text[], \(answers.map(\.request.amount))::bigint[],
                     \(answers.map(\.answer.outcome.rawValue))::text[], \(texts)::text[]) AS a(account, key, meter, amount, outcome, answer)
@@ -150,6 +150,8 @@ public struct UsageRequests: Sendable {
     public struct Key: Hashable, Sendable {
         public var account: AccountID
         public var idempotencyKey: String
+
+        public init(account: AccountID, idempotencyKey: String) { (self.account, self.idempotencyKey) = (account, idempotencyKey) }
 
         public static func == (lhs: Key, rhs: Key) -> Bool {
             lhs.account == rhs.account && lhs.idempotencyKey.utf8.elementsEqual(rhs.idempotencyKey.utf8)

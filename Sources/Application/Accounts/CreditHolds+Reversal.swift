@@ -1,0 +1,57 @@
+import Credits
+import Foundation
+import Persistence
+import PostgresNIO
+import Subscriptions
+
+extension CreditHolds {
+    /// How long after a spend it can be given back (docs/credits.md, "Giving a spend back"): long enough for a failure
+    /// found after the fact (a job that reports hours later), short enough that a customer's spends of a day cannot
+    /// be given back a week on.
+    public static let reversalWindow: TimeInterval = 86_400
+
+    /// What giving a spend back came to.
+    public enum ReversalAnswer: Sendable {
+        /// Given back now, or before (the first reversal's answer).
+        case reversed(UsageRequests.Reversal, meter: String, amount: Int64)
+        /// No spend under that key.
+        case notFound
+        /// The spend was refused (402): nothing was taken.
+        case notSpent(meter: String, amount: Int64)
+        /// Asked more than ``reversalWindow`` after the spend.
+        case windowPassed(spentAt: Date)
+    }
+
+    /// Gives a plain spend's credits back once, by the rule a released hold follows (``HoldSettlement``): each debit
+    /// to its bucket while it stands, the carry-over an upgrade moved it to, or nowhere. Under the account's lock, in one
+    /// transaction.
+    public func reverseSpend(of account: AccountID, idempotencyKey: String, now: Date) async throws -> ReversalAnswer {
+        defer { cache?.invalidate(account) }
+        return try await client.withTransaction(logger: logger) { connection in
+            try await ledger.lockAccount(account, on: connection)
+            guard let spend = try await usageRequests.spendToReverse(of: account, idempotencyKey: idempotencyKey, on: connection) else {
+                return .notFound
+            }
+            if let done = spend.reversal { return .reversed(done, meter: spend.meter, amount: spend.amount) }
+            guard spend.spent else { return .notSpent(meter: spend.meter, amount: spend.amount) }
+            guard now.timeIntervalSince(spend.spentAt) <= Self.reversalWindow else { return .windowPassed(spentAt: spend.spentAt) }
+            var reversal = UsageRequests.Reversal(reversedAt: now, returned: 0, lapsed: 0)
+            var postings: [LedgerEntry] = []
+            if !spend.debits.isEmpty {
+                let open = Set((try await ledger.liveBuckets(of: [account], at: now, on: connection)[account] ?? []).map(\.bucket.key))
+                let destinations = CreditHoldStore.destinations(spend.since, open: open)
+                guard let outcome = HoldSettlement.settle(spend.debits, charge: 0, destination: { destinations[$0] }) else {
+                    throw PersistenceError(.corruptRecord, "a stored spend's debits are not a spend")
+                }
+                postings = outcome.returns.enumerated().map { index, back in
+                    LedgerEntry(
+                        operationKey: UsageRequests.reversalKey(account: account, idempotencyKey: idempotencyKey, index: index), bucket: back.bucket,
+                        delta: back.amount, reason: "usage reversed")
+                }
+                (reversal.returned, reversal.lapsed) = (outcome.returned, outcome.lapsed)
+            }
+            try await usageRequests.recordReversal(reversal, of: account, idempotencyKey: idempotencyKey, posting: postings, on: connection)
+            return .reversed(reversal, meter: spend.meter, amount: spend.amount)
+        }
+    }
+}

@@ -1,0 +1,184 @@
+import Credits
+import Events
+import Foundation
+import Persistence
+import PostgresNIO
+import Subscriptions
+
+/// One hold, settle or release, and the time it was asked at.
+struct HoldWork: Sendable {
+    enum Operation: Sendable {
+        case hold(CreditHolds.Request)
+        case end(CreditHolds.Target, charging: Int64, as: CreditHoldStore.Hold.State)
+    }
+
+    var operation: Operation
+    var now: Date
+}
+
+/// What one ``HoldWork`` came to.
+enum HoldResult: Sendable {
+    case hold(CreditHolds.HoldAnswer)
+    case end(CreditHolds.EndAnswer)
+}
+
+/// The statements of one group of holds and ends, on its transaction (``CreditHolds``): the group's accounts locked
+/// and the holds it names read in one round trip, what the accounts have to spend in one more, then every hold and end
+/// in arrival order against the balances the earlier ones left, and what they did written in one statement.
+struct HoldGroup: Sendable {
+    let ledger: CreditLedger
+    let store: CreditHoldStore
+    let events: EventRecorder?
+
+    /// What a group did: an answer per work, in order, and the expiries of the holds it left held.
+    struct Done: Sendable {
+        var results: [HoldResult]
+        var expiries: [Date]
+    }
+
+    /// A hold as the group has it: as read (or taken here), with what became of its buckets since.
+    private struct Known {
+        var hold: CreditHoldStore.Hold
+        var since: [CreditHoldStore.BucketSinceHold]
+        /// Taken in this group: nothing was posted to its buckets since.
+        var takenHere: Bool
+        var endedHere = false
+    }
+
+    func run(_ works: [HoldWork], on connection: PostgresConnection) async throws -> Done {
+        // The group happens at its commit: the latest time any of its works was asked at.
+        let now = works.map(\.now).max() ?? Date()
+        var accounts: Set<AccountID> = []
+        var ids: [UUID] = []
+        var keys: [(account: AccountID, key: String)] = []
+        for work in works {
+            switch work.operation {
+            case .hold(let request):
+                accounts.insert(request.account)
+                keys.append((request.account, request.idempotencyKey))
+            case .end(.id(let id), _, _):
+                ids.append(id)
+            case .end(.key(let account, let key), _, _):
+                accounts.insert(account)
+                keys.append((account, key))
+            }
+        }
+        var known: [UUID: Known] = [:]
+        var byKey: [UsageRequests.Key: UUID] = [:]
+        for read in try await store.lockAccountsAndReadHolds(accounts: accounts.sorted(), ids: ids, keys: keys, on: connection) {
+            known[read.hold.id] = Known(hold: read.hold, since: read.since, takenHere: false)
+            byKey[.init(account: read.hold.account, idempotencyKey: read.hold.idempotencyKey)] = read.hold.id
+            accounts.insert(read.hold.account)
+        }
+        // Accounts that take a hold need what a spend reads (grants due written, limits); those that only end one need
+        // no more than their live buckets: where credits can go back, and to what balances.
+        let taking = Set(works.compactMap { work -> AccountID? in
+            if case .hold(let request) = work.operation { return request.account }
+            return nil
+        })
+        let credits = try await ledger.spendableCredits(of: taking.sorted(), now: now, on: connection)
+        let ending = accounts.subtracting(taking)
+        var balances = ending.isEmpty ? [:] : try await ledger.liveBuckets(of: ending.sorted(), at: now, on: connection)
+        balances.merge(credits.mapValues(\.live)) { _, spending in spending }
+        var drafts: [EventDraft] = credits.sorted { $0.key < $1.key }.flatMap { account, spendable in spendable.openedWindows(account: account) }
+        var postings: [LedgerEntry] = []
+        var taken: [UUID] = []
+        var results: [HoldResult] = []
+
+        for work in works {
+            switch work.operation {
+            case .hold(let request):
+                let key = UsageRequests.Key(account: request.account, idempotencyKey: request.idempotencyKey)
+                let unlimited = credits[request.account]?.credits.meters[request.meter]?.unlimited == true
+                if let id = byKey[key], let existing = known[id]?.hold {
+                    guard existing.meter == request.meter, existing.amount == request.amount else {
+                        results.append(.hold(.keyReused(existing)))
+                        continue
+                    }
+                    let remaining = unlimited ? nil : CreditHolds.available(request.meter, in: balances[request.account] ?? [])
+                    results.append(.hold(.held(existing, remaining: remaining)))
+                    continue
+                }
+                let debits: [HoldSettlement.Debit]
+                let remaining: Int64?
+                switch Spending.spend(request.amount, of: request.meter, unlimited: unlimited, from: balances[request.account] ?? []) {
+                case .unlimited:
+                    (debits, remaining) = ([], nil)
+                case .spent(let plan, let left, let after):
+                    (debits, remaining) = (plan.debits.map { HoldSettlement.Debit(bucket: $0.bucket, amount: $0.amount) }, left)
+                    balances[request.account] = after
+                case .insufficient(let available):
+                    results.append(.hold(.insufficient(available: available)))
+                    continue
+                }
+                let hold = CreditHoldStore.Hold(
+                    id: UUID(), account: request.account, idempotencyKey: request.idempotencyKey, meter: request.meter, amount: request.amount,
+                    debits: debits, createdAt: work.now, expiresAt: work.now.addingTimeInterval(Double(request.expiresIn)))
+                known[hold.id] = Known(hold: hold, since: [], takenHere: true)
+                byKey[key] = hold.id
+                taken.append(hold.id)
+                postings += CreditHoldStore.debitEntries(of: hold)
+                // The hold takes the last credit as a spend would: the app hears it as a spend's `credits.depleted`.
+                drafts += CreditChanges.depleted(
+                    meter: request.meter, remaining: remaining, account: request.account, spendKey: CreditHoldStore.debitKey(hold.id, 0),
+                    environment: credits[request.account]?.environment ?? "Production")
+                results.append(.hold(.held(hold, remaining: remaining)))
+
+            case .end(let target, let amount, let state):
+                let id: UUID?
+                switch target {
+                case .id(let held): id = held
+                case .key(let account, let key): id = byKey[.init(account: account, idempotencyKey: key)]
+                }
+                guard let id, var entry = known[id] else {
+                    results.append(.end(.notFound))
+                    continue
+                }
+                let answer = end(&entry, charging: amount, as: state, now: now, balances: &balances, postings: &postings)
+                known[id] = entry
+                results.append(.end(answer))
+            }
+        }
+        let takenHolds = taken.compactMap { known[$0]?.hold }
+        let ended = known.values.filter { $0.endedHere && !$0.takenHere }.map(\.hold)
+        try await store.write(posting: postings, taken: takenHolds, ended: ended, at: now, on: connection)
+        try await events?.record(drafts, now: now, on: connection)
+        return Done(results: results, expiries: takenHolds.filter { $0.state == .held }.map(\.expiresAt))
+    }
+
+    /// Ends `entry`'s hold (if still held) by ``HoldSettlement``'s rule, and gives what goes back to the balances.
+    private func end(
+        _ entry: inout Known, charging amount: Int64, as state: CreditHoldStore.Hold.State, now: Date,
+        balances: inout [AccountID: [AccountCredits.LiveBalance]], postings: inout [LedgerEntry]
+    ) -> CreditHolds.EndAnswer {
+        var hold = entry.hold
+        if hold.state != .held {
+            let repeated = hold.state == state && (state != .settled || hold.charged == amount)
+            return repeated ? .ended(hold) : .alreadyEnded(hold)
+        }
+        // Past its expiry a hold is the expiry job's, whoever asks first.
+        let ending: CreditHoldStore.Hold.State = now >= hold.expiresAt ? .expired : state
+        let charge = ending == .expired ? 0 : amount
+        guard charge <= hold.amount else { return .overHeld(hold) }
+        let open = Set((balances[hold.account] ?? []).map(\.bucket.key))
+        // A hold taken in this group: nothing was posted to its buckets since, and they are live.
+        let destinations = entry.takenHere
+            ? Dictionary(uniqueKeysWithValues: Set(hold.debits.map(\.bucket)).filter(open.contains).map { ($0, $0) })
+            : CreditHoldStore.destinations(entry.since, open: open)
+        // An unlimited meter's hold took nothing from any bucket: it is charged without a ledger row.
+        let outcome = hold.debits.isEmpty
+            ? HoldSettlement.Outcome(charged: [], returns: [], lapsed: 0)
+            : HoldSettlement.settle(hold.debits, charge: charge, destination: { destinations[$0] })
+        guard let outcome else { return .overHeld(hold) }
+        postings += CreditHoldStore.endEntries(of: hold, outcome: outcome)
+        for back in outcome.returns {
+            if let index = balances[hold.account]?.firstIndex(where: { $0.bucket.key == back.bucket }) {
+                balances[hold.account]?[index].balance += back.amount
+            }
+        }
+        (hold.state, hold.charged, hold.returned, hold.lapsed, hold.endedAt) = (ending, charge, outcome.returned, outcome.lapsed, now)
+        entry.hold = hold
+        entry.endedHere = true
+        return ending == state ? .ended(hold) : .alreadyEnded(hold)
+    }
+}

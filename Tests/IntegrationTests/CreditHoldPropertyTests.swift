@@ -1,0 +1,254 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import LocalSigning
+import NIOCore
+import Synchronization
+import Testing
+import TestSupport
+
+/// Holds as properties: generated histories of top-ups, spends (some given back), holds, settles, releases, expiries and Apple's
+/// refunds, refund reversals and upgrades of the subscription the credits come from, each sent by three clients at
+/// once through the HTTP API and the signed-notification intake, with the worker running (it applies the
+/// notifications and releases expired holds). After each history the customer-visible answers must add up with the
+/// ledger: no bucket below zero; what was granted is what is left in the buckets plus what spends and settles
+/// charged (as answered), what is held (as the status says), and what lapsed (as the holds answer); every ended hold
+/// is charged + returned + lapsed = its amount, its returns posted once; and `storekeeper replay` finds the stored
+/// facts and the ledger agree. STOREKEEPER_TEST_HOLD_HISTORIES sets how many (default 24); a failure names its seed.
+@Suite("Credit holds as properties: generated histories, parallel clients, real PostgreSQL")
+struct CreditHoldPropertyTests {
+    /// What one client saw: its answered spends and the holds it took.
+    struct Seen: Sendable {
+        var spent: Int64 = 0
+        /// What lapsed of spends given back.
+        var lapsed: Int64 = 0
+        var holds: [String] = []
+        var endAnswers = 0
+    }
+
+    @Test("generated histories keep the invariants: no bucket below zero, granted = left + charged + held + lapsed, nothing returned twice, replay agrees")
+    func histories() async throws {
+        let count = ProcessInfo.processInfo.environment["STOREKEEPER_TEST_HOLD_HISTORIES"].flatMap(Int.init) ?? 24
+        let seed = UInt64.random(in: 1...UInt64.max)
+        try await StorekeeperHarness.run(environment: CreditHoldTests.environment) { harness in
+            try await harness.withHTTP { client in
+                var generator = SplitMix64(state: seed)
+                var totals = Totals()
+                for history in 0..<count {
+                    totals.add(try await Self.history(harness: harness, client: client, generator: &generator, label: "seed \(seed), history \(history)"))
+                }
+                let environment = ["DATABASE_URL": harness.databaseURL.urlString]
+                let (status, output) = try await ChildProcess.run("storekeeper", ["replay", "--all"], environment: environment)
+                #expect(status == 0 && !output.contains("differs"), "replay after seed \(seed): \(output)")
+                print(
+                    "credit hold properties: \(count) generated histories, \(totals.operations) operations (\(totals.storeEvents) of Apple's), "
+                        + "\(totals.holds) holds, \(totals.lapsed) credits lapsed, seed \(seed)")
+                #expect(count < 5 || totals.lapsed > 0, "no history let held credits lapse: the generator misses the rule's hard half")
+            }
+        }
+    }
+
+    /// What the histories sent and saw, for the closing line.
+    struct Totals {
+        var operations = 0, storeEvents = 0, holds = 0
+        var lapsed: Int64 = 0
+
+        mutating func add(_ other: Totals) {
+            (operations, storeEvents, holds, lapsed) = (operations + other.operations, storeEvents + other.storeEvents, holds + other.holds, lapsed + other.lapsed)
+        }
+    }
+
+    /// Runs one generated history on a fresh account.
+    static func history(
+        harness: StorekeeperHarness, client: any TestClientProtocol, generator: inout SplitMix64, label: String
+    ) async throws -> Totals {
+        let account = UUID()
+        let id = account.uuidString.lowercased()
+        var flow = LifecycleFlow(harness: harness, client: client, account: account)
+        flow.subscription.productId = "basic.monthly"
+        try await flow.send(.subscribe)
+        // Two clients of the app's service, each a list of steps; the third sends Apple's notifications (and spends).
+        var lanes: [[Step]] = [[], [], []]
+        for lane in 0..<2 {
+            for index in 0..<Int.random(in: 8...16, using: &generator) {
+                lanes[lane].append(Step.random(key: "\(lane)-\(index)", using: &generator))
+            }
+        }
+        var storeEvents: [SimulatedEvent.Scenario] = []
+        if Bool.random(using: &generator) { storeEvents.append(.refund) }
+        if Bool.random(using: &generator) { storeEvents.append(.upgrade) }
+        storeEvents.shuffle(using: &generator)
+        let refundReversed = storeEvents.contains(.refund) && Bool.random(using: &generator)
+        let store = Step.random(key: "store", using: &generator)
+
+        let seen = try await withThrowingTaskGroup(of: Seen.self) { group in
+            for steps in lanes {
+                group.addTask { try await Self.run(steps, account: id, client: client, label: label) }
+            }
+            // The store's lane, here beside them: its events in order (each waits until applied), a spend or hold
+            // between them.
+            var all = try await Self.run([store], account: id, client: client, label: label)
+            for (index, event) in storeEvents.enumerated() {
+                if event == .upgrade {
+                    try await flow.send(.upgrade, target: "pro.monthly")
+                } else {
+                    try await flow.send(.refund)
+                    if refundReversed { try await flow.send(.refund, LifecycleFlow.reversingTheRefund) }
+                }
+                let more = try await Self.run([store.again(index)], account: id, client: client, label: label)
+                all.spent += more.spent
+                all.holds += more.holds
+                all.endAnswers += more.endAnswers
+                all.lapsed += more.lapsed
+            }
+            for try await lane in group {
+                all.spent += lane.spent
+                all.lapsed += lane.lapsed
+                all.holds += lane.holds
+                all.endAnswers += lane.endAnswers
+            }
+            return all
+        }
+        // Holds left to their expiry are the worker's to release.
+        try await eventually(timeout: .seconds(30), "expired holds of \(label) released") {
+            try await harness.count("SELECT count(*) FROM credit_holds WHERE account_id = '\(id)' AND state = 'held' AND expires_at < now()") == 0
+        }
+        let lapsed = try await check(account: id, seen: seen, harness: harness, client: client, label: label)
+        let events = 1 + storeEvents.count + (refundReversed ? 1 : 0)
+        return Totals(operations: lanes.map(\.count).reduce(events + 1 + storeEvents.count, +), storeEvents: events, holds: seen.holds.count, lapsed: lapsed)
+    }
+
+    /// The invariants of one account, from what its clients were answered and what the ledger holds.
+    @discardableResult
+    static func check(account id: String, seen: Seen, harness: StorekeeperHarness, client: any TestClientProtocol, label: String) async throws -> Int64 {
+        // The buckets of the account: its own (top-ups) and its subscription's windows.
+        let buckets = """
+            SELECT key FROM credit_buckets WHERE meter = 'ai_requests' AND (account_id = '\(id)'
+                OR original_transaction_id IN (SELECT original_transaction_id FROM subscriptions WHERE account_id = '\(id)'))
+            """
+        #expect(try await harness.count("SELECT count(*) FROM (SELECT bucket FROM credit_ledger WHERE bucket IN (\(buckets)) GROUP BY bucket HAVING sum(delta) < 0) AS b") == 0,
+            "\(label): a bucket went below zero")
+        // Every hold the clients took, as it ended (or stands): the hold's own answer.
+        var charged: Int64 = 0, lapsed: Int64 = seen.lapsed, held: Int64 = 0
+        for hold in seen.holds {
+            let answer = try await client.getWithKey("/v1/holds/\(hold)")
+            #expect(answer.status == .ok, "\(label): GET hold \(hold)")
+            let json = answer.json
+            let amount = (json["amount"] as? NSNumber)?.int64Value ?? -1
+            if json["state"] as? String == "held" {
+                held += amount
+                continue
+            }
+            let (c, r, l) = ((json["charged"] as? NSNumber)?.int64Value ?? -1, (json["returned"] as? NSNumber)?.int64Value ?? -1, (json["lapsed"] as? NSNumber)?.int64Value ?? -1)
+            #expect(c + r + l == amount, "\(label): hold \(hold) charged \(c) + returned \(r) + lapsed \(l) ≠ \(amount)")
+            #expect(c >= 0 && r >= 0 && l >= 0, "\(label): hold \(hold) has a negative part")
+            #expect(try await harness.count("SELECT coalesce(sum(delta), 0)::bigint FROM credit_ledger WHERE operation_key LIKE 'hold-return:\(hold):%'") == Int(r),
+                "\(label): hold \(hold) returned \(r) by its answer, not by its ledger rows")
+            charged += c
+            lapsed += l
+        }
+        #expect(try await harness.count("SELECT count(*) FROM credit_holds WHERE account_id = '\(id)'") == seen.holds.count, "\(label): holds not answered")
+        let status = try await client.getWithKey("/v1/accounts/\(id)/status").json
+        let meter = (status["credits"] as? [String: Any])?["ai_requests"] as? [String: Any]
+        #expect((meter?["held"] as? NSNumber)?.int64Value == held, "\(label): the status holds \(String(describing: meter?["held"])), the holds \(held)")
+        #expect(((meter?["remaining"] as? NSNumber)?.int64Value ?? -1) >= 0, "\(label): remaining below zero")
+        // What was put in and taken out otherwise (grants, top-ups, refunds, carries) = left + spent + charged + held + lapsed.
+        let facts = try await harness.count(
+            """
+            SELECT coalesce(sum(delta), 0)::bigint FROM credit_ledger WHERE bucket IN (\(buckets))
+                AND operation_key NOT LIKE 'spend:%' AND operation_key NOT LIKE 'hold:%' AND operation_key NOT LIKE 'hold-%'
+            """)
+        let left = try await harness.count("SELECT coalesce(sum(delta), 0)::bigint FROM credit_ledger WHERE bucket IN (\(buckets))")
+        #expect(Int64(facts) == Int64(left) + seen.spent + charged + held + lapsed,
+            "\(label): granted \(facts) ≠ left \(left) + spent \(seen.spent) + charged \(charged) + held \(held) + lapsed \(lapsed)")
+        return lapsed
+    }
+
+    /// One client's step.
+    enum Step: Sendable {
+        case topUp(Int)
+        /// A spend, given back after the fact (`reverse`) or not.
+        case spend(Int, key: String, reverse: Bool)
+        /// A hold, then (unless left to expire) its settle for `charge` or its release, by its key.
+        case hold(Int, key: String, end: End, expiresIn: Int)
+
+        enum End: Sendable, Equatable { case settle(Int), release, expire }
+
+        static func random(key: String, using generator: inout SplitMix64) -> Step {
+            switch Int.random(in: 0..<10, using: &generator) {
+            case 0: return .topUp(Int.random(in: 1...40, using: &generator))
+            case 1...3: return .spend(Int.random(in: 1...40, using: &generator), key: "s-\(key)", reverse: Int.random(in: 0..<3, using: &generator) == 0)
+            default:
+                let amount = Int.random(in: 1...60, using: &generator)
+                let end: End
+                switch Int.random(in: 0..<6, using: &generator) {
+                case 0...2: end = .settle(Int.random(in: 0...amount, using: &generator))
+                case 3, 4: end = .release
+                default: end = .expire
+                }
+                return .hold(amount, key: "h-\(key)", end: end, expiresIn: end == .expire ? 1 : 900)
+            }
+        }
+
+        /// The same kind of step under the key's `index`-th variant.
+        func again(_ index: Int) -> Step {
+            switch self {
+            case .topUp(let amount): return .topUp(amount)
+            case .spend(let amount, let key, let reverse): return .spend(amount, key: "\(key)+\(index)", reverse: reverse)
+            case .hold(let amount, let key, let end, let expiresIn): return .hold(amount, key: "\(key)+\(index)", end: end, expiresIn: expiresIn)
+            }
+        }
+    }
+
+    static func run(_ steps: [Step], account: String, client: any TestClientProtocol, label: String) async throws -> Seen {
+        var seen = Seen()
+        for step in steps {
+            switch step {
+            case .topUp(let amount):
+                let response = try await CreditHoldTests.post(
+                    client, "/admin/accounts/\(account)/credits",
+                    #"{"meter": "ai_requests", "amount": \#(amount), "reason": "property", "idempotencyKey": "\#(UUID())"}"#, headers: CreditHoldTests.admin)
+                #expect(response.status == .created, "\(label): top-up \(String(buffer: response.body))")
+            case .spend(let amount, let key, let reverse):
+                let response = try await CreditHoldTests.post(
+                    client, "/v1/accounts/\(account)/usage", #"{"meter": "ai_requests", "amount": \#(amount), "idempotencyKey": "\#(key)"}"#)
+                #expect(response.status == .ok || response.status.code == 402, "\(label): spend \(String(buffer: response.body))")
+                if response.status == .ok { seen.spent += Int64(amount) }
+                guard reverse else { continue }
+                // Given back twice: the second answers the first, and nothing goes back again.
+                for attempt in 0..<2 {
+                    let reversed = try await CreditHoldTests.post(client, "/v1/accounts/\(account)/usage/\(key)/reverse", "")
+                    guard response.status == .ok else {
+                        #expect(reversed.status == .conflict && reversed.json["error"] as? String == "not_spent", "\(label): \(String(buffer: reversed.body))")
+                        break
+                    }
+                    #expect(reversed.status == .ok, "\(label): reverse \(String(buffer: reversed.body))")
+                    let (returned, lapsed) = ((reversed.json["returned"] as? NSNumber)?.int64Value ?? -1, (reversed.json["lapsed"] as? NSNumber)?.int64Value ?? -1)
+                    #expect(returned + lapsed == Int64(amount) && returned >= 0 && lapsed >= 0, "\(label): reverse \(String(buffer: reversed.body))")
+                    if attempt == 0 {
+                        seen.spent -= Int64(amount)
+                        seen.lapsed += lapsed
+                    }
+                }
+            case .hold(let amount, let key, let end, let expiresIn):
+                let response = try await CreditHoldTests.hold(client, account, "ai_requests", amount, key: key, expiresIn: expiresIn)
+                #expect(response.status == .created || response.status.code == 402, "\(label): hold \(String(buffer: response.body))")
+                guard response.status == .created, let id = response.json["id"] as? String else { continue }
+                seen.holds.append(id)
+                let ended: TestResponse
+                switch end {
+                case .settle(let charge):
+                    ended = try await CreditHoldTests.post(client, "/v1/accounts/\(account)/holds/\(key)/settle", #"{"amount": \#(charge)}"#)
+                    if ended.status == .ok { #expect((ended.json["charged"] as? NSNumber)?.int64Value == Int64(charge), "\(label): settle") }
+                case .release:
+                    ended = try await CreditHoldTests.post(client, "/v1/holds/\(id)/release", "")
+                case .expire:
+                    continue
+                }
+                #expect(ended.status == .ok, "\(label): end \(String(buffer: ended.body))")
+                seen.endAnswers += 1
+            }
+        }
+        return seen
+    }
+}
