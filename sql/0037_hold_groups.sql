@@ -5,6 +5,8 @@
 -- (The kind is a subquery: as a join, a generic plan hashed every bucket there is for each call.)
 CREATE FUNCTION credit_buckets_since(since_key text, buckets text[]) RETURNS jsonb
 LANGUAGE plpgsql STABLE
+SET enable_seqscan = off
+SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
     RETURN (

@@ -135,7 +135,7 @@ public struct HoldsController: Sendable {
     }
 
     func reverse(context: StorekeeperRequestContext) async throws -> ReversalJSON {
-        guard case .key(let account, let key) = try Self.keyTarget(context) else { preconditionFailure("a key target") }
+        let (account, key) = try Self.accountAndKey(context)
         switch try await withDatabase({ try await holds.reverseSpend(of: account, idempotencyKey: key, now: clock()) }) {
         case .reversed(let reversal, let meter, let amount):
             return ReversalJSON(meter: meter, amount: amount, returned: reversal.returned, lapsed: reversal.lapsed, reversedAt: reversal.reversedAt)
@@ -170,13 +170,18 @@ public struct HoldsController: Sendable {
         }
     }
 
-    /// The account and idempotency key a hold is named by in the path.
-    static func keyTarget(_ context: StorekeeperRequestContext) throws -> CreditHolds.Target {
+    /// The account and idempotency key a hold (or a spend) is named by in the path.
+    static func accountAndKey(_ context: StorekeeperRequestContext) throws -> (AccountID, String) {
         let account = try AccountsController.accountId(context)
         let text = try context.parameters.require("idempotencyKey")
         guard let key = text.removingPercentEncoding, key.isKey(maximumBytes: 255) else {
             throw APIError(.badRequest, code: "invalid_idempotency_key", message: "idempotencyKey must be 1–255 bytes of UTF-8 without control characters")
         }
+        return (account, key)
+    }
+
+    static func keyTarget(_ context: StorekeeperRequestContext) throws -> CreditHolds.Target {
+        let (account, key) = try accountAndKey(context)
         return .key(account, key)
     }
 

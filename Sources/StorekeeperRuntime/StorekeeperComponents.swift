@@ -279,7 +279,7 @@ public struct StorekeeperComponents: Sendable {
             WebhookDeliveryJob(
                 client: client, endpoints: configuration.webhooks, transport: webhookTransport, queue: queue, clock: clock, logger: logger),
         ]
-        var schedules: [PeriodicSchedule] = []
+        var schedules: [PeriodicSchedule] = [HoldExpiryJob.schedule]
         if let play = googlePlaySubscriptions.play {
             handlers.append(GoogleAcknowledgeJob(client: client, play: play, clock: clock, logger: logger))
             handlers.append(GoogleVoidedPurchasesJob(refunds: googleRefunds, logger: logger))

@@ -39,16 +39,10 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
         let report = try await BenchmarkDatabase.with(url: databaseURL, logger: logger) { url in
             let system = try SystemUnderTest(databaseURL: url, clients: connections, logger: logger)
             try system.migrate()
-            let accountIds = (0..<accounts).map { _ in UUID() }
-            let started = Date()
-            let bodies = try accountIds.enumerated().map { index, account in
-                try system.subscribe(index, account: account, at: started.addingTimeInterval(Double(index) / 1000)).body
-            }
             do {
                 try await system.startServe()
                 _ = try system.startWorker()
-                _ = try await system.send(bodies, clients: min(connections, 16), rate: nil)
-                _ = try await system.waitUntilApplied(accounts, receivedSince: started)
+                let accountIds = try await system.subscribeAccounts(accounts, clients: connections)
                 let key = [("Authorization", "Bearer bench")]
                 let hotPath = HotPathLoad(connections: connections, seconds: seconds)
                 let health = try await hotPath.load(system) { _ in LoadRequest(path: "/healthz", method: .GET) }

@@ -37,16 +37,10 @@ struct HoldExpiryBenchmarkCommand: AsyncParsableCommand {
         let report = try await BenchmarkDatabase.with(url: databaseURL, logger: logger) { url in
             let system = try SystemUnderTest(databaseURL: url, clients: connections, logger: logger)
             try system.migrate()
-            let accountIds = (0..<accounts).map { _ in UUID() }
-            let started = Date()
-            let bodies = try accountIds.enumerated().map { index, account in
-                try system.subscribe(index, account: account, at: started.addingTimeInterval(Double(index) / 1000)).body
-            }
             do {
                 try await system.startServe()
                 var worker = try system.startWorker()
-                _ = try await system.send(bodies, clients: min(connections, 16), rate: nil)
-                _ = try await system.waitUntilApplied(accounts, receivedSince: started)
+                let accountIds = try await system.subscribeAccounts(accounts, clients: connections)
                 let headers = [("Authorization", "Bearer bench"), ("Content-Type", "application/json")]
                 let hotPath = HotPathLoad(connections: connections, seconds: seconds)
                 let spend: @Sendable (Int) -> LoadRequest = { _ in

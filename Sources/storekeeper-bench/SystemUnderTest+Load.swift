@@ -43,6 +43,19 @@ extension SystemUnderTest {
         return SendPhase(sent: requests.count, accepted: phase.answered, failed: phase.failed, seconds: phase.seconds, latencies: phase.latencies)
     }
 
+    /// Subscribes `count` new accounts to pro.monthly (1,000 credits each) through signed notifications and waits until
+    /// they are applied (`serve` and a worker running); returns the accounts.
+    func subscribeAccounts(_ count: Int, clients: Int) async throws -> [UUID] {
+        let accounts = (0..<count).map { _ in UUID() }
+        let started = Date()
+        let bodies = try accounts.enumerated().map { index, account in
+            try subscribe(index, account: account, at: started.addingTimeInterval(Double(index) / 1000)).body
+        }
+        _ = try await send(bodies, clients: min(clients, 16), rate: nil)
+        _ = try await waitUntilApplied(count, receivedSince: started)
+        return accounts
+    }
+
     /// Waits until `count` notifications received since `receivedSince` are applied; returns the applied rate from the
     /// database's own timestamps (first received — or `since`, when applying started later — to last applied).
     func waitUntilApplied(_ count: Int, receivedSince: Date, since: Date? = nil) async throws -> Double {

@@ -212,4 +212,21 @@ struct CreditHoldTests {
             }
         }
     }
+
+    @Test("a hold open when its account is erased still ends: its credits go back to the top-up, renamed with the account")
+    func erasedWhileHeld() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
+            try await harness.withHTTP { client in
+                let account = "erased-holder-\(UUID().uuidString.prefix(8).lowercased())"
+                try await Self.topUp(client, account, "exports", 7)
+                let held = try await Self.hold(client, account, "exports", 6, key: "e")
+                let id = try #require(held.json["id"] as? String)
+                let erased = try await Self.post(client, "/admin/accounts/\(account)/erase", #"{"confirm": "\#(account)"}"#, headers: Self.admin)
+                #expect(erased.status == .ok, "\(String(buffer: erased.body))")
+                #expect(try await harness.count("SELECT count(*) FROM credit_holds WHERE debits::text LIKE '%\(account)%'") == 0, "the debits name the account")
+                let released = try await Self.post(client, "/v1/holds/\(id)/release", "")
+                #expect(released.status == .ok && released.json["returned"] as? Int == 6 && released.json["lapsed"] as? Int == 0, "\(String(buffer: released.body))")
+            }
+        }
+    }
 }

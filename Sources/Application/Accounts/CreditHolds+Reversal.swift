@@ -43,10 +43,12 @@ extension CreditHolds {
                 guard let outcome = HoldSettlement.settle(spend.debits, charge: 0, destination: { destinations[$0] }) else {
                     throw PersistenceError(.corruptRecord, "a stored spend's debits are not a spend")
                 }
-                postings = outcome.returns.enumerated().map { index, back in
+                // Each return under the key of the debit it gives back (a spend takes from a bucket once).
+                postings = outcome.returns.map { back in
                     LedgerEntry(
-                        operationKey: UsageRequests.reversalKey(account: account, idempotencyKey: idempotencyKey, index: index), bucket: back.bucket,
-                        delta: back.amount, reason: "usage reversed")
+                        operationKey: UsageRequests.reversalKey(
+                            account: account, idempotencyKey: idempotencyKey, index: spend.debits.firstIndex { $0.bucket == back.from } ?? 0),
+                        bucket: back.bucket, delta: back.amount, reason: "usage reversed")
                 }
                 (reversal.returned, reversal.lapsed) = (outcome.returned, outcome.lapsed)
             }

@@ -124,7 +124,22 @@ public struct CreditHolds: Sendable {
     public func expireDue(now: Date) async throws -> Int {
         let due = try await client.withConnection { try await store.dueHolds(at: now, limit: Self.expiryBatch, on: $0) }
         guard !due.isEmpty else { return 0 }
-        let results = try await commit(due.map { HoldWork(operation: .end(.id($0), charging: 0, as: .expired), now: now) })
+        let works = due.map { HoldWork(operation: .end(.id($0), charging: 0, as: .expired), now: now) }
+        var results: [HoldResult]
+        do {
+            results = try await commit(works)
+        } catch {
+            // One hold the database refuses must not stop every sweep (it is first in each): each alone, and the one
+            // that fails is logged and left for the next sweep.
+            results = []
+            for work in works {
+                do {
+                    results += try await commit([work])
+                } catch {
+                    logger.error("a hold could not be released at its expiry", metadata: ["hold.expiry.error": "\(String(reflecting: error))"])
+                }
+            }
+        }
         for case .end(.ended(let hold)) in results { cache?.invalidate(hold.account) }
         return due.count
     }

@@ -14,7 +14,8 @@ final class HoldExpirySchedule: Sendable {
     init(queue: any JobScheduling) { self.queue = queue }
 
     /// Enqueues the jobs of `expiries`' seconds this process has not scheduled yet, on the group's transaction;
-    /// returns them, for ``committed(_:)`` once that transaction committed.
+    /// returns them, for ``committed(_:)`` once that transaction committed. (A group that commits after its second's
+    /// job looked leaves its holds to the periodic sweep, ``HoldExpiryJob/schedule``.)
     func schedule(_ expiries: [Date], on connection: PostgresConnection) async throws -> Set<Int64> {
         let seconds = Set(expiries.map { Int64($0.timeIntervalSince1970.rounded(.up)) })
         let missing = scheduled.withLock { known in seconds.subtracting(known) }

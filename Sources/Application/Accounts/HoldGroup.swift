@@ -134,7 +134,10 @@ struct HoldGroup: Sendable {
                     results.append(.end(.notFound))
                     continue
                 }
-                let answer = end(&entry, charging: amount, as: state, now: now, balances: &balances, postings: &postings)
+                // Expired or not by when it was asked (a later request in the group must not expire it), ended at the
+                // group's time.
+                let answer = end(
+                    &entry, charging: amount, as: state, askedAt: work.now, now: now, balances: &balances, postings: &postings)
                 known[id] = entry
                 results.append(.end(answer))
             }
@@ -148,7 +151,7 @@ struct HoldGroup: Sendable {
 
     /// Ends `entry`'s hold (if still held) by ``HoldSettlement``'s rule, and gives what goes back to the balances.
     private func end(
-        _ entry: inout Known, charging amount: Int64, as state: CreditHoldStore.Hold.State, now: Date,
+        _ entry: inout Known, charging amount: Int64, as state: CreditHoldStore.Hold.State, askedAt: Date, now: Date,
         balances: inout [AccountID: [AccountCredits.LiveBalance]], postings: inout [LedgerEntry]
     ) -> CreditHolds.EndAnswer {
         var hold = entry.hold
@@ -157,7 +160,7 @@ struct HoldGroup: Sendable {
             return repeated ? .ended(hold) : .alreadyEnded(hold)
         }
         // Past its expiry a hold is the expiry job's, whoever asks first.
-        let ending: CreditHoldStore.Hold.State = now >= hold.expiresAt ? .expired : state
+        let ending: CreditHoldStore.Hold.State = askedAt >= hold.expiresAt ? .expired : state
         let charge = ending == .expired ? 0 : amount
         guard charge <= hold.amount else { return .overHeld(hold) }
         let open = Set((balances[hold.account] ?? []).map(\.bucket.key))

@@ -157,7 +157,17 @@ public struct ErasedAccounts: Sendable {
         counts.usageRequestsDeleted = try await count(connection, "DELETE FROM usage_requests WHERE account_id = \(from)")
         // Holds keep their ledger rows (moved with the buckets) and their expiry; the app's keys may say who it was.
         _ = try await count(
-            connection, "UPDATE credit_holds SET account_id = \(to), idempotency_key = 'erased:' || id::text WHERE account_id = \(from)")
+            connection,
+            // The buckets a hold took from are named by the account too (`topup:<account>:…`), renamed with the buckets
+            // above: so are they in its debits, or its end would find them gone.
+            """
+            UPDATE credit_holds SET account_id = \(to), idempotency_key = 'erased:' || id::text,
+                debits = (SELECT coalesce(jsonb_agg(CASE WHEN starts_with(d->>'bucket', split_part(d->>'bucket', ':', 1) || ':' || \(from) || ':')
+                    THEN jsonb_set(d, '{bucket}', to_jsonb(split_part(d->>'bucket', ':', 1) || ':' || \(to) || ':'
+                        || substr(d->>'bucket', char_length(split_part(d->>'bucket', ':', 1) || ':' || \(from) || ':') + 1)))
+                    ELSE d END ORDER BY n), '[]'::jsonb) FROM jsonb_array_elements(debits) WITH ORDINALITY AS e(d, n))
+            WHERE account_id = \(from)
+            """)
         counts.purchaseTokensDeleted = try await count(connection, "DELETE FROM purchase_intents WHERE account_id = \(from)")
         counts.consentDeleted = try await count(connection, "DELETE FROM consumption_consents WHERE account_id = \(from)")
         counts.refundRequests = try await count(
@@ -212,7 +222,11 @@ public struct ErasedAccounts: Sendable {
                     OR l.bucket IN (SELECT key FROM credit_buckets WHERE original_transaction_id = ANY(\(held)))
             ), renamed_keys AS (
                 SELECT id, coalesce(new, bucket) AS bucket, operation_key AS before,
-                    CASE WHEN starts_with(operation_key, \(spent))
+                    CASE WHEN starts_with(operation_key, \(spent)) AND operation_key LIKE '%:reversed'
+                             -- A spend given back keeps its mark, after its debit's key moved as the debit's did.
+                             THEN \(spentAs) || md5(substr(operation_key, char_length(\(spent)) + 1, char_length(operation_key)
+                                 - char_length(\(spent)) - char_length(':reversed'))) || ':reversed'
+                         WHEN starts_with(operation_key, \(spent))
                              THEN \(spentAs) || md5(substr(operation_key, char_length(\(spent)) + 1))
                          WHEN starts_with(operation_key, \(adjusted))
                              THEN \(adjustedAs) || md5(substr(operation_key, char_length(\(adjusted)) + 1))

@@ -81,23 +81,17 @@ public struct CreditHoldStore: Sendable {
         try await first(connection.query("SELECT \(unescaped: Self.columns) FROM credit_holds WHERE id = \(id)", logger: logger))
     }
 
-    /// The hold an account took under `idempotencyKey`, if any.
-    public func hold(of account: AccountID, idempotencyKey: String, on connection: PostgresConnection) async throws -> Hold? {
-        try await first(connection.query(
-            "SELECT \(unescaped: Self.columns) FROM credit_holds WHERE account_id = \(account.text) AND idempotency_key = \(idempotencyKey)",
-            logger: logger))
-    }
-
     /// What became of a bucket a hold took from since the hold (sql/0037's read): its kind, the top-up an upgrade
     /// carried its unspent credits to while that carry stands, and whether a refund or a prorated refund's claw-back
     /// took from it, not reversed.
     public struct BucketSinceHold: Codable, Sendable, Equatable {
         public var bucket: String
-        public var kind: String
+        /// `nil` for a bucket no longer stored (it lapses).
+        public var kind: String?
         public var carriedTo: String?
         public var refunded: Bool
 
-        public init(bucket: String, kind: String, carriedTo: String? = nil, refunded: Bool = false) {
+        public init(bucket: String, kind: String?, carriedTo: String? = nil, refunded: Bool = false) {
             (self.bucket, self.kind, self.carriedTo, self.refunded) = (bucket, kind, carriedTo, refunded)
         }
     }
@@ -139,7 +133,7 @@ public struct CreditHoldStore: Sendable {
         for bucket in since {
             if let carried = bucket.carriedTo {
                 destinations[bucket.bucket] = carried
-            } else if open.contains(bucket.bucket), CreditBucket.Kind(bucket.kind) == .topUp || !bucket.refunded {
+            } else if open.contains(bucket.bucket), CreditBucket.Kind(bucket.kind ?? "") == .topUp || !bucket.refunded {
                 destinations[bucket.bucket] = bucket.bucket
             }
         }

@@ -4,14 +4,19 @@ import PostgresNIO
 import Subscriptions
 
 extension CreditLedger {
+    /// The reasons of rows that are use: spends and settled holds' charges (`usage`), less spends given back.
+    static let usageReasons = "'usage', 'usage reversed'"
+    /// The reasons of a hold's bookkeeping: its debit, what went back, the charge's offset (what it charged is `usage`).
+    static let holdReasons = "'hold', 'hold returned', 'hold charged'"
+
     /// What one billing period of a subscription credited and what of it was spent, per meter.
     public func consumption(ofSubscription originalTransactionId: String, period: String, on connection: PostgresConnection)
         async throws -> PurchaseConsumption
     {
         let rows = try await connection.query(
             """
-            SELECT b.meter, coalesce(sum(l.delta) FILTER (WHERE l.reason <> 'usage'), 0)::bigint,
-                   coalesce(-sum(l.delta) FILTER (WHERE l.reason = 'usage'), 0)::bigint
+            SELECT b.meter, coalesce(sum(l.delta) FILTER (WHERE l.reason NOT IN (\(unescaped: Self.usageReasons), \(unescaped: Self.holdReasons))), 0)::bigint,
+                   coalesce(-sum(l.delta) FILTER (WHERE l.reason IN (\(unescaped: Self.usageReasons))), 0)::bigint
             FROM credit_buckets b LEFT JOIN credit_ledger l ON l.bucket = b.key
             WHERE b.original_transaction_id = \(originalTransactionId) AND b.billing_period = \(period)
             GROUP BY b.meter
@@ -50,12 +55,14 @@ extension CreditLedger {
         public var amount: Int64
     }
 
-    /// The spends from one billing period's credits, newest first, at most `limit`.
+    /// The spends from one billing period's credits, newest first, at most `limit` (a spend given back is one more, of
+    /// a negative amount).
     public func usage(ofSubscription originalTransactionId: String, period: String, limit: Int, on connection: PostgresConnection) async throws -> [UsageRecord] {
         let rows = try await connection.query(
             """
             SELECT l.created_at, b.meter, -l.delta FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket
-            WHERE b.original_transaction_id = \(originalTransactionId) AND b.billing_period = \(period) AND l.reason = 'usage'
+            WHERE b.original_transaction_id = \(originalTransactionId) AND b.billing_period = \(period)
+                AND l.reason IN (\(unescaped: Self.usageReasons))
             ORDER BY l.id DESC LIMIT \(limit)
             """, logger: logger)
         return try await Self.usage(rows)
