@@ -9886,7 +9886,9 @@ public enum OpenAPIDocument {
             "description": "The idempotency key the hold was taken with (percent-encoded).",
             "schema": {
               "type": "string",
-              "minLength": 1
+              "minLength": 1,
+              "maxLength": 255,
+              "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"
             }
           }
         ],
@@ -10091,7 +10093,9 @@ public enum OpenAPIDocument {
             "description": "The idempotency key the hold was taken with (percent-encoded).",
             "schema": {
               "type": "string",
-              "minLength": 1
+              "minLength": 1,
+              "maxLength": 255,
+              "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"
             }
           }
         ],
@@ -10230,7 +10234,9 @@ public enum OpenAPIDocument {
             "description": "The idempotency key the spend was made with (percent-encoded).",
             "schema": {
               "type": "string",
-              "minLength": 1
+              "minLength": 1,
+              "maxLength": 255,
+              "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"
             }
           }
         ],
@@ -12993,12 +12999,17 @@ public enum OpenAPIDocument {
         "type": "object",
         "required": [
           "meter",
-          "amount"
+          "amount",
+          "idempotencyKey"
         ],
         "properties": {
           "meter": {
             "type": "string",
-            "description": "A meter of the catalogue"
+            "description": "A meter id of the catalogue (`GET /v1/tiers`); another is 400 `unknown_meter`.",
+            "examples": [
+              "ai_requests"
+            ],
+            "minLength": 1
           },
           "amount": {
             "type": "integer",
@@ -13009,14 +13020,19 @@ public enum OpenAPIDocument {
           "idempotencyKey": {
             "type": "string",
             "minLength": 1,
-            "description": "1\u2013255 bytes of UTF-8 without control characters; or the `Idempotency-Key` header"
+            "maxLength": 255,
+            "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]+$",
+            "description": "1\u2013255 bytes of UTF-8 without control characters (or the `Idempotency-Key` header); the same key answers the same hold"
           },
           "expiresIn": {
-            "type": "integer",
+            "type": [
+              "integer",
+              "null"
+            ],
             "minimum": 1,
             "maximum": 86400,
             "default": 900,
-            "description": "Seconds until a job releases the hold"
+            "description": "Seconds until a job releases the hold; absent or null: 900"
           }
         }
       },
