@@ -30,6 +30,22 @@ public enum CreditChanges {
         ]
     }
 
+    /// `credits.low` (or `credits.exhausted` at 0) for each `warn_at` threshold of `meter` that a spend or a hold took
+    /// the remaining balance across, once per credit window: the key names the window by when it resets (`open` for
+    /// a meter that never resets, such as top-ups only, which is then told once).
+    public static func warnings(
+        _ crossings: [CreditWarnings.Crossing], meter: String, remaining: Int64, window resetsAt: Date?, account: AccountID, environment: String
+    ) -> [EventDraft] {
+        let window = resetsAt.map { String(Int64($0.timeIntervalSince1970.rounded(.down))) } ?? "open"
+        return crossings.map { crossing in
+            EventDraft(
+                type: crossing.exhausted ? .creditsExhausted : .creditsLow,
+                key: "\(crossing.exhausted ? "exhausted" : "low"):\(account.text):\(meter):\(crossing.credits):\(window)", account: account,
+                subscription: nil, environment: environment, change: EventChange(meter: meter, remaining: remaining, threshold: crossing.credits),
+                cause: EventCause())
+        }
+    }
+
     /// `purchase.consumable_refunded` for a consumable Apple says was refunded.
     public static func consumableRefunded(
         transactionId: String, productId: String, reason: String?, account: AccountID, environment: String, cause: EventCause

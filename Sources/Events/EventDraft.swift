@@ -64,13 +64,18 @@ public struct EventChange: Codable, Sendable, Equatable {
     public var sources: [String]?
     /// The store of the subscription an event is about (`app_store`, `stripe`).
     public var store: String?
+    /// `credits.low`, `credits.exhausted`: what the meter has left after the spend or hold that crossed …
+    public var remaining: Int64?
+    /// … the `warn_at` threshold, in credits (0 for `credits.exhausted`).
+    public var threshold: Int64?
 
     public init(
         fromProductId: String? = nil, toProductId: String? = nil, direction: String? = nil, effective: String? = nil,
         reason: String? = nil, fromAccountId: String? = nil, toAccountId: String? = nil, previousExpiresAt: Date? = nil,
         expiresAt: Date? = nil, productId: String? = nil, transactionId: String? = nil, meter: String? = nil,
         amount: Int64? = nil, bucket: String? = nil, refundRequestId: String? = nil, answerBy: Date? = nil, deadline: Date? = nil,
-        grantId: String? = nil, tier: String? = nil, group: String? = nil, sources: [String]? = nil
+        grantId: String? = nil, tier: String? = nil, group: String? = nil, sources: [String]? = nil, remaining: Int64? = nil,
+        threshold: Int64? = nil
     ) {
         self.fromProductId = fromProductId
         self.toProductId = toProductId
@@ -93,6 +98,8 @@ public struct EventChange: Codable, Sendable, Equatable {
         self.tier = tier
         self.group = group
         self.sources = sources
+        self.remaining = remaining
+        self.threshold = threshold
     }
 }
 

@@ -16,6 +16,8 @@ public enum EventType: String, CaseIterable, Codable, Sendable {
     case subscriptionExtended = "subscription.extended"
     case creditsGranted = "credits.granted"
     case creditsDepleted = "credits.depleted"
+    case creditsLow = "credits.low"
+    case creditsExhausted = "credits.exhausted"
     case purchaseRefundRequested = "purchase.refund_requested"
     case purchaseConsumableRefunded = "purchase.consumable_refunded"
     case purchaseStarted = "purchase.started"

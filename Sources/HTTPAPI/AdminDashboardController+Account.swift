@@ -41,14 +41,16 @@ extension AdminDashboardController {
             standing, account: account, grantError: notices.grantError, canGrant: viewer.role >= .support, grantsEveryTier: viewer.role >= .admin,
             now: now)
         html += HTMLPage.table(
-            ["meter", "remaining", "cycle", "top-up", "today", "resets"],
+            ["meter", "remaining", "held", "cycle", "top-up", "today", "resets"],
             credits.meters.sorted { $0.key < $1.key }.map { meter, value in
                 [
                     HTMLPage.Cell(meter), HTMLPage.Cell(value.unlimited ? "unlimited" : value.remaining.map(String.init) ?? "—"),
+                    HTMLPage.Cell(String(value.held)),
                     HTMLPage.Cell(value.cycle.map(String.init) ?? "—"), HTMLPage.Cell(String(value.topUp)),
                     HTMLPage.Cell(value.dailyRemaining.map(String.init) ?? "—"), HTMLPage.Cell(HTMLPage.time(value.resetsAt)),
                 ]
             })
+        html += Self.holdsTable(try await records.holds(ofAccount: account, limit: 20))
         if viewer.role >= .support { html += creditAdjustmentForm(account, error: notices.creditError) }
         if let appStore {
             html += AppStoreSupportController.accountSection(
@@ -74,6 +76,7 @@ extension AdminDashboardController {
             timeline.add(changes: recent, deliveries: try await events.deliveries(of: recent.map(\.id)))
         }
         timeline.add(ledger: try await records.ledger(ofAccount: account, limit: 100))
+        timeline.add(holds: try await records.holds(ofAccount: account, limit: 50))
         timeline.add(ends: try await records.archive(ofAccount: account))
         if let audit { timeline.add(operators: try await audit.actions(.init(account: account, limit: 100))) }
         html += timeline.html(limit: 200)
@@ -97,5 +100,21 @@ extension AdminDashboardController {
             html += "<a href=\"/admin/audit?format=csv&amp;limit=1000&amp;account=\(HTMLPage.escape(query))\">download them as CSV</a>.</p></section>"
         }
         return html
+    }
+
+    /// The account's latest holds: what each held and its outcome, or when it expires while it is held.
+    static func holdsTable(_ holds: [CreditHoldStore.Hold]) -> String {
+        guard !holds.isEmpty else { return "" }
+        return "<h3>Holds</h3>" + HTMLPage.table(
+            ["taken", "meter", "held", "state", "charged", "returned", "lapsed", "expires / ended", "key"],
+            holds.map { hold in
+                [
+                    HTMLPage.Cell(HTMLPage.time(hold.createdAt)), HTMLPage.Cell(hold.meter), HTMLPage.Cell(String(hold.amount)),
+                    .raw("<span class=\"\(hold.state == .held ? "good" : "muted")\">\(HTMLPage.escape(hold.state.text))</span>"),
+                    HTMLPage.Cell(hold.charged.map(String.init) ?? "—"), HTMLPage.Cell(hold.returned.map(String.init) ?? "—"),
+                    HTMLPage.Cell(hold.lapsed.map(String.init) ?? "—"), HTMLPage.Cell(HTMLPage.time(hold.endedAt ?? hold.expiresAt)),
+                    .raw("<code>\(HTMLPage.escape(hold.idempotencyKey))</code>"),
+                ]
+            })
     }
 }

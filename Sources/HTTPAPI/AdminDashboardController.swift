@@ -12,6 +12,7 @@ public protocol OperatorReading: Sendable {
     func events(ofSubscriptions originalTransactionIds: [String], account: AccountID, limit: Int) async throws -> [AccountRecords.Event]
     func archive(ofAccount accountId: AccountID) async throws -> [AccountRecords.ArchiveEntry]
     func ledger(ofAccount accountId: AccountID, limit: Int) async throws -> [AccountRecords.LedgerEntry]
+    func holds(ofAccount accountId: AccountID, limit: Int) async throws -> [CreditHoldStore.Hold]
     func refundRequests(ofAccount accountId: AccountID, limit: Int) async throws -> [RefundRequests.Request]
 }
 

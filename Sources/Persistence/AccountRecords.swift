@@ -168,6 +168,19 @@ public struct AccountRecords: Sendable {
         }
     }
 
+    /// The account's holds, newest first: what each held, and how it ended (settled, released, expired) or when it
+    /// expires.
+    public func holds(ofAccount accountId: AccountID, limit: Int = 50) async throws -> [CreditHoldStore.Hold] {
+        let rows = try await client.query(
+            """
+            SELECT \(unescaped: CreditHoldStore.columns) FROM credit_holds WHERE account_id = \(accountId.text)
+            ORDER BY created_at DESC, id LIMIT \(limit)
+            """, logger: logger)
+        var holds: [CreditHoldStore.Hold] = []
+        for try await row in rows { holds.append(try CreditHoldStore.decode(row)) }
+        return holds
+    }
+
     public func ledger(ofAccount accountId: AccountID, limit: Int = 200) async throws -> [LedgerEntry] {
         let rows = try await client.query(
             """

@@ -64,7 +64,7 @@ extension ConfigurationKeys {
 
     /// `STOREKEEPER_TIERS` (`TierCatalogue`'s coding keys).
     static let tierCatalogue = ConfigurationKeys.object([
-        "meters": .list(.object(["id": .value, "display_name": .value, "description": .value])),
+        "meters": .list(.object(["id": .value, "display_name": .value, "description": .value, "warn_at": .value])),
         "feature_definitions": .list(.object([
             "id": .value, "display_name": .value, "description": .value, "type": .value, "levels": .value, "teaser": .value,
             "upgrade_call_to_action": .value, "default": .value,

@@ -15,6 +15,8 @@ struct SimulateCommand: AsyncParsableCommand {
         abstract: "Sign a notification with the local test chain and POST it, as Apple would; or move the dev server's clock.",
         discussion: """
             Reads .storekeeper/dev.env (written by `storekeeper dev`) for the server URL, API key and bundle id. \
+            `simulate hold --account ID --meter ai_requests --amount 50 --key gen-1`, then `simulate settle --account ID \
+            --key gen-1 --amount 30` (or `release`), play the app's service around a generation. \
             `simulate advance 30d` moves the dev server's clock on (s, m, h, d or w; or ISO 8601 such as P1M, PT12H). \
             renew, expire, grace, fail and recover first move it to the end of the period in force, when Apple would \
             send them, so every simulated history is one Apple could produce. Each subscription's exact periods are \
@@ -22,7 +24,7 @@ struct SimulateCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "advance, buy (a lifetime or non-renewing product), or one of: \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", ")).")
+    @Argument(help: "advance, buy (a lifetime or non-renewing product), hold, settle, release (credits around AI work), or one of: \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", ")).")
     var scenario: String
 
     @Argument(help: "With advance: how far (30d, 12h, 90m, 45s, 2w, P1M, PT12H).") var duration: String?
@@ -45,12 +47,26 @@ struct SimulateCommand: AsyncParsableCommand {
     @Flag(help: "subscribe: begin with a 7-day introductory free trial (the next renew starts the first paid period).")
     var trial = false
 
+    @Option(help: "hold: the meter to hold credits of.") var meter: String?
+
+    @Option(help: "hold: the credits to hold; settle: what the work cost.") var amount: Int64?
+
+    @Option(help: "hold: its idempotency key (default: a new one); settle, release: the key of the hold to end.") var key: String?
+
+    @Option(help: "settle, release: the hold's id (instead of --key).") var hold: String?
+
+    @Option(help: "hold: seconds until it is released unless settled (default 900).") var expiresIn: Int?
+
     func validate() throws {
         if scenario == "advance" {
             guard let duration, let seconds = Self.seconds(in: duration), seconds <= 10 * 366 * 86_400 else {
                 throw ValidationError("advance takes a duration forward, at most 10 years: 30d, 12h, 90m, 45s, 2w, or ISO 8601 such as P1M or PT12H")
             }
             return
+        }
+        if Self.holdScenarios.contains(scenario) { return try validateHold() }
+        if [meter, key, hold].contains(where: { $0 != nil }) || amount != nil || expiresIn != nil {
+            throw ValidationError("--meter, --amount, --key, --hold and --expires-in are for hold, settle and release")
         }
         if scenario == "buy" {
             guard product != nil, let account, UUID(uuidString: account) != nil else {
@@ -59,7 +75,7 @@ struct SimulateCommand: AsyncParsableCommand {
             return
         }
         guard let scenario = SimulatedEvent.Scenario(rawValue: scenario) else {
-            throw ValidationError("unknown scenario \(scenario); one of: advance, buy, \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw ValidationError("unknown scenario \(scenario); one of: advance, buy, hold, settle, release, \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         if duration != nil { throw ValidationError("only advance takes a duration") }
         if let account, UUID(uuidString: account) == nil { throw ValidationError("--account must be a UUID") }
@@ -75,6 +91,7 @@ struct SimulateCommand: AsyncParsableCommand {
         let settings = dev.settings()
         let server = DevServer(baseURL: url ?? settings["STOREKEEPER_URL"] ?? "http://127.0.0.1:8080", apiKey: settings["STOREKEEPER_API_KEY"])
         if scenario == "buy" { return try await buy(server: server, settings: settings, dev: dev) }
+        if Self.holdScenarios.contains(scenario) { return try await runHold(server: server) }
         guard let scenario = SimulatedEvent.Scenario(rawValue: scenario) else {
             let now = try await server.advance(by: duration.flatMap(Self.seconds(in:)) ?? 0)
             return say("the dev server's clock is now \(now.formatted(.iso8601))")

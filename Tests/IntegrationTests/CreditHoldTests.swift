@@ -114,6 +114,13 @@ struct CreditHoldTests {
                 #expect(try await Self.remaining(client, account, "ai_requests") == 9)
                 // Analytics count what was charged, as usage.
                 #expect(try await harness.count("SELECT coalesce(sum(-delta), 0)::int FROM credit_ledger WHERE reason = 'usage'") == 4)
+                // The operator's account page: 2 held beside the remaining 9, each hold with its outcome, and both in the timeline.
+                let basic = "Basic " + Data("admin:admin-key-holds-000001".utf8).base64EncodedString()
+                let page = String(buffer: try await client.execute(uri: "/admin?account=\(account)", method: .get, headers: [.authorization: basic]).body)
+                #expect(page.contains("<td>ai_requests</td><td>9</td><td>2</td>"), "the meter row: remaining 9, held 2")
+                #expect(page.contains("<h3>Holds</h3>") && page.contains("<code>gen-1</code>") && page.contains("<code>gen-2</code>"))
+                #expect(page.contains(">settled</span></td><td>4</td><td>4</td><td>0</td>"), "gen-1 settled: charged 4, returned 4, lapsed 0")
+                #expect(page.contains("settled hold of 8 ai_requests") && page.contains("held 2 ai_requests"), "the timeline")
             }
         }
     }

@@ -41,9 +41,11 @@ struct DevWalkthroughTests {
             let key = try #require(settings.settings()["STOREKEEPER_API_KEY"])
             let account = UUID().uuidString.lowercased()
 
-            func simulate(_ arguments: String...) async throws {
+            @discardableResult
+            func simulate(_ arguments: String...) async throws -> String {
                 let (status, output) = try await ChildProcess.run("storekeeper", ["simulate"] + arguments, environment: environment, directory: folder)
                 #expect(status == 0, "simulate \(arguments.joined(separator: " ")): \(output)")
+                return output
             }
             func credits() async throws -> Credits {
                 var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/accounts/\(account)/status")!)
@@ -85,22 +87,17 @@ struct DevWalkthroughTests {
 
             // The README's holds: 50 held (today's 5, then 45 of the top-up), settled for 30 by its key, 20 back; a
             // hold nobody settles is given back at its expiry by a job on the dev clock.
-            func hold(_ path: String, _ body: String) async throws -> [String: Any] {
-                var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/accounts/\(account)/holds\(path)")!)
-                request.httpMethod = "POST"
-                request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
-                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-                request.httpBody = Data(body.utf8)
-                return try #require(try JSONSerialization.jsonObject(with: try await URLSession.shared.data(for: request).0) as? [String: Any])
-            }
-            let held = try await hold("", #"{"meter": "ai_requests", "amount": 50, "idempotencyKey": "gen-1"}"#)
-            #expect(held["remaining"] as? Int == 955 && held["state"] as? String == "held", "\(held)")
+            let held = try await simulate("hold", "--account", account, "--meter", "ai_requests", "--amount", "50", "--key", "gen-1")
+            #expect(held.contains("held 50 ai_requests") && held.contains("955 left to spend"), "\(held)")
             try await expect(Credits(state: "free_with_credits", tier: "free", remaining: 955, cycle: nil, topUp: 955), after: "a hold of 50")
-            let settled = try await hold("/gen-1/settle", #"{"amount": 30}"#)
-            #expect(settled["charged"] as? Int == 30 && settled["returned"] as? Int == 20, "\(settled)")
+            let settled = try await simulate("settle", "--account", account, "--key", "gen-1", "--amount", "30")
+            #expect(settled.contains("settled hold") && settled.contains("charged 30, returned 20"), "\(settled)")
             try await expect(Credits(state: "free_with_credits", tier: "free", remaining: 975, cycle: nil, topUp: 975), after: "settled for 30")
-            let unsettled = try await hold("", #"{"meter": "ai_requests", "amount": 100, "idempotencyKey": "gen-2", "expiresIn": 600}"#)
-            #expect(unsettled["state"] as? String == "held", "\(unsettled)")
+            let again = try await ChildProcess.run(
+                "storekeeper", ["simulate", "release", "--account", account, "--key", "gen-1"], environment: environment, directory: folder)
+            #expect(again.0 != 0 && again.1.contains("409") && again.1.contains("hold_ended"), "a settled hold cannot be released: \(again.1)")
+            let unsettled = try await simulate("hold", "--account", account, "--meter", "ai_requests", "--amount", "100", "--key", "gen-2", "--expires-in", "600")
+            #expect(unsettled.contains("held 100 ai_requests"), "\(unsettled)")
             try await simulate("advance", "11m")
             // The top-up only: eleven minutes may cross midnight on the dev clock, and bring a new day's 5.
             try await eventually(timeout: .seconds(20), "the expired hold to come back") { try await credits().topUp == 975 }

@@ -28,8 +28,9 @@ struct ErasureFamilyTests {
         try await client.execute(uri: uri, method: .post, headers: headers, body: ByteBuffer(string: body))
     }
 
-    /// One customer's life: a free-tier spend, an operator's grant and adjustment whose reasons name them, an Apple
-    /// subscription bought with a purchase token, and a spend of its credits.
+    /// One customer's life: a free-tier spend, an operator's grant and adjustment whose reasons name them, holds (one
+    /// settled, one open) and the first spend given back, an Apple subscription bought with a purchase token, and a
+    /// spend of its credits.
     static func seed(_ id: String, index: Int, flows: Bool, harness: StorekeeperHarness, client: any TestClientProtocol) async throws {
         let account = "/v1/accounts/\(path(id))"
         let free = try await post(client, "\(account)/usage", service, #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "free-\#(index)"}"#)
@@ -41,6 +42,16 @@ struct ErasureFamilyTests {
             client, "/admin/accounts/\(path(id))/credits", admin,
             #"{"meter": "ai_requests", "amount": \#(40 + index), "reason": "goodwill \#(index)", "idempotencyKey": "adjust-\#(index)"}"#)
         #expect(adjusted.status == .created, "\(id): \(String(buffer: adjusted.body))")
+        // Credits around AI work: a hold settled in part, one still held, and the first spend given back.
+        let held = try await post(client, "\(account)/holds", service, #"{"meter": "ai_requests", "amount": 3, "idempotencyKey": "gen-\#(index)"}"#)
+        #expect(held.status == .created, "\(id): \(String(buffer: held.body))")
+        let settled = try await post(client, "\(account)/holds/gen-\(index)/settle", service, #"{"amount": 1}"#)
+        #expect(settled.status == .ok, "\(id): \(String(buffer: settled.body))")
+        let open = try await post(
+            client, "\(account)/holds", service, #"{"meter": "ai_requests", "amount": 2, "idempotencyKey": "open-\#(index)", "expiresIn": 86400}"#)
+        #expect(open.status == .created, "\(id): \(String(buffer: open.body))")
+        let reversed = try await post(client, "\(account)/usage/free-\(index)/reverse", service, "")
+        #expect(reversed.status == .ok, "\(id): \(String(buffer: reversed.body))")
         guard flows else { return }
         let intent = try await post(client, "\(account)/purchase-intents", service, "")
         let token = try #require(UUID(uuidString: intent.json["appAccountToken"] as? String ?? ""), "\(String(buffer: intent.body))")

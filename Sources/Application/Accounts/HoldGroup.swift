@@ -122,6 +122,10 @@ struct HoldGroup: Sendable {
                 drafts += CreditChanges.depleted(
                     meter: request.meter, remaining: remaining, account: request.account, spendKey: CreditHoldStore.debitKey(hold.id, 0),
                     environment: credits[request.account]?.environment ?? "Production")
+                if let remaining {
+                    drafts += credits[request.account]?.warnings(
+                        request.meter, from: remaining + request.amount, to: remaining, account: request.account, catalogue: ledger.catalogue) ?? []
+                }
                 results.append(.hold(.held(hold, remaining: remaining)))
 
             case .end(let target, let amount, let state):

@@ -87,6 +87,8 @@ private struct SpendGroup: Sendable {
                 drafts += CreditChanges.depleted(
                     meter: request.meter, remaining: remaining, account: request.account, spendKey: prefix,
                     environment: credits[request.account]?.environment ?? "Production")
+                drafts += credits[request.account]?.warnings(
+                    request.meter, from: remaining + request.amount, to: remaining, account: request.account, catalogue: ledger.catalogue) ?? []
             case .insufficient(let available):
                 answer = UsageRequests.Answer(
                     outcome: .insufficientCredits, meter: request.meter, remaining: available, error: "insufficient_credits",
@@ -111,6 +113,17 @@ extension CreditLedger.Spendable {
             return bucket.kind == .cycle || bucket.kind == .entitlement
         }
         return CreditChanges.granted(windows, account: account, subscription: nil, environment: environment, cause: EventCause())
+    }
+
+    /// The `warn_at` events of `meter` whose thresholds a spend or a hold took the remaining balance across; a share
+    /// is of the allowance of the tier that decides now.
+    func warnings(_ meter: String, from before: Int64, to after: Int64, account: AccountID, catalogue: TierCatalogue) -> [EventDraft] {
+        guard let thresholds = catalogue.meters.first(where: { $0.id == meter })?.warnAt, !thresholds.isEmpty else { return [] }
+        let allowance = credits.tier.flatMap { $0 == "free" ? catalogue.free.allowances[meter] : catalogue.tier(id: $0)?.allowances[meter] }
+        let crossings = CreditWarnings.crossed(thresholds, allowance: allowance, before: before, after: after)
+        guard !crossings.isEmpty else { return [] }
+        return CreditChanges.warnings(
+            crossings, meter: meter, remaining: after, window: credits.meters[meter]?.resetsAt, account: account, environment: environment)
     }
 
     /// The environment events of the account are sent in: its first subscription's.

@@ -24,6 +24,7 @@ extension EventChange {
         writer.presentMember("productId", productId)
         writer.presentMember("reason", reason)
         writer.presentMember("refundRequestId", refundRequestId)
+        writer.presentMember("remaining", remaining)
         if let sources {
             writer.key("sources")
             writer.beginArray()
@@ -34,6 +35,7 @@ extension EventChange {
             writer.endArray()
         }
         writer.presentMember("store", store)
+        writer.presentMember("threshold", threshold)
         writer.presentMember("tier", tier)
         writer.presentMember("toAccountId", toAccountId)
         writer.presentMember("toProductId", toProductId)

@@ -11,6 +11,11 @@ extension TierCatalogue {
         // Ids are parts of ledger and bucket keys, where `:` separates the parts.
         for id in meters.map(\.id) where !Self.isKeyPart(id) { problems.append("meters: \(id) must be 1–64 characters without `:`, spaces or control characters") }
         for id in tiers.map(\.id) where !Self.isKeyPart(id) { problems.append("tiers: \(id) must be 1–64 characters without `:`, spaces or control characters") }
+        for meter in meters {
+            for case .unknown(let value) in meter.warnAt {
+                problems.append("meters.\(meter.id).warn_at: \(value) is neither a share below 1 nor a whole number of credits")
+            }
+        }
         problems += Self.problems(of: free.allowances, at: "free", meters: meterIds)
         if tiers.isEmpty { problems.append("tiers: define at least one paid tier") }
         var productOwners: [String: String] = [:]

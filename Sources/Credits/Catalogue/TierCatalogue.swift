@@ -80,16 +80,36 @@ public struct TierCatalogue: Codable, Sendable, Equatable {
         public var id: String
         public var displayName: String
         public var description: String?
+        /// Remaining balances at which the app hears `credits.low` (or `credits.exhausted` at 0), once per window.
+        public var warnAt: [WarningThreshold]
 
         enum CodingKeys: String, CodingKey {
             case id, description
             case displayName = "display_name"
+            case warnAt = "warn_at"
         }
 
-        public init(id: String, displayName: String, description: String? = nil) {
+        public init(id: String, displayName: String, description: String? = nil, warnAt: [WarningThreshold] = []) {
             self.id = id
             self.displayName = displayName
             self.description = description
+            self.warnAt = warnAt
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            id = try container.decode(String.self, forKey: .id)
+            displayName = try container.decode(String.self, forKey: .displayName)
+            description = try container.decodeIfPresent(String.self, forKey: .description)
+            warnAt = try container.decodeIfPresent([WarningThreshold].self, forKey: .warnAt) ?? []
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(id, forKey: .id)
+            try container.encode(displayName, forKey: .displayName)
+            try container.encodeIfPresent(description, forKey: .description)
+            if !warnAt.isEmpty { try container.encode(warnAt, forKey: .warnAt) }
         }
     }
 

@@ -41,6 +41,17 @@ struct AccountTimeline {
         }
     }
 
+    /// Each hold taken, and its end: the ledger shows the credits moving, these say why.
+    mutating func add(holds: [CreditHoldStore.Hold]) {
+        for hold in holds {
+            entries.append(Entry(at: hold.createdAt, kind: "credits", what: "held \(hold.amount) \(hold.meter)", detail: "hold \(hold.idempotencyKey) · expires \(HTMLPage.time(hold.expiresAt))"))
+            if let ended = hold.endedAt {
+                let outcome = "charged \(hold.charged ?? 0), returned \(hold.returned ?? 0)" + ((hold.lapsed ?? 0) > 0 ? ", lapsed \(hold.lapsed ?? 0)" : "")
+                entries.append(Entry(at: ended, kind: "credits", what: "\(hold.state.text) hold of \(hold.amount) \(hold.meter)", detail: "hold \(hold.idempotencyKey) · \(outcome)"))
+            }
+        }
+    }
+
     mutating func add(ends archive: [AccountRecords.ArchiveEntry]) {
         entries += archive.compactMap { end in
             end.endedAt.map { Entry(at: $0, kind: "end", what: "ended: \(end.reason)", detail: "subscription \(end.originalTransactionId) · \(end.productId)") }

@@ -71,7 +71,7 @@ public struct CreditHoldStore: Sendable {
 
     public init(logger: Logger) { self.logger = logger }
 
-    private static let columns = "id, account_id, idempotency_key, meter, amount, debits::text, created_at, expires_at, state, charged, returned, lapsed, ended_at"
+    static let columns = "id, account_id, idempotency_key, meter, amount, debits::text, created_at, expires_at, state, charged, returned, lapsed, ended_at"
 
     /// The ledger key of a hold's debit `index`.
     public static func debitKey(_ id: UUID, _ index: Int) -> String { "hold:\(id.uuidString.lowercased()):\(index)" }

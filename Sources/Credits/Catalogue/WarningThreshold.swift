@@ -1,0 +1,60 @@
+/// A remaining balance of a meter at which the app is told it runs low (`warn_at` of a meter in the catalogue).
+///
+/// Written as a number: below 1 it is a share of the tier's allowance (`0.2`: a fifth of `per_cycle`, or of
+/// `per_day`), a whole number of 1 or more is credits, and `0` is the meter spent out (`credits.exhausted`).
+public enum WarningThreshold: Codable, Hashable, Sendable {
+    /// A share of the allowance, strictly between 0 and 1.
+    case share(Double)
+    /// A number of credits; 0 is exhaustion.
+    case credits(Int64)
+    /// Neither (negative, or a fraction above 1): refused at start (``TierCatalogue/problems()``).
+    case unknown(Double)
+
+    public init(_ value: Double) {
+        if value == 0 {
+            self = .credits(0)
+        } else if value > 0, value < 1 {
+            self = .share(value)
+        } else if value >= 1, value <= Double(Int64.max / 2), value.rounded() == value {
+            self = .credits(Int64(value))
+        } else {
+            self = .unknown(value)
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        self.init(try decoder.singleValueContainer().decode(Double.self))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .share(let share): try container.encode(share)
+        case .credits(let credits): try container.encode(credits)
+        case .unknown(let value): try container.encode(value)
+        }
+    }
+
+    /// The balance at or below which the meter counts as low, in credits: a share rounds down (remaining ≤ 6 is at
+    /// or below a fifth of 33); `nil` for a share of a meter the tier grants no counted allowance of.
+    public func credits(of allowance: Allowance?) -> Int64? {
+        switch self {
+        case .credits(let credits):
+            return credits
+        case .share(let share):
+            guard let granted = allowance?.perCycle ?? allowance?.perDay else { return nil }
+            return Int64((share * Double(granted)).rounded(.down))
+        case .unknown:
+            return nil
+        }
+    }
+
+    /// How it is written, for event keys and messages (`0.2`, `50`).
+    public var text: String {
+        switch self {
+        case .share(let share): return String(share)
+        case .credits(let credits): return String(credits)
+        case .unknown(let value): return String(value)
+        }
+    }
+}

@@ -1,0 +1,79 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import StorekeeperRuntime
+
+extension SimulateCommand {
+    /// The scenarios that play the app's service rather than Apple: a hold before a generation, its settle, its release.
+    static let holdScenarios: Set<String> = ["hold", "settle", "release"]
+
+    func validateHold() throws {
+        guard let account, !account.isEmpty else { throw ValidationError("\(scenario) needs --account ID") }
+        if duration != nil || product != nil || to != nil || trial { throw ValidationError("\(scenario) takes --account, --meter, --amount, --key, --hold, --expires-in") }
+        switch scenario {
+        case "hold":
+            guard meter != nil, let amount, amount > 0 else { throw ValidationError("hold needs --meter METER and --amount N (more than 0)") }
+            if hold != nil { throw ValidationError("hold takes --key, not --hold") }
+        case "settle":
+            guard let amount, amount >= 0 else { throw ValidationError("settle needs --amount N: what the work cost (0 or more)") }
+            guard key != nil || hold != nil else { throw ValidationError("settle needs --key KEY (the hold's idempotency key) or --hold ID") }
+        default:
+            if amount != nil { throw ValidationError("release takes no --amount: all of the hold comes back") }
+            guard key != nil || hold != nil else { throw ValidationError("release needs --key KEY (the hold's idempotency key) or --hold ID") }
+        }
+        if let expiresIn, scenario != "hold" || !(1...86_400).contains(expiresIn) {
+            throw ValidationError("--expires-in is for hold only: 1 to 86400 seconds")
+        }
+    }
+
+    /// `simulate hold|settle|release`: the calls an app's service makes around AI work (docs/credits.md, "Holds"), with
+    /// the dev server's API key, each answered on one line.
+    func runHold(server: DevServer) async throws {
+        guard let account, let apiKey = server.apiKey else { throw CommandFailure("no API key: start `storekeeper dev` first (it writes .storekeeper/dev.env)") }
+        let encodedAccount = Self.pathSegment(account)
+        let path: String
+        var body: [String: Any] = [:]
+        switch scenario {
+        case "hold":
+            path = "/v1/accounts/\(encodedAccount)/holds"
+            body = ["meter": meter ?? "", "amount": amount ?? 0, "idempotencyKey": key ?? "simulate-\(UUID().uuidString.prefix(8).lowercased())"]
+            if let expiresIn { body["expiresIn"] = expiresIn }
+        default:
+            let target = hold.map { "/v1/holds/\(Self.pathSegment($0))" } ?? "/v1/accounts/\(encodedAccount)/holds/\(Self.pathSegment(key ?? ""))"
+            path = "\(target)/\(scenario)"
+            if scenario == "settle" { body = ["amount": amount ?? 0] }
+        }
+        var request = HTTPClientRequest(url: server.baseURL + path)
+        request.method = .POST
+        request.headers.add(name: "Authorization", value: "Bearer \(apiKey)")
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(data: try JSONSerialization.data(withJSONObject: body)))
+        let response: HTTPClientResponse
+        do {
+            response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        } catch {
+            throw CommandFailure("cannot reach Storekeeper at \(server.baseURL): \(error)")
+        }
+        let text = String(buffer: try await response.body.collect(upTo: 1 << 20))
+        guard (200..<300).contains(response.status.code),
+            let answer = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+        else { throw CommandFailure("Storekeeper answered \(response.status.code): \(text)") }
+        let number = { (name: String) in (answer[name] as? NSNumber).map { "\($0)" } ?? "—" }
+        if scenario == "hold" {
+            say(
+                "held \(number("amount")) \(answer["meter"] ?? "") of \(account) as hold \(answer["id"] ?? "") (key \(answer["idempotencyKey"] ?? body["idempotencyKey"] ?? "")): "
+                    + "\(number("remaining")) left to spend, released at \(answer["expiresAt"] ?? "") unless settled")
+        } else {
+            say(
+                "\(answer["state"] ?? scenario) hold \(answer["id"] ?? ""): charged \(number("charged")), returned \(number("returned"))"
+                    + ((answer["lapsed"] as? NSNumber).map { $0.int64Value > 0 ? ", lapsed \($0)" : "" } ?? ""))
+        }
+    }
+
+    /// `text` as one percent-encoded path segment.
+    private static func pathSegment(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? text
+    }
+}
