@@ -50,7 +50,8 @@ extension AdminDashboardController {
                     HTMLPage.Cell(value.dailyRemaining.map(String.init) ?? "—"), HTMLPage.Cell(HTMLPage.time(value.resetsAt)),
                 ]
             })
-        html += Self.holdsTable(try await records.holds(ofAccount: account, limit: 20))
+        let holds = try await records.holds(ofAccount: account, limit: 50)
+        html += Self.holdsTable(Array(holds.prefix(20)))
         if viewer.role >= .support { html += creditAdjustmentForm(account, error: notices.creditError) }
         if let appStore {
             html += AppStoreSupportController.accountSection(
@@ -76,7 +77,7 @@ extension AdminDashboardController {
             timeline.add(changes: recent, deliveries: try await events.deliveries(of: recent.map(\.id)))
         }
         timeline.add(ledger: try await records.ledger(ofAccount: account, limit: 100))
-        timeline.add(holds: try await records.holds(ofAccount: account, limit: 50))
+        timeline.add(holds: holds)
         timeline.add(ends: try await records.archive(ofAccount: account))
         if let audit { timeline.add(operators: try await audit.actions(.init(account: account, limit: 100))) }
         html += timeline.html(limit: 200)

@@ -10,29 +10,37 @@ extension SimulateCommand {
     static let holdScenarios: Set<String> = ["hold", "settle", "release"]
 
     func validateHold() throws {
-        guard let account, !account.isEmpty else { throw ValidationError("\(scenario) needs --account ID") }
-        if duration != nil || product != nil || to != nil || trial { throw ValidationError("\(scenario) takes --account, --meter, --amount, --key, --hold, --expires-in") }
+        let options = scenario == "hold" ? "--account, --meter, --amount, --key, --expires-in" : "--account and --key, or --hold; settle also --amount"
+        if duration != nil || product != nil || to != nil || trial || originalTransactionId != nil || periodDays != nil {
+            throw ValidationError("\(scenario) takes only \(options)")
+        }
         switch scenario {
         case "hold":
+            guard let account, !account.isEmpty else { throw ValidationError("hold needs --account ID") }
             guard meter != nil, let amount, amount > 0 else { throw ValidationError("hold needs --meter METER and --amount N (more than 0)") }
-            if hold != nil { throw ValidationError("hold takes --key, not --hold") }
-        case "settle":
-            guard let amount, amount >= 0 else { throw ValidationError("settle needs --amount N: what the work cost (0 or more)") }
-            guard key != nil || hold != nil else { throw ValidationError("settle needs --key KEY (the hold's idempotency key) or --hold ID") }
+            if hold != nil { throw ValidationError("hold takes --key, not --hold: a new hold has no id yet") }
+            if let expiresIn, !(1...86_400).contains(expiresIn) { throw ValidationError("--expires-in must be 1 to 86400 seconds") }
         default:
-            if amount != nil { throw ValidationError("release takes no --amount: all of the hold comes back") }
-            guard key != nil || hold != nil else { throw ValidationError("release needs --key KEY (the hold's idempotency key) or --hold ID") }
-        }
-        if let expiresIn, scenario != "hold" || !(1...86_400).contains(expiresIn) {
-            throw ValidationError("--expires-in is for hold only: 1 to 86400 seconds")
+            if scenario == "settle" {
+                guard let amount, amount >= 0 else { throw ValidationError("settle needs --amount N: what the work cost (0 or more)") }
+            } else if amount != nil {
+                throw ValidationError("release takes no --amount: all of the hold comes back")
+            }
+            if meter != nil || expiresIn != nil { throw ValidationError("\(scenario) takes only \(options)") }
+            switch (key, hold) {
+            case (nil, nil): throw ValidationError("\(scenario) needs --account ID --key KEY (the key the hold was taken with) or --hold ID")
+            case (_?, _?): throw ValidationError("\(scenario) takes --key or --hold, not both")
+            case (_?, nil) where account?.isEmpty ?? true: throw ValidationError("\(scenario) --key needs --account ID: keys are the account's")
+            default: break
+            }
         }
     }
 
     /// `simulate hold|settle|release`: the calls an app's service makes around AI work (docs/credits.md, "Holds"), with
     /// the dev server's API key, each answered on one line.
     func runHold(server: DevServer) async throws {
-        guard let account, let apiKey = server.apiKey else { throw CommandFailure("no API key: start `storekeeper dev` first (it writes .storekeeper/dev.env)") }
-        let encodedAccount = Self.pathSegment(account)
+        guard let apiKey = server.apiKey else { throw CommandFailure("no API key: start `storekeeper dev` first (it writes .storekeeper/dev.env)") }
+        let encodedAccount = Self.pathSegment(account ?? "")
         let path: String
         var body: [String: Any] = [:]
         switch scenario {
@@ -61,9 +69,14 @@ extension SimulateCommand {
             let answer = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
         else { throw CommandFailure("Storekeeper answered \(response.status.code): \(text)") }
         let number = { (name: String) in (answer[name] as? NSNumber).map { "\($0)" } ?? "—" }
-        if scenario == "hold" {
+        if scenario == "hold", answer["state"] as? String != "held" {
+            // The key took a hold before, which has ended since: its first answer, as it stands now.
             say(
-                "held \(number("amount")) \(answer["meter"] ?? "") of \(account) as hold \(answer["id"] ?? "") (key \(answer["idempotencyKey"] ?? body["idempotencyKey"] ?? "")): "
+                "the key \(body["idempotencyKey"] ?? "") took hold \(answer["id"] ?? "") before; it is \(answer["state"] ?? "") (charged "
+                    + "\(number("charged")), returned \(number("returned"))): nothing new was held")
+        } else if scenario == "hold" {
+            say(
+                "held \(number("amount")) \(answer["meter"] ?? "") of \(account ?? "") as hold \(answer["id"] ?? "") (key \(body["idempotencyKey"] ?? "")): "
                     + "\(number("remaining")) left to spend, released at \(answer["expiresAt"] ?? "") unless settled")
         } else {
             say(

@@ -14,12 +14,13 @@ struct CreditWarningsTests {
                 for after in Int64(0)...before {
                     let crossed = CreditWarnings.crossed(thresholds, allowance: Allowance(perCycle: allowance), before: before, after: after)
                     // Remaining r is "at or below a fifth" when 5r ≤ allowance: crossed when it was not before and is now.
-                    var expected: Set<Int64> = []
-                    if 5 * before > allowance, 5 * after <= allowance { expected.insert(allowance / 5) }
-                    if before > 3, after <= 3 { expected.insert(3) }
-                    if before > 0, after == 0 { expected.insert(0) }
-                    #expect(Set(crossed.map(\.credits)) == expected, "allowance \(allowance): \(before) → \(after)")
-                    #expect(crossed.count == Set(crossed.map(\.credits)).count, "one crossing per balance")
+                    var expected: Set<String> = []
+                    if 5 * before > allowance, 5 * after <= allowance { expected.insert("low \(allowance / 5)") }
+                    if before > 3, after <= 3 { expected.insert("low 3") }
+                    if before > 0, after == 0 { expected.insert("exhausted 0") }
+                    let told = crossed.map { "\($0.exhausted ? "exhausted" : "low") \($0.credits)" }
+                    #expect(Set(told) == expected, "allowance \(allowance): \(before) → \(after)")
+                    #expect(told.count == Set(told).count, "one crossing per kind and balance")
                 }
             }
         }
@@ -48,8 +49,17 @@ struct CreditWarningsTests {
         #expect(CreditWarnings.crossed([WarningThreshold(0.5)], allowance: Allowance(perDay: 10), before: 6, after: 5).map(\.credits) == [5])
         #expect(CreditWarnings.crossed([WarningThreshold(0), WarningThreshold(5)], allowance: Allowance(unlimited: true), before: 6, after: 0).isEmpty)
         #expect(CreditWarnings.crossed([WarningThreshold(0.5), WarningThreshold(5)], allowance: nil, before: 6, after: 5).map(\.credits) == [5])
-        // Shares that round to one balance are one crossing.
-        #expect(CreditWarnings.crossed([WarningThreshold(0.01), WarningThreshold(0)], allowance: Allowance(perCycle: 50), before: 1, after: 0).count == 1)
+        // A share is a `credits.low` even where it rounds to 0; `0` as written is `credits.exhausted`; two shares that
+        // round to one balance are one crossing.
+        let atZero = CreditWarnings.crossed(
+            [WarningThreshold(0.01), WarningThreshold(0.015), WarningThreshold(0)], allowance: Allowance(perCycle: 50), before: 1, after: 0)
+        #expect(atZero.map(\.exhausted) == [false, true])
+        // A decimal share is the decimal's: 0.29 and 0.57 of 100 are 29 and 57, not 28 and 56.
+        #expect(WarningThreshold(0.29).credits(of: Allowance(perCycle: 100)) == 29)
+        #expect(WarningThreshold(0.57).credits(of: Allowance(perCycle: 100)) == 57)
+        // During a free trial the window grants trial_cap: a fifth of 50, not of 200.
+        #expect(CreditWarnings.crossed([WarningThreshold(0.2)], allowance: Allowance(perCycle: 200, trialCap: 50), isTrial: true, before: 11, after: 10).map(\.credits) == [10])
+        #expect(CreditWarnings.crossed([WarningThreshold(0.2)], allowance: Allowance(perCycle: 200, trialCap: 50), before: 41, after: 40).map(\.credits) == [40])
     }
 
     @Test("warn_at as written: below 1 a share, whole numbers credits, 0 spent out; anything else is a start-up problem naming the meter")

@@ -90,6 +90,15 @@ struct StrangerReviewTests {
         }
     }
 
+    @Test("HTML escaping is by Unicode scalar: a quote with a combining mark after it cannot end an attribute")
+    func quoteWithCombiningMark() {
+        let hostile = "x\"\u{301} onmouseover=alert(1) '\u{301}<\u{338}"
+        let escaped = HTMLPage.escape(hostile)
+        #expect(!escaped.unicodeScalars.contains { ["\"", "'", "<", ">"].contains($0) }, "\(escaped.unicodeScalars.map { String($0.value, radix: 16) })")
+        #expect(escaped.hasPrefix("x&quot;\u{301} onmouseover"))
+        #expect(HTMLPage.escape("plain & simple") == "plain &amp; simple")
+    }
+
     @Test("spends of account c with key x:y and of account c:x with key y are both charged")
     func ledgerKeysDoNotCollide() async throws {
         try await StorekeeperHarness.run(worker: false) { harness in

@@ -120,9 +120,12 @@ public struct CreditHolds: Sendable {
     }
 
     /// Releases up to ``expiryBatch`` holds still held whose expiry has come by `now`, in one transaction
-    /// (``HoldExpiryJob``); returns how many.
-    public func expireDue(now: Date) async throws -> Int {
-        let due = try await client.withConnection { try await store.dueHolds(at: now, limit: Self.expiryBatch, on: $0) }
+    /// (``HoldExpiryJob``), leaving out those in `failed`; returns how many it read. Holds the database refused are
+    /// added to `failed`, so a sweep goes on past them to the holds behind.
+    public func expireDue(now: Date, failed: inout Set<UUID>) async throws -> Int {
+        let due = try await client.withConnection {
+            try await store.dueHolds(at: now, limit: Self.expiryBatch, skipping: Array(failed), on: $0)
+        }
         guard !due.isEmpty else { return 0 }
         let works = due.map { HoldWork(operation: .end(.id($0), charging: 0, as: .expired), now: now) }
         var results: [HoldResult]
@@ -136,6 +139,7 @@ public struct CreditHolds: Sendable {
                 do {
                     results += try await commit([work])
                 } catch {
+                    if case .end(.id(let id), _, _) = work.operation { failed.insert(id) }
                     logger.error("a hold could not be released at its expiry", metadata: ["hold.expiry.error": "\(String(reflecting: error))"])
                 }
             }

@@ -46,9 +46,10 @@ public struct HoldExpiryJob: JobHandler {
         // Claimed before its time by this clock (another process's clock ran ahead): wait for it.
         if let at = arguments.at, clock() < at { throw JobFailure.snooze(until: at) }
         let started = ContinuousClock.now
+        var failed = Set<UUID>()
         while true {
             let batch = ContinuousClock.now
-            guard try await holds.expireDue(now: clock()) == CreditHolds.expiryBatch else { break }
+            guard try await holds.expireDue(now: clock(), failed: &failed) == CreditHolds.expiryBatch else { break }
             // A backlog (a worker back after a stop, a burst of abandoned work): between full batches the sweep
             // rests four times as long as the batch took, so it holds accounts' locks and the database a fifth of
             // the time and the app's spends keep their pace (`storekeeper-bench hold-expiry`); never past its run.

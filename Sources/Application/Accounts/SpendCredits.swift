@@ -119,8 +119,12 @@ extension CreditLedger.Spendable {
     /// is of the allowance of the tier that decides now.
     func warnings(_ meter: String, from before: Int64, to after: Int64, account: AccountID, catalogue: TierCatalogue) -> [EventDraft] {
         guard let thresholds = catalogue.meters.first(where: { $0.id == meter })?.warnAt, !thresholds.isEmpty else { return [] }
-        let allowance = credits.tier.flatMap { $0 == "free" ? catalogue.free.allowances[meter] : catalogue.tier(id: $0)?.allowances[meter] }
-        let crossings = CreditWarnings.crossed(thresholds, allowance: allowance, before: before, after: after)
+        let allowance = credits.tier.flatMap { catalogue.allowances(ofTier: $0)[meter] }
+        // A free trial's window grants `trial_cap`: a share is of that.
+        let isTrial = subscriptions.contains { state in
+            state.offer?.discountType == .freeTrial && catalogue.tier(ofProduct: state.productId)?.tier.id == credits.tier
+        }
+        let crossings = CreditWarnings.crossed(thresholds, allowance: allowance, isTrial: isTrial, before: before, after: after)
         guard !crossings.isEmpty else { return [] }
         return CreditChanges.warnings(
             crossings, meter: meter, remaining: after, window: credits.meters[meter]?.resetsAt, account: account, environment: environment)

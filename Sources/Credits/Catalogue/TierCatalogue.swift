@@ -248,6 +248,11 @@ public struct TierCatalogue: Codable, Sendable, Equatable {
     /// The tier of a tier id (`free` is not one).
     public func tier(id: String) -> Tier? { tiers.first { $0.id == id } }
 
+    /// The allowances of a tier id, `free` included; empty for an id the catalogue does not know.
+    public func allowances(ofTier id: String) -> [String: Allowance] {
+        id == "free" ? free.allowances : tier(id: id)?.allowances ?? [:]
+    }
+
     /// The top-up a consumable product id buys.
     public func topUp(ofProduct productId: String) -> TopUp? { topUps.first { $0.id == productId } }
 }

@@ -35,15 +35,18 @@ public enum WarningThreshold: Codable, Hashable, Sendable {
         }
     }
 
-    /// The balance at or below which the meter counts as low, in credits: a share rounds down (remaining ≤ 6 is at
-    /// or below a fifth of 33); `nil` for a share of a meter the tier grants no counted allowance of.
-    public func credits(of allowance: Allowance?) -> Int64? {
+    /// The balance at or below which the meter counts as low, in credits: a share of what a window grants
+    /// (`per_cycle`, capped by `trial_cap` during a free trial, else `per_day`) rounds down — remaining ≤ 6 is at or
+    /// below a fifth of 33; `nil` for a share of a meter the tier grants no counted allowance of.
+    public func credits(of allowance: Allowance?, isTrial: Bool = false) -> Int64? {
         switch self {
         case .credits(let credits):
             return credits
         case .share(let share):
-            guard let granted = allowance?.perCycle ?? allowance?.perDay else { return nil }
-            return Int64((share * Double(granted)).rounded(.down))
+            guard let granted = allowance?.cycleGrant(isTrial: isTrial) ?? allowance?.perDay else { return nil }
+            // A share written in decimal is not exact in binary (0.29 × 100 = 28.999…): a billionth's tolerance
+            // keeps it at 29.
+            return Int64((share * Double(granted) + 1e-9).rounded(.down))
         case .unknown:
             return nil
         }

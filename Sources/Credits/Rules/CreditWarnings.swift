@@ -6,19 +6,22 @@ public enum CreditWarnings {
     public struct Crossing: Equatable, Sendable {
         public var threshold: WarningThreshold
         public var credits: Int64
-        /// The meter spent out: `credits.exhausted` rather than `credits.low`.
-        public var exhausted: Bool { credits == 0 }
+        /// The meter spent out, as written (`0`): `credits.exhausted` rather than `credits.low`. A share that rounds
+        /// to 0 credits is still a `credits.low`.
+        public var exhausted: Bool { threshold == .credits(0) }
     }
 
     /// The thresholds in `thresholds` that `before → after` crossed downward; none for an unlimited meter or a
-    /// balance that did not fall.
-    public static func crossed(_ thresholds: [WarningThreshold], allowance: Allowance?, before: Int64, after: Int64) -> [Crossing] {
+    /// balance that did not fall. `isTrial`: the account's window is a free trial's (a share is of `trial_cap`).
+    public static func crossed(
+        _ thresholds: [WarningThreshold], allowance: Allowance?, isTrial: Bool = false, before: Int64, after: Int64
+    ) -> [Crossing] {
         guard after < before, allowance?.isUnlimited != true else { return [] }
-        var seen = Set<Int64>()
+        var seen = Set<String>()
         return thresholds.compactMap { threshold in
-            guard let credits = threshold.credits(of: allowance), before > credits, after <= credits, seen.insert(credits).inserted
-            else { return nil }
-            return Crossing(threshold: threshold, credits: credits)
+            guard let credits = threshold.credits(of: allowance, isTrial: isTrial), before > credits, after <= credits else { return nil }
+            let crossing = Crossing(threshold: threshold, credits: credits)
+            return seen.insert("\(crossing.exhausted ? "exhausted" : "low"):\(credits)").inserted ? crossing : nil
         }
     }
 }

@@ -174,8 +174,8 @@ public struct CreditHoldStore: Sendable {
         let rows = try await connection.query(
             """
             WITH posted AS (
-                INSERT INTO credit_ledger (operation_key, bucket, delta, reason)
-                SELECT * FROM unnest(\(postings.map(\.operationKey))::text[], \(postings.map(\.bucket))::text[],
+                INSERT INTO credit_ledger (operation_key, bucket, delta, reason, created_at)
+                SELECT *, \(date)::timestamptz FROM unnest(\(postings.map(\.operationKey))::text[], \(postings.map(\.bucket))::text[],
                     \(postings.map(\.delta))::bigint[], \(postings.map(\.reason))::text[])
                 ON CONFLICT (operation_key) DO NOTHING RETURNING operation_key
             ), taken AS (
@@ -203,10 +203,14 @@ public struct CreditHoldStore: Sendable {
         for try await key in rows.decode(String.self) { CreditLedger.countPosted(key) }
     }
 
-    /// Up to `limit` holds still held whose expiry is at or before `date`, the earliest first.
-    public func dueHolds(at date: Date, limit: Int, on connection: PostgresConnection) async throws -> [UUID] {
+    /// Up to `limit` holds still held whose expiry is at or before `date`, the earliest first, but those in `skipping`
+    /// (refused by the database in this sweep).
+    public func dueHolds(at date: Date, limit: Int, skipping: [UUID] = [], on connection: PostgresConnection) async throws -> [UUID] {
         let rows = try await connection.query(
-            "SELECT id FROM credit_holds WHERE state = 'held' AND expires_at <= \(date) ORDER BY expires_at LIMIT \(limit)", logger: logger)
+            """
+            SELECT id FROM credit_holds WHERE state = 'held' AND expires_at <= \(date) AND id <> ALL(\(skipping)::uuid[])
+            ORDER BY expires_at LIMIT \(limit)
+            """, logger: logger)
         var ids: [UUID] = []
         for try await id in rows.decode(UUID.self) { ids.append(id) }
         return ids

@@ -78,8 +78,8 @@ extension UsageRequests {
         let rows = try await connection.query(
             """
             WITH posted AS (
-                INSERT INTO credit_ledger (operation_key, bucket, delta, reason)
-                SELECT * FROM unnest(\(postings.map(\.operationKey))::text[], \(postings.map(\.bucket))::text[],
+                INSERT INTO credit_ledger (operation_key, bucket, delta, reason, created_at)
+                SELECT *, \(reversal.reversedAt)::timestamptz FROM unnest(\(postings.map(\.operationKey))::text[], \(postings.map(\.bucket))::text[],
                     \(postings.map(\.delta))::bigint[], \(postings.map(\.reason))::text[])
                 ON CONFLICT (operation_key) DO NOTHING RETURNING operation_key
             ), reversed AS (
