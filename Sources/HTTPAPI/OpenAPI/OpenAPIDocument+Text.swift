@@ -13012,8 +13012,7 @@ public enum OpenAPIDocument {
             "description": "A meter id of the catalogue (`GET /v1/tiers`); another is 400 `unknown_meter`.",
             "examples": [
               "ai_requests"
-            ],
-            "minLength": 1
+            ]
           },
           "amount": {
             "type": "integer",
