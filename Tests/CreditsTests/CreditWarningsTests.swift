@@ -64,17 +64,20 @@ struct CreditWarningsTests {
 
     @Test("warn_at as written: below 1 a share, whole numbers credits, 0 spent out; anything else is a start-up problem naming the meter")
     func decoding() throws {
-        let json = #"{"id": "ai", "display_name": "AI", "warn_at": [0.2, 0, 50, 1.5, -1]}"#
+        let json = #"{"id": "ai", "display_name": "AI", "warn_at": [0.2, 0, 50, 1.5, -1, "x"]}"#
         let meter = try JSONDecoder().decode(TierCatalogue.Meter.self, from: Data(json.utf8))
-        #expect(meter.warnAt == [.share(0.2), .credits(0), .credits(50), .unknown(1.5), .unknown(-1)])
-        let again = try JSONDecoder().decode(TierCatalogue.Meter.self, from: JSONEncoder().encode(meter))
-        #expect(again == meter)
+        #expect(meter.warnAt == [.share(0.2), .credits(0), .credits(50), .unknown("1.5"), .unknown("-1"), .unknown("\"x\"")])
+        var written = meter
+        written.warnAt = Array(meter.warnAt.prefix(3))
+        let again = try JSONDecoder().decode(TierCatalogue.Meter.self, from: JSONEncoder().encode(written))
+        #expect(again == written)
         let catalogue = TierCatalogue(
             meters: [meter], free: .init(displayName: "Free", allowances: ["ai": Allowance(perDay: 5)]),
             tiers: [.init(id: "pro", level: 1, displayName: "Pro", products: [.init(id: "pro.monthly", period: "P1M", price: 9990, currency: "USD")], allowances: ["ai": Allowance(perCycle: 100)])],
             topUps: [])
         let problems = catalogue.problems()
-        #expect(problems.filter { $0.hasPrefix("meters.ai.warn_at") }.count == 2, "\(problems)")
+        #expect(problems.filter { $0.hasPrefix("meters.ai.warn_at") }.count == 3, "\(problems)")
+        #expect(problems.contains("meters.ai.warn_at: \"x\" is neither a share below 1 nor a whole number of credits"), "\(problems)")
         #expect(problems.contains("meters.ai.warn_at: 1.5 is neither a share below 1 nor a whole number of credits"), "\(problems)")
     }
 }

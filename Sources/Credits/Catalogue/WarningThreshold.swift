@@ -7,8 +7,8 @@ public enum WarningThreshold: Codable, Hashable, Sendable {
     case share(Double)
     /// A number of credits; 0 is exhaustion.
     case credits(Int64)
-    /// Neither (negative, or a fraction above 1): refused at start (``TierCatalogue/problems()``).
-    case unknown(Double)
+    /// Neither (negative, a fraction above 1, not a number), as written: refused at start (``TierCatalogue/problems()``).
+    case unknown(String)
 
     public init(_ value: Double) {
         if value == 0 {
@@ -18,12 +18,18 @@ public enum WarningThreshold: Codable, Hashable, Sendable {
         } else if value >= 1, value <= Double(Int64.max / 2), value.rounded() == value {
             self = .credits(Int64(value))
         } else {
-            self = .unknown(value)
+            self = .unknown(value.rounded() == value && abs(value) < 1e15 ? String(Int64(value)) : String(value))
         }
     }
 
     public init(from decoder: any Decoder) throws {
-        self.init(try decoder.singleValueContainer().decode(Double.self))
+        let container = try decoder.singleValueContainer()
+        if let value = try? container.decode(Double.self) {
+            self.init(value)
+        } else {
+            // Said at start with the meter's name, as every other problem of the catalogue is.
+            self = .unknown((try? container.decode(String.self)).map { "\"\($0)\"" } ?? "a value that is not a number")
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -31,7 +37,7 @@ public enum WarningThreshold: Codable, Hashable, Sendable {
         switch self {
         case .share(let share): try container.encode(share)
         case .credits(let credits): try container.encode(credits)
-        case .unknown(let value): try container.encode(value)
+        case .unknown(let text): try container.encode(text)
         }
     }
 
@@ -57,7 +63,7 @@ public enum WarningThreshold: Codable, Hashable, Sendable {
         switch self {
         case .share(let share): return String(share)
         case .credits(let credits): return String(credits)
-        case .unknown(let value): return String(value)
+        case .unknown(let text): return text
         }
     }
 }

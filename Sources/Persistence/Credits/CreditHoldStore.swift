@@ -153,7 +153,10 @@ public struct CreditHoldStore: Sendable {
     public static func endEntries(of hold: Hold, outcome: HoldSettlement.Outcome) -> [LedgerEntry] {
         let id = hold.id.uuidString.lowercased()
         var entries: [LedgerEntry] = []
-        for (index, back) in outcome.returns.enumerated() {
+        // Keyed by the debit it gives back (a hold takes once from each bucket), not by its place among the returns:
+        // two ends of one hold, however they raced, write the same keys, and the second's are skipped.
+        for back in outcome.returns {
+            let index = hold.debits.firstIndex { $0.bucket == back.from } ?? 0
             entries.append(LedgerEntry(operationKey: "hold-return:\(id):\(index)", bucket: back.bucket, delta: back.amount, reason: "hold returned"))
         }
         for (index, charged) in outcome.charged.enumerated() {
