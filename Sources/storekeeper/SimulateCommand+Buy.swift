@@ -1,8 +1,6 @@
 import AppStoreModels
-import AsyncHTTPClient
 import Foundation
 import LocalSigning
-import NIOCore
 import StorekeeperRuntime
 
 extension SimulateCommand {
@@ -27,18 +25,10 @@ extension SimulateCommand {
         transaction.transactionReason = "PURCHASE"
         let event = SimulatedEvent(
             notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: now, transaction: transaction, renewalInfo: nil)
-        var request = HTTPClientRequest(url: server.baseURL + "/notifications/apple")
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/json")
-        request.body = .bytes(ByteBuffer(data: try NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: bundleId).requestBody(for: event)))
-        let response: HTTPClientResponse
-        do {
-            response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
-        } catch {
-            throw CommandFailure("cannot reach Storekeeper at \(server.baseURL): \(error)")
-        }
-        let body = String(buffer: try await response.body.collect(upTo: 1 << 20))
-        guard response.status.code == 200 else { throw CommandFailure("Storekeeper answered \(response.status.code): \(body)") }
+        let signed = try NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: bundleId).requestBody(for: event)
+        let (status, answer) = try await server.send(.POST, "/notifications/apple", body: signed)
+        let body = String(decoding: answer, as: UTF8.self)
+        guard status == 200 else { throw CommandFailure("Storekeeper answered \(status): \(body)") }
         say("ONE_TIME_CHARGE of \(productId) (\(transaction.type ?? "")) for account \(accountId.uuidString.lowercased()): transaction \(transactionId): \(body)")
     }
 }

@@ -1,7 +1,5 @@
 import ArgumentParser
-import AsyncHTTPClient
 import Foundation
-import NIOCore
 import NIOHTTP1
 import StorekeeperRuntime
 
@@ -39,7 +37,7 @@ extension SimulateCommand {
     /// `simulate hold|settle|release`: the calls an app's service makes around AI work (docs/credits.md, "Holds"), with
     /// the dev server's API key, each answered on one line.
     func runHold(server: DevServer) async throws {
-        guard let apiKey = server.apiKey else { throw CommandFailure("no API key: start `storekeeper dev` first (it writes .storekeeper/dev.env)") }
+        guard server.apiKey != nil else { throw CommandFailure("no API key: start `storekeeper dev` first (it writes .storekeeper/dev.env)") }
         let encodedAccount = Self.pathSegment(account ?? "")
         let path: String
         var body: [String: Any] = [:]
@@ -53,21 +51,10 @@ extension SimulateCommand {
             path = "\(target)/\(scenario)"
             if scenario == "settle" { body = ["amount": amount ?? 0] }
         }
-        var request = HTTPClientRequest(url: server.baseURL + path)
-        request.method = .POST
-        request.headers.add(name: "Authorization", value: "Bearer \(apiKey)")
-        request.headers.add(name: "Content-Type", value: "application/json")
-        request.body = .bytes(ByteBuffer(data: try JSONSerialization.data(withJSONObject: body)))
-        let response: HTTPClientResponse
-        do {
-            response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
-        } catch {
-            throw CommandFailure("cannot reach Storekeeper at \(server.baseURL): \(error)")
+        let (status, reply) = try await server.send(.POST, path, body: try JSONSerialization.data(withJSONObject: body), authorized: true)
+        guard (200..<300).contains(status), let answer = try? JSONSerialization.jsonObject(with: reply) as? [String: Any] else {
+            throw CommandFailure("Storekeeper answered \(status): \(String(decoding: reply, as: UTF8.self))")
         }
-        let text = String(buffer: try await response.body.collect(upTo: 1 << 20))
-        guard (200..<300).contains(response.status.code),
-            let answer = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
-        else { throw CommandFailure("Storekeeper answered \(response.status.code): \(text)") }
         let number = { (name: String) in (answer[name] as? NSNumber).map { "\($0)" } ?? "—" }
         if scenario == "hold", answer["state"] as? String != "held" {
             // The key took a hold before, which has ended since: its first answer, as it stands now.

@@ -153,20 +153,9 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         let signer = NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: bundleId)
 
-        var request = HTTPClientRequest(url: server.baseURL + "/notifications/apple")
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/json")
-        request.body = .bytes(ByteBuffer(data: try signer.requestBody(for: event)))
-        let response: HTTPClientResponse
-        do {
-            response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
-        } catch {
-            throw CommandFailure("cannot reach Storekeeper at \(server.baseURL): \(error)")
-        }
-        let body = String(buffer: try await response.body.collect(upTo: 1 << 20))
-        guard response.status.code == 200 else {
-            throw CommandFailure("Storekeeper answered \(response.status.code): \(body)")
-        }
+        let (status, answer) = try await server.send(.POST, "/notifications/apple", body: try signer.requestBody(for: event))
+        let body = String(decoding: answer, as: UTF8.self)
+        guard status == 200 else { throw CommandFailure("Storekeeper answered \(status): \(body)") }
         if let transaction = event.transaction, let start = transaction.purchaseDate, let end = transaction.expiresDate {
             try history.record(
                 SimulatedHistory.Current(

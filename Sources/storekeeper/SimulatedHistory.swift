@@ -94,31 +94,36 @@ struct DevServer {
     }
 
     private func clock(method: HTTPMethod, body: String?) async throws -> Date? {
-        guard let apiKey else { return nil }
-        var request = HTTPClientRequest(url: baseURL + "/admin/dev/clock")
-        request.method = method
-        request.headers.add(name: "Authorization", value: "Bearer \(apiKey)")
-        if let body {
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(string: body))
-        }
-        let response: HTTPClientResponse
-        do {
-            response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
-        } catch {
-            throw CommandFailure("cannot reach Storekeeper at \(baseURL): \(error)")
-        }
-        guard response.status == .ok else {
-            guard response.status == .notFound || response.status == .unauthorized else {
+        guard apiKey != nil else { return nil }
+        let (status, answer) = try await send(method, "/admin/dev/clock", body: body.map { Data($0.utf8) }, authorized: true)
+        guard status == 200 else {
+            guard status == 404 || status == 401 else {
                 // The server's own word on what was asked (a move past ten years, say).
-                let answer = try? await response.body.collect(upTo: 1 << 16)
-                let message = answer.flatMap { try? JSONSerialization.jsonObject(with: Data(buffer: $0)) as? [String: Any] }?["message"] as? String
-                throw CommandFailure("the dev clock refused: \(message ?? "HTTP \(response.status.code)")")
+                let message = (try? JSONSerialization.jsonObject(with: answer) as? [String: Any])?["message"] as? String
+                throw CommandFailure("the dev clock refused: \(message ?? "HTTP \(status)")")
             }
             return nil
         }
         struct Reading: Decodable { var nowMilliseconds: Int64 }
-        let reading = try? JSONDecoder().decode(Reading.self, from: try await response.body.collect(upTo: 1 << 16))
+        let reading = try? JSONDecoder().decode(Reading.self, from: answer)
         return reading.map { Date(timeIntervalSince1970: Double($0.nowMilliseconds) / 1000) }
+    }
+
+    /// Sends a request to the server (a JSON `body`, with the API key when `authorized`) and returns its status and
+    /// body; a server that cannot be reached is a one-line failure.
+    func send(_ method: HTTPMethod, _ path: String, body: Data?, authorized: Bool = false) async throws -> (status: UInt, body: Data) {
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = method
+        if authorized, let apiKey { request.headers.add(name: "Authorization", value: "Bearer \(apiKey)") }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(data: body))
+        }
+        do {
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+            return (response.status.code, Data(buffer: try await response.body.collect(upTo: 1 << 20)))
+        } catch {
+            throw CommandFailure("cannot reach Storekeeper at \(baseURL): \(error)")
+        }
     }
 }
