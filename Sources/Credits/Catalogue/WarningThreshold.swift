@@ -57,13 +57,4 @@ public enum WarningThreshold: Codable, Hashable, Sendable {
             return nil
         }
     }
-
-    /// How it is written, for event keys and messages (`0.2`, `50`).
-    public var text: String {
-        switch self {
-        case .share(let share): return String(share)
-        case .credits(let credits): return String(credits)
-        case .unknown(let text): return text
-        }
-    }
 }
