@@ -55,6 +55,9 @@ public struct ConnectionBudget: Sendable, Equatable {
 
 /// Compares the pool with the server once at start and says so in the log: an error when the pool can never fit, a
 /// warning when it does not fit beside what is open now. A database not reachable yet is readiness's to report.
+///
+/// The service then lives until the group shuts it down: `ServiceGroup` treats any service that returns while it is
+/// shutting down another as an unexpected finish and the process exits 1, which a check ending just after SIGTERM did.
 public struct ConnectionBudgetCheck: Service {
     let client: PostgresClient
     let pool: Int
@@ -67,6 +70,11 @@ public struct ConnectionBudgetCheck: Service {
     }
 
     public func run() async {
+        await cancelWhenGracefulShutdown { await check() }
+        try? await gracefulShutdown()
+    }
+
+    private func check() async {
         let budget: ConnectionBudget
         do {
             guard let read = try await withDeadline(.seconds(5), {

@@ -27,9 +27,7 @@ public enum StorekeeperProcess {
         }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: DatabasePoolService(running: await components.client.startRunning(), logger: logger)),
-            .init(
-                service: ConnectionBudgetCheck(client: components.client, pool: components.configuration.databaseConnections, logger: logger),
-                successTerminationBehavior: .ignore),
+            .init(service: ConnectionBudgetCheck(client: components.client, pool: components.configuration.databaseConnections, logger: logger)),
         ]
         if roles.contains(.work) {
             services.append(.init(service: components.worker()))

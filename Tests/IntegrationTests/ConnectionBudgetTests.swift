@@ -1,3 +1,6 @@
+import Logging
+import PostgresNIO
+import ServiceLifecycle
 import StorekeeperRuntime
 import Testing
 import TestSupport
@@ -26,5 +29,30 @@ struct ConnectionBudgetTests {
         #expect(ConnectionBudget(maxConnections: 100, reserved: 3, open: 30, pool: 68).verdict == .crowded(free: 67))
         #expect(ConnectionBudget(maxConnections: 100, reserved: 3, open: 0, pool: 97).verdict == .fits)
         #expect(ConnectionBudget(maxConnections: 100, reserved: 3, open: 0, pool: 98).verdict == .exceeds(allowed: 97))
+    }
+
+    /// `ServiceGroup` fails the whole group when a service returns while it is shutting down another one: a `work`
+    /// told to stop just as its start check finished exited 1 (CI caught it under load).
+    @Test("the start check lives until the group stops it: a check ending while another service stops does not fail the process")
+    func checkOutlivesAnotherServicesShutdown() async throws {
+        let logger = TestDatabase.logger
+        try await PostgresClient.withRunning(TestDatabase.adminURL().clientConfiguration(maximumConnections: 2), logger: logger) { client in
+            let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+                services: [ConnectionBudgetCheck(client: client, pool: 4, logger: logger), SlowToStop()], logger: logger))
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask { try await group.run() }
+                await group.triggerGracefulShutdown()
+                // Throws `serviceFinishedUnexpectedly` when the check ends during `SlowToStop`'s second.
+                try await tasks.next()
+            }
+        }
+    }
+}
+
+/// A service that takes a second to stop, as a worker finishing its jobs in flight does; the group stops it first.
+private struct SlowToStop: Service {
+    func run() async throws {
+        try? await gracefulShutdown()
+        try await Task.sleep(for: .seconds(1))
     }
 }
