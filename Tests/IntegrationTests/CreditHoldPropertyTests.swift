@@ -8,7 +8,8 @@ import Testing
 import TestSupport
 
 /// Holds as properties: generated histories of top-ups, spends (some given back), holds, settles, releases, expiries and Apple's
-/// refunds, refund reversals and upgrades of the subscription the credits come from, each sent by three clients at
+/// refunds, refund reversals and upgrades of the subscription the credits come from, and of a pack of credits bought
+/// from Apple, refunded (and the refund perhaps reversed) while its credits may be held or spent, each sent by three clients at
 /// once through the HTTP API and the signed-notification intake, with the worker running (it applies the
 /// notifications and releases expired holds). After each history the customer-visible answers must add up with the
 /// ledger: no bucket below zero; what was granted is what is left in the buckets plus what spends and settles
@@ -42,7 +43,7 @@ struct CreditHoldPropertyTests {
                 #expect(status == 0 && !output.contains("differs"), "replay after seed \(seed): \(output)")
                 print(
                     "credit hold properties: \(count) generated histories, \(totals.operations) operations (\(totals.storeEvents) of Apple's), "
-                        + "\(totals.holds) holds, \(totals.lapsed) credits lapsed, seed \(seed)")
+                        + "\(totals.holds) holds, \(totals.lapsed) credits lapsed, \(totals.claims) refunds that claimed credits out, seed \(seed)")
                 #expect(count < 5 || totals.lapsed > 0, "no history let held credits lapse: the generator misses the rule's hard half")
             }
         }
@@ -52,11 +53,17 @@ struct CreditHoldPropertyTests {
     struct Totals {
         var operations = 0, storeEvents = 0, holds = 0
         var lapsed: Int64 = 0
+        /// Refunds of a pack that found credits of it out, and claimed them.
+        var claims = 0
 
         mutating func add(_ other: Totals) {
             (operations, storeEvents, holds, lapsed) = (operations + other.operations, storeEvents + other.storeEvents, holds + other.holds, lapsed + other.lapsed)
+            claims += other.claims
         }
     }
+
+    /// What the store sends beside the clients: Apple's refund or upgrade of the subscription, the pack's refund.
+    enum StoreEvent: Equatable { case refund, upgrade, packRefund }
 
     /// Runs one generated history on a fresh account.
     static func history(
@@ -74,12 +81,24 @@ struct CreditHoldPropertyTests {
                 lanes[lane].append(Step.random(key: "\(lane)-\(index)", using: &generator))
             }
         }
-        var storeEvents: [SimulatedEvent.Scenario] = []
+        var storeEvents: [StoreEvent] = []
         if Bool.random(using: &generator) { storeEvents.append(.refund) }
         if Bool.random(using: &generator) { storeEvents.append(.upgrade) }
+        // A pack of 100 credits bought from Apple at the start, refunded (its credits perhaps held or spent then) at
+        // some point: the refund claims what is out, and what comes back pays the claim.
+        let pack = Bool.random(using: &generator) ? try CreditClaimTests.sale(harness) : nil
+        if pack != nil, Bool.random(using: &generator) { storeEvents.append(.packRefund) }
         storeEvents.shuffle(using: &generator)
         let refundReversed = storeEvents.contains(.refund) && Bool.random(using: &generator)
+        let packRefundReversed = storeEvents.contains(.packRefund) && Bool.random(using: &generator)
+        if let pack {
+            #expect(try await client.postTransaction(try CreditClaimTests.signed(pack, harness), account: id).status == .ok, "\(label): the pack")
+        }
         let store = Step.random(key: "store", using: &generator)
+        // With a pack, a long generation is held first and ended only after the store's events (settled for part or
+        // released): a refund of the pack finds its credits out. The plan's 200 and the day's 5 go first, then the pack's.
+        let long = pack == nil ? nil : Int.random(in: 206...300, using: &generator)
+        let longCharge = long.map { Bool.random(using: &generator) ? Int.random(in: 0...$0, using: &generator) : nil } ?? nil
 
         let seen = try await withThrowingTaskGroup(of: Seen.self) { group in
             for steps in lanes {
@@ -88,18 +107,39 @@ struct CreditHoldPropertyTests {
             // The store's lane, here beside them: its events in order (each waits until applied), a spend or hold
             // between them.
             var all = try await Self.run([store], account: id, client: client, label: label)
+            var longHold: String?
+            if let long {
+                let held = try await CreditHoldTests.hold(client, id, "ai_requests", long, key: "h-long")
+                #expect(held.status == .created || held.status.code == 402, "\(label): hold \(String(buffer: held.body))")
+                longHold = held.json["id"] as? String
+                if let longHold { all.holds.append(longHold) }
+            }
             for (index, event) in storeEvents.enumerated() {
-                if event == .upgrade {
+                switch event {
+                case .upgrade:
                     try await flow.send(.upgrade, target: "pro.monthly")
-                } else {
+                case .refund:
                     try await flow.send(.refund)
                     if refundReversed { try await flow.send(.refund, LifecycleFlow.reversingTheRefund) }
+                case .packRefund:
+                    guard let pack else { break }
+                    try await CreditClaimTests.refund(pack, of: id, client: client, harness: harness)
+                    if packRefundReversed { try await CreditClaimTests.reverseRefund(pack, of: id, client: client, harness: harness) }
                 }
                 let more = try await Self.run([store.again(index)], account: id, client: client, label: label)
                 all.spent += more.spent
                 all.holds += more.holds
                 all.endAnswers += more.endAnswers
                 all.lapsed += more.lapsed
+            }
+            if let longHold {
+                let ended = if let longCharge {
+                    try await CreditHoldTests.post(client, "/v1/holds/\(longHold)/settle", #"{"amount": \#(longCharge)}"#)
+                } else {
+                    try await CreditHoldTests.post(client, "/v1/holds/\(longHold)/release", "")
+                }
+                #expect(ended.status == .ok, "\(label): end \(String(buffer: ended.body))")
+                all.endAnswers += 1
             }
             for try await lane in group {
                 all.spent += lane.spent
@@ -116,8 +156,11 @@ struct CreditHoldPropertyTests {
             try await harness.count("SELECT count(*) FROM credit_holds WHERE account_id = '\(id)' AND state = 'held'") == 0
         }
         let lapsed = try await check(account: id, seen: seen, harness: harness, client: client, label: label)
-        let events = 1 + storeEvents.count + (refundReversed ? 1 : 0)
-        return Totals(operations: lanes.map(\.count).reduce(events + 1 + storeEvents.count, +), storeEvents: events, holds: seen.holds.count, lapsed: lapsed)
+        let events = 1 + storeEvents.count + (refundReversed ? 1 : 0) + (pack == nil ? 0 : 1) + (packRefundReversed ? 1 : 0)
+        let claims = try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'claim:refund:%' AND delta > 0 AND bucket LIKE 'topup:\(id):%'")
+        return Totals(
+            operations: lanes.map(\.count).reduce(events + 1 + storeEvents.count, +), storeEvents: events, holds: seen.holds.count, lapsed: lapsed,
+            claims: claims)
     }
 
     /// The invariants of one account, from what its clients were answered and what the ledger holds.
@@ -144,7 +187,12 @@ struct CreditHoldPropertyTests {
             let (c, r, l) = ((json["charged"] as? NSNumber)?.int64Value ?? -1, (json["returned"] as? NSNumber)?.int64Value ?? -1, (json["lapsed"] as? NSNumber)?.int64Value ?? -1)
             #expect(c + r + l == amount, "\(label): hold \(hold) charged \(c) + returned \(r) + lapsed \(l) ≠ \(amount)")
             #expect(c >= 0 && r >= 0 && l >= 0, "\(label): hold \(hold) has a negative part")
-            #expect(try await harness.count("SELECT coalesce(sum(delta), 0)::bigint FROM credit_ledger WHERE operation_key LIKE 'hold-return:\(hold):%'") == Int(r),
+            // What went back, less what of it paid a claim of a refund (CreditClaims), is what the hold says returned.
+            #expect(try await harness.count(
+                """
+                SELECT coalesce(sum(delta), 0)::bigint FROM credit_ledger
+                WHERE operation_key LIKE 'hold-return:\(hold):%' OR operation_key LIKE 'claim:%:paid:hold-return:\(hold):%'
+                """) == Int(r),
                 "\(label): hold \(hold) returned \(r) by its answer, not by its ledger rows")
             charged += c
             lapsed += l
@@ -154,11 +202,13 @@ struct CreditHoldPropertyTests {
         let meter = (status["credits"] as? [String: Any])?["ai_requests"] as? [String: Any]
         #expect((meter?["held"] as? NSNumber)?.int64Value == held, "\(label): the status holds \(String(describing: meter?["held"])), the holds \(held)")
         #expect(((meter?["remaining"] as? NSNumber)?.int64Value ?? -1) >= 0, "\(label): remaining below zero")
-        // What was put in and taken out otherwise (grants, top-ups, refunds, carries) = left + spent + charged + held + lapsed.
+        // What was put in and taken out otherwise (grants, top-ups, refunds and their claims, carries) = left + spent +
+        // charged + held + lapsed. What paid a claim is in what lapsed, as the hold or the reversal answered.
         let facts = try await harness.count(
             """
             SELECT coalesce(sum(delta), 0)::bigint FROM credit_ledger WHERE bucket IN (\(buckets))
                 AND operation_key NOT LIKE 'spend:%' AND operation_key NOT LIKE 'hold:%' AND operation_key NOT LIKE 'hold-%'
+                AND operation_key NOT LIKE 'claim:%:paid:%'
             """)
         let left = try await harness.count("SELECT coalesce(sum(delta), 0)::bigint FROM credit_ledger WHERE bucket IN (\(buckets))")
         #expect(Int64(facts) == Int64(left) + seen.spent + charged + held + lapsed,

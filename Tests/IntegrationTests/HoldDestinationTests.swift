@@ -1,10 +1,11 @@
+import Credits
 import Foundation
 import Persistence
 import PostgresNIO
 import Testing
 
 /// Where a hold's credits can go back, decided by `CreditHoldStore.destinations` from what a group's read
-/// (`lock_accounts_and_read_holds`, sql/0037) finds in the ledger rows posted after the hold — the SQL side of docs/credits.md's "Where credits go back", against rows shaped as the credit rules write
+/// (`lock_accounts_read_holds_and_status`, sql/0039, over sql/0037's `lock_accounts_and_read_holds`) finds in the ledger rows posted after the hold — the SQL side of docs/credits.md's "Where credits go back", against rows shaped as the credit rules write
 /// them (SubscriptionCredits+Refunds, TopUpCredits), on real PostgreSQL.
 @Suite("Hold destinations: refunds, reversals and carry-overs after a hold")
 struct HoldDestinationTests {
@@ -38,7 +39,7 @@ struct HoldDestinationTests {
             let buckets = ["cycle:s:p1:ai", "topup:a:ai"]
             func destinations(open: Set<String> = Set(buckets)) async throws -> [String: String] {
                 let read = try await harness.client.withTransaction(logger: TestDatabase.logger) {
-                    try await store.lockAccountsAndReadHolds(accounts: [], ids: [hold], keys: [], on: $0)
+                    try await store.lockAccountsReadHoldsAndStatus(accounts: [], ids: [hold], keys: [], at: Date(), on: $0).holds
                 }
                 #expect(read.count == 1 && read.first?.hold.id == hold)
                 return CreditHoldStore.destinations(read.first?.since ?? [], open: open)
@@ -63,6 +64,55 @@ struct HoldDestinationTests {
             // …while the carry stands: a refund of the upgrade takes it back, and the held credits lapse with it.
             try await post("refund:p2:1700000000001:carry:p2:cycle:s:p1:ai:in", "topup:a:carried", -95)
             #expect(try await destinations(open: ["topup:a:ai"])["cycle:s:p1:ai"] == nil)
+        }
+    }
+
+    @Test("claims on a bucket read with a hold: those made after it, unpaid, oldest first, less their payments; none once paid or its refund reversed")
+    func claims() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let store = CreditHoldStore(logger: TestDatabase.logger)
+            let hold = UUID()
+            func post(_ key: String, _ delta: Int, bucket: String = "topup:a:ai") async throws {
+                try await harness.client.query(
+                    "INSERT INTO credit_ledger (operation_key, bucket, delta, reason) VALUES (\(key), \(bucket), \(delta), 'test')",
+                    logger: TestDatabase.logger)
+            }
+            try await harness.client.query(
+                "INSERT INTO credit_buckets (key, meter, kind, account_id, valid_from) VALUES ('topup:a:ai', 'ai_requests', 'topup', 'a', now() - interval '1 day'), ('topup:a:aix', 'aix', 'topup', 'a', now() - interval '1 day')",
+                logger: TestDatabase.logger)
+            for sale in ["s0", "s1", "s2"] { try await post("topup:\(sale)", 100) }
+            // A refund before the hold claimed 10: not the hold's to pay.
+            try await post("refund:s0:topup:a:ai", -100)
+            try await post("claim:refund:s0:topup:a:ai", 10)
+            try await post(CreditHoldStore.debitKey(hold, 0), -150)
+            try await harness.client.query(
+                """
+                INSERT INTO credit_holds (id, account_id, idempotency_key, meter, amount, debits, created_at, expires_at)
+                VALUES (\(hold), 'a', 'k', 'ai_requests', 150, '[{"bucket": "topup:a:ai", "amount": 150}]', now(), now() + interval '1 hour')
+                """, logger: TestDatabase.logger)
+            func claims() async throws -> [HoldSettlement.Claim] {
+                let read = try await harness.client.withTransaction(logger: TestDatabase.logger) {
+                    try await store.lockAccountsReadHoldsAndStatus(accounts: [], ids: [hold], keys: [], at: Date(), on: $0).holds
+                }
+                return CreditHoldStore.claims(read.first?.since ?? [])["topup:a:ai"] ?? []
+            }
+            #expect(try await claims() == [])
+            try await post("refund:s1:topup:a:ai", -100)
+            try await post("claim:refund:s1:topup:a:ai", 60)
+            try await post("refund:s2:topup:a:ai", -100)
+            try await post("claim:refund:s2:topup:a:ai", 100)
+            // Another bucket's claim, whose key the first's is a prefix of, is not this bucket's.
+            try await post("claim:refund:s9:topup:a:aix", 7, bucket: "topup:a:aix")
+            #expect(try await claims() == [.init(key: "claim:refund:s1:topup:a:ai", outstanding: 60), .init(key: "claim:refund:s2:topup:a:ai", outstanding: 100)])
+            // Paid in part by another hold's return: less that.
+            try await post("claim:refund:s1:topup:a:ai:paid:hold-return:other:0", -45)
+            #expect(try await claims().first == .init(key: "claim:refund:s1:topup:a:ai", outstanding: 15))
+            try await post("claim:refund:s1:topup:a:ai:paid:hold-return:other:1", -15)
+            #expect(try await claims().map(\.key) == ["claim:refund:s2:topup:a:ai"], "paid whole")
+            // The second refund reversed: its claim is closed.
+            try await post("reversed:refund:s2:topup:a:ai", 100)
+            try await post("reversed:claim:refund:s2:topup:a:ai", -100)
+            #expect(try await claims() == [])
         }
     }
 }

@@ -40,15 +40,22 @@ extension CreditHolds {
             if !spend.debits.isEmpty {
                 let open = Set((try await ledger.liveBuckets(of: [account], at: now, on: connection)[account] ?? []).map(\.bucket.key))
                 let destinations = CreditHoldStore.destinations(spend.since, open: open)
-                guard let outcome = HoldSettlement.settle(spend.debits, charge: 0, destination: { destinations[$0] }) else {
+                let claims = CreditHoldStore.claims(spend.since)
+                guard let outcome = HoldSettlement.settle(spend.debits, charge: 0, destination: { destinations[$0] }, claims: { claims[$0] ?? [] })
+                else {
                     throw PersistenceError(.corruptRecord, "a stored spend's debits are not a spend")
                 }
-                // Each return under the key of the debit it gives back (a spend takes from a bucket once).
-                postings = outcome.returns.map { back in
-                    LedgerEntry(
-                        operationKey: UsageRequests.reversalKey(
-                            account: account, idempotencyKey: idempotencyKey, index: spend.debits.firstIndex { $0.bucket == back.from } ?? 0),
-                        bucket: back.bucket, delta: back.amount, reason: "usage reversed")
+                // Each return under the key of the debit it gives back (a spend takes from a bucket once), before
+                // claims take their part (CreditClaims); a payment names the reversal without the account or the key.
+                func index(_ bucket: String) -> Int { spend.debits.firstIndex { $0.bucket == bucket } ?? 0 }
+                for debit in spend.debits where outcome.gross(from: debit.bucket) > 0 {
+                    postings.append(LedgerEntry(
+                        operationKey: UsageRequests.reversalKey(account: account, idempotencyKey: idempotencyKey, index: index(debit.bucket)),
+                        bucket: outcome.returns.first { $0.from == debit.bucket }?.bucket ?? debit.bucket, delta: outcome.gross(from: debit.bucket),
+                        reason: "usage reversed"))
+                }
+                postings += CreditHoldStore.paymentEntries(of: outcome) {
+                    UsageRequests.reversalPayer(idempotencyKey: idempotencyKey, index: index($0))
                 }
                 (reversal.returned, reversal.lapsed) = (outcome.returned, outcome.lapsed)
             }

@@ -65,25 +65,28 @@ struct HoldGroup: Sendable {
         }
         var known: [UUID: Known] = [:]
         var byKey: [UsageRequests.Key: UUID] = [:]
-        for read in try await store.lockAccountsAndReadHolds(accounts: accounts.sorted(), ids: ids, keys: keys, on: connection) {
+        let locked = try await store.lockAccountsReadHoldsAndStatus(accounts: accounts.sorted(), ids: ids, keys: keys, at: now, on: connection)
+        for read in locked.holds {
             known[read.hold.id] = Known(hold: read.hold, since: read.since, takenHere: false)
             byKey[.init(account: read.hold.account, idempotencyKey: read.hold.idempotencyKey)] = read.hold.id
             accounts.insert(read.hold.account)
         }
         // Accounts that take a hold need what a spend reads (grants due written, limits); those that only end one need
-        // no more than their live buckets: where credits can go back, and to what balances.
+        // no more than their live buckets: where credits can go back, and to what balances. Both come from the read
+        // above; only grants due by the clock cost a statement more.
         let taking = Set(works.compactMap { work -> AccountID? in
             if case .hold(let request) = work.operation { return request.account }
             return nil
         })
-        let credits = try await ledger.spendableCredits(of: taking.sorted(), now: now, on: connection)
-        let ending = accounts.subtracting(taking)
-        var balances = ending.isEmpty ? [:] : try await ledger.liveBuckets(of: ending.sorted(), at: now, on: connection)
+        let credits = try await ledger.spendableCredits(of: taking.sorted(), inputs: locked.inputs, now: now, on: connection)
+        var balances = locked.inputs.mapValues(\.buckets)
         balances.merge(credits.mapValues(\.live)) { _, spending in spending }
         var drafts: [EventDraft] = credits.sorted { $0.key < $1.key }.flatMap { account, spendable in spendable.openedWindows(account: account) }
         var postings: [LedgerEntry] = []
         var taken: [UUID] = []
         var results: [HoldResult] = []
+        // What ends earlier in the group paid of each claim: the claims were read once, before any of them.
+        var claimsPaid: [String: Int64] = [:]
 
         for work in works {
             switch work.operation {
@@ -141,7 +144,8 @@ struct HoldGroup: Sendable {
                 // Expired or not by when it was asked (a later request in the group must not expire it), ended at the
                 // group's time.
                 let answer = end(
-                    &entry, charging: amount, as: state, askedAt: work.now, now: now, balances: &balances, postings: &postings)
+                    &entry, charging: amount, as: state, askedAt: work.now, now: now, balances: &balances, claimsPaid: &claimsPaid,
+                    postings: &postings)
                 known[id] = entry
                 results.append(.end(answer))
             }
@@ -156,7 +160,7 @@ struct HoldGroup: Sendable {
     /// Ends `entry`'s hold (if still held) by ``HoldSettlement``'s rule, and gives what goes back to the balances.
     private func end(
         _ entry: inout Known, charging amount: Int64, as state: CreditHoldStore.Hold.State, askedAt: Date, now: Date,
-        balances: inout [AccountID: [AccountCredits.LiveBalance]], postings: inout [LedgerEntry]
+        balances: inout [AccountID: [AccountCredits.LiveBalance]], claimsPaid: inout [String: Int64], postings: inout [LedgerEntry]
     ) -> CreditHolds.EndAnswer {
         var hold = entry.hold
         if hold.state != .held {
@@ -172,11 +176,13 @@ struct HoldGroup: Sendable {
         let destinations = entry.takenHere
             ? Dictionary(uniqueKeysWithValues: Set(hold.debits.map(\.bucket)).filter(open.contains).map { ($0, $0) })
             : CreditHoldStore.destinations(entry.since, open: open)
+        let claims = CreditHoldStore.claims(entry.since, less: claimsPaid)
         // An unlimited meter's hold took nothing from any bucket: it is charged without a ledger row.
         let outcome = hold.debits.isEmpty
             ? HoldSettlement.Outcome(charged: [], returns: [], lapsed: 0)
-            : HoldSettlement.settle(hold.debits, charge: charge, destination: { destinations[$0] })
+            : HoldSettlement.settle(hold.debits, charge: charge, destination: { destinations[$0] }, claims: { claims[$0] ?? [] })
         guard let outcome else { return .overHeld(hold) }
+        for payment in outcome.payments { claimsPaid[payment.claim, default: 0] += payment.amount }
         postings += CreditHoldStore.endEntries(of: hold, outcome: outcome)
         for back in outcome.returns {
             if let index = balances[hold.account]?.firstIndex(where: { $0.bucket.key == back.bucket }) {

@@ -8,6 +8,12 @@
 /// back. Credits that go nowhere lapse, as they would have had they never been held: a hold neither saves credits
 /// from a reset or a refund nor costs the customer any that would have survived them, so the end is the same
 /// whichever came first.
+///
+/// A bucket that stays open can still owe: a top-up refunded while credits of it were out (in this hold, or in a
+/// spend given back later) took only what the bucket had then, and recorded the rest as a ``Claim`` on the credits
+/// still out. What goes back to that bucket pays its claims made after the debit first, oldest first, and lapses that
+/// much ("Where credits go back", docs/credits.md): the customer ends where the refund would have left them had the
+/// credits never left the bucket.
 public enum HoldSettlement {
     /// One bucket's share of a hold.
     public struct Debit: Sendable, Equatable {
@@ -33,40 +39,91 @@ public enum HoldSettlement {
         }
     }
 
+    /// What a take-back of a bucket (a top-up's refund) could not take because credits of the bucket were out when
+    /// it came, still unpaid: `key` is the take-back's claim row (``CreditClaims``).
+    public struct Claim: Sendable, Equatable, Codable {
+        public var key: String
+        public var outstanding: Int64
+
+        public init(key: String, outstanding: Int64) {
+            self.key = key
+            self.outstanding = outstanding
+        }
+    }
+
+    /// Credits of the debit of `from` that paid the claim `claim` instead of going back.
+    public struct Payment: Sendable, Equatable {
+        public var claim: String
+        public var from: String
+        public var amount: Int64
+
+        public init(claim: String, from: String, amount: Int64) {
+            self.claim = claim
+            self.from = from
+            self.amount = amount
+        }
+    }
+
     /// How a hold ends.
     public struct Outcome: Sendable, Equatable {
         /// What each debit keeps as charged, in spend order.
         public var charged: [Debit]
+        /// What goes back to the customer's buckets, after claims are paid.
         public var returns: [Return]
-        /// Credits of buckets closed meanwhile: gone, as unspent credits of those buckets are.
+        /// What went to claims on the debits' buckets (counted in ``lapsed``).
+        public var payments: [Payment]
+        /// Credits of buckets closed meanwhile (gone, as unspent credits of those buckets are), and those that paid
+        /// claims: the customer does not get them back.
         public var lapsed: Int64
 
         public var returned: Int64 { returns.reduce(0) { $0 + $1.amount } }
 
-        public init(charged: [Debit], returns: [Return], lapsed: Int64) {
+        public init(charged: [Debit], returns: [Return], payments: [Payment] = [], lapsed: Int64) {
             self.charged = charged
             self.returns = returns
+            self.payments = payments
             self.lapsed = lapsed
+        }
+
+        /// What the debit of `bucket` puts back into its destination before claims take their part: the ledger's
+        /// return row, beside whose payment rows the balance moves by the return's amount.
+        public func gross(from bucket: String) -> Int64 {
+            returns.filter { $0.from == bucket }.reduce(0) { $0 + $1.amount } + payments.filter { $0.from == bucket }.reduce(0) { $0 + $1.amount }
         }
     }
 
-    /// Ends a hold of `debits` charging `charge` (0 for a release; at most the held amount, else `nil`).
-    public static func settle(_ debits: [Debit], charge: Int64, destination: (String) -> String?) -> Outcome? {
+    /// Ends a hold of `debits` charging `charge` (0 for a release; at most the held amount, else `nil`). `claims`
+    /// gives each bucket's unpaid claims made after the debits, oldest first; they are paid only from credits going
+    /// back to the bucket they were made on.
+    public static func settle(
+        _ debits: [Debit], charge: Int64, destination: (String) -> String?, claims: (String) -> [Claim] = { _ in [] }
+    ) -> Outcome? {
         let held = debits.reduce(Int64(0)) { $0 + $1.amount }
         guard charge >= 0, charge <= held, debits.allSatisfy({ $0.amount > 0 }) else { return nil }
         var left = charge
         var outcome = Outcome(charged: [], returns: [], lapsed: 0)
+        var paid: [String: Int64] = [:]
         for debit in debits {
             let kept = min(debit.amount, left)
             left -= kept
             if kept > 0 { outcome.charged.append(Debit(bucket: debit.bucket, amount: kept)) }
-            let rest = debit.amount - kept
+            var rest = debit.amount - kept
             guard rest > 0 else { continue }
-            if let target = destination(debit.bucket) {
-                outcome.returns.append(Return(bucket: target, from: debit.bucket, amount: rest))
-            } else {
+            guard let target = destination(debit.bucket) else {
                 outcome.lapsed += rest
+                continue
             }
+            if target == debit.bucket {
+                for claim in claims(debit.bucket) where rest > 0 {
+                    let pay = min(rest, claim.outstanding - paid[claim.key, default: 0])
+                    guard pay > 0 else { continue }
+                    paid[claim.key, default: 0] += pay
+                    rest -= pay
+                    outcome.payments.append(Payment(claim: claim.key, from: debit.bucket, amount: pay))
+                    outcome.lapsed += pay
+                }
+            }
+            if rest > 0 { outcome.returns.append(Return(bucket: target, from: debit.bucket, amount: rest)) }
         }
         return outcome
     }

@@ -96,6 +96,8 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
 
     static func isHoldBookkeeping(_ key: String) -> Bool {
         key.hasPrefix("hold:") || key.hasPrefix("hold-return:") || (key.hasPrefix("hold-charge:") && key.hasSuffix(":offset"))
+            // A refund's claim and what paid it settle a refund's bookkeeping, not what the customer consumed.
+            || CreditClaims.isClaim(key) || key.hasPrefix("reversed:claim:")
     }
 
     private static func refundedGrant(_ key: String) -> String {

@@ -46,27 +46,25 @@ public enum TopUpCredits {
             operations.append(.post(LedgerEntry(operationKey: grantKey, bucket: bucket.key, delta: granted, reason: "top-up \(topUp.id)"), opening: bucket))
         }
         let refundKey = "refund:\(sale.id):\(bucket.key)"
-        let refund = ledger.entries.first { $0.operationKey == refundKey }
         let reversalKey = "reversed:\(refundKey)"
-        // What refunds took so far: the full refund's row and each partial refund's (`…:q<units>`).
+        // What refunds owed so far: the full refund's row and each partial refund's (`…:q<units>`). A take-back's row
+        // is all it owed; what it could not take is its claim (CreditClaims), paid when the credits come back.
         let taken = ledger.entries.filter { $0.operationKey == refundKey || $0.operationKey.hasPrefix(refundKey + ":q") }.reduce(Int64(0)) { $0 - $1.delta }
         let partial = min(max(sale.refundedQuantity, 0), max(sale.quantity, 1))
-        if sale.revoked, refund == nil {
-            let available = ledger.balance(of: bucket.key) + (ledger.isPosted(grantKey) ? 0 : granted)
-            let take = min(granted - taken, max(available, 0))
-            if take > 0 {
-                operations.append(.post(LedgerEntry(operationKey: refundKey, bucket: bucket.key, delta: -take, reason: "top-up refunded"), opening: nil))
-            }
+        let available = ledger.balance(of: bucket.key) + (ledger.isPosted(grantKey) ? 0 : granted)
+        if sale.revoked, !ledger.isPosted(refundKey) {
+            operations += CreditClaims.takeBack(refundKey, bucket: bucket.key, owed: granted - taken, available: available, reason: "top-up refunded")
         } else if !sale.revoked, partial > 0, !ledger.isPosted("\(refundKey):q\(partial)") {
             // A partial refund takes its share of the units, less what earlier ones took, from what is left.
-            let available = ledger.balance(of: bucket.key) + (ledger.isPosted(grantKey) ? 0 : granted)
-            let take = min(topUp.credits * partial - taken, max(available, 0))
-            if take > 0 {
-                operations.append(
-                    .post(LedgerEntry(operationKey: "\(refundKey):q\(partial)", bucket: bucket.key, delta: -take, reason: "top-up partly refunded"), opening: nil))
+            operations += CreditClaims.takeBack(
+                "\(refundKey):q\(partial)", bucket: bucket.key, owed: topUp.credits * partial - taken, available: available,
+                reason: "top-up partly refunded")
+        } else if !sale.revoked, ledger.isPosted(refundKey), !ledger.isPosted(reversalKey) {
+            // Every row of the refund undone — its take, its claim, what paid the claim — so the claim closes and the
+            // customer has back what the refund took, whenever the credits it claimed came back.
+            for row in CreditClaims.rows(of: refundKey, in: ledger) {
+                operations.append(.post(LedgerEntry(operationKey: "reversed:\(row.operationKey)", bucket: row.bucket, delta: -row.delta, reason: "refund reversed"), opening: nil))
             }
-        } else if !sale.revoked, let refund, !ledger.isPosted(reversalKey) {
-            operations.append(.post(LedgerEntry(operationKey: reversalKey, bucket: bucket.key, delta: -refund.delta, reason: "refund reversed"), opening: nil))
         }
         return operations
     }

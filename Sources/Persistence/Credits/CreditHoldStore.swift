@@ -67,7 +67,7 @@ public struct CreditHoldStore: Sendable {
         init(_ debit: HoldSettlement.Debit) { self.init(bucket: debit.bucket, amount: debit.amount) }
     }
 
-    private let logger: Logger
+    let logger: Logger
 
     public init(logger: Logger) { self.logger = logger }
 
@@ -90,9 +90,11 @@ public struct CreditHoldStore: Sendable {
         public var kind: String?
         public var carriedTo: String?
         public var refunded: Bool
+        /// Its claims made since and unpaid, oldest first (sql/0038; absent from a read of sql/0037's).
+        public var claims: [HoldSettlement.Claim]?
 
-        public init(bucket: String, kind: String?, carriedTo: String? = nil, refunded: Bool = false) {
-            (self.bucket, self.kind, self.carriedTo, self.refunded) = (bucket, kind, carriedTo, refunded)
+        public init(bucket: String, kind: String?, carriedTo: String? = nil, refunded: Bool = false, claims: [HoldSettlement.Claim]? = nil) {
+            (self.bucket, self.kind, self.carriedTo, self.refunded, self.claims) = (bucket, kind, carriedTo, refunded, claims)
         }
     }
 
@@ -100,28 +102,6 @@ public struct CreditHoldStore: Sendable {
     public struct ReadHold: Sendable {
         public var hold: Hold
         public var since: [BucketSinceHold]
-    }
-
-    /// Locks the accounts of a group of holds — `accounts`, and those of the holds `ids` — and reads the holds named by
-    /// id or by (account, idempotency key), in one round trip (`lock_accounts_and_read_holds`, sql/0037).
-    public func lockAccountsAndReadHolds(
-        accounts: [AccountID], ids: [UUID], keys: [(account: AccountID, key: String)], on connection: PostgresConnection
-    ) async throws -> [ReadHold] {
-        let rows = try await connection.query(
-            """
-            SELECT (hold).id, (hold).account_id, (hold).idempotency_key, (hold).meter, (hold).amount, (hold).debits::text, (hold).created_at,
-                (hold).expires_at, (hold).state, (hold).charged, (hold).returned, (hold).lapsed, (hold).ended_at, since_hold::text
-            FROM lock_accounts_and_read_holds(\(accounts.map(\.text))::text[], \(ids)::uuid[], \(keys.map(\.account.text))::text[],
-                \(keys.map(\.key))::text[])
-            """, logger: logger)
-        var read: [ReadHold] = []
-        for try await row in rows {
-            let hold = try Self.decode(row)
-            let text = try row.makeRandomAccess()[13].decode(String?.self)
-            let since = try text.map { try JSONDecoder().decode([BucketSinceHold].self, from: Data($0.utf8)) } ?? []
-            read.append(ReadHold(hold: hold, since: since))
-        }
-        return read
     }
 
     /// Where each bucket of `since` takes a debit of the hold back now (docs/credits.md, "Where credits go back"):
@@ -140,6 +120,28 @@ public struct CreditHoldStore: Sendable {
         return destinations
     }
 
+    /// The unpaid claims on each bucket of `since`, less what `paid` (by claim key) says earlier ends of the same
+    /// transaction paid of them.
+    public static func claims(_ since: [BucketSinceHold], less paid: [String: Int64] = [:]) -> [String: [HoldSettlement.Claim]] {
+        var claims: [String: [HoldSettlement.Claim]] = [:]
+        for bucket in since {
+            let open = (bucket.claims ?? []).map { HoldSettlement.Claim(key: $0.key, outstanding: $0.outstanding - paid[$0.key, default: 0]) }
+                .filter { $0.outstanding > 0 }
+            if !open.isEmpty { claims[bucket.bucket] = open }
+        }
+        return claims
+    }
+
+    /// The rows of what credits coming back paid claims with (`claim:…:paid:<payer>`, CreditClaims), beside the return
+    /// rows of the same credits: `payer(bucket)` names what gave back the debit of that bucket.
+    public static func paymentEntries(of outcome: HoldSettlement.Outcome, payer: (String) -> String) -> [LedgerEntry] {
+        outcome.payments.map { payment in
+            LedgerEntry(
+                operationKey: CreditClaims.paymentKey(claim: payment.claim, payer: payer(payment.from)), bucket: payment.from,
+                delta: -payment.amount, reason: "top-up refunded (credits came back)")
+        }
+    }
+
     /// The ledger rows of a new hold: its debits (reason `hold`), `hold:<id>:<n>`.
     public static func debitEntries(of hold: Hold) -> [LedgerEntry] {
         hold.debits.enumerated().map { index, debit in
@@ -155,10 +157,15 @@ public struct CreditHoldStore: Sendable {
         var entries: [LedgerEntry] = []
         // Keyed by the debit it gives back (a hold takes once from each bucket), not by its place among the returns:
         // two ends of one hold, however they raced, write the same keys, and the second's are skipped.
-        for back in outcome.returns {
-            let index = hold.debits.firstIndex { $0.bucket == back.from } ?? 0
-            entries.append(LedgerEntry(operationKey: "hold-return:\(id):\(index)", bucket: back.bucket, delta: back.amount, reason: "hold returned"))
+        // What went back before claims took their part (CreditClaims): the return row, then the payments' rows.
+        func returnKey(_ bucket: String) -> String { "hold-return:\(id):\(hold.debits.firstIndex { $0.bucket == bucket } ?? 0)" }
+        for debit in hold.debits {
+            let gross = outcome.gross(from: debit.bucket)
+            guard gross > 0 else { continue }
+            let target = outcome.returns.first { $0.from == debit.bucket }?.bucket ?? debit.bucket
+            entries.append(LedgerEntry(operationKey: returnKey(debit.bucket), bucket: target, delta: gross, reason: "hold returned"))
         }
+        entries += paymentEntries(of: outcome, payer: returnKey)
         for (index, charged) in outcome.charged.enumerated() {
             entries.append(LedgerEntry(operationKey: "hold-charge:\(id):\(index):offset", bucket: charged.bucket, delta: charged.amount, reason: "hold charged"))
             entries.append(LedgerEntry(operationKey: "hold-charge:\(id):\(index)", bucket: charged.bucket, delta: -charged.amount, reason: "usage"))
@@ -224,15 +231,16 @@ public struct CreditHoldStore: Sendable {
         return nil
     }
 
-    /// Decodes a hold from the first columns of `row`, in ``columns``' order (later columns are the caller's).
-    static func decode(_ row: PostgresRow) throws -> Hold {
+    /// Decodes a hold from the columns of `row` from `offset` on, in ``columns``' order (others are the caller's).
+    static func decode(_ row: PostgresRow, at offset: Int = 0) throws -> Hold {
         let cells = row.makeRandomAccess()
         let (id, account, key, meter, amount, debitsText) = try (
-            cells[0].decode(UUID.self), cells[1].decode(String.self), cells[2].decode(String.self), cells[3].decode(String.self),
-            cells[4].decode(Int64.self), cells[5].decode(String.self))
+            cells[offset].decode(UUID.self), cells[offset + 1].decode(String.self), cells[offset + 2].decode(String.self),
+            cells[offset + 3].decode(String.self), cells[offset + 4].decode(Int64.self), cells[offset + 5].decode(String.self))
         let (created, expires, state, charged, returned, lapsed, ended) = try (
-            cells[6].decode(Date.self), cells[7].decode(Date.self), cells[8].decode(String.self), cells[9].decode(Int64?.self),
-            cells[10].decode(Int64?.self), cells[11].decode(Int64?.self), cells[12].decode(Date?.self))
+            cells[offset + 6].decode(Date.self), cells[offset + 7].decode(Date.self), cells[offset + 8].decode(String.self),
+            cells[offset + 9].decode(Int64?.self), cells[offset + 10].decode(Int64?.self), cells[offset + 11].decode(Int64?.self),
+            cells[offset + 12].decode(Date?.self))
         guard let accountId = AccountID(account), let stored = try? JSONDecoder().decode([StoredDebit].self, from: Data(debitsText.utf8)) else {
             throw PersistenceError(.corruptRecord, "a stored hold does not decode")
         }

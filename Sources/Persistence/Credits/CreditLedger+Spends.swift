@@ -19,7 +19,14 @@ extension CreditLedger {
     /// (``statusInputs(of:at:orLater:on:)``); an account with grants due by the clock has them written first and its
     /// buckets read again.
     public func spendableCredits(of accounts: [AccountID], now: Date, on connection: PostgresConnection) async throws -> [AccountID: Spendable] {
-        let inputs = try await statusInputs(of: accounts, at: now, on: connection)
+        try await spendableCredits(of: accounts, inputs: try await statusInputs(of: accounts, at: now, on: connection), now: now, on: connection)
+    }
+
+    /// What each of `accounts` has to spend at `now`, from status inputs read already under their locks (a hold
+    /// group's first statement reads them with the locks, sql/0039); grants due are written first, as above.
+    public func spendableCredits(
+        of accounts: [AccountID], inputs: [AccountID: StatusInputs], now: Date, on connection: PostgresConnection
+    ) async throws -> [AccountID: Spendable] {
         var result: [AccountID: Spendable] = [:]
         for account in Set(accounts) {
             let states = inputs[account]?.subscriptions ?? []

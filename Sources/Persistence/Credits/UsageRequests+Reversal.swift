@@ -1,4 +1,5 @@
 import Credits
+import Crypto
 import Foundation
 import PostgresNIO
 import Subscriptions
@@ -69,6 +70,14 @@ extension UsageRequests {
     /// (so an erasure moves it with the spend's rows).
     public static func reversalKey(account: AccountID, idempotencyKey: String, index: Int) -> String {
         "\(spendKey(account: account, idempotencyKey: idempotencyKey)):\(index):reversed"
+    }
+
+    /// What names a reversal in the key of a claim's payment (CreditClaims): the digest of the spend's key and the
+    /// debit's index. The payment's row is the account's bucket's (an erasure renames the bucket in it); the spend's
+    /// own key, which names the account and holds the app's key, is not repeated in it.
+    public static func reversalPayer(idempotencyKey: String, index: Int) -> String {
+        let digest = SHA256.hash(data: Data(idempotencyKey.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
+        return "reversal:\(digest):\(index)"
     }
 
     /// Posts what goes back (reason `usage reversed`) and records the reversal, in one statement.

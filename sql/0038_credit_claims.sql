@@ -1,0 +1,42 @@
+-- Claims (issue 53): a top-up's refund takes all it owes (`refund:…`, −owed) and, when credits of the bucket are out
+-- in holds or in spends given back later, gives the shortfall back as a claim row (`claim:refund:…`, +short), so the
+-- bucket loses what it has. Credits of a debit made before the claim that come back to the bucket pay it first,
+-- each payment a row `claim:refund:…:paid:<payer>` (−paid); a reversal of the refund undoes every one of those rows.
+-- (CreditClaims, HoldSettlement.)
+--
+-- The read of what became of a hold's (or a spend's) buckets since its first debit gains, per bucket, its claims made
+-- since and still unpaid, oldest first: `claims: [{key, outstanding}]`. A `serve` of the release before, still
+-- running during a rollout, ignores the field it does not know.
+CREATE INDEX credit_ledger_claims ON credit_ledger (bucket, id) WHERE operation_key LIKE 'claim:%';
+
+CREATE OR REPLACE FUNCTION credit_buckets_since(since_key text, buckets text[]) RETURNS jsonb
+LANGUAGE plpgsql STABLE
+SET enable_seqscan = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+BEGIN
+    RETURN (
+        SELECT jsonb_agg(jsonb_build_object('bucket', b.bucket, 'kind', (SELECT k.kind FROM credit_buckets k WHERE k.key = b.bucket),
+            'carriedTo', (SELECT i.bucket FROM credit_ledger o JOIN credit_ledger i ON i.operation_key = left(o.operation_key, -3) || 'in'
+                 WHERE o.bucket = b.bucket AND o.operation_key LIKE 'carry:%:out' AND o.id > s.id
+                   AND NOT EXISTS (SELECT 1 FROM credit_ledger x WHERE x.operation_key IN ('reversed:' || i.operation_key, 'reversed:' || o.operation_key))
+                   AND NOT EXISTS (SELECT 1 FROM credit_ledger r WHERE r.bucket = i.bucket AND r.id > i.id
+                       AND r.operation_key LIKE 'refund:%' AND right(r.operation_key, length(i.operation_key) + 1) = ':' || i.operation_key)
+                 ORDER BY o.id DESC LIMIT 1),
+            'refunded', EXISTS (SELECT 1 FROM credit_ledger r WHERE r.bucket = b.bucket AND r.id > s.id AND r.delta < 0
+                    AND (r.operation_key LIKE 'refund:%' OR r.operation_key LIKE 'clawback:%')
+                    AND NOT EXISTS (SELECT 1 FROM credit_ledger x WHERE x.operation_key = 'reversed:' || r.operation_key)),
+            'claims', (SELECT coalesce(jsonb_agg(jsonb_build_object('key', c.key, 'outstanding', c.outstanding) ORDER BY c.id), '[]'::jsonb)
+                 FROM (SELECT c.id, c.operation_key AS key, c.delta + coalesce((SELECT sum(p.delta) FROM credit_ledger p
+                            WHERE p.bucket = b.bucket AND p.id > c.id AND p.operation_key LIKE 'claim:%'
+                              AND starts_with(p.operation_key, c.operation_key || ':paid:')), 0) AS outstanding
+                       FROM credit_ledger c
+                       WHERE c.bucket = b.bucket AND c.id > s.id AND c.operation_key LIKE 'claim:%' AND c.delta > 0
+                         AND NOT EXISTS (SELECT 1 FROM credit_ledger x WHERE x.operation_key = 'reversed:' || substr(c.operation_key, 7))
+                      ) AS c
+                 WHERE c.outstanding > 0)))
+        FROM (SELECT DISTINCT unnest(buckets) AS bucket) AS b
+        CROSS JOIN (SELECT l.id FROM credit_ledger l WHERE l.operation_key = since_key) AS s
+    );
+END
+$$;
