@@ -68,20 +68,26 @@ struct CreditClaimsTests {
         #expect(CreditClaims.takeBack("refund:s", bucket: "b", owed: 0, available: 5, reason: "r").isEmpty)
     }
 
-    @Test("claims are paid oldest first, only from credits going back to their own bucket, never past what is outstanding")
+    @Test("claims are paid oldest first, from credits going back to the bucket they were made on (a carry-over's top-up too), never past what is outstanding")
     func payments() {
         let debits = [HoldSettlement.Debit(bucket: "window", amount: 4), HoldSettlement.Debit(bucket: "top", amount: 10)]
+        // By debit: the claims on where its credits go back. The window's go to the top-up an upgrade carried it to,
+        // whose refund claimed 2; the top-ups' own bucket has two claims.
         let claims = ["top": [HoldSettlement.Claim(key: "c1", outstanding: 3), HoldSettlement.Claim(key: "c2", outstanding: 5)],
-                      "window": [HoldSettlement.Claim(key: "w", outstanding: 9)]]
-        // The window's credits go to a carry-over: its claim is not paid from them.
+                      "window": [HoldSettlement.Claim(key: "k", outstanding: 2)]]
         let outcome = HoldSettlement.settle(debits, charge: 6, destination: { $0 == "window" ? "carried" : $0 }, claims: { claims[$0] ?? [] })!
         // 6 charged: the window's 4, then 2 of the top-ups; 8 come back to the top-ups and pay 3 then 5.
         #expect(outcome.charged == [.init(bucket: "window", amount: 4), .init(bucket: "top", amount: 2)])
-        #expect(outcome.payments == [.init(claim: "c1", from: "top", amount: 3), .init(claim: "c2", from: "top", amount: 5)])
+        #expect(outcome.payments == [.init(claim: "c1", bucket: "top", from: "top", amount: 3), .init(claim: "c2", bucket: "top", from: "top", amount: 5)])
         #expect(outcome.returns.isEmpty && outcome.lapsed == 8 && outcome.gross(from: "top") == 8)
         let released = HoldSettlement.settle(debits, charge: 0, destination: { $0 == "window" ? "carried" : $0 }, claims: { claims[$0] ?? [] })!
-        #expect(released.returns == [.init(bucket: "carried", from: "window", amount: 4), .init(bucket: "top", from: "top", amount: 2)])
-        #expect(released.lapsed == 8 && released.returned == 6)
+        // The window's 4 go to the carry-over's top-up and pay its claim of 2 there.
+        #expect(released.payments.first == .init(claim: "k", bucket: "carried", from: "window", amount: 2))
+        #expect(released.returns == [.init(bucket: "carried", from: "window", amount: 2), .init(bucket: "top", from: "top", amount: 2)])
+        #expect(released.lapsed == 10 && released.returned == 4)
+        // A window closed meanwhile: its credits lapse, and pay nothing.
+        let closed = HoldSettlement.settle(debits, charge: 0, destination: { $0 == "window" ? nil : $0 }, claims: { claims[$0] ?? [] })!
+        #expect(closed.payments.allSatisfy { $0.from == "top" } && closed.lapsed == 4 + 8)
     }
 
     /// The sale bought, `extra` credits given by support, and `out` of the bucket taken by a hold.

@@ -145,4 +145,37 @@ struct TopUpAttributionTests {
         #expect(a.credited == 70 && a.spends == [2: 50, 4: 20])
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: entries).spends.isEmpty)
     }
+
+    /// A refund that found its credits out (CreditClaims): its row is all it owed, its claim gives back what was not
+    /// there; what later paid the claim leaves the refunded purchase's lot, not another's.
+    @Test("a refund with a claim: a spend given back pays the claim from the refunded purchase, so a later purchase's use is its own; a held purchase charged after its refund is the refunded one's use")
+    func claims() {
+        func row(_ key: String, _ delta: Int64) -> LedgerEntry { LedgerEntry(operationKey: key, bucket: "b", delta: delta, reason: "r") }
+        // P bought and all spent; P refunded (nothing there: all 100 claimed); Q bought; the spend given back pays the
+        // claim; Q's 100 then spent.
+        let given = [
+            row("topup:P", 100), row("spend:1:a:s:0", -100), row("refund:P:b", -100), row("claim:refund:P:b", 100), row("topup:Q", 100),
+            row("spend:1:a:s:0:reversed", 100), row("claim:refund:P:b:paid:reversal:x:0", -100), row("spend:1:a:t:0", -100),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: given).spends == [7: 100])
+        // The spend of P's credits was given back: P's use is none (its credits went to the refund).
+        #expect(PurchaseConsumption.attribution(ofTopUp: "P", entries: given).spends.isEmpty)
+        // P bought and held whole; P refunded (all claimed); Q bought; the hold settled for all 100: P's credits were
+        // used, Q's are untouched.
+        let held = [
+            row("topup:P", 100), row("hold:h:0", -100), row("refund:P:b", -100), row("claim:refund:P:b", 100), row("topup:Q", 100),
+            row("hold-charge:h:0:offset", 100), row("hold-charge:h:0", -100),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "P", entries: held).spends == [6: 100])
+        #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: held).spends.isEmpty)
+        // Released instead, paying the claim; then the refund reversed: P's 100 are P's again, spent before Q's.
+        let reversed = [
+            row("topup:P", 100), row("hold:h:0", -100), row("refund:P:b", -100), row("claim:refund:P:b", 100), row("topup:Q", 100),
+            row("hold-return:h:0", 100), row("claim:refund:P:b:paid:hold-return:h:0", -100), row("reversed:refund:P:b", 100),
+            row("reversed:claim:refund:P:b", -100), row("reversed:claim:refund:P:b:paid:hold-return:h:0", 100), row("spend:1:a:t:0", -150),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "P", entries: reversed).spends == [10: 100])
+        #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: reversed).spends == [10: 50])
+    }
 }
+

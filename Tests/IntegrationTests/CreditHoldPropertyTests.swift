@@ -45,6 +45,7 @@ struct CreditHoldPropertyTests {
                     "credit hold properties: \(count) generated histories, \(totals.operations) operations (\(totals.storeEvents) of Apple's), "
                         + "\(totals.holds) holds, \(totals.lapsed) credits lapsed, \(totals.claims) refunds that claimed credits out, seed \(seed)")
                 #expect(count < 5 || totals.lapsed > 0, "no history let held credits lapse: the generator misses the rule's hard half")
+                #expect(count < 20 || totals.claims > 0, "no history refunded a pack while its credits were out: the generator misses claims")
             }
         }
     }

@@ -37,12 +37,15 @@ struct HoldDestinationTests {
                     '[{"bucket": "cycle:s:p1:ai", "amount": 5}, {"bucket": "topup:a:ai", "amount": 3}]', now(), now() + interval '1 hour')
                 """, logger: TestDatabase.logger)
             let buckets = ["cycle:s:p1:ai", "topup:a:ai"]
-            func destinations(open: Set<String> = Set(buckets)) async throws -> [String: String] {
+            func since() async throws -> [CreditHoldStore.BucketSinceHold] {
                 let read = try await harness.client.withTransaction(logger: TestDatabase.logger) {
-                    try await store.lockAccountsReadHoldsAndStatus(accounts: [], ids: [hold], keys: [], at: Date(), on: $0).holds
+                    try await store.lockAccountsReadHoldsAndStatus(accounts: [], ids: [hold], keys: [], taking: [], at: Date(), on: $0).holds
                 }
                 #expect(read.count == 1 && read.first?.hold.id == hold)
-                return CreditHoldStore.destinations(read.first?.since ?? [], open: open)
+                return read.first?.since ?? []
+            }
+            func destinations(open: Set<String> = Set(buckets)) async throws -> [String: String] {
+                CreditHoldStore.destinations(try await since(), open: open)
             }
             #expect(try await destinations() == ["cycle:s:p1:ai": "cycle:s:p1:ai", "topup:a:ai": "topup:a:ai"])
             #expect(try await destinations(open: ["topup:a:ai"]) == ["topup:a:ai": "topup:a:ai"], "a window no longer live takes nothing back")
@@ -61,6 +64,9 @@ struct HoldDestinationTests {
             try await post("carry:p2:cycle:s:p1:ai:out", "cycle:s:p1:ai", -95)
             try await post("carry:p2:cycle:s:p1:ai:in", "topup:a:carried", 95)
             #expect(try await destinations(open: ["topup:a:ai"])["cycle:s:p1:ai"] == "topup:a:carried")
+            // A pack refunded from that top-up since, short: the window's held credits going there pay its claim.
+            try await post("claim:refund:sx:topup:a:carried", "topup:a:carried", 20)
+            #expect(CreditHoldStore.claims(try await since())["cycle:s:p1:ai"] == [.init(key: "claim:refund:sx:topup:a:carried", outstanding: 20)])
             // …while the carry stands: a refund of the upgrade takes it back, and the held credits lapse with it.
             try await post("refund:p2:1700000000001:carry:p2:cycle:s:p1:ai:in", "topup:a:carried", -95)
             #expect(try await destinations(open: ["topup:a:ai"])["cycle:s:p1:ai"] == nil)
@@ -92,7 +98,7 @@ struct HoldDestinationTests {
                 """, logger: TestDatabase.logger)
             func claims() async throws -> [HoldSettlement.Claim] {
                 let read = try await harness.client.withTransaction(logger: TestDatabase.logger) {
-                    try await store.lockAccountsReadHoldsAndStatus(accounts: [], ids: [hold], keys: [], at: Date(), on: $0).holds
+                    try await store.lockAccountsReadHoldsAndStatus(accounts: [], ids: [hold], keys: [], taking: [], at: Date(), on: $0).holds
                 }
                 return CreditHoldStore.claims(read.first?.since ?? [])["topup:a:ai"] ?? []
             }

@@ -48,11 +48,11 @@ extension CreditHolds {
                 // Each return under the key of the debit it gives back (a spend takes from a bucket once), before
                 // claims take their part (CreditClaims); a payment names the reversal without the account or the key.
                 func index(_ bucket: String) -> Int { spend.debits.firstIndex { $0.bucket == bucket } ?? 0 }
-                for debit in spend.debits where outcome.gross(from: debit.bucket) > 0 {
+                for debit in spend.debits {
+                    guard let target = outcome.destination(of: debit.bucket), outcome.gross(from: debit.bucket) > 0 else { continue }
                     postings.append(LedgerEntry(
                         operationKey: UsageRequests.reversalKey(account: account, idempotencyKey: idempotencyKey, index: index(debit.bucket)),
-                        bucket: outcome.returns.first { $0.from == debit.bucket }?.bucket ?? debit.bucket, delta: outcome.gross(from: debit.bucket),
-                        reason: "usage reversed"))
+                        bucket: target, delta: outcome.gross(from: debit.bucket), reason: "usage reversed"))
                 }
                 postings += CreditHoldStore.paymentEntries(of: outcome) {
                     UsageRequests.reversalPayer(idempotencyKey: idempotencyKey, index: index($0))

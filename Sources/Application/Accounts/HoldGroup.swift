@@ -65,19 +65,20 @@ struct HoldGroup: Sendable {
         }
         var known: [UUID: Known] = [:]
         var byKey: [UsageRequests.Key: UUID] = [:]
-        let locked = try await store.lockAccountsReadHoldsAndStatus(accounts: accounts.sorted(), ids: ids, keys: keys, at: now, on: connection)
+        // Accounts that take a hold need what a spend reads (grants due written, limits); those that only end one need
+        // no more than their live buckets: where credits can go back, and to what balances. Both are read with the
+        // locks; only grants due by the clock cost a statement more.
+        let taking = Set(works.compactMap { work -> AccountID? in
+            if case .hold(let request) = work.operation { return request.account }
+            return nil
+        })
+        let locked = try await store.lockAccountsReadHoldsAndStatus(
+            accounts: accounts.sorted(), ids: ids, keys: keys, taking: taking.sorted(), at: now, on: connection)
         for read in locked.holds {
             known[read.hold.id] = Known(hold: read.hold, since: read.since, takenHere: false)
             byKey[.init(account: read.hold.account, idempotencyKey: read.hold.idempotencyKey)] = read.hold.id
             accounts.insert(read.hold.account)
         }
-        // Accounts that take a hold need what a spend reads (grants due written, limits); those that only end one need
-        // no more than their live buckets: where credits can go back, and to what balances. Both come from the read
-        // above; only grants due by the clock cost a statement more.
-        let taking = Set(works.compactMap { work -> AccountID? in
-            if case .hold(let request) = work.operation { return request.account }
-            return nil
-        })
         let credits = try await ledger.spendableCredits(of: taking.sorted(), inputs: locked.inputs, now: now, on: connection)
         var balances = locked.inputs.mapValues(\.buckets)
         balances.merge(credits.mapValues(\.live)) { _, spending in spending }

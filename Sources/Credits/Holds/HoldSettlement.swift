@@ -11,9 +11,9 @@
 ///
 /// A bucket that stays open can still owe: a top-up refunded while credits of it were out (in this hold, or in a
 /// spend given back later) took only what the bucket had then, and recorded the rest as a ``Claim`` on the credits
-/// still out. What goes back to that bucket pays its claims made after the debit first, oldest first, and lapses that
-/// much ("Where credits go back", docs/credits.md): the customer ends where the refund would have left them had the
-/// credits never left the bucket.
+/// still out. What goes back to a top-up — its own credits, or a window's that an upgrade carried there — pays its
+/// claims made after the debit first, oldest first, and lapses that much ("Where credits go back", docs/credits.md):
+/// the customer ends where the refund would have left them had the credits come back before it.
 public enum HoldSettlement {
     /// One bucket's share of a hold.
     public struct Debit: Sendable, Equatable {
@@ -51,14 +51,17 @@ public enum HoldSettlement {
         }
     }
 
-    /// Credits of the debit of `from` that paid the claim `claim` instead of going back.
+    /// Credits of the debit of `from` that paid the claim `claim` on `bucket` (where they went back) instead of going
+    /// back.
     public struct Payment: Sendable, Equatable {
         public var claim: String
+        public var bucket: String
         public var from: String
         public var amount: Int64
 
-        public init(claim: String, from: String, amount: Int64) {
+        public init(claim: String, bucket: String, from: String, amount: Int64) {
             self.claim = claim
+            self.bucket = bucket
             self.from = from
             self.amount = amount
         }
@@ -85,6 +88,11 @@ public enum HoldSettlement {
             self.lapsed = lapsed
         }
 
+        /// Where the debit of `bucket` went back (what it returned, or paid claims on), if anywhere.
+        public func destination(of bucket: String) -> String? {
+            returns.first { $0.from == bucket }?.bucket ?? payments.first { $0.from == bucket }?.bucket
+        }
+
         /// What the debit of `bucket` puts back into its destination before claims take their part: the ledger's
         /// return row, beside whose payment rows the balance moves by the return's amount.
         public func gross(from bucket: String) -> Int64 {
@@ -93,8 +101,8 @@ public enum HoldSettlement {
     }
 
     /// Ends a hold of `debits` charging `charge` (0 for a release; at most the held amount, else `nil`). `claims`
-    /// gives each bucket's unpaid claims made after the debits, oldest first; they are paid only from credits going
-    /// back to the bucket they were made on.
+    /// gives, by a debit's bucket, the unpaid claims on the bucket its credits go back to (`destination`) made after
+    /// the debits, oldest first.
     public static func settle(
         _ debits: [Debit], charge: Int64, destination: (String) -> String?, claims: (String) -> [Claim] = { _ in [] }
     ) -> Outcome? {
@@ -113,15 +121,13 @@ public enum HoldSettlement {
                 outcome.lapsed += rest
                 continue
             }
-            if target == debit.bucket {
-                for claim in claims(debit.bucket) where rest > 0 {
-                    let pay = min(rest, claim.outstanding - paid[claim.key, default: 0])
-                    guard pay > 0 else { continue }
-                    paid[claim.key, default: 0] += pay
-                    rest -= pay
-                    outcome.payments.append(Payment(claim: claim.key, from: debit.bucket, amount: pay))
-                    outcome.lapsed += pay
-                }
+            for claim in claims(debit.bucket) where rest > 0 {
+                let pay = min(rest, claim.outstanding - paid[claim.key, default: 0])
+                guard pay > 0 else { continue }
+                paid[claim.key, default: 0] += pay
+                rest -= pay
+                outcome.payments.append(Payment(claim: claim.key, bucket: target, from: debit.bucket, amount: pay))
+                outcome.lapsed += pay
             }
             if rest > 0 { outcome.returns.append(Return(bucket: target, from: debit.bucket, amount: rest)) }
         }

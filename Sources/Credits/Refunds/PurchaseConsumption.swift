@@ -54,6 +54,15 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
             // A hold's rows are not usage: what it charged is posted as `usage` (`hold-charge:<id>:<n>`) when it
             // settles, and counts then; its debit, what went back and the charge's offset net out.
             if Self.isHoldBookkeeping(entry.operationKey) { continue }
+            // A refund's claim (CreditClaims) is not credits: its refund row below takes only what the bucket had. What
+            // later paid the claim — credits of the purchase that came back from a hold or a spend given back — is
+            // taken from the refunded purchase's lot then, and a reversal of the refund gives its parts back there.
+            if CreditClaims.isClaim(entry.operationKey) || entry.operationKey.hasPrefix("reversed:claim:") {
+                let isClaimRow = CreditClaims.isClaim(entry.operationKey) && !entry.operationKey.contains(":paid:")
+                let key = Self.refundedGrant(entry.operationKey)
+                if !isClaimRow, let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left = max(lots[index].left + entry.delta, 0) }
+                continue
+            }
             if entry.delta > 0, entry.operationKey.hasPrefix("spend:"), entry.operationKey.hasSuffix(":reversed"),
                 let spent = entries.firstIndex(where: { $0.operationKey == entry.operationKey.dropLast(":reversed".count) })
             {
@@ -75,7 +84,8 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
                 if let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left += entry.delta } else { lots.append((key, entry.delta)) }
             } else if entry.operationKey.hasPrefix("refund:") {
                 let key = Self.refundedGrant(entry.operationKey)
-                if let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left = max(lots[index].left + entry.delta, 0) }
+                let claimed = entries.first { $0.operationKey == CreditClaims.key(of: entry.operationKey) }?.delta ?? 0
+                if let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left = max(lots[index].left + entry.delta + claimed, 0) }
             } else {
                 var owed = -entry.delta
                 for index in lots.indices where owed > 0 && lots[index].left > 0 {
@@ -96,8 +106,6 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
 
     static func isHoldBookkeeping(_ key: String) -> Bool {
         key.hasPrefix("hold:") || key.hasPrefix("hold-return:") || (key.hasPrefix("hold-charge:") && key.hasSuffix(":offset"))
-            // A refund's claim and what paid it settle a refund's bookkeeping, not what the customer consumed.
-            || CreditClaims.isClaim(key) || key.hasPrefix("reversed:claim:")
     }
 
     private static func refundedGrant(_ key: String) -> String {

@@ -6,20 +6,24 @@ import Subscriptions
 
 extension CreditHoldStore {
     /// What a group's first statement read: the holds it names, each with what became of its buckets since while it is
-    /// held, and the status inputs of every account it locked (an account with nothing has no entry).
+    /// held, and what each locked account has: the status inputs of those taking a hold, the live buckets of the
+    /// others (an account with nothing has no entry).
     public struct GroupRead: Sendable {
         public var holds: [ReadHold]
         public var inputs: [AccountID: CreditLedger.StatusInputs]
     }
 
     /// Locks the accounts of a group of holds — `accounts`, and those of the holds `ids` — reads the holds named by id
-    /// or by (account, idempotency key), and reads every locked account's status inputs at `now`, in one round trip
-    /// (`lock_accounts_read_holds_and_status`, sql/0039).
+    /// or by (account, idempotency key), and reads at `now` the status inputs of the accounts `taking` a hold and the
+    /// live buckets of the others, in one round trip (`lock_accounts_read_holds_and_status`, sql/0039).
     public func lockAccountsReadHoldsAndStatus(
-        accounts: [AccountID], ids: [UUID], keys: [(account: AccountID, key: String)], at now: Date, on connection: PostgresConnection
+        accounts: [AccountID], ids: [UUID], keys: [(account: AccountID, key: String)], taking: [AccountID], at now: Date,
+        on connection: PostgresConnection
     ) async throws -> GroupRead {
         let rows = try await connection.run(
-            PreparedQuery<LockReadHoldsAndStatus>(accounts.map(\.text), ids, keys.map(\.account.text), keys.map(\.key), now), logger: logger)
+            PreparedQuery<LockReadHoldsAndStatus>(
+                accounts.map(\.text), ids, keys.map(\.account.text), keys.map(\.key), taking.map(\.text), now),
+            logger: logger)
         var holds: [ReadHold] = []
         var statusRows: [PostgresRow] = []
         let offset = LockReadHoldsAndStatus.holdOffset
@@ -38,7 +42,7 @@ extension CreditHoldStore {
     }
 
     /// The status columns (as ``CreditLedger/AccountsStatusInputs`` reads them, in spend order), then a hold's columns
-    /// (``CreditHoldStore/columns``' order) and what its buckets became since, of `$1`…`$5` (sql/0039).
+    /// (``CreditHoldStore/columns``' order) and what its buckets became since, of `$1`…`$6` (sql/0039).
     enum LockReadHoldsAndStatus: PreparedSQL {
         static let holdOffset = SubscriptionStore.columnCount + 11 + EntitlementSources.columnCount
         static let sql = """
@@ -46,7 +50,7 @@ extension CreditHoldStore {
                 (hold).id, (hold).account_id AS hold_account_id, (hold).idempotency_key, (hold).meter AS hold_meter, (hold).amount,
                 (hold).debits::text, (hold).created_at AS hold_created_at, (hold).expires_at, (hold).state AS hold_state, (hold).charged,
                 (hold).returned, (hold).lapsed, (hold).ended_at, since_hold::text
-            FROM lock_accounts_read_holds_and_status($1::text[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz)
+            FROM lock_accounts_read_holds_and_status($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::timestamptz)
             ORDER BY (subscription).original_transaction_id, \(CreditLedger.LiveBuckets.order)
             """
     }

@@ -90,7 +90,8 @@ public struct CreditHoldStore: Sendable {
         public var kind: String?
         public var carriedTo: String?
         public var refunded: Bool
-        /// Its claims made since and unpaid, oldest first (sql/0038; absent from a read of sql/0037's).
+        /// The unpaid claims made since on the bucket its credits go back to (itself, or the top-up of a carry
+        /// standing), oldest first (sql/0038; absent from a read of sql/0037's).
         public var claims: [HoldSettlement.Claim]?
 
         public init(bucket: String, kind: String?, carriedTo: String? = nil, refunded: Bool = false, claims: [HoldSettlement.Claim]? = nil) {
@@ -137,7 +138,7 @@ public struct CreditHoldStore: Sendable {
     public static func paymentEntries(of outcome: HoldSettlement.Outcome, payer: (String) -> String) -> [LedgerEntry] {
         outcome.payments.map { payment in
             LedgerEntry(
-                operationKey: CreditClaims.paymentKey(claim: payment.claim, payer: payer(payment.from)), bucket: payment.from,
+                operationKey: CreditClaims.paymentKey(claim: payment.claim, payer: payer(payment.from)), bucket: payment.bucket,
                 delta: -payment.amount, reason: "top-up refunded (credits came back)")
         }
     }
@@ -161,8 +162,7 @@ public struct CreditHoldStore: Sendable {
         func returnKey(_ bucket: String) -> String { "hold-return:\(id):\(hold.debits.firstIndex { $0.bucket == bucket } ?? 0)" }
         for debit in hold.debits {
             let gross = outcome.gross(from: debit.bucket)
-            guard gross > 0 else { continue }
-            let target = outcome.returns.first { $0.from == debit.bucket }?.bucket ?? debit.bucket
+            guard gross > 0, let target = outcome.destination(of: debit.bucket) else { continue }
             entries.append(LedgerEntry(operationKey: returnKey(debit.bucket), bucket: target, delta: gross, reason: "hold returned"))
         }
         entries += paymentEntries(of: outcome, payer: returnKey)
