@@ -22,10 +22,7 @@ struct CreditClaimTests {
             try await harness.withHTTP { client in
                 var ends: [Order: (refunded: Int64?, reversed: Int64?)] = [:]
                 for order in Order.allCases {
-                    let account = UUID().uuidString.lowercased()
-                    let sale = try Self.sale(harness)
-                    #expect(try await client.postTransaction(try Self.signed(sale, harness), account: account).status == .ok)
-                    try await CreditHoldTests.topUp(client, account, "ai_requests", 30)
+                    let (account, sale) = try await Self.customer(harness, client)
                     // 5 free today, then 130 of top-ups.
                     #expect(try await CreditHoldTests.remaining(client, account, "ai_requests") == 135)
                     // 120 out: the 5 free and 115 of the top-ups, leaving 15.
@@ -76,10 +73,7 @@ struct CreditClaimTests {
     func paidOnce() async throws {
         try await StorekeeperHarness.run(worker: false, environment: CreditHoldTests.environment) { harness in
             try await harness.withHTTP { client in
-                let account = UUID().uuidString.lowercased()
-                let sale = try Self.sale(harness)
-                #expect(try await client.postTransaction(try Self.signed(sale, harness), account: account).status == .ok)
-                try await CreditHoldTests.topUp(client, account, "ai_requests", 30)
+                let (account, sale) = try await Self.customer(harness, client)
                 // 5 free + 55, then 65, then a spend of the last 10 of the top-ups.
                 let first = try await CreditHoldTests.hold(client, account, "ai_requests", 60, key: "a").json["id"] as? String ?? ""
                 let second = try await CreditHoldTests.hold(client, account, "ai_requests", 65, key: "b").json["id"] as? String ?? ""
@@ -118,10 +112,7 @@ struct CreditClaimTests {
     func oneGroup() async throws {
         try await StorekeeperHarness.run(worker: false, environment: CreditHoldTests.environment) { harness in
             try await harness.withHTTP { client in
-                let account = UUID().uuidString.lowercased()
-                let sale = try Self.sale(harness)
-                #expect(try await client.postTransaction(try Self.signed(sale, harness), account: account).status == .ok)
-                try await CreditHoldTests.topUp(client, account, "ai_requests", 30)
+                let (account, sale) = try await Self.customer(harness, client)
                 // 5 free + 45, then 50: 95 of the top-ups' 130 out.
                 var ids: [String] = []
                 for (key, amount) in [("a", 50), ("b", 50)] {
@@ -147,6 +138,15 @@ struct CreditClaimTests {
                 #expect(try await harness.count("SELECT (-sum(delta))::int FROM credit_ledger WHERE \(family)") == 100, "\(rows)")
             }
         }
+    }
+
+    /// A new customer of the free tier with a pack of 100 bought from Apple and 30 credits given by support.
+    static func customer(_ harness: StorekeeperHarness, _ client: any TestClientProtocol) async throws -> (account: String, sale: TransactionPayload) {
+        let account = UUID().uuidString.lowercased()
+        let sale = try sale(harness)
+        #expect(try await client.postTransaction(try signed(sale, harness), account: account).status == .ok)
+        try await CreditHoldTests.topUp(client, account, "ai_requests", 30)
+        return (account, sale)
     }
 
     static func sale(_ harness: StorekeeperHarness) throws -> TransactionPayload {
