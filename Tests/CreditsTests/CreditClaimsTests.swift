@@ -61,7 +61,7 @@ struct CreditClaimsTests {
     func takeBackRows() {
         #expect(CreditClaims.takeBack("refund:s", bucket: "b", owed: 10, available: 4, reason: "r") == [
             .post(LedgerEntry(operationKey: "refund:s", bucket: "b", delta: -10, reason: "r"), opening: nil),
-            .post(LedgerEntry(operationKey: "claim:refund:s", bucket: "b", delta: 6, reason: "claim: credits out in holds or spends"), opening: nil),
+            .post(LedgerEntry(operationKey: "claim:refund:s", bucket: "b", delta: 6, reason: "claim: what the refund could not take"), opening: nil),
         ])
         #expect(CreditClaims.takeBack("refund:s", bucket: "b", owed: 10, available: 12, reason: "r").count == 1)
         #expect(CreditClaims.takeBack("refund:s", bucket: "b", owed: 10, available: -3, reason: "r").count == 2)

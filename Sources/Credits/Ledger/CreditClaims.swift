@@ -1,5 +1,5 @@
 /// What a take-back owed but could not take. A top-up's refund takes back its credits from what its bucket holds;
-/// credits of the bucket out in a hold, or in a spend given back later, are not there to take. The refund then posts
+/// credits spent, or out in a hold, are not there to take. The refund then posts
 /// all it owes and a claim row giving the shortfall back (`claim:<take-back key>`), so the bucket loses what it has
 /// and the claim remembers the rest. Credits of a debit made before the claim that come back to the bucket pay it
 /// first (``HoldSettlement``), each payment a row `claim:<…>:paid:<payer>` taking them again; a reversal of the
@@ -29,7 +29,7 @@ public enum CreditClaims {
         let short = owed - min(owed, max(available, 0))
         if short > 0 {
             operations.append(
-                .post(LedgerEntry(operationKey: key(of: takeKey), bucket: bucket, delta: short, reason: "claim: credits out in holds or spends"), opening: nil))
+                .post(LedgerEntry(operationKey: key(of: takeKey), bucket: bucket, delta: short, reason: "claim: what the refund could not take"), opening: nil))
         }
         return operations
     }
