@@ -45,18 +45,12 @@ extension CreditHolds {
                 else {
                     throw PersistenceError(.corruptRecord, "a stored spend's debits are not a spend")
                 }
-                // Each return under the key of the debit it gives back (a spend takes from a bucket once), before
-                // claims take their part (CreditClaims); a payment names the reversal without the account or the key.
-                func index(_ bucket: String) -> Int { spend.debits.firstIndex { $0.bucket == bucket } ?? 0 }
-                for debit in spend.debits {
-                    guard let target = outcome.destination(of: debit.bucket), outcome.gross(from: debit.bucket) > 0 else { continue }
-                    postings.append(LedgerEntry(
-                        operationKey: UsageRequests.reversalKey(account: account, idempotencyKey: idempotencyKey, index: index(debit.bucket)),
-                        bucket: target, delta: outcome.gross(from: debit.bucket), reason: "usage reversed"))
-                }
-                postings += CreditHoldStore.paymentEntries(of: outcome) {
-                    UsageRequests.reversalPayer(idempotencyKey: idempotencyKey, index: index($0))
-                }
+                // Each return under the key of the debit it gives back (a spend takes from a bucket once); a claim's
+                // payment names the reversal without the account or the app's key.
+                postings = CreditHoldStore.returnEntries(
+                    of: outcome, debits: spend.debits, reason: "usage reversed",
+                    key: { UsageRequests.reversalKey(account: account, idempotencyKey: idempotencyKey, index: $0) },
+                    payer: { UsageRequests.reversalPayer(idempotencyKey: idempotencyKey, index: $0) })
                 (reversal.returned, reversal.lapsed) = (outcome.returned, outcome.lapsed)
             }
             try await usageRequests.recordReversal(reversal, of: account, idempotencyKey: idempotencyKey, posting: postings, on: connection)

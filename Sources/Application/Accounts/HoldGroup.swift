@@ -23,7 +23,8 @@ enum HoldResult: Sendable {
 }
 
 /// The statements of one group of holds and ends, on its transaction (``CreditHolds``): the group's accounts locked
-/// and the holds it names read in one round trip, what the accounts have to spend in one more, then every hold and end
+/// and the holds it names read with what the accounts have, in one round trip (grants due by the clock, written first,
+/// cost one more), then every hold and end
 /// in arrival order against the balances the earlier ones left, and what they did written in one statement.
 struct HoldGroup: Sendable {
     let ledger: CreditLedger
@@ -77,7 +78,6 @@ struct HoldGroup: Sendable {
         for read in locked.holds {
             known[read.hold.id] = Known(hold: read.hold, since: read.since, takenHere: false)
             byKey[.init(account: read.hold.account, idempotencyKey: read.hold.idempotencyKey)] = read.hold.id
-            accounts.insert(read.hold.account)
         }
         let credits = try await ledger.spendableCredits(of: taking.sorted(), inputs: locked.inputs, now: now, on: connection)
         var balances = locked.inputs.mapValues(\.buckets)

@@ -133,12 +133,22 @@ public struct CreditHoldStore: Sendable {
         return claims
     }
 
-    /// The rows of what credits coming back paid claims with (`claim:…:paid:<payer>`, CreditClaims), beside the return
-    /// rows of the same credits: `payer(bucket)` names what gave back the debit of that bucket.
-    public static func paymentEntries(of outcome: HoldSettlement.Outcome, payer: (String) -> String) -> [LedgerEntry] {
-        outcome.payments.map { payment in
+    /// The rows of what `debits` give back by `outcome`: per debit, its return row keyed `key(index)` with all that
+    /// went back before claims took their part, then the rows of what paid claims (`claim:…:paid:<payer(index)>`,
+    /// CreditClaims), so the balance moves by what the customer got back.
+    public static func returnEntries(
+        of outcome: HoldSettlement.Outcome, debits: [HoldSettlement.Debit], reason: String, key: (Int) -> String, payer: (Int) -> String
+    ) -> [LedgerEntry] {
+        func index(_ bucket: String) -> Int { debits.firstIndex { $0.bucket == bucket } ?? 0 }
+        var entries: [LedgerEntry] = []
+        for (position, debit) in debits.enumerated() {
+            let gross = outcome.gross(from: debit.bucket)
+            guard gross > 0, let target = outcome.destination(of: debit.bucket) else { continue }
+            entries.append(LedgerEntry(operationKey: key(position), bucket: target, delta: gross, reason: reason))
+        }
+        return entries + outcome.payments.map { payment in
             LedgerEntry(
-                operationKey: CreditClaims.paymentKey(claim: payment.claim, payer: payer(payment.from)), bucket: payment.bucket,
+                operationKey: CreditClaims.paymentKey(claim: payment.claim, payer: payer(index(payment.from))), bucket: payment.bucket,
                 delta: -payment.amount, reason: "top-up refunded (credits came back)")
         }
     }
@@ -155,17 +165,10 @@ public struct CreditHoldStore: Sendable {
     /// the day it settled).
     public static func endEntries(of hold: Hold, outcome: HoldSettlement.Outcome) -> [LedgerEntry] {
         let id = hold.id.uuidString.lowercased()
-        var entries: [LedgerEntry] = []
         // Keyed by the debit it gives back (a hold takes once from each bucket), not by its place among the returns:
         // two ends of one hold, however they raced, write the same keys, and the second's are skipped.
-        // What went back before claims took their part (CreditClaims): the return row, then the payments' rows.
-        func returnKey(_ bucket: String) -> String { "hold-return:\(id):\(hold.debits.firstIndex { $0.bucket == bucket } ?? 0)" }
-        for debit in hold.debits {
-            let gross = outcome.gross(from: debit.bucket)
-            guard gross > 0, let target = outcome.destination(of: debit.bucket) else { continue }
-            entries.append(LedgerEntry(operationKey: returnKey(debit.bucket), bucket: target, delta: gross, reason: "hold returned"))
-        }
-        entries += paymentEntries(of: outcome, payer: returnKey)
+        func returnKey(_ index: Int) -> String { "hold-return:\(id):\(index)" }
+        var entries = returnEntries(of: outcome, debits: hold.debits, reason: "hold returned", key: returnKey, payer: returnKey)
         for (index, charged) in outcome.charged.enumerated() {
             entries.append(LedgerEntry(operationKey: "hold-charge:\(id):\(index):offset", bucket: charged.bucket, delta: charged.amount, reason: "hold charged"))
             entries.append(LedgerEntry(operationKey: "hold-charge:\(id):\(index)", bucket: charged.bucket, delta: -charged.amount, reason: "usage"))
