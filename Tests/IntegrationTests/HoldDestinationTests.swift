@@ -5,7 +5,7 @@ import PostgresNIO
 import Testing
 
 /// Where a hold's credits can go back, decided by `CreditHoldStore.destinations` from what a group's read
-/// (`lock_accounts_read_holds_and_status`, sql/0039, over sql/0037's `lock_accounts_and_read_holds`) finds in the ledger rows posted after the hold — the SQL side of docs/credits.md's "Where credits go back", against rows shaped as the credit rules write
+/// (`lock_accounts_read_hold_group`, sql/0040) finds in the ledger rows posted after the hold — the SQL side of docs/credits.md's "Where credits go back", against rows shaped as the credit rules write
 /// them (SubscriptionCredits+Refunds, TopUpCredits), on real PostgreSQL.
 @Suite("Hold destinations: refunds, reversals and carry-overs after a hold")
 struct HoldDestinationTests {
@@ -119,6 +119,57 @@ struct HoldDestinationTests {
             try await post("reversed:refund:s2:topup:a:ai", 100)
             try await post("reversed:claim:refund:s2:topup:a:ai", -100)
             #expect(try await claims() == [])
+        }
+    }
+
+    @Test("a hold's read says a bucket is open exactly when live_credit_buckets lists it for the hold's account: by time, and by who holds the subscription now")
+    func open() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let store = CreditHoldStore(logger: TestDatabase.logger)
+            let hold = UUID()
+            try await harness.client.withConnection { try await LiveBucketsReadTests.store(accounts: 1...2, on: $0) }
+            // A window of account-1's that ended yesterday, and one that opens tomorrow.
+            try await harness.client.query(
+                """
+                INSERT INTO credit_buckets (key, meter, kind, account_id, valid_from, valid_until)
+                VALUES ('entitlement:past', 'ai_requests', 'entitlement', 'account-1', now() - interval '2 days', now() - interval '1 day'),
+                       ('entitlement:next', 'ai_requests', 'entitlement', 'account-1', now() + interval '1 day', now() + interval '31 days')
+                """, logger: TestDatabase.logger)
+            // The hold took from every one of them, another account's top-up too (the read must not take it for account-1's).
+            let buckets = ["cycle:s-1:m0", "topup:account-1", "topup:account-2", "cycle:s-2:m0", "entitlement:past", "entitlement:next"]
+            for (index, bucket) in buckets.enumerated() {
+                try await harness.client.query(
+                    "INSERT INTO credit_ledger (operation_key, bucket, delta, reason) VALUES (\(CreditHoldStore.debitKey(hold, index)), \(bucket), -1, 'hold')",
+                    logger: TestDatabase.logger)
+            }
+            let debits = "[" + buckets.map { #"{"bucket": "\#($0)", "amount": 1}"# }.joined(separator: ", ") + "]"
+            try await harness.client.query(
+                """
+                INSERT INTO credit_holds (id, account_id, idempotency_key, meter, amount, debits, created_at, expires_at)
+                VALUES (\(hold), 'account-1', 'k', 'ai_requests', \(buckets.count), \(debits)::jsonb, now(), now() + interval '1 hour')
+                """, logger: TestDatabase.logger)
+            @discardableResult func check(at time: Date, _ comment: Comment) async throws -> Set<String> {
+                let (read, live) = try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
+                    let read = try await store.lockAccountsReadHoldsAndStatus(accounts: [], ids: [hold], keys: [], taking: [], at: time, on: connection)
+                    var live: Set<String> = []
+                    for try await key in try await connection.query(
+                        "SELECT bucket_key FROM live_credit_buckets(ARRAY['account-1'], \(time), false)", logger: TestDatabase.logger
+                    ).decode(String.self) { live.insert(key) }
+                    return (read.holds.first?.since ?? [], live)
+                }
+                #expect(Set(read.map(\.bucket)) == Set(buckets), comment)
+                let open = Set(read.filter { $0.open == true }.map(\.bucket))
+                #expect(open == live.intersection(buckets), comment)
+                return open
+            }
+            #expect(try await check(at: Date(), "now") == ["cycle:s-1:m0", "topup:account-1"])
+            try await check(at: Date().addingTimeInterval(2 * 86_400), "in two days: the next window open")
+            #expect(try await check(at: Date().addingTimeInterval(40 * 86_400), "past the cycle's end") == ["topup:account-1"])
+            // The subscription moves to account-2: its window is no longer account-1's to take credits back to.
+            try await harness.client.query("UPDATE subscriptions SET account_id = 'account-2' WHERE original_transaction_id = 's-1'", logger: TestDatabase.logger)
+            #expect(try await check(at: Date(), "after the transfer") == ["topup:account-1"])
+            try await harness.client.query("UPDATE subscriptions SET account_id = 'account-1' WHERE original_transaction_id = 's-2'", logger: TestDatabase.logger)
+            try await check(at: Date(), "after account-2's moved to account-1")
         }
     }
 }

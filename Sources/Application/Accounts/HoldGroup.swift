@@ -23,8 +23,8 @@ enum HoldResult: Sendable {
 }
 
 /// The statements of one group of holds and ends, on its transaction (``CreditHolds``): the group's accounts locked
-/// and the holds it names read with what the accounts have, in one round trip (grants due by the clock, written first,
-/// cost one more), then every hold and end
+/// and the holds it names read with what the accounts taking holds have, in one round trip (grants due by the clock,
+/// written first, cost one more), then every hold and end
 /// in arrival order against the balances the earlier ones left, and what they did written in one statement.
 struct HoldGroup: Sendable {
     let ledger: CreditLedger
@@ -66,9 +66,9 @@ struct HoldGroup: Sendable {
         }
         var known: [UUID: Known] = [:]
         var byKey: [UsageRequests.Key: UUID] = [:]
-        // Accounts that take a hold need what a spend reads (grants due written, limits); those that only end one need
-        // no more than their live buckets: where credits can go back, and to what balances. Both are read with the
-        // locks; only grants due by the clock cost a statement more.
+        // Accounts that take a hold need what a spend reads (grants due written, limits), read with the locks; only
+        // grants due by the clock cost a statement more. Those that only end holds need nothing more: each hold's read
+        // says which of its buckets are still open to its account.
         let taking = Set(works.compactMap { work -> AccountID? in
             if case .hold(let request) = work.operation { return request.account }
             return nil
@@ -172,7 +172,8 @@ struct HoldGroup: Sendable {
         let ending: CreditHoldStore.Hold.State = askedAt >= hold.expiresAt ? .expired : state
         let charge = ending == .expired ? 0 : amount
         guard charge <= hold.amount else { return .overHeld(hold) }
-        let open = Set((balances[hold.account] ?? []).map(\.bucket.key))
+        // An account taking a hold in the group has its live buckets; for one only ending holds, the hold's read says.
+        let open = balances[hold.account].map { Set($0.map(\.bucket.key)) } ?? Set(entry.since.filter { $0.open == true }.map(\.bucket))
         // A hold taken in this group: nothing was posted to its buckets since, and they are live.
         let destinations = entry.takenHere
             ? Dictionary(uniqueKeysWithValues: Set(hold.debits.map(\.bucket)).filter(open.contains).map { ($0, $0) })

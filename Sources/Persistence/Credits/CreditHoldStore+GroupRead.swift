@@ -6,16 +6,17 @@ import Subscriptions
 
 extension CreditHoldStore {
     /// What a group's first statement read: the holds it names, each with what became of its buckets since while it is
-    /// held, and what each locked account has: the status inputs of those taking a hold, the live buckets of the
-    /// others (an account with nothing has no entry).
+    /// held (whether each is open to the hold's account included), and the status inputs of the accounts taking a hold
+    /// (an account with nothing has no entry).
     public struct GroupRead: Sendable {
         public var holds: [ReadHold]
         public var inputs: [AccountID: CreditLedger.StatusInputs]
     }
 
     /// Locks the accounts of a group of holds — `accounts`, and those of the holds `ids` — reads the holds named by id
-    /// or by (account, idempotency key), and reads at `now` the status inputs of the accounts `taking` a hold and the
-    /// live buckets of the others, in one round trip (`lock_accounts_read_holds_and_status`, sql/0039).
+    /// or by (account, idempotency key), and reads at `now` the status inputs of the accounts `taking` a hold, in one
+    /// round trip (`lock_accounts_read_hold_group`, sql/0040). An account that only ends holds needs no more: where its
+    /// credits go back is in each hold's read.
     public func lockAccountsReadHoldsAndStatus(
         accounts: [AccountID], ids: [UUID], keys: [(account: AccountID, key: String)], taking: [AccountID], at now: Date,
         on connection: PostgresConnection
@@ -42,7 +43,7 @@ extension CreditHoldStore {
     }
 
     /// The status columns (as ``CreditLedger/AccountsStatusInputs`` reads them, in spend order), then a hold's columns
-    /// (``CreditHoldStore/columns``' order) and what its buckets became since, of `$1`…`$6` (sql/0039).
+    /// (``CreditHoldStore/columns``' order) and what its buckets became since, of `$1`…`$6` (sql/0040).
     enum LockReadHoldsAndStatus: PreparedSQL {
         static let holdOffset = SubscriptionStore.columnCount + 11 + EntitlementSources.columnCount
         static let sql = """
@@ -50,7 +51,7 @@ extension CreditHoldStore {
                 (hold).id, (hold).account_id AS hold_account_id, (hold).idempotency_key, (hold).meter AS hold_meter, (hold).amount,
                 (hold).debits::text, (hold).created_at AS hold_created_at, (hold).expires_at, (hold).state AS hold_state, (hold).charged,
                 (hold).returned, (hold).lapsed, (hold).ended_at, since_hold::text
-            FROM lock_accounts_read_holds_and_status($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::timestamptz)
+            FROM lock_accounts_read_hold_group($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::timestamptz)
             ORDER BY (subscription).original_transaction_id, \(CreditLedger.LiveBuckets.order)
             """
     }

@@ -88,14 +88,19 @@ public struct CreditHoldStore: Sendable {
         public var bucket: String
         /// `nil` for a bucket no longer stored (it lapses).
         public var kind: String?
+        /// Live at the read's time and the hold's account's (its own, or of a subscription it holds): credits can go
+        /// back to it (sql/0040; `nil` from a read before it).
+        public var open: Bool?
         public var carriedTo: String?
         public var refunded: Bool
         /// The unpaid claims made since on the bucket its credits go back to (itself, or the top-up of a carry
         /// standing), oldest first (sql/0038; absent from a read of sql/0037's).
         public var claims: [HoldSettlement.Claim]?
 
-        public init(bucket: String, kind: String?, carriedTo: String? = nil, refunded: Bool = false, claims: [HoldSettlement.Claim]? = nil) {
-            (self.bucket, self.kind, self.carriedTo, self.refunded, self.claims) = (bucket, kind, carriedTo, refunded, claims)
+        public init(
+            bucket: String, kind: String?, open: Bool? = nil, carriedTo: String? = nil, refunded: Bool = false, claims: [HoldSettlement.Claim]? = nil
+        ) {
+            (self.bucket, self.kind, self.open, self.carriedTo, self.refunded, self.claims) = (bucket, kind, open, carriedTo, refunded, claims)
         }
     }
 

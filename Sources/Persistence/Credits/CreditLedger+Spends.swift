@@ -23,7 +23,7 @@ extension CreditLedger {
     }
 
     /// What each of `accounts` has to spend at `now`, from status inputs read already under their locks (a hold
-    /// group's first statement reads them with the locks, sql/0039); grants due are written first, as above.
+    /// group's first statement reads them with the locks, sql/0040); grants due are written first, as above.
     public func spendableCredits(
         of accounts: [AccountID], inputs: [AccountID: StatusInputs], now: Date, on connection: PostgresConnection
     ) async throws -> [AccountID: Spendable] {
