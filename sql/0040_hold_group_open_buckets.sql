@@ -58,11 +58,14 @@ BEGIN
                  WHERE c.outstanding > 0)))
         FROM (SELECT DISTINCT d->>'bucket' AS bucket FROM jsonb_array_elements(n.debits) AS d) AS b
         CROSS JOIN (SELECT l.id FROM credit_ledger l WHERE l.operation_key = 'hold:' || n.id::text || ':0') AS s
+        -- A bucket is an account's own or a subscription's, never both (sql/0003's CHECKs): the owner is one or the other,
+        -- as sql/0014's two branches have it. OFFSET 0 keeps this a lookup by key per bucket: flattened into a join, a
+        -- generic plan may hash every bucket there is for each call (sql/0037).
         LEFT JOIN LATERAL (SELECT cb.kind, cb.valid_from <= at_time AND (cb.valid_until IS NULL OR cb.valid_until > at_time)
                      AND coalesce(cb.account_id,
                          (SELECT o.account_id FROM subscriptions o WHERE o.original_transaction_id = cb.original_transaction_id)) = n.account_id
                      AS open
-                 FROM credit_buckets cb WHERE cb.key = b.bucket) AS k ON true
+                 FROM credit_buckets cb WHERE cb.key = b.bucket OFFSET 0) AS k ON true
         -- The top-up an upgrade carried the bucket's unspent credits to since, while that carry stands (neither
         -- reversed nor its top-up refunded).
         LEFT JOIN LATERAL (SELECT i.bucket FROM credit_ledger o JOIN credit_ledger i ON i.operation_key = left(o.operation_key, -3) || 'in'
