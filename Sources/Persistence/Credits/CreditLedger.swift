@@ -8,7 +8,8 @@ import StatementFencing
 
 /// The append-only credit ledger (SPEC §7): buckets with validity windows and signed deltas with unique operation
 /// keys. Every row is written unless its operation key is posted already (``apply(_:readingStatusOf:at:on:)``, and
-/// spends), so replaying any event never doubles a row; balances are sums of the rows of live buckets.
+/// spends), so replaying any event never doubles a row; balances are sums of the rows of live buckets (each bucket's sum
+/// kept by the ledger's triggers, sql/0041).
 public struct CreditLedger: Sendable {
     public let catalogue: TierCatalogue
     let logger: Logger
