@@ -14,8 +14,8 @@ extension CreditHoldStore {
     }
 
     /// Locks the accounts of a group of holds — `accounts`, and those of the holds `ids` — reads the holds named by id
-    /// or by (account, idempotency key), and reads at `now` the status inputs of the accounts `taking` a hold, in one
-    /// round trip (`lock_accounts_read_hold_group`, sql/0040). An account that only ends holds needs no more: where its
+    /// or by (account, idempotency key), and reads at `now` the status inputs of the accounts `taking` a hold (without
+    /// what they hold, as a spend's, sql/0042), in one round trip (`lock_accounts_read_hold_group`, sql/0040). An account that only ends holds needs no more: where its
     /// credits go back is in each hold's read.
     public func lockAccountsReadHoldsAndStatus(
         accounts: [AccountID], ids: [UUID], keys: [(account: AccountID, key: String)], taking: [AccountID], at now: Date,

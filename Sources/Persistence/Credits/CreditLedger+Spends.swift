@@ -15,11 +15,10 @@ extension CreditLedger {
         public var granted: [LedgerOperation]
     }
 
-    /// What each of `accounts` has to spend at `now` (the accounts locked), in one read
-    /// (``statusInputs(of:at:orLater:on:)``); an account with grants due by the clock has them written first and its
-    /// buckets read again.
+    /// What each of `accounts` has to spend at `now` (the accounts locked), in one read (``spendInputs(of:at:on:)``);
+    /// an account with grants due by the clock has them written first and its buckets read again.
     public func spendableCredits(of accounts: [AccountID], now: Date, on connection: PostgresConnection) async throws -> [AccountID: Spendable] {
-        try await spendableCredits(of: accounts, inputs: try await statusInputs(of: accounts, at: now, on: connection), now: now, on: connection)
+        try await spendableCredits(of: accounts, inputs: try await spendInputs(of: accounts, at: now, on: connection), now: now, on: connection)
     }
 
     /// What each of `accounts` has to spend at `now`, from status inputs read already under their locks (a hold

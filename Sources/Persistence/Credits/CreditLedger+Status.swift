@@ -43,6 +43,14 @@ extension CreditLedger {
         return try Self.statusInputs(from: try await connection.run(PreparedQuery<AccountsStatusInputs>(ids, now, orLater), logger: logger))
     }
 
+    /// The status inputs a spend needs of each of `accounts` at `now`: those of ``statusInputs(of:at:orLater:on:)``
+    /// but what the meters hold (`held` is empty). Holds are out of the balances already, and summing an account's
+    /// open holds (a hundred expired ones waiting for their release, say) slowed every spend of it.
+    func spendInputs(of accounts: [AccountID], at now: Date, on connection: PostgresConnection) async throws -> [AccountID: StatusInputs] {
+        let ids = Set(accounts).map(\.text)
+        return try Self.statusInputs(from: try await connection.run(PreparedQuery<AccountsSpendInputs>(ids, now), logger: logger))
+    }
+
     /// The status inputs in rows of ``AccountsStatusInputs``' columns, by account.
     static func statusInputs(from rows: [PostgresRow]) throws -> [AccountID: StatusInputs] {
         var inputs: [AccountID: StatusInputs] = [:]
@@ -79,6 +87,15 @@ extension CreditLedger {
         static let sql = """
             SELECT \(SubscriptionStore.columns(of: "subscription")), \(LiveBuckets.columns), \(EntitlementSources.columns(of: "source"))
             FROM account_status_inputs_with_holds($1::text[], $2, $3)
+            ORDER BY (subscription).original_transaction_id, \(LiveBuckets.order)
+            """
+    }
+
+    /// ``AccountsStatusInputs`` at `$2` without what each meter holds (`account_status_inputs`, sql/0022).
+    enum AccountsSpendInputs: PreparedSQL {
+        static let sql = """
+            SELECT \(SubscriptionStore.columns(of: "subscription")), \(LiveBuckets.columns), \(EntitlementSources.columns(of: "source"))
+            FROM account_status_inputs($1::text[], $2, false)
             ORDER BY (subscription).original_transaction_id, \(LiveBuckets.order)
             """
     }
