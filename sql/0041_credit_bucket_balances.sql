@@ -7,9 +7,9 @@
 -- `credit_bucket_balances` holds each bucket's sum, kept by the ledger's own triggers, so no writer can forget it and
 -- every reader gets it by key. The ledger stays the record: the balance is `sum(delta)` of the bucket's rows at every
 -- commit (checked after every test the test harness runs, and pinned by BucketBalanceTests). The triggers are per
--- statement, over its transition table: one upsert per statement, buckets in key order, so two statements that post
--- to the same buckets lock their balances in the same order (writers of one account already queue on its lock,
--- sql/0037). A bucket with no row has no ledger rows: its balance is 0.
+-- statement, over its transition table: one upsert per statement, buckets in key order. Writers of a bucket queue on
+-- its account's lock before they post (sql/0037; an apply that moves a subscription takes both owners' locks,
+-- SubscriptionWriter), so the balance rows' locks add no waiting. A bucket with no row has no ledger rows: balance 0.
 CREATE TABLE credit_bucket_balances (
     -- The ledger's rows name existing buckets (sql/0003), so a balance does too; it goes with its bucket (an erasure
     -- moves the rows to the pseudonym's bucket, then deletes the old one).
@@ -17,11 +17,12 @@ CREATE TABLE credit_bucket_balances (
     balance bigint NOT NULL
 ) WITH (fillfactor = 50); -- room on each page for the updated row: the update is HOT, the key index untouched.
 
--- What the statement posted, by bucket. New rows name buckets that exist (the ledger's foreign key).
+-- What the statement posted, by bucket (a settle's charge and its offset net to nothing: no update). New rows name
+-- buckets that exist (the ledger's foreign key).
 CREATE FUNCTION credit_ledger_posted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO credit_bucket_balances AS b (bucket, balance)
-    SELECT p.bucket, sum(p.delta) FROM posted p GROUP BY p.bucket ORDER BY p.bucket
+    SELECT p.bucket, sum(p.delta) FROM posted p GROUP BY p.bucket HAVING sum(p.delta) <> 0 ORDER BY p.bucket
     ON CONFLICT (bucket) DO UPDATE SET balance = b.balance + excluded.balance;
     RETURN NULL;
 END
@@ -38,19 +39,17 @@ BEGIN
         UNION ALL
         SELECT r.bucket, -r.delta FROM before_rows r
     ) AS c
-    WHERE EXISTS (SELECT 1 FROM credit_buckets k WHERE k.key = c.bucket)
     GROUP BY c.bucket HAVING sum(c.delta) <> 0 ORDER BY c.bucket
     ON CONFLICT (bucket) DO UPDATE SET balance = b.balance + excluded.balance;
     RETURN NULL;
 END
 $$;
 
--- What a delete took away, by bucket. A bucket deleted in the same statement (a cascade) has no balance left to keep.
+-- What a delete took away, by bucket.
 CREATE FUNCTION credit_ledger_removed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO credit_bucket_balances AS b (bucket, balance)
     SELECT r.bucket, -sum(r.delta) FROM before_rows r
-    WHERE EXISTS (SELECT 1 FROM credit_buckets k WHERE k.key = r.bucket)
     GROUP BY r.bucket HAVING sum(r.delta) <> 0 ORDER BY r.bucket
     ON CONFLICT (bucket) DO UPDATE SET balance = b.balance + excluded.balance;
     RETURN NULL;
@@ -73,7 +72,8 @@ CREATE TRIGGER credit_ledger_balances_removed AFTER DELETE ON credit_ledger
 CREATE TRIGGER credit_ledger_balances_truncated AFTER TRUNCATE ON credit_ledger
     FOR EACH STATEMENT EXECUTE FUNCTION credit_ledger_truncated();
 
--- The balances of what is stored already (the triggers above hold the ledger's writers until this commits).
+-- The balances of what is stored already (the triggers above hold the ledger's writers until this commits: 4.6 s for
+-- 5,000,000 rows in 500,000 buckets on a 2-core machine, docs/operations.md).
 INSERT INTO credit_bucket_balances (bucket, balance)
 SELECT bucket, sum(delta) FROM credit_ledger GROUP BY bucket;
 

@@ -100,16 +100,19 @@ struct StorekeeperHarness {
     }
 
     /// Every bucket's kept balance (sql/0041) is the sum of its ledger rows, whatever the test did: checked after each
-    /// test, in one snapshot (the ledger's triggers keep both in the writer's transaction). A test that stopped the
-    /// database has nothing to check.
+    /// test, in one snapshot (the ledger's triggers keep both in the writer's transaction).
     func expectBalancesKept() async throws {
-        guard let wrong = try? await count(
+        let wrong = try await balanceMismatches()
+        #expect(wrong == 0, "\(wrong) buckets whose kept balance is not the sum of their ledger rows")
+    }
+
+    /// How many buckets have a kept balance other than the sum of their ledger rows.
+    func balanceMismatches() async throws -> Int {
+        try await count(
             """
             SELECT count(*) FROM credit_buckets k LEFT JOIN credit_bucket_balances s ON s.bucket = k.key
             WHERE coalesce(s.balance, 0) <> coalesce((SELECT sum(l.delta) FROM credit_ledger l WHERE l.bucket = k.key), 0)
             """)
-        else { return }
-        #expect(wrong == 0, "\(wrong) buckets whose kept balance is not the sum of their ledger rows")
     }
 
     func count(_ sql: String) async throws -> Int {

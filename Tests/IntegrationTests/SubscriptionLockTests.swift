@@ -134,4 +134,57 @@ struct SubscriptionLockTests {
             }
         }
     }
+
+    /// A spend group of the account a subscription leaves may be spending the subscription's cycle credits: the apply
+    /// that moves it waits for that account's lock as well as the new owner's, so neither reads balances the other is
+    /// changing (the kept balances of sql/0041 are updated by both).
+    @Test("an apply that moves a subscription to another account waits for the lock of the account it leaves")
+    func transferWaitsForOwnerBefore() async throws {
+        try await StorekeeperHarness.run { harness in
+            let before = UUID()
+            var subscription = harness.subscription(account: before)
+            var clock = Date().addingTimeInterval(-3600)
+            let subscribed = try harness.signer.requestBody(for: SimulatedEvent.scenario(.subscribe, subscription: subscription, at: clock))
+            clock = clock.addingTimeInterval(60)
+            let expired = try harness.signer.requestBody(for: SimulatedEvent.scenario(
+                .expire, subscription: subscription, currentPeriod: DateInterval(start: clock.addingTimeInterval(-60), end: clock), at: clock))
+            try await harness.withHTTP { client in
+                for body in [subscribed, expired] {
+                    let response = try await client.postNotification(body)
+                    #expect(response.status == .ok)
+                }
+            }
+            try await AccountIdTests.waitApplied(harness, 2)
+            clock = clock.addingTimeInterval(60)
+            subscription.accountId = UUID()
+            var resubscribe = SimulatedEvent.scenario(.subscribe, subscription: subscription, at: clock)
+            resubscribe.subtype = "RESUBSCRIBE"
+            let resubscribed = try harness.signer.requestBody(for: resubscribe)
+            let locked = AsyncStream<Void>.makeStream()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
+                        // As a spend group of the account holds it.
+                        try await connection.query(
+                            "SELECT pg_advisory_xact_lock(hashtextextended(\("account:" + before.uuidString.lowercased()), 0))",
+                            logger: TestDatabase.logger)
+                        locked.continuation.yield()
+                        try await eventually("the apply waiting for the lock of the account the subscription leaves") {
+                            try await harness.count(Self.advisoryLocksSQL + " AND NOT granted") == 1
+                        }
+                        #expect(try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome IS NOT NULL") == 2)
+                    }
+                }
+                for await _ in locked.stream { break }
+                try await harness.withHTTP { client in
+                    let response = try await client.postNotification(resubscribed)
+                    #expect(response.status == .ok)
+                }
+                try await group.waitForAll()
+            }
+            try await AccountIdTests.waitApplied(harness, 3)
+            #expect(try await harness.count(
+                "SELECT count(*) FROM account_transfers WHERE from_account = '\(before.uuidString.lowercased())'") == 1)
+        }
+    }
 }

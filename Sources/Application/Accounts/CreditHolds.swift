@@ -55,8 +55,8 @@ public struct CreditHolds: Sendable {
     public static let largestAmount: Int64 = 1_000_000_000
 
     /// How many due holds one expiry transaction ends: few enough that the accounts it locks for its moment are a
-    /// small share of those the app is spending for.
-    public static let expiryBatch = 64
+    /// small share of those the app is spending for (16, 32 and 64 measured: docs/capacity.md, "Kept balances").
+    public static let expiryBatch = 16
 
     let client: PostgresClient
     let ledger: CreditLedger

@@ -13,7 +13,7 @@ public struct HoldExpiryJob: JobHandler {
     /// How long one run releases holds before it makes way for other jobs.
     static let runFor: Duration = .seconds(10)
     /// How much longer than a full batch took the sweep rests before the next.
-    static let restPerBatch = 4
+    static let restPerBatch = 9
 
     public struct Arguments: Codable, Sendable {
         /// The end of the second whose holds expire (`nil`: the periodic sweep, or a job of the first release of
@@ -51,8 +51,9 @@ public struct HoldExpiryJob: JobHandler {
             let batch = ContinuousClock.now
             guard try await holds.expireDue(now: clock(), failed: &failed) == CreditHolds.expiryBatch else { break }
             // A backlog (a worker back after a stop, a burst of abandoned work): between full batches the sweep
-            // rests four times as long as the batch took, so it holds accounts' locks and the database a fifth of
-            // the time and the app's spends keep their pace (`storekeeper-bench hold-expiry`); never past its run.
+            // rests nine times as long as the batch took, so it holds accounts' locks and the database a tenth of the
+            // time and the app's spends keep nine tenths of their pace (`storekeeper-bench hold-expiry`: resting four
+            // times, they kept three quarters); never past its run.
             let rest = min((ContinuousClock.now - batch) * Self.restPerBatch, Self.runFor)
             // The queue schedules by the wall clock: "at once" is its now, whatever the dev clock says.
             if ContinuousClock.now - started + rest > Self.runFor { throw JobFailure.snooze(until: Date().addingTimeInterval(Double(rest.components.seconds) + Double(rest.components.attoseconds) * 1e-18)) }

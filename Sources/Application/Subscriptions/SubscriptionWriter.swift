@@ -141,7 +141,14 @@ public struct SubscriptionWriter: Sendable {
         let state = derivation.state
         let originalTransactionId = state.originalTransactionId
         // Credit rules read balances that spends change: the owner's account is locked first, as spends lock it.
-        // A change saves the state in the snapshot's round trip.
+        // A change saves the state in the snapshot's round trip. A subscription that changes hands changes what the
+        // owner before can spend too (its cycle buckets): both are locked, in byte order as spend groups lock theirs
+        // (the snapshot takes the new owner's again, which it holds already).
+        if write, let before = stored?.accountId, before != state.accountId {
+            for account in Set([before] + [state.accountId].compactMap { $0 }).sorted() {
+                try await credits.lockAccount(account, on: connection)
+            }
+        }
         let ledger = try await credits.snapshot(
             ofSubscription: originalTransactionId, account: state.accountId, now: now, lockingAccount: write,
             saving: write && state != stored ? state : nil, on: connection)

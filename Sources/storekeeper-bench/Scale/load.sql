@@ -13,8 +13,9 @@
 -- statement
 BEGIN;
 -- statement
--- The NOTIFY triggers of sql/0012 (one pg_notify per account: nobody listens during a load) and the foreign key of
--- credit_ledger.bucket (checked once at the end instead, below) do not fire for this transaction's writes.
+-- The NOTIFY triggers of sql/0012 (one pg_notify per account: nobody listens during a load), the foreign key of
+-- credit_ledger.bucket (checked once at the end instead, below) and the balance triggers of sql/0041 (the balances are
+-- summed once, below) do not fire for this transaction's writes.
 SET LOCAL session_replication_role = replica;
 -- statement
 SET LOCAL jit = off;
@@ -563,6 +564,9 @@ WHERE w.refunded AND w.granted > w.spent;
 SELECT CAST('load.sql: ledger rows without their bucket: ' || count(*) AS int)
 FROM credit_ledger l WHERE NOT EXISTS (SELECT 1 FROM credit_buckets b WHERE b.key = l.bucket) HAVING count(*) > 0;
 -- statement
+-- Each bucket's kept balance (sql/0041): its trigger did not fire either.
+INSERT INTO credit_bucket_balances (bucket, balance) SELECT bucket, sum(delta) FROM credit_ledger GROUP BY bucket;
+-- statement
 -- Jobs. A processed history leaves: `credit-reset` jobs waiting for the next monthly window of each annual period in
 -- force (SubscriptionWriter.scheduleNextWindow), and in job_history the jobs finished in the last 7 days (the worker
 -- prunes older ones): the apply of each notification, the credit resets, the hourly retention jobs.
@@ -792,5 +796,5 @@ DROP VIEW scale_schema_now;
 COMMIT;
 -- statement
 -- Statistics and the visibility map for the planner and index-only scans (autovacuum would get there later).
-VACUUM (ANALYZE) subscriptions, notifications, signed_headers, subscription_archive, credit_buckets, credit_ledger, usage_requests,
-    events, jobs, job_history;
+VACUUM (ANALYZE) subscriptions, notifications, signed_headers, subscription_archive, credit_buckets, credit_ledger, credit_bucket_balances,
+    usage_requests, events, jobs, job_history;
