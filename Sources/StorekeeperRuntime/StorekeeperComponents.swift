@@ -215,7 +215,7 @@ public struct StorekeeperComponents: Sendable {
         dependencies.appStore = AppStoreSupport(
             client: client, apple: serverAPI, acceptsProduction: configuration.environments.contains(.production),
             subscriptionProducts: configuration.catalogue.subscriptionProducts(of: .appStore), logger: logger)
-        dependencies.adjustments = CreditAdjustments(client: client, credits: credits, events: events, logger: logger)
+        dependencies.adjustments = CreditAdjustments(client: client, credits: credits, events: events, cache: statusCache, logger: logger)
         dependencies.analytics = AnalyticsCharts(client: client, rates: configuration.currencyRates, catalogue: configuration.catalogue, logger: logger)
         dependencies.analyticsEnvironment = configuration.environments.contains(.production) ? "production" : "sandbox"
         dependencies.stripe = configuration.stripe.flatMap { settings in

@@ -12,12 +12,14 @@ public struct CreditAdjustments: Sendable {
     private let client: PostgresClient
     private let credits: CreditLedger
     private let events: EventRecorder?
+    private let cache: AccountStatusCache?
     private let logger: Logger
 
-    public init(client: PostgresClient, credits: CreditLedger, events: EventRecorder?, logger: Logger) {
+    public init(client: PostgresClient, credits: CreditLedger, events: EventRecorder?, cache: AccountStatusCache? = nil, logger: Logger) {
         self.client = client
         self.credits = credits
         self.events = events
+        self.cache = cache
         self.logger = logger
     }
 
@@ -30,6 +32,9 @@ public struct CreditAdjustments: Sendable {
 
     /// Adjusts `account`'s credits; throws ``CreditAdjustment/Refusal`` for what the rule refuses.
     public func adjust(_ request: CreditAdjustment.Request, account: AccountID, now: Date) async throws -> Outcome {
+        // After the commit, in this process: its NOTIFY reaches the listener a moment later, and a status read in that
+        // moment (one cached by a claim's answer just before, say) would show the credits before the adjustment.
+        defer { cache?.invalidate(account) }
         // The transaction wraps what its body throws: a refusal comes out of it as a value.
         let result = try await client.withTransaction(logger: logger) { connection -> Result<Outcome, CreditAdjustment.Refusal> in
             try await credits.lockAccount(account, on: connection)
