@@ -211,7 +211,7 @@ public struct StorekeeperComponents: Sendable {
         dependencies.grants = grants
         dependencies.search = AccountSearch(client: client, logger: logger)
         dependencies.exporter = AccountExport(client: client, logger: logger)
-        dependencies.erasure = AccountErasure(client: client, credits: credits, erased: erased, logger: logger)
+        dependencies.erasure = AccountErasure(client: client, credits: credits, erased: erased, cache: statusCache, logger: logger)
         dependencies.appStore = AppStoreSupport(
             client: client, apple: serverAPI, acceptsProduction: configuration.environments.contains(.production),
             subscriptionProducts: configuration.catalogue.subscriptionProducts(of: .appStore), logger: logger)

@@ -38,12 +38,14 @@ public struct AccountErasure: Sendable {
     private let client: PostgresClient
     private let credits: CreditLedger
     private let erased: ErasedAccounts
+    private let cache: AccountStatusCache?
     private let logger: Logger
 
-    public init(client: PostgresClient, credits: CreditLedger, erased: ErasedAccounts, logger: Logger) {
+    public init(client: PostgresClient, credits: CreditLedger, erased: ErasedAccounts, cache: AccountStatusCache? = nil, logger: Logger) {
         self.client = client
         self.credits = credits
         self.erased = erased
+        self.cache = cache
         self.logger = logger
     }
 
@@ -53,6 +55,9 @@ public struct AccountErasure: Sendable {
     /// Erases `account`; throws ``Refusal`` before touching anything when it cannot or need not.
     public func erase(_ account: AccountID, by operatorName: String, now: Date) async throws -> Outcome {
         guard erased.isConfigured, let digest = erased.digest(of: account) else { throw Refusal.notConfigured }
+        // This process drops the id at once, after the commit; the NOTIFY below reaches the others (and this one's
+        // listener) a moment later, when a status read here could still have answered from the cache.
+        defer { cache?.invalidate(account) }
         let used = Mutex<AccountID?>(nil)
         let outcome: Outcome?
         do {
