@@ -210,6 +210,59 @@ struct DerivedStateCreditTests {
         }
     }
 
+    /// The upgrade's own period refunded (the carry-over's take-back, `refund:…:carry:…:in`), beside `refund`, whose
+    /// period starts 251 ms before the upgrade's (the carry-over no longer stands and is reversed, `reversed:carry:…`).
+    static let exactRefund = notification(
+        "REFUND", nil, status: 5, product: "max.monthly", from: upgradedAt, to: upgradedAt + period, at: refundedAt, revoked: true)
+
+    @Test("an upgrade refunded while its carry-over is out in a hold: the refund takes the carry-over whole and claims what is held, the held credits pay the claim when they come back, and a second derivation (replay) posts nothing", arguments: [Int64(1), 400, 1000], [false, true])
+    func refundedCarryOverWhileHeld(held: Int64, exact: Bool) throws {
+        let refund = exact ? Self.exactRefund : Self.refund
+        let topUp = CreditBucket.topUp(account: Self.account, meter: "ai_requests").key
+        let refundedAt = Self.date(Self.refundedAt)
+        var balances: [Bool: Int64] = [:]
+        for endsFirst in [true, false] {
+            let label = "\(held) held, the hold released \(endsFirst ? "before" : "after") the \(exact ? "upgrade's" : "stale period's") refund"
+            var world = World()
+            world.deliver(Self.subscribe, now: Self.date(Self.subscribedAt))
+            world.deliver(Self.upgrade, now: Self.date(Self.upgradedAt))
+            #expect(world.ledger.balance(of: topUp) == 1000, "Pro's unused 1,000 carried to top-ups")
+            world.ledger.apply(.post(LedgerEntry(operationKey: "hold:h:0", bucket: topUp, delta: -held, reason: "hold"), opening: nil))
+            if endsFirst { Self.release(held, from: topUp, in: &world.ledger) }
+            world.deliver(refund, now: refundedAt)
+            if !endsFirst {
+                // What the refund could not take is claimed, not given up: it took all 1,000 and claimed the held part.
+                #expect(world.ledger.balance(of: topUp) == 0, "\(label): after the refund")
+                #expect(world.ledger.entries.filter { CreditClaims.isClaim($0.operationKey) }.map(\.delta) == [held], "\(label): the claim")
+                Self.release(held, from: topUp, in: &world.ledger)
+            }
+            balances[endsFirst] = world.ledger.balance(of: topUp)
+            // `storekeeper replay` derives the same facts again: nothing is due that was not posted.
+            let derivation = try #require(world.derivation)
+            let again = SubscriptionCredits.operationsDue(derivation, catalogue: Self.catalogue, ledger: world.ledger, now: refundedAt.addingTimeInterval(60))
+            #expect(again.isEmpty, "\(label): a second derivation posts \(again)")
+        }
+        #expect(balances[true] == 0 && balances[false] == 0, "the refunded upgrade's carry-over is gone in either order: \(balances)")
+    }
+
+    /// A hold of `held` on `bucket` released as its group writes it: the credits back to the bucket, paying first the
+    /// unpaid claims made on it since the hold (as sql/0038 reads them).
+    static func release(_ held: Int64, from bucket: String, in ledger: inout LedgerSnapshot) {
+        let start = ledger.entries.firstIndex { $0.operationKey == "hold:h:0" } ?? 0
+        let claims = ledger.entries[(start + 1)...].compactMap { row -> HoldSettlement.Claim? in
+            guard row.bucket == bucket, CreditClaims.isClaim(row.operationKey), !row.operationKey.contains(":paid:"), row.delta > 0 else { return nil }
+            let paid = ledger.entries.filter { $0.operationKey.hasPrefix(row.operationKey + ":paid:") }.reduce(Int64(0)) { $0 + $1.delta }
+            return row.delta + paid > 0 ? HoldSettlement.Claim(key: row.operationKey, outstanding: row.delta + paid) : nil
+        }
+        guard let outcome = HoldSettlement.settle([.init(bucket: bucket, amount: held)], charge: 0, destination: { $0 }, claims: { _ in claims }) else { return }
+        ledger.apply(.post(LedgerEntry(operationKey: "hold-return:h:0", bucket: bucket, delta: outcome.gross(from: bucket), reason: "hold returned"), opening: nil))
+        for payment in outcome.payments {
+            ledger.apply(.post(LedgerEntry(
+                operationKey: CreditClaims.paymentKey(claim: payment.claim, payer: "hold-return:h:0"), bucket: bucket, delta: -payment.amount,
+                reason: "top-up refunded (credits came back)"), opening: nil))
+        }
+    }
+
     @Test("the same three notifications in every order, with duplicates, end in the same credits")
     func everyOrder() {
         let events = [Self.subscribe, Self.upgrade, Self.refund]

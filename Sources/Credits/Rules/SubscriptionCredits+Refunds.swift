@@ -29,11 +29,13 @@ extension SubscriptionCredits.Plan {
         }
     }
 
-    /// A refund takes back what is left in top-ups of the carry-overs at either end of the period — into it (it was
-    /// the upgrade) and out of its `buckets` (it was upgraded from), never below zero: the upgrade's prorated grant
-    /// counts on the carry-over, and the old window's unused share is what Apple credited toward the upgrade, so a
-    /// customer refunded either keeps neither. Keyed by the carry, so it is taken once whichever end is refunded, and
-    /// a reversal gives it back.
+    /// A refund takes back the carry-overs at either end of the period — into it (it was the upgrade) and out of its
+    /// `buckets` (it was upgraded from): the upgrade's prorated grant counts on the carry-over, and the old window's
+    /// unused share is what Apple credited toward the upgrade, so a customer refunded either keeps neither. Keyed by
+    /// the carry, so it is taken once whichever end is refunded, and a reversal gives it back. What of it is not in the
+    /// top-ups (spent, or out in a hold) is a claim (``CreditClaims``), as a top-up's refund makes: credits of it that
+    /// come back later pay it. (Taking only what was there, a refund that found the carry-over all held took nothing and
+    /// posted nothing; the held credits came back to the customer, and the next derivation — `replay` — took them.)
     mutating func removeCarryOvers(touching period: PaidPeriod, of buckets: [CreditBucket], stamp: String) {
         let own = Set(buckets.map(\.key))
         let carried = ledger.entries.filter { entry in
@@ -42,9 +44,12 @@ extension SubscriptionCredits.Plan {
         }
         for out in carried {
             let inKey = String(out.operationKey.dropLast("out".count)) + "in"
-            guard let carriedIn = ledger.entries.first(where: { $0.operationKey == inKey }) else { continue }
-            let take = min(standing(carryOver: inKey), max(ledger.balance(of: carriedIn.bucket), 0))
-            add(.post(LedgerEntry(operationKey: "refund:\(stamp):\(inKey)", bucket: carriedIn.bucket, delta: -take, reason: "refund of an upgrade's carry-over"), opening: nil))
+            let takeKey = "refund:\(stamp):\(inKey)"
+            guard let carriedIn = ledger.entries.first(where: { $0.operationKey == inKey }), !ledger.isPosted(takeKey) else { continue }
+            let operations = CreditClaims.takeBack(
+                takeKey, bucket: carriedIn.bucket, owed: standing(carryOver: inKey), available: ledger.balance(of: carriedIn.bucket),
+                reason: "refund of an upgrade's carry-over")
+            for operation in operations { add(operation) }
         }
     }
 
@@ -95,8 +100,9 @@ extension SubscriptionCredits.Plan {
         let removals = ledger.entries.filter { entry in
             prefixes.contains { entry.operationKey.hasPrefix($0) } && !(standing.map { entry.operationKey.hasPrefix($0) } ?? false)
         }
-        for removal in removals {
-            add(.post(LedgerEntry(operationKey: "reversed:\(removal.operationKey)", bucket: removal.bucket, delta: -removal.delta, reason: "refund reversed"), opening: nil))
+        // A carry-over's take-back may have a claim, and payments of it: every row is undone (CreditClaims).
+        for row in removals.flatMap({ CreditClaims.rows(of: $0.operationKey, in: ledger) }) {
+            add(.post(LedgerEntry(operationKey: "reversed:\(row.operationKey)", bucket: row.bucket, delta: -row.delta, reason: "refund reversed"), opening: nil))
         }
     }
 }

@@ -186,8 +186,9 @@ public enum SubscriptionCredits {
         /// A carry-over stands while its period is the upgrade of the period whose window it came from. When a later
         /// fact says otherwise (another period now sits between them, as a second copy of the upgrade a few
         /// milliseconds away does), it is undone as if it had never been posted — what a refund took of it is given
-        /// back, then what is left of it in top-ups (never below zero) goes back to that window, closed at the switch
-        /// so it no longer counts — and the upgrade the facts do say carries it again: any delivery order ends alike.
+        /// back, then it is taken from the top-ups (what is not there claimed) and goes back to that window, closed at
+        /// the switch so it no longer counts — and the upgrade the facts do say carries it again: any delivery order
+        /// ends alike.
         mutating func reverseStaleCarryOvers(into period: PaidPeriod) {
             let replaced = period.upgradedFrom.flatMap { key in derivation.periods.first { $0.key == key } }
             let identities = Set(replaced.map { [$0.key] + $0.transactionIds } ?? [])
@@ -198,19 +199,30 @@ public enum SubscriptionCredits {
                     !ledger.isPosted("reversed:\(inKey)"),
                     let carried = ledger.entries.first(where: { $0.operationKey == inKey })
                 else { continue }
-                for taken in ledger.entries where taken.operationKey.hasPrefix("refund:") && taken.operationKey.hasSuffix(":\(inKey)") {
+                let refunds = ledger.entries.filter { $0.operationKey.hasPrefix("refund:") && $0.operationKey.hasSuffix(":\(inKey)") }
+                for taken in refunds.flatMap({ CreditClaims.rows(of: $0.operationKey, in: ledger) }) {
                     add(.post(LedgerEntry(operationKey: "reversed:\(taken.operationKey)", bucket: taken.bucket, delta: -taken.delta, reason: "carry-over reversed"), opening: nil))
                 }
-                let back = min(standing(carryOver: inKey), max(ledger.balance(of: carried.bucket), 0))
-                add(.post(LedgerEntry(operationKey: "reversed:\(inKey)", bucket: carried.bucket, delta: -back, reason: "carry-over reversed"), opening: nil))
-                add(.post(LedgerEntry(operationKey: "reversed:\(out.operationKey)", bucket: out.bucket, delta: back, reason: "carry-over reversed"), opening: nil))
+                // Taken back whole, what is not in the top-ups (spent, or out in a hold) claimed (CreditClaims): taking
+                // only what was there left credits held at this moment to come back to the customer, and a carry-over
+                // all held took nothing, so the next derivation (`replay`) took what had come back since.
+                let owed = standing(carryOver: inKey)
+                let available = ledger.balance(of: carried.bucket)
+                for operation in CreditClaims.takeBack("reversed:\(inKey)", bucket: carried.bucket, owed: owed, available: available, reason: "carry-over reversed") {
+                    add(operation)
+                }
+                add(.post(LedgerEntry(operationKey: "reversed:\(out.operationKey)", bucket: out.bucket, delta: owed, reason: "carry-over reversed"), opening: nil))
             }
         }
 
         /// What is still in top-ups of a carry-over (`carry:…:in`): less what went back or was taken by a refund, plus
-        /// what a refund reversal gave back — every such row is keyed `…:<carry key>`.
+        /// what a refund reversal gave back — every such row is keyed `…:<carry key>`. A refund's claim is not credits
+        /// (``CreditClaims``): the refund took the carry-over whole, the claim owes what was not there.
         func standing(carryOver inKey: String) -> Int64 {
-            ledger.entries.filter { $0.operationKey == inKey || $0.operationKey.hasSuffix(":\(inKey)") }.reduce(0) { $0 + $1.delta }
+            ledger.entries.filter { entry in
+                (entry.operationKey == inKey || entry.operationKey.hasSuffix(":\(inKey)")) && !CreditClaims.isClaim(entry.operationKey)
+                    && !entry.operationKey.hasPrefix("reversed:claim:")
+            }.reduce(0) { $0 + $1.delta }
         }
 
         /// After an upgrade under `prorate`, what is left in the replaced period's window at the switch moves to
