@@ -290,7 +290,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            exclude: ["StripeScenarios"]
+            exclude: ["StripeScenarios", "PlayScenarios"]
         ),
     ]
 )

@@ -15,7 +15,8 @@ import TestSupport
 /// ledger: no bucket below zero; what was granted is what is left in the buckets plus what spends and settles
 /// charged (as answered), what is held (as the status says), and what lapsed (as the holds answer); every ended hold
 /// is charged + returned + lapsed = its amount, its returns posted once; and `storekeeper replay` finds the stored
-/// facts and the ledger agree. STOREKEEPER_TEST_HOLD_HISTORIES sets how many (default 24); a failure names its seed.
+/// facts and the ledger agree. STOREKEEPER_TEST_HOLD_HISTORIES sets how many (default 24); a failure names its seed,
+/// which STOREKEEPER_TEST_HOLD_SEED sets.
 @Suite("Credit holds as properties: generated histories, parallel clients, real PostgreSQL")
 struct CreditHoldPropertyTests {
     /// What one client saw: its answered spends and the holds it took.
@@ -30,7 +31,8 @@ struct CreditHoldPropertyTests {
     @Test("generated histories keep the invariants: no bucket below zero, granted = left + charged + held + lapsed, nothing returned twice, replay agrees")
     func histories() async throws {
         let count = ProcessInfo.processInfo.environment["STOREKEEPER_TEST_HOLD_HISTORIES"].flatMap(Int.init) ?? 24
-        let seed = UInt64.random(in: 1...UInt64.max)
+        // A failure names its seed; STOREKEEPER_TEST_HOLD_SEED runs the same histories again (their clients still race).
+        let seed = ProcessInfo.processInfo.environment["STOREKEEPER_TEST_HOLD_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64.max)
         try await StorekeeperHarness.run(environment: CreditHoldTests.environment) { harness in
             try await harness.withHTTP { client in
                 var generator = SplitMix64(state: seed)
@@ -189,13 +191,22 @@ struct CreditHoldPropertyTests {
             let (c, r, l) = ((json["charged"] as? NSNumber)?.int64Value ?? -1, (json["returned"] as? NSNumber)?.int64Value ?? -1, (json["lapsed"] as? NSNumber)?.int64Value ?? -1)
             #expect(c + r + l == amount, "\(label): hold \(hold) charged \(c) + returned \(r) + lapsed \(l) ≠ \(amount)")
             #expect(c >= 0 && r >= 0 && l >= 0, "\(label): hold \(hold) has a negative part")
-            // What went back, less what of it paid a claim of a refund (CreditClaims), is what the hold says returned.
+            // What went back, less what of it paid a claim of a refund (CreditClaims), with the charge's offset (a row of
+            // its own, or in the return row where both go to the debit's bucket), is what the hold says it returned and
+            // charged; the charge is usage.
             #expect(try await harness.count(
                 """
                 SELECT coalesce(sum(delta), 0)::bigint FROM credit_ledger
                 WHERE operation_key LIKE 'hold-return:\(hold):%' OR operation_key LIKE 'claim:%:paid:hold-return:\(hold):%'
-                """) == Int(r),
-                "\(label): hold \(hold) returned \(r) by its answer, not by its ledger rows")
+                    OR operation_key LIKE 'hold-charge:\(hold):%:offset'
+                """) == Int(r + c),
+                "\(label): hold \(hold) returned \(r) and charged \(c) by its answer, not by its ledger rows")
+            #expect(try await harness.count(
+                """
+                SELECT coalesce(-sum(delta), 0)::bigint FROM credit_ledger
+                WHERE operation_key LIKE 'hold-charge:\(hold):%' AND operation_key NOT LIKE '%:offset' AND reason = 'usage'
+                """) == Int(c),
+                "\(label): hold \(hold) charged \(c) by its answer, not as usage")
             charged += c
             lapsed += l
         }

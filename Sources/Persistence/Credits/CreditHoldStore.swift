@@ -166,16 +166,25 @@ public struct CreditHoldStore: Sendable {
     }
 
     /// The ledger rows of a hold's end: what goes back (`hold-return:…`) and the charged part as usage
-    /// (`hold-charge:…`, with its offset, so the bucket's balance is unchanged by it and the usage analytics count it on
-    /// the day it settled).
+    /// (`hold-charge:…`, offset first, so the bucket's balance is unchanged by it and the usage analytics count it on the
+    /// day it settled). Where a debit's rest goes back to its own bucket, the charged part's offset is in its return
+    /// row (`hold-return:…` is then the debit given back whole): a settle of part of a hold writes two rows a debit, not
+    /// three (issue 53's pace).
     public static func endEntries(of hold: Hold, outcome: HoldSettlement.Outcome) -> [LedgerEntry] {
         let id = hold.id.uuidString.lowercased()
         // Keyed by the debit it gives back (a hold takes once from each bucket), not by its place among the returns:
         // two ends of one hold, however they raced, write the same keys, and the second's are skipped.
         func returnKey(_ index: Int) -> String { "hold-return:\(id):\(index)" }
         var entries = returnEntries(of: outcome, debits: hold.debits, reason: "hold returned", key: returnKey, payer: returnKey)
+        // The charge is taken from the front of the debits (HoldSettlement): the n-th charged is the n-th debit's.
         for (index, charged) in outcome.charged.enumerated() {
-            entries.append(LedgerEntry(operationKey: "hold-charge:\(id):\(index):offset", bucket: charged.bucket, delta: charged.amount, reason: "hold charged"))
+            if outcome.destination(of: charged.bucket) == charged.bucket,
+                let returned = entries.firstIndex(where: { $0.operationKey == returnKey(index) })
+            {
+                entries[returned].delta += charged.amount
+            } else {
+                entries.append(LedgerEntry(operationKey: "hold-charge:\(id):\(index):offset", bucket: charged.bucket, delta: charged.amount, reason: "hold charged"))
+            }
             entries.append(LedgerEntry(operationKey: "hold-charge:\(id):\(index)", bucket: charged.bucket, delta: -charged.amount, reason: "usage"))
         }
         return entries
