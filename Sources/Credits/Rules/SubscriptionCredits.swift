@@ -186,9 +186,8 @@ public enum SubscriptionCredits {
         /// A carry-over stands while its period is the upgrade of the period whose window it came from. When a later
         /// fact says otherwise (another period now sits between them, as a second copy of the upgrade a few
         /// milliseconds away does), it is undone as if it had never been posted — what a refund took of it is given
-        /// back, then it is taken from the top-ups (what is not there claimed) and goes back to that window, closed at
-        /// the switch so it no longer counts — and the upgrade the facts do say carries it again: any delivery order
-        /// ends alike.
+        /// back, then what is left of it in top-ups (never below zero) goes back to that window, closed at the switch
+        /// so it no longer counts — and the upgrade the facts do say carries it again: any delivery order ends alike.
         mutating func reverseStaleCarryOvers(into period: PaidPeriod) {
             let replaced = period.upgradedFrom.flatMap { key in derivation.periods.first { $0.key == key } }
             let identities = Set(replaced.map { [$0.key] + $0.transactionIds } ?? [])
@@ -203,15 +202,12 @@ public enum SubscriptionCredits {
                 for taken in refunds.flatMap({ CreditClaims.rows(of: $0.operationKey, in: ledger) }) {
                     add(.post(LedgerEntry(operationKey: "reversed:\(taken.operationKey)", bucket: taken.bucket, delta: -taken.delta, reason: "carry-over reversed"), opening: nil))
                 }
-                // Taken back whole, what is not in the top-ups (spent, or out in a hold) claimed (CreditClaims): taking
-                // only what was there left credits held at this moment to come back to the customer, and a carry-over
-                // all held took nothing, so the next derivation (`replay`) took what had come back since.
-                let owed = standing(carryOver: inKey)
-                let available = ledger.balance(of: carried.bucket)
-                for operation in CreditClaims.takeBack("reversed:\(inKey)", bucket: carried.bucket, owed: owed, available: available, reason: "carry-over reversed") {
-                    add(operation)
-                }
-                add(.post(LedgerEntry(operationKey: "reversed:\(out.operationKey)", bucket: out.bucket, delta: owed, reason: "carry-over reversed"), opening: nil))
+                // What is there, not a claim on what is out: the carry-over is moved, not taken — the upgrade the facts
+                // do say carries the window's credits again, and credits held now come back to the top-ups, where the
+                // customer keeps them. (A claim's payment would take them instead.)
+                let back = min(standing(carryOver: inKey), max(ledger.balance(of: carried.bucket), 0))
+                add(.post(LedgerEntry(operationKey: "reversed:\(inKey)", bucket: carried.bucket, delta: -back, reason: "carry-over reversed"), opening: nil))
+                add(.post(LedgerEntry(operationKey: "reversed:\(out.operationKey)", bucket: out.bucket, delta: back, reason: "carry-over reversed"), opening: nil))
             }
         }
 
