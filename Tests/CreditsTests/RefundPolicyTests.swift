@@ -146,6 +146,34 @@ struct TopUpAttributionTests {
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: entries).spends.isEmpty)
     }
 
+    /// An upgrade's carry-over is a lot of the pool like a purchase (`carry:…:in`); the rows that take it back name it
+    /// inside their keys (SubscriptionCredits: a refunded upgrade's take-back with its claim, a carry-over that no
+    /// longer stands going back to its window). Before, none of them reached the lot: a refunded carry-over stayed in
+    /// the pool, and later spends were counted against it rather than against the purchase after it.
+    @Test("a carry-over is a lot: its refund (with a claim) empties it, the refund's reversal puts it back, a carry-over moved back to its window leaves the pool")
+    func carryOvers() {
+        func row(_ key: String, _ delta: Int64) -> LedgerEntry { LedgerEntry(operationKey: key, bucket: "b", delta: delta, reason: "r") }
+        let carry = "carry:s.2:cycle:s:s.1:w0:ai:in"
+        // 50 carried, 20 of them held; the upgrade refunded (all 50 owed, 20 claimed); Q bought; the hold released pays
+        // the claim; 60 spent: all Q's.
+        let refunded = [
+            row(carry, 50), row("hold:h:0", -20), row("refund:s.2:1700000000000:\(carry)", -50), row("claim:refund:s.2:1700000000000:\(carry)", 20),
+            row("topup:Q", 100), row("hold-return:h:0", 20), row("claim:refund:s.2:1700000000000:\(carry):paid:hold-return:h:0", -20),
+            row("spend:1:a:t:0", -60),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: refunded).spends == [7: 60])
+        // The refund reversed: the carry-over is back, first in, so the spend after draws on it before Q.
+        let reversed = Array(refunded.dropLast()) + [
+            row("reversed:refund:s.2:1700000000000:\(carry)", 50), row("reversed:claim:refund:s.2:1700000000000:\(carry)", -20),
+            row("reversed:claim:refund:s.2:1700000000000:\(carry):paid:hold-return:h:0", 20), row("spend:1:a:t:0", -60),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: reversed).spends == [10: 10])
+        // Moved back to its window (a copy of the upgrade put another period between): it leaves the pool.
+        // (Counted as a spend, the move drew 50 of Q's first.)
+        let moved = [row("topup:Q", 100), row(carry, 50), row("reversed:\(carry)", -50), row("spend:1:a:t:0", -60)]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: moved).spends == [3: 60])
+    }
+
     /// A refund that found its credits out (CreditClaims): its row is all it owed, its claim gives back what was not
     /// there; what later paid the claim leaves the refunded purchase's lot, not another's.
     @Test("a refund with a claim: a spend given back pays the claim from the refunded purchase, so a later purchase's use is its own; a held purchase charged after its refund is the refunded one's use")

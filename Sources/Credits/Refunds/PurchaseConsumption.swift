@@ -59,7 +59,7 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
             // taken from the refunded purchase's lot then, and a reversal of the refund gives its parts back there.
             if CreditClaims.isClaim(entry.operationKey) || entry.operationKey.hasPrefix("reversed:claim:") {
                 let isClaimRow = CreditClaims.isClaim(entry.operationKey) && !entry.operationKey.contains(":paid:")
-                let key = Self.refundedGrant(entry.operationKey)
+                let key = Self.lot(takenBy: entry.operationKey)
                 if !isClaimRow, let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left = max(lots[index].left + entry.delta, 0) }
                 continue
             }
@@ -80,10 +80,14 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
             }
             if entry.delta > 0 {
                 if entry.operationKey == grantKey { credited += entry.delta }
-                let key = entry.operationKey.hasPrefix("reversed:refund:") ? Self.refundedGrant(entry.operationKey) : entry.operationKey
+                let key = entry.operationKey.hasPrefix("reversed:refund:") ? Self.lot(takenBy: entry.operationKey) : entry.operationKey
                 if let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left += entry.delta } else { lots.append((key, entry.delta)) }
+            } else if entry.operationKey.hasPrefix("reversed:carry:") {
+                // A carry-over that no longer stands leaves the top-ups for its window: its lot goes with it.
+                let key = String(entry.operationKey.dropFirst("reversed:".count))
+                if let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left = max(lots[index].left + entry.delta, 0) }
             } else if entry.operationKey.hasPrefix("refund:") {
-                let key = Self.refundedGrant(entry.operationKey)
+                let key = Self.lot(takenBy: entry.operationKey)
                 let claimed = entries.first { $0.operationKey == CreditClaims.key(of: entry.operationKey) }?.delta ?? 0
                 if let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left = max(lots[index].left + entry.delta + claimed, 0) }
             } else {
@@ -106,6 +110,15 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
 
     static func isHoldBookkeeping(_ key: String) -> Bool {
         key.hasPrefix("hold:") || key.hasPrefix("hold-return:") || (key.hasPrefix("hold-charge:") && key.hasSuffix(":offset"))
+    }
+
+    /// The lot a take-back's row concerns: the carry-over a refunded upgrade's take-back names
+    /// (`refund:<period>:<ms>:carry:…:in`, its claim `claim:refund:…`, the claim's payments `…:paid:<payer>` and their
+    /// reversals: the lot is `carry:…:in`), else the top-up purchase a refund names (`topup:<transaction>`).
+    static func lot(takenBy key: String) -> String {
+        let taken = key.range(of: ":paid:").map { String(key[..<$0.lowerBound]) } ?? key
+        if let carry = taken.range(of: ":carry:") { return "carry:" + taken[carry.upperBound...] }
+        return refundedGrant(taken)
     }
 
     private static func refundedGrant(_ key: String) -> String {
