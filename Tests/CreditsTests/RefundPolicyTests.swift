@@ -172,6 +172,12 @@ struct TopUpAttributionTests {
         // (Counted as a spend, the move drew 50 of Q's first.)
         let moved = [row("topup:Q", 100), row(carry, 50), row("reversed:\(carry)", -50), row("spend:1:a:t:0", -60)]
         #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: moved).spends == [3: 60])
+        // An account whose id holds `:carry:` and a carry-over's key: its purchase's refund still empties the purchase.
+        let neighbour = [
+            LedgerEntry(operationKey: "topup:T", bucket: "topup:\(carry):ai", delta: 100, reason: "r"), row("topup:Q", 100),
+            LedgerEntry(operationKey: "refund:T:topup:\(carry):ai", bucket: "topup:\(carry):ai", delta: -100, reason: "r"), row("spend:1:a:t:0", -60),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: neighbour).spends == [3: 60])
     }
 
     /// A refund that found its credits out (CreditClaims): its row is all it owed, its claim gives back what was not

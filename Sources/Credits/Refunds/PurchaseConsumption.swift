@@ -59,7 +59,7 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
             // taken from the refunded purchase's lot then, and a reversal of the refund gives its parts back there.
             if CreditClaims.isClaim(entry.operationKey) || entry.operationKey.hasPrefix("reversed:claim:") {
                 let isClaimRow = CreditClaims.isClaim(entry.operationKey) && !entry.operationKey.contains(":paid:")
-                let key = Self.lot(takenBy: entry.operationKey)
+                let key = Self.lot(takenBy: entry.operationKey, among: lots.map(\.key))
                 if !isClaimRow, let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left = max(lots[index].left + entry.delta, 0) }
                 continue
             }
@@ -80,14 +80,14 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
             }
             if entry.delta > 0 {
                 if entry.operationKey == grantKey { credited += entry.delta }
-                let key = entry.operationKey.hasPrefix("reversed:refund:") ? Self.lot(takenBy: entry.operationKey) : entry.operationKey
+                let key = entry.operationKey.hasPrefix("reversed:refund:") ? Self.lot(takenBy: entry.operationKey, among: lots.map(\.key)) : entry.operationKey
                 if let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left += entry.delta } else { lots.append((key, entry.delta)) }
             } else if entry.operationKey.hasPrefix("reversed:carry:") {
                 // A carry-over that no longer stands leaves the top-ups for its window: its lot goes with it.
                 let key = String(entry.operationKey.dropFirst("reversed:".count))
                 if let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left = max(lots[index].left + entry.delta, 0) }
             } else if entry.operationKey.hasPrefix("refund:") {
-                let key = Self.lot(takenBy: entry.operationKey)
+                let key = Self.lot(takenBy: entry.operationKey, among: lots.map(\.key))
                 let claimed = entries.first { $0.operationKey == CreditClaims.key(of: entry.operationKey) }?.delta ?? 0
                 if let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left = max(lots[index].left + entry.delta + claimed, 0) }
             } else {
@@ -112,13 +112,20 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
         key.hasPrefix("hold:") || key.hasPrefix("hold-return:") || (key.hasPrefix("hold-charge:") && key.hasSuffix(":offset"))
     }
 
-    /// The lot a take-back's row concerns: the carry-over a refunded upgrade's take-back names
-    /// (`refund:<period>:<ms>:carry:…:in`, its claim `claim:refund:…`, the claim's payments `…:paid:<payer>` and their
-    /// reversals: the lot is `carry:…:in`), else the top-up purchase a refund names (`topup:<transaction>`).
-    static func lot(takenBy key: String) -> String {
-        let taken = key.range(of: ":paid:").map { String(key[..<$0.lowerBound]) } ?? key
-        if let carry = taken.range(of: ":carry:") { return "carry:" + taken[carry.upperBound...] }
-        return refundedGrant(taken)
+    /// The lot a take-back's row concerns: the carry-over lot (one of `lots`) a refunded upgrade's take-back names —
+    /// `refund:<period>:<ms>:<lot>`, its claim `claim:refund:…`, the claim's payments `…:<lot>:paid:<payer>` and their
+    /// reversals — else the top-up purchase a refund names (`topup:<transaction>`). Matched by parts and whole lot keys,
+    /// not by a substring: an account id may hold `:carry:` (`refund:<sale>:topup:<account>:<meter>`).
+    static func lot(takenBy key: String, among lots: [String]) -> String {
+        var body = Substring(key)
+        for prefix in ["reversed:", "claim:"] where body.hasPrefix(prefix) { body = body.dropFirst(prefix.count) }
+        let parts = body.split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false)
+        if parts.count == 4, parts[0] == "refund", !parts[2].isEmpty, parts[2].allSatisfy(\.isNumber),
+            let carry = lots.first(where: { $0.hasPrefix("carry:") && (parts[3] == $0 || parts[3].hasPrefix($0 + ":paid:")) })
+        {
+            return carry
+        }
+        return refundedGrant(key)
     }
 
     private static func refundedGrant(_ key: String) -> String {
