@@ -247,14 +247,10 @@ struct DerivedStateCreditTests {
     }
 
     /// A hold of `held` on `bucket` released as its group writes it: the credits back to the bucket, paying first the
-    /// unpaid claims made on it since the hold (as sql/0038 reads them).
+    /// unpaid claims made since the hold (as sql/0038 reads them, CreditClaimsTests).
     static func release(_ held: Int64, from bucket: String, in ledger: inout LedgerSnapshot) {
-        let start = ledger.entries.firstIndex { $0.operationKey == "hold:h:0" } ?? 0
-        let claims = ledger.entries[(start + 1)...].compactMap { row -> HoldSettlement.Claim? in
-            guard row.bucket == bucket, CreditClaims.isClaim(row.operationKey), !row.operationKey.contains(":paid:"), row.delta > 0 else { return nil }
-            let paid = ledger.entries.filter { $0.operationKey.hasPrefix(row.operationKey + ":paid:") }.reduce(Int64(0)) { $0 + $1.delta }
-            return row.delta + paid > 0 ? HoldSettlement.Claim(key: row.operationKey, outstanding: row.delta + paid) : nil
-        }
+        // Only the top-ups hold claims here.
+        let claims = CreditClaimsTests.claims(after: "hold:h:0", in: ledger)
         guard let outcome = HoldSettlement.settle([.init(bucket: bucket, amount: held)], charge: 0, destination: { $0 }, claims: { _ in claims }) else { return }
         ledger.apply(.post(LedgerEntry(operationKey: "hold-return:h:0", bucket: bucket, delta: outcome.gross(from: bucket), reason: "hold returned"), opening: nil))
         for payment in outcome.payments {
