@@ -68,6 +68,13 @@ public struct EventChange: Codable, Sendable, Equatable {
     public var remaining: Int64?
     /// … the `warn_at` threshold, in credits (0 for `credits.exhausted`).
     public var threshold: Int64?
+    /// `subscription.retention_offered`: the rule of `STOREKEEPER_RETENTION` that answered (`default` when none
+    /// did), the answer's kind (`message`, `alternate_product`, `promotional_offer`) and its approved message; the
+    /// suggested plan is `productId`, the signed offer `offerId`.
+    public var retentionRule: String?
+    public var retentionAnswer: String?
+    public var messageIdentifier: String?
+    public var offerId: String?
 
     public init(
         fromProductId: String? = nil, toProductId: String? = nil, direction: String? = nil, effective: String? = nil,
@@ -75,7 +82,8 @@ public struct EventChange: Codable, Sendable, Equatable {
         expiresAt: Date? = nil, productId: String? = nil, transactionId: String? = nil, meter: String? = nil,
         amount: Int64? = nil, bucket: String? = nil, refundRequestId: String? = nil, answerBy: Date? = nil, deadline: Date? = nil,
         grantId: String? = nil, tier: String? = nil, group: String? = nil, sources: [String]? = nil, remaining: Int64? = nil,
-        threshold: Int64? = nil
+        threshold: Int64? = nil, retentionRule: String? = nil, retentionAnswer: String? = nil, messageIdentifier: String? = nil,
+        offerId: String? = nil
     ) {
         self.fromProductId = fromProductId
         self.toProductId = toProductId
@@ -100,6 +108,10 @@ public struct EventChange: Codable, Sendable, Equatable {
         self.sources = sources
         self.remaining = remaining
         self.threshold = threshold
+        self.retentionRule = retentionRule
+        self.retentionAnswer = retentionAnswer
+        self.messageIdentifier = messageIdentifier
+        self.offerId = offerId
     }
 }
 

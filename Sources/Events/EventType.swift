@@ -14,6 +14,8 @@ public enum EventType: String, CaseIterable, Codable, Sendable {
     case subscriptionRevoked = "subscription.revoked"
     case subscriptionTransferred = "subscription.transferred"
     case subscriptionExtended = "subscription.extended"
+    /// Apple asked what to show a customer looking at their subscription, and a retention answer was given.
+    case subscriptionRetentionOffered = "subscription.retention_offered"
     case creditsGranted = "credits.granted"
     case creditsDepleted = "credits.depleted"
     case creditsLow = "credits.low"

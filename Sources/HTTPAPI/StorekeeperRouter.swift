@@ -22,6 +22,9 @@ public struct HTTPDependencies: Sendable {
     /// Stored events: the feed, the admin routes and the dashboard's failed deliveries; `nil` leaves them out.
     public var events: (any EventReading)?
     public var refunds: (any RefundDefending)?
+    /// Answers Apple's Get Retention Message requests; `nil` (no `STOREKEEPER_RETENTION`) leaves
+    /// `POST /apple/retention-message` out.
+    public var retention: (any RetentionAnswering)?
     /// Stripe's webhook intake: its signature check and inbox; `nil` leaves `POST /stripe/webhooks` out.
     public var stripe: (signature: StripeSignature, inbox: any StripeEventAccepting)?
     /// Google Play's push intake: its token check and inbox; `nil` leaves `POST /notifications/google` out.
@@ -116,6 +119,9 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
     HealthController(readiness: dependencies.readiness).addRoutes(to: router)
     OpenAPIController().addRoutes(to: router)
     NotificationIntakeController(verifier: dependencies.verifier, inbox: dependencies.inbox).addRoutes(to: router)
+    if let retention = dependencies.retention {
+        RetentionMessageController(verifier: dependencies.verifier, retention: retention, clock: dependencies.clock).addRoutes(to: router)
+    }
     if let stripe = dependencies.stripe {
         StripeWebhookController(signature: stripe.signature, inbox: stripe.inbox, clock: dependencies.clock).addRoutes(to: router)
     }

@@ -246,6 +246,11 @@ public struct StorekeeperComponents: Sendable {
                 client: client, signer: OfferSigner(credentials: settings.credentials), offers: configuration.offers,
                 subscriptionProducts: configuration.catalogue.subscriptionProducts(of: nil), erased: erased, logger: logger)
         }
+        dependencies.retention = configuration.retention.map { policy in
+            RetentionMessaging(
+                client: client, policy: policy, catalogue: configuration.catalogue,
+                signer: configuration.serverAPI.map { OfferSigner(credentials: $0.credentials) }, events: events, logger: logger)
+        }
         dependencies.metricsKeys = configuration.metricsKeys
         dependencies.devClock = devClock
         dependencies.devClockAdvanced = { [queue] seconds in try await queue.bringForward(by: seconds) }

@@ -65,6 +65,9 @@ public struct StorekeeperConfiguration: Sendable {
     public var refundPolicy = RefundPolicy()
     /// Promotional offers the app may have signed (`STOREKEEPER_OFFERS`).
     public var offers: [PromotionalOffer] = []
+    /// How Apple's Get Retention Message requests are answered (`STOREKEEPER_RETENTION`); `nil` leaves
+    /// `POST /apple/retention-message` out.
+    public var retention: RetentionPolicy?
     /// Stripe, the web store (`STOREKEEPER_STRIPE_*`); `nil`: neither secrets nor an API key are set.
     public var stripe: StripeSettings?
     /// `STOREKEEPER_ERASURE_KEY`: the secret that keys the digests erasure keeps of erased ids; without it erasure is
@@ -267,6 +270,12 @@ public struct StorekeeperConfiguration: Sendable {
         }
         if let text = value("STOREKEEPER_OFFERS") {
             do { configuration.offers = try OfferConfiguration.offers(from: text, catalogue: catalogue) } catch { problems += error.problems }
+        }
+        if let text = value("STOREKEEPER_RETENTION") {
+            do {
+                configuration.retention = try RetentionConfiguration.policy(
+                    from: text, catalogue: catalogue, offers: configuration.offers, canSign: configuration.serverAPI != nil)
+            } catch { problems += error.problems }
         }
         let stripeSecrets = list("STOREKEEPER_STRIPE_WEBHOOK_SECRETS")
         for secret in stripeSecrets where !secret.hasPrefix("whsec_") || secret.utf8.count < 16 || secret.utf8.count > 512 {

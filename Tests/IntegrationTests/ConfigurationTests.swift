@@ -1,3 +1,4 @@
+import Crypto
 import Credits
 import Foundation
 import StorekeeperRuntime
@@ -180,5 +181,90 @@ struct ConfigurationTests {
         } else {
             Issue.record("an incomplete catalogue loaded")
         }
+    }
+}
+
+@Suite("Configuration: STOREKEEPER_RETENTION")
+struct RetentionConfigurationTests {
+    static let base = [
+        "DATABASE_URL": "postgres://x@127.0.0.1/x", "STOREKEEPER_BUNDLE_ID": "com.example.app", "STOREKEEPER_ENVIRONMENTS": "Sandbox",
+        "STOREKEEPER_ROOT_CERTIFICATES": AppleSamples.rootCertificate.path,
+        "STOREKEEPER_OFFERS": "config/offers.yml.example",
+    ]
+
+    static func problems(_ retention: String, extra: [String: String] = [:]) throws -> [String] {
+        let error = #expect(throws: ConfigurationError.self) {
+            try StorekeeperConfiguration.load(environment: base.merging(extra.merging(["STOREKEEPER_RETENTION": retention]) { $1 }) { $1 })
+        }
+        return error?.problems ?? []
+    }
+
+    @Test("the shipped example loads with the In-App Purchase key, and names the key it lacks without it")
+    func example() throws {
+        let key = FileManager.default.temporaryDirectory.appendingPathComponent("AuthKey_\(UUID().uuidString).p8")
+        try P256.Signing.PrivateKey().pemRepresentation.write(to: key, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: key) }
+        let assa = ["STOREKEEPER_ASSA_ISSUER_ID": "issuer", "STOREKEEPER_ASSA_KEY_ID": "KEY", "STOREKEEPER_ASSA_PRIVATE_KEY": key.path]
+        let loaded = try StorekeeperConfiguration.load(
+            environment: Self.base.merging(assa.merging(["STOREKEEPER_RETENTION": "config/retention.yml"]) { $1 }) { $1 })
+        let policy = try #require(loaded.retention)
+        #expect(policy.rules.map(\.name) == ["idle_offer", "never_started", "heavy_monthly_to_annual"])
+        #expect(policy.deadline == .milliseconds(300) && policy.fallback == .message(messageIdentifier: "6f0b1c7e-3b1f-4b7a-9a43-6d1f3c2b9e10"))
+        let problems = try Self.problems("config/retention.yml")
+        #expect(problems.count == 1 && problems[0].contains("In-App Purchase key"), "\(problems)")
+    }
+
+    @Test("every mistake is named: unknown keys, answers not exactly one, ids, products, offers, ranges, names")
+    func mistakes() throws {
+        let message = "6f0b1c7e-3b1f-4b7a-9a43-6d1f3c2b9e10"
+        let problems = try Self.problems(
+            """
+            deadline_ms: 900
+            default: { promotional_offer: { offer: pro_stay_20, message: \(message) } }
+            rules:
+              - name: a
+                when: { spent_share_below: 20, tiers: [gold], months_subscribd_at_least: 3 }
+                answer: { message: not-a-uuid }
+              - name: a
+                answer: { message: \(message), alternate_product: { product: pro.annual, message: \(message) } }
+              - name: default
+                answer: { alternate_product: { product: credits.100, message: \(message), billing_plan: YEARLY } }
+              - name: "x y"
+                answer: { promotional_offer: { offer: nope, message: \(message) } }
+            """)
+        let text = problems.joined(separator: "\n")
+        for needle in [
+            "months_subscribd_at_least is not a known key; did you mean months_subscribed_at_least?",
+        ] {
+            #expect(text.contains(needle), "missing \(needle) in: \(text)")
+        }
+        // The unknown key stops the file before it is read further: one problem.
+        #expect(problems.count == 1, "\(problems)")
+        let rest = try Self.problems(
+            """
+            deadline_ms: 900
+            default: { promotional_offer: { offer: pro_stay_20, message: \(message) } }
+            rules:
+              - name: a
+                when: { spent_share_below: 20, tiers: [gold], top_ups_below: -1 }
+                answer: { message: not-a-uuid }
+              - name: a
+                answer: { message: \(message), alternate_product: { product: pro.annual, message: \(message) } }
+              - name: default
+                answer: { alternate_product: { product: credits.100, message: \(message), billing_plan: YEARLY } }
+              - name: "x y"
+                answer: { promotional_offer: { offer: nope, message: \(message) } }
+            """)
+        let all = rest.joined(separator: "\n")
+        for needle in [
+            "deadline_ms must be 20–650", "default must be a message or an alternate_product", "a spent share is a fraction 0–1",
+            "\"gold\" is not a tier", "counts and days are 0 or more", "rules.0.answer.message must be the UUID",
+            "rules.1.name \"a\" is listed twice", "rules.1.answer must be exactly one of", "rules.2.name \"default\" names the answer",
+            "\"credits.100\" is not a subscription product", "billing_plan must be BILLED_UPFRONT or MONTHLY", "rules.3.name must be 1–64",
+            "\"nope\" is not an offer of STOREKEEPER_OFFERS", "needs the In-App Purchase key",
+        ] {
+            #expect(all.contains(needle), "missing \(needle) in: \(all)")
+        }
+        #expect(rest.allSatisfy { !$0.contains("\n") && $0.hasPrefix("STOREKEEPER_RETENTION") })
     }
 }

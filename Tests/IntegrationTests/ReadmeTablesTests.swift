@@ -29,6 +29,7 @@ struct ReadmeTablesTests {
     func routes() async throws {
         let environment = [
             "STOREKEEPER_ADMIN_KEYS": "admin-key", "STOREKEEPER_OFFERS": OfferSignatureTests.offers,
+            "STOREKEEPER_RETENTION": "default: { message: 6f0b1c7e-3b1f-4b7a-9a43-6d1f3c2b9e10 }",
             "STOREKEEPER_STRIPE_WEBHOOK_SECRETS": "whsec_readme_table_secret",
             "STOREKEEPER_GOOGLE_PACKAGE_NAME": "com.example.app", "STOREKEEPER_GOOGLE_PUSH_AUDIENCE": "https://example.com/notifications/google",
             "STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT": "push@example.iam.gserviceaccount.com",

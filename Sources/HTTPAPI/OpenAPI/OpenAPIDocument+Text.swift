@@ -340,6 +340,178 @@ public enum OpenAPIDocument {
         }
       }
     },
+    "/apple/retention-message": {
+      "post": {
+        "operationId": "answerRetentionMessage",
+        "summary": "Apple's Get Retention Message endpoint (Retention Messaging API)",
+        "tags": [
+          "Intake"
+        ],
+        "description": "Apple POSTs `{\"signedPayload\": \"<JWS>\"}` (`DecodedRealtimeRequestBody`) while a customer looks at their subscription in the App Store. Verified as a notification is (chain to the configured root, ES256, `appAppleId` in Production, an accepted environment), refused when its `signedDate` is more than 5 minutes old (or 1 minute ahead) or its `requestIdentifier` was answered before. The answer is chosen by `STOREKEEPER_RETENTION` from the customer's real usage within the policy's deadline; when deciding fails or runs late, the configured default is answered at once. Present only when `STOREKEEPER_RETENTION` is set (docs/retention.md).",
+        "security": [],
+        "requestBody": {
+          "required": true,
+          "content": {
+            "application/json": {
+              "schema": {
+                "type": "object",
+                "properties": {
+                  "signedPayload": {
+                    "type": "string",
+                    "pattern": "^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$",
+                    "description": "The signed retention request (compact JWS)."
+                  }
+                },
+                "required": [
+                  "signedPayload"
+                ]
+              }
+            }
+          }
+        },
+        "responses": {
+          "200": {
+            "description": "The answer (`RealtimeResponseBody`): exactly one of `message`, `alternateProduct`, `promotionalOffer`, each naming a message uploaded to Apple and approved",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/RetentionAnswer"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "Malformed: not a JSON object with a `signedPayload` string, not a JWS Storekeeper can read, a `signedDate` outside 2000\u2026now + 1 day, or a `requestIdentifier` that is not a UUID",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request",
+                            "malformed_signed_payload"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "description": "Signature, chain, OIDs, validity, root, app id or environment (`verification_failed`); a `signedDate` more than 5 minutes from now (`stale_request`); a `requestIdentifier` answered before (`replayed_request`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "verification_failed",
+                            "stale_request",
+                            "replayed_request"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "404": {
+            "description": "No rule answers this customer and there is no default (`no_retention_message`): Apple shows its own default message",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "no_retention_message"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "413": {
+            "description": "The body is larger than 64 KiB, this route's limit (`payload_too_large`); the connection is closed",
+            "headers": {
+              "Connection": {
+                "description": "`close`",
+                "schema": {
+                  "type": "string",
+                  "const": "close"
+                }
+              }
+            },
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "payload_too_large"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "503": {
+            "description": "No answer in time and no default configured (`unavailable`), the body memory is full (`busy`) or OCSP is unreachable (`verification_unavailable`): Apple shows its own default message",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable",
+                            "busy",
+                            "verification_unavailable"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        }
+      }
+    },
     "/stripe/webhooks": {
       "post": {
         "operationId": "receiveStripeWebhook",
@@ -1606,6 +1778,7 @@ public enum OpenAPIDocument {
                   "subscription.revoked",
                   "subscription.transferred",
                   "subscription.extended",
+                  "subscription.retention_offered",
                   "credits.granted",
                   "credits.depleted",
                   "credits.low",
@@ -9086,6 +9259,7 @@ public enum OpenAPIDocument {
                         "consentDeleted",
                         "refundRequests",
                         "offerSignatures",
+                        "retentionDecisions",
                         "stripeLinks",
                         "stripeObjects",
                         "eventsDeleted",
@@ -9124,6 +9298,9 @@ public enum OpenAPIDocument {
                           "type": "integer"
                         },
                         "offerSignatures": {
+                          "type": "integer"
+                        },
+                        "retentionDecisions": {
                           "type": "integer"
                         },
                         "stripeLinks": {
@@ -10984,6 +11161,7 @@ public enum OpenAPIDocument {
           "subscription.revoked",
           "subscription.transferred",
           "subscription.extended",
+          "subscription.retention_offered",
           "credits.granted",
           "credits.depleted",
           "credits.low",
@@ -13157,6 +13335,70 @@ public enum OpenAPIDocument {
           "reversedAt": {
             "type": "string",
             "format": "date-time"
+          }
+        }
+      },
+      "RetentionAnswer": {
+        "description": "Apple's `RealtimeResponseBody`: one of its three answers.",
+        "type": "object",
+        "additionalProperties": false,
+        "minProperties": 1,
+        "maxProperties": 1,
+        "properties": {
+          "message": {
+            "type": "object",
+            "additionalProperties": false,
+            "required": [
+              "messageIdentifier"
+            ],
+            "properties": {
+              "messageIdentifier": {
+                "type": "string",
+                "format": "uuid"
+              }
+            }
+          },
+          "alternateProduct": {
+            "type": "object",
+            "additionalProperties": false,
+            "required": [
+              "messageIdentifier",
+              "productId"
+            ],
+            "properties": {
+              "messageIdentifier": {
+                "type": "string",
+                "format": "uuid"
+              },
+              "productId": {
+                "type": "string"
+              },
+              "billingPlanType": {
+                "type": "string",
+                "enum": [
+                  "BILLED_UPFRONT",
+                  "MONTHLY"
+                ]
+              }
+            }
+          },
+          "promotionalOffer": {
+            "type": "object",
+            "additionalProperties": false,
+            "required": [
+              "messageIdentifier",
+              "promotionalOfferSignatureV2"
+            ],
+            "properties": {
+              "messageIdentifier": {
+                "type": "string",
+                "format": "uuid"
+              },
+              "promotionalOfferSignatureV2": {
+                "type": "string",
+                "description": "The promotional-offer JWS (`aud` `promotional-offer`), signed with the In-App Purchase key."
+              }
+            }
           }
         }
       }

@@ -28,6 +28,7 @@ public struct ErasedAccounts: Sendable {
         public var consentDeleted = 0
         public var refundRequests = 0
         public var offerSignatures = 0
+        public var retentionDecisions = 0
         public var stripeLinks = 0
         public var stripeObjects = 0
         public var googleClaims = 0
@@ -92,6 +93,7 @@ public struct ErasedAccounts: Sendable {
                 OR EXISTS (SELECT 1 FROM consumption_consents WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM refund_requests WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM offer_signatures WHERE account_id = \(id))
+                OR EXISTS (SELECT 1 FROM retention_decisions WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM stripe_links WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM google_purchase_claims WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM google_subscriptions WHERE account_token = \(id))
@@ -173,6 +175,7 @@ public struct ErasedAccounts: Sendable {
         counts.refundRequests = try await count(
             connection, "UPDATE refund_requests SET account_id = \(to), app_answer = NULL WHERE account_id = \(from)")
         counts.offerSignatures = try await count(connection, "UPDATE offer_signatures SET account_id = \(to) WHERE account_id = \(from)")
+        counts.retentionDecisions = try await count(connection, "UPDATE retention_decisions SET account_id = \(to) WHERE account_id = \(from)")
         counts.stripeLinks = try await count(connection, "UPDATE stripe_links SET account_id = \(to) WHERE account_id = \(from)")
         counts.stripeObjects = try await scrubStripeObjects(of: held, from: account, to: pseudonym, on: connection)
         (counts.googleClaims, counts.googleReads) = try await moveGooglePlay(held: held, from: account, to: pseudonym, on: connection)

@@ -1,0 +1,142 @@
+import AppStoreModels
+import Application
+import Foundation
+import Hummingbird
+import Logging
+import Metrics
+import SignedData
+import StatementFencing
+import Synchronization
+
+/// Answering retention requests (the seam tests can replace).
+public protocol RetentionAnswering: Sendable {
+    var fallback: RetentionAnswer? { get }
+    var deadline: Duration { get }
+    func answer(_ request: RetentionRequestPayload, identifier: UUID, now: Date) async throws -> RetentionMessaging.Answer
+    func recordFallback(_ request: RetentionRequestPayload, identifier: UUID, reason: String, now: Date) async
+}
+
+extension RetentionMessaging: RetentionAnswering {}
+
+/// `POST /apple/retention-message`: Apple's Get Retention Message endpoint (docs/retention.md). Apple is the caller and
+/// its signature the authentication: the request is verified as a notification is, and refused when older than
+/// ``maximumAge`` or when its `requestIdentifier` was answered before (Apple's verifiers check neither). The answer
+/// is chosen within the policy's deadline; anything that fails or runs late answers the configured default at once —
+/// Apple stops waiting at 700 ms and shows its own default then.
+struct RetentionMessageController: Sendable {
+    let verifier: SignedDataVerifier
+    let retention: any RetentionAnswering
+    let clock: @Sendable () -> Date
+    /// How old a request's `signedDate` may be: Apple signs each request as it sends it.
+    static let maximumAge: TimeInterval = 5 * 60
+    /// How far ahead of our clock a `signedDate` may be: clocks differ.
+    static let maximumSkew: TimeInterval = 60
+    /// At most this many late fallbacks are being recorded at once; past it, one goes unrecorded (logged and counted):
+    /// with the database away, waiting writes must not pile up.
+    static let recordingLimit = 64
+    private let recording = Recording()
+
+    final class Recording: Sendable {
+        let inFlight = Atomic<Int>(0)
+    }
+
+    init(verifier: SignedDataVerifier, retention: any RetentionAnswering, clock: @escaping @Sendable () -> Date) {
+        self.verifier = verifier
+        self.retention = retention
+        self.clock = clock
+    }
+
+    func addRoutes(to router: Router<StorekeeperRequestContext>) {
+        router.post("/apple/retention-message") { request, context in
+            try await self.receive(request, context: context)
+        }
+    }
+
+    struct RequestBody: Decodable {
+        var signedPayload: String
+    }
+
+    /// `storekeeper_retention_answers_total{outcome}`: the rule's kind of answer, `fallback`, `none`, or the error code.
+    static func count(_ outcome: String) {
+        Counter(label: "storekeeper_retention_answers_total", dimensions: [("outcome", outcome)]).increment()
+    }
+
+    func receive(_ request: Request, context: StorekeeperRequestContext) async throws -> Response {
+        do {
+            let (response, outcome) = try await process(request, context: context)
+            Self.count(outcome)
+            return response
+        } catch let error as APIError {
+            Self.count(error.code)
+            throw error
+        }
+    }
+
+    func process(_ request: Request, context: StorekeeperRequestContext) async throws -> (Response, String) {
+        let body = try await request.decodeJSONBody(
+            as: RequestBody.self, upTo: 64 * 1024, otherwise: "body must be a JSON object with a signedPayload string")
+        let payload: RetentionRequestPayload
+        do {
+            payload = try await verifier.verifyRetentionRequest(body.signedPayload)
+        } catch {
+            context.logger.notice("retention request rejected", metadata: ["verification.category": "\(error.category.rawValue)"])
+            throw NotificationIntakeController.apiError(for: error)
+        }
+        let now = clock()
+        let signed = Date(timeIntervalSince1970: Double(payload.signedDate) / 1000)
+        guard now.timeIntervalSince(signed) <= Self.maximumAge, signed.timeIntervalSince(now) <= Self.maximumSkew else {
+            throw APIError(
+                .unauthorized, code: "stale_request",
+                message: "signedDate is more than \(Int(Self.maximumAge / 60)) minutes from now: a retention request is answered as it is sent")
+        }
+        guard let identifier = UUID(uuidString: payload.requestIdentifier) else {
+            throw APIError.badRequest("requestIdentifier is not a UUID")
+        }
+        var logger = context.logger
+        logger[metadataKey: "retention.request"] = "\(identifier.uuidString.lowercased())"
+        let retention = self.retention
+        let decided: RetentionMessaging.Answer
+        do {
+            decided = try await withDeadline(retention.deadline) { try await retention.answer(payload, identifier: identifier, now: now) }
+        } catch is RetentionMessaging.Replayed {
+            logger.notice("retention request replayed")
+            throw APIError(.unauthorized, code: "replayed_request", message: "requestIdentifier was answered before")
+        } catch {
+            let reason = error is DeadlineExceeded ? "late" : "failed"
+            logger.warning("retention answer fell back", metadata: ["reason": "\(reason)", "error": "\(String(reflecting: error))"])
+            recordLater(payload, identifier: identifier, reason: reason, now: now, logger: logger)
+            guard let fallback = retention.fallback else {
+                throw APIError.unavailable("no retention answer in time; Apple shows its default message")
+            }
+            return (try Self.response(fallback), "fallback")
+        }
+        logger.info("retention answered", metadata: ["retention.rule": "\(decided.rule)"])
+        guard let answer = decided.answer else {
+            throw APIError(.notFound, code: "no_retention_message", message: "no rule answers this customer and there is no default; Apple shows its default message")
+        }
+        return (try Self.response(answer), answer.kind)
+    }
+
+    /// Records a fallback after the answer, unless too many are being recorded already.
+    func recordLater(_ payload: RetentionRequestPayload, identifier: UUID, reason: String, now: Date, logger: Logger) {
+        guard recording.inFlight.add(1, ordering: .relaxed).newValue <= Self.recordingLimit else {
+            recording.inFlight.subtract(1, ordering: .relaxed)
+            logger.warning("retention fallback not recorded: too many waiting")
+            return
+        }
+        let retention = self.retention
+        let recording = self.recording
+        Task {
+            _ = try? await withDeadline(.seconds(10)) {
+                await retention.recordFallback(payload, identifier: identifier, reason: reason, now: now)
+            }
+            recording.inFlight.subtract(1, ordering: .relaxed)
+        }
+    }
+
+    static func response(_ answer: RetentionAnswer) throws -> Response {
+        let body = try JSONEncoder().encode(answer)
+        return Response(
+            status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+}

@@ -1,0 +1,201 @@
+import AppStoreModels
+import Crypto
+import Foundation
+import HummingbirdTesting
+import LocalSigning
+import NIOCore
+import StorekeeperRuntime
+import Testing
+import Hummingbird
+
+/// Apple's Get Retention Message endpoint end to end: requests signed on an Apple-shaped chain as Apple documents them
+/// (`DecodedRealtimeRequestBody`), answers read as Apple's `RealtimeResponseBody`, the customer's real usage choosing
+/// the rule, and the replay and age rules a stranger would try first.
+@Suite("Retention Messaging")
+struct RetentionMessagingTests {
+    static let idleMessage = "11111111-1111-4111-8111-111111111111"
+    static let heavyMessage = "22222222-2222-4222-8222-222222222222"
+    static let defaultMessage = "33333333-3333-4333-8333-333333333333"
+    static let offers = #"{"offers": [{"id": "retain50", "product": "pro.monthly", "audience": "active"}]}"#
+    static let policy = """
+        default: { message: \(defaultMessage) }
+        rules:
+          - name: heavy_annual
+            when: { spent_share_at_least: 0.8 }
+            answer: { alternate_product: { product: pro.annual, message: \(heavyMessage) } }
+          - name: idle_offer
+            when: { spent_share_below: 0.2, offers_given_below: 1 }
+            answer: { promotional_offer: { offer: retain50, message: \(idleMessage) } }
+        """
+
+    static func request(
+        _ originalTransactionId: String, id: UUID = UUID(), signed: Date = Date(), environment: AppStoreEnvironment = .sandbox
+    ) -> RetentionRequestPayload {
+        RetentionRequestPayload(
+            originalTransactionId: originalTransactionId, appAppleId: 1234, productId: "pro.monthly", userLocale: "en-US",
+            requestIdentifier: id.uuidString, signedDate: Int64(signed.timeIntervalSince1970 * 1000), environment: environment)
+    }
+
+    static func post(_ client: any TestClientProtocol, _ harness: StorekeeperHarness, _ request: RetentionRequestPayload) async throws -> TestResponse {
+        let jws = try harness.signer.signer.sign(request)
+        return try await client.execute(
+            uri: "/apple/retention-message", method: .post, headers: [.contentType: "application/json"],
+            body: ByteBuffer(string: #"{"signedPayload": "\#(jws)"}"#))
+    }
+
+    @Test("usage chooses the rule: idle → a signed promotional offer once, heavy → the annual plan, unknown → the default; each stored and sent")
+    func rulesFromUsage() async throws {
+        try await FakeApple.run { apple in
+            try await apple.harness(extra: ["STOREKEEPER_OFFERS": Self.offers, "STOREKEEPER_RETENTION": Self.policy]) { harness in
+                try await harness.withHTTP { client in
+                    let account = UUID()
+                    var flow = LifecycleFlow(harness: harness, client: client, account: account)
+                    try await flow.send(.subscribe)
+
+                    // Nothing spent of 1,000: the idle rule, a promotional offer signed with the In-App Purchase key.
+                    let first = UUID()
+                    let idle = try await Self.post(client, harness, Self.request(flow.originalTransactionId, id: first))
+                    #expect(idle.status == .ok)
+                    let offer = try #require(idle.json["promotionalOffer"] as? [String: Any])
+                    #expect(idle.json.count == 1 && offer["messageIdentifier"] as? String == Self.idleMessage)
+                    let signature = try #require(offer["promotionalOfferSignatureV2"] as? String)
+                    let jws = try #require(OfferSignatureTests.verifiedJWS(signature, key: apple.privateKey.publicKey))
+                    #expect(jws.claims["aud"] as? String == "promotional-offer" && jws.claims["offerIdentifier"] as? String == "retain50")
+                    #expect(jws.claims["productId"] as? String == "pro.monthly" && jws.claims["bid"] as? String == StorekeeperHarness.bundleId)
+                    #expect(jws.claims["transactionId"] as? String == flow.originalTransactionId)
+
+                    // The same request again is a replay, whoever sends it.
+                    let replay = try await Self.post(client, harness, Self.request(flow.originalTransactionId, id: first))
+                    #expect(replay.status == .unauthorized && replay.json["error"] as? String == "replayed_request")
+
+                    // The offer is once per account: the next request falls to the default message.
+                    let second = try await Self.post(client, harness, Self.request(flow.originalTransactionId))
+                    #expect(second.status == .ok && (second.json["message"] as? [String: Any])?["messageIdentifier"] as? String == Self.defaultMessage)
+
+                    // 900 of 1,000 spent: the heavy rule suggests the annual plan.
+                    #expect(try await client.spend(account, amount: 900).status == .ok)
+                    let heavy = try await Self.post(client, harness, Self.request(flow.originalTransactionId))
+                    let alternate = try #require(heavy.json["alternateProduct"] as? [String: Any])
+                    #expect(alternate["productId"] as? String == "pro.annual" && alternate["messageIdentifier"] as? String == Self.heavyMessage)
+
+                    // A subscription Storekeeper never saw: the default, recorded as such.
+                    let unknown = try await Self.post(client, harness, Self.request("999999999"))
+                    #expect(unknown.status == .ok && (unknown.json["message"] as? [String: Any])?["messageIdentifier"] as? String == Self.defaultMessage)
+
+                    #expect(try await harness.count("SELECT count(*) FROM retention_decisions") == 4)
+                    #expect(try await harness.count(
+                        "SELECT count(*) FROM retention_decisions WHERE rule = 'default' AND fallback_reason = 'unknown_subscription' AND account_id IS NULL") == 1)
+                    #expect(try await harness.count("SELECT count(*) FROM offer_signatures WHERE offer_id = 'retain50'") == 1)
+                    // The app's view: three events for the account (the unknown subscription has none), each naming its rule.
+                    let feed = try await client.withKey(.get, "/v1/events?types=subscription.retention_offered&limit=100", "")
+                    let events = feed.json["events"] as? [[String: Any]] ?? []
+                    let changes = events.compactMap { ($0["data"] as? [String: Any])?["change"] as? [String: Any] }
+                    #expect(events.allSatisfy { ($0["data"] as? [String: Any])?["accountId"] as? String == account.uuidString.lowercased() })
+                    #expect(changes.map { "\($0["retentionRule"] ?? "") \($0["retentionAnswer"] ?? "") \($0["messageIdentifier"] ?? "") \($0["offerId"] ?? $0["productId"] ?? "-")" } == [
+                        "idle_offer promotional_offer \(Self.idleMessage) retain50", "default message \(Self.defaultMessage) -",
+                        "heavy_annual alternate_product \(Self.heavyMessage) pro.annual",
+                    ])
+                }
+            }
+        }
+    }
+
+    @Test("a stale, future, foreign-environment, unsigned or malformed request is refused and leaves nothing")
+    func refusals() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: ["STOREKEEPER_RETENTION": "default: { message: \(Self.defaultMessage) }"]) { harness in
+            try await harness.withHTTP { client in
+                let stale = try await Self.post(client, harness, Self.request("1", signed: Date().addingTimeInterval(-600)))
+                #expect(stale.status == .unauthorized && stale.json["error"] as? String == "stale_request")
+                let future = try await Self.post(client, harness, Self.request("1", signed: Date().addingTimeInterval(600)))
+                #expect(future.status == .unauthorized && future.json["error"] as? String == "stale_request")
+                let production = try await Self.post(client, harness, Self.request("1", environment: .production))
+                #expect(production.status == .unauthorized && production.json["error"] as? String == "verification_failed")
+                let stranger = try JWSSigner(chain: try LocalSigningChain.generate()).sign(Self.request("1"))
+                let forged = try await client.execute(
+                    uri: "/apple/retention-message", method: .post, headers: [.contentType: "application/json"],
+                    body: ByteBuffer(string: #"{"signedPayload": "\#(stranger)"}"#))
+                #expect(forged.status == .unauthorized)
+                var bad = Self.request("1")
+                bad.requestIdentifier = "not-a-uuid"
+                #expect(try await Self.post(client, harness, bad).status == .badRequest)
+                let garbage = try await client.execute(
+                    uri: "/apple/retention-message", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: "[1]"))
+                #expect(garbage.status == .badRequest)
+                #expect(try await harness.count("SELECT count(*) FROM retention_decisions") == 0)
+            }
+        }
+    }
+
+    @Test("Apple's Python library (PyPI) verifies our requests' shape and reads our answers as RealtimeResponseBody")
+    func appleLibraryAgrees() async throws {
+        guard let python = ProcessInfo.processInfo.environment["STOREKEEPER_TEST_APPLE_PYTHON"] else {
+            print("skipped: app-store-server-library is not installed (scripts/test installs it from PyPI)")
+            return
+        }
+        let answers: [RetentionAnswer] = [
+            .message(messageIdentifier: Self.defaultMessage),
+            .alternateProduct(messageIdentifier: Self.heavyMessage, productId: "pro.annual", billingPlanType: "MONTHLY"),
+            .alternateProduct(messageIdentifier: Self.heavyMessage, productId: "pro.annual", billingPlanType: nil),
+            .promotionalOffer(messageIdentifier: Self.idleMessage, signatureV2: "a.b.c"),
+        ]
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let script = """
+            import json, sys
+            from appstoreserverlibrary.models.RealtimeResponseBody import RealtimeResponseBody
+            from appstoreserverlibrary.models.DecodedRealtimeRequestBody import DecodedRealtimeRequestBody
+            from appstoreserverlibrary.models.LibraryUtility import _get_cattrs_converter
+            request = _get_cattrs_converter(DecodedRealtimeRequestBody).structure(json.loads(sys.argv[1]), DecodedRealtimeRequestBody)
+            print(request.originalTransactionId, request.appAppleId, request.productId, request.userLocale, request.requestIdentifier,
+                  request.signedDate, request.rawEnvironment)
+            converter = _get_cattrs_converter(RealtimeResponseBody)
+            for text in sys.argv[2:]:
+                body = converter.structure(json.loads(text), RealtimeResponseBody)
+                print(json.dumps(converter.unstructure(body), sort_keys=True, default=str) == json.dumps(json.loads(text), sort_keys=True),
+                      [name for name in ("message", "alternateProduct", "promotionalOffer") if getattr(body, name) is not None])
+            """
+        let bodies = try answers.map { String(decoding: try encoder.encode($0), as: UTF8.self) }
+        let id = UUID()
+        let request = String(decoding: try encoder.encode(Self.request("2000000123", id: id, signed: Date(timeIntervalSince1970: 1_767_225_600))), as: UTF8.self)
+        let (status, lines) = try await PythonScript.run(python, script, arguments: [request] + bodies)
+        #expect(status == 0, "\(lines)")
+        #expect(lines.first == "2000000123 1234 pro.monthly en-US \(id.uuidString.lowercased()) 1767225600000 Sandbox", "\(lines)")
+        #expect(lines.dropFirst() == ["True ['message']", "True ['alternateProduct']", "True ['alternateProduct']", "True ['promotionalOffer']"], "\(lines)")
+    }
+
+    @Test("with the database away the default is answered within the deadline (no default: 503), and the request is not lost to a hang")
+    func databaseAway() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sk-retention-down-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let chain = try LocalSigningChain.generate()
+        try chain.save(to: directory)
+        let signer = try JWSSigner(chain: chain)
+        for policy in ["default: { message: \(Self.defaultMessage) }\ndeadline_ms: 100", "deadline_ms: 100"] {
+            // Port 1 on loopback: nothing listens, connections are refused.
+            let configuration = try StorekeeperConfiguration.load(environment: [
+                "DATABASE_URL": "postgres://storekeeper@127.0.0.1:1/postgres?sslmode=disable",
+                "STOREKEEPER_BUNDLE_ID": StorekeeperHarness.bundleId, "STOREKEEPER_ENVIRONMENTS": "Sandbox",
+                "STOREKEEPER_ROOT_CERTIFICATES": directory.appendingPathComponent("root.pem").path, "STOREKEEPER_RETENTION": policy,
+            ])
+            let components = try StorekeeperComponents(configuration: configuration, logger: TestDatabase.logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await components.client.run() }
+                defer { group.cancelAll() }
+                try await Application(router: components.router()).test(.router) { client in
+                    let jws = try signer.sign(Self.request("2000000000000009"))
+                    let started = ContinuousClock.now
+                    let response = try await client.execute(
+                        uri: "/apple/retention-message", method: .post, headers: [.contentType: "application/json"],
+                        body: ByteBuffer(string: #"{"signedPayload": "\#(jws)"}"#))
+                    if policy.hasPrefix("default") {
+                        #expect(response.status == .ok && (response.json["message"] as? [String: Any])?["messageIdentifier"] as? String == Self.defaultMessage)
+                    } else {
+                        #expect(response.status == .serviceUnavailable)
+                    }
+                    // Only "answers instead of hanging": storekeeper-bench retention measures how soon.
+                    #expect(ContinuousClock.now - started < .seconds(10))
+                }
+            }
+        }
+    }
+}
