@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import Logging
 import Metrics
+import Persistence
 import SignedData
 import StatementFencing
 import Synchronization
@@ -14,6 +15,7 @@ public protocol RetentionAnswering: Sendable {
     var deadline: Duration { get }
     func answer(_ request: RetentionRequestPayload, identifier: UUID, now: Date) async throws -> RetentionMessaging.Answer
     func recordFallback(_ request: RetentionRequestPayload, identifier: UUID, reason: String, now: Date) async
+    func ruleCounts(since: Date) async throws -> [RetentionDecisions.RuleCount]
 }
 
 extension RetentionMessaging: RetentionAnswering {}

@@ -196,8 +196,11 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         if let analytics = dependencies.analytics {
             AnalyticsController(charts: analytics, defaultEnvironment: dependencies.analyticsEnvironment, clock: dependencies.clock)
                 .addRoutes(to: dashboard)
-            OverviewPage(charts: analytics, defaultEnvironment: dependencies.analyticsEnvironment, clock: dependencies.clock).addRoutes(to: dashboard)
+            OverviewPage(
+                charts: analytics, retention: dependencies.retention, defaultEnvironment: dependencies.analyticsEnvironment, clock: dependencies.clock
+            ).addRoutes(to: dashboard)
         }
+        if let retention = dependencies.retention { RetentionReport(retention: retention, clock: dependencies.clock).addRoutes(to: dashboard) }
     }
     router.add(middleware: UnknownRouteMiddleware<StorekeeperRequestContext>(routes: router.routes))
     return router

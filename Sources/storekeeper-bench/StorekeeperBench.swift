@@ -12,7 +12,8 @@ struct StorekeeperBench: AsyncParsableCommand {
         subcommands: [
             VerifyBenchmarkCommand.self, QueueBenchmarkCommand.self, EndToEndBenchmarkCommand.self, HostileBenchmarkCommand.self,
             EventsBenchmarkCommand.self, APIBenchmarkCommand.self, StorageBenchmarkCommand.self, StripeBenchmarkCommand.self, PlayBenchmarkCommand.self,
-            ScaleBenchmarkCommand.self, AnalyticsBenchmarkCommand.self, HoldExpiryBenchmarkCommand.self, DrillCommand.self,
+            ScaleBenchmarkCommand.self, AnalyticsBenchmarkCommand.self, HoldExpiryBenchmarkCommand.self, RetentionBenchmarkCommand.self,
+            DrillCommand.self,
         ]
     )
 

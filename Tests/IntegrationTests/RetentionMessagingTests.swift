@@ -46,7 +46,7 @@ struct RetentionMessagingTests {
     @Test("usage chooses the rule: idle → a signed promotional offer once, heavy → the annual plan, unknown → the default; each stored and sent")
     func rulesFromUsage() async throws {
         try await FakeApple.run { apple in
-            try await apple.harness(extra: ["STOREKEEPER_OFFERS": Self.offers, "STOREKEEPER_RETENTION": Self.policy]) { harness in
+            try await apple.harness(extra: ["STOREKEEPER_OFFERS": Self.offers, "STOREKEEPER_RETENTION": Self.policy, "STOREKEEPER_ADMIN_KEYS": "admin-key"]) { harness in
                 try await harness.withHTTP { client in
                     let account = UUID()
                     var flow = LifecycleFlow(harness: harness, client: client, account: account)
@@ -95,6 +95,16 @@ struct RetentionMessagingTests {
                         "idle_offer promotional_offer \(Self.idleMessage) retain50", "default message \(Self.defaultMessage) -",
                         "heavy_annual alternate_product \(Self.heavyMessage) pro.annual",
                     ])
+
+                    // The operators' view: each rule's answers, and the subscriptions still renewing (the unknown one is not).
+                    let report = try await client.execute(uri: "/admin/retention?days=7", method: .get, headers: [.authorization: "Bearer admin-key"])
+                    let rules = (report.json["rules"] as? [[String: Any]] ?? []).map {
+                        "\($0["rule"] ?? "") \($0["answer"] ?? "-") \($0["answers"] ?? "") \($0["subscriptions"] ?? "") \($0["stayed"] ?? "")"
+                    }
+                    #expect(Set(rules) == ["default message 2 2 1", "idle_offer promotional_offer 1 1 1", "heavy_annual alternate_product 1 1 1"], "\(rules)")
+                    #expect(try await client.execute(uri: "/admin/retention?days=0", method: .get, headers: [.authorization: "Bearer admin-key"]).status == .badRequest)
+                    let overview = try await client.execute(uri: "/admin/overview", method: .get, headers: [.authorization: "Bearer admin-key"])
+                    #expect(String(buffer: overview.body).contains("<td>idle_offer</td><td>promotional_offer</td><td>1</td>"))
                 }
             }
         }

@@ -9,6 +9,8 @@ import Hummingbird
 /// `GET /admin/analytics/{metric}` answers.
 struct OverviewPage: Sendable {
     let charts: any AnalyticsCharting
+    /// Retention answers by rule, when `STOREKEEPER_RETENTION` is set.
+    let retention: (any RetentionAnswering)?
     let defaultEnvironment: String
     let clock: @Sendable () -> Date
 
@@ -75,6 +77,9 @@ struct OverviewPage: Sendable {
             body += "<section><h2>\(HTMLPage.escape(title))</h2>\(svg.svg)"
             if let note { body += "<p class=\"muted\">\(HTMLPage.escape(note))</p>" }
             body += "<p><a href=\"\(HTMLPage.escape(Self.link(metric, asked)))\">Download CSV</a></p></section>"
+        }
+        if let retention {
+            body += RetentionReport.section(try await retention.ruleCounts(since: clock().addingTimeInterval(-30 * 86_400)))
         }
         return HTMLPage(title: "Storekeeper overview", body: body + "</main>")
     }

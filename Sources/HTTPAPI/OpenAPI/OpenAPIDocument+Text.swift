@@ -6540,6 +6540,148 @@ public enum OpenAPIDocument {
         }
       }
     },
+    "/admin/retention": {
+      "get": {
+        "operationId": "getRetentionReport",
+        "summary": "Retention answers by rule, and how many of those customers stayed",
+        "tags": [
+          "Dashboard"
+        ],
+        "security": [
+          {
+            "adminKey": []
+          },
+          {
+            "adminBasic": []
+          }
+        ],
+        "description": "Each rule of `STOREKEEPER_RETENTION` that answered Apple's Get Retention Message requests over the last `days`: answers, subscriptions answered, and how many of those subscriptions still renew with access now (docs/retention.md). Present only when `STOREKEEPER_RETENTION` is set.",
+        "parameters": [
+          {
+            "name": "days",
+            "in": "query",
+            "required": false,
+            "description": "How many days back, 1\u2026366 (default 30).",
+            "schema": {
+              "type": "integer",
+              "minimum": 1,
+              "maximum": 366,
+              "default": 30
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "description": "The rules, the most used first",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "type": "object",
+                  "additionalProperties": false,
+                  "required": [
+                    "since",
+                    "rules"
+                  ],
+                  "properties": {
+                    "since": {
+                      "type": "string",
+                      "format": "date-time"
+                    },
+                    "rules": {
+                      "type": "array",
+                      "items": {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": [
+                          "rule",
+                          "answers",
+                          "subscriptions",
+                          "stayed"
+                        ],
+                        "properties": {
+                          "rule": {
+                            "type": "string",
+                            "description": "The rule's name, or `default`."
+                          },
+                          "answer": {
+                            "type": "string",
+                            "enum": [
+                              "message",
+                              "alternate_product",
+                              "promotional_offer"
+                            ],
+                            "description": "Absent: answered an error (no default)."
+                          },
+                          "answers": {
+                            "type": "integer"
+                          },
+                          "subscriptions": {
+                            "type": "integer"
+                          },
+                          "stayed": {
+                            "type": "integer",
+                            "description": "Subscriptions answered by the rule that still renew and have access."
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "`days` is not 1\u2026366 (`bad_request`)",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "bad_request"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          },
+          "401": {
+            "$ref": "#/components/responses/DashboardUnauthorized"
+          },
+          "503": {
+            "description": "Service unavailable: the database did not answer in time (`unavailable`); retry later",
+            "content": {
+              "application/json": {
+                "schema": {
+                  "allOf": [
+                    {
+                      "$ref": "#/components/schemas/Error"
+                    },
+                    {
+                      "properties": {
+                        "error": {
+                          "enum": [
+                            "unavailable"
+                          ]
+                        }
+                      }
+                    }
+                  ]
+                }
+              }
+            }
+          }
+        }
+      }
+    },
     "/admin/overview": {
       "get": {
         "operationId": "getOverview",
