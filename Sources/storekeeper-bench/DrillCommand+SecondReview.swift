@@ -4,6 +4,7 @@ import GooglePlayFake
 import Foundation
 import HostileInput
 import HTTPAPI
+import LocalSigning
 import Hummingbird
 import Logging
 import NIOCore
@@ -34,10 +35,13 @@ extension HostileDrill {
             "STOREKEEPER_ASSA_ISSUER_ID": "drill-issuer", "STOREKEEPER_ASSA_KEY_ID": "DRILLKEY", "STOREKEEPER_ASSA_PRIVATE_KEY": key.path,
             "STOREKEEPER_ASSA_BASE_URL": receiver.base, "STOREKEEPER_ERASURE_KEY": Self.erasureKey,
             "STOREKEEPER_OFFERS": #"{"offers": [{"id": "welcome", "product": "pro.monthly", "audience": "active"}, {"id": "stay", "product": "pro.monthly", "audience": "active", "once_per_account": false}]}"#,
+            "STOREKEEPER_RETENTION": Self.retentionPolicy,
         ].merging(Self.googleEnvironment(receiver)) { first, _ in first }
         try await receiver.running {
             try await withDrillSystem(workers: 1, clients: 16, environment: environment) { system, cluster, _ in
                 try await secondReviewRows(system, receiver: receiver, verdict: &verdict)
+                let attacker = NotificationSigner(signer: try JWSSigner(chain: try LocalSigningChain.generate()), bundleId: SystemUnderTest.bundleId)
+                try await retentionAttacks(system, attacker: attacker, verdict: &verdict)
                 verdict.check(system.serve?.hasExited == false && system.workers.allSatisfy { !$0.hasExited }, "serve and work are still running")
                 await databaseStopped(system, cluster: cluster, google: receiver.google, verdict: &verdict)
                 verdict.check(system.serve?.hasExited == false, "serve is still running with the database away")
@@ -219,6 +223,7 @@ extension HostileDrill {
         // Made before the stop: the push's token is checked first (its keys are held already), then the database is asked.
         let googlePush = try? Self.googlePush(google)
         cluster.stop()
+        try? await retentionWithDatabaseStopped(system, verdict: &verdict)
         let admin = [("Authorization", "Bearer \(Self.adminKey)"), ("Content-Type", "application/json")]
         let routes: [(String, HTTPMethod, [(String, String)], String?)] = [
             ("/v1/accounts/a/status", .GET, Self.service, nil),
