@@ -267,7 +267,7 @@ let package = Package(
             name: "SignedDataTests",
             dependencies: ["SignedData", "LocalSigning", "HostileInput", "AppStoreModels", "TestSupport", "GooglePlay", "GooglePlayFake", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "GooglePlayTests", dependencies: ["GooglePlay"]),
-        .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels", "TestSupport"]),
+        .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels", "PayloadDecoding", "TestSupport"]),
         .testTarget(name: "PayloadDecodingTests", dependencies: ["PayloadDecoding", "AppStoreModels", "HostileInput", "TestSupport"]),
         .testTarget(name: "CreditsTests", dependencies: ["Credits", "Subscriptions", "Entitlements", "AppStoreModels"]),
         .testTarget(name: "StripeStoreTests", dependencies: ["StripeStore", "Subscriptions", "Credits", "Entitlements", "AppStoreModels"]),

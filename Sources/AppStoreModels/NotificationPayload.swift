@@ -125,6 +125,10 @@ public struct ExternalPurchaseToken: Codable, Sendable, Equatable {
     public var tokenCreationDate: Int64?
     public var appAppleId: Int64?
     public var bundleId: String?
+    /// The kind of token (`ACQUISITION`, `SERVICES`), as Apple documents it for the External Purchase Server API.
+    public var tokenType: String?
+    /// Milliseconds since 1970: when the token stops being reportable.
+    public var tokenExpirationDate: Int64?
 }
 
 /// The `appData` object of a `RESCIND_CONSENT` notification.

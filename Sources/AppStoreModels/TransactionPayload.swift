@@ -35,6 +35,8 @@ public struct TransactionPayload: Codable, Sendable, Equatable {
     public var currency: String?
     public var price: Int64?
     public var appTransactionId: String?
+    /// The original transaction of the subscription this one continues, when Apple moved it (a migration).
+    public var previousOriginalTransactionId: String?
     public var billingPlanType: String?
     public var commitmentInfo: CommitmentInfo?
     /// Advanced Commerce API only; kept as received.

@@ -5,7 +5,7 @@ public enum NotificationType: Hashable, Sendable {
     case subscribed, didRenew, didFailToRenew, didChangeRenewalPreference, didChangeRenewalStatus, offerRedeemed
     case expired, gracePeriodExpired, priceIncrease, refund, refundDeclined, refundReversed, consumptionRequest
     case renewalExtended, renewalExtension, revoke, oneTimeCharge, test, externalPurchaseToken, metadataUpdate
-    case migration, priceChange
+    case migration, priceChange, rescindConsent
     /// A client-posted transaction (a claim), not an Apple notification.
     case clientTransaction
     /// A snapshot the App Store Server API returned.
@@ -21,6 +21,7 @@ public enum NotificationType: Hashable, Sendable {
         "RENEWAL_EXTENDED": .renewalExtended, "RENEWAL_EXTENSION": .renewalExtension, "REVOKE": .revoke,
         "ONE_TIME_CHARGE": .oneTimeCharge, "TEST": .test, "EXTERNAL_PURCHASE_TOKEN": .externalPurchaseToken,
         "METADATA_UPDATE": .metadataUpdate, "MIGRATION": .migration, "PRICE_CHANGE": .priceChange,
+        "RESCIND_CONSENT": .rescindConsent,
         SubscriptionEvent.clientTransactionType: .clientTransaction, SubscriptionEvent.serverStatusType: .serverStatus,
     ]
 
@@ -43,7 +44,11 @@ extension NotificationType: TextCoded {
 public enum NotificationSubtype: Hashable, Sendable {
     case initialBuy, resubscribe, downgrade, upgrade, autoRenewEnabled, autoRenewDisabled, voluntary, billingRetry
     case priceIncrease, gracePeriod, productNotForSale, billingRecovery, pending, accepted, summary, failure
-    case unreported
+    /// No subtype.
+    case absent
+    /// `EXTERNAL_PURCHASE_TOKEN` subtypes: a token not reported in time, a token created, one still active that must be
+    /// reported.
+    case unreported, created, activeTokenReminder
     case unknown(String)
 
     private static let names: [String: NotificationSubtype] = [
@@ -52,11 +57,12 @@ public enum NotificationSubtype: Hashable, Sendable {
         "BILLING_RETRY": .billingRetry, "PRICE_INCREASE": .priceIncrease, "GRACE_PERIOD": .gracePeriod,
         "PRODUCT_NOT_FOR_SALE": .productNotForSale, "BILLING_RECOVERY": .billingRecovery, "PENDING": .pending,
         "ACCEPTED": .accepted, "SUMMARY": .summary, "FAILURE": .failure,
+        "UNREPORTED": .unreported, "CREATED": .created, "ACTIVE_TOKEN_REMINDER": .activeTokenReminder,
     ]
 
-    /// `nil` (no subtype) is ``unreported``.
+    /// `nil` (no subtype) is ``absent``.
     public init(_ name: String?) {
-        guard let name else { self = .unreported; return }
+        guard let name else { self = .absent; return }
         self = Self.names[name] ?? .unknown(name)
     }
 }

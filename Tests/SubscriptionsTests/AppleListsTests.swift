@@ -1,0 +1,48 @@
+import AppStoreModels
+import Foundation
+import PayloadDecoding
+import Subscriptions
+import Testing
+import TestSupport
+
+/// Every type, subtype and field of Apple's published lists (``AppleLists``, with their dates) is read by our models:
+/// nothing Apple sends is dropped or fails to decode.
+@Suite("Apple's lists, checked")
+struct AppleListsTests {
+    @Test("every notification type and subtype is a known case, and keeps its name")
+    func typesAndSubtypes() {
+        for (name, since) in AppleLists.notificationTypes {
+            let type = NotificationType(name)
+            #expect(type != .unknown(name) && type.name == name, "\(name) (since \(since)) is not a known notification type")
+        }
+        for (name, since) in AppleLists.subtypes {
+            #expect(NotificationSubtype(name) != .unknown(name), "\(name) (since \(since)) is not a known subtype")
+        }
+    }
+
+    /// Decodes every field with the decoder the verifier uses, encodes the model again, and names each field that did
+    /// not come back (or came back changed).
+    static func lost<Model: Codable>(_ type: Model.Type, _ fields: [AppleLists.Field]) throws -> [String] {
+        let model = try PayloadDecoder().decode(Model.self, from: Array(AppleLists.document(fields).utf8))
+        let encoded = try PayloadDecoder().decode([String: JSONValue].self, from: Array(try JSONEncoder().encode(model)))
+        return try fields.compactMap { field in
+            guard let value = encoded[field.name] else { return "\(field.name) (since \(field.since))" }
+            let sample = try PayloadDecoder().decode(JSONValue.self, from: Array(field.sample.utf8))
+            return value == sample ? nil : "\(field.name) changed: \(value) for \(sample)"
+        }
+    }
+
+    @Test("transactions, renewal infos, app transactions, notifications and retention requests keep every field")
+    func fields() throws {
+        let TransactionPayloadLost = try Self.lost(TransactionPayload.self, AppleLists.transaction)
+        #expect(TransactionPayloadLost.isEmpty, "\(TransactionPayloadLost)")
+        let RenewalInfoPayloadLost = try Self.lost(RenewalInfoPayload.self, AppleLists.renewalInfo)
+        #expect(RenewalInfoPayloadLost.isEmpty, "\(RenewalInfoPayloadLost)")
+        let AppTransactionPayloadLost = try Self.lost(AppTransactionPayload.self, AppleLists.appTransaction)
+        #expect(AppTransactionPayloadLost.isEmpty, "\(AppTransactionPayloadLost)")
+        let NotificationPayloadLost = try Self.lost(NotificationPayload.self, AppleLists.notification)
+        #expect(NotificationPayloadLost.isEmpty, "\(NotificationPayloadLost)")
+        let RetentionRequestPayloadLost = try Self.lost(RetentionRequestPayload.self, AppleLists.retentionRequest)
+        #expect(RetentionRequestPayloadLost.isEmpty, "\(RetentionRequestPayloadLost)")
+    }
+}
