@@ -76,7 +76,8 @@ struct BackfillCommand: AsyncParsableCommand {
 
 struct AppleCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "apple", abstract: "Talk to the App Store Server API.", subcommands: [TestNotification.self])
+        commandName: "apple", abstract: "Talk to the App Store Server API.",
+        subcommands: [TestNotification.self, RetentionURLCommand.self, RetentionTestCommand.self])
 
     struct TestNotification: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

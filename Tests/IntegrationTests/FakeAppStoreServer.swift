@@ -1,6 +1,9 @@
 import AppStoreModels
 import Crypto
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Hummingbird
 import LocalSigning
 import NIOCore
@@ -38,6 +41,10 @@ final class FakeAppStoreServer: Sendable {
         var extensions: [String: (subscription: String, at: Date, answer: [String: Any])] = [:]
         /// Mass extensions asked for, by request identifier.
         var massExtensions: [String: MassExtension] = [:]
+        /// The Get Retention Message endpoint configured (Retention Messaging API), and each performance test's result.
+        var retentionURL: String?
+        /// Each performance test's result document (JSON).
+        var performanceTests: [String: Data] = [:]
     }
 
     struct MassExtension {
@@ -203,6 +210,49 @@ final class FakeAppStoreServer: Sendable {
                 return try Self.json(answer)
             }
         }
+        router.get("/inApps/v1/messaging/realtime/url") { request, _ in
+            try self.guarded(request) { () throws -> Response in
+                guard let url = self.state.withLock({ $0.retentionURL }) else { return Self.error(404, 4_040_016, "Realtime URL not found.") }
+                return try Self.json(["realtimeURL": url])
+            }
+        }
+        router.put("/inApps/v1/messaging/realtime/url") { request, _ in
+            let body = try await request.body.collect(upTo: 1 << 16)
+            return try self.guarded(request) { () throws -> Response in
+                guard let url = (try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any])?["realtimeURL"] as? String,
+                    url.utf8.count <= 256, let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme ?? "")
+                else { return Self.error(400, 4_000_157, "Invalid realtime URL.") }
+                self.state.withLock { $0.retentionURL = url }
+                return Response(status: .ok)
+            }
+        }
+        router.delete("/inApps/v1/messaging/realtime/url") { request, _ in
+            try self.guarded(request) { () throws -> Response in
+                self.state.withLock { $0.retentionURL = nil }
+                return Response(status: .ok)
+            }
+        }
+        router.post("/inApps/v1/messaging/performanceTest") { request, _ in
+            let body = try await request.body.collect(upTo: 1 << 16)
+            return try self.guarded(request) { () throws -> Response in
+                guard let url = self.state.withLock({ $0.retentionURL }) else { return Self.error(404, 4_040_016, "Realtime URL not found.") }
+                guard let transaction = (try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any])?["originalTransactionId"] as? String
+                else { return Self.error(400, 4_000_000, "Invalid request.") }
+                let id = UUID().uuidString.lowercased()
+                let pending = try JSONSerialization.data(withJSONObject: ["result": "PENDING", "target": url])
+                self.state.withLock { $0.performanceTests[id] = pending }
+                Task { await self.runPerformanceTest(id, url: url, originalTransactionId: transaction) }
+                return try Self.json(["requestId": id, "config": Self.performanceConfig])
+            }
+        }
+        router.get("/inApps/v1/messaging/performanceTest/result/{id}") { request, context in
+            try self.guarded(request) { () throws -> Response in
+                guard let result = self.state.withLock({ $0.performanceTests[(try? context.parameters.require("id")) ?? ""] }) else {
+                    return Self.error(404, 4_040_017, "Performance test not found.")
+                }
+                return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: result)))
+            }
+        }
         router.post("/inApps/v1/notifications/test") { request, _ in
             try self.guarded(request) { () throws -> Response in try Self.json(["testNotificationToken": "test-token-1"]) }
         }
@@ -216,6 +266,51 @@ final class FakeAppStoreServer: Sendable {
             }
         }
         return router
+    }
+
+    /// The parameters of the fake's performance test (Apple's are larger; the rules the same).
+    static var performanceConfig: [String: Any] { [
+        "maxConcurrentRequests": 4, "totalRequests": 12, "totalDuration": 10_000, "responseTimeThreshold": 700, "successRateThreshold": 100,
+    ] }
+
+    /// Apple's performance test as it documents it: requests about `originalTransactionId`, each signed as a real one,
+    /// sent to the configured URL; PASS when every answer is a 200 within the response-time threshold.
+    func runPerformanceTest(_ id: String, url: String, originalTransactionId: String) async {
+        var times: [Int] = []
+        var failures: [String: Int] = [:]
+        for _ in 0..<12 {
+            let payload = RetentionRequestPayload(
+                originalTransactionId: originalTransactionId, appAppleId: nil, productId: "pro.monthly", userLocale: "en-US",
+                requestIdentifier: UUID().uuidString, signedDate: Int64(Date().timeIntervalSince1970 * 1000), environment: .sandbox)
+            guard let target = URL(string: url), let jws = try? signer.sign(payload) else { failures["OTHER", default: 0] += 1; continue }
+            var request = URLRequest(url: target)
+            request.httpMethod = "POST"
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(#"{"signedPayload": "\#(jws)"}"#.utf8)
+            let started = ContinuousClock.now
+            do {
+                let (_, response) = try await URLSession.shared.data(for: request)
+                let milliseconds = Int((ContinuousClock.now - started) / .milliseconds(1))
+                if (response as? HTTPURLResponse)?.statusCode == 200, milliseconds <= 700 {
+                    times.append(milliseconds)
+                } else {
+                    failures[milliseconds > 700 ? "TIMED_OUT" : "UNSUCCESSFUL_HTTP_RESPONSE_CODE", default: 0] += 1
+                }
+            } catch {
+                failures["NO_RESPONSE", default: 0] += 1
+            }
+        }
+        let sorted = times.sorted()
+        func percentile(_ p: Double) -> Int { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+        let result: [String: Any] = [
+            "config": Self.performanceConfig, "target": url, "result": failures.isEmpty ? "PASS" : "FAIL",
+            "successRate": times.count * 100 / 12, "numPending": 0,
+            "responseTimes": ["average": sorted.isEmpty ? 0 : sorted.reduce(0, +) / sorted.count, "p50": percentile(0.5), "p90": percentile(0.9),
+                              "p95": percentile(0.95), "p99": percentile(0.99)],
+            "failures": failures,
+        ]
+        let document = (try? JSONSerialization.data(withJSONObject: result)) ?? Data()
+        state.withLock { $0.performanceTests[id] = document }
     }
 
     /// Send Consumption Information as Apple documents it: the transaction must exist; `customerConsented` must be
