@@ -129,6 +129,18 @@ public struct ExternalPurchaseToken: Codable, Sendable, Equatable {
     public var tokenType: String?
     /// Milliseconds since 1970: when the token stops being reportable.
     public var tokenExpirationDate: Int64?
+
+    public init(
+        externalPurchaseId: String?, tokenCreationDate: Int64?, appAppleId: Int64?, bundleId: String?, tokenType: String? = nil,
+        tokenExpirationDate: Int64? = nil
+    ) {
+        self.externalPurchaseId = externalPurchaseId
+        self.tokenCreationDate = tokenCreationDate
+        self.appAppleId = appAppleId
+        self.bundleId = bundleId
+        self.tokenType = tokenType
+        self.tokenExpirationDate = tokenExpirationDate
+    }
 }
 
 /// The `appData` object of a `RESCIND_CONSENT` notification.
@@ -137,4 +149,11 @@ public struct NotificationAppData: Codable, Sendable, Equatable {
     public var bundleId: String?
     public var environment: AppStoreEnvironment?
     public var signedAppTransactionInfo: String?
+
+    public init(appAppleId: Int64?, bundleId: String?, environment: AppStoreEnvironment?, signedAppTransactionInfo: String?) {
+        self.appAppleId = appAppleId
+        self.bundleId = bundleId
+        self.environment = environment
+        self.signedAppTransactionInfo = signedAppTransactionInfo
+    }
 }

@@ -43,5 +43,16 @@ public struct RenewalInfoPayload: Codable, Sendable, Equatable {
         public var commitmentRenewalBillingPlanType: String?
         public var commitmentRenewalDate: Int64?
         public var commitmentRenewalPrice: Int64?
+
+        public init(
+            commitmentAutoRenewProductId: String?, commitmentAutoRenewStatus: Int32?, commitmentRenewalBillingPlanType: String?,
+            commitmentRenewalDate: Int64?, commitmentRenewalPrice: Int64?
+        ) {
+            self.commitmentAutoRenewProductId = commitmentAutoRenewProductId
+            self.commitmentAutoRenewStatus = commitmentAutoRenewStatus
+            self.commitmentRenewalBillingPlanType = commitmentRenewalBillingPlanType
+            self.commitmentRenewalDate = commitmentRenewalDate
+            self.commitmentRenewalPrice = commitmentRenewalPrice
+        }
     }
 }

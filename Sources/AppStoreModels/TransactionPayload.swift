@@ -60,5 +60,12 @@ public struct TransactionPayload: Codable, Sendable, Equatable {
         public var totalBillingPeriods: Int32?
         public var commitmentExpiresDate: Int64?
         public var commitmentPrice: Int64?
+
+        public init(billingPeriodNumber: Int32?, totalBillingPeriods: Int32?, commitmentExpiresDate: Int64?, commitmentPrice: Int64?) {
+            self.billingPeriodNumber = billingPeriodNumber
+            self.totalBillingPeriods = totalBillingPeriods
+            self.commitmentExpiresDate = commitmentExpiresDate
+            self.commitmentPrice = commitmentPrice
+        }
     }
 }
