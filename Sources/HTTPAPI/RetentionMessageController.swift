@@ -13,7 +13,8 @@ import Synchronization
 public protocol RetentionAnswering: Sendable {
     var fallback: RetentionAnswer? { get }
     var deadline: Duration { get }
-    func answer(_ request: RetentionRequestPayload, identifier: UUID, now: Date) async throws -> RetentionMessaging.Answer
+    func answer(_ request: RetentionRequestPayload, identifier: UUID, now: Date, claim: @escaping @Sendable () -> Bool) async throws
+        -> RetentionMessaging.Answer
     func recordFallback(_ request: RetentionRequestPayload, identifier: UUID, reason: String, now: Date) async
     func ruleCounts(since: Date) async throws -> [RetentionDecisions.RuleCount]
 }
@@ -33,13 +34,35 @@ struct RetentionMessageController: Sendable {
     static let maximumAge: TimeInterval = 5 * 60
     /// How far ahead of our clock a `signedDate` may be: clocks differ.
     static let maximumSkew: TimeInterval = 60
-    /// At most this many late fallbacks are being recorded at once; past it, one goes unrecorded (logged and counted):
-    /// with the database away, waiting writes must not pile up.
-    static let recordingLimit = 64
-    private let recording = Recording()
+    /// At most this many requests use the database at once — decisions and late fallbacks' records together; past
+    /// it, the default is answered without asking it. A slow database must not let retention traffic take the pool
+    /// the intake and the service API share (each waits at most the deadline, but many at once would hold it all).
+    static let concurrencyLimit = 8
+    /// How long past the deadline an answer already committing is waited for (Apple waits 700 ms in all).
+    static let commitGrace: Duration = .milliseconds(250)
+    private let inFlight = InFlight()
 
-    final class Recording: Sendable {
-        let inFlight = Atomic<Int>(0)
+    final class InFlight: Sendable {
+        let count = Atomic<Int>(0)
+
+        /// Takes a place; `false` when all are taken.
+        func enter() -> Bool {
+            guard count.add(1, ordering: .relaxed).newValue <= RetentionMessageController.concurrencyLimit else {
+                count.subtract(1, ordering: .relaxed)
+                return false
+            }
+            return true
+        }
+
+        func leave() { count.subtract(1, ordering: .relaxed) }
+    }
+
+    /// Who answered: the transaction, just before it commits, or the deadline, with the default. The first wins.
+    final class AnswerClaim: Sendable {
+        private let state = Atomic<Int>(0)  // 0 open, 1 committing, 2 given up
+
+        func claimForCommit() -> Bool { state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged }
+        func giveUp() -> Bool { state.compareExchange(expected: 0, desired: 2, ordering: .acquiringAndReleasing).exchanged }
     }
 
     init(verifier: SignedDataVerifier, retention: any RetentionAnswering, clock: @escaping @Sendable () -> Date) {
@@ -89,7 +112,7 @@ struct RetentionMessageController: Sendable {
         guard now.timeIntervalSince(signed) <= Self.maximumAge, signed.timeIntervalSince(now) <= Self.maximumSkew else {
             throw APIError(
                 .unauthorized, code: "stale_request",
-                message: "signedDate is more than \(Int(Self.maximumAge / 60)) minutes from now: a retention request is answered as it is sent")
+                message: "signedDate is more than \(Int(Self.maximumAge / 60)) minutes old or more than \(Int(Self.maximumSkew)) s ahead: a retention request is answered as it is sent")
         }
         guard let identifier = UUID(uuidString: payload.requestIdentifier) else {
             throw APIError.badRequest("requestIdentifier is not a UUID")
@@ -97,20 +120,29 @@ struct RetentionMessageController: Sendable {
         var logger = context.logger
         logger[metadataKey: "retention.request"] = "\(identifier.uuidString.lowercased())"
         let retention = self.retention
+        guard inFlight.enter() else {
+            logger.warning("retention answer fell back", metadata: ["reason": "busy"])
+            return try fallback(reason: "busy")
+        }
+        let claim = AnswerClaim()
+        let inFlight = self.inFlight
+        // Not a child of this request: when the default is answered, the decision still ends (it rolls back at its
+        // claim, or at the server's lock and statement timeouts) and gives its place back.
+        let work = Task {
+            defer { inFlight.leave() }
+            return try await retention.answer(payload, identifier: identifier, now: now, claim: claim.claimForCommit)
+        }
         let decided: RetentionMessaging.Answer
         do {
-            decided = try await withDeadline(retention.deadline) { try await retention.answer(payload, identifier: identifier, now: now) }
+            decided = try await Self.awaitAnswer(work, claim: claim, deadline: retention.deadline)
         } catch is RetentionMessaging.Replayed {
             logger.notice("retention request replayed")
             throw APIError(.unauthorized, code: "replayed_request", message: "requestIdentifier was answered before")
         } catch {
-            let reason = error is DeadlineExceeded ? "late" : "failed"
+            let reason = error is DeadlineExceeded || error is RetentionMessaging.Late ? "late" : "failed"
             logger.warning("retention answer fell back", metadata: ["reason": "\(reason)", "error": "\(String(reflecting: error))"])
             recordLater(payload, identifier: identifier, reason: reason, now: now, logger: logger)
-            guard let fallback = retention.fallback else {
-                throw APIError.unavailable("no retention answer in time; Apple shows its default message")
-            }
-            return (try Self.response(fallback), "fallback")
+            return try fallback(reason: reason)
         }
         logger.info("retention answered", metadata: ["retention.rule": "\(decided.rule)"])
         guard let answer = decided.answer else {
@@ -119,20 +151,43 @@ struct RetentionMessageController: Sendable {
         return (try Self.response(answer), answer.kind)
     }
 
-    /// Records a fallback after the answer, unless too many are being recorded already.
+    /// The decision's answer within `deadline`; past it, the default is given unless the decision is already
+    /// committing, which is then waited for a little longer (``commitGrace``).
+    static func awaitAnswer(
+        _ work: Task<RetentionMessaging.Answer, any Error>, claim: AnswerClaim, deadline: Duration
+    ) async throws -> RetentionMessaging.Answer {
+        do {
+            return try await withDeadline(deadline) { try await work.value }
+        } catch let late as DeadlineExceeded {
+            if claim.giveUp() {
+                work.cancel()
+                throw late
+            }
+            return try await withDeadline(commitGrace) { try await work.value }
+        }
+    }
+
+    /// The configured default, or 503 so that Apple shows its own.
+    func fallback(reason: String) throws -> (Response, String) {
+        guard let fallback = retention.fallback else {
+            throw APIError.unavailable("no retention answer in time; Apple shows its default message")
+        }
+        return (try Self.response(fallback), "fallback")
+    }
+
+    /// Records a fallback after the answer, in one of the places decisions take; none free, it goes unrecorded (logged).
     func recordLater(_ payload: RetentionRequestPayload, identifier: UUID, reason: String, now: Date, logger: Logger) {
-        guard recording.inFlight.add(1, ordering: .relaxed).newValue <= Self.recordingLimit else {
-            recording.inFlight.subtract(1, ordering: .relaxed)
-            logger.warning("retention fallback not recorded: too many waiting")
+        guard inFlight.enter() else {
+            logger.warning("retention fallback not recorded: the database is busy with others")
             return
         }
         let retention = self.retention
-        let recording = self.recording
+        let inFlight = self.inFlight
         Task {
-            _ = try? await withDeadline(.seconds(10)) {
+            defer { inFlight.leave() }
+            _ = try? await withDeadline(.seconds(2)) {
                 await retention.recordFallback(payload, identifier: identifier, reason: reason, now: now)
             }
-            recording.inFlight.subtract(1, ordering: .relaxed)
         }
     }
 

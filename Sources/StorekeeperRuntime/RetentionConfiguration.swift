@@ -147,8 +147,8 @@ enum RetentionConfiguration {
         var condition = RetentionPolicy.Condition()
         guard let when else { return condition }
         if let products = when.products {
-            for product in products where catalogue.tier(ofProduct: product)?.product.type != .autoRenewable {
-                problems.append("\(place).products: \"\(product)\" is not a subscription product of the tier catalogue")
+            for product in products where !isAppStoreSubscription(product, catalogue) {
+                problems.append("\(place).products: \"\(product)\" is not an App Store subscription product of the tier catalogue")
             }
             condition.products = Set(products)
         }
@@ -165,6 +165,19 @@ enum RetentionConfiguration {
         ].compactMap({ $0 }) where count < 0 {
             problems.append("\(place): counts and days are 0 or more, got \(count)")
         }
+        let pairs: [(String, Double?, Double?)] = [
+            ("spent_share", when.spentShareAtLeast, when.spentShareBelow),
+            ("days_since_last_spend", when.daysSinceLastSpendAtLeast.map(Double.init), when.daysSinceLastSpendBelow.map(Double.init)),
+            ("months_subscribed", when.monthsSubscribedAtLeast.map(Double.init), when.monthsSubscribedBelow.map(Double.init)),
+            ("top_ups", when.topUpsAtLeast.map(Double.init), when.topUpsBelow.map(Double.init)),
+            ("offers_given", when.offersGivenAtLeast.map(Double.init), when.offersGivenBelow.map(Double.init)),
+        ]
+        for (name, atLeast, below) in pairs {
+            if let atLeast, let below, atLeast >= below { problems.append("\(place): \(name)_at_least must be below \(name)_below, or the rule never holds") }
+        }
+        if when.neverSpent == true, when.daysSinceLastSpendAtLeast != nil || when.daysSinceLastSpendBelow != nil {
+            problems.append("\(place): never_spent: true with a days_since_last_spend bound never holds (a customer who never spent has no days)")
+        }
         condition.spentShare = .init(atLeast: when.spentShareAtLeast, below: when.spentShareBelow)
         condition.daysSinceLastSpend = .init(atLeast: when.daysSinceLastSpendAtLeast, below: when.daysSinceLastSpendBelow)
         condition.neverSpent = when.neverSpent
@@ -172,6 +185,12 @@ enum RetentionConfiguration {
         condition.topUpsBought = .init(atLeast: when.topUpsAtLeast, below: when.topUpsBelow)
         condition.offersGiven = .init(atLeast: when.offersGivenAtLeast, below: when.offersGivenBelow)
         return condition
+    }
+
+    /// Apple can only name its own products: a Stripe price or a Play product is no answer to it.
+    static func isAppStoreSubscription(_ product: String, _ catalogue: TierCatalogue) -> Bool {
+        guard let found = catalogue.tier(ofProduct: product)?.product else { return false }
+        return found.type == .autoRenewable && found.store == .appStore
     }
 
     static func answer(
@@ -193,8 +212,8 @@ enum RetentionConfiguration {
             return message(text, "\(place).message").map { .message(messageIdentifier: $0) }
         }
         if let alternate = answer.alternateProduct {
-            if catalogue.tier(ofProduct: alternate.product)?.product.type != .autoRenewable {
-                problems.append("\(place).alternate_product.product \"\(alternate.product)\" is not a subscription product of the tier catalogue")
+            if !isAppStoreSubscription(alternate.product, catalogue) {
+                problems.append("\(place).alternate_product.product \"\(alternate.product)\" is not an App Store subscription product of the tier catalogue")
             }
             if let plan = alternate.billingPlan, !["BILLED_UPFRONT", "MONTHLY"].contains(plan) {
                 problems.append("\(place).alternate_product.billing_plan must be BILLED_UPFRONT or MONTHLY, got \"\(plan)\"")

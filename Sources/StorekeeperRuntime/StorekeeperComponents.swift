@@ -248,8 +248,8 @@ public struct StorekeeperComponents: Sendable {
         }
         dependencies.retention = configuration.retention.map { policy in
             RetentionMessaging(
-                client: client, policy: policy, catalogue: configuration.catalogue,
-                signer: configuration.serverAPI.map { OfferSigner(credentials: $0.credentials) }, events: events, logger: logger)
+                client: client, policy: policy, catalogue: configuration.catalogue, offers: dependencies.offers as? OfferSigning, events: events,
+                logger: logger)
         }
         dependencies.metricsKeys = configuration.metricsKeys
         dependencies.devClock = devClock

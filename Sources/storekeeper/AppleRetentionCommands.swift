@@ -35,7 +35,10 @@ struct RetentionURLCommand: AsyncParsableCommand {
         @Option(help: "Production or Sandbox (default: Sandbox when accepted).") var environment: AppStoreEnvironment?
 
         func validate() throws {
-            guard url.utf8.count <= 256, let parsed = URL(string: url), ["https", "http"].contains(parsed.scheme ?? ""), parsed.host != nil else {
+            // Apple calls https URLs only; plain http is let through for a loopback host, for a local fake of Apple.
+            guard url.utf8.count <= 256, let parsed = URL(string: url), let host = parsed.host,
+                parsed.scheme == "https" || (parsed.scheme == "http" && ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host))
+            else {
                 throw ValidationError("URL must be an https URL of at most 256 bytes, such as https://storekeeper.example.com/apple/retention-message")
             }
         }

@@ -260,11 +260,31 @@ struct RetentionConfigurationTests {
             "deadline_ms must be 20–650", "default must be a message or an alternate_product", "a spent share is a fraction 0–1",
             "\"gold\" is not a tier", "counts and days are 0 or more", "rules.0.answer.message must be the UUID",
             "rules.1.name \"a\" is listed twice", "rules.1.answer must be exactly one of", "rules.2.name \"default\" names the answer",
-            "\"credits.100\" is not a subscription product", "billing_plan must be BILLED_UPFRONT or MONTHLY", "rules.3.name must be 1–64",
+            "\"credits.100\" is not an App Store subscription product", "billing_plan must be BILLED_UPFRONT or MONTHLY", "rules.3.name must be 1–64",
             "\"nope\" is not an offer of STOREKEEPER_OFFERS", "needs the In-App Purchase key",
         ] {
             #expect(all.contains(needle), "missing \(needle) in: \(all)")
         }
         #expect(rest.allSatisfy { !$0.contains("\n") && $0.hasPrefix("STOREKEEPER_RETENTION") })
+    }
+
+    @Test("rules that could never hold, and products Apple cannot name (Stripe, Google Play), are refused")
+    func impossible() throws {
+        let message = "6f0b1c7e-3b1f-4b7a-9a43-6d1f3c2b9e10"
+        let problems = try Self.problems(
+            """
+            rules:
+              - name: never
+                when: { spent_share_at_least: 0.8, spent_share_below: 0.2, never_spent: true, days_since_last_spend_at_least: 3, products: [pro/monthly] }
+                answer: { alternate_product: { product: price_pro_annual, message: \(message) } }
+            """)
+        let all = problems.joined(separator: "\n")
+        for needle in [
+            "spent_share_at_least must be below spent_share_below", "never_spent: true with a days_since_last_spend bound never holds",
+            "\"pro/monthly\" is not an App Store subscription product", "\"price_pro_annual\" is not an App Store subscription product",
+        ] {
+            #expect(all.contains(needle), "missing \(needle) in: \(all)")
+        }
+        #expect(problems.count == 4, "\(problems)")
     }
 }

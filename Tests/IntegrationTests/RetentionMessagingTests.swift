@@ -105,12 +105,16 @@ struct RetentionMessagingTests {
                     // The operators' view: each rule's answers, and the subscriptions still renewing (the unknown one is not).
                     let report = try await client.execute(uri: "/admin/retention?days=7", method: .get, headers: [.authorization: "Bearer admin-key"])
                     let rules = (report.json["rules"] as? [[String: Any]] ?? []).map {
-                        "\($0["rule"] ?? "") \($0["answer"] ?? "-") \($0["answers"] ?? "") \($0["subscriptions"] ?? "") \($0["stayed"] ?? "")"
+                        "\($0["rule"] ?? "") \($0["answer"] ?? "-") \($0["fallbackReason"] ?? "-") \($0["answers"] ?? "") \($0["subscriptions"] ?? "") \($0["stayed"] ?? "")"
                     }
-                    #expect(Set(rules) == ["default message 2 2 1", "idle_offer promotional_offer 1 1 1", "heavy_annual alternate_product 1 1 1"], "\(rules)")
+                    #expect(Set(rules) == [
+                        "default message no_rule 1 1 1", "default message unknown_subscription 1 0 0", "idle_offer promotional_offer - 1 1 1",
+                        "heavy_annual alternate_product - 1 1 1",
+                    ], "\(rules)")
                     #expect(try await client.execute(uri: "/admin/retention?days=0", method: .get, headers: [.authorization: "Bearer admin-key"]).status == .badRequest)
                     let overview = try await client.execute(uri: "/admin/overview", method: .get, headers: [.authorization: "Bearer admin-key"])
                     #expect(String(buffer: overview.body).contains("<td>idle_offer</td><td>promotional_offer</td><td>1</td>"))
+                    #expect(String(buffer: overview.body).contains("<td>default (unknown subscription)</td><td>message</td><td>1</td><td>0</td>"))
                 }
             }
         }
@@ -246,6 +250,73 @@ struct RetentionMessagingTests {
                     #expect(unset.0 == 1 && unset.1.contains("Realtime URL not found"), "\(unset.1)")
                     let letters = try await storekeeper(["retention-test", "--original-transaction-id", "abc"])
                     #expect(letters.0 != 0 && letters.1.contains("digits"), "\(letters.1)")
+                }
+            }
+        }
+    }
+
+    static let racePolicy = """
+        deadline_ms: 100
+        default: { message: \(defaultMessage) }
+        rules:
+          - name: winback_for_lapsed
+            answer: { promotional_offer: { offer: back, message: \(heavyMessage) } }
+          - name: one_offer
+            when: { spent_share_below: 0.2, offers_given_below: 1 }
+            answer: { promotional_offer: { offer: stay, message: \(idleMessage) } }
+        """
+    static let raceOffers = #"{"offers": [{"id": "back", "product": "pro.monthly", "audience": "lapsed"}, {"id": "stay", "product": "pro.monthly", "audience": "active", "once_per_account": false}]}"#
+
+    @Test("offers as the offer routes give them: never a lapsed offer to a subscriber, offers_given counted under the account's lock, and nothing kept of an answer given up")
+    func offersUnderRace() async throws {
+        try await FakeApple.run { apple in
+            try await apple.harness(extra: ["STOREKEEPER_OFFERS": Self.raceOffers, "STOREKEEPER_RETENTION": Self.racePolicy]) { harness in
+                try await harness.withHTTP { client in
+                    let account = UUID()
+                    var flow = LifecycleFlow(harness: harness, client: client, account: account)
+                    try await flow.send(.subscribe)
+                    let subscription = flow.originalTransactionId
+
+                    // Twenty at once: the lapsed-audience offer is refused to a subscriber (as POST /v1/offers/promotional
+                    // refuses it), and "offers_given_below: 1" lets one signature through, not one per request.
+                    let answers = try await withThrowingTaskGroup(of: TestResponse.self) { group in
+                        for _ in 0..<20 { group.addTask { try await Self.post(client, harness, Self.request(subscription)) } }
+                        return try await group.reduce(into: [TestResponse]()) { $0.append($1) }
+                    }
+                    let offered = answers.filter { $0.json["promotionalOffer"] != nil }.count
+                    let statuses = answers.map { "\($0.status.code) \(String(buffer: $0.body).prefix(40))" }
+                    let allAnswered = answers.allSatisfy { $0.status.code == 200 }
+                    #expect(allAnswered && offered <= 1, "\(statuses)")
+                    #expect(try await harness.count("SELECT count(*) FROM offer_signatures WHERE offer_id = 'back'") == 0)
+                    #expect(try await harness.count("SELECT count(*) FROM offer_signatures WHERE offer_id = 'stay'") == offered)
+
+                    // The account's lock held past the deadline by someone else: the default is answered, and the
+                    // decision waiting behind the lock keeps nothing — no signature, no decision, no event.
+                    try await harness.client.query("DELETE FROM offer_signatures", logger: TestDatabase.logger)
+                    var given = 0
+                    for hold in [80, 95, 100, 105, 120, 150] {
+                        let holder = Task {
+                            try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
+                                try await connection.query(
+                                    "SELECT pg_advisory_xact_lock(hashtextextended(\("account:" + account.uuidString.lowercased()), 0)), pg_sleep(\(Double(hold) / 1000))",
+                                    logger: TestDatabase.logger)
+                            }
+                        }
+                        try await Task.sleep(for: .milliseconds(10))
+                        let answer = try await Self.post(client, harness, Self.request(subscription))
+                        try await holder.value
+                        #expect(answer.status == .ok)
+                        if answer.json["promotionalOffer"] != nil { given += 1 }
+                        try await harness.client.query("DELETE FROM offer_signatures", logger: TestDatabase.logger)
+                        // Let a decision that lost its race finish rolling back before the next round.
+                        try await Task.sleep(for: .milliseconds(50))
+                    }
+                    try await eventually("late decisions rolled back") {
+                        try await harness.count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'") == 0
+                    }
+                    let kept = try await harness.count(
+                        "SELECT count(*) FROM retention_decisions WHERE answer_kind = 'promotional_offer' AND decided_at > now() - interval '1 minute'")
+                    #expect(kept == offered + given, "\(kept) promotional decisions kept for \(offered + given) offers answered")
                 }
             }
         }

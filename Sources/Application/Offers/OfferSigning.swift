@@ -86,11 +86,9 @@ public struct OfferSigning: Sendable {
             if let appAccountToken, try await purchaseIntents.account(ofToken: appAccountToken, on: connection) != account {
                 return .foreignToken
             }
-            let history = try await history(of: account, on: connection)
-            let decision = OfferEligibility.promotional(
-                offer, subscriptions: history.subscriptions, formerSubscriptions: history.former,
-                signedBefore: try await signatures.wasSigned(offer.id, for: account, on: connection), now: now)
-            if case .notEligible(let reason) = decision { return .notEligible(reason) }
+            if case .notEligible(let reason) = try await eligibility(of: offer, for: account, now: now, on: connection) {
+                return .notEligible(reason)
+            }
             let token =
                 if let appAccountToken { appAccountToken.lowercased() }
                 else if UUID(uuidString: account.text) != nil { account.text }
@@ -107,6 +105,34 @@ public struct OfferSigning: Sendable {
             try await signatures.record(offer.id, productId: offer.productId, nonce: nonce, for: account, at: now, on: connection)
             return .signed(signed)
         }
+    }
+
+    /// The promotional-offer JWS alone, on the caller's transaction, under the same rules as
+    /// ``promotional(_:account:appAccountToken:transactionId:now:)``: the account's lock, every eligibility rule, the
+    /// signature recorded. A retention answer carries only this form (it binds no `appAccountToken`).
+    public func promotionalJWS(
+        _ offer: PromotionalOffer, account: AccountID, transactionId: String?, now: Date, on connection: PostgresConnection
+    ) async throws -> Outcome<String> {
+        let signatures = OfferSignatures(logger: logger)
+        try await signatures.lockAccount(account, on: connection)
+        if case .notEligible(let reason) = try await eligibility(of: offer, for: account, now: now, on: connection) {
+            return .notEligible(reason)
+        }
+        let nonce = UUID()
+        let jws = try signer.promotionalJWS(
+            productId: offer.productId, offerId: offer.id, transactionId: transactionId, nonce: nonce, issuedAt: now)
+        try await signatures.record(offer.id, productId: offer.productId, nonce: nonce, for: account, at: now, on: connection)
+        return .signed(jws)
+    }
+
+    /// ``OfferEligibility/promotional(_:subscriptions:formerSubscriptions:signedBefore:now:)`` over what is stored.
+    private func eligibility(of offer: PromotionalOffer, for account: AccountID, now: Date, on connection: PostgresConnection) async throws
+        -> OfferEligibility.Decision
+    {
+        let history = try await history(of: account, on: connection)
+        return OfferEligibility.promotional(
+            offer, subscriptions: history.subscriptions, formerSubscriptions: history.former,
+            signedBefore: try await OfferSignatures(logger: logger).wasSigned(offer.id, for: account, on: connection), now: now)
     }
 
     /// Signs whether `account` may have `productId`'s introductory offer: only an account that never subscribed.

@@ -1,5 +1,4 @@
 import AppStoreModels
-import AppStoreServerAPI
 import Credits
 import Events
 import Foundation
@@ -23,95 +22,102 @@ public struct RetentionMessaging: Sendable {
     /// The request identifier was answered before: a replay.
     public struct Replayed: Error, Sendable {}
 
+    /// The answer was given up for the default before this transaction could commit: it rolls back.
+    public struct Late: Error, Sendable {}
+
     let client: PostgresClient
     public let policy: RetentionPolicy
     let catalogue: TierCatalogue
-    let signer: OfferSigner?
+    let offers: OfferSigning?
     let events: EventRecorder?
     let decisions: RetentionDecisions
     let logger: Logger
 
-    /// - Parameter signer: required when the policy answers promotional offers (the configuration checks it).
+    /// - Parameter offers: signs promotional offers under their eligibility rules; required when the policy answers
+    ///   with them (the configuration checks it).
     public init(
-        client: PostgresClient, policy: RetentionPolicy, catalogue: TierCatalogue, signer: OfferSigner?, events: EventRecorder?,
-        logger: Logger
+        client: PostgresClient, policy: RetentionPolicy, catalogue: TierCatalogue, offers: OfferSigning?, events: EventRecorder?, logger: Logger
     ) {
         self.client = client
         self.policy = policy
         self.catalogue = catalogue
-        self.signer = signer
+        self.offers = offers
         self.events = events
         self.decisions = RetentionDecisions(logger: logger)
         self.logger = logger
     }
 
-    /// Decides and records the answer to `request`; throws ``Replayed`` when its identifier was answered before.
-    public func answer(_ request: RetentionRequestPayload, identifier: UUID, now: Date) async throws -> Answer {
+    /// Decides and records the answer to `request`. `claim` is asked just before the transaction commits: `false`
+    /// (the caller already answered the default) rolls everything back and throws ``Late``. Throws ``Replayed`` when
+    /// the identifier was answered before.
+    public func answer(
+        _ request: RetentionRequestPayload, identifier: UUID, now: Date, claim: @escaping @Sendable () -> Bool
+    ) async throws -> Answer {
         do {
-            return try await decide(request, identifier: identifier, now: now)
+            return try await client.withTransaction(logger: logger) { connection in
+                try await decide(request, identifier: identifier, now: now, claim: claim, on: connection)
+            }
         } catch let error as PostgresTransactionError where error.closureError is Replayed {
             throw Replayed()
+        } catch let error as PostgresTransactionError where error.closureError is Late {
+            throw Late()
         }
     }
 
-    private func decide(_ request: RetentionRequestPayload, identifier: UUID, now: Date) async throws -> Answer {
-        try await client.withTransaction(logger: logger) { connection in
-            guard let reading = try await decisions.reading(of: request.originalTransactionId, on: connection) else {
-                let answer = Answer(rule: RetentionPolicy.defaultRule, answer: policy.fallback.flatMap(Self.plainAnswer), fallbackReason: "unknown_subscription")
-                try await record(answer, for: request, identifier: identifier, account: nil, environment: nil, now: now, on: connection)
-                return answer
-            }
-            var facts = Self.facts(reading, catalogue: catalogue, now: now)
-            var decision = policy.decide(facts)
-            logger.debug("retention facts", metadata: ["retention.facts": "\(facts)"])
-            var offerId: String?
-            var answer: RetentionAnswer?
-            var locked = false
-            while case .promotionalOffer(let message, let offer, _) = decision.answer, answer == nil, let account = reading.account, let signer {
-                // Signed once per account however many ask at once: the account's lock, then the check again.
-                let signatures = OfferSignatures(logger: logger)
-                if !locked {
-                    try await signatures.lockAccount(account, on: connection)
-                    locked = true
-                }
-                if offer.oncePerAccount, try await signatures.wasSigned(offer.id, for: account, on: connection) {
-                    facts.offersSigned[offer.id, default: 0] += 1
+    private func decide(
+        _ request: RetentionRequestPayload, identifier: UUID, now: Date, claim: @Sendable () -> Bool, on connection: PostgresConnection
+    ) async throws -> Answer {
+        // A lock or a statement waiting past the deadline ends on the server too, and gives its connection back.
+        try await decisions.limitWaits(to: policy.deadline, on: connection)
+        let environment = request.environment?.rawValue ?? ""
+        guard var reading = try await decisions.reading(of: request.originalTransactionId, environment: environment, on: connection) else {
+            let answer = Answer(rule: RetentionPolicy.defaultRule, answer: fallback, fallbackReason: "unknown_subscription")
+            try await record(answer, for: request, identifier: identifier, account: nil, now: now, on: connection)
+            guard claim() else { throw Late() }
+            return answer
+        }
+        var facts = Self.facts(reading, product: request.productId, catalogue: catalogue, now: now)
+        var decision = policy.decide(facts)
+        var offerId: String?
+        var answer: RetentionAnswer?
+        if case .promotionalOffer = decision.answer, let account = reading.account {
+            // The account's lock, then the facts again: requests at once for one account see each other's offers.
+            try await OfferSignatures(logger: logger).lockAccount(account, on: connection)
+            reading = try await decisions.reading(of: request.originalTransactionId, environment: environment, on: connection) ?? reading
+            facts = Self.facts(reading, product: request.productId, catalogue: catalogue, now: now)
+            decision = policy.decide(facts)
+            // Every rule of `POST /v1/offers/promotional` applies (audience, once per account, redeemed); an offer the
+            // account may not have passes the choice to the next rule.
+            while case .promotionalOffer(let message, let offer, _) = decision.answer, answer == nil {
+                if let offers, case .signed(let jws) = try await offers.promotionalJWS(
+                    offer, account: account, transactionId: request.originalTransactionId, now: now, on: connection)
+                {
+                    answer = .promotionalOffer(messageIdentifier: message, signatureV2: jws)
+                    offerId = offer.id
+                } else {
+                    facts.ineligibleOffers.insert(offer.id)
                     decision = policy.decide(facts)
-                    continue
                 }
-                let nonce = UUID()
-                let jws = try signer.promotionalJWS(
-                    productId: offer.productId, offerId: offer.id, transactionId: request.originalTransactionId, nonce: nonce, issuedAt: now)
-                try await signatures.record(offer.id, productId: offer.productId, nonce: nonce, for: account, at: now, on: connection)
-                answer = .promotionalOffer(messageIdentifier: message, signatureV2: jws)
-                offerId = offer.id
             }
-            if answer == nil { answer = decision.answer.flatMap(Self.plainAnswer) }
-            let chosen = Answer(
-                rule: decision.rule, answer: answer, fallbackReason: decision.rule == RetentionPolicy.defaultRule ? "no_rule" : nil)
-            try await record(chosen, for: request, identifier: identifier, account: reading.account, environment: reading.environment, now: now, on: connection)
-            if let account = reading.account, let events, let answer {
-                let change = EventChange(
-                    productId: { if case .alternateProduct(_, let product, _) = answer { product } else { nil } }(),
-                    retentionRule: chosen.rule, retentionAnswer: answer.kind, messageIdentifier: answer.messageIdentifier, offerId: offerId)
-                let draft = EventDraft(
-                    type: .subscriptionRetentionOffered, key: "retention:\(identifier.uuidString.lowercased())", account: account,
-                    subscription: request.originalTransactionId, environment: reading.environment, change: change,
-                    cause: EventCause(
-                        eventId: identifier.uuidString.lowercased(), originalTransactionId: request.originalTransactionId,
-                        signedDate: Date(timeIntervalSince1970: Double(request.signedDate) / 1000)))
-                try await events.record([draft], now: now, on: connection)
-            }
-            return chosen
         }
+        logger.debug("retention facts", metadata: ["retention.facts": "\(facts)"])
+        if answer == nil { answer = decision.answer.flatMap(Self.plainAnswer) }
+        let chosen = Answer(rule: decision.rule, answer: answer, fallbackReason: decision.rule == RetentionPolicy.defaultRule ? "no_rule" : nil)
+        try await record(chosen, for: request, identifier: identifier, account: reading.account, now: now, on: connection)
+        if let account = reading.account, let events, let answer {
+            try await events.record([Self.event(answer, rule: chosen.rule, offerId: offerId, request: request, identifier: identifier, account: account)], now: now, on: connection)
+        }
+        guard claim() else { throw Late() }
+        return chosen
     }
 
-    /// Records, best effort and after the fact, that `request` got the fallback because deciding failed or ran late.
+    /// Records, best effort and after the fact, that `request` got the default because deciding failed or ran late.
     public func recordFallback(_ request: RetentionRequestPayload, identifier: UUID, reason: String, now: Date) async {
-        let answer = Answer(rule: RetentionPolicy.defaultRule, answer: policy.fallback.flatMap(Self.plainAnswer), fallbackReason: reason)
+        let answer = Answer(rule: RetentionPolicy.defaultRule, answer: fallback, fallbackReason: reason)
         do {
             try await client.withTransaction(logger: logger) { connection in
-                try await record(answer, for: request, identifier: identifier, account: nil, environment: nil, now: now, on: connection)
+                try await decisions.limitWaits(to: .seconds(1), on: connection)
+                try await record(answer, for: request, identifier: identifier, account: nil, now: now, on: connection)
             }
         } catch {
             logger.notice("retention fallback not recorded", metadata: ["error": "\(String(reflecting: error))"])
@@ -138,30 +144,46 @@ public struct RetentionMessaging: Sendable {
         }
     }
 
+    /// `subscription.retention_offered` for an answer given.
+    static func event(
+        _ answer: RetentionAnswer, rule: String, offerId: String?, request: RetentionRequestPayload, identifier: UUID, account: AccountID
+    ) -> EventDraft {
+        var suggested: String?
+        if case .alternateProduct(_, let product, _) = answer { suggested = product }
+        return EventDraft(
+            type: .subscriptionRetentionOffered, key: "retention:\(identifier.uuidString.lowercased())", account: account,
+            subscription: request.originalTransactionId, environment: request.environment?.rawValue ?? "",
+            change: EventChange(
+                productId: suggested, retentionRule: rule, retentionAnswer: answer.kind, messageIdentifier: answer.messageIdentifier, offerId: offerId),
+            cause: EventCause(
+                eventId: identifier.uuidString.lowercased(), originalTransactionId: request.originalTransactionId,
+                signedDate: Date(timeIntervalSince1970: Double(request.signedDate) / 1000)))
+    }
+
     private func record(
-        _ answer: Answer, for request: RetentionRequestPayload, identifier: UUID, account: AccountID?, environment: String?, now: Date,
-        on connection: PostgresConnection
+        _ answer: Answer, for request: RetentionRequestPayload, identifier: UUID, account: AccountID?, now: Date, on connection: PostgresConnection
     ) async throws {
         let body = try answer.answer.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
         let stored = try await decisions.record(
             RetentionDecisions.Decision(
                 requestIdentifier: identifier, originalTransactionId: request.originalTransactionId, account: account,
-                environment: environment ?? request.environment?.rawValue ?? "", productId: request.productId, rule: answer.rule,
+                environment: request.environment?.rawValue ?? "", productId: request.productId, rule: answer.rule,
                 answerKind: answer.answer?.kind, answer: body, fallbackReason: answer.fallbackReason, signedDate: request.signedDate,
                 decidedAt: now),
             on: connection)
         guard stored else { throw Replayed() }
     }
 
-    /// The policy's facts from a reading: the product's tier and group, whole days and calendar months.
-    static func facts(_ reading: RetentionDecisions.Reading, catalogue: TierCatalogue, now: Date) -> RetentionFacts {
-        let tier = catalogue.tier(ofProduct: reading.productId)?.tier
+    /// The policy's facts from a reading and the product Apple says the customer looks at: its tier and group, whole
+    /// days and calendar months.
+    static func facts(_ reading: RetentionDecisions.Reading, product: String, catalogue: TierCatalogue, now: Date) -> RetentionFacts {
+        let tier = catalogue.tier(ofProduct: product)?.tier
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
         let months = max(0, calendar.dateComponents([.month], from: reading.firstSeen, to: now).month ?? 0)
         let days = reading.lastSpend.map { max(0, Int(now.timeIntervalSince($0) / 86_400)) }
         return RetentionFacts(
-            productId: reading.productId, accountKnown: reading.account != nil, tier: tier?.id, group: tier?.group, spentShare: reading.spentShare, daysSinceLastSpend: days,
-            monthsSubscribed: months, topUpsBought: reading.topUpsBought, offersSigned: reading.offersSigned)
+            productId: product, accountKnown: reading.account != nil, tier: tier?.id, group: tier?.group, spentShare: reading.spentShare,
+            daysSinceLastSpend: days, monthsSubscribed: months, topUpsBought: reading.topUpsBought, offersSigned: reading.offersSigned)
     }
 }

@@ -11,6 +11,8 @@ struct RetentionReport: Sendable {
     struct Rule: Encodable {
         var rule: String
         var answer: String?
+        /// Why the default was given: `no_rule`, `unknown_subscription`, `late`, `failed`.
+        var fallbackReason: String?
         var answers: Int
         var subscriptions: Int
         var stayed: Int
@@ -32,7 +34,9 @@ struct RetentionReport: Sendable {
     }
 
     static func rule(_ count: RetentionDecisions.RuleCount) -> Rule {
-        Rule(rule: count.rule, answer: count.answerKind, answers: count.answers, subscriptions: count.subscriptions, stayed: count.stayed)
+        Rule(
+            rule: count.rule, answer: count.answerKind, fallbackReason: count.fallbackReason, answers: count.answers,
+            subscriptions: count.subscriptions, stayed: count.stayed)
     }
 
     /// The overview's section: one row a rule.
@@ -42,9 +46,10 @@ struct RetentionReport: Sendable {
         html += "<table><tr><th>rule</th><th>answer</th><th>answers</th><th>subscriptions</th><th>stayed</th></tr>"
         for count in counts {
             let share = count.subscriptions > 0 ? " (\(count.stayed * 100 / count.subscriptions) %)" : ""
-            html += "<tr><td>\(HTMLPage.escape(count.rule))</td><td>\(HTMLPage.escape(count.answerKind ?? "none"))</td><td>\(count.answers)</td>"
+            let rule = count.fallbackReason.map { "\(count.rule) (\($0.replacingOccurrences(of: "_", with: " ")))" } ?? count.rule
+            html += "<tr><td>\(HTMLPage.escape(rule))</td><td>\(HTMLPage.escape(count.answerKind ?? "none"))</td><td>\(count.answers)</td>"
             html += "<td>\(count.subscriptions)</td><td>\(count.stayed)\(share)</td></tr>"
         }
-        return html + "</table><p class=\"muted\">stayed: the subscription still renews and has access now.</p></section>"
+        return html + "</table><p class=\"muted\">subscriptions: those Storekeeper knows; stayed: still renewing, with access now.</p></section>"
     }
 }

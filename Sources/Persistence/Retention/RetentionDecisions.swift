@@ -26,14 +26,23 @@ public struct RetentionDecisions: Sendable {
         public var offersSigned: [String: Int]
     }
 
-    /// The facts of `originalTransactionId`'s customer, in one statement; `nil` when the subscription is unknown.
-    public func reading(of originalTransactionId: String, on connection: PostgresConnection) async throws -> Reading? {
+    /// Bounds, for the rest of the caller's transaction, how long a statement may run and a lock be waited for: past
+    /// `limit` PostgreSQL ends it and the connection goes back to the pool, whatever the caller's task does.
+    public func limitWaits(to limit: Duration, on connection: PostgresConnection) async throws {
+        let milliseconds = "\(max(1, limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000))ms"
+        try await connection.query(
+            "SELECT set_config('lock_timeout', \(milliseconds), true), set_config('statement_timeout', \(milliseconds), true)", logger: logger)
+    }
+
+    /// The facts of `originalTransactionId`'s customer, in one statement; `nil` when no App Store subscription of
+    /// `environment` has that id.
+    public func reading(of originalTransactionId: String, environment: String, on connection: PostgresConnection) async throws -> Reading? {
         let rows = try await connection.query(
             """
             SELECT s.account_id, s.product_id, s.environment,
                 (SELECT max(used::float8 / credited) FROM (
-                    SELECT sum(l.delta) FILTER (WHERE l.reason NOT IN ('usage', 'usage reversed', 'hold', 'hold returned', 'hold charged')) AS credited,
-                           coalesce(-sum(l.delta) FILTER (WHERE l.reason IN ('usage', 'usage reversed')), 0) AS used
+                    SELECT sum(l.delta) FILTER (WHERE l.reason NOT IN (\(unescaped: CreditLedger.usageReasons), \(unescaped: CreditLedger.holdReasons))) AS credited,
+                           coalesce(-sum(l.delta) FILTER (WHERE l.reason IN (\(unescaped: CreditLedger.usageReasons))), 0) AS used
                     FROM credit_buckets b JOIN credit_ledger l ON l.bucket = b.key
                     WHERE b.original_transaction_id = s.original_transaction_id AND b.billing_period = s.billing_period
                     GROUP BY b.meter) AS meters WHERE credited > 0),
@@ -47,7 +56,9 @@ public struct RetentionDecisions: Sendable {
                     WHERE b.account_id = s.account_id AND b.kind = 'topup' AND starts_with(l.operation_key, 'topup:'))::int8,
                 (SELECT coalesce(jsonb_object_agg(offer_id, n), '{}') FROM (
                     SELECT offer_id, count(*) AS n FROM offer_signatures o WHERE o.account_id = s.account_id GROUP BY offer_id) AS given)::text
-            FROM subscriptions s WHERE s.original_transaction_id = \(originalTransactionId)
+            FROM subscriptions s
+            WHERE s.original_transaction_id = \(originalTransactionId) AND s.environment = \(environment)
+                AND coalesce(s.store, 'app_store') = 'app_store'
             """, logger: logger)
         for try await (account, product, environment, share, lastSpend, firstSeen, topUps, offers) in rows.decode(
             (String?, String, String, Double?, Date?, Date, Int64, String).self)
@@ -93,13 +104,16 @@ public struct RetentionDecisions: Sendable {
         }
     }
 
-    /// Stores `decision`; `false` when its request identifier was stored before (a replayed request).
+    /// Stores `decision` (without an account, under the subscription's when it has one); `false` when its request
+    /// identifier was stored before (a replayed request).
     public func record(_ decision: Decision, on connection: PostgresConnection) async throws -> Bool {
         let rows = try await connection.query(
             """
             INSERT INTO retention_decisions (request_identifier, original_transaction_id, account_id, environment, product_id, rule,
                 answer_kind, answer, fallback_reason, signed_date, decided_at)
-            VALUES (\(decision.requestIdentifier), \(decision.originalTransactionId), \(decision.account?.text), \(decision.environment),
+            VALUES (\(decision.requestIdentifier), \(decision.originalTransactionId),
+                coalesce(\(decision.account?.text), (SELECT account_id FROM subscriptions WHERE original_transaction_id = \(decision.originalTransactionId))),
+                \(decision.environment),
                 \(decision.productId), \(decision.rule), \(decision.answerKind), \(decision.answer)::jsonb, \(decision.fallbackReason),
                 \(decision.signedDate), \(decision.decidedAt))
             ON CONFLICT (request_identifier) DO NOTHING RETURNING 1
@@ -108,13 +122,16 @@ public struct RetentionDecisions: Sendable {
         return false
     }
 
-    /// One rule's answers since an instant: how many, to how many subscriptions, and how many of those still renew.
+    /// One rule's answers since an instant: how many, to how many known subscriptions, and how many of those still
+    /// renew. The default is counted apart by why it was given (no rule held, an unknown subscription, late, failed).
     public struct RuleCount: Sendable, Equatable {
         public var rule: String
         public var answerKind: String?
+        public var fallbackReason: String?
         public var answers: Int
+        /// Subscriptions Storekeeper knows that the rule answered.
         public var subscriptions: Int
-        /// Subscriptions answered by the rule whose access goes on and that still renew.
+        /// Of those, the ones whose access goes on and that still renew.
         public var stayed: Int
     }
 
@@ -123,16 +140,17 @@ public struct RetentionDecisions: Sendable {
     public func ruleCounts(since: Date, on connection: PostgresConnection) async throws -> [RuleCount] {
         let rows = try await connection.query(
             """
-            SELECT d.rule, d.answer_kind, count(*)::int8, count(DISTINCT d.original_transaction_id)::int8,
-                count(DISTINCT d.original_transaction_id) FILTER (
+            SELECT d.rule, d.answer_kind, d.fallback_reason, count(*)::int8, count(DISTINCT s.original_transaction_id)::int8,
+                count(DISTINCT s.original_transaction_id) FILTER (
                     WHERE s.will_renew AND s.status IN ('active', 'grace_period', 'billing_retry'))::int8
             FROM retention_decisions d LEFT JOIN subscriptions s ON s.original_transaction_id = d.original_transaction_id
             WHERE d.decided_at >= \(since)
-            GROUP BY d.rule, d.answer_kind ORDER BY count(*) DESC, d.rule
+            GROUP BY d.rule, d.answer_kind, d.fallback_reason ORDER BY count(*) DESC, d.rule, d.fallback_reason
             """, logger: logger)
         var counts: [RuleCount] = []
-        for try await (rule, kind, answers, subscriptions, stayed) in rows.decode((String, String?, Int64, Int64, Int64).self) {
-            counts.append(RuleCount(rule: rule, answerKind: kind, answers: Int(answers), subscriptions: Int(subscriptions), stayed: Int(stayed)))
+        for try await (rule, kind, reason, answers, subscriptions, stayed) in rows.decode((String, String?, String?, Int64, Int64, Int64).self) {
+            counts.append(RuleCount(
+                rule: rule, answerKind: kind, fallbackReason: reason, answers: Int(answers), subscriptions: Int(subscriptions), stayed: Int(stayed)))
         }
         return counts
     }

@@ -3,6 +3,7 @@ import Foundation
 /// What Storekeeper knows of a customer when Apple asks for a retention message, read from stored facts at the
 /// moment of the request (``RetentionPolicy/decide(_:)`` chooses from it).
 public struct RetentionFacts: Sendable, Equatable {
+    /// The product Apple says the customer is looking at.
     public var productId: String
     /// Whether the subscription has an account: a promotional offer is signed for an account, once per account.
     public var accountKnown: Bool
@@ -14,12 +15,15 @@ public struct RetentionFacts: Sendable, Equatable {
     public var spentShare: Double?
     /// Whole days since the account last spent credits (`nil`: it never did).
     public var daysSinceLastSpend: Int?
-    /// Months paid: each purchase and renewal of the subscription counts its product's period (a year is 12).
+    /// Calendar months since Storekeeper first saw the subscription (its earliest notification, or when it was stored).
     public var monthsSubscribed: Int
     /// Top-up purchases the account made.
     public var topUpsBought: Int
     /// Promotional offers signed for the account (by `POST /v1/offers/promotional` or a retention answer), by id.
     public var offersSigned: [String: Int]
+    /// Offers the account may not have (``OfferEligibility``: audience, once per account, redeemed), found while
+    /// answering: a rule offering one does not answer.
+    public var ineligibleOffers: Set<String> = []
 
     public init(
         productId: String, accountKnown: Bool = true, tier: String?, group: String?, spentShare: Double?, daysSinceLastSpend: Int?, monthsSubscribed: Int,
@@ -143,7 +147,7 @@ public struct RetentionPolicy: Sendable, Equatable {
         case .message: return true
         case .alternateProduct(_, let productId, _): return productId != facts.productId
         case .promotionalOffer(_, let offer, let group):
-            if !facts.accountKnown || group != facts.group { return false }
+            if !facts.accountKnown || group != facts.group || facts.ineligibleOffers.contains(offer.id) { return false }
             return !offer.oncePerAccount || (facts.offersSigned[offer.id] ?? 0) == 0
         }
     }
