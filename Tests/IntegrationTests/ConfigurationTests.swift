@@ -217,29 +217,15 @@ struct RetentionConfigurationTests {
     @Test("every mistake is named: unknown keys, answers not exactly one, ids, products, offers, ranges, names")
     func mistakes() throws {
         let message = "6f0b1c7e-3b1f-4b7a-9a43-6d1f3c2b9e10"
+        // An unknown key stops the file before it is read further: one problem, with the nearest known key.
         let problems = try Self.problems(
             """
-            deadline_ms: 900
-            default: { promotional_offer: { offer: pro_stay_20, message: \(message) } }
             rules:
               - name: a
-                when: { spent_share_below: 20, tiers: [gold], months_subscribd_at_least: 3 }
+                when: { months_subscribd_at_least: 3 }
                 answer: { message: not-a-uuid }
-              - name: a
-                answer: { message: \(message), alternate_product: { product: pro.annual, message: \(message) } }
-              - name: default
-                answer: { alternate_product: { product: credits.100, message: \(message), billing_plan: YEARLY } }
-              - name: "x y"
-                answer: { promotional_offer: { offer: nope, message: \(message) } }
             """)
-        let text = problems.joined(separator: "\n")
-        for needle in [
-            "months_subscribd_at_least is not a known key; did you mean months_subscribed_at_least?",
-        ] {
-            #expect(text.contains(needle), "missing \(needle) in: \(text)")
-        }
-        // The unknown key stops the file before it is read further: one problem.
-        #expect(problems.count == 1, "\(problems)")
+        #expect(problems.count == 1 && problems[0].contains("months_subscribd_at_least is not a known key; did you mean months_subscribed_at_least?"), "\(problems)")
         let rest = try Self.problems(
             """
             deadline_ms: 900
