@@ -13,7 +13,7 @@ import Synchronization
 public protocol RetentionAnswering: Sendable {
     var fallback: RetentionAnswer? { get }
     var deadline: Duration { get }
-    func answer(_ request: RetentionRequestPayload, identifier: UUID, now: Date, claim: @escaping @Sendable () -> Bool) async throws
+    func answer(_ request: RetentionRequestPayload, identifier: UUID, now: Date, claim: any RetentionMessaging.Claim) async throws
         -> RetentionMessaging.Answer
     func recordFallback(_ request: RetentionRequestPayload, identifier: UUID, reason: String, now: Date) async
     func ruleCounts(since: Date) async throws -> [RetentionDecisions.RuleCount]
@@ -38,8 +38,9 @@ struct RetentionMessageController: Sendable {
     /// it, the default is answered without asking it. A slow database must not let retention traffic take the pool
     /// the intake and the service API share (each waits at most the deadline, but many at once would hold it all).
     static let concurrencyLimit = 8
-    /// How long past the deadline an answer already committing is waited for (Apple waits 700 ms in all).
-    static let commitGrace: Duration = .milliseconds(250)
+    /// How long after the request came an answer already committing is still waited for: Apple waits 700 ms in all.
+    /// `deadline_ms` is at most 400, so that a commit has at least 250 ms.
+    static let answerBudget: Duration = .milliseconds(650)
     private let inFlight = InFlight()
 
     final class InFlight: Sendable {
@@ -58,11 +59,12 @@ struct RetentionMessageController: Sendable {
     }
 
     /// Who answered: the transaction, just before it commits, or the deadline, with the default. The first wins.
-    final class AnswerClaim: Sendable {
+    final class AnswerClaim: RetentionMessaging.Claim {
         private let state = Atomic<Int>(0)  // 0 open, 1 committing, 2 given up
 
         func claimForCommit() -> Bool { state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged }
         func giveUp() -> Bool { state.compareExchange(expected: 0, desired: 2, ordering: .acquiringAndReleasing).exchanged }
+        var isGivenUp: Bool { state.load(ordering: .acquiring) == 2 }
     }
 
     init(verifier: SignedDataVerifier, retention: any RetentionAnswering, clock: @escaping @Sendable () -> Date) {
@@ -98,6 +100,7 @@ struct RetentionMessageController: Sendable {
     }
 
     func process(_ request: Request, context: StorekeeperRequestContext) async throws -> (Response, String) {
+        let started = ContinuousClock.now
         let body = try await request.decodeJSONBody(
             as: RequestBody.self, upTo: 64 * 1024, otherwise: "body must be a JSON object with a signedPayload string")
         let payload: RetentionRequestPayload
@@ -130,11 +133,11 @@ struct RetentionMessageController: Sendable {
         // claim, or at the server's lock and statement timeouts) and gives its place back.
         let work = Task {
             defer { inFlight.leave() }
-            return try await retention.answer(payload, identifier: identifier, now: now, claim: claim.claimForCommit)
+            return try await retention.answer(payload, identifier: identifier, now: now, claim: claim)
         }
         let decided: RetentionMessaging.Answer
         do {
-            decided = try await Self.awaitAnswer(work, claim: claim, deadline: retention.deadline)
+            decided = try await Self.awaitAnswer(work, claim: claim, deadline: retention.deadline, started: started, logger: logger)
         } catch is RetentionMessaging.Replayed {
             logger.notice("retention request replayed")
             throw APIError(.unauthorized, code: "replayed_request", message: "requestIdentifier was answered before")
@@ -151,19 +154,33 @@ struct RetentionMessageController: Sendable {
         return (try Self.response(answer), answer.kind)
     }
 
-    /// The decision's answer within `deadline`; past it, the default is given unless the decision is already
-    /// committing, which is then waited for a little longer (``commitGrace``).
+    /// The decision's answer within `deadline`; past it (or when this request is cancelled), the default is given
+    /// unless the decision is already committing, which is then waited for until ``answerBudget`` from `started`.
     static func awaitAnswer(
-        _ work: Task<RetentionMessaging.Answer, any Error>, claim: AnswerClaim, deadline: Duration
+        _ work: Task<RetentionMessaging.Answer, any Error>, claim: AnswerClaim, deadline: Duration, started: ContinuousClock.Instant,
+        logger: Logger
     ) async throws -> RetentionMessaging.Answer {
         do {
             return try await withDeadline(deadline) { try await work.value }
-        } catch let late as DeadlineExceeded {
+        } catch {
             if claim.giveUp() {
                 work.cancel()
+                throw error
+            }
+            guard error is DeadlineExceeded else { throw error }
+            let left = answerBudget - (ContinuousClock.now - started)
+            do {
+                return try await withDeadline(max(left, .milliseconds(1))) { try await work.value }
+            } catch let late as DeadlineExceeded {
+                // Committing past Apple's patience: it may yet commit an answer Apple never got. Said, and counted.
+                Task {
+                    if (try? await work.value) != nil {
+                        logger.error("a retention answer committed after Apple was answered the default")
+                        Counter(label: "storekeeper_retention_late_commits_total").increment()
+                    }
+                }
                 throw late
             }
-            return try await withDeadline(commitGrace) { try await work.value }
         }
     }
 
@@ -183,11 +200,10 @@ struct RetentionMessageController: Sendable {
         }
         let retention = self.retention
         let inFlight = self.inFlight
+        // Its place is held until the record ends: its own timeouts (1 s) bound its statements.
         Task {
             defer { inFlight.leave() }
-            _ = try? await withDeadline(.seconds(2)) {
-                await retention.recordFallback(payload, identifier: identifier, reason: reason, now: now)
-            }
+            await retention.recordFallback(payload, identifier: identifier, reason: reason, now: now)
         }
     }
 

@@ -6,7 +6,7 @@ import Subscriptions
 /// Get Retention Message requests (docs/retention.md; an example ships as `config/retention.yml`):
 ///
 /// ```yaml
-/// deadline_ms: 300                   # optional: answer the default after this long (Apple waits 700 ms)
+/// deadline_ms: 300                   # optional, 20–400: answer the default after this long (Apple waits 700 ms)
 /// default:                           # optional: without it, Apple shows its own default message
 ///   message: 6f0b1c7e-…              # a message identifier uploaded to Apple and approved
 /// rules:
@@ -134,8 +134,8 @@ enum RetentionConfiguration {
             }
         }
         let deadline = file.deadlineMs ?? 300
-        if !(20...650).contains(deadline) {
-            problems.append("\(place): deadline_ms must be 20–650: Apple stops waiting at 700 ms, got \(deadline)")
+        if !(20...400).contains(deadline) {
+            problems.append("\(place): deadline_ms must be 20–400: Apple stops waiting at 700 ms, and a decision committing at the deadline is given 250 ms more, got \(deadline)")
         }
         guard problems.isEmpty else { throw ConfigurationError(problems: problems) }
         return RetentionPolicy(rules: rules, fallback: fallback, deadline: .milliseconds(deadline))

@@ -241,14 +241,15 @@ public struct StorekeeperComponents: Sendable {
                 stripeClient.map { StripeCheckout(client: client, stripe: $0, accounts: accounts, catalogue: configuration.catalogue, logger: logger) }
             )
         }
-        dependencies.offers = configuration.serverAPI.map { settings in
+        let offerSigning = configuration.serverAPI.map { settings in
             OfferSigning(
                 client: client, signer: OfferSigner(credentials: settings.credentials), offers: configuration.offers,
                 subscriptionProducts: configuration.catalogue.subscriptionProducts(of: nil), erased: erased, logger: logger)
         }
+        dependencies.offers = offerSigning
         dependencies.retention = configuration.retention.map { policy in
             RetentionMessaging(
-                client: client, policy: policy, catalogue: configuration.catalogue, offers: dependencies.offers as? OfferSigning, events: events,
+                client: client, policy: policy, catalogue: configuration.catalogue, offers: offerSigning, events: events,
                 logger: logger)
         }
         dependencies.metricsKeys = configuration.metricsKeys

@@ -243,7 +243,7 @@ struct RetentionConfigurationTests {
             """)
         let all = rest.joined(separator: "\n")
         for needle in [
-            "deadline_ms must be 20–650", "default must be a message or an alternate_product", "a spent share is a fraction 0–1",
+            "deadline_ms must be 20–400", "default must be a message or an alternate_product", "a spent share is a fraction 0–1",
             "\"gold\" is not a tier", "counts and days are 0 or more", "rules.0.answer.message must be the UUID",
             "rules.1.name \"a\" is listed twice", "rules.1.answer must be exactly one of", "rules.2.name \"default\" names the answer",
             "\"credits.100\" is not an App Store subscription product", "billing_plan must be BILLED_UPFRONT or MONTHLY", "rules.3.name must be 1–64",

@@ -25,6 +25,15 @@ public struct RetentionMessaging: Sendable {
     /// The answer was given up for the default before this transaction could commit: it rolls back.
     public struct Late: Error, Sendable {}
 
+    /// Who answers Apple: the decision, just before it commits, or its caller, with the default once the deadline has
+    /// passed. The first to ask wins.
+    public protocol Claim: Sendable {
+        /// Whether the decision may commit: `false` once the caller gave the answer up.
+        func claimForCommit() -> Bool
+        /// Whether the caller gave the answer up: the decision stops at its next step.
+        var isGivenUp: Bool { get }
+    }
+
     let client: PostgresClient
     public let policy: RetentionPolicy
     let catalogue: TierCatalogue
@@ -47,12 +56,10 @@ public struct RetentionMessaging: Sendable {
         self.logger = logger
     }
 
-    /// Decides and records the answer to `request`. `claim` is asked just before the transaction commits: `false`
-    /// (the caller already answered the default) rolls everything back and throws ``Late``. Throws ``Replayed`` when
-    /// the identifier was answered before.
-    public func answer(
-        _ request: RetentionRequestPayload, identifier: UUID, now: Date, claim: @escaping @Sendable () -> Bool
-    ) async throws -> Answer {
+    /// Decides and records the answer to `request`. `claim` is asked just before the transaction commits, and between
+    /// its steps: given up (the caller already answered the default), everything rolls back and ``Late`` is thrown.
+    /// Throws ``Replayed`` when the identifier was answered before.
+    public func answer(_ request: RetentionRequestPayload, identifier: UUID, now: Date, claim: any Claim) async throws -> Answer {
         do {
             return try await client.withTransaction(logger: logger) { connection in
                 try await decide(request, identifier: identifier, now: now, claim: claim, on: connection)
@@ -65,17 +72,21 @@ public struct RetentionMessaging: Sendable {
     }
 
     private func decide(
-        _ request: RetentionRequestPayload, identifier: UUID, now: Date, claim: @Sendable () -> Bool, on connection: PostgresConnection
+        _ request: RetentionRequestPayload, identifier: UUID, now: Date, claim: any Claim, on connection: PostgresConnection
     ) async throws -> Answer {
+        // An answer given up stops here rather than run every step still ahead (each would get the whole deadline
+        // again from the server's timeouts) holding a connection and, for an offer, the account's lock.
+        func goOn() throws { if claim.isGivenUp { throw Late() } }
         // A lock or a statement waiting past the deadline ends on the server too, and gives its connection back.
         try await decisions.limitWaits(to: policy.deadline, on: connection)
         let environment = request.environment?.rawValue ?? ""
         guard var reading = try await decisions.reading(of: request.originalTransactionId, environment: environment, on: connection) else {
             let answer = Answer(rule: RetentionPolicy.defaultRule, answer: fallback, fallbackReason: "unknown_subscription")
             try await record(answer, for: request, identifier: identifier, account: nil, now: now, on: connection)
-            guard claim() else { throw Late() }
+            guard claim.claimForCommit() else { throw Late() }
             return answer
         }
+        try goOn()
         var facts = Self.facts(reading, product: request.productId, catalogue: catalogue, now: now)
         var decision = policy.decide(facts)
         var offerId: String?
@@ -83,6 +94,7 @@ public struct RetentionMessaging: Sendable {
         if case .promotionalOffer = decision.answer, let account = reading.account {
             // The account's lock, then the facts again: requests at once for one account see each other's offers.
             try await OfferSignatures(logger: logger).lockAccount(account, on: connection)
+            try goOn()
             reading = try await decisions.reading(of: request.originalTransactionId, environment: environment, on: connection) ?? reading
             facts = Self.facts(reading, product: request.productId, catalogue: catalogue, now: now)
             decision = policy.decide(facts)
@@ -98,6 +110,7 @@ public struct RetentionMessaging: Sendable {
                     facts.ineligibleOffers.insert(offer.id)
                     decision = policy.decide(facts)
                 }
+                try goOn()
             }
         }
         logger.debug("retention facts", metadata: ["retention.facts": "\(facts)"])
@@ -107,7 +120,7 @@ public struct RetentionMessaging: Sendable {
         if let account = reading.account, let events, let answer {
             try await events.record([Self.event(answer, rule: chosen.rule, offerId: offerId, request: request, identifier: identifier, account: account)], now: now, on: connection)
         }
-        guard claim() else { throw Late() }
+        guard claim.claimForCommit() else { throw Late() }
         return chosen
     }
 
