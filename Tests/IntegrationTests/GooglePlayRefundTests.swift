@@ -87,8 +87,11 @@ struct GooglePlayRefundTests {
             let refunds = world.harness.components.googleRefunds
             #expect(try await refunds.catchUp() == .init(listed: 1, recorded: 1))
             #expect(try await refunds.catchUp() == .init(listed: 1, recorded: 0))
-            let status = try await world.http.getWithKey("/v1/accounts/\(account.uuidString.lowercased())/status").json
-            #expect(status["tier"] as? String == "free" && status["entitled"] as? Bool == false)
+            // The status cache hears of the change through the database's NOTIFY: a moment after the commit.
+            try await eventually("the unlock to end in the account's status") {
+                let status = try await world.http.getWithKey("/v1/accounts/\(account.uuidString.lowercased())/status").json
+                return status["tier"] as? String == "free" && status["entitled"] as? Bool == false
+            }
         }
     }
 
