@@ -75,6 +75,10 @@ public struct EventChange: Codable, Sendable, Equatable {
     public var retentionAnswer: String?
     public var messageIdentifier: String?
     public var offerId: String?
+    /// `subscription.win_back_eligible`: Apple's win-back offers, best first.
+    public var offerIds: [String]?
+    /// `account.consent_rescinded`: the customer's Apple `appTransactionId`.
+    public var appTransactionId: String?
 
     public init(
         fromProductId: String? = nil, toProductId: String? = nil, direction: String? = nil, effective: String? = nil,
@@ -83,8 +87,10 @@ public struct EventChange: Codable, Sendable, Equatable {
         amount: Int64? = nil, bucket: String? = nil, refundRequestId: String? = nil, answerBy: Date? = nil, deadline: Date? = nil,
         grantId: String? = nil, tier: String? = nil, group: String? = nil, sources: [String]? = nil, remaining: Int64? = nil,
         threshold: Int64? = nil, retentionRule: String? = nil, retentionAnswer: String? = nil, messageIdentifier: String? = nil,
-        offerId: String? = nil
+        offerId: String? = nil, offerIds: [String]? = nil, appTransactionId: String? = nil
     ) {
+        self.offerIds = offerIds
+        self.appTransactionId = appTransactionId
         self.fromProductId = fromProductId
         self.toProductId = toProductId
         self.direction = direction

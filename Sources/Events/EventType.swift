@@ -16,6 +16,8 @@ public enum EventType: String, CaseIterable, Codable, Sendable {
     case subscriptionExtended = "subscription.extended"
     /// Apple asked what to show a customer looking at their subscription, and a retention answer was given.
     case subscriptionRetentionOffered = "subscription.retention_offered"
+    /// Apple made a lapsed subscriber eligible for win-back offers (renewal info `eligibleWinBackOfferIds`).
+    case subscriptionWinBackEligible = "subscription.win_back_eligible"
     case creditsGranted = "credits.granted"
     case creditsDepleted = "credits.depleted"
     case creditsLow = "credits.low"
@@ -27,6 +29,8 @@ public enum EventType: String, CaseIterable, Codable, Sendable {
     case grantStarted = "grant.started"
     case grantEnded = "grant.ended"
     case accountOverlappingSubscriptions = "account.overlapping_subscriptions"
+    /// The customer withdrew consent for the app (Apple's `RESCIND_CONSENT`).
+    case accountConsentRescinded = "account.consent_rescinded"
 }
 
 /// A set of event types an endpoint or a feed reader wants: exact names, `prefix.*`, or `*` for all.

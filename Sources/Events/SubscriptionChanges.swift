@@ -34,6 +34,12 @@ public enum SubscriptionChanges {
             draft(.subscriptionTransferred, "transferred:\(id):\(period):\(account.text)", change, for: from)
             before = previous
         }
+        // Win-back offers appearing for a lapsed subscriber: once per period in force.
+        if before?.winBackOfferIds.isEmpty ?? true, !state.winBackOfferIds.isEmpty {
+            draft(
+                .subscriptionWinBackEligible, "win_back:\(id):\(period)",
+                EventChange(productId: state.productId, offerIds: state.winBackOfferIds))
+        }
         guard let before else {
             if state.status.isRunning {
                 draft(.subscriptionStarted, "started:\(id):\(period)", EventChange(expiresAt: state.expiresAt, productId: state.productId))
@@ -97,15 +103,21 @@ public enum SubscriptionChanges {
                     fromProductId: state.productId, toProductId: pending,
                     direction: direction(from: state.productId, to: pending, catalogue: catalogue), effective: "next_renewal"))
         }
-        if before.status.isRunning, state.status.isRunning, before.willRenew != state.willRenew {
+        if before.status.isRunning, state.status.isRunning, renews(before) != renews(state) {
             let fact = "\(state.lastEvent.signedDate):\(state.lastEvent.eventId)"
-            if state.willRenew {
+            if renews(state) {
                 draft(.subscriptionRenewalEnabled, "renewal_enabled:\(id):\(fact)")
             } else {
-                draft(.subscriptionRenewalDisabled, "renewal_disabled:\(id):\(fact)", EventChange(expiresAt: state.expiresAt))
+                draft(.subscriptionRenewalDisabled, "renewal_disabled:\(id):\(fact)", EventChange(expiresAt: state.commitment?.endsAt ?? state.expiresAt))
             }
         }
         return drafts
+    }
+
+    /// Whether the subscription goes on past what is paid: its renewal, or for a monthly-billed commitment (whose
+    /// months bill until its end whatever the customer chose) the commitment's.
+    static func renews(_ state: SubscriptionState) -> Bool {
+        state.commitment.map { $0.renewsTo != nil } ?? state.willRenew
     }
 
     /// The event of an ended subscription: expired (with the reason), refunded or revoked.

@@ -27,6 +27,11 @@ extension AdminDashboardController {
         let entitled = status.entitled ? "<span class=\"good\">entitled</span>" : "<span class=\"muted\">not entitled</span>"
         html += "<p><b>\(HTMLPage.escape(status.state.rawValue))</b> · \(entitled) · tier \(HTMLPage.escape(credits.tier ?? "—"))"
         html += " · next change \(HTMLPage.escape(HTMLPage.time(status.nextChangeAt)))</p>"
+        // Apple's RESCIND_CONSENT: the customer withdrew consent for the app — support must know before acting.
+        for rescission in try await records.consentRescissions(ofAccount: account) {
+            html += "<p class=\"bad\">Consent rescinded \(HTMLPage.escape(HTMLPage.time(rescission.rescindedAt))) (\(HTMLPage.escape(rescission.environment)), "
+            html += "app transaction <code>\(HTMLPage.escape(rescission.appTransactionId))</code>)</p>"
+        }
         html += HTMLPage.table(
             ["subscription", "store", "product", "status", "renews", "expires", "ended"],
             subscriptions.map { state in

@@ -14,6 +14,7 @@ public protocol OperatorReading: Sendable {
     func ledger(ofAccount accountId: AccountID, limit: Int) async throws -> [AccountRecords.LedgerEntry]
     func holds(ofAccount accountId: AccountID, limit: Int) async throws -> [CreditHoldStore.Hold]
     func refundRequests(ofAccount accountId: AccountID, limit: Int) async throws -> [RefundRequests.Request]
+    func consentRescissions(ofAccount accountId: AccountID) async throws -> [ConsentRescissions.Rescission]
 }
 
 extension AccountRecords: OperatorReading {}

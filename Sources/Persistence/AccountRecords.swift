@@ -168,6 +168,13 @@ public struct AccountRecords: Sendable {
         }
     }
 
+    /// The consents the account's customer withdrew (Apple's `RESCIND_CONSENT`), newest first.
+    public func consentRescissions(ofAccount accountId: AccountID) async throws -> [ConsentRescissions.Rescission] {
+        try await client.withConnection { connection in
+            try await ConsentRescissions(logger: logger).rescissions(of: accountId, on: connection)
+        }
+    }
+
     /// The account's holds, newest first: what each held, and how it ended (settled, released, expired) or when it
     /// expires.
     public func holds(ofAccount accountId: AccountID, limit: Int = 50) async throws -> [CreditHoldStore.Hold] {

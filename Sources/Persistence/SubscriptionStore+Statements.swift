@@ -50,6 +50,7 @@ extension SubscriptionStore {
         static let bindingDataTypes: [PostgresDataType] = [
             .text, .text, .text, .text, .text, .bool, .text, .text, .timestamptz, .timestamptz, .timestamptz, .bool,
             .text, .text, .text, .int8, .text, .text, .timestamptz, .int4, .text, .text, .text, .text, .int8, .text, .timestamptz, .text,
+            .text, .int4, .int4, .timestamptz, .text, .int8, .textArray, .text,
         ]
         var state: SubscriptionState
 
@@ -73,6 +74,12 @@ extension SubscriptionStore {
                     offer_period = EXCLUDED.offer_period, price_increase = EXCLUDED.price_increase, price = EXCLUDED.price,
                     billing_period = EXCLUDED.billing_period, access_until = EXCLUDED.access_until,
                     store = coalesce(subscriptions.store, EXCLUDED.store),
+                    billing_plan = EXCLUDED.billing_plan, commitment_period = EXCLUDED.commitment_period,
+                    commitment_periods = EXCLUDED.commitment_periods, commitment_ends_at = EXCLUDED.commitment_ends_at,
+                    commitment_renews_to = EXCLUDED.commitment_renews_to,
+                    commitment_price_after = EXCLUDED.commitment_price_after,
+                    win_back_offer_ids = EXCLUDED.win_back_offer_ids,
+                    app_transaction_id = EXCLUDED.app_transaction_id,
                     updated_at = now()
                 """
         }
@@ -107,6 +114,15 @@ extension SubscriptionStore {
             bindings.append(state.billingPeriodKey)
             bindings.append(state.accessUntil)
             bindings.append(state.store.text)
+            // An up-front plan is written as NULL, as rows from before the column say it.
+            bindings.append(state.billingPlan == .billedUpfront ? nil : state.billingPlan.text)
+            bindings.append(state.commitment.map { Int32(clamping: $0.period) })
+            bindings.append(state.commitment.map { Int32(clamping: $0.of) })
+            bindings.append(state.commitment?.endsAt)
+            bindings.append(state.commitment?.renewsTo)
+            bindings.append(state.commitment?.priceAfter)
+            bindings.append(state.winBackOfferIds.isEmpty ? nil : state.winBackOfferIds)
+            bindings.append(state.appTransactionId)
         }
 
         func makeBindings() -> PostgresBindings {

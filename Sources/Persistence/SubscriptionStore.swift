@@ -110,7 +110,9 @@ public struct SubscriptionStore: Sendable {
         original_transaction_id, account_id, product_id, environment, status, will_renew, auto_renew_product_id, \
         pending_product_id, purchase_date, expires_at, grace_period_expires_at, is_trial, ownership, \
         latest_transaction_id, last_event_type, last_signed_date, last_event_id, end_reason, revoked_at, offer_type, \
-        offer_identifier, offer_discount_type, offer_period, price_increase, price, billing_period, access_until, store
+        offer_identifier, offer_discount_type, offer_period, price_increase, price, billing_period, access_until, store, \
+        billing_plan, commitment_period, commitment_periods, commitment_ends_at, commitment_renews_to, \
+        commitment_price_after, win_back_offer_ids, app_transaction_id
         """
 
     /// ``columns`` as the fields of `composite`, a value of the table's row type.
@@ -163,7 +165,20 @@ public struct SubscriptionStore: Sendable {
             price: try cells["price"].decode(Int64?.self),
             billingPeriodKey: try cells["billing_period"].decode(String.self),
             accessUntil: try cells["access_until"].decode(Date?.self)?.wholeMilliseconds,
-            store: Store(try cells["store"].decode(String?.self) ?? Self.storeBefore0033(of: try cells["original_transaction_id"].decode(String.self)))
+            store: Store(try cells["store"].decode(String?.self) ?? Self.storeBefore0033(of: try cells["original_transaction_id"].decode(String.self))),
+            billingPlan: try cells["billing_plan"].decode(String?.self).map(BillingPlan.init) ?? .billedUpfront,
+            commitment: try commitment(cells),
+            winBackOfferIds: try cells["win_back_offer_ids"].decode([String]?.self) ?? [],
+            appTransactionId: try cells["app_transaction_id"].decode(String?.self)
         )
+    }
+
+    private static func commitment(_ cells: PostgresRandomAccessRow) throws -> SubscriptionState.Commitment? {
+        guard let period = try cells["commitment_period"].decode(Int32?.self) else { return nil }
+        return SubscriptionState.Commitment(
+            period: Int(period), of: Int(try cells["commitment_periods"].decode(Int32?.self) ?? 12),
+            endsAt: try cells["commitment_ends_at"].decode(Date?.self)?.wholeMilliseconds,
+            renewsTo: try cells["commitment_renews_to"].decode(String?.self),
+            priceAfter: try cells["commitment_price_after"].decode(Int64?.self))
     }
 }

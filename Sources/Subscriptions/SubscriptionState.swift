@@ -46,6 +46,15 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
     public var billingPeriodKey: String
     /// Access Apple reports beyond `expiresAt` — a renewal Storekeeper has not seen yet — until a recheck finds it.
     public var accessUntil: Date?
+    /// How the price is billed: up front per period, or monthly under a 12-month commitment.
+    public var billingPlan: BillingPlan
+    /// A monthly-billed 12-month commitment's progress and what follows it.
+    public var commitment: Commitment?
+    /// Apple's win-back offers the customer may redeem in the App Store (renewal info `eligibleWinBackOfferIds`, best
+    /// first); none while the subscription is in a grace period or billing retry.
+    public var winBackOfferIds: [String]
+    /// Apple's `appTransactionId`: the customer's Apple Account in this app (one per account and family member).
+    public var appTransactionId: String?
 
     /// An offer redeemed for the current period.
     public struct Offer: Codable, Sendable, Equatable {
@@ -76,8 +85,13 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
         purchaseDate: Date?, expiresAt: Date?, gracePeriodExpiresAt: Date?, isTrial: Bool, ownership: Ownership,
         latestTransactionId: String, lastEventType: NotificationType, lastEvent: EventPosition, endReason: EndReason?,
         revokedAt: Date? = nil, offer: Offer? = nil, priceIncrease: PriceIncreaseConsent? = nil, price: Int64? = nil,
-        billingPeriodKey: String? = nil, accessUntil: Date? = nil, store: Store = .appStore
+        billingPeriodKey: String? = nil, accessUntil: Date? = nil, store: Store = .appStore, billingPlan: BillingPlan = .billedUpfront,
+        commitment: Commitment? = nil, winBackOfferIds: [String] = [], appTransactionId: String? = nil
     ) {
+        self.billingPlan = billingPlan
+        self.commitment = commitment
+        self.winBackOfferIds = winBackOfferIds
+        self.appTransactionId = appTransactionId
         self.originalTransactionId = originalTransactionId
         self.store = store
         self.accountId = accountId
@@ -106,7 +120,7 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
 
     /// The status at `now`: the stored status, except that time ends access even when Apple's notification about
     /// it never arrives — an active subscription past `expiresAt`, a grace period past its end, or a billing retry
-    /// past Apple's 60-day window is `expired`.
+    /// past Apple's retry window (60 days; 90 for a monthly-billed commitment) is `expired`.
     ///
     /// A grace period that runs out without news is billing retry — both stores keep trying to charge after it —
     /// until the retry window ends too.
@@ -116,8 +130,8 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
         return .expired
     }
 
-    /// When billing retry gives up by the clock: the retry window after the period's end.
-    var billingRetryEnd: Date? { expiresAt?.addingTimeInterval(Self.billingRetryWindow) }
+    /// When billing retry gives up by the clock: the plan's retry window after the period's end.
+    var billingRetryEnd: Date? { expiresAt?.addingTimeInterval(retryWindow) }
 
     /// Whether the subscription grants access at `now`.
     public func isEntitled(at now: Date) -> Bool {
@@ -140,7 +154,7 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
         switch status {
         case .active: return [expiresAt, accessUntil].compactMap { $0 }.max()
         case .gracePeriod: return gracePeriodExpiresAt ?? expiresAt?.addingTimeInterval(Self.shortestGracePeriod)
-        case .billingRetry: return expiresAt?.addingTimeInterval(Self.billingRetryWindow)
+        case .billingRetry: return billingRetryEnd
         case .expired, .refunded, .revoked: return nil
         }
     }

@@ -118,4 +118,28 @@ struct AnalyticsRulesTests {
         let churn = refunded.values.first { $0.key.measure == .churned }
         #expect(churn?.key.day == AnalyticsDay(refundAt))
     }
+
+    @Test("a monthly-billed 12-month commitment counts its monthly price as MRR, each month's charge as revenue")
+    func commitmentMonths() {
+        // The catalogue knows the product as a year: billed monthly, a month's price is still a month's worth.
+        let length: (String) -> MonthlyValue.Length? = { _ in .init(months: 12, days: 0) }
+        let start = Date(timeIntervalSince1970: 1_790_812_800)
+        let periods = (0..<3).map { index in
+            PaidPeriod(
+                key: "m\(index)", transactionId: "m\(index)", transactionIds: ["m\(index)"], productId: "pro.annual",
+                start: start + Double(index) * 30 * 86_400, end: start + Double(index + 1) * 30 * 86_400, price: 8_990, offer: nil, revocation: nil,
+                signedAt: 0, currency: "USD", charged: 8_990, billedMonthly: true)
+        }
+        let state = SubscriptionState(
+            originalTransactionId: "1", accountId: nil, productId: "pro.annual", environment: .production, status: .active, willRenew: true,
+            autoRenewProductId: nil, pendingProductId: nil, purchaseDate: nil, expiresAt: periods.last?.end, gracePeriodExpiresAt: nil, isTrial: false,
+            ownership: .purchased, latestTransactionId: "m2", lastEventType: .didRenew, lastEvent: EventPosition(signedDate: 0, eventId: ""),
+            endReason: nil, billingPlan: .monthly)
+        let contribution = SubscriptionAnalytics.contribution(
+            of: Lifecycle.Derivation(state: state, periods: periods, ends: [], accessEndsAt: nil), length: length)
+        let mrrAtStart = contribution.values.filter { $0.key.measure == .mrr && $0.key.day == AnalyticsDay(start) }.reduce(0) { $0 + $1.value }
+        let revenue = contribution.values.filter { $0.key.measure == .revenueGross }.reduce(0) { $0 + $1.value }
+        #expect(mrrAtStart == 8_990, "a month's price, not a twelfth of it")
+        #expect(revenue == 3 * 8_990)
+    }
 }

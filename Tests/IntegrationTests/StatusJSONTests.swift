@@ -53,7 +53,9 @@ import Testing
             productId: optionalText(&random), transactionId: optionalText(&random), meter: optionalText(&random),
             amount: integer(&random), bucket: optionalText(&random), refundRequestId: optionalText(&random), answerBy: date(&random),
             deadline: date(&random), grantId: optionalText(&random), tier: optionalText(&random), group: optionalText(&random),
-            sources: Bool.random(using: &random) ? nil : (0..<Int.random(in: 0...3, using: &random)).map { _ in text(&random) })
+            sources: Bool.random(using: &random) ? nil : (0..<Int.random(in: 0...3, using: &random)).map { _ in text(&random) },
+            offerIds: Bool.random(using: &random) ? nil : (0..<Int.random(in: 0...3, using: &random)).map { _ in text(&random) },
+            appTransactionId: optionalText(&random))
     }
 
     static func cause(_ random: inout Generator) -> EventCause {
@@ -70,7 +72,10 @@ import Testing
             pendingProductId: Bool.random(using: &random) ? nil : text(&random), purchaseDate: date(&random),
             expiresAt: date(&random), gracePeriodExpiresAt: date(&random), isTrial: Bool.random(using: &random),
             ownership: Ownership(text(&random)), latestTransactionId: "1", lastEventType: NotificationType("SUBSCRIBED"), lastEvent: EventPosition(signedDate: 1, eventId: "e"),
-            endReason: nil)
+            endReason: nil, billingPlan: BillingPlan(text(&random)),
+            commitment: Bool.random(using: &random) ? nil : SubscriptionState.Commitment(
+                period: Int.random(in: 1...12, using: &random), of: 12, endsAt: date(&random), renewsTo: optionalText(&random), priceAfter: integer(&random)),
+            winBackOfferIds: (0..<Int.random(in: 0...3, using: &random)).map { _ in text(&random) })
         var meters: [String: MeterCredits] = [:]
         for _ in 0..<Int.random(in: 0...4, using: &random) {
             meters[text(&random, maximum: 6)] = MeterCredits(

@@ -87,6 +87,16 @@ struct ScenarioTests {
         if let sources = expect.sources {
             #expect(standing.entitlements.entitling.map(\.kind.text).sorted() == sources.sorted(), "\(label): entitling sources")
         }
+        if let plan = expect.billingPlan { #expect(status.subscription?.billingPlan.text == plan, "\(label): billingPlan") }
+        if let expected = expect.commitment {
+            let commitment = status.subscription?.commitment
+            #expect(commitment?.period == expected.period, "\(label): commitment period")
+            #expect(commitment?.of == expected.of, "\(label): commitment of")
+            #expect(commitment?.endsAt == Scenario.date(expected.endsAt), "\(label): commitment endsAt")
+            #expect(commitment?.renewsTo == expected.renewsTo, "\(label): commitment renewsTo")
+            #expect(commitment?.priceAfter == expected.priceAfter, "\(label): commitment priceAfter")
+        }
+        if let offers = expect.winBackOfferIds { #expect(status.subscription?.winBackOfferIds == offers, "\(label): winBackOfferIds") }
         _ = subscriptions
     }
 

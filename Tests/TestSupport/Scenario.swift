@@ -67,6 +67,17 @@ public struct Scenario: Decodable, Sendable {
         public var quantity: Int32?
         /// When this copy was signed, when not at the event.
         public var signedAt: Double?
+        /// `billingPlanType` (`MONTHLY` for a 12-month commitment billed monthly).
+        public var plan: String?
+        public var commitment: Commitment?
+    }
+
+    /// A transaction's `commitmentInfo`: the paid month, of how many, the commitment's end (day) and its price.
+    public struct Commitment: Decodable, Sendable {
+        public var period: Int32
+        public var of: Int32
+        public var ends: Double
+        public var price: Int64?
     }
 
     public struct Renewal: Decodable, Sendable {
@@ -76,6 +87,12 @@ public struct Scenario: Decodable, Sendable {
         public var grace: Double?
         public var intent: Int32?
         public var priceIncrease: Int32?
+        /// The renewal info's `commitmentInfo`: whether the commitment renews (`commitmentAutoRenewStatus`), into
+        /// which product, at what monthly price.
+        public var commitmentRenews: Int32?
+        public var commitmentNext: String?
+        public var commitmentPrice: Int64?
+        public var winBack: [String]?
     }
 
     public struct Expectation: Decodable, Sendable {
@@ -96,6 +113,19 @@ public struct Scenario: Decodable, Sendable {
         public var ownsNothing: [String]?
         /// The kinds of the sources that entitle the account (`subscription`, `lifetime`, `non_renewing`, `grant`).
         public var sources: [String]?
+        /// `billed_upfront` or `monthly`.
+        public var billingPlan: String?
+        public var commitment: ExpectedCommitment?
+        public var winBackOfferIds: [String]?
+    }
+
+    /// The status's `commitment`: month `period` of `of`, its end (day), and what follows (`renewsTo` absent: none).
+    public struct ExpectedCommitment: Decodable, Sendable {
+        public var period: Int
+        public var of: Int
+        public var endsAt: Double
+        public var renewsTo: String?
+        public var priceAfter: Int64?
     }
 
     /// Transaction types whose original transaction is the transaction itself.
@@ -152,6 +182,12 @@ public struct Scenario: Decodable, Sendable {
         transaction.inAppOwnershipType = tx.ownership ?? "PURCHASED"
         transaction.quantity = tx.quantity ?? 1
         transaction.transactionReason = "PURCHASE"
+        transaction.billingPlanType = tx.plan
+        transaction.commitmentInfo = tx.commitment.map {
+            TransactionPayload.CommitmentInfo(
+                billingPeriodNumber: $0.period, totalBillingPeriods: $0.of, commitmentExpiresDate: Self.milliseconds($0.ends),
+                commitmentPrice: $0.price)
+        }
         return transaction
     }
 
@@ -167,6 +203,14 @@ public struct Scenario: Decodable, Sendable {
         info.expirationIntent = renewal.intent
         info.priceIncreaseStatus = renewal.priceIncrease
         info.appAccountToken = event.tx.token.map { account($0).text }
+        info.eligibleWinBackOfferIds = renewal.winBack
+        if let renews = renewal.commitmentRenews {
+            info.renewalBillingPlanType = event.tx.plan
+            info.commitmentInfo = RenewalInfoPayload.CommitmentInfo(
+                commitmentAutoRenewProductId: renewal.commitmentNext ?? event.tx.product, commitmentAutoRenewStatus: renews,
+                commitmentRenewalBillingPlanType: event.tx.plan, commitmentRenewalDate: event.tx.commitment.map { Self.milliseconds($0.ends) },
+                commitmentRenewalPrice: renewal.commitmentPrice ?? event.tx.price)
+        }
         return info
     }
 }

@@ -52,6 +52,7 @@ public struct AccountExport: Sendable {
                     'refundRequests', (SELECT coalesce(jsonb_agg(to_jsonb(r)), '[]') FROM refund_requests r WHERE r.account_id = \(account.text)),
                     'offerSignatures', (SELECT coalesce(jsonb_agg(to_jsonb(o)), '[]') FROM offer_signatures o WHERE o.account_id = \(account.text)),
                     'retentionDecisions', (SELECT coalesce(jsonb_agg(to_jsonb(r) ORDER BY r.decided_at), '[]') FROM retention_decisions r WHERE r.account_id = \(account.text)),
+                    'consentRescissions', (SELECT coalesce(jsonb_agg(to_jsonb(c) ORDER BY c.rescinded_at), '[]') FROM consent_rescissions c WHERE c.account_id = \(account.text)),
                     'stripeLinks', (SELECT coalesce(jsonb_agg(to_jsonb(k)), '[]') FROM stripe_links k WHERE k.account_id = \(account.text)),
                     'stripeObjects', (SELECT coalesce(jsonb_agg(to_jsonb(o) ORDER BY o.read_at), '[]') FROM stripe_objects o JOIN owned ON o.subscription_id = owned.original_transaction_id),
                     'googlePlayClaims', (SELECT coalesce(jsonb_agg(to_jsonb(c)), '[]') FROM google_purchase_claims c WHERE c.account_id = \(account.text)),

@@ -66,7 +66,7 @@ struct SubscriptionResponse: Encodable {
 
     enum CodingKeys: String, CodingKey {
         case originalTransactionId, productId, environment, status, willRenew, autoRenewProductId, pendingProductId
-        case expiresAt, gracePeriodExpiresAt, isTrial, ownership, store
+        case expiresAt, gracePeriodExpiresAt, isTrial, ownership, store, billingPlan, commitment, winBackOfferIds
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -83,6 +83,27 @@ struct SubscriptionResponse: Encodable {
         try container.encode(state.isTrial, forKey: .isTrial)
         try container.encode(state.ownership, forKey: .ownership)
         try container.encode(state.store.text, forKey: .store)
+        try container.encode(state.billingPlan.text, forKey: .billingPlan)
+        try container.encode(state.commitment.map(CommitmentResponse.init), forKey: .commitment)
+        try container.encode(state.winBackOfferIds, forKey: .winBackOfferIds)
+    }
+}
+
+/// The `commitment` of the subscription object, every field present.
+struct CommitmentResponse: Encodable {
+    var commitment: SubscriptionState.Commitment
+
+    enum CodingKeys: String, CodingKey {
+        case period, of, endsAt, renewsTo, priceAfter
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(commitment.period, forKey: .period)
+        try container.encode(commitment.of, forKey: .of)
+        try container.encode(commitment.endsAt, forKey: .endsAt)
+        try container.encode(commitment.renewsTo, forKey: .renewsTo)
+        try container.encode(commitment.priceAfter, forKey: .priceAfter)
     }
 }
 
@@ -194,6 +215,19 @@ extension AccountStatusResponse {
         if let state = status.subscription {
             writer.beginObject()
             writer.member("autoRenewProductId", state.autoRenewProductId)
+            writer.member("billingPlan", state.billingPlan.text)
+            writer.key("commitment")
+            if let commitment = state.commitment {
+                writer.beginObject()
+                writer.member("endsAt", date: commitment.endsAt)
+                writer.member("of", Int64(commitment.of))
+                writer.member("period", Int64(commitment.period))
+                writer.member("priceAfter", commitment.priceAfter)
+                writer.member("renewsTo", commitment.renewsTo)
+                writer.endObject()
+            } else {
+                writer.null()
+            }
             writer.member("environment", state.environment.rawValue)
             writer.member("expiresAt", date: state.expiresAt)
             writer.member("gracePeriodExpiresAt", date: state.gracePeriodExpiresAt)
@@ -205,6 +239,13 @@ extension AccountStatusResponse {
             writer.member("status", state.effectiveStatus(at: now).rawValue)
             writer.member("store", state.store.text)
             writer.member("willRenew", state.willRenew)
+            writer.key("winBackOfferIds")
+            writer.beginArray()
+            for offer in state.winBackOfferIds {
+                writer.element()
+                writer.string(offer)
+            }
+            writer.endArray()
             writer.endObject()
         } else {
             writer.null()

@@ -10,6 +10,7 @@ extension EventChange {
         writer.beginObject()
         writer.presentMember("amount", amount)
         writer.presentMember("answerBy", date: answerBy)
+        writer.presentMember("appTransactionId", appTransactionId)
         writer.presentMember("bucket", bucket)
         writer.presentMember("deadline", date: deadline)
         writer.presentMember("direction", direction)
@@ -22,6 +23,7 @@ extension EventChange {
         writer.presentMember("messageIdentifier", messageIdentifier)
         writer.presentMember("meter", meter)
         writer.presentMember("offerId", offerId)
+        writer.presentArray("offerIds", offerIds)
         writer.presentMember("previousExpiresAt", date: previousExpiresAt)
         writer.presentMember("productId", productId)
         writer.presentMember("reason", reason)
@@ -29,15 +31,7 @@ extension EventChange {
         writer.presentMember("remaining", remaining)
         writer.presentMember("retentionAnswer", retentionAnswer)
         writer.presentMember("retentionRule", retentionRule)
-        if let sources {
-            writer.key("sources")
-            writer.beginArray()
-            for source in sources {
-                writer.element()
-                writer.string(source)
-            }
-            writer.endArray()
-        }
+        writer.presentArray("sources", sources)
         writer.presentMember("store", store)
         writer.presentMember("threshold", threshold)
         writer.presentMember("tier", tier)
@@ -65,6 +59,17 @@ extension JSONWriter {
     /// A member only when it has a value, as `encodeIfPresent` writes it.
     fileprivate mutating func presentMember(_ name: String, _ value: String?) {
         if let value { member(name, value) }
+    }
+
+    fileprivate mutating func presentArray(_ name: String, _ values: [String]?) {
+        guard let values else { return }
+        key(name)
+        beginArray()
+        for value in values {
+            element()
+            string(value)
+        }
+        endArray()
     }
 
     fileprivate mutating func presentMember(_ name: String, _ value: Int64?) {

@@ -14,6 +14,7 @@ import Subscriptions
 /// (``TransactionalJobHandler``).
 /// A consumable of the catalogue (ONE_TIME_CHARGE, or its REFUND) credits — or takes back — the top-up of the account
 /// in its `appAccountToken`; a lifetime or non-renewing product entitles that account (``OneTimePurchases``). A CONSUMPTION_REQUEST opens a refund request (``RefundDefence``). Other notifications
+/// A RESCIND_CONSENT is recorded and linked to its account (``ConsentRescissions``). Other notifications
 /// (TEST, summaries, types Apple adds later, …) are recorded and complete without error; authentic content outside
 /// ``ContentLimits`` is recorded as `rejected_content` with its reason and changes nothing.
 public struct ApplyNotificationJob: TransactionalJobHandler {
@@ -102,6 +103,23 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
             let toppedUp = try await TopUpPurchase(ledger: credits, events: writer.recorder, logger: logger).record(
                 transaction, account: intended, now: now, cause: cause, on: connection)
             outcome = toppedUp ? .toppedUp : .recorded
+        } else if NotificationType(notification.payload.notificationType) == .rescindConsent,
+            let appTransactionId = notification.appTransaction?.appTransactionId
+        {
+            // The customer withdrew consent for the app: recorded, linked to the account of the subscription with the
+            // same app transaction (now, or when one first names it), and sent to that account.
+            let environment = notification.payload.appData?.environment?.rawValue ?? AppStoreEnvironment.production.rawValue
+            let rescission = try await ConsentRescissions(logger: logger).record(
+                notificationUUID: "\(uuid)", appTransactionId: appTransactionId, environment: environment,
+                rescindedAt: notification.payload.signedDate.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? now, now: now, on: connection)
+            account = rescission.account
+            if let linked = rescission.account {
+                let draft = ConsentChanges.rescinded(
+                    notificationUUID: rescission.notificationUUID, appTransactionId: appTransactionId, environment: environment, account: linked,
+                    cause: cause)
+                events = EventRecorder.Pending(drafts: [draft], statuses: [:], now: now)
+            }
+            outcome = rescission.account == nil ? .recorded : .applied
         } else {
             if let summary = notification.payload.summary, let request = summary.requestIdentifier {
                 try await RenewalExtensionRecords.noteSummary(

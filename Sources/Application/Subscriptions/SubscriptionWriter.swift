@@ -178,9 +178,25 @@ public struct SubscriptionWriter: Sendable {
                 transactions: Array(Set(derivation.periods.flatMap(\.transactionIds))).sorted(), ofSubscription: originalTransactionId, on: connection,
                 logger: logger)
         }
+        // A rescinded consent seen before any subscription named its app transaction and account is linked when one
+        // first does — asked only then, so an apply to the same owner costs nothing more.
+        var rescinded: [ConsentRescissions.Rescission] = []
+        if let appTransactionId = state.appTransactionId, let account = state.accountId,
+            appTransactionId != stored?.appTransactionId || account != stored?.accountId
+        {
+            rescinded = try await ConsentRescissions(logger: logger).link(
+                appTransactionId: appTransactionId, environment: state.environment.rawValue, to: account, now: now, on: connection)
+        }
         var drafts: [EventDraft] = []
         if recorder != nil {
             drafts = SubscriptionChanges.events(from: stored, to: state, catalogue: credits.catalogue, cause: cause)
+            drafts += rescinded.compactMap { rescission in
+                rescission.account.map {
+                    ConsentChanges.rescinded(
+                        notificationUUID: rescission.notificationUUID, appTransactionId: rescission.appTransactionId,
+                        environment: rescission.environment, account: $0, cause: cause)
+                }
+            }
             if let account = state.accountId {
                 drafts += CreditChanges.granted(
                     operations, account: account, subscription: originalTransactionId, environment: state.environment.rawValue, cause: cause)

@@ -69,7 +69,8 @@ public struct AccountCredits: Sendable, Equatable {
         for state in subscriptions where state.isEntitled(at: now) {
             guard let start = state.purchaseDate, let end = state.expiresAt,
                 let (tier, _) = catalogue.tier(ofProduct: state.productId),
-                let window = catalogue.windows(productId: state.productId, offer: state.offer, start: start, end: end)
+                let window = catalogue.windows(
+                    productId: state.productId, offer: state.offer, start: start, end: end, billedMonthly: state.billingPlan == .monthly)
                     .first(where: { $0.start <= now && now < $0.end })
             else { continue }
             let identities: Set<String> = [state.billingPeriodKey, state.latestTransactionId]

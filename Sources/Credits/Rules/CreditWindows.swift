@@ -13,16 +13,20 @@ public struct CreditWindow: Hashable, Sendable {
 
 extension TierCatalogue {
     /// How many windows a period of `productId` with `offer` has: the months of the product's period (of a paid-up-
-    /// front offer's period when that is longer), at least one.
-    public func windowCount(productId: String, offer: SubscriptionState.Offer?) -> Int {
+    /// front offer's period when that is longer), at least one — and one for a month of a monthly-billed commitment,
+    /// whose one-year product is paid, and so resets, month by month.
+    public func windowCount(productId: String, offer: SubscriptionState.Offer?, billedMonthly: Bool = false) -> Int {
+        if billedMonthly { return 1 }
         let productMonths = tier(ofProduct: productId)?.product.billingPeriod?.months ?? 1
         let offerMonths = offer?.discountType == .payUpFront ? offer?.period.flatMap(BillingPeriod.init(iso8601:))?.months ?? 0 : 0
         return max(1, productMonths, offerMonths)
     }
 
     /// The credit windows of a period `[start, end)` of `productId`.
-    public func windows(productId: String, offer: SubscriptionState.Offer?, start: Date, end: Date) -> [CreditWindow] {
-        let count = windowCount(productId: productId, offer: offer)
+    public func windows(productId: String, offer: SubscriptionState.Offer?, start: Date, end: Date, billedMonthly: Bool = false)
+        -> [CreditWindow]
+    {
+        let count = windowCount(productId: productId, offer: offer, billedMonthly: billedMonthly)
         var windows: [CreditWindow] = []
         for index in 0..<count {
             let from = index == 0 ? start : CreditCalendar.monthlyBoundary(anchor: start, month: index)
@@ -38,7 +42,8 @@ extension TierCatalogue {
     /// period is refunded or revoked in full, or when the subscription's access ends (`accessEndsAt`) — so credits a
     /// later correction posts there never count.
     public func windows(of period: PaidPeriod, accessEnd: Date? = nil, accessEndsAt: Date? = nil) -> [CreditWindow] {
-        var windows = windows(productId: period.productId, offer: period.offer, start: period.start, end: period.end)
+        var windows = windows(
+            productId: period.productId, offer: period.offer, start: period.start, end: period.end, billedMonthly: period.billedMonthly)
         if let accessEnd, let last = windows.indices.last, accessEnd > windows[last].end {
             windows[last].interval = DateInterval(start: windows[last].start, end: accessEnd)
         }

@@ -171,11 +171,12 @@ public enum SubscriptionCredits {
         func upgradeGrant(_ allowance: Int64, into period: PaidPeriod, product: TierCatalogue.Product, replacing key: String) -> Int64 {
             guard let old = derivation.periods.first(where: { $0.key == key }),
                 let oldProduct = catalogue.tier(ofProduct: old.productId)?.product,
-                let oldWindow = catalogue.windows(productId: old.productId, offer: old.offer, start: old.start, end: old.end)
+                let oldWindow = catalogue.windows(
+                    productId: old.productId, offer: old.offer, start: old.start, end: old.end, billedMonthly: old.billedMonthly)
                     .first(where: { $0.start <= period.start && period.start < $0.end })
             else { return allowance }
-            let newCount = Int64(catalogue.windowCount(productId: period.productId, offer: period.offer))
-            let oldCount = Int64(catalogue.windowCount(productId: old.productId, offer: old.offer))
+            let newCount = Int64(catalogue.windowCount(productId: period.productId, offer: period.offer, billedMonthly: period.billedMonthly))
+            let oldCount = Int64(catalogue.windowCount(productId: old.productId, offer: old.offer, billedMonthly: old.billedMonthly))
             return Proration.upgradeGrant(
                 allowance: allowance,
                 newPrice: (period.price ?? product.price) * oldCount, oldPrice: (old.price ?? oldProduct.price) * newCount,

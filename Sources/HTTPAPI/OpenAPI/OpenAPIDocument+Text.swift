@@ -1779,6 +1779,7 @@ public enum OpenAPIDocument {
                   "subscription.transferred",
                   "subscription.extended",
                   "subscription.retention_offered",
+                  "subscription.win_back_eligible",
                   "credits.granted",
                   "credits.depleted",
                   "credits.low",
@@ -1790,6 +1791,7 @@ public enum OpenAPIDocument {
                   "grant.started",
                   "grant.ended",
                   "account.overlapping_subscriptions",
+                  "account.consent_rescinded",
                   ""
                 ]
               }
@@ -10928,6 +10930,70 @@ public enum OpenAPIDocument {
             "examples": [
               "app_store"
             ]
+          },
+          "billingPlan": {
+            "type": "string",
+            "description": "`billed_upfront` (each period paid at its start), `monthly` (Apple's monthly billing of a 12-month commitment), or a word a store adds later."
+          },
+          "commitment": {
+            "oneOf": [
+              {
+                "type": "object",
+                "description": "A monthly-billed 12-month commitment (Apple's `billingPlanType` `MONTHLY`): the paid month and what follows the commitment.",
+                "properties": {
+                  "period": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "The paid month of the commitment (Apple's `billingPeriodNumber`)."
+                  },
+                  "of": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "How many months the commitment bills (`totalBillingPeriods`, 12)."
+                  },
+                  "endsAt": {
+                    "type": [
+                      "string",
+                      "null"
+                    ],
+                    "format": "date-time",
+                    "description": "When the commitment ends (`commitmentExpiresDate`); access runs to here once its renewal is off."
+                  },
+                  "renewsTo": {
+                    "type": [
+                      "string",
+                      "null"
+                    ],
+                    "description": "The product a new commitment renews to; null when the customer turned its renewal off."
+                  },
+                  "priceAfter": {
+                    "type": [
+                      "integer",
+                      "null"
+                    ],
+                    "format": "int64",
+                    "description": "A month's price of the renewed commitment in milliunits (`commitmentRenewalPrice`); null when it will not renew."
+                  }
+                },
+                "required": [
+                  "period",
+                  "of",
+                  "endsAt",
+                  "renewsTo",
+                  "priceAfter"
+                ]
+              },
+              {
+                "type": "null"
+              }
+            ]
+          },
+          "winBackOfferIds": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Apple's win-back offers the customer may redeem in the App Store, best first (renewal info `eligibleWinBackOfferIds`); empty while in a grace period or billing retry. StoreKit redeems them without a server signature."
           }
         },
         "required": [
@@ -10942,7 +11008,10 @@ public enum OpenAPIDocument {
           "gracePeriodExpiresAt",
           "isTrial",
           "ownership",
-          "store"
+          "store",
+          "billingPlan",
+          "commitment",
+          "winBackOfferIds"
         ]
       },
       "AccountStatus": {
@@ -11152,6 +11221,70 @@ public enum OpenAPIDocument {
               null
             ],
             "description": "The customer's answer to a price increase in progress."
+          },
+          "billingPlan": {
+            "type": "string",
+            "description": "`billed_upfront` (each period paid at its start), `monthly` (Apple's monthly billing of a 12-month commitment), or a word a store adds later."
+          },
+          "commitment": {
+            "oneOf": [
+              {
+                "type": "object",
+                "description": "A monthly-billed 12-month commitment (Apple's `billingPlanType` `MONTHLY`): the paid month and what follows the commitment.",
+                "properties": {
+                  "period": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "The paid month of the commitment (Apple's `billingPeriodNumber`)."
+                  },
+                  "of": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "How many months the commitment bills (`totalBillingPeriods`, 12)."
+                  },
+                  "endsAt": {
+                    "type": [
+                      "string",
+                      "null"
+                    ],
+                    "format": "date-time",
+                    "description": "When the commitment ends (`commitmentExpiresDate`); access runs to here once its renewal is off."
+                  },
+                  "renewsTo": {
+                    "type": [
+                      "string",
+                      "null"
+                    ],
+                    "description": "The product a new commitment renews to; null when the customer turned its renewal off."
+                  },
+                  "priceAfter": {
+                    "type": [
+                      "integer",
+                      "null"
+                    ],
+                    "format": "int64",
+                    "description": "A month's price of the renewed commitment in milliunits (`commitmentRenewalPrice`); null when it will not renew."
+                  }
+                },
+                "required": [
+                  "period",
+                  "of",
+                  "endsAt",
+                  "renewsTo",
+                  "priceAfter"
+                ]
+              },
+              {
+                "type": "null"
+              }
+            ]
+          },
+          "winBackOfferIds": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Apple's win-back offers the customer may redeem in the App Store, best first (renewal info `eligibleWinBackOfferIds`); empty while in a grace period or billing retry. StoreKit redeems them without a server signature."
           }
         },
         "required": [
@@ -11172,7 +11305,10 @@ public enum OpenAPIDocument {
           "endReason",
           "revokedAt",
           "offer",
-          "priceIncrease"
+          "priceIncrease",
+          "billingPlan",
+          "commitment",
+          "winBackOfferIds"
         ]
       },
       "PurchaseIntent": {
@@ -11304,6 +11440,7 @@ public enum OpenAPIDocument {
           "subscription.transferred",
           "subscription.extended",
           "subscription.retention_offered",
+          "subscription.win_back_eligible",
           "credits.granted",
           "credits.depleted",
           "credits.low",
@@ -11314,7 +11451,8 @@ public enum OpenAPIDocument {
           "purchase.ended",
           "grant.started",
           "grant.ended",
-          "account.overlapping_subscriptions"
+          "account.overlapping_subscriptions",
+          "account.consent_rescinded"
         ]
       },
       "Event": {

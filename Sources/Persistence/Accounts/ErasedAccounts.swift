@@ -100,6 +100,7 @@ public struct ErasedAccounts: Sendable {
                 OR EXISTS (SELECT 1 FROM google_products WHERE account_token = \(id) OR purchased_account_token = \(id))
                 OR EXISTS (SELECT 1 FROM events WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM renewal_extensions WHERE account_id = \(id))
+                OR EXISTS (SELECT 1 FROM consent_rescissions WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM operator_actions WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM stripe_objects WHERE object = 'checkout.session'
                            AND (body->>'client_reference_id' = \(id) OR body->'metadata'->>'storekeeper_account_id' = \(id)))
@@ -176,6 +177,7 @@ public struct ErasedAccounts: Sendable {
             connection, "UPDATE refund_requests SET account_id = \(to), app_answer = NULL WHERE account_id = \(from)")
         counts.offerSignatures = try await count(connection, "UPDATE offer_signatures SET account_id = \(to) WHERE account_id = \(from)")
         counts.retentionDecisions = try await count(connection, "UPDATE retention_decisions SET account_id = \(to) WHERE account_id = \(from)")
+        _ = try await count(connection, "UPDATE consent_rescissions SET account_id = \(to) WHERE account_id = \(from)")
         counts.stripeLinks = try await count(connection, "UPDATE stripe_links SET account_id = \(to) WHERE account_id = \(from)")
         counts.stripeObjects = try await scrubStripeObjects(of: held, from: account, to: pseudonym, on: connection)
         (counts.googleClaims, counts.googleReads) = try await moveGooglePlay(held: held, from: account, to: pseudonym, on: connection)

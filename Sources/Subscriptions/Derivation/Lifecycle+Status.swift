@@ -25,7 +25,7 @@ extension Lifecycle {
             return Verdict(status: .active)
         }
         let renewal = facts.renewalInfo.flatMap { $0.position.signedDate >= min(start, learnt) ? $0.value : nil }
-        let status: SubscriptionStatus
+        var status: SubscriptionStatus
         if let code = report.appleStatus, let reported = SubscriptionStatus(appleStatusCode: code) {
             status = reported
         } else {
@@ -42,6 +42,8 @@ extension Lifecycle {
                 }
             }
         }
+        // A monthly-billed commitment has no billing grace period: a failed month ends access at once (Apple).
+        if status == .gracePeriod, newest.period?.billedMonthly == true { status = .billingRetry }
         // The report may name another transaction than the period in force (or come before its end): access ends
         // when Apple says so all the same.
         let reportedAt = date(milliseconds: report.position.signedDate)

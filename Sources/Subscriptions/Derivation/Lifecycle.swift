@@ -50,13 +50,18 @@ public enum Lifecycle {
         let verdict = status(of: newest, facts: facts)
         let renewal = facts.renewalInfo?.value
         let autoRenewProductId = renewal?.autoRenewProductId ?? newest.productId
+        let commitment = newest.period?.commitment.map { SubscriptionState.Commitment.of($0, renewal: renewal) }
+        // A commitment's months bill whatever its own renewal says, until the last: that one renews only into a new
+        // commitment.
+        let billsAgain = willRenew(facts) && !(commitment.map { $0.isFinalMonth && $0.renewsTo == nil } ?? false)
+        let inBillingTrouble = verdict.status == .gracePeriod || verdict.status == .billingRetry
         let state = SubscriptionState(
             originalTransactionId: facts.originalTransactionId,
             accountId: owner(facts: facts, periods: periods, purchaseIntents: purchaseIntents),
             productId: newest.productId,
             environment: facts.environment,
             status: verdict.status,
-            willRenew: verdict.status.isRunning && willRenew(facts),
+            willRenew: verdict.status.isRunning && billsAgain,
             autoRenewProductId: autoRenewProductId,
             pendingProductId: autoRenewProductId == newest.productId ? nil : autoRenewProductId,
             purchaseDate: newest.period?.start,
@@ -73,12 +78,22 @@ public enum Lifecycle {
             priceIncrease: priceIncrease(facts),
             price: newest.period?.price,
             billingPeriodKey: newest.period?.key ?? newest.transactionId,
-            accessUntil: verdict.accessUntil
+            accessUntil: verdict.accessUntil,
+            billingPlan: newest.period?.billedMonthly == true ? .monthly : .billedUpfront,
+            commitment: commitment,
+            winBackOfferIds: inBillingTrouble ? [] : renewal?.eligibleWinBackOfferIds ?? [],
+            appTransactionId: appTransactionId(facts)
         )
         return Derivation(
             state: state, periods: periods, ends: ends(facts: facts, periods: periods, state: state),
             accessEndsAt: verdict.endedAt ?? (state.status == .gracePeriod ? state.clockEnd : nil),
             recoveredPeriods: recoveredPeriods(facts: facts, periods: periods))
+    }
+
+    /// The customer's `appTransactionId`: the newest renewal info's, else the newest transaction's that carries one.
+    static func appTransactionId(_ facts: SubscriptionFacts) -> String? {
+        facts.renewalInfo?.value.appTransactionId
+            ?? facts.transactions.values.filter { $0.value.appTransactionId != nil }.max { $0.position < $1.position }?.value.appTransactionId
     }
 
     /// The periods Apple reported as renewed after a billing failure.

@@ -24,6 +24,8 @@ public struct PaidPeriod: Equatable, Sendable {
     /// Apple's monthly billing of a 12-month commitment (`billingPlanType` `MONTHLY`): each period is a month whatever
     /// the product's period says.
     public var billedMonthly: Bool
+    /// Apple's `commitmentInfo` of a monthly-billed period: which month of the commitment it is.
+    public var commitment: TransactionPayload.CommitmentInfo?
     public var offer: SubscriptionState.Offer?
     public var revocation: Revocation?
     /// The newest copy says `isUpgraded`: an immediate upgrade replaced this period.
@@ -70,8 +72,9 @@ public struct PaidPeriod: Equatable, Sendable {
         key: String, transactionId: String, transactionIds: [String], productId: String, start: Date, end: Date, price: Int64?,
         offer: SubscriptionState.Offer?, revocation: Revocation?, isUpgraded: Bool = false, appAccountToken: String? = nil,
         ownership: String? = nil, signedAt: Int64, replacedAt: Date? = nil, upgradedFrom: String? = nil, currency: String? = nil,
-        charged: Int64? = nil, billedMonthly: Bool = false
+        charged: Int64? = nil, billedMonthly: Bool = false, commitment: TransactionPayload.CommitmentInfo? = nil
     ) {
+        self.commitment = commitment
         self.currency = currency
         self.charged = charged
         self.billedMonthly = billedMonthly
@@ -135,6 +138,7 @@ public struct PaidPeriod: Equatable, Sendable {
             let purchase = newest.purchaseDate, let expires = newest.expiresDate
         else { return nil }
         let ids = copies.map(\.value.transactionId).sorted { ($0.count, $0) < ($1.count, $1) }
+        let monthly = newest.billingPlanType.map(BillingPlan.init) == .monthly
         return PaidPeriod(
             key: key, transactionId: ids[0], transactionIds: ids.sorted(), productId: newest.productId,
             start: Lifecycle.date(milliseconds: purchase), end: Lifecycle.date(milliseconds: max(expires, purchase)),
@@ -151,6 +155,6 @@ public struct PaidPeriod: Equatable, Sendable {
             },
             isUpgraded: newest.isUpgraded == true, appAccountToken: newest.appAccountToken,
             ownership: newest.inAppOwnershipType, signedAt: newestCopy.position.signedDate, currency: newest.currency?.uppercased(),
-            charged: newest.price, billedMonthly: newest.billingPlanType == "MONTHLY")
+            charged: newest.price, billedMonthly: monthly, commitment: monthly ? newest.commitmentInfo : nil)
     }
 }
