@@ -1,11 +1,12 @@
--- Apple's 2025–26 fields (issue 54). Every column is nullable without a default, so adding them rewrites nothing
--- and holds the table's lock only for the catalogue change.
+-- Apple's 2025–26 fields (issue 54). Every column is nullable without a default, so adding them rewrites nothing;
+-- the index below is built inside the migration, holding writes to `subscriptions` while it reads the table.
 --
 -- A monthly-billed 12-month commitment (`billingPlanType` MONTHLY): the paid month, the commitment's end and what
 -- follows it. Win-back offers Apple says the customer may redeem. The customer's `appTransactionId`, which links a
--- rescinded consent to the account.
+-- rescinded consent to the account. A row written before this says none of them until its subscription is derived
+-- again — by its next notification, or for all at once by `storekeeper replay --all --write` after the upgrade.
 ALTER TABLE subscriptions
-    ADD COLUMN billing_plan           text,          -- NULL: billed_upfront (every row written before this)
+    ADD COLUMN billing_plan           text,          -- NULL: billed_upfront
     ADD COLUMN commitment_period      integer,
     ADD COLUMN commitment_periods     integer,
     ADD COLUMN commitment_ends_at     timestamptz,
@@ -17,7 +18,7 @@ CREATE INDEX subscriptions_app_transaction ON subscriptions (app_transaction_id)
 
 -- `RESCIND_CONSENT`: the customer withdrew consent for the app (Notifications 2.19). One row per notification;
 -- `account_id` is filled when a subscription of that app transaction names its account — at apply time, or later
--- when one arrives (then `account.consent_rescinded` is sent).
+-- when one arrives (its apply, or the `consent-link` sweep), and `account.consent_rescinded` is sent then.
 CREATE TABLE consent_rescissions (
     notification_uuid  text PRIMARY KEY,
     app_transaction_id text NOT NULL,

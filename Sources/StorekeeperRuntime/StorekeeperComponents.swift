@@ -305,6 +305,8 @@ public struct StorekeeperComponents: Sendable {
         schedules += retentions.map(\.schedule)
         handlers.append(AnalyticsCompactionJob(client: client, catalogue: configuration.catalogue, clock: clock, logger: logger))
         schedules.append(AnalyticsCompactionJob.schedule)
+        handlers.append(ConsentLinkJob(client: client, recorder: events, clock: clock, logger: logger))
+        schedules.append(ConsentLinkJob.schedule)
         if let serverAPI, let rechecks {
             handlers.append(
                 RenewalRecheckJob(client: client, serverAPI: serverAPI, writer: writer, rechecks: rechecks, clock: clock, logger: logger))

@@ -126,4 +126,38 @@ import Testing
             ).first)
         #expect(expired.type == .subscriptionExpired && expired.change.reason == "EXPIRED_BILLING_ERROR")
     }
+
+    @Test("A monthly-billed commitment: its renewal turned off or on is heard (access runs to its end); its months bill on without a word")
+    func commitmentRenewal() {
+        func month(_ period: Int, renewsTo: String?, willRenew: Bool = true, signed: Int64 = 1) -> SubscriptionState {
+            var state = Self.state(.active, period: period, willRenew: willRenew, signed: signed)
+            state.billingPlan = .monthly
+            state.commitment = .init(
+                period: period + 1, of: 12, endsAt: Self.start.addingTimeInterval(365 * 86_400), renewsTo: renewsTo, priceAfter: nil)
+            return state
+        }
+        // Turned off: one renewal_disabled, dated at the commitment's end, while the next month still bills.
+        let disabled = SubscriptionChanges.events(
+            from: month(0, renewsTo: "pro.monthly"), to: month(0, renewsTo: nil, signed: 2), catalogue: Self.catalogue, cause: EventCause())
+        #expect(disabled.map(\.type) == [.subscriptionRenewalDisabled])
+        #expect(disabled.first?.change.expiresAt == Self.start.addingTimeInterval(365 * 86_400))
+        #expect(Self.types(month(0, renewsTo: nil), month(0, renewsTo: "pro.monthly", signed: 3)) == ["subscription.renewal_enabled"])
+        // The last month of a commitment that will not renew bills no more: nothing new to say.
+        #expect(Self.types(month(10, renewsTo: nil), month(11, renewsTo: nil, willRenew: false)) == ["subscription.renewed"])
+        // The app's post before Apple's notification (taken to renew), then Apple's renewal terms saying so: no event.
+        #expect(Self.types(month(0, renewsTo: "pro.monthly"), month(0, renewsTo: "pro.monthly", signed: 2)).isEmpty)
+    }
+
+    @Test("Win-back offers: heard once when they first appear for a lapsed subscriber, not again while listed")
+    func winBack() {
+        var lapsed = Self.state(.expired, willRenew: false, endReason: "EXPIRED_VOLUNTARY")
+        var offered = lapsed
+        offered.winBackOfferIds = ["wb.half", "wb.month"]
+        offered.lastEvent = EventPosition(signedDate: 2, eventId: "e2")
+        let events = SubscriptionChanges.events(from: lapsed, to: offered, catalogue: Self.catalogue, cause: EventCause())
+        #expect(events.map(\.type) == [.subscriptionWinBackEligible])
+        #expect(events.first?.change.offerIds == ["wb.half", "wb.month"])
+        lapsed.winBackOfferIds = ["wb.month"]
+        #expect(Self.types(lapsed, offered).isEmpty, "a changed list is not a new appearance")
+    }
 }

@@ -52,6 +52,20 @@ struct ErasureFamilyTests {
         #expect(open.status == .created, "\(id): \(String(buffer: open.body))")
         let reversed = try await post(client, "\(account)/usage/free-\(index)/reverse", service, "")
         #expect(reversed.status == .ok, "\(id): \(String(buffer: reversed.body))")
+        // A consent the customer rescinded (Apple's RESCIND_CONSENT), linked to the account.
+        _ = try await rows(
+            """
+            INSERT INTO consent_rescissions (notification_uuid, app_transaction_id, environment, rescinded_at, account_id, linked_at)
+            VALUES (\(quoted(UUID().uuidString.lowercased())), '70428957231147\(index)', 'Sandbox', now(), \(quoted(id)), now()) RETURNING account_id
+            """, harness: harness)
+        // An answer to Apple's retention request about the customer's subscription.
+        _ = try await rows(
+            """
+            INSERT INTO retention_decisions (request_identifier, original_transaction_id, account_id, environment, product_id, rule, answer_kind,
+                answer, signed_date, decided_at)
+            VALUES (\(quoted(UUID().uuidString.lowercased())), '20000000\(index)', \(quoted(id)), 'Sandbox', 'pro.monthly', 'idle', 'message',
+                '{"message": {"messageIdentifier": "m"}}', 0, now()) RETURNING account_id
+            """, harness: harness)
         guard flows else { return }
         let intent = try await post(client, "\(account)/purchase-intents", service, "")
         let token = try #require(UUID(uuidString: intent.json["appAccountToken"] as? String ?? ""), "\(String(buffer: intent.body))")

@@ -108,7 +108,8 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
         {
             // The customer withdrew consent for the app: recorded, linked to the account of the subscription with the
             // same app transaction (now, or when one first names it), and sent to that account.
-            let environment = notification.payload.appData?.environment?.rawValue ?? AppStoreEnvironment.production.rawValue
+            // Without an environment it links to nothing: a rescission never reaches an account of another environment.
+            let environment = (notification.payload.appData?.environment ?? .unknown).rawValue
             let rescission = try await ConsentRescissions(logger: logger).record(
                 notificationUUID: "\(uuid)", appTransactionId: appTransactionId, environment: environment,
                 rescindedAt: notification.payload.signedDate.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? now, now: now, on: connection)

@@ -179,9 +179,10 @@ public struct SubscriptionWriter: Sendable {
                 logger: logger)
         }
         // A rescinded consent seen before any subscription named its app transaction and account is linked when one
-        // first does — asked only then, so an apply to the same owner costs nothing more.
+        // first does — asked only then, so an apply to the same owner costs nothing more. Only where its event can be
+        // sent (`replay` sends none): otherwise the `consent-link` job links it, with its event.
         var rescinded: [ConsentRescissions.Rescission] = []
-        if let appTransactionId = state.appTransactionId, let account = state.accountId,
+        if recorder != nil, let appTransactionId = state.appTransactionId, let account = state.accountId,
             appTransactionId != stored?.appTransactionId || account != stored?.accountId
         {
             rescinded = try await ConsentRescissions(logger: logger).link(

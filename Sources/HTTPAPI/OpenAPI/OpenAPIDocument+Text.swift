@@ -10943,12 +10943,10 @@ public enum OpenAPIDocument {
                 "properties": {
                   "period": {
                     "type": "integer",
-                    "minimum": 1,
                     "description": "The paid month of the commitment (Apple's `billingPeriodNumber`)."
                   },
                   "of": {
                     "type": "integer",
-                    "minimum": 1,
                     "description": "How many months the commitment bills (`totalBillingPeriods`, 12)."
                   },
                   "endsAt": {
@@ -10957,14 +10955,14 @@ public enum OpenAPIDocument {
                       "null"
                     ],
                     "format": "date-time",
-                    "description": "When the commitment ends (`commitmentExpiresDate`); access runs to here once its renewal is off."
+                    "description": "When the commitment ends (`commitmentExpiresDate`): once its renewal is off, its months bill, and entitle while paid, up to here."
                   },
                   "renewsTo": {
                     "type": [
                       "string",
                       "null"
                     ],
-                    "description": "The product a new commitment renews to; null when the customer turned its renewal off."
+                    "description": "The product a new commitment renews to (`commitmentAutoRenewProductId`; before Apple's renewal terms arrive, the current product); null when the customer turned its renewal off."
                   },
                   "priceAfter": {
                     "type": [
@@ -10972,7 +10970,7 @@ public enum OpenAPIDocument {
                       "null"
                     ],
                     "format": "int64",
-                    "description": "A month's price of the renewed commitment in milliunits (`commitmentRenewalPrice`); null when it will not renew."
+                    "description": "Apple's `commitmentRenewalPrice` of the renewed commitment in milliunits, as Apple sends it (its documentation does not say whether per month or for the commitment); null when it will not renew."
                   }
                 },
                 "required": [
@@ -11234,12 +11232,10 @@ public enum OpenAPIDocument {
                 "properties": {
                   "period": {
                     "type": "integer",
-                    "minimum": 1,
                     "description": "The paid month of the commitment (Apple's `billingPeriodNumber`)."
                   },
                   "of": {
                     "type": "integer",
-                    "minimum": 1,
                     "description": "How many months the commitment bills (`totalBillingPeriods`, 12)."
                   },
                   "endsAt": {
@@ -11248,14 +11244,14 @@ public enum OpenAPIDocument {
                       "null"
                     ],
                     "format": "date-time",
-                    "description": "When the commitment ends (`commitmentExpiresDate`); access runs to here once its renewal is off."
+                    "description": "When the commitment ends (`commitmentExpiresDate`): once its renewal is off, its months bill, and entitle while paid, up to here."
                   },
                   "renewsTo": {
                     "type": [
                       "string",
                       "null"
                     ],
-                    "description": "The product a new commitment renews to; null when the customer turned its renewal off."
+                    "description": "The product a new commitment renews to (`commitmentAutoRenewProductId`; before Apple's renewal terms arrive, the current product); null when the customer turned its renewal off."
                   },
                   "priceAfter": {
                     "type": [
@@ -11263,7 +11259,7 @@ public enum OpenAPIDocument {
                       "null"
                     ],
                     "format": "int64",
-                    "description": "A month's price of the renewed commitment in milliunits (`commitmentRenewalPrice`); null when it will not renew."
+                    "description": "Apple's `commitmentRenewalPrice` of the renewed commitment in milliunits, as Apple sends it (its documentation does not say whether per month or for the commitment); null when it will not renew."
                   }
                 },
                 "required": [

@@ -25,6 +25,7 @@ public struct ConsentRescissions: Sendable {
     public func record(
         notificationUUID: String, appTransactionId: String, environment: String, rescindedAt: Date, now: Date, on connection: PostgresConnection
     ) async throws -> Rescission {
+        try await lock(appTransactionId, on: connection)
         let rows = try await connection.query(
             """
             WITH owner AS (
@@ -53,6 +54,7 @@ public struct ConsentRescissions: Sendable {
     public func link(
         appTransactionId: String, environment: String, to account: AccountID, now: Date, on connection: PostgresConnection
     ) async throws -> [Rescission] {
+        try await lock(appTransactionId, on: connection)
         let rows = try await connection.query(
             """
             UPDATE consent_rescissions SET account_id = \(account), linked_at = \(now)
@@ -66,6 +68,42 @@ public struct ConsentRescissions: Sendable {
                     notificationUUID: uuid, appTransactionId: appTransactionId, environment: environment, rescindedAt: rescindedAt, account: account))
         }
         return linked
+    }
+
+    /// Links every rescission no account was known for to the account of a subscription that now carries its app
+    /// transaction in its environment (the most recently changed); returns those it linked. The `consent-link` job's
+    /// sweep: it catches links the applies did not make — rows `storekeeper replay --write` filled, which sends no event.
+    /// A rescission an apply links meanwhile is skipped (its row no longer has a NULL account once the apply commits).
+    public func linkPending(now: Date, on connection: PostgresConnection) async throws -> [Rescission] {
+        let rows = try await connection.query(
+            """
+            UPDATE consent_rescissions c SET account_id = owner.account_id, linked_at = \(now)
+            FROM (
+                SELECT DISTINCT ON (s.app_transaction_id, s.environment) s.app_transaction_id, s.environment, s.account_id
+                FROM subscriptions s
+                WHERE s.account_id IS NOT NULL
+                  AND s.app_transaction_id IN (SELECT app_transaction_id FROM consent_rescissions WHERE account_id IS NULL)
+                ORDER BY s.app_transaction_id, s.environment, s.updated_at DESC
+            ) AS owner
+            WHERE c.account_id IS NULL AND c.app_transaction_id = owner.app_transaction_id AND c.environment = owner.environment
+            RETURNING c.notification_uuid, c.app_transaction_id, c.environment, c.rescinded_at, c.account_id
+            """, logger: logger)
+        var linked: [Rescission] = []
+        for try await (uuid, appTransactionId, environment, rescindedAt, account) in rows.decode((String, String, String, Date, AccountID).self) {
+            linked.append(
+                Rescission(
+                    notificationUUID: uuid, appTransactionId: appTransactionId, environment: environment, rescindedAt: rescindedAt, account: account))
+        }
+        return linked
+    }
+
+    /// Takes the app transaction's lock for the rest of the transaction, before the statement that reads or writes its
+    /// link: a rescission stored while a subscription first names its app transaction would otherwise miss the link
+    /// both ways (neither sees the other's uncommitted row) and never reach the account. The next statement's snapshot
+    /// is taken after the other writer committed.
+    private func lock(_ appTransactionId: String, on connection: PostgresConnection) async throws {
+        try await connection.query(
+            "SELECT pg_advisory_xact_lock(hashtextextended('app-transaction:' || \(appTransactionId), 0))", logger: logger)
     }
 
     /// The account's rescinded consents, newest first.

@@ -43,8 +43,8 @@ extension SubscriptionState {
         /// The product a new commitment renews to at ``endsAt``; `nil` when it will not renew
         /// (`commitmentAutoRenewStatus` 0).
         public var renewsTo: String?
-        /// What a month of the renewed commitment costs, in milliunits (`commitmentRenewalPrice`); `nil` when it will
-        /// not renew.
+        /// Apple's `commitmentRenewalPrice` of the renewed commitment, in milliunits, as Apple sends it (its
+        /// documentation does not say whether per month or for the commitment); `nil` when it will not renew.
         public var priceAfter: Int64?
 
         public init(period: Int, of: Int, endsAt: Date?, renewsTo: String?, priceAfter: Int64?) {
@@ -58,15 +58,16 @@ extension SubscriptionState {
         /// Whether the paid month is the commitment's last.
         public var isFinalMonth: Bool { period >= of }
 
-        /// The commitment of a monthly-billed transaction with what its newest renewal info says about what follows:
-        /// `commitmentAutoRenewStatus`, else (a renewal info without commitment terms) `autoRenewStatus`.
-        static func of(_ transaction: TransactionPayload.CommitmentInfo, renewal: RenewalInfoPayload?) -> Commitment {
+        /// The commitment of a monthly-billed transaction of `productId` with what its newest renewal info says about
+        /// what follows: `commitmentAutoRenewStatus`, else `autoRenewStatus`, else — no renewal info yet, as when the
+        /// app posts the purchase before Apple's notification — that it renews, as a subscription does until told.
+        static func of(_ transaction: TransactionPayload.CommitmentInfo, productId: String, renewal: RenewalInfoPayload?) -> Commitment {
             let terms = renewal?.commitmentInfo
-            let renews = (terms?.commitmentAutoRenewStatus ?? renewal?.autoRenewStatus) == 1
+            let renews = (terms?.commitmentAutoRenewStatus ?? renewal?.autoRenewStatus ?? 1) == 1
             return Commitment(
                 period: Int(transaction.billingPeriodNumber ?? 1), of: Int(transaction.totalBillingPeriods ?? 12),
                 endsAt: transaction.commitmentExpiresDate.map(Lifecycle.date(milliseconds:)),
-                renewsTo: renews ? terms?.commitmentAutoRenewProductId ?? renewal?.autoRenewProductId : nil,
+                renewsTo: renews ? terms?.commitmentAutoRenewProductId ?? renewal?.autoRenewProductId ?? productId : nil,
                 priceAfter: renews ? terms?.commitmentRenewalPrice : nil)
         }
     }

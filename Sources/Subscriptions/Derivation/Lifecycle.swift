@@ -50,7 +50,7 @@ public enum Lifecycle {
         let verdict = status(of: newest, facts: facts)
         let renewal = facts.renewalInfo?.value
         let autoRenewProductId = renewal?.autoRenewProductId ?? newest.productId
-        let commitment = newest.period?.commitment.map { SubscriptionState.Commitment.of($0, renewal: renewal) }
+        let commitment = newest.period?.commitment.map { SubscriptionState.Commitment.of($0, productId: newest.productId, renewal: renewal) }
         // A commitment's months bill whatever its own renewal says, until the last: that one renews only into a new
         // commitment.
         let billsAgain = willRenew(facts) && !(commitment.map { $0.isFinalMonth && $0.renewsTo == nil } ?? false)
