@@ -10938,48 +10938,7 @@ public enum OpenAPIDocument {
           "commitment": {
             "oneOf": [
               {
-                "type": "object",
-                "description": "A monthly-billed 12-month commitment (Apple's `billingPlanType` `MONTHLY`): the paid month and what follows the commitment.",
-                "properties": {
-                  "period": {
-                    "type": "integer",
-                    "description": "The paid month of the commitment (Apple's `billingPeriodNumber`)."
-                  },
-                  "of": {
-                    "type": "integer",
-                    "description": "How many months the commitment bills (`totalBillingPeriods`, 12)."
-                  },
-                  "endsAt": {
-                    "type": [
-                      "string",
-                      "null"
-                    ],
-                    "format": "date-time",
-                    "description": "When the commitment ends (`commitmentExpiresDate`): once its renewal is off, its months bill, and entitle while paid, up to here."
-                  },
-                  "renewsTo": {
-                    "type": [
-                      "string",
-                      "null"
-                    ],
-                    "description": "The product a new commitment renews to (`commitmentAutoRenewProductId`; before Apple's renewal terms arrive, the current product); null when the customer turned its renewal off."
-                  },
-                  "priceAfter": {
-                    "type": [
-                      "integer",
-                      "null"
-                    ],
-                    "format": "int64",
-                    "description": "Apple's `commitmentRenewalPrice` of the renewed commitment in milliunits, as Apple sends it (its documentation does not say whether per month or for the commitment); null when it will not renew."
-                  }
-                },
-                "required": [
-                  "period",
-                  "of",
-                  "endsAt",
-                  "renewsTo",
-                  "priceAfter"
-                ]
+                "$ref": "#/components/schemas/Commitment"
               },
               {
                 "type": "null"
@@ -11227,48 +11186,7 @@ public enum OpenAPIDocument {
           "commitment": {
             "oneOf": [
               {
-                "type": "object",
-                "description": "A monthly-billed 12-month commitment (Apple's `billingPlanType` `MONTHLY`): the paid month and what follows the commitment.",
-                "properties": {
-                  "period": {
-                    "type": "integer",
-                    "description": "The paid month of the commitment (Apple's `billingPeriodNumber`)."
-                  },
-                  "of": {
-                    "type": "integer",
-                    "description": "How many months the commitment bills (`totalBillingPeriods`, 12)."
-                  },
-                  "endsAt": {
-                    "type": [
-                      "string",
-                      "null"
-                    ],
-                    "format": "date-time",
-                    "description": "When the commitment ends (`commitmentExpiresDate`): once its renewal is off, its months bill, and entitle while paid, up to here."
-                  },
-                  "renewsTo": {
-                    "type": [
-                      "string",
-                      "null"
-                    ],
-                    "description": "The product a new commitment renews to (`commitmentAutoRenewProductId`; before Apple's renewal terms arrive, the current product); null when the customer turned its renewal off."
-                  },
-                  "priceAfter": {
-                    "type": [
-                      "integer",
-                      "null"
-                    ],
-                    "format": "int64",
-                    "description": "Apple's `commitmentRenewalPrice` of the renewed commitment in milliunits, as Apple sends it (its documentation does not say whether per month or for the commitment); null when it will not renew."
-                  }
-                },
-                "required": [
-                  "period",
-                  "of",
-                  "endsAt",
-                  "renewsTo",
-                  "priceAfter"
-                ]
+                "$ref": "#/components/schemas/Commitment"
               },
               {
                 "type": "null"
@@ -13677,6 +13595,50 @@ public enum OpenAPIDocument {
             }
           }
         }
+      },
+      "Commitment": {
+        "type": "object",
+        "description": "A monthly-billed 12-month commitment (Apple's `billingPlanType` `MONTHLY`): the paid month and what follows the commitment.",
+        "properties": {
+          "period": {
+            "type": "integer",
+            "description": "The paid month of the commitment (Apple's `billingPeriodNumber`)."
+          },
+          "of": {
+            "type": "integer",
+            "description": "How many months the commitment bills (`totalBillingPeriods`, 12)."
+          },
+          "endsAt": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "format": "date-time",
+            "description": "When the commitment ends (`commitmentExpiresDate`): once its renewal is off, its months bill, and entitle while paid, up to here."
+          },
+          "renewsTo": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "The product a new commitment renews to (`commitmentAutoRenewProductId`; before Apple's renewal terms arrive, the current product); null when the customer turned its renewal off."
+          },
+          "priceAfter": {
+            "type": [
+              "integer",
+              "null"
+            ],
+            "format": "int64",
+            "description": "Apple's `commitmentRenewalPrice` of the renewed commitment in milliunits, as Apple sends it (its documentation does not say whether per month or for the commitment); null when it will not renew."
+          }
+        },
+        "required": [
+          "period",
+          "of",
+          "endsAt",
+          "renewsTo",
+          "priceAfter"
+        ]
       }
     },
     "responses": {
