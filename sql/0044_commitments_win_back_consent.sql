@@ -1,5 +1,6 @@
 -- Apple's 2025–26 fields (issue 54). Every column is nullable without a default, so adding them rewrites nothing;
--- the index below is built inside the migration, holding writes to `subscriptions` while it reads the table.
+-- but the index below is built in the migration's transaction, after the ALTER's exclusive lock: reads and writes of
+-- `subscriptions` wait while it scans the table (docs/operations.md, "Upgrading to 0044").
 --
 -- A monthly-billed 12-month commitment (`billingPlanType` MONTHLY): the paid month, the commitment's end and what
 -- follows it. Win-back offers Apple says the customer may redeem. The customer's `appTransactionId`, which links a
@@ -29,3 +30,10 @@ CREATE TABLE consent_rescissions (
 );
 CREATE INDEX consent_rescissions_unlinked ON consent_rescissions (app_transaction_id) WHERE account_id IS NULL;
 CREATE INDEX consent_rescissions_account ON consent_rescissions (account_id) WHERE account_id IS NOT NULL;
+
+-- Rescissions the release before stored and finished without this table: applied again (the apply is idempotent).
+INSERT INTO jobs (kind, args, unique_key)
+SELECT 'apply-notification', jsonb_build_object('notificationUUID', upper(notification_uuid::text)),
+       'apply:' || upper(notification_uuid::text)
+FROM notifications WHERE notification_type = 'RESCIND_CONSENT'
+ON CONFLICT DO NOTHING;

@@ -8,7 +8,8 @@ import PostgresNIO
 /// Every minute: links the rescinded consents no account was known for to the account of a subscription that now
 /// carries their app transaction, and sends each `account.consent_rescinded` — in one transaction, so a link is never
 /// stored without its event. The applies link at once where they can; this sweep catches the rest (rows
-/// `storekeeper replay --write` filled after an upgrade, which sends no event). Nothing to link costs one index probe.
+/// `storekeeper replay --write` filled after an upgrade, which sends no event). Each run looks up every rescission
+/// still unlinked — consent of someone with no App Store subscription here stays so — by the subscriptions' index.
 public struct ConsentLinkJob: JobHandler {
     public static let jobKind = "consent-link"
     public let kind = Self.jobKind
@@ -34,8 +35,7 @@ public struct ConsentLinkJob: JobHandler {
                 rescission.account.map {
                     ConsentChanges.rescinded(
                         notificationUUID: rescission.notificationUUID, appTransactionId: rescission.appTransactionId,
-                        environment: rescission.environment, account: $0,
-                        cause: EventCause(eventId: rescission.notificationUUID, notificationType: "RESCIND_CONSENT"))
+                        environment: rescission.environment, account: $0)
                 }
             }
             if !drafts.isEmpty { try await recorder.record(drafts, now: now, on: connection) }

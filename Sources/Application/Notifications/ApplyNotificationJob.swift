@@ -111,13 +111,12 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
             // Without an environment it links to nothing: a rescission never reaches an account of another environment.
             let environment = (notification.payload.appData?.environment ?? .unknown).rawValue
             let rescission = try await ConsentRescissions(logger: logger).record(
-                notificationUUID: "\(uuid)", appTransactionId: appTransactionId, environment: environment,
+                notificationUUID: notification.payload.notificationUUID.lowercased(), appTransactionId: appTransactionId, environment: environment,
                 rescindedAt: notification.payload.signedDate.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? now, now: now, on: connection)
             account = rescission.account
             if let linked = rescission.account {
                 let draft = ConsentChanges.rescinded(
-                    notificationUUID: rescission.notificationUUID, appTransactionId: appTransactionId, environment: environment, account: linked,
-                    cause: cause)
+                    notificationUUID: rescission.notificationUUID, appTransactionId: appTransactionId, environment: environment, account: linked)
                 events = EventRecorder.Pending(drafts: [draft], statuses: [:], now: now)
             }
             outcome = rescission.account == nil ? .recorded : .applied

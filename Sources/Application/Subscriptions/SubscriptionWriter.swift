@@ -195,7 +195,7 @@ public struct SubscriptionWriter: Sendable {
                 rescission.account.map {
                     ConsentChanges.rescinded(
                         notificationUUID: rescission.notificationUUID, appTransactionId: rescission.appTransactionId,
-                        environment: rescission.environment, account: $0, cause: cause)
+                        environment: rescission.environment, account: $0)
                 }
             }
             if let account = state.accountId {

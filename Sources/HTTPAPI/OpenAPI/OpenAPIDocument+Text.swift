@@ -13629,7 +13629,7 @@ public enum OpenAPIDocument {
               "null"
             ],
             "format": "int64",
-            "description": "Apple's `commitmentRenewalPrice` of the renewed commitment in milliunits, as Apple sends it (its documentation does not say whether per month or for the commitment); null when it will not renew."
+            "description": "Apple's `commitmentRenewalPrice` of the renewed commitment in milliunits, as Apple sends it (its documentation does not say whether per month or for the commitment); null when it will not renew, or before Apple's renewal terms arrived."
           }
         },
         "required": [
