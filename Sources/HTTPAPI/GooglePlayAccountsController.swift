@@ -18,7 +18,7 @@ extension GooglePlayClaims: GooglePurchaseClaiming {}
 /// applied; the answer is the account's status (201 is not used: a claim of a claimed token answers the same).
 struct GooglePlayAccountsController: Sendable {
     /// `nil`: no service account is configured, Play cannot be read.
-    let claims: (any GooglePurchaseClaiming)?
+    let claims: any GooglePurchaseClaiming
     let accounts: AccountsController
 
     struct ClaimRequest: Decodable {
@@ -38,10 +38,6 @@ struct GooglePlayAccountsController: Sendable {
             }
             if let productId = body.productId, productId.isEmpty || productId.utf8.count > 200 || !productId.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
                 throw APIError.badRequest("productId must be 1 to 200 printable ASCII bytes")
-            }
-            guard let claims else {
-                throw APIError(
-                    .notImplemented, code: "google_play_not_readable", message: "STOREKEEPER_GOOGLE_SERVICE_ACCOUNT is not set: Play cannot be read")
             }
             let outcome = try await withDatabase {
                 do {

@@ -6,6 +6,8 @@ import NIOCore
 struct HTMLPage: ResponseGenerator {
     var title: String
     var body: String
+    /// 200, or 400 for a page that shows why the request could not be answered as asked.
+    var status: HTTPResponse.Status = .ok
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
         let html = """
@@ -14,7 +16,7 @@ struct HTMLPage: ResponseGenerator {
             <style>\(Self.styles)</style></head><body>\(body)</body></html>
             """
         return Response(
-            status: .ok,
+            status: status,
             headers: [
                 .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
                 .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",

@@ -18,7 +18,7 @@ extension OfferSigning.IntroductoryEligibility: ResponseEncodable {}
 /// `POST /v1/offers/promotional` and `POST /v1/offers/introductory-eligibility`: signatures the app passes to
 /// StoreKit, made with the In-App Purchase key the app cannot hold, only for eligible accounts.
 struct OffersController: Sendable {
-    let offers: (any OfferSigningService)?
+    let offers: any OfferSigningService
     let clock: @Sendable () -> Date
 
     struct PromotionalBody: Decodable {
@@ -36,7 +36,7 @@ struct OffersController: Sendable {
 
     func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
         group.post("offers/promotional") { request, _ -> OfferSigning.PromotionalOfferSignature in
-            let offers = try self.service()
+            let offers = self.offers
             let body = try await request.decodeJSONBody(
                 as: PromotionalBody.self, upTo: 4096,
                 otherwise: "the body must be {\"accountId\", \"offerId\", \"appAccountToken\"?, \"transactionId\"?}")
@@ -54,7 +54,7 @@ struct OffersController: Sendable {
                 subject: "offer \(body.offerId)")
         }
         group.post("offers/introductory-eligibility") { request, _ -> OfferSigning.IntroductoryEligibility in
-            let offers = try self.service()
+            let offers = self.offers
             let body = try await request.decodeJSONBody(
                 as: EligibilityBody.self, upTo: 4096,
                 otherwise: "the body must be {\"accountId\", \"productId\", \"transactionId\"} (the customer's appTransactionId or any of its transactions)")
@@ -68,13 +68,6 @@ struct OffersController: Sendable {
                 },
                 subject: "product \(body.productId)")
         }
-    }
-
-    func service() throws -> any OfferSigningService {
-        guard let offers else {
-            throw APIError.unavailable("offer signing needs the In-App Purchase key: set STOREKEEPER_ASSA_ISSUER_ID, _KEY_ID and _PRIVATE_KEY")
-        }
-        return offers
     }
 
     static func account(_ text: String) throws -> AccountID {

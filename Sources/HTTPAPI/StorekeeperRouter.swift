@@ -32,14 +32,14 @@ public struct HTTPDependencies: Sendable {
     /// Linking Stripe subscriptions to accounts, and the web app's checkout and portal (`nil` when no API key is set);
     /// `nil` linking leaves the `/v1/accounts/{id}/stripe/*` routes out.
     public var stripeAccounts: (linking: any StripeLinking, selling: (any StripeSelling)?)?
-    /// Claims of Play purchases; `nil` (no service account: Play cannot be read) answers
-    /// `POST /v1/accounts/{id}/google/purchases` with 501. The route is there when Google Play is configured.
+    /// Claims of Play purchases; `nil` (no service account: Play cannot be read) leaves
+    /// `POST /v1/accounts/{id}/google/purchases` out.
     public var googlePurchases: (any GooglePurchaseClaiming)?
     /// Play purchases waiting for their acknowledgement (the dashboard, the metric).
     public var googleAcknowledgements: GoogleAcknowledgements?
     /// Operators' grants; `nil` leaves their routes out.
     public var grants: (any GrantAdministration)?
-    /// Offer signing; `nil` (no In-App Purchase key) answers its routes with 503.
+    /// Offer signing; `nil` (no In-App Purchase key) leaves its routes out.
     public var offers: (any OfferSigningService)?
     public var catalogue: TierCatalogue
     /// Where `GET /metrics` reads from.
@@ -117,7 +117,6 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         deliveries: dependencies.events as? any DeliverySummarizing, acknowledgements: dependencies.googleAcknowledgements
     ).addRoutes(to: router, keys: dependencies.metricsKeys)
     HealthController(readiness: dependencies.readiness).addRoutes(to: router)
-    OpenAPIController().addRoutes(to: router)
     NotificationIntakeController(verifier: dependencies.verifier, inbox: dependencies.inbox).addRoutes(to: router)
     if let retention = dependencies.retention {
         RetentionMessageController(verifier: dependencies.verifier, retention: retention, clock: dependencies.clock).addRoutes(to: router)
@@ -147,12 +146,12 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         TransactionsController(verifier: dependencies.verifier, claims: dependencies.claims, accounts: accounts)
             .addRoutes(to: serviceAPI)
         if let events = dependencies.events { EventsController(events: events).addFeedRoute(to: serviceAPI) }
-        OffersController(offers: dependencies.offers, clock: dependencies.clock).addRoutes(to: serviceAPI)
+        if let offers = dependencies.offers { OffersController(offers: offers, clock: dependencies.clock).addRoutes(to: serviceAPI) }
         if let stripe = dependencies.stripeAccounts {
             StripeAccountsController(linking: stripe.linking, selling: stripe.selling, clock: dependencies.clock).addRoutes(to: serviceAPI)
         }
-        if dependencies.google != nil {
-            GooglePlayAccountsController(claims: dependencies.googlePurchases, accounts: accounts).addRoutes(to: serviceAPI)
+        if dependencies.google != nil, let claims = dependencies.googlePurchases {
+            GooglePlayAccountsController(claims: claims, accounts: accounts).addRoutes(to: serviceAPI)
         }
         if let refunds = dependencies.refunds { RefundsController(refunds: refunds, records: dependencies.records, clock: dependencies.clock).addRoutes(to: serviceAPI) }
     }
@@ -202,6 +201,39 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         }
         if let retention = dependencies.retention { RetentionReport(retention: retention, clock: dependencies.clock).addRoutes(to: dashboard) }
     }
-    router.add(middleware: UnknownRouteMiddleware<StorekeeperRequestContext>(routes: router.routes))
+    // Last: the document served describes the routes this configuration serves, and nothing else.
+    OpenAPIController(serving: router.routes).addRoutes(to: router)
+    router.add(middleware: UnknownRouteMiddleware<StorekeeperRequestContext>(routes: router.routes, unconfigured: unconfiguredFeatures(dependencies)))
     return router
+}
+
+/// The features of `dependencies` that are off, by the path pattern of their routes (`{}` is any one segment, `**` the
+/// rest), with what turns each on. Only under an API that is mounted: without its keys, nothing there is served.
+func unconfiguredFeatures(_ dependencies: HTTPDependencies) -> [(pattern: String, hint: String)] {
+    var off: [(pattern: String, hint: String)] = []
+    if !dependencies.apiKeys.isEmpty {
+        if dependencies.offers == nil {
+            off.append(("/v1/offers/**", "offer signing is not configured: set STOREKEEPER_ASSA_ISSUER_ID, _KEY_ID and _PRIVATE_KEY (docs/offers.md)"))
+        }
+        if dependencies.stripeAccounts == nil {
+            off.append(("/v1/accounts/{}/stripe/**", "Stripe is not configured: set STOREKEEPER_STRIPE_WEBHOOK_SECRETS (docs/stripe.md)"))
+        } else if dependencies.stripeAccounts?.selling == nil {
+            off.append(("/v1/accounts/{}/stripe/**", "Stripe checkout and portal need STOREKEEPER_STRIPE_API_KEY (docs/stripe.md)"))
+        }
+        if dependencies.google == nil {
+            off.append(("/v1/accounts/{}/google/**", "Google Play is not configured: set STOREKEEPER_GOOGLE_PACKAGE_NAME, _PUSH_AUDIENCE and _PUSH_SERVICE_ACCOUNT (docs/google-play.md)"))
+        } else if dependencies.googlePurchases == nil {
+            off.append(("/v1/accounts/{}/google/**", "claiming Play purchases needs STOREKEEPER_GOOGLE_SERVICE_ACCOUNT: Play cannot be read (docs/google-play.md)"))
+        }
+    }
+    if dependencies.stripe == nil { off.append(("/stripe/**", "Stripe is not configured: set STOREKEEPER_STRIPE_WEBHOOK_SECRETS (docs/stripe.md)")) }
+    if dependencies.google == nil {
+        off.append(("/notifications/google", "Google Play is not configured: set STOREKEEPER_GOOGLE_PACKAGE_NAME, _PUSH_AUDIENCE and _PUSH_SERVICE_ACCOUNT (docs/google-play.md)"))
+    }
+    if dependencies.retention == nil {
+        off.append(("/apple/retention-message", "Retention Messaging is not configured: set STOREKEEPER_RETENTION (docs/retention.md)"))
+        if !dependencies.operators.isEmpty { off.append(("/admin/retention", "Retention Messaging is not configured: set STOREKEEPER_RETENTION (docs/retention.md)")) }
+    }
+    if dependencies.devClock == nil, !dependencies.operators.isEmpty { off.append(("/admin/dev/**", "the dev clock runs only under `storekeeper dev`")) }
+    return off
 }

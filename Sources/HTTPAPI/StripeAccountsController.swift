@@ -27,6 +27,7 @@ extension StripeCheckout: StripeSelling {}
 /// `POST /v1/accounts/{id}/stripe/portal {"returnUrl"}` → `{"url"}`.
 struct StripeAccountsController: Sendable {
     let linking: any StripeLinking
+    /// The web app's checkout and portal; `nil` (no `STOREKEEPER_STRIPE_API_KEY`) leaves their routes out.
     let selling: (any StripeSelling)?
     let clock: @Sendable () -> Date
 
@@ -61,11 +62,11 @@ struct StripeAccountsController: Sendable {
             let outcome = try await stripeCall { try await linking.link(id, to: account) }
             return Linked(subscriptionId: id, accountId: account.text, status: outcome?.state?.status.rawValue, productId: outcome?.state?.productId)
         }
+        guard let selling else { return }
         group.post("accounts/{accountId}/stripe/checkout") { request, context -> EditedResponse<SessionURL> in
             let account = try AccountsController.accountId(context)
             let usage = #"body must be {"productId": "price_…", "successUrl": "https://…", "cancelUrl": "https://…"}"#
             let body = try await request.decodeJSONBody(as: CheckoutRequest.self, upTo: 16 * 1024, otherwise: usage)
-            guard let selling else { throw Self.notConfigured }
             guard let productId = body.productId, let success = body.successUrl, let cancel = body.cancelUrl else { throw APIError.badRequest(usage) }
             try Self.checkURL(success, "successUrl")
             try Self.checkURL(cancel, "cancelUrl")
@@ -82,14 +83,12 @@ struct StripeAccountsController: Sendable {
         group.post("accounts/{accountId}/stripe/portal") { request, context -> SessionURL in
             let account = try AccountsController.accountId(context)
             let body = try await request.decodeJSONBody(as: PortalRequest.self, upTo: 4096, otherwise: #"body must be {"returnUrl": "https://…"}"#)
-            guard let selling else { throw Self.notConfigured }
             guard let returnURL = body.returnUrl else { throw APIError.badRequest(#"body must be {"returnUrl": "https://…"}"#) }
             try Self.checkURL(returnURL, "returnUrl")
             return SessionURL(url: try await stripeCall { try await selling.portal(account: account, returnURL: returnURL) }, sessionId: nil)
         }
     }
 
-    static let notConfigured = APIError(.notImplemented, code: "stripe_not_configured", message: "STOREKEEPER_STRIPE_API_KEY is not set")
 
     /// Runs a Stripe use case, mapping its refusals to statuses: Stripe's own failures are a bad gateway, the
     /// database's a 503.

@@ -7,9 +7,14 @@ import Hummingbird
 struct UnknownRouteMiddleware<Context: RequestContext>: RouterMiddleware {
     /// Each route's path, split into segments, with its method.
     let routes: [(segments: [Substring], method: HTTPRequest.Method)]
+    /// Path patterns of features this server was not configured for (as route paths: `{}` one segment, `**` the
+    /// rest), each with what to set: their routes are not served (nor in the served document), and a request for one
+    /// is told why — a 404, never a 5xx, since asking again changes nothing.
+    let unconfigured: [(segments: [Substring], hint: String)]
 
-    init(routes: [Router<Context>.RouteDescription]) {
+    init(routes: [Router<Context>.RouteDescription], unconfigured: [(pattern: String, hint: String)] = []) {
         self.routes = routes.map { (Self.segments($0.path.description), $0.method) }
+        self.unconfigured = unconfigured.map { (Self.segments($0.pattern), $0.hint) }
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -21,6 +26,9 @@ struct UnknownRouteMiddleware<Context: RequestContext>: RouterMiddleware {
             // The router answers HEAD wherever GET is routed (`autoGenerateHeadEndpoints`).
             if allowed.contains("GET") { allowed.insert("HEAD") }
             guard !allowed.isEmpty else {
+                if let feature = unconfigured.first(where: { Self.matches($0.segments, path) }) {
+                    throw APIError(.notFound, code: "not_configured", message: feature.hint)
+                }
                 throw APIError(.notFound, code: "not_found", message: "no route \(request.method) \(request.uri.path)")
             }
             var refused = APIError(

@@ -146,8 +146,13 @@ struct AnalyticsDatasetTests {
                 #expect(page.contains("mrr USD <b>32.77</b>"), "\(page.prefix(4000))")
                 #expect(page.contains("left out of the total, no rate: JPY"))
                 #expect(page.contains("/admin/analytics/revenue?from=2026-10-01&amp;to=2026-11-20&amp;interval=day&amp;environment=sandbox&amp;format=csv"))
+                // A filter that cannot be read: the last 30 days, the reason shown, answered 400; a blank field is the default.
                 let refused = try await client.execute(uri: "/admin/overview?from=yesterday", method: .get, headers: [.authorization: basic])
-                #expect(refused.status == .ok && String(buffer: refused.body).contains("from must be a date"))
+                #expect(refused.status == .badRequest && String(buffer: refused.body).contains("from must be a date"))
+                let twice = try await client.execute(uri: "/admin/overview?to=2026-11-20&to=2026-11-19", method: .get, headers: [.authorization: basic])
+                #expect(twice.status == .badRequest && String(buffer: twice.body).contains("to is given more than once"))
+                let blank = try await client.execute(uri: "/admin/overview?from=&to=", method: .get, headers: [.authorization: basic])
+                #expect(blank.status == .ok)
 
                 // Fold the differences into the daily sums: the same answers.
                 _ = try await harness.client.withConnection { try await AnalyticsRollups(logger: TestDatabase.logger).compact(on: $0) }

@@ -190,11 +190,12 @@ struct GooglePlayClaimTests {
         }
     }
 
-    @Test("without a service account the route answers 501; the store-neutral read refuses an unknown store and an oversized id")
+    @Test("without a service account the claim route is not served (404 `not_configured`, naming what to set); the store-neutral read refuses an unknown store and an oversized id")
     func unreadable() async throws {
         try await GooglePlayWorld.run(readsPlay: false) { world in
             let response = try await Self.claim(world, "claimer-1", #"{"purchaseToken": "t"}"#)
-            #expect(response.status == .notImplemented && response.json["error"] as? String == "google_play_not_readable")
+            #expect(response.status == .notFound && response.json["error"] as? String == "not_configured")
+            #expect((response.json["message"] as? String)?.contains("STOREKEEPER_GOOGLE_SERVICE_ACCOUNT") == true)
             #expect(try await world.http.getWithKey("/v1/stores/google_play/subscriptions/\(String(repeating: "x", count: 2049))").status == .badRequest)
             #expect(try await world.http.getWithKey("/v1/stores/operator/subscriptions/x").status == .badRequest)
             #expect(try await world.http.getWithKey("/v1/stores/google_play/subscriptions/x").status == .notFound)

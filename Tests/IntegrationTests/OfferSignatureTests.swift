@@ -135,12 +135,12 @@ struct OfferSignatureTests {
         }
     }
 
-    @Test("without the In-App Purchase key, offer routes answer 503 with what to set")
+    @Test("without the In-App Purchase key, offer routes are not served: 404 `not_configured` with what to set, never a 5xx")
     func unconfigured() async throws {
         try await StorekeeperHarness.run(worker: false) { harness in
             try await harness.withHTTP { client in
                 let response = try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "a", "offerId": "winback"}"#)
-                #expect(response.status == .serviceUnavailable)
+                #expect(response.status == .notFound && response.json["error"] as? String == "not_configured")
                 #expect((response.json["message"] as? String)?.contains("STOREKEEPER_ASSA") == true)
             }
         }

@@ -1,4 +1,6 @@
+import Crypto
 import Foundation
+import GooglePlayFake
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -16,7 +18,7 @@ import TestSupport
 struct OpenAPITests {
     static let file = AppleSamples.repository.appendingPathComponent("docs/openapi.json")
     static let adminKey = "admin-key"
-    /// Every optional feature on, so every route exists (as in `ReadmeTablesTests`).
+    /// Every optional feature on but the App Store Server API (so what support would ask Apple is refused as documented).
     static let environment = [
         "STOREKEEPER_ADMIN_KEYS": adminKey, "STOREKEEPER_OFFERS": OfferSignatureTests.offers,
             "STOREKEEPER_RETENTION": "default: { message: 6f0b1c7e-3b1f-4b7a-9a43-6d1f3c2b9e10 }",
@@ -26,14 +28,43 @@ struct OpenAPITests {
         "STOREKEEPER_WEBHOOKS": "{endpoints: [{name: app, url: 'http://127.0.0.1:9/hook', secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw']}]}",
     ]
 
+    /// ``environment`` and an In-App Purchase key, which turns offer signing on (its routes are served only then):
+    /// every route exists. Apple is not called.
+    static var everyFeature: [String: String] {
+        environment.merging([
+            "STOREKEEPER_ASSA_ISSUER_ID": "issuer", "STOREKEEPER_ASSA_KEY_ID": "KEY", "STOREKEEPER_ASSA_PRIVATE_KEY": inAppPurchaseKey,
+            "STOREKEEPER_ASSA_BASE_URL": "http://127.0.0.1:1",
+            // Stripe's API key (checkout, portal) and Play's service account (claims): their routes are served only then.
+            "STOREKEEPER_STRIPE_API_KEY": "sk_test_openapi", "STOREKEEPER_STRIPE_BASE_URL": "http://127.0.0.1:1",
+            "STOREKEEPER_GOOGLE_SERVICE_ACCOUNT": playServiceAccount, "STOREKEEPER_GOOGLE_PLAY_API_URL": "http://127.0.0.1:1",
+        ]) { _, new in new }
+    }
+
+    /// A throwaway Play service-account key file's path, as Google Cloud gives one.
+    static let playServiceAccount: String = {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("play_openapi_\(UUID().uuidString).json")
+        let key = (try? FakeGooglePlay())?.serviceAccountKeyFile(tokenURI: "http://127.0.0.1:1/token") ?? []
+        try? Data(key).write(to: file)
+        return file.path
+    }()
+
+    /// A throwaway In-App Purchase key's path.
+    static let inAppPurchaseKey: String = {
+        let key = FileManager.default.temporaryDirectory.appendingPathComponent("AuthKey_openapi_\(UUID().uuidString).p8")
+        try? P256.Signing.PrivateKey().pemRepresentation.write(to: key, atomically: true, encoding: .utf8)
+        return key.path
+    }()
+
     static func document() throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])
     }
 
-    @Test("GET /openapi.json is docs/openapi.json, byte for byte (scripts/openapi builds it in)")
+    @Test("GET /openapi.json is docs/openapi.json, byte for byte, with every feature on (scripts/openapi builds it in)")
     func served() async throws {
-        try await StorekeeperHarness.run(worker: false) { harness in
-            try await harness.withHTTP { client in
+        try await StorekeeperHarness.run(worker: false, environment: Self.everyFeature) { harness in
+            var components = harness.components
+            components.devClock = DevClock()
+            try await Application(router: components.router()).test(.router) { client in
                 let response = try await client.execute(uri: "/openapi.json", method: .get)
                 #expect(response.status == .ok)
                 #expect(response.headers[.contentType]?.hasPrefix("application/json") == true)
@@ -43,9 +74,50 @@ struct OpenAPITests {
         }
     }
 
+    @Test("a production-shaped server serves a document of exactly its routes; a feature left off is a 404 that says what to set, never a 5xx")
+    func servedAsConfigured() async throws {
+        // No Stripe, no Play, no In-App Purchase key (so no offers), no Retention Messaging, not `dev`.
+        try await StorekeeperHarness.run(worker: false, environment: ["STOREKEEPER_ADMIN_KEYS": Self.adminKey]) { harness in
+            let router = harness.components.router()
+            let routes = Set(router.routes.map { ReadmeTablesTests.normalized($0.method.rawValue, $0.path.description) })
+            try await Application(router: router).test(.router) { client in
+                let response = try await client.execute(uri: "/openapi.json", method: .get)
+                let document = try #require(try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])
+                let paths = try #require(document["paths"] as? [String: [String: Any]])
+                let methods = ["get", "put", "post", "delete", "patch", "head", "options"]
+                let served = Set(paths.flatMap { path, item in
+                    item.keys.filter(methods.contains).map { ReadmeTablesTests.normalized($0.uppercased(), path) }
+                })
+                #expect(served == routes, "served operations \(served.subtracting(routes).sorted()), routes undocumented \(routes.subtracting(served).sorted())")
+                for off in ["POST /stripe/webhooks", "POST /notifications/google", "POST /v1/offers/promotional", "POST /apple/retention-message", "GET /admin/dev/clock"] {
+                    #expect(!served.contains(off), "\(off) is off here")
+                }
+                // Every link names an operation the document still has.
+                let operations = paths.values.flatMap { item in methods.compactMap { (item[$0] as? [String: Any])?["operationId"] as? String } }
+                let linked = paths.values.flatMap { item in
+                    methods.compactMap { item[$0] as? [String: Any] }.flatMap { operation in
+                        ((operation["responses"] as? [String: Any]) ?? [:]).values.flatMap { response in
+                            (((response as? [String: Any])?["links"] as? [String: Any]) ?? [:]).values.compactMap { ($0 as? [String: Any])?["operationId"] as? String }
+                        }
+                    }
+                }
+                #expect(!linked.isEmpty && Set(linked).isSubset(of: Set(operations)), "links to removed operations")
+                // A route of a feature that is off: 404 `not_configured`, saying what turns it on.
+                let offer = try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "a", "offerId": "winback"}"#)
+                #expect(offer.status == .notFound && offer.json["error"] as? String == "not_configured")
+                #expect((offer.json["message"] as? String)?.contains("STOREKEEPER_ASSA") == true)
+                for (method, uri) in [(HTTPRequest.Method.post, "/stripe/webhooks"), (.post, "/notifications/google"), (.post, "/apple/retention-message")] {
+                    let answer = try await client.execute(uri: uri, method: method, body: ByteBuffer(string: "{}"))
+                    #expect(answer.status == .notFound, "\(uri)")
+                    #expect(answer.json["error"] as? String == "not_configured", "\(uri)")
+                }
+            }
+        }
+    }
+
     @Test("every route of the router is an operation of the document, and every operation a route")
     func routes() async throws {
-        try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
+        try await StorekeeperHarness.run(worker: false, environment: Self.everyFeature) { harness in
             var components = harness.components
             components.devClock = DevClock()
             let code = Set(components.router().routes.map { ReadmeTablesTests.normalized($0.method.rawValue, $0.path.description) })

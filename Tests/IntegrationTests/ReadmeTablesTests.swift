@@ -34,6 +34,11 @@ struct ReadmeTablesTests {
             "STOREKEEPER_GOOGLE_PACKAGE_NAME": "com.example.app", "STOREKEEPER_GOOGLE_PUSH_AUDIENCE": "https://example.com/notifications/google",
             "STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT": "push@example.iam.gserviceaccount.com",
             "STOREKEEPER_WEBHOOKS": "{endpoints: [{name: app, url: 'http://127.0.0.1:9/hook', secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw']}]}",
+            // The In-App Purchase key turns offer signing on (its routes are served only then); Apple is not called.
+            "STOREKEEPER_ASSA_ISSUER_ID": "issuer", "STOREKEEPER_ASSA_KEY_ID": "KEY", "STOREKEEPER_ASSA_PRIVATE_KEY": OpenAPITests.inAppPurchaseKey,
+            "STOREKEEPER_ASSA_BASE_URL": "http://127.0.0.1:1",
+            "STOREKEEPER_STRIPE_API_KEY": "sk_test_readme", "STOREKEEPER_STRIPE_BASE_URL": "http://127.0.0.1:1",
+            "STOREKEEPER_GOOGLE_SERVICE_ACCOUNT": OpenAPITests.playServiceAccount, "STOREKEEPER_GOOGLE_PLAY_API_URL": "http://127.0.0.1:1",
         ]
         try await StorekeeperHarness.run(worker: false, environment: environment) { harness in
             var components = harness.components

@@ -36,10 +36,18 @@ struct AnalyticsController: Sendable {
     }
 
     /// The chart a request asks for, checked: the last 30 days by day unless it says otherwise.
-    static func request(metric text: String, parameters: Parameters, defaultEnvironment: String, today: AnalyticsDay) throws -> AnalyticsCharts.Request {
+    /// - Parameter blankIsDefault: a parameter given empty (a form's blank field) means its default, as if absent.
+    static func request(
+        metric text: String, parameters: Parameters, defaultEnvironment: String, today: AnalyticsDay, blankIsDefault: Bool = false
+    ) throws -> AnalyticsCharts.Request {
         guard let metric = AnalyticsMetric(rawValue: text) else {
             throw APIError(.notFound, code: "not_found", message: "no metric \(text.prefix(64)); metrics: \(AnalyticsMetric.list)")
         }
+        // Each filter once: a second value would be silently ignored.
+        for name in ["from", "to", "interval", "environment", "store", "product", "tier", "format"] where parameters.getAll(name).count > 1 {
+            throw APIError.badRequest("\(name) is given more than once")
+        }
+        let parameters = blankIsDefault ? Parameters(parameters.filter { !$0.value.isEmpty }) : parameters
         func day(_ name: String) throws -> AnalyticsDay? {
             guard let text = parameters.get(name) else { return nil }
             guard let day = AnalyticsDay(text) else { throw APIError.badRequest("\(name) must be a date, yyyy-mm-dd") }

@@ -22,7 +22,8 @@ struct OverviewPage: Sendable {
             do {
                 // Read as the usage chart's filters, the widest: a `tier` applies to usage only, below.
                 asked = try AnalyticsController.request(
-                    metric: AnalyticsMetric.usage.rawValue, parameters: request.formParameters, defaultEnvironment: defaultEnvironment, today: today)
+                    metric: AnalyticsMetric.usage.rawValue, parameters: request.formParameters, defaultEnvironment: defaultEnvironment, today: today,
+                    blankIsDefault: true)
             } catch let error as APIError {
                 problem = error.message
                 asked = AnalyticsCharts.Request(
@@ -30,7 +31,10 @@ struct OverviewPage: Sendable {
             }
             let viewer = context.operatorIdentity ?? OperatorIdentity(name: "—", role: .viewer)
             let (request, refused) = (asked, problem)
-            return try await withDatabase { try await page(request, problem: refused, viewer: viewer) }
+            // A filter that cannot be read shows the last 30 days and says why, answered 400 (it was not what was asked).
+            var answer = try await withDatabase { try await page(request, problem: refused, viewer: viewer) }
+            if refused != nil { answer.status = .badRequest }
+            return answer
         }
     }
 

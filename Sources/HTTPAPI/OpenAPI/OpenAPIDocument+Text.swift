@@ -8,7 +8,7 @@ public enum OpenAPIDocument {
     "title": "Storekeeper HTTP API",
     "version": "1.0.0",
     "summary": "App Store (and Stripe) subscription lifecycle, credits and entitlements for an app's accounts.",
-    "description": "The HTTP API of `storekeeper serve` (and `storekeeper dev`), as `Sources/HTTPAPI/StorekeeperRouter.swift` registers it.\n\n* Every error is `{\"error\": \"<code>\", \"message\": \"<text>\"}` with `Content-Type: application/json; charset=utf-8`, the content type of every JSON answer. Times are RFC 3339 UTC.\n* A path no route takes is 404 `not_found`; a route's path under another method is 405 `method_not_allowed` with `Allow`.\n* A body that cannot be read to its end is 400; a body that does not fit the process's body memory is 503 `busy` (connection closed); an unexpected failure is 500 `internal_error` (a bug: the server log has the cause).\n* `/v1/...` (but `/v1/tiers`) exists only when `STOREKEEPER_API_KEYS` is set; `/admin...` only when `STOREKEEPER_ADMIN_KEYS` is set; `/stripe/webhooks` and `/v1/accounts/{accountId}/stripe/...` only when Stripe is configured; `/notifications/google` only when Google Play is configured; `/admin/dev/clock` only under `storekeeper dev`.\n* Admin writes (anything but GET and HEAD under `/admin`) must be same-site (403 `cross_site`) and `application/json` for the JSON API, `application/x-www-form-urlencoded` for the dashboard's forms (415 `unsupported_media_type`); a request without a body needs no media type.\n* Authenticated answers carry `Cache-Control: no-store`; every answer carries `X-Content-Type-Options: nosniff`.\n* Admin routes need an operator key (`STOREKEEPER_ADMIN_KEYS`: `name:role:key`; a list of bare keys only makes each an admin) whose role is at least the operation's `x-storekeeper-role` (403 `forbidden` otherwise); every successful admin write is appended to the audit log (`GET /admin/audit`) before it is answered.",
+    "description": "The HTTP API of `storekeeper serve` (and `storekeeper dev`), as `Sources/HTTPAPI/StorekeeperRouter.swift` registers it.\n\n* Every error is `{\"error\": \"<code>\", \"message\": \"<text>\"}` with `Content-Type: application/json; charset=utf-8`, the content type of every JSON answer. Times are RFC 3339 UTC.\n* A path no route takes is 404 `not_found` \u2014 `not_configured`, naming what to set, for a route of a feature this server was not configured for (offers, Stripe, Google Play, Retention Messaging, the dev clock; such operations are left out of the document it serves); a route's path under another method is 405 `method_not_allowed` with `Allow`.\n* A body that cannot be read to its end is 400; a body that does not fit the process's body memory is 503 `busy` (connection closed); an unexpected failure is 500 `internal_error` (a bug: the server log has the cause).\n* `/v1/...` (but `/v1/tiers`) exists only when `STOREKEEPER_API_KEYS` is set; `/admin...` only when `STOREKEEPER_ADMIN_KEYS` is set; `/stripe/webhooks` and `/v1/accounts/{accountId}/stripe/...` only when Stripe is configured; `/notifications/google` only when Google Play is configured; `/admin/dev/clock` only under `storekeeper dev`.\n* Admin writes (anything but GET and HEAD under `/admin`) must be same-site (403 `cross_site`) and `application/json` for the JSON API, `application/x-www-form-urlencoded` for the dashboard's forms (415 `unsupported_media_type`); a request without a body needs no media type.\n* Authenticated answers carry `Cache-Control: no-store`; every answer carries `X-Content-Type-Options: nosniff`.\n* Admin routes need an operator key (`STOREKEEPER_ADMIN_KEYS`: `name:role:key`; a list of bare keys only makes each an admin) whose role is at least the operation's `x-storekeeper-role` (403 `forbidden` otherwise); every successful admin write is appended to the audit log (`GET /admin/audit`) before it is answered.",
     "license": {
       "name": "Proprietary",
       "identifier": "LicenseRef-Proprietary"
@@ -2023,7 +2023,7 @@ public enum OpenAPIDocument {
             }
           },
           "503": {
-            "description": "Offer signing is not configured (no In-App Purchase key: `STOREKEEPER_ASSA_*`), the body memory is full (`busy`) or the database is unavailable (`unavailable`)",
+            "description": "The body memory is full (`busy`) or the database is unavailable (`unavailable`)",
             "content": {
               "application/json": {
                 "schema": {
@@ -2046,7 +2046,8 @@ public enum OpenAPIDocument {
               }
             }
           }
-        }
+        },
+        "description": "Served only with the In-App Purchase key (`STOREKEEPER_ASSA_*`); without it the route is not in the served document and answers 404 `not_configured`."
       }
     },
     "/v1/offers/introductory-eligibility": {
@@ -2187,7 +2188,7 @@ public enum OpenAPIDocument {
             }
           },
           "503": {
-            "description": "Offer signing is not configured (no In-App Purchase key: `STOREKEEPER_ASSA_*`), the body memory is full (`busy`) or the database is unavailable (`unavailable`)",
+            "description": "The body memory is full (`busy`) or the database is unavailable (`unavailable`)",
             "content": {
               "application/json": {
                 "schema": {
@@ -2210,7 +2211,8 @@ public enum OpenAPIDocument {
               }
             }
           }
-        }
+        },
+        "description": "Served only with the In-App Purchase key (`STOREKEEPER_ASSA_*`); without it the route is not in the served document and answers 404 `not_configured`."
       }
     },
     "/v1/accounts/{accountId}/google/purchases": {
@@ -2220,7 +2222,7 @@ public enum OpenAPIDocument {
         "tags": [
           "Google Play"
         ],
-        "description": "Present only when Google Play is configured (`STOREKEEPER_GOOGLE_*`). For a purchase made before Storekeeper, or whose app did not set `obfuscatedExternalAccountId`: the token is read from Play (`subscriptionsv2.get`), linked to the account under `STOREKEEPER_TRANSFER_POLICY` and applied, as a notification would be. Answers the account's status. 501 when no service account is configured (`STOREKEEPER_GOOGLE_SERVICE_ACCOUNT`).",
+        "description": "Present only when Google Play is configured (`STOREKEEPER_GOOGLE_*`). For a purchase made before Storekeeper, or whose app did not set `obfuscatedExternalAccountId`: the token is read from Play (`subscriptionsv2.get`), linked to the account under `STOREKEEPER_TRANSFER_POLICY` and applied, as a notification would be. Answers the account's status. 501 when no service account is configured (`STOREKEEPER_GOOGLE_SERVICE_ACCOUNT`). Served only with `STOREKEEPER_GOOGLE_SERVICE_ACCOUNT`; without it the route is not in the served document and answers 404 `not_configured`.",
         "security": [
           {
             "serviceKey": []
@@ -2380,29 +2382,6 @@ public enum OpenAPIDocument {
                           "enum": [
                             "not_a_subscription",
                             "product_mismatch"
-                          ]
-                        }
-                      }
-                    }
-                  ]
-                }
-              }
-            }
-          },
-          "501": {
-            "description": "No service account is configured: Play cannot be read (`google_play_not_readable`)",
-            "content": {
-              "application/json": {
-                "schema": {
-                  "allOf": [
-                    {
-                      "$ref": "#/components/schemas/Error"
-                    },
-                    {
-                      "properties": {
-                        "error": {
-                          "enum": [
-                            "google_play_not_readable"
                           ]
                         }
                       }
@@ -2662,7 +2641,7 @@ public enum OpenAPIDocument {
         "tags": [
           "Stripe"
         ],
-        "description": "Present only when Stripe is configured (`STOREKEEPER_STRIPE_*`; `storekeeper dev --fake-stripe`).",
+        "description": "Present only when Stripe is configured (`STOREKEEPER_STRIPE_*`; `storekeeper dev --fake-stripe`). Served only with `STOREKEEPER_STRIPE_API_KEY`; without it the route is not in the served document and answers 404 `not_configured`.",
         "security": [
           {
             "serviceKey": []
@@ -2800,29 +2779,6 @@ public enum OpenAPIDocument {
               }
             }
           },
-          "501": {
-            "description": "No Stripe API key (`stripe_not_configured`)",
-            "content": {
-              "application/json": {
-                "schema": {
-                  "allOf": [
-                    {
-                      "$ref": "#/components/schemas/Error"
-                    },
-                    {
-                      "properties": {
-                        "error": {
-                          "enum": [
-                            "stripe_not_configured"
-                          ]
-                        }
-                      }
-                    }
-                  ]
-                }
-              }
-            }
-          },
           "502": {
             "description": "Stripe failed (`stripe_error`)",
             "content": {
@@ -2880,7 +2836,7 @@ public enum OpenAPIDocument {
         "tags": [
           "Stripe"
         ],
-        "description": "Present only when Stripe is configured (`STOREKEEPER_STRIPE_*`; `storekeeper dev --fake-stripe`).",
+        "description": "Present only when Stripe is configured (`STOREKEEPER_STRIPE_*`; `storekeeper dev --fake-stripe`). Served only with `STOREKEEPER_STRIPE_API_KEY`; without it the route is not in the served document and answers 404 `not_configured`.",
         "security": [
           {
             "serviceKey": []
@@ -2985,29 +2941,6 @@ public enum OpenAPIDocument {
                         "error": {
                           "enum": [
                             "payload_too_large"
-                          ]
-                        }
-                      }
-                    }
-                  ]
-                }
-              }
-            }
-          },
-          "501": {
-            "description": "No Stripe API key (`stripe_not_configured`)",
-            "content": {
-              "application/json": {
-                "schema": {
-                  "allOf": [
-                    {
-                      "$ref": "#/components/schemas/Error"
-                    },
-                    {
-                      "properties": {
-                        "error": {
-                          "enum": [
-                            "stripe_not_configured"
                           ]
                         }
                       }
@@ -6705,65 +6638,115 @@ public enum OpenAPIDocument {
           {
             "name": "from",
             "in": "query",
-            "description": "The first day (default: 29 days before `to`)",
+            "description": "The first day (default: 29 days before `to`); empty (a form's blank field) is the default",
             "schema": {
-              "type": "string",
-              "format": "date"
+              "anyOf": [
+                {
+                  "type": "string",
+                  "format": "date"
+                },
+                {
+                  "type": "string",
+                  "maxLength": 0
+                }
+              ]
             }
           },
           {
             "name": "to",
             "in": "query",
-            "description": "The last day, at most today in UTC (default: today)",
+            "description": "The last day, at most today in UTC (default: today); empty (a form's blank field) is the default",
             "schema": {
-              "type": "string",
-              "format": "date"
+              "anyOf": [
+                {
+                  "type": "string",
+                  "format": "date"
+                },
+                {
+                  "type": "string",
+                  "maxLength": 0
+                }
+              ]
             }
           },
           {
             "name": "interval",
             "in": "query",
             "schema": {
-              "type": "string",
-              "enum": [
-                "day",
-                "week",
-                "month"
+              "anyOf": [
+                {
+                  "type": "string",
+                  "enum": [
+                    "day",
+                    "week",
+                    "month"
+                  ]
+                },
+                {
+                  "type": "string",
+                  "maxLength": 0
+                }
               ],
               "default": "day"
-            }
+            },
+            "description": "empty (a form's blank field) is the default"
           },
           {
             "name": "store",
             "in": "query",
             "schema": {
-              "type": "string",
-              "enum": [
-                "app_store",
-                "stripe",
-                "google_play"
+              "anyOf": [
+                {
+                  "type": "string",
+                  "enum": [
+                    "app_store",
+                    "stripe",
+                    "google_play"
+                  ]
+                },
+                {
+                  "type": "string",
+                  "maxLength": 0
+                }
               ]
-            }
+            },
+            "description": "empty (a form's blank field) is the default"
           },
           {
             "name": "product",
             "in": "query",
-            "description": "One product id (for `usage`, one tier)",
+            "description": "One product id (for `usage`, one tier); empty (a form's blank field) is the default",
             "schema": {
-              "type": "string",
-              "minLength": 1,
-              "maxLength": 256
+              "anyOf": [
+                {
+                  "type": "string",
+                  "minLength": 1,
+                  "maxLength": 256
+                },
+                {
+                  "type": "string",
+                  "maxLength": 0
+                }
+              ]
             }
           },
           {
             "name": "environment",
             "in": "query",
-            "description": "Default: `production` when `STOREKEEPER_ENVIRONMENTS` accepts it, else `sandbox`",
+            "description": "Default: `production` when `STOREKEEPER_ENVIRONMENTS` accepts it, else `sandbox`; empty (a form's blank field) is the default",
             "schema": {
-              "type": "string",
-              "enum": [
-                "production",
-                "sandbox"
+              "anyOf": [
+                {
+                  "type": "string",
+                  "enum": [
+                    "production",
+                    "sandbox"
+                  ]
+                },
+                {
+                  "type": "string",
+                  "maxLength": 0
+                }
               ]
             }
           }
@@ -6771,6 +6754,16 @@ public enum OpenAPIDocument {
         "responses": {
           "200": {
             "description": "The page",
+            "content": {
+              "text/html": {
+                "schema": {
+                  "type": "string"
+                }
+              }
+            }
+          },
+          "400": {
+            "description": "A filter that cannot be read (a bad date, a span over 3,660 days, a filter given twice): the page of the last 30 days, saying why",
             "content": {
               "text/html": {
                 "schema": {
@@ -7789,7 +7782,9 @@ public enum OpenAPIDocument {
                   "requestIdentifier": {
                     "type": "string",
                     "minLength": 1,
-                    "maxLength": 128
+                    "maxLength": 128,
+                    "pattern": "^[!-~]+$",
+                    "description": "1\u2013128 printable ASCII characters without spaces (a retry with the same one is Apple's same request)."
                   }
                 }
               }
@@ -8136,7 +8131,9 @@ public enum OpenAPIDocument {
                   "requestIdentifier": {
                     "type": "string",
                     "minLength": 1,
-                    "maxLength": 128
+                    "maxLength": 128,
+                    "pattern": "^[!-~]+$",
+                    "description": "1\u2013128 printable ASCII characters without spaces (a retry with the same one is Apple's same request)."
                   }
                 }
               }
@@ -9408,7 +9405,11 @@ public enum OpenAPIDocument {
                         "stripeObjects",
                         "eventsDeleted",
                         "renewalExtensions",
-                        "jobs"
+                        "jobs",
+                        "googleClaims",
+                        "googleReads",
+                        "auditEntries",
+                        "consentRescissions"
                       ],
                       "properties": {
                         "subscriptions": {
@@ -9461,6 +9462,22 @@ public enum OpenAPIDocument {
                         },
                         "jobs": {
                           "type": "integer"
+                        },
+                        "googleClaims": {
+                          "type": "integer",
+                          "description": "Google Play purchase claims moved"
+                        },
+                        "googleReads": {
+                          "type": "integer",
+                          "description": "Google Play reads rewritten"
+                        },
+                        "auditEntries": {
+                          "type": "integer",
+                          "description": "audit log entries about the account rewritten"
+                        },
+                        "consentRescissions": {
+                          "type": "integer",
+                          "description": "rescinded consents (Apple's RESCIND_CONSENT) moved to the pseudonym"
                         }
                       },
                       "description": "Rows moved or deleted, by kind"

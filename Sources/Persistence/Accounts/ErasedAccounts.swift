@@ -29,6 +29,7 @@ public struct ErasedAccounts: Sendable {
         public var refundRequests = 0
         public var offerSignatures = 0
         public var retentionDecisions = 0
+        public var consentRescissions = 0
         public var stripeLinks = 0
         public var stripeObjects = 0
         public var googleClaims = 0
@@ -177,7 +178,7 @@ public struct ErasedAccounts: Sendable {
             connection, "UPDATE refund_requests SET account_id = \(to), app_answer = NULL WHERE account_id = \(from)")
         counts.offerSignatures = try await count(connection, "UPDATE offer_signatures SET account_id = \(to) WHERE account_id = \(from)")
         counts.retentionDecisions = try await count(connection, "UPDATE retention_decisions SET account_id = \(to) WHERE account_id = \(from)")
-        _ = try await count(connection, "UPDATE consent_rescissions SET account_id = \(to) WHERE account_id = \(from)")
+        counts.consentRescissions = try await count(connection, "UPDATE consent_rescissions SET account_id = \(to) WHERE account_id = \(from)")
         counts.stripeLinks = try await count(connection, "UPDATE stripe_links SET account_id = \(to) WHERE account_id = \(from)")
         counts.stripeObjects = try await scrubStripeObjects(of: held, from: account, to: pseudonym, on: connection)
         (counts.googleClaims, counts.googleReads) = try await moveGooglePlay(held: held, from: account, to: pseudonym, on: connection)
