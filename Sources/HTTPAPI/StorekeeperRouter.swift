@@ -211,28 +211,31 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
 /// rest), with what turns each on. Only under an API that is mounted: without its keys, nothing there is served.
 func unconfiguredFeatures(_ dependencies: HTTPDependencies) -> [(pattern: String, hint: String)] {
     var off: [(pattern: String, hint: String)] = []
+    let stripeOff = "Stripe is not configured: set STOREKEEPER_STRIPE_WEBHOOK_SECRETS (docs/stripe.md)"
+    let googleOff = "Google Play is not configured: set STOREKEEPER_GOOGLE_PACKAGE_NAME, _PUSH_AUDIENCE and _PUSH_SERVICE_ACCOUNT (docs/google-play.md)"
+    let retentionOff = "Retention Messaging is not configured: set STOREKEEPER_RETENTION (docs/retention.md)"
     if !dependencies.apiKeys.isEmpty {
         if dependencies.offers == nil {
             off.append(("/v1/offers/**", "offer signing is not configured: set STOREKEEPER_ASSA_ISSUER_ID, _KEY_ID and _PRIVATE_KEY (docs/offers.md)"))
         }
         if dependencies.stripeAccounts == nil {
-            off.append(("/v1/accounts/{}/stripe/**", "Stripe is not configured: set STOREKEEPER_STRIPE_WEBHOOK_SECRETS (docs/stripe.md)"))
+            off.append(("/v1/accounts/{}/stripe/**", stripeOff))
         } else if dependencies.stripeAccounts?.selling == nil {
             off.append(("/v1/accounts/{}/stripe/**", "Stripe checkout and portal need STOREKEEPER_STRIPE_API_KEY (docs/stripe.md)"))
         }
         if dependencies.google == nil {
-            off.append(("/v1/accounts/{}/google/**", "Google Play is not configured: set STOREKEEPER_GOOGLE_PACKAGE_NAME, _PUSH_AUDIENCE and _PUSH_SERVICE_ACCOUNT (docs/google-play.md)"))
+            off.append(("/v1/accounts/{}/google/**", googleOff))
         } else if dependencies.googlePurchases == nil {
             off.append(("/v1/accounts/{}/google/**", "claiming Play purchases needs STOREKEEPER_GOOGLE_SERVICE_ACCOUNT: Play cannot be read (docs/google-play.md)"))
         }
     }
-    if dependencies.stripe == nil { off.append(("/stripe/**", "Stripe is not configured: set STOREKEEPER_STRIPE_WEBHOOK_SECRETS (docs/stripe.md)")) }
+    if dependencies.stripe == nil { off.append(("/stripe/**", stripeOff)) }
     if dependencies.google == nil {
-        off.append(("/notifications/google", "Google Play is not configured: set STOREKEEPER_GOOGLE_PACKAGE_NAME, _PUSH_AUDIENCE and _PUSH_SERVICE_ACCOUNT (docs/google-play.md)"))
+        off.append(("/notifications/google", googleOff))
     }
     if dependencies.retention == nil {
-        off.append(("/apple/retention-message", "Retention Messaging is not configured: set STOREKEEPER_RETENTION (docs/retention.md)"))
-        if !dependencies.operators.isEmpty { off.append(("/admin/retention", "Retention Messaging is not configured: set STOREKEEPER_RETENTION (docs/retention.md)")) }
+        off.append(("/apple/retention-message", retentionOff))
+        if !dependencies.operators.isEmpty { off.append(("/admin/retention", retentionOff)) }
     }
     if dependencies.devClock == nil, !dependencies.operators.isEmpty { off.append(("/admin/dev/**", "the dev clock runs only under `storekeeper dev`")) }
     return off

@@ -31,13 +31,7 @@ public struct ConsentLinkJob: JobHandler {
         let now = clock()
         let linked = try await client.withTransaction(logger: logger) { connection in
             let linked = try await ConsentRescissions(logger: logger).linkPending(now: now, on: connection)
-            let drafts = linked.compactMap { rescission in
-                rescission.account.map {
-                    ConsentChanges.rescinded(
-                        notificationUUID: rescission.notificationUUID, appTransactionId: rescission.appTransactionId,
-                        environment: rescission.environment, account: $0)
-                }
-            }
+            let drafts = linked.compactMap(\.event)
             if !drafts.isEmpty { try await recorder.record(drafts, now: now, on: connection) }
             return linked.count
         }

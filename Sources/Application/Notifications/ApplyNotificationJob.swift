@@ -114,11 +114,7 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
                 notificationUUID: notification.payload.notificationUUID.lowercased(), appTransactionId: appTransactionId, environment: environment,
                 rescindedAt: notification.payload.signedDate.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? now, now: now, on: connection)
             account = rescission.account
-            if let linked = rescission.account {
-                let draft = ConsentChanges.rescinded(
-                    notificationUUID: rescission.notificationUUID, appTransactionId: appTransactionId, environment: environment, account: linked)
-                events = EventRecorder.Pending(drafts: [draft], statuses: [:], now: now)
-            }
+            if let draft = rescission.event { events = EventRecorder.Pending(drafts: [draft], statuses: [:], now: now) }
             outcome = rescission.account == nil ? .recorded : .applied
         } else {
             if let summary = notification.payload.summary, let request = summary.requestIdentifier {

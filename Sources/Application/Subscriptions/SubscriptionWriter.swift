@@ -191,13 +191,7 @@ public struct SubscriptionWriter: Sendable {
         var drafts: [EventDraft] = []
         if recorder != nil {
             drafts = SubscriptionChanges.events(from: stored, to: state, catalogue: credits.catalogue, cause: cause)
-            drafts += rescinded.compactMap { rescission in
-                rescission.account.map {
-                    ConsentChanges.rescinded(
-                        notificationUUID: rescission.notificationUUID, appTransactionId: rescission.appTransactionId,
-                        environment: rescission.environment, account: $0)
-                }
-            }
+            drafts += rescinded.compactMap(\.event)
             if let account = state.accountId {
                 drafts += CreditChanges.granted(
                     operations, account: account, subscription: originalTransactionId, environment: state.environment.rawValue, cause: cause)
