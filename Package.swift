@@ -193,7 +193,8 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
-            ]
+            ],
+            resources: [.copy("Server/OpenAPI/openapi.json")]
         ),
         // Configuration, the apply-notification job, process assembly (serve / work / dev).
         .target(

@@ -33,8 +33,11 @@ public struct SimulatedEvent: Sendable {
         public var accountId: UUID?
         public var bundleId: String
         public var environment: AppStoreEnvironment
-        /// Length of one billing period.
+        /// Length of one billing period, when it is not counted in months.
         public var period: TimeInterval
+        /// A billing period of this many calendar months (a year is 12), as Apple bills: a monthly subscription bought
+        /// on 31 January renews on 28 or 29 February. Takes precedence over `period`.
+        public var months: Int?
 
         public init(
             originalTransactionId: String, productId: String, accountId: UUID?, bundleId: String,
@@ -46,6 +49,27 @@ public struct SimulatedEvent: Sendable {
             self.bundleId = bundleId
             self.environment = environment
             self.period = period
+        }
+
+        /// Where a period starting at `start` (milliseconds since 1970) ends.
+        public func periodEnd(startingAt start: Int64) -> Int64 {
+            guard let months else { return start + Int64(period * 1000) }
+            return Self.milliseconds(start, plusMonths: months)
+        }
+
+        /// Where the period ending at `end` (milliseconds since 1970) started.
+        public func periodStart(endingAt end: Int64) -> Int64 {
+            guard let months else { return end - Int64(period * 1000) }
+            return Self.milliseconds(end, plusMonths: -months)
+        }
+
+        /// `milliseconds` moved by whole calendar months in UTC; a day past the month's end is its last day.
+        static func milliseconds(_ milliseconds: Int64, plusMonths months: Int) -> Int64 {
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = TimeZone(identifier: "UTC")!
+            let date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+            guard let moved = calendar.date(byAdding: .month, value: months, to: date) else { return milliseconds }
+            return Int64((moved.timeIntervalSince1970 * 1000).rounded())
         }
     }
 
@@ -74,16 +98,15 @@ public struct SimulatedEvent: Sendable {
         at now: Date
     ) -> SimulatedEvent {
         let nowMilliseconds = milliseconds(now)
-        let periodMilliseconds = Int64(subscription.period * 1000)
         var periodStart = currentPeriod.map { milliseconds($0.start) } ?? nowMilliseconds
-        var periodEnd = currentPeriod.map { milliseconds($0.end) } ?? nowMilliseconds + periodMilliseconds
+        var periodEnd = currentPeriod.map { milliseconds($0.end) } ?? subscription.periodEnd(startingAt: nowMilliseconds)
         switch scenario {
         case .subscribe, .upgrade, .recover:
             periodStart = nowMilliseconds
-            periodEnd = nowMilliseconds + periodMilliseconds
+            periodEnd = subscription.periodEnd(startingAt: nowMilliseconds)
         case .renew:
             periodStart = currentPeriod.map { milliseconds($0.end) } ?? nowMilliseconds
-            periodEnd = periodStart + periodMilliseconds
+            periodEnd = subscription.periodEnd(startingAt: periodStart)
         case .cancel, .downgrade, .refund, .grace, .fail:
             break
         case .expire:

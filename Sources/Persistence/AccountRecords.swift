@@ -144,6 +144,13 @@ public struct AccountRecords: Sendable {
         return entries
     }
 
+    /// How many events Storekeeper keeps for `account` (what `events list --account` and the feed read).
+    public func eventCount(ofAccount account: AccountID) async throws -> Int {
+        let rows = try await client.query("SELECT count(*)::int FROM events WHERE account_id = \(account.text)", logger: logger)
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
+    }
+
     /// Transfers from or to an account, newest first.
     public func transfers(ofAccount accountId: AccountID) async throws -> [Transfer] {
         let rows = try await client.query(

@@ -8,12 +8,16 @@ public final class DevClock: AdjustableClock {
     /// Milliseconds added to the real time.
     private let milliseconds = Atomic<Int64>(0)
 
-    public init() {}
+    /// - Parameter offsetMilliseconds: how far ahead of the real time it starts (the offset a database kept).
+    public init(offsetMilliseconds: Int64 = 0) { milliseconds.store(max(0, offsetMilliseconds), ordering: .relaxed) }
 
     public func now() -> Date { Date().addingTimeInterval(offset) }
 
     /// How far the dev clock is ahead of the real time, in seconds.
-    public var offset: TimeInterval { Double(milliseconds.load(ordering: .relaxed)) / 1000 }
+    public var offset: TimeInterval { Double(offsetMilliseconds) / 1000 }
+
+    /// How far the dev clock is ahead of the real time, in milliseconds.
+    public var offsetMilliseconds: Int64 { milliseconds.load(ordering: .relaxed) }
 
     public func advance(by seconds: TimeInterval) -> Date {
         milliseconds.add(Int64((seconds * 1000).rounded()), ordering: .relaxed)

@@ -254,7 +254,12 @@ public struct StorekeeperComponents: Sendable {
         }
         dependencies.metricsKeys = configuration.metricsKeys
         dependencies.devClock = devClock
-        dependencies.devClockAdvanced = { [queue] seconds in try await queue.bringForward(by: seconds) }
+        let devClockOffset = DevClockOffset(client: client, logger: logger)
+        dependencies.devClockAdvanced = { [queue, devClock] seconds in
+            try await queue.bringForward(by: seconds)
+            // Kept with the facts it dated: a restarted `dev` resumes here.
+            if let devClock { try await devClockOffset.record(devClock.offsetMilliseconds) }
+        }
         dependencies.bodyBudget = RequestBodyBudget(bytes: configuration.httpLimits.bodyMemory)
         return buildRouter(dependencies)
     }
@@ -320,7 +325,12 @@ public struct StorekeeperComponents: Sendable {
     }
 
     /// The HTTP server of `serve`, bound to the configured host and port.
-    public func application(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+    public func application(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some ApplicationProtocol {
+        guard OpenAPIDocument.text != nil else {
+            throw ConfigurationError(problems: [
+                "the OpenAPI document is missing: install the build's storekeeper_HTTPAPI.resources folder beside the executable or in share/storekeeper (looked in \(OpenAPIDocument.locations.map(\.path).joined(separator: ", ")))"
+            ])
+        }
         let limits = FileDescriptorLimit.raise(fitting: configuration.httpLimits, logger: logger)
         return Application(
             router: router(),

@@ -37,7 +37,7 @@ public enum StorekeeperProcess {
         }
         if roles.contains(.serve) {
             services.append(.init(service: components.accountChangeListener()))
-            services.append(.init(service: components.application(onServerRunning: onServerRunning)))
+            services.append(.init(service: try components.application(onServerRunning: onServerRunning)))
         }
         var configuration = ServiceGroupConfiguration(
             services: services, gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger)

@@ -12,12 +12,9 @@ extension TierCatalogue {
         let unknown = ConfigurationKeys.tierCatalogue.problems(in: text, place: place)
         guard unknown.isEmpty else { return .failure(ConfigurationError(problems: unknown)) }
         let catalogue: TierCatalogue
-        do {
-            catalogue = try YAMLDecoder().decode(TierCatalogue.self, from: text)
-        } catch let error as DecodingError {
-            return .failure(ConfigurationError(problems: ["\(place): \(Self.describe(error))"]))
-        } catch {
-            return .failure(ConfigurationError(problems: ["\(place): not valid YAML: \(error)"]))
+        switch YAMLDiagnosis.decode(TierCatalogue.self, from: text, place: place) {
+        case .success(let decoded): catalogue = decoded
+        case .failure(let error): return .failure(error)
         }
         let problems = catalogue.problems()
         guard problems.isEmpty else { return .failure(ConfigurationError(problems: problems.map { "\(place): \($0)" })) }
@@ -30,17 +27,4 @@ extension TierCatalogue {
     }
 
     public static let defaultPath = "config/tiers.yml"
-
-    static func describe(_ error: DecodingError) -> String {
-        func path(_ context: DecodingError.Context) -> String {
-            let keys = context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
-            return keys.isEmpty ? "the top level" : keys
-        }
-        switch error {
-        case .keyNotFound(let key, let context): return "\(path(context)): \(key.stringValue) is missing"
-        case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
-            return "\(path(context)): \(context.debugDescription)"
-        @unknown default: return "\(error)"
-        }
-    }
 }

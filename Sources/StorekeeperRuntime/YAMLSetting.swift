@@ -21,12 +21,6 @@ enum YAMLSetting {
         }
         let unknown = keys.problems(in: text, place: place)
         guard unknown.isEmpty else { throw ConfigurationError(problems: unknown) }
-        do {
-            return try YAMLDecoder().decode(Value.self, from: text)
-        } catch let error as DecodingError {
-            throw ConfigurationError(problems: ["\(place): \(TierCatalogue.describe(error))"])
-        } catch {
-            throw ConfigurationError(problems: ["\(place): not valid YAML"])
-        }
+        return try YAMLDiagnosis.decode(Value.self, from: text, place: place).get()
     }
 }

@@ -23,7 +23,10 @@ struct AccountsCommand: AsyncParsableCommand {
             var subscriptions: [SubscriptionDetailResponse]
             /// Grants and one-time purchases, ended ones too, newest first.
             var sources: [GrantsCommand.GrantLine]
+            /// What the stores sent about this account's subscriptions (notifications, Stripe events), newest first.
             var events: [AccountRecords.Event]
+            /// How many events Storekeeper sent the app's services about the account (`events list --account`).
+            var sentEvents: Int
             var archive: [AccountRecords.ArchiveEntry]
             var transfers: [AccountRecords.Transfer]
             var ledger: [AccountRecords.LedgerEntry]
@@ -47,6 +50,7 @@ struct AccountsCommand: AsyncParsableCommand {
                     sources: try await client.withConnection { try await EntitlementSources(logger: logger).sources(of: account, on: $0) }
                         .map { GrantsCommand.GrantLine($0, account: account, catalogue: catalogue, now: now) },
                     events: try await records.events(ofSubscriptions: states.map(\.originalTransactionId), account: account),
+                    sentEvents: try await records.eventCount(ofAccount: account),
                     archive: try await records.archive(ofAccount: account),
                     transfers: try await records.transfers(ofAccount: account),
                     ledger: try await records.ledger(ofAccount: account),
@@ -62,13 +66,14 @@ struct AccountsCommand: AsyncParsableCommand {
                 let until = (source.endedAt ?? source.endsAt).map { $0.formatted(Date.ISO8601FormatStyle()) } ?? "for good"
                 say("  \(source.kind)  \(source.id)  \(source.tier ?? source.productId ?? "-")  \(source.status)  \(source.startsAt.formatted(Date.ISO8601FormatStyle())) → \(until)  \(source.reason ?? "")")
             }
-            say("\nevents, newest first (\(report.events.count))")
+            say("\nfrom the stores, newest first (\(report.events.count))")
             for event in report.events {
                 let type = event.type + (event.subtype.map { "/\($0)" } ?? "")
                 say(
                     "  \(event.signedDate.formatted(Date.ISO8601FormatStyle()))  \(event.originalTransactionId)  "
                         + column(type, 44) + " \(event.outcomeText)  \(event.id)")
             }
+            say("\nevents sent to the app's services: \(report.sentEvents) (storekeeper events list --account \(account.text))")
             say("\narchive (\(report.archive.count))")
             for entry in report.archive {
                 say(

@@ -1,6 +1,7 @@
 import Credits
 import Foundation
 import Logging
+import Persistence
 import PostgresNIO
 import StorekeeperRuntime
 
@@ -20,7 +21,12 @@ func operatorNow() async -> Date {
     let settings = DevEnvironment().settings()
     guard let url = settings["STOREKEEPER_URL"], let devDatabase = settings["DATABASE_URL"], environment.isEmpty || environment == devDatabase
     else { return Date() }
-    return (try? await DevServer(baseURL: url, apiKey: settings["STOREKEEPER_API_KEY"]).now()) ?? Date()
+    if let now = try? await DevServer(baseURL: url, apiKey: settings["STOREKEEPER_API_KEY"]).now() { return now }
+    // The dev server is not running: its clock is where the database keeps it (sql/0045).
+    let offset = try? await withDatabase(label: "storekeeper.clock", timeout: .seconds(10)) { client, logger in
+        try await DevClockOffset(client: client, logger: logger).stored()
+    }
+    return Date().addingTimeInterval(Double(offset ?? 0) / 1000)
 }
 
 /// Runs `body` with a client on the operator's database (``operatorDatabaseURL()``), bounded so an unreachable

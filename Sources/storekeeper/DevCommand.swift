@@ -41,12 +41,18 @@ struct DevCommand: AsyncParsableCommand {
         }
         let dev = DevEnvironment()
         // A second server for this folder would have a clock of its own and take over dev.env, so `simulate` and the
-        // operator commands would talk to one and read the other.
-        if let running = dev.settings()["STOREKEEPER_URL"],
-            let answer = try? await HTTPClient.shared.execute(HTTPClientRequest(url: running + "/healthz"), timeout: .seconds(2)),
-            answer.status == .ok
-        {
-            throw CommandFailure("another `storekeeper dev` serves this folder at \(running): use it, or stop it first")
+        // operator commands would talk to one and read the other. Only a dev server that knows this folder's key is
+        // one: whatever else answers on a port a dev.env left behind names (another project's server) is not.
+        let written = dev.settings()
+        if let running = written["STOREKEEPER_URL"], let key = written["STOREKEEPER_API_KEY"] {
+            var request = HTTPClientRequest(url: running + "/admin/dev/clock")
+            request.headers.add(name: "Authorization", value: "Bearer \(key)")
+            struct Reading: Decodable { var nowMilliseconds: Int64 }
+            if let answer = try? await HTTPClient.shared.execute(request, timeout: .seconds(2)), answer.status == .ok,
+                let body = try? await answer.body.collect(upTo: 4096), (try? JSONDecoder().decode(Reading.self, from: body)) != nil
+            {
+                throw CommandFailure("another `storekeeper dev` serves this folder at \(running): use it, or stop it first")
+            }
         }
         var environment = ProcessInfo.processInfo.environment
         var cluster: PrivateCluster?
@@ -128,14 +134,21 @@ struct DevCommand: AsyncParsableCommand {
             // The operator commands (`grants`, `accounts show`) then read the catalogue the server serves.
             "STOREKEEPER_TIERS": URL(fileURLWithPath: configuration.tiersPath).standardizedFileURL.path,
         ]) { _, new in new })
-        let applied = try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 2), logger: logger) {
+        let (applied, clockOffset) = try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 2), logger: logger) {
             client in
             try await ensureReachable(client, url: databaseURL, logger: logger)
-            return try await withCommandTimeout(.seconds(300)) {
+            let applied = try await withCommandTimeout(.seconds(300)) {
                 try await SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: logger).migrate()
             }
+            return (applied, try await DevClockOffset(client: client, logger: logger).stored())
         }
         if !applied.isEmpty { say("Migrated: \(applied.joined(separator: ", "))") }
+        // The facts in this database were dated by the clock `simulate advance` moved: going back to the real time would
+        // put them in the future (a renewal not yet due, credits granted ahead), so the clock resumes where it was.
+        if clockOffset > 0 {
+            let now = devClock.advance(by: Double(clockOffset) / 1000)
+            say("The dev clock resumes at \(now.formatted(.iso8601)), \(Self.span(milliseconds: clockOffset)) ahead of the real time (kept in the database)")
+        }
         let command = Self.invocation
         // The fake Stripe: served on its port for this process's worker and the `stripe` commands, acting at the dev
         // clock, and delivering what its actions send to this server's intake.
@@ -194,6 +207,20 @@ struct DevCommand: AsyncParsableCommand {
                     """)
             }
         }
+    }
+
+    /// `milliseconds` as the largest whole unit or two: "61 days 4 hours", "3 hours 5 minutes", "45 seconds".
+    static func span(milliseconds: Int64) -> String {
+        let seconds = milliseconds / 1000
+        let units: [(Int64, String)] = [(86_400, "day"), (3600, "hour"), (60, "minute"), (1, "second")]
+        var parts: [String] = []
+        var rest = seconds
+        for (size, name) in units where rest >= size && parts.count < 2 {
+            let count = rest / size
+            parts.append("\(count) \(name)\(count == 1 ? "" : "s")")
+            rest -= count * size
+        }
+        return parts.isEmpty ? "\(milliseconds) milliseconds" : parts.joined(separator: " ")
     }
 
     /// Serves the fake Stripe on `port` until the task is cancelled.

@@ -1,5 +1,6 @@
 import Application
 import ArgumentParser
+import Events
 import Foundation
 import Jobs
 import Persistence
@@ -25,17 +26,24 @@ struct EventsCommand: AsyncParsableCommand {
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Events, newest first: id, sequence, type, account, created.")
         @Option(help: "Only this account's.") var account: String?
+        @Option(help: "Only events of this type (subscription.renewed), or of a family (credits.*); repeatable.") var type: [String] = []
         @Option(help: "At most this many.") var limit = 50
         @Flag(help: "Print each event as the JSON consumers receive, one per line.") var json = false
 
         func validate() throws {
             guard (1...1000).contains(limit) else { throw ValidationError("--limit must be 1...1000") }
             if let account, AccountID(account) == nil { throw ValidationError("--account must be \(AccountID.rule)") }
+            _ = try types()
+        }
+
+        /// `--type` as a filter; every event when none is given.
+        func types() throws -> EventTypeFilter {
+            do { return type.isEmpty ? .all : try EventTypeFilter(type) } catch { throw ValidationError("--type: \(error)") }
         }
 
         func run() async throws {
-            let (account, limit) = (self.account.flatMap(AccountID.init), self.limit)
-            let events = try await EventsCommand.withHistory { try await $0.recent(account: account, limit: limit) }
+            let (account, types, limit) = (self.account.flatMap(AccountID.init), try types(), self.limit)
+            let events = try await EventsCommand.withHistory { try await $0.recent(account: account, types: types, limit: limit) }
             if json { return events.forEach { say(EventEnvelope.json($0)) } }
             say("ID                                    SEQUENCE  TYPE                             ACCOUNT                              CREATED")
             for event in events {

@@ -39,7 +39,7 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "The originalTransactionId (default: derived from --account, else random).")
     var originalTransactionId: String?
 
-    @Option(help: "Billing period length in days (default: the product's period in the server's catalogue, else 30).")
+    @Option(help: "Billing period length in days (default: the product's period in the server's catalogue, in calendar months for P1M or P1Y as Apple bills; else 30 days).")
     var periodDays: Double?
 
     @Option(help: "Storekeeper's base URL (default: the running dev server's).") var url: String?
@@ -94,7 +94,8 @@ struct SimulateCommand: AsyncParsableCommand {
         if Self.holdScenarios.contains(scenario) { return try await runHold(server: server) }
         guard let scenario = SimulatedEvent.Scenario(rawValue: scenario) else {
             let now = try await server.advance(by: duration.flatMap(Self.seconds(in:)) ?? 0)
-            return say("the dev server's clock is now \(now.formatted(.iso8601))")
+            say("the dev server's clock is now \(now.formatted(.iso8601))")
+            return try await server.waitForDueJobs()
         }
         let bundleId = ProcessInfo.processInfo.environment["STOREKEEPER_BUNDLE_ID"] ?? settings["STOREKEEPER_BUNDLE_ID"]
             ?? "com.example.storekeeper"
@@ -120,8 +121,12 @@ struct SimulateCommand: AsyncParsableCommand {
         if product == nil, let currentProduct = current?.productId { subscription.productId = currentProduct }
         // A period as long as the catalogue says the product's is: an annual product renews after a year.
         let periodProduct = (scenario == .upgrade || scenario == .downgrade) ? to ?? subscription.productId : subscription.productId
-        if periodDays == nil, let period = catalogue[periodProduct]?.period, let seconds = Self.seconds(in: period) {
-            subscription.period = seconds
+        if periodDays == nil, let period = catalogue[periodProduct]?.period {
+            if let months = Self.months(in: period) {
+                subscription.months = months
+            } else if let seconds = Self.seconds(in: period) {
+                subscription.period = seconds
+            }
         }
         let currentPeriod = current?.period
         // What Apple sends at the end of the period in force is sent then: the dev server's clock moves there first.
@@ -163,6 +168,17 @@ struct SimulateCommand: AsyncParsableCommand {
                 of: subscriptionId)
         }
         say("\(event.notificationType)\(event.subtype.map { "/\($0)" } ?? "") for subscription \(subscriptionId): \(body)")
+        try await server.reportApplied(intakeAnswer: answer, account: accountId)
+    }
+
+    /// Calendar months in an ISO 8601 period of whole months or years (`P1M` 1, `P3M` 3, `P1Y` 12); nil for others.
+    static func months(in text: String) -> Int? {
+        guard text.hasPrefix("P"), let unit = text.last, let count = Int(text.dropFirst().dropLast()), count > 0 else { return nil }
+        switch unit {
+        case "M": return count
+        case "Y": return count * 12
+        default: return nil
+        }
     }
 
     /// Seconds in `text`: `<number><s|m|h|d|w>`, or ISO 8601 (`P1M` as 30 days, `P1Y` as 365, `PT12H`).
@@ -216,7 +232,7 @@ struct SimulateCommand: AsyncParsableCommand {
         else { return nil }
         let endMilliseconds = Int64(end.timeIntervalSince1970 * 1000)
         return SimulatedHistory.Current(
-            productId: productId, periodStart: endMilliseconds - Int64(subscription.period * 1000), periodEnd: endMilliseconds)
+            productId: productId, periodStart: subscription.periodStart(endingAt: endMilliseconds), periodEnd: endMilliseconds)
     }
 
     /// A stable, Apple-looking originalTransactionId for an account.

@@ -109,6 +109,102 @@ struct DevServer {
         return reading.map { Date(timeIntervalSince1970: Double($0.nowMilliseconds) / 1000) }
     }
 
+    /// Returns once the worker applied the notification the intake answered `intakeAnswer` to, so a `status` read next
+    /// shows what it did; then says the account's status in one line.
+    func reportApplied(intakeAnswer: Data, account: UUID?) async throws {
+        struct Intake: Decodable { var notificationUUID: String? }
+        guard let uuid = (try? JSONDecoder().decode(Intake.self, from: intakeAnswer))?.notificationUUID else { return }
+        try await waitUntilApplied(uuid)
+        if let account, let line = await statusLine(of: account) { say(line) }
+    }
+
+    /// Waits until the worker has applied notification `uuid` (its apply job is neither waiting nor running), so what
+    /// the next command reads is what it produced. A failed apply is the worker's error, said as one line.
+    func waitUntilApplied(_ uuid: String, within seconds: TimeInterval = 30) async throws {
+        struct Jobs: Decodable {
+            struct Job: Decodable {
+                var state: String
+                var arguments: String
+                var attempt: Int
+                var errors: [Failure]
+            }
+            struct Failure: Decodable { var error: String }
+            var jobs: [Job]
+        }
+        func jobs(_ query: String) async throws -> [Jobs.Job] {
+            let (status, body) = try await send(.GET, "/admin/jobs?kind=apply-notification&limit=1000" + query, body: nil, authorized: true)
+            guard status == 200, let list = try? JSONDecoder().decode(Jobs.self, from: body) else {
+                throw CommandFailure("cannot read the dev server's jobs (HTTP \(status)): is this a `storekeeper dev` server?")
+            }
+            return list.jobs.filter { $0.arguments.lowercased().contains(uuid.lowercased()) }
+        }
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            let live = try await jobs("")
+            if let failed = live.first(where: { $0.state == "failed" }) {
+                throw CommandFailure("the worker could not apply it (attempt \(failed.attempt)): \(failed.errors.last?.error ?? "no error recorded"); it retries")
+            }
+            if live.isEmpty {
+                if let discarded = try await jobs("&state=discarded").first {
+                    throw CommandFailure("the worker gave up applying it: \(discarded.errors.last?.error ?? "no error recorded")")
+                }
+                return
+            }
+            guard Date() < deadline else {
+                throw CommandFailure("accepted, but not applied within \(Int(seconds)) s: is the dev server's worker running? (storekeeper jobs list)")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// Waits (up to `seconds`) until no job due by now is waiting or running: after `advance`, what fell due in the
+    /// time skipped (a hold's expiry, a credit reset) is done before the next command reads.
+    func waitForDueJobs(within seconds: TimeInterval = 30) async throws {
+        struct Jobs: Decodable {
+            struct Job: Decodable {
+                var state: String
+                var runAt: Date?
+            }
+            var jobs: [Job]
+        }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            let (status, body) = try await send(.GET, "/admin/jobs?limit=1000", body: nil, authorized: true)
+            guard status == 200, let list = try? decoder.decode(Jobs.self, from: body) else { return }
+            let now = Date()
+            // `runAt` is whole seconds: a job due within this second counts as due.
+            let due = list.jobs.filter { $0.state == "running" || ($0.state == "available" && ($0.runAt ?? .distantPast) <= now) }
+            if due.isEmpty { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        say("(jobs that fell due are still running: storekeeper jobs list)")
+    }
+
+    /// One line of what the account's status now says: its tier and state, and each meter's credits.
+    func statusLine(of account: UUID) async -> String? {
+        struct Status: Decodable {
+            struct Meter: Decodable {
+                var remaining: Int64?
+                var held: Int64?
+                var unlimited: Bool?
+            }
+            var state: String
+            var tier: String?
+            var credits: [String: Meter]?
+        }
+        guard let (status, body) = try? await send(.GET, "/v1/accounts/\(account.uuidString.lowercased())/status", body: nil, authorized: true),
+            status == 200, let answer = try? JSONDecoder().decode(Status.self, from: body)
+        else { return nil }
+        let meters = (answer.credits ?? [:]).sorted { $0.key < $1.key }.map { meter, credits in
+            if credits.unlimited == true { return "\(meter) unlimited" }
+            let held = credits.held.map { $0 > 0 ? ", held \($0)" : "" } ?? ""
+            return "\(meter) remaining \(credits.remaining.map(String.init) ?? "-")\(held)"
+        }
+        return "status: \(answer.tier ?? "no tier"), state \(answer.state)" + (meters.isEmpty ? "" : "; " + meters.joined(separator: "; "))
+    }
+
     /// Sends a request to the server (a JSON `body`, with the API key when `authorized`) and returns its status and
     /// body; a server that cannot be reached is a one-line failure.
     func send(_ method: HTTPMethod, _ path: String, body: Data?, authorized: Bool = false) async throws -> (status: UInt, body: Data) {

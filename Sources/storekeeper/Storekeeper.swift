@@ -29,6 +29,10 @@ struct Storekeeper: AsyncParsableCommand {
                 try? FileHandle.standardError.write(contentsOf: Data("storekeeper: benchmarks and drills are \(instead) now (see the README's Commands)\n".utf8))
                 Foundation.exit(64)
             }
+            if exitCode(for: error) != .success, let mistyped = MistypedOptions.problem(in: Array(CommandLine.arguments.dropFirst()), root: Storekeeper.self) {
+                try? FileHandle.standardError.write(contentsOf: Data("Error: \(mistyped)\n".utf8))
+                Foundation.exit(ExitCode.validationFailure.rawValue)
+            }
             exit(withError: error)
         }
         if command is ServeCommand || command is WorkCommand {

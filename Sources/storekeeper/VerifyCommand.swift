@@ -15,7 +15,8 @@ struct VerifyCommand: AsyncParsableCommand {
             Reads a JWS — or a notification body {"signedPayload": "…"} — from FILE, or standard input with `-`. \
             Notifications, transactions, renewal infos and app transactions are recognised by their fields. Roots, \
             bundle id and environments default to STOREKEEPER_ROOT_CERTIFICATES, STOREKEEPER_BUNDLE_ID and \
-            STOREKEEPER_ENVIRONMENTS. Exits 1 when the payload is not accepted.
+            STOREKEEPER_ENVIRONMENTS; in a folder where `storekeeper dev` runs, to its local root and Apple's, its \
+            bundle id and its clock. Exits 1 when the payload is not accepted.
 
             With --stored UUID it verifies the notification stored under that notificationUUID in DATABASE_URL: its \
             signed payload joined back from its stored parts, byte for byte as Apple sent it (its SHA-256 is printed).
@@ -43,18 +44,27 @@ struct VerifyCommand: AsyncParsableCommand {
         func list(_ name: String) -> [String] {
             (environment[name] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         }
-        let rootPaths = roots.isEmpty ? list("STOREKEEPER_ROOT_CERTIFICATES") : roots
+        // In a folder where `storekeeper dev` runs, what it trusts and signs for: its local root (beside Apple's), its
+        // bundle id, and its clock — a payload `simulate` signed months ahead is not "from the future" here.
+        let dev = DevEnvironment()
+        let devSettings = dev.settings()
+        let devRoot = dev.signingDirectory.appendingPathComponent("root.pem").path
+        let devRoots = devSettings.isEmpty || !FileManager.default.fileExists(atPath: devRoot)
+            ? [] : [devRoot] + ["config/AppleRootCA-G3.cer"].filter { FileManager.default.fileExists(atPath: $0) }
+        let rootPaths = !roots.isEmpty ? roots : !list("STOREKEEPER_ROOT_CERTIFICATES").isEmpty ? list("STOREKEEPER_ROOT_CERTIFICATES") : devRoots
         guard !rootPaths.isEmpty else { throw CommandFailure("give --root PATH (Apple Root CA - G3) or set STOREKEEPER_ROOT_CERTIFICATES") }
-        guard let bundleId = bundleId ?? environment["STOREKEEPER_BUNDLE_ID"] else {
+        guard let bundleId = bundleId ?? environment["STOREKEEPER_BUNDLE_ID"] ?? devSettings["STOREKEEPER_BUNDLE_ID"] else {
             throw CommandFailure("give --bundle-id or set STOREKEEPER_BUNDLE_ID")
         }
         let names = environments.isEmpty ? (list("STOREKEEPER_ENVIRONMENTS").isEmpty ? ["Production", "Sandbox"] : list("STOREKEEPER_ENVIRONMENTS")) : environments
         let certificates = try rootPaths.map { path throws(VerificationError) in try TrustedRoots.load(path: path) }
+        let clockNow = await operatorNow()
         let verifier = SignedDataVerifier(
             rootCertificates: certificates,
             policy: VerificationPolicy(
                 bundleId: bundleId, appAppleId: appAppleId ?? Int64(environment["STOREKEEPER_APP_APPLE_ID"] ?? ""),
-                environments: Set(names.map(AppStoreEnvironment.init(rawValue:))), validationTime: now ? .now : .signedDate))
+                environments: Set(names.map(AppStoreEnvironment.init(rawValue:))), validationTime: now ? .now : .signedDate),
+            clock: { clockNow })
 
         let verified = try await verifier.verifyAnyKind(try await readPayload())
         let encoder = JSONEncoder()

@@ -57,7 +57,7 @@ struct LockedReadTests {
             async let holder: Void = client.withTransaction(logger: TestDatabase.logger) { connection in
                 try await ledger.lockAccount(account, on: connection)
                 let spend = LedgerEntry(operationKey: "spend:request-1:0", bucket: bucket, delta: -3, reason: "usage")
-                try await ledger.apply([.post(spend, opening: nil)], on: connection)
+                try await ledger.apply([.post(spend, opening: nil)], at: Date(), on: connection)
                 holding.yield()
                 try await Self.waitUntilSomeoneWaitsForALock(client)
             }

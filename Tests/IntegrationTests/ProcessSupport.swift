@@ -14,7 +14,8 @@ final class ChildProcess: @unchecked Sendable {
     }()
 
     init(_ executable: String, arguments: [String] = [], environment: [String: String], directory: URL? = nil) throws {
-        process.executableURL = Self.binDirectory.appendingPathComponent(executable)
+        // A built product by name; anything else (python3) by its absolute path.
+        process.executableURL = executable.hasPrefix("/") ? URL(fileURLWithPath: executable) : Self.binDirectory.appendingPathComponent(executable)
         if let directory { process.currentDirectoryURL = directory }
         process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment

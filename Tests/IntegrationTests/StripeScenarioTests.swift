@@ -1,6 +1,7 @@
 import AppStoreModels
 import Application
 import Subscriptions
+import Events
 import Foundation
 import LocalSigning
 import PostgresNIO
@@ -223,7 +224,7 @@ struct StripeScenarioTests {
             // From the event log itself (the feed holds back events of transactions newer than one still running).
             var types = Set<String>()
             let history = EventHistory(client: harness.client, queue: harness.components.queue, logger: TestDatabase.logger)
-            for event in try await history.recent(account: AccountID(account), limit: 1000) {
+            for event in try await history.recent(account: AccountID(account), types: .all, limit: 1000) {
                 types.insert(event.type)
                 // Every subscription event names its store.
                 let change = (try? JSONSerialization.jsonObject(with: Data(event.body.utf8)) as? [String: Any])?["change"] as? [String: Any]

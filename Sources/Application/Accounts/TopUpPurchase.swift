@@ -54,7 +54,7 @@ public struct TopUpPurchase: Sendable {
         try await ledger.lockAccount(account, on: connection)
         let snapshot = try await ledger.snapshot(ofSubscription: ledgerKey, account: account, now: now, on: connection)
         let operations = TopUpCredits.operationsDue(sale, account: account, catalogue: ledger.catalogue, ledger: snapshot)
-        try await ledger.apply(operations, on: connection)
+        try await ledger.apply(operations, at: now, on: connection)
         if let events {
             var drafts = CreditChanges.granted(operations, account: account, subscription: nil, environment: environment, cause: cause)
             if sale.revoked {

@@ -33,9 +33,10 @@ public struct EventHistory: Sendable {
         return try await client.withConnection { try await log.feed(after: cursor, types: names, limit: limit, on: $0) }
     }
 
-    /// The newest events, of one account when given.
-    public func recent(account: AccountID?, limit: Int) async throws -> [EventLog.StoredEvent] {
-        try await client.withConnection { try await log.recent(account: account, limit: limit, on: $0) }
+    /// The newest events, of one account and of the types `types` matches when given.
+    public func recent(account: AccountID?, types: EventTypeFilter, limit: Int) async throws -> [EventLog.StoredEvent] {
+        let names = types.patterns == ["*"] ? nil : types.types.map(\.rawValue)
+        return try await client.withConnection { try await log.recent(account: account, types: names, limit: limit, on: $0) }
     }
 
     public func detail(_ id: UUID) async throws -> Detail? {

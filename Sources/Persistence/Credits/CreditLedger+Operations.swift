@@ -46,7 +46,7 @@ extension CreditLedger {
     /// (`post_credit_operations`, sql/0021 and sql/0022), none when there is neither anything to post nor to read.
     @discardableResult
     public func apply(
-        _ operations: [LedgerOperation], readingStatusOf accounts: [AccountID] = [], at now: Date = Date(),
+        _ operations: [LedgerOperation], readingStatusOf accounts: [AccountID] = [], at now: Date,
         on connection: PostgresConnection
     ) async throws -> [AccountID: StatusInputs] {
         guard !operations.isEmpty || !accounts.isEmpty else { return [:] }

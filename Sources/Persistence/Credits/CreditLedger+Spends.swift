@@ -33,7 +33,7 @@ extension CreditLedger {
             let records = inputs[account]?.records ?? []
             let due = AccountCredits.grantsDue(account: account, subscriptions: states, records: records, catalogue: catalogue, live: live, now: now)
             if !due.isEmpty {
-                try await apply(due, on: connection)
+                try await apply(due, at: now, on: connection)
                 live = try await liveBuckets(of: [account], at: now, on: connection)[account] ?? []
             }
             let credits = AccountCredits.evaluate(subscriptions: states, records: records, catalogue: catalogue, live: live, now: now)

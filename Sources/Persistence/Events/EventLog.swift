@@ -127,12 +127,13 @@ public struct EventLog: Sendable {
         return try await Self.decodeAll(rows)
     }
 
-    /// The newest events first, of one account when given.
-    public func recent(account: AccountID?, limit: Int, on connection: PostgresConnection) async throws -> [StoredEvent] {
+    /// The newest events first, of one account and of `types` when given.
+    public func recent(account: AccountID?, types: [String]? = nil, limit: Int, on connection: PostgresConnection) async throws -> [StoredEvent] {
         let rows = try await connection.query(
             """
             SELECT \(unescaped: Self.columns) FROM events
             WHERE (\(account)::text IS NULL OR account_id = \(account)::text)
+              AND (\(types)::text[] IS NULL OR type = ANY(\(types)::text[]))
             ORDER BY sequence DESC LIMIT \(limit)
             """, logger: logger)
         return try await Self.decodeAll(rows)

@@ -9,7 +9,7 @@ import Subscriptions
 /// Stored events and their deliveries (the seam tests can replace).
 public protocol EventReading: Sendable {
     func feed(after cursor: EventCursor?, types: EventTypeFilter, limit: Int) async throws -> [EventLog.StoredEvent]
-    func recent(account: AccountID?, limit: Int) async throws -> [EventLog.StoredEvent]
+    func recent(account: AccountID?, types: EventTypeFilter, limit: Int) async throws -> [EventLog.StoredEvent]
     func detail(_ id: UUID) async throws -> EventHistory.Detail?
     func redeliver(_ id: UUID, endpoint: String?) async throws -> [String]?
     func failedDeliveries(limit: Int) async throws -> [(event: UUID, endpoint: String, account: String, attempts: Int)]
@@ -53,7 +53,7 @@ struct EventsController: Sendable {
                 account = parsed
             }
             let (filter, limit) = (account, try Self.limit(parameters.get("limit"), default: 50))
-            let page = try await withDatabase { try await self.events.recent(account: filter, limit: limit) }
+            let page = try await withDatabase { try await self.events.recent(account: filter, types: .all, limit: limit) }
             return Self.json("{\"events\":[\(page.map(EventEnvelope.json).joined(separator: ","))]}")
         }
         group.get("events/{id}") { _, context -> Response in

@@ -9,7 +9,7 @@ extension AdminDashboardController {
     ) async throws -> String {
         // One box finds an account by any id; a link to an account uses `account=` and shows it whatever it holds.
         var html = """
-            <section><h2>Account</h2><form method="get" action="/admin"><input type="text" name="find" \
+            <section class="wide"><h2>Account</h2><form method="get" action="/admin"><input type="text" name="find" \
             placeholder="account id, transaction id, order id, sub_… cus_… in_… ch_…, purchase token" value="\(HTMLPage.escape(text ?? ""))"> \
             <button type="submit">Find</button></form>
             """
@@ -78,7 +78,7 @@ extension AdminDashboardController {
         var timeline = AccountTimeline()
         timeline.add(signed: try await records.events(ofSubscriptions: subscriptions.map(\.originalTransactionId), account: account, limit: 100))
         if let events {
-            let recent = try await events.recent(account: account, limit: 100)
+            let recent = try await events.recent(account: account, types: .all, limit: 100)
             timeline.add(changes: recent, deliveries: try await events.deliveries(of: recent.map(\.id)))
         }
         timeline.add(ledger: try await records.ledger(ofAccount: account, limit: 100))

@@ -67,9 +67,9 @@ struct HTMLPage: ResponseGenerator {
         body{font:14px/1.45 -apple-system,system-ui,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d1d1f;background:#f5f5f7}
         header{background:#1d1d1f;color:#fff;padding:12px 24px;display:flex;gap:24px;align-items:baseline}
         header h1{font-size:18px;margin:0}header span{color:#a1a1a6}
-        main{padding:16px 24px;display:grid;grid-template-columns:1fr 1fr;gap:16px;max-width:1400px}
+        main{padding:16px 24px;display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:16px;max-width:2400px}
         section{background:#fff;border-radius:10px;padding:12px 16px;box-shadow:0 1px 2px rgba(0,0,0,.06);overflow:auto}
-        section.wide{grid-column:1/-1}h2{font-size:15px;margin:4px 0 10px}
+        section.wide{grid-column:1/-1}@media(max-width:900px){main{grid-template-columns:minmax(0,1fr)}}h2{font-size:15px;margin:4px 0 10px}
         table{border-collapse:collapse;width:100%;font-size:13px}th,td{text-align:left;padding:5px 8px;border-bottom:1px solid #e8e8ed;vertical-align:top}
         th{color:#6e6e73;font-weight:600}td.num,th.num{text-align:right}code{font:12px ui-monospace,Menlo,monospace}
         .muted{color:#86868b}.bad{color:#c9302c;font-weight:600}.good{color:#1e7e34;font-weight:600}

@@ -1,0 +1,70 @@
+import ArgumentParser
+import Foundation
+
+/// A mistyped option named as such, with the option meant, even when the parse failed on something else first.
+/// ArgumentParser says "Did you mean" only when the rest parses: `simulate subscribe --acount X` otherwise reads `X` as
+/// the duration and answers "only advance takes a duration", and `grants add ID --tier T --reasn R` answers that
+/// `--reason` is missing.
+enum MistypedOptions {
+    /// "Unknown option '--acount'. Did you mean '--account'?" for the first long option in `arguments` (after the
+    /// executable's name) that the command they name does not take; nil when each is one it takes.
+    static func problem(in arguments: [String], root: any ParsableCommand.Type) -> String? {
+        var command = root
+        var index = 0
+        while index < arguments.count, let next = command.configuration.subcommands.first(where: { name(of: $0) == arguments[index] }) {
+            command = next
+            index += 1
+        }
+        let known = options(of: command, root: root)
+        for argument in arguments[index...] {
+            if argument == "--" { break }
+            guard argument.hasPrefix("--"), argument.count > 2 else { continue }
+            let option = String(argument.prefix { $0 != "=" })
+            guard !known.contains(option) else { continue }
+            // Nearest by edits; of two as near, the one sharing the longer beginning (`--acount`: `--account`, not `--amount`).
+            let nearest = known.min {
+                (distance(option, $0), -$0.commonPrefix(with: option).count, $0) < (distance(option, $1), -$1.commonPrefix(with: option).count, $1)
+            }
+            let help = ([root.configuration.commandName ?? ""] + arguments[..<index] + ["--help"]).joined(separator: " ")
+            if let nearest, distance(option, nearest) <= max(2, option.count / 4) {
+                return "Unknown option '\(option)'. Did you mean '\(nearest)'? (see '\(help)')"
+            }
+            return "Unknown option '\(option)' (see '\(help)')"
+        }
+        return nil
+    }
+
+    static func name(of command: any ParsableCommand.Type) -> String {
+        command.configuration.commandName ?? String(describing: command).lowercased()
+    }
+
+    /// The long options a command's help lists (`--account`, `--help`, …).
+    static func options(of command: any ParsableCommand.Type, root: any ParsableCommand.Type) -> Set<String> {
+        let help = root.helpMessage(for: command, columns: 10_000)
+        var found: Set<String> = ["--help"]
+        var word = ""
+        for character in help + " " {
+            if character.isLetter || character.isNumber || character == "-" {
+                word.append(character)
+            } else {
+                if word.hasPrefix("--"), word.count > 2 { found.insert(word) }
+                word = ""
+            }
+        }
+        return found
+    }
+
+    /// Levenshtein distance.
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        var previous = Array(0...b.count)
+        for i in 1...max(a.count, 1) where !a.isEmpty {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in stride(from: 1, through: b.count, by: 1) {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return a.isEmpty ? b.count : previous[b.count]
+    }
+}
