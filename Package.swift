@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 import PackageDescription
 
 let package = Package(
@@ -59,7 +59,7 @@ let package = Package(
         // derivation of a subscription from them.
         .target(
             name: "StripeStore",
-            dependencies: ["PayloadDecoding", "Subscriptions", "Entitlements", "AppStoreModels", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: ["Subscriptions", "Entitlements", "AppStoreModels", .product(name: "Crypto", package: "swift-crypto")]),
         // Stripe's API client: pinned version, timeouts, retries with backoff, idempotent writes.
         .target(
             name: "StripeAPI",
@@ -75,17 +75,15 @@ let package = Package(
         .target(
             name: "StripeFake",
             dependencies: [
-                "StripeStore", "Credits",
+                "Entitlements", "StripeStore", "Credits",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Logging", package: "swift-log"),
             ]),
         // Events for the app's services: which changes are worth one (pure rules), Standard Webhooks signatures,
         // endpoints and the retry schedule.
         .target(
             name: "Events",
             dependencies: ["Subscriptions", "Credits", "Entitlements", "AppStoreModels", .product(name: "Crypto", package: "swift-crypto")]),
-        // The PostgreSQL job queue: enqueue, claim, complete, worker service.
         // Database statements that cannot hang: prepared statements fenced against connections that close under them,
         // and deadlines. Shared by the queue and the repositories.
         .target(
@@ -96,6 +94,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The PostgreSQL job queue: enqueue, claim, complete, worker service.
         .target(
             name: "Jobs",
             dependencies: [
@@ -121,7 +120,8 @@ let package = Package(
         .target(
             name: "Persistence",
             dependencies: [
-                "AppStoreModels", "PayloadDecoding", "Subscriptions", "Credits", "Entitlements", "StripeStore", "Events", "StatementFencing", "SignedData", "Analytics", "GooglePlay",
+                "AppStoreModels", "PayloadDecoding", "Subscriptions", "Credits", "Entitlements", "StripeStore", "Events", "StatementFencing",
+                "SignedData", "Analytics", "GooglePlay",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -134,7 +134,8 @@ let package = Package(
         .target(
             name: "Application",
             dependencies: [
-                "AppStoreModels", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "Events", "Persistence", "Jobs", "StatementFencing", "AppStoreServerAPI", "Analytics", "GooglePlay", "GooglePlayAPI",
+                "AppStoreModels", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "Events", "Persistence", "Jobs",
+                "AppStoreServerAPI", "Analytics", "GooglePlay", "GooglePlayAPI",
                 "SignedData",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -152,8 +153,6 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
-        // Hostile input for the drills and tests: absurd signed content, costly JSON shapes, raw sockets that stall or
-        // cut requests. Never linked into `storekeeper`.
         // The Play Developer API: service-account tokens, paced and retried calls, one error type.
         .target(
             name: "GooglePlayAPI",
@@ -178,12 +177,15 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // Hostile input for the drills and tests: absurd signed content, costly JSON shapes, raw sockets that stall or
+        // cut requests. Never linked into `storekeeper`.
         .target(name: "HostileInput", dependencies: ["AppStoreModels", "LocalSigning"]),
         // HTTP: Apple intake, service API, admin, health; connection limits.
         .target(
             name: "HTTPAPI",
             dependencies: [
-                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "Events", "Persistence", "Application", "Jobs", "StatementFencing", "Analytics", "GooglePlay", "GooglePlayAPI",
+                "AppStoreModels", "PayloadDecoding", "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "Events",
+                "Persistence", "Application", "Jobs", "StatementFencing", "Analytics", "GooglePlay", "GooglePlayAPI",
                 "AppStoreServerAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -191,7 +193,6 @@ let package = Package(
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [.copy("Server/OpenAPI/openapi.json")]
@@ -200,7 +201,8 @@ let package = Package(
         .target(
             name: "StorekeeperRuntime",
             dependencies: [
-                "SignedData", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "StripeFake", "Events", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "LocalSigning", "GooglePlay", "GooglePlayAPI", "GooglePlayFake",
+                "AppStoreModels", "SignedData", "Subscriptions", "Credits", "StripeStore", "StripeAPI", "Events", "Persistence",
+                "Application", "Jobs", "StatementFencing", "HTTPAPI", "LocalSigning", "GooglePlayAPI",
                 "AppStoreServerAPI", "Analytics",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
@@ -216,8 +218,10 @@ let package = Package(
         .executableTarget(
             name: "storekeeper",
             dependencies: [
-                "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Application", "Jobs", "StatementFencing", "HTTPAPI", "Subscriptions", "Credits", "Entitlements", "StripeAPI", "StripeFake", "Events",
-                "AppStoreServerAPI", "AppStoreModels", "GooglePlay", "GooglePlayFake",
+                "StripeStore", "GooglePlayAPI", "StorekeeperRuntime", "SignedData", "LocalSigning", "Persistence", "Application", "Jobs",
+                "StatementFencing", "HTTPAPI",
+                "Subscriptions", "Credits", "Entitlements", "StripeAPI", "StripeFake", "Events",
+                "AppStoreServerAPI", "AppStoreModels", "GooglePlayFake",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -228,8 +232,9 @@ let package = Package(
         .executableTarget(
             name: "storekeeper-bench",
             dependencies: [
-                "StorekeeperRuntime", "Analytics", "Subscriptions", "Entitlements", "HostileInput", "SignedData", "LocalSigning", "Persistence", "Jobs", "HTTPAPI", "StripeStore", "StripeFake", "Events",
-                "AppStoreModels", "GooglePlay", "GooglePlayFake",
+                "StorekeeperRuntime", "Analytics", "Subscriptions", "Entitlements", "HostileInput", "SignedData", "LocalSigning", "Persistence",
+                "Jobs", "HTTPAPI", "StripeStore", "StripeFake", "Events",
+                "AppStoreModels", "GooglePlayFake",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -257,7 +262,7 @@ let package = Package(
         .executableTarget(
             name: "storekeeper-probe-worker",
             dependencies: [
-                "Jobs", "StatementFencing", "StorekeeperRuntime",
+                "Jobs", "StorekeeperRuntime",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -266,14 +271,18 @@ let package = Package(
         ),
         .testTarget(
             name: "SignedDataTests",
-            dependencies: ["SignedData", "LocalSigning", "HostileInput", "AppStoreModels", "TestSupport", "GooglePlay", "GooglePlayFake", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: [
+                "SignedData", "LocalSigning", "HostileInput", "AppStoreModels", "TestSupport", "GooglePlayFake",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         .testTarget(name: "GooglePlayTests", dependencies: ["GooglePlay"]),
         .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels", "PayloadDecoding", "TestSupport"]),
-        .testTarget(name: "PayloadDecodingTests", dependencies: ["PayloadDecoding", "AppStoreModels", "HostileInput", "TestSupport"]),
+        .testTarget(
+            name: "PayloadDecodingTests", dependencies: ["LocalSigning", "PayloadDecoding", "AppStoreModels", "HostileInput", "TestSupport"]),
         .testTarget(name: "CreditsTests", dependencies: ["Credits", "Subscriptions", "Entitlements", "AppStoreModels"]),
-        .testTarget(name: "StripeStoreTests", dependencies: ["StripeStore", "Subscriptions", "Credits", "Entitlements", "AppStoreModels"]),
+        .testTarget(name: "StripeStoreTests", dependencies: ["StripeStore", "Subscriptions", "Credits"]),
         .testTarget(name: "AnalyticsTests", dependencies: ["Analytics", "Subscriptions", "Entitlements", "AppStoreModels"]),
-        .testTarget(name: "EventsTests", dependencies: ["Events", "Credits", "Subscriptions", "AppStoreModels"]),
+        .testTarget(name: "EventsTests", dependencies: ["Events", "Credits", "Subscriptions"]),
         // Scenarios as data: Scenarios/*.json, signed, verified and derived without a database.
         .testTarget(
             name: "ScenarioTests",
@@ -282,8 +291,10 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "StorekeeperRuntime", "HTTPAPI", "Persistence", "Application", "Jobs", "StatementFencing", "LocalSigning", "HostileInput", "SignedData", "AppStoreModels",
-                "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "StripeFake", "Events", "AppStoreServerAPI", "TestSupport", "storekeeper-probe-worker", "GooglePlay", "GooglePlayAPI", "GooglePlayFake",
+                "StorekeeperRuntime", "HTTPAPI", "Persistence", "Application", "Jobs", "StatementFencing", "LocalSigning", "HostileInput",
+                "SignedData", "AppStoreModels",
+                "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "StripeFake", "Events", "AppStoreServerAPI", "TestSupport",
+                "storekeeper-probe-worker", "GooglePlay", "GooglePlayAPI", "GooglePlayFake",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -295,3 +306,8 @@ let package = Package(
         ),
     ]
 )
+
+// Our code builds without warnings: each is an error, so none is left for later (other packages' are SwiftPM's to quiet).
+for target in package.targets {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.treatAllWarnings(as: .error)]
+}

@@ -126,34 +126,46 @@ public struct AnalyticsChart: Sendable, Equatable {
             metric: metric, interval: interval, from: from, to: to, series: [], missingRates: [], reportingCurrency: rates?.reporting)
         func count(_ name: String, _ values: [Double?]) -> Series { Series(name: name, unit: "count", points: drawing.points(values)) }
         func ratio(_ name: String, _ numerator: [Double?], _ denominator: [Double?]) -> Series {
-            Series(name: name, unit: "ratio", points: drawing.points(zip(numerator, denominator).map { top, bottom in
-                guard let top, let bottom, bottom != 0 else { return nil }
-                return top / bottom
-            }))
+            Series(
+                name: name, unit: "ratio",
+                points: drawing.points(
+                    zip(numerator, denominator).map { top, bottom in
+                        guard let top, let bottom, bottom != 0 else { return nil }
+                        return top / bottom
+                    }))
         }
         switch metric {
         case .actives:
-            chart.series = [count("active_subscriptions", drawing.level(.init(measure: .activeSubscriptions))),
-                            count("active_trials", drawing.level(.init(measure: .activeTrials)))]
+            chart.series = [
+                count("active_subscriptions", drawing.level(.init(measure: .activeSubscriptions))),
+                count("active_trials", drawing.level(.init(measure: .activeTrials))),
+            ]
         case .mrr:
             chart.addMoney([("mrr", .mrr)], drawing: drawing, rates: rates)
         case .trials:
-            chart.series = [count("new_trials", drawing.flow(.init(measure: .newTrials))),
-                            count("trial_conversions", drawing.flow(.init(measure: .trialConversions))),
-                            count("active_trials", drawing.level(.init(measure: .activeTrials)))]
+            chart.series = [
+                count("new_trials", drawing.flow(.init(measure: .newTrials))),
+                count("trial_conversions", drawing.flow(.init(measure: .trialConversions))),
+                count("active_trials", drawing.level(.init(measure: .activeTrials))),
+            ]
         case .trialConversion:
-            let started = drawing.flow(.init(measure: .newTrials)), converted = drawing.flow(.init(measure: .trialCohortConversions))
+            let started = drawing.flow(.init(measure: .newTrials))
+            let converted = drawing.flow(.init(measure: .trialCohortConversions))
             chart.series = [count("trials_started", started), count("converted", converted), ratio("conversion_rate", converted, started)]
         case .revenue:
             chart.addMoney([("gross", .revenueGross), ("refunds", .refunds)], net: true, drawing: drawing, rates: rates)
         case .newCustomers:
             chart.series = [count("new_customers", drawing.flow(.init(measure: .newCustomers)))]
         case .churn:
-            let churned = drawing.flow(.init(measure: .churned)), atStart = drawing.levelBefore(.init(measure: .activeSubscriptions))
-            chart.series = [count("churned", churned), count("active_at_start", atStart), ratio("churn_rate", churned, atStart),
-                            count("resubscriptions", drawing.flow(.init(measure: .resubscriptions)))]
+            let churned = drawing.flow(.init(measure: .churned))
+            let atStart = drawing.levelBefore(.init(measure: .activeSubscriptions))
+            chart.series = [
+                count("churned", churned), count("active_at_start", atStart), ratio("churn_rate", churned, atStart),
+                count("resubscriptions", drawing.flow(.init(measure: .resubscriptions))),
+            ]
         case .refundRate:
-            let refunded = drawing.flow(.init(measure: .refundedTransactions)), all = drawing.flow(.init(measure: .transactions))
+            let refunded = drawing.flow(.init(measure: .refundedTransactions))
+            let all = drawing.flow(.init(measure: .transactions))
             chart.series = [count("refunded_transactions", refunded), count("transactions", all), ratio("refund_rate", refunded, all)]
         case .billingRecoveries:
             chart.series = [count("billing_recoveries", drawing.flow(.init(measure: .billingRecoveries)))]
@@ -200,8 +212,10 @@ public struct AnalyticsChart: Sendable, Equatable {
                     if amounts.contains(where: { $0 != 0 }) { missing.insert(currency) }
                     continue
                 }
-                totals[name, default: Array(repeating: 0, count: amounts.count)] = zip(totals[name] ?? Array(repeating: 0, count: amounts.count), converted)
-                    .map { $0 + $1! }
+                totals[name, default: Array(repeating: 0, count: amounts.count)] = zip(
+                    totals[name] ?? Array(repeating: 0, count: amounts.count), converted
+                )
+                .map { $0 + $1! }
             }
         }
         // No money held at all: each series once, at 0 and in no currency, so the chart is not empty.
@@ -213,7 +227,8 @@ public struct AnalyticsChart: Sendable, Equatable {
         if let rates {
             for name in parts.map(\.name) + (net ? ["net"] : []) {
                 let amounts = totals[name] ?? Array(repeating: 0, count: drawing.buckets.count)
-                series.append(Series(name: name + "_total", unit: "milliunits", currency: rates.reporting, points: drawing.points(amounts.map(Double.init))))
+                series.append(
+                    Series(name: name + "_total", unit: "milliunits", currency: rates.reporting, points: drawing.points(amounts.map(Double.init))))
             }
         }
         missingRates = missing.sorted()

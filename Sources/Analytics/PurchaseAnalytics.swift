@@ -69,11 +69,13 @@ extension OneTimeSale {
         guard transaction.type != "Auto-Renewable Subscription", let price = transaction.price, price > 0, let currency = transaction.currency,
             let purchased = transaction.purchaseDate
         else { return nil }
-        let refunded = transaction.revocationDate == nil
+        let refunded =
+            transaction.revocationDate == nil
             ? 0 : transaction.revocationPercentage.map { MonthlyValue.divided(price &* Int64($0), by: 100_000) } ?? price
         self.init(
             id: transaction.transactionId, store: .appStore, environment: transaction.environment == .production ? "production" : "sandbox",
-            productId: transaction.productId, soldAt: Date(timeIntervalSince1970: Double(purchased) / 1000), price: price, currency: currency.uppercased(),
+            productId: transaction.productId, soldAt: Date(timeIntervalSince1970: Double(purchased) / 1000), price: price,
+            currency: currency.uppercased(),
             refundedAt: transaction.revocationDate.map { Date(timeIntervalSince1970: Double($0) / 1000) }, refunded: refunded)
     }
 }

@@ -28,7 +28,9 @@ public enum SubscriptionAnalytics {
         var contribution = AnalyticsContribution()
         func add(_ measure: AnalyticsMeasure, _ value: Int64, on date: Date, product: String, currency: String = "") {
             contribution.add(
-                value, at: AnalyticsKey(day: AnalyticsDay(date), measure: measure, store: state.store, environment: environment, product: product, currency: currency))
+                value,
+                at: AnalyticsKey(
+                    day: AnalyticsDay(date), measure: measure, store: state.store, environment: environment, product: product, currency: currency))
         }
 
         add(.newCustomers, 1, on: first.start, product: first.productId)
@@ -61,7 +63,9 @@ public enum SubscriptionAnalytics {
             add(.activeSubscriptions, 1, on: period.start, product: period.productId)
             add(.activeSubscriptions, -1, on: counted, product: period.productId)
             if let price = period.price, let currency = period.currency {
-                let periodLength = period.billedMonthly ? MonthlyValue.Length(months: 1, days: 0)
+                let periodLength =
+                    period.billedMonthly
+                    ? MonthlyValue.Length(months: 1, days: 0)
                     : length(period.productId) ?? MonthlyValue.likelyLength(of: period.end.timeIntervalSince(period.start))
                 let monthly = MonthlyValue.of(price, length: periodLength)
                 add(.mrr, monthly, on: period.start, product: period.productId, currency: currency)

@@ -39,7 +39,7 @@ extension AppStoreServerClient {
         do {
             let response: Response = try await send(.GET, "/inApps/v1/messaging/realtime/url", environment: environment)
             return response.realtimeURL
-        } catch where error.httpStatus == 404 {
+        } catch  where error.httpStatus == 404 {
             return nil
         }
     }

@@ -1,6 +1,6 @@
 import AppStoreModels
-import SignedData
 import Foundation
+import SignedData
 
 /// Why a renewal date is extended (Apple's `extendReasonCode`).
 public enum ExtendReason: Int32, Sendable, CaseIterable, Codable {

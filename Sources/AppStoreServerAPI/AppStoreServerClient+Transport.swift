@@ -63,7 +63,8 @@ extension AppStoreServerClient {
         do {
             return try JSONDecoder().decode(Response.self, from: data)
         } catch {
-            throw AppStoreServerError(.invalidResponse, "\(method) \(path): the answer is not the documented JSON", httpStatus: Int(response.status.code))
+            throw AppStoreServerError(
+                .invalidResponse, "\(method) \(path): the answer is not the documented JSON", httpStatus: Int(response.status.code))
         }
     }
 

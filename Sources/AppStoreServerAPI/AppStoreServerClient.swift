@@ -52,14 +52,17 @@ public struct AppStoreServerClient: Sendable {
         var items: [SubscriptionStatusItem] = []
         for group in response.data {
             for last in group.lastTransactions {
-                let transaction = try await verified { () async throws(VerificationError) in try await verifier.verifyTransaction(last.signedTransactionInfo) }
+                let transaction = try await verified { () async throws(VerificationError) in
+                    try await verifier.verifyTransaction(last.signedTransactionInfo)
+                }
                 var renewal: RenewalInfoPayload?
                 if let signed = last.signedRenewalInfo {
                     renewal = try await verified { () async throws(VerificationError) in try await verifier.verifyRenewalInfo(signed) }
                 }
-                items.append(SubscriptionStatusItem(
-                    status: last.status, transaction: transaction, renewalInfo: renewal,
-                    signedData: [last.signedTransactionInfo, last.signedRenewalInfo].compactMap { $0 }.joined(separator: "\n")))
+                items.append(
+                    SubscriptionStatusItem(
+                        status: last.status, transaction: transaction, renewalInfo: renewal,
+                        signedData: [last.signedTransactionInfo, last.signedRenewalInfo].compactMap { $0 }.joined(separator: "\n")))
             }
         }
         return items
@@ -131,9 +134,10 @@ public struct AppStoreServerClient: Sendable {
     {
         let response: TestNotificationStatusResponse = try await send(
             .GET, "/inApps/v1/notifications/test/\(Self.escape(token))", environment: environment)
-        return TestNotificationStatus(attempts: (response.sendAttempts ?? []).map {
-            .init(date: Date(timeIntervalSince1970: Double($0.attemptDate) / 1000), result: $0.sendAttemptResult)
-        })
+        return TestNotificationStatus(
+            attempts: (response.sendAttempts ?? []).map {
+                .init(date: Date(timeIntervalSince1970: Double($0.attemptDate) / 1000), result: $0.sendAttemptResult)
+            })
     }
 
     /// Set App Account Token: links the subscription's current and future transactions to an account.

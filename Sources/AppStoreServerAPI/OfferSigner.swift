@@ -39,9 +39,10 @@ public struct OfferSigner: Sendable {
             let iss: String, iat: Int64, aud = "promotional-offer", bid: String, nonce: String
             let productId: String, offerIdentifier: String, transactionId: String?
         }
-        return try credentials.compactJWS(Claims(
-            iss: credentials.issuerId, iat: Int64(issuedAt.timeIntervalSince1970), bid: credentials.bundleId,
-            nonce: nonce.uuidString.lowercased(), productId: productId, offerIdentifier: offerId, transactionId: transactionId))
+        return try credentials.compactJWS(
+            Claims(
+                iss: credentials.issuerId, iat: Int64(issuedAt.timeIntervalSince1970), bid: credentials.bundleId,
+                nonce: nonce.uuidString.lowercased(), productId: productId, offerIdentifier: offerId, transactionId: transactionId))
     }
 
     /// The introductory-offer eligibility JWS: `aud` `introductory-offer-eligibility`, with the decision.
@@ -52,9 +53,10 @@ public struct OfferSigner: Sendable {
             let iss: String, iat: Int64, aud = "introductory-offer-eligibility", bid: String, nonce: String
             let productId: String, allowIntroductoryOffer: Bool, transactionId: String
         }
-        return try credentials.compactJWS(Claims(
-            iss: credentials.issuerId, iat: Int64(issuedAt.timeIntervalSince1970), bid: credentials.bundleId,
-            nonce: nonce.uuidString.lowercased(), productId: productId, allowIntroductoryOffer: allowIntroductoryOffer,
-            transactionId: transactionId))
+        return try credentials.compactJWS(
+            Claims(
+                iss: credentials.issuerId, iat: Int64(issuedAt.timeIntervalSince1970), bid: credentials.bundleId,
+                nonce: nonce.uuidString.lowercased(), productId: productId, allowIntroductoryOffer: allowIntroductoryOffer,
+                transactionId: transactionId))
     }
 }

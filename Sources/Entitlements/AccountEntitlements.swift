@@ -33,9 +33,11 @@ public struct AccountEntitlements: Sendable, Equatable {
     /// Higher level first (a product outside the catalogue last), then the one that lasts longest, then by id so
     /// every reader picks alike.
     static func decidesBefore(_ lhs: EntitlementSource, _ rhs: EntitlementSource) -> Bool {
-        let lhsLevel = lhs.level ?? Int.max, rhsLevel = rhs.level ?? Int.max
+        let lhsLevel = lhs.level ?? Int.max
+        let rhsLevel = rhs.level ?? Int.max
         if lhsLevel != rhsLevel { return lhsLevel < rhsLevel }
-        let lhsEnd = lhs.expiresAt ?? .distantFuture, rhsEnd = rhs.expiresAt ?? .distantFuture
+        let lhsEnd = lhs.expiresAt ?? .distantFuture
+        let rhsEnd = rhs.expiresAt ?? .distantFuture
         if lhsEnd != rhsEnd { return lhsEnd > rhsEnd }
         return lhs.id < rhs.id
     }

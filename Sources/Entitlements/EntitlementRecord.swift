@@ -75,7 +75,8 @@ public struct EntitlementRecord: Sendable, Equatable {
     /// taken back — so any delivery order with duplicates keeps the same version (a refund's reversal is signed
     /// later than the refund).
     public static func newest(_ lhs: EntitlementRecord, _ rhs: EntitlementRecord) -> EntitlementRecord {
-        let lhsKey = (lhs.signedDate ?? 0, lhs.endedAt == nil ? 0 : 1), rhsKey = (rhs.signedDate ?? 0, rhs.endedAt == nil ? 0 : 1)
+        let lhsKey = (lhs.signedDate ?? 0, lhs.endedAt == nil ? 0 : 1)
+        let rhsKey = (rhs.signedDate ?? 0, rhs.endedAt == nil ? 0 : 1)
         return rhsKey > lhsKey ? rhs : lhs
     }
 }

@@ -10,7 +10,9 @@ public enum SourceChanges {
     /// its end); a one-time purchase's `purchase.started` and `purchase.ended` (refunded, revoked, or a pass run out),
     /// per signed version of it, so a reversed refund starts it again. Each once.
     public static func changes(_ record: EntitlementRecord, source: EntitlementSource, account: AccountID) -> [EventDraft] {
-        let started: EventType, ended: EventType, key: String
+        let started: EventType
+        let ended: EventType
+        let key: String
         var change = EventChange(reason: record.endReason?.text, expiresAt: record.endedAt ?? source.expiresAt, tier: source.tier)
         let cause: EventCause
         switch record.kind {
@@ -30,7 +32,9 @@ public enum SourceChanges {
         }
         let environment = record.environment ?? Self.environment
         func draft(_ type: EventType) -> EventDraft {
-            EventDraft(type: type, key: "\(type.rawValue):\(key)", account: account, subscription: nil, environment: environment, change: change, cause: cause)
+            EventDraft(
+                type: type, key: "\(type.rawValue):\(key)", account: account, subscription: nil, environment: environment, change: change,
+                cause: cause)
         }
         switch source.status {
         case .scheduled: return []
@@ -41,7 +45,9 @@ public enum SourceChanges {
 
     /// `account.overlapping_subscriptions` for each group in which the account now holds two or more entitling
     /// auto-renewing sources and did not before with the same sources — so the app can help the customer cancel one.
-    public static func overlapping(before: AccountEntitlements?, after: AccountEntitlements, account: AccountID, environment: String, cause: EventCause)
+    public static func overlapping(
+        before: AccountEntitlements?, after: AccountEntitlements, account: AccountID, environment: String, cause: EventCause
+    )
         -> [EventDraft]
     {
         after.overlaps.sorted { $0.key < $1.key }.compactMap { group, sources in

@@ -108,7 +108,9 @@ public enum SubscriptionChanges {
             if renews(state) {
                 draft(.subscriptionRenewalEnabled, "renewal_enabled:\(id):\(fact)")
             } else {
-                draft(.subscriptionRenewalDisabled, "renewal_disabled:\(id):\(fact)", EventChange(expiresAt: state.commitment?.endsAt ?? state.expiresAt))
+                draft(
+                    .subscriptionRenewalDisabled, "renewal_disabled:\(id):\(fact)",
+                    EventChange(expiresAt: state.commitment?.endsAt ?? state.expiresAt))
             }
         }
         return drafts
@@ -127,9 +129,13 @@ public enum SubscriptionChanges {
         guard let account = state.accountId else { return }
         switch state.status {
         case .refunded:
-            draft(.subscriptionRefunded, "refunded:\(id):\(period)", EventChange(reason: state.endReason?.text, transactionId: state.latestTransactionId), account)
+            draft(
+                .subscriptionRefunded, "refunded:\(id):\(period)",
+                EventChange(reason: state.endReason?.text, transactionId: state.latestTransactionId), account)
         case .revoked:
-            draft(.subscriptionRevoked, "revoked:\(id):\(period)", EventChange(reason: state.endReason?.text, transactionId: state.latestTransactionId), account)
+            draft(
+                .subscriptionRevoked, "revoked:\(id):\(period)", EventChange(reason: state.endReason?.text, transactionId: state.latestTransactionId),
+                account)
         case .expired:
             draft(.subscriptionExpired, "expired:\(id):\(period)", EventChange(reason: state.endReason?.text, expiresAt: state.expiresAt), account)
         case .active, .gracePeriod, .billingRetry:

@@ -65,35 +65,44 @@ public struct DeveloperNotification: Sendable, Equatable {
         do {
             raw = try PayloadDecoder().decode(Raw.self, from: data)
         } catch {
-            throw PubSubPush.Refusal(#"message.data must be a Play DeveloperNotification: {"version", "packageName", "eventTimeMillis", and one of subscriptionNotification, oneTimeProductNotification, voidedPurchaseNotification, pendingRefundReviewNotification, testNotification}"#)
+            throw PubSubPush.Refusal(
+                #"message.data must be a Play DeveloperNotification: {"version", "packageName", "eventTimeMillis", and one of subscriptionNotification, oneTimeProductNotification, voidedPurchaseNotification, pendingRefundReviewNotification, testNotification}"#
+            )
         }
         guard let packageName = raw.packageName, PubSubPush.isPrintable(packageName) else {
             throw PubSubPush.Refusal("the notification's packageName must be the app's package name")
         }
         var kinds: [Content] = []
         if let notification = raw.subscriptionNotification {
-            guard let type = notification.notificationType else { throw PubSubPush.Refusal("subscriptionNotification.notificationType must be a number") }
+            guard let type = notification.notificationType else {
+                throw PubSubPush.Refusal("subscriptionNotification.notificationType must be a number")
+            }
             kinds.append(.subscription(type: SubscriptionNotificationType(rawValue: type), purchaseToken: try Self.token(notification.purchaseToken)))
         }
         if let notification = raw.oneTimeProductNotification {
-            guard let type = notification.notificationType else { throw PubSubPush.Refusal("oneTimeProductNotification.notificationType must be a number") }
-            kinds.append(.oneTimeProduct(
-                type: OneTimeProductNotificationType(rawValue: type), purchaseToken: try Self.token(notification.purchaseToken),
-                productId: try Self.identifier(notification.sku, "oneTimeProductNotification.sku")))
+            guard let type = notification.notificationType else {
+                throw PubSubPush.Refusal("oneTimeProductNotification.notificationType must be a number")
+            }
+            kinds.append(
+                .oneTimeProduct(
+                    type: OneTimeProductNotificationType(rawValue: type), purchaseToken: try Self.token(notification.purchaseToken),
+                    productId: try Self.identifier(notification.sku, "oneTimeProductNotification.sku")))
         }
         if let notification = raw.voidedPurchaseNotification {
-            kinds.append(.voidedPurchase(
-                purchaseToken: try Self.token(notification.purchaseToken),
-                orderId: try Self.identifier(notification.orderId, "voidedPurchaseNotification.orderId"),
-                productType: notification.productType, refundType: notification.refundType))
+            kinds.append(
+                .voidedPurchase(
+                    purchaseToken: try Self.token(notification.purchaseToken),
+                    orderId: try Self.identifier(notification.orderId, "voidedPurchaseNotification.orderId"),
+                    productType: notification.productType, refundType: notification.refundType))
         }
         if let notification = raw.pendingRefundReviewNotification {
             guard let orderId = try Self.identifier(notification.orderId, "pendingRefundReviewNotification.orderId"), !orderId.isEmpty else {
                 throw PubSubPush.Refusal("pendingRefundReviewNotification.orderId must name the order")
             }
-            kinds.append(.pendingRefundReview(
-                reviewToken: try Self.token(notification.pendingRefundToken, field: "pendingRefundReviewNotification.pendingRefundToken"),
-                orderId: orderId, refundReason: notification.refundReason))
+            kinds.append(
+                .pendingRefundReview(
+                    reviewToken: try Self.token(notification.pendingRefundToken, field: "pendingRefundReviewNotification.pendingRefundToken"),
+                    orderId: orderId, refundReason: notification.refundReason))
         }
         if raw.testNotification != nil { kinds.append(.test) }
         guard kinds.count <= 1 else {
@@ -170,7 +179,8 @@ public struct DeveloperNotification: Sendable, Equatable {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
                 pendingRefundToken = try container.decodeIfPresent(String.self, forKey: .pendingRefundToken)
                 orderId = try container.decodeIfPresent(String.self, forKey: .orderId)
-                refundReason = (try? container.decodeIfPresent(Int.self, forKey: .refundReason))
+                refundReason =
+                    (try? container.decodeIfPresent(Int.self, forKey: .refundReason))
                     ?? (try? container.decodeIfPresent(String.self, forKey: .refundReason)).flatMap { $0.flatMap { Int($0) } }
             }
         }

@@ -97,7 +97,8 @@ public enum PlaySubscriptionDerivation {
     ///   - revocations: when each revoked token's `SUBSCRIPTION_REVOKED` was sent (a read says only that the token
     ///     expired).
     ///   - voided: the orders Google refunded (a refund names one order: one period, perhaps long past).
-    public static func derive(_ reads: [PlaySubscriptionRead], revocations: [String: Date] = [:], voided: [VoidedPurchase] = []) -> [PlaySubscription] {
+    public static func derive(_ reads: [PlaySubscriptionRead], revocations: [String: Date] = [:], voided: [VoidedPurchase] = []) -> [PlaySubscription]
+    {
         // The newest read of each token decides its state; every read contributes its period.
         var newest: [String: PlaySubscriptionRead] = [:]
         for read in reads {
@@ -132,7 +133,8 @@ public enum PlaySubscriptionDerivation {
                 productId: line.map { item in item.basePlanId.map { "\(item.productId)/\($0)" } ?? item.productId },
                 state: latest.subscriptionState, expiresAt: line?.expiryTime,
                 willRenew: line?.autoRenewEnabled ?? false, isTrial: line?.offerPhase == "freeTrial", isTest: latest.isTest,
-                accountToken: ordered.reversed().lazy.compactMap { newest[$0]?.purchase.externalAccountIdentifiers?.obfuscatedExternalAccountId }.first,
+                accountToken: ordered.reversed().lazy.compactMap { newest[$0]?.purchase.externalAccountIdentifiers?.obfuscatedExternalAccountId }
+                    .first,
                 periods: periods(chainReads, voided: voided), observedAt: newest[current]!.readAt, cancellation: latest.cancellation,
                 revokedAt: revocations[current],
                 subscriptionProductId: line?.productId,

@@ -50,7 +50,11 @@ public struct ProductPurchaseV2: Decodable, Sendable, Equatable {
         public var consumptionState: String?
 
         enum CodingKeys: String, CodingKey { case productId, productOfferDetails }
-        struct OfferDetails: Decodable { var quantity: Int64?; var refundableQuantity: Int64?; var consumptionState: String? }
+        struct OfferDetails: Decodable {
+            var quantity: Int64?
+            var refundableQuantity: Int64?
+            var consumptionState: String?
+        }
 
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -99,7 +103,10 @@ public struct VoidedPurchase: Sendable, Equatable, Decodable {
     /// `refundType`: 1 full, 2 quantity-based partial (a notification says; the list's entries carry a quantity).
     public var isPartial: Bool
 
-    public init(purchaseToken: String, orderId: String, voidedAt: Date, source: Int? = nil, reason: Int? = nil, quantity: Int64? = nil, isPartial: Bool = false) {
+    public init(
+        purchaseToken: String, orderId: String, voidedAt: Date, source: Int? = nil, reason: Int? = nil, quantity: Int64? = nil,
+        isPartial: Bool = false
+    ) {
         self.purchaseToken = purchaseToken
         self.orderId = orderId
         self.voidedAt = voidedAt
@@ -117,7 +124,8 @@ public struct VoidedPurchase: Sendable, Equatable, Decodable {
         purchaseToken = try container.decode(String.self, forKey: .purchaseToken)
         // A test purchase may have no order: the token stands for it, as it does for the purchase's id.
         orderId = try container.decodeIfPresent(String.self, forKey: .orderId) ?? purchaseToken
-        let millis = try (try? container.decode(String.self, forKey: .voidedTimeMillis)).flatMap { Int64($0) }
+        let millis =
+            try (try? container.decode(String.self, forKey: .voidedTimeMillis)).flatMap { Int64($0) }
             ?? container.decode(Int64.self, forKey: .voidedTimeMillis)
         guard (0...253_402_300_799_999).contains(millis) else {
             throw DecodingError.dataCorruptedError(forKey: .voidedTimeMillis, in: container, debugDescription: "not a time")

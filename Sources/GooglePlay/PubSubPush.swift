@@ -31,7 +31,9 @@ public struct PubSubPush: Sendable, Equatable {
         do {
             envelope = try PayloadDecoder().decode(Envelope.self, from: body)
         } catch {
-            throw Refusal(#"the body must be a Pub/Sub push: {"message": {"data": "<base64>", "messageId": "…", "publishTime": "…"}, "subscription": "projects/…/subscriptions/…"}"#)
+            throw Refusal(
+                #"the body must be a Pub/Sub push: {"message": {"data": "<base64>", "messageId": "…", "publishTime": "…"}, "subscription": "projects/…/subscriptions/…"}"#
+            )
         }
         guard let message = envelope.message else { throw Refusal("message is missing: the body must be a wrapped Pub/Sub push") }
         guard let id = message.messageId ?? message.message_id, Self.isPrintable(id) else {
@@ -64,6 +66,7 @@ public struct PubSubPush: Sendable, Equatable {
     }
 
     /// Pub/Sub's own two spellings of the same fields.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     private struct Message: Decodable {
         var data: String?
         var messageId: String?

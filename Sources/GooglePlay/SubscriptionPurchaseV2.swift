@@ -69,8 +69,14 @@ public struct SubscriptionPurchaseV2: Decodable, Sendable, Equatable {
             case productId, expiryTime, latestSuccessfulOrderId, offerDetails, autoRenewingPlan, prepaidPlan, offerPhase
         }
 
-        struct OfferDetails: Decodable { var basePlanId: String?; var offerId: String? }
-        struct AutoRenewingPlan: Decodable { var autoRenewEnabled: Bool?; var recurringPrice: Money? }
+        struct OfferDetails: Decodable {
+            var basePlanId: String?
+            var offerId: String?
+        }
+        struct AutoRenewingPlan: Decodable {
+            var autoRenewEnabled: Bool?
+            var recurringPrice: Money?
+        }
 
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -115,14 +121,16 @@ public struct SubscriptionPurchaseV2: Decodable, Sendable, Equatable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        subscriptionState = SubscriptionState(try container.decodeIfPresent(String.self, forKey: .subscriptionState) ?? "SUBSCRIPTION_STATE_UNSPECIFIED")
+        subscriptionState = SubscriptionState(
+            try container.decodeIfPresent(String.self, forKey: .subscriptionState) ?? "SUBSCRIPTION_STATE_UNSPECIFIED")
         startTime = try container.decodeIfPresent(String.self, forKey: .startTime).flatMap(PubSubPush.date)
         lineItems = try container.decodeIfPresent([LineItem].self, forKey: .lineItems) ?? []
         linkedPurchaseToken = try container.decodeIfPresent(String.self, forKey: .linkedPurchaseToken)
         acknowledgementState = try container.decodeIfPresent(String.self, forKey: .acknowledgementState)
         externalAccountIdentifiers = try container.decodeIfPresent(ExternalAccountIdentifiers.self, forKey: .externalAccountIdentifiers)
         isTest = container.contains(.testPurchase)
-        pausedAutoResumeTime = try container.decodeIfPresent(PausedStateContext.self, forKey: .pausedStateContext)?.autoResumeTime.flatMap(PubSubPush.date)
+        pausedAutoResumeTime = try container.decodeIfPresent(PausedStateContext.self, forKey: .pausedStateContext)?.autoResumeTime.flatMap(
+            PubSubPush.date)
         cancellation = try container.decodeIfPresent([String: JSONIgnored].self, forKey: .canceledStateContext)?.keys.sorted().first
         regionCode = try container.decodeIfPresent(String.self, forKey: .regionCode)
     }

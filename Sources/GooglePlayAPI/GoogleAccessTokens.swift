@@ -50,6 +50,8 @@ public actor GoogleAccessTokens {
         if current?.token == token { current = nil }
     }
 
+    // swift-format-ignore: AlwaysUseLowerCamelCase
+    // Google's token endpoint's own field names (RFC 6749, 5.1).
     struct Answer: Decodable {
         var access_token: String
         var expires_in: Int?

@@ -76,7 +76,8 @@ public struct GooglePlayClient: Sendable {
                 Counter(label: "storekeeper_google_api_calls_total", dimensions: [("operation", operation), ("outcome", "ok")]).increment()
                 return answer
             } catch {
-                Counter(label: "storekeeper_google_api_calls_total", dimensions: [("operation", operation), ("outcome", error.error.kind.rawValue)]).increment()
+                Counter(label: "storekeeper_google_api_calls_total", dimensions: [("operation", operation), ("outcome", error.error.kind.rawValue)])
+                    .increment()
                 if error.error.httpStatus == 401, !renewedToken, let token = error.token {
                     renewedToken = true
                     await tokens.invalidate(token)
@@ -131,7 +132,8 @@ public struct GooglePlayClient: Sendable {
                 do {
                     return (response, try await response.body.collect(upTo: 4 << 20))
                 } catch is NIOTooManyBytesError {
-                    throw GooglePlayAPIError(.invalidResponse, "\(method) \(path): the answer is larger than 4 MiB", httpStatus: Int(response.status.code))
+                    throw GooglePlayAPIError(
+                        .invalidResponse, "\(method) \(path): the answer is larger than 4 MiB", httpStatus: Int(response.status.code))
                 }
             }
         } catch let error as GooglePlayAPIError {

@@ -11,6 +11,8 @@ public struct GoogleServiceAccount: Sendable {
     /// Where the JWT-bearer grant is posted (`https://oauth2.googleapis.com/token` in Google's files).
     public let tokenURI: String
 
+    // swift-format-ignore: AlwaysUseLowerCamelCase
+    // The key file's own field names, as Google Cloud writes them.
     struct File: Decodable {
         var type: String?
         var client_email: String?
@@ -45,7 +47,8 @@ public struct GoogleServiceAccount: Sendable {
         if let keyIdentifier { header["kid"] = keyIdentifier }
         let iat = Int64(now.timeIntervalSince1970)
         let claims: [String: Any] = ["iss": email, "scope": scope, "aud": tokenURI, "iat": iat, "exp": iat + 3600]
-        let input = Self.base64URL(try JSONSerialization.data(withJSONObject: header, options: .sortedKeys)) + "."
+        let input =
+            Self.base64URL(try JSONSerialization.data(withJSONObject: header, options: .sortedKeys)) + "."
             + Self.base64URL(try JSONSerialization.data(withJSONObject: claims, options: .sortedKeys))
         let signature = try privateKey.signature(for: SHA256.hash(data: Data(input.utf8)), padding: .insecurePKCS1v1_5)
         return input + "." + Self.base64URL(signature.rawRepresentation)

@@ -156,7 +156,9 @@ extension FakeGooglePlay {
         var request = HTTPClientRequest(url: target.url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
-        guard let token = try? pushToken(PushClaims(audience: target.audience, email: target.serviceAccount)) else { return "the push could not be signed" }
+        guard let token = try? pushToken(PushClaims(audience: target.audience, email: target.serviceAccount)) else {
+            return "the push could not be signed"
+        }
         request.headers.add(name: "Authorization", value: "Bearer \(token)")
         request.body = .bytes(ByteBuffer(bytes: pushBody(notification).body))
         guard let response = try? await httpClient.execute(request, timeout: .seconds(10)) else { return "\(target.url) did not answer" }

@@ -25,7 +25,8 @@ extension FakeGooglePlay {
                 guard let subscription = self.state.withLock({ $0.subscriptions[token] }) else {
                     return Self.error(404, "NOT_FOUND", "The purchase token was not found.")
                 }
-                return Self.json(Array((try? JSONSerialization.data(withJSONObject: self.subscriptionPurchaseV2(subscription), options: .sortedKeys)) ?? Data()))
+                return Self.json(
+                    Array((try? JSONSerialization.data(withJSONObject: self.subscriptionPurchaseV2(subscription), options: .sortedKeys)) ?? Data()))
             }
         }
         // `tokens/{token}:acknowledge`: the method is the last segment's suffix, as Google's custom methods are.
@@ -45,8 +46,11 @@ extension FakeGooglePlay {
             let token = try context.parameters.require("token")
             return self.serve(request) {
                 guard package == self.packageName else { return Self.error(404, "NOT_FOUND", "No application was found for the given package name.") }
-                guard let product = self.state.withLock({ $0.products[token] }) else { return Self.error(404, "NOT_FOUND", "The purchase token was not found.") }
-                return Self.json(Array((try? JSONSerialization.data(withJSONObject: self.productPurchaseV2(product), options: .sortedKeys)) ?? Data()))
+                guard let product = self.state.withLock({ $0.products[token] }) else {
+                    return Self.error(404, "NOT_FOUND", "The purchase token was not found.")
+                }
+                return Self.json(
+                    Array((try? JSONSerialization.data(withJSONObject: self.productPurchaseV2(product), options: .sortedKeys)) ?? Data()))
             }
         }
         router.post("/androidpublisher/v3/applications/{package}/purchases/products/{productId}/tokens/{tokenMethod}") { request, context in
@@ -114,7 +118,8 @@ extension FakeGooglePlay {
         let segments = assertion.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         guard segments.count == 3, let payload = Self.base64URL(segments[1]), let signature = Self.base64URL(segments[2]),
             serviceAccountKey.publicKey.isValidSignature(
-                .init(rawRepresentation: signature), for: SHA256.hash(data: Data((segments[0] + "." + segments[1]).utf8)), padding: .insecurePKCS1v1_5),
+                .init(rawRepresentation: signature), for: SHA256.hash(data: Data((segments[0] + "." + segments[1]).utf8)), padding: .insecurePKCS1v1_5
+            ),
             let claims = try? JSONSerialization.jsonObject(with: payload) as? [String: Any]
         else { return Self.oauthError("invalid_grant", "Invalid JWT Signature.") }
         let now = Date().timeIntervalSince1970
@@ -147,7 +152,10 @@ extension FakeGooglePlay {
     /// Google's JSON error envelope (AIP-193): `{"error": {"code", "message", "status", "errors": [...]}}`.
     static func error(_ code: Int, _ status: String, _ message: String, retryAfter: Int? = nil) -> Response {
         let envelope: [String: Any] = [
-            "error": ["code": code, "message": message, "status": status, "errors": [["message": message, "domain": "global", "reason": status.lowercased()]]] as [String: Any],
+            "error": [
+                "code": code, "message": message, "status": status,
+                "errors": [["message": message, "domain": "global", "reason": status.lowercased()]],
+            ] as [String: Any]
         ]
         var response = json(Array((try? JSONSerialization.data(withJSONObject: envelope, options: .sortedKeys)) ?? Data()), status: .init(code: code))
         if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }

@@ -84,15 +84,18 @@ extension FakeGooglePlay {
                 guard units > 0 else { throw ControlRefusal("quantity must be at least 1") }
                 state.products[token]!.refundableQuantity -= units
                 let whole = state.products[token]!.refundableQuantity == 0
-                state.voided.append(VoidedEntry(
-                    purchaseToken: token, orderId: orderId, purchaseTime: product.purchaseTime, voidedTime: now, quantity: whole && units == product.quantity ? nil : units))
+                state.voided.append(
+                    VoidedEntry(
+                        purchaseToken: token, orderId: orderId, purchaseTime: product.purchaseTime, voidedTime: now,
+                        quantity: whole && units == product.quantity ? nil : units))
                 return (token, voidedNotification(token, orderId: orderId, productType: 2, partial: !whole, at: now))
             }
             for (token, subscription) in state.subscriptions {
                 let orders = [subscription.orderBase] + (0..<max(subscription.renewals, 0)).map { "\(subscription.orderBase)..\($0)" }
                 guard orders.contains(orderId) else { continue }
                 guard !state.voided.contains(where: { $0.orderId == orderId }) else { throw ControlRefusal("order \(orderId) is refunded already") }
-                state.voided.append(VoidedEntry(purchaseToken: token, orderId: orderId, purchaseTime: subscription.startTime, voidedTime: now, quantity: nil))
+                state.voided.append(
+                    VoidedEntry(purchaseToken: token, orderId: orderId, purchaseTime: subscription.startTime, voidedTime: now, quantity: nil))
                 return (token, voidedNotification(token, orderId: orderId, productType: 1, partial: false, at: now))
             }
             throw ControlRefusal("the fake sold no order \(orderId)")
@@ -102,17 +105,22 @@ extension FakeGooglePlay {
     /// A chargeback Google asks the developer to review (`pendingRefundReviewNotification`, reason 7 chargeback).
     public func chargeback(order orderId: String, at now: Date) throws -> (token: String, notification: [String: Any]) {
         let token = try state.withLock { state -> String in
-            let sold = state.products.values.contains { $0.orderId == orderId }
+            let sold =
+                state.products.values.contains { $0.orderId == orderId }
                 || state.subscriptions.values.contains { orderId == $0.orderBase || orderId.hasPrefix($0.orderBase + "..") }
             guard sold else { throw ControlRefusal("the fake sold no order \(orderId)") }
             let token = "fake-refund-review-\(UUID().uuidString.lowercased())"
             state.pendingReviews[orderId] = token
             return token
         }
-        return (token, [
-            "version": "1.0", "packageName": packageName, "eventTimeMillis": String(Int64(now.timeIntervalSince1970 * 1000)),
-            "pendingRefundReviewNotification": ["version": "1.0", "pendingRefundToken": token, "orderId": orderId, "refundReason": 7] as [String: Any],
-        ])
+        return (
+            token,
+            [
+                "version": "1.0", "packageName": packageName, "eventTimeMillis": String(Int64(now.timeIntervalSince1970 * 1000)),
+                "pendingRefundReviewNotification": ["version": "1.0", "pendingRefundToken": token, "orderId": orderId, "refundReason": 7]
+                    as [String: Any],
+            ]
+        )
     }
 
     /// The `orders.reviewrefund` bodies received so far, each with its `orderId`.
@@ -135,7 +143,8 @@ extension FakeGooglePlay {
     func voidedNotification(_ token: String, orderId: String, productType: Int, partial: Bool, at now: Date) -> [String: Any] {
         [
             "version": "1.0", "packageName": packageName, "eventTimeMillis": String(Int64(now.timeIntervalSince1970 * 1000)),
-            "voidedPurchaseNotification": ["purchaseToken": token, "orderId": orderId, "productType": productType, "refundType": partial ? 2 : 1] as [String: Any],
+            "voidedPurchaseNotification": ["purchaseToken": token, "orderId": orderId, "productType": productType, "refundType": partial ? 2 : 1]
+                as [String: Any],
         ]
     }
 
@@ -221,7 +230,9 @@ extension FakeGooglePlay {
         let stored = (try? JSONSerialization.data(withJSONObject: received, options: .sortedKeys)) ?? Data()
         return state.withLock { state in
             guard let expected = state.pendingReviews[orderId] else { return Self.error(404, "NOT_FOUND", "No pending refund review for the order.") }
-            guard body["pendingRefundToken"] as? String == expected else { return Self.error(400, "INVALID_ARGUMENT", "pendingRefundToken does not match.") }
+            guard body["pendingRefundToken"] as? String == expected else {
+                return Self.error(400, "INVALID_ARGUMENT", "pendingRefundToken does not match.")
+            }
             guard let preference = body["refundPreference"] as? String, ["APPROVE", "DECLINE", "NEUTRAL"].contains(preference) else {
                 return Self.error(400, "INVALID_ARGUMENT", "refundPreference must be APPROVE, DECLINE or NEUTRAL.")
             }

@@ -60,7 +60,9 @@ extension FakeGooglePlay {
     }
 
     /// A new subscription: a fresh token, active for one period (or a trial of `trialDays`), not yet acknowledged.
-    public func buy(_ plan: Plan, accountToken: String?, at now: Date, trialDays: Int = 0, linkedTo previous: String? = nil) -> (token: String, notification: [String: Any]) {
+    public func buy(_ plan: Plan, accountToken: String?, at now: Date, trialDays: Int = 0, linkedTo previous: String? = nil) -> (
+        token: String, notification: [String: Any]
+    ) {
         let token = state.withLock { state -> String in
             state.nextToken += 1
             // A fresh fake per run (`dev --fake-play` restarted on a database that outlives it) must not sell a token or
@@ -73,7 +75,8 @@ extension FakeGooglePlay {
                 expiryTime: now, period: plan.period, months: plan.months,
                 orderBase: order, renewals: 0, autoRenew: true, linkedPurchaseToken: previous, accountToken: accountToken,
                 acknowledged: false, trial: trialDays > 0, priceMicros: plan.priceMicros, currency: plan.currency)
-            state.subscriptions[token]!.expiryTime = trialDays > 0 ? now.addingTimeInterval(Double(trialDays) * 86_400) : state.subscriptions[token]!.periodEnd(after: now)
+            state.subscriptions[token]!.expiryTime =
+                trialDays > 0 ? now.addingTimeInterval(Double(trialDays) * 86_400) : state.subscriptions[token]!.periodEnd(after: now)
             return token
         }
         return (token, notify(token, type: 4, at: now))
@@ -145,10 +148,11 @@ extension FakeGooglePlay {
     func subscriptionPurchaseV2(_ subscription: SubscriptionToken) -> [String: Any] {
         let time = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
         var autoRenewingPlan: [String: Any] = ["autoRenewEnabled": subscription.autoRenew]
-        autoRenewingPlan["recurringPrice"] = [
-            "currencyCode": subscription.currency, "units": String(subscription.priceMicros / 1_000_000),
-            "nanos": Int(subscription.priceMicros % 1_000_000) * 1000,
-        ] as [String: Any]
+        autoRenewingPlan["recurringPrice"] =
+            [
+                "currencyCode": subscription.currency, "units": String(subscription.priceMicros / 1_000_000),
+                "nanos": Int(subscription.priceMicros % 1_000_000) * 1000,
+            ] as [String: Any]
         var lineItem: [String: Any] = [
             "productId": subscription.productId, "expiryTime": subscription.expiryTime.formatted(time),
             "latestSuccessfulOrderId": subscription.latestOrderId,

@@ -145,7 +145,8 @@ public final class FakeGooglePlay: Sendable {
             "aud": claims.audience, "azp": "1134567890", "email": claims.email, "email_verified": claims.emailVerified,
             "iat": iat, "exp": iat + Int64(claims.lifetime), "iss": claims.issuer, "sub": "1134567890",
         ]
-        let input = try JWSSigner.base64URL(JSONSerialization.data(withJSONObject: header, options: .sortedKeys)) + "."
+        let input =
+            try JWSSigner.base64URL(JSONSerialization.data(withJSONObject: header, options: .sortedKeys)) + "."
             + JWSSigner.base64URL(JSONSerialization.data(withJSONObject: payload, options: .sortedKeys))
         let signature = try signingKey.key.signature(for: SHA256.hash(data: Data(input.utf8)), padding: .insecurePKCS1v1_5)
         return input + "." + JWSSigner.base64URL(signature.rawRepresentation)
@@ -177,11 +178,15 @@ public final class FakeGooglePlay: Sendable {
 
     /// A wrapped Pub/Sub push body carrying `notification` (a DeveloperNotification as JSON), with a fresh message id
     /// unless one is given.
-    public func pushBody(_ notification: [String: Any], messageId: String? = nil, subscription: String = "projects/storekeeper/subscriptions/play") -> (messageId: String, body: [UInt8]) {
-        let id = messageId ?? state.withLock { state in
-            state.nextMessage += 1
-            return String(state.nextMessage)
-        }
+    public func pushBody(_ notification: [String: Any], messageId: String? = nil, subscription: String = "projects/storekeeper/subscriptions/play")
+        -> (messageId: String, body: [UInt8])
+    {
+        let id =
+            messageId
+            ?? state.withLock { state in
+                state.nextMessage += 1
+                return String(state.nextMessage)
+            }
         let data = (try? JSONSerialization.data(withJSONObject: notification, options: .sortedKeys)) ?? Data()
         let body: [String: Any] = [
             "message": [

@@ -19,7 +19,8 @@ public struct HostileContent: Sendable {
 
     /// Where a hostile value goes.
     public enum Place: String, Sendable, CaseIterable {
-        case envelope, transaction, renewalInfo = "renewal info"
+        case envelope, transaction
+        case renewalInfo = "renewal info"
     }
 
     /// One field set to one raw JSON value.

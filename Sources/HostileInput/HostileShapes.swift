@@ -25,7 +25,9 @@ public enum HostileShapes {
                 name: "objects of 1,024 keys alike at both ends",
                 bytes: objects(size: size, keys: 1_024) { "\"a" + String(format: "%06d", $0) + "a\":0" }),
             Shape(name: "a repeated key after 1,000 others", bytes: repeatedKey(size: size)),
-            Shape(name: "nesting 64 deep, repeated", bytes: array(size: size) { _ in String(repeating: "[", count: 63) + String(repeating: "]", count: 63) }),
+            Shape(
+                name: "nesting 64 deep, repeated",
+                bytes: array(size: size) { _ in String(repeating: "[", count: 63) + String(repeating: "]", count: 63) }),
             Shape(name: "nesting past the limit", bytes: Array(String(repeating: "[{\"a\":", count: size / 6).utf8)),
             Shape(name: "one long string", bytes: Array(("\"" + String(repeating: "x", count: size - 2) + "\"").utf8)),
             Shape(name: "strings of escapes", bytes: array(size: size) { _ in "\"" + String(repeating: #"\u00e9"#, count: 100) + "\"" }),

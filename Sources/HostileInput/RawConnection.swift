@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A TCP connection to a loopback port driven byte by byte, for the attacks no HTTP client makes — half a request

@@ -66,7 +66,7 @@ public final class CommitGroup<Item: Sendable, Outcome: Sendable>: Sendable {
             guard !group.isEmpty else { return }
             do {
                 try await resume(group, with: commit(group.map(\.item)))
-            } catch where group.count > 1 {
+            } catch  where group.count > 1 {
                 await commitOneByOne(group)
             } catch {
                 group[0].continuation.resume(throwing: error)

@@ -1,6 +1,6 @@
 import Logging
-import Synchronization
 import StatementFencing
+import Synchronization
 
 /// Collects completions of jobs whose handlers did not complete them transactionally, and writes them in batches —
 /// one statement per batch — every few milliseconds or as soon as a batch is full. A failed write is retried.

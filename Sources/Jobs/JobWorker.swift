@@ -2,8 +2,8 @@ import Foundation
 import Logging
 import PostgresNIO
 import ServiceLifecycle
-import Synchronization
 import StatementFencing
+import Synchronization
 
 /// A worker process's job runner, as a `Service`: claims batches sized to its free slots, runs them with their
 /// ``JobHandler``s, batches completions, wakes on LISTEN/NOTIFY (or when the next delayed job is due) with polling as

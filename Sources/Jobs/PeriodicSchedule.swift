@@ -41,7 +41,8 @@ public struct PeriodicSchedule: Sendable {
     }
 
     func job(for slot: Date) throws(JobQueueError) -> NewJob {
-        var job = try NewJob(kind: kind, arguments: [String: String](), runAt: slot, uniqueKey: "periodic:\(name):\(Int64(slot.timeIntervalSince1970))")
+        var job = try NewJob(
+            kind: kind, arguments: [String: String](), runAt: slot, uniqueKey: "periodic:\(name):\(Int64(slot.timeIntervalSince1970))")
         job.arguments = makeArguments(slot)
         return job
     }

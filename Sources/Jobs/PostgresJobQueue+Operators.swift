@@ -143,9 +143,10 @@ extension PostgresJobQueue {
     private static func records(_ rows: PostgresRowSequence) async throws -> [JobRecord] {
         var records: [JobRecord] = []
         let columns = (Int64, String, String, Int, Int?, Int?, Date?, Date, Date?, Date?, String?, String?, UUID?, String, String).self
-        for try await (id, kind, state, attempt, maxAttempts, priority, runAt, createdAt, attemptedAt, finishedAt, uniqueKey,
-            concurrencyKey, lockedBy, arguments, errors) in rows.decode(columns)
-        {
+        for try await (
+            id, kind, state, attempt, maxAttempts, priority, runAt, createdAt, attemptedAt, finishedAt, uniqueKey,
+            concurrencyKey, lockedBy, arguments, errors
+        ) in rows.decode(columns) {
             records.append(
                 JobRecord(
                     id: id, kind: kind, state: try Self.state(state), attempt: attempt, maxAttempts: maxAttempts, priority: priority,

@@ -1,5 +1,5 @@
-import Synchronization
 import StatementFencing
+import Synchronization
 
 /// A level-triggered wake-up: ``signal()`` wakes the current or the next ``wait(timeout:)``.
 final class WakeUp: Sendable {

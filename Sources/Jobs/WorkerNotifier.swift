@@ -1,5 +1,5 @@
-import Synchronization
 import StatementFencing
+import Synchronization
 
 /// Wakes workers after jobs were enqueued without a NOTIFY of their own (the intake's hot path): ``signal()`` after
 /// a commit sends one NOTIFY at once; signals arriving while it is on its way or within `minimumInterval` (30 ms) of

@@ -57,10 +57,22 @@ struct UnkeyedTapeContainer: UnkeyedDecodingContainer {
     }
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try nextDecoder(type).decode(type) }
-    mutating func decode(_ type: Bool.Type) throws -> Bool { let tape = tape; return try read(type, tape.readBool) }
-    mutating func decode(_ type: String.Type) throws -> String { let tape = tape; return try read(type, tape.readString) }
-    mutating func decode(_ type: Double.Type) throws -> Double { let tape = tape; return try read(type, tape.readDouble) }
-    mutating func decode(_ type: Float.Type) throws -> Float { let tape = tape; return try read(type, tape.readFloat) }
+    mutating func decode(_ type: Bool.Type) throws -> Bool {
+        let tape = tape
+        return try read(type, tape.readBool)
+    }
+    mutating func decode(_ type: String.Type) throws -> String {
+        let tape = tape
+        return try read(type, tape.readString)
+    }
+    mutating func decode(_ type: Double.Type) throws -> Double {
+        let tape = tape
+        return try read(type, tape.readDouble)
+    }
+    mutating func decode(_ type: Float.Type) throws -> Float {
+        let tape = tape
+        return try read(type, tape.readFloat)
+    }
     mutating func decode(_ type: Int.Type) throws -> Int { try integer(type) }
     mutating func decode(_ type: Int8.Type) throws -> Int8 { try integer(type) }
     mutating func decode(_ type: Int16.Type) throws -> Int16 { try integer(type) }

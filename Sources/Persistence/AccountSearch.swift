@@ -31,7 +31,9 @@ public struct AccountSearch: Sendable {
 
     /// Files every transaction id of `subscription` (Stripe: its invoices) for the search, on the caller's
     /// transaction; ids filed before are left as they are.
-    public static func file(transactions ids: [String], ofSubscription subscription: String, on connection: PostgresConnection, logger: Logger) async throws {
+    public static func file(transactions ids: [String], ofSubscription subscription: String, on connection: PostgresConnection, logger: Logger)
+        async throws
+    {
         guard !ids.isEmpty else { return }
         try await connection.query(
             """

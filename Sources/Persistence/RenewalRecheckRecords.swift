@@ -14,8 +14,7 @@ public struct RenewalRecheckRecords: Sendable {
         async throws -> Bool
     {
         !(try await connection.run(
-            InsertRecheck(originalTransactionId: originalTransactionId, transactionId: transactionId, dueAt: dueAt), logger: logger)
-        ).isEmpty
+            InsertRecheck(originalTransactionId: originalTransactionId, transactionId: transactionId, dueAt: dueAt), logger: logger)).isEmpty
     }
 
     /// Records one check and Apple's status; returns how many checks there have been.

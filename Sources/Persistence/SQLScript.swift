@@ -1,3 +1,5 @@
+import Foundation
+
 /// Splits a SQL script into statements at top-level semicolons, respecting quotes, dollar quotes and comments —
 /// PostgreSQL's extended protocol runs one statement per query.
 enum SQLScript {
@@ -50,5 +52,3 @@ enum SQLScript {
         if !trimmed.isEmpty { statements.append(trimmed) }
     }
 }
-
-import Foundation

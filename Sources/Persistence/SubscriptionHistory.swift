@@ -21,7 +21,8 @@ public struct SubscriptionHistory: Sendable {
     /// previous holder committed. (An apply reads them with its notification:
     /// ``NotificationStore/notificationLockingSubscription(_:on:)``.)
     public func subscriptionAndEvents(of originalTransactionId: String, on connection: PostgresConnection) async throws -> Read {
-        try Self.read(try await connection.run(PreparedQuery<SubscriptionAndEvents>(originalTransactionId), logger: logger), of: originalTransactionId)
+        try Self.read(
+            try await connection.run(PreparedQuery<SubscriptionAndEvents>(originalTransactionId), logger: logger), of: originalTransactionId)
     }
 
     /// The subscription and events in `rows` — the columns of `subscription_and_events` (sql/0018): the subscription's

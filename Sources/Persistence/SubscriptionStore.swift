@@ -3,8 +3,8 @@ import Entitlements
 import Foundation
 import Logging
 import PostgresNIO
-import Subscriptions
 import StatementFencing
+import Subscriptions
 
 /// Reads and writes ``SubscriptionState`` rows.
 public struct SubscriptionStore: Sendable {
@@ -165,7 +165,8 @@ public struct SubscriptionStore: Sendable {
             price: try cells["price"].decode(Int64?.self),
             billingPeriodKey: try cells["billing_period"].decode(String.self),
             accessUntil: try cells["access_until"].decode(Date?.self)?.wholeMilliseconds,
-            store: Store(try cells["store"].decode(String?.self) ?? Self.storeBefore0033(of: try cells["original_transaction_id"].decode(String.self))),
+            store: Store(
+                try cells["store"].decode(String?.self) ?? Self.storeBefore0033(of: try cells["original_transaction_id"].decode(String.self))),
             billingPlan: try cells["billing_plan"].decode(String?.self).map(BillingPlan.init) ?? .billedUpfront,
             commitment: try commitment(cells),
             winBackOfferIds: try cells["win_back_offer_ids"].decode([String]?.self) ?? [],

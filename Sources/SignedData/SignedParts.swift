@@ -104,9 +104,10 @@ public struct SignedParts: Sendable, Equatable {
         var parts: [Part] = []
         for (position, length) in lengths.enumerated() {
             guard let body = take(length) else { return nil }
-            parts.append(Part(
-                name: position == 0 ? nil : names[position - 1], headerDigest: Data(digests.dropFirst(position * 32).prefix(32)),
-                body: Data(body), signature: Data(signatures.dropFirst(position * 64).prefix(64))))
+            parts.append(
+                Part(
+                    name: position == 0 ? nil : names[position - 1], headerDigest: Data(digests.dropFirst(position * 32).prefix(32)),
+                    body: Data(body), signature: Data(signatures.dropFirst(position * 64).prefix(64))))
         }
         guard index == bytes.count, offsets.allSatisfy({ $0 <= lengths[0] }) else { return nil }
         self.parts = parts

@@ -54,7 +54,10 @@ package final class FirstOutcome<Value: Sendable>: @unchecked Sendable {
 
     package func install(_ continuation: CheckedContinuation<Value, any Error>) {
         let pending: Swift.Result<Value, any Error>? = lock.withLock {
-            if let early { resumed = true; return early }
+            if let early {
+                resumed = true
+                return early
+            }
             self.continuation = continuation
             return nil
         }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// glibc's allocator, set for a long-running process that frees a request's buffers as fast as it takes them.
@@ -14,13 +14,14 @@ public enum AllocatorSettings {
     @discardableResult
     public static func keepFreedMemory() -> Bool {
         #if canImport(Glibc)
-        // `mallopt` is declared in <malloc.h>, which the Glibc module does not export.
-        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "mallopt") else { return false }
-        let mallopt = unsafeBitCast(symbol, to: (@convention(c) (Int32, Int32) -> Int32).self)
-        let mmapThreshold: Int32 = -3, trimThreshold: Int32 = -1  // M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
-        return mallopt(mmapThreshold, 16 << 20) == 1 && mallopt(trimThreshold, 256 << 20) == 1
+            // `mallopt` is declared in <malloc.h>, which the Glibc module does not export.
+            guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "mallopt") else { return false }
+            let mallopt = unsafeBitCast(symbol, to: (@convention(c) (Int32, Int32) -> Int32).self)
+            let mmapThreshold: Int32 = -3
+            let trimThreshold: Int32 = -1  // M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
+            return mallopt(mmapThreshold, 16 << 20) == 1 && mallopt(trimThreshold, 256 << 20) == 1
         #else
-        return false
+            return false
         #endif
     }
 }

@@ -48,7 +48,8 @@ indirect enum ConfigurationKeys: Sendable {
 
     /// Levenshtein distance, for the nearest known key.
     static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
+        let a = Array(a)
+        let b = Array(b)
         var previous = Array(0...b.count)
         for (i, x) in a.enumerated() {
             var current = [i + 1]
@@ -65,20 +66,25 @@ extension ConfigurationKeys {
     /// `STOREKEEPER_TIERS` (`TierCatalogue`'s coding keys).
     static let tierCatalogue = ConfigurationKeys.object([
         "meters": .list(.object(["id": .value, "display_name": .value, "description": .value, "warn_at": .value])),
-        "feature_definitions": .list(.object([
-            "id": .value, "display_name": .value, "description": .value, "type": .value, "levels": .value, "teaser": .value,
-            "upgrade_call_to_action": .value, "default": .value,
-        ])),
+        "feature_definitions": .list(
+            .object([
+                "id": .value, "display_name": .value, "description": .value, "type": .value, "levels": .value, "teaser": .value,
+                "upgrade_call_to_action": .value, "default": .value,
+            ])),
         // `features`: a mapping of feature values keyed by the file's own feature ids (checked against the
         // definitions), or a list of bullets as written before typed features.
         "free": .object([
             "display_name": .value, "description": .value, "highlights": .value, "features": .value, "allowances": .map(allowance),
         ]),
-        "tiers": .list(.object([
-            "id": .value, "level": .value, "display_name": .value, "description": .value, "highlights": .value, "features": .value,
-            "products": .list(.object(["id": .value, "store": .value, "type": .value, "period": .value, "duration": .value, "price": .value, "currency": .value])),
-            "allowances": .map(allowance), "grantable_only": .value, "group": .value,
-        ])),
+        "tiers": .list(
+            .object([
+                "id": .value, "level": .value, "display_name": .value, "description": .value, "highlights": .value, "features": .value,
+                "products": .list(
+                    .object([
+                        "id": .value, "store": .value, "type": .value, "period": .value, "duration": .value, "price": .value, "currency": .value,
+                    ])),
+                "allowances": .map(allowance), "grantable_only": .value, "group": .value,
+            ])),
         "top_ups": .list(.object(["id": .value, "store": .value, "meter": .value, "credits": .value, "price": .value, "currency": .value])),
         "upgrade_credits": .value,
     ])

@@ -77,9 +77,13 @@ public struct ConnectionBudgetCheck: Service {
     private func check() async {
         let budget: ConnectionBudget
         do {
-            guard let read = try await withDeadline(.seconds(5), {
-                try await client.withConnection { try await ConnectionBudget.read(pool: pool, on: $0, logger: logger) }
-            }) else { return }
+            guard
+                let read = try await withDeadline(
+                    .seconds(5),
+                    {
+                        try await client.withConnection { try await ConnectionBudget.read(pool: pool, on: $0, logger: logger) }
+                    })
+            else { return }
             budget = read
         } catch {
             logger.debug("could not compare the connection pool with max_connections", metadata: ["error": "\(error)"])

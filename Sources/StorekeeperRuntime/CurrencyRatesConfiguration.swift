@@ -32,7 +32,10 @@ enum CurrencyRatesConfiguration {
         var rates: [String: Decimal] = [:]
         for (code, rate) in (file.rates ?? [:]).sorted(by: { $0.key < $1.key }) {
             let shown = printable(code)
-            if !CurrencyRates.isCurrencyCode(code) { problems.append("\(place): rates.\(shown) is not an ISO 4217 code"); continue }
+            if !CurrencyRates.isCurrencyCode(code) {
+                problems.append("\(place): rates.\(shown) is not an ISO 4217 code")
+                continue
+            }
             if code.uppercased() == file.reporting.uppercased() {
                 // One unit of the reporting currency is worth one: any other figure is a mistake in the file.
                 if rate != 1 { problems.append("\(place): rates.\(shown) is the reporting currency, worth 1 of itself; leave it out") }

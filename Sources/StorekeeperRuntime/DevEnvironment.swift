@@ -61,7 +61,8 @@ public struct DevEnvironment: Sendable {
     /// Writes the settings `simulate` and the operator commands read, as shell assignments `source` takes as they
     /// are: each value single-quoted (a database URL holds `&` and `?`).
     public func writeSettings(_ settings: [String: String]) throws {
-        let text = settings.sorted { $0.key < $1.key }
+        let text =
+            settings.sorted { $0.key < $1.key }
             .map { "export \($0.key)='\($0.value.replacingOccurrences(of: "'", with: "'\\''"))'" }.joined(separator: "\n") + "\n"
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try text.write(to: settingsFile, atomically: true, encoding: .utf8)

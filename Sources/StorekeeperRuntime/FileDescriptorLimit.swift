@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import HTTPAPI
 import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The process's open-file limit, raised to its hard limit at start: the soft limit is often 1,024, below the
 /// connections a server should hold. When even the hard limit is too low for the configured connections (plus
@@ -43,8 +44,8 @@ public enum FileDescriptorLimit {
     }
 
     #if canImport(Glibc)
-    private static let resourceKind = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        private static let resourceKind = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
     #else
-    private static let resourceKind = RLIMIT_NOFILE
+        private static let resourceKind = RLIMIT_NOFILE
     #endif
 }

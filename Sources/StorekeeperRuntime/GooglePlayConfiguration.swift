@@ -30,18 +30,23 @@ public struct GooglePlaySettings: Sendable {
         let account = value("STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT")
         guard packageName != nil || audience != nil || account != nil else { return nil }
         guard let packageName, let audience, let account else {
-            problems.append("STOREKEEPER_GOOGLE_PACKAGE_NAME, STOREKEEPER_GOOGLE_PUSH_AUDIENCE and STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT are set together (the app's package, the push subscription's audience and its service account)")
+            problems.append(
+                "STOREKEEPER_GOOGLE_PACKAGE_NAME, STOREKEEPER_GOOGLE_PUSH_AUDIENCE and STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT are set together (the app's package, the push subscription's audience and its service account)"
+            )
             return nil
         }
         // Play package names: letters, digits and underscores in dot-separated segments (Android's applicationId).
         let segments = packageName.split(separator: ".", omittingEmptySubsequences: false)
         if segments.count < 2 || packageName.utf8.count > 255
-            || segments.contains(where: { $0.isEmpty || !$0.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_") } })
+            || segments.contains(where: {
+                $0.isEmpty || !$0.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_") }
+            })
         {
             problems.append("STOREKEEPER_GOOGLE_PACKAGE_NAME: the app's package name as Play Console shows it, such as com.example.app")
         }
         if audience.utf8.count > 1024 || audience.unicodeScalars.contains(where: { !$0.isASCII || $0.value <= 0x20 }) {
-            problems.append("STOREKEEPER_GOOGLE_PUSH_AUDIENCE: the audience set on the push subscription (its endpoint URL unless another was chosen)")
+            problems.append(
+                "STOREKEEPER_GOOGLE_PUSH_AUDIENCE: the audience set on the push subscription (its endpoint URL unless another was chosen)")
         }
         if !account.contains("@") || account.utf8.count > 320 || account.unicodeScalars.contains(where: { !$0.isASCII || $0.value <= 0x20 }) {
             problems.append("STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT: the email of the service account the push subscription authenticates as")

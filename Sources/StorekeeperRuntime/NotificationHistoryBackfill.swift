@@ -1,10 +1,10 @@
 import AppStoreModels
 import AppStoreServerAPI
+import Application
 import Foundation
 import Logging
 import Persistence
 import SignedData
-import Application
 
 /// Pages Apple's Notification History over a window and sends every notification through the intake's path —
 /// verify, identity, store-and-enqueue with dedupe by `notificationUUID` — so whatever was missed is applied by the

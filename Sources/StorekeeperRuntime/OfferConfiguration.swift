@@ -37,7 +37,8 @@ enum OfferConfiguration {
         var offers: [PromotionalOffer] = []
         for (index, offer) in file.offers.enumerated() {
             let at = "\(place): offers.\(index)"
-            if offer.id.isEmpty || offer.id.utf8.count > 64 || offer.id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            if offer.id.isEmpty || offer.id.utf8.count > 64 || offer.id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            {
                 problems.append("\(at).id must be 1–64 printable bytes, got \"\(offer.id)\"")
             }
             if offers.contains(where: { $0.id == offer.id }) { problems.append("\(at).id \"\(offer.id)\" is listed twice") }

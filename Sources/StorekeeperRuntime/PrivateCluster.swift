@@ -146,7 +146,8 @@ public struct PrivateCluster: Sendable {
     }
 
     private func run(_ executable: String, _ arguments: [String], asUser user: String?) throws(Failure) {
-        let (program, programArguments) = user.map { ("/usr/sbin/runuser", ["-u", $0, "--", executable] + arguments) }
+        let (program, programArguments) =
+            user.map { ("/usr/sbin/runuser", ["-u", $0, "--", executable] + arguments) }
             ?? (executable, arguments)
         let result: ChildProcess.Result
         do {

@@ -9,7 +9,8 @@ public enum ProcessPriority {
     @discardableResult
     public static func lower(toNice nice: Int32) -> [pid_t] {
         guard nice > 0 else { return [] }
-        let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task"))?.compactMap { pid_t($0) }
+        let threads =
+            (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task"))?.compactMap { pid_t($0) }
             ?? [getpid()]
         return threads.filter { setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t($0), nice) != 0 }
     }

@@ -96,10 +96,11 @@ enum RetentionConfiguration {
     static let keys = ConfigurationKeys.object([
         "deadline_ms": .value,
         "default": answerKeys,
-        "rules": .list(.object([
-            "name": .value, "answer": answerKeys,
-            "when": .object(Dictionary(uniqueKeysWithValues: Condition.CodingKeys.allCases.map { ($0.rawValue, ConfigurationKeys.value) })),
-        ])),
+        "rules": .list(
+            .object([
+                "name": .value, "answer": answerKeys,
+                "when": .object(Dictionary(uniqueKeysWithValues: Condition.CodingKeys.allCases.map { ($0.rawValue, ConfigurationKeys.value) })),
+            ])),
     ])
 
     /// The policy `value` describes, checked against the catalogue and the offers, or every problem found.
@@ -114,7 +115,9 @@ enum RetentionConfiguration {
         var names: Set<String> = []
         for (index, rule) in (file.rules ?? []).enumerated() {
             let at = "\(place): rules.\(index)"
-            if rule.name.isEmpty || rule.name.utf8.count > 64 || !rule.name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "_-.".contains($0)) }) {
+            if rule.name.isEmpty || rule.name.utf8.count > 64
+                || !rule.name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "_-.".contains($0)) })
+            {
                 problems.append("\(at).name must be 1–64 letters, digits, _ - or ., got \"\(rule.name)\"")
             } else if rule.name == RetentionPolicy.defaultRule {
                 problems.append("\(at).name \"default\" names the answer given when no rule holds")
@@ -122,7 +125,8 @@ enum RetentionConfiguration {
                 problems.append("\(at).name \"\(rule.name)\" is listed twice")
             }
             let condition = self.condition(rule.when, at: "\(at).when", catalogue: catalogue, problems: &problems)
-            guard let answer = self.answer(rule.answer, at: "\(at).answer", catalogue: catalogue, offers: offers, canSign: canSign, problems: &problems)
+            guard
+                let answer = self.answer(rule.answer, at: "\(at).answer", catalogue: catalogue, offers: offers, canSign: canSign, problems: &problems)
             else { continue }
             rules.append(RetentionPolicy.Rule(name: rule.name, condition: condition, answer: answer))
         }
@@ -130,12 +134,16 @@ enum RetentionConfiguration {
         if let answer = file.default {
             fallback = self.answer(answer, at: "\(place): default", catalogue: catalogue, offers: offers, canSign: canSign, problems: &problems)
             if case .promotionalOffer = fallback {
-                problems.append("\(place): default must be a message or an alternate_product: it is answered when the database cannot sign an offer once per account")
+                problems.append(
+                    "\(place): default must be a message or an alternate_product: it is answered when the database cannot sign an offer once per account"
+                )
             }
         }
         let deadline = file.deadlineMs ?? 300
         if !(20...400).contains(deadline) {
-            problems.append("\(place): deadline_ms must be 20–400: Apple stops waiting at 700 ms, and a decision committing at the deadline is given 250 ms more, got \(deadline)")
+            problems.append(
+                "\(place): deadline_ms must be 20–400: Apple stops waiting at 700 ms, and a decision committing at the deadline is given 250 ms more, got \(deadline)"
+            )
         }
         guard problems.isEmpty else { throw ConfigurationError(problems: problems) }
         return RetentionPolicy(rules: rules, fallback: fallback, deadline: .milliseconds(deadline))
@@ -173,7 +181,9 @@ enum RetentionConfiguration {
             ("offers_given", when.offersGivenAtLeast.map(Double.init), when.offersGivenBelow.map(Double.init)),
         ]
         for (name, atLeast, below) in pairs {
-            if let atLeast, let below, atLeast >= below { problems.append("\(place): \(name)_at_least must be below \(name)_below, or the rule never holds") }
+            if let atLeast, let below, atLeast >= below {
+                problems.append("\(place): \(name)_at_least must be below \(name)_below, or the rule never holds")
+            }
         }
         if when.neverSpent == true, when.daysSinceLastSpendAtLeast != nil || when.daysSinceLastSpendBelow != nil {
             problems.append("\(place): never_spent: true with a days_since_last_spend bound never holds (a customer who never spent has no days)")
@@ -213,7 +223,8 @@ enum RetentionConfiguration {
         }
         if let alternate = answer.alternateProduct {
             if !isAppStoreSubscription(alternate.product, catalogue) {
-                problems.append("\(place).alternate_product.product \"\(alternate.product)\" is not an App Store subscription product of the tier catalogue")
+                problems.append(
+                    "\(place).alternate_product.product \"\(alternate.product)\" is not an App Store subscription product of the tier catalogue")
             }
             if let plan = alternate.billingPlan, !["BILLED_UPFRONT", "MONTHLY"].contains(plan) {
                 problems.append("\(place).alternate_product.billing_plan must be BILLED_UPFRONT or MONTHLY, got \"\(plan)\"")
@@ -228,7 +239,8 @@ enum RetentionConfiguration {
             return nil
         }
         if !canSign {
-            problems.append("\(place).promotional_offer needs the In-App Purchase key to sign it: set STOREKEEPER_ASSA_ISSUER_ID, _KEY_ID and _PRIVATE_KEY")
+            problems.append(
+                "\(place).promotional_offer needs the In-App Purchase key to sign it: set STOREKEEPER_ASSA_ISSUER_ID, _KEY_ID and _PRIVATE_KEY")
         }
         return message(promotional.message, "\(place).promotional_offer.message").map {
             .promotionalOffer(messageIdentifier: $0, offer: offer, group: catalogue.tier(ofProduct: offer.productId)?.tier.group)

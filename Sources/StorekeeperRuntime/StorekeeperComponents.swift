@@ -1,19 +1,19 @@
 import AppStoreServerAPI
+import Application
 import Foundation
 import GooglePlayAPI
 import HTTPAPI
 import Hummingbird
 import Jobs
 import Logging
+import NIOPosix
 import Persistence
 import PostgresNIO
 import SignedData
-import NIOPosix
 import StatementFencing
 import StripeAPI
 import StripeStore
 import X509
-import Application
 
 /// The parts every Storekeeper process is assembled from, built once from a configuration. `serve`, `work`, `dev`,
 /// tests and benchmarks pick the services they need.
@@ -93,7 +93,9 @@ public struct StorekeeperComponents: Sendable {
         self.configuration = configuration
         // Operators are named at start-up: an entry that split at a comma inside a key shows up as an extra admin.
         if !configuration.adminKeys.isEmpty {
-            logger.info("operator keys", metadata: ["operators": "\(configuration.adminKeys.map { "\($0.name):\($0.role.rawValue)" }.joined(separator: ","))"])
+            logger.info(
+                "operator keys", metadata: ["operators": "\(configuration.adminKeys.map { "\($0.name):\($0.role.rawValue)" }.joined(separator: ","))"]
+            )
         }
         for operatorKey in configuration.adminKeys where operatorKey.isShort {
             logger.warning(
@@ -117,7 +119,8 @@ public struct StorekeeperComponents: Sendable {
         let databaseExecutor = databaseThread ? Self.databaseThread : nil
         self.databaseExecutor = databaseExecutor
         self.client = PostgresClient(
-            configuration: clientConfiguration, eventLoopGroup: databaseExecutor?.loop ?? SpreadingEventLoopGroup(PostgresClient.defaultEventLoopGroup),
+            configuration: clientConfiguration,
+            eventLoopGroup: databaseExecutor?.loop ?? SpreadingEventLoopGroup(PostgresClient.defaultEventLoopGroup),
             backgroundLogger: logger)
         self.queue = PostgresJobQueue(client: client, logger: logger)
         self.migrator = try SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: logger)
@@ -185,25 +188,25 @@ public struct StorekeeperComponents: Sendable {
     /// The HTTP routes of `serve`.
     public func router() -> Router<StorekeeperRequestContext> {
         var dependencies = HTTPDependencies(
-                verifier: verifier,
-                inbox: inbox,
-                subscriptions: SubscriptionStore(client: client, logger: logger),
-                accounts: AccountStatusQuery(client: client, ledger: credits, cache: statusCache, logger: logger),
-                records: AccountRecords(client: client, logger: logger),
-                usage: SpendCredits(
-                    client: client, ledger: credits, events: events, cache: statusCache, executor: databaseExecutor, logger: logger),
-                claims: SubscriptionClaims(
-                    client: client, policy: configuration.transferPolicy, writer: writer, credits: credits, events: events,
-                    purchases: purchases, cache: statusCache, logger: logger),
-                catalogue: configuration.catalogue,
-                metrics: StorekeeperMetrics.registry,
-                readiness: PostgresReadiness(migrator: migrator),
-                jobs: queue,
-                apiKeys: configuration.apiKeys,
-                operators: configuration.adminKeys,
-                audit: OperatorActions(client: client, logger: logger),
-                clock: clock
-            )
+            verifier: verifier,
+            inbox: inbox,
+            subscriptions: SubscriptionStore(client: client, logger: logger),
+            accounts: AccountStatusQuery(client: client, ledger: credits, cache: statusCache, logger: logger),
+            records: AccountRecords(client: client, logger: logger),
+            usage: SpendCredits(
+                client: client, ledger: credits, events: events, cache: statusCache, executor: databaseExecutor, logger: logger),
+            claims: SubscriptionClaims(
+                client: client, policy: configuration.transferPolicy, writer: writer, credits: credits, events: events,
+                purchases: purchases, cache: statusCache, logger: logger),
+            catalogue: configuration.catalogue,
+            metrics: StorekeeperMetrics.registry,
+            readiness: PostgresReadiness(migrator: migrator),
+            jobs: queue,
+            apiKeys: configuration.apiKeys,
+            operators: configuration.adminKeys,
+            audit: OperatorActions(client: client, logger: logger),
+            clock: clock
+        )
         dependencies.jobKinds = jobKinds
         dependencies.purchaseIntents = PurchaseIntents(client: client, logger: logger)
         dependencies.events = EventHistory(client: client, queue: queue, logger: logger)
@@ -216,16 +219,23 @@ public struct StorekeeperComponents: Sendable {
             client: client, apple: serverAPI, acceptsProduction: configuration.environments.contains(.production),
             subscriptionProducts: configuration.catalogue.subscriptionProducts(of: .appStore), logger: logger)
         dependencies.adjustments = CreditAdjustments(client: client, credits: credits, events: events, cache: statusCache, logger: logger)
-        dependencies.analytics = AnalyticsCharts(client: client, rates: configuration.currencyRates, catalogue: configuration.catalogue, logger: logger)
+        dependencies.analytics = AnalyticsCharts(
+            client: client, rates: configuration.currencyRates, catalogue: configuration.catalogue, logger: logger)
         dependencies.analyticsEnvironment = configuration.environments.contains(.production) ? "production" : "sandbox"
         dependencies.stripe = configuration.stripe.flatMap { settings in
-            settings.webhookSecrets.isEmpty ? nil : (StripeSignature(secrets: settings.webhookSecrets, tolerance: settings.tolerance),
-             StripeInbox(client: client, queue: queue, livemode: settings.livemode, logger: logger))
+            settings.webhookSecrets.isEmpty
+                ? nil
+                : (
+                    StripeSignature(secrets: settings.webhookSecrets, tolerance: settings.tolerance),
+                    StripeInbox(client: client, queue: queue, livemode: settings.livemode, logger: logger)
+                )
         }
         dependencies.holds = holds
         dependencies.google = configuration.googlePlay.map { settings in
-            (GooglePushVerifier(settings: settings.push, source: HTTPGoogleKeySet(url: settings.certificatesURL)),
-             GoogleInbox(client: client, queue: queue, packageName: settings.packageName, logger: logger))
+            (
+                GooglePushVerifier(settings: settings.push, source: HTTPGoogleKeySet(url: settings.certificatesURL)),
+                GoogleInbox(client: client, queue: queue, packageName: settings.packageName, logger: logger)
+            )
         }
         dependencies.googlePurchases = googlePlaySubscriptions.play.map {
             GooglePlayClaims(
@@ -233,12 +243,16 @@ public struct StorekeeperComponents: Sendable {
                 cache: statusCache,
                 clock: clock, logger: logger)
         }
-        if configuration.googlePlay != nil { dependencies.googleAcknowledgements = GoogleAcknowledgements(client: client, clock: clock, logger: logger) }
+        if configuration.googlePlay != nil {
+            dependencies.googleAcknowledgements = GoogleAcknowledgements(client: client, clock: clock, logger: logger)
+        }
         if configuration.stripe != nil {
             let accounts = AccountStatusQuery(client: client, ledger: credits, cache: statusCache, logger: logger)
             dependencies.stripeAccounts = (
                 stripeSubscriptions,
-                stripeClient.map { StripeCheckout(client: client, stripe: $0, accounts: accounts, catalogue: configuration.catalogue, logger: logger) }
+                stripeClient.map {
+                    StripeCheckout(client: client, stripe: $0, accounts: accounts, catalogue: configuration.catalogue, logger: logger)
+                }
             )
         }
         let offerSigning = configuration.serverAPI.map { settings in
@@ -283,7 +297,8 @@ public struct StorekeeperComponents: Sendable {
                 client: client, stripe: stripeClient, subscriptions: stripeSubscriptions,
                 payments: stripeClient.map {
                     StripePayments(
-                        client: client, stripe: $0, purchases: purchases, credits: credits, events: events, writer: writer, clock: clock, logger: logger)
+                        client: client, stripe: $0, purchases: purchases, credits: credits, events: events, writer: writer, clock: clock,
+                        logger: logger)
                 }, logger: logger),
             GoogleNotificationJob(
                 client: client, subscriptions: googlePlaySubscriptions, products: googlePlayProducts, refunds: googleRefunds, logger: logger),
@@ -346,9 +361,11 @@ public struct StorekeeperComponents: Sendable {
     public func metricsApplication(port: Int) -> some ApplicationProtocol {
         let router = Router()
         MetricsController(
-            registry: StorekeeperMetrics.registry, jobs: queue, kinds: jobKinds, deliveries: EventHistory(client: client, queue: queue, logger: logger),
-            acknowledgements: configuration.googlePlay == nil ? nil : GoogleAcknowledgements(client: client, clock: clock, logger: logger))
-            .addRoutes(to: router, keys: configuration.metricsKeys)
+            registry: StorekeeperMetrics.registry, jobs: queue, kinds: jobKinds,
+            deliveries: EventHistory(client: client, queue: queue, logger: logger),
+            acknowledgements: configuration.googlePlay == nil ? nil : GoogleAcknowledgements(client: client, clock: clock, logger: logger)
+        )
+        .addRoutes(to: router, keys: configuration.metricsKeys)
         router.get("/healthz") { _, _ in HTTPResponse.Status.ok }
         let limits = configuration.httpLimits
         return Application(

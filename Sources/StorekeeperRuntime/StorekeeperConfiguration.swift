@@ -1,5 +1,7 @@
+import Analytics
 import AppStoreModels
 import AppStoreServerAPI
+import Application
 import Credits
 import Events
 import Foundation
@@ -8,8 +10,6 @@ import Persistence
 import SignedData
 import Subscriptions
 import X509
-import Analytics
-import Application
 
 /// The configuration of every Storekeeper process, read from environment variables (SPEC §4) and validated as a
 /// whole: ``load(environment:requiresDatabase:)`` reports every problem at once.
@@ -232,7 +232,8 @@ public struct StorekeeperConfiguration: Sendable {
             }
         } else if assaValues.contains(where: { $0 != nil }) {
             let missing = zip(assaNames, assaValues).filter { $0.1 == nil }.map(\.0)
-            problems.append("App Store Server API access needs all of \(assaNames.joined(separator: ", ")); missing \(missing.joined(separator: ", "))")
+            problems.append(
+                "App Store Server API access needs all of \(assaNames.joined(separator: ", ")); missing \(missing.joined(separator: ", "))")
         }
 
         var configuration = StorekeeperConfiguration(
@@ -311,7 +312,8 @@ public struct StorekeeperConfiguration: Sendable {
             if (32...512).contains(erasureKey.utf8.count) {
                 configuration.erasureKey = erasureKey
             } else {
-                problems.append("STOREKEEPER_ERASURE_KEY: a secret of 32 to 512 bytes (openssl rand -hex 32 makes one); it keys the digests of erased ids")
+                problems.append(
+                    "STOREKEEPER_ERASURE_KEY: a secret of 32 to 512 bytes (openssl rand -hex 32 makes one); it keys the digests of erased ids")
             }
         }
         configuration.googlePlay = GooglePlaySettings.load(value, problems: &problems)

@@ -23,7 +23,8 @@ public enum StorekeeperProcess {
         let logger = components.logger
         if components.serverAPI == nil {
             logger.notice(
-                "App Store Server API credentials (STOREKEEPER_ASSA_*) are not set: late-renewal rechecks, notification catch-up and backfill are off; access still ends by the clock")
+                "App Store Server API credentials (STOREKEEPER_ASSA_*) are not set: late-renewal rechecks, notification catch-up and backfill are off; access still ends by the clock"
+            )
         }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: DatabasePoolService(running: await components.client.startRunning(), logger: logger)),
@@ -46,4 +47,3 @@ public enum StorekeeperProcess {
         try await group.run()
     }
 }
-

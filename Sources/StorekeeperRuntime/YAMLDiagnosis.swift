@@ -81,8 +81,9 @@ enum YAMLDiagnosis {
     static func value(at path: [any CodingKey], in node: Node) -> Node? {
         guard let key = path.first else { return node }
         let child: Node? =
-            if let index = key.intValue, let sequence = node.sequence, sequence.indices.contains(index) { sequence[index] }
-            else { node.mapping?[key.stringValue] }
+            if let index = key.intValue, let sequence = node.sequence, sequence.indices.contains(index) { sequence[index] } else {
+                node.mapping?[key.stringValue]
+            }
         return child.flatMap { value(at: Array(path.dropFirst()), in: $0) }
     }
 

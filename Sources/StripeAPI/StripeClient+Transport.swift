@@ -83,7 +83,8 @@ extension StripeClient {
         do {
             return try JSONDecoder().decode(Response.self, from: data)
         } catch {
-            throw Failure(error: StripeAPIError(.invalidResponse, "\(method) \(path): the answer is not the documented JSON (\(error))", httpStatus: status))
+            throw Failure(
+                error: StripeAPIError(.invalidResponse, "\(method) \(path): the answer is not the documented JSON (\(error))", httpStatus: status))
         }
     }
 }

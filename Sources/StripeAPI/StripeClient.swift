@@ -86,7 +86,8 @@ public struct StripeClient: Sendable {
     }
 
     public func checkoutSession(_ id: String) async throws(StripeAPIError) -> StripeCheckoutSession {
-        try await send(.GET, "/v1/checkout/sessions/\(Self.escape(id))", query: StripeForm([("expand[]", "line_items")]), operation: "checkout_session")
+        try await send(
+            .GET, "/v1/checkout/sessions/\(Self.escape(id))", query: StripeForm([("expand[]", "line_items")]), operation: "checkout_session")
     }
 
     /// One page of subscriptions of every status, oldest id last as Stripe lists them; `createdSince` filters by

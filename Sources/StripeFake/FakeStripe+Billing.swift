@@ -21,13 +21,20 @@ extension FakeStripe {
             session.paymentStatus = "paid"
             if session.mode == "subscription" {
                 let subscriptionId = nextId("sub", in: &state)
-                let start = time, end = trialDays.map { time + Int64($0) * 86_400 } ?? Self.advance(time, by: price)
+                let start = time
+                let end = trialDays.map { time + Int64($0) * 86_400 } ?? Self.advance(time, by: price)
                 var subscription = StripeSubscription(
-                    id: subscriptionId, customer: customer, status: trialDays == nil ? .active : .trialing, trialStart: trialDays == nil ? nil : start,
+                    id: subscriptionId, customer: customer, status: trialDays == nil ? .active : .trialing,
+                    trialStart: trialDays == nil ? nil : start,
                     trialEnd: trialDays == nil ? nil : end, created: time, metadata: state.subscriptionMetadata[sessionId] ?? [:],
-                    items: [.init(id: nextId("si", in: &state), price: price, quantity: item.quantity ?? 1, currentPeriodStart: start, currentPeriodEnd: end)])
+                    items: [
+                        .init(
+                            id: nextId("si", in: &state), price: price, quantity: item.quantity ?? 1, currentPeriodStart: start, currentPeriodEnd: end
+                        )
+                    ])
                 let invoice = paidInvoice(
-                    for: &subscription, reason: "subscription_create", lines: [(price, trialDays == nil ? price.unitAmount ?? 0 : 0, start, end)], at: time,
+                    for: &subscription, reason: "subscription_create", lines: [(price, trialDays == nil ? price.unitAmount ?? 0 : 0, start, end)],
+                    at: time,
                     in: &state)
                 session.subscription = subscriptionId
                 state.subscriptions[subscriptionId] = subscription
@@ -57,7 +64,8 @@ extension FakeStripe {
             var subscription = StripeSubscription(
                 id: id, customer: nextId("cus", in: &state), status: .active, trialStart: nil, trialEnd: nil, created: time, metadata: [:],
                 items: [.init(id: nextId("si", in: &state), price: price, quantity: 1, currentPeriodStart: time, currentPeriodEnd: end)])
-            let invoice = paidInvoice(for: &subscription, reason: "subscription_create", lines: [(price, price.unitAmount ?? 0, time, end)], at: time, in: &state)
+            let invoice = paidInvoice(
+                for: &subscription, reason: "subscription_create", lines: [(price, price.unitAmount ?? 0, time, end)], at: time, in: &state)
             state.subscriptions[id] = subscription
             send("customer.subscription.created", object: Self.json(subscription, "subscription"), at: time, in: &state)
             send("invoice.paid", object: Self.json(invoice, "invoice"), at: time, in: &state)
@@ -69,7 +77,9 @@ extension FakeStripe {
     /// when it was set to cancel at the period's end.
     public func renew(_ id: String, paying: Bool = true) throws {
         try state.withLock { state in
-            guard var subscription = state.subscriptions[id], let item = subscription.primaryItem else { throw FakeStripeError("no subscription \(id)") }
+            guard var subscription = state.subscriptions[id], let item = subscription.primaryItem else {
+                throw FakeStripeError("no subscription \(id)")
+            }
             let start = item.currentPeriodEnd
             if subscription.cancelAtPeriodEnd {
                 subscription.status = .canceled
@@ -125,8 +135,9 @@ extension FakeStripe {
                 subscription.cancellationDetails = .init(reason: "payment_failed")
             }
             state.subscriptions[id] = subscription
-            send(status == .canceled ? "customer.subscription.deleted" : "customer.subscription.updated",
-                 object: Self.json(subscription, "subscription"), at: time, in: &state)
+            send(
+                status == .canceled ? "customer.subscription.deleted" : "customer.subscription.updated",
+                object: Self.json(subscription, "subscription"), at: time, in: &state)
         }
     }
 
@@ -237,7 +248,8 @@ extension FakeStripe {
         let id = nextId("in", in: &state)
         var invoiceLines: [StripeInvoice.Line] = []
         for (price, amount, start, end) in lines {
-            invoiceLines.append(.init(id: nextId("il", in: &state), amount: amount, start: start, end: end, price: price.id, unitAmount: price.unitAmount ?? 0))
+            invoiceLines.append(
+                .init(id: nextId("il", in: &state), amount: amount, start: start, end: end, price: price.id, unitAmount: price.unitAmount ?? 0))
         }
         let invoice = StripeInvoice(
             id: id, status: status, billingReason: reason, amountPaid: 0, currency: lines.first?.0.currency ?? "usd", customer: subscription.customer,

@@ -13,7 +13,8 @@ extension FakeStripe {
     func addControlRoutes(to router: Router<BasicRequestContext>) {
         router.post("/_fake/checkout/sessions/{id}/pay") { request, context in
             try await self.control(request) { now, form in
-                let session = try self.completeCheckout(try context.parameters.require("id"), at: now, trialDays: form.first("trial_days").flatMap(Int.init))
+                let session = try self.completeCheckout(
+                    try context.parameters.require("id"), at: now, trialDays: form.first("trial_days").flatMap(Int.init))
                 return Self.json(session, "checkout.session")
             }
         }
@@ -56,7 +57,9 @@ extension FakeStripe {
 
     /// Runs a control action at the fake's clock, answering its object or a 400 with why not.
     func control(_ request: Request, _ action: @escaping @Sendable (Int64, FormPairs) throws -> [String: Any]) async throws -> Response {
-        guard request.headers[.authorization] == "Bearer \(apiKey)" else { return Self.error(401, "invalid_request_error", nil, "Invalid API Key provided.") }
+        guard request.headers[.authorization] == "Bearer \(apiKey)" else {
+            return Self.error(401, "invalid_request_error", nil, "Invalid API Key provided.")
+        }
         let form = FormPairs(String(buffer: try await request.body.collect(upTo: 64 * 1024)))
         do {
             var answer = try action(Int64(clock().timeIntervalSince1970), form)

@@ -85,7 +85,9 @@ extension FakeStripe {
             }
         }
         router.post("/v1/checkout/sessions") { request, _ in
-            try await self.serve(request) { state, form in try self.createSession(form, idempotencyKey: request.headers[.init("Idempotency-Key")!], in: &state) }
+            try await self.serve(request) { state, form in
+                try self.createSession(form, idempotencyKey: request.headers[.init("Idempotency-Key")!], in: &state)
+            }
         }
         router.post("/v1/billing_portal/sessions") { request, _ in
             try await self.serve(request) { state, form in
@@ -93,7 +95,10 @@ extension FakeStripe {
                     return Self.error(400, "invalid_request_error", "parameter_missing", "Missing required param: customer.")
                 }
                 let id = self.nextId("bps", in: &state)
-                return Self.answer(["id": id, "object": "billing_portal.session", "customer": customer, "return_url": returnURL, "url": "\(self.hostedURL)/p/session/\(id)"])
+                return Self.answer([
+                    "id": id, "object": "billing_portal.session", "customer": customer, "return_url": returnURL,
+                    "url": "\(self.hostedURL)/p/session/\(id)",
+                ])
             }
         }
         addControlRoutes(to: router)
@@ -117,7 +122,9 @@ extension FakeStripe {
             }
             if !state.failures.isEmpty {
                 let failure = state.failures.removeFirst()
-                var response = Self.error(failure.status, failure.status == 429 ? "rate_limit_error" : "api_error", failure.status == 429 ? "rate_limit" : nil, "Try again.")
+                var response = Self.error(
+                    failure.status, failure.status == 429 ? "rate_limit_error" : "api_error", failure.status == 429 ? "rate_limit" : nil, "Try again."
+                )
                 if let seconds = failure.retryAfter { response.headers[.retryAfter] = String(seconds) }
                 return response
             }
@@ -147,16 +154,24 @@ extension FakeStripe {
     /// Opens a session from a creation form, or says why not.
     func openSession(_ form: FormPairs, in state: inout State) throws -> Result<StripeCheckoutSession, Refusal> {
         guard let mode = form.first("mode"), ["subscription", "payment"].contains(mode) else {
-            return .failure(Refusal(status: 400, type: "invalid_request_error", code: "parameter_invalid_string", message: "Invalid mode: must be one of payment, setup, or subscription."))
+            return .failure(
+                Refusal(
+                    status: 400, type: "invalid_request_error", code: "parameter_invalid_string",
+                    message: "Invalid mode: must be one of payment, setup, or subscription."))
         }
         guard let priceId = form.first("line_items[0][price]"), let price = state.prices[priceId] else {
-            return .failure(Refusal(status: 400, type: "invalid_request_error", code: "resource_missing", message: "No such price: '\(form.first("line_items[0][price]") ?? "")'"))
+            return .failure(
+                Refusal(
+                    status: 400, type: "invalid_request_error", code: "resource_missing",
+                    message: "No such price: '\(form.first("line_items[0][price]") ?? "")'"))
         }
         guard form.first("success_url") != nil else {
-            return .failure(Refusal(status: 400, type: "invalid_request_error", code: "parameter_missing", message: "Missing required param: success_url."))
+            return .failure(
+                Refusal(status: 400, type: "invalid_request_error", code: "parameter_missing", message: "Missing required param: success_url."))
         }
         // The session's own metadata, and what it copies onto the subscription it creates.
-        var metadata: [String: String] = [:], subscriptionMetadata: [String: String] = [:]
+        var metadata: [String: String] = [:]
+        var subscriptionMetadata: [String: String] = [:]
         for (key, value) in form.pairs {
             if key.hasPrefix("subscription_data[metadata][") {
                 subscriptionMetadata[String(key.dropFirst("subscription_data[metadata][".count).dropLast())] = value
@@ -166,10 +181,14 @@ extension FakeStripe {
         }
         let id = nextId("cs_test", in: &state)
         let json: [String: Any] = [
-            "id": id, "mode": mode, "status": "open", "payment_status": "unpaid", "client_reference_id": form.first("client_reference_id") ?? NSNull(),
+            "id": id, "mode": mode, "status": "open", "payment_status": "unpaid",
+            "client_reference_id": form.first("client_reference_id") ?? NSNull(),
             "customer": form.first("customer") ?? NSNull(), "metadata": metadata, "url": "\(hostedURL)/c/pay/\(id)", "livemode": false,
             "created": Int64(clock().timeIntervalSince1970), "expires_at": Int64(clock().timeIntervalSince1970) + 86_400,
-            "line_items": ["data": [["id": "li_\(id)", "price": Self.json(price, "price"), "quantity": Int(form.first("line_items[0][quantity]") ?? "1") ?? 1]], "has_more": false],
+            "line_items": [
+                "data": [["id": "li_\(id)", "price": Self.json(price, "price"), "quantity": Int(form.first("line_items[0][quantity]") ?? "1") ?? 1]],
+                "has_more": false,
+            ],
         ]
         let session = try JSONDecoder().decode(StripeCheckoutSession.self, from: JSONSerialization.data(withJSONObject: json))
         state.sessions[id] = session
@@ -195,7 +214,9 @@ extension FakeStripe {
 
     /// An object as Stripe sends it: its fields, `object`, and the includable fields only when expanded.
     public static func json(_ value: some Encodable, _ object: String, expanding: [String] = []) -> [String: Any] {
-        guard let data = try? JSONEncoder().encode(value), var json = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else { return [:] }
+        guard let data = try? JSONEncoder().encode(value), var json = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            return [:]
+        }
         json["object"] = object
         let includable = ["invoice": ["payments"], "charge": ["refunds"], "checkout.session": ["line_items"]][object] ?? []
         for field in includable where !expanding.contains(field) { json.removeValue(forKey: field) }

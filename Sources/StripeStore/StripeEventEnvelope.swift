@@ -46,14 +46,18 @@ public struct StripeEventEnvelope: Decodable, Sendable, Equatable {
 
         /// The subscription an invoice bills, when the event says (`sub_…`, at most 255 bytes).
         public var invoiceSubscription: String? {
-            guard object == "invoice", let id = parent?.subscriptionDetails?.subscription, id.hasPrefix("sub_"), id.utf8.count <= 255 else { return nil }
+            guard object == "invoice", let id = parent?.subscriptionDetails?.subscription, id.hasPrefix("sub_"), id.utf8.count <= 255 else {
+                return nil
+            }
             return id
         }
     }
 
     /// Why an envelope is refused: what the intake answers 400 with.
     public var problem: String? {
-        if !id.hasPrefix("evt_") || id.utf8.count > 255 || id.unicodeScalars.contains(where: { !$0.isASCII || $0.properties.generalCategory == .control }) {
+        if !id.hasPrefix("evt_") || id.utf8.count > 255
+            || id.unicodeScalars.contains(where: { !$0.isASCII || $0.properties.generalCategory == .control })
+        {
             return "id must be an evt_ id of at most 255 printable ASCII bytes"
         }
         if object != "event" { return "object must be \"event\"" }

@@ -77,7 +77,9 @@ public struct StripeSignature: Sendable {
         var message = Data("\(timestamp).".utf8)
         message.append(contentsOf: body)
         let parts = secrets.map { secret in
-            "v1=" + HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: Data(secret.utf8))).map { String(format: "%02x", $0) }.joined()
+            "v1="
+                + HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: Data(secret.utf8))).map { String(format: "%02x", $0) }
+                .joined()
         }
         return (["t=\(timestamp)"] + parts).joined(separator: ",")
     }

@@ -30,7 +30,8 @@ public struct AccountID: Hashable, Sendable, Codable, Comparable, CustomStringCo
         if ascii {
             guard !utf8.isEmpty, utf8.count <= Self.maximumLength else { return nil }
         } else {
-            guard utf8.count <= Self.maximumBytes, text.count <= Self.maximumLength, !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            guard utf8.count <= Self.maximumBytes, text.count <= Self.maximumLength,
+                !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
             else { return nil }
         }
         // A UUID's text is 36 ASCII characters.

@@ -51,10 +51,14 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                 let hotPath = HotPathLoad(connections: connections, seconds: seconds)
                 let health = try await hotPath.load(system) { _ in LoadRequest(path: "/healthz", method: .GET) }
                 let tiers = try await hotPath.load(system) { _ in LoadRequest(path: "/v1/tiers", method: .GET) }
-                let status = try await hotPath.load(system) { _ in LoadRequest(path: "/v1/accounts/\(accountIds.randomElement()!)/status", method: .GET, headers: key) }
+                let status = try await hotPath.load(system) { _ in
+                    LoadRequest(path: "/v1/accounts/\(accountIds.randomElement()!)/status", method: .GET, headers: key)
+                }
                 let spendRequest: @Sendable (Int) -> LoadRequest = { _ in
                     let body = ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(UUID())"}"#)
-                    return LoadRequest(path: "/v1/accounts/\(accountIds.randomElement()!)/usage", method: .POST, headers: key + [("Content-Type", "application/json")], body: body)
+                    return LoadRequest(
+                        path: "/v1/accounts/\(accountIds.randomElement()!)/usage", method: .POST,
+                        headers: key + [("Content-Type", "application/json")], body: body)
                 }
                 // Holds as AI work takes them: each connection holds 2 credits, then settles 1 of them by the key it held
                 // with (its n-th request: even a hold, odd that hold's settle), back to back.
@@ -70,7 +74,8 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                             return LoadRequest(path: "/v1/accounts/\(account)/holds", method: .POST, headers: headers, body: body)
                         }
                         return LoadRequest(
-                            path: "/v1/accounts/\(account)/holds/\(key)/settle", method: .POST, headers: headers, body: ByteBuffer(string: #"{"amount": 1}"#))
+                            path: "/v1/accounts/\(account)/holds/\(key)/settle", method: .POST, headers: headers,
+                            body: ByteBuffer(string: #"{"amount": 1}"#))
                     }
                 }
                 // Spends, then pairs, three times over, each pair phase set against the spends just before it, and the
@@ -88,28 +93,39 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                 var paced: [PacedPhase] = []
                 for share in [0.25, 0.5, 0.75] {
                     let rate = Int(health.rate * share)
-                    paced.append(PacedPhase(name: "GET /healthz", share: share, rate: rate, phase: try await hotPath.pace(system, rate: rate) { _ in LoadRequest(path: "/healthz", method: .GET) }))
+                    paced.append(
+                        PacedPhase(
+                            name: "GET /healthz", share: share, rate: rate,
+                            phase: try await hotPath.pace(system, rate: rate) { _ in LoadRequest(path: "/healthz", method: .GET) }))
                     let before = await system.statusReads()
-                    var status = PacedPhase(name: "GET /v1/accounts/{id}/status", share: share, rate: rate, phase: try await hotPath.pace(system, rate: rate, reference: LoadRequest(path: "/healthz", method: .GET)) { _ in
-                        LoadRequest(path: "/v1/accounts/\(accountIds.randomElement()!)/status", method: .GET, headers: key)
-                    })
+                    var status = PacedPhase(
+                        name: "GET /v1/accounts/{id}/status", share: share, rate: rate,
+                        phase: try await hotPath.pace(system, rate: rate, reference: LoadRequest(path: "/healthz", method: .GET)) { _ in
+                            LoadRequest(path: "/v1/accounts/\(accountIds.randomElement()!)/status", method: .GET, headers: key)
+                        })
                     let after = await system.statusReads()
                     status.fromCache = after.cacheShare(since: before)
                     paced.append(status)
                     // /healthz again right after: how far one phase's tail moves from the next on a shared machine.
-                    paced.append(PacedPhase(name: "GET /healthz, again", share: share, rate: rate, phase: try await hotPath.pace(system, rate: rate) { _ in LoadRequest(path: "/healthz", method: .GET) }))
+                    paced.append(
+                        PacedPhase(
+                            name: "GET /healthz, again", share: share, rate: rate,
+                            phase: try await hotPath.pace(system, rate: rate) { _ in LoadRequest(path: "/healthz", method: .GET) }))
                     let spendRate = Int(spend.rate * share)
-                    paced.append(PacedPhase(
-                        name: "POST /v1/accounts/{id}/usage", share: share, rate: spendRate, phase: try await hotPath.pace(system, rate: spendRate, spendRequest)))
+                    paced.append(
+                        PacedPhase(
+                            name: "POST /v1/accounts/{id}/usage", share: share, rate: spendRate,
+                            phase: try await hotPath.pace(system, rate: spendRate, spendRequest)))
                 }
                 await system.stop()
                 let selectOnly = try BenchmarkDatabase.pgbench(["-S"], clients: connections, seconds: seconds, url: url)
                 let tpcb = try BenchmarkDatabase.pgbench([], clients: connections, seconds: seconds, url: url)
                 // The spends' reference at each of their rates: durable TPC-B commits on the same cluster and disk.
                 for spends in paced where spends.name.contains("usage") {
-                    paced.append(PacedPhase(
-                        name: "pgbench TPC-B (reference)", share: spends.share, rate: spends.rate,
-                        phase: try BenchmarkDatabase.pacedTPCB(rate: spends.rate, clients: connections, seconds: seconds, url: url)))
+                    paced.append(
+                        PacedPhase(
+                            name: "pgbench TPC-B (reference)", share: spends.share, rate: spends.rate,
+                            phase: try BenchmarkDatabase.pacedTPCB(rate: spends.rate, clients: connections, seconds: seconds, url: url)))
                 }
                 return self.report(
                     health: health, tiers: tiers, status: status, rounds: rounds, paced: paced, selectOnly: selectOnly, tpcb: tpcb)
@@ -163,52 +179,68 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
         }
         let ratio = { (value: Double, reference: Double) in String(format: "%.2f×", value / max(reference, 0.001)) }
         var report = BenchmarkReport()
-        report.lines = [
-            "api: \(accounts) subscribed accounts, \(connections) clients, \(seconds) s a phase, serve + work and PostgreSQL on this machine",
-            line("GET /healthz (reference)", health, ""),
-            line("GET /v1/tiers", tiers, "\(ratio(tiers.rate, health.rate)) /healthz (target ≥ 0.8×)"),
-            line("GET /v1/accounts/{id}/status", status, "\(ratio(status.rate, health.rate)) /healthz (target ≥ 0.5×, p99 ≤ 5 ms)"),
-            line("POST /v1/accounts/{id}/usage", spend, "\(ratio(spend.rate, tpcb.tps)) TPC-B (target ≥ 0.75×, p99 ≤ 30 ms)"),
-            "  hold → settle pairs                " + String(format: "%7.0f", pairRate) + "/s  (each request: p50 "
-                + String(format: "%.2f", pairs.percentile(0.5)) + " ms, p99 " + String(format: "%.2f", pairs.percentile(0.99)) + " ms)  \(pairs.failed) failed  "
-                + String(format: "%.2f×", ratios[median]) + " the spends/s just before (target ≥ 0.5×, p99 ≤ 30 ms); rounds "
-                + ratios.map { String(format: "%.2f×", $0) }.joined(separator: ", ") + " of "
-                + rounds.map { String(format: "%.0f", $0.spend.rate) }.joined(separator: ", ") + " spends/s",
-            "  pgbench select-only (reference, scale \(connections)) \(String(format: "%7.0f", selectOnly.tps))/s  average \(String(format: "%.2f", selectOnly.latency)) ms",
-            "  pgbench TPC-B, durable (reference, scale \(connections)) \(String(format: "%7.0f", tpcb.tps))/s  average \(String(format: "%.2f", tpcb.latency)) ms",
-            "open loop (latency from when each request was due):",
-        ] + paced.map { paced in
-            "  \(paced.name.padding(toLength: 30, withPad: " ", startingAt: 0)) \(Int(paced.share * 100))% = \(String(format: "%6d", paced.rate))/s  "
-                + "p50 \(String(format: "%6.2f", paced.phase.percentile(0.5))) ms  p99 \(String(format: "%6.2f", paced.phase.percentile(0.99))) ms  "
-                + "p99.9 \(String(format: "%6.2f", paced.phase.percentile(0.999))) ms  \(paced.phase.failed) failed"
-                + (paced.fromCache.map { String(format: "  %.1f %% from the cache", $0 * 100) } ?? "")
-                + (paced.phase.reference.isEmpty ? "" : String(format: "; /healthz beside it p99 %.2f ms", paced.phase.referencePercentile(0.99)))
-        } + (healthRatios(paced).map { beside, before, after in
-            ["  at 50 %: status p99 \(String(format: "%.2f", beside))× /healthz p99 beside it (target ≤ 2×); \(String(format: "%.2f", before))× before it, \(String(format: "%.2f", after))× after it"]
-        } ?? []) + paced.filter { $0.share == 0.5 && $0.name.contains("usage") }.compactMap { spends in
-            paced.first { $0.share == 0.5 && $0.name.contains("pgbench") }.map { tpcb in
-                "  at 50 %: spend p99 \(String(format: "%.2f", spends.phase.percentile(0.99))) ms (target ≤ 20 ms); "
-                    + "TPC-B at the same rate p99 \(String(format: "%.2f", tpcb.phase.percentile(0.99))) ms"
+        report.lines =
+            [
+                "api: \(accounts) subscribed accounts, \(connections) clients, \(seconds) s a phase, serve + work and PostgreSQL on this machine",
+                line("GET /healthz (reference)", health, ""),
+                line("GET /v1/tiers", tiers, "\(ratio(tiers.rate, health.rate)) /healthz (target ≥ 0.8×)"),
+                line("GET /v1/accounts/{id}/status", status, "\(ratio(status.rate, health.rate)) /healthz (target ≥ 0.5×, p99 ≤ 5 ms)"),
+                line("POST /v1/accounts/{id}/usage", spend, "\(ratio(spend.rate, tpcb.tps)) TPC-B (target ≥ 0.75×, p99 ≤ 30 ms)"),
+                "  hold → settle pairs                " + String(format: "%7.0f", pairRate) + "/s  (each request: p50 "
+                    + String(format: "%.2f", pairs.percentile(0.5)) + " ms, p99 " + String(format: "%.2f", pairs.percentile(0.99))
+                    + " ms)  \(pairs.failed) failed  "
+                    + String(format: "%.2f×", ratios[median]) + " the spends/s just before (target ≥ 0.5×, p99 ≤ 30 ms); rounds "
+                    + ratios.map { String(format: "%.2f×", $0) }.joined(separator: ", ") + " of "
+                    + rounds.map { String(format: "%.0f", $0.spend.rate) }.joined(separator: ", ") + " spends/s",
+                "  pgbench select-only (reference, scale \(connections)) \(String(format: "%7.0f", selectOnly.tps))/s  average \(String(format: "%.2f", selectOnly.latency)) ms",
+                "  pgbench TPC-B, durable (reference, scale \(connections)) \(String(format: "%7.0f", tpcb.tps))/s  average \(String(format: "%.2f", tpcb.latency)) ms",
+                "open loop (latency from when each request was due):",
+            ]
+            + paced.map { paced in
+                "  \(paced.name.padding(toLength: 30, withPad: " ", startingAt: 0)) \(Int(paced.share * 100))% = \(String(format: "%6d", paced.rate))/s  "
+                    + "p50 \(String(format: "%6.2f", paced.phase.percentile(0.5))) ms  p99 \(String(format: "%6.2f", paced.phase.percentile(0.99))) ms  "
+                    + "p99.9 \(String(format: "%6.2f", paced.phase.percentile(0.999))) ms  \(paced.phase.failed) failed"
+                    + (paced.fromCache.map { String(format: "  %.1f %% from the cache", $0 * 100) } ?? "")
+                    + (paced.phase.reference.isEmpty ? "" : String(format: "; /healthz beside it p99 %.2f ms", paced.phase.referencePercentile(0.99)))
             }
-        }
-        report.fields = [
-            ("benchmark", .text("api")), ("healthzPerSecond", .integer(Int(health.rate))), ("healthzP99Ms", .number(health.percentile(0.99))),
-            ("tiersPerSecond", .integer(Int(tiers.rate))), ("statusPerSecond", .integer(Int(status.rate))),
-            ("statusP50Ms", .number(status.percentile(0.5))), ("statusP99Ms", .number(status.percentile(0.99))),
-            ("statusRatio", .number(status.rate / max(health.rate, 0.001))), ("spendPerSecond", .integer(Int(spend.rate))),
-            ("spendP50Ms", .number(spend.percentile(0.5))), ("spendP99Ms", .number(spend.percentile(0.99))), ("spendRatio", .number(spend.rate / max(tpcb.tps, 0.001))),
-            ("holdSettlePairsPerSecond", .integer(Int(pairRate))), ("holdSettleP99Ms", .number(pairs.percentile(0.99))),
-            ("holdSettleFailed", .integer(pairs.failed)), ("holdSettleRatio", .number(ratios[median])),
-            ("holdSettleRatioMin", .number(ratios.min() ?? 0)), ("holdSettleRatioMax", .number(ratios.max() ?? 0)),
-            ("tiersRatio", .number(tiers.rate / max(health.rate, 0.001))), ("pgbenchSelectOnly", .integer(Int(selectOnly.tps))),
-            ("pgbenchTPCB", .integer(Int(tpcb.tps))),
-        ] + paced.flatMap { paced -> [(String, BenchmarkReport.BenchmarkValue)] in
-            let key = (paced.name.contains("again") ? "healthzAgain" : paced.name.contains("healthz") ? "healthz" : paced.name.contains("status") ? "status"
-                : paced.name.contains("pgbench") ? "tpcb" : "spend")
-                + "Paced\(Int(paced.share * 100))"
-            return [(key + "P99Ms", .number(paced.phase.percentile(0.99))), (key + "P999Ms", .number(paced.phase.percentile(0.999)))]
-                + (paced.phase.reference.isEmpty ? [] : [(key + "HealthzBesideP99Ms", .number(paced.phase.referencePercentile(0.99)))])
-        }
+            + (healthRatios(paced).map { beside, before, after in
+                [
+                    "  at 50 %: status p99 \(String(format: "%.2f", beside))× /healthz p99 beside it (target ≤ 2×); \(String(format: "%.2f", before))× before it, \(String(format: "%.2f", after))× after it"
+                ]
+            } ?? [])
+            + paced.filter { $0.share == 0.5 && $0.name.contains("usage") }.compactMap { spends in
+                paced.first { $0.share == 0.5 && $0.name.contains("pgbench") }.map { tpcb in
+                    "  at 50 %: spend p99 \(String(format: "%.2f", spends.phase.percentile(0.99))) ms (target ≤ 20 ms); "
+                        + "TPC-B at the same rate p99 \(String(format: "%.2f", tpcb.phase.percentile(0.99))) ms"
+                }
+            }
+        report.fields =
+            [
+                ("benchmark", .text("api")), ("healthzPerSecond", .integer(Int(health.rate))), ("healthzP99Ms", .number(health.percentile(0.99))),
+                ("tiersPerSecond", .integer(Int(tiers.rate))), ("statusPerSecond", .integer(Int(status.rate))),
+                ("statusP50Ms", .number(status.percentile(0.5))), ("statusP99Ms", .number(status.percentile(0.99))),
+                ("statusRatio", .number(status.rate / max(health.rate, 0.001))), ("spendPerSecond", .integer(Int(spend.rate))),
+                ("spendP50Ms", .number(spend.percentile(0.5))), ("spendP99Ms", .number(spend.percentile(0.99))),
+                ("spendRatio", .number(spend.rate / max(tpcb.tps, 0.001))),
+                ("holdSettlePairsPerSecond", .integer(Int(pairRate))), ("holdSettleP99Ms", .number(pairs.percentile(0.99))),
+                ("holdSettleFailed", .integer(pairs.failed)), ("holdSettleRatio", .number(ratios[median])),
+                ("holdSettleRatioMin", .number(ratios.min() ?? 0)), ("holdSettleRatioMax", .number(ratios.max() ?? 0)),
+                ("tiersRatio", .number(tiers.rate / max(health.rate, 0.001))), ("pgbenchSelectOnly", .integer(Int(selectOnly.tps))),
+                ("pgbenchTPCB", .integer(Int(tpcb.tps))),
+            ]
+            + paced.flatMap { paced -> [(String, BenchmarkReport.BenchmarkValue)] in
+                let key =
+                    (paced.name.contains("again")
+                        ? "healthzAgain"
+                        : paced.name.contains("healthz")
+                            ? "healthz"
+                            : paced.name.contains("status")
+                                ? "status"
+                                : paced.name.contains("pgbench") ? "tpcb" : "spend")
+                    + "Paced\(Int(paced.share * 100))"
+                return [(key + "P99Ms", .number(paced.phase.percentile(0.99))), (key + "P999Ms", .number(paced.phase.percentile(0.999)))]
+                    + (paced.phase.reference.isEmpty ? [] : [(key + "HealthzBesideP99Ms", .number(paced.phase.referencePercentile(0.99)))])
+            }
         return report
     }
 }

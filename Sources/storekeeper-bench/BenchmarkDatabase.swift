@@ -96,7 +96,9 @@ enum BenchmarkDatabase {
                 output.split(separator: "\n").first { $0.hasPrefix(prefix) }
                     .flatMap { Double($0.dropFirst(prefix.count).prefix { $0 != " " }) }
             }
-            guard let tps = value("tps = "), let latency = value("latency average = ") else { throw CommandFailure("could not read pgbench's figures") }
+            guard let tps = value("tps = "), let latency = value("latency average = ") else {
+                throw CommandFailure("could not read pgbench's figures")
+            }
             return (tps, latency)
         }
         let calibration = try run(transactions: 50)
@@ -125,8 +127,11 @@ enum BenchmarkDatabase {
         _ = try runTool(
             "pgbench",
             // -t, not -T: see pgbench(_:clients:seconds:url:). At the rate, clients × t transactions take seconds + 1.
-            ["-n", "-c", String(clients), "-j", "2", "-t", String(max(1, max(rate, 1) * (seconds + 1) / clients)), "-R", String(max(rate, 1)), "-l",
-             "--log-prefix", folder.appendingPathComponent("log").path],
+            [
+                "-n", "-c", String(clients), "-j", "2", "-t", String(max(1, max(rate, 1) * (seconds + 1) / clients)), "-R", String(max(rate, 1)),
+                "-l",
+                "--log-prefix", folder.appendingPathComponent("log").path,
+            ],
             url: url)
         var phase = LoadPhase(seconds: Double(seconds))
         for file in try FileManager.default.contentsOfDirectory(atPath: folder.path) {

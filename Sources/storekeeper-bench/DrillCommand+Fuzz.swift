@@ -64,7 +64,10 @@ struct FuzzDrill: AsyncParsableCommand {
             if parts.count == 3 { parts[Int(random.next() % 3)] = String(noise) }
             bytes = Array(parts.joined(separator: ".").utf8)
         case 8:  // not the expected JSON at all
-            let shapes = ["", "null", "[]", "{\"signedPayload\": 7}", "{\"signedPayload\": null}", "{\"other\": \"x\"}", "\u{0}\u{1}", String(repeating: "{", count: 500)]
+            let shapes = [
+                "", "null", "[]", "{\"signedPayload\": 7}", "{\"signedPayload\": null}", "{\"other\": \"x\"}", "\u{0}\u{1}",
+                String(repeating: "{", count: 500),
+            ]
             return (ByteBuffer(string: shapes[Int(random.next() % UInt64(shapes.count))]), nil)
         default:  // an oversized body
             return (ByteBuffer(string: "{\"signedPayload\": \"" + String(repeating: "A", count: 600 * 1024) + "\"}"), nil)

@@ -17,9 +17,11 @@ extension HostileDrill {
     }
 
     /// A push request `POST /notifications/google` as Pub/Sub sends it, signed by `google`.
-    static func googlePush(_ google: FakeGooglePlay, token: String? = nil, body: [UInt8]? = nil) throws -> (headers: [(String, String)], body: String) {
+    static func googlePush(_ google: FakeGooglePlay, token: String? = nil, body: [UInt8]? = nil) throws -> (headers: [(String, String)], body: String)
+    {
         let token = try token ?? google.pushToken(.init(audience: googleAudience, email: googleAccount))
-        let body = body ?? google.pushBody(FakeGooglePlay.subscriptionNotification(packageName: googlePackage, type: 4, purchaseToken: "drill-token")).body
+        let body =
+            body ?? google.pushBody(FakeGooglePlay.subscriptionNotification(packageName: googlePackage, type: 4, purchaseToken: "drill-token")).body
         return ([("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")], String(decoding: body, as: UTF8.self))
     }
 
@@ -44,18 +46,21 @@ extension HostileDrill {
         for token in tokens { forged.append(await post(try Self.googlePush(google, token: token))) }
         let unauthenticated = await system.request(
             "/notifications/google", method: .POST, headers: [("Content-Type", "application/json")],
-            body: ByteBuffer(string: try Self.googlePush(google).body)).status
+            body: ByteBuffer(string: try Self.googlePush(google).body)
+        ).status
         let reads = google.certificateReads - readsBefore
         // One read for the first unknown kid, then at most one per 30 s while they keep coming.
         let allowed = 1 + Int((ContinuousClock.now - started).seconds / 30)
         verdict.check(
             forged.allSatisfy { $0 == 401 } && unauthenticated == 401 && reads <= allowed,
-            "200 forged Google push tokens (a stranger's key, made-up kids) and none at all: all 401, Google's keys read \(reads) time(s) (at most \(allowed))")
+            "200 forged Google push tokens (a stranger's key, made-up kids) and none at all: all 401, Google's keys read \(reads) time(s) (at most \(allowed))"
+        )
         let push = try Self.googlePush(google)
         var replays: [UInt?] = []
         for _ in 0..<50 { replays.append(await post(push)) }
         let other = try Self.googlePush(
-            google, body: google.pushBody(FakeGooglePlay.subscriptionNotification(packageName: "com.other.app", type: 4, purchaseToken: "other")).body)
+            google, body: google.pushBody(FakeGooglePlay.subscriptionNotification(packageName: "com.other.app", type: 4, purchaseToken: "other")).body
+        )
         let ignored = await post(other)
         let stored = try await system.count("SELECT count(*) FROM google_notifications")
         verdict.check(

@@ -52,7 +52,9 @@ struct HostileDrill: AsyncParsableCommand {
             try await fuzz(system, attacker: attacker, verdict: &verdict)
             verdict.check(system.serve?.hasExited == false && system.workers.allSatisfy { !$0.hasExited }, "serve and work are still running")
         }
-        say("attack: the second and third reviews' (late request ends, partial bodies, colliding keys, offer races, redirects, heavy ids, NUL parameters, aborted uploads, erased prefixes, shared adjustment keys, crafted notices, Apple reads, Google Play's intake, the database stopped)")
+        say(
+            "attack: the second and third reviews' (late request ends, partial bodies, colliding keys, offer races, redirects, heavy ids, NUL parameters, aborted uploads, erased prefixes, shared adjustment keys, crafted notices, Apple reads, Google Play's intake, the database stopped)"
+        )
         try await secondReview(verdict: &verdict)
         try verdict.finish()
     }
@@ -107,7 +109,8 @@ struct HostileDrill: AsyncParsableCommand {
         var outcomes: [String] = []
         for (uuid, mutation) in expected {
             let outcome = try await system.text(
-                "SELECT coalesce(apply_outcome, 'none') || '|' || coalesce(rejected_reason, '') FROM notifications WHERE notification_uuid = '\(uuid)'")
+                "SELECT coalesce(apply_outcome, 'none') || '|' || coalesce(rejected_reason, '') FROM notifications WHERE notification_uuid = '\(uuid)'"
+            )
             let rejected = outcome.hasPrefix("rejected_content|") && outcome.count > "rejected_content|".count
             if rejected != (mutation.expectation == .rejectedContent) { outcomes.append("\(mutation.name): \(outcome.prefix(80))") }
         }

@@ -37,18 +37,34 @@ extension HostileDrill {
         let json = ("Content-Type", "application/json")
         let requeue = ByteBuffer(string: #"{"state": "failed"}"#)
         let cases: [(String, String, [(String, String)], ByteBuffer?, UInt)] = [
-            ("JSON requeue with the browser's Basic credentials, text/plain", "/admin/jobs/requeue", [basic, ("Content-Type", "text/plain")], requeue, 401),
+            (
+                "JSON requeue with the browser's Basic credentials, text/plain", "/admin/jobs/requeue", [basic, ("Content-Type", "text/plain")],
+                requeue, 401
+            ),
             ("JSON cancel with the browser's Basic credentials", "/admin/jobs/1/cancel", [basic], nil, 401),
-            ("JSON requeue, bearer, Origin of another site", "/admin/jobs/requeue", [bearer, json, ("Origin", "https://evil.example")], requeue, 403),
-            ("JSON requeue, bearer, Sec-Fetch-Site: cross-site", "/admin/jobs/requeue", [bearer, json, ("Sec-Fetch-Site", "cross-site")], requeue, 403),
+            (
+                "JSON requeue, bearer, Origin of another site", "/admin/jobs/requeue", [bearer, json, ("Origin", "https://evil.example")], requeue,
+                403
+            ),
+            (
+                "JSON requeue, bearer, Sec-Fetch-Site: cross-site", "/admin/jobs/requeue", [bearer, json, ("Sec-Fetch-Site", "cross-site")], requeue,
+                403
+            ),
             ("JSON requeue, bearer, text/plain", "/admin/jobs/requeue", [bearer, ("Content-Type", "text/plain")], requeue, 415),
-            ("dashboard form requeue, Basic, Origin of another site", "/admin/jobs/1/requeue",
-             [basic, ("Content-Type", "application/x-www-form-urlencoded"), ("Origin", "https://evil.example")], ByteBuffer(), 403),
-            ("dashboard form requeue, Basic, text/plain", "/admin/jobs/1/requeue", [basic, ("Content-Type", "text/plain")], ByteBuffer(string: "x"), 415),
+            (
+                "dashboard form requeue, Basic, Origin of another site", "/admin/jobs/1/requeue",
+                [basic, ("Content-Type", "application/x-www-form-urlencoded"), ("Origin", "https://evil.example")], ByteBuffer(), 403
+            ),
+            (
+                "dashboard form requeue, Basic, text/plain", "/admin/jobs/1/requeue", [basic, ("Content-Type", "text/plain")],
+                ByteBuffer(string: "x"), 415
+            ),
             ("JSON requeue, bearer, application/json, no Origin (curl)", "/admin/jobs/requeue", [bearer, json], requeue, 200),
             // 303 to the dashboard, which the client follows.
-            ("dashboard form requeue, Basic, same origin", "/admin/jobs/1/requeue",
-             [basic, ("Content-Type", "application/x-www-form-urlencoded"), ("Origin", system.base)], ByteBuffer(), 200),
+            (
+                "dashboard form requeue, Basic, same origin", "/admin/jobs/1/requeue",
+                [basic, ("Content-Type", "application/x-www-form-urlencoded"), ("Origin", system.base)], ByteBuffer(), 200
+            ),
         ]
         for (name, path, headers, body, wanted) in cases {
             let answer = await system.request(path, method: .POST, headers: headers, body: body)
@@ -97,7 +113,10 @@ extension HostileDrill {
         for (name, path, body) in [
             ("a hold's key with a NUL", "/v1/accounts/\(account)/holds", #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "a\u0000b"}"#),
             ("a hold of 2^63-1", "/v1/accounts/\(account)/holds", #"{"meter": "ai_requests", "amount": 9223372036854775807, "idempotencyKey": "k"}"#),
-            ("a hold expiring in 10^12 s", "/v1/accounts/\(account)/holds", #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "k", "expiresIn": 1000000000000}"#),
+            (
+                "a hold expiring in 10^12 s", "/v1/accounts/\(account)/holds",
+                #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "k", "expiresIn": 1000000000000}"#
+            ),
             ("a settle by a key with a NUL", "/v1/accounts/\(account)/holds/a%00b/settle", #"{"amount": 1}"#),
             ("a settle of a hold id that is not a UUID", "/v1/holds/not-a-uuid/settle", #"{"amount": 1}"#),
             ("a settle of -1", "/v1/holds/\(UUID())/settle", #"{"amount": -1}"#),
@@ -107,8 +126,10 @@ extension HostileDrill {
             let answer = await system.request(path, method: .POST, headers: api, body: ByteBuffer(string: body))
             verdict.check(answer.status == 400, "\(name) is 400 (got \(answer.status.map(String.init) ?? "none"))")
         }
-        let subscription = await system.request("/v1/subscriptions/" + String(repeating: "9", count: 300), headers: [("Authorization", "Bearer bench")])
-        verdict.check(subscription.status == 400, "a 300-byte subscription id in the path is 400 (got \(subscription.status.map(String.init) ?? "none"))")
+        let subscription = await system.request(
+            "/v1/subscriptions/" + String(repeating: "9", count: 300), headers: [("Authorization", "Bearer bench")])
+        verdict.check(
+            subscription.status == 400, "a 300-byte subscription id in the path is 400 (got \(subscription.status.map(String.init) ?? "none"))")
         let admin = [("Authorization", "Bearer \(Self.adminKey)")]
         let kind = await system.request("/admin/jobs?kind=%00", headers: admin)
         verdict.check(kind.status == 400, "/admin/jobs?kind=%00 is 400 (got \(kind.status.map(String.init) ?? "none"))")

@@ -23,7 +23,9 @@ extension HostileDrill {
         return Self.body(try signer.sign(request))
     }
 
-    static func retention(_ system: SystemUnderTest, path: String = "/apple/retention-message", _ body: ByteBuffer) async -> (status: UInt?, body: String, seconds: Double) {
+    static func retention(_ system: SystemUnderTest, path: String = "/apple/retention-message", _ body: ByteBuffer) async -> (
+        status: UInt?, body: String, seconds: Double
+    ) {
         let started = ContinuousClock.now
         let answer = await system.request(path, method: .POST, headers: [("Content-Type", "application/json")], body: body, timeout: 10)
         return (answer.status, answer.body, (ContinuousClock.now - started).seconds)
@@ -39,9 +41,11 @@ extension HostileDrill {
         }
         let before = try await system.count("SELECT count(*) FROM retention_decisions")
         let stale = await Self.retention(system, try Self.retentionBody(apple, subscription, signed: Date().addingTimeInterval(-3_600)))
-        verdict.check(stale.status == 401 && stale.body.contains("stale_request"), "retention: a request signed an hour ago answers 401 stale_request")
+        verdict.check(
+            stale.status == 401 && stale.body.contains("stale_request"), "retention: a request signed an hour ago answers 401 stale_request")
         let forged = await Self.retention(system, try Self.retentionBody(attacker.signer, subscription))
-        verdict.check(forged.status == 401, "retention: a request signed by the attacker's chain answers 401 (got \(forged.status.map(String.init) ?? "none"))")
+        verdict.check(
+            forged.status == 401, "retention: a request signed by the attacker's chain answers 401 (got \(forged.status.map(String.init) ?? "none"))")
 
         // Costly bodies, as at the intake.
         var slow: [String] = []
@@ -80,7 +84,9 @@ extension HostileDrill {
         let first = await Self.retention(system, once)
         let replayed = await Self.retention(system, once)
         verdict.check(first.status == 200, "retention: a fresh request answers 200 (got \(first.status.map(String.init) ?? "none"))")
-        verdict.check(replayed.status == 401 && replayed.body.contains("replayed_request"), "retention: a request replayed answers 401 replayed_request (got \(replayed.status.map(String.init) ?? "none"))")
+        verdict.check(
+            replayed.status == 401 && replayed.body.contains("replayed_request"),
+            "retention: a request replayed answers 401 replayed_request (got \(replayed.status.map(String.init) ?? "none"))")
         // Absurd ids under Apple's signature: answered (the default) or refused, quickly, never a crash.
         var absurd: [String] = []
         for id in [String(repeating: "9", count: 20_000), "'; DROP TABLE subscriptions; --", "\u{0}\u{1}", String(repeating: "🙂", count: 5_000), ""] {
@@ -89,7 +95,8 @@ extension HostileDrill {
                 absurd.append("\(id.prefix(12))…: \(answer.status.map(String.init) ?? "none") in \(String(format: "%.2f", answer.seconds)) s")
             }
         }
-        verdict.check(absurd.isEmpty, "retention: absurd originalTransactionIds under a valid signature answer 200 or 400 within 1 s" + Self.listed(absurd))
+        verdict.check(
+            absurd.isEmpty, "retention: absurd originalTransactionIds under a valid signature answer 200 or 400 within 1 s" + Self.listed(absurd))
 
         verdict.check(system.serve?.hasExited == false, "retention: serve is still running")
     }

@@ -25,7 +25,8 @@ struct RetryDrill: AsyncParsableCommand {
                 let purchase = SimulatedEvent.scenario(.subscribe, subscription: subscription, at: start)
                 let period = DateInterval(start: start, duration: subscription.period)
                 let off = SimulatedEvent.scenario(.cancel, subscription: subscription, currentPeriod: period, at: start.addingTimeInterval(3600))
-                let upgrade = SimulatedEvent.scenario(.upgrade, subscription: subscription, currentPeriod: period, target: "max.monthly", at: start.addingTimeInterval(7200))
+                let upgrade = SimulatedEvent.scenario(
+                    .upgrade, subscription: subscription, currentPeriod: period, target: "max.monthly", at: start.addingTimeInterval(7200))
                 var upgraded = subscription
                 upgraded.productId = "max.monthly"
                 let newPeriod = DateInterval(start: start.addingTimeInterval(7200), duration: subscription.period)

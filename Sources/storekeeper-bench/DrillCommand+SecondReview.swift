@@ -1,11 +1,11 @@
 import Crypto
 import Events
-import GooglePlayFake
 import Foundation
-import HostileInput
+import GooglePlayFake
 import HTTPAPI
-import LocalSigning
+import HostileInput
 import Hummingbird
+import LocalSigning
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -34,7 +34,8 @@ extension HostileDrill {
             "STOREKEEPER_HTTP_IDLE_TIMEOUT": "5", "STOREKEEPER_WEBHOOKS": receiver.configuration,
             "STOREKEEPER_ASSA_ISSUER_ID": "drill-issuer", "STOREKEEPER_ASSA_KEY_ID": "DRILLKEY", "STOREKEEPER_ASSA_PRIVATE_KEY": key.path,
             "STOREKEEPER_ASSA_BASE_URL": receiver.base, "STOREKEEPER_ERASURE_KEY": Self.erasureKey,
-            "STOREKEEPER_OFFERS": #"{"offers": [{"id": "welcome", "product": "pro.monthly", "audience": "active"}, {"id": "stay", "product": "pro.monthly", "audience": "active", "once_per_account": false}]}"#,
+            "STOREKEEPER_OFFERS":
+                #"{"offers": [{"id": "welcome", "product": "pro.monthly", "audience": "active"}, {"id": "stay", "product": "pro.monthly", "audience": "active", "once_per_account": false}]}"#,
             "STOREKEEPER_RETENTION": Self.retentionPolicy,
         ].merging(Self.googleEnvironment(receiver)) { first, _ in first }
         try await receiver.running {
@@ -70,7 +71,9 @@ extension HostileDrill {
         for connection in connections { connection.send(request) }
         var answers = [String](repeating: "", count: connections.count)
         let answered = try await system.eventually(10) {
-            for (index, connection) in connections.enumerated() { answers[index] += String(decoding: connection.readAvailable() ?? [], as: UTF8.self) }
+            for (index, connection) in connections.enumerated() {
+                answers[index] += String(decoding: connection.readAvailable() ?? [], as: UTF8.self)
+            }
             return answers.allSatisfy { $0.hasPrefix("HTTP/1.1 200") }
         }
         for connection in connections { connection.send(Array("x".utf8)) }
@@ -109,10 +112,13 @@ extension HostileDrill {
         let valid = await system.post(try system.subscribe(9_100, at: Date()).body, timeout: 5)
         let seconds = (ContinuousClock.now - started).seconds
         let held = connections.filter { !$0.isClosedByPeer }.count
-        say("  \(connections.count) connected, \(sent.reduce(0, +) >> 20) MiB sent, \(held) still open; serve \(before >> 20) MB before, peak \(resident >> 20) MB")
+        say(
+            "  \(connections.count) connected, \(sent.reduce(0, +) >> 20) MiB sent, \(held) still open; serve \(before >> 20) MB before, peak \(resident >> 20) MB"
+        )
         verdict.check(
             resident < Self.documentedServeBound,
-            "\(connections.count) stalled partial bodies: serve's peak is \(resident >> 20) MB (documented bound \(Self.documentedServeBound >> 20) MB)")
+            "\(connections.count) stalled partial bodies: serve's peak is \(resident >> 20) MB (documented bound \(Self.documentedServeBound >> 20) MB)"
+        )
         verdict.check(
             health.status == 200 && valid.status == 200 && seconds < 2,
             "beside them /healthz and a valid notification answer 200 (\(String(format: "%.3f", seconds)) s)")
@@ -157,7 +163,9 @@ extension HostileDrill {
         let foreign = await system.request(
             "/v1/offers/promotional", method: .POST, headers: Self.service,
             body: ByteBuffer(string: #"{"accountId": "\#(account.uuidString.lowercased())", "offerId": "stay", "appAccountToken": "\#(UUID())"}"#))
-        verdict.check(foreign.status == 403, "a signature for another account's appAccountToken is refused: 403 (got \(foreign.status.map(String.init) ?? "none"))")
+        verdict.check(
+            foreign.status == 403,
+            "a signature for another account's appAccountToken is refused: 403 (got \(foreign.status.map(String.init) ?? "none"))")
     }
 
     /// A receiver answering 307 to another address: nothing reaches that address, the attempt is a failure.
@@ -199,7 +207,8 @@ extension HostileDrill {
         let events = await system.request("/admin/events?account=%00", headers: admin)
         verdict.check(
             redeliver.status == 400 && events.status == 400,
-            "query parameters with a NUL: redeliver?endpoint=%00 \(redeliver.status.map(String.init) ?? "none"), events?account=%00 \(events.status.map(String.init) ?? "none") (400 each)")
+            "query parameters with a NUL: redeliver?endpoint=%00 \(redeliver.status.map(String.init) ?? "none"), events?account=%00 \(events.status.map(String.init) ?? "none") (400 each)"
+        )
     }
 
     /// Uploads abandoned mid-body: no error-level log line.
@@ -262,9 +271,13 @@ extension HostileDrill {
                         // at the deadline's instant) is asked once more, and said: a wrong status or a late answer is not.
                         for attempt in 1...2 {
                             let started = ContinuousClock.now
-                            let answer = await system.request(path, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) }, timeout: 30)
+                            let answer = await system.request(
+                                path, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) }, timeout: 30)
                             if answer.status != nil || attempt == 2 {
-                                return ("\(method) \(path)\(attempt == 2 ? " (asked again after no answer)" : "")", answer.status, (ContinuousClock.now - started).seconds)
+                                return (
+                                    "\(method) \(path)\(attempt == 2 ? " (asked again after no answer)" : "")", answer.status,
+                                    (ContinuousClock.now - started).seconds
+                                )
                             }
                         }
                         return ("\(method) \(path)", nil, 0)
@@ -273,11 +286,14 @@ extension HostileDrill {
                 return await group.reduce(into: [(String, UInt?, Double)]()) { $0.append($1) }
             }
         }
-        let wrong = answers.filter { $0.1 != 503 || $0.2 > 8 }.map { "\($0.0): \($0.1.map(String.init) ?? "none") in \(String(format: "%.1f", $0.2)) s" }
+        let wrong = answers.filter { $0.1 != 503 || $0.2 > 8 }.map {
+            "\($0.0): \($0.1.map(String.init) ?? "none") in \(String(format: "%.1f", $0.2)) s"
+        }
         let slowest = answers.map(\.2).max() ?? 0
         let retried = answers.map(\.0).filter { $0.hasSuffix("(asked again after no answer)") }
         verdict.check(
-            wrong.isEmpty, "the database stopped: \(routes.count) routes each answer 503 within their 5-s deadline (slowest \(String(format: "%.1f", slowest)) s)"
+            wrong.isEmpty,
+            "the database stopped: \(routes.count) routes each answer 503 within their 5-s deadline (slowest \(String(format: "%.1f", slowest)) s)"
                 + (retried.isEmpty ? "" : "; \(retried.joined(separator: ", "))") + Self.listed(wrong))
     }
 }
@@ -300,7 +316,9 @@ final class RedirectingReceiver: Sendable {
     var redirectedHits: Int { hits.load(ordering: .relaxed) }
 
     /// `STOREKEEPER_WEBHOOKS`: only `credits.depleted`, so the drill's thousands of other events cost nothing.
-    var configuration: String { "{endpoints: [{name: redirecting, url: 'http://127.0.0.1:\(port)/hook', secrets: ['\(WebhookSignature.Secret.generate().encoded)'], types: [credits.depleted]}]}" }
+    var configuration: String {
+        "{endpoints: [{name: redirecting, url: 'http://127.0.0.1:\(port)/hook', secrets: ['\(WebhookSignature.Secret.generate().encoded)'], types: [credits.depleted]}]}"
+    }
 
     /// Serves until `body` returns.
     func running<Result>(_ body: () async throws -> Result) async throws -> Result {

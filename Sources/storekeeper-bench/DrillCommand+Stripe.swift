@@ -11,7 +11,9 @@ extension HostileDrill {
     /// under a valid signature — each answered as documented, one event stored, serve alive.
     func stripe(_ system: SystemUnderTest, verdict: inout DrillVerdict) async throws {
         let now = Int64(Date().timeIntervalSince1970)
-        let event = Array(#"{"id":"evt_drill_1","object":"event","created":1790000000,"livemode":false,"type":"invoice.paid","data":{"object":{"id":"in_1","object":"invoice"}}}"#.utf8)
+        let event = Array(
+            #"{"id":"evt_drill_1","object":"event","created":1790000000,"livemode":false,"type":"invoice.paid","data":{"object":{"id":"in_1","object":"invoice"}}}"#
+                .utf8)
         func post(_ body: [UInt8], header: String) async -> UInt? {
             await system.request(
                 "/stripe/webhooks", method: .POST, headers: [("Stripe-Signature", header), ("Content-Type", "application/json")],

@@ -20,13 +20,20 @@ extension HostileDrill {
             ("erasure not confirmed", "/admin/accounts/drill-erase/erase", .POST, "{}", 400),
             ("erasure confirmed for another id", "/admin/accounts/drill-erase/erase", .POST, #"{"confirm": "drill-erase "}"#, 400),
             ("an extension of 1e9 days", "/admin/accounts/drill-erase/extensions", .POST, #"{"days": 1000000000, "reason": "other"}"#, 400),
-            ("an extension with a NUL in its request id", "/admin/accounts/drill-erase/extensions", .POST,
-             #"{"days": 3, "reason": "other", "requestIdentifier": "a\u0000b"}"#, 400),
+            (
+                "an extension with a NUL in its request id", "/admin/accounts/drill-erase/extensions", .POST,
+                #"{"days": 3, "reason": "other", "requestIdentifier": "a\u0000b"}"#, 400
+            ),
             ("an extension for a made-up reason", "/admin/accounts/drill-erase/extensions", .POST, #"{"days": 3, "reason": "because"}"#, 400),
-            ("a mass extension over 201 storefronts", "/admin/extensions", .POST,
-             #"{"productId": "pro.monthly", "days": 3, "reason": "other", "dryRun": true, "storefrontCountryCodes": \#(storefronts)}"#, 400),
+            (
+                "a mass extension over 201 storefronts", "/admin/extensions", .POST,
+                #"{"productId": "pro.monthly", "days": 3, "reason": "other", "dryRun": true, "storefrontCountryCodes": \#(storefronts)}"#, 400
+            ),
             ("a mass extension's status under a made-up id", "/admin/extensions/%00", .GET, nil, 404),
-            ("credits taken back from nobody", "/admin/accounts/drill-erase/credits", .POST, #"{"meter": "ai_requests", "amount": -5, "reason": "x"}"#, 409),
+            (
+                "credits taken back from nobody", "/admin/accounts/drill-erase/credits", .POST,
+                #"{"meter": "ai_requests", "amount": -5, "reason": "x"}"#, 409
+            ),
         ]
         var wrong: [String] = []
         for (what, path, method, body, expected) in requests {
@@ -35,8 +42,11 @@ extension HostileDrill {
         }
         // An order id, with Apple's API pointed at a server that is not Apple: answered, saying so.
         let order = await system.request("/admin/search?q=MK5TTTVWJH", headers: admin, timeout: 120)
-        if order.status != 200 || !order.body.contains(#""orderLookup""#) { wrong.append("order id with Apple unreachable: \(order.status.map(String.init) ?? "none")") }
+        if order.status != 200 || !order.body.contains(#""orderLookup""#) {
+            wrong.append("order id with Apple unreachable: \(order.status.map(String.init) ?? "none")")
+        }
         verdict.check(
-            wrong.isEmpty, "support console, analytics and erasure fed \(requests.count + 1) malformed or absurd requests: each a clear answer" + Self.listed(wrong))
+            wrong.isEmpty,
+            "support console, analytics and erasure fed \(requests.count + 1) malformed or absurd requests: each a clear answer" + Self.listed(wrong))
     }
 }

@@ -18,8 +18,11 @@ extension HostileDrill {
 
     /// What the admin API holds about an account, without what exporting itself adds (the time, its audit entries).
     private func holdings(_ system: SystemUnderTest, _ account: String) async -> String {
-        let answer = await system.request("/admin/accounts/\(account)/export", method: .POST, headers: Self.admin, body: ByteBuffer(string: "{}"), timeout: 30)
-        guard var document = (try? JSONSerialization.jsonObject(with: Data(answer.body.utf8))) as? [String: Any] else { return "\(answer.status ?? 0)" }
+        let answer = await system.request(
+            "/admin/accounts/\(account)/export", method: .POST, headers: Self.admin, body: ByteBuffer(string: "{}"), timeout: 30)
+        guard var document = (try? JSONSerialization.jsonObject(with: Data(answer.body.utf8))) as? [String: Any] else {
+            return "\(answer.status ?? 0)"
+        }
         document.removeValue(forKey: "exportedAt")
         if var held = document["holdings"] as? [String: Any] {
             held["operatorActions"] = (held["operatorActions"] as? [[String: Any]])?.filter { $0["action"] as? String != "account.export" }
@@ -76,7 +79,8 @@ extension HostileDrill {
     /// A dashboard link carrying its own notice (`erased=Erased: done`, with U+202E): the page does not show it.
     func craftedNotices(_ system: SystemUnderTest, verdict: inout DrillVerdict) async {
         let basic = ("Authorization", "Basic " + Data(":\(Self.adminKey)".utf8).base64EncodedString())
-        let page = await system.request("/admin?account=someone&erased=Erased%3A%20all%20done%E2%80%AE&appStore=Extended%20by%2090%20days", headers: [basic])
+        let page = await system.request(
+            "/admin?account=someone&erased=Erased%3A%20all%20done%E2%80%AE&appStore=Extended%20by%2090%20days", headers: [basic])
         verdict.check(
             page.status == 200 && !page.body.contains("all done") && !page.body.contains("Extended by 90 days"),
             "a crafted dashboard link's notices are not shown (\(page.status.map(String.init) ?? "none"))")

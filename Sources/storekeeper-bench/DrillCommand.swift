@@ -106,7 +106,8 @@ struct PostgresRestartDrill: AsyncParsableCommand {
             verdict.check(answers.allSatisfy { $0.status == 200 || $0.status == 503 }, "every answer was 200 or 503 (never 500, never silence)")
             let acceptedFirst = Set(answers.indices.filter { answers[$0].status == 200 }.map { signed[$0].uuid })
             let stored = try await system.count("SELECT count(*) FROM notifications")
-            verdict.check(stored >= acceptedFirst.count, "every notification answered 200 is stored (\(acceptedFirst.count) answered, \(stored) stored)")
+            verdict.check(
+                stored >= acceptedFirst.count, "every notification answered 200 is stored (\(acceptedFirst.count) answered, \(stored) stored)")
 
             // Apple retries what was not answered 200.
             var retries = 0
@@ -117,14 +118,18 @@ struct PostgresRestartDrill: AsyncParsableCommand {
                 for (offset, index) in pending.enumerated() { answers[index] = again[offset] }
                 if answers.contains(where: { $0.status != 200 }) { try await Task.sleep(for: .seconds(Double(round + 1))) }
             }
-            verdict.check(answers.allSatisfy { $0.status == 200 }, "after Apple-style retries (\(retries) re-sent) every notification was answered 200")
+            verdict.check(
+                answers.allSatisfy { $0.status == 200 }, "after Apple-style retries (\(retries) re-sent) every notification was answered 200")
             let applied = try await system.eventually(120) {
                 try await system.count("SELECT count(*) FROM notifications WHERE applied_at IS NOT NULL") == notifications
             }
             verdict.check(applied, "all \(notifications) notifications applied")
             if !applied {
-                say("  not applied: " + (try await system.text(
-                    "SELECT string_agg(id || ' ' || state || ' attempt ' || attempt || ' ' || errors::text, '; ') FROM jobs WHERE kind = 'apply-notification'")))
+                say(
+                    "  not applied: "
+                        + (try await system.text(
+                            "SELECT string_agg(id || ' ' || state || ' attempt ' || attempt || ' ' || errors::text, '; ') FROM jobs WHERE kind = 'apply-notification'"
+                        )))
             }
             let completed = try await system.count("SELECT count(*) FROM job_history WHERE kind = 'apply-notification' AND state = 'completed'")
             verdict.check(completed == notifications, "each notification's apply job completed exactly once (\(completed))")
@@ -170,7 +175,8 @@ struct WorkerKillDrill: AsyncParsableCommand {
             let rescued = try await system.count("SELECT count(*) FROM job_history WHERE kind = 'apply-notification' AND attempt > 1")
             say("  jobs that needed more than one attempt: \(rescued)")
             let doubled = try await system.count(
-                "SELECT count(*) FROM (SELECT b.billing_period FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket WHERE l.operation_key LIKE 'grant:%' GROUP BY b.billing_period, b.meter HAVING count(*) > 1) twice")
+                "SELECT count(*) FROM (SELECT b.billing_period FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket WHERE l.operation_key LIKE 'grant:%' GROUP BY b.billing_period, b.meter HAVING count(*) > 1) twice"
+            )
             let grants = try await system.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'grant:%'")
             verdict.check(doubled == 0 && grants == notifications, "one grant per subscription, no duplicate (\(grants) grants)")
         }

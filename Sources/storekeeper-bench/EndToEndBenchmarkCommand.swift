@@ -139,7 +139,8 @@ struct EndToEndRun {
             "  peak resident: serve \(String(format: "%.1f", megabytes(serveRSS))) MB + work \(String(format: "%.1f", megabytes(workRSS))) MB = \(String(format: "%.1f", megabytes(serveRSS + workRSS))) MB",
         ]
         report.fields = [
-            ("benchmark", .text("e2e")), ("notifications", .integer(burst.sent)), ("clients", .integer(options.clients)), ("preloaded", .integer(options.preload)), ("processes", .integer(options.processes)),
+            ("benchmark", .text("e2e")), ("notifications", .integer(burst.sent)), ("clients", .integer(options.clients)),
+            ("preloaded", .integer(options.preload)), ("processes", .integer(options.processes)),
             ("intakePerSecond", .integer(Int(intakePerSecond))), ("intakeP50Ms", .number(burst.percentile(0.5))),
             ("intakeP99Ms", .number(burst.percentile(0.99))), ("appliedPerSecond", .integer(Int(appliedPerSecond))),
             ("steadyRate", .integer(options.rate)), ("steadyP50Ms", .number(steady.percentile(0.5))),

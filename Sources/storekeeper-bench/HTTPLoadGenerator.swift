@@ -64,7 +64,8 @@ enum HTTPLoadGenerator {
                     first: connection, stride: connections, begin: begin, end: end, schedule: schedule, request: request)
                 let channel = try await ClientBootstrap(group: loop)
                     .channelOption(.socketOption(.tcp_nodelay), value: 1)
-                    .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) } }
+                    .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) }
+                    }
                     .connect(host: host, port: ports[connection % ports.count]).get()
                 finished.append(channel.closeFuture.map { handler.phase }.recover { _ in handler.phase })
             }

@@ -55,9 +55,12 @@ struct HoldExpiryBenchmarkCommand: AsyncParsableCommand {
                 let taking = try await HTTPLoadGenerator.send(
                     host: "127.0.0.1", ports: system.ports, connections: connections, count: holds, rate: nil
                 ) { index in
-                    let body = ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "expiry-\#(run)-\#(index)", "expiresIn": 1}"#)
-                    return LoadRequest(path: "/v1/accounts/\(accountIds[index % accountIds.count])/holds", method: .POST, headers: headers, body: body)
-                        .bytes(host: host)
+                    let body = ByteBuffer(
+                        string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "expiry-\#(run)-\#(index)", "expiresIn": 1}"#)
+                    return LoadRequest(
+                        path: "/v1/accounts/\(accountIds[index % accountIds.count])/holds", method: .POST, headers: headers, body: body
+                    )
+                    .bytes(host: host)
                 }
                 guard taking.failed == 0, taking.answered == holds else {
                     throw CommandFailure("\(taking.failed) of \(holds) holds failed")
@@ -75,10 +78,12 @@ struct HoldExpiryBenchmarkCommand: AsyncParsableCommand {
                 try await Self.waitUntil(deadline: .seconds(600)) {
                     try Self.count("SELECT count(*) FROM credit_holds WHERE state = 'held'", url: url) == 0
                 }
-                let releaseSeconds = try Double(
-                    BenchmarkDatabase.runTool(
-                        "psql", ["-tAc", "SELECT extract(epoch FROM max(ended_at) - min(ended_at)) FROM credit_holds WHERE state = 'expired'"], url: url
-                    ).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+                let releaseSeconds =
+                    try Double(
+                        BenchmarkDatabase.runTool(
+                            "psql", ["-tAc", "SELECT extract(epoch FROM max(ended_at) - min(ended_at)) FROM credit_holds WHERE state = 'expired'"],
+                            url: url
+                        ).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
                 let expired = try Self.count("SELECT count(*) FROM credit_holds WHERE state = 'expired'", url: url)
                 // 100,000 holds updated and as many ledger rows: vacuumed before the last phase, as pgbench vacuums
                 // before it runs, so that phase does not carry autovacuum's catching up.
@@ -86,7 +91,8 @@ struct HoldExpiryBenchmarkCommand: AsyncParsableCommand {
                 let after = try await hotPath.load(system, spend)
                 await system.stop()
                 return Self.report(
-                    before: before, taking: taking, reference: reference, during: during, after: after, expired: expired, releaseSeconds: releaseSeconds,
+                    before: before, taking: taking, reference: reference, during: during, after: after, expired: expired,
+                    releaseSeconds: releaseSeconds,
                     accounts: accounts, connections: connections, seconds: seconds)
             } catch {
                 await system.stop()
@@ -126,13 +132,16 @@ struct HoldExpiryBenchmarkCommand: AsyncParsableCommand {
                 line("spends, all due, worker stopped (reference)", reference),
                 line("spends while the worker releases", during),
                 line("spends, worker idle (after)", after),
-                String(format: "  %d holds released in %.1f s (first to last end): %.0f/s", expired, releaseSeconds, Double(expired) / max(releaseSeconds, 0.001)),
+                String(
+                    format: "  %d holds released in %.1f s (first to last end): %.0f/s", expired, releaseSeconds,
+                    Double(expired) / max(releaseSeconds, 0.001)),
                 String(format: "  spends during the release / the reference: %.2f (target ≥ 0.90)", ratio),
             ],
             fields: [
                 ("spendsBeforePerSecond", .integer(Int(before.rate))), ("spendsReferencePerSecond", .integer(Int(reference.rate))),
                 ("spendsDuringPerSecond", .integer(Int(during.rate))),
-                ("spendsAfterPerSecond", .integer(Int(after.rate))), ("spendRatio", .number(ratio)), ("holdsTakenPerSecond", .integer(Int(taking.rate))),
+                ("spendsAfterPerSecond", .integer(Int(after.rate))), ("spendRatio", .number(ratio)),
+                ("holdsTakenPerSecond", .integer(Int(taking.rate))),
                 ("holdsExpired", .integer(expired)), ("releaseSeconds", .number(releaseSeconds)),
                 ("releasedPerSecond", .integer(Int(Double(expired) / max(releaseSeconds, 0.001)))),
             ])

@@ -77,7 +77,8 @@ struct PlayBenchmarkRun {
             try system.startWorker()
             let started = Date()
             let burst = try await system.send(requests: requests(burstBodies, token: token, port: system.port), clients: options.clients, rate: nil)
-            let processed = try await waitUntilProcessed(burstBodies.count, in: .googleNotifications, since: started, databaseURL: databaseURL, logger: logger)
+            let processed = try await waitUntilProcessed(
+                burstBodies.count, in: .googleNotifications, since: started, databaseURL: databaseURL, logger: logger)
             var renewalBodies: [[UInt8]] = []
             for purchase in purchases { renewalBodies.append(fake.pushBody(try fake.renew(purchase.token, at: now)).body) }
             let steady = try await system.send(
@@ -90,9 +91,11 @@ struct PlayBenchmarkRun {
             let tpcb = try BenchmarkDatabase.pgbench([], clients: options.clients, seconds: 5, url: databaseURL)
             return StoreIntakeMeasurement(
                 benchmark: "play",
-                headline: "play: \(burst.sent) purchase notifications from \(options.clients) clients to serve + work, a fake Google Play beside them (private cluster, WAL warmed)",
+                headline:
+                    "play: \(burst.sent) purchase notifications from \(options.clients) clients to serve + work, a fake Google Play beside them (private cluster, WAL warmed)",
                 unit: "notifications", reads: "Play API reads", options: options, burst: burst, processed: processed, steady: steady,
-                readsPerMessage: Double(reads) / Double(burstBodies.count + renewalBodies.count), tpcb: tpcb.tps, residentBytes: memory.serve + memory.work
+                readsPerMessage: Double(reads) / Double(burstBodies.count + renewalBodies.count), tpcb: tpcb.tps,
+                residentBytes: memory.serve + memory.work
             ).report
         } catch {
             await system.stop()

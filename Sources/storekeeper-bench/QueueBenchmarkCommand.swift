@@ -54,7 +54,8 @@ struct QueueBenchmarkCommand: AsyncParsableCommand {
         }()
         let (jobs, workers, concurrency, latencyPending) = (self.jobs, self.workers, self.concurrency, self.latencyPending)
         let report = try await BenchmarkDatabase.with(url: databaseURL, logger: logger) { url -> BenchmarkReport in
-            return try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 4 * workers + 8), logger: logger) { client -> BenchmarkReport in
+            return try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 4 * workers + 8), logger: logger) {
+                client -> BenchmarkReport in
                 try await SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: logger).migrate()
                 let queue = PostgresJobQueue(client: client, logger: logger)
                 let clock = ContinuousClock()
@@ -91,7 +92,8 @@ struct QueueBenchmarkCommand: AsyncParsableCommand {
 
                 // Claim latency with few and with many pending jobs.
                 let smallLatency = try await Self.claimLatency(pending: 1_000, queue: queue, logger: logger)
-                let largeLatency = latencyPending > 0
+                let largeLatency =
+                    latencyPending > 0
                     ? try await Self.claimLatency(pending: latencyPending, queue: queue, logger: logger) : nil
 
                 let drainPerSecond = Double(jobs) / drainSeconds
@@ -141,16 +143,16 @@ struct QueueBenchmarkCommand: AsyncParsableCommand {
     static func pgbench(jobs: Int, url: DatabaseURL) throws -> Double {
         let script = FileManager.default.temporaryDirectory.appendingPathComponent("storekeeper-claim-\(UUID().uuidString).sql")
         try """
-            WITH picked AS MATERIALIZED (
-                SELECT id FROM jobs WHERE state = 'available' AND run_at <= now()
-                ORDER BY priority, run_at, id LIMIT 100 FOR UPDATE SKIP LOCKED
-            ), finished AS (
-                DELETE FROM jobs USING picked WHERE jobs.id = picked.id
-                RETURNING jobs.id, jobs.kind, jobs.attempt, jobs.args, jobs.errors, jobs.unique_key, jobs.created_at
-            )
-            INSERT INTO job_history (id, kind, state, attempt, args, errors, unique_key, created_at)
-            SELECT id, kind, 'completed', attempt + 1, args, errors, unique_key, created_at FROM finished;
-            """.write(to: script, atomically: true, encoding: .utf8)
+        WITH picked AS MATERIALIZED (
+            SELECT id FROM jobs WHERE state = 'available' AND run_at <= now()
+            ORDER BY priority, run_at, id LIMIT 100 FOR UPDATE SKIP LOCKED
+        ), finished AS (
+            DELETE FROM jobs USING picked WHERE jobs.id = picked.id
+            RETURNING jobs.id, jobs.kind, jobs.attempt, jobs.args, jobs.errors, jobs.unique_key, jobs.created_at
+        )
+        INSERT INTO job_history (id, kind, state, attempt, args, errors, unique_key, created_at)
+        SELECT id, kind, 'completed', attempt + 1, args, errors, unique_key, created_at FROM finished;
+        """.write(to: script, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: script) }
         let transactionsPerClient = max(1, jobs / 100 / 4)
         let output = try BenchmarkDatabase.runTool(

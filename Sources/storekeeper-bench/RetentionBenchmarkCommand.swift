@@ -37,7 +37,8 @@ struct RetentionBenchmarkCommand: AsyncParsableCommand {
     static let messages = (
         offer: "0b8e6a51-2c3d-4e5f-8a9b-1c2d3e4f5a6b", never: "4a7d2c19-8e6f-4b3a-9c1d-2e3f4a5b6c7d",
         annual: "9c3e5f71-6a2b-4d8c-8e1f-3a4b5c6d7e8f", loyal: "5d2a8b3c-1e4f-4a6b-9c7d-8e9f0a1b2c3d",
-        fallback: "6f0b1c7e-3b1f-4b7a-9a43-6d1f3c2b9e10")
+        fallback: "6f0b1c7e-3b1f-4b7a-9a43-6d1f3c2b9e10"
+    )
     static let policy = """
         deadline_ms: 300
         default: { message: \(messages.fallback) }
@@ -99,7 +100,8 @@ struct RetentionBenchmarkCommand: AsyncParsableCommand {
             let amount = [1, 600, 150][(index / 3) % 3]
             let body = ByteBuffer(string: #"{"meter": "ai_requests", "amount": \#(amount), "idempotencyKey": "bench-\#(index)"}"#)
             let (status, _, answer) = await system.request(
-                "/v1/accounts/\(account)/usage", method: .POST, headers: [("Authorization", "Bearer bench"), ("Content-Type", "application/json")], body: body)
+                "/v1/accounts/\(account)/usage", method: .POST, headers: [("Authorization", "Bearer bench"), ("Content-Type", "application/json")],
+                body: body)
             guard status == 200 else { throw CommandFailure("a spend before the runs answered \(status.map(String.init) ?? "nothing"): \(answer)") }
         }
         let subscriptions = (0..<accounts).map { String(3_000_000_000_000 + $0) }
@@ -115,25 +117,30 @@ struct RetentionBenchmarkCommand: AsyncParsableCommand {
         let down = try await self.run(
             system, hotPath: HotPathLoad(connections: max(connections, rate / 2), seconds: seconds), subscriptions: subscriptions)
         // What the answers said with the database away, read one by one: the load generator only frames them.
-        var sampled = 0, defaults = 0
+        var sampled = 0
+        var defaults = 0
         for index in 0..<20 {
             let request = RetentionRequestPayload(
                 originalTransactionId: subscriptions[index], appAppleId: nil, productId: "pro.monthly", userLocale: "en-US",
                 requestIdentifier: UUID().uuidString, signedDate: Int64(Date().timeIntervalSince1970 * 1000), environment: .sandbox)
             let body = ByteBuffer(string: #"{"signedPayload": "\#(try system.signer.signer.sign(request))"}"#)
-            let (status, _, answer) = await system.request("/apple/retention-message", method: .POST, headers: [("Content-Type", "application/json")], body: body)
+            let (status, _, answer) = await system.request(
+                "/apple/retention-message", method: .POST, headers: [("Content-Type", "application/json")], body: body)
             sampled += 1
             if status == 200 && answer.contains(Self.messages.fallback) { defaults += 1 }
         }
 
         var report = BenchmarkReport()
-        report.lines = ["retention: POST /apple/retention-message at \(rate)/s for \(seconds) s, open loop, \(connections) connections; /healthz beside it (ms)"]
+        report.lines = [
+            "retention: POST /apple/retention-message at \(rate)/s for \(seconds) s, open loop, \(connections) connections; /healthz beside it (ms)"
+        ]
         report.lines.append("  run   p50    p99    healthz p50  p99    p99 ratio  failed  answers")
         func line(_ name: String, _ run: Run) -> String {
             let phase = run.phase
             let answers = run.answers.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             return "  " + name.padding(toLength: 5, withPad: " ", startingAt: 0)
-                + String(format: "%6.2f %6.2f   %6.2f     %6.2f  %7.1f×   %6d  ", phase.percentile(0.5), phase.percentile(0.99),
+                + String(
+                    format: "%6.2f %6.2f   %6.2f     %6.2f  %7.1f×   %6d  ", phase.percentile(0.5), phase.percentile(0.99),
                     phase.referencePercentile(0.5), phase.referencePercentile(0.99),
                     phase.percentile(0.99) / max(phase.referencePercentile(0.99), 0.001), phase.failed) + answers
         }
@@ -143,9 +150,12 @@ struct RetentionBenchmarkCommand: AsyncParsableCommand {
         let ratios = runsUp.map { $0.phase.percentile(0.99) / max($0.phase.referencePercentile(0.99), 0.001) }.sorted()
         let median = p99s[p99s.count / 2]
         report.lines += [
-            String(format: "  p99 over %d runs: median %.2f ms (%.2f–%.2f); ratio to /healthz's p99: median %.1f× (%.1f–%.1f×)",
+            String(
+                format: "  p99 over %d runs: median %.2f ms (%.2f–%.2f); ratio to /healthz's p99: median %.1f× (%.1f–%.1f×)",
                 runs, median, p99s.first!, p99s.last!, ratios[ratios.count / 2], ratios.first!, ratios.last!),
-            String(format: "  database stopped: p99 %.2f ms, %d answered 200, %d failed; %d of %d read one by one were the default message (policy deadline 300 ms; Apple waits 700 ms)",
+            String(
+                format:
+                    "  database stopped: p99 %.2f ms, %d answered 200, %d failed; %d of %d read one by one were the default message (policy deadline 300 ms; Apple waits 700 ms)",
                 down.phase.percentile(0.99), down.phase.answered, down.phase.failed, defaults, sampled),
             "  decisions stored: \(decided)",
         ]

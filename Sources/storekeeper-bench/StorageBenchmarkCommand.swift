@@ -66,7 +66,9 @@ struct StorageBenchmarkCommand: AsyncParsableCommand {
                 // 7): deleted with the product's own statements, then all tables vacuumed as autovacuum would, so later
                 // months reuse the space, as a running server's tables do. A month late, so more is kept than in
                 // production.
-                if monthStarts.count >= 3 { try await deleteRetained(before: monthStarts[monthStarts.count - 2], databaseURL: databaseURL, logger: logger) }
+                if monthStarts.count >= 3 {
+                    try await deleteRetained(before: monthStarts[monthStarts.count - 2], databaseURL: databaseURL, logger: logger)
+                }
             }
             _ = try await system.eventually(60) { try await system.count("SELECT count(*) FROM jobs WHERE kind = 'apply-notification'") == 0 }
             await system.stop()
@@ -121,7 +123,8 @@ struct StorageBenchmarkCommand: AsyncParsableCommand {
     func deleteRetained(before cutoff: Date, databaseURL: DatabaseURL, logger: Logger) async throws {
         try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 2), logger: logger) { client in
             _ = try await client.withConnection { try await EventLog(logger: logger).deleteEvents(before: cutoff, on: $0) }
-            try await PostgresJobQueue(client: client, logger: logger).pruneHistory(olderThan: .seconds(Date().timeIntervalSince(cutoff)), limit: 1_000_000)
+            try await PostgresJobQueue(client: client, logger: logger).pruneHistory(
+                olderThan: .seconds(Date().timeIntervalSince(cutoff)), limit: 1_000_000)
             try await client.query("VACUUM", logger: logger)
         }
     }
@@ -143,7 +146,8 @@ struct StorageBenchmarkCommand: AsyncParsableCommand {
         return try (0..<12).map { month in
             try subscriptions.enumerated().map { index, subscription in
                 let periodStart = start.addingTimeInterval(Double(month) * period + Double(index) / 1000)
-                let event = month == 0
+                let event =
+                    month == 0
                     ? SimulatedEvent.scenario(.subscribe, subscription: subscription, at: periodStart)
                     : SimulatedEvent.scenario(
                         .renew, subscription: subscription,

@@ -47,7 +47,8 @@ struct StoreIntakeMeasurement {
         ]
         report.fields = [
             ("benchmark", .text(benchmark)), (unit, .integer(burst.sent)), ("clients", .integer(options.clients)),
-            ("intakePerSecond", .integer(Int(intake))), ("intakeP50Ms", .number(burst.percentile(0.5))), ("intakeP99Ms", .number(burst.percentile(0.99))),
+            ("intakePerSecond", .integer(Int(intake))), ("intakeP50Ms", .number(burst.percentile(0.5))),
+            ("intakeP99Ms", .number(burst.percentile(0.99))),
             ("processedPerSecond", .integer(Int(processed))), ("readsPerMessage", .number(readsPerMessage)), ("steadyRate", .integer(options.rate)),
             ("steadyP50Ms", .number(steady.percentile(0.5))), ("steadyP99Ms", .number(steady.percentile(0.99))),
             ("failed", .integer(burst.failed + steady.failed)), ("pgbenchTPCB", .integer(Int(tpcb))),

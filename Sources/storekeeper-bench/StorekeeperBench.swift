@@ -11,7 +11,8 @@ struct StorekeeperBench: AsyncParsableCommand {
         abstract: "Benchmarks that print figures (never pass/fail; build with -c release for meaningful numbers) and reliability drills.",
         subcommands: [
             VerifyBenchmarkCommand.self, QueueBenchmarkCommand.self, EndToEndBenchmarkCommand.self, HostileBenchmarkCommand.self,
-            EventsBenchmarkCommand.self, APIBenchmarkCommand.self, StorageBenchmarkCommand.self, StripeBenchmarkCommand.self, PlayBenchmarkCommand.self,
+            EventsBenchmarkCommand.self, APIBenchmarkCommand.self, StorageBenchmarkCommand.self, StripeBenchmarkCommand.self,
+            PlayBenchmarkCommand.self,
             ScaleBenchmarkCommand.self, AnalyticsBenchmarkCommand.self, HoldExpiryBenchmarkCommand.self, RetentionBenchmarkCommand.self,
             DrillCommand.self,
         ]
@@ -32,7 +33,7 @@ struct StorekeeperBench: AsyncParsableCommand {
             } else {
                 try command.run()
             }
-        } catch where error is ExitCode || error is ValidationError || exitCode(for: error) == .success {
+        } catch  where error is ExitCode || error is ValidationError || exitCode(for: error) == .success {
             exit(withError: error)
         } catch {
             try? FileHandle.standardError.write(contentsOf: Data("storekeeper-bench: \(CommandFailure.describe(error))\n".utf8))

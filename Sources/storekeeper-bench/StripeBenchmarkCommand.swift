@@ -71,19 +71,23 @@ struct StripeBenchmarkRun {
             try system.startWorker()
             let started = Date()
             let burst = try await system.send(requests: requests(burstEvents, fake: fake, port: system.port), clients: options.clients, rate: nil)
-            let processed = try await waitUntilProcessed(burstEvents.count, in: .stripeEvents, since: started, databaseURL: databaseURL, logger: logger)
+            let processed = try await waitUntilProcessed(
+                burstEvents.count, in: .stripeEvents, since: started, databaseURL: databaseURL, logger: logger)
             let steady = try await system.send(
                 requests: requests(renewalEvents, fake: fake, port: system.port), clients: options.clients, rate: options.rate)
-            _ = try await waitUntilProcessed(burstEvents.count + renewalEvents.count, in: .stripeEvents, since: started, databaseURL: databaseURL, logger: logger)
+            _ = try await waitUntilProcessed(
+                burstEvents.count + renewalEvents.count, in: .stripeEvents, since: started, databaseURL: databaseURL, logger: logger)
             let reads = fake.state.withLock { $0.requests.count }
             let memory = system.peakResidentBytes
             await system.stop()
             let tpcb = try BenchmarkDatabase.pgbench([], clients: options.clients, seconds: 5, url: databaseURL)
             return StoreIntakeMeasurement(
                 benchmark: "stripe",
-                headline: "stripe: \(burst.sent) events of \(options.subscriptions) checkouts from \(options.clients) clients to serve + work, a fake Stripe beside them (private cluster, WAL warmed)",
+                headline:
+                    "stripe: \(burst.sent) events of \(options.subscriptions) checkouts from \(options.clients) clients to serve + work, a fake Stripe beside them (private cluster, WAL warmed)",
                 unit: "events", reads: "Stripe API reads", options: options, burst: burst, processed: processed, steady: steady,
-                readsPerMessage: Double(reads) / Double(burstEvents.count + renewalEvents.count), tpcb: tpcb.tps, residentBytes: memory.serve + memory.work
+                readsPerMessage: Double(reads) / Double(burstEvents.count + renewalEvents.count), tpcb: tpcb.tps,
+                residentBytes: memory.serve + memory.work
             ).report
         } catch {
             await system.stop()

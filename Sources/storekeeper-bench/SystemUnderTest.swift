@@ -22,9 +22,10 @@ final class SystemUnderTest: @unchecked Sendable {
     let logger: Logger
     /// The `storekeeper` it drives: `STOREKEEPER_EXECUTABLE`, else the one built beside `storekeeper-bench` — found
     /// from `/proc/self/exe`, not `argv[0]`, which names no folder when the benchmark is run from `PATH`.
-    let executable = ProcessInfo.processInfo.environment["STOREKEEPER_EXECUTABLE"]
+    let executable =
+        ProcessInfo.processInfo.environment["STOREKEEPER_EXECUTABLE"]
         ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-            .appendingPathComponent("storekeeper").path
+        .appendingPathComponent("storekeeper").path
     private let directory: URL
     /// Kills the processes if the benchmark is interrupted (``Interruption``).
     private var interrupted: UUID?
@@ -232,8 +233,9 @@ final class SystemUnderTest: @unchecked Sendable {
             let seconds = (ContinuousClock.now - signalled).seconds
             let poolStuck = result.output.contains("database pool did not close")
             if result.status != 0 || seconds > 10 || poolStuck {
-                say("  note: \(process.arguments.joined(separator: " ")) (pid \(process.pid)) stopped with status \(result.status) after "
-                    + String(format: "%.1f s", seconds) + (poolStuck ? "; its database pool did not close" : ""))
+                say(
+                    "  note: \(process.arguments.joined(separator: " ")) (pid \(process.pid)) stopped with status \(result.status) after "
+                        + String(format: "%.1f s", seconds) + (poolStuck ? "; its database pool did not close" : ""))
             }
         }
         serve = nil

@@ -1,3 +1,4 @@
+import Application
 import ArgumentParser
 import Credits
 import Foundation
@@ -6,7 +7,6 @@ import Jobs
 import Persistence
 import StorekeeperRuntime
 import Subscriptions
-import Application
 
 struct AccountsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -64,7 +64,9 @@ struct AccountsCommand: AsyncParsableCommand {
             say("\ngrants and one-time purchases, newest first (\(report.sources.count))")
             for source in report.sources {
                 let until = (source.endedAt ?? source.endsAt).map { $0.formatted(Date.ISO8601FormatStyle()) } ?? "for good"
-                say("  \(source.kind)  \(source.id)  \(source.tier ?? source.productId ?? "-")  \(source.status)  \(source.startsAt.formatted(Date.ISO8601FormatStyle())) → \(until)  \(source.reason ?? "")")
+                say(
+                    "  \(source.kind)  \(source.id)  \(source.tier ?? source.productId ?? "-")  \(source.status)  \(source.startsAt.formatted(Date.ISO8601FormatStyle())) → \(until)  \(source.reason ?? "")"
+                )
             }
             say("\nfrom the stores, newest first (\(report.events.count))")
             for event in report.events {

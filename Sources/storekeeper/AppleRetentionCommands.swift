@@ -39,7 +39,8 @@ struct RetentionURLCommand: AsyncParsableCommand {
             guard url.utf8.count <= 256, let parsed = URL(string: url), let host = parsed.host,
                 parsed.scheme == "https" || (parsed.scheme == "http" && ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host))
             else {
-                throw ValidationError("URL must be an https URL of at most 256 bytes, such as https://storekeeper.example.com/apple/retention-message")
+                throw ValidationError(
+                    "URL must be an https URL of at most 256 bytes, such as https://storekeeper.example.com/apple/retention-message")
             }
         }
 
@@ -54,7 +55,8 @@ struct RetentionURLCommand: AsyncParsableCommand {
     }
 
     struct Delete: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "delete", abstract: "Stop Apple's retention requests: it shows the default message.")
+        static let configuration = CommandConfiguration(
+            commandName: "delete", abstract: "Stop Apple's retention requests: it shows the default message.")
         @Option(help: "Production or Sandbox (default: Sandbox when accepted).") var environment: AppStoreEnvironment?
 
         func run() async throws {
@@ -79,7 +81,8 @@ struct RetentionTestCommand: AsyncParsableCommand {
     @Option(help: "Seconds between polls.") var interval: Double = 5
 
     func validate() throws {
-        guard !originalTransactionId.isEmpty, originalTransactionId.utf8.count <= 64, originalTransactionId.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+        guard !originalTransactionId.isEmpty, originalTransactionId.utf8.count <= 64, originalTransactionId.allSatisfy({ $0.isASCII && $0.isNumber })
+        else {
             throw ValidationError("--original-transaction-id must be an App Store transaction id (digits)")
         }
         guard timeout > 0, interval > 0 else { throw ValidationError("--timeout and --interval must be positive") }
@@ -95,9 +98,11 @@ struct RetentionTestCommand: AsyncParsableCommand {
             while true {
                 let test = try await serverAPI.retentionPerformanceTestResult(id: id, environment: environment)
                 if let result = test.result, result != "PENDING" {
-                    let times = test.responseTimes.map { "p50 \($0.p50 ?? 0) ms, p90 \($0.p90 ?? 0) ms, p99 \($0.p99 ?? 0) ms" } ?? "no response times"
+                    let times =
+                        test.responseTimes.map { "p50 \($0.p50 ?? 0) ms, p90 \($0.p90 ?? 0) ms, p99 \($0.p99 ?? 0) ms" } ?? "no response times"
                     let failures = (test.failures ?? [:]).filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.key) × \($0.value)" }
-                    let summary = "\(result): success rate \(test.successRate ?? 0) %, \(times)"
+                    let summary =
+                        "\(result): success rate \(test.successRate ?? 0) %, \(times)"
                         + (failures.isEmpty ? "" : "; failures: \(failures.joined(separator: ", "))") + " (target \(test.target ?? "?"))"
                     guard result == "PASS" else { throw CommandFailure(summary) }
                     return say(summary)

@@ -1,6 +1,6 @@
-import Application
 import AppStoreModels
 import AppStoreServerAPI
+import Application
 import ArgumentParser
 import Foundation
 import PostgresNIO
@@ -20,7 +20,8 @@ extension AppStoreEnvironment: ExpressibleByArgument {
 func serverAPIComponents(requiresDatabase: Bool) throws -> (StorekeeperConfiguration, AppStoreServerClient) {
     let configuration = try StorekeeperConfiguration.load(environment: ProcessInfo.processInfo.environment, requiresDatabase: requiresDatabase)
     guard let settings = configuration.serverAPI else {
-        throw CommandFailure("App Store Server API access is not configured: set STOREKEEPER_ASSA_ISSUER_ID, STOREKEEPER_ASSA_KEY_ID and STOREKEEPER_ASSA_PRIVATE_KEY")
+        throw CommandFailure(
+            "App Store Server API access is not configured: set STOREKEEPER_ASSA_ISSUER_ID, STOREKEEPER_ASSA_KEY_ID and STOREKEEPER_ASSA_PRIVATE_KEY")
     }
     let client = AppStoreServerClient(
         credentials: settings.credentials, baseURL: settings.baseURL,
@@ -41,10 +42,11 @@ struct BackfillCommand: AsyncParsableCommand {
 
     func run() async throws {
         guard let start = Self.date(since) else { throw CommandFailure("--since must be an ISO 8601 instant, got \"\(since)\"") }
-        let end = try until.map { text in
-            guard let date = Self.date(text) else { throw CommandFailure("--until must be an ISO 8601 instant, got \"\(text)\"") }
-            return date
-        } ?? Date()
+        let end =
+            try until.map { text in
+                guard let date = Self.date(text) else { throw CommandFailure("--until must be an ISO 8601 instant, got \"\(text)\"") }
+                return date
+            } ?? Date()
         guard start < end else { throw CommandFailure("--since must be before --until") }
         let (configuration, serverAPI) = try serverAPIComponents(requiresDatabase: true)
         let environments = environment.map { [$0] } ?? configuration.environments.sorted { $0.rawValue < $1.rawValue }
@@ -66,7 +68,8 @@ struct BackfillCommand: AsyncParsableCommand {
                 }
                 say(
                     "\(environment.rawValue): \(report.found) notifications in \(report.pages) pages — \(report.accepted) enqueued, "
-                        + "\(report.duplicates) already stored, \(report.ignored) for another app or environment, \(report.rejected) failed verification")
+                        + "\(report.duplicates) already stored, \(report.ignored) for another app or environment, \(report.rejected) failed verification"
+                )
             }
         }
     }
@@ -100,7 +103,10 @@ struct AppleCommand: AsyncParsableCommand {
                     if let last = status.attempts.last {
                         let summary = status.attempts.map { "\($0.date.formatted(Date.ISO8601FormatStyle())) \($0.result)" }.joined(separator: ", ")
                         if status.delivered { return say("delivered: \(summary)") }
-                        if Date() >= deadline { throw CommandFailure("not delivered: \(summary) — check the notification URL in App Store Connect and that it reaches storekeeper serve") }
+                        if Date() >= deadline {
+                            throw CommandFailure(
+                                "not delivered: \(summary) — check the notification URL in App Store Connect and that it reaches storekeeper serve")
+                        }
                         _ = last
                     } else if Date() >= deadline {
                         throw CommandFailure("Apple reported no delivery attempt within \(timeout) s; try again later")

@@ -10,7 +10,8 @@ import StorekeeperRuntime
 func operatorDatabaseURL() throws -> DatabaseURL {
     if let text = ProcessInfo.processInfo.environment["DATABASE_URL"], !text.isEmpty { return try DatabaseURL(parsing: text) }
     if let text = DevEnvironment().settings()["DATABASE_URL"], !text.isEmpty { return try DatabaseURL(parsing: text) }
-    throw CommandFailure("DATABASE_URL is required (postgres://user:pass@host:port/db); in a `storekeeper dev` folder it is read from .storekeeper/dev.env")
+    throw CommandFailure(
+        "DATABASE_URL is required (postgres://user:pass@host:port/db); in a `storekeeper dev` folder it is read from .storekeeper/dev.env")
 }
 
 /// "Now" for what the operator commands compute (an account's status, a grant's start and end): the real time, or —

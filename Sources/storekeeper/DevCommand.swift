@@ -1,12 +1,12 @@
 import ArgumentParser
 import AsyncHTTPClient
 import Foundation
+import GooglePlayFake
+import Hummingbird
 import Logging
 import Persistence
 import PostgresNIO
-import Hummingbird
 import StorekeeperRuntime
-import GooglePlayFake
 import StripeFake
 
 struct DevCommand: AsyncParsableCommand {
@@ -128,12 +128,13 @@ struct DevCommand: AsyncParsableCommand {
             // give a later `serve` half of them.
             settings[devPlayPackageKey] = play.packageName
         }
-        try dev.writeSettings(settings.merging([
-            "STOREKEEPER_URL": url, "STOREKEEPER_API_KEY": apiKey, "STOREKEEPER_BUNDLE_ID": configuration.bundleId,
-            "DATABASE_URL": databaseURL.urlString,
-            // The operator commands (`grants`, `accounts show`) then read the catalogue the server serves.
-            "STOREKEEPER_TIERS": URL(fileURLWithPath: configuration.tiersPath).standardizedFileURL.path,
-        ]) { _, new in new })
+        try dev.writeSettings(
+            settings.merging([
+                "STOREKEEPER_URL": url, "STOREKEEPER_API_KEY": apiKey, "STOREKEEPER_BUNDLE_ID": configuration.bundleId,
+                "DATABASE_URL": databaseURL.urlString,
+                // The operator commands (`grants`, `accounts show`) then read the catalogue the server serves.
+                "STOREKEEPER_TIERS": URL(fileURLWithPath: configuration.tiersPath).standardizedFileURL.path,
+            ]) { _, new in new })
         let (applied, clockOffset) = try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 2), logger: logger) {
             client in
             try await ensureReachable(client, url: databaseURL, logger: logger)
@@ -147,7 +148,9 @@ struct DevCommand: AsyncParsableCommand {
         // put them in the future (a renewal not yet due, credits granted ahead), so the clock resumes where it was.
         if clockOffset > 0 {
             let now = devClock.advance(by: Double(clockOffset) / 1000)
-            say("The dev clock resumes at \(now.formatted(.iso8601)), \(Self.span(milliseconds: clockOffset)) ahead of the real time (kept in the database)")
+            say(
+                "The dev clock resumes at \(now.formatted(.iso8601)), \(Self.span(milliseconds: clockOffset)) ahead of the real time (kept in the database)"
+            )
         }
         let command = Self.invocation
         // The fake Stripe: served on its port for this process's worker and the `stripe` commands, acting at the dev
@@ -156,7 +159,8 @@ struct DevCommand: AsyncParsableCommand {
             prices: FakeStripe.prices(of: configuration.catalogue), webhookURL: "\(url)/stripe/webhooks", clock: { devClock.now() })
         let fakeServer = fakeStripe ? Self.serve(fake, port: fakeStripePort, logger: logger) : nil
         defer { fakeServer?.cancel() }
-        let playServer = fakePlay
+        let playServer =
+            fakePlay
             ? Self.serve(
                 play, plans: FakeGooglePlay.plans(of: configuration.catalogue), products: FakeGooglePlay.products(of: configuration.catalogue),
                 target: pushTarget, port: fakePlayPort, clock: { devClock.now() },

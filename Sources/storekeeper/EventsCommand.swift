@@ -44,7 +44,10 @@ struct EventsCommand: AsyncParsableCommand {
         func run() async throws {
             let (account, types, limit) = (self.account.flatMap(AccountID.init), try types(), self.limit)
             let events = try await EventsCommand.withHistory { try await $0.recent(account: account, types: types, limit: limit) }
-            if json { return events.forEach { say(EventEnvelope.json($0)) } }
+            if json {
+                for event in events { say(EventEnvelope.json(event)) }
+                return
+            }
             say("ID                                    SEQUENCE  TYPE                             ACCOUNT                              CREATED")
             for event in events {
                 say(
@@ -77,7 +80,9 @@ struct EventsCommand: AsyncParsableCommand {
             say("ATTEMPTS")
             for attempt in detail.attempts {
                 let status = attempt.statusCode.map(String.init) ?? "-"
-                say("  \(attempt.attemptedAt.formatted(.iso8601))  \(attempt.endpoint)  status \(status)  \(attempt.latencyMilliseconds) ms  \(attempt.error ?? "")")
+                say(
+                    "  \(attempt.attemptedAt.formatted(.iso8601))  \(attempt.endpoint)  status \(status)  \(attempt.latencyMilliseconds) ms  \(attempt.error ?? "")"
+                )
             }
             if detail.attempts.isEmpty { say("  (none)") }
         }
@@ -94,7 +99,9 @@ struct EventsCommand: AsyncParsableCommand {
             let endpoint = self.endpoint
             let result = try await EventsCommand.withHistory { try await $0.redeliver(id, endpoint: endpoint) }
             guard let endpoints = result else { throw CommandFailure("no event \(id.uuidString.lowercased())") }
-            guard !endpoints.isEmpty else { throw CommandFailure("event \(id.uuidString.lowercased()) has no delivery\(endpoint.map { " to \($0)" } ?? "")") }
+            guard !endpoints.isEmpty else {
+                throw CommandFailure("event \(id.uuidString.lowercased()) has no delivery\(endpoint.map { " to \($0)" } ?? "")")
+            }
             say("redelivering to \(endpoints.joined(separator: ", "))")
         }
     }

@@ -19,8 +19,11 @@ struct GoogleCommand: AsyncParsableCommand {
 
     struct Sync: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Read every known Play purchase token again (or those of --tokens) and derive each subscription and one-time purchase: a missed notification, or a first import.",
-            discussion: "Needs STOREKEEPER_GOOGLE_PACKAGE_NAME (with its push settings), STOREKEEPER_GOOGLE_SERVICE_ACCOUNT and DATABASE_URL. Exits 1 when a token could not be read.")
+            abstract:
+                "Read every known Play purchase token again (or those of --tokens) and derive each subscription and one-time purchase: a missed notification, or a first import.",
+            discussion:
+                "Needs STOREKEEPER_GOOGLE_PACKAGE_NAME (with its push settings), STOREKEEPER_GOOGLE_SERVICE_ACCOUNT and DATABASE_URL. Exits 1 when a token could not be read."
+        )
         @Option(help: "A file of purchase tokens, one a line (a first import); without it, every token filed.") var tokens: String?
 
         func run() async throws {
@@ -49,7 +52,9 @@ struct GoogleCommand: AsyncParsableCommand {
             } catch let error as GooglePlayAPIError {
                 throw CommandFailure("\(error)")
             }
-            say("\(report.read + report.notFound + report.refused + report.failed) tokens: \(report.read) read, \(report.notFound) not known to Google, \(report.refused) refused, \(report.failed) failed")
+            say(
+                "\(report.read + report.notFound + report.refused + report.failed) tokens: \(report.read) read, \(report.notFound) not known to Google, \(report.refused) refused, \(report.failed) failed"
+            )
             if report.failed > 0 { throw CommandFailure("\(report.failed) tokens could not be read now; run the sync again later") }
         }
     }
@@ -58,8 +63,11 @@ struct GoogleCommand: AsyncParsableCommand {
 extension GoogleCommand {
     struct Buy: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "An Android customer subscribes, or buys a one-time product (dev --fake-play only); prints the purchase token and its order id.")
-        @Option(help: "The account (the app's obfuscatedExternalAccountId: an account id, or a purchase intent's token); none: the purchase names nobody.")
+            abstract: "An Android customer subscribes, or buys a one-time product (dev --fake-play only); prints the purchase token and its order id."
+        )
+        @Option(
+            help: "The account (the app's obfuscatedExternalAccountId: an account id, or a purchase intent's token); none: the purchase names nobody."
+        )
         var account: String?
         @Option(help: "The catalogue's google_play subscription (productId/basePlanId), lifetime unlock or top-up (productId).")
         var product = "pro/monthly"
@@ -89,17 +97,20 @@ extension GoogleCommand {
         @Argument(help: "The purchase token.") var token: String
     }
     struct Cancel: FakePlayAction {
-        static let configuration = CommandConfiguration(abstract: "The customer turns auto-renew off; access lasts to the expiry (SUBSCRIPTION_CANCELED).")
+        static let configuration = CommandConfiguration(
+            abstract: "The customer turns auto-renew off; access lasts to the expiry (SUBSCRIPTION_CANCELED).")
         static let action = "cancel"
         @Argument(help: "The purchase token.") var token: String
     }
     struct Restore: FakePlayAction {
-        static let configuration = CommandConfiguration(abstract: "A cancelled subscription is resubscribed before it expires (SUBSCRIPTION_RESTARTED).")
+        static let configuration = CommandConfiguration(
+            abstract: "A cancelled subscription is resubscribed before it expires (SUBSCRIPTION_RESTARTED).")
         static let action = "restore"
         @Argument(help: "The purchase token.") var token: String
     }
     struct Grace: FakePlayAction {
-        static let configuration = CommandConfiguration(abstract: "A renewal's payment fails; access goes on for a 7-day grace period (SUBSCRIPTION_IN_GRACE_PERIOD).")
+        static let configuration = CommandConfiguration(
+            abstract: "A renewal's payment fails; access goes on for a 7-day grace period (SUBSCRIPTION_IN_GRACE_PERIOD).")
         static let action = "grace"
         @Argument(help: "The purchase token.") var token: String
     }
@@ -129,7 +140,8 @@ extension GoogleCommand {
         @Argument(help: "The purchase token.") var token: String
     }
     struct Revoke: FakePlayAction {
-        static let configuration = CommandConfiguration(abstract: "Google or the developer revokes the subscription: access ends now (SUBSCRIPTION_REVOKED).")
+        static let configuration = CommandConfiguration(
+            abstract: "Google or the developer revokes the subscription: access ends now (SUBSCRIPTION_REVOKED).")
         static let action = "revoke"
         @Argument(help: "The purchase token.") var token: String
     }
@@ -192,7 +204,9 @@ protocol FakePlayAction: AsyncParsableCommand {
 extension FakePlayAction {
     func run() async throws {
         let answer = try await FakePlayControl().post("/_fake/play/tokens/\(FakePlayControl.segment(token))/\(Self.action)", [:])
-        say("\(Self.action): \(token.prefix(32))… — Play's notification \(answer["notificationType"] ?? "?") was pushed; the worker reads the token within a moment")
+        say(
+            "\(Self.action): \(token.prefix(32))… — Play's notification \(answer["notificationType"] ?? "?") was pushed; the worker reads the token within a moment"
+        )
     }
 }
 
@@ -202,7 +216,8 @@ struct FakePlayControl {
 
     init() throws {
         guard let base = DevEnvironment().settings()["STOREKEEPER_GOOGLE_FAKE_URL"] else {
-            throw CommandFailure("no fake Google Play here: run `storekeeper dev --fake-play` in this folder first (Google Play itself has no such action)")
+            throw CommandFailure(
+                "no fake Google Play here: run `storekeeper dev --fake-play` in this folder first (Google Play itself has no such action)")
         }
         baseURL = base
     }

@@ -51,7 +51,9 @@ struct GrantsCommand: AsyncParsableCommand {
                 }
             }
             if json { return try printJSON(GrantLine(grant, account: account, catalogue: try loadCatalogue(), now: now)) }
-            say("granted \(grant.tier ?? "-") to \(account.text): grant \(grant.id), \(grant.endsAt.map { "until \($0.formatted(.iso8601))" } ?? "for good")")
+            say(
+                "granted \(grant.tier ?? "-") to \(account.text): grant \(grant.id), \(grant.endsAt.map { "until \($0.formatted(.iso8601))" } ?? "for good")"
+            )
         }
 
         static func account(_ text: String) throws -> AccountID {
@@ -85,12 +87,17 @@ struct GrantsCommand: AsyncParsableCommand {
         @Argument(help: "The grant id.") var grantId: String
 
         func run() async throws {
-            guard let id = UUID(uuidString: grantId)?.uuidString.lowercased() else { throw CommandFailure("the grant id must be a UUID, got \"\(grantId)\"") }
+            guard let id = UUID(uuidString: grantId)?.uuidString.lowercased() else {
+                throw CommandFailure("the grant id must be a UUID, got \"\(grantId)\"")
+            }
             let now = await operatorNow()
             guard let (grant, _, ended) = try await withGrants(now: now, { grants, _ in try await grants.end(id, now: now) }) else {
                 throw CommandFailure("no grant \(id)")
             }
-            say(ended ? "ended grant \(grant.id)" : "grant \(grant.id) had ended already (\((grant.endedAt ?? grant.endsAt).map { $0.formatted(.iso8601) } ?? "-"))")
+            say(
+                ended
+                    ? "ended grant \(grant.id)"
+                    : "grant \(grant.id) had ended already (\((grant.endedAt ?? grant.endsAt).map { $0.formatted(.iso8601) } ?? "-"))")
         }
     }
 
@@ -111,7 +118,9 @@ struct GrantsCommand: AsyncParsableCommand {
 
         init(_ record: EntitlementRecord, account: AccountID, catalogue: TierCatalogue, now: Date) {
             let source = catalogue.source(of: record, at: now)
-            (id, kind, accountId, tier, productId, status) = (record.id, source.kind.text, account.text, source.tier, record.productId, source.status.text)
+            (id, kind, accountId, tier, productId, status) = (
+                record.id, source.kind.text, account.text, source.tier, record.productId, source.status.text
+            )
             (startsAt, endsAt) = (record.startsAt, catalogue.clockEnd(of: record))
             (endedAt, endReason, reason, createdBy) = (record.endedAt, record.endReason?.text, record.reason, record.createdBy)
         }

@@ -107,7 +107,9 @@ struct JobsCommand: AsyncParsableCommand {
                 return dryRun ? ids : try await queue.requeue(ids: ids)
             }
             let list = requeued.prefix(20).map(String.init).joined(separator: ", ") + (requeued.count > 20 ? ", …" : "")
-            say("\(dryRun ? "would requeue" : "requeued") \(requeued.count) job\(requeued.count == 1 ? "" : "s")\(requeued.isEmpty ? "" : ": \(list)")")
+            say(
+                "\(dryRun ? "would requeue" : "requeued") \(requeued.count) job\(requeued.count == 1 ? "" : "s")\(requeued.isEmpty ? "" : ": \(list)")"
+            )
             if !dryRun, state == nil, requeued.count < ids.count {
                 let skipped = Set(ids).subtracting(requeued).sorted().map(String.init).joined(separator: ", ")
                 throw CommandFailure("not requeued (not failed or cancelled, or unknown): \(skipped)")

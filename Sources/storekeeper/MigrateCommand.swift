@@ -4,8 +4,8 @@ import Jobs
 import Logging
 import Persistence
 import PostgresNIO
-import StorekeeperRuntime
 import StatementFencing
+import StorekeeperRuntime
 
 struct MigrateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

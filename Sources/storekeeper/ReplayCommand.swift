@@ -1,7 +1,7 @@
 import Application
-import Events
 import ArgumentParser
 import Credits
+import Events
 import Foundation
 import Jobs
 import Persistence
@@ -54,7 +54,8 @@ struct ReplayCommand: AsyncParsableCommand {
         let catalogue = try loadCatalogue()
         let stripeSettings = StripeDerivation.Settings(graceDays: try Self.stripeGraceDays(), catalogue: catalogue)
         // Every subscription of a large app takes a while (a million: hours); one account or subscription, a moment.
-        let report = try await withDatabase(label: "storekeeper.replay", timeout: all ? .seconds(12 * 3600) : .seconds(60), connections: parallel + 1) { client, logger in
+        let report = try await withDatabase(label: "storekeeper.replay", timeout: all ? .seconds(12 * 3600) : .seconds(60), connections: parallel + 1)
+        { client, logger in
             let ids: [String]
             if all {
                 ids = try await client.withConnection { try await SubscriptionHistory(logger: logger).subscriptionIds(on: $0) }
@@ -87,14 +88,17 @@ struct ReplayCommand: AsyncParsableCommand {
                     // A Stripe subscription's facts are the objects read from Stripe (no call is made here): one stored
                     // as Stripe's, or one with no row whose objects are held.
                     guard appStore.stored?.store == .stripe || appStore.stored == nil else { return (appStore, false) }
-                    let derived = try await stripe.derive(id, cause: EventCause(originalTransactionId: id), lockHeld: true, write: write, on: connection)
+                    let derived = try await stripe.derive(
+                        id, cause: EventCause(originalTransactionId: id), lockHeld: true, write: write, on: connection)
                     // Nothing held and nothing stored: an unknown id, answered as any other.
                     return (derived ?? (appStore.stored == nil ? appStore : nil), false)
                 }
                 guard let outcome = derived else {
                     // Stored as a Play subscription whose chain has no read held, or a Stripe one none of whose objects is:
                     // nothing to derive it from.
-                    if isPlay { return .subscription(id, ["google_play: no read of its purchase tokens is held; `storekeeper google sync` reads them again"]) }
+                    if isPlay {
+                        return .subscription(id, ["google_play: no read of its purchase tokens is held; `storekeeper google sync` reads them again"])
+                    }
                     return .subscription(id, ["stripe: no Stripe subscription object is held for it; `storekeeper stripe sync` reads it again"])
                 }
                 guard outcome.stored != nil || outcome.state != nil else {
@@ -144,11 +148,13 @@ struct ReplayCommand: AsyncParsableCommand {
             } else {
                 differing += 1
                 say("\(id): differs from its stored facts\(write ? " — derived state stored, operations posted" : ""):")
-                differences.forEach { say("  \($0)") }
+                for difference in differences { say("  \(difference)") }
             }
         }
         if differing > 0, !write {
-            say("\(differing) of \(report.subscriptions.count) subscriptions differ; run again with --write to store the derived state and post the operations")
+            say(
+                "\(differing) of \(report.subscriptions.count) subscriptions differ; run again with --write to store the derived state and post the operations"
+            )
             throw ExitCode(3)
         }
     }

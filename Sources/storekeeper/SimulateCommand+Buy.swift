@@ -29,7 +29,9 @@ extension SimulateCommand {
         let (status, answer) = try await server.send(.POST, "/notifications/apple", body: signed)
         let body = String(decoding: answer, as: UTF8.self)
         guard status == 200 else { throw CommandFailure("Storekeeper answered \(status): \(body)") }
-        say("ONE_TIME_CHARGE of \(productId) (\(transaction.type ?? "")) for account \(accountId.uuidString.lowercased()): transaction \(transactionId): \(body)")
+        say(
+            "ONE_TIME_CHARGE of \(productId) (\(transaction.type ?? "")) for account \(accountId.uuidString.lowercased()): transaction \(transactionId): \(body)"
+        )
         try await server.reportApplied(intakeAnswer: answer, account: accountId)
     }
 }

@@ -8,7 +8,8 @@ extension SimulateCommand {
     static let holdScenarios: Set<String> = ["hold", "settle", "release"]
 
     func validateHold() throws {
-        let options = scenario == "hold" ? "--account, --meter, --amount, --key, --expires-in" : "--account and --key, or --hold; settle also --amount"
+        let options =
+            scenario == "hold" ? "--account, --meter, --amount, --key, --expires-in" : "--account and --key, or --hold; settle also --amount"
         if duration != nil || product != nil || to != nil || trial || originalTransactionId != nil || periodDays != nil {
             throw ValidationError("\(scenario) takes only \(options)")
         }

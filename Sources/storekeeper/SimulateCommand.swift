@@ -24,7 +24,10 @@ struct SimulateCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "advance, buy (a lifetime or non-renewing product), hold, settle, release (credits around AI work), or one of: \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", ")).")
+    @Argument(
+        help:
+            "advance, buy (a lifetime or non-renewing product), hold, settle, release (credits around AI work), or one of: \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", "))."
+    )
     var scenario: String
 
     @Argument(help: "With advance: how far (30d, 12h, 90m, 45s, 2w, P1M, PT12H).") var duration: String?
@@ -39,7 +42,10 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "The originalTransactionId (default: derived from --account, else random).")
     var originalTransactionId: String?
 
-    @Option(help: "Billing period length in days (default: the product's period in the server's catalogue, in calendar months for P1M or P1Y as Apple bills; else 30 days).")
+    @Option(
+        help:
+            "Billing period length in days (default: the product's period in the server's catalogue, in calendar months for P1M or P1Y as Apple bills; else 30 days)."
+    )
     var periodDays: Double?
 
     @Option(help: "Storekeeper's base URL (default: the running dev server's).") var url: String?
@@ -75,7 +81,9 @@ struct SimulateCommand: AsyncParsableCommand {
             return
         }
         guard let scenario = SimulatedEvent.Scenario(rawValue: scenario) else {
-            throw ValidationError("unknown scenario \(scenario); one of: advance, buy, hold, settle, release, \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw ValidationError(
+                "unknown scenario \(scenario); one of: advance, buy, hold, settle, release, \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", "))"
+            )
         }
         if duration != nil { throw ValidationError("only advance takes a duration") }
         if let account, UUID(uuidString: account) == nil { throw ValidationError("--account must be a UUID") }
@@ -97,14 +105,16 @@ struct SimulateCommand: AsyncParsableCommand {
             say("the dev server's clock is now \(now.formatted(.iso8601))")
             return try await server.waitForDueJobs()
         }
-        let bundleId = ProcessInfo.processInfo.environment["STOREKEEPER_BUNDLE_ID"] ?? settings["STOREKEEPER_BUNDLE_ID"]
+        let bundleId =
+            ProcessInfo.processInfo.environment["STOREKEEPER_BUNDLE_ID"] ?? settings["STOREKEEPER_BUNDLE_ID"]
             ?? "com.example.storekeeper"
         guard FileManager.default.fileExists(atPath: dev.signingDirectory.appendingPathComponent("leaf-key.pem").path) else {
             throw CommandFailure("no local signing chain in \(dev.signingDirectory.path); start `storekeeper dev` first")
         }
         let chain = try dev.signingChain()
         let accountId = account.flatMap(UUID.init(uuidString:))
-        let subscriptionId = originalTransactionId ?? accountId.map(Self.originalTransactionId(for:))
+        let subscriptionId =
+            originalTransactionId ?? accountId.map(Self.originalTransactionId(for:))
             ?? String(UInt64.random(in: 2_000_000_000_000_000...2_999_999_999_999_999))
         var subscription = SimulatedEvent.Subscription(
             originalTransactionId: subscriptionId, productId: product ?? "pro.monthly", accountId: accountId,
@@ -190,8 +200,14 @@ struct SimulateCommand: AsyncParsableCommand {
         var number = ""
         var inTime = false
         for character in text.dropFirst() {
-            if character == "T" { inTime = true; continue }
-            if character.isNumber || character == "." { number.append(character); continue }
+            if character == "T" {
+                inTime = true
+                continue
+            }
+            if character.isNumber || character == "." {
+                number.append(character)
+                continue
+            }
             guard let value = Double(number) else { return nil }
             let unit: TimeInterval? =
                 switch (character, inTime) {

@@ -142,7 +142,8 @@ struct DevServer {
         while true {
             let live = try await jobs("")
             if let failed = live.first(where: { $0.state == "failed" }) {
-                throw CommandFailure("the worker could not apply it (attempt \(failed.attempt)): \(failed.errors.last?.error ?? "no error recorded"); it retries")
+                throw CommandFailure(
+                    "the worker could not apply it (attempt \(failed.attempt)): \(failed.errors.last?.error ?? "no error recorded"); it retries")
             }
             if live.isEmpty {
                 if let discarded = try await jobs("&state=discarded").first {
@@ -151,7 +152,8 @@ struct DevServer {
                 return
             }
             guard Date() < deadline else {
-                throw CommandFailure("accepted, but not applied within \(Int(seconds)) s: is the dev server's worker running? (storekeeper jobs list)")
+                throw CommandFailure(
+                    "accepted, but not applied within \(Int(seconds)) s: is the dev server's worker running? (storekeeper jobs list)")
             }
             try await Task.sleep(for: .milliseconds(50))
         }

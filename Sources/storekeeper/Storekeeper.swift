@@ -13,7 +13,8 @@ struct Storekeeper: AsyncParsableCommand {
         abstract: "App Store subscription lifecycle and usage credits, self-hosted.",
         subcommands: [
             MigrateCommand.self, ServeCommand.self, WorkCommand.self, DevCommand.self, SimulateCommand.self,
-            VerifyCommand.self, JobsCommand.self, EventsCommand.self, AccountsCommand.self, GrantsCommand.self, StripeCommand.self, GoogleCommand.self, ReplayCommand.self, BackfillCommand.self, AppleCommand.self,
+            VerifyCommand.self, JobsCommand.self, EventsCommand.self, AccountsCommand.self, GrantsCommand.self, StripeCommand.self,
+            GoogleCommand.self, ReplayCommand.self, BackfillCommand.self, AppleCommand.self,
         ]
     )
 
@@ -26,10 +27,13 @@ struct Storekeeper: AsyncParsableCommand {
             if let first = CommandLine.arguments.dropFirst().first, first == "bench" || first == "drill" {
                 // Where they were until the production binary stopped carrying them.
                 let instead = first == "bench" ? "storekeeper-bench <benchmark>" : "storekeeper-bench drill <drill>"
-                try? FileHandle.standardError.write(contentsOf: Data("storekeeper: benchmarks and drills are \(instead) now (see the README's Commands)\n".utf8))
+                try? FileHandle.standardError.write(
+                    contentsOf: Data("storekeeper: benchmarks and drills are \(instead) now (see the README's Commands)\n".utf8))
                 Foundation.exit(64)
             }
-            if exitCode(for: error) != .success, let mistyped = MistypedOptions.problem(in: Array(CommandLine.arguments.dropFirst()), root: Storekeeper.self) {
+            if exitCode(for: error) != .success,
+                let mistyped = MistypedOptions.problem(in: Array(CommandLine.arguments.dropFirst()), root: Storekeeper.self)
+            {
                 try? FileHandle.standardError.write(contentsOf: Data("Error: \(mistyped)\n".utf8))
                 Foundation.exit(ExitCode.validationFailure.rawValue)
             }
@@ -52,7 +56,7 @@ struct Storekeeper: AsyncParsableCommand {
             exit(withError: error)
         } catch let error as ValidationError {
             exit(withError: error)
-        } catch where exitCode(for: error) == .success {
+        } catch  where exitCode(for: error) == .success {
             exit(withError: error)  // `--help` on a subcommand reaches here as ArgumentParser's own error: print the help
         } catch {
             try? FileHandle.standardError.write(contentsOf: Data("storekeeper: \(CommandFailure.describe(error))\n".utf8))

@@ -30,7 +30,9 @@ struct StripeCommand: AsyncParsableCommand {
     struct Sync: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Read every Stripe subscription (all statuses, 100 a page) and derive each one: a missed webhook, or a first import.",
-            discussion: "Needs STOREKEEPER_STRIPE_API_KEY and DATABASE_URL. A subscription that names no account waits for POST /v1/accounts/{id}/stripe/link.")
+            discussion:
+                "Needs STOREKEEPER_STRIPE_API_KEY and DATABASE_URL. A subscription that names no account waits for POST /v1/accounts/{id}/stripe/link."
+        )
         @Option(help: "Only subscriptions created since this ISO 8601 instant (2026-01-01T00:00:00Z).") var since: String?
 
         func run() async throws {
@@ -68,12 +70,15 @@ struct StripeCommand: AsyncParsableCommand {
                 form.append(("trial_days", String(trialDays)))
             }
             let session = try await FakeControl().post("/_fake/checkout/sessions/\(StripeForm.escape(sessionId))/pay", form)
-            say("paid \(sessionId): \(session["subscription"] as? String ?? session["payment_intent"] as? String ?? "-") — its events were delivered; the worker applies them within a moment")
+            say(
+                "paid \(sessionId): \(session["subscription"] as? String ?? session["payment_intent"] as? String ?? "-") — its events were delivered; the worker applies them within a moment"
+            )
         }
     }
 
     struct Renew: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "A subscription's period ends: it renews, or its payment fails (dev --fake-stripe only).")
+        static let configuration = CommandConfiguration(
+            abstract: "A subscription's period ends: it renews, or its payment fails (dev --fake-stripe only).")
         @Argument(help: "The subscription id (sub_…).") var subscriptionId: String
         @Flag(help: "The renewal's payment fails (past_due).") var failing = false
 
@@ -81,7 +86,8 @@ struct StripeCommand: AsyncParsableCommand {
             let control = try FakeControl()
             // As `simulate renew`: the dev server's clock moves to the period's end first, where Stripe renews.
             try await control.moveDevClock(toPeriodEndOf: subscriptionId)
-            let subscription = try await control.post("/_fake/subscriptions/\(StripeForm.escape(subscriptionId))/renew", [("paying", failing ? "false" : "true")])
+            let subscription = try await control.post(
+                "/_fake/subscriptions/\(StripeForm.escape(subscriptionId))/renew", [("paying", failing ? "false" : "true")])
             say("\(subscriptionId): \(subscription["status"] as? String ?? "-")")
         }
     }
@@ -94,17 +100,22 @@ struct StripeCommand: AsyncParsableCommand {
         func run() async throws {
             let subscription = try await FakeControl().post(
                 "/_fake/subscriptions/\(StripeForm.escape(subscriptionId))/cancel", [("at_period_end", now ? "false" : "true")])
-            say("\(subscriptionId): \(subscription["status"] as? String ?? "-"), cancel at period end: \(subscription["cancel_at_period_end"] as? Bool ?? false)")
+            say(
+                "\(subscriptionId): \(subscription["status"] as? String ?? "-"), cancel at period end: \(subscription["cancel_at_period_end"] as? Bool ?? false)"
+            )
         }
     }
 
     struct Refund: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Refund a subscription's newest paid invoice, or a one-time payment (dev --fake-stripe only).")
+        static let configuration = CommandConfiguration(
+            abstract: "Refund a subscription's newest paid invoice, or a one-time payment (dev --fake-stripe only).")
         @Option(help: "The subscription (sub_…).") var subscription: String?
         @Option(help: "The one-time payment's PaymentIntent (pi_…).") var paymentIntent: String?
 
         func run() async throws {
-            guard (subscription == nil) != (paymentIntent == nil) else { throw CommandFailure("give exactly one of --subscription or --payment-intent") }
+            guard (subscription == nil) != (paymentIntent == nil) else {
+                throw CommandFailure("give exactly one of --subscription or --payment-intent")
+            }
             let form = subscription.map { [("subscription", $0)] } ?? [("payment_intent", paymentIntent!)]
             _ = try await FakeControl().post("/_fake/refunds", form)
             say("refunded \(subscription ?? paymentIntent!)")

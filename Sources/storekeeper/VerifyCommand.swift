@@ -49,14 +49,17 @@ struct VerifyCommand: AsyncParsableCommand {
         let dev = DevEnvironment()
         let devSettings = dev.settings()
         let devRoot = dev.signingDirectory.appendingPathComponent("root.pem").path
-        let devRoots = devSettings.isEmpty || !FileManager.default.fileExists(atPath: devRoot)
+        let devRoots =
+            devSettings.isEmpty || !FileManager.default.fileExists(atPath: devRoot)
             ? [] : [devRoot] + ["config/AppleRootCA-G3.cer"].filter { FileManager.default.fileExists(atPath: $0) }
         let rootPaths = !roots.isEmpty ? roots : !list("STOREKEEPER_ROOT_CERTIFICATES").isEmpty ? list("STOREKEEPER_ROOT_CERTIFICATES") : devRoots
         guard !rootPaths.isEmpty else { throw CommandFailure("give --root PATH (Apple Root CA - G3) or set STOREKEEPER_ROOT_CERTIFICATES") }
         guard let bundleId = bundleId ?? environment["STOREKEEPER_BUNDLE_ID"] ?? devSettings["STOREKEEPER_BUNDLE_ID"] else {
             throw CommandFailure("give --bundle-id or set STOREKEEPER_BUNDLE_ID")
         }
-        let names = environments.isEmpty ? (list("STOREKEEPER_ENVIRONMENTS").isEmpty ? ["Production", "Sandbox"] : list("STOREKEEPER_ENVIRONMENTS")) : environments
+        let names =
+            environments.isEmpty
+            ? (list("STOREKEEPER_ENVIRONMENTS").isEmpty ? ["Production", "Sandbox"] : list("STOREKEEPER_ENVIRONMENTS")) : environments
         let certificates = try rootPaths.map { path throws(VerificationError) in try TrustedRoots.load(path: path) }
         let clockNow = await operatorNow()
         let verifier = SignedDataVerifier(
@@ -117,7 +120,10 @@ struct VerifyCommand: AsyncParsableCommand {
         let text: String
         switch stored {
         case nil: throw CommandFailure("no notification \(uuid.uuidString.lowercased()) is stored")
-        case .cleared?: throw CommandFailure("notification \(uuid.uuidString.lowercased())'s signed payload was cleared after the retention period (STOREKEEPER_SIGNED_RETENTION_DAYS)")
+        case .cleared?:
+            throw CommandFailure(
+                "notification \(uuid.uuidString.lowercased())'s signed payload was cleared after the retention period (STOREKEEPER_SIGNED_RETENTION_DAYS)"
+            )
         case .verbatim(let verbatim)?:
             text = verbatim
             say("stored verbatim: \(text.utf8.count) bytes")

@@ -11,13 +11,13 @@ import Testing
 struct AnalyticsRulesTests {
     @Test("MRR factors, from the issue: P1W × 52/12, P1M × 1, P3M ÷ 3, P6M ÷ 6, P1Y ÷ 12, halves away from zero")
     func monthlyValues() {
-        #expect(MonthlyValue.of(9990, length: .init(months: 0, days: 7)) == 43290)       // 9990 × 52 / 12 = 43290
+        #expect(MonthlyValue.of(9990, length: .init(months: 0, days: 7)) == 43290)  // 9990 × 52 / 12 = 43290
         #expect(MonthlyValue.of(9990, length: .init(months: 1, days: 0)) == 9990)
-        #expect(MonthlyValue.of(29990, length: .init(months: 3, days: 0)) == 9997)       // 9996.67
-        #expect(MonthlyValue.of(59990, length: .init(months: 6, days: 0)) == 9998)       // 9998.33
-        #expect(MonthlyValue.of(99990, length: .init(months: 12, days: 0)) == 8333)      // 8332.5
-        #expect(MonthlyValue.of(3000, length: .init(months: 0, days: 14)) == 6500)       // 3000 × 52 / 24
-        #expect(MonthlyValue.of(1000, length: .init(months: 0, days: 10)) == 3042)       // 1000 × 365 / 120 = 3041.67
+        #expect(MonthlyValue.of(29990, length: .init(months: 3, days: 0)) == 9997)  // 9996.67
+        #expect(MonthlyValue.of(59990, length: .init(months: 6, days: 0)) == 9998)  // 9998.33
+        #expect(MonthlyValue.of(99990, length: .init(months: 12, days: 0)) == 8333)  // 8332.5
+        #expect(MonthlyValue.of(3000, length: .init(months: 0, days: 14)) == 6500)  // 3000 × 52 / 24
+        #expect(MonthlyValue.of(1000, length: .init(months: 0, days: 10)) == 3042)  // 1000 × 365 / 120 = 3041.67
         #expect(MonthlyValue.of(-99990, length: .init(months: 12, days: 0)) == -8333)
         #expect(MonthlyValue.likelyLength(of: 7 * 86_400) == .init(months: 0, days: 7))
         #expect(MonthlyValue.likelyLength(of: 28 * 86_400) == .init(months: 1, days: 0))
@@ -27,13 +27,15 @@ struct AnalyticsRulesTests {
 
     @Test("intervals: ISO weeks start on Monday, months on the 1st, both cut to the range; days parse strictly")
     func intervals() throws {
-        let from = try #require(AnalyticsDay("2026-11-26")), to = try #require(AnalyticsDay("2027-01-05"))
+        let from = try #require(AnalyticsDay("2026-11-26"))
+        let to = try #require(AnalyticsDay("2027-01-05"))
         let weeks = AnalyticsChart.buckets(from: from, to: to, interval: .week).map { "\($0.first)…\($0.last)" }
         #expect(weeks.prefix(2) == ["2026-11-26…2026-11-29", "2026-11-30…2026-12-06"])
         #expect(weeks.last == "2027-01-04…2027-01-05")
         let months = AnalyticsChart.buckets(from: from, to: to, interval: .month).map { "\($0.first)…\($0.last)" }
         #expect(months == ["2026-11-26…2026-11-30", "2026-12-01…2026-12-31", "2027-01-01…2027-01-05"])
-        let leap = AnalyticsChart.buckets(from: try #require(AnalyticsDay("2028-02-01")), to: try #require(AnalyticsDay("2028-03-01")), interval: .month)
+        let leap = AnalyticsChart.buckets(
+            from: try #require(AnalyticsDay("2028-02-01")), to: try #require(AnalyticsDay("2028-03-01")), interval: .month)
         #expect(leap.map(\.last.description) == ["2028-02-29", "2028-03-01"])
         for bad in ["2026-02-30", "2026-13-01", "2026-1-01", "26-11-26", "2026-11-26T00:00:00Z", ""] { #expect(AnalyticsDay(bad) == nil, "\(bad)") }
         #expect(AnalyticsDay(Date(timeIntervalSince1970: 86_400 - 0.001)).number == 0)
@@ -53,7 +55,8 @@ struct AnalyticsRulesTests {
     @Test("a chart: levels carry what came before the range, flows do not; churn rate over the level at the interval's start")
     func drawing() throws {
         let day = { (text: String) in AnalyticsDay(text)! }
-        let active = AnalyticsSeriesKey(measure: .activeSubscriptions), churned = AnalyticsSeriesKey(measure: .churned)
+        let active = AnalyticsSeriesKey(measure: .activeSubscriptions)
+        let churned = AnalyticsSeriesKey(measure: .churned)
         let sums = AnalyticsSums(
             before: [active: 10],
             days: [active: [day("2026-11-02"): 3, day("2026-11-09"): -2], churned: [day("2026-11-09"): 2, day("2026-11-20"): 1]])
@@ -132,7 +135,8 @@ struct AnalyticsRulesTests {
         }
         let state = SubscriptionState(
             originalTransactionId: "1", accountId: nil, productId: "pro.annual", environment: .production, status: .active, willRenew: true,
-            autoRenewProductId: nil, pendingProductId: nil, purchaseDate: nil, expiresAt: periods.last?.end, gracePeriodExpiresAt: nil, isTrial: false,
+            autoRenewProductId: nil, pendingProductId: nil, purchaseDate: nil, expiresAt: periods.last?.end, gracePeriodExpiresAt: nil,
+            isTrial: false,
             ownership: .purchased, latestTransactionId: "m2", lastEventType: .didRenew, lastEvent: EventPosition(signedDate: 0, eventId: ""),
             endReason: nil, billingPlan: .monthly)
         let contribution = SubscriptionAnalytics.contribution(

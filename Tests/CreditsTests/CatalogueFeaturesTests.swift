@@ -28,7 +28,10 @@ struct CatalogueFeaturesTests {
     func problemsAtOnce() {
         let problems = catalogue(
             features: ["context_quilt": "sometimes", "modle": "advanced"],
-            products: [.init(id: "pro.pass", type: .nonRenewing, price: 100, currency: "USD"), .init(id: "pro.life", type: .lifetime, period: "P1M", price: 100, currency: "USD")]
+            products: [
+                .init(id: "pro.pass", type: .nonRenewing, price: 100, currency: "USD"),
+                .init(id: "pro.life", type: .lifetime, period: "P1M", price: 100, currency: "USD"),
+            ]
         ).problems()
         #expect(problems.contains { $0.contains("tiers.pro.features.context_quilt") && $0.contains("not one of its levels") }, "\(problems)")
         #expect(problems.contains { $0.contains("tiers.pro.features.modle is not a defined feature") }, "\(problems)")

@@ -7,10 +7,18 @@ import Testing
 struct CreditCalendarTests {
     func date(_ text: String) -> Date { try! Date(text, strategy: .iso8601) }
 
-    @Test("anchor Jan 31: Feb 28 in a common year, Feb 29 in a leap year, then back to the 31st", arguments: [
-        ("2027-01-31T10:15:00Z", ["2027-01-31T10:15:00Z", "2027-02-28T10:15:00Z", "2027-03-31T10:15:00Z", "2027-04-30T10:15:00Z", "2027-05-31T10:15:00Z"]),
-        ("2028-01-31T10:15:00Z", ["2028-01-31T10:15:00Z", "2028-02-29T10:15:00Z", "2028-03-31T10:15:00Z", "2028-04-30T10:15:00Z", "2028-05-31T10:15:00Z"]),
-    ])
+    @Test(
+        "anchor Jan 31: Feb 28 in a common year, Feb 29 in a leap year, then back to the 31st",
+        arguments: [
+            (
+                "2027-01-31T10:15:00Z",
+                ["2027-01-31T10:15:00Z", "2027-02-28T10:15:00Z", "2027-03-31T10:15:00Z", "2027-04-30T10:15:00Z", "2027-05-31T10:15:00Z"]
+            ),
+            (
+                "2028-01-31T10:15:00Z",
+                ["2028-01-31T10:15:00Z", "2028-02-29T10:15:00Z", "2028-03-31T10:15:00Z", "2028-04-30T10:15:00Z", "2028-05-31T10:15:00Z"]
+            ),
+        ])
     func endOfMonthAnchor(anchor: String, expected: [String]) {
         for (k, text) in expected.enumerated() {
             #expect(CreditCalendar.monthlyBoundary(anchor: date(anchor), month: k) == date(text), "month \(k)")
@@ -35,15 +43,21 @@ struct CreditCalendarTests {
         #expect(CreditCalendar.monthIndex(anchor: anchor, end: end, at: date("2027-02-28T10:15:00Z")) == 1)
         #expect(CreditCalendar.monthIndex(anchor: anchor, end: end, at: date("2028-01-31T10:14:59Z")) == 11)
         #expect(CreditCalendar.monthIndex(anchor: anchor, end: end, at: end) == nil)
-        #expect(CreditCalendar.monthlyWindow(anchor: anchor, end: end, month: 1) == DateInterval(start: date("2027-02-28T10:15:00Z"), end: date("2027-03-31T10:15:00Z")))
+        #expect(
+            CreditCalendar.monthlyWindow(anchor: anchor, end: end, month: 1)
+                == DateInterval(start: date("2027-02-28T10:15:00Z"), end: date("2027-03-31T10:15:00Z")))
         let shortened = date("2028-01-30T00:00:00Z")
         #expect(CreditCalendar.monthlyWindow(anchor: anchor, end: shortened, month: 11).end == shortened)
     }
 
     @Test("UTC day and month")
     func dayAndMonth() {
-        #expect(CreditCalendar.day(containing: date("2028-02-29T23:59:59Z")) == DateInterval(start: date("2028-02-29T00:00:00Z"), end: date("2028-03-01T00:00:00Z")))
-        #expect(CreditCalendar.month(containing: date("2027-02-10T05:00:00Z")) == DateInterval(start: date("2027-02-01T00:00:00Z"), end: date("2027-03-01T00:00:00Z")))
+        #expect(
+            CreditCalendar.day(containing: date("2028-02-29T23:59:59Z"))
+                == DateInterval(start: date("2028-02-29T00:00:00Z"), end: date("2028-03-01T00:00:00Z")))
+        #expect(
+            CreditCalendar.month(containing: date("2027-02-10T05:00:00Z"))
+                == DateInterval(start: date("2027-02-01T00:00:00Z"), end: date("2027-03-01T00:00:00Z")))
     }
 }
 
@@ -69,7 +83,9 @@ struct ProrationTests {
     @Test("large allowances, annual durations and prices do not overflow")
     func noOverflow() {
         let year = 365 * day
-        #expect(Proration.upgradeGrant(allowance: 2_000_000_000, newPrice: 1_999_990_000, oldPrice: 999_990_000, remaining: year / 2, cycle: year) == 1_500_002_500)
+        #expect(
+            Proration.upgradeGrant(allowance: 2_000_000_000, newPrice: 1_999_990_000, oldPrice: 999_990_000, remaining: year / 2, cycle: year)
+                == 1_500_002_500)
     }
 
     @Test("prorated clawback rounds up and never exceeds the grant")
@@ -148,9 +164,12 @@ struct CatalogueValidationTests {
             meters: [.init(id: "ai", displayName: "AI"), .init(id: "ai", displayName: "AI again")],
             free: .init(displayName: "Free", allowances: ["ai": Allowance(perDay: 5, unlimited: true)]),
             tiers: [
-                .init(id: "pro", level: 1, displayName: "Pro", products: [.init(id: "p.m", period: "P1Q", price: 0, currency: "USD")],
-                      allowances: ["ai": Allowance(perCycle: 10, trialCap: 20), "lookups": Allowance(perDay: 1)]),
-                .init(id: "max", level: 1, displayName: "Max", products: [.init(id: "p.m", period: "P1M", price: 100, currency: "USD")], allowances: [:]),
+                .init(
+                    id: "pro", level: 1, displayName: "Pro", products: [.init(id: "p.m", period: "P1Q", price: 0, currency: "USD")],
+                    allowances: ["ai": Allowance(perCycle: 10, trialCap: 20), "lookups": Allowance(perDay: 1)]),
+                .init(
+                    id: "max", level: 1, displayName: "Max", products: [.init(id: "p.m", period: "P1M", price: 100, currency: "USD")], allowances: [:]
+                ),
             ],
             topUps: [.init(id: "c.1", meter: "nope", credits: 0)])
         let problems = catalogue.problems()

@@ -41,7 +41,9 @@ struct CreditClaimsTests {
                         Self.end(out: out, charge: charge, in: &after)
                         #expect(after.balance(of: Self.bucket.key) == before.balance(of: Self.bucket.key), "\(label)")
                         // What the refund took in all (its row, its claim, the claim's payments) is at most what it owed.
-                        #expect(CreditClaims.rows(of: "refund:s1:\(Self.bucket.key)", in: after).reduce(Int64(0)) { $0 - $1.delta } <= granted, "\(label)")
+                        #expect(
+                            CreditClaims.rows(of: "refund:s1:\(Self.bucket.key)", in: after).reduce(Int64(0)) { $0 - $1.delta } <= granted, "\(label)"
+                        )
                         #expect(after.balance(of: Self.bucket.key) == max(granted + extra - charge - granted, 0), "\(label): by hand")
                         // Reversed, in either history: all that was bought, less what the work cost.
                         sale.revoked = false
@@ -59,26 +61,35 @@ struct CreditClaimsTests {
 
     @Test("a refund short of what it owes takes all it owes and claims the rest; one not short posts no claim")
     func takeBackRows() {
-        #expect(CreditClaims.takeBack("refund:s", bucket: "b", owed: 10, available: 4, reason: "r") == [
-            .post(LedgerEntry(operationKey: "refund:s", bucket: "b", delta: -10, reason: "r"), opening: nil),
-            .post(LedgerEntry(operationKey: "claim:refund:s", bucket: "b", delta: 6, reason: "claim: what the refund could not take"), opening: nil),
-        ])
+        #expect(
+            CreditClaims.takeBack("refund:s", bucket: "b", owed: 10, available: 4, reason: "r") == [
+                .post(LedgerEntry(operationKey: "refund:s", bucket: "b", delta: -10, reason: "r"), opening: nil),
+                .post(
+                    LedgerEntry(operationKey: "claim:refund:s", bucket: "b", delta: 6, reason: "claim: what the refund could not take"), opening: nil),
+            ])
         #expect(CreditClaims.takeBack("refund:s", bucket: "b", owed: 10, available: 12, reason: "r").count == 1)
         #expect(CreditClaims.takeBack("refund:s", bucket: "b", owed: 10, available: -3, reason: "r").count == 2)
         #expect(CreditClaims.takeBack("refund:s", bucket: "b", owed: 0, available: 5, reason: "r").isEmpty)
     }
 
-    @Test("claims are paid oldest first, from credits going back to the bucket they were made on (a carry-over's top-up too), never past what is outstanding")
+    @Test(
+        "claims are paid oldest first, from credits going back to the bucket they were made on (a carry-over's top-up too), never past what is outstanding"
+    )
     func payments() {
         let debits = [HoldSettlement.Debit(bucket: "window", amount: 4), HoldSettlement.Debit(bucket: "top", amount: 10)]
         // By debit: the claims on where its credits go back. The window's go to the top-up an upgrade carried it to,
         // whose refund claimed 2; the top-ups' own bucket has two claims.
-        let claims = ["top": [HoldSettlement.Claim(key: "c1", outstanding: 3), HoldSettlement.Claim(key: "c2", outstanding: 5)],
-                      "window": [HoldSettlement.Claim(key: "k", outstanding: 2)]]
+        let claims = [
+            "top": [HoldSettlement.Claim(key: "c1", outstanding: 3), HoldSettlement.Claim(key: "c2", outstanding: 5)],
+            "window": [HoldSettlement.Claim(key: "k", outstanding: 2)],
+        ]
         let outcome = HoldSettlement.settle(debits, charge: 6, destination: { $0 == "window" ? "carried" : $0 }, claims: { claims[$0] ?? [] })!
         // 6 charged: the window's 4, then 2 of the top-ups; 8 come back to the top-ups and pay 3 then 5.
         #expect(outcome.charged == [.init(bucket: "window", amount: 4), .init(bucket: "top", amount: 2)])
-        #expect(outcome.payments == [.init(claim: "c1", bucket: "top", from: "top", amount: 3), .init(claim: "c2", bucket: "top", from: "top", amount: 5)])
+        #expect(
+            outcome.payments == [
+                .init(claim: "c1", bucket: "top", from: "top", amount: 3), .init(claim: "c2", bucket: "top", from: "top", amount: 5),
+            ])
         #expect(outcome.returns.isEmpty && outcome.lapsed == 8 && outcome.gross(from: "top") == 8)
         let released = HoldSettlement.settle(debits, charge: 0, destination: { $0 == "window" ? "carried" : $0 }, claims: { claims[$0] ?? [] })!
         // The window's 4 go to the carry-over's top-up and pay its claim of 2 there.
@@ -104,11 +115,16 @@ struct CreditClaimsTests {
         let claims = claims(after: "hold:h:0", in: ledger)
         let outcome = HoldSettlement.settle([.init(bucket: bucket.key, amount: out)], charge: charge, destination: { $0 }, claims: { _ in claims })!
         let gross = outcome.gross(from: bucket.key)
-        if gross > 0 { ledger.apply(.post(LedgerEntry(operationKey: "hold-return:h:0", bucket: bucket.key, delta: gross, reason: "hold returned"), opening: nil)) }
+        if gross > 0 {
+            ledger.apply(.post(LedgerEntry(operationKey: "hold-return:h:0", bucket: bucket.key, delta: gross, reason: "hold returned"), opening: nil))
+        }
         for payment in outcome.payments {
-            ledger.apply(.post(LedgerEntry(
-                operationKey: CreditClaims.paymentKey(claim: payment.claim, payer: "hold-return:h:0"), bucket: payment.from, delta: -payment.amount,
-                reason: "paid"), opening: nil))
+            ledger.apply(
+                .post(
+                    LedgerEntry(
+                        operationKey: CreditClaims.paymentKey(claim: payment.claim, payer: "hold-return:h:0"), bucket: payment.from,
+                        delta: -payment.amount,
+                        reason: "paid"), opening: nil))
         }
     }
 
@@ -116,7 +132,8 @@ struct CreditClaimsTests {
     static func claims(after since: String, in ledger: LedgerSnapshot) -> [HoldSettlement.Claim] {
         guard let start = ledger.entries.firstIndex(where: { $0.operationKey == since }) else { return [] }
         return ledger.entries[(start + 1)...].compactMap { row in
-            guard CreditClaims.isClaim(row.operationKey), row.delta > 0, !ledger.isPosted("reversed:" + row.operationKey.dropFirst("claim:".count)) else { return nil }
+            guard CreditClaims.isClaim(row.operationKey), row.delta > 0, !ledger.isPosted("reversed:" + row.operationKey.dropFirst("claim:".count))
+            else { return nil }
             let paid = ledger.entries.filter { $0.operationKey.hasPrefix(row.operationKey + ":paid:") }.reduce(Int64(0)) { $0 + $1.delta }
             return row.delta + paid > 0 ? HoldSettlement.Claim(key: row.operationKey, outstanding: row.delta + paid) : nil
         }

@@ -47,7 +47,8 @@ struct CreditWarningsTests {
     @Test("a daily quota is the allowance of a share; an unlimited meter never warns; without an allowance only credits count")
     func allowances() {
         #expect(CreditWarnings.crossed([WarningThreshold(0.5)], allowance: Allowance(perDay: 10), before: 6, after: 5).map(\.credits) == [5])
-        #expect(CreditWarnings.crossed([WarningThreshold(0), WarningThreshold(5)], allowance: Allowance(unlimited: true), before: 6, after: 0).isEmpty)
+        #expect(
+            CreditWarnings.crossed([WarningThreshold(0), WarningThreshold(5)], allowance: Allowance(unlimited: true), before: 6, after: 0).isEmpty)
         #expect(CreditWarnings.crossed([WarningThreshold(0.5), WarningThreshold(5)], allowance: nil, before: 6, after: 5).map(\.credits) == [5])
         // A share is a `credits.low` even where it rounds to 0; `0` as written is `credits.exhausted`; two shares that
         // round to one balance are one crossing.
@@ -58,8 +59,12 @@ struct CreditWarningsTests {
         #expect(WarningThreshold(0.29).credits(of: Allowance(perCycle: 100)) == 29)
         #expect(WarningThreshold(0.57).credits(of: Allowance(perCycle: 100)) == 57)
         // During a free trial the window grants trial_cap: a fifth of 50, not of 200.
-        #expect(CreditWarnings.crossed([WarningThreshold(0.2)], allowance: Allowance(perCycle: 200, trialCap: 50), isTrial: true, before: 11, after: 10).map(\.credits) == [10])
-        #expect(CreditWarnings.crossed([WarningThreshold(0.2)], allowance: Allowance(perCycle: 200, trialCap: 50), before: 41, after: 40).map(\.credits) == [40])
+        #expect(
+            CreditWarnings.crossed([WarningThreshold(0.2)], allowance: Allowance(perCycle: 200, trialCap: 50), isTrial: true, before: 11, after: 10)
+                .map(\.credits) == [10])
+        #expect(
+            CreditWarnings.crossed([WarningThreshold(0.2)], allowance: Allowance(perCycle: 200, trialCap: 50), before: 41, after: 40).map(\.credits)
+                == [40])
     }
 
     @Test("warn_at as written: below 1 a share, whole numbers credits, 0 spent out; anything else is a start-up problem naming the meter")
@@ -73,7 +78,11 @@ struct CreditWarningsTests {
         #expect(again == written)
         let catalogue = TierCatalogue(
             meters: [meter], free: .init(displayName: "Free", allowances: ["ai": Allowance(perDay: 5)]),
-            tiers: [.init(id: "pro", level: 1, displayName: "Pro", products: [.init(id: "pro.monthly", period: "P1M", price: 9990, currency: "USD")], allowances: ["ai": Allowance(perCycle: 100)])],
+            tiers: [
+                .init(
+                    id: "pro", level: 1, displayName: "Pro", products: [.init(id: "pro.monthly", period: "P1M", price: 9990, currency: "USD")],
+                    allowances: ["ai": Allowance(perCycle: 100)])
+            ],
             topUps: [])
         let problems = catalogue.problems()
         #expect(problems.filter { $0.hasPrefix("meters.ai.warn_at") }.count == 3, "\(problems)")

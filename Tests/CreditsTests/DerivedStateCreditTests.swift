@@ -121,8 +121,10 @@ struct DerivedStateCreditTests {
         /// The live buckets a spend at `now` would see, the grants due by the clock counted as written.
         func live(at now: Date) -> [AccountCredits.LiveBalance] {
             let states = derivation.map { [$0.state] } ?? []
-            var live = ledger.liveBuckets(account: DerivedStateCreditTests.account, cycleOf: [DerivedStateCreditTests.subscription], meter: nil, at: now)
-                .map { AccountCredits.LiveBalance(bucket: $0, balance: ledger.balance(of: $0.key)) }
+            var live = ledger.liveBuckets(
+                account: DerivedStateCreditTests.account, cycleOf: [DerivedStateCreditTests.subscription], meter: nil, at: now
+            )
+            .map { AccountCredits.LiveBalance(bucket: $0, balance: ledger.balance(of: $0.key)) }
             let due = AccountCredits.grantsDue(
                 account: DerivedStateCreditTests.account, subscriptions: states, catalogue: DerivedStateCreditTests.catalogue, live: live, now: now)
             for case .post(let entry, let bucket?) in due where !live.contains(where: { $0.bucket.key == bucket.key }) {
@@ -134,11 +136,14 @@ struct DerivedStateCreditTests {
         /// What `GET /v1/accounts/{id}/status` answers at `now`.
         func status(at now: Date) -> (status: AccountStatus, credits: AccountCredits) {
             let states = derivation.map { [$0.state] } ?? []
-            let live = ledger.liveBuckets(account: DerivedStateCreditTests.account, cycleOf: [DerivedStateCreditTests.subscription], meter: nil, at: now)
-                .map { AccountCredits.LiveBalance(bucket: $0, balance: ledger.balance(of: $0.key)) }
+            let live = ledger.liveBuckets(
+                account: DerivedStateCreditTests.account, cycleOf: [DerivedStateCreditTests.subscription], meter: nil, at: now
+            )
+            .map { AccountCredits.LiveBalance(bucket: $0, balance: ledger.balance(of: $0.key)) }
             let due = AccountCredits.grantsDue(
                 account: DerivedStateCreditTests.account, subscriptions: states, catalogue: DerivedStateCreditTests.catalogue, live: live, now: now)
-            let credits = AccountCredits.evaluate(subscriptions: states, catalogue: DerivedStateCreditTests.catalogue, live: live, pending: due, now: now)
+            let credits = AccountCredits.evaluate(
+                subscriptions: states, catalogue: DerivedStateCreditTests.catalogue, live: live, pending: due, now: now)
             return (AccountStatus.evaluate(subscriptions: states, hasFreeCredits: credits.hasCredits, now: now), credits)
         }
 
@@ -216,7 +221,9 @@ struct DerivedStateCreditTests {
     static let exactRefund = notification(
         "REFUND", nil, status: 5, product: "max.monthly", from: upgradedAt, to: upgradedAt + period, at: refundedAt, revoked: true)
 
-    @Test("an upgrade refunded while its carry-over is out in a hold: the refund takes the carry-over whole and claims what is held, the held credits pay the claim when they come back, and a second derivation (replay) posts nothing", arguments: [Int64(1), 400, 1000])
+    @Test(
+        "an upgrade refunded while its carry-over is out in a hold: the refund takes the carry-over whole and claims what is held, the held credits pay the claim when they come back, and a second derivation (replay) posts nothing",
+        arguments: [Int64(1), 400, 1000])
     func refundedCarryOverWhileHeld(held: Int64) throws {
         let refund = Self.exactRefund
         let topUp = CreditBucket.topUp(account: Self.account, meter: "ai_requests").key
@@ -240,7 +247,8 @@ struct DerivedStateCreditTests {
             balances[endsFirst] = world.ledger.balance(of: topUp)
             // `storekeeper replay` derives the same facts again: nothing is due that was not posted.
             let derivation = try #require(world.derivation)
-            let again = SubscriptionCredits.operationsDue(derivation, catalogue: Self.catalogue, ledger: world.ledger, now: refundedAt.addingTimeInterval(60))
+            let again = SubscriptionCredits.operationsDue(
+                derivation, catalogue: Self.catalogue, ledger: world.ledger, now: refundedAt.addingTimeInterval(60))
             #expect(again.isEmpty, "\(label): a second derivation posts \(again)")
         }
         #expect(balances[true] == 0 && balances[false] == 0, "the refunded upgrade's carry-over is gone in either order: \(balances)")
@@ -251,12 +259,18 @@ struct DerivedStateCreditTests {
     static func release(_ held: Int64, from bucket: String, in ledger: inout LedgerSnapshot) {
         // Only the top-ups hold claims here.
         let claims = CreditClaimsTests.claims(after: "hold:h:0", in: ledger)
-        guard let outcome = HoldSettlement.settle([.init(bucket: bucket, amount: held)], charge: 0, destination: { $0 }, claims: { _ in claims }) else { return }
-        ledger.apply(.post(LedgerEntry(operationKey: "hold-return:h:0", bucket: bucket, delta: outcome.gross(from: bucket), reason: "hold returned"), opening: nil))
+        guard let outcome = HoldSettlement.settle([.init(bucket: bucket, amount: held)], charge: 0, destination: { $0 }, claims: { _ in claims })
+        else { return }
+        ledger.apply(
+            .post(
+                LedgerEntry(operationKey: "hold-return:h:0", bucket: bucket, delta: outcome.gross(from: bucket), reason: "hold returned"),
+                opening: nil))
         for payment in outcome.payments {
-            ledger.apply(.post(LedgerEntry(
-                operationKey: CreditClaims.paymentKey(claim: payment.claim, payer: "hold-return:h:0"), bucket: bucket, delta: -payment.amount,
-                reason: "top-up refunded (credits came back)"), opening: nil))
+            ledger.apply(
+                .post(
+                    LedgerEntry(
+                        operationKey: CreditClaims.paymentKey(claim: payment.claim, payer: "hold-return:h:0"), bucket: bucket, delta: -payment.amount,
+                        reason: "top-up refunded (credits came back)"), opening: nil))
         }
     }
 
@@ -285,9 +299,11 @@ struct DerivedStateCreditTests {
     }
 
     /// Other walkthroughs the old `simulate` produced: the invariants hold at every instant after each notification.
-    @Test("near-duplicate refunds, renewals sent a month early, an expiry rebuilt from whole seconds", arguments: [
-        "refund named 4 ms after the upgrade", "renew early after the upgrade, then refund", "renew early, upgrade, refund", "expire",
-    ])
+    @Test(
+        "near-duplicate refunds, renewals sent a month early, an expiry rebuilt from whole seconds",
+        arguments: [
+            "refund named 4 ms after the upgrade", "renew early after the upgrade, then refund", "renew early, upgrade, refund", "expire",
+        ])
     func otherWalkthroughs(_ name: String) {
         let events: [SubscriptionEvent]
         switch name {
@@ -299,13 +315,15 @@ struct DerivedStateCreditTests {
         case "renew early after the upgrade, then refund":
             // `renew` started the next period at the whole-second end of the current one, sent at once.
             let start = Self.wholeSeconds(Self.upgradedAt + Self.period)
-            let renew = Self.notification("DID_RENEW", nil, status: 1, product: "max.monthly", from: start, to: start + Self.period, at: Self.upgradedAt + Self.minute)
+            let renew = Self.notification(
+                "DID_RENEW", nil, status: 1, product: "max.monthly", from: start, to: start + Self.period, at: Self.upgradedAt + Self.minute)
             let refund = Self.notification(
                 "REFUND", nil, status: 5, product: "max.monthly", from: start, to: start + Self.period, at: Self.refundedAt, revoked: true)
             events = [Self.subscribe, Self.upgrade, renew, refund]
         case "renew early, upgrade, refund":
             let start = Self.wholeSeconds(Self.subscribedAt + Self.period)
-            let renew = Self.notification("DID_RENEW", nil, status: 1, product: "pro.monthly", from: start, to: start + Self.period, at: Self.subscribedAt + Self.minute)
+            let renew = Self.notification(
+                "DID_RENEW", nil, status: 1, product: "pro.monthly", from: start, to: start + Self.period, at: Self.subscribedAt + Self.minute)
             // The renewal, now the newest period, is what the status showed and what the refund named.
             let refund = Self.notification(
                 "REFUND", nil, status: 5, product: "pro.monthly", from: start, to: start + Self.period, at: Self.refundedAt, revoked: true)
@@ -338,7 +356,8 @@ struct DerivedStateCreditTests {
             key: today, meter: "ai_requests", kind: .daily, accountId: Self.account, validFrom: Self.date(Self.subscribedAt / Self.day * Self.day),
             validUntil: Self.date(Self.subscribedAt / Self.day * Self.day + Self.day))
         world.ledger.apply(.post(LedgerEntry(operationKey: "grant:\(today)", bucket: today, delta: 5, reason: "daily quota"), opening: quota))
-        world.ledger.apply(.post(LedgerEntry(operationKey: "spend:\(Self.account.text):first:0", bucket: today, delta: -1, reason: "spend"), opening: nil))
+        world.ledger.apply(
+            .post(LedgerEntry(operationKey: "spend:\(Self.account.text):first:0", bucket: today, delta: -1, reason: "spend"), opening: nil))
         world.deliver(Self.subscribe, now: now)
         let credits = world.status(at: now).credits
         #expect(credits.tier == "pro")

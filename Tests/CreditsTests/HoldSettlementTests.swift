@@ -7,7 +7,8 @@ import Testing
 struct HoldSettlementTests {
     enum Fate: CaseIterable { case open, carried, closed }
 
-    @Test("charged + returned + lapsed is the hold; the charge comes from the front of the spend order; each rest goes where its bucket's credits are")
+    @Test(
+        "charged + returned + lapsed is the hold; the charge comes from the front of the spend order; each rest goes where its bucket's credits are")
     func exhaustive() {
         var cases = 0
         for split in Self.splits(of: [1, 2, 3], maximum: 4) {

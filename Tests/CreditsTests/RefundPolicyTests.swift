@@ -15,10 +15,12 @@ struct RefundPolicyTests {
         PurchaseConsumption(meters: ["ai": .init(credited: credited, used: used)], delivered: true)
     }
 
-    @Test("a consumable: nothing used → GRANT_FULL at 0; some → GRANT_PRORATED with the share; above the line → DECLINE", arguments: [
-        (0 as Int64, 0 as Int32, "GRANT_FULL"), (1, 1000, "GRANT_PRORATED"), (80, 80_000, "GRANT_PRORATED"), (81, 81_000, "DECLINE"),
-        (100, 100_000, "DECLINE"),
-    ])
+    @Test(
+        "a consumable: nothing used → GRANT_FULL at 0; some → GRANT_PRORATED with the share; above the line → DECLINE",
+        arguments: [
+            (0 as Int64, 0 as Int32, "GRANT_FULL"), (1, 1000, "GRANT_PRORATED"), (80, 80_000, "GRANT_PRORATED"), (81, 81_000, "DECLINE"),
+            (100, 100_000, "DECLINE"),
+        ])
     func consumable(usedCredits: Int64, milliPercent: Int32, preference: String) {
         let answer = policy.answer(for: .consumable, consumption: used(usedCredits, of: 100))
         #expect(answer.consumptionPercentage == milliPercent)
@@ -27,7 +29,9 @@ struct RefundPolicyTests {
         #expect(answer.problems(for: .consumable).isEmpty)
     }
 
-    @Test("a subscription never carries a percentage, whatever was used", arguments: [(0 as Int64, "GRANT_FULL"), (500, "GRANT_PRORATED"), (501, "DECLINE")])
+    @Test(
+        "a subscription never carries a percentage, whatever was used",
+        arguments: [(0 as Int64, "GRANT_FULL"), (500, "GRANT_PRORATED"), (501, "DECLINE")])
     func subscription(usedCredits: Int64, preference: String) {
         let answer = policy.answer(for: .subscription, consumption: used(usedCredits, of: 1000))
         #expect(answer.consumptionPercentage == nil)
@@ -49,7 +53,8 @@ struct RefundPolicyTests {
 
     @Test("Apple's rules: consent, known values, range, no percentage for subscriptions, GRANT_PRORATED needs a share")
     func problems() {
-        var answer = ConsumptionAnswer(consumptionPercentage: nil, deliveryStatus: .delivered, refundPreference: .grantProrated, sampleContentProvided: true)
+        var answer = ConsumptionAnswer(
+            consumptionPercentage: nil, deliveryStatus: .delivered, refundPreference: .grantProrated, sampleContentProvided: true)
         #expect(answer.problems(for: .subscription).isEmpty)
         #expect(answer.problems(for: .consumable) == ["GRANT_PRORATED needs a consumptionPercentage above 0"])
         answer.consumptionPercentage = 100_001
@@ -112,7 +117,9 @@ struct TopUpAttributionTests {
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: entries).spends == [1: 60, 3: 40])
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: entries).spends == [3: 30, 4: 20])
-        let refunded = [entries[0], LedgerEntry(operationKey: "refund:A:b", bucket: "b", delta: -100, reason: "top-up refunded"), entries[2], entries[1]]
+        let refunded = [
+            entries[0], LedgerEntry(operationKey: "refund:A:b", bucket: "b", delta: -100, reason: "top-up refunded"), entries[2], entries[1],
+        ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: refunded).spends.isEmpty)
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: refunded).spends == [3: 60])
     }
@@ -150,7 +157,9 @@ struct TopUpAttributionTests {
     /// inside their keys (SubscriptionCredits: a refunded upgrade's take-back with its claim, a carry-over that no
     /// longer stands going back to its window). Before, none of them reached the lot: a refunded carry-over stayed in
     /// the pool, and later spends were counted against it rather than against the purchase after it.
-    @Test("a carry-over is a lot: its refund (with a claim) empties it, the refund's reversal puts it back, a carry-over moved back to its window leaves the pool")
+    @Test(
+        "a carry-over is a lot: its refund (with a claim) empties it, the refund's reversal puts it back, a carry-over moved back to its window leaves the pool"
+    )
     func carryOvers() {
         func row(_ key: String, _ delta: Int64) -> LedgerEntry { LedgerEntry(operationKey: key, bucket: "b", delta: delta, reason: "r") }
         let carry = "carry:s.2:cycle:s:s.1:w0:ai:in"
@@ -163,10 +172,11 @@ struct TopUpAttributionTests {
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: refunded).spends == [7: 60])
         // The refund reversed: the carry-over is back, first in, so the spend after draws on it before Q.
-        let reversed = Array(refunded.dropLast()) + [
-            row("reversed:refund:s.2:1700000000000:\(carry)", 50), row("reversed:claim:refund:s.2:1700000000000:\(carry)", -20),
-            row("reversed:claim:refund:s.2:1700000000000:\(carry):paid:hold-return:h:0", 20), row("spend:1:a:t:0", -60),
-        ]
+        let reversed =
+            Array(refunded.dropLast()) + [
+                row("reversed:refund:s.2:1700000000000:\(carry)", 50), row("reversed:claim:refund:s.2:1700000000000:\(carry)", -20),
+                row("reversed:claim:refund:s.2:1700000000000:\(carry):paid:hold-return:h:0", 20), row("spend:1:a:t:0", -60),
+            ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: reversed).spends == [10: 10])
         // Moved back to its window (a copy of the upgrade put another period between): it leaves the pool.
         // (Counted as a spend, the move drew 50 of Q's first.)
@@ -182,7 +192,9 @@ struct TopUpAttributionTests {
 
     /// A refund that found its credits out (CreditClaims): its row is all it owed, its claim gives back what was not
     /// there; what later paid the claim leaves the refunded purchase's lot, not another's.
-    @Test("a refund with a claim: a spend given back pays the claim from the refunded purchase, so a later purchase's use is its own; a held purchase charged after its refund is the refunded one's use")
+    @Test(
+        "a refund with a claim: a spend given back pays the claim from the refunded purchase, so a later purchase's use is its own; a held purchase charged after its refund is the refunded one's use"
+    )
     func claims() {
         func row(_ key: String, _ delta: Int64) -> LedgerEntry { LedgerEntry(operationKey: key, bucket: "b", delta: delta, reason: "r") }
         // P bought and all spent; P refunded (nothing there: all 100 claimed); Q bought; the spend given back pays the
@@ -212,4 +224,3 @@ struct TopUpAttributionTests {
         #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: reversed).spends == [10: 50])
     }
 }
-

@@ -55,7 +55,10 @@ struct SourceRulesTests {
         let ledger = LedgerSnapshot()
         let owed = SourceCredits.operationsDue(refunded, account: Self.account, catalogue: Self.catalogue, ledger: ledger, now: day(41))
         // Learnt only with its refund: the window it was refunded in, granted and closed at the refund.
-        guard case .post(let entry, let bucket?)? = owed.first else { Issue.record("nothing owed: \(owed)"); return }
+        guard case .post(let entry, let bucket?)? = owed.first else {
+            Issue.record("nothing owed: \(owed)")
+            return
+        }
         #expect(entry.delta == 100 && bucket.validUntil == day(40) && bucket.key == "source:l:w1:ai")
     }
 
@@ -74,7 +77,9 @@ struct SourceRulesTests {
             for (step, index) in order.enumerated() {
                 let record = held.map { EntitlementRecord.newest($0, versions[index]) } ?? versions[index]
                 held = record
-                for operation in SourceCredits.operationsDue(record, account: Self.account, catalogue: Self.catalogue, ledger: ledger, now: day(4 + Double(step))) {
+                for operation in SourceCredits.operationsDue(
+                    record, account: Self.account, catalogue: Self.catalogue, ledger: ledger, now: day(4 + Double(step)))
+                {
                     ledger.apply(operation)
                 }
             }

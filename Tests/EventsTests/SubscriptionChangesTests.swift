@@ -10,9 +10,15 @@ import Testing
     static let catalogue = TierCatalogue(
         meters: [.init(id: "ai", displayName: "AI")], free: .init(displayName: "Free", allowances: [:]),
         tiers: [
-            .init(id: "max", level: 1, displayName: "Max", products: [.init(id: "max.monthly", period: "P1M", price: 19_990, currency: "USD")], allowances: [:]),
-            .init(id: "pro", level: 2, displayName: "Pro", products: [.init(id: "pro.monthly", period: "P1M", price: 9_990, currency: "USD")], allowances: [:]),
-            .init(id: "lite", level: 3, displayName: "Lite", products: [.init(id: "lite.monthly", period: "P1M", price: 4_990, currency: "USD")], allowances: [:]),
+            .init(
+                id: "max", level: 1, displayName: "Max", products: [.init(id: "max.monthly", period: "P1M", price: 19_990, currency: "USD")],
+                allowances: [:]),
+            .init(
+                id: "pro", level: 2, displayName: "Pro", products: [.init(id: "pro.monthly", period: "P1M", price: 9_990, currency: "USD")],
+                allowances: [:]),
+            .init(
+                id: "lite", level: 3, displayName: "Lite", products: [.init(id: "lite.monthly", period: "P1M", price: 4_990, currency: "USD")],
+                allowances: [:]),
         ], topUps: [])
     static let alice = AccountID("alice")!
     static let start = Date(timeIntervalSince1970: 1_790_000_000)
@@ -28,7 +34,8 @@ import Testing
             purchaseDate: start.addingTimeInterval(Double(period) * 30 * 86_400),
             expiresAt: start.addingTimeInterval(Double(period + 1) * 30 * 86_400 + expiresExtra), gracePeriodExpiresAt: nil,
             isTrial: false, ownership: .purchased, latestTransactionId: "t\(period)", lastEventType: NotificationType("X"),
-            lastEvent: EventPosition(signedDate: signed, eventId: "e\(signed)"), endReason: endReason.map(EndReason.init), billingPeriodKey: "p\(period)")
+            lastEvent: EventPosition(signedDate: signed, eventId: "e\(signed)"), endReason: endReason.map(EndReason.init),
+            billingPeriodKey: "p\(period)")
     }
 
     static func types(_ stored: SubscriptionState?, _ state: SubscriptionState) -> [String] {
@@ -75,22 +82,30 @@ import Testing
 
     @Test("The same transition reached twice (a replay, a duplicate, another delivery order) has the same key")
     func stableKeys() {
-        let first = SubscriptionChanges.events(from: Self.state(.active), to: Self.state(.active, period: 1), catalogue: Self.catalogue, cause: EventCause())
+        let first = SubscriptionChanges.events(
+            from: Self.state(.active), to: Self.state(.active, period: 1), catalogue: Self.catalogue, cause: EventCause())
         let again = SubscriptionChanges.events(
             from: Self.state(.active), to: Self.state(.active, period: 1), catalogue: Self.catalogue, cause: EventCause(eventId: "other"))
         #expect(first.map(\.key) == again.map(\.key))
-        #expect(SubscriptionChanges.events(from: Self.state(.active, period: 1), to: Self.state(.active, period: 1), catalogue: Self.catalogue, cause: EventCause()).isEmpty)
+        #expect(
+            SubscriptionChanges.events(
+                from: Self.state(.active, period: 1), to: Self.state(.active, period: 1), catalogue: Self.catalogue, cause: EventCause()
+            ).isEmpty)
     }
 
     @Test("Plan changes say upgrade, downgrade or crossgrade by Apple's levels, and whether they apply now or at renewal")
     func planChanges() throws {
         let upgrade = try #require(
-            SubscriptionChanges.events(from: Self.state(.active), to: Self.state(.active, period: 1, product: "max.monthly"), catalogue: Self.catalogue, cause: EventCause()).first)
+            SubscriptionChanges.events(
+                from: Self.state(.active), to: Self.state(.active, period: 1, product: "max.monthly"), catalogue: Self.catalogue, cause: EventCause()
+            ).first)
         #expect(upgrade.type == .subscriptionPlanChanged)
         #expect(upgrade.change.direction == "upgrade" && upgrade.change.effective == "now")
         #expect(upgrade.change.fromProductId == "pro.monthly" && upgrade.change.toProductId == "max.monthly")
         let scheduled = try #require(
-            SubscriptionChanges.events(from: Self.state(.active), to: Self.state(.active, pending: "lite.monthly"), catalogue: Self.catalogue, cause: EventCause()).first)
+            SubscriptionChanges.events(
+                from: Self.state(.active), to: Self.state(.active, pending: "lite.monthly"), catalogue: Self.catalogue, cause: EventCause()
+            ).first)
         #expect(scheduled.type == .subscriptionPlanChanged)
         #expect(scheduled.change.direction == "downgrade" && scheduled.change.effective == "next_renewal")
     }
@@ -105,7 +120,8 @@ import Testing
     @Test("A transfer tells the new owner and the previous one; a revocation and a renewal extension are their own events")
     func transfersRevocationsExtensions() throws {
         let bob = AccountID("bob")!
-        let moved = SubscriptionChanges.events(from: Self.state(.active), to: Self.state(.active, account: bob), catalogue: Self.catalogue, cause: EventCause())
+        let moved = SubscriptionChanges.events(
+            from: Self.state(.active), to: Self.state(.active, account: bob), catalogue: Self.catalogue, cause: EventCause())
         #expect(moved.map(\.type) == [.subscriptionTransferred, .subscriptionTransferred])
         #expect(Set(moved.map(\.account)) == [Self.alice, bob])
         #expect(moved.allSatisfy { $0.change.fromAccountId == "alice" && $0.change.toAccountId == "bob" })
@@ -121,7 +137,8 @@ import Testing
         #expect(Self.types(Self.state(.billingRetry), Self.state(.active, signed: 2)) == ["subscription.recovered"])
         let expired = try #require(
             SubscriptionChanges.events(
-                from: Self.state(.billingRetry), to: Self.state(.expired, willRenew: false, endReason: "EXPIRED_BILLING_ERROR"), catalogue: Self.catalogue,
+                from: Self.state(.billingRetry), to: Self.state(.expired, willRenew: false, endReason: "EXPIRED_BILLING_ERROR"),
+                catalogue: Self.catalogue,
                 cause: EventCause()
             ).first)
         #expect(expired.type == .subscriptionExpired && expired.change.reason == "EXPIRED_BILLING_ERROR")

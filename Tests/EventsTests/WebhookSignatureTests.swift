@@ -14,7 +14,9 @@ import Testing
         #expect(header == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
         #expect(signature.verify(header: header, id: "msg_p5jXN8AQM9LWM0D4loKWxJek", timestamp: 1_614_265_330, body: body))
         #expect(!signature.verify(header: header, id: "msg_p5jXN8AQM9LWM0D4loKWxJek", timestamp: 1_614_265_331, body: body))
-        #expect(!signature.verify(header: header, id: "msg_p5jXN8AQM9LWM0D4loKWxJek", timestamp: 1_614_265_330, body: Data(#"{"test": 2432232315}"#.utf8)))
+        #expect(
+            !signature.verify(header: header, id: "msg_p5jXN8AQM9LWM0D4loKWxJek", timestamp: 1_614_265_330, body: Data(#"{"test": 2432232315}"#.utf8))
+        )
     }
 
     @Test("During a rotation both secrets sign; a receiver holding either accepts, one holding neither refuses")

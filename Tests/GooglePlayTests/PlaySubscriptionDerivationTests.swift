@@ -18,7 +18,8 @@ struct PlaySubscriptionDerivationTests {
     ) throws -> PlaySubscriptionRead {
         var line: [String: Any] = [
             "productId": product, "offerDetails": ["basePlanId": basePlan],
-            "autoRenewingPlan": ["autoRenewEnabled": autoRenew, "recurringPrice": ["currencyCode": "EUR", "units": "9", "nanos": 990_000_000]] as [String: Any],
+            "autoRenewingPlan": ["autoRenewEnabled": autoRenew, "recurringPrice": ["currencyCode": "EUR", "units": "9", "nanos": 990_000_000]]
+                as [String: Any],
             "offerPhase": trial ? ["freeTrial": [:] as [String: String]] : ["basePrice": [:] as [String: String]],
         ]
         let time = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
@@ -66,16 +67,23 @@ struct PlaySubscriptionDerivationTests {
     func periods() throws {
         let reads = [
             try Self.read("t1"),
-            try Self.read("t1", expires: Self.start.addingTimeInterval(60 * Self.day), order: "GPA.3300-0000-0000-00001..0", readAt: Self.start.addingTimeInterval(30 * Self.day)),
-            try Self.read("t1", expires: Self.start.addingTimeInterval(60 * Self.day), order: "GPA.3300-0000-0000-00001..0", readAt: Self.start.addingTimeInterval(31 * Self.day)),
             try Self.read(
-                "t1", state: "SUBSCRIPTION_STATE_CANCELED", expires: Self.start.addingTimeInterval(60 * Self.day), order: "GPA.3300-0000-0000-00001..0",
+                "t1", expires: Self.start.addingTimeInterval(60 * Self.day), order: "GPA.3300-0000-0000-00001..0",
+                readAt: Self.start.addingTimeInterval(30 * Self.day)),
+            try Self.read(
+                "t1", expires: Self.start.addingTimeInterval(60 * Self.day), order: "GPA.3300-0000-0000-00001..0",
+                readAt: Self.start.addingTimeInterval(31 * Self.day)),
+            try Self.read(
+                "t1", state: "SUBSCRIPTION_STATE_CANCELED", expires: Self.start.addingTimeInterval(60 * Self.day),
+                order: "GPA.3300-0000-0000-00001..0",
                 autoRenew: false, readAt: Self.start.addingTimeInterval(40 * Self.day)),
         ]
         let subscription = try #require(PlaySubscriptionDerivation.derive(reads).first)
         #expect(subscription.periods.map(\.orderId) == ["GPA.3300-0000-0000-00001", "GPA.3300-0000-0000-00001..0"])
         #expect(subscription.state == .canceled && !subscription.willRenew && subscription.productId == "pro/monthly")
-        #expect(subscription.isEntitled(at: Self.start.addingTimeInterval(59 * Self.day)) && !subscription.isEntitled(at: Self.start.addingTimeInterval(61 * Self.day)))
+        #expect(
+            subscription.isEntitled(at: Self.start.addingTimeInterval(59 * Self.day))
+                && !subscription.isEntitled(at: Self.start.addingTimeInterval(61 * Self.day)))
     }
 
     @Test("an upgrade's token links the old one: one subscription under the first token, the new token current, the old one no longer entitling")
@@ -107,13 +115,17 @@ struct PlaySubscriptionDerivationTests {
         let asked = Self.start.addingTimeInterval(10 * Self.day)
         let paid = try Self.read("paid", readAt: asked)
         for state in ["SUBSCRIPTION_STATE_PENDING", "SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED"] {
-            let pending = try Self.read("upgrade", state: state, started: asked, expires: nil, order: nil, linked: "paid", readAt: asked.addingTimeInterval(60), basePlan: "yearly")
+            let pending = try Self.read(
+                "upgrade", state: state, started: asked, expires: nil, order: nil, linked: "paid", readAt: asked.addingTimeInterval(60),
+                basePlan: "yearly")
             let subscription = try #require(PlaySubscriptionDerivation.derive([paid, pending]).first)
             #expect(subscription.currentToken == "paid" && subscription.productId == "pro/monthly", "\(state)")
             #expect(subscription.isEntitled(at: asked.addingTimeInterval(Self.day)), "\(state)")
         }
         // Once the upgrade is paid it replaces the old token.
-        let granted = try Self.read("upgrade", started: asked, expires: asked.addingTimeInterval(365 * Self.day), order: "GPA.7", linked: "paid", readAt: asked.addingTimeInterval(120), basePlan: "yearly")
+        let granted = try Self.read(
+            "upgrade", started: asked, expires: asked.addingTimeInterval(365 * Self.day), order: "GPA.7", linked: "paid",
+            readAt: asked.addingTimeInterval(120), basePlan: "yearly")
         #expect(PlaySubscriptionDerivation.derive([paid, granted]).first?.currentToken == "upgrade")
     }
 
@@ -135,11 +147,15 @@ struct PlaySubscriptionDerivationTests {
         let reads = [
             try Self.read("a"),
             try Self.read("a", state: "SUBSCRIPTION_STATE_EXPIRED", expires: upgradeAt, readAt: upgradeAt),
-            try Self.read("b", started: upgradeAt, expires: upgradeAt.addingTimeInterval(30 * Self.day), order: "GPA.2", linked: "a", readAt: upgradeAt),
-            try Self.read("b", state: "SUBSCRIPTION_STATE_IN_GRACE_PERIOD", started: upgradeAt, expires: upgradeAt.addingTimeInterval(33 * Self.day), order: "GPA.2",
+            try Self.read(
+                "b", started: upgradeAt, expires: upgradeAt.addingTimeInterval(30 * Self.day), order: "GPA.2", linked: "a", readAt: upgradeAt),
+            try Self.read(
+                "b", state: "SUBSCRIPTION_STATE_IN_GRACE_PERIOD", started: upgradeAt, expires: upgradeAt.addingTimeInterval(33 * Self.day),
+                order: "GPA.2",
                 linked: "a", readAt: upgradeAt.addingTimeInterval(30 * Self.day)),
             try Self.read("c", state: "SUBSCRIPTION_STATE_PAUSED", account: nil),
-            try Self.read("d", started: upgradeAt.addingTimeInterval(Self.day), order: "GPA.4", linked: "b", account: "acct-token-9",
+            try Self.read(
+                "d", started: upgradeAt.addingTimeInterval(Self.day), order: "GPA.4", linked: "b", account: "acct-token-9",
                 readAt: upgradeAt.addingTimeInterval(31 * Self.day)),
         ]
         let expected = PlaySubscriptionDerivation.derive(reads)

@@ -35,7 +35,9 @@ struct AccountErasureTests {
         return holding
     }
 
-    @Test("erase: confirmed by the id, admin only; no table, the audit log included, holds the id or the customer's words; the id answers as unknown; accounting stays under a pseudonym, renewals included; twice is harmless")
+    @Test(
+        "erase: confirmed by the id, admin only; no table, the audit log included, holds the id or the customer's words; the id answers as unknown; accounting stays under a pseudonym, renewals included; twice is harmless"
+    )
     func erase() async throws {
         try await StorekeeperHarness.run(environment: ["STOREKEEPER_ADMIN_KEYS": Self.keys]) { harness in
             try await harness.withHTTP { client in
@@ -56,7 +58,8 @@ struct AccountErasureTests {
                     body: ByteBuffer(string: #"{"tier": "max", "duration": "P7D", "reason": "Jane Doe wrote in about the outage"}"#))
                 #expect(granted.status == .created)
                 let unknownStatus = try await client.getWithKey("/v1/accounts/never-seen-account/status").json
-                let mrrBefore = try await client.execute(uri: "/admin/analytics/mrr?environment=sandbox", method: .get, headers: Self.admin).json["series"]
+                let mrrBefore = try await client.execute(uri: "/admin/analytics/mrr?environment=sandbox", method: .get, headers: Self.admin).json[
+                    "series"]
                 #expect(try await Self.tablesHolding(id, harness: harness).contains("subscriptions"))
 
                 func erase(_ body: String, _ headers: HTTPFields = Self.admin) async throws -> TestResponse {
@@ -88,17 +91,26 @@ struct AccountErasureTests {
                 #expect(try await Self.tablesHolding("app-key-jane-doe-42", harness: harness).isEmpty, "the app's usage key")
                 #expect(try await Self.tablesHolding("Jane Doe", harness: harness).isEmpty, "the grant's reason")
                 // The audit log no longer ties the id to the pseudonym; the erasure is in it by the id's digest.
-                #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE strpos(operator_actions::text, '\(pseudonym)') > 0 AND action = 'account.erase'") == 0)
+                #expect(
+                    try await harness.count(
+                        "SELECT count(*) FROM operator_actions WHERE strpos(operator_actions::text, '\(pseudonym)') > 0 AND action = 'account.erase'")
+                        == 0)
                 let digest = HMAC<SHA256>.authenticationCode(for: Data(id.utf8), using: SymmetricKey(data: Data(StorekeeperHarness.erasureKey.utf8)))
                     .map { String(format: "%02x", $0) }.joined()
-                #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'account.erase' AND target = 'hmac-sha256:\(digest)'") == 1)
-                #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'grant.create' AND account_id = '\(pseudonym)'") == 1)
+                #expect(
+                    try await harness.count(
+                        "SELECT count(*) FROM operator_actions WHERE action = 'account.erase' AND target = 'hmac-sha256:\(digest)'") == 1)
+                #expect(
+                    try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'grant.create' AND account_id = '\(pseudonym)'")
+                        == 1)
                 // Nothing else may rewrite the log.
                 await #expect(throws: (any Error).self) {
                     try await harness.client.query("UPDATE operator_actions SET account_id = 'x'", logger: TestDatabase.logger)
                 }
-                #expect(try await harness.count(
-                    "SELECT count(*) FROM notifications WHERE original_transaction_id = '\(flow.originalTransactionId)' AND (signed_parts IS NOT NULL OR signed_payload IS NOT NULL)") == 0)
+                #expect(
+                    try await harness.count(
+                        "SELECT count(*) FROM notifications WHERE original_transaction_id = '\(flow.originalTransactionId)' AND (signed_parts IS NOT NULL OR signed_payload IS NOT NULL)"
+                    ) == 0)
 
                 // The id answers as one never seen; the pseudonym holds the subscription, and the figures are the same.
                 var status = try await client.getWithKey("/v1/accounts/\(id)/status").json
@@ -112,7 +124,8 @@ struct AccountErasureTests {
                 let search = try await client.execute(uri: "/admin/search?q=\(id)", method: .get, headers: Self.admin).json
                 #expect((search["matches"] as? [Any])?.isEmpty == true)
                 #expect(try await client.getWithKey("/v1/accounts/\(pseudonym)/status").json["state"] as? String == "subscribed")
-                let mrrAfter = try await client.execute(uri: "/admin/analytics/mrr?environment=sandbox", method: .get, headers: Self.admin).json["series"]
+                let mrrAfter = try await client.execute(uri: "/admin/analytics/mrr?environment=sandbox", method: .get, headers: Self.admin).json[
+                    "series"]
                 #expect(NSArray(array: mrrBefore as? [Any] ?? []).isEqual(to: mrrAfter as? [Any] ?? []), "the figures do not change")
 
                 // Twice: harmless, answered, not logged again.
@@ -144,15 +157,19 @@ struct AccountErasureTests {
             for event in world.fake.events { #expect(try await world.deliver(event.body).status == .ok) }
             try await world.settle()
             #expect(try await Self.tablesHolding(account, harness: world.harness).contains("stripe_objects"))
-            let revenue = try await world.http.execute(uri: "/admin/analytics/revenue?from=2026-01-01&to=2026-01-02&environment=sandbox", method: .get, headers: Self.admin)
+            let revenue = try await world.http.execute(
+                uri: "/admin/analytics/revenue?from=2026-01-01&to=2026-01-02&environment=sandbox", method: .get, headers: Self.admin)
             let erased = try await world.http.execute(
                 uri: "/admin/accounts/\(account)/erase", method: .post, headers: Self.admin, body: ByteBuffer(string: #"{"confirm": "\#(account)"}"#))
             #expect(erased.status == .ok, "\(String(buffer: erased.body))")
             let holding = try await Self.tablesHolding(account, harness: world.harness)
             #expect(Set(holding).isSubset(of: ["job_history"]), "\(holding)")
             // Stripe's events are kept as the bytes received: their objects are scrubbed too.
-            #expect(try await world.harness.count("SELECT count(*) FROM stripe_events WHERE strpos(convert_from(body, 'UTF8'), '\(account)') > 0") == 0)
-            #expect(try await world.harness.count("SELECT count(*) FROM stripe_events WHERE strpos(convert_from(body, 'UTF8'), 'customer_details') > 0") == 0)
+            #expect(
+                try await world.harness.count("SELECT count(*) FROM stripe_events WHERE strpos(convert_from(body, 'UTF8'), '\(account)') > 0") == 0)
+            #expect(
+                try await world.harness.count("SELECT count(*) FROM stripe_events WHERE strpos(convert_from(body, 'UTF8'), 'customer_details') > 0")
+                    == 0)
             // An id that only opened a checkout holds that session: it is erased, not "nothing here".
             let opened = "checkout-only-\(UUID().uuidString.prefix(8))"
             let checkout = try await world.post(
@@ -163,8 +180,10 @@ struct AccountErasureTests {
                 uri: "/admin/accounts/\(opened)/erase", method: .post, headers: Self.admin, body: ByteBuffer(string: #"{"confirm": "\#(opened)"}"#))
             #expect(erasedOpened.status == .ok, "\(String(buffer: erasedOpened.body))")
             #expect(try await Self.tablesHolding(opened, harness: world.harness).isEmpty)
-            #expect(try await world.harness.count("SELECT count(*) FROM stripe_objects WHERE body ? 'customer_details' OR body ? 'customer_email'") == 0)
-            let after = try await world.http.execute(uri: "/admin/analytics/revenue?from=2026-01-01&to=2026-01-02&environment=sandbox", method: .get, headers: Self.admin)
+            #expect(
+                try await world.harness.count("SELECT count(*) FROM stripe_objects WHERE body ? 'customer_details' OR body ? 'customer_email'") == 0)
+            let after = try await world.http.execute(
+                uri: "/admin/analytics/revenue?from=2026-01-01&to=2026-01-02&environment=sandbox", method: .get, headers: Self.admin)
             #expect(revenue.json["series"] as? NSArray == after.json["series"] as? NSArray)
             // The web sale is in the figures (79.99 USD on January 2nd), before the erasure and after it.
             let gross = (revenue.json["series"] as? [[String: Any]])?.first { $0["name"] as? String == "gross" && $0["currency"] as? String == "USD" }

@@ -25,8 +25,9 @@ struct AccountIdTests {
                 #expect(status["state"] as? String == "subscribed")
                 let detail = try await client.getWithKey("/v1/subscriptions/\(subscription.originalTransactionId)").json
                 #expect(detail["accountId"] as? String == "12345")
-                #expect(try await client.getWithKey("/v1/accounts/\(first)/status").json["state"] as? String != "subscribed",
-                        "the token is an order number, not an account")
+                #expect(
+                    try await client.getWithKey("/v1/accounts/\(first)/status").json["state"] as? String != "subscribed",
+                    "the token is an order number, not an account")
 
                 // The same Apple ID buys again for another of the app's accounts: the subscription follows the purchase.
                 clock = clock.addingTimeInterval(60)
@@ -42,8 +43,9 @@ struct AccountIdTests {
                 try await Self.waitApplied(harness, 3)
                 #expect(try await client.getWithKey("/v1/accounts/user-67890/status").json["state"] as? String == "subscribed")
                 #expect(try await client.getWithKey("/v1/accounts/12345/status").json["hadSubscription"] as? Bool == false)
-                #expect(try await harness.count(
-                    "SELECT count(*) FROM account_transfers WHERE from_account = '12345' AND to_account = 'user-67890'") == 1)
+                #expect(
+                    try await harness.count(
+                        "SELECT count(*) FROM account_transfers WHERE from_account = '12345' AND to_account = 'user-67890'") == 1)
 
                 // A consumable bought with a token of the numeric account tops that account up.
                 var consumable = TransactionPayload(
@@ -101,7 +103,9 @@ struct AccountIdTests {
             try await harness.client.query("DELETE FROM purchase_intents", logger: TestDatabase.logger)
             let second = try await harness.client.withConnection { try await intents.accounts(ofTokens: tokens, on: $0) }
             #expect(second == first)
-            #expect(try await harness.client.withConnection { try await PurchaseIntents(logger: TestDatabase.logger).accounts(ofTokens: tokens, on: $0) }.isEmpty)
+            #expect(
+                try await harness.client.withConnection { try await PurchaseIntents(logger: TestDatabase.logger).accounts(ofTokens: tokens, on: $0) }
+                    .isEmpty)
         }
     }
 

@@ -50,8 +50,11 @@ struct AccountsCommandTests {
 
             let tooLong = String(repeating: "n", count: 129)
             let (badStatus, bad) = try await storekeeper("accounts", "show", tooLong)
-            #expect(badStatus == 1 && bad.trimmingCharacters(in: .whitespacesAndNewlines)
-                == "storekeeper: the account id must be \(AccountID.rule), got \"\(tooLong)\"")
+            #expect(
+                badStatus == 1
+                    && bad.trimmingCharacters(in: .whitespacesAndNewlines)
+                        == "storekeeper: the account id must be \(AccountID.rule), got \"\(tooLong)\""
+            )
             let (missingStatus, missing) = try await storekeeper("replay", "--subscription", "42")
             #expect(missingStatus == 1 && missing.contains("storekeeper: no subscription 42"))
             let (usageStatus, _) = try await storekeeper("replay")

@@ -1,5 +1,5 @@
-import Application
 import AppStoreModels
+import Application
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -8,8 +8,8 @@ import LocalSigning
 import NIOCore
 import Persistence
 import StorekeeperRuntime
-import Testing
 import TestSupport
+import Testing
 
 /// The analytics answers on a small App Store history whose figures were worked out by hand from `docs/analytics.md`
 /// (the comments say how), not by the code under test. Every notification is signed, sent through the intake in a
@@ -37,9 +37,12 @@ struct AnalyticsDatasetTests {
         let account = UUID()
         var events: [SimulatedEvent] = []
 
-        func transaction(_ id: String, product: String, from: Int64, to: Int64, price: Int64, currency: String, trial: Bool = false) -> TransactionPayload {
+        func transaction(_ id: String, product: String, from: Int64, to: Int64, price: Int64, currency: String, trial: Bool = false)
+            -> TransactionPayload
+        {
             var transaction = TransactionPayload(
-                transactionId: id, originalTransactionId: subscription, productId: product, bundleId: bundleId, environment: .sandbox, signedDate: from)
+                transactionId: id, originalTransactionId: subscription, productId: product, bundleId: bundleId, environment: .sandbox,
+                signedDate: from)
             transaction.webOrderLineItemId = "\(id).line"
             transaction.purchaseDate = from
             transaction.originalPurchaseDate = from
@@ -62,19 +65,28 @@ struct AnalyticsDatasetTests {
             renewal.autoRenewStatus = renews ? 1 : 0
             renewal.gracePeriodExpiresDate = graceUntil
             renewal.isInBillingRetryPeriod = graceUntil != nil
-            events.append(SimulatedEvent(notificationType: type, subtype: subtype, status: status, signedDate: 0, transaction: transaction, renewalInfo: renewal))
+            events.append(
+                SimulatedEvent(
+                    notificationType: type, subtype: subtype, status: status, signedDate: 0, transaction: transaction, renewalInfo: renewal))
         }
     }
 
     /// The dataset, each subscription's events in Apple's order.
     static func dataset() -> [SimulatedEvent] {
         var a = Builder(subscription: "3000000000000001")
-        a.add("SUBSCRIBED", "INITIAL_BUY", status: 1, a.transaction("3000000000000101", product: "pro.monthly", from: day(0), to: day(7), price: 0, currency: "USD", trial: true))
-        a.add("DID_RENEW", nil, status: 1, a.transaction("3000000000000102", product: "pro.monthly", from: day(7), to: day(37), price: 9990, currency: "USD"))
-        a.add("DID_RENEW", nil, status: 1, a.transaction("3000000000000103", product: "pro.monthly", from: day(37), to: day(67), price: 9990, currency: "USD"))
+        a.add(
+            "SUBSCRIBED", "INITIAL_BUY", status: 1,
+            a.transaction("3000000000000101", product: "pro.monthly", from: day(0), to: day(7), price: 0, currency: "USD", trial: true))
+        a.add(
+            "DID_RENEW", nil, status: 1,
+            a.transaction("3000000000000102", product: "pro.monthly", from: day(7), to: day(37), price: 9990, currency: "USD"))
+        a.add(
+            "DID_RENEW", nil, status: 1,
+            a.transaction("3000000000000103", product: "pro.monthly", from: day(37), to: day(67), price: 9990, currency: "USD"))
 
         var b = Builder(subscription: "3000000000000002")
-        var annual = b.transaction("3000000000000201", product: "pro.annual", from: day(2, hour: 12), to: day(367, hour: 12), price: 99990, currency: "USD")
+        var annual = b.transaction(
+            "3000000000000201", product: "pro.annual", from: day(2, hour: 12), to: day(367, hour: 12), price: 99990, currency: "USD")
         b.add("SUBSCRIBED", "INITIAL_BUY", status: 1, annual)
         (annual.revocationDate, annual.revocationReason, annual.revocationType) = (day(20, hour: 12), 0, "REFUND_FULL")
         b.add("REFUND", nil, status: 5, annual, renews: false)
@@ -83,13 +95,17 @@ struct AnalyticsDatasetTests {
         let first = c.transaction("3000000000000301", product: "max.monthly", from: day(5), to: day(35), price: 17990, currency: "EUR")
         c.add("SUBSCRIBED", "INITIAL_BUY", status: 1, first)
         c.add("EXPIRED", "VOLUNTARY", status: 2, first, renews: false)
-        c.add("SUBSCRIBED", "RESUBSCRIBE", status: 1, c.transaction("3000000000000302", product: "max.monthly", from: day(45), to: day(75), price: 17990, currency: "EUR"))
+        c.add(
+            "SUBSCRIBED", "RESUBSCRIBE", status: 1,
+            c.transaction("3000000000000302", product: "max.monthly", from: day(45), to: day(75), price: 17990, currency: "EUR"))
 
         var d = Builder(subscription: "3000000000000004")
         let failed = d.transaction("3000000000000401", product: "basic.monthly", from: day(10), to: day(40), price: 2990, currency: "USD")
         d.add("SUBSCRIBED", "INITIAL_BUY", status: 1, failed)
         d.add("DID_FAIL_TO_RENEW", "GRACE_PERIOD", status: 4, failed, graceUntil: day(46))
-        d.add("DID_RENEW", "BILLING_RECOVERY", status: 1, d.transaction("3000000000000402", product: "basic.monthly", from: day(43), to: day(73), price: 2990, currency: "USD"))
+        d.add(
+            "DID_RENEW", "BILLING_RECOVERY", status: 1,
+            d.transaction("3000000000000402", product: "basic.monthly", from: day(43), to: day(73), price: 2990, currency: "USD"))
 
         var e = Builder(subscription: "3000000000000005")
         let trial = e.transaction("3000000000000501", product: "pro.monthly", from: day(12), to: day(19), price: 0, currency: "USD", trial: true)
@@ -97,7 +113,10 @@ struct AnalyticsDatasetTests {
         e.add("EXPIRED", "VOLUNTARY", status: 2, trial, renews: false)
 
         var h = Builder(subscription: "3000000000000006")
-        h.add("SUBSCRIBED", "INITIAL_BUY", status: 1, h.transaction("3000000000000601", product: "pro.monthly", from: day(30, hour: 6), to: day(60, hour: 6), price: 1_500_000, currency: "JPY"))
+        h.add(
+            "SUBSCRIBED", "INITIAL_BUY", status: 1,
+            h.transaction("3000000000000601", product: "pro.monthly", from: day(30, hour: 6), to: day(60, hour: 6), price: 1_500_000, currency: "JPY")
+        )
 
         // Signed in Apple's order, a second apart, an hour ago: every event is in the past of the real clock.
         let signed = Int64((Date().timeIntervalSince1970 - 3600) * 1000)
@@ -112,7 +131,8 @@ struct AnalyticsDatasetTests {
 
     @Test("every chart's figures are the hand-computed ones, whatever the delivery order, and deriving again changes nothing")
     func handComputed() async throws {
-        try await StorekeeperHarness.run(environment: ["STOREKEEPER_ADMIN_KEYS": "vera:viewer:viewer-key", "STOREKEEPER_CURRENCY_RATES": Self.rates]) { harness in
+        try await StorekeeperHarness.run(environment: ["STOREKEEPER_ADMIN_KEYS": "vera:viewer:viewer-key", "STOREKEEPER_CURRENCY_RATES": Self.rates])
+        { harness in
             try await harness.withHTTP { client in
                 let events = Self.dataset()
                 var random = SplitMix64(state: 43)
@@ -145,11 +165,14 @@ struct AnalyticsDatasetTests {
                 // MRR at the end of the range in USD (rates configured): 12980 + 19789 milliunits = 32.77.
                 #expect(page.contains("mrr USD <b>32.77</b>"), "\(page.prefix(4000))")
                 #expect(page.contains("left out of the total, no rate: JPY"))
-                #expect(page.contains("/admin/analytics/revenue?from=2026-10-01&amp;to=2026-11-20&amp;interval=day&amp;environment=sandbox&amp;format=csv"))
+                #expect(
+                    page.contains(
+                        "/admin/analytics/revenue?from=2026-10-01&amp;to=2026-11-20&amp;interval=day&amp;environment=sandbox&amp;format=csv"))
                 // A filter that cannot be read: the last 30 days, the reason shown, answered 400; a blank field is the default.
                 let refused = try await client.execute(uri: "/admin/overview?from=yesterday", method: .get, headers: [.authorization: basic])
                 #expect(refused.status == .badRequest && String(buffer: refused.body).contains("from must be a date"))
-                let twice = try await client.execute(uri: "/admin/overview?to=2026-11-20&to=2026-11-19", method: .get, headers: [.authorization: basic])
+                let twice = try await client.execute(
+                    uri: "/admin/overview?to=2026-11-20&to=2026-11-19", method: .get, headers: [.authorization: basic])
                 #expect(twice.status == .badRequest && String(buffer: twice.body).contains("to is given more than once"))
                 let blank = try await client.execute(uri: "/admin/overview?from=&to=", method: .get, headers: [.authorization: basic])
                 #expect(blank.status == .ok)
@@ -242,7 +265,8 @@ struct AnalyticsDatasetTests {
             try await harness.withHTTP { client in
                 // config/tiers.yml: Pro grants 1,000 ai_requests a month; the free tier 5 a day.
                 let granted = try await client.execute(
-                    uri: "/admin/accounts/usage-1/grants", method: .post, headers: [.authorization: "Bearer support-key", .contentType: "application/json"],
+                    uri: "/admin/accounts/usage-1/grants", method: .post,
+                    headers: [.authorization: "Bearer support-key", .contentType: "application/json"],
                     body: ByteBuffer(string: #"{"tier": "pro", "duration": "P30D", "reason": "analytics test"}"#))
                 #expect(granted.status == .created)
                 func spend(_ account: String, _ amount: Int, key: String) async throws {
@@ -260,14 +284,16 @@ struct AnalyticsDatasetTests {
                 func rollUp() async throws -> Int {
                     try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
                         try await AnalyticsRollups(logger: TestDatabase.logger).rollUpUsage(
-                            before: Date().addingTimeInterval(60), tier: { AnalyticsCompactionJob.tier(of: $0, catalogue: catalogue) }, on: connection)
+                            before: Date().addingTimeInterval(60), tier: { AnalyticsCompactionJob.tier(of: $0, catalogue: catalogue) }, on: connection
+                        )
                     }
                 }
                 #expect(try await rollUp() > 0)
                 #expect(try await rollUp() == 0, "a ledger row is rolled up once")
                 let today = Date().formatted(.iso8601.year().month().day())
                 let response = try await client.execute(
-                    uri: "/admin/analytics/usage?from=\(today)&to=\(today)&environment=sandbox", method: .get, headers: [.authorization: "Bearer viewer-key"])
+                    uri: "/admin/analytics/usage?from=\(today)&to=\(today)&environment=sandbox", method: .get,
+                    headers: [.authorization: "Bearer viewer-key"])
                 #expect(response.status == .ok)
                 var figures: [String: Double?] = [:]
                 for series in response.json["series"] as? [[String: Any]] ?? [] where series["meter"] as? String == "ai_requests" {
@@ -307,7 +333,10 @@ struct AnalyticsDatasetTests {
         // Active paid subscriptions at the end of each day: A d7–d66, B d2–d19 (refunded d20), C d5–d34 and d45–,
         // D d10–d39 and d43– (the grace gap d40–d42 counts as without access), H d30–.
         let actives = try await chart(client, "actives?\(days)")
-        let expectedActives: [Int: Double] = [0: 0, 1: 0, 2: 1, 4: 1, 5: 2, 6: 2, 7: 3, 10: 4, 19: 4, 20: 3, 29: 3, 30: 4, 34: 4, 35: 3, 39: 3, 40: 2, 42: 2, 43: 3, 44: 3, 45: 4, 50: 4]
+        let expectedActives: [Int: Double] = [
+            0: 0, 1: 0, 2: 1, 4: 1, 5: 2, 6: 2, 7: 3, 10: 4, 19: 4, 20: 3, 29: 3, 30: 4, 34: 4, 35: 3, 39: 3, 40: 2, 42: 2, 43: 3, 44: 3, 45: 4,
+            50: 4,
+        ]
         for (day, value) in expectedActives { #expect(actives["active_subscriptions"]?[day] == value, "active_subscriptions d\(day)") }
         // Trials: A d0–d6, E d12–d18.
         let expectedTrials: [Int: Double] = [0: 1, 6: 1, 7: 0, 11: 0, 12: 1, 18: 1, 19: 0, 50: 0]
@@ -322,9 +351,12 @@ struct AnalyticsDatasetTests {
         let eur: [Int: Double] = [4: 0, 5: 17990, 34: 17990, 35: 0, 44: 0, 45: 17990]
         for (day, value) in eur { #expect(mrr["mrr EUR"]?[day] == value, "mrr EUR d\(day)") }
         #expect(mrr["mrr JPY"]?[29] == 0 && mrr["mrr JPY"]?[30] == 1_500_000)
-        let total: [Int: Double] = [2: 8333, 5: 8333 + 19789, 7: 18323 + 19789, 10: 21313 + 19789, 20: 12980 + 19789, 35: 12980, 40: 9990, 43: 12980, 45: 12980 + 19789]
+        let total: [Int: Double] = [
+            2: 8333, 5: 8333 + 19789, 7: 18323 + 19789, 10: 21313 + 19789, 20: 12980 + 19789, 35: 12980, 40: 9990, 43: 12980, 45: 12980 + 19789,
+        ]
         for (day, value) in total { #expect(mrr["mrr_total USD"]?[day] == value, "mrr_total d\(day)") }
-        let document = try await client.execute(uri: "/admin/analytics/mrr?\(days)", method: .get, headers: [.authorization: "Bearer viewer-key"]).json
+        let document = try await client.execute(uri: "/admin/analytics/mrr?\(days)", method: .get, headers: [.authorization: "Bearer viewer-key"])
+            .json
         #expect(document["missingRates"] as? [String] == ["JPY"])
         #expect(document["reportingCurrency"] as? String == "USD")
 

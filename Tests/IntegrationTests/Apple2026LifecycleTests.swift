@@ -1,8 +1,8 @@
 import AppStoreModels
 import Application
-import Jobs
 import Foundation
 import HummingbirdTesting
+import Jobs
 import LocalSigning
 import NIOCore
 import Testing
@@ -73,13 +73,17 @@ struct Apple2026LifecycleTests {
                 #expect(commitment["renewsTo"] is NSNull && commitment["priceAfter"] is NSNull, "\(commitment)")
                 let disabled = try await Self.events(client, "subscription.renewal_disabled", account: account, atLeast: 1)
                 let change = (disabled.first?["data"] as? [String: Any])?["change"] as? [String: Any]
-                #expect(change?["expiresAt"] as? String == "2027-01-01T00:00:00Z", "access runs to the commitment's end: \(String(describing: change))")
+                #expect(
+                    change?["expiresAt"] as? String == "2027-01-01T00:00:00Z", "access runs to the commitment's end: \(String(describing: change))")
 
                 // The next month: renewed, the month's allowance granted afresh.
                 try await flow.send(.renew) { Self.commitment(&$0, month: 2, renews: false) }
                 commitment = (try await flow.status()["subscription"] as? [String: Any])?["commitment"] as? [String: Any] ?? [:]
                 #expect(commitment["period"] as? Int == 2)
-                #expect(try await harness.count("SELECT count(*) FROM credit_buckets WHERE kind = 'cycle' AND original_transaction_id = '\(flow.originalTransactionId)'") == 2)
+                #expect(
+                    try await harness.count(
+                        "SELECT count(*) FROM credit_buckets WHERE kind = 'cycle' AND original_transaction_id = '\(flow.originalTransactionId)'") == 2
+                )
                 // The row reads back whole: `replay` derives the same state from what was stored.
                 let (replayStatus, output) = try await ChildProcess.run("storekeeper", ["replay", "--all"], environment: harness.processEnvironment)
                 #expect(replayStatus == 0 && !output.contains("would change"), "\(output)")
@@ -122,7 +126,8 @@ struct Apple2026LifecycleTests {
                     let payload = NotificationPayload(
                         notificationType: "RESCIND_CONSENT", notificationUUID: UUID().uuidString.lowercased(),
                         appData: NotificationAppData(
-                            appAppleId: nil, bundleId: StorekeeperHarness.bundleId, environment: .sandbox, signedAppTransactionInfo: try signer.sign(app)),
+                            appAppleId: nil, bundleId: StorekeeperHarness.bundleId, environment: .sandbox,
+                            signedAppTransactionInfo: try signer.sign(app)),
                         signedDate: now)
                     let response = try await client.postNotification(try JSONEncoder().encode(["signedPayload": try signer.sign(payload)]))
                     #expect(response.status == .ok)
@@ -139,7 +144,10 @@ struct Apple2026LifecycleTests {
                 let first = try await Self.events(client, "account.consent_rescinded", account: known, atLeast: 1)
                 let change = (first.first?["data"] as? [String: Any])?["change"] as? [String: Any]
                 #expect(change?["appTransactionId"] as? String == "704289572311476001")
-                let page = String(buffer: try await client.execute(uri: "/admin?account=\(known.uuidString.lowercased())", method: .get, headers: [.authorization: Self.basic]).body)
+                let page = String(
+                    buffer: try await client.execute(
+                        uri: "/admin?account=\(known.uuidString.lowercased())", method: .get, headers: [.authorization: Self.basic]
+                    ).body)
                 #expect(page.contains("Consent rescinded") && page.contains("704289572311476001"), "the account page says so")
 
                 // Seen first: nobody to tell yet; the subscription that later names it links it and sends the event.
@@ -161,18 +169,22 @@ struct Apple2026LifecycleTests {
                 var third = LifecycleFlow(harness: harness, client: client, account: upgraded)
                 try await third.send(.subscribe) { $0.transaction?.appTransactionId = "704289572311476003" }
                 _ = try await harness.count(
-                    "WITH cleared AS (UPDATE subscriptions SET app_transaction_id = NULL WHERE original_transaction_id = '\(third.originalTransactionId)' RETURNING 1) SELECT count(*) FROM cleared")
+                    "WITH cleared AS (UPDATE subscriptions SET app_transaction_id = NULL WHERE original_transaction_id = '\(third.originalTransactionId)' RETURNING 1) SELECT count(*) FROM cleared"
+                )
                 try await rescind("704289572311476003")
                 #expect(try await harness.count("SELECT count(*) FROM consent_rescissions WHERE account_id IS NULL") == 1)
-                let (replayStatus, output) = try await ChildProcess.run("storekeeper", ["replay", "--all", "--write"], environment: harness.processEnvironment)
+                let (replayStatus, output) = try await ChildProcess.run(
+                    "storekeeper", ["replay", "--all", "--write"], environment: harness.processEnvironment)
                 #expect(replayStatus == 0, "\(output)")
                 let sweep = try NewJob(kind: ConsentLinkJob.jobKind, arguments: [String: String]())
                 _ = try await harness.client.withConnection { try await harness.components.queue.enqueue(sweep, on: $0) }
                 _ = try await Self.events(client, "account.consent_rescinded", account: upgraded, atLeast: 1)
                 #expect(try await harness.count("SELECT count(*) FROM consent_rescissions WHERE account_id IS NULL") == 0)
                 // An unrelated account hears nothing.
-                #expect(try await harness.count(
-                    "SELECT count(*) FROM consent_rescissions WHERE account_id IS DISTINCT FROM '\(known.uuidString.lowercased())' AND account_id IS DISTINCT FROM '\(later.uuidString.lowercased())' AND account_id IS DISTINCT FROM '\(upgraded.uuidString.lowercased())'") == 0)
+                #expect(
+                    try await harness.count(
+                        "SELECT count(*) FROM consent_rescissions WHERE account_id IS DISTINCT FROM '\(known.uuidString.lowercased())' AND account_id IS DISTINCT FROM '\(later.uuidString.lowercased())' AND account_id IS DISTINCT FROM '\(upgraded.uuidString.lowercased())'"
+                    ) == 0)
             }
         }
     }

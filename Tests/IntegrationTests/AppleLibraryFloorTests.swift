@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Apple's own Python library (PyPI `app-store-server-library`) as a floor under ``AppleLists``: every field of its
 /// models and every notification type and subtype it knows must be on our lists, which the models are checked

@@ -10,7 +10,9 @@ import Testing
 /// meaning Apple has not settled (Advanced Commerce's METADATA_UPDATE, MIGRATION, PRICE_CHANGE).
 @Suite("Apple's 2025–26 payloads")
 struct ApplePayloads2026Tests {
-    @Test("external purchase tokens (CREATED, ACTIVE_TOKEN_REMINDER), RESCIND_CONSENT, Advanced Commerce kinds and commitment fields are accepted, stored and processed")
+    @Test(
+        "external purchase tokens (CREATED, ACTIVE_TOKEN_REMINDER), RESCIND_CONSENT, Advanced Commerce kinds and commitment fields are accepted, stored and processed"
+    )
     func acceptedStoredProcessed() async throws {
         try await StorekeeperHarness.run { harness in
             try await harness.withHTTP { client in
@@ -46,26 +48,32 @@ struct ApplePayloads2026Tests {
 
                 // Payloads without `data`.
                 let now = Int64(Date().timeIntervalSince1970 * 1000)
-                var app = AppTransactionPayload(receiptType: .sandbox, appAppleId: nil, bundleId: StorekeeperHarness.bundleId, receiptCreationDate: now - 86_400_000)
+                var app = AppTransactionPayload(
+                    receiptType: .sandbox, appAppleId: nil, bundleId: StorekeeperHarness.bundleId, receiptCreationDate: now - 86_400_000)
                 app.appTransactionId = "704289572311476853"
                 app.originalPlatform = "iOS"
                 var payloads: [NotificationPayload] = [
                     NotificationPayload(
                         notificationType: "RESCIND_CONSENT", notificationUUID: UUID().uuidString.lowercased(),
-                        appData: NotificationAppData(appAppleId: nil, bundleId: StorekeeperHarness.bundleId, environment: .sandbox, signedAppTransactionInfo: try signer.sign(app)),
-                        signedDate: now),
+                        appData: NotificationAppData(
+                            appAppleId: nil, bundleId: StorekeeperHarness.bundleId, environment: .sandbox,
+                            signedAppTransactionInfo: try signer.sign(app)),
+                        signedDate: now)
                 ]
                 for subtype in ["CREATED", "ACTIVE_TOKEN_REMINDER", "UNREPORTED"] {
-                    payloads.append(NotificationPayload(
-                        notificationType: "EXTERNAL_PURCHASE_TOKEN", subtype: subtype, notificationUUID: UUID().uuidString.lowercased(),
-                        externalPurchaseToken: ExternalPurchaseToken(
-                            externalPurchaseId: "SANDBOX_b2158121-7af9-49d4-9561-1f588205523e", tokenCreationDate: now - 60_000, appAppleId: nil,
-                            bundleId: StorekeeperHarness.bundleId, tokenType: "SERVICES", tokenExpirationDate: now + 86_400_000),
-                        signedDate: now))
+                    payloads.append(
+                        NotificationPayload(
+                            notificationType: "EXTERNAL_PURCHASE_TOKEN", subtype: subtype, notificationUUID: UUID().uuidString.lowercased(),
+                            externalPurchaseToken: ExternalPurchaseToken(
+                                externalPurchaseId: "SANDBOX_b2158121-7af9-49d4-9561-1f588205523e", tokenCreationDate: now - 60_000, appAppleId: nil,
+                                bundleId: StorekeeperHarness.bundleId, tokenType: "SERVICES", tokenExpirationDate: now + 86_400_000),
+                            signedDate: now))
                 }
                 for payload in payloads {
                     let response = try await client.postNotification(try JSONEncoder().encode(["signedPayload": try signer.sign(payload)]))
-                    #expect(response.status == .ok && response.json["status"] as? String == "accepted", "\(payload.notificationType): \(String(buffer: response.body))")
+                    #expect(
+                        response.status == .ok && response.json["status"] as? String == "accepted",
+                        "\(payload.notificationType): \(String(buffer: response.body))")
                 }
                 try await eventually("every notification processed") {
                     try await harness.count("SELECT count(*) FROM notifications WHERE applied_at IS NULL") == 0

@@ -21,10 +21,14 @@ struct AppleSupportTests {
     static let support = json("support-key-apple-0001")
     static let admin = json("admin-key-apple-0001")
     /// A server that takes Production notifications too: Look Up Order ID answers only there.
-    static let production = ["STOREKEEPER_ADMIN_KEYS": keys, "STOREKEEPER_ENVIRONMENTS": "Sandbox,Production", "STOREKEEPER_APP_APPLE_ID": "1234567890"]
+    static let production = [
+        "STOREKEEPER_ADMIN_KEYS": keys, "STOREKEEPER_ENVIRONMENTS": "Sandbox,Production", "STOREKEEPER_APP_APPLE_ID": "1234567890",
+    ]
 
     /// Subscribes `flow` through a signed notification and tells the fake Apple about the same subscription.
-    static func subscribe(_ flow: inout LifecycleFlow, apple: FakeApple, trial: Bool = false, storefront: String = "USA") async throws -> TransactionPayload {
+    static func subscribe(_ flow: inout LifecycleFlow, apple: FakeApple, trial: Bool = false, storefront: String = "USA") async throws
+        -> TransactionPayload
+    {
         let event = try await flow.send(.subscribe) { event in
             event.transaction?.storefront = storefront
             if trial {
@@ -34,11 +38,15 @@ struct AppleSupportTests {
             }
         }
         let transaction = try #require(event.transaction)
-        apple.server.state.withLock { $0.subscriptions[transaction.originalTransactionId] = .init(status: 1, transaction: transaction, renewalInfo: event.renewalInfo) }
+        apple.server.state.withLock {
+            $0.subscriptions[transaction.originalTransactionId] = .init(status: 1, transaction: transaction, renewalInfo: event.renewalInfo)
+        }
         return transaction
     }
 
-    @Test("one subscription extended through Apple: Apple's answer, the same request identifier asks once, Apple's limits refused with its codes, RENEWAL_EXTENDED moves the expiry")
+    @Test(
+        "one subscription extended through Apple: Apple's answer, the same request identifier asks once, Apple's limits refused with its codes, RENEWAL_EXTENDED moves the expiry"
+    )
     func extendOne() async throws {
         try await FakeApple.run { apple in
             try await apple.harness(extra: ["STOREKEEPER_ADMIN_KEYS": Self.keys]) { harness in
@@ -49,7 +57,8 @@ struct AppleSupportTests {
                     let bought = try await Self.subscribe(&flow, apple: apple)
                     let expires = try #require(bought.expiresDate)
                     func extend(_ body: String, _ headers: HTTPFields = Self.support) async throws -> TestResponse {
-                        try await client.execute(uri: "/admin/accounts/\(id)/extensions", method: .post, headers: headers, body: ByteBuffer(string: body))
+                        try await client.execute(
+                            uri: "/admin/accounts/\(id)/extensions", method: .post, headers: headers, body: ByteBuffer(string: body))
                     }
                     func puts() -> Int { apple.server.requests.filter { $0.hasPrefix("PUT /inApps/v1/subscriptions/extend/") }.count }
 
@@ -59,14 +68,18 @@ struct AppleSupportTests {
                     #expect(first.json["success"] as? Bool == true)
                     #expect(first.json["subscription"] as? String == flow.originalTransactionId)
                     // Apple's effectiveDate: the old expiry plus seven days.
-                    #expect(first.json["effectiveDate"] as? String == Date(timeIntervalSince1970: Double(expires + 7 * Self.day) / 1000).formatted(.iso8601))
+                    #expect(
+                        first.json["effectiveDate"] as? String
+                            == Date(timeIntervalSince1970: Double(expires + 7 * Self.day) / 1000).formatted(.iso8601))
                     #expect(first.json["reasonCode"] as? Int == 3 && first.json["requestedBy"] as? String == "sam")
                     let again = try await extend(#"{"days": 7, "reason": "service_issue_or_outage", "requestIdentifier": "outage-1"}"#)
                     #expect(again.status == .ok && again.json["effectiveDate"] as? String == first.json["effectiveDate"] as? String)
                     #expect(puts() == 1, "the same request identifier asks Apple once")
-                    for (bad, why) in [(#"{"days": 91, "reason": "other"}"#, "days"), (#"{"days": 0, "reason": "other"}"#, "days"),
-                                       (#"{"days": 3, "reason": "because"}"#, "reason"), (#"{"days": 3}"#, "body"),
-                                       (#"{"days": 3, "reason": "other", "subscription": "999"}"#, "subscription")] {
+                    for (bad, why) in [
+                        (#"{"days": 91, "reason": "other"}"#, "days"), (#"{"days": 0, "reason": "other"}"#, "days"),
+                        (#"{"days": 3, "reason": "because"}"#, "reason"), (#"{"days": 3}"#, "body"),
+                        (#"{"days": 3, "reason": "other", "subscription": "999"}"#, "subscription"),
+                    ] {
                         let refused = try await extend(bad)
                         #expect([.badRequest, .notFound].contains(refused.status), "\(why): \(String(buffer: refused.body))")
                     }
@@ -76,17 +89,20 @@ struct AppleSupportTests {
                     var extended = try #require(apple.server.state.withLock { $0.subscriptions[flow.originalTransactionId]?.transaction })
                     extended.signedDate = Int64(Date().timeIntervalSince1970 * 1000)
                     #expect(extended.expiresDate == expires + 7 * Self.day)
-                    try await flow.post(SimulatedEvent(
-                        notificationType: "RENEWAL_EXTENDED", subtype: nil, status: 1, signedDate: extended.signedDate!, transaction: extended,
-                        renewalInfo: nil))
+                    try await flow.post(
+                        SimulatedEvent(
+                            notificationType: "RENEWAL_EXTENDED", subtype: nil, status: 1, signedDate: extended.signedDate!, transaction: extended,
+                            renewalInfo: nil))
                     try await eventually("RENEWAL_EXTENDED to move the expiry") {
-                        try await flow.detail()["expiresAt"] as? String == Date(timeIntervalSince1970: Double(expires + 7 * Self.day) / 1000).formatted(.iso8601)
+                        try await flow.detail()["expiresAt"] as? String
+                            == Date(timeIntervalSince1970: Double(expires + 7 * Self.day) / 1000).formatted(.iso8601)
                     }
 
                     // The account page's form: a second extension within the year, then Apple's limit of two.
                     let basic = "Basic " + Data("sam:support-key-apple-0001".utf8).base64EncodedString()
                     let form = try await client.execute(
-                        uri: "/admin/accounts/\(id)/extend", method: .post, headers: [.authorization: basic, .contentType: "application/x-www-form-urlencoded"],
+                        uri: "/admin/accounts/\(id)/extend", method: .post,
+                        headers: [.authorization: basic, .contentType: "application/x-www-form-urlencoded"],
                         body: ByteBuffer(string: "subscription=\(flow.originalTransactionId)&days=3&reason=customer_satisfaction&request=form-1"))
                     #expect(form.status == .seeOther)
                     #expect(form.headers[.location]?.removingPercentEncoding?.contains("Apple extended") == true, "\(form.headers[.location] ?? "")")
@@ -94,7 +110,8 @@ struct AppleSupportTests {
                     #expect(third.status == .unprocessableContent && third.json["error"] as? String == "apple_refused")
                     #expect((third.json["message"] as? String)?.contains("4030005") == true, "\(third.json)")
 
-                    let page = String(buffer: try await client.execute(uri: "/admin?account=\(id)", method: .get, headers: [.authorization: basic]).body)
+                    let page = String(
+                        buffer: try await client.execute(uri: "/admin?account=\(id)", method: .get, headers: [.authorization: basic]).body)
                     #expect(page.contains("RENEWAL_EXTENDED"), "the timeline shows Apple's notification")
                     #expect(page.contains("outage") == false || page.contains("extended"), "the App Store section lists the requests")
                     #expect(page.contains("Extend renewal date"))
@@ -108,7 +125,8 @@ struct AppleSupportTests {
                     var trialFlow = LifecycleFlow(harness: harness, client: client, account: UUID())
                     _ = try await Self.subscribe(&trialFlow, apple: apple, trial: true)
                     let trial = try await client.execute(
-                        uri: "/admin/accounts/\(trialFlow.subscription.accountId!.uuidString.lowercased())/extensions", method: .post, headers: Self.support,
+                        uri: "/admin/accounts/\(trialFlow.subscription.accountId!.uuidString.lowercased())/extensions", method: .post,
+                        headers: Self.support,
                         body: ByteBuffer(string: #"{"days": 5, "reason": "other"}"#))
                     #expect(trial.status == .unprocessableContent && (trial.json["message"] as? String)?.contains("4030004") == true, "\(trial.json)")
                 }
@@ -141,12 +159,14 @@ struct AppleSupportTests {
                     let unknown = try await client.execute(uri: "/admin/search?q=ZZZZ999999", method: .get, headers: Self.viewer).json
                     #expect((unknown["orderLookup"] as? [String: Any])?["status"] as? String == "invalid_order")
                     #expect((unknown["matches"] as? [Any])?.isEmpty == true)
-                    let local = try await client.execute(uri: "/admin/search?q=\(flow.originalTransactionId)", method: .get, headers: Self.viewer).json
+                    let local = try await client.execute(uri: "/admin/search?q=\(flow.originalTransactionId)", method: .get, headers: Self.viewer)
+                        .json
                     #expect(local["orderLookup"] is NSNull, "an id found here is not asked of Apple")
                     #expect(apple.server.requests.filter { $0.hasPrefix("GET /inApps/v1/lookup/") }.count == 2)
 
                     let basic = "Basic " + Data("vera:viewer-key-apple-0001".utf8).base64EncodedString()
-                    let page = String(buffer: try await client.execute(uri: "/admin?find=MK5TTTVWJH", method: .get, headers: [.authorization: basic]).body)
+                    let page = String(
+                        buffer: try await client.execute(uri: "/admin?find=MK5TTTVWJH", method: .get, headers: [.authorization: basic]).body)
                     #expect(page.contains("Timeline of \(account.uuidString.lowercased())"))
 
                     let refunds = try await client.execute(
@@ -155,7 +175,8 @@ struct AppleSupportTests {
                     let listed = try #require(refunds.json["refunds"] as? [[String: Any]])
                     #expect(listed.map { $0["transactionId"] as? String } == [refunded.transactionId])
                     #expect(listed.first?["revocationReason"] as? Int == 1 && listed.first?["price"] as? Int == 9990)
-                    let nobody = try await client.execute(uri: "/admin/accounts/nobody-here/apple-refunds", method: .get, headers: [.authorization: basic])
+                    let nobody = try await client.execute(
+                        uri: "/admin/accounts/nobody-here/apple-refunds", method: .get, headers: [.authorization: basic])
                     #expect(nobody.status == .notFound)
                 }
             }
@@ -172,7 +193,9 @@ struct AppleSupportTests {
         }
     }
 
-    @Test("every subscriber of a product: admin only, a dry run counts and asks nothing, the request's status is polled until complete, a SUMMARY notification completes another")
+    @Test(
+        "every subscriber of a product: admin only, a dry run counts and asks nothing, the request's status is polled until complete, a SUMMARY notification completes another"
+    )
     func extendAll() async throws {
         try await FakeApple.run { apple in
             try await apple.harness(extra: ["STOREKEEPER_ADMIN_KEYS": Self.keys]) { harness in
@@ -187,7 +210,8 @@ struct AppleSupportTests {
                         try await client.execute(uri: "/admin/extensions", method: .post, headers: headers, body: ByteBuffer(string: body))
                     }
                     func masses() -> Int { apple.server.requests.filter { $0 == "POST /inApps/v1/subscriptions/extend/mass" }.count }
-                    let body = #"{"productId": "\#(one.productId)", "days": 5, "reason": "service_issue_or_outage", "requestIdentifier": "mass-1", "dryRun": %@}"#
+                    let body =
+                        #"{"productId": "\#(one.productId)", "days": 5, "reason": "service_issue_or_outage", "requestIdentifier": "mass-1", "dryRun": %@}"#
                     #expect(try await extendAll(String(format: body, "true"), Self.support).status == .forbidden)
 
                     let dry = try await extendAll(String(format: body, "true"))
@@ -200,7 +224,9 @@ struct AppleSupportTests {
                     #expect(masses() == 1)
                     #expect((asked.json["request"] as? [String: Any])?["complete"] as? Bool == false)
                     #expect(try await extendAll(String(format: body, "false")).status == .conflict, "a request identifier is used once")
-                    let expiries = apple.server.state.withLock { state in [one, two].map { state.subscriptions[$0.originalTransactionId]?.transaction.expiresDate } }
+                    let expiries = apple.server.state.withLock { state in
+                        [one, two].map { state.subscriptions[$0.originalTransactionId]?.transaction.expiresDate }
+                    }
                     #expect(expiries == [one.expiresDate! + 5 * Self.day, two.expiresDate! + 5 * Self.day])
 
                     // The dashboard's status link, in a signed-in browser (Basic).
@@ -211,22 +237,29 @@ struct AppleSupportTests {
                     #expect(done["complete"] as? Bool == true && done["succeededCount"] as? Int == 2 && done["failedCount"] as? Int == 1, "\(done)")
                     let polls = apple.server.requests.filter { $0.hasPrefix("GET /inApps/v1/subscriptions/extend/mass/") }.count
                     _ = try await client.execute(uri: "/admin/extensions/mass-1", method: .get, headers: Self.viewer)
-                    #expect(apple.server.requests.filter { $0.hasPrefix("GET /inApps/v1/subscriptions/extend/mass/") }.count == polls, "a complete one is not asked again")
+                    #expect(
+                        apple.server.requests.filter { $0.hasPrefix("GET /inApps/v1/subscriptions/extend/mass/") }.count == polls,
+                        "a complete one is not asked again")
                     #expect(try await client.execute(uri: "/admin/extensions/nope", method: .get, headers: Self.viewer).status == .notFound)
 
                     // Limited to a storefront, then completed by Apple's SUMMARY notification rather than a poll.
                     let gbr = try await extendAll(
-                        #"{"productId": "\#(one.productId)", "days": 2, "reason": "other", "requestIdentifier": "mass-2", "storefrontCountryCodes": ["GBR"], "dryRun": false}"#)
+                        #"{"productId": "\#(one.productId)", "days": 2, "reason": "other", "requestIdentifier": "mass-2", "storefrontCountryCodes": ["GBR"], "dryRun": false}"#
+                    )
                     #expect(gbr.status == .accepted)
-                    #expect(try await extendAll(#"{"productId": "x", "days": 2, "reason": "other", "storefrontCountryCodes": ["uk"], "dryRun": true}"#).status == .badRequest)
-                    #expect(try await extendAll(#"{"productId": "no.such.product", "days": 2, "reason": "other", "dryRun": true}"#).status == .badRequest)
+                    #expect(
+                        try await extendAll(#"{"productId": "x", "days": 2, "reason": "other", "storefrontCountryCodes": ["uk"], "dryRun": true}"#)
+                            .status == .badRequest)
+                    #expect(
+                        try await extendAll(#"{"productId": "no.such.product", "days": 2, "reason": "other", "dryRun": true}"#).status == .badRequest)
                     let summary = NotificationPayload(
                         notificationType: "RENEWAL_EXTENSION", subtype: "SUMMARY", notificationUUID: UUID().uuidString.lowercased(),
                         summary: NotificationSummary(
                             environment: .sandbox, bundleId: StorekeeperHarness.bundleId, productId: one.productId, requestIdentifier: "mass-2",
                             storefrontCountryCodes: ["GBR"], succeededCount: 1, failedCount: 0),
                         signedDate: Int64(Date().timeIntervalSince1970 * 1000))
-                    let posted = try await client.postNotification(try JSONEncoder().encode(["signedPayload": try harness.signer.signer.sign(summary)]))
+                    let posted = try await client.postNotification(
+                        try JSONEncoder().encode(["signedPayload": try harness.signer.signer.sign(summary)]))
                     #expect(posted.status == .ok)
                     try await eventually("the SUMMARY notification to complete mass-2") {
                         let list = try await client.execute(uri: "/admin/extensions", method: .get, headers: Self.viewer).json
@@ -250,7 +283,9 @@ struct AppleSupportTests {
         }
     }
 
-    @Test("reads that ask Apple (refund history, order lookup, extension status) are in the audit log and bounded per key; an extension's request identifier another account used is refused")
+    @Test(
+        "reads that ask Apple (refund history, order lookup, extension status) are in the audit log and bounded per key; an extension's request identifier another account used is refused"
+    )
     func boundedReads() async throws {
         try await FakeApple.run { apple in
             try await apple.harness(extra: Self.production) { harness in
@@ -265,17 +300,23 @@ struct AppleSupportTests {
                     let audited = try await harness.count(
                         "SELECT count(*) FROM operator_actions WHERE operator = 'vera' AND action IN ('apple.refund-history', 'apple.order-lookup')")
                     #expect(audited == 2, "a viewer's questions to Apple are in the audit log")
-                    #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'apple.refund-history' AND account_id = '\(id)'") == 1)
+                    #expect(
+                        try await harness.count(
+                            "SELECT count(*) FROM operator_actions WHERE action = 'apple.refund-history' AND account_id = '\(id)'") == 1)
 
                     // One key asks Apple at a bounded rate: the rest are 429 with Retry-After; another key is not held up.
                     var limited: TestResponse?
                     for _ in 0..<40 {
                         let answer = try await client.execute(uri: "/admin/accounts/\(id)/apple-refunds", method: .get, headers: Self.viewer)
-                        if answer.status == .tooManyRequests { limited = answer; break }
+                        if answer.status == .tooManyRequests {
+                            limited = answer
+                            break
+                        }
                         #expect(answer.status == .ok)
                     }
                     let refused = try #require(limited, "40 questions to Apple in a row from one key are not all asked")
-                    #expect(refused.json["error"] as? String == "rate_limited" && refused.headers[.retryAfter] != nil, "\(String(buffer: refused.body))")
+                    #expect(
+                        refused.json["error"] as? String == "rate_limited" && refused.headers[.retryAfter] != nil, "\(String(buffer: refused.body))")
                     let asked = apple.server.requests.filter { $0.contains("/refund/lookup/") }.count
                     #expect(asked <= 31, "Apple was asked \(asked) times")
                     #expect(try await client.execute(uri: "/admin/accounts/\(id)/apple-refunds", method: .get, headers: Self.support).status == .ok)
@@ -289,9 +330,11 @@ struct AppleSupportTests {
                     #expect(first.status == .created || first.status == .ok, "\(String(buffer: first.body))")
                     let before = apple.server.requests.count
                     let other = try await client.execute(
-                        uri: "/admin/accounts/\(second.subscription.accountId!.uuidString.lowercased())/extensions", method: .post, headers: Self.support,
+                        uri: "/admin/accounts/\(second.subscription.accountId!.uuidString.lowercased())/extensions", method: .post,
+                        headers: Self.support,
                         body: ByteBuffer(string: body))
-                    #expect(other.status == .conflict && other.json["error"] as? String == "request_identifier_taken", "\(String(buffer: other.body))")
+                    #expect(
+                        other.status == .conflict && other.json["error"] as? String == "request_identifier_taken", "\(String(buffer: other.body))")
                     #expect(apple.server.requests.count == before)
                 }
             }

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `docs/architecture.md` is the map a newcomer reads first, so it must stay true: its module table has one row per
 /// library and executable target of `Package.swift` (test targets apart), each row's "depends on" cell names exactly

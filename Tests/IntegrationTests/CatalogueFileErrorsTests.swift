@@ -2,8 +2,8 @@ import Credits
 import Foundation
 import LocalSigning
 import StorekeeperRuntime
-import Testing
 import TestSupport
+import Testing
 
 /// What a newcomer sees for a catalogue they broke: the line, in words, and every wrong value at once.
 @Suite("Catalogue file errors")

@@ -67,7 +67,10 @@ struct ClaimTests {
                 #expect(moved.status == .ok)
                 #expect(moved.json["state"] as? String == "subscribed")
                 #expect(try await client.getWithKey("/v1/accounts/\(first)/status").json["state"] as? String == "free_with_credits")
-                #expect(try await harness.count("SELECT count(*) FROM account_transfers WHERE from_account = '\(first.uuidString.lowercased())' AND to_account = '\(second.uuidString.lowercased())'") == 1)
+                #expect(
+                    try await harness.count(
+                        "SELECT count(*) FROM account_transfers WHERE from_account = '\(first.uuidString.lowercased())' AND to_account = '\(second.uuidString.lowercased())'"
+                    ) == 1)
                 // Apple's later notifications still carry the first account's token: the subscription stays moved.
                 try await flow.send(.renew)
                 #expect(try await flow.detail()["accountId"] as? String == second.uuidString.lowercased())

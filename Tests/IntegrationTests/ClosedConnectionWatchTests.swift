@@ -1,9 +1,10 @@
 import Foundation
-@testable import Jobs
-@testable import StatementFencing
 import PostgresNIO
 import StorekeeperRuntime
 import Testing
+
+@testable import Jobs
+@testable import StatementFencing
 
 @Suite("Statements on a connection that closes, on real PostgreSQL")
 struct ClosedConnectionWatchTests {

@@ -1,8 +1,8 @@
 import Credits
 import Foundation
 import StorekeeperRuntime
-import Testing
 import TestSupport
+import Testing
 import Yams
 
 @testable import StorekeeperRuntime
@@ -39,9 +39,14 @@ struct ConfigurationKeysTests {
         #expect(!catalogue.isEmpty && catalogue.allSatisfy { $0.contains("trail_cap is not a known key; did you mean trial_cap?") }, "\(catalogue)")
         #expect(catalogue.first?.contains("tiers.") == true && catalogue.first?.contains(".allowances.") == true, "\(catalogue)")
 
-        let webhooks = problems(["STOREKEEPER_WEBHOOKS": "{endpoints: [{name: app, url: 'http://127.0.0.1:9/hook', secret: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw']}]}"])
-        #expect(webhooks.contains { $0.contains("STOREKEEPER_WEBHOOKS: endpoints.0.secret is not a known key; did you mean secrets?") }, "\(webhooks)")
-        let offers = problems(["STOREKEEPER_OFFERS": #"{"offers": [{"id": "w", "product": "pro.monthly", "audience": "lapsed", "once_per_acount": false}]}"#])
+        let webhooks = problems([
+            "STOREKEEPER_WEBHOOKS": "{endpoints: [{name: app, url: 'http://127.0.0.1:9/hook', secret: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw']}]}"
+        ])
+        #expect(
+            webhooks.contains { $0.contains("STOREKEEPER_WEBHOOKS: endpoints.0.secret is not a known key; did you mean secrets?") }, "\(webhooks)")
+        let offers = problems([
+            "STOREKEEPER_OFFERS": #"{"offers": [{"id": "w", "product": "pro.monthly", "audience": "lapsed", "once_per_acount": false}]}"#
+        ])
         #expect(offers.contains { $0.contains("offers.0.once_per_acount is not a known key; did you mean once_per_account?") }, "\(offers)")
         let refunds = problems(["STOREKEEPER_REFUND_POLICY": "answerAfterMinute: 5"])
         #expect(refunds.contains { $0.contains("answerAfterMinute is not a known key; did you mean answerAfterMinutes?") }, "\(refunds)")
@@ -59,14 +64,19 @@ struct ConfigurationKeysTests {
         let full = Allowance(perCycle: 1, perDay: 1, unlimited: false, trialCap: 1)
         let catalogue = TierCatalogue(
             meters: [.init(id: "m", displayName: "M", description: "d")],
-            featureDefinitions: [.init(
-                id: "f", displayName: "F", description: "d", type: .level, levels: ["off", "on"], teaser: "t", upgradeCallToAction: "u",
-                defaultValue: "off")],
+            featureDefinitions: [
+                .init(
+                    id: "f", displayName: "F", description: "d", type: .level, levels: ["off", "on"], teaser: "t", upgradeCallToAction: "u",
+                    defaultValue: "off")
+            ],
             free: .init(displayName: "Free", description: "d", highlights: ["h"], features: ["f": "off"], allowances: ["m": full]),
-            tiers: [.init(
-                id: "t", level: 1, displayName: "T", description: "d", highlights: ["h"], features: ["f": "on"],
-                products: [.init(id: "p", type: .nonRenewing, period: "P1M", duration: "P1M", price: 1, currency: "USD")], allowances: ["m": full],
-                grantableOnly: true, group: "g")],
+            tiers: [
+                .init(
+                    id: "t", level: 1, displayName: "T", description: "d", highlights: ["h"], features: ["f": "on"],
+                    products: [.init(id: "p", type: .nonRenewing, period: "P1M", duration: "P1M", price: 1, currency: "USD")],
+                    allowances: ["m": full],
+                    grantableOnly: true, group: "g")
+            ],
             topUps: [.init(id: "u", meter: "m", credits: 1, price: 1, currency: "USD")], upgradeCredits: .fresh)
         let yaml = try YAMLEncoder().encode(catalogue)
         #expect(ConfigurationKeys.tierCatalogue.problems(in: yaml, place: "encoded").isEmpty, "\(yaml)")

@@ -1,9 +1,9 @@
-import Crypto
 import Credits
+import Crypto
 import Foundation
 import StorekeeperRuntime
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Configuration")
 struct ConfigurationTests {
@@ -21,7 +21,10 @@ struct ConfigurationTests {
         let problems = try #require(error?.problems)
         #expect(problems.count == 7, "\(problems)")
         let text = error?.description ?? ""
-        for needle in ["DATABASE_URL", "STOREKEEPER_BUNDLE_ID", "Staging", "STOREKEEPER_APP_APPLE_ID", "/nonexistent/root.cer", "STOREKEEPER_PORT", "STOREKEEPER_TRANSFER_POLICY"] {
+        for needle in [
+            "DATABASE_URL", "STOREKEEPER_BUNDLE_ID", "Staging", "STOREKEEPER_APP_APPLE_ID", "/nonexistent/root.cer", "STOREKEEPER_PORT",
+            "STOREKEEPER_TRANSFER_POLICY",
+        ] {
             #expect(text.contains(needle), "missing \(needle) in: \(text)")
         }
         #expect(!text.contains("\n"))
@@ -34,18 +37,21 @@ struct ConfigurationTests {
             "DATABASE_URL": "postgres://x@127.0.0.1/x", "STOREKEEPER_BUNDLE_ID": "com.example.app", "STOREKEEPER_ENVIRONMENTS": "Sandbox",
             "STOREKEEPER_ROOT_CERTIFICATES": root.path,
         ]
-        let loaded = try StorekeeperConfiguration.load(environment: base.merging([
-            "STOREKEEPER_REFUND_POLICY": #"{"answerAfterMinutes": 30, "consumableDeclineAbovePercent": 90}"#,
-            "STOREKEEPER_OFFERS": "offers:\n  - {id: back, product: pro.monthly, audience: lapsed}",
-        ]) { $1 })
+        let loaded = try StorekeeperConfiguration.load(
+            environment: base.merging([
+                "STOREKEEPER_REFUND_POLICY": #"{"answerAfterMinutes": 30, "consumableDeclineAbovePercent": 90}"#,
+                "STOREKEEPER_OFFERS": "offers:\n  - {id: back, product: pro.monthly, audience: lapsed}",
+            ]) { $1 })
         #expect(loaded.refundPolicy.answerAfter == 1800 && loaded.refundPolicy.consumableDeclineAbovePercent == 90)
         #expect(loaded.refundPolicy.subscriptionDeclineAbovePercent == 50)
         #expect(loaded.offers.map(\.id) == ["back"] && loaded.offers.first?.oncePerAccount == true)
         let error = #expect(throws: ConfigurationError.self) {
-            try StorekeeperConfiguration.load(environment: base.merging([
-                "STOREKEEPER_REFUND_POLICY": #"{"answerAfterMinutes": 720, "subscriptionDeclineAbovePercent": 150}"#,
-                "STOREKEEPER_OFFERS": #"{"offers": [{"id": "a", "product": "credits.100", "audience": "everyone"}, {"id": "", "product": "pro.monthly", "audience": "active"}]}"#,
-            ]) { $1 })
+            try StorekeeperConfiguration.load(
+                environment: base.merging([
+                    "STOREKEEPER_REFUND_POLICY": #"{"answerAfterMinutes": 720, "subscriptionDeclineAbovePercent": 150}"#,
+                    "STOREKEEPER_OFFERS":
+                        #"{"offers": [{"id": "a", "product": "credits.100", "audience": "everyone"}, {"id": "", "product": "pro.monthly", "audience": "active"}]}"#,
+                ]) { $1 })
         }
         let problems = try #require(error?.problems)
         #expect(problems.count == 5, "\(problems)")
@@ -73,9 +79,10 @@ struct ConfigurationTests {
             "DATABASE_URL": "postgres://x@127.0.0.1/x", "STOREKEEPER_BUNDLE_ID": "com.example.app", "STOREKEEPER_ENVIRONMENTS": "Sandbox",
             "STOREKEEPER_ROOT_CERTIFICATES": AppleSamples.rootCertificate.path,
         ]
-        let loaded = try StorekeeperConfiguration.load(environment: base.merging([
-            "STOREKEEPER_CURRENCY_RATES": "reporting: USD\nrates: {EUR: 1.08, JPY: 0.0067, USD: 1}"
-        ]) { $1 })
+        let loaded = try StorekeeperConfiguration.load(
+            environment: base.merging([
+                "STOREKEEPER_CURRENCY_RATES": "reporting: USD\nrates: {EUR: 1.08, JPY: 0.0067, USD: 1}"
+            ]) { $1 })
         #expect(loaded.currencyRates?.rates["EUR"] == Decimal(string: "1.08"))
         #expect(loaded.currencyRates?.convert(1_500_000, from: "JPY") == 10_050)
         let refused: [(String, String)] = [
@@ -113,7 +120,10 @@ struct ConfigurationTests {
             ("not a package", complete.merging(["STOREKEEPER_GOOGLE_PACKAGE_NAME": "example app"]) { $1 }, "STOREKEEPER_GOOGLE_PACKAGE_NAME"),
             ("not an email", complete.merging(["STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT": "push"]) { $1 }, "STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT"),
             ("not a URL", complete.merging(["STOREKEEPER_GOOGLE_CERTS_URL": "ftp://x"]) { $1 }, "STOREKEEPER_GOOGLE_CERTS_URL"),
-            ("no key file", complete.merging(["STOREKEEPER_GOOGLE_SERVICE_ACCOUNT": "/nonexistent/key.json"]) { $1 }, "cannot read the service-account key file"),
+            (
+                "no key file", complete.merging(["STOREKEEPER_GOOGLE_SERVICE_ACCOUNT": "/nonexistent/key.json"]) { $1 },
+                "cannot read the service-account key file"
+            ),
             ("not a key file", complete.merging(["STOREKEEPER_GOOGLE_SERVICE_ACCOUNT": AppleSamples.rootCertificate.path]) { $1 }, "not JSON"),
             ("API URL", complete.merging(["STOREKEEPER_GOOGLE_PLAY_API_URL": "nope"]) { $1 }, "STOREKEEPER_GOOGLE_PLAY_API_URL"),
             ("pace", complete.merging(["STOREKEEPER_GOOGLE_REQUESTS_PER_MINUTE": "0"]) { $1 }, "STOREKEEPER_GOOGLE_REQUESTS_PER_MINUTE"),
@@ -144,9 +154,10 @@ struct ConfigurationTests {
         let example = try TierCatalogue.load(path: "config/tiers.yml").get()
         #expect(example.meters.map(\.id) == ["ai_requests", "exports"])
         #expect(example.tiers.count >= 3)
-        #expect(example.tiers.filter { !$0.grantableOnly }.allSatisfy { tier in
-            tier.products.contains { $0.period == "P1M" } && tier.products.contains { $0.period == "P1Y" }
-        })
+        #expect(
+            example.tiers.filter { !$0.grantableOnly }.allSatisfy { tier in
+                tier.products.contains { $0.period == "P1M" } && tier.products.contains { $0.period == "P1Y" }
+            })
         // The example shows every kind of product and source: a lifetime unlock, a pass, a tier only grants entitle,
         // typed features — and nothing in it is written the old way.
         #expect(example.tiers.contains { $0.products.contains { $0.type == .lifetime } })
@@ -158,12 +169,12 @@ struct ConfigurationTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("tiers-\(UUID().uuidString).yml")
         defer { try? FileManager.default.removeItem(at: file) }
         try """
-            meters: [{ id: ai, display_name: AI }]
-            free: { display_name: Free, allowances: { ai: { per_day: 5, per_cycle: 3 } } }
-            tiers:
-              - { id: pro, level: 1, display_name: Pro, products: [{ id: p, period: P1M, price: -1, currency: USD }], allowances: { lookups: { per_cycle: 5 } } }
-            top_ups: []
-            """.write(to: file, atomically: true, encoding: .utf8)
+        meters: [{ id: ai, display_name: AI }]
+        free: { display_name: Free, allowances: { ai: { per_day: 5, per_cycle: 3 } } }
+        tiers:
+          - { id: pro, level: 1, display_name: Pro, products: [{ id: p, period: P1M, price: -1, currency: USD }], allowances: { lookups: { per_cycle: 5 } } }
+        top_ups: []
+        """.write(to: file, atomically: true, encoding: .utf8)
         let error = #expect(throws: ConfigurationError.self) {
             try StorekeeperConfiguration.load(environment: [
                 "DATABASE_URL": "postgres://x@127.0.0.1/x", "STOREKEEPER_BUNDLE_ID": "b", "STOREKEEPER_ENVIRONMENTS": "Sandbox",
@@ -177,7 +188,8 @@ struct ConfigurationTests {
         try "meters: [{ id: ai }]".write(to: file, atomically: true, encoding: .utf8)
         if case .failure(let decoding) = TierCatalogue.load(path: file.path) {
             #expect(decoding.problems.count == 1)
-            #expect(decoding.problems[0].contains("display_name is missing") || decoding.problems[0].contains("free is missing"), "\(decoding.problems)")
+            #expect(
+                decoding.problems[0].contains("display_name is missing") || decoding.problems[0].contains("free is missing"), "\(decoding.problems)")
         } else {
             Issue.record("an incomplete catalogue loaded")
         }
@@ -225,7 +237,9 @@ struct RetentionConfigurationTests {
                 when: { months_subscribd_at_least: 3 }
                 answer: { message: not-a-uuid }
             """)
-        #expect(problems.count == 1 && problems[0].contains("months_subscribd_at_least is not a known key; did you mean months_subscribed_at_least?"), "\(problems)")
+        #expect(
+            problems.count == 1 && problems[0].contains("months_subscribd_at_least is not a known key; did you mean months_subscribed_at_least?"),
+            "\(problems)")
         let rest = try Self.problems(
             """
             deadline_ms: 900

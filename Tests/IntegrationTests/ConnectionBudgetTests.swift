@@ -2,8 +2,8 @@ import Logging
 import PostgresNIO
 import ServiceLifecycle
 import StorekeeperRuntime
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Connections per process: bounded on big machines, compared with max_connections")
 struct ConnectionBudgetTests {
@@ -37,8 +37,9 @@ struct ConnectionBudgetTests {
     func checkOutlivesAnotherServicesShutdown() async throws {
         let logger = TestDatabase.logger
         try await PostgresClient.withRunning(TestDatabase.adminURL().clientConfiguration(maximumConnections: 2), logger: logger) { client in
-            let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-                services: [ConnectionBudgetCheck(client: client, pool: 4, logger: logger), SlowToStop()], logger: logger))
+            let group = ServiceGroup(
+                configuration: ServiceGroupConfiguration(
+                    services: [ConnectionBudgetCheck(client: client, pool: 4, logger: logger), SlowToStop()], logger: logger))
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask { try await group.run() }
                 await group.triggerGracefulShutdown()

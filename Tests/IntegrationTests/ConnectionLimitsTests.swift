@@ -3,8 +3,8 @@ import HostileInput
 import Hummingbird
 import HummingbirdTesting
 import StorekeeperRuntime
-import Testing
 import TestSupport
+import Testing
 
 @testable import HTTPAPI
 

@@ -16,7 +16,9 @@ struct CreditClaimTests {
     /// reversal both while it is out.
     enum Order: CaseIterable { case refundWhileOut, refundAfter, refundAndReversalWhileOut }
 
-    @Test("held or spent-and-reversed credits of a refunded top-up pay the refund when they come back: the same balance in either order, and the refund's reversal gives all 100 back", arguments: Work.allCases)
+    @Test(
+        "held or spent-and-reversed credits of a refunded top-up pay the refund when they come back: the same balance in either order, and the refund's reversal gives all 100 back",
+        arguments: Work.allCases)
     func eitherOrder(_ work: Work) async throws {
         try await StorekeeperHarness.run(worker: false, environment: CreditHoldTests.environment) { harness in
             try await harness.withHTTP { client in
@@ -54,22 +56,27 @@ struct CreditClaimTests {
                     let refunded = order == .refundAndReversalWhileOut ? nil : try await CreditHoldTests.remaining(client, account, "ai_requests")
                     if order != .refundAndReversalWhileOut { try await Self.reverseRefund(sale, of: account, client: client, harness: harness) }
                     ends[order] = (refunded, try await CreditHoldTests.remaining(client, account, "ai_requests"))
-                    #expect(try await harness.count(
-                        "SELECT count(*) FROM (SELECT bucket FROM credit_ledger GROUP BY bucket HAVING sum(delta) < 0) AS b") == 0)
+                    #expect(
+                        try await harness.count(
+                            "SELECT count(*) FROM (SELECT bucket FROM credit_ledger GROUP BY bucket HAVING sum(delta) < 0) AS b") == 0)
                 }
                 // By hand: 135 less what the work cost (20 settled: the 5 free and 15 of the top-ups; nothing released or
                 // reversed), less the refund's 100 — and the 100 back once the refund is reversed.
                 let charged: Int64 = work == .holdSettled ? 20 : 0
                 let expected = (refunded: 135 - charged - 100, reversed: 135 - charged)
                 for order in Order.allCases {
-                    if order != .refundAndReversalWhileOut { #expect(ends[order]?.refunded == expected.refunded, "\(work), \(order): after the refund") }
+                    if order != .refundAndReversalWhileOut {
+                        #expect(ends[order]?.refunded == expected.refunded, "\(work), \(order): after the refund")
+                    }
                     #expect(ends[order]?.reversed == expected.reversed, "\(work), \(order): after the refund's reversal")
                 }
             }
         }
     }
 
-    @Test("a claim is paid once: two holds released together and a spend given back pay the refund's 100 between them; an erasure renames every row of it")
+    @Test(
+        "a claim is paid once: two holds released together and a spend given back pay the refund's 100 between them; an erasure renames every row of it"
+    )
     func paidOnce() async throws {
         try await StorekeeperHarness.run(worker: false, environment: CreditHoldTests.environment) { harness in
             try await harness.withHTTP { client in
@@ -90,7 +97,9 @@ struct CreditClaimTests {
                 #expect(lapsed == 100, "\(ra.json) \(rb.json)")
                 // The claim is paid: the spend's 10 all come back.
                 let reversed = try await CreditHoldTests.post(client, "/v1/accounts/\(account)/usage/last/reverse", "")
-                #expect((reversed.json["returned"] as? NSNumber)?.int64Value == 10 && (reversed.json["lapsed"] as? NSNumber)?.int64Value == 0, "\(reversed.json)")
+                #expect(
+                    (reversed.json["returned"] as? NSNumber)?.int64Value == 10 && (reversed.json["lapsed"] as? NSNumber)?.int64Value == 0,
+                    "\(reversed.json)")
                 // 130 + 5 free − the refund's 100.
                 #expect(try await CreditHoldTests.remaining(client, account, "ai_requests") == 35)
                 let family = "operation_key LIKE 'refund:\(sale.transactionId):%' OR operation_key LIKE 'claim:refund:\(sale.transactionId):%'"
@@ -100,9 +109,13 @@ struct CreditClaimTests {
                     client, "/admin/accounts/\(account)/erase", #"{"confirm": "\#(account)"}"#, headers: CreditHoldTests.admin)
                 #expect(erased.status == .ok, "\(String(buffer: erased.body))")
                 let pseudonym = erased.json["pseudonym"] as? String ?? "-"
-                #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE '%\(account)%' OR bucket LIKE '%\(account)%'") == 0)
+                #expect(
+                    try await harness.count(
+                        "SELECT count(*) FROM credit_ledger WHERE operation_key LIKE '%\(account)%' OR bucket LIKE '%\(account)%'") == 0)
                 // The refund, its claim and the two payments, under the pseudonym's top-ups.
-                #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE (\(family)) AND bucket = 'topup:\(pseudonym):ai_requests'") == 4)
+                #expect(
+                    try await harness.count("SELECT count(*) FROM credit_ledger WHERE (\(family)) AND bucket = 'topup:\(pseudonym):ai_requests'") == 4
+                )
                 #expect(try await CreditHoldTests.remaining(client, pseudonym, "ai_requests") == 35)
             }
         }
@@ -116,7 +129,8 @@ struct CreditClaimTests {
                 // 5 free + 45, then 50: 95 of the top-ups' 130 out.
                 var ids: [String] = []
                 for (key, amount) in [("a", 50), ("b", 50)] {
-                    ids.append(try await CreditHoldTests.hold(client, account, "ai_requests", amount, key: key, expiresIn: 60).json["id"] as? String ?? "")
+                    ids.append(
+                        try await CreditHoldTests.hold(client, account, "ai_requests", amount, key: key, expiresIn: 60).json["id"] as? String ?? "")
                 }
                 try await Self.refund(sale, of: account, client: client, harness: harness)
                 // One sweep, past both expiries: one transaction, one read of the claim for both.
@@ -141,7 +155,8 @@ struct CreditClaimTests {
     }
 
     /// A new customer of the free tier with a pack of 100 bought from Apple and 30 credits given by support.
-    static func customer(_ harness: StorekeeperHarness, _ client: any TestClientProtocol) async throws -> (account: String, sale: TransactionPayload) {
+    static func customer(_ harness: StorekeeperHarness, _ client: any TestClientProtocol) async throws -> (account: String, sale: TransactionPayload)
+    {
         let account = UUID().uuidString.lowercased()
         let sale = try sale(harness)
         #expect(try await client.postTransaction(try signed(sale, harness), account: account).status == .ok)
@@ -173,7 +188,9 @@ struct CreditClaimTests {
     }
 
     /// And Apple's newer copy still, the refund reversed.
-    static func reverseRefund(_ sale: TransactionPayload, of account: String, client: any TestClientProtocol, harness: StorekeeperHarness) async throws {
+    static func reverseRefund(_ sale: TransactionPayload, of account: String, client: any TestClientProtocol, harness: StorekeeperHarness)
+        async throws
+    {
         var reversed = sale
         reversed.signedDate = sale.signedDate.map { $0 + 20_000 }
         let response = try await client.postTransaction(try signed(reversed, harness), account: account)

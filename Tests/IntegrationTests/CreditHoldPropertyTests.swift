@@ -4,8 +4,8 @@ import HummingbirdTesting
 import LocalSigning
 import NIOCore
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// Holds as properties: generated histories of top-ups, spends (some given back), holds, settles, releases, expiries and Apple's
 /// refunds, refund reversals and upgrades of the subscription the credits come from, and of a pack of credits bought
@@ -28,7 +28,9 @@ struct CreditHoldPropertyTests {
         var endAnswers = 0
     }
 
-    @Test("generated histories keep the invariants: no bucket below zero, granted = left + charged + held + lapsed, nothing returned twice, replay agrees")
+    @Test(
+        "generated histories keep the invariants: no bucket below zero, granted = left + charged + held + lapsed, nothing returned twice, replay agrees"
+    )
     func histories() async throws {
         let count = ProcessInfo.processInfo.environment["STOREKEEPER_TEST_HOLD_HISTORIES"].flatMap(Int.init) ?? 24
         // A failure names its seed; STOREKEEPER_TEST_HOLD_SEED runs the same histories again (their clients still race).
@@ -38,7 +40,8 @@ struct CreditHoldPropertyTests {
                 var generator = SplitMix64(state: seed)
                 var totals = Totals()
                 for history in 0..<count {
-                    totals.add(try await Self.history(harness: harness, client: client, generator: &generator, label: "seed \(seed), history \(history)"))
+                    totals.add(
+                        try await Self.history(harness: harness, client: client, generator: &generator, label: "seed \(seed), history \(history)"))
                 }
                 let environment = ["DATABASE_URL": harness.databaseURL.urlString]
                 let (status, output) = try await ChildProcess.run("storekeeper", ["replay", "--all"], environment: environment)
@@ -61,7 +64,9 @@ struct CreditHoldPropertyTests {
         var claims = 0
 
         mutating func add(_ other: Totals) {
-            (operations, storeEvents, holds, lapsed) = (operations + other.operations, storeEvents + other.storeEvents, holds + other.holds, lapsed + other.lapsed)
+            (operations, storeEvents, holds, lapsed) = (
+                operations + other.operations, storeEvents + other.storeEvents, holds + other.holds, lapsed + other.lapsed
+            )
             claims += other.claims
         }
     }
@@ -137,11 +142,12 @@ struct CreditHoldPropertyTests {
                 all.lapsed += more.lapsed
             }
             if let longHold {
-                let ended = if let longCharge {
-                    try await CreditHoldTests.post(client, "/v1/holds/\(longHold)/settle", #"{"amount": \#(longCharge)}"#)
-                } else {
-                    try await CreditHoldTests.post(client, "/v1/holds/\(longHold)/release", "")
-                }
+                let ended =
+                    if let longCharge {
+                        try await CreditHoldTests.post(client, "/v1/holds/\(longHold)/settle", #"{"amount": \#(longCharge)}"#)
+                    } else {
+                        try await CreditHoldTests.post(client, "/v1/holds/\(longHold)/release", "")
+                    }
                 #expect(ended.status == .ok, "\(label): end \(String(buffer: ended.body))")
                 all.endAnswers += 1
             }
@@ -161,7 +167,8 @@ struct CreditHoldPropertyTests {
         }
         let lapsed = try await check(account: id, seen: seen, harness: harness, client: client, label: label)
         let events = 1 + storeEvents.count + (refundReversed ? 1 : 0) + (pack == nil ? 0 : 1) + (packRefundReversed ? 1 : 0)
-        let claims = try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'claim:refund:%' AND delta > 0 AND bucket LIKE 'topup:\(id):%'")
+        let claims = try await harness.count(
+            "SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'claim:refund:%' AND delta > 0 AND bucket LIKE 'topup:\(id):%'")
         return Totals(
             operations: lanes.map(\.count).reduce(events + 1 + storeEvents.count, +), storeEvents: events, holds: seen.holds.count, lapsed: lapsed,
             claims: claims)
@@ -169,16 +176,23 @@ struct CreditHoldPropertyTests {
 
     /// The invariants of one account, from what its clients were answered and what the ledger holds.
     @discardableResult
-    static func check(account id: String, seen: Seen, harness: StorekeeperHarness, client: any TestClientProtocol, label: String) async throws -> Int64 {
+    static func check(account id: String, seen: Seen, harness: StorekeeperHarness, client: any TestClientProtocol, label: String) async throws
+        -> Int64
+    {
         // The buckets of the account: its own (top-ups) and its subscription's windows.
         let buckets = """
             SELECT key FROM credit_buckets WHERE meter = 'ai_requests' AND (account_id = '\(id)'
                 OR original_transaction_id IN (SELECT original_transaction_id FROM subscriptions WHERE account_id = '\(id)'))
             """
-        #expect(try await harness.count("SELECT count(*) FROM (SELECT bucket FROM credit_ledger WHERE bucket IN (\(buckets)) GROUP BY bucket HAVING sum(delta) < 0) AS b") == 0,
+        #expect(
+            try await harness.count(
+                "SELECT count(*) FROM (SELECT bucket FROM credit_ledger WHERE bucket IN (\(buckets)) GROUP BY bucket HAVING sum(delta) < 0) AS b")
+                == 0,
             "\(label): a bucket went below zero")
         // Every hold the clients took, as it ended (or stands): the hold's own answer.
-        var charged: Int64 = 0, lapsed: Int64 = seen.lapsed, held: Int64 = 0
+        var charged: Int64 = 0
+        var lapsed: Int64 = seen.lapsed
+        var held: Int64 = 0
         for hold in seen.holds {
             let answer = try await client.getWithKey("/v1/holds/\(hold)")
             #expect(answer.status == .ok, "\(label): GET hold \(hold)")
@@ -188,32 +202,40 @@ struct CreditHoldPropertyTests {
                 held += amount
                 continue
             }
-            let (c, r, l) = ((json["charged"] as? NSNumber)?.int64Value ?? -1, (json["returned"] as? NSNumber)?.int64Value ?? -1, (json["lapsed"] as? NSNumber)?.int64Value ?? -1)
+            let (c, r, l) = (
+                (json["charged"] as? NSNumber)?.int64Value ?? -1, (json["returned"] as? NSNumber)?.int64Value ?? -1,
+                (json["lapsed"] as? NSNumber)?.int64Value ?? -1
+            )
             #expect(c + r + l == amount, "\(label): hold \(hold) charged \(c) + returned \(r) + lapsed \(l) ≠ \(amount)")
             #expect(c >= 0 && r >= 0 && l >= 0, "\(label): hold \(hold) has a negative part")
             // What went back, less what of it paid a claim of a refund (CreditClaims), with the charge's offset (a row of
             // its own, or in the return row where both go to the debit's bucket), is what the hold says it returned and
             // charged; the charge is usage.
-            #expect(try await harness.count(
-                """
-                SELECT coalesce(sum(delta), 0)::bigint FROM credit_ledger
-                WHERE operation_key LIKE 'hold-return:\(hold):%' OR operation_key LIKE 'claim:%:paid:hold-return:\(hold):%'
-                    OR operation_key LIKE 'hold-charge:\(hold):%:offset'
-                """) == Int(r + c),
+            #expect(
+                try await harness.count(
+                    """
+                    SELECT coalesce(sum(delta), 0)::bigint FROM credit_ledger
+                    WHERE operation_key LIKE 'hold-return:\(hold):%' OR operation_key LIKE 'claim:%:paid:hold-return:\(hold):%'
+                        OR operation_key LIKE 'hold-charge:\(hold):%:offset'
+                    """) == Int(r + c),
                 "\(label): hold \(hold) returned \(r) and charged \(c) by its answer, not by its ledger rows")
-            #expect(try await harness.count(
-                """
-                SELECT coalesce(-sum(delta), 0)::bigint FROM credit_ledger
-                WHERE operation_key LIKE 'hold-charge:\(hold):%' AND operation_key NOT LIKE '%:offset' AND reason = 'usage'
-                """) == Int(c),
+            #expect(
+                try await harness.count(
+                    """
+                    SELECT coalesce(-sum(delta), 0)::bigint FROM credit_ledger
+                    WHERE operation_key LIKE 'hold-charge:\(hold):%' AND operation_key NOT LIKE '%:offset' AND reason = 'usage'
+                    """) == Int(c),
                 "\(label): hold \(hold) charged \(c) by its answer, not as usage")
             charged += c
             lapsed += l
         }
-        #expect(try await harness.count("SELECT count(*) FROM credit_holds WHERE account_id = '\(id)'") == seen.holds.count, "\(label): holds not answered")
+        #expect(
+            try await harness.count("SELECT count(*) FROM credit_holds WHERE account_id = '\(id)'") == seen.holds.count,
+            "\(label): holds not answered")
         let status = try await client.getWithKey("/v1/accounts/\(id)/status").json
         let meter = (status["credits"] as? [String: Any])?["ai_requests"] as? [String: Any]
-        #expect((meter?["held"] as? NSNumber)?.int64Value == held, "\(label): the status holds \(String(describing: meter?["held"])), the holds \(held)")
+        #expect(
+            (meter?["held"] as? NSNumber)?.int64Value == held, "\(label): the status holds \(String(describing: meter?["held"])), the holds \(held)")
         #expect(((meter?["remaining"] as? NSNumber)?.int64Value ?? -1) >= 0, "\(label): remaining below zero")
         // What was put in and taken out otherwise (grants, top-ups, refunds and their claims, carries) = left + spent +
         // charged + held + lapsed. What paid a claim is in what lapsed, as the hold or the reversal answered.
@@ -224,7 +246,8 @@ struct CreditHoldPropertyTests {
                 AND operation_key NOT LIKE 'claim:%:paid:%'
             """)
         let left = try await harness.count("SELECT coalesce(sum(delta), 0)::bigint FROM credit_ledger WHERE bucket IN (\(buckets))")
-        #expect(Int64(facts) == Int64(left) + seen.spent + charged + held + lapsed,
+        #expect(
+            Int64(facts) == Int64(left) + seen.spent + charged + held + lapsed,
             "\(label): granted \(facts) ≠ left \(left) + spent \(seen.spent) + charged \(charged) + held \(held) + lapsed \(lapsed)")
         return lapsed
     }
@@ -242,7 +265,8 @@ struct CreditHoldPropertyTests {
         static func random(key: String, using generator: inout SplitMix64) -> Step {
             switch Int.random(in: 0..<10, using: &generator) {
             case 0: return .topUp(Int.random(in: 1...40, using: &generator))
-            case 1...3: return .spend(Int.random(in: 1...40, using: &generator), key: "s-\(key)", reverse: Int.random(in: 0..<3, using: &generator) == 0)
+            case 1...3:
+                return .spend(Int.random(in: 1...40, using: &generator), key: "s-\(key)", reverse: Int.random(in: 0..<3, using: &generator) == 0)
             default:
                 let amount = Int.random(in: 1...60, using: &generator)
                 let end: End
@@ -272,7 +296,8 @@ struct CreditHoldPropertyTests {
             case .topUp(let amount):
                 let response = try await CreditHoldTests.post(
                     client, "/admin/accounts/\(account)/credits",
-                    #"{"meter": "ai_requests", "amount": \#(amount), "reason": "property", "idempotencyKey": "\#(UUID())"}"#, headers: CreditHoldTests.admin)
+                    #"{"meter": "ai_requests", "amount": \#(amount), "reason": "property", "idempotencyKey": "\#(UUID())"}"#,
+                    headers: CreditHoldTests.admin)
                 #expect(response.status == .created, "\(label): top-up \(String(buffer: response.body))")
             case .spend(let amount, let key, let reverse):
                 let response = try await CreditHoldTests.post(
@@ -284,11 +309,15 @@ struct CreditHoldPropertyTests {
                 for attempt in 0..<2 {
                     let reversed = try await CreditHoldTests.post(client, "/v1/accounts/\(account)/usage/\(key)/reverse", "")
                     guard response.status == .ok else {
-                        #expect(reversed.status == .conflict && reversed.json["error"] as? String == "not_spent", "\(label): \(String(buffer: reversed.body))")
+                        #expect(
+                            reversed.status == .conflict && reversed.json["error"] as? String == "not_spent",
+                            "\(label): \(String(buffer: reversed.body))")
                         break
                     }
                     #expect(reversed.status == .ok, "\(label): reverse \(String(buffer: reversed.body))")
-                    let (returned, lapsed) = ((reversed.json["returned"] as? NSNumber)?.int64Value ?? -1, (reversed.json["lapsed"] as? NSNumber)?.int64Value ?? -1)
+                    let (returned, lapsed) = (
+                        (reversed.json["returned"] as? NSNumber)?.int64Value ?? -1, (reversed.json["lapsed"] as? NSNumber)?.int64Value ?? -1
+                    )
                     #expect(returned + lapsed == Int64(amount) && returned >= 0 && lapsed >= 0, "\(label): reverse \(String(buffer: reversed.body))")
                     if attempt == 0 {
                         seen.spent -= Int64(amount)

@@ -19,15 +19,19 @@ struct CreditHoldTests {
         try await client.execute(uri: uri, method: .post, headers: headers, body: ByteBuffer(string: body))
     }
 
-    static func hold(_ client: any TestClientProtocol, _ account: String, _ meter: String, _ amount: Int, key: String, expiresIn: Int? = nil) async throws -> TestResponse {
+    static func hold(_ client: any TestClientProtocol, _ account: String, _ meter: String, _ amount: Int, key: String, expiresIn: Int? = nil)
+        async throws -> TestResponse
+    {
         let expiry = expiresIn.map { #", "expiresIn": \#($0)"# } ?? ""
-        return try await post(client, "/v1/accounts/\(account)/holds", #"{"meter": "\#(meter)", "amount": \#(amount), "idempotencyKey": "\#(key)"\#(expiry)}"#)
+        return try await post(
+            client, "/v1/accounts/\(account)/holds", #"{"meter": "\#(meter)", "amount": \#(amount), "idempotencyKey": "\#(key)"\#(expiry)}"#)
     }
 
     /// Tops an account's meter up by `amount` through support's credit adjustment.
     static func topUp(_ client: any TestClientProtocol, _ account: String, _ meter: String, _ amount: Int) async throws {
         let response = try await post(
-            client, "/admin/accounts/\(account)/credits", #"{"meter": "\#(meter)", "amount": \#(amount), "reason": "test", "idempotencyKey": "top-\#(meter)"}"#,
+            client, "/admin/accounts/\(account)/credits",
+            #"{"meter": "\#(meter)", "amount": \#(amount), "reason": "test", "idempotencyKey": "top-\#(meter)"}"#,
             headers: admin)
         #expect(response.status == .created, "\(String(buffer: response.body))")
     }
@@ -66,7 +70,8 @@ struct CreditHoldTests {
                 #expect(answers.filter { $0.0.code == 402 }.count == 40)
                 #expect(try await Self.remaining(client, account, "exports") == 0)
                 #expect(try await Self.held(client, account, "exports") == 10, "the status shows what is held beside what is left")
-                let spend = try await Self.post(client, "/v1/accounts/\(account)/usage", #"{"meter": "exports", "amount": 1, "idempotencyKey": "s1"}"#)
+                let spend = try await Self.post(
+                    client, "/v1/accounts/\(account)/usage", #"{"meter": "exports", "amount": 1, "idempotencyKey": "s1"}"#)
                 #expect(spend.status.code == 402, "held credits are kept from spends")
                 #expect(try await harness.count("SELECT count(*) FROM credit_holds WHERE state = 'held'") == 10)
                 let one = try #require(answers.compactMap(\.1).first)
@@ -78,7 +83,9 @@ struct CreditHoldTests {
         }
     }
 
-    @Test("a hold of 8 over the day's 5 and a top-up, settled for 4: the day's credits pay, 4 come back, a repeat answers the first settle, any other end is 409")
+    @Test(
+        "a hold of 8 over the day's 5 and a top-up, settled for 4: the day's credits pay, 4 come back, a repeat answers the first settle, any other end is 409"
+    )
     func settlePart() async throws {
         try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
             try await harness.withHTTP { client in
@@ -86,11 +93,15 @@ struct CreditHoldTests {
                 try await Self.topUp(client, account, "ai_requests", 10)
                 #expect(try await Self.remaining(client, account, "ai_requests") == 15)
                 let held = try await Self.hold(client, account, "ai_requests", 8, key: "gen-1")
-                #expect(held.status == .created && held.json["remaining"] as? Int == 7 && held.json["state"] as? String == "held", "\(String(buffer: held.body))")
+                #expect(
+                    held.status == .created && held.json["remaining"] as? Int == 7 && held.json["state"] as? String == "held",
+                    "\(String(buffer: held.body))")
                 let id = try #require(held.json["id"] as? String)
                 #expect(try await Self.remaining(client, account, "ai_requests") == 7)
                 let settled = try await Self.post(client, "/v1/holds/\(id)/settle", #"{"amount": 4}"#)
-                #expect(settled.status == .ok && settled.json["charged"] as? Int == 4 && settled.json["returned"] as? Int == 4, "\(String(buffer: settled.body))")
+                #expect(
+                    settled.status == .ok && settled.json["charged"] as? Int == 4 && settled.json["returned"] as? Int == 4,
+                    "\(String(buffer: settled.body))")
                 #expect(try await Self.remaining(client, account, "ai_requests") == 11)
                 #expect(try await Self.held(client, account, "ai_requests") == 0)
                 let again = try await Self.post(client, "/v1/holds/\(id)/settle", #"{"amount": 4}"#)
@@ -103,10 +114,13 @@ struct CreditHoldTests {
                 #expect(read.json["state"] as? String == "settled" && read.json["lapsed"] as? Int == 0)
                 // By the key that took it, as the service knows it: the same hold, the same first answer.
                 let byKey = try await Self.post(client, "/v1/accounts/\(account)/holds/gen-1/settle", #"{"amount": 4}"#)
-                #expect(byKey.status == .ok && byKey.json["id"] as? String == id && byKey.json["charged"] as? Int == 4, "\(String(buffer: byKey.body))")
+                #expect(
+                    byKey.status == .ok && byKey.json["id"] as? String == id && byKey.json["charged"] as? Int == 4, "\(String(buffer: byKey.body))")
                 #expect(try await Self.post(client, "/v1/accounts/\(account)/holds/gen-1/release", "").status == .conflict)
                 #expect(try await Self.post(client, "/v1/accounts/\(account)/holds/no-such-key/release", "").status == .notFound)
-                #expect(try await Self.post(client, "/v1/accounts/other-\(account)/holds/gen-1/release", "").status == .notFound, "another account's key is not this hold")
+                #expect(
+                    try await Self.post(client, "/v1/accounts/other-\(account)/holds/gen-1/release", "").status == .notFound,
+                    "another account's key is not this hold")
                 // More than held is refused and changes nothing.
                 let other = try await Self.hold(client, account, "ai_requests", 2, key: "gen-2")
                 let over = try await Self.post(client, "/v1/holds/\(other.json["id"] as? String ?? "")/settle", #"{"amount": 3}"#)
@@ -116,7 +130,8 @@ struct CreditHoldTests {
                 #expect(try await harness.count("SELECT coalesce(sum(-delta), 0)::int FROM credit_ledger WHERE reason = 'usage'") == 4)
                 // The operator's account page: 2 held beside the remaining 9, each hold with its outcome, and both in the timeline.
                 let basic = "Basic " + Data("admin:admin-key-holds-000001".utf8).base64EncodedString()
-                let page = String(buffer: try await client.execute(uri: "/admin?account=\(account)", method: .get, headers: [.authorization: basic]).body)
+                let page = String(
+                    buffer: try await client.execute(uri: "/admin?account=\(account)", method: .get, headers: [.authorization: basic]).body)
                 #expect(page.contains("<td>ai_requests</td><td>9</td><td>2</td>"), "the meter row: remaining 9, held 2")
                 #expect(page.contains("<h3>Holds</h3>") && page.contains("<code>gen-1</code>") && page.contains("<code>gen-2</code>"))
                 #expect(page.contains(">settled</span></td><td>4</td><td>4</td><td>0</td>"), "gen-1 settled: charged 4, returned 4, lapsed 0")
@@ -230,9 +245,13 @@ struct CreditHoldTests {
                 let id = try #require(held.json["id"] as? String)
                 let erased = try await Self.post(client, "/admin/accounts/\(account)/erase", #"{"confirm": "\#(account)"}"#, headers: Self.admin)
                 #expect(erased.status == .ok, "\(String(buffer: erased.body))")
-                #expect(try await harness.count("SELECT count(*) FROM credit_holds WHERE debits::text LIKE '%\(account)%'") == 0, "the debits name the account")
+                #expect(
+                    try await harness.count("SELECT count(*) FROM credit_holds WHERE debits::text LIKE '%\(account)%'") == 0,
+                    "the debits name the account")
                 let released = try await Self.post(client, "/v1/holds/\(id)/release", "")
-                #expect(released.status == .ok && released.json["returned"] as? Int == 6 && released.json["lapsed"] as? Int == 0, "\(String(buffer: released.body))")
+                #expect(
+                    released.status == .ok && released.json["returned"] as? Int == 6 && released.json["lapsed"] as? Int == 0,
+                    "\(String(buffer: released.body))")
             }
         }
     }

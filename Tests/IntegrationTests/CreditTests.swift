@@ -4,8 +4,8 @@ import Foundation
 import HummingbirdTesting
 import LocalSigning
 import NIOCore
-import Testing
 import TestSupport
+import Testing
 
 extension TestClientProtocol {
     /// POSTs a usage request with the test key.
@@ -33,7 +33,10 @@ struct CreditTests {
     func cycleGrants() async throws {
         try await Self.withClockedHTTP { harness, client, clock in
             var flow = LifecycleFlow(harness: harness, client: client, account: UUID())
-            try await flow.send(.subscribe) { $0.transaction?.offerType = 1; $0.transaction?.offerDiscountType = "FREE_TRIAL" }
+            try await flow.send(.subscribe) {
+                $0.transaction?.offerType = 1
+                $0.transaction?.offerDiscountType = "FREE_TRIAL"
+            }
             clock.now = flow.clock.addingTimeInterval(1)
             #expect(try await flow.credits()["cycle"] as? Int == 100)
             #expect(try await flow.status()["state"] as? String == "trial")
@@ -86,7 +89,8 @@ struct CreditTests {
         }
     }
 
-    @Test("refund removes the cycle credits, its reversal restores exactly them; a prorated refund of an earlier period claws back ceil(grant × share)")
+    @Test(
+        "refund removes the cycle credits, its reversal restores exactly them; a prorated refund of an earlier period claws back ceil(grant × share)")
     func refunds() async throws {
         try await Self.withClockedHTTP { harness, client, clock in
             var flow = LifecycleFlow(harness: harness, client: client, account: UUID())
@@ -132,7 +136,9 @@ struct CreditTests {
                     bundleId: StorekeeperHarness.bundleId, environment: .sandbox, signedDate: 1_790_000_000_000)
                 transaction.type = "Consumable"
                 transaction.appAccountToken = account.uuidString.lowercased()
-                let charge = SimulatedEvent(notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: 1_790_000_000_000, transaction: transaction, renewalInfo: nil)
+                let charge = SimulatedEvent(
+                    notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: 1_790_000_000_000, transaction: transaction,
+                    renewalInfo: nil)
                 let flow = LifecycleFlow(harness: harness, client: client, account: account)
                 try await flow.post(charge)
                 try await flow.post(charge)
@@ -194,11 +200,17 @@ struct CreditTests {
                 // Five free accounts with 5 daily credits each; per account three spends of 2, the first one sent twice,
                 // and its key reused for 3: all 25 at once.
                 let accounts = (0..<5).map { _ in UUID() }
-                struct Sent: Sendable { var account: UUID; var key: String; var amount: Int64 }
+                struct Sent: Sendable {
+                    var account: UUID
+                    var key: String
+                    var amount: Int64
+                }
                 let sends = accounts.flatMap { account in
-                    [Sent(account: account, key: "a", amount: 2), Sent(account: account, key: "a", amount: 2),
-                     Sent(account: account, key: "a", amount: 3), Sent(account: account, key: "b", amount: 2),
-                     Sent(account: account, key: "c", amount: 2)]
+                    [
+                        Sent(account: account, key: "a", amount: 2), Sent(account: account, key: "a", amount: 2),
+                        Sent(account: account, key: "a", amount: 3), Sent(account: account, key: "b", amount: 2),
+                        Sent(account: account, key: "c", amount: 2),
+                    ]
                 }
                 let commitsBefore = try await harness.count("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
                 let answers = try await withThrowingTaskGroup(of: (Sent, UInt, Int?).self) { group in
@@ -231,9 +243,11 @@ struct CreditTests {
                     let spentKeys = Dictionary(mine.filter { $0.1 == 200 }.map { ($0.0.key, $0.0.amount) }) { first, _ in first }
                     let spent = spentKeys.values.reduce(0, +)
                     let debited = try await harness.count(
-                        "SELECT coalesce(-sum(delta), 0)::bigint FROM credit_ledger WHERE operation_key LIKE 'spend:36:\(account.uuidString.lowercased()):%'")
+                        "SELECT coalesce(-sum(delta), 0)::bigint FROM credit_ledger WHERE operation_key LIKE 'spend:36:\(account.uuidString.lowercased()):%'"
+                    )
                     #expect(Int64(debited) == spent && spent <= 5 && spent >= 4, "spent \(spent), debited \(debited)")
-                    #expect(try await harness.count("SELECT count(*) FROM usage_requests WHERE account_id = '\(account.uuidString.lowercased())'") == 3)
+                    #expect(
+                        try await harness.count("SELECT count(*) FROM usage_requests WHERE account_id = '\(account.uuidString.lowercased())'") == 3)
                     let status = try await client.getWithKey("/v1/accounts/\(account)/status").json
                     let remaining = ((status["credits"] as? [String: Any])?["ai_requests"] as? [String: Any])?["remaining"] as? Int
                     #expect(remaining.map(Int64.init) == 5 - spent)
@@ -282,7 +296,9 @@ struct CreditTests {
                 // and the reset of window 2 is scheduled at its start.
                 #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key = 'grant:\(period):w1:ai_requests'") == 1)
                 let boundary = CreditCalendar.monthlyBoundary(anchor: anchorDate, month: 2)
-                #expect(try await harness.count("SELECT count(*) FROM jobs WHERE unique_key = 'credit-reset:\(period):\(Int64(boundary.timeIntervalSince1970))'") == 1)
+                #expect(
+                    try await harness.count(
+                        "SELECT count(*) FROM jobs WHERE unique_key = 'credit-reset:\(period):\(Int64(boundary.timeIntervalSince1970))'") == 1)
                 let credits = try await flow.credits()
                 #expect(credits["cycle"] as? Int == 1000)
                 #expect(credits["resetsAt"] as? String == boundary.formatted(.iso8601))

@@ -2,8 +2,8 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import NIOCore
-import Testing
 import TestSupport
+import Testing
 
 /// `warn_at` on real PostgreSQL, read as the app reads it: the events feed (`GET /v1/events?types=credits.*`). A meter
 /// with `warn_at: [0.2, 0]` tells `credits.low` when a spend or a hold takes the remaining to a fifth of the allowance
@@ -46,7 +46,9 @@ struct CreditWarningEventsTests {
         }
     }
 
-    @Test("spending the day's 5 one by one: low at 1 left, exhausted at 0; the next day a hold of 4 warns again, a release and a second hold do not, the last credit spent is exhausted")
+    @Test(
+        "spending the day's 5 one by one: low at 1 left, exhausted at 0; the next day a hold of 4 warns again, a release and a second hold do not, the last credit spent is exhausted"
+    )
     func onceAWindow() async throws {
         let clock = ShiftedClock()
         let tiers = try Self.tiers()
@@ -74,7 +76,8 @@ struct CreditWarningEventsTests {
                 #expect(try await CreditHoldTests.hold(client, account, "ai_requests", 4, key: "h2").status == .created)
                 #expect(try await SpendReversalTests.spend(client, account, "ai_requests", 1, key: "last").status == .ok)
                 let twoDays = [
-                    "credits.low ai_requests 1 1", "credits.exhausted ai_requests 0 0", "credits.low ai_requests 1 1", "credits.exhausted ai_requests 0 0",
+                    "credits.low ai_requests 1 1", "credits.exhausted ai_requests 0 0", "credits.low ai_requests 1 1",
+                    "credits.exhausted ai_requests 0 0",
                 ]
                 try await Self.expectWarnings(client, account, twoDays)
 

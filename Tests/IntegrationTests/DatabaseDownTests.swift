@@ -4,15 +4,16 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import LocalSigning
-import NIOCore
 import Logging
+import NIOCore
 import StorekeeperRuntime
 import StripeStore
 import Testing
 
 @Suite("When the database is down")
 struct DatabaseDownTests {
-    static let stripeEvent = #"{"id":"evt_down_1","object":"event","created":1790000000,"livemode":false,"type":"invoice.paid","data":{"object":{"id":"in_1","object":"invoice"}}}"#
+    static let stripeEvent =
+        #"{"id":"evt_down_1","object":"event","created":1790000000,"livemode":false,"type":"invoice.paid","data":{"object":{"id":"in_1","object":"invoice"}}}"#
     static var stripeHeader: String {
         StripeSignature(secrets: ["whsec_database_down_secret"]).header(body: Array(stripeEvent.utf8), timestamp: Int64(Date().timeIntervalSince1970))
     }
@@ -60,20 +61,36 @@ struct DatabaseDownTests {
                 let admin: HTTPFields = [.authorization: "Bearer admin-key", .contentType: "application/json"]
                 let routes: [(String, HTTPRequest.Method, HTTPFields, String?)] = [
                     ("/v1/events", .get, [.authorization: "Bearer \(StorekeeperHarness.apiKey)"], nil),
-                    ("/v1/accounts/a/consent", .put, [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"], #"{"consented": true}"#),
+                    (
+                        "/v1/accounts/a/consent", .put, [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+                        #"{"consented": true}"#
+                    ),
                     ("/v1/accounts/a/refund-requests", .get, [.authorization: "Bearer \(StorekeeperHarness.apiKey)"], nil),
-                    ("/v1/refund-requests/\(UUID())/answer", .put, [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
-                     #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": false}"#),
-                    ("/v1/accounts/a/usage", .post, [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
-                     #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "k"}"#),
+                    (
+                        "/v1/refund-requests/\(UUID())/answer", .put,
+                        [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+                        #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": false}"#
+                    ),
+                    (
+                        "/v1/accounts/a/usage", .post, [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+                        #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "k"}"#
+                    ),
                     ("/v1/accounts/a/purchase-intents", .post, [.authorization: "Bearer \(StorekeeperHarness.apiKey)"], nil),
                     // Holds and spends given back (issue 53).
-                    ("/v1/accounts/a/holds", .post, [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
-                     #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "k"}"#),
-                    ("/v1/holds/\(UUID())/settle", .post, [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"], #"{"amount": 1}"#),
+                    (
+                        "/v1/accounts/a/holds", .post, [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+                        #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "k"}"#
+                    ),
+                    (
+                        "/v1/holds/\(UUID())/settle", .post,
+                        [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"], #"{"amount": 1}"#
+                    ),
                     ("/v1/holds/\(UUID())/release", .post, [.authorization: "Bearer \(StorekeeperHarness.apiKey)"], nil),
-                    ("/v1/accounts/a/holds/k/settle", .post, [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
-                     #"{"amount": 1}"#),
+                    (
+                        "/v1/accounts/a/holds/k/settle", .post,
+                        [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+                        #"{"amount": 1}"#
+                    ),
                     ("/v1/accounts/a/holds/k/release", .post, [.authorization: "Bearer \(StorekeeperHarness.apiKey)"], nil),
                     ("/v1/holds/\(UUID())", .get, [.authorization: "Bearer \(StorekeeperHarness.apiKey)"], nil),
                     ("/v1/accounts/a/usage/k/reverse", .post, [.authorization: "Bearer \(StorekeeperHarness.apiKey)"], nil),
@@ -89,8 +106,10 @@ struct DatabaseDownTests {
                     ("/admin/accounts/a/grants", .post, admin, #"{"tier": "pro", "lifetime": true, "reason": "x"}"#),
                     ("/admin/accounts/a/grants", .get, admin, nil),
                     ("/admin/grants/\(UUID())", .delete, admin, nil),
-                    ("/admin/accounts/a/grant", .post, [.authorization: "Bearer admin-key", .contentType: "application/x-www-form-urlencoded"],
-                     "tier=pro&lifetime=true&reason=x"),
+                    (
+                        "/admin/accounts/a/grant", .post, [.authorization: "Bearer admin-key", .contentType: "application/x-www-form-urlencoded"],
+                        "tier=pro&lifetime=true&reason=x"
+                    ),
                     ("/admin/grants/\(UUID())/end", .post, [.authorization: "Bearer admin-key"], nil),
                     // The support console and analytics (issue 43).
                     ("/admin/audit", .get, admin, nil),
@@ -107,19 +126,28 @@ struct DatabaseDownTests {
                     ("/admin/extensions", .post, admin, #"{"productId": "pro.monthly", "days": 3, "reason": "other", "dryRun": true}"#),
                     ("/admin/accounts/a/extensions", .post, admin, #"{"days": 3, "reason": "other"}"#),
                     ("/admin/accounts/a/apple-refunds", .get, admin, nil),
-                    ("/stripe/webhooks", .post, [.contentType: "application/json", HTTPField.Name("Stripe-Signature")!: Self.stripeHeader],
-                     Self.stripeEvent),
-                    ("/v1/accounts/a/stripe/checkout", .post, [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
-                     #"{"productId": "price_pro_monthly", "successUrl": "https://a.example/ok", "cancelUrl": "https://a.example/no"}"#),
-                    ("/v1/accounts/a/stripe/portal", .post, [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
-                     #"{"returnUrl": "https://a.example/account"}"#),
+                    (
+                        "/stripe/webhooks", .post, [.contentType: "application/json", HTTPField.Name("Stripe-Signature")!: Self.stripeHeader],
+                        Self.stripeEvent
+                    ),
+                    (
+                        "/v1/accounts/a/stripe/checkout", .post,
+                        [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+                        #"{"productId": "price_pro_monthly", "successUrl": "https://a.example/ok", "cancelUrl": "https://a.example/no"}"#
+                    ),
+                    (
+                        "/v1/accounts/a/stripe/portal", .post,
+                        [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+                        #"{"returnUrl": "https://a.example/account"}"#
+                    ),
                 ]
                 // At once: each waits for its deadline.
                 let routesStarted = ContinuousClock.now
                 let answers = try await withThrowingTaskGroup(of: (String, HTTPResponse.Status).self) { group in
                     for (uri, method, headers, body) in routes {
                         group.addTask {
-                            let answer = try await client.execute(uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) })
+                            let answer = try await client.execute(
+                                uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) })
                             return ("\(method) \(uri)", answer.status)
                         }
                     }

@@ -25,7 +25,10 @@ struct DatabaseURLTests {
 
     @Test("a port that is not 1–65535, or no host at all, is a clear configuration error")
     func badForms() {
-        for text in ["postgres://app@:0/shop?host=/tmp", "postgres://app@/shop?host=/tmp&port=http", "postgres://app@/shop", "postgres://app@:99999/shop?host=/tmp"] {
+        for text in [
+            "postgres://app@:0/shop?host=/tmp", "postgres://app@/shop?host=/tmp&port=http", "postgres://app@/shop",
+            "postgres://app@:99999/shop?host=/tmp",
+        ] {
             #expect(throws: ConfigurationError.self, "\(text)") { try DatabaseURL(parsing: text) }
         }
     }

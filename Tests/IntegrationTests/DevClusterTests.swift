@@ -25,7 +25,9 @@ struct DevClusterTests {
         #expect(!access.split(separator: "\n").contains { $0.hasPrefix("host") }, "\(access)")
         let settings = try String(contentsOf: data.appendingPathComponent("storekeeper.conf"), encoding: .utf8)
         #expect(settings.contains("listen_addresses = ''") && settings.contains("unix_socket_directories = '\(url.host)'"))
-        #expect(try String(contentsOf: data.appendingPathComponent("postgresql.conf"), encoding: .utf8).contains("include_if_exists = 'storekeeper.conf'"))
+        #expect(
+            try String(contentsOf: data.appendingPathComponent("postgresql.conf"), encoding: .utf8).contains("include_if_exists = 'storekeeper.conf'")
+        )
         #expect(cluster.isRunning)
         #expect(try PrivateCluster(directory: directory).start() == url, "a second start uses the running cluster")
     }

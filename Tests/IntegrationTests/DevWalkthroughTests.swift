@@ -1,10 +1,11 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import StorekeeperRuntime
-import Testing
 import TestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The README's walkthrough, as a newcomer runs it: `storekeeper dev` and `storekeeper simulate` as processes in a
 /// folder of their own, a month passing on the dev clock. At each step the status shows what docs/credits.md promises
@@ -18,7 +19,9 @@ struct DevWalkthroughTests {
         var cycle: Int?
         var topUp: Int?
 
-        var description: String { "\(state) \(tier) remaining \(remaining.map(String.init) ?? "nil") cycle \(cycle.map(String.init) ?? "nil") topUp \(topUp.map(String.init) ?? "nil")" }
+        var description: String {
+            "\(state) \(tier) remaining \(remaining.map(String.init) ?? "nil") cycle \(cycle.map(String.init) ?? "nil") topUp \(topUp.map(String.init) ?? "nil")"
+        }
     }
 
     /// A server on the port given that answers 200 to every GET, as another project's server might.
@@ -32,7 +35,7 @@ struct DevWalkthroughTests {
 
     @Test("subscribe, ten days, upgrade, renew at the period's end, refund: the promised credits at every step")
     func walkthrough() async throws {
-        try await TestDatabase.withFreshDatabase { url in
+        try await TestDatabase.withMigratedDatabase { url in
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sk-walk-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
@@ -52,7 +55,8 @@ struct DevWalkthroughTests {
 
             @discardableResult
             func simulate(_ arguments: String...) async throws -> String {
-                let (status, output) = try await ChildProcess.run("storekeeper", ["simulate"] + arguments, environment: environment, directory: folder)
+                let (status, output) = try await ChildProcess.run(
+                    "storekeeper", ["simulate"] + arguments, environment: environment, directory: folder)
                 #expect(status == 0, "simulate \(arguments.joined(separator: " ")): \(output)")
                 return output
             }
@@ -108,7 +112,8 @@ struct DevWalkthroughTests {
             // The renewed period refunded: its credits go; the top-ups (bought with the upgraded period) stay, and the
             // free tier's 5 a day come back.
             let refunded = try await simulate("refund", "--account", account)
-            let refundUUID = try #require(refunded.firstMatch(of: #/"notificationUUID" ?: ?"([0-9a-fA-F-]{36})"/#).map { String($0.1) }, "\(refunded)")
+            let refundUUID = try #require(
+                refunded.firstMatch(of: #/"notificationUUID" ?: ?"([0-9a-fA-F-]{36})"/#).map { String($0.1) }, "\(refunded)")
             try await expect(Credits(state: "free_with_credits", tier: "free", remaining: 1005, cycle: nil, topUp: 1000), after: "refund")
 
             // The README's holds: 50 held (today's 5, then 45 of the top-up), settled for 30 by its key, 20 back; a
@@ -122,7 +127,8 @@ struct DevWalkthroughTests {
             let again = try await ChildProcess.run(
                 "storekeeper", ["simulate", "release", "--account", account, "--key", "gen-1"], environment: environment, directory: folder)
             #expect(again.0 != 0 && again.1.contains("409") && again.1.contains("hold_ended"), "a settled hold cannot be released: \(again.1)")
-            let unsettled = try await simulate("hold", "--account", account, "--meter", "ai_requests", "--amount", "100", "--key", "gen-2", "--expires-in", "600")
+            let unsettled = try await simulate(
+                "hold", "--account", account, "--meter", "ai_requests", "--amount", "100", "--key", "gen-2", "--expires-in", "600")
             #expect(unsettled.contains("held 100 ai_requests"), "\(unsettled)")
             try await simulate("advance", "11m")
             // The top-up only: eleven minutes may cross midnight on the dev clock, and bring a new day's 5.
@@ -150,7 +156,8 @@ struct DevWalkthroughTests {
             // The grant's end ran before `advance` returned; `events list --type` shows it and nothing else.
             let (listed, events) = try await ChildProcess.run(
                 "storekeeper", ["events", "list", "--account", buyer, "--type", "grant.*"], environment: devDatabase, directory: folder)
-            #expect(listed == 0 && events.contains("grant.ended") && events.contains("grant.started") && !events.contains("entitlement."), "\(events)")
+            #expect(
+                listed == 0 && events.contains("grant.ended") && events.contains("grant.started") && !events.contains("entitlement."), "\(events)")
             let (mistyped, mistypedText) = try await ChildProcess.run(
                 "storekeeper", ["events", "list", "--type", "grant.endd"], environment: devDatabase, directory: folder)
             #expect(mistyped != 0 && mistypedText.contains("unknown event type \"grant.endd\""), "\(mistypedText)")
@@ -168,7 +175,8 @@ struct DevWalkthroughTests {
 
             // What Apple could not send is refused, in one line.
             func refused(_ arguments: String...) async throws -> String {
-                let (status, output) = try await ChildProcess.run("storekeeper", ["simulate"] + arguments, environment: environment, directory: folder)
+                let (status, output) = try await ChildProcess.run(
+                    "storekeeper", ["simulate"] + arguments, environment: environment, directory: folder)
                 #expect(status != 0, "simulate \(arguments.joined(separator: " ")) was accepted: \(output)")
                 return output
             }
@@ -187,7 +195,8 @@ struct DevWalkthroughTests {
             #expect(verified == 0 && verifiedText.contains("verified: notification REFUND"), "\(verifiedText.suffix(600))")
             // `accounts show` in the dev folder answers on the dev clock, as the API does.
             let (shown, shownText) = try await ChildProcess.run(
-                "storekeeper", ["accounts", "show", account, "--json"], environment: environment.merging(["DATABASE_URL": ""]) { $1 }, directory: folder)
+                "storekeeper", ["accounts", "show", account, "--json"], environment: environment.merging(["DATABASE_URL": ""]) { $1 },
+                directory: folder)
             #expect(shown == 0 && shownText.contains("\"remaining\" : 980"), "\(shownText.prefix(600))")
             // The stores' notifications and the events sent to the app are two lists, each counted as its command counts.
             let (_, sentList) = try await ChildProcess.run(
@@ -200,7 +209,8 @@ struct DevWalkthroughTests {
             dev.signal(SIGTERM)
             _ = await dev.waitForExit()
             let restartedPort = try PrivateCluster.freePort()
-            let restarted = try ChildProcess("storekeeper", arguments: ["dev", "--port", String(restartedPort)], environment: environment, directory: folder)
+            let restarted = try ChildProcess(
+                "storekeeper", arguments: ["dev", "--port", String(restartedPort)], environment: environment, directory: folder)
             defer { restarted.signal(SIGTERM) }
             try await eventually(timeout: .seconds(60), "dev to start again") { restarted.text.contains("Storekeeper is running") }
             #expect(restarted.text.contains("The dev clock resumes at"), "\(restarted.text.prefix(800))")
@@ -217,10 +227,13 @@ struct DevWalkthroughTests {
                 "/usr/bin/python3", arguments: ["-c", Self.answersEverything, String(restartedPort)], environment: [:], directory: folder)
             defer { stranger.signal(SIGTERM) }
             try await eventually(timeout: .seconds(20), "the stranger to answer") { !PrivateCluster.isFree(port: restartedPort) }
-            let third = try ChildProcess("storekeeper", arguments: ["dev", "--port", String(try PrivateCluster.freePort())], environment: environment, directory: folder)
+            let third = try ChildProcess(
+                "storekeeper", arguments: ["dev", "--port", String(try PrivateCluster.freePort())], environment: environment, directory: folder)
             defer { third.signal(SIGTERM) }
             do {
-                try await eventually(timeout: .seconds(60), "dev to start beside a stranger on the old port") { third.text.contains("Storekeeper is running") }
+                try await eventually(timeout: .seconds(60), "dev to start beside a stranger on the old port") {
+                    third.text.contains("Storekeeper is running")
+                }
             } catch {
                 Issue.record("\(error): \(third.text.suffix(1500))")
             }

@@ -22,7 +22,8 @@ struct EntitlementSourcesOperatorTests {
             try await harness.withHTTP { client in
                 let account = UUID().uuidString.lowercased()
                 let endsAt = Date().addingTimeInterval(3).formatted(.iso8601)
-                let created = try await admin(client, .post, "/admin/accounts/\(account)/grants", #"{"tier": "pro", "endsAt": "\#(endsAt)", "reason": "support"}"#)
+                let created = try await admin(
+                    client, .post, "/admin/accounts/\(account)/grants", #"{"tier": "pro", "endsAt": "\#(endsAt)", "reason": "support"}"#)
                 #expect(created.status == .created, "\(created.json)")
                 let spend = try await client.execute(
                     uri: "/v1/accounts/\(account)/usage", method: .post,
@@ -63,7 +64,9 @@ struct EntitlementSourcesOperatorTests {
             #expect(try await harness.count("SELECT count(*) FROM events WHERE type = 'grant.started'") == 1)
             // `accounts show` lists the account's grants beside its subscriptions.
             let (shown, shownText) = try await storekeeper("accounts", "show", account)
-            #expect(shown == 0 && shownText.contains("grants and one-time purchases, newest first (1)") && shownText.contains("grant  \(grantId)  max  active"), "\(shownText)")
+            #expect(
+                shown == 0 && shownText.contains("grants and one-time purchases, newest first (1)")
+                    && shownText.contains("grant  \(grantId)  max  active"), "\(shownText)")
             let (ended, endOutput) = try await storekeeper("grants", "end", grantId)
             #expect(ended == 0 && endOutput.contains("ended grant \(grantId)"))
             let (again, againOutput) = try await storekeeper("grants", "end", grantId)
@@ -104,11 +107,13 @@ struct EntitlementSourcesOperatorTests {
                 #expect(granted.headers[.location] == "/admin?account=\(account)")
                 let reason = try await harness.client.query("SELECT reason FROM entitlement_sources", logger: TestDatabase.logger)
                 for try await text in reason.decode(String.self) { #expect(text == "make+good for outage") }
-                let page = String(buffer: try await client.execute(uri: "/admin?account=\(account)", method: .get, headers: [.authorization: basic]).body)
+                let page = String(
+                    buffer: try await client.execute(uri: "/admin?account=\(account)", method: .get, headers: [.authorization: basic]).body)
                 #expect(page.contains("<h2>Entitlements</h2>") && page.contains("<h2>Grants</h2>") && page.contains("make+good for outage"))
-                let grantId = try #require(page.range(of: #"/admin/grants/([0-9a-f-]{36})/end"#, options: .regularExpression).map {
-                    String(page[$0].dropFirst("/admin/grants/".count).prefix(36))
-                })
+                let grantId = try #require(
+                    page.range(of: #"/admin/grants/([0-9a-f-]{36})/end"#, options: .regularExpression).map {
+                        String(page[$0].dropFirst("/admin/grants/".count).prefix(36))
+                    })
                 let ended = try await client.execute(
                     uri: "/admin/grants/\(grantId)/end", method: .post, headers: [.authorization: basic, .init("Sec-Fetch-Site")!: "same-origin"])
                 #expect(ended.status == .seeOther)
@@ -123,7 +128,8 @@ struct EntitlementSourcesOperatorTests {
                 for form in ["tier=gold&lifetime=true&reason=x", "tier=pro&reason=x"] {
                     let refused = try await send(form)
                     #expect(refused.status == .seeOther && refused.headers[.location]?.contains("&grantError=") == true, "\(form)")
-                    let shown = String(buffer: try await client.execute(uri: refused.headers[.location]!, method: .get, headers: [.authorization: basic]).body)
+                    let shown = String(
+                        buffer: try await client.execute(uri: refused.headers[.location]!, method: .get, headers: [.authorization: basic]).body)
                     #expect(shown.contains("Not granted: "), "\(form)")
                 }
                 let key = UUID().uuidString
@@ -170,10 +176,16 @@ struct EntitlementSourcesOperatorTests {
                 #expect(pro["highlights"] as? [String] == pro["features"] as? [String])
                 let basic = try #require(paid.first { $0["id"] as? String == "basic" })
                 let types = (basic["products"] as? [[String: Any]])?.compactMap { $0["type"] as? String }
-                #expect(types == ["auto_renewable", "auto_renewable", "lifetime", "non_renewing", "auto_renewable", "lifetime", "auto_renewable", "lifetime", "non_renewing"])
+                #expect(
+                    types == [
+                        "auto_renewable", "auto_renewable", "lifetime", "non_renewing", "auto_renewable", "lifetime", "auto_renewable", "lifetime",
+                        "non_renewing",
+                    ])
                 let stores = (basic["products"] as? [[String: Any]])?.compactMap { $0["store"] as? String }
-                #expect(stores == ["app_store", "app_store", "app_store", "app_store", "stripe", "stripe", "google_play", "google_play", "google_play"])
-                #expect((tiers["free"] as? [String: Any])?["featureValues"] as? NSDictionary == ["model": "standard", "images": false, "history_days": 7])
+                #expect(
+                    stores == ["app_store", "app_store", "app_store", "app_store", "stripe", "stripe", "google_play", "google_play", "google_play"])
+                #expect(
+                    (tiers["free"] as? [String: Any])?["featureValues"] as? NSDictionary == ["model": "standard", "images": false, "history_days": 7])
             }
         }
     }

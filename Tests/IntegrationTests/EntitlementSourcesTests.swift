@@ -27,7 +27,8 @@ struct EntitlementSourcesTests {
                 let status = { try await client.getWithKey("/v1/accounts/\(account)/status").json }
                 #expect(try await status()["features"] as? NSDictionary == ["model": "standard", "images": false, "history_days": 7])
 
-                let created = try await admin(client, .post, "/admin/accounts/\(account)/grants", #"{"tier": "admin", "lifetime": true, "reason": "team account"}"#)
+                let created = try await admin(
+                    client, .post, "/admin/accounts/\(account)/grants", #"{"tier": "admin", "lifetime": true, "reason": "team account"}"#)
                 #expect(created.status == .created)
                 let grantId = try #require(created.json["id"] as? String)
                 let granted = try await status()
@@ -63,9 +64,16 @@ struct EntitlementSourcesTests {
                     #expect(refused.status == .badRequest, "\(body.prefix(80)): \(refused.status)")
                 }
                 // Impossible dates are refused, not rolled over; an idempotency key grants once.
-                #expect(try await admin(client, .post, "/admin/accounts/\(account)/grants", #"{"tier": "pro", "endsAt": "2099-02-30T00:00:00Z", "reason": "x"}"#).status == .badRequest)
-                #expect(try await admin(client, .post, "/admin/accounts/\(account)/grants", #"{"tier": "pro", "lifetime": true, "reason": "line\nFAKE"}"#).status == .badRequest)
-                #expect(try await admin(client, .post, "/admin/accounts/\(account)/grants", #"{"tier": "pro", "lifetime": true, "reason": "a\u202Eb"}"#).status == .badRequest)
+                #expect(
+                    try await admin(
+                        client, .post, "/admin/accounts/\(account)/grants", #"{"tier": "pro", "endsAt": "2099-02-30T00:00:00Z", "reason": "x"}"#
+                    ).status == .badRequest)
+                #expect(
+                    try await admin(client, .post, "/admin/accounts/\(account)/grants", #"{"tier": "pro", "lifetime": true, "reason": "line\nFAKE"}"#)
+                        .status == .badRequest)
+                #expect(
+                    try await admin(client, .post, "/admin/accounts/\(account)/grants", #"{"tier": "pro", "lifetime": true, "reason": "a\u202Eb"}"#)
+                        .status == .badRequest)
                 let keyed = #"{"tier": "basic", "duration": "P1M", "reason": "retry", "idempotencyKey": "ticket-42"}"#
                 let first = try await admin(client, .post, "/admin/accounts/\(account)/grants", keyed)
                 let retried = try await admin(client, .post, "/admin/accounts/\(account)/grants", keyed)
@@ -116,7 +124,8 @@ struct EntitlementSourcesTests {
                     lifetime.purchaseDate = lifetime.signedDate
                     lifetime.inAppOwnershipType = "PURCHASED"
                     #expect(try await client.postTransaction(try harness.signer.signer.sign(lifetime), account: account).status == .ok)
-                    let created = try await admin(client, .post, "/admin/accounts/\(account)/grants", #"{"tier": "max", "duration": "P7D", "reason": "outage"}"#)
+                    let created = try await admin(
+                        client, .post, "/admin/accounts/\(account)/grants", #"{"tier": "max", "duration": "P7D", "reason": "outage"}"#)
                     let grantId = try #require(created.json["id"] as? String)
 
                     var held: Set<String> = ["grant", "lifetime", "subscription"]
@@ -125,8 +134,9 @@ struct EntitlementSourcesTests {
                         let status = try await client.getWithKey("/v1/accounts/\(account)/status").json
                         let best = held.map { tierOf[$0]! }.min { $0.1 < $1.1 }!.0
                         #expect(status["tier"] as? String == best, "\(order), holding \(held.sorted())")
-                        #expect((status["entitlements"] as? [[String: Any]])?.compactMap { $0["source"] as? String }.sorted()
-                            == held.map { $0 == "lifetime" ? "lifetime" : $0 }.sorted(), "\(order), holding \(held.sorted())")
+                        #expect(
+                            (status["entitlements"] as? [[String: Any]])?.compactMap { $0["source"] as? String }.sorted()
+                                == held.map { $0 == "lifetime" ? "lifetime" : $0 }.sorted(), "\(order), holding \(held.sorted())")
                         switch source {
                         case "grant":
                             #expect(try await admin(client, .delete, "/admin/grants/\(grantId)").status == .ok)

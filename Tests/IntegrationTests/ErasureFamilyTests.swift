@@ -113,7 +113,9 @@ struct ErasureFamilyTests {
 
     static func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
 
-    @Test("erasing each of x, X, x_, x%, x:y, x2 in turn leaves every other account's rows, pending jobs and audit entries byte for byte as they were; an operator's name or an id never seen is 404 and that customer can still buy")
+    @Test(
+        "erasing each of x, X, x_, x%, x:y, x2 in turn leaves every other account's rows, pending jobs and audit entries byte for byte as they were; an operator's name or an id never seen is 404 and that customer can still buy"
+    )
     func family() async throws {
         try await StorekeeperHarness.run(environment: Self.environment) { harness in
             try await harness.withHTTP { client in
@@ -126,7 +128,8 @@ struct ErasureFamilyTests {
                     var exports: [String: String?] = [:]
                     for other in remaining { exports[other] = try await Self.export(other, client: client) }
                     let others = remaining.map(Self.quoted).joined(separator: ",")
-                    let jobsSQL = "SELECT j::text FROM jobs j WHERE concurrency_key IN (SELECT 'account:' || a FROM unnest(ARRAY[\(others)]::text[]) a)"
+                    let jobsSQL =
+                        "SELECT j::text FROM jobs j WHERE concurrency_key IN (SELECT 'account:' || a FROM unnest(ARRAY[\(others)]::text[]) a)"
                     let jobs = try await Self.rows(jobsSQL, harness: harness)
                     #expect(jobs.count == remaining.count, "each grant's end is a pending job of its account")
                     let last = try await harness.count("SELECT coalesce(max(id), 0) FROM operator_actions")
@@ -143,7 +146,8 @@ struct ErasureFamilyTests {
                     }
                     #expect(try await Self.rows(jobsSQL, harness: harness) == jobs, "erasing \(id) changed other accounts' jobs")
                     let auditAfter = try await Self.rows(
-                        "SELECT a::text FROM operator_actions a WHERE account_id IS DISTINCT FROM \(Self.quoted(pseudonym)) AND id <= \(last)", harness: harness)
+                        "SELECT a::text FROM operator_actions a WHERE account_id IS DISTINCT FROM \(Self.quoted(pseudonym)) AND id <= \(last)",
+                        harness: harness)
                     #expect(auditAfter == audit, "erasing \(id) changed other accounts' audit entries")
                     #expect(try await Self.export(id, client: client) == nil, "\(id) holds nothing after its erasure")
                 }
@@ -153,7 +157,8 @@ struct ErasureFamilyTests {
                 let audit = try await Self.rows("SELECT a::text FROM operator_actions a", harness: harness)
                 for id in ["sam", "ada", nobody] {
                     let response = try await Self.post(client, "/admin/accounts/\(id)/erase", Self.admin, #"{"confirm": "\#(id)"}"#)
-                    #expect(response.status == .notFound && response.json["error"] as? String == "not_found", "\(id): \(String(buffer: response.body))")
+                    #expect(
+                        response.status == .notFound && response.json["error"] as? String == "not_found", "\(id): \(String(buffer: response.body))")
                 }
                 #expect(try await Self.rows("SELECT a::text FROM operator_actions a", harness: harness) == audit)
                 // The customer never seen buys later: their purchase is theirs, not a pseudonym's.
@@ -166,7 +171,9 @@ struct ErasureFamilyTests {
         }
     }
 
-    @Test("Play purchases naming x, x2, X, x_, x% by obfuscatedExternalAccountId: erasing each in turn leaves the others' exports and Play rows as they were")
+    @Test(
+        "Play purchases naming x, x2, X, x_, x% by obfuscatedExternalAccountId: erasing each in turn leaves the others' exports and Play rows as they were"
+    )
     func playFamily() async throws {
         try await GooglePlayWorld.run(extra: Self.environment) { world in
             let base = "play" + String((0..<5).map { _ in "abcdefghijklmnopqrstuvwxyz".randomElement()! })
@@ -260,7 +267,9 @@ struct ErasureFamilyTests {
         }
     }
 
-    @Test("the audit log: the old setting no longer opens it; only an erasure rewrites, only its account's entries; the erasure is logged by a keyed digest")
+    @Test(
+        "the audit log: the old setting no longer opens it; only an erasure rewrites, only its account's entries; the erasure is logged by a keyed digest"
+    )
     func auditGuard() async throws {
         try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
             try await harness.withHTTP { client in
@@ -288,14 +297,20 @@ struct ErasureFamilyTests {
                 let keyed = HMAC<SHA256>.authenticationCode(for: Data(id.utf8), using: SymmetricKey(data: Data(Self.erasureKey.utf8)))
                     .map { String(format: "%02x", $0) }.joined()
                 #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE strpos(operator_actions::text, '\(plain)') > 0") == 0)
-                #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'account.erase' AND target = 'hmac-sha256:\(keyed)'") == 1)
+                #expect(
+                    try await harness.count(
+                        "SELECT count(*) FROM operator_actions WHERE action = 'account.erase' AND target = 'hmac-sha256:\(keyed)'") == 1)
                 #expect(try await harness.count("SELECT count(*) FROM erased_accounts WHERE account_digest = '\(plain)'") == 0)
                 // The other account's entries are untouched, the reasons included.
-                #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE account_id = '\(id)-other' AND after::text LIKE '%goodwill 2%'") == 1)
+                #expect(
+                    try await harness.count(
+                        "SELECT count(*) FROM operator_actions WHERE account_id = '\(id)-other' AND after::text LIKE '%goodwill 2%'") == 1)
             }
         }
     }
-    @Test("an id used again after its erasure — the same spend key, today's daily grant again — is erased again; a repeat that finds nothing does not tell the pseudonym; an upper-case UUID confirms its account")
+    @Test(
+        "an id used again after its erasure — the same spend key, today's daily grant again — is erased again; a repeat that finds nothing does not tell the pseudonym; an upper-case UUID confirms its account"
+    )
     func eraseAgainAfterReuse() async throws {
         try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
             try await harness.withHTTP { client in
@@ -312,7 +327,9 @@ struct ErasureFamilyTests {
                 #expect(try await Self.export(id, client: client) == nil)
                 #expect(try await harness.count("SELECT count(*) FROM erasures WHERE pseudonym = '\(pseudonym)'") == 2)
                 let third = try await Self.post(client, "/admin/accounts/\(id)/erase", Self.admin, #"{"confirm": "\#(id)"}"#)
-                #expect(third.status == .ok && third.json["alreadyErased"] as? Bool == true && third.json["pseudonym"] is NSNull, "\(String(buffer: third.body))")
+                #expect(
+                    third.status == .ok && third.json["alreadyErased"] as? Bool == true && third.json["pseudonym"] is NSNull,
+                    "\(String(buffer: third.body))")
 
                 let uuid = UUID()
                 try await Self.seed(uuid.uuidString.lowercased(), index: 2, flows: false, harness: harness, client: client)

@@ -1,13 +1,14 @@
 import AppStoreModels
 import Crypto
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Hummingbird
 import LocalSigning
 import NIOCore
 import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// A local App Store Server API for tests: checks every request's ES256 bearer token (header, claims, signature
 /// against the configured key), serves subscription statuses, notification history (paged), transaction info and test
@@ -236,7 +237,9 @@ final class FakeAppStoreServer: Sendable {
             let body = try await request.body.collect(upTo: 1 << 16)
             return try self.guarded(request) { () throws -> Response in
                 guard let url = self.state.withLock({ $0.retentionURL }) else { return Self.error(404, 4_040_016, "Realtime URL not found.") }
-                guard let transaction = (try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any])?["originalTransactionId"] as? String
+                guard
+                    let transaction = (try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any])?["originalTransactionId"]
+                        as? String
                 else { return Self.error(400, 4_000_000, "Invalid request.") }
                 let id = UUID().uuidString.lowercased()
                 let pending = try JSONSerialization.data(withJSONObject: ["result": "PENDING", "target": url])
@@ -262,16 +265,20 @@ final class FakeAppStoreServer: Sendable {
                     state.testAttempts.append("SUCCESS")
                     return Array(state.testAttempts.prefix(1))
                 }
-                return try Self.json(["sendAttempts": attempts.map { ["attemptDate": Int64(Date().timeIntervalSince1970 * 1000), "sendAttemptResult": $0] }])
+                return try Self.json([
+                    "sendAttempts": attempts.map { ["attemptDate": Int64(Date().timeIntervalSince1970 * 1000), "sendAttemptResult": $0] }
+                ])
             }
         }
         return router
     }
 
     /// The parameters of the fake's performance test (Apple's are larger; the rules the same).
-    static var performanceConfig: [String: Any] { [
-        "maxConcurrentRequests": 4, "totalRequests": 12, "totalDuration": 10_000, "responseTimeThreshold": 700, "successRateThreshold": 100,
-    ] }
+    static var performanceConfig: [String: Any] {
+        [
+            "maxConcurrentRequests": 4, "totalRequests": 12, "totalDuration": 10_000, "responseTimeThreshold": 700, "successRateThreshold": 100,
+        ]
+    }
 
     /// Apple's performance test as it documents it: requests about `originalTransactionId`, each signed as a real one,
     /// sent to the configured URL; PASS when every answer is a 200 within the response-time threshold.
@@ -282,7 +289,10 @@ final class FakeAppStoreServer: Sendable {
             let payload = RetentionRequestPayload(
                 originalTransactionId: originalTransactionId, appAppleId: nil, productId: "pro.monthly", userLocale: "en-US",
                 requestIdentifier: UUID().uuidString, signedDate: Int64(Date().timeIntervalSince1970 * 1000), environment: .sandbox)
-            guard let target = URL(string: url), let jws = try? signer.sign(payload) else { failures["OTHER", default: 0] += 1; continue }
+            guard let target = URL(string: url), let jws = try? signer.sign(payload) else {
+                failures["OTHER", default: 0] += 1
+                continue
+            }
             var request = URLRequest(url: target)
             request.httpMethod = "POST"
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -305,8 +315,10 @@ final class FakeAppStoreServer: Sendable {
         let result: [String: Any] = [
             "config": Self.performanceConfig, "target": url, "result": failures.isEmpty ? "PASS" : "FAIL",
             "successRate": times.count * 100 / 12, "numPending": 0,
-            "responseTimes": ["average": sorted.isEmpty ? 0 : sorted.reduce(0, +) / sorted.count, "p50": percentile(0.5), "p90": percentile(0.9),
-                              "p95": percentile(0.95), "p99": percentile(0.99)],
+            "responseTimes": [
+                "average": sorted.isEmpty ? 0 : sorted.reduce(0, +) / sorted.count, "p50": percentile(0.5), "p90": percentile(0.9),
+                "p95": percentile(0.95), "p99": percentile(0.99),
+            ],
             "failures": failures,
         ]
         let document = (try? JSONSerialization.data(withJSONObject: result)) ?? Data()
@@ -367,7 +379,9 @@ final class FakeAppStoreServer: Sendable {
         let outcome = state.withLock { state -> Result<[String: Any], Failure> in
             guard var subscription = state.subscriptions[id] else { return .failure(Failure(httpStatus: 404, errorCode: 4_040_005)) }
             let expires = subscription.transaction.expiresDate ?? 0
-            guard subscription.status == 1, subscription.transaction.offerDiscountType != "FREE_TRIAL", expires > Int64(now.timeIntervalSince1970 * 1000) else {
+            guard subscription.status == 1, subscription.transaction.offerDiscountType != "FREE_TRIAL",
+                expires > Int64(now.timeIntervalSince1970 * 1000)
+            else {
                 return .failure(Failure(httpStatus: 403, errorCode: 4_030_004))
             }
             let recent = state.extensions.values.filter { $0.subscription == id && now.timeIntervalSince($0.at) < 365 * 86_400 }.count
@@ -399,7 +413,10 @@ final class FakeAppStoreServer: Sendable {
             var mass = MassExtension(productId: product, days: days, storefronts: storefronts)
             for (id, subscription) in state.subscriptions where subscription.transaction.productId == product && subscription.status == 1 {
                 if let storefronts, !storefronts.contains(subscription.transaction.storefront ?? "") { continue }
-                guard subscription.transaction.offerDiscountType != "FREE_TRIAL" else { mass.failed += 1; continue }
+                guard subscription.transaction.offerDiscountType != "FREE_TRIAL" else {
+                    mass.failed += 1
+                    continue
+                }
                 state.subscriptions[id]?.transaction.expiresDate = (subscription.transaction.expiresDate ?? 0) + Int64(days) * 86_400_000
                 mass.succeeded += 1
             }
@@ -418,12 +435,16 @@ final class FakeAppStoreServer: Sendable {
         let authorized = request.headers[.authorization].map { checkToken($0) } ?? false
         let failure = state.withLock { state -> Failure? in
             state.requests.append("\(request.method) \(request.uri.path)")
-            if !authorized { state.unauthorized += 1; return nil }
+            if !authorized {
+                state.unauthorized += 1
+                return nil
+            }
             return state.failures.isEmpty ? nil : state.failures.removeFirst()
         }
         guard authorized else { return Response(status: .unauthorized) }
         if let failure {
-            return failure.errorCode.map { Self.error(failure.httpStatus, $0, "injected failure") } ?? Response(status: .init(code: failure.httpStatus))
+            return failure.errorCode.map { Self.error(failure.httpStatus, $0, "injected failure") }
+                ?? Response(status: .init(code: failure.httpStatus))
         }
         return try answer()
     }

@@ -15,7 +15,9 @@ struct GoogleIntakeTests {
     static let account = "play-push@storekeeper-demo.iam.gserviceaccount.com"
 
     /// A Storekeeper taking Play pushes for ``package``, its certificates read from `fake` over HTTP.
-    static func run(worker: Bool = true, _ body: @escaping @Sendable (FakeGooglePlay, StorekeeperHarness, any TestClientProtocol) async throws -> Void) async throws {
+    static func run(
+        worker: Bool = true, _ body: @escaping @Sendable (FakeGooglePlay, StorekeeperHarness, any TestClientProtocol) async throws -> Void
+    ) async throws {
         let fake = try FakeGooglePlay()
         try await Application(router: fake.router()).test(.live) { live in
             let environment = [
@@ -51,8 +53,10 @@ struct GoogleIntakeTests {
             try await eventually("the notification to be processed") {
                 try await harness.count("SELECT count(*) FROM google_notifications WHERE message_id = '\(id)' AND outcome = 'recorded'") == 1
             }
-            #expect(try await harness.count(
-                "SELECT count(*) FROM google_purchase_tokens WHERE purchase_token = 'token-purchased-1' AND kind = 'subscription' AND last_notification_type = 4") == 1)
+            #expect(
+                try await harness.count(
+                    "SELECT count(*) FROM google_purchase_tokens WHERE purchase_token = 'token-purchased-1' AND kind = 'subscription' AND last_notification_type = 4"
+                ) == 1)
             let waiting = try await harness.count("SELECT count(*) FROM jobs WHERE kind = 'google-notification'")
             let finished = try await harness.count("SELECT count(*) FROM job_history WHERE kind = 'google-notification'")
             #expect(waiting + finished == 1, "one job for two deliveries")
@@ -76,7 +80,8 @@ struct GoogleIntakeTests {
             let future = fake.pushBody(["version": "1.0", "packageName": Self.package, "futureKindNotification": ["x": 1]])
             #expect(try await Self.post(client, future.body, token: try Self.token(fake)).json["status"] as? String == "accepted")
             try await eventually("the unknown kind to be recorded") {
-                try await harness.count("SELECT count(*) FROM google_notifications WHERE message_id = '\(future.messageId)' AND outcome = 'unknown'") == 1
+                try await harness.count("SELECT count(*) FROM google_notifications WHERE message_id = '\(future.messageId)' AND outcome = 'unknown'")
+                    == 1
             }
             #expect(fake.certificateReads == 1, "Google's keys were read once for six pushes")
         }
@@ -85,10 +90,13 @@ struct GoogleIntakeTests {
     @Test("no token, a stranger's token, the wrong audience: 401 before the body is read, nothing stored; bad bodies 400; another app's 200 ignored")
     func refused() async throws {
         try await Self.run(worker: false) { fake, harness, client in
-            let valid = fake.pushBody(FakeGooglePlay.subscriptionNotification(packageName: Self.package, type: 4, purchaseToken: "token-refused")).body
+            let valid = fake.pushBody(FakeGooglePlay.subscriptionNotification(packageName: Self.package, type: 4, purchaseToken: "token-refused"))
+                .body
             let stranger = try fake.pushToken(.init(audience: Self.audience, email: Self.account), key: try fake.strangerKey())
             let otherAudience = try fake.pushToken(.init(audience: "https://other.example/push", email: Self.account))
-            for (label, token) in [("no token", nil), ("a stranger's key", stranger), ("another audience", otherAudience), ("garbage", "x.y.z")] as [(String, String?)] {
+            for (label, token) in [("no token", nil), ("a stranger's key", stranger), ("another audience", otherAudience), ("garbage", "x.y.z")]
+                as [(String, String?)]
+            {
                 let answer = try await Self.post(client, valid, token: token)
                 #expect(answer.status == .unauthorized, "\(label): \(answer.status)")
                 #expect(answer.json["error"] as? String == "verification_failed", "\(label)")
@@ -96,7 +104,9 @@ struct GoogleIntakeTests {
             }
             let token = try Self.token(fake)
             func wrapped(_ data: String) -> [UInt8] {
-                Array(#"{"message":{"data":"\#(Data(data.utf8).base64EncodedString())","messageId":"77"},"subscription":"projects/p/subscriptions/s"}"#.utf8)
+                Array(
+                    #"{"message":{"data":"\#(Data(data.utf8).base64EncodedString())","messageId":"77"},"subscription":"projects/p/subscriptions/s"}"#
+                        .utf8)
             }
             let bad: [(String, [UInt8])] = [
                 ("not JSON", Array("hello".utf8)),
@@ -104,9 +114,21 @@ struct GoogleIntakeTests {
                 ("no messageId", Array(#"{"message":{"data":"e30="},"subscription":"projects/p/subscriptions/s"}"#.utf8)),
                 ("data not base64", Array(#"{"message":{"data":"***","messageId":"1"},"subscription":"projects/p/subscriptions/s"}"#.utf8)),
                 ("data not a notification", wrapped(#"{"hello":"world"}"#)),
-                ("two kinds at once", wrapped(#"{"packageName":"com.example.storekeeper","testNotification":{},"subscriptionNotification":{"notificationType":4,"purchaseToken":"t"}}"#)),
-                ("token with spaces", wrapped(#"{"packageName":"com.example.storekeeper","subscriptionNotification":{"notificationType":4,"purchaseToken":"a b"}}"#)),
-                ("type not a number", wrapped(#"{"packageName":"com.example.storekeeper","subscriptionNotification":{"notificationType":"RENEWED","purchaseToken":"t"}}"#)),
+                (
+                    "two kinds at once",
+                    wrapped(
+                        #"{"packageName":"com.example.storekeeper","testNotification":{},"subscriptionNotification":{"notificationType":4,"purchaseToken":"t"}}"#
+                    )
+                ),
+                (
+                    "token with spaces",
+                    wrapped(#"{"packageName":"com.example.storekeeper","subscriptionNotification":{"notificationType":4,"purchaseToken":"a b"}}"#)
+                ),
+                (
+                    "type not a number",
+                    wrapped(
+                        #"{"packageName":"com.example.storekeeper","subscriptionNotification":{"notificationType":"RENEWED","purchaseToken":"t"}}"#)
+                ),
             ]
             for (label, body) in bad {
                 let answer = try await Self.post(client, body, token: token)
@@ -117,7 +139,10 @@ struct GoogleIntakeTests {
             let ignored = try await Self.post(client, other.body, token: token)
             #expect(ignored.status == .ok && ignored.json["status"] as? String == "ignored")
             // Another app's notification is not read at all: whatever it holds, it is acknowledged, not refused.
-            for odd in [#"{"packageName":"com.other.app","futureKindNotification":{}}"#, #"{"packageName":"com.other.app","subscriptionNotification":{"purchaseToken":""}}"#] {
+            for odd in [
+                #"{"packageName":"com.other.app","futureKindNotification":{}}"#,
+                #"{"packageName":"com.other.app","subscriptionNotification":{"purchaseToken":""}}"#,
+            ] {
                 #expect(try await Self.post(client, wrapped(odd), token: token).json["status"] as? String == "ignored", "\(odd)")
             }
             let huge = [UInt8](repeating: 0x20, count: 600 * 1024)

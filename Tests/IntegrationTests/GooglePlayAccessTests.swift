@@ -34,7 +34,9 @@ struct GooglePlayAccessTests {
         }
     }
 
-    @Test("a purchase naming the account: pro with 1,000 credits, Play's subscription centre, the store-neutral read; acknowledged once; renewal resets the credits; cancel keeps access to the expiry, expiry ends it")
+    @Test(
+        "a purchase naming the account: pro with 1,000 credits, Play's subscription centre, the store-neutral read; acknowledged once; renewal resets the credits; cancel keeps access to the expiry, expiry ends it"
+    )
     func purchaseToExpiry() async throws {
         try await GooglePlayWorld.run { world in
             let account = "android-user-1"
@@ -57,7 +59,8 @@ struct GooglePlayAccessTests {
 
             // The store-neutral read finds it under Play's name; the App Store's name for another store is not it.
             let read = try await world.http.getWithKey("/v1/stores/google_play/subscriptions/\(token)")
-            #expect(read.status == .ok && read.json["accountId"] as? String == account && read.json["store"] as? String == "google_play", "\(read.json)")
+            #expect(
+                read.status == .ok && read.json["accountId"] as? String == account && read.json["store"] as? String == "google_play", "\(read.json)")
             #expect(try await world.http.getWithKey("/v1/stores/app_store/subscriptions/\(token)").status == .notFound)
             #expect(try await world.http.getWithKey("/v1/stores/play/subscriptions/\(token)").status == .badRequest)
 
@@ -68,7 +71,8 @@ struct GooglePlayAccessTests {
             #expect(world.fake.acknowledgements(of: token) == 1)
 
             // A renewal is a new period: spent credits come back in full when it starts, not before.
-            let spent = try await world.http.withKey(.post, "/v1/accounts/\(account)/usage", #"{"meter": "ai_requests", "amount": 40, "idempotencyKey": "k1"}"#)
+            let spent = try await world.http.withKey(
+                .post, "/v1/accounts/\(account)/usage", #"{"meter": "ai_requests", "amount": 40, "idempotencyKey": "k1"}"#)
             #expect(spent.status == .ok && spent.json["remaining"] as? Int == 960, "\(spent.json)")
             let periodEnd = try #require(world.fake.expiry(of: token))
             try await Self.deliver(world, try world.fake.renew(token, at: periodEnd.addingTimeInterval(-3600)))
@@ -108,7 +112,9 @@ struct GooglePlayAccessTests {
         }
     }
 
-    @Test("grace keeps access, the hold ends it, recovery restores it with a new period; a pause ends it until resumed; an upgrade continues the subscription; a revocation ends access now")
+    @Test(
+        "grace keeps access, the hold ends it, recovery restores it with a new period; a pause ends it until resumed; an upgrade continues the subscription; a revocation ends access now"
+    )
     func lifecycle() async throws {
         try await GooglePlayWorld.run { world in
             let account = "android-user-2"
@@ -118,7 +124,8 @@ struct GooglePlayAccessTests {
             #expect(try await entitled())
             try await Self.deliver(world, try world.fake.grace(token, at: world.clock.now))
             let grace = try await Self.status(world, account)
-            #expect(grace["entitled"] as? Bool == true && (grace["subscription"] as? [String: Any])?["status"] as? String == "grace_period", "\(grace)")
+            #expect(
+                grace["entitled"] as? Bool == true && (grace["subscription"] as? [String: Any])?["status"] as? String == "grace_period", "\(grace)")
             try await Self.deliver(world, try world.fake.hold(token, at: world.clock.now))
             #expect(try await !entitled(), "on hold")
             try await Self.deliver(world, try world.fake.recover(token, at: world.clock.now))
@@ -132,8 +139,11 @@ struct GooglePlayAccessTests {
             let (upgraded, notification) = try world.fake.replace(token, with: Self.yearly, at: world.clock.now)
             try await Self.deliver(world, notification)
             let status = try await Self.status(world, account)
-            #expect(Self.entitlement(status)?["productId"] as? String == "pro/yearly" && Self.entitlement(status)?["id"] as? String == token, "\(status)")
-            #expect(try await world.harness.count("SELECT count(*) FROM subscriptions WHERE store = 'google_play'") == 1, "one subscription for the chain")
+            #expect(
+                Self.entitlement(status)?["productId"] as? String == "pro/yearly" && Self.entitlement(status)?["id"] as? String == token, "\(status)")
+            #expect(
+                try await world.harness.count("SELECT count(*) FROM subscriptions WHERE store = 'google_play'") == 1, "one subscription for the chain"
+            )
             try await eventually("the upgrade's new token to be acknowledged") { world.fake.isAcknowledged(upgraded) }
 
             try await Self.deliver(world, try world.fake.revoke(upgraded, at: world.clock.now))
@@ -149,7 +159,9 @@ struct GooglePlayClaimTests {
         try await world.http.withKey(.post, "/v1/accounts/\(account)/google/purchases", body)
     }
 
-    @Test("a purchase naming nobody is claimed: read, applied, acknowledged; another account is refused under keep; unknown tokens, bad bodies and a purchase naming its account are answered")
+    @Test(
+        "a purchase naming nobody is claimed: read, applied, acknowledged; another account is refused under keep; unknown tokens, bad bodies and a purchase naming its account are answered"
+    )
     func claims() async throws {
         try await GooglePlayWorld.run { world in
             let (token, _) = world.fake.buy(GooglePlayAccessTests.monthly, accountToken: nil, at: world.clock.now)
@@ -181,8 +193,11 @@ struct GooglePlayClaimTests {
 
             let unknown = try await Self.claim(world, "claimer-1", #"{"purchaseToken": "never-sold"}"#)
             #expect(unknown.status == .notFound && unknown.json["error"] as? String == "purchase_not_found")
-            for body in [#"{}"#, #"{"purchaseToken": ""}"#, #"{"purchaseToken": "a b"}"#, #"{"purchaseToken": 7}"#, "[", #"{"purchaseToken": "t", "productId": ""}"#,
-                         #"{"purchaseToken": "\#(String(repeating: "x", count: 2049))"}"#] {
+            for body in [
+                #"{}"#, #"{"purchaseToken": ""}"#, #"{"purchaseToken": "a b"}"#, #"{"purchaseToken": 7}"#, "[",
+                #"{"purchaseToken": "t", "productId": ""}"#,
+                #"{"purchaseToken": "\#(String(repeating: "x", count: 2049))"}"#,
+            ] {
                 let response = try await Self.claim(world, "claimer-1", body)
                 #expect(response.status == .badRequest, "\(body.prefix(40)): \(response.status)")
             }
@@ -190,13 +205,16 @@ struct GooglePlayClaimTests {
         }
     }
 
-    @Test("without a service account the claim route is not served (404 `not_configured`, naming what to set); the store-neutral read refuses an unknown store and an oversized id")
+    @Test(
+        "without a service account the claim route is not served (404 `not_configured`, naming what to set); the store-neutral read refuses an unknown store and an oversized id"
+    )
     func unreadable() async throws {
         try await GooglePlayWorld.run(readsPlay: false) { world in
             let response = try await Self.claim(world, "claimer-1", #"{"purchaseToken": "t"}"#)
             #expect(response.status == .notFound && response.json["error"] as? String == "not_configured")
             #expect((response.json["message"] as? String)?.contains("STOREKEEPER_GOOGLE_SERVICE_ACCOUNT") == true)
-            #expect(try await world.http.getWithKey("/v1/stores/google_play/subscriptions/\(String(repeating: "x", count: 2049))").status == .badRequest)
+            #expect(
+                try await world.http.getWithKey("/v1/stores/google_play/subscriptions/\(String(repeating: "x", count: 2049))").status == .badRequest)
             #expect(try await world.http.getWithKey("/v1/stores/operator/subscriptions/x").status == .badRequest)
             #expect(try await world.http.getWithKey("/v1/stores/google_play/subscriptions/x").status == .notFound)
         }

@@ -29,7 +29,8 @@ struct GooglePlayOneTimeTests {
     @Test("under transfer, another account's lifetime unlock and top-up are still 409: an unlock's credits may be spent and cannot move")
     func transferPolicy() async throws {
         try await GooglePlayWorld.run(extra: ["STOREKEEPER_TRANSFER_POLICY": "transfer"]) { world in
-            let owner = UUID().uuidString.lowercased(), other = UUID().uuidString.lowercased()
+            let owner = UUID().uuidString.lowercased()
+            let other = UUID().uuidString.lowercased()
             let unlock = world.fake.buyProduct("basic_lifetime", accountToken: owner, at: world.clock.now)
             let topUp = world.fake.buyProduct("credits_100", accountToken: owner, at: world.clock.now)
             #expect(try await world.push(unlock.notification).status == .ok)
@@ -49,7 +50,8 @@ struct GooglePlayOneTimeTests {
     @Test("a purchase still pending belongs to the account it names: another's claim is 409; once paid it unlocks the named account")
     func pendingPurchase() async throws {
         try await GooglePlayWorld.run { world in
-            let named = UUID().uuidString.lowercased(), other = UUID().uuidString.lowercased()
+            let named = UUID().uuidString.lowercased()
+            let other = UUID().uuidString.lowercased()
             let bought = world.fake.buyProduct("basic_lifetime", accountToken: named, pending: true, at: world.clock.now)
             #expect(try await world.push(bought.notification).status == .ok)
             try await PlayScenarioTests.settle(world)
@@ -85,10 +87,13 @@ struct GooglePlayOneTimeTests {
             let rows = try await world.harness.count(
                 "SELECT count(*) FROM google_acknowledgements WHERE acknowledged_at IS NOT NULL AND last_error LIKE '%consumed%'")
             #expect(rows == 1, "recorded as finished, with Google's answer kept")
-            #expect(try await world.harness.count("SELECT count(*) FROM google_purchase_tokens WHERE kind = 'one_time_product'") == 1,
-                    "a claimed token is filed, so google sync reads it again")
+            #expect(
+                try await world.harness.count("SELECT count(*) FROM google_purchase_tokens WHERE kind = 'one_time_product'") == 1,
+                "a claimed token is filed, so google sync reads it again")
             let metrics = String(buffer: try await world.http.execute(uri: "/metrics", method: .get).body)
-            #expect(metrics.contains("storekeeper_google_unacknowledged_purchases 0"), "\(metrics.split(separator: "\n").filter { $0.contains("unacknowledged") })")
+            #expect(
+                metrics.contains("storekeeper_google_unacknowledged_purchases 0"),
+                "\(metrics.split(separator: "\n").filter { $0.contains("unacknowledged") })")
         }
     }
 

@@ -1,5 +1,5 @@
-import AsyncHTTPClient
 import Application
+import AsyncHTTPClient
 import Foundation
 import GooglePlay
 import GooglePlayAPI
@@ -163,7 +163,8 @@ struct GooglePlayReadTests {
             }
             let stranger = try GoogleServiceAccount(json: (try FakeGooglePlay()).serviceAccountKeyFile(tokenURI: base + "/token"))
             let refused = GooglePlayClient(
-                baseURL: base, packageName: fake.packageName, tokens: GoogleAccessTokens(account: stranger), retryDelays: [], logger: Logger(label: "test"))
+                baseURL: base, packageName: fake.packageName, tokens: GoogleAccessTokens(account: stranger), retryDelays: [],
+                logger: Logger(label: "test"))
             do {
                 _ = try await refused.subscription(token)
                 Issue.record("another key was granted a token")
@@ -195,7 +196,9 @@ struct GooglePlayReadTests {
                 missing = session.get(f"{base}/androidpublisher/v3/applications/{package}/purchases/subscriptionsv2/tokens/nope")
                 print(missing.status_code, missing.json()["error"]["status"])
                 """
-            let (status, lines) = try await PythonScript.run(python, script, arguments: [String(decoding: fake.serviceAccountKeyFile(tokenURI: base + "/token"), as: UTF8.self), base, fake.packageName, token])
+            let (status, lines) = try await PythonScript.run(
+                python, script,
+                arguments: [String(decoding: fake.serviceAccountKeyFile(tokenURI: base + "/token"), as: UTF8.self), base, fake.packageName, token])
             #expect(status == 0, "\(lines)")
             #expect(lines.prefix(2) == ["200 SUBSCRIPTION_STATE_ACTIVE monthly", "404 NOT_FOUND"], "\(lines)")
             #expect(fake.grants == 1)

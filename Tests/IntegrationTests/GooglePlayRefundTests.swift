@@ -1,12 +1,12 @@
 import Foundation
 import GooglePlay
 import GooglePlayFake
-import Persistence
-import Subscriptions
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import Persistence
+import Subscriptions
 import Testing
 
 /// Play's refunds as a customer and Google see them, through the real pipeline and the fake Google Play: a chargeback
@@ -62,12 +62,18 @@ struct GooglePlayRefundTests {
             #expect(try await world.push(bought.notification).status == .ok)
             try await PlayScenarioTests.settle(world)
             #expect(world.fake.productState(bought.token)?.acknowledged == true, "a granted unlock is acknowledged, not consumed")
-            #expect(try await world.push(try world.fake.chargeback(order: try #require(world.fake.order(ofProduct: bought.token)), at: world.clock.now).notification).status == .ok)
+            #expect(
+                try await world.push(
+                    try world.fake.chargeback(order: try #require(world.fake.order(ofProduct: bought.token)), at: world.clock.now).notification
+                ).status == .ok)
             try await eventually(timeout: .seconds(30), "the request to close") {
                 try await world.harness.count("SELECT count(*) FROM refund_requests WHERE state = 'no_consent'") == 1
             }
             let stranger = world.fake.buyProduct("credits_100", accountToken: nil, at: world.clock.now)
-            #expect(try await world.push(try world.fake.chargeback(order: try #require(world.fake.order(ofProduct: stranger.token)), at: world.clock.now).notification).status == .ok)
+            #expect(
+                try await world.push(
+                    try world.fake.chargeback(order: try #require(world.fake.order(ofProduct: stranger.token)), at: world.clock.now).notification
+                ).status == .ok)
             try await PlayScenarioTests.settle(world)
             #expect(try await world.harness.count("SELECT count(*) FROM google_notifications WHERE outcome = 'review_ignored'") == 1)
             #expect(try await world.harness.count("SELECT count(*) FROM refund_requests") == 1)
@@ -112,19 +118,24 @@ struct GooglePlayRefundTests {
             let metrics = String(buffer: try await world.http.execute(uri: "/metrics", method: .get).body)
             #expect(metrics.contains("storekeeper_google_unacknowledged_purchases 1"))
             let page = String(buffer: try await world.http.execute(uri: "/admin", method: .get, headers: [.authorization: "Bearer admin-key"]).body)
-            #expect(page.contains("Play purchases not acknowledged") && page.contains("1 waiting more than a day") && page.contains("late-token-0123456789abc"))
+            #expect(
+                page.contains("Play purchases not acknowledged") && page.contains("1 waiting more than a day")
+                    && page.contains("late-token-0123456789abc"))
             #expect(!page.contains(String(bought.token.prefix(24))), "the acknowledged purchase is not listed")
         }
     }
 
-    @Test("a top-up bought naming no account is claimed by its productId: its credits go there and it is consumed; a wrong productId is 422, another account's claim under keep 409")
+    @Test(
+        "a top-up bought naming no account is claimed by its productId: its credits go there and it is consumed; a wrong productId is 422, another account's claim under keep 409"
+    )
     func claimOneTime() async throws {
         try await GooglePlayWorld.run { world in
             let bought = world.fake.buyProduct("credits_100", accountToken: nil, at: world.clock.now)
             #expect(try await world.push(bought.notification).status == .ok)
             try await PlayScenarioTests.settle(world)
             #expect(world.fake.productState(bought.token)?.consumed == false, "nobody's purchase is not consumed")
-            let account = UUID().uuidString.lowercased(), other = UUID().uuidString.lowercased()
+            let account = UUID().uuidString.lowercased()
+            let other = UUID().uuidString.lowercased()
             func claim(_ id: String, _ product: String?) async throws -> TestResponse {
                 var body: [String: Any] = ["purchaseToken": bought.token]
                 if let product { body["productId"] = product }
@@ -156,8 +167,11 @@ struct GooglePlayRefundTests {
                     "productLineItem": [["productId": "credits_100", "productOfferDetails": ["quantity": 1]]],
                 ]
                 let bytes = Array(try JSONSerialization.data(withJSONObject: body))
-                return (PlayProductRead(purchaseToken: "tok-order", readAt: Date(timeIntervalSince1970: seconds),
-                                        purchase: try JSONDecoder().decode(ProductPurchaseV2.self, from: Data(bytes))), bytes)
+                return (
+                    PlayProductRead(
+                        purchaseToken: "tok-order", readAt: Date(timeIntervalSince1970: seconds),
+                        purchase: try JSONDecoder().decode(ProductPurchaseV2.self, from: Data(bytes))), bytes
+                )
             }
             let store = GoogleProductStore(logger: TestDatabase.logger)
             let later = try read("CANCELLED", account: "new-id", at: 2_000)

@@ -1,12 +1,12 @@
-import Foundation
-import Synchronization
 import Credits
+import Foundation
 import GooglePlayFake
 import HTTPTypes
-import StripeFake
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import StripeFake
+import Synchronization
 import Testing
 
 /// A Storekeeper taking Play pushes and reading Play through ``FakeGooglePlay`` served on a local port: certificates,
@@ -43,7 +43,8 @@ struct GooglePlayWorld: Sendable {
     }
 
     private static func run(
-        worker: Bool, readsPlay: Bool, stripe: FakeStripe?, extra: [String: String], _ body: @escaping @Sendable (GooglePlayWorld) async throws -> Void
+        worker: Bool, readsPlay: Bool, stripe: FakeStripe?, extra: [String: String],
+        _ body: @escaping @Sendable (GooglePlayWorld) async throws -> Void
     ) async throws {
         let clock = ShiftedClock()
         let fake = try FakeGooglePlay(packageName: package)
@@ -93,9 +94,10 @@ struct GooglePlayWorld: Sendable {
         let response = try await http.execute(
             uri: "/v1/accounts/\(account)/stripe/checkout", method: .post,
             headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
-            body: ByteBuffer(data: try JSONSerialization.data(withJSONObject: [
-                "productId": price, "successUrl": "https://app.example/done", "cancelUrl": "https://app.example/cancel",
-            ])))
+            body: ByteBuffer(
+                data: try JSONSerialization.data(withJSONObject: [
+                    "productId": price, "successUrl": "https://app.example/done", "cancelUrl": "https://app.example/cancel",
+                ])))
         #expect(response.status == .created, "checkout: \(String(buffer: response.body))")
         _ = try stripe.completeCheckout(try #require(response.json["sessionId"] as? String), at: Int64(date.timeIntervalSince1970))
         return stripe.events.dropFirst(before).map(\.body)

@@ -19,10 +19,16 @@ struct HTTPHardeningTests {
         ("/admin/jobs/requeue", [.authorization: basic, .contentType: "text/plain"], .unauthorized),
         ("/admin/jobs/1/cancel", [.authorization: basic], .unauthorized),
         ("/admin/jobs/requeue", [.authorization: "Bearer \(admin)", .contentType: "application/json", .origin: "https://evil.example"], .forbidden),
-        ("/admin/jobs/requeue", [.authorization: "Bearer \(admin)", .contentType: "application/json", HTTPField.Name("Sec-Fetch-Site")!: "cross-site"], .forbidden),
+        (
+            "/admin/jobs/requeue",
+            [.authorization: "Bearer \(admin)", .contentType: "application/json", HTTPField.Name("Sec-Fetch-Site")!: "cross-site"], .forbidden
+        ),
         ("/admin/jobs/requeue", [.authorization: "Bearer \(admin)", .contentType: "text/plain"], .unsupportedMediaType),
         ("/admin/jobs/requeue", [.authorization: "Bearer \(admin)", .contentType: "application/json"], .ok),
-        ("/admin/jobs/1/requeue", [.authorization: basic, .contentType: "application/x-www-form-urlencoded", .origin: "https://evil.example"], .forbidden),
+        (
+            "/admin/jobs/1/requeue", [.authorization: basic, .contentType: "application/x-www-form-urlencoded", .origin: "https://evil.example"],
+            .forbidden
+        ),
         ("/admin/jobs/1/requeue", [.authorization: basic, .contentType: "text/plain"], .unsupportedMediaType),
         ("/admin/jobs/1/requeue", [.authorization: basic, .contentType: "application/x-www-form-urlencoded"], .seeOther),
     ]

@@ -9,7 +9,9 @@ import Testing
 /// them (SubscriptionCredits+Refunds, TopUpCredits), on real PostgreSQL.
 @Suite("Hold destinations: refunds, reversals and carry-overs after a hold")
 struct HoldDestinationTests {
-    @Test("a top-up's bucket takes its credits back whatever was refunded from it; a window refunded since lapses until the refund is reversed; an upgrade's carry-over is followed while it stands")
+    @Test(
+        "a top-up's bucket takes its credits back whatever was refunded from it; a window refunded since lapses until the refund is reversed; an upgrade's carry-over is followed while it stands"
+    )
     func rules() async throws {
         try await StorekeeperHarness.run(worker: false) { harness in
             let store = CreditHoldStore(logger: TestDatabase.logger)
@@ -73,7 +75,8 @@ struct HoldDestinationTests {
         }
     }
 
-    @Test("claims on a bucket read with a hold: those made after it, unpaid, oldest first, less their payments; none once paid or its refund reversed")
+    @Test(
+        "claims on a bucket read with a hold: those made after it, unpaid, oldest first, less their payments; none once paid or its refund reversed")
     func claims() async throws {
         try await StorekeeperHarness.run(worker: false) { harness in
             let store = CreditHoldStore(logger: TestDatabase.logger)
@@ -109,7 +112,10 @@ struct HoldDestinationTests {
             try await post("claim:refund:s2:topup:a:ai", 100)
             // Another bucket's claim, whose key the first's is a prefix of, is not this bucket's.
             try await post("claim:refund:s9:topup:a:aix", 7, bucket: "topup:a:aix")
-            #expect(try await claims() == [.init(key: "claim:refund:s1:topup:a:ai", outstanding: 60), .init(key: "claim:refund:s2:topup:a:ai", outstanding: 100)])
+            #expect(
+                try await claims() == [
+                    .init(key: "claim:refund:s1:topup:a:ai", outstanding: 60), .init(key: "claim:refund:s2:topup:a:ai", outstanding: 100),
+                ])
             // Paid in part by another hold's return: less that.
             try await post("claim:refund:s1:topup:a:ai:paid:hold-return:other:0", -45)
             #expect(try await claims().first == .init(key: "claim:refund:s1:topup:a:ai", outstanding: 15))
@@ -122,7 +128,9 @@ struct HoldDestinationTests {
         }
     }
 
-    @Test("a hold's read says a bucket is open exactly when live_credit_buckets lists it for the hold's account: by time, and by who holds the subscription now")
+    @Test(
+        "a hold's read says a bucket is open exactly when live_credit_buckets lists it for the hold's account: by time, and by who holds the subscription now"
+    )
     func open() async throws {
         try await StorekeeperHarness.run(worker: false) { harness in
             let store = CreditHoldStore(logger: TestDatabase.logger)
@@ -171,7 +179,8 @@ struct HoldDestinationTests {
                 """, logger: TestDatabase.logger)
             @discardableResult func check(at time: Date, _ comment: Comment) async throws -> Set<String> {
                 let (read, live) = try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
-                    let read = try await store.lockAccountsReadHoldsAndStatus(accounts: [], ids: [hold], keys: [], taking: [], at: time, on: connection)
+                    let read = try await store.lockAccountsReadHoldsAndStatus(
+                        accounts: [], ids: [hold], keys: [], taking: [], at: time, on: connection)
                     var live: Set<String> = []
                     for try await key in try await connection.query(
                         "SELECT bucket_key FROM live_credit_buckets(ARRAY['account-1'], \(time), false)", logger: TestDatabase.logger
@@ -188,9 +197,11 @@ struct HoldDestinationTests {
             try await check(at: Date().addingTimeInterval(2 * 86_400), "in two days: the next window open")
             #expect(try await check(at: Date().addingTimeInterval(40 * 86_400), "past the cycle's end") == ["topup:account-1", "entitlement:starts"])
             // The subscription moves to account-2: its window is no longer account-1's to take credits back to.
-            try await harness.client.query("UPDATE subscriptions SET account_id = 'account-2' WHERE original_transaction_id = 's-1'", logger: TestDatabase.logger)
+            try await harness.client.query(
+                "UPDATE subscriptions SET account_id = 'account-2' WHERE original_transaction_id = 's-1'", logger: TestDatabase.logger)
             #expect(try await check(at: Date(), "after the transfer") == ["topup:account-1", "entitlement:ends"])
-            try await harness.client.query("UPDATE subscriptions SET account_id = 'account-1' WHERE original_transaction_id = 's-2'", logger: TestDatabase.logger)
+            try await harness.client.query(
+                "UPDATE subscriptions SET account_id = 'account-1' WHERE original_transaction_id = 's-2'", logger: TestDatabase.logger)
             try await check(at: Date(), "after account-2's moved to account-1")
         }
     }

@@ -33,29 +33,33 @@ struct HoldEndRowsTests {
     @Test("a settle across two buckets: the first wholly charged keeps its offset row; the second gives back its rest with its charge's offset")
     func twoBuckets() throws {
         let rows = try rows([.init(bucket: cycle, amount: 5), .init(bucket: topUp, amount: 3)], charge: 6) { $0 }
-        #expect(Set(rows) == [
-            "hold-charge:\(prefix):0:offset \(cycle) 5 hold charged", "hold-charge:\(prefix):0 \(cycle) -5 usage",
-            "hold-return:\(prefix):1 \(topUp) 3 hold returned", "hold-charge:\(prefix):1 \(topUp) -1 usage",
-        ])
+        #expect(
+            Set(rows) == [
+                "hold-charge:\(prefix):0:offset \(cycle) 5 hold charged", "hold-charge:\(prefix):0 \(cycle) -5 usage",
+                "hold-return:\(prefix):1 \(topUp) 3 hold returned", "hold-charge:\(prefix):1 \(topUp) -1 usage",
+            ])
         #expect(rows.count == 4)
     }
 
     @Test("a release gives back only what was held; a settle of everything writes no return")
     func releaseAndWhole() throws {
         #expect(try rows([.init(bucket: cycle, amount: 8)], charge: 0) { $0 } == ["hold-return:\(prefix):0 \(cycle) 8 hold returned"])
-        #expect(try rows([.init(bucket: cycle, amount: 8)], charge: 8) { $0 } == [
-            "hold-charge:\(prefix):0:offset \(cycle) 8 hold charged", "hold-charge:\(prefix):0 \(cycle) -8 usage",
-        ])
+        #expect(
+            try rows([.init(bucket: cycle, amount: 8)], charge: 8) { $0 } == [
+                "hold-charge:\(prefix):0:offset \(cycle) 8 hold charged", "hold-charge:\(prefix):0 \(cycle) -8 usage",
+            ])
     }
 
     @Test("the rest carried to a top-up or lapsed: the charge's offset stays in the debit's bucket, a row of its own")
     func carriedAndLapsed() throws {
-        #expect(try rows([.init(bucket: cycle, amount: 5)], charge: 2) { _ in topUp } == [
-            "hold-return:\(prefix):0 \(topUp) 3 hold returned", "hold-charge:\(prefix):0:offset \(cycle) 2 hold charged",
-            "hold-charge:\(prefix):0 \(cycle) -2 usage",
-        ])
-        #expect(try rows([.init(bucket: cycle, amount: 5)], charge: 2) { _ in nil } == [
-            "hold-charge:\(prefix):0:offset \(cycle) 2 hold charged", "hold-charge:\(prefix):0 \(cycle) -2 usage",
-        ])
+        #expect(
+            try rows([.init(bucket: cycle, amount: 5)], charge: 2) { _ in topUp } == [
+                "hold-return:\(prefix):0 \(topUp) 3 hold returned", "hold-charge:\(prefix):0:offset \(cycle) 2 hold charged",
+                "hold-charge:\(prefix):0 \(cycle) -2 usage",
+            ])
+        #expect(
+            try rows([.init(bucket: cycle, amount: 5)], charge: 2) { _ in nil } == [
+                "hold-charge:\(prefix):0:offset \(cycle) 2 hold charged", "hold-charge:\(prefix):0 \(cycle) -2 usage",
+            ])
     }
 }

@@ -1,7 +1,7 @@
 import AppStoreModels
 import Foundation
-import HostileInput
 import HTTPTypes
+import HostileInput
 import Hummingbird
 import HummingbirdTesting
 import LocalSigning
@@ -9,8 +9,8 @@ import NIOCore
 import Persistence
 import StorekeeperRuntime
 import Subscriptions
-import Testing
 import TestSupport
+import Testing
 
 /// Authentic but absurd notifications and hostile fuzz cases through the real intake, worker and PostgreSQL: each is
 /// answered as issue 20 says (200 and `rejected_content` recorded with its reason, or 400), nothing fails a job, and
@@ -43,7 +43,8 @@ struct HostileIntakeTests {
                 }
                 for (uuid, mutation) in stored {
                     let rejected = try await harness.count(
-                        "SELECT count(*) FROM notifications WHERE notification_uuid = '\(uuid)' AND apply_outcome = 'rejected_content' AND rejected_reason <> ''")
+                        "SELECT count(*) FROM notifications WHERE notification_uuid = '\(uuid)' AND apply_outcome = 'rejected_content' AND rejected_reason <> ''"
+                    )
                     #expect((rejected == 1) == (mutation.expectation == .rejectedContent), "\(mutation.name)")
                 }
                 #expect(try await harness.count("SELECT count(*) FROM jobs WHERE state = 'failed'") == 0)

@@ -18,13 +18,25 @@ struct HostileServiceInputTests {
                         ("PUT", "/v1/accounts/a/consent", deep, [400, 413]),
                         ("PUT", "/v1/accounts/\(String(repeating: "a", count: 300))/consent", #"{"consented": true}"#, [400]),
                         ("PUT", "/v1/accounts/a/consent", #"{"consented": 1e999}"#, [400]),
-                        ("PUT", "/v1/refund-requests/\(UUID())/answer", #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true, "consumptionPercentage": 99999999999}"#, [400]),
-                        ("PUT", "/v1/refund-requests/\(String(repeating: "9", count: 5000))/answer", #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true}"#, [400]),
+                        (
+                            "PUT", "/v1/refund-requests/\(UUID())/answer",
+                            #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true, "consumptionPercentage": 99999999999}"#, [400]
+                        ),
+                        (
+                            "PUT", "/v1/refund-requests/\(String(repeating: "9", count: 5000))/answer",
+                            #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true}"#, [400]
+                        ),
                         ("PUT", "/v1/refund-requests/\(UUID())/answer", deep, [400, 413]),
                         ("POST", "/v1/offers/promotional", #"{"accountId": "a", "offerId": "\#(String(repeating: "o", count: 5000))"}"#, [413]),
                         ("POST", "/v1/offers/promotional", #"{"accountId": "\#(String(repeating: "a", count: 200))", "offerId": "x"}"#, [400]),
-                        ("POST", "/v1/offers/introductory-eligibility", #"{"accountId": "a", "productId": "pro.monthly", "transactionId": "-1"}"#, [400]),
-                        ("POST", "/v1/offers/introductory-eligibility", #"{"accountId": "a", "productId": "pro.monthly", "transactionId": "\#(String(repeating: "1", count: 100))"}"#, [400]),
+                        (
+                            "POST", "/v1/offers/introductory-eligibility", #"{"accountId": "a", "productId": "pro.monthly", "transactionId": "-1"}"#,
+                            [400]
+                        ),
+                        (
+                            "POST", "/v1/offers/introductory-eligibility",
+                            #"{"accountId": "a", "productId": "pro.monthly", "transactionId": "\#(String(repeating: "1", count: 100))"}"#, [400]
+                        ),
                         ("GET", "/v1/events?after=99999999999999999999999-1", "", [400]),
                         ("GET", "/v1/events?after=-5--5", "", [400]),
                         ("GET", "/v1/events?limit=-1", "", [400]),

@@ -4,13 +4,14 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-@testable import Jobs
 import LocalSigning
 import NIOCore
 import PostgresNIO
 import StorekeeperRuntime
-import Testing
 import TestSupport
+import Testing
+
+@testable import Jobs
 
 @Suite("Apple intake and status, on real PostgreSQL")
 struct IntakeTests {
@@ -183,8 +184,10 @@ struct IntakeTests {
     @Test("notifications without a subscription snapshot are stored and their jobs complete")
     func otherTypes() async throws {
         try await StorekeeperHarness.run { harness in
-            let test = SimulatedEvent(notificationType: "TEST", subtype: nil, status: nil, signedDate: 1_767_225_600_000, transaction: nil, renewalInfo: nil)
-            let unknown = SimulatedEvent(notificationType: "SOMETHING_NEW", subtype: "FUTURE", status: nil, signedDate: 1_767_225_600_000, transaction: nil, renewalInfo: nil)
+            let test = SimulatedEvent(
+                notificationType: "TEST", subtype: nil, status: nil, signedDate: 1_767_225_600_000, transaction: nil, renewalInfo: nil)
+            let unknown = SimulatedEvent(
+                notificationType: "SOMETHING_NEW", subtype: "FUTURE", status: nil, signedDate: 1_767_225_600_000, transaction: nil, renewalInfo: nil)
             try await harness.withHTTP { client in
                 for event in [test, unknown] {
                     let body = try harness.signer.requestBody(for: event)

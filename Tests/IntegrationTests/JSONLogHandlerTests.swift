@@ -5,9 +5,11 @@ import Testing
 
 @Suite("JSON log lines")
 struct JSONLogHandlerTests {
-    @Test("every string survives the hand-written escaping as valid JSON", arguments: [
-        "plain", "quote \" and backslash \\", "new\nline\r\ttab", "control \u{01}\u{1F}", "ünïcødé ✓ 𝄞", "",
-    ])
+    @Test(
+        "every string survives the hand-written escaping as valid JSON",
+        arguments: [
+            "plain", "quote \" and backslash \\", "new\nline\r\ttab", "control \u{01}\u{1F}", "ünïcødé ✓ 𝄞", "",
+        ])
     func escaping(_ text: String) throws {
         var line: [UInt8] = []
         JSONLogHandler.appendString(text, to: &line)

@@ -20,7 +20,10 @@ struct JobQueueTests {
     func uniqueness() async throws {
         try await withQueue { queue in
             let job = try NewJob(kind: "test", arguments: Arguments(value: 1), uniqueKey: "only-one")
-            guard case .enqueued = try await enqueue(queue, job) else { Issue.record("first enqueue failed"); return }
+            guard case .enqueued = try await enqueue(queue, job) else {
+                Issue.record("first enqueue failed")
+                return
+            }
             #expect(try await enqueue(queue, job) == .duplicate)
         }
     }

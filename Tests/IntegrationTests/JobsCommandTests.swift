@@ -12,7 +12,8 @@ struct JobsCommandTests {
         try await StorekeeperHarness.run(worker: false) { harness in
             let queue = harness.components.queue
             _ = try await queue.client.withConnection {
-                try await queue.enqueue([try NewJob(kind: "x", arguments: Empty(), maxAttempts: 1), try NewJob(kind: "y", arguments: Empty())], on: $0)
+                try await queue.enqueue(
+                    [try NewJob(kind: "x", arguments: Empty(), maxAttempts: 1), try NewJob(kind: "y", arguments: Empty())], on: $0)
             }
             let failing = try #require(try await queue.claim(limit: 1, workerID: UUID()).first)
             _ = try await queue.fail(failing, error: "it broke", retryAt: Date())
@@ -51,7 +52,8 @@ struct JobsCommandTests {
                 "storekeeper", ["jobs", "stats"], environment: ["DATABASE_URL": ""], directory: folder)
             #expect(noDatabase == 1)
             #expect(noDatabaseText.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "\n").count == 1)
-            try DevEnvironment(directory: folder.appendingPathComponent(".storekeeper")).writeSettings(["DATABASE_URL": harness.databaseURL.urlString])
+            try DevEnvironment(directory: folder.appendingPathComponent(".storekeeper")).writeSettings(["DATABASE_URL": harness.databaseURL.urlString]
+            )
             let (devDatabase, devText) = try await ChildProcess.run(
                 "storekeeper", ["jobs", "stats"], environment: ["DATABASE_URL": ""], directory: folder)
             #expect(devDatabase == 0, "\(devText)")

@@ -1,6 +1,6 @@
 import AppStoreModels
-import HummingbirdTesting
 import Foundation
+import HummingbirdTesting
 import LocalSigning
 import PostgresNIO
 import StorekeeperRuntime

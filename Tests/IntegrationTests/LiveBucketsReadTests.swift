@@ -55,7 +55,8 @@ struct LiveBucketsReadTests {
                         "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM \(unescaped: call)", logger: TestDatabase.logger)
                     var blocks = 0
                     for try await text in plan.decode(String.self) {
-                        let top = try #require((try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])?.first?["Plan"] as? [String: Any])
+                        let top = try #require(
+                            (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])?.first?["Plan"] as? [String: Any])
                         blocks = (top["Shared Hit Blocks"] as? Int ?? 0) + (top["Shared Read Blocks"] as? Int ?? 0)
                     }
                     #expect(blocks > 0)

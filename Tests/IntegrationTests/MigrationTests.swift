@@ -45,7 +45,9 @@ struct MigrationTests {
         }
     }
 
-    @Test("0033 names the store of rows written before it without a lock held for them: an App Store id, a Stripe sub_ id (and a digit id that only looks odd) are filled in by the backfill after the migration, once; a row of the previous version's writer gets its store on insert")
+    @Test(
+        "0033 names the store of rows written before it without a lock held for them: an App Store id, a Stripe sub_ id (and a digit id that only looks odd) are filled in by the backfill after the migration, once; a row of the previous version's writer gets its store on insert"
+    )
     func subscriptionStoreBackfill() async throws {
         let all = SchemaMigrator.defaultDirectory()
         let before = FileManager.default.temporaryDirectory.appendingPathComponent("sk-sql-\(UUID().uuidString)")
@@ -75,7 +77,9 @@ struct MigrationTests {
                 #expect(try await Self.count(client, "SELECT count(*) FROM storekeeper_backfills WHERE name = '0033_subscription_store'") == 1)
                 // The previous version's writer names no store: its row is filed by the rule it was written under.
                 try await insert("sub_2Def")
-                #expect(try await Self.count(client, "SELECT count(*) FROM subscriptions WHERE original_transaction_id = 'sub_2Def' AND store = 'stripe'") == 1)
+                #expect(
+                    try await Self.count(client, "SELECT count(*) FROM subscriptions WHERE original_transaction_id = 'sub_2Def' AND store = 'stripe'")
+                        == 1)
                 #expect(try await SchemaMigrator(client: client, directory: all, logger: TestDatabase.logger).migrate() == [])
             }
         }

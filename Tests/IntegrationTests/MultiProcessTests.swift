@@ -4,7 +4,7 @@ import StorekeeperRuntime
 import Testing
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Two `serve` and two `work` processes on one database, as an operator scales out: what one serve wrote, the other
@@ -65,7 +65,8 @@ struct MultiProcessTests {
             // The free tier's five a day: read through B (now in B's cache), spend through A, read through B again.
             let account = UUID()
             #expect(try await b.remaining(account) == 5)
-            let spent = try await a.request("POST", "/v1/accounts/\(account)/usage", body: #"{"meter": "ai_requests", "amount": 2, "idempotencyKey": "k1"}"#)
+            let spent = try await a.request(
+                "POST", "/v1/accounts/\(account)/usage", body: #"{"meter": "ai_requests", "amount": 2, "idempotencyKey": "k1"}"#)
             #expect(spent.0 == 200 && spent.1["remaining"] as? Int == 3, "\(spent)")
             let started = ContinuousClock.now
             try await eventually(timeout: Self.visibilityBound, "B to answer the spend made through A") { try await b.remaining(account) == 3 }
@@ -79,7 +80,9 @@ struct MultiProcessTests {
             for index in 0..<6 {
                 let account = UUID()
                 accounts.append(account)
-                let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: account), currentPeriod: nil, target: nil, at: Date().addingTimeInterval(-60))
+                let event = SimulatedEvent.scenario(
+                    .subscribe, subscription: harness.subscription(account: account), currentPeriod: nil, target: nil,
+                    at: Date().addingTimeInterval(-60))
                 var request = URLRequest(url: URL(string: "http://127.0.0.1:\(servers[index % 2].port)/notifications/apple")!)
                 request.httpMethod = "POST"
                 request.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -89,7 +92,9 @@ struct MultiProcessTests {
             }
             for (index, account) in accounts.enumerated() {
                 let other = servers[(index + 1) % 2]
-                try await eventually(timeout: .seconds(30), "account \(index) on pro through the other serve") { try await other.tier(account) == "pro" }
+                try await eventually(timeout: .seconds(30), "account \(index) on pro through the other serve") {
+                    try await other.tier(account) == "pro"
+                }
             }
             #expect(try await harness.count("SELECT count(*) FROM notifications WHERE applied_at IS NOT NULL") == 6)
             #expect(try await harness.count("SELECT count(*) FROM subscriptions") == 6)
@@ -117,7 +122,10 @@ struct MultiProcessTests {
             // not mistaken for a failed one; the output names a real failure.
             let status = await work.waitForExit(timeout: .seconds(45))
             print("MultiProcessTests: work with 1024 slots stopped \(ContinuousClock.now - stopping) after SIGTERM")
-            #expect(status == 0, "work's exit status \(status.map { "\($0)" } ?? "none: still running 45 s after SIGTERM"); its output ends: \(work.text.suffix(3000))")
+            #expect(
+                status == 0,
+                "work's exit status \(status.map { "\($0)" } ?? "none: still running 45 s after SIGTERM"); its output ends: \(work.text.suffix(3000))"
+            )
         }
     }
 }

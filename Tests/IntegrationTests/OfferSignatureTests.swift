@@ -9,7 +9,8 @@ import Testing
 /// signature — built here from Apple's documentation, not from Storekeeper's signer.
 @Suite("Offer signatures")
 struct OfferSignatureTests {
-    static let offers = #"{"offers": [{"id": "winback", "product": "pro.monthly", "audience": "lapsed"}, {"id": "stay", "product": "pro.monthly", "audience": "active", "once_per_account": false}]}"#
+    static let offers =
+        #"{"offers": [{"id": "winback", "product": "pro.monthly", "audience": "lapsed"}, {"id": "stay", "product": "pro.monthly", "audience": "active", "once_per_account": false}]}"#
 
     static func base64URL(_ text: Substring) -> Data? {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
@@ -43,8 +44,10 @@ struct OfferSignatureTests {
                     try await flow.send(.expire)
 
                     let before = Int64(Date().timeIntervalSince1970 * 1000)
-                    let response = try await client.withKey(.post, 
-                        "/v1/offers/promotional", #"{"accountId": "\#(account)", "offerId": "winback", "transactionId": "\#(flow.originalTransactionId)"}"#)
+                    let response = try await client.withKey(
+                        .post,
+                        "/v1/offers/promotional",
+                        #"{"accountId": "\#(account)", "offerId": "winback", "transactionId": "\#(flow.originalTransactionId)"}"#)
                     #expect(response.status == .ok)
                     let body = response.json
                     let nonce = try #require(body["nonce"] as? String)
@@ -56,8 +59,9 @@ struct OfferSignatureTests {
 
                     // Apple's documented payload: bundle id, key id, product, offer, appAccountToken, nonce, timestamp.
                     func payload(offer: String = "winback", token: String = account.uuidString.lowercased()) -> Data {
-                        Data([StorekeeperHarness.bundleId, "KEY123", "pro.monthly", offer, token, nonce, String(timestamp)]
-                            .joined(separator: "\u{2063}").utf8)
+                        Data(
+                            [StorekeeperHarness.bundleId, "KEY123", "pro.monthly", offer, token, nonce, String(timestamp)]
+                                .joined(separator: "\u{2063}").utf8)
                     }
                     let encoded = try #require(body["signature"] as? String)
                     let der = try #require(Data(base64Encoded: encoded))
@@ -69,7 +73,8 @@ struct OfferSignatureTests {
 
                     let compact = try #require(body["jws"] as? String)
                     let jws = try #require(Self.verifiedJWS(compact, key: publicKey))
-                    #expect(jws.header["alg"] as? String == "ES256" && jws.header["kid"] as? String == "KEY123" && jws.header["typ"] as? String == "JWT")
+                    #expect(
+                        jws.header["alg"] as? String == "ES256" && jws.header["kid"] as? String == "KEY123" && jws.header["typ"] as? String == "JWT")
                     #expect(jws.claims["iss"] as? String == "issuer-1" && jws.claims["aud"] as? String == "promotional-offer")
                     #expect(jws.claims["bid"] as? String == StorekeeperHarness.bundleId && jws.claims["nonce"] as? String == nonce)
                     #expect(jws.claims["productId"] as? String == "pro.monthly" && jws.claims["offerIdentifier"] as? String == "winback")
@@ -80,21 +85,29 @@ struct OfferSignatureTests {
                     #expect(again.status == .forbidden && (again.json["message"] as? String)?.contains("once per account") == true)
                     let stay = try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "\#(account)", "offerId": "stay"}"#)
                     #expect(stay.status == .forbidden)
-                    let stranger = try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "never-subscribed", "offerId": "winback"}"#)
+                    let stranger = try await client.withKey(
+                        .post, "/v1/offers/promotional", #"{"accountId": "never-subscribed", "offerId": "winback"}"#)
                     #expect(stranger.status == .forbidden)
 
                     var active = LifecycleFlow(harness: harness, client: client, account: UUID())
                     try await active.send(.subscribe)
                     for _ in 0..<2 {
-                        let retained = try await client.withKey(.post, 
+                        let retained = try await client.withKey(
+                            .post,
                             "/v1/offers/promotional", #"{"accountId": "\#(active.subscription.accountId!)", "offerId": "stay"}"#)
                         #expect(retained.status == .ok, "an offer not given once per account is signed every time")
                     }
 
                     #expect(try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "a", "offerId": "nope"}"#).status == .notFound)
                     #expect(try await client.withKey(.post, "/v1/offers/promotional", #"{"offerId": "winback"}"#).status == .badRequest)
-                    #expect(try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "a", "offerId": "winback", "appAccountToken": "x"}"#).status == .badRequest)
-                    #expect(try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "a", "offerId": "winback", "transactionId": "1; drop"}"#).status == .badRequest)
+                    #expect(
+                        try await client.withKey(
+                            .post, "/v1/offers/promotional", #"{"accountId": "a", "offerId": "winback", "appAccountToken": "x"}"#
+                        ).status == .badRequest)
+                    #expect(
+                        try await client.withKey(
+                            .post, "/v1/offers/promotional", #"{"accountId": "a", "offerId": "winback", "transactionId": "1; drop"}"#
+                        ).status == .badRequest)
                 }
             }
         }
@@ -107,8 +120,10 @@ struct OfferSignatureTests {
                 try await harness.withHTTP { client in
                     let account = UUID()
                     func eligibility(_ product: String = "pro.monthly") async throws -> TestResponse {
-                        try await client.withKey(.post, 
-                            "/v1/offers/introductory-eligibility", #"{"accountId": "\#(account)", "productId": "\#(product)", "transactionId": "2000000001"}"#)
+                        try await client.withKey(
+                            .post,
+                            "/v1/offers/introductory-eligibility",
+                            #"{"accountId": "\#(account)", "productId": "\#(product)", "transactionId": "2000000001"}"#)
                     }
                     let fresh = try await eligibility()
                     #expect(fresh.status == .ok && fresh.json["allowIntroductoryOffer"] as? Bool == true)
@@ -128,8 +143,11 @@ struct OfferSignatureTests {
                     #expect(denied["allowIntroductoryOffer"] as? Bool == false)
 
                     #expect(try await eligibility("credits.100").status == .notFound)
-                    #expect(try await client.withKey(.post, 
-                        "/v1/offers/introductory-eligibility", #"{"accountId": "a", "productId": "pro.monthly"}"#).status == .badRequest)
+                    #expect(
+                        try await client.withKey(
+                            .post,
+                            "/v1/offers/introductory-eligibility", #"{"accountId": "a", "productId": "pro.monthly"}"#
+                        ).status == .badRequest)
                 }
             }
         }

@@ -5,8 +5,8 @@ import HummingbirdTesting
 import LocalSigning
 import NIOCore
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Online verification through a real OCSP responder over HTTP")
 struct OnlineVerificationTests {

@@ -9,8 +9,8 @@ import LocalSigning
 import NIOCore
 import StorekeeperRuntime
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// `docs/openapi.json` is what `GET /openapi.json` serves, names every route of the router (and no other), and
 /// describes real answers: each status, content type and body below is checked against it by the `jsonschema`
@@ -22,7 +22,7 @@ struct OpenAPITests {
     /// Every optional feature on but the App Store Server API (so what support would ask Apple is refused as documented).
     static let environment = [
         "STOREKEEPER_ADMIN_KEYS": adminKey, "STOREKEEPER_OFFERS": OfferSignatureTests.offers,
-            "STOREKEEPER_RETENTION": "default: { message: 6f0b1c7e-3b1f-4b7a-9a43-6d1f3c2b9e10 }",
+        "STOREKEEPER_RETENTION": "default: { message: 6f0b1c7e-3b1f-4b7a-9a43-6d1f3c2b9e10 }",
         "STOREKEEPER_STRIPE_WEBHOOK_SECRETS": "whsec_openapi_test_secret",
         "STOREKEEPER_GOOGLE_PACKAGE_NAME": "com.example.app", "STOREKEEPER_GOOGLE_PUSH_AUDIENCE": "https://example.com/notifications/google",
         "STOREKEEPER_GOOGLE_PUSH_SERVICE_ACCOUNT": "push@example.iam.gserviceaccount.com",
@@ -89,11 +89,17 @@ struct OpenAPITests {
                 let document = try #require(try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])
                 let paths = try #require(document["paths"] as? [String: [String: Any]])
                 let methods = ["get", "put", "post", "delete", "patch", "head", "options"]
-                let served = Set(paths.flatMap { path, item in
-                    item.keys.filter(methods.contains).map { ReadmeTablesTests.normalized($0.uppercased(), path) }
-                })
-                #expect(served == routes, "served operations \(served.subtracting(routes).sorted()), routes undocumented \(routes.subtracting(served).sorted())")
-                for off in ["POST /stripe/webhooks", "POST /notifications/google", "POST /v1/offers/promotional", "POST /apple/retention-message", "GET /admin/dev/clock"] {
+                let served = Set(
+                    paths.flatMap { path, item in
+                        item.keys.filter(methods.contains).map { ReadmeTablesTests.normalized($0.uppercased(), path) }
+                    })
+                #expect(
+                    served == routes,
+                    "served operations \(served.subtracting(routes).sorted()), routes undocumented \(routes.subtracting(served).sorted())")
+                for off in [
+                    "POST /stripe/webhooks", "POST /notifications/google", "POST /v1/offers/promotional", "POST /apple/retention-message",
+                    "GET /admin/dev/clock",
+                ] {
                     #expect(!served.contains(off), "\(off) is off here")
                 }
                 // Every link names an operation the document still has.
@@ -101,7 +107,9 @@ struct OpenAPITests {
                 let linked = paths.values.flatMap { item in
                     methods.compactMap { item[$0] as? [String: Any] }.flatMap { operation in
                         ((operation["responses"] as? [String: Any]) ?? [:]).values.flatMap { response in
-                            (((response as? [String: Any])?["links"] as? [String: Any]) ?? [:]).values.compactMap { ($0 as? [String: Any])?["operationId"] as? String }
+                            (((response as? [String: Any])?["links"] as? [String: Any]) ?? [:]).values.compactMap {
+                                ($0 as? [String: Any])?["operationId"] as? String
+                            }
                         }
                     }
                 }
@@ -110,13 +118,26 @@ struct OpenAPITests {
                 let offer = try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "a", "offerId": "winback"}"#)
                 #expect(offer.status == .notFound && offer.json["error"] as? String == "not_configured")
                 #expect((offer.json["message"] as? String)?.contains("STOREKEEPER_ASSA") == true)
-                for (method, uri) in [(HTTPRequest.Method.post, "/stripe/webhooks"), (.post, "/notifications/google"), (.post, "/apple/retention-message")] {
+                for (method, uri) in [
+                    (HTTPRequest.Method.post, "/stripe/webhooks"), (.post, "/notifications/google"), (.post, "/apple/retention-message"),
+                ] {
                     let answer = try await client.execute(uri: uri, method: method, body: ByteBuffer(string: "{}"))
                     #expect(answer.status == .notFound, "\(uri)")
                     #expect(answer.json["error"] as? String == "not_configured", "\(uri)")
                 }
             }
         }
+    }
+
+    @Test("the document's error codes are exactly APIError.Code's: none answered undocumented, none documented unanswerable")
+    func errorCodes() throws {
+        let schemas = try #require((try Self.document()["components"] as? [String: Any])?["schemas"] as? [String: Any])
+        let error = try #require(((schemas["Error"] as? [String: Any])?["properties"] as? [String: Any])?["error"] as? [String: Any])
+        let documented = Set(try #require(error["enum"] as? [String]))
+        let answered = Set(APIError.Code.allCases.map(\.description))
+        #expect(answered.subtracting(documented).isEmpty, "answered, not in the document: \(answered.subtracting(documented).sorted())")
+        #expect(documented.subtracting(answered).isEmpty, "in the document, never answered: \(documented.subtracting(answered).sorted())")
+        #expect(answered.count == APIError.Code.allCases.count)
     }
 
     @Test("every route of the router is an operation of the document, and every operation a route")
@@ -127,9 +148,10 @@ struct OpenAPITests {
             let code = Set(components.router().routes.map { ReadmeTablesTests.normalized($0.method.rawValue, $0.path.description) })
             let paths = try #require(try Self.document()["paths"] as? [String: [String: Any]])
             let methods = ["get", "put", "post", "delete", "patch", "head", "options"]
-            let documented = Set(paths.flatMap { path, item in
-                item.keys.filter(methods.contains).map { ReadmeTablesTests.normalized($0.uppercased(), path) }
-            })
+            let documented = Set(
+                paths.flatMap { path, item in
+                    item.keys.filter(methods.contains).map { ReadmeTablesTests.normalized($0.uppercased(), path) }
+                })
             #expect(code.subtracting(documented).sorted() == [], "routes missing from docs/openapi.json")
             #expect(documented.subtracting(code).sorted() == [], "operations in docs/openapi.json the router does not have")
         }
@@ -155,7 +177,8 @@ struct OpenAPITests {
             try await harness.withHTTP { client in
                 let service: HTTPFields = [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"]
                 let admin: HTTPFields = [.authorization: "Bearer \(Self.adminKey)", .contentType: "application/json"]
-                func record(_ path: String, _ method: HTTPRequest.Method, _ uri: String, headers: HTTPFields = [:], body: String? = nil) async throws {
+                func record(_ path: String, _ method: HTTPRequest.Method, _ uri: String, headers: HTTPFields = [:], body: String? = nil) async throws
+                {
                     let response = try await client.execute(uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) })
                     let answer = Answer(
                         path: path, method: method.rawValue.lowercased(), status: Int(response.status.code),
@@ -172,7 +195,8 @@ struct OpenAPITests {
                 try await record("/v1/accounts/{accountId}/status", .get, "/v1/accounts/\(account)/status", headers: service)
                 try await record("/v1/accounts/{accountId}/status", .get, "/v1/accounts/\(stranger)/status", headers: service)
                 try await record("/v1/accounts/{accountId}/status", .get, "/v1/accounts/\(account)/status")
-                try await record("/v1/subscriptions/{originalTransactionId}", .get, "/v1/subscriptions/\(flow.originalTransactionId)", headers: service)
+                try await record(
+                    "/v1/subscriptions/{originalTransactionId}", .get, "/v1/subscriptions/\(flow.originalTransactionId)", headers: service)
                 try await record("/v1/subscriptions/{originalTransactionId}", .get, "/v1/subscriptions/1", headers: service)
                 let spend = #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "k1"}"#
                 try await record("/v1/accounts/{accountId}/usage", .post, "/v1/accounts/\(account)/usage", headers: service, body: spend)
@@ -182,7 +206,8 @@ struct OpenAPITests {
                 try await record(
                     "/v1/accounts/{accountId}/usage", .post, "/v1/accounts/\(stranger)/usage", headers: service,
                     body: #"{"meter": "ai_requests", "amount": 1000, "idempotencyKey": "k2"}"#)
-                try await record("/v1/accounts/{accountId}/usage", .post, "/v1/accounts/\(account)/usage", headers: service, body: #"{"meter": "nope"}"#)
+                try await record(
+                    "/v1/accounts/{accountId}/usage", .post, "/v1/accounts/\(account)/usage", headers: service, body: #"{"meter": "nope"}"#)
                 try await record("/v1/accounts/{accountId}/purchase-intents", .post, "/v1/accounts/\(account)/purchase-intents", headers: service)
                 try await record("/v1/events", .get, "/v1/events?limit=5", headers: service)
                 try await record("/notifications/apple", .post, "/notifications/apple", headers: [.contentType: "application/json"], body: "{}")
@@ -228,7 +253,8 @@ struct OpenAPITests {
                     "/admin/accounts/{accountId}/extensions", .post, "/admin/accounts/\(id)/extensions", headers: admin,
                     body: #"{"days": 3, "reason": "other"}"#)
                 try await record(
-                    "/admin/accounts/{accountId}/extensions", .post, "/admin/accounts/\(id)/extensions", headers: admin, body: #"{"days": 300, "reason": "other"}"#)
+                    "/admin/accounts/{accountId}/extensions", .post, "/admin/accounts/\(id)/extensions", headers: admin,
+                    body: #"{"days": 300, "reason": "other"}"#)
                 try await record("/admin/accounts/{accountId}/extensions", .get, "/admin/accounts/\(id)/extensions", headers: admin)
                 try await record(
                     "/admin/extensions", .post, "/admin/extensions", headers: admin,

@@ -19,7 +19,8 @@ struct OperationsTests {
         try await StorekeeperHarness.run(environment: ["STOREKEEPER_ADMIN_KEYS": Self.adminKey]) { harness in
             // A failed job of a kind no worker runs, as an operator would find it.
             let failedId = try await harness.count(
-                #"INSERT INTO jobs (kind, state, attempt, max_attempts, attempt_budget, errors) VALUES ('demo-export', 'failed', 1, 1, 1, '[{"attempt": 1, "at": "2026-11-21T10:00:00Z", "error": "S3 said <AccessDenied>"}]') RETURNING id"#)
+                #"INSERT INTO jobs (kind, state, attempt, max_attempts, attempt_budget, errors) VALUES ('demo-export', 'failed', 1, 1, 1, '[{"attempt": 1, "at": "2026-11-21T10:00:00Z", "error": "S3 said <AccessDenied>"}]') RETURNING id"#
+            )
             try await harness.withHTTP { client in
                 let account = UUID()
                 var flow = LifecycleFlow(harness: harness, client: client, account: account)
@@ -28,19 +29,25 @@ struct OperationsTests {
                 let anonymous = try await client.execute(uri: "/admin", method: .get)
                 #expect(anonymous.status == .unauthorized)
                 #expect(anonymous.headers[.wwwAuthenticate]?.hasPrefix("Basic realm=") == true)
-                #expect(try await client.execute(uri: "/admin", method: .get, headers: [.authorization: "Basic " + Data("admin:nope".utf8).base64EncodedString()]).status == .unauthorized)
+                #expect(
+                    try await client.execute(
+                        uri: "/admin", method: .get, headers: [.authorization: "Basic " + Data("admin:nope".utf8).base64EncodedString()]
+                    ).status == .unauthorized)
 
                 let page = try await client.execute(uri: "/admin?account=\(account)", method: .get, headers: [.authorization: Self.basic])
                 #expect(page.status == .ok)
                 #expect(page.headers[.contentType]?.hasPrefix("text/html") == true)
                 let html = String(buffer: page.body)
-                for needle in ["<h2>Queue</h2>", "Failed jobs", "demo-export", "S3 said &lt;AccessDenied&gt;", "action=\"/admin/jobs/\(failedId)/requeue\"",
-                               "Recent notifications", "SUBSCRIBED/INITIAL_BUY", "<b>subscribed</b>", "tier pro", "+1000", "grant:"] {
+                for needle in [
+                    "<h2>Queue</h2>", "Failed jobs", "demo-export", "S3 said &lt;AccessDenied&gt;", "action=\"/admin/jobs/\(failedId)/requeue\"",
+                    "Recent notifications", "SUBSCRIBED/INITIAL_BUY", "<b>subscribed</b>", "tier pro", "+1000", "grant:",
+                ] {
                     #expect(html.contains(needle), "missing \(needle)")
                 }
                 #expect(!html.contains("<script") && !html.contains("http://") && !html.contains("https://"))
 
-                let bad = String(buffer: try await client.execute(uri: "/admin?account=%3Cscript%3E", method: .get, headers: [.authorization: Self.basic]).body)
+                let bad = String(
+                    buffer: try await client.execute(uri: "/admin?account=%3Cscript%3E", method: .get, headers: [.authorization: Self.basic]).body)
                 // Any text is an account id the app may use: looked up, and always escaped.
                 #expect(bad.contains("&lt;script&gt;") && !bad.contains("<script>"))
 

@@ -39,7 +39,8 @@ struct OperatorRolesTests {
             item.compactMap { method, operation -> Write? in
                 guard ["post", "put", "patch", "delete"].contains(method), let operation = operation as? [String: Any] else { return nil }
                 return Write(
-                    method: HTTPRequest.Method(rawValue: method.uppercased())!, path: path, role: operation["x-storekeeper-role"] as? String ?? "none")
+                    method: HTTPRequest.Method(rawValue: method.uppercased())!, path: path, role: operation["x-storekeeper-role"] as? String ?? "none"
+                )
             }
         }.sorted { $0.description < $1.description }
     }
@@ -57,10 +58,15 @@ struct OperatorRolesTests {
             let queue = components.queue
             func job(failed: Bool) async throws -> Int64 {
                 _ = try await queue.client.withConnection {
-                    try await queue.enqueue(try NewJob(kind: "roles-test", arguments: Arguments(slot: Int.random(in: 0...1_000_000)), maxAttempts: 1), on: $0)
+                    try await queue.enqueue(
+                        try NewJob(kind: "roles-test", arguments: Arguments(slot: Int.random(in: 0...1_000_000)), maxAttempts: 1), on: $0)
                 }
                 let claimed = try #require(try await queue.claim(limit: 1, workerID: UUID()).first)
-                if failed { _ = try await queue.fail(claimed, error: "boom", retryAt: nil) } else { _ = try await queue.snooze(claimed, until: Date() + 3600) }
+                if failed {
+                    _ = try await queue.fail(claimed, error: "boom", retryAt: nil)
+                } else {
+                    _ = try await queue.snooze(claimed, until: Date() + 3600)
+                }
                 return claimed.id
             }
             let (waiting, failedForForm, failedForAPI) = (try await job(failed: false), try await job(failed: true), try await job(failed: true))
@@ -119,10 +125,12 @@ struct OperatorRolesTests {
                     "POST /admin/grants/{grantId}/end": ("/admin/grants/\(endedByForm)/end", nil, true, .seeOther),
                     "POST /admin/accounts/{accountId}/export": ("/admin/accounts/\(account)/export", nil, true, .ok),
                     "POST /admin/accounts/{accountId}/credits": (
-                        "/admin/accounts/\(account)/credits", #"{"meter": "ai_requests", "amount": 50, "reason": "outage on the 3rd"}"#, false, .created
+                        "/admin/accounts/\(account)/credits", #"{"meter": "ai_requests", "amount": 50, "reason": "outage on the 3rd"}"#, false,
+                        .created
                     ),
                     "POST /admin/accounts/{accountId}/credit": (
-                        "/admin/accounts/\(account)/credit", "meter=ai_requests&amount=5&reason=goodwill&request=\(UUID().uuidString)", true, .seeOther
+                        "/admin/accounts/\(account)/credit", "meter=ai_requests&amount=5&reason=goodwill&request=\(UUID().uuidString)", true,
+                        .seeOther
                     ),
                     "POST /admin/accounts/{accountId}/extensions": (
                         "/admin/accounts/\(account)/extensions", #"{"days": 3, "reason": "service_issue_or_outage"}"#, false, .ok
@@ -143,7 +151,8 @@ struct OperatorRolesTests {
                 func send(_ write: Write, key: String) async throws -> TestResponse {
                     let recipe = try #require(recipes[write.description], "no recipe for \(write)")
                     return try await client.execute(
-                        uri: recipe.uri, method: write.method, headers: headers(key, form: recipe.form), body: recipe.body.map { ByteBuffer(string: $0) })
+                        uri: recipe.uri, method: write.method, headers: headers(key, form: recipe.form),
+                        body: recipe.body.map { ByteBuffer(string: $0) })
                 }
                 for write in writes {
                     let refused = try await send(write, key: Self.viewer)
@@ -178,7 +187,8 @@ struct OperatorRolesTests {
                 let ended = try #require(actions.first { $0["action"] as? String == "grant.end" && $0["target"] as? String == endedByAPI })
                 #expect((ended["before"] as? [String: Any])?["endedAt"] is NSNull)
                 #expect((ended["after"] as? [String: Any])?["endedAt"] is String)
-                let requeued = try #require(actions.first { $0["action"] as? String == "jobs.requeue" && $0["target"] as? String == String(failedForAPI) })
+                let requeued = try #require(
+                    actions.first { $0["action"] as? String == "jobs.requeue" && $0["target"] as? String == String(failedForAPI) })
                 #expect((requeued["after"] as? [String: Any])?["count"] as? Int == 1)
                 #expect(actions.contains { $0["action"] as? String == "job.cancel" && $0["target"] as? String == String(waiting) })
                 #expect(actions.contains { $0["action"] as? String == "event.redeliver" && $0["target"] as? String == event })
@@ -212,8 +222,10 @@ struct OperatorRolesTests {
             try await harness.withHTTP { client in
                 func grant(_ key: String, _ end: String) async throws -> HTTPResponse.Status {
                     try await client.execute(
-                        uri: "/admin/accounts/long-grant/grants", method: .post, headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
-                        body: ByteBuffer(string: #"{"tier": "pro", \#(end), "reason": "founder"}"#)).status
+                        uri: "/admin/accounts/long-grant/grants", method: .post,
+                        headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
+                        body: ByteBuffer(string: #"{"tier": "pro", \#(end), "reason": "founder"}"#)
+                    ).status
                 }
                 #expect(try await grant(Self.support, #""lifetime": true"#) == .forbidden)
                 #expect(try await grant(Self.support, #""duration": "P2Y""#) == .forbidden)
@@ -244,7 +256,9 @@ struct OperatorRolesTests {
                     body: ByteBuffer(string: #"{"tier": "pro", "lifetime": true, "reason": "founder"}"#))
                 #expect(response.status == .created)
             }
-            #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE operator = '\(OperatorKey.fingerprintName(of: Self.bare))'") == 1)
+            #expect(
+                try await harness.count("SELECT count(*) FROM operator_actions WHERE operator = '\(OperatorKey.fingerprintName(of: Self.bare))'") == 1
+            )
             for statement in ["UPDATE operator_actions SET operator = 'someone-else'", "DELETE FROM operator_actions", "TRUNCATE operator_actions"] {
                 await #expect(throws: (any Error).self, "\(statement)") {
                     try await harness.client.query(PostgresQuery(unsafeSQL: statement), logger: TestDatabase.logger)
@@ -260,7 +274,8 @@ struct OperatorRolesTests {
             try await harness.withHTTP { client in
                 func grant(_ account: String, key: String) async throws {
                     let response = try await client.execute(
-                        uri: "/admin/accounts/\(account)/grants", method: .post, headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
+                        uri: "/admin/accounts/\(account)/grants", method: .post,
+                        headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
                         body: ByteBuffer(string: #"{"tier": "pro", "duration": "P1D", "reason": "=HYPERLINK(\"x\")"}"#))
                     #expect(response.status == .created)
                 }
@@ -293,7 +308,10 @@ struct OperatorRolesTests {
                 #expect(lines.first == #""id","at","operator","role","action","request","status","account","target","before","after""#)
                 #expect(lines.dropFirst().allSatisfy { $0.contains(#""grant.create","POST /admin/accounts/{accountId}/grants","201","alice""#) })
 
-                for bad in ["format=xml", "from=yesterday", "to=2026-02-30T00:00:00Z", "limit=0", "limit=1001", "operator=", "from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z"] {
+                for bad in [
+                    "format=xml", "from=yesterday", "to=2026-02-30T00:00:00Z", "limit=0", "limit=1001", "operator=",
+                    "from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z",
+                ] {
                     let response = try await client.execute(uri: "/admin/audit?\(bad)", method: .get, headers: viewer)
                     #expect(response.status == .badRequest, "\(bad)")
                 }
@@ -310,7 +328,8 @@ struct OperatorRolesTests {
         try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
             try await harness.withHTTP { client in
                 let granted = try await client.execute(
-                    uri: "/admin/accounts/dana/grants", method: .post, headers: [.authorization: "Bearer \(Self.support)", .contentType: "application/json"],
+                    uri: "/admin/accounts/dana/grants", method: .post,
+                    headers: [.authorization: "Bearer \(Self.support)", .contentType: "application/json"],
                     body: ByteBuffer(string: #"{"tier": "pro", "duration": "P30D", "reason": "support ticket 42"}"#))
                 #expect(granted.status == .created)
                 func page(_ key: String) async throws -> String {
@@ -352,8 +371,10 @@ struct OperatorRolesTests {
             ("same name", ["carol:admin:secret-4", "carol:viewer:secret-5"], "the name carol is given to more than one key"),
             ("same key", ["a:admin:secret-6", "b:viewer:secret-6"], "the same key is listed more than once"),
             // A named key that held a comma: its tail would be a bare admin key.
-            ("a key cut at a comma", ["vera:viewer:secret-8aaaaaaaaaaaaaaaaaaaaaa", "secret-8bbbbbbbbbbbbbbbbbbbbbbb"],
-             "entry 2: a bare key beside name:role:key entries"),
+            (
+                "a key cut at a comma", ["vera:viewer:secret-8aaaaaaaaaaaaaaaaaaaaaa", "secret-8bbbbbbbbbbbbbbbbbbbbbbb"],
+                "entry 2: a bare key beside name:role:key entries"
+            ),
         ]
         for (what, entries, message) in refused {
             var environment = ["DATABASE_URL": "postgres://localhost/x", "STOREKEEPER_BUNDLE_ID": "com.example.app"]

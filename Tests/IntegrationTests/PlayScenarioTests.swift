@@ -98,7 +98,9 @@ struct PlayScenarioTests {
                 let bought = world.fake.buyProduct(product, quantity: step.quantity ?? 1, accountToken: account.uuidString.lowercased(), at: now)
                 (productToken, sent) = (bought.token, bought.notification)
             case "refund":
-                let orders = step.order == "product" ? [productToken.flatMap(world.fake.order(ofProduct:))].compactMap { $0 }
+                let orders =
+                    step.order == "product"
+                    ? [productToken.flatMap(world.fake.order(ofProduct:))].compactMap { $0 }
                     : token.map(world.fake.orders(ofSubscription:)) ?? []
                 let order = try #require(step.order == "first" ? orders.first : orders.last, "\(scenario.file): an order to refund")
                 sent = try world.fake.refund(order: order, quantity: step.quantity, at: now).notification

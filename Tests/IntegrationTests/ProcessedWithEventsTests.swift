@@ -1,18 +1,21 @@
 import Application
 import Events
 import Foundation
-@testable import Jobs
 import LocalSigning
 import Persistence
 import PostgresNIO
 import Subscriptions
 import Testing
 
+@testable import Jobs
+
 /// An apply stores its events in the statement that records its outcome and completes its job
 /// (`EventLog.append(_:at:markingProcessed:on:)`): each of the three writes must happen — or, for a lost claim, none.
 @Suite("Events appended with the apply's outcome and completion")
 struct ProcessedWithEventsTests {
-    @Test("new events, the outcome and the completion; then keys stored already: no event, the first outcome kept, the job completed; a lost claim: nothing")
+    @Test(
+        "new events, the outcome and the completion; then keys stored already: no event, the first outcome kept, the job completed; a lost claim: nothing"
+    )
     func appendMarkingProcessed() async throws {
         try await StorekeeperHarness.run(worker: false) { harness in
             let account = try #require(AccountID(UUID().uuidString.lowercased()))
@@ -30,7 +33,9 @@ struct ProcessedWithEventsTests {
                     change: EventChange(productId: "monthly"), cause: EventCause(eventId: uuid.uuidString, signedDate: Date()))
             }
             let entries = drafts.map { (draft: $0, body: #"{"key":"\#($0.key)"}"#) }
-            func append(_ outcome: NotificationStore.ApplyOutcome, for job: ClaimedJob) async throws -> (events: [EventLog.Appended], jobCompleted: Bool) {
+            func append(_ outcome: NotificationStore.ApplyOutcome, for job: ClaimedJob) async throws -> (
+                events: [EventLog.Appended], jobCompleted: Bool
+            ) {
                 try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
                     try await log.append(
                         entries, at: Date(), markingProcessed: .init(uuid, outcome: outcome, jobID: job.id, attempt: job.attempt), on: connection)

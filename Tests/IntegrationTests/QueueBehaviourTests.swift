@@ -1,5 +1,7 @@
 import Foundation
+import HTTPTypes
 import Jobs
+import NIOCore
 import PostgresNIO
 import StorekeeperRuntime
 import Testing
@@ -53,7 +55,8 @@ struct QueueBehaviourTests {
     func lease() async throws {
         try await StorekeeperHarness.run(worker: false) { harness in
             let queue = harness.components.queue
-            let first = UUID(), second = UUID()
+            let first = UUID()
+            let second = UUID()
             #expect(try await queue.acquireLease("maintenance", holder: first, for: .seconds(30)))
             #expect(try await !queue.acquireLease("maintenance", holder: second, for: .seconds(30)))
             #expect(try await queue.acquireLease("maintenance", holder: first, for: .seconds(30)), "the holder renews")
@@ -88,13 +91,17 @@ struct QueueBehaviourTests {
     func adminAPI() async throws {
         try await StorekeeperHarness.run(worker: false, environment: ["STOREKEEPER_ADMIN_KEYS": "admin-key"]) { harness in
             let queue = harness.components.queue
-            _ = try await queue.client.withConnection { try await queue.enqueue(try NewJob(kind: "x", arguments: Arguments(slot: 1), maxAttempts: 1), on: $0) }
+            _ = try await queue.client.withConnection {
+                try await queue.enqueue(try NewJob(kind: "x", arguments: Arguments(slot: 1), maxAttempts: 1), on: $0)
+            }
             let job = try #require(try await queue.claim(limit: 1, workerID: UUID()).first)
             _ = try await queue.fail(job, error: "boom", retryAt: Date())
             try await harness.withHTTP { client in
                 let headers: HTTPFields = [.authorization: "Bearer admin-key"]
                 #expect(try await client.execute(uri: "/admin/stats", method: .get).status == .unauthorized)
-                #expect(try await client.execute(uri: "/admin/stats", method: .get, headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)"]).status == .unauthorized)
+                #expect(
+                    try await client.execute(uri: "/admin/stats", method: .get, headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)"])
+                        .status == .unauthorized)
                 let stats = try await client.execute(uri: "/admin/stats", method: .get, headers: headers)
                 #expect(stats.status == .ok)
                 let list = try await client.execute(uri: "/admin/jobs?state=failed", method: .get, headers: headers).json
@@ -106,7 +113,8 @@ struct QueueBehaviourTests {
                 jsonHeaders[.contentType] = "application/json"
                 let requeued = try await client.execute(
                     uri: "/admin/jobs/requeue", method: .post, headers: jsonHeaders,
-                    body: ByteBuffer(string: #"{"state": "failed", "kind": "x"}"#)).json
+                    body: ByteBuffer(string: #"{"state": "failed", "kind": "x"}"#)
+                ).json
                 #expect(requeued["count"] as? Int == 1)
                 #expect(try await client.execute(uri: "/admin/jobs/\(job.id)/cancel", method: .post, headers: headers).status == .ok)
                 #expect(try await client.execute(uri: "/admin/jobs/\(job.id)/cancel", method: .post, headers: headers).status == .conflict)
@@ -115,6 +123,3 @@ struct QueueBehaviourTests {
         }
     }
 }
-
-import HTTPTypes
-import NIOCore

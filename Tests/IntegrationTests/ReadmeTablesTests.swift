@@ -1,8 +1,8 @@
 import Foundation
 import Hummingbird
 import StorekeeperRuntime
-import Testing
 import TestSupport
+import Testing
 
 /// The README's HTTP and command tables describe the code as it is: every route of the router (every feature on)
 /// and every command of the CLI is listed, and nothing listed is missing from the code.
@@ -46,16 +46,19 @@ struct ReadmeTablesTests {
             let code = Set(components.router().routes.map { Self.normalized($0.method.rawValue, $0.path.description) })
             let table = Self.section("HTTP")
             let pattern = try Regex(#"`(GET|POST|PUT|DELETE|PATCH) (/[^\s`\[?]*)"#)
-            let listed = Set(table.matches(of: pattern).map { match in
-                Self.normalized(String(match.output[1].substring!), String(match.output[2].substring!))
-            })
+            let listed = Set(
+                table.matches(of: pattern).map { match in
+                    Self.normalized(String(match.output[1].substring!), String(match.output[2].substring!))
+                })
             #expect(!listed.isEmpty, "no HTTP table in README.md")
             #expect(code.subtracting(listed).sorted() == [], "routes missing from the README's HTTP table")
             #expect(listed.subtracting(code).sorted() == [], "routes in the README that the router does not have")
         }
     }
 
-    @Test("every command and subcommand of both executables is in the README's command table, and every one there exists", arguments: ["storekeeper", "storekeeper-bench"])
+    @Test(
+        "every command and subcommand of both executables is in the README's command table, and every one there exists",
+        arguments: ["storekeeper", "storekeeper-bench"])
     func commands(executable: String) async throws {
         func subcommands(_ arguments: [String]) async throws -> [String] {
             let (status, help) = try await ChildProcess.run(executable, arguments + ["--help"], environment: [:])

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Apple's real signed sandbox data (`../shared/fixtures/apple-real/`) through the real intake, claim endpoint and
 /// worker.
@@ -14,9 +14,11 @@ struct RealAppleDataTests {
 
     static var appleRoot: [String] { [AppleSamples.rootCertificate.path] }
 
-    @Test("both real notifications are accepted and processed without error", arguments: [
-        ("46-notification.jws", "com.tuyoo.testing", "applied"), ("49-notification.jws", "com.Abilities", "recorded"),
-    ])
+    @Test(
+        "both real notifications are accepted and processed without error",
+        arguments: [
+            ("46-notification.jws", "com.tuyoo.testing", "applied"), ("49-notification.jws", "com.Abilities", "recorded"),
+        ])
     func notifications(file: String, bundleId: String, outcome: String) async throws {
         try await StorekeeperHarness.run(environment: ["STOREKEEPER_BUNDLE_ID": bundleId], rootPaths: Self.appleRoot) { harness in
             try await harness.withHTTP { client in

@@ -4,8 +4,8 @@ import HTTPTypes
 import HummingbirdTesting
 import LocalSigning
 import NIOCore
-import Testing
 import TestSupport
+import Testing
 
 extension TestClientProtocol {
     /// Sends a JSON body to a service API path with the test key.
@@ -72,9 +72,10 @@ struct RefundDefenceTests {
                     transaction.appAccountToken = account.uuidString.lowercased()
                     apple.server.state.withLock { $0.extraTransactions.append(transaction) }
                     let flow = LifecycleFlow(harness: harness, client: client, account: account)
-                    try await flow.post(SimulatedEvent(
-                        notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: now - 60_000, transaction: transaction,
-                        renewalInfo: nil))
+                    try await flow.post(
+                        SimulatedEvent(
+                            notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: now - 60_000, transaction: transaction,
+                            renewalInfo: nil))
                     // The free tier's 5 a day go first, then 60 of the top-up's 100.
                     #expect(try await client.spend(account, amount: 65).status == .ok)
 
@@ -87,7 +88,10 @@ struct RefundDefenceTests {
                     #expect(body["deliveryStatus"] as? String == "DELIVERED")
                     #expect(body["refundPreference"] as? String == "DECLINE")
                     #expect(body["sampleContentProvided"] as? Bool == false)
-                    #expect(Set(body.keys) == ["customerConsented", "consumptionPercentage", "deliveryStatus", "refundPreference", "sampleContentProvided"])
+                    #expect(
+                        Set(body.keys) == [
+                            "customerConsented", "consumptionPercentage", "deliveryStatus", "refundPreference", "sampleContentProvided",
+                        ])
                     try await eventually("the request to be sent") { try await Self.request(harness, requestId).state == "sent" }
 
                     // The feed shows a transaction's events once every older transaction of the cluster has ended.
@@ -197,16 +201,29 @@ struct RefundDefenceTests {
                     let requestId = UUID()
                     try await flow.post(Self.consumptionRequest(transaction, signedDate: signed), notificationUUID: requestId)
                     let answerURI = "/v1/refund-requests/\(requestId)/answer"
-                    let withPercentage = try await client.withKey(.put, 
-                        answerURI, #"{"deliveryStatus": "DELIVERED", "refundPreference": "GRANT_PRORATED", "consumptionPercentage": 5000, "sampleContentProvided": true}"#)
+                    let withPercentage = try await client.withKey(
+                        .put,
+                        answerURI,
+                        #"{"deliveryStatus": "DELIVERED", "refundPreference": "GRANT_PRORATED", "consumptionPercentage": 5000, "sampleContentProvided": true}"#
+                    )
                     #expect(withPercentage.status == .unprocessableContent)
                     #expect((withPercentage.json["message"] as? String)?.contains("auto-renewable") == true)
-                    #expect(try await client.withKey(.put, answerURI, #"{"deliveryStatus": "LOST", "sampleContentProvided": true}"#).status == .unprocessableContent)
+                    #expect(
+                        try await client.withKey(.put, answerURI, #"{"deliveryStatus": "LOST", "sampleContentProvided": true}"#).status
+                            == .unprocessableContent)
                     #expect(try await client.withKey(.put, answerURI, #"{"deliveryStatus": "DELIVERED"}"#).status == .badRequest)
-                    #expect(try await client.withKey(.put, "/v1/refund-requests/\(UUID())/answer", #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true}"#).status == .notFound)
-                    #expect(try await client.withKey(.put, "/v1/refund-requests/nope/answer", #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true}"#).status == .badRequest)
-                    let own = try await client.withKey(.put, 
-                        answerURI, #"{"deliveryStatus": "UNDELIVERED_SERVER_OUTAGE", "refundPreference": "GRANT_FULL", "sampleContentProvided": true}"#)
+                    #expect(
+                        try await client.withKey(
+                            .put, "/v1/refund-requests/\(UUID())/answer", #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true}"#
+                        ).status == .notFound)
+                    #expect(
+                        try await client.withKey(
+                            .put, "/v1/refund-requests/nope/answer", #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true}"#
+                        ).status == .badRequest)
+                    let own = try await client.withKey(
+                        .put,
+                        answerURI,
+                        #"{"deliveryStatus": "UNDELIVERED_SERVER_OUTAGE", "refundPreference": "GRANT_FULL", "sampleContentProvided": true}"#)
                     #expect(own.status == .ok)
                     #expect(Self.answers(apple).isEmpty, "the policy's turn comes an hour after the request")
 
@@ -218,7 +235,9 @@ struct RefundDefenceTests {
                     #expect(body["deliveryStatus"] as? String == "UNDELIVERED_SERVER_OUTAGE" && body["refundPreference"] as? String == "GRANT_FULL")
                     #expect(body["sampleContentProvided"] as? Bool == true && body["customerConsented"] as? Bool == true)
                     try await eventually("the request to be sent") { try await Self.request(harness, requestId).state == "sent" }
-                    #expect(try await client.withKey(.put, answerURI, #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true}"#).status == .conflict)
+                    #expect(
+                        try await client.withKey(.put, answerURI, #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true}"#).status
+                            == .conflict)
 
                     // `work` was down for the whole 12 hours: the late job sends nothing.
                     let late = UUID()

@@ -7,7 +7,9 @@ import Testing
 /// `storekeeper replay` over a database holding every kind of purchase, run as the operator runs it.
 @Suite("storekeeper replay across stores and one-time purchases, as a process")
 struct ReplayCommandTests {
-    @Test("replay --all: a Stripe subscription is derived from its held objects, a consumable's ONE_TIME_CHARGE is skipped, not an error; a tampered Stripe state is found, with one lane or four")
+    @Test(
+        "replay --all: a Stripe subscription is derived from its held objects, a consumable's ONE_TIME_CHARGE is skipped, not an error; a tampered Stripe state is found, with one lane or four"
+    )
     func acrossStores() async throws {
         try await StripeWorld.run { world in
             let account = UUID()
@@ -22,11 +24,14 @@ struct ReplayCommandTests {
             transaction.type = "Consumable"
             transaction.appAccountToken = accountText
             let charge = SimulatedEvent(
-                notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: (now - 30) * 1000, transaction: transaction, renewalInfo: nil)
+                notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: (now - 30) * 1000, transaction: transaction,
+                renewalInfo: nil)
             try await LifecycleFlow(harness: world.harness, client: world.http, account: account).post(charge)
             try await world.settle()
             let subscription = try #require(world.fake.state.withLock { $0.subscriptions.keys.first })
-            #expect(try await world.harness.count("SELECT count(*) FROM subscriptions WHERE original_transaction_id = '\(subscription)' AND status = 'active'") == 1)
+            #expect(
+                try await world.harness.count(
+                    "SELECT count(*) FROM subscriptions WHERE original_transaction_id = '\(subscription)' AND status = 'active'") == 1)
             #expect(try await world.harness.count("SELECT count(*) FROM notifications WHERE original_transaction_id = '7000042'") == 1)
 
             let environment = ["DATABASE_URL": world.harness.databaseURL.urlString]
@@ -48,7 +53,8 @@ struct ReplayCommandTests {
             let (laneStatus, lanes) = try await ChildProcess.run("storekeeper", ["replay", "--all", "--parallel", "0"], environment: environment)
             #expect(laneStatus != 0 && lanes.contains("--parallel must be 1 to 16, got 0"), "\(lanes)")
             // One lane gives the same answer as four.
-            let (oneLane, oneLaneOutput) = try await ChildProcess.run("storekeeper", ["replay", "--all", "--parallel", "1"], environment: environment)
+            let (oneLane, oneLaneOutput) = try await ChildProcess.run(
+                "storekeeper", ["replay", "--all", "--parallel", "1"], environment: environment)
             #expect(oneLane == 3 && oneLaneOutput.contains("status: \"expired\" → \"active\""), "\(oneLaneOutput)")
 
             // A Stripe subscription stored but with no object held cannot be derived: a difference, never "matches".
@@ -57,9 +63,11 @@ struct ReplayCommandTests {
             let (heldStatus, held) = try await ChildProcess.run("storekeeper", ["replay", "--subscription", subscription], environment: environment)
             #expect(heldStatus == 3 && held.contains("no Stripe subscription object is held"), "\(held)")
             try await world.harness.client.query(
-                "UPDATE stripe_objects SET id = \(subscription), subscription_id = \(subscription) WHERE id = 'sub_moved_away'", logger: TestDatabase.logger)
+                "UPDATE stripe_objects SET id = \(subscription), subscription_id = \(subscription) WHERE id = 'sub_moved_away'",
+                logger: TestDatabase.logger)
             // Its row gone, --all still finds it through its held objects.
-            try await world.harness.client.query("DELETE FROM subscriptions WHERE original_transaction_id = \(subscription)", logger: TestDatabase.logger)
+            try await world.harness.client.query(
+                "DELETE FROM subscriptions WHERE original_transaction_id = \(subscription)", logger: TestDatabase.logger)
             let (goneStatus, gone) = try await ChildProcess.run("storekeeper", ["replay", "--all"], environment: environment)
             #expect(goneStatus == 3 && gone.contains("\(subscription): differs from its stored facts"), "\(gone)")
         }
@@ -84,7 +92,8 @@ struct ReplayCommandTests {
             let (differStatus, differs) = try await ChildProcess.run("storekeeper", ["replay", "--account", account], environment: environment)
             #expect(differStatus == 3 && differs.contains("status: \"expired\" → \"active\""), "\(differs)")
             #expect(try await world.harness.count("SELECT count(*) FROM subscriptions WHERE status = 'expired'") == 1, "a dry run stores nothing")
-            let (writeStatus, written) = try await ChildProcess.run("storekeeper", ["replay", "--subscription", id, "--write"], environment: environment)
+            let (writeStatus, written) = try await ChildProcess.run(
+                "storekeeper", ["replay", "--subscription", id, "--write"], environment: environment)
             #expect(writeStatus == 0, "\(written)")
             let (againStatus, again) = try await ChildProcess.run("storekeeper", ["replay", "--subscription", id], environment: environment)
             #expect(againStatus == 0 && again.contains("matches"), "\(again)")

@@ -1,13 +1,13 @@
 import AppStoreModels
 import Crypto
 import Foundation
+import Hummingbird
 import HummingbirdTesting
 import LocalSigning
 import NIOCore
+import PostgresNIO
 import StorekeeperRuntime
 import Testing
-import Hummingbird
-import PostgresNIO
 
 /// Apple's Get Retention Message endpoint end to end: requests signed on an Apple-shaped chain as Apple documents them
 /// (`DecodedRealtimeRequestBody`), answers read as Apple's `RealtimeResponseBody`, the customer's real usage choosing
@@ -37,7 +37,8 @@ struct RetentionMessagingTests {
             requestIdentifier: id.uuidString, signedDate: Int64(signed.timeIntervalSince1970 * 1000), environment: environment)
     }
 
-    static func post(_ client: any TestClientProtocol, _ harness: StorekeeperHarness, _ request: RetentionRequestPayload) async throws -> TestResponse {
+    static func post(_ client: any TestClientProtocol, _ harness: StorekeeperHarness, _ request: RetentionRequestPayload) async throws -> TestResponse
+    {
         let jws = try harness.signer.signer.sign(request)
         return try await client.execute(
             uri: "/apple/retention-message", method: .post, headers: [.contentType: "application/json"],
@@ -47,7 +48,9 @@ struct RetentionMessagingTests {
     @Test("usage chooses the rule: idle → a signed promotional offer once, heavy → the annual plan, unknown → the default; each stored and sent")
     func rulesFromUsage() async throws {
         try await FakeApple.run { apple in
-            try await apple.harness(extra: ["STOREKEEPER_OFFERS": Self.offers, "STOREKEEPER_RETENTION": Self.policy, "STOREKEEPER_ADMIN_KEYS": "admin-key"]) { harness in
+            try await apple.harness(extra: [
+                "STOREKEEPER_OFFERS": Self.offers, "STOREKEEPER_RETENTION": Self.policy, "STOREKEEPER_ADMIN_KEYS": "admin-key",
+            ]) { harness in
                 try await harness.withHTTP { client in
                     let account = UUID()
                     var flow = LifecycleFlow(harness: harness, client: client, account: account)
@@ -71,7 +74,8 @@ struct RetentionMessagingTests {
 
                     // The offer is once per account: the next request falls to the default message.
                     let second = try await Self.post(client, harness, Self.request(flow.originalTransactionId))
-                    #expect(second.status == .ok && (second.json["message"] as? [String: Any])?["messageIdentifier"] as? String == Self.defaultMessage)
+                    #expect(
+                        second.status == .ok && (second.json["message"] as? [String: Any])?["messageIdentifier"] as? String == Self.defaultMessage)
 
                     // 900 of 1,000 spent: the heavy rule suggests the annual plan.
                     #expect(try await client.spend(account, amount: 900).status == .ok)
@@ -81,11 +85,14 @@ struct RetentionMessagingTests {
 
                     // A subscription Storekeeper never saw: the default, recorded as such.
                     let unknown = try await Self.post(client, harness, Self.request("999999999"))
-                    #expect(unknown.status == .ok && (unknown.json["message"] as? [String: Any])?["messageIdentifier"] as? String == Self.defaultMessage)
+                    #expect(
+                        unknown.status == .ok && (unknown.json["message"] as? [String: Any])?["messageIdentifier"] as? String == Self.defaultMessage)
 
                     #expect(try await harness.count("SELECT count(*) FROM retention_decisions") == 4)
-                    #expect(try await harness.count(
-                        "SELECT count(*) FROM retention_decisions WHERE rule = 'default' AND fallback_reason = 'unknown_subscription' AND account_id IS NULL") == 1)
+                    #expect(
+                        try await harness.count(
+                            "SELECT count(*) FROM retention_decisions WHERE rule = 'default' AND fallback_reason = 'unknown_subscription' AND account_id IS NULL"
+                        ) == 1)
                     #expect(try await harness.count("SELECT count(*) FROM offer_signatures WHERE offer_id = 'retain50'") == 1)
                     // The app's view: three events for the account (the unknown subscription has none), each naming its rule.
                     // The feed hands out an event once every transaction older than it has ended, cluster-wide: other
@@ -98,21 +105,27 @@ struct RetentionMessagingTests {
                     }
                     let changes = events.compactMap { ($0["data"] as? [String: Any])?["change"] as? [String: Any] }
                     #expect(events.allSatisfy { ($0["data"] as? [String: Any])?["accountId"] as? String == account.uuidString.lowercased() })
-                    #expect(changes.map { "\($0["retentionRule"] ?? "") \($0["retentionAnswer"] ?? "") \($0["messageIdentifier"] ?? "") \($0["offerId"] ?? $0["productId"] ?? "-")" } == [
-                        "idle_offer promotional_offer \(Self.idleMessage) retain50", "default message \(Self.defaultMessage) -",
-                        "heavy_annual alternate_product \(Self.heavyMessage) pro.annual",
-                    ])
+                    #expect(
+                        changes.map {
+                            "\($0["retentionRule"] ?? "") \($0["retentionAnswer"] ?? "") \($0["messageIdentifier"] ?? "") \($0["offerId"] ?? $0["productId"] ?? "-")"
+                        } == [
+                            "idle_offer promotional_offer \(Self.idleMessage) retain50", "default message \(Self.defaultMessage) -",
+                            "heavy_annual alternate_product \(Self.heavyMessage) pro.annual",
+                        ])
 
                     // The operators' view: each rule's answers, and the subscriptions still renewing (the unknown one is not).
                     let report = try await client.execute(uri: "/admin/retention?days=7", method: .get, headers: [.authorization: "Bearer admin-key"])
                     let rules = (report.json["rules"] as? [[String: Any]] ?? []).map {
                         "\($0["rule"] ?? "") \($0["answer"] ?? "-") \($0["fallbackReason"] ?? "-") \($0["answers"] ?? "") \($0["subscriptions"] ?? "") \($0["stayed"] ?? "")"
                     }
-                    #expect(Set(rules) == [
-                        "default message no_rule 1 1 1", "default message unknown_subscription 1 0 0", "idle_offer promotional_offer - 1 1 1",
-                        "heavy_annual alternate_product - 1 1 1",
-                    ], "\(rules)")
-                    #expect(try await client.execute(uri: "/admin/retention?days=0", method: .get, headers: [.authorization: "Bearer admin-key"]).status == .badRequest)
+                    #expect(
+                        Set(rules) == [
+                            "default message no_rule 1 1 1", "default message unknown_subscription 1 0 0", "idle_offer promotional_offer - 1 1 1",
+                            "heavy_annual alternate_product - 1 1 1",
+                        ], "\(rules)")
+                    #expect(
+                        try await client.execute(uri: "/admin/retention?days=0", method: .get, headers: [.authorization: "Bearer admin-key"]).status
+                            == .badRequest)
                     let overview = try await client.execute(uri: "/admin/overview", method: .get, headers: [.authorization: "Bearer admin-key"])
                     #expect(String(buffer: overview.body).contains("<td>idle_offer</td><td>promotional_offer</td><td>1</td>"))
                     #expect(String(buffer: overview.body).contains("<td>default (unknown subscription)</td><td>message</td><td>1</td><td>0</td>"))
@@ -123,7 +136,8 @@ struct RetentionMessagingTests {
 
     @Test("a stale, future, foreign-environment, unsigned or malformed request is refused and leaves nothing")
     func refusals() async throws {
-        try await StorekeeperHarness.run(worker: false, environment: ["STOREKEEPER_RETENTION": "default: { message: \(Self.defaultMessage) }"]) { harness in
+        try await StorekeeperHarness.run(worker: false, environment: ["STOREKEEPER_RETENTION": "default: { message: \(Self.defaultMessage) }"]) {
+            harness in
             try await harness.withHTTP { client in
                 let stale = try await Self.post(client, harness, Self.request("1", signed: Date().addingTimeInterval(-600)))
                 #expect(stale.status == .unauthorized && stale.json["error"] as? String == "stale_request")
@@ -177,11 +191,14 @@ struct RetentionMessagingTests {
             """
         let bodies = try answers.map { String(decoding: try encoder.encode($0), as: UTF8.self) }
         let id = UUID()
-        let request = String(decoding: try encoder.encode(Self.request("2000000123", id: id, signed: Date(timeIntervalSince1970: 1_767_225_600))), as: UTF8.self)
+        let request = String(
+            decoding: try encoder.encode(Self.request("2000000123", id: id, signed: Date(timeIntervalSince1970: 1_767_225_600))), as: UTF8.self)
         let (status, lines) = try await PythonScript.run(python, script, arguments: [request] + bodies)
         #expect(status == 0, "\(lines)")
         #expect(lines.first == "2000000123 1234 pro.monthly en-US \(id.uuidString.lowercased()) 1767225600000 Sandbox", "\(lines)")
-        #expect(lines.dropFirst() == ["True ['message']", "True ['alternateProduct']", "True ['alternateProduct']", "True ['promotionalOffer']"], "\(lines)")
+        #expect(
+            lines.dropFirst() == ["True ['message']", "True ['alternateProduct']", "True ['alternateProduct']", "True ['promotionalOffer']"],
+            "\(lines)")
     }
 
     @Test("with the database away the default is answered within the deadline (no default: 503), and the request is not lost to a hang")
@@ -209,7 +226,9 @@ struct RetentionMessagingTests {
                         uri: "/apple/retention-message", method: .post, headers: [.contentType: "application/json"],
                         body: ByteBuffer(string: #"{"signedPayload": "\#(jws)"}"#))
                     if policy.hasPrefix("default") {
-                        #expect(response.status == .ok && (response.json["message"] as? [String: Any])?["messageIdentifier"] as? String == Self.defaultMessage)
+                        #expect(
+                            response.status == .ok
+                                && (response.json["message"] as? [String: Any])?["messageIdentifier"] as? String == Self.defaultMessage)
                     } else {
                         #expect(response.status == .serviceUnavailable)
                     }
@@ -239,11 +258,15 @@ struct RetentionMessagingTests {
                     let bad = try await storekeeper(["retention-url", "set", "not a url"])
                     #expect(bad.0 != 0 && bad.1.contains("https URL"), "\(bad.1)")
 
-                    let passed = try await storekeeper(["retention-test", "--original-transaction-id", "2000000555", "--interval", "0.2", "--timeout", "60"])
+                    let passed = try await storekeeper([
+                        "retention-test", "--original-transaction-id", "2000000555", "--interval", "0.2", "--timeout", "60",
+                    ])
                     #expect(passed.0 == 0 && passed.1.contains("PASS: success rate 100 %"), "\(passed.1)")
                     // Each of Apple's test requests was verified and answered as a real one, and recorded.
-                    #expect(try await harness.count(
-                        "SELECT count(*) FROM retention_decisions WHERE original_transaction_id = '2000000555' AND fallback_reason = 'unknown_subscription'") == 12)
+                    #expect(
+                        try await harness.count(
+                            "SELECT count(*) FROM retention_decisions WHERE original_transaction_id = '2000000555' AND fallback_reason = 'unknown_subscription'"
+                        ) == 12)
 
                     let deleted = try await storekeeper(["retention-url", "delete"])
                     #expect(deleted.0 == 0, "\(deleted.1)")
@@ -266,9 +289,12 @@ struct RetentionMessagingTests {
             when: { spent_share_below: 0.2, offers_given_below: 1 }
             answer: { promotional_offer: { offer: stay, message: \(idleMessage) } }
         """
-    static let raceOffers = #"{"offers": [{"id": "back", "product": "pro.monthly", "audience": "lapsed"}, {"id": "stay", "product": "pro.monthly", "audience": "active", "once_per_account": false}]}"#
+    static let raceOffers =
+        #"{"offers": [{"id": "back", "product": "pro.monthly", "audience": "lapsed"}, {"id": "stay", "product": "pro.monthly", "audience": "active", "once_per_account": false}]}"#
 
-    @Test("offers as the offer routes give them: never a lapsed offer to a subscriber, offers_given counted under the account's lock, and nothing kept of an answer given up")
+    @Test(
+        "offers as the offer routes give them: never a lapsed offer to a subscriber, offers_given counted under the account's lock, and nothing kept of an answer given up"
+    )
     func offersUnderRace() async throws {
         try await FakeApple.run { apple in
             try await apple.harness(extra: ["STOREKEEPER_OFFERS": Self.raceOffers, "STOREKEEPER_RETENTION": Self.racePolicy]) { harness in
@@ -307,15 +333,19 @@ struct RetentionMessagingTests {
                         """, logger: TestDatabase.logger)
                     for table in ["retention_decisions", "events"] {
                         try await harness.client.query(
-                            PostgresQuery(unsafeSQL: "CREATE TRIGGER slow_\(table) BEFORE INSERT ON \(table) FOR EACH ROW EXECUTE FUNCTION slow_step()"),
+                            PostgresQuery(
+                                unsafeSQL: "CREATE TRIGGER slow_\(table) BEFORE INSERT ON \(table) FOR EACH ROW EXECUTE FUNCTION slow_step()"),
                             logger: TestDatabase.logger)
                     }
                     let late = UUID()
                     let lateAnswer = try await Self.post(client, harness, Self.request(subscription, id: late))
-                    #expect(lateAnswer.status.code == 200 && (lateAnswer.json["message"] as? [String: Any])?["messageIdentifier"] as? String == Self.defaultMessage)
+                    #expect(
+                        lateAnswer.status.code == 200
+                            && (lateAnswer.json["message"] as? [String: Any])?["messageIdentifier"] as? String == Self.defaultMessage)
                     try await eventually("the late answer recorded as such") {
                         try await harness.count(
-                            "SELECT count(*) FROM retention_decisions WHERE request_identifier = '\(late)' AND fallback_reason = 'late' AND answer_kind = 'message'") == 1
+                            "SELECT count(*) FROM retention_decisions WHERE request_identifier = '\(late)' AND fallback_reason = 'late' AND answer_kind = 'message'"
+                        ) == 1
                     }
                     #expect(try await harness.count("SELECT count(*) FROM offer_signatures") == 0)
                     #expect(try await harness.count("SELECT count(*) FROM events WHERE dedup_key = 'retention:\(late.uuidString.lowercased())'") == 0)

@@ -6,8 +6,8 @@ import Persistence
 import PostgresNIO
 import Subscriptions
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// The scenario files again, now through every real part: notifications signed by an Apple-shaped chain and POSTed to
 /// the intake, claims to `POST /v1/accounts/{id}/transactions`, the queue and a worker applying them on PostgreSQL, the
@@ -116,11 +116,14 @@ struct ScenarioPipelineTests {
             #expect(credits?[meter]?["topUp"] as? Int == Int(topUp), "\(label): \(meter) top-up")
         }
         for alias in expect.ownsNothing ?? [] {
-            #expect(try await harness.count("SELECT count(*) FROM subscriptions WHERE account_id = '\(scenario.account(alias))'") == 0, "\(label): \(alias) owns nothing")
+            #expect(
+                try await harness.count("SELECT count(*) FROM subscriptions WHERE account_id = '\(scenario.account(alias))'") == 0,
+                "\(label): \(alias) owns nothing")
         }
         if let reason = expect.endReason {
-            #expect(try await harness.count(
-                "SELECT count(*) FROM subscriptions WHERE account_id = '\(account)' AND end_reason = '\(reason)'") == 1, "\(label): end reason")
+            #expect(
+                try await harness.count(
+                    "SELECT count(*) FROM subscriptions WHERE account_id = '\(account)' AND end_reason = '\(reason)'") == 1, "\(label): end reason")
         }
     }
 

@@ -41,7 +41,8 @@ struct ScopedIdempotencyTests {
                     #expect(granted.json["accountId"] as? String == account)
 
                     let spent = try await Self.post(
-                        client, "/v1/accounts/\(account)/usage", Self.service, #"{"meter": "ai_requests", "amount": 3, "idempotencyKey": "shared-spend"}"#)
+                        client, "/v1/accounts/\(account)/usage", Self.service,
+                        #"{"meter": "ai_requests", "amount": 3, "idempotencyKey": "shared-spend"}"#)
                     #expect(spent.status == .ok && spent.json["meter"] as? String == "ai_requests", "\(account): \(String(buffer: spent.body))")
                 }
                 // A take-back under a shared key: each account's own.
@@ -52,11 +53,14 @@ struct ScopedIdempotencyTests {
                     #expect(taken.status == .created && taken.json["topUpBalance"] as? Int == 40, "\(account): \(String(buffer: taken.body))")
                 }
                 for account in [first, second] {
-                    #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'credits.adjust' AND account_id = '\(account)'") == 2)
+                    #expect(
+                        try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'credits.adjust' AND account_id = '\(account)'")
+                            == 2)
                     #expect(try await harness.count("SELECT count(*) FROM entitlement_sources WHERE account_id = '\(account)'") == 1)
                     #expect(try await harness.count("SELECT count(*) FROM usage_requests WHERE account_id = '\(account)'") == 1)
                     let ledger = try await harness.count(
-                        "SELECT coalesce(sum(l.delta), 0)::bigint FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket WHERE b.account_id = '\(account)' AND b.kind = 'topup'")
+                        "SELECT coalesce(sum(l.delta), 0)::bigint FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket WHERE b.account_id = '\(account)' AND b.kind = 'topup'"
+                    )
                     #expect(ledger == 40, "\(account)'s top-up ledger")
                 }
                 // The same key again on one account is its replay: nothing more.
@@ -68,7 +72,9 @@ struct ScopedIdempotencyTests {
                 let other = try await Self.post(
                     client, "/admin/accounts/\(first)/credits", Self.admin,
                     #"{"meter": "ai_requests", "amount": 7, "reason": "goodwill", "idempotencyKey": "shared-adjust"}"#)
-                #expect(other.status == .unprocessableContent && other.json["error"] as? String == "idempotency_key_reused", "\(String(buffer: other.body))")
+                #expect(
+                    other.status == .unprocessableContent && other.json["error"] as? String == "idempotency_key_reused",
+                    "\(String(buffer: other.body))")
             }
         }
     }

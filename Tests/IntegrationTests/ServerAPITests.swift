@@ -39,9 +39,10 @@ struct FakeApple {
             signer: try JWSSigner(chain: chain), keyId: "KEY123", issuerId: "issuer-1", bundleId: StorekeeperHarness.bundleId,
             publicKey: key.publicKey)
         try await Application(router: server.router()).test(.live) { live in
-            try await body(FakeApple(
-                server: server, chain: chain, rootPath: directory.appendingPathComponent("root.pem").path, keyPath: keyPath,
-                url: "http://127.0.0.1:\(live.port!)", privateKey: key))
+            try await body(
+                FakeApple(
+                    server: server, chain: chain, rootPath: directory.appendingPathComponent("root.pem").path, keyPath: keyPath,
+                    url: "http://127.0.0.1:\(live.port!)", privateKey: key))
         }
     }
 
@@ -57,7 +58,9 @@ struct FakeApple {
 
 @Suite("App Store Server API against a local fake Apple")
 struct ServerAPITests {
-    static func subscription(_ otid: String, transaction tid: String, product: String = "pro.monthly", start: Date, end: Date, account: UUID?) -> (TransactionPayload, RenewalInfoPayload) {
+    static func subscription(_ otid: String, transaction tid: String, product: String = "pro.monthly", start: Date, end: Date, account: UUID?) -> (
+        TransactionPayload, RenewalInfoPayload
+    ) {
         var transaction = TransactionPayload(
             transactionId: tid, originalTransactionId: otid, productId: product, bundleId: StorekeeperHarness.bundleId,
             environment: .sandbox, signedDate: nil)
@@ -75,14 +78,18 @@ struct ServerAPITests {
     func client() async throws {
         try await FakeApple.run { apple in
             try await apple.harness(worker: false) { harness in
-                let (transaction, renewal) = Self.subscription("3000000001", transaction: "3000000001", start: Date(), end: Date().addingTimeInterval(86_400), account: nil)
+                let (transaction, renewal) = Self.subscription(
+                    "3000000001", transaction: "3000000001", start: Date(), end: Date().addingTimeInterval(86_400), account: nil)
                 apple.server.state.withLock { $0.subscriptions["3000000001"] = .init(status: 1, transaction: transaction, renewalInfo: renewal) }
-                let credentials = AppStoreServerCredentials(issuerId: "issuer-1", keyId: "KEY123", privateKey: apple.privateKey, bundleId: StorekeeperHarness.bundleId)
+                let credentials = AppStoreServerCredentials(
+                    issuerId: "issuer-1", keyId: "KEY123", privateKey: apple.privateKey, bundleId: StorekeeperHarness.bundleId)
                 let client = AppStoreServerClient(
                     credentials: credentials, baseURL: apple.url, verifier: harness.components.verifier,
                     retryDelays: [.milliseconds(10), .milliseconds(10), .milliseconds(10)], logger: TestDatabase.logger)
 
-                apple.server.state.withLock { $0.failures = [.init(httpStatus: 429, errorCode: 4_290_000), .init(httpStatus: 500, errorCode: 5_000_001)] }
+                apple.server.state.withLock {
+                    $0.failures = [.init(httpStatus: 429, errorCode: 4_290_000), .init(httpStatus: 500, errorCode: 5_000_001)]
+                }
                 let items = try await client.subscriptionStatuses(transactionId: "3000000001", environment: .sandbox)
                 #expect(items.map(\.status) == [1])
                 #expect(items.first?.transaction.productId == "pro.monthly")
@@ -97,7 +104,8 @@ struct ServerAPITests {
                 #expect(apple.server.requests.count == 4)
 
                 let stranger = AppStoreServerClient(
-                    credentials: .init(issuerId: "issuer-1", keyId: "KEY123", privateKey: P256.Signing.PrivateKey(), bundleId: StorekeeperHarness.bundleId),
+                    credentials: .init(
+                        issuerId: "issuer-1", keyId: "KEY123", privateKey: P256.Signing.PrivateKey(), bundleId: StorekeeperHarness.bundleId),
                     baseURL: apple.url, verifier: harness.components.verifier, retryDelays: [], logger: TestDatabase.logger)
                 let refused = await #expect(throws: AppStoreServerError.self) {
                     _ = try await stranger.subscriptionStatuses(transactionId: "3000000001", environment: .sandbox)
@@ -128,7 +136,8 @@ struct ServerAPITests {
                 #expect(second.transactions.count == 1 && !second.hasMore)
                 let account = UUID()
                 try await client.setAppAccountToken(account, originalTransactionId: "3000000001", environment: .sandbox)
-                #expect(apple.server.state.withLock { $0.subscriptions["3000000001"]?.transaction.appAccountToken } == account.uuidString.lowercased())
+                #expect(
+                    apple.server.state.withLock { $0.subscriptions["3000000001"]?.transaction.appAccountToken } == account.uuidString.lowercased())
                 let missing = await #expect(throws: AppStoreServerError.self) {
                     _ = try await client.transactionInfo(transactionId: "1", environment: .sandbox)
                 }
@@ -146,7 +155,8 @@ struct ServerAPITests {
                     var flow = LifecycleFlow(harness: harness, client: client, account: account)
                     let periodEnd = Date().addingTimeInterval(-120)
                     let otid = flow.originalTransactionId
-                    let (renewed, renewal) = Self.subscription(otid, transaction: "\(otid)9", start: periodEnd, end: periodEnd.addingTimeInterval(30 * 86_400), account: account)
+                    let (renewed, renewal) = Self.subscription(
+                        otid, transaction: "\(otid)9", start: periodEnd, end: periodEnd.addingTimeInterval(30 * 86_400), account: account)
                     apple.server.state.withLock { $0.subscriptions[otid] = .init(status: 1, transaction: renewed, renewalInfo: renewal) }
                     let purchase = try await flow.send(.subscribe) {
                         $0.transaction?.purchaseDate = Int64(periodEnd.addingTimeInterval(-30 * 86_400).timeIntervalSince1970 * 1000)
@@ -159,19 +169,27 @@ struct ServerAPITests {
                     }
                     #expect(try await flow.status()["state"] as? String == "subscribed")
                     #expect(try await flow.detail()["lastEventType"] as? String == "SERVER_API_STATUS")
-                    #expect(try await harness.count("SELECT count(*) FROM renewal_rechecks WHERE transaction_id = '\(oldTransaction)' AND resolved_at IS NOT NULL AND checks = 1") == 1)
-                    #expect(try await harness.count("SELECT count(*) FROM renewal_rechecks WHERE transaction_id = '\(otid)9' AND resolved_at IS NULL") == 1)
+                    #expect(
+                        try await harness.count(
+                            "SELECT count(*) FROM renewal_rechecks WHERE transaction_id = '\(oldTransaction)' AND resolved_at IS NOT NULL AND checks = 1"
+                        ) == 1)
+                    #expect(
+                        try await harness.count("SELECT count(*) FROM renewal_rechecks WHERE transaction_id = '\(otid)9' AND resolved_at IS NULL")
+                            == 1)
                     #expect(try await harness.count("SELECT count(*) FROM subscription_events WHERE source = 'server_api'") == 1)
 
                     // Another subscription in billing retry: applied, and the same job is due again later.
                     var retrying = LifecycleFlow(harness: harness, client: client, account: UUID())
                     let (same, retryRenewal) = Self.subscription(
-                        retrying.originalTransactionId, transaction: "x", start: periodEnd.addingTimeInterval(-30 * 86_400), end: periodEnd, account: nil)
+                        retrying.originalTransactionId, transaction: "x", start: periodEnd.addingTimeInterval(-30 * 86_400), end: periodEnd,
+                        account: nil)
                     var stillOwed = same
                     stillOwed.transactionId = retrying.originalTransactionId + "1"
                     var retryInfo = retryRenewal
                     retryInfo.isInBillingRetryPeriod = true
-                    apple.server.state.withLock { $0.subscriptions[retrying.originalTransactionId] = .init(status: 3, transaction: stillOwed, renewalInfo: retryInfo) }
+                    apple.server.state.withLock {
+                        $0.subscriptions[retrying.originalTransactionId] = .init(status: 3, transaction: stillOwed, renewalInfo: retryInfo)
+                    }
                     try await retrying.send(.subscribe) {
                         $0.transaction?.transactionId = stillOwed.transactionId
                         $0.transaction?.purchaseDate = Int64(periodEnd.addingTimeInterval(-30 * 86_400).timeIntervalSince1970 * 1000)
@@ -182,9 +200,12 @@ struct ServerAPITests {
                     }
                     try await eventually("the recheck to be snoozed for later") {
                         try await harness.count(
-                            "SELECT count(*) FROM jobs WHERE unique_key = 'renewal-recheck:\(retrying.originalTransactionId):\(stillOwed.transactionId)' AND state = 'available' AND run_at BETWEEN now() + interval '50 minutes' AND now() + interval '70 minutes'") == 1
+                            "SELECT count(*) FROM jobs WHERE unique_key = 'renewal-recheck:\(retrying.originalTransactionId):\(stillOwed.transactionId)' AND state = 'available' AND run_at BETWEEN now() + interval '50 minutes' AND now() + interval '70 minutes'"
+                        ) == 1
                     }
-                    #expect(try await harness.count("SELECT count(*) FROM renewal_rechecks WHERE last_status = 3 AND resolved_at IS NULL AND checks = 1") == 1)
+                    #expect(
+                        try await harness.count("SELECT count(*) FROM renewal_rechecks WHERE last_status = 3 AND resolved_at IS NULL AND checks = 1")
+                            == 1)
                 }
             }
         }
@@ -214,9 +235,13 @@ struct ServerAPITests {
                     var environment = harness.processEnvironment
                     environment.merge(apple.environment) { _, new in new }
                     let since = Date().addingTimeInterval(-86_400).formatted(.iso8601)
-                    let (status, output) = try await ChildProcess.run("storekeeper", ["backfill", "--since", since, "--only-failures"], environment: environment)
+                    let (status, output) = try await ChildProcess.run(
+                        "storekeeper", ["backfill", "--since", since, "--only-failures"], environment: environment)
                     #expect(status == 0, "\(output)")
-                    #expect(output.contains("Sandbox: 3 notifications in 2 pages — 1 enqueued, 1 already stored, 1 for another app or environment, 0 failed verification"), "\(output)")
+                    #expect(
+                        output.contains(
+                            "Sandbox: 3 notifications in 2 pages — 1 enqueued, 1 already stored, 1 for another app or environment, 0 failed verification"
+                        ), "\(output)")
                     try await eventually("the recovered notification to be applied") {
                         try await flow.status()["state"] as? String == "subscribed"
                     }
@@ -224,9 +249,14 @@ struct ServerAPITests {
                     #expect(again.contains("0 enqueued, 2 already stored"), "\(again)")
 
                     // The periodic catch-up: first run reads the last day and stores its checkpoint.
-                    apple.server.state.withLock { $0.history.append(try! harness.signer.signedPayload(for: SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: UUID()), at: Date()))) }
+                    apple.server.state.withLock {
+                        $0.history.append(
+                            try! harness.signer.signedPayload(
+                                for: SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: UUID()), at: Date())))
+                    }
                     _ = try await harness.client.withConnection { connection in
-                        try await harness.components.queue.enqueue(try NewJob(kind: "notification-catch-up", arguments: [String: String]()), on: connection)
+                        try await harness.components.queue.enqueue(
+                            try NewJob(kind: "notification-catch-up", arguments: [String: String]()), on: connection)
                     }
                     // The worker's own schedule may have run a catch-up at its start already (with a checkpoint of its
                     // own), so wait for what this one must do: store the new notification, then advance the checkpoint.
@@ -237,7 +267,8 @@ struct ServerAPITests {
                         return stored == 3 && checkpoints == 1
                     }
 
-                    let (testStatus, testOutput) = try await ChildProcess.run("storekeeper", ["apple", "test-notification", "--interval", "0.1"], environment: environment)
+                    let (testStatus, testOutput) = try await ChildProcess.run(
+                        "storekeeper", ["apple", "test-notification", "--interval", "0.1"], environment: environment)
                     #expect(testStatus == 0, "\(testOutput)")
                     #expect(testOutput.contains("delivered: "), "\(testOutput)")
 
@@ -245,7 +276,9 @@ struct ServerAPITests {
                     for name in ["STOREKEEPER_ASSA_ISSUER_ID", "STOREKEEPER_ASSA_KEY_ID", "STOREKEEPER_ASSA_PRIVATE_KEY"] { unconfigured[name] = "" }
                     let (offStatus, offOutput) = try await ChildProcess.run("storekeeper", ["backfill", "--since", since], environment: unconfigured)
                     #expect(offStatus == 1)
-                    #expect(offOutput.trimmingCharacters(in: .whitespacesAndNewlines).hasPrefix("storekeeper: App Store Server API access is not configured"), "\(offOutput)")
+                    #expect(
+                        offOutput.trimmingCharacters(in: .whitespacesAndNewlines).hasPrefix(
+                            "storekeeper: App Store Server API access is not configured"), "\(offOutput)")
                 }
             }
         }

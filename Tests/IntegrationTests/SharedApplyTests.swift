@@ -3,8 +3,8 @@ import Foundation
 import Jobs
 import LocalSigning
 import StorekeeperRuntime
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Applies sharing a transaction, on real PostgreSQL")
 struct SharedApplyTests {

@@ -4,19 +4,22 @@ import LocalSigning
 import Persistence
 import PostgresNIO
 import SignedData
-import Testing
 import TestSupport
+import Testing
 
 /// Stored notifications keep Apple's signed bytes as parts (headers once); these tests hold the stored form to the
 /// bytes Apple sent — compared, hashed and verified again by a separate process — not to our own encoder.
 @Suite("Signed payloads stored as parts, on real PostgreSQL")
 struct SignedStorageTests {
-    @Test("Apple's notification is stored as parts, its header once; verify --stored joins it back byte for byte and re-verifies it", .enabled(if: AppleSamples.available, Comment(rawValue: AppleSamples.absence)))
+    @Test(
+        "Apple's notification is stored as parts, its header once; verify --stored joins it back byte for byte and re-verifies it",
+        .enabled(if: AppleSamples.available, Comment(rawValue: AppleSamples.absence)))
     func storedRealNotification() async throws {
         let text = try RealAppleDataTests.sample("46-notification.jws")
         let nested = [try RealAppleDataTests.sample("47-transaction.jws"), try RealAppleDataTests.sample("48-renewal.jws")]
         let distinctHeaders = Set(([text] + nested).map { $0.split(separator: ".")[0] })
-        try await StorekeeperHarness.run(environment: ["STOREKEEPER_BUNDLE_ID": "com.tuyoo.testing"], rootPaths: RealAppleDataTests.appleRoot) { harness in
+        try await StorekeeperHarness.run(environment: ["STOREKEEPER_BUNDLE_ID": "com.tuyoo.testing"], rootPaths: RealAppleDataTests.appleRoot) {
+            harness in
             try await harness.withHTTP { client in
                 for expected in ["accepted", "duplicate"] {
                     let response = try await client.postNotification(try JSONEncoder().encode(["signedPayload": text]))
@@ -25,7 +28,9 @@ struct SignedStorageTests {
             }
             let uuid = try #require(UUID(uuidString: "f893890d-99f9-4f17-bfe1-13970319f260"))
             // The parts are the facts: no decoded copy beside them.
-            #expect(try await harness.count("SELECT count(*) FROM notifications WHERE signed_payload IS NULL AND signed_parts IS NOT NULL AND decoded IS NULL") == 1)
+            #expect(
+                try await harness.count(
+                    "SELECT count(*) FROM notifications WHERE signed_payload IS NULL AND signed_parts IS NOT NULL AND decoded IS NULL") == 1)
             #expect(try await harness.count("SELECT count(*) FROM signed_headers") == distinctHeaders.count)
             // The parts cost a quarter of the text at most, after PostgreSQL's compression.
             let stored = try await harness.count("SELECT pg_column_size(signed_parts) FROM notifications")
@@ -49,10 +54,13 @@ struct SignedStorageTests {
         }
     }
 
-    @Test("a stored byte changed is caught by the signature; cleared payloads say so, and the verified facts stay", .enabled(if: AppleSamples.available, Comment(rawValue: AppleSamples.absence)))
+    @Test(
+        "a stored byte changed is caught by the signature; cleared payloads say so, and the verified facts stay",
+        .enabled(if: AppleSamples.available, Comment(rawValue: AppleSamples.absence)))
     func tamperingAndRetention() async throws {
         let text = try RealAppleDataTests.sample("46-notification.jws")
-        try await StorekeeperHarness.run(environment: ["STOREKEEPER_BUNDLE_ID": "com.tuyoo.testing"], rootPaths: RealAppleDataTests.appleRoot) { harness in
+        try await StorekeeperHarness.run(environment: ["STOREKEEPER_BUNDLE_ID": "com.tuyoo.testing"], rootPaths: RealAppleDataTests.appleRoot) {
+            harness in
             try await harness.withHTTP { client in
                 let response = try await client.postNotification(try JSONEncoder().encode(["signedPayload": text]))
                 #expect(response.json["status"] as? String == "accepted")
@@ -98,7 +106,10 @@ struct SignedStorageTests {
             let (clearedStatus, clearedOutput) = try await Self.verifyStored(uuid, harness: harness)
             #expect(clearedStatus == 1 && clearedOutput.contains("cleared after the retention period"))
             // The facts were written from the parts before they went: replay and the API read them.
-            #expect(try await harness.count("SELECT count(*) FROM notifications WHERE decoded->'transaction'->>'transactionId' = '2000000310357357' AND decoded->'renewalInfo'->>'autoRenewStatus' = '0' AND decoded->'payload'->'data'->>'signedTransactionInfo' IS NULL") == 1)
+            #expect(
+                try await harness.count(
+                    "SELECT count(*) FROM notifications WHERE decoded->'transaction'->>'transactionId' = '2000000310357357' AND decoded->'renewalInfo'->>'autoRenewStatus' = '0' AND decoded->'payload'->'data'->>'signedTransactionInfo' IS NULL"
+                ) == 1)
             let (replayStatus, replayed) = try await ChildProcess.run(
                 "storekeeper", ["replay", "--all"], environment: ["DATABASE_URL": harness.databaseURL.urlString])
             #expect(replayStatus == 0, "\(replayed)")
@@ -111,8 +122,9 @@ struct SignedStorageTests {
             let subscription = harness.subscription(account: UUID())
             let uuid = UUID()
             // RFC 7515 base64url has no padding; a verifier that tolerates it must not lose it when storing.
-            let padded = try harness.signer.signedPayload(
-                for: SimulatedEvent.scenario(.subscribe, subscription: subscription, at: Date()), notificationUUID: uuid) + "=="
+            let padded =
+                try harness.signer.signedPayload(
+                    for: SimulatedEvent.scenario(.subscribe, subscription: subscription, at: Date()), notificationUUID: uuid) + "=="
             try await harness.withHTTP { client in
                 let response = try await client.postNotification(try JSONEncoder().encode(["signedPayload": padded]))
                 #expect(response.json["status"] as? String == "accepted")
@@ -120,14 +132,17 @@ struct SignedStorageTests {
             try await eventually("the notification to be applied") {
                 try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'applied'") == 1
             }
-            #expect(try await harness.count(
-                "SELECT count(*) FROM notifications WHERE signed_parts IS NULL AND signed_payload IS NOT NULL AND decoded IS NOT NULL") == 1)
+            #expect(
+                try await harness.count(
+                    "SELECT count(*) FROM notifications WHERE signed_parts IS NULL AND signed_payload IS NOT NULL AND decoded IS NOT NULL") == 1)
             let stored = try await harness.client.withConnection {
                 try await SignedPayloadArchive(logger: TestDatabase.logger).signedPayload(of: uuid, on: $0)
             }
             #expect(stored == .verbatim(padded))
-            #expect(try await harness.count(
-                "SELECT count(*) FROM subscriptions WHERE original_transaction_id = '\(subscription.originalTransactionId)' AND status = 'active'") == 1)
+            #expect(
+                try await harness.count(
+                    "SELECT count(*) FROM subscriptions WHERE original_transaction_id = '\(subscription.originalTransactionId)' AND status = 'active'"
+                ) == 1)
         }
     }
 

@@ -10,14 +10,17 @@ import Testing
 @Suite("Giving a spend back: once, within its window, where its credits can go")
 struct SpendReversalTests {
     static func spend(_ client: any TestClientProtocol, _ account: String, _ meter: String, _ amount: Int, key: String) async throws -> TestResponse {
-        try await CreditHoldTests.post(client, "/v1/accounts/\(account)/usage", #"{"meter": "\#(meter)", "amount": \#(amount), "idempotencyKey": "\#(key)"}"#)
+        try await CreditHoldTests.post(
+            client, "/v1/accounts/\(account)/usage", #"{"meter": "\#(meter)", "amount": \#(amount), "idempotencyKey": "\#(key)"}"#)
     }
 
     static func reverse(_ client: any TestClientProtocol, _ account: String, key: String) async throws -> TestResponse {
         try await CreditHoldTests.post(client, "/v1/accounts/\(account)/usage/\(key)/reverse", "")
     }
 
-    @Test("a spend of 4 given back: 4 return, a repeat answers the first and returns nothing more; a refused spend is 409 not_spent; no spend is 404; a day later is 409")
+    @Test(
+        "a spend of 4 given back: 4 return, a repeat answers the first and returns nothing more; a refused spend is 409 not_spent; no spend is 404; a day later is 409"
+    )
     func once() async throws {
         let clock = ShiftedClock()
         try await StorekeeperHarness.run(worker: false, environment: CreditHoldTests.environment, clock: { clock.now }) { harness in
@@ -42,7 +45,9 @@ struct SpendReversalTests {
                 clock.set(Date().addingTimeInterval(86_400 + 60))
                 let late = try await Self.reverse(client, account, key: "late")
                 #expect(late.status == .conflict && late.json["error"] as? String == "reversal_window_passed", "\(String(buffer: late.body))")
-                #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE reason = 'usage reversed'") == 2, "one row for each bucket it took from")
+                #expect(
+                    try await harness.count("SELECT count(*) FROM credit_ledger WHERE reason = 'usage reversed'") == 2,
+                    "one row for each bucket it took from")
             }
         }
     }

@@ -2,8 +2,8 @@ import Foundation
 import HummingbirdTesting
 import PostgresNIO
 import Subscriptions
-import Testing
 import TestSupport
+import Testing
 
 @testable import Application
 

@@ -65,17 +65,25 @@ import Testing
     }
 
     static func document(_ random: inout Generator) -> AccountStatusResponse {
-        let subscription = Bool.random(using: &random) ? nil : SubscriptionState(
-            originalTransactionId: text(&random), accountId: nil, productId: text(&random), environment: AppStoreEnvironment(rawValue: text(&random)),
-            status: [.active, .expired, .gracePeriod, .billingRetry, .revoked].randomElement(using: &random)!,
-            willRenew: Bool.random(using: &random), autoRenewProductId: Bool.random(using: &random) ? nil : text(&random),
-            pendingProductId: Bool.random(using: &random) ? nil : text(&random), purchaseDate: date(&random),
-            expiresAt: date(&random), gracePeriodExpiresAt: date(&random), isTrial: Bool.random(using: &random),
-            ownership: Ownership(text(&random)), latestTransactionId: "1", lastEventType: NotificationType("SUBSCRIBED"), lastEvent: EventPosition(signedDate: 1, eventId: "e"),
-            endReason: nil, billingPlan: BillingPlan(text(&random)),
-            commitment: Bool.random(using: &random) ? nil : SubscriptionState.Commitment(
-                period: Int.random(in: 1...12, using: &random), of: 12, endsAt: date(&random), renewsTo: optionalText(&random), priceAfter: integer(&random)),
-            winBackOfferIds: (0..<Int.random(in: 0...3, using: &random)).map { _ in text(&random) })
+        let subscription =
+            Bool.random(using: &random)
+            ? nil
+            : SubscriptionState(
+                originalTransactionId: text(&random), accountId: nil, productId: text(&random),
+                environment: AppStoreEnvironment(rawValue: text(&random)),
+                status: [.active, .expired, .gracePeriod, .billingRetry, .revoked].randomElement(using: &random)!,
+                willRenew: Bool.random(using: &random), autoRenewProductId: Bool.random(using: &random) ? nil : text(&random),
+                pendingProductId: Bool.random(using: &random) ? nil : text(&random), purchaseDate: date(&random),
+                expiresAt: date(&random), gracePeriodExpiresAt: date(&random), isTrial: Bool.random(using: &random),
+                ownership: Ownership(text(&random)), latestTransactionId: "1", lastEventType: NotificationType("SUBSCRIBED"),
+                lastEvent: EventPosition(signedDate: 1, eventId: "e"),
+                endReason: nil, billingPlan: BillingPlan(text(&random)),
+                commitment: Bool.random(using: &random)
+                    ? nil
+                    : SubscriptionState.Commitment(
+                        period: Int.random(in: 1...12, using: &random), of: 12, endsAt: date(&random), renewsTo: optionalText(&random),
+                        priceAfter: integer(&random)),
+                winBackOfferIds: (0..<Int.random(in: 0...3, using: &random)).map { _ in text(&random) })
         var meters: [String: MeterCredits] = [:]
         for _ in 0..<Int.random(in: 0...4, using: &random) {
             meters[text(&random, maximum: 6)] = MeterCredits(
@@ -131,7 +139,8 @@ import Testing
             let document = Self.document(&random)
             let draft = EventDraft(
                 type: .subscriptionRenewed, key: Self.text(&random), account: document.accountId,
-                subscription: Bool.random(using: &random) ? nil : Self.text(&random), environment: Bool.random(using: &random) ? "Production" : Self.text(&random),
+                subscription: Bool.random(using: &random) ? nil : Self.text(&random),
+                environment: Bool.random(using: &random) ? "Production" : Self.text(&random),
                 change: Self.change(&random), cause: Self.cause(&random))
             let data = EventData(draft: draft, status: document)
             #expect(try data.json() == String(decoding: try Self.encoder.encode(data), as: UTF8.self))

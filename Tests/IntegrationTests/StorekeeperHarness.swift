@@ -36,7 +36,7 @@ struct StorekeeperHarness {
         clock: @escaping @Sendable () -> Date = { Date() },
         _ body: (StorekeeperHarness) async throws -> Void
     ) async throws {
-        try await TestDatabase.withFreshDatabase { url in
+        try await TestDatabase.withMigratedDatabase { url in
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sk-test-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: directory) }
             let chain = try LocalSigningChain.generate(chainOptions)

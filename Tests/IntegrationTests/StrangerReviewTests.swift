@@ -1,6 +1,6 @@
 import Foundation
-import HostileInput
 import HTTPTypes
+import HostileInput
 import Hummingbird
 import HummingbirdTesting
 import Logging
@@ -8,8 +8,8 @@ import NIOCore
 import StorekeeperRuntime
 import Subscriptions
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 @testable import HTTPAPI
 
@@ -94,7 +94,8 @@ struct StrangerReviewTests {
     func quoteWithCombiningMark() {
         let hostile = "x\"\u{301} onmouseover=alert(1) '\u{301}<\u{338}"
         let escaped = HTMLPage.escape(hostile)
-        #expect(!escaped.unicodeScalars.contains { ["\"", "'", "<", ">"].contains($0) }, "\(escaped.unicodeScalars.map { String($0.value, radix: 16) })")
+        #expect(
+            !escaped.unicodeScalars.contains { ["\"", "'", "<", ">"].contains($0) }, "\(escaped.unicodeScalars.map { String($0.value, radix: 16) })")
         #expect(escaped.hasPrefix("x&quot;\u{301} onmouseover"))
         #expect(HTMLPage.escape("plain & simple") == "plain &amp; simple")
     }
@@ -202,7 +203,8 @@ struct StrangerReviewTests {
                             try await harness.count("SELECT count(*) FROM webhook_attempts") >= 1
                         }
                         let rows = try await harness.client.query(
-                            "SELECT coalesce(status_code, 0), coalesce(error, '') FROM webhook_attempts ORDER BY id LIMIT 1", logger: TestDatabase.logger)
+                            "SELECT coalesce(status_code, 0), coalesce(error, '') FROM webhook_attempts ORDER BY id LIMIT 1",
+                            logger: TestDatabase.logger)
                         var attempt: (Int, String)?
                         for try await row in rows.decode((Int, String).self) { attempt = row }
                         #expect(attempt?.0 == 307)
@@ -227,7 +229,8 @@ struct StrangerReviewTests {
                     let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
                         for _ in 0..<20 {
                             group.addTask {
-                                try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "\#(account)", "offerId": "winback"}"#).status
+                                try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "\#(account)", "offerId": "winback"}"#)
+                                    .status
                             }
                         }
                         return try await group.reduce(into: [HTTPResponse.Status]()) { $0.append($1) }
@@ -244,9 +247,11 @@ struct StrangerReviewTests {
                     let foreign = try await client.withKey(
                         .post, "/v1/offers/promotional", #"{"accountId": "\#(subscriber)", "offerId": "stay", "appAccountToken": "\#(UUID())"}"#)
                     #expect(foreign.status == .forbidden && foreign.json["error"] as? String == "foreign_app_account_token")
-                    let intent = try await client.withKey(.post, "/v1/accounts/\(subscriber)/purchase-intents", "{}").json["appAccountToken"] as? String
+                    let intent =
+                        try await client.withKey(.post, "/v1/accounts/\(subscriber)/purchase-intents", "{}").json["appAccountToken"] as? String
                     let own = try await client.withKey(
-                        .post, "/v1/offers/promotional", #"{"accountId": "\#(subscriber)", "offerId": "stay", "appAccountToken": "\#(intent ?? "")"}"#)
+                        .post, "/v1/offers/promotional", #"{"accountId": "\#(subscriber)", "offerId": "stay", "appAccountToken": "\#(intent ?? "")"}"#
+                    )
                     #expect(own.status == .ok && own.json["appAccountToken"] as? String == intent)
                 }
             }
@@ -255,15 +260,18 @@ struct StrangerReviewTests {
 
     @Test("ids Swift calls equal but PostgreSQL does not (Å composed, decomposed) are two accounts: status and spends stay apart")
     func unicodeEquivalentAccounts() async throws {
-        let composed = "\u{00C5}sa", decomposed = "A\u{030A}sa"
+        let composed = "\u{00C5}sa"
+        let decomposed = "A\u{030A}sa"
         #expect(composed == decomposed && AccountID(composed) != AccountID(decomposed))
         #expect(Set([AccountID(composed)!, AccountID(decomposed)!]).count == 2)
         try await StorekeeperHarness.run(worker: false) { harness in
             try await harness.withHTTP { client in
                 func path(_ id: String) -> String { id.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! }
                 // Both in one group of spends where the timing allows it: the same key on both accounts.
-                async let first = client.withKey(.post, "/v1/accounts/\(path(composed))/usage", #"{"meter": "ai_requests", "amount": 2, "idempotencyKey": "z\u00e9"}"#)
-                async let second = client.withKey(.post, "/v1/accounts/\(path(decomposed))/usage", #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "ze\u0301"}"#)
+                async let first = client.withKey(
+                    .post, "/v1/accounts/\(path(composed))/usage", #"{"meter": "ai_requests", "amount": 2, "idempotencyKey": "z\u00e9"}"#)
+                async let second = client.withKey(
+                    .post, "/v1/accounts/\(path(decomposed))/usage", #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "ze\u0301"}"#)
                 let answers = try await (first, second)
                 #expect(answers.0.status == .ok && answers.1.status == .ok)
                 let left = (

@@ -9,11 +9,15 @@ import Testing
 /// and the portal needs a customer.
 @Suite("Stripe checkout, portal and link: answers to bad and good requests, on real PostgreSQL")
 struct StripeAccountsTests {
-    @Test("checkout: 400 for a bad body, URL or product (an App Store one too), 401 without the key, 413 for a huge body; 201 with the account filled in")
+    @Test(
+        "checkout: 400 for a bad body, URL or product (an App Store one too), 401 without the key, 413 for a huge body; 201 with the account filled in"
+    )
     func checkout() async throws {
         try await StripeWorld.run { world in
             let path = "/v1/accounts/user-7/stripe/checkout"
-            let good: [String: Any] = ["productId": "price_pro_monthly", "successUrl": "https://app.example/ok", "cancelUrl": "https://app.example/no"]
+            let good: [String: Any] = [
+                "productId": "price_pro_monthly", "successUrl": "https://app.example/ok", "cancelUrl": "https://app.example/no",
+            ]
             let cases: [([String: Any], String)] = [
                 ([:], "bad_request"),
                 (good.merging(["productId": "pro.monthly"]) { _, new in new }, "unknown_product"),
@@ -46,14 +50,20 @@ struct StripeAccountsTests {
         }
     }
 
-    @Test("nobody pays twice: a second checkout of the group answers the open session; paid, the same tier is refused and a higher one is the portal's; keys of two accounts never meet; a session Stripe forgot is replaced")
+    @Test(
+        "nobody pays twice: a second checkout of the group answers the open session; paid, the same tier is refused and a higher one is the portal's; keys of two accounts never meet; a session Stripe forgot is replaced"
+    )
     func payingTwice() async throws {
         try await StripeWorld.run { world in
             let account = UUID().uuidString.lowercased()
-            let good: [String: Any] = ["productId": "price_pro_monthly", "successUrl": "https://app.example/ok", "cancelUrl": "https://app.example/no"]
+            let good: [String: Any] = [
+                "productId": "price_pro_monthly", "successUrl": "https://app.example/ok", "cancelUrl": "https://app.example/no",
+            ]
             let first = try await world.post("/v1/accounts/\(account)/stripe/checkout", good)
-            let second = try await world.post("/v1/accounts/\(account)/stripe/checkout", good.merging(["productId": "price_max_monthly"]) { _, new in new })
-            #expect(first.status == .created && second.json["sessionId"] as? String == first.json["sessionId"] as? String, "one open session per group")
+            let second = try await world.post(
+                "/v1/accounts/\(account)/stripe/checkout", good.merging(["productId": "price_max_monthly"]) { _, new in new })
+            #expect(
+                first.status == .created && second.json["sessionId"] as? String == first.json["sessionId"] as? String, "one open session per group")
             let sessions = world.fake.state.withLock { $0.sessions.count }
             #expect(sessions == 1)
             let sessionId = try #require(first.json["sessionId"] as? String)
@@ -62,23 +72,28 @@ struct StripeAccountsTests {
             try await world.settle()
             let same = try await world.post("/v1/accounts/\(account)/stripe/checkout", good)
             #expect(same.status == .conflict && same.json["error"] as? String == "already_entitled")
-            let higher = try await world.post("/v1/accounts/\(account)/stripe/checkout", good.merging(["productId": "price_max_monthly"]) { _, new in new })
+            let higher = try await world.post(
+                "/v1/accounts/\(account)/stripe/checkout", good.merging(["productId": "price_max_monthly"]) { _, new in new })
             #expect(higher.status == .conflict && higher.json["error"] as? String == "change_in_portal", "\(String(buffer: higher.body))")
             // Top-ups can be bought any number of times.
-            let credits = try await world.post("/v1/accounts/\(account)/stripe/checkout", good.merging(["productId": "price_credits_100"]) { _, new in new })
+            let credits = try await world.post(
+                "/v1/accounts/\(account)/stripe/checkout", good.merging(["productId": "price_credits_100"]) { _, new in new })
             #expect(credits.status == .created)
 
             // A one-time session is not a subscription's: a subscription checkout never answers it.
             let other = UUID().uuidString.lowercased()
             let subscribing = try await world.post("/v1/accounts/\(other)/stripe/checkout", good)
-            let lifetime = try await world.post("/v1/accounts/\(other)/stripe/checkout", good.merging(["productId": "price_basic_lifetime"]) { _, new in new })
+            let lifetime = try await world.post(
+                "/v1/accounts/\(other)/stripe/checkout", good.merging(["productId": "price_basic_lifetime"]) { _, new in new })
             #expect(lifetime.status == .created && lifetime.json["sessionId"] as? String != subscribing.json["sessionId"] as? String)
-            let again = try await world.post("/v1/accounts/\(other)/stripe/checkout", good.merging(["productId": "price_max_monthly"]) { _, new in new })
+            let again = try await world.post(
+                "/v1/accounts/\(other)/stripe/checkout", good.merging(["productId": "price_max_monthly"]) { _, new in new })
             #expect(again.json["sessionId"] as? String == subscribing.json["sessionId"] as? String)
             // Paid, its events not delivered yet (or lost): Stripe is asked, and the account is not sold it twice.
             _ = try world.fake.completeCheckout(try #require(subscribing.json["sessionId"] as? String), at: StripeWorld.time(0))
             let stale = try await world.post("/v1/accounts/\(other)/stripe/checkout", good)
-            #expect(stale.status == .conflict && stale.json["error"] as? String == "already_entitled", "\(stale.status) \(String(buffer: stale.body))")
+            #expect(
+                stale.status == .conflict && stale.json["error"] as? String == "already_entitled", "\(stale.status) \(String(buffer: stale.body))")
 
             // A stored open session Stripe no longer knows (its objects reset, another key's): forgotten, a new one made.
             let third = UUID().uuidString.lowercased()
@@ -100,7 +115,9 @@ struct StripeAccountsTests {
         }
     }
 
-    @Test("portal: 404 no_customer before a web purchase, a portal URL after; the dashboard links the source to Stripe's; link: 400 for a malformed id, 404 for one Stripe does not know")
+    @Test(
+        "portal: 404 no_customer before a web purchase, a portal URL after; the dashboard links the source to Stripe's; link: 400 for a malformed id, 404 for one Stripe does not know"
+    )
     func portalAndLink() async throws {
         try await StripeWorld.run(extra: ["STOREKEEPER_ADMIN_KEYS": "admin-key-for-stripe-tests"]) { world in
             let account = UUID().uuidString.lowercased()
@@ -110,10 +127,12 @@ struct StripeAccountsTests {
             for event in world.fake.events { _ = try await world.deliver(event.body) }
             try await world.settle()
             let portal = try await world.post("/v1/accounts/\(account)/stripe/portal", ["returnUrl": "https://app.example/account"])
-            #expect(portal.status == .ok && (portal.json["url"] as? String)?.hasPrefix(world.fake.hostedURL) == true, "\(String(buffer: portal.body))")
+            #expect(
+                portal.status == .ok && (portal.json["url"] as? String)?.hasPrefix(world.fake.hostedURL) == true, "\(String(buffer: portal.body))")
             #expect(try await world.post("/v1/accounts/\(account)/stripe/portal", ["returnUrl": "ftp://x"]).status == .badRequest)
             let basic = "Basic " + Data("admin:admin-key-for-stripe-tests".utf8).base64EncodedString()
-            let page = String(buffer: try await world.http.execute(uri: "/admin?account=\(account)", method: .get, headers: [.authorization: basic]).body)
+            let page = String(
+                buffer: try await world.http.execute(uri: "/admin?account=\(account)", method: .get, headers: [.authorization: basic]).body)
             let subscription = try #require(world.fake.state.withLock { $0.subscriptions.keys.first })
             #expect(page.contains("href=\"https://dashboard.stripe.com/test/subscriptions/\(subscription)\""), "the dashboard links to Stripe's")
             #expect(page.contains("customer.subscription.created") && page.contains("invoice.paid"), "its history lists the Stripe events")
@@ -132,7 +151,8 @@ struct StripeAccountsTests {
             #expect(try await world.http.getWithKey("/v1/accounts/\(account)/status").json["entitled"] as? Bool == true)
         }
     }
-    @Test("link: a subscription another account holds is 409 whatever made it, and neither account changes; linking it again to its holder is harmless")
+    @Test(
+        "link: a subscription another account holds is 409 whatever made it, and neither account changes; linking it again to its holder is harmless")
     func linkHeldElsewhere() async throws {
         try await StripeWorld.run { world in
             let (holder, other) = ("la-\(UUID().uuidString.prefix(6))", "lb-\(UUID().uuidString.prefix(6))")

@@ -19,7 +19,8 @@ struct StripeClientTests {
     }
 
     static func client(_ url: String, key: String = FakeStripe.defaultAPIKey) -> StripeClient {
-        StripeClient(apiKey: key, baseURL: url, retryDelays: [.milliseconds(10), .milliseconds(10), .milliseconds(10)], logger: Logger(label: "test"))
+        StripeClient(
+            apiKey: key, baseURL: url, retryDelays: [.milliseconds(10), .milliseconds(10), .milliseconds(10)], logger: Logger(label: "test"))
     }
 
     static func subscribe(_ fake: FakeStripe, account: String = "user-1") throws -> String {
@@ -90,13 +91,16 @@ struct StripeClientTests {
             #expect(invoices.count == 1 && invoices.first?.paymentIntents.count == 1, "payments expanded")
             #expect(try await client.invoiceIds(paidBy: invoices[0].paymentIntents[0]) == [invoices[0].id])
 
-            var form = StripeForm([("mode", "subscription"), ("line_items[0][price]", "price_pro_monthly"), ("success_url", "https://a.example/ok?x=1&y=ü")])
+            var form = StripeForm([
+                ("mode", "subscription"), ("line_items[0][price]", "price_pro_monthly"), ("success_url", "https://a.example/ok?x=1&y=ü"),
+            ])
             form.append("client_reference_id", "user 2+3")
             let first = try await client.createCheckoutSession(form, idempotencyKey: "key-1")
             let again = try await client.createCheckoutSession(form, idempotencyKey: "key-1")
             #expect(first.id == again.id && first.clientReferenceId == "user 2+3", "form-encoded faithfully, created once")
             do {
-                _ = try await client.createCheckoutSession(StripeForm([("mode", "subscription"), ("line_items[0][price]", "price_nope")]), idempotencyKey: "key-2")
+                _ = try await client.createCheckoutSession(
+                    StripeForm([("mode", "subscription"), ("line_items[0][price]", "price_nope")]), idempotencyKey: "key-2")
                 Issue.record("an unknown price was accepted")
             } catch let error as StripeAPIError {
                 #expect(error.kind == .refused && error.code == "resource_missing" && error.message.contains("No such price"))

@@ -12,7 +12,9 @@ struct StripeIntakeTests {
     static let secrets = ["whsec_rolled_out_secret_1", "whsec_current_secret_22"]
 
     static func event(_ id: String, type: String = "customer.subscription.updated", livemode: Bool = false) -> [UInt8] {
-        Array(#"{"id":"\#(id)","object":"event","api_version":"2025-03-31.basil","created":1790000000,"livemode":\#(livemode),"type":"\#(type)","data":{"object":{"id":"sub_123","object":"subscription","status":"active"}}}"#.utf8)
+        Array(
+            #"{"id":"\#(id)","object":"event","api_version":"2025-03-31.basil","created":1790000000,"livemode":\#(livemode),"type":"\#(type)","data":{"object":{"id":"sub_123","object":"subscription","status":"active"}}}"#
+                .utf8)
     }
 
     func post(_ client: any TestClientProtocol, _ body: [UInt8], header: String?) async throws -> TestResponse {
@@ -49,7 +51,9 @@ struct StripeIntakeTests {
         }
     }
 
-    static let huge = Array(#"{"id":"evt_huge_1","object":"event","created":5792185922704059392,"livemode":false,"type":"invoice.paid","data":{"object":{"id":"in_1","object":"invoice"}}}"#.utf8)
+    static let huge = Array(
+        #"{"id":"evt_huge_1","object":"event","created":5792185922704059392,"livemode":false,"type":"invoice.paid","data":{"object":{"id":"in_1","object":"invoice"}}}"#
+            .utf8)
 
     @Test("unsigned, wrongly signed, stale, malformed and oversized requests: 400, 401, 413, and nothing stored")
     func refused() async throws {

@@ -1,13 +1,13 @@
 import AppStoreModels
 import Application
-import Subscriptions
 import Events
 import Foundation
+import HummingbirdTesting
 import LocalSigning
 import PostgresNIO
 import StripeFake
 import StripeStore
-import HummingbirdTesting
+import Subscriptions
 import Testing
 
 /// Stripe's behaviour pinned as data (`StripeScenarios/*.json`): what a customer does on the web (and in the App
@@ -116,7 +116,9 @@ struct StripeScenarioTests {
                 let response = try await world.post(
                     "/v1/accounts/\(account.uuidString.lowercased())/stripe/checkout",
                     ["productId": step.price!, "successUrl": "https://app.example/done", "cancelUrl": "https://app.example/cancel"])
-                #expect(response.status == .conflict && response.json["error"] as? String == "already_entitled", "\(scenario.name): paying twice is refused")
+                #expect(
+                    response.status == .conflict && response.json["error"] as? String == "already_entitled",
+                    "\(scenario.name): paying twice is refused")
             case "subscribeUnnamed":
                 // The app's backend created the subscription through the API: no session reference, no metadata.
                 let created = try world.fake.createSession(priceId: step.price!, mode: "subscription", account: nil)
@@ -162,7 +164,10 @@ struct StripeScenarioTests {
     /// Delivers every Stripe event and App Store notification sent so far (again: duplicates are the point).
     /// `delivered`: how many were delivered before (Stripe's events, then Apple's notifications, counted together).
     static func deliver(_ world: StripeWorld, apple: [Data], shuffled: Bool, from delivered: inout (stripe: Int, apple: Int)) async throws {
-        enum Delivery { case stripe(Data), apple(Data) }
+        enum Delivery {
+            case stripe(Data)
+            case apple(Data)
+        }
         let stripe = world.fake.events.map { Delivery.stripe($0.body) }
         let appleSent = apple.map { Delivery.apple($0) }
         // In order, only what is new since the last delivery; shuffled, everything again.

@@ -1,10 +1,10 @@
+import Credits
 import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import LocalSigning
 import NIOCore
-import Credits
 import StorekeeperRuntime
 import StripeFake
 import StripeStore

@@ -28,7 +28,8 @@ struct SubscriptionLockTests {
             let id = String(Int.random(in: 3_000_000_000...3_999_999_999))
             let notificationUUID = UUID()
             if holder == .storedNotification || waiter == .storedNotification {
-                let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: nil, originalTransactionId: id), at: Date())
+                let event = SimulatedEvent.scenario(
+                    .subscribe, subscription: harness.subscription(account: nil, originalTransactionId: id), at: Date())
                 let body = try harness.signer.requestBody(for: event, notificationUUID: notificationUUID)
                 try await harness.withHTTP { client in
                     let response = try await client.postNotification(body)
@@ -96,11 +97,12 @@ struct SubscriptionLockTests {
                 notificationType: "TEST", subtype: nil, status: nil, signedDate: 1_767_225_600_000, transaction: nil, renewalInfo: nil)
             let body = try harness.signer.requestBody(for: test, notificationUUID: notificationUUID)
             try await harness.withHTTP { client in
-                    let response = try await client.postNotification(body)
-                    #expect(response.status == .ok)
-                }
+                let response = try await client.postNotification(body)
+                #expect(response.status == .ok)
+            }
             try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
-                let stored = try await NotificationStore(logger: TestDatabase.logger).notificationLockingSubscription(notificationUUID, on: connection)
+                let stored = try await NotificationStore(logger: TestDatabase.logger).notificationLockingSubscription(
+                    notificationUUID, on: connection)
                 guard case .verified(let notification) = stored?.notification else {
                     Issue.record("the TEST notification was not stored as verified")
                     return
@@ -118,7 +120,8 @@ struct SubscriptionLockTests {
             let store = SubscriptionStore(client: harness.client, logger: TestDatabase.logger)
             // 1798172874363 is stored as ….362999 when written as it is; the others are spread over the years ahead.
             var random = SystemRandomNumberGenerator()
-            let milliseconds: [Int64] = [1_798_172_874_363] + (0..<200).map { _ in Int64.random(in: 1_700_000_000_000...2_100_000_000_000, using: &random) }
+            let milliseconds: [Int64] =
+                [1_798_172_874_363] + (0..<200).map { _ in Int64.random(in: 1_700_000_000_000...2_100_000_000_000, using: &random) }
             for (index, value) in milliseconds.enumerated() {
                 func time(_ offset: Int64) -> Date { Date(timeIntervalSince1970: Double(value + offset) / 1000) }
                 let id = "ms-\(index)"
@@ -146,8 +149,9 @@ struct SubscriptionLockTests {
             var clock = Date().addingTimeInterval(-3600)
             let subscribed = try harness.signer.requestBody(for: SimulatedEvent.scenario(.subscribe, subscription: subscription, at: clock))
             clock = clock.addingTimeInterval(60)
-            let expired = try harness.signer.requestBody(for: SimulatedEvent.scenario(
-                .expire, subscription: subscription, currentPeriod: DateInterval(start: clock.addingTimeInterval(-60), end: clock), at: clock))
+            let expired = try harness.signer.requestBody(
+                for: SimulatedEvent.scenario(
+                    .expire, subscription: subscription, currentPeriod: DateInterval(start: clock.addingTimeInterval(-60), end: clock), at: clock))
             try await harness.withHTTP { client in
                 for body in [subscribed, expired] {
                     let response = try await client.postNotification(body)
@@ -183,8 +187,9 @@ struct SubscriptionLockTests {
                 try await group.waitForAll()
             }
             try await AccountIdTests.waitApplied(harness, 3)
-            #expect(try await harness.count(
-                "SELECT count(*) FROM account_transfers WHERE from_account = '\(before.uuidString.lowercased())'") == 1)
+            #expect(
+                try await harness.count(
+                    "SELECT count(*) FROM account_transfers WHERE from_account = '\(before.uuidString.lowercased())'") == 1)
         }
     }
 }

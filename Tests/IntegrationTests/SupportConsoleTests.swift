@@ -21,9 +21,11 @@ struct SupportConsoleTests {
                 var flow = LifecycleFlow(harness: harness, client: client, account: account)
                 try await flow.send(.subscribe)
                 let renewal = try #require(try await flow.send(.renew).transaction?.transactionId)
-                let token = try await client.execute(
-                    uri: "/v1/accounts/token-owner/purchase-intents", method: .post, headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)"]
-                ).json["appAccountToken"] as? String
+                let token =
+                    try await client.execute(
+                        uri: "/v1/accounts/token-owner/purchase-intents", method: .post,
+                        headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)"]
+                    ).json["appAccountToken"] as? String
                 // A Stripe subscription as the Stripe worker stores it: its derived row and the objects read from Stripe.
                 try await harness.client.query(
                     """
@@ -41,9 +43,12 @@ struct SupportConsoleTests {
 
                 func search(_ text: String) async throws -> [(String, String)] {
                     let query = text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text
-                    let response = try await client.execute(uri: "/admin/search?q=\(query)", method: .get, headers: [.authorization: "Bearer viewer-key"])
+                    let response = try await client.execute(
+                        uri: "/admin/search?q=\(query)", method: .get, headers: [.authorization: "Bearer viewer-key"])
                     #expect(response.status == .ok, "\(text): \(String(buffer: response.body))")
-                    return (response.json["matches"] as? [[String: Any]] ?? []).map { ($0["accountId"] as? String ?? "", $0["matchedBy"] as? String ?? "") }
+                    return (response.json["matches"] as? [[String: Any]] ?? []).map {
+                        ($0["accountId"] as? String ?? "", $0["matchedBy"] as? String ?? "")
+                    }
                 }
                 let id = account.uuidString.lowercased()
                 #expect(try await search(id).map(\.0) == [id])
@@ -60,7 +65,9 @@ struct SupportConsoleTests {
                 #expect(try await search(try #require(token).uppercased()).map(\.0) == ["token-owner"])
                 #expect(try await search("nobody-at-all").isEmpty)
                 for bad in ["", "%20", "a%00b", String(repeating: "x", count: 513)] {
-                    #expect(try await client.execute(uri: "/admin/search?q=\(bad)", method: .get, headers: [.authorization: "Bearer viewer-key"]).status == .badRequest, "\(bad)")
+                    #expect(
+                        try await client.execute(uri: "/admin/search?q=\(bad)", method: .get, headers: [.authorization: "Bearer viewer-key"]).status
+                            == .badRequest, "\(bad)")
                 }
                 #expect(try await client.execute(uri: "/admin/search?q=x", method: .get).status == .unauthorized)
             }
@@ -70,7 +77,8 @@ struct SupportConsoleTests {
     @Test("the account page, found by a renewal's id, shows one timeline: signed facts, changes with deliveries, credits, operators, newest first")
     func timeline() async throws {
         var environment = Self.keys
-        environment["STOREKEEPER_WEBHOOKS"] = "{endpoints: [{name: app, url: 'http://127.0.0.1:9/hook', secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw']}]}"
+        environment["STOREKEEPER_WEBHOOKS"] =
+            "{endpoints: [{name: app, url: 'http://127.0.0.1:9/hook', secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw']}]}"
         try await StorekeeperHarness.run(environment: environment) { harness in
             try await harness.withHTTP { client in
                 let account = UUID()
@@ -103,7 +111,8 @@ struct SupportConsoleTests {
                 #expect(page.contains("<b>grant.create</b>") && page.contains("sam (support)"))
                 #expect(page.contains("app: pending") || page.contains("app: failed"), "a change shows its webhook delivery")
                 // Newest first: the grant came after the renewal was signed.
-                let grant = try #require(page.range(of: "<b>grant.create</b>")), renewed = try #require(page.range(of: "<b>DID_RENEW</b>"))
+                let grant = try #require(page.range(of: "<b>grant.create</b>"))
+                let renewed = try #require(page.range(of: "<b>DID_RENEW</b>"))
                 #expect(grant.lowerBound < renewed.lowerBound)
 
                 let nothing = try await client.execute(uri: "/admin?find=nobody-at-all", method: .get, headers: [.authorization: basic])
@@ -122,17 +131,27 @@ struct SupportConsoleTests {
                 var flow = LifecycleFlow(harness: harness, client: client, account: account)
                 try await flow.send(.subscribe)
                 let service: HTTPFields = [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"]
-                #expect(try await client.execute(
-                    uri: "/v1/accounts/\(id)/usage", method: .post, headers: service,
-                    body: ByteBuffer(string: #"{"meter": "ai_requests", "amount": 3, "idempotencyKey": "export-key-1"}"#)).status == .ok)
-                #expect(try await client.execute(
-                    uri: "/v1/accounts/\(id)/consent", method: .put, headers: service, body: ByteBuffer(string: #"{"consented": true}"#)).status == .ok)
-                #expect(try await client.execute(
-                    uri: "/admin/accounts/\(id)/grants", method: .post, headers: [.authorization: "Bearer support-key", .contentType: "application/json"],
-                    body: ByteBuffer(string: #"{"tier": "max", "duration": "P7D", "reason": "export test reason"}"#)).status == .created)
+                #expect(
+                    try await client.execute(
+                        uri: "/v1/accounts/\(id)/usage", method: .post, headers: service,
+                        body: ByteBuffer(string: #"{"meter": "ai_requests", "amount": 3, "idempotencyKey": "export-key-1"}"#)
+                    ).status == .ok)
+                #expect(
+                    try await client.execute(
+                        uri: "/v1/accounts/\(id)/consent", method: .put, headers: service, body: ByteBuffer(string: #"{"consented": true}"#)
+                    ).status == .ok)
+                #expect(
+                    try await client.execute(
+                        uri: "/admin/accounts/\(id)/grants", method: .post,
+                        headers: [.authorization: "Bearer support-key", .contentType: "application/json"],
+                        body: ByteBuffer(string: #"{"tier": "max", "duration": "P7D", "reason": "export test reason"}"#)
+                    ).status == .created)
 
-                #expect(try await client.execute(uri: "/admin/accounts/\(id)/export", method: .post, headers: [.authorization: "Bearer support-key"]).status == .forbidden)
-                let response = try await client.execute(uri: "/admin/accounts/\(id)/export", method: .post, headers: [.authorization: "Bearer admin-key"])
+                #expect(
+                    try await client.execute(uri: "/admin/accounts/\(id)/export", method: .post, headers: [.authorization: "Bearer support-key"])
+                        .status == .forbidden)
+                let response = try await client.execute(
+                    uri: "/admin/accounts/\(id)/export", method: .post, headers: [.authorization: "Bearer admin-key"])
                 #expect(response.status == .ok)
                 #expect(response.headers[.contentDisposition]?.contains("storekeeper-account-") == true)
                 let document = response.json
@@ -149,7 +168,8 @@ struct SupportConsoleTests {
                 #expect((document["events"] as? [[String: Any]])?.contains { $0["type"] as? String == "subscription.started" } == true)
                 #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'account.export' AND operator = 'ada'") == 1)
 
-                let nobody = try await client.execute(uri: "/admin/accounts/nobody-at-all/export", method: .post, headers: [.authorization: "Bearer admin-key"])
+                let nobody = try await client.execute(
+                    uri: "/admin/accounts/nobody-at-all/export", method: .post, headers: [.authorization: "Bearer admin-key"])
                 #expect(nobody.status == .notFound)
             }
         }
@@ -161,7 +181,8 @@ struct SupportConsoleTests {
             try await harness.withHTTP { client in
                 let support: HTTPFields = [.authorization: "Bearer support-key", .contentType: "application/json"]
                 func adjust(_ body: String) async throws -> TestResponse {
-                    try await client.execute(uri: "/admin/accounts/goodwill-1/credits", method: .post, headers: support, body: ByteBuffer(string: body))
+                    try await client.execute(
+                        uri: "/admin/accounts/goodwill-1/credits", method: .post, headers: support, body: ByteBuffer(string: body))
                 }
                 let added = try await adjust(#"{"meter": "ai_requests", "amount": 50, "reason": "outage on the 3rd", "idempotencyKey": "ticket-7"}"#)
                 #expect(added.status == .created)
@@ -183,14 +204,19 @@ struct SupportConsoleTests {
                     #expect(try await adjust(bad).status == .badRequest, "\(bad)")
                 }
                 let viewer = try await client.execute(
-                    uri: "/admin/accounts/goodwill-1/credits", method: .post, headers: [.authorization: "Bearer viewer-key", .contentType: "application/json"],
+                    uri: "/admin/accounts/goodwill-1/credits", method: .post,
+                    headers: [.authorization: "Bearer viewer-key", .contentType: "application/json"],
                     body: ByteBuffer(string: #"{"meter": "ai_requests", "amount": 5, "reason": "x"}"#))
                 #expect(viewer.status == .forbidden)
                 // Two adjustments posted (+50, −20): two audit entries with their reasons; the refused ones none.
-                let log = try await client.execute(uri: "/admin/audit?account=goodwill-1", method: .get, headers: [.authorization: "Bearer viewer-key"]).json
+                let log = try await client.execute(
+                    uri: "/admin/audit?account=goodwill-1", method: .get, headers: [.authorization: "Bearer viewer-key"]
+                ).json
                 let actions = log["actions"] as? [[String: Any]] ?? []
-                #expect(actions.count == 2 && actions.allSatisfy { $0["action"] as? String == "credits.adjust" && $0["operator"] as? String == "sam" })
-                #expect(actions.compactMap { ($0["after"] as? [String: Any])?["reason"] as? String }.sorted() == ["given twice", "outage on the 3rd"])
+                #expect(
+                    actions.count == 2 && actions.allSatisfy { $0["action"] as? String == "credits.adjust" && $0["operator"] as? String == "sam" })
+                #expect(
+                    actions.compactMap { ($0["after"] as? [String: Any])?["reason"] as? String }.sorted() == ["given twice", "outage on the 3rd"])
 
                 // The dashboard's form: adjusted and back to the page; refused and back with why.
                 let basic = "Basic " + Data("sam:support-key".utf8).base64EncodedString()
@@ -202,8 +228,10 @@ struct SupportConsoleTests {
                 let refused = try await client.execute(
                     uri: "/admin/accounts/goodwill-1/credit", method: .post, headers: form,
                     body: ByteBuffer(string: "meter=ai_requests&amount=-1000&reason=too+much&request=\(UUID().uuidString)"))
-                #expect(refused.headers[.location]?.contains("creditError=only%2037%20top-up%20credits") == true, "\(refused.headers[.location] ?? "")")
-                let page = String(buffer: try await client.execute(uri: "/admin?account=goodwill-1", method: .get, headers: [.authorization: basic]).body)
+                #expect(
+                    refused.headers[.location]?.contains("creditError=only%2037%20top-up%20credits") == true, "\(refused.headers[.location] ?? "")")
+                let page = String(
+                    buffer: try await client.execute(uri: "/admin?account=goodwill-1", method: .get, headers: [.authorization: basic]).body)
                 #expect(page.contains("<b>+7 ai_requests</b>") && page.contains("operator adjustment") && page.contains("Adjust credits"))
             }
         }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Logging
 import Persistence
@@ -20,18 +21,25 @@ enum TestDatabase {
         return try DatabaseURL(parsing: text)
     }
 
-    /// Creates an empty database, runs `body` with its URL, and drops it.
-    static func withFreshDatabase<Result: Sendable>(_ body: (DatabaseURL) async throws -> Result) async throws -> Result {
+    /// Creates an empty database (or a copy of database `template`), runs `body` with its URL, and drops it (unless
+    /// `keeping`).
+    static func withFreshDatabase<Result: Sendable>(
+        copying template: String? = nil, keeping: Bool = false, _ body: (DatabaseURL) async throws -> Result
+    ) async throws -> Result {
         let admin = try adminURL()
         let name = "sk_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
         _ = try await PostgresClient.withRunning(admin.clientConfiguration(maximumConnections: 1), logger: logger) { client in
-            try await client.query("CREATE DATABASE \(unescaped: name)", logger: logger)
+            if let template {
+                try await client.query("CREATE DATABASE \(unescaped: name) TEMPLATE \(unescaped: template)", logger: logger)
+            } else {
+                try await client.query("CREATE DATABASE \(unescaped: name)", logger: logger)
+            }
         }
         var url = admin
         url.database = name
         do {
             let result = try await body(url)
-            try await drop(name, admin: admin)
+            if !keeping { try await drop(name, admin: admin) }
             return result
         } catch {
             try? await drop(name, admin: admin)
@@ -39,17 +47,54 @@ enum TestDatabase {
         }
     }
 
-    /// Creates an empty database, applies every migration, runs `body` with a running client on it (at most
+    /// Creates a database with every migration applied — a copy of the template ``migratedTemplate`` holds, so each
+    /// test does not run them all again — runs `body` with its URL, and drops it.
+    static func withMigratedDatabase<Result: Sendable>(_ body: (DatabaseURL) async throws -> Result) async throws -> Result {
+        let template = try await migratedTemplate.value
+        return try await withFreshDatabase(copying: template, body)
+    }
+
+    /// Creates a migrated database (``withMigratedDatabase(_:)``), runs `body` with a running client on it (at most
     /// `maximumConnections` connections), and drops it.
     static func withMigratedClient<Result: Sendable>(
         maximumConnections: Int, _ body: @escaping @Sendable (PostgresClient) async throws -> Result
     ) async throws -> Result {
-        try await withFreshDatabase { url in
+        try await withMigratedDatabase { url in
             try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: maximumConnections), logger: logger) { client in
-                try await SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: logger).migrate()
-                return try await body(client)
+                try await body(client)
             }
         }
+    }
+
+    /// The name of a database on the test cluster with every migration of `sql/` applied, made once per cluster and
+    /// schema: named by the SQL files' digest, so a changed migration makes a new one. Built under a name of its own and
+    /// renamed when complete, so a test process that finds it finds it whole (two processes racing keep the first).
+    static let migratedTemplate = Task<String, any Error> {
+        let directory = SchemaMigrator.defaultDirectory()
+        var digest = SHA256()
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory.path).filter({ $0.hasSuffix(".sql") }).sorted() {
+            digest.update(data: Data(name.utf8))
+            digest.update(data: try Data(contentsOf: directory.appendingPathComponent(name)))
+        }
+        let name = "sk_template_" + digest.finalize().prefix(8).map { String(format: "%02x", $0) }.joined()
+        let admin = try adminURL()
+        let exists = try await PostgresClient.withRunning(admin.clientConfiguration(maximumConnections: 1), logger: logger) { client in
+            try await client.query("SELECT 1 FROM pg_database WHERE datname = \(name)", logger: logger).collect().count == 1
+        }
+        if exists { return name }
+        try await withFreshDatabase(keeping: true) { url in
+            try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 1), logger: logger) { client in
+                _ = try await SchemaMigrator(client: client, directory: directory, logger: logger).migrate()
+            }
+            try await PostgresClient.withRunning(admin.clientConfiguration(maximumConnections: 1), logger: logger) { client in
+                do {
+                    try await client.query("ALTER DATABASE \(unescaped: url.database) RENAME TO \(unescaped: name)", logger: logger)
+                } catch {
+                    try await client.query("DROP DATABASE IF EXISTS \(unescaped: url.database) WITH (FORCE)", logger: logger)
+                }
+            }
+        }
+        return name
     }
 
     private static func drop(_ name: String, admin: DatabaseURL) async throws {

@@ -1,14 +1,15 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import HTTPTypes
 import HummingbirdTesting
 import NIOCore
 import StorekeeperRuntime
 import StripeStore
-import Testing
 import TestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The third review's rows 6–8 and its design note on `grantable_only` tiers (issue 51), each as it was attacked:
 /// `dev` with named operator keys, a stale or early `Stripe-Signature`, a crafted dashboard link, support granting
@@ -24,7 +25,7 @@ struct ThirdReviewTests {
 
     @Test("row 6: `dev` starts with named operator keys; the user's viewer is a viewer, dev's own key an admin named dev")
     func devNamedKeys() async throws {
-        try await TestDatabase.withFreshDatabase { url in
+        try await TestDatabase.withMigratedDatabase { url in
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sk-third-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
@@ -60,11 +61,12 @@ struct ThirdReviewTests {
         let devKey = "sk_dev_" + String(repeating: "ab", count: 32)
         func operators(_ user: String?) throws -> [String: String] {
             let entries = DevEnvironment.adminKeys(devKey: devKey, adding: user)
-            let configuration = try StorekeeperConfiguration.load(environment: [
-                "STOREKEEPER_BUNDLE_ID": "com.example.app", "STOREKEEPER_ENVIRONMENTS": "Sandbox",
-                "STOREKEEPER_ROOT_CERTIFICATES": AppleSamples.repository.appendingPathComponent("config/AppleRootCA-G3.cer").path,
-                "STOREKEEPER_TIERS": AppleSamples.repository.appendingPathComponent("config/tiers.yml").path, "STOREKEEPER_ADMIN_KEYS": entries,
-            ], requiresDatabase: false)
+            let configuration = try StorekeeperConfiguration.load(
+                environment: [
+                    "STOREKEEPER_BUNDLE_ID": "com.example.app", "STOREKEEPER_ENVIRONMENTS": "Sandbox",
+                    "STOREKEEPER_ROOT_CERTIFICATES": AppleSamples.repository.appendingPathComponent("config/AppleRootCA-G3.cer").path,
+                    "STOREKEEPER_TIERS": AppleSamples.repository.appendingPathComponent("config/tiers.yml").path, "STOREKEEPER_ADMIN_KEYS": entries,
+                ], requiresDatabase: false)
             return Dictionary(uniqueKeysWithValues: configuration.adminKeys.map { ($0.key, "\($0.name):\($0.role.rawValue)") })
         }
         #expect(try operators("alice:viewer:some-long-viewer-key-000001") == [devKey: "dev:admin", "some-long-viewer-key-000001": "alice:viewer"])
@@ -141,10 +143,14 @@ struct ThirdReviewTests {
                 // The other forms' redirects are signed as well: the erase form unconfirmed, a mass extension's dry run.
                 for (uri, form, notice) in [
                     ("/admin/accounts/noticed/erase", "confirm=someone-else", "Not erased: type the account id exactly to confirm"),
-                    ("/admin/extend-all", "productId=pro.monthly&days=3&reason=service_issue_or_outage&dryRun=true&request=\(UUID().uuidString)", "Dry run: 0 paid"),
+                    (
+                        "/admin/extend-all", "productId=pro.monthly&days=3&reason=service_issue_or_outage&dryRun=true&request=\(UUID().uuidString)",
+                        "Dry run: 0 paid"
+                    ),
                 ] {
                     let answer = try await client.execute(
-                        uri: uri, method: .post, headers: [.authorization: "Bearer \(Self.admin)", .contentType: "application/x-www-form-urlencoded"],
+                        uri: uri, method: .post,
+                        headers: [.authorization: "Bearer \(Self.admin)", .contentType: "application/x-www-form-urlencoded"],
                         body: ByteBuffer(string: form))
                     let back = try #require(answer.headers[.location], "\(uri): \(answer.status)")
                     #expect(try await page(back, key: Self.admin).contains(notice), "\(back)")
@@ -168,9 +174,12 @@ struct ThirdReviewTests {
                     try await client.execute(
                         uri: "/admin/accounts/internal-team/grants", method: .post,
                         headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
-                        body: ByteBuffer(string: #"{"tier": "\#(tier)", "duration": "P30D", "reason": "team account"}"#)).status
+                        body: ByteBuffer(string: #"{"tier": "\#(tier)", "duration": "P30D", "reason": "team account"}"#)
+                    ).status
                 }
-                func granted() async throws -> Int { try await harness.count("SELECT count(*) FROM entitlement_sources WHERE account_id = 'internal-team'") }
+                func granted() async throws -> Int {
+                    try await harness.count("SELECT count(*) FROM entitlement_sources WHERE account_id = 'internal-team'")
+                }
                 #expect(try await grant(Self.support, tier: "admin") == .forbidden)
                 #expect(try await granted() == 0)
                 let form = try await client.execute(
@@ -185,11 +194,16 @@ struct ThirdReviewTests {
 
                 /// The grant form's tier values, and the one a browser submits untouched (the selected one, else the first).
                 func tierChoices(_ key: String) async throws -> (values: [String], chosen: String?) {
-                    let page = String(buffer: try await client.execute(uri: "/admin?account=internal-team", method: .get, headers: [.authorization: "Bearer \(key)"]).body)
-                    let select = try #require(page.range(of: #"<select name="tier">.*?</select>"#, options: .regularExpression).map { String(page[$0]) })
+                    let page = String(
+                        buffer: try await client.execute(
+                            uri: "/admin?account=internal-team", method: .get, headers: [.authorization: "Bearer \(key)"]
+                        ).body)
+                    let select = try #require(
+                        page.range(of: #"<select name="tier">.*?</select>"#, options: .regularExpression).map { String(page[$0]) })
                     let options = select.components(separatedBy: "<option").dropFirst()
                     let parsed = options.map { option -> (String, Bool) in
-                        let value = option.range(of: #"value="[^"]*""#, options: .regularExpression).map { String(option[$0].dropFirst(7).dropLast()) } ?? ""
+                        let value =
+                            option.range(of: #"value="[^"]*""#, options: .regularExpression).map { String(option[$0].dropFirst(7).dropLast()) } ?? ""
                         return (value, option.contains(" selected"))
                     }
                     return (parsed.map(\.0), parsed.first { $0.1 }?.0 ?? parsed.first?.0)

@@ -1,9 +1,9 @@
 import Foundation
 import Hummingbird
-import Synchronization
 import HummingbirdTesting
-import Testing
+import Synchronization
 import TestSupport
+import Testing
 
 @Suite("Webhooks to the app's services: every event once, in order per account, through crashes and outages")
 struct WebhookDeliveryTests {
@@ -90,12 +90,14 @@ struct WebhookDeliveryTests {
                     for _ in 0..<30 where Set(receiver.deliveries.map(\.id)) != Set(stored.map(\.0)) {
                         clock.now = clock.now.addingTimeInterval(600)
                         _ = try await harness.count(
-                            "WITH due AS (UPDATE jobs SET run_at = now() WHERE kind = 'webhook-delivery' AND state = 'available' RETURNING 1) SELECT count(*) FROM due")
+                            "WITH due AS (UPDATE jobs SET run_at = now() WHERE kind = 'webhook-delivery' AND state = 'available' RETURNING 1) SELECT count(*) FROM due"
+                        )
                         // A minute, not the default 15 s: the receiver and the worker share this process with the whole parallel suite on
                         // two cores, where one 10-s request timeout plus a poll has been seen to pass 15 s.
                         try await eventually(timeout: .seconds(60), "the due deliveries tried") {
                             try await harness.count(
-                                "SELECT count(*) FROM jobs WHERE kind = 'webhook-delivery' AND (state = 'running' OR (state = 'available' AND run_at <= now()))") == 0
+                                "SELECT count(*) FROM jobs WHERE kind = 'webhook-delivery' AND (state = 'running' OR (state = 'available' AND run_at <= now()))"
+                            ) == 0
                         }
                     }
                     #expect(receiver.firstCopies.map(\.id) == stored.map(\.0))

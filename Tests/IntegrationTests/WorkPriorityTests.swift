@@ -6,13 +6,14 @@ struct WorkPriorityTests {
     /// Name and nice value of every thread of `pid`, from `/proc/<pid>/task/*/comm` and `stat` (field 19).
     static func threadNiceValues(_ pid: Int32) -> [String: Int] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        return Dictionary(uniqueKeysWithValues: tasks.compactMap { task -> (String, Int)? in
-            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
-                let name = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8),
-                let fields = stat.split(separator: ")").last?.split(separator: " "), fields.count > 16, let nice = Int(fields[16])
-            else { return nil }
-            return ("\(task) \(name.trimmingCharacters(in: .whitespacesAndNewlines))", nice)
-        })
+        return Dictionary(
+            uniqueKeysWithValues: tasks.compactMap { task -> (String, Int)? in
+                guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
+                    let name = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8),
+                    let fields = stat.split(separator: ")").last?.split(separator: " "), fields.count > 16, let nice = Int(fields[16])
+                else { return nil }
+                return ("\(task) \(name.trimmingCharacters(in: .whitespacesAndNewlines))", nice)
+            })
     }
 
     /// The threads that run jobs — the main thread, NIO's event loops and the concurrency pool's — are lowered.

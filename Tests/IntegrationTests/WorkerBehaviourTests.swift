@@ -29,8 +29,11 @@ struct WorkerBehaviourTests {
     func timeout() async throws {
         try await StorekeeperHarness.run(worker: false) { harness in
             let queue = harness.components.queue
-            _ = try await queue.client.withConnection { try await queue.enqueue(try NewJob(kind: "slow", arguments: Empty(), maxAttempts: 1), on: $0) }
-            let worker = JobWorker(queue: queue, handlers: [SlowHandler()], options: .init(pollInterval: .milliseconds(100)), logger: TestDatabase.logger)
+            _ = try await queue.client.withConnection {
+                try await queue.enqueue(try NewJob(kind: "slow", arguments: Empty(), maxAttempts: 1), on: $0)
+            }
+            let worker = JobWorker(
+                queue: queue, handlers: [SlowHandler()], options: .init(pollInterval: .milliseconds(100)), logger: TestDatabase.logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await worker.run() }
                 defer { group.cancelAll() }
@@ -46,14 +49,17 @@ struct WorkerBehaviourTests {
         try await StorekeeperHarness.run(worker: false) { harness in
             let queue = harness.components.queue
             let starts = Starts()
-            let worker = JobWorker(queue: queue, handlers: [RecordingHandler(starts: starts)], options: .init(pollInterval: .seconds(10)), logger: TestDatabase.logger)
+            let worker = JobWorker(
+                queue: queue, handlers: [RecordingHandler(starts: starts)], options: .init(pollInterval: .seconds(10)), logger: TestDatabase.logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await worker.run() }
                 defer { group.cancelAll() }
                 // The worker listens before the enqueue, so its NOTIFY reaches it (a wake-up before the idle wait is kept).
                 try await harness.waitUntilListening()
                 let runAt = Date().addingTimeInterval(1.5)
-                _ = try await queue.client.withConnection { try await queue.enqueue(try NewJob(kind: "record", arguments: Empty(), runAt: runAt), on: $0) }
+                _ = try await queue.client.withConnection {
+                    try await queue.enqueue(try NewJob(kind: "record", arguments: Empty(), runAt: runAt), on: $0)
+                }
                 try await eventually(timeout: .seconds(6), "the delayed job to start well before the next poll") {
                     starts.dates.withLock { !$0.isEmpty }
                 }
@@ -136,9 +142,13 @@ struct WorkerBehaviourTests {
     func retention() async throws {
         try await StorekeeperHarness.run(worker: false) { harness in
             let queue = harness.components.queue
-            _ = try await queue.client.withConnection { try await queue.enqueue([try NewJob(kind: "x", arguments: Empty()), try NewJob(kind: "x", arguments: Empty())], on: $0) }
+            _ = try await queue.client.withConnection {
+                try await queue.enqueue([try NewJob(kind: "x", arguments: Empty()), try NewJob(kind: "x", arguments: Empty())], on: $0)
+            }
             try await queue.complete(try await queue.claim(limit: 2, workerID: UUID()))
-            try await harness.client.query("UPDATE job_history SET finished_at = now() - interval '8 days' WHERE id = (SELECT min(id) FROM job_history)", logger: TestDatabase.logger)
+            try await harness.client.query(
+                "UPDATE job_history SET finished_at = now() - interval '8 days' WHERE id = (SELECT min(id) FROM job_history)",
+                logger: TestDatabase.logger)
             #expect(try await queue.pruneHistory(olderThan: .seconds(7 * 86_400)) == 1)
             #expect(try await harness.count("SELECT count(*) FROM job_history") == 1)
         }

@@ -18,9 +18,8 @@ struct WorkerProcessTests {
 
     /// A migrated database with the probe table, a running client and queue.
     static func withProbeDatabase(_ body: @escaping @Sendable (DatabaseURL, PostgresJobQueue) async throws -> Void) async throws {
-        try await TestDatabase.withFreshDatabase { url in
+        try await TestDatabase.withMigratedDatabase { url in
             try await PostgresClient.withRunning(url.clientConfiguration(), logger: TestDatabase.logger) { client in
-                try await SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: TestDatabase.logger).migrate()
                 try await client.query(
                     """
                     CREATE TABLE probe_runs (job_id bigint, attempt int, key text, worker text,

@@ -1,8 +1,8 @@
 import Credits
 import Foundation
 import Subscriptions
-import Testing
 import TestSupport
+import Testing
 
 /// The credit invariants (issue 39), whatever Apple sends and in whatever order: random histories of one
 /// subscription built from every kind of notification — renewals on time and reported early, upgrades on top of
@@ -41,7 +41,8 @@ struct CreditInvariantTests {
                 let last = events.map(\.at).max() ?? 0
                 for day in stride(from: 0.0, through: last + 70, by: 2.5) where Scenario.date(day) >= clock {
                     if let problem = Self.violation(in: world, at: Scenario.date(day)) {
-                        failures.append("history \(index) (\(orderIndex == 0 ? "in order" : "shuffled")), day \(day): \(problem)\n    \(Self.describe(events))")
+                        failures.append(
+                            "history \(index) (\(orderIndex == 0 ? "in order" : "shuffled")), day \(day): \(problem)\n    \(Self.describe(events))")
                         break
                     }
                 }
@@ -110,12 +111,16 @@ struct CreditInvariantTests {
     static func history(using random: inout SplitMix64) -> [Step] {
         var steps: [Step] = []
         var productIndex = Int.random(in: 0..<2, using: &random)
-        var from = 0.0, to = 30.0, now = 0.0
+        var from = 0.0
+        var to = 30.0
+        var now = 0.0
         var transaction = 0
         var current: [String: Any] = [:]
         func tx(_ id: Int, _ start: Double, _ end: Double, product: Int, extra: [String: Any] = [:]) -> [String: Any] {
-            ["id": "t\(id)", "product": products[product].0, "from": start, "to": end, "period": "w-t\(id)", "price": products[product].1,
-             "token": "A"].merging(extra) { $1 }
+            [
+                "id": "t\(id)", "product": products[product].0, "from": start, "to": end, "period": "w-t\(id)", "price": products[product].1,
+                "token": "A",
+            ].merging(extra) { $1 }
         }
         current = tx(0, from, to, product: productIndex)
         steps.append(Step(notification: "SUBSCRIBED/INITIAL_BUY", at: 0, status: 1, tx: current, renewal: ["autoRenew": 1]))
@@ -140,9 +145,10 @@ struct CreditInvariantTests {
                 steps.append(Step(notification: "DID_CHANGE_RENEWAL_PREF/UPGRADE", at: now, status: 1, tx: current, renewal: ["autoRenew": 1]))
             case 3:  // downgrade at the next renewal
                 guard productIndex > 0 else { continue }
-                steps.append(Step(
-                    notification: "DID_CHANGE_RENEWAL_PREF/DOWNGRADE", at: now, status: 1, tx: current,
-                    renewal: ["autoRenew": 1, "next": products[productIndex - 1].0]))
+                steps.append(
+                    Step(
+                        notification: "DID_CHANGE_RENEWAL_PREF/DOWNGRADE", at: now, status: 1, tx: current,
+                        renewal: ["autoRenew": 1, "next": products[productIndex - 1].0]))
             case 4:  // refund of the period in force
                 now = min(max(now, from) + Double.random(in: 0...5, using: &random), to)
                 var revoked = current
@@ -163,9 +169,10 @@ struct CreditInvariantTests {
                 refunded = nil
             case 7:  // grace at the period's end, maybe recovered
                 now = max(now, to)
-                steps.append(Step(
-                    notification: "DID_FAIL_TO_RENEW/GRACE_PERIOD", at: now, status: 4, tx: current,
-                    renewal: ["autoRenew": 1, "retry": true, "grace": now + 6]))
+                steps.append(
+                    Step(
+                        notification: "DID_FAIL_TO_RENEW/GRACE_PERIOD", at: now, status: 4, tx: current,
+                        renewal: ["autoRenew": 1, "retry": true, "grace": now + 6]))
                 if Bool.random(using: &random) {
                     now += Double.random(in: 0.5...5, using: &random)
                     transaction += 1
@@ -176,12 +183,14 @@ struct CreditInvariantTests {
                 }
             case 8:  // billing retry without grace
                 now = max(now, to)
-                steps.append(Step(
-                    notification: "DID_FAIL_TO_RENEW", at: now, status: 3, tx: current, renewal: ["autoRenew": 1, "retry": true]))
+                steps.append(
+                    Step(
+                        notification: "DID_FAIL_TO_RENEW", at: now, status: 3, tx: current, renewal: ["autoRenew": 1, "retry": true]))
             case 9:  // expiry
                 now = max(now, to)
-                steps.append(Step(
-                    notification: "EXPIRED/VOLUNTARY", at: now, status: 2, tx: current, renewal: ["autoRenew": 0, "intent": 1]))
+                steps.append(
+                    Step(
+                        notification: "EXPIRED/VOLUNTARY", at: now, status: 2, tx: current, renewal: ["autoRenew": 0, "intent": 1]))
             default:  // family sharing revoked
                 now = min(max(now, from) + Double.random(in: 0...5, using: &random), to)
                 var revoked = current

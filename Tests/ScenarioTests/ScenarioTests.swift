@@ -4,8 +4,8 @@ import Foundation
 import LocalSigning
 import SignedData
 import Subscriptions
-import Testing
 import TestSupport
+import Testing
 
 /// The scenario suite: one file per scenario in `Scenarios/` (signed events in, expected status and credits out),
 /// written from Apple's documentation and from what a customer must see. Every event is signed with an Apple-shaped
@@ -136,11 +136,14 @@ struct ScenarioTests {
                 if let subscriptionEvent = SubscriptionEvent(verified) {
                     deliveries.append((.subscription(subscriptionEvent), at))
                 } else if let purchase = verified.transaction {
-                    deliveries.append((
-                        .oneTime(
-                            purchase, account: purchase.appAccountToken.flatMap(AccountID.init), notificationType: verified.payload.notificationType,
-                            signedDate: verified.payload.signedDate),
-                        at))
+                    deliveries.append(
+                        (
+                            .oneTime(
+                                purchase, account: purchase.appAccountToken.flatMap(AccountID.init),
+                                notificationType: verified.payload.notificationType,
+                                signedDate: verified.payload.signedDate),
+                            at
+                        ))
                 }
             }
         }

@@ -68,7 +68,8 @@ struct NotificationShapeTests {
             ],
         ]
         let verifier = fixture.verifier()
-        let notification = try await verifier.verifyNotification(try fixture.signer.sign(payloadBytes: JSONSerialization.data(withJSONObject: payload)))
+        let notification = try await verifier.verifyNotification(
+            try fixture.signer.sign(payloadBytes: JSONSerialization.data(withJSONObject: payload)))
         #expect(notification.payload.summary?.succeededCount == 10)
         #expect(verifier.identityVerdict(for: notification) == .accepted)
     }
@@ -81,9 +82,12 @@ struct NotificationShapeTests {
             let payload: [String: Any] = [
                 "notificationType": "EXTERNAL_PURCHASE_TOKEN", "subtype": "UNREPORTED", "notificationUUID": UUID().uuidString,
                 "signedDate": SignedFixture.signedDate,
-                "externalPurchaseToken": ["externalPurchaseId": id, "tokenCreationDate": SignedFixture.signedDate, "appAppleId": 42, "bundleId": SignedFixture.bundleId],
+                "externalPurchaseToken": [
+                    "externalPurchaseId": id, "tokenCreationDate": SignedFixture.signedDate, "appAppleId": 42, "bundleId": SignedFixture.bundleId,
+                ],
             ]
-            let notification = try await verifier.verifyNotification(try fixture.signer.sign(payloadBytes: JSONSerialization.data(withJSONObject: payload)))
+            let notification = try await verifier.verifyNotification(
+                try fixture.signer.sign(payloadBytes: JSONSerialization.data(withJSONObject: payload)))
             #expect((verifier.identityVerdict(for: notification) == .accepted) == accepted, "\(id)")
         }
     }
@@ -92,7 +96,8 @@ struct NotificationShapeTests {
     func appData() async throws {
         let fixture = try SignedFixture()
         let verifier = fixture.verifier()
-        let app = AppTransactionPayload(receiptType: .sandbox, appAppleId: 42, bundleId: SignedFixture.bundleId, receiptCreationDate: SignedFixture.signedDate)
+        let app = AppTransactionPayload(
+            receiptType: .sandbox, appAppleId: 42, bundleId: SignedFixture.bundleId, receiptCreationDate: SignedFixture.signedDate)
         func envelope(_ signedApp: String) throws -> String {
             let payload: [String: Any] = [
                 "notificationType": "RESCIND_CONSENT", "notificationUUID": UUID().uuidString, "signedDate": SignedFixture.signedDate,

@@ -64,7 +64,12 @@ struct GooglePushVerifierTests {
         reversed.lifetime = -10
         let genuine = try fake.pushToken(claims())
         let parts = genuine.split(separator: ".").map(String.init)
-        let forgedPayload = parts[0] + "." + Data(#"{"aud":"\#(Self.audience)","email":"\#(Self.account)","email_verified":true,"iat":1795000000,"exp":1795003600,"iss":"https://accounts.google.com"}"#.utf8).base64EncodedString()
+        let forgedPayload =
+            parts[0] + "."
+            + Data(
+                #"{"aud":"\#(Self.audience)","email":"\#(Self.account)","email_verified":true,"iat":1795000000,"exp":1795003600,"iss":"https://accounts.google.com"}"#
+                    .utf8
+            ).base64EncodedString()
             .replacingOccurrences(of: "=", with: "") + "." + parts[2]
         let cases: [(String, String?, VerificationError.Category)] = [
             ("no header", nil, .malformed),
@@ -95,7 +100,8 @@ struct GooglePushVerifierTests {
             }
         }
         // Within the skew both ways still passes.
-        _ = try await verifier.verify(authorization: "Bearer " + (try fake.pushToken(claims(at: Self.now.addingTimeInterval(-3600 + 30)))), now: Self.now)
+        _ = try await verifier.verify(
+            authorization: "Bearer " + (try fake.pushToken(claims(at: Self.now.addingTimeInterval(-3600 + 30)))), now: Self.now)
         _ = try await verifier.verify(authorization: "Bearer " + (try fake.pushToken(claims(at: Self.now.addingTimeInterval(30)))), now: Self.now)
     }
 
@@ -112,11 +118,15 @@ struct GooglePushVerifierTests {
         let stranger = try fake.strangerKey()
         for index in 0..<50 {
             let made = try fake.pushToken(claims(), key: stranger, header: ["alg": "RS256", "kid": "made-up-\(index)", "typ": "JWT"])
-            await #expect(throws: VerificationError.self) { try await verifier.verify(authorization: "Bearer \(made)", now: later.addingTimeInterval(Double(index) / 10)) }
+            await #expect(throws: VerificationError.self) {
+                try await verifier.verify(authorization: "Bearer \(made)", now: later.addingTimeInterval(Double(index) / 10))
+            }
         }
         #expect(await verifier.fetches == 2, "fifty unknown kids within the interval fetched nothing more")
         let made = try fake.pushToken(claims(), key: try fake.strangerKey(kid: "made-up-late"))
-        await #expect(throws: VerificationError.self) { try await verifier.verify(authorization: "Bearer \(made)", now: later.addingTimeInterval(31)) }
+        await #expect(throws: VerificationError.self) {
+            try await verifier.verify(authorization: "Bearer \(made)", now: later.addingTimeInterval(31))
+        }
         #expect(await verifier.fetches == 3, "after the interval one more fetch is allowed")
     }
 

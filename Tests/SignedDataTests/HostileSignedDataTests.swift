@@ -3,8 +3,8 @@ import Foundation
 import HostileInput
 import LocalSigning
 import SignedData
-import Testing
 import TestSupport
+import Testing
 
 /// What a stranger's JWS and a compromised signer's content do to verification, without a database. Expectations
 /// are those of issue 20 and of Apple's documentation: a `signedDate` outside 2000-01-01…now + 1 day is malformed
@@ -125,4 +125,3 @@ struct HostileSignedDataTests {
         #expect(verified > 0 && verified < cases.count)
     }
 }
-

@@ -2,8 +2,8 @@ import AppStoreModels
 import Foundation
 import LocalSigning
 import SignedData
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Online mode: validity at now and OCSP")
 struct OnlineCheckTests {
@@ -17,8 +17,9 @@ struct OnlineCheckTests {
         init() throws {
             let now = Date()
             chain = try LocalSigningChain.generate(
-                .init(notValidBefore: now.addingTimeInterval(-86_400), notValidAfter: now.addingTimeInterval(86_400 * 365),
-                      ocspResponderURI: "http://ocsp.test/responder"))
+                .init(
+                    notValidBefore: now.addingTimeInterval(-86_400), notValidAfter: now.addingTimeInterval(86_400 * 365),
+                    ocspResponderURI: "http://ocsp.test/responder"))
             responder = TestOCSPResponder(chain: chain)
             signer = try JWSSigner(chain: chain)
             let clock = self.clock

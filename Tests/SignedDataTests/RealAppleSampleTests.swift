@@ -1,8 +1,8 @@
 import AppStoreModels
 import Crypto
 import Foundation
-import Testing
 import TestSupport
+import Testing
 import X509
 
 @testable import SignedData

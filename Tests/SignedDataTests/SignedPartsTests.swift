@@ -1,7 +1,7 @@
 import AppStoreModels
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @testable import SignedData
 
@@ -68,7 +68,8 @@ struct SignedPartsTests {
     func damagedEncodings() throws {
         let text = try Self.sample(46)
         let encoded = try #require(
-            SignedParts(splitting: text, nested: [("signedTransactionInfo", try Self.sample(47)), ("signedRenewalInfo", try Self.sample(48))])).encoded
+            SignedParts(splitting: text, nested: [("signedTransactionInfo", try Self.sample(47)), ("signedRenewalInfo", try Self.sample(48))])
+        ).encoded
         for length in 0..<encoded.count { #expect(SignedParts(encoded: encoded.prefix(length)) == nil) }
         var version = encoded
         version[0] = 2

@@ -63,7 +63,10 @@ struct VerifierRejectionTests {
     @Test("a leaf expired or not yet valid at signedDate")
     func leafValidity() async throws {
         let signed = Date(timeIntervalSince1970: Double(SignedFixture.signedDate) / 1000)
-        for window in [signed.addingTimeInterval(-86_400 * 10)...signed.addingTimeInterval(-86_400), signed.addingTimeInterval(3600)...signed.addingTimeInterval(86_400)] {
+        for window in [
+            signed.addingTimeInterval(-86_400 * 10)...signed.addingTimeInterval(-86_400),
+            signed.addingTimeInterval(3600)...signed.addingTimeInterval(86_400),
+        ] {
             let fixture = try SignedFixture(.init(leafValidity: window))
             #expect(await category { try await fixture.verifier().verifyNotification(try fixture.notification()) } == .untrusted)
         }
@@ -98,12 +101,16 @@ struct VerifierRejectionTests {
         }
         #expect(await category { try await fixture.verifier().verifyNotification(try withHeader(["x5c": x5c])) } == .malformed)
         #expect(await category { try await fixture.verifier().verifyNotification(try withHeader(["alg": "ES256"])) } == .malformed)
-        #expect(await category { try await fixture.verifier().verifyNotification(try withHeader(["alg": "ES256", "x5c": Array(x5c.prefix(2))])) } == .malformed)
-        #expect(await category { try await fixture.verifier().verifyNotification(try withHeader(["alg": "ES256", "x5c": x5c + [x5c[2]]])) } == .malformed)
+        #expect(
+            await category { try await fixture.verifier().verifyNotification(try withHeader(["alg": "ES256", "x5c": Array(x5c.prefix(2))])) }
+                == .malformed)
+        #expect(
+            await category { try await fixture.verifier().verifyNotification(try withHeader(["alg": "ES256", "x5c": x5c + [x5c[2]]])) } == .malformed)
         // base64url instead of standard base64 inside x5c.
         let urlSafe = x5c.map { $0.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_") }
         if urlSafe != x5c {
-            #expect(await category { try await fixture.verifier().verifyNotification(try withHeader(["alg": "ES256", "x5c": urlSafe])) } == .certificate)
+            #expect(
+                await category { try await fixture.verifier().verifyNotification(try withHeader(["alg": "ES256", "x5c": urlSafe])) } == .certificate)
         }
         // Unknown header keys (Apple's mocks add typ) are ignored.
         let typHeader = JWSSigner.base64URL(try JSONSerialization.data(withJSONObject: ["alg": "ES256", "x5c": x5c, "typ": "JWT"]))

@@ -26,7 +26,9 @@ struct StripeDerivationTests {
             paymentIntents: amount > 0 ? [intent] : [])
     }
 
-    static func derive(_ subscription: StripeSubscription, invoices: [StripeInvoice]? = nil, charges: [StripeCharge] = [], disputes: [StripeDispute] = [])
+    static func derive(
+        _ subscription: StripeSubscription, invoices: [StripeInvoice]? = nil, charges: [StripeCharge] = [], disputes: [StripeDispute] = []
+    )
         -> SubscriptionState
     {
         let facts = StripeSubscriptionFacts(
@@ -85,16 +87,23 @@ struct StripeDerivationTests {
 
     @Test("refunds: all of the charge ends the period in force; part of it keeps access and names the share")
     func refunds() {
-        let full = StripeCharge(id: "ch_1", amount: 999, amountRefunded: 999, currency: "usd", paymentIntent: "pi_1", customer: "cus_1", created: Self.start, refunds: [.init(id: "re_1", amount: 999, created: Self.start + 2 * Self.day)])
+        let full = StripeCharge(
+            id: "ch_1", amount: 999, amountRefunded: 999, currency: "usd", paymentIntent: "pi_1", customer: "cus_1", created: Self.start,
+            refunds: [.init(id: "re_1", amount: 999, created: Self.start + 2 * Self.day)])
         let refunded = Self.derive(Self.subscription(.active), charges: [full])
         #expect(refunded.status == .refunded && refunded.endReason == .refund)
-        let part = StripeCharge(id: "ch_1", amount: 1000, amountRefunded: 250, currency: "usd", paymentIntent: "pi_1", customer: "cus_1", created: Self.start, refunds: [.init(id: "re_1", amount: 250, created: Self.start + 2 * Self.day)])
-        let facts = StripeSubscriptionFacts(subscription: Self.subscription(.active), invoices: [Self.invoice("in_1", from: Self.start, to: Self.start + 31 * Self.day, amount: 1000)], charges: [part], account: Self.account)
+        let part = StripeCharge(
+            id: "ch_1", amount: 1000, amountRefunded: 250, currency: "usd", paymentIntent: "pi_1", customer: "cus_1", created: Self.start,
+            refunds: [.init(id: "re_1", amount: 250, created: Self.start + 2 * Self.day)])
+        let facts = StripeSubscriptionFacts(
+            subscription: Self.subscription(.active),
+            invoices: [Self.invoice("in_1", from: Self.start, to: Self.start + 31 * Self.day, amount: 1000)], charges: [part], account: Self.account)
         let derivation = StripeDerivation.derive(facts)
         #expect(derivation.state.status == .active)
         #expect(derivation.periods.first?.revocation?.milliPercent == 25_000 && derivation.periods.first?.revocation?.keepsAccess == true)
         // A charge of another PaymentIntent is not this invoice's.
-        let other = StripeCharge(id: "ch_9", amount: 999, amountRefunded: 999, currency: "usd", paymentIntent: "pi_9", customer: "cus_1", created: Self.start)
+        let other = StripeCharge(
+            id: "ch_9", amount: 999, amountRefunded: 999, currency: "usd", paymentIntent: "pi_9", customer: "cus_1", created: Self.start)
         #expect(Self.derive(Self.subscription(.active), charges: [other]).status == .active)
     }
 
@@ -106,9 +115,10 @@ struct StripeDerivationTests {
         }
         #expect(Self.derive(Self.subscription(.active), charges: [charge], disputes: [dispute("needs_response")]).endReason?.text == "DISPUTED")
         #expect(Self.derive(Self.subscription(.active), charges: [charge], disputes: [dispute("won")]).status == .active)
-        let lost = StripeDerivation.derive(StripeSubscriptionFacts(
-            subscription: Self.subscription(.active), invoices: [Self.invoice("in_1", from: Self.start, to: Self.start + 31 * Self.day)],
-            charges: [charge], disputes: [dispute("lost")], account: Self.account))
+        let lost = StripeDerivation.derive(
+            StripeSubscriptionFacts(
+                subscription: Self.subscription(.active), invoices: [Self.invoice("in_1", from: Self.start, to: Self.start + 31 * Self.day)],
+                charges: [charge], disputes: [dispute("lost")], account: Self.account))
         #expect(lost.state.status == .revoked && lost.state.endReason?.text == "DISPUTE_LOST")
         #expect(lost.periods.first?.revocation != nil)
     }
@@ -118,20 +128,25 @@ struct StripeDerivationTests {
         var trialing = Self.subscription(.trialing, end: Self.start + 7 * Self.day)
         trialing.trialStart = Self.start
         trialing.trialEnd = Self.start + 7 * Self.day
-        let trial = StripeDerivation.derive(StripeSubscriptionFacts(
-            subscription: trialing, invoices: [Self.invoice("in_0", from: Self.start, to: Self.start + 7 * Self.day, amount: 0)], account: Self.account))
+        let trial = StripeDerivation.derive(
+            StripeSubscriptionFacts(
+                subscription: trialing, invoices: [Self.invoice("in_0", from: Self.start, to: Self.start + 7 * Self.day, amount: 0)],
+                account: Self.account))
         #expect(trial.state.isTrial && trial.periods.first?.isFreeOffer == true)
 
         let max = StripePrice(id: "price_max_monthly", unitAmount: 1999, currency: "usd", recurring: .init(interval: "month"))
         var upgradeInvoice = Self.invoice("in_2", from: Self.start + 15 * Self.day, to: Self.start + 31 * Self.day, amount: 516, intent: "pi_2")
         upgradeInvoice.lines = StripeList(data: [
-            .init(id: "il_a", amount: -483, start: Self.start + 15 * Self.day, end: Self.start + 31 * Self.day, price: Self.price.id, unitAmount: 999),
+            .init(
+                id: "il_a", amount: -483, start: Self.start + 15 * Self.day, end: Self.start + 31 * Self.day, price: Self.price.id, unitAmount: 999),
             .init(id: "il_b", amount: 999, start: Self.start + 15 * Self.day, end: Self.start + 31 * Self.day, price: max.id, unitAmount: 1999),
         ])
         var upgraded = Self.subscription(.active)
         upgraded.items.data[0].price = max
-        let derivation = StripeDerivation.derive(StripeSubscriptionFacts(
-            subscription: upgraded, invoices: [upgradeInvoice, Self.invoice("in_1", from: Self.start, to: Self.start + 31 * Self.day)], account: Self.account))
+        let derivation = StripeDerivation.derive(
+            StripeSubscriptionFacts(
+                subscription: upgraded, invoices: [upgradeInvoice, Self.invoice("in_1", from: Self.start, to: Self.start + 31 * Self.day)],
+                account: Self.account))
         #expect(derivation.state.productId == "price_max_monthly")
         #expect(derivation.periods.last?.upgradedFrom == "in_1")
         #expect(derivation.periods.last?.price == 19_990, "the new price per period, in milliunits")
@@ -154,23 +169,30 @@ struct StripeDerivationTests {
         ]
         let charges = [
             StripeCharge(id: "ch_1", amount: 999, currency: "usd", paymentIntent: "pi_1", customer: "cus_1", created: Self.start),
-            StripeCharge(id: "ch_2", amount: 999, amountRefunded: 100, currency: "usd", paymentIntent: "pi_2", customer: "cus_1", created: Self.start + 31 * Self.day),
+            StripeCharge(
+                id: "ch_2", amount: 999, amountRefunded: 100, currency: "usd", paymentIntent: "pi_2", customer: "cus_1",
+                created: Self.start + 31 * Self.day),
         ]
         let subscription = Self.subscription(.active, end: Self.start + 59 * Self.day)
-        let expected = StripeDerivation.derive(StripeSubscriptionFacts(subscription: subscription, invoices: invoices, charges: charges, account: Self.account))
+        let expected = StripeDerivation.derive(
+            StripeSubscriptionFacts(subscription: subscription, invoices: invoices, charges: charges, account: Self.account))
         for _ in 0..<20 {
-            let shuffled = StripeDerivation.derive(StripeSubscriptionFacts(
-                subscription: subscription, invoices: invoices.shuffled(), charges: charges.shuffled(), account: Self.account))
+            let shuffled = StripeDerivation.derive(
+                StripeSubscriptionFacts(
+                    subscription: subscription, invoices: invoices.shuffled(), charges: charges.shuffled(), account: Self.account))
             #expect(shuffled == expected)
         }
     }
 
     @Test("the account: client_reference_id, then metadata, then a link; conflicts named; invalid ids skipped")
     func accounts() {
-        let a = "5b0c2f0e-1d5e-4c83-9a2b-2f3c4d5e6f70", b = "user-42"
+        let a = "5b0c2f0e-1d5e-4c83-9a2b-2f3c4d5e6f70"
+        let b = "user-42"
         #expect(StripeAccountClaim.resolve(checkoutReferences: [a], metadata: b, linked: nil) == (AccountID(a), [b]))
         #expect(StripeAccountClaim.resolve(checkoutReferences: [], metadata: b, linked: AccountID(a)).account == AccountID(b))
-        #expect(StripeAccountClaim.resolve(checkoutReferences: [String(repeating: "x", count: 300)], metadata: nil, linked: AccountID(a)).account == AccountID(a))
+        #expect(
+            StripeAccountClaim.resolve(checkoutReferences: [String(repeating: "x", count: 300)], metadata: nil, linked: AccountID(a)).account
+                == AccountID(a))
         #expect(StripeAccountClaim.resolve(checkoutReferences: [], metadata: nil, linked: nil).account == nil)
     }
 

@@ -6,7 +6,9 @@ import Testing
 /// `whsec_…` string, lowercase hex, any of several `v1`, `v0` ignored, a tolerance on `t`.
 @Suite("Stripe webhook signatures")
 struct StripeSignatureTests {
-    static let body = Array(#"{"id":"evt_1","object":"event","type":"invoice.paid","livemode":false,"created":1,"data":{"object":{"id":"in_1","object":"invoice"}}}"#.utf8)
+    static let body = Array(
+        #"{"id":"evt_1","object":"event","type":"invoice.paid","livemode":false,"created":1,"data":{"object":{"id":"in_1","object":"invoice"}}}"#.utf8
+    )
     static let now = Date(timeIntervalSince1970: 1_800_000_000)
     let verifier = StripeSignature(secrets: ["whsec_old_secret_value", "whsec_new_secret_value"])
 
@@ -32,7 +34,9 @@ struct StripeSignatureTests {
         #expect(throws: StripeSignature.Refusal.noMatch) { try verifier.verify(header: foreign, body: Self.body, now: Self.now) }
         let good = "t=\(t),v1=\(Self.v1("whsec_old_secret_value", t, Self.body))"
         #expect(throws: StripeSignature.Refusal.noMatch) { try verifier.verify(header: good, body: Self.body + [0x20], now: Self.now) }
-        #expect(throws: StripeSignature.Refusal.noMatch) { try verifier.verify(header: "t=\(t),v0=\(Self.v1("whsec_old_secret_value", t, Self.body))", body: Self.body, now: Self.now) }
+        #expect(throws: StripeSignature.Refusal.noMatch) {
+            try verifier.verify(header: "t=\(t),v0=\(Self.v1("whsec_old_secret_value", t, Self.body))", body: Self.body, now: Self.now)
+        }
         #expect(throws: StripeSignature.Refusal.outsideTolerance(seconds: 301)) {
             try verifier.verify(header: good, body: Self.body, now: Self.now.addingTimeInterval(301))
         }
@@ -61,11 +65,16 @@ struct StripeSignatureTests {
     @Test("a missing or malformed header is malformed, not a failed signature")
     func malformed() {
         for header in [nil, "", "v1=abc", "t=soon,v1=ab", "t=1,t=2,v1=ab", "garbage", String(repeating: "t=1,", count: 2000)] as [String?] {
-            #expect(throws: (any Error).self, "\(header?.prefix(40) ?? "nil")") { try verifier.verify(header: header, body: Self.body, now: Self.now) }
+            #expect(throws: (any Error).self, "\(header?.prefix(40) ?? "nil")") {
+                try verifier.verify(header: header, body: Self.body, now: Self.now)
+            }
             do {
                 _ = try verifier.verify(header: header, body: Self.body, now: Self.now)
             } catch {
-                guard case .malformedHeader = error else { Issue.record("\(header?.prefix(40) ?? "nil"): \(error)"); continue }
+                guard case .malformedHeader = error else {
+                    Issue.record("\(header?.prefix(40) ?? "nil"): \(error)")
+                    continue
+                }
             }
         }
     }

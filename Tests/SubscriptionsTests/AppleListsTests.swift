@@ -2,8 +2,8 @@ import AppStoreModels
 import Foundation
 import PayloadDecoding
 import Subscriptions
-import Testing
 import TestSupport
+import Testing
 
 /// Every type, subtype and field of Apple's published lists (``AppleLists``, with their dates) is read by our models:
 /// nothing Apple sends is dropped or fails to decode.
@@ -34,15 +34,15 @@ struct AppleListsTests {
 
     @Test("transactions, renewal infos, app transactions, notifications and retention requests keep every field")
     func fields() throws {
-        let TransactionPayloadLost = try Self.lost(TransactionPayload.self, AppleLists.transaction)
-        #expect(TransactionPayloadLost.isEmpty, "\(TransactionPayloadLost)")
-        let RenewalInfoPayloadLost = try Self.lost(RenewalInfoPayload.self, AppleLists.renewalInfo)
-        #expect(RenewalInfoPayloadLost.isEmpty, "\(RenewalInfoPayloadLost)")
-        let AppTransactionPayloadLost = try Self.lost(AppTransactionPayload.self, AppleLists.appTransaction)
-        #expect(AppTransactionPayloadLost.isEmpty, "\(AppTransactionPayloadLost)")
-        let NotificationPayloadLost = try Self.lost(NotificationPayload.self, AppleLists.notification)
-        #expect(NotificationPayloadLost.isEmpty, "\(NotificationPayloadLost)")
-        let RetentionRequestPayloadLost = try Self.lost(RetentionRequestPayload.self, AppleLists.retentionRequest)
-        #expect(RetentionRequestPayloadLost.isEmpty, "\(RetentionRequestPayloadLost)")
+        let transactionPayloadLost = try Self.lost(TransactionPayload.self, AppleLists.transaction)
+        #expect(transactionPayloadLost.isEmpty, "\(transactionPayloadLost)")
+        let renewalInfoPayloadLost = try Self.lost(RenewalInfoPayload.self, AppleLists.renewalInfo)
+        #expect(renewalInfoPayloadLost.isEmpty, "\(renewalInfoPayloadLost)")
+        let appTransactionPayloadLost = try Self.lost(AppTransactionPayload.self, AppleLists.appTransaction)
+        #expect(appTransactionPayloadLost.isEmpty, "\(appTransactionPayloadLost)")
+        let notificationPayloadLost = try Self.lost(NotificationPayload.self, AppleLists.notification)
+        #expect(notificationPayloadLost.isEmpty, "\(notificationPayloadLost)")
+        let retentionRequestPayloadLost = try Self.lost(RetentionRequestPayload.self, AppleLists.retentionRequest)
+        #expect(retentionRequestPayloadLost.isEmpty, "\(retentionRequestPayloadLost)")
     }
 }

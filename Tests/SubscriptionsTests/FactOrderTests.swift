@@ -1,7 +1,7 @@
 import AppStoreModels
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @testable import Subscriptions
 
@@ -27,18 +27,22 @@ struct FactOrderTests {
                 periods += 1
             case 1:
                 let earlier = Int.random(in: 0..<periods, using: &random)
-                events.append(factory.event(
-                    "REFUND", signedAt: at, period: earlier, product: product, revocationDate: at - 1000,
-                    revocationType: "REFUND_FULL"))
+                events.append(
+                    factory.event(
+                        "REFUND", signedAt: at, period: earlier, product: product, revocationDate: at - 1000,
+                        revocationType: "REFUND_FULL"))
             case 2:
                 let earlier = Int.random(in: 0..<periods, using: &random)
-                events.append(factory.event(["CONSUMPTION_REQUEST", "REFUND_DECLINED"].randomElement(using: &random)!, signedAt: at, period: earlier, product: product))
+                events.append(
+                    factory.event(
+                        ["CONSUMPTION_REQUEST", "REFUND_DECLINED"].randomElement(using: &random)!, signedAt: at, period: earlier, product: product))
             case 3:
                 // An immediate upgrade mid-period, and a later signed copy of the superseded transaction.
                 let upgradeAt = factory.start + Int64(30 * (periods - 1)) * day + 10 * day
-                events.append(factory.event(
-                    "DID_CHANGE_RENEWAL_PREF", "UPGRADE", signedAt: max(at, upgradeAt), period: periods, product: "max.monthly",
-                    purchaseDate: upgradeAt, expiresDate: upgradeAt + 30 * day))
+                events.append(
+                    factory.event(
+                        "DID_CHANGE_RENEWAL_PREF", "UPGRADE", signedAt: max(at, upgradeAt), period: periods, product: "max.monthly",
+                        purchaseDate: upgradeAt, expiresDate: upgradeAt + 30 * day))
                 var copy = factory.event("CONSUMPTION_REQUEST", signedAt: max(at, upgradeAt) + 5_000, period: periods - 1, product: product)
                 copy.transaction.isUpgraded = true
                 events.append(copy)
@@ -54,7 +58,10 @@ struct FactOrderTests {
                 events.append(original)
                 if let claim = SubscriptionEvent(claimOf: restored.transaction, by: AccountID(factory.account)) { events.append(claim) }
             case 5:
-                events.append(factory.event("DID_FAIL_TO_RENEW", "GRACE_PERIOD", signedAt: at, period: periods - 1, status: 4, product: product, gracePeriodEnd: at + 6 * day))
+                events.append(
+                    factory.event(
+                        "DID_FAIL_TO_RENEW", "GRACE_PERIOD", signedAt: at, period: periods - 1, status: 4, product: product,
+                        gracePeriodEnd: at + 6 * day))
             default:
                 let old = Int.random(in: 0..<periods, using: &random)
                 let copy = factory.event("CLIENT_TRANSACTION", signedAt: at, period: old, product: product, renewalInfo: false)

@@ -58,10 +58,14 @@ struct RetentionPolicyTests {
     func order() {
         let policy = RetentionPolicy(
             rules: [
-                Self.rule("loyal", .message(messageIdentifier: "l")) { $0.monthsSubscribed = .init(atLeast: 12); $0.tiers = ["pro"] },
+                Self.rule("loyal", .message(messageIdentifier: "l")) {
+                    $0.monthsSubscribed = .init(atLeast: 12)
+                    $0.tiers = ["pro"]
+                },
                 Self.rule("buyer", .message(messageIdentifier: "b")) { $0.topUpsBought = .init(atLeast: 1) },
                 Self.rule("annual", .alternateProduct(messageIdentifier: "a", productId: "pro.annual", billingPlanType: nil)) {
-                    $0.products = ["pro.monthly"]; $0.offersGiven = .init(below: 2)
+                    $0.products = ["pro.monthly"]
+                    $0.offersGiven = .init(below: 2)
                 },
             ],
             fallback: Self.fallback)

@@ -56,7 +56,10 @@ public enum AppleLists {
         Field("advancedCommerceInfo", #"{"requestReferenceId": "r-1", "items": []}"#, "2025, Advanced Commerce"),
         Field("previousOriginalTransactionId", #""2000000050""#, "2026, migrations"),
         Field("billingPlanType", #""MONTHLY""#, "1.21, 2026-04-27"),
-        Field("commitmentInfo", #"{"billingPeriodNumber": 2, "totalBillingPeriods": 12, "commitmentExpiresDate": 1798761600000, "commitmentPrice": 119880}"#, "1.21, 2026-04-27"),
+        Field(
+            "commitmentInfo",
+            #"{"billingPeriodNumber": 2, "totalBillingPeriods": 12, "commitmentExpiresDate": 1798761600000, "commitmentPrice": 119880}"#,
+            "1.21, 2026-04-27"),
     ]
 
     public static let renewalInfo: [Field] = [
@@ -67,12 +70,16 @@ public enum AppleLists {
         Field("signedDate", "1767225600000", "1.0"), Field("environment", #""Sandbox""#, "1.5, 2022-06"),
         Field("recentSubscriptionStartDate", "1767225600000", "1.8, 2022-10"), Field("renewalDate", "1769904000000", "1.10, 2023-08"),
         Field("currency", #""USD""#, "1.11, 2024-01"), Field("renewalPrice", "9990", "1.11, 2024-01"),
-        Field("offerDiscountType", #""FREE_TRIAL""#, "1.11, 2024-01"), Field("eligibleWinBackOfferIds", #"["winback_1", "winback_2"]"#, "1.12, 2024-06"),
+        Field("offerDiscountType", #""FREE_TRIAL""#, "1.11, 2024-01"),
+        Field("eligibleWinBackOfferIds", #"["winback_1", "winback_2"]"#, "1.12, 2024-06"),
         Field("appAccountToken", #""7e3fb20b-4cdb-47cc-936d-99d65f608138""#, "1.15, 2025-06"),
         Field("appTransactionId", #""704289572311476853""#, "1.15, 2025-06"), Field("offerPeriod", #""P1M""#, "1.14, 2025-03"),
         Field("advancedCommerceInfo", #"{"requestReferenceId": "r-1"}"#, "2025, Advanced Commerce"),
         Field("renewalBillingPlanType", #""MONTHLY""#, "1.21, 2026-04-27"),
-        Field("commitmentInfo", #"{"commitmentAutoRenewProductId": "pro.monthly.12", "commitmentAutoRenewStatus": 0, "commitmentRenewalBillingPlanType": "MONTHLY", "commitmentRenewalDate": 1798761600000, "commitmentRenewalPrice": 9990}"#, "1.21, 2026-04-27"),
+        Field(
+            "commitmentInfo",
+            #"{"commitmentAutoRenewProductId": "pro.monthly.12", "commitmentAutoRenewStatus": 0, "commitmentRenewalBillingPlanType": "MONTHLY", "commitmentRenewalDate": 1798761600000, "commitmentRenewalPrice": 9990}"#,
+            "1.21, 2026-04-27"),
     ]
 
     public static let appTransaction: [Field] = [
@@ -90,10 +97,21 @@ public enum AppleLists {
         Field("notificationType", #""EXTERNAL_PURCHASE_TOKEN""#, "2.0"), Field("subtype", #""ACTIVE_TOKEN_REMINDER""#, "2.0"),
         Field("notificationUUID", #""002e14d5-51f5-4503-b5a8-c3a1af68eb20""#, "2.0"), Field("version", #""2.0""#, "2.0"),
         Field("signedDate", "1767225600000", "2.0"),
-        Field("data", #"{"appAppleId": 1234, "bundleId": "com.example.app", "bundleVersion": "1.2", "environment": "Sandbox", "signedTransactionInfo": "a.b.c", "signedRenewalInfo": "a.b.c", "status": 1, "consumptionRequestReason": "UNINTENDED_PURCHASE"}"#, "2.0; status 2.8, consumptionRequestReason 2.15"),
-        Field("summary", #"{"environment": "Sandbox", "appAppleId": 1234, "bundleId": "com.example.app", "productId": "pro.monthly", "requestIdentifier": "r-1", "storefrontCountryCodes": ["USA"], "succeededCount": 3, "failedCount": 0}"#, "2.6, 2022-10"),
-        Field("externalPurchaseToken", #"{"externalPurchaseId": "b2158121-7af9-49d4-9561-1f588205523e", "tokenCreationDate": 1767225600000, "appAppleId": 1234, "bundleId": "com.example.app", "tokenType": "SERVICES", "tokenExpirationDate": 1769904000000}"#, "2.10, 2024-01; tokenType and tokenExpirationDate 2025"),
-        Field("appData", #"{"appAppleId": 1234, "bundleId": "com.example.app", "environment": "Sandbox", "signedAppTransactionInfo": "a.b.c"}"#, "2.19, 2025-12"),
+        Field(
+            "data",
+            #"{"appAppleId": 1234, "bundleId": "com.example.app", "bundleVersion": "1.2", "environment": "Sandbox", "signedTransactionInfo": "a.b.c", "signedRenewalInfo": "a.b.c", "status": 1, "consumptionRequestReason": "UNINTENDED_PURCHASE"}"#,
+            "2.0; status 2.8, consumptionRequestReason 2.15"),
+        Field(
+            "summary",
+            #"{"environment": "Sandbox", "appAppleId": 1234, "bundleId": "com.example.app", "productId": "pro.monthly", "requestIdentifier": "r-1", "storefrontCountryCodes": ["USA"], "succeededCount": 3, "failedCount": 0}"#,
+            "2.6, 2022-10"),
+        Field(
+            "externalPurchaseToken",
+            #"{"externalPurchaseId": "b2158121-7af9-49d4-9561-1f588205523e", "tokenCreationDate": 1767225600000, "appAppleId": 1234, "bundleId": "com.example.app", "tokenType": "SERVICES", "tokenExpirationDate": 1769904000000}"#,
+            "2.10, 2024-01; tokenType and tokenExpirationDate 2025"),
+        Field(
+            "appData", #"{"appAppleId": 1234, "bundleId": "com.example.app", "environment": "Sandbox", "signedAppTransactionInfo": "a.b.c"}"#,
+            "2.19, 2025-12"),
     ]
 
     /// Retention Messaging API 1.0, `DecodedRealtimeRequestBody`.

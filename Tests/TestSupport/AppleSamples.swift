@@ -30,5 +30,6 @@ public enum AppleSamples {
     public static var required: Bool { ProcessInfo.processInfo.environment["STOREKEEPER_REQUIRE_APPLE_SAMPLES"] == "1" }
 
     /// Why their tests are skipped.
-    public static let absence = "Apple's real sandbox samples are not in ../shared/fixtures/apple-real (set STOREKEEPER_APPLE_SAMPLES to their folder); CI always has them"
+    public static let absence =
+        "Apple's real sandbox samples are not in ../shared/fixtures/apple-real (set STOREKEEPER_APPLE_SAMPLES to their folder); CI always has them"
 }

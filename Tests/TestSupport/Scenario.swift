@@ -1,6 +1,6 @@
 import AppStoreModels
-import Subscriptions
 import Foundation
+import Subscriptions
 
 /// One scenario file: events Apple (or the app) sends, in the order they happened, and what a customer must see
 /// afterwards. Times are days after 2026-01-01T00:00:00Z.
@@ -153,7 +153,6 @@ public struct Scenario: Decodable, Sendable {
 
     public func subscription(_ id: String?) -> String { namespace > 0 ? "\(namespace)0\(id ?? "1000")" : id ?? "1000" }
     public func transactionId(_ id: String) -> String { namespace > 0 ? "\(namespace)-\(id)" : id }
-
 
     public func payload(_ event: Event) -> TransactionPayload {
         let tx = event.tx

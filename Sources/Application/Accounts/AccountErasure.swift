@@ -71,7 +71,8 @@ public struct AccountErasure: Sendable {
                 let counts = try await erased.erase(account, as: pseudonym, on: connection)
                 // Every process drops what it cached about the id (sql/0012's channel).
                 try await connection.query("SELECT pg_notify('storekeeper_account_changed', \(account.text))", logger: logger)
-                return Outcome(pseudonym: pseudonym, alreadyErased: before != nil && counts == ErasedAccounts.Counts(), counts: counts, digest: digest)
+                return Outcome(
+                    pseudonym: pseudonym, alreadyErased: before != nil && counts == ErasedAccounts.Counts(), counts: counts, digest: digest)
             }
         } catch {
             let detail = String(reflecting: error)

@@ -47,7 +47,8 @@ public struct CreditAdjustments: Sendable {
             }
             let bucket = CreditBucket.topUp(account: account, meter: request.meter).key
             guard !operations.isEmpty else { return .success(Outcome(posted: false, topUpBalance: ledger.balance(of: bucket))) }
-            let cause = EventCause(eventId: CreditAdjustment.operationKey(account: account, key: request.key), notificationType: "OPERATOR_ADJUSTMENT")
+            let cause = EventCause(
+                eventId: CreditAdjustment.operationKey(account: account, key: request.key), notificationType: "OPERATOR_ADJUSTMENT")
             let statuses = try await credits.apply(operations, readingStatusOf: [account], at: now, on: connection)
             if let events {
                 let drafts = CreditChanges.granted(operations, account: account, subscription: nil, environment: "operator", cause: cause)

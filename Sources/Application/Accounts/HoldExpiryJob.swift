@@ -56,7 +56,10 @@ public struct HoldExpiryJob: JobHandler {
             // times, they kept three quarters); never past its run.
             let rest = min((ContinuousClock.now - batch) * Self.restPerBatch, Self.runFor)
             // The queue schedules by the wall clock: "at once" is its now, whatever the dev clock says.
-            if ContinuousClock.now - started + rest > Self.runFor { throw JobFailure.snooze(until: Date().addingTimeInterval(Double(rest.components.seconds) + Double(rest.components.attoseconds) * 1e-18)) }
+            if ContinuousClock.now - started + rest > Self.runFor {
+                throw JobFailure.snooze(
+                    until: Date().addingTimeInterval(Double(rest.components.seconds) + Double(rest.components.attoseconds) * 1e-18))
+            }
             try await Task.sleep(for: rest)
         }
         try await client.withConnection { try await execution.complete(on: $0) }

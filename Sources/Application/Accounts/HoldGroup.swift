@@ -69,10 +69,11 @@ struct HoldGroup: Sendable {
         // Accounts that take a hold need what a spend reads (grants due written, limits), read with the locks; only
         // grants due by the clock cost a statement more. Those that only end holds need nothing more: each hold's read
         // says which of its buckets are still open to its account.
-        let taking = Set(works.compactMap { work -> AccountID? in
-            if case .hold(let request) = work.operation { return request.account }
-            return nil
-        })
+        let taking = Set(
+            works.compactMap { work -> AccountID? in
+                if case .hold(let request) = work.operation { return request.account }
+                return nil
+            })
         let locked = try await store.lockAccountsReadHoldsAndStatus(
             accounts: accounts.sorted(), ids: ids, keys: keys, taking: taking.sorted(), at: now, on: connection)
         for read in locked.holds {
@@ -127,8 +128,10 @@ struct HoldGroup: Sendable {
                     meter: request.meter, remaining: remaining, account: request.account, spendKey: CreditHoldStore.debitKey(hold.id, 0),
                     environment: credits[request.account]?.environment ?? "Production")
                 if let remaining {
-                    drafts += credits[request.account]?.warnings(
-                        request.meter, from: remaining + request.amount, to: remaining, account: request.account, catalogue: ledger.catalogue) ?? []
+                    drafts +=
+                        credits[request.account]?.warnings(
+                            request.meter, from: remaining + request.amount, to: remaining, account: request.account, catalogue: ledger.catalogue)
+                        ?? []
                 }
                 results.append(.hold(.held(hold, remaining: remaining)))
 
@@ -175,12 +178,14 @@ struct HoldGroup: Sendable {
         // An account taking a hold in the group has its live buckets; for one only ending holds, the hold's read says.
         let open = balances[hold.account].map { Set($0.map(\.bucket.key)) } ?? Set(entry.since.filter { $0.open == true }.map(\.bucket))
         // A hold taken in this group: nothing was posted to its buckets since, and they are live.
-        let destinations = entry.takenHere
+        let destinations =
+            entry.takenHere
             ? Dictionary(uniqueKeysWithValues: Set(hold.debits.map(\.bucket)).filter(open.contains).map { ($0, $0) })
             : CreditHoldStore.destinations(entry.since, open: open)
         let claims = CreditHoldStore.claims(entry.since, less: claimsPaid)
         // An unlimited meter's hold took nothing from any bucket: it is charged without a ledger row.
-        let outcome = hold.debits.isEmpty
+        let outcome =
+            hold.debits.isEmpty
             ? HoldSettlement.Outcome(charged: [], returns: [], lapsed: 0)
             : HoldSettlement.settle(hold.debits, charge: charge, destination: { destinations[$0] }, claims: { claims[$0] ?? [] })
         guard let outcome else { return .overHeld(hold) }

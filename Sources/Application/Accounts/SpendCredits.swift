@@ -87,8 +87,9 @@ private struct SpendGroup: Sendable {
                 drafts += CreditChanges.depleted(
                     meter: request.meter, remaining: remaining, account: request.account, spendKey: prefix,
                     environment: credits[request.account]?.environment ?? "Production")
-                drafts += credits[request.account]?.warnings(
-                    request.meter, from: remaining + request.amount, to: remaining, account: request.account, catalogue: ledger.catalogue) ?? []
+                drafts +=
+                    credits[request.account]?.warnings(
+                        request.meter, from: remaining + request.amount, to: remaining, account: request.account, catalogue: ledger.catalogue) ?? []
             case .insufficient(let available):
                 answer = UsageRequests.Answer(
                     outcome: .insufficientCredits, meter: request.meter, remaining: available, error: "insufficient_credits",

@@ -35,7 +35,9 @@ public struct AnalyticsCompactionJob: JobHandler {
             let usage = try await rollups.rollUpUsage(before: cutoff, tier: { Self.tier(of: $0, catalogue: catalogue) }, on: connection)
             return (usage, try await rollups.compact(on: connection))
         }
-        if usage + folded > 0 { logger.debug("analytics rolled up", metadata: ["analytics.ledger_rows": "\(usage)", "analytics.folded": "\(folded)"]) }
+        if usage + folded > 0 {
+            logger.debug("analytics rolled up", metadata: ["analytics.ledger_rows": "\(usage)", "analytics.folded": "\(folded)"])
+        }
     }
 
     /// The tier credits of `source` count under: its subscription's or purchase's tier by the catalogue, a grant's

@@ -1,8 +1,8 @@
 import AppStoreModels
 import Events
 import Foundation
-import Persistence
 import Logging
+import Persistence
 import PostgresNIO
 import Subscriptions
 
@@ -80,7 +80,8 @@ public struct SubscriptionClaims: Sendable {
             _ = try await client.withTransaction(logger: logger) { connection in
                 try await TopUpPurchase(ledger: credits, events: events, logger: logger).record(
                     transaction, account: account, now: now,
-                    cause: EventCause(notificationType: SubscriptionEvent.clientTransactionType, transactionId: transaction.transactionId), on: connection)
+                    cause: EventCause(notificationType: SubscriptionEvent.clientTransactionType, transactionId: transaction.transactionId),
+                    on: connection)
             }
             return .toppedUp
         }

@@ -62,9 +62,13 @@ public struct OperatorGrants: Sendable {
         guard catalogue.tier(id: request.tier) != nil else {
             return Refusal(description: "tier \(request.tier) is not in the catalogue (tiers: \(catalogue.tiers.map(\.id).joined(separator: ", ")))")
         }
-        if let end = request.endsAt, end <= now { return Refusal(description: "the grant would end at \(end.formatted(.iso8601)), which is not in the future") }
+        if let end = request.endsAt, end <= now {
+            return Refusal(description: "the grant would end at \(end.formatted(.iso8601)), which is not in the future")
+        }
         if let problem = OperatorReason.problem(request.reason) { return Refusal(description: problem) }
-        if let key = request.idempotencyKey, key.isEmpty || key.utf8.count > 255 || key.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+        if let key = request.idempotencyKey,
+            key.isEmpty || key.utf8.count > 255 || key.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        {
             return Refusal(description: "idempotencyKey must be 1–255 bytes without control characters")
         }
         return nil
@@ -141,7 +145,8 @@ public enum GrantEnd {
         }
         guard let duration else { return nil }
         guard let period = BillingPeriod(iso8601: duration) else {
-            throw Problem(description: "duration \(duration.prefix(64)) is not an ISO 8601 duration of P<n>D, P<n>W, P<n>M or P<n>Y of at most 100 years")
+            throw Problem(
+                description: "duration \(duration.prefix(64)) is not an ISO 8601 duration of P<n>D, P<n>W, P<n>M or P<n>Y of at most 100 years")
         }
         guard period.months <= longestMonths, period.days <= longestDays else {
             throw Problem(description: "duration \(duration.prefix(64)) is longer than 100 years; grant it for good instead")

@@ -33,7 +33,8 @@ public struct SourceSettlement: Sendable {
         let operations = SourceCredits.operationsDue(record, account: account, catalogue: catalogue, ledger: ledger, now: now)
         let source = catalogue.source(of: record, at: now)
         let environment = record.environment ?? "Production"
-        let drafts = SourceChanges.changes(record, source: source, account: account)
+        let drafts =
+            SourceChanges.changes(record, source: source, account: account)
             + CreditChanges.granted(operations, account: account, subscription: nil, environment: environment, cause: cause)
         let statuses = try await credits.apply(operations, readingStatusOf: drafts.isEmpty ? [] : [account], at: now, on: connection)
         if let recorder, !drafts.isEmpty { try await recorder.record(drafts, now: now, statuses: statuses, on: connection) }

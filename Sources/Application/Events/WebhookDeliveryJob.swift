@@ -71,7 +71,10 @@ public struct WebhookDeliveryJob: JobHandler {
             throw JobFailure.discard("webhook endpoint \(arguments.endpoint) is not configured")
         }
         for _ in 0..<Self.batch {
-            guard let (event, delivery) = try await client.withConnection({ try await deliveries.head(endpoint: endpoint.name, account: arguments.account, on: $0) })
+            guard
+                let (event, delivery) = try await client.withConnection({
+                    try await deliveries.head(endpoint: endpoint.name, account: arguments.account, on: $0)
+                })
             else { return }
             if let due = delivery.nextAttemptAt, due > clock() {
                 try await waitForRetry(arguments, due: due)
@@ -86,7 +89,10 @@ public struct WebhookDeliveryJob: JobHandler {
                 try await deliveries.record(attempt.log, event: event.id, on: connection)
                 try await deliveries.settle(endpoint: endpoint.name, event: event.id, state: state, nextAttemptAt: next, at: now, on: connection)
             }
-            Counter(label: "storekeeper_webhook_deliveries_total", dimensions: [("endpoint", endpoint.name), ("outcome", state == .pending ? "retrying" : state.rawValue)]).increment()
+            Counter(
+                label: "storekeeper_webhook_deliveries_total",
+                dimensions: [("endpoint", endpoint.name), ("outcome", state == .pending ? "retrying" : state.rawValue)]
+            ).increment()
             if state == .failed {
                 logger.warning(
                     "webhook delivery failed for good",

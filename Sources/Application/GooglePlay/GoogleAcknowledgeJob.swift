@@ -42,7 +42,9 @@ public struct GoogleAcknowledgeJob: JobHandler {
     }
 
     /// Notes the purchase as waiting and enqueues its acknowledgement, in the caller's transaction.
-    static func enqueue(_ arguments: Arguments, grantedAt: Date, queue: any JobScheduling, store: GoogleProductStore, on connection: PostgresConnection) async throws {
+    static func enqueue(
+        _ arguments: Arguments, grantedAt: Date, queue: any JobScheduling, store: GoogleProductStore, on connection: PostgresConnection
+    ) async throws {
         try await store.awaitAcknowledgement(
             arguments.purchaseToken, kind: (arguments.purchase ?? .subscription).rawValue, productId: arguments.productId, grantedAt: grantedAt,
             on: connection)
@@ -110,7 +112,8 @@ public struct GoogleAcknowledgeJob: JobHandler {
             case .product, .consumable:
                 let read = try await play.productPurchase(arguments.purchaseToken)
                 let consumed = read.purchase.lineItems.contains { $0.consumptionState == "CONSUMPTION_STATE_CONSUMED" }
-                return .success(arguments.purchase == .consumable ? consumed : read.purchase.acknowledgementState == "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED")
+                return .success(
+                    arguments.purchase == .consumable ? consumed : read.purchase.acknowledgementState == "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED")
             }
         } catch {
             return .failure(error)

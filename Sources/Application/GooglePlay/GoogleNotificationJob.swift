@@ -25,7 +25,8 @@ public struct GoogleNotificationJob: JobHandler {
     private let notifications: GoogleNotificationStore
     private let logger: Logger
 
-    public init(client: PostgresClient, subscriptions: GooglePlaySubscriptions, products: GooglePlayProducts, refunds: GoogleRefunds, logger: Logger) {
+    public init(client: PostgresClient, subscriptions: GooglePlaySubscriptions, products: GooglePlayProducts, refunds: GoogleRefunds, logger: Logger)
+    {
         self.client = client
         self.subscriptions = subscriptions
         self.products = products
@@ -78,7 +79,8 @@ public struct GoogleNotificationJob: JobHandler {
             let cause = EventCause(eventId: messageId, notificationType: type.name, originalTransactionId: token, signedDate: notification.eventTime)
             _ = try await products.refresh(token, using: play, cause: cause, also: reading)
         case .voidedPurchase(let token, let orderId, let productType, let refundType):
-            let cause = EventCause(eventId: messageId, notificationType: "VOIDED_PURCHASE", originalTransactionId: token, signedDate: notification.eventTime)
+            let cause = EventCause(
+                eventId: messageId, notificationType: "VOIDED_PURCHASE", originalTransactionId: token, signedDate: notification.eventTime)
             let voided = VoidedPurchase(
                 purchaseToken: token, orderId: orderId ?? token, voidedAt: stored.occurredAt, isPartial: refundType == 2)
             // Recorded (and derived from what is held) first, so a read that fails cannot lose it; a one-time purchase
@@ -107,7 +109,9 @@ public struct GoogleNotificationJob: JobHandler {
         }
     }
 
-    private func finish(_ messageId: String, _ outcome: Outcome, _ execution: JobExecution, filing notification: DeveloperNotification? = nil) async throws {
+    private func finish(_ messageId: String, _ outcome: Outcome, _ execution: JobExecution, filing notification: DeveloperNotification? = nil)
+        async throws
+    {
         try await client.withTransaction(logger: logger) { connection in
             if let notification { try await notifications.recordToken(notification, messageId: messageId, on: connection) }
             try await notifications.markProcessed(messageId, outcome: outcome.rawValue, on: connection)

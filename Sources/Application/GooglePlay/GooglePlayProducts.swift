@@ -68,7 +68,8 @@ public struct GooglePlayProducts: Sendable {
         }
         try await client.withTransaction(logger: logger) { connection in
             try await reads.lock([token], on: connection)
-            try await store.save(PlayProductRead(purchaseToken: token, readAt: requestedAt, purchase: answer.purchase), body: answer.body, on: connection)
+            try await store.save(
+                PlayProductRead(purchaseToken: token, readAt: requestedAt, purchase: answer.purchase), body: answer.body, on: connection)
             try await beforeDeriving(connection)
             try await deriveLocked(token, cause: cause, on: connection)
             try await also(connection, .read)
@@ -150,7 +151,9 @@ public struct GooglePlayProducts: Sendable {
             granted = credited ? owner : nil
             unitPrice = topUp.price.flatMap { price in topUp.currency.map { (price, $0) } }
             kind = .consumable
-        } else if let product = catalogue.tier(ofProduct: purchase.productId)?.product, product.store == .googlePlay, purchases.sells(purchase.productId) {
+        } else if let product = catalogue.tier(ofProduct: purchase.productId)?.product, product.store == .googlePlay,
+            purchases.sells(purchase.productId)
+        {
             let signed = max(purchase.observedAt, purchase.voidedAt ?? purchase.observedAt)
             let record = EntitlementRecord(
                 id: purchase.id, kind: .purchase, store: .googlePlay, productId: purchase.productId, startsAt: purchase.purchasedAt,
@@ -176,7 +179,8 @@ public struct GooglePlayProducts: Sendable {
         // Granted: Google is told (a top-up is consumed, so it can be bought again), or it refunds after three days.
         if granted != nil, !purchase.isVoided, purchase.awaitsAcknowledgement || (kind == .consumable && !purchase.isConsumed) {
             try await GoogleAcknowledgeJob.enqueue(
-                .init(productId: purchase.productId, purchaseToken: token, purchase: kind), grantedAt: purchase.purchasedAt, queue: queue, store: store,
+                .init(productId: purchase.productId, purchaseToken: token, purchase: kind), grantedAt: purchase.purchasedAt, queue: queue,
+                store: store,
                 on: connection)
         }
         return granted
@@ -191,7 +195,9 @@ public struct GooglePlayProducts: Sendable {
         return try await erased.pseudonym(of: named, on: connection) ?? named
     }
 
-    private static func read(_ token: String, from play: GooglePlayClient) async -> Result<(purchase: ProductPurchaseV2, body: [UInt8]), GooglePlayAPIError> {
+    private static func read(_ token: String, from play: GooglePlayClient) async -> Result<
+        (purchase: ProductPurchaseV2, body: [UInt8]), GooglePlayAPIError
+    > {
         do {
             return .success(try await play.productPurchase(token))
         } catch {

@@ -1,5 +1,5 @@
-import Entitlements
 import Credits
+import Entitlements
 import Events
 import Foundation
 import GooglePlay
@@ -177,7 +177,8 @@ public struct GooglePlaySubscriptions: Sendable {
             for extra in filed.dropFirst() where write {
                 try await subscriptions.lock(extra, on: connection)
                 try await subscriptions.merge(googlePlay: extra, into: play.id, on: connection)
-                logger.notice("parts of a Play chain filed apart are one subscription again", metadata: ["subscription.id": "\(play.id)", "merged": "\(extra)"])
+                logger.notice(
+                    "parts of a Play chain filed apart are one subscription again", metadata: ["subscription.id": "\(play.id)", "merged": "\(extra)"])
             }
             let stored = try await subscriptions.lockedSubscription(play.id, on: connection, lockHeld: true)
             // A claim is the newest word on the owner (stored only as the transfer policy allows); else the account that
@@ -245,7 +246,9 @@ public struct GooglePlaySubscriptions: Sendable {
         return try await writer.purchaseIntents.accounts(ofTokens: [token], on: connection)[token.lowercased()]
     }
 
-    private static func read(_ token: String, from play: GooglePlayClient) async -> Result<(purchase: SubscriptionPurchaseV2, body: [UInt8]), GooglePlayAPIError> {
+    private static func read(_ token: String, from play: GooglePlayClient) async -> Result<
+        (purchase: SubscriptionPurchaseV2, body: [UInt8]), GooglePlayAPIError
+    > {
         do {
             return .success(try await play.subscription(token))
         } catch {

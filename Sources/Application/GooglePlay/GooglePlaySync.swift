@@ -81,8 +81,10 @@ public struct GooglePlaySync: Sendable {
         let cause = EventCause(notificationType: "google_play.sync", originalTransactionId: token)
         let asProduct = { try await products.refresh(token, using: play, cause: cause) }
         let asSubscription = { try await subscriptions.refresh(token, using: play, cause: cause) }
-        let order = kind == "one_time_product"
-            ? [("one_time_product", asProduct), ("subscription", asSubscription)] : [("subscription", asSubscription), ("one_time_product", asProduct)]
+        let order =
+            kind == "one_time_product"
+            ? [("one_time_product", asProduct), ("subscription", asSubscription)]
+            : [("subscription", asSubscription), ("one_time_product", asProduct)]
         let first = try await order[0].1()
         if first == .read { return try await place(token, as: order[0].0, filed: kind) }
         guard try await order[1].1() == .read else { return first }

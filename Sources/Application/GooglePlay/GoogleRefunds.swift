@@ -99,10 +99,16 @@ public struct GoogleRefunds: Sendable {
         repeat {
             let page = try await play.voidedPurchases(since: start, pageToken: pageToken)
             report.listed += page.voidedPurchases.count
-            if page.skipped > 0 { logger.warning("voidedpurchases.list entries could not be read", metadata: ["google.voided.skipped": "\(page.skipped)"]) }
+            if page.skipped > 0 {
+                logger.warning("voidedpurchases.list entries could not be read", metadata: ["google.voided.skipped": "\(page.skipped)"])
+            }
             for voided in page.voidedPurchases {
-                let cause = EventCause(eventId: "voided:\(voided.orderId)", notificationType: "google_play.voided_purchases", originalTransactionId: voided.purchaseToken, signedDate: voided.voidedAt)
-                if try await client.withTransaction(logger: logger, { try await recordVoided(voided, productType: nil, seenVia: "list", cause: cause, on: $0) }) {
+                let cause = EventCause(
+                    eventId: "voided:\(voided.orderId)", notificationType: "google_play.voided_purchases",
+                    originalTransactionId: voided.purchaseToken, signedDate: voided.voidedAt)
+                if try await client.withTransaction(
+                    logger: logger, { try await recordVoided(voided, productType: nil, seenVia: "list", cause: cause, on: $0) })
+                {
                     report.recorded += 1
                 }
             }
@@ -148,9 +154,13 @@ public struct GoogleRefunds: Sendable {
                     requestId: id, transactionId: orderId, productId: purchase.productId, reason: request.reason, account: purchase.account,
                     subscription: purchase.subscription ? purchase.holder : nil, environment: purchase.environment, answerBy: request.answerAt,
                     deadline: request.deadlineAt,
-                    cause: EventCause(eventId: messageId, notificationType: "google_play.pending_refund_review", originalTransactionId: purchase.holder, signedDate: requestedAt))
+                    cause: EventCause(
+                        eventId: messageId, notificationType: "google_play.pending_refund_review", originalTransactionId: purchase.holder,
+                        signedDate: requestedAt))
             ], now: clock(), on: connection)
-        logger.info("Play refund review opened", metadata: ["refund.request": "\(id)", "google.order": "\(orderId)", "account.id": "\(purchase.account.text)"])
+        logger.info(
+            "Play refund review opened",
+            metadata: ["refund.request": "\(id)", "google.order": "\(orderId)", "account.id": "\(purchase.account.text)"])
         return true
     }
 
@@ -159,7 +169,11 @@ public struct GoogleRefunds: Sendable {
         var bytes = Array(SHA256.hash(data: Data("google-refund-review:\(reviewToken)".utf8)).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x50
         bytes[8] = (bytes[8] & 0x3F) | 0x80
-        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9], bytes[10], bytes[11], bytes[12],
+                bytes[13], bytes[14], bytes[15]
+            ))
     }
 
     /// What an order paid for, as Storekeeper holds it.
@@ -179,7 +193,9 @@ public struct GoogleRefunds: Sendable {
             var owner = try await credits.creditedAccount(ofTopUp: purchase.id, on: connection)
             if owner == nil { owner = try await purchases.owner(of: purchase.id, on: connection) }
             return owner.map {
-                OrderPurchase(account: $0, holder: purchase.id, productId: purchase.productId, environment: purchase.isTest ? "Sandbox" : "Production", subscription: false)
+                OrderPurchase(
+                    account: $0, holder: purchase.id, productId: purchase.productId, environment: purchase.isTest ? "Sandbox" : "Production",
+                    subscription: false)
             }
         }
         guard let token = try await reads.token(ofOrder: orderId, on: connection) else { return nil }

@@ -1,8 +1,8 @@
 import AppStoreModels
 import Foundation
-import Persistence
 import Jobs
 import Logging
+import Persistence
 import PostgresNIO
 import SignedData
 import Synchronization
@@ -185,10 +185,11 @@ public struct NotificationInbox: Sendable {
             )
             SELECT notification_uuid FROM stored
             """
-        static let bindingDataTypes: [PostgresDataType] = [
-            .byteaArray, .textArray, .uuidArray, .textArray, .textArray, .textArray, .textArray, .int8Array, .byteaArray, .textArray,
-            .textArray, .textArray,
-        ] + JobBatchInsert.bindingDataTypes
+        static let bindingDataTypes: [PostgresDataType] =
+            [
+                .byteaArray, .textArray, .uuidArray, .textArray, .textArray, .textArray, .textArray, .int8Array, .byteaArray, .textArray,
+                .textArray, .textArray,
+            ] + JobBatchInsert.bindingDataTypes
         var entries: [Entry]
         /// Header segments by digest, to store unless already stored.
         var headers: [Data: String]
@@ -205,14 +206,16 @@ public struct NotificationInbox: Sendable {
             bindings.append(entries.map { $0.environment ?? "" })
             bindings.append(entries.map { $0.originalTransactionId ?? "" })
             bindings.append(entries.map(\.signedDate))
-            bindings.append(entries.map { entry in
-                guard case .parts(let stored, _) = entry.signed else { return ByteBuffer() }
-                return stored
-            })
-            bindings.append(entries.map { entry in
-                guard case .verbatim(let text) = entry.signed else { return "" }
-                return text
-            })
+            bindings.append(
+                entries.map { entry in
+                    guard case .parts(let stored, _) = entry.signed else { return ByteBuffer() }
+                    return stored
+                })
+            bindings.append(
+                entries.map { entry in
+                    guard case .verbatim(let text) = entry.signed else { return "" }
+                    return text
+                })
             bindings.append(entries.map { $0.decoded ?? "" })
             bindings.append(entries.map { $0.rejectedReason ?? "" })
             JobBatchInsert(entries.map { ($0.uuid.uuidString.lowercased(), $0.job) }).appendBindings(to: &bindings)

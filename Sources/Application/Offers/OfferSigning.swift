@@ -90,9 +90,9 @@ public struct OfferSigning: Sendable {
                 return .notEligible(reason)
             }
             let token =
-                if let appAccountToken { appAccountToken.lowercased() }
-                else if UUID(uuidString: account.text) != nil { account.text }
-                else { try await purchaseIntents.issue(for: account, on: connection).uuidString.lowercased() }
+                if let appAccountToken { appAccountToken.lowercased() } else if UUID(uuidString: account.text) != nil { account.text } else {
+                    try await purchaseIntents.issue(for: account, on: connection).uuidString.lowercased()
+                }
             let nonce = UUID()
             let timestamp = Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
             let signed = PromotionalOfferSignature(
@@ -145,9 +145,10 @@ public struct OfferSigning: Sendable {
         let allowed = decision == .eligible
         var reason: String?
         if case .notEligible(let why) = decision { reason = why }
-        return .signed(IntroductoryEligibility(
-            productId: productId, allowIntroductoryOffer: allowed, reason: reason,
-            jws: try signer.introductoryEligibilityJWS(
-                productId: productId, allowIntroductoryOffer: allowed, transactionId: transactionId, nonce: UUID(), issuedAt: now)))
+        return .signed(
+            IntroductoryEligibility(
+                productId: productId, allowIntroductoryOffer: allowed, reason: reason,
+                jws: try signer.introductoryEligibilityJWS(
+                    productId: productId, allowIntroductoryOffer: allowed, transactionId: transactionId, nonce: UUID(), issuedAt: now)))
     }
 }

@@ -7,7 +7,9 @@ public enum OperatorReason {
     public static func problem(_ text: String?) -> String? {
         guard let text, !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return "say why: reason is required" }
         if text.count > maximumLength { return "reason is \(text.count) characters; at most \(maximumLength)" }
-        if text.unicodeScalars.contains(where: { [.control, .format].contains($0.properties.generalCategory) || $0 == "\u{2028}" || $0 == "\u{2029}" }) {
+        if text.unicodeScalars.contains(where: {
+            [.control, .format].contains($0.properties.generalCategory) || $0 == "\u{2028}" || $0 == "\u{2029}"
+        }) {
             return "reason must be one line without control or formatting characters"
         }
         return nil

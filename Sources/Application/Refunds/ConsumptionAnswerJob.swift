@@ -63,7 +63,9 @@ public struct ConsumptionAnswerJob: JobHandler {
             }
             let now = clock()
             if now >= request.deadlineAt {
-                try await close(request, .missedDeadline, error: request.lastError ?? "the store's deadline passed", attempted: false, now: now, execution, on: connection)
+                try await close(
+                    request, .missedDeadline, error: request.lastError ?? "the store's deadline passed", attempted: false, now: now, execution,
+                    on: connection)
                 return .done
             }
             guard try await requests.hasConsented(request.accountId, on: connection) else {
@@ -73,15 +75,18 @@ public struct ConsumptionAnswerJob: JobHandler {
             let consumable = request.purchase == .consumable
             // A Play purchase's id is its order's; a top-up's ledger rows are keyed by it (the App Store's by the transaction).
             let purchaseId = request.store == .googlePlay ? request.originalTransactionId : request.transactionId
-            let consumption = consumable
+            let consumption =
+                consumable
                 ? try await credits.consumption(ofTopUp: purchaseId, on: connection)
                 : try await credits.consumption(ofSubscription: request.originalTransactionId, period: request.billingPeriod, on: connection)
             var evidence = Evidence(milliPercent: consumption.delivered ? consumption.milliPercent : nil)
             if request.store == .googlePlay {
                 let limit = RefundReview.maximumUsageEvents
-                evidence.usage = consumable
+                evidence.usage =
+                    consumable
                     ? try await credits.usage(ofTopUp: purchaseId, limit: limit, on: connection)
-                    : try await credits.usage(ofSubscription: request.originalTransactionId, period: request.billingPeriod, limit: limit, on: connection)
+                    : try await credits.usage(
+                        ofSubscription: request.originalTransactionId, period: request.billingPeriod, limit: limit, on: connection)
             }
             return .send(request, request.appAnswer ?? policy.answer(for: request.purchase, consumption: consumption), evidence)
         }
@@ -114,7 +119,9 @@ public struct ConsumptionAnswerJob: JobHandler {
         do {
             switch request.store {
             case .googlePlay:
-                guard let play, let token = request.reviewToken else { return SendFailure(description: "the Play Developer API is not configured", isRetryable: false) }
+                guard let play, let token = request.reviewToken else {
+                    return SendFailure(description: "the Play Developer API is not configured", isRetryable: false)
+                }
                 try await play.reviewRefund(order: request.transactionId, Self.review(answer, evidence: evidence, token: token))
             default:
                 guard let serverAPI else { return SendFailure(description: "the App Store Server API is not configured", isRetryable: false) }

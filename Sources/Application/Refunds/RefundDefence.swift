@@ -89,7 +89,8 @@ public struct RefundDefence: Sendable {
         let environment = transaction.environment?.rawValue ?? "unknown"
         let request = RefundRequests.Request(
             id: id, accountId: account, transactionId: transaction.transactionId, originalTransactionId: transaction.originalTransactionId,
-            productId: transaction.productId, billingPeriod: transaction.webOrderLineItemId ?? transaction.transactionId, purchase: transaction.isAutoRenewable ? .subscription : .consumable,
+            productId: transaction.productId, billingPeriod: transaction.webOrderLineItemId ?? transaction.transactionId,
+            purchase: transaction.isAutoRenewable ? .subscription : .consumable,
             environment: environment, reason: notification.payload.data?.consumptionRequestReason,
             requestedAt: requestedAt, answerAt: policy.answerAt(requestedAt: requestedAt),
             deadlineAt: requestedAt.addingTimeInterval(RefundPolicy.appleDeadline), state: answering ? .pending : .notConfigured)

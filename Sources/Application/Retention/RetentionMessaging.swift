@@ -101,8 +101,9 @@ public struct RetentionMessaging: Sendable {
             // Every rule of `POST /v1/offers/promotional` applies (audience, once per account, redeemed); an offer the
             // account may not have passes the choice to the next rule.
             while case .promotionalOffer(let message, let offer, _) = decision.answer, answer == nil {
-                if let offers, case .signed(let jws) = try await offers.promotionalJWS(
-                    offer, account: account, transactionId: request.originalTransactionId, now: now, on: connection)
+                if let offers,
+                    case .signed(let jws) = try await offers.promotionalJWS(
+                        offer, account: account, transactionId: request.originalTransactionId, now: now, on: connection)
                 {
                     answer = .promotionalOffer(messageIdentifier: message, signatureV2: jws)
                     offerId = offer.id
@@ -118,7 +119,9 @@ public struct RetentionMessaging: Sendable {
         let chosen = Answer(rule: decision.rule, answer: answer, fallbackReason: decision.rule == RetentionPolicy.defaultRule ? "no_rule" : nil)
         try await record(chosen, for: request, identifier: identifier, account: reading.account, now: now, on: connection)
         if let account = reading.account, let events, let answer {
-            try await events.record([Self.event(answer, rule: chosen.rule, offerId: offerId, request: request, identifier: identifier, account: account)], now: now, on: connection)
+            try await events.record(
+                [Self.event(answer, rule: chosen.rule, offerId: offerId, request: request, identifier: identifier, account: account)], now: now,
+                on: connection)
         }
         guard claim.claimForCommit() else { throw Late() }
         return chosen
@@ -167,7 +170,8 @@ public struct RetentionMessaging: Sendable {
             type: .subscriptionRetentionOffered, key: "retention:\(identifier.uuidString.lowercased())", account: account,
             subscription: request.originalTransactionId, environment: request.environment?.rawValue ?? "",
             change: EventChange(
-                productId: suggested, retentionRule: rule, retentionAnswer: answer.kind, messageIdentifier: answer.messageIdentifier, offerId: offerId),
+                productId: suggested, retentionRule: rule, retentionAnswer: answer.kind, messageIdentifier: answer.messageIdentifier, offerId: offerId
+            ),
             cause: EventCause(
                 eventId: identifier.uuidString.lowercased(), originalTransactionId: request.originalTransactionId,
                 signedDate: Date(timeIntervalSince1970: Double(request.signedDate) / 1000)))

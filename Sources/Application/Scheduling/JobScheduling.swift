@@ -1,5 +1,5 @@
-import Persistence
 import Jobs
+import Persistence
 import PostgresNIO
 
 /// Where the use cases enqueue follow-up work, inside their own transaction (the seam tests can replace).

@@ -61,7 +61,9 @@ public struct StripeCheckout: Sendable {
             if let holder = group.first(where: { ($0.level ?? .max) <= tier.level }) {
                 throw Refusal.alreadyEntitled(tier: holder.tier ?? "", store: holder.store.text)
             }
-            if let web = group.first(where: { $0.store == .stripe && $0.kind == .subscription }) { throw Refusal.changeInPortal(subscription: web.id) }
+            if let web = group.first(where: { $0.store == .stripe && $0.kind == .subscription }) {
+                throw Refusal.changeInPortal(subscription: web.id)
+            }
             recurring = product.type == .autoRenewable
             sameGroup = catalogue.tiers.filter { $0.group == tier.group }.flatMap(\.products)
                 .filter { $0.store == .stripe && $0.type == .autoRenewable }.map(\.id)
@@ -93,7 +95,9 @@ public struct StripeCheckout: Sendable {
                     return .failure(.stripe(error))
                 }
                 if let current {
-                    try await objects.save([try .init(current, id: current.id, object: "checkout.session", subscriptionId: current.subscription)], readAt: Date(), on: connection)
+                    try await objects.save(
+                        [try .init(current, id: current.id, object: "checkout.session", subscriptionId: current.subscription)], readAt: Date(),
+                        on: connection)
                     if current.status == "open" { return .success(current) }
                     // Paid, and its events not processed yet: the account has the tier, whatever Storekeeper holds.
                     if current.status == "complete", let paid = current.metadata?[StripeSubscription.productMetadataKey] {
@@ -109,7 +113,8 @@ public struct StripeCheckout: Sendable {
             } catch let error as StripeAPIError {
                 return .failure(.stripe(error))
             }
-            try await objects.save([try .init(session, id: session.id, object: "checkout.session", subscriptionId: nil)], readAt: Date(), on: connection)
+            try await objects.save(
+                [try .init(session, id: session.id, object: "checkout.session", subscriptionId: nil)], readAt: Date(), on: connection)
             return .success(session)
         }
         return try outcome.get()
@@ -121,7 +126,8 @@ public struct StripeCheckout: Sendable {
             throw Refusal.noCustomer
         }
         do {
-            return try await stripe.createPortalSession(customer: customer, returnURL: returnURL, idempotencyKey: "storekeeper-portal:\(UUID().uuidString)")
+            return try await stripe.createPortalSession(
+                customer: customer, returnURL: returnURL, idempotencyKey: "storekeeper-portal:\(UUID().uuidString)")
         } catch {
             throw Refusal.stripe(error)
         }

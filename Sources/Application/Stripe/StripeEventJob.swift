@@ -75,13 +75,17 @@ public struct StripeEventJob: JobHandler {
                 if let subscription = event.subscriptionId { return try await refresh(subscription, event: event.id, cause: cause, execution) }
                 let invoice = try await stripe.invoice(objectId)
                 guard let subscription = invoice.subscription else { return try await finish(event.id, .noSubscription, execution) }
-                try await refresh(subscription, also: [try .init(invoice, id: invoice.id, object: "invoice", subscriptionId: subscription)], event: event.id, cause: cause, execution)
+                try await refresh(
+                    subscription, also: [try .init(invoice, id: invoice.id, object: "invoice", subscriptionId: subscription)], event: event.id,
+                    cause: cause, execution)
             case .chargeRefunded:
                 let charge = try await stripe.charge(objectId)
                 guard let subscription = try await subscription(paidBy: charge, stripe: stripe) else {
                     return try await payment(of: charge, also: [], event: event.id, cause: cause, execution)
                 }
-                try await refresh(subscription, also: [try .init(charge, id: charge.id, object: "charge", subscriptionId: subscription)], event: event.id, cause: cause, execution)
+                try await refresh(
+                    subscription, also: [try .init(charge, id: charge.id, object: "charge", subscriptionId: subscription)], event: event.id,
+                    cause: cause, execution)
             case .disputeChanged:
                 let dispute = try await stripe.dispute(objectId)
                 let charge = try await stripe.charge(dispute.charge)

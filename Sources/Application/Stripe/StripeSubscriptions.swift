@@ -111,7 +111,8 @@ public struct StripeSubscriptions: Sendable {
             page(number, listed.data.count)
             for subscription in listed.data {
                 report.found += 1
-                let outcome = try await refresh(subscription.id, cause: EventCause(notificationType: "stripe.sync", originalTransactionId: subscription.id))
+                let outcome = try await refresh(
+                    subscription.id, cause: EventCause(notificationType: "stripe.sync", originalTransactionId: subscription.id))
                 if outcome?.state?.accountId == nil {
                     report.waiting += 1
                 } else if outcome?.kind == .applied {

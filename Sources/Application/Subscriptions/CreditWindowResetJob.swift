@@ -1,10 +1,10 @@
+import Events
 import Foundation
 import Jobs
 import Logging
 import Persistence
 import PostgresNIO
 import Subscriptions
-import Events
 
 /// The credit window reset, scheduled at the start of each credit window of a period in force: derives the
 /// subscription again, which posts the window's grant and schedules the next window. A late or lost job is harmless —

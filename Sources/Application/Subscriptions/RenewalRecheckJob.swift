@@ -62,7 +62,8 @@ public struct RenewalRecheckJob: JobHandler {
         }
         let event = SubscriptionEvent(serverStatus: item.status, transaction: item.transaction, renewalInfo: item.renewalInfo)
         let now = clock()
-        let resolved = item.status == 2 || item.status == 5 || item.transaction.transactionId != arguments.transactionId
+        let resolved =
+            item.status == 2 || item.status == 5 || item.transaction.transactionId != arguments.transactionId
             || (item.status == 1 && (item.transaction.expiresDate ?? 0) > Int64(now.timeIntervalSince1970 * 1000))
         let checks = try await client.withTransaction(logger: logger) { connection in
             try await history.record(event, signedData: item.signedData, on: connection)

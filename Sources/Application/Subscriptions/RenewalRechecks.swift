@@ -1,8 +1,8 @@
 import AppStoreModels
 import Foundation
-import Persistence
 import Jobs
 import Logging
+import Persistence
 import PostgresNIO
 import Subscriptions
 
@@ -42,7 +42,8 @@ public struct RenewalRechecks: Sendable {
         else { return }
         let job = try NewJob(
             kind: Self.jobKind,
-            arguments: Arguments(originalTransactionId: state.originalTransactionId, transactionId: state.latestTransactionId, environment: state.environment),
+            arguments: Arguments(
+                originalTransactionId: state.originalTransactionId, transactionId: state.latestTransactionId, environment: state.environment),
             runAt: runAt, uniqueKey: "renewal-recheck:\(state.originalTransactionId):\(state.latestTransactionId)",
             concurrencyKey: "subscription:\(state.originalTransactionId)")
         try await queue.enqueue(job, on: connection)

@@ -3,9 +3,9 @@ import Credits
 import Entitlements
 import Events
 import Foundation
-import Persistence
 import Jobs
 import Logging
+import Persistence
 import PostgresNIO
 import Subscriptions
 
@@ -175,7 +175,8 @@ public struct SubscriptionWriter: Sendable {
         // A new period in force: its transaction ids (and any earlier ones not filed yet) become searchable.
         if state.latestTransactionId != stored?.latestTransactionId {
             try await AccountSearch.file(
-                transactions: Array(Set(derivation.periods.flatMap(\.transactionIds))).sorted(), ofSubscription: originalTransactionId, on: connection,
+                transactions: Array(Set(derivation.periods.flatMap(\.transactionIds))).sorted(), ofSubscription: originalTransactionId,
+                on: connection,
                 logger: logger)
         }
         // A rescinded consent seen before any subscription named its app transaction and account is linked when one

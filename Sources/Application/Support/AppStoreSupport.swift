@@ -118,7 +118,8 @@ public struct AppStoreSupport: Sendable {
 
     /// Apple's order ids are short runs of capitals and digits (`MK5TTTVWJH`).
     public static func isOrderId(_ text: String) -> Bool {
-        (1...64).contains(text.utf8.count) && text.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }
+        (1...64).contains(text.utf8.count)
+            && text.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }
     }
 
     // MARK: One subscription
@@ -149,7 +150,8 @@ public struct AppStoreSupport: Sendable {
             throw Self.refusal(error)
         }
         try await records.answer(request.requestIdentifier, succeeded: answer.success, effectiveDate: answer.effectiveDate, error: nil, at: now)
-        logger.notice("renewal date extended", metadata: ["subscription.id": "\(target.id)", "days": "\(request.days)", "success": "\(answer.success)"])
+        logger.notice(
+            "renewal date extended", metadata: ["subscription.id": "\(target.id)", "days": "\(request.days)", "success": "\(answer.success)"])
         return (try await records.record(request.requestIdentifier) ?? record, true)
     }
 
@@ -216,10 +218,13 @@ public struct AppStoreSupport: Sendable {
                 request, productId: product, storefronts: storefronts, environment: AppStoreEnvironment(rawValue: environment))
         } catch {
             try await records.progress(
-                request.requestIdentifier, complete: false, completeDate: nil, succeededCount: nil, failedCount: nil, error: error.description, at: now)
+                request.requestIdentifier, complete: false, completeDate: nil, succeededCount: nil, failedCount: nil, error: error.description,
+                at: now)
             throw Self.refusal(error)
         }
-        logger.notice("mass renewal extension requested", metadata: ["product": "\(product)", "days": "\(request.days)", "request": "\(request.requestIdentifier)"])
+        logger.notice(
+            "mass renewal extension requested",
+            metadata: ["product": "\(product)", "days": "\(request.days)", "request": "\(request.requestIdentifier)"])
         return MassOutcome(dryRun: false, activePaidHere: count, record: try await records.record(request.requestIdentifier), canAskApple: true)
     }
 
@@ -275,7 +280,9 @@ public struct AppStoreSupport: Sendable {
     private func subscription(of account: AccountID, named id: String?, now: Date) async throws -> Target {
         let held = try await appStoreSubscriptions(of: account)
         if let id {
-            guard let target = held.first(where: { $0.id == id }) else { throw Refusal.noSubscription("\(account.text) has no App Store subscription \(id)") }
+            guard let target = held.first(where: { $0.id == id }) else {
+                throw Refusal.noSubscription("\(account.text) has no App Store subscription \(id)")
+            }
             return target
         }
         let active = held.filter { $0.status == "active" }
@@ -294,7 +301,9 @@ public struct AppStoreSupport: Sendable {
 
     static func check(_ request: RenewalExtensionRequest) throws(Refusal) {
         guard (1...RenewalExtensionRequest.maximumDays).contains(request.days) else { throw Refusal.invalid("days must be 1–90 (Apple's limit)") }
-        guard (1...128).contains(request.requestIdentifier.utf8.count), request.requestIdentifier.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
+        guard (1...128).contains(request.requestIdentifier.utf8.count),
+            request.requestIdentifier.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
+        else {
             throw Refusal.invalid("requestIdentifier is 1–128 printable ASCII characters")
         }
     }

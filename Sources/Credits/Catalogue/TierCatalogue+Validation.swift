@@ -1,4 +1,5 @@
 import Entitlements
+
 extension TierCatalogue {
     /// Every problem of the catalogue, each a line naming where it is; empty when it is valid.
     public func problems() -> [String] {
@@ -9,8 +10,12 @@ extension TierCatalogue {
             problems.append("meters: \(id) is defined \(count) times")
         }
         // Ids are parts of ledger and bucket keys, where `:` separates the parts.
-        for id in meters.map(\.id) where !Self.isKeyPart(id) { problems.append("meters: \(id) must be 1–64 characters without `:`, spaces or control characters") }
-        for id in tiers.map(\.id) where !Self.isKeyPart(id) { problems.append("tiers: \(id) must be 1–64 characters without `:`, spaces or control characters") }
+        for id in meters.map(\.id) where !Self.isKeyPart(id) {
+            problems.append("meters: \(id) must be 1–64 characters without `:`, spaces or control characters")
+        }
+        for id in tiers.map(\.id) where !Self.isKeyPart(id) {
+            problems.append("tiers: \(id) must be 1–64 characters without `:`, spaces or control characters")
+        }
         for meter in meters {
             for case .unknown(let value) in meter.warnAt {
                 problems.append("meters.\(meter.id).warn_at: \(value) is neither a share below 1 nor a whole number of credits")
@@ -51,7 +56,9 @@ extension TierCatalogue {
             productOwners[topUp.id] = place
             if !meterIds.contains(topUp.meter) { problems.append("\(place).meter \(topUp.meter) is not a defined meter") }
             if topUp.credits <= 0 { problems.append("\(place).credits must be positive") }
-            if topUp.store == .stripe, !topUp.id.hasPrefix("price_") { problems.append("\(place): a stripe top-up is named by its Stripe price id (price_…)") }
+            if topUp.store == .stripe, !topUp.id.hasPrefix("price_") {
+                problems.append("\(place): a stripe top-up is named by its Stripe price id (price_…)")
+            }
             if topUp.store == .googlePlay, !Self.isPlayProductId(topUp.id) {
                 problems.append("\(place): a google_play top-up is named by its product id (lowercase letters, digits, _ and .)")
             }
@@ -86,7 +93,9 @@ extension TierCatalogue {
         case .appStore: break
         case .stripe:
             if !product.id.hasPrefix("price_") { problems.append("\(place): a stripe product is named by its Stripe price id (price_…)") }
-            if product.type == .nonRenewing { problems.append("\(place): Stripe sells subscriptions and one-time (lifetime) prices, not non_renewing passes") }
+            if product.type == .nonRenewing {
+                problems.append("\(place): Stripe sells subscriptions and one-time (lifetime) prices, not non_renewing passes")
+            }
         case .googlePlay:
             problems += googlePlayProblems(of: product, at: place)
         case .operatorGrant, .unknown:
@@ -115,13 +124,17 @@ extension TierCatalogue {
         switch product.type {
         case .autoRenewable:
             guard parts.count == 2, productIdOK, basePlanOK(parts[1]) else {
-                return ["\(place): a google_play subscription is named <productId>/<basePlanId> (lowercase letters, digits, _ and . / lowercase letters, digits and -)"]
+                return [
+                    "\(place): a google_play subscription is named <productId>/<basePlanId> (lowercase letters, digits, _ and . / lowercase letters, digits and -)"
+                ]
             }
         case .nonRenewing:
             // A pass is a one-time product's rental purchase option: Play reads no expiry for it, so the catalogue's
             // duration (the rental period set in Play Console) decides, as for Apple's non-renewing subscriptions.
             guard parts.count == 1, productIdOK else {
-                return ["\(place): a google_play pass (a one-time product's rental option) is named by its product id; Play's prepaid plans are base plans of a subscription"]
+                return [
+                    "\(place): a google_play pass (a one-time product's rental option) is named by its product id; Play's prepaid plans are base plans of a subscription"
+                ]
             }
         default:
             guard parts.count == 1, productIdOK else {
@@ -138,7 +151,9 @@ extension TierCatalogue {
         for definition in featureDefinitions {
             let place = "feature_definitions.\(definition.id)"
             if !seen.insert(definition.id).inserted { problems.append("\(place) is defined twice") }
-            if !Self.isKeyPart(definition.id) { problems.append("\(place): the id must be 1–64 characters without `:`, spaces or control characters") }
+            if !Self.isKeyPart(definition.id) {
+                problems.append("\(place): the id must be 1–64 characters without `:`, spaces or control characters")
+            }
             switch definition.type {
             case .level:
                 let levels = definition.levels ?? []
@@ -174,9 +189,12 @@ extension TierCatalogue {
     /// What loads but should be written otherwise: `features` lists of bullets (now `highlights`).
     public func warnings() -> [String] {
         var warnings: [String] = []
-        if free.featuresWereBullets { warnings.append("free.features is a list of bullets: it is read as free.highlights; rename it, features now holds typed feature values") }
+        if free.featuresWereBullets {
+            warnings.append("free.features is a list of bullets: it is read as free.highlights; rename it, features now holds typed feature values")
+        }
         for tier in tiers where tier.featuresWereBullets {
-            warnings.append("tiers.\(tier.id).features is a list of bullets: it is read as highlights; rename it, features now holds typed feature values")
+            warnings.append(
+                "tiers.\(tier.id).features is a list of bullets: it is read as highlights; rename it, features now holds typed feature values")
         }
         return warnings
     }
@@ -184,16 +202,16 @@ extension TierCatalogue {
     static func problems(of allowances: [String: Allowance], at place: String, meters: Set<String>) -> [String] {
         var problems: [String] = []
         for (meter, allowance) in allowances.sorted(by: { $0.key < $1.key }) {
-            let where_ = "\(place).allowances.\(meter)"
-            if !meters.contains(meter) { problems.append("\(where_): \(meter) is not a defined meter") }
+            let here = "\(place).allowances.\(meter)"
+            if !meters.contains(meter) { problems.append("\(here): \(meter) is not a defined meter") }
             let kinds = [allowance.perCycle != nil, allowance.perDay != nil, allowance.isUnlimited].filter { $0 }.count
-            if kinds != 1 { problems.append("\(where_): set exactly one of per_cycle, per_day, unlimited: true") }
+            if kinds != 1 { problems.append("\(here): set exactly one of per_cycle, per_day, unlimited: true") }
             for (name, value) in [("per_cycle", allowance.perCycle), ("per_day", allowance.perDay), ("trial_cap", allowance.trialCap)] {
-                if let value, value < 0 { problems.append("\(where_).\(name) must not be negative") }
+                if let value, value < 0 { problems.append("\(here).\(name) must not be negative") }
             }
             if let cap = allowance.trialCap {
-                if allowance.perCycle == nil { problems.append("\(where_).trial_cap needs per_cycle") }
-                if let perCycle = allowance.perCycle, cap > perCycle { problems.append("\(where_).trial_cap \(cap) is above per_cycle \(perCycle)") }
+                if allowance.perCycle == nil { problems.append("\(here).trial_cap needs per_cycle") }
+                if let perCycle = allowance.perCycle, cap > perCycle { problems.append("\(here).trial_cap \(cap) is above per_cycle \(perCycle)") }
             }
         }
         return problems

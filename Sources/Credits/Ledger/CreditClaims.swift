@@ -29,7 +29,9 @@ public enum CreditClaims {
         let short = owed - min(owed, max(available, 0))
         if short > 0 {
             operations.append(
-                .post(LedgerEntry(operationKey: key(of: takeKey), bucket: bucket, delta: short, reason: "claim: what the refund could not take"), opening: nil))
+                .post(
+                    LedgerEntry(operationKey: key(of: takeKey), bucket: bucket, delta: short, reason: "claim: what the refund could not take"),
+                    opening: nil))
         }
         return operations
     }

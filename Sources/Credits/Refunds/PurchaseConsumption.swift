@@ -80,7 +80,9 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
             }
             if entry.delta > 0 {
                 if entry.operationKey == grantKey { credited += entry.delta }
-                let key = entry.operationKey.hasPrefix("reversed:refund:") ? Self.lot(takenBy: entry.operationKey, among: lots.map(\.key)) : entry.operationKey
+                let key =
+                    entry.operationKey.hasPrefix("reversed:refund:")
+                    ? Self.lot(takenBy: entry.operationKey, among: lots.map(\.key)) : entry.operationKey
                 if let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left += entry.delta } else { lots.append((key, entry.delta)) }
             } else if entry.operationKey.hasPrefix("reversed:carry:") {
                 // A carry-over that no longer stands leaves the top-ups for its window: its lot goes with it.

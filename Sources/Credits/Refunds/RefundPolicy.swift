@@ -1,5 +1,5 @@
-import Foundation
 import AppStoreModels
+import Foundation
 
 /// How Storekeeper answers Apple's consumption requests when the app does not answer itself (configured by
 /// `STOREKEEPER_REFUND_POLICY`). The share of credits used decides the preference: nothing used asks for a full

@@ -51,7 +51,8 @@ public struct AccountCredits: Sendable, Equatable {
     }
 
     /// The tier that decides, from the account's entitlements evaluated already.
-    public static func effectiveTier(_ entitlements: AccountEntitlements, catalogue: TierCatalogue) -> (id: String?, allowances: [String: Allowance]) {
+    public static func effectiveTier(_ entitlements: AccountEntitlements, catalogue: TierCatalogue) -> (id: String?, allowances: [String: Allowance])
+    {
         guard let deciding = entitlements.deciding else { return ("free", catalogue.free.allowances) }
         guard let tier = deciding.tier.flatMap({ catalogue.tier(id: $0) }) else { return (nil, [:]) }
         return (tier.id, tier.allowances)
@@ -70,8 +71,9 @@ public struct AccountCredits: Sendable, Equatable {
             guard let start = state.purchaseDate, let end = state.expiresAt,
                 let (tier, _) = catalogue.tier(ofProduct: state.productId),
                 let window = catalogue.windows(
-                    productId: state.productId, offer: state.offer, start: start, end: end, billedMonthly: state.billingPlan == .monthly)
-                    .first(where: { $0.start <= now && now < $0.end })
+                    productId: state.productId, offer: state.offer, start: start, end: end, billedMonthly: state.billingPlan == .monthly
+                )
+                .first(where: { $0.start <= now && now < $0.end })
             else { continue }
             let identities: Set<String> = [state.billingPeriodKey, state.latestTransactionId]
             for (meter, allowance) in tier.allowances.sorted(by: { $0.key < $1.key }) {
@@ -85,7 +87,11 @@ public struct AccountCredits: Sendable, Equatable {
                     key: "cycle:\(state.billingPeriodKey):w\(window.index):\(meter)", meter: meter, kind: .cycle,
                     originalTransactionId: state.originalTransactionId, billingPeriod: state.billingPeriodKey,
                     validFrom: window.start, validUntil: window.end, price: state.price)
-                grants.append(.post(LedgerEntry(operationKey: "grant:\(state.billingPeriodKey):w\(window.index):\(meter)", bucket: bucket.key, delta: amount, reason: "window grant"), opening: bucket))
+                grants.append(
+                    .post(
+                        LedgerEntry(
+                            operationKey: "grant:\(state.billingPeriodKey):w\(window.index):\(meter)", bucket: bucket.key, delta: amount,
+                            reason: "window grant"), opening: bucket))
             }
         }
         let tier = tier ?? effectiveTier(subscriptions, records: records, catalogue: catalogue, at: now)
@@ -101,7 +107,8 @@ public struct AccountCredits: Sendable, Equatable {
                 let month = CreditCalendar.month(containing: now)
                 let key = "free:\(accountKey):\(meter):\(dayText(month.start).prefix(7))"
                 let bucket = CreditBucket(key: key, meter: meter, kind: .free, accountId: account, validFrom: month.start, validUntil: month.end)
-                grants.append(.post(LedgerEntry(operationKey: "grant:\(key)", bucket: key, delta: perCycle, reason: "free tier month"), opening: bucket))
+                grants.append(
+                    .post(LedgerEntry(operationKey: "grant:\(key)", bucket: key, delta: perCycle, reason: "free tier month"), opening: bucket))
             }
         }
         return grants.filter { operation in

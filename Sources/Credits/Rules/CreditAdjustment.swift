@@ -57,7 +57,9 @@ public enum CreditAdjustment {
         let bucket = CreditBucket.topUp(account: account, meter: request.meter)
         let key = operationKey(account: account, key: request.key)
         if ledger.isPosted(key) {
-            guard ledger.entries.contains(where: { $0.operationKey == key && $0.bucket == bucket.key && $0.delta == request.amount }) else { throw .keyReused }
+            guard ledger.entries.contains(where: { $0.operationKey == key && $0.bucket == bucket.key && $0.delta == request.amount }) else {
+                throw .keyReused
+            }
             return []
         }
         if request.amount < 0 {

@@ -23,7 +23,10 @@ extension SubscriptionCredits.Plan {
             for bucket in buckets {
                 let left = ledger.balance(of: bucket.key)
                 guard left > 0 else { continue }
-                add(.post(LedgerEntry(operationKey: removalKey("refund:\(stamp):\(bucket.key)"), bucket: bucket.key, delta: -left, reason: "refund"), opening: nil))
+                add(
+                    .post(
+                        LedgerEntry(operationKey: removalKey("refund:\(stamp):\(bucket.key)"), bucket: bucket.key, delta: -left, reason: "refund"),
+                        opening: nil))
             }
             removeCarryOvers(touching: period, of: buckets, stamp: stamp)
         }
@@ -102,7 +105,10 @@ extension SubscriptionCredits.Plan {
         }
         // A carry-over's take-back may have a claim, and payments of it: every row is undone (CreditClaims).
         for row in removals.flatMap({ CreditClaims.rows(of: $0.operationKey, in: ledger) }) {
-            add(.post(LedgerEntry(operationKey: "reversed:\(row.operationKey)", bucket: row.bucket, delta: -row.delta, reason: "refund reversed"), opening: nil))
+            add(
+                .post(
+                    LedgerEntry(operationKey: "reversed:\(row.operationKey)", bucket: row.bucket, delta: -row.delta, reason: "refund reversed"),
+                    opening: nil))
         }
     }
 }

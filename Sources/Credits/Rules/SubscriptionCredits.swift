@@ -126,10 +126,12 @@ public enum SubscriptionCredits {
                     key: "cycle:\(period.key):w\(window.index):\(meter)", meter: meter, kind: .cycle,
                     originalTransactionId: subscription, billingPeriod: period.key, validFrom: window.start,
                     validUntil: window.end, price: period.price ?? catalogue.tier(ofProduct: period.productId)?.product.price)
-                let reason = window.index == 0 && period.upgradedFrom != nil
+                let reason =
+                    window.index == 0 && period.upgradedFrom != nil
                     ? (catalogue.upgradeCredits == .prorate ? "prorated upgrade grant" : "upgrade grant")
-                    : window.index == 0 && period.downgradedFrom != nil ? "downgrade grant"
-                    : period.isFreeOffer ? "free offer grant" : "window grant"
+                    : window.index == 0 && period.downgradedFrom != nil
+                        ? "downgrade grant"
+                        : period.isFreeOffer ? "free offer grant" : "window grant"
                 let entry = LedgerEntry(
                     operationKey: "grant:\(period.key):w\(window.index):\(meter)", bucket: bucket.key, delta: owed, reason: reason)
                 add(.post(entry, opening: bucket))
@@ -142,7 +144,11 @@ public enum SubscriptionCredits {
             let granted = ledger.entries(of: existing.key).filter(\.isGrant).reduce(0) { $0 + $1.delta }
             var difference = owed - granted
             if difference < 0 { difference = -min(-difference, max(ledger.balance(of: existing.key), 0)) }
-            add(.post(LedgerEntry(operationKey: "correction:\(existing.key):\(owed)", bucket: existing.key, delta: difference, reason: "grant corrected"), opening: nil))
+            add(
+                .post(
+                    LedgerEntry(
+                        operationKey: "correction:\(existing.key):\(owed)", bucket: existing.key, delta: difference, reason: "grant corrected"),
+                    opening: nil))
         }
 
         /// The first window of a plan change that is not an upgrade, made at once (Play's downgrades and crossgrades):
@@ -151,10 +157,11 @@ public enum SubscriptionCredits {
         /// period granted in this same pass is seen; the move is posted once and counted as moved ever after.
         mutating func downgradeGrant(_ allowance: Int64, into period: PaidPeriod, meter: String, replacing key: String) -> Int64 {
             let identities = Set([key] + (derivation.periods.first { $0.key == key }?.transactionIds ?? []))
-            guard let old = ledger.buckets.values
-                .filter({ $0.kind == .cycle && $0.meter == meter && $0.billingPeriod.map(identities.contains) == true })
-                .filter({ $0.validFrom <= period.start && ($0.validUntil ?? .distantFuture) >= period.start })
-                .sorted(by: { $0.key < $1.key }).first
+            guard
+                let old = ledger.buckets.values
+                    .filter({ $0.kind == .cycle && $0.meter == meter && $0.billingPeriod.map(identities.contains) == true })
+                    .filter({ $0.validFrom <= period.start && ($0.validUntil ?? .distantFuture) >= period.start })
+                    .sorted(by: { $0.key < $1.key }).first
             else { return 0 }
             let movedKey = "carry:\(period.key):\(old.key):down"
             let moved = -(ledger.entries.first { $0.operationKey == movedKey }?.delta ?? 0)
@@ -172,8 +179,9 @@ public enum SubscriptionCredits {
             guard let old = derivation.periods.first(where: { $0.key == key }),
                 let oldProduct = catalogue.tier(ofProduct: old.productId)?.product,
                 let oldWindow = catalogue.windows(
-                    productId: old.productId, offer: old.offer, start: old.start, end: old.end, billedMonthly: old.billedMonthly)
-                    .first(where: { $0.start <= period.start && period.start < $0.end })
+                    productId: old.productId, offer: old.offer, start: old.start, end: old.end, billedMonthly: old.billedMonthly
+                )
+                .first(where: { $0.start <= period.start && period.start < $0.end })
             else { return allowance }
             let newCount = Int64(catalogue.windowCount(productId: period.productId, offer: period.offer, billedMonthly: period.billedMonthly))
             let oldCount = Int64(catalogue.windowCount(productId: old.productId, offer: old.offer, billedMonthly: old.billedMonthly))
@@ -201,14 +209,24 @@ public enum SubscriptionCredits {
                 else { continue }
                 let refunds = ledger.entries.filter { $0.operationKey.hasPrefix("refund:") && $0.operationKey.hasSuffix(":\(inKey)") }
                 for taken in refunds.flatMap({ CreditClaims.rows(of: $0.operationKey, in: ledger) }) {
-                    add(.post(LedgerEntry(operationKey: "reversed:\(taken.operationKey)", bucket: taken.bucket, delta: -taken.delta, reason: "carry-over reversed"), opening: nil))
+                    add(
+                        .post(
+                            LedgerEntry(
+                                operationKey: "reversed:\(taken.operationKey)", bucket: taken.bucket, delta: -taken.delta,
+                                reason: "carry-over reversed"), opening: nil))
                 }
                 // What is there, not a claim on what is out: the carry-over is moved, not taken — the upgrade the facts
                 // do say carries the window's credits again, and credits held now come back to the top-ups, where the
                 // customer keeps them. (A claim's payment would take them instead.)
                 let back = min(standing(carryOver: inKey), max(ledger.balance(of: carried.bucket), 0))
-                add(.post(LedgerEntry(operationKey: "reversed:\(inKey)", bucket: carried.bucket, delta: -back, reason: "carry-over reversed"), opening: nil))
-                add(.post(LedgerEntry(operationKey: "reversed:\(out.operationKey)", bucket: out.bucket, delta: back, reason: "carry-over reversed"), opening: nil))
+                add(
+                    .post(
+                        LedgerEntry(operationKey: "reversed:\(inKey)", bucket: carried.bucket, delta: -back, reason: "carry-over reversed"),
+                        opening: nil))
+                add(
+                    .post(
+                        LedgerEntry(operationKey: "reversed:\(out.operationKey)", bucket: out.bucket, delta: back, reason: "carry-over reversed"),
+                        opening: nil))
             }
         }
 
@@ -238,7 +256,11 @@ public enum SubscriptionCredits {
                 guard !ledger.isPosted(outKey), left > 0 else { continue }
                 let topUp = CreditBucket.topUp(account: account, meter: bucket.meter)
                 add(.post(LedgerEntry(operationKey: outKey, bucket: bucket.key, delta: -left, reason: "upgrade carry-over"), opening: nil))
-                add(.post(LedgerEntry(operationKey: "carry:\(period.key):\(bucket.key):in", bucket: topUp.key, delta: left, reason: "upgrade carry-over"), opening: topUp))
+                add(
+                    .post(
+                        LedgerEntry(
+                            operationKey: "carry:\(period.key):\(bucket.key):in", bucket: topUp.key, delta: left, reason: "upgrade carry-over"),
+                        opening: topUp))
             }
         }
 

@@ -43,13 +43,16 @@ public enum TopUpCredits {
         var operations: [LedgerOperation] = []
         let grantKey = "topup:\(sale.id)"
         if !ledger.isPosted(grantKey) {
-            operations.append(.post(LedgerEntry(operationKey: grantKey, bucket: bucket.key, delta: granted, reason: "top-up \(topUp.id)"), opening: bucket))
+            operations.append(
+                .post(LedgerEntry(operationKey: grantKey, bucket: bucket.key, delta: granted, reason: "top-up \(topUp.id)"), opening: bucket))
         }
         let refundKey = "refund:\(sale.id):\(bucket.key)"
         let reversalKey = "reversed:\(refundKey)"
         // What refunds owed so far: the full refund's row and each partial refund's (`…:q<units>`). A take-back's row
         // is all it owed; what it could not take is its claim (CreditClaims), paid when the credits come back.
-        let taken = ledger.entries.filter { $0.operationKey == refundKey || $0.operationKey.hasPrefix(refundKey + ":q") }.reduce(Int64(0)) { $0 - $1.delta }
+        let taken = ledger.entries.filter { $0.operationKey == refundKey || $0.operationKey.hasPrefix(refundKey + ":q") }.reduce(Int64(0)) {
+            $0 - $1.delta
+        }
         let partial = min(max(sale.refundedQuantity, 0), max(sale.quantity, 1))
         let available = ledger.balance(of: bucket.key) + (ledger.isPosted(grantKey) ? 0 : granted)
         if sale.revoked, !ledger.isPosted(refundKey) {
@@ -63,7 +66,10 @@ public enum TopUpCredits {
             // Every row of the refund undone — its take, its claim, what paid the claim — so the claim closes and the
             // customer has back what the refund took, whenever the credits it claimed came back.
             for row in CreditClaims.rows(of: refundKey, in: ledger) {
-                operations.append(.post(LedgerEntry(operationKey: "reversed:\(row.operationKey)", bucket: row.bucket, delta: -row.delta, reason: "refund reversed"), opening: nil))
+                operations.append(
+                    .post(
+                        LedgerEntry(operationKey: "reversed:\(row.operationKey)", bucket: row.bucket, delta: -row.delta, reason: "refund reversed"),
+                        opening: nil))
             }
         }
         return operations

@@ -44,7 +44,6 @@ extension TierCatalogue {
     /// Play's subscription centre (the Play Billing documentation's deep link).
     public static let googlePlayManagementURL = "https://play.google.com/store/account/subscriptions"
 
-
     /// A grant or a one-time purchase as an entitlement source at `now`: it entitles its tier from its start until it
     /// ends — by the clock (a grant's end, a pass's duration) or early (ended by an operator, refunded, revoked).
     public func source(of record: EntitlementRecord, at now: Date) -> EntitlementSource {

@@ -55,7 +55,7 @@ public struct AdminController: Sendable {
         group.get("jobs/{id}") { _, context -> JobRecord in
             guard let id = Int64(try context.parameters.require("id")) else { throw APIError.badRequest("job id must be a number") }
             guard let record = try await withDatabase({ try await self.jobs.job(id: id) }) else {
-                throw APIError(.notFound, code: "not_found", message: "no job \(id)")
+                throw APIError(.notFound, code: .notFound, message: "no job \(id)")
             }
             return record
         }
@@ -83,9 +83,10 @@ public struct AdminController: Sendable {
         group.post("jobs/{id}/cancel") { _, context -> Cancelled in
             guard let id = Int64(try context.parameters.require("id")) else { throw APIError.badRequest("job id must be a number") }
             guard try await withDatabase({ try await self.jobs.cancel(ids: [id]) }) == [id] else {
-                throw APIError(.conflict, code: "not_cancellable", message: "job \(id) is not waiting to run (only available jobs can be cancelled)")
+                throw APIError(.conflict, code: .notCancellable, message: "job \(id) is not waiting to run (only available jobs can be cancelled)")
             }
-            OperatorAudit.note("job.cancel", target: String(id), before: ["state": JobState.available.rawValue], after: ["state": JobState.cancelled.rawValue])
+            OperatorAudit.note(
+                "job.cancel", target: String(id), before: ["state": JobState.available.rawValue], after: ["state": JobState.cancelled.rawValue])
             return Cancelled(id: id)
         }
     }

@@ -34,7 +34,8 @@ struct CreditAdjustmentsController: Sendable {
         var topUpBalance: Int64
     }
 
-    static let usage = #"body must be {"meter": "<meter id>", "amount": <credits, negative to take back>, "reason": "<why, ≤ 500 characters>", "idempotencyKey": "<optional>"}"#
+    static let usage =
+        #"body must be {"meter": "<meter id>", "amount": <credits, negative to take back>, "reason": "<why, ≤ 500 characters>", "idempotencyKey": "<optional>"}"#
 
     func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
         group.post("accounts/{accountId}/credits") { request, context -> EditedResponse<Answer> in
@@ -50,7 +51,9 @@ struct CreditAdjustmentsController: Sendable {
     func adjust(_ body: Body, account: AccountID) async throws -> Answer {
         guard let meter = body.meter, let amount = body.amount else { throw APIError.badRequest(Self.usage) }
         if let problem = OperatorReason.problem(body.reason) { throw APIError.badRequest(problem) }
-        if let key = body.idempotencyKey, !key.isKey(maximumBytes: 255) { throw APIError.badRequest("idempotencyKey must be 1–255 bytes without control characters") }
+        if let key = body.idempotencyKey, !key.isKey(maximumBytes: 255) {
+            throw APIError.badRequest("idempotencyKey must be 1–255 bytes without control characters")
+        }
         let reason = body.reason ?? ""
         let asked = CreditAdjustment.Request(key: body.idempotencyKey ?? UUID().uuidString.lowercased(), meter: meter, amount: amount)
         let now = clock()
@@ -58,12 +61,13 @@ struct CreditAdjustmentsController: Sendable {
             do {
                 return try await adjustments.adjust(asked, account: account, now: now)
             } catch let refusal as CreditAdjustment.Refusal {
-                if case .notEnough = refusal { throw APIError(.conflict, code: "not_enough_credits", message: refusal.description) }
-                if case .keyReused = refusal { throw APIError(.unprocessableContent, code: "idempotency_key_reused", message: refusal.description) }
+                if case .notEnough = refusal { throw APIError(.conflict, code: .notEnoughCredits, message: refusal.description) }
+                if case .keyReused = refusal { throw APIError(.unprocessableContent, code: .idempotencyKeyReused, message: refusal.description) }
                 throw APIError.badRequest(refusal.description)
             }
         }
-        let answer = Answer(accountId: account.text, meter: meter, amount: amount, reason: reason, posted: outcome.posted, topUpBalance: outcome.topUpBalance)
+        let answer = Answer(
+            accountId: account.text, meter: meter, amount: amount, reason: reason, posted: outcome.posted, topUpBalance: outcome.topUpBalance)
         if outcome.posted {
             OperatorAudit.note(
                 "credits.adjust", account: account.text, target: asked.key, before: ["topUpBalance": outcome.topUpBalance - amount], after: answer)

@@ -33,7 +33,8 @@ struct GrantsController: Sendable {
 
     struct GrantList: ResponseEncodable { var grants: [GrantResponse] }
 
-    static let usage = #"body must be {"tier": "<tier id>", "endsAt": "<RFC 3339 time>" | "duration": "P30D" | "lifetime": true, "reason": "<why, ≤ 500 characters>"}"#
+    static let usage =
+        #"body must be {"tier": "<tier id>", "endsAt": "<RFC 3339 time>" | "duration": "P30D" | "lifetime": true, "reason": "<why, ≤ 500 characters>"}"#
 
     func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
         group.post("accounts/{accountId}/grants") { request, context -> EditedResponse<GrantResponse> in
@@ -69,7 +70,8 @@ struct GrantsController: Sendable {
         }
         if created {
             OperatorAudit.note(
-                "grant.create", account: account.text, target: record.id, after: GrantResponse(record, account: account, catalogue: catalogue, now: now))
+                "grant.create", account: account.text, target: record.id,
+                after: GrantResponse(record, account: account, catalogue: catalogue, now: now))
         } else {
             OperatorAudit.unchanged()
         }
@@ -79,7 +81,7 @@ struct GrantsController: Sendable {
     /// Ends grant `id` now (404 when there is none), noted for the audit log when it was still running.
     func end(_ id: String, now: Date) async throws -> GrantResponse {
         guard let (record, account, ended) = try await withDatabase({ try await grants.end(id, now: now) }) else {
-            throw APIError(.notFound, code: "not_found", message: "no grant \(id)")
+            throw APIError(.notFound, code: .notFound, message: "no grant \(id)")
         }
         var response = GrantResponse(record, account: account, catalogue: catalogue, now: now)
         response.endedNow = ended
@@ -119,10 +121,11 @@ struct GrantsController: Sendable {
         }
         let endsAt = try end(endsAt: body.endsAt, duration: body.duration, now: now)
         if role < .admin, endsAt.map({ $0.timeIntervalSince(now) > supportGrantLimit }) ?? true {
-            throw APIError(.forbidden, code: "forbidden", message: "a grant for life or for more than 366 days needs the admin role")
+            throw APIError(.forbidden, code: .forbidden, message: "a grant for life or for more than 366 days needs the admin role")
         }
         if role < .admin, catalogue.tier(id: tier)?.grantableOnly == true {
-            throw APIError(.forbidden, code: "forbidden", message: "tier \(tier) is grantable_only (no store sells it): granting it needs the admin role")
+            throw APIError(
+                .forbidden, code: .forbidden, message: "tier \(tier) is grantable_only (no store sells it): granting it needs the admin role")
         }
         return OperatorGrants.Request(tier: tier, endsAt: endsAt, reason: reason, createdBy: createdBy, idempotencyKey: body.idempotencyKey)
     }

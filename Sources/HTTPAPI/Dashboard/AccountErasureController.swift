@@ -33,14 +33,17 @@ struct AccountErasureController: Sendable {
             let body = try await request.collectBody(upTo: 16 * 1024)
             // The account page's form is answered with the page again (303), saying what happened; the API with JSON.
             let fromForm = request.headers[.contentType]?.hasPrefix("application/x-www-form-urlencoded") == true
-            let confirm = fromForm
+            let confirm =
+                fromForm
                 ? AdminDashboardController.form(body)["confirm"] : (try? JSONDecoder().decode(Body.self, from: body))?.confirm
             // The confirmation names the account as the path does: a UUID in either case.
             guard let confirm, AccountID(confirm) == account else {
                 guard fromForm else { throw APIError.badRequest(Self.usage) }
                 OperatorAudit.unchanged()
                 return AppStoreSupportController.back(
-                    to: "/admin?account=\(AppStoreSupportController.query(account.text))&\(DashboardNotice.query(.erased, "Not erased: type the account id exactly to confirm"))")
+                    to:
+                        "/admin?account=\(AppStoreSupportController.query(account.text))&\(DashboardNotice.query(.erased, "Not erased: type the account id exactly to confirm"))"
+                )
             }
             let outcome: AccountErasure.Outcome
             do {
@@ -48,7 +51,9 @@ struct AccountErasureController: Sendable {
             } catch let error as APIError where fromForm && error.status == .notFound {
                 OperatorAudit.unchanged()
                 return AppStoreSupportController.back(
-                    to: "/admin?account=\(AppStoreSupportController.query(account.text))&\(DashboardNotice.query(.erased, "Not erased: nothing here names this id"))")
+                    to:
+                        "/admin?account=\(AppStoreSupportController.query(account.text))&\(DashboardNotice.query(.erased, "Not erased: nothing here names this id"))"
+                )
             }
             let answer = Answer(
                 accountId: account.text, pseudonym: outcome.alreadyErased ? nil : outcome.pseudonym.text, alreadyErased: outcome.alreadyErased,
@@ -67,7 +72,8 @@ struct AccountErasureController: Sendable {
                 }
                 return AppStoreSupportController.back(
                     to: "/admin?account=\(AppStoreSupportController.query(outcome.pseudonym.text))&"
-                        + DashboardNotice.query(.erased, "Erased: what accounting needs is kept under this pseudonym, which nothing else ties to the id"))
+                        + DashboardNotice.query(
+                            .erased, "Erased: what accounting needs is kept under this pseudonym, which nothing else ties to the id"))
             }
             let encoded = try StorekeeperRequestContext.jsonEncoder.encode(answer)
             return EventsController.json(String(decoding: encoded, as: UTF8.self))
@@ -82,11 +88,14 @@ struct AccountErasureController: Sendable {
         do {
             return try await withDeadline(.seconds(60)) { try await erasure.erase(account, by: operatorName, now: now) }
         } catch AccountErasure.Refusal.holdsNothing {
-            throw APIError(.notFound, code: "not_found", message: "nothing here names account \(account.text.prefix(128)); nothing was erased or filed")
+            throw APIError(
+                .notFound, code: .notFound, message: "nothing here names account \(account.text.prefix(128)); nothing was erased or filed")
         } catch AccountErasure.Refusal.notConfigured {
-            throw APIError(.conflict, code: "not_configured", message: "erasure needs STOREKEEPER_ERASURE_KEY (a secret of 32 bytes or more) to key its digests")
+            throw APIError(
+                .conflict, code: .notConfigured, message: "erasure needs STOREKEEPER_ERASURE_KEY (a secret of 32 bytes or more) to key its digests")
         } catch {
-            var failed = APIError(.internalServerError, code: "erasure_failed", message: "the erasure failed and changed nothing; the cause is in the server's log")
+            var failed = APIError(
+                .internalServerError, code: .erasureFailed, message: "the erasure failed and changed nothing; the cause is in the server's log")
             failed.cause = (.error, "account erasure failed", (error as? AccountErasure.Failure)?.detail ?? String(reflecting: error))
             throw failed
         }

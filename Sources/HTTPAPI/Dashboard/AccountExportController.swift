@@ -26,10 +26,13 @@ struct AccountExportController: Sendable {
             // The database first under the usual deadline, then as long as a large account's document takes.
             try await withDatabase { try await exporter.reachable() }
             guard let document = try await withDatabase(timeout: .seconds(30), { try await exporter.export(account, now: now) }) else {
-                throw APIError(.notFound, code: "not_found", message: "Storekeeper holds nothing about account \(account.text.prefix(128))")
+                throw APIError(.notFound, code: .notFound, message: "Storekeeper holds nothing about account \(account.text.prefix(128))")
             }
             OperatorAudit.note("account.export", account: account.text, after: ["bytes": document.utf8.count])
-            let filename = "storekeeper-account-" + String(account.text.unicodeScalars.map { $0.isASCII && CharacterSet.alphanumerics.contains($0) ? Character($0) : "_" }.prefix(64)) + ".json"
+            let filename =
+                "storekeeper-account-"
+                + String(account.text.unicodeScalars.map { $0.isASCII && CharacterSet.alphanumerics.contains($0) ? Character($0) : "_" }.prefix(64))
+                + ".json"
             return Response(
                 status: .ok,
                 headers: [.contentType: APIError.jsonContentType, .contentDisposition: "attachment; filename=\"\(filename)\""],

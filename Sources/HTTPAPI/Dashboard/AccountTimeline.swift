@@ -37,30 +37,43 @@ struct AccountTimeline {
 
     mutating func add(ledger: [AccountRecords.LedgerEntry]) {
         entries += ledger.map { entry in
-            Entry(at: entry.at, kind: "credits", what: "\(entry.delta > 0 ? "+" : "")\(entry.delta) \(entry.meter)", detail: "\(entry.reason) · \(entry.operationKey)")
+            Entry(
+                at: entry.at, kind: "credits", what: "\(entry.delta > 0 ? "+" : "")\(entry.delta) \(entry.meter)",
+                detail: "\(entry.reason) · \(entry.operationKey)")
         }
     }
 
     /// Each hold taken, and its end: the ledger shows the credits moving, these say why.
     mutating func add(holds: [CreditHoldStore.Hold]) {
         for hold in holds {
-            entries.append(Entry(at: hold.createdAt, kind: "credits", what: "held \(hold.amount) \(hold.meter)", detail: "hold \(hold.idempotencyKey) · expires \(HTMLPage.time(hold.expiresAt))"))
+            entries.append(
+                Entry(
+                    at: hold.createdAt, kind: "credits", what: "held \(hold.amount) \(hold.meter)",
+                    detail: "hold \(hold.idempotencyKey) · expires \(HTMLPage.time(hold.expiresAt))"))
             if let ended = hold.endedAt {
-                let outcome = "charged \(hold.charged ?? 0), returned \(hold.returned ?? 0)" + ((hold.lapsed ?? 0) > 0 ? ", lapsed \(hold.lapsed ?? 0)" : "")
-                entries.append(Entry(at: ended, kind: "credits", what: "\(hold.state.text) hold of \(hold.amount) \(hold.meter)", detail: "hold \(hold.idempotencyKey) · \(outcome)"))
+                let outcome =
+                    "charged \(hold.charged ?? 0), returned \(hold.returned ?? 0)" + ((hold.lapsed ?? 0) > 0 ? ", lapsed \(hold.lapsed ?? 0)" : "")
+                entries.append(
+                    Entry(
+                        at: ended, kind: "credits", what: "\(hold.state.text) hold of \(hold.amount) \(hold.meter)",
+                        detail: "hold \(hold.idempotencyKey) · \(outcome)"))
             }
         }
     }
 
     mutating func add(ends archive: [AccountRecords.ArchiveEntry]) {
         entries += archive.compactMap { end in
-            end.endedAt.map { Entry(at: $0, kind: "end", what: "ended: \(end.reason)", detail: "subscription \(end.originalTransactionId) · \(end.productId)") }
+            end.endedAt.map {
+                Entry(at: $0, kind: "end", what: "ended: \(end.reason)", detail: "subscription \(end.originalTransactionId) · \(end.productId)")
+            }
         }
     }
 
     mutating func add(operators actions: [OperatorAction]) {
         entries += actions.map { action in
-            Entry(at: action.at, kind: "operator", what: action.action, detail: "\(action.operatorName) (\(action.role))" + (action.target.map { " · \($0)" } ?? ""))
+            Entry(
+                at: action.at, kind: "operator", what: action.action,
+                detail: "\(action.operatorName) (\(action.role))" + (action.target.map { " · \($0)" } ?? ""))
         }
     }
 

@@ -29,7 +29,8 @@ extension AdminDashboardController {
         html += " · next change \(HTMLPage.escape(HTMLPage.time(status.nextChangeAt)))</p>"
         // Apple's RESCIND_CONSENT: the customer withdrew consent for the app — support must know before acting.
         for rescission in try await records.consentRescissions(ofAccount: account) {
-            html += "<p class=\"bad\">Consent rescinded \(HTMLPage.escape(HTMLPage.time(rescission.rescindedAt))) (\(HTMLPage.escape(rescission.environment)), "
+            html +=
+                "<p class=\"bad\">Consent rescinded \(HTMLPage.escape(HTMLPage.time(rescission.rescindedAt))) (\(HTMLPage.escape(rescission.environment)), "
             html += "app transaction <code>\(HTMLPage.escape(rescission.appTransactionId))</code>)</p>"
         }
         html += HTMLPage.table(
@@ -66,7 +67,8 @@ extension AdminDashboardController {
         }
         if viewer.role >= .admin {
             let path = account.text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? ""
-            html += "<form class=\"inline\" method=\"post\" action=\"/admin/accounts/\(HTMLPage.escape(path))/export\"><button type=\"submit\">Export everything held (JSON)</button></form>"
+            html +=
+                "<form class=\"inline\" method=\"post\" action=\"/admin/accounts/\(HTMLPage.escape(path))/export\"><button type=\"submit\">Export everything held (JSON)</button></form>"
             // Erasure cannot be undone: the id is typed again to confirm it.
             html += """
                 <form class="inline" method="post" action="/admin/accounts/\(HTMLPage.escape(path))/erase">\
@@ -88,16 +90,18 @@ extension AdminDashboardController {
         html += timeline.html(limit: 200)
         let refunds = try await records.refundRequests(ofAccount: account, limit: 20)
         if !refunds.isEmpty {
-            html += "<h2>Refund requests</h2>" + HTMLPage.table(
-                ["requested", "transaction", "product", "reason", "state", "answered", "Apple decided"],
-                refunds.map { request in
-                    [
-                        HTMLPage.Cell(HTMLPage.time(request.requestedAt)), .raw("<code>\(HTMLPage.escape(request.transactionId))</code>"),
-                        HTMLPage.Cell(request.productId), HTMLPage.Cell(request.reason ?? "—"), HTMLPage.Cell(request.state.rawValue),
-                        HTMLPage.Cell(request.sentAnswer?.summary ?? request.lastError ?? "—"),
-                        HTMLPage.Cell(request.outcome ?? "—"),
-                    ]
-                })
+            html +=
+                "<h2>Refund requests</h2>"
+                + HTMLPage.table(
+                    ["requested", "transaction", "product", "reason", "state", "answered", "Apple decided"],
+                    refunds.map { request in
+                        [
+                            HTMLPage.Cell(HTMLPage.time(request.requestedAt)), .raw("<code>\(HTMLPage.escape(request.transactionId))</code>"),
+                            HTMLPage.Cell(request.productId), HTMLPage.Cell(request.reason ?? "—"), HTMLPage.Cell(request.state.rawValue),
+                            HTMLPage.Cell(request.sentAnswer?.summary ?? request.lastError ?? "—"),
+                            HTMLPage.Cell(request.outcome ?? "—"),
+                        ]
+                    })
         }
         html += "</section>"
         if audit != nil {
@@ -111,16 +115,17 @@ extension AdminDashboardController {
     /// The account's latest holds: what each held and its outcome, or when it expires while it is held.
     static func holdsTable(_ holds: [CreditHoldStore.Hold]) -> String {
         guard !holds.isEmpty else { return "" }
-        return "<h3>Holds</h3>" + HTMLPage.table(
-            ["taken", "meter", "held", "state", "charged", "returned", "lapsed", "expires / ended", "key"],
-            holds.map { hold in
-                [
-                    HTMLPage.Cell(HTMLPage.time(hold.createdAt)), HTMLPage.Cell(hold.meter), HTMLPage.Cell(String(hold.amount)),
-                    .raw("<span class=\"\(hold.state == .held ? "good" : "muted")\">\(HTMLPage.escape(hold.state.text))</span>"),
-                    HTMLPage.Cell(hold.charged.map(String.init) ?? "—"), HTMLPage.Cell(hold.returned.map(String.init) ?? "—"),
-                    HTMLPage.Cell(hold.lapsed.map(String.init) ?? "—"), HTMLPage.Cell(HTMLPage.time(hold.endedAt ?? hold.expiresAt)),
-                    .raw("<code>\(HTMLPage.escape(hold.idempotencyKey))</code>"),
-                ]
-            })
+        return "<h3>Holds</h3>"
+            + HTMLPage.table(
+                ["taken", "meter", "held", "state", "charged", "returned", "lapsed", "expires / ended", "key"],
+                holds.map { hold in
+                    [
+                        HTMLPage.Cell(HTMLPage.time(hold.createdAt)), HTMLPage.Cell(hold.meter), HTMLPage.Cell(String(hold.amount)),
+                        .raw("<span class=\"\(hold.state == .held ? "good" : "muted")\">\(HTMLPage.escape(hold.state.text))</span>"),
+                        HTMLPage.Cell(hold.charged.map(String.init) ?? "—"), HTMLPage.Cell(hold.returned.map(String.init) ?? "—"),
+                        HTMLPage.Cell(hold.lapsed.map(String.init) ?? "—"), HTMLPage.Cell(HTMLPage.time(hold.endedAt ?? hold.expiresAt)),
+                        .raw("<code>\(HTMLPage.escape(hold.idempotencyKey))</code>"),
+                    ]
+                })
     }
 }

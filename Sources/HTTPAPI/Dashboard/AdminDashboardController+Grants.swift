@@ -12,7 +12,9 @@ extension AdminDashboardController {
         let code = "<code>\(HTMLPage.escape(id))</code>"
         guard store == .stripe else { return code }
         let kind = id.hasPrefix("sub_") ? "subscriptions" : id.hasPrefix("pi_") ? "payments" : nil
-        guard let kind, let path = id.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "_"))) else { return code }
+        guard let kind, let path = id.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "_"))) else {
+            return code
+        }
         let url = "https://dashboard.stripe.com/\(live ? "" : "test/")\(kind)/\(path)"
         return "<a href=\"\(url)\" rel=\"noopener noreferrer\" target=\"_blank\">\(code)</a>"
     }
@@ -22,31 +24,39 @@ extension AdminDashboardController {
     func entitlementsSection(
         _ standing: AccountStanding, account: AccountID, grantError: String?, canGrant: Bool, grantsEveryTier: Bool, now: Date
     ) async throws -> String {
-        var html = "<h2>Entitlements</h2>" + HTMLPage.table(
-            ["source", "store", "id", "product", "tier", "expires", "renews"],
-            standing.entitlements.entitling.map { source in
-                [
-                    HTMLPage.Cell(source.kind.text), HTMLPage.Cell(source.store.text),
-                    .raw(Self.sourceId(source.id, store: source.store, live: standing.subscriptions.first { $0.originalTransactionId == source.id }?.environment == .production)),
-                    HTMLPage.Cell(source.productId ?? "—"), HTMLPage.Cell(source.tier ?? "—"),
-                    HTMLPage.Cell(source.expiresAt.map(HTMLPage.time) ?? "never"), HTMLPage.Cell(source.willRenew ? "yes" : "no"),
-                ]
-            }, empty: "nothing entitles this account")
+        var html =
+            "<h2>Entitlements</h2>"
+            + HTMLPage.table(
+                ["source", "store", "id", "product", "tier", "expires", "renews"],
+                standing.entitlements.entitling.map { source in
+                    [
+                        HTMLPage.Cell(source.kind.text), HTMLPage.Cell(source.store.text),
+                        .raw(
+                            Self.sourceId(
+                                source.id, store: source.store,
+                                live: standing.subscriptions.first { $0.originalTransactionId == source.id }?.environment == .production)),
+                        HTMLPage.Cell(source.productId ?? "—"), HTMLPage.Cell(source.tier ?? "—"),
+                        HTMLPage.Cell(source.expiresAt.map(HTMLPage.time) ?? "never"), HTMLPage.Cell(source.willRenew ? "yes" : "no"),
+                    ]
+                }, empty: "nothing entitles this account")
         guard let grants, let catalogue else { return html }
         let records = try await grants.grants(of: account)
-        html += "<h2>Grants</h2>" + HTMLPage.table(
-            ["tier", "status", "from", "until", "reason", "by", ""],
-            records.map { record in
-                let source = catalogue.source(of: record, at: now)
-                let end = canGrant && (source.entitled || source.status == .scheduled)
-                    ? "<form class=\"inline\" method=\"post\" action=\"/admin/grants/\(record.id)/end\"><button type=\"submit\">End now</button></form>"
-                    : ""
-                return [
-                    HTMLPage.Cell(record.tier ?? "—"), HTMLPage.Cell(source.status.text), HTMLPage.Cell(HTMLPage.time(record.startsAt)),
-                    HTMLPage.Cell(HTMLPage.time(record.endedAt ?? record.endsAt)), HTMLPage.Cell(record.reason ?? "—"),
-                    HTMLPage.Cell(record.createdBy ?? "—"), .raw(end),
-                ]
-            }, empty: "no grants")
+        html +=
+            "<h2>Grants</h2>"
+            + HTMLPage.table(
+                ["tier", "status", "from", "until", "reason", "by", ""],
+                records.map { record in
+                    let source = catalogue.source(of: record, at: now)
+                    let end =
+                        canGrant && (source.entitled || source.status == .scheduled)
+                        ? "<form class=\"inline\" method=\"post\" action=\"/admin/grants/\(record.id)/end\"><button type=\"submit\">End now</button></form>"
+                        : ""
+                    return [
+                        HTMLPage.Cell(record.tier ?? "—"), HTMLPage.Cell(source.status.text), HTMLPage.Cell(HTMLPage.time(record.startsAt)),
+                        HTMLPage.Cell(HTMLPage.time(record.endedAt ?? record.endsAt)), HTMLPage.Cell(record.reason ?? "—"),
+                        HTMLPage.Cell(record.createdBy ?? "—"), .raw(end),
+                    ]
+                }, empty: "no grants")
         // Preselected: the first tier a store sells, so a hurried grant is never the internal unlimited one.
         let offered = catalogue.tiers.sorted { $0.level < $1.level }.filter { grantsEveryTier || !$0.grantableOnly }
         let preselected = offered.first { !$0.grantableOnly }?.id

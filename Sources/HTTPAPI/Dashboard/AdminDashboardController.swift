@@ -136,11 +136,14 @@ public struct AdminDashboardController: Sendable {
         body += Self.failedSection(try await failed, canRequeue: viewer.role >= .admin)
         if let events { body += Self.failedDeliveriesSection(try await events.failedDeliveries(limit: 50), canRedeliver: viewer.role >= .support) }
         if let appStore {
-            body += AppStoreSupportController.massSection(try await appStore.massExtensions(), notice: notices.extendAll, canRequest: viewer.role >= .admin)
+            body += AppStoreSupportController.massSection(
+                try await appStore.massExtensions(), notice: notices.extendAll, canRequest: viewer.role >= .admin)
         }
         if let acknowledgements { body += Self.unacknowledgedSection(try await acknowledgements.late(limit: 20)) }
         body += Self.notificationsSection(try await recent)
-        if let audit { body += Self.auditSection(try await audit.actions(.init(limit: 20)), title: "Operator actions", csv: "/admin/audit?format=csv&limit=1000") }
+        if let audit {
+            body += Self.auditSection(try await audit.actions(.init(limit: 20)), title: "Operator actions", csv: "/admin/audit?format=csv&limit=1000")
+        }
         body += "</main>"
         return HTMLPage(title: "Storekeeper admin", body: body)
     }
@@ -167,12 +170,15 @@ public struct AdminDashboardController: Sendable {
     /// Play purchases granted more than a day ago that Google was not told of: refunded by Google after three days.
     static func unacknowledgedSection(_ late: (count: Int, oldest: [GoogleProductStore.Waiting])) -> String {
         let rows: [[HTMLPage.Cell]] = late.oldest.map {
-            [HTMLPage.Cell(String($0.purchaseToken.prefix(24)) + "…"), HTMLPage.Cell($0.kind), HTMLPage.Cell($0.productId),
-             HTMLPage.Cell(HTMLPage.time($0.grantedAt)), HTMLPage.Cell($0.lastError ?? "—")]
+            [
+                HTMLPage.Cell(String($0.purchaseToken.prefix(24)) + "…"), HTMLPage.Cell($0.kind), HTMLPage.Cell($0.productId),
+                HTMLPage.Cell(HTMLPage.time($0.grantedAt)), HTMLPage.Cell($0.lastError ?? "—"),
+            ]
         }
         let count = late.count > 0 ? "<p class=\"bad\">\(late.count) waiting more than a day: Google refunds them after three</p>" : ""
         return "<section><h2>Play purchases not acknowledged</h2>\(count)"
-            + HTMLPage.table(["purchase token", "kind", "product", "granted", "last error"], rows, empty: "none waiting more than a day") + "</section>"
+            + HTMLPage.table(["purchase token", "kind", "product", "granted", "last error"], rows, empty: "none waiting more than a day")
+            + "</section>"
     }
 
     static func failedDeliveriesSection(_ failed: [(event: UUID, endpoint: String, account: String, attempts: Int)], canRedeliver: Bool) -> String {
@@ -180,7 +186,10 @@ public struct AdminDashboardController: Sendable {
             let id = delivery.event.uuidString.lowercased()
             return [
                 HTMLPage.Cell(id), HTMLPage.Cell(delivery.endpoint), HTMLPage.Cell(delivery.account), HTMLPage.Cell("\(delivery.attempts)"),
-                .raw(canRedeliver ? "<form class=\"inline\" method=\"post\" action=\"/admin/deliveries/\(id)/redeliver\"><button type=\"submit\">Redeliver</button></form>" : ""),
+                .raw(
+                    canRedeliver
+                        ? "<form class=\"inline\" method=\"post\" action=\"/admin/deliveries/\(id)/redeliver\"><button type=\"submit\">Redeliver</button></form>"
+                        : ""),
             ]
         }
         return "<section><h2>Failed webhook deliveries</h2>"
@@ -191,8 +200,12 @@ public struct AdminDashboardController: Sendable {
         let rows: [[HTMLPage.Cell]] = failed.map { job in
             [
                 HTMLPage.Cell(String(job.id)), HTMLPage.Cell(job.kind), HTMLPage.Cell("\(job.attempt)"),
-                .raw("<div class=\"error\">\(HTMLPage.escape(job.errors.last.map { "attempt \($0.attempt) at \($0.at): \($0.error)" } ?? "—"))</div>"),
-                .raw(canRequeue ? "<form class=\"inline\" method=\"post\" action=\"/admin/jobs/\(job.id)/requeue\"><button type=\"submit\">Requeue</button></form>" : ""),
+                .raw(
+                    "<div class=\"error\">\(HTMLPage.escape(job.errors.last.map { "attempt \($0.attempt) at \($0.at): \($0.error)" } ?? "—"))</div>"),
+                .raw(
+                    canRequeue
+                        ? "<form class=\"inline\" method=\"post\" action=\"/admin/jobs/\(job.id)/requeue\"><button type=\"submit\">Requeue</button></form>"
+                        : ""),
             ]
         }
         return "<section class=\"wide\"><h2>Failed jobs</h2>"
@@ -212,7 +225,8 @@ public struct AdminDashboardController: Sendable {
             [
                 HTMLPage.Cell(HTMLPage.time(action.at)), HTMLPage.Cell("\(action.operatorName) (\(action.role))"), HTMLPage.Cell(action.action),
                 .raw("<code>\(HTMLPage.escape(action.accountId ?? "—"))</code>"), .raw("<code>\(HTMLPage.escape(action.target ?? "—"))</code>"),
-                .raw("<div class=\"error\">\(HTMLPage.escape(action.before ?? "—"))</div>"), .raw("<div class=\"error\">\(HTMLPage.escape(action.after ?? "—"))</div>"),
+                .raw("<div class=\"error\">\(HTMLPage.escape(action.before ?? "—"))</div>"),
+                .raw("<div class=\"error\">\(HTMLPage.escape(action.after ?? "—"))</div>"),
             ]
         }
         return "<section class=\"wide\"><h2>\(HTMLPage.escape(title))</h2>"

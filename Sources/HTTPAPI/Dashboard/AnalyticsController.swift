@@ -41,7 +41,7 @@ struct AnalyticsController: Sendable {
         metric text: String, parameters: Parameters, defaultEnvironment: String, today: AnalyticsDay, blankIsDefault: Bool = false
     ) throws -> AnalyticsCharts.Request {
         guard let metric = AnalyticsMetric(rawValue: text) else {
-            throw APIError(.notFound, code: "not_found", message: "no metric \(text.prefix(64)); metrics: \(AnalyticsMetric.list)")
+            throw APIError(.notFound, code: .notFound, message: "no metric \(text.prefix(64)); metrics: \(AnalyticsMetric.list)")
         }
         // Each filter once: a second value would be silently ignored.
         for name in ["from", "to", "interval", "environment", "store", "product", "tier", "format"] where parameters.getAll(name).count > 1 {
@@ -63,7 +63,9 @@ struct AnalyticsController: Sendable {
         let environment = parameters.get("environment") ?? defaultEnvironment
         guard ["production", "sandbox"].contains(environment) else { throw APIError.badRequest("environment must be production or sandbox") }
         let store = parameters.get("store")
-        if let store, !["app_store", "stripe", "google_play"].contains(store) { throw APIError.badRequest("store must be app_store, stripe or google_play") }
+        if let store, !["app_store", "stripe", "google_play"].contains(store) {
+            throw APIError.badRequest("store must be app_store, stripe or google_play")
+        }
         let product = parameters.get("product")
         if let product, !product.isKey(maximumBytes: 256) { throw APIError.badRequest("product must be 1–256 printable characters") }
         let tier = parameters.get("tier")
@@ -120,7 +122,11 @@ struct ChartDocument: Encodable {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(date, forKey: .date)
             // Counts and milliunits are whole numbers: written without a fraction.
-            if let value, value == value.rounded(), abs(value) < 9e15 { try container.encode(Int64(value), forKey: .value) } else { try container.encode(value, forKey: .value) }
+            if let value, value == value.rounded(), abs(value) < 9e15 {
+                try container.encode(Int64(value), forKey: .value)
+            } else {
+                try container.encode(value, forKey: .value)
+            }
         }
 
         enum CodingKeys: String, CodingKey { case date, value }

@@ -50,8 +50,11 @@ struct AuditController: Sendable {
                 return try CSVTable(
                     header: ["id", "at", "operator", "role", "action", "request", "status", "account", "target", "before", "after"],
                     rows: actions.map {
-                        [String($0.id), $0.at.formatted(.iso8601), $0.operatorName, $0.role, $0.action, $0.request, String($0.status), $0.accountId ?? "",
-                         $0.target ?? "", $0.before ?? "", $0.after ?? ""]
+                        [
+                            String($0.id), $0.at.formatted(.iso8601), $0.operatorName, $0.role, $0.action, $0.request, String($0.status),
+                            $0.accountId ?? "",
+                            $0.target ?? "", $0.before ?? "", $0.after ?? "",
+                        ]
                     }, filename: "storekeeper-audit.csv"
                 ).response(from: request, context: context)
             }

@@ -55,7 +55,11 @@ struct HTMLPage: ResponseGenerator {
         var html: String
         init(_ text: String) { html = HTMLPage.escape(text) }
         init(stringLiteral value: String) { self.init(value) }
-        static func raw(_ html: String) -> Cell { var cell = Cell(""); cell.html = html; return cell }
+        static func raw(_ html: String) -> Cell {
+            var cell = Cell("")
+            cell.html = html
+            return cell
+        }
     }
 
     static func time(_ date: Date?) -> String {

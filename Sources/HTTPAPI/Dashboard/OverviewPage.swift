@@ -54,29 +54,65 @@ struct OverviewPage: Sendable {
         let mrr = try await chart(.mrr)
         let (actives, trials, revenue) = (try await chart(.actives), try await chart(.trials), try await chart(.revenue))
         let (churn, usage) = (try await chart(.churn), try await chart(.usage))
-        let dates = mrr.series.first?.points.map(\.date) ?? AnalyticsChart.buckets(from: asked.from, to: asked.to, interval: asked.interval).map(\.first)
-        func lines(_ chart: AnalyticsChart, _ names: [String], label: (AnalyticsChart.Series) -> String = { $0.name.replacingOccurrences(of: "_", with: " ") })
+        let dates =
+            mrr.series.first?.points.map(\.date) ?? AnalyticsChart.buckets(from: asked.from, to: asked.to, interval: asked.interval).map(\.first)
+        func lines(
+            _ chart: AnalyticsChart, _ names: [String],
+            label: (AnalyticsChart.Series) -> String = { $0.name.replacingOccurrences(of: "_", with: " ") }
+        )
             -> [SVGChart.Line]
         {
             chart.series.filter { names.contains($0.name) }.map { SVGChart.Line(label: label($0), values: $0.points.map(\.value)) }
         }
         let totals = mrr.reportingCurrency != nil
-        let money: (AnalyticsChart.Series) -> String = { "\($0.name.replacingOccurrences(of: "_total", with: "").replacingOccurrences(of: "_", with: " ")) \($0.currency ?? "")" }
+        let money: (AnalyticsChart.Series) -> String = {
+            "\($0.name.replacingOccurrences(of: "_total", with: "").replacingOccurrences(of: "_", with: " ")) \($0.currency ?? "")"
+        }
         var sections: [(String, AnalyticsMetric, SVGChart, String?)] = [
-            ("MRR", .mrr, SVGChart(title: "MRR", style: .line, dates: dates, lines: lines(mrr, [totals ? "mrr_total" : "mrr"], label: money), format: SVGChart.money),
-             mrr.missingRates.isEmpty ? nil : "left out of the total, no rate: \(mrr.missingRates.joined(separator: ", "))"),
-            ("Active subscriptions and trials", .actives, SVGChart(title: "Actives", style: .line, dates: dates, lines: lines(actives, ["active_subscriptions", "active_trials"]), format: SVGChart.count, wholeNumbers: true), nil),
-            ("Trials started and converted", .trials, SVGChart(title: "Trials", style: .bars, dates: dates, lines: lines(trials, ["new_trials", "trial_conversions"]), format: SVGChart.count, wholeNumbers: true), nil),
-            ("Revenue", .revenue, SVGChart(title: "Revenue", style: .bars, dates: dates, lines: lines(revenue, totals ? ["gross_total", "refunds_total"] : ["gross", "refunds"], label: money), format: SVGChart.money),
-             revenue.missingRates.isEmpty ? nil : "left out of the totals, no rate: \(revenue.missingRates.joined(separator: ", "))"),
-            ("Churn", .churn, SVGChart(title: "Churn", style: .bars, dates: dates, lines: lines(churn, ["churned", "resubscriptions"]), format: SVGChart.count, wholeNumbers: true),
-             Self.churnRate(churn)),
+            (
+                "MRR", .mrr,
+                SVGChart(
+                    title: "MRR", style: .line, dates: dates, lines: lines(mrr, [totals ? "mrr_total" : "mrr"], label: money), format: SVGChart.money),
+                mrr.missingRates.isEmpty ? nil : "left out of the total, no rate: \(mrr.missingRates.joined(separator: ", "))"
+            ),
+            (
+                "Active subscriptions and trials", .actives,
+                SVGChart(
+                    title: "Actives", style: .line, dates: dates, lines: lines(actives, ["active_subscriptions", "active_trials"]),
+                    format: SVGChart.count, wholeNumbers: true), nil
+            ),
+            (
+                "Trials started and converted", .trials,
+                SVGChart(
+                    title: "Trials", style: .bars, dates: dates, lines: lines(trials, ["new_trials", "trial_conversions"]), format: SVGChart.count,
+                    wholeNumbers: true), nil
+            ),
+            (
+                "Revenue", .revenue,
+                SVGChart(
+                    title: "Revenue", style: .bars, dates: dates,
+                    lines: lines(revenue, totals ? ["gross_total", "refunds_total"] : ["gross", "refunds"], label: money), format: SVGChart.money),
+                revenue.missingRates.isEmpty ? nil : "left out of the totals, no rate: \(revenue.missingRates.joined(separator: ", "))"
+            ),
+            (
+                "Churn", .churn,
+                SVGChart(
+                    title: "Churn", style: .bars, dates: dates, lines: lines(churn, ["churned", "resubscriptions"]), format: SVGChart.count,
+                    wholeNumbers: true),
+                Self.churnRate(churn)
+            ),
         ]
         // Only the meters and tiers something was spent from.
         let spent = usage.series.filter { $0.name == "credits_spent" && $0.points.contains { ($0.value ?? 0) != 0 } }
-        sections.append(("Credits spent", .usage, SVGChart(title: "Credits spent", style: .bars, dates: dates,
-            lines: spent.map { SVGChart.Line(label: "\($0.tier ?? "") \($0.meter ?? "")", values: $0.points.map(\.value)) }, format: SVGChart.count, wholeNumbers: true),
-            Self.allowanceUsed(usage)))
+        sections.append(
+            (
+                "Credits spent", .usage,
+                SVGChart(
+                    title: "Credits spent", style: .bars, dates: dates,
+                    lines: spent.map { SVGChart.Line(label: "\($0.tier ?? "") \($0.meter ?? "")", values: $0.points.map(\.value)) },
+                    format: SVGChart.count, wholeNumbers: true),
+                Self.allowanceUsed(usage)
+            ))
         for (title, metric, svg, note) in sections {
             body += "<section><h2>\(HTMLPage.escape(title))</h2>\(svg.svg)"
             if let note { body += "<p class=\"muted\">\(HTMLPage.escape(note))</p>" }
@@ -99,7 +135,9 @@ struct OverviewPage: Sendable {
     static func allowanceUsed(_ chart: AnalyticsChart) -> String? {
         var shares: [String] = []
         for spent in chart.series where spent.name == "credits_spent" {
-            guard let granted = chart.series.first(where: { $0.name == "credits_granted" && $0.tier == spent.tier && $0.meter == spent.meter }) else { continue }
+            guard let granted = chart.series.first(where: { $0.name == "credits_granted" && $0.tier == spent.tier && $0.meter == spent.meter }) else {
+                continue
+            }
             let (used, given) = (spent.points.compactMap(\.value).reduce(0, +), granted.points.compactMap(\.value).reduce(0, +))
             guard given > 0 else { continue }
             shares.append("\(spent.tier ?? "") \(spent.meter ?? ""): \(SVGChart.percent(used / given))")
@@ -122,12 +160,18 @@ struct OverviewPage: Sendable {
         var html = "<form method=\"get\" action=\"/admin/overview\" class=\"filters\">"
         html += "<label>from <input type=\"date\" name=\"from\" value=\"\(asked.from)\"></label> "
         html += "<label>to <input type=\"date\" name=\"to\" value=\"\(asked.to)\"></label> "
-        html += "<label>by <select name=\"interval\">" + AnalyticsInterval.allCases.map { option($0.rawValue, $0.rawValue, selected: $0 == asked.interval) }.joined() + "</select></label> "
+        html +=
+            "<label>by <select name=\"interval\">"
+            + AnalyticsInterval.allCases.map { option($0.rawValue, $0.rawValue, selected: $0 == asked.interval) }.joined() + "</select></label> "
         html += "<label>store <select name=\"store\">" + option("", "all", selected: asked.store == nil)
-        html += option("app_store", "App Store", selected: asked.store == "app_store") + option("stripe", "Stripe", selected: asked.store == "stripe") + "</select></label> "
-        html += "<label>product <input type=\"text\" name=\"product\" value=\"\(HTMLPage.escape(asked.product ?? ""))\" placeholder=\"all\" style=\"width:160px\"></label> "
+        html +=
+            option("app_store", "App Store", selected: asked.store == "app_store") + option("stripe", "Stripe", selected: asked.store == "stripe")
+            + "</select></label> "
+        html +=
+            "<label>product <input type=\"text\" name=\"product\" value=\"\(HTMLPage.escape(asked.product ?? ""))\" placeholder=\"all\" style=\"width:160px\"></label> "
         html += "<label>environment <select name=\"environment\">" + option("production", "production", selected: asked.environment == "production")
-        html += option("sandbox", "sandbox", selected: asked.environment == "sandbox") + "</select></label> <button type=\"submit\">Show</button></form>"
+        html +=
+            option("sandbox", "sandbox", selected: asked.environment == "sandbox") + "</select></label> <button type=\"submit\">Show</button></form>"
         return html
     }
 }

@@ -25,7 +25,8 @@ struct SVGChart {
     static let (left, right, top, bottom) = (64.0, 12.0, 12.0, 28.0)
 
     var svg: String {
-        let plotWidth = Self.width - Self.left - Self.right, plotHeight = Self.height - Self.top - Self.bottom
+        let plotWidth = Self.width - Self.left - Self.right
+        let plotHeight = Self.height - Self.top - Self.bottom
         let values = lines.flatMap { $0.values.compactMap { $0 } }
         // Counts step in whole numbers: four grid lines need a maximum that is a multiple of 4.
         let highest = max(values.max() ?? 0, 0)
@@ -41,14 +42,17 @@ struct SVGChart {
         for step in 0...4 {
             let value = minimum + span * Double(step) / 4
             let at = y(value)
-            svg += "<line x1=\"\(Self.left)\" x2=\"\(Self.width - Self.right)\" y1=\"\(Self.rounded(at))\" y2=\"\(Self.rounded(at))\" stroke=\"#e8e8ed\"/>"
-            svg += "<text x=\"\(Self.left - 6)\" y=\"\(Self.rounded(at + 4))\" text-anchor=\"end\" font-size=\"10\" fill=\"#6e6e73\">\(HTMLPage.escape(format(value)))</text>"
+            svg +=
+                "<line x1=\"\(Self.left)\" x2=\"\(Self.width - Self.right)\" y1=\"\(Self.rounded(at))\" y2=\"\(Self.rounded(at))\" stroke=\"#e8e8ed\"/>"
+            svg +=
+                "<text x=\"\(Self.left - 6)\" y=\"\(Self.rounded(at + 4))\" text-anchor=\"end\" font-size=\"10\" fill=\"#6e6e73\">\(HTMLPage.escape(format(value)))</text>"
         }
         for index in Set([0, count / 2, count - 1]).sorted() where dates.indices.contains(index) {
             let x = Self.left + plotWidth * (Double(index) + 0.5) / Double(count)
             // The first and last dates hang inward, so neither is cut at the edge.
             let anchor = count > 1 && index == 0 ? "start" : count > 1 && index == count - 1 ? "end" : "middle"
-            svg += "<text x=\"\(Self.rounded(x))\" y=\"\(Self.height - 8)\" text-anchor=\"\(anchor)\" font-size=\"10\" fill=\"#6e6e73\">\(dates[index])</text>"
+            svg +=
+                "<text x=\"\(Self.rounded(x))\" y=\"\(Self.height - 8)\" text-anchor=\"\(anchor)\" font-size=\"10\" fill=\"#6e6e73\">\(dates[index])</text>"
         }
         switch style {
         case .line:
@@ -57,7 +61,10 @@ struct SVGChart {
                 // A gap (no value) breaks the line.
                 var segments: [[String]] = [[]]
                 for (index, value) in line.values.enumerated() {
-                    guard let value else { segments.append([]); continue }
+                    guard let value else {
+                        segments.append([])
+                        continue
+                    }
                     let x = Self.left + plotWidth * (Double(index) + 0.5) / Double(count)
                     segments[segments.count - 1].append("\(Self.rounded(x)),\(Self.rounded(y(value)))")
                 }
@@ -66,14 +73,16 @@ struct SVGChart {
                 }
             }
         case .bars:
-            let group = plotWidth / Double(count), bar = max(group * 0.8 / Double(max(lines.count, 1)), 0.5)
+            let group = plotWidth / Double(count)
+            let bar = max(group * 0.8 / Double(max(lines.count, 1)), 0.5)
             for (number, line) in lines.enumerated() {
                 let color = Self.palette[number % Self.palette.count]
                 for (index, value) in line.values.enumerated() {
                     guard let value, value != 0 else { continue }
                     let x = Self.left + group * Double(index) + group * 0.1 + bar * Double(number)
                     let (top, base) = (y(max(value, 0)), y(min(value, 0)))
-                    svg += "<rect x=\"\(Self.rounded(x))\" y=\"\(Self.rounded(top))\" width=\"\(Self.rounded(bar))\" height=\"\(Self.rounded(max(base - top, 0.5)))\" fill=\"\(color)\"/>"
+                    svg +=
+                        "<rect x=\"\(Self.rounded(x))\" y=\"\(Self.rounded(top))\" width=\"\(Self.rounded(bar))\" height=\"\(Self.rounded(max(base - top, 0.5)))\" fill=\"\(color)\"/>"
                 }
             }
         }
@@ -82,7 +91,8 @@ struct SVGChart {
             // A line's legend gives its last value (a level), bars their sum over the range (a flow).
             let shown = style == .line ? line.values.last(where: { $0 != nil }).flatMap { $0 } : line.values.compactMap { $0 }.reduce(0, +)
             let last = shown.map(format) ?? "—"
-            svg += "<span><i style=\"background:\(Self.palette[number % Self.palette.count])\"></i>\(HTMLPage.escape(line.label)) <b>\(HTMLPage.escape(last))</b></span>"
+            svg +=
+                "<span><i style=\"background:\(Self.palette[number % Self.palette.count])\"></i>\(HTMLPage.escape(line.label)) <b>\(HTMLPage.escape(last))</b></span>"
         }
         return svg + "</div>"
     }

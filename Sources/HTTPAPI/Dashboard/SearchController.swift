@@ -59,8 +59,11 @@ struct SearchController: Sendable {
         let asked: Result<AppStoreSupport.OrderMatches, AppStoreSupport.Refusal>
         do {
             asked = try await questions.asking(operatorName) {
-                try await withDatabase(timeout: AppStoreSupportController.appleDeadline) { () -> Result<AppStoreSupport.OrderMatches, AppStoreSupport.Refusal> in
-                    do { return .success(try await appStore.findOrder(text)) } catch let refusal as AppStoreSupport.Refusal { return .failure(refusal) }
+                try await withDatabase(timeout: AppStoreSupportController.appleDeadline) {
+                    () -> Result<AppStoreSupport.OrderMatches, AppStoreSupport.Refusal> in
+                    do { return .success(try await appStore.findOrder(text)) } catch let refusal as AppStoreSupport.Refusal {
+                        return .failure(refusal)
+                    }
                 }
             }
         } catch let limited as APIError where limited.status == .tooManyRequests {

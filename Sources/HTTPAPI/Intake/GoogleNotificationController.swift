@@ -37,11 +37,16 @@ struct GoogleNotificationController: Sendable {
 
     func addRoutes(to router: Router<StorekeeperRequestContext>) {
         router.post("/notifications/google") { request, context -> Answer in
-            try await Self.counter.counting(\.status, refused: { error in
-                // A database outage is logged where it is met; a refusal shows nowhere else.
-                guard error.status != .serviceUnavailable else { return }
-                refusals.log(context.logger, "Google Play push refused", ["http.status": "\(error.status.code)", "error": "\(error.code)", "reason": "\(error.message)"])
-            }) { try await receive(request, context: context) }
+            try await Self.counter.counting(
+                \.status,
+                refused: { error in
+                    // A database outage is logged where it is met; a refusal shows nowhere else.
+                    guard error.status != .serviceUnavailable else { return }
+                    refusals.log(
+                        context.logger, "Google Play push refused",
+                        ["http.status": "\(error.status.code)", "error": "\(error.code)", "reason": "\(error.message)"])
+                }
+            ) { try await receive(request, context: context) }
         }
     }
 
@@ -55,9 +60,9 @@ struct GoogleNotificationController: Sendable {
             guard error.category != .retryable else {
                 // The cause (the certificates URL, the transport's error) is for the log, not for the caller.
                 refusals.log(context.logger, "Google's signing keys could not be read", ["reason": "\(await verifier.lastFailure ?? error.reason)"])
-                throw APIError(.serviceUnavailable, code: "verification_unavailable", message: "Google's signing keys could not be read; retry later")
+                throw APIError(.serviceUnavailable, code: .verificationUnavailable, message: "Google's signing keys could not be read; retry later")
             }
-            var refusal = APIError(.unauthorized, code: "verification_failed", message: error.reason)
+            var refusal = APIError(.unauthorized, code: .verificationFailed, message: error.reason)
             refusal.headers[.wwwAuthenticate] = #"Bearer error="invalid_token""#
             throw refusal
         }

@@ -14,7 +14,7 @@ struct IntakeCounter: Sendable {
             count(status(answer))
             return answer
         } catch let error as APIError {
-            count(error.code)
+            count(error.code.description)
             refused(error)
             throw error
         }

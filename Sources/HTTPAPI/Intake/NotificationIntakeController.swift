@@ -1,4 +1,5 @@
 import AppStoreModels
+import Application
 import Foundation
 import Hummingbird
 import Jobs
@@ -8,7 +9,6 @@ import NIOCore
 import PayloadDecoding
 import Persistence
 import SignedData
-import Application
 import StatementFencing
 
 /// Something that durably stores a verified notification and enqueues its processing (the seam tests can replace).
@@ -55,7 +55,7 @@ public struct NotificationIntakeController: Sendable {
             Self.count(answer.status)
             return answer
         } catch let error as APIError {
-            Self.count(error.code)
+            Self.count(error.code.description)
             throw error
         }
     }
@@ -119,11 +119,11 @@ public struct NotificationIntakeController: Sendable {
     static func apiError(for error: VerificationError) -> APIError {
         switch error.category {
         case .malformed:
-            return APIError(.badRequest, code: "malformed_signed_payload", message: error.reason)
+            return APIError(.badRequest, code: .malformedSignedPayload, message: error.reason)
         case .certificate, .untrusted, .identity:
-            return APIError(.unauthorized, code: "verification_failed", message: error.reason)
+            return APIError(.unauthorized, code: .verificationFailed, message: error.reason)
         case .retryable:
-            return APIError(.serviceUnavailable, code: "verification_unavailable", message: error.reason)
+            return APIError(.serviceUnavailable, code: .verificationUnavailable, message: error.reason)
         }
     }
 }

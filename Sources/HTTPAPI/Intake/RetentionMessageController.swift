@@ -94,7 +94,7 @@ struct RetentionMessageController: Sendable {
             Self.count(outcome)
             return response
         } catch let error as APIError {
-            Self.count(error.code)
+            Self.count(error.code.description)
             throw error
         }
     }
@@ -114,8 +114,10 @@ struct RetentionMessageController: Sendable {
         let signed = Date(timeIntervalSince1970: Double(payload.signedDate) / 1000)
         guard now.timeIntervalSince(signed) <= Self.maximumAge, signed.timeIntervalSince(now) <= Self.maximumSkew else {
             throw APIError(
-                .unauthorized, code: "stale_request",
-                message: "signedDate is more than \(Int(Self.maximumAge / 60)) minutes old or more than \(Int(Self.maximumSkew)) s ahead: a retention request is answered as it is sent")
+                .unauthorized, code: .staleRequest,
+                message:
+                    "signedDate is more than \(Int(Self.maximumAge / 60)) minutes old or more than \(Int(Self.maximumSkew)) s ahead: a retention request is answered as it is sent"
+            )
         }
         guard let identifier = UUID(uuidString: payload.requestIdentifier) else {
             throw APIError.badRequest("requestIdentifier is not a UUID")
@@ -140,7 +142,7 @@ struct RetentionMessageController: Sendable {
             decided = try await Self.awaitAnswer(work, claim: claim, deadline: retention.deadline, started: started, logger: logger)
         } catch is RetentionMessaging.Replayed {
             logger.notice("retention request replayed")
-            throw APIError(.unauthorized, code: "replayed_request", message: "requestIdentifier was answered before")
+            throw APIError(.unauthorized, code: .replayedRequest, message: "requestIdentifier was answered before")
         } catch {
             let reason = error is DeadlineExceeded || error is RetentionMessaging.Late ? "late" : "failed"
             logger.warning("retention answer fell back", metadata: ["reason": "\(reason)", "error": "\(String(reflecting: error))"])
@@ -149,7 +151,9 @@ struct RetentionMessageController: Sendable {
         }
         logger.info("retention answered", metadata: ["retention.rule": "\(decided.rule)"])
         guard let answer = decided.answer else {
-            throw APIError(.notFound, code: "no_retention_message", message: "no rule answers this customer and there is no default; Apple shows its default message")
+            throw APIError(
+                .notFound, code: .noRetentionMessage,
+                message: "no rule answers this customer and there is no default; Apple shows its default message")
         }
         return (try Self.response(answer), answer.kind)
     }

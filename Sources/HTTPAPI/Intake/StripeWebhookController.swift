@@ -43,12 +43,14 @@ struct StripeWebhookController: Sendable {
             signedAt = try signature.verify(header: request.headers[.init("Stripe-Signature")!], body: bytes, now: clock())
         } catch {
             switch error {
-            case .malformedHeader: throw APIError(.badRequest, code: "malformed_signature", message: signature.message(for: error))
-            case .noMatch, .outsideTolerance: throw APIError(.unauthorized, code: "verification_failed", message: signature.message(for: error))
+            case .malformedHeader: throw APIError(.badRequest, code: .malformedSignature, message: signature.message(for: error))
+            case .noMatch, .outsideTolerance: throw APIError(.unauthorized, code: .verificationFailed, message: signature.message(for: error))
             }
         }
         guard let event = try? PayloadDecoder().decode(StripeEventEnvelope.self, from: bytes) else {
-            throw APIError.badRequest("the body must be a Stripe event: {\"id\": \"evt_…\", \"object\": \"event\", \"type\", \"livemode\", \"created\", \"data\": {\"object\": {…}}}")
+            throw APIError.badRequest(
+                "the body must be a Stripe event: {\"id\": \"evt_…\", \"object\": \"event\", \"type\", \"livemode\", \"created\", \"data\": {\"object\": {…}}}"
+            )
         }
         if let problem = event.problem { throw APIError.badRequest(problem) }
         var logger = context.logger

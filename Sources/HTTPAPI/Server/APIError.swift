@@ -8,7 +8,7 @@ import NIOCore
 /// module errors become statuses.
 public struct APIError: HTTPResponseError, Sendable {
     public let status: HTTPResponse.Status
-    public let code: String
+    public let code: Code
     public let message: String
     /// Answered with `Connection: close`, and the connection closed after it: the rest of a refused body is not read.
     public var closesConnection = false
@@ -18,14 +18,14 @@ public struct APIError: HTTPResponseError, Sendable {
     /// (warning, error), a client gone mid-body (debug). Logged once, where the answer is written.
     public var cause: (level: Logger.Level, message: String, detail: String)?
 
-    public init(_ status: HTTPResponse.Status, code: String, message: String) {
+    public init(_ status: HTTPResponse.Status, code: Code, message: String) {
         self.status = status
         self.code = code
         self.message = message
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let body = try Self.encoder.encode(["error": code, "message": message])
+        let body = try Self.encoder.encode(["error": code.description, "message": message])
         var headers = self.headers
         headers[.contentType] = APIError.jsonContentType
         if closesConnection { headers[.connection] = "close" }
@@ -42,15 +42,15 @@ public struct APIError: HTTPResponseError, Sendable {
     /// The content type of every JSON answer, successes and errors alike (Hummingbird's encoder writes this one).
     static let jsonContentType = "application/json; charset=utf-8"
 
-    static func badRequest(_ message: String) -> APIError { APIError(.badRequest, code: "bad_request", message: message) }
-    static let unauthorized = APIError(.unauthorized, code: "unauthorized", message: "a valid bearer key is required")
+    static func badRequest(_ message: String) -> APIError { APIError(.badRequest, code: .badRequest, message: message) }
+    static let unauthorized = APIError(.unauthorized, code: .unauthorized, message: "a valid bearer key is required")
     static func unavailable(_ message: String) -> APIError {
-        APIError(.serviceUnavailable, code: "unavailable", message: message)
+        APIError(.serviceUnavailable, code: .unavailable, message: message)
     }
     /// A body over `limit` bytes (this route's).
     static func tooLarge(_ limit: Int) -> APIError {
         let size = limit % 1024 == 0 ? "\(limit / 1024) KiB" : "\(limit) bytes"
-        var error = APIError(.contentTooLarge, code: "payload_too_large", message: "the body is larger than \(size), this route's limit")
+        var error = APIError(.contentTooLarge, code: .payloadTooLarge, message: "the body is larger than \(size), this route's limit")
         error.closesConnection = true
         return error
     }

@@ -24,7 +24,7 @@ public struct HealthController: Sendable {
         router.get("/readyz") { _, _ -> Answer in
             let answer: String?? = try? await withDeadline(.seconds(3)) { await readiness.unreadiness() }
             if let problem = answer ?? "database did not answer within 3 s" {
-                throw APIError(.serviceUnavailable, code: "not_ready", message: problem)
+                throw APIError(.serviceUnavailable, code: .notReady, message: problem)
             }
             return Answer(status: "ready")
         }

@@ -31,7 +31,7 @@ struct KeyRing: Sendable {
     static func refusal(basicRealm: String?, request: Request, context: some RequestContext) throws -> Response {
         guard let basicRealm else { throw APIError.unauthorized }
         let challenge = APIError(
-            .unauthorized, code: "unauthorized",
+            .unauthorized, code: .unauthorized,
             message: "sign in with HTTP Basic: any user name, an operator key as the password (or send it as a bearer key)")
         var response = try challenge.response(from: request, context: context)
         response.headers[.wwwAuthenticate] = "Basic realm=\"\(basicRealm)\", charset=\"UTF-8\""

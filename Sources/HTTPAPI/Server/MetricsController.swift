@@ -6,8 +6,8 @@ import Metrics
 import NIOCore
 import Persistence
 import Prometheus
-import Synchronization
 import StatementFencing
+import Synchronization
 
 /// `GET /metrics` in Prometheus text format: everything the process recorded (intake, verification latency, jobs,
 /// credit operations, HTTP requests) plus the queue's depth by kind and state and the oldest runnable job's age, read
@@ -52,13 +52,19 @@ public final class MetricsController: Sendable {
         }
     }
 
-    static var queueJobs: MetricNameDescriptor { MetricNameDescriptor(
-        namespace: "storekeeper", metricName: "queue_jobs", unitName: "", helpText: "Jobs in the queue by kind and state.") }
-    static var oldestRunnable: MetricNameDescriptor { MetricNameDescriptor(
-        namespace: "storekeeper", metricName: "queue_oldest_runnable", unitName: "seconds",
-        helpText: "Age of the oldest job that could run now.") }
-    static var databaseUp: MetricNameDescriptor { MetricNameDescriptor(
-        namespace: "storekeeper", metricName: "database_up", unitName: "", helpText: "1 when the last scrape could read the queue.") }
+    static var queueJobs: MetricNameDescriptor {
+        MetricNameDescriptor(
+            namespace: "storekeeper", metricName: "queue_jobs", unitName: "", helpText: "Jobs in the queue by kind and state.")
+    }
+    static var oldestRunnable: MetricNameDescriptor {
+        MetricNameDescriptor(
+            namespace: "storekeeper", metricName: "queue_oldest_runnable", unitName: "seconds",
+            helpText: "Age of the oldest job that could run now.")
+    }
+    static var databaseUp: MetricNameDescriptor {
+        MetricNameDescriptor(
+            namespace: "storekeeper", metricName: "database_up", unitName: "", helpText: "1 when the last scrape could read the queue.")
+    }
 
     func scrape() async throws -> Response {
         if let jobs {

@@ -7,13 +7,14 @@ extension Request {
     /// space around it — arrived as "a+b". Used by every route a `GET` form of the dashboard submits to.
     var formParameters: Parameters {
         guard let query = uri.query, !query.isEmpty else { return .init() }
-        return .init(query.split(separator: "&").map { pair -> (key: Substring, value: Substring) in
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func decoded(_ text: Substring) -> Substring {
-                let spaced = text.replacingOccurrences(of: "+", with: " ")
-                return (spaced.removingPercentEncoding ?? spaced)[...]
-            }
-            return (key: decoded(parts[0]), value: parts.count > 1 ? decoded(parts[1]) : "")
-        })
+        return .init(
+            query.split(separator: "&").map { pair -> (key: Substring, value: Substring) in
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                func decoded(_ text: Substring) -> Substring {
+                    let spaced = text.replacingOccurrences(of: "+", with: " ")
+                    return (spaced.removingPercentEncoding ?? spaced)[...]
+                }
+                return (key: decoded(parts[0]), value: parts.count > 1 ? decoded(parts[1]) : "")
+            })
     }
 }

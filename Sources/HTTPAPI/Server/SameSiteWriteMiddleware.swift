@@ -17,18 +17,18 @@ struct SameSiteWriteMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard request.method != .get, request.method != .head else { return try await next(request, context) }
         if let site = request.headers[.secFetchSite], site != "same-origin" {
-            throw APIError(.forbidden, code: "cross_site", message: "cross-site requests cannot change anything")
+            throw APIError(.forbidden, code: .crossSite, message: "cross-site requests cannot change anything")
         }
         if let origin = request.headers[.origin], let host = request.head.authority,
             !(origin == "http://\(host)" || origin == "https://\(host)")
         {
-            throw APIError(.forbidden, code: "cross_site", message: "cross-site requests cannot change anything")
+            throw APIError(.forbidden, code: .crossSite, message: "cross-site requests cannot change anything")
         }
         let declared = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
         // Requests without a body (a cancel, a form without fields) need no media type.
         let bodyless = request.headers[.contentLength].map { $0 == "0" } ?? (request.headers[.transferEncoding] == nil)
         guard declared.map(mediaTypes.contains) ?? bodyless else {
-            throw APIError(.unsupportedMediaType, code: "unsupported_media_type", message: "the body must be \(mediaTypes.joined(separator: " or "))")
+            throw APIError(.unsupportedMediaType, code: .unsupportedMediaType, message: "the body must be \(mediaTypes.joined(separator: " or "))")
         }
         return try await next(request, context)
     }

@@ -20,7 +20,7 @@ struct SecurityHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
             response = try error.response(from: request, context: context)
         } catch {
             context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
-            response = try APIError(.internalServerError, code: "internal_error", message: "the request failed; see the server log")
+            response = try APIError(.internalServerError, code: .internalError, message: "the request failed; see the server log")
                 .response(from: request, context: context)
         }
         response.headers[.xContentTypeOptions] = "nosniff"

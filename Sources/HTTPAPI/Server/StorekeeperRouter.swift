@@ -1,5 +1,6 @@
 import Application
 import Credits
+import Foundation
 import Hummingbird
 import Jobs
 import Prometheus
@@ -81,7 +82,8 @@ public struct HTTPDependencies: Sendable {
     public init(
         verifier: SignedDataVerifier, inbox: any NotificationAccepting, subscriptions: any SubscriptionReading,
         accounts: any AccountStatusReading, records: any OperatorReading, usage: any UsageSpending, claims: any TransactionClaiming,
-        catalogue: TierCatalogue, metrics: PrometheusCollectorRegistry, readiness: any ReadinessChecking, jobs: any JobAdministration, apiKeys: [String], operators: [OperatorKey],
+        catalogue: TierCatalogue, metrics: PrometheusCollectorRegistry, readiness: any ReadinessChecking, jobs: any JobAdministration,
+        apiKeys: [String], operators: [OperatorKey],
         audit: any OperatorAuditing, clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.verifier = verifier
@@ -101,8 +103,6 @@ public struct HTTPDependencies: Sendable {
         self.clock = clock
     }
 }
-
-import Foundation
 
 /// Builds the router of `storekeeper serve`.
 public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperRequestContext> {
@@ -153,7 +153,9 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         if dependencies.google != nil, let claims = dependencies.googlePurchases {
             GooglePlayAccountsController(claims: claims, accounts: accounts).addRoutes(to: serviceAPI)
         }
-        if let refunds = dependencies.refunds { RefundsController(refunds: refunds, records: dependencies.records, clock: dependencies.clock).addRoutes(to: serviceAPI) }
+        if let refunds = dependencies.refunds {
+            RefundsController(refunds: refunds, records: dependencies.records, clock: dependencies.clock).addRoutes(to: serviceAPI)
+        }
     }
     if !dependencies.operators.isEmpty {
         // The JSON API takes bearer keys only: a browser's remembered Basic credentials never reach it.
@@ -162,7 +164,9 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
             .add(middleware: OperatorMiddleware(operators: dependencies.operators, audit: dependencies.audit, clock: dependencies.clock))
             .add(middleware: SameSiteWriteMiddleware(mediaTypes: "application/json"))
         AdminController(jobs: dependencies.jobs).addRoutes(to: adminAPI)
-        if let devClock = dependencies.devClock { DevClockController(clock: devClock, advanced: dependencies.devClockAdvanced).addRoutes(to: adminAPI) }
+        if let devClock = dependencies.devClock {
+            DevClockController(clock: devClock, advanced: dependencies.devClockAdvanced).addRoutes(to: adminAPI)
+        }
         if let events = dependencies.events { EventsController(events: events).addAdminRoutes(to: adminAPI) }
         if let grants = dependencies.grants {
             GrantsController(grants: grants, catalogue: dependencies.catalogue, clock: dependencies.clock).addRoutes(to: adminAPI)
@@ -172,14 +176,16 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
         }
         let questions = AppleQuestionLimits()
         let appStoreSupport = dependencies.appStore.map {
-            AppStoreSupportController(support: $0, defaultEnvironment: dependencies.analyticsEnvironment, questions: questions, clock: dependencies.clock)
+            AppStoreSupportController(
+                support: $0, defaultEnvironment: dependencies.analyticsEnvironment, questions: questions, clock: dependencies.clock)
         }
         appStoreSupport?.addRoutes(to: adminAPI)
         let dashboard = router.group("admin")
             .add(middleware: SecurityHeadersMiddleware(cacheControl: "no-store"))
             .add(
                 middleware: OperatorMiddleware(
-                    operators: dependencies.operators, basicRealm: "Storekeeper admin", audit: dependencies.audit, clock: dependencies.clock))
+                    operators: dependencies.operators, basicRealm: "Storekeeper admin", audit: dependencies.audit, clock: dependencies.clock)
+            )
             .add(middleware: SameSiteWriteMiddleware(mediaTypes: "application/x-www-form-urlencoded", "application/json"))
         AdminDashboardController(
             jobs: dependencies.jobs, records: dependencies.records, accounts: dependencies.accounts, events: dependencies.events,
@@ -188,7 +194,9 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
             acknowledgements: dependencies.googleAcknowledgements, clock: dependencies.clock
         ).addRoutes(to: dashboard)
         appStoreSupport?.addDashboardRoutes(to: dashboard)
-        if let search = dependencies.search { SearchController(search: search, appStore: dependencies.appStore, questions: questions).addRoutes(to: dashboard) }
+        if let search = dependencies.search {
+            SearchController(search: search, appStore: dependencies.appStore, questions: questions).addRoutes(to: dashboard)
+        }
         if let exporter = dependencies.exporter { AccountExportController(exporter: exporter, clock: dependencies.clock).addRoutes(to: dashboard) }
         if let erasure = dependencies.erasure { AccountErasureController(erasure: erasure, clock: dependencies.clock).addRoutes(to: dashboard) }
         AuditController(audit: dependencies.audit).addRoutes(to: dashboard)
@@ -212,11 +220,13 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
 func unconfiguredFeatures(_ dependencies: HTTPDependencies) -> [(pattern: String, hint: String)] {
     var off: [(pattern: String, hint: String)] = []
     let stripeOff = "Stripe is not configured: set STOREKEEPER_STRIPE_WEBHOOK_SECRETS (docs/stripe.md)"
-    let googleOff = "Google Play is not configured: set STOREKEEPER_GOOGLE_PACKAGE_NAME, _PUSH_AUDIENCE and _PUSH_SERVICE_ACCOUNT (docs/google-play.md)"
+    let googleOff =
+        "Google Play is not configured: set STOREKEEPER_GOOGLE_PACKAGE_NAME, _PUSH_AUDIENCE and _PUSH_SERVICE_ACCOUNT (docs/google-play.md)"
     let retentionOff = "Retention Messaging is not configured: set STOREKEEPER_RETENTION (docs/retention.md)"
     if !dependencies.apiKeys.isEmpty {
         if dependencies.offers == nil {
-            off.append(("/v1/offers/**", "offer signing is not configured: set STOREKEEPER_ASSA_ISSUER_ID, _KEY_ID and _PRIVATE_KEY (docs/offers.md)"))
+            off.append(
+                ("/v1/offers/**", "offer signing is not configured: set STOREKEEPER_ASSA_ISSUER_ID, _KEY_ID and _PRIVATE_KEY (docs/offers.md)"))
         }
         if dependencies.stripeAccounts == nil {
             off.append(("/v1/accounts/{}/stripe/**", stripeOff))
@@ -226,7 +236,11 @@ func unconfiguredFeatures(_ dependencies: HTTPDependencies) -> [(pattern: String
         if dependencies.google == nil {
             off.append(("/v1/accounts/{}/google/**", googleOff))
         } else if dependencies.googlePurchases == nil {
-            off.append(("/v1/accounts/{}/google/**", "claiming Play purchases needs STOREKEEPER_GOOGLE_SERVICE_ACCOUNT: Play cannot be read (docs/google-play.md)"))
+            off.append(
+                (
+                    "/v1/accounts/{}/google/**",
+                    "claiming Play purchases needs STOREKEEPER_GOOGLE_SERVICE_ACCOUNT: Play cannot be read (docs/google-play.md)"
+                ))
         }
     }
     if dependencies.stripe == nil { off.append(("/stripe/**", stripeOff)) }
@@ -237,6 +251,8 @@ func unconfiguredFeatures(_ dependencies: HTTPDependencies) -> [(pattern: String
         off.append(("/apple/retention-message", retentionOff))
         if !dependencies.operators.isEmpty { off.append(("/admin/retention", retentionOff)) }
     }
-    if dependencies.devClock == nil, !dependencies.operators.isEmpty { off.append(("/admin/dev/**", "the dev clock runs only under `storekeeper dev`")) }
+    if dependencies.devClock == nil, !dependencies.operators.isEmpty {
+        off.append(("/admin/dev/**", "the dev clock runs only under `storekeeper dev`"))
+    }
     return off
 }

@@ -15,10 +15,11 @@ extension Request {
     func idempotencyKey(fromBody body: String?) throws -> String {
         guard let key = body ?? headers[.init("Idempotency-Key")!], !key.isEmpty else {
             throw APIError(
-                .badRequest, code: "missing_idempotency_key", message: "idempotencyKey (1–255 bytes of UTF-8, no control characters) is required")
+                .badRequest, code: .missingIdempotencyKey, message: "idempotencyKey (1–255 bytes of UTF-8, no control characters) is required")
         }
         guard key.isKey(maximumBytes: 255) else {
-            throw APIError(.badRequest, code: "invalid_idempotency_key", message: "idempotencyKey must be 1–255 bytes of UTF-8 without control characters")
+            throw APIError(
+                .badRequest, code: .invalidIdempotencyKey, message: "idempotencyKey must be 1–255 bytes of UTF-8 without control characters")
         }
         return key
     }

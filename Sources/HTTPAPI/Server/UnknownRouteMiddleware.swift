@@ -27,12 +27,12 @@ struct UnknownRouteMiddleware<Context: RequestContext>: RouterMiddleware {
             if allowed.contains("GET") { allowed.insert("HEAD") }
             guard !allowed.isEmpty else {
                 if let feature = unconfigured.first(where: { Self.matches($0.segments, path) }) {
-                    throw APIError(.notFound, code: "not_configured", message: feature.hint)
+                    throw APIError(.notFound, code: .notConfigured, message: feature.hint)
                 }
-                throw APIError(.notFound, code: "not_found", message: "no route \(request.method) \(request.uri.path)")
+                throw APIError(.notFound, code: .notFound, message: "no route \(request.method) \(request.uri.path)")
             }
             var refused = APIError(
-                .methodNotAllowed, code: "method_not_allowed",
+                .methodNotAllowed, code: .methodNotAllowed,
                 message: "\(request.method) is not allowed on \(request.uri.path); allowed: \(allowed.sorted().joined(separator: ", "))")
             refused.headers[.allow] = allowed.sorted().joined(separator: ", ")
             throw refused
@@ -41,7 +41,8 @@ struct UnknownRouteMiddleware<Context: RequestContext>: RouterMiddleware {
 
     /// The routes the router would choose among: at each segment a literal takes precedence over a parameter (its
     /// trie does not fall back), so `/admin/jobs/requeue` is the literal route's path only, not also `/admin/jobs/{id}`.
-    static func preferred(_ matching: [(segments: [Substring], method: HTTPRequest.Method)]) -> [(segments: [Substring], method: HTTPRequest.Method)] {
+    static func preferred(_ matching: [(segments: [Substring], method: HTTPRequest.Method)]) -> [(segments: [Substring], method: HTTPRequest.Method)]
+    {
         var candidates = matching
         var index = 0
         while candidates.contains(where: { index < $0.segments.count }) {

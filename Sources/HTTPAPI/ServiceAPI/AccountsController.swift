@@ -1,15 +1,15 @@
+import AppStoreModels
+import Application
 import Credits
 import Entitlements
-import AppStoreModels
 import Foundation
 import GooglePlay
 import Hummingbird
 import Jobs
 import Logging
 import Persistence
-import Subscriptions
-import Application
 import StatementFencing
+import Subscriptions
 
 /// Reads one subscription for the service API (the seam tests can replace).
 public protocol SubscriptionReading: Sendable {
@@ -73,7 +73,8 @@ public struct AccountsController: Sendable {
             group.post("accounts/{accountId}/purchase-intents") { _, context -> EditedResponse<PurchaseIntentResponse> in
                 let account = try Self.accountId(context)
                 let token = try await read { try await purchaseIntents.issue(for: account) }
-                return EditedResponse(status: .created, response: PurchaseIntentResponse(accountId: account.text, appAccountToken: token.uuidString.lowercased()))
+                return EditedResponse(
+                    status: .created, response: PurchaseIntentResponse(accountId: account.text, appAccountToken: token.uuidString.lowercased()))
             }
         }
         group.get("subscriptions/{originalTransactionId}") { _, context in
@@ -115,7 +116,7 @@ public struct AccountsController: Sendable {
             throw APIError.badRequest("originalTransactionId must be 1–\(ContentLimits.identifierBytes) printable bytes")
         }
         guard let state = try await read({ try await subscriptions.subscription(originalTransactionId) }) else {
-            throw APIError(.notFound, code: "not_found", message: "no subscription \(originalTransactionId)")
+            throw APIError(.notFound, code: .notFound, message: "no subscription \(originalTransactionId)")
         }
         return SubscriptionDetailResponse(state: state, now: clock())
     }
@@ -135,7 +136,7 @@ public struct AccountsController: Sendable {
             throw APIError.badRequest("subscriptionId must be 1–\(DeveloperNotification.maximumTokenBytes) printable bytes")
         }
         guard let state = try await read({ try await subscriptions.subscription(of: store, id: decoded) }) else {
-            throw APIError(.notFound, code: "not_found", message: "no \(store.text) subscription \(decoded)")
+            throw APIError(.notFound, code: .notFound, message: "no \(store.text) subscription \(decoded)")
         }
         return SubscriptionDetailResponse(state: state, now: clock())
     }

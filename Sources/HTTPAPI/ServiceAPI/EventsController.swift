@@ -34,7 +34,9 @@ struct EventsController: Sendable {
                 cursor = parsed
             }
             let limit = try Self.limit(parameters.get("limit"), default: 100)
-            let patterns = (parameters.get("types") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let patterns = (parameters.get("types") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty
+            }
             let types: EventTypeFilter
             do throws(EventTypeFilter.Problem) { types = try EventTypeFilter(patterns) } catch { throw APIError.badRequest(error.description) }
             let after = cursor
@@ -58,7 +60,9 @@ struct EventsController: Sendable {
         }
         group.get("events/{id}") { _, context -> Response in
             let id = try Self.eventId(context)
-            guard let detail = try await withDatabase({ try await self.events.detail(id) }) else { throw APIError(.notFound, code: "not_found", message: "no event \(id)") }
+            guard let detail = try await withDatabase({ try await self.events.detail(id) }) else {
+                throw APIError(.notFound, code: .notFound, message: "no event \(id)")
+            }
             let encoder = JSONEncoder()
             encoder.dateEncodingStrategy = .iso8601
             let deliveries = try encoder.encode(detail.deliveries.map(DeliveryDocument.init))
@@ -74,11 +78,13 @@ struct EventsController: Sendable {
                 throw APIError.badRequest("endpoint must be a configured endpoint's name: 1–2048 bytes, no control characters")
             }
             guard let endpoints = try await withDatabase({ try await self.events.redeliver(id, endpoint: endpoint) }) else {
-                throw APIError(.notFound, code: "not_found", message: "no event \(id)")
+                throw APIError(.notFound, code: .notFound, message: "no event \(id)")
             }
             // A name no delivery of the event has: nothing was redelivered, and an empty 202 would say it was done.
             if let endpoint, endpoints.isEmpty {
-                throw APIError(.notFound, code: "not_found", message: "event \(id.uuidString.lowercased()) has no delivery to an endpoint named \(endpoint.prefix(64))")
+                throw APIError(
+                    .notFound, code: .notFound,
+                    message: "event \(id.uuidString.lowercased()) has no delivery to an endpoint named \(endpoint.prefix(64))")
             }
             Self.noteRedelivery(id, endpoints: endpoints)
             let body = try JSONEncoder().encode(["endpoints": endpoints])

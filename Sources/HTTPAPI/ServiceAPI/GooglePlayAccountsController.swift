@@ -33,17 +33,20 @@ struct GooglePlayAccountsController: Sendable {
             let account = try AccountsController.accountId(context)
             let body = try await request.decodeJSONBody(as: ClaimRequest.self, upTo: 8192, otherwise: Self.usage)
             guard let token = body.purchaseToken else { throw APIError.badRequest(Self.usage) }
-            guard !token.isEmpty, token.utf8.count <= DeveloperNotification.maximumTokenBytes, token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            guard !token.isEmpty, token.utf8.count <= DeveloperNotification.maximumTokenBytes, token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+            else {
                 throw APIError.badRequest("purchaseToken must be 1 to \(DeveloperNotification.maximumTokenBytes) printable ASCII bytes")
             }
-            if let productId = body.productId, productId.isEmpty || productId.utf8.count > 200 || !productId.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
+            if let productId = body.productId,
+                productId.isEmpty || productId.utf8.count > 200 || !productId.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+            {
                 throw APIError.badRequest("productId must be 1 to 200 printable ASCII bytes")
             }
             let outcome = try await withDatabase {
                 do {
                     return try await claims.claim(token, productId: body.productId, by: account)
                 } catch let error as GooglePlayAPIError {
-                    throw APIError(.badGateway, code: "google_error", message: "Google Play: \(error.message.prefix(300))")
+                    throw APIError(.badGateway, code: .googleError, message: "Google Play: \(error.message.prefix(300))")
                 }
             }
             switch outcome {
@@ -51,17 +54,19 @@ struct GooglePlayAccountsController: Sendable {
                 return try await accounts.status(of: account)
             case .ownedElsewhere:
                 throw APIError(
-                    .conflict, code: "purchase_owned_elsewhere",
+                    .conflict, code: .purchaseOwnedElsewhere,
                     message: "another account holds this purchase; the transfer policy is keep")
             case .notFound:
-                throw APIError(.notFound, code: "purchase_not_found", message: "Google Play does not know the purchase token (another app's, or expired over 60 days ago)")
+                throw APIError(
+                    .notFound, code: .purchaseNotFound,
+                    message: "Google Play does not know the purchase token (another app's, or expired over 60 days ago)")
             case .productMismatch(let product):
                 throw APIError(
-                    .unprocessableContent, code: "product_mismatch",
+                    .unprocessableContent, code: .productMismatch,
                     message: "the purchase is of \(product.prefix(200)), not the productId the claim named")
             case .refused:
                 throw APIError(
-                    .unprocessableContent, code: "not_a_subscription",
+                    .unprocessableContent, code: .notASubscription,
                     message: "Google Play does not read the token as a purchase of this app")
             }
         }

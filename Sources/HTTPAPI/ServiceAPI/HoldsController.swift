@@ -78,7 +78,9 @@ public struct HoldsController: Sendable {
 
         init(_ hold: CreditHoldStore.Hold, remaining: Int64? = nil) {
             (id, accountId, meter, amount, state) = (hold.id.uuidString.lowercased(), hold.account.text, hold.meter, hold.amount, hold.state.text)
-            (createdAt, expiresAt, charged, returned, lapsed, endedAt) = (hold.createdAt, hold.expiresAt, hold.charged, hold.returned, hold.lapsed, hold.endedAt)
+            (createdAt, expiresAt, charged, returned, lapsed, endedAt) = (
+                hold.createdAt, hold.expiresAt, hold.charged, hold.returned, hold.lapsed, hold.endedAt
+            )
             self.remaining = remaining
         }
     }
@@ -89,35 +91,40 @@ public struct HoldsController: Sendable {
             as: HoldBody.self,
             otherwise: "body must be {\"meter\": string, \"amount\": integer, \"idempotencyKey\": string, \"expiresIn\": integer seconds (optional)}")
         guard catalogue.meters.contains(where: { $0.id == body.meter }) else {
-            throw APIError(.badRequest, code: "unknown_meter", message: "no meter \(body.meter); known: \(catalogue.meters.map(\.id).joined(separator: ", "))")
+            throw APIError(
+                .badRequest, code: .unknownMeter, message: "no meter \(body.meter); known: \(catalogue.meters.map(\.id).joined(separator: ", "))")
         }
         guard body.amount > 0, body.amount <= CreditHolds.largestAmount else {
-            throw APIError(.badRequest, code: "invalid_amount", message: "amount must be a positive integer, at most \(CreditHolds.largestAmount)")
+            throw APIError(.badRequest, code: .invalidAmount, message: "amount must be a positive integer, at most \(CreditHolds.largestAmount)")
         }
         let expiresIn = body.expiresIn ?? CreditHolds.defaultExpiry
         guard CreditHolds.expiryRange.contains(expiresIn) else {
-            throw APIError(.badRequest, code: "invalid_expires_in", message: "expiresIn must be 1 to 86400 seconds (default 900)")
+            throw APIError(.badRequest, code: .invalidExpiresIn, message: "expiresIn must be 1 to 86400 seconds (default 900)")
         }
         let key = try request.idempotencyKey(fromBody: body.idempotencyKey)
         let answer = try await withDatabase {
-            try await holds.hold(.init(account: account, meter: body.meter, amount: body.amount, idempotencyKey: key, expiresIn: expiresIn), now: clock())
+            try await holds.hold(
+                .init(account: account, meter: body.meter, amount: body.amount, idempotencyKey: key, expiresIn: expiresIn), now: clock())
         }
         switch answer {
         case .held(let hold, let remaining):
             return EditedResponse(status: .created, response: HoldJSON(hold, remaining: remaining))
         case .insufficient(let available):
             throw APIError(
-                .init(code: 402), code: "insufficient_credits", message: "\(body.amount) \(body.meter) requested, \(available) left; nothing was held")
+                .init(code: 402), code: .insufficientCredits, message: "\(body.amount) \(body.meter) requested, \(available) left; nothing was held"
+            )
         case .keyReused(let hold):
             throw APIError(
-                .unprocessableContent, code: "idempotency_key_reused",
+                .unprocessableContent, code: .idempotencyKeyReused,
                 message: "idempotency key \(key) was used for a hold of \(hold.amount) \(hold.meter)")
         }
     }
 
     func settle(_ request: Request, target: CreditHolds.Target) async throws -> HoldJSON {
         let body = try await request.decodeJSONBody(as: SettleBody.self, otherwise: "body must be {\"amount\": integer, at most the held amount}")
-        guard body.amount >= 0 else { throw APIError(.badRequest, code: "invalid_amount", message: "amount must be 0 or more, at most the held amount") }
+        guard body.amount >= 0 else {
+            throw APIError(.badRequest, code: .invalidAmount, message: "amount must be 0 or more, at most the held amount")
+        }
         return try Self.answer(try await withDatabase { try await holds.settle(target, amount: body.amount, now: clock()) })
     }
 
@@ -140,20 +147,22 @@ public struct HoldsController: Sendable {
         case .reversed(let reversal, let meter, let amount):
             return ReversalJSON(meter: meter, amount: amount, returned: reversal.returned, lapsed: reversal.lapsed, reversedAt: reversal.reversedAt)
         case .notFound:
-            throw APIError(.notFound, code: "not_found", message: "no spend of account \(account.text) under idempotency key \(key)")
+            throw APIError(.notFound, code: .notFound, message: "no spend of account \(account.text) under idempotency key \(key)")
         case .notSpent(let meter, let amount):
-            throw APIError(.conflict, code: "not_spent", message: "the spend of \(amount) \(meter) was refused: nothing was taken to give back")
+            throw APIError(.conflict, code: .notSpent, message: "the spend of \(amount) \(meter) was refused: nothing was taken to give back")
         case .windowPassed(let spentAt):
             throw APIError(
-                .conflict, code: "reversal_window_passed",
-                message: "a spend can be given back within \(Int(CreditHolds.reversalWindow / 3600)) hours; this one was made at \(spentAt.formatted(.iso8601))")
+                .conflict, code: .reversalWindowPassed,
+                message:
+                    "a spend can be given back within \(Int(CreditHolds.reversalWindow / 3600)) hours; this one was made at \(spentAt.formatted(.iso8601))"
+            )
         }
     }
 
     func read(_ request: Request, context: StorekeeperRequestContext) async throws -> HoldJSON {
         let id = try Self.holdId(context)
         guard let hold = try await withDatabase({ try await holds.hold(id) }) else {
-            throw APIError(.notFound, code: "not_found", message: "no hold \(id.uuidString.lowercased())")
+            throw APIError(.notFound, code: .notFound, message: "no hold \(id.uuidString.lowercased())")
         }
         return HoldJSON(hold)
     }
@@ -162,11 +171,12 @@ public struct HoldsController: Sendable {
         switch answer {
         case .ended(let hold): return HoldJSON(hold)
         case .alreadyEnded(let hold):
-            throw APIError(.conflict, code: "hold_ended", message: "the hold was \(hold.state.text) already (charged \(hold.charged ?? 0) of \(hold.amount))")
+            throw APIError(
+                .conflict, code: .holdEnded, message: "the hold was \(hold.state.text) already (charged \(hold.charged ?? 0) of \(hold.amount))")
         case .overHeld(let hold):
-            throw APIError(.unprocessableContent, code: "amount_over_hold", message: "only \(hold.amount) \(hold.meter) are held")
+            throw APIError(.unprocessableContent, code: .amountOverHold, message: "only \(hold.amount) \(hold.meter) are held")
         case .notFound:
-            throw APIError(.notFound, code: "not_found", message: "no such hold")
+            throw APIError(.notFound, code: .notFound, message: "no such hold")
         }
     }
 
@@ -175,7 +185,8 @@ public struct HoldsController: Sendable {
         let account = try AccountsController.accountId(context)
         let text = try context.parameters.require("idempotencyKey")
         guard let key = text.removingPercentEncoding, key.isKey(maximumBytes: 255) else {
-            throw APIError(.badRequest, code: "invalid_idempotency_key", message: "idempotencyKey must be 1–255 bytes of UTF-8 without control characters")
+            throw APIError(
+                .badRequest, code: .invalidIdempotencyKey, message: "idempotencyKey must be 1–255 bytes of UTF-8 without control characters")
         }
         return (account, key)
     }

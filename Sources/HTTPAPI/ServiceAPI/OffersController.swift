@@ -57,7 +57,8 @@ struct OffersController: Sendable {
             let offers = self.offers
             let body = try await request.decodeJSONBody(
                 as: EligibilityBody.self, upTo: 4096,
-                otherwise: "the body must be {\"accountId\", \"productId\", \"transactionId\"} (the customer's appTransactionId or any of its transactions)")
+                otherwise:
+                    "the body must be {\"accountId\", \"productId\", \"transactionId\"} (the customer's appTransactionId or any of its transactions)")
             let account = try Self.account(body.accountId)
             try Self.check(body.transactionId, "transactionId")
             let now = clock()
@@ -88,12 +89,12 @@ struct OffersController: Sendable {
         switch outcome {
         case .signed(let signed): return signed
         case .unknownOffer, .unknownProduct:
-            throw APIError(.notFound, code: "not_found", message: "\(subject) is not configured (STOREKEEPER_OFFERS, STOREKEEPER_TIERS)")
+            throw APIError(.notFound, code: .notFound, message: "\(subject) is not configured (STOREKEEPER_OFFERS, STOREKEEPER_TIERS)")
         case .notEligible(let reason):
-            throw APIError(.forbidden, code: "not_eligible", message: reason)
+            throw APIError(.forbidden, code: .notEligible, message: reason)
         case .foreignToken:
             throw APIError(
-                .forbidden, code: "foreign_app_account_token",
+                .forbidden, code: .foreignAppAccountToken,
                 message: "appAccountToken must be the account's own UUID or a token from its POST /v1/accounts/{id}/purchase-intents")
         }
     }

@@ -72,11 +72,11 @@ struct RefundsController: Sendable {
             case .recorded(let stored):
                 return RequestResponse(refundRequest: stored)
             case .unknownRequest:
-                throw APIError(.notFound, code: "not_found", message: "no refund request \(id)")
+                throw APIError(.notFound, code: .notFound, message: "no refund request \(id)")
             case .closed(let stored):
-                throw APIError(.conflict, code: "already_answered", message: "the request is \(stored.state.rawValue): too late to answer")
+                throw APIError(.conflict, code: .alreadyAnswered, message: "the request is \(stored.state.rawValue): too late to answer")
             case .invalid(let problems):
-                throw APIError(.unprocessableContent, code: "invalid_answer", message: problems.joined(separator: "; "))
+                throw APIError(.unprocessableContent, code: .invalidAnswer, message: problems.joined(separator: "; "))
             }
         }
     }

@@ -77,7 +77,7 @@ struct StripeAccountsController: Sendable {
                 try await selling.checkout(
                     account: account, productId: productId, successURL: success, cancelURL: cancel, idempotencyKey: body.idempotencyKey, now: clock())
             }
-            guard let url = session.url else { throw APIError(.badGateway, code: "stripe_error", message: "Stripe returned a session without a url") }
+            guard let url = session.url else { throw APIError(.badGateway, code: .stripeError, message: "Stripe returned a session without a url") }
             return EditedResponse(status: .created, response: SessionURL(url: url, sessionId: session.id))
         }
         group.post("accounts/{accountId}/stripe/portal") { request, context -> SessionURL in
@@ -89,7 +89,6 @@ struct StripeAccountsController: Sendable {
         }
     }
 
-
     /// Runs a Stripe use case, mapping its refusals to statuses: Stripe's own failures are a bad gateway, the
     /// database's a 503.
     func stripeCall<Result: Sendable>(_ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
@@ -99,22 +98,26 @@ struct StripeAccountsController: Sendable {
             } catch let refusal as StripeCheckout.Refusal {
                 switch refusal {
                 case .unknownProduct(let id):
-                    throw APIError(.badRequest, code: "unknown_product", message: "\(id.prefix(100)) is not a Stripe product of the catalogue")
+                    throw APIError(.badRequest, code: .unknownProduct, message: "\(id.prefix(100)) is not a Stripe product of the catalogue")
                 case .alreadyEntitled(let tier, let store):
-                    throw APIError(.conflict, code: "already_entitled", message: "the account has tier \(tier) already (from \(store))")
+                    throw APIError(.conflict, code: .alreadyEntitled, message: "the account has tier \(tier) already (from \(store))")
                 case .changeInPortal(let subscription):
                     throw APIError(
-                        .conflict, code: "change_in_portal",
-                        message: "the account subscribes on the web already (\(subscription)): a change of plan is made in the billing portal, POST …/stripe/portal")
+                        .conflict, code: .changeInPortal,
+                        message:
+                            "the account subscribes on the web already (\(subscription)): a change of plan is made in the billing portal, POST …/stripe/portal"
+                    )
                 case .noCustomer:
-                    throw APIError(.notFound, code: "no_customer", message: "the account has no Stripe customer: it never bought on the web")
+                    throw APIError(.notFound, code: .noCustomer, message: "the account has no Stripe customer: it never bought on the web")
                 case .stripe(let error):
                     throw Self.gateway(error)
                 }
             } catch let refusal as StripeSubscriptions.LinkRefusal {
                 switch refusal {
                 case .belongsToAnotherAccount:
-                    throw APIError(.conflict, code: "linked_elsewhere", message: "another account holds the subscription (its checkout, its metadata or an earlier link)")
+                    throw APIError(
+                        .conflict, code: .linkedElsewhere,
+                        message: "another account holds the subscription (its checkout, its metadata or an earlier link)")
                 }
             } catch let error as StripeAPIError {
                 throw Self.gateway(error)
@@ -123,12 +126,15 @@ struct StripeAccountsController: Sendable {
     }
 
     static func gateway(_ error: StripeAPIError) -> APIError {
-        if error.kind == .notFound { return APIError(.notFound, code: "not_found", message: "Stripe: \(error.message.prefix(300))") }
-        return APIError(.badGateway, code: "stripe_error", message: "Stripe: \(error.message.prefix(300))")
+        if error.kind == .notFound { return APIError(.notFound, code: .notFound, message: "Stripe: \(error.message.prefix(300))") }
+        return APIError(.badGateway, code: .stripeError, message: "Stripe: \(error.message.prefix(300))")
     }
 
     static func isStripeId(_ id: String, prefix: String) -> Bool {
-        id.hasPrefix(prefix) && id.utf8.count > prefix.utf8.count && id.utf8.count <= 255 && id.utf8.allSatisfy { $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
+        id.hasPrefix(prefix) && id.utf8.count > prefix.utf8.count && id.utf8.count <= 255
+            && id.utf8.allSatisfy {
+                $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)
+            }
     }
 
     static func checkURL(_ text: String, _ name: String) throws {

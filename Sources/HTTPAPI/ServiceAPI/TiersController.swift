@@ -101,8 +101,9 @@ struct TiersResponse: Encodable {
     init(catalogue: TierCatalogue) {
         func allowances(_ allowances: [String: Allowance], annual: Bool) -> [String: AllowanceView] {
             allowances.mapValues {
-                AllowanceView(perCycle: $0.perCycle, perDay: $0.perDay, unlimited: $0.isUnlimited, trialCap: $0.trialCap,
-                              resetsMonthly: $0.perCycle != nil && annual ? true : nil)
+                AllowanceView(
+                    perCycle: $0.perCycle, perDay: $0.perDay, unlimited: $0.isUnlimited, trialCap: $0.trialCap,
+                    resetsMonthly: $0.perCycle != nil && annual ? true : nil)
             }
         }
         meters = catalogue.meters.map { MeterView(id: $0.id, displayName: $0.displayName, description: $0.description) }
@@ -122,8 +123,10 @@ struct TiersResponse: Encodable {
                 id: tier.id, level: tier.level, displayName: tier.displayName, description: tier.description,
                 highlights: tier.highlights ?? [], features: tier.highlights ?? [], featureValues: catalogue.features(ofTier: tier.id),
                 products: tier.products.map {
-                    ProductView(id: $0.id, store: $0.store.text, type: $0.type.text, period: $0.period, duration: $0.duration, price: $0.price, currency: $0.currency,
-                                displayPrice: String(format: "%.2f", Double($0.price) / 1000))
+                    ProductView(
+                        id: $0.id, store: $0.store.text, type: $0.type.text, period: $0.period, duration: $0.duration, price: $0.price,
+                        currency: $0.currency,
+                        displayPrice: String(format: "%.2f", Double($0.price) / 1000))
                 },
                 allowances: allowances(
                     tier.allowances, annual: tier.products.contains { $0.billingPeriod?.resetsMonthly == true || $0.type == .lifetime }))

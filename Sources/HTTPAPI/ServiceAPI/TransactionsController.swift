@@ -1,4 +1,5 @@
 import AppStoreModels
+import Application
 import Foundation
 import Hummingbird
 import Jobs
@@ -6,9 +7,8 @@ import Logging
 import NIOCore
 import Persistence
 import SignedData
-import Subscriptions
-import Application
 import StatementFencing
+import Subscriptions
 
 /// Claims a verified transaction for an account (the seam tests can replace).
 public protocol TransactionClaiming: Sendable {
@@ -61,7 +61,7 @@ public struct TransactionsController: Sendable {
         }
         if let problem = transaction.contentProblem {
             context.logger.notice("claimed transaction rejected", metadata: ["reason": "\(problem)"])
-            throw APIError(.badRequest, code: "rejected_content", message: problem)
+            throw APIError(.badRequest, code: .rejectedContent, message: problem)
         }
         var logger = context.logger
         logger[metadataKey: "subscription.id"] = "\(transaction.originalTransactionId)"
@@ -80,23 +80,27 @@ public struct TransactionsController: Sendable {
             return try await accounts.status(of: accountId)
         case .ownedElsewhere:
             throw APIError(
-                .conflict, code: "purchase_owned_elsewhere",
-                message: "another account owns purchase \(transaction.originalTransactionId); the transfer policy is keep (one-time purchases always stay with their first account)")
+                .conflict, code: .purchaseOwnedElsewhere,
+                message:
+                    "another account owns purchase \(transaction.originalTransactionId); the transfer policy is keep (one-time purchases always stay with their first account)"
+            )
         case .notASubscription:
             throw APIError(
-                .unprocessableContent, code: "not_a_subscription",
-                message: "the transaction (\(transaction.type ?? "purchase") \(transaction.productId)) is neither an auto-renewable subscription nor a product of the catalogue")
+                .unprocessableContent, code: .notASubscription,
+                message:
+                    "the transaction (\(transaction.type ?? "purchase") \(transaction.productId)) is neither an auto-renewable subscription nor a product of the catalogue"
+            )
         }
     }
 
     static func apiError(for error: VerificationError) -> APIError {
         switch error.category {
         case .malformed:
-            return APIError(.badRequest, code: "malformed_signed_transaction", message: error.reason)
+            return APIError(.badRequest, code: .malformedSignedTransaction, message: error.reason)
         case .certificate, .untrusted, .identity:
-            return APIError(.unprocessableContent, code: "verification_failed", message: error.reason)
+            return APIError(.unprocessableContent, code: .verificationFailed, message: error.reason)
         case .retryable:
-            return APIError(.serviceUnavailable, code: "verification_unavailable", message: error.reason)
+            return APIError(.serviceUnavailable, code: .verificationUnavailable, message: error.reason)
         }
     }
 }

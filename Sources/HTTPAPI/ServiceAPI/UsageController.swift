@@ -1,9 +1,9 @@
+import Application
 import Credits
 import Foundation
 import Hummingbird
 import Jobs
 import Persistence
-import Application
 import StatementFencing
 
 /// Spends credits (the seam tests can replace).
@@ -64,9 +64,10 @@ public struct UsageController: Sendable {
         let body = try await request.decodeJSONBody(
             as: RequestBody.self, otherwise: "body must be {\"meter\": string, \"amount\": integer, \"idempotencyKey\": string}")
         guard catalogue.meters.contains(where: { $0.id == body.meter }) else {
-            throw APIError(.badRequest, code: "unknown_meter", message: "no meter \(body.meter); known: \(catalogue.meters.map(\.id).joined(separator: ", "))")
+            throw APIError(
+                .badRequest, code: .unknownMeter, message: "no meter \(body.meter); known: \(catalogue.meters.map(\.id).joined(separator: ", "))")
         }
-        guard body.amount > 0 else { throw APIError(.badRequest, code: "invalid_amount", message: "amount must be a positive integer") }
+        guard body.amount > 0 else { throw APIError(.badRequest, code: .invalidAmount, message: "amount must be a positive integer") }
         let key = try request.idempotencyKey(fromBody: body.idempotencyKey)
         let usageRequest = UsageRequests.Request(account: account, meter: body.meter, amount: body.amount, idempotencyKey: key)
         do {

@@ -113,7 +113,9 @@ public struct ErasedAccounts: Sendable {
     /// Files the erasure of `account` under `pseudonym` (the one it was filed under before, when it was erased
     /// already): its tombstone, once per id, and the erasure itself, whose row lets this transaction rewrite the audit
     /// log (`sql/0031`). Both tables are append-only. Needs a key.
-    public func file(_ account: AccountID, pseudonym: AccountID, by operatorName: String, at now: Date, on connection: PostgresConnection) async throws {
+    public func file(_ account: AccountID, pseudonym: AccountID, by operatorName: String, at now: Date, on connection: PostgresConnection)
+        async throws
+    {
         guard let digest = digest(of: account) else { throw PersistenceError(.notConfigured, "STOREKEEPER_ERASURE_KEY is not set") }
         try await connection.query(
             """
@@ -198,10 +200,13 @@ public struct ErasedAccounts: Sendable {
     /// buckets under the renamed keys, the ledger moved onto them with the embedded key renamed, the old ones dropped.
     /// Its spends and adjustments, wherever they were charged (its buckets, its subscriptions' cycles, before a transfer
     /// too), are keyed `spend|adjust:<bytes>:<account>:<key>`: renamed with the app's or operator's key hashed.
-    func moveCredits(held: [String], from account: AccountID, to pseudonym: AccountID, on connection: PostgresConnection) async throws -> (buckets: Int, ledger: Int) {
+    func moveCredits(held: [String], from account: AccountID, to pseudonym: AccountID, on connection: PostgresConnection) async throws -> (
+        buckets: Int, ledger: Int
+    ) {
         let (from, to) = (account.text, pseudonym.text)
         var buckets = try await count(
-            connection, "UPDATE credit_buckets SET account_id = \(to) WHERE account_id = \(from) AND NOT starts_with(key, kind || ':' || \(from) || ':')")
+            connection,
+            "UPDATE credit_buckets SET account_id = \(to) WHERE account_id = \(from) AND NOT starts_with(key, kind || ':' || \(from) || ':')")
         buckets += try await count(
             connection,
             """
@@ -212,8 +217,10 @@ public struct ErasedAccounts: Sendable {
             ON CONFLICT (key) DO NOTHING
             """)
         // The keys' own builders with an empty key: the exact prefix of the account's keys, length and all.
-        let spent = UsageRequests.spendKey(account: account, idempotencyKey: ""), spentAs = UsageRequests.spendKey(account: pseudonym, idempotencyKey: "")
-        let adjusted = CreditAdjustment.operationKey(account: account, key: ""), adjustedAs = CreditAdjustment.operationKey(account: pseudonym, key: "")
+        let spent = UsageRequests.spendKey(account: account, idempotencyKey: "")
+        let spentAs = UsageRequests.spendKey(account: pseudonym, idempotencyKey: "")
+        let adjusted = CreditAdjustment.operationKey(account: account, key: "")
+        let adjustedAs = CreditAdjustment.operationKey(account: pseudonym, key: "")
         // One pass over the ledger rows of the account's buckets and of its subscriptions' (found by index, not scanned).
         let ledger = try await count(
             connection,
@@ -257,7 +264,9 @@ public struct ErasedAccounts: Sendable {
     /// Each stored notification of `held` that names the account: its facts kept with the pseudonym as the token,
     /// its signed form (which cannot be edited without breaking Apple's signature) dropped. A token names the account
     /// as an ``AccountID`` does (a UUID whatever its case; any other id exactly).
-    public func rewriteSignedFacts(of held: [String], from account: AccountID, to pseudonym: AccountID, on connection: PostgresConnection) async throws -> Int {
+    public func rewriteSignedFacts(of held: [String], from account: AccountID, to pseudonym: AccountID, on connection: PostgresConnection)
+        async throws -> Int
+    {
         guard !held.isEmpty else { return 0 }
         var rewritten: [(UUID, String)] = []
         for try await (uuid, decoded, parts) in try await connection.query(
@@ -296,7 +305,9 @@ public struct ErasedAccounts: Sendable {
             if event.claimant == account {
                 event.claimant = pseudonym
                 let suffix = ":" + account.text
-                if event.id.hasPrefix("client:"), event.id.hasSuffix(suffix) { event.id = String(event.id.dropLast(suffix.count)) + ":" + pseudonym.text }
+                if event.id.hasPrefix("client:"), event.id.hasSuffix(suffix) {
+                    event.id = String(event.id.dropLast(suffix.count)) + ":" + pseudonym.text
+                }
             }
             if names(event.transaction.appAccountToken) { event.transaction.appAccountToken = pseudonym.text }
             if names(event.renewalInfo?.appAccountToken) { event.renewalInfo?.appAccountToken = pseudonym.text }
@@ -316,7 +327,9 @@ public struct ErasedAccounts: Sendable {
     /// Stripe's objects of the account's subscriptions and of the checkouts that name it (`client_reference_id` or
     /// metadata), with the objects of the same customer, and the bodies of the events Stripe sent about them: contact
     /// details and metadata gone, values equal to the id replaced; amounts stay.
-    func scrubStripeObjects(of held: [String], from account: AccountID, to pseudonym: AccountID, on connection: PostgresConnection) async throws -> Int {
+    func scrubStripeObjects(of held: [String], from account: AccountID, to pseudonym: AccountID, on connection: PostgresConnection) async throws
+        -> Int
+    {
         let (from, to) = (account.text, pseudonym.text)
         var ids: [String] = []
         for try await id in try await connection.query(
@@ -340,7 +353,9 @@ public struct ErasedAccounts: Sendable {
         binds.append(to)
         let objects = try await count(
             connection,
-            PostgresQuery(unsafeSQL: "UPDATE stripe_objects SET body = \(scrubbed.replacingOccurrences(of: "%@", with: "body")) WHERE id = ANY($1)", binds: binds))
+            PostgresQuery(
+                unsafeSQL: "UPDATE stripe_objects SET body = \(scrubbed.replacingOccurrences(of: "%@", with: "body")) WHERE id = ANY($1)",
+                binds: binds))
         // The events' bodies are Stripe's JSON as received (bytes): their object is scrubbed the same way.
         _ = try await count(
             connection,

@@ -53,7 +53,8 @@ extension AnalyticsRollups {
             for (measure, value) in [(AnalyticsMeasure.creditsSpent, spent), (.creditsGranted, granted)] {
                 usage.add(
                     value,
-                    at: AnalyticsKey(day: AnalyticsDay(number: day), measure: measure, store: .unknown(""), environment: "", product: tier, currency: meter))
+                    at: AnalyticsKey(
+                        day: AnalyticsDay(number: day), measure: measure, store: .unknown(""), environment: "", product: tier, currency: meter))
             }
             counted += Int(rows)
         }

@@ -71,7 +71,8 @@ public struct CreditHoldStore: Sendable {
 
     public init(logger: Logger) { self.logger = logger }
 
-    static let columns = "id, account_id, idempotency_key, meter, amount, debits::text, created_at, expires_at, state, charged, returned, lapsed, ended_at"
+    static let columns =
+        "id, account_id, idempotency_key, meter, amount, debits::text, created_at, expires_at, state, charged, returned, lapsed, ended_at"
 
     /// The ledger key of a hold's debit `index`.
     public static func debitKey(_ id: UUID, _ index: Int) -> String { "hold:\(id.uuidString.lowercased()):\(index)" }
@@ -151,11 +152,12 @@ public struct CreditHoldStore: Sendable {
             guard gross > 0, let target = outcome.destination(of: debit.bucket) else { continue }
             entries.append(LedgerEntry(operationKey: key(position), bucket: target, delta: gross, reason: reason))
         }
-        return entries + outcome.payments.map { payment in
-            LedgerEntry(
-                operationKey: CreditClaims.paymentKey(claim: payment.claim, payer: payer(index(payment.from))), bucket: payment.bucket,
-                delta: -payment.amount, reason: "top-up refunded (credits came back)")
-        }
+        return entries
+            + outcome.payments.map { payment in
+                LedgerEntry(
+                    operationKey: CreditClaims.paymentKey(claim: payment.claim, payer: payer(index(payment.from))), bucket: payment.bucket,
+                    delta: -payment.amount, reason: "top-up refunded (credits came back)")
+            }
     }
 
     /// The ledger rows of a new hold: its debits (reason `hold`), `hold:<id>:<n>`.
@@ -183,7 +185,9 @@ public struct CreditHoldStore: Sendable {
             {
                 entries[returned].delta += charged.amount
             } else {
-                entries.append(LedgerEntry(operationKey: "hold-charge:\(id):\(index):offset", bucket: charged.bucket, delta: charged.amount, reason: "hold charged"))
+                entries.append(
+                    LedgerEntry(
+                        operationKey: "hold-charge:\(id):\(index):offset", bucket: charged.bucket, delta: charged.amount, reason: "hold charged"))
             }
             entries.append(LedgerEntry(operationKey: "hold-charge:\(id):\(index)", bucket: charged.bucket, delta: -charged.amount, reason: "usage"))
         }
@@ -253,11 +257,13 @@ public struct CreditHoldStore: Sendable {
         let cells = row.makeRandomAccess()
         let (id, account, key, meter, amount, debitsText) = try (
             cells[offset].decode(UUID.self), cells[offset + 1].decode(String.self), cells[offset + 2].decode(String.self),
-            cells[offset + 3].decode(String.self), cells[offset + 4].decode(Int64.self), cells[offset + 5].decode(String.self))
+            cells[offset + 3].decode(String.self), cells[offset + 4].decode(Int64.self), cells[offset + 5].decode(String.self)
+        )
         let (created, expires, state, charged, returned, lapsed, ended) = try (
             cells[offset + 6].decode(Date.self), cells[offset + 7].decode(Date.self), cells[offset + 8].decode(String.self),
             cells[offset + 9].decode(Int64?.self), cells[offset + 10].decode(Int64?.self), cells[offset + 11].decode(Int64?.self),
-            cells[offset + 12].decode(Date?.self))
+            cells[offset + 12].decode(Date?.self)
+        )
         guard let accountId = AccountID(account), let stored = try? JSONDecoder().decode([StoredDebit].self, from: Data(debitsText.utf8)) else {
             throw PersistenceError(.corruptRecord, "a stored hold does not decode")
         }

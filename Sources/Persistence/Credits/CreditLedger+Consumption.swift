@@ -57,7 +57,9 @@ extension CreditLedger {
 
     /// The spends from one billing period's credits, newest first, at most `limit` (a spend given back is one more, of
     /// a negative amount).
-    public func usage(ofSubscription originalTransactionId: String, period: String, limit: Int, on connection: PostgresConnection) async throws -> [UsageRecord] {
+    public func usage(ofSubscription originalTransactionId: String, period: String, limit: Int, on connection: PostgresConnection) async throws
+        -> [UsageRecord]
+    {
         let rows = try await connection.query(
             """
             SELECT l.created_at, b.meter, -l.delta FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket
@@ -85,12 +87,16 @@ extension CreditLedger {
             entries.append(LedgerEntry(operationKey: key, bucket: bucket, delta: delta, reason: reason))
         }
         let spends = PurchaseConsumption.attribution(ofTopUp: transactionId, entries: entries).spends
-        return spends.keys.filter { entries[$0].reason == "usage" }.sorted(by: >).prefix(limit).map { UsageRecord(at: rowsRead[$0].at, meter: rowsRead[$0].meter, amount: spends[$0]!) }
+        return spends.keys.filter { entries[$0].reason == "usage" }.sorted(by: >).prefix(limit).map {
+            UsageRecord(at: rowsRead[$0].at, meter: rowsRead[$0].meter, amount: spends[$0]!)
+        }
     }
 
     private static func usage(_ rows: PostgresRowSequence) async throws -> [UsageRecord] {
         var records: [UsageRecord] = []
-        for try await (at, meter, amount) in rows.decode((Date, String, Int64).self) { records.append(UsageRecord(at: at, meter: meter, amount: amount)) }
+        for try await (at, meter, amount) in rows.decode((Date, String, Int64).self) {
+            records.append(UsageRecord(at: at, meter: meter, amount: amount))
+        }
         return records
     }
 }

@@ -69,7 +69,8 @@ extension CreditLedger {
                 // A meter's open holds (sql/0036), shaped as a bucket row: not a bucket, nothing to spend from.
                 let (meter, amount, owner) = try (
                     cells[SubscriptionStore.columnCount + 1].decode(String.self), cells[SubscriptionStore.columnCount + 9].decode(Int64.self),
-                    cells[SubscriptionStore.columnCount + 10].decode(AccountID.self))
+                    cells[SubscriptionStore.columnCount + 10].decode(AccountID.self)
+                )
                 inputs[owner, default: StatusInputs()].held[meter, default: 0] += amount
             } else {
                 let (balance, owner) = try Self.liveBalance(row, at: SubscriptionStore.columnCount)

@@ -3,8 +3,8 @@ import Foundation
 import Logging
 import Metrics
 import PostgresNIO
-import Subscriptions
 import StatementFencing
+import Subscriptions
 
 /// The append-only credit ledger (SPEC §7): buckets with validity windows and signed deltas with unique operation
 /// keys. Every row is written unless its operation key is posted already (``apply(_:readingStatusOf:at:on:)``, and

@@ -14,7 +14,9 @@ extension UsageRequests {
         public var returned: Int64
         public var lapsed: Int64
 
-        public init(reversedAt: Date, returned: Int64, lapsed: Int64) { (self.reversedAt, self.returned, self.lapsed) = (reversedAt, returned, lapsed) }
+        public init(reversedAt: Date, returned: Int64, lapsed: Int64) {
+            (self.reversedAt, self.returned, self.lapsed) = (reversedAt, returned, lapsed)
+        }
     }
 
     /// A stored spend, as its reversal needs it.
@@ -50,7 +52,8 @@ extension UsageRequests {
             let (meter, amount, outcome, spentAt, reversedAt, returned, lapsed, debitsText, sinceText) = try row.decode(
                 (String, Int64, String, Date, Date?, Int64?, Int64?, String?, String?).self)
             let decoder = JSONDecoder()
-            let debits: [CreditHoldStore.StoredDebit], since: [CreditHoldStore.BucketSinceHold]
+            let debits: [CreditHoldStore.StoredDebit]
+            let since: [CreditHoldStore.BucketSinceHold]
             do {
                 // No rows (an unlimited meter's spend): no debits, and nothing to know of their buckets.
                 debits = try debitsText.map { try decoder.decode([CreditHoldStore.StoredDebit].self, from: Data($0.utf8)) } ?? []

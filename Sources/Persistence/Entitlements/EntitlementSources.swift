@@ -59,7 +59,9 @@ public struct EntitlementSources: Sendable {
     }
 
     /// Every grant and purchase of `account`, ended or not, newest first.
-    public func sources(of account: AccountID, kind: EntitlementRecord.Kind? = nil, on connection: PostgresConnection) async throws -> [EntitlementRecord] {
+    public func sources(of account: AccountID, kind: EntitlementRecord.Kind? = nil, on connection: PostgresConnection) async throws
+        -> [EntitlementRecord]
+    {
         let rows = try await connection.query(
             """
             SELECT \(unescaped: Self.columns) FROM entitlement_sources

@@ -163,7 +163,9 @@ public struct WebhookDeliveries: Sendable {
     }
 
     /// Events whose delivery `failed`, newest first, with the endpoint.
-    public func failed(limit: Int, on connection: PostgresConnection) async throws -> [(event: UUID, endpoint: String, account: String, attempts: Int)] {
+    public func failed(limit: Int, on connection: PostgresConnection) async throws -> [(
+        event: UUID, endpoint: String, account: String, attempts: Int
+    )] {
         let rows = try await connection.query(
             """
             SELECT event_id, endpoint, account_id, attempts FROM webhook_deliveries

@@ -96,14 +96,18 @@ public struct GoogleProductStore: Sendable {
             """, logger: logger)
         var voided: [VoidedPurchase] = []
         for try await (token, order, at, source, reason, quantity, partial) in rows.decode((String, String, Date, Int?, Int?, Int64?, Bool).self) {
-            voided.append(VoidedPurchase(purchaseToken: token, orderId: order, voidedAt: at, source: source, reason: reason, quantity: quantity, isPartial: partial))
+            voided.append(
+                VoidedPurchase(
+                    purchaseToken: token, orderId: order, voidedAt: at, source: source, reason: reason, quantity: quantity, isPartial: partial))
         }
         return voided
     }
 
     /// Notes that a purchase was granted and Google waits to be told — `grantedAt` is the purchase's own time, from which
     /// Google counts its three days; an earlier note stands.
-    public func awaitAcknowledgement(_ token: String, kind: String, productId: String, grantedAt: Date, on connection: PostgresConnection) async throws {
+    public func awaitAcknowledgement(_ token: String, kind: String, productId: String, grantedAt: Date, on connection: PostgresConnection)
+        async throws
+    {
         try await connection.query(
             """
             INSERT INTO google_acknowledgements (purchase_token, kind, product_id, granted_at) VALUES (\(token), \(kind), \(productId), \(grantedAt))
@@ -130,7 +134,9 @@ public struct GoogleProductStore: Sendable {
     }
 
     /// Purchases granted before `before` and not acknowledged yet, oldest first, and how many there are in all.
-    public func waitingAcknowledgement(grantedBefore before: Date, limit: Int, on connection: PostgresConnection) async throws -> (count: Int, oldest: [Waiting]) {
+    public func waitingAcknowledgement(grantedBefore before: Date, limit: Int, on connection: PostgresConnection) async throws -> (
+        count: Int, oldest: [Waiting]
+    ) {
         let rows = try await connection.query(
             """
             SELECT a.purchase_token, a.kind, a.product_id, a.granted_at, a.last_error, count(*) OVER ()::bigint FROM google_acknowledgements a

@@ -64,8 +64,10 @@ public struct GoogleSubscriptionStore: Sendable {
             "SELECT purchase_token, read_at, body FROM google_subscription_reads WHERE purchase_token = ANY(\(tokens))", logger: logger)
         var reads: [PlaySubscriptionRead] = []
         for try await (token, readAt, body) in rows.decode((String, Date, ByteBuffer).self) {
-            reads.append(PlaySubscriptionRead(
-                purchaseToken: token, readAt: readAt, purchase: try JSONDecoder().decode(SubscriptionPurchaseV2.self, from: Data(body.readableBytesView))))
+            reads.append(
+                PlaySubscriptionRead(
+                    purchaseToken: token, readAt: readAt,
+                    purchase: try JSONDecoder().decode(SubscriptionPurchaseV2.self, from: Data(body.readableBytesView))))
         }
         return reads
     }
@@ -114,7 +116,8 @@ public struct GoogleSubscriptionStore: Sendable {
 
     /// Replaces what was derived for the chains of `tokens` with `subscriptions` (a chain whose first token became
     /// known since is filed under it, the old row removed).
-    public func replace(_ subscriptions: [PlaySubscription], covering tokens: [String], at now: Date, on connection: PostgresConnection) async throws {
+    public func replace(_ subscriptions: [PlaySubscription], covering tokens: [String], at now: Date, on connection: PostgresConnection) async throws
+    {
         try await connection.query("DELETE FROM google_subscriptions WHERE id = ANY(\(tokens)) OR current_token = ANY(\(tokens))", logger: logger)
         for subscription in subscriptions {
             try await connection.query(

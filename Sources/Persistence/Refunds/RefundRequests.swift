@@ -66,7 +66,8 @@ public struct RefundRequests: Sendable {
 
         public init(
             id: UUID, accountId: AccountID, transactionId: String, originalTransactionId: String, productId: String,
-            billingPeriod: String, purchase: RefundedPurchase, environment: String, reason: String?, requestedAt: Date, answerAt: Date, deadlineAt: Date,
+            billingPeriod: String, purchase: RefundedPurchase, environment: String, reason: String?, requestedAt: Date, answerAt: Date,
+            deadlineAt: Date,
             state: State
         ) {
             self.id = id

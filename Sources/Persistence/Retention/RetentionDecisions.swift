@@ -149,8 +149,10 @@ public struct RetentionDecisions: Sendable {
             """, logger: logger)
         var counts: [RuleCount] = []
         for try await (rule, kind, reason, answers, subscriptions, stayed) in rows.decode((String, String?, String?, Int64, Int64, Int64).self) {
-            counts.append(RuleCount(
-                rule: rule, answerKind: kind, fallbackReason: reason, answers: Int(answers), subscriptions: Int(subscriptions), stayed: Int(stayed)))
+            counts.append(
+                RuleCount(
+                    rule: rule, answerKind: kind, fallbackReason: reason, answers: Int(answers), subscriptions: Int(subscriptions),
+                    stayed: Int(stayed)))
         }
         return counts
     }

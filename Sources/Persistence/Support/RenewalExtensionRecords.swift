@@ -158,7 +158,8 @@ public struct RenewalExtensionRecords: Sendable {
                 requestIdentifier: try columns[0].decode(String.self), kind: Record.Kind(rawValue: try columns[1].decode(String.self)) ?? .unknown,
                 environment: try columns[2].decode(String.self), subscription: try columns[3].decode(String?.self),
                 accountId: try columns[4].decode(String?.self), productId: try columns[5].decode(String?.self),
-                storefronts: try columns[6].decode([String]?.self), days: try columns[7].decode(Int.self), reasonCode: try columns[8].decode(Int.self),
+                storefronts: try columns[6].decode([String]?.self), days: try columns[7].decode(Int.self),
+                reasonCode: try columns[8].decode(Int.self),
                 requestedBy: try columns[9].decode(String.self), requestedAt: try columns[10].decode(Date.self))
             record.answeredAt = try columns[11].decode(Date?.self)
             record.succeeded = try columns[12].decode(Bool?.self)

@@ -35,7 +35,8 @@ struct GooglePushClaims: Decodable {
         }
         email = try? container.decodeIfPresent(String.self, forKey: .email)
         // Older Google tokens wrote the flag as the string "true".
-        emailVerified = (try? container.decodeIfPresent(Bool.self, forKey: .emailVerified)) == true
+        emailVerified =
+            (try? container.decodeIfPresent(Bool.self, forKey: .emailVerified)) == true
             || (try? container.decodeIfPresent(String.self, forKey: .emailVerified)) == "true"
         iat = try? container.decodeIfPresent(Double.self, forKey: .iat)
         exp = try? container.decodeIfPresent(Double.self, forKey: .exp)

@@ -117,7 +117,8 @@ public enum StripeDerivation {
             return PaidPeriod.Revocation(date: date(lost.created), type: "REFUND_FULL", milliPercent: nil)
         }
         let charges = facts.charges(of: invoice)
-        let paid = charges.reduce(Int64(0)) { $0 + $1.amount }, refunded = charges.reduce(Int64(0)) { $0 + $1.amountRefunded }
+        let paid = charges.reduce(Int64(0)) { $0 + $1.amount }
+        let refunded = charges.reduce(Int64(0)) { $0 + $1.amountRefunded }
         guard refunded > 0, let at = charges.compactMap(\.refundedAt).max() else { return nil }
         if refunded >= paid { return PaidPeriod.Revocation(date: date(at), type: "REFUND_FULL", milliPercent: nil) }
         let milliPercent = Int32(clamping: refunded * 100_000 / max(paid, 1))

@@ -36,11 +36,13 @@ public struct StripePayment: Sendable, Equatable {
         id = intent
         priceId = price
         quantity = max(item.quantity ?? 1, 1)
-        account = session.clientReferenceId.flatMap(AccountID.init)
+        account =
+            session.clientReferenceId.flatMap(AccountID.init)
             ?? session.metadata?[StripeSubscription.accountMetadataKey].flatMap(AccountID.init)
         paidAt = Date(timeIntervalSince1970: TimeInterval(charges.map(\.created).min() ?? session.created ?? 0))
         livemode = session.livemode ?? false
-        let paid = charges.reduce(Int64(0)) { $0 + $1.amount }, refunded = charges.reduce(Int64(0)) { $0 + $1.amountRefunded }
+        let paid = charges.reduce(Int64(0)) { $0 + $1.amount }
+        let refunded = charges.reduce(Int64(0)) { $0 + $1.amountRefunded }
         let currency = charges.first?.currency.uppercased()
         self.currency = currency
         charged = currency.map { StripeAmount.milliunits(paid, currency: $0.lowercased()) } ?? 0

@@ -108,7 +108,8 @@ public struct PaidPeriod: Equatable, Sendable {
         let periods = groups.compactMap { key, copies in
             period(key: key, copies: copies).map { period in
                 var period = period
-                period.appAccountToken = period.appAccountToken
+                period.appAccountToken =
+                    period.appAccountToken
                     ?? period.transactionIds.compactMap { facts.accountTokens[$0] }.max { $0.position < $1.position }?.value
                 return period
             }

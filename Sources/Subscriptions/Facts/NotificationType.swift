@@ -62,7 +62,10 @@ public enum NotificationSubtype: Hashable, Sendable {
 
     /// `nil` (no subtype) is ``absent``.
     public init(_ name: String?) {
-        guard let name else { self = .absent; return }
+        guard let name else {
+            self = .absent
+            return
+        }
         self = Self.names[name] ?? .unknown(name)
     }
 }

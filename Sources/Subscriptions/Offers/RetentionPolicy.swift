@@ -26,7 +26,8 @@ public struct RetentionFacts: Sendable, Equatable {
     public var ineligibleOffers: Set<String> = []
 
     public init(
-        productId: String, accountKnown: Bool = true, tier: String?, group: String?, spentShare: Double?, daysSinceLastSpend: Int?, monthsSubscribed: Int,
+        productId: String, accountKnown: Bool = true, tier: String?, group: String?, spentShare: Double?, daysSinceLastSpend: Int?,
+        monthsSubscribed: Int,
         topUpsBought: Int, offersSigned: [String: Int]
     ) {
         self.productId = productId

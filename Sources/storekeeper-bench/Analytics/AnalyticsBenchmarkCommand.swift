@@ -66,7 +66,8 @@ struct AnalyticsRun {
         report.fields += [("subscribers", .integer(options.subscribers)), ("rollup_rows", .integer(loaded.rows))]
         do {
             try await system.startServe()
-            let from = AnalyticsDay(today).adding(days: -364), to = AnalyticsDay(today)
+            let from = AnalyticsDay(today).adding(days: -364)
+            let to = AnalyticsDay(today)
             for (label, fold) in [("pending", false), ("folded", true)] {
                 if fold {
                     try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 1), logger: logger) { client in
@@ -75,16 +76,21 @@ struct AnalyticsRun {
                         try await client.query("VACUUM ANALYZE analytics_deltas", logger: logger)
                     }
                 }
-                report.lines.append("  12 months by day (\(from) to \(to)), \(options.requests) requests each, \(label == "pending" ? "with the differences pending" : "after folding them"):")
+                report.lines.append(
+                    "  12 months by day (\(from) to \(to)), \(options.requests) requests each, \(label == "pending" ? "with the differences pending" : "after folding them"):"
+                )
                 var worst = 0.0
                 for metric in AnalyticsMetric.allCases {
                     let path = "/admin/analytics/\(metric.rawValue)?from=\(from)&to=\(to)&environment=production"
                     let (chart, healthz) = try await time(path, system: system)
                     worst = max(worst, LoadPhase.percentile(0.5, of: chart))
-                    let (p50, p99, reference) = (LoadPhase.percentile(0.5, of: chart), LoadPhase.percentile(0.99, of: chart), LoadPhase.percentile(0.5, of: healthz))
+                    let (p50, p99, reference) = (
+                        LoadPhase.percentile(0.5, of: chart), LoadPhase.percentile(0.99, of: chart), LoadPhase.percentile(0.5, of: healthz)
+                    )
                     report.lines.append(
                         "    \(metric.rawValue.padding(toLength: 19, withPad: " ", startingAt: 0)) p50 \(String(format: "%7.1f", p50)) ms, max \(String(format: "%7.1f", p99)) ms;"
-                            + " /healthz beside it p50 \(String(format: "%.2f", reference)) ms (\(String(format: "%.0f", p50 / max(reference, 0.001)))×)")
+                            + " /healthz beside it p50 \(String(format: "%.2f", reference)) ms (\(String(format: "%.0f", p50 / max(reference, 0.001)))×)"
+                    )
                     report.fields.append(("\(label)_\(metric.rawValue.replacingOccurrences(of: "-", with: "_"))_p50_ms", .number(p50)))
                 }
                 report.lines.append("    slowest chart p50: \(String(format: "%.1f", worst)) ms (goal ≤ 200 ms)")
@@ -104,7 +110,8 @@ struct AnalyticsRun {
                 report.lines.append(
                     "  rollups' cost: applied/s with them over without, per adjacent pair: "
                         + pairs.map { String(format: "%.2f", $0) }.joined(separator: ", ") + "; median \(String(format: "%.2f", ratio))×, "
-                        + String(format: "%.3f ms", (1 / max(ratio, 0.001) - 1) * 1000 / max(off, 0.001)) + " more per notification at the rollup-free median \(Int(off))/s")
+                        + String(format: "%.3f ms", (1 / max(ratio, 0.001) - 1) * 1000 / max(off, 0.001))
+                        + " more per notification at the rollup-free median \(Int(off))/s")
                 report.fields += [("cost_ratio", .number(ratio)), ("applied_off", .number(off))]
             }
             await system.stop()
@@ -166,13 +173,16 @@ struct AnalyticsRun {
 
     /// Each request to `path` timed, with one to /healthz after each (milliseconds).
     func time(_ path: String, system: SystemUnderTest) async throws -> (chart: [Double], healthz: [Double]) {
-        var chart: [Double] = [], healthz: [Double] = []
+        var chart: [Double] = []
+        var healthz: [Double] = []
         let headers = [("Authorization", "Bearer \(Self.adminKey)")]
         _ = await system.request(path, headers: headers, timeout: 60)
         for _ in 0..<options.requests {
             let started = ContinuousClock.now
             let answer = await system.request(path, headers: headers, timeout: 60)
-            guard answer.status == 200 else { throw CommandFailure("\(path) answered \(answer.status.map(String.init) ?? "nothing"): \(answer.body.prefix(200))") }
+            guard answer.status == 200 else {
+                throw CommandFailure("\(path) answered \(answer.status.map(String.init) ?? "nothing"): \(answer.body.prefix(200))")
+            }
             chart.append((ContinuousClock.now - started).seconds * 1000)
             let reference = ContinuousClock.now
             _ = await system.request("/healthz")

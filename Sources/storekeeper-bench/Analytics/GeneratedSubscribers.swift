@@ -31,7 +31,8 @@ struct GeneratedSubscribers {
 
     /// Products and their billing periods, in both stores.
     static let products: [(id: String, store: Store, days: Double, weight: Double)] = [
-        ("pro.monthly", .appStore, 30, 30), ("basic.monthly", .appStore, 30, 19), ("max.monthly", .appStore, 30, 11), ("pro.annual", .appStore, 365, 15),
+        ("pro.monthly", .appStore, 30, 30), ("basic.monthly", .appStore, 30, 19), ("max.monthly", .appStore, 30, 11),
+        ("pro.annual", .appStore, 365, 15),
         ("price_pro_monthly", .stripe, 30, 15), ("price_pro_annual", .stripe, 365, 10),
     ]
     /// Monthly prices in milliunits per currency; annual plans cost ten months.
@@ -81,13 +82,17 @@ struct GeneratedSubscribers {
         while running, start < today {
             var next = period(start, days: product.days, paid: true)
             if random.chance(0.02) {
-                next.revocation = PaidPeriod.Revocation(date: start.addingTimeInterval(random.unit() * 10 * 86_400), type: "REFUND_FULL", milliPercent: nil)
+                next.revocation = PaidPeriod.Revocation(
+                    date: start.addingTimeInterval(random.unit() * 10 * 86_400), type: "REFUND_FULL", milliPercent: nil)
             }
             periods.append(next)
             start = next.end
             if next.revocation != nil || !random.chance(product.days > 300 ? 0.7 : 0.9) {
                 // Churned: a tenth come back a few weeks later.
-                guard random.chance(0.1) else { running = false; continue }
+                guard random.chance(0.1) else {
+                    running = false
+                    continue
+                }
                 start = start.addingTimeInterval((5 + random.unit() * 35) * 86_400)
             }
         }
@@ -101,7 +106,8 @@ struct GeneratedSubscribers {
             originalTransactionId: id, accountId: nil, productId: product, environment: .production, status: running ? .active : .expired,
             willRenew: running, autoRenewProductId: product, pendingProductId: nil, purchaseDate: last.start, expiresAt: last.end,
             gracePeriodExpiresAt: nil, isTrial: last.isIntroductoryTrial, ownership: .purchased, latestTransactionId: last.transactionId,
-            lastEventType: .didRenew, lastEvent: EventPosition(signedDate: last.signedAt, eventId: id), endReason: running ? nil : .expired("VOLUNTARY"),
+            lastEventType: .didRenew, lastEvent: EventPosition(signedDate: last.signedAt, eventId: id),
+            endReason: running ? nil : .expired("VOLUNTARY"),
             price: last.price, billingPeriodKey: last.key, store: store)
         return Lifecycle.Derivation(state: state, periods: PaidPeriod.linked(periods), ends: [], accessEndsAt: nil)
     }

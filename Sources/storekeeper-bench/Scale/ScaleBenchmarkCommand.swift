@@ -41,7 +41,9 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
 
     func validate() throws {
         let counts = self.counts
-        guard !counts.isEmpty, counts.count == subscribers.split(separator: ",", omittingEmptySubsequences: false).count, counts.allSatisfy({ (0...10_000_000).contains($0) }) else {
+        guard !counts.isEmpty, counts.count == subscribers.split(separator: ",", omittingEmptySubsequences: false).count,
+            counts.allSatisfy({ (0...10_000_000).contains($0) })
+        else {
             throw ValidationError("--subscribers takes counts from 0 to 10,000,000, comma-separated")
         }
         guard statusRate > 0, spendRate > 0, seconds > 0, connections > 0, (1...1_000_000).contains(notifications) else {

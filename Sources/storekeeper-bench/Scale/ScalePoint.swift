@@ -35,7 +35,9 @@ struct ScalePoint {
             "  N = \(subscribers): load \(String(format: "%.1f", loadSeconds)) s + VACUUM ANALYZE \(String(format: "%.1f", vacuumSeconds)) s, "
                 + "database \(databaseBytes / 1_048_576) MiB, \(Int(bytesPerSubscriberYear)) B per subscriber-year (\(Int(keptBytesPerSubscriberYear)) B kept for good)",
             "    migrate (populated) \(String(format: "%.2f", migrateSeconds)) s; "
-                + (replayed ? "replay --all \(String(format: "%.1f", replaySeconds)) s" + (replayDifferences ? " (found differences: exit 3)" : " (no differences)") : "replay skipped"),
+                + (replayed
+                    ? "replay --all \(String(format: "%.1f", replaySeconds)) s"
+                        + (replayDifferences ? " (found differences: exit 3)" : " (no differences)") : "replay skipped"),
             "    /healthz         \(Self.milliseconds(health)), \(health.failed) failed",
             "    status, cold (¼ rate) \(Self.milliseconds(statusCold)), \(statusCold.failed) failed (p99 \(String(format: "%.2f", statusCold.percentile(0.99) / max(statusCold.referencePercentile(0.99), 0.001)))× /healthz beside it, whose p99 was \(String(format: "%.2f", statusCold.referencePercentile(0.99))) ms; \(String(format: "%.1f", coldFromCache * 100)) % from the cache)",
             "    status, warm     \(Self.milliseconds(statusWarm)), \(statusWarm.failed) failed (p99 \(String(format: "%.2f", statusWarm.percentile(0.99) / max(statusWarm.referencePercentile(0.99), 0.001)))× /healthz beside it, whose p99 was \(String(format: "%.2f", statusWarm.referencePercentile(0.99))) ms; \(String(format: "%.1f", warmFromCache * 100)) % from the cache)",
@@ -50,7 +52,8 @@ struct ScalePoint {
         var report = BenchmarkReport()
         guard let base = points.first else { return report }
         if points.count > 1 {
-            report.lines.append("scale: against N = \(base.subscribers) (status and spends at fixed rates, open loop; applied/s of new subscriptions)")
+            report.lines.append(
+                "scale: against N = \(base.subscribers) (status and spends at fixed rates, open loop; applied/s of new subscriptions)")
         }
         for point in points.dropFirst() {
             let ratio = { (value: Double, reference: Double) in String(format: "%.2f×", value / max(reference, 0.001)) }

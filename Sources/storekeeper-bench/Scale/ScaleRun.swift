@@ -14,7 +14,8 @@ struct ScaleRun {
 
     func run() async throws -> ScalePoint {
         let tiers = URL(fileURLWithPath: options.tiers).standardizedFileURL.path
-        let system = try SystemUnderTest(databaseURL: databaseURL, clients: options.connections, environment: ["STOREKEEPER_TIERS": tiers], logger: logger)
+        let system = try SystemUnderTest(
+            databaseURL: databaseURL, clients: options.connections, environment: ["STOREKEEPER_TIERS": tiers], logger: logger)
         do {
             let point = try await measure(system)
             await system.stop()
@@ -60,7 +61,8 @@ struct ScaleRun {
         if subscribers > 0 {
             active = try await ScaleLoader.accounts(states: ["active"], count: 20_000, url: databaseURL, logger: logger)
             everyone = try await ScaleLoader.accounts(
-                states: ["active", "grace_period", "billing_retry", "expired", "refunded", "revoked"], count: 200_000, url: databaseURL, logger: logger)
+                states: ["active", "grace_period", "billing_retry", "expired", "refunded", "revoked"], count: 200_000, url: databaseURL,
+                logger: logger)
         } else {
             // The empty database's reads and spends are of subscribed accounts too: an account Storekeeper has never
             // seen is one index probe to read and a first grant to spend from, which would flatter the reference.
@@ -77,7 +79,8 @@ struct ScaleRun {
         point.intake = try await system.send(bodies, clients: options.connections, rate: nil).rate
         point.appliedPerSecond = try await system.waitUntilApplied(options.notifications, receivedSince: started)
         // The spends' reference: durable TPC-B commits at the same rate on the same cluster (serve and work idle).
-        point.tpcb = try BenchmarkDatabase.pacedTPCB(rate: options.spendRate, clients: options.connections, seconds: options.seconds, url: databaseURL)
+        point.tpcb = try BenchmarkDatabase.pacedTPCB(
+            rate: options.spendRate, clients: options.connections, seconds: options.seconds, url: databaseURL)
         return point
     }
 
@@ -96,7 +99,9 @@ struct ScaleRun {
         let afterCold = await system.statusReads()
         point.coldFromCache = afterCold.cacheShare(since: beforeCold)
         let warm = Array(active.prefix(1_000))
-        _ = try await load.pace(system, rate: options.statusRate) { index in LoadRequest(path: "/v1/accounts/\(warm[index % warm.count])/status", method: .GET, headers: key) }
+        _ = try await load.pace(system, rate: options.statusRate) { index in
+            LoadRequest(path: "/v1/accounts/\(warm[index % warm.count])/status", method: .GET, headers: key)
+        }
         let beforeWarm = await system.statusReads()
         point.statusWarm = try await load.pace(system, rate: options.statusRate, reference: healthz) { index in
             LoadRequest(path: "/v1/accounts/\(warm[index % warm.count])/status", method: .GET, headers: key)
@@ -105,7 +110,9 @@ struct ScaleRun {
         point.warmFromCache = afterWarm.cacheShare(since: beforeWarm)
         point.spend = try await load.pace(system, rate: options.spendRate) { index in
             let body = ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(UUID())"}"#)
-            return LoadRequest(path: "/v1/accounts/\(active[index % active.count])/usage", method: .POST, headers: key + [("Content-Type", "application/json")], body: body)
+            return LoadRequest(
+                path: "/v1/accounts/\(active[index % active.count])/usage", method: .POST, headers: key + [("Content-Type", "application/json")],
+                body: body)
         }
     }
 

@@ -74,7 +74,8 @@ extension AppStoreSupportController {
             let notice: String
             do {
                 let document = try await extend(body, account: account, operatorName: context.operatorIdentity?.name ?? "dashboard")
-                notice = document.success == true
+                notice =
+                    document.success == true
                     ? "Apple extended \(document.subscription ?? "") to \(HTMLPage.time(document.effectiveDate))"
                     : "Apple did not extend \(document.subscription ?? ""): \(document.error ?? "success false")"
             } catch let error as APIError where error.status != .serviceUnavailable {
@@ -91,12 +92,14 @@ extension AppStoreSupportController {
             }
             let body = ExtendAllBody(
                 productId: form["productId"], days: form["days"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }, reason: form["reason"],
-                storefrontCountryCodes: storefronts, environment: form["environment"].flatMap { $0.isEmpty ? nil : $0 }, requestIdentifier: form["request"],
+                storefrontCountryCodes: storefronts, environment: form["environment"].flatMap { $0.isEmpty ? nil : $0 },
+                requestIdentifier: form["request"],
                 dryRun: form["dryRun"] == "true")
             let notice: String
             do {
                 let answer = try await extendAll(body, operatorName: context.operatorIdentity?.name ?? "dashboard")
-                notice = answer.dryRun
+                notice =
+                    answer.dryRun
                     ? "Dry run: \(answer.activePaidHere) paid, active \(answer.productId) subscriptions held here (\(answer.environment)) — Apple decides which it extends. Nothing was asked."
                         + (answer.canAskApple ? "" : " The App Store Server API is not configured here: the request itself would be refused.")
                     : "Asked Apple to extend every active \(answer.productId) subscriber by \(body.days ?? 0) days as \(answer.request?.requestIdentifier ?? "")."
@@ -115,8 +118,10 @@ extension AppStoreSupportController {
     }
 
     static func reasonOptions() -> String {
-        ExtendReason.allCases.map { "<option value=\"\($0.text)\"\($0 == .serviceIssueOrOutage ? " selected" : "")>\($0.text.replacingOccurrences(of: "_", with: " "))</option>" }
-            .joined()
+        ExtendReason.allCases.map {
+            "<option value=\"\($0.text)\"\($0 == .serviceIssueOrOutage ? " selected" : "")>\($0.text.replacingOccurrences(of: "_", with: " "))</option>"
+        }
+        .joined()
     }
 
     /// The account page's App Store section.
@@ -139,7 +144,8 @@ extension AppStoreSupportController {
                 ]
             }, empty: "no renewal extensions")
         guard asksApple else {
-            return html + "<p class=\"muted\">Renewal extensions and Apple's refund history need the App Store Server API key (STOREKEEPER_ASSA_…), not configured here.</p>"
+            return html
+                + "<p class=\"muted\">Renewal extensions and Apple's refund history need the App Store Server API key (STOREKEEPER_ASSA_…), not configured here.</p>"
         }
         html += "<p><a href=\"/admin/accounts/\(HTMLPage.escape(path))/apple-refunds\">Apple's refund history for this customer (JSON)</a></p>"
         if canExtend, !subscriptions.isEmpty {
@@ -163,11 +169,15 @@ extension AppStoreSupportController {
         html += HTMLPage.table(
             ["requested", "by", "product", "days", "storefronts", "status", "extended", "failed"],
             requests.map { record in
-                let identifier = record.requestIdentifier.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? ""
+                let identifier =
+                    record.requestIdentifier.addingPercentEncoding(
+                        withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? ""
                 return [
                     HTMLPage.Cell(HTMLPage.time(record.requestedAt)), HTMLPage.Cell(record.requestedBy), HTMLPage.Cell(record.productId ?? "—"),
                     HTMLPage.Cell(String(record.days)), HTMLPage.Cell(record.storefronts?.joined(separator: " ") ?? "all"),
-                    .raw("<a href=\"/admin/extensions/\(HTMLPage.escape(identifier))\">\(record.complete ? "complete" : record.error.map { "error: \(HTMLPage.escape($0))" } ?? "in progress")</a>"),
+                    .raw(
+                        "<a href=\"/admin/extensions/\(HTMLPage.escape(identifier))\">\(record.complete ? "complete" : record.error.map { "error: \(HTMLPage.escape($0))" } ?? "in progress")</a>"
+                    ),
                     HTMLPage.Cell(record.succeededCount.map(String.init) ?? "—"), HTMLPage.Cell(record.failedCount.map(String.init) ?? "—"),
                 ]
             }, empty: "none requested")

@@ -57,8 +57,11 @@ struct AppStoreSupportController: Sendable {
     }
 
     static let reasons = ExtendReason.allCases.map(\.text).joined(separator: ", ")
-    static let extendUsage = #"body must be {"days": 1–90, "reason": "<"# + reasons + #">", "subscription": "<optional original transaction id>", "requestIdentifier": "<optional>"}"#
-    static let extendAllUsage = #"body must be {"productId": "<product>", "days": 1–90, "reason": "<"# + reasons
+    static let extendUsage =
+        #"body must be {"days": 1–90, "reason": "<"# + reasons
+        + #">", "subscription": "<optional original transaction id>", "requestIdentifier": "<optional>"}"#
+    static let extendAllUsage =
+        #"body must be {"productId": "<product>", "days": 1–90, "reason": "<"# + reasons
         + #">", "dryRun": true|false, "storefrontCountryCodes": ["USA", …] (optional), "environment": "production"|"sandbox" (optional)}"#
 
     func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
@@ -92,7 +95,11 @@ struct AppStoreSupportController: Sendable {
         }
         let document = RenewalExtensionDocument(record: record)
         // A request identifier used before answers with what was filed under it: nothing new to log.
-        if asked { OperatorAudit.note("renewal.extend", account: account.text, target: record.subscription, after: document) } else { OperatorAudit.unchanged() }
+        if asked {
+            OperatorAudit.note("renewal.extend", account: account.text, target: record.subscription, after: document)
+        } else {
+            OperatorAudit.unchanged()
+        }
         return document
     }
 
@@ -110,7 +117,8 @@ struct AppStoreSupportController: Sendable {
         let now = clock()
         let outcome = try await answering {
             try await support.extendAll(
-                product: product, storefronts: body.storefrontCountryCodes, environment: stored, asked, dryRun: dryRun, requestedBy: operatorName, now: now)
+                product: product, storefronts: body.storefrontCountryCodes, environment: stored, asked, dryRun: dryRun, requestedBy: operatorName,
+                now: now)
         }
         let answer = MassAnswer(
             dryRun: dryRun, productId: product, environment: environment, activePaidHere: outcome.activePaidHere, canAskApple: outcome.canAskApple,
@@ -138,11 +146,11 @@ extension APIError {
     init(_ refusal: AppStoreSupport.Refusal) {
         switch refusal {
         case .invalid: self = .badRequest(refusal.description)
-        case .noSubscription, .unknownRequest: self.init(.notFound, code: "not_found", message: refusal.description)
-        case .notConfigured, .productionOnly: self.init(.conflict, code: "not_available", message: refusal.description)
-        case .identifierTaken: self.init(.conflict, code: "request_identifier_taken", message: refusal.description)
-        case .refusedByApple: self.init(.unprocessableContent, code: "apple_refused", message: refusal.description)
-        case .appleUnavailable: self.init(.badGateway, code: "apple_unavailable", message: refusal.description)
+        case .noSubscription, .unknownRequest: self.init(.notFound, code: .notFound, message: refusal.description)
+        case .notConfigured, .productionOnly: self.init(.conflict, code: .notAvailable, message: refusal.description)
+        case .identifierTaken: self.init(.conflict, code: .requestIdentifierTaken, message: refusal.description)
+        case .refusedByApple: self.init(.unprocessableContent, code: .appleRefused, message: refusal.description)
+        case .appleUnavailable: self.init(.badGateway, code: .appleUnavailable, message: refusal.description)
         }
     }
 }

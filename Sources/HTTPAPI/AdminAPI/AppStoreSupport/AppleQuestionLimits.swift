@@ -52,7 +52,7 @@ public final class AppleQuestionLimits: Sendable {
             return nil
         }
         guard let refusal else { return }
-        var error = APIError(.tooManyRequests, code: "rate_limited", message: "\(refusal.message); retry in \(refusal.retryAfter) s")
+        var error = APIError(.tooManyRequests, code: .rateLimited, message: "\(refusal.message); retry in \(refusal.retryAfter) s")
         error.headers[.retryAfter] = String(refusal.retryAfter)
         throw error
     }

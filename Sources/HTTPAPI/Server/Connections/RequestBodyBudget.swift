@@ -100,7 +100,7 @@ struct RequestBodyBudgetMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch is RequestBodyBudget.Exhausted {
-            var busy = APIError(.serviceUnavailable, code: "busy", message: "too many large request bodies at once; retry later")
+            var busy = APIError(.serviceUnavailable, code: .busy, message: "too many large request bodies at once; retry later")
             busy.closesConnection = true
             throw busy
         }

@@ -53,9 +53,10 @@ public struct OpenAPIController: Sendable {
         }
         guard removed else { return text }
         // Links name operations by id: those to a removed operation go with it.
-        let kept = Set(paths.values.flatMap { item in
-            methods.compactMap { ((item as? [String: Any])?[$0] as? [String: Any])?["operationId"] as? String }
-        })
+        let kept = Set(
+            paths.values.flatMap { item in
+                methods.compactMap { ((item as? [String: Any])?[$0] as? [String: Any])?["operationId"] as? String }
+            })
         for (path, value) in paths {
             guard var item = value as? [String: Any] else { continue }
             for method in methods {

@@ -46,8 +46,9 @@ struct OperatorMiddleware: RouterMiddleware {
         let required = OperatorPermissions.requiredRole(method: request.method, route: route)
         guard identity.role >= required else {
             throw APIError(
-                .forbidden, code: "forbidden",
-                message: "\(identity.name) is a \(identity.role.rawValue) key; \(request.method.rawValue) \(route) needs the \(required.rawValue) role")
+                .forbidden, code: .forbidden,
+                message:
+                    "\(identity.name) is a \(identity.role.rawValue) key; \(request.method.rawValue) \(route) needs the \(required.rawValue) role")
         }
         var context = context
         context.operatorIdentity = identity
@@ -81,7 +82,7 @@ struct OperatorMiddleware: RouterMiddleware {
                     ])
             }
             throw APIError(
-                .internalServerError, code: "not_audited",
+                .internalServerError, code: .notAudited,
                 message: "the change was made, but its audit record could not be written (the server log has it); do not repeat it blindly")
         }
         return response
