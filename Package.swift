@@ -276,6 +276,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(name: "GooglePlayTests", dependencies: ["GooglePlay"]),
+        .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"]),
         .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels", "PayloadDecoding", "TestSupport"]),
         .testTarget(
             name: "PayloadDecodingTests", dependencies: ["LocalSigning", "PayloadDecoding", "AppStoreModels", "HostileInput", "TestSupport"]),
