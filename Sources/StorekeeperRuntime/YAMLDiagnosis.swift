@@ -29,7 +29,7 @@ enum YAMLDiagnosis {
             } catch let error as DecodingError {
                 let (path, problem, stand) = describe(error, in: node)
                 let line = path.isEmpty ? nil : value(at: path, in: node)?.mark?.line
-                let keys = path.isEmpty ? "the top level" : path.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+                let keys = path.isEmpty ? "the top level" : name(of: path, in: node)
                 problems.append((line.map { "line \($0): " } ?? "") + "\(keys): \(problem)")
                 guard !path.isEmpty, let stand, let next = replacing(at: path, in: node, with: stand) else { break }
                 node = next
@@ -76,6 +76,21 @@ enum YAMLDiagnosis {
         @unknown default:
             return ([], "\(error)", nil)
         }
+    }
+
+    /// `path` as a reader finds it in the file: a list's item by its `id` where it has one (`tiers[pro].allowances…`),
+    /// else by its position counted from 1 (`top_ups[2]`).
+    static func name(of path: [any CodingKey], in node: Node) -> String {
+        var text = ""
+        for (index, key) in path.enumerated() {
+            if let position = key.intValue {
+                let item = value(at: Array(path[...index]), in: node)
+                text += "[" + (item?.mapping?["id"]?.string ?? String(position + 1)) + "]"
+            } else {
+                text += (text.isEmpty ? "" : ".") + key.stringValue
+            }
+        }
+        return text
     }
 
     static func value(at path: [any CodingKey], in node: Node) -> Node? {

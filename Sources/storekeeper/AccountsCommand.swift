@@ -25,7 +25,7 @@ struct AccountsCommand: AsyncParsableCommand {
             var sources: [GrantsCommand.GrantLine]
             /// What the stores sent about this account's subscriptions (notifications, Stripe events), newest first.
             var events: [AccountRecords.Event]
-            /// How many events Storekeeper sent the app's services about the account (`events list --account`).
+            /// How many events Storekeeper keeps for the app's services about the account (`events list --account`).
             var sentEvents: Int
             var archive: [AccountRecords.ArchiveEntry]
             var transfers: [AccountRecords.Transfer]
@@ -57,6 +57,11 @@ struct AccountsCommand: AsyncParsableCommand {
                     refundRequests: try await records.refundRequests(ofAccount: account))
             }
             if json { return try printJSON(report) }
+            if report.subscriptions.isEmpty && report.sources.isEmpty && report.events.isEmpty && report.sentEvents == 0 && report.ledger.isEmpty
+                && report.archive.isEmpty && report.transfers.isEmpty && report.refundRequests.isEmpty
+            {
+                say("nothing is stored for account \(account.text): is the id right? (its status is the free tier's, as the API answers any account)")
+            }
             say("status")
             try printJSON(report.status)
             say("\nsubscriptions (\(report.subscriptions.count))")
@@ -75,7 +80,7 @@ struct AccountsCommand: AsyncParsableCommand {
                     "  \(event.signedDate.formatted(Date.ISO8601FormatStyle()))  \(event.originalTransactionId)  "
                         + column(type, 44) + " \(event.outcomeText)  \(event.id)")
             }
-            say("\nevents sent to the app's services: \(report.sentEvents) (storekeeper events list --account \(account.text))")
+            say("\nevents kept for the app's services: \(report.sentEvents) (storekeeper events list --account \(account.text); webhook endpoints and GET /v1/events read them)")
             say("\narchive (\(report.archive.count))")
             for entry in report.archive {
                 say(

@@ -51,8 +51,9 @@ struct CatalogueFileErrorsTests {
             lines[second - 1] = lines[second - 1].replacingOccurrences(of: #"price: \d+"#, with: "price: cheap", options: .regularExpression)
         }
         #expect(found.count == 2, "\(found)")
-        #expect(found.contains { $0.contains("line \(first): ") && $0.contains("per_cycle: must be a whole number, got \"many\"") }, "\(found)")
-        #expect(found.contains { $0.contains("line \(second): ") && $0.contains("price: must be a whole number, got \"cheap\"") }, "\(found)")
+        // Named as a reader finds them: the list item by its id, not its position.
+        #expect(found.contains { $0.contains("line \(first): free.allowances.exports.per_cycle: must be a whole number, got \"many\"") }, "\(found)")
+        #expect(found.contains { $0.contains("line \(second): tiers[") && $0.contains("].products[basic.monthly].price: must be a whole number, got \"cheap\"") }, "\(found)")
         #expect(!found.joined().contains("Scalar"), "\(found)")
     }
 

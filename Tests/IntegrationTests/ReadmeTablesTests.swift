@@ -1,4 +1,5 @@
 import Foundation
+import HTTPAPI
 import Hummingbird
 import StorekeeperRuntime
 import TestSupport
@@ -23,6 +24,21 @@ struct ReadmeTablesTests {
             segment.hasPrefix("{") || segment.hasPrefix(":") ? "{}" : String(segment)
         }
         return "\(method) /" + segments.joined(separator: "/")
+    }
+
+    @Test("the README's table of error codes names every code the server answers, each once, and no other")
+    func errorCodes() throws {
+        let http = Self.section("HTTP")
+        let table = try #require(http.range(of: "| code | status | meaning |")).upperBound
+        let rows = http[table...].split(separator: "\n").dropFirst().prefix { $0.hasPrefix("|") }
+        var listed: [String] = []
+        for row in rows {
+            let first = row.split(separator: "|", omittingEmptySubsequences: false)[1]
+            listed += first.split(separator: "`").enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+        }
+        let answered = Set(APIError.Code.allCases.map(\.description))
+        #expect(Set(listed) == answered, "missing: \(answered.subtracting(listed).sorted()); not a code: \(Set(listed).subtracting(answered).sorted())")
+        #expect(listed.count == Set(listed).count, "a code listed twice: \(listed)")
     }
 
     @Test("every route is in the README's HTTP table, and every route there exists")
