@@ -80,7 +80,9 @@ struct AccountsCommand: AsyncParsableCommand {
                     "  \(event.signedDate.formatted(Date.ISO8601FormatStyle()))  \(event.originalTransactionId)  "
                         + column(type, 44) + " \(event.outcomeText)  \(event.id)")
             }
-            say("\nevents kept for the app's services: \(report.sentEvents) (storekeeper events list --account \(account.text); webhook endpoints and GET /v1/events read them)")
+            say(
+                "\nevents kept for the app's services: \(report.sentEvents) (storekeeper events list --account \(account.text); webhook endpoints and GET /v1/events read them)"
+            )
             say("\narchive (\(report.archive.count))")
             for entry in report.archive {
                 say(

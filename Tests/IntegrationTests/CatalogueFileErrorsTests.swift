@@ -53,7 +53,10 @@ struct CatalogueFileErrorsTests {
         #expect(found.count == 2, "\(found)")
         // Named as a reader finds them: the list item by its id, not its position.
         #expect(found.contains { $0.contains("line \(first): free.allowances.exports.per_cycle: must be a whole number, got \"many\"") }, "\(found)")
-        #expect(found.contains { $0.contains("line \(second): tiers[") && $0.contains("].products[basic.monthly].price: must be a whole number, got \"cheap\"") }, "\(found)")
+        #expect(
+            found.contains {
+                $0.contains("line \(second): tiers[") && $0.contains("].products[basic.monthly].price: must be a whole number, got \"cheap\"")
+            }, "\(found)")
         #expect(!found.joined().contains("Scalar"), "\(found)")
     }
 

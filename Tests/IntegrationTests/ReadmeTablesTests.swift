@@ -37,7 +37,8 @@ struct ReadmeTablesTests {
             listed += first.split(separator: "`").enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
         }
         let answered = Set(APIError.Code.allCases.map(\.description))
-        #expect(Set(listed) == answered, "missing: \(answered.subtracting(listed).sorted()); not a code: \(Set(listed).subtracting(answered).sorted())")
+        #expect(
+            Set(listed) == answered, "missing: \(answered.subtracting(listed).sorted()); not a code: \(Set(listed).subtracting(answered).sorted())")
         #expect(listed.count == Set(listed).count, "a code listed twice: \(listed)")
     }
 
