@@ -2,7 +2,8 @@ import Jobs
 import Persistence
 import PostgresNIO
 
-/// Where the use cases enqueue follow-up work, inside their own transaction (the seam tests can replace).
+/// Where the use cases enqueue follow-up work, inside their own transaction: the queue itself, or under `dev` the dev
+/// clock's scheduling, which moves a job's instant into real time.
 public protocol JobScheduling: Sendable {
     /// Enqueues `job` on `connection`, unless a live job has its unique key; returns whether it was enqueued.
     @discardableResult

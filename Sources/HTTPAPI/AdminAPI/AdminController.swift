@@ -3,23 +3,11 @@ import Foundation
 import Hummingbird
 import Jobs
 
-/// What operators may do to the queue (the seam tests can replace).
-public protocol JobAdministration: Sendable {
-    func statistics() async throws -> QueueStatistics
-    func jobs(state: JobState?, kind: String?, limit: Int) async throws -> [JobRecord]
-    func job(id: Int64) async throws -> JobRecord?
-    func requeue(ids: [Int64]) async throws -> [Int64]
-    func requeue(state: JobState, kind: String?, since: Date?, dryRun: Bool) async throws -> [Int64]
-    func cancel(ids: [Int64]) async throws -> [Int64]
-}
-
-extension PostgresJobQueue: JobAdministration {}
-
 /// The admin API (`STOREKEEPER_ADMIN_KEYS`): JSON equivalents of `storekeeper jobs …`.
 public struct AdminController: Sendable {
-    let jobs: any JobAdministration
+    let jobs: PostgresJobQueue
 
-    public init(jobs: any JobAdministration) { self.jobs = jobs }
+    public init(jobs: PostgresJobQueue) { self.jobs = jobs }
 
     struct JobList: ResponseEncodable { var jobs: [JobRecord] }
     struct Requeued: ResponseEncodable, Encodable {

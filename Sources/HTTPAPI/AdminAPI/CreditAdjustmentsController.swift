@@ -4,18 +4,11 @@ import Foundation
 import Hummingbird
 import Subscriptions
 
-/// Adjusts an account's credits (the seam tests can replace).
-public protocol CreditAdjusting: Sendable {
-    func adjust(_ request: CreditAdjustment.Request, account: AccountID, now: Date) async throws -> CreditAdjustments.Outcome
-}
-
-extension CreditAdjustments: CreditAdjusting {}
-
 /// `POST /admin/accounts/{accountId}/credits {"meter", "amount", "reason", "idempotencyKey"?}`: adds (or, negative, takes
 /// back) top-up credits — 201 when posted, 200 when its key posted it before; the reason goes to the audit log. The
 /// dashboard's form posts `POST /admin/accounts/{accountId}/credit`. Support and admin keys.
 struct CreditAdjustmentsController: Sendable {
-    let adjustments: any CreditAdjusting
+    let adjustments: CreditAdjustments
     let clock: @Sendable () -> Date
 
     struct Body: Decodable {

@@ -5,20 +5,11 @@ import Foundation
 import Hummingbird
 import Subscriptions
 
-/// Operators' grants (the seam tests can replace).
-public protocol GrantAdministration: Sendable {
-    func add(_ request: OperatorGrants.Request, to account: AccountID, now: Date) async throws -> (record: EntitlementRecord, created: Bool)
-    func grants(of account: AccountID) async throws -> [EntitlementRecord]
-    func end(_ id: String, now: Date) async throws -> (record: EntitlementRecord, account: AccountID?, ended: Bool)?
-}
-
-extension OperatorGrants: GrantAdministration {}
-
 /// The admin API's grants: `POST /admin/accounts/{id}/grants {"tier", "endsAt" | "duration" | "lifetime": true,
 /// "reason", "idempotencyKey"?}` → 201 with the grant (200 with the earlier one for a key used before),
 /// `GET /admin/accounts/{id}/grants`, `DELETE /admin/grants/{grantId}` ends it now.
 struct GrantsController: Sendable {
-    let grants: any GrantAdministration
+    let grants: OperatorGrants
     let catalogue: TierCatalogue
     let clock: @Sendable () -> Date
 

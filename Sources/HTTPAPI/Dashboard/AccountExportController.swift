@@ -4,19 +4,11 @@ import Hummingbird
 import NIOCore
 import Subscriptions
 
-/// Exports what is held about an account (the seam tests can replace).
-public protocol AccountExporting: Sendable {
-    func reachable() async throws
-    func export(_ account: AccountID, now: Date) async throws -> String?
-}
-
-extension AccountExport: AccountExporting {}
-
 /// `POST /admin/accounts/{accountId}/export`: everything Storekeeper holds about the account as one JSON document, to
 /// download (a customer's access request); 404 when nothing is held. On the dashboard's routes, so its button works in
 /// a signed-in browser; admin only, and in the audit log.
 struct AccountExportController: Sendable {
-    let exporter: any AccountExporting
+    let exporter: AccountExport
     let clock: @Sendable () -> Date
 
     func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {

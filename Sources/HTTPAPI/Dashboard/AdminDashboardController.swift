@@ -6,32 +6,19 @@ import Jobs
 import Persistence
 import Subscriptions
 
-/// Operator records the dashboard shows (the seam tests can replace).
-public protocol OperatorReading: Sendable {
-    func recentNotifications(limit: Int) async throws -> [AccountRecords.Event]
-    func events(ofSubscriptions originalTransactionIds: [String], account: AccountID, limit: Int) async throws -> [AccountRecords.Event]
-    func archive(ofAccount accountId: AccountID) async throws -> [AccountRecords.ArchiveEntry]
-    func ledger(ofAccount accountId: AccountID, limit: Int) async throws -> [AccountRecords.LedgerEntry]
-    func holds(ofAccount accountId: AccountID, limit: Int) async throws -> [CreditHoldStore.Hold]
-    func refundRequests(ofAccount accountId: AccountID, limit: Int) async throws -> [RefundRequests.Request]
-    func consentRescissions(ofAccount accountId: AccountID) async throws -> [ConsentRescissions.Rescission]
-}
-
-extension AccountRecords: OperatorReading {}
-
 /// `GET /admin`: the operator's dashboard (behind `STOREKEEPER_ADMIN_KEYS`; a browser signs in with HTTP Basic, the
 /// key as password) — queue depth by kind and state, the oldest runnable job's age, failed jobs with their last error
 /// and a requeue button, recent notifications, and an account lookup with status, history and ledger. Plain HTML,
 /// no external assets.
 public struct AdminDashboardController: Sendable {
-    let jobs: any JobAdministration
-    let records: any OperatorReading
-    let accounts: any AccountStatusReading
-    let events: (any EventReading)?
-    let grants: (any GrantAdministration)?
-    let audit: (any OperatorAuditing)?
-    let search: (any AccountSearching)?
-    let adjustments: (any CreditAdjusting)?
+    let jobs: PostgresJobQueue
+    let records: AccountRecords
+    let accounts: AccountStatusQuery
+    let events: EventHistory?
+    let grants: OperatorGrants?
+    let audit: OperatorActions?
+    let search: AccountSearch?
+    let adjustments: CreditAdjustments?
     let appStore: AppStoreSupport?
     /// Bounds what each key asks Apple (an order id in the search box), with the API's routes.
     let questions: AppleQuestionLimits
@@ -41,9 +28,9 @@ public struct AdminDashboardController: Sendable {
     let clock: @Sendable () -> Date
 
     public init(
-        jobs: any JobAdministration, records: any OperatorReading, accounts: any AccountStatusReading, events: (any EventReading)? = nil,
-        grants: (any GrantAdministration)? = nil, audit: (any OperatorAuditing)? = nil, search: (any AccountSearching)? = nil,
-        adjustments: (any CreditAdjusting)? = nil, appStore: AppStoreSupport? = nil, questions: AppleQuestionLimits = AppleQuestionLimits(),
+        jobs: PostgresJobQueue, records: AccountRecords, accounts: AccountStatusQuery, events: EventHistory? = nil,
+        grants: OperatorGrants? = nil, audit: OperatorActions? = nil, search: AccountSearch? = nil,
+        adjustments: CreditAdjustments? = nil, appStore: AppStoreSupport? = nil, questions: AppleQuestionLimits = AppleQuestionLimits(),
         catalogue: TierCatalogue? = nil, acknowledgements: GoogleAcknowledgements? = nil, clock: @escaping @Sendable () -> Date
     ) {
         self.acknowledgements = acknowledgements

@@ -3,18 +3,11 @@ import Application
 import Foundation
 import Hummingbird
 
-/// Draws analytics charts (the seam tests can replace).
-public protocol AnalyticsCharting: Sendable {
-    func chart(_ request: AnalyticsCharts.Request) async throws -> AnalyticsChart
-}
-
-extension AnalyticsCharts: AnalyticsCharting {}
-
 /// `GET /admin/analytics/{metric}?from=&to=&interval=day|week|month&store=&product=&tier=&environment=&format=json|csv`: a
 /// chart from the rollups (`docs/analytics.md`). On the dashboard's routes, so its CSV links work in a signed-in
 /// browser; any role may read it.
 struct AnalyticsController: Sendable {
-    let charts: any AnalyticsCharting
+    let charts: AnalyticsCharts
     /// The environment charted when none is asked for: production where the server accepts it, sandbox otherwise.
     let defaultEnvironment: String
     let clock: @Sendable () -> Date

@@ -8,7 +8,7 @@ import Subscriptions
 /// `GET /admin/audit?from=&to=&operator=&account=&limit=&format=json|csv`: the audit log, newest first. On the
 /// dashboard's routes, so a signed-in browser downloads the CSV; any role may read it.
 struct AuditController: Sendable {
-    let audit: any OperatorAuditing
+    let audit: OperatorActions
 
     struct Entry: Encodable {
         var id: Int64

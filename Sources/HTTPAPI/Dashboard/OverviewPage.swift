@@ -8,9 +8,9 @@ import Hummingbird
 /// interval, store, product and environment filter and each chart's CSV. No script; it reads the same charts
 /// `GET /admin/analytics/{metric}` answers.
 struct OverviewPage: Sendable {
-    let charts: any AnalyticsCharting
+    let charts: AnalyticsCharts
     /// Retention answers by rule, when `STOREKEEPER_RETENTION` is set.
-    let retention: (any RetentionAnswering)?
+    let retention: RetentionMessaging?
     let defaultEnvironment: String
     let clock: @Sendable () -> Date
 

@@ -1,3 +1,4 @@
+import Application
 import Foundation
 import Hummingbird
 import Persistence
@@ -5,7 +6,7 @@ import Persistence
 /// `GET /admin/retention?days=30`: each retention rule's answers over the last days and how many of those
 /// subscriptions stayed (still renewing, with access) — the figures the overview shows (docs/retention.md).
 struct RetentionReport: Sendable {
-    let retention: any RetentionAnswering
+    let retention: RetentionMessaging
     let clock: @Sendable () -> Date
 
     struct Rule: Encodable {

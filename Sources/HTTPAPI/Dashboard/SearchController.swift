@@ -3,20 +3,13 @@ import Foundation
 import Hummingbird
 import Persistence
 
-/// Finds accounts by any id (the seam tests can replace).
-public protocol AccountSearching: Sendable {
-    func matches(_ text: String, limit: Int) async throws -> [AccountSearch.Match]
-}
-
-extension AccountSearch: AccountSearching {}
-
 /// `GET /admin/search?q=`: the accounts an id names — an account id, an App Store transaction or original transaction
 /// id, a Stripe subscription, customer, invoice or charge id, a purchase token — as JSON. The dashboard's search box
 /// (`GET /admin?find=`) shows the same. An id that names nothing here and could be an App Store order id (the one
 /// on the customer's receipt e-mail) is looked up with Apple (Look Up Order ID — Production purchases only). Any role
 /// may search.
 struct SearchController: Sendable {
-    let search: any AccountSearching
+    let search: AccountSearch
     let appStore: AppStoreSupport?
     let questions: AppleQuestionLimits
 

@@ -8,16 +8,6 @@ import NIOCore
 import SignedData
 import Synchronization
 
-/// Something that durably stores a verified Google Play notification and enqueues its processing (the seam tests
-/// can replace).
-public protocol GoogleNotificationAccepting: Sendable {
-    /// `STOREKEEPER_GOOGLE_PACKAGE_NAME`: the app whose notifications are stored.
-    var packageName: String { get }
-    func accept(_ push: PubSubPush, notification: DeveloperNotification) async throws -> GoogleInbox.Outcome
-}
-
-extension GoogleInbox: GoogleNotificationAccepting {}
-
 /// `POST /notifications/google`: Cloud Pub/Sub's authenticated push of a Play notification. The push's OIDC token is
 /// verified before the body is read (401, nothing stored, otherwise); then the body must be a wrapped push (400); a
 /// notification of another package is acknowledged unread; ours must be a DeveloperNotification (400) and is stored
@@ -25,7 +15,7 @@ extension GoogleInbox: GoogleNotificationAccepting {}
 /// what is worth a retry — the database or Google's keys out of reach — answers 503.
 struct GoogleNotificationController: Sendable {
     let verifier: GooglePushVerifier
-    let inbox: any GoogleNotificationAccepting
+    let inbox: GoogleInbox
     let clock: @Sendable () -> Date
     /// Refusals are logged (a wrong audience or service account shows nowhere else), at most one line a second.
     let refusals = RefusalLog()

@@ -11,23 +11,15 @@ import Persistence
 import SignedData
 import StatementFencing
 
-/// Something that durably stores a verified notification and enqueues its processing (the seam tests can replace).
-public protocol NotificationAccepting: Sendable {
-    func accept(_ notification: VerifiedNotification, uuid: UUID, signedPayload: String) async throws
-        -> NotificationInbox.Outcome
-}
-
-extension NotificationInbox: NotificationAccepting {}
-
 /// `POST /notifications/apple`: verify the envelope and every nested JWS, then store and enqueue in one committed
 /// transaction before answering 200. Apple retries on anything but 2xx, so only failures worth a retry (database
 /// down, OCSP unreachable) answer 503.
 public struct NotificationIntakeController: Sendable {
     let verifier: SignedDataVerifier
-    let inbox: any NotificationAccepting
+    let inbox: NotificationInbox
     let databaseTimeout: Duration
 
-    public init(verifier: SignedDataVerifier, inbox: any NotificationAccepting, databaseTimeout: Duration = .seconds(5)) {
+    public init(verifier: SignedDataVerifier, inbox: NotificationInbox, databaseTimeout: Duration = .seconds(5)) {
         self.verifier = verifier
         self.inbox = inbox
         self.databaseTimeout = databaseTimeout

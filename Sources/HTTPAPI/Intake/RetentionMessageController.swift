@@ -9,18 +9,6 @@ import SignedData
 import StatementFencing
 import Synchronization
 
-/// Answering retention requests (the seam tests can replace).
-public protocol RetentionAnswering: Sendable {
-    var fallback: RetentionAnswer? { get }
-    var deadline: Duration { get }
-    func answer(_ request: RetentionRequestPayload, identifier: UUID, now: Date, claim: any RetentionMessaging.Claim) async throws
-        -> RetentionMessaging.Answer
-    func recordFallback(_ request: RetentionRequestPayload, identifier: UUID, reason: String, now: Date) async
-    func ruleCounts(since: Date) async throws -> [RetentionDecisions.RuleCount]
-}
-
-extension RetentionMessaging: RetentionAnswering {}
-
 /// `POST /apple/retention-message`: Apple's Get Retention Message endpoint (docs/retention.md). Apple is the caller and
 /// its signature the authentication: the request is verified as a notification is, and refused when older than
 /// ``maximumAge`` or when its `requestIdentifier` was answered before (Apple's verifiers check neither). The answer
@@ -28,7 +16,7 @@ extension RetentionMessaging: RetentionAnswering {}
 /// Apple stops waiting at 700 ms and shows its own default then.
 struct RetentionMessageController: Sendable {
     let verifier: SignedDataVerifier
-    let retention: any RetentionAnswering
+    let retention: RetentionMessaging
     let clock: @Sendable () -> Date
     /// How old a request's `signedDate` may be: Apple signs each request as it sends it.
     static let maximumAge: TimeInterval = 5 * 60
@@ -67,7 +55,7 @@ struct RetentionMessageController: Sendable {
         var isGivenUp: Bool { state.load(ordering: .acquiring) == 2 }
     }
 
-    init(verifier: SignedDataVerifier, retention: any RetentionAnswering, clock: @escaping @Sendable () -> Date) {
+    init(verifier: SignedDataVerifier, retention: RetentionMessaging, clock: @escaping @Sendable () -> Date) {
         self.verifier = verifier
         self.retention = retention
         self.clock = clock

@@ -6,19 +6,12 @@ import NIOCore
 import PayloadDecoding
 import StripeStore
 
-/// Something that durably stores a verified Stripe event and enqueues its processing (the seam tests can replace).
-public protocol StripeEventAccepting: Sendable {
-    func accept(_ event: StripeEventEnvelope, body: [UInt8], signedAt: Date) async throws -> StripeInbox.Outcome
-}
-
-extension StripeInbox: StripeEventAccepting {}
-
 /// `POST /stripe/webhooks`: verify `Stripe-Signature` against the raw body (every configured secret, in constant
 /// time, within the tolerance), then store and enqueue in one committed transaction before answering 200, as the
 /// Apple intake does. Stripe retries on anything but 2xx, so only a database failure answers 503.
 struct StripeWebhookController: Sendable {
     let signature: StripeSignature
-    let inbox: any StripeEventAccepting
+    let inbox: StripeInbox
     let clock: @Sendable () -> Date
 
     struct Answer: ResponseEncodable {

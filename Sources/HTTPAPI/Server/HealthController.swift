@@ -3,7 +3,8 @@ import Hummingbird
 import Jobs
 import StatementFencing
 
-/// Answers whether the process can serve: database reachable and schema current (the seam tests can replace).
+/// Answers whether the process can serve: database reachable and schema current. A protocol because the answer is
+/// `StorekeeperRuntime`'s (`PostgresReadiness`, which knows the migrations), a layer above this one.
 public protocol ReadinessChecking: Sendable {
     /// `nil` when ready, otherwise why not.
     func unreadiness() async -> String?

@@ -17,8 +17,8 @@ import Synchronization
 /// granted more than a day ago and not acknowledged yet (`storekeeper_google_unacknowledged_purchases`).
 public final class MetricsController: Sendable {
     let registry: PrometheusCollectorRegistry
-    let jobs: (any JobAdministration)?
-    let deliveries: (any DeliverySummarizing)?
+    let jobs: PostgresJobQueue?
+    let deliveries: EventHistory?
     /// Play purchases waiting for their acknowledgement (`storekeeper_google_unacknowledged_purchases`).
     let acknowledgements: GoogleAcknowledgements?
     /// Label pairs reported before, so a pair that emptied reads 0 instead of its last value.
@@ -29,8 +29,8 @@ public final class MetricsController: Sendable {
     ///   - kinds: job kinds reported (as 0) even while none is queued.
     ///   - deliveries: where webhook delivery counts and the oldest undelivered event come from.
     public init(
-        registry: PrometheusCollectorRegistry, jobs: (any JobAdministration)?, kinds: [String] = [],
-        deliveries: (any DeliverySummarizing)? = nil, acknowledgements: GoogleAcknowledgements? = nil
+        registry: PrometheusCollectorRegistry, jobs: PostgresJobQueue?, kinds: [String] = [],
+        deliveries: EventHistory? = nil, acknowledgements: GoogleAcknowledgements? = nil
     ) {
         self.acknowledgements = acknowledgements
         self.registry = registry
@@ -103,10 +103,3 @@ public final class MetricsController: Sendable {
             body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
     }
 }
-
-/// Webhook deliveries by state and the creation time of the oldest event still pending (the seam tests can replace).
-public protocol DeliverySummarizing: Sendable {
-    func deliverySummary() async throws -> (counts: [WebhookDeliveries.State: Int], oldestPending: Date?)
-}
-
-extension EventHistory: DeliverySummarizing {}

@@ -3,6 +3,7 @@ import Credits
 import Foundation
 import Hummingbird
 import Jobs
+import Persistence
 import Prometheus
 import SignedData
 import StripeStore
@@ -10,59 +11,59 @@ import StripeStore
 /// Everything the HTTP routes need.
 public struct HTTPDependencies: Sendable {
     public var verifier: SignedDataVerifier
-    public var inbox: any NotificationAccepting
-    public var subscriptions: any SubscriptionReading
-    public var accounts: any AccountStatusReading
-    public var records: any OperatorReading
-    public var usage: any UsageSpending
+    public var inbox: NotificationInbox
+    public var subscriptions: SubscriptionStore
+    public var accounts: AccountStatusQuery
+    public var records: AccountRecords
+    public var usage: SpendCredits
     /// Holds of credits; `nil` leaves the hold routes out.
-    public var holds: (any CreditHolding)?
-    public var claims: any TransactionClaiming
+    public var holds: CreditHolds?
+    public var claims: SubscriptionClaims
     /// Issues purchase tokens (`POST /v1/accounts/{id}/purchase-intents`); `nil` leaves the route out.
-    public var purchaseIntents: (any PurchaseIntentIssuing)?
+    public var purchaseIntents: PurchaseIntents?
     /// Stored events: the feed, the admin routes and the dashboard's failed deliveries; `nil` leaves them out.
-    public var events: (any EventReading)?
-    public var refunds: (any RefundDefending)?
+    public var events: EventHistory?
+    public var refunds: RefundDefence?
     /// Answers Apple's Get Retention Message requests; `nil` (no `STOREKEEPER_RETENTION`) leaves
     /// `POST /apple/retention-message` out.
-    public var retention: (any RetentionAnswering)?
+    public var retention: RetentionMessaging?
     /// Stripe's webhook intake: its signature check and inbox; `nil` leaves `POST /stripe/webhooks` out.
-    public var stripe: (signature: StripeSignature, inbox: any StripeEventAccepting)?
+    public var stripe: (signature: StripeSignature, inbox: StripeInbox)?
     /// Google Play's push intake: its token check and inbox; `nil` leaves `POST /notifications/google` out.
-    public var google: (verifier: GooglePushVerifier, inbox: any GoogleNotificationAccepting)?
+    public var google: (verifier: GooglePushVerifier, inbox: GoogleInbox)?
     /// Linking Stripe subscriptions to accounts, and the web app's checkout and portal (`nil` when no API key is set);
     /// `nil` linking leaves the `/v1/accounts/{id}/stripe/*` routes out.
-    public var stripeAccounts: (linking: any StripeLinking, selling: (any StripeSelling)?)?
+    public var stripeAccounts: (linking: StripeSubscriptions, selling: StripeCheckout?)?
     /// Claims of Play purchases; `nil` (no service account: Play cannot be read) leaves
     /// `POST /v1/accounts/{id}/google/purchases` out.
-    public var googlePurchases: (any GooglePurchaseClaiming)?
+    public var googlePurchases: GooglePlayClaims?
     /// Play purchases waiting for their acknowledgement (the dashboard, the metric).
     public var googleAcknowledgements: GoogleAcknowledgements?
     /// Operators' grants; `nil` leaves their routes out.
-    public var grants: (any GrantAdministration)?
+    public var grants: OperatorGrants?
     /// Offer signing; `nil` (no In-App Purchase key) leaves its routes out.
-    public var offers: (any OfferSigningService)?
+    public var offers: OfferSigning?
     public var catalogue: TierCatalogue
     /// Where `GET /metrics` reads from.
     public var metrics: PrometheusCollectorRegistry
     /// Job kinds `GET /metrics` reports even while none is queued.
     public var jobKinds: [String] = []
     public var readiness: any ReadinessChecking
-    public var jobs: any JobAdministration
+    public var jobs: PostgresJobQueue
     /// Bearer keys of the service API; empty disables it.
     public var apiKeys: [String]
     /// The operators' keys of the admin API and dashboard (`STOREKEEPER_ADMIN_KEYS`); none disables both.
     public var operators: [OperatorKey]
     /// Where every operator's change is appended.
-    public var audit: any OperatorAuditing
+    public var audit: OperatorActions
     /// Analytics charts; `nil` leaves `/admin/analytics/…` and the overview out.
-    public var analytics: (any AnalyticsCharting)?
+    public var analytics: AnalyticsCharts?
     /// Operators' credit adjustments; `nil` leaves their routes out.
-    public var adjustments: (any CreditAdjusting)?
+    public var adjustments: CreditAdjustments?
     /// Exports what is held about an account; `nil` leaves `/admin/accounts/{id}/export` out.
-    public var exporter: (any AccountExporting)?
+    public var exporter: AccountExport?
     /// The support console's search; `nil` leaves `/admin/search` and the dashboard's search out.
-    public var search: (any AccountSearching)?
+    public var search: AccountSearch?
     /// What support asks Apple (order ids, renewal extensions, refund history); `nil` leaves their routes out.
     public var appStore: AppStoreSupport?
     /// Erases accounts' personal data; `nil` leaves `/admin/accounts/{id}/erase` out.
@@ -80,11 +81,11 @@ public struct HTTPDependencies: Sendable {
     public var clock: @Sendable () -> Date
 
     public init(
-        verifier: SignedDataVerifier, inbox: any NotificationAccepting, subscriptions: any SubscriptionReading,
-        accounts: any AccountStatusReading, records: any OperatorReading, usage: any UsageSpending, claims: any TransactionClaiming,
-        catalogue: TierCatalogue, metrics: PrometheusCollectorRegistry, readiness: any ReadinessChecking, jobs: any JobAdministration,
+        verifier: SignedDataVerifier, inbox: NotificationInbox, subscriptions: SubscriptionStore,
+        accounts: AccountStatusQuery, records: AccountRecords, usage: SpendCredits, claims: SubscriptionClaims,
+        catalogue: TierCatalogue, metrics: PrometheusCollectorRegistry, readiness: any ReadinessChecking, jobs: PostgresJobQueue,
         apiKeys: [String], operators: [OperatorKey],
-        audit: any OperatorAuditing, clock: @escaping @Sendable () -> Date = { Date() }
+        audit: OperatorActions, clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.verifier = verifier
         self.inbox = inbox
@@ -114,7 +115,7 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
     router.add(middleware: RequestBodyBudgetMiddleware(budget: dependencies.bodyBudget))
     MetricsController(
         registry: dependencies.metrics, jobs: dependencies.jobs, kinds: dependencies.jobKinds,
-        deliveries: dependencies.events as? any DeliverySummarizing, acknowledgements: dependencies.googleAcknowledgements
+        deliveries: dependencies.events, acknowledgements: dependencies.googleAcknowledgements
     ).addRoutes(to: router, keys: dependencies.metricsKeys)
     HealthController(readiness: dependencies.readiness).addRoutes(to: router)
     NotificationIntakeController(verifier: dependencies.verifier, inbox: dependencies.inbox).addRoutes(to: router)

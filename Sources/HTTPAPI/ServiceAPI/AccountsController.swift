@@ -11,51 +11,19 @@ import Persistence
 import StatementFencing
 import Subscriptions
 
-/// Reads one subscription for the service API (the seam tests can replace).
-public protocol SubscriptionReading: Sendable {
-    /// A subscription by its id alone, whichever store sells it.
-    func subscription(_ originalTransactionId: String) async throws -> SubscriptionState?
-    /// A subscription by its store and that store's id for it.
-    func subscription(of store: Store, id: String) async throws -> SubscriptionState?
-}
-
-extension SubscriptionStore: SubscriptionReading {}
-
-/// Reads an account's standing (subscriptions, other sources, credits) at an instant (the seam tests can replace).
-public protocol AccountStatusReading: Sendable {
-    func status(of account: AccountID, now: Date) async throws -> AccountStanding
-    /// The status document of `GET /v1/accounts/{id}/status`.
-    func document(of account: AccountID, now: Date) async throws -> AccountStatusResponse
-    /// The status document when it needs no database read, else `nil`.
-    func cachedDocument(of account: AccountID, now: Date) -> AccountStatusResponse?
-}
-
-extension AccountStatusReading {
-    public func cachedDocument(of account: AccountID, now: Date) -> AccountStatusResponse? { nil }
-}
-
-extension AccountStatusQuery: AccountStatusReading {}
-
-/// Issues `appAccountToken`s for purchases of accounts whose ids are not UUIDs (the seam tests can replace).
-public protocol PurchaseIntentIssuing: Sendable {
-    func issue(for account: AccountID) async throws -> UUID
-}
-
-extension PurchaseIntents: PurchaseIntentIssuing {}
-
 /// The service API: `GET /v1/accounts/{accountId}/status`, `POST /v1/accounts/{accountId}/purchase-intents` and
 /// `GET /v1/subscriptions/{originalTransactionId}`. Status is computed against the injected clock, so access ends at
 /// `expiresAt` even if Apple's EXPIRED is lost.
 public struct AccountsController: Sendable {
-    let accounts: any AccountStatusReading
-    let subscriptions: any SubscriptionReading
-    let purchaseIntents: (any PurchaseIntentIssuing)?
+    let accounts: AccountStatusQuery
+    let subscriptions: SubscriptionStore
+    let purchaseIntents: PurchaseIntents?
     let clock: @Sendable () -> Date
     let databaseTimeout: Duration
 
     public init(
-        accounts: any AccountStatusReading, subscriptions: any SubscriptionReading,
-        purchaseIntents: (any PurchaseIntentIssuing)? = nil,
+        accounts: AccountStatusQuery, subscriptions: SubscriptionStore,
+        purchaseIntents: PurchaseIntents? = nil,
         clock: @escaping @Sendable () -> Date = { Date() }, databaseTimeout: Duration = .seconds(5)
     ) {
         self.accounts = accounts

@@ -6,22 +6,10 @@ import NIOCore
 import Persistence
 import Subscriptions
 
-/// Stored events and their deliveries (the seam tests can replace).
-public protocol EventReading: Sendable {
-    func feed(after cursor: EventCursor?, types: EventTypeFilter, limit: Int) async throws -> [EventLog.StoredEvent]
-    func recent(account: AccountID?, types: EventTypeFilter, limit: Int) async throws -> [EventLog.StoredEvent]
-    func detail(_ id: UUID) async throws -> EventHistory.Detail?
-    func redeliver(_ id: UUID, endpoint: String?) async throws -> [String]?
-    func failedDeliveries(limit: Int) async throws -> [(event: UUID, endpoint: String, account: String, attempts: Int)]
-    func deliveries(of events: [UUID]) async throws -> [UUID: [WebhookDeliveries.Delivery]]
-}
-
-extension EventHistory: EventReading {}
-
 /// `GET /v1/events` (the feed for services that pull) and the admin API's `GET /admin/events`,
 /// `GET /admin/events/{id}` and `POST /admin/events/{id}/redeliver`.
 struct EventsController: Sendable {
-    let events: any EventReading
+    let events: EventHistory
 
     /// `GET /v1/events?after=<cursor>&limit=1…1000&types=a,b.*`: `{"events": [...], "next": "<cursor>"}`; pass `next`
     /// as `after` to go on (it stays put when nothing new is visible yet).

@@ -5,20 +5,13 @@ import GooglePlayAPI
 import Hummingbird
 import Subscriptions
 
-/// Claiming a Play purchase for an account (the seam tests can replace).
-public protocol GooglePurchaseClaiming: Sendable {
-    func claim(_ token: String, productId: String?, by account: AccountID) async throws -> GooglePlayClaims.Outcome
-}
-
-extension GooglePlayClaims: GooglePurchaseClaiming {}
-
 /// `POST /v1/accounts/{accountId}/google/purchases {"purchaseToken", "productId"?}`: the app posts a purchase's token
 /// (Play Billing's `Purchase.getPurchaseToken()`) for a purchase made before Storekeeper or without
 /// `obfuscatedExternalAccountId`. The token is read from Play, linked to the account under the transfer policy and
 /// applied; the answer is the account's status (201 is not used: a claim of a claimed token answers the same).
 struct GooglePlayAccountsController: Sendable {
     /// `nil`: no service account is configured, Play cannot be read.
-    let claims: any GooglePurchaseClaiming
+    let claims: GooglePlayClaims
     let accounts: AccountsController
 
     struct ClaimRequest: Decodable {

@@ -5,17 +5,6 @@ import Hummingbird
 import Persistence
 import Subscriptions
 
-/// Holds of credits (the seam tests can replace).
-public protocol CreditHolding: Sendable {
-    func hold(_ request: CreditHolds.Request, now: Date) async throws -> CreditHolds.HoldAnswer
-    func settle(_ target: CreditHolds.Target, amount: Int64, now: Date) async throws -> CreditHolds.EndAnswer
-    func release(_ target: CreditHolds.Target, now: Date) async throws -> CreditHolds.EndAnswer
-    func hold(_ id: UUID) async throws -> CreditHoldStore.Hold?
-    func reverseSpend(of account: AccountID, idempotencyKey: String, now: Date) async throws -> CreditHolds.ReversalAnswer
-}
-
-extension CreditHolds: CreditHolding {}
-
 /// `POST /v1/accounts/{accountId}/holds {"meter", "amount", "idempotencyKey", "expiresIn"?}` holds credits before work
 /// whose cost is known at its end (201, or 402 `insufficient_credits` with nothing held; the same key answers the same
 /// hold, a key reused for another hold is 422); `POST /v1/holds/{holdId}/settle {"amount"}` charges what the work cost
@@ -23,11 +12,11 @@ extension CreditHolds: CreditHolding {}
 /// result, and 409 `hold_ended` for a hold ended another way; both also by the key that took the hold,
 /// `/v1/accounts/{accountId}/holds/{idempotencyKey}/settle|release`); `GET /v1/holds/{holdId}` reads one.
 public struct HoldsController: Sendable {
-    let holds: any CreditHolding
+    let holds: CreditHolds
     let catalogue: TierCatalogue
     let clock: @Sendable () -> Date
 
-    public init(holds: any CreditHolding, catalogue: TierCatalogue, clock: @escaping @Sendable () -> Date) {
+    public init(holds: CreditHolds, catalogue: TierCatalogue, clock: @escaping @Sendable () -> Date) {
         self.holds = holds
         self.catalogue = catalogue
         self.clock = clock

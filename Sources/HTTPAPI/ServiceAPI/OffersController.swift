@@ -3,22 +3,13 @@ import Foundation
 import Hummingbird
 import Subscriptions
 
-/// Offer signing (the seam tests can replace).
-public protocol OfferSigningService: Sendable {
-    func promotional(_ offerId: String, account: AccountID, appAccountToken: String?, transactionId: String?, now: Date) async throws
-        -> OfferSigning.Outcome<OfferSigning.PromotionalOfferSignature>
-    func introductoryEligibility(productId: String, account: AccountID, transactionId: String, now: Date) async throws
-        -> OfferSigning.Outcome<OfferSigning.IntroductoryEligibility>
-}
-
-extension OfferSigning: OfferSigningService {}
 extension OfferSigning.PromotionalOfferSignature: ResponseEncodable {}
 extension OfferSigning.IntroductoryEligibility: ResponseEncodable {}
 
 /// `POST /v1/offers/promotional` and `POST /v1/offers/introductory-eligibility`: signatures the app passes to
 /// StoreKit, made with the In-App Purchase key the app cannot hold, only for eligible accounts.
 struct OffersController: Sendable {
-    let offers: any OfferSigningService
+    let offers: OfferSigning
     let clock: @Sendable () -> Date
 
     struct PromotionalBody: Decodable {

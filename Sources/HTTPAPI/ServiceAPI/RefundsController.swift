@@ -5,19 +5,11 @@ import Hummingbird
 import Persistence
 import Subscriptions
 
-/// Consent and answers to Apple's consumption requests (the seam tests can replace).
-public protocol RefundDefending: Sendable {
-    func recordConsent(_ account: AccountID, consented: Bool, now: Date) async throws
-    func recordAppAnswer(_ answer: ConsumptionAnswer, request id: UUID) async throws -> RefundDefence.AppAnswerOutcome
-}
-
-extension RefundDefence: RefundDefending {}
-
 /// `PUT /v1/accounts/{accountId}/consent`, `GET /v1/accounts/{accountId}/refund-requests` and
 /// `PUT /v1/refund-requests/{id}/answer`: what the app tells Storekeeper so it can answer Apple's refund questions.
 struct RefundsController: Sendable {
-    let refunds: any RefundDefending
-    let records: any OperatorReading
+    let refunds: RefundDefence
+    let records: AccountRecords
     let clock: @Sendable () -> Date
 
     struct ConsentBody: Decodable {

@@ -5,30 +5,14 @@ import StripeAPI
 import StripeStore
 import Subscriptions
 
-/// Linking a Stripe subscription an app created itself (the seam tests can replace).
-public protocol StripeLinking: Sendable {
-    func link(_ subscriptionId: String, to account: AccountID) async throws -> SubscriptionWriter.Outcome?
-}
-
-/// Checkout and billing-portal sessions for the web app.
-public protocol StripeSelling: Sendable {
-    func checkout(
-        account: AccountID, productId: String, successURL: String, cancelURL: String, idempotencyKey: String?, now: Date
-    ) async throws -> StripeCheckoutSession
-    func portal(account: AccountID, returnURL: String) async throws -> String
-}
-
-extension StripeSubscriptions: StripeLinking {}
-extension StripeCheckout: StripeSelling {}
-
 /// The service API's Stripe routes: `POST /v1/accounts/{id}/stripe/link {"subscriptionId"}`,
 /// `POST /v1/accounts/{id}/stripe/checkout {"productId", "successUrl", "cancelUrl", "idempotencyKey"?}` → `{"url",
 /// "sessionId"}` (409 `already_entitled` when the account has the tier or a higher one from any store),
 /// `POST /v1/accounts/{id}/stripe/portal {"returnUrl"}` → `{"url"}`.
 struct StripeAccountsController: Sendable {
-    let linking: any StripeLinking
+    let linking: StripeSubscriptions
     /// The web app's checkout and portal; `nil` (no `STOREKEEPER_STRIPE_API_KEY`) leaves their routes out.
-    let selling: (any StripeSelling)?
+    let selling: StripeCheckout?
     let clock: @Sendable () -> Date
 
     struct LinkRequest: Decodable { var subscriptionId: String? }

@@ -10,26 +10,18 @@ import SignedData
 import StatementFencing
 import Subscriptions
 
-/// Claims a verified transaction for an account (the seam tests can replace).
-public protocol TransactionClaiming: Sendable {
-    func claim(_ transaction: TransactionPayload, signedTransaction: String, by account: AccountID, now: Date) async throws
-        -> SubscriptionClaims.Outcome
-}
-
-extension SubscriptionClaims: TransactionClaiming {}
-
 /// `POST /v1/accounts/{accountId}/transactions`: an app posts the StoreKit 2 signed transaction of a purchase so the
 /// account does not wait for Apple's notification. The transaction is verified like notification contents, linked
 /// to the account under the transfer policy and applied through the same code path as notifications; the answer is
 /// the account's status.
 public struct TransactionsController: Sendable {
     let verifier: SignedDataVerifier
-    let claims: any TransactionClaiming
+    let claims: SubscriptionClaims
     let accounts: AccountsController
     let databaseTimeout: Duration
 
     public init(
-        verifier: SignedDataVerifier, claims: any TransactionClaiming, accounts: AccountsController,
+        verifier: SignedDataVerifier, claims: SubscriptionClaims, accounts: AccountsController,
         databaseTimeout: Duration = .seconds(5)
     ) {
         self.verifier = verifier

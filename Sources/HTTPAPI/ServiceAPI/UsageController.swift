@@ -6,23 +6,16 @@ import Jobs
 import Persistence
 import StatementFencing
 
-/// Spends credits (the seam tests can replace).
-public protocol UsageSpending: Sendable {
-    func spend(_ request: UsageRequests.Request, now: Date) async throws -> UsageRequests.Answer
-}
-
-extension SpendCredits: UsageSpending {}
-
 /// `POST /v1/accounts/{accountId}/usage` with `{"meter", "amount", "idempotencyKey"}`: spends atomically (N parallel
 /// requests never spend more than the balance), cycle credits before top-ups; the same idempotency key always gets
 /// the first answer and is charged once. 402 `insufficient_credits` deducts nothing.
 public struct UsageController: Sendable {
-    let usage: any UsageSpending
+    let usage: SpendCredits
     let catalogue: TierCatalogue
     let clock: @Sendable () -> Date
     let databaseTimeout: Duration
 
-    public init(usage: any UsageSpending, catalogue: TierCatalogue, clock: @escaping @Sendable () -> Date, databaseTimeout: Duration = .seconds(5)) {
+    public init(usage: SpendCredits, catalogue: TierCatalogue, clock: @escaping @Sendable () -> Date, databaseTimeout: Duration = .seconds(5)) {
         self.usage = usage
         self.catalogue = catalogue
         self.clock = clock

@@ -2,14 +2,6 @@ import Foundation
 import Persistence
 import Synchronization
 
-/// Where ``OperatorMiddleware`` appends what operators changed (the seam tests can replace).
-public protocol OperatorAuditing: Sendable {
-    func append(_ actions: [OperatorAction]) async throws
-    func actions(_ filter: OperatorActions.Filter) async throws -> [OperatorAction]
-}
-
-extension OperatorActions: OperatorAuditing {}
-
 /// What an admin route changed, noted by the route while it runs and appended to the audit log by
 /// ``OperatorMiddleware`` once it has answered: the route knows the before and after, the middleware who asked. A
 /// write that notes nothing is still logged, by its route alone, so no change goes unrecorded.

@@ -24,11 +24,11 @@ struct OperatorMiddleware: RouterMiddleware {
     private let keys: KeyRing
     private let notices: [DashboardNotice]
     private let basicRealm: String?
-    private let audit: any OperatorAuditing
+    private let audit: OperatorActions
     private let clock: @Sendable () -> Date
     private let logger = Logger(label: "storekeeper.audit")
 
-    init(operators: [OperatorKey], basicRealm: String? = nil, audit: any OperatorAuditing, clock: @escaping @Sendable () -> Date) {
+    init(operators: [OperatorKey], basicRealm: String? = nil, audit: OperatorActions, clock: @escaping @Sendable () -> Date) {
         self.operators = operators.map { OperatorIdentity(name: $0.name, role: $0.role) }
         self.keys = KeyRing(keys: operators.map(\.key))
         self.notices = operators.map { DashboardNotice(operatorKey: $0.key) }
