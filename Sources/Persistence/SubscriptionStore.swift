@@ -8,8 +8,8 @@ import Subscriptions
 
 /// Reads and writes ``SubscriptionState`` rows.
 public struct SubscriptionStore: Sendable {
-    private let client: PostgresClient
-    private let logger: Logger
+    let client: PostgresClient
+    let logger: Logger
 
     public init(client: PostgresClient, logger: Logger) {
         self.client = client

@@ -207,22 +207,22 @@ public struct StorekeeperComponents: Sendable {
             audit: OperatorActions(client: client, logger: logger),
             clock: clock
         )
-        dependencies.jobKinds = jobKinds
-        dependencies.purchaseIntents = PurchaseIntents(client: client, logger: logger)
-        dependencies.events = EventHistory(client: client, queue: queue, logger: logger)
-        dependencies.refunds = refunds
-        dependencies.grants = grants
-        dependencies.search = AccountSearch(client: client, logger: logger)
-        dependencies.exporter = AccountExport(client: client, logger: logger)
-        dependencies.erasure = AccountErasure(client: client, credits: credits, erased: erased, cache: statusCache, logger: logger)
-        dependencies.appStore = AppStoreSupport(
+        dependencies.shared.jobKinds = jobKinds
+        dependencies.service.purchaseIntents = PurchaseIntents(client: client, logger: logger)
+        dependencies.shared.events = EventHistory(client: client, queue: queue, logger: logger)
+        dependencies.service.refunds = refunds
+        dependencies.admin.grants = grants
+        dependencies.admin.search = AccountSearch(client: client, logger: logger)
+        dependencies.admin.exporter = AccountExport(client: client, logger: logger)
+        dependencies.admin.erasure = AccountErasure(client: client, credits: credits, erased: erased, cache: statusCache, logger: logger)
+        dependencies.admin.appStore = AppStoreSupport(
             client: client, apple: serverAPI, acceptsProduction: configuration.environments.contains(.production),
             subscriptionProducts: configuration.catalogue.subscriptionProducts(of: .appStore), logger: logger)
-        dependencies.adjustments = CreditAdjustments(client: client, credits: credits, events: events, cache: statusCache, logger: logger)
-        dependencies.analytics = AnalyticsCharts(
+        dependencies.admin.adjustments = CreditAdjustments(client: client, credits: credits, events: events, cache: statusCache, logger: logger)
+        dependencies.admin.analytics = AnalyticsCharts(
             client: client, rates: configuration.currencyRates, catalogue: configuration.catalogue, logger: logger)
-        dependencies.analyticsEnvironment = configuration.environments.contains(.production) ? "production" : "sandbox"
-        dependencies.stripe = configuration.stripe.flatMap { settings in
+        dependencies.admin.analyticsEnvironment = configuration.environments.contains(.production) ? "production" : "sandbox"
+        dependencies.intake.stripe = configuration.stripe.flatMap { settings in
             settings.webhookSecrets.isEmpty
                 ? nil
                 : (
@@ -230,25 +230,25 @@ public struct StorekeeperComponents: Sendable {
                     StripeInbox(client: client, queue: queue, livemode: settings.livemode, logger: logger)
                 )
         }
-        dependencies.holds = holds
-        dependencies.google = configuration.googlePlay.map { settings in
+        dependencies.service.holds = holds
+        dependencies.intake.google = configuration.googlePlay.map { settings in
             (
                 GooglePushVerifier(settings: settings.push, source: HTTPGoogleKeySet(url: settings.certificatesURL)),
                 GoogleInbox(client: client, queue: queue, packageName: settings.packageName, logger: logger)
             )
         }
-        dependencies.googlePurchases = googlePlaySubscriptions.play.map {
+        dependencies.service.googlePurchases = googlePlaySubscriptions.play.map {
             GooglePlayClaims(
                 client: client, subscriptions: googlePlaySubscriptions, products: googlePlayProducts, play: $0, policy: configuration.transferPolicy,
                 cache: statusCache,
                 clock: clock, logger: logger)
         }
         if configuration.googlePlay != nil {
-            dependencies.googleAcknowledgements = GoogleAcknowledgements(client: client, clock: clock, logger: logger)
+            dependencies.shared.googleAcknowledgements = GoogleAcknowledgements(client: client, clock: clock, logger: logger)
         }
         if configuration.stripe != nil {
             let accounts = AccountStatusQuery(client: client, ledger: credits, cache: statusCache, logger: logger)
-            dependencies.stripeAccounts = (
+            dependencies.service.stripeAccounts = (
                 stripeSubscriptions,
                 stripeClient.map {
                     StripeCheckout(client: client, stripe: $0, accounts: accounts, catalogue: configuration.catalogue, logger: logger)
@@ -260,21 +260,21 @@ public struct StorekeeperComponents: Sendable {
                 client: client, signer: OfferSigner(credentials: settings.credentials), offers: configuration.offers,
                 subscriptionProducts: configuration.catalogue.subscriptionProducts(of: nil), erased: erased, logger: logger)
         }
-        dependencies.offers = offerSigning
-        dependencies.retention = configuration.retention.map { policy in
+        dependencies.service.offers = offerSigning
+        dependencies.intake.retention = configuration.retention.map { policy in
             RetentionMessaging(
                 client: client, policy: policy, catalogue: configuration.catalogue, offers: offerSigning, events: events,
                 logger: logger)
         }
-        dependencies.metricsKeys = configuration.metricsKeys
-        dependencies.devClock = devClock
+        dependencies.shared.metricsKeys = configuration.metricsKeys
+        dependencies.admin.devClock = devClock
         let devClockOffset = DevClockOffset(client: client, logger: logger)
-        dependencies.devClockAdvanced = { [queue, devClock] seconds in
+        dependencies.admin.devClockAdvanced = { [queue, devClock] seconds in
             try await queue.bringForward(by: seconds)
             // Kept with the facts it dated: a restarted `dev` resumes here.
             if let devClock { try await devClockOffset.record(devClock.offsetMilliseconds) }
         }
-        dependencies.bodyBudget = RequestBodyBudget(bytes: configuration.httpLimits.bodyMemory)
+        dependencies.shared.bodyBudget = RequestBodyBudget(bytes: configuration.httpLimits.bodyMemory)
         return buildRouter(dependencies)
     }
 

@@ -5,7 +5,7 @@ import Yams
 /// text is not YAML, and each value of the wrong kind (not only the first, which is all a decoder reports).
 enum YAMLDiagnosis {
     /// `T` decoded from `text`, or one problem per wrong thing, each prefixed with `place`
-    /// (`STOREKEEPER_TIERS (…): line 12: tiers.0.allowances.ai_requests.per_cycle: must be a whole number, got "many"`).
+    /// (`STOREKEEPER_TIERS (…): line 12: tiers[pro].allowances.ai_requests.per_cycle: must be a whole number, got "many"`).
     static func decode<T: Decodable>(_ type: T.Type, from text: String, place: String) -> Result<T, ConfigurationError> {
         decode(type, from: text).mapError { ConfigurationError(problems: $0.problems.map { "\(place): \($0)" }) }
     }
@@ -21,7 +21,9 @@ enum YAMLDiagnosis {
             return .failure(ConfigurationError(problems: ["not valid YAML: \(error)"]))
         }
         var problems: [String] = []
-        // Each wrong value is put right in a copy (or taken out) and the copy decoded again, so the next is found too.
+        var seen: Set<String> = []
+        // Each wrong value is replaced in a copy by one of the kind wanted and the copy decoded again, so the next is
+        // found too; a problem met twice (a stand-in its decoder refuses as well) ends the search.
         for _ in 0..<100 {
             do {
                 let decoded = try YAMLDecoder().decode(type, from: node)
@@ -30,6 +32,7 @@ enum YAMLDiagnosis {
                 let (path, problem, stand) = describe(error, in: node)
                 let line = path.isEmpty ? nil : value(at: path, in: node)?.mark?.line
                 let keys = path.isEmpty ? "the top level" : name(of: path, in: node)
+                guard seen.insert(keys).inserted else { break }
                 problems.append((line.map { "line \($0): " } ?? "") + "\(keys): \(problem)")
                 guard !path.isEmpty, let stand, let next = replacing(at: path, in: node, with: stand) else { break }
                 node = next

@@ -37,7 +37,7 @@ func withCommandTimeout<Result: Sendable>(
 /// Fails within 5 s, with one line naming the database, when it cannot be reached.
 func ensureReachable(_ client: PostgresClient, url: DatabaseURL, logger: Logger) async throws {
     do {
-        _ = try await withCommandTimeout(.seconds(5)) { try await client.query("SELECT 1", logger: logger) }
+        try await withCommandTimeout(.seconds(5)) { try await client.reachable(logger: logger) }
     } catch {
         throw CommandFailure("cannot reach the database at \(url)")
     }

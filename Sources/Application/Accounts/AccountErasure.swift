@@ -69,8 +69,8 @@ public struct AccountErasure: Sendable {
                 used.withLock { $0 = pseudonym }
                 try await erased.file(account, pseudonym: pseudonym, by: operatorName, at: now, on: connection)
                 let counts = try await erased.erase(account, as: pseudonym, on: connection)
-                // Every process drops what it cached about the id (sql/0012's channel).
-                try await connection.query("SELECT pg_notify('storekeeper_account_changed', \(account.text))", logger: logger)
+                // Every process drops what it cached about the id.
+                try await erased.announceChange(of: account, on: connection)
                 return Outcome(
                     pseudonym: pseudonym, alreadyErased: before != nil && counts == ErasedAccounts.Counts(), counts: counts, digest: digest)
             }

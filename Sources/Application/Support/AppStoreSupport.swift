@@ -264,17 +264,9 @@ public struct AppStoreSupport: Sendable {
     }
 
     private func appStoreSubscriptions(of account: AccountID) async throws -> [Target] {
-        let rows = try await client.query(
-            """
-            SELECT original_transaction_id, environment, status FROM subscriptions
-            WHERE account_id = \(account.text) AND coalesce(store, subscription_store_before_0033(original_transaction_id)) = 'app_store'
-            ORDER BY (status = 'active') DESC, expires_at DESC NULLS LAST
-            """, logger: logger)
-        var targets: [Target] = []
-        for try await (id, environment, status) in rows.decode((String, String, String).self) {
-            targets.append(Target(id: id, environment: environment, status: status))
+        try await SubscriptionStore(client: client, logger: logger).appStoreSubscriptions(ofAccount: account).map {
+            Target(id: $0.originalTransactionId, environment: $0.environment, status: $0.status)
         }
-        return targets
     }
 
     private func subscription(of account: AccountID, named id: String?, now: Date) async throws -> Target {

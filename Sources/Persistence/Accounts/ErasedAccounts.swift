@@ -127,6 +127,11 @@ public struct ErasedAccounts: Sendable {
             """, logger: logger)
     }
 
+    /// Tells every process to drop what it cached about `account` (sql/0012's channel), when the transaction commits.
+    public func announceChange(of account: AccountID, on connection: PostgresConnection) async throws {
+        try await connection.query("SELECT pg_notify('storekeeper_account_changed', \(account.text))", logger: logger)
+    }
+
     /// Moves every row of `account` to `pseudonym`, deleting what only the account's own use needed. The tombstone
     /// must have been filed in this transaction (the audit log checks it).
     public func erase(_ account: AccountID, as pseudonym: AccountID, on connection: PostgresConnection) async throws -> Counts {
