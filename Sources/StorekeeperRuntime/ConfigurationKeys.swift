@@ -32,13 +32,18 @@ indirect enum ConfigurationKeys: Sendable {
                     let nearest = keys.keys.min { Self.distance(name, $0) < Self.distance(name, $1) }
                     let hint = nearest.map { Self.distance(name, $0) <= max(2, name.count / 3) ? "; did you mean \($0)?" : "" } ?? ""
                     let known = keys.keys.sorted().joined(separator: ", ")
-                    problems.append("\(place) is not a known key\(hint) (known\(path.isEmpty ? "" : " in \(path)"): \(known))")
+                    let line = key.mark.map { "line \($0.line): " } ?? ""
+                    problems.append("\(line)\(place) is not a known key\(hint) (known\(path.isEmpty ? "" : " in \(path)"): \(known))")
                     continue
                 }
                 shape.check(value, at: place, into: &problems)
             }
         case (.list(let element), .sequence(let sequence)):
-            for (index, value) in sequence.enumerated() { element.check(value, at: "\(path).\(index)", into: &problems) }
+            // An item by its id where it has one, else by its position from 1, as `YAMLDiagnosis` names it.
+            for (index, value) in sequence.enumerated() {
+                element.check(
+                    value, at: "\(path)[\(value.mapping?["id"]?.string ?? value.mapping?["name"]?.string ?? String(index + 1))]", into: &problems)
+            }
         case (.map(let element), .mapping(let mapping)):
             for (key, value) in mapping { element.check(value, at: "\(path).\(key.string ?? "?")", into: &problems) }
         default:
@@ -47,17 +52,7 @@ indirect enum ConfigurationKeys: Sendable {
     }
 
     /// Levenshtein distance, for the nearest known key.
-    static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a)
-        let b = Array(b)
-        var previous = Array(0...b.count)
-        for (i, x) in a.enumerated() {
-            var current = [i + 1]
-            for (j, y) in b.enumerated() { current.append(min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1))) }
-            previous = current
-        }
-        return previous[b.count]
-    }
+    static func distance(_ a: String, _ b: String) -> Int { EditDistance.between(a, b) }
 }
 
 extension ConfigurationKeys {

@@ -81,14 +81,14 @@ enum YAMLDiagnosis {
         }
     }
 
-    /// `path` as a reader finds it in the file: a list's item by its `id` where it has one (`tiers[pro].allowances…`),
+    /// `path` as a reader finds it in the file: a list's item by its `id` (or `name`) where it has one (`tiers[pro]…`),
     /// else by its position counted from 1 (`top_ups[2]`).
     static func name(of path: [any CodingKey], in node: Node) -> String {
         var text = ""
         for (index, key) in path.enumerated() {
             if let position = key.intValue {
                 let item = value(at: Array(path[...index]), in: node)
-                text += "[" + (item?.mapping?["id"]?.string ?? String(position + 1)) + "]"
+                text += "[" + (item?.mapping?["id"]?.string ?? item?.mapping?["name"]?.string ?? String(position + 1)) + "]"
             } else {
                 text += (text.isEmpty ? "" : ".") + key.stringValue
             }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import StorekeeperRuntime
 
 /// A mistyped option named as such, with the option meant, even when the parse failed on something else first.
 /// ArgumentParser says "Did you mean" only when the rest parses: `simulate subscribe --acount X` otherwise reads `X` as
@@ -54,18 +55,5 @@ enum MistypedOptions {
         return found
     }
 
-    /// Levenshtein distance.
-    static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a)
-        let b = Array(b)
-        var previous = Array(0...b.count)
-        for i in 1...max(a.count, 1) where !a.isEmpty {
-            var current = [i] + Array(repeating: 0, count: b.count)
-            for j in stride(from: 1, through: b.count, by: 1) {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            previous = current
-        }
-        return a.isEmpty ? b.count : previous[b.count]
-    }
+    static func distance(_ a: String, _ b: String) -> Int { EditDistance.between(a, b) }
 }
