@@ -29,8 +29,8 @@ indirect enum ConfigurationKeys: Sendable {
                 guard let name = key.string else { continue }
                 let place = path.isEmpty ? name : "\(path).\(name)"
                 guard let shape = keys[name] else {
-                    let nearest = keys.keys.min { Self.distance(name, $0) < Self.distance(name, $1) }
-                    let hint = nearest.map { Self.distance(name, $0) <= max(2, name.count / 3) ? "; did you mean \($0)?" : "" } ?? ""
+                    let nearest = keys.keys.min { EditDistance.between(name, $0) < EditDistance.between(name, $1) }
+                    let hint = nearest.map { EditDistance.between(name, $0) <= max(2, name.count / 3) ? "; did you mean \($0)?" : "" } ?? ""
                     let known = keys.keys.sorted().joined(separator: ", ")
                     let line = key.mark.map { "line \($0.line): " } ?? ""
                     problems.append("\(line)\(place) is not a known key\(hint) (known\(path.isEmpty ? "" : " in \(path)"): \(known))")
@@ -39,10 +39,10 @@ indirect enum ConfigurationKeys: Sendable {
                 shape.check(value, at: place, into: &problems)
             }
         case (.list(let element), .sequence(let sequence)):
-            // An item by its id where it has one, else by its position from 1, as `YAMLDiagnosis` names it.
+            // An item named as `YAMLDiagnosis` names it: its id, else its name, else its position.
             for (index, value) in sequence.enumerated() {
                 element.check(
-                    value, at: "\(path)[\(value.mapping?["id"]?.string ?? value.mapping?["name"]?.string ?? String(index + 1))]", into: &problems)
+                    value, at: "\(path)[\(YAMLDiagnosis.itemName(value, position: index))]", into: &problems)
             }
         case (.map(let element), .mapping(let mapping)):
             for (key, value) in mapping { element.check(value, at: "\(path).\(key.string ?? "?")", into: &problems) }
@@ -50,9 +50,6 @@ indirect enum ConfigurationKeys: Sendable {
             return  // a value, or a shape the decoder will refuse with its own message
         }
     }
-
-    /// Levenshtein distance, for the nearest known key.
-    static func distance(_ a: String, _ b: String) -> Int { EditDistance.between(a, b) }
 }
 
 extension ConfigurationKeys {

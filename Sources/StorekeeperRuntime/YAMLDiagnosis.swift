@@ -88,12 +88,17 @@ enum YAMLDiagnosis {
         for (index, key) in path.enumerated() {
             if let position = key.intValue {
                 let item = value(at: Array(path[...index]), in: node)
-                text += "[" + (item?.mapping?["id"]?.string ?? item?.mapping?["name"]?.string ?? String(position + 1)) + "]"
+                text += "[" + itemName(item, position: position) + "]"
             } else {
                 text += (text.isEmpty ? "" : ".") + key.stringValue
             }
         }
         return text
+    }
+
+    /// A list item as a reader finds it: its `id`, else its `name`, else its position counted from 1.
+    static func itemName(_ item: Node?, position: Int) -> String {
+        item?.mapping?["id"]?.string ?? item?.mapping?["name"]?.string ?? String(position + 1)
     }
 
     static func value(at path: [any CodingKey], in node: Node) -> Node? {

@@ -24,10 +24,12 @@ enum MistypedOptions {
             guard !known.contains(option) else { continue }
             // Nearest by edits; of two as near, the one sharing the longer beginning (`--acount`: `--account`, not `--amount`).
             let nearest = known.min {
-                (distance(option, $0), -$0.commonPrefix(with: option).count, $0) < (distance(option, $1), -$1.commonPrefix(with: option).count, $1)
+                (EditDistance.between(option, $0), -$0.commonPrefix(with: option).count, $0) < (
+                    EditDistance.between(option, $1), -$1.commonPrefix(with: option).count, $1
+                )
             }
             let help = ([root.configuration.commandName ?? ""] + arguments[..<index] + ["--help"]).joined(separator: " ")
-            if let nearest, distance(option, nearest) <= max(2, option.count / 4) {
+            if let nearest, EditDistance.between(option, nearest) <= max(2, option.count / 4) {
                 return "Unknown option '\(option)'. Did you mean '\(nearest)'? (see '\(help)')"
             }
             return "Unknown option '\(option)' (see '\(help)')"
@@ -54,6 +56,4 @@ enum MistypedOptions {
         }
         return found
     }
-
-    static func distance(_ a: String, _ b: String) -> Int { EditDistance.between(a, b) }
 }

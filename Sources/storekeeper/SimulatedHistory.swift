@@ -118,35 +118,44 @@ struct DevServer {
         if let account, let line = await statusLine(of: account) { say(line) }
     }
 
+    /// A job as `GET /admin/jobs` lists it: what the waits below read.
+    struct ListedJob: Decodable {
+        struct Failure: Decodable { var error: String }
+        var state: String
+        var arguments: String
+        var attempt: Int
+        var runAt: Date?
+        var errors: [Failure]
+    }
+
+    /// The dev server's jobs (`query` filters them); nil when the server does not list them (not a dev server).
+    func jobs(_ query: String) async throws -> [ListedJob]? {
+        struct List: Decodable { var jobs: [ListedJob] }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        let (status, body) = try await send(.GET, "/admin/jobs?limit=1000" + query, body: nil, authorized: true)
+        guard status == 200 else { return nil }
+        return try? decoder.decode(List.self, from: body).jobs
+    }
+
     /// Waits until the worker has applied notification `uuid` (its apply job is neither waiting nor running), so what
     /// the next command reads is what it produced. A failed apply is the worker's error, said as one line.
     func waitUntilApplied(_ uuid: String, within seconds: TimeInterval = 30) async throws {
-        struct Jobs: Decodable {
-            struct Job: Decodable {
-                var state: String
-                var arguments: String
-                var attempt: Int
-                var errors: [Failure]
+        func applying(_ query: String) async throws -> [ListedJob] {
+            guard let listed = try await jobs("&kind=apply-notification" + query) else {
+                throw CommandFailure("cannot read the dev server's jobs: is this a `storekeeper dev` server?")
             }
-            struct Failure: Decodable { var error: String }
-            var jobs: [Job]
-        }
-        func jobs(_ query: String) async throws -> [Jobs.Job] {
-            let (status, body) = try await send(.GET, "/admin/jobs?kind=apply-notification&limit=1000" + query, body: nil, authorized: true)
-            guard status == 200, let list = try? JSONDecoder().decode(Jobs.self, from: body) else {
-                throw CommandFailure("cannot read the dev server's jobs (HTTP \(status)): is this a `storekeeper dev` server?")
-            }
-            return list.jobs.filter { $0.arguments.lowercased().contains(uuid.lowercased()) }
+            return listed.filter { $0.arguments.lowercased().contains(uuid.lowercased()) }
         }
         let deadline = Date().addingTimeInterval(seconds)
         while true {
-            let live = try await jobs("")
+            let live = try await applying("")
             if let failed = live.first(where: { $0.state == "failed" }) {
                 throw CommandFailure(
                     "the worker could not apply it (attempt \(failed.attempt)): \(failed.errors.last?.error ?? "no error recorded"); it retries")
             }
             if live.isEmpty {
-                if let discarded = try await jobs("&state=discarded").first {
+                if let discarded = try await applying("&state=discarded").first {
                     throw CommandFailure("the worker gave up applying it: \(discarded.errors.last?.error ?? "no error recorded")")
                 }
                 return
@@ -162,23 +171,12 @@ struct DevServer {
     /// Waits (up to `seconds`) until no job due by now is waiting or running: after `advance`, what fell due in the
     /// time skipped (a hold's expiry, a credit reset) is done before the next command reads.
     func waitForDueJobs(within seconds: TimeInterval = 30) async throws {
-        struct Jobs: Decodable {
-            struct Job: Decodable {
-                var state: String
-                var runAt: Date?
-            }
-            var jobs: [Job]
-        }
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
-            let (status, body) = try await send(.GET, "/admin/jobs?limit=1000", body: nil, authorized: true)
-            guard status == 200, let list = try? decoder.decode(Jobs.self, from: body) else { return }
+            guard let listed = try await jobs("") else { return }
             let now = Date()
             // `runAt` is whole seconds: a job due within this second counts as due.
-            let due = list.jobs.filter { $0.state == "running" || ($0.state == "available" && ($0.runAt ?? .distantPast) <= now) }
-            if due.isEmpty { return }
+            if !listed.contains(where: { $0.state == "running" || ($0.state == "available" && ($0.runAt ?? .distantPast) <= now) }) { return }
             try await Task.sleep(for: .milliseconds(50))
         }
         say("(jobs that fell due are still running: storekeeper jobs list)")
