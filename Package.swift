@@ -121,7 +121,7 @@ let package = Package(
             name: "Persistence",
             dependencies: [
                 "AppStoreModels", "PayloadDecoding", "Subscriptions", "Credits", "Entitlements", "StripeStore", "Events", "StatementFencing",
-                "SignedData", "Analytics", "GooglePlay",
+                "SignedData", "Analytics", "GooglePlay", "Jobs",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),

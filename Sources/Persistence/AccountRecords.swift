@@ -1,3 +1,4 @@
+import Credits
 import Foundation
 import Logging
 import PostgresNIO
@@ -184,13 +185,13 @@ public struct AccountRecords: Sendable {
 
     /// The account's holds, newest first: what each held, and how it ended (settled, released, expired) or when it
     /// expires.
-    public func holds(ofAccount accountId: AccountID, limit: Int = 50) async throws -> [CreditHoldStore.Hold] {
+    public func holds(ofAccount accountId: AccountID, limit: Int = 50) async throws -> [CreditHold] {
         let rows = try await client.query(
             """
             SELECT \(unescaped: CreditHoldStore.columns) FROM credit_holds WHERE account_id = \(accountId.text)
             ORDER BY created_at DESC, id LIMIT \(limit)
             """, logger: logger)
-        var holds: [CreditHoldStore.Hold] = []
+        var holds: [CreditHold] = []
         for try await row in rows { holds.append(try CreditHoldStore.decode(row)) }
         return holds
     }

@@ -8,7 +8,7 @@ import Subscriptions
 
 /// Reads stored notifications and records how they were applied.
 public struct NotificationStore: Sendable {
-    private let logger: Logger
+    let logger: Logger
 
     public init(logger: Logger) { self.logger = logger }
 

@@ -1,4 +1,5 @@
 import Logging
+import Persistence
 import PostgresNIO
 import ServiceLifecycle
 import StorekeeperRuntime

@@ -4,7 +4,7 @@ import Persistence
 import PostgresNIO
 import Testing
 
-/// Where a hold's credits can go back, decided by `CreditHoldStore.destinations` from what a group's read
+/// Where a hold's credits can go back, decided by `CreditHold.destinations` from what a group's read
 /// (`lock_accounts_read_hold_group`, sql/0040) finds in the ledger rows posted after the hold — the SQL side of docs/credits.md's "Where credits go back", against rows shaped as the credit rules write
 /// them (SubscriptionCredits+Refunds, TopUpCredits), on real PostgreSQL.
 @Suite("Hold destinations: refunds, reversals and carry-overs after a hold")
@@ -30,8 +30,8 @@ struct HoldDestinationTests {
             try await post("grant:p1:ai", "cycle:s:p1:ai", 100)
             try await post("topup:sale-a:ai", "topup:a:ai", 100)
             try await post("topup:sale-b:ai", "topup:a:ai", 100)
-            try await post(CreditHoldStore.debitKey(hold, 0), "cycle:s:p1:ai", -5)
-            try await post(CreditHoldStore.debitKey(hold, 1), "topup:a:ai", -3)
+            try await post(CreditHold.debitKey(hold, 0), "cycle:s:p1:ai", -5)
+            try await post(CreditHold.debitKey(hold, 1), "topup:a:ai", -3)
             try await harness.client.query(
                 """
                 INSERT INTO credit_holds (id, account_id, idempotency_key, meter, amount, debits, created_at, expires_at)
@@ -39,7 +39,7 @@ struct HoldDestinationTests {
                     '[{"bucket": "cycle:s:p1:ai", "amount": 5}, {"bucket": "topup:a:ai", "amount": 3}]', now(), now() + interval '1 hour')
                 """, logger: TestDatabase.logger)
             let buckets = ["cycle:s:p1:ai", "topup:a:ai"]
-            func since() async throws -> [CreditHoldStore.BucketSinceHold] {
+            func since() async throws -> [CreditHold.BucketSince] {
                 let read = try await harness.client.withTransaction(logger: TestDatabase.logger) {
                     try await store.lockAccountsReadHoldsAndStatus(accounts: [], ids: [hold], keys: [], taking: [], at: Date(), on: $0).holds
                 }
@@ -47,7 +47,7 @@ struct HoldDestinationTests {
                 return read.first?.since ?? []
             }
             func destinations(open: Set<String> = Set(buckets)) async throws -> [String: String] {
-                CreditHoldStore.destinations(try await since(), open: open)
+                CreditHold.destinations(try await since(), open: open)
             }
             #expect(try await destinations() == ["cycle:s:p1:ai": "cycle:s:p1:ai", "topup:a:ai": "topup:a:ai"])
             #expect(try await destinations(open: ["topup:a:ai"]) == ["topup:a:ai": "topup:a:ai"], "a window no longer live takes nothing back")
@@ -68,7 +68,7 @@ struct HoldDestinationTests {
             #expect(try await destinations(open: ["topup:a:ai"])["cycle:s:p1:ai"] == "topup:a:carried")
             // A pack refunded from that top-up since, short: the window's held credits going there pay its claim.
             try await post("claim:refund:sx:topup:a:carried", "topup:a:carried", 20)
-            #expect(CreditHoldStore.claims(try await since())["cycle:s:p1:ai"] == [.init(key: "claim:refund:sx:topup:a:carried", outstanding: 20)])
+            #expect(CreditHold.claims(try await since())["cycle:s:p1:ai"] == [.init(key: "claim:refund:sx:topup:a:carried", outstanding: 20)])
             // …while the carry stands: a refund of the upgrade takes it back, and the held credits lapse with it.
             try await post("refund:p2:1700000000001:carry:p2:cycle:s:p1:ai:in", "topup:a:carried", -95)
             #expect(try await destinations(open: ["topup:a:ai"])["cycle:s:p1:ai"] == nil)
@@ -93,7 +93,7 @@ struct HoldDestinationTests {
             // A refund before the hold claimed 10: not the hold's to pay.
             try await post("refund:s0:topup:a:ai", -100)
             try await post("claim:refund:s0:topup:a:ai", 10)
-            try await post(CreditHoldStore.debitKey(hold, 0), -150)
+            try await post(CreditHold.debitKey(hold, 0), -150)
             try await harness.client.query(
                 """
                 INSERT INTO credit_holds (id, account_id, idempotency_key, meter, amount, debits, created_at, expires_at)
@@ -103,7 +103,7 @@ struct HoldDestinationTests {
                 let read = try await harness.client.withTransaction(logger: TestDatabase.logger) {
                     try await store.lockAccountsReadHoldsAndStatus(accounts: [], ids: [hold], keys: [], taking: [], at: Date(), on: $0).holds
                 }
-                return CreditHoldStore.claims(read.first?.since ?? [])["topup:a:ai"] ?? []
+                return CreditHold.claims(read.first?.since ?? [])["topup:a:ai"] ?? []
             }
             #expect(try await claims() == [])
             try await post("refund:s1:topup:a:ai", -100)
@@ -167,7 +167,7 @@ struct HoldDestinationTests {
             ]
             for (index, bucket) in buckets.enumerated() {
                 try await harness.client.query(
-                    "INSERT INTO credit_ledger (operation_key, bucket, delta, reason) VALUES (\(CreditHoldStore.debitKey(hold, index)), \(bucket), -1, 'hold')",
+                    "INSERT INTO credit_ledger (operation_key, bucket, delta, reason) VALUES (\(CreditHold.debitKey(hold, index)), \(bucket), -1, 'hold')",
                     logger: TestDatabase.logger)
             }
             // And a debit naming a bucket no longer stored: it lapses (not open), as a bucket live_credit_buckets cannot list.

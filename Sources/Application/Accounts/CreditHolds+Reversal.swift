@@ -39,15 +39,15 @@ extension CreditHolds {
             var postings: [LedgerEntry] = []
             if !spend.debits.isEmpty {
                 let open = Set((try await ledger.liveBuckets(of: [account], at: now, on: connection)[account] ?? []).map(\.bucket.key))
-                let destinations = CreditHoldStore.destinations(spend.since, open: open)
-                let claims = CreditHoldStore.claims(spend.since)
+                let destinations = CreditHold.destinations(spend.since, open: open)
+                let claims = CreditHold.claims(spend.since)
                 guard let outcome = HoldSettlement.settle(spend.debits, charge: 0, destination: { destinations[$0] }, claims: { claims[$0] ?? [] })
                 else {
                     throw PersistenceError(.corruptRecord, "a stored spend's debits are not a spend")
                 }
                 // Each return under the key of the debit it gives back (a spend takes from a bucket once); a claim's
                 // payment names the reversal without the account or the app's key.
-                postings = CreditHoldStore.returnEntries(
+                postings = CreditHold.returnEntries(
                     of: outcome, debits: spend.debits, reason: "usage reversed",
                     key: { UsageRequests.reversalKey(account: account, idempotencyKey: idempotencyKey, index: $0) },
                     payer: { UsageRequests.reversalPayer(idempotencyKey: idempotencyKey, index: $0) })

@@ -30,20 +30,20 @@ public struct CreditHolds: Sendable {
     /// What asking for a hold came to.
     public enum HoldAnswer: Sendable {
         /// Held (or held already under the key): `remaining` is what is left of the meter after it, `nil` unlimited.
-        case held(CreditHoldStore.Hold, remaining: Int64?)
+        case held(CreditHold, remaining: Int64?)
         /// Less than the amount is left: nothing is held.
         case insufficient(available: Int64)
         /// The key was used for another hold.
-        case keyReused(CreditHoldStore.Hold)
+        case keyReused(CreditHold)
     }
 
     /// What ending a hold came to.
     public enum EndAnswer: Sendable {
-        case ended(CreditHoldStore.Hold)
+        case ended(CreditHold)
         /// Ended already another way (or settled for another amount): the hold as it ended.
-        case alreadyEnded(CreditHoldStore.Hold)
+        case alreadyEnded(CreditHold)
         /// The amount is more than was held.
-        case overHeld(CreditHoldStore.Hold)
+        case overHeld(CreditHold)
         case notFound
     }
 
@@ -148,7 +148,7 @@ public struct CreditHolds: Sendable {
         return due.count
     }
 
-    private func end(_ target: Target, charging amount: Int64, as state: CreditHoldStore.Hold.State, now: Date) async throws -> EndAnswer {
+    private func end(_ target: Target, charging amount: Int64, as state: CreditHold.State, now: Date) async throws -> EndAnswer {
         guard case .end(let answer) = try await group.submit(HoldWork(operation: .end(target, charging: amount, as: state), now: now)) else {
             preconditionFailure("an end's work answers an end")
         }
@@ -165,7 +165,7 @@ public struct CreditHolds: Sendable {
     }
 
     /// The hold `id` as it stands.
-    public func hold(_ id: UUID) async throws -> CreditHoldStore.Hold? {
+    public func hold(_ id: UUID) async throws -> CreditHold? {
         try await client.withConnection { try await store.hold(id, on: $0) }
     }
 }

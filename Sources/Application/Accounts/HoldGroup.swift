@@ -9,7 +9,7 @@ import Subscriptions
 struct HoldWork: Sendable {
     enum Operation: Sendable {
         case hold(CreditHolds.Request)
-        case end(CreditHolds.Target, charging: Int64, as: CreditHoldStore.Hold.State)
+        case end(CreditHolds.Target, charging: Int64, as: CreditHold.State)
     }
 
     var operation: Operation
@@ -39,8 +39,8 @@ struct HoldGroup: Sendable {
 
     /// A hold as the group has it: as read (or taken here), with what became of its buckets since.
     private struct Known {
-        var hold: CreditHoldStore.Hold
-        var since: [CreditHoldStore.BucketSinceHold]
+        var hold: CreditHold
+        var since: [CreditHold.BucketSince]
         /// Taken in this group: nothing was posted to its buckets since.
         var takenHere: Bool
         var endedHere = false
@@ -80,7 +80,7 @@ struct HoldGroup: Sendable {
             known[read.hold.id] = Known(hold: read.hold, since: read.since, takenHere: false)
             byKey[.init(account: read.hold.account, idempotencyKey: read.hold.idempotencyKey)] = read.hold.id
         }
-        let credits = try await ledger.spendableCredits(of: taking.sorted(), inputs: locked.inputs, now: now, on: connection)
+        let credits = try await Spendable.read(of: taking.sorted(), inputs: locked.inputs, now: now, ledger: ledger, on: connection)
         var balances = locked.inputs.mapValues(\.buckets)
         balances.merge(credits.mapValues(\.live)) { _, spending in spending }
         var drafts: [EventDraft] = credits.sorted { $0.key < $1.key }.flatMap { account, spendable in spendable.openedWindows(account: account) }
@@ -116,16 +116,16 @@ struct HoldGroup: Sendable {
                     results.append(.hold(.insufficient(available: available)))
                     continue
                 }
-                let hold = CreditHoldStore.Hold(
+                let hold = CreditHold(
                     id: UUID(), account: request.account, idempotencyKey: request.idempotencyKey, meter: request.meter, amount: request.amount,
                     debits: debits, createdAt: work.now, expiresAt: work.now.addingTimeInterval(Double(request.expiresIn)))
                 known[hold.id] = Known(hold: hold, since: [], takenHere: true)
                 byKey[key] = hold.id
                 taken.append(hold.id)
-                postings += CreditHoldStore.debitEntries(of: hold)
+                postings += CreditHold.debitEntries(of: hold)
                 // The hold takes the last credit as a spend would: the app hears it as a spend's `credits.depleted`.
                 drafts += CreditChanges.depleted(
-                    meter: request.meter, remaining: remaining, account: request.account, spendKey: CreditHoldStore.debitKey(hold.id, 0),
+                    meter: request.meter, remaining: remaining, account: request.account, spendKey: CreditHold.debitKey(hold.id, 0),
                     environment: credits[request.account]?.environment ?? "Production")
                 if let remaining {
                     drafts +=
@@ -163,7 +163,7 @@ struct HoldGroup: Sendable {
 
     /// Ends `entry`'s hold (if still held) by ``HoldSettlement``'s rule, and gives what goes back to the balances.
     private func end(
-        _ entry: inout Known, charging amount: Int64, as state: CreditHoldStore.Hold.State, askedAt: Date, now: Date,
+        _ entry: inout Known, charging amount: Int64, as state: CreditHold.State, askedAt: Date, now: Date,
         balances: inout [AccountID: [AccountCredits.LiveBalance]], claimsPaid: inout [String: Int64], postings: inout [LedgerEntry]
     ) -> CreditHolds.EndAnswer {
         var hold = entry.hold
@@ -172,7 +172,7 @@ struct HoldGroup: Sendable {
             return repeated ? .ended(hold) : .alreadyEnded(hold)
         }
         // Past its expiry a hold is the expiry job's, whoever asks first.
-        let ending: CreditHoldStore.Hold.State = askedAt >= hold.expiresAt ? .expired : state
+        let ending: CreditHold.State = askedAt >= hold.expiresAt ? .expired : state
         let charge = ending == .expired ? 0 : amount
         guard charge <= hold.amount else { return .overHeld(hold) }
         // An account taking a hold in the group has its live buckets; for one only ending holds, the hold's read says.
@@ -181,8 +181,8 @@ struct HoldGroup: Sendable {
         let destinations =
             entry.takenHere
             ? Dictionary(uniqueKeysWithValues: Set(hold.debits.map(\.bucket)).filter(open.contains).map { ($0, $0) })
-            : CreditHoldStore.destinations(entry.since, open: open)
-        let claims = CreditHoldStore.claims(entry.since, less: claimsPaid)
+            : CreditHold.destinations(entry.since, open: open)
+        let claims = CreditHold.claims(entry.since, less: claimsPaid)
         // An unlimited meter's hold took nothing from any bucket: it is charged without a ledger row.
         let outcome =
             hold.debits.isEmpty
@@ -190,7 +190,7 @@ struct HoldGroup: Sendable {
             : HoldSettlement.settle(hold.debits, charge: charge, destination: { destinations[$0] }, claims: { claims[$0] ?? [] })
         guard let outcome else { return .overHeld(hold) }
         for payment in outcome.payments { claimsPaid[payment.claim, default: 0] += payment.amount }
-        postings += CreditHoldStore.endEntries(of: hold, outcome: outcome)
+        postings += CreditHold.endEntries(of: hold, outcome: outcome)
         for back in outcome.returns {
             if let index = balances[hold.account]?.firstIndex(where: { $0.bucket.key == back.bucket }) {
                 balances[hold.account]?[index].balance += back.amount

@@ -57,7 +57,7 @@ private struct SpendGroup: Sendable {
         var stored = try await usageRequests.lockAccountsAndReadAnswers(requests, on: connection)
         let spending = requests.filter { stored[$0.key] == nil }.map(\.account)
         guard !spending.isEmpty else { return requests.map { stored[$0.key]!.answer(to: $0) } }
-        let credits = try await ledger.spendableCredits(of: spending, now: now, on: connection)
+        let credits = try await Spendable.read(of: spending, now: now, ledger: ledger, on: connection)
         var balances = credits.mapValues(\.live)
         var drafts: [EventDraft] = credits.sorted { $0.key.text < $1.key.text }.flatMap { account, spendable in
             spendable.openedWindows(account: account)
@@ -103,34 +103,4 @@ private struct SpendGroup: Sendable {
         try await events?.record(drafts, now: now, on: connection)
         return answers
     }
-}
-
-extension CreditLedger.Spendable {
-    /// The events of credit windows the clock opened and a spend or a hold wrote first, announced there as their job
-    /// would have (the job then finds them posted); daily quotas and the free month are no events.
-    func openedWindows(account: AccountID) -> [EventDraft] {
-        let windows = granted.filter { operation in
-            guard case .post(_, let bucket?) = operation else { return false }
-            return bucket.kind == .cycle || bucket.kind == .entitlement
-        }
-        return CreditChanges.granted(windows, account: account, subscription: nil, environment: environment, cause: EventCause())
-    }
-
-    /// The `warn_at` events of `meter` whose thresholds a spend or a hold took the remaining balance across; a share
-    /// is of the allowance of the tier that decides now.
-    func warnings(_ meter: String, from before: Int64, to after: Int64, account: AccountID, catalogue: TierCatalogue) -> [EventDraft] {
-        guard let thresholds = catalogue.meters.first(where: { $0.id == meter })?.warnAt, !thresholds.isEmpty else { return [] }
-        let allowance = credits.tier.flatMap { catalogue.allowances(ofTier: $0)[meter] }
-        // A free trial's window grants `trial_cap`: a share is of that.
-        let isTrial = subscriptions.contains { state in
-            state.offer?.discountType == .freeTrial && catalogue.tier(ofProduct: state.productId)?.tier.id == credits.tier
-        }
-        let crossings = CreditWarnings.crossed(thresholds, allowance: allowance, isTrial: isTrial, before: before, after: after)
-        guard !crossings.isEmpty else { return [] }
-        return CreditChanges.warnings(
-            crossings, meter: meter, remaining: after, window: credits.meters[meter]?.resetsAt, account: account, environment: environment)
-    }
-
-    /// The environment events of the account are sent in: its first subscription's.
-    var environment: String { subscriptions.first?.environment.rawValue ?? "Production" }
 }

@@ -44,30 +44,7 @@ public struct NotificationInbox: Sendable {
         case duplicate
     }
 
-    /// One notification as its `notifications` row and apply job.
-    struct Entry: Sendable {
-        var uuid: UUID
-        var notificationType: String
-        var subtype: String?
-        var environment: String?
-        var originalTransactionId: String?
-        var signedDate: Int64
-        /// The signed payload as ``SignedParts``, or verbatim when its parts would not join back exactly.
-        var signed: Signed
-        /// The `decoded` copy, for a payload kept verbatim or rejected for its content; `nil` when the parts are the facts.
-        var decoded: String?
-        /// Why the content is outside ``ContentLimits`` (the job then records `rejected_content`); `nil` when fine.
-        var rejectedReason: String?
-        var job: NewJob
-    }
-
-    enum Signed: Sendable {
-        /// The parts as stored (compressed), and the header segments they name by digest.
-        case parts(stored: ByteBuffer, headers: [Data: String])
-        case verbatim(String)
-    }
-
-    private let group: CommitGroup<Entry, Outcome>
+    private let group: CommitGroup<NotificationStore.NewNotification, Outcome>
 
     /// - Parameters:
     ///   - notifier: wakes workers after each commit (shared by all requests of a process).
@@ -102,7 +79,7 @@ public struct NotificationInbox: Sendable {
                 .replacingOccurrences(of: "\\u0000", with: "\\ufffd")
             subscription = subscription.flatMap { Self.storable($0) == $0 ? $0 : nil }
         }
-        let entry = Entry(
+        let entry = NotificationStore.NewNotification(
             uuid: uuid, notificationType: Self.storable(payload.notificationType), subtype: payload.subtype.map(Self.storable),
             environment: payload.claimedIdentity?.environment.map { Self.storable($0.rawValue) }, originalTransactionId: subscription,
             signedDate: payload.signedDate ?? 0, signed: signed, decoded: decoded, rejectedReason: rejectedReason,
@@ -115,7 +92,7 @@ public struct NotificationInbox: Sendable {
     }
 
     /// `signedPayload` as its parts (its nested JWS too), or verbatim when they would not join back exactly.
-    static func signed(_ signedPayload: String, of notification: VerifiedNotification) -> Signed {
+    static func signed(_ signedPayload: String, of notification: VerifiedNotification) -> NotificationStore.SignedForm {
         let payload = notification.payload
         let nested = [
             payload.data?.signedTransactionInfo.map { (StoredNotificationFacts.transactionField, $0) },
@@ -133,7 +110,7 @@ public struct NotificationInbox: Sendable {
         private let digests = Mutex(Set<Data>())
 
         /// The headers of `entries` not known to be stored, each once.
-        func unknown(in entries: [Entry]) -> [Data: String] {
+        func unknown(in entries: [NotificationStore.NewNotification]) -> [Data: String] {
             var headers: [Data: String] = [:]
             for case .parts(_, let named) in entries.map(\.signed) { headers.merge(named) { first, _ in first } }
             return digests.withLock { known in headers.filter { !known.contains($0.key) } }
@@ -151,77 +128,19 @@ public struct NotificationInbox: Sendable {
 
     /// Inserts the entries' notifications and the apply jobs of those not stored before, in one statement (one round
     /// trip, atomic). An entry repeating an earlier one of the same group is a duplicate.
-    static func store(_ entries: [Entry], storedHeaders: StoredHeaders, client: PostgresClient, logger: Logger) async throws -> [Outcome] {
+    static func store(_ entries: [NotificationStore.NewNotification], storedHeaders: StoredHeaders, client: PostgresClient, logger: Logger)
+        async throws -> [Outcome]
+    {
         var seen = Set<UUID>()
         let distinct = entries.filter { seen.insert($0.uuid).inserted }
         let headers = storedHeaders.unknown(in: distinct)
         let inserted = try await client.withConnection { connection in
-            Set(try await connection.run(StoreNotifications(entries: distinct, headers: headers), logger: logger))
+            try await NotificationStore(logger: logger).insertNew(distinct, headers: headers, on: connection)
         }
         storedHeaders.insert(headers.keys)
         var answered = Set<UUID>()
         return entries.map { entry in
             inserted.contains(entry.uuid) && answered.insert(entry.uuid).inserted ? .accepted : .duplicate
         }
-    }
-
-    /// Inserts notifications not stored before and the apply jobs of those, returning the uuids inserted.
-    struct StoreNotifications: PostgresPreparedStatement {
-        static let sql = """
-            WITH headers AS (
-            INSERT INTO signed_headers (digest, segment) SELECT * FROM unnest($1::bytea[], $2::text[])
-            ON CONFLICT (digest) DO NOTHING
-            ), stored AS (
-            INSERT INTO notifications (notification_uuid, notification_type, subtype, environment,
-                original_transaction_id, signed_date, signed_parts, signed_payload, decoded, rejected_reason)
-            SELECT uuid, type, NULLIF(subtype, ''), NULLIF(environment, ''), NULLIF(subscription, ''), signed_date,
-                NULLIF(signed_parts, ''::bytea), NULLIF(signed_payload, ''), NULLIF(decoded, '')::jsonb, NULLIF(rejected, '')
-            FROM unnest($3, $4, $5, $6, $7, $8, $9::bytea[], $10, $11, $12)
-                 AS input(uuid, type, subtype, environment, subscription, signed_date, signed_parts, signed_payload, decoded, rejected)
-            ON CONFLICT (notification_uuid) DO NOTHING
-            RETURNING notification_uuid
-            ), queued AS (
-            \(JobBatchInsert.sql(firstParameter: 13, guardKeys: "SELECT notification_uuid::text FROM stored"))
-            )
-            SELECT notification_uuid FROM stored
-            """
-        static let bindingDataTypes: [PostgresDataType] =
-            [
-                .byteaArray, .textArray, .uuidArray, .textArray, .textArray, .textArray, .textArray, .int8Array, .byteaArray, .textArray,
-                .textArray, .textArray,
-            ] + JobBatchInsert.bindingDataTypes
-        var entries: [Entry]
-        /// Header segments by digest, to store unless already stored.
-        var headers: [Data: String]
-
-        /// Arrays cannot carry NULLs through the binding, so absent texts travel as '' and become NULL.
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 20)
-            let headers = Array(headers)
-            bindings.append(headers.map { ByteBuffer(bytes: $0.key) })
-            bindings.append(headers.map(\.value))
-            bindings.append(entries.map(\.uuid))
-            bindings.append(entries.map(\.notificationType))
-            bindings.append(entries.map { $0.subtype ?? "" })
-            bindings.append(entries.map { $0.environment ?? "" })
-            bindings.append(entries.map { $0.originalTransactionId ?? "" })
-            bindings.append(entries.map(\.signedDate))
-            bindings.append(
-                entries.map { entry in
-                    guard case .parts(let stored, _) = entry.signed else { return ByteBuffer() }
-                    return stored
-                })
-            bindings.append(
-                entries.map { entry in
-                    guard case .verbatim(let text) = entry.signed else { return "" }
-                    return text
-                })
-            bindings.append(entries.map { $0.decoded ?? "" })
-            bindings.append(entries.map { $0.rejectedReason ?? "" })
-            JobBatchInsert(entries.map { ($0.uuid.uuidString.lowercased(), $0.job) }).appendBindings(to: &bindings)
-            return bindings
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> UUID { try row.decode(UUID.self) }
     }
 }

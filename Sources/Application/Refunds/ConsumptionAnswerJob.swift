@@ -75,18 +75,23 @@ public struct ConsumptionAnswerJob: JobHandler {
             let consumable = request.purchase == .consumable
             // A Play purchase's id is its order's; a top-up's ledger rows are keyed by it (the App Store's by the transaction).
             let purchaseId = request.store == .googlePlay ? request.originalTransactionId : request.transactionId
+            let topUp = consumable ? try await credits.topUpRows(of: purchaseId, on: connection) : nil
             let consumption =
-                consumable
-                ? try await credits.consumption(ofTopUp: purchaseId, on: connection)
-                : try await credits.consumption(ofSubscription: request.originalTransactionId, period: request.billingPeriod, on: connection)
+                if let topUp {
+                    topUp.consumption
+                } else {
+                    try await credits.consumption(ofSubscription: request.originalTransactionId, period: request.billingPeriod, on: connection)
+                }
             var evidence = Evidence(milliPercent: consumption.delivered ? consumption.milliPercent : nil)
             if request.store == .googlePlay {
                 let limit = RefundReview.maximumUsageEvents
                 evidence.usage =
-                    consumable
-                    ? try await credits.usage(ofTopUp: purchaseId, limit: limit, on: connection)
-                    : try await credits.usage(
-                        ofSubscription: request.originalTransactionId, period: request.billingPeriod, limit: limit, on: connection)
+                    if let topUp {
+                        topUp.usage(limit: limit)
+                    } else {
+                        try await credits.usage(
+                            ofSubscription: request.originalTransactionId, period: request.billingPeriod, limit: limit, on: connection)
+                    }
             }
             return .send(request, request.appAnswer ?? policy.answer(for: request.purchase, consumption: consumption), evidence)
         }

@@ -1,3 +1,4 @@
+import Credits
 import Foundation
 import Persistence
 
@@ -44,7 +45,7 @@ struct AccountTimeline {
     }
 
     /// Each hold taken, and its end: the ledger shows the credits moving, these say why.
-    mutating func add(holds: [CreditHoldStore.Hold]) {
+    mutating func add(holds: [CreditHold]) {
         for hold in holds {
             entries.append(
                 Entry(

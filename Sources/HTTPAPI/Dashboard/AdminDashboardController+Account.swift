@@ -1,3 +1,4 @@
+import Credits
 import Foundation
 import Persistence
 import Subscriptions
@@ -113,7 +114,7 @@ extension AdminDashboardController {
     }
 
     /// The account's latest holds: what each held and its outcome, or when it expires while it is held.
-    static func holdsTable(_ holds: [CreditHoldStore.Hold]) -> String {
+    static func holdsTable(_ holds: [CreditHold]) -> String {
         guard !holds.isEmpty else { return "" }
         return "<h3>Holds</h3>"
             + HTMLPage.table(

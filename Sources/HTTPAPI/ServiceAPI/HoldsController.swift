@@ -65,7 +65,7 @@ public struct HoldsController: Sendable {
         /// What is left of the meter after the hold (on its creation); `nil` for an unlimited meter.
         var remaining: Int64?
 
-        init(_ hold: CreditHoldStore.Hold, remaining: Int64? = nil) {
+        init(_ hold: CreditHold, remaining: Int64? = nil) {
             (id, accountId, meter, amount, state) = (hold.id.uuidString.lowercased(), hold.account.text, hold.meter, hold.amount, hold.state.text)
             (createdAt, expiresAt, charged, returned, lapsed, endedAt) = (
                 hold.createdAt, hold.expiresAt, hold.charged, hold.returned, hold.lapsed, hold.endedAt

@@ -27,24 +27,6 @@ extension CreditLedger {
         }
         return PurchaseConsumption(meters: meters, delivered: !meters.isEmpty)
     }
-
-    /// What a top-up credited and what of it was spent, first in, first out over its account's top-up bucket.
-    public func consumption(ofTopUp transactionId: String, on connection: PostgresConnection) async throws -> PurchaseConsumption {
-        let rows = try await connection.query(
-            """
-            SELECT b.meter, l.operation_key, l.bucket, l.delta, l.reason
-            FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket
-            WHERE l.bucket = (SELECT bucket FROM credit_ledger WHERE operation_key = \("topup:" + transactionId))
-            ORDER BY l.id
-            """, logger: logger)
-        var meter = ""
-        var entries: [LedgerEntry] = []
-        for try await (bucketMeter, key, bucket, delta, reason) in rows.decode((String, String, String, Int64, String).self) {
-            meter = bucketMeter
-            entries.append(LedgerEntry(operationKey: key, bucket: bucket, delta: delta, reason: reason))
-        }
-        return PurchaseConsumption.topUp(transactionId, meter: meter, entries: entries)
-    }
 }
 
 extension CreditLedger {
@@ -53,6 +35,8 @@ extension CreditLedger {
         public var at: Date
         public var meter: String
         public var amount: Int64
+
+        public init(at: Date, meter: String, amount: Int64) { (self.at, self.meter, self.amount) = (at, meter, amount) }
     }
 
     /// The spends from one billing period's credits, newest first, at most `limit` (a spend given back is one more, of
@@ -70,9 +54,18 @@ extension CreditLedger {
         return try await Self.usage(rows)
     }
 
-    /// The spends that took from a top-up purchase's own credits (first in, first out over its account's top-up
-    /// bucket, as ``consumption(ofTopUp:on:)`` counts them), newest first, at most `limit`.
-    public func usage(ofTopUp transactionId: String, limit: Int, on connection: PostgresConnection) async throws -> [UsageRecord] {
+    /// Every ledger row of the top-up bucket that a top-up purchase was credited to, oldest first, with when each was
+    /// written: what the purchase's consumption and usage are attributed from, first in, first out (the rule is
+    /// ``PurchaseConsumption``'s).
+    public struct TopUpRows: Sendable {
+        public var transactionId: String
+        public var meter: String
+        public var entries: [LedgerEntry]
+        public var dates: [Date]
+    }
+
+    /// The rows of the top-up bucket `transactionId` was credited to (none when it was not).
+    public func topUpRows(of transactionId: String, on connection: PostgresConnection) async throws -> TopUpRows {
         let rows = try await connection.query(
             """
             SELECT l.created_at, b.meter, l.operation_key, l.bucket, l.delta, l.reason
@@ -80,16 +73,13 @@ extension CreditLedger {
             WHERE l.bucket = (SELECT bucket FROM credit_ledger WHERE operation_key = \("topup:" + transactionId))
             ORDER BY l.id
             """, logger: logger)
-        var rowsRead: [(at: Date, meter: String)] = []
-        var entries: [LedgerEntry] = []
+        var read = TopUpRows(transactionId: transactionId, meter: "", entries: [], dates: [])
         for try await (at, meter, key, bucket, delta, reason) in rows.decode((Date, String, String, String, Int64, String).self) {
-            rowsRead.append((at, meter))
-            entries.append(LedgerEntry(operationKey: key, bucket: bucket, delta: delta, reason: reason))
+            read.meter = meter
+            read.dates.append(at)
+            read.entries.append(LedgerEntry(operationKey: key, bucket: bucket, delta: delta, reason: reason))
         }
-        let spends = PurchaseConsumption.attribution(ofTopUp: transactionId, entries: entries).spends
-        return spends.keys.filter { entries[$0].reason == "usage" }.sorted(by: >).prefix(limit).map {
-            UsageRecord(at: rowsRead[$0].at, meter: rowsRead[$0].meter, amount: spends[$0]!)
-        }
+        return read
     }
 
     private static func usage(_ rows: PostgresRowSequence) async throws -> [UsageRecord] {

@@ -46,7 +46,7 @@ extension CreditLedger {
     /// The status inputs a spend needs of each of `accounts` at `now`: those of ``statusInputs(of:at:orLater:on:)``
     /// but what the meters hold (`held` is empty). Holds are out of the balances already, and summing an account's
     /// open holds (a hundred expired ones waiting for their release, say) slowed every spend of it.
-    func spendInputs(of accounts: [AccountID], at now: Date, on connection: PostgresConnection) async throws -> [AccountID: StatusInputs] {
+    public func spendInputs(of accounts: [AccountID], at now: Date, on connection: PostgresConnection) async throws -> [AccountID: StatusInputs] {
         let ids = Set(accounts).map(\.text)
         return try Self.statusInputs(from: try await connection.run(PreparedQuery<AccountsSpendInputs>(ids, now), logger: logger))
     }

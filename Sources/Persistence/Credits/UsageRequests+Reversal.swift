@@ -29,7 +29,7 @@ extension UsageRequests {
         public var reversal: Reversal?
         /// What it took from each bucket, in spend order (none for an unlimited meter).
         public var debits: [HoldSettlement.Debit]
-        public var since: [CreditHoldStore.BucketSinceHold]
+        public var since: [CreditHold.BucketSince]
     }
 
     /// The most debits one spend posts that a reversal looks for (`<key>:0` …): more than a meter has buckets.
@@ -53,11 +53,11 @@ extension UsageRequests {
                 (String, Int64, String, Date, Date?, Int64?, Int64?, String?, String?).self)
             let decoder = JSONDecoder()
             let debits: [CreditHoldStore.StoredDebit]
-            let since: [CreditHoldStore.BucketSinceHold]
+            let since: [CreditHold.BucketSince]
             do {
                 // No rows (an unlimited meter's spend): no debits, and nothing to know of their buckets.
                 debits = try debitsText.map { try decoder.decode([CreditHoldStore.StoredDebit].self, from: Data($0.utf8)) } ?? []
-                since = try sinceText.map { try decoder.decode([CreditHoldStore.BucketSinceHold].self, from: Data($0.utf8)) } ?? []
+                since = try sinceText.map { try decoder.decode([CreditHold.BucketSince].self, from: Data($0.utf8)) } ?? []
             } catch {
                 throw PersistenceError(.corruptRecord, "a stored spend's ledger rows do not decode")
             }

@@ -1,10 +1,9 @@
 import Credits
 import Foundation
-import Persistence
 import Subscriptions
 import Testing
 
-/// The ledger rows a hold's end writes (`CreditHoldStore.endEntries`), as docs/credits.md lays them out: what goes back
+/// The ledger rows a hold's end writes (`CreditHold.endEntries`), as docs/credits.md lays them out: what goes back
 /// is `hold-return:<id>:<n>`, the charge is `usage` (`hold-charge:<id>:<n>`) after an offset that is part of the return
 /// row where the rest goes back to the debit's own bucket, and a row of its own otherwise. Expected rows are written out
 /// from that text, not computed the code's way.
@@ -15,11 +14,11 @@ struct HoldEndRowsTests {
     let topUp = "topup:a:ai"
 
     func rows(_ debits: [HoldSettlement.Debit], charge: Int64, destination: @escaping (String) -> String?) throws -> [String] {
-        let hold = CreditHoldStore.Hold(
+        let hold = CreditHold(
             id: id, account: try #require(AccountID("a")), idempotencyKey: "k", meter: "ai_requests", amount: debits.reduce(0) { $0 + $1.amount },
             debits: debits, createdAt: Date(), expiresAt: Date())
         let outcome = try #require(HoldSettlement.settle(debits, charge: charge, destination: destination))
-        return CreditHoldStore.endEntries(of: hold, outcome: outcome).map { "\($0.operationKey) \($0.bucket) \($0.delta) \($0.reason)" }
+        return CreditHold.endEntries(of: hold, outcome: outcome).map { "\($0.operationKey) \($0.bucket) \($0.delta) \($0.reason)" }
     }
 
     var prefix: String { id.uuidString.lowercased() }

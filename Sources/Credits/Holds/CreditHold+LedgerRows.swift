@@ -1,0 +1,88 @@
+import Foundation
+
+// The ledger rows a hold writes, as the credit rules shape them: pure, so the order of a hold's end and a reset, an
+// upgrade or a refund is property-tested without a database (CreditsTests); Persistence only writes them.
+extension CreditHold {
+    /// Where each bucket of `since` takes a debit of the hold back now (docs/credits.md, "Where credits go back"):
+    /// the top-up an upgrade carried the bucket's unspent credits to, while that carry stands; else the bucket itself
+    /// while it is among `open` — unless it is a window (not a top-up) a refund or claw-back took from since the hold
+    /// (a top-up's refund takes back its own purchase's credits, not those held); else nowhere.
+    public static func destinations(_ since: [BucketSince], open: Set<String>) -> [String: String] {
+        var destinations: [String: String] = [:]
+        for bucket in since {
+            if let carried = bucket.carriedTo {
+                destinations[bucket.bucket] = carried
+            } else if open.contains(bucket.bucket), CreditBucket.Kind(bucket.kind ?? "") == .topUp || !bucket.refunded {
+                destinations[bucket.bucket] = bucket.bucket
+            }
+        }
+        return destinations
+    }
+
+    /// The unpaid claims on each bucket of `since`, less what `paid` (by claim key) says earlier ends of the same
+    /// transaction paid of them.
+    public static func claims(_ since: [BucketSince], less paid: [String: Int64] = [:]) -> [String: [HoldSettlement.Claim]] {
+        var claims: [String: [HoldSettlement.Claim]] = [:]
+        for bucket in since {
+            let open = (bucket.claims ?? []).map { HoldSettlement.Claim(key: $0.key, outstanding: $0.outstanding - paid[$0.key, default: 0]) }
+                .filter { $0.outstanding > 0 }
+            if !open.isEmpty { claims[bucket.bucket] = open }
+        }
+        return claims
+    }
+
+    /// The rows of what `debits` give back by `outcome`: per debit, its return row keyed `key(index)` with all that
+    /// went back before claims took their part, then the rows of what paid claims (`claim:…:paid:<payer(index)>`,
+    /// CreditClaims), so the balance moves by what the customer got back.
+    public static func returnEntries(
+        of outcome: HoldSettlement.Outcome, debits: [HoldSettlement.Debit], reason: String, key: (Int) -> String, payer: (Int) -> String
+    ) -> [LedgerEntry] {
+        func index(_ bucket: String) -> Int { debits.firstIndex { $0.bucket == bucket } ?? 0 }
+        var entries: [LedgerEntry] = []
+        for (position, debit) in debits.enumerated() {
+            let gross = outcome.gross(from: debit.bucket)
+            guard gross > 0, let target = outcome.destination(of: debit.bucket) else { continue }
+            entries.append(LedgerEntry(operationKey: key(position), bucket: target, delta: gross, reason: reason))
+        }
+        return entries
+            + outcome.payments.map { payment in
+                LedgerEntry(
+                    operationKey: CreditClaims.paymentKey(claim: payment.claim, payer: payer(index(payment.from))), bucket: payment.bucket,
+                    delta: -payment.amount, reason: "top-up refunded (credits came back)")
+            }
+    }
+
+    /// The ledger rows of a new hold: its debits (reason `hold`), `hold:<id>:<n>`.
+    public static func debitEntries(of hold: CreditHold) -> [LedgerEntry] {
+        hold.debits.enumerated().map { index, debit in
+            LedgerEntry(operationKey: debitKey(hold.id, index), bucket: debit.bucket, delta: -debit.amount, reason: "hold")
+        }
+    }
+
+    /// The ledger rows of a hold's end: what goes back (`hold-return:…`) and the charged part as usage
+    /// (`hold-charge:…`, offset first, so the bucket's balance is unchanged by it and the usage analytics count it on the
+    /// day it settled). Where a debit's rest goes back to its own bucket, the charged part's offset is in its return
+    /// row (`hold-return:…` is then the debit given back whole): a settle of part of a hold writes two rows a debit, not
+    /// three (issue 53's pace).
+    public static func endEntries(of hold: CreditHold, outcome: HoldSettlement.Outcome) -> [LedgerEntry] {
+        let id = hold.id.uuidString.lowercased()
+        // Keyed by the debit it gives back (a hold takes once from each bucket), not by its place among the returns:
+        // two ends of one hold, however they raced, write the same keys, and the second's are skipped.
+        func returnKey(_ index: Int) -> String { "hold-return:\(id):\(index)" }
+        var entries = returnEntries(of: outcome, debits: hold.debits, reason: "hold returned", key: returnKey, payer: returnKey)
+        // The charge is taken from the front of the debits (HoldSettlement): the n-th charged is the n-th debit's.
+        for (index, charged) in outcome.charged.enumerated() {
+            if outcome.destination(of: charged.bucket) == charged.bucket,
+                let returned = entries.firstIndex(where: { $0.operationKey == returnKey(index) })
+            {
+                entries[returned].delta += charged.amount
+            } else {
+                entries.append(
+                    LedgerEntry(
+                        operationKey: "hold-charge:\(id):\(index):offset", bucket: charged.bucket, delta: charged.amount, reason: "hold charged"))
+            }
+            entries.append(LedgerEntry(operationKey: "hold-charge:\(id):\(index)", bucket: charged.bucket, delta: -charged.amount, reason: "usage"))
+        }
+        return entries
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import Subscriptions
+
+/// Credits held for work whose cost is known only at its end (`POST /v1/accounts/{id}/holds`): taken from buckets
+/// in spend order, then settled, released or expired (docs/credits.md, "Holds").
+public struct CreditHold: Sendable, Equatable {
+    public enum State: Sendable, Equatable {
+        case held, settled, released, expired
+        case unknown(String)
+
+        public init(_ text: String) {
+            switch text {
+            case "held": self = .held
+            case "settled": self = .settled
+            case "released": self = .released
+            case "expired": self = .expired
+            default: self = .unknown(text)
+            }
+        }
+
+        public var text: String {
+            switch self {
+            case .held: return "held"
+            case .settled: return "settled"
+            case .released: return "released"
+            case .expired: return "expired"
+            case .unknown(let text): return text
+            }
+        }
+    }
+
+    public var id: UUID
+    public var account: AccountID
+    public var idempotencyKey: String
+    public var meter: String
+    public var amount: Int64
+    public var debits: [HoldSettlement.Debit]
+    public var createdAt: Date
+    public var expiresAt: Date
+    public var state: State
+    public var charged: Int64?
+    public var returned: Int64?
+    public var lapsed: Int64?
+    public var endedAt: Date?
+
+    public init(
+        id: UUID, account: AccountID, idempotencyKey: String, meter: String, amount: Int64, debits: [HoldSettlement.Debit], createdAt: Date,
+        expiresAt: Date, state: State = .held, charged: Int64? = nil, returned: Int64? = nil, lapsed: Int64? = nil, endedAt: Date? = nil
+    ) {
+        (self.id, self.account, self.idempotencyKey, self.meter, self.amount) = (id, account, idempotencyKey, meter, amount)
+        (self.debits, self.createdAt, self.expiresAt, self.state) = (debits, createdAt, expiresAt, state)
+        (self.charged, self.returned, self.lapsed, self.endedAt) = (charged, returned, lapsed, endedAt)
+    }
+
+    /// The ledger key of a hold's debit `index`.
+    public static func debitKey(_ id: UUID, _ index: Int) -> String { "hold:\(id.uuidString.lowercased()):\(index)" }
+}
+
+extension CreditHold {
+    /// What became of a bucket a hold took from since the hold (sql/0037's read): its kind, the top-up an upgrade
+    /// carried its unspent credits to while that carry stands, and whether a refund or a prorated refund's claw-back
+    /// took from it, not reversed.
+    public struct BucketSince: Codable, Sendable, Equatable {
+        public var bucket: String
+        /// `nil` for a bucket no longer stored (it lapses).
+        public var kind: String?
+        /// Live at the read's time and the hold's account's (its own, or of a subscription it holds): credits can go
+        /// back to it (sql/0040; `nil` from a read before it).
+        public var open: Bool?
+        public var carriedTo: String?
+        public var refunded: Bool
+        /// The unpaid claims made since on the bucket its credits go back to (itself, or the top-up of a carry
+        /// standing), oldest first (sql/0038; absent from a read of sql/0037's).
+        public var claims: [HoldSettlement.Claim]?
+
+        public init(
+            bucket: String, kind: String?, open: Bool? = nil, carriedTo: String? = nil, refunded: Bool = false, claims: [HoldSettlement.Claim]? = nil
+        ) {
+            (self.bucket, self.kind, self.open, self.carriedTo, self.refunded, self.claims) = (bucket, kind, open, carriedTo, refunded, claims)
+        }
+    }
+}
