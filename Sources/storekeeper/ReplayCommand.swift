@@ -71,6 +71,7 @@ struct ReplayCommand: AsyncParsableCommand {
             let writer = SubscriptionWriter(
                 client: client, credits: credits, queue: queue, rechecks: nil, events: nil, analytics: AnalyticsRollups(logger: logger),
                 erased: erased, logger: logger)
+            let appStoreSubscriptions = AppStoreSubscriptions(writer: writer, client: client, logger: logger)
             let stripe = StripeSubscriptions(client: client, stripe: nil, writer: writer, settings: stripeSettings, clock: { now }, logger: logger)
             let store = SubscriptionStore(client: client, logger: logger)
             let play = GooglePlaySubscriptions(
@@ -84,7 +85,12 @@ struct ReplayCommand: AsyncParsableCommand {
                         let outcomes = try await play.derive(chainOf: id, cause: EventCause(originalTransactionId: id), write: write, on: connection)
                         return (outcomes.first { ($0.state ?? $0.stored)?.originalTransactionId == id }, true)
                     }
-                    let appStore = try await writer.derive(id, now: now, write: write, on: connection)
+                    let appStore =
+                        if write {
+                            try await appStoreSubscriptions.rederive(id, now: now, on: connection)
+                        } else {
+                            try await appStoreSubscriptions.preview(id, now: now, on: connection)
+                        }
                     // A Stripe subscription's facts are the objects read from Stripe (no call is made here): one stored
                     // as Stripe's, or one with no row whose objects are held.
                     guard appStore.stored?.store == .stripe || appStore.stored == nil else { return (appStore, false) }

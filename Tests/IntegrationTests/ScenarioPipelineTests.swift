@@ -1,4 +1,5 @@
 import AppStoreModels
+import Application
 import Foundation
 import HummingbirdTesting
 import LocalSigning
@@ -66,7 +67,8 @@ struct ScenarioPipelineTests {
             let snapshot = SubscriptionEvent(serverStatus: status, transaction: transaction, renewalInfo: scenario.renewalPayload(event))
             try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
                 try await SubscriptionHistory(logger: TestDatabase.logger).record(snapshot, signedData: try signer.sign(transaction), on: connection)
-                _ = try await harness.components.writer.apply(snapshot, now: now, on: connection)
+                let appStore = AppStoreSubscriptions(writer: harness.components.writer, client: harness.client, logger: TestDatabase.logger)
+                _ = try await appStore.apply(snapshot, now: now, on: connection)
             }
             return false
         }

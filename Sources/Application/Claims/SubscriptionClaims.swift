@@ -32,7 +32,7 @@ public struct SubscriptionClaims: Sendable {
     }
 
     private let client: PostgresClient
-    private let writer: SubscriptionWriter
+    private let appStore: AppStoreSubscriptions
     private let subscriptions: SubscriptionStore
     private let history: SubscriptionHistory
     private let policy: TransferPolicy
@@ -52,7 +52,7 @@ public struct SubscriptionClaims: Sendable {
         self.cache = cache
         self.client = client
         self.credits = credits
-        self.writer = writer
+        self.appStore = AppStoreSubscriptions(writer: writer, client: client, logger: logger)
         self.subscriptions = SubscriptionStore(client: client, logger: logger)
         self.history = SubscriptionHistory(logger: logger)
         self.policy = policy
@@ -91,7 +91,9 @@ public struct SubscriptionClaims: Sendable {
             // records the transfer.
             if let owner = current?.accountId, owner != account, policy == .keep { return .ownedElsewhere(owner) }
             try await history.record(event, signedData: signedTransaction, on: connection)
-            return .claimed(try await writer.apply(event, now: now, on: connection, lockHeld: true).state)
+            let change = try await appStore.apply(
+                event, to: try await appStore.read(event.transaction.originalTransactionId, on: connection), now: now, on: connection)
+            return .claimed(try await appStore.storeEvents(of: change, on: connection).state)
         }
     }
 }

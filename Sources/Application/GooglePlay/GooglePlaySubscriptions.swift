@@ -191,7 +191,12 @@ public struct GooglePlaySubscriptions: Sendable {
             guard let derivation = PlayLifecycle.derive(play, account: account, catalogue: lifecycleCatalogue) else { continue }
             var playCause = cause
             playCause.originalTransactionId = play.id
-            let outcome = try await writer.write(derivation, stored: stored, cause: playCause, now: clock(), write: write, on: connection)
+            let outcome =
+                if write {
+                    try await writer.save(derivation, stored: stored, cause: playCause, now: clock(), on: connection)
+                } else {
+                    try await writer.preview(derivation, stored: stored, now: clock(), on: connection)
+                }
             guard write else {
                 outcomes.append(outcome)
                 continue

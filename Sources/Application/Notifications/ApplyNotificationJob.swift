@@ -28,6 +28,7 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
     /// The writer's: the tokens looked up with the notification are remembered where the writer asks.
     private let purchaseIntents: PurchaseIntents
     private let writer: SubscriptionWriter
+    private let appStore: AppStoreSubscriptions
     private let clock: @Sendable () -> Date
     private let logger: Logger
 
@@ -46,6 +47,7 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
         self.notifications = NotificationStore(logger: logger)
         self.purchaseIntents = writer.purchaseIntents
         self.writer = writer
+        self.appStore = AppStoreSubscriptions(writer: writer, client: client, logger: logger)
         self.credits = credits
         self.clock = clock
         self.logger = logger
@@ -85,12 +87,15 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
         var events: EventRecorder.Pending?
         let subscriptionEvent = SubscriptionEvent(notification)
         if let event = subscriptionEvent {
-            let lockHeld = lockedSubscription == event.transaction.originalTransactionId
-            let applied = try await writer.apply(
-                event, now: now, on: connection, lockHeld: lockHeld, read: lockHeld ? history : nil, deferringEvents: true)
-            outcome = applied.kind == .applied ? .applied : .unchanged
-            account = applied.state?.accountId
-            events = applied.events
+            let id = event.transaction.originalTransactionId
+            // The notification's read locked its subscription and read it with its events, unless the notification
+            // names none (a consumption request may not).
+            let read =
+                if lockedSubscription == id, let history { history } else { try await appStore.lockAndRead(id, on: connection) }
+            let change = try await appStore.apply(event, to: read, now: now, on: connection)
+            outcome = change.outcome.kind == .applied ? .applied : .unchanged
+            account = change.outcome.state?.accountId
+            events = change.events
         } else if let transaction = notification.transaction, let purchases, purchases.sells(transaction.productId) {
             let intended = try await purchaseIntents.account(ofToken: transaction.appAccountToken, on: connection)
             account = try await purchases.record(

@@ -87,7 +87,13 @@ public struct StripeSubscriptions: Sendable {
         let facts = StripeSubscriptionFacts(
             subscription: subscription, invoices: held.invoices, charges: held.charges, disputes: held.disputes, account: account)
         let derivation = StripeDerivation.derive(facts, settings: settings)
-        return try await writer.write(derivation, stored: stored, cause: cause, now: clock(), write: write, on: connection)
+        return
+            if write
+        {
+            try await writer.save(derivation, stored: stored, cause: cause, now: clock(), on: connection)
+        } else {
+            try await writer.preview(derivation, stored: stored, now: clock(), on: connection)
+        }
     }
 
     /// What a catch-up found.

@@ -28,7 +28,7 @@ public struct CreditWindowResetJob: JobHandler {
     /// Database work only: an attempt stuck on a connection the database dropped is given up quickly.
     public let timeout: Duration = .seconds(30)
     private let client: PostgresClient
-    private let writer: SubscriptionWriter
+    private let appStore: AppStoreSubscriptions
     private let stripe: StripeSubscriptions?
     private let play: GooglePlaySubscriptions?
     private let clock: @Sendable () -> Date
@@ -42,7 +42,7 @@ public struct CreditWindowResetJob: JobHandler {
         clock: @escaping @Sendable () -> Date, logger: Logger
     ) {
         self.client = client
-        self.writer = writer
+        self.appStore = AppStoreSubscriptions(writer: writer, client: client, logger: logger)
         self.stripe = stripe
         self.play = play
         self.clock = clock
@@ -64,7 +64,7 @@ public struct CreditWindowResetJob: JobHandler {
                 guard let play else { break }
                 _ = try await play.derive(chainOf: id, cause: EventCause(notificationType: "credit-reset", originalTransactionId: id), on: connection)
             default:
-                _ = try await writer.derive(id, now: clock(), write: true, on: connection)
+                _ = try await appStore.rederive(id, now: clock(), on: connection)
             }
             try await execution.complete(on: connection)
         }

@@ -17,7 +17,7 @@ public struct RenewalRecheckJob: JobHandler {
     public let timeout: Duration = .seconds(120)
     private let client: PostgresClient
     private let serverAPI: AppStoreServerClient
-    private let writer: SubscriptionWriter
+    private let appStore: AppStoreSubscriptions
     private let rechecks: RenewalRechecks
     private let subscriptions: SubscriptionStore
     private let history: SubscriptionHistory
@@ -33,7 +33,7 @@ public struct RenewalRecheckJob: JobHandler {
     ) {
         self.client = client
         self.serverAPI = serverAPI
-        self.writer = writer
+        self.appStore = AppStoreSubscriptions(writer: writer, client: client, logger: logger)
         self.rechecks = rechecks
         self.subscriptions = SubscriptionStore(client: client, logger: logger)
         self.history = SubscriptionHistory(logger: logger)
@@ -67,7 +67,7 @@ public struct RenewalRecheckJob: JobHandler {
             || (item.status == 1 && (item.transaction.expiresDate ?? 0) > Int64(now.timeIntervalSince1970 * 1000))
         let checks = try await client.withTransaction(logger: logger) { connection in
             try await history.record(event, signedData: item.signedData, on: connection)
-            let decision = try await writer.apply(event, now: now, on: connection)
+            let decision = try await appStore.apply(event, now: now, on: connection)
             let checks = try await rechecks.records.recordCheck(
                 arguments.originalTransactionId, transactionId: arguments.transactionId, appleStatus: item.status, resolved: resolved,
                 on: connection)

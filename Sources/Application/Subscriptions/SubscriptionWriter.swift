@@ -9,9 +9,11 @@ import Persistence
 import PostgresNIO
 import Subscriptions
 
-/// The one code path that changes a subscription, inside the caller's transaction: lock it, derive it again from
-/// every stored fact, save the state, follow its owner, sync the archive, post the credit operations still due and
-/// schedule what comes next (the next credit window, a late-renewal recheck) and store the events of the change.
+/// The one code path that saves a subscription derived from its store's facts — the App Store's
+/// (``AppStoreSubscriptions``), Stripe's or Google Play's — inside the caller's transaction holding its lock: save the
+/// state, follow its owner, sync the archive, post the credit operations still due, schedule what comes next (the next
+/// credit window, a late-renewal recheck) and store the events of the change. Three use cases, no modes: ``save``,
+/// ``change`` (its events left for the caller's last statement) and ``preview`` (nothing written).
 public struct SubscriptionWriter: Sendable {
     /// What deriving a subscription changed.
     public struct Outcome: Sendable {
@@ -26,11 +28,15 @@ public struct SubscriptionWriter: Sendable {
         public var state: SubscriptionState?
         public var stored: SubscriptionState?
         public var operations: [LedgerOperation]
-        /// The change's events, when the caller stores them itself (`deferringEvents`) and there is a recorder.
-        public var events: EventRecorder.Pending? = nil
     }
 
-    private let subscriptions: SubscriptionStore
+    /// A saved change and its events, not stored yet: the caller stores them with its own last write.
+    public struct Change: Sendable {
+        public var outcome: Outcome
+        /// `nil` where no events are kept (no recorder).
+        public var events: EventRecorder.Pending?
+    }
+
     private let history: SubscriptionHistory
     private let archive: SubscriptionArchive
     /// Remembers each token's answer for the writer's derivations (and the apply job's lookups).
@@ -55,7 +61,6 @@ public struct SubscriptionWriter: Sendable {
         analytics: AnalyticsRollups? = nil, erased: ErasedAccounts, logger: Logger
     ) {
         self.analytics = analytics
-        self.subscriptions = SubscriptionStore(client: client, logger: logger)
         self.history = SubscriptionHistory(logger: logger)
         self.archive = SubscriptionArchive(logger: logger)
         self.purchaseIntents = PurchaseIntents(erased: erased, logger: logger)
@@ -67,48 +72,6 @@ public struct SubscriptionWriter: Sendable {
         self.logger = logger
     }
 
-    /// Derives the subscription `event` belongs to (the event is stored already, so its facts are found; it is added
-    /// when it is not). `lockHeld`: the caller's transaction holds the subscription's lock already; `read`: the
-    /// subscription and its stored events, read under that lock. `deferringEvents`: the change's events are returned
-    /// in ``Outcome/events`` for the caller to store with its own last write, instead of stored here.
-    public func apply(
-        _ event: SubscriptionEvent, now: Date, on connection: PostgresConnection, lockHeld: Bool = false, read: SubscriptionHistory.Read? = nil,
-        deferringEvents: Bool = false
-    ) async throws -> Outcome {
-        try await derive(
-            event.transaction.originalTransactionId, adding: event, now: now, write: true, on: connection, lockHeld: lockHeld, read: read,
-            deferringEvents: deferringEvents)
-    }
-
-    /// Derives a subscription again from its stored facts; `write` saves the state and posts what is due, otherwise
-    /// nothing is written and the outcome says what would change.
-    public func derive(
-        _ originalTransactionId: String, adding extra: SubscriptionEvent? = nil, now: Date, write: Bool,
-        on connection: PostgresConnection, lockHeld: Bool = false, read: SubscriptionHistory.Read? = nil, deferringEvents: Bool = false
-    ) async throws -> Outcome {
-        if !lockHeld { try await subscriptions.lock(originalTransactionId, on: connection) }
-        let (stored, storedEvents): SubscriptionHistory.Read
-        if let read {
-            (stored, storedEvents) = read
-        } else {
-            (stored, storedEvents) = try await history.subscriptionAndEvents(of: originalTransactionId, on: connection)
-        }
-        var events = storedEvents
-        if let extra, !events.contains(where: { $0.id == extra.id }) { events.append(extra) }
-        guard let facts = SubscriptionFacts(events: events) else {
-            return Outcome(kind: .unchanged, state: stored, stored: stored, operations: [])
-        }
-        let tokens = facts.accountTokens.values.map(\.value) + [facts.renewalInfo?.value.appAccountToken].compactMap { $0 }
-        let intents = try await purchaseIntents.accounts(ofTokens: tokens, on: connection)
-        guard let derivation = Lifecycle.derive(facts, purchaseIntents: intents) else {
-            return Outcome(kind: .unchanged, state: stored, stored: stored, operations: [])
-        }
-        let cause = extra.map(EventCause.init) ?? EventCause(originalTransactionId: originalTransactionId)
-        return try await self.write(
-            derivation, stored: stored, cause: cause, anyRevocation: events.contains(where: \.mentionsRevocation), now: now, write: write,
-            on: connection, deferringEvents: deferringEvents)
-    }
-
     /// Records a one-time sale's revenue in the analytics rollups (when kept), on the caller's transaction: the
     /// sale's whole contribution, so recording the same facts again changes nothing.
     public func recordSale(_ sale: OneTimeSale, on connection: PostgresConnection) async throws {
@@ -116,14 +79,34 @@ public struct SubscriptionWriter: Sendable {
         try await analytics.record(PurchaseAnalytics.contribution(of: sale), ofSubscription: PurchaseAnalytics.key(of: sale), on: connection)
     }
 
-    /// Saves a subscription derived from its store's facts — the App Store's or Stripe's — inside the caller's
-    /// transaction holding its lock: follows its owner, posts the credit operations still due, schedules the next
-    /// credit window and (App Store) the late-renewal recheck, and stores the change's events. `write: false` writes
-    /// nothing and says what would change.
-    public func write(
+    /// Saves `derivation` (its stored state `stored`) and stores the change's events.
+    public func save(
         _ derivation: Lifecycle.Derivation, stored: SubscriptionState?, cause: EventCause, anyRevocation: Bool = false, now: Date,
-        write: Bool = true, on connection: PostgresConnection, deferringEvents: Bool = false
+        on connection: PostgresConnection
     ) async throws -> Outcome {
+        let change = try await change(derivation, stored: stored, cause: cause, anyRevocation: anyRevocation, now: now, on: connection)
+        if let events = change.events { try await recorder?.record(events, on: connection) }
+        return change.outcome
+    }
+
+    /// What saving `derivation` would change: the credit operations due and whether the state moves; nothing is
+    /// written and no lock is taken (`replay --dry-run`).
+    public func preview(_ derivation: Lifecycle.Derivation, stored: SubscriptionState?, now: Date, on connection: PostgresConnection) async throws
+        -> Outcome
+    {
+        let state = derivation.state
+        let ledger = try await credits.snapshot(ofSubscription: state.originalTransactionId, account: state.accountId, now: now, on: connection)
+        let operations = SubscriptionCredits.operationsDue(derivation, catalogue: credits.catalogue, ledger: ledger, now: now)
+        let changed = state != stored || !operations.isEmpty
+        return Outcome(kind: changed ? .applied : .unchanged, state: state, stored: stored, operations: operations)
+    }
+
+    /// Saves `derivation` as ``save(_:stored:cause:anyRevocation:now:on:)`` does, but returns the change's events instead
+    /// of storing them: the apply job stores them in the statement that completes it.
+    public func change(
+        _ derivation: Lifecycle.Derivation, stored: SubscriptionState?, cause: EventCause, anyRevocation: Bool = false, now: Date,
+        on connection: PostgresConnection
+    ) async throws -> Change {
         var derivation = derivation
         // An account the facts name that was erased is filed under its pseudonym (Apple keeps signing the old id on
         // every renewal). Asked only when the owner changes, so an apply to the same owner costs nothing more.
@@ -144,17 +127,16 @@ public struct SubscriptionWriter: Sendable {
         // A change saves the state in the snapshot's round trip. A subscription that changes hands changes what the
         // owner before can spend too (its cycle buckets): both are locked, in byte order as spend groups lock theirs
         // (the snapshot takes the new owner's again, which it holds already).
-        if write, let before = stored?.accountId, before != state.accountId {
+        if let before = stored?.accountId, before != state.accountId {
             for account in Set([before] + [state.accountId].compactMap { $0 }).sorted() {
                 try await credits.lockAccount(account, on: connection)
             }
         }
         let ledger = try await credits.snapshot(
-            ofSubscription: originalTransactionId, account: state.accountId, now: now, lockingAccount: write,
-            saving: write && state != stored ? state : nil, on: connection)
+            ofSubscription: originalTransactionId, account: state.accountId, now: now, lockingAccount: true,
+            saving: state != stored ? state : nil, on: connection)
         let operations = SubscriptionCredits.operationsDue(derivation, catalogue: credits.catalogue, ledger: ledger, now: now)
         let changed = state != stored || !operations.isEmpty
-        guard write else { return Outcome(kind: changed ? .applied : .unchanged, state: state, stored: stored, operations: operations) }
         if let analytics {
             // Every derivation, not only a changed state: a refund of an old period changes the figures, not the state.
             let catalogue = credits.catalogue
@@ -203,15 +185,11 @@ public struct SubscriptionWriter: Sendable {
         let statuses = try await credits.apply(operations, readingStatusOf: drafts.map(\.account), at: now, on: connection)
         try await scheduleNextWindow(derivation, now: now, on: connection)
         if state.store == .appStore { try await rechecks?.schedule(for: state, now: now, on: connection) }
-        var outcome = Outcome(kind: changed ? .applied : .unchanged, state: state, stored: stored, operations: operations)
+        let outcome = Outcome(kind: changed ? .applied : .unchanged, state: state, stored: stored, operations: operations)
         if let account = state.accountId, let after = statuses[account] {
             drafts += overlaps(after: after, stored: stored, state: state, account: account, now: now, cause: drafts.first?.cause)
         }
-        if let recorder {
-            let pending = EventRecorder.Pending(drafts: drafts, statuses: statuses, now: now)
-            if deferringEvents { outcome.events = pending } else { try await recorder.record(pending, on: connection) }
-        }
-        return outcome
+        return Change(outcome: outcome, events: recorder.map { _ in EventRecorder.Pending(drafts: drafts, statuses: statuses, now: now) })
     }
 
     /// `account.overlapping_subscriptions` when this change leaves the account with auto-renewing sources that overlap
