@@ -27,7 +27,7 @@ let package = Package(
     ],
     targets: [
         // Codable models of Apple's payloads (notification, transaction, renewal info) and their content limits.
-        .target(name: "AppStoreModels", dependencies: ["PayloadDecoding"]),
+        .target(name: "AppStoreModels", dependencies: ["PayloadDecoding", "Entitlements"]),
         // A fast, strict, linear JSON `Decoder` for the payload models (a tape of tokens over the bytes), and
         // `JSONValue`. No dependencies.
         .target(name: "PayloadDecoding"),
@@ -147,7 +147,7 @@ let package = Package(
         .target(
             name: "LocalSigning",
             dependencies: [
-                "AppStoreModels",
+                "AppStoreModels", "Entitlements",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

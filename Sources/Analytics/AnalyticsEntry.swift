@@ -47,13 +47,16 @@ public struct AnalyticsKey: Hashable, Sendable {
     public var day: AnalyticsDay
     public var measure: AnalyticsMeasure
     public var store: Store
-    /// `production` or `sandbox`.
-    public var environment: String
+    /// `production` or `sandbox`; `nil` for credit usage, which is counted for no store and no environment (stored
+    /// as '').
+    public var environment: StoreEnvironment.Rollup?
     public var product: String
     /// ISO 4217 for money; empty for counts.
     public var currency: String
 
-    public init(day: AnalyticsDay, measure: AnalyticsMeasure, store: Store, environment: String, product: String, currency: String = "") {
+    public init(
+        day: AnalyticsDay, measure: AnalyticsMeasure, store: Store, environment: StoreEnvironment.Rollup?, product: String, currency: String = ""
+    ) {
         self.day = day
         self.measure = measure
         self.store = store

@@ -8,7 +8,7 @@ public struct OneTimeSale: Sendable, Equatable {
     public var id: String
     public var store: Store
     /// `production` or `sandbox`.
-    public var environment: String
+    public var environment: StoreEnvironment
     public var productId: String
     public var soldAt: Date
     /// What the customer paid, in milliunits of ``currency``.
@@ -19,7 +19,8 @@ public struct OneTimeSale: Sendable, Equatable {
     public var refunded: Int64
 
     public init(
-        id: String, store: Store, environment: String, productId: String, soldAt: Date, price: Int64, currency: String, refundedAt: Date? = nil,
+        id: String, store: Store, environment: StoreEnvironment, productId: String, soldAt: Date, price: Int64, currency: String,
+        refundedAt: Date? = nil,
         refunded: Int64 = 0
     ) {
         self.id = id
@@ -49,7 +50,7 @@ public enum PurchaseAnalytics {
             contribution.add(
                 value,
                 at: AnalyticsKey(
-                    day: AnalyticsDay(date), measure: measure, store: sale.store, environment: sale.environment, product: sale.productId,
+                    day: AnalyticsDay(date), measure: measure, store: sale.store, environment: sale.environment.rollup, product: sale.productId,
                     currency: currency))
         }
         add(.transactions, 1, on: sale.soldAt)
@@ -73,7 +74,7 @@ extension OneTimeSale {
             transaction.revocationDate == nil
             ? 0 : transaction.revocationPercentage.map { MonthlyValue.divided(price &* Int64($0), by: 100_000) } ?? price
         self.init(
-            id: transaction.transactionId, store: .appStore, environment: transaction.environment == .production ? "production" : "sandbox",
+            id: transaction.transactionId, store: .appStore, environment: transaction.environment ?? .unknown,
             productId: transaction.productId, soldAt: Date(timeIntervalSince1970: Double(purchased) / 1000), price: price,
             currency: currency.uppercased(),
             refundedAt: transaction.revocationDate.map { Date(timeIntervalSince1970: Double($0) / 1000) }, refunded: refunded)

@@ -24,7 +24,7 @@ public enum SubscriptionAnalytics {
         let state = derivation.state
         let periods = derivation.periods.sorted { ($0.start, $0.key) < ($1.start, $1.key) }
         guard let first = periods.first else { return AnalyticsContribution() }
-        let environment = state.environment == .production ? "production" : "sandbox"
+        let environment = state.environment.rollup
         var contribution = AnalyticsContribution()
         func add(_ measure: AnalyticsMeasure, _ value: Int64, on date: Date, product: String, currency: String = "") {
             contribution.add(

@@ -40,7 +40,7 @@ public struct EntitlementRecord: Sendable, Equatable {
     /// When it ended before its time: an operator ended the grant, a refund or revocation took the purchase back.
     public var endedAt: Date?
     public var endReason: SourceEndReason?
-    public var environment: String?
+    public var environment: StoreEnvironment?
     /// Bought, or had through Family Sharing (a store's purchase).
     public var ownership: Ownership?
     /// The operator's reason for a grant.
@@ -52,7 +52,8 @@ public struct EntitlementRecord: Sendable, Equatable {
 
     public init(
         id: String, kind: Kind, store: Store, productId: String? = nil, tier: String? = nil, startsAt: Date, endsAt: Date? = nil,
-        endedAt: Date? = nil, endReason: SourceEndReason? = nil, environment: String? = nil, ownership: Ownership? = nil, reason: String? = nil,
+        endedAt: Date? = nil, endReason: SourceEndReason? = nil, environment: StoreEnvironment? = nil, ownership: Ownership? = nil,
+        reason: String? = nil,
         createdBy: String? = nil, signedDate: Int64? = nil
     ) {
         self.id = id

@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import Subscriptions
 
@@ -5,7 +6,8 @@ import Subscriptions
 /// carries the app transaction, when the notification is applied or when that link first appears. Keyed by the
 /// notification, so linking it again sends nothing; its cause is that notification, whichever path linked it.
 public enum ConsentChanges {
-    public static func rescinded(notificationUUID: String, appTransactionId: String, environment: String, account: AccountID) -> EventDraft {
+    public static func rescinded(notificationUUID: String, appTransactionId: String, environment: StoreEnvironment, account: AccountID) -> EventDraft
+    {
         var change = EventChange(appTransactionId: appTransactionId)
         change.store = "app_store"
         return EventDraft(

@@ -1,4 +1,5 @@
 import Credits
+import Entitlements
 import Foundation
 import Subscriptions
 
@@ -7,7 +8,7 @@ import Subscriptions
 public enum CreditChanges {
     /// A `credits.granted` per grant among `operations` (window grants, upward corrections, top-up purchases).
     public static func granted(
-        _ operations: [LedgerOperation], account: AccountID, subscription: String?, environment: String, cause: EventCause
+        _ operations: [LedgerOperation], account: AccountID, subscription: String?, environment: StoreEnvironment, cause: EventCause
     ) -> [EventDraft] {
         operations.compactMap { operation in
             guard case .post(let entry, let opening) = operation, entry.delta > 0,
@@ -21,7 +22,8 @@ public enum CreditChanges {
     }
 
     /// `credits.depleted` when a spend left nothing of `meter`; `spendKey` names the spend.
-    public static func depleted(meter: String, remaining: Int64?, account: AccountID, spendKey: String, environment: String) -> [EventDraft] {
+    public static func depleted(meter: String, remaining: Int64?, account: AccountID, spendKey: String, environment: StoreEnvironment) -> [EventDraft]
+    {
         guard remaining == 0 else { return [] }
         return [
             EventDraft(
@@ -34,7 +36,8 @@ public enum CreditChanges {
     /// the remaining balance across, once per credit window: the key names the window by when it resets (`open` for
     /// a meter that never resets, such as top-ups only, which is then told once).
     public static func warnings(
-        _ crossings: [CreditWarnings.Crossing], meter: String, remaining: Int64, window resetsAt: Date?, account: AccountID, environment: String
+        _ crossings: [CreditWarnings.Crossing], meter: String, remaining: Int64, window resetsAt: Date?, account: AccountID,
+        environment: StoreEnvironment
     ) -> [EventDraft] {
         let window = resetsAt.map { String(Int64($0.timeIntervalSince1970.rounded(.down))) } ?? "open"
         return crossings.map { crossing in
@@ -48,7 +51,7 @@ public enum CreditChanges {
 
     /// `purchase.consumable_refunded` for a consumable Apple says was refunded.
     public static func consumableRefunded(
-        transactionId: String, productId: String, reason: String?, account: AccountID, environment: String, cause: EventCause
+        transactionId: String, productId: String, reason: String?, account: AccountID, environment: StoreEnvironment, cause: EventCause
     ) -> EventDraft {
         EventDraft(
             type: .purchaseConsumableRefunded, key: "consumable_refunded:\(transactionId)", account: account, subscription: nil,
@@ -58,7 +61,7 @@ public enum CreditChanges {
     /// `purchase.refund_requested`: Apple's `CONSUMPTION_REQUEST` about `transactionId`.
     public static func refundRequested(
         requestId: UUID, transactionId: String, productId: String, reason: String?, account: AccountID, subscription: String?,
-        environment: String, answerBy: Date, deadline: Date, cause: EventCause
+        environment: StoreEnvironment, answerBy: Date, deadline: Date, cause: EventCause
     ) -> EventDraft {
         EventDraft(
             type: .purchaseRefundRequested, key: "refund_requested:\(requestId.uuidString.lowercased())", account: account,

@@ -1,4 +1,5 @@
 import AppStoreModels
+import Entitlements
 import Foundation
 import Subscriptions
 
@@ -11,12 +12,12 @@ public struct EventDraft: Sendable, Equatable {
     public var account: AccountID
     /// The subscription's `originalTransactionId`; `nil` for events about a consumable or a meter.
     public var subscription: String?
-    public var environment: String
+    public var environment: StoreEnvironment
     public var change: EventChange
     public var cause: EventCause
 
     public init(
-        type: EventType, key: String, account: AccountID, subscription: String?, environment: String, change: EventChange = EventChange(),
+        type: EventType, key: String, account: AccountID, subscription: String?, environment: StoreEnvironment, change: EventChange = EventChange(),
         cause: EventCause
     ) {
         self.type = type

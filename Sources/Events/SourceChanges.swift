@@ -46,7 +46,7 @@ public enum SourceChanges {
     /// `account.overlapping_subscriptions` for each group in which the account now holds two or more entitling
     /// auto-renewing sources and did not before with the same sources — so the app can help the customer cancel one.
     public static func overlapping(
-        before: AccountEntitlements?, after: AccountEntitlements, account: AccountID, environment: String, cause: EventCause
+        before: AccountEntitlements?, after: AccountEntitlements, account: AccountID, environment: StoreEnvironment, cause: EventCause
     )
         -> [EventDraft]
     {
@@ -59,5 +59,5 @@ public enum SourceChanges {
     }
 
     /// Grants belong to no store environment; their events are `Production`'s.
-    static let environment = "Production"
+    public static let environment = StoreEnvironment.production
 }

@@ -24,7 +24,7 @@ public enum SubscriptionChanges {
             change.store = state.store.text
             drafts.append(
                 EventDraft(
-                    type: type, key: "\(key):\(recipient.text)", account: recipient, subscription: id, environment: state.environment.rawValue,
+                    type: type, key: "\(key):\(recipient.text)", account: recipient, subscription: id, environment: state.environment,
                     change: change, cause: cause))
         }
         var before = stored?.accountId == nil ? nil : stored

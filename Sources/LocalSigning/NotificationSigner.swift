@@ -1,4 +1,5 @@
 import AppStoreModels
+import Entitlements
 import Foundation
 
 /// Builds signed App Store Server Notifications V2 — envelope and nested transaction / renewal info, each a JWS of

@@ -1,4 +1,5 @@
 import AppStoreModels
+import Entitlements
 import Foundation
 
 /// One App Store event as Apple would describe it: type, subtype, `data.status` and the transaction / renewal-info

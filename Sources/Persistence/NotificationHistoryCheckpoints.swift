@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import Logging
 import PostgresNIO
@@ -13,7 +14,7 @@ public struct NotificationHistoryCheckpoints: Sendable {
     }
 
     /// The instant read up to, or nil before the first catch-up.
-    public func readUntil(environment: String) async throws -> Date? {
+    public func readUntil(environment: StoreEnvironment) async throws -> Date? {
         let rows = try await client.query(
             "SELECT read_until FROM notification_history_checkpoints WHERE environment = \(environment)", logger: logger)
         for try await date in rows.decode(Date.self) { return date }
@@ -21,7 +22,7 @@ public struct NotificationHistoryCheckpoints: Sendable {
     }
 
     /// Moves the checkpoint forward (never back).
-    public func advance(environment: String, to date: Date) async throws {
+    public func advance(environment: StoreEnvironment, to date: Date) async throws {
         try await client.query(
             """
             INSERT INTO notification_history_checkpoints (environment, read_until) VALUES (\(environment), \(date))

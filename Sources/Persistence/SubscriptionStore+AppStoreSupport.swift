@@ -1,3 +1,4 @@
+import Entitlements
 import Logging
 import PostgresNIO
 import Subscriptions
@@ -6,7 +7,7 @@ extension SubscriptionStore {
     /// One of an account's App Store subscriptions, as support asks Apple about it.
     public struct HeldAppStoreSubscription: Sendable {
         public var originalTransactionId: String
-        public var environment: String
+        public var environment: StoreEnvironment
         public var status: String
     }
 
@@ -19,7 +20,7 @@ extension SubscriptionStore {
             ORDER BY (status = 'active') DESC, expires_at DESC NULLS LAST
             """, logger: logger)
         var held: [HeldAppStoreSubscription] = []
-        for try await (id, environment, status) in rows.decode((String, String, String).self) {
+        for try await (id, environment, status) in rows.decode((String, StoreEnvironment, String).self) {
             held.append(HeldAppStoreSubscription(originalTransactionId: id, environment: environment, status: status))
         }
         return held

@@ -40,10 +40,10 @@ public struct NotificationCatchUpJob: JobHandler {
         let now = clock()
         for environment in environments {
             let oldest = now.addingTimeInterval(-NotificationHistoryBackfill.retention(of: environment) + 3600)
-            let checkpoint = try await checkpoints.readUntil(environment: environment.rawValue) ?? now.addingTimeInterval(-Self.firstWindow)
+            let checkpoint = try await checkpoints.readUntil(environment: environment) ?? now.addingTimeInterval(-Self.firstWindow)
             let start = max(checkpoint.addingTimeInterval(-Self.overlap), oldest)
             _ = try await backfill.run(NotificationHistoryQuery(startDate: start, endDate: now, onlyFailures: true, environment: environment))
-            try await checkpoints.advance(environment: environment.rawValue, to: now)
+            try await checkpoints.advance(environment: environment, to: now)
         }
     }
 }

@@ -221,7 +221,7 @@ public struct StorekeeperComponents: Sendable {
         dependencies.admin.adjustments = CreditAdjustments(client: client, credits: credits, events: events, cache: statusCache, logger: logger)
         dependencies.admin.analytics = AnalyticsCharts(
             client: client, rates: configuration.currencyRates, catalogue: configuration.catalogue, logger: logger)
-        dependencies.admin.analyticsEnvironment = configuration.environments.contains(.production) ? "production" : "sandbox"
+        dependencies.admin.analyticsEnvironment = configuration.environments.contains(.production) ? .production : .sandbox
         dependencies.intake.stripe = configuration.stripe.flatMap { settings in
             settings.webhookSecrets.isEmpty
                 ? nil

@@ -57,7 +57,10 @@ struct AccountErasureTests {
                     uri: "/admin/accounts/\(id)/grants", method: .post, headers: Self.admin,
                     body: ByteBuffer(string: #"{"tier": "max", "duration": "P7D", "reason": "Jane Doe wrote in about the outage"}"#))
                 #expect(granted.status == .created)
-                let unknownStatus = try await client.getWithKey("/v1/accounts/never-seen-account/status").json
+                let unknownAnswer = try await client.getWithKey("/v1/accounts/never-seen-account/status")
+                // The whole answer is compared below, every member the server sends included: kept raw on purpose.
+                let unknownStatus = unknownAnswer.json
+                // The figures are compared whole below (every member included): read raw on purpose.
                 let mrrBefore = try await client.execute(uri: "/admin/analytics/mrr?environment=sandbox", method: .get, headers: Self.admin).json[
                     "series"]
                 #expect(try await Self.tablesHolding(id, harness: harness).contains("subscriptions"))
@@ -79,9 +82,9 @@ struct AccountErasureTests {
 
                 let erased = try await erase(#"{"confirm": "\#(id)"}"#)
                 #expect(erased.status == .ok, "\(String(buffer: erased.body))")
-                let pseudonym = try #require(erased.json["pseudonym"] as? String)
+                let pseudonym = try #require(try erased.answer(ErasureAnswer.self).pseudonym)
                 #expect(UUID(uuidString: pseudonym) != nil && pseudonym != id)
-                #expect(erased.json["alreadyErased"] as? Bool == false)
+                #expect(try erased.answer(ErasureAnswer.self).alreadyErased == false)
 
                 // No table names the account, or holds what was said about the customer — the audit log included.
                 let holding = try await Self.tablesHolding(id, harness: harness)
@@ -121,17 +124,17 @@ struct AccountErasureTests {
                     String(decoding: try JSONSerialization.data(withJSONObject: object, options: .sortedKeys), as: UTF8.self)
                 }
                 #expect(try sorted(status) == sorted(unknown))
-                let search = try await client.execute(uri: "/admin/search?q=\(id)", method: .get, headers: Self.admin).json
-                #expect((search["matches"] as? [Any])?.isEmpty == true)
-                #expect(try await client.getWithKey("/v1/accounts/\(pseudonym)/status").json["state"] as? String == "subscribed")
+                let search = try await client.execute(uri: "/admin/search?q=\(id)", method: .get, headers: Self.admin).answer(SearchAnswer.self)
+                #expect(search.matches.isEmpty == true)
+                #expect(try await client.getWithKey("/v1/accounts/\(pseudonym)/status").answer(StatusAnswer.self).state == "subscribed")
                 let mrrAfter = try await client.execute(uri: "/admin/analytics/mrr?environment=sandbox", method: .get, headers: Self.admin).json[
                     "series"]
                 #expect(NSArray(array: mrrBefore as? [Any] ?? []).isEqual(to: mrrAfter as? [Any] ?? []), "the figures do not change")
 
                 // Twice: harmless, answered, not logged again.
                 let again = try await erase(#"{"confirm": "\#(id)"}"#)
-                #expect(again.status == .ok && again.json["alreadyErased"] as? Bool == true)
-                #expect(again.json["pseudonym"] is NSNull, "a repeat does not tell the pseudonym again")
+                #expect(try again.status == .ok && again.answer(ErasureAnswer.self).alreadyErased == true)
+                #expect(try again.answer(ErasureAnswer.self).pseudonym == nil, "a repeat does not tell the pseudonym again")
                 #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'account.erase'") == 1)
 
                 // Apple keeps signing the old id on renewals: they are filed under the pseudonym, the notification's stored
@@ -139,9 +142,11 @@ struct AccountErasureTests {
                 let renewal = try await flow.send(.renew)
                 #expect(renewal.transaction?.appAccountToken == id)
                 #expect(try await harness.count("SELECT count(*) FROM subscriptions WHERE account_id = '\(pseudonym)'") == 1)
-                #expect(try await client.getWithKey("/v1/accounts/\(id)/status").json["state"] as? String == unknown["state"] as? String)
-                let periods = try await client.getWithKey("/v1/subscriptions/\(flow.originalTransactionId)").json
-                #expect(periods["accountId"] as? String == pseudonym)
+                #expect(
+                    try await client.getWithKey("/v1/accounts/\(id)/status").answer(StatusAnswer.self).state
+                        == unknownAnswer.answer(StatusAnswer.self).state)
+                let periods = try await client.getWithKey("/v1/subscriptions/\(flow.originalTransactionId)").answer(SubscriptionDetailAnswer.self)
+                #expect(periods.accountId == pseudonym)
                 let afterRenewal = try await Self.tablesHolding(id, harness: harness) + Self.tablesHolding(id.uppercased(), harness: harness)
                 #expect(Set(afterRenewal).isSubset(of: ["job_history"]), "\(afterRenewal)")
 
@@ -184,10 +189,11 @@ struct AccountErasureTests {
                 try await world.harness.count("SELECT count(*) FROM stripe_objects WHERE body ? 'customer_details' OR body ? 'customer_email'") == 0)
             let after = try await world.http.execute(
                 uri: "/admin/analytics/revenue?from=2026-01-01&to=2026-01-02&environment=sandbox", method: .get, headers: Self.admin)
+            // The series are compared whole, every member the server sends included: read raw on purpose.
             #expect(revenue.json["series"] as? NSArray == after.json["series"] as? NSArray)
             // The web sale is in the figures (79.99 USD on January 2nd), before the erasure and after it.
-            let gross = (revenue.json["series"] as? [[String: Any]])?.first { $0["name"] as? String == "gross" && $0["currency"] as? String == "USD" }
-            #expect((gross?["points"] as? [[String: Any]])?.compactMap { ($0["value"] as? NSNumber)?.intValue } == [0, 79990], "\(revenue.json)")
+            let gross = try revenue.answer(AnalyticsChartAnswer.self).series.first { $0.name == "gross" && $0.currency == "USD" }
+            #expect(gross?.points.compactMap { $0.value.map { Int($0) } } == [0, 79990], "\(String(buffer: revenue.body))")
         }
     }
 

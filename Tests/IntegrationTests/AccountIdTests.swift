@@ -21,12 +21,13 @@ struct AccountIdTests {
                 let subscribed = SimulatedEvent.scenario(.subscribe, subscription: subscription, at: clock)
                 #expect(try await client.postNotification(try harness.signer.requestBody(for: subscribed)).status == .ok)
                 try await Self.waitApplied(harness, 1)
-                var status = try await client.getWithKey("/v1/accounts/12345/status").json
-                #expect(status["state"] as? String == "subscribed")
-                let detail = try await client.getWithKey("/v1/subscriptions/\(subscription.originalTransactionId)").json
-                #expect(detail["accountId"] as? String == "12345")
+                var status = try await client.getWithKey("/v1/accounts/12345/status").answer(StatusAnswer.self)
+                #expect(status.state == "subscribed")
+                let detail = try await client.getWithKey("/v1/subscriptions/\(subscription.originalTransactionId)").answer(
+                    SubscriptionDetailAnswer.self)
+                #expect(detail.accountId == "12345")
                 #expect(
-                    try await client.getWithKey("/v1/accounts/\(first)/status").json["state"] as? String != "subscribed",
+                    try await client.getWithKey("/v1/accounts/\(first)/status").answer(StatusAnswer.self).state != "subscribed",
                     "the token is an order number, not an account")
 
                 // The same Apple ID buys again for another of the app's accounts: the subscription follows the purchase.
@@ -41,8 +42,8 @@ struct AccountIdTests {
                 resubscribed.subtype = "RESUBSCRIBE"
                 #expect(try await client.postNotification(try harness.signer.requestBody(for: resubscribed)).status == .ok)
                 try await Self.waitApplied(harness, 3)
-                #expect(try await client.getWithKey("/v1/accounts/user-67890/status").json["state"] as? String == "subscribed")
-                #expect(try await client.getWithKey("/v1/accounts/12345/status").json["hadSubscription"] as? Bool == false)
+                #expect(try await client.getWithKey("/v1/accounts/user-67890/status").answer(StatusAnswer.self).state == "subscribed")
+                #expect(try await client.getWithKey("/v1/accounts/12345/status").answer(StatusAnswer.self).hadSubscription == false)
                 #expect(
                     try await harness.count(
                         "SELECT count(*) FROM account_transfers WHERE from_account = '12345' AND to_account = 'user-67890'") == 1)
@@ -58,8 +59,8 @@ struct AccountIdTests {
                     transaction: consumable, renewalInfo: nil)
                 #expect(try await client.postNotification(try harness.signer.requestBody(for: charge)).status == .ok)
                 try await Self.waitApplied(harness, 4)
-                status = try await client.getWithKey("/v1/accounts/12345/status").json
-                #expect((status["credits"] as? [String: [String: Any]])?["ai_requests"]?["topUp"] as? Int == 100)
+                status = try await client.getWithKey("/v1/accounts/12345/status").answer(StatusAnswer.self)
+                #expect(status.credits["ai_requests"]?.topUp == 100)
             }
         }
     }
@@ -72,8 +73,8 @@ struct AccountIdTests {
                 let event = SimulatedEvent.scenario(.subscribe, subscription: subscription, at: Date().addingTimeInterval(-60))
                 let claim = try await client.postTransaction(try harness.signer.signer.sign(event.transaction!), account: "ada@example.com")
                 #expect(claim.status == .ok)
-                #expect(claim.json["state"] as? String == "subscribed")
-                #expect(try await client.getWithKey("/v1/accounts/ada@example.com/status").json["state"] as? String == "subscribed")
+                #expect(try claim.answer(StatusAnswer.self).state == "subscribed")
+                #expect(try await client.getWithKey("/v1/accounts/ada@example.com/status").answer(StatusAnswer.self).state == "subscribed")
 
                 for bad in [String(repeating: "x", count: 129), "bad%01id", "%00"] {
                     let response = try await client.getWithKey("/v1/accounts/\(bad)/status")
@@ -114,8 +115,9 @@ struct AccountIdTests {
             uri: "/v1/accounts/\(account)/purchase-intents", method: .post,
             headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)"])
         #expect(response.status == .created)
-        #expect(response.json["accountId"] as? String == account)
-        return try #require((response.json["appAccountToken"] as? String).flatMap(UUID.init(uuidString:)))
+        let intent = try response.answer(PurchaseIntentAnswer.self)
+        #expect(intent.accountId == account)
+        return try #require(UUID(uuidString: intent.appAccountToken))
     }
 
     static func waitApplied(_ harness: StorekeeperHarness, _ count: Int) async throws {

@@ -33,14 +33,12 @@ struct Apple2026LifecycleTests {
             commitmentRenewalDate: commitmentEnds, commitmentRenewalPrice: 9_490)
     }
 
-    static func events(_ client: some TestClientProtocol, _ types: String, account: UUID, atLeast count: Int) async throws -> [[String: Any]] {
-        var found: [[String: Any]] = []
+    static func events(_ client: some TestClientProtocol, _ types: String, account: UUID, atLeast count: Int) async throws -> [EventAnswer] {
+        var found: [EventAnswer] = []
         // The feed hands out an event once every older transaction ended, cluster-wide: poll.
         try await eventually("\(count) \(types) event(s)") {
             let feed = try await client.withKey(.get, "/v1/events?types=\(types)&limit=100", "")
-            found = (feed.json["events"] as? [[String: Any]] ?? []).filter {
-                ($0["data"] as? [String: Any])?["accountId"] as? String == account.uuidString.lowercased()
-            }
+            found = try feed.answer(EventFeedPageAnswer.self).events.filter { $0.data.accountId == account.uuidString.lowercased() }
             return found.count >= count
         }
         return found
@@ -53,13 +51,13 @@ struct Apple2026LifecycleTests {
                 let account = UUID()
                 var flow = LifecycleFlow(harness: harness, client: client, account: account)
                 try await flow.send(.subscribe) { Self.commitment(&$0, month: 1, renews: true) }
-                var subscription = try await flow.status()["subscription"] as? [String: Any] ?? [:]
-                #expect(subscription["billingPlan"] as? String == "monthly")
-                var commitment = subscription["commitment"] as? [String: Any] ?? [:]
-                #expect(commitment["period"] as? Int == 1 && commitment["of"] as? Int == 12, "\(commitment)")
-                #expect(commitment["endsAt"] as? String == "2027-01-01T00:00:00Z")
-                #expect(commitment["renewsTo"] as? String == "pro.annual" && commitment["priceAfter"] as? Int == 9_490)
-                #expect(subscription["winBackOfferIds"] as? [String] == [])
+                var subscription = try #require(try await flow.statusAnswer().subscription)
+                #expect(subscription.billingPlan == "monthly")
+                var commitment = try #require(subscription.commitment)
+                #expect(commitment.period == 1 && commitment.of == 12, "\(commitment)")
+                #expect(commitment.endsAt == "2027-01-01T00:00:00Z")
+                #expect(commitment.renewsTo == "pro.annual" && commitment.priceAfter == 9_490)
+                #expect(subscription.winBackOfferIds == [])
 
                 // The customer turns the commitment's renewal off: Apple keeps `autoRenewStatus` 1, the months still bill.
                 try await flow.send(.cancel) { event in
@@ -67,19 +65,19 @@ struct Apple2026LifecycleTests {
                     event.renewalInfo?.autoRenewStatus = 1
                     event.renewalInfo?.expirationIntent = nil
                 }
-                subscription = try await flow.status()["subscription"] as? [String: Any] ?? [:]
-                commitment = subscription["commitment"] as? [String: Any] ?? [:]
-                #expect(subscription["willRenew"] as? Bool == true, "the next month still bills")
-                #expect(commitment["renewsTo"] is NSNull && commitment["priceAfter"] is NSNull, "\(commitment)")
+                subscription = try #require(try await flow.statusAnswer().subscription)
+                commitment = try #require(subscription.commitment)
+                #expect(subscription.willRenew == true, "the next month still bills")
+                #expect(commitment.renewsTo == nil && commitment.priceAfter == nil, "\(commitment)")
                 let disabled = try await Self.events(client, "subscription.renewal_disabled", account: account, atLeast: 1)
-                let change = (disabled.first?["data"] as? [String: Any])?["change"] as? [String: Any]
+                let change = disabled.first?.data.change
                 #expect(
-                    change?["expiresAt"] as? String == "2027-01-01T00:00:00Z", "access runs to the commitment's end: \(String(describing: change))")
+                    change?["expiresAt"]?.string == "2027-01-01T00:00:00Z", "access runs to the commitment's end: \(String(describing: change))")
 
                 // The next month: renewed, the month's allowance granted afresh.
                 try await flow.send(.renew) { Self.commitment(&$0, month: 2, renews: false) }
-                commitment = (try await flow.status()["subscription"] as? [String: Any])?["commitment"] as? [String: Any] ?? [:]
-                #expect(commitment["period"] as? Int == 2)
+                commitment = try #require(try await flow.statusAnswer().subscription?.commitment)
+                #expect(commitment.period == 2)
                 #expect(
                     try await harness.count(
                         "SELECT count(*) FROM credit_buckets WHERE kind = 'cycle' AND original_transaction_id = '\(flow.originalTransactionId)'") == 2
@@ -99,15 +97,16 @@ struct Apple2026LifecycleTests {
                 var flow = LifecycleFlow(harness: harness, client: client, account: account)
                 try await flow.send(.subscribe)
                 let expiry = try await flow.send(.expire) { $0.renewalInfo?.eligibleWinBackOfferIds = ["wb.half", "wb.month"] }
-                let subscription = try await flow.status()["subscription"] as? [String: Any] ?? [:]
-                #expect(subscription["status"] as? String == "expired")
-                #expect(subscription["winBackOfferIds"] as? [String] == ["wb.half", "wb.month"])
+                let subscription = try #require(try await flow.statusAnswer().subscription)
+                #expect(subscription.status == "expired")
+                #expect(subscription.winBackOfferIds == ["wb.half", "wb.month"])
                 // Apple sends the expiry again: still one event.
                 try await flow.post(expiry)
                 let events = try await Self.events(client, "subscription.win_back_eligible", account: account, atLeast: 1)
                 #expect(events.count == 1)
-                let change = (events.first?["data"] as? [String: Any])?["change"] as? [String: Any]
-                #expect(change?["offerIds"] as? [String] == ["wb.half", "wb.month"], "\(String(describing: change))")
+                // `change` is open in the contract: its members are read as the JSON they are.
+                let change = events.first?.data.change
+                #expect(change?["offerIds"]?.strings == ["wb.half", "wb.month"], "\(String(describing: change))")
                 #expect(try await harness.count("SELECT count(*) FROM events WHERE type = 'subscription.win_back_eligible'") == 1)
             }
         }
@@ -142,8 +141,8 @@ struct Apple2026LifecycleTests {
                 try await flow.send(.subscribe) { $0.transaction?.appTransactionId = "704289572311476001" }
                 try await rescind("704289572311476001")
                 let first = try await Self.events(client, "account.consent_rescinded", account: known, atLeast: 1)
-                let change = (first.first?["data"] as? [String: Any])?["change"] as? [String: Any]
-                #expect(change?["appTransactionId"] as? String == "704289572311476001")
+                let change = first.first?.data.change
+                #expect(change?["appTransactionId"]?.string == "704289572311476001")
                 let page = String(
                     buffer: try await client.execute(
                         uri: "/admin?account=\(known.uuidString.lowercased())", method: .get, headers: [.authorization: Self.basic]

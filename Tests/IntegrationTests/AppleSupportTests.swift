@@ -65,15 +65,19 @@ struct AppleSupportTests {
                     #expect(try await extend(#"{"days": 7, "reason": "service_issue_or_outage"}"#, Self.viewer).status == .forbidden)
                     let first = try await extend(#"{"days": 7, "reason": "service_issue_or_outage", "requestIdentifier": "outage-1"}"#)
                     #expect(first.status == .ok, "\(String(buffer: first.body))")
-                    #expect(first.json["success"] as? Bool == true)
-                    #expect(first.json["subscription"] as? String == flow.originalTransactionId)
+                    #expect(try first.answer(ExtensionRequestAnswer.self).success == true)
+                    #expect(try first.answer(ExtensionRequestAnswer.self).subscription == flow.originalTransactionId)
                     // Apple's effectiveDate: the old expiry plus seven days.
                     #expect(
-                        first.json["effectiveDate"] as? String
+                        try first.answer(ExtensionRequestAnswer.self).effectiveDate
                             == Date(timeIntervalSince1970: Double(expires + 7 * Self.day) / 1000).formatted(.iso8601))
-                    #expect(first.json["reasonCode"] as? Int == 3 && first.json["requestedBy"] as? String == "sam")
+                    #expect(
+                        try first.answer(ExtensionRequestAnswer.self).reasonCode == 3
+                            && first.answer(ExtensionRequestAnswer.self).requestedBy == "sam")
                     let again = try await extend(#"{"days": 7, "reason": "service_issue_or_outage", "requestIdentifier": "outage-1"}"#)
-                    #expect(again.status == .ok && again.json["effectiveDate"] as? String == first.json["effectiveDate"] as? String)
+                    #expect(
+                        try again.status == .ok
+                            && again.answer(ExtensionRequestAnswer.self).effectiveDate == first.answer(ExtensionRequestAnswer.self).effectiveDate)
                     #expect(puts() == 1, "the same request identifier asks Apple once")
                     for (bad, why) in [
                         (#"{"days": 91, "reason": "other"}"#, "days"), (#"{"days": 0, "reason": "other"}"#, "days"),
@@ -94,7 +98,7 @@ struct AppleSupportTests {
                             notificationType: "RENEWAL_EXTENDED", subtype: nil, status: 1, signedDate: extended.signedDate!, transaction: extended,
                             renewalInfo: nil))
                     try await eventually("RENEWAL_EXTENDED to move the expiry") {
-                        try await flow.detail()["expiresAt"] as? String
+                        try await flow.detailAnswer().expiresAt
                             == Date(timeIntervalSince1970: Double(expires + 7 * Self.day) / 1000).formatted(.iso8601)
                     }
 
@@ -107,18 +111,18 @@ struct AppleSupportTests {
                     #expect(form.status == .seeOther)
                     #expect(form.headers[.location]?.removingPercentEncoding?.contains("Apple extended") == true, "\(form.headers[.location] ?? "")")
                     let third = try await extend(#"{"days": 1, "reason": "other", "requestIdentifier": "outage-3"}"#)
-                    #expect(third.status == .unprocessableContent && third.json["error"] as? String == "apple_refused")
-                    #expect((third.json["message"] as? String)?.contains("4030005") == true, "\(third.json)")
+                    #expect(try third.status == .unprocessableContent && third.answer(ErrorAnswer.self).error == "apple_refused")
+                    #expect(try third.answer(ErrorAnswer.self).message.contains("4030005") == true, "\(String(buffer: third.body))")
 
                     let page = String(
                         buffer: try await client.execute(uri: "/admin?account=\(id)", method: .get, headers: [.authorization: basic]).body)
                     #expect(page.contains("RENEWAL_EXTENDED"), "the timeline shows Apple's notification")
                     #expect(page.contains("outage") == false || page.contains("extended"), "the App Store section lists the requests")
                     #expect(page.contains("Extend renewal date"))
-                    let listed = try await client.execute(uri: "/admin/accounts/\(id)/extensions", method: .get, headers: Self.viewer).json
-                    let records = try #require(listed["extensions"] as? [[String: Any]])
-                    #expect(Set(records.compactMap { $0["requestIdentifier"] as? String }) == ["outage-1", "form-1", "outage-3"])
-                    #expect(records.first { $0["requestIdentifier"] as? String == "outage-3" }?["error"] as? String != nil)
+                    let records = try await client.execute(uri: "/admin/accounts/\(id)/extensions", method: .get, headers: Self.viewer)
+                        .answer(ExtensionRequestListAnswer.self).extensions
+                    #expect(Set(records.map(\.requestIdentifier)) == ["outage-1", "form-1", "outage-3"])
+                    #expect(records.first { $0.requestIdentifier == "outage-3" }?.error != nil)
                     #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'renewal.extend'") == 2)
 
                     // A subscription in its free trial is not eligible (Apple's 4030004).
@@ -128,7 +132,9 @@ struct AppleSupportTests {
                         uri: "/admin/accounts/\(trialFlow.subscription.accountId!.uuidString.lowercased())/extensions", method: .post,
                         headers: Self.support,
                         body: ByteBuffer(string: #"{"days": 5, "reason": "other"}"#))
-                    #expect(trial.status == .unprocessableContent && (trial.json["message"] as? String)?.contains("4030004") == true, "\(trial.json)")
+                    #expect(
+                        try trial.status == .unprocessableContent && trial.answer(ErrorAnswer.self).message.contains("4030004") == true,
+                        "\(String(buffer: trial.body))")
                 }
             }
         }
@@ -152,16 +158,18 @@ struct AppleSupportTests {
                         state.orders["MK5TTTVWJH"] = [bought.transactionId]
                         state.extraTransactions.append(refunded)
                     }
-                    let found = try await client.execute(uri: "/admin/search?q=MK5TTTVWJH", method: .get, headers: Self.viewer).json
-                    #expect((found["matches"] as? [[String: Any]])?.map { $0["accountId"] as? String } == [account.uuidString.lowercased()])
-                    #expect((found["matches"] as? [[String: Any]])?.first?["matchedBy"] as? String == "order_id")
-                    #expect((found["orderLookup"] as? [String: Any])?["status"] as? String == "found")
-                    let unknown = try await client.execute(uri: "/admin/search?q=ZZZZ999999", method: .get, headers: Self.viewer).json
-                    #expect((unknown["orderLookup"] as? [String: Any])?["status"] as? String == "invalid_order")
-                    #expect((unknown["matches"] as? [Any])?.isEmpty == true)
+                    let found = try await client.execute(uri: "/admin/search?q=MK5TTTVWJH", method: .get, headers: Self.viewer)
+                        .answer(SearchAnswer.self)
+                    #expect(found.matches.map(\.accountId) == [account.uuidString.lowercased()])
+                    #expect(found.matches.first?.matchedBy == "order_id")
+                    #expect(found.orderLookup?.status == "found")
+                    let unknown = try await client.execute(uri: "/admin/search?q=ZZZZ999999", method: .get, headers: Self.viewer)
+                        .answer(SearchAnswer.self)
+                    #expect(unknown.orderLookup?.status == "invalid_order")
+                    #expect(unknown.matches.isEmpty == true)
                     let local = try await client.execute(uri: "/admin/search?q=\(flow.originalTransactionId)", method: .get, headers: Self.viewer)
-                        .json
-                    #expect(local["orderLookup"] is NSNull, "an id found here is not asked of Apple")
+                        .answer(SearchAnswer.self)
+                    #expect(local.orderLookup == nil, "an id found here is not asked of Apple")
                     #expect(apple.server.requests.filter { $0.hasPrefix("GET /inApps/v1/lookup/") }.count == 2)
 
                     let basic = "Basic " + Data("vera:viewer-key-apple-0001".utf8).base64EncodedString()
@@ -172,9 +180,9 @@ struct AppleSupportTests {
                     let refunds = try await client.execute(
                         uri: "/admin/accounts/\(account.uuidString.lowercased())/apple-refunds", method: .get, headers: [.authorization: basic])
                     #expect(refunds.status == .ok, "\(String(buffer: refunds.body))")
-                    let listed = try #require(refunds.json["refunds"] as? [[String: Any]])
-                    #expect(listed.map { $0["transactionId"] as? String } == [refunded.transactionId])
-                    #expect(listed.first?["revocationReason"] as? Int == 1 && listed.first?["price"] as? Int == 9990)
+                    let listed = try refunds.answer(AppleRefundsAnswer.self).refunds
+                    #expect(listed.map(\.transactionId) == [refunded.transactionId])
+                    #expect(listed.first?.revocationReason == 1 && listed.first?.price == 9990)
                     let nobody = try await client.execute(
                         uri: "/admin/accounts/nobody-here/apple-refunds", method: .get, headers: [.authorization: basic])
                     #expect(nobody.status == .notFound)
@@ -183,8 +191,9 @@ struct AppleSupportTests {
             // A Sandbox-only server cannot look up order ids, and says so.
             try await apple.harness(worker: false, extra: ["STOREKEEPER_ADMIN_KEYS": Self.keys]) { harness in
                 try await harness.withHTTP { client in
-                    let answer = try await client.execute(uri: "/admin/search?q=MK5TTTVWJH", method: .get, headers: Self.viewer).json
-                    #expect((answer["orderLookup"] as? [String: Any])?["status"] as? String == "production_only")
+                    let answer = try await client.execute(uri: "/admin/search?q=MK5TTTVWJH", method: .get, headers: Self.viewer)
+                        .answer(SearchAnswer.self)
+                    #expect(answer.orderLookup?.status == "production_only")
                     let basic = "Basic " + Data("vera:viewer-key-apple-0001".utf8).base64EncodedString()
                     let page = String(buffer: try await client.execute(uri: "/admin", method: .get, headers: [.authorization: basic]).body)
                     #expect(page.contains("Production only"))
@@ -216,13 +225,13 @@ struct AppleSupportTests {
 
                     let dry = try await extendAll(String(format: body, "true"))
                     #expect(dry.status == .ok, "\(String(buffer: dry.body))")
-                    #expect(dry.json["activePaidHere"] as? Int == 2, "two paid subscribers; the trial is not counted")
-                    #expect(dry.json["request"] is NSNull && masses() == 0, "a dry run asks Apple nothing")
+                    #expect(try dry.answer(MassExtensionAnswer.self).activePaidHere == 2, "two paid subscribers; the trial is not counted")
+                    #expect(try dry.answer(MassExtensionAnswer.self).request == nil && masses() == 0, "a dry run asks Apple nothing")
 
                     let asked = try await extendAll(String(format: body, "false"))
                     #expect(asked.status == .accepted, "\(String(buffer: asked.body))")
                     #expect(masses() == 1)
-                    #expect((asked.json["request"] as? [String: Any])?["complete"] as? Bool == false)
+                    #expect(try asked.answer(MassExtensionAnswer.self).request?.complete == false)
                     #expect(try await extendAll(String(format: body, "false")).status == .conflict, "a request identifier is used once")
                     let expiries = apple.server.state.withLock { state in
                         [one, two].map { state.subscriptions[$0.originalTransactionId]?.transaction.expiresDate }
@@ -231,10 +240,12 @@ struct AppleSupportTests {
 
                     // The dashboard's status link, in a signed-in browser (Basic).
                     let viewerBasic = "Basic " + Data("vera:viewer-key-apple-0001".utf8).base64EncodedString()
-                    let polled = try await client.execute(uri: "/admin/extensions/mass-1", method: .get, headers: [.authorization: viewerBasic]).json
-                    #expect(polled["complete"] as? Bool == false)
-                    let done = try await client.execute(uri: "/admin/extensions/mass-1", method: .get, headers: Self.viewer).json
-                    #expect(done["complete"] as? Bool == true && done["succeededCount"] as? Int == 2 && done["failedCount"] as? Int == 1, "\(done)")
+                    let polled = try await client.execute(uri: "/admin/extensions/mass-1", method: .get, headers: [.authorization: viewerBasic])
+                        .answer(ExtensionRequestAnswer.self)
+                    #expect(polled.complete == false)
+                    let done = try await client.execute(uri: "/admin/extensions/mass-1", method: .get, headers: Self.viewer)
+                        .answer(ExtensionRequestAnswer.self)
+                    #expect(done.complete == true && done.succeededCount == 2 && done.failedCount == 1, "\(done)")
                     let polls = apple.server.requests.filter { $0.hasPrefix("GET /inApps/v1/subscriptions/extend/mass/") }.count
                     _ = try await client.execute(uri: "/admin/extensions/mass-1", method: .get, headers: Self.viewer)
                     #expect(
@@ -262,9 +273,10 @@ struct AppleSupportTests {
                         try JSONEncoder().encode(["signedPayload": try harness.signer.signer.sign(summary)]))
                     #expect(posted.status == .ok)
                     try await eventually("the SUMMARY notification to complete mass-2") {
-                        let list = try await client.execute(uri: "/admin/extensions", method: .get, headers: Self.viewer).json
-                        let record = (list["extensions"] as? [[String: Any]])?.first { $0["requestIdentifier"] as? String == "mass-2" }
-                        return record?["complete"] as? Bool == true && record?["succeededCount"] as? Int == 1
+                        let list = try await client.execute(uri: "/admin/extensions", method: .get, headers: Self.viewer)
+                            .answer(ExtensionRequestListAnswer.self)
+                        let record = list.extensions.first { $0.requestIdentifier == "mass-2" }
+                        return record?.complete == true && record?.succeededCount == 1
                     }
                     #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'renewal.extend-all.dry-run'") == 1)
                     #expect(try await harness.count("SELECT count(*) FROM operator_actions WHERE action = 'renewal.extend-all'") == 2)
@@ -316,7 +328,8 @@ struct AppleSupportTests {
                     }
                     let refused = try #require(limited, "40 questions to Apple in a row from one key are not all asked")
                     #expect(
-                        refused.json["error"] as? String == "rate_limited" && refused.headers[.retryAfter] != nil, "\(String(buffer: refused.body))")
+                        try refused.answer(ErrorAnswer.self).error == "rate_limited" && refused.headers[.retryAfter] != nil,
+                        "\(String(buffer: refused.body))")
                     let asked = apple.server.requests.filter { $0.contains("/refund/lookup/") }.count
                     #expect(asked <= 31, "Apple was asked \(asked) times")
                     #expect(try await client.execute(uri: "/admin/accounts/\(id)/apple-refunds", method: .get, headers: Self.support).status == .ok)
@@ -334,7 +347,8 @@ struct AppleSupportTests {
                         headers: Self.support,
                         body: ByteBuffer(string: body))
                     #expect(
-                        other.status == .conflict && other.json["error"] as? String == "request_identifier_taken", "\(String(buffer: other.body))")
+                        try other.status == .conflict && other.answer(ErrorAnswer.self).error == "request_identifier_taken",
+                        "\(String(buffer: other.body))")
                     #expect(apple.server.requests.count == before)
                 }
             }

@@ -34,22 +34,22 @@ struct ClaimTests {
             try await harness.withHTTP { client in
                 var flow = LifecycleFlow(harness: harness, client: client, account: nil)
                 try await flow.send(.subscribe)
-                #expect(try await flow.detail()["accountId"] is NSNull)
+                #expect(try await flow.detailAnswer().accountId == nil)
                 let owner = UUID()
                 let signed = try signedTransaction(harness, flow.subscription)
                 let claimed = try await client.postTransaction(signed, account: owner)
                 #expect(claimed.status == .ok)
-                #expect(claimed.json["state"] as? String == "subscribed")
-                #expect(claimed.json["accountId"] as? String == owner.uuidString.lowercased())
-                #expect(try await flow.detail()["accountId"] as? String == owner.uuidString.lowercased())
+                #expect(try claimed.answer(StatusAnswer.self).state == "subscribed")
+                #expect(try claimed.answer(StatusAnswer.self).accountId == owner.uuidString.lowercased())
+                #expect(try await flow.detailAnswer().accountId == owner.uuidString.lowercased())
                 #expect(try await client.postTransaction(signed, account: owner).status == .ok)
 
                 let other = UUID()
                 let refused = try await client.postTransaction(signed, account: other)
                 #expect(refused.status == .conflict)
-                #expect(refused.json["error"] as? String == "purchase_owned_elsewhere")
-                #expect(try await flow.detail()["accountId"] as? String == owner.uuidString.lowercased())
-                #expect(try await client.getWithKey("/v1/accounts/\(other)/status").json["state"] as? String == "free_with_credits")
+                #expect(try refused.answer(ErrorAnswer.self).error == "purchase_owned_elsewhere")
+                #expect(try await flow.detailAnswer().accountId == owner.uuidString.lowercased())
+                #expect(try await client.getWithKey("/v1/accounts/\(other)/status").answer(StatusAnswer.self).state == "free_with_credits")
                 #expect(try await harness.count("SELECT count(*) FROM account_transfers") == 0)
             }
         }
@@ -65,15 +65,15 @@ struct ClaimTests {
                 try await flow.send(.subscribe)
                 let moved = try await client.postTransaction(try signedTransaction(harness, flow.subscription), account: second)
                 #expect(moved.status == .ok)
-                #expect(moved.json["state"] as? String == "subscribed")
-                #expect(try await client.getWithKey("/v1/accounts/\(first)/status").json["state"] as? String == "free_with_credits")
+                #expect(try moved.answer(StatusAnswer.self).state == "subscribed")
+                #expect(try await client.getWithKey("/v1/accounts/\(first)/status").answer(StatusAnswer.self).state == "free_with_credits")
                 #expect(
                     try await harness.count(
                         "SELECT count(*) FROM account_transfers WHERE from_account = '\(first.uuidString.lowercased())' AND to_account = '\(second.uuidString.lowercased())'"
                     ) == 1)
                 // Apple's later notifications still carry the first account's token: the subscription stays moved.
                 try await flow.send(.renew)
-                #expect(try await flow.detail()["accountId"] as? String == second.uuidString.lowercased())
+                #expect(try await flow.detailAnswer().accountId == second.uuidString.lowercased())
             }
         }
     }
@@ -85,11 +85,11 @@ struct ClaimTests {
                 let account = UUID()
                 var flow = LifecycleFlow(harness: harness, client: client, account: account)
                 let claimed = try await client.postTransaction(try signedTransaction(harness, flow.subscription, at: flow.clock), account: account)
-                #expect(claimed.json["state"] as? String == "subscribed")
+                #expect(try claimed.answer(StatusAnswer.self).state == "subscribed")
                 try await flow.send(.cancel)
-                let status = try await flow.status()
-                #expect((status["subscription"] as? [String: Any])?["willRenew"] as? Bool == false)
-                #expect(try await flow.detail()["lastEventType"] as? String == "DID_CHANGE_RENEWAL_STATUS")
+                let status = try await flow.statusAnswer()
+                #expect(status.subscription?.willRenew == false)
+                #expect(try await flow.detailAnswer().lastEventType == "DID_CHANGE_RENEWAL_STATUS")
             }
         }
     }
@@ -117,7 +117,7 @@ struct ClaimTests {
                 for (signed, code) in [(forged, "verification_failed"), (otherApp, "verification_failed"), (consumable, "not_a_subscription")] {
                     let response = try await client.postTransaction(signed, account: account)
                     #expect(response.status == .unprocessableContent)
-                    #expect(response.json["error"] as? String == code)
+                    #expect(try response.answer(ErrorAnswer.self).error == code)
                 }
                 #expect(try await client.execute(uri: "/v1/accounts/\(account)/transactions", method: .post).status == .unauthorized)
                 let badAccount = try await client.execute(

@@ -28,13 +28,13 @@ struct ConsentRescissionLinkTests {
             // What the subscription's apply does: save its row, then link what waits for its app transaction.
             @Sendable func subscribe(_ connection: PostgresConnection) async throws -> [ConsentRescissions.Rescission] {
                 let linked = try await rescissions.link(
-                    appTransactionId: appTransactionId, environment: "Sandbox", to: account, now: Date(), on: connection)
+                    appTransactionId: appTransactionId, environment: .sandbox, to: account, now: Date(), on: connection)
                 try await store.save(subscription, on: connection)
                 return linked
             }
             @Sendable func rescind(_ connection: PostgresConnection) async throws -> ConsentRescissions.Rescission {
                 try await rescissions.record(
-                    notificationUUID: UUID().uuidString.lowercased(), appTransactionId: appTransactionId, environment: "Sandbox",
+                    notificationUUID: UUID().uuidString.lowercased(), appTransactionId: appTransactionId, environment: .sandbox,
                     rescindedAt: Date(), now: Date(), on: connection)
             }
             let firstWrote = AsyncStream<Void>.makeStream()

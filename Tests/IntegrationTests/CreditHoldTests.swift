@@ -37,16 +37,16 @@ struct CreditHoldTests {
     }
 
     static func remaining(_ client: any TestClientProtocol, _ account: String, _ meter: String) async throws -> Int64? {
-        try await credits(client, account, meter)?["remaining"].flatMap { ($0 as? NSNumber)?.int64Value }
+        try await credits(client, account, meter)?.remaining
     }
 
     static func held(_ client: any TestClientProtocol, _ account: String, _ meter: String) async throws -> Int64? {
-        try await credits(client, account, meter)?["held"].flatMap { ($0 as? NSNumber)?.int64Value }
+        try await credits(client, account, meter)?.held
     }
 
-    static func credits(_ client: any TestClientProtocol, _ account: String, _ meter: String) async throws -> [String: Any]? {
+    static func credits(_ client: any TestClientProtocol, _ account: String, _ meter: String) async throws -> MeterCreditsAnswer? {
         let status = try await client.getWithKey("/v1/accounts/\(account)/status")
-        return (status.json["credits"] as? [String: Any])?[meter] as? [String: Any]
+        return try status.answer(StatusAnswer.self).credits[meter]
     }
 
     @Test("50 parallel holds of 1 against 10 credits: exactly 10 are held, 40 are 402; a spend then finds nothing; a release gives it back")
@@ -61,7 +61,7 @@ struct CreditHoldTests {
                     for index in 0..<50 {
                         group.addTask {
                             let response = try await Self.hold(client, account, "exports", 1, key: "p\(index)")
-                            return (response.status, response.json["id"] as? String)
+                            return (response.status, response.status == .created ? try response.answer(CreditHoldAnswer.self).id : nil)
                         }
                     }
                     return try await group.reduce(into: [(HTTPResponse.Status, String?)]()) { $0.append($1) }
@@ -76,7 +76,7 @@ struct CreditHoldTests {
                 #expect(try await harness.count("SELECT count(*) FROM credit_holds WHERE state = 'held'") == 10)
                 let one = try #require(answers.compactMap(\.1).first)
                 let released = try await Self.post(client, "/v1/holds/\(one)/release", "")
-                #expect(released.status == .ok && released.json["returned"] as? Int == 1, "\(String(buffer: released.body))")
+                #expect(try released.status == .ok && released.answer(CreditHoldAnswer.self).returned == 1, "\(String(buffer: released.body))")
                 #expect(try await Self.remaining(client, account, "exports") == 1)
                 #expect(try await Self.held(client, account, "exports") == 9)
             }
@@ -94,28 +94,31 @@ struct CreditHoldTests {
                 #expect(try await Self.remaining(client, account, "ai_requests") == 15)
                 let held = try await Self.hold(client, account, "ai_requests", 8, key: "gen-1")
                 #expect(
-                    held.status == .created && held.json["remaining"] as? Int == 7 && held.json["state"] as? String == "held",
+                    try held.status == .created && held.answer(CreditHoldAnswer.self).remaining == 7
+                        && held.answer(CreditHoldAnswer.self).state == "held",
                     "\(String(buffer: held.body))")
-                let id = try #require(held.json["id"] as? String)
+                let id = try held.answer(CreditHoldAnswer.self).id
                 #expect(try await Self.remaining(client, account, "ai_requests") == 7)
                 let settled = try await Self.post(client, "/v1/holds/\(id)/settle", #"{"amount": 4}"#)
                 #expect(
-                    settled.status == .ok && settled.json["charged"] as? Int == 4 && settled.json["returned"] as? Int == 4,
+                    try settled.status == .ok && settled.answer(CreditHoldAnswer.self).charged == 4
+                        && settled.answer(CreditHoldAnswer.self).returned == 4,
                     "\(String(buffer: settled.body))")
                 #expect(try await Self.remaining(client, account, "ai_requests") == 11)
                 #expect(try await Self.held(client, account, "ai_requests") == 0)
                 let again = try await Self.post(client, "/v1/holds/\(id)/settle", #"{"amount": 4}"#)
-                #expect(again.status == .ok && again.json["charged"] as? Int == 4)
+                #expect(try again.status == .ok && again.answer(CreditHoldAnswer.self).charged == 4)
                 #expect(try await Self.post(client, "/v1/holds/\(id)/settle", #"{"amount": 5}"#).status == .conflict)
                 let late = try await Self.post(client, "/v1/holds/\(id)/release", "")
-                #expect(late.status == .conflict && late.json["error"] as? String == "hold_ended")
+                #expect(try late.status == .conflict && late.answer(ErrorAnswer.self).error == "hold_ended")
                 #expect(try await Self.remaining(client, account, "ai_requests") == 11, "nothing given back twice")
                 let read = try await client.getWithKey("/v1/holds/\(id)")
-                #expect(read.json["state"] as? String == "settled" && read.json["lapsed"] as? Int == 0)
+                #expect(try read.answer(CreditHoldAnswer.self).state == "settled" && read.answer(CreditHoldAnswer.self).lapsed == 0)
                 // By the key that took it, as the service knows it: the same hold, the same first answer.
                 let byKey = try await Self.post(client, "/v1/accounts/\(account)/holds/gen-1/settle", #"{"amount": 4}"#)
                 #expect(
-                    byKey.status == .ok && byKey.json["id"] as? String == id && byKey.json["charged"] as? Int == 4, "\(String(buffer: byKey.body))")
+                    try byKey.status == .ok && byKey.answer(CreditHoldAnswer.self).id == id && byKey.answer(CreditHoldAnswer.self).charged == 4,
+                    "\(String(buffer: byKey.body))")
                 #expect(try await Self.post(client, "/v1/accounts/\(account)/holds/gen-1/release", "").status == .conflict)
                 #expect(try await Self.post(client, "/v1/accounts/\(account)/holds/no-such-key/release", "").status == .notFound)
                 #expect(
@@ -123,8 +126,8 @@ struct CreditHoldTests {
                     "another account's key is not this hold")
                 // More than held is refused and changes nothing.
                 let other = try await Self.hold(client, account, "ai_requests", 2, key: "gen-2")
-                let over = try await Self.post(client, "/v1/holds/\(other.json["id"] as? String ?? "")/settle", #"{"amount": 3}"#)
-                #expect(over.status == .unprocessableContent && over.json["error"] as? String == "amount_over_hold")
+                let over = try await Self.post(client, "/v1/holds/\(try other.answer(CreditHoldAnswer.self).id)/settle", #"{"amount": 3}"#)
+                #expect(try over.status == .unprocessableContent && over.answer(ErrorAnswer.self).error == "amount_over_hold")
                 #expect(try await Self.remaining(client, account, "ai_requests") == 9)
                 // Analytics count what was charged, as usage.
                 #expect(try await harness.count("SELECT coalesce(sum(-delta), 0)::int FROM credit_ledger WHERE reason = 'usage'") == 4)
@@ -147,10 +150,12 @@ struct CreditHoldTests {
                 let account = "keyed-\(UUID().uuidString.prefix(8).lowercased())"
                 let first = try await Self.hold(client, account, "ai_requests", 2, key: "k")
                 let second = try await Self.hold(client, account, "ai_requests", 2, key: "k")
-                #expect(first.status == .created && second.status == .created && first.json["id"] as? String == second.json["id"] as? String)
+                #expect(
+                    try first.status == .created && second.status == .created
+                        && first.answer(CreditHoldAnswer.self).id == second.answer(CreditHoldAnswer.self).id)
                 #expect(try await Self.hold(client, account, "ai_requests", 3, key: "k").status == .unprocessableContent)
                 let short = try await Self.hold(client, account, "ai_requests", 4, key: "big")
-                #expect(short.status.code == 402 && short.json["error"] as? String == "insufficient_credits")
+                #expect(try short.status.code == 402 && short.answer(ErrorAnswer.self).error == "insufficient_credits")
                 #expect(try await Self.remaining(client, account, "ai_requests") == 3)
                 for (body, code) in [
                     (#"{"meter": "nope", "amount": 1, "idempotencyKey": "x"}"#, "unknown_meter"),
@@ -162,7 +167,9 @@ struct CreditHoldTests {
                     ("[]", "bad_request"),
                 ] {
                     let response = try await Self.post(client, "/v1/accounts/\(account)/holds", body)
-                    #expect(response.status == .badRequest && response.json["error"] as? String == code, "\(body): \(String(buffer: response.body))")
+                    #expect(
+                        try response.status == .badRequest && response.answer(ErrorAnswer.self).error == code,
+                        "\(body): \(String(buffer: response.body))")
                 }
                 #expect(try await client.getWithKey("/v1/holds/\(UUID().uuidString)").status == .notFound)
                 #expect(try await Self.post(client, "/v1/holds/\(UUID().uuidString)/release", "").status == .notFound)
@@ -178,14 +185,14 @@ struct CreditHoldTests {
             try await harness.withHTTP { client in
                 let account = "expiring-\(UUID().uuidString.prefix(8).lowercased())"
                 let held = try await Self.hold(client, account, "ai_requests", 3, key: "e", expiresIn: 1)
-                let id = try #require(held.json["id"] as? String)
+                let id = try held.answer(CreditHoldAnswer.self).id
                 #expect(try await Self.remaining(client, account, "ai_requests") == 2)
                 try await eventually("the hold to expire") {
-                    try await client.getWithKey("/v1/holds/\(id)").json["state"] as? String == "expired"
+                    try await client.getWithKey("/v1/holds/\(id)").answer(CreditHoldAnswer.self).state == "expired"
                 }
                 #expect(try await Self.remaining(client, account, "ai_requests") == 5)
                 let late = try await Self.post(client, "/v1/holds/\(id)/settle", #"{"amount": 3}"#)
-                #expect(late.status == .conflict && late.json["error"] as? String == "hold_ended")
+                #expect(try late.status == .conflict && late.answer(ErrorAnswer.self).error == "hold_ended")
                 #expect(try await Self.remaining(client, account, "ai_requests") == 5)
             }
         }
@@ -199,14 +206,16 @@ struct CreditHoldTests {
                 let account = "lapsing-\(UUID().uuidString.prefix(8).lowercased())"
                 try await Self.topUp(client, account, "ai_requests", 2)
                 let held = try await Self.hold(client, account, "ai_requests", 6, key: "d", expiresIn: 86_400)
-                let id = try #require(held.json["id"] as? String)
+                let id = try held.answer(CreditHoldAnswer.self).id
                 #expect(try await Self.remaining(client, account, "ai_requests") == 1)
                 // Just past the next UTC midnight, where the day's quota ends, well before the hold's expiry.
                 let nextDay = (Date().timeIntervalSince1970 / 86_400).rounded(.down) * 86_400 + 86_400 + 60
                 clock.set(Date(timeIntervalSince1970: nextDay))
                 let released = try await Self.post(client, "/v1/holds/\(id)/release", "")
                 #expect(released.status == .ok, "\(String(buffer: released.body))")
-                #expect(released.json["lapsed"] as? Int == 5 && released.json["returned"] as? Int == 1, "\(String(buffer: released.body))")
+                #expect(
+                    try released.answer(CreditHoldAnswer.self).lapsed == 5 && released.answer(CreditHoldAnswer.self).returned == 1,
+                    "\(String(buffer: released.body))")
                 #expect(try await Self.remaining(client, account, "ai_requests") == 7, "the new day's 5 and both top-up credits")
             }
         }
@@ -221,14 +230,14 @@ struct CreditHoldTests {
                     client, "/admin/accounts/\(account)/grants", #"{"tier": "pro", "duration": "P7D", "reason": "test"}"#, headers: Self.admin)
                 #expect(grant.status == .created, "\(String(buffer: grant.body))")
                 let held = try await Self.hold(client, account, "exports", 1_000_000_000, key: "u")
-                #expect(held.status == .created && held.json["remaining"] as? NSNumber == nil, "\(String(buffer: held.body))")
+                #expect(try held.status == .created && held.answer(CreditHoldAnswer.self).remaining == nil, "\(String(buffer: held.body))")
                 let second = try await Self.hold(client, account, "exports", 1_000_000_000, key: "u2")
                 #expect(second.status == .created, "a second hold of the most one may hold: the status still answers")
                 #expect(try await Self.held(client, account, "exports") == 2_000_000_000)
-                let id = try #require(held.json["id"] as? String)
+                let id = try held.answer(CreditHoldAnswer.self).id
                 for _ in 0..<2 {
                     let settled = try await Self.post(client, "/v1/holds/\(id)/settle", #"{"amount": 3}"#)
-                    #expect(settled.status == .ok && settled.json["charged"] as? Int == 3, "\(String(buffer: settled.body))")
+                    #expect(try settled.status == .ok && settled.answer(CreditHoldAnswer.self).charged == 3, "\(String(buffer: settled.body))")
                 }
                 #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'hold%'") == 0)
             }
@@ -242,7 +251,7 @@ struct CreditHoldTests {
                 let account = "erased-holder-\(UUID().uuidString.prefix(8).lowercased())"
                 try await Self.topUp(client, account, "exports", 7)
                 let held = try await Self.hold(client, account, "exports", 6, key: "e")
-                let id = try #require(held.json["id"] as? String)
+                let id = try held.answer(CreditHoldAnswer.self).id
                 let erased = try await Self.post(client, "/admin/accounts/\(account)/erase", #"{"confirm": "\#(account)"}"#, headers: Self.admin)
                 #expect(erased.status == .ok, "\(String(buffer: erased.body))")
                 #expect(
@@ -250,7 +259,8 @@ struct CreditHoldTests {
                     "the debits name the account")
                 let released = try await Self.post(client, "/v1/holds/\(id)/release", "")
                 #expect(
-                    released.status == .ok && released.json["returned"] as? Int == 6 && released.json["lapsed"] as? Int == 0,
+                    try released.status == .ok && released.answer(CreditHoldAnswer.self).returned == 6
+                        && released.answer(CreditHoldAnswer.self).lapsed == 0,
                     "\(String(buffer: released.body))")
             }
         }

@@ -19,8 +19,8 @@ extension TestClientProtocol {
 
 extension LifecycleFlow {
     /// The `credits` entry of one meter in the account's status.
-    func credits(_ meter: String = "ai_requests") async throws -> [String: Any] {
-        try await (status()["credits"] as? [String: Any])?[meter] as? [String: Any] ?? [:]
+    func credits(_ meter: String = "ai_requests") async throws -> MeterCreditsAnswer {
+        try #require(try await statusAnswer().credits[meter])
     }
 }
 
@@ -38,32 +38,32 @@ struct CreditTests {
                 $0.transaction?.offerDiscountType = "FREE_TRIAL"
             }
             clock.now = flow.clock.addingTimeInterval(1)
-            #expect(try await flow.credits()["cycle"] as? Int == 100)
-            #expect(try await flow.status()["state"] as? String == "trial")
-            #expect(try await flow.status()["tier"] as? String == "pro")
+            #expect(try await flow.credits().cycle == 100)
+            #expect(try await flow.statusAnswer().state == "trial")
+            #expect(try await flow.statusAnswer().tier == "pro")
             try await flow.send(.renew)
             clock.now = flow.period!.start.addingTimeInterval(60)
             var credits = try await flow.credits()
-            #expect(credits["cycle"] as? Int == 1000)
-            #expect(credits["resetsAt"] as? String == flow.period!.end.formatted(.iso8601))
-            #expect((try await flow.credits("exports"))["unlimited"] as? Bool == true)
-            #expect((try await flow.credits("exports"))["remaining"] is NSNull)
+            #expect(credits.cycle == 1000)
+            #expect(credits.resetsAt == flow.period!.end.formatted(.iso8601))
+            #expect((try await flow.credits("exports")).unlimited == true)
+            #expect((try await flow.credits("exports")).remaining == nil)
 
-            #expect(try await client.spend(flow.subscription.accountId!, amount: 300).json["remaining"] as? Int == 700)
-            #expect(try await flow.credits()["cycle"] as? Int == 700)
+            #expect(try await client.spend(flow.subscription.accountId!, amount: 300).answer(UsageAnswer.self).remaining == 700)
+            #expect(try await flow.credits().cycle == 700)
             try await flow.send(.renew)
-            #expect(try await flow.credits()["cycle"] as? Int == 700, "a renewal reported early does not reset early")
+            #expect(try await flow.credits().cycle == 700, "a renewal reported early does not reset early")
             clock.now = flow.period!.start.addingTimeInterval(60)
-            #expect(try await flow.credits()["cycle"] as? Int == 1000)
+            #expect(try await flow.credits().cycle == 1000)
 
             let topUp = try await client.postTransaction(try Self.consumable(harness, "credits.100"), account: flow.subscription.accountId!)
             #expect(topUp.status == .ok)
             // No EXPIRED needed: past the period's end the cycle credits are gone by the clock.
             clock.now = flow.period!.end.addingTimeInterval(86_400)
             credits = try await flow.credits()
-            #expect(credits["topUp"] as? Int == 100)
-            #expect(credits["cycle"] is NSNull)
-            #expect(try await flow.status()["tier"] as? String == "free")
+            #expect(credits.topUp == 100)
+            #expect(credits.cycle == nil)
+            #expect(try await flow.statusAnswer().tier == "free")
         }
     }
 
@@ -82,10 +82,10 @@ struct CreditTests {
                 allowance: 3000, newPrice: 19990, oldPrice: 9990,
                 remaining: Int64((old.end.timeIntervalSince(at) * 1000).rounded()), cycle: Int64((old.duration * 1000).rounded()))
             let credits = try await flow.credits()
-            #expect(credits["topUp"] as? Int == 750)
-            #expect(credits["cycle"] as? Int == Int(expected))
-            #expect(credits["remaining"] as? Int == Int(expected) + 750)
-            #expect(try await flow.status()["tier"] as? String == "max")
+            #expect(credits.topUp == 750)
+            #expect(credits.cycle == expected)
+            #expect(credits.remaining == expected + 750)
+            #expect(try await flow.statusAnswer().tier == "max")
         }
     }
 
@@ -98,7 +98,7 @@ struct CreditTests {
             clock.now = flow.clock.addingTimeInterval(1)
             #expect(try await client.spend(flow.subscription.accountId!, amount: 100).status == .ok)
             try await flow.send(.refund)
-            #expect(try await flow.credits()["cycle"] is NSNull)
+            #expect(try await flow.credits().cycle == nil)
             #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'refund:%' AND delta = -900") == 1)
             try await flow.send(.refund) {
                 $0.notificationType = "REFUND_REVERSED"
@@ -107,7 +107,7 @@ struct CreditTests {
                 $0.transaction?.revocationType = nil
                 $0.renewalInfo?.autoRenewStatus = 1
             }
-            #expect(try await flow.credits()["cycle"] as? Int == 900)
+            #expect(try await flow.credits().cycle == 900)
 
             try await flow.send(.renew)
             clock.now = flow.period!.start.addingTimeInterval(60)
@@ -121,8 +121,8 @@ struct CreditTests {
             earlier.transaction?.revocationPercentage = 33_333
             try await flow.post(earlier)
             // ceil(1000 × 33.333 %) = 334 of the earlier grant, taken from the current cycle.
-            #expect(try await flow.credits()["cycle"] as? Int == 1000 - 334)
-            #expect(try await flow.status()["state"] as? String == "subscribed")
+            #expect(try await flow.credits().cycle == 1000 - 334)
+            #expect(try await flow.statusAnswer().state == "subscribed")
         }
     }
 
@@ -143,7 +143,7 @@ struct CreditTests {
                 try await flow.post(charge)
                 try await flow.post(charge)
                 #expect(try await client.postTransaction(try harness.signer.signer.sign(transaction), account: account).status == .ok)
-                #expect(try await flow.credits()["topUp"] as? Int == 100)
+                #expect(try await flow.credits().topUp == 100)
                 #expect(try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'topped_up'") == 2)
 
                 var refund = charge
@@ -151,7 +151,7 @@ struct CreditTests {
                 refund.signedDate += 1000
                 refund.transaction?.revocationDate = refund.signedDate
                 try await flow.post(refund)
-                #expect(try await flow.credits()["topUp"] as? Int == 0)
+                #expect(try await flow.credits().topUp == 0)
             }
         }
     }
@@ -169,23 +169,24 @@ struct CreditTests {
             }
             #expect(results.filter { $0 == 200 }.count == 33)
             #expect(results.filter { $0 == 402 }.count == 7, "\(results.sorted())")
-            #expect(try await flow.credits()["remaining"] as? Int == 10)
+            #expect(try await flow.credits().remaining == 10)
 
             let first = try await client.spend(account, amount: 4, key: "order-17")
             let again = try await client.spend(account, amount: 4, key: "order-17")
             #expect(first.status == .ok && again.status == .ok)
-            #expect(first.json["remaining"] as? Int == 6 && again.json["remaining"] as? Int == 6)
+            #expect(try first.answer(UsageAnswer.self).remaining == 6 && again.answer(UsageAnswer.self).remaining == 6)
             let reused = try await client.spend(account, amount: 5, key: "order-17")
             #expect(reused.status == .unprocessableContent)
 
             let refused = try await client.spend(account, amount: 7, key: "big")
             #expect(refused.status.code == 402)
-            #expect(refused.json["error"] as? String == "insufficient_credits")
-            #expect(refused.json["remaining"] as? Int == 6)
+            let refusal = try refused.answer(UsageRefusalAnswer.self)
+            #expect(refusal.error == "insufficient_credits")
+            #expect(refusal.remaining == 6)
             #expect(try await client.spend(account, amount: 7, key: "big").status.code == 402)
-            #expect(try await flow.credits()["remaining"] as? Int == 6)
+            #expect(try await flow.credits().remaining == 6)
 
-            #expect(try await client.spend(account, meter: "nope", amount: 1).json["error"] as? String == "unknown_meter")
+            #expect(try await client.spend(account, meter: "nope", amount: 1).answer(ErrorAnswer.self).error == "unknown_meter")
             #expect(try await client.spend(account, amount: 0).status == .badRequest)
             #expect(try await client.spend(account, amount: -3).status == .badRequest)
             #expect(try await client.spend(account, meter: "exports", amount: 1_000_000).status == .ok)
@@ -213,14 +214,18 @@ struct CreditTests {
                     ]
                 }
                 let commitsBefore = try await harness.count("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
-                let answers = try await withThrowingTaskGroup(of: (Sent, UInt, Int?).self) { group in
+                let answers = try await withThrowingTaskGroup(of: (Sent, UInt, Int64?).self) { group in
                     for sent in sends {
                         group.addTask {
                             let response = try await client.spend(sent.account, amount: sent.amount, key: sent.key)
-                            return (sent, UInt(response.status.code), response.json["remaining"] as? Int)
+                            // A refusal (402, 422) carries the balance too (openapi `UsageRefusal`).
+                            let remaining =
+                                response.status == .ok
+                                ? try response.answer(UsageAnswer.self).remaining : try response.answer(UsageRefusalAnswer.self).remaining
+                            return (sent, UInt(response.status.code), remaining)
                         }
                     }
-                    return try await group.reduce(into: [(Sent, UInt, Int?)]()) { $0.append($1) }
+                    return try await group.reduce(into: [(Sent, UInt, Int64?)]()) { $0.append($1) }
                 }
                 let commits = try await harness.count("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()") - commitsBefore
                 // Each spend alone commits once (the counter is flushed by the statistics collector; readers commit too):
@@ -248,9 +253,8 @@ struct CreditTests {
                     #expect(Int64(debited) == spent && spent <= 5 && spent >= 4, "spent \(spent), debited \(debited)")
                     #expect(
                         try await harness.count("SELECT count(*) FROM usage_requests WHERE account_id = '\(account.uuidString.lowercased())'") == 3)
-                    let status = try await client.getWithKey("/v1/accounts/\(account)/status").json
-                    let remaining = ((status["credits"] as? [String: Any])?["ai_requests"] as? [String: Any])?["remaining"] as? Int
-                    #expect(remaining.map(Int64.init) == 5 - spent)
+                    let status = try await client.getWithKey("/v1/accounts/\(account)/status").answer(StatusAnswer.self)
+                    #expect(status.credits["ai_requests"]?.remaining == 5 - spent)
                 }
             }
         }
@@ -262,18 +266,18 @@ struct CreditTests {
             try await harness.withHTTP { client in
                 let flow = LifecycleFlow(harness: harness, client: client, account: UUID())
                 let account = flow.subscription.accountId!
-                var credits = try await flow.credits()
-                #expect(credits["dailyRemaining"] as? Int == 5)
-                #expect(credits["cycle"] is NSNull)
-                #expect(try await flow.credits("exports")["cycle"] as? Int == 3)
+                let credits = try await flow.credits()
+                #expect(credits.dailyRemaining == 5)
+                #expect(credits.cycle == nil)
+                #expect(try await flow.credits("exports").cycle == 3)
                 #expect(try await harness.count("SELECT count(*) FROM credit_ledger") == 0, "looking at an account writes nothing")
                 #expect(try await client.spend(account, amount: 5).status == .ok)
                 #expect(try await client.spend(account, amount: 1).status.code == 402)
-                #expect(try await flow.status()["state"] as? String == "free_with_credits")
+                #expect(try await flow.statusAnswer().state == "free_with_credits")
                 #expect(try await client.spend(account, meter: "exports", amount: 3).status == .ok)
-                credits = try await flow.status()
-                #expect(credits["state"] as? String == "free_no_credits")
-                #expect(credits["tier"] as? String == "free")
+                let status = try await flow.statusAnswer()
+                #expect(status.state == "free_no_credits")
+                #expect(status.tier == "free")
             }
         }
     }
@@ -300,8 +304,8 @@ struct CreditTests {
                     try await harness.count(
                         "SELECT count(*) FROM jobs WHERE unique_key = 'credit-reset:\(period):\(Int64(boundary.timeIntervalSince1970))'") == 1)
                 let credits = try await flow.credits()
-                #expect(credits["cycle"] as? Int == 1000)
-                #expect(credits["resetsAt"] as? String == boundary.formatted(.iso8601))
+                #expect(credits.cycle == 1000)
+                #expect(credits.resetsAt == boundary.formatted(.iso8601))
                 #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'grant:\(period):w%'") == 2)
                 // The reset job derives the subscription again: run now, it grants nothing twice.
                 try await harness.client.query("UPDATE jobs SET run_at = now() WHERE unique_key LIKE 'credit-reset:%'", logger: TestDatabase.logger)

@@ -24,23 +24,23 @@ struct EntitlementSourcesTests {
         try await StorekeeperHarness.run(environment: ["STOREKEEPER_ADMIN_KEYS": Self.adminKey]) { harness in
             try await harness.withHTTP { client in
                 let account = UUID().uuidString.lowercased()
-                let status = { try await client.getWithKey("/v1/accounts/\(account)/status").json }
-                #expect(try await status()["features"] as? NSDictionary == ["model": "standard", "images": false, "history_days": 7])
+                let status = { try await client.getWithKey("/v1/accounts/\(account)/status").answer(StatusAnswer.self) }
+                #expect(try await status().features == ["model": .text("standard"), "images": .boolean(false), "history_days": .number(7)])
 
                 let created = try await admin(
                     client, .post, "/admin/accounts/\(account)/grants", #"{"tier": "admin", "lifetime": true, "reason": "team account"}"#)
                 #expect(created.status == .created)
-                let grantId = try #require(created.json["id"] as? String)
+                let grantId = try created.answer(GrantAnswer.self).id
                 let granted = try await status()
-                #expect(granted["entitled"] as? Bool == true)
-                #expect(granted["state"] as? String == "subscribed")
-                #expect(granted["tier"] as? String == "admin")
-                #expect(granted["features"] as? NSDictionary == ["model": "advanced", "images": true, "history_days": 3650])
-                let entitlements = try #require(granted["entitlements"] as? [[String: Any]])
+                #expect(granted.entitled == true)
+                #expect(granted.state == "subscribed")
+                #expect(granted.tier == "admin")
+                #expect(granted.features == ["model": .text("advanced"), "images": .boolean(true), "history_days": .number(3650)])
+                let entitlements = granted.entitlements
                 #expect(entitlements.count == 1)
-                #expect(entitlements.first?["source"] as? String == "grant" && entitlements.first?["store"] as? String == "operator")
-                #expect(entitlements.first?["expiresAt"] is NSNull)
-                #expect(((granted["credits"] as? [String: Any])?["ai_requests"] as? [String: Any])?["unlimited"] as? Bool == true)
+                #expect(entitlements.first?.source == "grant" && entitlements.first?.store == "operator")
+                #expect(entitlements.first != nil && entitlements.first?.expiresAt == nil)
+                #expect(granted.credits["ai_requests"]?.unlimited == true)
                 try await eventually("grant.started stored") {
                     try await harness.count("SELECT count(*) FROM events WHERE type = 'grant.started'") == 1
                 }
@@ -77,25 +77,26 @@ struct EntitlementSourcesTests {
                 let keyed = #"{"tier": "basic", "duration": "P1M", "reason": "retry", "idempotencyKey": "ticket-42"}"#
                 let first = try await admin(client, .post, "/admin/accounts/\(account)/grants", keyed)
                 let retried = try await admin(client, .post, "/admin/accounts/\(account)/grants", keyed)
-                #expect(first.status == .created && retried.status == .ok && first.json["id"] as? String == retried.json["id"] as? String)
-                _ = try await admin(client, .delete, "/admin/grants/\(try #require(first.json["id"] as? String))")
+                #expect(
+                    try first.status == .created && retried.status == .ok && first.answer(GrantAnswer.self).id == retried.answer(GrantAnswer.self).id)
+                _ = try await admin(client, .delete, "/admin/grants/\(try first.answer(GrantAnswer.self).id)")
                 #expect(try await admin(client, .delete, "/admin/grants/not-a-uuid").status == .badRequest)
                 #expect(try await admin(client, .delete, "/admin/grants/\(UUID())").status == .notFound)
                 #expect(try await harness.count("SELECT count(*) FROM entitlement_sources") == 2)
 
                 let ended = try await admin(client, .delete, "/admin/grants/\(grantId)")
                 #expect(ended.status == .ok)
-                #expect(ended.json["status"] as? String == "ended" && ended.json["endedNow"] as? Bool == true)
+                #expect(try ended.answer(GrantAnswer.self).status == "ended" && ended.answer(GrantAnswer.self).endedNow == true)
                 let after = try await status()
-                #expect(after["entitled"] as? Bool == false)
-                #expect(after["tier"] as? String == "free")
-                #expect((after["entitlements"] as? [Any])?.isEmpty == true)
+                #expect(after.entitled == false)
+                #expect(after.tier == "free")
+                #expect(after.entitlements.isEmpty == true)
                 #expect(try await harness.count("SELECT count(*) FROM events WHERE type = 'grant.ended'") == 2)
                 // Ending twice changes nothing, says so, and emits nothing more.
-                #expect(try await admin(client, .delete, "/admin/grants/\(grantId)").json["endedNow"] as? Bool == false)
+                #expect(try await admin(client, .delete, "/admin/grants/\(grantId)").answer(GrantAnswer.self).endedNow == false)
                 #expect(try await harness.count("SELECT count(*) FROM events WHERE type = 'grant.ended' AND account_id = '\(account)'") == 2)
                 let list = try await admin(client, .get, "/admin/accounts/\(account)/grants")
-                #expect((list.json["grants"] as? [[String: Any]])?.map { $0["status"] as? String } == ["ended", "ended"])
+                #expect(try list.answer(GrantListAnswer.self).grants.map(\.status) == ["ended", "ended"])
             }
         }
     }
@@ -126,16 +127,16 @@ struct EntitlementSourcesTests {
                     #expect(try await client.postTransaction(try harness.signer.signer.sign(lifetime), account: account).status == .ok)
                     let created = try await admin(
                         client, .post, "/admin/accounts/\(account)/grants", #"{"tier": "max", "duration": "P7D", "reason": "outage"}"#)
-                    let grantId = try #require(created.json["id"] as? String)
+                    let grantId = try created.answer(GrantAnswer.self).id
 
                     var held: Set<String> = ["grant", "lifetime", "subscription"]
                     let tierOf = ["grant": ("max", 1), "subscription": ("pro", 2), "lifetime": ("basic", 3)]
                     for source in order {
-                        let status = try await client.getWithKey("/v1/accounts/\(account)/status").json
+                        let status = try await client.getWithKey("/v1/accounts/\(account)/status").answer(StatusAnswer.self)
                         let best = held.map { tierOf[$0]! }.min { $0.1 < $1.1 }!.0
-                        #expect(status["tier"] as? String == best, "\(order), holding \(held.sorted())")
+                        #expect(status.tier == best, "\(order), holding \(held.sorted())")
                         #expect(
-                            (status["entitlements"] as? [[String: Any]])?.compactMap { $0["source"] as? String }.sorted()
+                            status.entitlements.map(\.source).sorted()
                                 == held.map { $0 == "lifetime" ? "lifetime" : $0 }.sorted(), "\(order), holding \(held.sorted())")
                         switch source {
                         case "grant":
@@ -154,9 +155,9 @@ struct EntitlementSourcesTests {
                         }
                         held.remove(source)
                     }
-                    let final = try await client.getWithKey("/v1/accounts/\(account)/status").json
-                    #expect(final["entitled"] as? Bool == false, "\(order)")
-                    #expect(final["tier"] as? String == "free", "\(order)")
+                    let final = try await client.getWithKey("/v1/accounts/\(account)/status").answer(StatusAnswer.self)
+                    #expect(final.entitled == false, "\(order)")
+                    #expect(final.tier == "free", "\(order)")
                 }
             }
         }

@@ -68,7 +68,7 @@ struct ErasureFamilyTests {
             """, harness: harness)
         guard flows else { return }
         let intent = try await post(client, "\(account)/purchase-intents", service, "")
-        let token = try #require(UUID(uuidString: intent.json["appAccountToken"] as? String ?? ""), "\(String(buffer: intent.body))")
+        let token = try #require(UUID(uuidString: try intent.answer(PurchaseIntentAnswer.self).appAccountToken), "\(String(buffer: intent.body))")
         var flow = LifecycleFlow(harness: harness, client: client, account: token)
         try await flow.send(.subscribe)
         let paid = try await post(client, "\(account)/usage", service, #"{"meter": "ai_requests", "amount": 2, "idempotencyKey": "paid-\#(index)"}"#)
@@ -82,6 +82,7 @@ struct ErasureFamilyTests {
             #expect(response.status == .notFound, "\(id): \(String(buffer: response.body))")
             return nil
         }
+        // The whole document is compared, every member the server sends included: read raw on purpose.
         var document = response.json
         document.removeValue(forKey: "exportedAt")
         if var holdings = document["holdings"] as? [String: Any] {
@@ -138,7 +139,7 @@ struct ErasureFamilyTests {
 
                     let erased = try await Self.post(client, "/admin/accounts/\(Self.path(id))/erase", Self.admin, #"{"confirm": "\#(id)"}"#)
                     #expect(erased.status == .ok, "\(id): \(String(buffer: erased.body))")
-                    let pseudonym = erased.json["pseudonym"] as? String ?? "-"
+                    let pseudonym = (try? erased.answer(ErasureAnswer.self))?.pseudonym ?? "-"
 
                     for other in remaining {
                         let after = try await Self.export(other, client: client)
@@ -158,15 +159,16 @@ struct ErasureFamilyTests {
                 for id in ["sam", "ada", nobody] {
                     let response = try await Self.post(client, "/admin/accounts/\(id)/erase", Self.admin, #"{"confirm": "\#(id)"}"#)
                     #expect(
-                        response.status == .notFound && response.json["error"] as? String == "not_found", "\(id): \(String(buffer: response.body))")
+                        try response.status == .notFound && response.answer(ErrorAnswer.self).error == "not_found",
+                        "\(id): \(String(buffer: response.body))")
                 }
                 #expect(try await Self.rows("SELECT a::text FROM operator_actions a", harness: harness) == audit)
                 // The customer never seen buys later: their purchase is theirs, not a pseudonym's.
                 let intent = try await Self.post(client, "/v1/accounts/\(nobody)/purchase-intents", Self.service, "")
-                let token = try #require(UUID(uuidString: intent.json["appAccountToken"] as? String ?? ""))
+                let token = try #require(UUID(uuidString: try intent.answer(PurchaseIntentAnswer.self).appAccountToken))
                 var flow = LifecycleFlow(harness: harness, client: client, account: token)
                 try await flow.send(.subscribe)
-                #expect(try await client.getWithKey("/v1/accounts/\(nobody)/status").json["state"] as? String == "subscribed")
+                #expect(try await client.getWithKey("/v1/accounts/\(nobody)/status").answer(StatusAnswer.self).state == "subscribed")
             }
         }
     }
@@ -259,7 +261,7 @@ struct ErasureFamilyTests {
                 let before = try await Self.database(harness: harness)
                 let response = try await Self.post(client, "/admin/accounts/\(id)/erase", Self.admin, #"{"confirm": "\#(id)"}"#)
                 #expect(response.status == .internalServerError, "\(String(buffer: response.body))")
-                #expect(response.json["error"] as? String == "erasure_failed")
+                #expect(try response.answer(ErrorAnswer.self).error == "erasure_failed")
                 let after = try await Self.database(harness: harness)
                 for (table, rows) in before where table != "operator_actions" { #expect(after[table] == rows, "\(table) changed") }
                 #expect(after["operator_actions"] == before["operator_actions"], "a failed erasure is not in the audit log")
@@ -318,17 +320,18 @@ struct ErasureFamilyTests {
                 try await Self.seed(id, index: 1, flows: false, harness: harness, client: client)
                 let first = try await Self.post(client, "/admin/accounts/\(id)/erase", Self.admin, #"{"confirm": "\#(id)"}"#)
                 #expect(first.status == .ok)
-                let pseudonym = try #require(first.json["pseudonym"] as? String)
+                let pseudonym = try #require(try first.answer(ErasureAnswer.self).pseudonym)
                 // The customer comes back: the same idempotency key, the same day's free credits, the same adjustment key.
                 try await Self.seed(id, index: 1, flows: false, harness: harness, client: client)
                 let second = try await Self.post(client, "/admin/accounts/\(id)/erase", Self.admin, #"{"confirm": "\#(id)"}"#)
                 #expect(second.status == .ok, "\(String(buffer: second.body))")
-                #expect(second.json["pseudonym"] as? String == pseudonym && second.json["alreadyErased"] as? Bool == false)
+                #expect(try second.answer(ErasureAnswer.self).pseudonym == pseudonym && second.answer(ErasureAnswer.self).alreadyErased == false)
                 #expect(try await Self.export(id, client: client) == nil)
                 #expect(try await harness.count("SELECT count(*) FROM erasures WHERE pseudonym = '\(pseudonym)'") == 2)
                 let third = try await Self.post(client, "/admin/accounts/\(id)/erase", Self.admin, #"{"confirm": "\#(id)"}"#)
                 #expect(
-                    third.status == .ok && third.json["alreadyErased"] as? Bool == true && third.json["pseudonym"] is NSNull,
+                    try third.status == .ok && third.answer(ErasureAnswer.self).alreadyErased == true
+                        && third.answer(ErasureAnswer.self).pseudonym == nil,
                     "\(String(buffer: third.body))")
 
                 let uuid = UUID()

@@ -14,21 +14,21 @@ struct GooglePlayAccessTests {
     static let yearly = FakeGooglePlay.Plan(productId: "pro", basePlanId: "yearly", months: 12, priceMicros: 99_990_000)
 
     /// The account's status document.
-    static func status(_ world: GooglePlayWorld, _ account: String) async throws -> [String: Any] {
-        try await world.http.getWithKey("/v1/accounts/\(account)/status").json
+    static func status(_ world: GooglePlayWorld, _ account: String) async throws -> StatusAnswer {
+        try await world.http.getWithKey("/v1/accounts/\(account)/status").answer(StatusAnswer.self)
     }
 
-    static func entitlement(_ status: [String: Any]) -> [String: Any]? {
-        (status["entitlements"] as? [[String: Any]])?.first { $0["store"] as? String == "google_play" }
+    static func entitlement(_ status: StatusAnswer) -> EntitlementAnswer? {
+        status.entitlements.first { $0.store == "google_play" }
     }
 
-    static func remaining(_ status: [String: Any], _ meter: String = "ai_requests") -> Int? {
-        ((status["credits"] as? [String: Any])?[meter] as? [String: Any])?["remaining"] as? Int
+    static func remaining(_ status: StatusAnswer, _ meter: String = "ai_requests") -> Int64? {
+        status.credits[meter]?.remaining
     }
 
     /// Pushes `notification` and waits until every stored notification is processed.
     static func deliver(_ world: GooglePlayWorld, _ notification: [String: Any]) async throws {
-        #expect(try await world.push(notification).json["status"] as? String == "accepted")
+        #expect(try await world.push(notification).answer(GoogleIntakeAnswer.self).status == "accepted")
         try await eventually("the push to be processed") {
             try await world.harness.count("SELECT count(*) FROM google_notifications WHERE outcome IS NULL") == 0
         }
@@ -43,12 +43,12 @@ struct GooglePlayAccessTests {
             let (token, bought) = world.fake.buy(Self.monthly, accountToken: account, at: world.clock.now)
             try await Self.deliver(world, bought)
             let status = try await Self.status(world, account)
-            #expect(status["entitled"] as? Bool == true, "\(status)")
+            #expect(status.entitled == true, "\(status)")
             let entitlement = try #require(Self.entitlement(status), "\(status)")
-            #expect(entitlement["tier"] as? String == "pro" && entitlement["productId"] as? String == "pro/monthly")
-            #expect(entitlement["id"] as? String == token && entitlement["willRenew"] as? Bool == true)
+            #expect(entitlement.tier == "pro" && entitlement.productId == "pro/monthly")
+            #expect(entitlement.id == token && entitlement.willRenew == true)
             #expect(
-                entitlement["managementUrl"] as? String
+                entitlement.managementUrl
                     == "https://play.google.com/store/account/subscriptions?sku=pro&package=\(GooglePlayWorld.package)", "\(entitlement)")
             #expect(Self.remaining(status) == 1000, "\(status)")
             // The operator's view names the package as the API does.
@@ -60,7 +60,8 @@ struct GooglePlayAccessTests {
             // The store-neutral read finds it under Play's name; the App Store's name for another store is not it.
             let read = try await world.http.getWithKey("/v1/stores/google_play/subscriptions/\(token)")
             #expect(
-                read.status == .ok && read.json["accountId"] as? String == account && read.json["store"] as? String == "google_play", "\(read.json)")
+                try read.status == .ok && read.answer(SubscriptionDetailAnswer.self).accountId == account
+                    && read.answer(SubscriptionDetailAnswer.self).store == "google_play", "\(String(buffer: read.body))")
             #expect(try await world.http.getWithKey("/v1/stores/app_store/subscriptions/\(token)").status == .notFound)
             #expect(try await world.http.getWithKey("/v1/stores/play/subscriptions/\(token)").status == .badRequest)
 
@@ -73,7 +74,7 @@ struct GooglePlayAccessTests {
             // A renewal is a new period: spent credits come back in full when it starts, not before.
             let spent = try await world.http.withKey(
                 .post, "/v1/accounts/\(account)/usage", #"{"meter": "ai_requests", "amount": 40, "idempotencyKey": "k1"}"#)
-            #expect(spent.status == .ok && spent.json["remaining"] as? Int == 960, "\(spent.json)")
+            #expect(try spent.status == .ok && spent.answer(UsageAnswer.self).remaining == 960, "\(String(buffer: spent.body))")
             let periodEnd = try #require(world.fake.expiry(of: token))
             try await Self.deliver(world, try world.fake.renew(token, at: periodEnd.addingTimeInterval(-3600)))
             #expect(Self.remaining(try await Self.status(world, account)) == 960, "the paid next period has not started")
@@ -83,10 +84,10 @@ struct GooglePlayAccessTests {
 
             try await Self.deliver(world, try world.fake.cancel(token, at: now))
             let canceled = try await Self.status(world, account)
-            #expect(canceled["entitled"] as? Bool == true && Self.entitlement(canceled)?["willRenew"] as? Bool == false, "\(canceled)")
+            #expect(canceled.entitled == true && Self.entitlement(canceled)?.willRenew == false, "\(canceled)")
             try await Self.deliver(world, try world.fake.expire(token, at: now))
             let expired = try await Self.status(world, account)
-            #expect(expired["entitled"] as? Bool == false && expired["hadSubscription"] as? Bool == true, "\(expired)")
+            #expect(expired.entitled == false && expired.hadSubscription == true, "\(expired)")
         }
     }
 
@@ -96,17 +97,17 @@ struct GooglePlayAccessTests {
             let account = "user-\(UUID().uuidString.prefix(8))"
             let intent = try await world.http.execute(
                 uri: "/v1/accounts/\(account)/purchase-intents", method: .post, headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)"])
-            let token = try #require(intent.json["appAccountToken"] as? String)
+            let token = try intent.answer(PurchaseIntentAnswer.self).appAccountToken
             let (purchase, bought) = world.fake.buy(Self.monthly, accountToken: token, at: world.clock.now)
             try await Self.deliver(world, bought)
-            #expect(try await Self.status(world, account)["entitled"] as? Bool == true)
-            #expect(try await Self.status(world, token)["entitled"] as? Bool == false, "the token is not an account")
+            #expect(try await Self.status(world, account).entitled == true)
+            #expect(try await Self.status(world, token).entitled == false, "the token is not an account")
             try await eventually("the purchase to be acknowledged") { world.fake.isAcknowledged(purchase) }
 
             let (anonymous, unnamed) = world.fake.buy(Self.monthly, accountToken: nil, at: world.clock.now)
             try await Self.deliver(world, unnamed)
             let read = try await world.http.getWithKey("/v1/stores/google_play/subscriptions/\(anonymous)")
-            #expect(read.status == .ok && read.json["accountId"] is NSNull, "\(read.json)")
+            #expect(try read.status == .ok && read.answer(SubscriptionDetailAnswer.self).accountId == nil, "\(String(buffer: read.body))")
             #expect(try await world.harness.count("SELECT count(*) FROM jobs WHERE kind = 'google-acknowledge'") == 0)
             #expect(world.fake.acknowledgements(of: anonymous) == 0)
         }
@@ -120,12 +121,12 @@ struct GooglePlayAccessTests {
             let account = "android-user-2"
             let (token, bought) = world.fake.buy(Self.monthly, accountToken: account, at: world.clock.now)
             try await Self.deliver(world, bought)
-            func entitled() async throws -> Bool { try await Self.status(world, account)["entitled"] as? Bool == true }
+            func entitled() async throws -> Bool { try await Self.status(world, account).entitled == true }
             #expect(try await entitled())
             try await Self.deliver(world, try world.fake.grace(token, at: world.clock.now))
             let grace = try await Self.status(world, account)
             #expect(
-                grace["entitled"] as? Bool == true && (grace["subscription"] as? [String: Any])?["status"] as? String == "grace_period", "\(grace)")
+                grace.entitled == true && grace.subscription?.status == "grace_period", "\(grace)")
             try await Self.deliver(world, try world.fake.hold(token, at: world.clock.now))
             #expect(try await !entitled(), "on hold")
             try await Self.deliver(world, try world.fake.recover(token, at: world.clock.now))
@@ -140,7 +141,7 @@ struct GooglePlayAccessTests {
             try await Self.deliver(world, notification)
             let status = try await Self.status(world, account)
             #expect(
-                Self.entitlement(status)?["productId"] as? String == "pro/yearly" && Self.entitlement(status)?["id"] as? String == token, "\(status)")
+                Self.entitlement(status)?.productId == "pro/yearly" && Self.entitlement(status)?.id == token, "\(status)")
             #expect(
                 try await world.harness.count("SELECT count(*) FROM subscriptions WHERE store = 'google_play'") == 1, "one subscription for the chain"
             )
@@ -167,32 +168,39 @@ struct GooglePlayClaimTests {
             let (token, _) = world.fake.buy(GooglePlayAccessTests.monthly, accountToken: nil, at: world.clock.now)
             // Claimed before any notification: the claim reads the token itself.
             let claimed = try await Self.claim(world, "claimer-1", #"{"purchaseToken": "\#(token)", "productId": "pro"}"#)
-            #expect(claimed.status == .ok && claimed.json["entitled"] as? Bool == true && claimed.json["tier"] as? String == "pro", "\(claimed.json)")
+            #expect(
+                try claimed.status == .ok && claimed.answer(StatusAnswer.self).entitled == true && claimed.answer(StatusAnswer.self).tier == "pro",
+                "\(String(buffer: claimed.body))")
             try await eventually("the claimed purchase to be acknowledged") { world.fake.isAcknowledged(token) }
             let again = try await Self.claim(world, "claimer-1", #"{"purchaseToken": "\#(token)"}"#)
-            #expect(again.status == .ok && again.json["entitled"] as? Bool == true)
+            #expect(try again.status == .ok && again.answer(StatusAnswer.self).entitled == true)
             let taken = try await Self.claim(world, "claimer-2", #"{"purchaseToken": "\#(token)"}"#)
-            #expect(taken.status == .conflict && taken.json["error"] as? String == "purchase_owned_elsewhere", "\(taken.json)")
-            #expect(try await world.http.getWithKey("/v1/accounts/claimer-2/status").json["entitled"] as? Bool == false)
-            #expect(try await world.http.getWithKey("/v1/accounts/claimer-1/status").json["entitled"] as? Bool == true)
+            #expect(
+                try taken.status == .conflict && taken.answer(ErrorAnswer.self).error == "purchase_owned_elsewhere", "\(String(buffer: taken.body))")
+            #expect(try await world.http.getWithKey("/v1/accounts/claimer-2/status").answer(StatusAnswer.self).entitled == false)
+            #expect(try await world.http.getWithKey("/v1/accounts/claimer-1/status").answer(StatusAnswer.self).entitled == true)
 
             // A purchase whose app named its account belongs to that account, whoever claims it first.
             let (named, _) = world.fake.buy(GooglePlayAccessTests.monthly, accountToken: "owner-9", at: world.clock.now)
             let stolen = try await Self.claim(world, "claimer-3", #"{"purchaseToken": "\#(named)"}"#)
-            #expect(stolen.status == .conflict && stolen.json["error"] as? String == "purchase_owned_elsewhere", "\(stolen.json)")
-            #expect(try await world.http.getWithKey("/v1/accounts/claimer-3/status").json["entitled"] as? Bool == false)
+            #expect(
+                try stolen.status == .conflict && stolen.answer(ErrorAnswer.self).error == "purchase_owned_elsewhere",
+                "\(String(buffer: stolen.body))")
+            #expect(try await world.http.getWithKey("/v1/accounts/claimer-3/status").answer(StatusAnswer.self).entitled == false)
 
             // A claim naming another product than the purchase's changes nothing; its own product id, with or without
             // the base plan, is accepted.
             let (other, _) = world.fake.buy(GooglePlayAccessTests.monthly, accountToken: nil, at: world.clock.now)
             let mismatch = try await Self.claim(world, "claimer-4", #"{"purchaseToken": "\#(other)", "productId": "max"}"#)
-            #expect(mismatch.status == .unprocessableContent && mismatch.json["error"] as? String == "product_mismatch", "\(mismatch.json)")
-            #expect(try await world.http.getWithKey("/v1/accounts/claimer-4/status").json["entitled"] as? Bool == false)
+            #expect(
+                try mismatch.status == .unprocessableContent && mismatch.answer(ErrorAnswer.self).error == "product_mismatch",
+                "\(String(buffer: mismatch.body))")
+            #expect(try await world.http.getWithKey("/v1/accounts/claimer-4/status").answer(StatusAnswer.self).entitled == false)
             let matching = try await Self.claim(world, "claimer-4", #"{"purchaseToken": "\#(other)", "productId": "pro/monthly"}"#)
-            #expect(matching.status == .ok && matching.json["tier"] as? String == "pro", "\(matching.json)")
+            #expect(try matching.status == .ok && matching.answer(StatusAnswer.self).tier == "pro", "\(String(buffer: matching.body))")
 
             let unknown = try await Self.claim(world, "claimer-1", #"{"purchaseToken": "never-sold"}"#)
-            #expect(unknown.status == .notFound && unknown.json["error"] as? String == "purchase_not_found")
+            #expect(try unknown.status == .notFound && unknown.answer(ErrorAnswer.self).error == "purchase_not_found")
             for body in [
                 #"{}"#, #"{"purchaseToken": ""}"#, #"{"purchaseToken": "a b"}"#, #"{"purchaseToken": 7}"#, "[",
                 #"{"purchaseToken": "t", "productId": ""}"#,
@@ -211,8 +219,8 @@ struct GooglePlayClaimTests {
     func unreadable() async throws {
         try await GooglePlayWorld.run(readsPlay: false) { world in
             let response = try await Self.claim(world, "claimer-1", #"{"purchaseToken": "t"}"#)
-            #expect(response.status == .notFound && response.json["error"] as? String == "not_configured")
-            #expect((response.json["message"] as? String)?.contains("STOREKEEPER_GOOGLE_SERVICE_ACCOUNT") == true)
+            #expect(try response.status == .notFound && response.answer(ErrorAnswer.self).error == "not_configured")
+            #expect(try response.answer(ErrorAnswer.self).message.contains("STOREKEEPER_GOOGLE_SERVICE_ACCOUNT") == true)
             #expect(
                 try await world.http.getWithKey("/v1/stores/google_play/subscriptions/\(String(repeating: "x", count: 2049))").status == .badRequest)
             #expect(try await world.http.getWithKey("/v1/stores/operator/subscriptions/x").status == .badRequest)

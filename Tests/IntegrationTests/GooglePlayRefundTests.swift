@@ -35,6 +35,7 @@ struct GooglePlayRefundTests {
             #expect(try await world.push(chargeback.notification).status == .ok)
             #expect(try await world.push(chargeback.notification).status == .ok)
             try await eventually(timeout: .seconds(30), "the review to reach Google") { world.fake.refundReviews.count == 1 }
+            // What Storekeeper sent to Google (a request, not an answer of Storekeeper's): read raw.
             let review = try #require(world.fake.refundReviews.first)
             #expect(review["orderId"] as? String == order && review["pendingRefundToken"] as? String == chargeback.token)
             #expect(review["refundPreference"] as? String == "DECLINE")
@@ -42,9 +43,11 @@ struct GooglePlayRefundTests {
             let events = try #require(review["consumptionUsageEvents"] as? [[String: Any]])
             #expect(events.count == 1 && events.first?["consumptionItemDescription"] as? String == "60 ai_requests")
             let requests = try await world.http.withKey(.get, "/v1/accounts/\(id)/refund-requests", "")
-            let listed = try #require((requests.json["refundRequests"] as? [[String: Any]])?.first)
-            #expect(listed["store"] as? String == "google_play" && listed["transactionId"] as? String == order)
-            #expect(listed["reviewToken"] == nil, "the review token is never shown")
+            let listed = try #require(try requests.answer(RefundRequestListAnswer.self).refundRequests.first)
+            #expect(listed.store == "google_play" && listed.transactionId == order)
+            // An absent member: read raw on purpose (a decoded type would not see it either way).
+            let raw = try #require((requests.json["refundRequests"] as? [[String: Any]])?.first)
+            #expect(raw["reviewToken"] == nil, "the review token is never shown")
             try await eventually(timeout: .seconds(30), "the request to be sent") {
                 try await world.harness.count("SELECT count(*) FROM refund_requests WHERE state = 'sent'") == 1
             }
@@ -88,15 +91,16 @@ struct GooglePlayRefundTests {
             let bought = world.fake.buyProduct("basic_lifetime", accountToken: account.uuidString.lowercased(), at: world.clock.now)
             #expect(try await world.push(bought.notification).status == .ok)
             try await PlayScenarioTests.settle(world)
-            #expect(try await world.http.getWithKey("/v1/accounts/\(account.uuidString.lowercased())/status").json["tier"] as? String == "basic")
+            #expect(
+                try await world.http.getWithKey("/v1/accounts/\(account.uuidString.lowercased())/status").answer(StatusAnswer.self).tier == "basic")
             _ = try world.fake.refund(order: try #require(world.fake.order(ofProduct: bought.token)), at: world.clock.now)  // not pushed
             let refunds = world.harness.components.googleRefunds
             #expect(try await refunds.catchUp() == .init(listed: 1, recorded: 1))
             #expect(try await refunds.catchUp() == .init(listed: 1, recorded: 0))
             // The status cache hears of the change through the database's NOTIFY: a moment after the commit.
             try await eventually("the unlock to end in the account's status") {
-                let status = try await world.http.getWithKey("/v1/accounts/\(account.uuidString.lowercased())/status").json
-                return status["tier"] as? String == "free" && status["entitled"] as? Bool == false
+                let status = try await world.http.getWithKey("/v1/accounts/\(account.uuidString.lowercased())/status").answer(StatusAnswer.self)
+                return status.tier == "free" && status.entitled == false
             }
         }
     }
@@ -145,14 +149,16 @@ struct GooglePlayRefundTests {
                     body: ByteBuffer(data: try JSONSerialization.data(withJSONObject: body)))
             }
             let wrong = try await claim(account, "basic_lifetime")
-            #expect(wrong.status == .unprocessableContent && wrong.json["error"] as? String == "product_mismatch", "\(String(buffer: wrong.body))")
+            #expect(
+                try wrong.status == .unprocessableContent && wrong.answer(ErrorAnswer.self).error == "product_mismatch",
+                "\(String(buffer: wrong.body))")
             let claimed = try await claim(account, "credits_100")
             #expect(claimed.status == .ok, "\(String(buffer: claimed.body))")
-            let credits = (claimed.json["credits"] as? [String: Any])?["ai_requests"] as? [String: Any]
-            #expect((credits?["topUp"] as? NSNumber)?.int64Value == 100)
+            #expect(try claimed.answer(StatusAnswer.self).credits["ai_requests"]?.topUp == 100)
             // Named without a productId: Play knows the token only as a one-time product's; another account holds it.
             let taken = try await claim(other, nil)
-            #expect(taken.status == .conflict && taken.json["error"] as? String == "purchase_owned_elsewhere", "\(String(buffer: taken.body))")
+            #expect(
+                try taken.status == .conflict && taken.answer(ErrorAnswer.self).error == "purchase_owned_elsewhere", "\(String(buffer: taken.body))")
             try await PlayScenarioTests.settle(world)
             #expect(world.fake.productState(bought.token)?.consumed == true, "consumed once granted")
         }

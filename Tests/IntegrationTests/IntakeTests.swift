@@ -24,18 +24,20 @@ struct IntakeTests {
             try await harness.withHTTP { client in
                 let response = try await client.postNotification(body)
                 #expect(response.status == .ok)
-                #expect(response.json["status"] as? String == "accepted")
+                #expect(try response.answer(IntakeAnswer.self).status == "accepted")
                 try await eventually("the account to be subscribed") {
                     let status = try await client.getWithKey("/v1/accounts/\(account)/status")
-                    return status.json["state"] as? String == "subscribed"
+                    return try status.answer(StatusAnswer.self).state == "subscribed"
                 }
-                let status = try await client.getWithKey("/v1/accounts/\(account)/status").json
-                #expect(status["entitled"] as? Bool == true)
-                #expect(status["hadSubscription"] as? Bool == true)
-                let subscription = try #require(status["subscription"] as? [String: Any])
-                #expect(subscription["status"] as? String == "active")
-                #expect(subscription["willRenew"] as? Bool == true)
-                #expect(subscription.keys.contains("pendingProductId"))
+                let answer = try await client.getWithKey("/v1/accounts/\(account)/status")
+                let status = try answer.answer(StatusAnswer.self)
+                #expect(status.entitled == true)
+                #expect(status.hadSubscription == true)
+                let subscription = try #require(status.subscription)
+                #expect(subscription.status == "active")
+                #expect(subscription.willRenew == true)
+                // A key's presence (null or not) is not a decoded value: read raw on purpose.
+                #expect((answer.json["subscription"] as? [String: Any])?.keys.contains("pendingProductId") == true)
             }
         }
     }
@@ -46,16 +48,16 @@ struct IntakeTests {
             let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: UUID()), at: Date())
             let body = try harness.signer.requestBody(for: event)
             try await harness.withHTTP { client in
-                #expect(try await client.postNotification(body).json["status"] as? String == "accepted")
+                #expect(try await client.postNotification(body).answer(IntakeAnswer.self).status == "accepted")
                 let second = try await client.postNotification(body)
                 #expect(second.status == .ok)
-                #expect(second.json["status"] as? String == "duplicate")
+                #expect(try second.answer(IntakeAnswer.self).status == "duplicate")
             }
             try await eventually("the apply job to finish") { try await harness.count("SELECT count(*) FROM job_history") == 1 }
             // Redelivered once applied: its job's unique key is free again, yet nothing is enqueued.
             try await harness.withHTTP { client in
                 let again = try await client.postNotification(body)
-                #expect(again.json["status"] as? String == "duplicate")
+                #expect(try again.answer(IntakeAnswer.self).status == "duplicate")
             }
             #expect(try await harness.count("SELECT count(*) FROM notifications") == 1)
             #expect(try await harness.count("SELECT count(*) FROM jobs") == 0)
@@ -70,7 +72,7 @@ struct IntakeTests {
             let uuid = UUID()
             try await harness.withHTTP { client in
                 let answer = try await client.postNotification(try harness.signer.requestBody(for: event, notificationUUID: uuid))
-                #expect(answer.json["status"] as? String == "accepted")
+                #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
             }
             try await eventually("the apply job to finish") { try await harness.count("SELECT count(*) FROM job_history") == 1 }
             // The first outcome's time moved an hour back, so that a second write of it would show.
@@ -100,7 +102,7 @@ struct IntakeTests {
             let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: UUID()), at: Date())
             try await harness.withHTTP { client in
                 let answer = try await client.postNotification(try harness.signer.requestBody(for: event, notificationUUID: UUID()))
-                #expect(answer.json["status"] as? String == "accepted")
+                #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
             }
             let queue = harness.components.queue
             let first = try #require(try await queue.claim(limit: 1, workerID: UUID()).first)
@@ -140,7 +142,7 @@ struct IntakeTests {
                 for body in [tampered, untrusted] {
                     let response = try await client.postNotification(body)
                     #expect(response.status == .unauthorized)
-                    #expect(response.json["error"] as? String == "verification_failed")
+                    #expect(try response.answer(ErrorAnswer.self).error == "verification_failed")
                 }
             }
             #expect(try await harness.count("SELECT count(*) FROM notifications") == 0)
@@ -154,7 +156,7 @@ struct IntakeTests {
                 for body in ["garbage", "{}", #"{"signedPayload": 42}"#, #"{"signedPayload": "a.b"}"#, #"{"signedPayload": "a.b.c"}"#] {
                     let response = try await client.postNotification(Data(body.utf8))
                     #expect(response.status == .badRequest, "\(body)")
-                    #expect(response.json["error"] != nil)
+                    #expect(throws: Never.self) { try response.answer(ErrorAnswer.self) }
                 }
                 let large = Data(#"{"signedPayload": ""#.utf8) + Data(repeating: 0x41, count: 600 * 1024) + Data(#""}"#.utf8)
                 let response = try await client.postNotification(large)
@@ -174,8 +176,8 @@ struct IntakeTests {
             try await harness.withHTTP { client in
                 let response = try await client.postNotification(body)
                 #expect(response.status == .ok)
-                #expect(response.json["status"] as? String == "ignored")
-                #expect((response.json["reason"] as? String)?.contains("bundle") == true)
+                #expect(try response.answer(IntakeAnswer.self).status == "ignored")
+                #expect(try response.answer(IntakeAnswer.self).reason?.contains("bundle") == true)
             }
             #expect(try await harness.count("SELECT count(*) FROM notifications") == 0)
         }
@@ -192,7 +194,7 @@ struct IntakeTests {
                 for event in [test, unknown] {
                     let body = try harness.signer.requestBody(for: event)
                     let response = try await client.postNotification(body)
-                    #expect(response.json["status"] as? String == "accepted")
+                    #expect(try response.answer(IntakeAnswer.self).status == "accepted")
                 }
             }
             try await eventually("both jobs to complete") {
@@ -211,13 +213,13 @@ struct IntakeTests {
             try await harness.withHTTP { client in
                 _ = try await client.postNotification(try harness.signer.requestBody(for: event))
                 try await eventually("the account to be subscribed") {
-                    try await client.getWithKey("/v1/accounts/\(account)/status").json["state"] as? String == "subscribed"
+                    try await client.getWithKey("/v1/accounts/\(account)/status").answer(StatusAnswer.self).state == "subscribed"
                 }
                 clock.now = Date().addingTimeInterval(31 * 86_400)
-                let status = try await client.getWithKey("/v1/accounts/\(account)/status").json
-                #expect(status["state"] as? String == "free_with_credits")
-                #expect(status["entitled"] as? Bool == false)
-                #expect(status["hadSubscription"] as? Bool == true)
+                let status = try await client.getWithKey("/v1/accounts/\(account)/status").answer(StatusAnswer.self)
+                #expect(status.state == "free_with_credits")
+                #expect(status.entitled == false)
+                #expect(status.hadSubscription == true)
             }
         }
     }
@@ -233,8 +235,8 @@ struct IntakeTests {
                 #expect(wrong.status == .unauthorized)
                 let unknown = try await client.getWithKey("/v1/accounts/\(account)/status")
                 #expect(unknown.status == .ok)
-                #expect(unknown.json["state"] as? String == "free_with_credits")
-                #expect(unknown.json["hadSubscription"] as? Bool == false)
+                #expect(try unknown.answer(StatusAnswer.self).state == "free_with_credits")
+                #expect(try unknown.answer(StatusAnswer.self).hadSubscription == false)
                 // Account ids are the app's own: any 1–128 characters; longer ones are refused.
                 #expect(try await client.getWithKey("/v1/accounts/not-a-uuid/status").status == .ok)
                 #expect(try await client.getWithKey("/v1/accounts/\(String(repeating: "x", count: 129))/status").status == .badRequest)
@@ -242,9 +244,10 @@ struct IntakeTests {
                 #expect(try await client.execute(uri: "/healthz", method: .get).status == .ok)
                 let tiers = try await client.execute(uri: "/v1/tiers", method: .get)
                 #expect(tiers.status == .ok)
-                #expect((tiers.json["tiers"] as? [[String: Any]])?.map { $0["id"] as? String } == ["basic", "pro", "max"])
-                #expect((tiers.json["free"] as? [String: Any])?["displayName"] as? String == "Free")
-                #expect((tiers.json["meters"] as? [[String: Any]])?.first?["displayName"] as? String == "AI requests")
+                let paywall = try tiers.answer(TiersAnswer.self)
+                #expect(paywall.tiers.map(\.id) == ["basic", "pro", "max"])
+                #expect(paywall.free.displayName == "Free")
+                #expect(paywall.meters.first?.displayName == "AI requests")
                 #expect(try await client.execute(uri: "/readyz", method: .get).status == .ok)
             }
         }
@@ -268,7 +271,7 @@ struct ConcurrentIntakeTests {
                         group.addTask {
                             let response = try await client.postNotification(body)
                             #expect(response.status == .ok)
-                            return response.json["status"] as? String ?? "?"
+                            return (try? response.answer(IntakeAnswer.self).status) ?? "?"
                         }
                     }
                     return try await group.reduce(into: [String]()) { $0.append($1) }

@@ -19,13 +19,14 @@ struct OfferSignatureTests {
     }
 
     /// The header and claims of a compact JWS whose ES256 signature `key` verifies; nil otherwise.
-    static func verifiedJWS(_ jws: String, key: P256.Signing.PublicKey) -> (header: [String: Any], claims: [String: Any])? {
+    static func verifiedJWS<Claims: Decodable>(_ jws: String, key: P256.Signing.PublicKey, claims _: Claims.Type) -> (
+        header: OfferJWSHeader, claims: Claims
+    )? {
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerData = base64URL(parts[0]), let claimsData = base64URL(parts[1]),
             let signatureData = base64URL(parts[2]), let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureData),
             key.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8)),
-            let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any],
-            let claims = try? JSONSerialization.jsonObject(with: claimsData) as? [String: Any]
+            let header = try? decode(OfferJWSHeader.self, headerData), let claims = try? decode(Claims.self, claimsData)
         else { return nil }
         return (header, claims)
     }
@@ -40,7 +41,7 @@ struct OfferSignatureTests {
                     var flow = LifecycleFlow(harness: harness, client: client, account: account)
                     try await flow.send(.subscribe)
                     let early = try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "\#(account)", "offerId": "winback"}"#)
-                    #expect(early.status == .forbidden && early.json["error"] as? String == "not_eligible")
+                    #expect(try early.status == .forbidden && early.answer(ErrorAnswer.self).error == "not_eligible")
                     try await flow.send(.expire)
 
                     let before = Int64(Date().timeIntervalSince1970 * 1000)
@@ -49,13 +50,13 @@ struct OfferSignatureTests {
                         "/v1/offers/promotional",
                         #"{"accountId": "\#(account)", "offerId": "winback", "transactionId": "\#(flow.originalTransactionId)"}"#)
                     #expect(response.status == .ok)
-                    let body = response.json
-                    let nonce = try #require(body["nonce"] as? String)
-                    let timestamp = try #require(body["timestamp"] as? Int64)
+                    let body = try response.answer(PromotionalOfferAnswer.self)
+                    let nonce = body.nonce
+                    let timestamp = body.timestamp
                     #expect(UUID(uuidString: nonce) != nil && nonce == nonce.lowercased())
                     #expect(timestamp >= before - 1000 && timestamp <= before + 60_000)
-                    #expect(body["keyId"] as? String == "KEY123" && body["productId"] as? String == "pro.monthly")
-                    #expect(body["appAccountToken"] as? String == account.uuidString.lowercased())
+                    #expect(body.keyId == "KEY123" && body.productId == "pro.monthly")
+                    #expect(body.appAccountToken == account.uuidString.lowercased())
 
                     // Apple's documented payload: bundle id, key id, product, offer, appAccountToken, nonce, timestamp.
                     func payload(offer: String = "winback", token: String = account.uuidString.lowercased()) -> Data {
@@ -63,7 +64,7 @@ struct OfferSignatureTests {
                             [StorekeeperHarness.bundleId, "KEY123", "pro.monthly", offer, token, nonce, String(timestamp)]
                                 .joined(separator: "\u{2063}").utf8)
                     }
-                    let encoded = try #require(body["signature"] as? String)
+                    let encoded = body.signature
                     let der = try #require(Data(base64Encoded: encoded))
                     let signature = try P256.Signing.ECDSASignature(derRepresentation: der)
                     #expect(publicKey.isValidSignature(signature, for: payload()))
@@ -71,18 +72,17 @@ struct OfferSignatureTests {
                     #expect(!publicKey.isValidSignature(signature, for: payload(token: UUID().uuidString.lowercased())))
                     #expect(!P256.Signing.PrivateKey().publicKey.isValidSignature(signature, for: payload()))
 
-                    let compact = try #require(body["jws"] as? String)
-                    let jws = try #require(Self.verifiedJWS(compact, key: publicKey))
-                    #expect(
-                        jws.header["alg"] as? String == "ES256" && jws.header["kid"] as? String == "KEY123" && jws.header["typ"] as? String == "JWT")
-                    #expect(jws.claims["iss"] as? String == "issuer-1" && jws.claims["aud"] as? String == "promotional-offer")
-                    #expect(jws.claims["bid"] as? String == StorekeeperHarness.bundleId && jws.claims["nonce"] as? String == nonce)
-                    #expect(jws.claims["productId"] as? String == "pro.monthly" && jws.claims["offerIdentifier"] as? String == "winback")
-                    #expect(jws.claims["transactionId"] as? String == flow.originalTransactionId)
-                    #expect(abs((jws.claims["iat"] as? Int64 ?? 0) - before / 1000) < 60)
+                    let compact = body.jws
+                    let jws = try #require(Self.verifiedJWS(compact, key: publicKey, claims: PromotionalOfferClaims.self))
+                    #expect(jws.header.alg == "ES256" && jws.header.kid == "KEY123" && jws.header.typ == "JWT")
+                    #expect(jws.claims.iss == "issuer-1" && jws.claims.aud == "promotional-offer")
+                    #expect(jws.claims.bid == StorekeeperHarness.bundleId && jws.claims.nonce == nonce)
+                    #expect(jws.claims.productId == "pro.monthly" && jws.claims.offerIdentifier == "winback")
+                    #expect(jws.claims.transactionId == flow.originalTransactionId)
+                    #expect(abs(jws.claims.iat - before / 1000) < 60)
 
                     let again = try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "\#(account)", "offerId": "winback"}"#)
-                    #expect(again.status == .forbidden && (again.json["message"] as? String)?.contains("once per account") == true)
+                    #expect(try again.status == .forbidden && again.answer(ErrorAnswer.self).message.contains("once per account") == true)
                     let stay = try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "\#(account)", "offerId": "stay"}"#)
                     #expect(stay.status == .forbidden)
                     let stranger = try await client.withKey(
@@ -126,21 +126,23 @@ struct OfferSignatureTests {
                             #"{"accountId": "\#(account)", "productId": "\#(product)", "transactionId": "2000000001"}"#)
                     }
                     let fresh = try await eligibility()
-                    #expect(fresh.status == .ok && fresh.json["allowIntroductoryOffer"] as? Bool == true)
-                    let freshJWS = try #require(fresh.json["jws"] as? String)
-                    let claims = try #require(Self.verifiedJWS(freshJWS, key: apple.privateKey.publicKey)?.claims)
-                    #expect(claims["aud"] as? String == "introductory-offer-eligibility" && claims["allowIntroductoryOffer"] as? Bool == true)
-                    #expect(claims["productId"] as? String == "pro.monthly" && claims["transactionId"] as? String == "2000000001")
-                    #expect(claims["iss"] as? String == "issuer-1" && claims["bid"] as? String == StorekeeperHarness.bundleId)
-                    #expect(UUID(uuidString: claims["nonce"] as? String ?? "") != nil)
+                    #expect(try fresh.status == .ok && fresh.answer(IntroductoryEligibilityAnswer.self).allowIntroductoryOffer == true)
+                    let freshJWS = try fresh.answer(IntroductoryEligibilityAnswer.self).jws
+                    let claims = try #require(
+                        Self.verifiedJWS(freshJWS, key: apple.privateKey.publicKey, claims: IntroductoryEligibilityClaims.self)?.claims)
+                    #expect(claims.aud == "introductory-offer-eligibility" && claims.allowIntroductoryOffer == true)
+                    #expect(claims.productId == "pro.monthly" && claims.transactionId == "2000000001")
+                    #expect(claims.iss == "issuer-1" && claims.bid == StorekeeperHarness.bundleId)
+                    #expect(UUID(uuidString: claims.nonce) != nil)
 
                     var flow = LifecycleFlow(harness: harness, client: client, account: account)
                     try await flow.send(.subscribe)
                     let used = try await eligibility("max.monthly")
-                    #expect(used.status == .ok && used.json["allowIntroductoryOffer"] as? Bool == false)
-                    let usedJWS = try #require(used.json["jws"] as? String)
-                    let denied = try #require(Self.verifiedJWS(usedJWS, key: apple.privateKey.publicKey)?.claims)
-                    #expect(denied["allowIntroductoryOffer"] as? Bool == false)
+                    #expect(try used.status == .ok && used.answer(IntroductoryEligibilityAnswer.self).allowIntroductoryOffer == false)
+                    let usedJWS = try used.answer(IntroductoryEligibilityAnswer.self).jws
+                    let denied = try #require(
+                        Self.verifiedJWS(usedJWS, key: apple.privateKey.publicKey, claims: IntroductoryEligibilityClaims.self)?.claims)
+                    #expect(denied.allowIntroductoryOffer == false)
 
                     #expect(try await eligibility("credits.100").status == .notFound)
                     #expect(
@@ -158,8 +160,8 @@ struct OfferSignatureTests {
         try await StorekeeperHarness.run(worker: false) { harness in
             try await harness.withHTTP { client in
                 let response = try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "a", "offerId": "winback"}"#)
-                #expect(response.status == .notFound && response.json["error"] as? String == "not_configured")
-                #expect((response.json["message"] as? String)?.contains("STOREKEEPER_ASSA") == true)
+                #expect(try response.status == .notFound && response.answer(ErrorAnswer.self).error == "not_configured")
+                #expect(try response.answer(ErrorAnswer.self).message.contains("STOREKEEPER_ASSA") == true)
             }
         }
     }

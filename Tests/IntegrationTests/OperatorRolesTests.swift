@@ -81,15 +81,16 @@ struct OperatorRolesTests {
                         uri: "/admin/accounts/\(account)/grants", method: .post, headers: headers(Self.admin),
                         body: ByteBuffer(string: #"{"tier": "pro", "duration": "P30D", "reason": "\#(reason)"}"#))
                     #expect(response.status == .created)
-                    return try #require(response.json["id"] as? String)
+                    return try response.answer(GrantAnswer.self).id
                 }
                 let (endedByAPI, endedByForm) = (try await grant("to end by the API"), try await grant("to end by the form"))
                 // The account to erase holds something (a purchase token): an id that holds nothing is 404.
                 let token = try await client.execute(
                     uri: "/v1/accounts/\(erasable)/purchase-intents", method: .post, headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)"])
                 #expect(token.status == .created)
-                let events = try await client.execute(uri: "/admin/events?account=\(account)", method: .get, headers: headers(Self.viewer)).json
-                let event = try #require((events["events"] as? [[String: Any]])?.first?["id"] as? String)
+                let events = try await client.execute(uri: "/admin/events?account=\(account)", method: .get, headers: headers(Self.viewer))
+                    .answer(EventListAnswer.self)
+                let event = try #require(events.events.first?.id)
                 // An active App Store subscription of the account, held here and at Apple, for the extension to reach.
                 let subscription = "4\(Int.random(in: 100_000_000...999_999_999))"
                 let expires = Date().addingTimeInterval(20 * 86_400)
@@ -157,8 +158,9 @@ struct OperatorRolesTests {
                 for write in writes {
                     let refused = try await send(write, key: Self.viewer)
                     #expect(refused.status == .forbidden, "viewer: \(write)")
-                    #expect(refused.json["error"] as? String == "forbidden", "viewer: \(write)")
-                    #expect((refused.json["message"] as? String)?.contains("needs the \(write.role) role") == true, "viewer: \(write)")
+                    let error = try refused.answer(ErrorAnswer.self)
+                    #expect(error.error == "forbidden", "viewer: \(write)")
+                    #expect(error.message.contains("needs the \(write.role) role") == true, "viewer: \(write)")
                     if write.role == "admin" {
                         #expect(try await send(write, key: Self.support).status == .forbidden, "support: \(write)")
                     }
@@ -170,35 +172,35 @@ struct OperatorRolesTests {
                     let answer = try await send(write, key: write.role == "support" ? Self.support : Self.admin)
                     #expect(answer.status == recipes[write.description]!.success, "\(write): \(String(buffer: answer.body))")
                 }
-                let log = try await client.execute(uri: "/admin/audit?limit=1000", method: .get, headers: headers(Self.viewer)).json
-                let actions = try #require(log["actions"] as? [[String: Any]])
+                let actions = try await client.execute(uri: "/admin/audit?limit=1000", method: .get, headers: headers(Self.viewer))
+                    .answer(AuditAnswer.self).actions
                 // The two fixture grants, then one entry per write.
                 #expect(actions.count == writes.count + 2)
                 for write in writes {
-                    let entry = actions.first { $0["request"] as? String == write.description }
-                    #expect(entry?["operator"] as? String == (write.role == "support" ? "sam" : "ada"), "\(write)")
-                    #expect(entry?["role"] as? String == write.role, "\(write)")
+                    let entry = actions.first { $0.request == write.description }
+                    #expect(entry?.operator == (write.role == "support" ? "sam" : "ada"), "\(write)")
+                    #expect(entry?.role == write.role, "\(write)")
                 }
-                let created = try #require(actions.first { $0["action"] as? String == "grant.create" && $0["operator"] as? String == "sam" })
-                #expect(created["accountId"] as? String == account)
-                #expect(created["before"] is NSNull)
-                #expect((created["after"] as? [String: Any])?["tier"] as? String == "max")
-                #expect((created["after"] as? [String: Any])?["createdBy"] as? String == "sam", "grants are made in the operator's name")
-                let ended = try #require(actions.first { $0["action"] as? String == "grant.end" && $0["target"] as? String == endedByAPI })
-                #expect((ended["before"] as? [String: Any])?["endedAt"] is NSNull)
-                #expect((ended["after"] as? [String: Any])?["endedAt"] is String)
-                let requeued = try #require(
-                    actions.first { $0["action"] as? String == "jobs.requeue" && $0["target"] as? String == String(failedForAPI) })
-                #expect((requeued["after"] as? [String: Any])?["count"] as? Int == 1)
-                #expect(actions.contains { $0["action"] as? String == "job.cancel" && $0["target"] as? String == String(waiting) })
-                #expect(actions.contains { $0["action"] as? String == "event.redeliver" && $0["target"] as? String == event })
-                #expect(actions.contains { $0["action"] as? String == "dev.clock.advance" })
+                let created = try #require(actions.first { $0.action == "grant.create" && $0.operator == "sam" })
+                #expect(created.accountId == account)
+                #expect(created.before == .null)
+                #expect(created.after["tier"] == .string("max"))
+                #expect(created.after["createdBy"] == .string("sam"), "grants are made in the operator's name")
+                let ended = try #require(actions.first { $0.action == "grant.end" && $0.target == endedByAPI })
+                #expect(ended.before["endedAt"] == .null)
+                #expect(ended.after["endedAt"]?.string != nil)
+                let requeued = try #require(actions.first { $0.action == "jobs.requeue" && $0.target == String(failedForAPI) })
+                #expect(requeued.after["count"] == .number(1))
+                #expect(actions.contains { $0.action == "job.cancel" && $0.target == String(waiting) })
+                #expect(actions.contains { $0.action == "event.redeliver" && $0.target == event })
+                #expect(actions.contains { $0.action == "dev.clock.advance" })
 
                 // Sending a finished change again changes nothing, and is not logged: the grant has ended already.
                 let again = try await client.execute(uri: "/admin/grants/\(endedByAPI)", method: .delete, headers: headers(Self.support))
-                #expect(again.status == .ok && again.json["endedNow"] as? Bool == false)
-                let after = try await client.execute(uri: "/admin/audit?limit=1000", method: .get, headers: headers(Self.viewer)).json
-                #expect((after["actions"] as? [[String: Any]])?.count == actions.count)
+                #expect(try again.status == .ok && again.answer(GrantAnswer.self).endedNow == false)
+                let after = try await client.execute(uri: "/admin/audit?limit=1000", method: .get, headers: headers(Self.viewer))
+                    .answer(AuditAnswer.self)
+                #expect(after.actions.count == actions.count)
             }
         }
     }
@@ -287,7 +289,7 @@ struct OperatorRolesTests {
                 func count(_ query: String) async throws -> Int? {
                     let response = try await client.execute(uri: "/admin/audit?\(query)", method: .get, headers: viewer)
                     #expect(response.status == .ok, "\(query)")
-                    return (response.json["actions"] as? [[String: Any]])?.count
+                    return try response.answer(AuditAnswer.self).actions.count
                 }
                 #expect(try await count("") == 3)
                 #expect(try await count("operator=sam") == 2)

@@ -29,7 +29,7 @@ struct ProcessedWithEventsTests {
             let log = EventLog(logger: TestDatabase.logger)
             let drafts = ["first", "second"].map { key in
                 EventDraft(
-                    type: .subscriptionStarted, key: "\(uuid):\(key)", account: account, subscription: "1000", environment: "Sandbox",
+                    type: .subscriptionStarted, key: "\(uuid):\(key)", account: account, subscription: "1000", environment: .sandbox,
                     change: EventChange(productId: "monthly"), cause: EventCause(eventId: uuid.uuidString, signedDate: Date()))
             }
             let entries = drafts.map { (draft: $0, body: #"{"key":"\#($0.key)"}"#) }

@@ -48,6 +48,7 @@ struct RefundDefenceTests {
         return transaction
     }
 
+    /// What Storekeeper sent to Apple (not an answer of Storekeeper's): read raw, as the tests check its exact set of keys.
     static func answers(_ apple: FakeApple) -> [[String: Any]] {
         apple.server.state.withLock { $0.consumptionAnswers.map(\.body) }.compactMap {
             try? JSONSerialization.jsonObject(with: $0) as? [String: Any]
@@ -61,7 +62,7 @@ struct RefundDefenceTests {
                 try await harness.withHTTP { client in
                     let account = UUID()
                     let consent = try await client.withKey(.put, "/v1/accounts/\(account)/consent", #"{"consented": true}"#)
-                    #expect(consent.status == .ok && consent.json["consented"] as? Bool == true)
+                    #expect(try consent.status == .ok && consent.answer(ConsentAnswer.self).consented == true)
                     #expect(try await client.withKey(.put, "/v1/accounts/\(account)/consent", #"{"consented": "yes"}"#).status == .badRequest)
 
                     let now = Int64(Date().timeIntervalSince1970 * 1000)
@@ -95,20 +96,21 @@ struct RefundDefenceTests {
                     try await eventually("the request to be sent") { try await Self.request(harness, requestId).state == "sent" }
 
                     // The feed shows a transaction's events once every older transaction of the cluster has ended.
-                    var change: [String: Any]?
+                    // `change` is open in the contract: its members are read as the JSON they are.
+                    var change: ArbitraryJSON?
                     try await eventually("the event in the feed") {
-                        let feed = try await client.getWithKey("/v1/events?types=purchase.refund_requested").json
-                        change = ((feed["events"] as? [[String: Any]])?.first?["data"] as? [String: Any])?["change"] as? [String: Any]
+                        let feed = try await client.getWithKey("/v1/events?types=purchase.refund_requested").answer(EventFeedPageAnswer.self)
+                        change = feed.events.first?.data.change
                         return change != nil
                     }
-                    #expect(change?["refundRequestId"] as? String == requestId.uuidString.lowercased())
-                    #expect(change?["reason"] as? String == "UNINTENDED_PURCHASE")
-                    #expect(change?["deadline"] as? String != nil && change?["answerBy"] as? String != nil)
+                    #expect(change?["refundRequestId"]?.string == requestId.uuidString.lowercased())
+                    #expect(change?["reason"]?.string == "UNINTENDED_PURCHASE")
+                    #expect(change?["deadline"]?.string != nil && change?["answerBy"]?.string != nil)
 
                     // A redelivered notification is not a new request.
                     let again = try await client.postNotification(
                         try harness.signer.requestBody(for: Self.consumptionRequest(transaction, signedDate: now), notificationUUID: requestId))
-                    #expect(again.json["status"] as? String == "duplicate")
+                    #expect(try again.answer(IntakeAnswer.self).status == "duplicate")
                     var declined = SimulatedEvent(
                         notificationType: "REFUND_DECLINED", subtype: nil, status: nil, signedDate: now + 60_000, transaction: transaction,
                         renewalInfo: nil)
@@ -117,11 +119,11 @@ struct RefundDefenceTests {
                     #expect(try await Self.request(harness, requestId).outcome == "REFUND_DECLINED")
                     #expect(Self.answers(apple).count == 1)
 
-                    let listed = try await client.getWithKey("/v1/accounts/\(account)/refund-requests").json
-                    let requests = listed["refundRequests"] as? [[String: Any]]
-                    #expect(requests?.count == 1)
-                    #expect(requests?.first?["state"] as? String == "sent" && requests?.first?["outcome"] as? String == "REFUND_DECLINED")
-                    #expect((requests?.first?["sentAnswer"] as? [String: Any])?["refundPreference"] as? String == "DECLINE")
+                    let requests = try await client.getWithKey("/v1/accounts/\(account)/refund-requests")
+                        .answer(RefundRequestListAnswer.self).refundRequests
+                    #expect(requests.count == 1)
+                    #expect(requests.first?.state == "sent" && requests.first?.outcome == "REFUND_DECLINED")
+                    #expect(requests.first?.sentAnswer?.refundPreference == "DECLINE")
 
                     let page = try await client.execute(
                         uri: "/admin?account=\(account)", method: .get, headers: [.authorization: "Bearer admin-key"])
@@ -207,7 +209,7 @@ struct RefundDefenceTests {
                         #"{"deliveryStatus": "DELIVERED", "refundPreference": "GRANT_PRORATED", "consumptionPercentage": 5000, "sampleContentProvided": true}"#
                     )
                     #expect(withPercentage.status == .unprocessableContent)
-                    #expect((withPercentage.json["message"] as? String)?.contains("auto-renewable") == true)
+                    #expect(try withPercentage.answer(ErrorAnswer.self).message.contains("auto-renewable") == true)
                     #expect(
                         try await client.withKey(.put, answerURI, #"{"deliveryStatus": "LOST", "sampleContentProvided": true}"#).status
                             == .unprocessableContent)
@@ -262,7 +264,7 @@ struct RefundDefenceTests {
             let body = try harness.signer.requestBody(for: request)
             try await harness.withHTTP { client in
                 let answer = try await client.postNotification(body)
-                #expect(answer.json["status"] as? String == "accepted")
+                #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
             }
             try await eventually("the refund request's event") {
                 try await harness.count("SELECT count(*) FROM events WHERE type = 'purchase.refund_requested'") == 1

@@ -60,33 +60,35 @@ struct RetentionMessagingTests {
                     let first = UUID()
                     let idle = try await Self.post(client, harness, Self.request(flow.originalTransactionId, id: first))
                     #expect(idle.status == .ok)
-                    let offer = try #require(idle.json["promotionalOffer"] as? [String: Any])
-                    #expect(idle.json.count == 1 && offer["messageIdentifier"] as? String == Self.idleMessage)
-                    let signature = try #require(offer["promotionalOfferSignatureV2"] as? String)
-                    let jws = try #require(OfferSignatureTests.verifiedJWS(signature, key: apple.privateKey.publicKey))
-                    #expect(jws.claims["aud"] as? String == "promotional-offer" && jws.claims["offerIdentifier"] as? String == "retain50")
-                    #expect(jws.claims["productId"] as? String == "pro.monthly" && jws.claims["bid"] as? String == StorekeeperHarness.bundleId)
-                    #expect(jws.claims["transactionId"] as? String == flow.originalTransactionId)
+                    let offer = try #require(try idle.answer(RetentionMessageAnswer.self).promotionalOffer)
+                    // Only the offer: the count of members is read raw, so that no other member may be present.
+                    #expect(idle.json.count == 1 && offer.messageIdentifier == Self.idleMessage)
+                    let signature = offer.promotionalOfferSignatureV2
+                    let jws = try #require(
+                        OfferSignatureTests.verifiedJWS(signature, key: apple.privateKey.publicKey, claims: PromotionalOfferClaims.self))
+                    #expect(jws.claims.aud == "promotional-offer" && jws.claims.offerIdentifier == "retain50")
+                    #expect(jws.claims.productId == "pro.monthly" && jws.claims.bid == StorekeeperHarness.bundleId)
+                    #expect(jws.claims.transactionId == flow.originalTransactionId)
 
                     // The same request again is a replay, whoever sends it.
                     let replay = try await Self.post(client, harness, Self.request(flow.originalTransactionId, id: first))
-                    #expect(replay.status == .unauthorized && replay.json["error"] as? String == "replayed_request")
+                    #expect(try replay.status == .unauthorized && replay.answer(ErrorAnswer.self).error == "replayed_request")
 
                     // The offer is once per account: the next request falls to the default message.
                     let second = try await Self.post(client, harness, Self.request(flow.originalTransactionId))
                     #expect(
-                        second.status == .ok && (second.json["message"] as? [String: Any])?["messageIdentifier"] as? String == Self.defaultMessage)
+                        try second.status == .ok && second.answer(RetentionMessageAnswer.self).message?.messageIdentifier == Self.defaultMessage)
 
                     // 900 of 1,000 spent: the heavy rule suggests the annual plan.
                     #expect(try await client.spend(account, amount: 900).status == .ok)
                     let heavy = try await Self.post(client, harness, Self.request(flow.originalTransactionId))
-                    let alternate = try #require(heavy.json["alternateProduct"] as? [String: Any])
-                    #expect(alternate["productId"] as? String == "pro.annual" && alternate["messageIdentifier"] as? String == Self.heavyMessage)
+                    let alternate = try #require(try heavy.answer(RetentionMessageAnswer.self).alternateProduct)
+                    #expect(alternate.productId == "pro.annual" && alternate.messageIdentifier == Self.heavyMessage)
 
                     // A subscription Storekeeper never saw: the default, recorded as such.
                     let unknown = try await Self.post(client, harness, Self.request("999999999"))
                     #expect(
-                        unknown.status == .ok && (unknown.json["message"] as? [String: Any])?["messageIdentifier"] as? String == Self.defaultMessage)
+                        try unknown.status == .ok && unknown.answer(RetentionMessageAnswer.self).message?.messageIdentifier == Self.defaultMessage)
 
                     #expect(try await harness.count("SELECT count(*) FROM retention_decisions") == 4)
                     #expect(
@@ -97,17 +99,21 @@ struct RetentionMessagingTests {
                     // The app's view: three events for the account (the unknown subscription has none), each naming its rule.
                     // The feed hands out an event once every transaction older than it has ended, cluster-wide: other
                     // tests' transactions may hold it back a moment.
-                    var events: [[String: Any]] = []
+                    var events: [EventAnswer] = []
                     try await eventually("the three events in the feed") {
                         let feed = try await client.withKey(.get, "/v1/events?types=subscription.retention_offered&limit=100", "")
-                        events = feed.json["events"] as? [[String: Any]] ?? []
+                        events = try feed.answer(EventFeedPageAnswer.self).events
                         return events.count >= 3
                     }
-                    let changes = events.compactMap { ($0["data"] as? [String: Any])?["change"] as? [String: Any] }
-                    #expect(events.allSatisfy { ($0["data"] as? [String: Any])?["accountId"] as? String == account.uuidString.lowercased() })
+                    // `change` is open in the contract: its members are read as the JSON they are.
+                    let changes = events.compactMap(\.data.change)
+                    #expect(events.allSatisfy { $0.data.accountId == account.uuidString.lowercased() })
                     #expect(
-                        changes.map {
-                            "\($0["retentionRule"] ?? "") \($0["retentionAnswer"] ?? "") \($0["messageIdentifier"] ?? "") \($0["offerId"] ?? $0["productId"] ?? "-")"
+                        changes.map { change in
+                            let rule = change["retentionRule"]?.string ?? ""
+                            let answer = change["retentionAnswer"]?.string ?? ""
+                            let message = change["messageIdentifier"]?.string ?? ""
+                            return "\(rule) \(answer) \(message) \(change["offerId"]?.string ?? change["productId"]?.string ?? "-")"
                         } == [
                             "idle_offer promotional_offer \(Self.idleMessage) retain50", "default message \(Self.defaultMessage) -",
                             "heavy_annual alternate_product \(Self.heavyMessage) pro.annual",
@@ -115,8 +121,8 @@ struct RetentionMessagingTests {
 
                     // The operators' view: each rule's answers, and the subscriptions still renewing (the unknown one is not).
                     let report = try await client.execute(uri: "/admin/retention?days=7", method: .get, headers: [.authorization: "Bearer admin-key"])
-                    let rules = (report.json["rules"] as? [[String: Any]] ?? []).map {
-                        "\($0["rule"] ?? "") \($0["answer"] ?? "-") \($0["fallbackReason"] ?? "-") \($0["answers"] ?? "") \($0["subscriptions"] ?? "") \($0["stayed"] ?? "")"
+                    let rules = try report.answer(RetentionReportAnswer.self).rules.map {
+                        "\($0.rule) \($0.answer ?? "-") \($0.fallbackReason ?? "-") \($0.answers) \($0.subscriptions) \($0.stayed)"
                     }
                     #expect(
                         Set(rules) == [
@@ -140,11 +146,11 @@ struct RetentionMessagingTests {
             harness in
             try await harness.withHTTP { client in
                 let stale = try await Self.post(client, harness, Self.request("1", signed: Date().addingTimeInterval(-600)))
-                #expect(stale.status == .unauthorized && stale.json["error"] as? String == "stale_request")
+                #expect(try stale.status == .unauthorized && stale.answer(ErrorAnswer.self).error == "stale_request")
                 let future = try await Self.post(client, harness, Self.request("1", signed: Date().addingTimeInterval(600)))
-                #expect(future.status == .unauthorized && future.json["error"] as? String == "stale_request")
+                #expect(try future.status == .unauthorized && future.answer(ErrorAnswer.self).error == "stale_request")
                 let production = try await Self.post(client, harness, Self.request("1", environment: .production))
-                #expect(production.status == .unauthorized && production.json["error"] as? String == "verification_failed")
+                #expect(try production.status == .unauthorized && production.answer(ErrorAnswer.self).error == "verification_failed")
                 let stranger = try JWSSigner(chain: try LocalSigningChain.generate()).sign(Self.request("1"))
                 let forged = try await client.execute(
                     uri: "/apple/retention-message", method: .post, headers: [.contentType: "application/json"],
@@ -227,8 +233,8 @@ struct RetentionMessagingTests {
                         body: ByteBuffer(string: #"{"signedPayload": "\#(jws)"}"#))
                     if policy.hasPrefix("default") {
                         #expect(
-                            response.status == .ok
-                                && (response.json["message"] as? [String: Any])?["messageIdentifier"] as? String == Self.defaultMessage)
+                            try response.status == .ok
+                                && response.answer(RetentionMessageAnswer.self).message?.messageIdentifier == Self.defaultMessage)
                     } else {
                         #expect(response.status == .serviceUnavailable)
                     }
@@ -310,7 +316,7 @@ struct RetentionMessagingTests {
                         for _ in 0..<20 { group.addTask { try await Self.post(client, harness, Self.request(subscription)) } }
                         return try await group.reduce(into: [TestResponse]()) { $0.append($1) }
                     }
-                    let offered = answers.filter { $0.json["promotionalOffer"] != nil }.count
+                    let offered = answers.filter { (try? $0.answer(RetentionMessageAnswer.self))?.promotionalOffer != nil }.count
                     let statuses = answers.map { "\($0.status.code) \(String(buffer: $0.body).prefix(40))" }
                     let allAnswered = answers.allSatisfy { $0.status.code == 200 }
                     #expect(allAnswered && offered <= 1, "\(statuses)")
@@ -340,8 +346,8 @@ struct RetentionMessagingTests {
                     let late = UUID()
                     let lateAnswer = try await Self.post(client, harness, Self.request(subscription, id: late))
                     #expect(
-                        lateAnswer.status.code == 200
-                            && (lateAnswer.json["message"] as? [String: Any])?["messageIdentifier"] as? String == Self.defaultMessage)
+                        try lateAnswer.status.code == 200
+                            && lateAnswer.answer(RetentionMessageAnswer.self).message?.messageIdentifier == Self.defaultMessage)
                     try await eventually("the late answer recorded as such") {
                         try await harness.count(
                             "SELECT count(*) FROM retention_decisions WHERE request_identifier = '\(late)' AND fallback_reason = 'late' AND answer_kind = 'message'"

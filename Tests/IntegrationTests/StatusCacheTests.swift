@@ -12,7 +12,7 @@ import Testing
 /// the clock needs no write at all.
 @Suite("Status cache")
 struct StatusCacheTests {
-    static func remaining(_ flow: LifecycleFlow) async throws -> Int? { try await flow.credits()["remaining"] as? Int }
+    static func remaining(_ flow: LifecycleFlow) async throws -> Int64? { try await flow.credits().remaining }
 
     @Test("served from memory; a spend and an applied notification show in the next read; another connection's commit once NOTIFYed")
     func freshness() async throws {
@@ -38,25 +38,25 @@ struct StatusCacheTests {
                 }
             }
             try await eventually("a read served from the cache, not seeing a change no trigger reported") {
-                _ = try await flow.status()
+                _ = try await flow.statusAnswer()
                 try await silently("max.monthly")
-                if try await flow.status()["tier"] as? String == "pro" { return true }
+                if try await flow.statusAnswer().tier == "pro" { return true }
                 try await silently("pro.monthly")
                 return false
             }
             harness.components.statusCache.invalidateAll()
-            #expect(try await flow.status()["tier"] as? String == "max")
+            #expect(try await flow.statusAnswer().tier == "max")
             try await harness.client.query(
                 "UPDATE subscriptions SET product_id = 'pro.monthly' WHERE original_transaction_id = \(flow.originalTransactionId)",
                 logger: TestDatabase.logger)
             try await eventually("the NOTIFY of another connection's commit to drop the entry") {
-                try await flow.status()["tier"] as? String == "pro"
+                try await flow.statusAnswer().tier == "pro"
             }
 
             for amount in [7, 13] {
                 let before = try #require(try await Self.remaining(flow))
                 #expect(try await client.spend(account, amount: Int64(amount)).status == .ok)
-                #expect(try await Self.remaining(flow) == before - amount, "the spend shows in the next read")
+                #expect(try await Self.remaining(flow) == before - Int64(amount), "the spend shows in the next read")
             }
             // Ledger rows written by another connection: the NOTIFY drops the entry.
             let granted = try #require(try await Self.remaining(flow))
@@ -69,8 +69,8 @@ struct StatusCacheTests {
             try await eventually("the ledger row's NOTIFY to drop the entry") { try await Self.remaining(flow) == granted - 5 }
 
             try await flow.send(.refund)
-            let refunded = try await flow.status()
-            #expect(refunded["state"] as? String == "free_with_credits" && refunded["entitled"] as? Bool == false)
+            let refunded = try await flow.statusAnswer()
+            #expect(refunded.state == "free_with_credits" && refunded.entitled == false)
         }
     }
 
@@ -81,11 +81,11 @@ struct StatusCacheTests {
             try await flow.send(.subscribe)
             try await flow.send(.cancel)
             clock.now = flow.clock.addingTimeInterval(1)
-            #expect(try await flow.status()["entitled"] as? Bool == true)
+            #expect(try await flow.statusAnswer().entitled == true)
             let writes = try await harness.count("SELECT (SELECT count(*) FROM credit_ledger) + (SELECT count(*) FROM subscriptions)")
             clock.now = flow.period!.end.addingTimeInterval(1)
-            let expired = try await flow.status()
-            #expect(expired["entitled"] as? Bool == false && expired["state"] as? String == "free_with_credits")
+            let expired = try await flow.statusAnswer()
+            #expect(expired.entitled == false && expired.state == "free_with_credits")
             #expect(try await harness.count("SELECT (SELECT count(*) FROM credit_ledger) + (SELECT count(*) FROM subscriptions)") == writes)
         }
     }

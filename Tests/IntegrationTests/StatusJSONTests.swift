@@ -140,7 +140,7 @@ import Testing
             let draft = EventDraft(
                 type: .subscriptionRenewed, key: Self.text(&random), account: document.accountId,
                 subscription: Bool.random(using: &random) ? nil : Self.text(&random),
-                environment: Bool.random(using: &random) ? "Production" : Self.text(&random),
+                environment: Bool.random(using: &random) ? .production : .init(rawValue: Self.text(&random)),
                 change: Self.change(&random), cause: Self.cause(&random))
             let data = EventData(draft: draft, status: document)
             #expect(try data.json() == String(decoding: try Self.encoder.encode(data), as: UTF8.self))

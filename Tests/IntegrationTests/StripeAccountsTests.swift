@@ -30,7 +30,9 @@ struct StripeAccountsTests {
             ]
             for (body, code) in cases {
                 let response = try await world.post(path, body)
-                #expect(response.status == .badRequest && response.json["error"] as? String == code, "\(body): \(String(buffer: response.body))")
+                #expect(
+                    try response.status == .badRequest && response.answer(ErrorAnswer.self).error == code, "\(body): \(String(buffer: response.body))"
+                )
             }
             let unauthenticated = try await world.http.execute(
                 uri: path, method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: "{}"))
@@ -43,8 +45,10 @@ struct StripeAccountsTests {
             let created = try await world.post(path, good.merging(["idempotencyKey": "order-1"]) { _, new in new })
             #expect(created.status == .created)
             let again = try await world.post(path, good.merging(["idempotencyKey": "order-1"]) { _, new in new })
-            #expect(again.json["sessionId"] as? String == created.json["sessionId"] as? String, "one session per idempotency key")
-            let session = try #require(world.fake.state.withLock { $0.sessions[created.json["sessionId"] as? String ?? ""] })
+            #expect(
+                try again.answer(StripeSessionAnswer.self).sessionId == created.answer(StripeSessionAnswer.self).sessionId,
+                "one session per idempotency key")
+            let session = try #require(world.fake.state.withLock { $0.sessions[try created.answer(StripeSessionAnswer.self).sessionId] })
             #expect(session.clientReferenceId == "user-7" && session.mode == "subscription")
             #expect(world.fake.state.withLock { $0.requests.contains { $0.hasPrefix("POST /v1/checkout/sessions") } })
         }
@@ -63,18 +67,19 @@ struct StripeAccountsTests {
             let second = try await world.post(
                 "/v1/accounts/\(account)/stripe/checkout", good.merging(["productId": "price_max_monthly"]) { _, new in new })
             #expect(
-                first.status == .created && second.json["sessionId"] as? String == first.json["sessionId"] as? String, "one open session per group")
+                try first.status == .created && second.answer(StripeSessionAnswer.self).sessionId == first.answer(StripeSessionAnswer.self).sessionId,
+                "one open session per group")
             let sessions = world.fake.state.withLock { $0.sessions.count }
             #expect(sessions == 1)
-            let sessionId = try #require(first.json["sessionId"] as? String)
+            let sessionId = try first.answer(StripeSessionAnswer.self).sessionId
             _ = try world.fake.completeCheckout(sessionId, at: StripeWorld.time(0))
             for event in world.fake.events { _ = try await world.deliver(event.body) }
             try await world.settle()
             let same = try await world.post("/v1/accounts/\(account)/stripe/checkout", good)
-            #expect(same.status == .conflict && same.json["error"] as? String == "already_entitled")
+            #expect(try same.status == .conflict && same.answer(ErrorAnswer.self).error == "already_entitled")
             let higher = try await world.post(
                 "/v1/accounts/\(account)/stripe/checkout", good.merging(["productId": "price_max_monthly"]) { _, new in new })
-            #expect(higher.status == .conflict && higher.json["error"] as? String == "change_in_portal", "\(String(buffer: higher.body))")
+            #expect(try higher.status == .conflict && higher.answer(ErrorAnswer.self).error == "change_in_portal", "\(String(buffer: higher.body))")
             // Top-ups can be bought any number of times.
             let credits = try await world.post(
                 "/v1/accounts/\(account)/stripe/checkout", good.merging(["productId": "price_credits_100"]) { _, new in new })
@@ -85,25 +90,30 @@ struct StripeAccountsTests {
             let subscribing = try await world.post("/v1/accounts/\(other)/stripe/checkout", good)
             let lifetime = try await world.post(
                 "/v1/accounts/\(other)/stripe/checkout", good.merging(["productId": "price_basic_lifetime"]) { _, new in new })
-            #expect(lifetime.status == .created && lifetime.json["sessionId"] as? String != subscribing.json["sessionId"] as? String)
+            #expect(
+                try lifetime.status == .created
+                    && lifetime.answer(StripeSessionAnswer.self).sessionId != subscribing.answer(StripeSessionAnswer.self).sessionId)
             let again = try await world.post(
                 "/v1/accounts/\(other)/stripe/checkout", good.merging(["productId": "price_max_monthly"]) { _, new in new })
-            #expect(again.json["sessionId"] as? String == subscribing.json["sessionId"] as? String)
+            #expect(try again.answer(StripeSessionAnswer.self).sessionId == subscribing.answer(StripeSessionAnswer.self).sessionId)
             // Paid, its events not delivered yet (or lost): Stripe is asked, and the account is not sold it twice.
-            _ = try world.fake.completeCheckout(try #require(subscribing.json["sessionId"] as? String), at: StripeWorld.time(0))
+            _ = try world.fake.completeCheckout(try subscribing.answer(StripeSessionAnswer.self).sessionId, at: StripeWorld.time(0))
             let stale = try await world.post("/v1/accounts/\(other)/stripe/checkout", good)
             #expect(
-                stale.status == .conflict && stale.json["error"] as? String == "already_entitled", "\(stale.status) \(String(buffer: stale.body))")
+                try stale.status == .conflict && stale.answer(ErrorAnswer.self).error == "already_entitled",
+                "\(stale.status) \(String(buffer: stale.body))")
 
             // A stored open session Stripe no longer knows (its objects reset, another key's): forgotten, a new one made.
             let third = UUID().uuidString.lowercased()
             let forgotten = try await world.post("/v1/accounts/\(third)/stripe/checkout", good)
-            let forgottenId = try #require(forgotten.json["sessionId"] as? String)
+            let forgottenId = try forgotten.answer(StripeSessionAnswer.self).sessionId
             world.fake.state.withLock { $0.sessions[forgottenId] = nil }
             let fresh = try await world.post("/v1/accounts/\(third)/stripe/checkout", good)
-            #expect(fresh.status == .created && fresh.json["sessionId"] as? String != forgottenId, "\(fresh.status) \(String(buffer: fresh.body))")
+            #expect(
+                try fresh.status == .created && fresh.answer(StripeSessionAnswer.self).sessionId != forgottenId,
+                "\(fresh.status) \(String(buffer: fresh.body))")
             let kept = try await world.post("/v1/accounts/\(third)/stripe/checkout", good)
-            #expect(kept.json["sessionId"] as? String == fresh.json["sessionId"] as? String)
+            #expect(try kept.answer(StripeSessionAnswer.self).sessionId == fresh.answer(StripeSessionAnswer.self).sessionId)
 
             let metrics = String(buffer: try await world.http.execute(uri: "/metrics", method: .get).body)
             #expect(metrics.contains("storekeeper_stripe_api_calls_total") && metrics.contains("create_checkout_session"), "API calls counted")
@@ -111,7 +121,9 @@ struct StripeAccountsTests {
 
             let a = try await world.post("/v1/accounts/victim:y/stripe/checkout", good.merging(["idempotencyKey": "z"]) { _, new in new })
             let b = try await world.post("/v1/accounts/victim/stripe/checkout", good.merging(["idempotencyKey": "y:z"]) { _, new in new })
-            #expect(a.status == .created && b.status == .created && a.json["sessionId"] as? String != b.json["sessionId"] as? String)
+            #expect(
+                try a.status == .created && b.status == .created
+                    && a.answer(StripeSessionAnswer.self).sessionId != b.answer(StripeSessionAnswer.self).sessionId)
         }
     }
 
@@ -122,13 +134,14 @@ struct StripeAccountsTests {
         try await StripeWorld.run(extra: ["STOREKEEPER_ADMIN_KEYS": "admin-key-for-stripe-tests"]) { world in
             let account = UUID().uuidString.lowercased()
             let before = try await world.post("/v1/accounts/\(account)/stripe/portal", ["returnUrl": "https://app.example/account"])
-            #expect(before.status == .notFound && before.json["error"] as? String == "no_customer")
+            #expect(try before.status == .notFound && before.answer(ErrorAnswer.self).error == "no_customer")
             _ = try await world.buy("price_pro_monthly", account: account, at: StripeWorld.time(0))
             for event in world.fake.events { _ = try await world.deliver(event.body) }
             try await world.settle()
             let portal = try await world.post("/v1/accounts/\(account)/stripe/portal", ["returnUrl": "https://app.example/account"])
             #expect(
-                portal.status == .ok && (portal.json["url"] as? String)?.hasPrefix(world.fake.hostedURL) == true, "\(String(buffer: portal.body))")
+                try portal.status == .ok && portal.answer(StripePortalAnswer.self).url.hasPrefix(world.fake.hostedURL) == true,
+                "\(String(buffer: portal.body))")
             #expect(try await world.post("/v1/accounts/\(account)/stripe/portal", ["returnUrl": "ftp://x"]).status == .badRequest)
             let basic = "Basic " + Data("admin:admin-key-for-stripe-tests".utf8).base64EncodedString()
             let page = String(
@@ -146,9 +159,9 @@ struct StripeAccountsTests {
             #expect(try await world.harness.count("SELECT count(*) FROM stripe_links") == 0, "nothing stored for it")
             // Another account's subscription: its checkout names its owner first, so a link would not hold.
             let taken = try await world.post("/v1/accounts/someone-else/stripe/link", ["subscriptionId": subscription])
-            #expect(taken.status == .conflict && taken.json["error"] as? String == "linked_elsewhere", "\(String(buffer: taken.body))")
+            #expect(try taken.status == .conflict && taken.answer(ErrorAnswer.self).error == "linked_elsewhere", "\(String(buffer: taken.body))")
             #expect(try await world.harness.count("SELECT count(*) FROM stripe_links") == 0, "the refused link is not kept")
-            #expect(try await world.http.getWithKey("/v1/accounts/\(account)/status").json["entitled"] as? Bool == true)
+            #expect(try await world.http.getWithKey("/v1/accounts/\(account)/status").answer(StatusAnswer.self).entitled == true)
         }
     }
     @Test(
@@ -162,11 +175,11 @@ struct StripeAccountsTests {
             try await world.settle()
             let linked = try await world.post("/v1/accounts/\(holder)/stripe/link", ["subscriptionId": subscription])
             #expect(linked.status == .ok, "\(String(buffer: linked.body))")
-            #expect(try await world.http.getWithKey("/v1/accounts/\(holder)/status").json["tier"] as? String == "pro")
+            #expect(try await world.http.getWithKey("/v1/accounts/\(holder)/status").answer(StatusAnswer.self).tier == "pro")
             let taken = try await world.post("/v1/accounts/\(other)/stripe/link", ["subscriptionId": subscription])
-            #expect(taken.status == .conflict && taken.json["error"] as? String == "linked_elsewhere", "\(String(buffer: taken.body))")
-            #expect(try await world.http.getWithKey("/v1/accounts/\(holder)/status").json["tier"] as? String == "pro", "the holder keeps it")
-            #expect(try await world.http.getWithKey("/v1/accounts/\(other)/status").json["tier"] as? String == "free")
+            #expect(try taken.status == .conflict && taken.answer(ErrorAnswer.self).error == "linked_elsewhere", "\(String(buffer: taken.body))")
+            #expect(try await world.http.getWithKey("/v1/accounts/\(holder)/status").answer(StatusAnswer.self).tier == "pro", "the holder keeps it")
+            #expect(try await world.http.getWithKey("/v1/accounts/\(other)/status").answer(StatusAnswer.self).tier == "free")
             #expect(try await world.harness.count("SELECT count(*) FROM stripe_links WHERE account_id = '\(holder)'") == 1)
             let again = try await world.post("/v1/accounts/\(holder)/stripe/link", ["subscriptionId": subscription])
             #expect(again.status == .ok, "\(String(buffer: again.body))")

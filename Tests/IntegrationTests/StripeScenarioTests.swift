@@ -117,7 +117,7 @@ struct StripeScenarioTests {
                     "/v1/accounts/\(account.uuidString.lowercased())/stripe/checkout",
                     ["productId": step.price!, "successUrl": "https://app.example/done", "cancelUrl": "https://app.example/cancel"])
                 #expect(
-                    response.status == .conflict && response.json["error"] as? String == "already_entitled",
+                    try response.status == .conflict && response.answer(ErrorAnswer.self).error == "already_entitled",
                     "\(scenario.name): paying twice is refused")
             case "subscribeUnnamed":
                 // The app's backend created the subscription through the API: no session reference, no metadata.
@@ -126,7 +126,9 @@ struct StripeScenarioTests {
             case "link":
                 if !shuffled { try await deliver(world, apple: apple, shuffled: false, from: &delivered) }
                 let response = try await world.post("/v1/accounts/\(account.uuidString.lowercased())/stripe/link", ["subscriptionId": subscription!])
-                #expect(response.status == .ok && response.json["accountId"] as? String == account.uuidString.lowercased(), "\(scenario.name): link")
+                #expect(
+                    try response.status == .ok && response.answer(StripeLinkAnswer.self).accountId == account.uuidString.lowercased(),
+                    "\(scenario.name): link")
             case "renew": try world.fake.renew(subscription!, paying: step.paying ?? true)
             case "payOpenInvoice": try world.fake.payOpenInvoice(subscription!, at: time)
             case "giveUp": try world.fake.giveUp(subscription!, at: time, marking: .init(step.marking ?? "canceled"))
@@ -205,25 +207,23 @@ struct StripeScenarioTests {
     static func check(
         _ expect: Expect, label: String, account: UUID, http: any TestClientProtocol, harness: StorekeeperHarness, shuffled: Bool, stores: Set<String>
     ) async throws {
-        let status = try await http.getWithKey("/v1/accounts/\(account.uuidString.lowercased())/status").json
-        #expect(status["state"] as? String == expect.state, "\(label): state")
-        #expect(status["tier"] as? String == expect.tier, "\(label): tier")
-        #expect(status["entitled"] as? Bool == expect.entitled, "\(label): entitled")
-        let subscription = status["subscription"] as? [String: Any]
-        if let expected = expect.subscriptionStatus { #expect(subscription?["status"] as? String == expected, "\(label): subscription.status") }
-        if let expected = expect.subscriptionStore { #expect(subscription?["store"] as? String == expected, "\(label): subscription.store") }
-        if let expected = expect.willRenew { #expect(subscription?["willRenew"] as? Bool == expected, "\(label): willRenew") }
+        let status = try await http.getWithKey("/v1/accounts/\(account.uuidString.lowercased())/status").answer(StatusAnswer.self)
+        #expect(status.state == expect.state, "\(label): state")
+        #expect(status.tier == expect.tier, "\(label): tier")
+        #expect(status.entitled == expect.entitled, "\(label): entitled")
+        let subscription = status.subscription
+        if let expected = expect.subscriptionStatus { #expect(subscription?.status == expected, "\(label): subscription.status") }
+        if let expected = expect.subscriptionStore { #expect(subscription?.store == expected, "\(label): subscription.store") }
+        if let expected = expect.willRenew { #expect(subscription?.willRenew == expected, "\(label): willRenew") }
         if let expected = expect.entitlementStores {
-            let stores = ((status["entitlements"] as? [[String: Any]]) ?? []).compactMap { $0["store"] as? String }.sorted()
+            let stores = status.entitlements.map(\.store).sorted()
             #expect(stores == expected.sorted(), "\(label): entitlements' stores")
         }
         for (meter, remaining) in expect.remaining ?? [:] {
-            let credits = (status["credits"] as? [String: Any])?[meter] as? [String: Any]
-            #expect((credits?["remaining"] as? NSNumber)?.int64Value == remaining, "\(label): \(meter) remaining")
+            #expect(status.credits[meter]?.remaining == remaining, "\(label): \(meter) remaining")
         }
         for (meter, topUp) in expect.topUp ?? [:] {
-            let credits = (status["credits"] as? [String: Any])?[meter] as? [String: Any]
-            #expect((credits?["topUp"] as? NSNumber)?.int64Value == topUp, "\(label): \(meter) top-up")
+            #expect(status.credits[meter]?.topUp == topUp, "\(label): \(meter) top-up")
         }
         if let expected = expect.events, !shuffled {
             // From the event log itself (the feed holds back events of transactions newer than one still running).
@@ -232,6 +232,7 @@ struct StripeScenarioTests {
             for event in try await history.recent(account: AccountID(account), types: .all, limit: 1000) {
                 types.insert(event.type)
                 // Every subscription event names its store.
+                // The stored body of an event, from the database rather than an HTTP answer: read raw.
                 let change = (try? JSONSerialization.jsonObject(with: Data(event.body.utf8)) as? [String: Any])?["change"] as? [String: Any]
                 let store = change?["store"] as? String
                 if event.type.hasPrefix("subscription.") { #expect(store.map(stores.contains) == true, "\(label): \(event.type) names its store") }

@@ -51,7 +51,8 @@ public struct CreditAdjustments: Sendable {
                 eventId: CreditAdjustment.operationKey(account: account, key: request.key), notificationType: "OPERATOR_ADJUSTMENT")
             let statuses = try await credits.apply(operations, readingStatusOf: [account], at: now, on: connection)
             if let events {
-                let drafts = CreditChanges.granted(operations, account: account, subscription: nil, environment: "operator", cause: cause)
+                let drafts = CreditChanges.granted(
+                    operations, account: account, subscription: nil, environment: SourceChanges.environment, cause: cause)
                 try await events.record(drafts, now: now, statuses: statuses, on: connection)
             }
             return .success(Outcome(posted: true, topUpBalance: ledger.balance(of: bucket) + request.amount))

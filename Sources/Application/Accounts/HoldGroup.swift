@@ -126,7 +126,7 @@ struct HoldGroup: Sendable {
                 // The hold takes the last credit as a spend would: the app hears it as a spend's `credits.depleted`.
                 drafts += CreditChanges.depleted(
                     meter: request.meter, remaining: remaining, account: request.account, spendKey: CreditHold.debitKey(hold.id, 0),
-                    environment: credits[request.account]?.environment ?? "Production")
+                    environment: credits[request.account]?.environment ?? .production)
                 if let remaining {
                     drafts +=
                         credits[request.account]?.warnings(

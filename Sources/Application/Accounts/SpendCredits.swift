@@ -86,7 +86,7 @@ private struct SpendGroup: Sendable {
                 answer = UsageRequests.Answer(outcome: .spent, meter: request.meter, remaining: remaining)
                 drafts += CreditChanges.depleted(
                     meter: request.meter, remaining: remaining, account: request.account, spendKey: prefix,
-                    environment: credits[request.account]?.environment ?? "Production")
+                    environment: credits[request.account]?.environment ?? .production)
                 drafts +=
                     credits[request.account]?.warnings(
                         request.meter, from: remaining + request.amount, to: remaining, account: request.account, catalogue: ledger.catalogue) ?? []

@@ -1,4 +1,5 @@
 import Credits
+import Entitlements
 import Events
 import Foundation
 import Persistence
@@ -74,5 +75,5 @@ extension Spendable {
     }
 
     /// The environment events of the account are sent in: its first subscription's.
-    var environment: String { subscriptions.first?.environment.rawValue ?? "Production" }
+    var environment: StoreEnvironment { subscriptions.first?.environment ?? .production }
 }

@@ -1,5 +1,6 @@
 import AppStoreModels
 import Credits
+import Entitlements
 import Events
 import Foundation
 import Logging
@@ -37,7 +38,7 @@ public struct TopUpPurchase: Sendable {
             id: newest.transactionId, productId: newest.productId, quantity: Int64(max(newest.quantity ?? 1, 1)),
             revoked: newest.revocationDate != nil)
         return try await record(
-            sale, ledgerKey: transaction.originalTransactionId, account: account, environment: newest.environment?.rawValue ?? "unknown",
+            sale, ledgerKey: transaction.originalTransactionId, account: account, environment: newest.environment ?? .unknown,
             refundReason: newest.revocationReason.map(String.init), now: now, cause: cause, on: connection)
     }
 
@@ -46,7 +47,7 @@ public struct TopUpPurchase: Sendable {
     /// account is known.
     @discardableResult
     public func record(
-        _ sale: TopUpCredits.Sale, ledgerKey: String, account: AccountID?, environment: String, refundReason: String? = nil, now: Date,
+        _ sale: TopUpCredits.Sale, ledgerKey: String, account: AccountID?, environment: StoreEnvironment, refundReason: String? = nil, now: Date,
         cause: EventCause, on connection: PostgresConnection
     ) async throws -> Bool {
         guard ledger.catalogue.topUp(ofProduct: sale.productId) != nil,

@@ -1,5 +1,6 @@
 import Analytics
 import Credits
+import Entitlements
 import Foundation
 import Logging
 import Persistence
@@ -14,8 +15,7 @@ public struct AnalyticsCharts: Sendable {
         public var from: AnalyticsDay
         public var to: AnalyticsDay
         public var interval: AnalyticsInterval
-        /// `production` or `sandbox`.
-        public var environment: String
+        public var environment: StoreEnvironment.Rollup
         public var store: String?
         /// A product. Usage is held by tier: there a product stands for the tier it belongs to.
         public var product: String?
@@ -23,7 +23,8 @@ public struct AnalyticsCharts: Sendable {
         public var tier: String?
 
         public init(
-            metric: AnalyticsMetric, from: AnalyticsDay, to: AnalyticsDay, interval: AnalyticsInterval, environment: String, store: String? = nil,
+            metric: AnalyticsMetric, from: AnalyticsDay, to: AnalyticsDay, interval: AnalyticsInterval, environment: StoreEnvironment.Rollup,
+            store: String? = nil,
             product: String? = nil, tier: String? = nil
         ) {
             self.metric = metric

@@ -32,7 +32,7 @@ public struct SourceSettlement: Sendable {
         let ledger = try await credits.snapshot(ofSource: record.id, on: connection)
         let operations = SourceCredits.operationsDue(record, account: account, catalogue: catalogue, ledger: ledger, now: now)
         let source = catalogue.source(of: record, at: now)
-        let environment = record.environment ?? "Production"
+        let environment = record.environment ?? SourceChanges.environment
         let drafts =
             SourceChanges.changes(record, source: source, account: account)
             + CreditChanges.granted(operations, account: account, subscription: nil, environment: environment, cause: cause)

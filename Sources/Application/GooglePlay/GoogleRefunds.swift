@@ -1,6 +1,7 @@
 import AppStoreModels
 import Credits
 import Crypto
+import Entitlements
 import Events
 import Foundation
 import GooglePlay
@@ -182,7 +183,7 @@ public struct GoogleRefunds: Sendable {
         /// The subscription's id, or the one-time purchase's.
         var holder: String
         var productId: String
-        var environment: String
+        var environment: StoreEnvironment
         var subscription: Bool
     }
 
@@ -194,7 +195,7 @@ public struct GoogleRefunds: Sendable {
             if owner == nil { owner = try await purchases.owner(of: purchase.id, on: connection) }
             return owner.map {
                 OrderPurchase(
-                    account: $0, holder: purchase.id, productId: purchase.productId, environment: purchase.isTest ? "Sandbox" : "Production",
+                    account: $0, holder: purchase.id, productId: purchase.productId, environment: purchase.isTest ? .sandbox : .production,
                     subscription: false)
             }
         }
@@ -203,7 +204,7 @@ public struct GoogleRefunds: Sendable {
         for id in try await filed.filed(of: .googlePlay, among: chain, on: connection) {
             if let state = try await filed.lockedSubscription(id, on: connection), let account = state.accountId {
                 return OrderPurchase(
-                    account: account, holder: id, productId: state.productId, environment: state.environment.rawValue, subscription: true)
+                    account: account, holder: id, productId: state.productId, environment: state.environment, subscription: true)
             }
         }
         return nil

@@ -114,7 +114,7 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
             // The customer withdrew consent for the app: recorded, linked to the account of the subscription with the
             // same app transaction (now, or when one first names it), and sent to that account.
             // Without an environment it links to nothing: a rescission never reaches an account of another environment.
-            let environment = (notification.payload.appData?.environment ?? .unknown).rawValue
+            let environment = notification.payload.appData?.environment ?? .unknown
             let rescission = try await ConsentRescissions(logger: logger).record(
                 notificationUUID: notification.payload.notificationUUID.lowercased(), appTransactionId: appTransactionId, environment: environment,
                 rescindedAt: notification.payload.signedDate.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? now, now: now, on: connection)

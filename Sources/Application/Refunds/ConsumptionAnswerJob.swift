@@ -131,7 +131,7 @@ public struct ConsumptionAnswerJob: JobHandler {
             default:
                 guard let serverAPI else { return SendFailure(description: "the App Store Server API is not configured", isRetryable: false) }
                 try await serverAPI.sendConsumptionInformation(
-                    answer, transactionId: request.transactionId, environment: AppStoreEnvironment(rawValue: request.environment))
+                    answer, transactionId: request.transactionId, environment: request.environment)
             }
             return nil
         } catch let error as GooglePlayAPIError {

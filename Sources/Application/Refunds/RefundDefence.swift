@@ -86,7 +86,7 @@ public struct RefundDefence: Sendable {
         on connection: PostgresConnection
     ) async throws {
         let requestedAt = notification.payload.signedDate.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? now
-        let environment = transaction.environment?.rawValue ?? "unknown"
+        let environment = transaction.environment ?? .unknown
         let request = RefundRequests.Request(
             id: id, accountId: account, transactionId: transaction.transactionId, originalTransactionId: transaction.originalTransactionId,
             productId: transaction.productId, billingPeriod: transaction.webOrderLineItemId ?? transaction.transactionId,

@@ -79,7 +79,7 @@ public struct RetentionMessaging: Sendable {
         func goOn() throws { if claim.isGivenUp { throw Late() } }
         // A lock or a statement waiting past the deadline ends on the server too, and gives its connection back.
         try await decisions.limitWaits(to: policy.deadline, on: connection)
-        let environment = request.environment?.rawValue ?? ""
+        let environment = request.environment
         guard var reading = try await decisions.reading(of: request.originalTransactionId, environment: environment, on: connection) else {
             let answer = Answer(rule: RetentionPolicy.defaultRule, answer: fallback, fallbackReason: "unknown_subscription")
             try await record(answer, for: request, identifier: identifier, account: nil, now: now, on: connection)
@@ -168,7 +168,7 @@ public struct RetentionMessaging: Sendable {
         if case .alternateProduct(_, let product, _) = answer { suggested = product }
         return EventDraft(
             type: .subscriptionRetentionOffered, key: "retention:\(identifier.uuidString.lowercased())", account: account,
-            subscription: request.originalTransactionId, environment: request.environment?.rawValue ?? "",
+            subscription: request.originalTransactionId, environment: request.environment ?? .unknown,
             change: EventChange(
                 productId: suggested, retentionRule: rule, retentionAnswer: answer.kind, messageIdentifier: answer.messageIdentifier, offerId: offerId
             ),
@@ -184,7 +184,7 @@ public struct RetentionMessaging: Sendable {
         let stored = try await decisions.record(
             RetentionDecisions.Decision(
                 requestIdentifier: identifier, originalTransactionId: request.originalTransactionId, account: account,
-                environment: request.environment?.rawValue ?? "", productId: request.productId, rule: answer.rule,
+                environment: request.environment ?? .unknown, productId: request.productId, rule: answer.rule,
                 answerKind: answer.answer?.kind, answer: body, fallbackReason: answer.fallbackReason, signedDate: request.signedDate,
                 decidedAt: now),
             on: connection)

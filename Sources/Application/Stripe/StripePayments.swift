@@ -1,5 +1,6 @@
 import Analytics
 import Credits
+import Entitlements
 import Events
 import Foundation
 import Logging
@@ -81,7 +82,7 @@ public struct StripePayments: Sendable {
         if let writer, let currency = payment.currency {
             try await writer.recordSale(
                 OneTimeSale(
-                    id: payment.id, store: .stripe, environment: payment.livemode ? "production" : "sandbox", productId: payment.priceId,
+                    id: payment.id, store: .stripe, environment: StoreEnvironment(livemode: payment.livemode), productId: payment.priceId,
                     soldAt: payment.paidAt, price: payment.charged, currency: currency, refundedAt: payment.refunded > 0 ? payment.refundedAt : nil,
                     refunded: payment.refunded),
                 on: connection)
@@ -89,7 +90,7 @@ public struct StripePayments: Sendable {
         if let topUp = catalogue.topUp(ofProduct: payment.priceId), topUp.store == .stripe {
             let sale = TopUpCredits.Sale(id: payment.id, productId: payment.priceId, quantity: payment.quantity, revoked: payment.endedAt != nil)
             let credited = try await topUps.record(
-                sale, ledgerKey: payment.id, account: payment.account, environment: payment.livemode ? "Production" : "Sandbox",
+                sale, ledgerKey: payment.id, account: payment.account, environment: StoreEnvironment(livemode: payment.livemode),
                 refundReason: payment.endReason?.text, now: now, cause: cause, on: connection)
             return credited ? payment.account : nil
         }

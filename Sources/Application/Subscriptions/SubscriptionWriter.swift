@@ -169,7 +169,7 @@ public struct SubscriptionWriter: Sendable {
             appTransactionId != stored?.appTransactionId || account != stored?.accountId
         {
             rescinded = try await ConsentRescissions(logger: logger).link(
-                appTransactionId: appTransactionId, environment: state.environment.rawValue, to: account, now: now, on: connection)
+                appTransactionId: appTransactionId, environment: state.environment, to: account, now: now, on: connection)
         }
         var drafts: [EventDraft] = []
         if recorder != nil {
@@ -177,7 +177,7 @@ public struct SubscriptionWriter: Sendable {
             drafts += rescinded.compactMap(\.event)
             if let account = state.accountId {
                 drafts += CreditChanges.granted(
-                    operations, account: account, subscription: originalTransactionId, environment: state.environment.rawValue, cause: cause)
+                    operations, account: account, subscription: originalTransactionId, environment: state.environment, cause: cause)
             }
         }
         // The events carry their accounts' statuses as this transaction leaves them: read with the posts, the last
@@ -204,7 +204,7 @@ public struct SubscriptionWriter: Sendable {
         if let stored, stored.accountId == account { before.append(stored) }
         let beforeEntitlements = AccountEntitlements(catalogue.sources(subscriptions: before, records: after.records, at: now))
         return SourceChanges.overlapping(
-            before: beforeEntitlements, after: afterEntitlements, account: account, environment: state.environment.rawValue,
+            before: beforeEntitlements, after: afterEntitlements, account: account, environment: state.environment,
             cause: cause ?? EventCause(originalTransactionId: state.originalTransactionId))
     }
 

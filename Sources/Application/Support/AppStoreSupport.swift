@@ -1,5 +1,6 @@
 import AppStoreModels
 import AppStoreServerAPI
+import Entitlements
 import Foundation
 import Logging
 import Persistence
@@ -137,7 +138,7 @@ public struct AppStoreSupport: Sendable {
             return (filed, false)
         }
         let target = try await self.subscription(of: account, named: subscription, now: now)
-        let environment = AppStoreEnvironment(rawValue: target.environment)
+        let environment = target.environment
         let record = RenewalExtensionRecords.Record(
             requestIdentifier: request.requestIdentifier, kind: .single, environment: target.environment, subscription: target.id,
             accountId: account.text, days: request.days, reasonCode: Int(request.reason.rawValue), requestedBy: requestedBy, requestedAt: now)
@@ -169,13 +170,13 @@ public struct AppStoreSupport: Sendable {
         let subscriptions = try await appStoreSubscriptions(of: account)
         guard !subscriptions.isEmpty else { throw Refusal.noSubscription("\(account.text) has no App Store subscription to ask Apple about") }
         var refunds: [TransactionPayload] = []
-        var asked: Set<String> = []
+        var asked: Set<StoreEnvironment> = []
         for target in subscriptions where asked.insert(target.environment).inserted {
             var revision: String?
             for _ in 0..<pages {
                 let page = try await Self.asking { () async throws(AppStoreServerError) in
                     try await apple.refundHistory(
-                        transactionId: target.id, revision: revision, environment: AppStoreEnvironment(rawValue: target.environment))
+                        transactionId: target.id, revision: revision, environment: target.environment)
                 }
                 refunds += page.transactions
                 revision = page.revision
@@ -190,7 +191,7 @@ public struct AppStoreSupport: Sendable {
     /// Extends every active subscriber of `product` through Apple — or, as a dry run, counts those held here and asks
     /// Apple nothing.
     public func extendAll(
-        product: String, storefronts: [String]?, environment: String, _ request: RenewalExtensionRequest, dryRun: Bool, requestedBy: String,
+        product: String, storefronts: [String]?, environment: StoreEnvironment, _ request: RenewalExtensionRequest, dryRun: Bool, requestedBy: String,
         now: Date
     ) async throws -> MassOutcome {
         try Self.check(request)
@@ -215,7 +216,7 @@ public struct AppStoreSupport: Sendable {
         }
         do {
             try await apple.extendRenewalDatesForAll(
-                request, productId: product, storefronts: storefronts, environment: AppStoreEnvironment(rawValue: environment))
+                request, productId: product, storefronts: storefronts, environment: environment)
         } catch {
             try await records.progress(
                 request.requestIdentifier, complete: false, completeDate: nil, succeededCount: nil, failedCount: nil, error: error.description,
@@ -237,7 +238,7 @@ public struct AppStoreSupport: Sendable {
         let status: MassExtensionStatus
         do {
             status = try await apple.massExtensionStatus(
-                productId: product, requestIdentifier: requestIdentifier, environment: AppStoreEnvironment(rawValue: filed.environment))
+                productId: product, requestIdentifier: requestIdentifier, environment: filed.environment)
         } catch {
             // What was filed stands; the failure to ask is said beside it.
             var record = filed
@@ -259,7 +260,7 @@ public struct AppStoreSupport: Sendable {
 
     struct Target {
         var id: String
-        var environment: String
+        var environment: StoreEnvironment
         var status: String
     }
 

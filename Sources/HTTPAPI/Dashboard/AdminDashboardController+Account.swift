@@ -31,7 +31,7 @@ extension AdminDashboardController {
         // Apple's RESCIND_CONSENT: the customer withdrew consent for the app — support must know before acting.
         for rescission in try await records.consentRescissions(ofAccount: account) {
             html +=
-                "<p class=\"bad\">Consent rescinded \(HTMLPage.escape(HTMLPage.time(rescission.rescindedAt))) (\(HTMLPage.escape(rescission.environment)), "
+                "<p class=\"bad\">Consent rescinded \(HTMLPage.escape(HTMLPage.time(rescission.rescindedAt))) (\(HTMLPage.escape(rescission.environment.rawValue)), "
             html += "app transaction <code>\(HTMLPage.escape(rescission.appTransactionId))</code>)</p>"
         }
         html += HTMLPage.table(

@@ -1,5 +1,6 @@
 import Analytics
 import Application
+import Entitlements
 import Foundation
 import Hummingbird
 
@@ -9,7 +10,7 @@ import Hummingbird
 struct AnalyticsController: Sendable {
     let charts: AnalyticsCharts
     /// The environment charted when none is asked for: production where the server accepts it, sandbox otherwise.
-    let defaultEnvironment: String
+    let defaultEnvironment: StoreEnvironment.Rollup
     let clock: @Sendable () -> Date
 
     /// The longest range a chart spans: ten years of days.
@@ -31,7 +32,7 @@ struct AnalyticsController: Sendable {
     /// The chart a request asks for, checked: the last 30 days by day unless it says otherwise.
     /// - Parameter blankIsDefault: a parameter given empty (a form's blank field) means its default, as if absent.
     static func request(
-        metric text: String, parameters: Parameters, defaultEnvironment: String, today: AnalyticsDay, blankIsDefault: Bool = false
+        metric text: String, parameters: Parameters, defaultEnvironment: StoreEnvironment.Rollup, today: AnalyticsDay, blankIsDefault: Bool = false
     ) throws -> AnalyticsCharts.Request {
         guard let metric = AnalyticsMetric(rawValue: text) else {
             throw APIError(.notFound, code: .notFound, message: "no metric \(text.prefix(64)); metrics: \(AnalyticsMetric.list)")
@@ -53,8 +54,10 @@ struct AnalyticsController: Sendable {
         guard to.number - from.number < maximumDays else { throw APIError.badRequest("a chart spans at most \(maximumDays) days") }
         let intervalText = parameters.get("interval") ?? "day"
         guard let interval = AnalyticsInterval(rawValue: intervalText) else { throw APIError.badRequest("interval must be day, week or month") }
-        let environment = parameters.get("environment") ?? defaultEnvironment
-        guard ["production", "sandbox"].contains(environment) else { throw APIError.badRequest("environment must be production or sandbox") }
+        let environmentText = parameters.get("environment") ?? defaultEnvironment.rawValue
+        guard let environment = StoreEnvironment.Rollup(rawValue: environmentText) else {
+            throw APIError.badRequest("environment must be production or sandbox")
+        }
         let store = parameters.get("store")
         if let store, !["app_store", "stripe", "google_play"].contains(store) {
             throw APIError.badRequest("store must be app_store, stripe or google_play")
@@ -130,7 +133,7 @@ struct ChartDocument: Encodable {
         from = chart.from.description
         to = chart.to.description
         interval = chart.interval.rawValue
-        environment = request.environment
+        environment = request.environment.rawValue
         store = request.store
         product = request.product
         tier = request.tier

@@ -1,5 +1,6 @@
 import Analytics
 import Application
+import Entitlements
 import Foundation
 import Hummingbird
 
@@ -11,7 +12,7 @@ struct OverviewPage: Sendable {
     let charts: AnalyticsCharts
     /// Retention answers by rule, when `STOREKEEPER_RETENTION` is set.
     let retention: RetentionMessaging?
-    let defaultEnvironment: String
+    let defaultEnvironment: StoreEnvironment.Rollup
     let clock: @Sendable () -> Date
 
     func addRoutes(to group: RouterGroup<StorekeeperRequestContext>) {
@@ -146,7 +147,7 @@ struct OverviewPage: Sendable {
     }
 
     static func link(_ metric: AnalyticsMetric, _ asked: AnalyticsCharts.Request) -> String {
-        var query = "from=\(asked.from)&to=\(asked.to)&interval=\(asked.interval.rawValue)&environment=\(asked.environment)&format=csv"
+        var query = "from=\(asked.from)&to=\(asked.to)&interval=\(asked.interval.rawValue)&environment=\(asked.environment.rawValue)&format=csv"
         let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
         if let store = asked.store { query += "&store=\(store)" }
         if let product = asked.product { query += "&product=\(product.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }
@@ -169,9 +170,9 @@ struct OverviewPage: Sendable {
             + "</select></label> "
         html +=
             "<label>product <input type=\"text\" name=\"product\" value=\"\(HTMLPage.escape(asked.product ?? ""))\" placeholder=\"all\" style=\"width:160px\"></label> "
-        html += "<label>environment <select name=\"environment\">" + option("production", "production", selected: asked.environment == "production")
+        html += "<label>environment <select name=\"environment\">" + option("production", "production", selected: asked.environment == .production)
         html +=
-            option("sandbox", "sandbox", selected: asked.environment == "sandbox") + "</select></label> <button type=\"submit\">Show</button></form>"
+            option("sandbox", "sandbox", selected: asked.environment == .sandbox) + "</select></label> <button type=\"submit\">Show</button></form>"
         return html
     }
 }

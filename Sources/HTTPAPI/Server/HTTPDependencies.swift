@@ -1,5 +1,6 @@
 import Application
 import Credits
+import Entitlements
 import Foundation
 import Jobs
 import Persistence
@@ -88,7 +89,7 @@ public struct HTTPDependencies: Sendable {
         /// Analytics charts; `nil` leaves `/admin/analytics/…` and the overview out.
         public var analytics: AnalyticsCharts?
         /// The environment charts show when none is asked for.
-        public var analyticsEnvironment = "production"
+        public var analyticsEnvironment = StoreEnvironment.Rollup.production
         /// `storekeeper dev`'s clock, which `simulate advance` moves through the admin API; `nil` elsewhere.
         public var devClock: (any AdjustableClock)?
         /// What `dev` does when its clock moves on: its waiting jobs come forward as far, the offset is kept.

@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import Logging
 import PostgresNIO
@@ -15,7 +16,7 @@ public struct ConsentRescissions: Sendable {
     public struct Rescission: Sendable, Equatable {
         public var notificationUUID: String
         public var appTransactionId: String
-        public var environment: String
+        public var environment: StoreEnvironment
         public var rescindedAt: Date
         public var account: AccountID?
     }
@@ -23,7 +24,8 @@ public struct ConsentRescissions: Sendable {
     /// Stores a rescission, linked in the same statement to the account of a subscription with its app transaction
     /// (the most recently changed when several name one); stored again, it keeps its first link. Returns it as stored.
     public func record(
-        notificationUUID: String, appTransactionId: String, environment: String, rescindedAt: Date, now: Date, on connection: PostgresConnection
+        notificationUUID: String, appTransactionId: String, environment: StoreEnvironment, rescindedAt: Date, now: Date,
+        on connection: PostgresConnection
     ) async throws -> Rescission {
         try await lock(appTransactionId, on: connection)
         let rows = try await connection.query(
@@ -52,7 +54,7 @@ public struct ConsentRescissions: Sendable {
     /// Links to `account` every rescission of `appTransactionId` in `environment` that no account was known for;
     /// returns those it linked. Asked when a subscription first names an app transaction or an owner.
     public func link(
-        appTransactionId: String, environment: String, to account: AccountID, now: Date, on connection: PostgresConnection
+        appTransactionId: String, environment: StoreEnvironment, to account: AccountID, now: Date, on connection: PostgresConnection
     ) async throws -> [Rescission] {
         try await lock(appTransactionId, on: connection)
         let rows = try await connection.query(
@@ -89,7 +91,9 @@ public struct ConsentRescissions: Sendable {
             RETURNING c.notification_uuid, c.app_transaction_id, c.environment, c.rescinded_at, c.account_id
             """, logger: logger)
         var linked: [Rescission] = []
-        for try await (uuid, appTransactionId, environment, rescindedAt, account) in rows.decode((String, String, String, Date, AccountID).self) {
+        for try await (uuid, appTransactionId, environment, rescindedAt, account) in rows.decode(
+            (String, String, StoreEnvironment, Date, AccountID).self)
+        {
             linked.append(
                 Rescission(
                     notificationUUID: uuid, appTransactionId: appTransactionId, environment: environment, rescindedAt: rescindedAt, account: account))
@@ -114,7 +118,7 @@ public struct ConsentRescissions: Sendable {
             WHERE account_id = \(account) ORDER BY rescinded_at DESC, notification_uuid
             """, logger: logger)
         var found: [Rescission] = []
-        for try await (uuid, appTransactionId, environment, rescindedAt) in rows.decode((String, String, String, Date).self) {
+        for try await (uuid, appTransactionId, environment, rescindedAt) in rows.decode((String, String, StoreEnvironment, Date).self) {
             found.append(
                 Rescission(
                     notificationUUID: uuid, appTransactionId: appTransactionId, environment: environment, rescindedAt: rescindedAt, account: account))

@@ -54,7 +54,7 @@ extension AnalyticsRollups {
                 usage.add(
                     value,
                     at: AnalyticsKey(
-                        day: AnalyticsDay(number: day), measure: measure, store: .unknown(""), environment: "", product: tier, currency: meter))
+                        day: AnalyticsDay(number: day), measure: measure, store: .unknown(""), environment: nil, product: tier, currency: meter))
             }
             counted += Int(rows)
         }

@@ -19,7 +19,7 @@ public struct AnalyticsRollups: Sendable {
         let entries = contribution.values.sorted { Self.row($0.key).lexicographicallyPrecedes(Self.row($1.key)) }
         let (days, measures, stores) = (entries.map(\.key.day.number), entries.map(\.key.measure.rawValue), entries.map(\.key.store.text))
         let (environments, products, currencies, amounts) = (
-            entries.map(\.key.environment), entries.map(\.key.product), entries.map(\.key.currency), entries.map(\.value)
+            entries.map { $0.key.environment?.rawValue ?? "" }, entries.map(\.key.product), entries.map(\.key.currency), entries.map(\.value)
         )
         try await connection.query(
             """
@@ -36,7 +36,7 @@ public struct AnalyticsRollups: Sendable {
             """
             INSERT INTO analytics_deltas (day, measure, store, environment, product, currency, value)
             SELECT * FROM unnest(\(entries.map { $0.key.day.number })::integer[], \(entries.map { $0.key.measure.rawValue })::text[],
-                                 \(entries.map { $0.key.store.text })::text[], \(entries.map { $0.key.environment })::text[],
+                                 \(entries.map { $0.key.store.text })::text[], \(entries.map { $0.key.environment?.rawValue ?? "" })::text[],
                                  \(entries.map { $0.key.product })::text[], \(entries.map { $0.key.currency })::text[],
                                  \(entries.map(\.value))::bigint[])
             """, logger: logger)
@@ -66,7 +66,7 @@ public struct AnalyticsRollups: Sendable {
     /// Money and credits keep their currency (meter) and credits their tier. Credits belong to no store or
     /// environment (an account's credits may come from several): they are in every environment's and store's charts.
     public func sums(
-        _ measures: [AnalyticsMeasure], from: AnalyticsDay, to: AnalyticsDay, environment: String, store: String?, product: String?,
+        _ measures: [AnalyticsMeasure], from: AnalyticsDay, to: AnalyticsDay, environment: StoreEnvironment.Rollup, store: String?, product: String?,
         on connection: PostgresConnection
     ) async throws -> AnalyticsSums {
         let names = measures.map(\.rawValue)
@@ -79,7 +79,7 @@ public struct AnalyticsRollups: Sendable {
             FROM (SELECT environment, measure, day, store, product, currency, value FROM analytics_daily
                   UNION ALL
                   SELECT environment, measure, day, store, product, currency, value FROM analytics_deltas) AS facts
-            WHERE environment IN (\(environment), '') AND measure = ANY(\(names)::text[]) AND day <= \(to.number)
+            WHERE environment IN (\(environment.rawValue), '') AND measure = ANY(\(names)::text[]) AND day <= \(to.number)
               AND (day >= \(from.number) OR measure = ANY(\(levels)::text[]))
               AND (\(store)::text IS NULL OR store IN (\(store), '')) AND (\(product)::text IS NULL OR product = \(product))
             GROUP BY 1, 2, 3, 4
@@ -95,6 +95,6 @@ public struct AnalyticsRollups: Sendable {
 
     /// An entry's key as text, for a stable order.
     static func row(_ key: AnalyticsKey) -> [String] {
-        [String(key.day.number), key.measure.rawValue, key.store.text, key.environment, key.product, key.currency]
+        [String(key.day.number), key.measure.rawValue, key.store.text, key.environment?.rawValue ?? "", key.product, key.currency]
     }
 }

@@ -86,7 +86,7 @@ public struct EntitlementSources: Sendable {
             INSERT INTO entitlement_sources AS held (id, kind, store, account_id, product_id, starts_at, ended_at, end_reason,
                 environment, ownership, signed_date)
             VALUES (\(record.id), 'purchase', \(record.store.text), \(account), \(record.productId), \(record.startsAt), \(record.endedAt),
-                \(record.endReason?.text), \(record.environment), \(record.ownership?.text), \(record.signedDate ?? 0))
+                \(record.endReason?.text), \(record.environment?.rawValue), \(record.ownership?.text), \(record.signedDate ?? 0))
             ON CONFLICT (id) DO UPDATE SET
                 account_id = coalesce(held.account_id, excluded.account_id),
                 product_id = CASE WHEN \(unescaped: newer) THEN excluded.product_id ELSE held.product_id END,
@@ -124,7 +124,8 @@ public struct EntitlementSources: Sendable {
             id: try cell(0, String.self), kind: EntitlementRecord.Kind(try cell(1, String.self)), store: Store(try cell(2, String.self)),
             productId: try cell(4, String?.self), tier: try cell(5, String?.self), startsAt: try cell(6, Date.self).wholeMilliseconds,
             endsAt: try cell(7, Date?.self)?.wholeMilliseconds, endedAt: try cell(8, Date?.self)?.wholeMilliseconds,
-            endReason: try cell(9, String?.self).map(SourceEndReason.init), environment: try cell(10, String?.self),
+            endReason: try cell(9, String?.self).map(SourceEndReason.init),
+            environment: try cell(10, String?.self).map(StoreEnvironment.init(rawValue:)),
             ownership: try cell(11, String?.self).map(Ownership.init), reason: try cell(12, String?.self), createdBy: try cell(13, String?.self),
             signedDate: try cell(14, Int64?.self))
         return (record, try cell(3, AccountID?.self))

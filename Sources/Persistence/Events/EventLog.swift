@@ -66,7 +66,7 @@ public struct EventLog: Sendable {
         let bodies = try entries.map { try CompressedColumn.compress($0.body.utf8) }
         return [
             now, drafts.map(\.key), drafts.map(\.type.rawValue), drafts.map(\.account.text), drafts.map { $0.subscription ?? "" },
-            drafts.map(\.environment), bodies,
+            drafts.map(\.environment.rawValue), bodies,
         ]
     }
 

@@ -41,7 +41,7 @@ public struct RefundRequests: Sendable {
         /// else the transaction id).
         public var billingPeriod: String
         public var purchase: RefundedPurchase
-        public var environment: String
+        public var environment: StoreEnvironment
         public var reason: String?
         public var requestedAt: Date
         public var answerAt: Date
@@ -66,7 +66,7 @@ public struct RefundRequests: Sendable {
 
         public init(
             id: UUID, accountId: AccountID, transactionId: String, originalTransactionId: String, productId: String,
-            billingPeriod: String, purchase: RefundedPurchase, environment: String, reason: String?, requestedAt: Date, answerAt: Date,
+            billingPeriod: String, purchase: RefundedPurchase, environment: StoreEnvironment, reason: String?, requestedAt: Date, answerAt: Date,
             deadlineAt: Date,
             state: State
         ) {
@@ -188,7 +188,7 @@ public struct RefundRequests: Sendable {
             transactionId: try columns[2].decode(String.self), originalTransactionId: try columns[3].decode(String.self),
             productId: try columns[4].decode(String.self), billingPeriod: try columns[5].decode(String.self),
             purchase: RefundedPurchase(rawValue: try columns[6].decode(String.self)) ?? .subscription,
-            environment: try columns[7].decode(String.self), reason: try columns[8].decode(String?.self),
+            environment: try columns[7].decode(StoreEnvironment.self), reason: try columns[8].decode(String?.self),
             requestedAt: try columns[9].decode(Date.self), answerAt: try columns[10].decode(Date.self),
             deadlineAt: try columns[11].decode(Date.self), state: State(rawValue: try columns[12].decode(String.self)) ?? .unknown)
         request.appAnswer = try columns[13].decode(String?.self).flatMap { try? JSONDecoder().decode(ConsumptionAnswer.self, from: Data($0.utf8)) }

@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import Logging
 import PostgresNIO
@@ -14,7 +15,7 @@ public struct RetentionDecisions: Sendable {
     public struct Reading: Sendable, Equatable {
         public var account: AccountID?
         public var productId: String
-        public var environment: String
+        public var environment: StoreEnvironment
         /// The largest share of a meter's credits spent in the billing period in force (`nil`: it credited nothing).
         public var spentShare: Double?
         /// The account's newest spend or hold.
@@ -36,7 +37,10 @@ public struct RetentionDecisions: Sendable {
 
     /// The facts of `originalTransactionId`'s customer, in one statement; `nil` when no App Store subscription of
     /// `environment` has that id.
-    public func reading(of originalTransactionId: String, environment: String, on connection: PostgresConnection) async throws -> Reading? {
+    public func reading(of originalTransactionId: String, environment: StoreEnvironment?, on connection: PostgresConnection) async throws -> Reading?
+    {
+        // A request that names no environment matches no subscription.
+        guard let environment else { return nil }
         let rows = try await connection.query(
             """
             SELECT s.account_id, s.product_id, s.environment,
@@ -61,7 +65,7 @@ public struct RetentionDecisions: Sendable {
                 AND coalesce(s.store, 'app_store') = 'app_store'
             """, logger: logger)
         for try await (account, product, environment, share, lastSpend, firstSeen, topUps, offers) in rows.decode(
-            (String?, String, String, Double?, Date?, Date, Int64, String).self)
+            (String?, String, StoreEnvironment, Double?, Date?, Date, Int64, String).self)
         {
             let signed = (try? JSONDecoder().decode([String: Int].self, from: Data(offers.utf8))) ?? [:]
             return Reading(
@@ -76,7 +80,7 @@ public struct RetentionDecisions: Sendable {
         public var requestIdentifier: UUID
         public var originalTransactionId: String
         public var account: AccountID?
-        public var environment: String
+        public var environment: StoreEnvironment
         public var productId: String
         public var rule: String
         public var answerKind: String?
@@ -87,7 +91,7 @@ public struct RetentionDecisions: Sendable {
         public var decidedAt: Date
 
         public init(
-            requestIdentifier: UUID, originalTransactionId: String, account: AccountID?, environment: String, productId: String,
+            requestIdentifier: UUID, originalTransactionId: String, account: AccountID?, environment: StoreEnvironment, productId: String,
             rule: String, answerKind: String?, answer: String?, fallbackReason: String?, signedDate: Int64, decidedAt: Date
         ) {
             self.requestIdentifier = requestIdentifier

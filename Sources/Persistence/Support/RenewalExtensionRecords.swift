@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import Logging
 import PostgresNIO
@@ -10,7 +11,7 @@ public struct RenewalExtensionRecords: Sendable {
 
         public var requestIdentifier: String
         public var kind: Kind
-        public var environment: String
+        public var environment: StoreEnvironment
         public var subscription: String?
         public var accountId: String?
         public var productId: String?
@@ -29,7 +30,7 @@ public struct RenewalExtensionRecords: Sendable {
         public var failedCount: Int64?
 
         public init(
-            requestIdentifier: String, kind: Kind, environment: String, subscription: String? = nil, accountId: String? = nil,
+            requestIdentifier: String, kind: Kind, environment: StoreEnvironment, subscription: String? = nil, accountId: String? = nil,
             productId: String? = nil, storefronts: [String]? = nil, days: Int, reasonCode: Int, requestedBy: String, requestedAt: Date
         ) {
             self.requestIdentifier = requestIdentifier
@@ -134,7 +135,7 @@ public struct RenewalExtensionRecords: Sendable {
 
     /// How many of a product's App Store subscriptions in `environment` are paid and active at `now` — those a mass
     /// extension may reach (Apple decides; trials and billing trouble are not extended).
-    public func activePaidSubscriptions(ofProduct product: String, environment: String, now: Date) async throws -> Int {
+    public func activePaidSubscriptions(ofProduct product: String, environment: StoreEnvironment, now: Date) async throws -> Int {
         let rows = try await client.query(
             """
             SELECT count(*) FROM subscriptions
@@ -156,7 +157,7 @@ public struct RenewalExtensionRecords: Sendable {
             let columns = row.makeRandomAccess()
             var record = Record(
                 requestIdentifier: try columns[0].decode(String.self), kind: Record.Kind(rawValue: try columns[1].decode(String.self)) ?? .unknown,
-                environment: try columns[2].decode(String.self), subscription: try columns[3].decode(String?.self),
+                environment: try columns[2].decode(StoreEnvironment.self), subscription: try columns[3].decode(String?.self),
                 accountId: try columns[4].decode(String?.self), productId: try columns[5].decode(String?.self),
                 storefronts: try columns[6].decode([String]?.self), days: try columns[7].decode(Int.self),
                 reasonCode: try columns[8].decode(Int.self),

@@ -63,6 +63,6 @@ public struct StripePayment: Sendable, Equatable {
     public var record: EntitlementRecord {
         EntitlementRecord(
             id: id, kind: .purchase, store: .stripe, productId: priceId, startsAt: paidAt, endedAt: endedAt, endReason: endReason,
-            environment: livemode ? "Production" : "Sandbox", ownership: .purchased, signedDate: newestFact)
+            environment: StoreEnvironment(livemode: livemode), ownership: .purchased, signedDate: newestFact)
     }
 }

@@ -21,6 +21,6 @@ extension EntitlementRecord {
             startsAt: Date(timeIntervalSince1970: Double(purchased) / 1000),
             endedAt: endedAt.map { Date(timeIntervalSince1970: Double($0) / 1000) },
             endReason: endedAt == nil ? nil : revokedByFamily ? .revoke : .refund,
-            environment: transaction.environment?.rawValue, ownership: transaction.inAppOwnershipType.map(Ownership.init), signedDate: signed)
+            environment: transaction.environment, ownership: transaction.inAppOwnershipType.map(Ownership.init), signedDate: signed)
     }
 }

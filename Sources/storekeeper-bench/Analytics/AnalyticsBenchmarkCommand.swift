@@ -144,7 +144,7 @@ struct AnalyticsRun {
                 try await client.query(
                     """
                     INSERT INTO analytics_daily (environment, measure, day, store, product, currency, value)
-                    SELECT * FROM unnest(\(slice.map(\.0.environment))::text[], \(slice.map(\.0.measure.rawValue))::text[],
+                    SELECT * FROM unnest(\(slice.map { $0.0.environment?.rawValue ?? "" })::text[], \(slice.map(\.0.measure.rawValue))::text[],
                                          \(slice.map(\.0.day.number))::integer[], \(slice.map(\.0.store.text))::text[],
                                          \(slice.map(\.0.product))::text[], \(slice.map(\.0.currency))::text[], \(slice.map(\.1))::bigint[])
                     """, logger: logger)

@@ -1,6 +1,7 @@
 import AppStoreModels
 import AppStoreServerAPI
 import Application
+import Entitlements
 import Foundation
 import Hummingbird
 import Persistence
@@ -19,7 +20,7 @@ import Subscriptions
 struct AppStoreSupportController: Sendable {
     let support: AppStoreSupport
     /// The environment a mass extension targets unless told: production where the server accepts it.
-    let defaultEnvironment: String
+    let defaultEnvironment: StoreEnvironment.Rollup
     let questions: AppleQuestionLimits
     let clock: @Sendable () -> Date
 
@@ -109,10 +110,11 @@ struct AppStoreSupportController: Sendable {
             throw APIError.badRequest(Self.extendAllUsage)
         }
         guard let reason = ExtendReason(text: reasonText) else { throw APIError.badRequest("reason must be one of \(Self.reasons)") }
-        let environment = body.environment ?? defaultEnvironment
-        guard let stored = ["production": "Production", "sandbox": "Sandbox"][environment] else {
+        let environment = body.environment ?? defaultEnvironment.rawValue
+        guard let rollup = StoreEnvironment.Rollup(rawValue: environment) else {
             throw APIError.badRequest("environment must be production or sandbox")
         }
+        let stored: StoreEnvironment = rollup == .production ? .production : .sandbox
         let asked = RenewalExtensionRequest(days: days, reason: reason, requestIdentifier: body.requestIdentifier ?? UUID().uuidString.lowercased())
         let now = clock()
         let outcome = try await answering {

@@ -27,7 +27,7 @@ struct RenewalExtensionDocument: ResponseEncodable, Sendable {
     init(record: RenewalExtensionRecords.Record) {
         requestIdentifier = record.requestIdentifier
         kind = record.kind.rawValue
-        environment = record.environment
+        environment = record.environment.rawValue
         subscription = record.subscription
         accountId = record.accountId
         productId = record.productId
