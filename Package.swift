@@ -289,21 +289,96 @@ let package = Package(
             name: "ScenarioTests",
             dependencies: ["Subscriptions", "Credits", "Entitlements", "AppStoreModels", "SignedData", "LocalSigning", "TestSupport"],
             exclude: ["Scenarios"]),
-        .testTarget(
-            name: "IntegrationTests",
+        // What the integration targets share: a Storekeeper on a fresh database (StorekeeperHarness, TestDatabase), the
+        // stores faked from their references, child processes, and the answers decoded into types written from the
+        // contract (Answers/). Imported `@testable`: its helpers stay internal.
+        .target(
+            name: "IntegrationSupport",
             dependencies: [
-                "StorekeeperRuntime", "HTTPAPI", "Persistence", "Application", "Jobs", "StatementFencing", "LocalSigning", "HostileInput",
-                "SignedData", "AppStoreModels",
-                "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "StripeFake", "Events", "AppStoreServerAPI", "TestSupport",
-                "storekeeper-probe-worker", "GooglePlay", "GooglePlayAPI", "GooglePlayFake",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "Yams", package: "Yams"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "AppStoreModels", "AppStoreServerAPI", "Application", "Credits", "Events", "GooglePlayFake", "Jobs", "LocalSigning", "Persistence",
+                "StorekeeperRuntime", "StripeFake", "StripeStore", "Subscriptions", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
-            exclude: ["StripeScenarios", "PlayScenarios"]
+            path: "Tests/IntegrationSupport"
+        ),
+        // The App Store end to end on real PostgreSQL: intake, verification, lifecycle, claims, offers, retention, refunds, support.
+        .testTarget(
+            name: "AppStoreTests",
+            dependencies: [
+                "AppStoreModels", "AppStoreServerAPI", "Application", "Events", "HostileInput", "IntegrationSupport", "Jobs", "LocalSigning",
+                "Persistence", "SignedData", "StorekeeperRuntime", "Subscriptions", "TestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
+        ),
+        // Credits, holds and entitlement sources on real PostgreSQL: the ledger's statements under parallel clients.
+        .testTarget(
+            name: "LedgerTests",
+            dependencies: [
+                "AppStoreModels", "Credits", "Entitlements", "Events", "IntegrationSupport", "LocalSigning", "Persistence", "StorekeeperRuntime",
+                "Subscriptions", "TestSupport", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
+        ),
+        // Stripe end to end: the webhook intake, the fake API from its reference, scenarios (StripeScenarios/*.json).
+        .testTarget(
+            name: "StripeTests",
+            dependencies: [
+                "AppStoreModels", "Application", "Events", "IntegrationSupport", "LocalSigning", "StripeAPI", "StripeFake", "StripeStore",
+                "Subscriptions", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            exclude: ["StripeScenarios"]
+        ),
+        // Google Play end to end: push intake, the fake Play Developer API, scenarios (PlayScenarios/*.json).
+        .testTarget(
+            name: "PlayTests",
+            dependencies: [
+                "Application", "GooglePlay", "GooglePlayAPI", "GooglePlayFake", "IntegrationSupport", "LocalSigning", "Persistence", "Subscriptions",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            exclude: ["PlayScenarios"]
+        ),
+        // The job queue, workers and processes, the database's behaviour (locks, outages, connection budgets), migrations.
+        .testTarget(
+            name: "QueueTests",
+            dependencies: [
+                "HostileInput", "IntegrationSupport", "Jobs", "LocalSigning", "Persistence", "StatementFencing", "StorekeeperRuntime", "StripeStore",
+                "Subscriptions", "TestSupport", "storekeeper-probe-worker", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // What operators run and read: the CLI, configuration, erasure, support, roles, analytics, the dev walkthrough.
+        .testTarget(
+            name: "OperatorTests",
+            dependencies: [
+                "AppStoreModels", "Application", "Credits", "IntegrationSupport", "Jobs", "LocalSigning", "Persistence", "StorekeeperRuntime",
+                "Subscriptions", "TestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Yams", package: "Yams"),
+            ]
+        ),
+        // The published contract and attacks on it: the OpenAPI document, error answers, hostile input, webhooks' wire format, the docs' tables.
+        .testTarget(
+            name: "ContractTests",
+            dependencies: [
+                "AppStoreModels", "Application", "GooglePlayFake", "HTTPAPI", "HostileInput", "IntegrationSupport", "Jobs", "LocalSigning",
+                "StorekeeperRuntime", "StripeStore", "Subscriptions", "TestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
         ),
     ]
 )

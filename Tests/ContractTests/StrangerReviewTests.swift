@@ -1,0 +1,333 @@
+import Foundation
+import HTTPTypes
+import HostileInput
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import StorekeeperRuntime
+import Subscriptions
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import HTTPAPI
+@testable import IntegrationSupport
+
+/// The second outside review's attacks (issue 38), each as the stranger sent it, against the real server, router and
+/// PostgreSQL. Every expectation is what a careful server answers, not what Storekeeper happened to do; each of these
+/// failed on c110331.
+@Suite("A stranger's attacks, second review")
+struct StrangerReviewTests {
+    static func healthzWithLateEnd() -> [UInt8] {
+        Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\n\r\n".utf8)
+    }
+
+    @Test("a request whose last byte comes after its answer is still closed at the idle deadline; 16 of them do not lock a 16-connection server out")
+    func lateRequestEnd() async throws {
+        let environment = [
+            "STOREKEEPER_PORT": "0", "STOREKEEPER_HTTP_MAX_CONNECTIONS": "16", "STOREKEEPER_HTTP_HEAD_TIMEOUT": "2",
+            "STOREKEEPER_HTTP_BODY_TIMEOUT": "2", "STOREKEEPER_HTTP_IDLE_TIMEOUT": "2",
+        ]
+        try await StorekeeperHarness.run(worker: false, environment: environment) { harness in
+            try await harness.components.application().test(.live) { client in
+                let port = try #require(client.port)
+                // The test client's own connection counts too: 15 attackers and it fill the server.
+                let attackers = (0..<15).compactMap { _ in RawConnection(port: port) }
+                for connection in attackers { connection.send(Self.healthzWithLateEnd()) }
+                var answered = [String](repeating: "", count: attackers.count)
+                try await eventually(timeout: .seconds(10), "every /healthz to be answered before its body byte") {
+                    for (index, connection) in attackers.enumerated() {
+                        answered[index] += String(decoding: connection.readAvailable() ?? [], as: UTF8.self)
+                    }
+                    return answered.allSatisfy { $0.hasPrefix("HTTP/1.1 200") }
+                }
+                for connection in attackers { connection.send(Array("x".utf8)) }
+                try await eventually(timeout: .seconds(15), "the server to close every connection at its idle deadline") {
+                    attackers.allSatisfy(\.isClosedByPeer)
+                }
+                let fresh = try #require(RawConnection(port: port))
+                fresh.send(Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+                var answer = ""
+                try await eventually(timeout: .seconds(10), "a new connection to be answered") {
+                    answer += String(decoding: fresh.readAvailable() ?? [], as: UTF8.self)
+                    return answer.hasPrefix("HTTP/1.1 200")
+                }
+            }
+        }
+    }
+
+    @Test("every byte of every body counts: small stalled bodies past the budget are refused 503 and closed")
+    func smallBodiesCount() async throws {
+        let budget = RequestBodyBudget(bytes: 100 * 1024)
+        let first = BodyReservation(budget: budget)
+        try first.receive(62 * 1024)
+        #expect(budget.reservedBytes == 62 * 1024)
+        let second = BodyReservation(budget: budget)
+        #expect(throws: RequestBodyBudget.Exhausted.self) { try second.receive(62 * 1024) }
+        first.releaseAll()
+        second.releaseAll()
+        #expect(budget.reservedBytes == 0)
+
+        let environment = ["STOREKEEPER_PORT": "0", "STOREKEEPER_HTTP_BODY_MEMORY_MB": "1", "STOREKEEPER_HTTP_BODY_TIMEOUT": "60"]
+        try await StorekeeperHarness.run(worker: false, environment: environment) { harness in
+            try await harness.components.application().test(.live) { client in
+                let port = try #require(client.port)
+                let head = "POST /notifications/apple HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 400000\r\n\r\n"
+                let part = Array(head.utf8) + [UInt8](repeating: UInt8(ascii: " "), count: 62 * 1024)
+                let connections = (0..<40).compactMap { _ in RawConnection(port: port) }
+                var sent = [Int](repeating: 0, count: connections.count)
+                // 1 MiB holds 16 parts of 62 KiB; the other 24 are refused long before the 60-s body deadline.
+                try await eventually(timeout: .seconds(20), "the parts beyond the budget to be refused") {
+                    for (index, connection) in connections.enumerated() where sent[index] < part.count && !connection.isClosedByPeer {
+                        sent[index] += connection.send(Array(part[sent[index]...]))
+                    }
+                    return connections.filter(\.isClosedByPeer).count >= 24
+                }
+                let valid = try await client.execute(
+                    uri: "/v1/tiers", method: .get, headers: [:])
+                #expect(valid.status == .ok)
+            }
+        }
+    }
+
+    @Test("HTML escaping is by Unicode scalar: a quote with a combining mark after it cannot end an attribute")
+    func quoteWithCombiningMark() {
+        let hostile = "x\"\u{301} onmouseover=alert(1) '\u{301}<\u{338}"
+        let escaped = HTMLPage.escape(hostile)
+        #expect(
+            !escaped.unicodeScalars.contains { ["\"", "'", "<", ">"].contains($0) }, "\(escaped.unicodeScalars.map { String($0.value, radix: 16) })")
+        #expect(escaped.hasPrefix("x&quot;\u{301} onmouseover"))
+        #expect(HTMLPage.escape("plain & simple") == "plain &amp; simple")
+    }
+
+    @Test("spends of account c with key x:y and of account c:x with key y are both charged")
+    func ledgerKeysDoNotCollide() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            try await harness.withHTTP { client in
+                func spend(_ account: String, _ key: String) async throws -> TestResponse {
+                    try await client.withKey(
+                        .post, "/v1/accounts/\(account)/usage", #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(key)"}"#)
+                }
+                func remaining(_ account: String) async throws -> Int? {
+                    let status = try await client.getWithKey("/v1/accounts/\(account)/status").json
+                    return ((status["credits"] as? [String: Any])?["ai_requests"] as? [String: Any])?["remaining"] as? Int
+                }
+                // The free tier's 5 ai_requests a day.
+                let first = try await spend("c", "x:y")
+                let second = try await spend("c:x", "y")
+                #expect(first.status == .ok && second.status == .ok)
+                let left = (try await remaining("c"), try await remaining("c:x"))
+                #expect(left.0 == 4)
+                #expect(left.1 == 4, "the second spend was served uncharged")
+                let usage = try await harness.count("SELECT count(*) FROM credit_ledger WHERE reason = 'usage'")
+                #expect(usage == 2)
+            }
+        }
+    }
+
+    @Test("ids limited in UTF-8 bytes: one visible character of 3,000 bytes is 400 on every route, never 500 or 503")
+    func accountIdBytes() async throws {
+        let heavy = "e" + String(repeating: "\u{0301}", count: 1_500)
+        #expect(heavy.count == 1 && heavy.utf8.count == 3_001)
+        let path = try #require(heavy.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+        try await StorekeeperHarness.run(worker: false) { harness in
+            try await harness.withHTTP { client in
+                let answers = [
+                    try await client.withKey(.put, "/v1/accounts/\(path)/consent", #"{"consented": true}"#),
+                    try await client.withKey(.post, "/v1/accounts/\(path)/usage", #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "k"}"#),
+                    try await client.withKey(.post, "/v1/accounts/\(path)/purchase-intents", "{}"),
+                    try await client.getWithKey("/v1/accounts/\(path)/status"),
+                    try await client.getWithKey("/v1/accounts/\(path)/refund-requests"),
+                ]
+                for answer in answers { #expect(answer.status == .badRequest) }
+            }
+        }
+    }
+
+    @Test("every query parameter is checked: POST /admin/events/{id}/redeliver?endpoint=%00 is 400")
+    func redeliverEndpointChecked() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: ["STOREKEEPER_ADMIN_KEYS": "admin-key"]) { harness in
+            try await harness.withHTTP { client in
+                let answer = try await client.execute(
+                    uri: "/admin/events/\(UUID())/redeliver?endpoint=%00", method: .post,
+                    headers: [.authorization: "Bearer admin-key", .contentType: "application/json"])
+                #expect(answer.status == .badRequest)
+                let long = try await client.execute(
+                    uri: "/admin/events/\(UUID())/redeliver?endpoint=" + String(repeating: "a", count: 3_000), method: .post,
+                    headers: [.authorization: "Bearer admin-key", .contentType: "application/json"])
+                #expect(long.status == .badRequest)
+            }
+        }
+    }
+
+    @Test("a client that disconnects mid-upload is logged at debug, never as an error")
+    func abortedUploads() async throws {
+        let records = LogRecords()
+        var logger = Logger(label: "stranger") { _ in RecordingLogHandler(records: records) }
+        logger.logLevel = .debug
+        try await StorekeeperHarness.run(worker: false, environment: ["STOREKEEPER_PORT": "0"]) { harness in
+            let application = Application(
+                router: harness.components.router(), configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: logger)
+            try await application.test(.live) { client in
+                let port = try #require(client.port)
+                let head = "POST /notifications/apple HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 400000\r\n\r\n"
+                for _ in 0..<20 {
+                    let connection = try #require(RawConnection(port: port))
+                    connection.send(Array(head.utf8) + [UInt8](repeating: UInt8(ascii: " "), count: 8 * 1024))
+                    try await Task.sleep(for: .milliseconds(20))
+                }  // each connection is closed as it goes out of scope
+                try await eventually(timeout: .seconds(10), "the aborted uploads to be noticed") {
+                    records.messages(at: .debug).filter { $0 == "request body unreadable" }.count >= 20
+                }
+                #expect(records.messages(at: .error).isEmpty, "\(records.messages(at: .error))")
+            }
+        }
+    }
+
+    @Test("a webhook receiver answering 307 elsewhere: nothing is re-sent there, the attempt fails and names the Location")
+    func webhookRedirectsNotFollowed() async throws {
+        let receiver = WebhookReceiver()
+        try await Application(router: receiver.router()).test(.live) { target in
+            let targetPort = try #require(target.port)
+            let redirector = Router()
+            redirector.post("/hook") { _, _ in
+                Response(status: .temporaryRedirect, headers: [.location: "http://127.0.0.1:\(targetPort)/hook"])
+            }
+            try await Application(router: redirector).test(.live) { live in
+                let configuration = receiver.configuration(port: try #require(live.port))
+                try await StorekeeperHarness.run(environment: ["STOREKEEPER_WEBHOOKS": configuration]) { harness in
+                    try await harness.withHTTP { client in
+                        var flow = LifecycleFlow(harness: harness, client: client, account: UUID())
+                        try await flow.send(.subscribe)
+                        try await eventually(timeout: .seconds(20), "a delivery attempt") {
+                            try await harness.count("SELECT count(*) FROM webhook_attempts") >= 1
+                        }
+                        let rows = try await harness.client.query(
+                            "SELECT coalesce(status_code, 0), coalesce(error, '') FROM webhook_attempts ORDER BY id LIMIT 1",
+                            logger: TestDatabase.logger)
+                        var attempt: (Int, String)?
+                        for try await row in rows.decode((Int, String).self) { attempt = row }
+                        #expect(attempt?.0 == 307)
+                        #expect(attempt?.1.contains("http://127.0.0.1:\(targetPort)/hook") == true, "\(String(describing: attempt))")
+                        #expect(try await harness.count("SELECT count(*) FROM webhook_deliveries WHERE state = 'delivered'") == 0)
+                        #expect(receiver.deliveries.isEmpty && receiver.refusals == 0, "the signed event reached the redirect's target")
+                    }
+                }
+            }
+        }
+    }
+
+    @Test("20 parallel requests for a once-per-account offer sign one; a token of another account is refused")
+    func oncePerAccountOffer() async throws {
+        try await FakeApple.run { apple in
+            try await apple.harness(extra: ["STOREKEEPER_OFFERS": StorekeeperHarness.offers]) { harness in
+                try await harness.withHTTP { client in
+                    let account = UUID()
+                    var flow = LifecycleFlow(harness: harness, client: client, account: account)
+                    try await flow.send(.subscribe)
+                    try await flow.send(.expire)
+                    let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                        for _ in 0..<20 {
+                            group.addTask {
+                                try await client.withKey(.post, "/v1/offers/promotional", #"{"accountId": "\#(account)", "offerId": "winback"}"#)
+                                    .status
+                            }
+                        }
+                        return try await group.reduce(into: [HTTPResponse.Status]()) { $0.append($1) }
+                    }
+                    #expect(statuses.filter { $0 == .ok }.count == 1, "\(statuses)")
+                    #expect(statuses.filter { $0 == .forbidden }.count == 19)
+                    let signatures = try await harness.count("SELECT count(*) FROM offer_signatures")
+                    #expect(signatures == 1)
+
+                    // A subscriber may have "stay" any number of times, but only for itself.
+                    var active = LifecycleFlow(harness: harness, client: client, account: UUID())
+                    try await active.send(.subscribe)
+                    let subscriber = active.subscription.accountId!
+                    let foreign = try await client.withKey(
+                        .post, "/v1/offers/promotional", #"{"accountId": "\#(subscriber)", "offerId": "stay", "appAccountToken": "\#(UUID())"}"#)
+                    #expect(foreign.status == .forbidden && foreign.json["error"] as? String == "foreign_app_account_token")
+                    let intent =
+                        try await client.withKey(.post, "/v1/accounts/\(subscriber)/purchase-intents", "{}").json["appAccountToken"] as? String
+                    let own = try await client.withKey(
+                        .post, "/v1/offers/promotional", #"{"accountId": "\#(subscriber)", "offerId": "stay", "appAccountToken": "\#(intent ?? "")"}"#
+                    )
+                    #expect(own.status == .ok && own.json["appAccountToken"] as? String == intent)
+                }
+            }
+        }
+    }
+
+    @Test("ids Swift calls equal but PostgreSQL does not (Å composed, decomposed) are two accounts: status and spends stay apart")
+    func unicodeEquivalentAccounts() async throws {
+        let composed = "\u{00C5}sa"
+        let decomposed = "A\u{030A}sa"
+        #expect(composed == decomposed && AccountID(composed) != AccountID(decomposed))
+        #expect(Set([AccountID(composed)!, AccountID(decomposed)!]).count == 2)
+        try await StorekeeperHarness.run(worker: false) { harness in
+            try await harness.withHTTP { client in
+                func path(_ id: String) -> String { id.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! }
+                // Both in one group of spends where the timing allows it: the same key on both accounts.
+                async let first = client.withKey(
+                    .post, "/v1/accounts/\(path(composed))/usage", #"{"meter": "ai_requests", "amount": 2, "idempotencyKey": "z\u00e9"}"#)
+                async let second = client.withKey(
+                    .post, "/v1/accounts/\(path(decomposed))/usage", #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "ze\u0301"}"#)
+                let answers = try await (first, second)
+                #expect(answers.0.status == .ok && answers.1.status == .ok)
+                let left = (
+                    try await client.getWithKey("/v1/accounts/\(path(composed))/status").json,
+                    try await client.getWithKey("/v1/accounts/\(path(decomposed))/status").json
+                )
+                func remaining(_ status: [String: Any]) -> Int? {
+                    ((status["credits"] as? [String: Any])?["ai_requests"] as? [String: Any])?["remaining"] as? Int
+                }
+                #expect(remaining(left.0) == 3 && remaining(left.1) == 4, "\(remaining(left.0) ?? -1), \(remaining(left.1) ?? -1)")
+                let usage = try await harness.count("SELECT count(*) FROM usage_requests")
+                #expect(usage == 2)
+            }
+        }
+    }
+
+    @Test("a connection that pipelines more than 16 requests ahead of their answers is closed; 16 are answered")
+    func pipelining() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: ["STOREKEEPER_PORT": "0"]) { harness in
+            try await harness.components.application().test(.live) { client in
+                let port = try #require(client.port)
+                let request = Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+                let polite = try #require(RawConnection(port: port))
+                polite.send(Array((0..<16).map { _ in request }.joined()))
+                var answers = ""
+                try await eventually(timeout: .seconds(10), "16 pipelined requests to be answered") {
+                    answers += String(decoding: polite.readAvailable() ?? [], as: UTF8.self)
+                    return answers.components(separatedBy: "HTTP/1.1 200").count - 1 == 16
+                }
+                let greedy = try #require(RawConnection(port: port))
+                greedy.send(Array((0..<3_000).map { _ in request }.joined()))
+                try await eventually(timeout: .seconds(10), "the greedy connection to be closed") { greedy.isClosedByPeer }
+            }
+        }
+    }
+}
+
+/// What a logger was given, for tests that check how something is logged.
+final class LogRecords: Sendable {
+    private let records = Mutex<[(Logger.Level, String)]>([])
+
+    func append(_ level: Logger.Level, _ message: String) { records.withLock { $0.append((level, message)) } }
+
+    func messages(at level: Logger.Level) -> [String] { records.withLock { $0.filter { $0.0 == level }.map(\.1) } }
+}
+
+struct RecordingLogHandler: LogHandler {
+    let records: LogRecords
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) { records.append(event.level, event.message.description) }
+}

@@ -1,0 +1,210 @@
+import Credits
+import Foundation
+import Persistence
+import PostgresNIO
+import Testing
+
+@testable import IntegrationSupport
+
+/// Where a hold's credits can go back, decided by `CreditHold.destinations` from what a group's read
+/// (`lock_accounts_read_hold_group`, sql/0040) finds in the ledger rows posted after the hold — the SQL side of docs/credits.md's "Where credits go back", against rows shaped as the credit rules write
+/// them (SubscriptionCredits+Refunds, TopUpCredits), on real PostgreSQL.
+@Suite("Hold destinations: refunds, reversals and carry-overs after a hold")
+struct HoldDestinationTests {
+    @Test(
+        "a top-up's bucket takes its credits back whatever was refunded from it; a window refunded since lapses until the refund is reversed; an upgrade's carry-over is followed while it stands"
+    )
+    func rules() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let store = CreditHoldStore(logger: TestDatabase.logger)
+            let hold = UUID()
+            func post(_ key: String, _ bucket: String, _ delta: Int) async throws {
+                try await harness.client.query(
+                    "INSERT INTO credit_ledger (operation_key, bucket, delta, reason) VALUES (\(key), \(bucket), \(delta), 'test')",
+                    logger: TestDatabase.logger)
+            }
+            try await harness.client.query(
+                """
+                INSERT INTO credit_buckets (key, meter, kind, original_transaction_id, billing_period, account_id, valid_from, valid_until)
+                VALUES ('cycle:s:p1:ai', 'ai_requests', 'cycle', 's', 'p1', NULL, now() - interval '1 day', now() + interval '29 days'),
+                       ('topup:a:ai', 'ai_requests', 'topup', NULL, NULL, 'a', now() - interval '1 day', NULL)
+                """, logger: TestDatabase.logger)
+            try await post("grant:p1:ai", "cycle:s:p1:ai", 100)
+            try await post("topup:sale-a:ai", "topup:a:ai", 100)
+            try await post("topup:sale-b:ai", "topup:a:ai", 100)
+            try await post(CreditHold.debitKey(hold, 0), "cycle:s:p1:ai", -5)
+            try await post(CreditHold.debitKey(hold, 1), "topup:a:ai", -3)
+            try await harness.client.query(
+                """
+                INSERT INTO credit_holds (id, account_id, idempotency_key, meter, amount, debits, created_at, expires_at)
+                VALUES (\(hold), 'a', 'k', 'ai_requests', 8,
+                    '[{"bucket": "cycle:s:p1:ai", "amount": 5}, {"bucket": "topup:a:ai", "amount": 3}]', now(), now() + interval '1 hour')
+                """, logger: TestDatabase.logger)
+            let buckets = ["cycle:s:p1:ai", "topup:a:ai"]
+            func since() async throws -> [CreditHold.BucketSince] {
+                let read = try await harness.client.withTransaction(logger: TestDatabase.logger) {
+                    try await store.lockAccountsReadHoldsAndStatus(accounts: [], ids: [hold], keys: [], taking: [], at: Date(), on: $0).holds
+                }
+                #expect(read.count == 1 && read.first?.hold.id == hold)
+                return read.first?.since ?? []
+            }
+            func destinations(open: Set<String> = Set(buckets)) async throws -> [String: String] {
+                CreditHold.destinations(try await since(), open: open)
+            }
+            #expect(try await destinations() == ["cycle:s:p1:ai": "cycle:s:p1:ai", "topup:a:ai": "topup:a:ai"])
+            #expect(try await destinations(open: ["topup:a:ai"]) == ["topup:a:ai": "topup:a:ai"], "a window no longer live takes nothing back")
+            // Another top-up purchase refunded: its own credits go; the held ones were not its.
+            try await post("refund:sale-b:topup:a:ai", "topup:a:ai", -100)
+            #expect(try await destinations()["topup:a:ai"] == "topup:a:ai")
+            // The period refunded while held: its window lapses the held credits, until the refund is reversed.
+            try await post("refund:p1:1700000000000:cycle:s:p1:ai", "cycle:s:p1:ai", -95)
+            #expect(try await destinations()["cycle:s:p1:ai"] == nil)
+            try await post("reversed:refund:p1:1700000000000:cycle:s:p1:ai", "cycle:s:p1:ai", 95)
+            #expect(try await destinations()["cycle:s:p1:ai"] == "cycle:s:p1:ai")
+            // An upgrade carries the window's unspent credits to a top-up: the held ones follow them there…
+            try await harness.client.query(
+                "INSERT INTO credit_buckets (key, meter, kind, account_id, valid_from) VALUES ('topup:a:carried', 'ai_requests', 'topup', 'a', now())",
+                logger: TestDatabase.logger)
+            try await post("carry:p2:cycle:s:p1:ai:out", "cycle:s:p1:ai", -95)
+            try await post("carry:p2:cycle:s:p1:ai:in", "topup:a:carried", 95)
+            #expect(try await destinations(open: ["topup:a:ai"])["cycle:s:p1:ai"] == "topup:a:carried")
+            // A pack refunded from that top-up since, short: the window's held credits going there pay its claim.
+            try await post("claim:refund:sx:topup:a:carried", "topup:a:carried", 20)
+            #expect(CreditHold.claims(try await since())["cycle:s:p1:ai"] == [.init(key: "claim:refund:sx:topup:a:carried", outstanding: 20)])
+            // …while the carry stands: a refund of the upgrade takes it back, and the held credits lapse with it.
+            try await post("refund:p2:1700000000001:carry:p2:cycle:s:p1:ai:in", "topup:a:carried", -95)
+            #expect(try await destinations(open: ["topup:a:ai"])["cycle:s:p1:ai"] == nil)
+        }
+    }
+
+    @Test(
+        "claims on a bucket read with a hold: those made after it, unpaid, oldest first, less their payments; none once paid or its refund reversed")
+    func claims() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let store = CreditHoldStore(logger: TestDatabase.logger)
+            let hold = UUID()
+            func post(_ key: String, _ delta: Int, bucket: String = "topup:a:ai") async throws {
+                try await harness.client.query(
+                    "INSERT INTO credit_ledger (operation_key, bucket, delta, reason) VALUES (\(key), \(bucket), \(delta), 'test')",
+                    logger: TestDatabase.logger)
+            }
+            try await harness.client.query(
+                "INSERT INTO credit_buckets (key, meter, kind, account_id, valid_from) VALUES ('topup:a:ai', 'ai_requests', 'topup', 'a', now() - interval '1 day'), ('topup:a:aix', 'aix', 'topup', 'a', now() - interval '1 day')",
+                logger: TestDatabase.logger)
+            for sale in ["s0", "s1", "s2"] { try await post("topup:\(sale)", 100) }
+            // A refund before the hold claimed 10: not the hold's to pay.
+            try await post("refund:s0:topup:a:ai", -100)
+            try await post("claim:refund:s0:topup:a:ai", 10)
+            try await post(CreditHold.debitKey(hold, 0), -150)
+            try await harness.client.query(
+                """
+                INSERT INTO credit_holds (id, account_id, idempotency_key, meter, amount, debits, created_at, expires_at)
+                VALUES (\(hold), 'a', 'k', 'ai_requests', 150, '[{"bucket": "topup:a:ai", "amount": 150}]', now(), now() + interval '1 hour')
+                """, logger: TestDatabase.logger)
+            func claims() async throws -> [HoldSettlement.Claim] {
+                let read = try await harness.client.withTransaction(logger: TestDatabase.logger) {
+                    try await store.lockAccountsReadHoldsAndStatus(accounts: [], ids: [hold], keys: [], taking: [], at: Date(), on: $0).holds
+                }
+                return CreditHold.claims(read.first?.since ?? [])["topup:a:ai"] ?? []
+            }
+            #expect(try await claims() == [])
+            try await post("refund:s1:topup:a:ai", -100)
+            try await post("claim:refund:s1:topup:a:ai", 60)
+            try await post("refund:s2:topup:a:ai", -100)
+            try await post("claim:refund:s2:topup:a:ai", 100)
+            // Another bucket's claim, whose key the first's is a prefix of, is not this bucket's.
+            try await post("claim:refund:s9:topup:a:aix", 7, bucket: "topup:a:aix")
+            #expect(
+                try await claims() == [
+                    .init(key: "claim:refund:s1:topup:a:ai", outstanding: 60), .init(key: "claim:refund:s2:topup:a:ai", outstanding: 100),
+                ])
+            // Paid in part by another hold's return: less that.
+            try await post("claim:refund:s1:topup:a:ai:paid:hold-return:other:0", -45)
+            #expect(try await claims().first == .init(key: "claim:refund:s1:topup:a:ai", outstanding: 15))
+            try await post("claim:refund:s1:topup:a:ai:paid:hold-return:other:1", -15)
+            #expect(try await claims().map(\.key) == ["claim:refund:s2:topup:a:ai"], "paid whole")
+            // The second refund reversed: its claim is closed.
+            try await post("reversed:refund:s2:topup:a:ai", 100)
+            try await post("reversed:claim:refund:s2:topup:a:ai", -100)
+            #expect(try await claims() == [])
+        }
+    }
+
+    @Test(
+        "a hold's read says a bucket is open exactly when live_credit_buckets lists it for the hold's account: by time, and by who holds the subscription now"
+    )
+    func open() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let store = CreditHoldStore(logger: TestDatabase.logger)
+            let hold = UUID()
+            try await harness.client.withConnection { try await LiveBucketsReadTests.store(accounts: 1...2, on: $0) }
+            // A window of account-1's that ended yesterday, one that opens tomorrow, two that end and start at `edge`
+            // (a window is open from its start, up to but not at its end), and the window of a subscription no account
+            // holds.
+            let edge = Date().addingTimeInterval(3 * 86_400)
+            try await harness.client.query(
+                """
+                INSERT INTO credit_buckets (key, meter, kind, account_id, valid_from, valid_until)
+                VALUES ('entitlement:past', 'ai_requests', 'entitlement', 'account-1', now() - interval '2 days', now() - interval '1 day'),
+                       ('entitlement:next', 'ai_requests', 'entitlement', 'account-1', now() + interval '1 day', now() + interval '31 days'),
+                       ('entitlement:ends', 'ai_requests', 'entitlement', 'account-1', now() - interval '1 day', \(edge)),
+                       ('entitlement:starts', 'ai_requests', 'entitlement', 'account-1', \(edge), NULL)
+                """, logger: TestDatabase.logger)
+            try await harness.client.query(
+                """
+                INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew, auto_renew_product_id,
+                    purchase_date, expires_at, is_trial, ownership, latest_transaction_id, last_event_type, last_signed_date, last_event_id, billing_period)
+                VALUES ('s-unlinked', NULL, 'pro.monthly', 'Sandbox', 'active', true, 'pro.monthly', now() - interval '1 day', now() + interval '29 days',
+                    false, 'PURCHASED', 's-unlinked', 'SUBSCRIBED', 0, '', 's-unlinked')
+                """, logger: TestDatabase.logger)
+            try await harness.client.query(
+                """
+                INSERT INTO credit_buckets (key, meter, kind, original_transaction_id, billing_period, valid_from, valid_until)
+                VALUES ('cycle:s-unlinked:m0', 'ai_requests', 'cycle', 's-unlinked', 's-unlinked', now() - interval '1 day', now() + interval '29 days')
+                """, logger: TestDatabase.logger)
+            // The hold took from every one of them, another account's top-up too (the read must not take it for account-1's).
+            let buckets = [
+                "cycle:s-1:m0", "topup:account-1", "topup:account-2", "cycle:s-2:m0", "entitlement:past", "entitlement:next", "entitlement:ends",
+                "entitlement:starts", "cycle:s-unlinked:m0",
+            ]
+            for (index, bucket) in buckets.enumerated() {
+                try await harness.client.query(
+                    "INSERT INTO credit_ledger (operation_key, bucket, delta, reason) VALUES (\(CreditHold.debitKey(hold, index)), \(bucket), -1, 'hold')",
+                    logger: TestDatabase.logger)
+            }
+            // And a debit naming a bucket no longer stored: it lapses (not open), as a bucket live_credit_buckets cannot list.
+            let debits = "[" + (buckets + ["gone"]).map { #"{"bucket": "\#($0)", "amount": 1}"# }.joined(separator: ", ") + "]"
+            try await harness.client.query(
+                """
+                INSERT INTO credit_holds (id, account_id, idempotency_key, meter, amount, debits, created_at, expires_at)
+                VALUES (\(hold), 'account-1', 'k', 'ai_requests', \(buckets.count + 1), \(debits)::jsonb, now(), now() + interval '1 hour')
+                """, logger: TestDatabase.logger)
+            @discardableResult func check(at time: Date, _ comment: Comment) async throws -> Set<String> {
+                let (read, live) = try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
+                    let read = try await store.lockAccountsReadHoldsAndStatus(
+                        accounts: [], ids: [hold], keys: [], taking: [], at: time, on: connection)
+                    var live: Set<String> = []
+                    for try await key in try await connection.query(
+                        "SELECT bucket_key FROM live_credit_buckets(ARRAY['account-1'], \(time), false)", logger: TestDatabase.logger
+                    ).decode(String.self) { live.insert(key) }
+                    return (read.holds.first?.since ?? [], live)
+                }
+                #expect(Set(read.map(\.bucket)) == Set(buckets + ["gone"]), comment)
+                let open = Set(read.filter { $0.open == true }.map(\.bucket))
+                #expect(open == live.intersection(buckets), comment)
+                return open
+            }
+            #expect(try await check(at: Date(), "now") == ["cycle:s-1:m0", "topup:account-1", "entitlement:ends"])
+            #expect(try await check(at: edge, "at the edge") == ["cycle:s-1:m0", "topup:account-1", "entitlement:next", "entitlement:starts"])
+            try await check(at: Date().addingTimeInterval(2 * 86_400), "in two days: the next window open")
+            #expect(try await check(at: Date().addingTimeInterval(40 * 86_400), "past the cycle's end") == ["topup:account-1", "entitlement:starts"])
+            // The subscription moves to account-2: its window is no longer account-1's to take credits back to.
+            try await harness.client.query(
+                "UPDATE subscriptions SET account_id = 'account-2' WHERE original_transaction_id = 's-1'", logger: TestDatabase.logger)
+            #expect(try await check(at: Date(), "after the transfer") == ["topup:account-1", "entitlement:ends"])
+            try await harness.client.query(
+                "UPDATE subscriptions SET account_id = 'account-1' WHERE original_transaction_id = 's-2'", logger: TestDatabase.logger)
+            try await check(at: Date(), "after account-2's moved to account-1")
+        }
+    }
+}

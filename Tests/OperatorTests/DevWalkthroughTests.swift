@@ -1,0 +1,244 @@
+import Foundation
+import StorekeeperRuntime
+import TestSupport
+import Testing
+
+@testable import IntegrationSupport
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The README's walkthrough, as a newcomer runs it: `storekeeper dev` and `storekeeper simulate` as processes in a
+/// folder of their own, a month passing on the dev clock. At each step the status shows what docs/credits.md promises
+/// with config/tiers.yml — figures written from the documentation, not read from the code.
+@Suite("The README's walkthrough with the dev clock")
+struct DevWalkthroughTests {
+    struct Credits: Equatable, CustomStringConvertible {
+        var state: String
+        var tier: String
+        var remaining: Int?
+        var cycle: Int?
+        var topUp: Int?
+
+        var description: String {
+            "\(state) \(tier) remaining \(remaining.map(String.init) ?? "nil") cycle \(cycle.map(String.init) ?? "nil") topUp \(topUp.map(String.init) ?? "nil")"
+        }
+    }
+
+    /// A server on the port given that answers 200 to every GET, as another project's server might.
+    static let answersEverything = """
+        import http.server, sys
+        class Any(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200); self.end_headers(); self.wfile.write(b"ok")
+        http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Any).serve_forever()
+        """
+
+    @Test("subscribe, ten days, upgrade, renew at the period's end, refund: the promised credits at every step")
+    func walkthrough() async throws {
+        try await TestDatabase.withMigratedDatabase { url in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sk-walk-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let port = try PrivateCluster.freePort()
+            let environment = [
+                "DATABASE_URL": url.urlString, "STOREKEEPER_TIERS": AppleSamples.repository.appendingPathComponent("config/tiers.yml").path,
+                "STOREKEEPER_SQL_DIR": AppleSamples.repository.appendingPathComponent("sql").path,
+            ]
+            let dev = try TestProcess("storekeeper", arguments: ["dev", "--port", String(port)], environment: environment, directory: folder)
+            defer { dev.signal(SIGTERM) }
+            let settings = DevEnvironment(directory: folder.appendingPathComponent(".storekeeper"))
+            try await eventually(timeout: .seconds(60), "dev to start") {
+                dev.text.contains("Storekeeper is running") && settings.settings()["STOREKEEPER_API_KEY"] != nil
+            }
+            let key = try #require(settings.settings()["STOREKEEPER_API_KEY"])
+            let account = UUID().uuidString.lowercased()
+
+            @discardableResult
+            func simulate(_ arguments: String...) async throws -> String {
+                let (status, output) = try await TestProcess.run(
+                    "storekeeper", ["simulate"] + arguments, environment: environment, directory: folder)
+                #expect(status == 0, "simulate \(arguments.joined(separator: " ")): \(output)")
+                return output
+            }
+            func credits() async throws -> Credits {
+                var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/accounts/\(account)/status")!)
+                request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+                let (data, _) = try await URLSession.shared.data(for: request)
+                let status = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+                let meter = (status["credits"] as? [String: Any])?["ai_requests"] as? [String: Any]
+                return Credits(
+                    state: status["state"] as? String ?? "?", tier: status["tier"] as? String ?? "?", remaining: meter?["remaining"] as? Int,
+                    cycle: meter?["cycle"] as? Int, topUp: meter?["topUp"] as? Int)
+            }
+            // Read once, at once: `simulate` returns when the worker has applied what it sent (and `advance` when
+            // what fell due has run), as the README promises a newcomer pasting the steps as one block.
+            func expect(_ wanted: Credits, after step: String) async throws {
+                let read = try await credits()
+                #expect(read == wanted, "after \(step)")
+            }
+            func devNow() async throws -> Date {
+                var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/admin/dev/clock")!)
+                request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+                let (data, _) = try await URLSession.shared.data(for: request)
+                let reading = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+                return Date(timeIntervalSince1970: try #require(reading["nowMilliseconds"] as? Double) / 1000)
+            }
+
+            var utc = Calendar(identifier: .gregorian)
+            utc.timeZone = TimeZone(identifier: "UTC")!
+            func monthDays(from date: Date) throws -> Double {
+                try #require(utc.date(byAdding: .month, value: 1, to: date)).timeIntervalSince(date) / 86_400
+            }
+            // Start where a month is not 30 days, so the test tells Apple's calendar month from a 30-day one.
+            let start = try await devNow()
+            let skip = try #require((0..<40).first { try monthDays(from: start.addingTimeInterval(Double($0) * 86_400)) != 30 })
+            if skip > 0 { try await simulate("advance", "\(skip)d") }
+            let subscribedAt = try await devNow()
+            let subscribed = try await simulate("subscribe", "--account", account)
+            #expect(subscribed.contains("status: pro, state subscribed; ai_requests remaining 1000"), "\(subscribed)")
+            try await expect(Credits(state: "subscribed", tier: "pro", remaining: 1000, cycle: 1000, topUp: 0), after: "subscribe")
+            try await simulate("advance", "10d")
+            try await expect(Credits(state: "subscribed", tier: "pro", remaining: 1000, cycle: 1000, topUp: 0), after: "ten days")
+            // Apple bills a month as a calendar month: Pro's period is 28 to 31 days from the day it was bought, so Max
+            // for the days left of it is floor(3000 × (19.99 − 9.99 × left/days) / 19.99) — 2000 in a 30-day month
+            // (20 of 30 left), 1984 in a 31-day one; Pro's unused 1000 become top-ups.
+            let days = try monthDays(from: subscribedAt)
+            let prorated = Int((3000 * (19.99 - 9.99 * (days - 10) / days) / 19.99).rounded(.down))
+            try await simulate("upgrade", "--account", account, "--to", "max.monthly")
+            try await expect(Credits(state: "subscribed", tier: "max", remaining: 1000 + prorated, cycle: prorated, topUp: 1000), after: "upgrade")
+            // The clock moves to the period's end first: a renewal grants Max's full 3000, no carry-over of the cycle.
+            try await simulate("renew", "--account", account)
+            try await expect(Credits(state: "subscribed", tier: "max", remaining: 4000, cycle: 3000, topUp: 1000), after: "renew")
+            // The renewed period refunded: its credits go; the top-ups (bought with the upgraded period) stay, and the
+            // free tier's 5 a day come back.
+            let refunded = try await simulate("refund", "--account", account)
+            let refundUUID = try #require(
+                refunded.firstMatch(of: #/"notificationUUID" ?: ?"([0-9a-fA-F-]{36})"/#).map { String($0.1) }, "\(refunded)")
+            try await expect(Credits(state: "free_with_credits", tier: "free", remaining: 1005, cycle: nil, topUp: 1000), after: "refund")
+
+            // The README's holds: 50 held (today's 5, then 45 of the top-up), settled for 30 by its key, 20 back; a
+            // hold nobody settles is given back at its expiry by a job on the dev clock.
+            let held = try await simulate("hold", "--account", account, "--meter", "ai_requests", "--amount", "50", "--key", "gen-1")
+            #expect(held.contains("held 50 ai_requests") && held.contains("955 left to spend"), "\(held)")
+            try await expect(Credits(state: "free_with_credits", tier: "free", remaining: 955, cycle: nil, topUp: 955), after: "a hold of 50")
+            let settled = try await simulate("settle", "--account", account, "--key", "gen-1", "--amount", "30")
+            #expect(settled.contains("settled hold") && settled.contains("charged 30, returned 20"), "\(settled)")
+            try await expect(Credits(state: "free_with_credits", tier: "free", remaining: 975, cycle: nil, topUp: 975), after: "settled for 30")
+            let again = try await TestProcess.run(
+                "storekeeper", ["simulate", "release", "--account", account, "--key", "gen-1"], environment: environment, directory: folder)
+            #expect(again.0 != 0 && again.1.contains("409") && again.1.contains("hold_ended"), "a settled hold cannot be released: \(again.1)")
+            let unsettled = try await simulate(
+                "hold", "--account", account, "--meter", "ai_requests", "--amount", "100", "--key", "gen-2", "--expires-in", "600")
+            #expect(unsettled.contains("held 100 ai_requests"), "\(unsettled)")
+            try await simulate("advance", "11m")
+            // The top-up only: eleven minutes may cross midnight on the dev clock, and bring a new day's 5.
+            #expect(try await credits().topUp == 975, "the expired hold came back before `advance` returned")
+
+            // A lifetime unlock through `simulate buy`, and a grant from the CLI in the dev folder on the dev clock:
+            // advancing past the grant's end ends it, and its job — run at the dev clock's instant — says so.
+            let buyer = UUID().uuidString.lowercased()
+            try await simulate("buy", "--product", "basic.lifetime", "--account", buyer)
+            func status(of id: String) async throws -> [String: Any] {
+                var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/accounts/\(id)/status")!)
+                request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+                return try #require(try JSONSerialization.jsonObject(with: try await URLSession.shared.data(for: request).0) as? [String: Any])
+            }
+            let bought = try await status(of: buyer)
+            #expect(bought["tier"] as? String == "basic" && (bought["entitlements"] as? [[String: Any]])?.first?["source"] as? String == "lifetime")
+            let devDatabase = environment.merging(["DATABASE_URL": ""]) { $1 }
+            let (granted, grantText) = try await TestProcess.run(
+                "storekeeper", ["grants", "add", buyer, "--tier", "max", "--duration", "P1D", "--reason", "walkthrough"], environment: devDatabase,
+                directory: folder)
+            #expect(granted == 0, "\(grantText)")
+            #expect(try await status(of: buyer)["tier"] as? String == "max")
+            try await simulate("advance", "2d")
+            #expect(try await status(of: buyer)["tier"] as? String == "basic")
+            // The grant's end ran before `advance` returned; `events list --type` shows it and nothing else.
+            let (listed, events) = try await TestProcess.run(
+                "storekeeper", ["events", "list", "--account", buyer, "--type", "grant.*"], environment: devDatabase, directory: folder)
+            #expect(
+                listed == 0 && events.contains("grant.ended") && events.contains("grant.started") && !events.contains("entitlement."), "\(events)")
+            let (mistyped, mistypedText) = try await TestProcess.run(
+                "storekeeper", ["events", "list", "--type", "grant.endd"], environment: devDatabase, directory: folder)
+            #expect(mistyped != 0 && mistypedText.contains("unknown event type \"grant.endd\""), "\(mistypedText)")
+            let (jobs, jobsText) = try await TestProcess.run("storekeeper", ["jobs", "stats"], environment: ["DATABASE_URL": ""], directory: folder)
+            #expect(jobs == 0 && jobsText.contains("apply-notification"), "\(jobsText)")
+            // A second dev in the same folder: one line naming the port, and the first keeps serving.
+            let (second, secondText) = try await TestProcess.run(
+                "storekeeper", ["dev", "--port", String(port)], environment: environment, directory: folder)
+            #expect(second == 1 && secondText.contains("port \(port) is in use"), "\(secondText)")
+            // The holds left 975 in the top-up; two days on, today's 5 are whole.
+            try await expect(Credits(state: "free_with_credits", tier: "free", remaining: 980, cycle: nil, topUp: 975), after: "a second dev")
+            let (other, otherText) = try await TestProcess.run(
+                "storekeeper", ["dev", "--port", String(try PrivateCluster.freePort())], environment: environment, directory: folder)
+            #expect(other == 1 && otherText.contains("another `storekeeper dev` serves this folder at http://127.0.0.1:\(port)"), "\(otherText)")
+
+            // What Apple could not send is refused, in one line.
+            func refused(_ arguments: String...) async throws -> String {
+                let (status, output) = try await TestProcess.run(
+                    "storekeeper", ["simulate"] + arguments, environment: environment, directory: folder)
+                #expect(status != 0, "simulate \(arguments.joined(separator: " ")) was accepted: \(output)")
+                return output
+            }
+            let unknown = try await refused("renew", "--account", UUID().uuidString)
+            #expect(unknown.contains("`simulate subscribe` it first"), "\(unknown)")
+            let product = try await refused("upgrade", "--account", account, "--to", "nope.monthly")
+            #expect(product.contains("not a subscription product"), "\(product)")
+            let far = try await refused("advance", "4000d")
+            #expect(far.contains("forward, at most 10 years"), "\(far)")
+            let misspelt = try await refused("renew", "--acount", account)
+            #expect(misspelt.contains("Unknown option '--acount'. Did you mean '--account'?"), "\(misspelt)")
+            // `verify --stored` in the dev folder: the dev chain's root, its bundle id and its clock (the refund was
+            // signed weeks ahead of the real time), nothing given by hand.
+            let (verified, verifiedText) = try await TestProcess.run(
+                "storekeeper", ["verify", "--stored", refundUUID], environment: devDatabase, directory: folder)
+            #expect(verified == 0 && verifiedText.contains("verified: notification REFUND"), "\(verifiedText.suffix(600))")
+            // `accounts show` in the dev folder answers on the dev clock, as the API does.
+            let (shown, shownText) = try await TestProcess.run(
+                "storekeeper", ["accounts", "show", account, "--json"], environment: environment.merging(["DATABASE_URL": ""]) { $1 },
+                directory: folder)
+            #expect(shown == 0 && shownText.contains("\"remaining\" : 980"), "\(shownText.prefix(600))")
+            // The stores' notifications and the events sent to the app are two lists, each counted as its command counts.
+            let (_, sentList) = try await TestProcess.run(
+                "storekeeper", ["events", "list", "--account", account, "--limit", "1000"], environment: devDatabase, directory: folder)
+            let sent = sentList.split(separator: "\n").filter { $0.contains(account) }.count
+            #expect(sent > 0 && shownText.contains("\"sentEvents\" : \(sent)"), "\(sent) listed; \(shownText.suffix(300))")
+
+            // Restarted, `dev` resumes its clock where the database kept it: the facts it dated stay in its past.
+            let before = try await devNow()
+            dev.signal(SIGTERM)
+            _ = await dev.waitForExit()
+            let restartedPort = try PrivateCluster.freePort()
+            let restarted = try TestProcess(
+                "storekeeper", arguments: ["dev", "--port", String(restartedPort)], environment: environment, directory: folder)
+            defer { restarted.signal(SIGTERM) }
+            try await eventually(timeout: .seconds(60), "dev to start again") { restarted.text.contains("Storekeeper is running") }
+            #expect(restarted.text.contains("The dev clock resumes at"), "\(restarted.text.prefix(800))")
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(restartedPort)/admin/dev/clock")!)
+            request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+            let reading = try #require(try JSONSerialization.jsonObject(with: try await URLSession.shared.data(for: request).0) as? [String: Any])
+            let resumed = Date(timeIntervalSince1970: try #require(reading["nowMilliseconds"] as? Double) / 1000)
+            #expect(resumed >= before && resumed > Date().addingTimeInterval(39 * 86_400), "resumed at \(resumed), was \(before)")
+
+            // dev.env left behind names a port something else now answers on: that is not this folder's dev server.
+            restarted.signal(SIGTERM)
+            _ = await restarted.waitForExit()
+            let stranger = try TestProcess(
+                "/usr/bin/python3", arguments: ["-c", Self.answersEverything, String(restartedPort)], environment: [:], directory: folder)
+            defer { stranger.signal(SIGTERM) }
+            try await eventually(timeout: .seconds(20), "the stranger to answer") { !PrivateCluster.isFree(port: restartedPort) }
+            let third = try TestProcess(
+                "storekeeper", arguments: ["dev", "--port", String(try PrivateCluster.freePort())], environment: environment, directory: folder)
+            defer { third.signal(SIGTERM) }
+            do {
+                try await eventually(timeout: .seconds(60), "dev to start beside a stranger on the old port") {
+                    third.text.contains("Storekeeper is running")
+                }
+            } catch {
+                Issue.record("\(error): \(third.text.suffix(1500))")
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Jobs
+import LocalSigning
+import NIOCore
+import Testing
+
+@testable import IntegrationSupport
+
+@Suite("Admin dashboard and metrics, on real PostgreSQL")
+struct OperationsTests {
+    static let adminKey = "test-admin-key"
+    static var basic: String { "Basic " + Data("admin:\(adminKey)".utf8).base64EncodedString() }
+
+    struct Empty: Codable {}
+
+    @Test("the dashboard: sign-in, queue, failed jobs with a requeue button (same-origin only), notifications, account lookup")
+    func dashboard() async throws {
+        try await StorekeeperHarness.run(environment: ["STOREKEEPER_ADMIN_KEYS": Self.adminKey]) { harness in
+            // A failed job of a kind no worker runs, as an operator would find it.
+            let failedId = try await harness.count(
+                #"INSERT INTO jobs (kind, state, attempt, max_attempts, attempt_budget, errors) VALUES ('demo-export', 'failed', 1, 1, 1, '[{"attempt": 1, "at": "2026-11-21T10:00:00Z", "error": "S3 said <AccessDenied>"}]') RETURNING id"#
+            )
+            try await harness.withHTTP { client in
+                let account = UUID()
+                var flow = LifecycleFlow(harness: harness, client: client, account: account)
+                try await flow.send(.subscribe)
+
+                let anonymous = try await client.execute(uri: "/admin", method: .get)
+                #expect(anonymous.status == .unauthorized)
+                #expect(anonymous.headers[.wwwAuthenticate]?.hasPrefix("Basic realm=") == true)
+                #expect(
+                    try await client.execute(
+                        uri: "/admin", method: .get, headers: [.authorization: "Basic " + Data("admin:nope".utf8).base64EncodedString()]
+                    ).status == .unauthorized)
+
+                let page = try await client.execute(uri: "/admin?account=\(account)", method: .get, headers: [.authorization: Self.basic])
+                #expect(page.status == .ok)
+                #expect(page.headers[.contentType]?.hasPrefix("text/html") == true)
+                let html = String(buffer: page.body)
+                for needle in [
+                    "<h2>Queue</h2>", "Failed jobs", "demo-export", "S3 said &lt;AccessDenied&gt;", "action=\"/admin/jobs/\(failedId)/requeue\"",
+                    "Recent notifications", "SUBSCRIBED/INITIAL_BUY", "<b>subscribed</b>", "tier pro", "+1000", "grant:",
+                ] {
+                    #expect(html.contains(needle), "missing \(needle)")
+                }
+                #expect(!html.contains("<script") && !html.contains("http://") && !html.contains("https://"))
+
+                let bad = String(
+                    buffer: try await client.execute(uri: "/admin?account=%3Cscript%3E", method: .get, headers: [.authorization: Self.basic]).body)
+                // Any text is an account id the app may use: looked up, and always escaped.
+                #expect(bad.contains("&lt;script&gt;") && !bad.contains("<script>"))
+
+                let crossSite = try await client.execute(
+                    uri: "/admin/jobs/\(failedId)/requeue", method: .post,
+                    headers: [.authorization: Self.basic, .origin: "https://evil.example", .init("Sec-Fetch-Site")!: "cross-site"])
+                #expect(crossSite.status == .forbidden)
+                let requeue = try await client.execute(
+                    uri: "/admin/jobs/\(failedId)/requeue", method: .post,
+                    headers: [.authorization: Self.basic, .init("Sec-Fetch-Site")!: "same-origin"])
+                #expect(requeue.status == .seeOther)
+                #expect(requeue.headers[.location] == "/admin?requeued=1")
+                #expect(try await harness.count("SELECT max_attempts FROM jobs WHERE id = \(failedId)") == 2)
+            }
+        }
+    }
+
+    @Test("GET /metrics exposes intake, verification, queue, job, credit and status-read families")
+    func metrics() async throws {
+        try await StorekeeperHarness.run { harness in
+            try await harness.withHTTP { client in
+                var flow = LifecycleFlow(harness: harness, client: client, account: UUID())
+                try await flow.send(.subscribe)
+                _ = try await client.postNotification(Data("{}".utf8))
+                let text = String(buffer: try await client.execute(uri: "/metrics", method: .get).body)
+                for family in [
+                    #"storekeeper_intake_notifications_total{status="accepted"}"#, #"storekeeper_intake_notifications_total{status="bad_request"}"#,
+                    "storekeeper_verification_duration_seconds_bucket", "storekeeper_queue_jobs", "storekeeper_queue_oldest_runnable_seconds",
+                    #"storekeeper_jobs_total{kind="apply-notification",outcome="completed"}"#, "storekeeper_job_duration_seconds_bucket",
+                    #"storekeeper_credit_operations_total{operation="grant"}"#, "storekeeper_database_up 1", "hb_requests",
+                ] {
+                    #expect(text.contains(family), "missing \(family)")
+                }
+                // Status reads are counted by where they were answered from (the counters are the process's: other
+                // tests read too, so only growth is asserted).
+                func statusReads() async throws -> Int {
+                    let text = String(buffer: try await client.execute(uri: "/metrics", method: .get).body)
+                    return text.split(separator: "\n").filter { $0.hasPrefix("storekeeper_status_reads_total{source=") }
+                        .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0) { $0 + Int($1) }
+                }
+                let before = try await statusReads()
+                _ = try await flow.status()
+                _ = try await flow.status()
+                #expect(try await statusReads() >= before + 2)
+                let after = String(buffer: try await client.execute(uri: "/metrics", method: .get).body)
+                #expect(after.contains(#"storekeeper_status_reads_total{source="database"}"#))
+            }
+        }
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import PostgresNIO
+import StorekeeperRuntime
+import Testing
+
+@testable import IntegrationSupport
+@testable import Jobs
+@testable import StatementFencing
+
+@Suite("Statements on a connection that closes, on real PostgreSQL")
+struct ClosedConnectionWatchTests {
+    struct AddOne: PostgresPreparedStatement {
+        static let sql = "SELECT $1::int8 + 1"
+        typealias Row = Int64
+        let value: Int64
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(value)
+            return bindings
+        }
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
+    }
+
+    /// Two statements whose full type names share their first 63 bytes, as PostgreSQL keeps of a name.
+    enum StatementsWithALongCommonPrefixInTheirFullTypeNames {
+        enum NumberOneOfTwo: PreparedSQL { static let sql = "SELECT 1::int8" }
+        enum NumberTwoOfTwo: PreparedSQL { static let sql = "SELECT 2::int8" }
+    }
+
+    @Test("prepared queries whose type names differ only after 63 bytes are two statements on one connection")
+    func longNamesStayDistinct() async throws {
+        typealias Long = StatementsWithALongCommonPrefixInTheirFullTypeNames
+        #expect(PreparedQuery<Long.NumberOneOfTwo>.name.utf8.count <= 63)
+        #expect(PreparedQuery<Long.NumberOneOfTwo>.name != PreparedQuery<Long.NumberTwoOfTwo>.name)
+        try await withClient { client in
+            try await client.withConnection { connection in
+                for _ in 0..<2 {
+                    let one = try await connection.run(PreparedQuery<Long.NumberOneOfTwo>(), logger: TestDatabase.logger)
+                    let two = try await connection.run(PreparedQuery<Long.NumberTwoOfTwo>(), logger: TestDatabase.logger)
+                    #expect(try one.map { try $0.decode(Int64.self) } == [1])
+                    #expect(try two.map { try $0.decode(Int64.self) } == [2])
+                }
+            }
+        }
+    }
+
+    @Test("run executes a prepared statement and returns its rows, again and again on one connection")
+    func runReturnsRows() async throws {
+        try await withClient { client in
+            try await client.withConnection { connection in
+                for value in Int64(0)..<3 {
+                    let rows = try await connection.run(AddOne(value: value), logger: TestDatabase.logger)
+                    #expect(rows == [value + 1])
+                }
+            }
+        }
+    }
+
+    @Test("an operation still waiting when its connection closes fails with ConnectionClosedError instead of hanging")
+    func closedConnectionFailsWaitingOperation() async throws {
+        let watch = ClosedConnectionWatch(interval: .milliseconds(50))
+        let (never, keepOpen) = AsyncStream<Void>.makeStream()
+        defer { keepOpen.finish() }
+        try await withClient { client in
+            try await client.withConnection { connection in
+                // Stands in for postgres-nio's lost answer: an operation that would never finish by itself.
+                let outcome = Task { try await watch.fence(connection) { for await _ in never {} } }
+                try await connection.close()
+                await #expect {
+                    try await outcome.value
+                } throws: { error in
+                    error is ConnectionClosedError
+                }
+            }
+        }
+    }
+
+    @Test("a statement whose backend the server terminates fails; the connection's next lease works")
+    func terminatedBackendFails() async throws {
+        try await withClient { client in
+            await #expect(throws: (any Error).self) {
+                try await client.withConnection { connection in
+                    let pid = try await connection.run(BackendPID(), logger: TestDatabase.logger).first ?? 0
+                    async let sleeping: [Void] = connection.run(Sleep(seconds: 60), logger: TestDatabase.logger)
+                    try await eventually("the backend sleeping") {
+                        try await client.withConnection { other in
+                            try await other.run(IsSleeping(pid: pid), logger: TestDatabase.logger) == [true]
+                        }
+                    }
+                    try await client.withConnection { other in
+                        _ = try await other.query("SELECT pg_terminate_backend(\(pid))", logger: TestDatabase.logger)
+                    }
+                    _ = try await sleeping
+                }
+            }
+            // Under load postgres-nio can lease the terminated connection once more before it has seen it close (that
+            // lease fails at once, with an error); the pool must then hand out one that works.
+            var failedLeases = 0
+            try await eventually("a lease after the termination to work") {
+                do {
+                    let rows = try await client.withConnection { connection in
+                        try await connection.run(AddOne(value: 41), logger: TestDatabase.logger)
+                    }
+                    return rows == [42]
+                } catch {
+                    failedLeases += 1
+                    return false
+                }
+            }
+            #expect(failedLeases <= 1)
+        }
+    }
+
+    struct BackendPID: PostgresPreparedStatement {
+        static let sql = "SELECT pg_backend_pid()"
+        typealias Row = Int32
+        func makeBindings() throws -> PostgresBindings { PostgresBindings() }
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int32.self) }
+    }
+
+    struct Sleep: PostgresPreparedStatement {
+        static let sql = "SELECT pg_sleep($1)"
+        typealias Row = ()
+        let seconds: Double
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(seconds)
+            return bindings
+        }
+        func decodeRow(_ row: PostgresRow) throws -> Row {}
+    }
+
+    struct IsSleeping: PostgresPreparedStatement {
+        static let sql = "SELECT count(*) = 1 FROM pg_stat_activity WHERE pid = $1 AND query LIKE '%pg_sleep%' AND state = 'active'"
+        typealias Row = Bool
+        let pid: Int32
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(pid)
+            return bindings
+        }
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Bool.self) }
+    }
+
+    private func withClient(_ body: @escaping @Sendable (PostgresClient) async throws -> Void) async throws {
+        let url = try TestDatabase.adminURL()
+        try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 4), logger: TestDatabase.logger, body)
+    }
+}

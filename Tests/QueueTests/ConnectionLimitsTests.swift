@@ -1,0 +1,127 @@
+import Foundation
+import HostileInput
+import Hummingbird
+import HummingbirdTesting
+import StorekeeperRuntime
+import TestSupport
+import Testing
+
+@testable import HTTPAPI
+@testable import IntegrationSupport
+
+/// The HTTP server's limits against clients that never finish: connections are closed at their deadlines, and
+/// large bodies held open cannot take more memory than the budget.
+@Suite("Connection limits")
+struct ConnectionLimitsTests {
+    static let halfHead = Array("POST /notifications/apple HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le".utf8)
+
+    static func unfinishedBody(kilobytes: Int) -> [UInt8] {
+        Array("POST /notifications/apple HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 524288\r\n\r\n".utf8)
+            + [UInt8](repeating: UInt8(ascii: " "), count: kilobytes * 1024)
+    }
+
+    @Test("half a head, a stalled body, an idle keep-alive and a silent connection are each closed at their deadline")
+    func deadlines() async throws {
+        let environment = [
+            "STOREKEEPER_PORT": "0", "STOREKEEPER_HTTP_HEAD_TIMEOUT": "1", "STOREKEEPER_HTTP_BODY_TIMEOUT": "1",
+            "STOREKEEPER_HTTP_IDLE_TIMEOUT": "1",
+        ]
+        try await StorekeeperHarness.run(worker: false, environment: environment) { harness in
+            try await harness.components.application().test(.live) { client in
+                let port = try #require(client.port)
+                let half = try #require(RawConnection(port: port))
+                half.send(Self.halfHead)
+                let body = try #require(RawConnection(port: port))
+                body.send(Self.unfinishedBody(kilobytes: 1))
+                let idle = try #require(RawConnection(port: port))
+                idle.send(Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+                let silent = try #require(RawConnection(port: port))
+                try await eventually(timeout: .seconds(10), "every stalled connection to be closed") {
+                    [half, body, idle, silent].allSatisfy(\.isClosedByPeer)
+                }
+                // The server still serves whoever sends a whole request (the test client's own connection, idle since
+                // the start, was closed too).
+                let prompt = try #require(RawConnection(port: port))
+                prompt.send(Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+                var answer: [UInt8] = []
+                try await eventually("/healthz to answer") {
+                    answer += prompt.readAvailable() ?? []
+                    return String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 200")
+                }
+            }
+        }
+    }
+
+    @Test("large bodies held open beyond the body memory are refused with 503 and their connections closed")
+    func bodyMemory() async throws {
+        let environment = ["STOREKEEPER_PORT": "0", "STOREKEEPER_HTTP_BODY_MEMORY_MB": "1", "STOREKEEPER_HTTP_BODY_TIMEOUT": "60"]
+        try await StorekeeperHarness.run(worker: false, environment: environment) { harness in
+            try await harness.components.application().test(.live) { client in
+                let port = try #require(client.port)
+                let connections = (0..<6).compactMap { _ in RawConnection(port: port) }
+                let body = Self.unfinishedBody(kilobytes: 500)
+                var sent = [Int](repeating: 0, count: connections.count)
+                // 1 MiB holds two of them; the others are answered 503 and closed long
+                // before the 60-s body deadline. The socket takes a body in parts, as the server reads it.
+                try await eventually(timeout: .seconds(20), "the bodies beyond the budget to be refused") {
+                    var closed = 0
+                    for (index, connection) in connections.enumerated() {
+                        if connection.isClosedByPeer {
+                            closed += 1
+                        } else if sent[index] < body.count {
+                            sent[index] += connection.send(Array(body[sent[index]...]))
+                        }
+                    }
+                    return closed >= 3
+                }
+            }
+        }
+    }
+
+    @Test("the budget: every byte is reserved as it arrives and released when the request is answered")
+    func budgetArithmetic() throws {
+        let budget = RequestBodyBudget(bytes: 1 << 20)
+        let first = BodyReservation(budget: budget)
+        try first.receive(600 * 1024)
+        #expect(budget.reservedBytes == 600 * 1024)
+        let second = BodyReservation(budget: budget)
+        #expect(throws: RequestBodyBudget.Exhausted.self) { try second.receive(600 * 1024) }
+        let small = BodyReservation(budget: budget)
+        try small.receive(1024)
+        #expect(budget.reservedBytes == 601 * 1024)
+        first.releaseAll()
+        second.releaseAll()
+        small.releaseAll()
+        #expect(budget.reservedBytes == 0)
+        let third = BodyReservation(budget: budget)
+        try third.receive(100 * 1024)
+        #expect(budget.reservedBytes == 100 * 1024)
+    }
+
+    @Test("the configuration reads every STOREKEEPER_HTTP_* variable and refuses nonsense with one line each")
+    func configuration() throws {
+        let base = [
+            "DATABASE_URL": "postgres://u@127.0.0.1:5432/d", "STOREKEEPER_BUNDLE_ID": "b", "STOREKEEPER_ENVIRONMENTS": "Sandbox",
+            "STOREKEEPER_ROOT_CERTIFICATES": AppleSamples.rootCertificate.path,
+        ]
+        let configured = try StorekeeperConfiguration.load(
+            environment: base.merging([
+                "STOREKEEPER_HTTP_HEAD_TIMEOUT": "3", "STOREKEEPER_HTTP_BODY_TIMEOUT": "4", "STOREKEEPER_HTTP_IDLE_TIMEOUT": "5",
+                "STOREKEEPER_HTTP_MAX_CONNECTIONS": "100", "STOREKEEPER_HTTP_BODY_MEMORY_MB": "2", "STOREKEEPER_METRICS_KEYS": "m1, m2",
+            ]) { $1 })
+        #expect(
+            configured.httpLimits
+                == HTTPServerLimits(
+                    headTimeout: .seconds(3), bodyTimeout: .seconds(4), idleTimeout: .seconds(5), maximumConnections: 100,
+                    bodyMemory: 2 << 20))
+        #expect(configured.metricsKeys == ["m1", "m2"])
+        #expect(try StorekeeperConfiguration.load(environment: base).httpLimits == HTTPServerLimits())
+        do {
+            _ = try StorekeeperConfiguration.load(
+                environment: base.merging(["STOREKEEPER_HTTP_HEAD_TIMEOUT": "0", "STOREKEEPER_HTTP_MAX_CONNECTIONS": "lots"]) { $1 })
+            Issue.record("nonsense limits were accepted")
+        } catch {
+            #expect(error.problems.count == 2)
+        }
+    }
+}

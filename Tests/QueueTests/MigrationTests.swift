@@ -1,0 +1,131 @@
+import Foundation
+import Persistence
+import PostgresNIO
+import StorekeeperRuntime
+import Testing
+
+@testable import IntegrationSupport
+
+@Suite("Migrations")
+struct MigrationTests {
+    @Test("applied once each, safe when several processes migrate at once, idempotent afterwards")
+    func concurrentAndIdempotent() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            let results = try await withThrowingTaskGroup(of: [String].self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 1), logger: TestDatabase.logger) {
+                            client in
+                            try await SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: TestDatabase.logger)
+                                .migrate()
+                        }
+                    }
+                }
+                return try await group.reduce(into: [[String]]()) { $0.append($1) }
+            }
+            #expect(results.filter { !$0.isEmpty }.count == 1)
+            try await PostgresClient.withRunning(url.clientConfiguration(), logger: TestDatabase.logger) { client in
+                let migrator = try SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: TestDatabase.logger)
+                #expect(try await migrator.migrate().isEmpty)
+                #expect(try await migrator.pendingMigrations().isEmpty)
+            }
+        }
+    }
+
+    @Test("refuses a database migrated by a newer version")
+    func newerDatabase() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            try await PostgresClient.withRunning(url.clientConfiguration(), logger: TestDatabase.logger) { client in
+                let migrator = try SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: TestDatabase.logger)
+                try await migrator.migrate()
+                try await client.query(
+                    "INSERT INTO storekeeper_migrations (version, name, checksum) VALUES (9999, '9999_future.sql', 'x')",
+                    logger: TestDatabase.logger)
+                let error = await #expect(throws: PersistenceError.self) { try await migrator.migrate() }
+                #expect(error?.code == .databaseNewerThanCode)
+            }
+        }
+    }
+
+    @Test(
+        "0033 names the store of rows written before it without a lock held for them: an App Store id, a Stripe sub_ id (and a digit id that only looks odd) are filled in by the backfill after the migration, once; a row of the previous version's writer gets its store on insert"
+    )
+    func subscriptionStoreBackfill() async throws {
+        let all = SchemaMigrator.defaultDirectory()
+        let before = FileManager.default.temporaryDirectory.appendingPathComponent("sk-sql-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: before, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: before) }
+        for name in try FileManager.default.contentsOfDirectory(atPath: all.path) where name < "0033" {
+            try FileManager.default.copyItem(at: all.appendingPathComponent(name), to: before.appendingPathComponent(name))
+        }
+        try await TestDatabase.withFreshDatabase { url in
+            try await PostgresClient.withRunning(url.clientConfiguration(), logger: TestDatabase.logger) { client in
+                try await SchemaMigrator(client: client, directory: before, logger: TestDatabase.logger).migrate()
+                func insert(_ id: String) async throws {
+                    try await client.query(
+                        """
+                        INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew,
+                            is_trial, ownership, latest_transaction_id, last_event_type, last_signed_date, last_event_id, billing_period)
+                        VALUES (\(id), 'acct', 'pro.monthly', 'Sandbox', 'active', true, false, 'PURCHASED', \(id), 'SUBSCRIBED', 1, 'x', \(id))
+                        """, logger: TestDatabase.logger)
+                }
+                for id in ["2000000000000001", "sub_1Abc", "sub1000"] { try await insert(id) }
+                try await SchemaMigrator(client: client, directory: all, logger: TestDatabase.logger).migrate()
+                var stores: [String] = []
+                for try await row in try await client.query(
+                    "SELECT original_transaction_id || '=' || store FROM subscriptions ORDER BY 1", logger: TestDatabase.logger
+                ).decode(String.self) { stores.append(row) }
+                #expect(stores == ["2000000000000001=app_store", "sub1000=app_store", "sub_1Abc=stripe"])
+                #expect(
+                    try await TestDatabase.count(client, "SELECT count(*) FROM storekeeper_backfills WHERE name = '0033_subscription_store'") == 1)
+                // The previous version's writer names no store: its row is filed by the rule it was written under.
+                try await insert("sub_2Def")
+                #expect(
+                    try await TestDatabase.count(
+                        client, "SELECT count(*) FROM subscriptions WHERE original_transaction_id = 'sub_2Def' AND store = 'stripe'")
+                        == 1)
+                #expect(try await SchemaMigrator(client: client, directory: all, logger: TestDatabase.logger).migrate() == [])
+            }
+        }
+    }
+
+    @Test("0007 and 0008 upgrade rows written before them: UUID accounts become their lowercased text, billing periods and usage outcomes are filled")
+    func upgradesExistingRows() async throws {
+        let all = SchemaMigrator.defaultDirectory()
+        let before = FileManager.default.temporaryDirectory.appendingPathComponent("sk-sql-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: before, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: before) }
+        for name in try FileManager.default.contentsOfDirectory(atPath: all.path) where name < "0007" {
+            try FileManager.default.copyItem(at: all.appendingPathComponent(name), to: before.appendingPathComponent(name))
+        }
+        try await TestDatabase.withFreshDatabase { url in
+            try await PostgresClient.withRunning(url.clientConfiguration(), logger: TestDatabase.logger) { client in
+                try await SchemaMigrator(client: client, directory: before, logger: TestDatabase.logger).migrate()
+                try await client.query(
+                    """
+                    INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew,
+                        is_trial, ownership, latest_transaction_id, last_event_type, last_signed_date, last_event_id)
+                    VALUES ('1000', '6F1D4D5E-8A1A-4B53-9C1E-1B2F3A4B5C6D', 'pro.monthly', 'Sandbox', 'active', true, false,
+                        'PURCHASED', '1000', 'SUBSCRIBED', 1, 'x')
+                    """,
+                    logger: TestDatabase.logger)
+                try await client.query(
+                    """
+                    INSERT INTO usage_requests (account_id, idempotency_key, meter, amount, http_status, answer)
+                    VALUES ('6f1d4d5e-8a1a-4b53-9c1e-1b2f3a4b5c6d', 'k1', 'ai', 5, 402, '{"httpStatus":402,"meter":"ai","remaining":0}')
+                    """,
+                    logger: TestDatabase.logger)
+                let applied = try await SchemaMigrator(client: client, directory: all, logger: TestDatabase.logger).migrate()
+                #expect(applied.contains { $0.hasPrefix("0007") } && applied.contains { $0.hasPrefix("0008") })
+                let subscription = try await client.query(
+                    "SELECT account_id, billing_period FROM subscriptions", logger: TestDatabase.logger)
+                for try await (account, period) in subscription.decode((String, String).self) {
+                    #expect(account == "6f1d4d5e-8a1a-4b53-9c1e-1b2f3a4b5c6d")
+                    #expect(period == "1000")
+                }
+                let usage = try await client.query("SELECT outcome FROM usage_requests", logger: TestDatabase.logger)
+                for try await outcome in usage.decode(String.self) { #expect(outcome == "insufficient_credits") }
+            }
+        }
+    }
+}
