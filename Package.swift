@@ -289,6 +289,15 @@ let package = Package(
             name: "ScenarioTests",
             dependencies: ["Subscriptions", "Credits", "Entitlements", "AppStoreModels", "SignedData", "LocalSigning", "TestSupport"],
             exclude: ["Scenarios"]),
+        // The HTTP edge with no database: what the real router answers before any statement (keys, roles, unknown
+        // paths and methods, malformed notifications, the served document), in milliseconds.
+        .testTarget(
+            name: "RouteTests",
+            dependencies: [
+                "StorekeeperRuntime", "LocalSigning", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]),
         // What the integration targets share: a Storekeeper on a fresh database (StorekeeperHarness, TestDatabase), the
         // stores faked from their references, child processes, and the answers decoded into types written from the
         // contract (Answers/). Imported `@testable`: its helpers stay internal.

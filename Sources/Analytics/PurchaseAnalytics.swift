@@ -7,7 +7,7 @@ public struct OneTimeSale: Sendable, Equatable {
     /// The store's id of the sale: the App Store transaction id, Stripe's PaymentIntent.
     public var id: String
     public var store: Store
-    /// `production` or `sandbox`.
+    /// Where it was sold; analytics files it under ``StoreEnvironment/rollup``.
     public var environment: StoreEnvironment
     public var productId: String
     public var soldAt: Date

@@ -140,7 +140,7 @@ public struct StorekeeperComponents: Sendable {
         self.events = EventRecorder(client: client, credits: credits, endpoints: configuration.webhooks, queue: scheduling, logger: logger)
         self.erased = ErasedAccounts(secret: configuration.erasureKey, logger: logger)
         self.writer = SubscriptionWriter(
-            client: client, credits: credits, queue: scheduling, rechecks: rechecks, events: events,
+            credits: credits, queue: scheduling, rechecks: rechecks, events: events,
             analytics: configuration.analytics ? AnalyticsRollups(logger: logger) : nil, erased: erased, logger: logger)
         let stripeClient = configuration.stripe.flatMap { settings in
             settings.apiKey.map {

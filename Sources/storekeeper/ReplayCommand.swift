@@ -69,7 +69,7 @@ struct ReplayCommand: AsyncParsableCommand {
             let erased = ErasedAccounts(secret: ProcessInfo.processInfo.environment["STOREKEEPER_ERASURE_KEY"], logger: logger)
             let queue = PostgresJobQueue(client: client, logger: logger)
             let writer = SubscriptionWriter(
-                client: client, credits: credits, queue: queue, rechecks: nil, events: nil, analytics: AnalyticsRollups(logger: logger),
+                credits: credits, queue: queue, rechecks: nil, events: nil, analytics: AnalyticsRollups(logger: logger),
                 erased: erased, logger: logger)
             let appStoreSubscriptions = AppStoreSubscriptions(writer: writer, client: client, logger: logger)
             let stripe = StripeSubscriptions(client: client, stripe: nil, writer: writer, settings: stripeSettings, clock: { now }, logger: logger)

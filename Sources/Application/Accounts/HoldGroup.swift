@@ -177,11 +177,8 @@ struct HoldGroup: Sendable {
         guard charge <= hold.amount else { return .overHeld(hold) }
         // An account taking a hold in the group has its live buckets; for one only ending holds, the hold's read says.
         let open = balances[hold.account].map { Set($0.map(\.bucket.key)) } ?? Set(entry.since.filter { $0.open == true }.map(\.bucket))
-        // A hold taken in this group: nothing was posted to its buckets since, and they are live.
         let destinations =
-            entry.takenHere
-            ? Dictionary(uniqueKeysWithValues: Set(hold.debits.map(\.bucket)).filter(open.contains).map { ($0, $0) })
-            : CreditHold.destinations(entry.since, open: open)
+            entry.takenHere ? CreditHold.destinations(ofUntouched: hold.debits, open: open) : CreditHold.destinations(entry.since, open: open)
         let claims = CreditHold.claims(entry.since, less: claimsPaid)
         // An unlimited meter's hold took nothing from any bucket: it is charged without a ledger row.
         let outcome =

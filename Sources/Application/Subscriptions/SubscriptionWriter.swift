@@ -57,7 +57,7 @@ public struct SubscriptionWriter: Sendable {
     ///   - events: stores the events of each change; `nil` stores none.
     ///   - analytics: the rollups each derivation's contribution is recorded in; `nil` records none.
     public init(
-        client: PostgresClient, credits: CreditLedger, queue: any JobScheduling, rechecks: RenewalRechecks?, events: EventRecorder?,
+        credits: CreditLedger, queue: any JobScheduling, rechecks: RenewalRechecks?, events: EventRecorder?,
         analytics: AnalyticsRollups? = nil, erased: ErasedAccounts, logger: Logger
     ) {
         self.analytics = analytics
@@ -90,10 +90,15 @@ public struct SubscriptionWriter: Sendable {
     }
 
     /// What saving `derivation` would change: the credit operations due and whether the state moves; nothing is
-    /// written and no lock is taken (`replay --dry-run`).
+    /// written and no account's lock is taken (`replay --dry-run`; the caller holds the subscription's).
     public func preview(_ derivation: Lifecycle.Derivation, stored: SubscriptionState?, now: Date, on connection: PostgresConnection) async throws
         -> Outcome
     {
+        var derivation = derivation
+        // As a save files it (its facts are not rewritten here).
+        if let (_, pseudonym) = try await erasedOwner(of: derivation.state, stored: stored, on: connection) {
+            derivation.state.accountId = pseudonym
+        }
         let state = derivation.state
         let ledger = try await credits.snapshot(ofSubscription: state.originalTransactionId, account: state.accountId, now: now, on: connection)
         let operations = SubscriptionCredits.operationsDue(derivation, catalogue: credits.catalogue, ledger: ledger, now: now)
@@ -108,11 +113,7 @@ public struct SubscriptionWriter: Sendable {
         on connection: PostgresConnection
     ) async throws -> Change {
         var derivation = derivation
-        // An account the facts name that was erased is filed under its pseudonym (Apple keeps signing the old id on
-        // every renewal). Asked only when the owner changes, so an apply to the same owner costs nothing more.
-        if let account = derivation.state.accountId, account != stored?.accountId,
-            let pseudonym = try await erased.pseudonym(of: account, on: connection)
-        {
+        if let (account, pseudonym) = try await erasedOwner(of: derivation.state, stored: stored, on: connection) {
             derivation.state.accountId = pseudonym
             logger.notice(
                 "a fact names an erased account: filed under its pseudonym",
@@ -206,6 +207,18 @@ public struct SubscriptionWriter: Sendable {
         return SourceChanges.overlapping(
             before: beforeEntitlements, after: afterEntitlements, account: account, environment: state.environment,
             cause: cause ?? EventCause(originalTransactionId: state.originalTransactionId))
+    }
+
+    /// The account the facts name and its pseudonym, when that account was erased: a change files the subscription
+    /// under the pseudonym (Apple keeps signing the old id on every renewal). Asked only when the owner changes, so an
+    /// apply to the same owner costs nothing more.
+    private func erasedOwner(of state: SubscriptionState, stored: SubscriptionState?, on connection: PostgresConnection) async throws
+        -> (account: AccountID, pseudonym: AccountID)?
+    {
+        guard let account = state.accountId, account != stored?.accountId,
+            let pseudonym = try await erased.pseudonym(of: account, on: connection)
+        else { return nil }
+        return (account, pseudonym)
     }
 
     /// The credit window reset: a job at the start of the next window of the period in force derives the

@@ -19,6 +19,12 @@ extension CreditHold {
         return destinations
     }
 
+    /// ``destinations(_:open:)`` of a hold nothing was posted to since it was taken (one taken and ended in the same
+    /// group of requests): no carry, no refund, so each debit's bucket takes its credits back while it is `open`.
+    public static func destinations(ofUntouched debits: [HoldSettlement.Debit], open: Set<String>) -> [String: String] {
+        Dictionary(uniqueKeysWithValues: Set(debits.map(\.bucket)).filter(open.contains).map { ($0, $0) })
+    }
+
     /// The unpaid claims on each bucket of `since`, less what `paid` (by claim key) says earlier ends of the same
     /// transaction paid of them.
     public static func claims(_ since: [BucketSince], less paid: [String: Int64] = [:]) -> [String: [HoldSettlement.Claim]] {

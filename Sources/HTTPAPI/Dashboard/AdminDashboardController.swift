@@ -147,7 +147,7 @@ public struct AdminDashboardController: Sendable {
         html += "<span class=\"stat\"><b>\(HTMLPage.escape(age))</b>oldest runnable</span></div>"
         html += HTMLPage.table(
             ["kind", "state", "jobs"],
-            statistics.counts.map { [HTMLPage.Cell($0.kind), HTMLPage.Cell($0.state.rawValue), .raw("<span class=\"num\">\($0.count)</span>")] },
+            statistics.counts.map { [HTMLPage.Cell($0.kind), HTMLPage.Cell($0.state.rawValue), .number($0.count)] },
             empty: "no live jobs")
         let finished = statistics.finishedLastHour.map { "\($0.kind) \($0.state.rawValue) \($0.count)" }.joined(separator: " · ")
         html += "<p class=\"muted\">finished in the last hour: \(HTMLPage.escape(finished.isEmpty ? "none" : finished))</p></section>"

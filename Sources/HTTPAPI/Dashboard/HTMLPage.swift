@@ -36,6 +36,10 @@ struct HTMLPage: ResponseGenerator {
             case ">": escaped.append(contentsOf: "&gt;".unicodeScalars)
             case "\"": escaped.append(contentsOf: "&quot;".unicodeScalars)
             case "'": escaped.append(contentsOf: "&#39;".unicodeScalars)
+            // Control characters (but tab and line ends) are parse errors in HTML text and attribute values: an id
+            // that carries one shows the replacement character rather than passing it to the browser.
+            case "\t", "\n", "\r": escaped.append(scalar)
+            case _ where scalar.properties.generalCategory == .control: escaped.append("\u{FFFD}")
             default: escaped.append(scalar)
             }
         }
@@ -46,18 +50,28 @@ struct HTMLPage: ResponseGenerator {
     static func table(_ headers: [String], _ rows: [[Cell]], empty: String = "none") -> String {
         guard !rows.isEmpty else { return "<p class=\"muted\">\(escape(empty))</p>" }
         let head = headers.map { "<th>\(escape($0))</th>" }.joined()
-        let body = rows.map { "<tr>" + $0.map { "<td>\($0.html)</td>" }.joined() + "</tr>" }.joined()
+        let body = rows.map { "<tr>" + $0.map { $0.numeric ? "<td class=\"num\">\($0.html)</td>" : "<td>\($0.html)</td>" }.joined() + "</tr>" }
+            .joined()
         return "<table><thead><tr>\(head)</tr></thead><tbody>\(body)</tbody></table>"
     }
 
     /// One table cell.
     struct Cell: ExpressibleByStringLiteral {
         var html: String
+        /// Right-aligned (`td.num`).
+        var numeric = false
         init(_ text: String) { html = HTMLPage.escape(text) }
         init(stringLiteral value: String) { self.init(value) }
         static func raw(_ html: String) -> Cell {
             var cell = Cell("")
             cell.html = html
+            return cell
+        }
+
+        /// A count, right-aligned.
+        static func number(_ value: Int) -> Cell {
+            var cell = Cell(String(value))
+            cell.numeric = true
             return cell
         }
     }

@@ -1,3 +1,4 @@
+import Entitlements
 import Events
 import Foundation
 import Logging
@@ -21,7 +22,7 @@ public struct EventLog: Sendable {
         public var type: String
         public var account: String
         public var subscription: String?
-        public var environment: String
+        public var environment: StoreEnvironment
         public var createdAt: Date
         /// The `data` object consumers receive (docs/events.md).
         public var body: String
@@ -169,7 +170,7 @@ public struct EventLog: Sendable {
 
     static func decode(_ row: PostgresRow) throws -> StoredEvent {
         let (id, sequence, transaction, type, account, subscription, environment, createdAt, text, deflated) = try row.decode(
-            (UUID, Int64, Int64, String, String, String?, String, Date, String?, ByteBuffer?).self)
+            (UUID, Int64, Int64, String, String, String?, StoreEnvironment, Date, String?, ByteBuffer?).self)
         // Events stored before 0013 have a jsonb body; since, it is the JSON text, compressed.
         guard let body = try text ?? deflated.map({ String(buffer: try CompressedColumn.decompress($0)) }) else {
             throw PersistenceError(.corruptRecord, "event \(id) has no body")
