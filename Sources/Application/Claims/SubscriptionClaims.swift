@@ -93,7 +93,7 @@ public struct SubscriptionClaims: Sendable {
             try await history.record(event, signedData: signedTransaction, on: connection)
             let change = try await appStore.apply(
                 event, to: try await appStore.read(event.transaction.originalTransactionId, on: connection), now: now, on: connection)
-            return .claimed(try await appStore.storeEvents(of: change, on: connection).state)
+            return .claimed(try await appStore.store(change, on: connection).state)
         }
     }
 }

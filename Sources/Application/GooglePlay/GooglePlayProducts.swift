@@ -171,7 +171,7 @@ public struct GooglePlayProducts: Sendable {
             let price = { (units: Int64) in unit.multipliedReportingOverflow(by: units).overflow ? Int64.max : unit * units }
             try await writer.recordSale(
                 OneTimeSale(
-                    id: purchase.id, store: .googlePlay, environment: purchase.isTest ? .sandbox : .production, productId: purchase.productId,
+                    id: purchase.id, store: .googlePlay, environment: environment, productId: purchase.productId,
                     soldAt: purchase.purchasedAt, price: price(purchase.quantity), currency: currency,
                     refundedAt: purchase.voidedQuantity > 0 ? purchase.voidedAt : nil, refunded: price(purchase.voidedQuantity)),
                 on: connection)

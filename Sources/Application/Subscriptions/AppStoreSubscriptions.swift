@@ -43,7 +43,7 @@ public struct AppStoreSubscriptions: Sendable {
     /// Applies `event`: locks its subscription, reads it, saves the change and stores its events.
     public func apply(_ event: SubscriptionEvent, now: Date, on connection: PostgresConnection) async throws -> SubscriptionWriter.Outcome {
         let read = try await lockAndRead(event.transaction.originalTransactionId, on: connection)
-        return try await storeEvents(of: apply(event, to: read, now: now, on: connection), on: connection)
+        return try await store(apply(event, to: read, now: now, on: connection), on: connection)
     }
 
     /// Derives the subscription again from its stored facts, saves it and stores the change's events.
@@ -77,9 +77,8 @@ public struct AppStoreSubscriptions: Sendable {
     }
 
     /// Stores the events of `change` (made by ``apply(_:to:now:on:)``) and returns its outcome.
-    public func storeEvents(of change: SubscriptionWriter.Change, on connection: PostgresConnection) async throws -> SubscriptionWriter.Outcome {
-        if let events = change.events { try await writer.recorder?.record(events, on: connection) }
-        return change.outcome
+    public func store(_ change: SubscriptionWriter.Change, on connection: PostgresConnection) async throws -> SubscriptionWriter.Outcome {
+        try await writer.store(change, on: connection)
     }
 
     private static func unchanged(_ read: SubscriptionHistory.Read) -> SubscriptionWriter.Change {

@@ -84,7 +84,12 @@ public struct SubscriptionWriter: Sendable {
         _ derivation: Lifecycle.Derivation, stored: SubscriptionState?, cause: EventCause, anyRevocation: Bool = false, now: Date,
         on connection: PostgresConnection
     ) async throws -> Outcome {
-        let change = try await change(derivation, stored: stored, cause: cause, anyRevocation: anyRevocation, now: now, on: connection)
+        try await store(
+            try await change(derivation, stored: stored, cause: cause, anyRevocation: anyRevocation, now: now, on: connection), on: connection)
+    }
+
+    /// Stores the events of `change` (made by ``change(_:stored:cause:anyRevocation:now:on:)``) and returns its outcome.
+    public func store(_ change: Change, on connection: PostgresConnection) async throws -> Outcome {
         if let events = change.events { try await recorder?.record(events, on: connection) }
         return change.outcome
     }

@@ -64,7 +64,7 @@ public enum StripeDerivation {
         let state = SubscriptionState(
             originalTransactionId: subscription.id, accountId: settings.prices.map { $0.contains(productId) } == false ? nil : facts.account,
             productId: productId,
-            environment: subscription.livemode ? .production : .sandbox, status: status, willRenew: willRenew,
+            environment: StoreEnvironment(livemode: subscription.livemode), status: status, willRenew: willRenew,
             autoRenewProductId: item?.price.id, pendingProductId: nil, purchaseDate: start, expiresAt: end,
             gracePeriodExpiresAt: grace, isTrial: status == .active && inForce?.isFreeOffer == true, ownership: .purchased,
             latestTransactionId: inForce?.key ?? subscription.id, lastEventType: .unknown("STRIPE"),
