@@ -18,7 +18,7 @@ struct SharedApplyTests {
                 for account in accounts {
                     let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: account), at: Date())
                     let answer = try await client.postNotification(try harness.signer.requestBody(for: event))
-                    #expect(answer.json["status"] as? String == "accepted")
+                    #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
                 }
             }
             // A sixth job, claimed with the fifth: its notification is not stored, so its apply discards it — a throw
@@ -43,8 +43,9 @@ struct SharedApplyTests {
             #expect(try await harness.count("SELECT count(DISTINCT xmin::text) FROM notifications") == 2)
             try await harness.withHTTP { client in
                 for account in accounts {
-                    let status = try await client.getWithKey("/v1/accounts/\(account)/status").json
-                    #expect(status["state"] as? String == "subscribed" && status["entitled"] as? Bool == true, "\(status)")
+                    let response = try await client.getWithKey("/v1/accounts/\(account)/status")
+                    let status = try response.answer(StatusAnswer.self)
+                    #expect(status.state == "subscribed" && status.entitled == true, "\(String(buffer: response.body))")
                 }
             }
         }

@@ -20,10 +20,11 @@ struct ErrorAnswersTests {
             try await harness.withHTTP { client in
                 let missing = try await client.execute(uri: "/no/such/route", method: .get)
                 #expect(missing.status == .notFound && missing.headers[.contentType] == Self.json)
-                #expect(missing.json["error"] as? String == "not_found" && (missing.json["message"] as? String)?.contains("/no/such/route") == true)
+                let missingAnswer = try missing.answer(ErrorAnswer.self)
+                #expect(missingAnswer.error == "not_found" && missingAnswer.message.contains("/no/such/route"))
                 let wrongMethod = try await client.execute(uri: "/healthz", method: .post)
                 #expect(wrongMethod.status == .methodNotAllowed && wrongMethod.headers[.contentType] == Self.json)
-                #expect(wrongMethod.json["error"] as? String == "method_not_allowed")
+                #expect(try wrongMethod.answer(ErrorAnswer.self).error == "method_not_allowed")
                 // HEAD is answered wherever GET is, so Allow names it.
                 #expect(wrongMethod.headers[.allow] == "GET, HEAD")
                 let head = try await client.execute(uri: "/healthz", method: .head)
@@ -59,9 +60,9 @@ struct ErrorAnswersTests {
             try await harness.withHTTP { client in
                 let page = try await client.execute(uri: "/admin", method: .get)
                 #expect(page.status == .unauthorized && page.headers[.wwwAuthenticate]?.hasPrefix("Basic ") == true)
-                #expect((page.json["message"] as? String)?.contains("HTTP Basic") == true)
+                #expect(try page.answer(ErrorAnswer.self).message.contains("HTTP Basic"))
                 let api = try await client.execute(uri: "/admin/stats", method: .get)
-                #expect(api.status == .unauthorized && (api.json["message"] as? String)?.contains("bearer") == true)
+                #expect(try api.status == .unauthorized && api.answer(ErrorAnswer.self).message.contains("bearer"))
             }
         }
     }

@@ -101,6 +101,18 @@ struct StrangerReviewTests {
         #expect(HTMLPage.escape("plain & simple") == "plain &amp; simple")
     }
 
+    @Test("control characters in an id are shown as the replacement character, not passed to the browser; tabs and line ends stay")
+    func controlCharacters() {
+        #expect(HTMLPage.escape("a\u{0}b\u{1B}[31mc\u{7F}d\u{85}e") == "a\u{FFFD}b\u{FFFD}[31mc\u{FFFD}d\u{FFFD}e")
+        #expect(HTMLPage.escape("line\tone\r\ntwo") == "line\tone\r\ntwo")
+    }
+
+    @Test("a count in a dashboard table is a right-aligned cell (td.num), text elsewhere as it was")
+    func numericCells() {
+        let html = HTMLPage.table(["kind", "count"], [["apply", .number(12)]])
+        #expect(html.contains("<td>apply</td><td class=\"num\">12</td>"))
+    }
+
     @Test("spends of account c with key x:y and of account c:x with key y are both charged")
     func ledgerKeysDoNotCollide() async throws {
         try await StorekeeperHarness.run(worker: false) { harness in
@@ -110,8 +122,8 @@ struct StrangerReviewTests {
                         .post, "/v1/accounts/\(account)/usage", #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(key)"}"#)
                 }
                 func remaining(_ account: String) async throws -> Int? {
-                    let status = try await client.getWithKey("/v1/accounts/\(account)/status").json
-                    return ((status["credits"] as? [String: Any])?["ai_requests"] as? [String: Any])?["remaining"] as? Int
+                    let status = try await client.getWithKey("/v1/accounts/\(account)/status").answer(StatusAnswer.self)
+                    return status.credits["ai_requests"]?.remaining.map(Int.init)
                 }
                 // The free tier's 5 ai_requests a day.
                 let first = try await spend("c", "x:y")
@@ -247,13 +259,12 @@ struct StrangerReviewTests {
                     let subscriber = active.subscription.accountId!
                     let foreign = try await client.withKey(
                         .post, "/v1/offers/promotional", #"{"accountId": "\#(subscriber)", "offerId": "stay", "appAccountToken": "\#(UUID())"}"#)
-                    #expect(foreign.status == .forbidden && foreign.json["error"] as? String == "foreign_app_account_token")
-                    let intent =
-                        try await client.withKey(.post, "/v1/accounts/\(subscriber)/purchase-intents", "{}").json["appAccountToken"] as? String
+                    #expect(try foreign.status == .forbidden && foreign.answer(ErrorAnswer.self).error == "foreign_app_account_token")
+                    let intent = try await client.withKey(.post, "/v1/accounts/\(subscriber)/purchase-intents", "{}")
+                        .answer(PurchaseIntentAnswer.self).appAccountToken
                     let own = try await client.withKey(
-                        .post, "/v1/offers/promotional", #"{"accountId": "\#(subscriber)", "offerId": "stay", "appAccountToken": "\#(intent ?? "")"}"#
-                    )
-                    #expect(own.status == .ok && own.json["appAccountToken"] as? String == intent)
+                        .post, "/v1/offers/promotional", #"{"accountId": "\#(subscriber)", "offerId": "stay", "appAccountToken": "\#(intent)"}"#)
+                    #expect(try own.status == .ok && own.answer(PromotionalOfferAnswer.self).appAccountToken == intent)
                 }
             }
         }
@@ -276,12 +287,10 @@ struct StrangerReviewTests {
                 let answers = try await (first, second)
                 #expect(answers.0.status == .ok && answers.1.status == .ok)
                 let left = (
-                    try await client.getWithKey("/v1/accounts/\(path(composed))/status").json,
-                    try await client.getWithKey("/v1/accounts/\(path(decomposed))/status").json
+                    try await client.getWithKey("/v1/accounts/\(path(composed))/status").answer(StatusAnswer.self),
+                    try await client.getWithKey("/v1/accounts/\(path(decomposed))/status").answer(StatusAnswer.self)
                 )
-                func remaining(_ status: [String: Any]) -> Int? {
-                    ((status["credits"] as? [String: Any])?["ai_requests"] as? [String: Any])?["remaining"] as? Int
-                }
+                func remaining(_ status: StatusAnswer) -> Int? { status.credits["ai_requests"]?.remaining.map(Int.init) }
                 #expect(remaining(left.0) == 3 && remaining(left.1) == 4, "\(remaining(left.0) ?? -1), \(remaining(left.1) ?? -1)")
                 let usage = try await harness.count("SELECT count(*) FROM usage_requests")
                 #expect(usage == 2)

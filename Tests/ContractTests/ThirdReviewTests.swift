@@ -92,8 +92,9 @@ struct ThirdReviewTests {
                     let answer = try await client.execute(
                         uri: "/stripe/webhooks", method: .post,
                         headers: [.contentType: "application/json", HTTPField.Name("Stripe-Signature")!: header], body: ByteBuffer(bytes: body))
-                    #expect(answer.status == .unauthorized && answer.json["error"] as? String == "verification_failed")
-                    return answer.json["message"] as? String ?? ""
+                    let refusal = try answer.answer(ErrorAnswer.self)
+                    #expect(answer.status == .unauthorized && refusal.error == "verification_failed")
+                    return refusal.message
                 }
                 let (old, early) = (try await message(signedAt: -301), try await message(signedAt: 301))
                 #expect(old == "signed 301 s ago, beyond the tolerance of 300 s")

@@ -126,6 +126,7 @@ struct BucketBalanceTests {
                         "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM live_credit_buckets(ARRAY['account-7'], now(), false)",
                         logger: TestDatabase.logger)
                     for try await text in plan.decode(String.self) {
+                        // Raw: PostgreSQL's EXPLAIN (FORMAT JSON) output, not a Storekeeper answer.
                         let plans = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]]
                         let top = try #require(plans?.first?["Plan"] as? [String: Any])
                         return (top["Shared Hit Blocks"] as? Int ?? 0) + (top["Shared Read Blocks"] as? Int ?? 0)

@@ -35,7 +35,7 @@ struct CreditClaimTests {
                     case .holdSettled, .holdReleased:
                         let held = try await CreditHoldTests.hold(client, account, "ai_requests", 120, key: "gen")
                         #expect(held.status == .created)
-                        id = held.json["id"] as? String ?? ""
+                        id = try held.answer(CreditHoldAnswer.self).id
                     case .spendReversed:
                         #expect(try await client.spend(UUID(uuidString: account)!, amount: 120, key: "gen").status == .ok)
                         id = ""
@@ -48,7 +48,7 @@ struct CreditClaimTests {
                     case .holdSettled:
                         // 20 charged: the 5 free and 15 of the top-ups; 100 come back.
                         let settled = try await CreditHoldTests.post(client, "/v1/holds/\(id)/settle", #"{"amount": 20}"#)
-                        #expect(settled.status == .ok && (settled.json["charged"] as? NSNumber)?.int64Value == 20, "\(settled.json)")
+                        #expect(try settled.status == .ok && settled.answer(CreditHoldAnswer.self).charged == 20, "\(String(buffer: settled.body))")
                     case .holdReleased:
                         #expect(try await CreditHoldTests.post(client, "/v1/holds/\(id)/release", "").status == .ok)
                     case .spendReversed:
@@ -84,8 +84,8 @@ struct CreditClaimTests {
             try await harness.withHTTP { client in
                 let (account, sale) = try await Self.customer(harness, client)
                 // 5 free + 55, then 65, then a spend of the last 10 of the top-ups.
-                let first = try await CreditHoldTests.hold(client, account, "ai_requests", 60, key: "a").json["id"] as? String ?? ""
-                let second = try await CreditHoldTests.hold(client, account, "ai_requests", 65, key: "b").json["id"] as? String ?? ""
+                let first = try await CreditHoldTests.hold(client, account, "ai_requests", 60, key: "a").answer(CreditHoldAnswer.self).id
+                let second = try await CreditHoldTests.hold(client, account, "ai_requests", 65, key: "b").answer(CreditHoldAnswer.self).id
                 #expect(try await client.spend(UUID(uuidString: account)!, amount: 10, key: "last").status == .ok)
                 try await Self.refund(sale, of: account, client: client, harness: harness)
                 // Nothing there to take: all 100 claimed.
@@ -95,13 +95,12 @@ struct CreditClaimTests {
                 async let b = CreditHoldTests.post(client, "/v1/holds/\(second)/release", "")
                 let (ra, rb) = try await (a, b)
                 #expect(ra.status == .ok && rb.status == .ok)
-                let lapsed = [ra, rb].compactMap { ($0.json["lapsed"] as? NSNumber)?.int64Value }.reduce(0, +)
-                #expect(lapsed == 100, "\(ra.json) \(rb.json)")
+                let lapsed = try [ra, rb].compactMap { try $0.answer(CreditHoldAnswer.self).lapsed }.reduce(0, +)
+                #expect(lapsed == 100, "\(String(buffer: ra.body)) \(String(buffer: rb.body))")
                 // The claim is paid: the spend's 10 all come back.
                 let reversed = try await CreditHoldTests.post(client, "/v1/accounts/\(account)/usage/last/reverse", "")
-                #expect(
-                    (reversed.json["returned"] as? NSNumber)?.int64Value == 10 && (reversed.json["lapsed"] as? NSNumber)?.int64Value == 0,
-                    "\(reversed.json)")
+                let reversal = try reversed.answer(SpendReversalAnswer.self)
+                #expect(reversal.returned == 10 && reversal.lapsed == 0, "\(String(buffer: reversed.body))")
                 // 130 + 5 free − the refund's 100.
                 #expect(try await CreditHoldTests.remaining(client, account, "ai_requests") == 35)
                 let family = "operation_key LIKE 'refund:\(sale.transactionId):%' OR operation_key LIKE 'claim:refund:\(sale.transactionId):%'"
@@ -110,7 +109,7 @@ struct CreditClaimTests {
                 let erased = try await CreditHoldTests.post(
                     client, "/admin/accounts/\(account)/erase", #"{"confirm": "\#(account)"}"#, headers: CreditHoldTests.admin)
                 #expect(erased.status == .ok, "\(String(buffer: erased.body))")
-                let pseudonym = erased.json["pseudonym"] as? String ?? "-"
+                let pseudonym = try erased.answer(ErasureAnswer.self).pseudonym ?? "-"
                 #expect(
                     try await harness.count(
                         "SELECT count(*) FROM credit_ledger WHERE operation_key LIKE '%\(account)%' OR bucket LIKE '%\(account)%'") == 0)
@@ -132,7 +131,8 @@ struct CreditClaimTests {
                 var ids: [String] = []
                 for (key, amount) in [("a", 50), ("b", 50)] {
                     ids.append(
-                        try await CreditHoldTests.hold(client, account, "ai_requests", amount, key: key, expiresIn: 60).json["id"] as? String ?? "")
+                        try await CreditHoldTests.hold(client, account, "ai_requests", amount, key: key, expiresIn: 60).answer(CreditHoldAnswer.self)
+                            .id)
                 }
                 try await Self.refund(sale, of: account, client: client, harness: harness)
                 // One sweep, past both expiries: one transaction, one read of the claim for both.
@@ -140,9 +140,9 @@ struct CreditClaimTests {
                 #expect(try await harness.components.holds.expireDue(now: Date().addingTimeInterval(120), failed: &failed) == 2)
                 var lapsed: Int64 = 0
                 for id in ids {
-                    let hold = try await client.getWithKey("/v1/holds/\(id)").json
-                    #expect(hold["state"] as? String == "expired")
-                    lapsed += (hold["lapsed"] as? NSNumber)?.int64Value ?? -1
+                    let hold = try await client.getWithKey("/v1/holds/\(id)").answer(CreditHoldAnswer.self)
+                    #expect(hold.state == "expired")
+                    lapsed += hold.lapsed ?? -1
                 }
                 // The refund took the 35 there and claimed 65: of the top-ups' 95 coming back, 65 pay it once between the
                 // two holds (paid by each, it would take 95); the day's 5 go back to the day.

@@ -122,7 +122,7 @@ struct CreditHoldPropertyTests {
             if let long {
                 let held = try await CreditHoldTests.hold(client, id, "ai_requests", long, key: "h-long")
                 #expect(held.status == .created || held.status.code == 402, "\(label): hold \(String(buffer: held.body))")
-                longHold = held.json["id"] as? String
+                longHold = held.status == .created ? try held.answer(CreditHoldAnswer.self).id : nil
                 if let longHold { all.holds.append(longHold) }
             }
             for (index, event) in storeEvents.enumerated() {
@@ -198,16 +198,13 @@ struct CreditHoldPropertyTests {
         for hold in seen.holds {
             let answer = try await client.getWithKey("/v1/holds/\(hold)")
             #expect(answer.status == .ok, "\(label): GET hold \(hold)")
-            let json = answer.json
-            let amount = (json["amount"] as? NSNumber)?.int64Value ?? -1
-            if json["state"] as? String == "held" {
+            let answered = try answer.answer(CreditHoldAnswer.self)
+            let amount = answered.amount
+            if answered.state == "held" {
                 held += amount
                 continue
             }
-            let (c, r, l) = (
-                (json["charged"] as? NSNumber)?.int64Value ?? -1, (json["returned"] as? NSNumber)?.int64Value ?? -1,
-                (json["lapsed"] as? NSNumber)?.int64Value ?? -1
-            )
+            let (c, r, l) = (answered.charged ?? -1, answered.returned ?? -1, answered.lapsed ?? -1)
             #expect(c + r + l == amount, "\(label): hold \(hold) charged \(c) + returned \(r) + lapsed \(l) ≠ \(amount)")
             #expect(c >= 0 && r >= 0 && l >= 0, "\(label): hold \(hold) has a negative part")
             // What went back, less what of it paid a claim of a refund (CreditClaims), with the charge's offset (a row of
@@ -234,11 +231,10 @@ struct CreditHoldPropertyTests {
         #expect(
             try await harness.count("SELECT count(*) FROM credit_holds WHERE account_id = '\(id)'") == seen.holds.count,
             "\(label): holds not answered")
-        let status = try await client.getWithKey("/v1/accounts/\(id)/status").json
-        let meter = (status["credits"] as? [String: Any])?["ai_requests"] as? [String: Any]
-        #expect(
-            (meter?["held"] as? NSNumber)?.int64Value == held, "\(label): the status holds \(String(describing: meter?["held"])), the holds \(held)")
-        #expect(((meter?["remaining"] as? NSNumber)?.int64Value ?? -1) >= 0, "\(label): remaining below zero")
+        let status = try await client.getWithKey("/v1/accounts/\(id)/status").answer(StatusAnswer.self)
+        let meter = status.credits["ai_requests"]
+        #expect(meter?.held == held, "\(label): the status holds \(String(describing: meter?.held)), the holds \(held)")
+        #expect((meter?.remaining ?? -1) >= 0, "\(label): remaining below zero")
         // What was put in and taken out otherwise (grants, top-ups, refunds and their claims, carries) = left + spent +
         // charged + held + lapsed. What paid a claim is in what lapsed, as the hold or the reversal answered.
         let facts = try await harness.count(
@@ -312,14 +308,13 @@ struct CreditHoldPropertyTests {
                     let reversed = try await CreditHoldTests.post(client, "/v1/accounts/\(account)/usage/\(key)/reverse", "")
                     guard response.status == .ok else {
                         #expect(
-                            reversed.status == .conflict && reversed.json["error"] as? String == "not_spent",
+                            try reversed.status == .conflict && reversed.answer(ErrorAnswer.self).error == "not_spent",
                             "\(label): \(String(buffer: reversed.body))")
                         break
                     }
                     #expect(reversed.status == .ok, "\(label): reverse \(String(buffer: reversed.body))")
-                    let (returned, lapsed) = (
-                        (reversed.json["returned"] as? NSNumber)?.int64Value ?? -1, (reversed.json["lapsed"] as? NSNumber)?.int64Value ?? -1
-                    )
+                    let reversal = try reversed.answer(SpendReversalAnswer.self)
+                    let (returned, lapsed) = (reversal.returned, reversal.lapsed)
                     #expect(returned + lapsed == Int64(amount) && returned >= 0 && lapsed >= 0, "\(label): reverse \(String(buffer: reversed.body))")
                     if attempt == 0 {
                         seen.spent -= Int64(amount)
@@ -329,13 +324,14 @@ struct CreditHoldPropertyTests {
             case .hold(let amount, let key, let end, let expiresIn):
                 let response = try await CreditHoldTests.hold(client, account, "ai_requests", amount, key: key, expiresIn: expiresIn)
                 #expect(response.status == .created || response.status.code == 402, "\(label): hold \(String(buffer: response.body))")
-                guard response.status == .created, let id = response.json["id"] as? String else { continue }
+                guard response.status == .created else { continue }
+                let id = try response.answer(CreditHoldAnswer.self).id
                 seen.holds.append(id)
                 let ended: TestResponse
                 switch end {
                 case .settle(let charge):
                     ended = try await CreditHoldTests.post(client, "/v1/accounts/\(account)/holds/\(key)/settle", #"{"amount": \#(charge)}"#)
-                    if ended.status == .ok { #expect((ended.json["charged"] as? NSNumber)?.int64Value == Int64(charge), "\(label): settle") }
+                    if ended.status == .ok { #expect(try ended.answer(CreditHoldAnswer.self).charged == Int64(charge), "\(label): settle") }
                 case .release:
                     ended = try await CreditHoldTests.post(client, "/v1/holds/\(id)/release", "")
                 case .expire:

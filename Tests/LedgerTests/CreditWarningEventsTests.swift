@@ -41,10 +41,10 @@ struct CreditWarningEventsTests {
         let response = try await client.execute(
             uri: "/v1/events?types=credits.low,credits.exhausted&limit=1000", method: .get, headers: CreditHoldTests.service)
         #expect(response.status == .ok, "\(String(buffer: response.body))")
-        let events = response.json["events"] as? [[String: Any]] ?? []
-        return events.filter { ($0["data"] as? [String: Any])?["accountId"] as? String == account }.map { event in
-            let change = (event["data"] as? [String: Any])?["change"] as? [String: Any] ?? [:]
-            return "\(event["type"] ?? "") \(change["meter"] ?? "") \(change["remaining"] ?? "") \(change["threshold"] ?? "")"
+        let events = try response.answer(CreditWarningFeedAnswer.self).events
+        return events.filter { $0.data.accountId == account }.map { event in
+            let change = event.data.change
+            return "\(event.type) \(change.meter) \(change.remaining) \(change.threshold)"
         }
     }
 
@@ -72,7 +72,7 @@ struct CreditWarningEventsTests {
                 clock.set(Date(timeIntervalSince1970: today + 86_400))
                 let first = try await CreditHoldTests.hold(client, account, "ai_requests", 4, key: "h1")
                 #expect(first.status == .created, "\(String(buffer: first.body))")
-                let id = try #require(first.json["id"] as? String)
+                let id = try first.answer(CreditHoldAnswer.self).id
                 #expect(try await CreditHoldTests.post(client, "/v1/holds/\(id)/release", "").status == .ok)
                 #expect(try await CreditHoldTests.remaining(client, account, "ai_requests") == 5)
                 #expect(try await CreditHoldTests.hold(client, account, "ai_requests", 4, key: "h2").status == .created)

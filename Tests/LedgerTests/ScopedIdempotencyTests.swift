@@ -31,28 +31,31 @@ struct ScopedIdempotencyTests {
                         client, "/admin/accounts/\(account)/credits", Self.admin,
                         #"{"meter": "ai_requests", "amount": 50, "reason": "goodwill", "idempotencyKey": "shared-adjust"}"#)
                     #expect(adjusted.status == .created, "\(account): \(String(buffer: adjusted.body))")
-                    #expect(adjusted.json["posted"] as? Bool == true && adjusted.json["topUpBalance"] as? Int == 50)
-                    let status = try await client.getWithKey("/v1/accounts/\(account)/status").json
-                    let meter = (status["credits"] as? [String: Any])?["ai_requests"] as? [String: Any]
-                    #expect(meter?["topUp"] as? Int == 50, "\(account) holds the 50 credits it was told it got: \(status)")
+                    let adjustment = try adjusted.answer(CreditAdjustmentAnswer.self)
+                    #expect(adjustment.posted == true && adjustment.topUpBalance == 50)
+                    let status = try await client.getWithKey("/v1/accounts/\(account)/status").answer(StatusAnswer.self)
+                    #expect(status.credits["ai_requests"]?.topUp == 50, "\(account) holds the 50 credits it was told it got: \(status)")
 
                     let granted = try await Self.post(
                         client, "/admin/accounts/\(account)/grants", Self.admin,
                         #"{"tier": "pro", "duration": "P7D", "reason": "outage", "idempotencyKey": "shared-grant"}"#)
                     #expect(granted.status == .created, "\(account): \(String(buffer: granted.body))")
-                    #expect(granted.json["accountId"] as? String == account)
+                    #expect(try granted.answer(GrantAnswer.self).accountId == account)
 
                     let spent = try await Self.post(
                         client, "/v1/accounts/\(account)/usage", Self.service,
                         #"{"meter": "ai_requests", "amount": 3, "idempotencyKey": "shared-spend"}"#)
-                    #expect(spent.status == .ok && spent.json["meter"] as? String == "ai_requests", "\(account): \(String(buffer: spent.body))")
+                    #expect(
+                        try spent.status == .ok && spent.answer(UsageAnswer.self).meter == "ai_requests", "\(account): \(String(buffer: spent.body))")
                 }
                 // A take-back under a shared key: each account's own.
                 for account in [first, second] {
                     let taken = try await Self.post(
                         client, "/admin/accounts/\(account)/credits", Self.admin,
                         #"{"meter": "ai_requests", "amount": -10, "reason": "mistake", "idempotencyKey": "shared-take"}"#)
-                    #expect(taken.status == .created && taken.json["topUpBalance"] as? Int == 40, "\(account): \(String(buffer: taken.body))")
+                    #expect(
+                        try taken.status == .created && taken.answer(CreditAdjustmentAnswer.self).topUpBalance == 40,
+                        "\(account): \(String(buffer: taken.body))")
                 }
                 for account in [first, second] {
                     #expect(
@@ -69,13 +72,13 @@ struct ScopedIdempotencyTests {
                 let replay = try await Self.post(
                     client, "/admin/accounts/\(first)/credits", Self.admin,
                     #"{"meter": "ai_requests", "amount": 50, "reason": "goodwill", "idempotencyKey": "shared-adjust"}"#)
-                #expect(replay.status == .ok && replay.json["posted"] as? Bool == false)
+                #expect(try replay.status == .ok && replay.answer(CreditAdjustmentAnswer.self).posted == false)
                 // The same key for another amount is not that adjustment: refused, as a spend's is.
                 let other = try await Self.post(
                     client, "/admin/accounts/\(first)/credits", Self.admin,
                     #"{"meter": "ai_requests", "amount": 7, "reason": "goodwill", "idempotencyKey": "shared-adjust"}"#)
                 #expect(
-                    other.status == .unprocessableContent && other.json["error"] as? String == "idempotency_key_reused",
+                    try other.status == .unprocessableContent && other.answer(ErrorAnswer.self).error == "idempotency_key_reused",
                     "\(String(buffer: other.body))")
             }
         }

@@ -35,18 +35,20 @@ struct SpendReversalTests {
                 for _ in 0..<2 {
                     let reversed = try await Self.reverse(client, account, key: "job%2F1")
                     #expect(reversed.status == .ok, "\(String(buffer: reversed.body))")
-                    #expect(reversed.json["returned"] as? Int == 4 && reversed.json["lapsed"] as? Int == 0 && reversed.json["amount"] as? Int == 4)
+                    let reversal = try reversed.answer(SpendReversalAnswer.self)
+                    #expect(reversal.returned == 4 && reversal.lapsed == 0 && reversal.amount == 4)
                     #expect(try await CreditHoldTests.remaining(client, account, "exports") == 10, "given back once")
                 }
                 #expect(try await Self.spend(client, account, "exports", 50, key: "big").status.code == 402)
                 let refused = try await Self.reverse(client, account, key: "big")
-                #expect(refused.status == .conflict && refused.json["error"] as? String == "not_spent", "\(String(buffer: refused.body))")
+                #expect(try refused.status == .conflict && refused.answer(ErrorAnswer.self).error == "not_spent", "\(String(buffer: refused.body))")
                 let unknown = try await Self.reverse(client, account, key: "never")
-                #expect(unknown.status == .notFound && unknown.json["error"] as? String == "not_found")
+                #expect(try unknown.status == .notFound && unknown.answer(ErrorAnswer.self).error == "not_found")
                 #expect(try await Self.spend(client, account, "exports", 2, key: "late").status == .ok)
                 clock.set(Date().addingTimeInterval(86_400 + 60))
                 let late = try await Self.reverse(client, account, key: "late")
-                #expect(late.status == .conflict && late.json["error"] as? String == "reversal_window_passed", "\(String(buffer: late.body))")
+                #expect(
+                    try late.status == .conflict && late.answer(ErrorAnswer.self).error == "reversal_window_passed", "\(String(buffer: late.body))")
                 #expect(
                     try await harness.count("SELECT count(*) FROM credit_ledger WHERE reason = 'usage reversed'") == 2,
                     "one row for each bucket it took from")
@@ -68,7 +70,8 @@ struct SpendReversalTests {
                 clock.set(Date(timeIntervalSince1970: lateToday + 3_600))
                 let reversed = try await Self.reverse(client, account, key: "g")
                 #expect(reversed.status == .ok, "\(String(buffer: reversed.body))")
-                #expect(reversed.json["returned"] as? Int == 1 && reversed.json["lapsed"] as? Int == 5, "\(String(buffer: reversed.body))")
+                let reversal = try reversed.answer(SpendReversalAnswer.self)
+                #expect(reversal.returned == 1 && reversal.lapsed == 5, "\(String(buffer: reversed.body))")
                 #expect(try await CreditHoldTests.remaining(client, account, "ai_requests") == 7, "the new day's 5 and both top-up credits")
             }
         }

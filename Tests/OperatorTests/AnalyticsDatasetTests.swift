@@ -298,9 +298,8 @@ struct AnalyticsDatasetTests {
                     headers: [.authorization: "Bearer viewer-key"])
                 #expect(response.status == .ok)
                 var figures: [String: Double?] = [:]
-                for series in response.json["series"] as? [[String: Any]] ?? [] where series["meter"] as? String == "ai_requests" {
-                    let point = (series["points"] as? [[String: Any]])?.first
-                    figures["\(series["tier"] as? String ?? "") \(series["name"] as? String ?? "")"] = (point?["value"] as? NSNumber)?.doubleValue
+                for series in try response.answer(AnalyticsChartAnswer.self).series where series.meter == "ai_requests" {
+                    figures["\(series.tier ?? "") \(series.name)"] = series.points.first?.value
                 }
                 #expect(figures["pro credits_spent"] == 250)
                 #expect(figures["pro credits_granted"] == 1000)
@@ -311,7 +310,7 @@ struct AnalyticsDatasetTests {
                 let tierOnly = try await client.execute(
                     uri: "/admin/analytics/usage?from=\(today)&to=\(today)&environment=sandbox&product=free", method: .get,
                     headers: [.authorization: "Bearer viewer-key"])
-                #expect((tierOnly.json["series"] as? [[String: Any]])?.allSatisfy { $0["tier"] as? String == "free" } == true)
+                #expect(try tierOnly.answer(AnalyticsChartAnswer.self).series.allSatisfy { $0.tier == "free" })
             }
         }
     }
@@ -321,9 +320,9 @@ struct AnalyticsDatasetTests {
         let response = try await client.execute(uri: "/admin/analytics/\(query)", method: .get, headers: [.authorization: "Bearer viewer-key"])
         #expect(response.status == .ok, "\(query): \(String(buffer: response.body))")
         var series: [String: [Double?]] = [:]
-        for item in response.json["series"] as? [[String: Any]] ?? [] {
-            let name = (item["name"] as? String ?? "") + ((item["currency"] as? String).map { " \($0)" } ?? "")
-            series[name] = (item["points"] as? [[String: Any]] ?? []).map { ($0["value"] as? NSNumber)?.doubleValue }
+        for item in try response.answer(AnalyticsChartAnswer.self).series {
+            let name = item.name + (item.currency.map { " \($0)" } ?? "")
+            series[name] = item.points.map(\.value)
         }
         return series
     }
@@ -358,9 +357,9 @@ struct AnalyticsDatasetTests {
         ]
         for (day, value) in total { #expect(mrr["mrr_total USD"]?[day] == value, "mrr_total d\(day)") }
         let document = try await client.execute(uri: "/admin/analytics/mrr?\(days)", method: .get, headers: [.authorization: "Bearer viewer-key"])
-            .json
-        #expect(document["missingRates"] as? [String] == ["JPY"])
-        #expect(document["reportingCurrency"] as? String == "USD")
+            .answer(AnalyticsChartAnswer.self)
+        #expect(document.missingRates == ["JPY"])
+        #expect(document.reportingCurrency == "USD")
 
         // Revenue by month. October (d0–d30): USD A 9990 (d7) + B 99990 (d2) + D 2990 (d10) = 112970, refunds B 99990
         // (d20), net 12980; EUR C 17990 (d5); JPY H 1,500,000 (d30). November to the 26th: USD A 9990 (d37) + D 2990

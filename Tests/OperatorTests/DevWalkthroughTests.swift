@@ -66,11 +66,11 @@ struct DevWalkthroughTests {
                 var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/accounts/\(account)/status")!)
                 request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
                 let (data, _) = try await URLSession.shared.data(for: request)
-                let status = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-                let meter = (status["credits"] as? [String: Any])?["ai_requests"] as? [String: Any]
+                let status = try decode(StatusAnswer.self, data)
+                let meter = status.credits["ai_requests"]
                 return Credits(
-                    state: status["state"] as? String ?? "?", tier: status["tier"] as? String ?? "?", remaining: meter?["remaining"] as? Int,
-                    cycle: meter?["cycle"] as? Int, topUp: meter?["topUp"] as? Int)
+                    state: status.state, tier: status.tier ?? "?", remaining: meter?.remaining.map(Int.init),
+                    cycle: meter?.cycle.map(Int.init), topUp: meter.map { Int($0.topUp) })
             }
             // Read once, at once: `simulate` returns when the worker has applied what it sent (and `advance` when
             // what fell due has run), as the README promises a newcomer pasting the steps as one block.
@@ -82,8 +82,8 @@ struct DevWalkthroughTests {
                 var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/admin/dev/clock")!)
                 request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
                 let (data, _) = try await URLSession.shared.data(for: request)
-                let reading = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-                return Date(timeIntervalSince1970: try #require(reading["nowMilliseconds"] as? Double) / 1000)
+                let reading = try decode(DevClockAnswer.self, data)
+                return Date(timeIntervalSince1970: Double(reading.nowMilliseconds) / 1000)
             }
 
             var utc = Calendar(identifier: .gregorian)
@@ -140,21 +140,21 @@ struct DevWalkthroughTests {
             // advancing past the grant's end ends it, and its job — run at the dev clock's instant — says so.
             let buyer = UUID().uuidString.lowercased()
             try await simulate("buy", "--product", "basic.lifetime", "--account", buyer)
-            func status(of id: String) async throws -> [String: Any] {
+            func status(of id: String) async throws -> StatusAnswer {
                 var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/accounts/\(id)/status")!)
                 request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
-                return try #require(try JSONSerialization.jsonObject(with: try await URLSession.shared.data(for: request).0) as? [String: Any])
+                return try decode(StatusAnswer.self, try await URLSession.shared.data(for: request).0)
             }
             let bought = try await status(of: buyer)
-            #expect(bought["tier"] as? String == "basic" && (bought["entitlements"] as? [[String: Any]])?.first?["source"] as? String == "lifetime")
+            #expect(bought.tier == "basic" && bought.entitlements.first?.source == "lifetime")
             let devDatabase = environment.merging(["DATABASE_URL": ""]) { $1 }
             let (granted, grantText) = try await TestProcess.run(
                 "storekeeper", ["grants", "add", buyer, "--tier", "max", "--duration", "P1D", "--reason", "walkthrough"], environment: devDatabase,
                 directory: folder)
             #expect(granted == 0, "\(grantText)")
-            #expect(try await status(of: buyer)["tier"] as? String == "max")
+            #expect(try await status(of: buyer).tier == "max")
             try await simulate("advance", "2d")
-            #expect(try await status(of: buyer)["tier"] as? String == "basic")
+            #expect(try await status(of: buyer).tier == "basic")
             // The grant's end ran before `advance` returned; `events list --type` shows it and nothing else.
             let (listed, events) = try await TestProcess.run(
                 "storekeeper", ["events", "list", "--account", buyer, "--type", "grant.*"], environment: devDatabase, directory: folder)
@@ -218,8 +218,8 @@ struct DevWalkthroughTests {
             #expect(restarted.text.contains("The dev clock resumes at"), "\(restarted.text.prefix(800))")
             var request = URLRequest(url: URL(string: "http://127.0.0.1:\(restartedPort)/admin/dev/clock")!)
             request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
-            let reading = try #require(try JSONSerialization.jsonObject(with: try await URLSession.shared.data(for: request).0) as? [String: Any])
-            let resumed = Date(timeIntervalSince1970: try #require(reading["nowMilliseconds"] as? Double) / 1000)
+            let reading = try decode(DevClockAnswer.self, try await URLSession.shared.data(for: request).0)
+            let resumed = Date(timeIntervalSince1970: Double(reading.nowMilliseconds) / 1000)
             #expect(resumed >= before && resumed > Date().addingTimeInterval(39 * 86_400), "resumed at \(resumed), was \(before)")
 
             // dev.env left behind names a port something else now answers on: that is not this folder's dev server.

@@ -49,9 +49,10 @@ struct GoogleIntakeTests {
             let notification = FakeGooglePlay.subscriptionNotification(packageName: Self.package, type: 4, purchaseToken: "token-purchased-1")
             let (id, body) = fake.pushBody(notification)
             let first = try await Self.post(client, body, token: try Self.token(fake))
-            #expect(first.status == .ok && first.json["status"] as? String == "accepted" && first.json["messageId"] as? String == id)
+            let firstAnswer = try first.answer(GoogleIntakeAnswer.self)
+            #expect(first.status == .ok && firstAnswer.status == "accepted" && firstAnswer.messageId == id)
             let again = try await Self.post(client, body, token: try Self.token(fake))
-            #expect(again.status == .ok && again.json["status"] as? String == "duplicate")
+            #expect(try again.status == .ok && again.answer(GoogleIntakeAnswer.self).status == "duplicate")
             try await eventually("the notification to be processed") {
                 try await harness.count("SELECT count(*) FROM google_notifications WHERE message_id = '\(id)' AND outcome = 'recorded'") == 1
             }
@@ -74,13 +75,13 @@ struct GoogleIntakeTests {
             }
             #expect(try await harness.count("SELECT count(*) FROM google_purchase_tokens WHERE last_notification_type = 2") == 1)
             let test = fake.pushBody(FakeGooglePlay.testNotification(packageName: Self.package))
-            #expect(try await Self.post(client, test.body, token: try Self.token(fake)).json["status"] as? String == "accepted")
+            #expect(try await Self.post(client, test.body, token: try Self.token(fake)).answer(GoogleIntakeAnswer.self).status == "accepted")
             try await eventually("the test notification to be recorded") {
                 try await harness.count("SELECT count(*) FROM google_notifications WHERE message_id = '\(test.messageId)' AND outcome = 'test'") == 1
             }
             // A kind Google adds later is stored and acknowledged, and the worker records it as unknown.
             let future = fake.pushBody(["version": "1.0", "packageName": Self.package, "futureKindNotification": ["x": 1]])
-            #expect(try await Self.post(client, future.body, token: try Self.token(fake)).json["status"] as? String == "accepted")
+            #expect(try await Self.post(client, future.body, token: try Self.token(fake)).answer(GoogleIntakeAnswer.self).status == "accepted")
             try await eventually("the unknown kind to be recorded") {
                 try await harness.count("SELECT count(*) FROM google_notifications WHERE message_id = '\(future.messageId)' AND outcome = 'unknown'")
                     == 1
@@ -101,7 +102,7 @@ struct GoogleIntakeTests {
             {
                 let answer = try await Self.post(client, valid, token: token)
                 #expect(answer.status == .unauthorized, "\(label): \(answer.status)")
-                #expect(answer.json["error"] as? String == "verification_failed", "\(label)")
+                #expect(try answer.answer(ErrorAnswer.self).error == "verification_failed", "\(label)")
                 #expect(answer.headers[.wwwAuthenticate] != nil, "\(label)")
             }
             let token = try Self.token(fake)
@@ -135,17 +136,17 @@ struct GoogleIntakeTests {
             for (label, body) in bad {
                 let answer = try await Self.post(client, body, token: token)
                 #expect(answer.status == .badRequest, "\(label): \(answer.status)")
-                #expect(answer.json["error"] as? String == "bad_request", "\(label)")
+                #expect(try answer.answer(ErrorAnswer.self).error == "bad_request", "\(label)")
             }
             let other = fake.pushBody(FakeGooglePlay.subscriptionNotification(packageName: "com.other.app", type: 4, purchaseToken: "token-other"))
             let ignored = try await Self.post(client, other.body, token: token)
-            #expect(ignored.status == .ok && ignored.json["status"] as? String == "ignored")
+            #expect(try ignored.status == .ok && ignored.answer(GoogleIntakeAnswer.self).status == "ignored")
             // Another app's notification is not read at all: whatever it holds, it is acknowledged, not refused.
             for odd in [
                 #"{"packageName":"com.other.app","futureKindNotification":{}}"#,
                 #"{"packageName":"com.other.app","subscriptionNotification":{"purchaseToken":""}}"#,
             ] {
-                #expect(try await Self.post(client, wrapped(odd), token: token).json["status"] as? String == "ignored", "\(odd)")
+                #expect(try await Self.post(client, wrapped(odd), token: token).answer(GoogleIntakeAnswer.self).status == "ignored", "\(odd)")
             }
             let huge = [UInt8](repeating: 0x20, count: 600 * 1024)
             #expect(try await Self.post(client, huge, token: token).status == .contentTooLarge)

@@ -25,7 +25,7 @@ struct GooglePlayOneTimeTests {
     static func entitled(_ world: GooglePlayWorld, _ account: String) async throws -> Bool {
         let status = try await world.http.execute(
             uri: "/v1/accounts/\(account)/status", method: .get, headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)"])
-        return status.json["entitled"] as? Bool == true
+        return try status.answer(StatusAnswer.self).entitled == true
     }
 
     @Test("under transfer, another account's lifetime unlock and top-up are still 409: an unlock's credits may be spent and cannot move")
@@ -40,7 +40,9 @@ struct GooglePlayOneTimeTests {
             try await world.settle()
             for (token, product) in [(unlock.token, "basic_lifetime"), (topUp.token, "credits_100")] {
                 let taken = try await Self.claim(world, other, token: token, product: product)
-                #expect(taken.status == .conflict && taken.json["error"] as? String == "purchase_owned_elsewhere", "\(String(buffer: taken.body))")
+                #expect(
+                    try taken.status == .conflict && taken.answer(ErrorAnswer.self).error == "purchase_owned_elsewhere",
+                    "\(String(buffer: taken.body))")
             }
             #expect(try await Self.entitled(world, owner))
             #expect(try await !Self.entitled(world, other))
@@ -60,7 +62,8 @@ struct GooglePlayOneTimeTests {
             #expect(try await !Self.entitled(world, named), "a pending purchase grants nothing")
             #expect(world.fake.productState(bought.token)?.acknowledged == false, "nor is it acknowledged")
             let taken = try await Self.claim(world, other, token: bought.token, product: "basic_lifetime")
-            #expect(taken.status == .conflict && taken.json["error"] as? String == "purchase_owned_elsewhere", "\(String(buffer: taken.body))")
+            #expect(
+                try taken.status == .conflict && taken.answer(ErrorAnswer.self).error == "purchase_owned_elsewhere", "\(String(buffer: taken.body))")
             #expect(try await world.push(try world.fake.completePayment(bought.token, at: world.clock.now)).status == .ok)
             try await world.settle()
             #expect(try await Self.entitled(world, named))

@@ -29,15 +29,16 @@ struct StripeIntakeTests {
             try await harness.withHTTP { client in
                 let body = StripeWorld.event("evt_accepted_1")
                 let first = try await post(client, body, header: signed(body))
-                #expect(first.status == .ok && first.json["status"] as? String == "accepted" && first.json["eventId"] as? String == "evt_accepted_1")
+                let firstAnswer = try first.answer(StripeIntakeAnswer.self)
+                #expect(first.status == .ok && firstAnswer.status == "accepted" && firstAnswer.eventId == "evt_accepted_1")
                 // Signed with the secret being rolled out: still good.
                 let retried = try await post(client, body, header: signed(body, secret: Self.secrets[0]))
-                #expect(retried.json["status"] as? String == "duplicate")
+                #expect(try retried.answer(StripeIntakeAnswer.self).status == "duplicate")
                 try await eventually("the event to be processed") {
                     try await harness.count("SELECT count(*) FROM stripe_events WHERE id = 'evt_accepted_1' AND outcome = 'recorded'") == 1
                 }
                 let live = StripeWorld.event("evt_live_1", livemode: true)
-                #expect(try await post(client, live, header: signed(live)).json["status"] as? String == "ignored")
+                #expect(try await post(client, live, header: signed(live)).answer(StripeIntakeAnswer.self).status == "ignored")
                 #expect(try await harness.count("SELECT count(*) FROM stripe_events WHERE ignored") == 1)
                 let waiting = try await harness.count("SELECT count(*) FROM jobs WHERE kind = 'stripe-event'")
                 let finished = try await harness.count("SELECT count(*) FROM job_history WHERE kind = 'stripe-event'")
@@ -71,7 +72,7 @@ struct StripeIntakeTests {
                 for (label, payload, header, expected) in cases {
                     let answer = try await post(client, payload, header: header)
                     #expect(answer.status == expected, "\(label): \(answer.status)")
-                    #expect(answer.json["error"] is String, "\(label)")
+                    #expect((try? answer.answer(ErrorAnswer.self)) != nil, "\(label): \(String(buffer: answer.body))")
                 }
                 let huge = [UInt8](repeating: 0x20, count: 600 * 1024)
                 let tooLarge = try await post(client, huge, header: signed(huge))
