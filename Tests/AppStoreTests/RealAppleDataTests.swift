@@ -25,7 +25,7 @@ struct RealAppleDataTests {
         try await StorekeeperHarness.run(environment: ["STOREKEEPER_BUNDLE_ID": bundleId], rootPaths: Self.appleRoot) { harness in
             try await harness.withHTTP { client in
                 let response = try await client.postNotification(try JSONEncoder().encode(["signedPayload": try Self.sample(file)]))
-                #expect(response.json["status"] as? String == "accepted")
+                #expect(try response.answer(IntakeAnswer.self).status == "accepted")
             }
             try await eventually("the notification to be processed") {
                 try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome = '\(outcome)'") == 1
@@ -33,12 +33,12 @@ struct RealAppleDataTests {
             #expect(try await harness.count("SELECT count(*) FROM job_history WHERE state = 'completed'") == 1)
             guard file.hasPrefix("46") else { return }
             try await harness.withHTTP { client in
-                let subscription = try await client.getWithKey("/v1/subscriptions/2000000310325824").json
-                #expect(subscription["willRenew"] as? Bool == false)
-                #expect(subscription["lastEventType"] as? String == "DID_CHANGE_RENEWAL_STATUS")
-                #expect(subscription["productId"] as? String == "com.tuyoo.testing.test008")
+                let subscription = try await client.getWithKey("/v1/subscriptions/2000000310325824").answer(SubscriptionDetailAnswer.self)
+                #expect(subscription.willRenew == false)
+                #expect(subscription.lastEventType == "DID_CHANGE_RENEWAL_STATUS")
+                #expect(subscription.productId == "com.tuyoo.testing.test008")
                 // Its period ended in 2023: by the clock it is expired now.
-                #expect(subscription["status"] as? String == "expired")
+                #expect(subscription.status == "expired")
             }
         }
     }
@@ -50,16 +50,16 @@ struct RealAppleDataTests {
                 let account = UUID()
                 for file in ["53-transaction.jws", "55-transaction.jws", "57-transaction.jws"] {
                     let response = try await client.postTransaction(try Self.sample(file), account: account)
-                    #expect(response.status == .ok, "\(file): \(response.json)")
+                    #expect(response.status == .ok, "\(file): \(String(buffer: response.body))")
                 }
-                let crossgraded = try await client.getWithKey("/v1/subscriptions/2000000302178785").json
-                #expect(crossgraded["productId"] as? String == "com.app.qysmat.premium.parent.joint_1.subscription")
-                #expect(crossgraded["accountId"] as? String == account.uuidString.lowercased())
+                let crossgraded = try await client.getWithKey("/v1/subscriptions/2000000302178785").answer(SubscriptionDetailAnswer.self)
+                #expect(crossgraded.productId == "com.app.qysmat.premium.parent.joint_1.subscription")
+                #expect(crossgraded.accountId == account.uuidString.lowercased())
                 #expect(try await harness.count("SELECT count(*) FROM subscriptions WHERE account_id = '\(account.uuidString.lowercased())'") == 2)
                 // Sandbox periods of 2023 are long over: by the clock the account is free and had subscriptions.
-                let status = try await client.getWithKey("/v1/accounts/\(account)/status").json
-                #expect(status["state"] as? String == "free_with_credits")
-                #expect(status["hadSubscription"] as? Bool == true)
+                let status = try await client.getWithKey("/v1/accounts/\(account)/status").answer(StatusAnswer.self)
+                #expect(status.state == "free_with_credits")
+                #expect(status.hadSubscription)
             }
         }
     }
@@ -70,7 +70,7 @@ struct RealAppleDataTests {
             try await harness.withHTTP { client in
                 let response = try await client.postTransaction(try Self.sample("61-transaction.jws"), account: UUID())
                 #expect(response.status == .unprocessableContent)
-                #expect((response.json["message"] as? String)?.contains("no environment") == true)
+                #expect(try response.answer(ErrorAnswer.self).message.contains("no environment"))
             }
         }
     }

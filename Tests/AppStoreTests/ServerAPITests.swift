@@ -120,10 +120,10 @@ struct ServerAPITests {
                     let oldTransaction = purchase.transaction!.transactionId
 
                     try await eventually("the recheck to find the renewal") {
-                        try await flow.detail()["expiresAt"] as? String == periodEnd.addingTimeInterval(30 * 86_400).formatted(.iso8601)
+                        try await flow.detailAnswer().expiresAt == periodEnd.addingTimeInterval(30 * 86_400).formatted(.iso8601)
                     }
-                    #expect(try await flow.status()["state"] as? String == "subscribed")
-                    #expect(try await flow.detail()["lastEventType"] as? String == "SERVER_API_STATUS")
+                    #expect(try await flow.statusAnswer().state == "subscribed")
+                    #expect(try await flow.detailAnswer().lastEventType == "SERVER_API_STATUS")
                     #expect(
                         try await harness.count(
                             "SELECT count(*) FROM renewal_rechecks WHERE transaction_id = '\(oldTransaction)' AND resolved_at IS NOT NULL AND checks = 1"
@@ -151,7 +151,7 @@ struct ServerAPITests {
                         $0.transaction?.expiresDate = Int64(periodEnd.timeIntervalSince1970 * 1000)
                     }
                     try await eventually("the billing-retry recheck to be applied") {
-                        try await retrying.status()["state"] as? String == "billing_retry"
+                        try await retrying.statusAnswer().state == "billing_retry"
                     }
                     try await eventually("the recheck to be snoozed for later") {
                         try await harness.count(
@@ -198,7 +198,7 @@ struct ServerAPITests {
                             "Sandbox: 3 notifications in 2 pages — 1 enqueued, 1 already stored, 1 for another app or environment, 0 failed verification"
                         ), "\(output)")
                     try await eventually("the recovered notification to be applied") {
-                        try await flow.status()["state"] as? String == "subscribed"
+                        try await flow.statusAnswer().state == "subscribed"
                     }
                     let (_, again) = try await TestProcess.run("storekeeper", ["backfill", "--since", since], environment: environment)
                     #expect(again.contains("0 enqueued, 2 already stored"), "\(again)")

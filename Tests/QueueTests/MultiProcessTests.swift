@@ -22,7 +22,8 @@ struct MultiProcessTests {
         let port: Int
         let process: TestProcess
 
-        func request(_ method: String, _ path: String, body: String? = nil) async throws -> (Int, [String: Any]) {
+        /// The answer's status and its body.
+        func request(_ method: String, _ path: String, body: String? = nil) async throws -> (Int, Data) {
             var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
             request.httpMethod = method
             request.setValue("Bearer \(StorekeeperHarness.apiKey)", forHTTPHeaderField: "Authorization")
@@ -31,16 +32,16 @@ struct MultiProcessTests {
                 request.httpBody = Data(body.utf8)
             }
             let (data, response) = try await URLSession.shared.data(for: request)
-            return ((response as? HTTPURLResponse)?.statusCode ?? 0, (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:])
+            return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
         }
 
         func remaining(_ account: UUID) async throws -> Int? {
-            let (_, status) = try await request("GET", "/v1/accounts/\(account)/status")
-            return ((status["credits"] as? [String: Any])?["ai_requests"] as? [String: Any])?["remaining"] as? Int
+            let (_, body) = try await request("GET", "/v1/accounts/\(account)/status")
+            return try decode(StatusAnswer.self, body).credits["ai_requests"]?.remaining.map(Int.init)
         }
 
         func tier(_ account: UUID) async throws -> String? {
-            try await request("GET", "/v1/accounts/\(account)/status").1["tier"] as? String
+            try decode(StatusAnswer.self, try await request("GET", "/v1/accounts/\(account)/status").1).tier
         }
     }
 
@@ -69,7 +70,8 @@ struct MultiProcessTests {
             #expect(try await b.remaining(account) == 5)
             let spent = try await a.request(
                 "POST", "/v1/accounts/\(account)/usage", body: #"{"meter": "ai_requests", "amount": 2, "idempotencyKey": "k1"}"#)
-            #expect(spent.0 == 200 && spent.1["remaining"] as? Int == 3, "\(spent)")
+            #expect(spent.0 == 200, "\(String(decoding: spent.1, as: UTF8.self))")
+            #expect(try decode(UsageAnswer.self, spent.1).remaining == 3)
             let started = ContinuousClock.now
             try await eventually(timeout: Self.visibilityBound, "B to answer the spend made through A") { try await b.remaining(account) == 3 }
             let seen = ContinuousClock.now - started
