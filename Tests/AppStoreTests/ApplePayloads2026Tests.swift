@@ -45,8 +45,8 @@ struct ApplePayloads2026Tests {
                         event.transaction?.advancedCommerceInfo = .object(["requestReferenceId": .string("r-\(type)")])
                     }
                 }
-                let status = try await flow.status()
-                #expect(status["state"] as? String == "subscribed", "\(status)")
+                let status = try await flow.statusAnswer()
+                #expect(status.state == "subscribed", "\(status)")
 
                 // Payloads without `data`.
                 let now = Int64(Date().timeIntervalSince1970 * 1000)
@@ -74,7 +74,7 @@ struct ApplePayloads2026Tests {
                 for payload in payloads {
                     let response = try await client.postNotification(try JSONEncoder().encode(["signedPayload": try signer.sign(payload)]))
                     #expect(
-                        response.status == .ok && response.json["status"] as? String == "accepted",
+                        response.status == .ok && (try? response.answer(IntakeAnswer.self))?.status == "accepted",
                         "\(payload.notificationType): \(String(buffer: response.body))")
                 }
                 try await eventually("every notification processed") {

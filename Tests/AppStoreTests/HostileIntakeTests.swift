@@ -67,8 +67,8 @@ struct HostileIntakeTests {
                 try await eventually("the notification to be processed") {
                     try await harness.count("SELECT count(*) FROM notifications WHERE applied_at IS NOT NULL") == 1
                 }
-                let status = try await client.getWithKey("/v1/accounts/\(account)/status").json
-                #expect(status["entitled"] as? Bool != true)
+                let status = try await client.getWithKey("/v1/accounts/\(account)/status").answer(StatusAnswer.self)
+                #expect(!status.entitled)
             }
             let events = try await AccountRecords(client: harness.client, logger: TestDatabase.logger)
                 .events(ofSubscriptions: [], account: AccountID(account))
@@ -86,7 +86,7 @@ struct HostileIntakeTests {
                     headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
                     body: ByteBuffer(data: try JSONEncoder().encode(["signedTransaction": signed])))
                 #expect(response.status == .badRequest)
-                #expect(response.json["error"] as? String == "rejected_content")
+                #expect(try response.answer(ErrorAnswer.self).error == "rejected_content")
             }
         }
     }

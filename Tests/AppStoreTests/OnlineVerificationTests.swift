@@ -38,7 +38,7 @@ struct OnlineVerificationTests {
                 try await harness.withHTTP { client in
                     let response = try await client.postNotification(body)
                     #expect(response.status == .ok)
-                    #expect(response.json["status"] as? String == "accepted")
+                    #expect((try? response.answer(IntakeAnswer.self))?.status == "accepted")
                 }
             }
         }
@@ -52,7 +52,7 @@ struct OnlineVerificationTests {
             try await harness.withHTTP { client in
                 let response = try await client.postNotification(body)
                 #expect(response.status == .serviceUnavailable)
-                #expect(response.json["error"] as? String == "verification_unavailable")
+                #expect((try? response.answer(ErrorAnswer.self))?.error == "verification_unavailable")
             }
             #expect(try await harness.count("SELECT count(*) FROM notifications") == 0)
         }

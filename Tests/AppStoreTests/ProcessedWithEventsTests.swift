@@ -24,7 +24,7 @@ struct ProcessedWithEventsTests {
             let uuid = UUID()
             try await harness.withHTTP { client in
                 let answer = try await client.postNotification(try harness.signer.requestBody(for: event, notificationUUID: uuid))
-                #expect(answer.json["status"] as? String == "accepted")
+                #expect((try? answer.answer(IntakeAnswer.self))?.status == "accepted")
             }
             let queue = harness.components.queue
             let log = EventLog(logger: TestDatabase.logger)

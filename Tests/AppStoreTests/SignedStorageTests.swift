@@ -25,7 +25,7 @@ struct SignedStorageTests {
             try await harness.withHTTP { client in
                 for expected in ["accepted", "duplicate"] {
                     let response = try await client.postNotification(try JSONEncoder().encode(["signedPayload": text]))
-                    #expect(response.json["status"] as? String == expected)
+                    #expect((try? response.answer(IntakeAnswer.self))?.status == expected)
                 }
             }
             let uuid = try #require(UUID(uuidString: "f893890d-99f9-4f17-bfe1-13970319f260"))
@@ -65,7 +65,7 @@ struct SignedStorageTests {
             harness in
             try await harness.withHTTP { client in
                 let response = try await client.postNotification(try JSONEncoder().encode(["signedPayload": text]))
-                #expect(response.json["status"] as? String == "accepted")
+                #expect((try? response.answer(IntakeAnswer.self))?.status == "accepted")
             }
             try await eventually("the notification to be applied") {
                 try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'applied'") == 1
@@ -129,7 +129,7 @@ struct SignedStorageTests {
                     for: SimulatedEvent.scenario(.subscribe, subscription: subscription, at: Date()), notificationUUID: uuid) + "=="
             try await harness.withHTTP { client in
                 let response = try await client.postNotification(try JSONEncoder().encode(["signedPayload": padded]))
-                #expect(response.json["status"] as? String == "accepted")
+                #expect((try? response.answer(IntakeAnswer.self))?.status == "accepted")
             }
             try await eventually("the notification to be applied") {
                 try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'applied'") == 1

@@ -79,7 +79,8 @@ struct HTTPHardeningTests {
                     #expect(try await client.getWithKey("/v1/accounts/\(malformed)/status").status == .badRequest, "\(malformed)")
                 }
                 let encoded = try await client.getWithKey("/v1/accounts/user%40example/status")
-                #expect(encoded.status == .ok && encoded.json["accountId"] as? String == "user@example")
+                #expect(encoded.status == .ok)
+                #expect(try encoded.answer(StatusAnswer.self).accountId == "user@example")
             }
         }
     }

@@ -99,7 +99,7 @@ struct GooglePlayWorld: Sendable {
                     "productId": price, "successUrl": "https://app.example/done", "cancelUrl": "https://app.example/cancel",
                 ])))
         #expect(response.status == .created, "checkout: \(String(buffer: response.body))")
-        _ = try stripe.completeCheckout(try #require(response.json["sessionId"] as? String), at: Int64(date.timeIntervalSince1970))
+        _ = try stripe.completeCheckout(try response.answer(StripeSessionAnswer.self).sessionId, at: Int64(date.timeIntervalSince1970))
         return stripe.events.dropFirst(before).map(\.body)
     }
 

@@ -78,7 +78,7 @@ struct StripeWorld {
             "/v1/accounts/\(account)/stripe/checkout",
             ["productId": price, "successUrl": "https://app.example/done", "cancelUrl": "https://app.example/cancel"])
         #expect(response.status == .created, "checkout: \(String(buffer: response.body))")
-        let sessionId = try #require(response.json["sessionId"] as? String)
+        let sessionId = try response.answer(StripeSessionAnswer.self).sessionId
         return try fake.completeCheckout(sessionId, at: time, trialDays: trialDays)
     }
 }

@@ -92,7 +92,7 @@ struct LegacyLedgerTests {
     }
 
     static func remaining(_ client: any TestClientProtocol, _ account: UUID) async throws -> Int? {
-        let credits = try await client.getWithKey("/v1/accounts/\(account)/status").json["credits"] as? [String: [String: Any]]
-        return credits?["ai_requests"]?["remaining"] as? Int
+        let status = try await client.getWithKey("/v1/accounts/\(account)/status").answer(StatusAnswer.self)
+        return status.credits["ai_requests"]?.remaining.map(Int.init)
     }
 }

@@ -24,7 +24,7 @@ struct GooglePlayReadTests {
             let now = Date()
             let (token, bought) = world.fake.buy(GooglePlayWorld.monthly, accountToken: "acct-token-7", at: now)
             var sent: [[String: Any]] = [bought]
-            #expect(try await world.push(bought).json["status"] as? String == "accepted")
+            #expect(try await world.push(bought).answer(GoogleIntakeAnswer.self).status == "accepted")
             try await eventually("the purchase to be read and derived") {
                 try await world.subscriptions().first?.contains("|SUBSCRIPTION_STATE_ACTIVE|") == true
             }
@@ -52,7 +52,7 @@ struct GooglePlayReadTests {
             // Every notification again, newest first, each twice under new message ids: re-read, derived the same.
             let readsBefore = try await world.harness.count("SELECT count(*) FROM google_subscription_reads")
             for notification in sent.reversed() + sent {
-                #expect(try await world.push(notification).json["status"] as? String == "accepted")
+                #expect(try await world.push(notification).answer(GoogleIntakeAnswer.self).status == "accepted")
             }
             try await eventually("every push to be processed") {
                 try await world.harness.count("SELECT count(*) FROM google_notifications WHERE outcome IS NULL") == 0

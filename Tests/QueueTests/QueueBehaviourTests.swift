@@ -106,18 +106,18 @@ struct QueueBehaviourTests {
                         .status == .unauthorized)
                 let stats = try await client.execute(uri: "/admin/stats", method: .get, headers: headers)
                 #expect(stats.status == .ok)
-                let list = try await client.execute(uri: "/admin/jobs?state=failed", method: .get, headers: headers).json
-                #expect((list["jobs"] as? [[String: Any]])?.count == 1)
+                let list = try await client.execute(uri: "/admin/jobs?state=failed", method: .get, headers: headers).answer(JobListAnswer.self)
+                #expect(list.jobs.count == 1)
                 #expect(try await client.execute(uri: "/admin/jobs?state=bogus", method: .get, headers: headers).status == .badRequest)
-                let shown = try await client.execute(uri: "/admin/jobs/\(job.id)", method: .get, headers: headers).json
-                #expect((shown["errors"] as? [[String: Any]])?.first?["error"] as? String == "boom")
+                let shown = try await client.execute(uri: "/admin/jobs/\(job.id)", method: .get, headers: headers).answer(JobAnswer.self)
+                #expect(shown.errors.first?.error == "boom")
                 var jsonHeaders = headers
                 jsonHeaders[.contentType] = "application/json"
                 let requeued = try await client.execute(
                     uri: "/admin/jobs/requeue", method: .post, headers: jsonHeaders,
                     body: ByteBuffer(string: #"{"state": "failed", "kind": "x"}"#)
-                ).json
-                #expect(requeued["count"] as? Int == 1)
+                ).answer(RequeuedAnswer.self)
+                #expect(requeued.count == 1)
                 #expect(try await client.execute(uri: "/admin/jobs/\(job.id)/cancel", method: .post, headers: headers).status == .ok)
                 #expect(try await client.execute(uri: "/admin/jobs/\(job.id)/cancel", method: .post, headers: headers).status == .conflict)
                 #expect(try await client.execute(uri: "/admin/jobs/999999", method: .get, headers: headers).status == .notFound)
