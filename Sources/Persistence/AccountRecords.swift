@@ -87,8 +87,12 @@ public struct AccountRecords: Sendable {
                 SELECT coalesce(e.subscription_id, o.subscription_id, e.object_id), e.id, e.type, NULL,
                     (extract(epoch FROM e.created_at) * 1000)::bigint, e.received_at, e.outcome, NULL
                 FROM stripe_events e LEFT JOIN stripe_objects o ON o.id = e.object_id
-                WHERE e.object_id = ANY(\(originalTransactionIds)) OR e.subscription_id = ANY(\(originalTransactionIds))
-                    OR o.subscription_id = ANY(\(originalTransactionIds))
+                -- Three index lookups (one OR across the join would read every event).
+                WHERE e.id IN (
+                    SELECT id FROM stripe_events WHERE object_id = ANY(\(originalTransactionIds))
+                    UNION SELECT id FROM stripe_events WHERE subscription_id = ANY(\(originalTransactionIds))
+                    UNION SELECT held.id FROM stripe_objects named JOIN stripe_events held ON held.object_id = named.id
+                        WHERE named.subscription_id = ANY(\(originalTransactionIds)))
             ) events
             ORDER BY signed_date DESC, id DESC LIMIT \(limit)
             """,

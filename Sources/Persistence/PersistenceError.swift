@@ -7,6 +7,8 @@ public struct PersistenceError: Error, Sendable, Equatable, CustomStringConverti
         case databaseNewerThanCode
         /// A migration already applied has different content than the file of the same version.
         case migrationChanged
+        /// A migration gave up waiting for a lock as many times as it was allowed to try.
+        case migrationBlocked
         case corruptRecord
         /// A setting the operation needs is not configured (the erasure's key).
         case notConfigured

@@ -69,6 +69,19 @@ public struct SubscriptionStore: Sendable {
         return filed
     }
 
+    /// Up to `limit` ids of `store`'s subscriptions after `after`, in key order: a walk over every subscription in
+    /// batches (an index range of the primary key each).
+    public func ids(of store: Store, after: String, limit: Int, on connection: PostgresConnection) async throws -> [String] {
+        let rows = try await connection.query(
+            """
+            SELECT original_transaction_id FROM subscriptions WHERE original_transaction_id > \(after) AND store = \(store.text)
+            ORDER BY original_transaction_id LIMIT \(limit)
+            """, logger: logger)
+        var ids: [String] = []
+        for try await id in rows.decode(String.self) { ids.append(id) }
+        return ids
+    }
+
     /// Files the Play subscription `extra` under `kept`, in the caller's transaction holding the chain: one chain was
     /// filed as two (its tokens were read in an order that linked them only later). Its credit windows and searchable
     /// order ids move to `kept` — which is derived next with every period of both — its analytics contribution is

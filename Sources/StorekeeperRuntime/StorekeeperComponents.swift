@@ -292,6 +292,7 @@ public struct StorekeeperComponents: Sendable {
             CreditWindowResetJob(
                 client: client, writer: writer, stripe: stripeSubscriptions, play: googlePlaySubscriptions, clock: clock, logger: logger),
             SourceChangeJob(client: client, credits: credits, settlement: settlement, clock: clock, logger: logger),
+            TransactionFilingJob(client: client, writer: writer, logger: logger),
             HoldExpiryJob(holds: holds, client: client, clock: clock, logger: logger),
             StripeEventJob(
                 client: client, stripe: stripeClient, subscriptions: stripeSubscriptions,

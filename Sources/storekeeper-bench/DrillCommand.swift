@@ -9,8 +9,11 @@ import Synchronization
 /// it did, one `PASS`/`FAIL` line per check and a last line `drill <name>: PASS|FAIL`; it exits 1 on FAIL.
 struct DrillCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "drill", abstract: "Reliability drills: PostgreSQL restart, worker kill -9, fuzzing, Apple's retries, hostile input.",
-        subcommands: [PostgresRestartDrill.self, WorkerKillDrill.self, FuzzDrill.self, RetryDrill.self, HostileDrill.self])
+        commandName: "drill",
+        abstract: "Reliability drills: PostgreSQL restart, worker kill -9, fuzzing, Apple's retries, hostile input, upgrade, restore.",
+        subcommands: [
+            PostgresRestartDrill.self, WorkerKillDrill.self, FuzzDrill.self, RetryDrill.self, HostileDrill.self, UpgradeDrill.self, RestoreDrill.self,
+        ])
 }
 
 /// The checks of one drill.

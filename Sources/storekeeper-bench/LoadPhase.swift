@@ -27,7 +27,7 @@ struct LoadPhase {
 }
 
 /// One request of a load, before it is written as bytes (``bytes(host:)``).
-struct LoadRequest {
+struct LoadRequest: Sendable {
     var path: String
     var method: HTTPMethod
     var headers: [(String, String)] = []

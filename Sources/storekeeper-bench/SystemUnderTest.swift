@@ -12,7 +12,7 @@ import StorekeeperRuntime
 /// trust — what the end-to-end benchmark and the drills drive over HTTP.
 final class SystemUnderTest: @unchecked Sendable {
     let databaseURL: DatabaseURL
-    let environment: [String: String]
+    private(set) var environment: [String: String]
     let base: String
     let port: Int
     /// The chain `serve` and `work` trust.
@@ -22,10 +22,12 @@ final class SystemUnderTest: @unchecked Sendable {
     let logger: Logger
     /// The `storekeeper` it drives: `STOREKEEPER_EXECUTABLE`, else the one built beside `storekeeper-bench` — found
     /// from `/proc/self/exe`, not `argv[0]`, which names no folder when the benchmark is run from `PATH`.
-    let executable =
+    private(set) var executable = SystemUnderTest.defaultExecutable
+    static var defaultExecutable: String {
         ProcessInfo.processInfo.environment["STOREKEEPER_EXECUTABLE"]
-        ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        .appendingPathComponent("storekeeper").path
+            ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("storekeeper").path
+    }
     private let directory: URL
     /// Kills the processes if the benchmark is interrupted (``Interruption``).
     private var interrupted: UUID?
@@ -68,12 +70,18 @@ final class SystemUnderTest: @unchecked Sendable {
           - { id: credits.100, meter: ai_requests, credits: 100, price: 1990, currency: USD }
         """
 
-    /// - Parameter environment: added to (or replacing) the processes' configuration.
-    init(databaseURL: DatabaseURL, clients: Int, environment extra: [String: String] = [:], logger: Logger) throws {
+    /// - Parameters:
+    ///   - environment: added to (or replacing) the processes' configuration.
+    ///   - executable: the `storekeeper` to run instead of the default (a previous release's, for the upgrade drill).
+    ///   - chain: the signing chain to trust, when another system's notifications must verify here too (the restore drill).
+    init(
+        databaseURL: DatabaseURL, clients: Int, environment extra: [String: String] = [:], executable: String? = nil,
+        chain: LocalSigningChain? = nil, logger: Logger
+    ) throws {
         self.databaseURL = databaseURL
         self.logger = logger
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("storekeeper-sut-\(UUID().uuidString)")
-        let chain = try LocalSigningChain.generate()
+        let chain = try chain ?? LocalSigningChain.generate()
         try chain.save(to: directory)
         let tiers = directory.appendingPathComponent("tiers.yml")
         try Data(Self.tiers.utf8).write(to: tiers)
@@ -86,6 +94,7 @@ final class SystemUnderTest: @unchecked Sendable {
         ].merging(extra) { $1 }
         self.port = port
         self.chain = chain
+        if let executable { self.executable = executable }
         signer = NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: Self.bundleId)
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: clients)
@@ -225,6 +234,13 @@ final class SystemUnderTest: @unchecked Sendable {
     func stop() async {
         if let interrupted { Interruption.done(interrupted) }
         try? await http.shutdown()
+        stopProcesses()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Stops every `serve` and `work` gracefully (SIGTERM), keeping the configuration for processes started later —
+    /// of another release (``switchRelease(executable:sqlDirectory:)``).
+    func stopProcesses() {
         let processes = [serve].compactMap { $0 } + additionalServes.map(\.process) + workers
         let signalled = ContinuousClock.now
         for process in processes { process.signal(SIGTERM) }
@@ -241,6 +257,11 @@ final class SystemUnderTest: @unchecked Sendable {
         serve = nil
         additionalServes = []
         workers = []
-        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Runs the processes started from now on (and `migrate`) from another release: its executable and its `sql/`.
+    func switchRelease(executable: String, sqlDirectory: String) {
+        self.executable = executable
+        environment["STOREKEEPER_SQL_DIR"] = sqlDirectory
     }
 }

@@ -9,15 +9,35 @@ import StorekeeperRuntime
 
 struct MigrateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "migrate", abstract: "Apply the SQL migrations in sql/ that the database does not have yet.")
+        commandName: "migrate", abstract: "Apply the SQL migrations in sql/ that the database does not have yet.",
+        discussion: """
+            Safe while the previous release serves: each file commits on its own, and a statement that waits longer than \
+            --lock-timeout for a lock (behind a long transaction) gives up, so the requests queued behind it wait no \
+            longer, and the file is tried again after a pause (doubling, up to 8 s). After --attempts tries it fails, \
+            naming the sessions that blocked it. Indexes on large tables are built concurrently; backfills run after the \
+            files, in short transactions. Exit status: 0 when the database is up to date, 1 otherwise.
+            """)
+
+    @Option(help: "How long one statement may wait for a lock, in milliseconds (10–60000).") var lockTimeout = 500
+    @Option(help: "How many times a file is tried before the upgrade fails (1–100).") var attempts = 10
+
+    func validate() throws {
+        guard (10...60_000).contains(lockTimeout) else {
+            throw ValidationError("--lock-timeout must be 10 to 60000 milliseconds, got \(lockTimeout)")
+        }
+        guard (1...100).contains(attempts) else { throw ValidationError("--attempts must be 1 to 100, got \(attempts)") }
+    }
 
     func run() async throws {
         let url = try operatorDatabaseURL()
         let logger = commandLogger("storekeeper.migrate")
+        let policy = SchemaMigrator.LockPolicy(lockTimeout: .milliseconds(lockTimeout), attempts: attempts)
         let applied = try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 2), logger: logger) { client in
-            let migrator = try SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: logger)
+            let migrator = try SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), policy: policy, logger: logger)
             try await ensureReachable(client, url: url, logger: logger)
-            return try await withCommandTimeout(.seconds(300)) { try await migrator.migrate() }
+            // No overall deadline: an index built concurrently on a large table may take minutes, and each wait for a
+            // lock is bounded by the policy.
+            return try await migrator.migrate()
         }
         say(applied.isEmpty ? "database is up to date" : "applied \(applied.joined(separator: ", "))")
     }

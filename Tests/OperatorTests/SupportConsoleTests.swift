@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import Persistence
 import PostgresNIO
 import StorekeeperRuntime
 import Testing
@@ -70,6 +71,39 @@ struct SupportConsoleTests {
                             == .badRequest, "\(bad)")
                 }
                 #expect(try await client.execute(uri: "/admin/search?q=x", method: .get).status == .unauthorized)
+            }
+        }
+    }
+
+    @Test(
+        "a subscription stored before the search had its table (sql/0027) is found by its renewals' ids once sql/0048's job has walked the subscriptions; the walk files them from the stored facts, once"
+    )
+    func earlierTransactionsFiled() async throws {
+        try await StorekeeperHarness.run(environment: Self.keys) { harness in
+            try await harness.withHTTP { client in
+                let account = UUID()
+                var flow = LifecycleFlow(harness: harness, client: client, account: account)
+                try await flow.send(.subscribe)
+                let first = try #require(try await flow.send(.renew).transaction?.transactionId)
+                let second = try #require(try await flow.send(.renew).transaction?.transactionId)
+                func search(_ text: String) async throws -> [String] {
+                    try await client.execute(uri: "/admin/search?q=\(text)", method: .get, headers: [.authorization: "Bearer viewer-key"])
+                        .answer(SearchAnswer.self).matches.map(\.matchedBy)
+                }
+                #expect(try await search(first) == ["transaction"])
+                // What a database upgraded from before 0027 holds: the subscription, and none of its transactions filed.
+                try await harness.client.query("DELETE FROM subscription_transactions", logger: TestDatabase.logger)
+                #expect(try await search(first).isEmpty)
+                let migration = try String(
+                    contentsOf: SchemaMigrator.defaultDirectory().appendingPathComponent("0048_file_earlier_transactions.sql"), encoding: .utf8)
+                try await harness.client.query(PostgresQuery(unsafeSQL: migration), logger: TestDatabase.logger)
+                try await eventually("the renewals filed by the file-transactions job") {
+                    let found = [try await search(first), try await search(second)]
+                    return found == [["transaction"], ["transaction"]]
+                }
+                #expect(
+                    try await harness.count(
+                        "SELECT count(*) FROM subscription_transactions WHERE original_transaction_id = '\(flow.originalTransactionId)'") == 3)
             }
         }
     }

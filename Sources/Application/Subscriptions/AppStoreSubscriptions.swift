@@ -12,9 +12,11 @@ public struct AppStoreSubscriptions: Sendable {
     private let writer: SubscriptionWriter
     private let subscriptions: SubscriptionStore
     private let history: SubscriptionHistory
+    private let logger: Logger
 
     public init(writer: SubscriptionWriter, client: PostgresClient, logger: Logger) {
         self.writer = writer
+        self.logger = logger
         self.subscriptions = SubscriptionStore(client: client, logger: logger)
         self.history = SubscriptionHistory(logger: logger)
     }
@@ -60,6 +62,15 @@ public struct AppStoreSubscriptions: Sendable {
         let read = try await lockAndRead(originalTransactionId, on: connection)
         guard let derived = try await derivation(of: read, adding: nil, on: connection) else { return Self.unchanged(read).outcome }
         return try await writer.preview(derived.derivation, stored: read.subscription, now: now, on: connection)
+    }
+
+    /// Files every transaction id the subscription's stored facts name for the support search (``AccountSearch``),
+    /// as the writer does when a new period comes in force; ids filed before stay as they are. Writes nothing else.
+    public func fileTransactions(of originalTransactionId: String, on connection: PostgresConnection) async throws {
+        let read = try await read(originalTransactionId, on: connection)
+        guard let derived = try await derivation(of: read, adding: nil, on: connection) else { return }
+        try await AccountSearch.file(
+            transactions: derived.derivation.transactionIds, ofSubscription: originalTransactionId, on: connection, logger: logger)
     }
 
     /// The subscription `read` holds, derived from its stored events and `extra`, with the accounts its tokens name;

@@ -163,9 +163,7 @@ public struct SubscriptionWriter: Sendable {
         // A new period in force: its transaction ids (and any earlier ones not filed yet) become searchable.
         if state.latestTransactionId != stored?.latestTransactionId {
             try await AccountSearch.file(
-                transactions: Array(Set(derivation.periods.flatMap(\.transactionIds))).sorted(), ofSubscription: originalTransactionId,
-                on: connection,
-                logger: logger)
+                transactions: derivation.transactionIds, ofSubscription: originalTransactionId, on: connection, logger: logger)
         }
         // A rescinded consent seen before any subscription named its app transaction and account is linked when one
         // first does — asked only then, so an apply to the same owner costs nothing more. Only where its event can be

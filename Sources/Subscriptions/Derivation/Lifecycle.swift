@@ -32,6 +32,9 @@ public enum Lifecycle {
             self.accessEndsAt = accessEndsAt
             self.recoveredPeriods = recoveredPeriods
         }
+
+        /// Every transaction id of every period, each once, in order: what the support search files.
+        public var transactionIds: [String] { Array(Set(periods.flatMap(\.transactionIds))).sorted() }
     }
 
     /// One archived end of a subscription's period.

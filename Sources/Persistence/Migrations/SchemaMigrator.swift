@@ -1,0 +1,183 @@
+import Crypto
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Applies the numbered SQL files of `sql/` (`0001_initial.sql`, …) once each, in order, recorded in
+/// `storekeeper_migrations`, so that a live install keeps serving while it upgrades: each file commits on its own, under a
+/// `lock_timeout` (a statement that would queue behind a long transaction gives up, so the reads and writes queued behind
+/// it wait at most that long, and is tried again after a pause), and a file marked `-- storekeeper: outside a transaction`
+/// runs statement by statement, for `CREATE INDEX CONCURRENTLY`. Safe when several processes migrate at once (a session
+/// advisory lock serializes them), and refuses a database that a newer Storekeeper migrated.
+public struct SchemaMigrator: Sendable {
+    /// One migration file.
+    public struct Migration: Sendable, Equatable {
+        public var version: Int
+        public var name: String
+        public var sql: String
+        public var checksum: String
+        /// Run statement by statement in autocommit (the file says `-- storekeeper: outside a transaction`): each statement
+        /// must be safe to run again, as a failure part of the way is retried from the file's first statement.
+        public var outsideTransaction: Bool
+    }
+
+    /// How long a migration's statement may wait for a lock, and how often it is tried before the upgrade fails.
+    public struct LockPolicy: Sendable, Equatable {
+        /// A statement waiting longer for a lock gives up (`lock_timeout`); whatever queued behind it waited as long.
+        public var lockTimeout: Duration
+        /// How many times a file is tried before the migration fails, naming what blocked it.
+        public var attempts: Int
+        /// The pause after the first failed try; it doubles after each, up to `longestPause`.
+        public var firstPause: Duration
+        public var longestPause: Duration
+
+        public init(
+            lockTimeout: Duration = .milliseconds(500), attempts: Int = 10, firstPause: Duration = .milliseconds(250),
+            longestPause: Duration = .seconds(8)
+        ) {
+            self.lockTimeout = lockTimeout
+            self.attempts = attempts
+            self.firstPause = firstPause
+            self.longestPause = longestPause
+        }
+
+        /// The default: half a second per try, ten tries over about 40 s.
+        public static let online = LockPolicy()
+    }
+
+    public let migrations: [Migration]
+    let client: PostgresClient
+    let logger: Logger
+    let policy: LockPolicy
+
+    public init(client: PostgresClient, directory: URL, policy: LockPolicy = .online, logger: Logger) throws(PersistenceError) {
+        self.client = client
+        self.logger = logger
+        self.policy = policy
+        self.migrations = try Self.load(directory: directory)
+    }
+
+    /// Applies every pending migration, each committed on its own, then the backfills they leave (each in short
+    /// transactions of its own); returns the names applied.
+    @discardableResult
+    public func migrate() async throws -> [String] {
+        let applied = try await client.withConnection { connection in
+            try await waitForTheMigrationLock(on: connection)
+            do {
+                let names = try await applyPending(on: connection)
+                try await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+                return names
+            } catch {
+                // The connection goes back to the pool: it must not keep the lock (a broken one loses it anyway).
+                _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+                throw error
+            }
+        }
+        try await SubscriptionStoreBackfill(client: client, logger: logger).run()
+        return applied
+    }
+
+    /// Takes the session lock that serializes migrators, trying again every 100 ms rather than waiting in
+    /// `pg_advisory_lock`: a migrator waiting there is inside a statement, whose transaction a concurrent index build of
+    /// the migrator holding the lock would wait for — a deadlock.
+    private func waitForTheMigrationLock(on connection: PostgresConnection) async throws {
+        while true {
+            for try await taken in try await connection.query("SELECT pg_try_advisory_lock(\(Self.lockKey))", logger: logger).decode(Bool.self)
+            where taken { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    private func applyPending(on connection: PostgresConnection) async throws -> [String] {
+        try await connection.query(
+            """
+            CREATE TABLE IF NOT EXISTS storekeeper_migrations (
+                version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now())
+            """,
+            logger: logger
+        )
+        let applied = try await appliedMigrations(on: connection)
+        try check(applied: applied)
+        var names: [String] = []
+        for migration in migrations where applied[migration.version] == nil {
+            try await apply(migration, on: connection)
+            names.append(migration.name)
+        }
+        return names
+    }
+
+    /// Names of migrations not yet applied; throws if the database is newer than this code or a file changed.
+    public func pendingMigrations() async throws -> [String] {
+        let applied = try await client.withConnection { connection -> [Int: String] in
+            let exists = try await connection.query(
+                "SELECT to_regclass('storekeeper_migrations') IS NOT NULL", logger: logger)
+            for try await present in exists.decode(Bool.self) where !present { return [:] }
+            return try await appliedMigrations(on: connection)
+        }
+        try check(applied: applied)
+        return migrations.filter { applied[$0.version] == nil }.map(\.name)
+    }
+
+    func appliedMigrations(on connection: PostgresConnection) async throws -> [Int: String] {
+        let rows = try await connection.query("SELECT version, checksum FROM storekeeper_migrations", logger: logger)
+        var applied: [Int: String] = [:]
+        for try await (version, checksum) in rows.decode((Int, String).self) { applied[version] = checksum }
+        return applied
+    }
+
+    private func check(applied: [Int: String]) throws(PersistenceError) {
+        let known = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0) })
+        if let unknown = applied.keys.filter({ known[$0] == nil }).max() {
+            throw PersistenceError(
+                .databaseNewerThanCode,
+                "the database has migration \(unknown), which this Storekeeper does not know: it was migrated by a newer version"
+            )
+        }
+        for (version, checksum) in applied where known[version]?.checksum != checksum {
+            throw PersistenceError(.migrationChanged, "migration \(known[version]?.name ?? "\(version)") changed after it was applied")
+        }
+    }
+
+    static let lockKey: Int64 = 0x5354_4f52_454b  // "STOREK"
+    /// The line that makes a file run outside a transaction.
+    static let outsideTransactionMark = "-- storekeeper: outside a transaction"
+
+    static func load(directory: URL) throws(PersistenceError) -> [Migration] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else {
+            throw PersistenceError(.migrationsNotFound, "no migrations directory at \(directory.path)")
+        }
+        var migrations: [Migration] = []
+        for name in names.sorted() where name.hasSuffix(".sql") {
+            guard let version = Int(name.prefix { $0.isNumber }), version > 0 else {
+                throw PersistenceError(.migrationFileInvalid, "migration \(name) does not start with a version number")
+            }
+            guard let sql = try? String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8) else {
+                throw PersistenceError(.migrationFileInvalid, "cannot read migration \(name)")
+            }
+            let checksum = SHA256.hash(data: Data(sql.utf8)).map { String(format: "%02x", $0) }.joined()
+            let outside = sql.split(separator: "\n").contains { $0.trimmingCharacters(in: .whitespaces) == Self.outsideTransactionMark }
+            migrations.append(Migration(version: version, name: name, sql: sql, checksum: checksum, outsideTransaction: outside))
+        }
+        guard !migrations.isEmpty else { throw PersistenceError(.migrationsNotFound, "no .sql files in \(directory.path)") }
+        if Set(migrations.map(\.version)).count != migrations.count {
+            throw PersistenceError(.migrationFileInvalid, "two migration files share a version number")
+        }
+        return migrations
+    }
+
+    /// Where the SQL files are: `$STOREKEEPER_SQL_DIR`, the source tree this binary was built from, an installed
+    /// `share/storekeeper/sql` beside the executable, or `./sql`.
+    public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        var candidates: [URL] = []
+        if let configured = environment["STOREKEEPER_SQL_DIR"] { return URL(fileURLWithPath: configured) }
+        candidates.append(
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("sql"))
+        let executable = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath()
+        candidates.append(
+            executable.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("share/storekeeper/sql"))
+        candidates.append(URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("sql"))
+        return candidates.first { FileManager.default.fileExists(atPath: $0.path) } ?? candidates.last!
+    }
+}
