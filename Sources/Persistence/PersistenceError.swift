@@ -9,6 +9,8 @@ public struct PersistenceError: Error, Sendable, Equatable, CustomStringConverti
         case migrationChanged
         /// A migration gave up waiting for a lock as many times as it was allowed to try.
         case migrationBlocked
+        /// A migration's statement failed (other than by waiting for a lock); the file was not applied.
+        case migrationFailed
         case corruptRecord
         /// A setting the operation needs is not configured (the erasure's key).
         case notConfigured

@@ -70,11 +70,13 @@ public struct SubscriptionStore: Sendable {
     }
 
     /// Up to `limit` ids of `store`'s subscriptions after `after`, in key order: a walk over every subscription in
-    /// batches (an index range of the primary key each).
+    /// batches (an index range of the primary key each). A row from before sql/0033 that its backfill has not reached
+    /// yet is filed by the rule it was written under.
     public func ids(of store: Store, after: String, limit: Int, on connection: PostgresConnection) async throws -> [String] {
         let rows = try await connection.query(
             """
-            SELECT original_transaction_id FROM subscriptions WHERE original_transaction_id > \(after) AND store = \(store.text)
+            SELECT original_transaction_id FROM subscriptions WHERE original_transaction_id > \(after)
+                AND coalesce(store, subscription_store_before_0033(original_transaction_id)) = \(store.text)
             ORDER BY original_transaction_id LIMIT \(limit)
             """, logger: logger)
         var ids: [String] = []

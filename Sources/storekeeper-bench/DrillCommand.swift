@@ -41,15 +41,11 @@ func withDrillSystem(
     try await BenchmarkDatabase.withPrivateCluster(named: "storekeeper-drill") { cluster, url in
         let system = try SystemUnderTest(
             databaseURL: url, clients: clients, environment: environment, logger: commandLogger("storekeeper.drill"))
-        do {
+        try await system.stopping {
             try system.migrate()
             try await system.startServe()
             for _ in 0..<workers { try system.startWorker() }
             try await body(system, cluster, url.port)
-            await system.stop()
-        } catch {
-            await system.stop()
-            throw error
         }
     }
 }

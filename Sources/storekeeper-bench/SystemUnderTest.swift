@@ -238,6 +238,18 @@ final class SystemUnderTest: @unchecked Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
+    /// Runs `body`, then stops everything (``stop()``) whether it threw or not.
+    func stopping<Result>(after body: () async throws -> Result) async throws -> Result {
+        do {
+            let result = try await body()
+            await stop()
+            return result
+        } catch {
+            await stop()
+            throw error
+        }
+    }
+
     /// Stops every `serve` and `work` gracefully (SIGTERM), keeping the configuration for processes started later —
     /// of another release (``switchRelease(executable:sqlDirectory:)``).
     func stopProcesses() {

@@ -14,8 +14,11 @@ struct MigrateCommand: AsyncParsableCommand {
             Safe while the previous release serves: each file commits on its own, and a statement that waits longer than \
             --lock-timeout for a lock (behind a long transaction) gives up, so the requests queued behind it wait no \
             longer, and the file is tried again after a pause (doubling, up to 8 s). After --attempts tries it fails, \
-            naming the sessions that blocked it. Indexes on large tables are built concurrently; backfills run after the \
-            files, in short transactions. Exit status: 0 when the database is up to date, 1 otherwise.
+            naming the sessions that blocked it — a concurrent index build too, which waits for the transactions open \
+            when it starts. Indexes on large tables are built concurrently; backfills run after the files, in short \
+            transactions. Waits for another migrate to finish (and says which process it is). Exit status: 0 when the \
+            database is up to date, 1 when a file failed or stayed blocked (what was applied before it stays), 64 for \
+            a usage error.
             """)
 
     @Option(help: "How long one statement may wait for a lock, in milliseconds (10–60000).") var lockTimeout = 500
@@ -30,13 +33,18 @@ struct MigrateCommand: AsyncParsableCommand {
 
     func run() async throws {
         let url = try operatorDatabaseURL()
-        let logger = commandLogger("storekeeper.migrate")
+        let logger = {
+            var logger = commandLogger("storekeeper.migrate")
+            // Its retries, waits and repairs are what an operator watching an upgrade needs to see.
+            logger.logLevel = .notice
+            return logger
+        }()
         let policy = SchemaMigrator.LockPolicy(lockTimeout: .milliseconds(lockTimeout), attempts: attempts)
         let applied = try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 2), logger: logger) { client in
             let migrator = try SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), policy: policy, logger: logger)
             try await ensureReachable(client, url: url, logger: logger)
-            // No overall deadline: an index built concurrently on a large table may take minutes, and each wait for a
-            // lock is bounded by the policy.
+            // No overall deadline: an index built concurrently on a large table may take minutes; every wait for a
+            // lock is bounded by the policy, and waiting for another migrate is said.
             return try await migrator.migrate()
         }
         say(applied.isEmpty ? "database is up to date" : "applied \(applied.joined(separator: ", "))")

@@ -1,7 +1,9 @@
+import Application
 import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Jobs
 import NIOCore
 import Persistence
 import PostgresNIO
@@ -105,6 +107,47 @@ struct SupportConsoleTests {
                     try await harness.count(
                         "SELECT count(*) FROM subscription_transactions WHERE original_transaction_id = '\(flow.originalTransactionId)'") == 3)
             }
+        }
+    }
+
+    @Test(
+        "the file-transactions walk goes through every App Store subscription in key order, a batch per job, each batch's successor enqueued in its transaction, and ends after a short batch; other stores' subscriptions are not walked"
+    )
+    func transactionWalkInBatches() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: Self.keys) { harness in
+            for (id, store) in [
+                ("1005", "app_store"), ("1001", "app_store"), ("1003", "app_store"), ("sub_1Walk", "stripe"), ("1002", "app_store"),
+                ("1004", "app_store"),
+            ] {
+                try await harness.client.query(
+                    """
+                    INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew,
+                        is_trial, ownership, latest_transaction_id, last_event_type, last_signed_date, last_event_id, billing_period, store)
+                    VALUES (\(id), 'walker', 'pro.monthly', 'Sandbox', 'active', true, false, 'PURCHASED', \(id), 'SUBSCRIBED', 1, 'x', \(id), \(store))
+                    """, logger: TestDatabase.logger)
+            }
+            let queue = harness.components.queue
+            _ = try await queue.client.withConnection {
+                try await queue.enqueue(
+                    try NewJob(
+                        kind: TransactionFilingJob.jobKind, arguments: TransactionFilingJob.Arguments(after: ""), uniqueKey: "file-transactions:"),
+                    on: $0)
+            }
+            let walk = TransactionFilingJob(client: harness.client, writer: harness.components.writer, batch: 2, logger: TestDatabase.logger)
+            let worker = JobWorker(queue: queue, handlers: [walk], options: .init(pollInterval: .milliseconds(50)), logger: TestDatabase.logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await worker.run() }
+                defer { group.cancelAll() }
+                try await eventually("the walk to end") {
+                    try await harness.count("SELECT count(*) FROM jobs WHERE kind = 'file-transactions'") == 0
+                }
+            }
+            var afters: [String] = []
+            for try await after in try await harness.client.query(
+                "SELECT args->>'after' FROM job_history WHERE kind = 'file-transactions' AND state = 'completed' ORDER BY id",
+                logger: TestDatabase.logger
+            ).decode(String.self) { afters.append(after) }
+            #expect(afters == ["", "1002", "1004"])
         }
     }
 

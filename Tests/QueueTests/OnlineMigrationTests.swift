@@ -95,6 +95,68 @@ struct OnlineMigrationTests {
         }
     }
 
+    @Test(
+        "a concurrent build waits under the same lock timeout: behind a writer left in its transaction it fails after its tries naming that session (not waiting for good), and builds once the session ends"
+    )
+    func concurrentBuildBlocked() async throws {
+        let directory = try Self.directory(adding: [
+            "0999_drill_index.sql":
+                "-- storekeeper: outside a transaction\nCREATE INDEX CONCURRENTLY IF NOT EXISTS drill_values_value ON drill_values (value);\n"
+        ])
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await TestDatabase.withFreshDatabase { url in
+            try await PostgresClient.withRunning(url.clientConfiguration(), logger: TestDatabase.logger) { client in
+                try await SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: TestDatabase.logger).migrate()
+                try await client.query("CREATE TABLE drill_values (value integer)", logger: TestDatabase.logger)
+                let policy = SchemaMigrator.LockPolicy(
+                    lockTimeout: .milliseconds(200), attempts: 2, firstPause: .milliseconds(100), longestPause: .milliseconds(100))
+                let migrator = try SchemaMigrator(client: client, directory: directory, policy: policy, logger: TestDatabase.logger)
+                try await client.withConnection { writer in
+                    try await writer.query("SET application_name = 'long-writer'", logger: TestDatabase.logger)
+                    try await writer.query("SET idle_in_transaction_session_timeout = '60s'", logger: TestDatabase.logger)
+                    try await writer.query("BEGIN", logger: TestDatabase.logger)
+                    try await writer.query("INSERT INTO drill_values VALUES (1)", logger: TestDatabase.logger)
+                    let error = await #expect(throws: PersistenceError.self) { try await migrator.migrate() }
+                    #expect(error?.code == .migrationBlocked)
+                    #expect(error?.message.contains("\"long-writer\"") == true, "\(error?.message ?? "")")
+                    try await writer.query("COMMIT", logger: TestDatabase.logger)
+                }
+                #expect(try await migrator.migrate() == ["0999_drill_index.sql"])
+                #expect(try await Self.indexIsValid(client, "drill_values_value") == true)
+            }
+        }
+    }
+
+    @Test(
+        "a file outside a transaction may hold only concurrent index builds and drops (refused before anything is applied); a statement that fails names its file"
+    )
+    func fileRules() async throws {
+        let mixed = try Self.directory(adding: [
+            "0999_mixed.sql": "-- storekeeper: outside a transaction\nALTER TABLE credit_buckets ADD COLUMN drill_note text;\n"
+        ])
+        defer { try? FileManager.default.removeItem(at: mixed) }
+        #expect(throws: PersistenceError.self) { try SchemaMigrator.load(directory: mixed) }
+        let broken = try Self.directory(adding: ["0999_broken.sql": "ALTER TABLE no_such_table ADD COLUMN x text;\n"])
+        defer { try? FileManager.default.removeItem(at: broken) }
+        try await TestDatabase.withFreshDatabase { url in
+            try await PostgresClient.withRunning(url.clientConfiguration(), logger: TestDatabase.logger) { client in
+                let migrator = try SchemaMigrator(client: client, directory: broken, logger: TestDatabase.logger)
+                let error = await #expect(throws: PersistenceError.self) {
+                    try await migrator.migrate()
+                }
+                #expect(error?.code == .migrationFailed)
+                #expect(error?.message.contains("0999_broken.sql") == true && error?.message.contains("no_such_table") == true)
+                // Everything before it stays applied, and the session gave back its settings and the lock.
+                #expect(try await TestDatabase.count(client, "SELECT count(*) FROM storekeeper_migrations WHERE version = 48") == 1)
+                #expect(
+                    try await TestDatabase.count(
+                        client,
+                        "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database WHERE l.locktype = 'advisory' AND d.datname = current_database()"
+                    ) == 0)
+            }
+        }
+    }
+
     @Test("the migrator finds the index a concurrent build names, and nothing else")
     func concurrentIndexNames() {
         #expect(SchemaMigrator.concurrentIndexName(in: "CREATE INDEX CONCURRENTLY IF NOT EXISTS a_b ON t (x)") == "a_b")
@@ -113,7 +175,7 @@ struct OnlineMigrationTests {
             let concurrent = statements.filter { $0.uppercased().contains("CONCURRENTLY") }
             if !concurrent.isEmpty { #expect(migration.outsideTransaction, "\(migration.name)") }
             if migration.outsideTransaction {
-                for statement in statements { #expect(SchemaMigrator.concurrentIndexName(in: statement) != nil, "\(migration.name): \(statement)") }
+                for statement in statements { #expect(SchemaMigrator.runsOutsideTransaction(statement), "\(migration.name): \(statement)") }
             }
         }
     }

@@ -13,7 +13,7 @@ extension SchemaMigrator {
             let watch = LockWaitWatch(client: client, process: process, logger: logger)
             let (outcome, blockers) = await watch.run { try await self.run(migration, on: connection) }
             guard case .failure(let error) = outcome else { return }
-            guard Self.gaveUpWaitingForLock(error) else { throw error }
+            guard Self.gaveUpWaitingForLock(error) else { throw Self.failure(of: migration, error) }
             guard attempt < policy.attempts else {
                 throw PersistenceError(
                     .migrationBlocked,
@@ -32,28 +32,32 @@ extension SchemaMigrator {
         }
     }
 
+    /// Runs the file: in one transaction, or (a file of concurrent index builds) statement by statement. The session
+    /// carries the lock timeout (``SchemaMigrator/migrate()``): a concurrent build waits for the transactions open when
+    /// it starts, and one left open would otherwise hold it, and every later migrator, for good.
     private func run(_ migration: Migration, on connection: PostgresConnection) async throws {
         let statements = SQLScript.statements(in: migration.sql)
         if migration.outsideTransaction {
-            // Such files build indexes concurrently: that waits for every older transaction to end, and nothing waits
-            // for it (it takes no lock a read or write needs), so it may wait as long as it must.
-            try await connection.query("SET lock_timeout = 0", logger: logger)
             for statement in statements {
                 try await repairInvalidIndex(builtBy: statement, on: connection)
                 try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
             try await record(migration, on: connection)
-            try await connection.query("RESET lock_timeout", logger: logger)
             return
         }
-        let milliseconds = max(1, policy.lockTimeout.components.seconds * 1000 + policy.lockTimeout.components.attoseconds / 1_000_000_000_000_000)
         try await connection.withTransaction(logger: logger) { connection in
-            try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL lock_timeout = \(milliseconds)"), logger: logger)
             for statement in statements {
                 try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
             try await record(migration, on: connection)
         }
+    }
+
+    /// Names the file a statement of which failed, with PostgreSQL's message (never its detail, which may hold rows).
+    static func failure(of migration: Migration, _ error: any Error) -> any Error {
+        let error = (error as? PostgresTransactionError)?.closureError ?? error
+        guard let message = (error as? PSQLError)?.serverInfo?[.message] else { return error }
+        return PersistenceError(.migrationFailed, "migration \(migration.name) failed and was not applied: \(message)")
     }
 
     private func record(_ migration: Migration, on connection: PostgresConnection) async throws {
@@ -76,6 +80,12 @@ extension SchemaMigrator {
             logger.notice("dropping an index a failed build left invalid", metadata: ["index": "\(name)"])
             try await connection.query(PostgresQuery(unsafeSQL: "DROP INDEX CONCURRENTLY IF EXISTS \(name)"), logger: logger)
         }
+    }
+
+    /// A statement a file outside a transaction may hold: a concurrent index build or drop, each safe to run again.
+    static func runsOutsideTransaction(_ statement: String) -> Bool {
+        let words = statement.split(whereSeparator: \.isWhitespace).prefix(5).map { $0.lowercased() }
+        return concurrentIndexName(in: statement) != nil || words == ["drop", "index", "concurrently", "if", "exists"]
     }
 
     /// The index a `CREATE [UNIQUE] INDEX CONCURRENTLY IF NOT EXISTS name …` statement builds; `nil` for any other

@@ -41,8 +41,13 @@ public struct SchemaMigrator: Sendable {
             self.longestPause = longestPause
         }
 
-        /// The default: half a second per try, ten tries over about 40 s.
+        /// The default: half a second per try, ten tries over about 45 s.
         public static let online = LockPolicy()
+
+        /// `lockTimeout` as PostgreSQL's setting takes it: whole milliseconds, at least 1 (0 would mean no limit).
+        var lockTimeoutMilliseconds: Int64 {
+            max(1, lockTimeout.components.seconds * 1000 + lockTimeout.components.attoseconds / 1_000_000_000_000_000)
+        }
     }
 
     public let migrations: [Migration]
@@ -64,12 +69,18 @@ public struct SchemaMigrator: Sendable {
         let applied = try await client.withConnection { connection in
             try await waitForTheMigrationLock(on: connection)
             do {
+                // Named, so that an operator (and a waiting migrator) can tell the migration's session apart; no role's
+                // statement_timeout cuts a concurrent index build short; every lock wait is bounded.
+                try await connection.query("SET application_name = 'storekeeper migrate'", logger: logger)
+                try await connection.query("SET statement_timeout = 0", logger: logger)
+                try await connection.query(PostgresQuery(unsafeSQL: "SET lock_timeout = \(policy.lockTimeoutMilliseconds)"), logger: logger)
                 let names = try await applyPending(on: connection)
-                try await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+                try await release(connection)
                 return names
             } catch {
-                // The connection goes back to the pool: it must not keep the lock (a broken one loses it anyway).
-                _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+                // The connection goes back to the pool: it must keep neither the lock nor the settings (a broken one
+                // loses both anyway).
+                try? await release(connection)
                 throw error
             }
         }
@@ -77,15 +88,40 @@ public struct SchemaMigrator: Sendable {
         return applied
     }
 
+    private func release(_ connection: PostgresConnection) async throws {
+        try await connection.query("RESET lock_timeout", logger: logger)
+        try await connection.query("RESET statement_timeout", logger: logger)
+        try await connection.query("RESET application_name", logger: logger)
+        try await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+    }
+
     /// Takes the session lock that serializes migrators, trying again every 100 ms rather than waiting in
     /// `pg_advisory_lock`: a migrator waiting there is inside a statement, whose transaction a concurrent index build of
     /// the migrator holding the lock would wait for — a deadlock.
     private func waitForTheMigrationLock(on connection: PostgresConnection) async throws {
+        var said = false
         while true {
             for try await taken in try await connection.query("SELECT pg_try_advisory_lock(\(Self.lockKey))", logger: logger).decode(Bool.self)
             where taken { return }
+            if !said {
+                let holder = try await migrationLockHolder(on: connection)
+                logger.warning("waiting for another storekeeper migrate to finish", metadata: ["holder": "\(holder)"])
+                said = true
+            }
             try await Task.sleep(for: .milliseconds(100))
         }
+    }
+
+    /// The session holding the migration lock, for the operator: its process id and application name.
+    private func migrationLockHolder(on connection: PostgresConnection) async throws -> String {
+        let rows = try await connection.query(
+            """
+            SELECT a.pid, coalesce(a.application_name, '') FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+            WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+              AND l.classid = \(Int64(Self.lockKey >> 32))::oid AND l.objid = \(Int64(Self.lockKey & 0xffff_ffff))::oid
+            """, logger: logger)
+        for try await (process, application) in rows.decode((Int32, String).self) { return "process \(process) \"\(application)\"" }
+        return "a session that has ended"
     }
 
     private func applyPending(on connection: PostgresConnection) async throws -> [String] {
@@ -107,15 +143,17 @@ public struct SchemaMigrator: Sendable {
         return names
     }
 
-    /// Names of migrations not yet applied; throws if the database is newer than this code or a file changed.
-    public func pendingMigrations() async throws -> [String] {
+    /// Names of migrations not yet applied; throws if a file changed, or if the database is newer than this code —
+    /// unless `newerAllowed`: readiness, for a release still serving while the next one's migrations are applied (they
+    /// only expand the schema, operations.md).
+    public func pendingMigrations(newerAllowed: Bool = false) async throws -> [String] {
         let applied = try await client.withConnection { connection -> [Int: String] in
             let exists = try await connection.query(
                 "SELECT to_regclass('storekeeper_migrations') IS NOT NULL", logger: logger)
             for try await present in exists.decode(Bool.self) where !present { return [:] }
             return try await appliedMigrations(on: connection)
         }
-        try check(applied: applied)
+        try check(applied: applied, newerAllowed: newerAllowed)
         return migrations.filter { applied[$0.version] == nil }.map(\.name)
     }
 
@@ -126,21 +164,21 @@ public struct SchemaMigrator: Sendable {
         return applied
     }
 
-    private func check(applied: [Int: String]) throws(PersistenceError) {
+    private func check(applied: [Int: String], newerAllowed: Bool = false) throws(PersistenceError) {
         let known = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0) })
-        if let unknown = applied.keys.filter({ known[$0] == nil }).max() {
+        if !newerAllowed, let unknown = applied.keys.filter({ known[$0] == nil }).max() {
             throw PersistenceError(
                 .databaseNewerThanCode,
                 "the database has migration \(unknown), which this Storekeeper does not know: it was migrated by a newer version"
             )
         }
-        for (version, checksum) in applied where known[version]?.checksum != checksum {
+        for (version, checksum) in applied where known[version].map({ $0.checksum != checksum }) ?? false {
             throw PersistenceError(.migrationChanged, "migration \(known[version]?.name ?? "\(version)") changed after it was applied")
         }
     }
 
     static let lockKey: Int64 = 0x5354_4f52_454b  // "STOREK"
-    /// The line that makes a file run outside a transaction.
+    /// The first line that makes a file run outside a transaction.
     static let outsideTransactionMark = "-- storekeeper: outside a transaction"
 
     static func load(directory: URL) throws(PersistenceError) -> [Migration] {
@@ -156,7 +194,14 @@ public struct SchemaMigrator: Sendable {
                 throw PersistenceError(.migrationFileInvalid, "cannot read migration \(name)")
             }
             let checksum = SHA256.hash(data: Data(sql.utf8)).map { String(format: "%02x", $0) }.joined()
-            let outside = sql.split(separator: "\n").contains { $0.trimmingCharacters(in: .whitespaces) == Self.outsideTransactionMark }
+            let outside = sql.split(separator: "\n", maxSplits: 1).first?.trimmingCharacters(in: .whitespaces) == Self.outsideTransactionMark
+            if outside, let other = SQLScript.statements(in: sql).first(where: { !Self.runsOutsideTransaction($0) }) {
+                let words = other.split(whereSeparator: \.isWhitespace).prefix(4).joined(separator: " ")
+                throw PersistenceError(
+                    .migrationFileInvalid,
+                    "migration \(name) runs outside a transaction, where only CREATE INDEX CONCURRENTLY IF NOT EXISTS and DROP INDEX CONCURRENTLY IF EXISTS may stand; it has \(words) …"
+                )
+            }
             migrations.append(Migration(version: version, name: name, sql: sql, checksum: checksum, outsideTransaction: outside))
         }
         guard !migrations.isEmpty else { throw PersistenceError(.migrationsNotFound, "no .sql files in \(directory.path)") }

@@ -16,14 +16,7 @@ struct ScaleRun {
         let tiers = URL(fileURLWithPath: options.tiers).standardizedFileURL.path
         let system = try SystemUnderTest(
             databaseURL: databaseURL, clients: options.connections, environment: ["STOREKEEPER_TIERS": tiers], logger: logger)
-        do {
-            let point = try await measure(system)
-            await system.stop()
-            return point
-        } catch {
-            await system.stop()
-            throw error
-        }
+        return try await system.stopping { try await measure(system) }
     }
 
     private func measure(_ system: SystemUnderTest) async throws -> ScalePoint {

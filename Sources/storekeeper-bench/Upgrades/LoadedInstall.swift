@@ -31,6 +31,12 @@ enum LoadedInstall {
         return accounts
     }
 
+    /// `replay --all` of `system`'s release on its database: `nil` when it finds no difference, else what it said.
+    static func replayDifference(_ system: SystemUnderTest) throws -> String? {
+        let replay = try ChildProcess.run(system.executable, ["replay", "--all"], environment: system.environment)
+        return replay.status == 0 ? nil : "status \(replay.status): \(replay.output.split(separator: "\n").last ?? "")"
+    }
+
     /// Each account's status answer as parsed JSON (so key order does not count); `nil` when it was not a 200.
     static func statuses(of accounts: [String], from system: SystemUnderTest) async -> [NSDictionary?] {
         var answers: [NSDictionary?] = []
@@ -41,10 +47,16 @@ enum LoadedInstall {
         return answers
     }
 
-    /// The accounts whose answers differ between `before` and `after` (or that `after` did not answer), as one clause.
-    static func differences(_ sample: [String], _ before: [NSDictionary?], _ after: [NSDictionary?]) -> String {
-        let differing = sample.indices.filter { before[$0] != after[$0] || after[$0] == nil }
-        return differing.isEmpty ? "" : " — \(differing.count) differ, first \(sample[differing[0]])"
+    /// Checks that `after` answers the status of every account of `sample` as `before` did (answers read from
+    /// `before` first).
+    static func checkSameStatuses(
+        _ sample: [String], before: [NSDictionary?], after: SystemUnderTest, _ description: String, into verdict: inout DrillVerdict
+    ) async {
+        let answers = await statuses(of: sample, from: after)
+        let differing = sample.indices.filter { before[$0] != answers[$0] || answers[$0] == nil }
+        verdict.check(
+            differing.isEmpty,
+            description + (differing.isEmpty ? "" : " — \(differing.count) differ, first \(sample[differing[0]])"))
     }
 
     /// A moment as PostgreSQL reads it, a second early (the intake's clock and ours are the same machine's).

@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import NIOCore
 import StorekeeperRuntime
@@ -29,6 +30,33 @@ struct MixedTraffic {
         var notifications: LoadPhase
 
         var all: [(name: String, phase: LoadPhase)] { [("status reads", status), ("spends", spends), ("notifications", notifications)] }
+    }
+
+    /// The drills' options for the install they load and the traffic they send.
+    struct Options: ParsableArguments {
+        @Option(help: "Generated subscribers loaded first.") var subscribers = 100_000
+        @Option(help: "Status reads a second.") var statusRate = 200
+        @Option(help: "Spends a second.") var spendRate = 100
+        @Option(help: "New subscriptions (Apple notifications) a second.") var notificationRate = 50
+        @Option(help: "Concurrent connections per stream (open loop uses twice as many).") var connections = 4
+        @Option(help: "The tier catalogue the generated products come from.") var tiers = "config/tiers.yml"
+
+        func validate() throws {
+            guard FileManager.default.fileExists(atPath: tiers) else {
+                throw ValidationError("--tiers \(tiers): no such file (run from the repository)")
+            }
+            guard (0...10_000_000).contains(subscribers), statusRate > 0, spendRate > 0, notificationRate > 0, connections > 0 else {
+                throw ValidationError("--subscribers must be 0 to 10,000,000; rates and --connections positive")
+            }
+        }
+
+        /// The processes' configuration: the catalogue the generator sells from.
+        var environment: [String: String] { ["STOREKEEPER_TIERS": URL(fileURLWithPath: tiers).standardizedFileURL.path] }
+
+        func traffic(seconds: Int) -> MixedTraffic {
+            MixedTraffic(
+                statusRate: statusRate, spendRate: spendRate, notificationRate: notificationRate, seconds: seconds, connections: connections)
+        }
     }
 
     /// How many requests a stream at `rate` sends (``HotPathLoad/pace(_:rate:reference:_:)``: `seconds` and a warm-up second).

@@ -20,37 +20,25 @@ struct RestoreDrill: AsyncParsableCommand {
             every spend is recorded once. Prints the dump's size and the seconds the dump and the restore took.
             """)
 
-    @Option(help: "Generated subscribers loaded first.") var subscribers = 100_000
-    @Option(help: "Status reads a second.") var statusRate = 200
-    @Option(help: "Spends a second.") var spendRate = 100
-    @Option(help: "New subscriptions (Apple notifications) a second.") var notificationRate = 50
+    @OptionGroup var install: MixedTraffic.Options
     @Option(help: "Seconds of traffic.") var seconds = 20
     @Option(help: "Seconds into the traffic when pg_dump starts.") var dumpAfter = 5
-    @Option(help: "Concurrent connections per stream.") var connections = 4
-    @Option(help: "The tier catalogue the generated products come from.") var tiers = "config/tiers.yml"
 
     func validate() throws {
-        guard FileManager.default.fileExists(atPath: tiers) else { throw ValidationError("--tiers \(tiers): no such file (run from the repository)") }
-        guard (0...10_000_000).contains(subscribers), statusRate > 0, spendRate > 0, notificationRate > 0, seconds > 0, connections > 0,
-            (0..<seconds).contains(dumpAfter)
-        else {
-            throw ValidationError("rates, --seconds and --connections must be positive, --dump-after below --seconds")
-        }
+        guard seconds > 0, (0..<seconds).contains(dumpAfter) else { throw ValidationError("--seconds must be positive, --dump-after below it") }
         guard PrivateCluster.findBinDirectory() != nil else { throw ValidationError("pg_dump not found (install postgresql)") }
     }
 
     func run() async throws {
         let logger = commandLogger("storekeeper.drill")
         var verdict = DrillVerdict("restore")
-        let traffic = MixedTraffic(
-            statusRate: statusRate, spendRate: spendRate, notificationRate: notificationRate, seconds: seconds, connections: connections)
-        let tiers = URL(fileURLWithPath: self.tiers).standardizedFileURL.path
+        let traffic = install.traffic(seconds: seconds)
         let dump = FileManager.default.temporaryDirectory.appendingPathComponent("storekeeper-drill-\(UUID().uuidString).dump")
         defer { try? FileManager.default.removeItem(at: dump) }
         try await BenchmarkDatabase.withPrivateCluster(named: "storekeeper-drill-live") { _, url in
-            let live = try SystemUnderTest(databaseURL: url, clients: connections, environment: ["STOREKEEPER_TIERS": tiers], logger: logger)
-            do {
-                let accounts = try await LoadedInstall.start(live, subscribers: subscribers, logger: logger)
+            let live = try SystemUnderTest(databaseURL: url, clients: install.connections, environment: install.environment, logger: logger)
+            try await live.stopping {
+                let accounts = try await LoadedInstall.start(live, subscribers: install.subscribers, logger: logger)
                 let requests = try traffic.requests(live, accounts: accounts, notificationsFrom: 0)
                 let started = Date()
                 let clock = ContinuousClock()
@@ -75,18 +63,14 @@ struct RestoreDrill: AsyncParsableCommand {
                     try Self.restore(dump, into: restoredURL)
                     let restoreSeconds = (clock.now - restoreStarted).seconds
                     let restored = try SystemUnderTest(
-                        databaseURL: restoredURL, clients: connections, environment: ["STOREKEEPER_TIERS": tiers], chain: live.chain, logger: logger)
-                    do {
+                        databaseURL: restoredURL, clients: install.connections, environment: install.environment, chain: live.chain, logger: logger)
+                    try await restored.stopping {
                         try restored.migrate()
                         try await restored.startServe()
                         try restored.startWorker()
                         verdict.check(true, String(format: "pg_restore into a fresh cluster: %.1f s; serve ready on the restore", restoreSeconds))
-                        let replay = try ChildProcess.run(restored.executable, ["replay", "--all"], environment: restored.environment)
-                        verdict.check(
-                            replay.status == 0,
-                            "replay --all on the restore: "
-                                + (replay.status == 0
-                                    ? "no difference" : "status \(replay.status): \(replay.output.split(separator: "\n").last ?? "")"))
+                        let difference = try LoadedInstall.replayDifference(restored)
+                        verdict.check(difference == nil, "replay --all on the restore: " + (difference ?? "no difference"))
                         // The traffic's first second is its warm-up: request i was due i/rate seconds after it began.
                         let offset = (dumpStarted - trafficStarted).seconds - 2
                         let again = try await traffic.sendAgain(restored, requests, from: offset)
@@ -96,28 +80,18 @@ struct RestoreDrill: AsyncParsableCommand {
                         )
                         try await Self.waitUntilAllApplied(restored)
                         let spent = try await restored.count("SELECT count(*) FROM usage_requests WHERE idempotency_key LIKE 'drill-spend-%'")
-                        let subscribedThere = try await restored.count(
+                        let held = try await restored.count(
                             "SELECT count(*) FROM notifications WHERE received_at >= '\(LoadedInstall.timestamp(started))'")
                         verdict.check(
-                            spent == requests.spends.count && subscribedThere >= requests.notifications.count,
-                            "every spend recorded once (\(spent) of \(requests.spends.count)), every notification held (\(subscribedThere) of \(requests.notifications.count))"
+                            spent == requests.spends.count && held >= requests.notifications.count,
+                            "every spend recorded once (\(spent) of \(requests.spends.count)), every notification held (\(held) of \(requests.notifications.count))"
                         )
                         let sample = Array(accounts.prefix(500)) + Array(requests.subscribed.prefix(500))
-                        let liveAnswers = await LoadedInstall.statuses(of: sample, from: live)
-                        let restoredAnswers = await LoadedInstall.statuses(of: sample, from: restored)
-                        let differences = LoadedInstall.differences(sample, liveAnswers, restoredAnswers)
-                        verdict.check(
-                            differences.isEmpty, "the restore answers the status of \(sample.count) accounts as the live install does" + differences)
-                        await restored.stop()
-                    } catch {
-                        await restored.stop()
-                        throw error
+                        await LoadedInstall.checkSameStatuses(
+                            sample, before: await LoadedInstall.statuses(of: sample, from: live), after: restored,
+                            "the restore answers the status of \(sample.count) accounts as the live install does", into: &verdict)
                     }
                 }
-                await live.stop()
-            } catch {
-                await live.stop()
-                throw error
             }
         }
         try verdict.finish()
