@@ -14,19 +14,24 @@ struct MigrateCommand: AsyncParsableCommand {
             Safe while the previous release serves: each file commits on its own, and a statement that waits longer than \
             --lock-timeout for a lock (behind a long transaction) gives up, so the requests queued behind it wait no \
             longer, and the file is tried again after a pause (doubling, up to 8 s). After --attempts tries it fails, \
-            naming the sessions that blocked it — a concurrent index build too, which waits for the transactions open \
-            when it starts. Indexes on large tables are built concurrently; backfills run after the files, in short \
+            naming the sessions that blocked it — a concurrent index build too, which waits for every transaction older \
+            than it, each for up to --build-lock-timeout (nothing waits for the build). Indexes on large tables are built concurrently; backfills run after the files, in short \
             transactions. Waits for another migrate to finish (and says which process it is). Exit status: 0 when the \
             database is up to date, 1 when a file failed or stayed blocked (what was applied before it stays), 64 for \
             a usage error.
             """)
 
     @Option(help: "How long one statement may wait for a lock, in milliseconds (10–60000).") var lockTimeout = 500
+    @Option(help: "The same for a concurrent index build, which waits for every older transaction (100–600000).")
+    var buildLockTimeout = 10_000
     @Option(help: "How many times a file is tried before the upgrade fails (1–100).") var attempts = 10
 
     func validate() throws {
         guard (10...60_000).contains(lockTimeout) else {
             throw ValidationError("--lock-timeout must be 10 to 60000 milliseconds, got \(lockTimeout)")
+        }
+        guard (100...600_000).contains(buildLockTimeout) else {
+            throw ValidationError("--build-lock-timeout must be 100 to 600000 milliseconds, got \(buildLockTimeout)")
         }
         guard (1...100).contains(attempts) else { throw ValidationError("--attempts must be 1 to 100, got \(attempts)") }
     }
@@ -39,7 +44,8 @@ struct MigrateCommand: AsyncParsableCommand {
             logger.logLevel = .notice
             return logger
         }()
-        let policy = SchemaMigrator.LockPolicy(lockTimeout: .milliseconds(lockTimeout), attempts: attempts)
+        let policy = SchemaMigrator.LockPolicy(
+            lockTimeout: .milliseconds(lockTimeout), buildLockTimeout: .milliseconds(buildLockTimeout), attempts: attempts)
         let applied = try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 2), logger: logger) { client in
             let migrator = try SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), policy: policy, logger: logger)
             try await ensureReachable(client, url: url, logger: logger)

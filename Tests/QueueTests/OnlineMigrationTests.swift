@@ -109,7 +109,8 @@ struct OnlineMigrationTests {
                 try await SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: TestDatabase.logger).migrate()
                 try await client.query("CREATE TABLE drill_values (value integer)", logger: TestDatabase.logger)
                 let policy = SchemaMigrator.LockPolicy(
-                    lockTimeout: .milliseconds(200), attempts: 2, firstPause: .milliseconds(100), longestPause: .milliseconds(100))
+                    lockTimeout: .milliseconds(200), buildLockTimeout: .milliseconds(300), attempts: 2, firstPause: .milliseconds(100),
+                    longestPause: .milliseconds(100))
                 let migrator = try SchemaMigrator(client: client, directory: directory, policy: policy, logger: TestDatabase.logger)
                 try await client.withConnection { writer in
                     try await writer.query("SET application_name = 'long-writer'", logger: TestDatabase.logger)
@@ -119,6 +120,7 @@ struct OnlineMigrationTests {
                     let error = await #expect(throws: PersistenceError.self) { try await migrator.migrate() }
                     #expect(error?.code == .migrationBlocked)
                     #expect(error?.message.contains("\"long-writer\"") == true, "\(error?.message ?? "")")
+                    #expect(error?.message.contains("0.3 seconds each") == true, "the build's own timeout: \(error?.message ?? "")")
                     try await writer.query("COMMIT", logger: TestDatabase.logger)
                 }
                 #expect(try await migrator.migrate() == ["0999_drill_index.sql"])

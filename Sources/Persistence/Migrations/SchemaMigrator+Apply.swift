@@ -17,7 +17,7 @@ extension SchemaMigrator {
             guard attempt < policy.attempts else {
                 throw PersistenceError(
                     .migrationBlocked,
-                    "migration \(migration.name) gave up waiting for a lock \(attempt) times (\(policy.lockTimeout) each) and was not applied; "
+                    "migration \(migration.name) gave up waiting for a lock \(attempt) times (\(migration.outsideTransaction ? policy.buildLockTimeout : policy.lockTimeout) each) and was not applied; "
                         + LockWaitWatch.describe(blockers))
             }
             logger.warning(
@@ -38,11 +38,13 @@ extension SchemaMigrator {
     private func run(_ migration: Migration, on connection: PostgresConnection) async throws {
         let statements = SQLScript.statements(in: migration.sql)
         if migration.outsideTransaction {
+            try await setLockTimeout(policy.buildLockTimeout, on: connection)
             for statement in statements {
                 try await repairInvalidIndex(builtBy: statement, on: connection)
                 try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
             try await record(migration, on: connection)
+            try await setLockTimeout(policy.lockTimeout, on: connection)
             return
         }
         try await connection.withTransaction(logger: logger) { connection in
@@ -58,6 +60,10 @@ extension SchemaMigrator {
         let error = (error as? PostgresTransactionError)?.closureError ?? error
         guard let message = (error as? PSQLError)?.serverInfo?[.message] else { return error }
         return PersistenceError(.migrationFailed, "migration \(migration.name) failed and was not applied: \(message)")
+    }
+
+    func setLockTimeout(_ timeout: Duration, on connection: PostgresConnection) async throws {
+        try await connection.query(PostgresQuery(unsafeSQL: "SET lock_timeout = \(LockPolicy.milliseconds(timeout))"), logger: logger)
     }
 
     private func record(_ migration: Migration, on connection: PostgresConnection) async throws {

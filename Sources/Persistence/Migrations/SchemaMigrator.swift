@@ -25,6 +25,10 @@ public struct SchemaMigrator: Sendable {
     public struct LockPolicy: Sendable, Equatable {
         /// A statement waiting longer for a lock gives up (`lock_timeout`); whatever queued behind it waited as long.
         public var lockTimeout: Duration
+        /// The same for a concurrent index build, which waits for every transaction older than it, one at a time, and
+        /// which nothing waits for: long enough for a busy install's ordinary transactions (the upgrade drill saw
+        /// 500 ms fail six times under its traffic), short enough that a session left in a transaction fails the build.
+        public var buildLockTimeout: Duration
         /// How many times a file is tried before the migration fails, naming what blocked it.
         public var attempts: Int
         /// The pause after the first failed try; it doubles after each, up to `longestPause`.
@@ -32,21 +36,22 @@ public struct SchemaMigrator: Sendable {
         public var longestPause: Duration
 
         public init(
-            lockTimeout: Duration = .milliseconds(500), attempts: Int = 10, firstPause: Duration = .milliseconds(250),
-            longestPause: Duration = .seconds(8)
+            lockTimeout: Duration = .milliseconds(500), buildLockTimeout: Duration = .seconds(10), attempts: Int = 10,
+            firstPause: Duration = .milliseconds(250), longestPause: Duration = .seconds(8)
         ) {
             self.lockTimeout = lockTimeout
+            self.buildLockTimeout = buildLockTimeout
             self.attempts = attempts
             self.firstPause = firstPause
             self.longestPause = longestPause
         }
 
-        /// The default: half a second per try, ten tries over about 45 s.
+        /// The default: half a second per try (ten seconds for a concurrent build), ten tries over about 45 s.
         public static let online = LockPolicy()
 
-        /// `lockTimeout` as PostgreSQL's setting takes it: whole milliseconds, at least 1 (0 would mean no limit).
-        var lockTimeoutMilliseconds: Int64 {
-            max(1, lockTimeout.components.seconds * 1000 + lockTimeout.components.attoseconds / 1_000_000_000_000_000)
+        /// A timeout as PostgreSQL's setting takes it: whole milliseconds, at least 1 (0 would mean no limit).
+        static func milliseconds(_ duration: Duration) -> Int64 {
+            max(1, duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
         }
     }
 
@@ -73,7 +78,7 @@ public struct SchemaMigrator: Sendable {
                 // statement_timeout cuts a concurrent index build short; every lock wait is bounded.
                 try await connection.query("SET application_name = 'storekeeper migrate'", logger: logger)
                 try await connection.query("SET statement_timeout = 0", logger: logger)
-                try await connection.query(PostgresQuery(unsafeSQL: "SET lock_timeout = \(policy.lockTimeoutMilliseconds)"), logger: logger)
+                try await setLockTimeout(policy.lockTimeout, on: connection)
                 let names = try await applyPending(on: connection)
                 try await release(connection)
                 return names

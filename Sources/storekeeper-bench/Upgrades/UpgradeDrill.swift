@@ -66,7 +66,9 @@ struct UpgradeDrill: AsyncParsableCommand {
                 let migrateSeconds = (clock.now - migrateStarted).seconds
                 let streams = try await measured
                 let after = try await system.count("SELECT max(version) FROM storekeeper_migrations")
-                let retries = migration.output.split(separator: "\n").filter { $0.contains("trying again") }.count
+                let retried = migration.output.split(separator: "\n").filter { $0.contains("trying again") }
+                let retries = retried.count
+                if let first = retried.first { say("  migrate said: \(first.prefix(400))") }
                 verdict.check(
                     migration.status == 0,
                     String(
