@@ -31,14 +31,25 @@ public struct AnalyticsCompactionJob: JobHandler {
 
     public func run(_ execution: JobExecution) async throws {
         let cutoff = clock().addingTimeInterval(-Self.ledgerMargin)
-        let (usage, folded) = try await client.withTransaction(logger: logger) { connection in
-            let usage = try await rollups.rollUpUsage(before: cutoff, tier: { Self.tier(of: $0, catalogue: catalogue) }, on: connection)
-            return (usage, try await rollups.compact(on: connection))
-        }
-        if usage + folded > 0 {
-            logger.debug("analytics rolled up", metadata: ["analytics.ledger_rows": "\(usage)", "analytics.folded": "\(folded)"])
+        // A backlog goes in bounded transactions, each committed before the next (AnalyticsRollups' limits).
+        var more = true
+        while more {
+            let (usage, folded, left) = try await client.withTransaction(logger: logger) { connection in
+                let usage = try await rollups.rollUpUsage(
+                    before: cutoff, limit: Self.ledgerRowsPerTransaction, tier: { Self.tier(of: $0, catalogue: catalogue) }, on: connection)
+                let folded = try await rollups.compact(limit: Self.differencesPerTransaction, on: connection)
+                return (usage.rows, folded, usage.more || folded == Self.differencesPerTransaction)
+            }
+            more = left
+            if usage + folded > 0 {
+                logger.debug("analytics rolled up", metadata: ["analytics.ledger_rows": "\(usage)", "analytics.folded": "\(folded)"])
+            }
         }
     }
+
+    /// Ledger ids rolled up, and differences folded, per transaction.
+    static let ledgerRowsPerTransaction: Int64 = 50_000
+    static let differencesPerTransaction = 100_000
 
     /// The tier credits of `source` count under: its subscription's or purchase's tier by the catalogue, a grant's
     /// tier, `free` for the free tier's allowances, `top-up` for bought credits.

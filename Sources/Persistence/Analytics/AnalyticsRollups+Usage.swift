@@ -15,8 +15,14 @@ extension AnalyticsRollups {
     /// Rolls the credit ledger's rows up into `credits_spent` and `credits_granted` per day, meter and tier: every row
     /// after the last one rolled up, up to (not including) the first written at or after `cutoff`, so a row is
     /// counted once even when the transactions writing them commit out of order — as long as none commits more than
-    /// `now - cutoff` after it began. `tier` names the tier of a source (``UsageSource``). Returns the rows rolled up.
-    public func rollUpUsage(before cutoff: Date, tier: (UsageSource) -> String, on connection: PostgresConnection) async throws -> Int {
+    /// `now - cutoff` after it began. `tier` names the tier of a source (``UsageSource``). At most `limit` ledger ids
+    /// at a time, so a backlog (a first run over a year of ledger, after an upgrade or a bulk load) is rolled up in
+    /// short transactions, not in one statement that holds back vacuum and every concurrent index build for its whole
+    /// length (the upgrade drill saw 12–17 s at 100,000 subscribers). Returns the rows rolled up and whether rows
+    /// before `cutoff` are left for another call.
+    public func rollUpUsage(before cutoff: Date, limit: Int64 = 50_000, tier: (UsageSource) -> String, on connection: PostgresConnection)
+        async throws -> (rows: Int, more: Bool)
+    {
         try await connection.query(
             "INSERT INTO analytics_progress (name, position) VALUES ('credit_ledger', 0) ON CONFLICT (name) DO NOTHING", logger: logger)
         var last: Int64 = 0
@@ -30,7 +36,9 @@ extension AnalyticsRollups {
                             (SELECT max(id) FROM credit_ledger), \(last))
             """, logger: logger
         ).decode(Int64.self) { upTo = bound }
-        guard upTo > last else { return 0 }
+        let more = upTo > last + limit
+        upTo = min(upTo, last + limit)
+        guard upTo > last else { return (0, false) }
         let rows = try await connection.query(
             """
             SELECT floor(extract(epoch FROM l.created_at) / 86400)::integer, b.meter, b.kind,
@@ -60,6 +68,6 @@ extension AnalyticsRollups {
         }
         try await append(usage, on: connection)
         try await connection.query("UPDATE analytics_progress SET position = \(upTo) WHERE name = 'credit_ledger'", logger: logger)
-        return counted
+        return (counted, more)
     }
 }

@@ -42,12 +42,15 @@ public struct AnalyticsRollups: Sendable {
             """, logger: logger)
     }
 
-    /// Folds the differences appended so far into the daily sums; returns how many it folded. Differences appended by
-    /// transactions still open are not visible to it and wait for the next time.
-    public func compact(on connection: PostgresConnection) async throws -> Int {
+    /// Folds up to `limit` of the differences appended so far into the daily sums; returns how many it folded.
+    /// Differences appended by transactions still open are not visible to it and wait for the next time. Folding adds,
+    /// so folding in parts sums the same as at once.
+    public func compact(limit: Int = 100_000, on connection: PostgresConnection) async throws -> Int {
         let rows = try await connection.query(
             """
-            WITH moved AS (DELETE FROM analytics_deltas RETURNING day, measure, store, environment, product, currency, value),
+            WITH moved AS (
+                DELETE FROM analytics_deltas WHERE ctid = ANY(ARRAY(SELECT ctid FROM analytics_deltas LIMIT \(limit)))
+                RETURNING day, measure, store, environment, product, currency, value),
             summed AS (
                 SELECT environment, measure, day, store, product, currency, sum(value)::bigint AS value, count(*) AS rows
                 FROM moved GROUP BY environment, measure, day, store, product, currency),

@@ -71,7 +71,8 @@ struct AnalyticsRun {
             for (label, fold) in [("pending", false), ("folded", true)] {
                 if fold {
                     try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 1), logger: logger) { client in
-                        _ = try await client.withTransaction(logger: logger) { try await AnalyticsRollups(logger: logger).compact(on: $0) }
+                        // Every pending difference, in the job's bounded transactions.
+                        while try await client.withTransaction(logger: logger, { try await AnalyticsRollups(logger: logger).compact(on: $0) }) > 0 {}
                         try await client.query("VACUUM ANALYZE analytics_daily", logger: logger)
                         try await client.query("VACUUM ANALYZE analytics_deltas", logger: logger)
                     }
