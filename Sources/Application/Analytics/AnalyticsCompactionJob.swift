@@ -31,9 +31,11 @@ public struct AnalyticsCompactionJob: JobHandler {
 
     public func run(_ execution: JobExecution) async throws {
         let cutoff = clock().addingTimeInterval(-Self.ledgerMargin)
-        // A backlog goes in bounded transactions, each committed before the next (AnalyticsRollups' limits).
+        // A backlog goes in bounded transactions, each committed before the next (AnalyticsRollups' limits), for at
+        // most `runFor`: the next minute's run goes on from there, and no run is left waiting behind another.
+        let started = ContinuousClock.now
         var more = true
-        while more {
+        while more && ContinuousClock.now - started < Self.runFor {
             let (usage, folded, left) = try await client.withTransaction(logger: logger) { connection in
                 let usage = try await rollups.rollUpUsage(
                     before: cutoff, limit: Self.ledgerRowsPerTransaction, tier: { Self.tier(of: $0, catalogue: catalogue) }, on: connection)
@@ -47,6 +49,8 @@ public struct AnalyticsCompactionJob: JobHandler {
         }
     }
 
+    /// How long one run works through a backlog (its schedule is a minute).
+    static let runFor: Duration = .seconds(20)
     /// Ledger ids rolled up, and differences folded, per transaction.
     static let ledgerRowsPerTransaction: Int64 = 50_000
     static let differencesPerTransaction = 100_000

@@ -25,19 +25,29 @@ extension AnalyticsRollups {
     {
         try await connection.query(
             "INSERT INTO analytics_progress (name, position) VALUES ('credit_ledger', 0) ON CONFLICT (name) DO NOTHING", logger: logger)
-        var last: Int64 = 0
+        // Another run holding the position rolls the backlog up; this one does not queue behind it.
+        var found: Int64?
         for try await position in try await connection.query(
-            "SELECT position FROM analytics_progress WHERE name = 'credit_ledger' FOR UPDATE", logger: logger
-        ).decode(Int64.self) { last = position }
+            "SELECT position FROM analytics_progress WHERE name = 'credit_ledger' FOR UPDATE SKIP LOCKED", logger: logger
+        ).decode(Int64.self) { found = position }
+        guard let last = found else { return (0, false) }
+        // Within the next `limit` ids only (a range of the primary key): the first row too young ends the batch, else
+        // the batch ends at the limit or the newest row.
         var upTo = last
-        for try await bound in try await connection.query(
+        var more = false
+        for try await (young, newest) in try await connection.query(
             """
-            SELECT coalesce((SELECT min(id) - 1 FROM credit_ledger WHERE id > \(last) AND created_at >= \(cutoff)),
-                            (SELECT max(id) FROM credit_ledger), \(last))
+            SELECT (SELECT min(id) FROM credit_ledger WHERE id > \(last) AND id <= \(last + limit) AND created_at >= \(cutoff)),
+                   (SELECT max(id) FROM credit_ledger)
             """, logger: logger
-        ).decode(Int64.self) { upTo = bound }
-        let more = upTo > last + limit
-        upTo = min(upTo, last + limit)
+        ).decode((Int64?, Int64?).self) {
+            if let young {
+                upTo = young - 1
+            } else if let newest {
+                upTo = min(newest, last + limit)
+                more = newest > upTo
+            }
+        }
         guard upTo > last else { return (0, false) }
         let rows = try await connection.query(
             """
