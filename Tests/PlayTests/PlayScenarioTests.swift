@@ -46,26 +46,11 @@ struct PlayScenarioTests {
     /// Day 0 of every scenario.
     static let epoch = Date(timeIntervalSince1970: 1_796_083_200)  // 2026-12-01T00:00:00Z
 
-    static let scenarios: [Scenario] = {
-        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("PlayScenarios")
-        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".json") }.sorted()) ?? []
-        return files.map { file in
-            var scenario = try! JSONDecoder().decode(Scenario.self, from: Data(contentsOf: directory.appendingPathComponent(file)))
-            scenario.file = file
-            return scenario
-        }
-    }()
+    static let scenarios: [Scenario] = ScenarioFiles.load("PlayScenarios") { $0.file = $1 }
 
     @Test("each scenario: pushed in order, then shuffled with duplicates", arguments: scenarios)
     func scenario(_ scenario: Scenario) async throws {
-        var tiers: String?
-        if let policy = scenario.upgradeCredits {
-            let catalogue = try String(contentsOfFile: "config/tiers.yml", encoding: .utf8)
-                .replacingOccurrences(of: "upgrade_credits: prorate", with: "upgrade_credits: \(policy)")
-            let path = FileManager.default.temporaryDirectory.appendingPathComponent("tiers-\(UUID().uuidString).yml").path
-            try catalogue.write(toFile: path, atomically: true, encoding: .utf8)
-            tiers = path
-        }
+        let tiers = try ScenarioFiles.catalogue(upgradeCredits: scenario.upgradeCredits)
         defer { if let tiers { try? FileManager.default.removeItem(atPath: tiers) } }
         for shuffled in [false, true] {
             try await GooglePlayWorld.run(stripe: scenario.stripe, extra: tiers.map { ["STOREKEEPER_TIERS": $0] } ?? [:]) { world in

@@ -51,26 +51,12 @@ struct StripeScenarioTests {
         var product: String?
     }
 
-    static let scenarios: [Scenario] = {
-        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("StripeScenarios")
-        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".json") }.sorted()) ?? []
-        return files.map { file in
-            var scenario = try! JSONDecoder().decode(Scenario.self, from: Data(contentsOf: directory.appendingPathComponent(file)))
-            scenario.file = file
-            return scenario
-        }
-    }()
+    static let scenarios: [Scenario] = ScenarioFiles.load("StripeScenarios") { $0.file = $1 }
 
     @Test("each scenario: delivered in order, then shuffled with duplicates", arguments: scenarios)
     func scenario(_ scenario: Scenario) async throws {
         var extra: [String: String] = [:]
-        if let policy = scenario.upgradeCredits {
-            let catalogue = try String(contentsOfFile: "config/tiers.yml", encoding: .utf8)
-                .replacingOccurrences(of: "upgrade_credits: prorate", with: "upgrade_credits: \(policy)")
-            let path = FileManager.default.temporaryDirectory.appendingPathComponent("tiers-\(UUID().uuidString).yml").path
-            try catalogue.write(toFile: path, atomically: true, encoding: .utf8)
-            extra["STOREKEEPER_TIERS"] = path
-        }
+        extra["STOREKEEPER_TIERS"] = try ScenarioFiles.catalogue(upgradeCredits: scenario.upgradeCredits)
         defer { if let path = extra["STOREKEEPER_TIERS"] { try? FileManager.default.removeItem(atPath: path) } }
         for order in ["in order", "shuffled with duplicates"] {
             try await StripeWorld.run(extra: extra) { world in try await Self.play(scenario, world: world, shuffled: order != "in order") }
