@@ -36,7 +36,7 @@ extension JobWorker {
         do {
             try await withDeadline(handler.timeout) { [queue, logger] in
                 try await queue.client.withTransaction(logger: logger) { connection in
-                    for execution in executions { try await handler.run(execution, on: connection) }
+                    try await handler.run(executions, on: connection)
                 }
             }
         } catch {

@@ -14,4 +14,13 @@ public protocol TransactionalJobHandler: JobHandler {
     var jobsPerTransaction: Int { get }
     /// Runs one job in the caller's transaction, completing it there.
     func run(_ execution: JobExecution, on connection: PostgresConnection) async throws
+    /// Runs the jobs of a shared transaction in order, completing each there. By default one after another through
+    /// ``run(_:on:)-(JobExecution,_)``; a handler that reads for all of them in one round trip overrides it.
+    func run(_ executions: [JobExecution], on connection: PostgresConnection) async throws
+}
+
+extension TransactionalJobHandler {
+    public func run(_ executions: [JobExecution], on connection: PostgresConnection) async throws {
+        for execution in executions { try await run(execution, on: connection) }
+    }
 }

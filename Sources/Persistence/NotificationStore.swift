@@ -20,24 +20,61 @@ public struct NotificationStore: Sendable {
         case rejectedContent(reason: String)
     }
 
+    /// A stored notification as an apply reads it, with the lock of its subscription taken: `lockedSubscription` is the
+    /// `originalTransactionId` locked, `nil` when the notification names none; `history` is that subscription and its
+    /// stored events as read under the lock (what an apply decides on), `nil` with no lock, for content refused, and
+    /// for a notification that is no ``SubscriptionEvent`` (a consumable's).
+    public typealias LockedRead = (notification: Stored, lockedSubscription: String?, history: SubscriptionHistory.Read?)
+
+    /// One notification an apply reads: its id and the `appAccountToken`s the intake found in it.
+    public struct Wanted: Sendable {
+        public var uuid: UUID
+        public var tokens: [UUID]
+
+        public init(uuid: UUID, tokens: [UUID] = []) {
+            self.uuid = uuid
+            self.tokens = tokens
+        }
+    }
+
     /// The notification stored under `uuid`, read in the statement that also locks its subscription (see
-    /// ``SubscriptionStore/lockedSubscription(_:on:lockHeld:)``) for the rest of the caller's transaction:
-    /// `lockedSubscription` is the `originalTransactionId` locked, `nil` when the notification names none. Content
-    /// outside ``ContentLimits`` — found at the intake, or now in a row stored before the intake looked — is
-    /// `rejectedContent`. `history` is that subscription and its stored events as read under the lock (what an apply
-    /// decides on), in the same round trip (`notification_and_history`, sql/0019); `nil` with no lock, for content
-    /// refused, and for a notification that is no ``SubscriptionEvent`` (a consumable's).
+    /// ``SubscriptionStore/lockedSubscription(_:on:lockHeld:)``) for the rest of the caller's transaction, with that
+    /// subscription's history (``LockedRead``); `nil` when no notification is stored under `uuid`. Content outside
+    /// ``ContentLimits`` — found at the intake, or now in a row stored before the intake looked — is
+    /// `rejectedContent`.
     ///
     /// `tokens` (the `appAccountToken`s the intake found in the notification) are looked up in the same round trip and
     /// their answers remembered by `intents`, so that the apply's own lookup (``PurchaseIntents/accounts(ofTokens:on:)``)
     /// finds them there.
     public func notificationLockingSubscription(
         _ uuid: UUID, lookingUp tokens: [UUID] = [], in intents: PurchaseIntents? = nil, on connection: PostgresConnection
-    ) async throws -> (notification: Stored, lockedSubscription: String?, history: SubscriptionHistory.Read?)? {
-        let rows = try await connection.run(PreparedQuery<NotificationAndHistory>(uuid, tokens), logger: logger)
+    ) async throws -> LockedRead? {
+        try await notificationsLockingSubscriptions([Wanted(uuid: uuid, tokens: tokens)], in: intents, on: connection)[0]
+    }
+
+    /// ``notificationLockingSubscription(_:lookingUp:in:on:)`` for the notifications of a shared transaction, in one
+    /// round trip (`notification_and_history`, sql/0019, once for each, in the order given: the locks are taken in that
+    /// order); the answers in the same order.
+    public func notificationsLockingSubscriptions(_ wanted: [Wanted], in intents: PurchaseIntents? = nil, on connection: PostgresConnection)
+        async throws -> [LockedRead?]
+    {
+        guard !wanted.isEmpty else { return [] }
+        let tokens = wanted.flatMap(\.tokens)
+        let owners = wanted.enumerated().flatMap { index, wanted in wanted.tokens.map { _ in Int64(index + 1) } }
+        let rows = try await connection.run(PreparedQuery<NotificationsAndHistories>(wanted.map(\.uuid), tokens, owners), logger: logger)
+        var groups: [[PostgresRow]] = Array(repeating: [], count: wanted.count)
+        for row in rows {
+            let position = try row.makeRandomAccess()["wanted_position"].decode(Int64.self)
+            groups[Int(position) - 1].append(row)
+        }
+        return try zip(wanted, groups).map { wanted, rows in try lockedRead(wanted, rows: rows, in: intents) }
+    }
+
+    /// One notification's rows of ``NotificationsAndHistories``.
+    private func lockedRead(_ wanted: Wanted, rows: [PostgresRow], in intents: PurchaseIntents?) throws -> LockedRead? {
         guard let first = rows.first else { return nil }
         let (decoded, parts, subscription, rejectedReason, locked) = try first.decode((String?, ByteBuffer?, String?, String?, Bool).self)
-        if let intents, !tokens.isEmpty {
+        if let intents, !wanted.tokens.isEmpty {
             let cells = first.makeRandomAccess()
             var found: [UUID: AccountID] = [:]
             for (token, account) in zip(
@@ -45,12 +82,12 @@ public struct NotificationStore: Sendable {
             {
                 found[token] = AccountID(account)
             }
-            intents.remember(tokens, found: found)
+            intents.remember(wanted.tokens, found: found)
         }
         let lockedSubscription = locked ? subscription : nil
         if let reason = rejectedReason { return (.rejectedContent(reason: reason), lockedSubscription, nil) }
         guard let notification = try? StoredNotificationFacts.notification(decoded: decoded, parts: parts) else {
-            throw PersistenceError(.corruptRecord, "stored notification \(uuid) does not decode")
+            throw PersistenceError(.corruptRecord, "stored notification \(wanted.uuid) does not decode")
         }
         if let reason = notification.contentProblem { return (.rejectedContent(reason: reason), lockedSubscription, nil) }
         // A consumable's notification names a transaction, not a subscription: nothing to derive, nothing to decode.
@@ -104,19 +141,24 @@ public struct NotificationStore: Sendable {
         try await connection.run(PreparedQuery<MarkProcessed>(binding: processed.values), logger: logger).first?.decode(Bool.self) == true
     }
 
-    /// Notification `$1` with its subscription's lock taken, then that subscription's history: the notification's
-    /// five columns in the first row, ``SubscriptionHistory/SubscriptionAndEvents``' columns in the others; on every
-    /// row, those of tokens `$2` that have a purchase intent and their accounts (NULL for none).
-    enum NotificationAndHistory: PreparedSQL {
+    /// Notifications `$1`, each with its subscription's lock taken, then that subscription's history: a notification's
+    /// five columns in its first row, ``SubscriptionHistory/SubscriptionAndEvents``' columns in the others; on every
+    /// row, those of its tokens (`$2`, each with the position of its notification in `$1`, from 1, in `$3`) that have a
+    /// purchase intent and their accounts (NULL for none), and the position of its notification (`wanted_position`).
+    /// Each call of the function is VOLATILE: its read sees what the previous holder of a lock it waited for committed.
+    enum NotificationsAndHistories: PreparedSQL {
         static let sql = """
-            SELECT notification_decoded, notification_parts, notification_subscription, notification_rejected,
-                coalesce(notification_locked, false), \(SubscriptionHistory.SubscriptionAndEvents.columns),
-                intents.intent_tokens, intents.intent_accounts
-            FROM notification_and_history($1::uuid)
-            CROSS JOIN (
-                SELECT array_agg(token) AS intent_tokens, array_agg(account_id) AS intent_accounts FROM purchase_intents
-                WHERE token = ANY($2::uuid[])
+            SELECT n.notification_decoded, n.notification_parts, n.notification_subscription, n.notification_rejected,
+                coalesce(n.notification_locked, false), \(SubscriptionHistory.SubscriptionAndEvents.columns),
+                intents.intent_tokens, intents.intent_accounts, wanted.wanted_position
+            FROM unnest($1::uuid[]) WITH ORDINALITY AS wanted (uuid, wanted_position)
+            CROSS JOIN LATERAL (
+                SELECT array_agg(p.token) AS intent_tokens, array_agg(p.account_id) AS intent_accounts FROM purchase_intents p
+                WHERE p.token = ANY(ARRAY(
+                    SELECT t.token FROM unnest($2::uuid[], $3::int8[]) AS t (token, owner) WHERE t.owner = wanted.wanted_position))
             ) AS intents
+            CROSS JOIN LATERAL notification_and_history(wanted.uuid) WITH ORDINALITY AS n
+            ORDER BY wanted.wanted_position, n.ordinality
             """
     }
 

@@ -19,18 +19,18 @@ public struct SubscriptionArchive: Sendable {
     public func sync(_ ends: [Lifecycle.End], state: SubscriptionState, anyRevocation: Bool, on connection: PostgresConnection)
         async throws
     {
-        for end in ends {
-            try await connection.query(
-                """
-                INSERT INTO subscription_archive (original_transaction_id, transaction_id, reason, account_id,
-                    product_id, ended_at)
-                VALUES (\(state.originalTransactionId), \(end.transactionId), \(end.reason.text), \(state.accountId),
-                    \(state.productId), \(end.at))
-                ON CONFLICT (original_transaction_id, transaction_id, reason) DO UPDATE SET reinstated_at = NULL
-                    WHERE subscription_archive.reinstated_at IS NOT NULL
-                """,
-                logger: logger
-            )
+        // One statement for every end (a subscription that lapsed and came back has one per lapse), each end once: a
+        // statement may not update one row twice.
+        var recorded = Set<String>()
+        let unique = ends.filter { recorded.insert("\($0.transactionId)|\($0.reason.text)").inserted }
+        if !unique.isEmpty {
+            _ = try await connection.run(
+                PreparedQuery<Record>(
+                    state.originalTransactionId, unique.map(\.transactionId), unique.map(\.reason.text), unique.map { $0.at ?? .distantPast },
+                    unique.map { $0.at != nil },
+                    state.accountId,
+                    state.productId),
+                logger: logger)
         }
         guard anyRevocation else { return }
         let standing = ends.filter(\.reason.removesCredits).map { "\($0.transactionId)|\($0.reason.text)" }
@@ -43,6 +43,18 @@ public struct SubscriptionArchive: Sendable {
             "SELECT count(DISTINCT original_transaction_id)::int FROM subscription_archive WHERE account_id = \(account)", logger: logger)
         for try await count in rows.decode(Int.self) { return count }
         return 0
+    }
+
+    /// Records subscription `$1`'s ends (transaction `$2`, reason `$3`, at `$4` where `$5` says it has a time) under
+    /// owner `$6` and product `$7`; an end recorded before and marked reinstated is unmarked.
+    enum Record: PreparedSQL {
+        static let sql = """
+            INSERT INTO subscription_archive (original_transaction_id, transaction_id, reason, account_id, product_id, ended_at)
+            SELECT $1::text, e.transaction_id, e.reason, $6::text, $7::text, CASE WHEN e.dated THEN e.ended_at END
+            FROM unnest($2::text[], $3::text[], $4::timestamptz[], $5::boolean[]) AS e(transaction_id, reason, ended_at, dated)
+            ON CONFLICT (original_transaction_id, transaction_id, reason) DO UPDATE SET reinstated_at = NULL
+                WHERE subscription_archive.reinstated_at IS NOT NULL
+            """
     }
 
     /// Marks the refunds and revocations of subscription `$1` reinstated, but for those in `$2` (`transactionId|reason`).

@@ -87,6 +87,72 @@ struct SubscriptionLockTests {
         }
     }
 
+    /// The applies of a shared transaction read their notifications in one statement (``NotificationStore/notificationsLockingSubscriptions(_:in:on:)``).
+    @Test(
+        "a shared transaction's read: each answer in its place, a missing notification nil, every lock held; a lock waited for shows what its holder committed"
+    )
+    func groupRead() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let store = SubscriptionStore(client: harness.client, logger: TestDatabase.logger)
+            let ids = (0..<2).map { _ in String(Int.random(in: 3_000_000_000...3_999_999_999)) }
+            let uuids = [UUID(), UUID()]
+            try await harness.withHTTP { client in
+                for (id, uuid) in zip(ids, uuids) {
+                    let event = SimulatedEvent.scenario(
+                        .subscribe, subscription: harness.subscription(account: nil, originalTransactionId: id), at: Date())
+                    let response = try await client.postNotification(try harness.signer.requestBody(for: event, notificationUUID: uuid))
+                    #expect(response.status == .ok)
+                }
+            }
+            let saved = Self.anySubscription(ids[1])
+            let holderLocked = AsyncStream<Void>.makeStream()
+            let reads = try await withThrowingTaskGroup(of: [NotificationStore.LockedRead?].self) { group in
+                // Another writer holds the second subscription's lock and saves it once the group's read waits.
+                group.addTask {
+                    try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
+                        #expect(try await store.lockedSubscription(ids[1], on: connection) == nil)
+                        holderLocked.continuation.yield()
+                        try await eventually("the group's read waiting for the lock") {
+                            try await harness.count(TestDatabase.advisoryLocksSQL + " AND NOT granted") == 1
+                        }
+                        try await store.save(saved, on: connection)
+                    }
+                    return []
+                }
+                for await _ in holderLocked.stream { break }
+                group.addTask {
+                    try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
+                        let reads = try await NotificationStore(logger: TestDatabase.logger).notificationsLockingSubscriptions(
+                            [.init(uuid: uuids[0]), .init(uuid: UUID()), .init(uuid: uuids[1])], on: connection)
+                        // Both locks are this transaction's until it ends.
+                        #expect(try await harness.count(TestDatabase.advisoryLocksSQL + " AND granted") == 2)
+                        return reads
+                    }
+                }
+                var answer: [NotificationStore.LockedRead?] = []
+                for try await result in group where !result.isEmpty { answer = result }
+                return answer
+            }
+            #expect(reads.count == 3)
+            #expect(reads[0]?.lockedSubscription == ids[0] && reads[0]?.history?.subscription == nil)
+            #expect(reads[0]?.history?.events.map(\.id) == [uuids[0].uuidString.lowercased()])
+            #expect(reads[1] == nil)
+            #expect(reads[2]?.lockedSubscription == ids[1])
+            #expect(reads[2]?.history?.subscription == saved)
+        }
+    }
+
+    /// A subscription row to save where none is stored yet.
+    static func anySubscription(_ id: String) -> SubscriptionState {
+        SubscriptionState(
+            originalTransactionId: id, accountId: AccountID(UUID()), productId: "pro.monthly", environment: .sandbox,
+            status: .active, willRenew: true, autoRenewProductId: "pro.monthly", pendingProductId: nil,
+            purchaseDate: Date(timeIntervalSince1970: 1_700_000_000), expiresAt: Date(timeIntervalSince1970: 1_702_592_000),
+            gracePeriodExpiresAt: nil, isTrial: false, ownership: .purchased, latestTransactionId: id,
+            lastEventType: NotificationType("SUBSCRIBED"), lastEvent: EventPosition(signedDate: 1_700_000_000_000, eventId: "e1"),
+            endReason: nil, price: 9990)
+    }
+
     @Test("reading a notification that names no subscription locks nothing")
     func notificationWithoutSubscription() async throws {
         try await StorekeeperHarness.run(worker: false) { harness in

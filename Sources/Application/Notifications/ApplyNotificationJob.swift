@@ -58,12 +58,26 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
     }
 
     public func run(_ execution: JobExecution, on connection: PostgresConnection) async throws {
-        let arguments = try execution.job.decodeArguments(as: NotificationInbox.ApplyArguments.self)
-        let uuid = arguments.notificationUUID
-        guard
-            let (stored, lockedSubscription, history) = try await notifications.notificationLockingSubscription(
-                uuid, lookingUp: arguments.accountTokens ?? [], in: purchaseIntents, on: connection)
-        else {
+        try await run([execution], on: connection)
+    }
+
+    /// The applies of a shared transaction: their notifications read, and their subscriptions locked, in one round
+    /// trip, then each applied in turn. (The jobs of one claim have distinct subscriptions: no apply here changes
+    /// what another read.)
+    public func run(_ executions: [JobExecution], on connection: PostgresConnection) async throws {
+        let arguments = try executions.map { try $0.job.decodeArguments(as: NotificationInbox.ApplyArguments.self) }
+        let reads = try await notifications.notificationsLockingSubscriptions(
+            arguments.map { NotificationStore.Wanted(uuid: $0.notificationUUID, tokens: $0.accountTokens ?? []) }, in: purchaseIntents,
+            on: connection)
+        for (execution, (argument, read)) in zip(executions, zip(arguments, reads)) {
+            try await apply(execution, notification: argument.notificationUUID, read: read, on: connection)
+        }
+    }
+
+    private func apply(_ execution: JobExecution, notification uuid: UUID, read: NotificationStore.LockedRead?, on connection: PostgresConnection)
+        async throws
+    {
+        guard let (stored, lockedSubscription, history) = read else {
             throw JobFailure.discard("notification \(uuid) is not stored")
         }
         let notification: VerifiedNotification

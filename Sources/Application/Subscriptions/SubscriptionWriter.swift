@@ -138,19 +138,23 @@ public struct SubscriptionWriter: Sendable {
                 try await credits.lockAccount(account, on: connection)
             }
         }
-        let ledger = try await credits.snapshot(
-            ofSubscription: originalTransactionId, account: state.accountId, now: now, lockingAccount: true,
-            saving: state != stored ? state : nil, on: connection)
-        let operations = SubscriptionCredits.operationsDue(derivation, catalogue: credits.catalogue, ledger: ledger, now: now)
-        let changed = state != stored || !operations.isEmpty
-        if let analytics {
-            // Every derivation, not only a changed state: a refund of an old period changes the figures, not the state.
-            let catalogue = credits.catalogue
-            let contribution = SubscriptionAnalytics.contribution(of: derivation) { productId in
+        // Every derivation records its contribution, not only a changed state: a refund of an old period changes the
+        // figures, not the state. A new period in force makes its transaction ids (and any earlier ones not filed
+        // yet) searchable. Both are written in the snapshot's round trip, with the state when it changed.
+        let catalogue = credits.catalogue
+        let contribution = analytics.map { _ in
+            SubscriptionAnalytics.contribution(of: derivation) { productId in
                 catalogue.tier(ofProduct: productId)?.product.billingPeriod.map { MonthlyValue.Length(months: $0.months, days: $0.days) }
             }
-            try await analytics.record(contribution, ofSubscription: originalTransactionId, on: connection)
         }
+        let ledger = try await credits.snapshot(
+            savingDerivation: .init(
+                originalTransactionId: originalTransactionId, account: state.accountId, state: state != stored ? state : nil,
+                transactionIds: state.latestTransactionId != stored?.latestTransactionId ? derivation.transactionIds : [],
+                contribution: contribution),
+            now: now, on: connection)
+        let operations = SubscriptionCredits.operationsDue(derivation, catalogue: catalogue, ledger: ledger, now: now)
+        let changed = state != stored || !operations.isEmpty
         if state != stored {
             if let from = stored?.accountId, let to = state.accountId, from != to {
                 try await history.recordTransfer(originalTransactionId, from: from, to: to, on: connection)
@@ -160,11 +164,6 @@ public struct SubscriptionWriter: Sendable {
             }
         }
         if state.store == .appStore { try await archive.sync(derivation.ends, state: state, anyRevocation: anyRevocation, on: connection) }
-        // A new period in force: its transaction ids (and any earlier ones not filed yet) become searchable.
-        if state.latestTransactionId != stored?.latestTransactionId {
-            try await AccountSearch.file(
-                transactions: derivation.transactionIds, ofSubscription: originalTransactionId, on: connection, logger: logger)
-        }
         // A rescinded consent seen before any subscription named its app transaction and account is linked when one
         // first does — asked only then, so an apply to the same owner costs nothing more. Only where its event can be
         // sent (`replay` sends none): otherwise the `consent-link` job links it, with its event.

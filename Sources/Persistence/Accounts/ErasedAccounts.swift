@@ -4,6 +4,7 @@ import Crypto
 import Foundation
 import Logging
 import PostgresNIO
+import StatementFencing
 import Subscriptions
 
 /// Erasure of an account's personal data (`sql/0029`, `sql/0031`): its id replaced by a pseudonym wherever accounting
@@ -67,14 +68,23 @@ public struct ErasedAccounts: Sendable {
         [digest(of: account), Self.hex(SHA256.hash(data: Data(account.text.utf8)))].compactMap { $0 }
     }
 
-    private static func hex(_ bytes: some Sequence<UInt8>) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+    /// Lower-case hex; asked on every first apply of a subscription, where `String(format:)` per byte showed in profiles.
+    private static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(64)
+        for byte in bytes { text += [digits[Int(byte >> 4)], digits[Int(byte & 0x0f)]] }
+        return String(decoding: text, as: UTF8.self)
+    }
 
     /// The pseudonym of `account` when it was erased.
     public func pseudonym(of account: AccountID, on connection: PostgresConnection) async throws -> AccountID? {
-        let rows = try await connection.query(
-            "SELECT pseudonym FROM erased_accounts WHERE account_digest = ANY(\(digests(of: account)))", logger: logger)
-        for try await pseudonym in rows.decode(AccountID.self) { return pseudonym }
-        return nil
+        try await connection.run(PreparedQuery<Pseudonym>(digests(of: account)), logger: logger).first?.decode(AccountID.self)
+    }
+
+    /// The pseudonym filed under any of the digests `$1`; asked on every first apply of a subscription, so prepared.
+    enum Pseudonym: PreparedSQL {
+        static let sql = "SELECT pseudonym FROM erased_accounts WHERE account_digest = ANY($1::text[])"
     }
 
     /// Whether any row names `account` in a column that says whose it is: what an erasure would move or delete.

@@ -16,16 +16,37 @@ public struct AnalyticsRollups: Sendable {
     /// of `analytics_record` (sql/0026: the difference is taken in PostgreSQL), on the caller's transaction, which holds
     /// the subscription's lock.
     public func record(_ contribution: AnalyticsContribution, ofSubscription subscription: String, on connection: PostgresConnection) async throws {
-        let entries = contribution.values.sorted { Self.row($0.key).lexicographicallyPrecedes(Self.row($1.key)) }
-        let (days, measures, stores) = (entries.map(\.key.day.number), entries.map(\.key.measure.rawValue), entries.map(\.key.store.text))
-        let (environments, products, currencies, amounts) = (
-            entries.map { $0.key.environment?.rawValue ?? "" }, entries.map(\.key.product), entries.map(\.key.currency), entries.map(\.value)
-        )
+        let c = Columns(contribution)
         try await connection.query(
             """
-            SELECT analytics_record(\(subscription), \(days)::integer[], \(measures)::text[], \(stores)::text[], \(environments)::text[],
-                                    \(products)::text[], \(currencies)::text[], \(amounts)::bigint[])
+            SELECT analytics_record(\(subscription), \(c.days)::integer[], \(c.measures)::text[], \(c.stores)::text[], \(c.environments)::text[],
+                                    \(c.products)::text[], \(c.currencies)::text[], \(c.amounts)::bigint[])
             """, logger: logger)
+    }
+
+    /// A contribution as the seven arrays `analytics_record` takes, in one order whatever the dictionary's.
+    struct Columns {
+        var days: [Int32] = []
+        var measures: [String] = []
+        var stores: [String] = []
+        var environments: [String] = []
+        var products: [String] = []
+        var currencies: [String] = []
+        var amounts: [Int64] = []
+
+        init(_ contribution: AnalyticsContribution) {
+            for (key, value) in contribution.values.sorted(by: {
+                AnalyticsRollups.row($0.key).lexicographicallyPrecedes(AnalyticsRollups.row($1.key))
+            }) {
+                days.append(key.day.number)
+                measures.append(key.measure.rawValue)
+                stores.append(key.store.text)
+                environments.append(key.environment?.rawValue ?? "")
+                products.append(key.product)
+                currencies.append(key.currency)
+                amounts.append(value)
+            }
+        }
     }
 
     /// Appends `values` to the differences not yet folded in.

@@ -9,22 +9,13 @@ extension CreditLedger {
     /// owner's live buckets (a prorated refund claws back from them), with every entry of those buckets, in one round
     /// trip (`credit_ledger_snapshot`, sql/0016_credit_ledger_snapshot.sql). With `lockingAccount`, the owner's lock
     /// (``lockAccount(_:on:)``) is taken first, in the same round trip, and the read sees what its previous holder
-    /// committed. With `saving`, that subscription state is saved in the same round trip too, after the read (as
-    /// ``SubscriptionStore/save(_:on:)`` saves it): a change saves the subscription and reads the ledger anyway.
+    /// committed. (A subscription's derivation reads it with its writes: ``snapshot(savingDerivation:on:)``.)
     public func snapshot(
         ofSubscription originalTransactionId: String, account: AccountID?, now: Date, lockingAccount: Bool = false,
-        saving state: SubscriptionState? = nil, on connection: PostgresConnection
+        on connection: PostgresConnection
     ) async throws -> LedgerSnapshot {
         let lockKey = lockingAccount ? account.map(Self.lockKey) : nil
-        let rows =
-            if let state {
-                try await connection.run(
-                    SnapshotSavingSubscription(
-                        lockKey: lockKey, subscription: originalTransactionId, account: account, now: now, state: state),
-                    logger: logger)
-            } else {
-                try await connection.run(PreparedQuery<Snapshot>(lockKey, originalTransactionId, account?.text, now), logger: logger)
-            }
+        let rows = try await connection.run(PreparedQuery<Snapshot>(lockKey, originalTransactionId, account?.text, now), logger: logger)
         return try Self.snapshot(from: rows)
     }
 
@@ -147,34 +138,6 @@ extension CreditLedger {
             """
         static let sql = "SELECT \(columns) FROM credit_ledger_snapshot($1::text, $2::text, $3::text, $4::timestamptz)"
     }
-
-    /// ``Snapshot`` with the subscription state of `$5`… saved (``SubscriptionStore``'s upsert in a `WITH`: PostgreSQL
-    /// runs a data-modifying `WITH` that the query does not read after the query, so the read is of the ledger and
-    /// subscriptions as they were, like a snapshot taken before the save).
-    struct SnapshotSavingSubscription: PostgresPreparedStatement {
-        static let sql = """
-            WITH saved AS (\(SubscriptionStore.SaveSubscription.upsert(firstBind: 5)))
-            SELECT \(Snapshot.columns) FROM credit_ledger_snapshot($1, $2, $3, $4)
-            """
-        static let bindingDataTypes: [PostgresDataType] = [.text, .text, .text, .timestamptz] + SubscriptionStore.SaveSubscription.bindingDataTypes
-        var lockKey: String?
-        var subscription: String
-        var account: AccountID?
-        var now: Date
-        var state: SubscriptionState
-
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: Self.bindingDataTypes.count)
-            bindings.append(lockKey)
-            bindings.append(subscription)
-            bindings.append(account?.text)
-            bindings.append(now)
-            SubscriptionStore.SaveSubscription.append(state, to: &bindings)
-            return bindings
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
-    }
 }
 
 extension CreditLedger {
@@ -189,7 +152,9 @@ extension CreditLedger {
     static func snapshot(from rows: [PostgresRow]) throws -> LedgerSnapshot {
         var buckets: [CreditBucket] = []
         var entries: [LedgerEntry] = []
-        for row in rows {
+        // A statement that writes before it reads (``snapshot(savingDerivation:on:)``) answers one row of NULLs when
+        // there is nothing to read.
+        for row in rows where try row.makeRandomAccess()[0].decode(String?.self) != nil {
             let bucket = try bucket(row)
             if buckets.last?.key != bucket.key { buckets.append(bucket) }
             let columns = row.makeRandomAccess()

@@ -1,0 +1,124 @@
+import Analytics
+import Credits
+import Foundation
+import PostgresNIO
+import Subscriptions
+
+extension CreditLedger {
+    /// What saving one subscription's derivation writes before its credit rules run: its state when it changed, the
+    /// transaction ids a new period names for the support search (``AccountSearch``), and its contribution to the
+    /// analytics rollups (``AnalyticsRollups/record(_:ofSubscription:on:)``).
+    public struct DerivationWrites: Sendable {
+        /// The subscription whose derivation this is.
+        public var originalTransactionId: String
+        /// The owner the derivation names, whose lock is taken and whose live buckets are read.
+        public var account: AccountID?
+        /// The state to save; `nil` when it is the stored one.
+        public var state: SubscriptionState?
+        /// Filed for the support search; ids filed before stay as they are.
+        public var transactionIds: [String]
+        /// Replaces the subscription's contribution; `nil` records none (analytics off).
+        public var contribution: AnalyticsContribution?
+
+        public init(
+            originalTransactionId: String, account: AccountID?, state: SubscriptionState?, transactionIds: [String],
+            contribution: AnalyticsContribution?
+        ) {
+            self.originalTransactionId = originalTransactionId
+            self.account = account
+            self.state = state
+            self.transactionIds = transactionIds
+            self.contribution = contribution
+        }
+    }
+
+    /// Takes the owner's lock, reads the ledger the credit rules of the subscription need (as
+    /// ``snapshot(ofSubscription:account:now:lockingAccount:on:)`` with its lock) and makes `writes`, in one round trip:
+    /// every apply that changes something makes them, and each was a round trip of its own.
+    public func snapshot(savingDerivation writes: DerivationWrites, now: Date, on connection: PostgresConnection) async throws -> LedgerSnapshot {
+        let rows =
+            if writes.state != nil {
+                try await connection.run(SnapshotSavingDerivation(writes: writes, now: now), logger: logger)
+            } else {
+                try await connection.run(SnapshotRecordingDerivation(writes: writes, now: now), logger: logger)
+            }
+        return try Self.snapshot(from: rows)
+    }
+
+    /// ``Snapshot``'s read, with the filing (`$5`) and the analytics contribution (`$6`–`$13`, when `$6`) of a
+    /// derivation whose state is the stored one.
+    ///
+    /// How it runs: PostgreSQL runs a data-modifying `WITH` (the filing; the save of ``SnapshotSavingDerivation``)
+    /// once, after the query, whether or not the query reads it; a `SELECT` in a `WITH` only when read. The
+    /// contribution's call is read as the left side of a `LEFT JOIN`, which is read whole whatever the right side
+    /// holds, so it runs once; the right side, the ledger read, answers one row of NULLs when it finds nothing.
+    struct SnapshotRecordingDerivation: PostgresPreparedStatement {
+        static let sql = text(firstStateBind: nil)
+        static let bindingDataTypes: [PostgresDataType] = [
+            .text, .text, .text, .timestamptz, .textArray, .bool, .int4Array, .textArray, .textArray, .textArray, .textArray, .textArray,
+            .int8Array,
+        ]
+        var writes: DerivationWrites
+        var now: Date
+
+        /// The statement, saving the state bound from `$firstStateBind` on when it is given.
+        static func text(firstStateBind: Int?) -> String {
+            let saved = firstStateBind.map { "saved AS (\(SubscriptionStore.SaveSubscription.upsert(firstBind: $0)))," } ?? ""
+            return """
+                WITH \(saved)
+                filed AS (
+                    INSERT INTO subscription_transactions (transaction_id, original_transaction_id)
+                    SELECT id, $2 FROM unnest($5::text[]) AS id ON CONFLICT (transaction_id) DO NOTHING),
+                recorded AS (
+                    SELECT count(*) AS calls FROM (
+                        SELECT analytics_record($2, $7::integer[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::bigint[])
+                        WHERE $6::boolean) AS call)
+                SELECT snapshot.* FROM recorded
+                LEFT JOIN LATERAL (SELECT \(Snapshot.columns) FROM credit_ledger_snapshot($1, $2, $3, $4)) AS snapshot ON true
+                """
+        }
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: Self.bindingDataTypes.count)
+            Self.append(writes, now: now, to: &bindings)
+            return bindings
+        }
+
+        static func append(_ writes: DerivationWrites, now: Date, to bindings: inout PostgresBindings) {
+            bindings.append(writes.account.map(CreditLedger.lockKey))
+            bindings.append(writes.originalTransactionId)
+            bindings.append(writes.account?.text)
+            bindings.append(now)
+            bindings.append(writes.transactionIds)
+            let columns = AnalyticsRollups.Columns(writes.contribution ?? AnalyticsContribution())
+            bindings.append(writes.contribution != nil)
+            bindings.append(columns.days)
+            bindings.append(columns.measures)
+            bindings.append(columns.stores)
+            bindings.append(columns.environments)
+            bindings.append(columns.products)
+            bindings.append(columns.currencies)
+            bindings.append(columns.amounts)
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+    }
+
+    /// ``SnapshotRecordingDerivation`` with the derivation's state saved from `$14` on (``SubscriptionStore``'s
+    /// upsert): the read is of the ledger and subscriptions as they were, like a snapshot taken before the save.
+    struct SnapshotSavingDerivation: PostgresPreparedStatement {
+        static let sql = SnapshotRecordingDerivation.text(firstStateBind: SnapshotRecordingDerivation.bindingDataTypes.count + 1)
+        static let bindingDataTypes = SnapshotRecordingDerivation.bindingDataTypes + SubscriptionStore.SaveSubscription.bindingDataTypes
+        var writes: DerivationWrites
+        var now: Date
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: Self.bindingDataTypes.count)
+            SnapshotRecordingDerivation.append(writes, now: now, to: &bindings)
+            if let state = writes.state { SubscriptionStore.SaveSubscription.append(state, to: &bindings) }
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+    }
+}
