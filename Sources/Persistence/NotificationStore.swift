@@ -62,12 +62,17 @@ public struct NotificationStore: Sendable {
         let tokens = wanted.flatMap(\.tokens)
         let owners = wanted.enumerated().flatMap { index, wanted in wanted.tokens.map { _ in Int64(index + 1) } }
         let rows = try await connection.run(PreparedQuery<NotificationsAndHistories>(wanted.map(\.uuid), tokens, owners), logger: logger)
-        var groups: [[PostgresRow]] = Array(repeating: [], count: wanted.count)
+        // Each notification's rows in the function's order (its own row first); put in order here rather than by an
+        // ORDER BY, which would sort every history row of the group — on disk for long histories.
+        var groups: [[(row: PostgresRow, ordinality: Int64)]] = Array(repeating: [], count: wanted.count)
         for row in rows {
-            let position = try row.makeRandomAccess()["wanted_position"].decode(Int64.self)
-            groups[Int(position) - 1].append(row)
+            let cells = row.makeRandomAccess()
+            let (position, ordinality) = (try cells["wanted_position"].decode(Int64.self), try cells["ordinality"].decode(Int64.self))
+            groups[Int(position) - 1].append((row, ordinality))
         }
-        return try zip(wanted, groups).map { wanted, rows in try lockedRead(wanted, rows: rows, in: intents) }
+        return try zip(wanted, groups).map { wanted, rows in
+            try lockedRead(wanted, rows: rows.sorted { $0.ordinality < $1.ordinality }.map(\.row), in: intents)
+        }
     }
 
     /// One notification's rows of ``NotificationsAndHistories``.
@@ -144,13 +149,14 @@ public struct NotificationStore: Sendable {
     /// Notifications `$1`, each with its subscription's lock taken, then that subscription's history: a notification's
     /// five columns in its first row, ``SubscriptionHistory/SubscriptionAndEvents``' columns in the others; on every
     /// row, those of its tokens (`$2`, each with the position of its notification in `$1`, from 1, in `$3`) that have a
-    /// purchase intent and their accounts (NULL for none), and the position of its notification (`wanted_position`).
+    /// purchase intent and their accounts (NULL for none), the position of its notification (`wanted_position`) and
+    /// of the row among its notification's (`ordinality`).
     /// Each call of the function is VOLATILE: its read sees what the previous holder of a lock it waited for committed.
     enum NotificationsAndHistories: PreparedSQL {
         static let sql = """
             SELECT n.notification_decoded, n.notification_parts, n.notification_subscription, n.notification_rejected,
                 coalesce(n.notification_locked, false), \(SubscriptionHistory.SubscriptionAndEvents.columns),
-                intents.intent_tokens, intents.intent_accounts, wanted.wanted_position
+                intents.intent_tokens, intents.intent_accounts, wanted.wanted_position, n.ordinality
             FROM unnest($1::uuid[]) WITH ORDINALITY AS wanted (uuid, wanted_position)
             CROSS JOIN LATERAL (
                 SELECT array_agg(p.token) AS intent_tokens, array_agg(p.account_id) AS intent_accounts FROM purchase_intents p
@@ -158,7 +164,6 @@ public struct NotificationStore: Sendable {
                     SELECT t.token FROM unnest($2::uuid[], $3::int8[]) AS t (token, owner) WHERE t.owner = wanted.wanted_position))
             ) AS intents
             CROSS JOIN LATERAL notification_and_history(wanted.uuid) WITH ORDINALITY AS n
-            ORDER BY wanted.wanted_position, n.ordinality
             """
     }
 
