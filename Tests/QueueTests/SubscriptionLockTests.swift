@@ -34,13 +34,7 @@ struct SubscriptionLockTests {
                     #expect(response.status == .ok)
                 }
             }
-            let saved = SubscriptionState(
-                originalTransactionId: id, accountId: AccountID(UUID()), productId: "pro.monthly", environment: .sandbox,
-                status: .active, willRenew: true, autoRenewProductId: "pro.monthly", pendingProductId: nil,
-                purchaseDate: Date(timeIntervalSince1970: 1_700_000_000), expiresAt: Date(timeIntervalSince1970: 1_702_592_000),
-                gracePeriodExpiresAt: nil, isTrial: false, ownership: .purchased, latestTransactionId: id,
-                lastEventType: NotificationType("SUBSCRIBED"), lastEvent: EventPosition(signedDate: 1_700_000_000_000, eventId: "e1"),
-                endReason: nil, price: 9990)
+            let saved = Self.anySubscription(id)
             let holderLocked = AsyncStream<Void>.makeStream()
             let waiterRead = try await withThrowingTaskGroup(of: SubscriptionState??.self) { group in
                 group.addTask {
