@@ -16,11 +16,12 @@ public struct AnalyticsRollups: Sendable {
     /// of `analytics_record` (sql/0026: the difference is taken in PostgreSQL), on the caller's transaction, which holds
     /// the subscription's lock.
     public func record(_ contribution: AnalyticsContribution, ofSubscription subscription: String, on connection: PostgresConnection) async throws {
-        let c = Columns(contribution)
+        let columns = Columns(contribution)
         try await connection.query(
             """
-            SELECT analytics_record(\(subscription), \(c.days)::integer[], \(c.measures)::text[], \(c.stores)::text[], \(c.environments)::text[],
-                                    \(c.products)::text[], \(c.currencies)::text[], \(c.amounts)::bigint[])
+            SELECT analytics_record(\(subscription), \(columns.days)::integer[], \(columns.measures)::text[], \(columns.stores)::text[],
+                                    \(columns.environments)::text[], \(columns.products)::text[], \(columns.currencies)::text[],
+                                    \(columns.amounts)::bigint[])
             """, logger: logger)
     }
 
