@@ -65,7 +65,9 @@ struct LockedReadTests {
             }
             for await _ in held { break }
             let snapshot = try await client.withTransaction(logger: TestDatabase.logger) { connection in
-                try await ledger.snapshot(ofSubscription: "none", account: account, now: Date(), lockingAccount: true, on: connection)
+                try await ledger.snapshot(
+                    savingDerivation: .init(originalTransactionId: "none", account: account, state: nil, transactionIds: [], contribution: nil),
+                    now: Date(), on: connection)
             }
             try await holder
             #expect(snapshot.buckets.map(\.key) == [bucket])

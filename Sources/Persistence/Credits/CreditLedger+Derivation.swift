@@ -33,7 +33,7 @@ extension CreditLedger {
     }
 
     /// Takes the owner's lock, reads the ledger the credit rules of the subscription need (as
-    /// ``snapshot(ofSubscription:account:now:lockingAccount:on:)`` with its lock) and makes `writes`, in one round trip:
+    /// ``snapshot(ofSubscription:account:now:on:)``, under its lock) and makes `writes`, in one round trip:
     /// every apply that changes something makes them, and each was a round trip of its own.
     public func snapshot(savingDerivation writes: DerivationWrites, now: Date, on connection: PostgresConnection) async throws -> LedgerSnapshot {
         let rows =

@@ -7,15 +7,13 @@ import Subscriptions
 extension CreditLedger {
     /// The ledger rows the credit rules of one subscription need: its cycle buckets, and — when it has an owner — the
     /// owner's live buckets (a prorated refund claws back from them), with every entry of those buckets, in one round
-    /// trip (`credit_ledger_snapshot`, sql/0016_credit_ledger_snapshot.sql). With `lockingAccount`, the owner's lock
-    /// (``lockAccount(_:on:)``) is taken first, in the same round trip, and the read sees what its previous holder
-    /// committed. (A subscription's derivation reads it with its writes: ``snapshot(savingDerivation:on:)``.)
-    public func snapshot(
-        ofSubscription originalTransactionId: String, account: AccountID?, now: Date, lockingAccount: Bool = false,
-        on connection: PostgresConnection
-    ) async throws -> LedgerSnapshot {
-        let lockKey = lockingAccount ? account.map(Self.lockKey) : nil
-        let rows = try await connection.run(PreparedQuery<Snapshot>(lockKey, originalTransactionId, account?.text, now), logger: logger)
+    /// trip (`credit_ledger_snapshot`, sql/0016_credit_ledger_snapshot.sql). A subscription's derivation reads it under
+    /// the owner's lock, with its writes: ``snapshot(savingDerivation:now:on:)``.
+    public func snapshot(ofSubscription originalTransactionId: String, account: AccountID?, now: Date, on connection: PostgresConnection)
+        async throws -> LedgerSnapshot
+    {
+        let rows = try await connection.run(
+            PreparedQuery<Snapshot>(nil as String?, originalTransactionId, account?.text, now), logger: logger)
         return try Self.snapshot(from: rows)
     }
 
