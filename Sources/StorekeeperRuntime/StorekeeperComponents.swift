@@ -322,6 +322,9 @@ public struct StorekeeperComponents: Sendable {
         if let retention = configuration.signedRetention {
             retentions.append(RetentionJob.signedPayloads(client: client, retention: retention, clock: clock, logger: logger))
         }
+        if let window = configuration.idempotencyWindow {
+            retentions.append(RetentionJob.idempotencyWindow(client: client, window: window, clock: clock, logger: logger))
+        }
         handlers += retentions as [any JobHandler]
         schedules += retentions.map(\.schedule)
         handlers.append(AnalyticsCompactionJob(client: client, catalogue: configuration.catalogue, clock: clock, logger: logger))

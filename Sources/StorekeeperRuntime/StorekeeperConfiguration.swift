@@ -57,6 +57,10 @@ public struct StorekeeperConfiguration: Sendable {
     /// How long notifications keep their signed payloads (`STOREKEEPER_SIGNED_RETENTION_DAYS`, default 396: 13
     /// months); `nil` keeps them forever (`forever`). The verified facts are kept forever either way.
     public var signedRetention: TimeInterval? = 396 * 86_400
+    /// How long usage answers and ended holds are kept, so that a retried request gets its first answer
+    /// (`STOREKEEPER_IDEMPOTENCY_WINDOW_DAYS`, default 30, at least 2: longer than a reversal's and a hold's day);
+    /// `nil` keeps them forever (`forever`). After it, a key may be used again.
+    public var idempotencyWindow: TimeInterval? = 30 * 86_400
     /// Whether workers keep the analytics rollups (`STOREKEEPER_ANALYTICS`, default true).
     public var analytics = true
     /// The reporting currency and its rates (`STOREKEEPER_CURRENCY_RATES`); `nil`: charts show each currency alone.
@@ -327,6 +331,11 @@ public struct StorekeeperConfiguration: Sendable {
             configuration.signedRetention = nil
         } else {
             configuration.signedRetention = TimeInterval(integer("STOREKEEPER_SIGNED_RETENTION_DAYS", default: 396, range: 1...36_500) * 86_400)
+        }
+        if value("STOREKEEPER_IDEMPOTENCY_WINDOW_DAYS")?.lowercased() == "forever" {
+            configuration.idempotencyWindow = nil
+        } else {
+            configuration.idempotencyWindow = TimeInterval(integer("STOREKEEPER_IDEMPOTENCY_WINDOW_DAYS", default: 30, range: 2...36_500) * 86_400)
         }
         let defaults = HTTPServerLimits()
         func seconds(_ name: String, default fallback: Duration) -> Duration {

@@ -73,6 +73,18 @@ struct ConfigurationTests {
                 try StorekeeperConfiguration.load(environment: base.merging(["STOREKEEPER_SIGNED_RETENTION_DAYS": bad]) { $1 })
             }
         }
+        // Usage answers and ended holds: 30 days unless told, `forever`, or days — at least 2, longer than a reversal's
+        // and a hold's day.
+        #expect(loaded.idempotencyWindow == TimeInterval(30 * 86_400))
+        let keptForever = try StorekeeperConfiguration.load(environment: base.merging(["STOREKEEPER_IDEMPOTENCY_WINDOW_DAYS": "forever"]) { $1 })
+        #expect(keptForever.idempotencyWindow == nil)
+        let week = try StorekeeperConfiguration.load(environment: base.merging(["STOREKEEPER_IDEMPOTENCY_WINDOW_DAYS": "7"]) { $1 })
+        #expect(week.idempotencyWindow == TimeInterval(7 * 86_400))
+        for bad in ["1", "0", "-1", "30d", "never"] {
+            #expect(throws: ConfigurationError.self, "\(bad)") {
+                try StorekeeperConfiguration.load(environment: base.merging(["STOREKEEPER_IDEMPOTENCY_WINDOW_DAYS": bad]) { $1 })
+            }
+        }
     }
 
     @Test("STOREKEEPER_CURRENCY_RATES: rates kept as written; the reporting currency, absurd rates and odd codes refused in one printable line")

@@ -49,8 +49,8 @@ extension CreditHolds {
                 // payment names the reversal without the account or the app's key.
                 postings = CreditHold.returnEntries(
                     of: outcome, debits: spend.debits, reason: "usage reversed",
-                    key: { UsageRequests.reversalKey(account: account, idempotencyKey: idempotencyKey, index: $0) },
-                    payer: { UsageRequests.reversalPayer(idempotencyKey: idempotencyKey, index: $0) })
+                    key: { UsageRequests.reversalKey(debitKeyPrefix: spend.debitKeyPrefix, index: $0) },
+                    payer: { UsageRequests.reversalPayer(idempotencyKey: idempotencyKey, micros: spend.micros, index: $0) })
                 (reversal.returned, reversal.lapsed) = (outcome.returned, outcome.lapsed)
             }
             try await usageRequests.recordReversal(reversal, of: account, idempotencyKey: idempotencyKey, posting: postings, on: connection)

@@ -57,6 +57,8 @@ private struct SpendGroup: Sendable {
         var stored = try await usageRequests.lockAccountsAndReadAnswers(requests, on: connection)
         let spending = requests.filter { stored[$0.key] == nil }.map(\.account)
         guard !spending.isEmpty else { return requests.map { stored[$0.key]!.answer(to: $0) } }
+        // What keeps a key used again after its answer went (the idempotency window) apart from its first spend.
+        let micros = UsageRequests.micros(at: now)
         let credits = try await Spendable.read(of: spending, now: now, ledger: ledger, on: connection)
         var balances = credits.mapValues(\.live)
         var drafts: [EventDraft] = credits.sorted { $0.key.text < $1.key.text }.flatMap { account, spendable in
@@ -78,7 +80,7 @@ private struct SpendGroup: Sendable {
             case .unlimited:
                 answer = UsageRequests.Answer(outcome: .spent, meter: request.meter, remaining: nil)
             case .spent(let plan, let remaining, let after):
-                let prefix = UsageRequests.spendKey(account: request.account, idempotencyKey: request.idempotencyKey)
+                let prefix = UsageRequests.debitKeyPrefix(account: request.account, idempotencyKey: request.idempotencyKey, micros: micros)
                 for (index, debit) in plan.debits.enumerated() {
                     postings.append(LedgerEntry(operationKey: "\(prefix):\(index)", bucket: debit.bucket, delta: -debit.amount, reason: "usage"))
                 }

@@ -4,8 +4,8 @@ import Logging
 import Persistence
 import PostgresNIO
 
-/// Deletes what has outlived its retention period, hourly: ``events(client:retention:clock:logger:)`` and
-/// ``signedPayloads(client:retention:clock:logger:)``.
+/// Deletes what has outlived its retention period, hourly: ``events(client:retention:clock:logger:)``,
+/// ``signedPayloads(client:retention:clock:logger:)`` and ``idempotencyWindow(client:window:clock:logger:)``.
 public struct RetentionJob: JobHandler {
     public let kind: String
     /// Deleting old events or signed bytes changes no status.
@@ -29,6 +29,7 @@ public struct RetentionJob: JobHandler {
 
     public static let eventsKind = "event-retention"
     public static let signedPayloadsKind = "signed-payload-retention"
+    public static let idempotencyWindowKind = "idempotency-window"
 
     /// Deletes events older than `retention` (`STOREKEEPER_EVENT_RETENTION_DAYS`), with their deliveries and logs.
     public static func events(
@@ -51,15 +52,44 @@ public struct RetentionJob: JobHandler {
         return RetentionJob(
             kind: signedPayloadsKind, retention: retention, clock: clock,
             purge: { cutoff in
-                var cleared = 0
-                while true {
-                    let batch = try await client.withTransaction(logger: logger) {
-                        try await archive.clearSignedPayloads(receivedBefore: cutoff, limit: 1000, on: $0)
+                try await inBatches { limit in
+                    try await client.withTransaction(logger: logger) {
+                        try await archive.clearSignedPayloads(receivedBefore: cutoff, limit: limit, on: $0)
                     }
-                    cleared += batch
-                    if batch < 1000 { return cleared }
                 }
             },
             done: "old signed payloads cleared", logger: logger)
+    }
+
+    /// Deletes usage answers and ended holds older than `window` (`STOREKEEPER_IDEMPOTENCY_WINDOW_DAYS`), a thousand
+    /// per transaction: after it a key may be used again, for a new spend or hold. Credits are untouched: balances and
+    /// the ledger do not read either.
+    public static func idempotencyWindow(
+        client: PostgresClient, window: TimeInterval, clock: @escaping @Sendable () -> Date, logger: Logger
+    ) -> RetentionJob {
+        let answers = UsageRequests(logger: logger)
+        let holds = CreditHoldStore(logger: logger)
+        return RetentionJob(
+            kind: idempotencyWindowKind, retention: window, clock: clock,
+            purge: { cutoff in
+                let deletedAnswers = try await inBatches { limit in
+                    try await client.withConnection { try await answers.deleteAnswers(before: cutoff, limit: limit, on: $0) }
+                }
+                let deletedHolds = try await inBatches { limit in
+                    try await client.withConnection { try await holds.deleteEndedHolds(before: cutoff, limit: limit, on: $0) }
+                }
+                return deletedAnswers + deletedHolds
+            },
+            done: "usage answers and holds past the idempotency window deleted", logger: logger)
+    }
+
+    /// Runs `batch` with a limit of a thousand until one does less; returns the sum.
+    private static func inBatches(_ batch: (_ limit: Int) async throws -> Int) async throws -> Int {
+        var total = 0
+        while true {
+            let done = try await batch(1000)
+            total += done
+            if done < 1000 { return total }
+        }
     }
 }

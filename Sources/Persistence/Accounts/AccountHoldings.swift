@@ -34,6 +34,7 @@ public struct AccountHoldings: Sendable {
                 'creditBuckets', (SELECT coalesce(jsonb_agg(to_jsonb(b)), '[]') FROM buckets b),
                 'creditLedger', (SELECT coalesce(jsonb_agg(to_jsonb(l) ORDER BY l.id), '[]') FROM credit_ledger l JOIN buckets b ON b.key = l.bucket),
                 'usageRequests', (SELECT coalesce(jsonb_agg(to_jsonb(u)), '[]') FROM usage_requests u WHERE u.account_id = \(account.text)),
+                'lastSpendBeforeWindow', (SELECT to_jsonb(s) FROM account_last_spends s WHERE s.account_id = \(account.text)),
                 'creditHolds', (SELECT coalesce(jsonb_agg(to_jsonb(h) ORDER BY h.created_at), '[]') FROM credit_holds h WHERE h.account_id = \(account.text)),
                 'purchaseIntents', (SELECT coalesce(jsonb_agg(to_jsonb(p)), '[]') FROM purchase_intents p WHERE p.account_id = \(account.text)),
                 'consent', (SELECT to_jsonb(c) FROM consumption_consents c WHERE c.account_id = \(account.text)),

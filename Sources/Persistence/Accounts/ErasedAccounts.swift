@@ -103,6 +103,7 @@ public struct ErasedAccounts: Sendable {
                 OR EXISTS (SELECT 1 FROM credit_buckets WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM usage_requests WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM credit_holds WHERE account_id = \(id))
+                OR EXISTS (SELECT 1 FROM account_last_spends WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM purchase_intents WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM consumption_consents WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM refund_requests WHERE account_id = \(id))
@@ -179,6 +180,8 @@ public struct ErasedAccounts: Sendable {
             """)
         (counts.creditBuckets, counts.ledgerEntries) = try await moveCredits(held: held, from: account, to: pseudonym, on: connection)
         counts.usageRequestsDeleted = try await count(connection, "DELETE FROM usage_requests WHERE account_id = \(from)")
+        // When it last spent, kept for the retention rules after its answers went (sql/0049): gone with its answers.
+        _ = try await count(connection, "DELETE FROM account_last_spends WHERE account_id = \(from)")
         // Holds keep their ledger rows (moved with the buckets) and their expiry; the app's keys may say who it was.
         _ = try await count(
             connection,

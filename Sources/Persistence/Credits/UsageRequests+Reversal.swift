@@ -27,6 +27,10 @@ extension UsageRequests {
         public var spent: Bool
         public var spentAt: Date
         public var reversal: Reversal?
+        /// What its debits' ledger keys start with (``UsageRequests/debitKeyPrefix(account:idempotencyKey:micros:)``).
+        public var debitKeyPrefix: String
+        /// The microsecond its debit keys carry; `nil` before sql/0049.
+        public var micros: Int64?
         /// What it took from each bucket, in spend order (none for an unlimited meter).
         public var debits: [HoldSettlement.Debit]
         public var since: [CreditHold.BucketSince]
@@ -36,50 +40,59 @@ extension UsageRequests {
     static let largestDebitCount = 64
 
     /// The spend `idempotencyKey` of `account`, with its debits and what their buckets became since (sql/0037's
-    /// `credit_buckets_since`), if the key was used.
+    /// `credit_buckets_since`), if the key was used: its answer, then — for a spend charged and not given back — its
+    /// ledger rows, found by the keys its answer's time names (``debitKeyPrefix(account:idempotencyKey:micros:)``).
     public func spendToReverse(of account: AccountID, idempotencyKey: String, on connection: PostgresConnection) async throws -> StoredSpend? {
-        let prefix = Self.spendKey(account: account, idempotencyKey: idempotencyKey)
-        let keys = (0..<Self.largestDebitCount).map { "\(prefix):\($0)" }
+        let answers = try await connection.query(
+            """
+            SELECT meter, amount, outcome, created_at, reversed_at, reversed_returned, reversed_lapsed, debits_at_micros
+            FROM usage_requests WHERE account_id = \(account.text) AND idempotency_key = \(idempotencyKey)
+            """, logger: logger)
+        var found: StoredSpend?
+        for try await (meter, amount, outcome, spentAt, reversedAt, returned, lapsed, micros) in answers.decode(
+            (String, Int64, String, Date, Date?, Int64?, Int64?, Int64?).self)
+        {
+            found = StoredSpend(
+                meter: meter, amount: amount, spent: Answer.Outcome(rawValue: outcome) == .spent, spentAt: spentAt,
+                reversal: reversedAt.map { Reversal(reversedAt: $0, returned: returned ?? 0, lapsed: lapsed ?? 0) },
+                debitKeyPrefix: Self.debitKeyPrefix(account: account, idempotencyKey: idempotencyKey, micros: micros), micros: micros,
+                debits: [], since: [])
+        }
+        guard var spend = found, spend.spent, spend.reversal == nil else { return found }
+        let keys = (0..<Self.largestDebitCount).map { "\(spend.debitKeyPrefix):\($0)" }
         let rows = try await connection.query(
             """
-            SELECT u.meter, u.amount, u.outcome, u.created_at, u.reversed_at, u.reversed_returned, u.reversed_lapsed,
-                (SELECT jsonb_agg(jsonb_build_object('bucket', l.bucket, 'amount', -l.delta) ORDER BY array_position(\(keys)::text[], l.operation_key))
-                 FROM credit_ledger l WHERE l.operation_key = ANY(\(keys)::text[]))::text,
+            SELECT (SELECT jsonb_agg(jsonb_build_object('bucket', l.bucket, 'amount', -l.delta) ORDER BY array_position(\(keys)::text[], l.operation_key))
+                    FROM credit_ledger l WHERE l.operation_key = ANY(\(keys)::text[]))::text,
                 credit_buckets_since(\(keys[0]), ARRAY(SELECT l.bucket FROM credit_ledger l WHERE l.operation_key = ANY(\(keys)::text[])))::text
-            FROM usage_requests u WHERE u.account_id = \(account.text) AND u.idempotency_key = \(idempotencyKey)
             """, logger: logger)
-        for try await row in rows {
-            let (meter, amount, outcome, spentAt, reversedAt, returned, lapsed, debitsText, sinceText) = try row.decode(
-                (String, Int64, String, Date, Date?, Int64?, Int64?, String?, String?).self)
+        for try await (debitsText, sinceText) in rows.decode((String?, String?).self) {
             let decoder = JSONDecoder()
-            let debits: [CreditHoldStore.StoredDebit]
-            let since: [CreditHold.BucketSince]
             do {
                 // No rows (an unlimited meter's spend): no debits, and nothing to know of their buckets.
-                debits = try debitsText.map { try decoder.decode([CreditHoldStore.StoredDebit].self, from: Data($0.utf8)) } ?? []
-                since = try sinceText.map { try decoder.decode([CreditHold.BucketSince].self, from: Data($0.utf8)) } ?? []
+                spend.debits = try (debitsText.map { try decoder.decode([CreditHoldStore.StoredDebit].self, from: Data($0.utf8)) } ?? [])
+                    .map { HoldSettlement.Debit(bucket: $0.bucket, amount: $0.amount) }
+                spend.since = try sinceText.map { try decoder.decode([CreditHold.BucketSince].self, from: Data($0.utf8)) } ?? []
             } catch {
                 throw PersistenceError(.corruptRecord, "a stored spend's ledger rows do not decode")
             }
-            return StoredSpend(
-                meter: meter, amount: amount, spent: Answer.Outcome(rawValue: outcome) == .spent, spentAt: spentAt,
-                reversal: reversedAt.map { Reversal(reversedAt: $0, returned: returned ?? 0, lapsed: lapsed ?? 0) },
-                debits: debits.map { HoldSettlement.Debit(bucket: $0.bucket, amount: $0.amount) }, since: since)
         }
-        return nil
+        return spend
     }
 
-    /// The ledger key of what goes back to a bucket when a spend is given back: the spend's own key and `:reversed`
+    /// The ledger key of what goes back to a bucket when a spend is given back: its debit's own key and `:reversed`
     /// (so an erasure moves it with the spend's rows).
-    public static func reversalKey(account: AccountID, idempotencyKey: String, index: Int) -> String {
-        "\(spendKey(account: account, idempotencyKey: idempotencyKey)):\(index):reversed"
+    public static func reversalKey(debitKeyPrefix: String, index: Int) -> String {
+        "\(debitKeyPrefix):\(index):reversed"
     }
 
-    /// What names a reversal in the key of a claim's payment (CreditClaims): the digest of the spend's key and the
-    /// debit's index. The payment's row is the account's bucket's (an erasure renames the bucket in it); the spend's
-    /// own key, which names the account and holds the app's key, is not repeated in it.
-    public static func reversalPayer(idempotencyKey: String, index: Int) -> String {
-        let digest = SHA256.hash(data: Data(idempotencyKey.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
+    /// What names a reversal in the key of a claim's payment (CreditClaims): the digest of the spend's debit key (the
+    /// app's key and, since sql/0049, the spend's time) and the debit's index. The payment's row is the account's
+    /// bucket's (an erasure renames the bucket in it); the spend's own key, which names the account and holds the
+    /// app's key, is not repeated in it.
+    public static func reversalPayer(idempotencyKey: String, micros: Int64?, index: Int) -> String {
+        let spend = micros.map { "\(idempotencyKey)@\($0)" } ?? idempotencyKey
+        let digest = SHA256.hash(data: Data(spend.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
         return "reversal:\(digest):\(index)"
     }
 

@@ -110,7 +110,8 @@ public struct UsageRequests: Sendable {
 
     /// Stores the first answer to each request, as given at `date`, and posts the ledger rows of its spend, in one
     /// statement (a round trip less for every group of spends); a ledger operation key already posted is skipped, as
-    /// ``CreditLedger/post(_:bucket:delta:reason:on:)`` does.
+    /// ``CreditLedger/post(_:bucket:delta:reason:on:)`` does. The postings' keys are built with
+    /// ``debitKeyPrefix(account:idempotencyKey:micros:)`` and ``micros(at:)`` of `date`, which each answer keeps.
     public func store(
         _ answers: [(answer: Answer, request: Request)], posting postings: [LedgerEntry], at date: Date, on connection: PostgresConnection
     ) async throws {
@@ -125,8 +126,8 @@ public struct UsageRequests: Sendable {
                     \(postings.map(\.delta))::bigint[], \(postings.map(\.reason))::text[])
                 ON CONFLICT (operation_key) DO NOTHING RETURNING operation_key
             ), answered AS (
-                INSERT INTO usage_requests (account_id, idempotency_key, meter, amount, outcome, answer, created_at)
-                SELECT account, key, meter, amount, outcome, answer::jsonb, \(date) FROM unnest(
+                INSERT INTO usage_requests (account_id, idempotency_key, meter, amount, outcome, answer, created_at, debits_at_micros)
+                SELECT account, key, meter, amount, outcome, answer::jsonb, \(date), \(Self.micros(at: date)) FROM unnest(
                     \(answers.map(\.request.account.text))::text[], \(answers.map(\.request.idempotencyKey))::text[],
                     \(answers.map(\.request.meter))::text[], \(answers.map(\.request.amount))::bigint[],
                     \(answers.map(\.answer.outcome.rawValue))::text[], \(texts)::text[]) AS a(account, key, meter, amount, outcome, answer)
@@ -137,12 +138,28 @@ public struct UsageRequests: Sendable {
         for try await key in rows.decode(String.self) { CreditLedger.countPosted(key) }
     }
 
-    /// The ledger operation key of a spend, before its debit's index: `spend:<bytes of the account>:<account>:<key>`.
-    /// Both ids may hold `:`, so the account is length-prefixed: without it, account `c` with key `x:y` and account
-    /// `c:x` with key `y` wrote the same keys, and the second spend was dropped as already posted — served uncharged.
-    /// (The debit's index follows the last `:`, and holds none.)
+    /// What every ledger key of an account's spends starts with, with an empty `idempotencyKey`:
+    /// `spend:<bytes of the account>:<account>:<key>`. Both ids may hold `:`, so the account is length-prefixed:
+    /// without it, account `c` with key `x:y` and account `c:x` with key `y` wrote the same keys, and the second spend
+    /// was dropped as already posted — served uncharged.
     public static func spendKey(account: AccountID, idempotencyKey: String) -> String {
         "spend:\(account.text.utf8.count):\(account.text):\(idempotencyKey)"
+    }
+
+    /// The ledger key of a spend's debits, before each debit's index (`…:<n>`): ``spendKey(account:idempotencyKey:)``
+    /// and `@<micros>`, the microsecond the spend was answered at, stored with its answer. An answer is deleted after
+    /// the idempotency window and its key may come again; the ledger keeps the first spend's debits for good, and
+    /// without the time the second spend's debits would repeat their keys and be dropped as posted. `nil`: a spend
+    /// stored before sql/0049, keyed without it. (The time holds no `@` and the index no `:`, so a key whatever its
+    /// characters keeps two spends apart.)
+    public static func debitKeyPrefix(account: AccountID, idempotencyKey: String, micros: Int64?) -> String {
+        let key = spendKey(account: account, idempotencyKey: idempotencyKey)
+        return micros.map { "\(key)@\($0)" } ?? key
+    }
+
+    /// The whole microseconds since 1970 of `date`, as a spend's debit keys carry them.
+    public static func micros(at date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1_000_000).rounded(.down))
     }
 
     /// What identifies a request's answer: the account and the key's bytes, as the database compares them (two keys

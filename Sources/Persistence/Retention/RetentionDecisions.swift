@@ -52,7 +52,8 @@ public struct RetentionDecisions: Sendable {
                     GROUP BY b.meter) AS meters WHERE credited > 0),
                 greatest(
                     (SELECT max(u.created_at) FROM usage_requests u WHERE u.account_id = s.account_id AND u.outcome = 'spent'),
-                    (SELECT max(h.created_at) FROM credit_holds h WHERE h.account_id = s.account_id)),
+                    (SELECT max(h.created_at) FROM credit_holds h WHERE h.account_id = s.account_id),
+                    (SELECT l.spent_at FROM account_last_spends l WHERE l.account_id = s.account_id)),
                 least(s.created_at, (
                     SELECT to_timestamp(n.signed_date / 1000.0) FROM notifications n
                     WHERE n.original_transaction_id = s.original_transaction_id ORDER BY n.signed_date LIMIT 1)),

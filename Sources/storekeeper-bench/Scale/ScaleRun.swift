@@ -26,11 +26,13 @@ struct ScaleRun {
         if subscribers > 0 {
             (point.loadSeconds, point.vacuumSeconds) = try await loader.load(subscribers: subscribers, now: Date(), url: databaseURL, logger: logger)
             let total = try await system.count("SELECT pg_database_size(current_database())") - emptyBytes
-            // Events, deliveries and jobs are held for their retention (30 and 7 days); the rest is kept for good.
+            // Events, deliveries, jobs and usage answers are held for their retention (30, 7 and 30 days); the rest is
+            // kept for good.
             let retained = try await system.count(
                 """
                 SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                WHERE n.nspname = 'public' AND c.relkind = 'r' AND c.relname IN ('events', 'webhook_deliveries', 'webhook_attempts', 'jobs', 'job_history')
+                WHERE n.nspname = 'public' AND c.relkind = 'r'
+                    AND c.relname IN ('events', 'webhook_deliveries', 'webhook_attempts', 'jobs', 'job_history', 'usage_requests')
                 """)
             point.bytesPerSubscriberYear = Double(total) / Double(subscribers)
             point.keptBytesPerSubscriberYear = Double(total - retained) / Double(subscribers)
