@@ -29,78 +29,82 @@ struct IdempotencyWindowTests {
         }
     }
 
+    /// The account's spend under `key` again, after `days` on the clock and the window's job: charged anew, then
+    /// given back — exactly its own `amount`, not an earlier spend's debits under the same key.
+    static func spendAgain(
+        _ harness: StorekeeperHarness, _ client: any TestClientProtocol, clock: ShiftedClock, days: Double, account: String, key: String,
+        amount: Int64
+    ) async throws {
+        clock.set(Date().addingTimeInterval(days * 86_400))
+        try await runWindowJob(harness, "window-\(days)")
+        #expect(try await harness.count("SELECT count(*) FROM usage_requests WHERE account_id = '\(account)'") == 0, "the answers went")
+        let encoded = key.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        #expect(try await SpendReversalTests.reverse(client, account, key: encoded).status == .notFound, "nothing left to give back")
+        let before = try #require(try await CreditHoldTests.remaining(client, account, "exports"))
+        let spent = try await SpendReversalTests.spend(client, account, "exports", Int(amount), key: key)
+        #expect(spent.status == .ok, "\(String(buffer: spent.body))")
+        #expect(try spent.answer(UsageAnswer.self).remaining == before - amount, "a new spend, charged")
+        #expect(try await CreditHoldTests.remaining(client, account, "exports") == before - amount, "and the balance says so")
+        let reversed = try await SpendReversalTests.reverse(client, account, key: encoded)
+        #expect(reversed.status == .ok, "\(String(buffer: reversed.body))")
+        let reversal = try reversed.answer(SpendReversalAnswer.self)
+        #expect(reversal.amount == amount && reversal.returned == amount && reversal.lapsed == 0, "its own debits given back")
+        #expect(try await CreditHoldTests.remaining(client, account, "exports") == before)
+    }
+
     @Test(
-        "a spend's key answers its first spend for 30 days; after the window's job the key is free: a new spend under it is charged and given back alone, the customer's last spend still known; an ended hold's key is free too"
+        "a spend's key answers its first spend for 30 days; after the window's job the key is free: spends under it are charged and given back alone, window after window; a held hold stays, an ended one goes and its key is free"
     )
     func keyFreeAfterWindow() async throws {
         let clock = ShiftedClock()
         try await StorekeeperHarness.run(environment: Self.environment, clock: { clock.now }) { harness in
             try await harness.withHTTP { client in
                 let account = "window-\(UUID().uuidString.prefix(8).lowercased())"
-                try await CreditHoldTests.topUp(client, account, "exports", 20)
-                #expect(try await SpendReversalTests.spend(client, account, "exports", 4, key: "report/7").status == .ok)
+                try await CreditHoldTests.topUp(client, account, "exports", 40)
+                let key = "report/7@1:0"  // a key that looks like the keys' own parts
+                #expect(try await SpendReversalTests.spend(client, account, "exports", 4, key: key).status == .ok)
                 let afterFirst = try #require(try await CreditHoldTests.remaining(client, account, "exports"))
-                let retried = try await SpendReversalTests.spend(client, account, "exports", 4, key: "report/7")
+                let retried = try await SpendReversalTests.spend(client, account, "exports", 4, key: key)
                 #expect(try retried.status == .ok && retried.answer(UsageAnswer.self).remaining == afterFirst, "the first answer again")
                 #expect(try await CreditHoldTests.remaining(client, account, "exports") == afterFirst, "charged once")
-                let firstDebits = try await harness.count("SELECT count(*) FROM credit_ledger WHERE reason = 'usage'")
-                #expect(firstDebits >= 1)
-                let firstSpentAt = try await harness.count(
-                    "SELECT (extract(epoch FROM created_at) * 1000000)::int8 FROM usage_requests WHERE account_id = '\(account)'")
-                // A spend of the release before sql/0049 (keyed without its time), which is how most old keys look:
-                // the reuse below must not collide with it either.
-                _ = try await harness.count(
-                    """
-                    WITH a AS (UPDATE usage_requests SET debits_at_micros = NULL WHERE account_id = '\(account)' RETURNING 1),
-                         l AS (UPDATE credit_ledger SET operation_key = regexp_replace(operation_key, '@[0-9]+:([0-9]+)$', ':\\1')
-                               WHERE reason = 'usage' RETURNING 1)
-                    SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM l)
-                    """)
-                #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE reason = 'usage' AND operation_key LIKE '%@%'") == 0)
-                let givenBack = try await SpendReversalTests.reverse(client, account, key: "report%2F7")
-                #expect(try givenBack.answer(SpendReversalAnswer.self).returned == 4, "a spend keyed the old way is given back by its old keys")
-                #expect(try await CreditHoldTests.remaining(client, account, "exports") == afterFirst + 4)
+                #expect(
+                    try await harness.count("SELECT count(*) FROM credit_ledger WHERE reason = 'usage' AND operation_key LIKE '%@1:0:_'") >= 1,
+                    "the first spend under a key writes the plain keys, as the release before did")
                 let held = try await CreditHoldTests.hold(client, account, "exports", 2, key: "gen-1")
                 let firstHold = try held.answer(CreditHoldAnswer.self)
                 #expect(try await CreditHoldTests.post(client, "/v1/holds/\(firstHold.id)/release", "").status == .ok)
-                let holdAt = try await harness.count(
-                    "SELECT (extract(epoch FROM created_at) * 1000000)::int8 FROM credit_holds WHERE account_id = '\(account)'")
+                // A hold still held is never deleted, however old (a hold lasts a day; this one is made to look old).
+                let stillHeld = try await CreditHoldTests.hold(client, account, "exports", 1, key: "gen-2", expiresIn: 86_400)
+                #expect(stillHeld.status == .created)
+                _ = try await harness.count(
+                    "WITH o AS (UPDATE credit_holds SET created_at = created_at - interval '40 days' WHERE idempotency_key = 'gen-2' RETURNING 1) SELECT count(*) FROM o"
+                )
+                try await Self.runWindowJob(harness, "window-0")
+                #expect(try await harness.count("SELECT count(*) FROM credit_holds WHERE idempotency_key = 'gen-2' AND state = 'held'") == 1)
+                let holdID = try stillHeld.answer(CreditHoldAnswer.self).id
+                #expect(try await CreditHoldTests.post(client, "/v1/holds/\(holdID)/release", "").status == .ok)
+                _ = try await harness.count(
+                    "WITH o AS (UPDATE credit_holds SET created_at = created_at + interval '40 days' WHERE idempotency_key = 'gen-2' RETURNING 1) SELECT count(*) FROM o"
+                )
 
-                // 29 days on: still inside the window.
+                // 29 days on: still inside the window, the answer and the ended holds alike.
                 clock.set(Date().addingTimeInterval(29 * 86_400))
                 try await Self.runWindowJob(harness, "window-29")
                 #expect(try await harness.count("SELECT count(*) FROM usage_requests WHERE account_id = '\(account)'") == 1, "kept 30 days")
-                let inside = try await SpendReversalTests.spend(client, account, "exports", 4, key: "report/7")
+                #expect(try await harness.count("SELECT count(*) FROM credit_holds WHERE account_id = '\(account)'") == 2)
+                let inside = try await SpendReversalTests.spend(client, account, "exports", 4, key: key)
                 #expect(try inside.answer(UsageAnswer.self).remaining == afterFirst, "still the first answer")
 
-                // 31 days on: the answer and the ended hold are gone, and when the customer last spent is kept.
-                clock.set(Date().addingTimeInterval(31 * 86_400))
-                let recent = try await SpendReversalTests.spend(client, account, "exports", 1, key: "recent")
-                #expect(recent.status == .ok)
-                try await Self.runWindowJob(harness, "window-31")
-                #expect(
-                    try await harness.count("SELECT count(*) FROM usage_requests WHERE account_id = '\(account)'") == 1,
-                    "only the answer inside the window")
+                // 31 days on: the answer and the ended holds are gone; the key spends anew, and again a window later
+                // (each time with other amounts, so that a reversal that found an earlier spend's debits would show).
+                try await Self.spendAgain(harness, client, clock: clock, days: 31, account: account, key: key, amount: 3)
                 #expect(try await harness.count("SELECT count(*) FROM credit_holds WHERE account_id = '\(account)'") == 0)
+                #expect(try await CreditHoldTests.post(client, "/v1/holds/\(firstHold.id)/release", "").status == .notFound)
+                try await Self.spendAgain(harness, client, clock: clock, days: 62, account: account, key: key, amount: 5)
                 #expect(
                     try await harness.count(
-                        "SELECT (extract(epoch FROM spent_at) * 1000000)::int8 FROM account_last_spends WHERE account_id = '\(account)'")
-                        == max(firstSpentAt, holdAt),
-                    "the last spend or hold it deleted")
-                let beforeAgain = try #require(try await CreditHoldTests.remaining(client, account, "exports"))
-                let again = try await SpendReversalTests.spend(client, account, "exports", 4, key: "report/7")
-                #expect(again.status == .ok, "\(String(buffer: again.body))")
-                #expect(try again.answer(UsageAnswer.self).remaining == beforeAgain - 4, "a new spend: charged")
-                #expect(try await CreditHoldTests.remaining(client, account, "exports") == beforeAgain - 4)
-                #expect(
-                    try await harness.count("SELECT count(*) FROM credit_ledger WHERE reason = 'usage'") > firstDebits + 1,
-                    "the new spend's debits posted beside the first's, which stay")
-                let reversed = try await SpendReversalTests.reverse(client, account, key: "report%2F7")
-                #expect(reversed.status == .ok, "\(String(buffer: reversed.body))")
-                let reversal = try reversed.answer(SpendReversalAnswer.self)
-                #expect(reversal.amount == 4 && reversal.returned == 4 && reversal.lapsed == 0, "the new spend's 4, not the first's too")
-                #expect(try await CreditHoldTests.remaining(client, account, "exports") == beforeAgain, "given back once, what it took")
-                #expect(try await harness.count("SELECT sum(delta)::int8 FROM credit_ledger WHERE reason = 'usage reversed'") == 8, "4 for each")
+                        "SELECT count(DISTINCT substring(operation_key from '@1:0@([0-9]+):')) FROM credit_ledger WHERE reason = 'usage'")
+                        == 2, "the two spends under the key used again carry their own times")
                 let newHold = try await CreditHoldTests.hold(client, account, "exports", 2, key: "gen-1")
                 #expect(newHold.status == .created, "\(String(buffer: newHold.body))")
                 #expect(try newHold.answer(CreditHoldAnswer.self).id != firstHold.id, "a new hold, not the first's answer")

@@ -26,7 +26,7 @@ struct LockedReadTests {
 
             async let holder: Void = client.withTransaction(logger: TestDatabase.logger) { connection in
                 #expect(try await usage.lockAccountsAndReadAnswers([request], on: connection).isEmpty)
-                try await usage.store([(answer, request)], posting: [], at: Date(), on: connection)
+                try await usage.store([UsageRequests.FirstAnswer(answer: answer, request: request)], at: Date(), on: connection)
                 holding.yield()
                 try await Self.waitUntilSomeoneWaitsForALock(client)
             }

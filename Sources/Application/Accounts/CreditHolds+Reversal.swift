@@ -35,6 +35,11 @@ extension CreditHolds {
             if let done = spend.reversal { return .reversed(done, meter: spend.meter, amount: spend.amount) }
             guard spend.spent else { return .notSpent(meter: spend.meter, amount: spend.amount) }
             guard now.timeIntervalSince(spend.spentAt) <= Self.reversalWindow else { return .windowPassed(spentAt: spend.spentAt) }
+            // A counted spend without its debits would be "given back" nothing, for good: refuse instead (the debits
+            // are named by keys this release's spends write; see UsageRequests.debitKeyPrefix).
+            guard spend.debits.isEmpty == !spend.counted else {
+                throw PersistenceError(.corruptRecord, "the spend's ledger rows are not under the keys its answer names")
+            }
             var reversal = UsageRequests.Reversal(reversedAt: now, returned: 0, lapsed: 0)
             var postings: [LedgerEntry] = []
             if !spend.debits.isEmpty {

@@ -57,22 +57,20 @@ private struct SpendGroup: Sendable {
         var stored = try await usageRequests.lockAccountsAndReadAnswers(requests, on: connection)
         let spending = requests.filter { stored[$0.key] == nil }.map(\.account)
         guard !spending.isEmpty else { return requests.map { stored[$0.key]!.answer(to: $0) } }
-        // What keeps a key used again after its answer went (the idempotency window) apart from its first spend.
-        let micros = UsageRequests.micros(at: now)
         let credits = try await Spendable.read(of: spending, now: now, ledger: ledger, on: connection)
         var balances = credits.mapValues(\.live)
         var drafts: [EventDraft] = credits.sorted { $0.key.text < $1.key.text }.flatMap { account, spendable in
             spendable.openedWindows(account: account)
         }
         var answers: [UsageRequests.Answer] = []
-        var fresh: [(answer: UsageRequests.Answer, request: UsageRequests.Request)] = []
-        var postings: [LedgerEntry] = []
+        var fresh: [UsageRequests.FirstAnswer] = []
         for request in requests {
             if let previous = stored[request.key] {
                 answers.append(previous.answer(to: request))
                 continue
             }
             let answer: UsageRequests.Answer
+            var debits: [(bucket: String, amount: Int64)] = []
             let spending = Spending.spend(
                 request.amount, of: request.meter, unlimited: credits[request.account]?.credits.meters[request.meter]?.unlimited == true,
                 from: balances[request.account] ?? [])
@@ -80,14 +78,14 @@ private struct SpendGroup: Sendable {
             case .unlimited:
                 answer = UsageRequests.Answer(outcome: .spent, meter: request.meter, remaining: nil)
             case .spent(let plan, let remaining, let after):
-                let prefix = UsageRequests.debitKeyPrefix(account: request.account, idempotencyKey: request.idempotencyKey, micros: micros)
-                for (index, debit) in plan.debits.enumerated() {
-                    postings.append(LedgerEntry(operationKey: "\(prefix):\(index)", bucket: debit.bucket, delta: -debit.amount, reason: "usage"))
-                }
+                debits = plan.debits
                 balances[request.account] = after
                 answer = UsageRequests.Answer(outcome: .spent, meter: request.meter, remaining: remaining)
+                // Named by the spend's key and time: a key used again after the idempotency window is another spend.
+                let spend = UsageRequests.debitKeyPrefix(
+                    account: request.account, idempotencyKey: request.idempotencyKey, micros: UsageRequests.micros(at: now))
                 drafts += CreditChanges.depleted(
-                    meter: request.meter, remaining: remaining, account: request.account, spendKey: prefix,
+                    meter: request.meter, remaining: remaining, account: request.account, spendKey: spend,
                     environment: credits[request.account]?.environment ?? .production)
                 drafts +=
                     credits[request.account]?.warnings(
@@ -98,10 +96,10 @@ private struct SpendGroup: Sendable {
                     message: "\(request.amount) \(request.meter) requested, \(available) left; nothing was deducted")
             }
             stored[request.key] = UsageRequests.StoredAnswer(meter: request.meter, amount: request.amount, answer: answer)
-            fresh.append((answer, request))
+            fresh.append(UsageRequests.FirstAnswer(answer: answer, request: request, debits: debits))
             answers.append(answer)
         }
-        try await usageRequests.store(fresh, posting: postings, at: now, on: connection)
+        try await usageRequests.store(fresh, at: now, on: connection)
         try await events?.record(drafts, now: now, on: connection)
         return answers
     }

@@ -8,7 +8,7 @@ import PostgresNIO
 /// ``signedPayloads(client:retention:clock:logger:)`` and ``idempotencyWindow(client:window:clock:logger:)``.
 public struct RetentionJob: JobHandler {
     public let kind: String
-    /// Deleting old events or signed bytes changes no status.
+    /// Deleting old events, signed bytes, usage answers or ended holds changes no status.
     public let changesAccountStatus = false
     private let retention: TimeInterval
     private let clock: @Sendable () -> Date
@@ -83,13 +83,17 @@ public struct RetentionJob: JobHandler {
             done: "usage answers and holds past the idempotency window deleted", logger: logger)
     }
 
-    /// Runs `batch` with a limit of a thousand until one does less; returns the sum.
-    private static func inBatches(_ batch: (_ limit: Int) async throws -> Int) async throws -> Int {
+    /// Runs `batch` with a limit of a thousand until one does less or `budget` has passed; returns the sum. A backlog
+    /// (the first run after an upgrade, a window shortened) is worked off over the next hourly runs, each well inside
+    /// the job's timeout, instead of loading a live install for as long as it takes.
+    private static func inBatches(budget: Duration = .seconds(120), _ batch: (_ limit: Int) async throws -> Int) async throws -> Int {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: budget)
         var total = 0
         while true {
             let done = try await batch(1000)
             total += done
-            if done < 1000 { return total }
+            if done < 1000 || clock.now >= deadline { return total }
         }
     }
 }

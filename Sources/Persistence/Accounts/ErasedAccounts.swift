@@ -180,8 +180,6 @@ public struct ErasedAccounts: Sendable {
             """)
         (counts.creditBuckets, counts.ledgerEntries) = try await moveCredits(held: held, from: account, to: pseudonym, on: connection)
         counts.usageRequestsDeleted = try await count(connection, "DELETE FROM usage_requests WHERE account_id = \(from)")
-        // When it last spent, kept for the retention rules after its answers went (sql/0049): gone with its answers.
-        _ = try await count(connection, "DELETE FROM account_last_spends WHERE account_id = \(from)")
         // Holds keep their ledger rows (moved with the buckets) and their expiry; the app's keys may say who it was.
         _ = try await count(
             connection,
@@ -195,6 +193,9 @@ public struct ErasedAccounts: Sendable {
                     ELSE d END ORDER BY n), '[]'::jsonb) FROM jsonb_array_elements(debits) WITH ORDINALITY AS e(d, n))
             WHERE account_id = \(from)
             """)
+        // When it last spent, kept for the retention rules after its answers went (sql/0049): gone with its answers —
+        // after them and its holds, the order the idempotency window's job writes these tables in.
+        _ = try await count(connection, "DELETE FROM account_last_spends WHERE account_id = \(from)")
         counts.purchaseTokensDeleted = try await count(connection, "DELETE FROM purchase_intents WHERE account_id = \(from)")
         counts.consentDeleted = try await count(connection, "DELETE FROM consumption_consents WHERE account_id = \(from)")
         counts.refundRequests = try await count(

@@ -27,6 +27,8 @@ extension UsageRequests {
         public var spent: Bool
         public var spentAt: Date
         public var reversal: Reversal?
+        /// Whether it was charged from a counted meter (its answer says what `remaining`): then it has debits.
+        public var counted: Bool
         /// What its debits' ledger keys start with (``UsageRequests/debitKeyPrefix(account:idempotencyKey:micros:)``).
         public var debitKeyPrefix: String
         /// The microsecond its debit keys carry; `nil` before sql/0049.
@@ -45,16 +47,18 @@ extension UsageRequests {
     public func spendToReverse(of account: AccountID, idempotencyKey: String, on connection: PostgresConnection) async throws -> StoredSpend? {
         let answers = try await connection.query(
             """
-            SELECT meter, amount, outcome, created_at, reversed_at, reversed_returned, reversed_lapsed, debits_at_micros
+            SELECT meter, amount, outcome, created_at, reversed_at, reversed_returned, reversed_lapsed, debits_at_micros,
+                jsonb_typeof(answer->'remaining') = 'number'
             FROM usage_requests WHERE account_id = \(account.text) AND idempotency_key = \(idempotencyKey)
             """, logger: logger)
         var found: StoredSpend?
-        for try await (meter, amount, outcome, spentAt, reversedAt, returned, lapsed, micros) in answers.decode(
-            (String, Int64, String, Date, Date?, Int64?, Int64?, Int64?).self)
+        for try await (meter, amount, outcome, spentAt, reversedAt, returned, lapsed, micros, counted) in answers.decode(
+            (String, Int64, String, Date, Date?, Int64?, Int64?, Int64?, Bool?).self)
         {
             found = StoredSpend(
                 meter: meter, amount: amount, spent: Answer.Outcome(rawValue: outcome) == .spent, spentAt: spentAt,
                 reversal: reversedAt.map { Reversal(reversedAt: $0, returned: returned ?? 0, lapsed: lapsed ?? 0) },
+                counted: counted ?? false,
                 debitKeyPrefix: Self.debitKeyPrefix(account: account, idempotencyKey: idempotencyKey, micros: micros), micros: micros,
                 debits: [], since: [])
         }

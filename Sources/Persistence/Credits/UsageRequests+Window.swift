@@ -2,20 +2,23 @@ import Foundation
 import PostgresNIO
 
 // The idempotency window (issue 56 part 2, docs/credits.md "How long a key is kept"): usage answers and ended holds
-// older than it are deleted a batch at a time, so a spend's key lookup and a hold's probe stay on recent rows. Each
-// batch is one statement that also keeps, per account, the time of the last spend or hold it deleted
-// (`account_last_spends`): the retention rules' "days since the last spend" must not read "never" once they are gone.
+// older than it are deleted a batch at a time, oldest first (sql/0050's indexes), so a spend's key lookup and a hold's
+// probe stay on recent rows. Each batch is one statement that also keeps, per account, the time of the last spend or
+// hold it deleted (`account_last_spends`): the retention rules' "days since the last spend" must not read "never" once
+// they are gone. Its rows are written in account order, as an erasure's are (after the account's answers and holds),
+// so two of these never wait for each other the other way round.
 extension UsageRequests {
     /// Deletes up to `limit` answers given before `cutoff`; returns how many went.
     public func deleteAnswers(before cutoff: Date, limit: Int, on connection: PostgresConnection) async throws -> Int {
         let rows = try await connection.query(
             """
             WITH gone AS (
-                DELETE FROM usage_requests WHERE ctid = ANY(ARRAY(SELECT ctid FROM usage_requests WHERE created_at < \(cutoff) LIMIT \(limit)))
+                DELETE FROM usage_requests WHERE ctid = ANY(ARRAY(
+                    SELECT ctid FROM usage_requests WHERE created_at < \(cutoff) ORDER BY created_at LIMIT \(limit)))
                 RETURNING account_id, created_at, outcome
             ), kept AS (
                 INSERT INTO account_last_spends (account_id, spent_at)
-                SELECT account_id, max(created_at) FROM gone WHERE outcome = 'spent' GROUP BY account_id
+                SELECT account_id, max(created_at) FROM gone WHERE outcome = 'spent' GROUP BY account_id ORDER BY account_id
                 ON CONFLICT (account_id) DO UPDATE SET spent_at = greatest(account_last_spends.spent_at, EXCLUDED.spent_at)
             )
             SELECT count(*)::int FROM gone
@@ -33,11 +36,11 @@ extension CreditHoldStore {
             """
             WITH gone AS (
                 DELETE FROM credit_holds WHERE ctid = ANY(ARRAY(
-                    SELECT ctid FROM credit_holds WHERE created_at < \(cutoff) AND state <> 'held' LIMIT \(limit)))
+                    SELECT ctid FROM credit_holds WHERE created_at < \(cutoff) AND state <> 'held' ORDER BY created_at LIMIT \(limit)))
                 RETURNING account_id, created_at
             ), kept AS (
                 INSERT INTO account_last_spends (account_id, spent_at)
-                SELECT account_id, max(created_at) FROM gone GROUP BY account_id
+                SELECT account_id, max(created_at) FROM gone GROUP BY account_id ORDER BY account_id
                 ON CONFLICT (account_id) DO UPDATE SET spent_at = greatest(account_last_spends.spent_at, EXCLUDED.spent_at)
             )
             SELECT count(*)::int FROM gone

@@ -108,29 +108,61 @@ public struct UsageRequests: Sendable {
             """
     }
 
-    /// Stores the first answer to each request, as given at `date`, and posts the ledger rows of its spend, in one
+    /// A request's first answer and, when it was charged, what it took from each bucket, in spend order.
+    public struct FirstAnswer: Sendable {
+        public var answer: Answer
+        public var request: Request
+        public var debits: [(bucket: String, amount: Int64)]
+
+        public init(answer: Answer, request: Request, debits: [(bucket: String, amount: Int64)] = []) {
+            (self.answer, self.request, self.debits) = (answer, request, debits)
+        }
+    }
+
+    /// Stores the first answer to each request, as given at `date`, and posts its debits (reason `usage`), in one
     /// statement (a round trip less for every group of spends); a ledger operation key already posted is skipped, as
-    /// ``CreditLedger/post(_:bucket:delta:reason:on:)`` does. The postings' keys are built with
-    /// ``debitKeyPrefix(account:idempotencyKey:micros:)`` and ``micros(at:)`` of `date`, which each answer keeps.
-    public func store(
-        _ answers: [(answer: Answer, request: Request)], posting postings: [LedgerEntry], at date: Date, on connection: PostgresConnection
-    ) async throws {
-        guard !answers.isEmpty || !postings.isEmpty else { return }
+    /// ``CreditLedger/post(_:bucket:delta:reason:on:)`` does.
+    ///
+    /// A debit's key is ``debitKeyPrefix(account:idempotencyKey:micros:)`` and its index. The first spend under a key
+    /// writes the plain keys, as every release did; a key used again after the idempotency window deleted its answer
+    /// finds its first spend's debits still in the ledger (`…:0`), and its own carry ``micros(at:)`` of `date`, which
+    /// its answer keeps for a reversal. One index probe a charged spend decides it, in the same statement.
+    public func store(_ answers: [FirstAnswer], at date: Date, on connection: PostgresConnection) async throws {
+        guard !answers.isEmpty else { return }
         let encoder = JSONEncoder()
         let texts = try answers.map { String(decoding: try encoder.encode($0.answer), as: UTF8.self) }
+        let prefixes = answers.map { Self.debitKeyPrefix(account: $0.request.account, idempotencyKey: $0.request.idempotencyKey, micros: nil) }
+        var spends: [Int64] = []
+        var indexes: [Int64] = []
+        var buckets: [String] = []
+        var amounts: [Int64] = []
+        for (spend, first) in answers.enumerated() {
+            for (index, debit) in first.debits.enumerated() {
+                spends.append(Int64(spend + 1))
+                indexes.append(Int64(index))
+                buckets.append(debit.bucket)
+                amounts.append(debit.amount)
+            }
+        }
         let rows = try await connection.query(
             """
-            WITH posted AS (
+            WITH keyed AS (
+                SELECT a.*, CASE WHEN a.charged AND EXISTS (SELECT 1 FROM credit_ledger l WHERE l.operation_key = a.prefix || ':0')
+                                 THEN \(Self.micros(at: date)) END AS micros
+                FROM unnest(\(answers.map(\.request.account.text))::text[], \(answers.map(\.request.idempotencyKey))::text[],
+                    \(answers.map(\.request.meter))::text[], \(answers.map(\.request.amount))::bigint[],
+                    \(answers.map(\.answer.outcome.rawValue))::text[], \(texts)::text[], \(prefixes)::text[],
+                    \(answers.map { !$0.debits.isEmpty })::bool[])
+                    WITH ORDINALITY AS a(account, key, meter, amount, outcome, answer, prefix, charged, spend)
+            ), posted AS (
                 INSERT INTO credit_ledger (operation_key, bucket, delta, reason, created_at)
-                SELECT *, \(date)::timestamptz FROM unnest(\(postings.map(\.operationKey))::text[], \(postings.map(\.bucket))::text[],
-                    \(postings.map(\.delta))::bigint[], \(postings.map(\.reason))::text[])
+                SELECT k.prefix || coalesce('@' || k.micros, '') || ':' || d.n, d.bucket, -d.amount, 'usage', \(date)
+                FROM unnest(\(spends)::bigint[], \(indexes)::bigint[], \(buckets)::text[], \(amounts)::bigint[]) AS d(spend, n, bucket, amount)
+                JOIN keyed k ON k.spend = d.spend
                 ON CONFLICT (operation_key) DO NOTHING RETURNING operation_key
             ), answered AS (
                 INSERT INTO usage_requests (account_id, idempotency_key, meter, amount, outcome, answer, created_at, debits_at_micros)
-                SELECT account, key, meter, amount, outcome, answer::jsonb, \(date), \(Self.micros(at: date)) FROM unnest(
-                    \(answers.map(\.request.account.text))::text[], \(answers.map(\.request.idempotencyKey))::text[],
-                    \(answers.map(\.request.meter))::text[], \(answers.map(\.request.amount))::bigint[],
-                    \(answers.map(\.answer.outcome.rawValue))::text[], \(texts)::text[]) AS a(account, key, meter, amount, outcome, answer)
+                SELECT account, key, meter, amount, outcome, answer::jsonb, \(date), micros FROM keyed
             )
             SELECT operation_key FROM posted
             """,
@@ -147,17 +179,16 @@ public struct UsageRequests: Sendable {
     }
 
     /// The ledger key of a spend's debits, before each debit's index (`…:<n>`): ``spendKey(account:idempotencyKey:)``
-    /// and `@<micros>`, the microsecond the spend was answered at, stored with its answer. An answer is deleted after
-    /// the idempotency window and its key may come again; the ledger keeps the first spend's debits for good, and
-    /// without the time the second spend's debits would repeat their keys and be dropped as posted. `nil`: a spend
-    /// stored before sql/0049, keyed without it. (The time holds no `@` and the index no `:`, so a key whatever its
-    /// characters keeps two spends apart.)
+    /// alone for the first spend under a key, and `@<micros>` after it for a spend under a key used again once the
+    /// idempotency window deleted its answer (the ledger keeps the first spend's debits for good: the same keys again
+    /// would be dropped as posted, and the spend served uncharged). The answer keeps `micros` (`nil`: the plain keys).
+    /// The time holds no `@` and the index no `:`, so two spends under one key, whatever its characters, stay apart.
     public static func debitKeyPrefix(account: AccountID, idempotencyKey: String, micros: Int64?) -> String {
         let key = spendKey(account: account, idempotencyKey: idempotencyKey)
         return micros.map { "\(key)@\($0)" } ?? key
     }
 
-    /// The whole microseconds since 1970 of `date`, as a spend's debit keys carry them.
+    /// The whole microseconds since 1970 of `date`, as the debit keys of a key used again carry them.
     public static func micros(at date: Date) -> Int64 {
         Int64((date.timeIntervalSince1970 * 1_000_000).rounded(.down))
     }

@@ -62,9 +62,6 @@ AS $$ SELECT t - make_interval(days => greatest(0, extract(day FROM t AT TIME ZO
 CREATE FUNCTION pg_temp.sk_ms(t timestamptz) RETURNS bigint LANGUAGE sql STABLE
 AS $$ SELECT (extract(epoch FROM t) * 1000)::bigint $$;
 -- statement
-CREATE FUNCTION pg_temp.sk_micros(t timestamptz) RETURNS bigint LANGUAGE sql STABLE
-AS $$ SELECT (extract(epoch FROM t) * 1000000)::bigint $$;
--- statement
 CREATE FUNCTION pg_temp.sk_iso(t timestamptz) RETURNS text LANGUAGE sql STABLE
 AS $$ SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') $$;
 -- statement
@@ -546,15 +543,13 @@ FROM (
     OFFSET 0
 ) AS x;
 -- statement
--- A debit's key carries the microsecond of its spend, which the answer keeps (sql/0049).
 INSERT INTO credit_ledger (operation_key, bucket, delta, reason, created_at)
-SELECT 'spend:36:' || acct || ':' || idempotency_key || '@' || pg_temp.sk_micros(at) || ':0', bucket, -amount, 'usage', at FROM scale_spend;
+SELECT 'spend:36:' || acct || ':' || idempotency_key || ':0', bucket, -amount, 'usage', at FROM scale_spend;
 -- statement
 -- Only the answers of the idempotency window's last 30 days (STOREKEEPER_IDEMPOTENCY_WINDOW_DAYS): its hourly job has
 -- deleted the older ones, keeping each account's last spend among them (account_last_spends).
-INSERT INTO usage_requests (account_id, idempotency_key, meter, amount, outcome, answer, created_at, debits_at_micros)
-SELECT acct, idempotency_key, meter, amount, 'spent', jsonb_build_object('meter', meter, 'outcome', 'spent', 'remaining', remaining), at,
-    pg_temp.sk_micros(at)
+INSERT INTO usage_requests (account_id, idempotency_key, meter, amount, outcome, answer, created_at)
+SELECT acct, idempotency_key, meter, amount, 'spent', jsonb_build_object('meter', meter, 'outcome', 'spent', 'remaining', remaining), at
 FROM scale_spend WHERE at >= (SELECT date_trunc('milliseconds', now) - interval '30 days' FROM scale_parameters);
 -- statement
 INSERT INTO account_last_spends (account_id, spent_at)
