@@ -108,6 +108,23 @@ struct IdempotencyWindowTests {
                 let newHold = try await CreditHoldTests.hold(client, account, "exports", 2, key: "gen-1")
                 #expect(newHold.status == .created, "\(String(buffer: newHold.body))")
                 #expect(try newHold.answer(CreditHoldAnswer.self).id != firstHold.id, "a new hold, not the first's answer")
+
+                // A window later the account is on Pro, whose exports are unlimited: the key spends nothing, and giving
+                // it back gives nothing — not the debits its earlier spends left under the plain keys.
+                clock.set(Date().addingTimeInterval(93 * 86_400))
+                try await Self.runWindowJob(harness, "window-93")
+                let grant = try await CreditHoldTests.post(
+                    client, "/admin/accounts/\(account)/grants", #"{"tier": "pro", "duration": "P7D", "reason": "test"}"#,
+                    headers: CreditHoldTests.admin)
+                #expect(grant.status == .created, "\(String(buffer: grant.body))")
+                let unlimited = try await SpendReversalTests.spend(client, account, "exports", 6, key: key)
+                #expect(try unlimited.status == .ok && unlimited.answer(UsageAnswer.self).remaining == nil, "\(String(buffer: unlimited.body))")
+                let before = try await harness.count("SELECT count(*) FROM credit_ledger")
+                let nothing = try await SpendReversalTests.reverse(
+                    client, account, key: key.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
+                #expect(nothing.status == .ok, "\(String(buffer: nothing.body))")
+                #expect(try nothing.answer(SpendReversalAnswer.self).returned == 0)
+                #expect(try await harness.count("SELECT count(*) FROM credit_ledger") == before, "nothing posted")
             }
         }
     }

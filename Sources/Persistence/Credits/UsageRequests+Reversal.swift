@@ -62,7 +62,9 @@ extension UsageRequests {
                 debitKeyPrefix: Self.debitKeyPrefix(account: account, idempotencyKey: idempotencyKey, micros: micros), micros: micros,
                 debits: [], since: [])
         }
-        guard var spend = found, spend.spent, spend.reversal == nil else { return found }
+        // Only a counted spend took from buckets: an unlimited one under a key used again must not find the debits an
+        // earlier spend under the key left under the plain keys.
+        guard var spend = found, spend.spent, spend.counted, spend.reversal == nil else { return found }
         let keys = (0..<Self.largestDebitCount).map { "\(spend.debitKeyPrefix):\($0)" }
         let rows = try await connection.query(
             """

@@ -5,8 +5,9 @@ import PostgresNIO
 // older than it are deleted a batch at a time, oldest first (sql/0050's indexes), so a spend's key lookup and a hold's
 // probe stay on recent rows. Each batch is one statement that also keeps, per account, the time of the last spend or
 // hold it deleted (`account_last_spends`): the retention rules' "days since the last spend" must not read "never" once
-// they are gone. Its rows are written in account order, as an erasure's are (after the account's answers and holds),
-// so two of these never wait for each other the other way round.
+// they are gone. A batch skips rows another transaction holds (an erasure deleting the account's answers, a reversal,
+// a second worker's batch) instead of waiting for them in its own order, and writes `account_last_spends` in account
+// order after them, as an erasure does: neither waits for the other the other way round.
 extension UsageRequests {
     /// Deletes up to `limit` answers given before `cutoff`; returns how many went.
     public func deleteAnswers(before cutoff: Date, limit: Int, on connection: PostgresConnection) async throws -> Int {
@@ -14,7 +15,7 @@ extension UsageRequests {
             """
             WITH gone AS (
                 DELETE FROM usage_requests WHERE ctid = ANY(ARRAY(
-                    SELECT ctid FROM usage_requests WHERE created_at < \(cutoff) ORDER BY created_at LIMIT \(limit)))
+                    SELECT ctid FROM usage_requests WHERE created_at < \(cutoff) ORDER BY created_at LIMIT \(limit) FOR UPDATE SKIP LOCKED))
                 RETURNING account_id, created_at, outcome
             ), kept AS (
                 INSERT INTO account_last_spends (account_id, spent_at)
@@ -36,7 +37,8 @@ extension CreditHoldStore {
             """
             WITH gone AS (
                 DELETE FROM credit_holds WHERE ctid = ANY(ARRAY(
-                    SELECT ctid FROM credit_holds WHERE created_at < \(cutoff) AND state <> 'held' ORDER BY created_at LIMIT \(limit)))
+                    SELECT ctid FROM credit_holds WHERE created_at < \(cutoff) AND state <> 'held' ORDER BY created_at LIMIT \(limit)
+                    FOR UPDATE SKIP LOCKED))
                 RETURNING account_id, created_at
             ), kept AS (
                 INSERT INTO account_last_spends (account_id, spent_at)

@@ -167,7 +167,16 @@ public struct UsageRequests: Sendable {
             SELECT operation_key FROM posted
             """,
             logger: logger)
-        for try await key in rows.decode(String.self) { CreditLedger.countPosted(key) }
+        var posted = 0
+        for try await key in rows.decode(String.self) {
+            CreditLedger.countPosted(key)
+            posted += 1
+        }
+        // Every key is new by construction; one already posted would be a spend served uncharged (key `x@5` spent
+        // first and key `x` used again at that microsecond would build the same string): refuse the group instead.
+        guard posted == spends.count else {
+            throw PersistenceError(.corruptRecord, "a spend's debit keys were posted before; nothing of the group is stored")
+        }
     }
 
     /// What every ledger key of an account's spends starts with, with an empty `idempotencyKey`:
