@@ -35,9 +35,9 @@ extension CreditHolds {
             if let done = spend.reversal { return .reversed(done, meter: spend.meter, amount: spend.amount) }
             guard spend.spent else { return .notSpent(meter: spend.meter, amount: spend.amount) }
             guard now.timeIntervalSince(spend.spentAt) <= Self.reversalWindow else { return .windowPassed(spentAt: spend.spentAt) }
-            // A counted spend without its debits would be "given back" nothing, for good: refuse instead (the debits
-            // are named by keys this release's spends write; see UsageRequests.debitKeyPrefix).
-            guard spend.debits.isEmpty == !spend.counted else {
+            // A counted spend without its debits would be "given back" nothing, for good: refuse instead (its debits
+            // are found by the keys its answer names; see UsageRequests.debitKeyPrefix).
+            guard !spend.counted || !spend.debits.isEmpty else {
                 throw PersistenceError(.corruptRecord, "the spend's ledger rows are not under the keys its answer names")
             }
             var reversal = UsageRequests.Reversal(reversedAt: now, returned: 0, lapsed: 0)

@@ -31,7 +31,7 @@ extension UsageRequests {
         public var counted: Bool
         /// What its debits' ledger keys start with (``UsageRequests/debitKeyPrefix(account:idempotencyKey:micros:)``).
         public var debitKeyPrefix: String
-        /// The microsecond its debit keys carry; `nil` before sql/0049.
+        /// The microsecond its debit keys carry; `nil` for the plain keys (the first spend under a key).
         public var micros: Int64?
         /// What it took from each bucket, in spend order (none for an unlimited meter).
         public var debits: [HoldSettlement.Debit]

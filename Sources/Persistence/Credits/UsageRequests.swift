@@ -120,13 +120,13 @@ public struct UsageRequests: Sendable {
     }
 
     /// Stores the first answer to each request, as given at `date`, and posts its debits (reason `usage`), in one
-    /// statement (a round trip less for every group of spends); a ledger operation key already posted is skipped, as
-    /// ``CreditLedger/post(_:bucket:delta:reason:on:)`` does.
+    /// statement (a round trip less for every group of spends).
     ///
     /// A debit's key is ``debitKeyPrefix(account:idempotencyKey:micros:)`` and its index. The first spend under a key
     /// writes the plain keys, as every release did; a key used again after the idempotency window deleted its answer
     /// finds its first spend's debits still in the ledger (`…:0`), and its own carry ``micros(at:)`` of `date`, which
-    /// its answer keeps for a reversal. One index probe a charged spend decides it, in the same statement.
+    /// its answer keeps for a reversal. One index probe per charged spend decides it, in the same statement. A debit
+    /// key found posted already throws (the group is rolled back): the spend would otherwise go uncharged.
     public func store(_ answers: [FirstAnswer], at date: Date, on connection: PostgresConnection) async throws {
         guard !answers.isEmpty else { return }
         let encoder = JSONEncoder()
