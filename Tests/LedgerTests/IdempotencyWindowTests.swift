@@ -130,6 +130,26 @@ struct IdempotencyWindowTests {
     }
 
     @Test(
+        "neighbouring keys stay apart: k, k:0, k@1 and K are four spends; after the window k spends anew and is given back alone, the others' answers gone"
+    )
+    func neighbouringKeys() async throws {
+        let clock = ShiftedClock()
+        try await StorekeeperHarness.run(environment: Self.environment, clock: { clock.now }) { harness in
+            try await harness.withHTTP { client in
+                let account = "neighbours-\(UUID().uuidString.prefix(8).lowercased())"
+                try await CreditHoldTests.topUp(client, account, "exports", 40)
+                let start = try #require(try await CreditHoldTests.remaining(client, account, "exports"))
+                for (key, amount) in [("k", 2), ("k:0", 3), ("k@1", 4), ("K", 1)] {
+                    #expect(try await SpendReversalTests.spend(client, account, "exports", amount, key: key).status == .ok, "\(key)")
+                }
+                #expect(try await CreditHoldTests.remaining(client, account, "exports") == start - 10, "each charged once, none taken for another")
+                try await Self.spendAgain(harness, client, clock: clock, days: 31, account: account, key: "k", amount: 5)
+                #expect(try await SpendReversalTests.reverse(client, account, key: "k%3A0").status == .notFound)
+            }
+        }
+    }
+
+    @Test(
         "Apple's retention rules still know when a customer last spent once the window has deleted the spend's answer; an erasure deletes what was kept"
     )
     func lastSpendKept() async throws {
