@@ -81,10 +81,18 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                 // Spends, then pairs, three times over, each pair phase set against the spends just before it, and the
                 // median round quoted: this machine's pace swings by a fifth from one phase to the next, and one spend
                 // phase with one pair phase gave ratios from 0.35× to 0.53× over six runs of one build.
+                // Each phase's CPU too (serve's and the cluster's): it moves far less than the rates on this machine.
+                let (servePid, postmaster) = (system.serve?.pid, try await Self.postmaster(of: system))
                 var rounds: [(spend: LoadPhase, pairs: LoadPhase)] = []
                 for _ in 0..<Self.pairRounds {
-                    let spend = try await hotPath.load(system, spendRequest)
-                    rounds.append((spend, try await hotPath.load(system, pairRequest(String(UUID().uuidString.prefix(8))))))
+                    let (warmUp, counted) = (Duration.seconds(1), Duration.seconds(seconds))
+                    let spend = try await PhaseCPU.measure(serve: servePid, postmaster: postmaster, warmUp: warmUp, seconds: counted) {
+                        try await hotPath.load(system, spendRequest)
+                    }
+                    let pairs = try await PhaseCPU.measure(serve: servePid, postmaster: postmaster, warmUp: warmUp, seconds: counted) {
+                        try await hotPath.load(system, pairRequest(String(UUID().uuidString.prefix(8))))
+                    }
+                    rounds.append((spend, pairs))
                 }
                 let spend = rounds[0].spend
                 // Open loop: requests on a fixed schedule at shares of the closed-loop maxima, latency from when each was
@@ -159,6 +167,16 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
         return (p99 / max(status.referencePercentile(0.99), 0.001), p99 / max(before, 0.001), p99 / max(after, 0.001))
     }
 
+    /// The postmaster of the server `system`'s database is on, when it runs on this machine: the parent of its
+    /// checkpointer, which lives as long as the server, when both are `postgres` processes here (a pid of a server
+    /// elsewhere names nothing, or something else, here).
+    static func postmaster(of system: SystemUnderTest) async throws -> Int32? {
+        let checkpointer = Int32(try await system.count("SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE backend_type = 'checkpointer'"))
+        guard checkpointer > 0, ProcessCPU.isPostgres(checkpointer), let parent = ProcessCPU.stat(checkpointer)?.parent, ProcessCPU.isPostgres(parent)
+        else { return nil }
+        return parent
+    }
+
     func report(
         health: LoadPhase, tiers: LoadPhase, status: LoadPhase, rounds: [(spend: LoadPhase, pairs: LoadPhase)], paced: [PacedPhase],
         selectOnly: (tps: Double, latency: Double), tpcb: (tps: Double, latency: Double)
@@ -178,6 +196,15 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                 + "p99 \(String(format: "%6.2f", phase.percentile(0.99))) ms  \(phase.failed) failed  \(reference)"
         }
         let ratio = { (value: Double, reference: Double) in String(format: "%.2f×", value / max(reference, 0.001)) }
+        // CPU a request in the median round: a spend's, and a hold's or a settle's (half a pair).
+        let spendCPU = rounds[median].spend.cpu?.microsecondsPerRequest(rounds[median].spend)
+        let pairCPU = rounds[median].pairs.cpu?.microsecondsPerRequest(rounds[median].pairs)
+        func cpuLine() -> String {
+            guard let spendCPU, let pairCPU else { return "  CPU a request: not measured (PostgreSQL is not on this machine)" }
+            return "  CPU a request, serve + PostgreSQL (median round): spend " + String(format: "%.0f + %.0f µs", spendCPU.serve, spendCPU.database)
+                + ", hold or settle " + String(format: "%.0f + %.0f µs", pairCPU.serve, pairCPU.database) + " ("
+                + String(format: "%.2f×", (pairCPU.serve + pairCPU.database) / max(spendCPU.serve + spendCPU.database, 0.001)) + ")"
+        }
         var report = BenchmarkReport()
         report.lines =
             [
@@ -192,6 +219,7 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                     + String(format: "%.2f×", ratios[median]) + " the spends/s just before (target ≥ 0.5×, p99 ≤ 30 ms); rounds "
                     + ratios.map { String(format: "%.2f×", $0) }.joined(separator: ", ") + " of "
                     + rounds.map { String(format: "%.0f", $0.spend.rate) }.joined(separator: ", ") + " spends/s",
+                cpuLine(),
                 "  pgbench select-only (reference, scale \(connections)) \(String(format: "%7.0f", selectOnly.tps))/s  average \(String(format: "%.2f", selectOnly.latency)) ms",
                 "  pgbench TPC-B, durable (reference, scale \(connections)) \(String(format: "%7.0f", tpcb.tps))/s  average \(String(format: "%.2f", tpcb.latency)) ms",
                 "open loop (latency from when each request was due):",
@@ -225,6 +253,10 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                 ("holdSettlePairsPerSecond", .integer(Int(pairRate))), ("holdSettleP99Ms", .number(pairs.percentile(0.99))),
                 ("holdSettleFailed", .integer(pairs.failed)), ("holdSettleRatio", .number(ratios[median])),
                 ("holdSettleRatioMin", .number(ratios.min() ?? 0)), ("holdSettleRatioMax", .number(ratios.max() ?? 0)),
+                ("spendServeMicros", spendCPU.map { .number($0.serve) } ?? .null),
+                ("spendDatabaseMicros", spendCPU.map { .number($0.database) } ?? .null),
+                ("holdSettleServeMicros", pairCPU.map { .number($0.serve) } ?? .null),
+                ("holdSettleDatabaseMicros", pairCPU.map { .number($0.database) } ?? .null),
                 ("tiersRatio", .number(tiers.rate / max(health.rate, 0.001))), ("pgbenchSelectOnly", .integer(Int(selectOnly.tps))),
                 ("pgbenchTPCB", .integer(Int(tpcb.tps))),
             ]

@@ -9,12 +9,15 @@ struct BenchmarkReport: Sendable {
         case integer(Int)
         case number(Double)
         case text(String)
+        /// Not measured.
+        case null
 
         var json: String {
             switch self {
             case .integer(let value): return String(value)
             case .number(let value): return String(format: "%.3f", value)
             case .text(let value): return "\"\(value)\""
+            case .null: return "null"
             }
         }
     }

@@ -10,6 +10,8 @@ struct LoadPhase {
     var latencies: [Double] = []
     /// The latencies of the reference requests sent beside the phase's own, at the same time (`/healthz`), if any.
     var reference: [Double] = []
+    /// What it cost `serve` and PostgreSQL in CPU, where measured (``PhaseCPU``).
+    var cpu: PhaseCPU?
 
     var rate: Double { Double(answered) / max(seconds, 0.001) }
 

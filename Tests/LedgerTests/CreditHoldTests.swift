@@ -3,8 +3,10 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import Subscriptions
 import Testing
 
+@testable import Application
 @testable import IntegrationSupport
 
 /// Holds through the HTTP API on real PostgreSQL, judged by what the customer would see: the status's `remaining`,
@@ -242,6 +244,56 @@ struct CreditHoldTests {
                     #expect(try settled.status == .ok && settled.answer(CreditHoldAnswer.self).charged == 3, "\(String(buffer: settled.body))")
                 }
                 #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'hold%'") == 0)
+            }
+        }
+    }
+
+    @Test(
+        "another process's hold of an unlimited meter (it posts nothing) and its settle reach this process's cached status by NOTIFY, as does a hold written as the release before wrote it"
+    )
+    func heardFromAnotherProcess() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
+            try await harness.withHTTP { client in
+                let account = "elsewhere-\(UUID().uuidString.prefix(8).lowercased())"
+                let grant = try await Self.post(
+                    client, "/admin/accounts/\(account)/grants", #"{"tier": "pro", "duration": "P7D", "reason": "test"}"#, headers: Self.admin)
+                #expect(grant.status == .created, "\(String(buffer: grant.body))")
+                let cache = harness.components.statusCache
+                let id = try #require(AccountID(account))
+                try await eventually("the account-change listener to be connected") { cache.isListening }
+                // The status cached, as every read below but the first after a NOTIFY is: an entry is served for 30 s
+                // (the cache's maximum age) unless dropped, and each wait below is half that.
+                try await eventually("the status cached") {
+                    try await Self.held(client, account, "exports") == 0 && cache.inputs(of: id) != nil
+                }
+                // Another `serve`: holds of its own on the same database, and no way to drop this process's entries but
+                // the database's NOTIFY.
+                let components = harness.components
+                let elsewhere = CreditHolds(
+                    client: harness.client, ledger: components.credits, queue: components.queue, events: nil, cache: nil, logger: TestDatabase.logger)
+                guard
+                    case .held = try await elsewhere.hold(
+                        .init(account: id, meter: "exports", amount: 5, idempotencyKey: "x", expiresIn: 900), now: Date())
+                else { throw TestSetupError("the other process's hold was refused") }
+                try await eventually(timeout: .seconds(15), "the hold's NOTIFY to drop the cached status") {
+                    try await Self.held(client, account, "exports") == 5
+                }
+                guard case .ended = try await elsewhere.settle(.key(id, "x"), amount: 2, now: Date()) else {
+                    throw TestSetupError("the other process's settle was refused")
+                }
+                try await eventually(timeout: .seconds(15), "the settle's NOTIFY to drop the cached status") {
+                    try await Self.held(client, account, "exports") == 0 && cache.inputs(of: id) != nil
+                }
+                // A hold as a process of the release before writes it, with a plain statement rather than sql/0051's
+                // call: heard by the row trigger.
+                try await harness.client.query(
+                    """
+                    INSERT INTO credit_holds (id, account_id, idempotency_key, meter, amount, debits, created_at, expires_at)
+                    VALUES (gen_random_uuid(), \(account), 'before', 'exports', 4, '[]', now(), now() + interval '15 minutes')
+                    """, logger: TestDatabase.logger)
+                try await eventually(timeout: .seconds(15), "the row trigger's NOTIFY to drop the cached status") {
+                    try await Self.held(client, account, "exports") == 4
+                }
             }
         }
     }

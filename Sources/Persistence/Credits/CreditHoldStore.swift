@@ -2,6 +2,7 @@ import Credits
 import Foundation
 import Logging
 import PostgresNIO
+import StatementFencing
 import Subscriptions
 
 /// Holds of credits (`credit_holds`, sql/0036): one statement per intent. Every method runs on the caller's
@@ -34,46 +35,38 @@ public struct CreditHoldStore: Sendable {
         public var since: [CreditHold.BucketSince]
     }
 
-    /// Writes what a group did, in one statement: its ledger rows (a key posted already is skipped), the holds it
-    /// took (as they stand at its end: a hold taken and ended in one group is stored ended), and the ends of holds
-    /// taken before (only of those still held), ended at `date`. (Arrays of optionals do not bind: a hold's outcome
-    /// not known yet is sent as -1 or the epoch.)
+    /// Writes what a group did, in one prepared call (`write_hold_group`, sql/0051): its ledger rows (a key posted
+    /// already is skipped), the holds it took (as they stand at its end: a hold taken and ended in one group is stored
+    /// ended), and the ends of holds taken before (only of those still held), ended at `date`; then tells the other
+    /// processes (`storekeeper_account_changed`) whose holds changed, posted or not.
     public func write(posting postings: [LedgerEntry], taken: [CreditHold], ended: [CreditHold], at date: Date, on connection: PostgresConnection)
         async throws
     {
         guard !postings.isEmpty || !taken.isEmpty || !ended.isEmpty else { return }
         let encoder = JSONEncoder()
         let debits = try taken.map { String(decoding: try encoder.encode($0.debits.map(StoredDebit.init)), as: UTF8.self) }
-        let rows = try await connection.query(
+        // Arrays of optionals do not bind: a hold's outcome not known yet is sent as -1 or the epoch.
+        let rows = try await connection.run(
+            PreparedQuery<WriteHoldGroup>(
+                postings.map(\.operationKey), postings.map(\.bucket), postings.map(\.delta), postings.map(\.reason), date,
+                taken.map(\.id), taken.map(\.account.text), taken.map(\.idempotencyKey), taken.map(\.meter), taken.map(\.amount), debits,
+                taken.map(\.createdAt), taken.map(\.expiresAt), taken.map(\.state.text), taken.map { $0.charged ?? -1 },
+                taken.map { $0.returned ?? -1 }, taken.map { $0.lapsed ?? -1 }, taken.map { $0.endedAt ?? Date(timeIntervalSince1970: 0) },
+                ended.map(\.id), ended.map(\.state.text), ended.map { $0.charged ?? 0 }, ended.map { $0.returned ?? 0 },
+                ended.map { $0.lapsed ?? 0 }, ended.map { $0.endedAt ?? date },
+                Set((taken + ended).map(\.account.text)).sorted()),
+            logger: logger)
+        for row in rows { CreditLedger.countPosted(try row.decode(String.self)) }
+    }
+
+    /// `write_hold_group` (sql/0051) of `$1`…`$25`.
+    enum WriteHoldGroup: PreparedSQL {
+        static let sql = """
+            SELECT write_hold_group($1::text[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz, $6::uuid[], $7::text[], $8::text[],
+                $9::text[], $10::bigint[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::text[], $15::bigint[], $16::bigint[],
+                $17::bigint[], $18::timestamptz[], $19::uuid[], $20::text[], $21::bigint[], $22::bigint[], $23::bigint[], $24::timestamptz[],
+                $25::text[])
             """
-            WITH posted AS (
-                INSERT INTO credit_ledger (operation_key, bucket, delta, reason, created_at)
-                SELECT *, \(date)::timestamptz FROM unnest(\(postings.map(\.operationKey))::text[], \(postings.map(\.bucket))::text[],
-                    \(postings.map(\.delta))::bigint[], \(postings.map(\.reason))::text[])
-                ON CONFLICT (operation_key) DO NOTHING RETURNING operation_key
-            ), taken AS (
-                INSERT INTO credit_holds (id, account_id, idempotency_key, meter, amount, debits, created_at, expires_at, state, charged, returned,
-                    lapsed, ended_at)
-                SELECT id, account, key, meter, amount, debits::jsonb, created, expires, state, nullif(charged, -1), nullif(returned, -1),
-                    nullif(lapsed, -1), nullif(ended, 'epoch') FROM unnest(
-                    \(taken.map(\.id))::uuid[], \(taken.map(\.account.text))::text[], \(taken.map(\.idempotencyKey))::text[],
-                    \(taken.map(\.meter))::text[], \(taken.map(\.amount))::bigint[], \(debits)::text[], \(taken.map(\.createdAt))::timestamptz[],
-                    \(taken.map(\.expiresAt))::timestamptz[], \(taken.map(\.state.text))::text[], \(taken.map { $0.charged ?? -1 })::bigint[],
-                    \(taken.map { $0.returned ?? -1 })::bigint[], \(taken.map { $0.lapsed ?? -1 })::bigint[],
-                    \(taken.map { $0.endedAt ?? Date(timeIntervalSince1970: 0) })::timestamptz[])
-                    AS t(id, account, key, meter, amount, debits, created, expires, state, charged, returned, lapsed, ended)
-            ), ended AS (
-                UPDATE credit_holds h SET state = e.state, charged = e.charged, returned = e.returned, lapsed = e.lapsed, ended_at = e.ended
-                FROM unnest(\(ended.map(\.id))::uuid[], \(ended.map(\.state.text))::text[], \(ended.map { $0.charged ?? 0 })::bigint[],
-                    \(ended.map { $0.returned ?? 0 })::bigint[], \(ended.map { $0.lapsed ?? 0 })::bigint[], \(ended.map { $0.endedAt ?? date })::timestamptz[])
-                    AS e(id, state, charged, returned, lapsed, ended)
-                -- Still held: `ended_at IS NULL` (sql/0036's CHECK), not `state = 'held'`, which let the planner scan every
-                -- open hold through the partial index of due ones instead of finding these by id.
-                WHERE h.id = e.id AND h.ended_at IS NULL
-            )
-            SELECT operation_key FROM posted
-            """, logger: logger)
-        for try await key in rows.decode(String.self) { CreditLedger.countPosted(key) }
     }
 
     /// Up to `limit` holds still held whose expiry is at or before `date`, the earliest first, but those in `skipping`
