@@ -1,7 +1,7 @@
 -- A hold group's write costs less (issue 53's pace): one prepared call instead of a statement parsed and planned for
 -- every group, and no statement triggers on `credit_holds` on its way.
 --
--- sql/0036's triggers tell the other processes (`storekeeper_account_changed`, sql/0012) whose holds were taken or
+-- sql/0036's triggers told the other processes (`storekeeper_account_changed`, sql/0012) whose holds were taken or
 -- ended. They ran after every group's insert and update of holds, each with its transition tables (an update's both
 -- old and new rows) and a query over them, for accounts the ledger's own trigger had named already whenever the group
 -- posted a row. Same-run A/B, `storekeeper-bench api`, the same binaries and sql/ with and without them, alternating
@@ -11,10 +11,10 @@
 --
 -- The group now names its accounts itself (below): those whose holds it took or ended, which covers the holds that post
 -- nothing (an unlimited meter's, one whose credits all lapse). Every other writer of holds — a `serve` or `work` of the
--- release before during a rollout, erasure's move of holds to a pseudonym — is still heard: the triggers become row
--- triggers that stand aside while `storekeeper.holds_named` is `on`, which only `write_hold_group` sets, and only for
+-- release before during a rollout, erasure's move of holds to a pseudonym — is still heard: the triggers become a row
+-- trigger that stands aside while `storekeeper.holds_named` is `on`, which only `write_hold_group` sets, and only for
 -- its own call. A row trigger keeps no transition tables, and its condition is checked as the row is written: nothing
--- is queued for the group's rows. (Dropping them waits for a release that no process of the release before runs
+-- is queued for the group's rows. (Dropping it waits for a release that no process of the release before runs
 -- beside: docs/operations.md, "Expand, backfill, contract".)
 DROP TRIGGER credit_holds_inserted ON credit_holds;
 DROP TRIGGER credit_holds_updated ON credit_holds;
@@ -52,9 +52,13 @@ LANGUAGE plpgsql VOLATILE
 SET enable_seqscan = off
 SET plan_cache_mode = force_generic_plan
 SET jit = off
-SET storekeeper.holds_named = 'on'
 AS $$
+DECLARE
+    -- Set for this call's writes only, in the body: a function's own SET of a name PostgreSQL does not know needs a
+    -- superuser, and the migrations run as the database's owner (MigrationTests).
+    named_before text := current_setting('storekeeper.holds_named', true);
 BEGIN
+    PERFORM set_config('storekeeper.holds_named', 'on', true);
     RETURN QUERY
     WITH posted AS (
         INSERT INTO credit_ledger (operation_key, bucket, delta, reason, created_at)
@@ -76,6 +80,9 @@ BEGIN
         WHERE h.id = e.id AND h.ended_at IS NULL
     )
     SELECT posted.operation_key FROM posted;
+    -- Another write of holds later in the transaction is heard by the trigger again. (An error above ends the
+    -- transaction, or rolls back to a savepoint with the setting as it was.)
+    PERFORM set_config('storekeeper.holds_named', coalesce(named_before, ''), true);
     PERFORM pg_notify('storekeeper_account_changed', a.account) FROM unnest(notify_accounts) AS a(account);
 END
 $$;

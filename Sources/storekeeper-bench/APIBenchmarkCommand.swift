@@ -83,9 +83,9 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                 // phase with one pair phase gave ratios from 0.35× to 0.53× over six runs of one build.
                 // Each phase's CPU too (serve's and the cluster's): it moves far less than the rates on this machine.
                 let (servePid, postmaster) = (system.serve?.pid, try await Self.postmaster(of: system))
+                let (warmUp, counted) = (Duration.seconds(HotPathLoad.warmUpSeconds), Duration.seconds(seconds))
                 var rounds: [(spend: LoadPhase, pairs: LoadPhase)] = []
                 for _ in 0..<Self.pairRounds {
-                    let (warmUp, counted) = (Duration.seconds(1), Duration.seconds(seconds))
                     let spend = try await PhaseCPU.measure(serve: servePid, postmaster: postmaster, warmUp: warmUp, seconds: counted) {
                         try await hotPath.load(system, spendRequest)
                     }

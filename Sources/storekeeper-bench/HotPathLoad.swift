@@ -6,6 +6,8 @@ import NIOHTTP1
 struct HotPathLoad {
     var connections: Int
     var seconds: Int
+    /// The second before each phase's counted seconds: its requests are sent, not counted (new connections).
+    static let warmUpSeconds: Int64 = 1
 
     /// `rate` requests a second for `seconds`, open loop, over twice `connections` connections (so the client's one
     /// request in flight per connection does not bound the rate), after a second at that rate not counted: the
@@ -24,7 +26,7 @@ struct HotPathLoad {
         let total = max(rate, 1) * connections / max(own, 1)
         return try await HTTPLoadGenerator.send(
             host: "127.0.0.1", ports: system.ports, connections: connections, count: total * (seconds + 1), rate: total,
-            warmUp: .seconds(1), isReference: isReference
+            warmUp: .seconds(Self.warmUpSeconds), isReference: isReference
         ) { index in
             // Request i goes out on connection i % connections (``HTTPLoadGenerator``).
             if let reference, isReference(index % connections) { return reference.bytes(host: host) }
@@ -37,7 +39,7 @@ struct HotPathLoad {
     func load(_ system: SystemUnderTest, _ request: @escaping @Sendable (Int) -> LoadRequest) async throws -> LoadPhase {
         let host = "127.0.0.1:\(system.port)"
         return try await HTTPLoadGenerator.run(
-            host: "127.0.0.1", ports: system.ports, connections: connections, warmUp: .seconds(1), seconds: .seconds(Int64(seconds))
+            host: "127.0.0.1", ports: system.ports, connections: connections, warmUp: .seconds(Self.warmUpSeconds), seconds: .seconds(Int64(seconds))
         ) { index in request(index).bytes(host: host) }
     }
 }

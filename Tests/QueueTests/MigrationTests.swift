@@ -32,6 +32,35 @@ struct MigrationTests {
         }
     }
 
+    @Test("every file applies as a role that owns its database and is no superuser, as docs/operations.md sets production up")
+    func ownerNotSuperuser() async throws {
+        let admin = try TestDatabase.adminURL()
+        let role = "sk_owner_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+        func asAdmin(_ sql: String) async throws {
+            _ = try await PostgresClient.withRunning(admin.clientConfiguration(maximumConnections: 1), logger: TestDatabase.logger) {
+                try await $0.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger)
+            }
+        }
+        // The test cluster trusts local connections: the role needs no password.
+        try await asAdmin("CREATE ROLE \(role) LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE")
+        do {
+            try await TestDatabase.withFreshDatabase { url in
+                try await asAdmin("ALTER DATABASE \(url.database) OWNER TO \(role)")
+                var owner = url
+                owner.username = role
+                try await PostgresClient.withRunning(owner.clientConfiguration(), logger: TestDatabase.logger) { client in
+                    let migrator = try SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: TestDatabase.logger)
+                    try await migrator.migrate()
+                    #expect(try await migrator.pendingMigrations().isEmpty)
+                }
+            }
+        } catch {
+            try? await asAdmin("DROP ROLE IF EXISTS \(role)")
+            throw error
+        }
+        try await asAdmin("DROP ROLE \(role)")
+    }
+
     @Test("refuses to migrate a database migrated by a newer version; readiness counts only the migrations it knows")
     func newerDatabase() async throws {
         try await TestDatabase.withFreshDatabase { url in
