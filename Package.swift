@@ -327,8 +327,8 @@ let package = Package(
         .testTarget(
             name: "LedgerTests",
             dependencies: [
-                "AppStoreModels", "Credits", "Entitlements", "Events", "IntegrationSupport", "LocalSigning", "Persistence", "StorekeeperRuntime",
-                "Subscriptions", "TestSupport", .product(name: "Hummingbird", package: "hummingbird"),
+                "AppStoreModels", "Application", "Credits", "Entitlements", "Events", "HTTPAPI", "IntegrationSupport", "LocalSigning",
+                "Persistence", "StorekeeperRuntime", "Subscriptions", "TestSupport", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
@@ -359,8 +359,8 @@ let package = Package(
         .testTarget(
             name: "QueueTests",
             dependencies: [
-                "HostileInput", "IntegrationSupport", "Jobs", "LocalSigning", "Persistence", "StatementFencing", "StorekeeperRuntime", "StripeStore",
-                "Subscriptions", "TestSupport", "storekeeper-probe-worker", .product(name: "Crypto", package: "swift-crypto"),
+                "HTTPAPI", "HostileInput", "IntegrationSupport", "Jobs", "LocalSigning", "Persistence", "StatementFencing", "StorekeeperRuntime",
+                "StripeStore", "Subscriptions", "TestSupport", "storekeeper-probe-worker", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "PostgresNIO", package: "postgres-nio"),

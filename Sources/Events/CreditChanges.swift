@@ -21,13 +21,15 @@ public enum CreditChanges {
         }
     }
 
-    /// `credits.depleted` when a spend left nothing of `meter`; `spendKey` names the spend.
-    public static func depleted(meter: String, remaining: Int64?, account: AccountID, spendKey: String, environment: StoreEnvironment) -> [EventDraft]
-    {
+    /// `credits.depleted` when a spend left nothing of `meter`; `spendKey` names the spend, and is made only for the one
+    /// that took the last credit.
+    public static func depleted(
+        meter: String, remaining: Int64?, account: AccountID, spendKey: @autoclosure () -> String, environment: StoreEnvironment
+    ) -> [EventDraft] {
         guard remaining == 0 else { return [] }
         return [
             EventDraft(
-                type: .creditsDepleted, key: "depleted:\(spendKey)", account: account, subscription: nil, environment: environment,
+                type: .creditsDepleted, key: "depleted:\(spendKey())", account: account, subscription: nil, environment: environment,
                 change: EventChange(meter: meter), cause: EventCause())
         ]
     }

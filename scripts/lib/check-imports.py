@@ -9,9 +9,11 @@ package = json.load(sys.stdin)
 root = os.getcwd()
 # What a module is called when it is not its product's name.
 module_of_product = {}
+# Attributes (`@testable`, `@_exported`) on the import's own line only: a class that spans lines read a block of
+# `@testable import` lines as one, and only its last module was seen.
 system = {"Foundation", "FoundationEssentials", "FoundationNetworking", "Dispatch", "Glibc", "Musl", "Darwin", "XCTest",
           "Testing", "Synchronization", "os", "_Concurrency", "RegexBuilder", "Observation", "CoreFoundation"}
-imports = re.compile(r"^\s*(?:@[\w()\s,]+\s+)*(?:(?:public|package|internal|fileprivate|private)\s+)?import\s+(?:(?:struct|class|enum|protocol|typealias|func|var|let)\s+)?([A-Za-z_][\w]*)", re.M)
+imports = re.compile(r"^[ \t]*(?:@[\w(), \t]+[ \t]+)*(?:(?:public|package|internal|fileprivate|private)\s+)?import\s+(?:(?:struct|class|enum|protocol|typealias|func|var|let)\s+)?([A-Za-z_][\w]*)", re.M)
 
 targets = {t["name"] for t in package["targets"]}
 # An executable a target depends on is built for it to run (a test's child process), never imported.

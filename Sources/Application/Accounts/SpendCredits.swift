@@ -82,10 +82,10 @@ private struct SpendGroup: Sendable {
                 balances[request.account] = after
                 answer = UsageRequests.Answer(outcome: .spent, meter: request.meter, remaining: remaining)
                 // Named by the spend's key and time: a key used again after the idempotency window is another spend.
-                let spend = UsageRequests.debitKeyPrefix(
-                    account: request.account, idempotencyKey: request.idempotencyKey, micros: UsageRequests.micros(at: now))
                 drafts += CreditChanges.depleted(
-                    meter: request.meter, remaining: remaining, account: request.account, spendKey: spend,
+                    meter: request.meter, remaining: remaining, account: request.account,
+                    spendKey: UsageRequests.debitKeyPrefix(
+                        account: request.account, idempotencyKey: request.idempotencyKey, micros: UsageRequests.micros(at: now)),
                     environment: credits[request.account]?.environment ?? .production)
                 drafts +=
                     credits[request.account]?.warnings(

@@ -1,5 +1,6 @@
 import Credits
 import Entitlements
+import Events
 import Foundation
 import Subscriptions
 

@@ -6,6 +6,13 @@ extension String {
     func isKey(maximumBytes: Int) -> Bool {
         !isEmpty && utf8.count <= maximumBytes && !unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
+
+    /// A path parameter percent-decoded; `nil` for a malformed escape (`%ZZ`, a lone `%`, bytes that are not UTF-8),
+    /// which is refused, not taken as the text. Foundation's decoding bridges through NSString (3 % of `serve`'s CPU in
+    /// a profile of cached status reads, 0.7 % under holds and settles); most ids and keys have nothing to decode.
+    var pathDecoded: String? {
+        utf8.contains(UInt8(ascii: "%")) ? removingPercentEncoding : self
+    }
 }
 
 extension Request {

@@ -60,11 +60,7 @@ public struct AccountsController: Sendable {
     /// The `{accountId}` path parameter.
     static func accountId(_ context: StorekeeperRequestContext) throws -> AccountID {
         let text = try context.parameters.require("accountId")
-        // Foundation's decoding bridges through NSString (3 % of `serve`'s CPU in a profile of cached status reads);
-        // most ids have nothing to decode.
-        // A malformed escape (`%ZZ`, a lone `%`, bytes that are not UTF-8) is refused, not taken as the id's text.
-        let decoded = text.utf8.contains(UInt8(ascii: "%")) ? text.removingPercentEncoding : text
-        guard let decoded, let accountId = AccountID(decoded) else {
+        guard let decoded = text.pathDecoded, let accountId = AccountID(decoded) else {
             throw APIError.badRequest("accountId must be the app's account id: \(AccountID.rule)")
         }
         return accountId
@@ -98,9 +94,8 @@ public struct AccountsController: Sendable {
             throw APIError.badRequest("store must be one of app_store, stripe, google_play")
         }
         let id = try context.parameters.require("subscriptionId")
-        let decoded = id.utf8.contains(UInt8(ascii: "%")) ? id.removingPercentEncoding : id
         // A Play subscription's id is a purchase token: up to the intake's limit for one.
-        guard let decoded, decoded.isKey(maximumBytes: DeveloperNotification.maximumTokenBytes) else {
+        guard let decoded = id.pathDecoded, decoded.isKey(maximumBytes: DeveloperNotification.maximumTokenBytes) else {
             throw APIError.badRequest("subscriptionId must be 1–\(DeveloperNotification.maximumTokenBytes) printable bytes")
         }
         guard let state = try await read({ try await subscriptions.subscription(of: store, id: decoded) }) else {

@@ -1,5 +1,6 @@
 import Application
 import Credits
+import Events
 import Foundation
 import Hummingbird
 import Persistence
@@ -49,8 +50,9 @@ public struct HoldsController: Sendable {
         var amount: Int64
     }
 
-    /// A hold as the API shows it.
-    struct HoldJSON: ResponseEncodable {
+    /// A hold as the API shows it: what `JSONEncoder` (sorted keys, ISO 8601 dates) writes of it, written by hand
+    /// (``json``; a test holds the two to each other): the encoder cost a hold or a settle about 3 % of `serve`'s CPU.
+    struct HoldJSON: Encodable, ResponseGenerator {
         var id: String
         var accountId: String
         var meter: String
@@ -71,6 +73,30 @@ public struct HoldsController: Sendable {
                 hold.createdAt, hold.expiresAt, hold.charged, hold.returned, hold.lapsed, hold.endedAt
             )
             self.remaining = remaining
+        }
+
+        /// The members in sorted order, those `nil` left out (as `encodeIfPresent` does).
+        var json: [UInt8] {
+            var writer = JSONWriter(capacity: 320)
+            writer.beginObject()
+            writer.member("accountId", accountId)
+            writer.member("amount", amount)
+            if let charged { writer.member("charged", charged) }
+            writer.member("createdAt", date: createdAt)
+            if let endedAt { writer.member("endedAt", date: endedAt) }
+            writer.member("expiresAt", date: expiresAt)
+            writer.member("id", id)
+            if let lapsed { writer.member("lapsed", lapsed) }
+            writer.member("meter", meter)
+            if let remaining { writer.member("remaining", remaining) }
+            if let returned { writer.member("returned", returned) }
+            writer.member("state", state)
+            writer.endObject()
+            return writer.bytes
+        }
+
+        func response(from request: Request, context: some RequestContext) throws -> Response {
+            Response(status: .ok, headers: [.contentType: APIError.jsonContentType], body: .init(byteBuffer: ByteBuffer(bytes: json)))
         }
     }
 
@@ -173,7 +199,7 @@ public struct HoldsController: Sendable {
     static func accountAndKey(_ context: StorekeeperRequestContext) throws -> (AccountID, String) {
         let account = try AccountsController.accountId(context)
         let text = try context.parameters.require("idempotencyKey")
-        guard let key = text.removingPercentEncoding, key.isKey(maximumBytes: 255) else {
+        guard let key = text.pathDecoded, key.isKey(maximumBytes: 255) else {
             throw APIError(
                 .badRequest, code: .invalidIdempotencyKey, message: "idempotencyKey must be 1–255 bytes of UTF-8 without control characters")
         }

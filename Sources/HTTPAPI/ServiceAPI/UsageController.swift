@@ -1,5 +1,6 @@
 import Application
 import Credits
+import Events
 import Foundation
 import Hummingbird
 import Jobs

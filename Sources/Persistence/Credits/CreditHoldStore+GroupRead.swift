@@ -1,5 +1,6 @@
 import Credits
 import Foundation
+import PayloadDecoding
 import PostgresNIO
 import StatementFencing
 import Subscriptions
@@ -36,7 +37,7 @@ extension CreditHoldStore {
             }
             let hold = try Self.decode(row, at: offset)
             let text = try cells[offset + 13].decode(String?.self)
-            let since = try text.map { try JSONDecoder().decode([CreditHold.BucketSince].self, from: Data($0.utf8)) } ?? []
+            let since = try text.map { try PayloadDecoder().decode([CreditHold.BucketSince].self, from: Array($0.utf8)) } ?? []
             holds.append(ReadHold(hold: hold, since: since))
         }
         return GroupRead(holds: holds, inputs: try CreditLedger.statusInputs(from: statusRows))

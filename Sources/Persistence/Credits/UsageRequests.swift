@@ -1,4 +1,5 @@
 import Credits
+import Events
 import Foundation
 import Logging
 import PostgresNIO
@@ -74,6 +75,20 @@ public struct UsageRequests: Sendable {
             try container.encodeIfPresent(error, forKey: .error)
             try container.encodeIfPresent(message, forKey: .message)
         }
+
+        /// As ``encode(to:)`` writes it, written by hand for `usage_requests.answer`: `JSONEncoder` cost a spend about
+        /// 1 % of `serve`'s CPU.
+        var json: String {
+            var writer = JSONWriter(capacity: 96)
+            writer.beginObject()
+            writer.member("outcome", outcome.rawValue)
+            writer.member("meter", meter)
+            if let remaining { writer.member("remaining", remaining) }
+            if let error { writer.member("error", error) }
+            if let message { writer.member("message", message) }
+            writer.endObject()
+            return String(decoding: writer.bytes, as: UTF8.self)
+        }
     }
 
     let logger: Logger
@@ -129,8 +144,7 @@ public struct UsageRequests: Sendable {
     /// key found posted already throws (the group is rolled back): the spend would otherwise go uncharged.
     public func store(_ answers: [FirstAnswer], at date: Date, on connection: PostgresConnection) async throws {
         guard !answers.isEmpty else { return }
-        let encoder = JSONEncoder()
-        let texts = try answers.map { String(decoding: try encoder.encode($0.answer), as: UTF8.self) }
+        let texts = answers.map(\.answer.json)
         let prefixes = answers.map { Self.debitKeyPrefix(account: $0.request.account, idempotencyKey: $0.request.idempotencyKey, micros: nil) }
         var spends: [Int64] = []
         var indexes: [Int64] = []
