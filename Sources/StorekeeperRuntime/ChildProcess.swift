@@ -12,6 +12,22 @@ public enum ChildProcess {
         public let description: String
     }
 
+    /// What `/proc/<pid>/stat` says of any process of this machine: its parent, the CPU seconds (user and system) it has
+    /// used, and those of its children that ended and were waited for; `nil` once it is gone.
+    public static func cpuTimes(of pid: pid_t) -> (parent: pid_t, seconds: Double, endedChildren: Double)? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else {
+            return nil
+        }
+        // After the command name (which may hold spaces and parentheses): state, ppid, …; utime, stime, cutime and cstime
+        // are the 12th to 15th from there, in clock ticks.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 14, let parent = pid_t(fields[1]) else { return nil }
+        let ticks = fields[11...14].compactMap { Double($0) }
+        guard ticks.count == 4 else { return nil }
+        let perSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+        return (parent, (ticks[0] + ticks[1]) / perSecond, (ticks[2] + ticks[3]) / perSecond)
+    }
+
     /// A started program.
     public final class Running: Sendable {
         public let pid: pid_t
@@ -31,16 +47,8 @@ public enum ChildProcess {
         /// What the process has written to its standard output and error so far.
         public var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
 
-        /// CPU time it has used, user and system, while it runs (`/proc/<pid>/stat`, in clock ticks).
-        public var cpuSeconds: Double? {
-            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                let close = stat.lastIndex(of: ")")
-            else { return nil }
-            // Fields after the command name: state is the 3rd field; utime and stime the 14th and 15th.
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
-            return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-        }
+        /// CPU time it has used, user and system, while it runs.
+        public var cpuSeconds: Double? { ChildProcess.cpuTimes(of: pid)?.seconds }
 
         /// Its resident set now (`VmRSS`), while it runs.
         public var residentBytes: Int? { statusField("VmRSS:") }

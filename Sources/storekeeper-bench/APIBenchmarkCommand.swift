@@ -172,7 +172,8 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
     /// elsewhere names nothing, or something else, here).
     static func postmaster(of system: SystemUnderTest) async throws -> Int32? {
         let checkpointer = Int32(try await system.count("SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE backend_type = 'checkpointer'"))
-        guard checkpointer > 0, ProcessCPU.isPostgres(checkpointer), let parent = ProcessCPU.stat(checkpointer)?.parent, ProcessCPU.isPostgres(parent)
+        guard checkpointer > 0, ProcessCPU.isPostgres(checkpointer), let parent = ChildProcess.cpuTimes(of: checkpointer)?.parent,
+            ProcessCPU.isPostgres(parent)
         else { return nil }
         return parent
     }

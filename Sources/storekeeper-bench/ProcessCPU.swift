@@ -1,24 +1,10 @@
 import Foundation
+import StorekeeperRuntime
 
 /// CPU time used by processes of this machine (`/proc/<pid>/stat`), to set what a phase cost beside what it did: on
 /// a machine whose pace swings by a fifth from one phase to the next, the CPU a request costs `serve` and PostgreSQL
 /// moves far less than the requests a second do.
 enum ProcessCPU {
-    /// `pid`'s parent, the CPU seconds (user and system) it has used, and those of its children that ended and were
-    /// waited for; `nil` once it is gone.
-    static func stat(_ pid: Int32) -> (parent: Int32, seconds: Double, endedChildren: Double)? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else {
-            return nil
-        }
-        // After the command name: state, ppid, …; utime, stime, cutime and cstime are the 12th to 15th from there.
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 14, let parent = Int32(fields[1]) else { return nil }
-        let ticks = fields[11...14].compactMap { Double($0) }
-        guard ticks.count == 4 else { return nil }
-        let perSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
-        return (parent, (ticks[0] + ticks[1]) / perSecond, (ticks[2] + ticks[3]) / perSecond)
-    }
-
     /// Whether `pid` runs PostgreSQL's server program.
     static func isPostgres(_ pid: Int32) -> Bool {
         (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.hasPrefix("postgres") == true
@@ -29,7 +15,7 @@ enum ProcessCPU {
     static func seconds(ofProcessAndChildren parent: Int32) -> Double {
         let pids = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { Int32($0) }
         return pids.reduce(0) { total, pid in
-            guard let stat = stat(pid) else { return total }
+            guard let stat = ChildProcess.cpuTimes(of: pid) else { return total }
             if pid == parent { return total + stat.seconds + stat.endedChildren }
             return stat.parent == parent ? total + stat.seconds : total
         }
@@ -49,7 +35,7 @@ struct PhaseCPU: Sendable {
     ) async throws -> LoadPhase {
         guard let serve, let postmaster else { return try await body() }
         @Sendable func now() -> PhaseCPU? {
-            ProcessCPU.stat(serve).map { PhaseCPU(serve: $0.seconds, database: ProcessCPU.seconds(ofProcessAndChildren: postmaster)) }
+            ChildProcess.cpuTimes(of: serve).map { PhaseCPU(serve: $0.seconds, database: ProcessCPU.seconds(ofProcessAndChildren: postmaster)) }
         }
         let clock = ContinuousClock()
         let start = clock.now
