@@ -328,9 +328,9 @@ let package = Package(
             name: "LedgerTests",
             dependencies: [
                 "AppStoreModels", "Application", "Credits", "Entitlements", "Events", "HTTPAPI", "IntegrationSupport", "LocalSigning",
-                "Persistence", "StorekeeperRuntime", "Subscriptions", "TestSupport", .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                "PayloadDecoding", "Persistence", "StorekeeperRuntime", "Subscriptions", "TestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
         // Stripe end to end: the webhook intake, the fake API from its reference, scenarios (StripeScenarios/*.json).
