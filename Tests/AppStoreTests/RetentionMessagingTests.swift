@@ -20,7 +20,10 @@ struct RetentionMessagingTests {
     static let heavyMessage = "22222222-2222-4222-8222-222222222222"
     static let defaultMessage = "33333333-3333-4333-8333-333333333333"
     static let offers = #"{"offers": [{"id": "retain50", "product": "pro.monthly", "audience": "active"}]}"#
+    // The longest deadline the policy allows: this test is about which rule answers, and on a loaded machine (the whole
+    // suite at once) a decision and its signature have missed the default of 300 ms.
     static let policy = """
+        deadline_ms: 400
         default: { message: \(defaultMessage) }
         rules:
           - name: heavy_annual

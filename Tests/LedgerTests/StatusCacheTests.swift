@@ -38,7 +38,8 @@ struct StatusCacheTests {
                     try await connection.query("SET session_replication_role = origin", logger: TestDatabase.logger)
                 }
             }
-            try await eventually("a read served from the cache, not seeing a change no trigger reported") {
+            // A minute: under the whole suite's load a worker's jobs can follow each other for longer than the default wait.
+            try await eventually(timeout: .seconds(60), "a read served from the cache, not seeing a change no trigger reported") {
                 _ = try await flow.statusAnswer()
                 try await silently("max.monthly")
                 if try await flow.statusAnswer().tier == "pro" { return true }
