@@ -122,7 +122,8 @@ struct StorageBenchmarkCommand: AsyncParsableCommand {
     /// autovacuum does (on the queue's hot table, far more often than monthly).
     func deleteRetained(before cutoff: Date, databaseURL: DatabaseURL, logger: Logger) async throws {
         try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 2), logger: logger) { client in
-            _ = try await client.withConnection { try await EventLog(logger: logger).deleteEvents(before: cutoff, on: $0) }
+            let log = EventLog(logger: logger)
+            while try await client.withConnection({ try await log.deleteEvents(before: cutoff, limit: 10_000, on: $0) }) == 10_000 {}
             try await PostgresJobQueue(client: client, logger: logger).pruneHistory(
                 olderThan: .seconds(Date().timeIntervalSince(cutoff)), limit: 1_000_000)
             try await client.query("VACUUM", logger: logger)

@@ -31,14 +31,17 @@ public struct RetentionJob: JobHandler {
     public static let signedPayloadsKind = "signed-payload-retention"
     public static let idempotencyWindowKind = "idempotency-window"
 
-    /// Deletes events older than `retention` (`STOREKEEPER_EVENT_RETENTION_DAYS`), with their deliveries and logs.
+    /// Deletes events older than `retention` (`STOREKEEPER_EVENT_RETENTION_DAYS`), with their deliveries and logs, a
+    /// thousand per statement.
     public static func events(
         client: PostgresClient, retention: TimeInterval, clock: @escaping @Sendable () -> Date, logger: Logger
     ) -> RetentionJob {
         let log = EventLog(logger: logger)
         return RetentionJob(
             kind: eventsKind, retention: retention, clock: clock,
-            purge: { cutoff in try await client.withConnection { try await log.deleteEvents(before: cutoff, on: $0) } },
+            purge: { cutoff in
+                try await inBatches { limit in try await client.withConnection { try await log.deleteEvents(before: cutoff, limit: limit, on: $0) } }
+            },
             done: "old events deleted", logger: logger)
     }
 

@@ -145,10 +145,20 @@ public struct EventLog: Sendable {
         return try await Self.decodeAll(rows).first
     }
 
-    /// Deletes events created before `cutoff` (their deliveries and attempts go with them); returns how many.
-    public func deleteEvents(before cutoff: Date, on connection: PostgresConnection) async throws -> Int {
+    /// Deletes up to `limit` of the events created before `cutoff`, the oldest first (`events_created`), with their
+    /// deliveries and attempts; returns how many went. A batch at a time, as the idempotency window deletes: a backlog
+    /// (the first run after an upgrade, a retention shortened) goes in short transactions, not in one statement over a
+    /// year of events and their logs. Events another transaction holds (an erasure's) are skipped, not waited for.
+    public func deleteEvents(before cutoff: Date, limit: Int, on connection: PostgresConnection) async throws -> Int {
         let rows = try await connection.query(
-            "WITH gone AS (DELETE FROM events WHERE created_at < \(cutoff) RETURNING 1) SELECT count(*)::int FROM gone", logger: logger)
+            """
+            WITH gone AS (
+                DELETE FROM events WHERE ctid = ANY(ARRAY(
+                    SELECT ctid FROM events WHERE created_at < \(cutoff) ORDER BY created_at LIMIT \(limit) FOR UPDATE SKIP LOCKED))
+                RETURNING 1
+            )
+            SELECT count(*)::int FROM gone
+            """, logger: logger)
         for try await count in rows.decode(Int.self) { return count }
         return 0
     }

@@ -1,0 +1,61 @@
+import Foundation
+import Persistence
+import PostgresNIO
+import Testing
+
+@testable import IntegrationSupport
+
+/// Events past their retention go a batch at a time (`EventLog.deleteEvents`, which the hourly `event-retention` job
+/// calls until a batch comes back short), with their deliveries and attempts, on real PostgreSQL.
+@Suite("Event retention: old events deleted in batches")
+struct EventRetentionTests {
+    @Test(
+        "the oldest first, at most a batch a statement, each with its deliveries and attempts; newer events and their logs stay; an event another transaction holds is skipped, then deleted"
+    )
+    func batches() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            // 25 events 40 days old, a second apart, and 5 of today; each with a delivery and an attempt.
+            try await harness.client.query(
+                """
+                WITH made AS (
+                    INSERT INTO events (dedup_key, type, account_id, environment, created_at, body)
+                    SELECT 'retention-test:' || g, 'credits.low', 'retention-account', 'Sandbox',
+                        CASE WHEN g <= 25 THEN now() - interval '40 days' + g * interval '1 second' ELSE now() END, '{}'::jsonb
+                    FROM generate_series(1, 30) AS g
+                    RETURNING id, account_id, sequence, created_at
+                ), delivered AS (
+                    INSERT INTO webhook_deliveries (endpoint, event_id, account_id, sequence)
+                    SELECT 'https://receiver.example/hook', id, account_id, sequence FROM made
+                )
+                INSERT INTO webhook_attempts (endpoint, event_id, attempted_at, status_code, latency_ms)
+                SELECT 'https://receiver.example/hook', id, created_at, 500, 3 FROM made
+                """, logger: TestDatabase.logger)
+            let log = EventLog(logger: TestDatabase.logger)
+            let cutoff = Date().addingTimeInterval(-30 * 86_400)
+            func delete(_ limit: Int) async throws -> Int {
+                try await harness.client.withConnection { try await log.deleteEvents(before: cutoff, limit: limit, on: $0) }
+            }
+            func counts() async throws -> [Int] {
+                try await [
+                    harness.count("SELECT count(*) FROM events"), harness.count("SELECT count(*) FROM webhook_deliveries"),
+                    harness.count("SELECT count(*) FROM webhook_attempts"),
+                ]
+            }
+
+            #expect(try await delete(10) == 10)
+            #expect(try await counts() == [20, 20, 20])
+            #expect(
+                try await harness.count("SELECT min(substr(dedup_key, 16)::int) FROM events") == 11, "the ten oldest went, none of the others")
+
+            // The next oldest held by another transaction (as an erasure holds its account's events): skipped, not waited for.
+            try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
+                try await connection.query("SELECT 1 FROM events WHERE dedup_key = 'retention-test:11' FOR UPDATE", logger: TestDatabase.logger)
+                #expect(try await delete(100) == 14)
+            }
+            #expect(try await counts() == [6, 6, 6])
+            #expect(try await delete(100) == 1)
+            #expect(try await delete(100) == 0)
+            #expect(try await counts() == [5, 5, 5], "today's events and their logs stay")
+        }
+    }
+}
