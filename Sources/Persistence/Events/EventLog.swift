@@ -148,7 +148,8 @@ public struct EventLog: Sendable {
     /// Deletes up to `limit` of the events created before `cutoff`, the oldest first (`events_created`), with their
     /// deliveries and attempts; returns how many went. A batch at a time, as the idempotency window deletes: a backlog
     /// (the first run after an upgrade, a retention shortened) goes in short transactions, not in one statement over a
-    /// year of events and their logs. Events another transaction holds (an erasure's) are skipped, not waited for.
+    /// year of events and their logs. Events another transaction holds (recording a delivery attempt, an erasure) are
+    /// skipped, not waited for.
     public func deleteEvents(before cutoff: Date, limit: Int, on connection: PostgresConnection) async throws -> Int {
         let rows = try await connection.query(
             """
