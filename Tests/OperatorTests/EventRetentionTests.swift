@@ -65,4 +65,28 @@ struct EventRetentionTests {
             #expect(try await counts() == [5, 5, 5], "today's events and their logs stay")
         }
     }
+
+    @Test("the hourly job works off a backlog past one batch in a run: 2,500 events past the retention all go, today's stay")
+    func jobLoops() async throws {
+        try await StorekeeperHarness.run { harness in
+            try await harness.client.query(
+                """
+                INSERT INTO events (dedup_key, type, account_id, environment, created_at, body)
+                SELECT 'backlog:' || g, 'credits.low', 'retention-account', 'Sandbox',
+                    CASE WHEN g <= 2500 THEN now() - interval '40 days' ELSE now() END, '{}'::jsonb
+                FROM generate_series(1, 2503) AS g
+                """, logger: TestDatabase.logger)
+            // The job as its hourly schedule enqueues it (a run at the worker's start may have gone first; either way
+            // no run stops after one batch, or 500 would be left).
+            _ = try await harness.count(
+                "WITH queued AS (INSERT INTO jobs (kind, args, unique_key) VALUES ('event-retention', '{}', 'backlog') RETURNING 1) SELECT count(*) FROM queued"
+            )
+            try await eventually(timeout: .seconds(60), "the event retention's job") {
+                try await harness.count(
+                    "SELECT count(*) FROM job_history WHERE kind = 'event-retention' AND unique_key = 'backlog' AND state = 'completed'")
+                    == 1
+            }
+            #expect(try await harness.count("SELECT count(*) FROM events WHERE dedup_key LIKE 'backlog:%'") == 3)
+        }
+    }
 }
