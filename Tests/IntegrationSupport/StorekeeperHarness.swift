@@ -115,6 +115,17 @@ struct StorekeeperHarness {
             """)
     }
 
+    /// Enqueues a job of `kind` with no arguments, as a periodic schedule does, under `uniqueKey`, and waits for the
+    /// worker to complete it.
+    func runJob(_ kind: String, uniqueKey: String, timeout: Duration = .seconds(30)) async throws {
+        _ = try await count(
+            "WITH queued AS (INSERT INTO jobs (kind, args, unique_key) VALUES ('\(kind)', '{}', '\(uniqueKey)') RETURNING 1) SELECT count(*) FROM queued"
+        )
+        try await eventually(timeout: timeout, "the \(kind) job \(uniqueKey)") {
+            try await count("SELECT count(*) FROM job_history WHERE kind = '\(kind)' AND unique_key = '\(uniqueKey)' AND state = 'completed'") == 1
+        }
+    }
+
     func count(_ sql: String) async throws -> Int {
         let rows = try await client.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger)
         for try await count in rows.decode(Int.self) { return count }

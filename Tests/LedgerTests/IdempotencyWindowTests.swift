@@ -19,14 +19,7 @@ struct IdempotencyWindowTests {
     /// Runs the window's job once, as its hourly slot would (the schedule itself runs on the wall clock), and waits
     /// until the worker has finished it.
     static func runWindowJob(_ harness: StorekeeperHarness, _ name: String) async throws {
-        _ = try await harness.count(
-            "WITH queued AS (INSERT INTO jobs (kind, args, unique_key) VALUES ('idempotency-window', '{}', '\(name)') RETURNING 1) SELECT count(*) FROM queued"
-        )
-        try await eventually(timeout: .seconds(30), "the idempotency window's job") {
-            try await harness.count(
-                "SELECT count(*) FROM job_history WHERE kind = 'idempotency-window' AND unique_key = '\(name)' AND state = 'completed'")
-                == 1
-        }
+        try await harness.runJob("idempotency-window", uniqueKey: name)
     }
 
     /// The account's spend under `key` again, after `days` on the clock and the window's job: charged anew, then
