@@ -136,7 +136,7 @@ let package = Package(
             dependencies: [
                 "AppStoreModels", "Subscriptions", "Credits", "Entitlements", "StripeStore", "StripeAPI", "Events", "Persistence", "Jobs",
                 "AppStoreServerAPI", "Analytics", "GooglePlay", "GooglePlayAPI",
-                "SignedData",
+                "SignedData", "StatementFencing",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

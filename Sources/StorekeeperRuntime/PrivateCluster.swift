@@ -61,6 +61,27 @@ public struct PrivateCluster: Sendable {
         return url(port: port, socketDirectory: socketDirectory)
     }
 
+    /// Makes this cluster a streaming replica (hot standby) of `primary`, another private cluster of the same user, by
+    /// `pg_basebackup -R` when it holds no data yet, and starts it: benchmarks and tests of `STOREKEEPER_REPLICA_URL`.
+    public func startStandby(of primary: DatabaseURL) throws(Failure) -> DatabaseURL {
+        if !FileManager.default.fileExists(atPath: dataDirectory.appendingPathComponent("PG_VERSION").path) {
+            do {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            } catch {
+                throw Failure(description: "cannot create \(directory.path): \(error.localizedDescription)")
+            }
+            if let user = runAsUser { try run("/bin/chown", ["-R", user, directory.path], asUser: nil) }
+            try run(
+                binDirectory.appendingPathComponent("pg_basebackup").path,
+                [
+                    "-h", primary.host, "-p", String(primary.port), "-U", primary.username, "-D", dataDirectory.path, "-R", "-X", "stream",
+                    "-c", "fast",
+                ],
+                asUser: runAsUser)
+        }
+        return try start()
+    }
+
     /// Writes the privacy into the cluster's own configuration, so a start by hand (`pg_ctl start`, after a crash)
     /// keeps it too: no TCP listener, the socket only in its private directory, and no connection but through it.
     /// Clusters made before this trusted 127.0.0.1 as well; their `pg_hba.conf` is rewritten the same way.
@@ -75,6 +96,7 @@ public struct PrivateCluster: Sendable {
         let access = """
             # Written by Storekeeper: only the owner's socket, never TCP (the socket's directory is mode 0700).
             local all all trust
+            local replication all trust
 
             """
         let configuration = dataDirectory.appendingPathComponent("postgresql.conf")
@@ -114,6 +136,12 @@ public struct PrivateCluster: Sendable {
     }
 
     private static func userId(_ name: String) -> uid_t? { getpwnam(name).map { $0.pointee.pw_uid } }
+
+    /// The process id of the cluster's postmaster while it runs (line 1 of `postmaster.pid`): benchmarks read its CPU.
+    public var postmasterProcess: Int32? {
+        guard let text = try? String(contentsOf: dataDirectory.appendingPathComponent("postmaster.pid"), encoding: .utf8) else { return nil }
+        return text.split(separator: "\n").first.flatMap { Int32($0) }
+    }
 
     /// Whether a server is running on this cluster's data directory now (another process may have started it).
     public var isRunning: Bool { runningServer() != nil }

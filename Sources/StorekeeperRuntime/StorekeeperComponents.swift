@@ -20,6 +20,8 @@ import X509
 public struct StorekeeperComponents: Sendable {
     public let configuration: StorekeeperConfiguration
     public let client: PostgresClient
+    /// `STOREKEEPER_REPLICA_URL`'s pool: status reads that miss the cache, when the replica has replayed far enough.
+    public let replica: PostgresClient?
     public let queue: PostgresJobQueue
     public let migrator: SchemaMigrator
     public let verifier: SignedDataVerifier
@@ -52,7 +54,7 @@ public struct StorekeeperComponents: Sendable {
     /// Apple's consumption requests: opened by notifications, answered by ``ConsumptionAnswerJob``.
     public let refunds: RefundDefence
     /// `serve`'s account status cache, kept current by ``accountChangeListener()`` and this process's writers.
-    public let statusCache = AccountStatusCache()
+    public let statusCache: AccountStatusCache
     /// Sends webhook requests.
     let webhookTransport: any WebhookTransport
     /// The App Store Server API client; `nil` without `STOREKEEPER_ASSA_*`.
@@ -122,6 +124,17 @@ public struct StorekeeperComponents: Sendable {
             configuration: clientConfiguration,
             eventLoopGroup: databaseExecutor?.loop ?? SpreadingEventLoopGroup(PostgresClient.defaultEventLoopGroup),
             backgroundLogger: logger)
+        self.replica = configuration.replicaURL.map { url in
+            var replicaConfiguration = url.clientConfiguration(
+                maximumConnections: configuration.databaseConnections, applicationName: "\(applicationName) replica reads")
+            replicaConfiguration.options.keepAliveBehavior = nil
+            replicaConfiguration.options.connectionIdleTimeout = .seconds(10)
+            return PostgresClient(
+                configuration: replicaConfiguration,
+                eventLoopGroup: databaseExecutor?.loop ?? SpreadingEventLoopGroup(PostgresClient.defaultEventLoopGroup),
+                backgroundLogger: logger)
+        }
+        self.statusCache = AccountStatusCache(replica: configuration.replicaURL != nil)
         self.queue = PostgresJobQueue(client: client, logger: logger)
         self.migrator = try SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: logger)
         self.verifier = configuration.verifier(clock: clock)
@@ -191,7 +204,7 @@ public struct StorekeeperComponents: Sendable {
             verifier: verifier,
             inbox: inbox,
             subscriptions: SubscriptionStore(client: client, logger: logger),
-            accounts: AccountStatusQuery(client: client, ledger: credits, cache: statusCache, logger: logger),
+            accounts: AccountStatusQuery(client: client, ledger: credits, cache: statusCache, replica: replica, logger: logger),
             records: AccountRecords(client: client, logger: logger),
             usage: SpendCredits(
                 client: client, ledger: credits, events: events, cache: statusCache, executor: databaseExecutor, logger: logger),
@@ -398,6 +411,12 @@ public struct StorekeeperComponents: Sendable {
     /// Keeps ``statusCache`` current with the other processes' commits; runs beside `serve`.
     public func accountChangeListener() -> AccountChangeListener {
         AccountChangeListener(client: client, cache: statusCache, logger: logger)
+    }
+
+    /// Reads the WAL positions that tell which status reads the replica may answer; runs beside `serve` when
+    /// `STOREKEEPER_REPLICA_URL` is set.
+    public func replicaPositionTracker() -> ReplicaPositionTracker? {
+        replica.map { ReplicaPositionTracker(primary: client, replica: $0, cache: statusCache, logger: logger) }
     }
 
     /// The Notification History reader that feeds the intake.

@@ -17,6 +17,9 @@ public struct StorekeeperConfiguration: Sendable {
     public enum LogFormat: String, Sendable { case json, text }
 
     public var databaseURL: DatabaseURL?
+    /// A streaming replica (hot standby) of `databaseURL`'s database that `serve` reads status from when its cache
+    /// misses and the replica has replayed the account's last change (`STOREKEEPER_REPLICA_URL`); `nil`: none.
+    public var replicaURL: DatabaseURL?
     public var bundleId: String
     public var appAppleId: Int64?
     public var environments: Set<AppStoreEnvironment>
@@ -266,6 +269,11 @@ public struct StorekeeperConfiguration: Sendable {
         case .failure(let failure): problems += failure.problems.map { "STOREKEEPER_ADMIN_KEYS: \($0)" }
         }
         configuration.metricsKeys = list("STOREKEEPER_METRICS_KEYS")
+        if let text = value("STOREKEEPER_REPLICA_URL") {
+            do { configuration.replicaURL = try DatabaseURL(parsing: text) } catch {
+                problems.append("STOREKEEPER_REPLICA_URL: \(error.description)")
+            }
+        }
         configuration.appliesPerTransaction = integer("STOREKEEPER_APPLIES_PER_TRANSACTION", default: 8, range: 1...64)
         if let text = value("STOREKEEPER_WEBHOOKS") {
             do { configuration.webhooks = try WebhookConfiguration.endpoints(from: text) } catch { problems += error.problems }

@@ -37,6 +37,10 @@ public enum StorekeeperProcess {
             }
         }
         if roles.contains(.serve) {
+            if let replica = components.replica, let tracker = components.replicaPositionTracker() {
+                services.append(.init(service: DatabasePoolService(running: await replica.startRunning(), logger: logger)))
+                services.append(.init(service: tracker))
+            }
             services.append(.init(service: components.accountChangeListener()))
             services.append(.init(service: try components.application(onServerRunning: onServerRunning)))
         }

@@ -29,49 +29,74 @@ struct StorekeeperHarness {
 
     var client: PostgresClient { components.client }
 
-    /// Runs `body` with a migrated database, the client running and — when `worker` is true — a job worker.
+    /// Runs `body` with a migrated database, the client running and — when `worker` is true — a job worker; with
+    /// `STOREKEEPER_REPLICA_URL` in `environment`, the replica's pool and position tracker too, as `serve` runs them.
+    /// - Parameter database: a database of the test's own (a private cluster); default: a fresh one of the tests'.
     static func run(
         worker: Bool = true, environment extra: [String: String] = [:], rootPaths: [String] = [],
         chainOptions: LocalSigningChain.Options = .init(),
         clock: @escaping @Sendable () -> Date = { Date() },
+        database: DatabaseURL? = nil,
         _ body: (StorekeeperHarness) async throws -> Void
     ) async throws {
+        if let database {
+            return try await run(
+                on: database, worker: worker, environment: extra, rootPaths: rootPaths, chainOptions: chainOptions, clock: clock, body)
+        }
         try await TestDatabase.withMigratedDatabase { url in
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sk-test-\(UUID().uuidString)")
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let chain = try LocalSigningChain.generate(chainOptions)
-            try chain.save(to: directory)
-            var environment = [
-                "DATABASE_URL": url.urlString,
-                "STOREKEEPER_BUNDLE_ID": bundleId,
-                "STOREKEEPER_ENVIRONMENTS": "Sandbox",
-                "STOREKEEPER_ROOT_CERTIFICATES": ([directory.appendingPathComponent("root.pem").path] + rootPaths).joined(separator: ","),
-                "STOREKEEPER_API_KEYS": apiKey,
-                "STOREKEEPER_ERASURE_KEY": erasureKey,
-            ]
-            environment.merge(extra) { _, new in new }
-            let configuration = try StorekeeperConfiguration.load(environment: environment)
-            // As `serve` builds them: the database connections and group commits on their own event loop.
-            let components = try StorekeeperComponents(
-                configuration: configuration, databaseThread: true, clock: clock, logger: TestDatabase.logger)
-            let harness = StorekeeperHarness(
-                components: components, chain: chain,
-                signer: NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: configuration.bundleId), databaseURL: url,
-                processEnvironment: environment)
-            let pool = await components.client.startRunning()
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await pool.value }
-                defer { pool.cancel() }
-                try await components.migrator.migrate()
-                group.addTask { try await components.accountChangeListener().run() }
-                if worker {
-                    let jobWorker = components.worker(options: .init(concurrency: 4, pollInterval: .milliseconds(200)))
-                    group.addTask { try await jobWorker.run() }
+            try await run(on: url, worker: worker, environment: extra, rootPaths: rootPaths, chainOptions: chainOptions, clock: clock, body)
+        }
+    }
+
+    private static func run(
+        on url: DatabaseURL, worker: Bool, environment extra: [String: String], rootPaths: [String], chainOptions: LocalSigningChain.Options,
+        clock: @escaping @Sendable () -> Date, _ body: (StorekeeperHarness) async throws -> Void
+    ) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sk-test-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let chain = try LocalSigningChain.generate(chainOptions)
+        try chain.save(to: directory)
+        var environment = [
+            "DATABASE_URL": url.urlString,
+            "STOREKEEPER_BUNDLE_ID": bundleId,
+            "STOREKEEPER_ENVIRONMENTS": "Sandbox",
+            "STOREKEEPER_ROOT_CERTIFICATES": ([directory.appendingPathComponent("root.pem").path] + rootPaths).joined(separator: ","),
+            "STOREKEEPER_API_KEYS": apiKey,
+            "STOREKEEPER_ERASURE_KEY": erasureKey,
+        ]
+        environment.merge(extra) { _, new in new }
+        let configuration = try StorekeeperConfiguration.load(environment: environment)
+        // As `serve` builds them: the database connections and group commits on their own event loop.
+        let components = try StorekeeperComponents(
+            configuration: configuration, databaseThread: true, clock: clock, logger: TestDatabase.logger)
+        let harness = StorekeeperHarness(
+            components: components, chain: chain,
+            signer: NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: configuration.bundleId), databaseURL: url,
+            processEnvironment: environment)
+        let pool = await components.client.startRunning()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await pool.value }
+            defer { pool.cancel() }
+            try await components.migrator.migrate()
+            group.addTask { try await components.accountChangeListener().run() }
+            if let replica = components.replica, let tracker = components.replicaPositionTracker() {
+                let replicaPool = await replica.startRunning()
+                group.addTask {
+                    await withTaskCancellationHandler {
+                        await replicaPool.value
+                    } onCancel: {
+                        replicaPool.cancel()
+                    }
                 }
-                defer { group.cancelAll() }
-                try await body(harness)
-                try await harness.expectBalancesKept()
+                group.addTask { try await tracker.run() }
             }
+            if worker {
+                let jobWorker = components.worker(options: .init(concurrency: 4, pollInterval: .milliseconds(200)))
+                group.addTask { try await jobWorker.run() }
+            }
+            defer { group.cancelAll() }
+            try await body(harness)
+            try await harness.expectBalancesKept()
         }
     }
 

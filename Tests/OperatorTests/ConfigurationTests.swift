@@ -32,6 +32,26 @@ struct ConfigurationTests {
         #expect(!text.contains("\n"))
     }
 
+    @Test("a read replica is a database URL like DATABASE_URL, named in the error when it is not one")
+    func replicaURL() throws {
+        let base = [
+            "DATABASE_URL": "postgres://x@127.0.0.1/x", "STOREKEEPER_BUNDLE_ID": "com.example.app", "STOREKEEPER_ENVIRONMENTS": "Sandbox",
+            "STOREKEEPER_ROOT_CERTIFICATES": AppleSamples.rootCertificate.path,
+        ]
+        #expect(try StorekeeperConfiguration.load(environment: base).replicaURL == nil)
+        #expect(try StorekeeperConfiguration.load(environment: base.merging(["STOREKEEPER_REPLICA_URL": " "]) { $1 }).replicaURL == nil)
+        let loaded = try StorekeeperConfiguration.load(
+            environment: base.merging(["STOREKEEPER_REPLICA_URL": "postgres://reader@replica.internal:6432/storekeeper?sslmode=require"]) { $1 })
+        #expect(loaded.replicaURL?.host == "replica.internal" && loaded.replicaURL?.port == 6432 && loaded.replicaURL?.database == "storekeeper")
+        for bad in ["mysql://replica/x", "replica.internal", "postgres://reader@replica.internal:99999/x"] {
+            let error = #expect(throws: ConfigurationError.self) {
+                try StorekeeperConfiguration.load(environment: base.merging(["STOREKEEPER_REPLICA_URL": bad]) { $1 })
+            }
+            #expect(
+                error?.problems.count == 1 && error?.description.contains("STOREKEEPER_REPLICA_URL") == true, "\(bad): \(String(describing: error))")
+        }
+    }
+
     @Test("the refund policy and the offers are checked at startup: ranges, audiences, products of the catalogue")
     func refundPolicyAndOffers() throws {
         let root = AppleSamples.rootCertificate

@@ -13,6 +13,9 @@ import Synchronization
 /// run with ``beginWrite()`` and ``endWrite()`` — and the database NOTIFYs every other process's changes
 /// (`sql/0012_account_changes.sql`) to the listener, which calls ``invalidate(_:)``. A read that started before an
 /// invalidation never stores what it read. While the listener is not connected nothing is served from the cache.
+///
+/// With a read replica, the cache also keeps the ``ReplicaPositions`` its changes feed: which misses the replica may
+/// answer.
 public final class AccountStatusCache: Sendable {
     /// The inputs of one account's status, as read.
     public typealias Inputs = CreditLedger.StatusInputs
@@ -30,6 +33,8 @@ public final class AccountStatusCache: Sendable {
         var listening = false
         /// Writes of this process under way whose accounts are not known (jobs): nothing is stored meanwhile.
         var writesUnderWay = 0
+        /// With a read replica: which accounts it has replayed every heard change of.
+        var replica: ReplicaPositions?
     }
 
     private let state = Mutex(State())
@@ -38,9 +43,11 @@ public final class AccountStatusCache: Sendable {
     /// Entries kept at most; past it the cache starts over.
     let capacity: Int
 
-    public init(maximumAge: Duration = .seconds(30), capacity: Int = 200_000) {
+    /// - Parameter replica: status reads that miss may go to a read replica, so positions are kept for it.
+    public init(maximumAge: Duration = .seconds(30), capacity: Int = 200_000, replica: Bool = false) {
         self.maximumAge = maximumAge
         self.capacity = capacity
+        if replica { state.withLock { $0.replica = ReplicaPositions() } }
     }
 
     /// The cached inputs of `account`, if fresh.
@@ -72,6 +79,7 @@ public final class AccountStatusCache: Sendable {
             state.sequence += 1
             if state.entries.count >= capacity { Self.clear(&state) }
             state.entries[account] = .changed(state.sequence)
+            state.replica?.changed(account)
         }
     }
 
@@ -97,6 +105,24 @@ public final class AccountStatusCache: Sendable {
         }
     }
 
+    /// The replay position at which the read replica shows every change of `account` heard so far, when it has
+    /// reached it as last read; never while changes of other processes are not being heard, nor while a job of this
+    /// process writes (its commit is seen by others before it ends, and by this cache only at its end).
+    func replicaRequirement(of account: AccountID) -> UInt64? {
+        state.withLock { state in
+            guard state.listening, state.writesUnderWay == 0 else { return nil }
+            return state.replica?.requirement(of: account)
+        }
+    }
+
+    /// Runs `body` on the replica's positions under the cache's lock; `nil` without a replica.
+    public func replicaPositions<Result>(_ body: (inout ReplicaPositions) -> Result) -> Result? {
+        state.withLock { state in
+            guard state.replica != nil else { return nil }
+            return body(&state.replica!)
+        }
+    }
+
     /// Whether changes of other processes are being heard, so that reads may be served from memory.
     public var isListening: Bool { state.withLock { $0.listening } }
 
@@ -112,5 +138,6 @@ public final class AccountStatusCache: Sendable {
         state.sequence += 1
         state.clearedAt = state.sequence
         state.entries.removeAll(keepingCapacity: true)
+        state.replica?.changedEverything()
     }
 }
