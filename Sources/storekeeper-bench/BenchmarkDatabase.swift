@@ -69,7 +69,7 @@ enum BenchmarkDatabase {
     /// load a stall of 15–160 ms every few seconds, which a server that has run through one checkpoint never sees
     /// (its checkpoints recycle segments for reuse; docs/capacity.md). This switches through
     /// ``warmedWALSegments`` segments and checkpoints, which recycles them.
-    private static func warmWAL(url: DatabaseURL, logger: Logger) async throws {
+    static func warmWAL(url: DatabaseURL, logger: Logger) async throws {
         try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 1), logger: logger) { client in
             for _ in 0..<warmedWALSegments {
                 // pg_switch_wal() moves on only from a segment with a record in it.

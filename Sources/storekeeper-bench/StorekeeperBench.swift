@@ -13,7 +13,8 @@ struct StorekeeperBench: AsyncParsableCommand {
             VerifyBenchmarkCommand.self, QueueBenchmarkCommand.self, EndToEndBenchmarkCommand.self, HostileBenchmarkCommand.self,
             EventsBenchmarkCommand.self, APIBenchmarkCommand.self, StorageBenchmarkCommand.self, StripeBenchmarkCommand.self,
             PlayBenchmarkCommand.self,
-            ScaleBenchmarkCommand.self, AnalyticsBenchmarkCommand.self, HoldExpiryBenchmarkCommand.self, RetentionBenchmarkCommand.self,
+            ScaleBenchmarkCommand.self, ReplicaBenchmarkCommand.self, AnalyticsBenchmarkCommand.self, HoldExpiryBenchmarkCommand.self,
+            RetentionBenchmarkCommand.self,
             DrillCommand.self,
         ]
     )

@@ -90,16 +90,25 @@ extension SystemUnderTest {
 }
 
 extension SystemUnderTest {
-    /// Status reads counted by `serve` (`storekeeper_status_reads_total`): from its cache or from the database.
+    /// Status reads counted by `serve` (`storekeeper_status_reads_total`): from its cache, from the primary, or from
+    /// the read replica (`STOREKEEPER_REPLICA_URL`).
     struct StatusReads {
         var cache = 0
         var database = 0
+        var replica = 0
+
+        var all: Int { cache + database + replica }
 
         /// The share of the reads since `earlier` answered from the cache (0 when there were none).
         func cacheShare(since earlier: StatusReads) -> Double {
-            let cache = self.cache - earlier.cache
-            let all = cache + database - earlier.database
-            return all == 0 ? 0 : Double(cache) / Double(all)
+            let all = self.all - earlier.all
+            return all == 0 ? 0 : Double(cache - earlier.cache) / Double(all)
+        }
+
+        /// The share of the reads since `earlier` answered by the replica (0 when there were none).
+        func replicaShare(since earlier: StatusReads) -> Double {
+            let all = self.all - earlier.all
+            return all == 0 ? 0 : Double(replica - earlier.replica) / Double(all)
         }
     }
 
@@ -113,7 +122,13 @@ extension SystemUnderTest {
             else { continue }
             for line in String(buffer: body).split(separator: "\n") where line.hasPrefix("storekeeper_status_reads_total{") {
                 let value = Int(Double(line.split(separator: " ").last ?? "") ?? 0)
-                if line.contains(#"source="cache""#) { reads.cache += value } else if line.contains(#"source="database""#) { reads.database += value }
+                if line.contains(#"source="cache""#) {
+                    reads.cache += value
+                } else if line.contains(#"source="database""#) {
+                    reads.database += value
+                } else if line.contains(#"source="replica""#) {
+                    reads.replica += value
+                }
             }
         }
         return reads
