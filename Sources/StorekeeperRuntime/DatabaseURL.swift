@@ -23,21 +23,22 @@ public struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         self.tlsMode = tlsMode
     }
 
-    public init(parsing text: String) throws(ConfigurationError) {
+    /// - Parameter variable: the setting named in the errors (`STOREKEEPER_REPLICA_URL` is read the same way).
+    public init(parsing text: String, variable: String = "DATABASE_URL") throws(ConfigurationError) {
         let components = URLComponents(string: text)
         let parameter = { (name: String) in components?.queryItems?.first { $0.name == name }?.value }
         guard let components, ["postgres", "postgresql"].contains(components.scheme ?? ""),
             let host = parameter("host") ?? components.host, !host.isEmpty
         else {
-            throw ConfigurationError(problems: ["DATABASE_URL must look like postgres://user:pass@host:port/db"])
+            throw ConfigurationError(problems: ["\(variable) must look like postgres://user:pass@host:port/db"])
         }
         let database = String(components.path.drop { $0 == "/" })
         guard let user = components.user, !user.isEmpty, !database.isEmpty else {
-            throw ConfigurationError(problems: ["DATABASE_URL must name a user and a database"])
+            throw ConfigurationError(problems: ["\(variable) must name a user and a database"])
         }
         let port = parameter("port").map { Int($0) } ?? (components.port ?? 5432)
         guard let port, (1...65535).contains(port) else {
-            throw ConfigurationError(problems: ["DATABASE_URL has a port that is not a number from 1 to 65535"])
+            throw ConfigurationError(problems: ["\(variable) has a port that is not a number from 1 to 65535"])
         }
         let sslmode = parameter("sslmode") ?? "prefer"
         let mode: TLSMode
@@ -45,7 +46,7 @@ public struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         case "disable": mode = .disable
         case "allow", "prefer": mode = .prefer
         case "require", "verify-ca", "verify-full": mode = .require
-        default: throw ConfigurationError(problems: ["DATABASE_URL has an unknown sslmode \(sslmode)"])
+        default: throw ConfigurationError(problems: ["\(variable) has an unknown sslmode \(sslmode)"])
         }
         self.init(
             host: host, port: port, username: user.removingPercentEncoding ?? user,

@@ -11,7 +11,9 @@ import StatementFencing
 /// answers nothing until it can be read again as a standby. Each read checks the replica's position again on its own
 /// connection; this one only keeps reads from trying a replica that is not there yet.
 ///
-/// `storekeeper_replica_lag_bytes`: the last primary position read less the replica's replay position.
+/// `storekeeper_replica_lag_bytes`: the last primary position read less the replica's replay position;
+/// `storekeeper_replica_up`: 1 while the replica's position can be read as a standby's, 0 otherwise (the lag then
+/// keeps its last value).
 public struct ReplicaPositionTracker: Service {
     let primary: PostgresClient
     let replica: PostgresClient
@@ -32,9 +34,12 @@ public struct ReplicaPositionTracker: Service {
 
     public func run() async throws {
         let lag = Gauge(label: "storekeeper_replica_lag_bytes")
+        let up = Gauge(label: "storekeeper_replica_up")
+        up.record(0)
         await cancelWhenGracefulShutdown {
             var primaryPosition: UInt64?
-            var replicaFailing = false
+            // nil before the first reading, so that both the first success and the first failure are logged.
+            var replicaFailing: Bool?
             while !Task.isCancelled {
                 if let round = cache.replicaPositions({ $0.hasPending ? $0.beginRound() : nil }) ?? nil {
                     do {
@@ -52,11 +57,18 @@ public struct ReplicaPositionTracker: Service {
                         "SELECT CASE WHEN pg_is_in_recovery() THEN (pg_last_wal_replay_lsn() - '0/0')::bigint END", on: replica)
                     cache.replicaPositions { $0.replicaReplayed(replayed) }
                     if let primaryPosition { lag.record(Double(primaryPosition > replayed ? primaryPosition - replayed : 0)) }
-                    if replicaFailing { logger.notice("the read replica answers again; status reads that miss the cache may go to it") }
+                    up.record(1)
+                    if replicaFailing != false {
+                        logger.notice(
+                            replicaFailing == nil
+                                ? "the read replica answers; status reads that miss the cache may go to it"
+                                : "the read replica answers again; status reads that miss the cache may go to it")
+                    }
                     replicaFailing = false
                 } catch {
                     cache.replicaPositions { $0.replicaUnavailable() }
-                    if !replicaFailing {
+                    up.record(0)
+                    if replicaFailing != true {
                         logger.warning(
                             "cannot read the read replica's replay position; status reads go to the primary",
                             metadata: ["error": "\(String(reflecting: error))"])

@@ -129,10 +129,13 @@ public struct StorekeeperComponents: Sendable {
                 maximumConnections: configuration.databaseConnections, applicationName: "\(applicationName) replica reads")
             replicaConfiguration.options.keepAliveBehavior = nil
             replicaConfiguration.options.connectionIdleTimeout = .seconds(10)
+            // A replica that is down is reported once by its tracker; the pool's every failed connection attempt is not.
+            var quieter = logger
+            quieter.logLevel = max(logger.logLevel, .warning)
             return PostgresClient(
                 configuration: replicaConfiguration,
                 eventLoopGroup: databaseExecutor?.loop ?? SpreadingEventLoopGroup(PostgresClient.defaultEventLoopGroup),
-                backgroundLogger: logger)
+                backgroundLogger: quieter)
         }
         self.statusCache = AccountStatusCache(replica: configuration.replicaURL != nil)
         self.queue = PostgresJobQueue(client: client, logger: logger)

@@ -270,8 +270,8 @@ public struct StorekeeperConfiguration: Sendable {
         }
         configuration.metricsKeys = list("STOREKEEPER_METRICS_KEYS")
         if let text = value("STOREKEEPER_REPLICA_URL") {
-            do { configuration.replicaURL = try DatabaseURL(parsing: text) } catch {
-                problems.append("STOREKEEPER_REPLICA_URL: \(error.description)")
+            do { configuration.replicaURL = try DatabaseURL(parsing: text, variable: "STOREKEEPER_REPLICA_URL") } catch {
+                problems += error.problems
             }
         }
         configuration.appliesPerTransaction = integer("STOREKEEPER_APPLIES_PER_TRANSACTION", default: 8, range: 1...64)

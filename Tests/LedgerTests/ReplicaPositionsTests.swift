@@ -233,3 +233,8 @@ struct ReplicaPositionsTests {
         #expect(accounts.allSatisfy { positions.covers($0) }, "seed \(seed): a replica that has replayed everything answers")
     }
 }
+
+extension ReplicaPositions {
+    /// Whether the replica, as last read, has replayed every change of `account` heard so far.
+    func covers(_ account: AccountID) -> Bool { requirement(of: account) != nil }
+}

@@ -27,10 +27,15 @@ struct ReplicaReadTests {
                         let line = text.split(separator: "\n").first { $0.hasPrefix(#"storekeeper_status_reads_total{source="replica"}"#) }
                         return line.flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) } ?? 0
                     }
+                    func metric(_ name: String) async throws -> Double? {
+                        let text = String(buffer: try await client.execute(uri: "/metrics", method: .get).body)
+                        return text.split(separator: "\n").first { $0.hasPrefix("\(name) ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+                    }
                     func usageRows(on database: PostgresClient) async throws -> Int {
                         try await TestDatabase.count(database, "SELECT count(*) FROM credit_ledger WHERE reason = 'usage'")
                     }
                     try await eventually("the account-change listener to be connected") { harness.components.statusCache.isListening }
+                    try await eventually("the replica to be read as a standby") { try await metric("storekeeper_replica_up") == 1 }
 
                     // An account never read misses the cache; once the replica has replayed what was committed before
                     // the process began, it answers.
@@ -89,6 +94,7 @@ struct ReplicaReadTests {
 
                     // A replica that stops: every read is answered, from the primary, and none is stale.
                     standby.stop(immediately: true)
+                    try await eventually("the stopped replica to be noticed") { try await metric("storekeeper_replica_up") == 0 }
                     #expect(try await client.spend(account, amount: 1).status == .ok)
                     for _ in 0..<3 { #expect(try await remaining(UUID()) == 5) }
                     #expect(try await remaining(account) == 0)

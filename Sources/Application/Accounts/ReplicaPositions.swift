@@ -127,9 +127,6 @@ public struct ReplicaPositions: Sendable {
         return required <= replayed ? required : nil
     }
 
-    /// Whether the replica, as last read, has replayed every change of `account` heard so far.
-    public func covers(_ account: AccountID) -> Bool { requirement(of: account) != nil }
-
     /// Forgets the requirements the replica has reached: the floor, raised to them, answers for those accounts now.
     /// Raised, not left below: a read checks the floor against the position of the server its own connection reached,
     /// which may be another standby, or this one restarted from an earlier point.
