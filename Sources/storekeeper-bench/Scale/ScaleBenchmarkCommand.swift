@@ -16,7 +16,9 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
             a year of history each (Scale/load.sql, server-side bulk inserts: renewals, upgrades, downgrades, \
             refunds, trials, billing retry, top-ups, spends, events within retention; see docs/capacity.md), times \
             the load, VACUUM ANALYZE and `migrate` on the populated database, measures storage per subscriber-year, \
-            times `replay --all` (unless --skip-replay), then starts `serve` + `work` and measures at fixed rates, open \
+            times `replay --all` (unless --skip-replay), then starts `serve` + `work`, waits until `work`'s start-up jobs \
+            are done (at most --settle-seconds; the first analytics rollup reads the whole ledger) and measures at \
+            fixed rates, open \
             loop: status of accounts never read (cache cold) and of 1,000 accounts read before (warm), each with \
             /healthz sent beside it on every eighth connection as its same-moment reference and the share of reads \
             served from the cache; spends, with pgbench TPC-B at the same rate as their reference; /healthz alone; \
@@ -33,6 +35,8 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
     @Option(help: "Concurrent connections (open loop uses twice as many).") var connections = 32
     @Option(help: "New subscriptions sent to measure applied/s.") var notifications = 5_000
     @Option(help: "The tier catalogue the generated products come from.") var tiers = "config/tiers.yml"
+    @Option(help: "Seconds to wait at most, after `work` starts, for its start-up jobs to finish before measuring (0: do not wait).")
+    var settleSeconds = 1_800
     @Flag(help: "Skip `replay --all` (at a million it takes about 18 minutes of the run).") var skipReplay = false
     @Flag(help: "Print one JSON object per N on the last lines.") var json = false
 
@@ -46,8 +50,12 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
         else {
             throw ValidationError("--subscribers takes counts from 0 to 10,000,000, comma-separated")
         }
-        guard statusRate > 0, spendRate > 0, seconds > 0, connections > 0, (1...1_000_000).contains(notifications) else {
-            throw ValidationError("--status-rate, --spend-rate, --seconds and --connections must be positive, --notifications 1 to 1,000,000")
+        guard statusRate > 0, spendRate > 0, seconds > 0, connections > 0, (1...1_000_000).contains(notifications),
+            (0...86_400).contains(settleSeconds)
+        else {
+            throw ValidationError(
+                "--status-rate, --spend-rate, --seconds and --connections must be positive, --notifications 1 to 1,000,000, --settle-seconds 0 to 86,400"
+            )
         }
         guard FileManager.default.fileExists(atPath: tiers) else { throw ValidationError("--tiers \(tiers): no such file (run from the repository)") }
     }
@@ -55,6 +63,10 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = commandLogger("storekeeper.bench")
         let loader = try ScaleLoader.fromBundle()
+        // A VM's proactive reclaim pages out what was not read for a minute: "cold" then means disk for every probe.
+        let damon = (try? String(contentsOfFile: "/sys/kernel/mm/damon/admin/kdamonds/0/state", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        say("scale: DAMON proactive reclaim on this machine: \(damon ?? "not configured")")
         var points: [ScalePoint] = []
         for count in counts {
             say("scale: \(count) subscribers …")

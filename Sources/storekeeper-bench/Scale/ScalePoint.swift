@@ -25,6 +25,8 @@ struct ScalePoint {
     var tpcb = LoadPhase()
     var intake = 0.0
     var appliedPerSecond = 0.0
+    /// Seconds `work`'s start-up jobs took before the phases; `nil`: still running at `--settle-seconds`.
+    var startUpJobsSeconds: Double? = 0
 
     private static func milliseconds(_ phase: LoadPhase) -> String {
         String(format: "p50 %.2f p99 %.2f p99.9 %.2f ms", phase.percentile(0.5), phase.percentile(0.99), phase.percentile(0.999))
@@ -38,6 +40,9 @@ struct ScalePoint {
                 + (replayed
                     ? "replay --all \(String(format: "%.1f", replaySeconds)) s"
                         + (replayDifferences ? " (found differences: exit 3)" : " (no differences)") : "replay skipped"),
+            "    start-up jobs: "
+                + (startUpJobsSeconds.map { String(format: "done %.0f s after `work` started, before the phases", $0) }
+                    ?? "still running at --settle-seconds: they overlap the phases"),
             "    /healthz         \(Self.milliseconds(health)), \(health.failed) failed",
             "    status, cold (¼ rate) \(Self.milliseconds(statusCold)), \(statusCold.failed) failed (p99 \(String(format: "%.2f", statusCold.percentile(0.99) / max(statusCold.referencePercentile(0.99), 0.001)))× /healthz beside it, whose p99 was \(String(format: "%.2f", statusCold.referencePercentile(0.99))) ms; \(String(format: "%.1f", coldFromCache * 100)) % from the cache)",
             "    status, warm     \(Self.milliseconds(statusWarm)), \(statusWarm.failed) failed (p99 \(String(format: "%.2f", statusWarm.percentile(0.99) / max(statusWarm.referencePercentile(0.99), 0.001)))× /healthz beside it, whose p99 was \(String(format: "%.2f", statusWarm.referencePercentile(0.99))) ms; \(String(format: "%.1f", warmFromCache * 100)) % from the cache)",
