@@ -52,9 +52,7 @@ public struct ReplicaPositionTracker: Service {
                     }
                 }
                 do {
-                    // A promoted standby keeps reporting the last position it replayed: only one still in recovery counts.
-                    let replayed = try await Self.position(
-                        "SELECT CASE WHEN pg_is_in_recovery() THEN (pg_last_wal_replay_lsn() - '0/0')::bigint END", on: replica)
+                    let replayed = try await Self.position(ReplicaPositions.replayedPositionSQL, on: replica)
                     cache.replicaPositions { $0.replicaReplayed(replayed) }
                     if let primaryPosition { lag.record(Double(primaryPosition > replayed ? primaryPosition - replayed : 0)) }
                     up.record(1)

@@ -107,35 +107,17 @@ public struct StorekeeperComponents: Sendable {
         for warning in configuration.catalogue.warnings() {
             logger.warning("catalogue written the old way", metadata: ["path": "\(configuration.tiersPath)", "warning": "\(warning)"])
         }
-        var clientConfiguration = url.clientConfiguration(
-            maximumConnections: configuration.databaseConnections, applicationName: applicationName)
-        // The pool arms timers (sleeping tasks) whenever a connection goes back idle — a keep-alive ping and an idle
-        // timeout — and cancels them at the next lease; a cancelled sleep stays allocated until its deadline. With the
-        // defaults (30 s, 60 s) that held a minute of every lease, tens of MB under load. An idle timeout of 10 s keeps
-        // it to a few, and closes every idle connection (none is kept as a minimum) before a keep-alive ping could be
-        // due, so there is none. A ping armed at the same 10 s raced the idle timeout: the connection was closed with
-        // its ping on the way, postgres-nio never answered the ping (see `ClosedConnectionWatch`), and the pool then
-        // never finished closing at shutdown — the "did not close within 5 s" warning of a third of `bench e2e` runs.
-        clientConfiguration.options.keepAliveBehavior = nil
-        clientConfiguration.options.connectionIdleTimeout = .seconds(10)
         let databaseExecutor = databaseThread ? Self.databaseThread : nil
         self.databaseExecutor = databaseExecutor
-        self.client = PostgresClient(
-            configuration: clientConfiguration,
-            eventLoopGroup: databaseExecutor?.loop ?? SpreadingEventLoopGroup(PostgresClient.defaultEventLoopGroup),
-            backgroundLogger: logger)
-        self.replica = configuration.replicaURL.map { url in
-            var replicaConfiguration = url.clientConfiguration(
-                maximumConnections: configuration.databaseConnections, applicationName: "\(applicationName) replica reads")
-            replicaConfiguration.options.keepAliveBehavior = nil
-            replicaConfiguration.options.connectionIdleTimeout = .seconds(10)
-            // A replica that is down is reported once by its tracker; the pool's every failed connection attempt is not.
-            var quieter = logger
-            quieter.logLevel = max(logger.logLevel, .warning)
-            return PostgresClient(
-                configuration: replicaConfiguration,
-                eventLoopGroup: databaseExecutor?.loop ?? SpreadingEventLoopGroup(PostgresClient.defaultEventLoopGroup),
-                backgroundLogger: quieter)
+        self.client = Self.pool(
+            url, connections: configuration.databaseConnections, applicationName: applicationName, executor: databaseExecutor, logger: logger)
+        // A replica that is down is reported once by its tracker; the pool's every failed connection attempt is not.
+        var quieter = logger
+        quieter.logLevel = max(logger.logLevel, .warning)
+        self.replica = configuration.replicaURL.map {
+            Self.pool(
+                $0, connections: configuration.databaseConnections, applicationName: "\(applicationName) replica reads", executor: databaseExecutor,
+                logger: quieter)
         }
         self.statusCache = AccountStatusCache(replica: configuration.replicaURL != nil)
         self.queue = PostgresJobQueue(client: client, logger: logger)
@@ -196,6 +178,26 @@ public struct StorekeeperComponents: Sendable {
         self.clock = clock
         self.devClock = devClock
         self.logger = logger
+    }
+
+    /// A pool of connections to `url`, the primary's or the read replica's.
+    private static func pool(
+        _ url: DatabaseURL, connections: Int, applicationName: String, executor: EventLoopTaskExecutor?, logger: Logger
+    ) -> PostgresClient {
+        var clientConfiguration = url.clientConfiguration(maximumConnections: connections, applicationName: applicationName)
+        // The pool arms timers (sleeping tasks) whenever a connection goes back idle — a keep-alive ping and an idle
+        // timeout — and cancels them at the next lease; a cancelled sleep stays allocated until its deadline. With the
+        // defaults (30 s, 60 s) that held a minute of every lease, tens of MB under load. An idle timeout of 10 s keeps
+        // it to a few, and closes every idle connection (none is kept as a minimum) before a keep-alive ping could be
+        // due, so there is none. A ping armed at the same 10 s raced the idle timeout: the connection was closed with
+        // its ping on the way, postgres-nio never answered the ping (see `ClosedConnectionWatch`), and the pool then
+        // never finished closing at shutdown — the "did not close within 5 s" warning of a third of `bench e2e` runs.
+        clientConfiguration.options.keepAliveBehavior = nil
+        clientConfiguration.options.connectionIdleTimeout = .seconds(10)
+        return PostgresClient(
+            configuration: clientConfiguration,
+            eventLoopGroup: executor?.loop ?? SpreadingEventLoopGroup(PostgresClient.defaultEventLoopGroup),
+            backgroundLogger: logger)
     }
 
     /// The process's database event loop, on a thread of its own (one for all components that ask for it).

@@ -108,8 +108,7 @@ public struct AccountStatusQuery: Sendable {
 
     /// The replay position of the server `connection` reaches; 0 when it is not a standby in recovery.
     private func replayed(on connection: PostgresConnection) async throws -> UInt64 {
-        let rows = try await connection.query(
-            "SELECT CASE WHEN pg_is_in_recovery() THEN (pg_last_wal_replay_lsn() - '0/0')::bigint END", logger: logger)
+        let rows = try await connection.query(PostgresQuery(unsafeSQL: ReplicaPositions.replayedPositionSQL), logger: logger)
         for try await position in rows.decode(Int64?.self) { return position.map { UInt64(max($0, 0)) } ?? 0 }
         return 0
     }

@@ -20,6 +20,10 @@ public struct ReplicaPositions: Sendable {
     /// A round of the tracker: changes heard up to it are covered by the primary position read after it began.
     public typealias Round = UInt64
 
+    /// The replay position of the server a connection reaches, as a byte count; NULL when it is not a standby in
+    /// recovery (a promoted standby keeps reporting the last position it replayed).
+    public static let replayedPositionSQL = "SELECT CASE WHEN pg_is_in_recovery() THEN (pg_last_wal_replay_lsn() - '0/0')::bigint END"
+
     /// Accounts changed since the last position was read, with the round they were heard in.
     private var pending: [AccountID: Round] = [:]
     /// The round of the latest change whose accounts are not known; `nil`: none pending.
