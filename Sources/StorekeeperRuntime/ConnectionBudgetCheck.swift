@@ -12,11 +12,16 @@ import StatementFencing
 public struct ConnectionBudgetCheck: Service {
     let client: PostgresClient
     let pool: Int
+    /// The server's name in the log when it is not `DATABASE_URL`'s.
+    let server: String?
     let logger: Logger
 
-    public init(client: PostgresClient, pool: Int, logger: Logger) {
+    /// - Parameter server: the server's name in the log when it is not `DATABASE_URL`'s (`the read replica
+    ///   (STOREKEEPER_REPLICA_URL)`).
+    public init(client: PostgresClient, pool: Int, server: String? = nil, logger: Logger) {
         self.client = client
         self.pool = pool
+        self.server = server
         self.logger = logger
     }
 
@@ -24,6 +29,9 @@ public struct ConnectionBudgetCheck: Service {
         await cancelWhenGracefulShutdown { await check() }
         try? await gracefulShutdown()
     }
+
+    /// What the log says after "connections": nothing for `DATABASE_URL`'s server, whose lines stay as they were.
+    private var destination: String { server.map { " to \($0)" } ?? "" }
 
     private func check() async {
         let budget: ConnectionBudget
@@ -37,23 +45,24 @@ public struct ConnectionBudgetCheck: Service {
             else { return }
             budget = read
         } catch {
-            logger.debug("could not compare the connection pool with max_connections", metadata: ["error": "\(error)"])
+            logger.debug("could not compare the connection pool\(destination) with max_connections", metadata: ["error": "\(error)"])
             return
         }
         let metadata: Logger.Metadata = [
-            "pool": "\(budget.pool)", "max_connections": "\(budget.maxConnections)", "reserved": "\(budget.reserved)",
+            "server": "\(server ?? "DATABASE_URL")", "pool": "\(budget.pool)", "max_connections": "\(budget.maxConnections)",
+            "reserved": "\(budget.reserved)",
             "open": "\(budget.open)",
         ]
         switch budget.verdict {
         case .fits:
-            logger.debug("connection pool fits the server", metadata: metadata)
+            logger.debug("connection pool\(destination) fits the server", metadata: metadata)
         case .crowded(let free):
             logger.warning(
-                "this process may open \(budget.pool) database connections but only \(free) are free now; raise max_connections or lower STOREKEEPER_WORKER_CONCURRENCY",
+                "this process may open \(budget.pool) database connections\(destination) but only \(free) are free now; raise max_connections or lower STOREKEEPER_WORKER_CONCURRENCY",
                 metadata: metadata)
         case .exceeds(let allowed):
             logger.error(
-                "this process may open \(budget.pool) database connections but the server allows \(allowed); raise max_connections or lower STOREKEEPER_WORKER_CONCURRENCY",
+                "this process may open \(budget.pool) database connections\(destination) but the server allows \(allowed); raise max_connections or lower STOREKEEPER_WORKER_CONCURRENCY",
                 metadata: metadata)
         }
     }

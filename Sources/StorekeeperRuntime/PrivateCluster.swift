@@ -31,8 +31,14 @@ public struct PrivateCluster: Sendable {
     var dataDirectory: URL { directory.appendingPathComponent("data") }
 
     /// Creates the cluster if needed, starts it if it is not running, and returns its URL.
-    /// - Parameter requestedPort: listen here (a restart keeps the URL); default: a free port.
-    public func start(port requestedPort: Int? = nil) throws(Failure) -> DatabaseURL {
+    /// - Parameters:
+    ///   - requestedPort: listen here (a restart keeps the URL); default: a free port.
+    ///   - settings: server settings for this start, `name=value` each (`pg_ctl -o "-c name=value"`), beside
+    ///     PostgreSQL's defaults: benchmarks measure a production-shaped server with them. Checked by
+    ///     ``checkSetting(_:)`` before anything is created; refused when a server already runs here (it would keep
+    ///     its own).
+    public func start(port requestedPort: Int? = nil, settings: [String] = []) throws(Failure) -> DatabaseURL {
+        for setting in settings { try Self.checkSetting(setting) }
         let fileManager = FileManager.default
         do {
             try fileManager.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -46,19 +52,54 @@ public struct PrivateCluster: Sendable {
                 ["-D", dataDirectory.path, "-U", "storekeeper", "--auth-local=trust", "--auth-host=reject", "-E", "UTF8", "--no-instructions"],
                 asUser: runAsUser)
         }
-        if let running = runningServer() { return url(port: running.port, socketDirectory: running.socketDirectory) }
+        if let running = runningServer() {
+            guard settings.isEmpty else {
+                throw Failure(description: "a server already runs in \(dataDirectory.path) with its own settings; stop it to start with others")
+            }
+            return url(port: running.port, socketDirectory: running.socketDirectory)
+        }
         let port: Int
         if let requestedPort { port = requestedPort } else { port = try Self.freePort() }
         let socketDirectory = try privateSocketDirectory()
         try keepPrivate(socketDirectory: socketDirectory)
-        try run(
-            binDirectory.appendingPathComponent("pg_ctl").path,
-            [
-                "-D", dataDirectory.path, "-l", directory.appendingPathComponent("postgres.log").path, "-w", "-t", "60",
-                "-o", "-p \(port) -k \(socketDirectory) -c listen_addresses='' -c max_connections=200", "start",
-            ],
-            asUser: runAsUser)
+        let options = "-p \(port) -k \(socketDirectory) -c listen_addresses='' -c max_connections=200" + settings.map { " -c \($0)" }.joined()
+        let log = directory.appendingPathComponent("postgres.log")
+        do {
+            try run(
+                binDirectory.appendingPathComponent("pg_ctl").path,
+                ["-D", dataDirectory.path, "-l", log.path, "-w", "-t", "60", "-o", options, "start"],
+                asUser: runAsUser)
+        } catch {
+            // pg_ctl's own last line only says to look at the log: a setting the server refused is named there.
+            let logged = (try? String(contentsOf: log, encoding: .utf8))?.split(separator: "\n").suffix(2).joined(separator: " / ") ?? ""
+            throw Failure(description: "\(error)\(logged.isEmpty ? "" : ": \(logged)") (\(log.path))")
+        }
         return url(port: port, socketDirectory: socketDirectory)
+    }
+
+    /// Settings the cluster itself decides: how it is reached (only through its private socket) and where its files
+    /// are. A start with one of these would break the URL it returns or the promise above.
+    static let ownSettings: Set<String> = [
+        "port", "listen_addresses", "unix_socket_directories", "unix_socket_permissions", "unix_socket_group", "hba_file", "ident_file",
+        "config_file", "data_directory", "external_pid_file",
+    ]
+
+    /// Refuses a server setting that is not `name=value` with a name of ASCII letters, digits, `_` and `.` and a value
+    /// of ASCII letters, digits and `._-,+`: it goes into `pg_ctl`'s one option string, which a shell splits, where a
+    /// space or a quote would start another option. Refuses the cluster's own settings (``ownSettings``) too.
+    public static func checkSetting(_ setting: String) throws(Failure) {
+        let parts = setting.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        func allowed(_ text: Substring, _ extra: String) -> Bool {
+            !text.isEmpty
+                && text.unicodeScalars.allSatisfy { ($0.isASCII && CharacterSet.alphanumerics.contains($0)) || extra.unicodeScalars.contains($0) }
+        }
+        guard parts.count == 2, allowed(parts[0], "_."), allowed(parts[1], "._-,+") else {
+            throw Failure(
+                description: "PostgreSQL setting \"\(setting)\" is not name=value (a name of letters, digits, _ and .; a value of those, - , and +)")
+        }
+        guard !ownSettings.contains(parts[0].lowercased()) else {
+            throw Failure(description: "PostgreSQL setting \(parts[0]) is the private cluster's own (it is reached only through its socket)")
+        }
     }
 
     /// Makes this cluster a streaming replica (hot standby) of `primary`, another private cluster of the same user, by

@@ -39,6 +39,13 @@ public enum StorekeeperProcess {
         if roles.contains(.serve) {
             if let replica = components.replica, let tracker = components.replicaPositionTracker() {
                 services.append(.init(service: DatabasePoolService(running: await replica.startRunning(), logger: logger)))
+                // The replica has its own max_connections and its own clients (other serves, reports): the primary's
+                // check sees neither.
+                services.append(
+                    .init(
+                        service: ConnectionBudgetCheck(
+                            client: replica, pool: components.configuration.databaseConnections, server: "the read replica (STOREKEEPER_REPLICA_URL)",
+                            logger: logger)))
                 services.append(.init(service: tracker))
             }
             services.append(.init(service: components.accountChangeListener()))

@@ -4,13 +4,16 @@ import PostgresNIO
 import StorekeeperRuntime
 
 /// Where a benchmark runs: a fresh database on `--database-url`'s server (dropped afterwards), or — without one — a
-/// private throwaway cluster with default (durable) settings, its WAL warmed like a running server's (see
-/// ``warmWAL(url:logger:)``), removed afterwards.
+/// private throwaway cluster with PostgreSQL's default (durable) settings unless told others, its WAL warmed like a
+/// running server's (see ``warmWAL(url:logger:)``), removed afterwards.
 enum BenchmarkDatabase {
-    /// - Parameter coldWAL: leave the private cluster's WAL as `initdb` made it: every WAL segment the run needs is
-    ///   created during the run.
+    /// - Parameters:
+    ///   - coldWAL: leave the private cluster's WAL as `initdb` made it: every WAL segment the run needs is created
+    ///     during the run.
+    ///   - settings: the private cluster's server settings beside PostgreSQL's defaults (`name=value`); a server on
+    ///     `url` keeps its own.
     static func with<Result: Sendable>(
-        url text: String?, coldWAL: Bool = false, logger: Logger, _ body: (DatabaseURL) async throws -> Result
+        url text: String?, coldWAL: Bool = false, settings: [String] = [], logger: Logger, _ body: (DatabaseURL) async throws -> Result
     ) async throws -> Result {
         if let text {
             let server = try DatabaseURL(parsing: text)
@@ -34,7 +37,7 @@ enum BenchmarkDatabase {
                 throw error
             }
         }
-        return try await withPrivateCluster(named: "storekeeper-bench") { _, url in
+        return try await withPrivateCluster(named: "storekeeper-bench", settings: settings) { _, url in
             if !coldWAL { try await warmWAL(url: url, logger: logger) }
             return try await body(url)
         }
@@ -43,11 +46,18 @@ enum BenchmarkDatabase {
     /// Runs `body` with a throwaway private cluster, stopped and removed afterwards — or at once if the benchmark is
     /// interrupted (``Interruption``).
     static func withPrivateCluster<Result: Sendable>(
-        named prefix: String, _ body: (PrivateCluster, DatabaseURL) async throws -> Result
+        named prefix: String, settings: [String] = [], _ body: (PrivateCluster, DatabaseURL) async throws -> Result
     ) async throws -> Result {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
         let cluster = try PrivateCluster(directory: directory)
-        let url = try cluster.start()
+        let url: DatabaseURL
+        do {
+            url = try cluster.start(settings: settings)
+        } catch {
+            // initdb's tens of megabytes stay behind otherwise: a setting the server refuses fails here.
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
         let interrupted = Interruption.register {
             cluster.stop(immediately: true)
             try? FileManager.default.removeItem(at: directory)

@@ -7,6 +7,10 @@ import Testing
 @testable import Application
 @testable import IntegrationSupport
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// `STOREKEEPER_REPLICA_URL`: status reads that miss the cache go to a real streaming replica (a hot standby of a
 /// private primary, made with `pg_basebackup -R`) only when it has replayed the account's last heard change. With
 /// the replica's replay paused, it is provably behind (read directly), yet the status the API answers never is.
@@ -99,6 +103,34 @@ struct ReplicaReadTests {
                     for _ in 0..<3 { #expect(try await remaining(UUID()) == 5) }
                     #expect(try await remaining(account) == 0)
                 }
+            }
+        }
+    }
+
+    @Test("a serve whose pool cannot fit the replica's max_connections says so at start, naming the replica, and keeps running")
+    func replicaConnectionBudget() async throws {
+        try await Self.withPrimaryAndStandby { primary, standbyURL, _ in
+            try await StorekeeperHarness.run(worker: false, database: primary) { harness in
+                var environment = harness.processEnvironment
+                let port = try PrivateCluster.freePort()
+                environment["STOREKEEPER_PORT"] = String(port)
+                environment["STOREKEEPER_REPLICA_URL"] = standbyURL.urlString
+                // A pool of 1,028 against the private clusters' max_connections of 200: both checks fail.
+                environment["STOREKEEPER_WORKER_CONCURRENCY"] = "1024"
+                let serve = try TestProcess("storekeeper", arguments: ["serve"], environment: environment)
+                defer { serve.signal(SIGTERM) }
+                let replicaError =
+                    "this process may open 1028 database connections to the read replica (STOREKEEPER_REPLICA_URL) but the server allows"
+                try await eventually(timeout: .seconds(60), "the replica's connection budget error") { serve.text.contains(replicaError) }
+                try await eventually(timeout: .seconds(60), "the primary's") {
+                    serve.text.contains("this process may open 1028 database connections but the server allows")
+                }
+                try await eventually(timeout: .seconds(60), "serve to answer /healthz") {
+                    let answer = try? await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/healthz")!)
+                    return (answer?.1 as? HTTPURLResponse)?.statusCode == 200
+                }
+                serve.signal(SIGTERM)
+                #expect(await serve.waitForExit(timeout: .seconds(45)) == 0, "\(serve.text)")
             }
         }
     }

@@ -1,5 +1,7 @@
 import Foundation
 import HostileInput
+import Logging
+import PostgresNIO
 import StorekeeperRuntime
 import Testing
 
@@ -32,5 +34,44 @@ struct DevClusterTests {
         )
         #expect(cluster.isRunning)
         #expect(try PrivateCluster(directory: directory).start() == url, "a second start uses the running cluster")
+    }
+
+    @Test("a start with settings runs the server with them; a setting that could smuggle in another option, or is the cluster's own, is refused")
+    func startedWithSettings() async throws {
+        for good in ["shared_buffers=6GB", "log_min_duration_statement=-1", "auto_explain.log_min_duration=0", "log_destination=stderr,csvlog"] {
+            #expect(throws: Never.self, "\(good)") { try PrivateCluster.checkSetting(good) }
+        }
+        for bad in [
+            "shared_buffers", "=1", "work_mem=", "work_mem=1 -c fsync=off", "work_mem='1'", "a b=1", "work_mem=1\n", "wörk_mem=1", "work-mem=1",
+            "port=5433", "Listen_Addresses=0.0.0.0", "unix_socket_permissions=0777", "hba_file=x",
+        ] {
+            #expect(throws: PrivateCluster.Failure.self, "\(bad)") { try PrivateCluster.checkSetting(bad) }
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sk-cluster-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cluster = try PrivateCluster(directory: directory)
+        // PostgreSQL itself would take this one (fsync=off is a setting): only the check stands in its way.
+        #expect(throws: PrivateCluster.Failure.self) { try cluster.start(settings: ["work_mem=1MB -c fsync=off"]) }
+        #expect(!FileManager.default.fileExists(atPath: directory.path), "a refused setting creates nothing")
+        let url = try cluster.start(settings: ["work_mem=7MB", "wal_compression=lz4", "checkpoint_timeout=15min", "random_page_cost=1.1"])
+        defer { cluster.stop() }
+        let shown = try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 1), logger: TestDatabase.logger) { client in
+            var values: [String] = []
+            for name in ["work_mem", "wal_compression", "checkpoint_timeout", "random_page_cost"] {
+                for try await value in try await client.query("SELECT current_setting(\(name))").decode(String.self) { values.append(value) }
+            }
+            return values
+        }
+        #expect(shown == ["7MB", "lz4", "15min", "1.1"])
+        #expect(throws: PrivateCluster.Failure.self, "the running server would keep its own") { try cluster.start(settings: ["work_mem=8MB"]) }
+        #expect(try cluster.start() == url)
+        let refused = directory.appendingPathComponent("refused")
+        defer { try? FileManager.default.removeItem(at: refused) }
+        do {
+            _ = try PrivateCluster(directory: refused).start(settings: ["shared_bufers=6GB"])
+            Issue.record("a setting PostgreSQL does not know started a server")
+        } catch {
+            #expect(error.description.contains("shared_bufers"), "the server's own words name the setting: \(error.description)")
+        }
     }
 }

@@ -15,7 +15,7 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
             For each N of --subscribers, on a private PostgreSQL cluster of its own: migrates, loads N subscribers with \
             a year of history each (Scale/load.sql, server-side bulk inserts: renewals, upgrades, downgrades, \
             refunds, trials, billing retry, top-ups, spends, events within retention; see docs/capacity.md), times \
-            the load, VACUUM ANALYZE and `migrate` on the populated database, measures storage per subscriber-year, \
+            the load, VACUUM ANALYZE and a CHECKPOINT, and `migrate` on the populated database, measures storage per subscriber-year, \
             times `replay --all` (unless --skip-replay), then starts `serve` + `work`, waits until `work`'s start-up jobs \
             are done (at most --settle-seconds; the first analytics rollup reads the whole ledger) and measures at \
             fixed rates, open \
@@ -37,6 +37,12 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
     @Option(help: "The tier catalogue the generated products come from.") var tiers = "config/tiers.yml"
     @Option(help: "Seconds to wait at most, after `work` starts, for its start-up jobs to finish before measuring (0: do not wait).")
     var settleSeconds = 1_800
+    @Option(
+        name: .customLong("postgres-setting"),
+        help:
+            "A server setting of each private cluster, name=value, beside PostgreSQL's defaults; repeat it for a production-shaped server (docs/operations.md, \"PostgreSQL settings\")."
+    )
+    var postgresSettings: [String] = []
     @Flag(help: "Skip `replay --all` (at a million it takes about 18 minutes of the run).") var skipReplay = false
     @Flag(help: "Print one JSON object per N on the last lines.") var json = false
 
@@ -57,6 +63,9 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
                 "--status-rate, --spend-rate, --seconds and --connections must be positive, --notifications 1 to 1,000,000, --settle-seconds 0 to 86,400"
             )
         }
+        for setting in postgresSettings {
+            do { try PrivateCluster.checkSetting(setting) } catch { throw ValidationError("--postgres-setting: \(error.description)") }
+        }
         guard FileManager.default.fileExists(atPath: tiers) else { throw ValidationError("--tiers \(tiers): no such file (run from the repository)") }
     }
 
@@ -67,16 +76,17 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
         let damon = (try? String(contentsOfFile: "/sys/kernel/mm/damon/admin/kdamonds/0/state", encoding: .utf8))?
             .trimmingCharacters(in: .whitespacesAndNewlines)
         say("scale: DAMON proactive reclaim on this machine: \(damon ?? "not configured")")
+        say("scale: PostgreSQL settings beside the defaults: \(postgresSettings.isEmpty ? "none" : postgresSettings.joined(separator: " "))")
         var points: [ScalePoint] = []
         for count in counts {
             say("scale: \(count) subscribers …")
-            let point = try await BenchmarkDatabase.with(url: nil, logger: logger) { url in
+            let point = try await BenchmarkDatabase.with(url: nil, settings: postgresSettings, logger: logger) { url in
                 try await ScaleRun(options: self, subscribers: count, databaseURL: url, loader: loader, logger: logger).run()
             }
             say(point.line)
             points.append(point)
         }
         // The report's lines carry one JSON object per N when asked: no single object to add.
-        ScalePoint.report(points, json: json).print(json: false)
+        ScalePoint.report(points, settings: postgresSettings, json: json).print(json: false)
     }
 }

@@ -4,9 +4,9 @@ import PostgresNIO
 import StorekeeperRuntime
 
 /// Runs `load.sql` (a resource of this target): server-side `INSERT … SELECT` from `generate_series`, one transaction,
-/// then VACUUM ANALYZE. Every row is what the server would have written for N subscribers; subscriber n's account is a
-/// UUIDv7-shaped id with n where v7 keeps its time (so account-keyed indexes fill in order) and its original transaction
-/// id is `9000000000000 + n` (n from 1). The benchmark picks its accounts from `subscriptions`.
+/// then VACUUM ANALYZE and a CHECKPOINT. Every row is what the server would have written for N subscribers; subscriber
+/// n's account is a UUIDv7-shaped id with n where v7 keeps its time (so account-keyed indexes fill in order) and its
+/// original transaction id is `9000000000000 + n` (n from 1). The benchmark picks its accounts from `subscriptions`.
 struct ScaleLoader {
     let statements: [String]
 
@@ -20,7 +20,8 @@ struct ScaleLoader {
         return ScaleLoader(statements: statements)
     }
 
-    /// Loads `subscribers` and returns the seconds the inserts took and the seconds VACUUM ANALYZE took.
+    /// Loads `subscribers` and returns the seconds the inserts took and the seconds VACUUM ANALYZE and the CHECKPOINT
+    /// after it took.
     func load(subscribers: Int, now: Date, url: DatabaseURL, logger: Logger) async throws -> (load: Double, vacuum: Double) {
         try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 1), logger: logger) { client in
             try await client.withConnection { connection in

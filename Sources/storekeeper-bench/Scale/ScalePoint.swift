@@ -34,7 +34,7 @@ struct ScalePoint {
 
     var line: String {
         [
-            "  N = \(subscribers): load \(String(format: "%.1f", loadSeconds)) s + VACUUM ANALYZE \(String(format: "%.1f", vacuumSeconds)) s, "
+            "  N = \(subscribers): load \(String(format: "%.1f", loadSeconds)) s + VACUUM ANALYZE and CHECKPOINT \(String(format: "%.1f", vacuumSeconds)) s, "
                 + "database \(databaseBytes / 1_048_576) MiB, \(Int(bytesPerSubscriberYear)) B per subscriber-year (\(Int(keptBytesPerSubscriberYear)) B kept for good)",
             "    migrate (populated) \(String(format: "%.2f", migrateSeconds)) s; "
                 + (replayed
@@ -53,7 +53,9 @@ struct ScalePoint {
     }
 
     /// The curve, each N against the first (the empty database when it is first).
-    static func report(_ points: [ScalePoint], json: Bool) -> BenchmarkReport {
+    /// The report; `settings` are the private clusters' server settings beside PostgreSQL's defaults, which the JSON
+    /// records (checked `name=value` strings: nothing in them needs escaping).
+    static func report(_ points: [ScalePoint], settings: [String] = [], json: Bool) -> BenchmarkReport {
         var report = BenchmarkReport()
         guard let base = points.first else { return report }
         if points.count > 1 {
@@ -76,7 +78,8 @@ struct ScalePoint {
                         + "\"statusWarmP99\":\(String(format: "%.3f", point.statusWarm.percentile(0.99))),\"statusWarmHealthzBesideP99\":\(String(format: "%.3f", point.statusWarm.referencePercentile(0.99))),"
                         + "\"statusColdHealthzBesideP99\":\(String(format: "%.3f", point.statusCold.referencePercentile(0.99))),\"spendP99\":\(String(format: "%.3f", point.spend.percentile(0.99))),"
                         + "\"tpcbP99\":\(String(format: "%.3f", point.tpcb.percentile(0.99))),\"healthzP99\":\(String(format: "%.3f", point.health.percentile(0.99))),"
-                        + "\"appliedPerSecond\":\(Int(point.appliedPerSecond)),\"replaySeconds\":\(String(format: "%.1f", point.replaySeconds))}")
+                        + "\"appliedPerSecond\":\(Int(point.appliedPerSecond)),\"replaySeconds\":\(String(format: "%.1f", point.replaySeconds)),"
+                        + "\"postgresSettings\":[\(settings.map { "\"\($0)\"" }.joined(separator: ","))]}")
             }
         }
         return report

@@ -7,7 +7,7 @@
 --   INSERT INTO scale_parameters VALUES (100000, 1, now());
 -- Each statement is separated from the next by a line holding only "-- statement". The load runs in one transaction
 -- (BEGIN ... COMMIT below): a failure leaves nothing behind (the caller must ROLLBACK or disconnect after an error).
--- The last statements (after COMMIT) are VACUUM (ANALYZE) of the loaded tables.
+-- The last statements (after COMMIT) are VACUUM (ANALYZE) of the loaded tables and a CHECKPOINT.
 --
 -- Needs: a superuser (session_replication_role), PostgreSQL 15 with lz4 (Debian/Ubuntu builds have it).
 -- statement
@@ -804,3 +804,8 @@ COMMIT;
 -- Statistics and the visibility map for the planner and index-only scans (autovacuum would get there later).
 VACUUM (ANALYZE) subscriptions, notifications, signed_headers, subscription_archive, credit_buckets, credit_ledger, credit_bucket_balances,
     usage_requests, account_last_spends, events, jobs, job_history;
+-- statement
+-- The load's dirty pages written out, as a server that has run through a checkpoint since has them: with a large
+-- shared_buffers and checkpoints far apart (--postgres-setting), gigabytes of them would otherwise still be in the
+-- buffer pool, and the phases' first reads would each wait for a dirty buffer to be written before they could read.
+CHECKPOINT;
