@@ -72,7 +72,7 @@ public struct PrivateCluster: Sendable {
         } catch {
             // pg_ctl's own last line only says to look at the log: a setting the server refused is named there.
             let logged = (try? String(contentsOf: log, encoding: .utf8))?.split(separator: "\n").suffix(2).joined(separator: " / ") ?? ""
-            throw Failure(description: "\(error)\(logged.isEmpty ? "" : ": \(logged)") (\(log.path))")
+            throw Failure(description: logged.isEmpty ? "\(error)" : "PostgreSQL did not start: \(logged) (its log: \(log.path))")
         }
         return url(port: port, socketDirectory: socketDirectory)
     }
@@ -86,19 +86,25 @@ public struct PrivateCluster: Sendable {
 
     /// Refuses a server setting that is not `name=value` with a name of ASCII letters, digits, `_` and `.` and a value
     /// of ASCII letters, digits and `._-,+`: it goes into `pg_ctl`'s one option string, which a shell splits, where a
-    /// space or a quote would start another option. Refuses the cluster's own settings (``ownSettings``) too.
+    /// space or a quote would start another option. Refuses the cluster's own settings (``ownSettings``) too. Each
+    /// refusal names the setting (escaped) and what is wrong with it.
     public static func checkSetting(_ setting: String) throws(Failure) {
+        let quoted = setting.debugDescription
         let parts = setting.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-        func allowed(_ text: Substring, _ extra: String) -> Bool {
-            !text.isEmpty
-                && text.unicodeScalars.allSatisfy { ($0.isASCII && CharacterSet.alphanumerics.contains($0)) || extra.unicodeScalars.contains($0) }
+        guard parts.count == 2, !parts[0].isEmpty else { throw Failure(description: "\(quoted) is not name=value") }
+        guard !parts[1].isEmpty else { throw Failure(description: "\(quoted) has no value after \"=\"") }
+        func firstRefused(_ text: Substring, _ extra: String) -> String? {
+            text.unicodeScalars.first { !(($0.isASCII && CharacterSet.alphanumerics.contains($0)) || extra.unicodeScalars.contains($0)) }
+                .map { String($0).debugDescription }
         }
-        guard parts.count == 2, allowed(parts[0], "_."), allowed(parts[1], "._-,+") else {
-            throw Failure(
-                description: "PostgreSQL setting \"\(setting)\" is not name=value (a name of letters, digits, _ and .; a value of those, - , and +)")
+        if let found = firstRefused(parts[0], "_.") {
+            throw Failure(description: "\(quoted): a name holds only letters, digits, _ and . (found \(found))")
+        }
+        if let found = firstRefused(parts[1], "._-,+") {
+            throw Failure(description: "\(quoted): a value holds only letters, digits and . _ - , + (found \(found))")
         }
         guard !ownSettings.contains(parts[0].lowercased()) else {
-            throw Failure(description: "PostgreSQL setting \(parts[0]) is the private cluster's own (it is reached only through its socket)")
+            throw Failure(description: "\(quoted): the private cluster sets \(parts[0]) itself (its port, socket and files); leave it out")
         }
     }
 

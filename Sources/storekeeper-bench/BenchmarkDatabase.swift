@@ -54,8 +54,8 @@ enum BenchmarkDatabase {
         do {
             url = try cluster.start(settings: settings)
         } catch {
-            // initdb's tens of megabytes stay behind otherwise: a setting the server refuses fails here.
-            try? FileManager.default.removeItem(at: directory)
+            // A setting the server refuses fails here: initdb's tens of megabytes go, the log the error names stays.
+            try? FileManager.default.removeItem(at: directory.appendingPathComponent("data"))
             throw error
         }
         let interrupted = Interruption.register {

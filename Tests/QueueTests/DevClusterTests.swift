@@ -47,6 +47,14 @@ struct DevClusterTests {
         ] {
             #expect(throws: PrivateCluster.Failure.self, "\(bad)") { try PrivateCluster.checkSetting(bad) }
         }
+        for (bad, says) in [
+            ("timezone=Europe/Berlin", #"a value holds only letters, digits and . _ - , + (found "/")"#), ("work_mem=", #"has no value after "=""#),
+            ("work mem=1", #"a name holds only letters, digits, _ and . (found " ")"#), ("hba_file=x", "sets hba_file itself"),
+            ("work_mem=1\n-c", #""work_mem=1\n-c""#),
+        ] {
+            #expect(throws: PrivateCluster.Failure.self) { try PrivateCluster.checkSetting(bad) }
+            do { try PrivateCluster.checkSetting(bad) } catch { #expect(error.description.contains(says), "\(error.description)") }
+        }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sk-cluster-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: directory) }
         let cluster = try PrivateCluster(directory: directory)

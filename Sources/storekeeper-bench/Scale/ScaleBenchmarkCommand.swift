@@ -39,9 +39,9 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
     var settleSeconds = 1_800
     @Option(
         name: .customLong("postgres-setting"),
-        help:
-            "A server setting of each private cluster, name=value, beside PostgreSQL's defaults; repeat it for a production-shaped server (docs/operations.md, \"PostgreSQL settings\")."
-    )
+        help: ArgumentHelp(
+            "A server setting of each private cluster beside PostgreSQL's defaults; repeat it. Letters, digits and _ . in the name, those and - , + in the value; the cluster's own port, socket and files are refused. PostgreSQL checks the rest as each cluster starts. Printed, and kept in --json.",
+            valueName: "name=value"))
     var postgresSettings: [String] = []
     @Flag(help: "Skip `replay --all` (at a million it takes about 18 minutes of the run).") var skipReplay = false
     @Flag(help: "Print one JSON object per N on the last lines.") var json = false
@@ -64,7 +64,7 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
             )
         }
         for setting in postgresSettings {
-            do { try PrivateCluster.checkSetting(setting) } catch { throw ValidationError("--postgres-setting: \(error.description)") }
+            do { try PrivateCluster.checkSetting(setting) } catch { throw ValidationError("--postgres-setting \(error.description)") }
         }
         guard FileManager.default.fileExists(atPath: tiers) else { throw ValidationError("--tiers \(tiers): no such file (run from the repository)") }
     }

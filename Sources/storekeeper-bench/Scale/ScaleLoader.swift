@@ -20,23 +20,33 @@ struct ScaleLoader {
         return ScaleLoader(statements: statements)
     }
 
-    /// Loads `subscribers` and returns the seconds the inserts took and the seconds VACUUM ANALYZE and the CHECKPOINT
-    /// after it took.
-    func load(subscribers: Int, now: Date, url: DatabaseURL, logger: Logger) async throws -> (load: Double, vacuum: Double) {
+    /// What a load took, in seconds: the inserts, VACUUM ANALYZE, and the CHECKPOINT after it (load.sql's last
+    /// statements).
+    struct Durations {
+        var load: Double
+        var vacuum: Double
+        var checkpoint: Double
+    }
+
+    /// Loads `subscribers` and returns what each part took.
+    func load(subscribers: Int, now: Date, url: DatabaseURL, logger: Logger) async throws -> Durations {
         try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 1), logger: logger) { client in
             try await client.withConnection { connection in
                 try await connection.query("CREATE TEMP TABLE scale_parameters (subscribers int, seed int, now timestamptz)", logger: logger)
                 try await connection.query("INSERT INTO scale_parameters VALUES (\(subscribers), 1, \(now))", logger: logger)
                 let started = ContinuousClock.now
                 var vacuumStarted: ContinuousClock.Instant?
+                var checkpointStarted: ContinuousClock.Instant?
                 for statement in statements {
-                    let code = statement.split(separator: "\n").filter { !$0.hasPrefix("--") }.joined(separator: "\n")
-                    if vacuumStarted == nil && code.uppercased().hasPrefix("VACUUM") { vacuumStarted = ContinuousClock.now }
+                    let code = statement.split(separator: "\n").filter { !$0.hasPrefix("--") }.joined(separator: "\n").uppercased()
+                    if vacuumStarted == nil && code.hasPrefix("VACUUM") { vacuumStarted = ContinuousClock.now }
+                    if checkpointStarted == nil && code.hasPrefix("CHECKPOINT") { checkpointStarted = ContinuousClock.now }
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 let ended = ContinuousClock.now
-                let split = vacuumStarted ?? ended
-                return ((split - started).seconds, (ended - split).seconds)
+                let checkpoint = checkpointStarted ?? ended
+                let vacuum = vacuumStarted ?? checkpoint
+                return Durations(load: (vacuum - started).seconds, vacuum: (checkpoint - vacuum).seconds, checkpoint: (ended - checkpoint).seconds)
             }
         }
     }

@@ -5,6 +5,7 @@ struct ScalePoint {
     var subscribers: Int
     var loadSeconds = 0.0
     var vacuumSeconds = 0.0
+    var checkpointSeconds = 0.0
     var databaseBytes = 0
     var bytesPerSubscriberYear = 0.0
     var keptBytesPerSubscriberYear = 0.0
@@ -34,7 +35,7 @@ struct ScalePoint {
 
     var line: String {
         [
-            "  N = \(subscribers): load \(String(format: "%.1f", loadSeconds)) s + VACUUM ANALYZE and CHECKPOINT \(String(format: "%.1f", vacuumSeconds)) s, "
+            "  N = \(subscribers): load \(String(format: "%.1f", loadSeconds)) s + VACUUM ANALYZE \(String(format: "%.1f", vacuumSeconds)) s + CHECKPOINT \(String(format: "%.1f", checkpointSeconds)) s, "
                 + "database \(databaseBytes / 1_048_576) MiB, \(Int(bytesPerSubscriberYear)) B per subscriber-year (\(Int(keptBytesPerSubscriberYear)) B kept for good)",
             "    migrate (populated) \(String(format: "%.2f", migrateSeconds)) s; "
                 + (replayed
@@ -74,6 +75,7 @@ struct ScalePoint {
             for point in points {
                 report.lines.append(
                     "{\"benchmark\":\"scale\",\"subscribers\":\(point.subscribers),\"loadSeconds\":\(String(format: "%.1f", point.loadSeconds)),"
+                        + "\"vacuumSeconds\":\(String(format: "%.1f", point.vacuumSeconds)),\"checkpointSeconds\":\(String(format: "%.1f", point.checkpointSeconds)),"
                         + "\"bytesPerSubscriberYear\":\(Int(point.bytesPerSubscriberYear)),\"statusColdP99\":\(String(format: "%.3f", point.statusCold.percentile(0.99))),"
                         + "\"statusWarmP99\":\(String(format: "%.3f", point.statusWarm.percentile(0.99))),\"statusWarmHealthzBesideP99\":\(String(format: "%.3f", point.statusWarm.referencePercentile(0.99))),"
                         + "\"statusColdHealthzBesideP99\":\(String(format: "%.3f", point.statusCold.referencePercentile(0.99))),\"spendP99\":\(String(format: "%.3f", point.spend.percentile(0.99))),"

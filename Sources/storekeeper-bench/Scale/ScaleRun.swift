@@ -24,7 +24,8 @@ struct ScaleRun {
         var point = ScalePoint(subscribers: subscribers)
         let emptyBytes = try await system.count("SELECT pg_database_size(current_database())")
         if subscribers > 0 {
-            (point.loadSeconds, point.vacuumSeconds) = try await loader.load(subscribers: subscribers, now: Date(), url: databaseURL, logger: logger)
+            let load = try await loader.load(subscribers: subscribers, now: Date(), url: databaseURL, logger: logger)
+            (point.loadSeconds, point.vacuumSeconds, point.checkpointSeconds) = (load.load, load.vacuum, load.checkpoint)
             let total = try await system.count("SELECT pg_database_size(current_database())") - emptyBytes
             // Events, deliveries, jobs and usage answers are held for their retention (30, 7 and 30 days); the rest is
             // kept for good.

@@ -22,8 +22,8 @@ enum LoadedInstall {
         }
         say(
             String(
-                format: "  loaded in %.1f s, VACUUM ANALYZE %.1f s, replay --all --write %.1f s", load.load, load.vacuum,
-                (clock.now - settleStarted).seconds))
+                format: "  loaded in %.1f s, VACUUM ANALYZE %.1f s, CHECKPOINT %.1f s, replay --all --write %.1f s", load.load, load.vacuum,
+                load.checkpoint, (clock.now - settleStarted).seconds))
         try await system.startServe()
         try system.startWorker()
         let accounts = try await ScaleLoader.accounts(states: ["active"], count: 20_000, url: system.databaseURL, logger: logger)
