@@ -17,10 +17,8 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
             refunds, trials, billing retry, top-ups, spends, events within retention; see docs/capacity.md), times \
             the load, VACUUM ANALYZE and a CHECKPOINT, and `migrate` on the populated database, measures storage per subscriber-year, \
             times `replay --all` (unless --skip-replay), then starts `serve` + `work`, waits until `work`'s start-up jobs \
-            are done (at most --settle-seconds; the analytics rollup's catch-up over the loaded ledger, 20 s a minute, is \
-            not: docs/capacity.md) and measures at \
-            fixed rates, open \
-            loop: status of accounts never read (cache cold) and of 1,000 accounts read before (warm), each with \
+            are done (at most --settle-seconds; the load leaves the analytics rollup's position past its ledger, as a \
+            caught-up server has it) and measures at fixed rates, open loop: status of accounts never read (cache cold) and of 1,000 accounts read before (warm), each with \
             /healthz sent beside it on every eighth connection as its same-moment reference and the share of reads \
             served from the cache; spends, with pgbench TPC-B at the same rate as their reference; /healthz alone; \
             then applied/s of --notifications new subscriptions. At N = 0 the reads and \

@@ -114,13 +114,12 @@ struct ScaleRun {
     }
 
     /// Waits until `work` has no job running or due, three readings in a row two seconds apart, for at most
-    /// `--settle-seconds`: right after a load, the first runs of the periodic jobs read whole tables (the usage
-    /// analytics' first rollup over the ledger, the signed-payload retention's scan of `notifications`) and would
-    /// otherwise fall into the measured phases. Readings count only from 70 s after `work` was started: it takes a
-    /// moment to start, and its minute schedules enqueue at the next minute. Returns the seconds waited; `nil` when the
-    /// limit was reached first. A job that works through a backlog a bounded run at a time is idle between its runs, so
-    /// this does not wait for it: the analytics rollup's catch-up over the loaded ledger (20 s a minute) can still meet
-    /// the phases (docs/capacity.md, "A settled server at a million").
+    /// `--settle-seconds`: right after a load, the first runs of the periodic jobs read whole tables (the
+    /// signed-payload retention's scan of `notifications`) and would otherwise fall into the measured phases. Readings
+    /// count only from 70 s after `work` was started: it takes a moment to start, and its minute schedules enqueue at
+    /// the next minute. Returns the seconds waited; `nil` when the limit was reached first. A job that works through a
+    /// backlog a bounded run at a time is idle between its runs, so this could not wait for it: load.sql leaves none
+    /// (the usage rollup's position is past the loaded ledger; docs/capacity.md, "A settled server at a million").
     private func waitForStartUpJobs(_ system: SystemUnderTest) async throws -> Double? {
         let started = ContinuousClock.now
         var idleReadings = 0
