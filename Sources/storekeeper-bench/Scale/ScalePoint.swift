@@ -22,6 +22,9 @@ struct ScalePoint {
     var coldFromCache = 0.0
     var warmFromCache = 0.0
     var spend = LoadPhase()
+    /// What each cold status read and each spend made PostgreSQL read (``BlockReads``).
+    var statusColdReads = BlockReads.PerRequest()
+    var spendReads = BlockReads.PerRequest()
     /// pgbench TPC-B at the spends' rate, open loop: their reference.
     var tpcb = LoadPhase()
     var intake = 0.0
@@ -46,8 +49,10 @@ struct ScalePoint {
                     ?? "still running at --settle-seconds: they overlap the phases"),
             "    /healthz         \(Self.milliseconds(health)), \(health.failed) failed",
             "    status, cold (¼ rate) \(Self.milliseconds(statusCold)), \(statusCold.failed) failed (p99 \(String(format: "%.2f", statusCold.percentile(0.99) / max(statusCold.referencePercentile(0.99), 0.001)))× /healthz beside it, whose p99 was \(String(format: "%.2f", statusCold.referencePercentile(0.99))) ms; \(String(format: "%.1f", coldFromCache * 100)) % from the cache)",
+            "      read into PostgreSQL's buffers \(statusColdReads.line)",
             "    status, warm     \(Self.milliseconds(statusWarm)), \(statusWarm.failed) failed (p99 \(String(format: "%.2f", statusWarm.percentile(0.99) / max(statusWarm.referencePercentile(0.99), 0.001)))× /healthz beside it, whose p99 was \(String(format: "%.2f", statusWarm.referencePercentile(0.99))) ms; \(String(format: "%.1f", warmFromCache * 100)) % from the cache)",
             "    spends           \(Self.milliseconds(spend)), \(spend.failed) failed",
+            "      read into PostgreSQL's buffers \(spendReads.line)",
             "    TPC-B, same rate \(Self.milliseconds(tpcb)) (reference for spends)",
             "    intake \(Int(intake))/s, applied \(Int(appliedPerSecond))/s",
         ].joined(separator: "\n")
@@ -80,6 +85,8 @@ struct ScalePoint {
                         + "\"statusWarmP99\":\(String(format: "%.3f", point.statusWarm.percentile(0.99))),\"statusWarmHealthzBesideP99\":\(String(format: "%.3f", point.statusWarm.referencePercentile(0.99))),"
                         + "\"statusColdHealthzBesideP99\":\(String(format: "%.3f", point.statusCold.referencePercentile(0.99))),\"spendP99\":\(String(format: "%.3f", point.spend.percentile(0.99))),"
                         + "\"tpcbP99\":\(String(format: "%.3f", point.tpcb.percentile(0.99))),\"healthzP99\":\(String(format: "%.3f", point.health.percentile(0.99))),"
+                        + "\"statusColdBlocksRead\":\(String(format: "%.2f", point.statusColdReads.total)),\"statusColdDiskKiB\":\(String(format: "%.1f", point.statusColdReads.diskKiB)),"
+                        + "\"spendBlocksRead\":\(String(format: "%.2f", point.spendReads.total)),\"spendDiskKiB\":\(String(format: "%.1f", point.spendReads.diskKiB)),"
                         + "\"appliedPerSecond\":\(Int(point.appliedPerSecond)),\"replaySeconds\":\(String(format: "%.1f", point.replaySeconds)),"
                         + "\"postgresSettings\":[\(settings.map { "\"\($0)\"" }.joined(separator: ","))]}")
             }

@@ -89,11 +89,13 @@ struct ScaleRun {
         let key = [("Authorization", "Bearer bench")]
         point.health = try await load.pace(system, rate: options.statusRate) { _ in LoadRequest(path: "/healthz", method: .GET) }
         let beforeCold = await system.statusReads()
+        let readsBeforeCold = try await BlockReads.read(system)
         let healthz = LoadRequest(path: "/healthz", method: .GET)
         point.statusCold = try await load.pace(system, rate: max(1, options.statusRate / 4), reference: healthz) { index in
             LoadRequest(path: "/v1/accounts/\(everyone[index % everyone.count])/status", method: .GET, headers: key)
         }
         let afterCold = await system.statusReads()
+        point.statusColdReads = try await BlockReads.afterPhase(system).perRequest(since: readsBeforeCold, requests: point.statusCold.answered)
         point.coldFromCache = afterCold.cacheShare(since: beforeCold)
         let warm = Array(active.prefix(1_000))
         _ = try await load.pace(system, rate: options.statusRate) { index in
@@ -105,12 +107,14 @@ struct ScaleRun {
         }
         let afterWarm = await system.statusReads()
         point.warmFromCache = afterWarm.cacheShare(since: beforeWarm)
+        let readsBeforeSpends = try await BlockReads.read(system)
         point.spend = try await load.pace(system, rate: options.spendRate) { index in
             let body = ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(UUID())"}"#)
             return LoadRequest(
                 path: "/v1/accounts/\(active[index % active.count])/usage", method: .POST, headers: key + [("Content-Type", "application/json")],
                 body: body)
         }
+        point.spendReads = try await BlockReads.afterPhase(system).perRequest(since: readsBeforeSpends, requests: point.spend.answered)
     }
 
     /// Waits until `work` has no job running or due, three readings in a row two seconds apart, for at most
