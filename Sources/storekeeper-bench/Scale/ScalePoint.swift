@@ -25,6 +25,8 @@ struct ScalePoint {
     /// What each cold status read and each spend made PostgreSQL read (``BlockReads``).
     var statusColdReads = BlockReads.PerRequest()
     var spendReads = BlockReads.PerRequest()
+    /// Spends from 1,000 accounts that spent before.
+    var spendWarm = LoadPhase()
     /// pgbench TPC-B at the spends' rate, open loop: their reference.
     var tpcb = LoadPhase()
     var intake = 0.0
@@ -51,8 +53,9 @@ struct ScalePoint {
             "    status, cold (¼ rate) \(Self.milliseconds(statusCold)), \(statusCold.failed) failed (p99 \(String(format: "%.2f", statusCold.percentile(0.99) / max(statusCold.referencePercentile(0.99), 0.001)))× /healthz beside it, whose p99 was \(String(format: "%.2f", statusCold.referencePercentile(0.99))) ms; \(String(format: "%.1f", coldFromCache * 100)) % from the cache)",
             "      read into PostgreSQL's buffers \(statusColdReads.line)",
             "    status, warm     \(Self.milliseconds(statusWarm)), \(statusWarm.failed) failed (p99 \(String(format: "%.2f", statusWarm.percentile(0.99) / max(statusWarm.referencePercentile(0.99), 0.001)))× /healthz beside it, whose p99 was \(String(format: "%.2f", statusWarm.referencePercentile(0.99))) ms; \(String(format: "%.1f", warmFromCache * 100)) % from the cache)",
-            "    spends           \(Self.milliseconds(spend)), \(spend.failed) failed",
+            "    spends, cold     \(Self.milliseconds(spend)), \(spend.failed) failed",
             "      read into PostgreSQL's buffers \(spendReads.line)",
+            "    spends, warm     \(Self.milliseconds(spendWarm)), \(spendWarm.failed) failed",
             "    TPC-B, same rate \(Self.milliseconds(tpcb)) (reference for spends)",
             "    intake \(Int(intake))/s, applied \(Int(appliedPerSecond))/s",
         ].joined(separator: "\n")
@@ -73,7 +76,8 @@ struct ScalePoint {
             report.lines.append(
                 "  N = \(point.subscribers): status p99 cold \(ratio(point.statusCold.percentile(0.99), base.statusCold.percentile(0.99))), "
                     + "warm \(ratio(point.statusWarm.percentile(0.99), base.statusWarm.percentile(0.99))), "
-                    + "spends p99 \(ratio(point.spend.percentile(0.99), base.spend.percentile(0.99))), "
+                    + "spends p99 cold \(ratio(point.spend.percentile(0.99), base.spend.percentile(0.99))), "
+                    + "warm \(ratio(point.spendWarm.percentile(0.99), base.spendWarm.percentile(0.99))), "
                     + "applied/s \(ratio(point.appliedPerSecond, base.appliedPerSecond))")
         }
         if json {
@@ -84,6 +88,7 @@ struct ScalePoint {
                         + "\"bytesPerSubscriberYear\":\(Int(point.bytesPerSubscriberYear)),\"statusColdP99\":\(String(format: "%.3f", point.statusCold.percentile(0.99))),"
                         + "\"statusWarmP99\":\(String(format: "%.3f", point.statusWarm.percentile(0.99))),\"statusWarmHealthzBesideP99\":\(String(format: "%.3f", point.statusWarm.referencePercentile(0.99))),"
                         + "\"statusColdHealthzBesideP99\":\(String(format: "%.3f", point.statusCold.referencePercentile(0.99))),\"spendP99\":\(String(format: "%.3f", point.spend.percentile(0.99))),"
+                        + "\"spendWarmP99\":\(String(format: "%.3f", point.spendWarm.percentile(0.99))),"
                         + "\"tpcbP99\":\(String(format: "%.3f", point.tpcb.percentile(0.99))),\"healthzP99\":\(String(format: "%.3f", point.health.percentile(0.99))),"
                         + "\"statusColdBlocksRead\":\(String(format: "%.2f", point.statusColdReads.total)),\"statusColdDiskKiB\":\(String(format: "%.1f", point.statusColdReads.diskKiB)),"
                         + "\"spendBlocksRead\":\(String(format: "%.2f", point.spendReads.total)),\"spendDiskKiB\":\(String(format: "%.1f", point.spendReads.diskKiB)),"

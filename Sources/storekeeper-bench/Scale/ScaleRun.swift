@@ -83,7 +83,8 @@ struct ScaleRun {
 
     /// Open loop at the fixed rates: /healthz (the reference), status of accounts never read (cold: each request a
     /// different account, so the cache cannot answer and each is a database read — at a quarter of the status rate,
-    /// which at N = 0 already saturates two cores), status of 1,000 accounts read once before (warm), spends.
+    /// which at N = 0 already saturates two cores), status of 1,000 accounts read once before (warm), spends from
+    /// accounts not touched since the load (cold) and from 1,000 accounts that spent before (warm).
     private func measureHotPath(_ system: SystemUnderTest, active: [String], everyone: [String], into point: inout ScalePoint) async throws {
         let load = HotPathLoad(connections: options.connections, seconds: options.seconds)
         let key = [("Authorization", "Bearer bench")]
@@ -107,14 +108,18 @@ struct ScaleRun {
         }
         let afterWarm = await system.statusReads()
         point.warmFromCache = afterWarm.cacheShare(since: beforeWarm)
-        let readsBeforeSpends = try await BlockReads.read(system)
-        point.spend = try await load.pace(system, rate: options.spendRate) { index in
-            let body = ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(UUID())"}"#)
-            return LoadRequest(
-                path: "/v1/accounts/\(active[index % active.count])/usage", method: .POST, headers: key + [("Content-Type", "application/json")],
-                body: body)
+        let spend: @Sendable (String) -> LoadRequest = { account in
+            LoadRequest(
+                path: "/v1/accounts/\(account)/usage", method: .POST, headers: key + [("Content-Type", "application/json")],
+                body: ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(UUID())"}"#))
         }
+        let readsBeforeSpends = try await BlockReads.read(system)
+        point.spend = try await load.pace(system, rate: options.spendRate) { index in spend(active[index % active.count]) }
         point.spendReads = try await BlockReads.afterPhase(system).perRequest(since: readsBeforeSpends, requests: point.spend.answered)
+        // Warm: the same 1,000 accounts spend again and again, as an app's active customers do; their pages are in
+        // memory after one pass, where the cold phase's each spend from an account not touched since the load.
+        _ = try await load.pace(system, rate: options.spendRate) { index in spend(warm[index % warm.count]) }
+        point.spendWarm = try await load.pace(system, rate: options.spendRate) { index in spend(warm[index % warm.count]) }
     }
 
     /// Waits until `work` has no job running or due, three readings in a row two seconds apart, for at most
