@@ -34,6 +34,10 @@ struct HotPathLoad {
         }
     }
 
+    /// The phase's own requests ``pace(_:rate:reference:_:)`` sends at `rate`, its warm-up second's included (the
+    /// reference requests beside them left out): what a count over the whole phase is divided by.
+    func requestsSent(rate: Int) -> Int { max(rate, 1) * (seconds + 1) }
+
     /// `connections` clients sending `request(i)` back to back for `seconds` (after a second of warm-up: connections
     /// open, caches and plans as in steady use), with ``HTTPLoadGenerator``; a 2xx counts as answered.
     func load(_ system: SystemUnderTest, _ request: @escaping @Sendable (Int) -> LoadRequest) async throws -> LoadPhase {

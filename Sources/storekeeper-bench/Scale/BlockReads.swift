@@ -1,12 +1,14 @@
 import Foundation
 
-/// What a phase made PostgreSQL read: blocks read into its buffer pool per table and index (`pg_statio_*`: each from
+/// What PostgreSQL read during a phase: blocks read into its buffer pool per table and index (`pg_statio_*`: each from
 /// the operating system's page cache or the disk), and what the whole machine read from the disk (`pgpgin` of
 /// `/proc/vmstat`, KiB). The difference over a phase says which relations its requests found cold, and how many of
-/// those reads went to the disk.
+/// those reads went to the disk. It counts the whole database's reads, `work`'s jobs and autovacuum included, and the
+/// whole machine's disk: per request, it is an upper bound.
 struct BlockReads {
     var byRelation: [String: Int] = [:]
-    var diskKiB = 0
+    /// `nil` where `/proc/vmstat` cannot be read.
+    var diskKiB: Int?
 
     /// Reads every count now.
     static func read(_ system: SystemUnderTest) async throws -> BlockReads {
@@ -28,9 +30,9 @@ struct BlockReads {
         return reads
     }
 
-    /// The counts once every backend has reported the phase's: PostgreSQL 15's backends report when they go idle, at
+    /// The counts once every backend has reported what it read: PostgreSQL 15's backends report when they go idle, at
     /// most once a second, and one that stays idle reports what it held back 10 s later (`PGSTAT_IDLE_INTERVAL`).
-    static func afterPhase(_ system: SystemUnderTest) async throws -> BlockReads {
+    static func settled(_ system: SystemUnderTest) async throws -> BlockReads {
         try await Task.sleep(for: .seconds(11))
         return try await read(system)
     }
@@ -39,13 +41,14 @@ struct BlockReads {
     struct PerRequest {
         /// Blocks read into the buffer pool, over every relation.
         var total = 0.0
-        /// KiB the machine read from the disk.
-        var diskKiB = 0.0
+        /// KiB the machine read from the disk; `nil`: not known.
+        var diskKiB: Double?
         /// The relations that read most, most first.
         var top: [(name: String, reads: Double)] = []
 
         var line: String {
-            String(format: "%.2f blocks a request (the disk: %.1f KiB a request): ", total, diskKiB)
+            String(format: "%.2f blocks of 8 KiB a request (the machine's disk: ", total)
+                + (diskKiB.map { String(format: "%.1f KiB a request", $0) } ?? "not known") + "): "
                 + (top.isEmpty ? "none" : top.map { "\($0.name) " + String(format: "%.2f", $0.reads) }.joined(separator: ", "))
         }
     }
@@ -55,15 +58,15 @@ struct BlockReads {
         let count = Double(max(requests, 1))
         let differences = byRelation.map { (name: $0.key, reads: Double($0.value - (earlier.byRelation[$0.key] ?? 0)) / count) }
             .filter { $0.reads > 0 }.sorted { $0.reads > $1.reads }
-        return PerRequest(
-            total: differences.reduce(0) { $0 + $1.reads }, diskKiB: Double(diskKiB - earlier.diskKiB) / count, top: Array(differences.prefix(8)))
+        let disk = diskKiB.flatMap { now in earlier.diskKiB.map { Double(now - $0) / count } }
+        return PerRequest(total: differences.reduce(0) { $0 + $1.reads }, diskKiB: disk, top: Array(differences.prefix(8)))
     }
 
-    private static func pagedInKiB() -> Int {
-        guard let text = try? String(contentsOfFile: "/proc/vmstat", encoding: .utf8) else { return 0 }
+    private static func pagedInKiB() -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/vmstat", encoding: .utf8) else { return nil }
         for line in text.split(separator: "\n") where line.hasPrefix("pgpgin ") {
-            return Int(line.dropFirst("pgpgin ".count)) ?? 0
+            return Int(line.dropFirst("pgpgin ".count))
         }
-        return 0
+        return nil
     }
 }

@@ -12,19 +12,23 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
         commandName: "scale",
         abstract: "The growth curve: hot path, applying, storage, migrate and replay at N generated subscribers.",
         discussion: """
-            For each N of --subscribers, on a private PostgreSQL cluster of its own: migrates, loads N subscribers with \
-            a year of history each (Scale/load.sql, server-side bulk inserts: renewals, upgrades, downgrades, \
+            For each N of --subscribers, on a private PostgreSQL cluster of its own: migrates, loads N subscribers \
+            with a year of history each (Scale/load.sql, server-side bulk inserts: renewals, upgrades, downgrades, \
             refunds, trials, billing retry, top-ups, spends, events within retention; see docs/capacity.md), times \
-            the load, VACUUM ANALYZE and a CHECKPOINT, and `migrate` on the populated database, measures storage per subscriber-year, \
-            times `replay --all` (unless --skip-replay), then starts `serve` + `work`, waits until `work`'s start-up jobs \
-            are done (at most --settle-seconds; the load leaves the analytics rollup's position past its ledger, as a \
-            caught-up server has it) and measures at fixed rates, open loop: status of accounts never read (cache cold) and of 1,000 accounts read before (warm), each with \
-            /healthz sent beside it on every eighth connection as its same-moment reference and the share of reads \
-            served from the cache; spends, with pgbench TPC-B at the same rate as their reference; /healthz alone; \
-            then applied/s of --notifications new subscriptions. At N = 0 the reads and \
-            spends are of 10,000 accounts subscribed first through the intake (never-seen accounts would be cheaper). \
-            Uses config/tiers.yml \
-            (the catalogue the generator sells from; --tiers).
+            the load, VACUUM ANALYZE and a CHECKPOINT, and `migrate` on the populated database, measures storage per \
+            subscriber-year, times `replay --all` (unless --skip-replay), then starts `serve` + `work`, waits until \
+            `work`'s start-up jobs are done (at most --settle-seconds; the load leaves the analytics rollup's \
+            position past its ledger, as a caught-up server has it) and measures at fixed rates, open loop: status \
+            of accounts never read (cache cold) and of 1,000 accounts read before (warm), each with /healthz sent \
+            beside it on every eighth connection as its same-moment reference and the share of reads served from the \
+            cache; spends from accounts untouched since the load (cold) and from 1,000 that spent before (warm), \
+            with pgbench TPC-B at the same rate as their reference; /healthz alone; then applied/s of \
+            --notifications new subscriptions. At N = 0 the reads and spends are of 10,000 accounts subscribed first \
+            through the intake (never-seen accounts would be cheaper). Uses config/tiers.yml (the catalogue the \
+            generator sells from; --tiers). After the cold status reads and the cold spends it prints what \
+            PostgreSQL read over the phase per request sent: blocks into its buffers, by table and index (pg_statio, \
+            read once every backend has reported, 11 s after the phase), and the KiB the machine read from the disk \
+            (pgpgin). Both count the whole database and machine, `work`'s jobs and autovacuum too.
             """)
 
     @Option(help: "Subscriber counts, comma-separated, each on a fresh database.") var subscribers = "0,100000,1000000"

@@ -51,11 +51,16 @@ struct ScaleLoader {
         }
     }
 
-    /// Account ids of `count` generated subscribers in `state`s (at random), for the hot-path phases.
-    static func accounts(states: [String], count: Int, url: DatabaseURL, logger: Logger) async throws -> [String] {
+    /// Account ids of `count` generated subscribers in `state`s (at random), for the hot-path phases; of products
+    /// whose id starts with `productPrefix` only, when given.
+    static func accounts(states: [String], productPrefix: String = "", count: Int, url: DatabaseURL, logger: Logger) async throws -> [String] {
         try await PostgresClient.withRunning(url.clientConfiguration(maximumConnections: 1), logger: logger) { client in
             let rows = try await client.query(
-                "SELECT account_id::text FROM subscriptions WHERE status = ANY(\(states)) AND account_id IS NOT NULL ORDER BY random() LIMIT \(count)",
+                """
+                SELECT account_id::text FROM subscriptions
+                WHERE status = ANY(\(states)) AND account_id IS NOT NULL AND starts_with(product_id, \(productPrefix))
+                ORDER BY random() LIMIT \(count)
+                """,
                 logger: logger)
             var accounts: [String] = []
             for try await account in rows.decode(String.self) { accounts.append(account) }

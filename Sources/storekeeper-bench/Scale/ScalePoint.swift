@@ -21,10 +21,12 @@ struct ScalePoint {
     /// The share of each status phase's reads `serve` answered from its cache.
     var coldFromCache = 0.0
     var warmFromCache = 0.0
+    /// Spends from accounts not touched since the load (`spendP99` in the JSON).
     var spend = LoadPhase()
-    /// What each cold status read and each spend made PostgreSQL read (``BlockReads``).
+    /// What PostgreSQL read over the cold status reads, per request (``BlockReads``).
     var statusColdReads = BlockReads.PerRequest()
-    var spendReads = BlockReads.PerRequest()
+    /// The same over the cold spends.
+    var spendColdReads = BlockReads.PerRequest()
     /// Spends from 1,000 accounts that spent before.
     var spendWarm = LoadPhase()
     /// pgbench TPC-B at the spends' rate, open loop: their reference.
@@ -51,10 +53,10 @@ struct ScalePoint {
                     ?? "still running at --settle-seconds: they overlap the phases"),
             "    /healthz         \(Self.milliseconds(health)), \(health.failed) failed",
             "    status, cold (¼ rate) \(Self.milliseconds(statusCold)), \(statusCold.failed) failed (p99 \(String(format: "%.2f", statusCold.percentile(0.99) / max(statusCold.referencePercentile(0.99), 0.001)))× /healthz beside it, whose p99 was \(String(format: "%.2f", statusCold.referencePercentile(0.99))) ms; \(String(format: "%.1f", coldFromCache * 100)) % from the cache)",
-            "      read into PostgreSQL's buffers \(statusColdReads.line)",
+            "      PostgreSQL read, over the phase \(statusColdReads.line)",
             "    status, warm     \(Self.milliseconds(statusWarm)), \(statusWarm.failed) failed (p99 \(String(format: "%.2f", statusWarm.percentile(0.99) / max(statusWarm.referencePercentile(0.99), 0.001)))× /healthz beside it, whose p99 was \(String(format: "%.2f", statusWarm.referencePercentile(0.99))) ms; \(String(format: "%.1f", warmFromCache * 100)) % from the cache)",
             "    spends, cold     \(Self.milliseconds(spend)), \(spend.failed) failed",
-            "      read into PostgreSQL's buffers \(spendReads.line)",
+            "      PostgreSQL read, over the phase \(spendColdReads.line)",
             "    spends, warm     \(Self.milliseconds(spendWarm)), \(spendWarm.failed) failed",
             "    TPC-B, same rate \(Self.milliseconds(tpcb)) (reference for spends)",
             "    intake \(Int(intake))/s, applied \(Int(appliedPerSecond))/s",
@@ -90,8 +92,10 @@ struct ScalePoint {
                         + "\"statusColdHealthzBesideP99\":\(String(format: "%.3f", point.statusCold.referencePercentile(0.99))),\"spendP99\":\(String(format: "%.3f", point.spend.percentile(0.99))),"
                         + "\"spendWarmP99\":\(String(format: "%.3f", point.spendWarm.percentile(0.99))),"
                         + "\"tpcbP99\":\(String(format: "%.3f", point.tpcb.percentile(0.99))),\"healthzP99\":\(String(format: "%.3f", point.health.percentile(0.99))),"
-                        + "\"statusColdBlocksRead\":\(String(format: "%.2f", point.statusColdReads.total)),\"statusColdDiskKiB\":\(String(format: "%.1f", point.statusColdReads.diskKiB)),"
-                        + "\"spendBlocksRead\":\(String(format: "%.2f", point.spendReads.total)),\"spendDiskKiB\":\(String(format: "%.1f", point.spendReads.diskKiB)),"
+                        + "\"statusColdBlocksRead\":\(String(format: "%.2f", point.statusColdReads.total)),"
+                        + "\"statusColdDiskKiB\":\(point.statusColdReads.diskKiB.map { String(format: "%.1f", $0) } ?? "null"),"
+                        + "\"spendBlocksRead\":\(String(format: "%.2f", point.spendColdReads.total)),"
+                        + "\"spendDiskKiB\":\(point.spendColdReads.diskKiB.map { String(format: "%.1f", $0) } ?? "null"),"
                         + "\"appliedPerSecond\":\(Int(point.appliedPerSecond)),\"replaySeconds\":\(String(format: "%.1f", point.replaySeconds)),"
                         + "\"postgresSettings\":[\(settings.map { "\"\($0)\"" }.joined(separator: ","))]}")
             }

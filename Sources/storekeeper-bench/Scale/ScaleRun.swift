@@ -53,22 +53,30 @@ struct ScaleRun {
         try await system.startServe()
         try system.startWorker()
         point.startUpJobsSeconds = try await waitForStartUpJobs(system)
-        let active: [String]
-        let everyone: [String]
+        let accounts: HotPathAccounts
+        // The first 1,000 active accounts are the warm status reads'; the cold spends take the next ones, each once.
+        let spends = options.spendRate * (options.seconds + 1)
         if subscribers > 0 {
-            active = try await ScaleLoader.accounts(states: ["active"], count: 20_000, url: databaseURL, logger: logger)
-            everyone = try await ScaleLoader.accounts(
+            let active = try await ScaleLoader.accounts(states: ["active"], count: max(20_000, 1_000 + spends), url: databaseURL, logger: logger)
+            let everyone = try await ScaleLoader.accounts(
                 states: ["active", "grace_period", "billing_retry", "expired", "refunded", "revoked"], count: 200_000, url: databaseURL,
                 logger: logger)
+            // Warm spenders spend a dozen times or more (twice the phase's rate over 1,000 accounts, and once in the cold
+            // phase): of the top tier (3,000 credits a cycle, no trial cap), so that none runs out and answers 402.
+            let topTier = try await ScaleLoader.accounts(states: ["active"], productPrefix: "max.", count: 1_000, url: databaseURL, logger: logger)
+            accounts = HotPathAccounts(active: active, everyone: everyone, warmSpenders: topTier)
         } else {
             // The empty database's reads and spends are of subscribed accounts too: an account Storekeeper has never
             // seen is one index probe to read and a first grant to spend from, which would flatter the reference.
             // At least as many as the cold phase reads, so that none of its reads finds the cache warm.
-            active = try await subscribeBaseline(system, count: max(Self.baselineAccounts, max(1, options.statusRate / 4) * (options.seconds + 1)))
-            everyone = active
+            let count = max(Self.baselineAccounts, max(1, options.statusRate / 4) * (options.seconds + 1), 2_000 + spends)
+            let active = try await subscribeBaseline(system, count: count)
+            accounts = HotPathAccounts(active: active, everyone: active, warmSpenders: Array(active.suffix(1_000)))
         }
-        guard !active.isEmpty, !everyone.isEmpty else { throw CommandFailure("no generated accounts to read") }
-        try await measureHotPath(system, active: active, everyone: everyone, into: &point)
+        guard accounts.active.count > 1_000, !accounts.everyone.isEmpty, !accounts.warmSpenders.isEmpty else {
+            throw CommandFailure("too few generated accounts to read and spend from")
+        }
+        try await measureHotPath(system, accounts: accounts, into: &point)
         let started = Date()
         let bodies = try (0..<options.notifications).map { index in
             try system.subscribe(index, at: started.addingTimeInterval(Double(index) / 1000)).body
@@ -85,7 +93,8 @@ struct ScaleRun {
     /// different account, so the cache cannot answer and each is a database read — at a quarter of the status rate,
     /// which at N = 0 already saturates two cores), status of 1,000 accounts read once before (warm), spends from
     /// accounts not touched since the load (cold) and from 1,000 accounts that spent before (warm).
-    private func measureHotPath(_ system: SystemUnderTest, active: [String], everyone: [String], into point: inout ScalePoint) async throws {
+    private func measureHotPath(_ system: SystemUnderTest, accounts: HotPathAccounts, into point: inout ScalePoint) async throws {
+        let (active, everyone) = (accounts.active, accounts.everyone)
         let load = HotPathLoad(connections: options.connections, seconds: options.seconds)
         let key = [("Authorization", "Bearer bench")]
         point.health = try await load.pace(system, rate: options.statusRate) { _ in LoadRequest(path: "/healthz", method: .GET) }
@@ -96,7 +105,8 @@ struct ScaleRun {
             LoadRequest(path: "/v1/accounts/\(everyone[index % everyone.count])/status", method: .GET, headers: key)
         }
         let afterCold = await system.statusReads()
-        point.statusColdReads = try await BlockReads.afterPhase(system).perRequest(since: readsBeforeCold, requests: point.statusCold.answered)
+        point.statusColdReads = try await BlockReads.settled(system).perRequest(
+            since: readsBeforeCold, requests: load.requestsSent(rate: max(1, options.statusRate / 4)))
         point.coldFromCache = afterCold.cacheShare(since: beforeCold)
         let warm = Array(active.prefix(1_000))
         _ = try await load.pace(system, rate: options.statusRate) { index in
@@ -113,13 +123,16 @@ struct ScaleRun {
                 path: "/v1/accounts/\(account)/usage", method: .POST, headers: key + [("Content-Type", "application/json")],
                 body: ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(UUID())"}"#))
         }
-        let readsBeforeSpends = try await BlockReads.read(system)
-        point.spend = try await load.pace(system, rate: options.spendRate) { index in spend(active[index % active.count]) }
-        point.spendReads = try await BlockReads.afterPhase(system).perRequest(since: readsBeforeSpends, requests: point.spend.answered)
-        // Warm: the same 1,000 accounts spend again and again, as an app's active customers do; their pages are in
-        // memory after one pass, where the cold phase's each spend from an account not touched since the load.
-        _ = try await load.pace(system, rate: options.spendRate) { index in spend(warm[index % warm.count]) }
-        point.spendWarm = try await load.pace(system, rate: options.spendRate) { index in spend(warm[index % warm.count]) }
+        let readsBeforeSpends = try await BlockReads.settled(system)
+        let cold = Array(active.dropFirst(warm.count))
+        point.spend = try await load.pace(system, rate: options.spendRate) { index in spend(cold[index % cold.count]) }
+        point.spendColdReads = try await BlockReads.settled(system).perRequest(
+            since: readsBeforeSpends, requests: load.requestsSent(rate: options.spendRate))
+        // Warm: the same 1,000 accounts spend again and again, as an app's active customers do. After one pass their
+        // pages are in memory; each cold spend is from an account not touched since the load.
+        let spenders = accounts.warmSpenders
+        _ = try await load.pace(system, rate: options.spendRate) { index in spend(spenders[index % spenders.count]) }
+        point.spendWarm = try await load.pace(system, rate: options.spendRate) { index in spend(spenders[index % spenders.count]) }
     }
 
     /// Waits until `work` has no job running or due, three readings in a row two seconds apart, for at most
@@ -171,4 +184,14 @@ struct ScaleRun {
 
 extension SystemUnderTest.SendPhase {
     var rate: Double { Double(accepted) / max(seconds, 0.001) }
+}
+
+/// The accounts the hot-path phases read and spend from.
+struct HotPathAccounts {
+    /// Active subscribers: the first 1,000 are read warm, the rest spend cold, each once.
+    var active: [String]
+    /// Subscribers in every state, read cold.
+    var everyone: [String]
+    /// 1,000 accounts with credits enough to spend warm, again and again.
+    var warmSpenders: [String]
 }
