@@ -25,10 +25,11 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
             with pgbench TPC-B at the same rate as their reference; /healthz alone; then applied/s of \
             --notifications new subscriptions. At N = 0 the reads and spends are of 10,000 accounts subscribed first \
             through the intake (never-seen accounts would be cheaper). Uses config/tiers.yml (the catalogue the \
-            generator sells from; --tiers). After the cold status reads and the cold spends it prints what \
-            PostgreSQL read over the phase per request sent: blocks into its buffers, by table and index (pg_statio, \
-            read once every backend has reported, 11 s after the phase), and the KiB the machine read from the disk \
-            (pgpgin). Both count the whole database and machine, `work`'s jobs and autovacuum too.
+            generator sells from; --tiers). After the cold status reads and each spend phase it prints what \
+            PostgreSQL did over the phase per request sent: blocks read into its buffers, by table and index \
+            (pg_statio, read once every backend has reported, 11 s after the phase), KiB the machine read from the \
+            disk (pgpgin), and WAL written with its full-page images (pg_stat_wal). They count the whole database and \
+            machine, `work`'s jobs and autovacuum too.
             """)
 
     @Option(help: "Subscriber counts, comma-separated, each on a fresh database.") var subscribers = "0,100000,1000000"

@@ -23,10 +23,11 @@ struct ScalePoint {
     var warmFromCache = 0.0
     /// Spends from accounts not touched since the load (`spendP99` in the JSON).
     var spend = LoadPhase()
-    /// What PostgreSQL read over the cold status reads, per request (``BlockReads``).
-    var statusColdReads = BlockReads.PerRequest()
-    /// The same over the cold spends.
-    var spendColdReads = BlockReads.PerRequest()
+    /// What PostgreSQL read and wrote over the cold status reads, per request (``PhaseIO``).
+    var statusColdIO = PhaseIO.PerRequest()
+    /// The same over the cold spends, and over the warm ones.
+    var spendColdIO = PhaseIO.PerRequest()
+    var spendWarmIO = PhaseIO.PerRequest()
     /// Spends from 1,000 accounts that spent before.
     var spendWarm = LoadPhase()
     /// pgbench TPC-B at the spends' rate, open loop: their reference.
@@ -53,11 +54,12 @@ struct ScalePoint {
                     ?? "still running at --settle-seconds: they overlap the phases"),
             "    /healthz         \(Self.milliseconds(health)), \(health.failed) failed",
             "    status, cold (¼ rate) \(Self.milliseconds(statusCold)), \(statusCold.failed) failed (p99 \(String(format: "%.2f", statusCold.percentile(0.99) / max(statusCold.referencePercentile(0.99), 0.001)))× /healthz beside it, whose p99 was \(String(format: "%.2f", statusCold.referencePercentile(0.99))) ms; \(String(format: "%.1f", coldFromCache * 100)) % from the cache)",
-            "      PostgreSQL read, over the phase \(statusColdReads.line)",
+            "      PostgreSQL over the phase: \(statusColdIO.line)",
             "    status, warm     \(Self.milliseconds(statusWarm)), \(statusWarm.failed) failed (p99 \(String(format: "%.2f", statusWarm.percentile(0.99) / max(statusWarm.referencePercentile(0.99), 0.001)))× /healthz beside it, whose p99 was \(String(format: "%.2f", statusWarm.referencePercentile(0.99))) ms; \(String(format: "%.1f", warmFromCache * 100)) % from the cache)",
             "    spends, cold     \(Self.milliseconds(spend)), \(spend.failed) failed",
-            "      PostgreSQL read, over the phase \(spendColdReads.line)",
+            "      PostgreSQL over the phase: \(spendColdIO.line)",
             "    spends, warm     \(Self.milliseconds(spendWarm)), \(spendWarm.failed) failed",
+            "      PostgreSQL over the phase: \(spendWarmIO.line)",
             "    TPC-B, same rate \(Self.milliseconds(tpcb)) (reference for spends)",
             "    intake \(Int(intake))/s, applied \(Int(appliedPerSecond))/s",
         ].joined(separator: "\n")
@@ -92,10 +94,12 @@ struct ScalePoint {
                         + "\"statusColdHealthzBesideP99\":\(String(format: "%.3f", point.statusCold.referencePercentile(0.99))),\"spendP99\":\(String(format: "%.3f", point.spend.percentile(0.99))),"
                         + "\"spendWarmP99\":\(String(format: "%.3f", point.spendWarm.percentile(0.99))),"
                         + "\"tpcbP99\":\(String(format: "%.3f", point.tpcb.percentile(0.99))),\"healthzP99\":\(String(format: "%.3f", point.health.percentile(0.99))),"
-                        + "\"statusColdBlocksRead\":\(String(format: "%.2f", point.statusColdReads.total)),"
-                        + "\"statusColdDiskKiB\":\(point.statusColdReads.diskKiB.map { String(format: "%.1f", $0) } ?? "null"),"
-                        + "\"spendBlocksRead\":\(String(format: "%.2f", point.spendColdReads.total)),"
-                        + "\"spendDiskKiB\":\(point.spendColdReads.diskKiB.map { String(format: "%.1f", $0) } ?? "null"),"
+                        + "\"statusColdBlocksRead\":\(String(format: "%.2f", point.statusColdIO.total)),"
+                        + "\"statusColdDiskKiB\":\(point.statusColdIO.diskKiB.map { String(format: "%.1f", $0) } ?? "null"),"
+                        + "\"spendBlocksRead\":\(String(format: "%.2f", point.spendColdIO.total)),"
+                        + "\"spendDiskKiB\":\(point.spendColdIO.diskKiB.map { String(format: "%.1f", $0) } ?? "null"),"
+                        + "\"spendWALKiB\":\(String(format: "%.1f", point.spendColdIO.walKiB)),"
+                        + "\"spendFullPageImages\":\(String(format: "%.2f", point.spendColdIO.fullPageImages)),"
                         + "\"appliedPerSecond\":\(Int(point.appliedPerSecond)),\"replaySeconds\":\(String(format: "%.1f", point.replaySeconds)),"
                         + "\"postgresSettings\":[\(settings.map { "\"\($0)\"" }.joined(separator: ","))]}")
             }

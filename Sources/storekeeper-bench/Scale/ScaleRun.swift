@@ -99,14 +99,14 @@ struct ScaleRun {
         let key = [("Authorization", "Bearer bench")]
         point.health = try await load.pace(system, rate: options.statusRate) { _ in LoadRequest(path: "/healthz", method: .GET) }
         let beforeCold = await system.statusReads()
-        let readsBeforeCold = try await BlockReads.read(system)
+        let ioBeforeCold = try await PhaseIO.read(system)
         let healthz = LoadRequest(path: "/healthz", method: .GET)
         point.statusCold = try await load.pace(system, rate: max(1, options.statusRate / 4), reference: healthz) { index in
             LoadRequest(path: "/v1/accounts/\(everyone[index % everyone.count])/status", method: .GET, headers: key)
         }
         let afterCold = await system.statusReads()
-        point.statusColdReads = try await BlockReads.settled(system).perRequest(
-            since: readsBeforeCold, requests: load.requestsSent(rate: max(1, options.statusRate / 4)))
+        point.statusColdIO = try await PhaseIO.settled(system).perRequest(
+            since: ioBeforeCold, requests: load.requestsSent(rate: max(1, options.statusRate / 4)))
         point.coldFromCache = afterCold.cacheShare(since: beforeCold)
         let warm = Array(active.prefix(1_000))
         _ = try await load.pace(system, rate: options.statusRate) { index in
@@ -123,16 +123,19 @@ struct ScaleRun {
                 path: "/v1/accounts/\(account)/usage", method: .POST, headers: key + [("Content-Type", "application/json")],
                 body: ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(UUID())"}"#))
         }
-        let readsBeforeSpends = try await BlockReads.settled(system)
+        let ioBeforeSpends = try await PhaseIO.settled(system)
         let cold = Array(active.dropFirst(warm.count))
         point.spend = try await load.pace(system, rate: options.spendRate) { index in spend(cold[index % cold.count]) }
-        point.spendColdReads = try await BlockReads.settled(system).perRequest(
-            since: readsBeforeSpends, requests: load.requestsSent(rate: options.spendRate))
+        point.spendColdIO = try await PhaseIO.settled(system).perRequest(
+            since: ioBeforeSpends, requests: load.requestsSent(rate: options.spendRate))
         // Warm: the same 1,000 accounts spend again and again, as an app's active customers do. After one pass their
         // pages are in memory; each cold spend is from an account not touched since the load.
         let spenders = accounts.warmSpenders
         _ = try await load.pace(system, rate: options.spendRate) { index in spend(spenders[index % spenders.count]) }
+        let ioBeforeWarmSpends = try await PhaseIO.settled(system)
         point.spendWarm = try await load.pace(system, rate: options.spendRate) { index in spend(spenders[index % spenders.count]) }
+        point.spendWarmIO = try await PhaseIO.settled(system).perRequest(
+            since: ioBeforeWarmSpends, requests: load.requestsSent(rate: options.spendRate))
     }
 
     /// Waits until `work` has no job running or due, three readings in a row two seconds apart, for at most
