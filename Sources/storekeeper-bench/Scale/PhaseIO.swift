@@ -10,6 +10,7 @@ struct PhaseIO {
     var byRelation: [String: Int] = [:]
     /// `nil` where `/proc/vmstat` cannot be read.
     var diskKiB: Int?
+    /// The cluster's WAL so far, and the whole pages logged in it.
     var walBytes = 0
     var fullPageImages = 0
 
@@ -50,6 +51,7 @@ struct PhaseIO {
         var diskKiB: Double?
         /// The relations that read most, most first.
         var top: [(name: String, reads: Double)] = []
+        /// WAL written, and the whole pages logged in it.
         var walKiB = 0.0
         var fullPageImages = 0.0
 

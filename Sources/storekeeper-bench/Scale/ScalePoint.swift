@@ -100,6 +100,8 @@ struct ScalePoint {
                         + "\"spendDiskKiB\":\(point.spendColdIO.diskKiB.map { String(format: "%.1f", $0) } ?? "null"),"
                         + "\"spendWALKiB\":\(String(format: "%.1f", point.spendColdIO.walKiB)),"
                         + "\"spendFullPageImages\":\(String(format: "%.2f", point.spendColdIO.fullPageImages)),"
+                        + "\"spendWarmBlocksRead\":\(String(format: "%.2f", point.spendWarmIO.total)),"
+                        + "\"spendWarmDiskKiB\":\(point.spendWarmIO.diskKiB.map { String(format: "%.1f", $0) } ?? "null"),"
                         + "\"appliedPerSecond\":\(Int(point.appliedPerSecond)),\"replaySeconds\":\(String(format: "%.1f", point.replaySeconds)),"
                         + "\"postgresSettings\":[\(settings.map { "\"\($0)\"" }.joined(separator: ","))]}")
             }

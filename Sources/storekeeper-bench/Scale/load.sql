@@ -795,8 +795,8 @@ HAVING count(*) > 0;
 -- The load writes no analytics figures (`replay --all --write`, which the drills run after it, stores each
 -- subscription's contribution; the credits' daily sums of the loaded year stay out of the usage chart). Without this,
 -- `work` would roll a year of ledger up from id 0, 20 s of every minute until done, while the benchmark measures: work
--- a live install did as its ledger grew, not its steady state. The rollup of a backlog is the upgrade drill's to see
--- (docs/capacity.md, "Upgrades and restores under traffic").
+-- a live install did as its ledger grew, not its steady state. That a backlog rolls up in bounded transactions, with
+-- the figures of one at once, is AnalyticsDatasetTests' (usage); no benchmark times it at scale now.
 INSERT INTO analytics_progress (name, position) SELECT 'credit_ledger', coalesce(max(id), 0) FROM credit_ledger
 ON CONFLICT (name) DO UPDATE SET position = excluded.position;
 -- statement
