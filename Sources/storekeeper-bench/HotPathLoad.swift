@@ -38,6 +38,14 @@ struct HotPathLoad {
     /// reference requests beside them left out): what a count over the whole phase is divided by.
     func requestsSent(rate: Int) -> Int { max(rate, 1) * (seconds + 1) }
 
+    /// The indices ``pace(_:rate:reference:_:)`` at `rate` passes to its request, reference slots included (a phase
+    /// reading `accounts[index % accounts.count]` reads each once when it has this many).
+    func requestIndices(rate: Int, withReference: Bool) -> Int {
+        let all = connections * 2
+        let own = withReference ? all - (all + 7) / 8 : all
+        return max(rate, 1) * all / max(own, 1) * (seconds + 1)
+    }
+
     /// `connections` clients sending `request(i)` back to back for `seconds` (after a second of warm-up: connections
     /// open, caches and plans as in steady use), with ``HTTPLoadGenerator``; a 2xx counts as answered.
     func load(_ system: SystemUnderTest, _ request: @escaping @Sendable (Int) -> LoadRequest) async throws -> LoadPhase {

@@ -21,15 +21,16 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
             position past its ledger, as a caught-up server has it) and measures at fixed rates, open loop: status \
             of accounts never read (cache cold) and of 1,000 accounts read before (warm), each with /healthz sent \
             beside it on every eighth connection as its same-moment reference and the share of reads served from the \
-            cache; spends from accounts untouched since the load (cold) and from 1,000 that spent before (warm), \
-            with pgbench TPC-B at the same rate as their reference; /healthz alone; then applied/s of \
-            --notifications new subscriptions. At N = 0 the reads and spends are of 10,000 accounts subscribed first \
-            through the intake (never-seen accounts would be cheaper). Uses config/tiers.yml (the catalogue the \
-            generator sells from; --tiers). After the cold status reads and each spend phase it prints what \
-            PostgreSQL did over the phase per request sent: blocks read into its buffers, by table and index \
-            (pg_statio, read once every backend has reported, 11 s after the phase), KiB the machine read from the \
-            disk (pgpgin), and WAL written with its full-page images (pg_stat_wal). They count the whole database and \
-            machine, `work`'s jobs and autovacuum too.
+            cache; spends from accounts spending once each (cold: at a million, untouched since the load) and from \
+            1,000 spending again and again (warm: of the top tier at a million), with pgbench TPC-B at the same rate \
+            as their reference; /healthz alone; then applied/s of --notifications new subscriptions. At N = 0 the \
+            reads and spends are of accounts subscribed first through the intake (never-seen accounts would be \
+            cheaper), each phase its own. Uses config/tiers.yml (the catalogue the generator sells from; --tiers). \
+            After the cold status reads and each spend phase it prints what PostgreSQL did over the phase per \
+            request sent: blocks read into its buffers, by table and index (pg_statio, each reading taken once every \
+            backend has reported, 11 s after the phase before it and after this one, so the counts include those \
+            seconds), KiB the machine read from the disk (pgpgin), and WAL written with its full-page images \
+            (pg_stat_wal). They count the whole database and machine, `work`'s jobs and autovacuum too.
             """)
 
     @Option(help: "Subscriber counts, comma-separated, each on a fresh database.") var subscribers = "0,100000,1000000"

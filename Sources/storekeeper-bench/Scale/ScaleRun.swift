@@ -53,27 +53,34 @@ struct ScaleRun {
         try await system.startServe()
         try system.startWorker()
         point.startUpJobsSeconds = try await waitForStartUpJobs(system)
-        let accounts: HotPathAccounts
-        // The first 1,000 active accounts are the warm status reads'; the cold spends take the next ones, each once.
+        // Each phase its own accounts: the warm status reads 1,000, the cold spends one each, the warm spends 1,000 that
+        // spend again and again, the cold status reads the rest (at a million, any subscriber: they meet the others'
+        // few thousand by chance only).
         let spends = options.spendRate * (options.seconds + 1)
+        let accounts: HotPathAccounts
         if subscribers > 0 {
-            let active = try await ScaleLoader.accounts(states: ["active"], count: max(20_000, 1_000 + spends), url: databaseURL, logger: logger)
+            let active = try await ScaleLoader.accounts(states: ["active"], count: 1_000 + spends, url: databaseURL, logger: logger)
             let everyone = try await ScaleLoader.accounts(
                 states: ["active", "grace_period", "billing_retry", "expired", "refunded", "revoked"], count: 200_000, url: databaseURL,
                 logger: logger)
-            // Warm spenders spend a dozen times or more (twice the phase's rate over 1,000 accounts, and once in the cold
-            // phase): of the top tier (3,000 credits a cycle, no trial cap), so that none runs out and answers 402.
+            // Warm spenders spend a dozen times or more (twice the phase's rate over 1,000 accounts): of the top tier
+            // (3,000 credits a cycle, no trial cap), so that none runs out and answers 402.
             let topTier = try await ScaleLoader.accounts(states: ["active"], productPrefix: "max.", count: 1_000, url: databaseURL, logger: logger)
-            accounts = HotPathAccounts(active: active, everyone: everyone, warmSpenders: topTier)
+            accounts = HotPathAccounts(
+                warmReads: Array(active.prefix(1_000)), coldReads: everyone, coldSpenders: Array(active.dropFirst(1_000)), warmSpenders: topTier)
         } else {
             // The empty database's reads and spends are of subscribed accounts too: an account Storekeeper has never
             // seen is one index probe to read and a first grant to spend from, which would flatter the reference.
-            // At least as many as the cold phase reads, so that none of its reads finds the cache warm.
-            let count = max(Self.baselineAccounts, max(1, options.statusRate / 4) * (options.seconds + 1), 2_000 + spends)
-            let active = try await subscribeBaseline(system, count: count)
-            accounts = HotPathAccounts(active: active, everyone: active, warmSpenders: Array(active.suffix(1_000)))
+            // Enough for every phase to have its own: none of the cold reads finds the cache warm, and no cold spend is
+            // from an account read moments before.
+            let coldReads = HotPathLoad(connections: options.connections, seconds: options.seconds).requestIndices(
+                rate: max(1, options.statusRate / 4), withReference: true)
+            let baseline = try await subscribeBaseline(system, count: max(Self.baselineAccounts, 2_000 + spends + coldReads))
+            accounts = HotPathAccounts(
+                warmReads: Array(baseline.prefix(1_000)), coldReads: Array(baseline.dropFirst(2_000 + spends)),
+                coldSpenders: Array(baseline.dropFirst(1_000).prefix(spends)), warmSpenders: Array(baseline.dropFirst(1_000 + spends).prefix(1_000)))
         }
-        guard accounts.active.count > 1_000, !accounts.everyone.isEmpty, !accounts.warmSpenders.isEmpty else {
+        guard !accounts.warmReads.isEmpty, !accounts.coldReads.isEmpty, !accounts.coldSpenders.isEmpty, !accounts.warmSpenders.isEmpty else {
             throw CommandFailure("too few generated accounts to read and spend from")
         }
         try await measureHotPath(system, accounts: accounts, into: &point)
@@ -92,23 +99,24 @@ struct ScaleRun {
     /// Open loop at the fixed rates: /healthz (the reference), status of accounts never read (cold: each request a
     /// different account, so the cache cannot answer and each is a database read — at a quarter of the status rate,
     /// which at N = 0 already saturates two cores), status of 1,000 accounts read once before (warm), spends from
-    /// accounts not touched since the load (cold) and from 1,000 accounts that spent before (warm).
+    /// accounts spending once each (cold: at a million, untouched since the load) and from 1,000 accounts spending again
+    /// and again (warm).
     private func measureHotPath(_ system: SystemUnderTest, accounts: HotPathAccounts, into point: inout ScalePoint) async throws {
-        let (active, everyone) = (accounts.active, accounts.everyone)
         let load = HotPathLoad(connections: options.connections, seconds: options.seconds)
         let key = [("Authorization", "Bearer bench")]
         point.health = try await load.pace(system, rate: options.statusRate) { _ in LoadRequest(path: "/healthz", method: .GET) }
+        let coldReads = accounts.coldReads
         let beforeCold = await system.statusReads()
-        let ioBeforeCold = try await PhaseIO.read(system)
+        let ioBeforeCold = try await PhaseIO.settled(system)
         let healthz = LoadRequest(path: "/healthz", method: .GET)
         point.statusCold = try await load.pace(system, rate: max(1, options.statusRate / 4), reference: healthz) { index in
-            LoadRequest(path: "/v1/accounts/\(everyone[index % everyone.count])/status", method: .GET, headers: key)
+            LoadRequest(path: "/v1/accounts/\(coldReads[index % coldReads.count])/status", method: .GET, headers: key)
         }
         let afterCold = await system.statusReads()
         point.statusColdIO = try await PhaseIO.settled(system).perRequest(
             since: ioBeforeCold, requests: load.requestsSent(rate: max(1, options.statusRate / 4)))
         point.coldFromCache = afterCold.cacheShare(since: beforeCold)
-        let warm = Array(active.prefix(1_000))
+        let warm = accounts.warmReads
         _ = try await load.pace(system, rate: options.statusRate) { index in
             LoadRequest(path: "/v1/accounts/\(warm[index % warm.count])/status", method: .GET, headers: key)
         }
@@ -124,12 +132,12 @@ struct ScaleRun {
                 body: ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(UUID())"}"#))
         }
         let ioBeforeSpends = try await PhaseIO.settled(system)
-        let cold = Array(active.dropFirst(warm.count))
+        let cold = accounts.coldSpenders
         point.spend = try await load.pace(system, rate: options.spendRate) { index in spend(cold[index % cold.count]) }
         point.spendColdIO = try await PhaseIO.settled(system).perRequest(
             since: ioBeforeSpends, requests: load.requestsSent(rate: options.spendRate))
-        // Warm: the same 1,000 accounts spend again and again, as an app's active customers do. After one pass their
-        // pages are in memory; each cold spend is from an account not touched since the load.
+        // Warm: the same 1,000 accounts spend again and again, as an app's active customers do; after one pass their
+        // pages are in memory.
         let spenders = accounts.warmSpenders
         _ = try await load.pace(system, rate: options.spendRate) { index in spend(spenders[index % spenders.count]) }
         let ioBeforeWarmSpends = try await PhaseIO.settled(system)
@@ -189,12 +197,14 @@ extension SystemUnderTest.SendPhase {
     var rate: Double { Double(accepted) / max(seconds, 0.001) }
 }
 
-/// The accounts the hot-path phases read and spend from.
+/// The accounts the hot-path phases read and spend from, each phase its own.
 struct HotPathAccounts {
-    /// Active subscribers: the first 1,000 are read warm, the rest spend cold, each once.
-    var active: [String]
-    /// Subscribers in every state, read cold.
-    var everyone: [String]
-    /// 1,000 accounts with credits enough to spend warm, again and again.
+    /// 1,000 accounts read again and again (warm status).
+    var warmReads: [String]
+    /// Accounts read once each (cold status).
+    var coldReads: [String]
+    /// Active accounts that spend once each (cold spends).
+    var coldSpenders: [String]
+    /// 1,000 accounts with credits enough to spend again and again (warm spends).
     var warmSpenders: [String]
 }
