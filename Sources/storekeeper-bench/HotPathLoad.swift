@@ -22,8 +22,7 @@ struct HotPathLoad {
         let host = "127.0.0.1:\(system.port)"
         let connections = self.connections * 2
         let isReference: @Sendable (Int) -> Bool = { connection in reference != nil && connection % 8 == 0 }
-        let own = (0..<connections).filter { !isReference($0) }.count
-        let total = max(rate, 1) * connections / max(own, 1)
+        let total = totalRate(rate, withReference: reference != nil)
         return try await HTTPLoadGenerator.send(
             host: "127.0.0.1", ports: system.ports, connections: connections, count: total * (seconds + 1), rate: total,
             warmUp: .seconds(Self.warmUpSeconds), isReference: isReference
@@ -40,10 +39,14 @@ struct HotPathLoad {
 
     /// The indices ``pace(_:rate:reference:_:)`` at `rate` passes to its request, reference slots included (a phase
     /// reading `accounts[index % accounts.count]` reads each once when it has this many).
-    func requestIndices(rate: Int, withReference: Bool) -> Int {
+    func requestIndices(rate: Int, withReference: Bool) -> Int { totalRate(rate, withReference: withReference) * (seconds + 1) }
+
+    /// The rate ``pace(_:rate:reference:_:)`` sends at over all its connections: `rate` for its own requests, raised
+    /// by the reference's share (every eighth connection) when it has one.
+    private func totalRate(_ rate: Int, withReference: Bool) -> Int {
         let all = connections * 2
         let own = withReference ? all - (all + 7) / 8 : all
-        return max(rate, 1) * all / max(own, 1) * (seconds + 1)
+        return max(rate, 1) * all / max(own, 1)
     }
 
     /// `connections` clients sending `request(i)` back to back for `seconds` (after a second of warm-up: connections
