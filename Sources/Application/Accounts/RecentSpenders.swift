@@ -1,0 +1,38 @@
+import Subscriptions
+import Synchronization
+
+/// The accounts this process took spends from lately, so that only a spend from another account reads its pages
+/// before it joins a group (``SpendCredits``, sql/0052). An account that spent lately has its pages in memory, and
+/// reading them again would cost every repeated spend a round trip for nothing.
+///
+/// "Lately" is counted in accounts, not in time: the last `capacity` to `2 × capacity` distinct accounts, kept in two
+/// generations (when the newer one is full it becomes the older, and the older is dropped). Memory stays bounded
+/// whatever the traffic, and no clock is read.
+final class RecentSpenders: Sendable {
+    private struct Generations {
+        var newer: Set<AccountID> = []
+        var older: Set<AccountID> = []
+    }
+
+    private let generations = Mutex(Generations())
+    private let capacity: Int
+
+    /// - Parameter capacity: accounts a generation holds (at least 1).
+    init(capacity: Int = 16_384) {
+        self.capacity = max(1, capacity)
+    }
+
+    /// Notes a spend from `account`; returns whether it had spent lately (before this spend).
+    func noteSpend(from account: AccountID) -> Bool {
+        generations.withLock { generations in
+            if generations.newer.contains(account) { return true }
+            let known = generations.older.contains(account)
+            if generations.newer.count >= capacity {
+                generations.older = generations.newer
+                generations.newer = []
+            }
+            generations.newer.insert(account)
+            return known
+        }
+    }
+}
