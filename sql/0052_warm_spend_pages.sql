@@ -4,31 +4,39 @@
 -- pages from the disk (docs/capacity.md, "Where a spend at a million reads"), and spends at 1,000/s queued behind
 -- those reads — p50 6.9–13.5 ms, p99 18–137 ms, where the same spends from accounts read seconds before took 2.6 ms.
 -- This function reads, on a connection of the spend's own and beside other spends' reads, the pages the group will read
--- and write: the stored answer's key, the place of the debits' keys in the ledger's unique index, the account's
--- subscriptions, live buckets with their balances and entitlement sources (the group's read, sql/0022), and per live
--- bucket the place of its rows in the ledger's bucket index and its key (the ledger's foreign key). It takes no lock
--- and writes nothing; what it returns is only a count, so that nothing is left unread.
+-- and write: the stored answer's key; the first debit's key in the ledger's unique index (the group looks it up, then
+-- inserts beside it); the account's subscriptions, live buckets with their balances and entitlement sources (the
+-- group's read, sql/0022); and per live bucket the end of its entries in the ledger's bucket index (where its new row
+-- goes: equal keys are kept in the order of their rows), its key (the ledger's foreign key and the NOTIFY trigger of
+-- sql/0012) and its subscription by key (that trigger's). It takes no row lock and writes nothing; it returns a count
+-- only so that nothing is left unread. A table lock it would wait for (a migration's) ends it after 100 ms: it is only
+-- ever ahead of a group that reads the same pages.
 CREATE FUNCTION warm_spend_pages(spend_account text, spend_key text, debit_key_prefix text, at_time timestamptz)
 RETURNS bigint
 LANGUAGE plpgsql STABLE
 SET enable_seqscan = off
 SET plan_cache_mode = force_generic_plan
 SET jit = off
+SET lock_timeout = '100ms'
 AS $$
 DECLARE
     read bigint;
     inputs bigint;
 BEGIN
     SELECT count(*) INTO read FROM usage_requests u WHERE u.account_id = spend_account AND u.idempotency_key = spend_key;
-    read := read + (SELECT count(*) FROM (
-        SELECT l.operation_key FROM credit_ledger l WHERE l.operation_key >= debit_key_prefix ORDER BY l.operation_key LIMIT 1
-    ) AS k);
-    SELECT count(*) + count(r.bucket) + count(b.key) INTO inputs
+    read := read + (SELECT count(*) FROM credit_ledger l WHERE l.operation_key = debit_key_prefix || ':0');
+    -- LIMIT keeps each a lookup per bucket: flattened into a join, the planner's guess of a thousand inputs hashed
+    -- every bucket key there is. `<=` with the descending order makes the first a backward scan from the end of the
+    -- bucket's entries (with `=` the planner drops the order and scans from their start).
+    SELECT count(*) + count(r.bucket) + count(b.key) + count(s.original_transaction_id) INTO inputs
     FROM account_status_inputs(ARRAY[spend_account], at_time, false) AS i
-    LEFT JOIN LATERAL (SELECT l.bucket FROM credit_ledger l WHERE l.bucket = i.bucket_key LIMIT 1) AS r ON true
-    -- LIMIT keeps each a lookup by key per bucket: flattened into a join, the planner's guess of a thousand inputs
-    -- hashed every bucket key there is.
-    LEFT JOIN LATERAL (SELECT c.key FROM credit_buckets c WHERE c.key = i.bucket_key LIMIT 1) AS b ON true;
+    LEFT JOIN LATERAL (
+        SELECT l.bucket FROM credit_ledger l WHERE l.bucket <= i.bucket_key ORDER BY l.bucket DESC LIMIT 1
+    ) AS r ON r.bucket = i.bucket_key
+    LEFT JOIN LATERAL (SELECT c.key FROM credit_buckets c WHERE c.key = i.bucket_key LIMIT 1) AS b ON true
+    LEFT JOIN LATERAL (
+        SELECT t.original_transaction_id FROM subscriptions t WHERE t.original_transaction_id = i.bucket_subscription LIMIT 1
+    ) AS s ON true;
     RETURN read + inputs;
 END
 $$;

@@ -137,8 +137,8 @@ public struct StorekeeperConfiguration: Sendable {
 
     /// The most database connections one process keeps: its jobs at once (``workerConcurrency``) and four for the
     /// worker's own claims, heartbeats and LISTEN, at least 20 — 36 on 2 cores, 68 from 4 cores up. `serve` sizes its
-    /// pool the same way (its group commits and status reads take a few; the rest stay unopened). Checked at start
-    /// against the server's `max_connections` (``ConnectionBudget``).
+    /// pool the same way (its group commits, status reads and at most eight read-aheads of first spends take a few; the
+    /// rest stay unopened). Checked at start against the server's `max_connections` (``ConnectionBudget``).
     public var databaseConnections: Int { max(20, workerConcurrency + 4) }
 
     /// Reads and validates the configuration.

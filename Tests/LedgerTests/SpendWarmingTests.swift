@@ -1,4 +1,6 @@
 import Foundation
+import HTTPTypes
+import HummingbirdTesting
 import Persistence
 import PostgresNIO
 import Subscriptions
@@ -7,9 +9,9 @@ import Testing
 @testable import Application
 @testable import IntegrationSupport
 
-/// A first spend from an account reads its pages before it joins a group (sql/0052, ``SpendCredits``): what the
-/// group will read and write, on a connection of its own, with no lock taken and nothing written; only accounts that
-/// have not spent lately do it (``RecentSpenders``).
+/// A first spend from an account reads its pages while it waits for its group (sql/0052, ``SpendReadAhead``): what
+/// the group will read and write, on a connection of its own, with no lock taken and nothing written; only accounts
+/// that have not spent lately do it (``RecentSpenders``), a few at once, and no spend waits for it.
 @Suite("Reading a spend's pages ahead")
 struct SpendWarmingTests {
     @Test(
@@ -36,12 +38,12 @@ struct SpendWarmingTests {
             try await client.withTransaction(logger: TestDatabase.logger) { group in
                 _ = try await requests.lockAccountsAndReadAnswers([request("k2", of: account)], on: group)
                 try await client.withTransaction(logger: TestDatabase.logger) { connection in
-                    // The answer, an index entry at or after the debits' keys (`topup:…` sorts after `spend:…`), the
-                    // subscription and its two live buckets, each bucket's ledger entry and its key.
-                    #expect(try await requests.warmPages(for: request("k1", of: account), at: Date(), on: connection) == 1 + 1 + 3 + 2 + 2)
-                    #expect(try await requests.warmPages(for: request("k2", of: account), at: Date(), on: connection) == 1 + 3 + 2 + 2)
+                    // The answer; the subscription and its two live buckets, each bucket's last ledger entry and its
+                    // key, and the cycle bucket's subscription by key. No debit of k1 is posted yet.
+                    #expect(try await requests.warmPages(for: request("k1", of: account), at: Date(), on: connection) == 1 + 3 + 2 + 2 + 1)
+                    #expect(try await requests.warmPages(for: request("k2", of: account), at: Date(), on: connection) == 3 + 2 + 2 + 1)
                     let nobody = try #require(AccountID("account-none"))
-                    #expect(try await requests.warmPages(for: request("k1", of: nobody), at: Date(), on: connection) == 1)
+                    #expect(try await requests.warmPages(for: request("k1", of: nobody), at: Date(), on: connection) == 0)
                     let written = try await connection.query("SELECT pg_current_xact_id_if_assigned()::text", logger: TestDatabase.logger)
                     for try await id in written.decode(String?.self) { #expect(id == nil, "reading ahead wrote something") }
 
@@ -63,6 +65,94 @@ struct SpendWarmingTests {
                     #expect((blocks.last ?? 0) > 0)
                     #expect((blocks.last ?? .max) < 45, "reading account-777's pages ahead touched \(blocks) blocks")
                 }
+            }
+            try await client.withConnection { connection in
+                let debit = UsageRequests.debitKeyPrefix(account: account, idempotencyKey: "k2", micros: nil) + ":0"
+                try await connection.query(
+                    "INSERT INTO credit_ledger (operation_key, bucket, delta, reason) VALUES (\(debit), 'topup:account-7', -1, 'usage')",
+                    logger: TestDatabase.logger)
+                #expect(
+                    try await requests.warmPages(for: request("k2", of: account), at: Date(), on: connection) == 1 + 3 + 2 + 2 + 1,
+                    "the first debit's key, found")
+            }
+        }
+    }
+
+    @Test("the read-ahead touches each index the group reads or writes an entry in")
+    func touchesTheGroupsIndexes() async throws {
+        try await TestDatabase.withMigratedClient(maximumConnections: 1) { client in
+            try await client.withConnection { connection in
+                try await LiveBucketsReadTests.store(accounts: 1...200, on: connection)
+                func touched() async throws -> [String: Int] {
+                    _ = try await connection.query("SELECT pg_stat_clear_snapshot()", logger: TestDatabase.logger)
+                    var blocks: [String: Int] = [:]
+                    for try await (name, count) in try await connection.query(
+                        "SELECT indexrelname::text, (idx_blks_hit + idx_blks_read)::int FROM pg_statio_user_indexes", logger: TestDatabase.logger
+                    ).decode((String, Int).self) { blocks[name] = count }
+                    return blocks
+                }
+                _ = try await connection.query("SELECT pg_stat_force_next_flush()", logger: TestDatabase.logger)
+                let before = try await touched()
+                let request = UsageRequests.Request(
+                    account: try #require(AccountID("account-77")), meter: "ai_requests", amount: 1, idempotencyKey: "k")
+                try await UsageRequests(logger: TestDatabase.logger).warmPages(for: request, at: Date(), on: connection)
+                _ = try await connection.query("SELECT pg_stat_force_next_flush()", logger: TestDatabase.logger)
+                let after = try await touched()
+                let read = Set(after.keys.filter { (after[$0] ?? 0) > (before[$0] ?? 0) })
+                let groups: Set<String> = [
+                    "usage_requests_pkey", "credit_ledger_operation_key_key", "credit_ledger_bucket", "credit_buckets_pkey",
+                    "credit_bucket_balances_pkey", "subscriptions_pkey", "subscriptions_account", "credit_buckets_subscription",
+                    "credit_buckets_account",
+                ]
+                #expect(groups.subtracting(read).isEmpty, "not read ahead: \(groups.subtracting(read).sorted())")
+            }
+        }
+    }
+
+    @Test("a spend never waits for its read-ahead; a repeated spend reads none ahead; at most 8 run at once; one that fails fails no spend")
+    func spendsDoNotWaitForReadAheads() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: CreditHoldTests.environment) { harness in
+            @Sendable func run(_ sql: String) async throws {
+                try await harness.client.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger)
+            }
+            // Read-aheads that wait for an advisory lock the test holds (the groups never take it).
+            try await run(
+                """
+                CREATE OR REPLACE FUNCTION warm_spend_pages(spend_account text, spend_key text, debit_key_prefix text, at_time timestamptz)
+                RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
+                BEGIN PERFORM pg_advisory_lock_shared(5252); PERFORM pg_advisory_unlock_shared(5252); RETURN 0; END $$
+                """)
+            let waiting = """
+                SELECT count(*) FROM pg_stat_activity
+                WHERE datname = current_database() AND wait_event = 'advisory' AND query LIKE '%warm_spend_pages%'
+                """
+            try await harness.withHTTP { client in
+                func spend(_ account: String, key: String) async throws {
+                    let answer = try await SpendReversalTests.spend(client, account, "ai_requests", 1, key: key)
+                    #expect(answer.status == .ok, "\(account) \(key): \(String(buffer: answer.body))")
+                }
+                try await harness.client.withConnection { holder in
+                    try await holder.query("SELECT pg_advisory_lock(5252)", logger: TestDatabase.logger)
+                    try await spend("ahead-a", key: "1")
+                    try await eventually("the first spend's read-ahead, waiting") { try await harness.count(waiting) == 1 }
+                    try await spend("ahead-a", key: "2")
+                    try await spend("ahead-b", key: "1")
+                    try await eventually("ahead-b's read-ahead, waiting") { try await harness.count(waiting) >= 2 }
+                    #expect(try await harness.count(waiting) == 2, "ahead-a's second spend read nothing ahead")
+                    for index in 1...8 { try await spend("ahead-c\(index)", key: "1") }
+                    try await eventually("eight read-aheads, waiting") { try await harness.count(waiting) >= 8 }
+                    #expect(try await harness.count(waiting) == 8, "two more spends answered without reading ahead")
+                    try await holder.query("SELECT pg_advisory_unlock(5252)", logger: TestDatabase.logger)
+                }
+                try await eventually("the read-aheads, ended") { try await harness.count(waiting) == 0 }
+
+                try await run(
+                    """
+                    CREATE OR REPLACE FUNCTION warm_spend_pages(spend_account text, spend_key text, debit_key_prefix text, at_time timestamptz)
+                    RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$
+                    """)
+                try await spend("ahead-d", key: "1")
+                #expect(try await CreditHoldTests.remaining(client, "ahead-d", "ai_requests") == 4, "the day's 5, 1 spent")
             }
         }
     }

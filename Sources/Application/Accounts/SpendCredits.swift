@@ -12,19 +12,12 @@ import Subscriptions
 /// each amount in spend order (``SpendPlan``), all or nothing, and stores the answers. Spends of one account in a
 /// group run in arrival order against the balances the earlier ones left, so together they never take more than there
 /// is. Under load one commit and five round trips (BEGIN and COMMIT included) serve dozens of spends; a group the
-/// database refuses is committed again one spend at a time.
-///
-/// A group reads its pages one after another, so a spend whose pages are on the disk would hold up every spend behind
-/// it. A spend from an account that has not spent lately (``RecentSpenders``) reads its pages on a connection of its own
-/// while it waits for the group in flight, beside other spends' reads (``UsageRequests/warmPages(for:at:on:)``); its
-/// own group then finds them in memory.
+/// database refuses is committed again one spend at a time. A first spend from an account reads its pages ahead while
+/// it waits (``SpendReadAhead``).
 public struct SpendCredits: Sendable {
     private let group: CommitGroup<Spend, UsageRequests.Answer>
     private let cache: AccountStatusCache?
-    private let client: PostgresClient
-    private let usageRequests: UsageRequests
-    private let recent = RecentSpenders()
-    private let logger: Logger
+    private let readAhead: SpendReadAhead
 
     /// One spend and the time it was asked at.
     struct Spend: Sendable {
@@ -43,34 +36,16 @@ public struct SpendCredits: Sendable {
             try await client.withTransaction(logger: logger) { try await group.spend(spends, on: $0) }
         }
         self.cache = cache
-        self.client = client
-        self.usageRequests = usageRequests
-        self.logger = logger
+        self.readAhead = SpendReadAhead(client: client, usageRequests: usageRequests, logger: logger)
     }
 
     /// Spends `amount` of a meter: cycle credits first, then top-ups; all or nothing.
     public func spend(_ request: UsageRequests.Request, now: Date) async throws -> UsageRequests.Answer {
         // After the commit (or the rollback): the next status read of this process sees the spend.
         defer { cache?.invalidate(request.account) }
-        let spend = Spend(request: request, now: now)
-        guard !recent.noteSpend(from: request.account) else { return try await group.submit(spend) }
-        // Read while the spend waits for the group in flight: under load its pages are in memory when its own group
-        // starts, and the read adds nothing to its time (read before joining, it added a round trip and more to every
-        // first spend: docs/capacity.md).
-        async let readAhead: Void = warmPages(for: request, now: now)
-        let answer = try await group.submit(spend)
-        await readAhead
-        return answer
-    }
-
-    /// Reads the pages `request`'s group will read and write. A failure is the group's to report (it makes the same
-    /// reads): the spend goes on to its group either way.
-    private func warmPages(for request: UsageRequests.Request, now: Date) async {
-        do {
-            _ = try await client.withConnection { try await usageRequests.warmPages(for: request, at: now, on: $0) }
-        } catch {
-            logger.debug("reading a spend's pages ahead failed; its group reads them", metadata: ["error": "\(String(reflecting: error))"])
-        }
+        let reading = readAhead.start(for: request, now: now)
+        defer { reading?.cancel() }
+        return try await group.submit(Spend(request: request, now: now))
     }
 }
 
