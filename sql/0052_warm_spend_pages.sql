@@ -1,8 +1,8 @@
 -- A first spend from an account reads its pages while it waits for its group (issue 56's cold spends). Every spend of a
 -- process runs in the one group transaction in flight (sql/0015, CommitGroup), so the pages a group reads from the disk
 -- are read one after another: at a million subscribers a spend from an account not touched for minutes read about ten
--- pages from the disk (docs/capacity.md, "Where a spend at a million reads"), and spends at 1,000/s queued behind
--- those reads — p50 6.9–13.5 ms, p99 18–137 ms, where the same spends from accounts read seconds before took 2.6 ms.
+-- pages from the disk, and spends at 1,000/s queued behind those reads (docs/capacity.md, "Where a spend at a million
+-- reads" and "Reading a first spend's pages ahead").
 -- This function reads, on a connection of the spend's own and beside other spends' reads, the pages the group will read
 -- and write: the stored answer's key; the first debit's key in the ledger's unique index (the group looks it up, then
 -- inserts beside it); the account's subscriptions, live buckets with their balances and entitlement sources (the

@@ -44,9 +44,10 @@ final class SpendReadAhead: Sendable {
             do {
                 _ = try await client.withConnection { try await self.usageRequests.warmPages(for: request, at: now, on: $0) }
                 Self.read.increment()
-            } catch is CancellationError {
-                // Answered before a connection was free: nothing left to read ahead of.
             } catch {
+                // Answered before a connection was free (the pool answers the cancelled lease with an error of its
+                // own): nothing left to read ahead of.
+                if Task.isCancelled { return }
                 // The group makes the same reads and reports what fails; this counts it, so that a read-ahead that
                 // always fails (its function missing during a rollout) shows.
                 Self.failed.increment()
