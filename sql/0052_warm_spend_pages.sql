@@ -6,12 +6,12 @@
 -- This function reads, on a connection of the spend's own and beside other spends' reads, the pages the group will read
 -- and write: the stored answer's key; the first debit's key in the ledger's unique index (the group looks it up, then
 -- inserts beside it); the account's subscriptions, live buckets with their balances and entitlement sources (the
--- group's read, sql/0022); and per live bucket the end of its entries in the ledger's bucket index (where its new row
--- goes: equal keys are kept in the order of their rows), its key (the ledger's foreign key and the NOTIFY trigger of
--- sql/0012) and its subscription by key (that trigger's). It takes no row lock and writes nothing; it returns a count
+-- group's read, sql/0022); and per live bucket of the spend's meter (the ones it can take from) the end of its entries
+-- in the ledger's bucket index (where its new row goes: equal keys are kept in the order of their rows), its key (the
+-- ledger's foreign key and the NOTIFY trigger of sql/0012) and its subscription by key (that trigger's). It takes no row lock and writes nothing; it returns a count
 -- only so that nothing is left unread. A table lock it would wait for (a migration's) ends it after 100 ms: it is only
 -- ever ahead of a group that reads the same pages.
-CREATE FUNCTION warm_spend_pages(spend_account text, spend_key text, debit_key_prefix text, at_time timestamptz)
+CREATE FUNCTION warm_spend_pages(spend_account text, spend_key text, spend_meter text, debit_key_prefix text, at_time timestamptz)
 RETURNS bigint
 LANGUAGE plpgsql STABLE
 SET enable_seqscan = off
@@ -27,15 +27,19 @@ BEGIN
     read := read + (SELECT count(*) FROM credit_ledger l WHERE l.operation_key = debit_key_prefix || ':0');
     -- LIMIT keeps each a lookup per bucket: flattened into a join, the planner's guess of a thousand inputs hashed
     -- every bucket key there is. `<=` with the descending order makes the first a backward scan from the end of the
-    -- bucket's entries (with `=` the planner drops the order and scans from their start).
+    -- bucket's entries (with `=` the planner drops the order and scans from their start). Another meter's buckets
+    -- are not looked up at all (the meter's test is made before each scan).
     SELECT count(*) + count(r.bucket) + count(b.key) + count(s.original_transaction_id) INTO inputs
     FROM account_status_inputs(ARRAY[spend_account], at_time, false) AS i
     LEFT JOIN LATERAL (
-        SELECT l.bucket FROM credit_ledger l WHERE l.bucket <= i.bucket_key ORDER BY l.bucket DESC LIMIT 1
+        SELECT l.bucket FROM credit_ledger l WHERE i.bucket_meter = spend_meter AND l.bucket <= i.bucket_key ORDER BY l.bucket DESC LIMIT 1
     ) AS r ON r.bucket = i.bucket_key
-    LEFT JOIN LATERAL (SELECT c.key FROM credit_buckets c WHERE c.key = i.bucket_key LIMIT 1) AS b ON true
     LEFT JOIN LATERAL (
-        SELECT t.original_transaction_id FROM subscriptions t WHERE t.original_transaction_id = i.bucket_subscription LIMIT 1
+        SELECT c.key FROM credit_buckets c WHERE i.bucket_meter = spend_meter AND c.key = i.bucket_key LIMIT 1
+    ) AS b ON true
+    LEFT JOIN LATERAL (
+        SELECT t.original_transaction_id FROM subscriptions t
+        WHERE i.bucket_meter = spend_meter AND t.original_transaction_id = i.bucket_subscription LIMIT 1
     ) AS s ON true;
     RETURN read + inputs;
 END

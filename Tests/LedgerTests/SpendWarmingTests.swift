@@ -42,6 +42,8 @@ struct SpendWarmingTests {
                     // key, and the cycle bucket's subscription by key. No debit of k1 is posted yet.
                     #expect(try await requests.warmPages(for: request("k1", of: account), at: Date(), on: connection) == 1 + 3 + 2 + 2 + 1)
                     #expect(try await requests.warmPages(for: request("k2", of: account), at: Date(), on: connection) == 3 + 2 + 2 + 1)
+                    let exports = UsageRequests.Request(account: account, meter: "exports", amount: 1, idempotencyKey: "k2")
+                    #expect(try await requests.warmPages(for: exports, at: Date(), on: connection) == 3, "no bucket of that meter to look up")
                     let nobody = try #require(AccountID("account-none"))
                     #expect(try await requests.warmPages(for: request("k1", of: nobody), at: Date(), on: connection) == 0)
                     let written = try await connection.query("SELECT pg_current_xact_id_if_assigned()::text", logger: TestDatabase.logger)
@@ -53,7 +55,7 @@ struct SpendWarmingTests {
                         let plan = try await connection.query(
                             """
                             EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
-                            SELECT warm_spend_pages('account-777', 'k', 'spend:11:account-777:k', now())
+                            SELECT warm_spend_pages('account-777', 'k', 'ai_requests', 'spend:11:account-777:k', now())
                             """, logger: TestDatabase.logger)
                         for try await text in plan.decode(String.self) {
                             let top = try #require(
@@ -118,7 +120,7 @@ struct SpendWarmingTests {
             // Read-aheads that wait for an advisory lock the test holds (the groups never take it).
             try await run(
                 """
-                CREATE OR REPLACE FUNCTION warm_spend_pages(spend_account text, spend_key text, debit_key_prefix text, at_time timestamptz)
+                CREATE OR REPLACE FUNCTION warm_spend_pages(spend_account text, spend_key text, spend_meter text, debit_key_prefix text, at_time timestamptz)
                 RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
                 BEGIN PERFORM pg_advisory_lock_shared(5252); PERFORM pg_advisory_unlock_shared(5252); RETURN 0; END $$
                 """)
@@ -148,7 +150,7 @@ struct SpendWarmingTests {
 
                 try await run(
                     """
-                    CREATE OR REPLACE FUNCTION warm_spend_pages(spend_account text, spend_key text, debit_key_prefix text, at_time timestamptz)
+                    CREATE OR REPLACE FUNCTION warm_spend_pages(spend_account text, spend_key text, spend_meter text, debit_key_prefix text, at_time timestamptz)
                     RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$
                     """)
                 try await spend("ahead-d", key: "1")
