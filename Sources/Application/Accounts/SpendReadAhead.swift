@@ -13,13 +13,14 @@ import Synchronization
 /// read-aheads share the pool the groups lease from, and past that a burst of first spends would queue ahead of the
 /// groups themselves. The spend never waits for its read-ahead; its answer cancels one still waiting for a connection.
 final class SpendReadAhead: Sendable {
-    /// Read-aheads running at once, at most: a few of the pool's connections (36 on two cores).
+    /// Read-aheads running at once, at most: 8 of a pool of 36 connections on two cores.
     static let maximumInFlight = 8
 
     private let client: PostgresClient
     private let usageRequests: UsageRequests
     private let recent = RecentSpenders()
     private let inFlight = Atomic<Int>(0)
+    private let failureLogged = Atomic<Bool>(false)
     private let logger: Logger
 
     private static let read = Counter(label: "storekeeper_spend_read_aheads_total", dimensions: [("outcome", "read")])
@@ -28,6 +29,8 @@ final class SpendReadAhead: Sendable {
 
     init(client: PostgresClient, usageRequests: UsageRequests, logger: Logger) {
         (self.client, self.usageRequests, self.logger) = (client, usageRequests, logger)
+        // Each series exists from the start, at 0, so that a rate or an alert on any of them has one to read.
+        _ = (Self.read, Self.busy, Self.failed)
     }
 
     /// Starts reading `request`'s pages as of `now` when its account has not spent lately and fewer than
@@ -42,16 +45,21 @@ final class SpendReadAhead: Sendable {
         return Task {
             defer { inFlight.subtract(1, ordering: .relaxed) }
             do {
-                _ = try await client.withConnection { try await self.usageRequests.warmPages(for: request, at: now, on: $0) }
+                _ = try await client.withConnection { try await self.usageRequests.readPagesAhead(for: request, at: now, on: $0) }
                 Self.read.increment()
+            } catch let error as PSQLError where error.code == .queryCancelled {
+                // Answered before a connection was free (the pool's answer to a cancelled lease): nothing left to
+                // read ahead of.
+            } catch is CancellationError {
             } catch {
-                // Answered before a connection was free (the pool answers the cancelled lease with an error of its
-                // own): nothing left to read ahead of.
-                if Task.isCancelled { return }
-                // The group makes the same reads and reports what fails; this counts it, so that a read-ahead that
-                // always fails (its function missing during a rollout) shows.
+                // The group makes the same reads and reports what fails; this counts it, and says it once a process
+                // (at warning: `serve` logs from info), so that a read-ahead that always fails — its function missing
+                // or refused — shows without a log line for every first spend.
                 Self.failed.increment()
-                logger.debug("reading a spend's pages ahead failed", metadata: ["error": "\(String(reflecting: error))"])
+                let level: Logger.Level = failureLogged.exchange(true, ordering: .relaxed) ? .debug : .warning
+                logger.log(
+                    level: level, "reading a spend's pages ahead failed; the spend went on without",
+                    metadata: ["error": "\(String(reflecting: error))"])
             }
         }
     }

@@ -123,23 +123,24 @@ public struct UsageRequests: Sendable {
             """
     }
 
-    /// Reads, outside any group and without a lock, the pages a group will read and write for `request` at `date`
-    /// (`warm_spend_pages`, sql/0052): its stored answer's key, its debits' place in the ledger, the account's status
-    /// inputs and its meter's live buckets' places in the ledger's indexes. A group's reads are made one after another, so a
-    /// spend whose pages are on the disk holds up every spend behind it; read here, beside other spends' reads, they
-    /// are in memory when its group comes. Returns how many index entries and rows it found (nothing to act on).
+    /// Reads ahead, outside any group and without a row lock, the pages a group will read and write for `request` at
+    /// `date` (`read_spend_pages_ahead`, sql/0052): its stored answer's key, its first debit's key in the ledger, the
+    /// account's status inputs and its meter's live buckets' places in the ledger's indexes. A group's reads are made
+    /// one after another, so a spend whose pages are on the disk holds up every spend behind it; read here, beside
+    /// other spends' reads, they are in memory when its group comes. Returns how many index entries and rows it found
+    /// (nothing to act on).
     @discardableResult
-    public func warmPages(for request: Request, at date: Date, on connection: PostgresConnection) async throws -> Int64 {
+    public func readPagesAhead(for request: Request, at date: Date, on connection: PostgresConnection) async throws -> Int64 {
         let prefix = Self.debitKeyPrefix(account: request.account, idempotencyKey: request.idempotencyKey, micros: nil)
         let rows = try await connection.run(
-            PreparedQuery<WarmSpendPages>(request.account.text, request.idempotencyKey, request.meter, prefix, date), logger: logger)
+            PreparedQuery<ReadSpendPagesAhead>(request.account.text, request.idempotencyKey, request.meter, prefix, date), logger: logger)
         return try rows.first?.decode(Int64.self) ?? 0
     }
 
     /// The pages a spend of account `$1` under key `$2` of meter `$3` (debit keys from `$4`) reads and writes at `$5`,
     /// read.
-    enum WarmSpendPages: PreparedSQL {
-        static let sql = "SELECT warm_spend_pages($1::text, $2::text, $3::text, $4::text, $5)"
+    enum ReadSpendPagesAhead: PreparedSQL {
+        static let sql = "SELECT read_spend_pages_ahead($1::text, $2::text, $3::text, $4::text, $5)"
     }
 
     /// A request's first answer and, when it was charged, what it took from each bucket, in spend order.

@@ -11,7 +11,7 @@
 -- ledger's foreign key and the NOTIFY trigger of sql/0012) and its subscription by key (that trigger's). It takes no row lock and writes nothing; it returns a count
 -- only so that nothing is left unread. A table lock it would wait for (a migration's) ends it after 100 ms: it is only
 -- ever ahead of a group that reads the same pages.
-CREATE FUNCTION warm_spend_pages(spend_account text, spend_key text, spend_meter text, debit_key_prefix text, at_time timestamptz)
+CREATE FUNCTION read_spend_pages_ahead(spend_account text, spend_key text, spend_meter text, debit_key_prefix text, at_time timestamptz)
 RETURNS bigint
 LANGUAGE plpgsql STABLE
 SET enable_seqscan = off

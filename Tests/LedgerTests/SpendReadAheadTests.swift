@@ -13,9 +13,9 @@ import Testing
 /// the group will read and write, on a connection of its own, with no lock taken and nothing written; only accounts
 /// that have not spent lately do it (``RecentSpenders``), a few at once, and no spend waits for it.
 @Suite("Reading a spend's pages ahead")
-struct SpendWarmingTests {
+struct SpendReadAheadTests {
     @Test(
-        "finds the stored answer, the debits' place, the status inputs and each live bucket's ledger entries and key, by index, beside a group holding the account's lock, writing nothing"
+        "finds the stored answer, the debits' place, the status inputs and each of its meter's live buckets' last ledger entry, key and subscription, by index, beside a group holding the account's lock, writing nothing"
     )
     func readsWhatTheGroupReads() async throws {
         try await TestDatabase.withMigratedClient(maximumConnections: 2) { client in
@@ -40,12 +40,12 @@ struct SpendWarmingTests {
                 try await client.withTransaction(logger: TestDatabase.logger) { connection in
                     // The answer; the subscription and its two live buckets, each bucket's last ledger entry and its
                     // key, and the cycle bucket's subscription by key. No debit of k1 is posted yet.
-                    #expect(try await requests.warmPages(for: request("k1", of: account), at: Date(), on: connection) == 1 + 3 + 2 + 2 + 1)
-                    #expect(try await requests.warmPages(for: request("k2", of: account), at: Date(), on: connection) == 3 + 2 + 2 + 1)
+                    #expect(try await requests.readPagesAhead(for: request("k1", of: account), at: Date(), on: connection) == 1 + 3 + 2 + 2 + 1)
+                    #expect(try await requests.readPagesAhead(for: request("k2", of: account), at: Date(), on: connection) == 3 + 2 + 2 + 1)
                     let exports = UsageRequests.Request(account: account, meter: "exports", amount: 1, idempotencyKey: "k2")
-                    #expect(try await requests.warmPages(for: exports, at: Date(), on: connection) == 3, "no bucket of that meter to look up")
+                    #expect(try await requests.readPagesAhead(for: exports, at: Date(), on: connection) == 3, "no bucket of that meter to look up")
                     let nobody = try #require(AccountID("account-none"))
-                    #expect(try await requests.warmPages(for: request("k1", of: nobody), at: Date(), on: connection) == 0)
+                    #expect(try await requests.readPagesAhead(for: request("k1", of: nobody), at: Date(), on: connection) == 0)
                     let written = try await connection.query("SELECT pg_current_xact_id_if_assigned()::text", logger: TestDatabase.logger)
                     for try await id in written.decode(String?.self) { #expect(id == nil, "reading ahead wrote something") }
 
@@ -55,7 +55,7 @@ struct SpendWarmingTests {
                         let plan = try await connection.query(
                             """
                             EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
-                            SELECT warm_spend_pages('account-777', 'k', 'ai_requests', 'spend:11:account-777:k', now())
+                            SELECT read_spend_pages_ahead('account-777', 'k', 'ai_requests', 'spend:11:account-777:k', now())
                             """, logger: TestDatabase.logger)
                         for try await text in plan.decode(String.self) {
                             let top = try #require(
@@ -74,7 +74,7 @@ struct SpendWarmingTests {
                     "INSERT INTO credit_ledger (operation_key, bucket, delta, reason) VALUES (\(debit), 'topup:account-7', -1, 'usage')",
                     logger: TestDatabase.logger)
                 #expect(
-                    try await requests.warmPages(for: request("k2", of: account), at: Date(), on: connection) == 1 + 3 + 2 + 2 + 1,
+                    try await requests.readPagesAhead(for: request("k2", of: account), at: Date(), on: connection) == 1 + 3 + 2 + 2 + 1,
                     "the first debit's key, found")
             }
         }
@@ -97,7 +97,7 @@ struct SpendWarmingTests {
                 let before = try await touched()
                 let request = UsageRequests.Request(
                     account: try #require(AccountID("account-77")), meter: "ai_requests", amount: 1, idempotencyKey: "k")
-                try await UsageRequests(logger: TestDatabase.logger).warmPages(for: request, at: Date(), on: connection)
+                try await UsageRequests(logger: TestDatabase.logger).readPagesAhead(for: request, at: Date(), on: connection)
                 _ = try await connection.query("SELECT pg_stat_force_next_flush()", logger: TestDatabase.logger)
                 let after = try await touched()
                 let read = Set(after.keys.filter { (after[$0] ?? 0) > (before[$0] ?? 0) })
@@ -120,13 +120,13 @@ struct SpendWarmingTests {
             // Read-aheads that wait for an advisory lock the test holds (the groups never take it).
             try await run(
                 """
-                CREATE OR REPLACE FUNCTION warm_spend_pages(spend_account text, spend_key text, spend_meter text, debit_key_prefix text, at_time timestamptz)
+                CREATE OR REPLACE FUNCTION read_spend_pages_ahead(spend_account text, spend_key text, spend_meter text, debit_key_prefix text, at_time timestamptz)
                 RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
                 BEGIN PERFORM pg_advisory_lock_shared(5252); PERFORM pg_advisory_unlock_shared(5252); RETURN 0; END $$
                 """)
             let waiting = """
                 SELECT count(*) FROM pg_stat_activity
-                WHERE datname = current_database() AND wait_event = 'advisory' AND query LIKE '%warm_spend_pages%'
+                WHERE datname = current_database() AND wait_event = 'advisory' AND query LIKE '%read_spend_pages_ahead%'
                 """
             try await harness.withHTTP { client in
                 func spend(_ account: String, key: String) async throws {
@@ -148,13 +148,22 @@ struct SpendWarmingTests {
                 }
                 try await eventually("the read-aheads, ended") { try await harness.count(waiting) == 0 }
 
+                // One that fails, counted by a sequence (which a rollback leaves moved): a first spend reads ahead
+                // again once those above have ended (their count is given back), and its spend is answered as ever.
+                try await run("CREATE SEQUENCE read_aheads_refused")
                 try await run(
                     """
-                    CREATE OR REPLACE FUNCTION warm_spend_pages(spend_account text, spend_key text, spend_meter text, debit_key_prefix text, at_time timestamptz)
-                    RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$
+                    CREATE OR REPLACE FUNCTION read_spend_pages_ahead(spend_account text, spend_key text, spend_meter text, debit_key_prefix text, at_time timestamptz)
+                    RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$ BEGIN PERFORM nextval('read_aheads_refused'); RAISE EXCEPTION 'refused'; END $$
                     """)
-                try await spend("ahead-d", key: "1")
-                #expect(try await CreditHoldTests.remaining(client, "ahead-d", "ai_requests") == 4, "the day's 5, 1 spent")
+                let refused = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM read_aheads_refused"
+                var next = 0
+                try await eventually("a first spend reading ahead again") {
+                    next += 1
+                    try await spend("ahead-d\(next)", key: "1")
+                    return try await harness.count(refused) >= 1
+                }
+                #expect(try await CreditHoldTests.remaining(client, "ahead-d\(next)", "ai_requests") == 4, "the day's 5, 1 spent")
             }
         }
     }
@@ -173,6 +182,6 @@ struct SpendWarmingTests {
         #expect(!recent.noteSpend(from: b))
         #expect(recent.noteSpend(from: f), "in the newer generation")
         #expect(recent.noteSpend(from: d), "in the older generation")
-        #expect(!recent.noteSpend(from: c), "forgotten: six others spent since")
+        #expect(!recent.noteSpend(from: c), "forgotten: five other accounts spent since (eight spends)")
     }
 }
