@@ -53,19 +53,25 @@ struct LiveBucketsReadTests {
                     "live_credit_buckets(ARRAY['account-777'], now(), false)", "account_status_inputs(ARRAY['account-777'], now(), false)",
                     "subscription_and_events('s-777')",
                 ] {
-                    let plan = try await connection.query(
-                        "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM \(unescaped: call)", logger: TestDatabase.logger)
-                    var blocks = 0
-                    for try await text in plan.decode(String.self) {
-                        let top = try #require(
-                            (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])?.first?["Plan"] as? [String: Any])
-                        blocks = (top["Shared Hit Blocks"] as? Int ?? 0) + (top["Shared Read Blocks"] as? Int ?? 0)
-                    }
+                    let blocks = try await Self.blocksTouched(by: "SELECT * FROM \(call)", on: connection)
                     #expect(blocks > 0)
                     #expect(blocks < 60, "\(call) touched \(blocks) blocks")
                 }
             }
         }
+    }
+
+    /// The shared buffers (hit or read) the statement `sql` touched as it ran, from `EXPLAIN (ANALYZE, BUFFERS)`.
+    static func blocksTouched(by sql: String, on connection: PostgresConnection) async throws -> Int {
+        let plan = try await connection.query(
+            PostgresQuery(unsafeSQL: "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql), logger: TestDatabase.logger)
+        var blocks = 0
+        for try await text in plan.decode(String.self) {
+            let top = try #require(
+                (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])?.first?["Plan"] as? [String: Any])
+            blocks = (top["Shared Hit Blocks"] as? Int ?? 0) + (top["Shared Read Blocks"] as? Int ?? 0)
+        }
+        return blocks
     }
 
     /// Each account `account-N` gets a subscription `s-N` with a cycle bucket holding N credits and a top-up bucket

@@ -52,16 +52,10 @@ struct SpendReadAheadTests {
                     // The second call: the first on a connection reads the catalogue to plan the function's statements.
                     var blocks: [Int] = []
                     for _ in 0..<2 {
-                        let plan = try await connection.query(
-                            """
-                            EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
-                            SELECT read_spend_pages_ahead('account-777', 'k', 'ai_requests', 'spend:11:account-777:k', now())
-                            """, logger: TestDatabase.logger)
-                        for try await text in plan.decode(String.self) {
-                            let top = try #require(
-                                (try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])?.first?["Plan"] as? [String: Any])
-                            blocks.append((top["Shared Hit Blocks"] as? Int ?? 0) + (top["Shared Read Blocks"] as? Int ?? 0))
-                        }
+                        blocks.append(
+                            try await LiveBucketsReadTests.blocksTouched(
+                                by: "SELECT read_spend_pages_ahead('account-777', 'k', 'ai_requests', 'spend:11:account-777:k', now())",
+                                on: connection))
                     }
                     #expect(blocks.count == 2)
                     #expect((blocks.last ?? 0) > 0)

@@ -26,7 +26,9 @@ final class RecentSpenders: Sendable {
 
     /// Notes a spend from `account`; returns whether it had spent lately (before this spend).
     func noteSpend(from account: AccountID) -> Bool {
-        let (known, dropped) = generations.withLock { generations -> (Bool, Set<AccountID>) in
+        // The dropped generation comes out with the answer and is freed at the end of this statement, outside the
+        // lock that every spend takes.
+        generations.withLock { generations -> (known: Bool, dropped: Set<AccountID>) in
             if generations.newer.contains(account) { return (true, []) }
             let known = generations.older.contains(account)
             var dropped: Set<AccountID> = []
@@ -37,9 +39,6 @@ final class RecentSpenders: Sendable {
             }
             generations.newer.insert(account)
             return (known, dropped)
-        }
-        // The dropped generation is freed here, outside the lock that every spend takes.
-        _ = consume dropped
-        return known
+        }.known
     }
 }
