@@ -3,7 +3,7 @@ import PostgresNIO
 /// A handler whose jobs do all their work in one database transaction, which the worker may share between several
 /// jobs of the kind: a worker runs the jobs of one claim in one transaction — one BEGIN, one COMMIT and one commit
 /// flush for all of them (a claim takes several jobs when several are due, most of all in a backlog). Each job still completes in it (``JobExecution/complete(on:)`` or
-/// ``JobExecution/complete(through:)``), so effects and completions commit together. When any of them throws, the
+/// ``JobExecution/complete(_:through:)``, for several in one statement), so effects and completions commit together. When any of them throws, the
 /// transaction rolls back — no job of it has an effect — and each job runs again alone, in its own transaction
 /// (``JobHandler/run(_:)``), where its outcome is its own.
 ///

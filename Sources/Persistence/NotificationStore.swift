@@ -126,8 +126,14 @@ public struct NotificationStore: Sendable {
         public var jobID: Int64
         public var attempt: Int
 
-        /// Bound in this order where a statement records it (``NotificationStore/recordingProcessed(boundFrom:)``).
-        var values: [(any PostgresEncodable)?] { [outcome.rawValue, reason, uuid, jobID, attempt] }
+        /// Bound as five arrays in this order where a statement records them (``NotificationStore/recordingProcessed(boundFrom:)``);
+        /// no reason is bound as ''.
+        static func arrays(of processed: [Processed]) -> [(any PostgresEncodable)?] {
+            [
+                processed.map(\.outcome.rawValue), processed.map { $0.reason ?? "" }, processed.map(\.uuid), processed.map(\.jobID),
+                processed.map { Int64($0.attempt) },
+            ]
+        }
 
         public init(_ uuid: UUID, outcome: ApplyOutcome, reason: String? = nil, jobID: Int64, attempt: Int) {
             self.uuid = uuid
@@ -138,12 +144,13 @@ public struct NotificationStore: Sendable {
         }
     }
 
-    /// Records `processed` and completes its job in one statement; returns whether the job was still running under
-    /// that attempt. The first processing's time and outcome stay: its job run again (requeued by an operator) finds
-    /// nothing left to change and must not record `unchanged` over them. An apply that stores events records its
-    /// processing with them instead (``EventLog/append(_:at:markingProcessed:on:)``).
-    public func markProcessed(_ processed: Processed, on connection: PostgresConnection) async throws -> Bool {
-        try await connection.run(PreparedQuery<MarkProcessed>(binding: processed.values), logger: logger).first?.decode(Bool.self) == true
+    /// Records how the apply jobs of one transaction processed their notifications and completes their jobs in one
+    /// statement; answers each of `processed`, in order, whether its job was still running under that attempt. The
+    /// first processing's time and outcome stay: its job run again (requeued by an operator) finds nothing left to
+    /// change and must not record `unchanged` over them. Applies that store events record their processing with them
+    /// instead (``EventLog/append(_:markingProcessed:on:)``), in the same statement.
+    public func markProcessed(_ processed: [Processed], on connection: PostgresConnection) async throws -> [Bool] {
+        try await EventLog(logger: logger).append([], markingProcessed: processed, on: connection).jobsCompleted
     }
 
     /// Notifications `$1`, each with its subscription's lock taken, then that subscription's history: a notification's
@@ -167,27 +174,24 @@ public struct NotificationStore: Sendable {
             """
     }
 
-    /// The write that records a processing and the call that completes its job, with ``Processed/values`` bound from
-    /// `$first` on: ``markProcessed(_:on:)``'s statement, and the events' append that records an apply's processing
-    /// (``EventLog/append(_:at:markingProcessed:on:)``).
-    static func recordingProcessed(boundFrom first: Int) -> (update: String, completion: String) {
+    /// The write that records the processings and the calls that complete their jobs, with ``Processed/arrays(of:)``
+    /// bound from `$first` on: the statement of ``EventLog/append(_:markingProcessed:on:)`` (and so of
+    /// ``markProcessed(_:on:)``). The completions are called in the jobs' order and answered in an array.
+    static func recordingProcessed(boundFrom first: Int) -> (update: String, completions: String) {
         let value = (first..<first + 5).map { "$\($0)" }
         return (
             """
             UPDATE notifications SET applied_at = coalesce(applied_at, now()),
-                apply_outcome = CASE WHEN applied_at IS NULL THEN \(value[0]) ELSE apply_outcome END,
-                rejected_reason = coalesce(\(value[1]), rejected_reason)
-            WHERE notification_uuid = \(value[2])
+                apply_outcome = CASE WHEN applied_at IS NULL THEN processed.outcome ELSE apply_outcome END,
+                rejected_reason = coalesce(NULLIF(processed.reason, ''), rejected_reason)
+            FROM unnest(\(value[0])::text[], \(value[1])::text[], \(value[2])::uuid[]) AS processed (outcome, reason, uuid)
+            WHERE notification_uuid = processed.uuid
             """,
-            "complete_job(\(value[3]), \(value[4]))"
+            """
+            (SELECT array_agg(complete_job(job.id, job.attempt) ORDER BY job.position)
+             FROM unnest(\(value[3])::int8[], \(value[4])::int8[]) WITH ORDINALITY AS job (id, attempt, position))
+            """
         )
-    }
-
-    enum MarkProcessed: PreparedSQL {
-        static let sql: String = {
-            let recording = NotificationStore.recordingProcessed(boundFrom: 1)
-            return "WITH marked AS (\(recording.update)) SELECT \(recording.completion)"
-        }()
     }
 
     /// Whether no stored notification about `originalTransactionId` was signed after `signedDate`: the newest fact, whose

@@ -10,8 +10,8 @@ import Testing
 @testable import IntegrationSupport
 @testable import Jobs
 
-/// An apply stores its events in the statement that records its outcome and completes its job
-/// (`EventLog.append(_:at:markingProcessed:on:)`): each of the three writes must happen — or, for a lost claim, none.
+/// The applies of a transaction store their events in the statement that records their outcomes and completes their
+/// jobs (`EventLog.append(_:markingProcessed:on:)`): each of the three writes must happen — or, for a lost claim, none.
 @Suite("Events appended with the apply's outcome and completion")
 struct ProcessedWithEventsTests {
     @Test(
@@ -33,14 +33,16 @@ struct ProcessedWithEventsTests {
                     type: .subscriptionStarted, key: "\(uuid):\(key)", account: account, subscription: "1000", environment: .sandbox,
                     change: EventChange(productId: "monthly"), cause: EventCause(eventId: uuid.uuidString, signedDate: Date()))
             }
-            let entries = drafts.map { (draft: $0, body: #"{"key":"\#($0.key)"}"#) }
+            let entries = drafts.map { (draft: $0, body: #"{"key":"\#($0.key)"}"#, createdAt: Date()) }
             func append(_ outcome: NotificationStore.ApplyOutcome, for job: ClaimedJob) async throws -> (
                 events: [EventLog.Appended], jobCompleted: Bool
             ) {
-                try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
+                let (events, completed) = try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
                     try await log.append(
-                        entries, at: Date(), markingProcessed: .init(uuid, outcome: outcome, jobID: job.id, attempt: job.attempt), on: connection)
+                        entries, markingProcessed: [.init(uuid, outcome: outcome, jobID: job.id, attempt: job.attempt)], on: connection)
                 }
+                #expect(completed.count == 1)
+                return (events, completed == [true])
             }
 
             let first = try #require(try await queue.claim(limit: 1, workerID: UUID()).first)
@@ -75,6 +77,80 @@ struct ProcessedWithEventsTests {
             #expect(!stale.jobCompleted)
             #expect(try await harness.count("SELECT count(*) FROM jobs WHERE state <> 'running'") == 1)
             #expect(try await harness.count("SELECT count(*) FROM job_history") == 2)
+        }
+    }
+
+    @Test(
+        "a transaction's applies in one statement: each notification's outcome and reason, each event at its own time and in order, a key twice appended once, each job answered in order; a lost claim among them answered false"
+    )
+    func appendForSeveralApplies() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let account = try #require(AccountID(UUID().uuidString.lowercased()))
+            let uuids = [UUID(), UUID(), UUID()]
+            try await harness.withHTTP { client in
+                for uuid in uuids {
+                    let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: UUID()), at: Date())
+                    let answer = try await client.postNotification(try harness.signer.requestBody(for: event, notificationUUID: uuid))
+                    #expect((try? answer.answer(IntakeAnswer.self))?.status == "accepted")
+                }
+            }
+            let queue = harness.components.queue
+            let log = EventLog(logger: TestDatabase.logger)
+            let jobs = try await queue.claim(limit: 3, workerID: UUID()).sorted { $0.id < $1.id }
+            try #require(jobs.count == 3)
+            let started = Date(timeIntervalSince1970: 1_800_000_000)
+            // The first apply's two events, the second's one (whose key the first has too), the third's none.
+            let entries = [(0, "a"), (0, "b"), (1, "a"), (1, "c")].map { apply, key in
+                (
+                    draft: EventDraft(
+                        type: .subscriptionStarted, key: "\(uuids[0]):\(key)", account: account, subscription: "1000", environment: .sandbox,
+                        change: EventChange(productId: "monthly"), cause: EventCause(eventId: uuids[apply].uuidString, signedDate: Date())),
+                    body: #"{"apply":\#(apply),"key":"\#(key)"}"#, createdAt: started.addingTimeInterval(Double(apply))
+                )
+            }
+            let outcomes: [(NotificationStore.ApplyOutcome, String?)] = [(.applied, nil), (.unchanged, nil), (.rejectedContent, "too long")]
+            func processed(_ jobs: [ClaimedJob]) -> [NotificationStore.Processed] {
+                zip(zip(uuids, outcomes), jobs).map { pair, job in
+                    .init(pair.0, outcome: pair.1.0, reason: pair.1.1, jobID: job.id, attempt: job.attempt)
+                }
+            }
+
+            let (appended, completed) = try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
+                try await log.append(entries, markingProcessed: processed(jobs), on: connection)
+            }
+            #expect(completed == [true, true, true])
+            #expect(appended.map(\.key) == ["a", "b", "c"].map { "\(uuids[0]):\($0)" })
+            #expect(appended.map(\.sequence) == appended.map(\.sequence).sorted())
+            for (event, apply) in zip(appended, [0, 0, 1]) {
+                let stored = try await harness.client.withConnection { try await log.event(event.id, on: $0) }
+                #expect(stored?.createdAt == started.addingTimeInterval(Double(apply)))
+                #expect(stored?.body.hasPrefix(#"{"apply":\#(apply)"#) == true)
+            }
+            for (uuid, (outcome, reason)) in zip(uuids, outcomes) {
+                #expect(
+                    try await harness.count(
+                        """
+                        SELECT count(*) FROM notifications WHERE notification_uuid = '\(uuid)' AND applied_at IS NOT NULL
+                            AND apply_outcome = '\(outcome.rawValue)' AND rejected_reason IS NOT DISTINCT FROM \(reason.map { "'\($0)'" } ?? "NULL")
+                        """) == 1)
+            }
+            #expect(try await harness.count("SELECT count(*) FROM job_history WHERE state = 'completed'") == 3)
+            #expect(try await harness.count("SELECT count(*) FROM jobs") == 0)
+
+            // Requeued, the middle one's claim lost to a rescue: its answer alone is false, in its place.
+            for uuid in uuids {
+                let again = try NewJob(kind: NotificationInbox.applyJobKind, arguments: NotificationInbox.ApplyArguments(notificationUUID: uuid))
+                _ = try await harness.client.withConnection { try await queue.enqueue(again, on: $0) }
+            }
+            let claimed = try await queue.claim(limit: 3, workerID: UUID()).sorted { $0.id < $1.id }
+            try #require(claimed.count == 3)
+            try await harness.client.withConnection { connection in
+                _ = try await connection.query("UPDATE jobs SET attempt = attempt + 1 WHERE id = \(claimed[1].id)", logger: TestDatabase.logger)
+            }
+            let answers = try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
+                try await log.append([], markingProcessed: processed(claimed), on: connection).jobsCompleted
+            }
+            #expect(answers == [true, false, true])
         }
     }
 }

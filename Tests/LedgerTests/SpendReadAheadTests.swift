@@ -111,13 +111,24 @@ struct SpendReadAheadTests {
             @Sendable func run(_ sql: String) async throws {
                 try await harness.client.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger)
             }
-            // Read-aheads that wait for an advisory lock the test holds (the groups never take it).
+            // Read-aheads that wait for an advisory lock the test holds (the groups never take it) — never longer than
+            // 30 s, so that a failure below ends the test instead of leaving a read the pool's shutdown waits for.
             try await run(
                 """
                 CREATE OR REPLACE FUNCTION read_spend_pages_ahead(spend_account text, spend_key text, spend_meter text, debit_key_prefix text, at_time timestamptz)
-                RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
+                RETURNS bigint LANGUAGE plpgsql VOLATILE SET lock_timeout = '30s' AS $$
                 BEGIN PERFORM pg_advisory_lock_shared(5252); PERFORM pg_advisory_unlock_shared(5252); RETURN 0; END $$
                 """)
+            // A read-ahead still waiting for a connection when its spend is answered is given up (by design): the pool
+            // opens enough connections first, so that each read-ahead below finds one at once however busy the machine.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<14 {
+                    group.addTask {
+                        try await harness.client.withConnection { _ = try await $0.query("SELECT pg_sleep(0.2)", logger: TestDatabase.logger) }
+                    }
+                }
+                try await group.waitForAll()
+            }
             let waiting = """
                 SELECT count(*) FROM pg_stat_activity
                 WHERE datname = current_database() AND wait_event = 'advisory' AND query LIKE '%read_spend_pages_ahead%'
@@ -127,8 +138,9 @@ struct SpendReadAheadTests {
                     let answer = try await SpendReversalTests.spend(client, account, "ai_requests", 1, key: key)
                     #expect(answer.status == .ok, "\(account) \(key): \(String(buffer: answer.body))")
                 }
-                try await harness.client.withConnection { holder in
-                    try await holder.query("SELECT pg_advisory_lock(5252)", logger: TestDatabase.logger)
+                // A lock of the holder's transaction: whatever fails below, the rollback releases it.
+                try await harness.client.withTransaction(logger: TestDatabase.logger) { holder in
+                    try await holder.query("SELECT pg_advisory_xact_lock(5252)", logger: TestDatabase.logger)
                     try await spend("ahead-a", key: "1")
                     try await eventually("the first spend's read-ahead, waiting") { try await harness.count(waiting) == 1 }
                     try await spend("ahead-a", key: "2")
@@ -138,7 +150,6 @@ struct SpendReadAheadTests {
                     for index in 1...8 { try await spend("ahead-c\(index)", key: "1") }
                     try await eventually("eight read-aheads, waiting") { try await harness.count(waiting) >= 8 }
                     #expect(try await harness.count(waiting) == 8, "two more spends answered without reading ahead")
-                    try await holder.query("SELECT pg_advisory_unlock(5252)", logger: TestDatabase.logger)
                 }
                 try await eventually("the read-aheads, ended") { try await harness.count(waiting) == 0 }
 

@@ -25,7 +25,7 @@ public struct EventRecorder: Sendable {
     }
 
     /// The events of a change with the statuses they carry, not stored yet: a use case that ends with a write of its
-    /// own stores them in that write's statement (``record(_:markingProcessed:on:)``).
+    /// own stores them in that write's statement (``ready(_:on:)``, ``record(_:markingProcessed:on:)``).
     public struct Pending: Sendable {
         public var drafts: [EventDraft]
         /// The status inputs of the drafts' accounts as the change leaves them; an account missing is read when stored.
@@ -49,15 +49,32 @@ public struct EventRecorder: Sendable {
         try await record(pending.drafts, now: pending.now, statuses: pending.statuses, on: connection)
     }
 
-    /// Stores `pending` as ``record(_:now:statuses:on:)`` does, in the statement that records how an apply job
-    /// processed its notification and completes the job (``EventLog/append(_:at:markingProcessed:on:)``); returns
-    /// whether the job was still running under its claimed attempt.
-    public func record(
-        _ pending: Pending, markingProcessed processed: NotificationStore.Processed, on connection: PostgresConnection
-    ) async throws -> Bool {
-        let entries = try await entries(of: pending.drafts, now: pending.now, statuses: pending.statuses, on: connection)
-        let (appended, completed) = try await log.append(entries, at: pending.now, markingProcessed: processed, on: connection)
-        try await deliver(appended, of: entries, on: connection)
+    /// The events of a change ready to store: each key once, each with its account's status document. Made where the
+    /// change ends (``ready(_:on:)``: an account `pending` has no status of is read then), stored with the last write
+    /// of the transaction (``record(_:markingProcessed:on:)``).
+    public struct Ready: Sendable {
+        fileprivate var entries: [(draft: EventDraft, body: String)]
+        fileprivate var now: Date
+    }
+
+    /// `pending`'s events ready to store.
+    public func ready(_ pending: Pending, on connection: PostgresConnection) async throws -> Ready {
+        Ready(entries: try await entries(of: pending.drafts, now: pending.now, statuses: pending.statuses, on: connection), now: pending.now)
+    }
+
+    /// Stores those of `ready`'s events not stored yet, in order (a key twice, once), in the statement that records how
+    /// the apply jobs of one transaction processed their notifications and completes their jobs
+    /// (``EventLog/append(_:markingProcessed:on:)``), then queues their deliveries; answers each of `processed`, in
+    /// order, whether its job was still running under its claimed attempt.
+    public func record(_ ready: [Ready], markingProcessed processed: [NotificationStore.Processed], on connection: PostgresConnection)
+        async throws -> [Bool]
+    {
+        var seen: Set<String> = []
+        let entries = ready.flatMap { change in
+            change.entries.filter { seen.insert($0.draft.key).inserted }.map { (draft: $0.draft, body: $0.body, createdAt: change.now) }
+        }
+        let (appended, completed) = try await log.append(entries, markingProcessed: processed, on: connection)
+        try await deliver(appended, of: entries.map { (draft: $0.draft, body: $0.body) }, on: connection)
         return completed
     }
 

@@ -62,21 +62,48 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
     }
 
     /// The applies of a shared transaction: their notifications read, and their subscriptions locked, in one round
-    /// trip, then each applied in turn. (The jobs of one claim have distinct subscriptions: no apply here changes
-    /// what another read.)
+    /// trip, then each applied in turn, then how each went recorded, their events stored and their jobs completed in
+    /// one more (the transaction's last write). (The jobs of one claim have distinct subscriptions: no apply here
+    /// changes what another read.)
     public func run(_ executions: [JobExecution], on connection: PostgresConnection) async throws {
         let arguments = try executions.map { try $0.job.decodeArguments(as: NotificationInbox.ApplyArguments.self) }
         let reads = try await notifications.notificationsLockingSubscriptions(
             arguments.map { NotificationStore.Wanted(uuid: $0.notificationUUID, tokens: $0.accountTokens ?? []) }, in: purchaseIntents,
             on: connection)
-        for (execution, (argument, read)) in zip(executions, zip(arguments, reads)) {
-            try await apply(execution, notification: argument.notificationUUID, read: read, on: connection)
+        var endings: [Ending] = []
+        for (argument, read) in zip(arguments, reads) {
+            endings.append(try await apply(argument.notificationUUID, read: read, on: connection))
+        }
+        try await JobExecution.complete(executions) { jobs in
+            let processed = zip(endings, jobs).map { ending, job in
+                NotificationStore.Processed(ending.uuid, outcome: ending.outcome, reason: ending.reason, jobID: job.id, attempt: job.attempt)
+            }
+            if let recorder = writer.recorder {
+                return try await recorder.record(endings.compactMap(\.events), markingProcessed: processed, on: connection)
+            }
+            return try await notifications.markProcessed(processed, on: connection)
+        }
+        for ending in endings {
+            logger.debug(
+                "notification processed",
+                metadata: [
+                    "notification.uuid": "\(ending.uuid)", "notification.outcome": "\(ending.outcome.rawValue)",
+                    "subscription.id": "\(ending.subscription ?? "-")",
+                ])
         }
     }
 
-    private func apply(_ execution: JobExecution, notification uuid: UUID, read: NotificationStore.LockedRead?, on connection: PostgresConnection)
-        async throws
-    {
+    /// What an apply leaves to its transaction's last write: how it processed its notification, and the events of its
+    /// change ready to store.
+    private struct Ending {
+        var uuid: UUID
+        var outcome: NotificationStore.ApplyOutcome
+        var reason: String?
+        var events: EventRecorder.Ready?
+        var subscription: String?
+    }
+
+    private func apply(_ uuid: UUID, read: NotificationStore.LockedRead?, on connection: PostgresConnection) async throws -> Ending {
         guard let (stored, lockedSubscription, history) = read else {
             throw JobFailure.discard("notification \(uuid) is not stored")
         }
@@ -85,19 +112,14 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
         case .verified(let verified):
             notification = verified
         case .rejectedContent(let reason):
-            try await execution.complete { job, attempt in
-                try await notifications.markProcessed(
-                    .init(uuid, outcome: .rejectedContent, reason: reason, jobID: job, attempt: attempt), on: connection)
-            }
             logger.notice(
                 "notification content rejected", metadata: ["notification.uuid": "\(uuid)", "reason": "\(reason)"])
-            return
+            return Ending(uuid: uuid, outcome: .rejectedContent, reason: reason, subscription: nil)
         }
         let outcome: NotificationStore.ApplyOutcome
         let now = clock()
         let cause = EventCause(notification)
         var account: AccountID?
-        // The change's events are stored by the statement that records the outcome and completes the job.
         var events: EventRecorder.Pending?
         let subscriptionEvent = SubscriptionEvent(notification)
         if let event = subscriptionEvent {
@@ -150,18 +172,9 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
             try await writer.recordSale(sale, on: connection)
         }
         if let refunds { events = try await refunds.notice(notification, account: account, now: now, after: events, on: connection) }
-        try await execution.complete { job, attempt in
-            let processed = NotificationStore.Processed(uuid, outcome: outcome, jobID: job, attempt: attempt)
-            if let events, let recorder = writer.recorder, !events.drafts.isEmpty {
-                return try await recorder.record(events, markingProcessed: processed, on: connection)
-            }
-            return try await notifications.markProcessed(processed, on: connection)
-        }
-        logger.debug(
-            "notification processed",
-            metadata: [
-                "notification.uuid": "\(uuid)", "notification.outcome": "\(outcome.rawValue)",
-                "subscription.id": "\(notification.originalTransactionId ?? "-")",
-            ])
+        // The change's events are stored by the transaction's last write, which records the outcome and completes the job.
+        var ready: EventRecorder.Ready?
+        if let events, let recorder = writer.recorder, !events.drafts.isEmpty { ready = try await recorder.ready(events, on: connection) }
+        return Ending(uuid: uuid, outcome: outcome, events: ready, subscription: notification.originalTransactionId)
     }
 }

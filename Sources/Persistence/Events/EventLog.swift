@@ -48,16 +48,23 @@ public struct EventLog: Sendable {
         return try Self.appended(rows)
     }
 
-    /// ``append(_:at:on:)`` in the statement that also records how an apply job processed its notification and
-    /// completes the job (``NotificationStore/markProcessed(_:on:)``): the apply's last write, one round trip for
-    /// both. `jobCompleted` is false when the job no longer ran under the claimed attempt.
+    /// Appends `entries` as ``append(_:at:on:)`` does, each created at its own time, in the statement that also
+    /// records how the apply jobs of one transaction processed their notifications and completes their jobs
+    /// (`processed`, in their order): the applies' last write, one round trip for all of them. `jobsCompleted` answers
+    /// each of `processed` in order, false where its job no longer ran under the claimed attempt.
     public func append(
-        _ entries: [(draft: EventDraft, body: String)], at now: Date, markingProcessed processed: NotificationStore.Processed,
+        _ entries: [(draft: EventDraft, body: String, createdAt: Date)], markingProcessed processed: [NotificationStore.Processed],
         on connection: PostgresConnection
-    ) async throws -> (events: [Appended], jobCompleted: Bool) {
-        let values = try Self.bindings(of: entries, at: now) + processed.values
+    ) async throws -> (events: [Appended], jobsCompleted: [Bool]) {
+        let drafts = entries.map(\.draft)
+        let values: [(any PostgresEncodable)?] =
+            [
+                entries.map(\.createdAt), drafts.map(\.key), drafts.map(\.type.rawValue), drafts.map(\.account.text),
+                drafts.map { $0.subscription ?? "" }, drafts.map(\.environment.rawValue),
+                try entries.map { try CompressedColumn.compress($0.body.utf8) },
+            ] + NotificationStore.Processed.arrays(of: processed)
         let rows = try await connection.run(PreparedQuery<AppendEventsMarkingProcessed>(binding: values), logger: logger)
-        let completed = try rows.first?.makeRandomAccess()["job_completed"].decode(Bool.self) ?? false
+        let completed = try rows.first?.makeRandomAccess()["jobs_completed"].decode([Bool].self) ?? []
         return (try Self.appended(rows), completed)
     }
 
@@ -98,17 +105,26 @@ public struct EventLog: Sendable {
             """
     }
 
-    /// ``AppendEvents`` (`$1` … `$7`), then the notification's processing and its job's completion
-    /// (`NotificationStore.Processed`'s values from `$8`): one row per appended event, or one of NULLs when none was,
-    /// each with the completion's answer last.
+    /// Appends events from the parallel arrays `$1`… (created at, key, type, account, subscription or '', environment,
+    /// compressed body) as ``AppendEvents`` does, then records the notifications' processing and completes their jobs
+    /// (``NotificationStore/recordingProcessed(boundFrom:)``'s arrays from `$8`): one row per appended event, or one
+    /// of NULLs when none was, each with the completions' answers last (`jobs_completed`, in the jobs' order).
     enum AppendEventsMarkingProcessed: PreparedSQL {
         static let sql: String = {
             let recording = NotificationStore.recordingProcessed(boundFrom: 8)
             return """
-                WITH appended AS (\(AppendEvents.sql)),
+                WITH appended AS (
+                    INSERT INTO events (dedup_key, type, account_id, subscription_id, environment, created_at, body_deflated)
+                    SELECT key, type, account, NULLIF(subscription, ''), environment, created, body
+                    FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[])
+                        WITH ORDINALITY AS appended (created, key, type, account, subscription, environment, body, position)
+                    ORDER BY position
+                    ON CONFLICT (dedup_key) DO NOTHING
+                    RETURNING events.dedup_key, events.id, events.account_id, events.sequence
+                ),
                 marked AS (\(recording.update))
-                SELECT appended.dedup_key, appended.id, appended.account_id, appended.sequence, completed.job_completed
-                FROM (SELECT \(recording.completion) AS job_completed) AS completed LEFT JOIN appended ON true
+                SELECT appended.dedup_key, appended.id, appended.account_id, appended.sequence, completed.jobs_completed
+                FROM (SELECT \(recording.completions) AS jobs_completed) AS completed LEFT JOIN appended ON true
                 """
         }()
     }
