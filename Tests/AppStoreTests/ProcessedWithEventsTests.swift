@@ -120,7 +120,6 @@ struct ProcessedWithEventsTests {
             }
             #expect(completed == [true, true, true])
             #expect(appended.map(\.key) == ["a", "b", "c"].map { "\(uuids[0]):\($0)" })
-            #expect(appended.map(\.sequence) == appended.map(\.sequence).sorted())
             for (event, apply) in zip(appended, [0, 0, 1]) {
                 let stored = try await harness.client.withConnection { try await log.event(event.id, on: $0) }
                 #expect(stored?.createdAt == started.addingTimeInterval(Double(apply)))
@@ -137,7 +136,8 @@ struct ProcessedWithEventsTests {
             #expect(try await harness.count("SELECT count(*) FROM job_history WHERE state = 'completed'") == 3)
             #expect(try await harness.count("SELECT count(*) FROM jobs") == 0)
 
-            // Requeued, the middle one's claim lost to a rescue: its answer alone is false, in its place.
+            // Requeued, the first one's claim lost (its attempt moved on), the three given in the reverse of the jobs'
+            // order and with no reason: the answers follow the order given, and the stored reason stays.
             for uuid in uuids {
                 let again = try NewJob(kind: NotificationInbox.applyJobKind, arguments: NotificationInbox.ApplyArguments(notificationUUID: uuid))
                 _ = try await harness.client.withConnection { try await queue.enqueue(again, on: $0) }
@@ -145,12 +145,16 @@ struct ProcessedWithEventsTests {
             let claimed = try await queue.claim(limit: 3, workerID: UUID()).sorted { $0.id < $1.id }
             try #require(claimed.count == 3)
             try await harness.client.withConnection { connection in
-                _ = try await connection.query("UPDATE jobs SET attempt = attempt + 1 WHERE id = \(claimed[1].id)", logger: TestDatabase.logger)
+                _ = try await connection.query("UPDATE jobs SET attempt = attempt + 1 WHERE id = \(claimed[0].id)", logger: TestDatabase.logger)
+            }
+            let reversed = zip(uuids, claimed).reversed().map { uuid, job in
+                NotificationStore.Processed(uuid, outcome: .unchanged, jobID: job.id, attempt: job.attempt)
             }
             let answers = try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
-                try await log.append([], markingProcessed: processed(claimed), on: connection).jobsCompleted
+                try await log.append([], markingProcessed: reversed, on: connection).jobsCompleted
             }
-            #expect(answers == [true, false, true])
+            #expect(answers == [true, true, false])
+            #expect(try await harness.count("SELECT count(*) FROM notifications WHERE rejected_reason = 'too long'") == 1)
         }
     }
 }

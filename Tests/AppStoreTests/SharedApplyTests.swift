@@ -1,7 +1,9 @@
+import AppStoreModels
 import Application
 import Foundation
 import Jobs
 import LocalSigning
+import PostgresNIO
 import StorekeeperRuntime
 import TestSupport
 import Testing
@@ -48,6 +50,55 @@ struct SharedApplyTests {
                     #expect(status.state == "subscribed" && status.entitled == true, "\(String(buffer: response.body))")
                 }
             }
+        }
+    }
+
+    @Test(
+        "one transaction's applies store their events in the applies' order: a subscription's (left to the last write) before a top-up's of the same account (stored at once), before the next subscription's"
+    )
+    func eventsInApplyOrder() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let account = UUID()
+            let first = harness.subscription(account: account)
+            let signed = Int64(Date().timeIntervalSince1970 * 1000)
+            var transaction = TransactionPayload(
+                transactionId: "7100001", originalTransactionId: "7100001", productId: "credits.100", bundleId: StorekeeperHarness.bundleId,
+                environment: .sandbox, signedDate: signed)
+            transaction.type = "Consumable"
+            transaction.appAccountToken = account.uuidString.lowercased()
+            let charge = SimulatedEvent(
+                notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: signed, transaction: transaction,
+                renewalInfo: nil)
+            // Another account's: two subscriptions of one account in a group would add an overlap event of neither.
+            let second = harness.subscription(account: UUID())
+            try await harness.withHTTP { client in
+                for event in [
+                    SimulatedEvent.scenario(.subscribe, subscription: first, at: Date()), charge,
+                    .scenario(.subscribe, subscription: second, at: Date()),
+                ] {
+                    let answer = try await client.postNotification(try harness.signer.requestBody(for: event))
+                    #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
+                }
+            }
+            let worker = harness.components.worker(options: .init(concurrency: 8, pollInterval: .milliseconds(200)))
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await worker.run() }
+                defer { group.cancelAll() }
+                try await eventually(timeout: .seconds(10), "every job to leave the queue") {
+                    try await harness.count("SELECT count(*) FROM jobs WHERE kind = 'apply-notification'") == 0
+                }
+            }
+            #expect(try await harness.count("SELECT count(DISTINCT xmin::text) FROM notifications") == 1, "the three applied in one transaction")
+            #expect(try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'topped_up'") == 1)
+            let rows = try await harness.client.query(
+                "SELECT coalesce(subscription_id, '') FROM events ORDER BY sequence", logger: TestDatabase.logger)
+            var order: [String] = []
+            for try await subscription in rows.decode(String.self) {
+                let source =
+                    subscription == first.originalTransactionId ? "first" : subscription == second.originalTransactionId ? "second" : "top-up"
+                if order.last != source { order.append(source) }
+            }
+            #expect(order == ["first", "top-up", "second"], "events by sequence")
         }
     }
 }

@@ -62,10 +62,10 @@ public struct EventRecorder: Sendable {
         Ready(entries: try await entries(of: pending.drafts, now: pending.now, statuses: pending.statuses, on: connection), now: pending.now)
     }
 
-    /// Stores those of `ready`'s events not stored yet, in order (a key twice, once), in the statement that records how
-    /// the apply jobs of one transaction processed their notifications and completes their jobs
-    /// (``EventLog/append(_:markingProcessed:on:)``), then queues their deliveries; answers each of `processed`, in
-    /// order, whether its job was still running under its claimed attempt.
+    /// Stores those of `ready`'s events not stored yet, in order (a key twice, once: a draft's key names its change),
+    /// in the statement that records how the apply jobs of one transaction processed their notifications and completes
+    /// their jobs (``EventLog/append(_:markingProcessed:on:)``; none: the events alone), then queues their deliveries;
+    /// answers each of `processed`, in order, whether its job was still running under its claimed attempt.
     public func record(_ ready: [Ready], markingProcessed processed: [NotificationStore.Processed], on connection: PostgresConnection)
         async throws -> [Bool]
     {

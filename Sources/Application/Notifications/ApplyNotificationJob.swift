@@ -63,8 +63,8 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
 
     /// The applies of a shared transaction: their notifications read, and their subscriptions locked, in one round
     /// trip, then each applied in turn, then how each went recorded, their events stored and their jobs completed in
-    /// one more (the transaction's last write). (The jobs of one claim have distinct subscriptions: no apply here
-    /// changes what another read.)
+    /// one more (the transaction's last write). The jobs of one claim have distinct subscriptions, but two may share
+    /// an account: each apply reads what those before it wrote, and their events are stored in the applies' order.
     public func run(_ executions: [JobExecution], on connection: PostgresConnection) async throws {
         let arguments = try executions.map { try $0.job.decodeArguments(as: NotificationInbox.ApplyArguments.self) }
         let reads = try await notifications.notificationsLockingSubscriptions(
@@ -72,6 +72,15 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
             on: connection)
         var endings: [Ending] = []
         for (argument, read) in zip(arguments, reads) {
+            // Events keep the applies' order (their `sequence`, which the feed and the webhooks follow): an apply that
+            // may store events at once finds those of the applies before it stored.
+            if let recorder = writer.recorder, Self.mayStoreEventsAtOnce(read) {
+                let earlier = endings.indices.filter { endings[$0].events != nil }
+                if !earlier.isEmpty {
+                    _ = try await recorder.record(earlier.compactMap { endings[$0].events }, markingProcessed: [], on: connection)
+                    for index in earlier { endings[index].events = nil }
+                }
+            }
             endings.append(try await apply(argument.notificationUUID, read: read, on: connection))
         }
         try await JobExecution.complete(executions) { jobs in
@@ -91,6 +100,14 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
                     "subscription.id": "\(ending.subscription ?? "-")",
                 ])
         }
+    }
+
+    /// Whether applying `read` may store events at once instead of leaving them to the transaction's last write: a
+    /// one-time purchase's and a top-up's (``OneTimePurchases``, ``TopUpPurchase``), a consumption request's
+    /// (``RefundDefence``) — every notification but a subscription's lifecycle event that asks no refund.
+    private static func mayStoreEventsAtOnce(_ read: NotificationStore.LockedRead?) -> Bool {
+        guard case .verified(let notification)? = read?.notification else { return false }
+        return SubscriptionEvent(notification) == nil || NotificationType(notification.payload.notificationType) == .consumptionRequest
     }
 
     /// What an apply leaves to its transaction's last write: how it processed its notification, and the events of its

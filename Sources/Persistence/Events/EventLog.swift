@@ -64,7 +64,8 @@ public struct EventLog: Sendable {
                 try entries.map { try CompressedColumn.compress($0.body.utf8) },
             ] + NotificationStore.Processed.arrays(of: processed)
         let rows = try await connection.run(PreparedQuery<AppendEventsMarkingProcessed>(binding: values), logger: logger)
-        let completed = try rows.first?.makeRandomAccess()["jobs_completed"].decode([Bool].self) ?? []
+        // No job (events stored ahead of their applies' last write): array_agg of no row is NULL.
+        let completed = try rows.first?.makeRandomAccess()["jobs_completed"].decode([Bool]?.self) ?? []
         return (try Self.appended(rows), completed)
     }
 
