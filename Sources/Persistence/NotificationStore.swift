@@ -102,9 +102,6 @@ public struct NotificationStore: Sendable {
         return (.verified(notification), lockedSubscription, history)
     }
 
-    /// How an apply job processed its notification (`applied`, `recorded`, `rejected_content`, …, with the reason of a
-    /// rejection), recorded in the statement that completes the job under its claimed attempt (`complete_job`,
-    /// sql/0020_complete_job.sql).
     /// What applying a notification came to (`notifications.apply_outcome`).
     public enum ApplyOutcome: String, Sendable, CaseIterable {
         /// A subscription's state or ledger changed, or a one-time purchase was stored for its account.

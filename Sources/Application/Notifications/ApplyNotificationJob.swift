@@ -9,11 +9,12 @@ import PostgresNIO
 import Subscriptions
 
 /// Applies one stored notification to its subscription through ``SubscriptionWriter`` (lock, lifecycle rules, replay
-/// when it arrived out of order, save, archive), records the outcome and completes the job (in one statement) — all in
-/// one transaction, which the applies of one claim share, up to ``jobsPerTransaction`` of them
-/// (``TransactionalJobHandler``).
+/// when it arrived out of order, save, archive), then records the outcome, stores the change's events and completes the
+/// job — all in one transaction, which the applies of one claim share, up to ``jobsPerTransaction`` of them
+/// (``TransactionalJobHandler``), the last three in one statement for all of them.
 /// A consumable of the catalogue (ONE_TIME_CHARGE, or its REFUND) credits — or takes back — the top-up of the account
-/// in its `appAccountToken`; a lifetime or non-renewing product entitles that account (``OneTimePurchases``). A CONSUMPTION_REQUEST opens a refund request (``RefundDefence``). Other notifications
+/// in its `appAccountToken`; a lifetime or non-renewing product entitles that account (``OneTimePurchases``). A
+/// CONSUMPTION_REQUEST opens a refund request (``RefundDefence``).
 /// A RESCIND_CONSENT is recorded and linked to its account (``ConsentRescissions``). Other notifications
 /// (TEST, summaries, types Apple adds later, …) are recorded and complete without error; authentic content outside
 /// ``ContentLimits`` is recorded as `rejected_content` with its reason and changes nothing.
@@ -106,7 +107,8 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
     /// one-time purchase's and a top-up's (``OneTimePurchases``, ``TopUpPurchase``), a consumption request's
     /// (``RefundDefence``) — every notification but a subscription's lifecycle event that asks no refund.
     private static func mayStoreEventsAtOnce(_ read: NotificationStore.LockedRead?) -> Bool {
-        guard case .verified(let notification)? = read?.notification else { return false }
+        // Without a transaction (a TEST, a summary, a RESCIND_CONSENT) nothing is stored at once.
+        guard case .verified(let notification)? = read?.notification, notification.transaction != nil else { return false }
         return SubscriptionEvent(notification) == nil || NotificationType(notification.payload.notificationType) == .consumptionRequest
     }
 

@@ -112,7 +112,7 @@ public struct SubscriptionWriter: Sendable {
     }
 
     /// Saves `derivation` as ``save(_:stored:cause:anyRevocation:now:on:)`` does, but returns the change's events instead
-    /// of storing them: the apply job stores them in the statement that completes it.
+    /// of storing them: the apply jobs of a transaction store them in its last statement, which completes them.
     public func change(
         _ derivation: Lifecycle.Derivation, stored: SubscriptionState?, cause: EventCause, anyRevocation: Bool = false, now: Date,
         on connection: PostgresConnection
