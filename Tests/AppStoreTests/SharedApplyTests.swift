@@ -30,14 +30,7 @@ struct SharedApplyTests {
             _ = try await queue.client.withConnection {
                 try await queue.enqueue(try NewJob(kind: NotificationInbox.applyJobKind, arguments: missing), on: $0)
             }
-            let worker = harness.components.worker(options: .init(concurrency: 8, pollInterval: .milliseconds(200)))
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await worker.run() }
-                defer { group.cancelAll() }
-                try await eventually(timeout: .seconds(10), "every job to leave the queue") {
-                    try await harness.count("SELECT count(*) FROM jobs") == 0
-                }
-            }
+            try await Self.applyBacklog(harness, until: "SELECT count(*) FROM jobs")
             #expect(try await harness.count("SELECT count(*) FROM job_history WHERE state = 'completed'") == 5)
             #expect(try await harness.count("SELECT count(*) FROM job_history WHERE state = 'discarded'") == 1)
             #expect(try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'applied'") == 5)
@@ -80,14 +73,7 @@ struct SharedApplyTests {
                     #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
                 }
             }
-            let worker = harness.components.worker(options: .init(concurrency: 8, pollInterval: .milliseconds(200)))
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await worker.run() }
-                defer { group.cancelAll() }
-                try await eventually(timeout: .seconds(10), "every job to leave the queue") {
-                    try await harness.count("SELECT count(*) FROM jobs WHERE kind = 'apply-notification'") == 0
-                }
-            }
+            try await Self.applyBacklog(harness, until: "SELECT count(*) FROM jobs WHERE kind = 'apply-notification'")
             #expect(try await harness.count("SELECT count(DISTINCT xmin::text) FROM notifications") == 1, "the three applied in one transaction")
             #expect(try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'topped_up'") == 1)
             let rows = try await harness.client.query(
@@ -99,6 +85,17 @@ struct SharedApplyTests {
                 if order.last != source { order.append(source) }
             }
             #expect(order == ["first", "top-up", "second"], "events by sequence")
+        }
+    }
+
+    /// Runs a worker that claims up to 8 jobs at once until `remaining` counts none: a backlog enqueued before, claimed
+    /// together, runs in shared transactions.
+    static func applyBacklog(_ harness: StorekeeperHarness, until remaining: String) async throws {
+        let worker = harness.components.worker(options: .init(concurrency: 8, pollInterval: .milliseconds(200)))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await worker.run() }
+            defer { group.cancelAll() }
+            try await eventually(timeout: .seconds(10), "every job to leave the queue") { try await harness.count(remaining) == 0 }
         }
     }
 }

@@ -44,8 +44,8 @@ public struct EventLog: Sendable {
         -> [Appended]
     {
         guard !entries.isEmpty else { return [] }
-        let rows = try await connection.run(PreparedQuery<AppendEvents>(binding: try Self.bindings(of: entries, at: now)), logger: logger)
-        return try Self.appended(rows)
+        let values = try Self.bindings(of: entries.map { (draft: $0.draft, body: $0.body, createdAt: now) })
+        return try Self.appended(try await connection.run(PreparedQuery<AppendEvents>(binding: values), logger: logger))
     }
 
     /// Appends `entries` as ``append(_:at:on:)`` does, each created at its own time, in the statement that also
@@ -56,13 +56,7 @@ public struct EventLog: Sendable {
         _ entries: [(draft: EventDraft, body: String, createdAt: Date)], markingProcessed processed: [NotificationStore.Processed],
         on connection: PostgresConnection
     ) async throws -> (events: [Appended], jobsCompleted: [Bool]) {
-        let drafts = entries.map(\.draft)
-        let values: [(any PostgresEncodable)?] =
-            [
-                entries.map(\.createdAt), drafts.map(\.key), drafts.map(\.type.rawValue), drafts.map(\.account.text),
-                drafts.map { $0.subscription ?? "" }, drafts.map(\.environment.rawValue),
-                try entries.map { try CompressedColumn.compress($0.body.utf8) },
-            ] + NotificationStore.Processed.arrays(of: processed)
+        let values = try Self.bindings(of: entries) + NotificationStore.Processed.arrays(of: processed)
         let rows = try await connection.run(PreparedQuery<AppendEventsMarkingProcessed>(binding: values), logger: logger)
         // No job (events stored ahead of their applies' last write): array_agg of no row is NULL.
         let completed = try rows.first?.makeRandomAccess()["jobs_completed"].decode([Bool]?.self) ?? []
@@ -70,12 +64,12 @@ public struct EventLog: Sendable {
     }
 
     /// `$1` … `$7` of ``AppendEvents``.
-    private static func bindings(of entries: [(draft: EventDraft, body: String)], at now: Date) throws -> [(any PostgresEncodable)?] {
+    private static func bindings(of entries: [(draft: EventDraft, body: String, createdAt: Date)]) throws -> [(any PostgresEncodable)?] {
         let drafts = entries.map(\.draft)
-        let bodies = try entries.map { try CompressedColumn.compress($0.body.utf8) }
         return [
-            now, drafts.map(\.key), drafts.map(\.type.rawValue), drafts.map(\.account.text), drafts.map { $0.subscription ?? "" },
-            drafts.map(\.environment.rawValue), bodies,
+            entries.map(\.createdAt), drafts.map(\.key), drafts.map(\.type.rawValue), drafts.map(\.account.text),
+            drafts.map { $0.subscription ?? "" }, drafts.map(\.environment.rawValue),
+            try entries.map { try CompressedColumn.compress($0.body.utf8) },
         ]
     }
 
@@ -91,38 +85,29 @@ public struct EventLog: Sendable {
         return appended.sorted { $0.sequence < $1.sequence }
     }
 
-    /// Appends events created at `$1` from the parallel arrays `$2`… (key, type, account, subscription or '',
-    /// environment, compressed body), in their order, unless their keys are stored; returns each appended event's key,
-    /// id, account and sequence.
+    /// Appends events from the parallel arrays `$1`… (created at, key, type, account, subscription or '', environment,
+    /// compressed body), in their order, unless their keys are stored (a key twice in the arrays: the first); returns
+    /// each appended event's key, id, account and sequence.
     enum AppendEvents: PreparedSQL {
         static let sql = """
             INSERT INTO events (dedup_key, type, account_id, subscription_id, environment, created_at, body_deflated)
-            SELECT key, type, account, NULLIF(subscription, ''), environment, $1::timestamptz, body
-            FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[])
-                WITH ORDINALITY AS appended (key, type, account, subscription, environment, body, position)
+            SELECT key, type, account, NULLIF(subscription, ''), environment, created, body
+            FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[])
+                WITH ORDINALITY AS appended (created, key, type, account, subscription, environment, body, position)
             ORDER BY position
             ON CONFLICT (dedup_key) DO NOTHING
             RETURNING events.dedup_key, events.id, events.account_id, events.sequence
             """
     }
 
-    /// Appends events from the parallel arrays `$1`… (created at, key, type, account, subscription or '', environment,
-    /// compressed body) as ``AppendEvents`` does, then records the notifications' processing and completes their jobs
+    /// ``AppendEvents`` (`$1` … `$7`), then the notifications' processing and their jobs' completion
     /// (``NotificationStore/recordingProcessed(boundFrom:)``'s arrays from `$8`): one row per appended event, or one
     /// of NULLs when none was, each with the completions' answers last (`jobs_completed`, in the jobs' order).
     enum AppendEventsMarkingProcessed: PreparedSQL {
         static let sql: String = {
             let recording = NotificationStore.recordingProcessed(boundFrom: 8)
             return """
-                WITH appended AS (
-                    INSERT INTO events (dedup_key, type, account_id, subscription_id, environment, created_at, body_deflated)
-                    SELECT key, type, account, NULLIF(subscription, ''), environment, created, body
-                    FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bytea[])
-                        WITH ORDINALITY AS appended (created, key, type, account, subscription, environment, body, position)
-                    ORDER BY position
-                    ON CONFLICT (dedup_key) DO NOTHING
-                    RETURNING events.dedup_key, events.id, events.account_id, events.sequence
-                ),
+                WITH appended AS (\(AppendEvents.sql)),
                 marked AS (\(recording.update))
                 SELECT appended.dedup_key, appended.id, appended.account_id, appended.sequence, completed.jobs_completed
                 FROM (SELECT \(recording.completions) AS jobs_completed) AS completed LEFT JOIN appended ON true
