@@ -1,7 +1,6 @@
 import AppStoreModels
 import Application
 import Foundation
-import Jobs
 import LocalSigning
 import PostgresNIO
 import StorekeeperRuntime
@@ -9,6 +8,7 @@ import TestSupport
 import Testing
 
 @testable import IntegrationSupport
+@testable import Jobs
 
 @Suite("Applies sharing a transaction, on real PostgreSQL")
 struct SharedApplyTests {
@@ -85,6 +85,40 @@ struct SharedApplyTests {
                 if order.last != source { order.append(source) }
             }
             #expect(order == ["first", "top-up", "second"], "events by sequence")
+        }
+    }
+
+    @Test("a group whose middle job lost its claim throws and writes nothing of any of its applies")
+    func groupWithLostClaim() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            try await harness.withHTTP { client in
+                for _ in 0..<3 {
+                    let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: UUID()), at: Date())
+                    let answer = try await client.postNotification(try harness.signer.requestBody(for: event))
+                    #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
+                }
+            }
+            let queue = harness.components.queue
+            let jobs = try await queue.claim(limit: 3, workerID: UUID()).sorted { $0.id < $1.id }
+            try #require(jobs.count == 3)
+            // Rescued and claimed again elsewhere, as far as this attempt can tell.
+            _ = try await harness.client.query("UPDATE jobs SET attempt = attempt + 1 WHERE id = \(jobs[1].id)", logger: TestDatabase.logger)
+            let apply = ApplyNotificationJob(
+                client: harness.client, writer: harness.components.writer, credits: harness.components.credits, refunds: nil,
+                jobsPerTransaction: 8, logger: TestDatabase.logger)
+            let failure = await #expect(throws: PostgresTransactionError.self) {
+                try await harness.client.withTransaction(logger: TestDatabase.logger) { connection in
+                    try await apply.run(jobs.map { JobExecution(job: $0, queue: queue) }, on: connection)
+                }
+            }
+            #expect((failure?.closureError as? JobQueueError)?.code == .lostClaim, "\(String(describing: failure))")
+            for sql in [
+                "SELECT count(*) FROM notifications WHERE applied_at IS NOT NULL", "SELECT count(*) FROM subscriptions",
+                "SELECT count(*) FROM events", "SELECT count(*) FROM job_history",
+            ] {
+                #expect(try await harness.count(sql) == 0, "rolled back: \(sql)")
+            }
+            #expect(try await harness.count("SELECT count(*) FROM jobs WHERE state = 'running'") == 3)
         }
     }
 
