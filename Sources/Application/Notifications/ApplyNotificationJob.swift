@@ -105,11 +105,12 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
 
     /// Whether applying `read` may store events at once instead of leaving them to the transaction's last write: a
     /// one-time purchase's and a top-up's (``OneTimePurchases``, ``TopUpPurchase``), a consumption request's
-    /// (``RefundDefence``) — every notification but a subscription's lifecycle event that asks no refund.
+    /// (``RefundDefence``) — every notification with a transaction but an auto-renewable one's (a ``SubscriptionEvent``)
+    /// that asks no refund.
     private static func mayStoreEventsAtOnce(_ read: NotificationStore.LockedRead?) -> Bool {
         // Without a transaction (a TEST, a summary, a RESCIND_CONSENT) nothing is stored at once.
-        guard case .verified(let notification)? = read?.notification, notification.transaction != nil else { return false }
-        return SubscriptionEvent(notification) == nil || NotificationType(notification.payload.notificationType) == .consumptionRequest
+        guard case .verified(let notification)? = read?.notification, let transaction = notification.transaction else { return false }
+        return !transaction.isAutoRenewable || NotificationType(notification.payload.notificationType) == .consumptionRequest
     }
 
     /// What an apply leaves to its transaction's last write: how it processed its notification, and the events of its
