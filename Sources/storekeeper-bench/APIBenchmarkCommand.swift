@@ -82,7 +82,7 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                 // median round quoted: this machine's pace swings by a fifth from one phase to the next, and one spend
                 // phase with one pair phase gave ratios from 0.35× to 0.53× over six runs of one build.
                 // Each phase's CPU too (serve's and the cluster's): it moves far less than the rates on this machine.
-                let (servePid, postmaster) = (system.serve?.pid, try await Self.postmaster(of: system))
+                let (servePid, postmaster) = (system.serve?.pid, try await ProcessCPU.postmaster(of: system))
                 let (warmUp, counted) = (Duration.seconds(HotPathLoad.warmUpSeconds), Duration.seconds(seconds))
                 var rounds: [(spend: LoadPhase, pairs: LoadPhase)] = []
                 for _ in 0..<Self.pairRounds {
@@ -165,17 +165,6 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
         else { return nil }
         let p99 = status.percentile(0.99)
         return (p99 / max(status.referencePercentile(0.99), 0.001), p99 / max(before, 0.001), p99 / max(after, 0.001))
-    }
-
-    /// The postmaster of the server `system`'s database is on, when it runs on this machine: the parent of its
-    /// checkpointer, which lives as long as the server, when both are `postgres` processes here (a pid of a server
-    /// elsewhere names nothing, or something else, here).
-    static func postmaster(of system: SystemUnderTest) async throws -> Int32? {
-        let checkpointer = Int32(try await system.count("SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE backend_type = 'checkpointer'"))
-        guard checkpointer > 0, ProcessCPU.isPostgres(checkpointer), let parent = ChildProcess.cpuTimes(of: checkpointer)?.parent,
-            ProcessCPU.isPostgres(parent)
-        else { return nil }
-        return parent
     }
 
     func report(

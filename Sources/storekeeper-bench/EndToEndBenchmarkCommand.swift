@@ -73,11 +73,19 @@ struct EndToEndRun {
             try await system.startServe()
             for _ in 1..<options.processes { try await system.startAdditionalServe() }
             if !options.sequential { for _ in 0..<options.processes { try system.startWorker() } }
+            let postmaster = try await ProcessCPU.postmaster(of: system)
+            let beforeBurst = SystemCPU.used(by: system, postmaster: postmaster)
             let burst = try await system.send(Array(bodies.prefix(options.notifications)), clients: options.clients, rate: nil)
             let drainStarted = Date()
+            let afterBurst = SystemCPU.used(by: system, postmaster: postmaster)
             if options.sequential { for _ in 0..<options.processes { try system.startWorker() } }
             let appliedPerSecond = try await system.waitUntilApplied(
                 options.notifications, receivedSince: runStarted, since: options.sequential ? drainStarted : nil)
+            let applied = SystemCPU.used(by: system, postmaster: postmaster)
+            let cpu = (
+                burst: afterBurst.microseconds(since: beforeBurst, per: options.notifications),
+                drain: applied.microseconds(since: afterBurst, per: options.notifications)
+            )
             let steady = try await system.send(Array(bodies.dropFirst(options.notifications)), clients: options.clients, rate: options.rate)
             _ = try await system.waitUntilApplied(options.notifications + steadyCount, receivedSince: runStarted)
             let memory = system.peakResidentBytes
@@ -85,7 +93,8 @@ struct EndToEndRun {
             // The same cluster's durable-commit rate with as many clients: what intake and applying are held against.
             let tpcb = try BenchmarkDatabase.pgbench([], clients: options.clients, seconds: 5, url: databaseURL)
             return report(
-                burst: burst, steady: steady, appliedPerSecond: appliedPerSecond, tpcb: tpcb.tps, serveRSS: memory.serve, workRSS: memory.work)
+                burst: burst, steady: steady, appliedPerSecond: appliedPerSecond, cpu: cpu, tpcb: tpcb.tps, serveRSS: memory.serve,
+                workRSS: memory.work)
         } catch {
             await system.stop()
             throw error
@@ -120,8 +129,11 @@ struct EndToEndRun {
     }
 
     func report(
-        burst: SystemUnderTest.SendPhase, steady: SystemUnderTest.SendPhase, appliedPerSecond: Double, tpcb: Double, serveRSS: Int, workRSS: Int
+        burst: SystemUnderTest.SendPhase, steady: SystemUnderTest.SendPhase, appliedPerSecond: Double, cpu: (burst: SystemCPU, drain: SystemCPU),
+        tpcb: Double, serveRSS: Int, workRSS: Int
     ) -> BenchmarkReport {
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let all = cpu.burst.total + cpu.drain.total
         let intakePerSecond = Double(burst.accepted) / max(burst.seconds, 0.001)
         let megabytes = { (bytes: Int) in Double(bytes) / 1_048_576 }
         var report = BenchmarkReport()
@@ -136,6 +148,8 @@ struct EndToEndRun {
                 + "latency p50 \(String(format: "%.2f", steady.percentile(0.5))) ms, p99 \(String(format: "%.2f", steady.percentile(0.99))) ms",
             "  reference: pgbench TPC-B (durable, \(options.clients) clients, scale \(options.clients)) \(Int(tpcb)) tps on the same cluster; intake \(String(format: "%.2f", intakePerSecond / max(tpcb, 0.001)))× "
                 + "(target ≥ 0.6×), applied \(String(format: "%.2f", appliedPerSecond / max(tpcb, 0.001)))× (target ≥ 0.35×)",
+            "  CPU a notification: while the burst was sent \(cpu.burst.described); then until the last was applied \(cpu.drain.described); "
+                + "\(Int(all.rounded())) µs in all, at most \(Int(Double(cores) * 1e6 / max(all, 1))) notifications/s on \(cores) cores",
             "  peak resident: serve \(String(format: "%.1f", megabytes(serveRSS))) MB + work \(String(format: "%.1f", megabytes(workRSS))) MB = \(String(format: "%.1f", megabytes(serveRSS + workRSS))) MB",
         ]
         report.fields = [
@@ -147,6 +161,10 @@ struct EndToEndRun {
             ("steadyP99Ms", .number(steady.percentile(0.99))), ("failed", .integer(burst.failed + steady.failed)),
             ("peakRssMB", .number(megabytes(serveRSS + workRSS))), ("pgbenchTPCB", .integer(Int(tpcb))),
             ("intakeRatio", .number(intakePerSecond / max(tpcb, 0.001))), ("appliedRatio", .number(appliedPerSecond / max(tpcb, 0.001))),
+            ("burstServeCpuUs", .number(cpu.burst.serve)), ("burstWorkCpuUs", .number(cpu.burst.work)),
+            ("burstDatabaseCpuUs", cpu.burst.database.map { .number($0) } ?? .null), ("drainServeCpuUs", .number(cpu.drain.serve)),
+            ("drainWorkCpuUs", .number(cpu.drain.work)), ("drainDatabaseCpuUs", cpu.drain.database.map { .number($0) } ?? .null),
+            ("cpuPerNotificationUs", .number(all)),
         ]
         return report
     }

@@ -10,6 +10,16 @@ enum ProcessCPU {
         (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.hasPrefix("postgres") == true
     }
 
+    /// The postmaster of the server `system`'s database is on, when it runs on this machine: the parent of its
+    /// checkpointer, which lives as long as the server, when both are `postgres` processes here (a pid of a server
+    /// elsewhere names nothing, or something else, here).
+    static func postmaster(of system: SystemUnderTest) async throws -> Int32? {
+        let checkpointer = Int32(try await system.count("SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE backend_type = 'checkpointer'"))
+        guard checkpointer > 0, isPostgres(checkpointer), let parent = ChildProcess.cpuTimes(of: checkpointer)?.parent, isPostgres(parent)
+        else { return nil }
+        return parent
+    }
+
     /// The CPU seconds of `parent` and of its children (a PostgreSQL server: the postmaster and every backend and helper
     /// it started), those that ended and were waited for included.
     static func seconds(ofProcessAndChildren parent: Int32) -> Double {
