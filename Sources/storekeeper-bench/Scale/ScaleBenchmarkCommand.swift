@@ -22,8 +22,8 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
             of accounts never read (cache cold) and of 1,000 accounts read before (warm), each with /healthz sent \
             beside it on every eighth connection as its same-moment reference and the share of reads served from the \
             cache; spends from accounts spending once each (cold: at a million, untouched since the load) and from \
-            1,000 spending again and again (warm: of the top tier at a million), with pgbench TPC-B at the same rate \
-            as their reference; /healthz alone; then applied/s of --notifications new subscriptions. At N = 0 the \
+            1,000 spending again and again (warm: of the top tier at a million), each followed at once by pgbench \
+            TPC-B at the same rate as its reference (on tables made and flushed before the phases); /healthz alone; then applied/s of --notifications new subscriptions. At N = 0 the \
             reads and spends are of accounts subscribed first through the intake (never-seen accounts would be \
             cheaper), each phase its own. Uses config/tiers.yml (the catalogue the generator sells from; --tiers). \
             After the cold status reads and each spend phase it prints what PostgreSQL did over the phase per \

@@ -30,8 +30,10 @@ struct ScalePoint {
     var spendWarmIO = PhaseIO.PerRequest()
     /// Spends from 1,000 accounts that spent before.
     var spendWarm = LoadPhase()
-    /// pgbench TPC-B at the spends' rate, open loop: their reference.
+    /// pgbench TPC-B at the spends' rate, open loop, right after the cold spends: their reference.
     var tpcb = LoadPhase()
+    /// The same right after the warm spends.
+    var tpcbWarm = LoadPhase()
     var intake = 0.0
     var appliedPerSecond = 0.0
     /// Seconds `work`'s start-up jobs took before the phases; `nil`: still running at `--settle-seconds`.
@@ -60,7 +62,9 @@ struct ScalePoint {
             "      PostgreSQL over the phase: \(spendColdIO.line)",
             "    spends, warm     \(Self.milliseconds(spendWarm)), \(spendWarm.failed) failed",
             "      PostgreSQL over the phase: \(spendWarmIO.line)",
-            "    TPC-B, same rate \(Self.milliseconds(tpcb)) (reference for spends)",
+            "    TPC-B, same rate, right after the cold spends \(Self.milliseconds(tpcb)); after the warm \(Self.milliseconds(tpcbWarm))",
+            "    spends p99 ÷ TPC-B p99 right after them: cold \(String(format: "%.2f", spend.percentile(0.99) / max(tpcb.percentile(0.99), 0.001)))×, "
+                + "warm \(String(format: "%.2f", spendWarm.percentile(0.99) / max(tpcbWarm.percentile(0.99), 0.001)))×",
             "    intake \(Int(intake))/s, applied \(Int(appliedPerSecond))/s",
         ].joined(separator: "\n")
     }
@@ -93,7 +97,7 @@ struct ScalePoint {
                         + "\"statusWarmP99\":\(String(format: "%.3f", point.statusWarm.percentile(0.99))),\"statusWarmHealthzBesideP99\":\(String(format: "%.3f", point.statusWarm.referencePercentile(0.99))),"
                         + "\"statusColdHealthzBesideP99\":\(String(format: "%.3f", point.statusCold.referencePercentile(0.99))),\"spendP99\":\(String(format: "%.3f", point.spend.percentile(0.99))),"
                         + "\"spendWarmP99\":\(String(format: "%.3f", point.spendWarm.percentile(0.99))),"
-                        + "\"tpcbP99\":\(String(format: "%.3f", point.tpcb.percentile(0.99))),\"healthzP99\":\(String(format: "%.3f", point.health.percentile(0.99))),"
+                        + "\"tpcbP99\":\(String(format: "%.3f", point.tpcb.percentile(0.99))),\"tpcbWarmP99\":\(String(format: "%.3f", point.tpcbWarm.percentile(0.99))),\"healthzP99\":\(String(format: "%.3f", point.health.percentile(0.99))),"
                         + "\"statusColdBlocksRead\":\(String(format: "%.2f", point.statusColdIO.total)),"
                         + "\"statusColdDiskKiB\":\(point.statusColdIO.diskKiB.map { String(format: "%.1f", $0) } ?? "null"),"
                         + "\"spendBlocksRead\":\(String(format: "%.2f", point.spendColdIO.total)),"
