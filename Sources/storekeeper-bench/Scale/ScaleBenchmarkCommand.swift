@@ -12,25 +12,26 @@ struct ScaleBenchmarkCommand: AsyncParsableCommand {
         commandName: "scale",
         abstract: "The growth curve: hot path, applying, storage, migrate and replay at N generated subscribers.",
         discussion: """
-            For each N of --subscribers, on a private PostgreSQL cluster of its own: migrates, loads N subscribers \
-            with a year of history each (Scale/load.sql, server-side bulk inserts: renewals, upgrades, downgrades, \
-            refunds, trials, billing retry, top-ups, spends, events within retention; see docs/capacity.md), times \
-            the load, VACUUM ANALYZE and a CHECKPOINT, and `migrate` on the populated database, measures storage per \
-            subscriber-year, times `replay --all` (unless --skip-replay), then starts `serve` + `work`, waits until \
-            `work`'s start-up jobs are done (at most --settle-seconds; the load leaves the analytics rollup's \
-            position past its ledger, as a caught-up server has it) and measures at fixed rates, open loop: status \
-            of accounts never read (cache cold) and of 1,000 accounts read before (warm), each with /healthz sent \
-            beside it on every eighth connection as its same-moment reference and the share of reads served from the \
-            cache; spends from accounts spending once each (cold: at a million, untouched since the load) and from \
-            1,000 spending again and again (warm: of the top tier at a million), each followed at once by pgbench \
-            TPC-B at the same rate as its reference (on tables made and flushed before the phases); /healthz alone; then applied/s of --notifications new subscriptions. At N = 0 the \
-            reads and spends are of accounts subscribed first through the intake (never-seen accounts would be \
-            cheaper), each phase its own. Uses config/tiers.yml (the catalogue the generator sells from; --tiers). \
-            After the cold status reads and each spend phase it prints what PostgreSQL did over the phase per \
-            request sent: blocks read into its buffers, by table and index (pg_statio, each reading taken once every \
-            backend has reported, 11 s after the phase before it and after this one, so the counts include those \
-            seconds), KiB the machine read from the disk (pgpgin), and WAL written with its full-page images \
-            (pg_stat_wal). They count the whole database and machine, `work`'s jobs and autovacuum too.
+            For each N of --subscribers, on a private PostgreSQL cluster of its own: migrates, loads N subscribers with a \
+            year of history each (Scale/load.sql, server-side bulk inserts: renewals, upgrades, downgrades, refunds, \
+            trials, billing retry, top-ups, spends, events within retention; see docs/capacity.md), times the load, VACUUM \
+            ANALYZE and a CHECKPOINT, and `migrate` on the populated database, measures storage per subscriber-year, times \
+            `replay --all` (unless --skip-replay), then starts `serve` + `work`, waits until `work`'s start-up jobs are \
+            done (at most --settle-seconds; the load leaves the analytics rollup's position past its ledger, as a \
+            caught-up server has it) and measures at fixed rates, open loop: status of accounts never read (cache cold) \
+            and of 1,000 accounts read before (warm), each with /healthz sent beside it on every eighth connection as its \
+            same-moment reference and the share of reads served from the cache; spends from accounts spending once each \
+            (cold: at a million, untouched since the load) and from 1,000 spending again and again (warm: of the top tier \
+            at a million), each followed by pgbench TPC-B at the same rate as its reference (once the phase's I/O readings \
+            settle; on tables made and flushed before the phases, read into the page cache before each run); /healthz \
+            alone; then applied/s of --notifications new subscriptions. At N = 0 the reads and spends are of accounts \
+            subscribed first through the intake (never-seen accounts would be cheaper), each phase its own. Uses \
+            config/tiers.yml (the catalogue the generator sells from; --tiers). After the cold status reads and each spend \
+            phase it prints what PostgreSQL did over the phase per request sent: blocks read into its buffers, by table \
+            and index (pg_statio, each reading taken once every backend has reported, 11 s after the phase before it and \
+            after this one, so the counts include those seconds), KiB the machine read from the disk (pgpgin), and WAL \
+            written with its full-page images (pg_stat_wal). They count the whole database and machine, `work`'s jobs and \
+            autovacuum too.
             """)
 
     @Option(help: "Subscriber counts, comma-separated, each on a fresh database.") var subscribers = "0,100000,1000000"

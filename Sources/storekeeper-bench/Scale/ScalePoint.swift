@@ -30,7 +30,7 @@ struct ScalePoint {
     var spendWarmIO = PhaseIO.PerRequest()
     /// Spends from 1,000 accounts that spent before.
     var spendWarm = LoadPhase()
-    /// pgbench TPC-B at the spends' rate, open loop, right after the cold spends: their reference.
+    /// pgbench TPC-B at the spends' rate, open loop, after the cold spends: their reference.
     var tpcb = LoadPhase()
     /// The same right after the warm spends.
     var tpcbWarm = LoadPhase()
@@ -38,6 +38,10 @@ struct ScalePoint {
     var appliedPerSecond = 0.0
     /// Seconds `work`'s start-up jobs took before the phases; `nil`: still running at `--settle-seconds`.
     var startUpJobsSeconds: Double? = 0
+
+    private func ratio(_ phase: LoadPhase, _ reference: LoadPhase) -> String {
+        String(format: "%.2f×", phase.percentile(0.99) / max(reference.percentile(0.99), 0.001))
+    }
 
     private static func milliseconds(_ phase: LoadPhase) -> String {
         String(format: "p50 %.2f p99 %.2f p99.9 %.2f ms", phase.percentile(0.5), phase.percentile(0.99), phase.percentile(0.999))
@@ -62,9 +66,8 @@ struct ScalePoint {
             "      PostgreSQL over the phase: \(spendColdIO.line)",
             "    spends, warm     \(Self.milliseconds(spendWarm)), \(spendWarm.failed) failed",
             "      PostgreSQL over the phase: \(spendWarmIO.line)",
-            "    TPC-B, same rate, right after the cold spends \(Self.milliseconds(tpcb)); after the warm \(Self.milliseconds(tpcbWarm))",
-            "    spends p99 ÷ TPC-B p99 right after them: cold \(String(format: "%.2f", spend.percentile(0.99) / max(tpcb.percentile(0.99), 0.001)))×, "
-                + "warm \(String(format: "%.2f", spendWarm.percentile(0.99) / max(tpcbWarm.percentile(0.99), 0.001)))×",
+            "    TPC-B, same rate, after the cold spends \(Self.milliseconds(tpcb)); after the warm \(Self.milliseconds(tpcbWarm))",
+            "    spends p99 ÷ TPC-B p99 after them: cold \(ratio(spend, tpcb)), warm \(ratio(spendWarm, tpcbWarm))",
             "    intake \(Int(intake))/s, applied \(Int(appliedPerSecond))/s",
         ].joined(separator: "\n")
     }
