@@ -2,9 +2,8 @@ import Foundation
 import StorekeeperRuntime
 
 /// The CPU seconds the processes of an end-to-end run have used so far — its `serve`s, its `work`s and the PostgreSQL
-/// server when it runs on this machine — so that a phase is also told by what each notification cost: on a machine
-/// whose pace swings by a fifth from one run to the next, the CPU a notification costs moves less than the
-/// notifications a second do, and its sum against the machine's cores bounds the rate these processes can reach.
+/// server when it runs on this machine — so that a phase is also told by what each notification cost: where the time
+/// goes, and, against the machine's cores, the most the run could have reached (a rate target is then a CPU budget).
 struct SystemCPU: Sendable {
     var serve: Double
     var work: Double
