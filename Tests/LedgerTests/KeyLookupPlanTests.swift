@@ -19,11 +19,17 @@ struct KeyLookupPlanTests {
     func plansMadeOnEmptyTablesStillProbeByKey() async throws {
         try await TestDatabase.withMigratedClient(maximumConnections: 1) { client in
             try await client.withConnection { connection in
+                // Analysed empty, as a new install's are; autovacuum kept from analysing them again in between, which
+                // would have the plans made again and hide a bad one.
+                for table in ["usage_requests", "credit_holds"] {
+                    try await connection.query(
+                        PostgresQuery(unsafeSQL: "ALTER TABLE \(table) SET (autovacuum_enabled = off)"), logger: TestDatabase.logger)
+                }
                 try await connection.query("ANALYZE usage_requests, credit_holds", logger: TestDatabase.logger)
                 let statements = [
-                    "SELECT * FROM lock_accounts_and_read_answers(ARRAY['lock:account-1'], ARRAY['account-1'], ARRAY['k'])",
+                    "SELECT * FROM lock_accounts_and_read_answers(ARRAY['lock:account-10001'], ARRAY['account-10001'], ARRAY['k'])",
                     """
-                    SELECT * FROM lock_accounts_read_hold_group(ARRAY['account-1'], ARRAY[]::uuid[], ARRAY['account-1'], ARRAY['k'],
+                    SELECT * FROM lock_accounts_read_hold_group(ARRAY['account-10001'], ARRAY[]::uuid[], ARRAY['account-10001'], ARRAY['k'],
                         ARRAY[]::text[], now())
                     """,
                     """
@@ -31,7 +37,7 @@ struct KeyLookupPlanTests {
                         ARRAY[]::uuid[], ARRAY[]::text[], ARRAY[]::text[], ARRAY[]::text[], ARRAY[]::bigint[], ARRAY[]::text[],
                         ARRAY[]::timestamptz[], ARRAY[]::timestamptz[], ARRAY[]::text[], ARRAY[]::bigint[], ARRAY[]::bigint[],
                         ARRAY[]::bigint[], ARRAY[]::timestamptz[],
-                        ARRAY['00000000-0000-0000-0000-000000000001']::uuid[], ARRAY['released'], ARRAY[NULL]::bigint[], ARRAY[1]::bigint[],
+                        ARRAY['00000000-0000-0000-0000-000000010001']::uuid[], ARRAY['released'], ARRAY[NULL]::bigint[], ARRAY[1]::bigint[],
                         ARRAY[0]::bigint[], ARRAY[now()], ARRAY[]::text[])
                     """,
                 ]
@@ -45,14 +51,16 @@ struct KeyLookupPlanTests {
                 try await connection.query(
                     """
                     INSERT INTO credit_holds (id, account_id, idempotency_key, meter, amount, debits, created_at, expires_at)
-                    SELECT gen_random_uuid(), 'account-' || g, 'k', 'ai_requests', 1, '[]', now(), now() + interval '1 hour'
+                    SELECT ('00000000-0000-0000-0000-' || lpad(g::text, 12, '0'))::uuid, 'account-' || g, 'k', 'ai_requests', 1, '[]', now(),
+                        now() + interval '1 hour'
                     FROM generate_series(2, \(Self.rows + 1)) AS g
                     """, logger: TestDatabase.logger)
                 for statement in statements {
                     let blocks = try await LiveBucketsReadTests.blocksTouched(by: statement, on: connection)
                     // A probe by key touches a few index pages; the whole index of 20,000 rows is about a hundred, and the
-                    // holds' rows besides.
-                    #expect(blocks < 30, "\(blocks) blocks: \(statement.prefix(60))")
+                    // rows besides. The keys asked for are in the middle of the rows (account-10001, hold …10001), where
+                    // no plan finds them by reading only an end of an index.
+                    #expect(blocks > 0 && blocks < 30, "\(blocks) blocks: \(statement.prefix(60))")
                 }
             }
         }
