@@ -70,9 +70,11 @@ struct LockedReadTests {
                     now: Date(), on: connection)
             }
             try await holder
-            #expect(snapshot.buckets.map(\.key) == [bucket])
-            #expect(snapshot.entries.map(\.operationKey) == ["spend:request-1:0"])
-            #expect(snapshot.entries.map(\.delta) == [-3])
+            #expect(snapshot.ledger.buckets.map(\.key) == [bucket])
+            #expect(snapshot.ledger.entries.map(\.operationKey) == ["spend:request-1:0"])
+            #expect(snapshot.ledger.entries.map(\.delta) == [-3])
+            // A top-up live now and nothing else: the ledger is all the account has (sql/0054).
+            #expect(!snapshot.ownerHasMore)
         }
     }
 

@@ -61,9 +61,15 @@ public struct AccountErasure: Sendable {
         let used = Mutex<AccountID?>(nil)
         let outcome: Outcome?
         do {
+            // Erasing again moves what the id gained since onto its pseudonym: the pseudonym's lock is taken too, as
+            // every writer of an account takes its own (an apply for the pseudonym counts on nothing of its owner
+            // changing without it, sql/0054) — both in byte order, as spends and transfers take theirs.
+            let known = try await client.withConnection { try await erased.pseudonym(of: account, on: $0) }
             outcome = try await client.withTransaction(logger: logger) { connection -> Outcome? in
-                try await credits.lockAccount(account, on: connection)
+                for id in Set([account] + [known].compactMap { $0 }).sorted() { try await credits.lockAccount(id, on: connection) }
                 let before = try await erased.pseudonym(of: account, on: connection)
+                // Erased meanwhile by another operator: its pseudonym, locked now.
+                if let before, before != known { try await credits.lockAccount(before, on: connection) }
                 if before == nil, try await !erased.holdsAnything(account, on: connection) { return nil }
                 let pseudonym = before ?? AccountID(UUID().uuidString.lowercased())!
                 used.withLock { $0 = pseudonym }

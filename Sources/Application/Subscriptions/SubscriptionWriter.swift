@@ -147,12 +147,13 @@ public struct SubscriptionWriter: Sendable {
                 catalogue.tier(ofProduct: productId)?.product.billingPeriod.map { MonthlyValue.Length(months: $0.months, days: $0.days) }
             }
         }
-        let ledger = try await credits.snapshot(
+        let saved = try await credits.snapshot(
             savingDerivation: .init(
                 originalTransactionId: originalTransactionId, account: state.accountId, state: state != stored ? state : nil,
                 transactionIds: state.latestTransactionId != stored?.latestTransactionId ? derivation.transactionIds : [],
                 contribution: contribution),
             now: now, on: connection)
+        let ledger = saved.ledger
         let operations = SubscriptionCredits.operationsDue(derivation, catalogue: catalogue, ledger: ledger, now: now)
         let changed = state != stored || !operations.isEmpty
         if state != stored {
@@ -184,8 +185,14 @@ public struct SubscriptionWriter: Sendable {
             }
         }
         // The events carry their accounts' statuses as this transaction leaves them: read with the posts, the last
-        // write they depend on.
-        let statuses = try await credits.apply(operations, readingStatusOf: drafts.map(\.account), at: now, on: connection)
+        // write they depend on — or, for an owner whose only subscription this is and whose buckets the snapshot holds
+        // (sql/0054), known from the state, the snapshot and what the posts wrote, without reading them again.
+        let known = knownOwner(of: state, stored: stored, saved: saved, operations: operations, drafts: drafts, now: now)
+        let posting = try await credits.post(operations, readingStatusOf: known == nil ? drafts.map(\.account) : [], at: now, on: connection)
+        var statuses = posting.statuses
+        if let known {
+            statuses[known] = .after(state, of: known, in: ledger, posting: operations, posted: posting.posted, at: now)
+        }
         try await scheduleNextWindow(derivation, now: now, on: connection)
         if state.store == .appStore { try await rechecks?.schedule(for: state, now: now, on: connection) }
         let outcome = Outcome(kind: changed ? .applied : .unchanged, state: state, stored: stored, operations: operations)
@@ -193,6 +200,20 @@ public struct SubscriptionWriter: Sendable {
             drafts += overlaps(after: after, stored: stored, state: state, account: account, now: now, cause: drafts.first?.cause)
         }
         return Change(outcome: outcome, events: recorder.map { _ in EventRecorder.Pending(drafts: drafts, statuses: statuses, now: now) })
+    }
+
+    /// The owner whose status the events carry, when it is known without a read: the only account the events name,
+    /// the subscription's owner before as after, with nothing the snapshot does not show
+    /// (``CreditLedger/StatusInputs/after(_:of:in:posting:posted:at:)``); `nil` when the statuses must be read.
+    private func knownOwner(
+        of state: SubscriptionState, stored: SubscriptionState?, saved: CreditLedger.DerivationSnapshot, operations: [LedgerOperation],
+        drafts: [EventDraft], now: Date
+    ) -> AccountID? {
+        guard let owner = state.accountId, !drafts.isEmpty, drafts.allSatisfy({ $0.account == owner }), !saved.ownerHasMore,
+            stored?.accountId.map({ $0 == owner }) ?? true,
+            CreditLedger.StatusInputs.canFollow(operations, of: state.originalTransactionId, in: saved.ledger, at: now)
+        else { return nil }
+        return owner
     }
 
     /// `account.overlapping_subscriptions` when this change leaves the account with auto-renewing sources that overlap

@@ -40,7 +40,7 @@ public struct CreditBucket: Hashable, Sendable {
         }
 
         /// Spending takes daily quotas first, then expiring credits by soonest end, then top-ups.
-        var spendRank: Int {
+        public var spendRank: Int {
             switch self {
             case .daily: return 0
             case .topUp: return 2

@@ -32,21 +32,38 @@ extension CreditLedger {
         }
     }
 
+    /// What a derivation's save read: the ledger its credit rules need, and whether the owner has more than that
+    /// ledger and the subscription show.
+    public struct DerivationSnapshot: Sendable {
+        public var ledger: LedgerSnapshot
+        /// The owner (when there is one) has another subscription, a grant or purchase in force, or a bucket of its own
+        /// that opens later; `false` means its status is the subscription and the ledger's live buckets
+        /// (``StatusInputs/after(_:of:in:posting:posted:at:)``).
+        public var ownerHasMore: Bool
+    }
+
     /// Takes the owner's lock, reads the ledger the credit rules of the subscription need (as
-    /// ``snapshot(ofSubscription:account:now:on:)``, under its lock) and makes `writes`, in one round trip:
-    /// every apply that changes something makes them, and each was a round trip of its own.
-    public func snapshot(savingDerivation writes: DerivationWrites, now: Date, on connection: PostgresConnection) async throws -> LedgerSnapshot {
+    /// ``snapshot(ofSubscription:account:now:on:)``, under its lock) and whether the owner has more, and makes `writes`,
+    /// in one round trip: every apply that changes something makes them, and each was a round trip of its own.
+    public func snapshot(savingDerivation writes: DerivationWrites, now: Date, on connection: PostgresConnection) async throws
+        -> DerivationSnapshot
+    {
         let rows =
             if writes.state != nil {
                 try await connection.run(SnapshotSavingDerivation(writes: writes, now: now), logger: logger)
             } else {
                 try await connection.run(SnapshotRecordingDerivation(writes: writes, now: now), logger: logger)
             }
-        return try Self.snapshot(from: rows)
+        // Every row carries the answer (sql/0054); no row at all only if the function did not run, which says nothing.
+        let more = try rows.first?.makeRandomAccess()[Self.ownerExtentColumn].decode(Bool?.self) ?? true
+        return DerivationSnapshot(ledger: try Self.snapshot(from: rows), ownerHasMore: more)
     }
 
-    /// ``Snapshot``'s read, with the filing (`$5`) and the analytics contribution (`$6`–`$13`, when `$6`) of a
-    /// derivation whose state is the stored one.
+    /// Where ``SnapshotRecordingDerivation``'s rows carry `owner_has_more`: after ``Snapshot``'s twelve columns.
+    static let ownerExtentColumn = 12
+
+    /// ``Snapshot``'s read with whether the owner has more (sql/0054), with the filing (`$5`) and the analytics
+    /// contribution (`$6`–`$13`, when `$6`) of a derivation whose state is the stored one.
     ///
     /// How it runs: PostgreSQL runs a data-modifying `WITH` (the filing; the save of ``SnapshotSavingDerivation``)
     /// once, after the query, whether or not the query reads it; a `SELECT` in a `WITH` only when read. The
@@ -74,7 +91,9 @@ extension CreditLedger {
                         SELECT analytics_record($2, $7::integer[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::bigint[])
                         WHERE $6::boolean) AS call)
                 SELECT snapshot.* FROM recorded
-                LEFT JOIN LATERAL (SELECT \(Snapshot.columns) FROM credit_ledger_snapshot($1, $2, $3, $4)) AS snapshot ON true
+                LEFT JOIN LATERAL (
+                    SELECT \(Snapshot.columns), owner_has_more FROM credit_ledger_snapshot_with_owner_extent($1, $2, $3, $4)
+                ) AS snapshot ON true
                 """
         }
 

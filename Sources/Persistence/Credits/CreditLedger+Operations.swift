@@ -39,21 +39,38 @@ extension CreditLedger {
         _ operations: [LedgerOperation], readingStatusOf accounts: [AccountID] = [], at now: Date,
         on connection: PostgresConnection
     ) async throws -> [AccountID: StatusInputs] {
-        guard !operations.isEmpty || !accounts.isEmpty else { return [:] }
-        let posted = PostedOperation.json(of: operations)
+        try await post(operations, readingStatusOf: accounts, at: now, on: connection).statuses
+    }
+
+    /// What ``post(_:readingStatusOf:at:on:)`` did.
+    public struct Posting: Sendable {
+        /// The status inputs of the accounts asked for, as the posts leave them.
+        public var statuses: [AccountID: StatusInputs]
+        /// The operation keys of the rows written: a key posted already was skipped.
+        public var posted: Set<String>
+    }
+
+    /// ``apply(_:readingStatusOf:at:on:)``, answering also which rows it wrote.
+    public func post(
+        _ operations: [LedgerOperation], readingStatusOf accounts: [AccountID] = [], at now: Date, on connection: PostgresConnection
+    ) async throws -> Posting {
+        guard !operations.isEmpty || !accounts.isEmpty else { return Posting(statuses: [:], posted: []) }
+        let json = PostedOperation.json(of: operations)
         let rows = try await connection.run(
-            PreparedQuery<PostOperations>(posted, Set(accounts).map(\.text), now), logger: logger)
+            PreparedQuery<PostOperations>(json, Set(accounts).map(\.text), now), logger: logger)
         var statusRows: [PostgresRow] = []
+        var posted: Set<String> = []
         for row in rows {
             if let key = try row.makeRandomAccess()["posted_key"].decode(String?.self) {
                 Self.countPosted(key)
+                posted.insert(key)
             } else {
                 statusRows.append(row)
             }
         }
         var statuses = try Self.statusInputs(from: statusRows)
         for account in accounts where statuses[account] == nil { statuses[account] = StatusInputs() }
-        return statuses
+        return Posting(statuses: statuses, posted: posted)
     }
 
     /// Posts the operations of `$1` (JSON, ``PostedOperation``) and reads the status inputs of accounts `$2` at `$3`:
@@ -138,9 +155,9 @@ extension CreditLedger {
             writer.endObject()
         }
 
-        private static let postgresEpoch = Date(timeIntervalSince1970: 946_684_800)
+        static let postgresEpoch = Date(timeIntervalSince1970: 946_684_800)
 
-        private static func microseconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince(postgresEpoch) * 1_000_000) }
+        static func microseconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince(postgresEpoch) * 1_000_000) }
     }
 
     /// A bucket from the nine columns of `row` that start at `offset` (key, meter, kind, subscription, billing period,
