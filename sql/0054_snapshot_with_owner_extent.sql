@@ -1,7 +1,8 @@
 -- The events of an apply carry the owner's status as the apply leaves it (issue 56, part 3). It was read again after the
 -- credit posts (`post_credit_operations`' status read, sql/0022): subscriptions, live buckets with their balances and
--- grants of every account named, in wide rows — and in `storekeeper-bench e2e`, where every notification is a first
--- purchase, skipping that read took 10–25 % of the CPU an apply costs `work` and PostgreSQL (docs/capacity.md).
+-- grants of every account named, in wide rows. In `storekeeper-bench e2e`, where every notification is a first purchase,
+-- not reading it took 13–19 % off the CPU `work` and PostgreSQL spend draining, at the medians of two A/B series
+-- (docs/capacity.md, "The status an apply's events carry, known instead of read again").
 --
 -- For most owners the apply knows that status already: the derivation's state is the owner's one subscription, and
 -- the snapshot the credit rules read (this subscription's buckets, the owner's live ones, every entry of each) is, with
