@@ -38,23 +38,24 @@ extension CreditLedger.StatusInputs {
         _ subscription: SubscriptionState, of account: AccountID, in ledger: LedgerSnapshot, posting operations: [LedgerOperation],
         posted: Set<String>, at now: Date
     ) -> Self {
-        var buckets = ledger.buckets
-        var balances = Dictionary(uniqueKeysWithValues: buckets.keys.map { ($0, ledger.balance(of: $0)) })
+        // As the database kept them: the snapshot's own rule (a bucket that exists is kept, a zero delta changes
+        // nothing), with the rows the post skipped as zero and times as stored.
+        var after = ledger
         for operation in operations {
             switch operation {
-            case .post(let entry, let opening):
-                if let opening, buckets[opening.key] == nil {
-                    var stored = opening
-                    stored.validFrom = Self.asStored(opening.validFrom)
-                    stored.validUntil = opening.validUntil.map(Self.asStored)
-                    buckets[opening.key] = stored
+            case .post(var entry, let opening):
+                if !posted.contains(entry.operationKey) { entry.delta = 0 }
+                let stored = opening.map { bucket in
+                    var bucket = bucket
+                    (bucket.validFrom, bucket.validUntil) = (Self.asStored(bucket.validFrom), bucket.validUntil.map(Self.asStored))
+                    return bucket
                 }
-                if posted.contains(entry.operationKey) { balances[entry.bucket, default: 0] += entry.delta }
+                after.apply(.post(entry, opening: stored))
             case .setWindowEnd(let key, let end):
-                buckets[key]?.validUntil = end.map(Self.asStored)
+                after.apply(.setWindowEnd(bucket: key, end: end.map(Self.asStored)))
             }
         }
-        let live = buckets.values
+        let live = after.buckets.values
             .filter { bucket in
                 (bucket.accountId == account || bucket.originalTransactionId == subscription.originalTransactionId)
                     && (bucket.validUntil.map { $0 > now } ?? true)
@@ -62,7 +63,7 @@ extension CreditLedger.StatusInputs {
             .sorted {
                 ($0.kind.spendRank, $0.validUntil ?? .distantFuture, $0.key) < ($1.kind.spendRank, $1.validUntil ?? .distantFuture, $1.key)
             }
-            .map { AccountCredits.LiveBalance(bucket: $0, balance: balances[$0.key] ?? 0) }
+            .map { AccountCredits.LiveBalance(bucket: $0, balance: after.balance(of: $0.key)) }
         return Self(subscriptions: [subscription], records: [], buckets: live)
     }
 
