@@ -14,6 +14,9 @@ public struct PersistenceError: Error, Sendable, Equatable, CustomStringConverti
         case corruptRecord
         /// A setting the operation needs is not configured (the erasure's key).
         case notConfigured
+        /// A ledger row left to a later round trip was posted already (``CreditLedger/flush(_:on:)``): its status was
+        /// worked out as if written, so the transaction must not commit.
+        case postedAlready
     }
 
     public let code: Code

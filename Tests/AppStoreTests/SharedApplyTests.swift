@@ -4,6 +4,7 @@ import Foundation
 import LocalSigning
 import PostgresNIO
 import StorekeeperRuntime
+import Subscriptions
 import TestSupport
 import Testing
 
@@ -41,6 +42,10 @@ struct SharedApplyTests {
                     let response = try await client.getWithKey("/v1/accounts/\(account)/status")
                     let status = try response.answer(StatusAnswer.self)
                     #expect(status.state == "subscribed" && status.entitled == true, "\(String(buffer: response.body))")
+                    // The status each event carries, worked out with the posts left to the group's flush, is the one read.
+                    let compared = try await ScenarioPipelineTests.compareNewestEvent(
+                        of: AccountID(account), harness: harness, client: client, label: "account \(account)")
+                    #expect(compared)
                 }
             }
         }
@@ -85,6 +90,58 @@ struct SharedApplyTests {
                 if order.last != source { order.append(source) }
             }
             #expect(order == ["first", "top-up", "second"], "events by sequence")
+            // The top-up's event, stored at once, carries the status with the subscription's posts before it.
+            try await harness.withHTTP { client in
+                for account in [account, second.accountId].compactMap({ $0 }) {
+                    let compared = try await ScenarioPipelineTests.compareNewestEvent(
+                        of: AccountID(account), harness: harness, client: client, label: "account \(account)")
+                    #expect(compared)
+                }
+            }
+        }
+    }
+
+    @Test(
+        "a refund's posts wait in the group, and a top-up of the same account after it finds them posted: its event, stored at once, carries the status a read gives"
+    )
+    func refundThenTopUp() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let account = UUID()
+            let subscription = harness.subscription(account: account)
+            try await harness.withHTTP { client in
+                let answer = try await client.postNotification(
+                    try harness.signer.requestBody(for: SimulatedEvent.scenario(.subscribe, subscription: subscription, at: Date())))
+                #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
+            }
+            try await Self.applyBacklog(harness, until: "SELECT count(*) FROM jobs WHERE kind = 'apply-notification'")
+            let signed = Int64(Date().timeIntervalSince1970 * 1000)
+            var transaction = TransactionPayload(
+                transactionId: "7100002", originalTransactionId: "7100002", productId: "credits.100", bundleId: StorekeeperHarness.bundleId,
+                environment: .sandbox, signedDate: signed)
+            transaction.type = "Consumable"
+            transaction.appAccountToken = account.uuidString.lowercased()
+            let charge = SimulatedEvent(
+                notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: signed, transaction: transaction,
+                renewalInfo: nil)
+            // The refund ends the cycle's window (its posts wait: the owner's status is known without a read); the
+            // top-up then reads the status for its event, which must not show the cycle's credits.
+            try await harness.withHTTP { client in
+                for event in [SimulatedEvent.scenario(.refund, subscription: subscription, at: Date()), charge] {
+                    let answer = try await client.postNotification(try harness.signer.requestBody(for: event))
+                    #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
+                }
+            }
+            try await Self.applyBacklog(harness, until: "SELECT count(*) FROM jobs WHERE kind = 'apply-notification'")
+            #expect(try await harness.count("SELECT count(DISTINCT xmin::text) FROM notifications") == 2, "the two in one transaction")
+            #expect(try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'topped_up'") == 1)
+            #expect(
+                try await harness.count("SELECT count(*) FROM credit_buckets WHERE kind = 'cycle' AND valid_until <= now()") == 1,
+                "the refund ended the cycle's window")
+            try await harness.withHTTP { client in
+                let compared = try await ScenarioPipelineTests.compareNewestEvent(
+                    of: AccountID(account), harness: harness, client: client, label: "the top-up's event")
+                #expect(compared)
+            }
         }
     }
 
@@ -119,6 +176,75 @@ struct SharedApplyTests {
                 #expect(try await harness.count(sql) == 0, "rolled back: \(sql)")
             }
             #expect(try await harness.count("SELECT count(*) FROM jobs WHERE state = 'running'") == 3)
+        }
+    }
+
+    @Test(
+        "a group's credit posts wait for one round trip; a row of theirs the database skips rolls the group back, and each apply runs alone, its events carrying the status a read gives"
+    )
+    func deferredPosts() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: ["STOREKEEPER_APPLIES_PER_TRANSACTION": "8"]) { harness in
+            let accounts = (0..<3).map { _ in UUID() }
+            let subscriptions = accounts.map { harness.subscription(account: $0) }
+            try await harness.withHTTP { client in
+                for subscription in subscriptions {
+                    let event = SimulatedEvent.scenario(.subscribe, subscription: subscription, at: Date())
+                    let answer = try await client.postNotification(try harness.signer.requestBody(for: event))
+                    #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
+                }
+            }
+            // The second subscription's ledger rows are skipped, as a key posted already would be: the group, which
+            // counted them in the status its events carry, must not commit; alone, the post says what it wrote.
+            let skipped = subscriptions[1].originalTransactionId
+            for sql in [
+                "CREATE FUNCTION skip_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$",
+                "CREATE TRIGGER skip_rows BEFORE INSERT ON credit_ledger FOR EACH ROW WHEN (NEW.bucket LIKE '%\(skipped)%') EXECUTE FUNCTION skip_row()",
+            ] {
+                try await harness.client.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger)
+            }
+            try await Self.applyBacklog(harness, until: "SELECT count(*) FROM jobs")
+            #expect(try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'applied'") == 3)
+            #expect(try await harness.count("SELECT count(DISTINCT xmin::text) FROM notifications") == 3, "the group rolled back; each alone")
+            #expect(try await harness.count("SELECT count(*) FROM credit_buckets WHERE original_transaction_id = '\(skipped)'") > 0)
+            #expect(
+                try await harness.count(
+                    "SELECT count(*) FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket WHERE b.original_transaction_id = '\(skipped)'")
+                    == 0)
+            #expect(try await harness.count("SELECT count(*) FROM credit_ledger") > 0, "the others' grants")
+            try await harness.withHTTP { client in
+                for account in accounts {
+                    let compared = try await ScenarioPipelineTests.compareNewestEvent(
+                        of: AccountID(account), harness: harness, client: client, label: "account \(account)")
+                    #expect(compared)
+                }
+            }
+
+            // Without the skipping: two subscriptions of one account (the second's change posts the first's first)
+            // and one of another commit in one transaction, each event with the status a read gives.
+            try await harness.client.query("DROP TRIGGER skip_rows ON credit_ledger", logger: TestDatabase.logger)
+            let (shared, single) = (UUID(), UUID())
+            try await harness.withHTTP { client in
+                for subscription in [harness.subscription(account: shared), harness.subscription(account: single)] {
+                    let event = SimulatedEvent.scenario(.subscribe, subscription: subscription, at: Date())
+                    let answer = try await client.postNotification(try harness.signer.requestBody(for: event))
+                    #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
+                }
+                var other = harness.subscription(account: shared)
+                other.productId = "pro.annual"
+                let answer = try await client.postNotification(
+                    try harness.signer.requestBody(for: SimulatedEvent.scenario(.subscribe, subscription: other, at: Date())))
+                #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
+            }
+            try await Self.applyBacklog(harness, until: "SELECT count(*) FROM jobs")
+            #expect(try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'applied'") == 6)
+            #expect(try await harness.count("SELECT count(DISTINCT xmin::text) FROM notifications") == 4, "the three in one transaction")
+            try await harness.withHTTP { client in
+                for account in [shared, single] {
+                    let compared = try await ScenarioPipelineTests.compareNewestEvent(
+                        of: AccountID(account), harness: harness, client: client, label: "account \(account)")
+                    #expect(compared)
+                }
+            }
         }
     }
 

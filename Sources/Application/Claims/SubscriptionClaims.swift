@@ -91,8 +91,10 @@ public struct SubscriptionClaims: Sendable {
             // records the transfer.
             if let owner = current?.accountId, owner != account, policy == .keep { return .ownedElsewhere(owner) }
             try await history.record(event, signedData: signedTransaction, on: connection)
+            var alone: CreditLedger.DeferredPosts?
             let change = try await appStore.apply(
-                event, to: try await appStore.read(event.transaction.originalTransactionId, on: connection), now: now, on: connection)
+                event, to: try await appStore.read(event.transaction.originalTransactionId, on: connection), now: now, deferring: &alone,
+                on: connection)
             return .claimed(try await appStore.store(change, on: connection).state)
         }
     }

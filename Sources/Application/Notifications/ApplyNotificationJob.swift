@@ -72,6 +72,12 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
             arguments.map { NotificationStore.Wanted(uuid: $0.notificationUUID, tokens: $0.accountTokens ?? []) }, in: purchaseIntents,
             on: connection)
         var endings: [Ending] = []
+        // One instant for the transaction's applies, as the database's now() is (read before the first apply's locks:
+        // a later apply waiting on one is dated by it all the same). Their deferred posts then go in one round trip, at
+        // one instant. Applying alone posts as it goes: a deferred row found posted already rolls the shared
+        // transaction back, and each apply then runs alone.
+        let now = clock()
+        var posts: CreditLedger.DeferredPosts? = executions.count > 1 ? CreditLedger.DeferredPosts() : nil
         for (argument, read) in zip(arguments, reads) {
             // Events keep the applies' order (their `sequence`, which the feed and the webhooks follow): an apply that
             // may store events at once finds those of the applies before it stored.
@@ -82,8 +88,17 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
                     for index in earlier { endings[index].events = nil }
                 }
             }
-            endings.append(try await apply(argument.notificationUUID, read: read, on: connection))
+            if Self.mayDeferPosts(read) {
+                endings.append(try await apply(argument.notificationUUID, read: read, now: now, deferring: &posts, on: connection))
+            } else {
+                // Any other apply may read or write any account's ledger, or store its events at once: what waits is
+                // posted first, and its own posts are not left waiting.
+                try await credits.flush(&posts, on: connection)
+                var alone: CreditLedger.DeferredPosts?
+                endings.append(try await apply(argument.notificationUUID, read: read, now: now, deferring: &alone, on: connection))
+            }
         }
+        try await credits.flush(&posts, on: connection)
         try await JobExecution.complete(executions) { jobs in
             let processed = zip(endings, jobs).map { ending, job in
                 NotificationStore.Processed(ending.uuid, outcome: ending.outcome, reason: ending.reason, jobID: job.id, attempt: job.attempt)
@@ -113,6 +128,13 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
         return !transaction.isAutoRenewable || NotificationType(notification.payload.notificationType) == .consumptionRequest
     }
 
+    /// Whether applying `read` may leave its credit posts to a later round trip: a subscription's notification that
+    /// stores its events with the transaction's last write (``SubscriptionWriter``, which flushes what it reads).
+    private static func mayDeferPosts(_ read: NotificationStore.LockedRead?) -> Bool {
+        guard case .verified(let notification)? = read?.notification, SubscriptionEvent(notification) != nil else { return false }
+        return !mayStoreEventsAtOnce(read)
+    }
+
     /// What an apply leaves to its transaction's last write: how it processed its notification, and the events of its
     /// change ready to store.
     private struct Ending {
@@ -123,7 +145,10 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
         var subscription: String?
     }
 
-    private func apply(_ uuid: UUID, read: NotificationStore.LockedRead?, on connection: PostgresConnection) async throws -> Ending {
+    private func apply(
+        _ uuid: UUID, read: NotificationStore.LockedRead?, now: Date, deferring posts: inout CreditLedger.DeferredPosts?,
+        on connection: PostgresConnection
+    ) async throws -> Ending {
         guard let (stored, lockedSubscription, history) = read else {
             throw JobFailure.discard("notification \(uuid) is not stored")
         }
@@ -137,7 +162,6 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
             return Ending(uuid: uuid, outcome: .rejectedContent, reason: reason, subscription: nil)
         }
         let outcome: NotificationStore.ApplyOutcome
-        let now = clock()
         let cause = EventCause(notification)
         var account: AccountID?
         var events: EventRecorder.Pending?
@@ -148,7 +172,7 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
             // names none (a consumption request may not).
             let read =
                 if lockedSubscription == id, let history { history } else { try await appStore.lockAndRead(id, on: connection) }
-            let change = try await appStore.apply(event, to: read, now: now, on: connection)
+            let change = try await appStore.apply(event, to: read, now: now, deferring: &posts, on: connection)
             outcome = change.outcome.kind == .applied ? .applied : .unchanged
             account = change.outcome.state?.accountId
             events = change.events
@@ -194,7 +218,11 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
         if let refunds { events = try await refunds.notice(notification, account: account, now: now, after: events, on: connection) }
         // The change's events are stored by the transaction's last write, which records the outcome and completes the job.
         var ready: EventRecorder.Ready?
-        if let events, let recorder = writer.recorder, !events.drafts.isEmpty { ready = try await recorder.ready(events, on: connection) }
+        if let events, let recorder = writer.recorder, !events.drafts.isEmpty {
+            // An account without a status is read: after its posts.
+            try await credits.flush(&posts, touching: events.drafts.map(\.account).filter { events.statuses[$0] == nil }, on: connection)
+            ready = try await recorder.ready(events, on: connection)
+        }
         return Ending(uuid: uuid, outcome: outcome, events: ready, subscription: notification.originalTransactionId)
     }
 }

@@ -34,18 +34,23 @@ public struct AppStoreSubscriptions: Sendable {
 
     /// Saves what `event` (stored already, or added when it is not) changes of the subscription `read` holds — read
     /// under the lock the caller's transaction holds — and returns the change's events for the caller's last write.
-    public func apply(_ event: SubscriptionEvent, to read: SubscriptionHistory.Read, now: Date, on connection: PostgresConnection) async throws
-        -> SubscriptionWriter.Change
-    {
+    /// With `posts`, the credit posts may be left to the caller's flush
+    /// (``SubscriptionWriter/change(_:stored:cause:anyRevocation:now:deferring:on:)``).
+    public func apply(
+        _ event: SubscriptionEvent, to read: SubscriptionHistory.Read, now: Date, deferring posts: inout CreditLedger.DeferredPosts?,
+        on connection: PostgresConnection
+    ) async throws -> SubscriptionWriter.Change {
         guard let derived = try await derivation(of: read, adding: event, on: connection) else { return Self.unchanged(read) }
         return try await writer.change(
-            derived.derivation, stored: read.subscription, cause: EventCause(event), anyRevocation: derived.anyRevocation, now: now, on: connection)
+            derived.derivation, stored: read.subscription, cause: EventCause(event), anyRevocation: derived.anyRevocation, now: now,
+            deferring: &posts, on: connection)
     }
 
     /// Applies `event`: locks its subscription, reads it, saves the change and stores its events.
     public func apply(_ event: SubscriptionEvent, now: Date, on connection: PostgresConnection) async throws -> SubscriptionWriter.Outcome {
         let read = try await lockAndRead(event.transaction.originalTransactionId, on: connection)
-        return try await store(apply(event, to: read, now: now, on: connection), on: connection)
+        var alone: CreditLedger.DeferredPosts?
+        return try await store(apply(event, to: read, now: now, deferring: &alone, on: connection), on: connection)
     }
 
     /// Derives the subscription again from its stored facts, saves it and stores the change's events.
@@ -87,7 +92,7 @@ public struct AppStoreSubscriptions: Sendable {
         return (derivation, events.contains(where: \.mentionsRevocation))
     }
 
-    /// Stores the events of `change` (made by ``apply(_:to:now:on:)``) and returns its outcome.
+    /// Stores the events of `change` (made by ``apply(_:to:now:deferring:on:)``) and returns its outcome.
     public func store(_ change: SubscriptionWriter.Change, on connection: PostgresConnection) async throws -> SubscriptionWriter.Outcome {
         try await writer.store(change, on: connection)
     }

@@ -84,11 +84,13 @@ public struct SubscriptionWriter: Sendable {
         _ derivation: Lifecycle.Derivation, stored: SubscriptionState?, cause: EventCause, anyRevocation: Bool = false, now: Date,
         on connection: PostgresConnection
     ) async throws -> Outcome {
-        try await store(
-            try await change(derivation, stored: stored, cause: cause, anyRevocation: anyRevocation, now: now, on: connection), on: connection)
+        var alone: CreditLedger.DeferredPosts?
+        return try await store(
+            try await change(derivation, stored: stored, cause: cause, anyRevocation: anyRevocation, now: now, deferring: &alone, on: connection),
+            on: connection)
     }
 
-    /// Stores the events of `change` (made by ``change(_:stored:cause:anyRevocation:now:on:)``) and returns its outcome.
+    /// Stores the events of `change` (made by ``change(_:stored:cause:anyRevocation:now:deferring:on:)``) and returns its outcome.
     public func store(_ change: Change, on connection: PostgresConnection) async throws -> Outcome {
         if let events = change.events { try await recorder?.record(events, on: connection) }
         return change.outcome
@@ -113,9 +115,13 @@ public struct SubscriptionWriter: Sendable {
 
     /// Saves `derivation` as ``save(_:stored:cause:anyRevocation:now:on:)`` does, but returns the change's events instead
     /// of storing them: the apply jobs of a transaction store them in its last statement, which completes them.
+    ///
+    /// With `posts` (the applies of a shared transaction), a change whose owner's status is known without a read leaves
+    /// its credit posts there for the caller to flush (``CreditLedger/DeferredPosts``), and any change first flushes
+    /// the posts of the accounts it reads or writes.
     public func change(
         _ derivation: Lifecycle.Derivation, stored: SubscriptionState?, cause: EventCause, anyRevocation: Bool = false, now: Date,
-        on connection: PostgresConnection
+        deferring posts: inout CreditLedger.DeferredPosts?, on connection: PostgresConnection
     ) async throws -> Change {
         var derivation = derivation
         if let (account, pseudonym) = try await erasedOwner(of: derivation.state, stored: stored, on: connection) {
@@ -129,6 +135,7 @@ public struct SubscriptionWriter: Sendable {
         }
         let state = derivation.state
         let originalTransactionId = state.originalTransactionId
+        try await credits.flush(&posts, touching: [state.accountId, stored?.accountId], on: connection)
         // Credit rules read balances that spends change: the owner's account is locked first, as spends lock it.
         // A change saves the state in the snapshot's round trip. A subscription that changes hands changes what the
         // owner before can spend too (its cycle buckets): both are locked, in byte order as spend groups lock theirs
@@ -187,12 +194,20 @@ public struct SubscriptionWriter: Sendable {
         // The events carry their accounts' statuses as this transaction leaves them: read with the posts, the last
         // write they depend on — or, for an owner whose only subscription this is and whose buckets the snapshot holds
         // (sql/0054), known from the state, the snapshot and what the posts wrote, without reading them again.
+        // With others' posts waiting, such an owner's are left to wait with them: one round trip posts them all.
         let known = knownOwner(of: state, stored: stored, saved: saved, operations: operations, drafts: drafts, now: now)
-        let posting = try await credits.post(operations, readingStatusOf: known == nil ? drafts.map(\.account) : [], at: now, on: connection)
-        var statuses = posting.statuses
-        if let known {
-            statuses[known] = .after(state, of: known, in: ledger, posting: operations, posted: posting.posted, at: now)
+        var statuses: [AccountID: CreditLedger.StatusInputs] = [:]
+        let posted: Set<String>
+        if let known, var waiting = posts {
+            posted = try await credits.deferPosting(operations, of: known, at: now, into: &waiting, on: connection)
+            posts = waiting
+        } else {
+            let reading = known == nil ? drafts.map(\.account) : []
+            try await credits.flush(&posts, touching: reading, on: connection)
+            let posting = try await credits.post(operations, readingStatusOf: reading, at: now, on: connection)
+            (statuses, posted) = (posting.statuses, posting.posted)
         }
+        if let known { statuses[known] = .after(state, of: known, in: ledger, posting: operations, posted: posted, at: now) }
         try await scheduleNextWindow(derivation, now: now, on: connection)
         if state.store == .appStore { try await rechecks?.schedule(for: state, now: now, on: connection) }
         let outcome = Outcome(kind: changed ? .applied : .unchanged, state: state, stored: stored, operations: operations)
