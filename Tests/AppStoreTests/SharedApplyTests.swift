@@ -17,13 +17,7 @@ struct SharedApplyTests {
     func backlog() async throws {
         try await StorekeeperHarness.run(worker: false, environment: ["STOREKEEPER_APPLIES_PER_TRANSACTION": "4"]) { harness in
             let accounts = (0..<5).map { _ in UUID() }
-            try await harness.withHTTP { client in
-                for account in accounts {
-                    let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: account), at: Date())
-                    let answer = try await client.postNotification(try harness.signer.requestBody(for: event))
-                    #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
-                }
-            }
+            try await Self.send(accounts.map { .scenario(.subscribe, subscription: harness.subscription(account: $0), at: Date()) }, to: harness)
             // A sixth job, claimed with the fifth: its notification is not stored, so its apply discards it — a throw
             // that rolls back the transaction the two share.
             let queue = harness.components.queue
@@ -42,12 +36,10 @@ struct SharedApplyTests {
                     let response = try await client.getWithKey("/v1/accounts/\(account)/status")
                     let status = try response.answer(StatusAnswer.self)
                     #expect(status.state == "subscribed" && status.entitled == true, "\(String(buffer: response.body))")
-                    // The status each event carries, worked out with the posts left to the group's flush, is the one read.
-                    let compared = try await ScenarioPipelineTests.compareNewestEvent(
-                        of: AccountID(account), harness: harness, client: client, label: "account \(account)")
-                    #expect(compared)
                 }
             }
+            // The status each event carries, worked out with the posts left to the group's flush, is the one read.
+            try await Self.expectEventsCarryTheirStatus(accounts, harness)
         }
     }
 
@@ -58,26 +50,13 @@ struct SharedApplyTests {
         try await StorekeeperHarness.run(worker: false) { harness in
             let account = UUID()
             let first = harness.subscription(account: account)
-            let signed = Int64(Date().timeIntervalSince1970 * 1000)
-            var transaction = TransactionPayload(
-                transactionId: "7100001", originalTransactionId: "7100001", productId: "credits.100", bundleId: StorekeeperHarness.bundleId,
-                environment: .sandbox, signedDate: signed)
-            transaction.type = "Consumable"
-            transaction.appAccountToken = account.uuidString.lowercased()
-            let charge = SimulatedEvent(
-                notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: signed, transaction: transaction,
-                renewalInfo: nil)
             // Another account's: two subscriptions of one account in a group would add an overlap event of neither.
             let second = harness.subscription(account: UUID())
-            try await harness.withHTTP { client in
-                for event in [
-                    SimulatedEvent.scenario(.subscribe, subscription: first, at: Date()), charge,
+            try await Self.send(
+                [
+                    .scenario(.subscribe, subscription: first, at: Date()), Self.topUp(of: account, transactionId: "7100001"),
                     .scenario(.subscribe, subscription: second, at: Date()),
-                ] {
-                    let answer = try await client.postNotification(try harness.signer.requestBody(for: event))
-                    #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
-                }
-            }
+                ], to: harness)
             try await Self.applyBacklog(harness, until: "SELECT count(*) FROM jobs WHERE kind = 'apply-notification'")
             #expect(try await harness.count("SELECT count(DISTINCT xmin::text) FROM notifications") == 1, "the three applied in one transaction")
             #expect(try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'topped_up'") == 1)
@@ -91,13 +70,7 @@ struct SharedApplyTests {
             }
             #expect(order == ["first", "top-up", "second"], "events by sequence")
             // The top-up's event, stored at once, carries the status with the subscription's posts before it.
-            try await harness.withHTTP { client in
-                for account in [account, second.accountId].compactMap({ $0 }) {
-                    let compared = try await ScenarioPipelineTests.compareNewestEvent(
-                        of: AccountID(account), harness: harness, client: client, label: "account \(account)")
-                    #expect(compared)
-                }
-            }
+            try await Self.expectEventsCarryTheirStatus([account, second.accountId].compactMap { $0 }, harness)
         }
     }
 
@@ -108,53 +81,27 @@ struct SharedApplyTests {
         try await StorekeeperHarness.run(worker: false) { harness in
             let account = UUID()
             let subscription = harness.subscription(account: account)
-            try await harness.withHTTP { client in
-                let answer = try await client.postNotification(
-                    try harness.signer.requestBody(for: SimulatedEvent.scenario(.subscribe, subscription: subscription, at: Date())))
-                #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
-            }
+            try await Self.send([.scenario(.subscribe, subscription: subscription, at: Date())], to: harness)
             try await Self.applyBacklog(harness, until: "SELECT count(*) FROM jobs WHERE kind = 'apply-notification'")
-            let signed = Int64(Date().timeIntervalSince1970 * 1000)
-            var transaction = TransactionPayload(
-                transactionId: "7100002", originalTransactionId: "7100002", productId: "credits.100", bundleId: StorekeeperHarness.bundleId,
-                environment: .sandbox, signedDate: signed)
-            transaction.type = "Consumable"
-            transaction.appAccountToken = account.uuidString.lowercased()
-            let charge = SimulatedEvent(
-                notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: signed, transaction: transaction,
-                renewalInfo: nil)
             // The refund ends the cycle's window (its posts wait: the owner's status is known without a read); the
             // top-up then reads the status for its event, which must not show the cycle's credits.
-            try await harness.withHTTP { client in
-                for event in [SimulatedEvent.scenario(.refund, subscription: subscription, at: Date()), charge] {
-                    let answer = try await client.postNotification(try harness.signer.requestBody(for: event))
-                    #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
-                }
-            }
+            try await Self.send(
+                [.scenario(.refund, subscription: subscription, at: Date()), Self.topUp(of: account, transactionId: "7100002")], to: harness)
             try await Self.applyBacklog(harness, until: "SELECT count(*) FROM jobs WHERE kind = 'apply-notification'")
             #expect(try await harness.count("SELECT count(DISTINCT xmin::text) FROM notifications") == 2, "the two in one transaction")
             #expect(try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'topped_up'") == 1)
             #expect(
                 try await harness.count("SELECT count(*) FROM credit_buckets WHERE kind = 'cycle' AND valid_until <= now()") == 1,
                 "the refund ended the cycle's window")
-            try await harness.withHTTP { client in
-                let compared = try await ScenarioPipelineTests.compareNewestEvent(
-                    of: AccountID(account), harness: harness, client: client, label: "the top-up's event")
-                #expect(compared)
-            }
+            try await Self.expectEventsCarryTheirStatus([account], harness)
         }
     }
 
     @Test("a group whose middle job lost its claim throws and writes nothing of any of its applies")
     func groupWithLostClaim() async throws {
         try await StorekeeperHarness.run(worker: false) { harness in
-            try await harness.withHTTP { client in
-                for _ in 0..<3 {
-                    let event = SimulatedEvent.scenario(.subscribe, subscription: harness.subscription(account: UUID()), at: Date())
-                    let answer = try await client.postNotification(try harness.signer.requestBody(for: event))
-                    #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
-                }
-            }
+            try await Self.send(
+                (0..<3).map { _ in .scenario(.subscribe, subscription: harness.subscription(account: UUID()), at: Date()) }, to: harness)
             let queue = harness.components.queue
             let jobs = try await queue.claim(limit: 3, workerID: UUID()).sorted { $0.id < $1.id }
             try #require(jobs.count == 3)
@@ -186,13 +133,7 @@ struct SharedApplyTests {
         try await StorekeeperHarness.run(worker: false, environment: ["STOREKEEPER_APPLIES_PER_TRANSACTION": "8"]) { harness in
             let accounts = (0..<3).map { _ in UUID() }
             let subscriptions = accounts.map { harness.subscription(account: $0) }
-            try await harness.withHTTP { client in
-                for subscription in subscriptions {
-                    let event = SimulatedEvent.scenario(.subscribe, subscription: subscription, at: Date())
-                    let answer = try await client.postNotification(try harness.signer.requestBody(for: event))
-                    #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
-                }
-            }
+            try await Self.send(subscriptions.map { .scenario(.subscribe, subscription: $0, at: Date()) }, to: harness)
             // The second subscription's ledger rows are skipped, as a key posted already would be: the group, which
             // counted them in the status its events carry, must not commit; alone, the post says what it wrote.
             let skipped = subscriptions[1].originalTransactionId
@@ -211,39 +152,55 @@ struct SharedApplyTests {
                     "SELECT count(*) FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket WHERE b.original_transaction_id = '\(skipped)'")
                     == 0)
             #expect(try await harness.count("SELECT count(*) FROM credit_ledger") > 0, "the others' grants")
-            try await harness.withHTTP { client in
-                for account in accounts {
-                    let compared = try await ScenarioPipelineTests.compareNewestEvent(
-                        of: AccountID(account), harness: harness, client: client, label: "account \(account)")
-                    #expect(compared)
-                }
-            }
+            try await Self.expectEventsCarryTheirStatus(accounts, harness)
 
             // Without the skipping: two subscriptions of one account (the second's change posts the first's first)
             // and one of another commit in one transaction, each event with the status a read gives.
             try await harness.client.query("DROP TRIGGER skip_rows ON credit_ledger", logger: TestDatabase.logger)
             let (shared, single) = (UUID(), UUID())
-            try await harness.withHTTP { client in
-                for subscription in [harness.subscription(account: shared), harness.subscription(account: single)] {
-                    let event = SimulatedEvent.scenario(.subscribe, subscription: subscription, at: Date())
-                    let answer = try await client.postNotification(try harness.signer.requestBody(for: event))
-                    #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
-                }
-                var other = harness.subscription(account: shared)
-                other.productId = "pro.annual"
-                let answer = try await client.postNotification(
-                    try harness.signer.requestBody(for: SimulatedEvent.scenario(.subscribe, subscription: other, at: Date())))
-                #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
-            }
+            var other = harness.subscription(account: shared)
+            other.productId = "pro.annual"
+            try await Self.send(
+                [harness.subscription(account: shared), harness.subscription(account: single), other].map {
+                    .scenario(.subscribe, subscription: $0, at: Date())
+                }, to: harness)
             try await Self.applyBacklog(harness, until: "SELECT count(*) FROM jobs")
             #expect(try await harness.count("SELECT count(*) FROM notifications WHERE apply_outcome = 'applied'") == 6)
             #expect(try await harness.count("SELECT count(DISTINCT xmin::text) FROM notifications") == 4, "the three in one transaction")
-            try await harness.withHTTP { client in
-                for account in [shared, single] {
-                    let compared = try await ScenarioPipelineTests.compareNewestEvent(
-                        of: AccountID(account), harness: harness, client: client, label: "account \(account)")
-                    #expect(compared)
-                }
+            try await Self.expectEventsCarryTheirStatus([shared, single], harness)
+        }
+    }
+
+    /// POSTs `events` as Apple's notifications, each accepted.
+    static func send(_ events: [SimulatedEvent], to harness: StorekeeperHarness) async throws {
+        try await harness.withHTTP { client in
+            for event in events {
+                let answer = try await client.postNotification(try harness.signer.requestBody(for: event))
+                #expect(try answer.answer(IntakeAnswer.self).status == "accepted")
+            }
+        }
+    }
+
+    /// A consumable of 100 credits bought by `account`: a top-up, whose apply stores its events at once.
+    static func topUp(of account: UUID, transactionId: String) -> SimulatedEvent {
+        let signed = Int64(Date().timeIntervalSince1970 * 1000)
+        var transaction = TransactionPayload(
+            transactionId: transactionId, originalTransactionId: transactionId, productId: "credits.100", bundleId: StorekeeperHarness.bundleId,
+            environment: .sandbox, signedDate: signed)
+        transaction.type = "Consumable"
+        transaction.appAccountToken = account.uuidString.lowercased()
+        return SimulatedEvent(
+            notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: signed, transaction: transaction, renewalInfo: nil)
+    }
+
+    /// Each account's newest event carries the status `GET /v1/accounts/{id}/status` answers
+    /// (``ScenarioPipelineTests/compareNewestEvent(of:harness:client:label:)``), and there is one to compare.
+    static func expectEventsCarryTheirStatus(_ accounts: [UUID], _ harness: StorekeeperHarness) async throws {
+        try await harness.withHTTP { client in
+            for account in accounts {
+                let compared = try await ScenarioPipelineTests.compareNewestEvent(
+                    of: AccountID(account), harness: harness, client: client, label: "account \(account)")
+                #expect(compared, "account \(account): an event to compare")
             }
         }
     }
