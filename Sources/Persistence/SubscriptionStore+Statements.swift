@@ -54,12 +54,14 @@ extension SubscriptionStore {
         ]
         var state: SubscriptionState
 
-        /// The insert-or-replace, its values bound from `$firstBind` on (another statement can carry it in a `WITH`).
-        static func upsert(firstBind: Int) -> String {
+        /// The insert-or-replace, its values bound from `$firstBind` on (another statement can carry it in a `WITH`),
+        /// made only where `condition` (SQL) holds when one is given.
+        static func upsert(firstBind: Int, where condition: String? = nil) -> String {
             let values = (firstBind..<firstBind + bindingDataTypes.count).map { "$\($0)" }.joined(separator: ", ")
+            let rows = condition.map { "SELECT \(values) WHERE \($0)" } ?? "VALUES (\(values))"
             return """
                 INSERT INTO subscriptions (\(SubscriptionStore.columns))
-                VALUES (\(values))
+                \(rows)
                 ON CONFLICT (original_transaction_id) DO UPDATE SET
                     account_id = EXCLUDED.account_id, product_id = EXCLUDED.product_id,
                     environment = EXCLUDED.environment, status = EXCLUDED.status, will_renew = EXCLUDED.will_renew,

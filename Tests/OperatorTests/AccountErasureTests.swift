@@ -22,6 +22,25 @@ struct AccountErasureTests {
     static let keys = "sam:support:support-key-erase-0001,ada:admin:admin-key-erase-00001"
     static let admin: HTTPFields = [.authorization: "Bearer admin-key-erase-00001", .contentType: "application/json"]
 
+    /// An App Store subscriber's account erased: its id, its pseudonym, and the account as the app's token.
+    static func subscribeAndErase(harness: StorekeeperHarness, client: any TestClientProtocol) async throws
+        -> (account: UUID, id: String, pseudonym: AccountID)
+    {
+        let account = UUID()
+        var flow = LifecycleFlow(harness: harness, client: client, account: account)
+        try await flow.send(.subscribe)
+        let id = account.uuidString.lowercased()
+        let erased = try await requestErasure(of: id, client: client)
+        #expect(erased.status == .ok, "\(String(buffer: erased.body))")
+        return (account, id, try #require(AccountID(try erased.answer(ErasureAnswer.self).pseudonym ?? "")))
+    }
+
+    /// `POST /admin/accounts/{id}/erase`, confirmed, as an admin.
+    static func requestErasure(of id: String, client: any TestClientProtocol) async throws -> TestResponse {
+        try await client.execute(
+            uri: "/admin/accounts/\(id)/erase", method: .post, headers: admin, body: ByteBuffer(string: #"{"confirm": "\#(id)"}"#))
+    }
+
     /// Every table (and which) whose rows, as text, contain `needle`.
     static func tablesHolding(_ needle: String, harness: StorekeeperHarness) async throws -> [String] {
         var tables: [String] = []
@@ -166,8 +185,7 @@ struct AccountErasureTests {
             #expect(try await Self.tablesHolding(account, harness: world.harness).contains("stripe_objects"))
             let revenue = try await world.http.execute(
                 uri: "/admin/analytics/revenue?from=2026-01-01&to=2026-01-02&environment=sandbox", method: .get, headers: Self.admin)
-            let erased = try await world.http.execute(
-                uri: "/admin/accounts/\(account)/erase", method: .post, headers: Self.admin, body: ByteBuffer(string: #"{"confirm": "\#(account)"}"#))
+            let erased = try await Self.requestErasure(of: account, client: world.http)
             #expect(erased.status == .ok, "\(String(buffer: erased.body))")
             let holding = try await Self.tablesHolding(account, harness: world.harness)
             #expect(Set(holding).isSubset(of: ["job_history"]), "\(holding)")
@@ -183,8 +201,7 @@ struct AccountErasureTests {
                 "/v1/accounts/\(opened)/stripe/checkout",
                 ["productId": "price_pro_monthly", "successUrl": "https://app.example/ok", "cancelUrl": "https://app.example/no"])
             #expect(checkout.status == .created, "\(String(buffer: checkout.body))")
-            let erasedOpened = try await world.http.execute(
-                uri: "/admin/accounts/\(opened)/erase", method: .post, headers: Self.admin, body: ByteBuffer(string: #"{"confirm": "\#(opened)"}"#))
+            let erasedOpened = try await Self.requestErasure(of: opened, client: world.http)
             #expect(erasedOpened.status == .ok, "\(String(buffer: erasedOpened.body))")
             #expect(try await Self.tablesHolding(opened, harness: world.harness).isEmpty)
             #expect(

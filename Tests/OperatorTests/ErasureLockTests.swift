@@ -17,18 +17,7 @@ struct ErasureLockTests {
     func eraseAgainWaitsForThePseudonym() async throws {
         try await StorekeeperHarness.run(environment: ["STOREKEEPER_ADMIN_KEYS": AccountErasureTests.keys]) { harness in
             try await harness.withHTTP { client in
-                let account = UUID()
-                let id = account.uuidString.lowercased()
-                var flow = LifecycleFlow(harness: harness, client: client, account: account)
-                try await flow.send(.subscribe)
-                func erase() async throws -> TestResponse {
-                    try await client.execute(
-                        uri: "/admin/accounts/\(id)/erase", method: .post, headers: AccountErasureTests.admin,
-                        body: ByteBuffer(string: #"{"confirm": "\#(id)"}"#))
-                }
-                let first = try await erase()
-                #expect(first.status == .ok, "\(String(buffer: first.body))")
-                let pseudonym = try #require(AccountID(try first.answer(ErasureAnswer.self).pseudonym ?? ""))
+                let (_, id, pseudonym) = try await AccountErasureTests.subscribeAndErase(harness: harness, client: client)
                 // The app still names the id: an operator grants it something after its erasure.
                 let granted = try await client.execute(
                     uri: "/admin/accounts/\(id)/grants", method: .post, headers: AccountErasureTests.admin,
@@ -48,7 +37,7 @@ struct ErasureLockTests {
                     }
                 }
                 for await _ in held { break }
-                let again = try await erase()
+                let again = try await AccountErasureTests.requestErasure(of: id, client: client)
                 try await holder
                 #expect(again.status == .ok, "\(String(buffer: again.body))")
                 #expect(try await harness.count("SELECT count(*) FROM entitlement_sources WHERE account_id = '\(pseudonym)'") == 1)

@@ -124,42 +124,29 @@ public struct SubscriptionWriter: Sendable {
         deferring posts: inout CreditLedger.DeferredPosts?, on connection: PostgresConnection
     ) async throws -> Change {
         var derivation = derivation
-        if let (account, pseudonym) = try await erasedOwner(of: derivation.state, stored: stored, on: connection) {
-            derivation.state.accountId = pseudonym
-            logger.notice(
-                "a fact names an erased account: filed under its pseudonym",
-                metadata: ["subscription.id": "\(derivation.state.originalTransactionId)", "account.pseudonym": "\(pseudonym)"])
-            // The notification that named it is stored already: its facts are rewritten as the erasure's were.
-            _ = try await erased.rewriteSignedFacts(
-                of: [derivation.state.originalTransactionId], from: account, to: pseudonym, on: connection)
+        let saved: CreditLedger.DerivationSnapshot
+        if stored?.accountId == nil {
+            // Nothing is locked before the save's statement: it asks whether a new owner was erased itself, and on
+            // finding it so writes nothing, and the derivation is saved again under the pseudonym.
+            let digests = derivation.state.accountId.map(erased.digests(of:)) ?? []
+            let first = try await saveAndSnapshot(derivation, stored: stored, erasedDigests: digests, now: now, deferring: &posts, on: connection)
+            if let account = derivation.state.accountId, let pseudonym = first.erasedAs {
+                try await fileUnderPseudonym(&derivation, of: account, pseudonym, on: connection)
+                saved = try await saveAndSnapshot(derivation, stored: stored, now: now, deferring: &posts, on: connection)
+            } else {
+                saved = first
+            }
+        } else {
+            // With an owner stored: when it changes hands both owners are locked before the save, in order, so a new
+            // owner's erasure is asked first and the lock taken is its pseudonym's.
+            if let (account, pseudonym) = try await erasedOwner(of: derivation.state, stored: stored, on: connection) {
+                try await fileUnderPseudonym(&derivation, of: account, pseudonym, on: connection)
+            }
+            saved = try await saveAndSnapshot(derivation, stored: stored, now: now, deferring: &posts, on: connection)
         }
         let state = derivation.state
         let originalTransactionId = state.originalTransactionId
-        try await credits.flush(&posts, touching: [state.accountId, stored?.accountId], on: connection)
-        // Credit rules read balances that spends change: the owner's account is locked first, as spends lock it.
-        // A change saves the state in the snapshot's round trip. A subscription that changes hands changes what the
-        // owner before can spend too (its cycle buckets): both are locked, in byte order as spend groups lock theirs
-        // (the snapshot takes the new owner's again, which it holds already).
-        if let before = stored?.accountId, before != state.accountId {
-            for account in Set([before] + [state.accountId].compactMap { $0 }).sorted() {
-                try await credits.lockAccount(account, on: connection)
-            }
-        }
-        // Every derivation records its contribution, not only a changed state: a refund of an old period changes the
-        // figures, not the state. A new period in force makes its transaction ids (and any earlier ones not filed
-        // yet) searchable. Both are written in the snapshot's round trip, with the state when it changed.
         let catalogue = credits.catalogue
-        let contribution = analytics.map { _ in
-            SubscriptionAnalytics.contribution(of: derivation) { productId in
-                catalogue.tier(ofProduct: productId)?.product.billingPeriod.map { MonthlyValue.Length(months: $0.months, days: $0.days) }
-            }
-        }
-        let saved = try await credits.snapshot(
-            savingDerivation: .init(
-                originalTransactionId: originalTransactionId, account: state.accountId, state: state != stored ? state : nil,
-                transactionIds: state.latestTransactionId != stored?.latestTransactionId ? derivation.transactionIds : [],
-                contribution: contribution),
-            now: now, on: connection)
         let ledger = saved.ledger
         let operations = SubscriptionCredits.operationsDue(derivation, catalogue: catalogue, ledger: ledger, now: now)
         let changed = state != stored || !operations.isEmpty
@@ -217,6 +204,53 @@ public struct SubscriptionWriter: Sendable {
         return Change(outcome: outcome, events: recorder.map { _ in EventRecorder.Pending(drafts: drafts, statuses: statuses, now: now) })
     }
 
+    /// Files `derivation` under the pseudonym of its erased owner `account`; the notification that named it is stored
+    /// already, so its facts are rewritten as the erasure's were.
+    private func fileUnderPseudonym(
+        _ derivation: inout Lifecycle.Derivation, of account: AccountID, _ pseudonym: AccountID, on connection: PostgresConnection
+    ) async throws {
+        derivation.state.accountId = pseudonym
+        logger.notice(
+            "a fact names an erased account: filed under its pseudonym",
+            metadata: ["subscription.id": "\(derivation.state.originalTransactionId)", "account.pseudonym": "\(pseudonym)"])
+        _ = try await erased.rewriteSignedFacts(of: [derivation.state.originalTransactionId], from: account, to: pseudonym, on: connection)
+    }
+
+    /// Takes the owners' locks, saves `derivation` and reads its owner's ledger (``CreditLedger/snapshot(savingDerivation:now:on:)``),
+    /// first flushing the waiting posts of the accounts it touches; with `erasedDigests`, the same statement looks the
+    /// owner up as erased, and writes nothing if it was (``CreditLedger/DerivationSnapshot/erasedAs``).
+    private func saveAndSnapshot(
+        _ derivation: Lifecycle.Derivation, stored: SubscriptionState?, erasedDigests: [String] = [], now: Date,
+        deferring posts: inout CreditLedger.DeferredPosts?, on connection: PostgresConnection
+    ) async throws -> CreditLedger.DerivationSnapshot {
+        let state = derivation.state
+        try await credits.flush(&posts, touching: [state.accountId, stored?.accountId], on: connection)
+        // Credit rules read balances that spends change: the owner's account is locked first, as spends lock it.
+        // A change saves the state in the snapshot's round trip. A subscription that changes hands changes what the
+        // owner before can spend too (its cycle buckets): both are locked, in byte order as spend groups lock theirs
+        // (the snapshot takes the new owner's again, which it holds already).
+        if let before = stored?.accountId, before != state.accountId {
+            for account in Set([before] + [state.accountId].compactMap { $0 }).sorted() {
+                try await credits.lockAccount(account, on: connection)
+            }
+        }
+        // Every derivation records its contribution, not only a changed state: a refund of an old period changes the
+        // figures, not the state. A new period in force makes its transaction ids (and any earlier ones not filed
+        // yet) searchable. Both are written in the snapshot's round trip, with the state when it changed.
+        let catalogue = credits.catalogue
+        let contribution = analytics.map { _ in
+            SubscriptionAnalytics.contribution(of: derivation) { productId in
+                catalogue.tier(ofProduct: productId)?.product.billingPeriod.map { MonthlyValue.Length(months: $0.months, days: $0.days) }
+            }
+        }
+        return try await credits.snapshot(
+            savingDerivation: .init(
+                originalTransactionId: state.originalTransactionId, account: state.accountId, state: state != stored ? state : nil,
+                transactionIds: state.latestTransactionId != stored?.latestTransactionId ? derivation.transactionIds : [],
+                contribution: contribution, erasedDigests: erasedDigests),
+            now: now, on: connection)
+    }
+
     /// The owner whose status the events carry, when it is known without a read: the only account the events name,
     /// the subscription's owner before as after, with nothing the snapshot does not show
     /// (``CreditLedger/StatusInputs/after(_:of:in:posting:posted:at:)``); `nil` when the statuses must be read.
@@ -249,7 +283,7 @@ public struct SubscriptionWriter: Sendable {
 
     /// The account the facts name and its pseudonym, when that account was erased: a change files the subscription
     /// under the pseudonym (Apple keeps signing the old id on every renewal). Asked only when the owner changes, so an
-    /// apply to the same owner costs nothing more.
+    /// apply to the same owner costs nothing more; a subscription without an owner before asks in its save's statement.
     private func erasedOwner(of state: SubscriptionState, stored: SubscriptionState?, on connection: PostgresConnection) async throws
         -> (account: AccountID, pseudonym: AccountID)?
     {

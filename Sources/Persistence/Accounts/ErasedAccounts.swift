@@ -64,7 +64,7 @@ public struct ErasedAccounts: Sendable {
     }
 
     /// Every digest an erased id may be filed under: the keyed one, and the plain SHA-256 that erasures before keys used.
-    func digests(of account: AccountID) -> [String] {
+    public func digests(of account: AccountID) -> [String] {
         [digest(of: account), Self.hex(SHA256.hash(data: Data(account.text.utf8)))].compactMap { $0 }
     }
 
@@ -85,7 +85,7 @@ public struct ErasedAccounts: Sendable {
         try await connection.run(PreparedQuery<Pseudonym>(digests(of: account)), logger: logger).first?.decode(AccountID.self)
     }
 
-    /// The pseudonym filed under any of the digests `$1`; asked on every first apply of a subscription, so prepared.
+    /// The pseudonym filed under any of the digests `$1`; asked on the apply path (a top-up, a purchase, an owner changing hands), so prepared.
     enum Pseudonym: PreparedSQL {
         static let sql = "SELECT pseudonym FROM erased_accounts WHERE account_digest = ANY($1::text[])"
     }
