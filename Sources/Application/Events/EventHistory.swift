@@ -64,9 +64,7 @@ public struct EventHistory: Sendable {
         try await client.withTransaction(logger: Logger(label: "storekeeper.events")) { connection in
             guard try await log.event(id, on: connection) != nil else { return nil }
             let woken = try await deliveries.redeliver(event: id, endpoint: endpoint, on: connection)
-            for pair in woken {
-                try await queue.enqueue(try WebhookDeliveryJob.job(.init(endpoint: pair.endpoint, account: pair.account)), on: connection)
-            }
+            try await queue.enqueue(try woken.map { try WebhookDeliveryJob.job(.init(endpoint: $0.endpoint, account: $0.account)) }, on: connection)
             return woken.map(\.endpoint)
         }
     }

@@ -104,23 +104,27 @@ public struct EventRecorder: Sendable {
     }
 
     /// Adds the deliveries of the `appended` events (a key stored already — a replay, a re-derivation — was skipped by
-    /// the insert) and wakes each endpoint's delivery job.
+    /// the insert) and wakes the delivery job of each endpoint and account.
     private func deliver(
         _ appended: [EventLog.Appended], of entries: [(draft: EventDraft, body: String)],
         on connection: PostgresConnection
     ) async throws {
         guard !endpoints.isEmpty else { return }
         let byKey = Dictionary(entries.map { ($0.draft.key, $0.draft) }, uniquingKeysWith: { first, _ in first })
+        var added: [(event: EventLog.Appended, endpoint: String)] = []
         var woken: [WebhookDeliveryJob.Arguments] = []
         for event in appended {
             guard let draft = byKey[event.key] else { continue }
             for endpoint in endpoints where endpoint.types.matches(draft.type) {
-                try await deliveries.add(event, endpoint: endpoint.name, on: connection)
+                added.append((event, endpoint.name))
                 let wake = WebhookDeliveryJob.Arguments(endpoint: endpoint.name, account: event.account)
                 if !woken.contains(wake) { woken.append(wake) }
             }
         }
-        for arguments in woken { try await queue.enqueue(try WebhookDeliveryJob.job(arguments), on: connection) }
+        // At most two round trips for a transaction's events, however many events and endpoints: one for each event
+        // and endpoint kept the applying transaction open (and its accounts locked) that much longer.
+        try await deliveries.add(added, on: connection)
+        try await queue.enqueue(try woken.map { try WebhookDeliveryJob.job($0) }, on: connection)
     }
 }
 

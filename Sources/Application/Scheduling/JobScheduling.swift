@@ -8,10 +8,19 @@ public protocol JobScheduling: Sendable {
     /// Enqueues `job` on `connection`, unless a live job has its unique key; returns whether it was enqueued.
     @discardableResult
     func enqueue(_ job: NewJob, on connection: PostgresConnection) async throws -> Bool
+
+    /// Enqueues `jobs` on `connection` in one statement, skipping those whose unique key a live job has; returns how
+    /// many were enqueued.
+    @discardableResult
+    func enqueue(_ jobs: [NewJob], on connection: PostgresConnection) async throws -> Int
 }
 
 extension PostgresJobQueue: JobScheduling {
     public func enqueue(_ job: NewJob, on connection: PostgresConnection) async throws -> Bool {
         try await enqueue(job, on: connection, notify: true) != .duplicate
+    }
+
+    public func enqueue(_ jobs: [NewJob], on connection: PostgresConnection) async throws -> Int {
+        try await enqueue(jobs, on: connection, notify: true)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import StatementFencing
 import Subscriptions
 
 /// What is left to send to each webhook endpoint (`webhook_deliveries`) and every attempt (`webhook_attempts`), on the
@@ -42,13 +43,23 @@ public struct WebhookDeliveries: Sendable {
         }
     }
 
-    /// Records that `event` is to be sent to `endpoint`.
-    public func add(_ event: EventLog.Appended, endpoint: String, on connection: PostgresConnection) async throws {
-        try await connection.query(
-            """
+    /// Records that each event is to be sent to its endpoint, in one statement however many there are; a delivery
+    /// stored already is skipped, and none makes no round trip.
+    public func add(_ deliveries: [(event: EventLog.Appended, endpoint: String)], on connection: PostgresConnection) async throws {
+        guard !deliveries.isEmpty else { return }
+        _ = try await connection.run(
+            PreparedQuery<AddDeliveries>(
+                deliveries.map(\.endpoint), deliveries.map(\.event.id), deliveries.map(\.event.account), deliveries.map(\.event.sequence)),
+            logger: logger)
+    }
+
+    /// Adds the deliveries of the parallel arrays `$1` endpoint, `$2` event id, `$3` account, `$4` sequence; a pair
+    /// stored already is skipped.
+    enum AddDeliveries: PreparedSQL {
+        static let sql = """
             INSERT INTO webhook_deliveries (endpoint, event_id, account_id, sequence)
-            VALUES (\(endpoint), \(event.id), \(event.account), \(event.sequence)) ON CONFLICT DO NOTHING
-            """, logger: logger)
+            SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::bigint[]) ON CONFLICT DO NOTHING
+            """
     }
 
     /// The oldest event still to send to `endpoint` for `account`, with its delivery.
