@@ -47,7 +47,7 @@ struct WebhookFanOutTests {
 
                     var total = (stored: 0, credits: 0)
                     for account in accounts {
-                        let stored = try await Self.stored(harness, account: account)
+                        let stored = try await harness.storedEvents(of: account)
                         let credits = stored.filter { $0.type.hasPrefix("credits.") }
                         #expect(stored.count > credits.count && !credits.isEmpty, "\(stored.map(\.type))")
                         #expect(appReceiver.firstCopies.filter { $0.account == account }.map(\.id) == stored.map(\.id), "every event, in order")
@@ -61,14 +61,5 @@ struct WebhookFanOutTests {
                 }
             }
         }
-    }
-
-    /// Every stored event of `account`, by sequence.
-    static func stored(_ harness: StorekeeperHarness, account: String) async throws -> [(id: String, type: String)] {
-        var events: [(id: String, type: String)] = []
-        for try await (id, type) in try await harness.client.query(
-            "SELECT id::text, type FROM events WHERE account_id = \(account) ORDER BY sequence", logger: TestDatabase.logger
-        ).decode((String, String).self) { events.append((id, type)) }
-        return events
     }
 }

@@ -17,15 +17,6 @@ struct WebhookDeliveryTests {
         "subscription.expired",
     ]
 
-    /// Every stored event of `account`, by sequence: (id, type).
-    static func stored(_ harness: StorekeeperHarness, account: String) async throws -> [(String, String)] {
-        let rows = try await harness.client.query(
-            "SELECT id::text, type FROM events WHERE account_id = \(account) ORDER BY sequence", logger: TestDatabase.logger)
-        var events: [(String, String)] = []
-        for try await row in rows.decode((String, String).self) { events.append(row) }
-        return events
-    }
-
     @Test("A full lifecycle reaches the receiver once per event and in order, across a kill -9 of work")
     func fullLifecycleAcrossKill() async throws {
         let receiver = WebhookReceiver()
@@ -53,7 +44,7 @@ struct WebhookDeliveryTests {
                     try await flow.send(.expire)
 
                     let id = account.uuidString.lowercased()
-                    let stored = try await Self.stored(harness, account: id)
+                    let stored = try await harness.storedEvents(of: id)
                     #expect(stored.map(\.1).filter { $0.hasPrefix("subscription.") } == Self.lifecycle)
                     try await eventually(timeout: .seconds(30), "every event delivered") {
                         Set(receiver.deliveries.map(\.id)) == Set(stored.map(\.0))
@@ -86,7 +77,7 @@ struct WebhookDeliveryTests {
                     try await flow.send(.subscribe)
                     try await flow.send(.renew)
                     let id = account.uuidString.lowercased()
-                    let stored = try await Self.stored(harness, account: id)
+                    let stored = try await harness.storedEvents(of: id)
                     try await eventually("the first attempt refused") { receiver.refusals >= 1 }
                     // Ten minutes at a time for five hours: each step, jobs whose wait (on the injected clock) is over run now.
                     for _ in 0..<30 where Set(receiver.deliveries.map(\.id)) != Set(stored.map(\.0)) {

@@ -151,6 +151,15 @@ struct StorekeeperHarness {
         }
     }
 
+    /// Every stored event of `account`, by sequence.
+    func storedEvents(of account: String) async throws -> [(id: String, type: String)] {
+        var events: [(id: String, type: String)] = []
+        for try await (id, type) in try await client.query(
+            "SELECT id::text, type FROM events WHERE account_id = \(account) ORDER BY sequence", logger: TestDatabase.logger
+        ).decode((String, String).self) { events.append((id, type)) }
+        return events
+    }
+
     func count(_ sql: String) async throws -> Int {
         let rows = try await client.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger)
         for try await count in rows.decode(Int.self) { return count }
