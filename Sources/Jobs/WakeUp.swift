@@ -24,7 +24,8 @@ final class WakeUp: Sendable {
 
     /// Returns on a signal or after `timeout`, whichever comes first.
     func wait(timeout: Duration) async {
-        let timer = DeadlineTimer(after: timeout) { self.signal() }
+        // A timer of its own: an idle worker waits here all the time, and would keep the shared sweep ticking.
+        let timer = DeadlineTimer(after: timeout, sweep: nil) { self.signal() }
         defer { timer.cancel() }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

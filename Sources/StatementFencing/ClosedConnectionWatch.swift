@@ -1,4 +1,3 @@
-import Dispatch
 import PostgresNIO
 import Synchronization
 
@@ -14,7 +13,7 @@ import Synchronization
 /// connection has been closed for two sweeps in a row (postgres-nio fails the statements it did receive at once), so
 /// the caller sees an error — a 503, a failed attempt, a retried claim — instead of a hang. One timer serves the whole
 /// process; watching a statement costs a dictionary insert and removal, and the task the statement runs in.
-final class ClosedConnectionWatch: @unchecked Sendable {  // the timer is a dispatch source (thread-safe); the rest is in a Mutex
+final class ClosedConnectionWatch: Sendable {
     static let shared = ClosedConnectionWatch(interval: .seconds(1))
 
     private struct Watched: Sendable {
@@ -24,17 +23,13 @@ final class ClosedConnectionWatch: @unchecked Sendable {  // the timer is a disp
     }
 
     private let watched = Mutex<(next: Int, entries: [Int: Watched])>((0, [:]))
-    private let timer: any DispatchSourceTimer
+    private let timer: SweepTimer  // started once, never stopped
 
     init(interval: Duration) {
-        let nanoseconds = Int(clamping: interval.nanoseconds)
-        timer = DispatchSource.makeTimerSource(queue: .global())
-        timer.schedule(deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(nanoseconds))
-        timer.setEventHandler { [weak self] in self?.sweep() }
-        timer.resume()
+        timer = SweepTimer(interval: interval, leeway: interval / 10)
+        timer.onTick { [weak self] in self?.sweep() }
+        timer.start()
     }
-
-    deinit { timer.cancel() }
 
     /// Runs `operation` (statements on `connection`) and returns its result, or throws ``ConnectionClosedError`` once
     /// the connection has closed and the operation has not finished.

@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 
 /// Runs `operation`, giving up after `timeout`: a dead database turns into a quick 503, a one-line CLI error, or a
@@ -14,7 +13,7 @@ public func withDeadline<Result: Sendable>(
             let work = Task {
                 do { outcome.resume(with: .success(try await operation())) } catch { outcome.resume(with: .failure(error)) }
             }
-            // A dispatch timer, not a sleeping task: a cancelled `Task.sleep` keeps its task and timer allocated until
+            // A `DeadlineTimer`, not a sleeping task: a cancelled `Task.sleep` keeps its task and timer allocated until
             // the sleep's original deadline, so every call would hold memory for the whole `timeout`.
             let timer = DeadlineTimer(after: timeout) {
                 outcome.resume(with: .failure(DeadlineExceeded()))
@@ -29,20 +28,6 @@ public func withDeadline<Result: Sendable>(
 
 /// Thrown by ``withDeadline(_:_:)`` when the operation did not finish in time.
 public struct DeadlineExceeded: Error {}
-
-/// A one-shot dispatch timer that can be cancelled, releasing it at once. (Dispatch sources are thread-safe.)
-package final class DeadlineTimer: @unchecked Sendable {
-    private let source: any DispatchSourceTimer
-
-    package init(after timeout: Duration, _ handler: @escaping @Sendable () -> Void) {
-        source = DispatchSource.makeTimerSource(queue: .global())
-        source.schedule(deadline: .now() + .nanoseconds(Int(clamping: timeout.nanoseconds)))
-        source.setEventHandler(handler: handler)
-        source.resume()
-    }
-
-    package func cancel() { source.cancel() }
-}
 
 /// Resumes a continuation with whichever outcome comes first; later ones are dropped.
 package final class FirstOutcome<Value: Sendable>: @unchecked Sendable {
