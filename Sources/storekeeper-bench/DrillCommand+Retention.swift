@@ -69,9 +69,12 @@ extension HostileDrill {
         let defaults = answers.filter { $0.0 == 200 && $0.1.contains(Self.retentionDefault) }.count
         // One of them signs it; a request that waited past the policy's deadline for the account's lock gets the
         // default as the others do (a debug build on a loaded machine may see that for all of them).
+        let odd = answers.filter { !($0.0 == 200 && ($0.1.contains("promotionalOffer") || $0.1.contains(Self.retentionDefault))) || $0.2 >= 2 }
+            .map { "\($0.0.map(String.init) ?? "no answer") in \(String(format: "%.2f", $0.2)) s: \($0.1.prefix(200))" }
         verdict.check(
-            offers <= 1 && offers + defaults == 20 && answers.allSatisfy { $0.2 < 2 },
-            "retention: 20 requests at once for one account: \(offers) signed offer, \(defaults) defaults, each within 2 s (at most one offer)")
+            offers <= 1 && odd.isEmpty,
+            "retention: 20 requests at once for one account: \(offers) signed offer, \(defaults) defaults, each within 2 s (at most one offer)"
+                + Self.listed(odd))
         let signed = try await system.count(
             """
             SELECT count(*) FROM offer_signatures o JOIN subscriptions s ON s.account_id = o.account_id

@@ -1,6 +1,7 @@
 import AppStoreModels
 import AsyncHTTPClient
 import Foundation
+import HTTPAPI
 import LocalSigning
 import Logging
 import NIOCore
@@ -97,7 +98,12 @@ final class SystemUnderTest: @unchecked Sendable {
         if let executable { self.executable = executable }
         signer = NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: Self.bundleId)
         var configuration = HTTPClient.Configuration()
-        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: clients)
+        // A kept-alive connection is dropped here at half `serve`'s idle deadline, before `serve` closes it: a request
+        // sent on a connection at the instant the server closes it gets no answer at all.
+        let serverIdle =
+            Int(environment["STOREKEEPER_HTTP_IDLE_TIMEOUT"] ?? ProcessInfo.processInfo.environment["STOREKEEPER_HTTP_IDLE_TIMEOUT"] ?? "").map(
+                Duration.seconds) ?? HTTPServerLimits().idleTimeout
+        configuration.connectionPool = .init(idleTimeout: TimeAmount(serverIdle / 2), concurrentHTTP1ConnectionsPerHostSoftLimit: clients)
         http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         interrupted = Interruption.register { [weak self] in
             guard let self else { return }
@@ -184,7 +190,8 @@ final class SystemUnderTest: @unchecked Sendable {
         return (response.status.code, object?["status"] as? String)
     }
 
-    /// One request of any kind: the status (nil when no answer came), the response's headers and its body.
+    /// One request of any kind: the status (nil when no answer came), the response's headers and its body (the client's
+    /// error when no answer came).
     func request(
         _ path: String, method: HTTPMethod = .GET, headers: [(String, String)] = [], body: ByteBuffer? = nil, timeout: Int64 = 10
     ) async -> (status: UInt?, headers: HTTPHeaders, body: String) {
@@ -192,9 +199,13 @@ final class SystemUnderTest: @unchecked Sendable {
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(body) }
-        guard let response = try? await http.execute(request, timeout: .seconds(timeout)) else { return (nil, [:], "") }
-        let bytes = (try? await response.body.collect(upTo: 1 << 20)) ?? ByteBuffer()
-        return (response.status.code, response.headers, String(buffer: bytes))
+        do {
+            let response = try await http.execute(request, timeout: .seconds(timeout))
+            let bytes = (try? await response.body.collect(upTo: 1 << 20)) ?? ByteBuffer()
+            return (response.status.code, response.headers, String(buffer: bytes))
+        } catch {
+            return (nil, [:], "\(error)")
+        }
     }
 
     /// One integer from the database.

@@ -116,6 +116,10 @@ struct ConnectionLimitsTests {
                     bodyMemory: 2 << 20))
         #expect(configured.metricsKeys == ["m1", "m2"])
         #expect(try StorekeeperConfiguration.load(environment: base).httpLimits == HTTPServerLimits())
+        // Those who keep connections to serve open commonly drop an idle one after 60 s (AsyncHTTPClient's pool, an
+        // AWS load balancer, nginx's upstream keepalive_timeout): serve must not close it first, at the instant a
+        // request may go out on it.
+        #expect(HTTPServerLimits().idleTimeout > .seconds(60))
         do {
             _ = try StorekeeperConfiguration.load(
                 environment: base.merging(["STOREKEEPER_HTTP_HEAD_TIMEOUT": "0", "STOREKEEPER_HTTP_MAX_CONNECTIONS": "lots"]) { $1 })

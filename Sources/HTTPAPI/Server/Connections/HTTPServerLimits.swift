@@ -6,7 +6,10 @@ public struct HTTPServerLimits: Sendable, Equatable {
     public var headTimeout: Duration
     /// From a request's head until its last body byte.
     public var bodyTimeout: Duration
-    /// From a response's end until the next request head on the same connection.
+    /// From a response's end until the next request head on the same connection. Its default is longer than the 60 s
+    /// that clients and proxies commonly keep an idle connection for (AsyncHTTPClient's pool, an AWS load balancer,
+    /// nginx's upstream `keepalive_timeout`): a request sent on a connection at the instant the server closes it for
+    /// idleness gets no answer at all, so the side that sends must be the one to give up first.
     public var idleTimeout: Duration
     /// Connections served at once by one process; further ones wait in the listen backlog.
     public var maximumConnections: Int
@@ -17,7 +20,7 @@ public struct HTTPServerLimits: Sendable, Equatable {
     public var headBytes: Int
 
     public init(
-        headTimeout: Duration = .seconds(10), bodyTimeout: Duration = .seconds(30), idleTimeout: Duration = .seconds(60),
+        headTimeout: Duration = .seconds(10), bodyTimeout: Duration = .seconds(30), idleTimeout: Duration = .seconds(75),
         maximumConnections: Int = 1_024, bodyMemory: Int = 16 * 1024 * 1024, headBytes: Int = 16 * 1024
     ) {
         self.headTimeout = headTimeout
