@@ -208,13 +208,16 @@ struct CreditHoldTests {
         try await StorekeeperHarness.run(worker: false, environment: Self.environment, clock: { clock.now }) { harness in
             try await harness.withHTTP { client in
                 let account = "lapsing-\(UUID().uuidString.prefix(8).lowercased())"
+                // At noon of a UTC day: held then for a day, the hold outlives the next day's first minute, whenever
+                // the test runs (from the real time, it did not in the first minute after midnight).
+                let noon = (Date().timeIntervalSince1970 / 86_400).rounded(.down) * 86_400 + 43_200
+                clock.set(Date(timeIntervalSince1970: noon))
                 try await Self.topUp(client, account, "ai_requests", 2)
                 let held = try await Self.hold(client, account, "ai_requests", 6, key: "d", expiresIn: 86_400)
                 let id = try held.answer(CreditHoldAnswer.self).id
                 #expect(try await Self.remaining(client, account, "ai_requests") == 1)
                 // Just past the next UTC midnight, where the day's quota ends, well before the hold's expiry.
-                let nextDay = (Date().timeIntervalSince1970 / 86_400).rounded(.down) * 86_400 + 86_400 + 60
-                clock.set(Date(timeIntervalSince1970: nextDay))
+                clock.set(Date(timeIntervalSince1970: noon + 43_200 + 60))
                 let released = try await Self.post(client, "/v1/holds/\(id)/release", "")
                 #expect(released.status == .ok, "\(String(buffer: released.body))")
                 #expect(

@@ -67,6 +67,33 @@ struct OperationsTests {
         }
     }
 
+    @Test("every answer is counted and timed by route, method and status; a method HTTP does not define is counted as _OTHER")
+    func requestMetrics() async throws {
+        try await StorekeeperHarness.run { harness in
+            try await harness.withHTTP { client in
+                let status = try await client.execute(
+                    uri: "/v1/accounts/\(UUID())/status", method: .get, headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)"])
+                #expect(status.status == .ok)
+                #expect(try await client.postNotification(Data("{}".utf8)).status == .badRequest)
+                _ = try await client.execute(uri: "/healthz", method: HTTPRequest.Method("BREW")!)
+                let lines = String(buffer: try await client.execute(uri: "/metrics", method: .get).body).split(separator: "\n")
+                func series(_ family: String, _ labels: String...) -> Bool {
+                    lines.contains { $0.hasPrefix(family + "{") && labels.allSatisfy($0.contains) }
+                }
+                let statusRoute = #"http_route="/v1/accounts/{accountId}/status""#
+                #expect(series("hb_requests", statusRoute, #"http_request_method="GET""#, #"http_response_status_code="200""#))
+                #expect(series("http_server_request_duration_count", statusRoute, #"http_response_status_code="200""#))
+                // An answer thrown as an error is counted as one, under its status.
+                let intake = #"http_route="/notifications/apple""#
+                #expect(series("hb_requests", intake, #"http_request_method="POST""#, #"http_response_status_code="400""#))
+                #expect(series("hb_request_errors", intake, #"error_type="400""#))
+                // A method is any token a client likes: all but HTTP's own share one series.
+                #expect(series("hb_requests", #"http_request_method="_OTHER""#))
+                #expect(!lines.contains { $0.contains("BREW") }, "a client's made-up method became a series of its own")
+            }
+        }
+    }
+
     @Test("GET /metrics exposes intake, verification, queue, job, credit and status-read families")
     func metrics() async throws {
         try await StorekeeperHarness.run { harness in

@@ -8,7 +8,7 @@ public func buildRouter(_ dependencies: HTTPDependencies) -> Router<StorekeeperR
     let router = Router(context: StorekeeperRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.add(middleware: SecurityHeadersMiddleware())
     router.add(middleware: LogRequestsMiddleware(.debug))
-    router.add(middleware: MetricsMiddleware())
+    router.add(middleware: RequestMetricsMiddleware())
     router.add(middleware: RequestBodyBudgetMiddleware(budget: shared.bodyBudget))
     MetricsController(
         registry: shared.metrics, jobs: shared.jobs, kinds: shared.jobKinds, deliveries: shared.events,
