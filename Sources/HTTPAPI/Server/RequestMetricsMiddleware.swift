@@ -10,7 +10,9 @@ import Synchronization
 /// Hummingbird's middleware records after the body is written, by wrapping every body in a writing closure. A body
 /// held whole (every answer of this server) then goes out as three writes — head, body, end — each a hop to the
 /// connection's event loop and a flush, where Hummingbird otherwise writes the three in one (docs/capacity.md, "One
-/// write an answer"). Here the time ends when the handler has its answer, before it is written.
+/// write an answer"). Here the time ends when the handler has its answer, before it is written; and a HEAD request,
+/// whose answer drops its GET's body (and with it Hummingbird's closure), is counted and leaves the active-requests
+/// gauge as any other.
 struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
     private let metrics = RequestMetrics()
 
@@ -53,8 +55,8 @@ final class RequestMetrics: Sendable {
     private let meters = Mutex<[String: Meter]>([:])
     private let routes = Mutex<[RouteKey: Route]>([:])
 
-    /// HTTP's own methods by name, and `_OTHER` for any other (OpenTelemetry's convention): a method is any token a
-    /// client likes, and each would otherwise be a series of its own.
+    /// HTTP's own methods by name, and `_OTHER` for any other (OpenTelemetry's convention): the HTTP parser passes two
+    /// dozen more (WebDAV's and others'), each of which would otherwise be series of its own on every unknown path.
     static func methodName(_ method: HTTPRequest.Method) -> String {
         switch method {
         case .get, .head, .post, .put, .delete, .connect, .options, .trace, .patch: method.rawValue
