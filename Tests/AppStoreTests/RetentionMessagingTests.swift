@@ -85,8 +85,14 @@ struct RetentionMessagingTests {
                     #expect(jws.claims.productId == "pro.monthly" && jws.claims.bid == StorekeeperHarness.bundleId)
                     #expect(jws.claims.transactionId == flow.originalTransactionId)
 
-                    // The same request again is a replay, whoever sends it.
-                    let replay = try await Self.post(client, harness, Self.request(flow.originalTransactionId, id: first))
+                    // The same request again is a replay, whoever sends it. A decision that misses the deadline on a
+                    // loaded machine (CI's whole suite at once) is answered the default instead, as Apple would be: the
+                    // replay is sent again then, and must be refused before long.
+                    var replay = try await Self.post(client, harness, Self.request(flow.originalTransactionId, id: first))
+                    for _ in 0..<10 where replay.status == .ok {
+                        #expect(try replay.answer(RetentionMessageAnswer.self).message?.messageIdentifier == Self.defaultMessage)
+                        replay = try await Self.post(client, harness, Self.request(flow.originalTransactionId, id: first))
+                    }
                     #expect(try replay.status == .unauthorized && replay.answer(ErrorAnswer.self).error == "replayed_request")
 
                     // The offer is once per account: the next request falls to the default message.
