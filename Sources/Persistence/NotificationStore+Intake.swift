@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import Jobs
 import PostgresNIO
@@ -98,7 +99,7 @@ extension NotificationStore {
                 })
             bindings.append(entries.map { $0.decoded ?? "" })
             bindings.append(entries.map { $0.rejectedReason ?? "" })
-            JobBatchInsert(entries.map { ($0.uuid.uuidString.lowercased(), $0.job) }).appendBindings(to: &bindings)
+            JobBatchInsert(entries.map { ($0.uuid.lowercasedText, $0.job) }).appendBindings(to: &bindings)
             return bindings
         }
 

@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import Logging
 import PostgresNIO
@@ -51,7 +52,7 @@ public struct PurchaseIntents: Sendable {
         for row in rows {
             let (token, account) = try row.decode((UUID, AccountID).self)
             found[token] = account
-            accounts[token.uuidString.lowercased()] = account
+            accounts[token.lowercasedText] = account
         }
         answers.remember(unknown, found: found)
         return accounts
@@ -70,7 +71,7 @@ public struct PurchaseIntents: Sendable {
                 var unknown: [UUID] = []
                 for token in tokens {
                     switch known[token] {
-                    case .some(.some(let account)): accounts[token.uuidString.lowercased()] = account
+                    case .some(.some(let account)): accounts[token.lowercasedText] = account
                     case .some(.none): break
                     case .none: unknown.append(token)
                     }

@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 
 /// The app's own id of an account: any non-empty string of up to 128 characters and 512 UTF-8 bytes without control
@@ -34,11 +35,10 @@ public struct AccountID: Hashable, Sendable, Codable, Comparable, CustomStringCo
                 !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
             else { return nil }
         }
-        // A UUID's text is 36 ASCII characters.
-        self.text = utf8.count == 36 ? UUID(uuidString: text).map { $0.uuidString.lowercased() } ?? text : text
+        self.text = UUID.lowercasedText(text) ?? text
     }
 
-    public init(_ uuid: UUID) { text = uuid.uuidString.lowercased() }
+    public init(_ uuid: UUID) { text = uuid.lowercasedText }
 
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)

@@ -66,11 +66,26 @@ struct HTTPHardeningTests {
                 #expect(try await client.execute(uri: "/metrics", method: .get, headers: [.authorization: "Bearer metrics-key"]).status == .ok)
                 let kind = try await client.execute(uri: "/admin/jobs?kind=%00", method: .get, headers: [.authorization: "Bearer \(Self.admin)"])
                 #expect(kind.status == .badRequest)
-                let usage = try await client.execute(
-                    uri: "/v1/accounts/\(UUID())/usage", method: .post,
-                    headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
-                    body: ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "a\u0000b"}"#))
-                #expect(usage.status == .badRequest)
+                // An idempotency key is 1–255 bytes without control characters: C0, DEL and C1 alike.
+                func spend(key: String) async throws -> (HTTPResponse.Status, String) {
+                    let body = #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(key)"}"#
+                    let usage = try await client.execute(
+                        uri: "/v1/accounts/\(UUID())/usage", method: .post,
+                        headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+                        body: ByteBuffer(string: body))
+                    return (usage.status, String(buffer: usage.body))
+                }
+                for key in [
+                    #"a\u0000b"#, #"a\u001fb"#, #"a\u007fb"#, #"a\u0085b"#, #"\u009f"#, String(repeating: "k", count: 256),
+                    "é" + String(repeating: "k", count: 254),
+                ] {
+                    let (status, body) = try await spend(key: key)
+                    #expect(status == .badRequest && body.contains("invalid_idempotency_key"), "\(key): \(status) \(body)")
+                }
+                for key in ["k", #"a\u00a0b"#, "zé", "日本", String(repeating: "k", count: 255), "~ !", "é" + String(repeating: "k", count: 253)] {
+                    let (status, body) = try await spend(key: key)
+                    #expect(status != .badRequest, "\(key): \(status) \(body)")
+                }
                 // Path parameters arrive percent-encoded: `%00` is three characters, not NUL. An id past 256 bytes is 400.
                 #expect(try await client.getWithKey("/v1/subscriptions/a%00b").status == .notFound)
                 #expect(try await client.getWithKey("/v1/subscriptions/" + String(repeating: "9", count: 300)).status == .badRequest)

@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import Persistence
 
@@ -8,7 +9,7 @@ public enum EventEnvelope {
     public static func json(_ event: EventLog.StoredEvent) -> String {
         let timestamp = ISO8601DateFormatter().string(from: event.createdAt)
         return """
-            {"id":"\(event.id.uuidString.lowercased())","type":"\(event.type)","timestamp":"\(timestamp)",\
+            {"id":"\(event.id.lowercasedText)","type":"\(event.type)","timestamp":"\(timestamp)",\
             "sequence":\(event.sequence),"cursor":"\(event.cursor)","data":\(event.body)}
             """
     }

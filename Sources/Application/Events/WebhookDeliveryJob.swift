@@ -1,3 +1,4 @@
+import Entitlements
 import Events
 import Foundation
 import Jobs
@@ -125,7 +126,7 @@ public struct WebhookDeliveryJob: JobHandler {
     /// One attempt: the signed request and what came of it.
     private func send(_ event: EventLog.StoredEvent, to endpoint: WebhookEndpoint) async -> (delivered: Bool, log: WebhookDeliveries.Attempt) {
         let body = Data(EventEnvelope.json(event).utf8)
-        let id = event.id.uuidString.lowercased()
+        let id = event.id.lowercasedText
         let timestamp = Int64(clock().timeIntervalSince1970)
         let headers = [
             ("content-type", "application/json"), ("user-agent", "Storekeeper"),

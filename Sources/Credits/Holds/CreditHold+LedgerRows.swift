@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 
 // The ledger rows a hold writes, as the credit rules shape them: pure, so the order of a hold's end and a reset, an
@@ -71,7 +72,7 @@ extension CreditHold {
     /// row (`hold-return:…` is then the debit given back whole): a settle of part of a hold writes two rows a debit, not
     /// three (issue 53's pace).
     public static func endEntries(of hold: CreditHold, outcome: HoldSettlement.Outcome) -> [LedgerEntry] {
-        let id = hold.id.uuidString.lowercased()
+        let id = hold.id.lowercasedText
         // Keyed by the debit it gives back (a hold takes once from each bucket), not by its place among the returns:
         // two ends of one hold, however they raced, write the same keys, and the second's are skipped.
         func returnKey(_ index: Int) -> String { "hold-return:\(id):\(index)" }

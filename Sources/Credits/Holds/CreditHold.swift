@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import Subscriptions
 
@@ -53,7 +54,7 @@ public struct CreditHold: Sendable, Equatable {
     }
 
     /// The ledger key of a hold's debit `index`.
-    public static func debitKey(_ id: UUID, _ index: Int) -> String { "hold:\(id.uuidString.lowercased()):\(index)" }
+    public static func debitKey(_ id: UUID, _ index: Int) -> String { "hold:\(id.lowercasedText):\(index)" }
 }
 
 extension CreditHold {

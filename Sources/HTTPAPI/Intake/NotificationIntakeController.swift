@@ -1,5 +1,6 @@
 import AppStoreModels
 import Application
+import Entitlements
 import Foundation
 import Hummingbird
 import Jobs
@@ -86,7 +87,7 @@ public struct NotificationIntakeController: Sendable {
             logger.notice("notification ignored", metadata: ["reason": "\(reason)"])
             return Answer(status: "ignored", notificationUUID: uuidText, reason: reason)
         }
-        guard let uuid = UUID(uuidString: uuidText) else {
+        guard let uuid = UUID(text: uuidText) else {
             throw APIError.badRequest("notificationUUID is not a UUID")
         }
         let outcome: NotificationInbox.Outcome

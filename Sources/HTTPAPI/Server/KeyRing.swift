@@ -7,11 +7,13 @@ import Hummingbird
 struct KeyRing: Sendable {
     private let digests: [SHA256.Digest]
 
-    init(keys: [String]) { self.digests = keys.map { SHA256.hash(data: Data($0.utf8)) } }
+    init(keys: [String]) { self.digests = keys.map { SHA256.hash(data: Array($0.utf8)) } }
 
     /// The position of `presented` among the keys, or `nil`.
     func position(of presented: String) -> Int? {
-        let digest = SHA256.hash(data: Data(presented.utf8))
+        // An array, not `Data`: `Data`'s initialiser from a sequence asks the runtime for each of its conformances on
+        // every request.
+        let digest = SHA256.hash(data: Array(presented.utf8))
         var found: Int?
         for (index, candidate) in digests.enumerated() where Self.constantTimeEqual(candidate, digest) { found = index }
         return found

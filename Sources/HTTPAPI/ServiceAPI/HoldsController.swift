@@ -1,5 +1,6 @@
 import Application
 import Credits
+import Entitlements
 import Events
 import Foundation
 import Hummingbird
@@ -68,7 +69,7 @@ public struct HoldsController: Sendable {
         var remaining: Int64?
 
         init(_ hold: CreditHold, remaining: Int64? = nil) {
-            (id, accountId, meter, amount, state) = (hold.id.uuidString.lowercased(), hold.account.text, hold.meter, hold.amount, hold.state.text)
+            (id, accountId, meter, amount, state) = (hold.id.lowercasedText, hold.account.text, hold.meter, hold.amount, hold.state.text)
             (createdAt, expiresAt, charged, returned, lapsed, endedAt) = (
                 hold.createdAt, hold.expiresAt, hold.charged, hold.returned, hold.lapsed, hold.endedAt
             )
@@ -177,7 +178,7 @@ public struct HoldsController: Sendable {
     func read(_ request: Request, context: StorekeeperRequestContext) async throws -> HoldJSON {
         let id = try Self.holdId(context)
         guard let hold = try await withDatabase({ try await holds.hold(id) }) else {
-            throw APIError(.notFound, code: .notFound, message: "no hold \(id.uuidString.lowercased())")
+            throw APIError(.notFound, code: .notFound, message: "no hold \(id.lowercasedText)")
         }
         return HoldJSON(hold)
     }
@@ -212,7 +213,7 @@ public struct HoldsController: Sendable {
     }
 
     static func holdId(_ context: StorekeeperRequestContext) throws -> UUID {
-        guard let id = context.parameters.get("holdId").flatMap(UUID.init(uuidString:)) else {
+        guard let text = context.parameters.get("holdId"), let id = UUID(text: text) else {
             throw APIError.badRequest("holdId must be a hold's id (a UUID)")
         }
         return id

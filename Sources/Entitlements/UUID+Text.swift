@@ -1,0 +1,99 @@
+import Foundation
+
+// Ids go to and from text on every request and row: an account id, a hold's, a notification's, an event's.
+// Foundation on Linux parses with `sscanf` and writes with `sprintf` (its vendored libuuid), in uppercase that is then
+// lowercased: `perf` of `serve` put those two at 1.7–2 % of its samples in the bench's spends and pairs
+// (docs/capacity.md, "Ids as text by hand"). These read and write the same 36-character form by hand.
+extension UUID {
+    /// The id's 36-character text in lowercase, as Storekeeper stores and answers every id: what
+    /// `uuidString.lowercased()` gives.
+    public var lowercasedText: String {
+        let digits: StaticString = "0123456789abcdef"
+        return withUnsafeBytes(of: uuid) { bytes in
+            String(unsafeUninitializedCapacity: 36) { text in
+                var at = 0
+                for (index, byte) in bytes.enumerated() {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        text[at] = UInt8(ascii: "-")
+                        at += 1
+                    }
+                    text[at] = digits.utf8Start[Int(byte >> 4)]
+                    text[at + 1] = digits.utf8Start[Int(byte & 0x0F)]
+                    at += 2
+                }
+                return at
+            }
+        }
+    }
+
+    /// The id a 36-character text names, in either case — what `UUID(uuidString:)` accepts: hyphens at 8, 13, 18 and
+    /// 23, hexadecimal digits elsewhere, nothing more.
+    public init?(text: some StringProtocol) {
+        var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let parsed = withUnsafeMutableBytes(of: &bytes) { uuid in
+            text.utf8.withContiguousStorageIfAvailable { Self.parse($0, into: uuid) } ?? Self.parse(Array(text.utf8), into: uuid)
+        }
+        guard parsed else { return nil }
+        self.init(uuid: bytes)
+    }
+
+    /// `text` lowercased when it is an id's 36-character form (``init(text:)``), else `nil`.
+    public static func lowercasedText(_ text: String) -> String? {
+        let utf8 = text.utf8
+        guard utf8.count == 36 else { return nil }
+        switch utf8.withContiguousStorageIfAvailable({ Self.form(of: $0) }) ?? Self.form(of: Array(utf8)) {
+        case .lowercase: return text
+        case .uppercased: return String(decoding: utf8.map { Self.isUppercaseDigit($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+        case nil: return nil
+        }
+    }
+
+    /// Whether an id's text has a digit in uppercase.
+    private enum Form { case lowercase, uppercased }
+
+    private static func form(of text: some Collection<UInt8>) -> Form? {
+        guard text.count == 36 else { return nil }
+        var form = Form.lowercase
+        for (index, byte) in text.enumerated() {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                guard byte == UInt8(ascii: "-") else { return nil }
+            } else {
+                guard hexValue(byte) != nil else { return nil }
+                if isUppercaseDigit(byte) { form = .uppercased }
+            }
+        }
+        return form
+    }
+
+    private static func parse(_ text: some Collection<UInt8>, into uuid: UnsafeMutableRawBufferPointer) -> Bool {
+        guard text.count == 36 else { return false }
+        var high: UInt8?
+        var at = 0
+        for (index, byte) in text.enumerated() {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                guard byte == UInt8(ascii: "-") else { return false }
+                continue
+            }
+            guard let value = hexValue(byte) else { return false }
+            if let first = high {
+                uuid[at] = first << 4 | value
+                at += 1
+                high = nil
+            } else {
+                high = value
+            }
+        }
+        return true
+    }
+
+    private static func isUppercaseDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "F") }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
