@@ -201,7 +201,7 @@ let package = Package(
         .target(
             name: "StorekeeperRuntime",
             dependencies: [
-                "AppStoreModels", "SignedData", "Subscriptions", "Credits", "StripeStore", "StripeAPI", "Events", "Persistence",
+                "AppStoreModels", "Entitlements", "SignedData", "Subscriptions", "Credits", "StripeStore", "StripeAPI", "Events", "Persistence",
                 "Application", "Jobs", "StatementFencing", "HTTPAPI", "LocalSigning", "GooglePlayAPI",
                 "AppStoreServerAPI", "Analytics",
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -2,8 +2,10 @@ import Foundation
 
 // Ids go to and from text on every request and row: an account id, a hold's, a notification's, an event's.
 // Foundation on Linux parses with `sscanf` and writes with `sprintf` (its vendored libuuid), in uppercase that is then
-// lowercased: `perf` of `serve` put those two at 1.7–2 % of its samples in the bench's spends and pairs
-// (docs/capacity.md, "Ids as text by hand"). These read and write the same 36-character form by hand.
+// lowercased: `perf` of `serve` put those two at about 2 % of its samples in the bench's spends and pairs
+// (docs/capacity.md, "Ids as text by hand"). These read and write the 36-character form by hand, and every part of the
+// server reads an id's text through them, so no two parts disagree on what is an id. (Here, in the module every other
+// depends on, as is `UUID.systemRandom()`.)
 extension UUID {
     /// The id's 36-character text in lowercase, as Storekeeper stores and answers every id: what
     /// `uuidString.lowercased()` gives.
@@ -26,8 +28,9 @@ extension UUID {
         }
     }
 
-    /// The id a 36-character text names, in either case — what `UUID(uuidString:)` accepts: hyphens at 8, 13, 18 and
-    /// 23, hexadecimal digits elsewhere, nothing more.
+    /// The id a 36-character text names, in either case: RFC 9562's form, hyphens at 8, 13, 18 and 23 and hexadecimal
+    /// digits elsewhere, nothing more. Stricter than Foundation's `sscanf`, which has read a sign or a space inside a
+    /// pair of digits (`45-5` as `45fb`).
     public init?(text: some StringProtocol) {
         var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         let parsed = withUnsafeMutableBytes(of: &bytes) { uuid in
@@ -37,8 +40,9 @@ extension UUID {
         self.init(uuid: bytes)
     }
 
-    /// `text` lowercased when it is an id's 36-character form (``init(text:)``), else `nil`.
-    public static func lowercasedText(_ text: String) -> String? {
+    /// `text` lowercased when it is an id's 36-character form (``init(text:)``), else `nil`: how an account id or a
+    /// token that is a UUID is kept.
+    public static func canonicalText(of text: String) -> String? {
         let utf8 = text.utf8
         guard utf8.count == 36 else { return nil }
         switch utf8.withContiguousStorageIfAvailable({ Self.form(of: $0) }) ?? Self.form(of: Array(utf8)) {

@@ -66,10 +66,10 @@ public enum CreditChanges {
         environment: StoreEnvironment, answerBy: Date, deadline: Date, cause: EventCause
     ) -> EventDraft {
         EventDraft(
-            type: .purchaseRefundRequested, key: "refund_requested:\(requestId.uuidString.lowercased())", account: account,
+            type: .purchaseRefundRequested, key: "refund_requested:\(requestId.lowercasedText)", account: account,
             subscription: subscription, environment: environment,
             change: EventChange(
-                reason: reason, productId: productId, transactionId: transactionId, refundRequestId: requestId.uuidString.lowercased(),
+                reason: reason, productId: productId, transactionId: transactionId, refundRequestId: requestId.lowercasedText,
                 answerBy: answerBy, deadline: deadline),
             cause: cause)
     }

@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import Logging
 import PostgresNIO
@@ -46,7 +47,7 @@ public struct AccountSearch: Sendable {
     /// lookup (sql/0027).
     public func matches(_ text: String, limit: Int = 20) async throws -> [Match] {
         // Account ids are held in lower case (`AccountID`); one copied from a log or an iOS device is often upper case.
-        let text = UUID(uuidString: text).map { $0.uuidString.lowercased() } ?? text
+        let text = UUID.canonicalText(of: text) ?? text
         let rows = try await client.query(
             """
             WITH found AS (
@@ -78,7 +79,7 @@ public struct AccountSearch: Sendable {
                     FROM google_products p JOIN credit_ledger l ON l.operation_key = 'topup:' || coalesce(p.order_id, p.purchase_token)
                     JOIN credit_buckets b ON b.key = l.bucket
                     WHERE p.purchase_token = \(text) OR p.order_id = \(text)
-                UNION ALL SELECT account_id, 'purchase_intent', NULL, 4 FROM purchase_intents WHERE token = \(UUID(uuidString: text))
+                UNION ALL SELECT account_id, 'purchase_intent', NULL, 4 FROM purchase_intents WHERE token = \(UUID(text: text))
             )
             SELECT DISTINCT ON (account_id) account_id, matched_by, source FROM found WHERE account_id IS NOT NULL
             ORDER BY account_id, rank LIMIT \(limit)

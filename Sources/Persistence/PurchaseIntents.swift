@@ -44,7 +44,7 @@ public struct PurchaseIntents: Sendable {
 
     /// The accounts of those of `tokens` an app asked for (lowercased token → account); other tokens are not listed.
     public func accounts(ofTokens tokens: [String], on connection: PostgresConnection) async throws -> [String: AccountID] {
-        let uuids = Set(tokens.compactMap(UUID.init(uuidString:)))
+        let uuids = Set(tokens.compactMap { UUID(text: $0) })
         var (accounts, unknown) = answers.lookUp(uuids)
         guard !unknown.isEmpty else { return accounts }
         let rows = try await connection.run(PreparedQuery<IntendedAccounts>(Array(unknown)), logger: logger)

@@ -1,6 +1,7 @@
 import AppStoreModels
 import AppStoreServerAPI
 import Application
+import Entitlements
 import Foundation
 import Logging
 import Persistence
@@ -68,7 +69,7 @@ public struct NotificationHistoryBackfill: Sendable {
             logger.warning("history notification rejected", metadata: ["verification.category": "\(error.category.rawValue)"])
             return
         }
-        guard case .accepted = verifier.identityVerdict(for: notification), let uuid = UUID(uuidString: notification.payload.notificationUUID) else {
+        guard case .accepted = verifier.identityVerdict(for: notification), let uuid = UUID(text: notification.payload.notificationUUID) else {
             report.ignored += 1
             return
         }

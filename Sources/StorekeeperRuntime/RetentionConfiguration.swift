@@ -1,4 +1,5 @@
 import Credits
+import Entitlements
 import Foundation
 import Subscriptions
 
@@ -212,11 +213,11 @@ enum RetentionConfiguration {
             return nil
         }
         func message(_ text: String, _ at: String) -> String? {
-            guard let id = UUID(uuidString: text) else {
+            guard let id = UUID(text: text) else {
                 problems.append("\(at) must be the UUID of a message uploaded to Apple, got \"\(text)\"")
                 return nil
             }
-            return id.uuidString.lowercased()
+            return id.lowercasedText
         }
         if let text = answer.message {
             return message(text, "\(place).message").map { .message(messageIdentifier: $0) }

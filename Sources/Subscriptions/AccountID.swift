@@ -18,24 +18,13 @@ public struct AccountID: Hashable, Sendable, Codable, Comparable, CustomStringCo
     /// `nil` when `text` is empty, longer than 128 characters or holds a control character.
     public init?(_ text: String) {
         let utf8 = text.utf8
-        // Ids are ASCII nearly always, and checked on every request and every row read: a byte is a character there
-        // and the control characters are C0 and DEL, so one pass over the bytes decides.
-        var ascii = true
-        for byte in utf8 {
-            if byte >= 0x80 {
-                ascii = false
-                break
-            }
-            if byte < 0x20 || byte == 0x7F { return nil }
+        guard !utf8.isEmpty, utf8.count <= Self.maximumBytes else { return nil }
+        switch text.controlCharacterScan {
+        case .control: return nil
+        case .ascii: guard utf8.count <= Self.maximumLength else { return nil }
+        case .unicode: guard text.count <= Self.maximumLength else { return nil }
         }
-        if ascii {
-            guard !utf8.isEmpty, utf8.count <= Self.maximumLength else { return nil }
-        } else {
-            guard utf8.count <= Self.maximumBytes, text.count <= Self.maximumLength,
-                !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-            else { return nil }
-        }
-        self.text = UUID.lowercasedText(text) ?? text
+        self.text = UUID.canonicalText(of: text) ?? text
     }
 
     public init(_ uuid: UUID) { text = uuid.lowercasedText }

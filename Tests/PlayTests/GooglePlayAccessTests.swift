@@ -112,12 +112,15 @@ struct GooglePlayAccessTests {
             let read = try await world.http.getWithKey("/v1/stores/google_play/subscriptions/\(anonymous)")
             #expect(try read.status == .ok && read.answer(SubscriptionDetailAnswer.self).accountId == nil, "\(String(buffer: read.body))")
             // The first purchase's job may still be finishing (the fake sees the acknowledgement before the job
-            // completes), so only the unnamed purchase's key is counted, live or done.
-            let key = "\(GoogleAcknowledgeJob.jobKind):\(anonymous)"
-            #expect(
-                try await world.harness.count(
-                    "SELECT (SELECT count(*) FROM jobs WHERE unique_key = '\(key)') + (SELECT count(*) FROM job_history WHERE unique_key = '\(key)')"
-                ) == 0)
+            // completes), so each purchase's job is counted by its own key, live or done: one for the named purchase
+            // (the count can find a job), none for the unnamed.
+            func acknowledgeJobs(of token: String) async throws -> Int {
+                let key = "\(GoogleAcknowledgeJob.jobKind):\(token)"
+                return try await world.harness.count(
+                    "SELECT (SELECT count(*) FROM jobs WHERE unique_key = '\(key)') + (SELECT count(*) FROM job_history WHERE unique_key = '\(key)')")
+            }
+            #expect(try await acknowledgeJobs(of: purchase) == 1)
+            #expect(try await acknowledgeJobs(of: anonymous) == 0)
             #expect(world.fake.acknowledgements(of: anonymous) == 0)
         }
     }

@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import Logging
 import Persistence
@@ -71,7 +72,7 @@ public struct AccountErasure: Sendable {
                 // Erased meanwhile by another operator: its pseudonym, locked now.
                 if let before, before != known { try await credits.lockAccount(before, on: connection) }
                 if before == nil, try await !erased.holdsAnything(account, on: connection) { return nil }
-                let pseudonym = before ?? AccountID(UUID().uuidString.lowercased())!
+                let pseudonym = before ?? AccountID(UUID().lowercasedText)!
                 used.withLock { $0 = pseudonym }
                 try await erased.file(account, pseudonym: pseudonym, by: operatorName, at: now, on: connection)
                 let counts = try await erased.erase(account, as: pseudonym, on: connection)

@@ -1,4 +1,5 @@
 import Credits
+import Entitlements
 import Events
 import Foundation
 import Persistence

@@ -81,7 +81,7 @@ public struct OperatorGrants: Sendable {
         let now = Self.milliseconds(now)
         defer { cache?.invalidate(account) }
         let record = EntitlementRecord(
-            id: UUID().uuidString.lowercased(), kind: .grant, store: .operatorGrant, tier: request.tier, startsAt: now,
+            id: UUID().lowercasedText, kind: .grant, store: .operatorGrant, tier: request.tier, startsAt: now,
             endsAt: request.endsAt.map(Self.milliseconds), reason: request.reason, createdBy: request.createdBy)
         let stored = try await client.withTransaction(logger: logger) { connection in
             try await credits.lockAccount(account, on: connection)

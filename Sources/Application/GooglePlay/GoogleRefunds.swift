@@ -146,7 +146,7 @@ public struct GoogleRefunds: Sendable {
             try await queue.enqueue(
                 try NewJob(
                     kind: RefundDefence.jobKind, arguments: RefundDefence.Arguments(requestId: id), runAt: request.answerAt,
-                    uniqueKey: "consumption-answer:\(id.uuidString.lowercased())"),
+                    uniqueKey: "consumption-answer:\(id.lowercasedText)"),
                 on: connection)
         }
         try await events?.record(

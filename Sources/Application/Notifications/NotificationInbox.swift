@@ -1,4 +1,5 @@
 import AppStoreModels
+import Entitlements
 import Foundation
 import Jobs
 import Logging
@@ -33,7 +34,7 @@ public struct NotificationInbox: Sendable {
         public init(_ notification: VerifiedNotification, uuid: UUID) {
             var tokens: [UUID] = []
             for text in [notification.transaction?.appAccountToken, notification.renewalInfo?.appAccountToken] {
-                if let token = text.flatMap(UUID.init(uuidString:)), !tokens.contains(token) { tokens.append(token) }
+                if let text, let token = UUID(text: text), !tokens.contains(token) { tokens.append(token) }
             }
             self.init(notificationUUID: uuid, accountTokens: tokens.isEmpty ? nil : tokens)
         }

@@ -1,4 +1,5 @@
 import AppStoreServerAPI
+import Entitlements
 import Foundation
 import Logging
 import Persistence
@@ -90,13 +91,13 @@ public struct OfferSigning: Sendable {
                 return .notEligible(reason)
             }
             let token =
-                if let appAccountToken { appAccountToken.lowercased() } else if UUID(uuidString: account.text) != nil { account.text } else {
-                    try await purchaseIntents.issue(for: account, on: connection).uuidString.lowercased()
+                if let appAccountToken { appAccountToken.lowercased() } else if UUID(text: account.text) != nil { account.text } else {
+                    try await purchaseIntents.issue(for: account, on: connection).lowercasedText
                 }
             let nonce = UUID()
             let timestamp = Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
             let signed = PromotionalOfferSignature(
-                productId: offer.productId, offerId: offer.id, keyId: signer.keyId, nonce: nonce.uuidString.lowercased(),
+                productId: offer.productId, offerId: offer.id, keyId: signer.keyId, nonce: nonce.lowercasedText,
                 timestamp: timestamp, appAccountToken: token,
                 signature: try signer.promotionalSignature(
                     productId: offer.productId, offerId: offer.id, appAccountToken: token, nonce: nonce, timestamp: timestamp),

@@ -1,5 +1,6 @@
 import AppStoreModels
 import Credits
+import Entitlements
 import Events
 import Foundation
 import Jobs
@@ -63,7 +64,7 @@ public struct RefundDefence: Sendable {
         guard let transaction = notification.transaction else { return pending }
         switch NotificationType(notification.payload.notificationType) {
         case .consumptionRequest:
-            guard let account, let id = UUID(uuidString: notification.payload.notificationUUID) else { return pending }
+            guard let account, let id = UUID(text: notification.payload.notificationUUID) else { return pending }
             var pending = pending
             if let stored = pending, let events {
                 try await events.record(stored, on: connection)
@@ -98,7 +99,7 @@ public struct RefundDefence: Sendable {
         if answering {
             let job = try NewJob(
                 kind: Self.jobKind, arguments: Arguments(requestId: id), runAt: request.answerAt,
-                uniqueKey: "consumption-answer:\(id.uuidString.lowercased())")
+                uniqueKey: "consumption-answer:\(id.lowercasedText)")
             try await queue.enqueue(job, on: connection)
         }
         try await events?.record(

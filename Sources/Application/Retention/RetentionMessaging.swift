@@ -1,5 +1,6 @@
 import AppStoreModels
 import Credits
+import Entitlements
 import Events
 import Foundation
 import Logging
@@ -167,13 +168,13 @@ public struct RetentionMessaging: Sendable {
         var suggested: String?
         if case .alternateProduct(_, let product, _) = answer { suggested = product }
         return EventDraft(
-            type: .subscriptionRetentionOffered, key: "retention:\(identifier.uuidString.lowercased())", account: account,
+            type: .subscriptionRetentionOffered, key: "retention:\(identifier.lowercasedText)", account: account,
             subscription: request.originalTransactionId, environment: request.environment ?? .unknown,
             change: EventChange(
                 productId: suggested, retentionRule: rule, retentionAnswer: answer.kind, messageIdentifier: answer.messageIdentifier, offerId: offerId
             ),
             cause: EventCause(
-                eventId: identifier.uuidString.lowercased(), originalTransactionId: request.originalTransactionId,
+                eventId: identifier.lowercasedText, originalTransactionId: request.originalTransactionId,
                 signedDate: Date(timeIntervalSince1970: Double(request.signedDate) / 1000)))
     }
 

@@ -1,5 +1,6 @@
 import Application
 import Credits
+import Entitlements
 import Foundation
 import Hummingbird
 import Subscriptions
@@ -48,7 +49,7 @@ struct CreditAdjustmentsController: Sendable {
             throw APIError.badRequest("idempotencyKey must be 1–255 bytes without control characters")
         }
         let reason = body.reason ?? ""
-        let asked = CreditAdjustment.Request(key: body.idempotencyKey ?? UUID().uuidString.lowercased(), meter: meter, amount: amount)
+        let asked = CreditAdjustment.Request(key: body.idempotencyKey ?? UUID().lowercasedText, meter: meter, amount: amount)
         let now = clock()
         let outcome = try await withDatabase {
             do {

@@ -91,8 +91,8 @@ struct GrantsController: Sendable {
     /// A grant id is a UUID: anything else cannot name one.
     static func grantId(_ context: StorekeeperRequestContext) throws -> String {
         let text = try context.parameters.require("grantId")
-        guard let id = UUID(uuidString: text) else { throw APIError.badRequest("grant id must be a UUID, got \(text.prefix(64))") }
-        return id.uuidString.lowercased()
+        guard let id = UUID(text: text) else { throw APIError.badRequest("grant id must be a UUID, got \(text.prefix(64))") }
+        return id.lowercasedText
     }
 
     /// What a body asks for, checked for shape; the tier, end and reason are checked by ``OperatorGrants``.

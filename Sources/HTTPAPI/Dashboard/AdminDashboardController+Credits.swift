@@ -1,4 +1,5 @@
 import Application
+import Entitlements
 import Foundation
 import Hummingbird
 import Subscriptions
@@ -15,7 +16,7 @@ extension AdminDashboardController {
         // `request`: a key per rendering of the form, so a form sent twice adjusts once.
         html += """
             <form method="post" action="/admin/accounts/\(HTMLPage.escape(path))/credit">\
-            <input type="hidden" name="request" value="\(UUID().uuidString.lowercased())">\
+            <input type="hidden" name="request" value="\(UUID().lowercasedText)">\
             <select name="meter">\(meters)</select> \
             <input type="number" name="amount" placeholder="+50 or -50" style="width:110px" required> \
             <input type="text" name="reason" placeholder="reason" maxlength="\(OperatorReason.maximumLength)" required> \

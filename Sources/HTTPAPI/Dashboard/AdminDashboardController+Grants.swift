@@ -69,7 +69,7 @@ extension AdminDashboardController {
         // `request`: a key per rendering of the form, so a form sent twice grants once.
         html += """
             <form method="post" action="/admin/accounts/\(HTMLPage.escape(path))/grant">\
-            <input type="hidden" name="request" value="\(UUID().uuidString.lowercased())">\
+            <input type="hidden" name="request" value="\(UUID().lowercasedText)">\
             <select name="tier">\(options)</select> \
             <input type="text" name="duration" placeholder="P30D, P3M, P1Y"> \
             <label><input type="checkbox" name="lifetime" value="true"> for good</label> \

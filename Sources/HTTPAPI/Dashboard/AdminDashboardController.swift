@@ -1,5 +1,6 @@
 import Application
 import Credits
+import Entitlements
 import Foundation
 import Hummingbird
 import Jobs
@@ -170,7 +171,7 @@ public struct AdminDashboardController: Sendable {
 
     static func failedDeliveriesSection(_ failed: [(event: UUID, endpoint: String, account: String, attempts: Int)], canRedeliver: Bool) -> String {
         let rows: [[HTMLPage.Cell]] = failed.map { delivery in
-            let id = delivery.event.uuidString.lowercased()
+            let id = delivery.event.lowercasedText
             return [
                 HTMLPage.Cell(id), HTMLPage.Cell(delivery.endpoint), HTMLPage.Cell(delivery.account), HTMLPage.Cell("\(delivery.attempts)"),
                 .raw(

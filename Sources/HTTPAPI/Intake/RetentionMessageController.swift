@@ -1,5 +1,6 @@
 import AppStoreModels
 import Application
+import Entitlements
 import Foundation
 import Hummingbird
 import Logging
@@ -107,11 +108,11 @@ struct RetentionMessageController: Sendable {
                     "signedDate is more than \(Int(Self.maximumAge / 60)) minutes old or more than \(Int(Self.maximumSkew)) s ahead: a retention request is answered as it is sent"
             )
         }
-        guard let identifier = UUID(uuidString: payload.requestIdentifier) else {
+        guard let identifier = UUID(text: payload.requestIdentifier) else {
             throw APIError.badRequest("requestIdentifier is not a UUID")
         }
         var logger = context.logger
-        logger[metadataKey: "retention.request"] = "\(identifier.uuidString.lowercased())"
+        logger[metadataKey: "retention.request"] = "\(identifier.lowercasedText)"
         let retention = self.retention
         guard inFlight.enter() else {
             logger.warning("retention answer fell back", metadata: ["reason": "busy"])

@@ -42,7 +42,7 @@ public struct AccountsController: Sendable {
                 let account = try Self.accountId(context)
                 let token = try await read { try await purchaseIntents.issue(for: account) }
                 return EditedResponse(
-                    status: .created, response: PurchaseIntentResponse(accountId: account.text, appAccountToken: token.uuidString.lowercased()))
+                    status: .created, response: PurchaseIntentResponse(accountId: account.text, appAccountToken: token.lowercasedText))
             }
         }
         group.get("subscriptions/{originalTransactionId}") { _, context in

@@ -1,4 +1,5 @@
 import Application
+import Entitlements
 import Events
 import Foundation
 import Hummingbird
@@ -72,7 +73,7 @@ struct EventsController: Sendable {
             if let endpoint, endpoints.isEmpty {
                 throw APIError(
                     .notFound, code: .notFound,
-                    message: "event \(id.uuidString.lowercased()) has no delivery to an endpoint named \(endpoint.prefix(64))")
+                    message: "event \(id.lowercasedText) has no delivery to an endpoint named \(endpoint.prefix(64))")
             }
             Self.noteRedelivery(id, endpoints: endpoints)
             let body = try JSONEncoder().encode(["endpoints": endpoints])
@@ -83,11 +84,11 @@ struct EventsController: Sendable {
     /// Notes a redelivery for the audit log, unless no delivery was queued again.
     static func noteRedelivery(_ id: UUID, endpoints: [String]) {
         guard !endpoints.isEmpty else { return OperatorAudit.unchanged() }
-        OperatorAudit.note("event.redeliver", target: id.uuidString.lowercased(), after: ["endpoints": endpoints])
+        OperatorAudit.note("event.redeliver", target: id.lowercasedText, after: ["endpoints": endpoints])
     }
 
     static func eventId(_ context: StorekeeperRequestContext) throws -> UUID {
-        guard let id = UUID(uuidString: try context.parameters.require("id")) else { throw APIError.badRequest("event id must be a UUID") }
+        guard let id = UUID(text: try context.parameters.require("id")) else { throw APIError.badRequest("event id must be a UUID") }
         return id
     }
 

@@ -1,4 +1,5 @@
 import Application
+import Entitlements
 import Foundation
 import Hummingbird
 import Subscriptions
@@ -32,7 +33,7 @@ struct OffersController: Sendable {
                 as: PromotionalBody.self, upTo: 4096,
                 otherwise: "the body must be {\"accountId\", \"offerId\", \"appAccountToken\"?, \"transactionId\"?}")
             let account = try Self.account(body.accountId)
-            if let token = body.appAccountToken, UUID(uuidString: token) == nil {
+            if let token = body.appAccountToken, UUID(text: token) == nil {
                 throw APIError.badRequest("appAccountToken must be the UUID the app passes to StoreKit")
             }
             try Self.check(body.transactionId, "transactionId")

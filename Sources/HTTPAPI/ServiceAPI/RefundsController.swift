@@ -1,5 +1,6 @@
 import AppStoreModels
 import Application
+import Entitlements
 import Foundation
 import Hummingbird
 import Persistence
@@ -53,7 +54,7 @@ struct RefundsController: Sendable {
         }
         group.put("refund-requests/{id}/answer") { request, context -> RequestResponse in
             let text = try context.parameters.require("id")
-            guard let id = UUID(uuidString: text) else { throw APIError.badRequest("the refund request id is a UUID") }
+            guard let id = UUID(text: text) else { throw APIError.badRequest("the refund request id is a UUID") }
             let body = try await request.decodeJSONBody(
                 as: AnswerBody.self, upTo: 4096,
                 otherwise: "the body must be {\"deliveryStatus\", \"refundPreference\"?, \"consumptionPercentage\"?, \"sampleContentProvided\"}")

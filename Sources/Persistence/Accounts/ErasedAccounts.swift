@@ -1,6 +1,7 @@
 import AppStoreModels
 import Credits
 import Crypto
+import Entitlements
 import Foundation
 import Logging
 import PostgresNIO
@@ -396,7 +397,7 @@ public struct ErasedAccounts: Sendable {
     func moveJobs(from account: AccountID, to pseudonym: AccountID, on connection: PostgresConnection) async throws -> Int {
         let (from, to) = (account.text, pseudonym.text)
         var moved = 0
-        if UUID(uuidString: from) != nil {
+        if UUID(text: from) != nil {
             let (token, replacement) = (from.uppercased(), to.uppercased())
             for table in ["jobs", "job_history"] {
                 moved += try await count(

@@ -1,6 +1,7 @@
 import AppStoreModels
 import AppStoreServerAPI
 import Application
+import Entitlements
 import Foundation
 import Hummingbird
 import Persistence
@@ -152,7 +153,7 @@ extension AppStoreSupportController {
             let options = subscriptions.map { "<option value=\"\(HTMLPage.escape($0))\">\(HTMLPage.escape($0))</option>" }.joined()
             html += """
                 <form method="post" action="/admin/accounts/\(HTMLPage.escape(path))/extend">\
-                <input type="hidden" name="request" value="\(UUID().uuidString.lowercased())">\
+                <input type="hidden" name="request" value="\(UUID().lowercasedText)">\
                 <select name="subscription">\(options)</select> \
                 <input type="number" name="days" min="1" max="90" placeholder="days (1–90)" style="width:110px" required> \
                 <select name="reason">\(reasonOptions())</select> \
@@ -184,7 +185,7 @@ extension AppStoreSupportController {
         if canRequest {
             html += """
                 <form method="post" action="/admin/extend-all">\
-                <input type="hidden" name="request" value="\(UUID().uuidString.lowercased())">\
+                <input type="hidden" name="request" value="\(UUID().lowercasedText)">\
                 <input type="text" name="productId" placeholder="product id" required> \
                 <input type="number" name="days" min="1" max="90" placeholder="days (1–90)" style="width:110px" required> \
                 <select name="reason">\(reasonOptions())</select> \

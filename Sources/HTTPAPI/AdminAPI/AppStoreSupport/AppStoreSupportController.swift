@@ -89,7 +89,7 @@ struct AppStoreSupportController: Sendable {
     func extend(_ body: ExtendBody, account: AccountID, operatorName: String) async throws -> RenewalExtensionDocument {
         guard let days = body.days, let reasonText = body.reason else { throw APIError.badRequest(Self.extendUsage) }
         guard let reason = ExtendReason(text: reasonText) else { throw APIError.badRequest("reason must be one of \(Self.reasons)") }
-        let request = RenewalExtensionRequest(days: days, reason: reason, requestIdentifier: body.requestIdentifier ?? UUID().uuidString.lowercased())
+        let request = RenewalExtensionRequest(days: days, reason: reason, requestIdentifier: body.requestIdentifier ?? UUID().lowercasedText)
         let now = clock()
         let (record, asked) = try await answering {
             try await support.extend(account: account, subscription: body.subscription, request, requestedBy: operatorName, now: now)
@@ -115,7 +115,7 @@ struct AppStoreSupportController: Sendable {
             throw APIError.badRequest("environment must be production or sandbox")
         }
         let stored: StoreEnvironment = rollup == .production ? .production : .sandbox
-        let asked = RenewalExtensionRequest(days: days, reason: reason, requestIdentifier: body.requestIdentifier ?? UUID().uuidString.lowercased())
+        let asked = RenewalExtensionRequest(days: days, reason: reason, requestIdentifier: body.requestIdentifier ?? UUID().lowercasedText)
         let now = clock()
         let outcome = try await answering {
             try await support.extendAll(

@@ -1,7 +1,6 @@
+import Entitlements
 import Foundation
 import Testing
-
-@testable import Application
 
 /// A hold's id comes from the system's generator (`UUID.systemRandom()`), not Foundation's `UUID()`: it must still be
 /// a random RFC 9562 version-4 id, as every hold id before it was, and never repeat.
