@@ -43,30 +43,8 @@ extension UUID {
     /// `text` lowercased when it is an id's 36-character form (``init(text:)``), else `nil`: how an account id or a
     /// token that is a UUID is kept.
     public static func canonicalText(of text: String) -> String? {
-        let utf8 = text.utf8
-        guard utf8.count == 36 else { return nil }
-        switch utf8.withContiguousStorageIfAvailable({ Self.form(of: $0) }) ?? Self.form(of: Array(utf8)) {
-        case .lowercase: return text
-        case .uppercased: return String(decoding: utf8.map { Self.isUppercaseDigit($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
-        case nil: return nil
-        }
-    }
-
-    /// Whether an id's text has a digit in uppercase.
-    private enum Form { case lowercase, uppercased }
-
-    private static func form(of text: some Collection<UInt8>) -> Form? {
-        guard text.count == 36 else { return nil }
-        var form = Form.lowercase
-        for (index, byte) in text.enumerated() {
-            if index == 8 || index == 13 || index == 18 || index == 23 {
-                guard byte == UInt8(ascii: "-") else { return nil }
-            } else {
-                guard hexValue(byte) != nil else { return nil }
-                if isUppercaseDigit(byte) { form = .uppercased }
-            }
-        }
-        return form
+        guard text.utf8.count == 36, let id = UUID(text: text) else { return nil }
+        return text.utf8.contains(where: isUppercaseDigit) ? id.lowercasedText : text
     }
 
     private static func parse(_ text: some Collection<UInt8>, into uuid: UnsafeMutableRawBufferPointer) -> Bool {

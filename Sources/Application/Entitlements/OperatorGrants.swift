@@ -67,7 +67,7 @@ public struct OperatorGrants: Sendable {
         }
         if let problem = OperatorReason.problem(request.reason) { return Refusal(description: problem) }
         if let key = request.idempotencyKey,
-            key.isEmpty || key.utf8.count > 255 || key.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            key.isEmpty || key.utf8.count > 255 || key.controlCharacterScan == .control
         {
             return Refusal(description: "idempotencyKey must be 1–255 bytes without control characters")
         }
