@@ -124,11 +124,14 @@ struct StorekeeperHarness {
         }
     }
 
-    /// Every bucket's kept balance (sql/0041) is the sum of its ledger rows, whatever the test did: checked after each
-    /// test, in one snapshot (the ledger's triggers keep both in the writer's transaction).
+    /// Every bucket's kept balance (sql/0041) is the sum of its ledger rows, and every ledger row names a bucket that
+    /// exists (sql/0055 keeps that without a foreign key), whatever the test did: checked after each test, in one
+    /// snapshot (the ledger's triggers keep both in the writer's transaction).
     func expectBalancesKept() async throws {
         let wrong = try await balanceMismatches()
         #expect(wrong == 0, "\(wrong) buckets whose kept balance is not the sum of their ledger rows")
+        let orphans = try await count("SELECT count(*) FROM credit_ledger l WHERE NOT EXISTS (SELECT 1 FROM credit_buckets k WHERE k.key = l.bucket)")
+        #expect(orphans == 0, "\(orphans) ledger rows name a bucket that does not exist")
     }
 
     /// How many buckets have a kept balance other than the sum of their ledger rows.

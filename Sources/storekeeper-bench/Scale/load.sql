@@ -13,9 +13,9 @@
 -- statement
 BEGIN;
 -- statement
--- The NOTIFY triggers of sql/0012 (one pg_notify per account: nobody listens during a load), the foreign key of
--- credit_ledger.bucket (checked once at the end instead, below) and the balance triggers of sql/0041 (the balances are
--- summed once, below) do not fire for this transaction's writes.
+-- The NOTIFY triggers of sql/0012 (one pg_notify per account: nobody listens during a load), the balance triggers of
+-- sql/0041 (the balances are summed once, below) and with them sql/0055's check that a ledger row names a bucket
+-- (checked once at the end instead, below) do not fire for this transaction's writes.
 SET LOCAL session_replication_role = replica;
 -- statement
 SET LOCAL jit = off;
@@ -566,7 +566,7 @@ SELECT 'refund:' || w.woli || ':' || pg_temp.sk_ms(t.revoked) || ':' || w.bucket
 FROM scale_window w JOIN scale_extra t ON t.n = w.n AND t.slot = 1001
 WHERE w.refunded AND w.granted > w.spent;
 -- statement
--- The foreign key of credit_ledger.bucket, checked once for every row written (its trigger did not fire, above).
+-- A ledger row names a bucket that exists (sql/0055), checked once for every row written (the triggers did not fire).
 SELECT CAST('load.sql: ledger rows without their bucket: ' || count(*) AS int)
 FROM credit_ledger l WHERE NOT EXISTS (SELECT 1 FROM credit_buckets b WHERE b.key = l.bucket) HAVING count(*) > 0;
 -- statement
