@@ -4,39 +4,39 @@
 -- full-page image after each checkpoint) — for every spend, hold, settle and grant (docs/capacity.md, "Ledger rows
 -- without a lock on their bucket").
 --
--- What it guaranteed is kept, checked where it is cheap:
--- - A row posted names a bucket that exists. The first row a bucket is posted names it in `credit_bucket_balances`
---   (sql/0041), whose own foreign key is checked then, once; a bucket's deletion takes its balance row with it (ON
---   DELETE CASCADE). So a statement whose rows change a bucket's balance either updates a balance row, whose bucket
---   exists, or inserts one, and is refused for a bucket that does not. Below, the insert trigger also looks up the
---   buckets whose rows in the statement net to nothing (a whole settle's charge and its offset), which no balance
---   upsert checks; and the update trigger (an erasure's move of rows) every bucket the rows now name.
--- - A bucket that still has rows is not deleted: a statement trigger on `credit_buckets` refuses it.
--- These look without locking: a writer of a bucket and the only deleter of buckets (an erasure) hold the account's
--- lock (sql/0037, ErasedAccounts), so no deletion can come between a check and its commit. Refusals are
--- `foreign_key_violation`, as before.
+-- What it guaranteed — a ledger row names a bucket that exists, and a bucket with rows stays — is kept, by the row
+-- every posting writes or locks already:
+-- - The ledger's insert trigger upserts each bucket's kept balance (sql/0041), whose own foreign key to
+--   `credit_buckets` goes with the bucket (ON DELETE CASCADE). A statement's rows either insert their bucket's balance
+--   row — the foreign key checks the bucket then, and locks it — or update it, or (rows that net to nothing, which
+--   sql/0041 left out) lock it without writing it: a bucket with a balance row exists, and its deletion, which must
+--   delete that row, waits for the posting's commit.
+-- - A bucket that still has rows is refused deletion, a new key and TRUNCATE by the triggers below, which look the
+--   ledger up by its `bucket` index; a deletion's look-up runs after its cascade has waited for any posting in flight
+--   to the bucket, in a snapshot of its own (READ COMMITTED), so it sees that posting's rows.
+-- - The update trigger (an erasure moves rows to the pseudonym's buckets) looks up every bucket the rows now name.
+-- Refusals are `foreign_key_violation` (SQLSTATE 23503), as before; the constraint named in the message is the kept
+-- balance's, or none.
+--
+-- Buckets first, as every spend and apply takes them (it reads buckets, then writes the ledger): the drop below needs
+-- both, and in the other order it could wait on a spend that waits on it until the lock timeout.
+LOCK TABLE credit_buckets, credit_ledger IN ACCESS EXCLUSIVE MODE;
+
 ALTER TABLE credit_ledger DROP CONSTRAINT IF EXISTS credit_ledger_bucket_fkey;
 
+-- sql/0041's, with every bucket the statement posted to in the upsert: those whose rows net to nothing (a whole
+-- settle's charge and its offset) have their balance row locked, not written again, or inserted at 0 if it had none.
 CREATE OR REPLACE FUNCTION credit_ledger_posted() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    missing text;
 BEGIN
-    WITH sums AS (
-        SELECT p.bucket, sum(p.delta) AS delta FROM posted p GROUP BY p.bucket
-    ), kept AS (
-        INSERT INTO credit_bucket_balances AS b (bucket, balance)
-        SELECT s.bucket, s.delta FROM sums s WHERE s.delta <> 0 ORDER BY s.bucket
-        ON CONFLICT (bucket) DO UPDATE SET balance = b.balance + excluded.balance
-    )
-    SELECT s.bucket INTO missing FROM sums s
-    WHERE s.delta = 0 AND NOT EXISTS (SELECT 1 FROM credit_buckets k WHERE k.key = s.bucket) LIMIT 1;
-    IF missing IS NOT NULL THEN
-        RAISE EXCEPTION 'a ledger row names the bucket %, which does not exist', missing USING ERRCODE = 'foreign_key_violation';
-    END IF;
+    INSERT INTO credit_bucket_balances AS b (bucket, balance)
+    SELECT p.bucket, sum(p.delta) FROM posted p GROUP BY p.bucket ORDER BY p.bucket
+    ON CONFLICT (bucket) DO UPDATE SET balance = b.balance + excluded.balance WHERE excluded.balance <> 0;
     RETURN NULL;
 END
 $$;
 
+-- sql/0041's, and a look-up of each bucket the rows now name, by key whatever the plan cached (`OFFSET 0` keeps the
+-- look-up from being made a join over the buckets, as in sql/0053).
 CREATE OR REPLACE FUNCTION credit_ledger_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     missing text;
@@ -49,7 +49,9 @@ BEGIN
     ) AS c
     GROUP BY c.bucket HAVING sum(c.delta) <> 0 ORDER BY c.bucket
     ON CONFLICT (bucket) DO UPDATE SET balance = b.balance + excluded.balance;
-    SELECT a.bucket INTO missing FROM after_rows a WHERE NOT EXISTS (SELECT 1 FROM credit_buckets k WHERE k.key = a.bucket) LIMIT 1;
+    SELECT n.bucket INTO missing FROM (SELECT DISTINCT a.bucket FROM after_rows a) AS n
+    LEFT JOIN LATERAL (SELECT k.key FROM credit_buckets k WHERE k.key = n.bucket OFFSET 0) AS found ON true
+    WHERE found.key IS NULL LIMIT 1;
     IF missing IS NOT NULL THEN
         RAISE EXCEPTION 'a ledger row names the bucket %, which does not exist', missing USING ERRCODE = 'foreign_key_violation';
     END IF;
@@ -57,11 +59,14 @@ BEGIN
 END
 $$;
 
+-- A bucket deleted must have no rows left (an erasure moves them first).
 CREATE FUNCTION credit_buckets_removed() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     kept text;
 BEGIN
-    SELECT o.key INTO kept FROM removed o WHERE EXISTS (SELECT 1 FROM credit_ledger l WHERE l.bucket = o.key) LIMIT 1;
+    SELECT o.key INTO kept FROM removed o
+    CROSS JOIN LATERAL (SELECT 1 FROM credit_ledger l WHERE l.bucket = o.key LIMIT 1 OFFSET 0) AS posted
+    LIMIT 1;
     IF kept IS NOT NULL THEN
         RAISE EXCEPTION 'the bucket % still has ledger rows', kept USING ERRCODE = 'foreign_key_violation';
     END IF;
@@ -71,3 +76,30 @@ $$;
 
 CREATE TRIGGER credit_buckets_removed AFTER DELETE ON credit_buckets
     REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION credit_buckets_removed();
+
+-- Nor given a new key. A row trigger, so that it can name the column: the updates that keep the key (a window's end on
+-- every apply that closes one) do not even queue it.
+CREATE FUNCTION credit_buckets_rekeyed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM credit_ledger l WHERE l.bucket = OLD.key) THEN
+        RAISE EXCEPTION 'the bucket % still has ledger rows', OLD.key USING ERRCODE = 'foreign_key_violation';
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER credit_buckets_rekeyed AFTER UPDATE OF key ON credit_buckets
+    FOR EACH ROW WHEN (OLD.key IS DISTINCT FROM NEW.key) EXECUTE FUNCTION credit_buckets_rekeyed();
+
+-- Nor emptied while the ledger has rows (TRUNCATE skips the delete triggers).
+CREATE FUNCTION credit_buckets_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM credit_ledger) THEN
+        RAISE EXCEPTION 'the buckets still have ledger rows' USING ERRCODE = 'foreign_key_violation';
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER credit_buckets_truncated BEFORE TRUNCATE ON credit_buckets
+    FOR EACH STATEMENT EXECUTE FUNCTION credit_buckets_truncated();

@@ -11,7 +11,9 @@ import Testing
 struct LedgerBucketIntegrityTests {
     static let insert = "INSERT INTO credit_ledger (operation_key, bucket, delta, reason) VALUES"
 
-    @Test("a row for a bucket that does not exist, moved to one, or left behind by a deleted bucket is refused as the foreign key refused it")
+    @Test(
+        "a row for a bucket that does not exist, moved to one, or left behind by a deleted bucket is refused, and a bucket with rows is not deleted, given a new key or truncated, as the foreign key refused them"
+    )
     func refusedAsBefore() async throws {
         try await TestDatabase.withMigratedClient(maximumConnections: 1) { client in
             try await client.withConnection { connection in
@@ -52,7 +54,12 @@ struct LedgerBucketIntegrityTests {
                 try await refused("\(Self.insert) ('k7', 'topup:a:m', 1, 'x')", "a bucket deleted")
                 try await refused(
                     "\(Self.insert) ('k8', 'topup:a:m', 1, 'x'), ('k9', 'topup:a:m', -1, 'x')", "a bucket deleted, rows netting to nothing")
-                #expect(try await ledger() == ["k1 topup:b:m 5", "k5 topup:b:m 2", "k6 topup:b:m -2"])
+                // Rows that net to nothing moved to a bucket with no balance row: only the bucket's own guards keep it.
+                try await run("INSERT INTO credit_buckets (key, meter, kind, account_id, valid_from) VALUES ('topup:c:m', 'm', 'topup', 'c', now())")
+                try await run("UPDATE credit_ledger SET bucket = 'topup:c:m' WHERE operation_key IN ('k5', 'k6')")
+                try await refused("UPDATE credit_buckets SET key = 'topup:d:m' WHERE key = 'topup:c:m'", "a bucket with rows given a new key")
+                try await refused("TRUNCATE credit_buckets CASCADE", "the buckets emptied under the ledger")
+                #expect(try await ledger() == ["k1 topup:b:m 5", "k5 topup:c:m 2", "k6 topup:c:m -2"])
                 let orphans = "SELECT l.operation_key FROM credit_ledger l LEFT JOIN credit_buckets k ON k.key = l.bucket WHERE k.key IS NULL"
                 #expect(try await connection.query(PostgresQuery(unsafeSQL: orphans), logger: TestDatabase.logger).collect().isEmpty)
             }
@@ -80,6 +87,43 @@ struct LedgerBucketIntegrityTests {
                 try await writer.query("COMMIT", logger: TestDatabase.logger)
             }
             #expect(try await TestDatabase.count(client, "SELECT balance::int FROM credit_bucket_balances WHERE bucket = 'topup:a:m'") == 4)
+        }
+    }
+
+    @Test(
+        "a bucket's deletion racing a posting of rows that net to nothing waits for it, then is refused: the posting locked the kept balance, which the deletion must delete"
+    )
+    func deletionWaitsForPosting() async throws {
+        try await TestDatabase.withMigratedClient(maximumConnections: 3) { client in
+            func run(_ sql: String, on connection: PostgresConnection) async throws {
+                try await connection.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger)
+            }
+            try await client.withConnection { poster in
+                try await run(
+                    "INSERT INTO credit_buckets (key, meter, kind, account_id, valid_from) VALUES ('topup:a:m', 'm', 'topup', 'a', now())", on: poster
+                )
+                try await run("\(Self.insert) ('k1', 'topup:a:m', 5, 'x')", on: poster)
+                try await run("DELETE FROM credit_ledger", on: poster)
+                // The bucket has a balance row (0) and no rows: a deletion alone would go through.
+                try await run("BEGIN", on: poster)
+                try await run("\(Self.insert) ('k2', 'topup:a:m', 2, 'hold charged'), ('k3', 'topup:a:m', -2, 'usage')", on: poster)
+                async let deletion: Void = client.withConnection { deleter in
+                    try await run("DELETE FROM credit_buckets WHERE key = 'topup:a:m'", on: deleter)
+                }
+                try await eventually(timeout: .seconds(10), "the deletion to wait for the posting's lock") {
+                    try await TestDatabase.count(
+                        client, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'DELETE FROM credit_buckets%' AND wait_event_type = 'Lock'")
+                        == 1
+                }
+                try await run("COMMIT", on: poster)
+                do {
+                    try await deletion
+                    Issue.record("the bucket was deleted with the rows just posted to it")
+                } catch let error as PSQLError {
+                    #expect(error.serverInfo?[.sqlState] == "23503", "\(String(reflecting: error))")
+                }
+            }
+            #expect(try await TestDatabase.count(client, "SELECT count(*) FROM credit_ledger l JOIN credit_buckets k ON k.key = l.bucket") == 2)
         }
     }
 }
