@@ -6,15 +6,15 @@
 --
 -- What it guaranteed — a ledger row names a bucket that exists, and a bucket with rows stays — is kept, by the row
 -- every posting writes or locks already:
--- - The ledger's insert trigger upserts each bucket's kept balance (sql/0041), whose own foreign key to
---   `credit_buckets` goes with the bucket (ON DELETE CASCADE). A statement's rows either insert their bucket's balance
---   row — the foreign key checks the bucket then, and locks it — or update it, or (rows that net to nothing, which
---   sql/0041 left out) lock it without writing it: a bucket with a balance row exists, and its deletion, which must
---   delete that row, waits for the posting's commit.
+-- - The ledger's insert and update triggers upsert the kept balance (sql/0041) of every bucket their rows name, whose
+--   own foreign key to `credit_buckets` goes with the bucket (ON DELETE CASCADE). Each such balance row is inserted —
+--   the foreign key checks the bucket then, and locks it — or updated, or (rows that net to nothing, which sql/0041
+--   left out) locked without being written: a bucket with a balance row exists, and its deletion, which must delete
+--   that row, waits for the posting's commit.
 -- - A bucket that still has rows is refused deletion, a new key and TRUNCATE by the triggers below, which look the
---   ledger up by its `bucket` index; a deletion's look-up runs after its cascade has waited for any posting in flight
---   to the bucket, in a snapshot of its own (READ COMMITTED), so it sees that posting's rows.
--- - The update trigger (an erasure moves rows to the pseudonym's buckets) looks up every bucket the rows now name.
+--   ledger up by its `bucket` index. A deletion's look-up runs after its cascade has waited for any posting in flight
+--   to the bucket, and sees that posting's rows because each of its queries takes a new snapshot, as READ COMMITTED
+--   has it (every transaction of Storekeeper's is; under REPEATABLE READ it would not see them).
 -- Refusals are `foreign_key_violation` (SQLSTATE 23503), as before; the constraint named in the message is the kept
 -- balance's, or none.
 --
@@ -35,32 +35,25 @@ BEGIN
 END
 $$;
 
--- sql/0041's, and a look-up of each bucket the rows now name, by key whatever the plan cached (`OFFSET 0` keeps the
--- look-up from being made a join over the buckets, as in sql/0053).
+-- sql/0041's, with every bucket the rows now name in the upsert, as the insert trigger's: moved rows that net to
+-- nothing lock their new bucket's balance row, or insert it at 0 (its key checking the bucket).
 CREATE OR REPLACE FUNCTION credit_ledger_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    missing text;
 BEGIN
     INSERT INTO credit_bucket_balances AS b (bucket, balance)
     SELECT c.bucket, sum(c.delta) FROM (
-        SELECT a.bucket, a.delta FROM after_rows a
+        SELECT a.bucket, a.delta, true AS named FROM after_rows a
         UNION ALL
-        SELECT r.bucket, -r.delta FROM before_rows r
+        SELECT r.bucket, -r.delta, false FROM before_rows r
     ) AS c
-    GROUP BY c.bucket HAVING sum(c.delta) <> 0 ORDER BY c.bucket
-    ON CONFLICT (bucket) DO UPDATE SET balance = b.balance + excluded.balance;
-    SELECT n.bucket INTO missing FROM (SELECT DISTINCT a.bucket FROM after_rows a) AS n
-    LEFT JOIN LATERAL (SELECT k.key FROM credit_buckets k WHERE k.key = n.bucket OFFSET 0) AS found ON true
-    WHERE found.key IS NULL LIMIT 1;
-    IF missing IS NOT NULL THEN
-        RAISE EXCEPTION 'a ledger row names the bucket %, which does not exist', missing USING ERRCODE = 'foreign_key_violation';
-    END IF;
+    GROUP BY c.bucket HAVING sum(c.delta) <> 0 OR bool_or(c.named) ORDER BY c.bucket
+    ON CONFLICT (bucket) DO UPDATE SET balance = b.balance + excluded.balance WHERE excluded.balance <> 0;
     RETURN NULL;
 END
 $$;
 
--- A bucket deleted must have no rows left (an erasure moves them first).
-CREATE FUNCTION credit_buckets_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+-- A bucket deleted must have no rows left (an erasure moves them first). The guards run rarely and find nothing when
+-- all is well: sequential scans are off, so no plan reads the whole ledger to find no row.
+CREATE FUNCTION credit_buckets_removed() RETURNS trigger LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE
     kept text;
 BEGIN
@@ -79,7 +72,7 @@ CREATE TRIGGER credit_buckets_removed AFTER DELETE ON credit_buckets
 
 -- Nor given a new key. A row trigger, so that it can name the column: the updates that keep the key (a window's end on
 -- every apply that closes one) do not even queue it.
-CREATE FUNCTION credit_buckets_rekeyed() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION credit_buckets_rekeyed() RETURNS trigger LANGUAGE plpgsql SET enable_seqscan = off AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM credit_ledger l WHERE l.bucket = OLD.key) THEN
         RAISE EXCEPTION 'the bucket % still has ledger rows', OLD.key USING ERRCODE = 'foreign_key_violation';
@@ -91,7 +84,8 @@ $$;
 CREATE TRIGGER credit_buckets_rekeyed AFTER UPDATE OF key ON credit_buckets
     FOR EACH ROW WHEN (OLD.key IS DISTINCT FROM NEW.key) EXECUTE FUNCTION credit_buckets_rekeyed();
 
--- Nor emptied while the ledger has rows (TRUNCATE skips the delete triggers).
+-- Nor emptied while the ledger has rows (TRUNCATE skips the delete triggers). After it, so that `TRUNCATE
+-- credit_ledger, credit_buckets` goes through, as the foreign key let it; an error rolls the TRUNCATE back.
 CREATE FUNCTION credit_buckets_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM credit_ledger) THEN
@@ -101,5 +95,5 @@ BEGIN
 END
 $$;
 
-CREATE TRIGGER credit_buckets_truncated BEFORE TRUNCATE ON credit_buckets
+CREATE TRIGGER credit_buckets_truncated AFTER TRUNCATE ON credit_buckets
     FOR EACH STATEMENT EXECUTE FUNCTION credit_buckets_truncated();

@@ -5,8 +5,8 @@ import Testing
 @testable import IntegrationSupport
 
 /// A ledger row names a bucket that exists, without the foreign key that locked the bucket for every row (sql/0055):
-/// the kept balance's key, the triggers' look-ups and the delete guard refuse what the key refused, and a row posted
-/// leaves its bucket unlocked.
+/// the kept balance's key (every posting writes or locks its buckets' balance rows) and the guards on `credit_buckets`
+/// refuse what the key refused, a row posted leaves its bucket unlocked, and a deletion racing a posting waits for it.
 @Suite("Ledger rows and their buckets, on real PostgreSQL")
 struct LedgerBucketIntegrityTests {
     static let insert = "INSERT INTO credit_ledger (operation_key, bucket, delta, reason) VALUES"
@@ -62,6 +62,9 @@ struct LedgerBucketIntegrityTests {
                 #expect(try await ledger() == ["k1 topup:b:m 5", "k5 topup:c:m 2", "k6 topup:c:m -2"])
                 let orphans = "SELECT l.operation_key FROM credit_ledger l LEFT JOIN credit_buckets k ON k.key = l.bucket WHERE k.key IS NULL"
                 #expect(try await connection.query(PostgresQuery(unsafeSQL: orphans), logger: TestDatabase.logger).collect().isEmpty)
+                // The ledger and its buckets emptied together, as the foreign key let them be.
+                try await run("TRUNCATE credit_ledger, credit_buckets CASCADE")
+                #expect(try await ledger().isEmpty)
             }
         }
     }
@@ -90,30 +93,43 @@ struct LedgerBucketIntegrityTests {
         }
     }
 
+    /// What races a bucket's deletion: rows netting to nothing posted to it, or moved into it (as a whole settle's
+    /// charge and its offset).
+    static let postings = [
+        "\(insert) ('k4', 'topup:a:m', 2, 'hold charged'), ('k5', 'topup:a:m', -2, 'usage')",
+        "UPDATE credit_ledger SET bucket = 'topup:a:m' WHERE operation_key IN ('k2', 'k3')",
+    ]
+
     @Test(
-        "a bucket's deletion racing a posting of rows that net to nothing waits for it, then is refused: the posting locked the kept balance, which the deletion must delete"
+        "a bucket's deletion racing a posting or a move of rows that net to nothing waits for it, then is refused: the posting locked the kept balance, which the deletion must delete",
+        arguments: postings
     )
-    func deletionWaitsForPosting() async throws {
+    func deletionWaitsForPosting(_ posting: String) async throws {
         try await TestDatabase.withMigratedClient(maximumConnections: 3) { client in
             func run(_ sql: String, on connection: PostgresConnection) async throws {
                 try await connection.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger)
             }
             try await client.withConnection { poster in
                 try await run(
-                    "INSERT INTO credit_buckets (key, meter, kind, account_id, valid_from) VALUES ('topup:a:m', 'm', 'topup', 'a', now())", on: poster
-                )
-                try await run("\(Self.insert) ('k1', 'topup:a:m', 5, 'x')", on: poster)
-                try await run("DELETE FROM credit_ledger", on: poster)
-                // The bucket has a balance row (0) and no rows: a deletion alone would go through.
+                    """
+                    INSERT INTO credit_buckets (key, meter, kind, account_id, valid_from) VALUES
+                        ('topup:a:m', 'm', 'topup', 'a', now()), ('topup:s:m', 'm', 'topup', 's', now())
+                    """, on: poster)
+                try await run("\(Self.insert) ('k1', 'topup:a:m', 5, 'x'), ('k2', 'topup:s:m', 2, 'x'), ('k3', 'topup:s:m', -2, 'x')", on: poster)
+                try await run("DELETE FROM credit_ledger WHERE operation_key = 'k1'", on: poster)
+                // Bucket a has a balance row (0) and no rows: a deletion alone would go through.
                 try await run("BEGIN", on: poster)
-                try await run("\(Self.insert) ('k2', 'topup:a:m', 2, 'hold charged'), ('k3', 'topup:a:m', -2, 'usage')", on: poster)
+                try await run(posting, on: poster)
                 async let deletion: Void = client.withConnection { deleter in
                     try await run("DELETE FROM credit_buckets WHERE key = 'topup:a:m'", on: deleter)
                 }
                 try await eventually(timeout: .seconds(10), "the deletion to wait for the posting's lock") {
                     try await TestDatabase.count(
-                        client, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'DELETE FROM credit_buckets%' AND wait_event_type = 'Lock'")
-                        == 1
+                        client,
+                        """
+                        SELECT count(*) FROM pg_stat_activity
+                        WHERE datname = current_database() AND query LIKE 'DELETE FROM credit_buckets%' AND wait_event_type = 'Lock'
+                        """) == 1
                 }
                 try await run("COMMIT", on: poster)
                 do {
@@ -123,7 +139,12 @@ struct LedgerBucketIntegrityTests {
                     #expect(error.serverInfo?[.sqlState] == "23503", "\(String(reflecting: error))")
                 }
             }
-            #expect(try await TestDatabase.count(client, "SELECT count(*) FROM credit_ledger l JOIN credit_buckets k ON k.key = l.bucket") == 2)
+            #expect(
+                try await TestDatabase.count(
+                    client, "SELECT count(*) FROM credit_ledger l JOIN credit_buckets k ON k.key = l.bucket AND k.key = 'topup:a:m'") == 2)
+            #expect(
+                try await TestDatabase.count(
+                    client, "SELECT count(*) FROM credit_ledger l LEFT JOIN credit_buckets k ON k.key = l.bucket WHERE k.key IS NULL") == 0)
         }
     }
 }
