@@ -130,9 +130,13 @@ struct StorekeeperHarness {
     func expectBalancesKept() async throws {
         let wrong = try await balanceMismatches()
         #expect(wrong == 0, "\(wrong) buckets whose kept balance is not the sum of their ledger rows")
-        let orphans = try await count("SELECT count(*) FROM credit_ledger l WHERE NOT EXISTS (SELECT 1 FROM credit_buckets k WHERE k.key = l.bucket)")
+        let orphans = try await count(Self.orphanedLedgerRows)
         #expect(orphans == 0, "\(orphans) ledger rows name a bucket that does not exist")
     }
+
+    /// How many ledger rows name a bucket that does not exist (sql/0055 refuses them).
+    static let orphanedLedgerRows =
+        "SELECT count(*) FROM credit_ledger l WHERE NOT EXISTS (SELECT 1 FROM credit_buckets k WHERE k.key = l.bucket)"
 
     /// How many buckets have a kept balance other than the sum of their ledger rows.
     func balanceMismatches() async throws -> Int {
