@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -10,9 +12,14 @@ public final class RawConnection {
 
     /// Connects to `127.0.0.1:port`; `nil` when the connection could not be made within `timeout` (a server whose
     /// listen backlog is full lets a connection wait for minutes).
-    public init?(port: Int, timeout: Duration = .seconds(2)) {
+    /// - Parameter receiveBuffer: the socket's receive buffer in bytes (`SO_RCVBUF`, set before connecting so that
+    ///   the window offered to the server is small too): a client that reads little holds little.
+    public init?(port: Int, timeout: Duration = .seconds(2), receiveBuffer: Int32? = nil) {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard descriptor >= 0 else { return nil }
+        if var size = receiveBuffer {
+            setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -27,6 +34,31 @@ public final class RawConnection {
     }
 
     deinit { close(descriptor) }
+
+    /// The connection's own port, on which the server sees it.
+    public var localPort: Int? {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let found = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        return found == 0 ? Int(UInt16(bigEndian: address.sin_port)) : nil
+    }
+
+    /// Whether the server's end of this connection is still open, read from the kernel's table of TCP sockets
+    /// (Linux), without reading anything from the connection: a server that closes a connection with output the
+    /// client has not read leaves its socket sending that output, not established, and the client sees nothing until
+    /// it reads.
+    public func serverEndIsOpen(serverPort: Int) -> Bool? {
+        guard let ownPort = localPort, let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return nil }
+        let local = String(format: ":%04X", serverPort)
+        let remote = String(format: ":%04X", ownPort)
+        // Each line: `sl local_address rem_address st …`, addresses as hexadecimal `address:port`; 01 is ESTABLISHED.
+        return table.split(separator: "\n").contains { line in
+            let fields = line.split(separator: " ")
+            return fields.count > 3 && fields[1].hasSuffix(local) && fields[2].hasSuffix(remote) && fields[3] == "01"
+        }
+    }
 
     /// Whether a non-blocking connect in progress on `descriptor` succeeds within `timeout`.
     private static func completes(_ descriptor: Int32, within timeout: Duration) -> Bool {
@@ -56,12 +88,14 @@ public final class RawConnection {
     /// What it had sent is read and dropped.
     public var isClosedByPeer: Bool { readAvailable() == nil }
 
-    /// What the server has sent and not been read yet (empty: nothing now); `nil` once it has closed the connection.
-    public func readAvailable() -> [UInt8]? {
+    /// What the server has sent and not been read yet (empty: nothing now), at most `limit` bytes; `nil` once it has
+    /// closed the connection.
+    public func readAvailable(limit: Int = .max) -> [UInt8]? {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let read = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        while received.count < limit {
+            let wanted = min(buffer.count, limit - received.count)
+            let read = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, wanted, Int32(MSG_DONTWAIT)) }
             if read > 0 {
                 received += buffer[..<read]
                 continue
@@ -69,5 +103,6 @@ public final class RawConnection {
             if read == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) { return nil }
             return received
         }
+        return received
     }
 }

@@ -353,6 +353,7 @@ public struct StorekeeperConfiguration: Sendable {
             headTimeout: seconds("STOREKEEPER_HTTP_HEAD_TIMEOUT", default: defaults.headTimeout),
             bodyTimeout: seconds("STOREKEEPER_HTTP_BODY_TIMEOUT", default: defaults.bodyTimeout),
             idleTimeout: seconds("STOREKEEPER_HTTP_IDLE_TIMEOUT", default: defaults.idleTimeout),
+            writeTimeout: seconds("STOREKEEPER_HTTP_WRITE_TIMEOUT", default: defaults.writeTimeout),
             maximumConnections: integer("STOREKEEPER_HTTP_MAX_CONNECTIONS", default: defaults.maximumConnections, range: 16...1_000_000),
             bodyMemory: integer("STOREKEEPER_HTTP_BODY_MEMORY_MB", default: defaults.bodyMemory >> 20, range: 1...65_536) << 20,
             headBytes: integer("STOREKEEPER_HTTP_MAX_HEAD_KB", default: defaults.headBytes >> 10, range: 4...1024) << 10)

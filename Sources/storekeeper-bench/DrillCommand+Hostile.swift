@@ -19,6 +19,8 @@ struct HostileDrill: AsyncParsableCommand {
     @Option(help: "Requests whose last body byte comes after their answer.") var lateEnds = 16
     @Option(help: "Connections that send 62 KiB of a 400,000-byte body, then stall.") var partialBodyCount = 4_096
     @Option(help: "Uploads abandoned mid-body.") var abortedUploadCount = 1_000
+    @Option(help: "Connections that ask for large answers and read none (each holds about 4 MB of kernel memory on loopback).")
+    var stoppedReaderCount = 64
 
     static let adminKey = "drill-admin"
     static let metricsKey = "drill-metrics"
@@ -30,7 +32,7 @@ struct HostileDrill: AsyncParsableCommand {
         let environment = [
             "STOREKEEPER_ADMIN_KEYS": Self.adminKey, "STOREKEEPER_METRICS_KEYS": Self.metricsKey,
             "STOREKEEPER_HTTP_HEAD_TIMEOUT": "5", "STOREKEEPER_HTTP_BODY_TIMEOUT": "5", "STOREKEEPER_HTTP_IDLE_TIMEOUT": "5",
-            "STOREKEEPER_STRIPE_WEBHOOK_SECRETS": Self.stripeSecret,
+            "STOREKEEPER_HTTP_WRITE_TIMEOUT": "5", "STOREKEEPER_STRIPE_WEBHOOK_SECRETS": Self.stripeSecret,
         ]
         try await withDrillSystem(workers: 1, clients: 16, environment: environment) { system, _, _ in
             let attacker = NotificationSigner(signer: try JWSSigner(chain: try LocalSigningChain.generate()), bundleId: SystemUnderTest.bundleId)
@@ -42,6 +44,8 @@ struct HostileDrill: AsyncParsableCommand {
             try await costlyShapes(system, attacker: attacker, verdict: &verdict)
             say("attack: stalled connections and unfinished bodies")
             try await stalledConnections(system, verdict: &verdict)
+            say("attack: clients that stop reading large answers")
+            try await stoppedReaders(system, verdict: &verdict)
             say("attack: cross-site requests to the admin API and dashboard")
             await crossSite(system, verdict: &verdict)
             say("attack: smaller holes")

@@ -11,7 +11,7 @@ import Testing
 /// handler after the client, which had the answer's head and its whole `Content-Length` body, sent its next request.
 @Suite("Connection deadlines")
 struct ConnectionDeadlineHandlerTests {
-    static let limits = HTTPServerLimits(headTimeout: .seconds(3), bodyTimeout: .seconds(4), idleTimeout: .seconds(5))
+    static let limits = HTTPServerLimits(headTimeout: .seconds(3), bodyTimeout: .seconds(4), idleTimeout: .seconds(5), writeTimeout: .seconds(2))
 
     static func connection() throws -> EmbeddedChannel {
         let channel = EmbeddedChannel(handler: ConnectionDeadlineHandler(limits: limits, logger: Logger(label: "test")))
@@ -82,5 +82,87 @@ struct ConnectionDeadlineHandlerTests {
         #expect(channel.isActive)
         channel.embeddedEventLoop.advanceTime(by: .milliseconds(600))
         #expect(!channel.isActive, "a late request end switched the idle deadline off")
+    }
+
+    static func setWritable(_ channel: EmbeddedChannel, _ writable: Bool) {
+        channel.isWritable = writable
+        channel.pipeline.fireChannelWritabilityChanged()
+    }
+
+    /// What the test says NIO holds for the connection, and how often the event reached the handler behind it.
+    final class Output: ChannelInboundHandler {
+        typealias InboundIn = HTTPRequestPart
+        var buffered = 0
+        var writabilityChanges = 0
+        func channelWritabilityChanged(context: ChannelHandlerContext) { writabilityChanges += 1 }
+    }
+
+    static func answering(_ path: String) throws -> (EmbeddedChannel, Output) {
+        let output = Output()
+        let handler = ConnectionDeadlineHandler(limits: limits, logger: Logger(label: "test")) { _ in output.buffered }
+        let channel = EmbeddedChannel(handlers: [handler, output])
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        try request(channel, path)
+        var head = HTTPResponse(status: .ok)
+        head.headerFields[.contentLength] = "436139"
+        try channel.writeOutbound(HTTPResponsePart.head(head))
+        return (channel, output)
+    }
+
+    @Test("a client that stops reading is closed at the write deadline; the event still reaches the handlers behind")
+    func clientStopsReading() throws {
+        let (channel, output) = try Self.answering("/openapi.json")
+        output.buffered = 400_000
+        Self.setWritable(channel, false)
+        #expect(output.writabilityChanges == 1, "the writability change was not passed on: the writer would wait for ever")
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1_900))
+        #expect(channel.isActive)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(200))
+        #expect(!channel.isActive, "a client that stopped reading kept its connection")
+    }
+
+    @Test("a client that reads slowly keeps its connection for as long as an answer takes; below the floor it is closed")
+    func slowReader() throws {
+        let (channel, output) = try Self.answering("/openapi.json")
+        output.buffered = 400_000
+        Self.setWritable(channel, false)
+        // 32 KiB read in each 2-s deadline (the floor), for longer than any other deadline: kept, though the buffer
+        // never drains below its low-water mark.
+        for _ in 0..<8 {
+            channel.embeddedEventLoop.advanceTime(by: .milliseconds(1_000))
+            output.buffered -= ConnectionDeadlineHandler.minimumProgress
+            channel.embeddedEventLoop.advanceTime(by: .milliseconds(1_000))
+            #expect(channel.isActive, "closed a client that was still reading")
+        }
+        // Drained below the low-water mark and filled again: the deadline starts over from there.
+        Self.setWritable(channel, true)
+        output.buffered = 400_000
+        Self.setWritable(channel, false)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1_900))
+        #expect(channel.isActive)
+        // A byte short of the floor in the next 2 s: closed.
+        output.buffered -= ConnectionDeadlineHandler.minimumProgress - 1
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(200))
+        #expect(!channel.isActive, "a client reading below the floor kept its connection")
+    }
+
+    @Test("the idle deadline waits while an answer it followed is still being read")
+    func idleWaitsForReading() throws {
+        let (channel, output) = try Self.answering("/openapi.json")
+        try channel.writeOutbound(HTTPResponsePart.body(ByteBuffer(string: "{}")))
+        try channel.writeOutbound(HTTPResponsePart.end(nil))
+        output.buffered = 400_000
+        Self.setWritable(channel, false)
+        // The client reads at the floor for longer than the idle deadline (5 s): not closed as idle.
+        for _ in 0..<4 {
+            channel.embeddedEventLoop.advanceTime(by: .milliseconds(1_000))
+            output.buffered -= ConnectionDeadlineHandler.minimumProgress
+            channel.embeddedEventLoop.advanceTime(by: .milliseconds(1_000))
+        }
+        #expect(channel.isActive, "closed as idle while the client was reading its answer")
+        // Read to the end: now idle for real, closed within the idle deadline.
+        Self.setWritable(channel, true)
+        channel.embeddedEventLoop.advanceTime(by: .seconds(5))
+        #expect(!channel.isActive, "an idle connection was kept past its deadline")
     }
 }

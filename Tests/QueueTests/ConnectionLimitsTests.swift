@@ -52,6 +52,51 @@ struct ConnectionLimitsTests {
         }
     }
 
+    /// Answers a client asks for in one go: `/openapi.json` (436 KB, no key) fifteen times, more than the server's
+    /// socket buffers (which grow to about 3.8 MB on loopback here), so `serve`'s writer has to wait for the client,
+    /// and none of the answers after the first reaches its end, which would arm the idle deadline.
+    static let largeAnswers = [UInt8](
+        String(repeating: "GET /openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", count: 15).utf8)
+
+    @Test("a client that stops reading its answers is closed at the write deadline; one that reads gets them all")
+    func clientThatStopsReading() async throws {
+        // The idle deadline is far away: only the write deadline can close these connections within the test.
+        let environment = ["STOREKEEPER_PORT": "0", "STOREKEEPER_HTTP_WRITE_TIMEOUT": "2", "STOREKEEPER_HTTP_IDLE_TIMEOUT": "600"]
+        try await StorekeeperHarness.run(worker: false, environment: environment) { harness in
+            try await harness.components.application().test(.live) { client in
+                let port = try #require(client.port)
+                let answerSize = try await client.execute(uri: "/openapi.json", method: .get).body.readableBytes
+                // Reads up to 16 KiB every 20 ms, in all longer than the write deadline: never closed. (The floor
+                // itself is ConnectionDeadlineHandlerTests'.)
+                let reading = try #require(RawConnection(port: port, receiveBuffer: 16_384))
+                #expect(reading.send(Self.largeAnswers) == Self.largeAnswers.count)
+                var received = 0
+                try await eventually(timeout: .seconds(90), "the reading client to get every answer") {
+                    received += try #require(reading.readAvailable(limit: 16_384), "closed a client that was reading").count
+                    return received >= 15 * answerSize
+                }
+                #expect(reading.serverEndIsOpen(serverPort: port) == true)
+                // Reads nothing: the server closes its end once the client has read nothing for the write deadline.
+                let stopped = try #require(RawConnection(port: port, receiveBuffer: 16_384))
+                #expect(stopped.send(Self.largeAnswers) == Self.largeAnswers.count)
+                try await eventually(timeout: .seconds(20), "the server's end of the connection to be established") {
+                    stopped.serverEndIsOpen(serverPort: port) == true
+                }
+                try await eventually(timeout: .seconds(20), "the server to close the connection of a client that stopped reading") {
+                    stopped.serverEndIsOpen(serverPort: port) == false
+                }
+                // What was on its way still arrives, then the end: far less than it asked for.
+                var delivered = 0
+                try await eventually(timeout: .seconds(20), "the closed connection's end") {
+                    guard let bytes = stopped.readAvailable() else { return true }
+                    delivered += bytes.count
+                    return false
+                }
+                #expect(delivered < 15 * answerSize)
+            }
+        }
+    }
+
     @Test("large bodies held open beyond the body memory are refused with 503 and their connections closed")
     func bodyMemory() async throws {
         let environment = ["STOREKEEPER_PORT": "0", "STOREKEEPER_HTTP_BODY_MEMORY_MB": "1", "STOREKEEPER_HTTP_BODY_TIMEOUT": "60"]
@@ -107,13 +152,14 @@ struct ConnectionLimitsTests {
         let configured = try StorekeeperConfiguration.load(
             environment: base.merging([
                 "STOREKEEPER_HTTP_HEAD_TIMEOUT": "3", "STOREKEEPER_HTTP_BODY_TIMEOUT": "4", "STOREKEEPER_HTTP_IDLE_TIMEOUT": "5",
-                "STOREKEEPER_HTTP_MAX_CONNECTIONS": "100", "STOREKEEPER_HTTP_BODY_MEMORY_MB": "2", "STOREKEEPER_METRICS_KEYS": "m1, m2",
+                "STOREKEEPER_HTTP_WRITE_TIMEOUT": "6", "STOREKEEPER_HTTP_MAX_CONNECTIONS": "100", "STOREKEEPER_HTTP_BODY_MEMORY_MB": "2",
+                "STOREKEEPER_METRICS_KEYS": "m1, m2",
             ]) { $1 })
         #expect(
             configured.httpLimits
                 == HTTPServerLimits(
-                    headTimeout: .seconds(3), bodyTimeout: .seconds(4), idleTimeout: .seconds(5), maximumConnections: 100,
-                    bodyMemory: 2 << 20))
+                    headTimeout: .seconds(3), bodyTimeout: .seconds(4), idleTimeout: .seconds(5), writeTimeout: .seconds(6),
+                    maximumConnections: 100, bodyMemory: 2 << 20))
         #expect(configured.metricsKeys == ["m1", "m2"])
         #expect(try StorekeeperConfiguration.load(environment: base).httpLimits == HTTPServerLimits())
         // Those who keep connections to serve open commonly drop an idle one after 60 s (AsyncHTTPClient's pool, an
@@ -122,10 +168,12 @@ struct ConnectionLimitsTests {
         #expect(HTTPServerLimits().idleTimeout > .seconds(60))
         do {
             _ = try StorekeeperConfiguration.load(
-                environment: base.merging(["STOREKEEPER_HTTP_HEAD_TIMEOUT": "0", "STOREKEEPER_HTTP_MAX_CONNECTIONS": "lots"]) { $1 })
+                environment: base.merging([
+                    "STOREKEEPER_HTTP_HEAD_TIMEOUT": "0", "STOREKEEPER_HTTP_MAX_CONNECTIONS": "lots", "STOREKEEPER_HTTP_WRITE_TIMEOUT": "-1",
+                ]) { $1 })
             Issue.record("nonsense limits were accepted")
         } catch {
-            #expect(error.problems.count == 2)
+            #expect(error.problems.count == 3)
         }
     }
 }

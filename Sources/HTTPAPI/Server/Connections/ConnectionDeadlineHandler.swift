@@ -4,9 +4,9 @@ import NIOCore
 import NIOHTTPTypes
 
 /// Closes a connection whose client is too slow: no request head within `headTimeout` of connecting, no complete
-/// body within `bodyTimeout` of its head, or no next request within `idleTimeout` of a response. While a request is
-/// being answered nothing is timed here (the handlers bound their own work). Closed connections are counted in
-/// `storekeeper_http_connections_timed_out_total{waiting_for}`.
+/// body within `bodyTimeout` of its head, no next request within `idleTimeout` of a response, or an answer it does not
+/// read (`writeTimeout`, below). While a request is being answered the request deadlines are off (the handlers bound
+/// their own work). Closed connections are counted in `storekeeper_http_connections_timed_out_total{waiting_for}`.
 ///
 /// Sits after HTTP decoding, so a head that never completes counts from the connection's start (or the previous
 /// response), which is what bounds a client that sends half a head and stalls.
@@ -17,6 +17,16 @@ import NIOHTTPTypes
 /// It closes a connection that pipelines more than ``maximumPipelined`` requests ahead of their answers: every request
 /// decoded waits in memory for its turn, and its answer too when the client does not read — 2,048 connections each
 /// sending thousands of `GET`s without reading held 1.7 GB. Apple and HTTP client libraries send one request at a time.
+///
+/// It closes a connection whose client stops reading: while the connection cannot take more output (the kernel's
+/// send buffer full and NIO holding more than its high-water mark, so Hummingbird's writer waits), the client must
+/// read at least ``minimumProgress`` bytes every `writeTimeout` — NIO's buffer must shrink by that much — or the
+/// connection is closed. A client that reads, however slowly above that floor, keeps it; one that stops is closed.
+/// The request deadlines do not cover this: answers pipelined behind one the client does not read are never written
+/// to their end, so the idle deadline is never armed (15 copies of `/openapi.json`, no key needed, held a connection
+/// for as long as the client's kernel acknowledged window probes; a thousand such clients filled
+/// `maximumConnections`). For the same reason an idle deadline that comes while the connection cannot take output
+/// waits for it instead of closing: the client is still reading an answer, and this deadline times that.
 ///
 /// A request's end may arrive after its answer was written (a handler that answers before reading the body, such as
 /// `/healthz`): the connection is then already waiting for its next request, and that deadline stays armed — a
@@ -31,30 +41,50 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     enum Waiting: String {
         case head, body
         case nextRequest = "next_request"
+        /// The client to read what the server has written (`writeTimeout`).
+        case read
     }
 
     private let limits: HTTPServerLimits
     private let logger: Logger
     private var deadline: Scheduled<Void>?
+    /// Runs while the connection cannot take more output; independent of ``deadline``, which times the client's
+    /// requests.
+    private var readDeadline: Scheduled<Void>?
     /// The response being written said `Connection: close`.
     private var closesAfterResponse = false
     /// The current request has been answered, whether or not its end has arrived yet.
     private var answered = false
     /// Requests whose head has arrived and whose answer has not been written to its end.
     private var unanswered = 0
+    /// What NIO holds for the connection when ``readDeadline`` was armed or last found progress.
+    private var bufferedAtLastProgress = 0
     /// Requests a connection may send ahead of their answers.
     static let maximumPipelined = 16
+    /// Bytes a client must read every `writeTimeout` while output waits for it (NIO's default low-water mark): about
+    /// 1 KiB a second with the default 30 s, far below any real link.
+    static let minimumProgress = 32 * 1024
 
-    init(limits: HTTPServerLimits, logger: Logger) {
+    /// What NIO holds for a connection, not yet taken by the kernel (`nil` when it cannot say).
+    private let bufferedBytes: (Channel) -> Int?
+
+    init(
+        limits: HTTPServerLimits, logger: Logger,
+        bufferedBytes: @escaping (Channel) -> Int? = { try? $0.syncOptions?.getOption(.bufferedWritableBytes) }
+    ) {
         self.limits = limits
         self.logger = logger
+        self.bufferedBytes = bufferedBytes
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         if context.channel.isActive { arm(.head, after: limits.headTimeout, context: context) }
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) { disarm() }
+    func handlerRemoved(context: ChannelHandlerContext) {
+        disarm()
+        disarmRead()
+    }
 
     func channelActive(context: ChannelHandlerContext) {
         if deadline == nil { arm(.head, after: limits.headTimeout, context: context) }
@@ -63,7 +93,32 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
 
     func channelInactive(context: ChannelHandlerContext) {
         disarm()
+        disarmRead()
         context.fireChannelInactive()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            disarmRead()
+        } else if readDeadline == nil {
+            armRead(context: context)
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    /// Times the client's reading from now: at `writeTimeout` it is closed unless it read ``minimumProgress`` bytes
+    /// meanwhile (then the next `writeTimeout` starts) or the connection takes output again.
+    private func armRead(context: ChannelHandlerContext) {
+        bufferedAtLastProgress = bufferedBytes(context.channel) ?? 0
+        readDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(limits.writeTimeout)) {
+            self.readDeadline = nil
+            guard !context.channel.isWritable else { return }
+            if let buffered = self.bufferedBytes(context.channel), buffered <= self.bufferedAtLastProgress - Self.minimumProgress {
+                self.armRead(context: context)
+            } else {
+                self.close(.read, context: context)
+            }
+        }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -115,17 +170,34 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
 
     private func arm(_ waiting: Waiting, after duration: Duration, context: ChannelHandlerContext) {
         disarm()
-        let logger = logger
-        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(duration)) {
-            Counter(label: "storekeeper_http_connections_timed_out_total", dimensions: [("waiting_for", waiting.rawValue)])
-                .increment()
-            logger.debug("connection closed: client too slow", metadata: ["waiting_for": "\(waiting.rawValue)"])
-            context.close(promise: nil)
+        deadline = schedule(waiting, after: duration, context: context)
+    }
+
+    /// Closes the connection `duration` from now, counting it under `waiting`. An idle deadline that comes while an
+    /// answer still waits for the client to read it starts again: the read deadline times that.
+    private func schedule(_ waiting: Waiting, after duration: Duration, context: ChannelHandlerContext) -> Scheduled<Void> {
+        context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(duration)) {
+            if waiting == .nextRequest, !context.channel.isWritable {
+                self.deadline = self.schedule(waiting, after: duration, context: context)
+                return
+            }
+            self.close(waiting, context: context)
         }
+    }
+
+    private func close(_ waiting: Waiting, context: ChannelHandlerContext) {
+        Counter(label: "storekeeper_http_connections_timed_out_total", dimensions: [("waiting_for", waiting.rawValue)]).increment()
+        logger.debug("connection closed: client too slow", metadata: ["waiting_for": "\(waiting.rawValue)"])
+        context.close(promise: nil)
     }
 
     private func disarm() {
         deadline?.cancel()
         deadline = nil
+    }
+
+    private func disarmRead() {
+        readDeadline?.cancel()
+        readDeadline = nil
     }
 }

@@ -1,6 +1,6 @@
-/// How much a client may take of the HTTP server: time to send a request, idle keep-alive, connections and body
-/// memory. Every value is configurable (`STOREKEEPER_HTTP_*`); the defaults let Apple and the app's services through
-/// untouched and bound what a stranger holding connections open can cost.
+/// How much a client may take of the HTTP server: time to send a request, idle keep-alive, time to read an answer,
+/// connections and body memory. Every value is configurable (`STOREKEEPER_HTTP_*`); the defaults let Apple and the
+/// app's services through untouched and bound what a stranger holding connections open can cost.
 public struct HTTPServerLimits: Sendable, Equatable {
     /// From a connection's start until its first request head has arrived.
     public var headTimeout: Duration
@@ -11,6 +11,11 @@ public struct HTTPServerLimits: Sendable, Equatable {
     /// nginx's upstream `keepalive_timeout`): a request sent on a connection at the instant the server closes it for
     /// idleness gets no answer at all, so the side that sends must be the one to give up first.
     public var idleTimeout: Duration
+    /// How long a client may take to read 32 KiB of an answer that waits for it: while the connection's output
+    /// buffers are full (the client's receive window and the kernel's send buffer, and NIO holding more than its
+    /// high-water mark), a client that reads less than that in this time is closed. One that reads, about 1 KiB a
+    /// second or faster with the default, is never cut off for the size of an answer.
+    public var writeTimeout: Duration
     /// Connections served at once by one process; further ones wait in the listen backlog.
     public var maximumConnections: Int
     /// Bytes of request bodies held in memory at once, every byte of every body counted.
@@ -21,11 +26,13 @@ public struct HTTPServerLimits: Sendable, Equatable {
 
     public init(
         headTimeout: Duration = .seconds(10), bodyTimeout: Duration = .seconds(30), idleTimeout: Duration = .seconds(75),
-        maximumConnections: Int = 1_024, bodyMemory: Int = 16 * 1024 * 1024, headBytes: Int = 16 * 1024
+        writeTimeout: Duration = .seconds(30), maximumConnections: Int = 1_024, bodyMemory: Int = 16 * 1024 * 1024,
+        headBytes: Int = 16 * 1024
     ) {
         self.headTimeout = headTimeout
         self.bodyTimeout = bodyTimeout
         self.idleTimeout = idleTimeout
+        self.writeTimeout = writeTimeout
         self.maximumConnections = maximumConnections
         self.bodyMemory = bodyMemory
         self.headBytes = headBytes
