@@ -117,6 +117,29 @@ struct DeadlineSweepTests {
         #expect(try await withDeadline(.seconds(1)) { 42 } == 42)
     }
 
+    @Test("withDeadline: a cancelled caller stops waiting at once, and the operation left behind is still cancelled at the deadline")
+    func cancelledCaller() async throws {
+        let started = Mutex(false)
+        let cancelledAfter = Mutex<Duration?>(nil)
+        let start = ContinuousClock.now
+        let caller = Task {
+            try await withDeadline(.seconds(3)) {
+                started.withLock { $0 = true }
+                // An operation that would hang for half a minute unless cancelled (a statement on a stalled database).
+                do { try await Task.sleep(for: .seconds(30)) } catch { cancelledAfter.withLock { $0 = ContinuousClock.now - start } }
+            }
+        }
+        try await eventually("the operation to start") { started.withLock { $0 } }
+        caller.cancel()
+        await #expect(throws: CancellationError.self) { try await caller.value }
+        #expect(ContinuousClock.now - start < .seconds(3), "the cancelled caller waited for the deadline")
+        #expect(cancelledAfter.withLock { $0 } == nil, "the caller's cancellation reached the operation")
+        try await eventually(timeout: .seconds(10), "the operation left behind to be cancelled at its deadline") {
+            cancelledAfter.withLock { $0 } != nil
+        }
+        #expect(try #require(cancelledAfter.withLock { $0 }) >= .seconds(3))
+    }
+
     @Test("durations beyond Int64 nanoseconds saturate instead of trapping")
     func hugeDurations() {
         #expect(Duration.seconds(Int64.max).nanoseconds == .max)
