@@ -50,11 +50,17 @@ public final class RawConnection {
     /// client has not read leaves its socket sending that output, not established, and the client sees nothing until
     /// it reads.
     public func serverEndIsOpen(serverPort: Int) -> Bool? {
-        guard let ownPort = localPort, let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return nil }
-        let local = String(format: ":%04X", serverPort)
-        let remote = String(format: ":%04X", ownPort)
+        guard let ownPort = localPort else { return nil }
+        // A server listening on both families sees an IPv4 client in the IPv6 table.
+        let tables = ["/proc/net/tcp", "/proc/net/tcp6"].compactMap { try? String(contentsOfFile: $0, encoding: .utf8) }
+        guard !tables.isEmpty else { return nil }
+        func hexadecimal(_ port: Int) -> String {
+            let digits = String(port, radix: 16, uppercase: true)
+            return ":" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+        }
+        let (local, remote) = (hexadecimal(serverPort), hexadecimal(ownPort))
         // Each line: `sl local_address rem_address st …`, addresses as hexadecimal `address:port`; 01 is ESTABLISHED.
-        return table.split(separator: "\n").contains { line in
+        return tables.joined(separator: "\n").split(separator: "\n").contains { line in
             let fields = line.split(separator: " ")
             return fields.count > 3 && fields[1].hasSuffix(local) && fields[2].hasSuffix(remote) && fields[3] == "01"
         }

@@ -19,8 +19,7 @@ struct HostileDrill: AsyncParsableCommand {
     @Option(help: "Requests whose last body byte comes after their answer.") var lateEnds = 16
     @Option(help: "Connections that send 62 KiB of a 400,000-byte body, then stall.") var partialBodyCount = 4_096
     @Option(help: "Uploads abandoned mid-body.") var abortedUploadCount = 1_000
-    @Option(help: "Connections that ask for large answers and read none (each holds about 4 MB of kernel memory on loopback).")
-    var stoppedReaderCount = 64
+    @Option(help: "Connections that ask for large answers and read none (more than serve accepts at once).") var stoppedReaderCount = 1_100
 
     static let adminKey = "drill-admin"
     static let metricsKey = "drill-metrics"

@@ -52,9 +52,9 @@ struct ConnectionLimitsTests {
         }
     }
 
-    /// Answers a client asks for in one go: `/openapi.json` (436 KB, no key) fifteen times, more than the server's
-    /// socket buffers (which grow to about 3.8 MB on loopback here), so `serve`'s writer has to wait for the client,
-    /// and none of the answers after the first reaches its end, which would arm the idle deadline.
+    /// Answers a client asks for in one go: `/openapi.json` fifteen times, far more than the kernel holds for a
+    /// connection (what is on its way to a client with a 32 KiB window, and 64 KiB unsent), so `serve`'s writer has to
+    /// wait for the client, and the answers behind those never reach their end, which would arm the idle deadline.
     static let largeAnswers = [UInt8](
         String(repeating: "GET /openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", count: 15).utf8)
 
@@ -66,8 +66,8 @@ struct ConnectionLimitsTests {
             try await harness.components.application().test(.live) { client in
                 let port = try #require(client.port)
                 let answerSize = try await client.execute(uri: "/openapi.json", method: .get).body.readableBytes
-                // Reads up to 16 KiB every 20 ms, in all longer than the write deadline: never closed. (The floor
-                // itself is ConnectionDeadlineHandlerTests'.)
+                // Reads up to 16 KiB every 20 ms, for longer than the write deadline in all: never closed. (The
+                // floor itself is ConnectionDeadlineHandlerTests'.)
                 let reading = try #require(RawConnection(port: port, receiveBuffer: 16_384))
                 #expect(reading.send(Self.largeAnswers) == Self.largeAnswers.count)
                 var received = 0

@@ -3,6 +3,10 @@ import Metrics
 import NIOCore
 import NIOHTTPTypes
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Closes a connection whose client is too slow: no request head within `headTimeout` of connecting, no complete
 /// body within `bodyTimeout` of its head, no next request within `idleTimeout` of a response, or an answer it does not
 /// read (`writeTimeout`, below). While a request is being answered the request deadlines are off (the handlers bound
@@ -18,15 +22,15 @@ import NIOHTTPTypes
 /// decoded waits in memory for its turn, and its answer too when the client does not read — 2,048 connections each
 /// sending thousands of `GET`s without reading held 1.7 GB. Apple and HTTP client libraries send one request at a time.
 ///
-/// It closes a connection whose client stops reading: while the connection cannot take more output (the kernel's
-/// send buffer full and NIO holding more than its high-water mark, so Hummingbird's writer waits), the client must
-/// read at least ``minimumProgress`` bytes every `writeTimeout` — NIO's buffer must shrink by that much — or the
-/// connection is closed. A client that reads, however slowly above that floor, keeps it; one that stops is closed.
-/// The request deadlines do not cover this: answers pipelined behind one the client does not read are never written
-/// to their end, so the idle deadline is never armed (15 copies of `/openapi.json`, no key needed, held a connection
-/// for as long as the client's kernel acknowledged window probes; a thousand such clients filled
-/// `maximumConnections`). For the same reason an idle deadline that comes while the connection cannot take output
-/// waits for it instead of closing: the client is still reading an answer, and this deadline times that.
+/// It closes a connection whose client stops reading: while the connection cannot take more output (the kernel holding
+/// ``unsentKernelBytes`` not yet sent, which it is told to hold at most, and NIO more than its high-water mark, so
+/// Hummingbird's writer waits), NIO's buffer must shrink by ``minimumProgress`` every `writeTimeout` — the client must
+/// read — or the connection is closed. A client that reads, however slowly above that floor, keeps it. The request
+/// deadlines do not cover this: answers pipelined behind those the buffers took are never written to their end, so the
+/// idle deadline is never armed (15 copies of `/openapi.json`, no key needed, held a connection for as long as the
+/// client's kernel acknowledged window probes; a thousand such clients filled `maximumConnections`). For the same
+/// reason an idle deadline that comes while the connection cannot take output waits for it instead of closing: the
+/// client is still reading an answer, and this deadline times that.
 ///
 /// A request's end may arrive after its answer was written (a handler that answers before reading the body, such as
 /// `/healthz`): the connection is then already waiting for its next request, and that deadline stays armed — a
@@ -61,9 +65,13 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     private var bufferedAtLastProgress = 0
     /// Requests a connection may send ahead of their answers.
     static let maximumPipelined = 16
-    /// Bytes a client must read every `writeTimeout` while output waits for it (NIO's default low-water mark): about
-    /// 1 KiB a second with the default 30 s, far below any real link.
+    /// How far NIO's buffer must shrink in each `writeTimeout` while output waits for the client (NIO's default
+    /// low-water mark). The kernel passes bytes on in steps of up to half of ``unsentKernelBytes`` (it reports the socket
+    /// writable once less than that is unsent), so a client reading 64 KiB in that time always gets past it: about 2 KiB
+    /// a second with the default 30 s, far below any real link.
     static let minimumProgress = 32 * 1024
+    /// `TCP_NOTSENT_LOWAT`: bytes the kernel holds for a connection beyond what is on its way to the client.
+    static let unsentKernelBytes = 64 * 1024
 
     /// What NIO holds for a connection, not yet taken by the kernel (`nil` when it cannot say).
     private let bufferedBytes: (Channel) -> Int?
@@ -78,6 +86,14 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
+        // The kernel takes an answer's bytes only while it holds less than this much not yet sent; the rest waits in
+        // NIO, where the connection's writability and the read deadline see it. Without it Linux grows a socket's
+        // send buffer to megabytes (3.8 MB on loopback), which took whole answers from a client that read none, so the
+        // deadline never ran and each such client held that much kernel memory.
+        #if canImport(Glibc)
+            try? context.channel.syncOptions?.setOption(
+                .tcpOption(NIOBSDSocket.Option(rawValue: Int32(TCP_NOTSENT_LOWAT))), value: Self.unsentKernelBytes)
+        #endif
         if context.channel.isActive { arm(.head, after: limits.headTimeout, context: context) }
     }
 

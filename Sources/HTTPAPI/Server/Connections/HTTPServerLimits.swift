@@ -11,10 +11,10 @@ public struct HTTPServerLimits: Sendable, Equatable {
     /// nginx's upstream `keepalive_timeout`): a request sent on a connection at the instant the server closes it for
     /// idleness gets no answer at all, so the side that sends must be the one to give up first.
     public var idleTimeout: Duration
-    /// How long a client may take to read 32 KiB of an answer that waits for it: while the connection's output
-    /// buffers are full (the client's receive window and the kernel's send buffer, and NIO holding more than its
-    /// high-water mark), a client that reads less than that in this time is closed. One that reads, about 1 KiB a
-    /// second or faster with the default, is never cut off for the size of an answer.
+    /// How long a client may take to read 64 KiB of an answer that waits for it: while the connection's output
+    /// buffers are full (what is on its way to the client, 64 KiB more in the kernel, and NIO holding more than its
+    /// high-water mark), a client that reads less than that in this time is closed. One that reads at least that,
+    /// about 2 KiB a second with the default, is never cut off for the size of an answer.
     public var writeTimeout: Duration
     /// Connections served at once by one process; further ones wait in the listen backlog.
     public var maximumConnections: Int
