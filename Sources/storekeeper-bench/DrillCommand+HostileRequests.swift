@@ -41,11 +41,12 @@ extension HostileDrill {
         say("  open: \(readers.count) connections asking for 15 copies of /openapi.json each, reading none")
         verdict.check(readers.count == stoppedReaderCount, "every reading-nothing connection was accepted by the kernel")
         let started = ContinuousClock.now
-        let closed = try await system.eventually(30) { await readTimeouts(system) - before >= readers.count }
+        let closed = try await system.eventually(60) { await readTimeouts(system) - before >= readers.count }
         let seconds = (ContinuousClock.now - started).seconds
-        // The first 1,024 are closed at 5 s, those waiting in the backlog 5 s after they are let in.
+        // The first 1,024 are closed at 5 s, those waiting in the backlog 5 s after they are let in; writing the
+        // answers and reading /metrics through a full cap take the rest (20 s for 1,100 on a debug build).
         verdict.check(
-            closed && seconds < 20,
+            closed && seconds < 30,
             "serve closed all \(readers.count) connections that stopped reading, in \(String(format: "%.1f", seconds)) s (write deadline: 5 s here)")
         let health = await system.request("/healthz", timeout: 5)
         verdict.check(health.status == 200, "/healthz answers 200 after them")
