@@ -52,7 +52,7 @@ public final class RawConnection {
     public func serverEndIsOpen(serverPort: Int) -> Bool? {
         guard let ownPort = localPort else { return nil }
         // A server listening on both families sees an IPv4 client in the IPv6 table.
-        let tables = ["/proc/net/tcp", "/proc/net/tcp6"].compactMap { try? String(contentsOfFile: $0, encoding: .utf8) }
+        let tables = ["/proc/net/tcp", "/proc/net/tcp6"].compactMap(Self.wholeFile)
         guard !tables.isEmpty else { return nil }
         func hexadecimal(_ port: Int) -> String {
             let digits = String(port, radix: 16, uppercase: true)
@@ -63,6 +63,21 @@ public final class RawConnection {
         return tables.joined(separator: "\n").split(separator: "\n").contains { line in
             let fields = line.split(separator: " ")
             return fields.count > 3 && fields[1].hasSuffix(local) && fields[2].hasSuffix(remote) && fields[3] == "01"
+        }
+    }
+
+    /// A file read to its end, `read` after `read`: a file of `/proc` says it has no size, and a read of it as a regular
+    /// file's size (Foundation's) may stop after its first page, leaving out the connections listed after it.
+    private static func wholeFile(_ path: String) -> String? {
+        let file = open(path, O_RDONLY)
+        guard file >= 0 else { return nil }
+        defer { close(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(file, $0.baseAddress, $0.count) }
+            guard count > 0 else { return count == 0 ? String(decoding: bytes, as: UTF8.self) : nil }
+            bytes += buffer[..<count]
         }
     }
 

@@ -109,6 +109,15 @@ struct ConnectionDeadlineHandlerTests {
         return (channel, output)
     }
 
+    /// The client reads ``ConnectionDeadlineHandler/minimumProgress`` in each 2-s deadline, `deadlines` times over.
+    static func readAtTheFloor(_ channel: EmbeddedChannel, _ output: Output, deadlines: Int) {
+        for _ in 0..<deadlines {
+            channel.embeddedEventLoop.advanceTime(by: .milliseconds(1_000))
+            output.buffered -= ConnectionDeadlineHandler.minimumProgress
+            channel.embeddedEventLoop.advanceTime(by: .milliseconds(1_000))
+        }
+    }
+
     @Test("a client that stops reading is closed at the write deadline; the event still reaches the handlers behind")
     func clientStopsReading() throws {
         let (channel, output) = try Self.answering("/openapi.json")
@@ -126,14 +135,10 @@ struct ConnectionDeadlineHandlerTests {
         let (channel, output) = try Self.answering("/openapi.json")
         output.buffered = 400_000
         Self.setWritable(channel, false)
-        // 32 KiB read in each 2-s deadline (the floor), for longer than any other deadline: kept, though the buffer
-        // never drains below its low-water mark.
-        for _ in 0..<8 {
-            channel.embeddedEventLoop.advanceTime(by: .milliseconds(1_000))
-            output.buffered -= ConnectionDeadlineHandler.minimumProgress
-            channel.embeddedEventLoop.advanceTime(by: .milliseconds(1_000))
-            #expect(channel.isActive, "closed a client that was still reading")
-        }
+        // Reading at the floor for longer than any other deadline: kept, though the buffer never drains below its
+        // low-water mark.
+        Self.readAtTheFloor(channel, output, deadlines: 8)
+        #expect(channel.isActive, "closed a client that was still reading")
         // Drained below the low-water mark and filled again: the deadline starts over from there.
         Self.setWritable(channel, true)
         output.buffered = 400_000
@@ -146,7 +151,7 @@ struct ConnectionDeadlineHandlerTests {
         #expect(!channel.isActive, "a client reading below the floor kept its connection")
     }
 
-    @Test("the idle deadline waits while an answer it followed is still being read")
+    @Test("the idle deadline waits while an answer it followed is still being read, and runs whole from its end")
     func idleWaitsForReading() throws {
         let (channel, output) = try Self.answering("/openapi.json")
         try channel.writeOutbound(HTTPResponsePart.body(ByteBuffer(string: "{}")))
@@ -154,15 +159,13 @@ struct ConnectionDeadlineHandlerTests {
         output.buffered = 400_000
         Self.setWritable(channel, false)
         // The client reads at the floor for longer than the idle deadline (5 s): not closed as idle.
-        for _ in 0..<4 {
-            channel.embeddedEventLoop.advanceTime(by: .milliseconds(1_000))
-            output.buffered -= ConnectionDeadlineHandler.minimumProgress
-            channel.embeddedEventLoop.advanceTime(by: .milliseconds(1_000))
-        }
+        Self.readAtTheFloor(channel, output, deadlines: 4)
         #expect(channel.isActive, "closed as idle while the client was reading its answer")
-        // Read to the end: now idle for real, closed within the idle deadline.
+        // Read to the end: idle from now, for the whole idle deadline, and closed at its end.
         Self.setWritable(channel, true)
-        channel.embeddedEventLoop.advanceTime(by: .seconds(5))
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(4_900))
+        #expect(channel.isActive, "the idle deadline counted from before the client had read its answer")
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(200))
         #expect(!channel.isActive, "an idle connection was kept past its deadline")
     }
 }

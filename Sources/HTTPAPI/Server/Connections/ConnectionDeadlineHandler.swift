@@ -29,8 +29,8 @@ import NIOHTTPTypes
 /// deadlines do not cover this: answers pipelined behind those the buffers took are never written to their end, so the
 /// idle deadline is never armed (15 copies of `/openapi.json`, no key needed, held a connection for as long as the
 /// client's kernel acknowledged window probes; a thousand such clients filled `maximumConnections`). For the same
-/// reason an idle deadline that comes while the connection cannot take output waits for it instead of closing: the
-/// client is still reading an answer, and this deadline times that.
+/// reason an idle deadline that comes while the connection cannot take output waits for it instead of closing (the
+/// client is still reading an answer, and this deadline times that), and starts over once the output has drained.
 ///
 /// A request's end may arrive after its answer was written (a handler that answers before reading the body, such as
 /// `/healthz`): the connection is then already waiting for its next request, and that deadline stays armed — a
@@ -116,6 +116,9 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable {
             disarmRead()
+            // The client has read what it was answered: it is idle from now, not from when the answer's end was
+            // handed to NIO, which may have been most of the idle deadline ago.
+            if answered && unanswered == 0 { arm(.nextRequest, after: limits.idleTimeout, context: context) }
         } else if readDeadline == nil {
             armRead(context: context)
         }
