@@ -41,6 +41,11 @@ final class JSONTape: @unchecked Sendable {
         static let stringBytes = 256 * 1024
         /// Numbers longer than this many characters are refused (conversion of a long number is not linear).
         static let numberCharacters = 64
+        /// Documents of more values and keys than this are refused: the tape takes 16 bytes a token, and a 512-KiB body
+        /// of `[0,0,…]` made 262,144 of them — 13 MiB with the array's growth and the copy, outside the request-body
+        /// budget. 65,536 is 1 MiB of tape; Apple's and Google's notifications hold about a hundred, a Stripe event a
+        /// few thousand.
+        static let tokens = 65_536
     }
 
     let bytes: UnsafeMutableBufferPointer<UInt8>
@@ -52,7 +57,7 @@ final class JSONTape: @unchecked Sendable {
         guard data.count < Int32.max else { throw .syntax("document too large", offset: 0) }
         let bytes = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(data.count, 1))
         _ = data.copyBytes(to: bytes)
-        var parser = Parser(capacityHint: data.count / 16)
+        var parser = Parser(capacityHint: min(data.count / 16, Limit.tokens))
         do {
             try parser.parseDocument(UnsafeBufferPointer(rebasing: bytes[..<data.count]))
         } catch {
@@ -96,6 +101,8 @@ extension JSONTape {
 
         private mutating func parseValue(_ input: UnsafeBufferPointer<UInt8>, depth: Int) throws(PayloadDecodingError) {
             guard index < input.count else { throw .syntax("unexpected end of the document", offset: index) }
+            // Every key is followed by a value: counted here, the tape never passes the limit by more than one.
+            guard tokens.count < Limit.tokens else { throw .syntax("more than \(Limit.tokens) values and keys", offset: index) }
             switch input[index] {
             case UInt8(ascii: "{"): try parseContainer(input, kind: .object, close: UInt8(ascii: "}"), depth: depth + 1)
             case UInt8(ascii: "["): try parseContainer(input, kind: .array, close: UInt8(ascii: "]"), depth: depth + 1)

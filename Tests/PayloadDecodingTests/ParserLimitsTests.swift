@@ -6,7 +6,8 @@ import Testing
 
 /// The parser's limits, each at its edge, and the costly shapes a stranger can send. Expectations come from the
 /// limits as documented (`docs/security.md`), not from the parser's code: 64 levels, 1,024 keys per object,
-/// 256 KiB per string, 64 characters per number, no repeated key however it is escaped.
+/// 256 KiB per string, 64 characters per number, 65,536 values and keys a document, no repeated key however it is
+/// escaped.
 struct ParserLimitsTests {
     func parses(_ text: String) -> Bool { (try? PayloadDecoder().decode(JSONValue.self, from: Data(text.utf8))) != nil }
 
@@ -17,8 +18,19 @@ struct ParserLimitsTests {
     @Test func keysPerObject() {
         #expect(parses(object(keys: 1_024)))
         #expect(!parses(object(keys: 1_025)))
-        // Arrays are not objects: many elements are fine.
-        #expect(parses("[" + Array(repeating: "0", count: 100_000).joined(separator: ",") + "]"))
+        // Arrays are not objects: many elements are fine, up to the document's limit.
+        #expect(parses("[" + Array(repeating: "0", count: 60_000).joined(separator: ",") + "]"))
+    }
+
+    /// 65,536 values and keys in all, the array or object that holds them counted (1 MiB of tape): a 512-KiB body of
+    /// `[0,0,…]` made four times as many.
+    @Test func valuesPerDocument() {
+        #expect(parses("[" + Array(repeating: "0", count: 65_535).joined(separator: ",") + "]"))
+        #expect(!parses("[" + Array(repeating: "0", count: 65_536).joined(separator: ",") + "]"))
+        // Keys count: 64 objects of 511 members and an outer array are 64 × (1 + 2 × 511) + 1 = 65,473 tokens.
+        let objects = (0..<64).map { _ in object(keys: 511) }
+        #expect(parses("[" + objects.joined(separator: ",") + "]"))
+        #expect(!parses("[" + (objects + [object(keys: 40)]).joined(separator: ",") + "]"))
     }
 
     @Test(arguments: [9, 100, 1_024])
