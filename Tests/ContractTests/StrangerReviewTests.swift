@@ -59,11 +59,11 @@ struct StrangerReviewTests {
 
     @Test("every byte of every body counts: small stalled bodies past the budget are refused 503 and closed")
     func smallBodiesCount() async throws {
-        let budget = RequestBodyBudget(bytes: 100 * 1024)
-        let first = BodyReservation(budget: budget)
+        let budget = RequestBodyBudget(bytes: 128 * 1024)
+        let first = BodyReservation(budget: budget, sender: .stranger)
         try first.receive(62 * 1024)
         #expect(budget.reservedBytes == 62 * 1024)
-        let second = BodyReservation(budget: budget)
+        let second = BodyReservation(budget: budget, sender: .stranger)
         #expect(throws: RequestBodyBudget.Exhausted.self) { try second.receive(62 * 1024) }
         first.releaseAll()
         second.releaseAll()
@@ -77,12 +77,13 @@ struct StrangerReviewTests {
                 let part = Array(head.utf8) + [UInt8](repeating: UInt8(ascii: " "), count: 62 * 1024)
                 let connections = (0..<40).compactMap { _ in RawConnection(port: port) }
                 var sent = [Int](repeating: 0, count: connections.count)
-                // 1 MiB holds 16 parts of 62 KiB; the other 24 are refused long before the 60-s body deadline.
+                // The strangers' share of 1 MiB (768 KiB) holds 12 parts of 62 KiB; the other 28 are refused long
+                // before the 60-s body deadline.
                 try await eventually(timeout: .seconds(20), "the parts beyond the budget to be refused") {
                     for (index, connection) in connections.enumerated() where sent[index] < part.count && !connection.isClosedByPeer {
                         sent[index] += connection.send(Array(part[sent[index]...]))
                     }
-                    return connections.filter(\.isClosedByPeer).count >= 24
+                    return connections.filter(\.isClosedByPeer).count >= 28
                 }
                 let valid = try await client.execute(
                     uri: "/v1/tiers", method: .get, headers: [:])

@@ -128,21 +128,76 @@ struct ConnectionLimitsTests {
     @Test("the budget: every byte is reserved as it arrives and released when the request is answered")
     func budgetArithmetic() throws {
         let budget = RequestBodyBudget(bytes: 1 << 20)
-        let first = BodyReservation(budget: budget)
+        let first = BodyReservation(budget: budget, sender: .authenticated)
         try first.receive(600 * 1024)
         #expect(budget.reservedBytes == 600 * 1024)
-        let second = BodyReservation(budget: budget)
+        let second = BodyReservation(budget: budget, sender: .authenticated)
         #expect(throws: RequestBodyBudget.Exhausted.self) { try second.receive(600 * 1024) }
-        let small = BodyReservation(budget: budget)
+        let small = BodyReservation(budget: budget, sender: .authenticated)
         try small.receive(1024)
         #expect(budget.reservedBytes == 601 * 1024)
         first.releaseAll()
         second.releaseAll()
         small.releaseAll()
         #expect(budget.reservedBytes == 0)
-        let third = BodyReservation(budget: budget)
+        let third = BodyReservation(budget: budget, sender: .authenticated)
         try third.receive(100 * 1024)
         #expect(budget.reservedBytes == 100 * 1024)
+    }
+
+    @Test("bodies nobody vouched for hold at most three quarters of the budget; the rest is kept for authenticated ones")
+    func strangersShare() throws {
+        let budget = RequestBodyBudget(bytes: 1 << 20)
+        #expect(budget.strangersShare == 768 * 1024)
+        let stranger = BodyReservation(budget: budget, sender: .stranger)
+        try stranger.receive(700 * 1024)
+        let another = BodyReservation(budget: budget, sender: .stranger)
+        #expect(throws: RequestBodyBudget.Exhausted.self) { try another.receive(100 * 1024) }
+        try another.receive(68 * 1024)
+        let authenticated = BodyReservation(budget: budget, sender: .authenticated)
+        try authenticated.receive(256 * 1024)
+        #expect(budget.reservedBytes == 1 << 20)
+        #expect(throws: RequestBodyBudget.Exhausted.self) { try authenticated.receive(1) }
+        for reservation in [stranger, another, authenticated] { reservation.releaseAll() }
+        #expect(budget.reservedBytes == 0)
+
+        func sender(_ path: String) -> RequestBodyBudget.Sender {
+            RequestBodyBudgetMiddleware<StorekeeperRequestContext>.sender(
+                of: Request(head: .init(method: .post, scheme: "http", authority: "127.0.0.1", path: path), body: .init(buffer: .init())))
+        }
+        #expect(sender("/v1/accounts/a/usage") == .authenticated)
+        #expect(sender("/admin/accounts/a/credits") == .authenticated)
+        for path in ["/notifications/apple", "/stripe/webhooks", "/notifications/google", "/apple/retention-message", "/v1", "/v1x/a", "/"] {
+            #expect(sender(path) == .stranger, "\(path)")
+        }
+    }
+
+    @Test("stalled bodies on an intake fill only the strangers' share: a spend's large body behind the service key is read")
+    func intakeCannotStarveTheServiceAPI() async throws {
+        let environment = ["STOREKEEPER_PORT": "0", "STOREKEEPER_HTTP_BODY_MEMORY_MB": "1", "STOREKEEPER_HTTP_BODY_TIMEOUT": "60"]
+        try await StorekeeperHarness.run(worker: false, environment: environment) { harness in
+            try await harness.components.application().test(.live) { client in
+                let port = try #require(client.port)
+                // One 500-KiB body fits the strangers' 768 KiB, a second does not: without the share both fit, and
+                // the 300 KiB below would not.
+                let connections = (0..<4).compactMap { _ in RawConnection(port: port) }
+                let body = Self.unfinishedBody(kilobytes: 500)
+                var sent = [Int](repeating: 0, count: connections.count)
+                try await eventually(timeout: .seconds(20), "every stalled body but one to be refused") {
+                    for (index, connection) in connections.enumerated() where sent[index] < body.count && !connection.isClosedByPeer {
+                        sent[index] += connection.send(Array(body[sent[index]...]))
+                    }
+                    return connections.filter(\.isClosedByPeer).count == connections.count - 1
+                }
+                let spend = #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "large"}"# + String(repeating: " ", count: 300 * 1024)
+                let answer = try await client.execute(
+                    uri: "/v1/accounts/large-body/usage", method: .post,
+                    headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json"],
+                    body: ByteBuffer(string: spend))
+                #expect(answer.status == .ok || answer.status.code == 402, "\(answer.status)")
+                #expect(connections.contains { !$0.isClosedByPeer }, "the body within the share is still being read")
+            }
+        }
     }
 
     @Test("the configuration reads every STOREKEEPER_HTTP_* variable and refuses nonsense with one line each")

@@ -10,11 +10,30 @@ import Synchronization
 /// No part of a body is free: with a free allowance per body, connections × allowance is unbounded by the budget
 /// (4,000 stalled 62-KiB bodies took 570 MB). Small requests are protected instead by the budget being far larger than
 /// any one legitimate body and by each body's deadline (`STOREKEEPER_HTTP_BODY_TIMEOUT`), which releases it.
+///
+/// Bodies nobody vouched for — the stores' intakes, which read a body before they can verify it — may hold at most
+/// ``strangersShare`` of it: 32 stalled bodies of the largest size (512 KiB) filled all 16 MiB, and every spend, hold
+/// and operator's form was refused 503 until their deadline. The rest is kept for the routes that check a service key
+/// or an operator before any body is read (`/v1/…`, `/admin/…`).
 public final class RequestBodyBudget: Sendable {
     private let capacity: Int
     private let used = Mutex(0)
 
     public init(bytes: Int) { self.capacity = bytes }
+
+    /// What bodies nobody vouched for may hold together: three quarters of the budget.
+    public var strangersShare: Int { capacity / 4 * 3 }
+
+    /// Whether a request's body is read only after its sender was authenticated.
+    enum Sender: Sendable {
+        /// A service key or an operator was checked before any handler reads the body.
+        case authenticated
+        /// Anyone on the Internet: the stores' intakes, and whatever no route answers.
+        case stranger
+    }
+
+    /// The most bodies of `sender`'s kind may take of the budget, together with everything reserved already.
+    func limit(for sender: Sender) -> Int { sender == .authenticated ? capacity : strangersShare }
 
     /// Thrown by a body's sequence when the budget cannot hold its next chunk.
     struct Exhausted: Error {}
@@ -22,9 +41,9 @@ public final class RequestBodyBudget: Sendable {
     /// Bytes reserved now, for tests and metrics.
     var reservedBytes: Int { used.withLock { $0 } }
 
-    fileprivate func reserve(_ bytes: Int) -> Bool {
+    fileprivate func reserve(_ bytes: Int, upTo limit: Int) -> Bool {
         used.withLock { used in
-            guard used + bytes <= capacity else { return false }
+            guard used + bytes <= limit else { return false }
             used += bytes
             return true
         }
@@ -36,15 +55,20 @@ public final class RequestBodyBudget: Sendable {
 /// Counts one request's body against a ``RequestBodyBudget``.
 final class BodyReservation: Sendable {
     private let budget: RequestBodyBudget
+    /// The most the budget may hold with this body's next bytes (``RequestBodyBudget/limit(for:)``).
+    private let limit: Int
     /// Bytes reserved so far.
     private let reserved = Mutex(0)
 
-    init(budget: RequestBodyBudget) { self.budget = budget }
+    init(budget: RequestBodyBudget, sender: RequestBodyBudget.Sender) {
+        self.budget = budget
+        self.limit = budget.limit(for: sender)
+    }
 
     /// Accounts for `bytes` more; throws when the budget cannot hold them.
     func receive(_ bytes: Int) throws {
         try reserved.withLock { reserved in
-            guard budget.reserve(bytes) else { throw RequestBodyBudget.Exhausted() }
+            guard budget.reserve(bytes, upTo: limit) else { throw RequestBodyBudget.Exhausted() }
             reserved += bytes
         }
     }
@@ -93,7 +117,7 @@ struct RequestBodyBudgetMiddleware<Context: RequestContext>: RouterMiddleware {
     let budget: RequestBodyBudget
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let reservation = BodyReservation(budget: budget)
+        let reservation = BodyReservation(budget: budget, sender: Self.sender(of: request))
         defer { reservation.releaseAll() }
         var request = request
         request.body = RequestBody(asyncSequence: CountedBody(base: request.body, reservation: reservation))
@@ -104,5 +128,12 @@ struct RequestBodyBudgetMiddleware<Context: RequestContext>: RouterMiddleware {
             busy.closesConnection = true
             throw busy
         }
+    }
+
+    /// By the path alone, before routing: the `/v1` and `/admin` groups check a service key or an operator before any
+    /// of their handlers reads a body, so a body under them is read only for a sender who was authenticated.
+    static func sender(of request: Request) -> RequestBodyBudget.Sender {
+        let path = request.uri.path
+        return path.hasPrefix("/v1/") || path.hasPrefix("/admin/") ? .authenticated : .stranger
     }
 }
