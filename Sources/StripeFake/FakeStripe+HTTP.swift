@@ -120,6 +120,11 @@ extension FakeStripe {
             guard request.headers[.authorization] == "Bearer \(apiKey)" else {
                 return Self.error(401, "invalid_request_error", nil, "Invalid API Key provided.")
             }
+            // "Idempotency keys are up to 255 characters long" (docs.stripe.com/api/idempotent_requests).
+            if let key = request.headers[.init("Idempotency-Key")!], key.count > 255 {
+                return Self.error(
+                    400, "invalid_request_error", nil, "Keys for idempotent requests can only be 255 characters long. You provided \(key.count).")
+            }
             if !state.failures.isEmpty {
                 let failure = state.failures.removeFirst()
                 var response = Self.error(

@@ -53,6 +53,17 @@ struct StripeAccountsTests {
             let session = try #require(world.fake.state.withLock { $0.sessions[try created.answer(StripeSessionAnswer.self).sessionId] })
             #expect(session.clientReferenceId == "user-7" && session.mode == "subscription")
             #expect(world.fake.state.withLock { $0.requests.contains { $0.hasPrefix("POST /v1/checkout/sessions") } })
+
+            // Stripe takes idempotency keys of 255 characters at most (the fake refuses longer, as Stripe does): a
+            // 200-character key, and an account whose escaped id is long, still make one session per key.
+            let long = good.merging(["idempotencyKey": String(repeating: "k", count: 200)]) { _, new in new }
+            let wide = "/v1/accounts/\(String(repeating: "%E4%B8%AD", count: 20))/stripe/checkout"
+            for path in [path, wide] {
+                let first = try await world.post(path, long)
+                #expect(first.status == .created, "\(path): \(first.status) \(String(buffer: first.body))")
+                let retried = try await world.post(path, long)
+                #expect(try retried.answer(StripeSessionAnswer.self).sessionId == first.answer(StripeSessionAnswer.self).sessionId)
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 import Credits
+import Crypto
 import Entitlements
 import Foundation
 import Logging
@@ -76,9 +77,7 @@ public struct StripeCheckout: Sendable {
             ("metadata[\(StripeSubscription.accountMetadataKey)]", account.text), ("metadata[\(StripeSubscription.productMetadataKey)]", productId),
         ])
         if recurring { form.append("subscription_data[metadata][\(StripeSubscription.accountMetadataKey)]", account.text) }
-        // Each part escaped, so no account and key can make another's (an account id may hold a colon).
-        let parts = [account.text, productId, idempotencyKey ?? UUID().uuidString].map(StripeForm.escape)
-        let key = "storekeeper-checkout:" + parts.joined(separator: ":")
+        let key = Self.stripeIdempotencyKey(account: account, productId: productId, idempotencyKey: idempotencyKey ?? UUID().uuidString)
         let prepared = form
         // Refusals are returned from the transaction, not thrown: PostgresNIO wraps what a transaction's body throws.
         let outcome: Result<StripeCheckoutSession, Refusal> = try await client.withTransaction(logger: logger) { connection in
@@ -131,5 +130,17 @@ public struct StripeCheckout: Sendable {
         } catch {
             throw Refusal.stripe(error)
         }
+    }
+}
+
+extension StripeCheckout {
+    /// The `Idempotency-Key` of a checkout session: `storekeeper-checkout:<account>:<product>:<key>`, each part escaped
+    /// so no account and key can make another's (an account id may hold a colon). Stripe takes at most 255 characters
+    /// (docs.stripe.com/api/idempotent_requests) and refused a longer one with 400, answered 502: past that, the same
+    /// parts are named by their SHA-256.
+    static func stripeIdempotencyKey(account: AccountID, productId: String, idempotencyKey: String) -> String {
+        let named = "storekeeper-checkout:" + [account.text, productId, idempotencyKey].map(StripeForm.escape).joined(separator: ":")
+        guard named.utf8.count > 255 else { return named }
+        return "storekeeper-checkout:sha256:" + SHA256.hash(data: Array(named.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 }
