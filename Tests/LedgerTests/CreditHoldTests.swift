@@ -147,7 +147,9 @@ struct CreditHoldTests {
         }
     }
 
-    @Test("the same key answers the same hold; reused for another amount 422; too little 402 with nothing held; bad input 400; unknown hold 404")
+    @Test(
+        "the same key answers the same hold; reused for another amount or expiry 422; too little 402 with nothing held; bad input 400; unknown hold 404"
+    )
     func idempotencyAndInput() async throws {
         try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
             try await harness.withHTTP { client in
@@ -158,6 +160,9 @@ struct CreditHoldTests {
                     try first.status == .created && second.status == .created
                         && first.answer(CreditHoldAnswer.self).id == second.answer(CreditHoldAnswer.self).id)
                 #expect(try await Self.hold(client, account, "ai_requests", 3, key: "k").status == .unprocessableContent)
+                // The default expiry is 900 s: the same body with it written out is the same request, another is not.
+                #expect(try await Self.hold(client, account, "ai_requests", 2, key: "k", expiresIn: 900).status == .created)
+                #expect(try await Self.hold(client, account, "ai_requests", 2, key: "k", expiresIn: 60).status == .unprocessableContent)
                 let short = try await Self.hold(client, account, "ai_requests", 4, key: "big")
                 #expect(try short.status.code == 402 && short.answer(ErrorAnswer.self).error == "insufficient_credits")
                 #expect(try await Self.remaining(client, account, "ai_requests") == 3)

@@ -97,7 +97,9 @@ struct HoldGroup: Sendable {
                 let key = UsageRequests.Key(account: request.account, idempotencyKey: request.idempotencyKey)
                 let unlimited = credits[request.account]?.credits.meters[request.meter]?.unlimited == true
                 if let id = byKey[key], let existing = known[id]?.hold {
-                    guard existing.meter == request.meter, existing.amount == request.amount else {
+                    // The same request again: its meter, amount and expiry (a retry sends the same body).
+                    let expiresIn = Int(existing.expiresAt.timeIntervalSince(existing.createdAt).rounded())
+                    guard existing.meter == request.meter, existing.amount == request.amount, expiresIn == request.expiresIn else {
                         results.append(.hold(.keyReused(existing)))
                         continue
                     }

@@ -132,7 +132,9 @@ public struct HoldsController: Sendable {
         case .keyReused(let hold):
             throw APIError(
                 .unprocessableContent, code: .idempotencyKeyReused,
-                message: "idempotency key \(key) was used for a hold of \(hold.amount) \(hold.meter)")
+                message:
+                    "idempotency key \(key) was used for a hold of \(hold.amount) \(hold.meter) for \(Int(hold.expiresAt.timeIntervalSince(hold.createdAt).rounded())) s"
+            )
         }
     }
 

@@ -68,7 +68,10 @@ public struct UsageController: Sendable {
             return Answer(answer: try await withDeadline(databaseTimeout) { try await usage.spend(usageRequest, now: clock()) })
         } catch {
             context.logger.error("usage could not be recorded", metadata: ["error": "\(String(reflecting: error))"])
-            throw APIError.unavailable("the database is unavailable; nothing was charged; retry with the same idempotencyKey")
+            // A spend handed to its group commits even when this wait ends first: its outcome is unknown here, and the same
+            // key answers what was done.
+            throw APIError.unavailable(
+                "the database did not answer in time; the spend may or may not have been made: retry with the same idempotencyKey")
         }
     }
 }
