@@ -98,8 +98,7 @@ struct HoldGroup: Sendable {
                 let unlimited = credits[request.account]?.credits.meters[request.meter]?.unlimited == true
                 if let id = byKey[key], let existing = known[id]?.hold {
                     // The same request again: its meter, amount and expiry (a retry sends the same body).
-                    let expiresIn = Int(existing.expiresAt.timeIntervalSince(existing.createdAt).rounded())
-                    guard existing.meter == request.meter, existing.amount == request.amount, expiresIn == request.expiresIn else {
+                    guard existing.meter == request.meter, existing.amount == request.amount, existing.expiresIn == request.expiresIn else {
                         results.append(.hold(.keyReused(existing)))
                         continue
                     }

@@ -38,6 +38,8 @@ public struct CreditHold: Sendable, Equatable {
     public var debits: [HoldSettlement.Debit]
     public var createdAt: Date
     public var expiresAt: Date
+    /// The `expiresIn` it was asked with, in seconds (`expiresAt` is `createdAt` plus it, both to the microsecond).
+    public var expiresIn: Int { Int(expiresAt.timeIntervalSince(createdAt).rounded()) }
     public var state: State
     public var charged: Int64?
     public var returned: Int64?

@@ -133,7 +133,7 @@ public struct HoldsController: Sendable {
             throw APIError(
                 .unprocessableContent, code: .idempotencyKeyReused,
                 message:
-                    "idempotency key \(key) was used for a hold of \(hold.amount) \(hold.meter) for \(Int(hold.expiresAt.timeIntervalSince(hold.createdAt).rounded())) s"
+                    "idempotency key \(key) was used for a hold of \(hold.amount) \(hold.meter) for \(hold.expiresIn) s"
             )
         }
     }

@@ -71,7 +71,7 @@ public struct UsageController: Sendable {
             // A spend handed to its group commits even when this wait ends first: its outcome is unknown here, and the same
             // key answers what was done.
             throw APIError.unavailable(
-                "the database did not answer in time; the spend may or may not have been made: retry with the same idempotencyKey")
+                "the spend could not be confirmed; it may or may not have been made: retry with the same idempotencyKey")
         }
     }
 }
