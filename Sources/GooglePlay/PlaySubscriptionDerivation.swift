@@ -30,8 +30,12 @@ public struct PlaySubscription: Sendable, Equatable {
     public var willRenew: Bool
     public var isTrial: Bool
     public var isTest: Bool
-    /// `obfuscatedExternalAccountId` of the newest read that carries one.
+    /// `obfuscatedExternalAccountId` of the newest read that carries one; else, for a subscription bought again in the
+    /// Play Store, the one its expired purchase carried (`outOfAppPurchaseContext`).
     public var accountToken: String?
+    /// The expired purchase a subscription bought again in the Play Store follows (`outOfAppPurchaseContext`): its
+    /// owner is this one's when nothing else names one.
+    public var expiredPurchaseToken: String?
     /// Paid periods, oldest first: one per order id, each ending at the latest expiry seen with that order.
     public var periods: [Period]
     /// When the newest read of the current token was asked for: when its state was last seen.
@@ -134,6 +138,11 @@ public enum PlaySubscriptionDerivation {
                 state: latest.subscriptionState, expiresAt: line?.expiryTime,
                 willRenew: line?.autoRenewEnabled ?? false, isTrial: line?.offerPhase == "freeTrial", isTest: latest.isTest,
                 accountToken: ordered.reversed().lazy.compactMap { newest[$0]?.purchase.externalAccountIdentifiers?.obfuscatedExternalAccountId }
+                    .first
+                    ?? ordered.reversed().lazy.compactMap {
+                        newest[$0]?.purchase.outOfAppPurchaseContext?.expiredExternalAccountIdentifiers?.obfuscatedExternalAccountId
+                    }.first,
+                expiredPurchaseToken: ordered.reversed().lazy.compactMap { newest[$0]?.purchase.outOfAppPurchaseContext?.expiredPurchaseToken }
                     .first,
                 periods: periods(chainReads, voided: voided), observedAt: newest[current]!.readAt, cancellation: latest.cancellation,
                 revokedAt: revocations[current],

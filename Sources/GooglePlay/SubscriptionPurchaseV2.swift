@@ -11,6 +11,10 @@ public struct SubscriptionPurchaseV2: Decodable, Sendable, Equatable {
     public var linkedPurchaseToken: String?
     public var acknowledgementState: String?
     public var externalAccountIdentifiers: ExternalAccountIdentifiers?
+    /// A subscription bought again in the Play Store after an earlier one expired (2025-11-19): the expired purchase
+    /// and the account identifiers it carried. Such a purchase names no account of its own — the app's purchase flow,
+    /// which sets them, never ran — so this is how it is known to be the same customer's.
+    public var outOfAppPurchaseContext: OutOfAppPurchaseContext?
     /// Present (as `{}`) for a license tester's purchase.
     public var isTest: Bool
     public var pausedAutoResumeTime: Date?
@@ -112,9 +116,14 @@ public struct SubscriptionPurchaseV2: Decodable, Sendable, Equatable {
         public var obfuscatedExternalProfileId: String?
     }
 
+    public struct OutOfAppPurchaseContext: Decodable, Sendable, Equatable {
+        public var expiredExternalAccountIdentifiers: ExternalAccountIdentifiers?
+        public var expiredPurchaseToken: String?
+    }
+
     enum CodingKeys: String, CodingKey {
         case subscriptionState, startTime, lineItems, linkedPurchaseToken, acknowledgementState, externalAccountIdentifiers
-        case testPurchase, pausedStateContext, canceledStateContext, regionCode
+        case outOfAppPurchaseContext, testPurchase, pausedStateContext, canceledStateContext, regionCode
     }
 
     struct PausedStateContext: Decodable { var autoResumeTime: String? }
@@ -128,6 +137,7 @@ public struct SubscriptionPurchaseV2: Decodable, Sendable, Equatable {
         linkedPurchaseToken = try container.decodeIfPresent(String.self, forKey: .linkedPurchaseToken)
         acknowledgementState = try container.decodeIfPresent(String.self, forKey: .acknowledgementState)
         externalAccountIdentifiers = try container.decodeIfPresent(ExternalAccountIdentifiers.self, forKey: .externalAccountIdentifiers)
+        outOfAppPurchaseContext = try container.decodeIfPresent(OutOfAppPurchaseContext.self, forKey: .outOfAppPurchaseContext)
         isTest = container.contains(.testPurchase)
         pausedAutoResumeTime = try container.decodeIfPresent(PausedStateContext.self, forKey: .pausedStateContext)?.autoResumeTime.flatMap(
             PubSubPush.date)

@@ -60,11 +60,7 @@ extension FakeGooglePlay {
 
     /// The developer (or Google) revokes the subscription: access ends now (`SUBSCRIPTION_REVOKED`, 12).
     public func revoke(_ token: String, at now: Date) throws -> [String: Any] {
-        try change(token) { subscription in
-            subscription.autoRenew = false
-            subscription.state = "SUBSCRIPTION_STATE_EXPIRED"
-            subscription.expiryTime = min(subscription.expiryTime, now)
-        }
+        _ = try change(token) { $0.endNow(now) }
         return notify(token, type: 12, at: now)
     }
 

@@ -73,9 +73,13 @@ extension FakeGooglePlay {
         }
     }
 
-    /// Google refunds an order (a subscription's period, or a one-time purchase — `quantity` of its units for a
-    /// quantity-based partial refund): the order is listed as voided and `voidedPurchaseNotification` published. A
-    /// refund of a subscription's period leaves its access alone, as a refund without revocation does.
+    /// Google refunds and revokes an order (a subscription's period, or a one-time purchase — `quantity` of its units
+    /// for a quantity-based partial refund): the order is listed as voided and `voidedPurchaseNotification` published.
+    /// Only revoked orders are voided ("only revoked orders will be shown in the Voided Purchases API. If a developer
+    /// refunds a purchase without setting the revoke option, the order will not be returned"), and revoking a
+    /// subscription's order ends the subscription now ("access to the subscription … will be terminated immediately",
+    /// `orders.refund`'s `revoke`): the read says `EXPIRED`. Only the voided notification is sent; whether Play also
+    /// sends `SUBSCRIPTION_REVOKED` is not documented, and `revoke` sends that one.
     public func refund(order orderId: String, quantity: Int? = nil, at now: Date) throws -> (token: String, notification: [String: Any]) {
         try state.withLock { state in
             if let (token, product) = state.products.first(where: { $0.value.orderId == orderId }) {
@@ -96,6 +100,7 @@ extension FakeGooglePlay {
                 guard !state.voided.contains(where: { $0.orderId == orderId }) else { throw ControlRefusal("order \(orderId) is refunded already") }
                 state.voided.append(
                     VoidedEntry(purchaseToken: token, orderId: orderId, purchaseTime: subscription.startTime, voidedTime: now, quantity: nil))
+                state.subscriptions[token]?.endNow(now)
                 return (token, voidedNotification(token, orderId: orderId, productType: 1, partial: false, at: now))
             }
             throw ControlRefusal("the fake sold no order \(orderId)")

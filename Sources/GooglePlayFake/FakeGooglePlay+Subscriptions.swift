@@ -20,12 +20,22 @@ extension FakeGooglePlay {
         var autoRenew: Bool
         var linkedPurchaseToken: String?
         var accountToken: String?
+        /// Bought again in the Play Store after this token expired, and the account id that one named
+        /// (`outOfAppPurchaseContext`).
+        var expiredPurchase: (token: String, accountToken: String?)?
         var acknowledged: Bool
         var trial: Bool
         var priceMicros: Int64
         var currency: String
 
         var latestOrderId: String { renewals == 0 ? orderBase : "\(orderBase)..\(renewals - 1)" }
+
+        /// Revoked: access ends `now`, and nothing renews.
+        mutating func endNow(_ now: Date) {
+            autoRenew = false
+            state = "SUBSCRIPTION_STATE_EXPIRED"
+            expiryTime = min(expiryTime, now)
+        }
 
         /// One period after `date`.
         func periodEnd(after date: Date) -> Date {
@@ -80,6 +90,18 @@ extension FakeGooglePlay {
             return token
         }
         return (token, notify(token, type: 4, at: now))
+    }
+
+    /// The customer subscribes again from the Play Store's subscription centre after `expired` ended: a new token
+    /// with no `linkedPurchaseToken` and no account identifiers of its own (the app's purchase flow, which sets them,
+    /// did not run), linked to the expired purchase by `outOfAppPurchaseContext` (2025-11-19).
+    public func resubscribeInStore(_ expired: String, with plan: Plan, at now: Date) throws -> (token: String, notification: [String: Any]) {
+        guard let old = state.withLock({ $0.subscriptions[expired] }), old.state == "SUBSCRIPTION_STATE_EXPIRED" else {
+            throw ControlRefusal("\(expired) has not expired")
+        }
+        let bought = buy(plan, accountToken: nil, at: now)
+        state.withLock { $0.subscriptions[bought.token]?.expiredPurchase = (expired, old.accountToken) }
+        return bought
     }
 
     /// The next period is paid: a new order id, the expiry one period later.
@@ -169,6 +191,11 @@ extension FakeGooglePlay {
         ]
         if let linked = subscription.linkedPurchaseToken { purchase["linkedPurchaseToken"] = linked }
         if let account = subscription.accountToken { purchase["externalAccountIdentifiers"] = ["obfuscatedExternalAccountId": account] }
+        if let expired = subscription.expiredPurchase {
+            var context: [String: Any] = ["expiredPurchaseToken": expired.token]
+            if let account = expired.accountToken { context["expiredExternalAccountIdentifiers"] = ["obfuscatedExternalAccountId": account] }
+            purchase["outOfAppPurchaseContext"] = context
+        }
         if subscription.state == "SUBSCRIPTION_STATE_CANCELED" {
             purchase["canceledStateContext"] = ["userInitiatedCancellation": ["cancelTime": Date().formatted(time)]]
         }

@@ -148,7 +148,9 @@ extension GoogleCommand {
 
     struct Refund: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Google refunds an order (dev --fake-play only): a subscription's period, a one-time purchase, or --quantity units of it.")
+            abstract:
+                "Google refunds and revokes an order (dev --fake-play only): a subscription's period (which ends the subscription), a one-time purchase, or --quantity units of it."
+        )
         @Argument(help: "The order id (GPA.…), as `google buy` printed it.") var order: String
         @Option(help: "Units of a one-time purchase to refund (a quantity-based partial refund).") var quantity: Int?
 
@@ -156,7 +158,9 @@ extension GoogleCommand {
             var body: [String: Any] = [:]
             if let quantity { body["quantity"] = quantity }
             _ = try await FakePlayControl().post("/_fake/play/orders/\(FakePlayControl.segment(order))/refund", body)
-            say("refund: \(order) — Play's voided-purchase notification was pushed; the worker takes back what it gave within a moment")
+            say(
+                "refund: \(order) — Play's voided-purchase notification was pushed; the worker reads the purchase again and takes back what it gave within a moment"
+            )
         }
     }
 

@@ -126,6 +126,31 @@ struct GooglePlayAccessTests {
     }
 
     @Test(
+        "a subscription bought again in the Play Store after one expired (no account of its own, outOfAppPurchaseContext) is the expired one's owner's — named at purchase or claimed — and acknowledged"
+    )
+    func resubscribedInTheStore() async throws {
+        try await GooglePlayWorld.run { world in
+            for (account, named) in [("store-named-\(UUID().uuidString.prefix(8))", true), ("store-claimed-\(UUID().uuidString.prefix(8))", false)] {
+                let (first, bought) = world.fake.buy(Self.monthly, accountToken: named ? account : nil, at: world.clock.now)
+                try await Self.deliver(world, bought)
+                if !named {
+                    let claimed = try await GooglePlayClaimTests.claim(world, account, #"{"purchaseToken": "\#(first)", "productId": "pro"}"#)
+                    #expect(claimed.status == .ok, "\(String(buffer: claimed.body))")
+                }
+                #expect(try await Self.status(world, account).entitled == true)
+                try await Self.deliver(world, try world.fake.expire(first, at: world.clock.now))
+                #expect(try await Self.status(world, account).entitled == false)
+
+                let (again, resubscribed) = try world.fake.resubscribeInStore(first, with: Self.monthly, at: world.clock.now)
+                try await Self.deliver(world, resubscribed)
+                let status = try await Self.status(world, account)
+                #expect(status.entitled == true && Self.entitlement(status)?.id == again && Self.remaining(status) == 1000, "\(account): \(status)")
+                try await eventually("the purchase bought again to be acknowledged") { world.fake.isAcknowledged(again) }
+            }
+        }
+    }
+
+    @Test(
         "grace keeps access, the hold ends it, recovery restores it with a new period; a pause ends it until resumed; an upgrade continues the subscription; a revocation ends access now"
     )
     func lifecycle() async throws {

@@ -83,16 +83,25 @@ public struct GoogleNotificationJob: JobHandler {
                 eventId: messageId, notificationType: "VOIDED_PURCHASE", originalTransactionId: token, signedDate: notification.eventTime)
             let voided = VoidedPurchase(
                 purchaseToken: token, orderId: orderId ?? token, voidedAt: stored.occurredAt, isPartial: refundType == 2)
-            // Recorded (and derived from what is held) first, so a read that fails cannot lose it; a one-time purchase
-            // is then read again when Play can be read: a partial refund's notification says no quantity, the purchase
-            // says what is still refundable.
-            if productType == 2, let play = products.play {
+            // Recorded (and derived from what is held) first, so a read that fails cannot lose it; the purchase is then
+            // read again when Play can be read, and access follows that read. A one-time purchase: a partial refund's
+            // notification says no quantity, the purchase says what is still refundable. A subscription: Play voids
+            // an order "only when [it needs] to be revoked", and the read says whether the subscription ended —
+            // whether or not a SUBSCRIPTION_REVOKED notification follows.
+            let finishingVoided: @Sendable (PostgresConnection, GooglePlaySubscriptions.Outcome) async throws -> Void = { connection, _ in
+                try await finishing(connection, Outcome.voided.rawValue)
+            }
+            var readAgain: (@Sendable () async throws -> Void)?
+            if productType == 1, let play = subscriptions.play {
+                readAgain = { [subscriptions] in _ = try await subscriptions.refresh(token, using: play, cause: cause, also: finishingVoided) }
+            } else if productType == 2, let play = products.play {
+                readAgain = { [products] in _ = try await products.refresh(token, using: play, cause: cause, also: finishingVoided) }
+            }
+            if let readAgain {
                 _ = try await client.withTransaction(logger: logger) { connection in
                     try await refunds.recordVoided(voided, productType: productType, seenVia: "notification", cause: cause, on: connection)
                 }
-                _ = try await products.refresh(
-                    token, using: play, cause: cause, also: { connection, _ in try await finishing(connection, Outcome.voided.rawValue) })
-                return
+                return try await readAgain()
             }
             try await client.withTransaction(logger: logger) { connection in
                 try await refunds.recordVoided(voided, productType: productType, seenVia: "notification", cause: cause, on: connection)

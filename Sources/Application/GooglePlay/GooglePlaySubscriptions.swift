@@ -184,10 +184,15 @@ public struct GooglePlaySubscriptions: Sendable {
             // A claim is the newest word on the owner (stored only as the transfer policy allows); else the account that
             // holds it — a token the app named later (a plan change's) moves nothing, and an erasure's pseudonym does not
             // give way to the bare id Play keeps sending; else the account of the purchase intent the app named at
-            // purchase; else the id it named, taken as the account's own.
+            // purchase; else the id it named, taken as the account's own; else, for a subscription bought again in the
+            // Play Store (no purchase flow of the app named anyone), the owner of the expired purchase Play links it
+            // to — unowned, it would never be acknowledged, and Google refunds it after three days.
             let claimed = try await reads.claimingAccount(of: play.tokens, on: connection)
             let intended = try await intendedAccount(of: play.accountToken, on: connection)
-            let account = claimed ?? stored?.accountId ?? intended ?? play.accountToken.flatMap(AccountID.init)
+            var account = claimed ?? stored?.accountId ?? intended ?? play.accountToken.flatMap(AccountID.init)
+            if account == nil, let expired = play.expiredPurchaseToken {
+                account = try await owner(ofChain: [expired], on: connection)
+            }
             guard let derivation = PlayLifecycle.derive(play, account: account, catalogue: lifecycleCatalogue) else { continue }
             var playCause = cause
             playCause.originalTransactionId = play.id

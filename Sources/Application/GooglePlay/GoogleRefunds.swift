@@ -111,11 +111,28 @@ public struct GoogleRefunds: Sendable {
                     logger: logger, { try await recordVoided(voided, productType: nil, seenVia: "list", cause: cause, on: $0) })
                 {
                     report.recorded += 1
+                    await readAgain(voided.purchaseToken, using: play, cause: cause)
                 }
             }
             pageToken = page.nextPageToken
         } while pageToken != nil
         return report
+    }
+
+    /// Reads a purchase whose refund the list found again, as the voided notification's job does: access follows the
+    /// read (a subscription Play revoked reads expired; a one-time purchase says what is still refundable). A read
+    /// that fails is logged: the refund is recorded, and Play's next notification or read of the token brings the rest.
+    private func readAgain(_ token: String, using play: GooglePlayClient, cause: EventCause) async {
+        do {
+            if try await client.withConnection({ try await products.holds(token, on: $0) }) {
+                _ = try await products.refresh(token, using: play, cause: cause)
+            } else {
+                _ = try await subscriptions.refresh(token, using: play, cause: cause)
+            }
+        } catch {
+            logger.warning(
+                "a refunded purchase could not be read again", metadata: ["google.token": "\(token)", "error": "\(String(reflecting: error))"])
+        }
     }
 
     /// Opens the refund request of a `pendingRefundReviewNotification`, in the caller's transaction: the order's

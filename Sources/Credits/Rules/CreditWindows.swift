@@ -47,7 +47,8 @@ extension TierCatalogue {
         if let accessEnd, let last = windows.indices.last, accessEnd > windows[last].end {
             windows[last].interval = DateInterval(start: windows[last].start, end: accessEnd)
         }
-        // A refund that leaves access (Play's refund without revocation) empties the window, it does not close it.
+        // A refund that leaves access (Play's, until a read says the subscription ended) empties the window, it does not
+        // close it.
         let revokedAt = period.revocation.flatMap { $0.prorated == nil && !$0.keepsAccess ? $0.date : nil }
         let closesAt = [period.replacedAt, revokedAt, accessEndsAt].compactMap { $0 }.min() ?? .distantFuture
         return windows.compactMap { window in

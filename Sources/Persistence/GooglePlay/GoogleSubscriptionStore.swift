@@ -72,13 +72,19 @@ public struct GoogleSubscriptionStore: Sendable {
         return reads
     }
 
-    /// When each of `tokens` was revoked, by its `SUBSCRIPTION_REVOKED` notifications (the event's time, else when
-    /// the notification arrived).
+    /// When each of `tokens` was revoked: by its `SUBSCRIPTION_REVOKED` notifications (the event's time, else when
+    /// the notification arrived), or by a whole refund of one of its orders — Play voids an order "only when [it
+    /// needs] to be revoked" (Voided Purchases API), and may say so by that alone. Either counts only once a read
+    /// says the token expired (``PlayLifecycle``).
     public func revocations(of tokens: [String], on connection: PostgresConnection) async throws -> [String: Date] {
         let rows = try await connection.query(
             """
-            SELECT purchase_token, min(coalesce(event_time, received_at)) FROM google_notifications
-            WHERE purchase_token = ANY(\(tokens)) AND kind = 'subscription' AND notification_type = 12
+            SELECT purchase_token, min(at) FROM (
+                SELECT purchase_token, coalesce(event_time, received_at) AS at FROM google_notifications
+                WHERE purchase_token = ANY(\(tokens)) AND kind = 'subscription' AND notification_type = 12
+                UNION ALL
+                SELECT purchase_token, voided_at FROM google_voided_purchases WHERE purchase_token = ANY(\(tokens)) AND NOT is_partial
+            ) AS revoked
             GROUP BY purchase_token
             """, logger: logger)
         var revoked: [String: Date] = [:]
