@@ -12,7 +12,7 @@ import Testing
 @Suite("Hold destinations: refunds, reversals and carry-overs after a hold")
 struct HoldDestinationTests {
     @Test(
-        "a top-up's bucket takes its credits back whatever was refunded from it; a window refunded since lapses until the refund is reversed; an upgrade's carry-over is followed while it stands"
+        "a top-up's bucket takes its credits back whatever was refunded from it; a window refunded since lapses until the refund is reversed, one clawed back from stays open with its claim; an upgrade's carry-over is followed while it stands"
     )
     func rules() async throws {
         try await StorekeeperHarness.run(worker: false) { harness in
@@ -61,6 +61,23 @@ struct HoldDestinationTests {
             #expect(try await destinations()["cycle:s:p1:ai"] == nil)
             try await post("reversed:refund:p1:1700000000000:cycle:s:p1:ai", "cycle:s:p1:ai", 95)
             #expect(try await destinations()["cycle:s:p1:ai"] == "cycle:s:p1:ai")
+            // An earlier period's prorated refund claws back from the window and claims what is held (sql/0057): the
+            // window stays open to the held credits, which pay the claim first.
+            try await post("claim:clawback:p0:1700000000002:cycle:s:p1:ai", "cycle:s:p1:ai", 2)
+            try await post("clawback:p0:1700000000002:cycle:s:p1:ai", "cycle:s:p1:ai", -97)
+            #expect(try await destinations()["cycle:s:p1:ai"] == "cycle:s:p1:ai", "a claw-back does not close the window")
+            // The same read for a spend's reversal (credit_buckets_since).
+            let spendSince = try await harness.client.query(
+                "SELECT credit_buckets_since(\(CreditHold.debitKey(hold, 0)), ARRAY['cycle:s:p1:ai'])::text", logger: TestDatabase.logger
+            ).collect().first?.decode(String.self)
+            let spendRead = try JSONDecoder().decode([CreditHold.BucketSince].self, from: Data((spendSince ?? "[]").utf8))
+            #expect(spendRead.map(\.refunded) == [false] && spendRead.first?.claims?.map(\.outstanding) == [2], "\(spendRead)")
+            #expect(
+                CreditHold.claims(try await since())["cycle:s:p1:ai"] == [.init(key: "claim:clawback:p0:1700000000002:cycle:s:p1:ai", outstanding: 2)]
+            )
+            try await post("reversed:clawback:p0:1700000000002:cycle:s:p1:ai", "cycle:s:p1:ai", 97)
+            try await post("reversed:claim:clawback:p0:1700000000002:cycle:s:p1:ai", "cycle:s:p1:ai", -2)
+            #expect(CreditHold.claims(try await since())["cycle:s:p1:ai"] == nil, "a reversed claw-back's claim is closed")
             // An upgrade carries the window's unspent credits to a top-up: the held ones follow them there…
             try await harness.client.query(
                 "INSERT INTO credit_buckets (key, meter, kind, account_id, valid_from) VALUES ('topup:a:carried', 'ai_requests', 'topup', 'a', now())",

@@ -6,8 +6,9 @@ import Foundation
 extension CreditHold {
     /// Where each bucket of `since` takes a debit of the hold back now (docs/credits.md, "Where credits go back"):
     /// the top-up an upgrade carried the bucket's unspent credits to, while that carry stands; else the bucket itself
-    /// while it is among `open` — unless it is a window (not a top-up) a refund or claw-back took from since the hold
-    /// (a top-up's refund takes back its own purchase's credits, not those held); else nowhere.
+    /// while it is among `open` — unless it is a window (not a top-up) a refund took from since the hold (a top-up's
+    /// refund takes back its own purchase's credits, not those held; a claw-back takes a number of credits and claims
+    /// what was held, sql/0057); else nowhere.
     public static func destinations(_ since: [BucketSince], open: Set<String>) -> [String: String] {
         var destinations: [String: String] = [:]
         for bucket in since {

@@ -71,6 +71,8 @@ extension CreditHold {
         /// back to it (sql/0040; `nil` from a read before it).
         public var open: Bool?
         public var carriedTo: String?
+        /// A refund took from it since and was not reversed (`refund:…`; a claw-back's `clawback:…` not, since
+        /// sql/0057).
         public var refunded: Bool
         /// The unpaid claims made since on the bucket its credits go back to (itself, or the top-up of a carry
         /// standing), oldest first (sql/0038; absent from a read of sql/0037's).

@@ -72,7 +72,15 @@ extension SubscriptionCredits.Plan {
             .sorted { $0.key < $1.key }
     }
 
-    /// `ceil(granted × percentage)` per meter, from the account's live credits of that meter.
+    /// `ceil(granted × percentage)` per meter, from the subscription's live windows and the account's top-ups of that
+    /// meter (not the day's free credits or a grant's month: they end by themselves, and the ledger the rules read
+    /// holds only the live ones of the account, so a take from them would be forgotten and taken again). What is there
+    /// is taken in spend order; what is not is owed all the same and claimed (``CreditClaims``), as a top-up's refund
+    /// claims: first the credits out in holds, from the last bucket back (where a hold's end gives back what it did
+    /// not charge), then the rest on the first bucket (where a spend given back returns). Credits of holds and spends
+    /// made before the claw-back pay the claims when they come back, so the balance ends as it would have had they
+    /// come back first, never below zero, and a later derivation owes nothing more (docs/credits.md, "A claw-back
+    /// that finds credits out").
     mutating func clawBack(_ milliPercent: Int32, of buckets: [CreditBucket], stamp: String) {
         guard let account else { return }
         var granted: [String: Int64] = [:]
@@ -81,15 +89,32 @@ extension SubscriptionCredits.Plan {
         }
         let prefix = "clawback:\(stamp):"
         for (meter, amount) in granted.sorted(by: { $0.key < $1.key }) {
+            // Everything under the prefix counts as taken, claims included.
             let taken = ledger.entries.filter { $0.operationKey.hasPrefix(prefix) && ledger.buckets[$0.bucket]?.meter == meter }
                 .reduce(0) { $0 - $1.delta }
             var due = Proration.clawback(granted: amount, milliPercent: milliPercent) - taken
             let live = ledger.liveBuckets(account: account, cycleOf: [subscription], meter: meter, at: now)
-            for bucket in live where due > 0 {
-                let take = min(due, max(ledger.balance(of: bucket.key), 0))
-                guard take > 0, !ledger.isPosted(prefix + bucket.key) else { continue }
-                add(.post(LedgerEntry(operationKey: prefix + bucket.key, bucket: bucket.key, delta: -take, reason: "prorated refund"), opening: nil))
-                due -= take
+                .filter { ($0.kind == .cycle || $0.kind == .topUp) && !ledger.isPosted(prefix + $0.key) }
+            guard due > 0, let first = live.first else { continue }
+            var owed: [String: (owed: Int64, available: Int64)] = [:]
+            for bucket in live {
+                let available = max(ledger.balance(of: bucket.key), 0)
+                owed[bucket.key] = (min(due, available), available)
+                due -= min(due, available)
+            }
+            for bucket in live.reversed() where due > 0 {
+                let held = min(due, ledger.heldOut(of: bucket))
+                owed[bucket.key, default: (0, 0)].owed += held
+                due -= held
+            }
+            owed[first.key, default: (0, 0)].owed += due
+            for bucket in live {
+                guard let take = owed[bucket.key] else { continue }
+                for operation in CreditClaims.takeBack(
+                    prefix + bucket.key, bucket: bucket.key, owed: take.owed, available: take.available, reason: "prorated refund")
+                {
+                    add(operation)
+                }
             }
         }
     }
