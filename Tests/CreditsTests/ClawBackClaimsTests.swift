@@ -22,7 +22,7 @@ struct ClawBackClaimsTests {
                 id: "pro", level: 1, displayName: "Pro", products: [.init(id: "pro.monthly", period: "P1M", price: 9_990, currency: "USD")],
                 allowances: ["ai": Allowance(perCycle: 10)])
         ],
-        topUps: [])
+        topUps: [.init(id: "pack", meter: "ai", credits: 10)])
     static var topUp: String { CreditBucket.topUp(account: account, meter: "ai").key }
 
     static func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
@@ -211,5 +211,48 @@ struct ClawBackClaimsTests {
         #expect(cases > 500 && claimed > 50, "\(cases) cases, \(claimed) claimed")
         // The documented exception is rare: the spend's credits came back to the window, the hold's charged from both.
         #expect(favoured.count < cases / 50, "\(favoured.count) of \(cases) left the customer more: \(favoured)")
+    }
+
+    @Test(
+        "a pack refunded while its credits are held, then the claw-back: the claw-back claims only what the pack's claim leaves of them, so the end is the one had the hold ended first"
+    )
+    func packRefundedFirst() {
+        /// This month's 10, a pack of 10; `spent` of the window spent, `held` held; the pack refunded, the claw-back of
+        /// 50 % (5), the pack's refund reversed when `packReversed`; the hold released before the claw-back or after
+        /// all that.
+        func end(spent: Int64, held: Int64, packReversed: Bool, releasedFirst: Bool) -> Int64 {
+            var world = World()
+            world.deliver(Self.period(0, signed: Self.start), now: Self.date(Self.start))
+            let renewedAt = Self.start + 30 * Self.day
+            world.deliver(Self.period(1, signed: renewedAt), now: Self.date(renewedAt))
+            let now = Self.date(renewedAt + Self.day)
+            var sale = TopUpCredits.Sale(id: "p1", productId: "pack", quantity: 1, revoked: false)
+            let buy = { (world: inout World) in
+                for operation in TopUpCredits.operationsDue(sale, account: Self.account, catalogue: Self.catalogue, ledger: world.ledger) {
+                    world.ledger.apply(operation)
+                }
+            }
+            buy(&world)
+            _ = world.take("spend:s", spent, at: now)
+            let debits = world.take("hold:h", held, at: now)
+            sale.revoked = true
+            buy(&world)
+            if releasedFirst { world.end("h", debits, charge: 0) }
+            let refund = Self.period(0, signed: renewedAt + 2 * Self.day, refundedAt: 50_000)
+            world.deliver(refund, now: Self.date(refund.signedDate))
+            if packReversed {
+                sale.revoked = false
+                buy(&world)
+            }
+            if !releasedFirst { world.end("h", debits, charge: 0) }
+            return world.live(at: now).reduce(0) { $0 + $1.balance }
+        }
+        // 20 held: the pack's refund takes its 10 (claimed), the claw-back 5 of the window's.
+        #expect(end(spent: 0, held: 20, packReversed: false, releasedFirst: false) == 5)
+        #expect(end(spent: 0, held: 20, packReversed: false, releasedFirst: true) == 5)
+        // The window spent, the pack's 10 held: the claw-back finds nothing to take or to claim of the held; the pack's
+        // refund reversed, its 10 come back whole.
+        #expect(end(spent: 10, held: 10, packReversed: true, releasedFirst: false) == 10)
+        #expect(end(spent: 10, held: 10, packReversed: true, releasedFirst: true) == 10)
     }
 }

@@ -18,3 +18,13 @@ extension LedgerSnapshot {
         }
     }
 }
+
+extension LedgerSnapshot {
+    /// What the claims on `bucket` still wait for (``CreditClaims``): its claim rows less their payments, less both of
+    /// a claim whose take-back was reversed (`reversed:claim:…` rows undo the claim and every payment).
+    public func outstandingClaims(on bucket: String) -> Int64 {
+        entries(of: bucket).reduce(0) { outstanding, row in
+            CreditClaims.isClaim(row.operationKey) || row.operationKey.hasPrefix("reversed:claim:") ? outstanding + row.delta : outstanding
+        }
+    }
+}

@@ -76,8 +76,8 @@ extension SubscriptionCredits.Plan {
     /// meter (not the day's free credits or a grant's month: they end by themselves, and the ledger the rules read
     /// holds only the live ones of the account, so a take from them would be forgotten and taken again). What is there
     /// is taken in spend order; what is not is owed all the same and claimed (``CreditClaims``), as a top-up's refund
-    /// claims: first the credits out in holds, from the last bucket back (where a hold's end gives back what it did
-    /// not charge), then the rest on the first bucket (where a spend given back returns). Credits of holds and spends
+    /// claims: first the credits out in holds that no other claim waits for, from the last bucket back (where a hold's
+    /// end gives back what it did not charge), then the rest on the first bucket (where a spend given back returns). Credits of holds and spends
     /// made before the claw-back pay the claims when they come back, so the balance ends as it would have had they
     /// come back first, never below zero, and a later derivation owes nothing more (docs/credits.md, "A claw-back
     /// that finds credits out").
@@ -102,8 +102,10 @@ extension SubscriptionCredits.Plan {
                 owed[bucket.key] = (min(due, available), available)
                 due -= min(due, available)
             }
+            // Held credits a claim on the bucket waits for already (a top-up's refund, an earlier claw-back) pay that
+            // first when they come back: only the rest can pay this one.
             for bucket in live.reversed() where due > 0 {
-                let held = min(due, ledger.heldOut(of: bucket))
+                let held = min(due, max(ledger.heldOut(of: bucket) - ledger.outstandingClaims(on: bucket.key), 0))
                 owed[bucket.key, default: (0, 0)].owed += held
                 due -= held
             }
