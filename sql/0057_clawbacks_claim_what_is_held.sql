@@ -11,9 +11,10 @@
 -- its reversal) say `refunded` only for `refund:` rows now. Same signatures and answers otherwise.
 --
 -- Rollout: a `work` process of the release before claws back without claims; what it could not take then comes back to
--- the customer when the holds end (as a top-up's did before). Claw-backs already written stay as they are; as before,
--- a later derivation takes what one of them still owes from the windows and top-ups live then (and again what it took
--- from a day's or a grant's month that has ended: those rows are outside what the rules read).
+-- the customer when the holds end (as a top-up's did before). Claw-backs already written stay as they are, and their
+-- windows open again: holds still open then (a day at most) give their credits back there. As before, a later
+-- derivation takes what one of them still owes from the live windows and top-ups it has not taken from (and again what
+-- it took from a day's or a grant's month that has ended: those rows are outside what the rules read).
 CREATE OR REPLACE FUNCTION credit_buckets_since(since_key text, buckets text[]) RETURNS jsonb
 LANGUAGE plpgsql STABLE
 SET enable_seqscan = off

@@ -270,7 +270,7 @@ struct DerivedStateCreditTests {
                 .post(
                     LedgerEntry(
                         operationKey: CreditClaims.paymentKey(claim: payment.claim, payer: "hold-return:h:0"), bucket: bucket, delta: -payment.amount,
-                        reason: "top-up refunded (credits came back)"), opening: nil))
+                        reason: "claim paid (credits came back)"), opening: nil))
         }
     }
 

@@ -15,13 +15,12 @@ struct ClawBackClaimTests {
     enum Order: CaseIterable { case refundWhileHeld, refundAfter }
 
     @Test(
-        "100 spent and 800 held of this month's 1,000, last month refunded at 50 %: the hold ended before or after the refund, then the spend given back, leaves the same credits, 500 fewer than the work left (never below zero); the refund's reversal gives them back",
-        arguments: [Int64(0), 300, 800])
+        "100 spent and 950 held of this month's 1,000 and a top-up's 100, last month refunded at 50 %: the hold ended before or after the refund, then the spend given back, leaves the same credits, 500 fewer than the work left (never below zero); the refund's reversal gives them back",
+        arguments: [Int64(0), 300, 950])
     func eitherOrder(charge: Int64) async throws {
         try await StorekeeperHarness.run(environment: CreditHoldTests.environment) { harness in
             try await harness.withHTTP { client in
-                var ends: [Order: (refunded: Int64?, reversed: Int64?)] = [:]
-                var base: Int64 = 0
+                var ends: [Order: (base: Int64, refunded: Int64?, reversed: Int64?)] = [:]
                 for order in Order.allCases {
                     let account = UUID()
                     let id = account.uuidString.lowercased()
@@ -40,12 +39,13 @@ struct ClawBackClaimTests {
                     // Last month's period, bought 40 days ago; this month's, renewed 10 days ago.
                     let lastMonth = try await flow.send(.subscribe) { period(&$0, 0, from: now - 40 * day, to: now - 10 * day) }
                     try await flow.send(.renew) { period(&$0, 1, from: now - 10 * day, to: now + 20 * day) }
-                    let before = try #require(try await CreditHoldTests.remaining(client, id, "ai_requests"))
-                    #expect(before >= 1000, "this month's 1,000 (and the day's free credits): \(before)")
-                    base = before
-                    // A spend of 100 that failed, given back once the rest is over, and a generation held for 800.
+                    try await CreditHoldTests.topUp(client, id, "ai_requests", 100)
+                    let base = try #require(try await CreditHoldTests.remaining(client, id, "ai_requests"))
+                    #expect(base >= 1100, "this month's 1,000 and the top-up's 100 (and the day's free credits): \(base)")
+                    // A spend of 100 that failed, given back once the rest is over, and a generation held for 950: the
+                    // window's 900 left and 50 of the top-up.
                     #expect(try await client.spend(account, amount: 100, key: "lookup").status == .ok)
-                    let held = try await CreditHoldTests.hold(client, id, "ai_requests", 800, key: "generation")
+                    let held = try await CreditHoldTests.hold(client, id, "ai_requests", 950, key: "generation")
                     #expect(held.status == .created, "\(String(buffer: held.body))")
                     let hold = try held.answer(CreditHoldAnswer.self).id
                     func end() async throws {
@@ -56,9 +56,10 @@ struct ClawBackClaimTests {
                         #expect(ended.status == .ok, "\(order): \(String(buffer: ended.body))")
                     }
                     // Apple's REFUND of last month's transaction, prorated at 50 %, and later its REFUND_REVERSED.
+                    let lastMonthsTransaction = try #require(lastMonth.transaction)
                     func refund(reversed: Bool) async throws {
                         try await flow.send(.refund) { event in
-                            var transaction = try! #require(lastMonth.transaction)
+                            var transaction = lastMonthsTransaction
                             transaction.signedDate = event.signedDate
                             if reversed {
                                 event.notificationType = "REFUND_REVERSED"
@@ -80,24 +81,28 @@ struct ClawBackClaimTests {
                     #expect(givenBack.status == .ok, "\(String(buffer: givenBack.body))")
                     let refunded = try await CreditHoldTests.remaining(client, id, "ai_requests")
                     try await refund(reversed: true)
-                    ends[order] = (refunded, try await CreditHoldTests.remaining(client, id, "ai_requests"))
+                    ends[order] = (base, refunded, try await CreditHoldTests.remaining(client, id, "ai_requests"))
                     #expect(
                         try await harness.count(
                             "SELECT count(*) FROM (SELECT bucket FROM credit_ledger GROUP BY bucket HAVING sum(delta) < 0) AS b") == 0)
                     if order == .refundWhileHeld {
-                        // Only 100 were there (and the day's, if any): the rest of the 500 is owed, and claimed.
-                        #expect(
-                            try await harness.count(
-                                """
-                                SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'claim:clawback:%' AND delta > 0
-                                    AND bucket IN (SELECT key FROM credit_buckets WHERE original_transaction_id = '\(otid)' AND kind = 'cycle')
-                                """
-                            ) == 1)
+                        // Only the top-up's 50 were there: the rest of the 500 is owed and claimed on the held credits,
+                        // from the last bucket back — the top-up's 50, then 400 of the window's 900.
+                        let claims = try await harness.client.query(
+                            """
+                            SELECT b.kind, c.delta FROM credit_ledger c JOIN credit_buckets b ON b.key = c.bucket
+                            WHERE c.operation_key LIKE 'claim:clawback:%' AND c.delta > 0
+                              AND (b.original_transaction_id = \(otid) OR b.account_id = \(id)) ORDER BY b.kind
+                            """, logger: TestDatabase.logger)
+                        var claimed: [String] = []
+                        for try await (kind, delta) in claims.decode((String, Int64).self) { claimed.append("\(kind) \(delta)") }
+                        #expect(claimed == ["cycle 400", "topup 50"], "\(claimed)")
                     }
                 }
                 // By hand: what the account had, less what the work cost, less ceil(1,000 × 50 %); all but the work's
                 // cost once the refund is reversed.
                 for order in Order.allCases {
+                    let base = ends[order]?.base ?? 0
                     #expect(ends[order]?.refunded == max(base - charge - 500, 0), "\(order): after the refund")
                     #expect(ends[order]?.reversed == base - charge, "\(order): after its reversal")
                 }

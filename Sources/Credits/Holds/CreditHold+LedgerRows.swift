@@ -56,7 +56,7 @@ extension CreditHold {
             + outcome.payments.map { payment in
                 LedgerEntry(
                     operationKey: CreditClaims.paymentKey(claim: payment.claim, payer: payer(index(payment.from))), bucket: payment.bucket,
-                    delta: -payment.amount, reason: "top-up refunded (credits came back)")
+                    delta: -payment.amount, reason: "claim paid (credits came back)")
             }
     }
 

@@ -61,8 +61,8 @@ public struct CreditHold: Sendable, Equatable {
 
 extension CreditHold {
     /// What became of a bucket a hold took from since the hold (sql/0037's read): its kind, the top-up an upgrade
-    /// carried its unspent credits to while that carry stands, and whether a refund or a prorated refund's claw-back
-    /// took from it, not reversed.
+    /// carried its unspent credits to while that carry stands, whether a refund of its period took from it, not
+    /// reversed (a claw-back does not close it, sql/0057), and the claims on where its credits go back.
     public struct BucketSince: Codable, Sendable, Equatable {
         public var bucket: String
         /// `nil` for a bucket no longer stored (it lapses).

@@ -4,7 +4,7 @@ extension LedgerSnapshot {
     /// gives back or charges anything writes. None of a window's count once a refund took from it (not reversed): their
     /// credits cannot come back to it (``CreditHold/destinations(_:open:)``). An end whose credits all lapsed writes no
     /// row; it lapses them only from a bucket no longer open to the account, which a claw-back does not take from.
-    public func heldOut(of bucket: CreditBucket) -> Int64 {
+    func heldOut(of bucket: CreditBucket) -> Int64 {
         let rows = entries(of: bucket.key)
         if bucket.kind != .topUp,
             rows.contains(where: { $0.operationKey.hasPrefix("refund:") && $0.delta < 0 && !isPosted("reversed:" + $0.operationKey) })
@@ -15,16 +15,6 @@ extension LedgerSnapshot {
             guard row.operationKey.hasPrefix("hold:"), row.delta < 0 else { return held }
             let debit = row.operationKey.dropFirst("hold:".count)
             return isPosted("hold-return:\(debit)") || isPosted("hold-charge:\(debit)") ? held : held - row.delta
-        }
-    }
-}
-
-extension LedgerSnapshot {
-    /// What the claims on `bucket` still wait for (``CreditClaims``): its claim rows less their payments, less both of
-    /// a claim whose take-back was reversed (`reversed:claim:…` rows undo the claim and every payment).
-    public func outstandingClaims(on bucket: String) -> Int64 {
-        entries(of: bucket).reduce(0) { outstanding, row in
-            CreditClaims.isClaim(row.operationKey) || row.operationKey.hasPrefix("reversed:claim:") ? outstanding + row.delta : outstanding
         }
     }
 }

@@ -21,6 +21,14 @@ public enum CreditClaims {
         return ledger.entries.filter { $0.operationKey == takeKey || $0.operationKey == claim || $0.operationKey.hasPrefix(claim + ":paid:") }
     }
 
+    /// What the claims on `bucket` still wait for: its claim rows less their payments, less both of a claim whose
+    /// take-back was reversed (`reversed:claim:…` rows undo the claim and every payment).
+    static func outstanding(on bucket: String, in ledger: LedgerSnapshot) -> Int64 {
+        ledger.entries(of: bucket).reduce(0) { outstanding, row in
+            isClaim(row.operationKey) || row.operationKey.hasPrefix("reversed:claim:") ? outstanding + row.delta : outstanding
+        }
+    }
+
     /// The rows of taking `owed` credits back from `bucket` when `available` are there: the take-back of all of them
     /// and, when fewer are there, the claim on the rest.
     public static func takeBack(_ takeKey: String, bucket: String, owed: Int64, available: Int64, reason: String) -> [LedgerOperation] {

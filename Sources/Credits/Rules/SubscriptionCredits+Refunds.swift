@@ -4,7 +4,8 @@ import Subscriptions
 extension SubscriptionCredits.Plan {
     /// A refunded or revoked period loses its credits: all that is left of them for a full refund, a revocation or
     /// the period in force; `ceil(granted × percentage)` for a prorated refund of an earlier period, taken from the
-    /// account's live credits of the meter in spend order. Every removal is stamped with the revocation date, so a
+    /// subscription's live windows and the account's top-ups, what is not there claimed (``clawBack(_:of:stamp:)``).
+    /// Every removal is stamped with the revocation date, so a
     /// reversal (the revocation disappears from the newest signed copy) gives back exactly what was removed, and a
     /// second refund later removes again.
     mutating func settleRefunds(of period: PaidPeriod) {
@@ -77,10 +78,10 @@ extension SubscriptionCredits.Plan {
     /// holds only the live ones of the account, so a take from them would be forgotten and taken again). What is there
     /// is taken in spend order; what is not is owed all the same and claimed (``CreditClaims``), as a top-up's refund
     /// claims: first the credits out in holds that no other claim waits for, from the last bucket back (where a hold's
-    /// end gives back what it did not charge), then the rest on the first bucket (where a spend given back returns). Credits of holds and spends
-    /// made before the claw-back pay the claims when they come back, so the balance ends as it would have had they
-    /// come back first, never below zero, and a later derivation owes nothing more (docs/credits.md, "A claw-back
-    /// that finds credits out").
+    /// end gives back what it did not charge), then the rest on the first bucket (where a spend given back returns).
+    /// Credits of holds and spends made before the claw-back pay the claims when they come back, so the balance ends as
+    /// it would have had they come back first, never below zero, and a later derivation owes nothing more
+    /// (docs/credits.md, "A claw-back that finds credits out").
     mutating func clawBack(_ milliPercent: Int32, of buckets: [CreditBucket], stamp: String) {
         guard let account else { return }
         var granted: [String: Int64] = [:]
@@ -89,31 +90,31 @@ extension SubscriptionCredits.Plan {
         }
         let prefix = "clawback:\(stamp):"
         for (meter, amount) in granted.sorted(by: { $0.key < $1.key }) {
-            // Everything under the prefix counts as taken, claims included.
+            // A take-back's row is all it owed, the claimed part included (CreditClaims).
             let taken = ledger.entries.filter { $0.operationKey.hasPrefix(prefix) && ledger.buckets[$0.bucket]?.meter == meter }
                 .reduce(0) { $0 - $1.delta }
             var due = Proration.clawback(granted: amount, milliPercent: milliPercent) - taken
-            let live = ledger.liveBuckets(account: account, cycleOf: [subscription], meter: meter, at: now)
+            let targets = ledger.liveBuckets(account: account, cycleOf: [subscription], meter: meter, at: now)
                 .filter { ($0.kind == .cycle || $0.kind == .topUp) && !ledger.isPosted(prefix + $0.key) }
-            guard due > 0, let first = live.first else { continue }
-            var owed: [String: (owed: Int64, available: Int64)] = [:]
-            for bucket in live {
-                let available = max(ledger.balance(of: bucket.key), 0)
-                owed[bucket.key] = (min(due, available), available)
-                due -= min(due, available)
+            guard due > 0, !targets.isEmpty else { continue }
+            let available = targets.map { max(ledger.balance(of: $0.key), 0) }
+            var owed = [Int64](repeating: 0, count: targets.count)
+            for index in targets.indices {
+                owed[index] = min(due, available[index])
+                due -= owed[index]
             }
-            // Held credits a claim on the bucket waits for already (a top-up's refund, an earlier claw-back) pay that
-            // first when they come back: only the rest can pay this one.
-            for bucket in live.reversed() where due > 0 {
-                let held = min(due, max(ledger.heldOut(of: bucket) - ledger.outstandingClaims(on: bucket.key), 0))
-                owed[bucket.key, default: (0, 0)].owed += held
+            // Held credits another claim on the bucket waits for (a pack's refund, an earlier claw-back) pay that one
+            // first: only the rest can pay this one. Claims older than the hold count too, which can only leave the
+            // customer more.
+            for index in targets.indices.reversed() where due > 0 {
+                let held = min(due, max(ledger.heldOut(of: targets[index]) - CreditClaims.outstanding(on: targets[index].key, in: ledger), 0))
+                owed[index] += held
                 due -= held
             }
-            owed[first.key, default: (0, 0)].owed += due
-            for bucket in live {
-                guard let take = owed[bucket.key] else { continue }
+            owed[0] += due
+            for (index, bucket) in targets.enumerated() {
                 for operation in CreditClaims.takeBack(
-                    prefix + bucket.key, bucket: bucket.key, owed: take.owed, available: take.available, reason: "prorated refund")
+                    prefix + bucket.key, bucket: bucket.key, owed: owed[index], available: available[index], reason: "prorated refund")
                 {
                     add(operation)
                 }
@@ -130,7 +131,8 @@ extension SubscriptionCredits.Plan {
         let removals = ledger.entries.filter { entry in
             prefixes.contains { entry.operationKey.hasPrefix($0) } && !(standing.map { entry.operationKey.hasPrefix($0) } ?? false)
         }
-        // A carry-over's take-back may have a claim, and payments of it: every row is undone (CreditClaims).
+        // A take-back (a carry-over's, a claw-back's) may have a claim, and payments of it: every row is undone
+        // (CreditClaims).
         for row in removals.flatMap({ CreditClaims.rows(of: $0.operationKey, in: ledger) }) {
             add(
                 .post(
