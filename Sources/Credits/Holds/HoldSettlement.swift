@@ -9,12 +9,12 @@
 /// from a reset or a refund nor costs the customer any that would have survived them, so the end is the same
 /// whichever came first.
 ///
-/// A bucket that stays open can still owe: a top-up refunded while credits of it were out (in this hold, or in a
-/// spend given back later), or a prorated refund's claw-back that found too little, took only what the bucket had
-/// then, and recorded the rest as a ``Claim`` on the credits still out. What goes back to a bucket — its own credits,
-/// or a window's that an upgrade carried to a top-up — pays its claims made after the debit first, oldest first, and
-/// lapses that much ("Where credits go back", docs/credits.md):
-/// the customer ends where the refund would have left them had the credits come back before it.
+/// A bucket that stays open can still owe: a top-up refunded while credits of it were out (in this hold, or in a spend
+/// given back later), or a prorated refund's claw-back that found too little, took only what the bucket had then, and
+/// recorded the rest as a ``Claim`` on the credits still out. What goes back to a bucket — its own credits, or a
+/// window's that an upgrade carried to a top-up — pays its claims made after the debit first, oldest first, and lapses
+/// that much ("Where credits go back", docs/credits.md): the customer ends where the refund would have left them had
+/// the credits come back before it.
 public enum HoldSettlement {
     /// One bucket's share of a hold.
     public struct Debit: Sendable, Equatable {
@@ -40,8 +40,8 @@ public enum HoldSettlement {
         }
     }
 
-    /// What a take-back of a bucket (a top-up's refund, a claw-back) could not take because credits of the bucket were out when
-    /// it came, still unpaid: `key` is the take-back's claim row (``CreditClaims``).
+    /// What a take-back of a bucket (a top-up's refund, a claw-back) could not take because credits of the bucket were
+    /// out when it came, still unpaid: `key` is the take-back's claim row (``CreditClaims``).
     public struct Claim: Sendable, Equatable, Codable {
         public var key: String
         public var outstanding: Int64

@@ -2,12 +2,11 @@ import Foundation
 import Subscriptions
 
 extension SubscriptionCredits.Plan {
-    /// A refunded or revoked period loses its credits: all that is left of them for a full refund, a revocation or
-    /// the period in force; `ceil(granted × percentage)` for a prorated refund of an earlier period, taken from the
+    /// A refunded or revoked period loses its credits: all that is left of them for a full refund, a revocation or the
+    /// period in force; `ceil(granted × percentage)` for a prorated refund of an earlier period, taken from the
     /// subscription's live windows and the account's top-ups, what is not there claimed (``clawBack(_:of:stamp:)``).
-    /// Every removal is stamped with the revocation date, so a
-    /// reversal (the revocation disappears from the newest signed copy) gives back exactly what was removed, and a
-    /// second refund later removes again.
+    /// Every removal is stamped with the revocation date, so a reversal (the revocation disappears from the newest
+    /// signed copy) gives back exactly what was removed, and a second refund later removes again.
     mutating func settleRefunds(of period: PaidPeriod) {
         let stamp = period.revocation.map { "\(period.key):\(Self.milliseconds($0.date.timeIntervalSince1970))" }
         // Whether a refund is prorated depends on whether its period is still in force, which a later fact can
