@@ -94,18 +94,19 @@ struct ClawBackClaimsTests {
             return debits
         }
 
+        /// The unpaid claims on each bucket of `debits` made after the row `first`, as the group's read lists them.
+        func claimsByBucket(of debits: [HoldSettlement.Debit], after first: String) -> [String: [HoldSettlement.Claim]] {
+            let claims = CreditClaimsTests.claims(after: first, in: ledger)
+            return Dictionary(
+                uniqueKeysWithValues: Set(debits.map(\.bucket)).map { bucket in
+                    (bucket, claims.filter { claim in ledger.entries.first { $0.operationKey == claim.key }?.bucket == bucket })
+                })
+        }
+
         /// The hold's end as its group writes it (CreditHold.endEntries), its credits back to their buckets (open,
         /// as sql/0057 reads a claw-back's window), paying first the claims made since its first debit.
         mutating func end(_ id: String, _ debits: [HoldSettlement.Debit], charge: Int64) {
-            let claims = Dictionary(
-                uniqueKeysWithValues: Set(debits.map(\.bucket)).map { bucket in
-                    (
-                        bucket,
-                        CreditClaimsTests.claims(after: "hold:\(id):0", in: ledger).filter { claim in
-                            ledger.entries.first { $0.operationKey == claim.key }?.bucket == bucket
-                        }
-                    )
-                })
+            let claims = claimsByBucket(of: debits, after: "hold:\(id):0")
             let outcome = HoldSettlement.settle(debits, charge: charge, destination: { $0 }, claims: { claims[$0] ?? [] })!
             let hold = CreditHold(
                 id: UUID(), account: ClawBackClaimsTests.account, idempotencyKey: id, meter: "ai", amount: debits.reduce(0) { $0 + $1.amount },
@@ -121,15 +122,7 @@ struct ClawBackClaimsTests {
         /// The spend `spend:<id>` given back as its reversal writes it (CreditHolds.reverseSpend): each debit to its
         /// bucket, paying first the claims made there since the spend.
         mutating func giveBack(_ id: String, _ debits: [HoldSettlement.Debit]) {
-            let claims = Dictionary(
-                uniqueKeysWithValues: Set(debits.map(\.bucket)).map { bucket in
-                    (
-                        bucket,
-                        CreditClaimsTests.claims(after: "spend:\(id):0", in: ledger).filter { claim in
-                            ledger.entries.first { $0.operationKey == claim.key }?.bucket == bucket
-                        }
-                    )
-                })
+            let claims = claimsByBucket(of: debits, after: "spend:\(id):0")
             let outcome = HoldSettlement.settle(debits, charge: 0, destination: { $0 }, claims: { claims[$0] ?? [] })!
             let rows = CreditHold.returnEntries(
                 of: outcome, debits: debits, reason: "usage reversed", key: { "spend:\(id):\($0):reversed" }, payer: { "spend:\(id):\($0):reversed" })
