@@ -158,7 +158,7 @@ struct TopUpAttributionTests {
     /// longer stands going back to its window). Before, none of them reached the lot: a refunded carry-over stayed in
     /// the pool, and later spends were counted against it rather than against the purchase after it.
     @Test(
-        "a carry-over is a lot: its refund (with a claim) empties it, the refund's reversal puts it back, a carry-over moved back to its window leaves the pool"
+        "a carry-over is a lot: its refund (with a claim) empties it, the refund's reversal puts it back, a carry-over moved back to its window leaves the pool, one made for credits out (pending) is an empty lot"
     )
     func carryOvers() {
         func row(_ key: String, _ delta: Int64) -> LedgerEntry { LedgerEntry(operationKey: key, bucket: "b", delta: delta, reason: "r") }
@@ -182,6 +182,12 @@ struct TopUpAttributionTests {
         // (Counted as a spend, the move drew 50 of Q's first.)
         let moved = [row("topup:Q", 100), row(carry, 50), row("reversed:\(carry)", -50), row("spend:1:a:t:0", -60)]
         #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: moved).spends == [3: 60])
+        // Made for nothing, for credits out at the switch (`pending:`): an empty lot. What came back to the pool
+        // through it is not Q's to spend first, and the pending row is no spend. (Counted as one, it drew 50 of Q's.)
+        let pending = [
+            row("topup:Q", 100), row(carry, 50), row("pending:\(carry)", -50), row("hold-return:h:0", 50), row("spend:1:a:t:0", -60),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: pending).spends == [4: 60])
         // An account whose id holds `:carry:` and a carry-over's key: its purchase's refund still empties the purchase.
         let neighbour = [
             LedgerEntry(operationKey: "topup:T", bucket: "topup:\(carry):ai", delta: 100, reason: "r"), row("topup:Q", 100),

@@ -5,16 +5,29 @@ extension LedgerSnapshot {
     /// credits cannot come back to it (``CreditHold/destinations(_:open:)``). An end whose credits all lapsed writes no
     /// row; it lapses them only from a bucket no longer open to the account, which a claw-back does not take from.
     func heldOut(of bucket: CreditBucket) -> Int64 {
-        let rows = entries(of: bucket.key)
-        if bucket.kind != .topUp,
-            rows.contains(where: { $0.operationKey.hasPrefix("refund:") && $0.delta < 0 && !isPosted("reversed:" + $0.operationKey) })
-        {
-            return 0
-        }
-        return rows.reduce(0) { held, row in
+        guard !isRefundedWindow(bucket) else { return 0 }
+        return entries(of: bucket.key).reduce(0) { held, row in
             guard row.operationKey.hasPrefix("hold:"), row.delta < 0 else { return held }
             let debit = row.operationKey.dropFirst("hold:".count)
             return isPosted("hold-return:\(debit)") || isPosted("hold-charge:\(debit)") ? held : held - row.delta
         }
+    }
+
+    /// The credits of `bucket` that may still come back to it: those out in open holds (``heldOut(of:)``) and those of
+    /// spends not given back (`spend:…:<n>` without its `:reversed`), which a reversal returns within its window. None
+    /// of a refunded window's, as for holds.
+    func creditsOut(of bucket: CreditBucket) -> Int64 {
+        guard !isRefundedWindow(bucket) else { return 0 }
+        let spent = entries(of: bucket.key).reduce(Int64(0)) { spent, row in
+            guard row.operationKey.hasPrefix("spend:"), row.delta < 0, !isPosted(row.operationKey + ":reversed") else { return spent }
+            return spent - row.delta
+        }
+        return heldOut(of: bucket) + spent
+    }
+
+    /// A window a refund took from (not reversed): credits coming back to it lapse.
+    private func isRefundedWindow(_ bucket: CreditBucket) -> Bool {
+        bucket.kind != .topUp
+            && entries(of: bucket.key).contains { $0.operationKey.hasPrefix("refund:") && $0.delta < 0 && !isPosted("reversed:" + $0.operationKey) }
     }
 }

@@ -84,9 +84,9 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
                     entry.operationKey.hasPrefix("reversed:refund:")
                     ? Self.lot(takenBy: entry.operationKey, among: lots.map(\.key)) : entry.operationKey
                 if let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left += entry.delta } else { lots.append((key, entry.delta)) }
-            } else if entry.operationKey.hasPrefix("reversed:carry:") {
-                // A carry-over that no longer stands leaves the top-ups for its window: its lot goes with it.
-                let key = String(entry.operationKey.dropFirst("reversed:".count))
+            } else if let key = Self.carryLot(undoneBy: entry.operationKey) {
+                // A carry-over that no longer stands leaves the top-ups for its window: its lot goes with it. One made
+                // for credits that were out (`pending:`) never held any.
                 if let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left = max(lots[index].left + entry.delta, 0) }
             } else if entry.operationKey.hasPrefix("refund:") {
                 let key = Self.lot(takenBy: entry.operationKey, among: lots.map(\.key))
@@ -108,6 +108,12 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
             if own > 0 { spends[position] = own }
         }
         return (credited, spends)
+    }
+
+    /// The carry-over lot (`carry:…:in`) a row empties: its reversal's, or the row that nets a carry of credits out.
+    static func carryLot(undoneBy key: String) -> String? {
+        for prefix in ["reversed:", "pending:"] where key.hasPrefix(prefix + "carry:") { return String(key.dropFirst(prefix.count)) }
+        return nil
     }
 
     static func isHoldBookkeeping(_ key: String) -> Bool {

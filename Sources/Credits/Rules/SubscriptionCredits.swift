@@ -241,7 +241,11 @@ public enum SubscriptionCredits {
         }
 
         /// After an upgrade under `prorate`, what is left in the replaced period's window at the switch moves to
-        /// top-ups; under `fresh` it ends with the window.
+        /// top-ups; under `fresh` it ends with the window. Credits out at the switch (held, or spent and not given back)
+        /// follow when they come back: the hold's end and the spend's reversal find the carry after their debit and go
+        /// to its top-up (sql/0057's reads). When nothing is left to move, the carry is still made, for the credits out,
+        /// with rows that move nothing (`pending:carry:…`, their opposites): without a carry to follow, those credits
+        /// lapsed with the window where, back before the upgrade, they would have been carried (docs/credits.md).
         mutating func carryOver(into period: PaidPeriod) {
             guard catalogue.upgradeCredits == .prorate, let key = period.upgradedFrom, let account,
                 let old = derivation.periods.first(where: { $0.key == key })
@@ -252,15 +256,31 @@ public enum SubscriptionCredits {
                 .sorted { $0.key < $1.key }
             for bucket in buckets {
                 let outKey = "carry:\(period.key):\(bucket.key):out"
+                let inKey = "carry:\(period.key):\(bucket.key):in"
+                guard !ledger.isPosted(outKey) else { continue }
                 let left = ledger.balance(of: bucket.key)
-                guard !ledger.isPosted(outKey), left > 0 else { continue }
                 let topUp = CreditBucket.topUp(account: account, meter: bucket.meter)
-                add(.post(LedgerEntry(operationKey: outKey, bucket: bucket.key, delta: -left, reason: "upgrade carry-over"), opening: nil))
-                add(
-                    .post(
-                        LedgerEntry(
-                            operationKey: "carry:\(period.key):\(bucket.key):in", bucket: topUp.key, delta: left, reason: "upgrade carry-over"),
-                        opening: topUp))
+                if left > 0 {
+                    add(.post(LedgerEntry(operationKey: outKey, bucket: bucket.key, delta: -left, reason: "upgrade carry-over"), opening: nil))
+                    add(.post(LedgerEntry(operationKey: inKey, bucket: topUp.key, delta: left, reason: "upgrade carry-over"), opening: topUp))
+                    continue
+                }
+                // Only in the pass that closes the window at the switch: a later derivation (a renewal, `replay`) of
+                // an upgrade made before this rule, or whose credits out have all ended since, adds nothing.
+                let closingNow = operations.contains { operation in
+                    if case .setWindowEnd(bucket.key, _) = operation { return true }
+                    return false
+                }
+                let out = closingNow && left == 0 ? ledger.creditsOut(of: bucket) : 0
+                guard out > 0 else { continue }
+                // Each side's pair nets to nothing; the carry's own rows are what the reads follow. The `pending:` row
+                // on the top-up ends in the carry's key, so what stands of the carry-over (a refund of the upgrade
+                // takes it) counts nothing moved.
+                let reason = "upgrade carry-over of credits out"
+                add(.post(LedgerEntry(operationKey: "pending:\(outKey)", bucket: bucket.key, delta: out, reason: reason), opening: nil))
+                add(.post(LedgerEntry(operationKey: outKey, bucket: bucket.key, delta: -out, reason: reason), opening: nil))
+                add(.post(LedgerEntry(operationKey: inKey, bucket: topUp.key, delta: out, reason: reason), opening: topUp))
+                add(.post(LedgerEntry(operationKey: "pending:\(inKey)", bucket: topUp.key, delta: -out, reason: reason), opening: nil))
             }
         }
 

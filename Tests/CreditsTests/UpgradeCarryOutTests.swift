@@ -1,0 +1,150 @@
+import Credits
+import Foundation
+import Subscriptions
+import Testing
+
+/// An upgrade (`upgrade_credits: prorate`) while credits of the old window are out — held for a model call, or spent
+/// and given back later — exhaustively over a few amounts, with the rules alone (the walkthrough's Pro → Max upgrade,
+/// DerivedStateCreditTests). Expectations by hand, as the customer sees them: the old window's credits the work did not
+/// use end in the top-ups, whether the hold ended (and the spend came back) before the upgrade reached the server or
+/// after it — also when every credit left was out at the switch, where they lapsed before (docs/credits.md, "Where
+/// credits go back"). Where a hold's end or a spend's reversal sends its credits is decided as the group's read decides
+/// it (sql/0057; its SQL is tested on PostgreSQL in HoldDestinationTests and UpgradeWhileHeldTests).
+@Suite("Upgrades: the old window's credits out at the switch follow the carry-over")
+struct UpgradeCarryOutTests {
+    typealias Walkthrough = DerivedStateCreditTests
+    static let topUp = CreditBucket.topUp(account: Walkthrough.account, meter: "ai_requests").key
+    static let workedAt = Walkthrough.date(Walkthrough.subscribedAt + Walkthrough.minute)
+    static let afterUpgrade = Walkthrough.date(Walkthrough.upgradedAt + Walkthrough.minute)
+
+    @Test(
+        "spent 0, 100 or 600 of Pro's 1,000, a hold of 1 to all that is left charged in part or whole, the spend given back or not: the top-ups end with what the work left, in either order; a second derivation posts nothing"
+    )
+    func eitherOrder() throws {
+        var cases = 0
+        var emptied = 0
+        for spent in [Int64(0), 100, 600] {
+            for held in Set([Int64(1), 200, 1000 - spent]).sorted() {
+                for charge in Set([Int64(0), 1, held / 2, held]).sorted() {
+                    for givenBack in spent > 0 ? [false, true] : [false] {
+                        cases += 1
+                        let label = "spent \(spent), held \(held), charged \(charge), spend given back: \(givenBack)"
+                        var ends: [Bool: [String: Int64]] = [:]
+                        for endsFirst in [true, false] {
+                            var world = Walkthrough.World()
+                            world.deliver(Walkthrough.subscribe, now: Walkthrough.date(Walkthrough.subscribedAt))
+                            let window = try #require(
+                                world.ledger.liveBuckets(
+                                    account: Walkthrough.account, cycleOf: [Walkthrough.subscription], meter: "ai_requests", at: Self.workedAt
+                                ).first { $0.kind == .cycle })
+                            #expect(world.ledger.balance(of: window.key) == 1000, "\(label): Pro's window")
+                            let spend = Self.take("spend:s", spent, from: window.key, in: &world.ledger)
+                            let hold = Self.take("hold:h", held, from: window.key, in: &world.ledger)
+                            if endsFirst { Self.end("hold:h", hold, charge: charge, at: Self.workedAt, in: &world.ledger) }
+                            world.deliver(Walkthrough.upgrade, now: Walkthrough.date(Walkthrough.upgradedAt))
+                            if !endsFirst {
+                                if world.ledger.isPosted("pending:carry:\(world.upgradeKey):\(window.key):out") { emptied += 1 }
+                                Self.end("hold:h", hold, charge: charge, at: Self.afterUpgrade, in: &world.ledger)
+                            }
+                            if givenBack { Self.end("spend:s", spend, charge: 0, at: Self.afterUpgrade, in: &world.ledger) }
+                            for (bucket, balance) in world.balances { #expect(balance >= 0, "\(label): \(bucket) below zero") }
+                            ends[endsFirst] = world.balances.filter { $0.value != 0 }
+                            // By hand: Pro's 1,000 less what was spent (unless given back) and what the work cost.
+                            let byHand = 1000 - (givenBack ? 0 : spent) - charge
+                            #expect(
+                                world.ledger.balance(of: Self.topUp) == byHand,
+                                "\(label), the hold ended \(endsFirst ? "before" : "after") the upgrade")
+                            let again = SubscriptionCredits.operationsDue(
+                                try #require(world.derivation), catalogue: Walkthrough.catalogue, ledger: world.ledger,
+                                now: Self.afterUpgrade.addingTimeInterval(60))
+                            #expect(again.isEmpty, "\(label): a second derivation posts \(again)")
+                        }
+                        #expect(ends[true] == ends[false], "\(label): \(ends)")
+                    }
+                }
+            }
+        }
+        // The case that lapsed before: everything left of the window out at the switch.
+        #expect(cases == 50 && emptied == 20, "\(cases) cases, \(emptied) with the window empty at the switch")
+    }
+
+    @Test(
+        "the carry for credits out is made only in the pass that closes the window: an upgrade applied by the release before (no such carry) gains none at its next derivation"
+    )
+    func onlyAtTheSwitch() throws {
+        var world = Walkthrough.World()
+        world.deliver(Walkthrough.subscribe, now: Walkthrough.date(Walkthrough.subscribedAt))
+        let window = try #require(world.ledger.buckets.values.first { $0.kind == .cycle })
+        _ = Self.take("spend:s", 1000, from: window.key, in: &world.ledger)
+        var before = world
+        world.deliver(Walkthrough.upgrade, now: Walkthrough.date(Walkthrough.upgradedAt))
+        #expect(world.ledger.entries.filter { $0.operationKey.hasPrefix("pending:") }.count == 2, "the spend is out at the switch")
+        // The release before posted the same pass without the carry for credits out.
+        before.facts.merge(Walkthrough.upgrade)
+        let derivation = try #require(before.derivation)
+        let upgradedAt = Walkthrough.date(Walkthrough.upgradedAt)
+        for operation in SubscriptionCredits.operationsDue(derivation, catalogue: Walkthrough.catalogue, ledger: before.ledger, now: upgradedAt) {
+            if case .post(let entry, _) = operation, entry.reason == "upgrade carry-over of credits out" { continue }
+            before.ledger.apply(operation)
+        }
+        let again = SubscriptionCredits.operationsDue(
+            derivation, catalogue: Walkthrough.catalogue, ledger: before.ledger, now: Self.afterUpgrade.addingTimeInterval(86_400))
+        #expect(again.isEmpty, "a later derivation posts \(again)")
+    }
+
+    /// Debits of `amount` from `bucket` (`<keyed>:0`), as a spend or a hold posts them.
+    static func take(_ keyed: String, _ amount: Int64, from bucket: String, in ledger: inout LedgerSnapshot) -> [HoldSettlement.Debit] {
+        guard amount > 0 else { return [] }
+        ledger.apply(.post(LedgerEntry(operationKey: "\(keyed):0", bucket: bucket, delta: -amount, reason: "debit"), opening: nil))
+        return [.init(bucket: bucket, amount: amount)]
+    }
+
+    /// A hold's end (or a spend given back, `charge` 0) as its group writes it: each debit's rest to the top-up of a
+    /// carry-over made from its bucket after the debit while the carry stands, else to the bucket while it is live,
+    /// else nowhere (sql/0057's `carriedTo` and `open`).
+    static func end(_ keyed: String, _ debits: [HoldSettlement.Debit], charge: Int64, at now: Date, in ledger: inout LedgerSnapshot) {
+        guard !debits.isEmpty else { return }
+        let live = Set(
+            ledger.liveBuckets(account: Walkthrough.account, cycleOf: [Walkthrough.subscription], meter: nil, at: now).map(\.key))
+        var destinations: [String: String] = [:]
+        for debit in debits {
+            let since = ledger.entries.drop { $0.operationKey != "\(keyed):0" }
+            let carry = since.last { row in
+                guard row.bucket == debit.bucket, row.operationKey.hasPrefix("carry:"), row.operationKey.hasSuffix(":out") else { return false }
+                let inKey = String(row.operationKey.dropLast("out".count)) + "in"
+                return ledger.isPosted(inKey) && !ledger.isPosted("reversed:\(inKey)") && !ledger.isPosted("reversed:\(row.operationKey)")
+                    && !ledger.entries.contains { $0.operationKey.hasPrefix("refund:") && $0.operationKey.hasSuffix(":\(inKey)") }
+            }
+            if let carry {
+                let inKey = String(carry.operationKey.dropLast("out".count)) + "in"
+                destinations[debit.bucket] = ledger.entries.first { $0.operationKey == inKey }?.bucket
+            } else if live.contains(debit.bucket) {
+                destinations[debit.bucket] = debit.bucket
+            }
+        }
+        let outcome = HoldSettlement.settle(debits, charge: charge, destination: { destinations[$0] }, claims: { _ in [] })!
+        let rows: [LedgerEntry]
+        if keyed.hasPrefix("hold:") {
+            // The rows keyed by this test's hold id, as the group keys them by the hold's.
+            let hold = CreditHold(
+                id: UUID(), account: Walkthrough.account, idempotencyKey: keyed, meter: "ai_requests",
+                amount: debits.reduce(0) { $0 + $1.amount }, debits: debits, createdAt: now, expiresAt: now)
+            rows = CreditHold.endEntries(of: hold, outcome: outcome).map { row in
+                var row = row
+                row.operationKey = row.operationKey.replacingOccurrences(of: hold.id.lowercasedText, with: "h")
+                return row
+            }
+        } else {
+            rows = CreditHold.returnEntries(
+                of: outcome, debits: debits, reason: "usage reversed", key: { "\(keyed):\($0):reversed" }, payer: { "\(keyed):\($0):reversed" })
+        }
+        for row in rows { ledger.apply(.post(row, opening: nil)) }
+    }
+}
+
+extension DerivedStateCreditTests.World {
+    /// The upgrade's billing period key, as the carry-over's rows name it.
+    var upgradeKey: String {
+        derivation?.periods.first { $0.upgradedFrom != nil }?.key ?? ""
+    }
+}
