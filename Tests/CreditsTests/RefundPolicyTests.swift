@@ -188,6 +188,12 @@ struct TopUpAttributionTests {
             row("topup:Q", 100), row(carry, 50), row("pending:\(carry)", -50), row("hold-return:h:0", 50), row("spend:1:a:t:0", -60),
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: pending).spends == [4: 60])
+        // A window's held credits come back through that carry before Q is bought: a lot ahead of Q's, as the carry-over
+        // of them would have been had they come back before the upgrade. (Skipped as a hold's return, Q paid for all 60.)
+        let returned = [
+            row(carry, 50), row("pending:\(carry)", -50), row("hold-return:h:0", 50), row("topup:Q", 100), row("spend:1:a:t:0", -60),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: returned).spends == [4: 10])
         // An account whose id holds `:carry:` and a carry-over's key: its purchase's refund still empties the purchase.
         let neighbour = [
             LedgerEntry(operationKey: "topup:T", bucket: "topup:\(carry):ai", delta: 100, reason: "r"), row("topup:Q", 100),

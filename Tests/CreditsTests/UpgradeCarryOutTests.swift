@@ -92,6 +92,80 @@ struct UpgradeCarryOutTests {
         #expect(again.isEmpty, "a later derivation posts \(again)")
     }
 
+    @Test(
+        "the upgrade refunded: the top-ups keep none of Pro's credits (a pack bought before keeps its own), whether the hold ended before the upgrade, between it and the refund, or after the refund"
+    )
+    func upgradeRefunded() throws {
+        var cases = 0
+        for spent in [Int64(0), 600] {
+            for held in Set([Int64(200), 1000 - spent]).sorted() {
+                for charge in Set([Int64(0), held / 2, held]).sorted() {
+                    for pack in [false, true] {
+                        cases += 1
+                        let label = "spent \(spent), held \(held), charged \(charge), a pack: \(pack)"
+                        for ending in ["before the upgrade", "before the refund", "after the refund"] {
+                            var world = Walkthrough.World()
+                            world.deliver(Walkthrough.subscribe, now: Walkthrough.date(Walkthrough.subscribedAt))
+                            if pack {
+                                let sale = TopUpCredits.Sale(id: "q", productId: "credits.100", quantity: 1, revoked: false)
+                                for operation in TopUpCredits.operationsDue(
+                                    sale, account: Walkthrough.account, catalogue: Walkthrough.catalogue, ledger: world.ledger)
+                                {
+                                    world.ledger.apply(operation)
+                                }
+                            }
+                            let window = try #require(world.ledger.buckets.values.first { $0.kind == .cycle })
+                            _ = Self.take("spend:s", spent, from: window.key, in: &world.ledger)
+                            let hold = Self.take("hold:h", held, from: window.key, in: &world.ledger)
+                            if ending == "before the upgrade" { Self.end("hold:h", hold, charge: charge, at: Self.workedAt, in: &world.ledger) }
+                            world.deliver(Walkthrough.upgrade, now: Walkthrough.date(Walkthrough.upgradedAt))
+                            if ending == "before the refund" { Self.end("hold:h", hold, charge: charge, at: Self.afterUpgrade, in: &world.ledger) }
+                            world.deliver(Walkthrough.exactRefund, now: Walkthrough.date(Walkthrough.refundedAt))
+                            if ending == "after the refund" {
+                                Self.end("hold:h", hold, charge: charge, at: Walkthrough.date(Walkthrough.refundedAt + 1000), in: &world.ledger)
+                            }
+                            for (bucket, balance) in world.balances { #expect(balance >= 0, "\(label), ended \(ending): \(bucket) below zero") }
+                            // By hand: Apple refunded the upgrade, so the customer keeps neither it nor Pro's unused credits.
+                            #expect(world.ledger.balance(of: Self.topUp) == (pack ? 100 : 0), "\(label), the hold ended \(ending)")
+                            let again = SubscriptionCredits.operationsDue(
+                                try #require(world.derivation), catalogue: Walkthrough.catalogue, ledger: world.ledger,
+                                now: Walkthrough.date(Walkthrough.refundedAt + 60_000))
+                            #expect(again.isEmpty, "\(label), ended \(ending): a second derivation posts \(again)")
+                        }
+                    }
+                }
+            }
+        }
+        #expect(cases == 24, "\(cases) cases")
+    }
+
+    @Test(
+        "a claw-back's claim waits on the window's held credits: no carry is made for them (coming back there they pay it first); the customer never ends with more than had the hold ended first"
+    )
+    func claimOnTheWindow() throws {
+        var ends: [Bool: Int64] = [:]
+        for endsFirst in [true, false] {
+            var world = Walkthrough.World()
+            world.deliver(Walkthrough.subscribe, now: Walkthrough.date(Walkthrough.subscribedAt))
+            let window = try #require(world.ledger.buckets.values.first { $0.kind == .cycle })
+            let hold = Self.take("hold:h", 1000, from: window.key, in: &world.ledger)
+            // An earlier period refunded at 50 % while all of it is held, as SubscriptionCredits' clawBack writes it.
+            for operation in CreditClaims.takeBack(
+                "clawback:p0:1:\(window.key)", bucket: window.key, owed: 500, available: 0, reason: "prorated refund")
+            {
+                world.ledger.apply(operation)
+            }
+            if endsFirst { Self.end("hold:h", hold, charge: 0, at: Self.workedAt, in: &world.ledger) }
+            world.deliver(Walkthrough.upgrade, now: Walkthrough.date(Walkthrough.upgradedAt))
+            #expect(!world.ledger.entries.contains { $0.operationKey.hasPrefix("pending:") }, "ended first: \(endsFirst)")
+            if !endsFirst { Self.end("hold:h", hold, charge: 0, at: Self.afterUpgrade, in: &world.ledger) }
+            ends[endsFirst] = world.ledger.balance(of: Self.topUp)
+        }
+        // By hand, released first: the 1,000 pay the claim's 500 and the rest is carried. Released after, they lapse
+        // with the window (documented).
+        #expect(ends[true] == 500 && ends[false] == 0, "\(ends)")
+    }
+
     /// Debits of `amount` from `bucket` (`<keyed>:0`), as a spend or a hold posts them.
     static func take(_ keyed: String, _ amount: Int64, from bucket: String, in ledger: inout LedgerSnapshot) -> [HoldSettlement.Debit] {
         guard amount > 0 else { return [] }
@@ -122,7 +196,10 @@ struct UpgradeCarryOutTests {
                 destinations[debit.bucket] = debit.bucket
             }
         }
-        let outcome = HoldSettlement.settle(debits, charge: charge, destination: { destinations[$0] }, claims: { _ in [] })!
+        // The unpaid claims made since the debit on where its credits go (sql/0038's rules, CreditClaimsTests).
+        let claims = CreditClaimsTests.claims(after: "\(keyed):0", in: ledger)
+        let claimsOn = { (bucket: String) in claims.filter { claim in ledger.entries.first { $0.operationKey == claim.key }?.bucket == bucket } }
+        let outcome = HoldSettlement.settle(debits, charge: charge, destination: { destinations[$0] }, claims: claimsOn)!
         let rows: [LedgerEntry]
         if keyed.hasPrefix("hold:") {
             // The rows keyed by this test's hold id, as the group keys them by the hold's.

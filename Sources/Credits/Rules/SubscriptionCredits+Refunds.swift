@@ -53,7 +53,22 @@ extension SubscriptionCredits.Plan {
                 takeKey, bucket: carriedIn.bucket, owed: standing(carryOver: inKey), available: ledger.balance(of: carriedIn.bucket),
                 reason: "refund of an upgrade's carry-over")
             for operation in operations { add(operation) }
+            endCarry(ofCreditsOut: out)
         }
+    }
+
+    /// A carry made for credits out (`pending:carry:…`, ``carryOver(into:)``) stops standing when it is taken back: the
+    /// credits still out then lapse when they come back, as they would have gone with the carry-over had they come
+    /// back first. Its take-back took what came back through it; with nothing come back yet it posts no row that the
+    /// reads of a hold's end would see, so the carry's own reversal is posted, netted on the window like the carry.
+    mutating func endCarry(ofCreditsOut out: LedgerEntry) {
+        guard let pending = ledger.entries.first(where: { $0.operationKey == "pending:\(out.operationKey)" }) else { return }
+        let reason = "refund of an upgrade's carry-over of credits out"
+        add(.post(LedgerEntry(operationKey: "reversed:\(out.operationKey)", bucket: out.bucket, delta: pending.delta, reason: reason), opening: nil))
+        add(
+            .post(
+                LedgerEntry(operationKey: "reversed:\(pending.operationKey)", bucket: out.bucket, delta: -pending.delta, reason: reason),
+                opening: nil))
     }
 
     /// The key of a refund's removal from a bucket: `base`, or — when credits reached the bucket after that removal

@@ -231,13 +231,43 @@ public enum SubscriptionCredits {
         }
 
         /// What is still in top-ups of a carry-over (`carry:…:in`): less what went back or was taken by a refund, plus
-        /// what a refund reversal gave back — every such row is keyed `…:<carry key>`. A refund's claim is not credits
-        /// (``CreditClaims``): the refund took the carry-over whole, the claim owes what was not there.
+        /// what a refund reversal gave back — every such row is keyed `…:<carry key>` — plus the credits out of the
+        /// window at the switch that came back through it since (``returned(through:)``), which it would have moved had
+        /// they come back first. A refund's claim is not credits (``CreditClaims``): the refund took the carry-over
+        /// whole, the claim owes what was not there.
         func standing(carryOver inKey: String) -> Int64 {
             ledger.entries.filter { entry in
                 (entry.operationKey == inKey || entry.operationKey.hasSuffix(":\(inKey)")) && !CreditClaims.isClaim(entry.operationKey)
                     && !entry.operationKey.hasPrefix("reversed:claim:")
-            }.reduce(0) { $0 + $1.delta }
+            }.reduce(0) { $0 + $1.delta } + returned(through: inKey)
+        }
+
+        /// What came back to a carry-over's top-up from its window since the carry, as the reads of a hold's end and a
+        /// spend's reversal send it (sql/0057: to the top-up of the last carry made from the debit's bucket after the
+        /// debit): each return row (`hold-return:<id>:<n>`, `<spend debit>:reversed`) whose debit is on the window
+        /// before this carry, and no later carry of the window came before the return. Before payments of claims.
+        func returned(through inKey: String) -> Int64 {
+            let outKey = String(inKey.dropLast("in".count)) + "out"
+            guard let out = ledger.entries.firstIndex(where: { $0.operationKey == outKey }),
+                let topUp = ledger.entries.first(where: { $0.operationKey == inKey })?.bucket
+            else { return 0 }
+            let window = ledger.entries[out].bucket
+            var debits: Set<String> = []
+            for entry in ledger.entries[..<out] where entry.bucket == window && entry.delta < 0 {
+                if entry.operationKey.hasPrefix("hold:") || entry.operationKey.hasPrefix("spend:") { debits.insert(entry.operationKey) }
+            }
+            var returned: Int64 = 0
+            for entry in ledger.entries[(out + 1)...] {
+                // A later carry of the window: what comes back after it follows that one.
+                if entry.bucket == window, entry.operationKey.hasPrefix("carry:"), entry.operationKey.hasSuffix(":out") { break }
+                guard entry.bucket == topUp, entry.delta > 0 else { continue }
+                let debit =
+                    entry.operationKey.hasPrefix("hold-return:")
+                    ? "hold:" + entry.operationKey.dropFirst("hold-return:".count)
+                    : entry.operationKey.hasSuffix(":reversed") ? String(entry.operationKey.dropLast(":reversed".count)) : nil
+                if let debit, debits.contains(debit) { returned += entry.delta }
+            }
+            return returned
         }
 
         /// After an upgrade under `prorate`, what is left in the replaced period's window at the switch moves to
@@ -271,7 +301,9 @@ public enum SubscriptionCredits {
                     if case .setWindowEnd(bucket.key, _) = operation { return true }
                     return false
                 }
-                let out = closingNow && left == 0 ? ledger.creditsOut(of: bucket) : 0
+                // Not while a claim on the window waits for them (a claw-back's): coming back there, they pay it first,
+                // which a carry would skip (docs/credits.md).
+                let out = closingNow && left == 0 && CreditClaims.outstanding(on: bucket.key, in: ledger) == 0 ? ledger.creditsOut(of: bucket) : 0
                 guard out > 0 else { continue }
                 // Each side's pair nets to nothing; the carry's own rows are what the reads follow. The `pending:` row
                 // on the top-up ends in the carry's key, so what stands of the carry-over (a refund of the upgrade
