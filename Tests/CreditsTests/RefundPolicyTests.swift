@@ -182,18 +182,12 @@ struct TopUpAttributionTests {
         // (Counted as a spend, the move drew 50 of Q's first.)
         let moved = [row("topup:Q", 100), row(carry, 50), row("reversed:\(carry)", -50), row("spend:1:a:t:0", -60)]
         #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: moved).spends == [3: 60])
-        // Made for nothing, for credits out at the switch (`pending:`): an empty lot. What came back to the pool
-        // through it is not Q's to spend first, and the pending row is no spend. (Counted as one, it drew 50 of Q's.)
+        // Made for nothing, for credits out at the switch (`pending:`): an empty lot, and the pending row no spend
+        // (counted as one, it drew 50 of Q's). A hold's return is bookkeeping, here as elsewhere.
         let pending = [
             row("topup:Q", 100), row(carry, 50), row("pending:\(carry)", -50), row("hold-return:h:0", 50), row("spend:1:a:t:0", -60),
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: pending).spends == [4: 60])
-        // A window's held credits come back through that carry before Q is bought: a lot ahead of Q's, as the carry-over
-        // of them would have been had they come back before the upgrade. (Skipped as a hold's return, Q paid for all 60.)
-        let returned = [
-            row(carry, 50), row("pending:\(carry)", -50), row("hold-return:h:0", 50), row("topup:Q", 100), row("spend:1:a:t:0", -60),
-        ]
-        #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: returned).spends == [4: 10])
         // An account whose id holds `:carry:` and a carry-over's key: its purchase's refund still empties the purchase.
         let neighbour = [
             LedgerEntry(operationKey: "topup:T", bucket: "topup:\(carry):ai", delta: 100, reason: "r"), row("topup:Q", 100),

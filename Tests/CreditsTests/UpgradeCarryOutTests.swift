@@ -166,6 +166,31 @@ struct UpgradeCarryOutTests {
         #expect(ends[true] == 500 && ends[false] == 0, "\(ends)")
     }
 
+    @Test(
+        "a refund naming a period 251 ms off the upgrade (simulate's, from whole seconds) makes the carry stale: with the window's credits all held, it is reversed and they end as had they come back first"
+    )
+    func staleCarry() throws {
+        var ends: [Bool: Int64] = [:]
+        for endsFirst in [true, false] {
+            var world = Walkthrough.World()
+            world.deliver(Walkthrough.subscribe, now: Walkthrough.date(Walkthrough.subscribedAt))
+            let window = try #require(world.ledger.buckets.values.first { $0.kind == .cycle })
+            let hold = Self.take("hold:h", 1000, from: window.key, in: &world.ledger)
+            if endsFirst { Self.end("hold:h", hold, charge: 0, at: Self.workedAt, in: &world.ledger) }
+            world.deliver(Walkthrough.upgrade, now: Walkthrough.date(Walkthrough.upgradedAt))
+            world.deliver(Walkthrough.refund, now: Walkthrough.date(Walkthrough.refundedAt))
+            if !endsFirst { Self.end("hold:h", hold, charge: 0, at: Walkthrough.date(Walkthrough.refundedAt + 1000), in: &world.ledger) }
+            for (bucket, balance) in world.balances { #expect(balance >= 0, "ended first: \(endsFirst): \(bucket) below zero") }
+            let again = SubscriptionCredits.operationsDue(
+                try #require(world.derivation), catalogue: Walkthrough.catalogue, ledger: world.ledger,
+                now: Walkthrough.date(Walkthrough.refundedAt + 60_000))
+            #expect(again.isEmpty, "ended first: \(endsFirst): a second derivation posts \(again)")
+            ends[endsFirst] = world.ledger.balance(of: Self.topUp)
+        }
+        // By hand: the upgrade refunded (DerivedStateCreditTests.everyOrder: no top-ups left), the customer keeps none.
+        #expect(ends[true] == 0 && ends[false] == 0, "\(ends)")
+    }
+
     /// Debits of `amount` from `bucket` (`<keyed>:0`), as a spend or a hold posts them.
     static func take(_ keyed: String, _ amount: Int64, from bucket: String, in ledger: inout LedgerSnapshot) -> [HoldSettlement.Debit] {
         guard amount > 0 else { return [] }

@@ -50,16 +50,10 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
         var takes: [Int: [(lot: Int, amount: Int64)]] = [:]
         var credited: Int64 = 0
         let grantKey = "topup:\(transactionId)"
-        // The holds that took from this bucket (`hold:<id>:<n>` less the prefix).
-        var held: Set<Substring> = []
         for (position, entry) in entries.enumerated() {
-            if entry.operationKey.hasPrefix("hold:") { held.insert(entry.operationKey.dropFirst("hold:".count)) }
             // A hold's rows are not usage: what it charged is posted as `usage` (`hold-charge:<id>:<n>`) when it
-            // settles, and counts then; its debit, what went back and the charge's offset net out. But credits a hold
-            // took from another bucket (a window, coming back through an upgrade's carry-over) are new to the pool: a
-            // lot, as the carry-over is.
-            let fromElsewhere = entry.operationKey.hasPrefix("hold-return:") && !held.contains(entry.operationKey.dropFirst("hold-return:".count))
-            if Self.isHoldBookkeeping(entry.operationKey), !fromElsewhere { continue }
+            // settles, and counts then; its debit, what went back and the charge's offset net out.
+            if Self.isHoldBookkeeping(entry.operationKey) { continue }
             // A refund's claim (CreditClaims) is not credits: its refund row below takes only what the bucket had. What
             // later paid the claim — credits of the purchase that came back from a hold or a spend given back — is
             // taken from the refunded purchase's lot then, and a reversal of the refund gives its parts back there.

@@ -219,6 +219,9 @@ public enum SubscriptionCredits {
                 // do say carries the window's credits again, and credits held now come back to the top-ups, where the
                 // customer keeps them. (A claim's payment would take them instead.)
                 let back = min(standing(carryOver: inKey), max(ledger.balance(of: carried.bucket), 0))
+                // A carry made for credits out with nothing come back through it moves nothing, and would stand for
+                // the reads of holds' ends: reversed like the refund of it reverses it.
+                if back <= 0 { endCarry(ofCreditsOut: out) }
                 add(
                     .post(
                         LedgerEntry(operationKey: "reversed:\(inKey)", bucket: carried.bucket, delta: -back, reason: "carry-over reversed"),
@@ -244,30 +247,31 @@ public enum SubscriptionCredits {
 
         /// What came back to a carry-over's top-up from its window since the carry, as the reads of a hold's end and a
         /// spend's reversal send it (sql/0057: to the top-up of the last carry made from the debit's bucket after the
-        /// debit): each return row (`hold-return:<id>:<n>`, `<spend debit>:reversed`) whose debit is on the window
-        /// before this carry, and no later carry of the window came before the return. Before payments of claims.
+        /// debit): each return row on the top-up (`hold-return:<id>:<n>`, `<spend debit>:reversed`) whose debit is on
+        /// the window before the carry. Before payments of claims. Only for a window carried once: the snapshot lists
+        /// rows bucket by bucket, so which of two carries a return came through is not known, and none is counted (the
+        /// customer keeps them, as before 2026-12-02).
         func returned(through inKey: String) -> Int64 {
             let outKey = String(inKey.dropLast("in".count)) + "out"
-            guard let out = ledger.entries.firstIndex(where: { $0.operationKey == outKey }),
+            guard let out = ledger.entries.first(where: { $0.operationKey == outKey }),
                 let topUp = ledger.entries.first(where: { $0.operationKey == inKey })?.bucket
             else { return 0 }
-            let window = ledger.entries[out].bucket
-            var debits: Set<String> = []
-            for entry in ledger.entries[..<out] where entry.bucket == window && entry.delta < 0 {
-                if entry.operationKey.hasPrefix("hold:") || entry.operationKey.hasPrefix("spend:") { debits.insert(entry.operationKey) }
-            }
-            var returned: Int64 = 0
-            for entry in ledger.entries[(out + 1)...] {
-                // A later carry of the window: what comes back after it follows that one.
-                if entry.bucket == window, entry.operationKey.hasPrefix("carry:"), entry.operationKey.hasSuffix(":out") { break }
-                guard entry.bucket == topUp, entry.delta > 0 else { continue }
+            // The window's rows in posting order (one bucket's rows are).
+            let window = ledger.entries(of: out.bucket)
+            guard window.filter({ $0.operationKey.hasPrefix("carry:") && $0.operationKey.hasSuffix(":out") }).count == 1,
+                let carried = window.firstIndex(where: { $0.operationKey == outKey })
+            else { return 0 }
+            let debits = Set(
+                window[..<carried].filter { $0.delta < 0 && ($0.operationKey.hasPrefix("hold:") || $0.operationKey.hasPrefix("spend:")) }
+                    .map(\.operationKey))
+            return ledger.entries(of: topUp).reduce(0) { returned, entry in
+                guard entry.delta > 0 else { return returned }
                 let debit =
                     entry.operationKey.hasPrefix("hold-return:")
                     ? "hold:" + entry.operationKey.dropFirst("hold-return:".count)
                     : entry.operationKey.hasSuffix(":reversed") ? String(entry.operationKey.dropLast(":reversed".count)) : nil
-                if let debit, debits.contains(debit) { returned += entry.delta }
+                return debit.map(debits.contains) == true ? returned + entry.delta : returned
             }
-            return returned
         }
 
         /// After an upgrade under `prorate`, what is left in the replaced period's window at the switch moves to
