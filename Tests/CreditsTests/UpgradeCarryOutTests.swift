@@ -145,10 +145,8 @@ struct UpgradeCarryOutTests {
     func claimOnTheWindow() throws {
         var ends: [Bool: Int64] = [:]
         for endsFirst in [true, false] {
-            var world = Walkthrough.World()
-            world.deliver(Walkthrough.subscribe, now: Walkthrough.date(Walkthrough.subscribedAt))
-            let window = try #require(world.ledger.buckets.values.first { $0.kind == .cycle })
-            let hold = Self.take("hold:h", 1000, from: window.key, in: &world.ledger)
+            let (start, window, hold) = try Self.allHeld()
+            var world = start
             // An earlier period refunded at 50 % while all of it is held, as SubscriptionCredits' clawBack writes it.
             for operation in CreditClaims.takeBack(
                 "clawback:p0:1:\(window.key)", bucket: window.key, owed: 500, available: 0, reason: "prorated refund")
@@ -172,10 +170,8 @@ struct UpgradeCarryOutTests {
     func staleCarry() throws {
         var ends: [Bool: Int64] = [:]
         for endsFirst in [true, false] {
-            var world = Walkthrough.World()
-            world.deliver(Walkthrough.subscribe, now: Walkthrough.date(Walkthrough.subscribedAt))
-            let window = try #require(world.ledger.buckets.values.first { $0.kind == .cycle })
-            let hold = Self.take("hold:h", 1000, from: window.key, in: &world.ledger)
+            let (start, _, hold) = try Self.allHeld()
+            var world = start
             if endsFirst { Self.end("hold:h", hold, charge: 0, at: Self.workedAt, in: &world.ledger) }
             world.deliver(Walkthrough.upgrade, now: Walkthrough.date(Walkthrough.upgradedAt))
             world.deliver(Walkthrough.refund, now: Walkthrough.date(Walkthrough.refundedAt))
@@ -189,6 +185,15 @@ struct UpgradeCarryOutTests {
         }
         // By hand: the upgrade refunded (DerivedStateCreditTests.everyOrder: no top-ups left), the customer keeps none.
         #expect(ends[true] == 0 && ends[false] == 0, "\(ends)")
+    }
+
+    /// Pro bought, and all of its window's 1,000 held (`hold:h`).
+    static func allHeld() throws -> (Walkthrough.World, CreditBucket, [HoldSettlement.Debit]) {
+        var world = Walkthrough.World()
+        world.deliver(Walkthrough.subscribe, now: Walkthrough.date(Walkthrough.subscribedAt))
+        let window = try #require(world.ledger.buckets.values.first { $0.kind == .cycle })
+        let hold = take("hold:h", 1000, from: window.key, in: &world.ledger)
+        return (world, window, hold)
     }
 
     /// Debits of `amount` from `bucket` (`<keyed>:0`), as a spend or a hold posts them.

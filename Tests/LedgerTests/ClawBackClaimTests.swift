@@ -49,10 +49,7 @@ struct ClawBackClaimTests {
                     #expect(held.status == .created, "\(String(buffer: held.body))")
                     let hold = try held.answer(CreditHoldAnswer.self).id
                     func end() async throws {
-                        let ended =
-                            charge > 0
-                            ? try await CreditHoldTests.post(client, "/v1/holds/\(hold)/settle", #"{"amount": \#(charge)}"#)
-                            : try await CreditHoldTests.post(client, "/v1/holds/\(hold)/release", "")
+                        let ended = try await CreditHoldTests.end(client, hold: hold, charge: charge)
                         #expect(ended.status == .ok, "\(order): \(String(buffer: ended.body))")
                     }
                     // Apple's REFUND of last month's transaction, prorated at 50 %, and later its REFUND_REVERSED.

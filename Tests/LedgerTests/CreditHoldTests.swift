@@ -32,6 +32,13 @@ struct CreditHoldTests {
     }
 
     /// Tops an account's meter up by `amount` through support's credit adjustment.
+    /// Ends `hold`: settled for `charge`, or released when it is 0.
+    static func end(_ client: any TestClientProtocol, hold: String, charge: Int64) async throws -> TestResponse {
+        charge > 0
+            ? try await post(client, "/v1/holds/\(hold)/settle", #"{"amount": \#(charge)}"#)
+            : try await post(client, "/v1/holds/\(hold)/release", "")
+    }
+
     static func topUp(_ client: any TestClientProtocol, _ account: String, _ meter: String, _ amount: Int) async throws {
         let response = try await post(
             client, "/admin/accounts/\(account)/credits",

@@ -40,10 +40,7 @@ struct UpgradeWhileHeldTests {
                     #expect(try await CreditHoldTests.credits(client, id, "ai_requests")?.cycle == 0, "\(order): all of Pro's window is out")
                     let cost = charge < 0 ? left : charge
                     func end() async throws {
-                        let ended =
-                            cost > 0
-                            ? try await CreditHoldTests.post(client, "/v1/holds/\(hold)/settle", #"{"amount": \#(cost)}"#)
-                            : try await CreditHoldTests.post(client, "/v1/holds/\(hold)/release", "")
+                        let ended = try await CreditHoldTests.end(client, hold: hold, charge: cost)
                         #expect(ended.status == .ok, "\(order): \(String(buffer: ended.body))")
                     }
                     if order == .upgradeAfter { try await end() }
@@ -81,10 +78,7 @@ struct UpgradeWhileHeldTests {
                     #expect(held.status == .created, "\(String(buffer: held.body))")
                     let hold = try held.answer(CreditHoldAnswer.self).id
                     func end() async throws {
-                        let ended =
-                            charge > 0
-                            ? try await CreditHoldTests.post(client, "/v1/holds/\(hold)/settle", #"{"amount": \#(charge)}"#)
-                            : try await CreditHoldTests.post(client, "/v1/holds/\(hold)/release", "")
+                        let ended = try await CreditHoldTests.end(client, hold: hold, charge: charge)
                         #expect(ended.status == .ok, "\(order.rawValue): \(String(buffer: ended.body))")
                     }
                     if order == .heldUntilUpgrade { try await end() }
