@@ -107,7 +107,8 @@ public struct SubscriptionWriter: Sendable {
             derivation.state.accountId = pseudonym
         }
         let state = derivation.state
-        let ledger = try await credits.snapshot(ofSubscription: state.originalTransactionId, account: state.accountId, now: now, on: connection)
+        var ledger = try await credits.snapshot(ofSubscription: state.originalTransactionId, account: state.accountId, now: now, on: connection)
+        try await credits.noteTakenElsewhere(for: derivation, storedOwner: stored?.accountId, in: &ledger, on: connection)
         let operations = SubscriptionCredits.operationsDue(derivation, catalogue: credits.catalogue, ledger: ledger, now: now)
         let changed = state != stored || !operations.isEmpty
         return Outcome(kind: changed ? .applied : .unchanged, state: state, stored: stored, operations: operations)
@@ -147,7 +148,8 @@ public struct SubscriptionWriter: Sendable {
         let state = derivation.state
         let originalTransactionId = state.originalTransactionId
         let catalogue = credits.catalogue
-        let ledger = saved.ledger
+        var ledger = saved.ledger
+        try await credits.noteTakenElsewhere(for: derivation, storedOwner: stored?.accountId, in: &ledger, on: connection)
         let operations = SubscriptionCredits.operationsDue(derivation, catalogue: catalogue, ledger: ledger, now: now)
         let changed = state != stored || !operations.isEmpty
         if state != stored {

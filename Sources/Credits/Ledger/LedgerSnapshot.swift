@@ -6,8 +6,22 @@ import Subscriptions
 public struct LedgerSnapshot: Sendable, Equatable {
     public private(set) var buckets: [String: CreditBucket] = [:]
     public private(set) var entries: [LedgerEntry] = []
+    /// Take-backs of the subscription's refunds posted to buckets the snapshot does not hold: a previous owner's
+    /// top-ups, which the ledger of a subscription that changed hands no longer reads (``noteTakenElsewhere(_:)``).
+    public private(set) var takenElsewhere: [TakenElsewhere] = []
     private var postedKeys = Set<String>()
     private var balances: [String: Int64] = [:]
+
+    /// A take-back row on a bucket outside the snapshot, with that bucket's meter.
+    public struct TakenElsewhere: Sendable, Equatable {
+        public var entry: LedgerEntry
+        public var meter: String
+
+        public init(entry: LedgerEntry, meter: String) {
+            self.entry = entry
+            self.meter = meter
+        }
+    }
 
     public init(buckets: [CreditBucket] = [], entries: [LedgerEntry] = []) {
         for bucket in buckets { self.buckets[bucket.key] = bucket }
@@ -15,6 +29,12 @@ public struct LedgerSnapshot: Sendable, Equatable {
     }
 
     public func isPosted(_ operationKey: String) -> Bool { postedKeys.contains(operationKey) }
+
+    /// Adds take-backs found on buckets outside the snapshot (a claw-back's from the top-ups of an account that owned
+    /// the subscription before): they count as taken, and are not part of any balance here.
+    public mutating func noteTakenElsewhere(_ rows: [TakenElsewhere]) {
+        takenElsewhere += rows.filter { row in !takenElsewhere.contains { $0.entry.operationKey == row.entry.operationKey } }
+    }
 
     public func balance(of bucket: String) -> Int64 { balances[bucket] ?? 0 }
 

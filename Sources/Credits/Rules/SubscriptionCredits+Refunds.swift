@@ -8,13 +8,13 @@ extension SubscriptionCredits.Plan {
     /// Every removal is stamped with the revocation date, so a reversal (the revocation disappears from the newest
     /// signed copy) gives back exactly what was removed, and a second refund later removes again.
     mutating func settleRefunds(of period: PaidPeriod) {
-        let stamp = period.revocation.map { "\(period.key):\(Self.milliseconds($0.date.timeIntervalSince1970))" }
+        let stamp = SubscriptionCredits.refundStamp(of: period)
         // Whether a refund is prorated depends on whether its period is still in force, which a later fact can
         // change: the removal of the other kind then no longer stands and is given back.
         let prorated = period.revocation.flatMap { revocation in
             revocation.prorated.flatMap { period.key == derivation.state.billingPeriodKey && !revocation.keepsAccess ? nil : $0 }
         }
-        reverseRemovals(of: period, except: stamp.map { prorated == nil ? "refund:\($0):" : "clawback:\($0):" })
+        reverseRemovals(of: period, except: stamp.map { prorated == nil ? "refund:\($0):" : SubscriptionCredits.clawBackPrefix($0) })
         guard let stamp else { return }
         let buckets = cycleBuckets(of: period)
         if let milliPercent = prorated {
@@ -102,11 +102,14 @@ extension SubscriptionCredits.Plan {
         for bucket in buckets {
             granted[bucket.meter, default: 0] += ledger.entries(of: bucket.key).filter(\.isGrant).reduce(0) { $0 + $1.delta }
         }
-        let prefix = "clawback:\(stamp):"
+        let prefix = SubscriptionCredits.clawBackPrefix(stamp)
         for (meter, amount) in granted.sorted(by: { $0.key < $1.key }) {
             // A take-back's row is all it owed, the claimed part included (CreditClaims).
-            let taken = ledger.entries.filter { $0.operationKey.hasPrefix(prefix) && ledger.buckets[$0.bucket]?.meter == meter }
-                .reduce(0) { $0 - $1.delta }
+            // Taken from a previous owner's top-ups too: a subscription that changed hands is not clawed back again
+            // from the new owner's (the ledger read for it holds only the new owner's buckets).
+            let takenHere = ledger.entries.filter { $0.operationKey.hasPrefix(prefix) && ledger.buckets[$0.bucket]?.meter == meter }
+            let takenElsewhere = ledger.takenElsewhere.filter { $0.entry.operationKey.hasPrefix(prefix) && $0.meter == meter }.map(\.entry)
+            let taken = (takenHere + takenElsewhere).reduce(0) { $0 - $1.delta }
             var due = Proration.clawback(granted: amount, milliPercent: milliPercent) - taken
             let targets = ledger.liveBuckets(account: account, cycleOf: [subscription], meter: meter, at: now)
                 .filter { ($0.kind == .cycle || $0.kind == .topUp) && !ledger.isPosted(prefix + $0.key) }

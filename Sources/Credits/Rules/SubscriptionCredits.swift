@@ -23,6 +23,32 @@ public enum SubscriptionCredits {
         return plan.operations
     }
 
+    /// The stamp of `period`'s refund or revocation, `<period>:<its date in ms>`: every removal of the period's credits
+    /// is keyed by it, so a reversal gives back exactly those, and a refund at another date removes again.
+    static func refundStamp(of period: PaidPeriod) -> String? {
+        period.revocation.map { "\(period.key):\(Plan.milliseconds($0.date.timeIntervalSince1970))" }
+    }
+
+    /// What a claw-back of a refund stamped `stamp` keys its take-backs with, before the bucket's key.
+    static func clawBackPrefix(_ stamp: String) -> String { "clawback:\(stamp):" }
+
+    /// The keys a claw-back of `derivation`'s prorated refunds gave its takes from the top-ups of `formerOwners`
+    /// (`clawback:<stamp>:topup:<account>:<meter>`): rows the ledger read for a subscription that changed hands does
+    /// not hold, found by key and noted with ``LedgerSnapshot/noteTakenElsewhere(_:)``. Empty without a prorated refund.
+    public static func takeBackKeys(of derivation: Lifecycle.Derivation, formerOwners: [AccountID], catalogue: TierCatalogue) -> [String] {
+        let stamps = derivation.periods.filter { $0.revocation?.prorated != nil }.compactMap(refundStamp(of:))
+        return stamps.flatMap { stamp in
+            formerOwners.flatMap { owner in
+                catalogue.meters.map { clawBackPrefix(stamp) + CreditBucket.topUp(account: owner, meter: $0.id).key }
+            }
+        }
+    }
+
+    /// Whether `derivation` has a prorated refund, which ``takeBackKeys(of:formerOwners:catalogue:)`` looks up.
+    public static func hasClawBacks(_ derivation: Lifecycle.Derivation) -> Bool {
+        derivation.periods.contains { $0.revocation?.prorated != nil }
+    }
+
     /// When the next credit window of the period in force opens after `now` (the credit window reset), if it does.
     public static func nextWindowStart(_ derivation: Lifecycle.Derivation, catalogue: TierCatalogue, now: Date) -> Date? {
         guard derivation.state.status.isRunning,

@@ -1,0 +1,102 @@
+import AppStoreModels
+import Foundation
+import HummingbirdTesting
+import LocalSigning
+import Testing
+
+@testable import IntegrationSupport
+
+/// Apple refunds last month's period at 50 % (`REFUND_PRORATED`) after the owner spent most of this month's window, so
+/// the claw-back takes the window's rest and the remainder from the owner's top-up; then another account claims the
+/// subscription (`STOREKEEPER_TRANSFER_POLICY=transfer`). Expectations are the customers', worked by
+/// hand: the new owner gets the subscription as it stands, its own credits untouched — the claw-back was made, and is
+/// not made again from the new owner's top-up — and `storekeeper replay` agrees.
+@Suite("Claw-backs: a subscription claimed by another account after a claw-back, on real PostgreSQL")
+struct ClawBackTransferTests {
+    @Test(
+        "the first owner spent 800 of 1,000 and had 400 in a top-up, last month refunded at 50 % took the window's rest and 300 of the top-up; another account with 300 of its own claims it: both keep what they had, and replay finds no difference"
+    )
+    func claimedAfterTheClawBack() async throws {
+        var environment = CreditHoldTests.environment
+        environment["STOREKEEPER_TRANSFER_POLICY"] = "transfer"
+        try await StorekeeperHarness.run(environment: environment) { harness in
+            try await harness.withHTTP { client in
+                let first = UUID()
+                let second = UUID()
+                let (firstId, secondId) = (first.uuidString.lowercased(), second.uuidString.lowercased())
+                var flow = LifecycleFlow(harness: harness, client: client, account: first)
+                let day: Int64 = 86_400_000
+                let now = Int64(Date().timeIntervalSince1970 * 1000)
+                let otid = flow.originalTransactionId
+                func period(_ event: inout SimulatedEvent, _ index: Int64, from: Int64, to: Int64) {
+                    event.transaction?.transactionId = "\(otid)\(index)"
+                    event.transaction?.webOrderLineItemId = "\(otid).\(index)"
+                    event.transaction?.purchaseDate = from
+                    event.transaction?.originalPurchaseDate = now - 40 * day
+                    event.transaction?.expiresDate = to
+                    event.renewalInfo?.renewalDate = to
+                }
+                func balance(_ bucket: String) async throws -> Int64 {
+                    let rows = try await harness.client.query(
+                        "SELECT coalesce(sum(delta), 0)::bigint FROM credit_ledger WHERE bucket = \(bucket)", logger: TestDatabase.logger)
+                    for try await sum in rows.decode(Int64.self) { return sum }
+                    return 0
+                }
+                let window = "cycle:\(otid).1:w0:ai_requests"
+                let lastMonth = try await flow.send(.subscribe) { period(&$0, 0, from: now - 40 * day, to: now - 10 * day) }
+                let thisMonth = try await flow.send(.renew) { period(&$0, 1, from: now - 10 * day, to: now + 20 * day) }
+                // This month's 1,000 and the day's free credits, which a spend takes first.
+                let daily = try #require(try await CreditHoldTests.remaining(client, firstId, "ai_requests")) - 1_000
+                #expect((0...5).contains(daily), "the day's free credits: \(daily)")
+                try await CreditHoldTests.topUp(client, firstId, "ai_requests", 400)
+                #expect(try await client.spend(first, amount: 800 + daily, key: "work").status == .ok)
+                #expect(try await CreditHoldTests.remaining(client, firstId, "ai_requests") == 600)
+                #expect(try await balance(window) == 200)
+
+                // Last month refunded at 50 %: 500 owed, the window's 200, then 300 of the top-up's 400.
+                let lastMonthsTransaction = try #require(lastMonth.transaction)
+                try await flow.send(.refund) { event in
+                    var transaction = lastMonthsTransaction
+                    transaction.signedDate = event.signedDate
+                    transaction.revocationDate = event.signedDate
+                    transaction.revocationReason = 0
+                    transaction.revocationType = "REFUND_PRORATED"
+                    transaction.revocationPercentage = 50_000
+                    event.transaction = transaction
+                    event.status = 1
+                    event.renewalInfo?.autoRenewStatus = 1
+                }
+                #expect(try await CreditHoldTests.remaining(client, firstId, "ai_requests") == 100)
+                #expect(try await balance("topup:\(firstId):ai_requests") == 100)
+                #expect(
+                    try await harness.count(
+                        "SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'clawback:%' AND bucket = 'topup:\(firstId):ai_requests' AND delta = -300"
+                    ) == 1)
+
+                // Another account, with a top-up of its own, claims the subscription (a client-posted transaction).
+                try await CreditHoldTests.topUp(client, secondId, "ai_requests", 300)
+                let before = try #require(try await CreditHoldTests.remaining(client, secondId, "ai_requests"))
+                var claim = try #require(thisMonth.transaction)
+                claim.appAccountToken = nil
+                claim.signedDate = Int64(Date().timeIntervalSince1970 * 1000)
+                let claimed = try await client.postTransaction(try harness.signer.signer.sign(claim), account: second)
+                #expect(claimed.status == .ok, "\(String(buffer: claimed.body))")
+                #expect(try await flow.detailAnswer().accountId == secondId)
+                // The window had nothing left: the new owner has what it had (its top-up's 300 and no more taken from
+                // it), and the first owner keeps its top-up's 100.
+                #expect(try await balance("topup:\(secondId):ai_requests") == 300, "clawed back again from the new owner")
+                #expect(try await balance("topup:\(firstId):ai_requests") == 100)
+                #expect(try await balance(window) == 0)
+                #expect(
+                    try await harness.count(
+                        "SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'clawback:%' AND bucket LIKE 'topup:\(secondId):%'")
+                        == 0)
+                let after = try #require(try await CreditHoldTests.remaining(client, secondId, "ai_requests"))
+                #expect(after >= 300 && after <= before, "the new owner's top-up and the day's free credits: \(after), before \(before)")
+                let (status, output) = try await TestProcess.run(
+                    "storekeeper", ["replay", "--all"], environment: ["DATABASE_URL": harness.databaseURL.urlString])
+                #expect(status == 0 && !output.contains("differs"), "replay: \(output)")
+            }
+        }
+    }
+}
