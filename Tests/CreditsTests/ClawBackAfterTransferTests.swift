@@ -41,25 +41,10 @@ struct ClawBackAfterTransferTests {
                     for own in [Int64(0), 3] {
                         cases += 1
                         let label = "top-up \(extra), spent \(spent), refunded at \(percentage / 1000) %, own \(own)"
-                        var world = Base.World()
-                        world.deliver(Base.period(0, signed: Base.start), now: Base.date(Base.start))
-                        let renewedAt = Base.start + 30 * Base.day
-                        world.deliver(Base.period(1, signed: renewedAt), now: Base.date(renewedAt))
+                        var (world, renewedAt) = Base.World.renewed()
                         let now = Base.date(renewedAt + Base.day)
-                        if extra > 0 {
-                            world.ledger.apply(
-                                .post(
-                                    LedgerEntry(operationKey: "adjust:a", bucket: Base.topUp, delta: extra, reason: "support"),
-                                    opening: .topUp(account: Base.account, meter: "ai")))
-                        }
-                        if own > 0 {
-                            world.ledger.apply(
-                                .post(
-                                    LedgerEntry(
-                                        operationKey: "adjust:b", bucket: CreditBucket.topUp(account: Self.newOwner, meter: "ai").key, delta: own,
-                                        reason: "support"),
-                                    opening: .topUp(account: Self.newOwner, meter: "ai")))
-                        }
+                        world.support(extra)
+                        world.support(own, to: Self.newOwner)
                         _ = world.take("spend:s", spent, at: now)
                         let refund = Base.period(0, signed: renewedAt + 2 * Base.day, refundedAt: percentage)
                         world.deliver(refund, now: Base.date(refund.signedDate))
@@ -105,15 +90,9 @@ struct ClawBackAfterTransferTests {
         "the keys looked up are those the claw-back writes on a former owner's top-up: one per prorated refund, former owner and meter; none without a prorated refund"
     )
     func keys() throws {
-        var world = Base.World()
-        world.deliver(Base.period(0, signed: Base.start), now: Base.date(Base.start))
-        let renewedAt = Base.start + 30 * Base.day
-        world.deliver(Base.period(1, signed: renewedAt), now: Base.date(renewedAt))
+        var (world, renewedAt) = Base.World.renewed()
         let now = Base.date(renewedAt + Base.day)
-        world.ledger.apply(
-            .post(
-                LedgerEntry(operationKey: "adjust:a", bucket: Base.topUp, delta: 6, reason: "support"),
-                opening: .topUp(account: Base.account, meter: "ai")))
+        world.support(6)
         _ = world.take("spend:s", 9, at: now)
         let plain = try #require(world.derivation)
         #expect(!SubscriptionCredits.hasClawBacks(plain))

@@ -74,6 +74,23 @@ struct ClawBackClaimsTests {
 
         var derivation: Lifecycle.Derivation? { Lifecycle.derive(facts) }
 
+        /// Last month's period and this month's renewal delivered; `renewedAt` is the renewal's time.
+        static func renewed() -> (world: World, renewedAt: Int64) {
+            var world = World()
+            world.deliver(ClawBackClaimsTests.period(0, signed: ClawBackClaimsTests.start), now: ClawBackClaimsTests.date(ClawBackClaimsTests.start))
+            let renewedAt = ClawBackClaimsTests.start + 30 * ClawBackClaimsTests.day
+            world.deliver(ClawBackClaimsTests.period(1, signed: renewedAt), now: ClawBackClaimsTests.date(renewedAt))
+            return (world, renewedAt)
+        }
+
+        /// `amount` credits from support into `account`'s top-up (none for 0).
+        mutating func support(_ amount: Int64, to account: AccountID = ClawBackClaimsTests.account) {
+            guard amount > 0 else { return }
+            let topUp = CreditBucket.topUp(account: account, meter: "ai")
+            ledger.apply(
+                .post(LedgerEntry(operationKey: "adjust:\(account.text)", bucket: topUp.key, delta: amount, reason: "support"), opening: topUp))
+        }
+
         /// The live buckets of the meter in spend order, with their balances.
         func live(at now: Date) -> [(key: String, balance: Int64)] {
             ledger.liveBuckets(account: ClawBackClaimsTests.account, cycleOf: [ClawBackClaimsTests.subscription], meter: "ai", at: now)
@@ -147,17 +164,9 @@ struct ClawBackClaimsTests {
                             let owed = Proration.clawback(granted: 10, milliPercent: percentage)
                             var totals: [Bool: Int64] = [:]
                             for endsFirst in [true, false] {
-                                var world = World()
-                                world.deliver(Self.period(0, signed: Self.start), now: Self.date(Self.start))
-                                let renewedAt = Self.start + 30 * Self.day
-                                world.deliver(Self.period(1, signed: renewedAt), now: Self.date(renewedAt))
+                                var (world, renewedAt) = World.renewed()
                                 let now = Self.date(renewedAt + Self.day)
-                                if extra > 0 {
-                                    world.ledger.apply(
-                                        .post(
-                                            LedgerEntry(operationKey: "adjust:x", bucket: Self.topUp, delta: extra, reason: "support"),
-                                            opening: .topUp(account: Self.account, meter: "ai")))
-                                }
+                                world.support(extra)
                                 #expect(world.live(at: now).reduce(0) { $0 + $1.balance } == 10 + extra, "\(label): before")
                                 let spend = world.take("spend:s", spent, at: now)
                                 let debits = world.take("hold:h", held, at: now)
@@ -214,10 +223,7 @@ struct ClawBackClaimsTests {
         // 50 % (5), the pack's refund reversed when `packReversed`; the hold released before the claw-back or after
         // all that.
         func end(spent: Int64, held: Int64, packReversed: Bool, releasedFirst: Bool) -> Int64 {
-            var world = World()
-            world.deliver(Self.period(0, signed: Self.start), now: Self.date(Self.start))
-            let renewedAt = Self.start + 30 * Self.day
-            world.deliver(Self.period(1, signed: renewedAt), now: Self.date(renewedAt))
+            var (world, renewedAt) = World.renewed()
             let now = Self.date(renewedAt + Self.day)
             var sale = TopUpCredits.Sale(id: "p1", productId: "pack", quantity: 1, revoked: false)
             let buy = { (world: inout World) in

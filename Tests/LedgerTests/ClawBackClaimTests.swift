@@ -25,20 +25,9 @@ struct ClawBackClaimTests {
                     let account = UUID()
                     let id = account.uuidString.lowercased()
                     var flow = LifecycleFlow(harness: harness, client: client, account: account)
-                    let day: Int64 = 86_400_000
-                    let now = Int64(Date().timeIntervalSince1970 * 1000)
-                    let otid = flow.originalTransactionId
-                    func period(_ event: inout SimulatedEvent, _ index: Int64, from: Int64, to: Int64) {
-                        event.transaction?.transactionId = "\(otid)\(index)"
-                        event.transaction?.webOrderLineItemId = "\(otid).\(index)"
-                        event.transaction?.purchaseDate = from
-                        event.transaction?.originalPurchaseDate = now - 40 * day
-                        event.transaction?.expiresDate = to
-                        event.renewalInfo?.renewalDate = to
-                    }
                     // Last month's period, bought 40 days ago; this month's, renewed 10 days ago.
-                    let lastMonth = try await flow.send(.subscribe) { period(&$0, 0, from: now - 40 * day, to: now - 10 * day) }
-                    try await flow.send(.renew) { period(&$0, 1, from: now - 10 * day, to: now + 20 * day) }
+                    let otid = flow.originalTransactionId
+                    let (lastMonth, _) = try await flow.sendLastAndThisMonth(now: Int64(Date().timeIntervalSince1970 * 1000))
                     try await CreditHoldTests.topUp(client, id, "ai_requests", 100)
                     let base = try #require(try await CreditHoldTests.remaining(client, id, "ai_requests"))
                     #expect(base >= 1100, "this month's 1,000 and the top-up's 100 (and the day's free credits): \(base)")
@@ -54,23 +43,7 @@ struct ClawBackClaimTests {
                     }
                     // Apple's REFUND of last month's transaction, prorated at 50 %, and later its REFUND_REVERSED.
                     let lastMonthsTransaction = try #require(lastMonth.transaction)
-                    func refund(reversed: Bool) async throws {
-                        try await flow.send(.refund) { event in
-                            var transaction = lastMonthsTransaction
-                            transaction.signedDate = event.signedDate
-                            if reversed {
-                                event.notificationType = "REFUND_REVERSED"
-                            } else {
-                                transaction.revocationDate = event.signedDate
-                                transaction.revocationReason = 0
-                                transaction.revocationType = "REFUND_PRORATED"
-                                transaction.revocationPercentage = 50_000
-                            }
-                            event.transaction = transaction
-                            event.status = 1
-                            event.renewalInfo?.autoRenewStatus = 1
-                        }
-                    }
+                    func refund(reversed: Bool) async throws { try await flow.sendProratedRefund(of: lastMonthsTransaction, reversed: reversed) }
                     if order == .refundWhileHeld { try await refund(reversed: false) }
                     try await end()
                     if order == .refundAfter { try await refund(reversed: false) }

@@ -25,17 +25,7 @@ struct ClawBackTransferTests {
                 let second = UUID()
                 let (firstId, secondId) = (first.uuidString.lowercased(), second.uuidString.lowercased())
                 var flow = LifecycleFlow(harness: harness, client: client, account: first)
-                let day: Int64 = 86_400_000
-                let now = Int64(Date().timeIntervalSince1970 * 1000)
                 let otid = flow.originalTransactionId
-                func period(_ event: inout SimulatedEvent, _ index: Int64, from: Int64, to: Int64) {
-                    event.transaction?.transactionId = "\(otid)\(index)"
-                    event.transaction?.webOrderLineItemId = "\(otid).\(index)"
-                    event.transaction?.purchaseDate = from
-                    event.transaction?.originalPurchaseDate = now - 40 * day
-                    event.transaction?.expiresDate = to
-                    event.renewalInfo?.renewalDate = to
-                }
                 func balance(_ bucket: String) async throws -> Int64 {
                     let rows = try await harness.client.query(
                         "SELECT coalesce(sum(delta), 0)::bigint FROM credit_ledger WHERE bucket = \(bucket)", logger: TestDatabase.logger)
@@ -43,8 +33,7 @@ struct ClawBackTransferTests {
                     return 0
                 }
                 let window = "cycle:\(otid).1:w0:ai_requests"
-                let lastMonth = try await flow.send(.subscribe) { period(&$0, 0, from: now - 40 * day, to: now - 10 * day) }
-                let thisMonth = try await flow.send(.renew) { period(&$0, 1, from: now - 10 * day, to: now + 20 * day) }
+                let (lastMonth, thisMonth) = try await flow.sendLastAndThisMonth(now: Int64(Date().timeIntervalSince1970 * 1000))
                 // This month's 1,000 and the day's free credits, which a spend takes first.
                 let daily = try #require(try await CreditHoldTests.remaining(client, firstId, "ai_requests")) - 1_000
                 #expect((0...5).contains(daily), "the day's free credits: \(daily)")
@@ -54,18 +43,7 @@ struct ClawBackTransferTests {
                 #expect(try await balance(window) == 200)
 
                 // Last month refunded at 50 %: 500 owed, the window's 200, then 300 of the top-up's 400.
-                let lastMonthsTransaction = try #require(lastMonth.transaction)
-                try await flow.send(.refund) { event in
-                    var transaction = lastMonthsTransaction
-                    transaction.signedDate = event.signedDate
-                    transaction.revocationDate = event.signedDate
-                    transaction.revocationReason = 0
-                    transaction.revocationType = "REFUND_PRORATED"
-                    transaction.revocationPercentage = 50_000
-                    event.transaction = transaction
-                    event.status = 1
-                    event.renewalInfo?.autoRenewStatus = 1
-                }
+                try await flow.sendProratedRefund(of: try #require(lastMonth.transaction))
                 #expect(try await CreditHoldTests.remaining(client, firstId, "ai_requests") == 100)
                 #expect(try await balance("topup:\(firstId):ai_requests") == 100)
                 #expect(
