@@ -4,7 +4,7 @@ import Subscriptions
 extension SubscriptionCredits.Plan {
     /// A refunded or revoked period loses its credits: all that is left of them for a full refund, a revocation or the
     /// period in force; `ceil(granted × percentage)` for a prorated refund of an earlier period, taken from the
-    /// subscription's live windows and the account's top-ups, what is not there claimed (``clawBack(_:of:stamp:)``).
+    /// subscription's live windows and the account's top-ups, what is not there claimed (``clawBack(_:of:buckets:stamp:)``).
     /// Every removal is stamped with the revocation date, so a reversal (the revocation disappears from the newest
     /// signed copy) gives back exactly what was removed, and a second refund later removes again.
     mutating func settleRefunds(of period: PaidPeriod) {
@@ -18,7 +18,7 @@ extension SubscriptionCredits.Plan {
         guard let stamp else { return }
         let buckets = cycleBuckets(of: period)
         if let milliPercent = prorated {
-            clawBack(milliPercent, of: buckets, stamp: stamp)
+            clawBack(milliPercent, of: period, buckets: buckets, stamp: stamp)
         } else {
             for bucket in buckets {
                 let left = ledger.balance(of: bucket.key)
@@ -96,7 +96,7 @@ extension SubscriptionCredits.Plan {
     /// Credits of holds and spends made before the claw-back pay the claims when they come back, so the balance ends as
     /// it would have had they come back first, never below zero, and a later derivation owes nothing more
     /// (docs/credits.md, "A claw-back that finds credits out").
-    mutating func clawBack(_ milliPercent: Int32, of buckets: [CreditBucket], stamp: String) {
+    mutating func clawBack(_ milliPercent: Int32, of period: PaidPeriod, buckets: [CreditBucket], stamp: String) {
         guard let account else { return }
         var granted: [String: Int64] = [:]
         for bucket in buckets {
@@ -105,10 +105,12 @@ extension SubscriptionCredits.Plan {
         let prefix = SubscriptionCredits.clawBackPrefix(stamp)
         for (meter, amount) in granted.sorted(by: { $0.key < $1.key }) {
             // A take-back's row is all it owed, the claimed part included (CreditClaims).
-            // Taken from a previous owner's top-ups too: a subscription that changed hands is not clawed back again
-            // from the new owner's (the ledger read for it holds only the new owner's buckets).
+            // Taken from a former owner's top-ups too, at this refund's date or an earlier one of the period's: a
+            // subscription that changed hands is not clawed back again from the new owner (the ledger read for it
+            // holds the new owner's buckets), and what its first owner lost, which nothing here can give back, counts.
             let takenHere = ledger.entries.filter { $0.operationKey.hasPrefix(prefix) && ledger.buckets[$0.bucket]?.meter == meter }
-            let takenElsewhere = ledger.takenElsewhere.filter { $0.entry.operationKey.hasPrefix(prefix) && $0.meter == meter }.map(\.entry)
+            let takenElsewhere = ledger.takenElsewhere
+                .filter { $0.entry.operationKey.hasPrefix(SubscriptionCredits.clawBackPrefix(of: period)) && $0.meter == meter }.map(\.entry)
             let taken = (takenHere + takenElsewhere).reduce(0) { $0 - $1.delta }
             var due = Proration.clawback(granted: amount, milliPercent: milliPercent) - taken
             let targets = ledger.liveBuckets(account: account, cycleOf: [subscription], meter: meter, at: now)

@@ -29,25 +29,19 @@ public enum SubscriptionCredits {
         period.revocation.map { "\(period.key):\(Plan.milliseconds($0.date.timeIntervalSince1970))" }
     }
 
-    /// What a claw-back of a refund stamped `stamp` keys its take-backs with, before the bucket's key.
+    /// What a claw-back of a refund stamped `stamp` keys its take-backs with, before the bucket's key (its period's
+    /// ``clawBackPrefixes(of:)``, then the refund's date).
     static func clawBackPrefix(_ stamp: String) -> String { "clawback:\(stamp):" }
 
-    /// The keys a claw-back of `derivation`'s prorated refunds gave its takes from the top-ups of `formerOwners`
-    /// (`clawback:<stamp>:topup:<account>:<meter>`): rows the ledger read for a subscription that changed hands does
-    /// not hold, found by key and noted with ``LedgerSnapshot/noteTakenElsewhere(_:)``. Empty without a prorated refund.
-    public static func takeBackKeys(of derivation: Lifecycle.Derivation, formerOwners: [AccountID], catalogue: TierCatalogue) -> [String] {
-        let stamps = derivation.periods.filter { $0.revocation?.prorated != nil }.compactMap(refundStamp(of:))
-        return stamps.flatMap { stamp in
-            formerOwners.flatMap { owner in
-                catalogue.meters.map { clawBackPrefix(stamp) + CreditBucket.topUp(account: owner, meter: $0.id).key }
-            }
-        }
+    /// What the take-backs of claw-backs of `derivation`'s periods begin with, whatever the refund's date
+    /// (`clawback:<period>:`): one per period with a prorated refund, none without. A subscription that changed hands
+    /// looks up with them what its claw-backs took from former owners' top-ups (``LedgerSnapshot/noteTakenElsewhere(_:)``).
+    public static func clawBackPrefixes(of derivation: Lifecycle.Derivation) -> [String] {
+        derivation.periods.filter { $0.revocation?.prorated != nil }.map(clawBackPrefix(of:))
     }
 
-    /// Whether `derivation` has a prorated refund, which ``takeBackKeys(of:formerOwners:catalogue:)`` looks up.
-    public static func hasClawBacks(_ derivation: Lifecycle.Derivation) -> Bool {
-        derivation.periods.contains { $0.revocation?.prorated != nil }
-    }
+    /// What the take-backs of `period`'s claw-backs begin with, whatever the refund's date.
+    static func clawBackPrefix(of period: PaidPeriod) -> String { "clawback:\(period.key):" }
 
     /// When the next credit window of the period in force opens after `now` (the credit window reset), if it does.
     public static func nextWindowStart(_ derivation: Lifecycle.Derivation, catalogue: TierCatalogue, now: Date) -> Date? {

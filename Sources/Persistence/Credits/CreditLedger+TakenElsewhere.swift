@@ -4,32 +4,34 @@ import PostgresNIO
 import Subscriptions
 
 extension CreditLedger {
-    /// Notes in `ledger` what `derivation`'s claw-backs (prorated refunds) took from the top-ups of accounts that owned
-    /// the subscription before: the ledger read for a subscription holds its own buckets and its owner's, so once it
-    /// changed hands those take-backs are out of sight, and the rules would claw back again from the new owner
-    /// (``SubscriptionCredits``, docs/credits.md). Without a prorated refund it reads nothing, which is nearly every
-    /// apply; with one, the former owners and then their take-back rows, each by key.
+    /// Notes in `ledger` what claw-backs (prorated refunds) of `derivation`'s periods took from the top-ups of accounts
+    /// that owned the subscription before and still hold: the ledger read for a subscription holds its own buckets and
+    /// its owner's, so once it changed hands those take-backs are out of sight, and the rules would claw back again from
+    /// the new owner (``SubscriptionCredits``, docs/credits.md). Without a prorated refund it reads nothing, which is
+    /// nearly every apply; with one, a statement: the former owners' top-ups, and on them each take-back of those periods
+    /// not reversed, whatever its refund's date.
     ///
     /// - Parameter storedOwner: the owner stored before this derivation: when it changes hands now, the move is not in
     ///   `account_transfers` yet (it is recorded after the rules ran).
     public func noteTakenElsewhere(
         for derivation: Lifecycle.Derivation, storedOwner: AccountID?, in ledger: inout LedgerSnapshot, on connection: PostgresConnection
     ) async throws {
-        guard SubscriptionCredits.hasClawBacks(derivation) else { return }
-        let owner = derivation.state.accountId
-        let formerOwners = try await connection.query(
-            "SELECT DISTINCT from_account FROM account_transfers WHERE original_transaction_id = \(derivation.state.originalTransactionId)",
-            logger: logger)
-        var owners = Set([storedOwner].compactMap { $0 })
-        for try await account in formerOwners.decode(AccountID.self) { owners.insert(account) }
-        if let owner { owners.remove(owner) }
-        let keys = SubscriptionCredits.takeBackKeys(of: derivation, formerOwners: owners.sorted(), catalogue: catalogue)
-        guard !keys.isEmpty else { return }
+        let prefixes = SubscriptionCredits.clawBackPrefixes(of: derivation)
+        guard !prefixes.isEmpty else { return }
+        // One statement, so an erasure of a former owner (which renames its buckets, its rows' keys and the transfers)
+        // is seen whole or not at all. `LIKE 'clawback:%'` lets the ledger's take-back index (sql/0037) serve it.
         let rows = try await connection.query(
             """
             SELECT l.operation_key, l.bucket, l.delta, l.reason, b.meter
-            FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket
-            WHERE l.operation_key = ANY(\(keys))
+            FROM credit_buckets b JOIN credit_ledger l ON l.bucket = b.key
+            WHERE b.kind = 'topup'
+              AND b.account_id IN (
+                  SELECT t.from_account FROM account_transfers t WHERE t.original_transaction_id = \(derivation.state.originalTransactionId)
+                  UNION ALL SELECT \(storedOwner?.text))
+              AND b.account_id IS DISTINCT FROM \(derivation.state.accountId?.text)
+              AND l.operation_key LIKE 'clawback:%'
+              AND EXISTS (SELECT 1 FROM unnest(\(prefixes)::text[]) AS p (prefix) WHERE starts_with(l.operation_key, p.prefix))
+              AND NOT EXISTS (SELECT 1 FROM credit_ledger r WHERE r.operation_key = 'reversed:' || l.operation_key)
             """,
             logger: logger)
         var taken: [LedgerSnapshot.TakenElsewhere] = []
