@@ -14,7 +14,7 @@ import Testing
 @Suite("Claw-backs: a subscription claimed by another account after a claw-back, on real PostgreSQL")
 struct ClawBackTransferTests {
     @Test(
-        "the first owner spent 800 of 1,000 and had 400 in a top-up, last month refunded at 50 % took the window's rest and 300 of the top-up; another account with 300 of its own claims it: both keep what they had, and replay finds no difference"
+        "the first owner spent 800 of 1,000 and had 400 in a top-up, last month refunded at 50 % took the window's rest and 300 of the top-up; another account with 300 of its own claims it, then the first claims it back: both keep what they had each time, and replay finds no difference"
     )
     func claimedAfterTheClawBack() async throws {
         var environment = CreditHoldTests.environment
@@ -71,6 +71,15 @@ struct ClawBackTransferTests {
                         == 0)
                 let after = try #require(try await CreditHoldTests.remaining(client, secondId, "ai_requests"))
                 #expect(after >= 300 && after <= before, "the new owner's top-up and the day's free credits: \(after), before \(before)")
+                // And back to the first owner (a move A → B → A): its own take-backs are in sight again, nothing more is
+                // taken from either.
+                claim.signedDate = Int64(Date().timeIntervalSince1970 * 1000) + 1_000
+                let back = try await client.postTransaction(try harness.signer.signer.sign(claim), account: first)
+                #expect(back.status == .ok, "\(String(buffer: back.body))")
+                #expect(try await flow.detailAnswer().accountId == firstId)
+                #expect(try await balance("topup:\(firstId):ai_requests") == 100)
+                #expect(try await balance("topup:\(secondId):ai_requests") == 300)
+                #expect(try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'clawback:%'") == 2)
                 let (status, output) = try await TestProcess.run(
                     "storekeeper", ["replay", "--all"], environment: ["DATABASE_URL": harness.databaseURL.urlString])
                 #expect(status == 0 && !output.contains("differs"), "replay: \(output)")
