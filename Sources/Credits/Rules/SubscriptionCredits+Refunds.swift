@@ -6,7 +6,9 @@ extension SubscriptionCredits.Plan {
     /// period in force; `ceil(granted × percentage)` for a prorated refund of an earlier period, taken from the
     /// subscription's live windows and the account's top-ups, what is not there claimed (``clawBack(_:of:buckets:stamp:)``).
     /// Every removal is stamped with the revocation date, so a reversal (the revocation disappears from the newest
-    /// signed copy) gives back exactly what was removed, and a second refund later removes again.
+    /// signed copy) gives back exactly what was removed — but what a claw-back took from the top-ups of an account that
+    /// no longer owns the subscription, which the rules do not read (docs/credits.md) — and a second refund later
+    /// removes again.
     mutating func settleRefunds(of period: PaidPeriod) {
         let stamp = SubscriptionCredits.refundStamp(of: period)
         // Whether a refund is prorated depends on whether its period is still in force, which a later fact can
@@ -14,7 +16,7 @@ extension SubscriptionCredits.Plan {
         let prorated = period.revocation.flatMap { revocation in
             revocation.prorated.flatMap { period.key == derivation.state.billingPeriodKey && !revocation.keepsAccess ? nil : $0 }
         }
-        reverseRemovals(of: period, except: stamp.map { prorated == nil ? "refund:\($0):" : SubscriptionCredits.clawBackPrefix($0) })
+        reverseRemovals(of: period, except: stamp.map { prorated == nil ? "refund:\($0):" : SubscriptionCredits.clawBackPrefix(stamp: $0) })
         guard let stamp else { return }
         let buckets = cycleBuckets(of: period)
         if let milliPercent = prorated {
@@ -102,15 +104,15 @@ extension SubscriptionCredits.Plan {
         for bucket in buckets {
             granted[bucket.meter, default: 0] += ledger.entries(of: bucket.key).filter(\.isGrant).reduce(0) { $0 + $1.delta }
         }
-        let prefix = SubscriptionCredits.clawBackPrefix(stamp)
+        let prefix = SubscriptionCredits.clawBackPrefix(stamp: stamp)
         for (meter, amount) in granted.sorted(by: { $0.key < $1.key }) {
             // A take-back's row is all it owed, the claimed part included (CreditClaims).
-            // Taken from a former owner's top-ups too, at this refund's date or an earlier one of the period's: a
+            // Taken from a former owner's top-ups too, at this refund's date or any other of the period's: a
             // subscription that changed hands is not clawed back again from the new owner (the ledger read for it
             // holds the new owner's buckets), and what its first owner lost, which nothing here can give back, counts.
             let takenHere = ledger.entries.filter { $0.operationKey.hasPrefix(prefix) && ledger.buckets[$0.bucket]?.meter == meter }
             let takenElsewhere = ledger.takenElsewhere
-                .filter { $0.entry.operationKey.hasPrefix(SubscriptionCredits.clawBackPrefix(of: period)) && $0.meter == meter }.map(\.entry)
+                .filter { $0.entry.operationKey.hasPrefix(SubscriptionCredits.clawBackPeriodPrefix(of: period)) && $0.meter == meter }.map(\.entry)
             let taken = (takenHere + takenElsewhere).reduce(0) { $0 - $1.delta }
             var due = Proration.clawback(granted: amount, milliPercent: milliPercent) - taken
             let targets = ledger.liveBuckets(account: account, cycleOf: [subscription], meter: meter, at: now)

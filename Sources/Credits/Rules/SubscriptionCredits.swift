@@ -30,18 +30,18 @@ public enum SubscriptionCredits {
     }
 
     /// What a claw-back of a refund stamped `stamp` keys its take-backs with, before the bucket's key (its period's
-    /// ``clawBackPrefixes(of:)``, then the refund's date).
-    static func clawBackPrefix(_ stamp: String) -> String { "clawback:\(stamp):" }
+    /// ``clawBackPeriodPrefix(of:)``, then the refund's date).
+    static func clawBackPrefix(stamp: String) -> String { "clawback:\(stamp):" }
 
     /// What the take-backs of claw-backs of `derivation`'s periods begin with, whatever the refund's date
     /// (`clawback:<period>:`): one per period with a prorated refund, none without. A subscription that changed hands
-    /// looks up with them what its claw-backs took from former owners' top-ups (``LedgerSnapshot/noteTakenElsewhere(_:)``).
+    /// looks up with them what its claw-backs took from former owners' top-ups (`CreditLedger.noteTakenElsewhere`).
     public static func clawBackPrefixes(of derivation: Lifecycle.Derivation) -> [String] {
-        derivation.periods.filter { $0.revocation?.prorated != nil }.map(clawBackPrefix(of:))
+        derivation.periods.filter { $0.revocation?.prorated != nil }.map(clawBackPeriodPrefix(of:))
     }
 
     /// What the take-backs of `period`'s claw-backs begin with, whatever the refund's date.
-    static func clawBackPrefix(of period: PaidPeriod) -> String { "clawback:\(period.key):" }
+    static func clawBackPeriodPrefix(of period: PaidPeriod) -> String { "clawback:\(period.key):" }
 
     /// When the next credit window of the period in force opens after `now` (the credit window reset), if it does.
     public static func nextWindowStart(_ derivation: Lifecycle.Derivation, catalogue: TierCatalogue, now: Date) -> Date? {

@@ -5,10 +5,10 @@ import Subscriptions
 
 extension CreditLedger {
     /// Notes in `ledger` what claw-backs (prorated refunds) of `derivation`'s periods took from the top-ups of accounts
-    /// that owned the subscription before and still hold: the ledger read for a subscription holds its own buckets and
+    /// that owned the subscription before, not given back since: the ledger read for a subscription holds its own buckets and
     /// its owner's, so once it changed hands those take-backs are out of sight, and the rules would claw back again from
     /// the new owner (``SubscriptionCredits``, docs/credits.md). Without a prorated refund it reads nothing, which is
-    /// nearly every apply; with one, a statement: the former owners' top-ups, and on them each take-back of those periods
+    /// nearly every apply; with one (for as long as the subscription lives), a statement: the former owners' top-ups, and on them each take-back of those periods
     /// not reversed, whatever its refund's date.
     ///
     /// - Parameter storedOwner: the owner stored before this derivation: when it changes hands now, the move is not in
