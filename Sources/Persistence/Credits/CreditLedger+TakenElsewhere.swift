@@ -5,11 +5,11 @@ import Subscriptions
 
 extension CreditLedger {
     /// Notes in `ledger` what claw-backs (prorated refunds) of `derivation`'s periods took from the top-ups of accounts
-    /// that owned the subscription before, not given back since: the ledger read for a subscription holds its own buckets and
-    /// its owner's, so once it changed hands those take-backs are out of sight, and the rules would claw back again from
-    /// the new owner (``SubscriptionCredits``, docs/credits.md). Without a prorated refund it reads nothing, which is
-    /// nearly every apply; with one (for as long as the subscription lives), a statement: the former owners' top-ups, and on them each take-back of those periods
-    /// not reversed, whatever its refund's date.
+    /// that owned the subscription before, not given back since: the ledger read for a subscription holds its own
+    /// buckets and its owner's, so once it changed hands those take-backs are out of sight, and the rules would claw
+    /// back again from the new owner (``SubscriptionCredits``, docs/credits.md). Without a prorated refund it reads
+    /// nothing, which is nearly every apply; with one (for as long as the subscription lives), one statement: the former
+    /// owners' top-ups, and on them each take-back of those periods not reversed, whatever its refund's date.
     ///
     /// - Parameter storedOwner: the owner stored before this derivation: when it changes hands now, the move is not in
     ///   `account_transfers` yet (it is recorded after the rules ran).
