@@ -134,5 +134,28 @@ struct ClawBackAfterTransferTests {
         let takes = world.ledger.entries.filter { $0.operationKey.hasPrefix("clawback:") }
         #expect(takes.count == 2 && takes.allSatisfy { $0.operationKey.hasPrefix("clawback:\(Base.subscription).0:\(refund.signedDate):") })
         #expect(takes.first { $0.bucket == Base.topUp }?.delta == -4)
+        // Claimed by an account with 3 of its own: the first owner's take, noted, counts; a neighbour's whose key only
+        // begins like it (a period `<period>:9`, another bucket named in the key, no date, a suffix) does not.
+        world.support(3, to: Self.newOwner)
+        var transaction = Base.period(1, signed: renewedAt).transaction
+        transaction.signedDate = refund.signedDate + Base.day
+        world.facts.merge(try #require(SubscriptionEvent(claimOf: transaction, by: Self.newOwner)))
+        let claimed = try #require(world.derivation)
+        let take = try #require(takes.first { $0.bucket == Base.topUp })
+        func due(noting key: String) -> [LedgerOperation] {
+            var read = Self.read(world.ledger, owner: Self.newOwner, derivation: claimed, noting: false)
+            read.noteTakenElsewhere([
+                .init(entry: LedgerEntry(operationKey: key, bucket: take.bucket, delta: take.delta, reason: take.reason), meter: "ai")
+            ])
+            return SubscriptionCredits.operationsDue(claimed, catalogue: Base.catalogue, ledger: read, now: Base.date(transaction.signedDate!))
+        }
+        #expect(due(noting: take.operationKey).isEmpty)
+        let period = "clawback:\(Base.subscription).0:"
+        for key in [
+            "\(period)9:\(refund.signedDate):\(Base.topUp)", "\(period)\(refund.signedDate):topup:other:ai", "\(period)\(Base.topUp)",
+            "\(period)\(refund.signedDate):\(Base.topUp):x",
+        ] {
+            #expect(!due(noting: key).isEmpty, "\(key) counted as the first owner's take")
+        }
     }
 }

@@ -112,7 +112,7 @@ extension SubscriptionCredits.Plan {
             // holds the new owner's buckets), and what its first owner lost, which nothing here can give back, counts.
             let takenHere = ledger.entries.filter { $0.operationKey.hasPrefix(prefix) && ledger.buckets[$0.bucket]?.meter == meter }
             let takenElsewhere = ledger.takenElsewhere
-                .filter { $0.entry.operationKey.hasPrefix(SubscriptionCredits.clawBackPeriodPrefix(of: period)) && $0.meter == meter }.map(\.entry)
+                .filter { SubscriptionCredits.isClawBackTake($0.entry, of: period) && $0.meter == meter }.map(\.entry)
             let taken = (takenHere + takenElsewhere).reduce(0) { $0 - $1.delta }
             var due = Proration.clawback(granted: amount, milliPercent: milliPercent) - taken
             let targets = ledger.liveBuckets(account: account, cycleOf: [subscription], meter: meter, at: now)

@@ -43,6 +43,17 @@ public enum SubscriptionCredits {
     /// What the take-backs of `period`'s claw-backs begin with, whatever the refund's date.
     static func clawBackPeriodPrefix(of period: PaidPeriod) -> String { "clawback:\(period.key):" }
 
+    /// Whether `entry` is a take-back of a claw-back of `period` from its own bucket, at any refund date: its key is
+    /// exactly `clawback:<period>:<date in ms>:<its bucket>` — not a period whose key merely begins with this one's.
+    static func isClawBackTake(_ entry: LedgerEntry, of period: PaidPeriod) -> Bool {
+        let prefix = clawBackPeriodPrefix(of: period)
+        guard entry.operationKey.hasPrefix(prefix) else { return false }
+        let rest = entry.operationKey.dropFirst(prefix.count)
+        guard let colon = rest.firstIndex(of: ":") else { return false }
+        let date = rest[..<colon]
+        return !date.isEmpty && date.allSatisfy { ("0"..."9").contains($0) } && rest[rest.index(after: colon)...] == entry.bucket
+    }
+
     /// When the next credit window of the period in force opens after `now` (the credit window reset), if it does.
     public static func nextWindowStart(_ derivation: Lifecycle.Derivation, catalogue: TierCatalogue, now: Date) -> Date? {
         guard derivation.state.status.isRunning,

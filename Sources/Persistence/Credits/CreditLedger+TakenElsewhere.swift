@@ -19,7 +19,9 @@ extension CreditLedger {
         let prefixes = SubscriptionCredits.clawBackPrefixes(of: derivation)
         guard !prefixes.isEmpty else { return }
         // One statement, so an erasure of a former owner (which renames its buckets, its rows' keys and the transfers)
-        // is seen whole or not at all. `LIKE 'clawback:%'` lets the ledger's take-back index (sql/0037) serve it.
+        // is seen whole or not at all. `LIKE 'clawback:%'` lets the ledger's take-back index (sql/0037) serve it. The
+        // prefixes may also begin another period's keys (`<period>:…`): the rules count only a key that is exactly a
+        // take of the period from its bucket (SubscriptionCredits.isClawBackTake).
         let rows = try await connection.query(
             """
             SELECT l.operation_key, l.bucket, l.delta, l.reason, b.meter
