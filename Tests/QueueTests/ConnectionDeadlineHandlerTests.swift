@@ -84,6 +84,60 @@ struct ConnectionDeadlineHandlerTests {
         #expect(!channel.isActive, "a late request end switched the idle deadline off")
     }
 
+    /// The handler keeps one timer and leaves it where it is while the deadline moves later; a deadline that comes
+    /// before it (a head's body deadline after an answer's idle one) must move it earlier, or a stalled body would be
+    /// given the idle deadline's time.
+    @Test("a body deadline shorter than the idle deadline it follows is kept, not left to the idle one's timer")
+    func bodyDeadlineBeforeIdleTimer() throws {
+        let limits = HTTPServerLimits(headTimeout: .seconds(3), bodyTimeout: .seconds(4), idleTimeout: .seconds(10), writeTimeout: .seconds(2))
+        let channel = EmbeddedChannel(handler: ConnectionDeadlineHandler(limits: limits, logger: Logger(label: "test")))
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        try Self.request(channel, "/first")
+        try Self.answerHeadAndBody(channel)
+        try channel.writeOutbound(HTTPResponsePart.end(nil))
+        // The head deadline's timer (3 s) runs, finds the idle deadline (10 s) and waits for it.
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(3_500))
+        try channel.writeInbound(HTTPRequestPart.head(HTTPRequest(method: .post, scheme: nil, authority: "a", path: "/second")))
+        // The body never ends: closed at 3.5 + 4 s, not at the idle timer's 10 s.
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(3_900))
+        #expect(channel.isActive)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(200))
+        #expect(!channel.isActive, "a stalled body was given the idle deadline")
+    }
+
+    @Test("a connection closed at a deadline, for pipelining or after a closing answer keeps no timer")
+    func closedConnectionsKeepNoTimer() throws {
+        func connection() throws -> (EmbeddedChannel, ConnectionDeadlineHandler) {
+            let handler = ConnectionDeadlineHandler(limits: Self.limits, logger: Logger(label: "test"))
+            let channel = EmbeddedChannel(handler: handler)
+            try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+            #expect(handler.isTimerScheduled)
+            return (channel, handler)
+        }
+        let (stalled, stalledHandler) = try connection()
+        try stalled.writeInbound(HTTPRequestPart.head(HTTPRequest(method: .post, scheme: nil, authority: "a", path: "/usage")))
+        stalled.embeddedEventLoop.advanceTime(by: .seconds(5))
+        #expect(!stalled.isActive)
+        #expect(!stalledHandler.isTimerScheduled)
+
+        let (pipelined, pipelinedHandler) = try connection()
+        for _ in 0...ConnectionDeadlineHandler.maximumPipelined where pipelined.isActive {
+            try pipelined.writeInbound(HTTPRequestPart.head(HTTPRequest(method: .get, scheme: nil, authority: "a", path: "/healthz")))
+        }
+        #expect(!pipelined.isActive)
+        #expect(!pipelinedHandler.isTimerScheduled)
+
+        let (closing, closingHandler) = try connection()
+        try Self.request(closing, "/usage")
+        var head = HTTPResponse(status: .contentTooLarge)
+        head.headerFields[.connection] = "close"
+        try closing.writeOutbound(HTTPResponsePart.head(head))
+        try closing.writeOutbound(HTTPResponsePart.end(nil))
+        closing.embeddedEventLoop.run()
+        #expect(!closing.isActive)
+        #expect(!closingHandler.isTimerScheduled)
+    }
+
     static func setWritable(_ channel: EmbeddedChannel, _ writable: Bool) {
         channel.isWritable = writable
         channel.pipeline.fireChannelWritabilityChanged()
