@@ -52,6 +52,23 @@ public struct JSONWriter {
     public mutating func string(_ value: String?) {
         guard let value else { return null() }
         bytes.append(UInt8(ascii: "\""))
+        // Keys and most values need no escape: copied whole, not byte by byte (a status read writes about fifty).
+        let copied = value.utf8.withContiguousStorageIfAvailable { utf8 in
+            guard !utf8.contains(where: Self.needsEscape) else { return false }
+            bytes.append(contentsOf: utf8)
+            return true
+        }
+        if copied != true { escape(value) }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Whether `byte` is written as an escape in a string: a quote, a backslash, a slash (as `JSONEncoder` writes it)
+    /// and the control characters.
+    private static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "/")
+    }
+
+    private mutating func escape(_ value: String) {
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "\""): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
@@ -69,16 +86,23 @@ public struct JSONWriter {
             default: bytes.append(byte)
             }
         }
-        bytes.append(UInt8(ascii: "\""))
     }
 
     public mutating func bool(_ value: Bool) {
-        bytes += value ? Array("true".utf8) : Array("false".utf8)
+        bytes.append(contentsOf: value ? "true".utf8 : "false".utf8)
     }
 
     public mutating func integer(_ value: Int64?) {
         guard let value else { return null() }
-        bytes += Array(String(value).utf8)
+        // Digits written in place, least significant first, then turned round: no `String` a number.
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        let first = bytes.count
+        var rest = value.magnitude
+        repeat {
+            bytes.append(UInt8(ascii: "0") + UInt8(rest % 10))
+            rest /= 10
+        } while rest > 0
+        bytes.withUnsafeMutableBufferPointer { $0[first...].reverse() }
     }
 
     /// A number as `JSONEncoder` writes a `Double`: whole values as integers.
@@ -88,7 +112,7 @@ public struct JSONWriter {
     }
 
     public mutating func null() {
-        bytes += Array("null".utf8)
+        bytes.append(contentsOf: "null".utf8)
     }
 
     /// RFC 3339 at whole seconds in UTC (`2026-11-24T14:26:40Z`), the fraction dropped, as `.iso8601` writes it.

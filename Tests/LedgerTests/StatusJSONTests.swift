@@ -148,6 +148,41 @@ import Testing
         }
     }
 
+    /// The writer's own paths, against `JSONEncoder`: integers written digit by digit at their extremes, and strings
+    /// copied whole (nothing to escape) beside those escaped byte by byte.
+    @Test func integersAndStringsAreWhatJSONEncoderWrites() throws {
+        let integers: [Int64] = [0, 1, -1, 9, 10, -10, 99, 100, 1_000_000_007, -1_000_000_007, Int64.max, Int64.min, Int64.max - 1, Int64.min + 1]
+        let strings = [
+            "", "a", "ai_requests", "2026-11-29T14:26:40Z", "é😀\u{2028}", "a/b", "a\"b", "a\\b", "line\nbreak", "\u{01}", "\u{1F}", "\u{7F}",
+            String(repeating: "x", count: 100), String(repeating: "é", count: 40) + "/",
+        ]
+        var writer = JSONWriter()
+        writer.beginArray()
+        for integer in integers {
+            writer.element()
+            writer.integer(integer)
+        }
+        for string in strings {
+            writer.element()
+            writer.string(string)
+        }
+        writer.endArray()
+        let expected = try JSONEncoder().encode(integers.map(JSONValue.integer) + strings.map(JSONValue.string))
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == String(decoding: expected, as: UTF8.self))
+    }
+
+    enum JSONValue: Encodable {
+        case integer(Int64), string(String)
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .integer(let value): try container.encode(value)
+            case .string(let value): try container.encode(value)
+            }
+        }
+    }
+
     @Test func datesAreWholeSecondsInUTC() {
         var writer = JSONWriter()
         writer.date(Date(timeIntervalSince1970: 1_795_962_400.999))
