@@ -49,10 +49,17 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                 let accountIds = try await system.subscribeAccounts(accounts, clients: connections)
                 let key = [("Authorization", "Bearer bench")]
                 let hotPath = HotPathLoad(connections: connections, seconds: seconds)
-                let health = try await hotPath.load(system) { _ in LoadRequest(path: "/healthz", method: .GET) }
+                // Each phase's CPU too (serve's and the cluster's): it moves far less than the rates on this machine.
+                let (servePid, postmaster) = (system.serve?.pid, try await ProcessCPU.postmaster(of: system))
+                let (warmUp, counted) = (Duration.seconds(HotPathLoad.warmUpSeconds), Duration.seconds(seconds))
+                let health = try await PhaseCPU.measure(serve: servePid, postmaster: postmaster, warmUp: warmUp, seconds: counted) {
+                    try await hotPath.load(system) { _ in LoadRequest(path: "/healthz", method: .GET) }
+                }
                 let tiers = try await hotPath.load(system) { _ in LoadRequest(path: "/v1/tiers", method: .GET) }
-                let status = try await hotPath.load(system) { _ in
-                    LoadRequest(path: "/v1/accounts/\(accountIds.randomElement()!)/status", method: .GET, headers: key)
+                let status = try await PhaseCPU.measure(serve: servePid, postmaster: postmaster, warmUp: warmUp, seconds: counted) {
+                    try await hotPath.load(system) { _ in
+                        LoadRequest(path: "/v1/accounts/\(accountIds.randomElement()!)/status", method: .GET, headers: key)
+                    }
                 }
                 let spendRequest: @Sendable (Int) -> LoadRequest = { _ in
                     let body = ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(UUID())"}"#)
@@ -81,9 +88,6 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                 // Spends, then pairs, three times over, each pair phase set against the spends just before it, and the
                 // median round quoted: this machine's pace swings by a fifth from one phase to the next, and one spend
                 // phase with one pair phase gave ratios from 0.35× to 0.53× over six runs of one build.
-                // Each phase's CPU too (serve's and the cluster's): it moves far less than the rates on this machine.
-                let (servePid, postmaster) = (system.serve?.pid, try await ProcessCPU.postmaster(of: system))
-                let (warmUp, counted) = (Duration.seconds(HotPathLoad.warmUpSeconds), Duration.seconds(seconds))
                 var rounds: [(spend: LoadPhase, pairs: LoadPhase)] = []
                 for _ in 0..<Self.pairRounds {
                     let spend = try await PhaseCPU.measure(serve: servePid, postmaster: postmaster, warmUp: warmUp, seconds: counted) {
@@ -101,15 +105,21 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                 var paced: [PacedPhase] = []
                 for share in [0.25, 0.5, 0.75] {
                     let rate = Int(health.rate * share)
+                    // serve's CPU a request at the same rate for both (the share of a request a wake-up costs moves with
+                    // the rate, so only phases at one rate compare).
                     paced.append(
                         PacedPhase(
                             name: "GET /healthz", share: share, rate: rate,
-                            phase: try await hotPath.pace(system, rate: rate) { _ in LoadRequest(path: "/healthz", method: .GET) }))
+                            phase: try await PhaseCPU.measure(serve: servePid, postmaster: postmaster, warmUp: warmUp, seconds: counted) {
+                                try await hotPath.pace(system, rate: rate) { _ in LoadRequest(path: "/healthz", method: .GET) }
+                            }))
                     let before = await system.statusReads()
                     var status = PacedPhase(
                         name: "GET /v1/accounts/{id}/status", share: share, rate: rate,
-                        phase: try await hotPath.pace(system, rate: rate, reference: LoadRequest(path: "/healthz", method: .GET)) { _ in
-                            LoadRequest(path: "/v1/accounts/\(accountIds.randomElement()!)/status", method: .GET, headers: key)
+                        phase: try await PhaseCPU.measure(serve: servePid, postmaster: postmaster, warmUp: warmUp, seconds: counted) {
+                            try await hotPath.pace(system, rate: rate, reference: LoadRequest(path: "/healthz", method: .GET)) { _ in
+                                LoadRequest(path: "/v1/accounts/\(accountIds.randomElement()!)/status", method: .GET, headers: key)
+                            }
                         })
                     let after = await system.statusReads()
                     status.fromCache = after.cacheShare(since: before)
@@ -189,6 +199,23 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
         // CPU a request in the median round: a spend's, and a hold's or a settle's (half a pair).
         let spendCPU = rounds[median].spend.cpu?.microsecondsPerRequest(rounds[median].spend)
         let pairCPU = rounds[median].pairs.cpu?.microsecondsPerRequest(rounds[median].pairs)
+        // A cached status read against /healthz, both closed loop: what the status path itself costs serve.
+        let healthCPU = health.cpu?.microsecondsPerRequest(health)
+        let statusCPU = status.cpu?.microsecondsPerRequest(status)
+        // And open loop at 25 %, below the knee: the status phase's CPU over all its requests, the /healthz beside
+        // them included.
+        let quarter = paced.filter { $0.share == 0.25 }
+        let pacedHealthCPU = quarter.first { $0.name == "GET /healthz" }.flatMap { $0.phase.cpu?.microsecondsPerRequest($0.phase).serve }
+        let pacedStatusCPU = quarter.first { $0.name.contains("status") }.flatMap { paced in
+            paced.phase.cpu.map { $0.serve / Double(max(paced.phase.answered + paced.phase.reference.count, 1)) * 1e6 }
+        }
+        func statusCPULine() -> String? {
+            guard let healthCPU, let statusCPU, let pacedHealthCPU, let pacedStatusCPU else { return nil }
+            return "  CPU a request, serve: closed loop /healthz " + String(format: "%.1f µs", healthCPU.serve) + ", status "
+                + String(format: "%.1f µs (%.2f×)", statusCPU.serve, statusCPU.serve / max(healthCPU.serve, 0.001))
+                + "; open loop at 25 % /healthz " + String(format: "%.1f µs", pacedHealthCPU) + ", status "
+                + String(format: "%.1f µs (%.2f×)", pacedStatusCPU, pacedStatusCPU / max(pacedHealthCPU, 0.001))
+        }
         func cpuLine() -> String {
             guard let spendCPU, let pairCPU else { return "  CPU a request: not measured (PostgreSQL is not on this machine)" }
             return "  CPU a request, serve + PostgreSQL (median round): spend " + String(format: "%.0f + %.0f µs", spendCPU.serve, spendCPU.database)
@@ -210,6 +237,9 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                     + ratios.map { String(format: "%.2f×", $0) }.joined(separator: ", ") + " of "
                     + rounds.map { String(format: "%.0f", $0.spend.rate) }.joined(separator: ", ") + " spends/s",
                 cpuLine(),
+            ]
+            + [statusCPULine()].compactMap { $0 }
+            + [
                 "  pgbench select-only (reference, scale \(connections)) \(String(format: "%7.0f", selectOnly.tps))/s  average \(String(format: "%.2f", selectOnly.latency)) ms",
                 "  pgbench TPC-B, durable (reference, scale \(connections)) \(String(format: "%7.0f", tpcb.tps))/s  average \(String(format: "%.2f", tpcb.latency)) ms",
                 "open loop (latency from when each request was due):",
@@ -263,6 +293,12 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
                 return [(key + "P99Ms", .number(paced.phase.percentile(0.99))), (key + "P999Ms", .number(paced.phase.percentile(0.999)))]
                     + (paced.phase.reference.isEmpty ? [] : [(key + "HealthzBesideP99Ms", .number(paced.phase.referencePercentile(0.99)))])
             }
+        let reads: [(String, BenchmarkReport.BenchmarkValue)] = [
+            ("healthzServeMicros", healthCPU.map { .number($0.serve) } ?? .null), ("statusServeMicros", statusCPU.map { .number($0.serve) } ?? .null),
+            ("healthzPaced25ServeMicros", pacedHealthCPU.map { .number($0) } ?? .null),
+            ("statusPaced25ServeMicros", pacedStatusCPU.map { .number($0) } ?? .null),
+        ]
+        report.fields += reads
         return report
     }
 }
