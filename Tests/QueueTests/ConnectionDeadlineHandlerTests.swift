@@ -13,7 +13,7 @@ import Testing
 struct ConnectionDeadlineHandlerTests {
     static let limits = HTTPServerLimits(headTimeout: .seconds(3), bodyTimeout: .seconds(4), idleTimeout: .seconds(5), writeTimeout: .seconds(2))
 
-    static func connection() throws -> EmbeddedChannel {
+    static func connection(limits: HTTPServerLimits = limits) throws -> EmbeddedChannel {
         let channel = EmbeddedChannel(handler: ConnectionDeadlineHandler(limits: limits, logger: Logger(label: "test")))
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         return channel
@@ -90,8 +90,7 @@ struct ConnectionDeadlineHandlerTests {
     @Test("a body deadline shorter than the idle deadline it follows is kept, not left to the idle one's timer")
     func bodyDeadlineBeforeIdleTimer() throws {
         let limits = HTTPServerLimits(headTimeout: .seconds(3), bodyTimeout: .seconds(4), idleTimeout: .seconds(10), writeTimeout: .seconds(2))
-        let channel = EmbeddedChannel(handler: ConnectionDeadlineHandler(limits: limits, logger: Logger(label: "test")))
-        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        let channel = try Self.connection(limits: limits)
         try Self.request(channel, "/first")
         try Self.answerHeadAndBody(channel)
         try channel.writeOutbound(HTTPResponsePart.end(nil))
