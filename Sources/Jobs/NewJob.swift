@@ -22,8 +22,19 @@ public struct NewJob: Sendable {
         guard let data = try? JSONEncoder().encode(arguments), let text = String(data: data, encoding: .utf8) else {
             throw JobQueueError(.invalidArguments, "arguments of \(kind) are not encodable as JSON")
         }
+        self.init(
+            kind: kind, argumentsJSON: text, priority: priority, runAt: runAt, maxAttempts: maxAttempts, uniqueKey: uniqueKey,
+            concurrencyKey: concurrencyKey)
+    }
+
+    /// A job whose arguments are JSON text already: for the job enqueued with every notification received, whose
+    /// arguments its type writes by hand (``JSONEncoder`` cost more than the rest of the job).
+    public init(
+        kind: String, argumentsJSON: String, priority: Int16 = 0, runAt: Date? = nil, maxAttempts: Int = 25, uniqueKey: String? = nil,
+        concurrencyKey: String? = nil
+    ) {
         self.kind = kind
-        self.arguments = text
+        self.arguments = argumentsJSON
         self.priority = priority
         self.runAt = runAt
         self.maxAttempts = maxAttempts

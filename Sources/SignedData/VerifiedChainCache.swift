@@ -20,20 +20,7 @@ final class VerifiedChainCache: Sendable {
         let trustedUntil: Date
     }
 
-    /// A header's bytes as a dictionary key: hashes only the length and the last 32 bytes (cheap for 4 KiB headers),
-    /// while equality still compares every byte — so a hit is always the exact same header.
-    struct Key: Hashable, Sendable {
-        let bytes: Data
-
-        func hash(into hasher: inout Hasher) {
-            hasher.combine(bytes.count)
-            bytes.suffix(32).withUnsafeBytes { hasher.combine(bytes: $0) }
-        }
-
-        static func == (lhs: Key, rhs: Key) -> Bool { lhs.bytes == rhs.bytes }
-    }
-
-    private let entries = Mutex<[Key: Entry]>([:])
+    private let entries = Mutex<[HeaderBytes: Entry]>([:])
     private let capacity: Int
 
     /// - Parameter capacity: distinct chains kept; Apple signs with one leaf at a time, so a few suffice. `0` disables.
@@ -44,7 +31,7 @@ final class VerifiedChainCache: Sendable {
     /// The cached entry, if this exact chain validated before, `time` lies inside its validity window, and (online)
     /// its revocation check is still fresh at `now`.
     func entry(for key: Data, at time: Date, now: Date) -> Entry? {
-        guard capacity > 0, let entry = entries.withLock({ $0[Key(bytes: key)] }), entry.validity.contains(time),
+        guard capacity > 0, let entry = entries.withLock({ $0[HeaderBytes(bytes: key)] }), entry.validity.contains(time),
             now < entry.trustedUntil
         else {
             return nil
@@ -55,8 +42,8 @@ final class VerifiedChainCache: Sendable {
     func remember(_ entry: Entry, for key: Data) {
         guard capacity > 0 else { return }
         entries.withLock { entries in
-            if entries.count >= capacity, entries[Key(bytes: key)] == nil { entries.removeAll(keepingCapacity: true) }
-            entries[Key(bytes: key)] = entry
+            if entries.count >= capacity, entries[HeaderBytes(bytes: key)] == nil { entries.removeAll(keepingCapacity: true) }
+            entries[HeaderBytes(bytes: key)] = entry
         }
     }
 }

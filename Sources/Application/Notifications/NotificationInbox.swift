@@ -38,6 +38,17 @@ public struct NotificationInbox: Sendable {
             }
             self.init(notificationUUID: uuid, accountTokens: tokens.isEmpty ? nil : tokens)
         }
+
+        /// The JSON `JSONEncoder` writes of the arguments (ids in uppercase, as `uuidString`; the members in its
+        /// declaration order, where the encoder's order varies and `jobs.args` is `jsonb`), written by hand: the
+        /// encoder cost about 1.4 % of `serve`'s CPU at the intake (a test holds the two to each other).
+        public var json: String {
+            var json = #"{"notificationUUID":""# + notificationUUID.lowercasedText.uppercased() + #"""#
+            if let accountTokens {
+                json += #","accountTokens":["# + accountTokens.map { #"""# + $0.lowercasedText.uppercased() + #"""# }.joined(separator: ",") + "]"
+            }
+            return json + "}"
+        }
     }
 
     public enum Outcome: Sendable, Equatable {
@@ -84,9 +95,9 @@ public struct NotificationInbox: Sendable {
             uuid: uuid, notificationType: Self.storable(payload.notificationType), subtype: payload.subtype.map(Self.storable),
             environment: payload.claimedIdentity?.environment.map { Self.storable($0.rawValue) }, originalTransactionId: subscription,
             signedDate: payload.signedDate ?? 0, signed: signed, decoded: decoded, rejectedReason: rejectedReason,
-            job: try NewJob(
-                kind: Self.applyJobKind, arguments: ApplyArguments(notification, uuid: uuid), maxAttempts: 25,
-                uniqueKey: "apply:\(uuid)", concurrencyKey: subscription.map { "subscription:\($0)" }
+            job: NewJob(
+                kind: Self.applyJobKind, argumentsJSON: ApplyArguments(notification, uuid: uuid).json, maxAttempts: 25,
+                uniqueKey: "apply:\(uuid.lowercasedText.uppercased())", concurrencyKey: subscription.map { "subscription:\($0)" }
             )
         )
         return try await group.submit(entry)
