@@ -9,9 +9,13 @@ import Foundation
 extension UUID {
     /// The id's 36-character text in lowercase, as Storekeeper stores and answers every id: what
     /// `uuidString.lowercased()` gives.
-    public var lowercasedText: String {
-        let digits: StaticString = "0123456789abcdef"
-        return withUnsafeBytes(of: uuid) { bytes in
+    public var lowercasedText: String { text(digits: "0123456789abcdef") }
+
+    /// The id's 36-character text in uppercase: what `uuidString` gives (as Apple's and the jobs' ids are written).
+    public var uppercasedText: String { text(digits: "0123456789ABCDEF") }
+
+    private func text(digits: StaticString) -> String {
+        withUnsafeBytes(of: uuid) { bytes in
             String(unsafeUninitializedCapacity: 36) { text in
                 var at = 0
                 for (index, byte) in bytes.enumerated() {

@@ -22,18 +22,13 @@ struct CompactJWS {
     init(parsing text: String) throws(VerificationError) {
         var text = text
         text.makeContiguousUTF8()
-        let dot = UInt8(ascii: ".")
-        // memchr finds the two dots (the header alone is ~4 KiB of x5c); then one copy that the segments share as slices.
+        // The two dots found in place, then one copy that the segments share as slices.
         let split = text.utf8.withContiguousStorageIfAvailable { buffer -> (Data, Int, Int)? in
-            guard let base = buffer.baseAddress,
-                let first = Self.offset(of: dot, in: base, from: 0, to: buffer.count),
-                let second = Self.offset(of: dot, in: base, from: first + 1, to: buffer.count),
-                Self.offset(of: dot, in: base, from: second + 1, to: buffer.count) == nil
-            else { return nil }
+            guard let (first, second) = CompactSegments.dots(in: buffer) else { return nil }
             return (Data(buffer), first, second)
         }
         guard let split, let (bytes, first, second) = split else {
-            throw .malformed("expected 3 JWS segments, found \(text.utf8.reduce(1) { $0 + ($1 == dot ? 1 : 0) })")
+            throw .malformed("expected 3 JWS segments, found \(text.utf8.reduce(1) { $0 + ($1 == UInt8(ascii: ".") ? 1 : 0) })")
         }
         let decoded = bytes.withUnsafeBytes { raw -> (Data?, Data?) in
             let buffer = raw.bindMemory(to: UInt8.self)
@@ -48,12 +43,6 @@ struct CompactJWS {
         self.payload = payload
         self.signature = signature
         self.signingInput = bytes[..<second]
-    }
-
-    /// The offset of the first `byte` in `base[start..<end]`, found with `memchr`.
-    private static func offset(of byte: UInt8, in base: UnsafePointer<UInt8>, from start: Int, to end: Int) -> Int? {
-        guard start < end, let found = memchr(base + start, Int32(byte), end - start) else { return nil }
-        return UnsafeRawPointer(found) - UnsafeRawPointer(base)
     }
 
     /// Decodes the header.

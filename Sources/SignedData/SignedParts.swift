@@ -165,16 +165,12 @@ public struct SignedParts: Sendable, Equatable {
     /// The digests of the headers split lately (see ``HeaderDigests``).
     private static let headerDigests = HeaderDigests()
 
-    /// The header text, its digest and the other parts of one compact JWS (split on its bytes, found by `memchr`: JWS
-    /// are ASCII, and a notification is about 18 KB).
+    /// The header text, its digest and the other parts of one compact JWS, split in the text's own bytes (a
+    /// notification is about 18 KB: not copied to be split).
     private static func part(of text: String) -> (header: String, digest: Data, part: Part)? {
         var text = text
         return text.withUTF8 { bytes -> (header: String, digest: Data, part: Part)? in
-            guard let base = bytes.baseAddress else { return nil }
-            func dot(from start: Int) -> Int? {
-                memchr(base + start, Int32(UInt8(ascii: ".")), bytes.count - start).map { UnsafeRawPointer($0) - UnsafeRawPointer(base) }
-            }
-            guard let first = dot(from: 0), let second = dot(from: first + 1), dot(from: second + 1) == nil,
+            guard let (first, second) = CompactSegments.dots(in: bytes),
                 let body = Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[(first + 1)..<second])),
                 let signature = Base64URL.decode(UnsafeBufferPointer(rebasing: bytes[(second + 1)...])), signature.count == 64
             else { return nil }

@@ -41,9 +41,11 @@ final class VerifiedChainCache: Sendable {
 
     func remember(_ entry: Entry, for key: Data) {
         guard capacity > 0 else { return }
+        // The header alone (`key` may be a slice of the whole payload, which the entry would otherwise keep alive).
+        let stored = HeaderBytes(bytes: Data(key))
         entries.withLock { entries in
-            if entries.count >= capacity, entries[HeaderBytes(bytes: key)] == nil { entries.removeAll(keepingCapacity: true) }
-            entries[HeaderBytes(bytes: key)] = entry
+            if entries.count >= capacity, entries[stored] == nil { entries.removeAll(keepingCapacity: true) }
+            entries[stored] = entry
         }
     }
 }

@@ -6,12 +6,13 @@ import Testing
 /// text out, the same texts accepted, the same ids read.
 @Suite("Ids as text: written and read as Foundation does")
 struct UUIDTextTests {
-    @Test("an id's text is Foundation's, lowercased, and reads back to the id in any case")
+    @Test("an id's text is Foundation's, lowercased or as it is, and reads back to the id in any case")
     func roundTrip() {
         for _ in 0..<20_000 {
             let id = UUID.systemRandom()
             let text = id.lowercasedText
             #expect(text == id.uuidString.lowercased())
+            #expect(id.uppercasedText == id.uuidString)
             #expect(UUID(text: text) == id && UUID(text: id.uuidString) == id)
             #expect(UUID.canonicalText(of: id.uuidString) == text && UUID.canonicalText(of: text) == text)
         }
@@ -20,6 +21,7 @@ struct UUIDTextTests {
             UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255)),
         ]
         #expect(edges.map(\.lowercasedText) == ["00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff"])
+        #expect(edges.map(\.uppercasedText) == ["00000000-0000-0000-0000-000000000000", "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF"])
     }
 
     /// RFC 9562's text form: 8-4-4-4-12 hexadecimal digits, in either case.

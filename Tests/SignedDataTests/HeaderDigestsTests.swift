@@ -7,7 +7,8 @@ import Testing
 /// A header's digest is its parts' storage key: a remembered one must be the SHA-256 of exactly that header, however
 /// alike two headers look to the cache's cheap hash.
 struct HeaderDigestsTests {
-    @Test("headers alike in length and in their last 32 bytes keep their own digests, found again or not")
+    /// 41 bytes: the key hashes bytes 9–40 of a header so short, the same `x` in all three.
+    @Test("headers alike in length and in the bytes the key hashes keep their own digests, found again or not")
     func lookAlikeHeaders() throws {
         let tail = String(repeating: "x", count: 40)
         let headers = ["A" + tail, "B" + tail, "A" + tail]
@@ -19,17 +20,39 @@ struct HeaderDigestsTests {
         }
     }
 
-    @Test("more distinct headers than the cache keeps: each split still carries its own header's digest")
+    @Test("more distinct headers than the cache keeps: each lookup still gives its own header's digest, and no more are kept")
     func manyHeaders() throws {
         let cache = HeaderDigests(capacity: 4)
         for round in 0..<3 {
             for index in 0..<10 {
-                let header = Array("header-\(index)-\(String(repeating: "y", count: 64))".utf8)
+                let header = Self.header(index)
                 let found = header.withUnsafeBufferPointer { cache.digest(of: $0) }
                 #expect(found.digest == Data(SHA256.hash(data: header)), "round \(round), header \(index)")
                 #expect(found.text == String(decoding: header, as: UTF8.self))
+                #expect(cache.counts.kept <= 4, "round \(round), header \(index)")
             }
         }
+        // Ten headers cycling through four places: each is forgotten before it comes back.
+        #expect(cache.counts.hashed == 30)
+    }
+
+    @Test("headers that repeat are hashed once each")
+    func repeatedHeaders() throws {
+        let cache = HeaderDigests(capacity: 4)
+        for _ in 0..<5 {
+            for index in 0..<3 {
+                let header = Self.header(index)
+                let found = header.withUnsafeBufferPointer { cache.digest(of: $0) }
+                #expect(found.digest == Data(SHA256.hash(data: header)))
+            }
+        }
+        #expect(cache.counts.kept == 3)
+        #expect(cache.counts.hashed == 3)
+    }
+
+    /// A header of 80 bytes or more (as an `x5c` header is), distinct by `index` only inside the bytes the key hashes.
+    static func header(_ index: Int) -> [UInt8] {
+        Array((String(repeating: "h", count: 50) + "-\(index)-" + String(repeating: "y", count: 64)).utf8)
     }
 
     /// A compact JWS of `header` (taken as is), a small body and a 64-byte signature.

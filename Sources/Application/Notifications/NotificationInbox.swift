@@ -1,5 +1,6 @@
 import AppStoreModels
 import Entitlements
+import Events
 import Foundation
 import Jobs
 import Logging
@@ -39,16 +40,34 @@ public struct NotificationInbox: Sendable {
             self.init(notificationUUID: uuid, accountTokens: tokens.isEmpty ? nil : tokens)
         }
 
-        /// The JSON `JSONEncoder` writes of the arguments (ids in uppercase, as `uuidString`; the members in its
-        /// declaration order, where the encoder's order varies and `jobs.args` is `jsonb`), written by hand: the
-        /// encoder cost about 1.4 % of `serve`'s CPU at the intake (a test holds the two to each other).
+        /// The JSON `JSONEncoder` writes of the arguments (ids in uppercase, as `uuidString`: erasure finds a job by its
+        /// tokens so written; the members in their declaration order, where the encoder's order varies and `jobs.args`
+        /// is `jsonb`), written with ``JSONWriter``: the encoder cost about 1.4 % of `serve`'s CPU at the intake (a test
+        /// holds the two to each other).
         public var json: String {
-            var json = #"{"notificationUUID":""# + notificationUUID.lowercasedText.uppercased() + #"""#
+            var writer = JSONWriter(capacity: 140)
+            writer.beginObject()
+            writer.member("notificationUUID", notificationUUID.uppercasedText)
             if let accountTokens {
-                json += #","accountTokens":["# + accountTokens.map { #"""# + $0.lowercasedText.uppercased() + #"""# }.joined(separator: ",") + "]"
+                writer.key("accountTokens")
+                writer.beginArray()
+                for token in accountTokens {
+                    writer.element()
+                    writer.string(token.uppercasedText)
+                }
+                writer.endArray()
             }
-            return json + "}"
+            writer.endObject()
+            return String(decoding: writer.bytes, as: UTF8.self)
         }
+    }
+
+    /// The job that applies `notification`, stored as `uuid`: unique by the id in uppercase, as catch-up enqueues it too
+    /// (sql/0044), so that a notification is applied by one job; one at a time for its subscription.
+    public static func applyJob(for notification: VerifiedNotification, uuid: UUID, subscription: String?) -> NewJob {
+        NewJob(
+            kind: applyJobKind, argumentsJSON: ApplyArguments(notification, uuid: uuid).json, maxAttempts: 25,
+            uniqueKey: "apply:\(uuid.uppercasedText)", concurrencyKey: subscription.map { "subscription:\($0)" })
     }
 
     public enum Outcome: Sendable, Equatable {
@@ -95,11 +114,7 @@ public struct NotificationInbox: Sendable {
             uuid: uuid, notificationType: Self.storable(payload.notificationType), subtype: payload.subtype.map(Self.storable),
             environment: payload.claimedIdentity?.environment.map { Self.storable($0.rawValue) }, originalTransactionId: subscription,
             signedDate: payload.signedDate ?? 0, signed: signed, decoded: decoded, rejectedReason: rejectedReason,
-            job: NewJob(
-                kind: Self.applyJobKind, argumentsJSON: ApplyArguments(notification, uuid: uuid).json, maxAttempts: 25,
-                uniqueKey: "apply:\(uuid.lowercasedText.uppercased())", concurrencyKey: subscription.map { "subscription:\($0)" }
-            )
-        )
+            job: Self.applyJob(for: notification, uuid: uuid, subscription: subscription))
         return try await group.submit(entry)
     }
 
