@@ -22,7 +22,9 @@ struct EndToEndBenchmarkCommand: AsyncParsableCommand {
             (latency at that rate), and reports the processes' peak resident memory and the CPU a notification cost \
             `serve`, `work` and PostgreSQL (when it runs on this machine) while the burst was sent and until the last \
             was applied, with the rate that CPU would allow on all of this machine's cores. The private cluster's WAL is \
-            warmed first, as a running server's is (--cold-wal leaves it new).
+            warmed first, as a running server's is (--cold-wal leaves it new). References on the same cluster: pgbench \
+            TPC-B with --clients clients for the rates, and TPC-B at the steady --rate, open loop, for that phase's \
+            latency.
             """)
 
     @Option(help: "Notifications in the burst.") var notifications = 20_000
@@ -94,9 +96,15 @@ struct EndToEndRun {
             await system.stop()
             // The same cluster's durable-commit rate with as many clients: what intake and applying are held against.
             let tpcb = try BenchmarkDatabase.pgbench([], clients: options.clients, seconds: 5, url: databaseURL)
+            // The steady rate's reference: durable TPC-B commits at that rate, open loop, on the same cluster and disk —
+            // what a commit alone waits for at 500/s here, the floor under any intake's latency at that rate.
+            let steadyReference =
+                options.steadySeconds > 0
+                ? try BenchmarkDatabase.pacedTPCB(rate: options.rate, clients: options.clients, seconds: options.steadySeconds, url: databaseURL)
+                : nil
             return report(
-                burst: burst, steady: steady, appliedPerSecond: appliedPerSecond, cpu: cpu, tpcb: tpcb.tps, serveRSS: memory.serve,
-                workRSS: memory.work)
+                burst: burst, steady: steady, steadyReference: steadyReference, appliedPerSecond: appliedPerSecond, cpu: cpu,
+                tpcb: tpcb.tps, serveRSS: memory.serve, workRSS: memory.work)
         } catch {
             await system.stop()
             throw error
@@ -131,7 +139,7 @@ struct EndToEndRun {
     }
 
     func report(
-        burst: SystemUnderTest.SendPhase, steady: SystemUnderTest.SendPhase, appliedPerSecond: Double,
+        burst: SystemUnderTest.SendPhase, steady: SystemUnderTest.SendPhase, steadyReference: LoadPhase?, appliedPerSecond: Double,
         cpu: (burst: SystemCPU.Cost, drain: SystemCPU.Cost),
         tpcb: Double, serveRSS: Int, workRSS: Int
     ) -> BenchmarkReport {
@@ -151,9 +159,14 @@ struct EndToEndRun {
                 + "latency p50 \(String(format: "%.2f", burst.percentile(0.5))) ms, p99 \(String(format: "%.2f", burst.percentile(0.99))) ms",
             "  applied: \(Int(appliedPerSecond)) notifications/s (\(options.sequential ? "work started after the burst" : "while the intake ran; first received to last applied"))",
             "  steady \(options.rate)/s for \(options.steadySeconds) s: \(steady.accepted) accepted, \(steady.failed) failed; "
-                + "latency p50 \(String(format: "%.2f", steady.percentile(0.5))) ms, p99 \(String(format: "%.2f", steady.percentile(0.99))) ms",
+                + "latency p50 \(String(format: "%.2f", steady.percentile(0.5))) ms, p99 \(String(format: "%.2f", steady.percentile(0.99))) ms"
+                + (steadyReference.map { reference in
+                    "; pgbench TPC-B at the same rate (reference) p50 \(String(format: "%.2f", reference.percentile(0.5))) ms, p99 "
+                        + "\(String(format: "%.2f", reference.percentile(0.99))) ms: p99 "
+                        + "\(String(format: "%.2f", steady.percentile(0.99) / max(reference.percentile(0.99), 0.001)))× the reference's"
+                } ?? ""),
             "  reference: pgbench TPC-B (durable, \(options.clients) clients, scale \(options.clients)) \(Int(tpcb)) tps on the same cluster; intake \(String(format: "%.2f", intakePerSecond / max(tpcb, 0.001)))× "
-                + "(target ≥ 0.6×), applied \(String(format: "%.2f", appliedPerSecond / max(tpcb, 0.001)))× (target ≥ 0.35×)",
+                + "(issue 56: ≥ 0.5×), applied \(String(format: "%.2f", appliedPerSecond / max(tpcb, 0.001)))× (≥ 0.25×)",
             "  CPU a notification: while the burst was sent \(cpu.burst.described); then until the last was applied \(cpu.drain.described); "
                 + "\(Int(all.total.rounded())) µs in all\(all.database == nil ? " (PostgreSQL runs elsewhere: not counted)" : ""): "
                 + "a ceiling of \(Int(ceiling)) notifications/s if these processes had all \(cores) cores",
@@ -165,7 +178,11 @@ struct EndToEndRun {
             ("intakePerSecond", .integer(Int(intakePerSecond))), ("intakeP50Ms", .number(burst.percentile(0.5))),
             ("intakeP99Ms", .number(burst.percentile(0.99))), ("appliedPerSecond", .integer(Int(appliedPerSecond))),
             ("steadyRate", .integer(options.rate)), ("steadyP50Ms", .number(steady.percentile(0.5))),
-            ("steadyP99Ms", .number(steady.percentile(0.99))), ("failed", .integer(burst.failed + steady.failed)),
+            ("steadyP99Ms", .number(steady.percentile(0.99))),
+            ("steadyReferenceP50Ms", steadyReference.map { .number($0.percentile(0.5)) } ?? .null),
+            ("steadyReferenceP99Ms", steadyReference.map { .number($0.percentile(0.99)) } ?? .null),
+            ("steadyP99Ratio", steadyReference.map { .number(steady.percentile(0.99) / max($0.percentile(0.99), 0.001)) } ?? .null),
+            ("failed", .integer(burst.failed + steady.failed)),
             ("peakRssMB", .number(megabytes(serveRSS + workRSS))), ("pgbenchTPCB", .integer(Int(tpcb))),
             ("intakeRatio", .number(intakePerSecond / max(tpcb, 0.001))), ("appliedRatio", .number(appliedPerSecond / max(tpcb, 0.001))),
             ("burstServeMicros", .number(cpu.burst.serve)), ("burstWorkMicros", .number(cpu.burst.work)),
