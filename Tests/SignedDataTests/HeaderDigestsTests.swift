@@ -23,15 +23,7 @@ struct HeaderDigestsTests {
     @Test("more distinct headers than the cache keeps: each lookup still gives its own header's digest, and no more are kept")
     func manyHeaders() throws {
         let cache = HeaderDigests(capacity: 4)
-        for round in 0..<3 {
-            for index in 0..<10 {
-                let header = Self.header(index)
-                let found = header.withUnsafeBufferPointer { cache.digest(of: $0) }
-                #expect(found.digest == Data(SHA256.hash(data: header)), "round \(round), header \(index)")
-                #expect(found.text == String(decoding: header, as: UTF8.self))
-                #expect(cache.counts.kept <= 4, "round \(round), header \(index)")
-            }
-        }
+        Self.lookUp(headers: 0..<10, rounds: 3, in: cache)
         // Ten headers cycling through four places: each is forgotten before it comes back.
         #expect(cache.counts.hashed == 30)
     }
@@ -39,15 +31,23 @@ struct HeaderDigestsTests {
     @Test("headers that repeat are hashed once each")
     func repeatedHeaders() throws {
         let cache = HeaderDigests(capacity: 4)
-        for _ in 0..<5 {
-            for index in 0..<3 {
-                let header = Self.header(index)
-                let found = header.withUnsafeBufferPointer { cache.digest(of: $0) }
-                #expect(found.digest == Data(SHA256.hash(data: header)))
-            }
-        }
+        Self.lookUp(headers: 0..<3, rounds: 5, in: cache)
         #expect(cache.counts.kept == 3)
         #expect(cache.counts.hashed == 3)
+    }
+
+    /// Looks up ``header(_:)`` of each of `headers`, `rounds` times over: each answer is its own header's text and
+    /// SHA-256, and the cache never keeps more than its capacity of 4.
+    static func lookUp(headers: Range<Int>, rounds: Int, in cache: HeaderDigests) {
+        for round in 0..<rounds {
+            for index in headers {
+                let header = header(index)
+                let found = header.withUnsafeBufferPointer { cache.digest(of: $0) }
+                #expect(found.digest == Data(SHA256.hash(data: header)), "round \(round), header \(index)")
+                #expect(found.text == String(decoding: header, as: UTF8.self))
+                #expect(cache.counts.kept <= 4, "round \(round), header \(index)")
+            }
+        }
     }
 
     /// A header of 80 bytes or more (as an `x5c` header is), distinct by `index` only inside the bytes the key hashes.
