@@ -146,27 +146,17 @@ extension ClawBackClaimsTests.World {
             debits, charge: charge, destination: { destinations[$0] }, claims: { claims[$0] ?? [] }, refunded: refunded.contains)!
     }
 
-    /// The hold `hold:<id>` ended as its group writes it (CreditHold.endEntries).
+    /// The hold `hold:<id>` ended as its group writes it.
     @discardableResult
     mutating func endAsRead(_ id: String, _ debits: [HoldSettlement.Debit], charge: Int64, at now: Date) -> HoldSettlement.Outcome {
         let outcome = outcome(debits, after: "hold:\(id):0", charge: charge, at: now)
-        let hold = CreditHold(
-            id: UUID(), account: ClawBackClaimsTests.account, idempotencyKey: id, meter: "ai", amount: debits.reduce(0) { $0 + $1.amount },
-            debits: debits, createdAt: Date(), expiresAt: Date())
-        for entry in CreditHold.endEntries(of: hold, outcome: outcome) {
-            var entry = entry
-            entry.operationKey = entry.operationKey.replacingOccurrences(of: hold.id.lowercasedText, with: id)
-            ledger.apply(.post(entry, opening: nil))
-        }
+        post(end: id, debits, outcome)
         return outcome
     }
 
-    /// The spend `spend:<id>` given back as its reversal writes it (CreditHolds.reverseSpend); nothing for no debits.
+    /// The spend `spend:<id>` given back as its reversal writes it; nothing for no debits.
     mutating func giveBackAsRead(_ id: String, _ debits: [HoldSettlement.Debit], at now: Date) {
         guard !debits.isEmpty else { return }
-        let outcome = outcome(debits, after: "spend:\(id):0", charge: 0, at: now)
-        let rows = CreditHold.returnEntries(
-            of: outcome, debits: debits, reason: "usage reversed", key: { "spend:\(id):\($0):reversed" }, payer: { "spend:\(id):\($0):reversed" })
-        for entry in rows { ledger.apply(.post(entry, opening: nil)) }
+        post(givenBack: id, debits, outcome(debits, after: "spend:\(id):0", charge: 0, at: now))
     }
 }
