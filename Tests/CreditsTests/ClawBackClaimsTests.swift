@@ -124,11 +124,7 @@ struct ClawBackClaimsTests {
         /// as sql/0057 reads a claw-back's window), paying first the claims made since its first debit.
         mutating func end(_ id: String, _ debits: [HoldSettlement.Debit], charge: Int64) {
             let claims = claimsByBucket(of: debits, after: "hold:\(id):0")
-            post(end: id, debits, HoldSettlement.settle(debits, charge: charge, destination: { $0 }, claims: { claims[$0] ?? [] })!)
-        }
-
-        /// The rows of the end of the hold `hold:<id>` by `outcome`, as its group writes them (CreditHold.endEntries).
-        mutating func post(end id: String, _ debits: [HoldSettlement.Debit], _ outcome: HoldSettlement.Outcome) {
+            let outcome = HoldSettlement.settle(debits, charge: charge, destination: { $0 }, claims: { claims[$0] ?? [] })!
             let hold = CreditHold(
                 id: UUID(), account: ClawBackClaimsTests.account, idempotencyKey: id, meter: "ai", amount: debits.reduce(0) { $0 + $1.amount },
                 debits: debits, createdAt: Date(), expiresAt: Date())
@@ -144,11 +140,7 @@ struct ClawBackClaimsTests {
         /// bucket, paying first the claims made there since the spend.
         mutating func giveBack(_ id: String, _ debits: [HoldSettlement.Debit]) {
             let claims = claimsByBucket(of: debits, after: "spend:\(id):0")
-            post(givenBack: id, debits, HoldSettlement.settle(debits, charge: 0, destination: { $0 }, claims: { claims[$0] ?? [] })!)
-        }
-
-        /// The rows of the spend `spend:<id>` given back by `outcome`, as its reversal writes them.
-        mutating func post(givenBack id: String, _ debits: [HoldSettlement.Debit], _ outcome: HoldSettlement.Outcome) {
+            let outcome = HoldSettlement.settle(debits, charge: 0, destination: { $0 }, claims: { claims[$0] ?? [] })!
             let rows = CreditHold.returnEntries(
                 of: outcome, debits: debits, reason: "usage reversed", key: { "spend:\(id):\($0):reversed" }, payer: { "spend:\(id):\($0):reversed" })
             for entry in rows { ledger.apply(.post(entry, opening: nil)) }

@@ -46,10 +46,7 @@ extension CreditHolds {
                 let open = Set((try await ledger.liveBuckets(of: [account], at: now, on: connection)[account] ?? []).map(\.bucket.key))
                 let destinations = CreditHold.destinations(spend.since, open: open)
                 let claims = CreditHold.claims(spend.since)
-                let refunded = CreditHold.refundedWindows(spend.since)
-                guard
-                    let outcome = HoldSettlement.settle(
-                        spend.debits, charge: 0, destination: { destinations[$0] }, claims: { claims[$0] ?? [] }, refunded: refunded.contains)
+                guard let outcome = HoldSettlement.settle(spend.debits, charge: 0, destination: { destinations[$0] }, claims: { claims[$0] ?? [] })
                 else {
                     throw PersistenceError(.corruptRecord, "a stored spend's debits are not a spend")
                 }

@@ -183,13 +183,11 @@ struct HoldGroup: Sendable {
         let destinations =
             entry.takenHere ? CreditHold.destinations(ofUntouched: hold.debits, open: open) : CreditHold.destinations(entry.since, open: open)
         let claims = CreditHold.claims(entry.since, less: claimsPaid)
-        let refunded = entry.takenHere ? [] : CreditHold.refundedWindows(entry.since)
         // An unlimited meter's hold took nothing from any bucket: it is charged without a ledger row.
         let outcome =
             hold.debits.isEmpty
             ? HoldSettlement.Outcome(charged: [], returns: [], lapsed: 0)
-            : HoldSettlement.settle(
-                hold.debits, charge: charge, destination: { destinations[$0] }, claims: { claims[$0] ?? [] }, refunded: refunded.contains)
+            : HoldSettlement.settle(hold.debits, charge: charge, destination: { destinations[$0] }, claims: { claims[$0] ?? [] })
         guard let outcome else { return .overHeld(hold) }
         for payment in outcome.payments { claimsPaid[payment.claim, default: 0] += payment.amount }
         postings += CreditHold.endEntries(of: hold, outcome: outcome)

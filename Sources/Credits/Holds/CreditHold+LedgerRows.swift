@@ -21,20 +21,6 @@ extension CreditHold {
         return destinations
     }
 
-    /// The windows of `since` a refund of their period took back since (not reversed) and not carried anywhere: they
-    /// have no destination, but what comes back to them pays the refund's claim on the credits that were out when it
-    /// came (``HoldSettlement``, ``SubscriptionCredits``), so the refund and its reversal end the same whether the
-    /// credits came back before the refund or after it. Live or not: a refund of the period in force ends the
-    /// subscription's access and with it the window, which its reversal opens again; a window that ended by itself is
-    /// given back nothing usable by a reversal either way.
-    public static func refundedWindows(_ since: [BucketSince]) -> Set<String> {
-        Set(
-            since.filter { bucket in
-                bucket.carriedTo == nil && bucket.refunded && bucket.kind.map { CreditBucket.Kind($0) != .topUp } ?? false
-            }
-            .map(\.bucket))
-    }
-
     /// ``destinations(_:open:)`` of a hold nothing was posted to since it was taken (one taken and ended in the same
     /// group of requests): no carry, no refund, so each debit's bucket takes its credits back while it is `open`.
     public static func destinations(ofUntouched debits: [HoldSettlement.Debit], open: Set<String>) -> [String: String] {

@@ -103,13 +103,9 @@ public enum HoldSettlement {
 
     /// Ends a hold of `debits` charging `charge` (0 for a release; at most the held amount, else `nil`). `claims`
     /// gives, by a debit's bucket, the unpaid claims on the bucket its credits go back to (`destination`) made after
-    /// the debits, oldest first. `refunded` says of a debit's bucket with no destination that it is a window a refund
-    /// of its period took back since (``CreditHold/refundedWindows(_:)``): what comes back there pays
-    /// that refund's claim on the credits that were out (and any other claim on the window), as it would have been
-    /// taken by the refund had it come back first; the rest lapses.
+    /// the debits, oldest first.
     public static func settle(
-        _ debits: [Debit], charge: Int64, destination: (String) -> String?, claims: (String) -> [Claim] = { _ in [] },
-        refunded: (String) -> Bool = { _ in false }
+        _ debits: [Debit], charge: Int64, destination: (String) -> String?, claims: (String) -> [Claim] = { _ in [] }
     ) -> Outcome? {
         let held = debits.reduce(Int64(0)) { $0 + $1.amount }
         guard charge >= 0, charge <= held, debits.allSatisfy({ $0.amount > 0 }) else { return nil }
@@ -122,10 +118,7 @@ public enum HoldSettlement {
             if kept > 0 { outcome.charged.append(Debit(bucket: debit.bucket, amount: kept)) }
             var rest = debit.amount - kept
             guard rest > 0 else { continue }
-            // A refunded window takes back only what pays claims on it: the rest lapses, as it would have with the
-            // window's other credits.
-            let back = destination(debit.bucket)
-            guard let target = back ?? (refunded(debit.bucket) ? debit.bucket : nil) else {
+            guard let target = destination(debit.bucket) else {
                 outcome.lapsed += rest
                 continue
             }
@@ -137,12 +130,7 @@ public enum HoldSettlement {
                 outcome.payments.append(Payment(claim: claim.key, bucket: target, from: debit.bucket, amount: pay))
                 outcome.lapsed += pay
             }
-            guard rest > 0 else { continue }
-            if back == nil {
-                outcome.lapsed += rest
-            } else {
-                outcome.returns.append(Return(bucket: target, from: debit.bucket, amount: rest))
-            }
+            if rest > 0 { outcome.returns.append(Return(bucket: target, from: debit.bucket, amount: rest)) }
         }
         return outcome
     }

@@ -23,16 +23,12 @@ extension SubscriptionCredits.Plan {
             clawBack(milliPercent, of: period, buckets: buckets, stamp: stamp)
         } else {
             for bucket in buckets {
-                let base = "refund:\(stamp):\(bucket.key)"
                 let left = ledger.balance(of: bucket.key)
-                // The window's credits out when the refund comes — held, or spent and not given back — are the refund's
-                // too: it claims them (CreditClaims), and what of them comes back pays the claim instead of lapsing
-                // (HoldSettlement), so the refund, and its reversal, end the same whether they came back before it or
-                // after. Only the first removal claims; a later one takes credits that reached the window since.
-                let out = ledger.isPosted(base) ? 0 : ledger.creditsOut(of: bucket)
-                for operation in CreditClaims.takeBack(removalKey(base), bucket: bucket.key, owed: left + out, available: left, reason: "refund") {
-                    add(operation)
-                }
+                guard left > 0 else { continue }
+                add(
+                    .post(
+                        LedgerEntry(operationKey: removalKey("refund:\(stamp):\(bucket.key)"), bucket: bucket.key, delta: -left, reason: "refund"),
+                        opening: nil))
             }
             removeCarryOvers(touching: period, of: buckets, stamp: stamp)
         }
