@@ -1,4 +1,5 @@
 import Credits
+import Subscriptions
 import Testing
 
 /// A hold nothing happened to since it was taken (taken and ended in one group of requests) goes back as the general
@@ -17,7 +18,8 @@ struct HoldDestinationRuleTests {
             let untouched = debits.map {
                 CreditHold.BucketSince(bucket: $0.bucket, kind: String($0.bucket.prefix { $0 != ":" }), open: open.contains($0.bucket))
             }
-            #expect(CreditHold.destinations(ofUntouched: debits, open: open) == CreditHold.destinations(untouched, open: open))
+            let account = AccountID("a")!
+            #expect(CreditHold.destinations(ofUntouched: debits, open: open) == CreditHold.destinations(untouched, open: open, account: account))
         }
     }
 }

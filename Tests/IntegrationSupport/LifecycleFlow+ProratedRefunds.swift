@@ -40,4 +40,23 @@ extension LifecycleFlow {
             event.renewalInfo?.autoRenewStatus = 1
         }
     }
+
+    /// Apple's REFUND of `transaction` in full (`REFUND_FULL`: the subscription is revoked), or with `reversed` its
+    /// REFUND_REVERSED (the transaction signed again without the revocation; the subscription active again).
+    mutating func sendFullRefund(of transaction: TransactionPayload, reversed: Bool = false) async throws {
+        try await send(.refund) { event in
+            var refunded = transaction
+            refunded.signedDate = event.signedDate
+            if reversed {
+                event.notificationType = "REFUND_REVERSED"
+                event.status = 1
+            } else {
+                refunded.revocationDate = event.signedDate
+                refunded.revocationReason = 0
+                refunded.revocationType = "REFUND_FULL"
+                event.status = 5
+            }
+            event.transaction = refunded
+        }
+    }
 }

@@ -48,9 +48,12 @@ struct CreditHoldPropertyTests {
                 let environment = ["DATABASE_URL": harness.databaseURL.urlString]
                 let (status, output) = try await TestProcess.run("storekeeper", ["replay", "--all"], environment: environment)
                 #expect(status == 0 && !output.contains("differs"), "replay after seed \(seed): \(output)")
+                // Credits that came back to a window while its refund stood, which the refund took (docs/credits.md).
+                let refundTakes = try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'refund:%:back:%'")
                 print(
                     "credit hold properties: \(count) generated histories, \(totals.operations) operations (\(totals.storeEvents) of Apple's), "
-                        + "\(totals.holds) holds, \(totals.lapsed) credits lapsed, \(totals.claims) refunds that claimed credits out, seed \(seed)")
+                        + "\(totals.holds) holds, \(totals.lapsed) credits lapsed, \(totals.claims) refunds that claimed credits out, "
+                        + "\(refundTakes) returns a standing refund took, seed \(seed)")
                 #expect(count < 5 || totals.lapsed > 0, "no history let held credits lapse: the generator misses the rule's hard half")
                 // How many histories claimed is printed, not asserted: under a loaded CI the clients' races can leave
                 // every pack whole when its refund comes (CreditClaimTests pins claims deterministically).
@@ -207,15 +210,15 @@ struct CreditHoldPropertyTests {
             let (c, r, l) = (answered.charged ?? -1, answered.returned ?? -1, answered.lapsed ?? -1)
             #expect(c + r + l == amount, "\(label): hold \(hold) charged \(c) + returned \(r) + lapsed \(l) ≠ \(amount)")
             #expect(c >= 0 && r >= 0 && l >= 0, "\(label): hold \(hold) has a negative part")
-            // What went back, less what of it paid a claim of a refund (CreditClaims), with the charge's offset (a row of
-            // its own, or in the return row where both go to the debit's bucket), is what the hold says it returned and
-            // charged; the charge is usage.
+            // What went back, less what of it paid a claim of a refund (CreditClaims) or a standing refund of its window
+            // took (`refund:…:back:hold-return:…`), with the charge's offset (a row of its own, or in the return row where
+            // both go to the debit's bucket), is what the hold says it returned and charged; the charge is usage.
             #expect(
                 try await harness.count(
                     """
                     SELECT coalesce(sum(delta), 0)::bigint FROM credit_ledger
                     WHERE operation_key LIKE 'hold-return:\(hold):%' OR operation_key LIKE 'claim:%:paid:hold-return:\(hold):%'
-                        OR operation_key LIKE 'hold-charge:\(hold):%:offset'
+                        OR operation_key LIKE 'refund:%:back:hold-return:\(hold):%' OR operation_key LIKE 'hold-charge:\(hold):%:offset'
                     """) == Int(r + c),
                 "\(label): hold \(hold) returned \(r) and charged \(c) by its answer, not by its ledger rows")
             #expect(
@@ -236,12 +239,13 @@ struct CreditHoldPropertyTests {
         #expect(meter?.held == held, "\(label): the status holds \(String(describing: meter?.held)), the holds \(held)")
         #expect((meter?.remaining ?? -1) >= 0, "\(label): remaining below zero")
         // What was put in and taken out otherwise (grants, top-ups, refunds and their claims, carries) = left + spent +
-        // charged + held + lapsed. What paid a claim is in what lapsed, as the hold or the reversal answered.
+        // charged + held + lapsed. What paid a claim, or a refund took as it came back, is in what lapsed, as the hold or
+        // the reversal answered.
         let facts = try await harness.count(
             """
             SELECT coalesce(sum(delta), 0)::bigint FROM credit_ledger WHERE bucket IN (\(buckets))
                 AND operation_key NOT LIKE 'spend:%' AND operation_key NOT LIKE 'hold:%' AND operation_key NOT LIKE 'hold-%'
-                AND operation_key NOT LIKE 'claim:%:paid:%'
+                AND operation_key NOT LIKE 'claim:%:paid:%' AND operation_key NOT LIKE 'refund:%:back:%'
             """)
         let left = try await harness.count("SELECT coalesce(sum(delta), 0)::bigint FROM credit_ledger WHERE bucket IN (\(buckets))")
         #expect(

@@ -2,6 +2,7 @@ import Credits
 import Foundation
 import Persistence
 import PostgresNIO
+import Subscriptions
 import Testing
 
 @testable import IntegrationSupport
@@ -12,7 +13,7 @@ import Testing
 @Suite("Hold destinations: refunds, reversals and carry-overs after a hold")
 struct HoldDestinationTests {
     @Test(
-        "a top-up's bucket takes its credits back whatever was refunded from it; a window refunded since lapses until the refund is reversed, one clawed back from stays open with its claim; an upgrade's carry-over is followed while it stands"
+        "a top-up's bucket takes its credits back whatever was refunded from it; a window refunded since takes them back for the refund to take while it is the hold's account's (else they lapse), until the refund is reversed; one clawed back from stays open with its claim; an upgrade's carry-over is followed while it stands"
     )
     func rules() async throws {
         try await StorekeeperHarness.run(worker: false) { harness in
@@ -48,30 +49,58 @@ struct HoldDestinationTests {
                 #expect(read.count == 1 && read.first?.hold.id == hold)
                 return read.first?.since ?? []
             }
+            // The same read for a spend's reversal (credit_buckets_since), of the window.
+            func spendSince() async throws -> [CreditHold.BucketSince] {
+                let text = try await harness.client.query(
+                    "SELECT credit_buckets_since(\(CreditHold.debitKey(hold, 0)), ARRAY['cycle:s:p1:ai'])::text", logger: TestDatabase.logger
+                ).collect().first?.decode(String.self)
+                return try JSONDecoder().decode([CreditHold.BucketSince].self, from: Data((text ?? "[]").utf8))
+            }
             func destinations(open: Set<String> = Set(buckets)) async throws -> [String: String] {
-                CreditHold.destinations(try await since(), open: open)
+                CreditHold.destinations(try await since(), open: open, account: try #require(AccountID("a")))
             }
             #expect(try await destinations() == ["cycle:s:p1:ai": "cycle:s:p1:ai", "topup:a:ai": "topup:a:ai"])
             #expect(try await destinations(open: ["topup:a:ai"]) == ["topup:a:ai": "topup:a:ai"], "a window no longer live takes nothing back")
             // Another top-up purchase refunded: its own credits go; the held ones were not its.
             try await post("refund:sale-b:topup:a:ai", "topup:a:ai", -100)
             #expect(try await destinations()["topup:a:ai"] == "topup:a:ai")
-            // The period refunded while held: its window lapses the held credits, until the refund is reversed.
+            // The period refunded while held: the held credits go back to the window, where the refund takes them (under
+            // its first row's key, sql/0059) — while the window is the hold's account's; else they lapse.
             try await post("refund:p1:1700000000000:cycle:s:p1:ai", "cycle:s:p1:ai", -95)
-            #expect(try await destinations()["cycle:s:p1:ai"] == nil)
+            #expect(try await destinations()["cycle:s:p1:ai"] == nil, "no account holds the window's subscription")
+            try await harness.client.query(
+                """
+                INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew, auto_renew_product_id,
+                    purchase_date, expires_at, is_trial, ownership, latest_transaction_id, last_event_type, last_signed_date, last_event_id, billing_period)
+                VALUES ('s', 'a', 'pro.monthly', 'Sandbox', 'revoked', false, 'pro.monthly', now() - interval '1 day', now() + interval '29 days',
+                    false, 'PURCHASED', 's', 'REFUND', 0, '', 'p1')
+                """, logger: TestDatabase.logger)
+            #expect(try await destinations(open: ["topup:a:ai"])["cycle:s:p1:ai"] == "cycle:s:p1:ai", "closed by the refund, still the account's")
+            try await post("refund:p1:1700000000000:cycle:s:p1:ai:2", "cycle:s:p1:ai", -1)
+            let window = try #require(try await since().first { $0.bucket == "cycle:s:p1:ai" })
+            #expect(window.refundedBy == "refund:p1:1700000000000:cycle:s:p1:ai" && window.owner == "a", "the refund's first row, \(window)")
+            #expect(try await spendSince().first?.refundedBy == window.refundedBy, "a spend's reversal reads the same")
+            func hand(to account: String) async throws {
+                try await harness.client.query(
+                    "UPDATE subscriptions SET account_id = \(account) WHERE original_transaction_id = 's'", logger: TestDatabase.logger)
+            }
+            try await hand(to: "b")
+            #expect(try await destinations()["cycle:s:p1:ai"] == nil, "the subscription moved to another account")
+            try await hand(to: "a")
             try await post("reversed:refund:p1:1700000000000:cycle:s:p1:ai", "cycle:s:p1:ai", 95)
+            try await post("reversed:refund:p1:1700000000000:cycle:s:p1:ai:2", "cycle:s:p1:ai", 1)
+            #expect(try await since().first { $0.bucket == "cycle:s:p1:ai" }?.refundedBy == nil)
             #expect(try await destinations()["cycle:s:p1:ai"] == "cycle:s:p1:ai")
+            #expect(try await destinations(open: ["topup:a:ai"])["cycle:s:p1:ai"] == nil, "reversed, a window no longer live takes nothing back")
             // An earlier period's prorated refund claws back from the window and claims what is held (sql/0057): the
             // window stays open to the held credits, which pay the claim first.
             try await post("claim:clawback:p0:1700000000002:cycle:s:p1:ai", "cycle:s:p1:ai", 2)
             try await post("clawback:p0:1700000000002:cycle:s:p1:ai", "cycle:s:p1:ai", -97)
             #expect(try await destinations()["cycle:s:p1:ai"] == "cycle:s:p1:ai", "a claw-back does not close the window")
-            // The same read for a spend's reversal (credit_buckets_since).
-            let spendSince = try await harness.client.query(
-                "SELECT credit_buckets_since(\(CreditHold.debitKey(hold, 0)), ARRAY['cycle:s:p1:ai'])::text", logger: TestDatabase.logger
-            ).collect().first?.decode(String.self)
-            let spendRead = try JSONDecoder().decode([CreditHold.BucketSince].self, from: Data((spendSince ?? "[]").utf8))
+            // A spend's reversal reads the claw-back as a hold's end does: no refund, a claim on the window.
+            let spendRead = try await spendSince()
             #expect(spendRead.map(\.refunded) == [false] && spendRead.first?.claims?.map(\.outstanding) == [2], "\(spendRead)")
+            #expect(spendRead.first?.owner == "a" && spendRead.first?.kind == "cycle", "\(spendRead)")
             #expect(
                 CreditHold.claims(try await since())["cycle:s:p1:ai"] == [.init(key: "claim:clawback:p0:1700000000002:cycle:s:p1:ai", outstanding: 2)]
             )

@@ -44,7 +44,7 @@ extension CreditHolds {
             var postings: [LedgerEntry] = []
             if !spend.debits.isEmpty {
                 let open = Set((try await ledger.liveBuckets(of: [account], at: now, on: connection)[account] ?? []).map(\.bucket.key))
-                let destinations = CreditHold.destinations(spend.since, open: open)
+                let destinations = CreditHold.destinations(spend.since, open: open, account: account)
                 let claims = CreditHold.claims(spend.since)
                 guard let outcome = HoldSettlement.settle(spend.debits, charge: 0, destination: { destinations[$0] }, claims: { claims[$0] ?? [] })
                 else {
@@ -52,11 +52,16 @@ extension CreditHolds {
                 }
                 // Each return under the key of the debit it gives back (a spend takes from a bucket once); a claim's
                 // payment names the reversal without the account or the app's key.
+                let payer = { UsageRequests.reversalPayer(idempotencyKey: idempotencyKey, micros: spend.micros, index: $0) }
                 postings = CreditHold.returnEntries(
                     of: outcome, debits: spend.debits, reason: "usage reversed",
-                    key: { UsageRequests.reversalKey(debitKeyPrefix: spend.debitKeyPrefix, index: $0) },
-                    payer: { UsageRequests.reversalPayer(idempotencyKey: idempotencyKey, micros: spend.micros, index: $0) })
-                (reversal.returned, reversal.lapsed) = (outcome.returned, outcome.lapsed)
+                    key: { UsageRequests.reversalKey(debitKeyPrefix: spend.debitKeyPrefix, index: $0) }, payer: payer)
+                // What comes back to a window a refund took from, the refund takes, as for a hold's end: named as a claim's
+                // payment is, without the account or the app's key (an erasure does not rewrite a window's refund rows).
+                let takes = CreditHold.refundTakes(of: outcome, debits: spend.debits, since: spend.since, account: account, key: payer)
+                postings += takes
+                let taken = takes.reduce(0) { $0 - $1.delta }
+                (reversal.returned, reversal.lapsed) = (outcome.returned - taken, outcome.lapsed + taken)
             }
             try await usageRequests.recordReversal(reversal, of: account, idempotencyKey: idempotencyKey, posting: postings, on: connection)
             return .reversed(reversal, meter: spend.meter, amount: spend.amount)

@@ -181,7 +181,8 @@ struct HoldGroup: Sendable {
         // An account taking a hold in the group has its live buckets; for one only ending holds, the hold's read says.
         let open = balances[hold.account].map { Set($0.map(\.bucket.key)) } ?? Set(entry.since.filter { $0.open == true }.map(\.bucket))
         let destinations =
-            entry.takenHere ? CreditHold.destinations(ofUntouched: hold.debits, open: open) : CreditHold.destinations(entry.since, open: open)
+            entry.takenHere
+            ? CreditHold.destinations(ofUntouched: hold.debits, open: open) : CreditHold.destinations(entry.since, open: open, account: hold.account)
         let claims = CreditHold.claims(entry.since, less: claimsPaid)
         // An unlimited meter's hold took nothing from any bucket: it is charged without a ledger row.
         let outcome =
@@ -191,12 +192,18 @@ struct HoldGroup: Sendable {
         guard let outcome else { return .overHeld(hold) }
         for payment in outcome.payments { claimsPaid[payment.claim, default: 0] += payment.amount }
         postings += CreditHold.endEntries(of: hold, outcome: outcome)
-        for back in outcome.returns {
+        // What comes back to a window a refund took from, the refund takes (not the customer's while it stands).
+        let takes = CreditHold.refundTakes(
+            of: outcome, debits: hold.debits, since: entry.since, account: hold.account, key: { CreditHold.returnKey(hold.id, $0) })
+        postings += takes
+        let refunded = Set(takes.map(\.bucket))
+        for back in outcome.returns where !refunded.contains(back.bucket) {
             if let index = balances[hold.account]?.firstIndex(where: { $0.bucket.key == back.bucket }) {
                 balances[hold.account]?[index].balance += back.amount
             }
         }
-        (hold.state, hold.charged, hold.returned, hold.lapsed, hold.endedAt) = (ending, charge, outcome.returned, outcome.lapsed, now)
+        let taken = takes.reduce(0) { $0 - $1.delta }
+        (hold.state, hold.charged, hold.returned, hold.lapsed, hold.endedAt) = (ending, charge, outcome.returned - taken, outcome.lapsed + taken, now)
         entry.hold = hold
         entry.endedHere = true
         return ending == state ? .ended(hold) : .alreadyEnded(hold)

@@ -1,27 +1,49 @@
 import Entitlements
 import Foundation
+import Subscriptions
 
 // The ledger rows a hold writes, as the credit rules shape them: pure, so the order of a hold's end and a reset, an
 // upgrade or a refund is property-tested without a database (CreditsTests); Persistence only writes them.
 extension CreditHold {
-    /// Where each bucket of `since` takes a debit of the hold back now (docs/credits.md, "Where credits go back"):
-    /// the top-up an upgrade carried the bucket's unspent credits to, while that carry stands; else the bucket itself
-    /// while it is among `open` — unless it is a window (not a top-up) a refund took from since the hold (a top-up's
-    /// refund takes back its own purchase's credits, not those held; a claw-back takes a number of credits and claims
-    /// what was held, sql/0057); else nowhere.
-    public static func destinations(_ since: [BucketSince], open: Set<String>) -> [String: String] {
+    /// Where each bucket of `since` takes a debit of `account`'s hold back now (docs/credits.md, "Where credits go
+    /// back"): the top-up an upgrade carried the bucket's unspent credits to, while that carry stands; else a cycle
+    /// window a refund took from since the hold, still the account's, open or not — the refund takes them there
+    /// (``refundTakes(of:debits:since:account:key:)``), so that its reversal gives them back; else the bucket itself
+    /// while it is among `open` and no refund took from it (a top-up's refund takes back its own purchase's credits,
+    /// not those held; a claw-back takes a number of credits and claims what was held, sql/0057); else nowhere.
+    public static func destinations(_ since: [BucketSince], open: Set<String>, account: AccountID) -> [String: String] {
         var destinations: [String: String] = [:]
         for bucket in since {
             if let carried = bucket.carriedTo {
                 destinations[bucket.bucket] = carried
-            } else if open.contains(bucket.bucket), CreditBucket.Kind(bucket.kind ?? "") == .topUp || !bucket.refunded {
+            } else if bucket.refund(takingFor: account) != nil
+                || (open.contains(bucket.bucket) && (CreditBucket.Kind(bucket.kind ?? "") == .topUp || !bucket.refunded))
+            {
                 destinations[bucket.bucket] = bucket.bucket
             }
         }
         return destinations
     }
 
-    /// ``destinations(_:open:)`` of a hold nothing was posted to since it was taken (one taken and ended in the same
+    /// What a standing refund takes of what `outcome` gives back to its window (``destinations(_:open:account:)``): per
+    /// debit, the credits that went back to its own bucket (after claims took their part), under the key of the
+    /// refund's first row and the return's, `<refund row>:back:<key(index)>` — a `refund:` row of the refund's stamp,
+    /// which the refund's later derivations count as theirs and its reversal gives back (docs/credits.md, "Held credits
+    /// of a refunded window"). The window then holds what the refund would have left had the credits come back before it.
+    public static func refundTakes(
+        of outcome: HoldSettlement.Outcome, debits: [HoldSettlement.Debit], since: [BucketSince], account: AccountID, key: (Int) -> String
+    ) -> [LedgerEntry] {
+        var takes: [LedgerEntry] = []
+        for (index, debit) in debits.enumerated() {
+            guard let refund = since.first(where: { $0.bucket == debit.bucket })?.refund(takingFor: account) else { continue }
+            let back = outcome.returns.filter { $0.from == debit.bucket && $0.bucket == debit.bucket }.reduce(0) { $0 + $1.amount }
+            guard back > 0 else { continue }
+            takes.append(LedgerEntry(operationKey: "\(refund):back:\(key(index))", bucket: debit.bucket, delta: -back, reason: "refund"))
+        }
+        return takes
+    }
+
+    /// ``destinations(_:open:account:)`` of a hold nothing was posted to since it was taken (one taken and ended in the same
     /// group of requests): no carry, no refund, so each debit's bucket takes its credits back while it is `open`.
     public static func destinations(ofUntouched debits: [HoldSettlement.Debit], open: Set<String>) -> [String: String] {
         Dictionary(uniqueKeysWithValues: Set(debits.map(\.bucket)).filter(open.contains).map { ($0, $0) })
@@ -60,6 +82,11 @@ extension CreditHold {
             }
     }
 
+    /// The key of what a hold's end gives back of its debit `index`, `hold-return:<id>:<n>`: keyed by the debit it gives
+    /// back (a hold takes once from each bucket), not by its place among the returns, so two ends of one hold, however
+    /// they raced, write the same keys, and the second's are skipped.
+    public static func returnKey(_ id: UUID, _ index: Int) -> String { "hold-return:\(id.lowercasedText):\(index)" }
+
     /// The ledger rows of a new hold: its debits (reason `hold`), `hold:<id>:<n>`.
     public static func debitEntries(of hold: CreditHold) -> [LedgerEntry] {
         hold.debits.enumerated().map { index, debit in
@@ -74,9 +101,7 @@ extension CreditHold {
     /// three (issue 53's pace).
     public static func endEntries(of hold: CreditHold, outcome: HoldSettlement.Outcome) -> [LedgerEntry] {
         let id = hold.id.lowercasedText
-        // Keyed by the debit it gives back (a hold takes once from each bucket), not by its place among the returns:
-        // two ends of one hold, however they raced, write the same keys, and the second's are skipped.
-        func returnKey(_ index: Int) -> String { "hold-return:\(id):\(index)" }
+        func returnKey(_ index: Int) -> String { Self.returnKey(hold.id, index) }
         var entries = returnEntries(of: outcome, debits: hold.debits, reason: "hold returned", key: returnKey, payer: returnKey)
         // The charge is taken from the front of the debits (HoldSettlement): the n-th charged is the n-th debit's.
         for (index, charged) in outcome.charged.enumerated() {

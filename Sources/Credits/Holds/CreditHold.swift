@@ -77,11 +77,27 @@ extension CreditHold {
         /// The unpaid claims made since on the bucket its credits go back to (itself, or the top-up of a carry
         /// standing), oldest first (sql/0038; absent from a read of sql/0037's).
         public var claims: [HoldSettlement.Claim]?
+        /// The key of the first row of the refund that took from it since and stands (``refunded``; sql/0059, `nil` from
+        /// a read before it).
+        public var refundedBy: String?
+        /// The account the bucket is of at the read: its own, or its subscription's holder (sql/0059).
+        public var owner: String?
 
         public init(
-            bucket: String, kind: String?, open: Bool? = nil, carriedTo: String? = nil, refunded: Bool = false, claims: [HoldSettlement.Claim]? = nil
+            bucket: String, kind: String?, open: Bool? = nil, carriedTo: String? = nil, refunded: Bool = false, claims: [HoldSettlement.Claim]? = nil,
+            refundedBy: String? = nil, owner: String? = nil
         ) {
             (self.bucket, self.kind, self.open, self.carriedTo, self.refunded, self.claims) = (bucket, kind, open, carriedTo, refunded, claims)
+            (self.refundedBy, self.owner) = (refundedBy, owner)
+        }
+
+        /// The refund row under whose key a standing refund of this window takes what comes back to it for `account`
+        /// (``CreditHold/refundTakes(of:debits:since:account:key:)``): a subscription's cycle window (the buckets a
+        /// period's refund takes from; a top-up's refund takes back its own purchase only) that a refund took from, no
+        /// carry standing, still `account`'s.
+        public func refund(takingFor account: AccountID) -> String? {
+            guard refunded, carriedTo == nil, CreditBucket.Kind(kind ?? "") == .cycle, owner == account.text else { return nil }
+            return refundedBy
         }
     }
 }

@@ -3,9 +3,10 @@
 ///
 /// A hold took `debits` from buckets in spend order (``SpendPlan``). It is charged from the front of that order, as a
 /// spend of the charged amount would have been, and the rest goes back from the tail. Each debit's rest goes to
-/// `destination(bucket)`: the bucket itself while it is open, the bucket its unspent credits moved to (an upgrade's
-/// carry-over), or nowhere (`nil`) when the bucket closed meanwhile — a cycle reset, a refund that took its credits
-/// back. Credits that go nowhere lapse, as they would have had they never been held: a hold neither saves credits
+/// `destination(bucket)`: the bucket itself while it is open (or, closed by a refund that took from it, for that refund
+/// to take them: ``CreditHold/refundTakes(of:debits:since:account:key:)``), the bucket its unspent credits moved to (an
+/// upgrade's carry-over), or nowhere (`nil`) when the bucket closed meanwhile — a cycle reset, a refund that found
+/// nothing left in it. Credits that go nowhere lapse, as they would have had they never been held: a hold neither saves credits
 /// from a reset or a refund nor costs the customer any that would have survived them, so the end is the same
 /// whichever came first.
 ///

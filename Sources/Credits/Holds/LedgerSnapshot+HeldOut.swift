@@ -1,8 +1,9 @@
 extension LedgerSnapshot {
     /// The credits taken from `bucket` by holds that have not ended, as the ledger shows them: each hold's debit row
     /// (`hold:<id>:<n>`) without a row of its end (`hold-return:<id>:<n>`, `hold-charge:<id>:<n>`), which every end that
-    /// gives back or charges anything writes. None of a window's count once a refund took from it (not reversed): their
-    /// credits cannot come back to it (``CreditHold/destinations(_:open:)``). An end whose credits all lapsed writes no
+    /// gives back or charges anything writes. None of a window's count once a refund took from it (not reversed): what
+    /// comes back to it is the refund's to take (``CreditHold/refundTakes(of:debits:since:account:key:)``), not a
+    /// claw-back's to claim (a claw-back takes from live windows, which such a window is not). An end whose credits all lapsed writes no
     /// row; it lapses them only from a bucket no longer open to the account, which a claw-back does not take from.
     func heldOut(of bucket: CreditBucket) -> Int64 {
         guard !isRefundedWindow(bucket) else { return 0 }
@@ -25,7 +26,7 @@ extension LedgerSnapshot {
         return heldOut(of: bucket) + spent
     }
 
-    /// A window a refund took from (not reversed): credits coming back to it lapse.
+    /// A window a refund took from (not reversed): credits coming back to it are the refund's.
     private func isRefundedWindow(_ bucket: CreditBucket) -> Bool {
         bucket.kind != .topUp
             && entries(of: bucket.key).contains { $0.operationKey.hasPrefix("refund:") && $0.delta < 0 && !isPosted("reversed:" + $0.operationKey) }
