@@ -26,6 +26,12 @@ struct RefundTakeRuleTests {
             (since(open: true), window),
             (since(owner: "b"), nil),
             (since(owner: nil), nil),
+            // Owners that are neighbours of the account "a" are other accounts: matched whole, never as a prefix or
+            // without case.
+            (since(owner: "A"), nil),
+            (since(owner: "ab"), nil),
+            (since(owner: "a:"), nil),
+            (since(owner: ""), nil),
             (since(open: true, owner: "b"), nil),
             (since(refundedBy: nil), nil),
             (since(open: true, refundedBy: nil), nil),
