@@ -8,16 +8,36 @@ import Testing
 @testable import IntegrationSupport
 
 /// Where a hold's credits can go back, decided by `CreditHold.destinations` from what a group's read
-/// (`lock_accounts_read_hold_group`, sql/0040) finds in the ledger rows posted after the hold — the SQL side of docs/credits.md's "Where credits go back", against rows shaped as the credit rules write
-/// them (SubscriptionCredits+Refunds, TopUpCredits), on real PostgreSQL.
+/// (`lock_accounts_read_hold_group`, sql/0040) finds in the ledger rows posted after the hold and, for an App Store
+/// window whose refund found nothing left, in its subscription's row (sql/0060) — the SQL side of docs/credits.md's
+/// "Where credits go back", against rows shaped as the credit rules write them (SubscriptionCredits+Refunds,
+/// TopUpCredits) and the lifecycle stores them, on real PostgreSQL.
 @Suite("Hold destinations: refunds, reversals and carry-overs after a hold")
 struct HoldDestinationTests {
+    /// What the group's read (`lock_accounts_read_hold_group`) says became of each bucket `hold` took from.
+    static func since(_ hold: UUID, harness: StorekeeperHarness) async throws -> [CreditHold.BucketSince] {
+        let read = try await harness.client.withTransaction(logger: TestDatabase.logger) {
+            try await CreditHoldStore(logger: TestDatabase.logger).lockAccountsReadHoldsAndStatus(
+                accounts: [], ids: [hold], keys: [], taking: [], at: Date(), on: $0
+            ).holds
+        }
+        #expect(read.count == 1 && read.first?.hold.id == hold)
+        return read.first?.since ?? []
+    }
+
+    /// The same for a spend's reversal (`credit_buckets_since`), of the window `cycle:s:p1:ai` since `hold`'s first debit.
+    static func spendSince(_ hold: UUID, harness: StorekeeperHarness) async throws -> [CreditHold.BucketSince] {
+        let text = try await harness.client.query(
+            "SELECT credit_buckets_since(\(CreditHold.debitKey(hold, 0)), ARRAY['cycle:s:p1:ai'])::text", logger: TestDatabase.logger
+        ).collect().first?.decode(String.self)
+        return try JSONDecoder().decode([CreditHold.BucketSince].self, from: Data((text ?? "[]").utf8))
+    }
+
     @Test(
         "a top-up's bucket takes its credits back whatever was refunded from it; a window refunded since takes them back for the refund to take while it is the hold's account's (else they lapse), until the refund is reversed; one clawed back from stays open with its claim; an upgrade's carry-over is followed while it stands"
     )
     func rules() async throws {
         try await StorekeeperHarness.run(worker: false) { harness in
-            let store = CreditHoldStore(logger: TestDatabase.logger)
             let hold = UUID()
             func post(_ key: String, _ bucket: String, _ delta: Int) async throws {
                 try await harness.client.query(
@@ -42,20 +62,9 @@ struct HoldDestinationTests {
                     '[{"bucket": "cycle:s:p1:ai", "amount": 5}, {"bucket": "topup:a:ai", "amount": 3}]', now(), now() + interval '1 hour')
                 """, logger: TestDatabase.logger)
             let buckets = ["cycle:s:p1:ai", "topup:a:ai"]
-            func since() async throws -> [CreditHold.BucketSince] {
-                let read = try await harness.client.withTransaction(logger: TestDatabase.logger) {
-                    try await store.lockAccountsReadHoldsAndStatus(accounts: [], ids: [hold], keys: [], taking: [], at: Date(), on: $0).holds
-                }
-                #expect(read.count == 1 && read.first?.hold.id == hold)
-                return read.first?.since ?? []
-            }
+            func since() async throws -> [CreditHold.BucketSince] { try await Self.since(hold, harness: harness) }
             // The same read for a spend's reversal (credit_buckets_since), of the window.
-            func spendSince() async throws -> [CreditHold.BucketSince] {
-                let text = try await harness.client.query(
-                    "SELECT credit_buckets_since(\(CreditHold.debitKey(hold, 0)), ARRAY['cycle:s:p1:ai'])::text", logger: TestDatabase.logger
-                ).collect().first?.decode(String.self)
-                return try JSONDecoder().decode([CreditHold.BucketSince].self, from: Data((text ?? "[]").utf8))
-            }
+            func spendSince() async throws -> [CreditHold.BucketSince] { try await Self.spendSince(hold, harness: harness) }
             func destinations(open: Set<String> = Set(buckets)) async throws -> [String: String] {
                 CreditHold.destinations(try await since(), open: open, account: try #require(AccountID("a")))
             }
@@ -120,6 +129,89 @@ struct HoldDestinationTests {
             // …while the carry stands: a refund of the upgrade takes it back, and the held credits lapse with it.
             try await post("refund:p2:1700000000001:carry:p2:cycle:s:p1:ai:in", "topup:a:carried", -95)
             #expect(try await destinations(open: ["topup:a:ai"])["cycle:s:p1:ai"] == nil)
+        }
+    }
+
+    @Test(
+        "an App Store window whose refund found nothing left is read as refunded, under the key the credit rules give that refund's removal (refund:<period>:<revocation in ms>:<bucket>, from the stored period and revoked_at, to the millisecond); not for another period, another store, a subscription not refunded, or a top-up"
+    )
+    func refundThatFoundNothingLeft() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let hold = UUID()
+            func query(_ text: PostgresQuery) async throws { try await harness.client.query(text, logger: TestDatabase.logger) }
+            // The month's window, closed by the refund a minute ago, with all its 10 credits held, and a top-up's 3.
+            try await query(
+                """
+                INSERT INTO credit_buckets (key, meter, kind, original_transaction_id, billing_period, account_id, valid_from, valid_until)
+                VALUES ('cycle:s:p1:ai', 'ai_requests', 'cycle', 's', 'p1', NULL, now() - interval '1 day', now() - interval '1 minute'),
+                       ('topup:a:ai', 'ai_requests', 'topup', NULL, NULL, 'a', now() - interval '1 day', NULL)
+                """)
+            try await query("INSERT INTO credit_ledger (operation_key, bucket, delta, reason) VALUES ('grant:p1:ai', 'cycle:s:p1:ai', 10, 'test')")
+            try await query("INSERT INTO credit_ledger (operation_key, bucket, delta, reason) VALUES ('topup:sale-a:ai', 'topup:a:ai', 3, 'test')")
+            try await query(
+                """
+                INSERT INTO credit_ledger (operation_key, bucket, delta, reason)
+                VALUES (\(CreditHold.debitKey(hold, 0)), 'cycle:s:p1:ai', -10, 'hold'), (\(CreditHold.debitKey(hold, 1)), 'topup:a:ai', -3, 'hold')
+                """)
+            try await query(
+                """
+                INSERT INTO credit_holds (id, account_id, idempotency_key, meter, amount, debits, created_at, expires_at)
+                VALUES (\(hold), 'a', 'k', 'ai_requests', 13,
+                    '[{"bucket": "cycle:s:p1:ai", "amount": 10}, {"bucket": "topup:a:ai", "amount": 3}]', now(), now() + interval '1 hour')
+                """)
+            try await query(
+                """
+                INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew, auto_renew_product_id,
+                    purchase_date, expires_at, is_trial, ownership, latest_transaction_id, last_event_type, last_signed_date, last_event_id, billing_period,
+                    store)
+                VALUES ('s', 'a', 'pro.monthly', 'Sandbox', 'active', true, 'pro.monthly', now() - interval '1 day', now() + interval '29 days',
+                    false, 'PURCHASED', 's', 'SUBSCRIBED', 0, '', 'p1', 'app_store')
+                """)
+            func since() async throws -> [String: CreditHold.BucketSince] {
+                Dictionary(uniqueKeysWithValues: try await Self.since(hold, harness: harness).map { ($0.bucket, $0) })
+            }
+            func spendSince() async throws -> CreditHold.BucketSince? { try await Self.spendSince(hold, harness: harness).first }
+            let account = try #require(AccountID("a"))
+            func destinations() async throws -> [String: String] {
+                CreditHold.destinations(Array(try await since().values), open: ["topup:a:ai"], account: account)
+            }
+            #expect(try await since()["cycle:s:p1:ai"]?.refunded == false, "not refunded")
+            #expect(try await destinations() == ["topup:a:ai": "topup:a:ai"], "a closed window, not refunded, takes nothing back")
+            // Refunded at dates whose milliseconds a double cannot hold exactly, as Apple's revocationDate arrives and
+            // the lifecycle stores it (a Date bound as timestamptz).
+            let dates: [Int64] = [1_700_000_000_000, 1_700_000_000_001, 1_733_300_000_123, 1_796_369_118_845, 1_796_369_118_999, 4_102_444_799_999]
+            for milliseconds in dates {
+                let revokedAt = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+                try await query("UPDATE subscriptions SET status = 'refunded', revoked_at = \(revokedAt) WHERE original_transaction_id = 's'")
+                let key = "refund:p1:\(milliseconds):cycle:s:p1:ai"
+                let read = try await since()
+                #expect(read["cycle:s:p1:ai"]?.refunded == true && read["cycle:s:p1:ai"]?.refundedBy == key, "\(milliseconds): \(read)")
+                #expect(read["topup:a:ai"]?.refunded == false && read["topup:a:ai"]?.refundedBy == nil, "a top-up is not the period's")
+                #expect(try await spendSince()?.refundedBy == key, "\(milliseconds): a spend's reversal reads the same")
+                #expect(try await destinations() == ["cycle:s:p1:ai": "cycle:s:p1:ai", "topup:a:ai": "topup:a:ai"], "\(milliseconds)")
+            }
+            // Revoked (Family Sharing) the same; a period not the window's, another store, or the stamp gone: nothing.
+            try await query("UPDATE subscriptions SET status = 'revoked' WHERE original_transaction_id = 's'")
+            #expect(try await since()["cycle:s:p1:ai"]?.refundedBy == "refund:p1:4102444799999:cycle:s:p1:ai")
+            let others: [(String, String)] = [
+                ("billing_period = 'p2'", "another period in force"), ("store = 'stripe'", "a Stripe subscription's revoked_at is when access ended"),
+                ("revoked_at = NULL", "no revocation date stored"), ("status = 'expired'", "not refunded"),
+            ]
+            for (change, why) in others {
+                try await query(PostgresQuery(unsafeSQL: "UPDATE subscriptions SET \(change) WHERE original_transaction_id = 's'"))
+                #expect(try await since()["cycle:s:p1:ai"]?.refundedBy == nil, "\(why)")
+                #expect(try await destinations()["cycle:s:p1:ai"] == nil, "\(why)")
+                try await query(
+                    """
+                    UPDATE subscriptions SET billing_period = 'p1', store = 'app_store', status = 'revoked', revoked_at = to_timestamp(4102444799.999)
+                    WHERE original_transaction_id = 's'
+                    """)
+                #expect(try await since()["cycle:s:p1:ai"]?.refundedBy == "refund:p1:4102444799999:cycle:s:p1:ai", "\(why), set back")
+            }
+            // The subscription moved to another account: the read names the refund, the rule takes nothing for this one.
+            try await query("UPDATE subscriptions SET account_id = 'b' WHERE original_transaction_id = 's'")
+            #expect(try await since()["cycle:s:p1:ai"]?.owner == "b")
+            #expect(try await destinations()["cycle:s:p1:ai"] == nil, "another account's window")
         }
     }
 

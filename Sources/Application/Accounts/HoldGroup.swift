@@ -192,7 +192,8 @@ struct HoldGroup: Sendable {
         guard let outcome else { return .overHeld(hold) }
         for payment in outcome.payments { claimsPaid[payment.claim, default: 0] += payment.amount }
         postings += CreditHold.endEntries(of: hold, outcome: outcome)
-        // What comes back to a window a refund took from, the refund takes (not the customer's while it stands).
+        // What comes back to a window a standing refund took from (or found empty), the refund takes (not the
+        // customer's while it stands).
         let takes = CreditHold.refundTakes(
             of: outcome, debits: hold.debits, since: entry.since, account: hold.account, key: { CreditHold.returnKey(hold.id, $0) })
         postings += takes

@@ -7,7 +7,8 @@ import Subscriptions
 extension CreditHold {
     /// Where each bucket of `since` takes a debit of `account`'s hold back now (docs/credits.md, "Where credits go
     /// back"): the top-up an upgrade carried the bucket's unspent credits to, while that carry stands; else a cycle
-    /// window a refund took from since the hold, still the account's, open or not — the refund takes them there
+    /// window a refund took from since the hold (or, the App Store's, whose period stands refunded, sql/0060), still
+    /// the account's, open or not — the refund takes them there
     /// (``refundTakes(of:debits:since:account:key:)``), so that its reversal gives them back; else the bucket itself
     /// while it is among `open` and no refund took from it (a top-up's refund takes back its own purchase's credits,
     /// not those held; a claw-back takes a number of credits and claims what was held, sql/0057); else nowhere.
@@ -27,9 +28,10 @@ extension CreditHold {
 
     /// What a standing refund takes of what `outcome` gives back to its window (``destinations(_:open:account:)``): per
     /// debit, the credits that went back to its own bucket (after claims took their part), under the key of the
-    /// refund's first row and the return's, `<refund row>:back:<key(index)>` — a `refund:` row of the refund's stamp,
-    /// which the refund's later derivations count as theirs and its reversal gives back (docs/credits.md, "Held credits
-    /// of a refunded window"). The window then holds what the refund would have left had the credits come back before it.
+    /// refund's row (``BucketSince/refundedBy``) and the return's, `<refund row>:back:<key(index)>` — a `refund:` row
+    /// of the refund's stamp, which the refund's later derivations count as theirs and its reversal gives back
+    /// (docs/credits.md, "Held credits of a refunded window"). The window then holds what the refund would have left had
+    /// the credits come back before it.
     public static func refundTakes(
         of outcome: HoldSettlement.Outcome, debits: [HoldSettlement.Debit], since: [BucketSince], account: AccountID, key: (Int) -> String
     ) -> [LedgerEntry] {

@@ -72,13 +72,16 @@ extension CreditHold {
         public var open: Bool?
         public var carriedTo: String?
         /// A refund took from it since and was not reversed (`refund:…`; a claw-back's `clawback:…` not, since
-        /// sql/0057).
+        /// sql/0057), or — an App Store window — its subscription stands refunded in the window's period, whether or
+        /// not the refund found anything to take (sql/0060).
         public var refunded: Bool
         /// The unpaid claims made since on the bucket its credits go back to (itself, or the top-up of a carry
         /// standing), oldest first (sql/0038; absent from a read of sql/0037's).
         public var claims: [HoldSettlement.Claim]?
-        /// The key of the first row of the refund that took from it since and stands (``refunded``; sql/0059, `nil` from
-        /// a read before it).
+        /// The key of the refund's row under which it takes what comes back (``refunded``; `nil` from a read before
+        /// sql/0059): for an App Store window, the key the credit rules give the refund's removal from it, named from
+        /// the subscription, whether or not the refund found anything to take (sql/0060); else the first row of the
+        /// refund that took from it since and stands (sql/0059).
         public var refundedBy: String?
         /// The account the bucket is of at the read: its own, or its subscription's holder (sql/0059).
         public var owner: String?
@@ -93,8 +96,8 @@ extension CreditHold {
 
         /// The refund row under whose key a standing refund of this window takes what comes back to it for `account`
         /// (``CreditHold/refundTakes(of:debits:since:account:key:)``): a subscription's cycle window (the buckets a
-        /// period's refund takes from; a top-up's refund takes back its own purchase only) that a refund took from, no
-        /// carry standing, still `account`'s.
+        /// period's refund takes from; a top-up's refund takes back its own purchase only) that a standing refund
+        /// took from or, the App Store's, left empty (``refunded``), no carry standing, still `account`'s.
         public func refund(takingFor account: AccountID) -> String? {
             guard refunded, carriedTo == nil, CreditBucket.Kind(kind ?? "") == .cycle, owner == account.text else { return nil }
             return refundedBy
