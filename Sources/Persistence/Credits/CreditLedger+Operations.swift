@@ -33,7 +33,8 @@ extension CreditLedger {
     /// Posts what the credit rules decided, in order, inside the caller's transaction, and reads the status inputs of
     /// `accounts` (``statusInputs(of:at:orLater:on:)`` with `orLater`; every one has an entry, empty for an account
     /// with nothing) at `now` as the posts leave them: one round trip
-    /// (`post_credit_operations`, sql/0021 and sql/0022), none when there is neither anything to post nor to read.
+    /// (`post_credit_operations`, sql/0021 and sql/0022; the buckets and the ledger rows each in one statement since
+    /// sql/0061, but where the list ends a window), none when there is neither anything to post nor to read.
     @discardableResult
     public func apply(
         _ operations: [LedgerOperation], readingStatusOf accounts: [AccountID] = [], at now: Date,
