@@ -7,10 +7,13 @@
 -- Now the buckets the operations open are inserted in one statement and their ledger rows in one more, each in the
 -- operations' order (so the rows' ids follow it, as before), and the triggers run once for the group's rows. What the
 -- loop did stays exactly so: a bucket named twice keeps its first opening (ON CONFLICT DO NOTHING skips a key proposed
--- earlier in the same statement too), an operation key posted already or twice is skipped and not returned, every
--- ledger row finds its bucket inserted. Only where a list ends a window (`window_end`: a refund, an upgrade) does the
--- order of bucket writes matter — an end before the bucket's opening in the list did nothing — and the loop runs as it
--- did; renewals and first purchases end none. Same signature: CREATE OR REPLACE swaps the body in place.
+-- earlier in the same statement too), an operation key posted already or twice is skipped and not returned. One list
+-- the loop refused is now taken: a row posted to a bucket that the list opens only later (the loop's row found no
+-- bucket for its kept balance); the credit rules open a bucket with its first row and never write one. Only where a
+-- list ends a window (`window_end`: a refund, an upgrade) does the order of bucket writes matter — an end before the
+-- bucket's opening in the list did nothing — and the loop runs as it did; renewals and first purchases end none. A
+-- call with nothing to post (the status of accounts alone) inserts nothing: a statement trigger fires even for no
+-- rows. Same signature: CREATE OR REPLACE swaps the body in place.
 CREATE OR REPLACE FUNCTION post_credit_operations(operations jsonb, status_accounts text[], at_time timestamptz)
 RETURNS TABLE (subscription subscriptions, bucket_key text, bucket_meter text, bucket_kind text, bucket_subscription text,
     bucket_billing_period text, bucket_account text, bucket_valid_from timestamptz, bucket_valid_until timestamptz,
@@ -53,7 +56,7 @@ BEGIN
                 END IF;
             END IF;
         END LOOP;
-    ELSE
+    ELSIF jsonb_array_length(operations) > 0 THEN
         INSERT INTO credit_buckets (key, meter, kind, original_transaction_id, billing_period, account_id, valid_from,
             valid_until, price)
         SELECT o.bucket, o.meter, o.bucket_kind, o.subscription, o.billing_period, o.account,

@@ -119,7 +119,46 @@ struct PostsInOneStatementTests {
         }
     }
 
-    @Test("a list that ends a window it opened still ends it: the loop runs, and the rows it posts are answered")
+    @Test(
+        "one list worked by hand: a key posted twice is written once, a bucket opened twice keeps its first window, a zero delta opens a bucket and writes no row, a row before its bucket's opening is taken, nothing posted reads the status alone"
+    )
+    func byHand() async throws {
+        try await TestDatabase.withMigratedClient(maximumConnections: 1) { client in
+            let ledger = CreditLedger(catalogue: try TierCatalogue.load(path: "config/tiers.yml").get(), logger: TestDatabase.logger)
+            let space = "hand-\(UUID().uuidString.prefix(8))"
+            let month = Opening(topUp: false, from: 0, days: 30, price: 9_990)
+            let posted = try await client.withTransaction(logger: TestDatabase.logger) { connection in
+                try await ledger.post(
+                    Self.operations(
+                        [
+                            .post(key: 0, bucket: 0, delta: 10, opening: month),
+                            .post(key: 0, bucket: 1, delta: 5, opening: Opening(topUp: true, from: 0, days: nil, price: nil)),
+                            .post(key: 1, bucket: 0, delta: -3, opening: Opening(topUp: false, from: 1, days: 60, price: 1)),
+                            .post(key: 2, bucket: 2, delta: 0, opening: Opening(topUp: true, from: 0, days: nil, price: nil)),
+                            .post(key: 3, bucket: 3, delta: 4, opening: nil),
+                            .post(key: 4, bucket: 3, delta: 1, opening: Opening(topUp: true, from: 0, days: nil, price: nil)),
+                        ], in: space), at: Self.start, on: connection
+                ).posted
+            }
+            #expect(posted == ["\(space):k0", "\(space):k1", "\(space):k3", "\(space):k4"])
+            let stored = try await Self.stored(in: space, client: client)
+            let at = Self.start.timeIntervalSince1970
+            #expect(stored.ledger == [":k0 :b0 10 cycle \(at)", ":k1 :b0 -3 usage \(at)", ":k3 :b3 4 cycle \(at)", ":k4 :b3 1 cycle \(at)"])
+            #expect(stored.buckets.map(\.key) == [":b0", ":b1", ":b2", ":b3"], "the duplicate key's opening is made: the loop made it too")
+            #expect(stored.buckets.first?.description == "ai_requests cycle :s :p0 - \(at) 9990", "the first opening stands")
+            #expect(stored.buckets.first?.validUntil == at + 30 * 86_400)
+            #expect(stored.balances == [":b0 7", ":b3 5"])
+
+            let statusAlone = try await client.withTransaction(logger: TestDatabase.logger) { connection in
+                try await ledger.post([], readingStatusOf: [AccountID(UUID())], at: Self.start, on: connection)
+            }
+            #expect(statusAlone.posted.isEmpty && statusAlone.statuses.count == 1)
+        }
+    }
+
+    @Test(
+        "a list that ends a window it opened still ends it, and an end listed before its bucket's opening does nothing: the loop runs, and the rows it posts are answered"
+    )
     func windowEnds() async throws {
         try await TestDatabase.withMigratedClient(maximumConnections: 1) { client in
             let ledger = CreditLedger(catalogue: try TierCatalogue.load(path: "config/tiers.yml").get(), logger: TestDatabase.logger)
@@ -136,6 +175,15 @@ struct PostsInOneStatementTests {
             let stored = try await Self.stored(in: space, client: client)
             #expect(stored.buckets.map(\.validUntil) == [end.timeIntervalSince1970], "the window ends where the list says")
             #expect(stored.balances == [":b0 6"])
+
+            let early = try await client.withTransaction(logger: TestDatabase.logger) {
+                let month = Opening(topUp: false, from: 0, days: 30, price: nil)
+                let opening = Self.operations([.post(key: 2, bucket: 1, delta: 5, opening: month)], in: space)
+                return try await ledger.post([.setWindowEnd(bucket: "\(space):b1", end: end)] + opening, at: Self.start, on: $0).posted
+            }
+            #expect(early == ["\(space):k2"])
+            let after = try await Self.stored(in: space, client: client)
+            #expect(after.buckets.last?.key == ":b1" && after.buckets.last?.validUntil == Self.start.timeIntervalSince1970 + 30 * 86_400)
         }
     }
 
