@@ -63,6 +63,9 @@ public struct StorekeeperComponents: Sendable {
     let rechecks: RenewalRechecks?
     /// Stores notifications and enqueues their processing (intake, catch-up, backfill).
     public let inbox: NotificationInbox
+    /// The request-body memory of this process (`STOREKEEPER_HTTP_BODY_MEMORY_MB`), one budget for every router built
+    /// from these components.
+    public let bodyBudget: RequestBodyBudget
     /// The event loop of the database connections and of the group commits (intake, spends), on a thread of its
     /// own; `nil`: NIO's shared event loops, which `serve` also answers HTTP on.
     public let databaseExecutor: EventLoopTaskExecutor?
@@ -178,6 +181,7 @@ public struct StorekeeperComponents: Sendable {
         self.clock = clock
         self.devClock = devClock
         self.logger = logger
+        self.bodyBudget = RequestBodyBudget(bytes: configuration.httpLimits.bodyMemory)
     }
 
     /// A pool of connections to `url`, the primary's or the read replica's.
@@ -292,7 +296,7 @@ public struct StorekeeperComponents: Sendable {
             // Kept with the facts it dated: a restarted `dev` resumes here.
             if let devClock { try await devClockOffset.record(devClock.offsetMilliseconds) }
         }
-        dependencies.shared.bodyBudget = RequestBodyBudget(bytes: configuration.httpLimits.bodyMemory)
+        dependencies.shared.bodyBudget = bodyBudget
         return buildRouter(dependencies)
     }
 
