@@ -65,4 +65,89 @@ struct KeyLookupPlanTests {
             }
         }
     }
+
+    /// A hold's end and a spend given back read, per bucket a hold took from, the refunds, carries and claims posted
+    /// since (sql/0059, sql/0060). Planned on an empty ledger, each `NOT EXISTS` and the carry's join by key were joined
+    /// with a filter over a whole index: a settle of a hold on a refunded window read the ledger's every key (29,046
+    /// blocks at 140,000 rows). Here every lookup finds a row: the bucket was refunded, carried to a top-up and
+    /// claimed on after the hold took from it.
+    @Test(
+        "planned on an empty ledger, a hold's read of the refunds, carries and claims since it took from a bucket probes by key at 140,000 ledger rows"
+    )
+    func sinceHoldPlansMadeOnEmptyTablesStillProbeByKey() async throws {
+        try await TestDatabase.withMigratedClient(maximumConnections: 1) { client in
+            try await client.withConnection { connection in
+                for table in ["credit_ledger", "credit_buckets", "subscriptions", "credit_holds"] {
+                    try await connection.query(
+                        PostgresQuery(unsafeSQL: "ALTER TABLE \(table) SET (autovacuum_enabled = off)"), logger: TestDatabase.logger)
+                }
+                try await connection.query("ANALYZE credit_ledger, credit_buckets, subscriptions, credit_holds", logger: TestDatabase.logger)
+                let hold = "00000000-0000-0000-0000-000000010001"
+                let statements = [
+                    """
+                    SELECT since_hold::text FROM lock_accounts_read_hold_group(ARRAY['account-10001'], ARRAY['\(hold)']::uuid[],
+                        ARRAY[]::text[], ARRAY[]::text[], ARRAY[]::text[], now())
+                    """,
+                    "SELECT credit_buckets_since('hold:\(hold):0', ARRAY['cycle-10001'])::text",
+                ]
+                for statement in statements { _ = try await LiveBucketsReadTests.blocksTouched(by: statement, on: connection) }
+                try await Self.storeHeldAndRefundedWindows(on: connection)
+                for statement in statements {
+                    let rows = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: TestDatabase.logger).collect()
+                    let answer = try #require(try rows.first?.decode(String.self))
+                    let buckets = try #require(try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [[String: Any]])
+                    #expect(buckets.count == 1)
+                    // Each lookup found its row, so each ran: the refund's first row, the carry's top-up, its claim.
+                    #expect(buckets.first?["refundedBy"] as? String == "refund:period-10001:1:cycle-10001")
+                    #expect(buckets.first?["carriedTo"] as? String == "topup-10001")
+                    #expect((buckets.first?["claims"] as? [[String: Any]])?.first?["key"] as? String == "claim:c10001")
+                    let blocks = try await LiveBucketsReadTests.blocksTouched(by: statement, on: connection)
+                    #expect(blocks > 0 && blocks < 60, "\(blocks) blocks: \(statement.prefix(60))")
+                }
+            }
+        }
+    }
+
+    /// 20,000 App Store subscriptions (`otx-N` of `account-N`), each with a cycle window `cycle-N` and a top-up
+    /// `topup-N`; a hold `…0000N` of 5 from the window, and after it a refund of the window, a carry of its credits to
+    /// the top-up, and a claim on the top-up: 140,000 ledger rows.
+    static func storeHeldAndRefundedWindows(on connection: PostgresConnection) async throws {
+        let accounts = "generate_series(2, \(Self.rows + 1)) AS g"
+        try await connection.query(
+            """
+            INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew, is_trial,
+                ownership, latest_transaction_id, last_event_type, last_signed_date, billing_period, revoked_at, store)
+            SELECT 'otx-' || g, 'account-' || g, 'pro.monthly', 'Sandbox', 'active', true, false, 'PURCHASED', 'otx-' || g,
+                'SUBSCRIBED', 0, 'period-' || g, NULL, 'app_store'
+            FROM \(unescaped: accounts)
+            """, logger: TestDatabase.logger)
+        try await connection.query(
+            """
+            INSERT INTO credit_buckets (key, meter, kind, original_transaction_id, billing_period, account_id, valid_from, valid_until)
+            SELECT b.* FROM \(unescaped: accounts) CROSS JOIN LATERAL (VALUES
+                ('cycle-' || g, 'ai_requests', 'cycle', 'otx-' || g, 'period-' || g, NULL, now() - interval '1 day', now() + interval '1 day'),
+                ('topup-' || g, 'ai_requests', 'topup', NULL, NULL, 'account-' || g, now() - interval '1 day', NULL)
+            ) AS b
+            """, logger: TestDatabase.logger)
+        try await connection.query(
+            """
+            INSERT INTO credit_holds (id, account_id, idempotency_key, meter, amount, debits, created_at, expires_at)
+            SELECT ('00000000-0000-0000-0000-' || lpad(g::text, 12, '0'))::uuid, 'account-' || g, 'k', 'ai_requests', 5,
+                jsonb_build_array(jsonb_build_object('bucket', 'cycle-' || g, 'amount', 5)), now(), now() + interval '1 hour'
+            FROM \(unescaped: accounts)
+            """, logger: TestDatabase.logger)
+        for rows in [
+            "('grant:' || g, 'cycle-' || g, 10), ('hold:00000000-0000-0000-0000-' || lpad(g::text, 12, '0') || ':0', 'cycle-' || g, -5)",
+            """
+            ('refund:period-' || g || ':1:cycle-' || g, 'cycle-' || g, -2), ('carry:c' || g || ':out', 'cycle-' || g, -1),
+            ('carry:c' || g || ':in', 'topup-' || g, 1), ('claim:c' || g, 'topup-' || g, 1)
+            """,
+        ] {
+            try await connection.query(
+                """
+                INSERT INTO credit_ledger (operation_key, bucket, delta, reason)
+                SELECT r.* , 'test' FROM \(unescaped: accounts) CROSS JOIN LATERAL (VALUES \(unescaped: rows)) AS r ORDER BY g
+                """, logger: TestDatabase.logger)
+        }
+    }
 }
