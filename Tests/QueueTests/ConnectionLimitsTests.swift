@@ -179,8 +179,8 @@ struct ConnectionLimitsTests {
             try await harness.components.application().test(.live) { client in
                 let port = try #require(client.port)
                 // One 500-KiB body fits the strangers' 768 KiB, a second does not: without the share both fit, and
-                // the 300 KiB below would not. The first is held whole before the others start: bodies that arrive
-                // together may each hold part of the share and be refused together, all of them.
+                // the 300 KiB below would not. One at a time, each after the one before has been held whole or refused:
+                // bodies that arrive together may each hold part of the share and be refused together, all of them.
                 let body = Self.unfinishedBody(kilobytes: 500)
                 let first = try #require(RawConnection(port: port))
                 var firstSent = 0
@@ -188,14 +188,16 @@ struct ConnectionLimitsTests {
                     if firstSent < body.count { firstSent += first.send(Array(body[firstSent...])) }
                     return harness.components.bodyBudget.reservedBytes == 500 * 1024
                 }
-                let others = (0..<3).compactMap { _ in RawConnection(port: port) }
-                #expect(others.count == 3)
-                var sent = [Int](repeating: 0, count: others.count)
-                try await eventually(timeout: .seconds(20), "every stalled body after the first to be refused") {
-                    for (index, connection) in others.enumerated() where sent[index] < body.count && !connection.isClosedByPeer {
-                        sent[index] += connection.send(Array(body[sent[index]...]))
+                for attempt in 1...3 {
+                    let another = try #require(RawConnection(port: port))
+                    var sent = 0
+                    try await eventually(timeout: .seconds(20), "stalled body \(attempt) after the first to be refused") {
+                        if sent < body.count && !another.isClosedByPeer { sent += another.send(Array(body[sent...])) }
+                        return another.isClosedByPeer
                     }
-                    return others.allSatisfy(\.isClosedByPeer)
+                    try await eventually("the refused body's bytes to be released") {
+                        harness.components.bodyBudget.reservedBytes == 500 * 1024
+                    }
                 }
                 let spend = #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "large"}"# + String(repeating: " ", count: 300 * 1024)
                 let answer = try await client.execute(
