@@ -1,14 +1,15 @@
 -- The reads of what happened to a bucket since a hold took from it (sql/0060's credit_buckets_since, for a spend given
 -- back, and lock_accounts_read_hold_group, every hold group's first statement) find each row by its key whatever
--- the statistics their generic plan was made with. Planned on an empty ledger (a new install, a restore before
--- ANALYZE, the benchmarks' databases), each `NOT EXISTS (… WHERE operation_key = …)` became an anti join and the
--- carry's `JOIN credit_ledger i ON i.operation_key = …` a nested loop, both with the key as a join filter over a whole
--- index (`enable_seqscan = off` only turns the table's scan into the index's): a settle of a hold on a refunded window
--- read every key of the ledger — 29,046 blocks at 140,000 rows, a whole index of gigabytes at a million subscribers,
--- under the account's lock. The planner made the same choice as sql/0053 found for the group reads; the remedy is
--- the same: `OFFSET 0` keeps each subquery from being pulled up into a join, so it runs as a subplan whose key is its
--- index scan's own condition (KeyLookupPlanTests, 24 blocks). Same text otherwise, same answers; replacing a function
--- takes no lock a spend or a hold waits for.
+-- the statistics their generic plan was made with. Planned while the ledger was empty (a new install, a database
+-- restored and not analysed yet, the benchmarks' databases), each `NOT EXISTS (… WHERE operation_key = …)` became an
+-- anti join and the carry's `JOIN credit_ledger i ON i.operation_key = …` a nested loop, each with the key as a join
+-- filter over a whole index (`enable_seqscan = off` only turns the table's scan into the index's): a settle of a hold
+-- on a refunded window read every key of the ledger under the account's lock — 104,368 blocks at 120,000 ledger rows
+-- with a refund, a carry and a claim after the hold — until autovacuum's next ANALYZE had the plan made again. The
+-- planner made the choice sql/0053 found for the group reads; the remedy is the same: `OFFSET 0` keeps each subquery
+-- from being pulled up into a join, so it runs as a subplan whose key is its index scan's own condition (fewer than
+-- 60 blocks: KeyLookupPlanTests). Same text otherwise, same answers; replacing a function takes no lock a spend or a
+-- hold waits for.
 
 CREATE OR REPLACE FUNCTION credit_buckets_since(since_key text, buckets text[]) RETURNS jsonb
 LANGUAGE plpgsql STABLE

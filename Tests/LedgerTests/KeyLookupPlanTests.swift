@@ -1,5 +1,6 @@
 import Foundation
 import PostgresNIO
+import Synchronization
 import Testing
 
 @testable import IntegrationSupport
@@ -68,11 +69,11 @@ struct KeyLookupPlanTests {
 
     /// A hold's end and a spend given back read, per bucket a hold took from, the refunds, carries and claims posted
     /// since (sql/0059, sql/0060). Planned on an empty ledger, each `NOT EXISTS` and the carry's join by key were joined
-    /// with a filter over a whole index: a settle of a hold on a refunded window read the ledger's every key (29,046
-    /// blocks at 140,000 rows). Here every lookup finds a row: the bucket was refunded, carried to a top-up and
+    /// with a filter over a whole index: a settle of a hold on a refunded window read the ledger's every key (104,368
+    /// blocks at 120,000 rows). Here every lookup finds a row: the bucket was refunded, carried to a top-up and
     /// claimed on after the hold took from it.
     @Test(
-        "planned on an empty ledger, a hold's read of the refunds, carries and claims since it took from a bucket probes by key at 140,000 ledger rows"
+        "planned on an empty ledger, a hold's read of the refunds, carries and claims since it took from a bucket probes by key at 120,000 ledger rows"
     )
     func sinceHoldPlansMadeOnEmptyTablesStillProbeByKey() async throws {
         try await TestDatabase.withMigratedClient(maximumConnections: 1) { client in
@@ -108,9 +109,140 @@ struct KeyLookupPlanTests {
         }
     }
 
+    /// Every apply reads its subscription's and owner's buckets with their ledger rows (`credit_ledger_snapshot`), and
+    /// every statement that inserts ledger rows or moves a window NOTIFYs their accounts (two triggers): planned while
+    /// the tables were empty, the read walked the subscriptions' primary key and the ledger's whole bucket index (49,123
+    /// blocks here) and the ledger's trigger read every bucket, 40,002 rows with the subscription (sql/0063).
+    @Test("planned on empty tables, an apply's ledger read and the NOTIFY triggers probe by key at 20,000 subscriptions and notify the owner")
+    func applyReadAndNotifyPlansMadeOnEmptyTablesStillProbeByKey() async throws {
+        try await TestDatabase.withMigratedClient(maximumConnections: 2) { client in
+            try await client.withConnection { connection in
+                for table in ["credit_ledger", "credit_buckets", "subscriptions"] {
+                    try await connection.query(
+                        PostgresQuery(unsafeSQL: "ALTER TABLE \(table) SET (autovacuum_enabled = off)"), logger: TestDatabase.logger)
+                }
+                try await connection.query("ANALYZE credit_ledger, credit_buckets, subscriptions", logger: TestDatabase.logger)
+                let snapshot = "SELECT * FROM credit_ledger_snapshot_with_owner_extent(NULL, 'otx-10001', 'account-10001', now())"
+                // Each planned while its tables hold nothing or one row: the read, and the triggers at a first ledger row
+                // and a first window moved.
+                _ = try await LiveBucketsReadTests.blocksTouched(by: snapshot, on: connection)
+                try await Self.run(
+                    [
+                        Self.subscription("1"),
+                        """
+                        INSERT INTO credit_buckets (key, meter, kind, original_transaction_id, billing_period, valid_from)
+                        VALUES ('cycle-1', 'ai_requests', 'cycle', 'otx-1', 'period-1', now() - interval '1 day')
+                        """,
+                        "INSERT INTO credit_ledger (operation_key, bucket, delta, reason) VALUES ('grant:1', 'cycle-1', 10, 'test')",
+                        "UPDATE credit_buckets SET valid_until = now() + interval '1 day' WHERE key = 'cycle-1'",
+                    ], on: connection)
+                try await Self.storeHeldAndRefundedWindows(on: connection)
+                // The owner's second subscription: a live window with no rows yet, and one that has ended.
+                try await Self.run(
+                    [
+                        Self.subscription("extra", account: "10001"),
+                        """
+                        INSERT INTO credit_buckets (key, meter, kind, original_transaction_id, billing_period, valid_from, valid_until)
+                        VALUES ('cycle-extra', 'ai_requests', 'cycle', 'otx-extra', 'period-extra', now() - interval '1 day', NULL),
+                            ('cycle-ended', 'ai_requests', 'cycle', 'otx-extra', 'period-ended', now() - interval '2 days', now() - interval '1 day')
+                        """,
+                    ], on: connection)
+
+                // The subscription's window, the owner's other live window (no rows: once, with none) and its top-up, each
+                // with its rows in the order they were posted, as the ledger has them; not the ended window.
+                func entries(_ sql: String) async throws -> [String] {
+                    try await connection.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger).collect().map { row in
+                        let (bucket, key) = try row.decode((String?, String?).self, context: .default)
+                        return "\(bucket ?? "-") \(key ?? "-")"
+                    }
+                }
+                let read = try await entries(
+                    "SELECT bucket_key, entry_operation_key FROM credit_ledger_snapshot_with_owner_extent(NULL, 'otx-10001', 'account-10001', now())")
+                let posted = try await entries(
+                    "SELECT bucket, operation_key FROM credit_ledger WHERE bucket IN ('cycle-10001', 'topup-10001') ORDER BY bucket, id")
+                #expect(posted.count == 6)
+                #expect(read == posted.filter { $0.hasPrefix("cycle-") } + ["cycle-extra -"] + posted.filter { $0.hasPrefix("topup-") }, "\(read)")
+                let blocks = try await LiveBucketsReadTests.blocksTouched(by: snapshot, on: connection)
+                #expect(blocks > 0 && blocks < 60, "the snapshot touched \(blocks) blocks")
+
+                let ledgerRow = "INSERT INTO credit_ledger (operation_key, bucket, delta, reason) VALUES ('spend:10001', 'cycle-10001', -1, 'test')"
+                let windowMoved = "UPDATE credit_buckets SET valid_from = valid_from WHERE key = 'topup-20001'"
+                for statement in [ledgerRow, windowMoved] {
+                    let tuples = try await Self.bucketsAndSubscriptionsRead(by: statement, on: connection)
+                    #expect(tuples > 0 && tuples < 10, "\(tuples) rows of buckets and subscriptions read: \(statement.prefix(40))")
+                }
+                // Whom they NOTIFY, committed: the window's owner through its subscription, the top-up's own account.
+                let heard = Heard()
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        try await client.withConnection { listener in
+                            try await listener.listen(on: "storekeeper_account_changed") { notifications in
+                                for try await notification in notifications { heard.append(notification.payload) }
+                            }
+                        }
+                    }
+                    defer { group.cancelAll() }
+                    try await eventually("the listener to hear a NOTIFY") {
+                        try await connection.query("SELECT pg_notify('storekeeper_account_changed', 'probe')", logger: TestDatabase.logger)
+                        return heard.take().contains("probe")
+                    }
+                    try await Self.run([ledgerRow], on: connection)
+                    // Probes sent before the first was heard may still come.
+                    try await eventually("the ledger row's NOTIFY") { heard.values.filter { $0 != "probe" } == ["account-10001"] }
+                    _ = heard.take()
+                    try await Self.run([windowMoved], on: connection)
+                    try await eventually("the moved window's NOTIFY") { heard.values.filter { $0 != "probe" } == ["account-20001"] }
+                }
+            }
+        }
+    }
+
+    /// The NOTIFY payloads heard so far.
+    final class Heard: Sendable {
+        private let payloads = Mutex<[String]>([])
+        var values: [String] { payloads.withLock { $0 } }
+        func append(_ payload: String) { payloads.withLock { $0.append(payload) } }
+        /// The payloads heard so far, forgotten.
+        func take() -> [String] {
+            payloads.withLock { payloads in
+                defer { payloads = [] }
+                return payloads
+            }
+        }
+    }
+
+    /// Rows of `credit_buckets` and `subscriptions` that `statement` read, from the transaction's own table statistics
+    /// around it; the statement is rolled back.
+    static func bucketsAndSubscriptionsRead(by statement: String, on connection: PostgresConnection) async throws -> Int64 {
+        let read = """
+            SELECT coalesce(sum(seq_tup_read + coalesce(idx_tup_fetch, 0)), 0)::bigint FROM pg_stat_xact_user_tables
+            WHERE relname IN ('credit_buckets', 'subscriptions')
+            """
+        try await connection.query("BEGIN", logger: TestDatabase.logger)
+        let before = try await connection.query(PostgresQuery(unsafeSQL: read), logger: TestDatabase.logger).collect()
+        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: TestDatabase.logger)
+        let after = try await connection.query(PostgresQuery(unsafeSQL: read), logger: TestDatabase.logger).collect()
+        try await connection.query("ROLLBACK", logger: TestDatabase.logger)
+        return try (after.first?.decode(Int64.self) ?? 0) - (before.first?.decode(Int64.self) ?? 0)
+    }
+
+    static func run(_ statements: [String], on connection: PostgresConnection) async throws {
+        for statement in statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: TestDatabase.logger) }
+    }
+
+    /// An active App Store subscription `otx-<id>` of `account-<account>` in its period `period-<id>`.
+    static func subscription(_ id: String, account: String? = nil) -> String {
+        """
+        INSERT INTO subscriptions (original_transaction_id, account_id, product_id, environment, status, will_renew, is_trial, ownership,
+            latest_transaction_id, last_event_type, last_signed_date, billing_period, store)
+        VALUES ('otx-\(id)', 'account-\(account ?? id)', 'pro.monthly', 'Sandbox', 'active', true, false, 'PURCHASED', 'otx-\(id)',
+            'SUBSCRIBED', 0, 'period-\(id)', 'app_store')
+        """
+    }
+
     /// 20,000 App Store subscriptions (`otx-N` of `account-N`), each with a cycle window `cycle-N` and a top-up
     /// `topup-N`; a hold `…0000N` of 5 from the window, and after it a refund of the window, a carry of its credits to
-    /// the top-up, and a claim on the top-up: 140,000 ledger rows.
+    /// the top-up, and a claim on the top-up: 120,000 ledger rows.
     static func storeHeldAndRefundedWindows(on connection: PostgresConnection) async throws {
         let accounts = "generate_series(2, \(Self.rows + 1)) AS g"
         try await connection.query(
