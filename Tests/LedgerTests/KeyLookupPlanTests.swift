@@ -5,12 +5,13 @@ import Testing
 
 @testable import IntegrationSupport
 
-/// The group statements that find usage answers and holds by their keys keep finding them by key after their plans
-/// were made on empty tables (sql/0053): a connection's generic plan of each is made at its first call, and one made
-/// while the table was empty scanned the table's whole index at every later call as the table grew — on a new install,
-/// until autovacuum had the plans made again. Blocks touched (`EXPLAIN (ANALYZE, BUFFERS)`, nested statements
-/// included) after 20,000 rows arrived, on the connection that planned the statement first.
-@Suite("Group statements that find rows by key, on real PostgreSQL")
+/// The statements that find rows by their keys — the group reads and writes (sql/0053), a hold's read of its buckets
+/// since (sql/0062), an apply's ledger read and the NOTIFY triggers (sql/0063) — keep finding them by key after their
+/// plans were made on empty tables: a connection's generic plan of each is made at its first call, and one made while
+/// the table was empty scanned the table's whole index at every later call as the table grew — on a new install, until
+/// autovacuum had the plans made again. Blocks touched (`EXPLAIN (ANALYZE, BUFFERS)`, nested statements included)
+/// after 20,000 rows arrived, on the connection that planned the statement first.
+@Suite("Statements that find rows by key, planned on empty tables, on real PostgreSQL")
 struct KeyLookupPlanTests {
     static let rows = 20_000
 
@@ -22,11 +23,7 @@ struct KeyLookupPlanTests {
             try await client.withConnection { connection in
                 // Analysed empty, as a new install's are; autovacuum kept from analysing them again in between, which
                 // would have the plans made again and hide a bad one.
-                for table in ["usage_requests", "credit_holds"] {
-                    try await connection.query(
-                        PostgresQuery(unsafeSQL: "ALTER TABLE \(table) SET (autovacuum_enabled = off)"), logger: TestDatabase.logger)
-                }
-                try await connection.query("ANALYZE usage_requests, credit_holds", logger: TestDatabase.logger)
+                try await Self.analyseEmpty(["usage_requests", "credit_holds"], on: connection)
                 let statements = [
                     "SELECT * FROM lock_accounts_and_read_answers(ARRAY['lock:account-10001'], ARRAY['account-10001'], ARRAY['k'])",
                     """
@@ -78,11 +75,7 @@ struct KeyLookupPlanTests {
     func sinceHoldPlansMadeOnEmptyTablesStillProbeByKey() async throws {
         try await TestDatabase.withMigratedClient(maximumConnections: 1) { client in
             try await client.withConnection { connection in
-                for table in ["credit_ledger", "credit_buckets", "subscriptions", "credit_holds"] {
-                    try await connection.query(
-                        PostgresQuery(unsafeSQL: "ALTER TABLE \(table) SET (autovacuum_enabled = off)"), logger: TestDatabase.logger)
-                }
-                try await connection.query("ANALYZE credit_ledger, credit_buckets, subscriptions, credit_holds", logger: TestDatabase.logger)
+                try await Self.analyseEmpty(["credit_ledger", "credit_buckets", "subscriptions", "credit_holds"], on: connection)
                 let hold = "00000000-0000-0000-0000-000000010001"
                 let statements = [
                     """
@@ -117,11 +110,7 @@ struct KeyLookupPlanTests {
     func applyReadAndNotifyPlansMadeOnEmptyTablesStillProbeByKey() async throws {
         try await TestDatabase.withMigratedClient(maximumConnections: 2) { client in
             try await client.withConnection { connection in
-                for table in ["credit_ledger", "credit_buckets", "subscriptions"] {
-                    try await connection.query(
-                        PostgresQuery(unsafeSQL: "ALTER TABLE \(table) SET (autovacuum_enabled = off)"), logger: TestDatabase.logger)
-                }
-                try await connection.query("ANALYZE credit_ledger, credit_buckets, subscriptions", logger: TestDatabase.logger)
+                try await Self.analyseEmpty(["credit_ledger", "credit_buckets", "subscriptions"], on: connection)
                 let snapshot = "SELECT * FROM credit_ledger_snapshot_with_owner_extent(NULL, 'otx-10001', 'account-10001', now())"
                 // Each planned while its tables hold nothing or one row: the read, and the triggers at a first ledger row
                 // and a first window moved.
@@ -195,6 +184,15 @@ struct KeyLookupPlanTests {
                 }
             }
         }
+    }
+
+    /// Keeps autovacuum off `tables` and analyses them as they are, empty: the plans made next are made on that, and
+    /// nothing has them made again while the test fills the tables.
+    static func analyseEmpty(_ tables: [String], on connection: PostgresConnection) async throws {
+        for table in tables {
+            try await connection.query(PostgresQuery(unsafeSQL: "ALTER TABLE \(table) SET (autovacuum_enabled = off)"), logger: TestDatabase.logger)
+        }
+        try await connection.query(PostgresQuery(unsafeSQL: "ANALYZE " + tables.joined(separator: ", ")), logger: TestDatabase.logger)
     }
 
     /// The NOTIFY payloads heard so far.
