@@ -9,12 +9,18 @@ import Synchronization
 /// up waiting (a deadline) may still be committed: the intake then answered 503 for a stored notification, and
 /// Apple's retry is a duplicate.
 ///
+/// A group given a `name` is measured (`storekeeper_commit_group_*{group=<name>}`, see ``CommitGroupMetrics``): how
+/// long callers wait for a commit to start, how long commits take and how many callers each takes. The split says
+/// whether a slow answer is the database's (commits long) or the process's (waits long for commits that are not).
+///
 /// ```swift
-/// let group = CommitGroup<Row, Bool>(maximumBatch: 64) { rows in try await store.insert(rows) }
+/// let group = CommitGroup<Row, Bool>(maximumBatch: 64, name: "rows") { rows in try await store.insert(rows) }
 /// let inserted = try await group.submit(row)
 /// ```
 public final class CommitGroup<Item: Sendable, Outcome: Sendable>: Sendable {
-    private typealias Waiter = (item: Item, continuation: CheckedContinuation<Outcome, any Error>)
+    private typealias Waiter = (
+        item: Item, continuation: CheckedContinuation<Outcome, any Error>, submitted: ContinuousClock.Instant
+    )
 
     private struct State {
         var waiting: [Waiter] = []
@@ -24,26 +30,32 @@ public final class CommitGroup<Item: Sendable, Outcome: Sendable>: Sendable {
     private let state = Mutex(State())
     private let maximumBatch: Int
     private let executor: (any TaskExecutor)?
+    private let metrics: CommitGroupMetrics?
     private let commit: @Sendable ([Item]) async throws -> [Outcome]
 
     /// - Parameters:
+    ///   - name: the `group` label of its metrics; `nil`: not measured.
     ///   - executor: where the commits run; the event loop of the database connections keeps each round trip from
     ///     waiting for a busy HTTP event loop (see `EventLoopTaskExecutor`). `nil`: the global executor.
     ///   - commit: commits a group in one transaction and returns one outcome per item, in order.
     public init(
-        maximumBatch: Int = 64, executor: (any TaskExecutor)? = nil, commit: @escaping @Sendable ([Item]) async throws -> [Outcome]
+        maximumBatch: Int = 64, name: String? = nil, executor: (any TaskExecutor)? = nil,
+        commit: @escaping @Sendable ([Item]) async throws -> [Outcome]
     ) {
         precondition(maximumBatch > 0)
         self.maximumBatch = maximumBatch
+        self.metrics = name.map(CommitGroupMetrics.init(group:))
         self.executor = executor
         self.commit = commit
     }
 
     /// Commits `item` with whatever else is waiting, and returns its outcome once the transaction committed.
     public func submit(_ item: Item) async throws -> Outcome {
-        try await withCheckedThrowingContinuation { continuation in
+        // Read before the lock: waiting for it is part of the caller's wait, and the lock is held no longer for it.
+        let submitted = ContinuousClock.now
+        return try await withCheckedThrowingContinuation { continuation in
             let startsCommitting = state.withLock { state -> Bool in
-                state.waiting.append((item, continuation))
+                state.waiting.append((item, continuation, submitted))
                 guard !state.committing else { return false }
                 state.committing = true
                 return true
@@ -64,6 +76,9 @@ public final class CommitGroup<Item: Sendable, Outcome: Sendable>: Sendable {
                 return group
             }
             guard !group.isEmpty else { return }
+            let started = ContinuousClock.now
+            metrics?.started(at: started, submitted: group.lazy.map(\.submitted))
+            defer { metrics?.committed(in: .now - started) }
             do {
                 try await resume(group, with: commit(group.map(\.item)))
             } catch  where group.count > 1 {

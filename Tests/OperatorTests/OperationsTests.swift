@@ -108,7 +108,7 @@ struct OperationsTests {
         }
     }
 
-    @Test("GET /metrics exposes intake, verification, queue, job, credit and status-read families")
+    @Test("GET /metrics exposes intake, verification, commit group, queue, job, credit and status-read families")
     func metrics() async throws {
         try await StorekeeperHarness.run { harness in
             try await harness.withHTTP { client in
@@ -121,6 +121,11 @@ struct OperationsTests {
                     "storekeeper_verification_duration_seconds_bucket", "storekeeper_queue_jobs", "storekeeper_queue_oldest_runnable_seconds",
                     #"storekeeper_jobs_total{kind="apply-notification",outcome="completed"}"#, "storekeeper_job_duration_seconds_bucket",
                     #"storekeeper_credit_operations_total{operation="grant"}"#, "storekeeper_database_up 1", "hb_requests",
+                    // The names only: the series exist once the groups are built (CommitGroupMetricsTests checks what
+                    // they record).
+                    #"storekeeper_commit_group_wait_seconds_bucket{group="notifications""#,
+                    #"storekeeper_commit_group_duration_seconds_count{group="notifications"}"#,
+                    #"storekeeper_commit_group_size_sum{group="notifications"}"#,
                 ] {
                     #expect(text.contains(family), "missing \(family)")
                 }

@@ -89,7 +89,7 @@ public struct CreditHolds: Sendable {
         self.logger = logger
         self.store = store
         self.commit = commit
-        self.group = CommitGroup(maximumBatch: 64, executor: executor, commit: commit)
+        self.group = CommitGroup(maximumBatch: 64, name: "holds", executor: executor, commit: commit)
         self.cache = cache
     }
 

@@ -32,7 +32,7 @@ public struct SpendCredits: Sendable {
     ) {
         let usageRequests = UsageRequests(logger: logger)
         let group = SpendGroup(ledger: ledger, usageRequests: usageRequests, events: events)
-        self.group = CommitGroup(maximumBatch: 64, executor: executor) { spends in
+        self.group = CommitGroup(maximumBatch: 64, name: "spends", executor: executor) { spends in
             try await client.withTransaction(logger: logger) { try await group.spend(spends, on: $0) }
         }
         self.cache = cache

@@ -82,7 +82,7 @@ public struct NotificationInbox: Sendable {
     ///   - executor: where the groups' transactions run (see ``CommitGroup``).
     public init(client: PostgresClient, notifier: WorkerNotifier, executor: (any TaskExecutor)? = nil, logger: Logger) {
         let storedHeaders = StoredHeaders()
-        self.group = CommitGroup(maximumBatch: 64, executor: executor) { entries in
+        self.group = CommitGroup(maximumBatch: 64, name: "notifications", executor: executor) { entries in
             let outcomes = try await Self.store(entries, storedHeaders: storedHeaders, client: client, logger: logger)
             if outcomes.contains(.accepted) { notifier.signal() }
             return outcomes
