@@ -127,10 +127,12 @@ public struct StorekeeperConfiguration: Sendable {
     }
 
     /// Sixteen jobs per core, at least 32 and at most 64. The applies of one claim share a transaction, eight at a time
-    /// by default (``appliesPerTransaction``), so in a backlog 32 jobs are four transactions at once — two a core keep
-    /// it busy while each waits for its round trips; more take CPU from the intake where they share cores
-    /// (docs/capacity.md). The ceiling keeps a big machine's `work` from asking PostgreSQL for hundreds of connections
-    /// (16 per core gave 260 on 16 cores): past it, run another `work` process — they share the queue.
+    /// by default (``appliesPerTransaction``), so in a backlog 32 jobs are four transactions at once. Where `serve` and
+    /// PostgreSQL share 2 cores with it, 16 (two at once) applied about as many and left the intake more CPU in bursts,
+    /// but jobs that wait on the network (webhook deliveries, Stripe's and Google Play's calls) need the slots: the
+    /// default stays, and an operator may lower it for `work` alone (docs/capacity.md). The ceiling keeps a big
+    /// machine's `work` from asking PostgreSQL for hundreds of connections (16 per core gave 260 on 16 cores): past it,
+    /// run another `work` process — they share the queue.
     public static func defaultWorkerConcurrency(cores: Int = ProcessInfo.processInfo.activeProcessorCount) -> Int {
         min(64, max(32, 16 * cores))
     }

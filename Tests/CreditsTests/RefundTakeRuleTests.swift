@@ -83,4 +83,24 @@ struct RefundTakeRuleTests {
         #expect(CreditHold.refundTakes(of: lapsing, debits: debits, since: moved, account: Self.account, key: key).isEmpty)
         #expect(lapsing.lapsed == 3 && lapsing.returned == 3)
     }
+
+    @Test(
+        "a take is under its refund's key whatever refund row the read found: the refund's own, a take of a hold's return or of a spend given back, or such takes nested (as written before the rule); a meter named back is not a take",
+        arguments: [
+            (refund, refund),
+            ("\(refund):back:hold-return:5f0c1e2a-0000-4000-8000-000000000001:0", refund),
+            ("\(refund):back:reversal:0123456789abcdef0123456789abcdef:1", refund),
+            ("\(refund):back:hold-return:5f0c1e2a-0000-4000-8000-000000000001:0:back:hold-return:5f0c1e2a-0000-4000-8000-000000000002:0", refund),
+            ("refund:p1:1:cycle:s:p1:back", "refund:p1:1:cycle:s:p1:back"),
+            ("refund:p1:1:cycle:s:p1:back:back:hold-return:h:0", "refund:p1:1:cycle:s:p1:back"),
+            ("\(refund):2", "\(refund):2"),
+        ] as [(String, String)])
+    func takeKey(found: String, refund: String) {
+        let since = Self.since(refundedBy: found)
+        #expect(since.refund(takingFor: Self.account) == refund)
+        let debits = [HoldSettlement.Debit(bucket: Self.window, amount: 4)]
+        let outcome = HoldSettlement.Outcome(charged: [], returns: [.init(bucket: Self.window, from: Self.window, amount: 4)], lapsed: 0)
+        let takes = CreditHold.refundTakes(of: outcome, debits: debits, since: [since], account: Self.account) { "hold-return:h2:\($0)" }
+        #expect(takes.map(\.operationKey) == ["\(refund):back:hold-return:h2:0"])
+    }
 }

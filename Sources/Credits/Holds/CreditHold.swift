@@ -100,7 +100,23 @@ extension CreditHold {
         /// took from or, the App Store's, left empty (``refunded``), no carry standing, still `account`'s.
         public func refund(takingFor account: AccountID) -> String? {
             guard refunded, carriedTo == nil, CreditBucket.Kind(kind ?? "") == .cycle, owner == account.text else { return nil }
-            return refundedBy
+            return refundedBy.map(Self.refund(ofRow:))
+        }
+
+        /// The refund whose row `key` is: a take of what came back (`<refund>:back:<return>`,
+        /// ``CreditHold/refundTakes(of:debits:since:account:key:)``) is the refund's before its `:back:`. The read names
+        /// the first refund row after the debit, which is such a take where the refund's own removal came before the
+        /// debit or removed nothing (a window all out) and its period is no longer the subscription's (an upgrade
+        /// since): taken under that key, a second return's take would nest in the first's and count as the first's.
+        /// Keys written so nested are read back to the refund as well.
+        static func refund(ofRow key: String) -> String {
+            var refund = Substring(key)
+            while let back = refund.range(of: ":back:", options: .backwards),
+                refund[back.upperBound...].hasPrefix("hold-return:") || refund[back.upperBound...].hasPrefix("reversal:")
+            {
+                refund = refund[..<back.lowerBound]
+            }
+            return String(refund)
         }
     }
 }
