@@ -32,7 +32,8 @@ struct RefundThenUpgradeWhileHeldTests {
                 #expect(first.status == .created && rest.status == .created, "\(String(buffer: first.body)) \(String(buffer: rest.body))")
                 let holds = try [first, rest].map { try $0.answer(CreditHoldAnswer.self).id }
                 #expect(try await CreditHoldTests.remaining(client, id, "ai_requests") == 0)
-                try await flow.send(.refund)
+                let refunded = try await flow.send(.refund)
+                let revoked = try #require(refunded.transaction?.revocationDate)
                 let second = try await CreditHoldTests.end(client, hold: holds[1], charge: 0)
                 #expect(second.status == .ok, "\(String(buffer: second.body))")
                 try await flow.send(.upgrade, target: "pro.monthly")
@@ -41,13 +42,16 @@ struct RefundThenUpgradeWhileHeldTests {
                 let ended = try await CreditHoldTests.end(client, hold: holds[0], charge: 0)
                 #expect(ended.status == .ok, "\(String(buffer: ended.body))")
                 let takes = try await harness.client.query(
-                    "SELECT operation_key FROM credit_ledger WHERE operation_key LIKE 'refund:%:back:%' ORDER BY id", logger: TestDatabase.logger
-                ).collect().map { try $0.decode(String.self) }
-                // Three takes, the second generation's, the lookup's and the first's, each under the refund's key.
+                    """
+                    SELECT l.operation_key, l.bucket, b.billing_period FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket
+                    WHERE l.operation_key LIKE 'refund:%:back:%' ORDER BY l.id
+                    """, logger: TestDatabase.logger
+                ).collect().map { try $0.decode((String, String, String).self) }
+                // Three takes, the second generation's, the lookup's and the first's, each under the refund's key as
+                // docs/credits.md gives it: `refund:<period>:<revocation ms>:<bucket>:back:<what gave them back>`.
                 #expect(takes.count == 3, "\(takes)")
-                let refund = try #require(takes.first?.components(separatedBy: ":back:").first)
-                for (take, payer) in zip(takes, ["hold-return:\(holds[1]):0", "reversal:", "hold-return:\(holds[0]):0"]) {
-                    #expect(take.hasPrefix("\(refund):back:\(payer)"), "a take not under the refund's key: \(take)")
+                for ((take, bucket, period), payer) in zip(takes, ["hold-return:\(holds[1]):0", "reversal:", "hold-return:\(holds[0]):0"]) {
+                    #expect(take.hasPrefix("refund:\(period):\(revoked):\(bucket):back:\(payer)"), "a take not under the refund's key: \(take)")
                     #expect(take.components(separatedBy: ":back:").count == 2, "a take under another take: \(take)")
                 }
                 // The plan's 200 a month were all in the refunded window (basic has no day's credits): what both

@@ -27,8 +27,8 @@ extension CreditHold {
     }
 
     /// What a standing refund takes of what `outcome` gives back to its window (``destinations(_:open:account:)``): per
-    /// debit, the credits that went back to its own bucket (after claims took their part), under the key of the
-    /// refund's row (``BucketSince/refundedBy``) and the return's, `<refund row>:back:<key(index)>` — a `refund:` row
+    /// debit, the credits that went back to its own bucket (after claims took their part), under the refund's key
+    /// (``BucketSince/refund(takingFor:)``) and the return's, `<refund>:back:<key(index)>` — a `refund:` row
     /// of the refund's stamp, which the refund's later derivations count as theirs and its reversal gives back
     /// (docs/credits.md, "Held credits of a refunded window"). The window then holds what the refund would have left had
     /// the credits come back before it.

@@ -105,10 +105,10 @@ extension CreditHold {
 
         /// The refund whose row `key` is: a take of what came back (`<refund>:back:<return>`,
         /// ``CreditHold/refundTakes(of:debits:since:account:key:)``) is the refund's before its `:back:`. The read names
-        /// the first refund row after the debit, which is such a take where the refund's own removal came before the
-        /// debit or removed nothing (a window all out) and its period is no longer the subscription's (an upgrade
-        /// since): taken under that key, a second return's take would nest in the first's and count as the first's.
-        /// Keys written so nested are read back to the refund as well.
+        /// the first refund row after the debit, which is such a take where the refund removed nothing (a window all
+        /// out) and its period is no longer the subscription's (an upgrade since), so the read has no removal's key to
+        /// give: taken under the take's whole key, a second return's take would nest in the first's and count as the
+        /// first's. Keys written so nested before read back to the refund as well.
         static func refund(ofRow key: String) -> String {
             var refund = Substring(key)
             while let back = refund.range(of: ":back:", options: .backwards),
