@@ -17,15 +17,22 @@ struct EventsBenchmarkCommand: AsyncParsableCommand {
             subscriptions (each stores subscription.started and credits.granted): first with no webhook endpoint (the \
             reference: events are stored, nothing is sent), then with one endpoint, a receiver in this process that \
             checks every Standard Webhooks signature. Prints applied/s of both runs, the added time per applied \
-            notification and their ratio, and events/s delivered (first to last delivery at the receiver).
+            notification and their ratio, and events/s delivered (first to last delivery at the receiver). With \
+            --endpoint-delay-ms the receiver answers each webhook that much later, as an app's endpoint that works \
+            before it answers, so that deliveries wait on the network as they do for a slow app (what \
+            STOREKEEPER_WORKER_CONCURRENCY does to them).
             """)
 
     @Option(help: "Notifications (one new subscription each).") var notifications = 3000
     @Option(help: "Concurrent HTTP clients posting them.") var clients = 16
+    @Option(help: "How long the receiver takes to answer each webhook, in milliseconds (a slow app's endpoint).")
+    var endpointDelayMs = 0
     @Flag(help: "Print one JSON object on the last line.") var json = false
 
     func validate() throws {
         guard notifications > 0, clients > 0 else { throw ValidationError("--notifications and --clients must be positive") }
+        // Under the delivery's 10 s request timeout, so a slow endpoint is measured, not a failing one.
+        guard (0...5_000).contains(endpointDelayMs) else { throw ValidationError("--endpoint-delay-ms must be 0 to 5000") }
     }
 
     func run() async throws {
@@ -33,7 +40,7 @@ struct EventsBenchmarkCommand: AsyncParsableCommand {
         let reference = try await BenchmarkDatabase.with(url: nil, logger: logger) { url in
             try await apply(databaseURL: url, endpoint: nil, logger: logger)
         }
-        let receiver = BenchmarkReceiver()
+        let receiver = BenchmarkReceiver(delay: .milliseconds(endpointDelayMs))
         let hooked = try await receiver.running(logger: logger) { port in
             try await BenchmarkDatabase.with(url: nil, logger: logger) { url in
                 try await apply(databaseURL: url, endpoint: (port, receiver.secret), receiver: receiver, logger: logger)
@@ -99,7 +106,8 @@ struct EventsBenchmarkCommand: AsyncParsableCommand {
             "  reference, no endpoint: \(Int(reference.appliedPerSecond)) notifications/s applied, \(reference.events) events stored",
             "  one webhook endpoint:   \(Int(hooked.appliedPerSecond)) notifications/s applied (\(String(format: "%.2f", ratio))× the reference; "
                 + "\(String(format: "%+.3f", addedMs)) ms per applied notification)",
-            "  delivered: \(hooked.events) events, \(Int(delivered)) events/s to the receiver (signatures checked, \(receiver.refused) refused, "
+            "  delivered: \(hooked.events) events, \(Int(delivered)) events/s to the receiver answering in \(endpointDelayMs) ms "
+                + "(signatures checked, \(receiver.refused) refused, "
                 + "\(receiver.received - receiver.distinct) duplicates); last one \(String(format: "%.2f", hooked.lastDeliveryAfterLastApply ?? 0)) s after the last apply",
             "  delivered/s ÷ reference applied/s: \(String(format: "%.2f", delivered / max(reference.appliedPerSecond, 0.001)))",
         ]
@@ -108,6 +116,7 @@ struct EventsBenchmarkCommand: AsyncParsableCommand {
             ("referenceAppliedPerSecond", .integer(Int(reference.appliedPerSecond))), ("appliedPerSecond", .integer(Int(hooked.appliedPerSecond))),
             ("appliedRatio", .number(ratio)), ("addedMsPerNotification", .number(addedMs)), ("events", .integer(hooked.events)),
             ("deliveredPerSecond", .integer(Int(delivered))), ("refused", .integer(receiver.refused)),
+            ("endpointDelayMs", .integer(endpointDelayMs)),
         ]
         return report
     }
@@ -117,6 +126,8 @@ struct EventsBenchmarkCommand: AsyncParsableCommand {
 /// arrived, first to last.
 final class BenchmarkReceiver: Sendable {
     let secret = WebhookSignature.Secret.generate()
+    /// How long each answer takes: an app's endpoint that does its work before it answers.
+    let delay: Duration
     private struct Tally {
         var ids: Set<String> = []
         var received = 0
@@ -125,6 +136,8 @@ final class BenchmarkReceiver: Sendable {
         var last: Date?
     }
     private let tally = Mutex(Tally())
+
+    init(delay: Duration = .zero) { self.delay = delay }
 
     var distinct: Int { tally.withLock { $0.ids.count } }
     var received: Int { tally.withLock { $0.received } }
@@ -149,6 +162,7 @@ final class BenchmarkReceiver: Sendable {
                     }
                 }
             }
+            if self.delay > .zero { try await Task.sleep(for: self.delay) }
             let now = Date()
             return self.tally.withLock { tally in
                 guard let (id, valid) = verified, valid else {

@@ -94,7 +94,7 @@ extension CreditHold {
             (self.refundedBy, self.owner) = (refundedBy, owner)
         }
 
-        /// The refund row under whose key a standing refund of this window takes what comes back to it for `account`
+        /// The key under which a standing refund of this window takes what comes back to it for `account`
         /// (``CreditHold/refundTakes(of:debits:since:account:key:)``): a subscription's cycle window (the buckets a
         /// period's refund takes from; a top-up's refund takes back its own purchase only) that a standing refund
         /// took from or, the App Store's, left empty (``refunded``), no carry standing, still `account`'s.

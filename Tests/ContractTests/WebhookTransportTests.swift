@@ -1,0 +1,50 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Synchronization
+import Testing
+
+@testable import StorekeeperRuntime
+
+/// The webhook client against a live HTTP/1.1 endpoint: `work`'s delivery jobs each send one request at a time, so
+/// their requests to one endpoint must all be able to be in flight at once — a request waiting in the client's pool
+/// for a connection waits against its own timeout, and holds a job's slot meanwhile.
+@Suite("Webhook requests to one endpoint, many at once")
+struct WebhookTransportTests {
+    @Test(
+        "24 deliveries to one slow endpoint are all in flight together (AsyncHTTPClient's default pool let 8 a host through), each answered"
+    )
+    func manyAtOnce() async throws {
+        let requests = 24
+        let inFlight = Mutex((now: 0, most: 0))
+        let router = Router()
+        router.post("/hook") { _, _ -> HTTPResponse.Status in
+            inFlight.withLock {
+                $0.now += 1
+                $0.most = max($0.most, $0.now)
+            }
+            // Each answer waits until all the requests are in (or 5 s): with fewer connections than requests, the
+            // rest cannot arrive before these answer.
+            let deadline = ContinuousClock.now + .seconds(5)
+            while inFlight.withLock({ $0.most }) < requests, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            inFlight.withLock { $0.now -= 1 }
+            return .noContent
+        }
+        try await Application(router: router).test(.live) { live in
+            let url = try #require(URL(string: "http://127.0.0.1:\(live.port!)/hook"))
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<requests {
+                    group.addTask {
+                        try await HTTPWebhookTransport().post(
+                            url, headers: [("webhook-id", "msg_\(index)")], body: Data("{}".utf8), timeout: .seconds(10)
+                        ).status
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses == Array(repeating: 204, count: requests))
+            #expect(inFlight.withLock { $0.most } == requests, "at most \(inFlight.withLock { $0.most }) at once")
+        }
+        #expect(HTTPWebhookTransport.connectionsPerEndpoint >= StorekeeperConfiguration.defaultWorkerConcurrency(cores: 64))
+    }
+}
