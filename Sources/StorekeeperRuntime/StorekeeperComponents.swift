@@ -89,7 +89,7 @@ public struct StorekeeperComponents: Sendable {
         // In `dev`, every rule reads the dev clock, the verifier's included.
         let clock: @Sendable () -> Date =
             if let devClock { { devClock.now() } } else { clock }
-        self.webhookTransport = HTTPWebhookTransport()
+        self.webhookTransport = HTTPWebhookTransport(jobs: configuration.workerConcurrency)
         // Metrics are bound to their backend when first used: bootstrap it before anything records.
         _ = StorekeeperMetrics.registry
         guard let url = databaseURL ?? configuration.databaseURL else {

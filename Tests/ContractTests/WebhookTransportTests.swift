@@ -12,10 +12,10 @@ import Testing
 @Suite("Webhook requests to one endpoint, many at once")
 struct WebhookTransportTests {
     @Test(
-        "24 deliveries to one slow endpoint are all in flight together (AsyncHTTPClient's default pool let 8 a host through), each answered"
-    )
-    func manyAtOnce() async throws {
-        let requests = 24
+        "as many deliveries to one slow endpoint as work runs jobs are all in flight together, each answered: 24 with the default (AsyncHTTPClient's pool let 8 a host through), 80 with 80 jobs",
+        arguments: [(jobs: 0, requests: 24), (jobs: 80, requests: 80)])
+    func manyAtOnce(jobs: Int, requests: Int) async throws {
+        let transport = HTTPWebhookTransport(jobs: jobs)
         let inFlight = Mutex((now: 0, most: 0))
         let router = Router()
         router.post("/hook") { _, _ -> HTTPResponse.Status in
@@ -35,7 +35,7 @@ struct WebhookTransportTests {
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for index in 0..<requests {
                     group.addTask {
-                        try await HTTPWebhookTransport().post(
+                        try await transport.post(
                             url, headers: [("webhook-id", "msg_\(index)")], body: Data("{}".utf8), timeout: .seconds(10)
                         ).status
                     }
@@ -45,6 +45,7 @@ struct WebhookTransportTests {
             #expect(statuses == Array(repeating: 204, count: requests))
             #expect(inFlight.withLock { $0.most } == requests, "at most \(inFlight.withLock { $0.most }) at once")
         }
-        #expect(HTTPWebhookTransport.connectionsPerEndpoint >= StorekeeperConfiguration.defaultWorkerConcurrency(cores: 64))
+        // The default on any machine is within the floor.
+        #expect(HTTPWebhookTransport.minimumConnectionsPerEndpoint >= StorekeeperConfiguration.defaultWorkerConcurrency(cores: 64))
     }
 }
