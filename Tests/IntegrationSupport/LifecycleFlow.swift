@@ -40,6 +40,23 @@ struct LifecycleFlow {
         return event
     }
 
+    /// Sends Apple's REFUND_REVERSED of an earlier `refund` — of a period that may no longer be in force (an upgrade
+    /// came between) — one minute after the previous event, and waits until it is applied: the refunded transaction
+    /// without its revocation and `renewalInfo`, the subscription's as it is now, both signed anew at the
+    /// notification's date, as Apple signs every JWS it sends. (A copy signed at the refund's date would tie with the
+    /// refund's own transaction.)
+    mutating func sendReversal(of refund: SimulatedEvent, renewalInfo: RenewalInfoPayload?) async throws {
+        clock = clock.addingTimeInterval(60)
+        var event = refund
+        event.renewalInfo = renewalInfo ?? refund.renewalInfo
+        Self.reversingTheRefund(&event)
+        let signed = Int64((clock.timeIntervalSince1970 * 1000).rounded())
+        event.signedDate = signed
+        event.transaction?.signedDate = signed
+        event.renewalInfo?.signedDate = signed
+        try await post(event)
+    }
+
     /// POSTs a signed event and waits until it is applied.
     func post(_ event: SimulatedEvent, notificationUUID: UUID = UUID()) async throws {
         let response = try await client.postNotification(try harness.signer.requestBody(for: event, notificationUUID: notificationUUID))

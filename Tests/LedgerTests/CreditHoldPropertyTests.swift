@@ -1,3 +1,4 @@
+import AppStoreModels
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
@@ -9,16 +10,14 @@ import Testing
 
 @testable import IntegrationSupport
 
-/// Holds as properties: generated histories of top-ups, spends (some given back), holds, settles, releases, expiries and Apple's
-/// refunds, refund reversals and upgrades of the subscription the credits come from, and of a pack of credits bought
-/// from Apple, refunded (and the refund perhaps reversed) while its credits may be held or spent, each sent by three clients at
-/// once through the HTTP API and the signed-notification intake, with the worker running (it applies the
-/// notifications and releases expired holds). After each history the customer-visible answers must add up with the
-/// ledger: no bucket below zero; what was granted is what is left in the buckets plus what spends and settles
-/// charged (as answered), what is held (as the status says), and what lapsed (as the holds answer); every ended hold
-/// is charged + returned + lapsed = its amount, its returns posted once; and `storekeeper replay` finds the stored
-/// facts and the ledger agree. STOREKEEPER_TEST_HOLD_HISTORIES sets how many (default 24); a failure names its seed,
-/// which STOREKEEPER_TEST_HOLD_SEED sets.
+/// Holds as properties: generated histories of top-ups, spends (some given back), holds, settles, releases, expiries and Apple's refunds, refund
+/// reversals (straight after the refund, or after an upgrade or the pack's refund) and upgrades of the subscription the credits come from, and of a
+/// pack of credits bought from Apple, refunded (and the refund perhaps reversed) while its credits may be held or spent, each sent by three clients
+/// at once through the HTTP API and the signed-notification intake, with the worker running (it applies the notifications and releases expired
+/// holds). After each history the customer-visible answers must add up with the ledger: no bucket below zero; what was granted is what is left in the
+/// buckets plus what spends and settles charged (as answered), what is held (as the status says), and what lapsed (as the holds answer); every ended
+/// hold is charged + returned + lapsed = its amount, its returns posted once; and `storekeeper replay` finds the stored facts and the ledger agree.
+/// STOREKEEPER_TEST_HOLD_HISTORIES sets how many (default 24); a failure names its seed, which STOREKEEPER_TEST_HOLD_SEED sets.
 @Suite("Credit holds as properties: generated histories, parallel clients, real PostgreSQL")
 struct CreditHoldPropertyTests {
     /// What one client saw: its answered spends and the holds it took.
@@ -53,6 +52,7 @@ struct CreditHoldPropertyTests {
                 print(
                     "credit hold properties: \(count) generated histories, \(totals.operations) operations (\(totals.storeEvents) of Apple's), "
                         + "\(totals.holds) holds, \(totals.lapsed) credits lapsed, \(totals.claims) refunds that claimed credits out, "
+                        + "\(totals.lateReversals) refunds reversed after a later event, "
                         + "\(refundTakes) returns a standing refund took, seed \(seed)")
                 #expect(count < 5 || totals.lapsed > 0, "no history let held credits lapse: the generator misses the rule's hard half")
                 // How many histories claimed is printed, not asserted: under a loaded CI the clients' races can leave
@@ -67,17 +67,21 @@ struct CreditHoldPropertyTests {
         var lapsed: Int64 = 0
         /// Refunds of a pack that found credits of it out, and claimed them.
         var claims = 0
+        /// Refunds reversed after a later event of the store (an upgrade, the pack's refund), not straight after.
+        var lateReversals = 0
 
         mutating func add(_ other: Totals) {
             (operations, storeEvents, holds, lapsed) = (
                 operations + other.operations, storeEvents + other.storeEvents, holds + other.holds, lapsed + other.lapsed
             )
             claims += other.claims
+            lateReversals += other.lateReversals
         }
     }
 
-    /// What the store sends beside the clients: Apple's refund or upgrade of the subscription, the pack's refund.
-    enum StoreEvent: Equatable { case refund, upgrade, packRefund }
+    /// What the store sends beside the clients: Apple's refund or upgrade of the subscription, the refund's reversal
+    /// (straight after it or after later events: an upgrade, the pack's refund), the pack's refund.
+    enum StoreEvent: Equatable { case refund, refundReversal, upgrade, packRefund }
 
     /// Runs one generated history on a fresh account.
     static func history(
@@ -104,6 +108,12 @@ struct CreditHoldPropertyTests {
         if pack != nil, Bool.random(using: &generator) { storeEvents.append(.packRefund) }
         storeEvents.shuffle(using: &generator)
         let refundReversed = storeEvents.contains(.refund) && Bool.random(using: &generator)
+        var reversedLate = false
+        if refundReversed, let refund = storeEvents.firstIndex(of: .refund) {
+            let position = Int.random(in: (refund + 1)...storeEvents.count, using: &generator)
+            storeEvents.insert(.refundReversal, at: position)
+            reversedLate = position > refund + 1
+        }
         let packRefundReversed = storeEvents.contains(.packRefund) && Bool.random(using: &generator)
         if let pack {
             #expect(try await client.postTransaction(try CreditClaimTests.signed(pack, harness), account: id).status == .ok, "\(label): the pack")
@@ -128,13 +138,21 @@ struct CreditHoldPropertyTests {
                 longHold = held.status == .created ? try held.answer(CreditHoldAnswer.self).id : nil
                 if let longHold { all.holds.append(longHold) }
             }
+            // The refund's notification, which its reversal turns around, and the subscription's latest renewal info.
+            var refunded: SimulatedEvent?
+            var renewal: RenewalInfoPayload?
             for (index, event) in storeEvents.enumerated() {
                 switch event {
                 case .upgrade:
-                    try await flow.send(.upgrade, target: "pro.monthly")
+                    renewal = try await flow.send(.upgrade, target: "pro.monthly").renewalInfo
                 case .refund:
-                    try await flow.send(.refund)
-                    if refundReversed { try await flow.send(.refund, LifecycleFlow.reversingTheRefund) }
+                    refunded = try await flow.send(.refund)
+                    renewal = refunded?.renewalInfo
+                case .refundReversal:
+                    // Apple's REFUND_REVERSED of the refunded transaction, with the subscription's renewal info as it
+                    // is now (after an upgrade: the new product's).
+                    guard let refunded else { break }
+                    try await flow.sendReversal(of: refunded, renewalInfo: renewal)
                 case .packRefund:
                     guard let pack else { break }
                     try await CreditClaimTests.refund(pack, of: id, client: client, harness: harness)
@@ -171,12 +189,12 @@ struct CreditHoldPropertyTests {
             try await harness.count("SELECT count(*) FROM credit_holds WHERE account_id = '\(id)' AND state = 'held'") == 0
         }
         let lapsed = try await check(account: id, seen: seen, harness: harness, client: client, label: label)
-        let events = 1 + storeEvents.count + (refundReversed ? 1 : 0) + (pack == nil ? 0 : 1) + (packRefundReversed ? 1 : 0)
+        let events = 1 + storeEvents.count + (pack == nil ? 0 : 1) + (packRefundReversed ? 1 : 0)
         let claims = try await harness.count(
             "SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'claim:refund:%' AND delta > 0 AND bucket LIKE 'topup:\(id):%'")
         return Totals(
             operations: lanes.map(\.count).reduce(events + 1 + storeEvents.count, +), storeEvents: events, holds: seen.holds.count, lapsed: lapsed,
-            claims: claims)
+            claims: claims, lateReversals: reversedLate ? 1 : 0)
     }
 
     /// The invariants of one account, from what its clients were answered and what the ledger holds.
