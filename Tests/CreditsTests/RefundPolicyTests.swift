@@ -124,6 +124,26 @@ struct TopUpAttributionTests {
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: refunded).spends == [3: 60])
     }
 
+    @Test(
+        "a refunded upgrade's take of a carry made for credits out, marked by two rows that net to nothing, and its reversal: no lot, no spend; the pack's 30 spent after are its own"
+    )
+    func carryTakeMarkers() {
+        func row(_ key: String, _ delta: Int64) -> LedgerEntry { LedgerEntry(operationKey: key, bucket: "b", delta: delta, reason: "r") }
+        let take = "refund:p2:1700000000001:carry:p2:cycle:s:p1:ai:in"
+        let entries = [
+            row("topup:A", 100),
+            row("carry:p2:cycle:s:p1:ai:in", 50), row("pending:carry:p2:cycle:s:p1:ai:in", -50),
+            row("refund:p2:1700000000001:pending:carry:p2:cycle:s:p1:ai:in", 50), row(take, -50),
+            row("reversed:refund:p2:1700000000001:pending:carry:p2:cycle:s:p1:ai:in", -50), row("reversed:\(take)", 50),
+            row("spend:1", -30),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: entries).spends == [7: 30])
+        // A take that moved credits (no marker beside it) still empties the carry's lot.
+        #expect(!PurchaseConsumption.isCarryTakeMarker(take, among: [take]))
+        #expect(PurchaseConsumption.isCarryTakeMarker(take, among: Set(entries.map(\.operationKey))))
+        #expect(!PurchaseConsumption.isCarryTakeMarker("refund:sale:topup:a:pending:carry:x", among: []), "a pack's refund, whatever its account id")
+    }
+
     @Test("a hold settled for 30 of 50 counts as a spend of 30 when it settled; its debit, give-back and offset count for nothing")
     func settledHold() {
         let entries = [

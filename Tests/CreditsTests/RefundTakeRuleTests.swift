@@ -85,6 +85,46 @@ struct RefundTakeRuleTests {
     }
 
     @Test(
+        "a hold of 6 from a window whose carry a standing refund of the upgrade took, and 2 from that top-up, settled for 1 with a claim of 1 on the top-up: 5 go to the top-up through the carry, pay the claim, and the refund takes the other 4 there; the top-up's own 2 stay; once the refund is reversed nothing is taken"
+    )
+    func carryTaken() throws {
+        let topUp = "topup:a:carried"
+        let take = "refund:p2:1764806400000:carry:p2:cycle:s:p1:ai:in"
+        let debits = [HoldSettlement.Debit(bucket: Self.window, amount: 6), HoldSettlement.Debit(bucket: topUp, amount: 2)]
+        let claim = HoldSettlement.Claim(key: "claim:\(take)", outstanding: 1)
+        func since(takenBy: String?) -> [CreditHold.BucketSince] {
+            [
+                CreditHold.BucketSince(
+                    bucket: Self.window, kind: "cycle", open: false, carriedTo: topUp, refunded: false, claims: [claim], owner: "a",
+                    carryTakenBy: takenBy),
+                CreditHold.BucketSince(bucket: topUp, kind: "topup", open: true, owner: "a"),
+            ]
+        }
+        let taken = since(takenBy: take)
+        let destinations = CreditHold.destinations(taken, open: [topUp], account: Self.account)
+        #expect(destinations == [Self.window: topUp, topUp: topUp])
+        let claims = CreditHold.claims(taken)
+        let outcome = try #require(HoldSettlement.settle(debits, charge: 1, destination: { destinations[$0] }, claims: { claims[$0] ?? [] }))
+        let key = { (index: Int) in "hold-return:h:\(index)" }
+        let takes = CreditHold.refundTakes(of: outcome, debits: debits, since: taken, account: Self.account, key: key)
+        // By hand: the charge of 1 from the window's debit (the front of the hold); its other 5 through the carry pay the
+        // claim's 1 and the refund takes 4; the top-up's own 2 come back to it untaken.
+        #expect(takes == [LedgerEntry(operationKey: "\(take):back:hold-return:h:0", bucket: topUp, delta: -4, reason: "refund")])
+        let hold = CreditHold(
+            id: .init(), account: Self.account, idempotencyKey: "k", meter: "ai", amount: 8, debits: debits, createdAt: .now, expiresAt: .now)
+        let rows = CreditHold.endEntries(of: hold, outcome: outcome) + takes
+        // The top-up: its 2 back, the window's 5 in, 1 to the claim, 4 to the refund: +2, as if the 5 had come back
+        // before the refund, which would have taken them with the carry and claimed nothing.
+        #expect(rows.filter { $0.bucket == topUp }.reduce(0) { $0 + $1.delta } == 2)
+        let standing = since(takenBy: nil)
+        let kept = CreditHold.refundTakes(of: outcome, debits: debits, since: standing, account: Self.account, key: key)
+        #expect(kept.isEmpty, "a reversed refund takes nothing")
+        // A read before sql/0064 named no taken carry: nothing goes to the top-up through it, nothing is taken.
+        let old = [CreditHold.BucketSince(bucket: Self.window, kind: "cycle", open: false, refunded: false, owner: "a")]
+        #expect(CreditHold.destinations(old, open: [topUp], account: Self.account).isEmpty)
+    }
+
+    @Test(
         "a take is under its refund's key whatever refund row the read found: the refund's own, a take of a hold's return or of a spend given back, or such takes nested (as written before the rule); a meter named back is not a take",
         arguments: [
             (refund, refund),

@@ -139,6 +139,68 @@ struct UpgradeCarryOutTests {
         #expect(cases == 24, "\(cases) cases")
     }
 
+    /// Apple's REFUND_REVERSED of the upgrade's transaction (``DerivedStateCreditTests/exactRefund``), a minute after
+    /// the refund.
+    static let reversal = Walkthrough.notification(
+        "REFUND_REVERSED", nil, status: 1, product: "max.monthly", from: Walkthrough.upgradedAt, to: Walkthrough.upgradedAt + Walkthrough.period,
+        at: Walkthrough.refundedAt + Walkthrough.minute)
+
+    @Test(
+        "the upgrade refunded and the refund reversed: the top-ups end as if there had been no refund (Pro's 1,000 less the charge, a pack's own beside), whether the hold ended before the upgrade, before the refund, while it stood or after its reversal, with the spend given back at the end"
+    )
+    func upgradeRefundReversed() throws {
+        let reversedAt = Walkthrough.date(Walkthrough.refundedAt + Walkthrough.minute)
+        var cases = 0
+        for spent in [Int64(0), 600] {
+            for held in Set([Int64(200), 1000 - spent]).sorted() {
+                for charge in Set([Int64(0), held / 2, held]).sorted() {
+                    for pack in [false, true] {
+                        cases += 1
+                        let label = "spent \(spent), held \(held), charged \(charge), a pack: \(pack)"
+                        for ending in ["before the upgrade", "before the refund", "while the refund stood", "after its reversal"] {
+                            var world = Walkthrough.World()
+                            world.deliver(Walkthrough.subscribe, now: Walkthrough.date(Walkthrough.subscribedAt))
+                            if pack {
+                                let sale = TopUpCredits.Sale(id: "q", productId: "credits.100", quantity: 1, revoked: false)
+                                for operation in TopUpCredits.operationsDue(
+                                    sale, account: Walkthrough.account, catalogue: Walkthrough.catalogue, ledger: world.ledger)
+                                {
+                                    world.ledger.apply(operation)
+                                }
+                            }
+                            let window = try #require(world.ledger.buckets.values.first { $0.kind == .cycle })
+                            let spend = Self.take("spend:s", spent, from: window.key, in: &world.ledger)
+                            let hold = Self.take("hold:h", held, from: window.key, in: &world.ledger)
+                            if ending == "before the upgrade" { Self.end("hold:h", hold, charge: charge, at: Self.workedAt, in: &world.ledger) }
+                            world.deliver(Walkthrough.upgrade, now: Walkthrough.date(Walkthrough.upgradedAt))
+                            if ending == "before the refund" { Self.end("hold:h", hold, charge: charge, at: Self.afterUpgrade, in: &world.ledger) }
+                            world.deliver(Walkthrough.exactRefund, now: Walkthrough.date(Walkthrough.refundedAt))
+                            if ending == "while the refund stood" {
+                                Self.end("hold:h", hold, charge: charge, at: Walkthrough.date(Walkthrough.refundedAt + 1000), in: &world.ledger)
+                            }
+                            // While the refund stands the customer keeps none of Pro's credits, what came back included.
+                            #expect(world.ledger.balance(of: Self.topUp) == (pack ? 100 : 0), "\(label), ended \(ending): refunded")
+                            world.deliver(Self.reversal, now: reversedAt)
+                            if ending == "after its reversal" {
+                                Self.end("hold:h", hold, charge: charge, at: reversedAt.addingTimeInterval(1), in: &world.ledger)
+                            }
+                            Self.end("spend:s", spend, charge: 0, at: reversedAt.addingTimeInterval(2), in: &world.ledger)
+                            for (bucket, balance) in world.balances { #expect(balance >= 0, "\(label), ended \(ending): \(bucket) below zero") }
+                            // By hand: the refund reversed, Pro's unused credits are the customer's, in the top-ups.
+                            #expect(
+                                world.ledger.balance(of: Self.topUp) == 1000 - charge + (pack ? 100 : 0), "\(label), the hold ended \(ending)")
+                            let again = SubscriptionCredits.operationsDue(
+                                try #require(world.derivation), catalogue: Walkthrough.catalogue, ledger: world.ledger,
+                                now: reversedAt.addingTimeInterval(60))
+                            #expect(again.isEmpty, "\(label), ended \(ending): a second derivation posts \(again)")
+                        }
+                    }
+                }
+            }
+        }
+        #expect(cases == 24, "\(cases) cases")
+    }
+
     @Test(
         "a claw-back's claim waits on the window's held credits: no carry is made for them (coming back there they pay it first); the customer never ends with more than had the hold ended first"
     )
@@ -204,46 +266,59 @@ struct UpgradeCarryOutTests {
     }
 
     /// A hold's end (or a spend given back, `charge` 0) as its group writes it: each debit's rest to the top-up of a
-    /// carry-over made from its bucket after the debit while the carry stands, else to the bucket while it is live,
-    /// else nowhere (sql/0057's `carriedTo` and `open`).
+    /// carry-over made from its bucket after the debit while the carry stands, and taken there by a refund of the
+    /// upgrade that took the carry and stands; else to the bucket while it is live; else nowhere (sql/0064's
+    /// `carriedTo`, `carryTakenBy` and `open`, and the rules' ``CreditHold/destinations(_:open:account:)`` and
+    /// ``CreditHold/refundTakes(of:debits:since:account:key:)``).
     static func end(_ keyed: String, _ debits: [HoldSettlement.Debit], charge: Int64, at now: Date, in ledger: inout LedgerSnapshot) {
         guard !debits.isEmpty else { return }
         let live = Set(
             ledger.liveBuckets(account: Walkthrough.account, cycleOf: [Walkthrough.subscription], meter: nil, at: now).map(\.key))
-        var destinations: [String: String] = [:]
-        for debit in debits {
-            let since = ledger.entries.drop { $0.operationKey != "\(keyed):0" }
-            let carry = since.last { row in
+        let since = debits.map { debit in
+            var bucket = CreditHold.BucketSince(
+                bucket: debit.bucket, kind: ledger.buckets[debit.bucket]?.kind.text, open: live.contains(debit.bucket),
+                owner: Walkthrough.account.text)
+            let carry = ledger.entries.drop { $0.operationKey != "\(keyed):0" }.last { row in
                 guard row.bucket == debit.bucket, row.operationKey.hasPrefix("carry:"), row.operationKey.hasSuffix(":out") else { return false }
                 let inKey = String(row.operationKey.dropLast("out".count)) + "in"
                 return ledger.isPosted(inKey) && !ledger.isPosted("reversed:\(inKey)") && !ledger.isPosted("reversed:\(row.operationKey)")
-                    && !ledger.entries.contains { $0.operationKey.hasPrefix("refund:") && $0.operationKey.hasSuffix(":\(inKey)") }
             }
-            if let carry {
-                let inKey = String(carry.operationKey.dropLast("out".count)) + "in"
-                destinations[debit.bucket] = ledger.entries.first { $0.operationKey == inKey }?.bucket
-            } else if live.contains(debit.bucket) {
-                destinations[debit.bucket] = debit.bucket
+            if let carry, let carriedIn = ledger.entries.first(where: { $0.operationKey == String(carry.operationKey.dropLast("out".count)) + "in" })
+            {
+                bucket.carriedTo = carriedIn.bucket
+                bucket.carryTakenBy =
+                    ledger.entries(of: carriedIn.bucket).last { row in
+                        row.operationKey.hasPrefix("refund:") && row.operationKey.hasSuffix(":\(carriedIn.operationKey)")
+                            && !ledger.isPosted("reversed:\(row.operationKey)")
+                    }?.operationKey
             }
+            return bucket
         }
+        let destinations = CreditHold.destinations(since, open: live, account: Walkthrough.account)
         // The unpaid claims made since the debit on where its credits go (sql/0038's rules, CreditClaimsTests).
         let claims = CreditClaimsTests.claims(after: "\(keyed):0", in: ledger)
         let claimsOn = { (bucket: String) in claims.filter { claim in ledger.entries.first { $0.operationKey == claim.key }?.bucket == bucket } }
         let outcome = HoldSettlement.settle(debits, charge: charge, destination: { destinations[$0] }, claims: claimsOn)!
-        let rows: [LedgerEntry]
+        var rows: [LedgerEntry]
         if keyed.hasPrefix("hold:") {
             // The rows keyed by this test's hold id, as the group keys them by the hold's.
             let hold = CreditHold(
                 id: UUID(), account: Walkthrough.account, idempotencyKey: keyed, meter: "ai_requests",
                 amount: debits.reduce(0) { $0 + $1.amount }, debits: debits, createdAt: now, expiresAt: now)
-            rows = CreditHold.endEntries(of: hold, outcome: outcome).map { row in
+            rows =
+                CreditHold.endEntries(of: hold, outcome: outcome)
+                + CreditHold.refundTakes(
+                    of: outcome, debits: debits, since: since, account: Walkthrough.account, key: { CreditHold.returnKey(hold.id, $0) })
+            rows = rows.map { row in
                 var row = row
                 row.operationKey = row.operationKey.replacingOccurrences(of: hold.id.lowercasedText, with: "h")
                 return row
             }
         } else {
-            rows = CreditHold.returnEntries(
-                of: outcome, debits: debits, reason: "usage reversed", key: { "\(keyed):\($0):reversed" }, payer: { "\(keyed):\($0):reversed" })
+            let key = { (index: Int) in "\(keyed):\(index):reversed" }
+            rows =
+                CreditHold.returnEntries(of: outcome, debits: debits, reason: "usage reversed", key: key, payer: key)
+                + CreditHold.refundTakes(of: outcome, debits: debits, since: since, account: Walkthrough.account, key: key)
         }
         for row in rows { ledger.apply(.post(row, opening: nil)) }
     }

@@ -126,8 +126,25 @@ struct HoldDestinationTests {
             // A pack refunded from that top-up since, short: the window's held credits going there pay its claim.
             try await post("claim:refund:sx:topup:a:carried", "topup:a:carried", 20)
             #expect(CreditHold.claims(try await since())["cycle:s:p1:ai"] == [.init(key: "claim:refund:sx:topup:a:carried", outstanding: 20)])
-            // …while the carry stands: a refund of the upgrade takes it back, and the held credits lapse with it.
-            try await post("refund:p2:1700000000001:carry:p2:cycle:s:p1:ai:in", "topup:a:carried", -95)
+            #expect(try await since().first { $0.bucket == "cycle:s:p1:ai" }?.carryTakenBy == nil, "no refund took the carry")
+            // A refund of the upgrade takes the carry back: the held credits still follow it, for that refund to take
+            // under its row's key (sql/0064; before, they lapsed, and still did once the refund was reversed)…
+            let take = "refund:p2:1700000000001:carry:p2:cycle:s:p1:ai:in"
+            try await post(take, "topup:a:carried", -95)
+            #expect(try await destinations(open: ["topup:a:ai"])["cycle:s:p1:ai"] == "topup:a:carried")
+            #expect(try await since().first { $0.bucket == "cycle:s:p1:ai" }?.carryTakenBy == take)
+            #expect(try await spendSince().first?.carryTakenBy == take, "a spend given back reads it too")
+            // …until the refund is reversed: the carry is the customer's again.
+            try await post("reversed:\(take)", "topup:a:carried", 95)
+            #expect(try await since().first { $0.bucket == "cycle:s:p1:ai" }?.carryTakenBy == nil, "the reversed refund takes nothing")
+            #expect(try await destinations(open: ["topup:a:ai"])["cycle:s:p1:ai"] == "topup:a:carried")
+            // A second refund at another date: its row, the last that stands, takes (a pending carry's take is two rows
+            // that net to nothing, the take's own last).
+            try await post("refund:p2:1700000000009:pending:carry:p2:cycle:s:p1:ai:in", "topup:a:carried", 7)
+            try await post("refund:p2:1700000000009:carry:p2:cycle:s:p1:ai:in", "topup:a:carried", -7)
+            #expect(try await since().first { $0.bucket == "cycle:s:p1:ai" }?.carryTakenBy == "refund:p2:1700000000009:carry:p2:cycle:s:p1:ai:in")
+            // A carry reversed (a stale copy of the upgrade, or one ended before sql/0064) is not followed.
+            try await post("reversed:carry:p2:cycle:s:p1:ai:out", "cycle:s:p1:ai", 1)
             #expect(try await destinations(open: ["topup:a:ai"])["cycle:s:p1:ai"] == nil)
         }
     }

@@ -70,13 +70,8 @@ struct UpgradeWhileHeldTests {
                 for order in Refunded.allCases {
                     let account = UUID()
                     let id = account.uuidString.lowercased()
-                    var flow = LifecycleFlow(harness: harness, client: client, account: account)
-                    try await flow.send(.subscribe)
-                    #expect(try await client.spend(account, amount: 100, key: "lookup").status == .ok)
-                    let left = try #require(try await CreditHoldTests.remaining(client, id, "ai_requests"))
-                    let held = try await CreditHoldTests.hold(client, id, "ai_requests", Int(left), key: "generation")
-                    #expect(held.status == .created, "\(String(buffer: held.body))")
-                    let hold = try held.answer(CreditHoldAnswer.self).id
+                    let (started, hold) = try await Self.allOutOfProsWindow(harness, client, account: account)
+                    var flow = started
                     func end() async throws {
                         let ended = try await CreditHoldTests.end(client, hold: hold, charge: charge)
                         #expect(ended.status == .ok, "\(order.rawValue): \(String(buffer: ended.body))")
@@ -97,5 +92,20 @@ struct UpgradeWhileHeldTests {
                 }
             }
         }
+    }
+
+    /// Pro bought, 100 spent on a lookup that failed (key `lookup`) and all that is left of the window held for a
+    /// generation (key `generation`): the flow to go on with and the hold's id.
+    static func allOutOfProsWindow(_ harness: StorekeeperHarness, _ client: any TestClientProtocol, account: UUID) async throws -> (
+        LifecycleFlow, String
+    ) {
+        let id = account.uuidString.lowercased()
+        var flow = LifecycleFlow(harness: harness, client: client, account: account)
+        try await flow.send(.subscribe)
+        #expect(try await client.spend(account, amount: 100, key: "lookup").status == .ok)
+        let left = try #require(try await CreditHoldTests.remaining(client, id, "ai_requests"))
+        let held = try await CreditHoldTests.hold(client, id, "ai_requests", Int(left), key: "generation")
+        #expect(held.status == .created, "\(String(buffer: held.body))")
+        return (flow, try held.answer(CreditHoldAnswer.self).id)
     }
 }

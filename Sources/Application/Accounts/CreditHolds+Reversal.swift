@@ -56,9 +56,9 @@ extension CreditHolds {
                 postings = CreditHold.returnEntries(
                     of: outcome, debits: spend.debits, reason: "usage reversed",
                     key: { UsageRequests.reversalKey(debitKeyPrefix: spend.debitKeyPrefix, index: $0) }, payer: payer)
-                // What comes back to a window a standing refund took from (or found empty), the refund takes, as for a
-                // hold's end: named as a claim's payment is, without the account or the app's key (an erasure does not
-                // rewrite a window's refund rows).
+                // What comes back to a window a standing refund took from (or found empty), or through a carry a
+                // standing refund of the upgrade took, the refund takes, as for a hold's end: named as a claim's
+                // payment is, without the account or the app's key (an erasure does not rewrite a refund's rows).
                 let takes = CreditHold.refundTakes(of: outcome, debits: spend.debits, since: spend.since, account: account, key: payer)
                 postings += takes
                 let taken = takes.reduce(0) { $0 - $1.delta }

@@ -192,15 +192,16 @@ struct HoldGroup: Sendable {
         guard let outcome else { return .overHeld(hold) }
         for payment in outcome.payments { claimsPaid[payment.claim, default: 0] += payment.amount }
         postings += CreditHold.endEntries(of: hold, outcome: outcome)
-        // What comes back to a window a standing refund took from (or found empty), the refund takes (not the
-        // customer's while it stands).
+        // What comes back to a window a standing refund took from (or found empty), or through a carry a standing
+        // refund of the upgrade took, the refund takes (not the customer's while it stands).
         let takes = CreditHold.refundTakes(
             of: outcome, debits: hold.debits, since: entry.since, account: hold.account, key: { CreditHold.returnKey(hold.id, $0) })
         postings += takes
-        let refunded = Set(takes.map(\.bucket))
-        for back in outcome.returns where !refunded.contains(back.bucket) {
-            if let index = balances[hold.account]?.firstIndex(where: { $0.bucket.key == back.bucket }) {
-                balances[hold.account]?[index].balance += back.amount
+        // What came back, less what the refund took of it in the same bucket (a top-up can take both: a debit of its
+        // own given back, another's through a carry a refund took).
+        for change in outcome.returns.map({ ($0.bucket, $0.amount) }) + takes.map({ ($0.bucket, $0.delta) }) {
+            if let index = balances[hold.account]?.firstIndex(where: { $0.bucket.key == change.0 }) {
+                balances[hold.account]?[index].balance += change.1
             }
         }
         let taken = takes.reduce(0) { $0 - $1.delta }

@@ -6,7 +6,8 @@ import Subscriptions
 // upgrade or a refund is property-tested without a database (CreditsTests); Persistence only writes them.
 extension CreditHold {
     /// Where each bucket of `since` takes a debit of `account`'s hold back now (docs/credits.md, "Where credits go
-    /// back"): the top-up an upgrade carried the bucket's unspent credits to, while that carry stands; else a cycle
+    /// back"): the top-up an upgrade carried the bucket's unspent credits to, while that carry stands (a refund of the
+    /// upgrade that took it takes them there: ``refundTakes(of:debits:since:account:key:)``); else a cycle
     /// window a refund took from since the hold (or, the App Store's, whose period stands refunded, sql/0060), still
     /// the account's, open or not — the refund takes them there
     /// (``refundTakes(of:debits:since:account:key:)``), so that its reversal gives them back; else the bucket itself
@@ -26,21 +27,31 @@ extension CreditHold {
         return destinations
     }
 
-    /// What a standing refund takes of what `outcome` gives back to its window (``destinations(_:open:account:)``): per
-    /// debit, the credits that went back to its own bucket (after claims took their part), under the refund's key
-    /// (``BucketSince/refund(takingFor:)``) and the return's, `<refund>:back:<key(index)>` — a `refund:` row
-    /// of the refund's stamp, which the refund's later derivations count as theirs and its reversal gives back
-    /// (docs/credits.md, "Held credits of a refunded window"). The window then holds what the refund would have left had
-    /// the credits come back before it.
+    /// What a standing refund takes of what `outcome` gives back (``destinations(_:open:account:)``): per debit, the
+    /// credits that went back (after claims took their part) to its own window, which the refund took from or found
+    /// empty (``BucketSince/refund(takingFor:)``), or through a carry-over that a refund of the upgrade took
+    /// (``BucketSince/carryTakenBy``), to its top-up. Each under the refund's key and the return's,
+    /// `<refund>:back:<key(index)>` — a `refund:` row of the refund's stamp, which the refund's later derivations count
+    /// as theirs and its reversal gives back (docs/credits.md, "Held credits of a refunded window", "Where credits go
+    /// back"). The bucket then holds what the refund would have left had the credits come back before it.
     public static func refundTakes(
         of outcome: HoldSettlement.Outcome, debits: [HoldSettlement.Debit], since: [BucketSince], account: AccountID, key: (Int) -> String
     ) -> [LedgerEntry] {
         var takes: [LedgerEntry] = []
         for (index, debit) in debits.enumerated() {
-            guard let refund = since.first(where: { $0.bucket == debit.bucket })?.refund(takingFor: account) else { continue }
-            let back = outcome.returns.filter { $0.from == debit.bucket && $0.bucket == debit.bucket }.reduce(0) { $0 + $1.amount }
+            guard let bucket = since.first(where: { $0.bucket == debit.bucket }) else { continue }
+            let refund: String
+            let target: String
+            if let window = bucket.refund(takingFor: account) {
+                (refund, target) = (window, debit.bucket)
+            } else if let carried = bucket.carriedTo, let taken = bucket.carryTakenBy {
+                (refund, target) = (taken, carried)
+            } else {
+                continue
+            }
+            let back = outcome.returns.filter { $0.from == debit.bucket && $0.bucket == target }.reduce(0) { $0 + $1.amount }
             guard back > 0 else { continue }
-            takes.append(LedgerEntry(operationKey: "\(refund):back:\(key(index))", bucket: debit.bucket, delta: -back, reason: "refund"))
+            takes.append(LedgerEntry(operationKey: "\(refund):back:\(key(index))", bucket: target, delta: -back, reason: "refund"))
         }
         return takes
     }

@@ -85,13 +85,18 @@ extension CreditHold {
         public var refundedBy: String?
         /// The account the bucket is of at the read: its own, or its subscription's holder (sql/0059).
         public var owner: String?
+        /// The key of the last row of a refund of the upgrade that took the carry to ``carriedTo`` and stands
+        /// (`refund:<stamp>:carry:…:in`, sql/0064): what comes back through the carry is that refund's to take
+        /// (``CreditHold/refundTakes(of:debits:since:account:key:)``) until it is reversed. `nil` while no refund took
+        /// the carry, and from a read before sql/0064, which left a taken carry out of ``carriedTo``.
+        public var carryTakenBy: String?
 
         public init(
             bucket: String, kind: String?, open: Bool? = nil, carriedTo: String? = nil, refunded: Bool = false, claims: [HoldSettlement.Claim]? = nil,
-            refundedBy: String? = nil, owner: String? = nil
+            refundedBy: String? = nil, owner: String? = nil, carryTakenBy: String? = nil
         ) {
             (self.bucket, self.kind, self.open, self.carriedTo, self.refunded, self.claims) = (bucket, kind, open, carriedTo, refunded, claims)
-            (self.refundedBy, self.owner) = (refundedBy, owner)
+            (self.refundedBy, self.owner, self.carryTakenBy) = (refundedBy, owner, carryTakenBy)
         }
 
         /// The key under which a standing refund of this window takes what comes back to it for `account`

@@ -50,10 +50,12 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
         var takes: [Int: [(lot: Int, amount: Int64)]] = [:]
         var credited: Int64 = 0
         let grantKey = "topup:\(transactionId)"
+        let keys = Set(entries.map(\.operationKey))
         for (position, entry) in entries.enumerated() {
             // A hold's rows are not usage: what it charged is posted as `usage` (`hold-charge:<id>:<n>`) when it
-            // settles, and counts then; its debit, what went back and the charge's offset net out.
-            if Self.isHoldBookkeeping(entry.operationKey) { continue }
+            // settles, and counts then; its debit, what went back and the charge's offset net out. Nor are the rows
+            // that mark a carry's take which moved nothing.
+            if Self.isHoldBookkeeping(entry.operationKey) || Self.isCarryTakeMarker(entry.operationKey, among: keys) { continue }
             // A refund's claim (CreditClaims) is not credits: its refund row below takes only what the bucket had. What
             // later paid the claim — credits of the purchase that came back from a hold or a spend given back — is
             // taken from the refunded purchase's lot then, and a reversal of the refund gives its parts back there.
@@ -114,6 +116,17 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
     static func carryLot(undoneBy key: String) -> String? {
         for prefix in ["reversed:", "pending:"] where key.hasPrefix(prefix + "carry:") { return String(key.dropFirst(prefix.count)) }
         return nil
+    }
+
+    /// The two rows that mark a refund's take of a carry made for credits out, which moved nothing —
+    /// `refund:<period>:<ms>:pending:carry:…:in` and `refund:<period>:<ms>:carry:…:in` beside it
+    /// (SubscriptionCredits.markTaken) — and their reversals: they net to nothing, and neither is a lot nor a spend.
+    static func isCarryTakeMarker(_ key: String, among keys: Set<String>) -> Bool {
+        let body = key.hasPrefix("reversed:") ? key.dropFirst("reversed:".count) : Substring(key)
+        let parts = body.split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0] == "refund", !parts[2].isEmpty, parts[2].allSatisfy(\.isNumber) else { return false }
+        if parts[3].hasPrefix("pending:carry:") { return true }
+        return parts[3].hasPrefix("carry:") && keys.contains("refund:\(parts[1]):\(parts[2]):pending:\(parts[3])")
     }
 
     static func isHoldBookkeeping(_ key: String) -> Bool {

@@ -55,14 +55,32 @@ extension SubscriptionCredits.Plan {
                 takeKey, bucket: carriedIn.bucket, owed: standing(carryOver: inKey), available: ledger.balance(of: carriedIn.bucket),
                 reason: "refund of an upgrade's carry-over")
             for operation in operations { add(operation) }
-            endCarry(ofCreditsOut: out)
+            if operations.isEmpty { markTaken(ofCreditsOut: out, into: carriedIn, takeKey: takeKey, stamp: stamp) }
         }
     }
 
-    /// A carry made for credits out (`pending:carry:…`, ``carryOver(into:)``) stops standing when it is taken back: the
-    /// credits still out then lapse when they come back, as they would have gone with the carry-over had they come
-    /// back first. Its take-back took what came back through it; with nothing come back yet it posts no row that the
-    /// reads of a hold's end would see, so the carry's own reversal is posted, netted on the window like the carry.
+    /// A carry made for credits out (`pending:carry:…`, ``carryOver(into:)``) with nothing come back through it yet is
+    /// taken all the same, but its take-back moves nothing and posts no row that the reads of a hold's end would see. So
+    /// the take is marked by two rows that net to nothing on the top-up, under the refund's key:
+    /// `refund:<stamp>:pending:<carry in>`, then the take's own, the last the reads name (sql/0064). While they stand,
+    /// the credits still out that come back through the carry are the refund's to take in the top-up
+    /// (``CreditHold/refundTakes(of:debits:since:account:key:)``), as they would have gone with the carry-over had
+    /// they come back first; the refund's reversal gives back every row under its key. Until 2026-12-05 the
+    /// carry's own reversal was posted (``endCarry(ofCreditsOut:)``), which no reversal undid: a database that holds one
+    /// keeps it.
+    mutating func markTaken(ofCreditsOut out: LedgerEntry, into carriedIn: LedgerEntry, takeKey: String, stamp: String) {
+        guard let pending = ledger.entries.first(where: { $0.operationKey == "pending:\(out.operationKey)" }), pending.delta > 0,
+            !ledger.isPosted("reversed:\(out.operationKey)")
+        else { return }
+        let reason = "refund of an upgrade's carry-over of credits out"
+        let marker = "refund:\(stamp):pending:\(carriedIn.operationKey)"
+        add(.post(LedgerEntry(operationKey: marker, bucket: carriedIn.bucket, delta: pending.delta, reason: reason), opening: nil))
+        add(.post(LedgerEntry(operationKey: takeKey, bucket: carriedIn.bucket, delta: -pending.delta, reason: reason), opening: nil))
+    }
+
+    /// A carry made for credits out (`pending:carry:…`, ``carryOver(into:)``) that no longer stands because another
+    /// period now sits between the two (``reverseStaleCarryOvers(into:)``) is reversed, netted on the window like the
+    /// carry: the credits still out then lapse when they come back, and the upgrade the facts do say carries them again.
     mutating func endCarry(ofCreditsOut out: LedgerEntry) {
         guard let pending = ledger.entries.first(where: { $0.operationKey == "pending:\(out.operationKey)" }) else { return }
         let reason = "refund of an upgrade's carry-over of credits out"

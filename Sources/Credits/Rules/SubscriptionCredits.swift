@@ -251,7 +251,7 @@ public enum SubscriptionCredits {
                 // customer keeps them. (A claim's payment would take them instead.)
                 let back = min(standing(carryOver: inKey), max(ledger.balance(of: carried.bucket), 0))
                 // A carry made for credits out with nothing come back through it moves nothing, and would stand for
-                // the reads of holds' ends: reversed like the refund of it reverses it.
+                // the reads of holds' ends: its own reversal ends it.
                 if back <= 0 { endCarry(ofCreditsOut: out) }
                 add(
                     .post(
