@@ -316,9 +316,12 @@ struct UpgradeCarryOutTests {
             }
         } else {
             let key = { (index: Int) in "\(keyed):\(index):reversed" }
+            // A claim's payment and a refund's take name the reversal apart from its return, as the API names them
+            // (`reversal:<digest>:<n>`, UsageRequests.reversalPayer): the rules cannot tell the one from the other.
+            let payer = { (index: Int) in "reversal:\(keyed.dropFirst("spend:".count)):\(index)" }
             rows =
-                CreditHold.returnEntries(of: outcome, debits: debits, reason: "usage reversed", key: key, payer: key)
-                + CreditHold.refundTakes(of: outcome, debits: debits, since: since, account: Walkthrough.account, key: key)
+                CreditHold.returnEntries(of: outcome, debits: debits, reason: "usage reversed", key: key, payer: payer)
+                + CreditHold.refundTakes(of: outcome, debits: debits, since: since, account: Walkthrough.account, key: payer)
         }
         for row in rows { ledger.apply(.post(row, opening: nil)) }
     }

@@ -45,16 +45,45 @@ struct LifecycleFlow {
     /// without its revocation and `renewalInfo`, the subscription's as it is now, both signed anew at the
     /// notification's date, as Apple signs every JWS it sends. (A copy signed at the refund's date would tie with the
     /// refund's own transaction.)
-    mutating func sendReversal(of refund: SimulatedEvent, renewalInfo: RenewalInfoPayload?) async throws {
+    mutating func sendReversal(
+        of refund: SimulatedEvent, renewalInfo: RenewalInfoPayload?, _ adjust: (inout SimulatedEvent) -> Void = { _ in }
+    ) async throws {
         clock = clock.addingTimeInterval(60)
         var event = refund
         event.renewalInfo = renewalInfo ?? refund.renewalInfo
         Self.reversingTheRefund(&event)
+        adjust(&event)
         let signed = Int64((clock.timeIntervalSince1970 * 1000).rounded())
         event.signedDate = signed
         event.transaction?.signedDate = signed
         event.renewalInfo?.signedDate = signed
         try await post(event)
+    }
+
+    /// Sends Apple's REFUND of an earlier period (`earlier`, its transaction as first sent) while the subscription goes
+    /// on (an upgrade came between): the transaction with its revocation and `renewalInfo`, the subscription's as it is
+    /// now, signed anew one minute after the previous event; waits until it is applied and returns it, for
+    /// ``sendReversal(of:renewalInfo:)``.
+    @discardableResult
+    mutating func sendRefund(
+        of earlier: SimulatedEvent, renewalInfo: RenewalInfoPayload?, _ adjust: (inout SimulatedEvent) -> Void = { _ in }
+    ) async throws -> SimulatedEvent {
+        clock = clock.addingTimeInterval(60)
+        let signed = Int64((clock.timeIntervalSince1970 * 1000).rounded())
+        var event = earlier
+        event.notificationType = "REFUND"
+        event.subtype = nil
+        event.status = 1
+        event.transaction?.revocationDate = signed
+        event.transaction?.revocationReason = 0
+        event.transaction?.revocationType = "REFUND_FULL"
+        event.renewalInfo = renewalInfo ?? earlier.renewalInfo
+        event.signedDate = signed
+        event.transaction?.signedDate = signed
+        event.renewalInfo?.signedDate = signed
+        adjust(&event)
+        try await post(event)
+        return event
     }
 
     /// POSTs a signed event and waits until it is applied.

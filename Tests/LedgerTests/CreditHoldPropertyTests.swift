@@ -53,6 +53,7 @@ struct CreditHoldPropertyTests {
                     "credit hold properties: \(count) generated histories, \(totals.operations) operations (\(totals.storeEvents) of Apple's), "
                         + "\(totals.holds) holds, \(totals.lapsed) credits lapsed, \(totals.claims) refunds that claimed credits out, "
                         + "\(totals.lateReversals) refunds reversed after a later event, "
+                        + "\(totals.bothEnds) histories with both ends of an upgrade's carry refunded, "
                         + "\(refundTakes) returns a standing refund took, seed \(seed)")
                 #expect(count < 5 || totals.lapsed > 0, "no history let held credits lapse: the generator misses the rule's hard half")
                 // How many histories claimed is printed, not asserted: under a loaded CI the clients' races can leave
@@ -69,6 +70,8 @@ struct CreditHoldPropertyTests {
         var claims = 0
         /// Refunds reversed after a later event of the store (an upgrade, the pack's refund), not straight after.
         var lateReversals = 0
+        /// Histories in which both the month upgraded from and the upgrade were refunded.
+        var bothEnds = 0
 
         mutating func add(_ other: Totals) {
             (operations, storeEvents, holds, lapsed) = (
@@ -76,12 +79,14 @@ struct CreditHoldPropertyTests {
             )
             claims += other.claims
             lateReversals += other.lateReversals
+            bothEnds += other.bothEnds
         }
     }
 
     /// What the store sends beside the clients: Apple's refund or upgrade of the subscription, the refund's reversal
-    /// (straight after it or after later events: an upgrade, the pack's refund), the pack's refund.
-    enum StoreEvent: Equatable { case refund, refundReversal, upgrade, packRefund }
+    /// (straight after it or after later events: an upgrade, the pack's refund), the pack's refund, and after an
+    /// upgrade Apple's refund of the month upgraded from (the carry's other end), perhaps reversed later.
+    enum StoreEvent: Equatable { case refund, refundReversal, upgrade, packRefund, upgradedFromRefund, upgradedFromReversal }
 
     /// Runs one generated history on a fresh account.
     static func history(
@@ -91,7 +96,7 @@ struct CreditHoldPropertyTests {
         let id = account.uuidString.lowercased()
         var flow = LifecycleFlow(harness: harness, client: client, account: account)
         flow.subscription.productId = "basic.monthly"
-        try await flow.send(.subscribe)
+        let subscribed = try await flow.send(.subscribe)
         // Two clients of the app's service, each a list of steps; the third sends Apple's notifications (and spends).
         var lanes: [[Step]] = [[], [], []]
         for lane in 0..<2 {
@@ -113,6 +118,17 @@ struct CreditHoldPropertyTests {
             let position = Int.random(in: (refund + 1)...storeEvents.count, using: &generator)
             storeEvents.insert(.refundReversal, at: position)
             reversedLate = position > refund + 1
+        }
+        // The month upgraded from refunded after the upgrade — unless the refund above came before the upgrade: it
+        // refunded that month already.
+        if let upgrade = storeEvents.firstIndex(of: .upgrade), (storeEvents.firstIndex(of: .refund) ?? .max) > upgrade,
+            Bool.random(using: &generator)
+        {
+            let position = Int.random(in: (upgrade + 1)...storeEvents.count, using: &generator)
+            storeEvents.insert(.upgradedFromRefund, at: position)
+            if Bool.random(using: &generator) {
+                storeEvents.insert(.upgradedFromReversal, at: Int.random(in: (position + 1)...storeEvents.count, using: &generator))
+            }
         }
         let packRefundReversed = storeEvents.contains(.packRefund) && Bool.random(using: &generator)
         if let pack {
@@ -141,6 +157,14 @@ struct CreditHoldPropertyTests {
             // The refund's notification, which its reversal turns around, and the subscription's latest renewal info.
             var refunded: SimulatedEvent?
             var renewal: RenewalInfoPayload?
+            // The upgraded-from month's refund, and whether the refund of the period in force stands (the subscription
+            // revoked, as the status of Apple's notifications then says).
+            var upgradedFromRefunded: SimulatedEvent?
+            var revoked = false
+            let status = { (event: inout SimulatedEvent) in
+                event.status = revoked ? 5 : 1
+                event.renewalInfo?.autoRenewStatus = revoked ? 0 : 1
+            }
             for (index, event) in storeEvents.enumerated() {
                 switch event {
                 case .upgrade:
@@ -148,11 +172,18 @@ struct CreditHoldPropertyTests {
                 case .refund:
                     refunded = try await flow.send(.refund)
                     renewal = refunded?.renewalInfo
+                    revoked = true
                 case .refundReversal:
                     // Apple's REFUND_REVERSED of the refunded transaction, with the subscription's renewal info as it
                     // is now (after an upgrade: the new product's).
                     guard let refunded else { break }
                     try await flow.sendReversal(of: refunded, renewalInfo: renewal)
+                    revoked = false
+                case .upgradedFromRefund:
+                    upgradedFromRefunded = try await flow.sendRefund(of: subscribed, renewalInfo: renewal, status)
+                case .upgradedFromReversal:
+                    guard let upgradedFromRefunded else { break }
+                    try await flow.sendReversal(of: upgradedFromRefunded, renewalInfo: renewal, status)
                 case .packRefund:
                     guard let pack else { break }
                     try await CreditClaimTests.refund(pack, of: id, client: client, harness: harness)
@@ -194,7 +225,8 @@ struct CreditHoldPropertyTests {
             "SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'claim:refund:%' AND delta > 0 AND bucket LIKE 'topup:\(id):%'")
         return Totals(
             operations: lanes.map(\.count).reduce(events + 1 + storeEvents.count, +), storeEvents: events, holds: seen.holds.count, lapsed: lapsed,
-            claims: claims, lateReversals: reversedLate ? 1 : 0)
+            claims: claims, lateReversals: reversedLate ? 1 : 0,
+            bothEnds: storeEvents.contains(.upgradedFromRefund) && storeEvents.contains(.refund) ? 1 : 0)
     }
 
     /// The invariants of one account, from what its clients were answered and what the ledger holds.

@@ -10,14 +10,8 @@ extension SubscriptionCredits.Plan {
     /// no longer owns the subscription, which the rules do not read (docs/credits.md) — and a second refund later
     /// removes again.
     mutating func settleRefunds(of period: PaidPeriod) {
-        let stamp = SubscriptionCredits.refundStamp(of: period)
-        // Whether a refund is prorated depends on whether its period is still in force, which a later fact can
-        // change: the removal of the other kind then no longer stands and is given back.
-        let prorated = period.revocation.flatMap { revocation in
-            revocation.prorated.flatMap { period.key == derivation.state.billingPeriodKey && !revocation.keepsAccess ? nil : $0 }
-        }
-        reverseRemovals(of: period, except: stamp.map { prorated == nil ? "refund:\($0):" : SubscriptionCredits.clawBackPrefix(stamp: $0) })
-        guard let stamp else { return }
+        guard let stamp = SubscriptionCredits.refundStamp(of: period) else { return }
+        let prorated = proration(of: period)
         let buckets = cycleBuckets(of: period)
         if let milliPercent = prorated {
             clawBack(milliPercent, of: period, buckets: buckets, stamp: stamp)
@@ -68,9 +62,15 @@ extension SubscriptionCredits.Plan {
     /// they come back first; the refund's reversal gives back every row under its key. Until 2026-12-05 the
     /// carry's own reversal was posted (``endCarry(ofCreditsOut:)``), which no reversal undid: a database that holds one
     /// keeps it.
+    ///
+    /// One refund marks it at a time: while another refund's take of the carry stands (the carry's other end refunded
+    /// too), what comes back is that refund's. Its reversal gives back what it took, and the derivation that posts the
+    /// reversal marks the carry for this refund (reversals come first in a derivation, ``reverseRefundsNoLongerStanding(of:)``),
+    /// which then takes what comes back after. Two marks at once named the last for the reads, and its reversal gave
+    /// back credits the other refund, still standing, was owed.
     mutating func markTaken(ofCreditsOut out: LedgerEntry, into carriedIn: LedgerEntry, takeKey: String, stamp: String) {
         guard let pending = ledger.entries.first(where: { $0.operationKey == "pending:\(out.operationKey)" }), pending.delta > 0,
-            !ledger.isPosted("reversed:\(out.operationKey)")
+            !ledger.isPosted("reversed:\(out.operationKey)"), !isTakenByAStandingRefund(carryOver: carriedIn.operationKey)
         else { return }
         let reason = "refund of an upgrade's carry-over of credits out"
         let marker = "refund:\(stamp):pending:\(carriedIn.operationKey)"
@@ -159,6 +159,24 @@ extension SubscriptionCredits.Plan {
                 }
             }
         }
+    }
+
+    /// The percentage of `period`'s refund when it claws back (an earlier period's, or one that keeps access), nil for
+    /// a removal of all that is left. Whether a refund is prorated depends on whether its period is still in force,
+    /// which a later fact can change: the removal of the other kind then no longer stands and is given back.
+    func proration(of period: PaidPeriod) -> Int32? {
+        period.revocation.flatMap { revocation in
+            revocation.prorated.flatMap { period.key == derivation.state.billingPeriodKey && !revocation.keepsAccess ? nil : $0 }
+        }
+    }
+
+    /// Gives back every removal of the period's credits that no longer stands (``reverseRemovals(of:except:)``). Run for
+    /// every period before any refund takes (``settleRefunds(of:)``): a carry-over both of whose ends were refunded is
+    /// the standing refund's to take once the other is reversed, whichever of the two periods comes first.
+    mutating func reverseRefundsNoLongerStanding(of period: PaidPeriod) {
+        let stamp = SubscriptionCredits.refundStamp(of: period)
+        let prorated = proration(of: period)
+        reverseRemovals(of: period, except: stamp.map { prorated == nil ? "refund:\($0):" : SubscriptionCredits.clawBackPrefix(stamp: $0) })
     }
 
     /// Gives back every removal of the period's credits that no longer stands: all of them once the refund is

@@ -15,6 +15,7 @@ public enum SubscriptionCredits {
         var plan = Plan(derivation: derivation, catalogue: catalogue, ledger: ledger, now: now)
         // First, so that the upgrade the facts do say can carry those credits in this same pass.
         for period in derivation.periods { plan.reverseStaleCarryOvers(into: period) }
+        for period in derivation.periods { plan.reverseRefundsNoLongerStanding(of: period) }
         for period in derivation.periods {
             plan.grantWindows(of: period)
             plan.carryOver(into: period)
@@ -238,8 +239,10 @@ public enum SubscriptionCredits {
                     !ledger.isPosted("reversed:\(inKey)"),
                     let carried = ledger.entries.first(where: { $0.operationKey == inKey })
                 else { continue }
+                // Each refund's take of it, its claim and payments, and what it took of credits that came back through it.
                 let refunds = ledger.entries.filter { $0.operationKey.hasPrefix("refund:") && $0.operationKey.hasSuffix(":\(inKey)") }
-                for taken in refunds.flatMap({ CreditClaims.rows(of: $0.operationKey, in: ledger) }) {
+                let takenBack = refunds.flatMap { take in ledger.entries.filter { $0.operationKey.hasPrefix("\(take.operationKey):back:") } }
+                for taken in refunds.flatMap({ CreditClaims.rows(of: $0.operationKey, in: ledger) }) + takenBack {
                     add(
                         .post(
                             LedgerEntry(
@@ -269,11 +272,28 @@ public enum SubscriptionCredits {
         /// window at the switch that came back through it since (``returned(through:)``), which it would have moved had
         /// they come back first. A refund's claim is not credits (``CreditClaims``): the refund took the carry-over
         /// whole, the claim owes what was not there.
+        ///
+        /// While a refund's take of it stands, nothing of it does: that refund took it whole, claiming what was not
+        /// there, and what comes back through it while the take stands is the refund's — it pays the claim
+        /// (`claim:<take>:paid:…`) and the take has the rest (`<take>:back:…`,
+        /// ``CreditHold/refundTakes(of:debits:since:account:key:)``). Counting those returns as standing, a second refund
+        /// of the carry (its other end: Pro's month and the upgrade both refunded) took them again, as a claim. Once the
+        /// take is reversed, every row of it is too, and what is left is the carry and what came back through it.
         func standing(carryOver inKey: String) -> Int64 {
-            ledger.entries.filter { entry in
+            guard !isTakenByAStandingRefund(carryOver: inKey) else { return 0 }
+            return ledger.entries.filter { entry in
                 (entry.operationKey == inKey || entry.operationKey.hasSuffix(":\(inKey)")) && !CreditClaims.isClaim(entry.operationKey)
                     && !entry.operationKey.hasPrefix("reversed:claim:")
             }.reduce(0) { $0 + $1.delta } + returned(through: inKey)
+        }
+
+        /// Whether a refund's take of the carry-over `inKey` (`refund:<stamp>:<carry in>`, or the mark of a take of
+        /// a carry made for credits out, `refund:<stamp>:pending:<carry in>`) stands: not reversed.
+        func isTakenByAStandingRefund(carryOver inKey: String) -> Bool {
+            ledger.entries.contains { entry in
+                entry.operationKey.hasPrefix("refund:") && entry.operationKey.hasSuffix(":\(inKey)")
+                    && !ledger.isPosted("reversed:\(entry.operationKey)")
+            }
         }
 
         /// What came back to a carry-over's top-up from its window since the carry, as the reads of a hold's end and a
