@@ -4,10 +4,11 @@ import Foundation
 import Subscriptions
 import Testing
 
-/// A refund of the period in force that finds its window with nothing left — all of it held — posts no row; sql/0060
-/// names the row it would have written from the subscription as stored (`billing_period`, `revoked_at`), and a hold's
-/// end posts the refund's take of what comes back under it. That works only if the stored state names exactly the
-/// stamp the credit rules give the refund (`SubscriptionCredits.refundStamp`): checked here with the rules alone, for
+/// A refund of the period in force that finds its window with nothing left — all of it held — marks it with two rows
+/// that net to nothing (since 2026-12-05; before, it posted none); sql/0060 names its removal's key from the
+/// subscription as stored (`billing_period`, `revoked_at`), sql/0059 from the mark, and a hold's end posts the refund's
+/// take of what comes back under it. That works only if the stored state names exactly the stamp the credit rules give
+/// the refund (`SubscriptionCredits.refundStamp`), the mark's: checked here with the rules alone, for
 /// each kind of App Store revocation of the period in force, by what the customer sees — while the refund stands the
 /// window holds nothing and a later derivation posts nothing; once it is reversed the window holds 10 less the 3
 /// charged, as it would had the hold ended before the refund.
@@ -41,6 +42,15 @@ struct RefundStampTests {
         return event
     }
 
+    /// This month's refund reversed at `at`: its transaction signed again without the revocation (`REFUND_REVERSED`).
+    static func reversed(at: Int64) -> SubscriptionEvent {
+        var reversal = ClawBackClaimsTests.period(1, signed: at)
+        reversal.id = "reversed-\(at)"
+        reversal.notificationType = "REFUND_REVERSED"
+        reversal.subtype = nil
+        return reversal
+    }
+
     /// The key sql/0060 names from the stored state: `refund:<billing_period>:<revoked_at in ms>:<bucket>`.
     static func storedKey(_ state: SubscriptionState, window: String) throws -> String {
         let revokedAt = try #require(state.revokedAt, "a revoked period in force stores its date")
@@ -60,7 +70,10 @@ struct RefundStampTests {
         let debits = world.take("hold:h", 10, at: now)
         let refundedAt = renewedAt + 2 * ClawBackClaimsTests.day
         world.deliver(Self.revoked(kind, at: refundedAt), now: ClawBackClaimsTests.date(refundedAt))
-        #expect(!world.ledger.entries.contains { $0.operationKey.hasPrefix("refund:") }, "\(kind): nothing left to take, no row")
+        // Nothing left to take: the refund marks the window with two rows that net to nothing (credits out, 10).
+        let marks = world.ledger.entries(of: window.key).filter { $0.operationKey.hasPrefix("refund:") }
+        #expect(marks.map(\.delta) == [10, -10] && marks.first?.operationKey.hasSuffix(":pending") == true, "\(kind): \(marks)")
+        #expect(world.ledger.balance(of: window.key) == 0)
         var state = try #require(world.derivation?.state)
         if kind == .redated {
             let later = refundedAt + Self.hour
@@ -71,6 +84,12 @@ struct RefundStampTests {
         // The hold's end, as its group writes it with sql/0060's read of the window: closed, refunded under the key the
         // stored state names, still the account's.
         let key = try Self.storedKey(state, window: window.key)
+        // The same key sql/0059 finds in the ledger, the window's first refund row that takes and stands: the two reads
+        // name one refund, whichever the read returns.
+        let standing = world.ledger.entries(of: window.key).first {
+            $0.operationKey.hasPrefix("refund:") && $0.delta < 0 && !world.ledger.isPosted("reversed:\($0.operationKey)")
+        }
+        #expect(standing?.operationKey == key, "\(kind): \(String(describing: standing))")
         let since = [
             CreditHold.BucketSince(
                 bucket: window.key, kind: "cycle", open: false, refunded: true, refundedBy: key, owner: ClawBackClaimsTests.account.text)
@@ -92,11 +111,7 @@ struct RefundStampTests {
         #expect(due.isEmpty, "\(kind): \(due)")
         // Reversed: the transaction signed again without its revocation.
         let reversedAt = refundedAt + ClawBackClaimsTests.day
-        var reversal = ClawBackClaimsTests.period(1, signed: reversedAt)
-        reversal.id = "reversed-\(reversedAt)"
-        reversal.notificationType = "REFUND_REVERSED"
-        reversal.subtype = nil
-        world.deliver(reversal, now: ClawBackClaimsTests.date(reversedAt))
+        world.deliver(Self.reversed(at: reversedAt), now: ClawBackClaimsTests.date(reversedAt))
         #expect(world.derivation?.state.revokedAt == nil)
         #expect(world.ledger.balance(of: window.key) == 7, "\(kind): 10 less the 3 charged, as had the hold ended first")
         #expect(world.live(at: ClawBackClaimsTests.date(reversedAt)).first { $0.key == window.key }?.balance == 7, "\(kind): spendable again")

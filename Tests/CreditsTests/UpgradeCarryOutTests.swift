@@ -249,6 +249,67 @@ struct UpgradeCarryOutTests {
         #expect(ends[true] == 0 && ends[false] == 0, "\(ends)")
     }
 
+    @Test(
+        "the upgrade's carry spent whole, then a copy of the upgrade 251 ms off makes it stale: nothing is left to move back, yet the carry ends — a pack of 500 bought since stays in the top-ups through a later derivation and Pro's month refunded, and nothing more is due"
+    )
+    func staleSpentCarry() throws {
+        var world = Walkthrough.World()
+        world.deliver(Walkthrough.subscribe, now: Walkthrough.date(Walkthrough.subscribedAt))
+        world.deliver(Walkthrough.upgrade, now: Walkthrough.date(Walkthrough.upgradedAt))
+        let carried = world.ledger.balance(of: Self.topUp)
+        #expect(carried == 1000, "Pro's window carried whole")
+        _ = Self.take("spend:t", carried, from: Self.topUp, in: &world.ledger)
+        world.deliver(Walkthrough.refund, now: Walkthrough.date(Walkthrough.refundedAt))
+        let out = try #require(world.ledger.entries.first { $0.operationKey.hasPrefix("carry:") && $0.operationKey.hasSuffix(":out") })
+        #expect(world.ledger.isPosted("reversed:\(out.operationKey)"), "the stale carry ends though it moves nothing back")
+        #expect(world.ledger.balance(of: out.bucket) == 0 && world.ledger.balance(of: Self.topUp) == 0)
+        world.ledger.apply(.post(LedgerEntry(operationKey: "topup:pack", bucket: Self.topUp, delta: 500, reason: "top-up"), opening: nil))
+        // By hand: the pack is the customer's, whatever is derived later. Before 2026-12-05 every later derivation
+        // reversed the carry again and moved the pack into Pro's closed window, and Pro's refund took it as the carry.
+        world.settle(now: Walkthrough.date(Walkthrough.refundedAt + Walkthrough.minute))
+        #expect(world.ledger.balance(of: Self.topUp) == 500, "after a later derivation")
+        let proRefundedAt = Walkthrough.refundedAt + 2 * Walkthrough.minute
+        world.deliver(
+            UpgradeBothEndsRefundedTests.proMonth("REFUND", at: proRefundedAt, revoked: true, maxRefunded: true),
+            now: Walkthrough.date(proRefundedAt))
+        #expect(world.ledger.balance(of: Self.topUp) == 500, "after Pro's month refunded")
+        for (bucket, balance) in world.balances { #expect(balance >= 0, "\(bucket) below zero") }
+        let again = SubscriptionCredits.operationsDue(
+            try #require(world.derivation), catalogue: Walkthrough.catalogue, ledger: world.ledger,
+            now: Walkthrough.date(proRefundedAt + Walkthrough.minute))
+        #expect(again.isEmpty, "a second derivation posts \(again)")
+    }
+
+    @Test(
+        "all of Pro's window held, Pro's month refunded after the upgrade, learnt before or after it, then reversed, then the hold released: none in the top-ups while the refund stands, the 1,000 there after, in both orders (found by review: the refund's mark of the window all out stopped the carry)"
+    )
+    func refundLearntBeforeTheUpgrade() throws {
+        var ends: [Bool: Int64] = [:]
+        for refundFirst in [true, false] {
+            let (start, _, hold) = try Self.allHeld()
+            var world = start
+            let refundedAt = Walkthrough.refundedAt
+            let refund = UpgradeBothEndsRefundedTests.proMonth("REFUND", at: refundedAt, revoked: true, maxRefunded: false)
+            if refundFirst { world.deliver(refund, now: Walkthrough.date(refundedAt)) }
+            world.deliver(Walkthrough.upgrade, now: Walkthrough.date(refundFirst ? refundedAt : Walkthrough.upgradedAt))
+            if !refundFirst { world.deliver(refund, now: Walkthrough.date(refundedAt)) }
+            #expect(world.ledger.balance(of: Self.topUp) == 0, "refund first: \(refundFirst): while the refund stands")
+            let reversedAt = refundedAt + Walkthrough.minute
+            world.deliver(
+                UpgradeBothEndsRefundedTests.proMonth("REFUND_REVERSED", at: reversedAt, revoked: false, maxRefunded: false),
+                now: Walkthrough.date(reversedAt))
+            Self.end("hold:h", hold, charge: 0, at: Walkthrough.date(reversedAt + 1000), in: &world.ledger)
+            for (bucket, balance) in world.balances { #expect(balance >= 0, "refund first: \(refundFirst): \(bucket) below zero") }
+            let again = SubscriptionCredits.operationsDue(
+                try #require(world.derivation), catalogue: Walkthrough.catalogue, ledger: world.ledger,
+                now: Walkthrough.date(reversedAt + Walkthrough.minute))
+            #expect(again.isEmpty, "refund first: \(refundFirst): a second derivation posts \(again)")
+            ends[refundFirst] = world.ledger.balance(of: Self.topUp)
+        }
+        // By hand: the refund reversed, as if never refunded — the held 1,000 follow the carry (UpgradeWhileHeldTests).
+        #expect(ends[true] == 1000 && ends[false] == 1000, "\(ends)")
+    }
+
     /// Pro bought, and all of its window's 1,000 held (`hold:h`).
     static func allHeld() throws -> (Walkthrough.World, CreditBucket, [HoldSettlement.Debit]) {
         var world = Walkthrough.World()

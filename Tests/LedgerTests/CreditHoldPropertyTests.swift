@@ -49,12 +49,14 @@ struct CreditHoldPropertyTests {
                 #expect(status == 0 && !output.contains("differs"), "replay after seed \(seed): \(output)")
                 // Credits that came back to a window while its refund stood, which the refund took (docs/credits.md).
                 let refundTakes = try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'refund:%:back:%'")
+                // Windows a refund found all out and marked (SubscriptionCredits.markTaken(ofCreditsOut:stamp:)).
+                let marks = try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'refund:%:cycle:%:pending'")
                 print(
                     "credit hold properties: \(count) generated histories, \(totals.operations) operations (\(totals.storeEvents) of Apple's), "
                         + "\(totals.holds) holds, \(totals.lapsed) credits lapsed, \(totals.claims) refunds that claimed credits out, "
                         + "\(totals.lateReversals) refunds reversed after a later event, "
                         + "\(totals.bothEnds) histories with both ends of an upgrade's carry refunded, "
-                        + "\(refundTakes) returns a standing refund took, seed \(seed)")
+                        + "\(refundTakes) returns a standing refund took, \(marks) windows a refund found all out, seed \(seed)")
                 #expect(count < 5 || totals.lapsed > 0, "no history let held credits lapse: the generator misses the rule's hard half")
                 // How many histories claimed is printed, not asserted: under a loaded CI the clients' races can leave
                 // every pack whole when its refund comes (CreditClaimTests pins claims deterministically).

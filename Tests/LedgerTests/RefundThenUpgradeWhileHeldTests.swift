@@ -10,13 +10,14 @@ import Testing
 /// stands for the refunded month after the upgrade moves the subscription to a new period, so what the second brings
 /// back is the refund's to take as the first's was — under the refund's own key, `<refund>:back:hold-return:<hold>:<n>`,
 /// not under the first hold's take (the first refund row after the debit), whose key would then nest the second's and
-/// count it as the first hold's.
+/// count it as the first hold's. The same when nothing comes back before the upgrade: the refund marked the window it
+/// found all out, and the reads name that mark (before 2026-12-05 all three returns lapsed without a take).
 @Suite("A refunded window all out in two holds and a spend, one hold released before an upgrade, the rest given back after")
 struct RefundThenUpgradeWhileHeldTests {
     @Test(
-        "each return is taken under the refund's own key, the customer gets none of the refunded month back, and every hold's ledger rows add up to its answer"
-    )
-    func takesAfterAnUpgrade() async throws {
+        "each return is taken under the refund's own key, the customer gets none of the refunded month back, and every hold's ledger rows add up to its answer; the same when nothing came back before the upgrade (the refund's mark names the window)",
+        arguments: [true, false])
+    func takesAfterAnUpgrade(secondBeforeUpgrade: Bool) async throws {
         try await StorekeeperHarness.run(environment: CreditHoldTests.environment) { harness in
             try await harness.withHTTP { client in
                 let account = UUID()
@@ -34,9 +35,16 @@ struct RefundThenUpgradeWhileHeldTests {
                 #expect(try await CreditHoldTests.remaining(client, id, "ai_requests") == 0)
                 let refunded = try await flow.send(.refund)
                 let revoked = try #require(refunded.transaction?.revocationDate)
+                // The refund found the window all out: it marks it (`refund:<period>:<ms>:<bucket>:pending` and the
+                // removal's key, netting to nothing), so that the reads name it after the upgrade too, when the
+                // subscription no longer names the refunded month (sql/0060) and nothing came back before.
+                if secondBeforeUpgrade {
+                    let second = try await CreditHoldTests.end(client, hold: holds[1], charge: 0)
+                    #expect(second.status == .ok, "\(String(buffer: second.body))")
+                }
+                try await flow.send(.upgrade, target: "pro.monthly")
                 let second = try await CreditHoldTests.end(client, hold: holds[1], charge: 0)
                 #expect(second.status == .ok, "\(String(buffer: second.body))")
-                try await flow.send(.upgrade, target: "pro.monthly")
                 let lookup = try await CreditHoldTests.post(client, "/v1/accounts/\(id)/usage/lookup/reverse", "")
                 #expect(lookup.status == .ok, "\(String(buffer: lookup.body))")
                 let ended = try await CreditHoldTests.end(client, hold: holds[0], charge: 0)

@@ -26,9 +26,18 @@ extension LedgerSnapshot {
         return heldOut(of: bucket) + spent
     }
 
-    /// A window a refund took from (not reversed): credits coming back to it are the refund's.
+    /// What follows the key of a refund's mark of a window it found all out (`<removal>:pending`, posted before the
+    /// removal's row, which nets it; SubscriptionCredits.markTaken).
+    static let markSuffix = ":pending"
+
+    /// A window a refund took from (not reversed): credits coming back to it are the refund's. Not one the refund only
+    /// marked, having found it all out: the rules read it as before the mark — an upgrade then carries its credits
+    /// out, a claw-back counts them — and the mark is for the reads of holds' ends.
     private func isRefundedWindow(_ bucket: CreditBucket) -> Bool {
         bucket.kind != .topUp
-            && entries(of: bucket.key).contains { $0.operationKey.hasPrefix("refund:") && $0.delta < 0 && !isPosted("reversed:" + $0.operationKey) }
+            && entries(of: bucket.key).contains {
+                $0.operationKey.hasPrefix("refund:") && $0.delta < 0 && !isPosted("reversed:" + $0.operationKey)
+                    && !isPosted($0.operationKey + Self.markSuffix)
+            }
     }
 }

@@ -18,7 +18,10 @@ extension SubscriptionCredits.Plan {
         } else {
             for bucket in buckets {
                 let left = ledger.balance(of: bucket.key)
-                guard left > 0 else { continue }
+                guard left > 0 else {
+                    markTaken(ofCreditsOut: bucket, stamp: stamp)
+                    continue
+                }
                 add(
                     .post(
                         LedgerEntry(operationKey: removalKey("refund:\(stamp):\(bucket.key)"), bucket: bucket.key, delta: -left, reason: "refund"),
@@ -37,9 +40,11 @@ extension SubscriptionCredits.Plan {
     /// posted nothing; the held credits came back to the customer, and the next derivation — `replay` — took them.)
     mutating func removeCarryOvers(touching period: PaidPeriod, of buckets: [CreditBucket], stamp: String) {
         let own = Set(buckets.map(\.key))
+        // Not a carry reversed as stale (``reverseStaleCarryOvers(into:)``): the upgrade the facts say carries anew.
         let carried = ledger.entries.filter { entry in
             entry.operationKey.hasPrefix("carry:") && entry.operationKey.hasSuffix(":out")
                 && (entry.operationKey.hasPrefix("carry:\(period.key):") || own.contains(entry.bucket))
+                && !ledger.isPosted("reversed:\(entry.operationKey)")
         }
         for out in carried {
             let inKey = String(out.operationKey.dropLast("out".count)) + "in"
@@ -60,7 +65,7 @@ extension SubscriptionCredits.Plan {
     /// the credits still out that come back through the carry are the refund's to take in the top-up
     /// (``CreditHold/refundTakes(of:debits:since:account:key:)``), as they would have gone with the carry-over had
     /// they come back first; the refund's reversal gives back every row under its key. Until 2026-12-05 the
-    /// carry's own reversal was posted (``endCarry(ofCreditsOut:)``), which no reversal undid: a database that holds one
+    /// carry's own reversal was posted (``endCarry(_:)``), which no reversal undid: a database that holds one
     /// keeps it.
     ///
     /// One refund marks it at a time: while another refund's take of the carry stands (the carry's other end refunded
@@ -78,17 +83,45 @@ extension SubscriptionCredits.Plan {
         add(.post(LedgerEntry(operationKey: takeKey, bucket: carriedIn.bucket, delta: -pending.delta, reason: reason), opening: nil))
     }
 
-    /// A carry made for credits out (`pending:carry:…`, ``carryOver(into:)``) that no longer stands because another
-    /// period now sits between the two (``reverseStaleCarryOvers(into:)``) is reversed, netted on the window like the
-    /// carry: the credits still out then lapse when they come back, and the upgrade the facts do say carries them again.
-    mutating func endCarry(ofCreditsOut out: LedgerEntry) {
-        guard let pending = ledger.entries.first(where: { $0.operationKey == "pending:\(out.operationKey)" }) else { return }
-        let reason = "refund of an upgrade's carry-over of credits out"
-        add(.post(LedgerEntry(operationKey: "reversed:\(out.operationKey)", bucket: out.bucket, delta: pending.delta, reason: reason), opening: nil))
-        add(
-            .post(
-                LedgerEntry(operationKey: "reversed:\(pending.operationKey)", bucket: out.bucket, delta: -pending.delta, reason: reason),
-                opening: nil))
+    /// A window the refund found with nothing left but credits out (held, or spent and not given back) is taken all the
+    /// same: two rows that net to nothing mark it, the removal's own key (`refund:<stamp>:<window>`, or `…:<n>` as
+    /// ``removalKey(_:)`` gives it) and `<that key>:pending` before it. The removal's row is the window's first standing
+    /// refund row, which the reads of a hold's end and a spend's reversal name (sql/0059's `refundedBy`): what comes
+    /// back to the window is then the refund's to take there (``CreditHold/refundTakes(of:debits:since:account:key:)``),
+    /// whatever the store, whatever period the subscription has moved to since, and the refund's reversal gives it back
+    /// with the marks — as it gives back a removal had the credits come back first. Without the mark only an App Store
+    /// window was named, from its subscription while that period stood refunded (sql/0060); a Stripe or Play window's
+    /// returns lapsed or stayed spendable, and a window whose subscription had moved on lost them for good. The rules
+    /// themselves read the window as unmarked (``LedgerSnapshot/creditsOut(of:)``): an upgrade carries its credits out
+    /// as before, and a claw-back counts what is held there.
+    mutating func markTaken(ofCreditsOut window: CreditBucket, stamp: String) {
+        let base = "refund:\(stamp):\(window.key)"
+        let standing = ledger.entries(of: window.key).contains { entry in
+            entry.delta < 0 && (entry.operationKey == base || entry.operationKey.hasPrefix(base + ":"))
+                && !ledger.isPosted("reversed:\(entry.operationKey)")
+        }
+        let out = ledger.creditsOut(of: window)
+        guard window.kind == .cycle, out > 0, !standing else { return }
+        let removal = removalKey(base)
+        let reason = "refund of a window's credits out"
+        add(.post(LedgerEntry(operationKey: removal + LedgerSnapshot.markSuffix, bucket: window.key, delta: out, reason: reason), opening: nil))
+        add(.post(LedgerEntry(operationKey: removal, bucket: window.key, delta: -out, reason: reason), opening: nil))
+    }
+
+    /// A carry that no longer stands because another period now sits between the two (``reverseStaleCarryOvers(into:)``)
+    /// and has nothing to move back — one made for credits out (`pending:carry:…`, ``carryOver(into:)``) with nothing
+    /// come back through it, or one whose credits were all spent — is reversed by two rows on the window that net to
+    /// nothing: `reversed:<carry out>`, which the reads and the rules look for, and its offset (`reversed:pending:…`
+    /// for a carry of credits out, `reversed:<carry out>:unmoved` for another). Credits still out then lapse when they
+    /// come back, and the upgrade the facts do say carries them again. Until 2026-12-05 a spent carry's reversal moved
+    /// nothing and posted nothing, so it stood and every later derivation reversed it again.
+    mutating func endCarry(_ out: LedgerEntry) {
+        let pending = ledger.entries.first { $0.operationKey == "pending:\(out.operationKey)" }
+        let reason = pending == nil ? "carry-over reversed" : "refund of an upgrade's carry-over of credits out"
+        let moved = -out.delta
+        add(.post(LedgerEntry(operationKey: "reversed:\(out.operationKey)", bucket: out.bucket, delta: moved, reason: reason), opening: nil))
+        let offset = pending.map { "reversed:\($0.operationKey)" } ?? "reversed:\(out.operationKey):unmoved"
+        add(.post(LedgerEntry(operationKey: offset, bucket: out.bucket, delta: -moved, reason: reason), opening: nil))
     }
 
     /// The key of a refund's removal from a bucket: `base`, or — when credits reached the bucket after that removal

@@ -236,7 +236,7 @@ public enum SubscriptionCredits {
             for out in carriedOut {
                 let inKey = String(out.operationKey.dropLast("out".count)) + "in"
                 guard !(ledger.buckets[out.bucket]?.billingPeriod.map(identities.contains) ?? false),
-                    !ledger.isPosted("reversed:\(inKey)"),
+                    !ledger.isPosted("reversed:\(inKey)"), !ledger.isPosted("reversed:\(out.operationKey)"),
                     let carried = ledger.entries.first(where: { $0.operationKey == inKey })
                 else { continue }
                 // Each refund's take of it, its claim and payments, and what it took of credits that came back through it.
@@ -253,9 +253,11 @@ public enum SubscriptionCredits {
                 // do say carries the window's credits again, and credits held now come back to the top-ups, where the
                 // customer keeps them. (A claim's payment would take them instead.)
                 let back = min(standing(carryOver: inKey), max(ledger.balance(of: carried.bucket), 0))
-                // A carry made for credits out with nothing come back through it moves nothing, and would stand for
-                // the reads of holds' ends: its own reversal ends it.
-                if back <= 0 { endCarry(ofCreditsOut: out) }
+                // Nothing to move back (a carry made for credits out with nothing come back through it, or one whose
+                // credits were all spent): rows of nothing would not be posted, and the carry would stand — for the
+                // reads of holds' ends, for a later refund to take again, and for every later derivation to reverse
+                // again, moving a pack bought since into the closed window. Two rows that net to nothing end it.
+                if back <= 0 { endCarry(out) }
                 add(
                     .post(
                         LedgerEntry(operationKey: "reversed:\(inKey)", bucket: carried.bucket, delta: -back, reason: "carry-over reversed"),
