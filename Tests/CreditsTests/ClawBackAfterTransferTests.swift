@@ -150,10 +150,13 @@ struct ClawBackAfterTransferTests {
             return SubscriptionCredits.operationsDue(claimed, catalogue: Base.catalogue, ledger: read, now: Base.date(transaction.signedDate!))
         }
         #expect(due(noting: take.operationKey).isEmpty)
+        // Taken again after the refund changed kind and back (`…:<n>`, SubscriptionCredits.Plan.clawBackKey): counts too.
+        #expect(due(noting: take.operationKey + ":1").isEmpty)
         let period = "clawback:\(Base.subscription).0:"
         for key in [
             "\(period)9:\(refund.signedDate):\(Base.topUp)", "\(period)\(refund.signedDate):topup:other:ai", "\(period)\(Base.topUp)",
-            "\(period)\(refund.signedDate):\(Base.topUp):x",
+            "\(period)\(refund.signedDate):\(Base.topUp):x", "\(period)\(refund.signedDate):\(Base.topUp):",
+            "\(period)\(refund.signedDate):\(Base.topUp):1x",
         ] {
             #expect(!due(noting: key).isEmpty, "\(key) counted as the first owner's take")
         }

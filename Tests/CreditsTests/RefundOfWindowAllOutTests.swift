@@ -83,8 +83,10 @@ struct RefundOfWindowAllOutTests {
 
     /// A hold's end (`hold:<id>`) or a spend given back (`spend:<key>`, `charge` 0) as its group writes it, reading each
     /// debit's bucket as sql/0059 does: open when live at `now`, refunded by its first refund row after the debit that
-    /// takes (below zero) and is not reversed; the claims none (no claw-back here).
-    static func end(_ keyed: String, _ debits: [HoldSettlement.Debit], charge: Int64, at now: Date, in world: inout World) {
+    /// takes (below zero) and is not reversed; the claims made on each bucket since the debit when `claims`, else none.
+    static func end(
+        _ keyed: String, _ debits: [HoldSettlement.Debit], charge: Int64, at now: Date, claims: Bool = false, in world: inout World
+    ) {
         guard !debits.isEmpty else { return }
         let ledger = world.ledger
         let live = Set(world.live(at: now).map(\.key))
@@ -97,7 +99,8 @@ struct RefundOfWindowAllOutTests {
                 refundedBy: refund?.operationKey, owner: Claws.account.text)
         }
         let destinations = CreditHold.destinations(since, open: live, account: Claws.account)
-        let outcome = HoldSettlement.settle(debits, charge: charge, destination: { destinations[$0] }, claims: { _ in [] })!
+        let open = claims ? world.claimsByBucket(of: debits, after: "\(keyed):0") : [:]
+        let outcome = HoldSettlement.settle(debits, charge: charge, destination: { destinations[$0] }, claims: { open[$0] ?? [] })!
         var rows: [LedgerEntry]
         if keyed.hasPrefix("hold:") {
             let id = String(keyed.dropFirst("hold:".count))

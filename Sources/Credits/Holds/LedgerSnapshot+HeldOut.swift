@@ -32,7 +32,8 @@ extension LedgerSnapshot {
 
     /// A window a refund took from (not reversed): credits coming back to it are the refund's. Not one the refund only
     /// marked, having found it all out: the rules read it as before the mark — an upgrade then carries its credits
-    /// out, a claw-back counts them — and the mark is for the reads of holds' ends.
+    /// out — and the mark is for the reads of holds' ends. (A claw-back takes nothing of a window refunded in full,
+    /// marked or not: SubscriptionCredits.Plan.clawBack.)
     private func isRefundedWindow(_ bucket: CreditBucket) -> Bool {
         bucket.kind != .topUp
             && entries(of: bucket.key).contains {

@@ -93,7 +93,7 @@ extension SubscriptionCredits.Plan {
     /// window was named, from its subscription while that period stood refunded (sql/0060); a Stripe or Play window's
     /// returns lapsed or stayed spendable, and a window whose subscription had moved on lost them for good. The rules
     /// themselves read the window as unmarked (``LedgerSnapshot/creditsOut(of:)``): an upgrade carries its credits out
-    /// as before, and a claw-back counts what is held there.
+    /// as before (a claw-back of another period takes nothing of it, ``clawBack(_:of:buckets:stamp:)``).
     mutating func markTaken(ofCreditsOut window: CreditBucket, stamp: String) {
         let base = "refund:\(stamp):\(window.key)"
         let standing = ledger.entries(of: window.key).contains { entry in
@@ -156,20 +156,29 @@ extension SubscriptionCredits.Plan {
             granted[bucket.meter, default: 0] += ledger.entries(of: bucket.key).filter(\.isGrant).reduce(0) { $0 + $1.delta }
         }
         let prefix = SubscriptionCredits.clawBackPrefix(stamp: stamp)
+        // Not a window of a period refunded in full that stays open (a refund that leaves access, as Play's): its
+        // credits, there or out, are that refund's, so they pay no claw-back — taking them before the refund's removal
+        // left the customer what the claw-back was owed whenever the window's credits were back before the refunds.
+        let refundedInFull = Set(derivation.periods.filter { $0.revocation != nil && proration(of: $0) == nil }.flatMap(cycleBuckets(of:)).map(\.key))
         for (meter, amount) in granted.sorted(by: { $0.key < $1.key }) {
             // A take-back's row is all it owed, the claimed part included (CreditClaims).
             // Taken from a former owner's top-ups too, at this refund's date or any other of the period's: a
             // subscription that changed hands is not clawed back again from the new owner (the ledger read for it
             // holds the new owner's buckets), and what its first owner lost, which nothing here can give back, counts.
-            let takenHere = ledger.entries.filter { $0.operationKey.hasPrefix(prefix) && ledger.buckets[$0.bucket]?.meter == meter }
+            // Not a take given back since: the refund changed kind and back (``clawBackKey(_:bucket:)``).
+            let takenHere = ledger.entries.filter { entry in
+                entry.operationKey.hasPrefix(prefix) && ledger.buckets[entry.bucket]?.meter == meter
+                    && !ledger.isPosted("reversed:" + entry.operationKey)
+            }
             let takenElsewhere = ledger.takenElsewhere
                 .filter { SubscriptionCredits.isClawBackTake($0.entry, of: period) && $0.meter == meter }.map(\.entry)
             let taken = (takenHere + takenElsewhere).reduce(0) { $0 - $1.delta }
             var due = Proration.clawback(granted: amount, milliPercent: milliPercent) - taken
-            let targets = ledger.liveBuckets(account: account, cycleOf: [subscription], meter: meter, at: now)
-                .filter { ($0.kind == .cycle || $0.kind == .topUp) && !ledger.isPosted(prefix + $0.key) }
+            let targets: [(bucket: CreditBucket, key: String)] = ledger.liveBuckets(account: account, cycleOf: [subscription], meter: meter, at: now)
+                .filter { ($0.kind == .cycle || $0.kind == .topUp) && !refundedInFull.contains($0.key) }
+                .compactMap { bucket in clawBackKey(prefix + bucket.key, bucket: bucket.key).map { (bucket, $0) } }
             guard due > 0, !targets.isEmpty else { continue }
-            let available = targets.map { max(ledger.balance(of: $0.key), 0) }
+            let available = targets.map { max(ledger.balance(of: $0.bucket.key), 0) }
             var owed = [Int64](repeating: 0, count: targets.count)
             for index in targets.indices {
                 owed[index] = min(due, available[index])
@@ -179,19 +188,30 @@ extension SubscriptionCredits.Plan {
             // first: only the rest can pay this one. Claims older than the hold count too, which can only leave the
             // customer more.
             for index in targets.indices.reversed() where due > 0 {
-                let held = min(due, max(ledger.heldOut(of: targets[index]) - CreditClaims.outstanding(on: targets[index].key, in: ledger), 0))
+                let bucket = targets[index].bucket
+                let held = min(due, max(ledger.heldOut(of: bucket) - CreditClaims.outstanding(on: bucket.key, in: ledger), 0))
                 owed[index] += held
                 due -= held
             }
             owed[0] += due
-            for (index, bucket) in targets.enumerated() {
+            for (index, target) in targets.enumerated() {
                 for operation in CreditClaims.takeBack(
-                    prefix + bucket.key, bucket: bucket.key, owed: owed[index], available: available[index], reason: "prorated refund")
+                    target.key, bucket: target.bucket.key, owed: owed[index], available: available[index], reason: "prorated refund")
                 {
                     add(operation)
                 }
             }
         }
+    }
+
+    /// The key of a claw-back's take from `bucket`: `base` (`clawback:<stamp>:<bucket>`), or `base:<n>` when every take
+    /// under it was given back — the refund changed kind and back since (prorated, then full while its period was
+    /// again the one in force, then prorated: the full refund's derivation gave the take back), so it takes again; nil
+    /// while one stands. Until 2026-12-05 the first take's key stood for good, and the second claw-back took nothing.
+    func clawBackKey(_ base: String, bucket: String) -> String? {
+        let takes = ledger.entries(of: bucket).filter { SubscriptionCredits.isTake($0.operationKey, under: base) }
+        guard takes.allSatisfy({ ledger.isPosted("reversed:" + $0.operationKey) }) else { return nil }
+        return takes.isEmpty ? base : "\(base):\(takes.count)"
     }
 
     /// The percentage of `period`'s refund when it claws back (an earlier period's, or one that keeps access), nil for

@@ -45,15 +45,24 @@ public enum SubscriptionCredits {
     static func clawBackPeriodPrefix(of period: PaidPeriod) -> String { "clawback:\(period.key):" }
 
     /// Whether `entry` is a take-back of a claw-back of `period` from its own bucket, at any refund date: its key is
-    /// exactly `clawback:<period>:<date in ms>:<its bucket>` — not a period whose key merely begins with this one's.
+    /// exactly `clawback:<period>:<date in ms>:<its bucket>`, or that and `:<n>` (a take again after the refund changed
+    /// kind and back, ``Plan/clawBackKey(_:bucket:)``) — not a period whose key merely begins with this one's.
     static func isClawBackTake(_ entry: LedgerEntry, of period: PaidPeriod) -> Bool {
         let prefix = clawBackPeriodPrefix(of: period)
         guard entry.operationKey.hasPrefix(prefix) else { return false }
         let rest = entry.operationKey.dropFirst(prefix.count)
         guard let colon = rest.firstIndex(of: ":") else { return false }
         let date = rest[..<colon]
-        return !date.isEmpty && date.allSatisfy { ("0"..."9").contains($0) } && rest[rest.index(after: colon)...] == entry.bucket
+        return isNumber(date) && isTake(entry.operationKey, under: prefix + date + ":" + entry.bucket)
     }
+
+    /// Whether `key` is `base` or `base:<n>`: a removal or take keyed `base` (``Plan/removalKey(_:)``,
+    /// ``Plan/clawBackKey(_:bucket:)``), or one posted again under it.
+    static func isTake(_ key: String, under base: String) -> Bool {
+        key == base || (key.hasPrefix(base + ":") && isNumber(key.dropFirst(base.count + 1)))
+    }
+
+    private static func isNumber(_ text: Substring) -> Bool { !text.isEmpty && text.allSatisfy { ("0"..."9").contains($0) } }
 
     /// When the next credit window of the period in force opens after `now` (the credit window reset), if it does.
     public static func nextWindowStart(_ derivation: Lifecycle.Derivation, catalogue: TierCatalogue, now: Date) -> Date? {
