@@ -101,27 +101,8 @@ struct RefundOfWindowAllOutTests {
         let destinations = CreditHold.destinations(since, open: live, account: Claws.account)
         let open = claims ? world.claimsByBucket(of: debits, after: "\(keyed):0") : [:]
         let outcome = HoldSettlement.settle(debits, charge: charge, destination: { destinations[$0] }, claims: { open[$0] ?? [] })!
-        var rows: [LedgerEntry]
-        if keyed.hasPrefix("hold:") {
-            let id = String(keyed.dropFirst("hold:".count))
-            let hold = CreditHold(
-                id: UUID(), account: Claws.account, idempotencyKey: id, meter: "ai", amount: debits.reduce(0) { $0 + $1.amount }, debits: debits,
-                createdAt: now, expiresAt: now)
-            rows =
-                CreditHold.endEntries(of: hold, outcome: outcome)
-                + CreditHold.refundTakes(
-                    of: outcome, debits: debits, since: since, account: Claws.account, key: { CreditHold.returnKey(hold.id, $0) })
-            rows = rows.map { row in
-                var row = row
-                row.operationKey = row.operationKey.replacingOccurrences(of: hold.id.lowercasedText, with: id)
-                return row
-            }
-        } else {
-            let payer = { (index: Int) in "reversal:\(keyed.dropFirst("spend:".count)):\(index)" }
-            rows =
-                CreditHold.returnEntries(of: outcome, debits: debits, reason: "usage reversed", key: { "\(keyed):\($0):reversed" }, payer: payer)
-                + CreditHold.refundTakes(of: outcome, debits: debits, since: since, account: Claws.account, key: payer)
-        }
+        let rows = CreditHold.rowsAsWritten(
+            keyed, debits: debits, outcome: outcome, since: since, account: Claws.account, meter: "ai", at: now)
         for row in rows { world.ledger.apply(.post(row, opening: nil)) }
     }
 }

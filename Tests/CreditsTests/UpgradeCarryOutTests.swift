@@ -360,30 +360,8 @@ struct UpgradeCarryOutTests {
         let claims = CreditClaimsTests.claims(after: "\(keyed):0", in: ledger)
         let claimsOn = { (bucket: String) in claims.filter { claim in ledger.entries.first { $0.operationKey == claim.key }?.bucket == bucket } }
         let outcome = HoldSettlement.settle(debits, charge: charge, destination: { destinations[$0] }, claims: claimsOn)!
-        var rows: [LedgerEntry]
-        if keyed.hasPrefix("hold:") {
-            // The rows keyed by this test's hold id, as the group keys them by the hold's.
-            let hold = CreditHold(
-                id: UUID(), account: Walkthrough.account, idempotencyKey: keyed, meter: "ai_requests",
-                amount: debits.reduce(0) { $0 + $1.amount }, debits: debits, createdAt: now, expiresAt: now)
-            rows =
-                CreditHold.endEntries(of: hold, outcome: outcome)
-                + CreditHold.refundTakes(
-                    of: outcome, debits: debits, since: since, account: Walkthrough.account, key: { CreditHold.returnKey(hold.id, $0) })
-            rows = rows.map { row in
-                var row = row
-                row.operationKey = row.operationKey.replacingOccurrences(of: hold.id.lowercasedText, with: "h")
-                return row
-            }
-        } else {
-            let key = { (index: Int) in "\(keyed):\(index):reversed" }
-            // A claim's payment and a refund's take name the reversal apart from its return, as the API names them
-            // (`reversal:<digest>:<n>`, UsageRequests.reversalPayer): the rules cannot tell the one from the other.
-            let payer = { (index: Int) in "reversal:\(keyed.dropFirst("spend:".count)):\(index)" }
-            rows =
-                CreditHold.returnEntries(of: outcome, debits: debits, reason: "usage reversed", key: key, payer: payer)
-                + CreditHold.refundTakes(of: outcome, debits: debits, since: since, account: Walkthrough.account, key: payer)
-        }
+        let rows = CreditHold.rowsAsWritten(
+            keyed, debits: debits, outcome: outcome, since: since, account: Walkthrough.account, meter: "ai_requests", at: now)
         for row in rows { ledger.apply(.post(row, opening: nil)) }
     }
 }
