@@ -159,6 +159,31 @@ struct TopUpAttributionTests {
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: entries).spends == [6: 10])
     }
 
+    /// A claw-back given back (its refund reversed, or read as full for a while) and taken again under `…:1`
+    /// (SubscriptionCredits.clawBackKey) took the customer's credits once: the purchase's consumption counts it once.
+    @Test(
+        "a claw-back given back and taken again draws on the packs once: its reversal returns to the lots it drew on, the last drawn first"
+    )
+    func clawBackTakenAgain() {
+        func row(_ key: String, _ delta: Int64) -> LedgerEntry { LedgerEntry(operationKey: key, bucket: "b", delta: delta, reason: "r") }
+        let take = "clawback:s.1:1700000000000:b"
+        // A's 20: 5 clawed back, given back, taken again (15 left); a spend of 10 draws on A's 15.
+        let once = [
+            row("topup:A", 20), row(take, -5), row("reversed:\(take)", 5), row("\(take):1", -5), row("topup:B", 100), row("spend:1:a:k:0", -10),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: once).spends == [3: 5, 5: 10])
+        #expect(PurchaseConsumption.topUp("A", meter: "ai", entries: once).meters["ai"] == .init(credited: 20, used: 15))
+        #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: once).spends.isEmpty)
+        // A claw-back of 10 across A's 5 and B's: given back, B's 5 first, then A's; taken again, A's 5 and B's 5.
+        let across = [row("topup:A", 5), row("topup:B", 100), row(take, -10), row("reversed:\(take)", 10), row("\(take):1", -10)]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: across).spends == [4: 5])
+        #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: across).spends == [4: 5])
+        // Given back and not taken again: nothing of either counts.
+        let back = Array(across.prefix(4))
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: back).spends.isEmpty)
+        #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: back).spends.isEmpty)
+    }
+
     @Test("a spend of 80 (70 of A, 10 of B) given back in part, 30: B's 10 go back first, then 20 of A's; the next spend draws on A's again")
     func reversedSpend() {
         let entries = [

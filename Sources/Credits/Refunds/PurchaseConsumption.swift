@@ -43,7 +43,8 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
 
     /// What the top-up `transactionId` credited, and how much of each spend (by its index in `entries`, the bucket's
     /// rows in order) came from it: top-ups are spent first in, first out, a refund empties its own lot, and a spend
-    /// given back (`<its debit key>:reversed`) returns to the lots it drew on, the last drawn first.
+    /// given back (`<its debit key>:reversed`) or a claw-back given back (`reversed:clawback:…`) returns to the lots it
+    /// drew on, the last drawn first.
     public static func attribution(ofTopUp transactionId: String, entries: [LedgerEntry]) -> (credited: Int64, spends: [Int: Int64]) {
         var lots: [(key: String, left: Int64)] = []
         // What each spend (by position) drew from each lot, in the order drawn.
@@ -65,18 +66,16 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
                 if !isClaimRow, let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left = max(lots[index].left + entry.delta, 0) }
                 continue
             }
-            if entry.delta > 0, entry.operationKey.hasPrefix("spend:"), entry.operationKey.hasSuffix(":reversed"),
-                let spent = entries.firstIndex(where: { $0.operationKey == entry.operationKey.dropLast(":reversed".count) })
-            {
+            if entry.delta > 0, let drawnBy = Self.drawingRow(givenBackBy: entry.operationKey, at: position, in: entries, drawn: takes) {
                 var back = entry.delta
-                var drawn = takes[spent] ?? []
+                var drawn = takes[drawnBy] ?? []
                 while back > 0, let last = drawn.popLast() {
                     let returned = min(back, last.amount)
                     lots[last.lot].left += returned
                     back -= returned
                     if returned < last.amount { drawn.append((last.lot, last.amount - returned)) }
                 }
-                takes[spent] = drawn
+                takes[drawnBy] = drawn
                 if back > 0 { lots.append((entry.operationKey, back)) }
                 continue
             }
@@ -110,6 +109,22 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
             if own > 0 { spends[position] = own }
         }
         return (credited, spends)
+    }
+
+    /// The earlier row (by position) whose draw on the lots `key` gives back: a spend given back
+    /// (`<its debit key>:reversed`), or the reversal (`reversed:<key>`) of another row that drew on them — a claw-back
+    /// given back when its refund is reversed or changes kind. Its credits go back to the lots they came from: a new lot
+    /// at the end instead let a claw-back taken again (`clawback:…:<n>`) draw on the purchase a second time.
+    private static func drawingRow(givenBackBy key: String, at position: Int, in entries: [LedgerEntry], drawn: [Int: [(lot: Int, amount: Int64)]])
+        -> Int?
+    {
+        if key.hasPrefix("spend:"), key.hasSuffix(":reversed") {
+            let spend = key.dropLast(":reversed".count)
+            return entries[..<position].firstIndex { $0.operationKey == spend }
+        }
+        guard key.hasPrefix("reversed:") else { return nil }
+        let original = key.dropFirst("reversed:".count)
+        return entries[..<position].indices.first { drawn[$0] != nil && entries[$0].operationKey == original }
     }
 
     /// The carry-over lot (`carry:…:in`) a row empties: its reversal's, or the row that nets a carry of credits out.
