@@ -142,6 +142,19 @@ struct TopUpAttributionTests {
         #expect(!PurchaseConsumption.isCarryTakeMarker(take, among: [take]))
         #expect(PurchaseConsumption.isCarryTakeMarker(take, among: Set(entries.map(\.operationKey))))
         #expect(!PurchaseConsumption.isCarryTakeMarker("refund:sale:topup:a:pending:carry:x", among: []), "a pack's refund, whatever its account id")
+        // The refund taking again after it changed kind and back (`refund:<stamp>:<n>:…`, SubscriptionCredits' carryTakeKeys).
+        let again = "refund:p2:1700000000001:1:carry:p2:cycle:s:p1:ai:in"
+        let againMark = "refund:p2:1700000000001:1:pending:carry:p2:cycle:s:p1:ai:in"
+        #expect(PurchaseConsumption.isCarryTakeMarker(againMark, among: []))
+        #expect(PurchaseConsumption.isCarryTakeMarker(again, among: [again, againMark]))
+        #expect(!PurchaseConsumption.isCarryTakeMarker(again, among: [again, "refund:p2:1700000000001:pending:carry:p2:cycle:s:p1:ai:in"]))
+        let retaken = entries.dropLast() + [row(againMark, 50), row(again, -50), row("spend:1", -30)]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: Array(retaken)).spends == [9: 30])
+        // A take again that moved credits empties the carry's lot, as the first take does.
+        let lot = "carry:p2:cycle:s:p1:ai:in"
+        #expect(PurchaseConsumption.lot(takenBy: again, among: [lot]) == lot)
+        #expect(PurchaseConsumption.lot(takenBy: "claim:\(again):paid:hold-return:h:0", among: [lot]) == lot)
+        #expect(PurchaseConsumption.lot(takenBy: "refund:p2:1700000000001:1x:carry:p2:cycle:s:p1:ai:in", among: [lot]) != lot)
     }
 
     @Test("a hold settled for 30 of 50 counts as a spend of 30 when it settled; its debit, give-back and offset count for nothing")

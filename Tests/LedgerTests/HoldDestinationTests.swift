@@ -143,6 +143,15 @@ struct HoldDestinationTests {
             try await post("refund:p2:1700000000009:pending:carry:p2:cycle:s:p1:ai:in", "topup:a:carried", 7)
             try await post("refund:p2:1700000000009:carry:p2:cycle:s:p1:ai:in", "topup:a:carried", -7)
             #expect(try await since().first { $0.bucket == "cycle:s:p1:ai" }?.carryTakenBy == "refund:p2:1700000000009:carry:p2:cycle:s:p1:ai:in")
+            // That refund changed kind (its take given back) and back: it takes again under `<stamp>:1:`, which the read
+            // names by the key's end as it names the first (SubscriptionCredits' carryTakeKeys).
+            try await post("reversed:refund:p2:1700000000009:carry:p2:cycle:s:p1:ai:in", "topup:a:carried", 7)
+            try await post("reversed:refund:p2:1700000000009:pending:carry:p2:cycle:s:p1:ai:in", "topup:a:carried", -7)
+            #expect(try await since().first { $0.bucket == "cycle:s:p1:ai" }?.carryTakenBy == nil, "given back, it takes nothing")
+            try await post("refund:p2:1700000000009:1:pending:carry:p2:cycle:s:p1:ai:in", "topup:a:carried", 7)
+            try await post("refund:p2:1700000000009:1:carry:p2:cycle:s:p1:ai:in", "topup:a:carried", -7)
+            #expect(try await since().first { $0.bucket == "cycle:s:p1:ai" }?.carryTakenBy == "refund:p2:1700000000009:1:carry:p2:cycle:s:p1:ai:in")
+            #expect(try await spendSince().first?.carryTakenBy == "refund:p2:1700000000009:1:carry:p2:cycle:s:p1:ai:in")
             // A carry reversed (a stale copy of the upgrade, or one ended before sql/0064) is not followed.
             try await post("reversed:carry:p2:cycle:s:p1:ai:out", "cycle:s:p1:ai", 1)
             #expect(try await destinations(open: ["topup:a:ai"])["cycle:s:p1:ai"] == nil)

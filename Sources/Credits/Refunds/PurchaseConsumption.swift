@@ -140,8 +140,20 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
         let body = key.hasPrefix("reversed:") ? key.dropFirst("reversed:".count) : Substring(key)
         let parts = body.split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false)
         guard parts.count == 4, parts[0] == "refund", !parts[2].isEmpty, parts[2].allSatisfy(\.isNumber) else { return false }
-        if parts[3].hasPrefix("pending:carry:") { return true }
-        return parts[3].hasPrefix("carry:") && keys.contains("refund:\(parts[1]):\(parts[2]):pending:\(parts[3])")
+        let (again, take) = carryTake(parts[3])
+        if take.hasPrefix("pending:carry:") { return true }
+        return take.hasPrefix("carry:") && keys.contains("refund:\(parts[1]):\(parts[2]):\(again)pending:\(take)")
+    }
+
+    /// What follows a refund's stamp in a take of a carry-over, split into the counter of a take again (`<n>:`, or
+    /// nothing: SubscriptionCredits' `carryTakeKeys`) and the rest (`carry:…` or `pending:carry:…`).
+    static func carryTake(_ rest: Substring) -> (again: Substring, take: Substring) {
+        guard let colon = rest.firstIndex(of: ":"), colon > rest.startIndex, rest[..<colon].allSatisfy(\.isNumber) else {
+            return (rest.prefix(0), rest)
+        }
+        let take = rest[rest.index(after: colon)...]
+        guard take.hasPrefix("carry:") || take.hasPrefix("pending:carry:") else { return (rest.prefix(0), rest) }
+        return (rest[...colon], take)
     }
 
     static func isHoldBookkeeping(_ key: String) -> Bool {
@@ -157,7 +169,8 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
         for prefix in ["reversed:", "claim:"] where body.hasPrefix(prefix) { body = body.dropFirst(prefix.count) }
         let parts = body.split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false)
         if parts.count == 4, parts[0] == "refund", !parts[2].isEmpty, parts[2].allSatisfy(\.isNumber),
-            let carry = lots.first(where: { $0.hasPrefix("carry:") && (parts[3] == $0 || parts[3].hasPrefix($0 + ":paid:")) })
+            case let take = carryTake(parts[3]).take,
+            let carry = lots.first(where: { $0.hasPrefix("carry:") && (take == $0 || take.hasPrefix($0 + ":paid:")) })
         {
             return carry
         }

@@ -48,20 +48,38 @@ extension SubscriptionCredits.Plan {
         }
         for out in carried {
             let inKey = String(out.operationKey.dropLast("out".count)) + "in"
-            let takeKey = "refund:\(stamp):\(inKey)"
-            guard let carriedIn = ledger.entries.first(where: { $0.operationKey == inKey }), !ledger.isPosted(takeKey) else { continue }
+            guard let carriedIn = ledger.entries.first(where: { $0.operationKey == inKey }),
+                let keys = carryTakeKeys(stamp: stamp, carriedIn: carriedIn)
+            else { continue }
             let operations = CreditClaims.takeBack(
-                takeKey, bucket: carriedIn.bucket, owed: standing(carryOver: inKey), available: ledger.balance(of: carriedIn.bucket),
+                keys.take, bucket: carriedIn.bucket, owed: standing(carryOver: inKey), available: ledger.balance(of: carriedIn.bucket),
                 reason: "refund of an upgrade's carry-over")
             for operation in operations { add(operation) }
-            if operations.isEmpty { markTaken(ofCreditsOut: out, into: carriedIn, takeKey: takeKey, stamp: stamp) }
+            if operations.isEmpty { markTaken(ofCreditsOut: out, into: carriedIn, keys: keys) }
         }
+    }
+
+    /// The keys of a refund's take of the carry-over `carriedIn` and of its mark (``markTaken(ofCreditsOut:into:keys:)``):
+    /// `refund:<stamp>:<carry in>` and `refund:<stamp>:pending:<carry in>`; or, with `<n>:` before the carry's key, once
+    /// every take under the refund's stamp was given back — the refund changed kind and back since (full, then prorated
+    /// once a newer period was known, which gave the take back, then full again), so it takes again; nil while one
+    /// stands. The counter sits before the carry's key, not after it as a removal's (``removalKey(_:)``): the reads and
+    /// the rules name a carry's take by the key's end (sql/0064, ``isTakenByAStandingRefund(carryOver:)``). Until
+    /// 2026-12-05 the first take's key stood for good, and the refund, full again, left the carry-over with the customer.
+    func carryTakeKeys(stamp: String, carriedIn: LedgerEntry) -> (take: String, mark: String)? {
+        let takes = ledger.entries(of: carriedIn.bucket).filter {
+            SubscriptionCredits.isCarryTake($0.operationKey, stamp: stamp, carryIn: carriedIn.operationKey)
+        }
+        guard takes.allSatisfy({ ledger.isPosted("reversed:" + $0.operationKey) }) else { return nil }
+        let prefix = takes.isEmpty ? "refund:\(stamp):" : "refund:\(stamp):\(takes.count):"
+        return (prefix + carriedIn.operationKey, prefix + "pending:" + carriedIn.operationKey)
     }
 
     /// A carry made for credits out (`pending:carry:…`, ``carryOver(into:)``) with nothing come back through it yet is
     /// taken all the same, but its take-back moves nothing and posts no row that the reads of a hold's end would see. So
     /// the take is marked by two rows that net to nothing on the top-up, under the refund's key:
-    /// `refund:<stamp>:pending:<carry in>`, then the take's own, the last the reads name (sql/0064). While they stand,
+    /// `refund:<stamp>:pending:<carry in>`, then the take's own, the last the reads name (sql/0064; with `<n>:` after the
+    /// stamp when the refund takes again, ``carryTakeKeys(stamp:carriedIn:)``). While they stand,
     /// the credits still out that come back through the carry are the refund's to take in the top-up
     /// (``CreditHold/refundTakes(of:debits:since:account:key:)``), as they would have gone with the carry-over had
     /// they come back first; the refund's reversal gives back every row under its key. Until 2026-12-05 the
@@ -73,14 +91,13 @@ extension SubscriptionCredits.Plan {
     /// reversal marks the carry for this refund (reversals come first in a derivation, ``reverseRefundsNoLongerStanding(of:)``),
     /// which then takes what comes back after. Two marks at once named the last for the reads, and its reversal gave
     /// back credits the other refund, still standing, was owed.
-    mutating func markTaken(ofCreditsOut out: LedgerEntry, into carriedIn: LedgerEntry, takeKey: String, stamp: String) {
+    mutating func markTaken(ofCreditsOut out: LedgerEntry, into carriedIn: LedgerEntry, keys: (take: String, mark: String)) {
         guard let pending = ledger.entries.first(where: { $0.operationKey == "pending:\(out.operationKey)" }), pending.delta > 0,
             !ledger.isPosted("reversed:\(out.operationKey)"), !isTakenByAStandingRefund(carryOver: carriedIn.operationKey)
         else { return }
         let reason = "refund of an upgrade's carry-over of credits out"
-        let marker = "refund:\(stamp):pending:\(carriedIn.operationKey)"
-        add(.post(LedgerEntry(operationKey: marker, bucket: carriedIn.bucket, delta: pending.delta, reason: reason), opening: nil))
-        add(.post(LedgerEntry(operationKey: takeKey, bucket: carriedIn.bucket, delta: -pending.delta, reason: reason), opening: nil))
+        add(.post(LedgerEntry(operationKey: keys.mark, bucket: carriedIn.bucket, delta: pending.delta, reason: reason), opening: nil))
+        add(.post(LedgerEntry(operationKey: keys.take, bucket: carriedIn.bucket, delta: -pending.delta, reason: reason), opening: nil))
     }
 
     /// A window the refund found with nothing left but credits out (held, or spent and not given back) is taken all the

@@ -62,6 +62,16 @@ public enum SubscriptionCredits {
         key == base || (key.hasPrefix(base + ":") && isNumber(key.dropFirst(base.count + 1)))
     }
 
+    /// Whether `key` is a refund's take of the carry-over `carryIn` under `stamp`: `refund:<stamp>:<carry in>`, or
+    /// `refund:<stamp>:<n>:<carry in>` (taken again, ``Plan/carryTakeKeys(stamp:carriedIn:)``) — not its mark
+    /// (`…:pending:<carry in>`).
+    static func isCarryTake(_ key: String, stamp: String, carryIn: String) -> Bool {
+        let prefix = "refund:\(stamp):"
+        guard key.count >= prefix.count + carryIn.count, key.hasPrefix(prefix), key.hasSuffix(carryIn) else { return false }
+        let middle = key.dropFirst(prefix.count).dropLast(carryIn.count)
+        return middle.isEmpty || (middle.hasSuffix(":") && isNumber(middle.dropLast()))
+    }
+
     private static func isNumber(_ text: Substring) -> Bool { !text.isEmpty && text.allSatisfy { ("0"..."9").contains($0) } }
 
     /// When the next credit window of the period in force opens after `now` (the credit window reset), if it does.
