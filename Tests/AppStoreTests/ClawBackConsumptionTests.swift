@@ -29,16 +29,7 @@ struct ClawBackConsumptionTests {
                     let before = try await Self.remaining(client, account)
                     #expect(try await client.spend(account, amount: before, key: "month").status == .ok)
 
-                    var pack = TransactionPayload(
-                        transactionId: "7200001", originalTransactionId: "7200001", productId: "credits.100",
-                        bundleId: StorekeeperHarness.bundleId, environment: .sandbox, signedDate: now - 60_000)
-                    pack.type = "Consumable"
-                    pack.appAccountToken = account.uuidString.lowercased()
-                    apple.server.state.withLock { $0.extraTransactions.append(pack) }
-                    try await flow.post(
-                        SimulatedEvent(
-                            notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: now - 60_000, transaction: pack,
-                            renewalInfo: nil))
+                    let pack = try await RefundDefenceTests.buyPack("7200001", for: account, signedDate: now - 60_000, through: flow, knownTo: apple)
                     #expect(try await Self.remaining(client, account) == 100)
 
                     // Half of last month's credits are owed: the window has none, so the claw-back takes the pack's 100.

@@ -41,6 +41,23 @@ struct RefundDefenceTests {
         return transaction
     }
 
+    /// A pack of 100 credits (`credits.100`, a consumable) bought by `account` and its ONE_TIME_CHARGE delivered; the
+    /// fake Apple knows the transaction, as Apple knows every one it signed.
+    static func buyPack(_ id: String, for account: UUID, signedDate: Int64, through flow: LifecycleFlow, knownTo apple: FakeApple) async throws
+        -> TransactionPayload
+    {
+        var transaction = TransactionPayload(
+            transactionId: id, originalTransactionId: id, productId: "credits.100", bundleId: StorekeeperHarness.bundleId, environment: .sandbox,
+            signedDate: signedDate)
+        transaction.type = "Consumable"
+        transaction.appAccountToken = account.uuidString.lowercased()
+        apple.server.state.withLock { $0.extraTransactions.append(transaction) }
+        try await flow.post(
+            SimulatedEvent(
+                notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: signedDate, transaction: transaction, renewalInfo: nil))
+        return transaction
+    }
+
     /// What Storekeeper sent to Apple (not an answer of Storekeeper's): read raw, as the tests check its exact set of keys.
     static func answers(_ apple: FakeApple) -> [[String: Any]] {
         apple.server.state.withLock { $0.consumptionAnswers.map(\.body) }.compactMap {
@@ -59,17 +76,8 @@ struct RefundDefenceTests {
                     #expect(try await client.withKey(.put, "/v1/accounts/\(account)/consent", #"{"consented": "yes"}"#).status == .badRequest)
 
                     let now = Int64(Date().timeIntervalSince1970 * 1000)
-                    var transaction = TransactionPayload(
-                        transactionId: "7100001", originalTransactionId: "7100001", productId: "credits.100",
-                        bundleId: StorekeeperHarness.bundleId, environment: .sandbox, signedDate: now - 60_000)
-                    transaction.type = "Consumable"
-                    transaction.appAccountToken = account.uuidString.lowercased()
-                    apple.server.state.withLock { $0.extraTransactions.append(transaction) }
                     let flow = LifecycleFlow(harness: harness, client: client, account: account)
-                    try await flow.post(
-                        SimulatedEvent(
-                            notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: now - 60_000, transaction: transaction,
-                            renewalInfo: nil))
+                    let transaction = try await Self.buyPack("7100001", for: account, signedDate: now - 60_000, through: flow, knownTo: apple)
                     // The free tier's 5 a day go first, then 60 of the top-up's 100.
                     #expect(try await client.spend(account, amount: 65).status == .ok)
 
