@@ -197,6 +197,44 @@ struct TopUpAttributionTests {
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: back).spends.isEmpty)
     }
 
+    /// A claw-back's row is all it owed; the part the bucket did not have is its claim (`claim:<take>`, CreditClaims),
+    /// which credits coming back pay later. Expectations by hand, from what the customer's work used of each pack.
+    @Test(
+        "a claw-back with a claim draws only what it took; a payment of its claim draws as the credits come back; its reversal gives back what it and the payments took, never the claimed part"
+    )
+    func clawBackWithAClaim() {
+        func row(_ key: String, _ delta: Int64) -> LedgerEntry { LedgerEntry(operationKey: key, bucket: "b", delta: delta, reason: "r") }
+        let take = "clawback:s.1:1700000000000:b"
+        // A's 100, 30 of them held; the claw-back owes 100: 70 there, 30 claimed on the held.
+        let clawedBack = [row("topup:A", 100), row("hold:h:0", -30), row(take, -100), row("claim:\(take)", 30)]
+        // The work charged the 30 held: it used 30 of A, the claw-back took the other 70.
+        let settled = clawedBack + [row("hold-charge:h:0:offset", 30), row("hold-charge:h:0", -30)]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: settled).spends == [2: 70, 5: 30])
+        let settledReversed = settled + [row("reversed:\(take)", 100), row("reversed:claim:\(take)", -30)]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: settledReversed).spends == [5: 30], "the refund reversed: the work's 30")
+        // Released instead: the 30 came back and paid the claim — the claw-back took all of A; reversed, none.
+        let released = clawedBack + [row("hold-return:h:0", 30), row("claim:\(take):paid:hold-return:h:0", -30)]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: released).spends == [2: 70, 5: 30])
+        let releasedReversed =
+            released + [
+                row("reversed:\(take)", 100), row("reversed:claim:\(take)", -30), row("reversed:claim:\(take):paid:hold-return:h:0", 30),
+                row("topup:B", 100), row("spend:1:a:k:0", -110),
+            ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: releasedReversed).spends == [10: 100], "the later spend used all of A")
+        #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: releasedReversed).spends == [10: 10])
+        // No live window: A's 20 taken and 30 claimed, given back; B bought; 40 spent: A's 20, then B's 20.
+        let short = [
+            row("topup:A", 20), row(take, -50), row("claim:\(take)", 30), row("reversed:\(take)", 50), row("reversed:claim:\(take)", -30),
+            row("topup:B", 100), row("spend:1:a:k:0", -40),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: short).spends == [6: 20])
+        #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: short).spends == [6: 20])
+        // An account id holding `:paid:` does not make a claim look like a payment.
+        let odd = "clawback:s.1:1700000000000:topup:x:paid:y:ai"
+        let oddRows = [row("topup:A", 20), row(odd, -50), row("claim:\(odd)", 30), row("reversed:\(odd)", 50), row("reversed:claim:\(odd)", -30)]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: oddRows + [row("spend:1", -5)]).spends == [5: 5])
+    }
+
     @Test("a spend of 80 (70 of A, 10 of B) given back in part, 30: B's 10 go back first, then 20 of A's; the next spend draws on A's again")
     func reversedSpend() {
         let entries = [

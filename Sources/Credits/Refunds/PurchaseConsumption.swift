@@ -45,6 +45,11 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
     /// rows in order) came from it: top-ups are spent first in, first out, a refund empties its own lot, and a spend
     /// given back (`<its debit key>:reversed`) or a claw-back given back (`reversed:clawback:…`) returns to the lots it
     /// drew on, the last drawn first.
+    ///
+    /// A claw-back (an earlier period refunded at a percentage) draws on the lots as a spend does, but only what it
+    /// took: its row is all it owed, and the part not there is a claim (CreditClaims) that credits coming back pay later
+    /// — each payment (`claim:clawback:…:paid:<payer>`) draws then, and its reversal gives back what it drew. Its
+    /// reversal gives back what it took, not the claimed part, which the claim's reversal cancels.
     public static func attribution(ofTopUp transactionId: String, entries: [LedgerEntry]) -> (credited: Int64, spends: [Int: Int64]) {
         var lots: [(key: String, left: Int64)] = []
         // What each spend (by position) drew from each lot, in the order drawn.
@@ -52,55 +57,76 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
         var credited: Int64 = 0
         let grantKey = "topup:\(transactionId)"
         let keys = Set(entries.map(\.operationKey))
+        // What each take-back's claim (`claim:<take>`, the one positive row of it: payments are negative) owed beyond
+        // what the bucket had, by the take's key; and the claw-backs' takes, whose claims' payments draw.
+        var claimed: [String: Int64] = [:]
+        for entry in entries where entry.delta > 0 && CreditClaims.isClaim(entry.operationKey) {
+            claimed[String(entry.operationKey.dropFirst("claim:".count)), default: 0] += entry.delta
+        }
+        let clawBacks = entries.filter { $0.delta < 0 && $0.operationKey.hasPrefix("clawback:") }.map(\.operationKey)
+        func draw(_ amount: Int64, at position: Int) {
+            var owed = amount
+            for index in lots.indices where owed > 0 && lots[index].left > 0 {
+                let take = min(owed, lots[index].left)
+                lots[index].left -= take
+                owed -= take
+                takes[position, default: []].append((index, take))
+            }
+        }
+        func giveBack(_ amount: Int64, drawnBy position: Int, as key: String) {
+            var back = amount
+            var drawn = takes[position] ?? []
+            while back > 0, let last = drawn.popLast() {
+                let returned = min(back, last.amount)
+                lots[last.lot].left += returned
+                back -= returned
+                if returned < last.amount { drawn.append((last.lot, last.amount - returned)) }
+            }
+            takes[position] = drawn
+            if back > 0 { lots.append((key, back)) }
+        }
         for (position, entry) in entries.enumerated() {
+            let key = entry.operationKey
             // A hold's rows are not usage: what it charged is posted as `usage` (`hold-charge:<id>:<n>`) when it
             // settles, and counts then; its debit, what went back and the charge's offset net out. Nor are the rows
             // that mark a carry's take which moved nothing.
-            if Self.isHoldBookkeeping(entry.operationKey) || Self.isCarryTakeMarker(entry.operationKey, among: keys) { continue }
+            if Self.isHoldBookkeeping(key) || Self.isCarryTakeMarker(key, among: keys) { continue }
+            if Self.isPayment(key, ofAny: clawBacks) {
+                if entry.delta < 0 {
+                    draw(-entry.delta, at: position)
+                } else if let drawnBy = Self.drawingRow(givenBackBy: key, at: position, in: entries, drawn: takes) {
+                    giveBack(entry.delta, drawnBy: drawnBy, as: key)
+                }
+                continue
+            }
             // A refund's claim (CreditClaims) is not credits: its refund row below takes only what the bucket had. What
             // later paid the claim — credits of the purchase that came back from a hold or a spend given back — is
             // taken from the refunded purchase's lot then, and a reversal of the refund gives its parts back there.
-            if CreditClaims.isClaim(entry.operationKey) || entry.operationKey.hasPrefix("reversed:claim:") {
-                let isClaimRow = CreditClaims.isClaim(entry.operationKey) && !entry.operationKey.contains(":paid:")
-                let key = Self.lot(takenBy: entry.operationKey, among: lots.map(\.key))
-                if !isClaimRow, let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left = max(lots[index].left + entry.delta, 0) }
+            if CreditClaims.isClaim(key) || key.hasPrefix("reversed:claim:") {
+                let isClaimRow = CreditClaims.isClaim(key) && !key.contains(":paid:")
+                let lot = Self.lot(takenBy: key, among: lots.map(\.key))
+                if !isClaimRow, let index = lots.firstIndex(where: { $0.key == lot }) { lots[index].left = max(lots[index].left + entry.delta, 0) }
                 continue
             }
-            if entry.delta > 0, let drawnBy = Self.drawingRow(givenBackBy: entry.operationKey, at: position, in: entries, drawn: takes) {
-                var back = entry.delta
-                var drawn = takes[drawnBy] ?? []
-                while back > 0, let last = drawn.popLast() {
-                    let returned = min(back, last.amount)
-                    lots[last.lot].left += returned
-                    back -= returned
-                    if returned < last.amount { drawn.append((last.lot, last.amount - returned)) }
-                }
-                takes[drawnBy] = drawn
-                if back > 0 { lots.append((entry.operationKey, back)) }
+            if entry.delta > 0, let drawnBy = Self.drawingRow(givenBackBy: key, at: position, in: entries, drawn: takes) {
+                giveBack(entry.delta - (claimed[String(entries[drawnBy].operationKey)] ?? 0), drawnBy: drawnBy, as: key)
                 continue
             }
             if entry.delta > 0 {
-                if entry.operationKey == grantKey { credited += entry.delta }
-                let key =
-                    entry.operationKey.hasPrefix("reversed:refund:")
-                    ? Self.lot(takenBy: entry.operationKey, among: lots.map(\.key)) : entry.operationKey
-                if let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left += entry.delta } else { lots.append((key, entry.delta)) }
-            } else if let key = Self.carryLot(undoneBy: entry.operationKey) {
+                if key == grantKey { credited += entry.delta }
+                let lot = key.hasPrefix("reversed:refund:") ? Self.lot(takenBy: key, among: lots.map(\.key)) : key
+                if let index = lots.firstIndex(where: { $0.key == lot }) { lots[index].left += entry.delta } else { lots.append((lot, entry.delta)) }
+            } else if let lot = Self.carryLot(undoneBy: key) {
                 // A carry-over that no longer stands leaves the top-ups for its window: its lot goes with it. One made
                 // for credits that were out (`pending:`) never held any.
-                if let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left = max(lots[index].left + entry.delta, 0) }
-            } else if entry.operationKey.hasPrefix("refund:") {
-                let key = Self.lot(takenBy: entry.operationKey, among: lots.map(\.key))
-                let claimed = entries.first { $0.operationKey == CreditClaims.key(of: entry.operationKey) }?.delta ?? 0
-                if let index = lots.firstIndex(where: { $0.key == key }) { lots[index].left = max(lots[index].left + entry.delta + claimed, 0) }
-            } else {
-                var owed = -entry.delta
-                for index in lots.indices where owed > 0 && lots[index].left > 0 {
-                    let take = min(owed, lots[index].left)
-                    lots[index].left -= take
-                    owed -= take
-                    takes[position, default: []].append((index, take))
+                if let index = lots.firstIndex(where: { $0.key == lot }) { lots[index].left = max(lots[index].left + entry.delta, 0) }
+            } else if key.hasPrefix("refund:") {
+                let lot = Self.lot(takenBy: key, among: lots.map(\.key))
+                if let index = lots.firstIndex(where: { $0.key == lot }) {
+                    lots[index].left = max(lots[index].left + entry.delta + (claimed[key] ?? 0), 0)
                 }
+            } else {
+                draw(-entry.delta - (claimed[key] ?? 0), at: position)
             }
         }
         var spends: [Int: Int64] = [:]
@@ -125,6 +151,15 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
         guard key.hasPrefix("reversed:") else { return nil }
         let original = key.dropFirst("reversed:".count)
         return entries[..<position].indices.first { drawn[$0] != nil && entries[$0].operationKey == original }
+    }
+
+    /// Whether `key` is a payment of the claim of one of `takes` (`claim:<take>:paid:<payer>`), or its reversal: matched
+    /// by whole take keys, as an account id in a bucket's key may hold `:paid:`.
+    private static func isPayment(_ key: String, ofAny takes: [String]) -> Bool {
+        let body = key.hasPrefix("reversed:") ? key.dropFirst("reversed:".count) : Substring(key)
+        guard body.hasPrefix("claim:clawback:") else { return false }
+        let claim = body.dropFirst("claim:".count)
+        return takes.contains { claim.hasPrefix($0 + ":paid:") }
     }
 
     /// The carry-over lot (`carry:…:in`) a row empties: its reversal's, or the row that nets a carry of credits out.
