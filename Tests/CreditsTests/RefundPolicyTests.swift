@@ -229,6 +229,21 @@ struct TopUpAttributionTests {
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: short).spends == [6: 20])
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: short).spends == [6: 20])
+        // A claw-back that took nothing (all 30 claimed, the bucket spent), reversed: nothing comes back; B's 40 are B's.
+        // Paid by a spend given back before the reversal: the payment's 30 came back as A's.
+        let none = [
+            row("topup:A", 30), row("spend:1:a:k:0", -30), row(take, -30), row("claim:\(take)", 30), row("reversed:\(take)", 30),
+            row("reversed:claim:\(take)", -30), row("topup:B", 100), row("spend:1:a:m:0", -40),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: none).spends == [7: 40])
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: none).spends == [1: 30])
+        let paid = [
+            row("topup:A", 30), row("spend:1:a:k:0", -30), row(take, -30), row("claim:\(take)", 30), row("spend:1:a:k:0:reversed", 30),
+            row("claim:\(take):paid:reversal:a:k:0", -30), row("reversed:\(take)", 30), row("reversed:claim:\(take)", -30),
+            row("reversed:claim:\(take):paid:reversal:a:k:0", 30), row("topup:B", 100), row("spend:1:a:m:0", -40),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: paid).spends == [10: 30])
+        #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: paid).spends == [10: 10])
         // An account id holding `:paid:` does not make a claim look like a payment.
         let odd = "clawback:s.1:1700000000000:topup:x:paid:y:ai"
         let oddRows = [row("topup:A", 20), row(odd, -50), row("claim:\(odd)", 30), row("reversed:\(odd)", 50), row("reversed:claim:\(odd)", -30)]

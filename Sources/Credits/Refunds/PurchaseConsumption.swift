@@ -65,6 +65,9 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
         }
         let clawBacks = entries.filter { $0.delta < 0 && $0.operationKey.hasPrefix("clawback:") }.map(\.operationKey)
         func draw(_ amount: Int64, at position: Int) {
+            // Recorded even when nothing is drawn (a claw-back all claimed, a bucket all spent): its reversal then gives
+            // back what it drew, nothing, rather than making up a lot.
+            takes[position, default: []] += []
             var owed = amount
             for index in lots.indices where owed > 0 && lots[index].left > 0 {
                 let take = min(owed, lots[index].left)
