@@ -67,7 +67,7 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
         func draw(_ amount: Int64, at position: Int) {
             // Recorded even when nothing is drawn (a claw-back all claimed, a bucket all spent): its reversal then gives
             // back what it drew, nothing, rather than making up a lot.
-            takes[position, default: []] += []
+            if takes[position] == nil { takes[position] = [] }
             var owed = amount
             for index in lots.indices where owed > 0 && lots[index].left > 0 {
                 let take = min(owed, lots[index].left)
@@ -112,7 +112,7 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
                 continue
             }
             if entry.delta > 0, let drawnBy = Self.drawingRow(givenBackBy: key, at: position, in: entries, drawn: takes) {
-                giveBack(entry.delta - (claimed[String(entries[drawnBy].operationKey)] ?? 0), drawnBy: drawnBy, as: key)
+                giveBack(entry.delta - (claimed[entries[drawnBy].operationKey] ?? 0), drawnBy: drawnBy, as: key)
                 continue
             }
             if entry.delta > 0 {
