@@ -250,6 +250,41 @@ struct TopUpAttributionTests {
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: oddRows + [row("spend:1", -5)]).spends == [5: 5])
     }
 
+    /// The lots are the credits in the bucket (the property tests check their sum against the bucket's balance over
+    /// generated histories): held credits are out of them until they come back, credits coming back through an
+    /// upgrade's carry join its lot, and a refund that takes more than its purchase has left takes the others'.
+    @Test(
+        "held credits are out of the lots until they come back; a return through a carry joins its lot; a refund beyond its own lot takes the others', oldest first"
+    )
+    func lotsAreTheBucket() {
+        func row(_ key: String, _ delta: Int64) -> LedgerEntry { LedgerEntry(operationKey: key, bucket: "b", delta: delta, reason: "r") }
+        // A refunded while 30 of it are held (20 spent: the refund finds 50, claims 50); B bought; a claw-back of 40
+        // takes B's (A's are out); the 30 come back and pay A's claim; 60 spent: all B's. B: 40 + 60, all of it.
+        let refund = "refund:A:b"
+        let heldAtTheRefund = [
+            row("topup:A", 100), row("hold:h:0", -30), row("spend:1", -20), row(refund, -100), row("claim:\(refund)", 50), row("topup:B", 100),
+            row("clawback:p:1700000000000:b", -40), row("hold-return:h:0", 30), row("claim:\(refund):paid:hold-return:h:0", -30), row("spend:2", -60),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: heldAtTheRefund).spends == [6: 40, 9: 60])
+        #expect(PurchaseConsumption.leftInLots(heldAtTheRefund) == 0)
+        // A carry of 98 and 7 back through it from a hold of the old window, both taken by the refund of the upgrade
+        // (105); then A bought and 10 spent: A's.
+        let carry = "carry:p2:cycle:s:p1:ai:in"
+        let throughTheCarry = [
+            row(carry, 98), row("hold-return:h:0", 7), row("refund:p2:1700000000001:\(carry)", -105), row("topup:A", 100), row("spend:1", -10),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: throughTheCarry).spends == [4: 10])
+        #expect(PurchaseConsumption.leftInLots(throughTheCarry) == 90)
+        // A used 30 (70 left) and 14 from support beside it; A refunded takes its 100 from the pool: the 70 and the 14,
+        // claiming 16. B bought, 50 spent: all B's.
+        let beyond = [
+            row("topup:A", 100), row("spend:1", -30), row("adjust:x", 14), row(refund, -100), row("claim:\(refund)", 16), row("topup:B", 100),
+            row("spend:2", -50),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: beyond).spends == [6: 50])
+        #expect(PurchaseConsumption.leftInLots(beyond) == 50)
+    }
+
     @Test("a spend of 80 (70 of A, 10 of B) given back in part, 30: B's 10 go back first, then 20 of A's; the next spend draws on A's again")
     func reversedSpend() {
         let entries = [

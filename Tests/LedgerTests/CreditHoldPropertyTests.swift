@@ -8,6 +8,7 @@ import Synchronization
 import TestSupport
 import Testing
 
+@testable import Credits
 @testable import IntegrationSupport
 
 /// Holds as properties: generated histories of top-ups, spends (some given back), holds, settles, releases, expiries and Apple's refunds, refund
@@ -222,6 +223,7 @@ struct CreditHoldPropertyTests {
             try await harness.count("SELECT count(*) FROM credit_holds WHERE account_id = '\(id)' AND state = 'held'") == 0
         }
         let lapsed = try await check(account: id, seen: seen, harness: harness, client: client, label: label)
+        try await checkLots(account: id, harness: harness, label: label)
         let events = 1 + storeEvents.count + (pack == nil ? 0 : 1) + (packRefundReversed ? 1 : 0)
         let claims = try await harness.count(
             "SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'claim:refund:%' AND delta > 0 AND bucket LIKE 'topup:\(id):%'")
@@ -304,6 +306,22 @@ struct CreditHoldPropertyTests {
             Int64(facts) == Int64(left) + seen.spent + charged + held + lapsed,
             "\(label): granted \(facts) ≠ left \(left) + spent \(seen.spent) + charged \(charged) + held \(held) + lapsed \(lapsed)")
         return lapsed
+    }
+
+    /// A pack's consumption (answered to Apple for a refund request) attributes the top-up bucket's rows to lots, first
+    /// in, first out (PurchaseConsumption): with every hold ended, the lots hold what the bucket does, or some answer was
+    /// counted against credits that are not there.
+    static func checkLots(account id: String, harness: StorekeeperHarness, label: String) async throws {
+        let rows = try await harness.client.query(
+            "SELECT operation_key, bucket, delta, reason FROM credit_ledger WHERE bucket = \("topup:\(id):ai_requests") ORDER BY id",
+            logger: TestDatabase.logger)
+        var entries: [LedgerEntry] = []
+        for try await (key, bucket, delta, reason) in rows.decode((String, String, Int64, String).self) {
+            entries.append(LedgerEntry(operationKey: key, bucket: bucket, delta: delta, reason: reason))
+        }
+        let balance = entries.reduce(0) { $0 + $1.delta }
+        let inLots = PurchaseConsumption.leftInLots(entries)
+        #expect(inLots == balance, "\(label): the lots hold \(inLots), the top-ups \(balance): \(entries.map { "\($0.operationKey) \($0.delta)" })")
     }
 
     /// One client's step.

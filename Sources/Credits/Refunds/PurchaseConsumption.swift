@@ -51,6 +51,20 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
     /// — each payment (`claim:clawback:…:paid:<payer>`) draws then, and its reversal gives back what it drew. Its
     /// reversal gives back what it took, not the claimed part, which the claim's reversal cancels.
     public static func attribution(ofTopUp transactionId: String, entries: [LedgerEntry]) -> (credited: Int64, spends: [Int: Int64]) {
+        let pool = pool(ofTopUp: transactionId, entries: entries)
+        return (pool.credited, pool.spends)
+    }
+
+    /// What the lots of the bucket's rows hold at the end, all together: with no credits out in holds (which the lots
+    /// count as there), the bucket's balance, whatever the order of its rows — the property tests check it on generated
+    /// histories.
+    static func leftInLots(_ entries: [LedgerEntry]) -> Int64 {
+        pool(ofTopUp: "", entries: entries).lots.reduce(0) { $0 + $1.left }
+    }
+
+    private static func pool(ofTopUp transactionId: String, entries: [LedgerEntry]) -> (
+        credited: Int64, spends: [Int: Int64], lots: [(key: String, left: Int64)]
+    ) {
         var lots: [(key: String, left: Int64)] = []
         // What each spend (by position) drew from each lot, in the order drawn.
         var takes: [Int: [(lot: Int, amount: Int64)]] = [:]
@@ -64,6 +78,10 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
             claimed[String(entry.operationKey.dropFirst("claim:".count)), default: 0] += entry.delta
         }
         let clawBacks = entries.filter { $0.delta < 0 && $0.operationKey.hasPrefix("clawback:") }.map(\.operationKey)
+        var positions: [String: Int] = [:]
+        for (position, entry) in entries.enumerated() where positions[entry.operationKey] == nil { positions[entry.operationKey] = position }
+        // The debits of holds: credits out, not used.
+        var held: Set<Int> = []
         func draw(_ amount: Int64, at position: Int) {
             // Recorded even when nothing is drawn (a claw-back all claimed, a bucket all spent): its reversal then gives
             // back what it drew, nothing, rather than making up a lot.
@@ -88,12 +106,48 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
             takes[position] = drawn
             if back > 0 { lots.append((key, back)) }
         }
+        // Credits come back from a debit of another bucket only through an upgrade's carry: they join its lot (the
+        // last carry's: which of two carries of one window they followed, the rows here do not say), as the refund of
+        // the upgrade counts them (SubscriptionCredits' `standing(carryOver:)`).
+        // What a refund takes (or a payment of its claim): from the refunded lot first; beyond what is left of it, the
+        // others', oldest first — a refund takes the purchase's credits back from the pool.
+        func takeOut(_ amount: Int64, first lot: String) {
+            var taking = max(amount, 0)
+            for index in (lots.firstIndex { $0.key == lot }.map { [$0] } ?? []) + Array(lots.indices) where taking > 0 && lots[index].left > 0 {
+                let take = min(taking, lots[index].left)
+                lots[index].left -= take
+                taking -= take
+            }
+        }
+        func arrive(_ amount: Int64, as key: String) {
+            if let index = lots.lastIndex(where: { $0.key.hasPrefix("carry:") && $0.key.hasSuffix(":in") }) {
+                lots[index].left += amount
+            } else {
+                lots.append((key, amount))
+            }
+        }
         for (position, entry) in entries.enumerated() {
             let key = entry.operationKey
-            // A hold's rows are not usage: what it charged is posted as `usage` (`hold-charge:<id>:<n>`) when it
-            // settles, and counts then; its debit, what went back and the charge's offset net out. Nor are the rows
-            // that mark a carry's take which moved nothing.
-            if Self.isHoldBookkeeping(key) || Self.isCarryTakeMarker(key, among: keys) { continue }
+            // The rows that mark a carry's take which moved nothing are not credits.
+            if Self.isCarryTakeMarker(key, among: keys) { continue }
+            // A hold's debit takes credits out of the lots, as a spend would, but is not usage: what it charged is
+            // posted as `usage` (`hold-charge:<id>:<n>`) when it settles, and counts then. What comes back (its return,
+            // the charge's offset) goes to the lots the debit drew on; back from a debit of another bucket (through an
+            // upgrade's carry) it is a lot of its own. Before 2026-12-05 the lots counted held credits as there, and
+            // those coming back through a carry not at all.
+            if key.hasPrefix("hold:") {
+                held.insert(position)
+                draw(-entry.delta, at: position)
+                continue
+            }
+            if let debit = Self.holdDebit(returnedBy: key) {
+                if let drawnBy = positions[debit], drawnBy < position {
+                    giveBack(entry.delta, drawnBy: drawnBy, as: key)
+                } else {
+                    arrive(entry.delta, as: key)
+                }
+                continue
+            }
             if Self.isPayment(key, ofAny: clawBacks) {
                 if entry.delta < 0 {
                     draw(-entry.delta, at: position)
@@ -108,7 +162,11 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
             if CreditClaims.isClaim(key) || key.hasPrefix("reversed:claim:") {
                 let isClaimRow = CreditClaims.isClaim(key) && !key.contains(":paid:")
                 let lot = Self.lot(takenBy: key, among: lots.map(\.key))
-                if !isClaimRow, let index = lots.firstIndex(where: { $0.key == lot }) { lots[index].left = max(lots[index].left + entry.delta, 0) }
+                if CreditClaims.isClaim(key), !isClaimRow {
+                    takeOut(-entry.delta, first: lot)
+                } else if !isClaimRow, let index = lots.firstIndex(where: { $0.key == lot }) {
+                    lots[index].left = max(lots[index].left + entry.delta, 0)
+                }
                 continue
             }
             if entry.delta > 0, let drawnBy = Self.drawingRow(givenBackBy: key, at: position, in: entries, drawn: takes) {
@@ -118,26 +176,36 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
             if entry.delta > 0 {
                 if key == grantKey { credited += entry.delta }
                 let lot = key.hasPrefix("reversed:refund:") ? Self.lot(takenBy: key, among: lots.map(\.key)) : key
-                if let index = lots.firstIndex(where: { $0.key == lot }) { lots[index].left += entry.delta } else { lots.append((lot, entry.delta)) }
+                if key.hasPrefix("reversed:refund:"), let index = lots.firstIndex(where: { key.hasSuffix(":back:" + $0.key) }) {
+                    lots[index].left += entry.delta
+                } else if key.hasPrefix("spend:"), key.hasSuffix(":reversed") {
+                    arrive(entry.delta, as: key)
+                } else if let index = lots.firstIndex(where: { $0.key == lot }) {
+                    lots[index].left += entry.delta
+                } else {
+                    lots.append((lot, entry.delta))
+                }
             } else if let lot = Self.carryLot(undoneBy: key) {
                 // A carry-over that no longer stands leaves the top-ups for its window: its lot goes with it. One made
                 // for credits that were out (`pending:`) never held any.
                 if let index = lots.firstIndex(where: { $0.key == lot }) { lots[index].left = max(lots[index].left + entry.delta, 0) }
+            } else if key.hasPrefix("refund:"), let index = lots.firstIndex(where: { key.hasSuffix(":back:" + $0.key) }) {
+                // A standing refund's take of what came back through a carry (`<take>:back:<return>`): from that return.
+                lots[index].left = max(lots[index].left + entry.delta, 0)
             } else if key.hasPrefix("refund:") {
-                let lot = Self.lot(takenBy: key, among: lots.map(\.key))
-                if let index = lots.firstIndex(where: { $0.key == lot }) {
-                    lots[index].left = max(lots[index].left + entry.delta + (claimed[key] ?? 0), 0)
-                }
+                // What it took, the rest being its claim: from its own lot first; a refund takes the purchase's credits
+                // back from the pool, so beyond what is left of that lot, the others', oldest first.
+                takeOut(-(entry.delta + (claimed[key] ?? 0)), first: Self.lot(takenBy: key, among: lots.map(\.key)))
             } else {
                 draw(-entry.delta - (claimed[key] ?? 0), at: position)
             }
         }
         var spends: [Int: Int64] = [:]
-        for (position, drawn) in takes {
+        for (position, drawn) in takes where !held.contains(position) {
             let own = drawn.filter { lots[$0.lot].key == grantKey }.reduce(0) { $0 + $1.amount }
             if own > 0 { spends[position] = own }
         }
-        return (credited, spends)
+        return (credited, spends, lots)
     }
 
     /// The earlier row (by position) whose draw on the lots `key` gives back: a spend given back
@@ -194,8 +262,12 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
         return (rest[...colon], take)
     }
 
-    static func isHoldBookkeeping(_ key: String) -> Bool {
-        key.hasPrefix("hold:") || key.hasPrefix("hold-return:") || (key.hasPrefix("hold-charge:") && key.hasSuffix(":offset"))
+    /// The debit (`hold:<id>:<n>`) whose credits `key` gives back: a hold's return (`hold-return:<id>:<n>`) or its
+    /// charge's offset (`hold-charge:<id>:<n>:offset`).
+    static func holdDebit(returnedBy key: String) -> String? {
+        if key.hasPrefix("hold-return:") { return "hold:" + key.dropFirst("hold-return:".count) }
+        guard key.hasPrefix("hold-charge:"), key.hasSuffix(":offset") else { return nil }
+        return "hold:" + key.dropFirst("hold-charge:".count).dropLast(":offset".count)
     }
 
     /// The lot a take-back's row concerns: the carry-over lot (one of `lots`) a refunded upgrade's take-back names —
