@@ -283,6 +283,26 @@ struct TopUpAttributionTests {
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: beyond).spends == [6: 50])
         #expect(PurchaseConsumption.leftInLots(beyond) == 50)
+        // A refunded (70 left of it) takes 30 of B besides; reversed, they go back where they came from: 170 spent
+        // after use all of B (review of 108025b: the reversal gave all 100 to A, and B answered 70 %).
+        let reversedRefund = [
+            row("topup:A", 100), row("spend:1", -30), row("topup:B", 100), row(refund, -100), row("reversed:\(refund)", 100), row("spend:2", -170),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: reversedRefund).spends == [5: 100])
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: reversedRefund).spends == [1: 30, 5: 70])
+        // The upgrade's refund takes the carry and then the 10 that came back through it (`…:back:<return>`): from
+        // the carry's lot, not A's, so 100 spent after are all A's; the refund reversed, the 20 and the 10 are the
+        // carry's again (review of 108025b: A answered 90 %).
+        let take = "refund:p2:1700000000001:\(carry)"
+        let back = [
+            row("topup:A", 100), row(carry, 20), row(take, -20), row("hold-return:h:0", 10), row("\(take):back:hold-return:h:0", -10),
+            row("spend:1", -100),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: back).spends == [5: 100])
+        let backReversed =
+            Array(back.dropLast()) + [row("reversed:\(take)", 20), row("reversed:\(take):back:hold-return:h:0", 10), row("spend:1", -100)]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: backReversed).spends == [7: 100])
+        #expect(PurchaseConsumption.leftInLots(backReversed) == 30)
     }
 
     @Test("a spend of 80 (70 of A, 10 of B) given back in part, 30: B's 10 go back first, then 20 of A's; the next spend draws on A's again")

@@ -77,17 +77,19 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
         for entry in entries where entry.delta > 0 && CreditClaims.isClaim(entry.operationKey) {
             claimed[String(entry.operationKey.dropFirst("claim:".count)), default: 0] += entry.delta
         }
-        let clawBacks = entries.filter { $0.delta < 0 && $0.operationKey.hasPrefix("clawback:") }.map(\.operationKey)
+        let claimedTakes = Array(claimed.keys)
         var positions: [String: Int] = [:]
         for (position, entry) in entries.enumerated() where positions[entry.operationKey] == nil { positions[entry.operationKey] = position }
-        // The debits of holds: credits out, not used.
-        var held: Set<Int> = []
-        func draw(_ amount: Int64, at position: Int) {
-            // Recorded even when nothing is drawn (a claw-back all claimed, a bucket all spent): its reversal then gives
-            // back what it drew, nothing, rather than making up a lot.
+        // The rows that draw on the lots without using credits: holds' debits, refunds' takes and their claims' payments.
+        var notUse: Set<Int> = []
+        // Draws `amount` from the lots, from `first` (a refund's own lot) and then oldest first, and records it under
+        // the row at `position` — even when nothing is drawn (a claw-back all claimed, a bucket all spent): its reversal
+        // then gives back what it drew, nothing, rather than making up a lot.
+        func draw(_ amount: Int64, at position: Int, first: String? = nil) {
             if takes[position] == nil { takes[position] = [] }
-            var owed = amount
-            for index in lots.indices where owed > 0 && lots[index].left > 0 {
+            var owed = max(amount, 0)
+            let preferred = first.flatMap { lot in lots.firstIndex { $0.key == lot } }.map { [$0] } ?? []
+            for index in preferred + Array(lots.indices) where owed > 0 && lots[index].left > 0 {
                 let take = min(owed, lots[index].left)
                 lots[index].left -= take
                 owed -= take
@@ -107,18 +109,8 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
             if back > 0 { lots.append((key, back)) }
         }
         // Credits come back from a debit of another bucket only through an upgrade's carry: they join its lot (the
-        // last carry's: which of two carries of one window they followed, the rows here do not say), as the refund of
-        // the upgrade counts them (SubscriptionCredits' `standing(carryOver:)`).
-        // What a refund takes (or a payment of its claim): from the refunded lot first; beyond what is left of it, the
-        // others', oldest first — a refund takes the purchase's credits back from the pool.
-        func takeOut(_ amount: Int64, first lot: String) {
-            var taking = max(amount, 0)
-            for index in (lots.firstIndex { $0.key == lot }.map { [$0] } ?? []) + Array(lots.indices) where taking > 0 && lots[index].left > 0 {
-                let take = min(taking, lots[index].left)
-                lots[index].left -= take
-                taking -= take
-            }
-        }
+        // last carry's: with carries of two windows, which one they followed the rows here do not say), as the refund
+        // of the upgrade counts them (SubscriptionCredits' `standing(carryOver:)`).
         func arrive(_ amount: Int64, as key: String) {
             if let index = lots.lastIndex(where: { $0.key.hasPrefix("carry:") && $0.key.hasSuffix(":in") }) {
                 lots[index].left += amount
@@ -133,10 +125,10 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
             // A hold's debit takes credits out of the lots, as a spend would, but is not usage: what it charged is
             // posted as `usage` (`hold-charge:<id>:<n>`) when it settles, and counts then. What comes back (its return,
             // the charge's offset) goes to the lots the debit drew on; back from a debit of another bucket (through an
-            // upgrade's carry) it is a lot of its own. Before 2026-12-05 the lots counted held credits as there, and
+            // upgrade's carry) it joins the carry's lot. Before 2026-12-05 the lots counted held credits as there, and
             // those coming back through a carry not at all.
             if key.hasPrefix("hold:") {
-                held.insert(position)
+                notUse.insert(position)
                 draw(-entry.delta, at: position)
                 continue
             }
@@ -148,37 +140,27 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
                 }
                 continue
             }
-            if Self.isPayment(key, ofAny: clawBacks) {
+            // A claim (CreditClaims) is not credits, nor is its reversal: its take-back took only what the bucket had.
+            // A payment of it draws then — a claw-back's as use, a refund's from the refunded lot first — and its
+            // reversal gives back what the payment drew.
+            if CreditClaims.isClaim(key) || key.hasPrefix("reversed:claim:") {
+                guard let take = Self.take(paidBy: key, among: claimedTakes) else { continue }
                 if entry.delta < 0 {
-                    draw(-entry.delta, at: position)
-                } else if let drawnBy = Self.drawingRow(givenBackBy: key, at: position, in: entries, drawn: takes) {
+                    if !take.hasPrefix("clawback:") { notUse.insert(position) }
+                    draw(-entry.delta, at: position, first: Self.lot(takenBy: key, among: lots.map(\.key)))
+                } else if let drawnBy = Self.drawingRow(givenBackBy: key, at: position, positions: positions, drawn: takes) {
                     giveBack(entry.delta, drawnBy: drawnBy, as: key)
                 }
                 continue
             }
-            // A refund's claim (CreditClaims) is not credits: its refund row below takes only what the bucket had. What
-            // later paid the claim — credits of the purchase that came back from a hold or a spend given back — is
-            // taken from the refunded purchase's lot then, and a reversal of the refund gives its parts back there.
-            if CreditClaims.isClaim(key) || key.hasPrefix("reversed:claim:") {
-                let isClaimRow = CreditClaims.isClaim(key) && !key.contains(":paid:")
-                let lot = Self.lot(takenBy: key, among: lots.map(\.key))
-                if CreditClaims.isClaim(key), !isClaimRow {
-                    takeOut(-entry.delta, first: lot)
-                } else if !isClaimRow, let index = lots.firstIndex(where: { $0.key == lot }) {
-                    lots[index].left = max(lots[index].left + entry.delta, 0)
-                }
-                continue
-            }
-            if entry.delta > 0, let drawnBy = Self.drawingRow(givenBackBy: key, at: position, in: entries, drawn: takes) {
+            if entry.delta > 0, let drawnBy = Self.drawingRow(givenBackBy: key, at: position, positions: positions, drawn: takes) {
                 giveBack(entry.delta - (claimed[entries[drawnBy].operationKey] ?? 0), drawnBy: drawnBy, as: key)
                 continue
             }
             if entry.delta > 0 {
                 if key == grantKey { credited += entry.delta }
                 let lot = key.hasPrefix("reversed:refund:") ? Self.lot(takenBy: key, among: lots.map(\.key)) : key
-                if key.hasPrefix("reversed:refund:"), let index = lots.firstIndex(where: { key.hasSuffix(":back:" + $0.key) }) {
-                    lots[index].left += entry.delta
-                } else if key.hasPrefix("spend:"), key.hasSuffix(":reversed") {
+                if key.hasPrefix("spend:"), key.hasSuffix(":reversed") {
                     arrive(entry.delta, as: key)
                 } else if let index = lots.firstIndex(where: { $0.key == lot }) {
                     lots[index].left += entry.delta
@@ -189,19 +171,19 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
                 // A carry-over that no longer stands leaves the top-ups for its window: its lot goes with it. One made
                 // for credits that were out (`pending:`) never held any.
                 if let index = lots.firstIndex(where: { $0.key == lot }) { lots[index].left = max(lots[index].left + entry.delta, 0) }
-            } else if key.hasPrefix("refund:"), let index = lots.firstIndex(where: { key.hasSuffix(":back:" + $0.key) }) {
-                // A standing refund's take of what came back through a carry (`<take>:back:<return>`): from that return.
-                lots[index].left = max(lots[index].left + entry.delta, 0)
             } else if key.hasPrefix("refund:") {
-                // What it took, the rest being its claim: from its own lot first; a refund takes the purchase's credits
-                // back from the pool, so beyond what is left of that lot, the others', oldest first.
-                takeOut(-(entry.delta + (claimed[key] ?? 0)), first: Self.lot(takenBy: key, among: lots.map(\.key)))
+                // What it took, the rest being its claim: from its own lot first (a carry's take, and what it takes of
+                // what came back through the carry, `<take>:back:<return>`, from the carry's); a refund takes the
+                // purchase's credits back from the pool, so beyond what is left of that lot, the others', oldest first.
+                // Its reversal gives back to the lots it drew on.
+                notUse.insert(position)
+                draw(-(entry.delta + (claimed[key] ?? 0)), at: position, first: Self.lot(takenBy: key, among: lots.map(\.key)))
             } else {
                 draw(-entry.delta - (claimed[key] ?? 0), at: position)
             }
         }
         var spends: [Int: Int64] = [:]
-        for (position, drawn) in takes where !held.contains(position) {
+        for (position, drawn) in takes where !notUse.contains(position) {
             let own = drawn.filter { lots[$0.lot].key == grantKey }.reduce(0) { $0 + $1.amount }
             if own > 0 { spends[position] = own }
         }
@@ -212,25 +194,28 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
     /// (`<its debit key>:reversed`), or the reversal (`reversed:<key>`) of another row that drew on them — a claw-back
     /// given back when its refund is reversed or changes kind. Its credits go back to the lots they came from: a new lot
     /// at the end instead let a claw-back taken again (`clawback:…:<n>`) draw on the purchase a second time.
-    private static func drawingRow(givenBackBy key: String, at position: Int, in entries: [LedgerEntry], drawn: [Int: [(lot: Int, amount: Int64)]])
+    private static func drawingRow(givenBackBy key: String, at position: Int, positions: [String: Int], drawn: [Int: [(lot: Int, amount: Int64)]])
         -> Int?
     {
+        let original: String
         if key.hasPrefix("spend:"), key.hasSuffix(":reversed") {
-            let spend = key.dropLast(":reversed".count)
-            return entries[..<position].firstIndex { $0.operationKey == spend }
+            original = String(key.dropLast(":reversed".count))
+        } else if key.hasPrefix("reversed:") {
+            original = String(key.dropFirst("reversed:".count))
+        } else {
+            return nil
         }
-        guard key.hasPrefix("reversed:") else { return nil }
-        let original = key.dropFirst("reversed:".count)
-        return entries[..<position].indices.first { drawn[$0] != nil && entries[$0].operationKey == original }
+        guard let found = positions[original], found < position, drawn[found] != nil else { return nil }
+        return found
     }
 
-    /// Whether `key` is a payment of the claim of one of `takes` (`claim:<take>:paid:<payer>`), or its reversal: matched
-    /// by whole take keys, as an account id in a bucket's key may hold `:paid:`.
-    private static func isPayment(_ key: String, ofAny takes: [String]) -> Bool {
+    /// The take-back (one of `takes`) whose claim `key` pays (`claim:<take>:paid:<payer>`), or gives the payment back
+    /// (`reversed:claim:…`): matched by whole take keys, as an account id in a bucket's key may hold `:paid:`.
+    private static func take(paidBy key: String, among takes: [String]) -> String? {
         let body = key.hasPrefix("reversed:") ? key.dropFirst("reversed:".count) : Substring(key)
-        guard body.hasPrefix("claim:clawback:") else { return false }
+        guard body.hasPrefix("claim:") else { return nil }
         let claim = body.dropFirst("claim:".count)
-        return takes.contains { claim.hasPrefix($0 + ":paid:") }
+        return takes.first { claim.hasPrefix($0 + ":paid:") }
     }
 
     /// The carry-over lot (`carry:…:in`) a row empties: its reversal's, or the row that nets a carry of credits out.
@@ -280,7 +265,8 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
         let parts = body.split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false)
         if parts.count == 4, parts[0] == "refund", !parts[2].isEmpty, parts[2].allSatisfy(\.isNumber),
             case let take = carryTake(parts[3]).take,
-            let carry = lots.first(where: { $0.hasPrefix("carry:") && (take == $0 || take.hasPrefix($0 + ":paid:")) })
+            let carry = lots.first(where: { $0.hasPrefix("carry:") && (take == $0 || take.hasPrefix($0 + ":paid:") || take.hasPrefix($0 + ":back:")) }
+            )
         {
             return carry
         }
