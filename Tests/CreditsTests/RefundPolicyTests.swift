@@ -303,6 +303,22 @@ struct TopUpAttributionTests {
             Array(back.dropLast()) + [row("reversed:\(take)", 20), row("reversed:\(take):back:hold-return:h:0", 10), row("spend:1", -100)]
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: backReversed).spends == [7: 100])
         #expect(PurchaseConsumption.leftInLots(backReversed) == 30)
+        // A refunded while all its 100 are held, after B was bought: the refund takes B's 100 from the pool; the hold
+        // released, those 100 are B's again, so 100 spent after are B's — as had the hold ended before the refund; the
+        // refund reversed, A's 100 are A's (review of 8e5a31c: B answered 0 %).
+        let heldOut = [row("topup:A", 100), row("hold:h:0", -100), row("topup:B", 100), row(refund, -100), row("hold-return:h:0", 100)]
+        let backFirst = [row("topup:A", 100), row("hold:h:0", -100), row("topup:B", 100), row("hold-return:h:0", 100), row(refund, -100)]
+        for (order, rows) in [("refund first", heldOut), ("hold first", backFirst)] {
+            #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: rows + [row("spend:1", -100)]).spends == [5: 100], "\(order)")
+            let reversed = rows + [row("reversed:\(refund)", 100), row("spend:1", -200)]
+            #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: reversed).spends == [6: 100], "\(order): reversed")
+            #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: reversed).spends == [6: 100], "\(order): reversed")
+        }
+        // A carry of 50 all spent, then reversed as stale (it takes 50 from the bucket: B's): the lots hold B's 50, and
+        // 50 spent after use the rest of B (review of 8e5a31c: the lots kept 100).
+        let stale = [row(carry, 50), row("topup:B", 100), row("spend:1", -50), row("reversed:\(carry)", -50), row("spend:2", -50)]
+        #expect(PurchaseConsumption.leftInLots(stale) == 0)
+        #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: stale).spends == [4: 50])
     }
 
     @Test("a spend of 80 (70 of A, 10 of B) given back in part, 30: B's 10 go back first, then 20 of A's; the next spend draws on A's again")

@@ -85,25 +85,51 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
         // Draws `amount` from the lots, from `first` (a refund's own lot) and then oldest first, and records it under
         // the row at `position` — even when nothing is drawn (a claw-back all claimed, a bucket all spent): its reversal
         // then gives back what it drew, nothing, rather than making up a lot.
+        // What a take drew from other lots than its own because its own credits were out (a pack refunded while they
+        // are held or spent), by its own lot: those credits, coming back to it, are the others' again, and the take
+        // then stands on its own lot — as had they come back before it.
+        var borrowed: [Int: [(lot: Int, amount: Int64, by: Int)]] = [:]
         func draw(_ amount: Int64, at position: Int, first: String? = nil) {
             if takes[position] == nil { takes[position] = [] }
             var owed = max(amount, 0)
-            let preferred = first.flatMap { lot in lots.firstIndex { $0.key == lot } }.map { [$0] } ?? []
-            for index in preferred + Array(lots.indices) where owed > 0 && lots[index].left > 0 {
+            let own = first.flatMap { lot in lots.firstIndex { $0.key == lot } }
+            for index in (own.map { [$0] } ?? []) + Array(lots.indices) where owed > 0 && lots[index].left > 0 {
                 let take = min(owed, lots[index].left)
                 lots[index].left -= take
                 owed -= take
                 takes[position, default: []].append((index, take))
+                if let own, index != own { borrowed[own, default: []].append((index, take, position)) }
             }
         }
+        func credit(_ amount: Int64, to index: Int) {
+            var amount = amount
+            while amount > 0, let last = borrowed[index]?.popLast() {
+                let repaid = min(amount, last.amount)
+                lots[last.lot].left += repaid
+                amount -= repaid
+                if repaid < last.amount { borrowed[index]?.append((last.lot, last.amount - repaid, last.by)) }
+                // The take now stands on its own lot for what was repaid: its reversal gives that back there.
+                var drawn = takes[last.by] ?? []
+                if let from = drawn.lastIndex(where: { $0.lot == last.lot && $0.amount >= repaid }) {
+                    drawn[from].amount -= repaid
+                    drawn.append((index, repaid))
+                    takes[last.by] = drawn.filter { $0.amount > 0 }
+                }
+            }
+            lots[index].left += amount
+        }
         func giveBack(_ amount: Int64, drawnBy position: Int, as key: String) {
+            // A take given back itself (a refund reversed) gives the others' credits back to them from its own draw.
+            for lot in borrowed.keys { borrowed[lot]?.removeAll { $0.by == position } }
             var back = amount
             var drawn = takes[position] ?? []
             while back > 0, let last = drawn.popLast() {
                 let returned = min(back, last.amount)
-                lots[last.lot].left += returned
                 back -= returned
                 if returned < last.amount { drawn.append((last.lot, last.amount - returned)) }
+                takes[position] = drawn
+                credit(returned, to: last.lot)
+                drawn = takes[position] ?? []
             }
             takes[position] = drawn
             if back > 0 { lots.append((key, back)) }
@@ -168,9 +194,11 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
                     lots.append((lot, entry.delta))
                 }
             } else if let lot = Self.carryLot(undoneBy: key) {
-                // A carry-over that no longer stands leaves the top-ups for its window: its lot goes with it. One made
-                // for credits that were out (`pending:`) never held any.
-                if let index = lots.firstIndex(where: { $0.key == lot }) { lots[index].left = max(lots[index].left + entry.delta, 0) }
+                // A carry-over that no longer stands leaves the top-ups for its window: what is left of its lot, and
+                // beyond that (its credits spent) the others', as it takes from the bucket. One made for credits that
+                // were out (`pending:`) never held any.
+                notUse.insert(position)
+                draw(-entry.delta, at: position, first: lot)
             } else if key.hasPrefix("refund:") {
                 // What it took, the rest being its claim: from its own lot first (a carry's take, and what it takes of
                 // what came back through the carry, `<take>:back:<return>`, from the carry's); a refund takes the
