@@ -42,9 +42,10 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
     }
 
     /// What the top-up `transactionId` credited, and how much of each spend (by its index in `entries`, the bucket's
-    /// rows in order) came from it: top-ups are spent first in, first out, a refund empties its own lot, and a spend
-    /// given back (`<its debit key>:reversed`) or a claw-back given back (`reversed:clawback:…`) returns to the lots it
-    /// drew on, the last drawn first.
+    /// rows in order) came from it. The lots (purchases, support's credits, carry-overs) are the bucket's credits, spent
+    /// first in, first out; every row that takes credits draws on them (a hold's debit and a refund's take too, though
+    /// not as use: a refund from its own lot first, then the others'), and what is given back (a spend's reversal, a
+    /// hold's return, a refund's reversal) returns to the lots its row drew on, the last drawn first.
     ///
     /// A claw-back (an earlier period refunded at a percentage) draws on the lots as a spend does, but only what it
     /// took: its row is all it owed, and the part not there is a claim (CreditClaims) that credits coming back pay later
@@ -55,9 +56,8 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
         return (pool.credited, pool.spends)
     }
 
-    /// What the lots of the bucket's rows hold at the end, all together: with no credits out in holds (which the lots
-    /// count as there), the bucket's balance, whatever the order of its rows — the property tests check it on generated
-    /// histories.
+    /// What the lots of the bucket's rows hold at the end, all together: the bucket's balance, whatever the order of its
+    /// rows (the property tests check it on generated histories).
     static func leftInLots(_ entries: [LedgerEntry]) -> Int64 {
         pool(ofTopUp: "", entries: entries).lots.reduce(0) { $0 + $1.left }
     }
