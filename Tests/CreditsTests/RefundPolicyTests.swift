@@ -106,6 +106,9 @@ struct RefundPolicyTests {
 /// Which spends came from one top-up, when the account's top-up bucket pools several (Play's review sends them).
 @Suite("Top-up spends attributed first in, first out")
 struct TopUpAttributionTests {
+    /// A row of the pooled bucket `b`; the reason is not read.
+    static func row(_ key: String, _ delta: Int64) -> LedgerEntry { LedgerEntry(operationKey: key, bucket: "b", delta: delta, reason: "r") }
+
     @Test("two top-ups and three spends: the first top-up's credits go first; a refund empties its own lot")
     func attribution() {
         let entries = [
@@ -128,14 +131,13 @@ struct TopUpAttributionTests {
         "a refunded upgrade's take of a carry made for credits out, marked by two rows that net to nothing, and its reversal: no lot, no spend; the pack's 30 spent after are its own"
     )
     func carryTakeMarkers() {
-        func row(_ key: String, _ delta: Int64) -> LedgerEntry { LedgerEntry(operationKey: key, bucket: "b", delta: delta, reason: "r") }
         let take = "refund:p2:1700000000001:carry:p2:cycle:s:p1:ai:in"
         let entries = [
-            row("topup:A", 100),
-            row("carry:p2:cycle:s:p1:ai:in", 50), row("pending:carry:p2:cycle:s:p1:ai:in", -50),
-            row("refund:p2:1700000000001:pending:carry:p2:cycle:s:p1:ai:in", 50), row(take, -50),
-            row("reversed:refund:p2:1700000000001:pending:carry:p2:cycle:s:p1:ai:in", -50), row("reversed:\(take)", 50),
-            row("spend:1", -30),
+            Self.row("topup:A", 100),
+            Self.row("carry:p2:cycle:s:p1:ai:in", 50), Self.row("pending:carry:p2:cycle:s:p1:ai:in", -50),
+            Self.row("refund:p2:1700000000001:pending:carry:p2:cycle:s:p1:ai:in", 50), Self.row(take, -50),
+            Self.row("reversed:refund:p2:1700000000001:pending:carry:p2:cycle:s:p1:ai:in", -50), Self.row("reversed:\(take)", 50),
+            Self.row("spend:1", -30),
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: entries).spends == [7: 30])
         // A take that moved credits (no marker beside it) still empties the carry's lot.
@@ -148,7 +150,7 @@ struct TopUpAttributionTests {
         #expect(PurchaseConsumption.isCarryTakeMarker(againMark, among: []))
         #expect(PurchaseConsumption.isCarryTakeMarker(again, among: [again, againMark]))
         #expect(!PurchaseConsumption.isCarryTakeMarker(again, among: [again, "refund:p2:1700000000001:pending:carry:p2:cycle:s:p1:ai:in"]))
-        let retaken = entries.dropLast() + [row(againMark, 50), row(again, -50), row("spend:1", -30)]
+        let retaken = entries.dropLast() + [Self.row(againMark, 50), Self.row(again, -50), Self.row("spend:1", -30)]
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: Array(retaken)).spends == [9: 30])
         // A take again that moved credits empties the carry's lot, as the first take does.
         let lot = "carry:p2:cycle:s:p1:ai:in"
@@ -178,17 +180,19 @@ struct TopUpAttributionTests {
         "a claw-back given back and taken again draws on the packs once: its reversal returns to the lots it drew on, the last drawn first"
     )
     func clawBackTakenAgain() {
-        func row(_ key: String, _ delta: Int64) -> LedgerEntry { LedgerEntry(operationKey: key, bucket: "b", delta: delta, reason: "r") }
         let take = "clawback:s.1:1700000000000:b"
         // A's 20: 5 clawed back, given back, taken again (15 left); a spend of 10 draws on A's 15.
         let once = [
-            row("topup:A", 20), row(take, -5), row("reversed:\(take)", 5), row("\(take):1", -5), row("topup:B", 100), row("spend:1:a:k:0", -10),
+            Self.row("topup:A", 20), Self.row(take, -5), Self.row("reversed:\(take)", 5), Self.row("\(take):1", -5), Self.row("topup:B", 100),
+            Self.row("spend:1:a:k:0", -10),
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: once).spends == [3: 5, 5: 10])
         #expect(PurchaseConsumption.topUp("A", meter: "ai", entries: once).meters["ai"] == .init(credited: 20, used: 15))
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: once).spends.isEmpty)
         // A claw-back of 10 across A's 5 and B's: given back, B's 5 first, then A's; taken again, A's 5 and B's 5.
-        let across = [row("topup:A", 5), row("topup:B", 100), row(take, -10), row("reversed:\(take)", 10), row("\(take):1", -10)]
+        let across = [
+            Self.row("topup:A", 5), Self.row("topup:B", 100), Self.row(take, -10), Self.row("reversed:\(take)", 10), Self.row("\(take):1", -10),
+        ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: across).spends == [4: 5])
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: across).spends == [4: 5])
         // Given back and not taken again: nothing of either counts.
@@ -203,51 +207,57 @@ struct TopUpAttributionTests {
         "a claw-back with a claim draws only what it took; a payment of its claim draws as the credits come back; its reversal gives back what it and the payments took, never the claimed part"
     )
     func clawBackWithAClaim() {
-        func row(_ key: String, _ delta: Int64) -> LedgerEntry { LedgerEntry(operationKey: key, bucket: "b", delta: delta, reason: "r") }
         let take = "clawback:s.1:1700000000000:b"
         // A's 100, 30 of them held; the claw-back owes 100: 70 there, 30 claimed on the held.
-        let clawedBack = [row("topup:A", 100), row("hold:h:0", -30), row(take, -100), row("claim:\(take)", 30)]
+        let clawedBack = [Self.row("topup:A", 100), Self.row("hold:h:0", -30), Self.row(take, -100), Self.row("claim:\(take)", 30)]
         // The work charged the 30 held: it used 30 of A, the claw-back took the other 70.
-        let settled = clawedBack + [row("hold-charge:h:0:offset", 30), row("hold-charge:h:0", -30)]
+        let settled = clawedBack + [Self.row("hold-charge:h:0:offset", 30), Self.row("hold-charge:h:0", -30)]
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: settled).spends == [2: 70, 5: 30])
-        let settledReversed = settled + [row("reversed:\(take)", 100), row("reversed:claim:\(take)", -30)]
+        let settledReversed = settled + [Self.row("reversed:\(take)", 100), Self.row("reversed:claim:\(take)", -30)]
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: settledReversed).spends == [5: 30], "the refund reversed: the work's 30")
         // Released instead: the 30 came back and paid the claim — the claw-back took all of A; reversed, none.
-        let released = clawedBack + [row("hold-return:h:0", 30), row("claim:\(take):paid:hold-return:h:0", -30)]
+        let released = clawedBack + [Self.row("hold-return:h:0", 30), Self.row("claim:\(take):paid:hold-return:h:0", -30)]
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: released).spends == [2: 70, 5: 30])
         let releasedReversed =
             released + [
-                row("reversed:\(take)", 100), row("reversed:claim:\(take)", -30), row("reversed:claim:\(take):paid:hold-return:h:0", 30),
-                row("topup:B", 100), row("spend:1:a:k:0", -110),
+                Self.row("reversed:\(take)", 100), Self.row("reversed:claim:\(take)", -30),
+                Self.row("reversed:claim:\(take):paid:hold-return:h:0", 30),
+                Self.row("topup:B", 100), Self.row("spend:1:a:k:0", -110),
             ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: releasedReversed).spends == [10: 100], "the later spend used all of A")
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: releasedReversed).spends == [10: 10])
         // No live window: A's 20 taken and 30 claimed, given back; B bought; 40 spent: A's 20, then B's 20.
         let short = [
-            row("topup:A", 20), row(take, -50), row("claim:\(take)", 30), row("reversed:\(take)", 50), row("reversed:claim:\(take)", -30),
-            row("topup:B", 100), row("spend:1:a:k:0", -40),
+            Self.row("topup:A", 20), Self.row(take, -50), Self.row("claim:\(take)", 30), Self.row("reversed:\(take)", 50),
+            Self.row("reversed:claim:\(take)", -30),
+            Self.row("topup:B", 100), Self.row("spend:1:a:k:0", -40),
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: short).spends == [6: 20])
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: short).spends == [6: 20])
         // A claw-back that took nothing (all 30 claimed, the bucket spent), reversed: nothing comes back; B's 40 are B's.
         // Paid by a spend given back before the reversal: the payment's 30 came back as A's.
         let none = [
-            row("topup:A", 30), row("spend:1:a:k:0", -30), row(take, -30), row("claim:\(take)", 30), row("reversed:\(take)", 30),
-            row("reversed:claim:\(take)", -30), row("topup:B", 100), row("spend:1:a:m:0", -40),
+            Self.row("topup:A", 30), Self.row("spend:1:a:k:0", -30), Self.row(take, -30), Self.row("claim:\(take)", 30),
+            Self.row("reversed:\(take)", 30),
+            Self.row("reversed:claim:\(take)", -30), Self.row("topup:B", 100), Self.row("spend:1:a:m:0", -40),
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: none).spends == [7: 40])
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: none).spends == [1: 30])
         let paid = [
-            row("topup:A", 30), row("spend:1:a:k:0", -30), row(take, -30), row("claim:\(take)", 30), row("spend:1:a:k:0:reversed", 30),
-            row("claim:\(take):paid:reversal:a:k:0", -30), row("reversed:\(take)", 30), row("reversed:claim:\(take)", -30),
-            row("reversed:claim:\(take):paid:reversal:a:k:0", 30), row("topup:B", 100), row("spend:1:a:m:0", -40),
+            Self.row("topup:A", 30), Self.row("spend:1:a:k:0", -30), Self.row(take, -30), Self.row("claim:\(take)", 30),
+            Self.row("spend:1:a:k:0:reversed", 30),
+            Self.row("claim:\(take):paid:reversal:a:k:0", -30), Self.row("reversed:\(take)", 30), Self.row("reversed:claim:\(take)", -30),
+            Self.row("reversed:claim:\(take):paid:reversal:a:k:0", 30), Self.row("topup:B", 100), Self.row("spend:1:a:m:0", -40),
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: paid).spends == [10: 30])
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: paid).spends == [10: 10])
         // An account id holding `:paid:` does not make a claim look like a payment.
         let odd = "clawback:s.1:1700000000000:topup:x:paid:y:ai"
-        let oddRows = [row("topup:A", 20), row(odd, -50), row("claim:\(odd)", 30), row("reversed:\(odd)", 50), row("reversed:claim:\(odd)", -30)]
-        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: oddRows + [row("spend:1", -5)]).spends == [5: 5])
+        let oddRows = [
+            Self.row("topup:A", 20), Self.row(odd, -50), Self.row("claim:\(odd)", 30), Self.row("reversed:\(odd)", 50),
+            Self.row("reversed:claim:\(odd)", -30),
+        ]
+        #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: oddRows + [Self.row("spend:1", -5)]).spends == [5: 5])
     }
 
     /// The lots are the credits in the bucket (the property tests check their sum against the bucket's balance over
@@ -257,13 +267,14 @@ struct TopUpAttributionTests {
         "held credits are out of the lots until they come back; a return through a carry joins its lot; a refund beyond its own lot takes the others', oldest first"
     )
     func lotsAreTheBucket() {
-        func row(_ key: String, _ delta: Int64) -> LedgerEntry { LedgerEntry(operationKey: key, bucket: "b", delta: delta, reason: "r") }
         // A refunded while 30 of it are held (20 spent: the refund finds 50, claims 50); B bought; a claw-back of 40
         // takes B's (A's are out); the 30 come back and pay A's claim; 60 spent: all B's. B: 40 + 60, all of it.
         let refund = "refund:A:b"
         let heldAtTheRefund = [
-            row("topup:A", 100), row("hold:h:0", -30), row("spend:1", -20), row(refund, -100), row("claim:\(refund)", 50), row("topup:B", 100),
-            row("clawback:p:1700000000000:b", -40), row("hold-return:h:0", 30), row("claim:\(refund):paid:hold-return:h:0", -30), row("spend:2", -60),
+            Self.row("topup:A", 100), Self.row("hold:h:0", -30), Self.row("spend:1", -20), Self.row(refund, -100), Self.row("claim:\(refund)", 50),
+            Self.row("topup:B", 100),
+            Self.row("clawback:p:1700000000000:b", -40), Self.row("hold-return:h:0", 30), Self.row("claim:\(refund):paid:hold-return:h:0", -30),
+            Self.row("spend:2", -60),
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: heldAtTheRefund).spends == [6: 40, 9: 60])
         #expect(PurchaseConsumption.leftInLots(heldAtTheRefund) == 0)
@@ -271,22 +282,25 @@ struct TopUpAttributionTests {
         // (105); then A bought and 10 spent: A's.
         let carry = "carry:p2:cycle:s:p1:ai:in"
         let throughTheCarry = [
-            row(carry, 98), row("hold-return:h:0", 7), row("refund:p2:1700000000001:\(carry)", -105), row("topup:A", 100), row("spend:1", -10),
+            Self.row(carry, 98), Self.row("hold-return:h:0", 7), Self.row("refund:p2:1700000000001:\(carry)", -105), Self.row("topup:A", 100),
+            Self.row("spend:1", -10),
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: throughTheCarry).spends == [4: 10])
         #expect(PurchaseConsumption.leftInLots(throughTheCarry) == 90)
         // A used 30 (70 left) and 14 from support beside it; A refunded takes its 100 from the pool: the 70 and the 14,
         // claiming 16. B bought, 50 spent: all B's.
         let beyond = [
-            row("topup:A", 100), row("spend:1", -30), row("adjust:x", 14), row(refund, -100), row("claim:\(refund)", 16), row("topup:B", 100),
-            row("spend:2", -50),
+            Self.row("topup:A", 100), Self.row("spend:1", -30), Self.row("adjust:x", 14), Self.row(refund, -100), Self.row("claim:\(refund)", 16),
+            Self.row("topup:B", 100),
+            Self.row("spend:2", -50),
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: beyond).spends == [6: 50])
         #expect(PurchaseConsumption.leftInLots(beyond) == 50)
         // A refunded (70 left of it) takes 30 of B besides; reversed, they go back where they came from: 170 spent
         // after use all of B (review of 108025b: the reversal gave all 100 to A, and B answered 70 %).
         let reversedRefund = [
-            row("topup:A", 100), row("spend:1", -30), row("topup:B", 100), row(refund, -100), row("reversed:\(refund)", 100), row("spend:2", -170),
+            Self.row("topup:A", 100), Self.row("spend:1", -30), Self.row("topup:B", 100), Self.row(refund, -100), Self.row("reversed:\(refund)", 100),
+            Self.row("spend:2", -170),
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: reversedRefund).spends == [5: 100])
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: reversedRefund).spends == [1: 30, 5: 70])
@@ -295,28 +309,37 @@ struct TopUpAttributionTests {
         // carry's again (review of 108025b: A answered 90 %).
         let take = "refund:p2:1700000000001:\(carry)"
         let back = [
-            row("topup:A", 100), row(carry, 20), row(take, -20), row("hold-return:h:0", 10), row("\(take):back:hold-return:h:0", -10),
-            row("spend:1", -100),
+            Self.row("topup:A", 100), Self.row(carry, 20), Self.row(take, -20), Self.row("hold-return:h:0", 10),
+            Self.row("\(take):back:hold-return:h:0", -10),
+            Self.row("spend:1", -100),
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: back).spends == [5: 100])
         let backReversed =
-            Array(back.dropLast()) + [row("reversed:\(take)", 20), row("reversed:\(take):back:hold-return:h:0", 10), row("spend:1", -100)]
+            Array(back.dropLast()) + [
+                Self.row("reversed:\(take)", 20), Self.row("reversed:\(take):back:hold-return:h:0", 10), Self.row("spend:1", -100),
+            ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: backReversed).spends == [7: 100])
         #expect(PurchaseConsumption.leftInLots(backReversed) == 30)
         // A refunded while all its 100 are held, after B was bought: the refund takes B's 100 from the pool; the hold
         // released, those 100 are B's again, so 100 spent after are B's — as had the hold ended before the refund; the
         // refund reversed, A's 100 are A's (review of 8e5a31c: B answered 0 %).
-        let heldOut = [row("topup:A", 100), row("hold:h:0", -100), row("topup:B", 100), row(refund, -100), row("hold-return:h:0", 100)]
-        let backFirst = [row("topup:A", 100), row("hold:h:0", -100), row("topup:B", 100), row("hold-return:h:0", 100), row(refund, -100)]
+        let heldOut = [
+            Self.row("topup:A", 100), Self.row("hold:h:0", -100), Self.row("topup:B", 100), Self.row(refund, -100), Self.row("hold-return:h:0", 100),
+        ]
+        let backFirst = [
+            Self.row("topup:A", 100), Self.row("hold:h:0", -100), Self.row("topup:B", 100), Self.row("hold-return:h:0", 100), Self.row(refund, -100),
+        ]
         for (order, rows) in [("refund first", heldOut), ("hold first", backFirst)] {
-            #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: rows + [row("spend:1", -100)]).spends == [5: 100], "\(order)")
-            let reversed = rows + [row("reversed:\(refund)", 100), row("spend:1", -200)]
+            #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: rows + [Self.row("spend:1", -100)]).spends == [5: 100], "\(order)")
+            let reversed = rows + [Self.row("reversed:\(refund)", 100), Self.row("spend:1", -200)]
             #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: reversed).spends == [6: 100], "\(order): reversed")
             #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: reversed).spends == [6: 100], "\(order): reversed")
         }
         // A carry of 50 all spent, then reversed as stale (it takes 50 from the bucket: B's): the lots hold B's 50, and
         // 50 spent after use the rest of B (review of 8e5a31c: the lots kept 100).
-        let stale = [row(carry, 50), row("topup:B", 100), row("spend:1", -50), row("reversed:\(carry)", -50), row("spend:2", -50)]
+        let stale = [
+            Self.row(carry, 50), Self.row("topup:B", 100), Self.row("spend:1", -50), Self.row("reversed:\(carry)", -50), Self.row("spend:2", -50),
+        ]
         #expect(PurchaseConsumption.leftInLots(stale) == 0)
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: stale).spends == [4: 50])
     }
@@ -343,37 +366,39 @@ struct TopUpAttributionTests {
         "a carry-over is a lot: its refund (with a claim) empties it, the refund's reversal puts it back, a carry-over moved back to its window leaves the pool, one made for credits out (pending) is an empty lot"
     )
     func carryOvers() {
-        func row(_ key: String, _ delta: Int64) -> LedgerEntry { LedgerEntry(operationKey: key, bucket: "b", delta: delta, reason: "r") }
         let carry = "carry:s.2:cycle:s:s.1:w0:ai:in"
         // 50 carried, 20 of them held; the upgrade refunded (all 50 owed, 20 claimed); Q bought; the hold released pays
         // the claim; 60 spent: all Q's.
         let refunded = [
-            row(carry, 50), row("hold:h:0", -20), row("refund:s.2:1700000000000:\(carry)", -50), row("claim:refund:s.2:1700000000000:\(carry)", 20),
-            row("topup:Q", 100), row("hold-return:h:0", 20), row("claim:refund:s.2:1700000000000:\(carry):paid:hold-return:h:0", -20),
-            row("spend:1:a:t:0", -60),
+            Self.row(carry, 50), Self.row("hold:h:0", -20), Self.row("refund:s.2:1700000000000:\(carry)", -50),
+            Self.row("claim:refund:s.2:1700000000000:\(carry)", 20),
+            Self.row("topup:Q", 100), Self.row("hold-return:h:0", 20), Self.row("claim:refund:s.2:1700000000000:\(carry):paid:hold-return:h:0", -20),
+            Self.row("spend:1:a:t:0", -60),
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: refunded).spends == [7: 60])
         // The refund reversed: the carry-over is back, first in, so the spend after draws on it before Q.
         let reversed =
             Array(refunded.dropLast()) + [
-                row("reversed:refund:s.2:1700000000000:\(carry)", 50), row("reversed:claim:refund:s.2:1700000000000:\(carry)", -20),
-                row("reversed:claim:refund:s.2:1700000000000:\(carry):paid:hold-return:h:0", 20), row("spend:1:a:t:0", -60),
+                Self.row("reversed:refund:s.2:1700000000000:\(carry)", 50), Self.row("reversed:claim:refund:s.2:1700000000000:\(carry)", -20),
+                Self.row("reversed:claim:refund:s.2:1700000000000:\(carry):paid:hold-return:h:0", 20), Self.row("spend:1:a:t:0", -60),
             ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: reversed).spends == [10: 10])
         // Moved back to its window (a copy of the upgrade put another period between): it leaves the pool.
         // (Counted as a spend, the move drew 50 of Q's first.)
-        let moved = [row("topup:Q", 100), row(carry, 50), row("reversed:\(carry)", -50), row("spend:1:a:t:0", -60)]
+        let moved = [Self.row("topup:Q", 100), Self.row(carry, 50), Self.row("reversed:\(carry)", -50), Self.row("spend:1:a:t:0", -60)]
         #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: moved).spends == [3: 60])
         // Made for nothing, for credits out at the switch (`pending:`): an empty lot, and the pending row no spend
         // (counted as one, it drew 50 of Q's). A hold's return is bookkeeping, here as elsewhere.
         let pending = [
-            row("topup:Q", 100), row(carry, 50), row("pending:\(carry)", -50), row("hold-return:h:0", 50), row("spend:1:a:t:0", -60),
+            Self.row("topup:Q", 100), Self.row(carry, 50), Self.row("pending:\(carry)", -50), Self.row("hold-return:h:0", 50),
+            Self.row("spend:1:a:t:0", -60),
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: pending).spends == [4: 60])
         // An account whose id holds `:carry:` and a carry-over's key: its purchase's refund still empties the purchase.
         let neighbour = [
-            LedgerEntry(operationKey: "topup:T", bucket: "topup:\(carry):ai", delta: 100, reason: "r"), row("topup:Q", 100),
-            LedgerEntry(operationKey: "refund:T:topup:\(carry):ai", bucket: "topup:\(carry):ai", delta: -100, reason: "r"), row("spend:1:a:t:0", -60),
+            LedgerEntry(operationKey: "topup:T", bucket: "topup:\(carry):ai", delta: 100, reason: "r"), Self.row("topup:Q", 100),
+            LedgerEntry(operationKey: "refund:T:topup:\(carry):ai", bucket: "topup:\(carry):ai", delta: -100, reason: "r"),
+            Self.row("spend:1:a:t:0", -60),
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: neighbour).spends == [3: 60])
     }
@@ -384,12 +409,12 @@ struct TopUpAttributionTests {
         "a refund with a claim: a spend given back pays the claim from the refunded purchase, so a later purchase's use is its own; a held purchase charged after its refund is the refunded one's use"
     )
     func claims() {
-        func row(_ key: String, _ delta: Int64) -> LedgerEntry { LedgerEntry(operationKey: key, bucket: "b", delta: delta, reason: "r") }
         // P bought and all spent; P refunded (nothing there: all 100 claimed); Q bought; the spend given back pays the
         // claim; Q's 100 then spent.
         let given = [
-            row("topup:P", 100), row("spend:1:a:s:0", -100), row("refund:P:b", -100), row("claim:refund:P:b", 100), row("topup:Q", 100),
-            row("spend:1:a:s:0:reversed", 100), row("claim:refund:P:b:paid:reversal:x:0", -100), row("spend:1:a:t:0", -100),
+            Self.row("topup:P", 100), Self.row("spend:1:a:s:0", -100), Self.row("refund:P:b", -100), Self.row("claim:refund:P:b", 100),
+            Self.row("topup:Q", 100),
+            Self.row("spend:1:a:s:0:reversed", 100), Self.row("claim:refund:P:b:paid:reversal:x:0", -100), Self.row("spend:1:a:t:0", -100),
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: given).spends == [7: 100])
         // The spend of P's credits was given back: P's use is none (its credits went to the refund).
@@ -397,16 +422,19 @@ struct TopUpAttributionTests {
         // P bought and held whole; P refunded (all claimed); Q bought; the hold settled for all 100: P's credits were
         // used, Q's are untouched.
         let held = [
-            row("topup:P", 100), row("hold:h:0", -100), row("refund:P:b", -100), row("claim:refund:P:b", 100), row("topup:Q", 100),
-            row("hold-charge:h:0:offset", 100), row("hold-charge:h:0", -100),
+            Self.row("topup:P", 100), Self.row("hold:h:0", -100), Self.row("refund:P:b", -100), Self.row("claim:refund:P:b", 100),
+            Self.row("topup:Q", 100),
+            Self.row("hold-charge:h:0:offset", 100), Self.row("hold-charge:h:0", -100),
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "P", entries: held).spends == [6: 100])
         #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: held).spends.isEmpty)
         // Released instead, paying the claim; then the refund reversed: P's 100 are P's again, spent before Q's.
         let reversed = [
-            row("topup:P", 100), row("hold:h:0", -100), row("refund:P:b", -100), row("claim:refund:P:b", 100), row("topup:Q", 100),
-            row("hold-return:h:0", 100), row("claim:refund:P:b:paid:hold-return:h:0", -100), row("reversed:refund:P:b", 100),
-            row("reversed:claim:refund:P:b", -100), row("reversed:claim:refund:P:b:paid:hold-return:h:0", 100), row("spend:1:a:t:0", -150),
+            Self.row("topup:P", 100), Self.row("hold:h:0", -100), Self.row("refund:P:b", -100), Self.row("claim:refund:P:b", 100),
+            Self.row("topup:Q", 100),
+            Self.row("hold-return:h:0", 100), Self.row("claim:refund:P:b:paid:hold-return:h:0", -100), Self.row("reversed:refund:P:b", 100),
+            Self.row("reversed:claim:refund:P:b", -100), Self.row("reversed:claim:refund:P:b:paid:hold-return:h:0", 100),
+            Self.row("spend:1:a:t:0", -150),
         ]
         #expect(PurchaseConsumption.attribution(ofTopUp: "P", entries: reversed).spends == [10: 100])
         #expect(PurchaseConsumption.attribution(ofTopUp: "Q", entries: reversed).spends == [10: 50])
