@@ -344,6 +344,55 @@ struct TopUpAttributionTests {
         #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: stale).spends == [4: 50])
     }
 
+    /// Expectations by hand, from what the customer's work used of each pack, in both orders of the refund and the end
+    /// of what was out: a pack's answer may not depend on which came first.
+    @Test(
+        "a hold charged after its pack was refunded charges the pack it held, not the one the refund took; a chain of refunds that each took the next pack's credits is repaid along the chain"
+    )
+    func chargedAndChained() {
+        let refund = "refund:A:b"
+        // A's 100 held; B bought; the work charged 100 (nothing back: the offset and the charge) or 40 (60 back, in
+        // the return row); A refunded before or after. The work used A's; the refund took B's; the 60 back, spent, are B's.
+        for (charged, ending) in [
+            (100, [Self.row("hold-charge:h:0:offset", 100), Self.row("hold-charge:h:0", -100)]),
+            (40, [Self.row("hold-return:h:0", 100), Self.row("hold-charge:h:0", -40)]),
+        ] {
+            let bought = [Self.row("topup:A", 100), Self.row("hold:h:0", -100), Self.row("topup:B", 100)]
+            for (order, rows) in [
+                ("refund first", bought + [Self.row(refund, -100)] + ending), ("charge first", bought + ending + [Self.row(refund, -100)]),
+            ] {
+                let chargeAt = rows.firstIndex { $0.operationKey == "hold-charge:h:0" }!
+                #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: rows).spends == [chargeAt: Int64(charged)], "\(charged), \(order)")
+                #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: rows).spends.isEmpty, "\(charged), \(order)")
+                #expect(PurchaseConsumption.leftInLots(rows) == Int64(100 - charged))
+                guard charged < 100 else { continue }
+                let spent = rows + [Self.row("spend:1", -60)]
+                #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: spent).spends == [rows.count: 60], "\(order): spent after")
+            }
+        }
+        // A's 100 held; B bought, A refunded (B's 100 taken); C bought, B refunded (C's taken); the hold released. The
+        // 100 back are A's, repaying B's, repaying C's: 100 spent after are C's — as had the hold ended first.
+        let chained = [
+            Self.row("topup:A", 100), Self.row("hold:h:0", -100), Self.row("topup:B", 100), Self.row(refund, -100), Self.row("topup:C", 100),
+            Self.row("refund:B:b", -100), Self.row("hold-return:h:0", 100), Self.row("spend:1", -100),
+        ]
+        let endedFirst = [
+            Self.row("topup:A", 100), Self.row("hold:h:0", -100), Self.row("topup:B", 100), Self.row("topup:C", 100),
+            Self.row("hold-return:h:0", 100), Self.row(refund, -100), Self.row("refund:B:b", -100), Self.row("spend:1", -100),
+        ]
+        for (order, rows) in [("refunds first", chained), ("hold first", endedFirst)] {
+            #expect(PurchaseConsumption.attribution(ofTopUp: "C", entries: rows).spends == [7: 100], "\(order)")
+            #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: rows).spends.isEmpty, "\(order)")
+            #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: rows).spends.isEmpty, "\(order)")
+            #expect(PurchaseConsumption.leftInLots(rows) == 0)
+            // Both refunds reversed: A's and B's 100 are theirs again; 200 more spent are A's and B's.
+            let reversed = rows + [Self.row("reversed:\(refund)", 100), Self.row("reversed:refund:B:b", 100), Self.row("spend:2", -200)]
+            #expect(PurchaseConsumption.attribution(ofTopUp: "A", entries: reversed).spends == [10: 100], "\(order): reversed")
+            #expect(PurchaseConsumption.attribution(ofTopUp: "B", entries: reversed).spends == [10: 100], "\(order): reversed")
+            #expect(PurchaseConsumption.attribution(ofTopUp: "C", entries: reversed).spends == [7: 100], "\(order): reversed")
+        }
+    }
+
     @Test("a spend of 80 (70 of A, 10 of B) given back in part, 30: B's 10 go back first, then 20 of A's; the next spend draws on A's again")
     func reversedSpend() {
         let entries = [

@@ -59,111 +59,60 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
     /// What the lots of the bucket's rows hold at the end, all together: the bucket's balance, whatever the order of its
     /// rows (the property tests check it on generated histories).
     static func leftInLots(_ entries: [LedgerEntry]) -> Int64 {
-        pool(ofTopUp: "", entries: entries).lots.reduce(0) { $0 + $1.left }
+        pool(ofTopUp: "", entries: entries).lots.left
     }
 
     private static func pool(ofTopUp transactionId: String, entries: [LedgerEntry]) -> (
-        credited: Int64, spends: [Int: Int64], lots: [(key: String, left: Int64)]
+        credited: Int64, spends: [Int: Int64], lots: ConsumptionLots
     ) {
-        var lots: [(key: String, left: Int64)] = []
-        // What each spend (by position) drew from each lot, in the order drawn.
-        var takes: [Int: [(lot: Int, amount: Int64)]] = [:]
+        var lots = ConsumptionLots()
         var credited: Int64 = 0
         let grantKey = "topup:\(transactionId)"
         let keys = Set(entries.map(\.operationKey))
         // What each take-back's claim (`claim:<take>`, the one positive row of it: payments are negative) owed beyond
-        // what the bucket had, by the take's key; and the claw-backs' takes, whose claims' payments draw.
+        // what the bucket had, by the take's key.
         var claimed: [String: Int64] = [:]
         for entry in entries where entry.delta > 0 && CreditClaims.isClaim(entry.operationKey) {
             claimed[String(entry.operationKey.dropFirst("claim:".count)), default: 0] += entry.delta
         }
         let claimedTakes = Array(claimed.keys)
+        // What each hold's debit (by key) charged: its return rows give back only the rest, the charge keeping it.
+        var uncharged: [String: Int64] = [:]
+        for entry in entries where entry.delta < 0 {
+            if let debit = Self.holdDebit(chargedBy: entry.operationKey) { uncharged[debit, default: 0] += -entry.delta }
+        }
         var positions: [String: Int] = [:]
         for (position, entry) in entries.enumerated() where positions[entry.operationKey] == nil { positions[entry.operationKey] = position }
         // The rows that draw on the lots without using credits: holds' debits, refunds' takes and their claims' payments.
         var notUse: Set<Int> = []
-        // Draws `amount` from the lots, from `first` (a refund's own lot) and then oldest first, and records it under
-        // the row at `position` — even when nothing is drawn (a claw-back all claimed, a bucket all spent): its reversal
-        // then gives back what it drew, nothing, rather than making up a lot.
-        // What a take drew from other lots than its own because its own credits were out (a pack refunded while they
-        // are held or spent), by its own lot: those credits, coming back to it, are the others' again, and the take
-        // then stands on its own lot — as had they come back before it.
-        var borrowed: [Int: [(lot: Int, amount: Int64, by: Int)]] = [:]
-        func draw(_ amount: Int64, at position: Int, first: String? = nil) {
-            if takes[position] == nil { takes[position] = [] }
-            var owed = max(amount, 0)
-            let own = first.flatMap { lot in lots.firstIndex { $0.key == lot } }
-            for index in (own.map { [$0] } ?? []) + Array(lots.indices) where owed > 0 && lots[index].left > 0 {
-                let take = min(owed, lots[index].left)
-                lots[index].left -= take
-                owed -= take
-                takes[position, default: []].append((index, take))
-                if let own, index != own { borrowed[own, default: []].append((index, take, position)) }
-            }
-        }
-        func credit(_ amount: Int64, to index: Int) {
-            var amount = amount
-            while amount > 0, let last = borrowed[index]?.popLast() {
-                let repaid = min(amount, last.amount)
-                lots[last.lot].left += repaid
-                amount -= repaid
-                if repaid < last.amount { borrowed[index]?.append((last.lot, last.amount - repaid, last.by)) }
-                // The take now stands on its own lot for what was repaid: its reversal gives that back there.
-                var drawn = takes[last.by] ?? []
-                if let from = drawn.lastIndex(where: { $0.lot == last.lot && $0.amount >= repaid }) {
-                    drawn[from].amount -= repaid
-                    drawn.append((index, repaid))
-                    takes[last.by] = drawn.filter { $0.amount > 0 }
-                }
-            }
-            lots[index].left += amount
-        }
-        func giveBack(_ amount: Int64, drawnBy position: Int, as key: String) {
-            // A take given back itself (a refund reversed) gives the others' credits back to them from its own draw.
-            for lot in borrowed.keys { borrowed[lot]?.removeAll { $0.by == position } }
-            var back = amount
-            var drawn = takes[position] ?? []
-            while back > 0, let last = drawn.popLast() {
-                let returned = min(back, last.amount)
-                back -= returned
-                if returned < last.amount { drawn.append((last.lot, last.amount - returned)) }
-                takes[position] = drawn
-                credit(returned, to: last.lot)
-                drawn = takes[position] ?? []
-            }
-            takes[position] = drawn
-            if back > 0 { lots.append((key, back)) }
-        }
-        // Credits come back from a debit of another bucket only through an upgrade's carry: they join its lot (the
-        // last carry's: with carries of two windows, which one they followed the rows here do not say), as the refund
-        // of the upgrade counts them (SubscriptionCredits' `standing(carryOver:)`).
-        func arrive(_ amount: Int64, as key: String) {
-            if let index = lots.lastIndex(where: { $0.key.hasPrefix("carry:") && $0.key.hasSuffix(":in") }) {
-                lots[index].left += amount
-            } else {
-                lots.append((key, amount))
-            }
-        }
         for (position, entry) in entries.enumerated() {
             let key = entry.operationKey
             // The rows that mark a carry's take which moved nothing are not credits.
             if Self.isCarryTakeMarker(key, among: keys) { continue }
             // A hold's debit takes credits out of the lots, as a spend would, but is not usage: what it charged is
             // posted as `usage` (`hold-charge:<id>:<n>`) when it settles, and counts then. What comes back (its return,
-            // the charge's offset) goes to the lots the debit drew on; back from a debit of another bucket (through an
-            // upgrade's carry) it joins the carry's lot. Before 2026-12-05 the lots counted held credits as there, and
-            // those coming back through a carry not at all.
+            // the charge's offset) goes to the lots the debit drew on, less what the charge keeps: the charge takes over
+            // the debit's draw, so a refund between that took the others' credits does not make them the work's. Back
+            // from a debit of another bucket (through an upgrade's carry) it joins the carry's lot. Before 2026-12-05
+            // the lots counted held credits as there, and those coming back through a carry not at all; before
+            // 2026-12-06 a charge drew afresh, first in, first out.
             if key.hasPrefix("hold:") {
                 notUse.insert(position)
-                draw(-entry.delta, at: position)
+                lots.draw(-entry.delta, at: position)
                 continue
             }
             if let debit = Self.holdDebit(returnedBy: key) {
                 if let drawnBy = positions[debit], drawnBy < position {
-                    giveBack(entry.delta, drawnBy: drawnBy, as: key)
+                    let charged = min(entry.delta, uncharged[debit] ?? 0)
+                    uncharged[debit] = (uncharged[debit] ?? 0) - charged
+                    lots.giveBack(entry.delta - charged, drawnBy: drawnBy, as: key)
                 } else {
-                    arrive(entry.delta, as: key)
+                    lots.arrive(entry.delta, as: key)
                 }
+                continue
+            }
+            if let debit = Self.holdDebit(chargedBy: key), let drawnBy = positions[debit], drawnBy < position {
+                lots.transfer(-entry.delta, drawnBy: drawnBy, to: position)
                 continue
             }
             // A claim (CreditClaims) is not credits, nor is its reversal: its take-back took only what the bucket had.
@@ -173,58 +122,48 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
                 guard let take = Self.take(paidBy: key, among: claimedTakes) else { continue }
                 if entry.delta < 0 {
                     if !take.hasPrefix("clawback:") { notUse.insert(position) }
-                    draw(-entry.delta, at: position, first: Self.lot(takenBy: key, among: lots.map(\.key)))
-                } else if let drawnBy = Self.drawingRow(givenBackBy: key, at: position, positions: positions, drawn: takes) {
-                    giveBack(entry.delta, drawnBy: drawnBy, as: key)
+                    lots.draw(-entry.delta, at: position, first: Self.lot(takenBy: key, among: lots.keys))
+                } else if let drawnBy = Self.drawingRow(givenBackBy: key, at: position, positions: positions, lots: lots) {
+                    lots.giveBack(entry.delta, drawnBy: drawnBy, as: key)
                 }
                 continue
             }
-            if entry.delta > 0, let drawnBy = Self.drawingRow(givenBackBy: key, at: position, positions: positions, drawn: takes) {
-                giveBack(entry.delta - (claimed[entries[drawnBy].operationKey] ?? 0), drawnBy: drawnBy, as: key)
+            if entry.delta > 0, let drawnBy = Self.drawingRow(givenBackBy: key, at: position, positions: positions, lots: lots) {
+                lots.giveBack(entry.delta - (claimed[entries[drawnBy].operationKey] ?? 0), drawnBy: drawnBy, as: key)
                 continue
             }
             if entry.delta > 0 {
                 if key == grantKey { credited += entry.delta }
-                let lot = key.hasPrefix("reversed:refund:") ? Self.lot(takenBy: key, among: lots.map(\.key)) : key
                 if key.hasPrefix("spend:"), key.hasSuffix(":reversed") {
-                    arrive(entry.delta, as: key)
-                } else if let index = lots.firstIndex(where: { $0.key == lot }) {
-                    lots[index].left += entry.delta
+                    lots.arrive(entry.delta, as: key)
                 } else {
-                    lots.append((lot, entry.delta))
+                    lots.add(entry.delta, to: key.hasPrefix("reversed:refund:") ? Self.lot(takenBy: key, among: lots.keys) : key)
                 }
             } else if let lot = Self.carryLot(undoneBy: key) {
                 // A carry-over that no longer stands leaves the top-ups for its window: what is left of its lot, and
                 // beyond that (its credits spent) the others', as it takes from the bucket. One made for credits that
                 // were out (`pending:`) never held any.
                 notUse.insert(position)
-                draw(-entry.delta, at: position, first: lot)
+                lots.draw(-entry.delta, at: position, first: lot)
             } else if key.hasPrefix("refund:") {
                 // What it took, the rest being its claim: from its own lot first (a carry's take, and what it takes of
                 // what came back through the carry, `<take>:back:<return>`, from the carry's); a refund takes the
                 // purchase's credits back from the pool, so beyond what is left of that lot, the others', oldest first.
                 // Its reversal gives back to the lots it drew on.
                 notUse.insert(position)
-                draw(-(entry.delta + (claimed[key] ?? 0)), at: position, first: Self.lot(takenBy: key, among: lots.map(\.key)))
+                lots.draw(-(entry.delta + (claimed[key] ?? 0)), at: position, first: Self.lot(takenBy: key, among: lots.keys))
             } else {
-                draw(-entry.delta - (claimed[key] ?? 0), at: position)
+                lots.draw(-entry.delta - (claimed[key] ?? 0), at: position)
             }
         }
-        var spends: [Int: Int64] = [:]
-        for (position, drawn) in takes where !notUse.contains(position) {
-            let own = drawn.filter { lots[$0.lot].key == grantKey }.reduce(0) { $0 + $1.amount }
-            if own > 0 { spends[position] = own }
-        }
-        return (credited, spends, lots)
+        return (credited, lots.drawn(from: grantKey).filter { !notUse.contains($0.key) }, lots)
     }
 
     /// The earlier row (by position) whose draw on the lots `key` gives back: a spend given back
     /// (`<its debit key>:reversed`), or the reversal (`reversed:<key>`) of another row that drew on them — a claw-back
     /// given back when its refund is reversed or changes kind. Its credits go back to the lots they came from: a new lot
     /// at the end instead let a claw-back taken again (`clawback:…:<n>`) draw on the purchase a second time.
-    private static func drawingRow(givenBackBy key: String, at position: Int, positions: [String: Int], drawn: [Int: [(lot: Int, amount: Int64)]])
-        -> Int?
-    {
+    private static func drawingRow(givenBackBy key: String, at position: Int, positions: [String: Int], lots: ConsumptionLots) -> Int? {
         let original: String
         if key.hasPrefix("spend:"), key.hasSuffix(":reversed") {
             original = String(key.dropLast(":reversed".count))
@@ -233,7 +172,7 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
         } else {
             return nil
         }
-        guard let found = positions[original], found < position, drawn[found] != nil else { return nil }
+        guard let found = positions[original], found < position, lots.hasDrawn(at: found) else { return nil }
         return found
     }
 
@@ -273,6 +212,12 @@ public struct PurchaseConsumption: Hashable, Sendable, Codable {
         let take = rest[rest.index(after: colon)...]
         guard take.hasPrefix("carry:") || take.hasPrefix("pending:carry:") else { return (rest.prefix(0), rest) }
         return (rest[...colon], take)
+    }
+
+    /// The debit (`hold:<id>:<n>`) whose credits `key`, a hold's charge (`hold-charge:<id>:<n>`), charged.
+    static func holdDebit(chargedBy key: String) -> String? {
+        guard key.hasPrefix("hold-charge:"), !key.hasSuffix(":offset") else { return nil }
+        return "hold:" + key.dropFirst("hold-charge:".count)
     }
 
     /// The debit (`hold:<id>:<n>`) whose credits `key` gives back: a hold's return (`hold-return:<id>:<n>`) or its
