@@ -70,8 +70,8 @@ extension SubscriptionCredits.Plan {
         let takes = ledger.entries(of: carriedIn.bucket).filter {
             SubscriptionCredits.isCarryTake($0.operationKey, stamp: stamp, carryIn: carriedIn.operationKey)
         }
-        guard takes.allSatisfy({ ledger.isPosted("reversed:" + $0.operationKey) }) else { return nil }
-        let prefix = takes.isEmpty ? "refund:\(stamp):" : "refund:\(stamp):\(takes.count):"
+        guard let again = againCounter(after: takes) else { return nil }
+        let prefix = again == 0 ? "refund:\(stamp):" : "refund:\(stamp):\(again):"
         return (prefix + carriedIn.operationKey, prefix + "pending:" + carriedIn.operationKey)
     }
 
@@ -227,8 +227,13 @@ extension SubscriptionCredits.Plan {
     /// while one stands. Until 2026-12-05 the first take's key stood for good, and the second claw-back took nothing.
     func clawBackKey(_ base: String, bucket: String) -> String? {
         let takes = ledger.entries(of: bucket).filter { SubscriptionCredits.isTake($0.operationKey, under: base) }
-        guard takes.allSatisfy({ ledger.isPosted("reversed:" + $0.operationKey) }) else { return nil }
-        return takes.isEmpty ? base : "\(base):\(takes.count)"
+        return againCounter(after: takes).map { $0 == 0 ? base : "\(base):\($0)" }
+    }
+
+    /// The counter of a take made again (``clawBackKey(_:bucket:)``, ``carryTakeKeys(stamp:carriedIn:)``): how many
+    /// were made before it, every one given back since; 0 for the first, nil while one stands.
+    func againCounter(after takes: [LedgerEntry]) -> Int? {
+        takes.allSatisfy { ledger.isPosted("reversed:" + $0.operationKey) } ? takes.count : nil
     }
 
     /// The percentage of `period`'s refund when it claws back (an earlier period's, or one that keeps access), nil for
