@@ -124,11 +124,14 @@ struct ConsumptionLots {
             if repaid < loan.amount { loans[index]?.append(Loan(lot: loan.lot, amount: loan.amount - repaid, by: loan.by)) }
             // The take now stands on its own lot for what was repaid: its reversal gives that back there.
             var drawn = draws[loan.by] ?? []
-            if let from = drawn.lastIndex(where: { $0.lot == loan.lot && $0.amount >= repaid }) {
-                drawn[from].amount -= repaid
-                drawn.append(Draw(lot: index, amount: repaid))
-                draws[loan.by] = drawn.filter { $0.amount > 0 }
+            var moving = repaid
+            for from in drawn.indices.reversed() where moving > 0 && drawn[from].lot == loan.lot {
+                let part = min(moving, drawn[from].amount)
+                drawn[from].amount -= part
+                moving -= part
             }
+            drawn.append(Draw(lot: index, amount: repaid - moving))
+            draws[loan.by] = drawn.filter { $0.amount > 0 }
         }
         lots[index].left += amount
     }
