@@ -311,17 +311,28 @@ struct CreditHoldPropertyTests {
     /// A pack's consumption (answered to Apple for a refund request) attributes the top-up bucket's rows to lots, first
     /// in, first out (PurchaseConsumption): with every hold ended, the lots hold what the bucket does, or some answer was
     /// counted against credits that are not there.
+    /// Checked after every transaction that wrote to the bucket, not only at the end: a draw that found the lots short
+    /// midway (credits the bucket had and the lots did not) would leave part of a spend unattributed, and a later row
+    /// could square the sum again. A transaction's rows are in order of `id` (each locks the account before it
+    /// writes), and their `xmin` tells where one ends.
     static func checkLots(account id: String, harness: StorekeeperHarness, label: String) async throws {
         let rows = try await harness.client.query(
-            "SELECT operation_key, bucket, delta, reason FROM credit_ledger WHERE bucket = \("topup:\(id):ai_requests") ORDER BY id",
+            "SELECT operation_key, bucket, delta, reason, xmin::text FROM credit_ledger WHERE bucket = \("topup:\(id):ai_requests") ORDER BY id",
             logger: TestDatabase.logger)
         var entries: [LedgerEntry] = []
-        for try await (key, bucket, delta, reason) in rows.decode((String, String, Int64, String).self) {
+        var transactions: [String] = []
+        for try await (key, bucket, delta, reason, transaction) in rows.decode((String, String, Int64, String, String).self) {
             entries.append(LedgerEntry(operationKey: key, bucket: bucket, delta: delta, reason: reason))
+            transactions.append(transaction)
         }
-        let balance = entries.reduce(0) { $0 + $1.delta }
-        let inLots = PurchaseConsumption.leftInLots(entries)
-        #expect(inLots == balance, "\(label): the lots hold \(inLots), the top-ups \(balance): \(entries.map { "\($0.operationKey) \($0.delta)" })")
+        for end in entries.indices where end == entries.count - 1 || transactions[end] != transactions[end + 1] {
+            let committed = Array(entries[...end])
+            let balance = committed.reduce(0) { $0 + $1.delta }
+            let inLots = PurchaseConsumption.leftInLots(committed)
+            #expect(
+                inLots == balance,
+                "\(label): after row \(end) the lots hold \(inLots), the top-ups \(balance): \(entries.map { "\($0.operationKey) \($0.delta)" })")
+        }
     }
 
     /// One client's step.
