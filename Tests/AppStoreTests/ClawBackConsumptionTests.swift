@@ -37,11 +37,7 @@ struct ClawBackConsumptionTests {
         arguments: [Int64(30), 0])
     func heldWhileClawedBack(charge: Int64) async throws {
         try await Self.afterAPack { flow, apple, account, lastMonth, pack in
-            let held = try await Self.post(
-                flow.client, "/v1/accounts/\(account.uuidString.lowercased())/holds",
-                #"{"meter": "ai_requests", "amount": 30, "idempotencyKey": "generation"}"#)
-            #expect(held.status == .created, "\(String(buffer: held.body))")
-            let hold = try held.answer(CreditHoldAnswer.self).id
+            let hold = try await Self.hold(30, for: account, client: flow.client)
             try await flow.sendProratedRefund(of: lastMonth)
             #expect(try await Self.remaining(flow.client, account) == 0)
             let ended =
@@ -87,6 +83,15 @@ struct ClawBackConsumptionTests {
         try await flow.post(RefundDefenceTests.consumptionRequest(pack, signedDate: signed), notificationUUID: UUID())
         try await eventually("answer \(asked) to reach Apple") { RefundDefenceTests.answers(apple).count == asked }
         return RefundDefenceTests.answers(apple).last?["consumptionPercentage"] as? Int
+    }
+
+    /// Holds `amount` of the account's `ai_requests` for a generation; the hold's id.
+    static func hold(_ amount: Int64, for account: UUID, client: any TestClientProtocol) async throws -> String {
+        let held = try await Self.post(
+            client, "/v1/accounts/\(account.uuidString.lowercased())/holds",
+            #"{"meter": "ai_requests", "amount": \#(amount), "idempotencyKey": "generation"}"#)
+        #expect(held.status == .created, "\(String(buffer: held.body))")
+        return try held.answer(CreditHoldAnswer.self).id
     }
 
     static func remaining(_ client: any TestClientProtocol, _ account: UUID) async throws -> Int64 {

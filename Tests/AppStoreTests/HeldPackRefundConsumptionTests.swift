@@ -17,11 +17,7 @@ struct HeldPackRefundConsumptionTests {
         arguments: [(Int64(100), true), (100, false), (40, true), (40, false)])
     func otherPack(charge: Int64, refundFirst: Bool) async throws {
         try await ClawBackConsumptionTests.afterAPack { flow, apple, account, _, packA in
-            let held = try await ClawBackConsumptionTests.post(
-                flow.client, "/v1/accounts/\(account.uuidString.lowercased())/holds",
-                #"{"meter": "ai_requests", "amount": 100, "idempotencyKey": "generation"}"#)
-            #expect(held.status == .created, "\(String(buffer: held.body))")
-            let hold = try held.answer(CreditHoldAnswer.self).id
+            let hold = try await ClawBackConsumptionTests.hold(100, for: account, client: flow.client)
             let now = Int64(Date().timeIntervalSince1970 * 1000)
             let packB = try await RefundDefenceTests.buyPack("7200002", for: account, signedDate: now - 30_000, through: flow, knownTo: apple)
             #expect(try await ClawBackConsumptionTests.remaining(flow.client, account) == 100)
@@ -47,10 +43,7 @@ struct HeldPackRefundConsumptionTests {
     )
     func chainOfRefunds() async throws {
         try await ClawBackConsumptionTests.afterAPack { flow, apple, account, _, packA in
-            let held = try await ClawBackConsumptionTests.post(
-                flow.client, "/v1/accounts/\(account.uuidString.lowercased())/holds",
-                #"{"meter": "ai_requests", "amount": 100, "idempotencyKey": "generation"}"#)
-            let hold = try held.answer(CreditHoldAnswer.self).id
+            let hold = try await ClawBackConsumptionTests.hold(100, for: account, client: flow.client)
             let now = Int64(Date().timeIntervalSince1970 * 1000)
             let packB = try await RefundDefenceTests.buyPack("7200002", for: account, signedDate: now - 50_000, through: flow, knownTo: apple)
             try await Self.refund(packA, signedDate: now - 40_000, through: flow)
