@@ -241,9 +241,10 @@ struct RefundDefenceTests {
                     #expect(body["deliveryStatus"] as? String == "UNDELIVERED_SERVER_OUTAGE" && body["refundPreference"] as? String == "GRANT_FULL")
                     #expect(body["sampleContentProvided"] as? Bool == true && body["customerConsented"] as? Bool == true)
                     try await eventually("the request to be sent") { try await Self.request(harness, requestId).state == "sent" }
+                    let tooLate = try await client.withKey(.put, answerURI, #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true}"#)
+                    #expect(tooLate.status == .conflict)
                     #expect(
-                        try await client.withKey(.put, answerURI, #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true}"#).status
-                            == .conflict)
+                        try tooLate.answer(ErrorAnswer.self).message == "the request is sent: it is no longer pending, so it is too late to answer")
 
                     // `work` was down for the whole 12 hours: the late job sends nothing.
                     let late = UUID()
@@ -255,6 +256,32 @@ struct RefundDefenceTests {
                     #expect(Self.answers(apple).count == 1)
                     #expect(try await Self.request(harness, late).attempts == 0)
                 }
+            }
+        }
+    }
+
+    /// As in `storekeeper dev`: no App Store Server API, so no answer is computed or sent, and the app's own answer is
+    /// refused — saying why, not "too late" (a newcomer read that as a clock problem, an hour before `answerAt`).
+    @Test("without the App Store Server API a request is not_configured: the app's answer gets 409 naming the API, not 'too late'")
+    func notConfigured() async throws {
+        try await StorekeeperHarness.run { harness in
+            try await harness.withHTTP { client in
+                let account = UUID()
+                var flow = LifecycleFlow(harness: harness, client: client, account: account)
+                let transaction = try #require(try await flow.send(.subscribe).transaction)
+                let requestId = UUID()
+                let signed = Int64(Date().timeIntervalSince1970 * 1000)
+                try await flow.post(Self.consumptionRequest(transaction, signedDate: signed), notificationUUID: requestId)
+                #expect(try await Self.request(harness, requestId).state == "not_configured")
+                let answer = try await client.withKey(
+                    .put, "/v1/refund-requests/\(requestId)/answer", #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true}"#)
+                #expect(answer.status == .conflict)
+                let error = try answer.answer(ErrorAnswer.self)
+                #expect(error.error == "already_answered")
+                #expect(
+                    error.message
+                        == "the request is not_configured: the App Store Server API is not configured, so Storekeeper sends no answer and takes none")
+                #expect(try await harness.count("SELECT count(*) FROM jobs WHERE kind = 'consumption-answer'") == 0)
             }
         }
     }

@@ -67,10 +67,22 @@ struct RefundsController: Sendable {
             case .unknownRequest:
                 throw APIError(.notFound, code: .notFound, message: "no refund request \(id)")
             case .closed(let stored):
-                throw APIError(.conflict, code: .alreadyAnswered, message: "the request is \(stored.state.rawValue): too late to answer")
+                throw APIError(.conflict, code: .alreadyAnswered, message: Self.closedMessage(stored))
             case .invalid(let problems):
                 throw APIError(.unprocessableContent, code: .invalidAnswer, message: problems.joined(separator: "; "))
             }
+        }
+    }
+
+    /// Why a request takes no answer, by its state: one that was never pending (its store's API is not configured, as in
+    /// `storekeeper dev`) is not "too late" — a newcomer read that as a clock problem.
+    static func closedMessage(_ request: RefundRequests.Request) -> String {
+        switch request.state {
+        case .notConfigured:
+            let api = request.store == .googlePlay ? "the Play Developer API" : "the App Store Server API"
+            return "the request is not_configured: \(api) is not configured, so Storekeeper sends no answer and takes none"
+        default:
+            return "the request is \(request.state.rawValue): it is no longer pending, so it is too late to answer"
         }
     }
 }
