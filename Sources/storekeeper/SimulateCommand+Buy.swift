@@ -5,10 +5,11 @@ import StorekeeperRuntime
 
 extension SimulateCommand {
     /// `simulate buy --product basic.lifetime --account UUID`: Apple's `ONE_TIME_CHARGE` of a non-consumable (a
-    /// lifetime unlock) or a non-renewing subscription (a pass), bought now on the dev clock for the account's token.
+    /// lifetime unlock), a non-renewing subscription (a pass) or a consumable (a credit pack, `credits.100`), bought now
+    /// on the dev clock for the account's token.
     func buy(server: DevServer, settings: [String: String], dev: DevEnvironment) async throws {
         guard let productId = product, let accountId = account.flatMap(UUID.init(uuidString:)) else { return }
-        let types = try await server.checkProducts([productId], types: ["lifetime", "non_renewing"])
+        let types = try await server.checkProducts([productId], types: ["lifetime", "non_renewing", "consumable"])
         let bundleId = ProcessInfo.processInfo.environment["STOREKEEPER_BUNDLE_ID"] ?? settings["STOREKEEPER_BUNDLE_ID"] ?? "com.example.storekeeper"
         let chain = try dev.signingChain()
         let now = Int64((try await server.now().timeIntervalSince1970 * 1000).rounded(.down))
@@ -16,7 +17,12 @@ extension SimulateCommand {
         var transaction = TransactionPayload(
             transactionId: transactionId, originalTransactionId: transactionId, productId: productId, bundleId: bundleId,
             environment: .sandbox, signedDate: now)
-        transaction.type = types[productId]?.type == "non_renewing" ? "Non-Renewing Subscription" : "Non-Consumable"
+        transaction.type =
+            switch types[productId]?.type {
+            case "non_renewing": "Non-Renewing Subscription"
+            case "consumable": "Consumable"
+            default: "Non-Consumable"
+            }
         transaction.purchaseDate = now
         transaction.originalPurchaseDate = now
         transaction.quantity = 1

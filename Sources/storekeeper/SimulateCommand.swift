@@ -26,7 +26,7 @@ struct SimulateCommand: AsyncParsableCommand {
 
     @Argument(
         help:
-            "advance, buy (a lifetime or non-renewing product), hold, settle, release (credits around AI work), or one of: \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", "))."
+            "advance, buy (a lifetime, non-renewing or credit pack product), hold, settle, release (credits around AI work), or one of: \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", "))."
     )
     var scenario: String
 
@@ -76,7 +76,7 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         if scenario == "buy" {
             guard product != nil, let account, UUID(uuidString: account) != nil else {
-                throw ValidationError("buy needs --product (a lifetime or non-renewing product) and --account UUID")
+                throw ValidationError("buy needs --product (a lifetime, non-renewing or credit pack product) and --account UUID")
             }
             return
         }

@@ -47,6 +47,8 @@ struct ListedProduct {
     var currency: String?
     /// The billing period of an auto-renewable product (`P1M`, `P1Y`…).
     var period: String?
+    /// Which store sells it (`app_store`, `stripe`, `google_play`).
+    var store: String
 }
 
 /// The dev server `simulate` talks to: its clock (`/admin/dev/clock`, behind dev's key) and its base URL.
@@ -54,10 +56,10 @@ struct DevServer {
     let baseURL: String
     let apiKey: String?
 
-    /// Refuses product ids the server's catalogue does not sell (`GET /v1/tiers`): Apple sends only its own products.
-    /// Refuses a product the server's catalogue does not sell as one of `types` (`auto_renewable` for the
-    /// subscription scenarios, `lifetime` or `non_renewing` for `buy`), naming those it does; returns each product's
-    /// type, price and currency. A server whose catalogue cannot be read is not second-guessed.
+    /// Refuses a product the server's catalogue (`GET /v1/tiers`) does not sell on the App Store as one of `types`
+    /// (`auto_renewable` for the subscription scenarios; `lifetime`, `non_renewing` or `consumable`, a credit pack, for
+    /// `buy`), naming those it does: `simulate` sends Apple's notifications, and Apple sends only its own products.
+    /// Returns each product's type, price and currency. A server whose catalogue cannot be read is not second-guessed.
     @discardableResult
     func checkProducts(_ ids: [String], types: Set<String> = ["auto_renewable"]) async throws -> [String: ListedProduct] {
         guard let response = try? await HTTPClient.shared.execute(HTTPClientRequest(url: baseURL + "/v1/tiers"), timeout: .seconds(10)),
@@ -66,16 +68,19 @@ struct DevServer {
         else { return [:] }
         let tiers = (catalogue["tiers"] as? [[String: Any]]) ?? []
         var products: [String: ListedProduct] = [:]
-        for product in tiers.flatMap({ $0["products"] as? [[String: Any]] ?? [] }) {
+        // Credit packs are listed apart from the tiers' products, with no type of their own.
+        let packs = ((catalogue["topUps"] as? [[String: Any]]) ?? []).map { $0.merging(["type": "consumable"]) { kept, _ in kept } }
+        for product in tiers.flatMap({ $0["products"] as? [[String: Any]] ?? [] }) + packs {
             guard let id = product["id"] as? String else { continue }
             products[id] = ListedProduct(
                 type: product["type"] as? String ?? "auto_renewable", price: (product["price"] as? NSNumber)?.int64Value,
-                currency: product["currency"] as? String, period: product["period"] as? String)
+                currency: product["currency"] as? String, period: product["period"] as? String,
+                store: product["store"] as? String ?? "app_store")
         }
-        let known = products.filter { types.contains($0.value.type) }.keys.sorted()
+        let known = products.filter { types.contains($0.value.type) && $0.value.store == "app_store" }.keys.sorted()
         for id in ids where !known.contains(id) {
-            let kind = types == ["auto_renewable"] ? "subscription" : "lifetime or non-renewing"
-            throw CommandFailure("\(id) is not a \(kind) product of this server's catalogue; those are: \(known.joined(separator: ", "))")
+            let kind = types == ["auto_renewable"] ? "subscription" : "lifetime, non-renewing or credit pack"
+            throw CommandFailure("\(id) is not an App Store \(kind) product of this server's catalogue; those are: \(known.joined(separator: ", "))")
         }
         return products
     }

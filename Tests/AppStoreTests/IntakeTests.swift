@@ -249,6 +249,9 @@ struct IntakeTests {
                 #expect(paywall.tiers.map(\.id) == ["basic", "pro", "max"])
                 #expect(paywall.free.displayName == "Free")
                 #expect(paywall.meters.first?.displayName == "AI requests")
+                // Each pack says which store sells it: the same catalogue lists Apple's, Stripe's and Play's.
+                let packs = Dictionary(uniqueKeysWithValues: paywall.topUps.map { ($0.id, $0.store) })
+                #expect(packs["credits.100"] == "app_store" && packs["price_credits_100"] == "stripe" && packs["credits_100"] == "google_play")
                 #expect(try await client.execute(uri: "/readyz", method: .get).status == .ok)
             }
         }

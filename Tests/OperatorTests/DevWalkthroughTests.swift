@@ -147,6 +147,9 @@ struct DevWalkthroughTests {
             }
             let bought = try await status(of: buyer)
             #expect(bought.tier == "basic" && bought.entitlements.first?.source == "lifetime")
+            // A credit pack through `simulate buy`: its 100 reach the buyer's top-ups.
+            try await simulate("buy", "--product", "credits.100", "--account", buyer)
+            #expect(try await status(of: buyer).credits["ai_requests"]?.topUp == 100)
             let devDatabase = environment.merging(["DATABASE_URL": ""]) { $1 }
             let (granted, grantText) = try await TestProcess.run(
                 "storekeeper", ["grants", "add", buyer, "--tier", "max", "--duration", "P1D", "--reason", "walkthrough"], environment: devDatabase,
@@ -187,7 +190,12 @@ struct DevWalkthroughTests {
             let unknown = try await refused("renew", "--account", UUID().uuidString)
             #expect(unknown.contains("`simulate subscribe` it first"), "\(unknown)")
             let product = try await refused("upgrade", "--account", account, "--to", "nope.monthly")
-            #expect(product.contains("not a subscription product"), "\(product)")
+            #expect(product.contains("not an App Store subscription product"), "\(product)")
+            // Stripe's pack and Stripe's lifetime price are sold on the web, not by Apple.
+            for stripe in ["price_credits_100", "price_basic_lifetime"] {
+                let web = try await refused("buy", "--product", stripe, "--account", account)
+                #expect(web.contains("not an App Store lifetime, non-renewing or credit pack product") && web.contains("credits.100"), "\(web)")
+            }
             let far = try await refused("advance", "4000d")
             #expect(far.contains("forward, at most 10 years"), "\(far)")
             let misspelt = try await refused("renew", "--acount", account)

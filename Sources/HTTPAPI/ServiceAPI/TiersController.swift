@@ -61,6 +61,8 @@ struct TiersResponse: Encodable {
 
     struct TopUpView: Encodable {
         var id: String
+        /// Which store sells it (`app_store`, `stripe`, `google_play`): the same product id means nothing to another.
+        var store: String
         var meter: String
         var credits: Int64
         var price: Int64?
@@ -131,6 +133,8 @@ struct TiersResponse: Encodable {
                 allowances: allowances(
                     tier.allowances, annual: tier.products.contains { $0.billingPeriod?.resetsMonthly == true || $0.type == .lifetime }))
         }
-        topUps = catalogue.topUps.map { TopUpView(id: $0.id, meter: $0.meter, credits: $0.credits, price: $0.price, currency: $0.currency) }
+        topUps = catalogue.topUps.map {
+            TopUpView(id: $0.id, store: $0.store.text, meter: $0.meter, credits: $0.credits, price: $0.price, currency: $0.currency)
+        }
     }
 }

@@ -63,6 +63,7 @@ struct TiersAnswer: Decodable, Sendable {
     /// A consumable that tops a meter up.
     struct TopUp: Decodable, Sendable {
         var id: String
+        var store: String
         var meter: String
         var credits: Int64
         var price: Int64?
