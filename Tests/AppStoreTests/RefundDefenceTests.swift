@@ -280,7 +280,8 @@ struct RefundDefenceTests {
                 #expect(error.error == "already_answered")
                 #expect(
                     error.message
-                        == "the request is not_configured: the App Store Server API is not configured, so Storekeeper sends no answer and takes none")
+                        == "the request arrived while the App Store Server API (STOREKEEPER_ASSA_*) was not configured, so Storekeeper sends no answer to it and takes none"
+                )
                 #expect(try await harness.count("SELECT count(*) FROM jobs WHERE kind = 'consumption-answer'") == 0)
             }
         }

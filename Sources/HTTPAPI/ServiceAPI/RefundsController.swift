@@ -79,8 +79,10 @@ struct RefundsController: Sendable {
     static func closedMessage(_ request: RefundRequests.Request) -> String {
         switch request.state {
         case .notConfigured:
-            let api = request.store == .googlePlay ? "the Play Developer API" : "the App Store Server API"
-            return "the request is not_configured: \(api) is not configured, so Storekeeper sends no answer and takes none"
+            let api =
+                request.store == .googlePlay
+                ? "the Play Developer API (STOREKEEPER_GOOGLE_SERVICE_ACCOUNT)" : "the App Store Server API (STOREKEEPER_ASSA_*)"
+            return "the request arrived while \(api) was not configured, so Storekeeper sends no answer to it and takes none"
         default:
             return "the request is \(request.state.rawValue): it is no longer pending, so it is too late to answer"
         }
