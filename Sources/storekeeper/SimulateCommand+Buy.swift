@@ -23,6 +23,11 @@ extension SimulateCommand {
             case "consumable": "Consumable"
             default: "Non-Consumable"
             }
+        // Apple signs what was paid: the catalogue's price, so the dev server's analytics have money.
+        if let listed = types[productId], let price = listed.price, let currency = listed.currency {
+            transaction.price = price
+            transaction.currency = currency
+        }
         transaction.purchaseDate = now
         transaction.originalPurchaseDate = now
         transaction.quantity = 1

@@ -62,10 +62,11 @@ struct DevServer {
     /// Returns each product's type, price and currency. A server whose catalogue cannot be read is not second-guessed.
     @discardableResult
     func checkProducts(_ ids: [String], types: Set<String> = ["auto_renewable"]) async throws -> [String: ListedProduct] {
+        // Without the catalogue a product's type is a guess (a pack would go out as a non-consumable), so none is made.
         guard let response = try? await HTTPClient.shared.execute(HTTPClientRequest(url: baseURL + "/v1/tiers"), timeout: .seconds(10)),
-            response.status == .ok, let body = try? await response.body.collect(upTo: 1 << 20),
+            response.status == .ok, let body = try? await response.body.collect(upTo: 4 << 20),
             let catalogue = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]
-        else { return [:] }
+        else { throw CommandFailure("could not read the catalogue at \(baseURL)/v1/tiers, so the products cannot be checked") }
         let tiers = (catalogue["tiers"] as? [[String: Any]]) ?? []
         var products: [String: ListedProduct] = [:]
         // Credit packs are listed apart from the tiers' products, with no type of their own.

@@ -283,6 +283,18 @@ struct RefundDefenceTests {
                         == "the request arrived while the App Store Server API (STOREKEEPER_ASSA_*) was not configured, so Storekeeper sends no answer to it and takes none"
                 )
                 #expect(try await harness.count("SELECT count(*) FROM jobs WHERE kind = 'consumption-answer'") == 0)
+                // Play's review, stored while no service account was set (one removed since the purchase was read):
+                // the message names Play's setting, not Apple's. The row is made Play's by hand, as only a Play
+                // world with its API unset could open one.
+                try await harness.client.query(
+                    "UPDATE refund_requests SET store = 'google_play' WHERE id = \(requestId)", logger: TestDatabase.logger)
+                let play = try await client.withKey(
+                    .put, "/v1/refund-requests/\(requestId)/answer", #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true}"#)
+                #expect(play.status == .conflict)
+                #expect(
+                    try play.answer(ErrorAnswer.self).message
+                        == "the request arrived while the Play Developer API (STOREKEEPER_GOOGLE_SERVICE_ACCOUNT) was not configured, so Storekeeper sends no answer to it and takes none"
+                )
             }
         }
     }

@@ -150,6 +150,20 @@ struct DevWalkthroughTests {
             // A credit pack through `simulate buy`: its 100 reach the buyer's top-ups.
             try await simulate("buy", "--product", "credits.100", "--account", buyer)
             #expect(try await status(of: buyer).credits["ai_requests"]?.topUp == 100)
+            // Apple signs what the pack cost (the catalogue's 1990 milliunits): the dev server's revenue counts it.
+            var revenue = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/admin/analytics/revenue?product=credits.100&environment=sandbox")!)
+            revenue.setValue("Basic " + Data("dev:\(key)".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+            struct Chart: Decodable {
+                struct Series: Decodable {
+                    struct Point: Decodable { var value: Double? }
+                    var name: String
+                    var points: [Point]
+                }
+                var series: [Series]
+            }
+            let chart = try decode(Chart.self, try await URLSession.shared.data(for: revenue).0)
+            let gross = chart.series.filter { $0.name == "gross" }.flatMap(\.points).compactMap(\.value).reduce(0, +)
+            #expect(gross == 1990, "\(chart.series.map { ($0.name, $0.points.compactMap(\.value).reduce(0, +)) })")
             let devDatabase = environment.merging(["DATABASE_URL": ""]) { $1 }
             let (granted, grantText) = try await TestProcess.run(
                 "storekeeper", ["grants", "add", buyer, "--tier", "max", "--duration", "P1D", "--reason", "walkthrough"], environment: devDatabase,
@@ -191,11 +205,15 @@ struct DevWalkthroughTests {
             #expect(unknown.contains("`simulate subscribe` it first"), "\(unknown)")
             let product = try await refused("upgrade", "--account", account, "--to", "nope.monthly")
             #expect(product.contains("not an App Store subscription product"), "\(product)")
-            // Stripe's pack and Stripe's lifetime price are sold on the web, not by Apple.
-            for stripe in ["price_credits_100", "price_basic_lifetime"] {
-                let web = try await refused("buy", "--product", stripe, "--account", account)
+            // Stripe's and Play's products are sold on the web and on Android, not by Apple.
+            for other in ["price_credits_100", "price_basic_lifetime", "credits_100", "basic_lifetime"] {
+                let web = try await refused("buy", "--product", other, "--account", account)
                 #expect(web.contains("not an App Store lifetime, non-renewing or credit pack product") && web.contains("credits.100"), "\(web)")
             }
+            let stripeMonthly = try await refused("subscribe", "--account", UUID().uuidString, "--product", "price_basic_monthly")
+            #expect(stripeMonthly.contains("price_basic_monthly is not an App Store subscription product"), "\(stripeMonthly)")
+            let playMonthly = try await refused("upgrade", "--account", account, "--to", "pro/monthly")
+            #expect(playMonthly.contains("pro/monthly is not an App Store subscription product"), "\(playMonthly)")
             let far = try await refused("advance", "4000d")
             #expect(far.contains("forward, at most 10 years"), "\(far)")
             let misspelt = try await refused("renew", "--acount", account)

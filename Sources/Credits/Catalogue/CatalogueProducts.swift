@@ -6,7 +6,7 @@ extension TierCatalogue {
     public struct Product: Codable, Sendable, Equatable {
         /// The store's product id: the App Store's product identifier, or a Stripe price id (`price_…`).
         public var id: String
-        /// Which store sells it (`app_store`, the default, or `stripe`).
+        /// Which store sells it (`app_store`, the default, `stripe` or `google_play`).
         public var store: Store
         public var type: ProductType
         /// ISO 8601 billing period of an auto-renewable product: `P1W`, `P1M`, `P3M`, `P6M`, `P1Y`.
@@ -80,9 +80,9 @@ extension TierCatalogue {
 
     /// A consumable App Store product that buys top-up credits of one meter.
     public struct TopUp: Codable, Sendable, Equatable {
-        /// The App Store's consumable product id, or a Stripe one-time price id (`price_…`).
+        /// The App Store's consumable product id, a Stripe one-time price id (`price_…`) or a Play product id.
         public var id: String
-        /// Which store sells it (`app_store`, the default, or `stripe`).
+        /// Which store sells it (`app_store`, the default, `stripe` or `google_play`).
         public var store: Store
         public var meter: String
         public var credits: Int64
