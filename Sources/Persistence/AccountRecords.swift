@@ -172,14 +172,6 @@ public struct AccountRecords: Sendable {
         return transfers
     }
 
-    /// The credit ledger of an account — its own buckets and those of its subscriptions — newest first.
-    /// The account's refund requests, newest first: what Apple asked, what was answered and Apple's decision.
-    public func refundRequests(ofAccount accountId: AccountID, limit: Int = 50) async throws -> [RefundRequests.Request] {
-        try await client.withConnection { connection in
-            try await RefundRequests(logger: logger).requests(ofAccount: accountId, limit: limit, on: connection)
-        }
-    }
-
     /// The consents the account's customer withdrew (Apple's `RESCIND_CONSENT`), newest first.
     public func consentRescissions(ofAccount accountId: AccountID) async throws -> [ConsentRescissions.Rescission] {
         try await client.withConnection { connection in
@@ -200,6 +192,7 @@ public struct AccountRecords: Sendable {
         return holds
     }
 
+    /// The credit ledger of an account — its own buckets and those of its subscriptions — newest first.
     public func ledger(ofAccount accountId: AccountID, limit: Int = 200) async throws -> [LedgerEntry] {
         let rows = try await client.query(
             """

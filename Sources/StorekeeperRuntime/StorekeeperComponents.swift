@@ -215,6 +215,7 @@ public struct StorekeeperComponents: Sendable {
             subscriptions: SubscriptionStore(client: client, logger: logger),
             accounts: AccountStatusQuery(client: client, ledger: credits, cache: statusCache, replica: replica, logger: logger),
             records: AccountRecords(client: client, logger: logger),
+            refundRequests: RefundRequestQuery(client: client, credits: credits, policy: configuration.refundPolicy, logger: logger),
             usage: SpendCredits(
                 client: client, ledger: credits, events: events, cache: statusCache, executor: databaseExecutor, logger: logger),
             claims: SubscriptionClaims(

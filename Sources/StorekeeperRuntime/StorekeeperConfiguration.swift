@@ -280,9 +280,7 @@ public struct StorekeeperConfiguration: Sendable {
         if let text = value("STOREKEEPER_WEBHOOKS") {
             do { configuration.webhooks = try WebhookConfiguration.endpoints(from: text) } catch { problems += error.problems }
         }
-        if let text = value("STOREKEEPER_REFUND_POLICY") {
-            do { configuration.refundPolicy = try RefundPolicyConfiguration.policy(from: text) } catch { problems += error.problems }
-        }
+        do { configuration.refundPolicy = try RefundPolicy.configured(in: environment) } catch { problems += error.problems }
         if let text = value("STOREKEEPER_OFFERS") {
             do { configuration.offers = try OfferConfiguration.offers(from: text, catalogue: catalogue) } catch { problems += error.problems }
         }

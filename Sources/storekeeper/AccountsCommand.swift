@@ -39,6 +39,12 @@ struct AccountsCommand: AsyncParsableCommand {
             }
             let now = await operatorNow()
             let catalogue = try loadCatalogue()
+            // The policy decides what an open refund request would be answered; the dev folder's when none is set here.
+            let policy: RefundPolicy
+            do {
+                policy = try RefundPolicy.configured(
+                    in: ProcessInfo.processInfo.environment.merging(DevEnvironment().settings()) { mine, _ in mine })
+            } catch { throw CommandFailure(error.problems.joined(separator: "; ")) }
             let report = try await withDatabase(label: "storekeeper.accounts") { client, logger in
                 let ledger = CreditLedger(catalogue: catalogue, logger: logger)
                 let standing = try await AccountStatusQuery(client: client, ledger: ledger, logger: logger).status(of: account, now: now)
@@ -54,7 +60,8 @@ struct AccountsCommand: AsyncParsableCommand {
                     archive: try await records.archive(ofAccount: account),
                     transfers: try await records.transfers(ofAccount: account),
                     ledger: try await records.ledger(ofAccount: account),
-                    refundRequests: try await records.refundRequests(ofAccount: account))
+                    refundRequests: try await RefundRequestQuery(client: client, credits: ledger, policy: policy, logger: logger)
+                        .requests(ofAccount: account, limit: 50))
             }
             if json { return try printJSON(report) }
             if report.subscriptions.isEmpty && report.sources.isEmpty && report.events.isEmpty && report.sentEvents == 0 && report.ledger.isEmpty
@@ -97,7 +104,8 @@ struct AccountsCommand: AsyncParsableCommand {
             }
             say("\nrefund requests, newest first (\(report.refundRequests.count))")
             for request in report.refundRequests {
-                let answer = request.sentAnswer?.summary ?? request.lastError ?? "not answered"
+                let answer =
+                    request.sentAnswer?.summary ?? request.lastError ?? request.answerPreview.map { "would answer \($0.summary)" } ?? "not answered"
                 say(
                     "  \(request.requestedAt.formatted(Date.ISO8601FormatStyle()))  \(request.transactionId)  \(request.productId)  "
                         + "\(request.reason ?? "-")  \(request.state.rawValue)  \(answer)  Apple: \(request.outcome ?? "undecided")")

@@ -273,6 +273,12 @@ struct RefundDefenceTests {
                 let signed = Int64(Date().timeIntervalSince1970 * 1000)
                 try await flow.post(Self.consumptionRequest(transaction, signedDate: signed), notificationUUID: requestId)
                 #expect(try await Self.request(harness, requestId).state == "not_configured")
+                // Never sent, but what it would have been is shown: the period's credits unused, a full refund.
+                let listed = try await client.getWithKey("/v1/accounts/\(account)/refund-requests").answer(RefundRequestListAnswer.self)
+                let preview = try #require(listed.refundRequests.first?.answerPreview)
+                #expect(preview.source == "policy" && preview.consumptionPercentage == 0 && !preview.consented && !preview.wouldSend)
+                #expect(preview.answer.refundPreference == "GRANT_FULL" && preview.answer.deliveryStatus == "DELIVERED")
+                #expect(preview.answer.consumptionPercentage == nil, "Apple takes no share for a subscription")
                 let answer = try await client.withKey(
                     .put, "/v1/refund-requests/\(requestId)/answer", #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true}"#)
                 #expect(answer.status == .conflict)

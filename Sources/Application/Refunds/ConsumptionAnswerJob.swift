@@ -45,13 +45,7 @@ public struct ConsumptionAnswerJob: JobHandler {
     /// What the job decided before calling Apple.
     private enum Plan {
         case done
-        case send(RefundRequests.Request, ConsumptionAnswer, Evidence)
-    }
-
-    /// What Play's review carries beyond the answer: the share used and the spends.
-    struct Evidence {
-        var milliPercent: Int32?
-        var usage: [CreditLedger.UsageRecord] = []
+        case send(RefundRequests.Request, RefundAnswerDraft)
     }
 
     public func run(_ execution: JobExecution) async throws {
@@ -72,31 +66,13 @@ public struct ConsumptionAnswerJob: JobHandler {
                 try await close(request, .noConsent, error: nil, attempted: false, now: now, execution, on: connection)
                 return .done
             }
-            let consumable = request.purchase == .consumable
-            // A Play purchase's id is its order's; a top-up's ledger rows are keyed by it (the App Store's by the transaction).
-            let purchaseId = request.store == .googlePlay ? request.originalTransactionId : request.transactionId
-            let topUp = consumable ? try await credits.topUpRows(of: purchaseId, on: connection) : nil
-            let consumption =
-                if let topUp {
-                    topUp.consumption
-                } else {
-                    try await credits.consumption(ofSubscription: request.originalTransactionId, period: request.billingPeriod, on: connection)
-                }
-            var evidence = Evidence(milliPercent: consumption.delivered ? consumption.milliPercent : nil)
-            if request.store == .googlePlay {
-                let limit = RefundReview.maximumUsageEvents
-                evidence.usage =
-                    if let topUp {
-                        topUp.usage(limit: limit)
-                    } else {
-                        try await credits.usage(
-                            ofSubscription: request.originalTransactionId, period: request.billingPeriod, limit: limit, on: connection)
-                    }
-            }
-            return .send(request, request.appAnswer ?? policy.answer(for: request.purchase, consumption: consumption), evidence)
+            let usageLimit = request.store == .googlePlay ? RefundReview.maximumUsageEvents : nil
+            return .send(
+                request, try await RefundAnswerDraft.read(for: request, credits: credits, policy: policy, usageLimit: usageLimit, on: connection))
         }
-        guard case .send(let request, let answer, let evidence) = plan else { return }
-        let failure = await send(answer, evidence: evidence, for: request)
+        guard case .send(let request, let draft) = plan else { return }
+        let answer = draft.answer
+        let failure = await send(draft, for: request)
         let now = clock()
         try await client.withTransaction(logger: logger) { connection in
             switch failure {
@@ -120,18 +96,18 @@ public struct ConsumptionAnswerJob: JobHandler {
         var isRetryable: Bool
     }
 
-    private func send(_ answer: ConsumptionAnswer, evidence: Evidence, for request: RefundRequests.Request) async -> SendFailure? {
+    private func send(_ draft: RefundAnswerDraft, for request: RefundRequests.Request) async -> SendFailure? {
         do {
             switch request.store {
             case .googlePlay:
                 guard let play, let token = request.reviewToken else {
                     return SendFailure(description: "the Play Developer API is not configured", isRetryable: false)
                 }
-                try await play.reviewRefund(order: request.transactionId, Self.review(answer, evidence: evidence, token: token))
+                try await play.reviewRefund(order: request.transactionId, Self.review(draft, token: token))
             default:
                 guard let serverAPI else { return SendFailure(description: "the App Store Server API is not configured", isRetryable: false) }
                 try await serverAPI.sendConsumptionInformation(
-                    answer, transactionId: request.transactionId, environment: request.environment)
+                    draft.answer, transactionId: request.transactionId, environment: request.environment)
             }
             return nil
         } catch let error as GooglePlayAPIError {
@@ -145,7 +121,8 @@ public struct ConsumptionAnswerJob: JobHandler {
 
     /// The answer in Play's words: Apple's `GRANT_FULL` is `APPROVE`, `DECLINE` is `DECLINE`, a prorated grant (Play
     /// has none) `NEUTRAL`; the share used and the spends go with it, the account named as the app names it to Play.
-    static func review(_ answer: ConsumptionAnswer, evidence: Evidence, token: String) -> RefundReview {
+    static func review(_ draft: RefundAnswerDraft, token: String) -> RefundReview {
+        let answer = draft.answer
         let preference: String
         switch answer.refundPreference.flatMap(RefundPreference.init) {
         case .grantFull?: preference = "APPROVE"
@@ -155,8 +132,8 @@ public struct ConsumptionAnswerJob: JobHandler {
         let time = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
         return RefundReview(
             pendingRefundToken: token, refundPreference: preference, sampleContentProvided: answer.sampleContentProvided,
-            consumptionPercentageMilliunits: answer.consumptionPercentage ?? evidence.milliPercent,
-            consumptionUsageEvents: evidence.usage.map {
+            consumptionPercentageMilliunits: answer.consumptionPercentage ?? draft.milliPercent,
+            consumptionUsageEvents: draft.usage.map {
                 RefundReview.UsageEvent(
                     consumptionTime: $0.at.formatted(time), consumptionItemDescription: "\($0.amount) \($0.meter)", obfuscatedAccountId: nil)
             })

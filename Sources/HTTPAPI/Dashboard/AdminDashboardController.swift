@@ -14,6 +14,7 @@ import Subscriptions
 public struct AdminDashboardController: Sendable {
     let jobs: PostgresJobQueue
     let records: AccountRecords
+    let refundRequests: RefundRequestQuery
     let accounts: AccountStatusQuery
     let events: EventHistory?
     let grants: OperatorGrants?
@@ -29,7 +30,8 @@ public struct AdminDashboardController: Sendable {
     let clock: @Sendable () -> Date
 
     public init(
-        jobs: PostgresJobQueue, records: AccountRecords, accounts: AccountStatusQuery, events: EventHistory? = nil,
+        jobs: PostgresJobQueue, records: AccountRecords, refundRequests: RefundRequestQuery, accounts: AccountStatusQuery,
+        events: EventHistory? = nil,
         grants: OperatorGrants? = nil, audit: OperatorActions? = nil, search: AccountSearch? = nil,
         adjustments: CreditAdjustments? = nil, appStore: AppStoreSupport? = nil, questions: AppleQuestionLimits = AppleQuestionLimits(),
         catalogue: TierCatalogue? = nil, acknowledgements: GoogleAcknowledgements? = nil, clock: @escaping @Sendable () -> Date
@@ -45,6 +47,7 @@ public struct AdminDashboardController: Sendable {
         self.catalogue = catalogue
         self.jobs = jobs
         self.records = records
+        self.refundRequests = refundRequests
         self.accounts = accounts
         self.clock = clock
     }

@@ -21,6 +21,8 @@ public struct HTTPDependencies: Sendable {
         public var jobKinds: [String] = []
         public var accounts: AccountStatusQuery
         public var records: AccountRecords
+        /// Accounts' refund requests, each open one with the answer Storekeeper would send (the API, the dashboard).
+        public var refundRequests: RefundRequestQuery
         /// Where every operator's change is appended (and the dashboard reads it back).
         public var audit: OperatorActions
         /// Stored events: the feed, the admin routes, the dashboard and the metrics; `nil` leaves them out.
@@ -104,13 +106,14 @@ public struct HTTPDependencies: Sendable {
     /// What every configuration has; the features are set on the groups afterwards.
     public init(
         verifier: SignedDataVerifier, inbox: NotificationInbox, subscriptions: SubscriptionStore,
-        accounts: AccountStatusQuery, records: AccountRecords, usage: SpendCredits, claims: SubscriptionClaims,
+        accounts: AccountStatusQuery, records: AccountRecords, refundRequests: RefundRequestQuery, usage: SpendCredits, claims: SubscriptionClaims,
         catalogue: TierCatalogue, metrics: PrometheusCollectorRegistry, readiness: any ReadinessChecking, jobs: PostgresJobQueue,
         apiKeys: [String], operators: [OperatorKey],
         audit: OperatorActions, clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         shared = Shared(
-            catalogue: catalogue, clock: clock, jobs: jobs, accounts: accounts, records: records, audit: audit, metrics: metrics,
+            catalogue: catalogue, clock: clock, jobs: jobs, accounts: accounts, records: records, refundRequests: refundRequests, audit: audit,
+            metrics: metrics,
             readiness: readiness)
         intake = Intake(verifier: verifier, inbox: inbox)
         service = Service(apiKeys: apiKeys, subscriptions: subscriptions, usage: usage, claims: claims)

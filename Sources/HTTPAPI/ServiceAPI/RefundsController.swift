@@ -10,7 +10,7 @@ import Subscriptions
 /// `PUT /v1/refund-requests/{id}/answer`: what the app tells Storekeeper so it can answer Apple's refund questions.
 struct RefundsController: Sendable {
     let refunds: RefundDefence
-    let records: AccountRecords
+    let requests: RefundRequestQuery
     let clock: @Sendable () -> Date
 
     struct ConsentBody: Decodable {
@@ -50,7 +50,7 @@ struct RefundsController: Sendable {
         }
         group.get("accounts/{accountId}/refund-requests") { _, context -> RequestsResponse in
             let account = try AccountsController.accountId(context)
-            return RequestsResponse(refundRequests: try await withDatabase { try await records.refundRequests(ofAccount: account, limit: 100) })
+            return RequestsResponse(refundRequests: try await withDatabase { try await requests.requests(ofAccount: account, limit: 100) })
         }
         group.put("refund-requests/{id}/answer") { request, context -> RequestResponse in
             let text = try context.parameters.require("id")

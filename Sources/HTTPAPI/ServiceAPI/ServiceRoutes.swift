@@ -25,6 +25,6 @@ func addServiceRoutes(to router: Router<StorekeeperRequestContext>, _ dependenci
         GooglePlayAccountsController(claims: claims, accounts: accounts).addRoutes(to: serviceAPI)
     }
     if let refunds = service.refunds {
-        RefundsController(refunds: refunds, records: shared.records, clock: shared.clock).addRoutes(to: serviceAPI)
+        RefundsController(refunds: refunds, requests: shared.refundRequests, clock: shared.clock).addRoutes(to: serviceAPI)
     }
 }

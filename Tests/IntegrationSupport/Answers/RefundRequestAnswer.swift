@@ -27,6 +27,16 @@ struct RefundRequestAnswer: Decodable, Sendable {
     var outcome: String?
     var outcomeAt: String?
     var store: String
+    var answerPreview: Preview?
+
+    /// What Storekeeper would answer an open request now (openapi `RefundAnswerPreview`).
+    struct Preview: Decodable, Sendable {
+        var answer: ConsumptionAnswer
+        var source: String
+        var consumptionPercentage: Int?
+        var consented: Bool
+        var wouldSend: Bool
+    }
 
     /// The consumption information for Apple (openapi `ConsumptionAnswer`).
     struct ConsumptionAnswer: Decodable, Sendable {
