@@ -1,48 +1,108 @@
 import AppStoreModels
 import Foundation
 import LocalSigning
+import Persistence
 import StorekeeperRuntime
 
 extension SimulateCommand {
     /// `simulate buy --product basic.lifetime --account UUID`: Apple's `ONE_TIME_CHARGE` of a non-consumable (a
     /// lifetime unlock), a non-renewing subscription (a pass) or a consumable (a credit pack, `credits.100`), bought now
-    /// on the dev clock for the account's token.
+    /// on the dev clock for the account's token. The sale is kept in the history, for `refund-request`.
     func buy(server: DevServer, settings: [String: String], dev: DevEnvironment) async throws {
         guard let productId = product, let accountId = account.flatMap(UUID.init(uuidString:)) else { return }
-        let types = try await server.checkProducts([productId], types: ["lifetime", "non_renewing", "consumable"])
-        let bundleId = ProcessInfo.processInfo.environment["STOREKEEPER_BUNDLE_ID"] ?? settings["STOREKEEPER_BUNDLE_ID"] ?? "com.example.storekeeper"
-        let chain = try dev.signingChain()
-        let now = Int64((try await server.now().timeIntervalSince1970 * 1000).rounded(.down))
+        let listed = try await server.checkProducts([productId], types: ["lifetime", "non_renewing", "consumable"])[productId]
         let transactionId = String(UInt64.random(in: 3_000_000_000_000_000...3_999_999_999_999_999))
+        let now = Int64((try await server.now().timeIntervalSince1970 * 1000).rounded(.down))
+        let sale = SimulatedHistory.Sale(
+            productId: productId, type: listed?.type ?? "", accountId: accountId, purchaseDate: now, price: listed?.price, currency: listed?.currency)
+        let bundleId = Self.bundleId(settings)
+        let transaction = Self.transaction(of: sale, id: transactionId, bundleId: bundleId, signedDate: now)
+        let event = SimulatedEvent(
+            notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: now, transaction: transaction, renewalInfo: nil)
+        let signed = try NotificationSigner(signer: try JWSSigner(chain: dev.signingChain()), bundleId: bundleId).requestBody(for: event)
+        let (status, answer) = try await server.send(.POST, "/notifications/apple", body: signed)
+        let body = String(decoding: answer, as: UTF8.self)
+        guard status == 200 else { throw CommandFailure("Storekeeper answered \(status): \(body)") }
+        try SimulatedHistory(directory: dev.directory.appendingPathComponent("simulate")).record(sale, transactionId: transactionId)
+        say(
+            "ONE_TIME_CHARGE of \(productId) (\(transaction.type ?? "")) for account \(accountId.uuidString.lowercased()): transaction \(transactionId): \(body)"
+        )
+        try await server.reportApplied(intakeAnswer: answer, account: accountId)
+    }
+
+    /// `simulate refund-request --transaction ID`: the customer asks Apple to refund a credit pack `buy` sold; Apple's
+    /// `CONSUMPTION_REQUEST` about it reaches the server, and what Storekeeper would answer is printed
+    /// (`answerPreview`; in dev nothing is sent, as there is no Apple to send it to).
+    func refundRequest(server: DevServer, settings: [String: String], dev: DevEnvironment) async throws {
+        guard let transactionId = transaction else { return }
+        guard let sale = SimulatedHistory(directory: dev.directory.appendingPathComponent("simulate")).sale(transactionId) else {
+            throw CommandFailure(
+                "transaction \(transactionId) was not sold by `simulate buy` in this folder: buy a pack first, and give the id it printed")
+        }
+        guard sale.type == "consumable" else {
+            throw CommandFailure(
+                "transaction \(transactionId) is \(sale.productId), not a credit pack: Apple asks about consumables and subscriptions")
+        }
+        let now = Int64((try await server.now().timeIntervalSince1970 * 1000).rounded(.down))
+        let bundleId = Self.bundleId(settings)
+        let transaction = Self.transaction(of: sale, id: transactionId, bundleId: bundleId, signedDate: now)
+        var event = SimulatedEvent(
+            notificationType: "CONSUMPTION_REQUEST", subtype: nil, status: nil, signedDate: now, transaction: transaction, renewalInfo: nil)
+        event.consumptionRequestReason = "UNINTENDED_PURCHASE"
+        let requestId = UUID()
+        let signer = NotificationSigner(signer: try JWSSigner(chain: dev.signingChain()), bundleId: bundleId)
+        let (status, answer) = try await server.send(
+            .POST, "/notifications/apple", body: try signer.requestBody(for: event, notificationUUID: requestId))
+        guard status == 200 else { throw CommandFailure("Storekeeper answered \(status): \(String(decoding: answer, as: UTF8.self))") }
+        try await server.reportApplied(intakeAnswer: answer, account: nil)
+        struct Listed: Decodable {
+            struct Request: Decodable {
+                var id: String
+                var state: String
+                var answerAt: String
+                var answerPreview: RefundRequests.Preview?
+            }
+            var refundRequests: [Request]
+        }
+        let account = sale.accountId.uuidString.lowercased()
+        let (listedStatus, listedBody) = try await server.send(.GET, "/v1/accounts/\(account)/refund-requests", body: nil, authorized: true)
+        guard listedStatus == 200, let listed = try? JSONDecoder().decode(Listed.self, from: listedBody),
+            let request = listed.refundRequests.first(where: { UUID(uuidString: $0.id) == requestId })
+        else {
+            throw CommandFailure("refund request \(requestId.uuidString.lowercased()) is not listed for account \(account) (HTTP \(listedStatus))")
+        }
+        say(
+            "refund request \(requestId.uuidString.lowercased()) about \(sale.productId), transaction \(transactionId): \(request.state), answer at \(request.answerAt)"
+        )
+        if let preview = request.answerPreview { say("Storekeeper would answer \(preview.summary)") }
+    }
+
+    /// The sale as Apple signs its transaction: type and price the catalogue's, bought by the account's token.
+    static func transaction(of sale: SimulatedHistory.Sale, id: String, bundleId: String, signedDate: Int64) -> TransactionPayload {
         var transaction = TransactionPayload(
-            transactionId: transactionId, originalTransactionId: transactionId, productId: productId, bundleId: bundleId,
-            environment: .sandbox, signedDate: now)
+            transactionId: id, originalTransactionId: id, productId: sale.productId, bundleId: bundleId, environment: .sandbox, signedDate: signedDate
+        )
         transaction.type =
-            switch types[productId]?.type {
+            switch sale.type {
             case "non_renewing": "Non-Renewing Subscription"
             case "consumable": "Consumable"
             default: "Non-Consumable"
             }
         // Apple signs what was paid: the catalogue's price, so the dev server's analytics have money.
-        if let listed = types[productId], let price = listed.price, let currency = listed.currency {
+        if let price = sale.price, let currency = sale.currency {
             transaction.price = price
             transaction.currency = currency
         }
-        transaction.purchaseDate = now
-        transaction.originalPurchaseDate = now
+        transaction.purchaseDate = sale.purchaseDate
+        transaction.originalPurchaseDate = sale.purchaseDate
         transaction.quantity = 1
-        transaction.appAccountToken = accountId.uuidString.lowercased()
+        transaction.appAccountToken = sale.accountId.uuidString.lowercased()
         transaction.inAppOwnershipType = "PURCHASED"
         transaction.transactionReason = "PURCHASE"
-        let event = SimulatedEvent(
-            notificationType: "ONE_TIME_CHARGE", subtype: nil, status: nil, signedDate: now, transaction: transaction, renewalInfo: nil)
-        let signed = try NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: bundleId).requestBody(for: event)
-        let (status, answer) = try await server.send(.POST, "/notifications/apple", body: signed)
-        let body = String(decoding: answer, as: UTF8.self)
-        guard status == 200 else { throw CommandFailure("Storekeeper answered \(status): \(body)") }
-        say(
-            "ONE_TIME_CHARGE of \(productId) (\(transaction.type ?? "")) for account \(accountId.uuidString.lowercased()): transaction \(transactionId): \(body)"
-        )
-        try await server.reportApplied(intakeAnswer: answer, account: accountId)
+        return transaction
+    }
+
+    static func bundleId(_ settings: [String: String]) -> String {
+        ProcessInfo.processInfo.environment["STOREKEEPER_BUNDLE_ID"] ?? settings["STOREKEEPER_BUNDLE_ID"] ?? "com.example.storekeeper"
     }
 }

@@ -26,7 +26,7 @@ struct SimulateCommand: AsyncParsableCommand {
 
     @Argument(
         help:
-            "advance, buy (a lifetime, non-renewing or credit pack product), hold, settle, release (credits around AI work), or one of: \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", "))."
+            "advance, buy (a lifetime, non-renewing or credit pack product), refund-request (the customer asks Apple to refund a pack bought), hold, settle, release (credits around AI work), or one of: \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", "))."
     )
     var scenario: String
 
@@ -63,6 +63,8 @@ struct SimulateCommand: AsyncParsableCommand {
 
     @Option(help: "hold: seconds until it is released unless settled (default 900).") var expiresIn: Int?
 
+    @Option(help: "refund-request: the transaction `buy` printed.") var transaction: String?
+
     func validate() throws {
         if scenario == "advance" {
             guard let duration, let seconds = Self.seconds(in: duration), seconds <= 10 * 366 * 86_400 else {
@@ -74,6 +76,16 @@ struct SimulateCommand: AsyncParsableCommand {
         if [meter, key, hold].contains(where: { $0 != nil }) || amount != nil || expiresIn != nil {
             throw ValidationError("--meter, --amount, --key, --hold and --expires-in are for hold, settle and release")
         }
+        if scenario == "refund-request" {
+            guard let transaction, (1...32).contains(transaction.count), transaction.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+                throw ValidationError("refund-request needs --transaction ID, the transaction `simulate buy` printed (digits)")
+            }
+            if account != nil || product != nil {
+                throw ValidationError("refund-request takes --transaction only: the account and the product are the sale's")
+            }
+            return
+        }
+        if transaction != nil { throw ValidationError("--transaction is for refund-request") }
         if scenario == "buy" {
             guard product != nil, let account, UUID(uuidString: account) != nil else {
                 throw ValidationError("buy needs --product (a lifetime, non-renewing or credit pack product) and --account UUID")
@@ -82,7 +94,7 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         guard let scenario = SimulatedEvent.Scenario(rawValue: scenario) else {
             throw ValidationError(
-                "unknown scenario \(scenario); one of: advance, buy, hold, settle, release, \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", "))"
+                "unknown scenario \(scenario); one of: advance, buy, refund-request, hold, settle, release, \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", "))"
             )
         }
         if duration != nil { throw ValidationError("only advance takes a duration") }
@@ -99,15 +111,14 @@ struct SimulateCommand: AsyncParsableCommand {
         let settings = dev.settings()
         let server = DevServer(baseURL: url ?? settings["STOREKEEPER_URL"] ?? "http://127.0.0.1:8080", apiKey: settings["STOREKEEPER_API_KEY"])
         if scenario == "buy" { return try await buy(server: server, settings: settings, dev: dev) }
+        if scenario == "refund-request" { return try await refundRequest(server: server, settings: settings, dev: dev) }
         if Self.holdScenarios.contains(scenario) { return try await runHold(server: server) }
         guard let scenario = SimulatedEvent.Scenario(rawValue: scenario) else {
             let now = try await server.advance(by: duration.flatMap(Self.seconds(in:)) ?? 0)
             say("the dev server's clock is now \(now.formatted(.iso8601))")
             return try await server.waitForDueJobs()
         }
-        let bundleId =
-            ProcessInfo.processInfo.environment["STOREKEEPER_BUNDLE_ID"] ?? settings["STOREKEEPER_BUNDLE_ID"]
-            ?? "com.example.storekeeper"
+        let bundleId = Self.bundleId(settings)
         guard FileManager.default.fileExists(atPath: dev.signingDirectory.appendingPathComponent("leaf-key.pem").path) else {
             throw CommandFailure("no local signing chain in \(dev.signingDirectory.path); start `storekeeper dev` first")
         }

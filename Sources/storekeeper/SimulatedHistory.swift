@@ -38,6 +38,30 @@ struct SimulatedHistory {
     }
 
     private func file(_ subscription: String) -> URL { directory.appendingPathComponent("\(subscription).json") }
+
+    /// A one-time sale `simulate buy` made (`sale-<transactionId>.json`), so `refund-request` signs the same
+    /// transaction Apple would: its product, type, price and purchase date, and the account that bought it.
+    struct Sale: Codable {
+        var productId: String
+        /// The catalogue's type: `lifetime`, `non_renewing` or `consumable`.
+        var type: String
+        var accountId: UUID
+        var purchaseDate: Int64
+        var price: Int64?
+        var currency: String?
+    }
+
+    func sale(_ transactionId: String) -> Sale? {
+        guard let data = try? Data(contentsOf: saleFile(transactionId)) else { return nil }
+        return try? JSONDecoder().decode(Sale.self, from: data)
+    }
+
+    func record(_ sale: Sale, transactionId: String) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try JSONEncoder().encode(sale).write(to: saleFile(transactionId), options: .atomic)
+    }
+
+    private func saleFile(_ transactionId: String) -> URL { directory.appendingPathComponent("sale-\(transactionId).json") }
 }
 
 /// A product as the server's catalogue (`GET /v1/tiers`) lists it.
@@ -59,7 +83,8 @@ struct DevServer {
     /// Refuses a product the server's catalogue (`GET /v1/tiers`) does not sell on the App Store as one of `types`
     /// (`auto_renewable` for the subscription scenarios; `lifetime`, `non_renewing` or `consumable`, a credit pack, for
     /// `buy`), naming those it does: `simulate` sends Apple's notifications, and Apple sends only its own products.
-    /// Returns each product's type, price and currency. A server whose catalogue cannot be read is not second-guessed.
+    /// Returns each product's type, price and currency. A server whose catalogue cannot be read is an error: a
+    /// product's type would be a guess.
     @discardableResult
     func checkProducts(_ ids: [String], types: Set<String> = ["auto_renewable"]) async throws -> [String: ListedProduct] {
         // Without the catalogue a product's type is a guess (a pack would go out as a non-consumable), so none is made.

@@ -139,7 +139,7 @@ struct DevWalkthroughTests {
             // A lifetime unlock through `simulate buy`, and a grant from the CLI in the dev folder on the dev clock:
             // advancing past the grant's end ends it, and its job — run at the dev clock's instant — says so.
             let buyer = UUID().uuidString.lowercased()
-            try await simulate("buy", "--product", "basic.lifetime", "--account", buyer)
+            let lifetime = try await simulate("buy", "--product", "basic.lifetime", "--account", buyer)
             func status(of id: String) async throws -> StatusAnswer {
                 var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/accounts/\(id)/status")!)
                 request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
@@ -148,8 +148,23 @@ struct DevWalkthroughTests {
             let bought = try await status(of: buyer)
             #expect(bought.tier == "basic" && bought.entitlements.first?.source == "lifetime")
             // A credit pack through `simulate buy`: its 100 reach the buyer's top-ups.
-            try await simulate("buy", "--product", "credits.100", "--account", buyer)
+            let pack = try await simulate("buy", "--product", "credits.100", "--account", buyer)
             #expect(try await status(of: buyer).credits["ai_requests"]?.topUp == 100)
+            // The customer asks Apple for the pack's money back after using 30 of it (Basic's 200 a month go first).
+            // dev has no Apple to answer, but shows what Storekeeper would: 30 % used, at most the policy's half, a
+            // prorated refund — not sent, the account never having consented.
+            var spend = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/accounts/\(buyer)/usage")!)
+            spend.httpMethod = "POST"
+            spend.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+            spend.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            spend.httpBody = Data(#"{"meter": "ai_requests", "amount": 230, "idempotencyKey": "walkthrough-pack"}"#.utf8)
+            #expect((try await URLSession.shared.data(for: spend).1 as? HTTPURLResponse)?.statusCode == 200)
+            let packTransaction = try #require(pack.firstMatch(of: #/transaction (\d+)/#).map { String($0.1) }, "\(pack)")
+            let asked = try await simulate("refund-request", "--transaction", packTransaction)
+            #expect(asked.contains("transaction \(packTransaction): not_configured"), "\(asked)")
+            #expect(
+                asked.contains("Storekeeper would answer DELIVERED · GRANT_PRORATED · 30.0 % — the policy's, 30.0 % used; not sent: no consent"),
+                "\(asked)")
             // Apple signs what the pack cost (the catalogue's 1990 milliunits): the dev server's revenue counts it.
             var revenue = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/admin/analytics/revenue?product=credits.100&environment=sandbox")!)
             revenue.setValue("Basic " + Data("dev:\(key)".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
@@ -214,6 +229,11 @@ struct DevWalkthroughTests {
             #expect(stripeMonthly.contains("price_basic_monthly is not an App Store subscription product"), "\(stripeMonthly)")
             let playMonthly = try await refused("upgrade", "--account", account, "--to", "pro/monthly")
             #expect(playMonthly.contains("pro/monthly is not an App Store subscription product"), "\(playMonthly)")
+            let unsold = try await refused("refund-request", "--transaction", "123")
+            #expect(unsold.contains("transaction 123 was not sold by `simulate buy` in this folder"), "\(unsold)")
+            let unlock = try #require(lifetime.firstMatch(of: #/transaction (\d+)/#).map { String($0.1) }, "\(lifetime)")
+            let notPack = try await refused("refund-request", "--transaction", unlock)
+            #expect(notPack.contains("is basic.lifetime, not a credit pack"), "\(notPack)")
             let far = try await refused("advance", "4000d")
             #expect(far.contains("forward, at most 10 years"), "\(far)")
             let misspelt = try await refused("renew", "--acount", account)
