@@ -42,8 +42,8 @@ enum RefundPolicyConfiguration {
 }
 
 extension RefundPolicy {
-    /// The policy `STOREKEEPER_REFUND_POLICY` in `environment` sets (the default without it), for the operator commands
-    /// that show what a refund request would be answered.
+    /// The policy `STOREKEEPER_REFUND_POLICY` in `environment` sets (the default without it): `serve`'s, and that of
+    /// `accounts show`, which shows what an open refund request would be answered.
     public static func configured(in environment: [String: String]) throws(ConfigurationError) -> RefundPolicy {
         guard let text = environment["STOREKEEPER_REFUND_POLICY"]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else {
             return RefundPolicy()

@@ -30,7 +30,7 @@ struct AccountsCommand: AsyncParsableCommand {
             var archive: [AccountRecords.ArchiveEntry]
             var transfers: [AccountRecords.Transfer]
             var ledger: [AccountRecords.LedgerEntry]
-            var refundRequests: [RefundRequests.Request]
+            var refundRequests: [RefundRequestQuery.Listed]
         }
 
         func run() async throws {
@@ -39,12 +39,12 @@ struct AccountsCommand: AsyncParsableCommand {
             }
             let now = await operatorNow()
             let catalogue = try loadCatalogue()
-            // The policy decides what an open refund request would be answered; the dev folder's when none is set here.
+            // What an open refund request would be answered follows the policy: this command's STOREKEEPER_REFUND_POLICY,
+            // as `serve` reads its own (set it alike), else the default.
             let policy: RefundPolicy
-            do {
-                policy = try RefundPolicy.configured(
-                    in: ProcessInfo.processInfo.environment.merging(DevEnvironment().settings()) { mine, _ in mine })
-            } catch { throw CommandFailure(error.problems.joined(separator: "; ")) }
+            do { policy = try RefundPolicy.configured(in: ProcessInfo.processInfo.environment) } catch {
+                throw CommandFailure(error.problems.joined(separator: "; "))
+            }
             let report = try await withDatabase(label: "storekeeper.accounts") { client, logger in
                 let ledger = CreditLedger(catalogue: catalogue, logger: logger)
                 let standing = try await AccountStatusQuery(client: client, ledger: ledger, logger: logger).status(of: account, now: now)
@@ -61,7 +61,7 @@ struct AccountsCommand: AsyncParsableCommand {
                     transfers: try await records.transfers(ofAccount: account),
                     ledger: try await records.ledger(ofAccount: account),
                     refundRequests: try await RefundRequestQuery(client: client, credits: ledger, policy: policy, logger: logger)
-                        .requests(ofAccount: account, limit: 50))
+                        .requests(ofAccount: account, limit: 50, now: now))
             }
             if json { return try printJSON(report) }
             if report.subscriptions.isEmpty && report.sources.isEmpty && report.events.isEmpty && report.sentEvents == 0 && report.ledger.isEmpty
@@ -103,9 +103,10 @@ struct AccountsCommand: AsyncParsableCommand {
                         + "\(transfer.fromAccount.uuidString.lowercased()) → \(transfer.toAccount.uuidString.lowercased())")
             }
             say("\nrefund requests, newest first (\(report.refundRequests.count))")
-            for request in report.refundRequests {
+            for listed in report.refundRequests {
+                let request = listed.request
                 let answer =
-                    request.sentAnswer?.summary ?? request.lastError ?? request.answerPreview.map { "would answer \($0.summary)" } ?? "not answered"
+                    request.sentAnswer?.summary ?? request.lastError ?? listed.answerPreview.map { "would answer \($0.summary)" } ?? "not answered"
                 say(
                     "  \(request.requestedAt.formatted(Date.ISO8601FormatStyle()))  \(request.transactionId)  \(request.productId)  "
                         + "\(request.reason ?? "-")  \(request.state.rawValue)  \(answer)  Apple: \(request.outcome ?? "undecided")")

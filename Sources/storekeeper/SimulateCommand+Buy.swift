@@ -1,7 +1,7 @@
 import AppStoreModels
+import Application
 import Foundation
 import LocalSigning
-import Persistence
 import StorekeeperRuntime
 
 extension SimulateCommand {
@@ -60,7 +60,7 @@ extension SimulateCommand {
                 var id: String
                 var state: String
                 var answerAt: String
-                var answerPreview: RefundRequests.Preview?
+                var answerPreview: RefundAnswerPreview?
             }
             var refundRequests: [Request]
         }

@@ -64,15 +64,13 @@ struct SimulatedHistory {
     private func saleFile(_ transactionId: String) -> URL { directory.appendingPathComponent("sale-\(transactionId).json") }
 }
 
-/// A product as the server's catalogue (`GET /v1/tiers`) lists it.
+/// An App Store product as the server's catalogue (`GET /v1/tiers`) lists it.
 struct ListedProduct {
     var type: String
     var price: Int64?
     var currency: String?
     /// The billing period of an auto-renewable product (`P1M`, `P1Y`…).
     var period: String?
-    /// Which store sells it (`app_store`, `stripe`, `google_play`).
-    var store: String
 }
 
 /// The dev server `simulate` talks to: its clock (`/admin/dev/clock`, behind dev's key) and its base URL.
@@ -83,27 +81,26 @@ struct DevServer {
     /// Refuses a product the server's catalogue (`GET /v1/tiers`) does not sell on the App Store as one of `types`
     /// (`auto_renewable` for the subscription scenarios; `lifetime`, `non_renewing` or `consumable`, a credit pack, for
     /// `buy`), naming those it does: `simulate` sends Apple's notifications, and Apple sends only its own products.
-    /// Returns each product's type, price and currency. A server whose catalogue cannot be read is an error: a
-    /// product's type would be a guess.
+    /// Returns each App Store product's type, price and currency (another store may use the same id for its own). A
+    /// server whose catalogue cannot be read is an error: a product's type would be a guess (a pack would go out as a
+    /// non-consumable).
     @discardableResult
     func checkProducts(_ ids: [String], types: Set<String> = ["auto_renewable"]) async throws -> [String: ListedProduct] {
-        // Without the catalogue a product's type is a guess (a pack would go out as a non-consumable), so none is made.
-        guard let response = try? await HTTPClient.shared.execute(HTTPClientRequest(url: baseURL + "/v1/tiers"), timeout: .seconds(10)),
-            response.status == .ok, let body = try? await response.body.collect(upTo: 4 << 20),
-            let catalogue = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]
-        else { throw CommandFailure("could not read the catalogue at \(baseURL)/v1/tiers, so the products cannot be checked") }
+        let (status, body) = try await send(.GET, "/v1/tiers", body: nil)
+        guard status == 200, let catalogue = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else {
+            throw CommandFailure("\(baseURL)/v1/tiers answered HTTP \(status), not the catalogue: the products cannot be checked")
+        }
         let tiers = (catalogue["tiers"] as? [[String: Any]]) ?? []
         var products: [String: ListedProduct] = [:]
         // Credit packs are listed apart from the tiers' products, with no type of their own.
         let packs = ((catalogue["topUps"] as? [[String: Any]]) ?? []).map { $0.merging(["type": "consumable"]) { kept, _ in kept } }
         for product in tiers.flatMap({ $0["products"] as? [[String: Any]] ?? [] }) + packs {
-            guard let id = product["id"] as? String else { continue }
+            guard let id = product["id"] as? String, product["store"] as? String ?? "app_store" == "app_store" else { continue }
             products[id] = ListedProduct(
                 type: product["type"] as? String ?? "auto_renewable", price: (product["price"] as? NSNumber)?.int64Value,
-                currency: product["currency"] as? String, period: product["period"] as? String,
-                store: product["store"] as? String ?? "app_store")
+                currency: product["currency"] as? String, period: product["period"] as? String)
         }
-        let known = products.filter { types.contains($0.value.type) && $0.value.store == "app_store" }.keys.sorted()
+        let known = products.filter { types.contains($0.value.type) }.keys.sorted()
         for id in ids where !known.contains(id) {
             let kind = types == ["auto_renewable"] ? "subscription" : "lifetime, non-renewing or credit pack"
             throw CommandFailure("\(id) is not an App Store \(kind) product of this server's catalogue; those are: \(known.joined(separator: ", "))")

@@ -34,6 +34,7 @@ struct RefundAnswerPreviewTests {
                     // so nothing would be sent.
                     var shown = try #require(try await preview())
                     #expect(shown.source == "policy" && shown.consumptionPercentage == 20_000 && !shown.consented && !shown.wouldSend)
+                    #expect(shown.notSent == "no_consent")
                     #expect(shown.answer.deliveryStatus == "DELIVERED" && shown.answer.refundPreference == "GRANT_PRORATED")
                     #expect(shown.answer.consumptionPercentage == 20_000 && shown.answer.sampleContentProvided == false)
 
@@ -41,9 +42,9 @@ struct RefundAnswerPreviewTests {
                     #expect(try await client.withKey(.put, "/v1/accounts/\(account)/consent", #"{"consented": true}"#).status == .ok)
                     #expect(try await client.spend(account, amount: 40).status == .ok)
                     shown = try #require(try await preview())
-                    #expect(shown.consumptionPercentage == 60_000 && shown.consented && shown.wouldSend)
+                    #expect(shown.consumptionPercentage == 60_000 && shown.consented && shown.wouldSend && shown.notSent == nil)
                     #expect(shown.answer.refundPreference == "DECLINE" && shown.answer.consumptionPercentage == 60_000)
-                    let line = "would answer DELIVERED · DECLINE · 60.0 % — the policy's, 60.0 % used"
+                    let line = "would answer DELIVERED · DECLINE · 60.0 % — the policy's"
                     let page = try await client.execute(uri: "/admin?account=\(account)", method: .get, headers: [.authorization: "Bearer admin-key"])
                     let html = String(buffer: page.body)
                     #expect(
@@ -72,7 +73,8 @@ struct RefundAnswerPreviewTests {
                     #expect(body["sampleContentProvided"] as? Bool == shown.answer.sampleContentProvided)
                     #expect(body["customerConsented"] as? Bool == shown.answer.customerConsented)
                     try await eventually("the request to be sent") { try await RefundDefenceTests.request(harness, requestId).state == "sent" }
-                    #expect(try await preview() == nil)
+                    let closed = try await client.getWithKey("/v1/accounts/\(account)/refund-requests").answer(RefundRequestListAnswer.self)
+                    #expect(closed.refundRequests.allSatisfy { $0.answerPreview == nil })
                 }
             }
         }

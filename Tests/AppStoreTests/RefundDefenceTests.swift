@@ -277,8 +277,15 @@ struct RefundDefenceTests {
                 let listed = try await client.getWithKey("/v1/accounts/\(account)/refund-requests").answer(RefundRequestListAnswer.self)
                 let preview = try #require(listed.refundRequests.first?.answerPreview)
                 #expect(preview.source == "policy" && preview.consumptionPercentage == 0 && !preview.consented && !preview.wouldSend)
+                #expect(preview.notSent == "not_configured", "the API, not the consent, is why it is never sent")
                 #expect(preview.answer.refundPreference == "GRANT_FULL" && preview.answer.deliveryStatus == "DELIVERED")
                 #expect(preview.answer.consumptionPercentage == nil, "Apple takes no share for a subscription")
+                // One whose 12 hours are over would be answered by no one, even with the API: it shows none.
+                let late = UUID()
+                try await flow.post(Self.consumptionRequest(transaction, signedDate: signed - 13 * 3_600_000), notificationUUID: late)
+                let both = try await client.getWithKey("/v1/accounts/\(account)/refund-requests").answer(RefundRequestListAnswer.self)
+                #expect(both.refundRequests.count == 2 && both.refundRequests.filter { $0.answerPreview != nil }.count == 1)
+                #expect(both.refundRequests.first { UUID(uuidString: $0.id) == late }?.state == "not_configured")
                 let answer = try await client.withKey(
                     .put, "/v1/refund-requests/\(requestId)/answer", #"{"deliveryStatus": "DELIVERED", "sampleContentProvided": true}"#)
                 #expect(answer.status == .conflict)

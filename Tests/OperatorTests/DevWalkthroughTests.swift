@@ -152,7 +152,7 @@ struct DevWalkthroughTests {
             #expect(try await status(of: buyer).credits["ai_requests"]?.topUp == 100)
             // The customer asks Apple for the pack's money back after using 30 of it (Basic's 200 a month go first).
             // dev has no Apple to answer, but shows what Storekeeper would: 30 % used, at most the policy's half, a
-            // prorated refund — not sent, the account never having consented.
+            // prorated refund — never sent, the App Store Server API not being configured.
             var spend = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/accounts/\(buyer)/usage")!)
             spend.httpMethod = "POST"
             spend.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
@@ -163,7 +163,8 @@ struct DevWalkthroughTests {
             let asked = try await simulate("refund-request", "--transaction", packTransaction)
             #expect(asked.contains("transaction \(packTransaction): not_configured"), "\(asked)")
             #expect(
-                asked.contains("Storekeeper would answer DELIVERED · GRANT_PRORATED · 30.0 % — the policy's, 30.0 % used; not sent: no consent"),
+                asked.contains(
+                    "Storekeeper would answer DELIVERED · GRANT_PRORATED · 30.0 % — the policy's; not sent: the store's API is not configured"),
                 "\(asked)")
             // Apple signs what the pack cost (the catalogue's 1990 milliunits): the dev server's revenue counts it.
             var revenue = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/admin/analytics/revenue?product=credits.100&environment=sandbox")!)

@@ -8,7 +8,7 @@ import PostgresNIO
 /// answer is worked out: ``ConsumptionAnswerJob`` sends it, ``RefundRequestQuery`` shows it while a request is open.
 struct RefundAnswerDraft: Sendable {
     var answer: ConsumptionAnswer
-    var source: RefundRequests.Preview.Source
+    var source: RefundAnswerPreview.Source
     /// The share used, in Apple's milliunits (100 000 is all of it); nil when the purchase credited nothing.
     var milliPercent: Int32?
     /// The spends Play's review carries, newest first; read only when asked for.

@@ -89,18 +89,19 @@ extension AdminDashboardController {
         timeline.add(ends: try await records.archive(ofAccount: account))
         if let audit { timeline.add(operators: try await audit.actions(.init(account: account, limit: 100))) }
         html += timeline.html(limit: 200)
-        let refunds = try await refundRequests.requests(ofAccount: account, limit: 20)
+        let refunds = try await refundRequests.requests(ofAccount: account, limit: 20, now: now)
         if !refunds.isEmpty {
             html +=
                 "<h2>Refund requests</h2>"
                 + HTMLPage.table(
                     ["requested", "transaction", "product", "reason", "state", "answered", "Apple decided"],
-                    refunds.map { request in
-                        [
+                    refunds.map { listed in
+                        let request = listed.request
+                        return [
                             HTMLPage.Cell(HTMLPage.time(request.requestedAt)), .raw("<code>\(HTMLPage.escape(request.transactionId))</code>"),
                             HTMLPage.Cell(request.productId), HTMLPage.Cell(request.reason ?? "—"), HTMLPage.Cell(request.state.rawValue),
                             HTMLPage.Cell(
-                                request.sentAnswer?.summary ?? request.lastError ?? request.answerPreview.map { "would answer \($0.summary)" } ?? "—"),
+                                request.sentAnswer?.summary ?? request.lastError ?? listed.answerPreview.map { "would answer \($0.summary)" } ?? "—"),
                             HTMLPage.Cell(request.outcome ?? "—"),
                         ]
                     })

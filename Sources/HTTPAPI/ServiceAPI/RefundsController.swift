@@ -32,7 +32,7 @@ struct RefundsController: Sendable {
     }
 
     struct RequestsResponse: ResponseEncodable {
-        var refundRequests: [RefundRequests.Request]
+        var refundRequests: [RefundRequestQuery.Listed]
     }
 
     struct RequestResponse: ResponseEncodable {
@@ -50,7 +50,8 @@ struct RefundsController: Sendable {
         }
         group.get("accounts/{accountId}/refund-requests") { _, context -> RequestsResponse in
             let account = try AccountsController.accountId(context)
-            return RequestsResponse(refundRequests: try await withDatabase { try await requests.requests(ofAccount: account, limit: 100) })
+            return RequestsResponse(
+                refundRequests: try await withDatabase { try await requests.requests(ofAccount: account, limit: 100, now: clock()) })
         }
         group.put("refund-requests/{id}/answer") { request, context -> RequestResponse in
             let text = try context.parameters.require("id")

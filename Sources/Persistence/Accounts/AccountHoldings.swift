@@ -38,7 +38,7 @@ public struct AccountHoldings: Sendable {
                 'creditHolds', (SELECT coalesce(jsonb_agg(to_jsonb(h) ORDER BY h.created_at), '[]') FROM credit_holds h WHERE h.account_id = \(account.text)),
                 'purchaseIntents', (SELECT coalesce(jsonb_agg(to_jsonb(p)), '[]') FROM purchase_intents p WHERE p.account_id = \(account.text)),
                 'consent', (SELECT to_jsonb(c) FROM consumption_consents c WHERE c.account_id = \(account.text)),
-                'refundRequests', (SELECT coalesce(jsonb_agg(to_jsonb(r)), '[]') FROM refund_requests r WHERE r.account_id = \(account.text)),
+                'refundRequests', (SELECT coalesce(jsonb_agg(to_jsonb(r) - 'review_token'), '[]') FROM refund_requests r WHERE r.account_id = \(account.text)),
                 'offerSignatures', (SELECT coalesce(jsonb_agg(to_jsonb(o)), '[]') FROM offer_signatures o WHERE o.account_id = \(account.text)),
                 'retentionDecisions', (SELECT coalesce(jsonb_agg(to_jsonb(r) ORDER BY r.decided_at), '[]') FROM retention_decisions r WHERE r.account_id = \(account.text)),
                 'consentRescissions', (SELECT coalesce(jsonb_agg(to_jsonb(c) ORDER BY c.rescinded_at), '[]') FROM consent_rescissions c WHERE c.account_id = \(account.text)),

@@ -25,7 +25,7 @@ public struct RefundRequests: Sendable {
         case missedDeadline = "missed_deadline"
         /// Apple refused the answer's body.
         case rejected
-        /// The App Store Server API is not configured.
+        /// The store's API (the App Store Server API, or Play's) was not configured when the request arrived.
         case notConfigured = "not_configured"
         case unknown
     }
@@ -58,12 +58,10 @@ public struct RefundRequests: Sendable {
         public var store: Store = .appStore
         /// Play's `pendingRefundToken`, which `orders.reviewrefund` must carry back; never shown.
         public var reviewToken: String?
-        /// What Storekeeper would answer now, while the request is open (`pending` or `not_configured`); not stored.
-        public var answerPreview: Preview?
 
         enum CodingKeys: String, CodingKey {
             case id, accountId, transactionId, originalTransactionId, productId, billingPeriod, purchase, environment, reason, requestedAt
-            case answerAt, deadlineAt, state, appAnswer, sentAnswer, attempts, lastError, answeredAt, outcome, outcomeAt, store, answerPreview
+            case answerAt, deadlineAt, state, appAnswer, sentAnswer, attempts, lastError, answeredAt, outcome, outcomeAt, store
         }
 
         public init(
@@ -86,44 +84,6 @@ public struct RefundRequests: Sendable {
             self.deadlineAt = deadlineAt
             self.state = state
             self.attempts = 0
-        }
-    }
-
-    /// The answer a request would get if it were sent now, read from the ledger when it is listed.
-    public struct Preview: Sendable, Equatable, Codable {
-        /// Whose answer it is.
-        public enum Source: String, Sendable, Codable {
-            /// The app's own, recorded with `PUT /v1/refund-requests/{id}/answer`.
-            case app
-            /// The refund policy's, from the share of the purchase's credits used.
-            case policy
-        }
-
-        /// The body the store would get (Apple's field names; Play's review is made from it).
-        public var answer: ConsumptionAnswer
-        public var source: Source
-        /// The share of the purchase's credits used, in Apple's milliunits (100 000 is all of it): sent to Apple for a
-        /// pack (in `answer`) and to Play for any purchase; nil when the purchase credited nothing.
-        public var consumptionPercentage: Int32?
-        /// Whether the account consented to its data being sent (nothing is sent without).
-        public var consented: Bool
-        /// Whether this answer goes to the store at `answerAt`: a pending request of a consenting account.
-        public var wouldSend: Bool
-
-        /// The preview in a few words: `DELIVERED · DECLINE — the policy's, 62.5 % used; not sent: no consent`.
-        public var summary: String {
-            let used = consumptionPercentage.map { "\(Double($0) / 1000) % used" } ?? "nothing credited"
-            // Only open requests have a preview: one that is not pending is not_configured.
-            let sending = wouldSend ? "" : consented ? "; not sent: the store's API is not configured" : "; not sent: no consent"
-            return "\(answer.summary) — the \(source == .app ? "app's" : "policy's"), \(used)\(sending)"
-        }
-
-        public init(answer: ConsumptionAnswer, source: Source, consumptionPercentage: Int32?, consented: Bool, wouldSend: Bool) {
-            self.answer = answer
-            self.source = source
-            self.consumptionPercentage = consumptionPercentage
-            self.consented = consented
-            self.wouldSend = wouldSend
         }
     }
 
