@@ -87,6 +87,8 @@ public struct SimulatedEvent: Sendable {
         case grace, fail
         /// Apple collected after a failed renewal: a new period from now.
         case recover
+        /// The customer asks Apple to refund the period in force: Apple's `CONSUMPTION_REQUEST` about its transaction.
+        case refundRequest = "refund-request"
     }
 
     /// Builds the notification a scenario produces for `subscription`, signed at `now`.
@@ -108,7 +110,7 @@ public struct SimulatedEvent: Sendable {
         case .renew:
             periodStart = currentPeriod.map { milliseconds($0.end) } ?? nowMilliseconds
             periodEnd = subscription.periodEnd(startingAt: periodStart)
-        case .cancel, .downgrade, .refund, .grace, .fail:
+        case .cancel, .downgrade, .refund, .grace, .fail, .refundRequest:
             break
         case .expire:
             periodEnd = min(periodEnd, nowMilliseconds)
@@ -183,6 +185,12 @@ public struct SimulatedEvent: Sendable {
             return SimulatedEvent(
                 notificationType: "DID_RENEW", subtype: "BILLING_RECOVERY", status: 1, signedDate: nowMilliseconds,
                 transaction: transaction, renewalInfo: renewal)
+        case .refundRequest:
+            var event = SimulatedEvent(
+                notificationType: "CONSUMPTION_REQUEST", subtype: nil, status: 1, signedDate: nowMilliseconds, transaction: transaction,
+                renewalInfo: renewal)
+            event.consumptionRequestReason = "UNINTENDED_PURCHASE"
+            return event
         }
     }
 

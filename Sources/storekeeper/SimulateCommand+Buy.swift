@@ -1,5 +1,4 @@
 import AppStoreModels
-import Application
 import Foundation
 import LocalSigning
 import StorekeeperRuntime
@@ -31,8 +30,8 @@ extension SimulateCommand {
     }
 
     /// `simulate refund-request --transaction ID`: the customer asks Apple to refund a credit pack `buy` sold; Apple's
-    /// `CONSUMPTION_REQUEST` about it reaches the server, and what Storekeeper would answer is printed
-    /// (`answerPreview`; in dev nothing is sent, as there is no Apple to send it to).
+    /// `CONSUMPTION_REQUEST` about it reaches the server, and what Storekeeper would answer is printed. (Without
+    /// `--transaction` it is the subscription scenario of the same name, about the period in force.)
     func refundRequest(server: DevServer, settings: [String: String], dev: DevEnvironment) async throws {
         guard let transactionId = transaction else { return }
         guard let sale = SimulatedHistory(directory: dev.directory.appendingPathComponent("simulate")).sale(transactionId) else {
@@ -41,7 +40,8 @@ extension SimulateCommand {
         }
         guard sale.type == "consumable" else {
             throw CommandFailure(
-                "transaction \(transactionId) is \(sale.productId), not a credit pack: Apple asks about consumables and subscriptions")
+                "transaction \(transactionId) is \(sale.productId), not a credit pack: Apple asks about packs and subscriptions (`simulate refund-request --account UUID` for a subscription's period)"
+            )
         }
         let now = Int64((try await server.now().timeIntervalSince1970 * 1000).rounded(.down))
         let bundleId = Self.bundleId(settings)
@@ -55,26 +55,7 @@ extension SimulateCommand {
             .POST, "/notifications/apple", body: try signer.requestBody(for: event, notificationUUID: requestId))
         guard status == 200 else { throw CommandFailure("Storekeeper answered \(status): \(String(decoding: answer, as: UTF8.self))") }
         try await server.reportApplied(intakeAnswer: answer, account: nil)
-        struct Listed: Decodable {
-            struct Request: Decodable {
-                var id: String
-                var state: String
-                var answerAt: String
-                var answerPreview: RefundAnswerPreview?
-            }
-            var refundRequests: [Request]
-        }
-        let account = sale.accountId.uuidString.lowercased()
-        let (listedStatus, listedBody) = try await server.send(.GET, "/v1/accounts/\(account)/refund-requests", body: nil, authorized: true)
-        guard listedStatus == 200, let listed = try? JSONDecoder().decode(Listed.self, from: listedBody),
-            let request = listed.refundRequests.first(where: { UUID(uuidString: $0.id) == requestId })
-        else {
-            throw CommandFailure("refund request \(requestId.uuidString.lowercased()) is not listed for account \(account) (HTTP \(listedStatus))")
-        }
-        say(
-            "refund request \(requestId.uuidString.lowercased()) about \(sale.productId), transaction \(transactionId): \(request.state), answer at \(request.answerAt)"
-        )
-        if let preview = request.answerPreview { say("Storekeeper would answer \(preview.summary)") }
+        try await server.reportRefundRequest(requestId, account: sale.accountId, about: "\(sale.productId), transaction \(transactionId)")
     }
 
     /// The sale as Apple signs its transaction: type and price the catalogue's, bought by the account's token.

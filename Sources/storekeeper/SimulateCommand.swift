@@ -26,7 +26,7 @@ struct SimulateCommand: AsyncParsableCommand {
 
     @Argument(
         help:
-            "advance, buy (a lifetime, non-renewing or credit pack product), refund-request (the customer asks Apple to refund a pack bought), hold, settle, release (credits around AI work), or one of: \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", "))."
+            "advance, buy (a lifetime, non-renewing or credit pack product), hold, settle, release (credits around AI work), or one of: \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", ")) (refund-request: the customer asks Apple to refund the subscription's period, or with --transaction a pack bought)."
     )
     var scenario: String
 
@@ -63,7 +63,7 @@ struct SimulateCommand: AsyncParsableCommand {
 
     @Option(help: "hold: seconds until it is released unless settled (default 900).") var expiresIn: Int?
 
-    @Option(help: "refund-request: the transaction `buy` printed.") var transaction: String?
+    @Option(help: "refund-request: a pack's transaction, as `buy` printed it (without: the subscription's period).") var transaction: String?
 
     func validate() throws {
         if scenario == "advance" {
@@ -76,12 +76,12 @@ struct SimulateCommand: AsyncParsableCommand {
         if [meter, key, hold].contains(where: { $0 != nil }) || amount != nil || expiresIn != nil {
             throw ValidationError("--meter, --amount, --key, --hold and --expires-in are for hold, settle and release")
         }
-        if scenario == "refund-request" {
-            guard let transaction, (1...32).contains(transaction.count), transaction.allSatisfy({ $0.isASCII && $0.isNumber }) else {
-                throw ValidationError("refund-request needs --transaction ID, the transaction `simulate buy` printed (digits)")
+        if scenario == "refund-request", let transaction {
+            guard (1...32).contains(transaction.count), transaction.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+                throw ValidationError("--transaction is the transaction `simulate buy` printed (digits)")
             }
             if account != nil || product != nil {
-                throw ValidationError("refund-request takes --transaction only: the account and the product are the sale's")
+                throw ValidationError("refund-request --transaction takes no --account or --product: they are the sale's")
             }
             return
         }
@@ -94,7 +94,7 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         guard let scenario = SimulatedEvent.Scenario(rawValue: scenario) else {
             throw ValidationError(
-                "unknown scenario \(scenario); one of: advance, buy, refund-request, hold, settle, release, \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", "))"
+                "unknown scenario \(scenario); one of: advance, buy, hold, settle, release, \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", "))"
             )
         }
         if duration != nil { throw ValidationError("only advance takes a duration") }
@@ -111,7 +111,7 @@ struct SimulateCommand: AsyncParsableCommand {
         let settings = dev.settings()
         let server = DevServer(baseURL: url ?? settings["STOREKEEPER_URL"] ?? "http://127.0.0.1:8080", apiKey: settings["STOREKEEPER_API_KEY"])
         if scenario == "buy" { return try await buy(server: server, settings: settings, dev: dev) }
-        if scenario == "refund-request" { return try await refundRequest(server: server, settings: settings, dev: dev) }
+        if scenario == "refund-request", transaction != nil { return try await refundRequest(server: server, settings: settings, dev: dev) }
         if Self.holdScenarios.contains(scenario) { return try await runHold(server: server) }
         guard let scenario = SimulatedEvent.Scenario(rawValue: scenario) else {
             let now = try await server.advance(by: duration.flatMap(Self.seconds(in:)) ?? 0)
@@ -179,7 +179,9 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         let signer = NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: bundleId)
 
-        let (status, answer) = try await server.send(.POST, "/notifications/apple", body: try signer.requestBody(for: event))
+        let notificationUUID = UUID()
+        let (status, answer) = try await server.send(
+            .POST, "/notifications/apple", body: try signer.requestBody(for: event, notificationUUID: notificationUUID))
         let body = String(decoding: answer, as: UTF8.self)
         guard status == 200 else { throw CommandFailure("Storekeeper answered \(status): \(body)") }
         if let transaction = event.transaction, let start = transaction.purchaseDate, let end = transaction.expiresDate {
@@ -190,6 +192,10 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         say("\(event.notificationType)\(event.subtype.map { "/\($0)" } ?? "") for subscription \(subscriptionId): \(body)")
         try await server.reportApplied(intakeAnswer: answer, account: accountId)
+        if scenario == .refundRequest, let accountId, let transactionId = event.transaction?.transactionId {
+            try await server.reportRefundRequest(
+                notificationUUID, account: accountId, about: "\(subscription.productId), transaction \(transactionId)")
+        }
     }
 
     /// Calendar months in an ISO 8601 period of whole months or years (`P1M` 1, `P3M` 3, `P1Y` 12); nil for others.

@@ -1,3 +1,4 @@
+import Application
 import AsyncHTTPClient
 import Foundation
 import NIOCore
@@ -106,6 +107,29 @@ struct DevServer {
             throw CommandFailure("\(id) is not an App Store \(kind) product of this server's catalogue; those are: \(known.joined(separator: ", "))")
         }
         return products
+    }
+
+    /// Says what became of the refund request `id` (the notification's UUID) of `account`, and the answer Storekeeper
+    /// would send (`answerPreview`; in dev nothing is sent, as there is no Apple to send it to).
+    func reportRefundRequest(_ id: UUID, account: UUID, about purchase: String) async throws {
+        struct Listed: Decodable {
+            struct Request: Decodable {
+                var id: String
+                var state: String
+                var answerAt: String
+                var answerPreview: RefundAnswerPreview?
+            }
+            var refundRequests: [Request]
+        }
+        let path = "/v1/accounts/\(account.uuidString.lowercased())/refund-requests"
+        let (status, body) = try await send(.GET, path, body: nil, authorized: true)
+        guard status == 200, let listed = try? JSONDecoder().decode(Listed.self, from: body),
+            let request = listed.refundRequests.first(where: { UUID(uuidString: $0.id) == id })
+        else {
+            throw CommandFailure("refund request \(id.uuidString.lowercased()) is not listed at \(path) (HTTP \(status))")
+        }
+        say("refund request \(id.uuidString.lowercased()) about \(purchase): \(request.state), answer at \(request.answerAt)")
+        if let preview = request.answerPreview { say("Storekeeper would answer \(preview.summary)") }
     }
 
     /// The server's "now"; the real time for a server without a dev clock.

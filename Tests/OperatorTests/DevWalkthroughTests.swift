@@ -111,6 +111,15 @@ struct DevWalkthroughTests {
             // The clock moves to the period's end first: a renewal grants Max's full 3000, no carry-over of the cycle.
             try await simulate("renew", "--account", account)
             try await expect(Credits(state: "subscribed", tier: "max", remaining: 4000, cycle: 3000, topUp: 1000), after: "renew")
+            // The customer asks Apple to refund the renewed period, none of its 3000 used: a full refund — shown, never
+            // sent (dev has no App Store Server API); the request changes no credit.
+            let requested = try await simulate("refund-request", "--account", account)
+            #expect(requested.contains("CONSUMPTION_REQUEST for subscription") && requested.contains(": not_configured, answer at"), "\(requested)")
+            #expect(
+                requested.contains(
+                    "Storekeeper would answer DELIVERED · GRANT_FULL — the policy's, 0.0 % used; not sent: the store's API is not configured"),
+                "\(requested)")
+            try await expect(Credits(state: "subscribed", tier: "max", remaining: 4000, cycle: 3000, topUp: 1000), after: "a refund request")
             // The renewed period refunded: its credits go; the top-ups (bought with the upgraded period) stay, and the
             // free tier's 5 a day come back.
             let refunded = try await simulate("refund", "--account", account)
