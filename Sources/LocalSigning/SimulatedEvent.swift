@@ -87,8 +87,24 @@ public struct SimulatedEvent: Sendable {
         case grace, fail
         /// Apple collected after a failed renewal: a new period from now.
         case recover
-        /// The customer asks Apple to refund the period in force: Apple's `CONSUMPTION_REQUEST` about its transaction.
-        case refundRequest = "refund-request"
+    }
+
+    /// Apple's `CONSUMPTION_REQUEST`: the customer asked for a refund of `transaction`. Apple signs the purchase as it
+    /// stands — a subscription's renewal info and status as its last notification had them, so the request changes
+    /// nothing of its state — at `signedDate`.
+    public static func consumptionRequest(
+        transaction: TransactionPayload, renewalInfo: RenewalInfoPayload?, status: Int32?, signedDate: Int64,
+        reason: String = "UNINTENDED_PURCHASE"
+    ) -> SimulatedEvent {
+        var transaction = transaction
+        transaction.signedDate = signedDate
+        var renewalInfo = renewalInfo
+        renewalInfo?.signedDate = signedDate
+        var event = SimulatedEvent(
+            notificationType: "CONSUMPTION_REQUEST", subtype: nil, status: status, signedDate: signedDate, transaction: transaction,
+            renewalInfo: renewalInfo)
+        event.consumptionRequestReason = reason
+        return event
     }
 
     /// Builds the notification a scenario produces for `subscription`, signed at `now`.
@@ -110,7 +126,7 @@ public struct SimulatedEvent: Sendable {
         case .renew:
             periodStart = currentPeriod.map { milliseconds($0.end) } ?? nowMilliseconds
             periodEnd = subscription.periodEnd(startingAt: periodStart)
-        case .cancel, .downgrade, .refund, .grace, .fail, .refundRequest:
+        case .cancel, .downgrade, .refund, .grace, .fail:
             break
         case .expire:
             periodEnd = min(periodEnd, nowMilliseconds)
@@ -185,12 +201,6 @@ public struct SimulatedEvent: Sendable {
             return SimulatedEvent(
                 notificationType: "DID_RENEW", subtype: "BILLING_RECOVERY", status: 1, signedDate: nowMilliseconds,
                 transaction: transaction, renewalInfo: renewal)
-        case .refundRequest:
-            var event = SimulatedEvent(
-                notificationType: "CONSUMPTION_REQUEST", subtype: nil, status: 1, signedDate: nowMilliseconds, transaction: transaction,
-                renewalInfo: renewal)
-            event.consumptionRequestReason = "UNINTENDED_PURCHASE"
-            return event
         }
     }
 

@@ -109,7 +109,9 @@ struct AccountsCommand: AsyncParsableCommand {
                     request.sentAnswer?.summary ?? request.lastError ?? listed.answerPreview.map { "would answer \($0.summary)" } ?? "not answered"
                 say(
                     "  \(request.requestedAt.formatted(Date.ISO8601FormatStyle()))  \(request.transactionId)  \(request.productId)  "
-                        + "\(request.reason ?? "-")  \(request.state.rawValue)  \(answer)  Apple: \(request.outcome ?? "undecided")")
+                        + "\(request.reason ?? "-")  \(request.state.rawValue)  \(answer)  Apple: \(request.outcome ?? "undecided")"
+                        // The id the app's own answer is put to (`PUT /v1/refund-requests/{id}/answer`).
+                        + "  request \(request.id.uuidString.lowercased())")
             }
             say("\nledger, newest first (\(report.ledger.count))")
             for entry in report.ledger {

@@ -9,11 +9,11 @@ extension SimulateCommand {
     /// on the dev clock for the account's token. The sale is kept in the history, for `refund-request`.
     func buy(server: DevServer, settings: [String: String], dev: DevEnvironment) async throws {
         guard let productId = product, let accountId = account.flatMap(UUID.init(uuidString:)) else { return }
-        let listed = try await server.checkProducts([productId], types: ["lifetime", "non_renewing", "consumable"])[productId]
+        guard let listed = try await server.checkProducts([productId], types: ["lifetime", "non_renewing", "consumable"])[productId] else { return }
         let transactionId = String(UInt64.random(in: 3_000_000_000_000_000...3_999_999_999_999_999))
         let now = Int64((try await server.now().timeIntervalSince1970 * 1000).rounded(.down))
         let sale = SimulatedHistory.Sale(
-            productId: productId, type: listed?.type ?? "", accountId: accountId, purchaseDate: now, price: listed?.price, currency: listed?.currency)
+            productId: productId, type: listed.type, accountId: accountId, purchaseDate: now, price: listed.price, currency: listed.currency)
         let bundleId = Self.bundleId(settings)
         let transaction = Self.transaction(of: sale, id: transactionId, bundleId: bundleId, signedDate: now)
         let event = SimulatedEvent(
@@ -27,35 +27,6 @@ extension SimulateCommand {
             "ONE_TIME_CHARGE of \(productId) (\(transaction.type ?? "")) for account \(accountId.uuidString.lowercased()): transaction \(transactionId): \(body)"
         )
         try await server.reportApplied(intakeAnswer: answer, account: accountId)
-    }
-
-    /// `simulate refund-request --transaction ID`: the customer asks Apple to refund a credit pack `buy` sold; Apple's
-    /// `CONSUMPTION_REQUEST` about it reaches the server, and what Storekeeper would answer is printed. (Without
-    /// `--transaction` it is the subscription scenario of the same name, about the period in force.)
-    func refundRequest(server: DevServer, settings: [String: String], dev: DevEnvironment) async throws {
-        guard let transactionId = transaction else { return }
-        guard let sale = SimulatedHistory(directory: dev.directory.appendingPathComponent("simulate")).sale(transactionId) else {
-            throw CommandFailure(
-                "transaction \(transactionId) was not sold by `simulate buy` in this folder: buy a pack first, and give the id it printed")
-        }
-        guard sale.type == "consumable" else {
-            throw CommandFailure(
-                "transaction \(transactionId) is \(sale.productId), not a credit pack: Apple asks about packs and subscriptions (`simulate refund-request --account UUID` for a subscription's period)"
-            )
-        }
-        let now = Int64((try await server.now().timeIntervalSince1970 * 1000).rounded(.down))
-        let bundleId = Self.bundleId(settings)
-        let transaction = Self.transaction(of: sale, id: transactionId, bundleId: bundleId, signedDate: now)
-        var event = SimulatedEvent(
-            notificationType: "CONSUMPTION_REQUEST", subtype: nil, status: nil, signedDate: now, transaction: transaction, renewalInfo: nil)
-        event.consumptionRequestReason = "UNINTENDED_PURCHASE"
-        let requestId = UUID()
-        let signer = NotificationSigner(signer: try JWSSigner(chain: dev.signingChain()), bundleId: bundleId)
-        let (status, answer) = try await server.send(
-            .POST, "/notifications/apple", body: try signer.requestBody(for: event, notificationUUID: requestId))
-        guard status == 200 else { throw CommandFailure("Storekeeper answered \(status): \(String(decoding: answer, as: UTF8.self))") }
-        try await server.reportApplied(intakeAnswer: answer, account: nil)
-        try await server.reportRefundRequest(requestId, account: sale.accountId, about: "\(sale.productId), transaction \(transactionId)")
     }
 
     /// The sale as Apple signs its transaction: type and price the catalogue's, bought by the account's token.

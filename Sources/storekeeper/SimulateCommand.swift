@@ -26,7 +26,7 @@ struct SimulateCommand: AsyncParsableCommand {
 
     @Argument(
         help:
-            "advance, buy (a lifetime, non-renewing or credit pack product), hold, settle, release (credits around AI work), or one of: \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", ")) (refund-request: the customer asks Apple to refund the subscription's period, or with --transaction a pack bought)."
+            "advance, buy (a lifetime, non-renewing or credit pack product), refund-request (the customer asks Apple to refund the subscription's period, or with --transaction a pack bought), hold, settle, release (credits around AI work), or one of: \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", "))."
     )
     var scenario: String
 
@@ -66,6 +66,16 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "refund-request: a pack's transaction, as `buy` printed it (without: the subscription's period).") var transaction: String?
 
     func validate() throws {
+        // A misspelt scenario is named first: whatever else is wrong, that is.
+        guard
+            ["advance", "buy", "refund-request"].contains(scenario) || Self.holdScenarios.contains(scenario)
+                || SimulatedEvent.Scenario(rawValue: scenario) != nil
+        else {
+            throw ValidationError(
+                "unknown scenario \(scenario); one of: advance, buy, refund-request, hold, settle, release, \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", "))"
+            )
+        }
+        if transaction != nil, scenario != "refund-request" { throw ValidationError("--transaction is for refund-request") }
         if scenario == "advance" {
             guard let duration, let seconds = Self.seconds(in: duration), seconds <= 10 * 366 * 86_400 else {
                 throw ValidationError("advance takes a duration forward, at most 10 years: 30d, 12h, 90m, 45s, 2w, or ISO 8601 such as P1M or PT12H")
@@ -76,29 +86,22 @@ struct SimulateCommand: AsyncParsableCommand {
         if [meter, key, hold].contains(where: { $0 != nil }) || amount != nil || expiresIn != nil {
             throw ValidationError("--meter, --amount, --key, --hold and --expires-in are for hold, settle and release")
         }
-        if scenario == "refund-request", let transaction {
-            guard (1...32).contains(transaction.count), transaction.allSatisfy({ $0.isASCII && $0.isNumber }) else {
-                throw ValidationError("--transaction is the transaction `simulate buy` printed (digits)")
-            }
-            if account != nil || product != nil {
-                throw ValidationError("refund-request --transaction takes no --account or --product: they are the sale's")
-            }
-            return
+        if let account, UUID(uuidString: account) == nil { throw ValidationError("--account must be a UUID, got \"\(account)\"") }
+        // Apple's ids are digits; this one also names a file of the history.
+        if let originalTransactionId,
+            !(1...32).contains(originalTransactionId.count) || !originalTransactionId.allSatisfy({ $0.isASCII && $0.isNumber })
+        {
+            throw ValidationError("--original-transaction-id is Apple's, 1–32 digits")
         }
-        if transaction != nil { throw ValidationError("--transaction is for refund-request") }
+        if scenario == "refund-request" { return try validateRefundRequest() }
         if scenario == "buy" {
-            guard product != nil, let account, UUID(uuidString: account) != nil else {
+            guard product != nil, account != nil else {
                 throw ValidationError("buy needs --product (a lifetime, non-renewing or credit pack product) and --account UUID")
             }
             return
         }
-        guard let scenario = SimulatedEvent.Scenario(rawValue: scenario) else {
-            throw ValidationError(
-                "unknown scenario \(scenario); one of: advance, buy, hold, settle, release, \(SimulatedEvent.Scenario.allCases.map(\.rawValue).joined(separator: ", "))"
-            )
-        }
+        guard let scenario = SimulatedEvent.Scenario(rawValue: scenario) else { return }
         if duration != nil { throw ValidationError("only advance takes a duration") }
-        if let account, UUID(uuidString: account) == nil { throw ValidationError("--account must be a UUID") }
         if let periodDays, !(periodDays > 0 && periodDays <= 3660) { throw ValidationError("--period-days must be more than 0 and at most 3660") }
         if trial, scenario != .subscribe { throw ValidationError("--trial is for subscribe only") }
         if (scenario == .upgrade || scenario == .downgrade) != (to != nil) {
@@ -111,7 +114,7 @@ struct SimulateCommand: AsyncParsableCommand {
         let settings = dev.settings()
         let server = DevServer(baseURL: url ?? settings["STOREKEEPER_URL"] ?? "http://127.0.0.1:8080", apiKey: settings["STOREKEEPER_API_KEY"])
         if scenario == "buy" { return try await buy(server: server, settings: settings, dev: dev) }
-        if scenario == "refund-request", transaction != nil { return try await refundRequest(server: server, settings: settings, dev: dev) }
+        if scenario == "refund-request" { return try await refundRequest(server: server, settings: settings, dev: dev) }
         if Self.holdScenarios.contains(scenario) { return try await runHold(server: server) }
         guard let scenario = SimulatedEvent.Scenario(rawValue: scenario) else {
             let now = try await server.advance(by: duration.flatMap(Self.seconds(in:)) ?? 0)
@@ -179,23 +182,18 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         let signer = NotificationSigner(signer: try JWSSigner(chain: chain), bundleId: bundleId)
 
-        let notificationUUID = UUID()
-        let (status, answer) = try await server.send(
-            .POST, "/notifications/apple", body: try signer.requestBody(for: event, notificationUUID: notificationUUID))
+        let (status, answer) = try await server.send(.POST, "/notifications/apple", body: try signer.requestBody(for: event))
         let body = String(decoding: answer, as: UTF8.self)
         guard status == 200 else { throw CommandFailure("Storekeeper answered \(status): \(body)") }
         if let transaction = event.transaction, let start = transaction.purchaseDate, let end = transaction.expiresDate {
             try history.record(
                 SimulatedHistory.Current(
-                    productId: transaction.productId, periodStart: start, periodEnd: end, signedDate: event.signedDate, trial: inTrial),
+                    productId: transaction.productId, periodStart: start, periodEnd: end, signedDate: event.signedDate, trial: inTrial,
+                    lastSigned: .init(status: event.status, transaction: transaction, renewalInfo: event.renewalInfo)),
                 of: subscriptionId)
         }
         say("\(event.notificationType)\(event.subtype.map { "/\($0)" } ?? "") for subscription \(subscriptionId): \(body)")
         try await server.reportApplied(intakeAnswer: answer, account: accountId)
-        if scenario == .refundRequest, let accountId, let transactionId = event.transaction?.transactionId {
-            try await server.reportRefundRequest(
-                notificationUUID, account: accountId, about: "\(subscription.productId), transaction \(transactionId)")
-        }
     }
 
     /// Calendar months in an ISO 8601 period of whole months or years (`P1M` 1, `P3M` 3, `P1Y` 12); nil for others.

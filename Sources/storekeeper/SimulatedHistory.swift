@@ -1,3 +1,4 @@
+import AppStoreModels
 import Application
 import AsyncHTTPClient
 import Foundation
@@ -7,7 +8,8 @@ import StorekeeperRuntime
 
 /// What `storekeeper simulate` sent last for each subscription (`.storekeeper/simulate/<originalTransactionId>.json`):
 /// the product and the exact period, in milliseconds, as Apple keeps them — so the next notification continues the
-/// same period and names the same transaction, as Apple's would.
+/// same period and names the same transaction, as Apple's would — and each one-time sale `buy` made
+/// (`sale-<transactionId>.json`), for `refund-request`.
 struct SimulatedHistory {
     let directory: URL
 
@@ -20,6 +22,14 @@ struct SimulatedHistory {
         /// Whether the period in force is a free trial: what Apple signs about it later (cancel, expire, refund…) still
         /// carries the offer and a price of 0.
         var trial: Bool?
+        /// What the last notification signed: the subscription as it stands, which a refund request repeats.
+        var lastSigned: LastSigned?
+
+        struct LastSigned: Codable {
+            var status: Int32?
+            var transaction: TransactionPayload
+            var renewalInfo: RenewalInfoPayload?
+        }
 
         var period: DateInterval {
             DateInterval(
@@ -269,9 +279,13 @@ struct DevServer {
         }
         do {
             let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
-            return (response.status.code, Data(buffer: try await response.body.collect(upTo: 1 << 20)))
+            return (response.status.code, Data(buffer: try await response.body.collect(upTo: 4 << 20)))
         } catch {
-            throw CommandFailure("cannot reach Storekeeper at \(baseURL): \(error)")
+            // AsyncHTTPClient's own words for a refused connection are garbled ("connection reset (error set)…").
+            let refused = "\(error)".contains("Connection refused")
+            throw CommandFailure(
+                "cannot reach Storekeeper at \(baseURL): "
+                    + (refused ? "nothing listens there — is `storekeeper dev` running (or give --url)?" : "\(error)"))
         }
     }
 }

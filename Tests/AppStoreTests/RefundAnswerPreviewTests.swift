@@ -34,7 +34,7 @@ struct RefundAnswerPreviewTests {
                     // so nothing would be sent.
                     var shown = try #require(try await preview())
                     #expect(shown.source == "policy" && shown.consumptionPercentage == 20_000 && !shown.consented && !shown.wouldSend)
-                    #expect(shown.notSent == "no_consent")
+                    #expect(shown.notSent == ["no_consent"] && shown.answer.customerConsented == false)
                     #expect(shown.answer.deliveryStatus == "DELIVERED" && shown.answer.refundPreference == "GRANT_PRORATED")
                     #expect(shown.answer.consumptionPercentage == 20_000 && shown.answer.sampleContentProvided == false)
 
@@ -42,7 +42,7 @@ struct RefundAnswerPreviewTests {
                     #expect(try await client.withKey(.put, "/v1/accounts/\(account)/consent", #"{"consented": true}"#).status == .ok)
                     #expect(try await client.spend(account, amount: 40).status == .ok)
                     shown = try #require(try await preview())
-                    #expect(shown.consumptionPercentage == 60_000 && shown.consented && shown.wouldSend && shown.notSent == nil)
+                    #expect(shown.consumptionPercentage == 60_000 && shown.consented && shown.wouldSend && shown.notSent.isEmpty)
                     #expect(shown.answer.refundPreference == "DECLINE" && shown.answer.consumptionPercentage == 60_000)
                     let line = "would answer DELIVERED · DECLINE · 60.0 % — the policy's"
                     let page = try await client.execute(uri: "/admin?account=\(account)", method: .get, headers: [.authorization: "Bearer admin-key"])

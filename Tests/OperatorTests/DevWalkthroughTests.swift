@@ -114,10 +114,11 @@ struct DevWalkthroughTests {
             // The customer asks Apple to refund the renewed period, none of its 3000 used: a full refund — shown, never
             // sent (dev has no App Store Server API); the request changes no credit.
             let requested = try await simulate("refund-request", "--account", account)
-            #expect(requested.contains("CONSUMPTION_REQUEST for subscription") && requested.contains(": not_configured, answer at"), "\(requested)")
+            #expect(requested.contains("CONSUMPTION_REQUEST about subscription") && requested.contains(": not_configured, answer at"), "\(requested)")
             #expect(
                 requested.contains(
-                    "Storekeeper would answer DELIVERED · GRANT_FULL — the policy's, 0.0 % used; not sent: the store's API is not configured"),
+                    "Storekeeper would answer DELIVERED · GRANT_FULL — the policy's, 0.0 % used; not sent: the store's API is not configured, no consent"
+                ),
                 "\(requested)")
             try await expect(Credits(state: "subscribed", tier: "max", remaining: 4000, cycle: 3000, topUp: 1000), after: "a refund request")
             // The renewed period refunded: its credits go; the top-ups (bought with the upgraded period) stay, and the
@@ -126,6 +127,11 @@ struct DevWalkthroughTests {
             let refundUUID = try #require(
                 refunded.firstMatch(of: #/"notificationUUID" ?: ?"([0-9a-fA-F-]{36})"/#).map { String($0.1) }, "\(refunded)")
             try await expect(Credits(state: "free_with_credits", tier: "free", remaining: 1005, cycle: nil, topUp: 1000), after: "refund")
+            // A refund request after the refund: Apple signs the subscription as it stands (refunded), so it changes
+            // nothing — signing it afresh as active would give the period back.
+            try await simulate("refund-request", "--account", account)
+            try await expect(
+                Credits(state: "free_with_credits", tier: "free", remaining: 1005, cycle: nil, topUp: 1000), after: "a late refund request")
 
             // The README's holds: 50 held (today's 5, then 45 of the top-up), settled for 30 by its key, 20 back; a
             // hold nobody settles is given back at its expiry by a job on the dev clock.
@@ -173,7 +179,8 @@ struct DevWalkthroughTests {
             #expect(asked.contains("transaction \(packTransaction): not_configured"), "\(asked)")
             #expect(
                 asked.contains(
-                    "Storekeeper would answer DELIVERED · GRANT_PRORATED · 30.0 % — the policy's; not sent: the store's API is not configured"),
+                    "Storekeeper would answer DELIVERED · GRANT_PRORATED · 30.0 % — the policy's; not sent: the store's API is not configured, no consent"
+                ),
                 "\(asked)")
             // Apple signs what the pack cost (the catalogue's 1990 milliunits): the dev server's revenue counts it.
             var revenue = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/admin/analytics/revenue?product=credits.100&environment=sandbox")!)

@@ -5,7 +5,7 @@ import PostgresNIO
 
 /// What Storekeeper answers a refund request, read from the ledger as it stands: the share of the purchase used, the
 /// answer (the app's own if it recorded one, else the policy's) and, for Play's review, the spends. The one place the
-/// answer is worked out: ``ConsumptionAnswerJob`` sends it, ``RefundRequestQuery`` shows it while a request is open.
+/// answer is worked out: ``ConsumptionAnswerJob`` sends it, ``RefundRequestQuery`` shows it while a request can still be answered.
 struct RefundAnswerDraft: Sendable {
     var answer: ConsumptionAnswer
     var source: RefundAnswerPreview.Source

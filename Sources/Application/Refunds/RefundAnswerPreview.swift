@@ -11,7 +11,7 @@ public struct RefundAnswerPreview: Sendable, Equatable, Codable {
         case policy
     }
 
-    /// Why the answer would not be sent.
+    /// A reason the answer would not be sent.
     public enum Withheld: String, Sendable, Codable {
         /// The store's API was not configured when the request arrived (`storekeeper dev`): nothing is ever sent.
         case notConfigured = "not_configured"
@@ -19,7 +19,8 @@ public struct RefundAnswerPreview: Sendable, Equatable, Codable {
         case noConsent = "no_consent"
     }
 
-    /// The body the store would get (Apple's field names; Play's review is made from it).
+    /// The body the store would get (Apple's field names; Play's review is made from it), `customerConsented` as the
+    /// account's consent stands.
     public var answer: ConsumptionAnswer
     public var source: Source
     /// The share of the purchase's credits the ledger counts as used, in Apple's milliunits (100 000 is all of it);
@@ -27,16 +28,17 @@ public struct RefundAnswerPreview: Sendable, Equatable, Codable {
     public var consumptionPercentage: Int32?
     /// Whether the account consented to its data being sent.
     public var consented: Bool
-    /// Whether this answer goes to the store at `answerAt`; `notSent` says why not.
+    /// Whether this answer goes to the store at `answerAt`; `notSent` says every reason it would not.
     public var wouldSend: Bool
-    public var notSent: Withheld?
+    public var notSent: [Withheld]
 
-    public init(answer: ConsumptionAnswer, source: Source, consumptionPercentage: Int32?, consented: Bool, notSent: Withheld?) {
+    public init(answer: ConsumptionAnswer, source: Source, consumptionPercentage: Int32?, consented: Bool, notSent: [Withheld]) {
         self.answer = answer
+        self.answer.customerConsented = consented
         self.source = source
         self.consumptionPercentage = consumptionPercentage
         self.consented = consented
-        self.wouldSend = notSent == nil
+        self.wouldSend = notSent.isEmpty
         self.notSent = notSent
     }
 
@@ -48,11 +50,12 @@ public struct RefundAnswerPreview: Sendable, Equatable, Codable {
         } else {
             text += ", nothing credited"
         }
-        switch notSent {
-        case .notConfigured?: text += "; not sent: the store's API is not configured"
-        case .noConsent?: text += "; not sent: no consent"
-        case nil: break
+        let reasons = notSent.map {
+            switch $0 {
+            case .notConfigured: "the store's API is not configured"
+            case .noConsent: "no consent"
+            }
         }
-        return text
+        return reasons.isEmpty ? text : text + "; not sent: " + reasons.joined(separator: ", ")
     }
 }

@@ -51,7 +51,7 @@ public struct RefundRequestQuery: Sendable {
                 let draft = try await RefundAnswerDraft.read(for: request, credits: credits, policy: policy, on: connection)
                 listed[index].answerPreview = RefundAnswerPreview(
                     answer: draft.answer, source: draft.source, consumptionPercentage: draft.milliPercent, consented: consented,
-                    notSent: request.state == .notConfigured ? .notConfigured : consented ? nil : .noConsent)
+                    notSent: (request.state == .notConfigured ? [.notConfigured] : []) + (consented ? [] : [.noConsent]))
             }
             return listed
         }

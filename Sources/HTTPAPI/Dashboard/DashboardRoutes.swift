@@ -12,7 +12,8 @@ func addDashboardRoutes(
         .add(middleware: OperatorMiddleware(operators: admin.operators, basicRealm: "Storekeeper admin", audit: shared.audit, clock: shared.clock))
         .add(middleware: SameSiteWriteMiddleware(mediaTypes: "application/x-www-form-urlencoded", "application/json"))
     AdminDashboardController(
-        jobs: shared.jobs, records: shared.records, refundRequests: shared.refundRequests, accounts: shared.accounts, events: shared.events, grants: admin.grants,
+        jobs: shared.jobs, records: shared.records, refundRequests: shared.refundRequests, accounts: shared.accounts, events: shared.events,
+        grants: admin.grants,
         audit: shared.audit, search: admin.search, adjustments: admin.adjustments, appStore: admin.appStore, questions: questions,
         catalogue: shared.catalogue, acknowledgements: shared.googleAcknowledgements, clock: shared.clock
     ).addRoutes(to: dashboard)

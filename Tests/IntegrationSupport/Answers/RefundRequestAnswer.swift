@@ -36,7 +36,7 @@ struct RefundRequestAnswer: Decodable, Sendable {
         var consumptionPercentage: Int?
         var consented: Bool
         var wouldSend: Bool
-        var notSent: String?
+        var notSent: [String]
     }
 
     /// The consumption information for Apple (openapi `ConsumptionAnswer`).
