@@ -41,6 +41,14 @@ extension SimulateCommand {
                     "subscription \(subscriptionId) has no notification signed by `simulate` in this folder: `simulate subscribe --account \(accountId.uuidString.lowercased())` first"
                 )
             }
+            // Another account's subscription (`--original-transaction-id`) is refused before anything is signed: Apple's
+            // request names the buyer, and the answer would be listed there, not under --account.
+            let asked = accountId.uuidString.lowercased()
+            guard last.transaction.appAccountToken?.lowercased() == asked else {
+                throw CommandFailure(
+                    "subscription \(subscriptionId) was bought by \(last.transaction.appAccountToken.map { "account \($0)" } ?? "no account") here, not by \(asked)"
+                )
+            }
             let signedDate = max(now, (current.signedDate ?? 0) + 1)
             event = SimulatedEvent.consumptionRequest(
                 transaction: last.transaction, renewalInfo: last.renewalInfo, status: last.status, signedDate: signedDate)
@@ -68,7 +76,7 @@ extension SimulateCommand {
         }
         if let transaction {
             guard (1...32).contains(transaction.count), transaction.allSatisfy({ $0.isASCII && $0.isNumber }) else {
-                throw ValidationError("--transaction is the transaction `simulate buy` printed (digits)")
+                throw ValidationError("--transaction is the transaction `simulate buy` printed: 1–32 digits")
             }
             guard account == nil, product == nil, originalTransactionId == nil else {
                 throw ValidationError("refund-request --transaction takes no --account, --product or --original-transaction-id: they are the sale's")

@@ -246,6 +246,11 @@ struct DevWalkthroughTests {
             #expect(stripeMonthly.contains("price_basic_monthly is not an App Store subscription product"), "\(stripeMonthly)")
             let playMonthly = try await refused("upgrade", "--account", account, "--to", "pro/monthly")
             #expect(playMonthly.contains("pro/monthly is not an App Store subscription product"), "\(playMonthly)")
+            // Another account's subscription is refused before anything is signed.
+            let subscriptionId = try #require(subscribed.firstMatch(of: #/for subscription (\d+)/#).map { String($0.1) }, "\(subscribed)")
+            let someoneElses = try await refused(
+                "refund-request", "--account", UUID().uuidString, "--original-transaction-id", subscriptionId)
+            #expect(someoneElses.contains("was bought by account \(account) here, not by"), "\(someoneElses)")
             let unsold = try await refused("refund-request", "--transaction", "123")
             #expect(unsold.contains("transaction 123 was not sold by `simulate buy` in this folder"), "\(unsold)")
             let unlock = try #require(lifetime.firstMatch(of: #/transaction (\d+)/#).map { String($0.1) }, "\(lifetime)")

@@ -21,7 +21,7 @@ public struct HTTPDependencies: Sendable {
         public var jobKinds: [String] = []
         public var accounts: AccountStatusQuery
         public var records: AccountRecords
-        /// Accounts' refund requests, each open one with the answer Storekeeper would send (the API, the dashboard).
+        /// Accounts' refund requests, each one that can still be answered with what Storekeeper would send (the API, the dashboard).
         public var refundRequests: RefundRequestQuery
         /// Where every operator's change is appended (and the dashboard reads it back).
         public var audit: OperatorActions
