@@ -1,5 +1,6 @@
 import AppStoreServerAPI
 import Application
+import Entitlements
 import Foundation
 import GooglePlayAPI
 import HTTPAPI
@@ -215,7 +216,11 @@ public struct StorekeeperComponents: Sendable {
             subscriptions: SubscriptionStore(client: client, logger: logger),
             accounts: AccountStatusQuery(client: client, ledger: credits, cache: statusCache, replica: replica, logger: logger),
             records: AccountRecords(client: client, logger: logger),
-            refundRequests: RefundRequestQuery(client: client, credits: credits, policy: configuration.refundPolicy, logger: logger),
+            refundRequests: RefundRequestQuery(
+                client: client, credits: credits, policy: configuration.refundPolicy,
+                answering: Set(
+                    [serverAPI.map { _ in Store.appStore }, googlePlaySubscriptions.play.map { _ in Store.googlePlay }].compactMap { $0 }),
+                logger: logger),
             usage: SpendCredits(
                 client: client, ledger: credits, events: events, cache: statusCache, executor: databaseExecutor, logger: logger),
             claims: SubscriptionClaims(

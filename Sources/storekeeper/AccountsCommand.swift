@@ -60,7 +60,7 @@ struct AccountsCommand: AsyncParsableCommand {
                     archive: try await records.archive(ofAccount: account),
                     transfers: try await records.transfers(ofAccount: account),
                     ledger: try await records.ledger(ofAccount: account),
-                    refundRequests: try await RefundRequestQuery(client: client, credits: ledger, policy: policy, logger: logger)
+                    refundRequests: try await RefundRequestQuery(client: client, credits: ledger, policy: policy, answering: nil, logger: logger)
                         .requests(ofAccount: account, limit: 50, now: now))
             }
             if json { return try printJSON(report) }

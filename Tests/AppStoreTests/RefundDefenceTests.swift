@@ -280,6 +280,12 @@ struct RefundDefenceTests {
                 #expect(preview.notSent == ["not_configured", "no_consent"] && preview.answer.customerConsented == false)
                 #expect(preview.answer.refundPreference == "GRANT_FULL" && preview.answer.deliveryStatus == "DELIVERED")
                 #expect(preview.answer.consumptionPercentage == nil, "Apple takes no share for a subscription")
+                // A request left pending by a server that had the API (read by one that has not) is not sent either.
+                try await harness.client.query("UPDATE refund_requests SET state = 'pending' WHERE id = \(requestId)", logger: TestDatabase.logger)
+                let pending = try await client.getWithKey("/v1/accounts/\(account)/refund-requests").answer(RefundRequestListAnswer.self)
+                #expect(pending.refundRequests.first?.answerPreview?.notSent == ["not_configured", "no_consent"])
+                try await harness.client.query(
+                    "UPDATE refund_requests SET state = 'not_configured' WHERE id = \(requestId)", logger: TestDatabase.logger)
                 // One whose 12 hours are over would be answered by no one, even with the API: it shows none.
                 let late = UUID()
                 try await flow.post(Self.consumptionRequest(transaction, signedDate: signed - 13 * 3_600_000), notificationUUID: late)

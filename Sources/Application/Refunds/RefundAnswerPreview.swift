@@ -13,7 +13,8 @@ public struct RefundAnswerPreview: Sendable, Equatable, Codable {
 
     /// A reason the answer would not be sent.
     public enum Withheld: String, Sendable, Codable {
-        /// The store's API was not configured when the request arrived (`storekeeper dev`): nothing is ever sent.
+        /// The store's API was not configured when the request arrived (`storekeeper dev`), or is not now: nothing is
+        /// sent.
         case notConfigured = "not_configured"
         /// The account has not consented (`PUT /v1/accounts/{id}/consent`).
         case noConsent = "no_consent"

@@ -1,4 +1,5 @@
 import Credits
+import Entitlements
 import Foundation
 import Logging
 import Persistence
@@ -26,12 +27,15 @@ public struct RefundRequestQuery: Sendable {
     let client: PostgresClient
     let credits: CreditLedger
     let policy: RefundPolicy
+    /// The stores whose API this process answers through; nil when it does not know (an operator command).
+    let answering: Set<Store>?
     let requests: RefundRequests
 
-    public init(client: PostgresClient, credits: CreditLedger, policy: RefundPolicy, logger: Logger) {
+    public init(client: PostgresClient, credits: CreditLedger, policy: RefundPolicy, answering: Set<Store>?, logger: Logger) {
         self.client = client
         self.credits = credits
         self.policy = policy
+        self.answering = answering
         self.requests = RefundRequests(logger: logger)
     }
 
@@ -51,9 +55,15 @@ public struct RefundRequestQuery: Sendable {
                 let draft = try await RefundAnswerDraft.read(for: request, credits: credits, policy: policy, on: connection)
                 listed[index].answerPreview = RefundAnswerPreview(
                     answer: draft.answer, source: draft.source, consumptionPercentage: draft.milliPercent, consented: consented,
-                    notSent: (request.state == .notConfigured ? [.notConfigured] : []) + (consented ? [] : [.noConsent]))
+                    notSent: (unanswerable(request) ? [.notConfigured] : []) + (consented ? [] : [.noConsent]))
             }
             return listed
         }
+    }
+
+    /// Whether no store API will take the answer: none was configured when the request arrived, or the store's is not
+    /// now (a pending request then waits out its deadline, or its job records `rejected`).
+    private func unanswerable(_ request: RefundRequests.Request) -> Bool {
+        request.state == .notConfigured || answering.map { !$0.contains(request.store) } == true
     }
 }
