@@ -75,7 +75,7 @@ extension SimulateCommand {
             throw ValidationError("refund-request takes --transaction ID (a pack) or --account UUID (a subscription's period), nothing else")
         }
         if let transaction {
-            guard (1...32).contains(transaction.count), transaction.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+            guard Self.isAppleId(transaction) else {
                 throw ValidationError("--transaction is the transaction `simulate buy` printed: 1–32 digits")
             }
             guard account == nil, product == nil, originalTransactionId == nil else {
@@ -87,5 +87,10 @@ extension SimulateCommand {
             }
             if product != nil { throw ValidationError("refund-request is about the period in force: its product is the subscription's") }
         }
+    }
+
+    /// Whether `text` is shaped as Apple's transaction ids are: 1–32 ASCII digits (they also name the history's files).
+    static func isAppleId(_ text: String) -> Bool {
+        (1...32).contains(text.count) && text.allSatisfy { $0.isASCII && $0.isNumber }
     }
 }

@@ -88,9 +88,7 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         if let account, UUID(uuidString: account) == nil { throw ValidationError("--account must be a UUID, got \"\(account)\"") }
         // Apple's ids are digits; this one also names a file of the history.
-        if let originalTransactionId,
-            !(1...32).contains(originalTransactionId.count) || !originalTransactionId.allSatisfy({ $0.isASCII && $0.isNumber })
-        {
+        if let originalTransactionId, !Self.isAppleId(originalTransactionId) {
             throw ValidationError("--original-transaction-id is Apple's, 1–32 digits")
         }
         if scenario == "refund-request" { return try validateRefundRequest() }
