@@ -17,7 +17,8 @@ struct ClawBackAfterTransferTests {
 
     /// The ledger as read for the subscription once `owner` owns it: the subscription's buckets and the owner's, with
     /// their rows (sql/0016), and, when `noting`, what `CreditLedger.noteTakenElsewhere` finds: on the former owner's
-    /// top-ups, the take-backs of the periods with a prorated refund that were not reversed.
+    /// top-ups, the take-backs of the periods with a prorated refund, now or once, that were not reversed, and their
+    /// claims' rows.
     static func read(_ ledger: LedgerSnapshot, owner: AccountID, derivation: Lifecycle.Derivation, noting: Bool) -> LedgerSnapshot {
         let buckets = ledger.buckets.values.filter { $0.originalTransactionId == Base.subscription || $0.accountId == owner }
         let keys = Set(buckets.map(\.key))
@@ -26,7 +27,8 @@ struct ClawBackAfterTransferTests {
         let prefixes = SubscriptionCredits.clawBackPrefixes(of: derivation)
         let found = ledger.entries.filter { entry in
             ledger.buckets[entry.bucket].map { $0.kind == .topUp && $0.accountId == Base.account } == true
-                && prefixes.contains { entry.operationKey.hasPrefix($0) } && !ledger.isPosted("reversed:\(entry.operationKey)")
+                && prefixes.contains { entry.operationKey.hasPrefix($0) || entry.operationKey.hasPrefix("claim:" + $0) }
+                && !ledger.isPosted("reversed:\(entry.operationKey)")
         }
         read.noteTakenElsewhere(found.map { .init(entry: $0, meter: ledger.buckets[$0.bucket]!.meter) })
         return read

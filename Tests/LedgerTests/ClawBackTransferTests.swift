@@ -86,4 +86,62 @@ struct ClawBackTransferTests {
             }
         }
     }
+
+    @Test(
+        "the same claw-back (the window's 200 and 300 of the first owner's top-up of 400), the subscription claimed by another account, then Apple reverses the refund: the first owner's top-up is 400 again, the window 200, the new owner keeps its 300, and replay finds no difference"
+    )
+    func reversedAfterTheMove() async throws {
+        var environment = CreditHoldTests.environment
+        environment["STOREKEEPER_TRANSFER_POLICY"] = "transfer"
+        try await StorekeeperHarness.run(environment: environment) { harness in
+            try await harness.withHTTP { client in
+                let first = UUID()
+                let second = UUID()
+                let (firstId, secondId) = (first.uuidString.lowercased(), second.uuidString.lowercased())
+                var flow = LifecycleFlow(harness: harness, client: client, account: first)
+                let otid = flow.originalTransactionId
+                func balance(_ bucket: String) async throws -> Int64 {
+                    let rows = try await harness.client.query(
+                        "SELECT coalesce(sum(delta), 0)::bigint FROM credit_ledger WHERE bucket = \(bucket)", logger: TestDatabase.logger)
+                    for try await sum in rows.decode(Int64.self) { return sum }
+                    return 0
+                }
+                let window = "cycle:\(otid).1:w0:ai_requests"
+                let (lastMonth, thisMonth) = try await flow.sendLastAndThisMonth(now: Int64(Date().timeIntervalSince1970 * 1000))
+                let daily = try #require(try await CreditHoldTests.remaining(client, firstId, "ai_requests")) - 1_000
+                try await CreditHoldTests.topUp(client, firstId, "ai_requests", 400)
+                #expect(try await client.spend(first, amount: 800 + daily, key: "work").status == .ok)
+                let refunded = try #require(lastMonth.transaction)
+                try await flow.sendProratedRefund(of: refunded)
+                #expect(try await balance("topup:\(firstId):ai_requests") == 100)
+                #expect(try await balance(window) == 0)
+
+                try await CreditHoldTests.topUp(client, secondId, "ai_requests", 300)
+                var claim = try #require(thisMonth.transaction)
+                claim.appAccountToken = nil
+                claim.signedDate = Int64(Date().timeIntervalSince1970 * 1000)
+                let claimed = try await client.postTransaction(try harness.signer.signer.sign(claim), account: second)
+                #expect(claimed.status == .ok, "\(String(buffer: claimed.body))")
+                #expect(try await flow.detailAnswer().accountId == secondId)
+
+                let firstBefore = try #require(try await CreditHoldTests.remaining(client, firstId, "ai_requests"))
+                // Apple reverses the refund: what the claw-back took goes back where it came from — the window's 200 to
+                // the window (the new owner's now), the 300 to the first owner's top-up, though the subscription's
+                // ledger no longer holds it.
+                try await flow.sendProratedRefund(of: refunded, reversed: true)
+                #expect(try await flow.detailAnswer().accountId == secondId)
+                #expect(try await balance("topup:\(firstId):ai_requests") == 400, "the first owner's top-up")
+                #expect(try await balance(window) == 200)
+                #expect(try await balance("topup:\(secondId):ai_requests") == 300)
+                // Its status, read (and cached) before the reversal, shows the 300 back.
+                let remaining = try #require(try await CreditHoldTests.remaining(client, firstId, "ai_requests"))
+                #expect(remaining == firstBefore + 300, "the first owner's status: \(remaining), before \(firstBefore)")
+                #expect(
+                    try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'reversed:clawback:%'") == 2)
+                let (status, output) = try await TestProcess.run(
+                    "storekeeper", ["replay", "--all"], environment: ["DATABASE_URL": harness.databaseURL.urlString])
+                #expect(status == 0 && !output.contains("differs"), "replay: \(output)")
+            }
+        }
+    }
 }

@@ -16,9 +16,12 @@ public enum CreditClaims {
     public static func isClaim(_ operationKey: String) -> Bool { operationKey.hasPrefix("claim:") }
 
     /// The rows of the take-back `takeKey`: its own, its claim's and the claim's payments'.
-    public static func rows(of takeKey: String, in ledger: LedgerSnapshot) -> [LedgerEntry] {
+    public static func rows(of takeKey: String, in ledger: LedgerSnapshot) -> [LedgerEntry] { rows(of: takeKey, in: ledger.entries) }
+
+    /// The rows of the take-back `takeKey` among `entries`.
+    static func rows(of takeKey: String, in entries: [LedgerEntry]) -> [LedgerEntry] {
         let claim = key(of: takeKey)
-        return ledger.entries.filter { $0.operationKey == takeKey || $0.operationKey == claim || $0.operationKey.hasPrefix(claim + ":paid:") }
+        return entries.filter { $0.operationKey == takeKey || $0.operationKey == claim || $0.operationKey.hasPrefix(claim + ":paid:") }
     }
 
     /// What the claims on `bucket` still wait for: its claim rows less their payments, less both of a claim whose

@@ -6,8 +6,9 @@ import Subscriptions
 public struct LedgerSnapshot: Sendable, Equatable {
     public private(set) var buckets: [String: CreditBucket] = [:]
     public private(set) var entries: [LedgerEntry] = []
-    /// Take-backs of the subscription's refunds posted to buckets the snapshot does not hold: a previous owner's
-    /// top-ups, which the ledger of a subscription that changed hands no longer reads (``noteTakenElsewhere(_:)``).
+    /// Take-backs of the subscription's refunds posted to buckets the snapshot does not hold, with their claims' rows: a
+    /// previous owner's top-ups, which the ledger of a subscription that changed hands no longer reads
+    /// (``noteTakenElsewhere(_:)``).
     public private(set) var takenElsewhere: [TakenElsewhere] = []
     private var postedKeys = Set<String>()
     private var balances: [String: Int64] = [:]

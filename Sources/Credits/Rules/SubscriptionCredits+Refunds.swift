@@ -188,7 +188,11 @@ extension SubscriptionCredits.Plan {
                     && !ledger.isPosted("reversed:" + entry.operationKey)
             }
             let takenElsewhere = ledger.takenElsewhere
-                .filter { SubscriptionCredits.isClawBackTake($0.entry, of: period) && $0.meter == meter }.map(\.entry)
+                .filter {
+                    SubscriptionCredits.isClawBackTake($0.entry, of: period) && $0.meter == meter
+                        && !ledger.isPosted("reversed:" + $0.entry.operationKey)
+                }
+                .map(\.entry)
             let taken = (takenHere + takenElsewhere).reduce(0) { $0 - $1.delta }
             var due = Proration.clawback(granted: amount, milliPercent: milliPercent) - taken
             let targets: [(bucket: CreditBucket, key: String)] = ledger.liveBuckets(account: account, cycleOf: [subscription], meter: meter, at: now)
@@ -265,7 +269,18 @@ extension SubscriptionCredits.Plan {
         }
         // A take-back (a carry-over's, a claw-back's) may have a claim, and payments of it: every row is undone
         // (CreditClaims).
-        for row in removals.flatMap({ CreditClaims.rows(of: $0.operationKey, in: ledger) }) {
+        var rows = removals.flatMap { CreditClaims.rows(of: $0.operationKey, in: ledger) }
+        // What the period's claw-backs took from a former owner's top-ups (noted from outside the snapshot) goes back
+        // too once no claw-back of the period stands: reversed, or now a removal of all that is left, as the take
+        // would were the subscription still that owner's. While one stands at another date it counts as taken
+        // (``clawBack(_:of:buckets:stamp:)``): the new owner is not clawed back for it.
+        if !(standing?.hasPrefix("clawback:") ?? false) {
+            let elsewhere = ledger.takenElsewhere.map(\.entry)
+            for take in elsewhere where SubscriptionCredits.isClawBackTake(take, of: period) {
+                rows += CreditClaims.rows(of: take.operationKey, in: elsewhere)
+            }
+        }
+        for row in rows {
             add(
                 .post(
                     LedgerEntry(operationKey: "reversed:\(row.operationKey)", bucket: row.bucket, delta: -row.delta, reason: "refund reversed"),

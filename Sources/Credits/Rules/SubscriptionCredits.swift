@@ -35,10 +35,11 @@ public enum SubscriptionCredits {
     static func clawBackPrefix(stamp: String) -> String { "clawback:\(stamp):" }
 
     /// What the take-backs of claw-backs of `derivation`'s periods begin with, whatever the refund's date
-    /// (`clawback:<period>:`): one per period with a prorated refund, none without. A subscription that changed hands
-    /// looks up with them what its claw-backs took from former owners' top-ups (`CreditLedger.noteTakenElsewhere`).
+    /// (`clawback:<period>:`): one per period with a prorated refund, now or once (reversed or refunded in full since,
+    /// when its takes go back), none without. A subscription that changed hands looks up with them what its claw-backs
+    /// took from former owners' top-ups (`CreditLedger.noteTakenElsewhere`).
     public static func clawBackPrefixes(of derivation: Lifecycle.Derivation) -> [String] {
-        derivation.periods.filter { $0.revocation?.prorated != nil }.map(clawBackPeriodPrefix(of:))
+        derivation.periods.filter { $0.revocation?.prorated != nil || $0.hadProratedRefund }.map(clawBackPeriodPrefix(of:))
     }
 
     /// What the take-backs of `period`'s claw-backs begin with, whatever the refund's date.

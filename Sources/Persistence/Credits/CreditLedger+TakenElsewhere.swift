@@ -7,9 +7,10 @@ extension CreditLedger {
     /// Notes in `ledger` what claw-backs (prorated refunds) of `derivation`'s periods took from the top-ups of accounts
     /// that owned the subscription before, not given back since: the ledger read for a subscription holds its own
     /// buckets and its owner's, so once it changed hands those take-backs are out of sight, and the rules would claw
-    /// back again from the new owner (``SubscriptionCredits``, docs/credits.md). Without a prorated refund it reads
-    /// nothing, which is nearly every apply; with one (for as long as the subscription lives), one statement: the former
-    /// owners' top-ups, and on them each take-back of those periods not reversed, whatever its refund's date.
+    /// back again from the new owner, and could not give them back when the refund is reversed (``SubscriptionCredits``,
+    /// docs/credits.md). Without a prorated refund, now or once, it reads nothing, which is nearly every apply; with one
+    /// (for as long as the subscription lives), one statement: the former owners' top-ups, and on them each take-back of
+    /// those periods not reversed, whatever its refund's date, with its claim's rows.
     ///
     /// - Parameter storedOwner: the owner stored before this derivation: when it changes hands now, the move is not in
     ///   `account_transfers` yet (it is recorded after the rules ran).
@@ -19,9 +20,10 @@ extension CreditLedger {
         let prefixes = SubscriptionCredits.clawBackPrefixes(of: derivation)
         guard !prefixes.isEmpty else { return }
         // One statement, so an erasure of a former owner (which renames its buckets, its rows' keys and the transfers)
-        // is seen whole or not at all. `LIKE 'clawback:%'` lets the ledger's take-back index (sql/0037) serve it. The
-        // prefixes may also begin another period's keys (`<period>:…`): the rules count only a key that is exactly a
-        // take of the period from its bucket (SubscriptionCredits.isClawBackTake).
+        // is seen whole or not at all. The `LIKE`s let the ledger's take-back and claim indexes (sql/0037, 0038)
+        // serve it: the takes, and their claims' rows, which a reversal gives back with them. The prefixes may also
+        // begin another period's keys (`<period>:…`): the rules count only a key that is exactly a take of the period
+        // from its bucket (SubscriptionCredits.isClawBackTake), and its claim's rows.
         let rows = try await connection.query(
             """
             SELECT l.operation_key, l.bucket, l.delta, l.reason, b.meter
@@ -31,8 +33,10 @@ extension CreditLedger {
                   SELECT t.from_account FROM account_transfers t WHERE t.original_transaction_id = \(derivation.state.originalTransactionId)
                   UNION ALL SELECT \(storedOwner?.text))
               AND b.account_id IS DISTINCT FROM \(derivation.state.accountId?.text)
-              AND l.operation_key LIKE 'clawback:%'
-              AND EXISTS (SELECT 1 FROM unnest(\(prefixes)::text[]) AS p (prefix) WHERE starts_with(l.operation_key, p.prefix))
+              AND (l.operation_key LIKE 'clawback:%' OR l.operation_key LIKE 'claim:clawback:%')
+              AND EXISTS (
+                  SELECT 1 FROM unnest(\(prefixes)::text[]) AS p (prefix)
+                  WHERE starts_with(l.operation_key, p.prefix) OR starts_with(l.operation_key, 'claim:' || p.prefix))
               AND NOT EXISTS (SELECT 1 FROM credit_ledger r WHERE r.operation_key = 'reversed:' || l.operation_key)
             """,
             logger: logger)

@@ -41,6 +41,9 @@ public struct PaidPeriod: Equatable, Sendable {
     /// The ``key`` of the period of another product this one replaced mid-way without being above it (a store that
     /// changes plans at once, downgrades too: Play): its first window gives at most what the replaced window had left.
     public var downgradedFrom: String? = nil
+    /// A signed version of the period carried a prorated refund, perhaps reversed or refunded in full since
+    /// (``SubscriptionFacts/proratedRefunds``): its claw-backs may have taken credits that a derivation gives back.
+    public var hadProratedRefund = false
 
     /// A refund or revocation of the period.
     public struct Revocation: Hashable, Sendable {
@@ -62,9 +65,12 @@ public struct PaidPeriod: Equatable, Sendable {
         public var milliPercent: Int32?
 
         /// The share taken back for credits: a prorated refund's percentage, everything otherwise.
-        public var prorated: Int32? {
-            guard type == "REFUND_PRORATED", let milliPercent, milliPercent < 100_000 else { return nil }
-            return milliPercent
+        public var prorated: Int32? { Self.isProrated(type: type, milliPercent: milliPercent) ? milliPercent : nil }
+
+        /// Whether a refund of `type` at `milliPercent` takes back a share of the credits, not all of them.
+        public static func isProrated(type: String?, milliPercent: Int32?) -> Bool {
+            guard type == "REFUND_PRORATED", let milliPercent else { return false }
+            return milliPercent < 100_000
         }
     }
 
@@ -111,6 +117,7 @@ public struct PaidPeriod: Equatable, Sendable {
                 period.appAccountToken =
                     period.appAccountToken
                     ?? period.transactionIds.compactMap { facts.accountTokens[$0] }.max { $0.position < $1.position }?.value
+                period.hadProratedRefund = period.transactionIds.contains(where: facts.proratedRefunds.contains)
                 return period
             }
         }

@@ -20,6 +20,10 @@ public struct SubscriptionFacts: Sendable, Equatable {
     public private(set) var reports: [String: Report] = [:]
     /// Accounts that posted a transaction, by event id.
     public private(set) var claims: [String: Claim] = [:]
+    /// The transactions of which some signed version carried a prorated refund (``PaidPeriod/Revocation/prorated``),
+    /// whatever their newest says: once reversed or refunded in full, the refund's claw-backs are given back, also
+    /// what they took from a former owner's top-ups, which only this says to look for (``PaidPeriod/hadProratedRefund``).
+    public private(set) var proratedRefunds: Set<String> = []
     /// The newest event of any kind.
     public private(set) var newestEvent: EventPosition?
     public private(set) var environment: AppStoreEnvironment = .unknown
@@ -72,6 +76,11 @@ public struct SubscriptionFacts: Sendable, Equatable {
         let transactionPosition = EventPosition(signedDate: transaction.signedDate ?? event.signedDate, eventId: event.id)
         if transactions[transaction.transactionId].map({ $0.position < transactionPosition }) ?? true {
             transactions[transaction.transactionId] = Signed(value: transaction, position: transactionPosition)
+        }
+        if transaction.revocationDate != nil,
+            PaidPeriod.Revocation.isProrated(type: transaction.revocationType, milliPercent: transaction.revocationPercentage)
+        {
+            proratedRefunds.insert(transaction.transactionId)
         }
         if let token = transaction.appAccountToken,
             accountTokens[transaction.transactionId].map({ $0.position < transactionPosition }) ?? true
