@@ -8,7 +8,7 @@ import Testing
 /// claimed by another account: the new owner's credits are not clawed back again, also when Apple signs the refund
 /// again at another date. The ledger a derivation reads holds the subscription's buckets and its owner's, so after the
 /// move the first owner's take-backs are out of sight unless looked up (`CreditLedger.noteTakenElsewhere` on
-/// PostgreSQL: the former owners' top-ups, their take-backs of the period not reversed; ``LedgerSnapshot/noteTakenElsewhere(_:)``).
+/// PostgreSQL: the former owners' top-ups, their take-backs of the period; ``LedgerSnapshot/noteTakenElsewhere(_:)``).
 /// Expectations worked by hand from what each customer had.
 @Suite("Claw-backs: a subscription that changed hands is not clawed back again from its new owner")
 struct ClawBackAfterTransferTests {
@@ -17,8 +17,8 @@ struct ClawBackAfterTransferTests {
 
     /// The ledger as read for the subscription once `owner` owns it: the subscription's buckets and the owner's, with
     /// their rows (sql/0016), and, when `noting`, what `CreditLedger.noteTakenElsewhere` finds: on the former owner's
-    /// top-ups, the take-backs of the periods with a prorated refund, now or once, that were not reversed, and their
-    /// claims' rows.
+    /// top-ups, the take-backs of the periods with a prorated refund, now or once, and their claims' rows, each marked
+    /// when it was reversed.
     static func read(_ ledger: LedgerSnapshot, owner: AccountID, derivation: Lifecycle.Derivation, noting: Bool) -> LedgerSnapshot {
         let buckets = ledger.buckets.values.filter { $0.originalTransactionId == Base.subscription || $0.accountId == owner }
         let keys = Set(buckets.map(\.key))
@@ -28,9 +28,9 @@ struct ClawBackAfterTransferTests {
         let found = ledger.entries.filter { entry in
             ledger.buckets[entry.bucket].map { $0.kind == .topUp && $0.accountId == Base.account } == true
                 && prefixes.contains { entry.operationKey.hasPrefix($0) || entry.operationKey.hasPrefix("claim:" + $0) }
-                && !ledger.isPosted("reversed:\(entry.operationKey)")
         }
-        read.noteTakenElsewhere(found.map { .init(entry: $0, meter: ledger.buckets[$0.bucket]!.meter) })
+        read.noteTakenElsewhere(
+            found.map { .init(entry: $0, meter: ledger.buckets[$0.bucket]!.meter, reversed: ledger.isPosted("reversed:\($0.operationKey)")) })
         return read
     }
 

@@ -122,8 +122,9 @@ struct ClawBackClaimsTests {
 
         /// The hold's end as its group writes it (CreditHold.endEntries), its credits back to their buckets (open,
         /// as sql/0057 reads a claw-back's window), paying first the claims made since its first debit.
-        mutating func end(_ id: String, _ debits: [HoldSettlement.Debit], charge: Int64) {
-            let claims = claimsByBucket(of: debits, after: "hold:\(id):0")
+        /// With `claims`, those are paid (read earlier: a hold's group that read them before a change it did not wait for).
+        mutating func end(_ id: String, _ debits: [HoldSettlement.Debit], charge: Int64, claims read: [String: [HoldSettlement.Claim]]? = nil) {
+            let claims = read ?? claimsByBucket(of: debits, after: "hold:\(id):0")
             let outcome = HoldSettlement.settle(debits, charge: charge, destination: { $0 }, claims: { claims[$0] ?? [] })!
             let hold = CreditHold(
                 id: UUID(), account: ClawBackClaimsTests.account, idempotencyKey: id, meter: "ai", amount: debits.reduce(0) { $0 + $1.amount },

@@ -17,7 +17,7 @@ struct ClawBackReversedAfterTransferTests {
     typealias Moved = ClawBackAfterTransferTests
 
     @Test(
-        "window 10, the first owner's top-up 0–6, 0–16 spent, 0–4 held, last month refunded at 10/50/90 %, the hold released before the move or after, claimed by another account with 3, then the refund reversed or made full: each bucket as if nothing had been clawed back, and a second derivation posts nothing"
+        "window 10, the first owner's top-up 0–6, 0–16 spent, 0–4 held, last month refunded at 10/50/90 %, the hold released before the move, after the reversal or racing it, claimed by another account with 3, then the refund reversed or made full: each bucket as if nothing had been clawed back, and a second derivation posts nothing"
     )
     func reversedAfterTheMove() throws {
         var cases = 0
@@ -27,14 +27,14 @@ struct ClawBackReversedAfterTransferTests {
             for spent in Int64(0)...(10 + extra) {
                 for held in Int64(0)...min(4, 10 + extra - spent) {
                     for percentage: Int32 in [10_000, 50_000, 90_000] {
-                        for releasedBeforeTheMove in [true, false] {
+                        for release in Release.allCases {
                             for full in [false, true] {
                                 cases += 1
                                 let label =
-                                    "top-up \(extra), spent \(spent), held \(held), \(percentage / 1000) %, released \(releasedBeforeTheMove ? "before" : "after"), \(full ? "full" : "reversed")"
+                                    "top-up \(extra), spent \(spent), held \(held), \(percentage / 1000) %, released \(release), \(full ? "full" : "reversed")"
                                 try check(
-                                    extra: extra, spent: spent, held: held, percentage: percentage, releasedBeforeTheMove: releasedBeforeTheMove,
-                                    full: full, label: label, fromTopUp: &fromTopUp, claimedOnTopUp: &claimedOnTopUp)
+                                    extra: extra, spent: spent, held: held, percentage: percentage, release: release, full: full, label: label,
+                                    fromTopUp: &fromTopUp, claimedOnTopUp: &claimedOnTopUp)
                             }
                         }
                     }
@@ -42,12 +42,17 @@ struct ClawBackReversedAfterTransferTests {
             }
         }
         #expect(
-            cases == 5_040 && fromTopUp > 2_000 && claimedOnTopUp > 500,
+            cases == 7_560 && fromTopUp > 2_000 && claimedOnTopUp > 500,
             "\(cases) cases, \(fromTopUp) took from the top-up, \(claimedOnTopUp) claimed there")
     }
 
+    /// When the hold ends: before the move, after the reversal, or racing it — its group read the claims on the first
+    /// owner's top-up before the reversal committed and wrote the payments after (the reversal's apply holds the new
+    /// owner's lock, the hold's end the first owner's), so the next derivation of the subscription gives them back.
+    enum Release: CaseIterable { case beforeTheMove, afterTheReversal, racingTheReversal }
+
     private func check(
-        extra: Int64, spent: Int64, held: Int64, percentage: Int32, releasedBeforeTheMove: Bool, full: Bool, label: String,
+        extra: Int64, spent: Int64, held: Int64, percentage: Int32, release: Release, full: Bool, label: String,
         fromTopUp: inout Int, claimedOnTopUp: inout Int
     ) throws {
         var (world, renewedAt) = Base.World.renewed()
@@ -67,14 +72,15 @@ struct ClawBackReversedAfterTransferTests {
         if world.ledger.entries.contains(where: { $0.bucket == Base.topUp && $0.operationKey.hasPrefix("claim:clawback:") }) {
             claimedOnTopUp += 1
         }
-        if releasedBeforeTheMove, held > 0 { world.end("h", hold, charge: 0) }
+        if release == .beforeTheMove, held > 0 { world.end("h", hold, charge: 0) }
 
         // Claimed by the new owner; then Apple's reversal of the refund (last month signed again without its
         // revocation) or its full refund, both derived as the new owner's, reading the first owner's top-up only
         // through the look-up.
         var claim = Base.period(1, signed: renewedAt).transaction
         claim.signedDate = refund.signedDate + Base.day
-        try deliverAsTheNewOwner(try #require(SubscriptionEvent(claimOf: claim, by: Moved.newOwner)), to: &world, label: label)
+        let claimed: SubscriptionEvent = try #require(SubscriptionEvent(claimOf: claim, by: Moved.newOwner))
+        try deliverAsTheNewOwner(claimed, to: &world, label: label)
         var again = Base.period(0, signed: refund.signedDate + 2 * Base.day)
         if full {
             again.notificationType = "REFUND"
@@ -84,8 +90,13 @@ struct ClawBackReversedAfterTransferTests {
         } else {
             again.notificationType = "REFUND_REVERSED"
         }
+        let claimsRead = world.claimsByBucket(of: hold, after: "hold:h:0")
         try deliverAsTheNewOwner(again, to: &world, label: label)
-        if !releasedBeforeTheMove, held > 0 { world.end("h", hold, charge: 0) }
+        if release != .beforeTheMove, held > 0 { world.end("h", hold, charge: 0, claims: release == .racingTheReversal ? claimsRead : nil) }
+        if release == .racingTheReversal {
+            // The subscription's next apply (a renewal, `replay`).
+            try deliverAsTheNewOwner(nil, to: &world, now: Base.date(again.signedDate), label: label)
+        }
 
         #expect(world.ledger.balance(of: Base.topUp) == topUp, "\(label): the first owner's top-up")
         #expect(world.ledger.balance(of: windowKey) == window, "\(label): the window, the new owner's now")
@@ -96,14 +107,15 @@ struct ClawBackReversedAfterTransferTests {
         #expect(once.isEmpty, "\(label): a second derivation posts \(once)")
     }
 
-    /// Merges `event` and posts what its derivation owes to the world, the ledger read as the new owner's
+    /// Merges `event` (none: derives again) and posts what its derivation owes to the world, the ledger read as the new owner's
     /// (``ClawBackAfterTransferTests/read(_:owner:derivation:noting:)``).
-    private func deliverAsTheNewOwner(_ event: SubscriptionEvent, to world: inout Base.World, label: String) throws {
-        world.facts.merge(event)
+    private func deliverAsTheNewOwner(_ event: SubscriptionEvent?, to world: inout Base.World, now: Date? = nil, label: String) throws {
+        if let event { world.facts.merge(event) }
         let derivation = try #require(world.derivation)
         #expect(derivation.state.accountId == Moved.newOwner, "\(label)")
         let read = Moved.read(world.ledger, owner: Moved.newOwner, derivation: derivation, noting: true)
-        for operation in SubscriptionCredits.operationsDue(derivation, catalogue: Base.catalogue, ledger: read, now: Base.date(event.signedDate)) {
+        let now = try #require(now ?? event.map { Base.date($0.signedDate) })
+        for operation in SubscriptionCredits.operationsDue(derivation, catalogue: Base.catalogue, ledger: read, now: now) {
             world.ledger.apply(operation)
         }
     }

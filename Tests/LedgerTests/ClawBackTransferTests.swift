@@ -88,7 +88,7 @@ struct ClawBackTransferTests {
     }
 
     @Test(
-        "the same claw-back (the window's 200 and 300 of the first owner's top-up of 400), the subscription claimed by another account, then Apple reverses the refund: the first owner's top-up is 400 again, the window 200, the new owner keeps its 300, and replay finds no difference"
+        "the first owner spent 800 and held 300 (the window's 200, the top-up's 100), last month refunded at 50 % took the top-up's 300 and claimed 100 more there, the hold released paid the claims, another account claimed the subscription, then Apple reverses the refund: the first owner's top-up is 400 again, the window 200, the new owner keeps its 300, and replay finds no difference"
     )
     func reversedAfterTheMove() async throws {
         var environment = CreditHoldTests.environment
@@ -111,10 +111,22 @@ struct ClawBackTransferTests {
                 let daily = try #require(try await CreditHoldTests.remaining(client, firstId, "ai_requests")) - 1_000
                 try await CreditHoldTests.topUp(client, firstId, "ai_requests", 400)
                 #expect(try await client.spend(first, amount: 800 + daily, key: "work").status == .ok)
+                let hold = try await CreditHoldTests.hold(client, firstId, "ai_requests", 300, key: "generation")
+                #expect(hold.status == .created, "\(String(buffer: hold.body))")
+                let holdId =
+                    try #require(try JSONSerialization.jsonObject(with: Data(String(buffer: hold.body).utf8)) as? [String: Any])["id"] as? String
+                // 500 owed: the top-up's 300 there, then of the held credits, from the last bucket back, 100 claimed on
+                // the top-up and 100 on the window; the hold's release pays both claims first.
                 let refunded = try #require(lastMonth.transaction)
                 try await flow.sendProratedRefund(of: refunded)
-                #expect(try await balance("topup:\(firstId):ai_requests") == 100)
-                #expect(try await balance(window) == 0)
+                #expect(try await balance("topup:\(firstId):ai_requests") == 0)
+                #expect(
+                    try await harness.count(
+                        "SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'claim:clawback:%' AND bucket = 'topup:\(firstId):ai_requests' AND delta = 100"
+                    ) == 1)
+                #expect(try await CreditHoldTests.end(client, hold: try #require(holdId), charge: 0).status == .ok)
+                #expect(try await balance("topup:\(firstId):ai_requests") == 0)
+                #expect(try await balance(window) == 100)
 
                 try await CreditHoldTests.topUp(client, secondId, "ai_requests", 300)
                 var claim = try #require(thisMonth.transaction)
@@ -125,19 +137,23 @@ struct ClawBackTransferTests {
                 #expect(try await flow.detailAnswer().accountId == secondId)
 
                 let firstBefore = try #require(try await CreditHoldTests.remaining(client, firstId, "ai_requests"))
-                // Apple reverses the refund: what the claw-back took goes back where it came from — the window's 200 to
-                // the window (the new owner's now), the 300 to the first owner's top-up, though the subscription's
-                // ledger no longer holds it.
+                // Apple reverses the refund: what the claw-back took goes back where it came from — to the window (the
+                // new owner's now) and to the first owner's top-up, with the claims and their payments, though the
+                // subscription's ledger no longer holds that top-up.
                 try await flow.sendProratedRefund(of: refunded, reversed: true)
                 #expect(try await flow.detailAnswer().accountId == secondId)
                 #expect(try await balance("topup:\(firstId):ai_requests") == 400, "the first owner's top-up")
                 #expect(try await balance(window) == 200)
                 #expect(try await balance("topup:\(secondId):ai_requests") == 300)
-                // Its status, read (and cached) before the reversal, shows the 300 back.
+                // Its status, read (and cached) before the reversal, shows the 400 back.
                 let remaining = try #require(try await CreditHoldTests.remaining(client, firstId, "ai_requests"))
-                #expect(remaining == firstBefore + 300, "the first owner's status: \(remaining), before \(firstBefore)")
+                #expect(remaining == firstBefore + 400, "the first owner's status: \(remaining), before \(firstBefore)")
                 #expect(
                     try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'reversed:clawback:%'") == 2)
+                #expect(
+                    try await harness.count(
+                        "SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'reversed:claim:clawback:%' AND bucket = 'topup:\(firstId):ai_requests'"
+                    ) == 2, "the claim and its payment, given back")
                 let (status, output) = try await TestProcess.run(
                     "storekeeper", ["replay", "--all"], environment: ["DATABASE_URL": harness.databaseURL.urlString])
                 #expect(status == 0 && !output.contains("differs"), "replay: \(output)")

@@ -99,6 +99,16 @@ struct StatusAfterApplyTests {
         let next = Self.cycle("cycle:s-1:p2", from: 29 * Self.day, to: 59 * Self.day)
         let own2: [LedgerOperation] = [.post(LedgerEntry(operationKey: "g2", bucket: next.key, delta: 5, reason: "grant"), opening: next)]
         #expect(CreditLedger.StatusInputs.canFollow(own2, of: "s-1", in: ledger, at: Self.now))
+        // A row to that bucket without its opening, later in the same apply (a refund's removal of a period granted in
+        // the same pass), is known too; a row to a bucket neither held nor opened — a former owner's top-up, given back
+        // a claw-back's take — is not, and its posts are not deferred as this owner's.
+        let removal = LedgerOperation.post(LedgerEntry(operationKey: "refund:1:g2", bucket: next.key, delta: -5, reason: "refund"), opening: nil)
+        #expect(CreditLedger.StatusInputs.canFollow(own2 + [removal], of: "s-1", in: ledger, at: Self.now))
+        let givenBack = LedgerOperation.post(
+            LedgerEntry(operationKey: "reversed:clawback:p0:1:topup:former:ai", bucket: "topup:former:ai", delta: 3, reason: "refund reversed"),
+            opening: nil)
+        #expect(!CreditLedger.StatusInputs.canFollow([givenBack], of: "s-1", in: ledger, at: Self.now))
+        #expect(!CreditLedger.StatusInputs.canFollow(own2 + [givenBack], of: "s-1", in: ledger, at: Self.now))
         // A window ending within a millisecond of the apply's instant: the read compares microseconds, a bucket read
         // back has milliseconds, so only the read can say whether it is still live.
         let closing: [LedgerOperation] = [.setWindowEnd(bucket: "cycle:s-1:p1", end: Self.now.addingTimeInterval(0.0004))]

@@ -13,15 +13,24 @@ public struct LedgerSnapshot: Sendable, Equatable {
     private var postedKeys = Set<String>()
     private var balances: [String: Int64] = [:]
 
-    /// A take-back row on a bucket outside the snapshot, with that bucket's meter.
+    /// A take-back row (or a row of its claim) on a bucket outside the snapshot, with that bucket's meter.
     public struct TakenElsewhere: Sendable, Equatable {
         public var entry: LedgerEntry
         public var meter: String
+        /// The row was given back (`reversed:<its key>` is posted there): it counts for nothing, and is not given back
+        /// again.
+        public var reversed: Bool
 
-        public init(entry: LedgerEntry, meter: String) {
+        public init(entry: LedgerEntry, meter: String, reversed: Bool = false) {
             self.entry = entry
             self.meter = meter
+            self.reversed = reversed
         }
+    }
+
+    /// Whether `operationKey` was given back: a `reversed:` row posted here, or a row taken elsewhere marked so.
+    public func isReversed(_ operationKey: String) -> Bool {
+        isPosted("reversed:" + operationKey) || takenElsewhere.contains { $0.entry.operationKey == operationKey && $0.reversed }
     }
 
     public init(buckets: [CreditBucket] = [], entries: [LedgerEntry] = []) {

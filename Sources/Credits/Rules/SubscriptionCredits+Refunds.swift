@@ -6,8 +6,8 @@ extension SubscriptionCredits.Plan {
     /// period in force; `ceil(granted × percentage)` for a prorated refund of an earlier period, taken from the
     /// subscription's live windows and the account's top-ups, what is not there claimed (``clawBack(_:of:buckets:stamp:)``).
     /// Every removal is stamped with the revocation date, so a reversal (the revocation disappears from the newest
-    /// signed copy) gives back exactly what was removed — but what a claw-back took from the top-ups of an account that
-    /// no longer owns the subscription, which the rules do not read (docs/credits.md) — and a second refund later
+    /// signed copy) gives back exactly what was removed — what a claw-back took from the top-ups of an account that no
+    /// longer owns the subscription too, noted from outside the snapshot (docs/credits.md) — and a second refund later
     /// removes again.
     mutating func settleRefunds(of period: PaidPeriod) {
         guard let stamp = SubscriptionCredits.refundStamp(of: period) else { return }
@@ -189,8 +189,7 @@ extension SubscriptionCredits.Plan {
             }
             let takenElsewhere = ledger.takenElsewhere
                 .filter {
-                    SubscriptionCredits.isClawBackTake($0.entry, of: period) && $0.meter == meter
-                        && !ledger.isPosted("reversed:" + $0.entry.operationKey)
+                    SubscriptionCredits.isClawBackTake($0.entry, of: period) && $0.meter == meter && !ledger.isReversed($0.entry.operationKey)
                 }
                 .map(\.entry)
             let taken = (takenHere + takenElsewhere).reduce(0) { $0 - $1.delta }
@@ -274,10 +273,12 @@ extension SubscriptionCredits.Plan {
         // too once no claw-back of the period stands: reversed, or now a removal of all that is left, as the take
         // would were the subscription still that owner's. While one stands at another date it counts as taken
         // (``clawBack(_:of:buckets:stamp:)``): the new owner is not clawed back for it.
+        // A take reversed already is still read: a payment of its claim written since (a hold of that owner's ending
+        // under its own lock while this reversal was applied) goes back at the next derivation, as on the owner's own.
         if !(standing?.hasPrefix("clawback:") ?? false) {
             let elsewhere = ledger.takenElsewhere.map(\.entry)
             for take in elsewhere where SubscriptionCredits.isClawBackTake(take, of: period) {
-                rows += CreditClaims.rows(of: take.operationKey, in: elsewhere)
+                rows += CreditClaims.rows(of: take.operationKey, in: elsewhere).filter { !ledger.isReversed($0.operationKey) }
             }
         }
         for row in rows {

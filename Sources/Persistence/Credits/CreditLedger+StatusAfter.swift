@@ -9,15 +9,22 @@ extension CreditLedger.StatusInputs {
     /// Whether ``after(_:of:in:posting:posted:at:)`` can tell every bucket the operations leave, as the read would at
     /// `now`: each bucket they open is in `ledger` already, or is one of the subscription's own (the snapshot holds
     /// every one of those, so one it lacks is new) — a bucket of the owner's own that the snapshot lacks may exist
-    /// without being live now (posting keeps the stored one) — and no window ends within a millisecond of `now` (the
-    /// read compares microseconds; a bucket read back has its times to the millisecond).
+    /// without being live now (posting keeps the stored one) —, every row goes to a bucket it holds or opens, and no
+    /// window ends within a millisecond of `now` (the read compares microseconds; a bucket read back has its times to
+    /// the millisecond).
     public static func canFollow(_ operations: [LedgerOperation], of subscription: String, in ledger: LedgerSnapshot, at now: Date) -> Bool {
         var ends = ledger.buckets.values.compactMap(\.validUntil)
+        var opened = Set<String>()
         for operation in operations {
             switch operation {
             case .post(_, let opening?) where ledger.buckets[opening.key] == nil:
                 guard opening.originalTransactionId == subscription, opening.accountId == nil else { return false }
                 ends += opening.validUntil.map { [$0] } ?? []
+                opened.insert(opening.key)
+            case .post(let entry, .none) where ledger.buckets[entry.bucket] == nil && !opened.contains(entry.bucket):
+                // A row given back to a former owner's top-up (a claw-back's, noted from outside the snapshot): posted
+                // now, since deferred as this owner's it would not be flushed for an apply that reads that account.
+                return false
             case .setWindowEnd(_, let end?):
                 ends.append(end)
             case .post, .setWindowEnd:
