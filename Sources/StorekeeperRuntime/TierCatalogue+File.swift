@@ -21,9 +21,11 @@ extension TierCatalogue {
         return .success(catalogue)
     }
 
-    /// The catalogue of `STOREKEEPER_TIERS` (default `config/tiers.yml`) in `environment`.
+    /// The catalogue of `STOREKEEPER_TIERS` (default `config/tiers.yml`) in `environment`, the value trimmed as
+    /// ``StorekeeperConfiguration`` trims it.
     public static func load(environment: [String: String]) -> Result<TierCatalogue, ConfigurationError> {
-        load(path: environment["STOREKEEPER_TIERS"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultPath)
+        let path = environment["STOREKEEPER_TIERS"]?.trimmingCharacters(in: .whitespaces)
+        return load(path: path.flatMap { $0.isEmpty ? nil : $0 } ?? defaultPath)
     }
 
     public static let defaultPath = "config/tiers.yml"

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AsyncHTTPClient
+import Credits
 import Foundation
 import GooglePlayFake
 import Hummingbird
@@ -39,6 +40,9 @@ struct DevCommand: AsyncParsableCommand {
         if fakePlay, !PrivateCluster.isFree(port: fakePlayPort) {
             throw CommandFailure("port \(fakePlayPort) (the fake Google Play's) is in use: stop what uses it, or pass another --port")
         }
+        // The catalogue before anything starts: run from another folder, the default `config/tiers.yml` is not there,
+        // and that is said at once rather than after a cluster was started and migrated.
+        if case .failure(let error) = TierCatalogue.load(environment: ProcessInfo.processInfo.environment) { throw error }
         let dev = DevEnvironment()
         // A second server for this folder would have a clock of its own and take over dev.env, so `simulate` and the
         // operator commands would talk to one and read the other. Only a dev server that knows this folder's key is

@@ -225,6 +225,17 @@ struct DevWalkthroughTests {
             let (other, otherText) = try await TestProcess.run(
                 "storekeeper", ["dev", "--port", String(try PrivateCluster.freePort())], environment: environment, directory: folder)
             #expect(other == 1 && otherText.contains("another `storekeeper dev` serves this folder at http://127.0.0.1:\(port)"), "\(otherText)")
+            // Run from a folder without `config/tiers.yml`: one line naming it, before any cluster is started there.
+            let elsewhere = FileManager.default.temporaryDirectory.appendingPathComponent("sk-elsewhere-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: elsewhere) }
+            let (noCatalogue, noCatalogueText) = try await TestProcess.run(
+                "storekeeper", ["dev", "--port", String(try PrivateCluster.freePort())],
+                environment: environment.merging(["DATABASE_URL": "", "STOREKEEPER_TIERS": ""]) { $1 }, directory: elsewhere)
+            #expect(
+                noCatalogue == 1 && noCatalogueText.contains("STOREKEEPER_TIERS (config/tiers.yml): cannot read the file")
+                    && noCatalogueText.split(separator: "\n").count == 1, "\(noCatalogueText)")
+            #expect(!FileManager.default.fileExists(atPath: elsewhere.appendingPathComponent(".storekeeper").path), "a cluster was started")
 
             // What Apple could not send is refused, in one line.
             func refused(_ arguments: String...) async throws -> String {
