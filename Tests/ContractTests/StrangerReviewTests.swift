@@ -92,6 +92,28 @@ struct StrangerReviewTests {
         }
     }
 
+    @Test("a body declared past the route's limit is refused 413 from the head, none of it sent, long before the body deadline")
+    func declaredTooLarge() async throws {
+        let environment = ["STOREKEEPER_PORT": "0", "STOREKEEPER_HTTP_BODY_TIMEOUT": "60"]
+        try await StorekeeperHarness.run(worker: false, environment: environment) { harness in
+            try await harness.components.application().test(.live) { client in
+                let port = try #require(client.port)
+                let connection = try #require(RawConnection(port: port))
+                let head =
+                    "POST /notifications/apple HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n"
+                #expect(connection.send(Array(head.utf8)) == head.utf8.count)
+                var answer: [UInt8] = []
+                try await eventually(timeout: .seconds(10), "the 413 before any of the body") {
+                    // A byte at a time: a read that reaches the close as well answers nil and drops what it read.
+                    while let byte = connection.readAvailable(limit: 1), !byte.isEmpty { answer += byte }
+                    return String(decoding: answer, as: UTF8.self).contains("payload_too_large")
+                }
+                #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 413"), "\(String(decoding: answer, as: UTF8.self))")
+                try await eventually(timeout: .seconds(10), "the connection to be closed") { connection.isClosedByPeer }
+            }
+        }
+    }
+
     @Test("HTML escaping is by Unicode scalar: a quote with a combining mark after it cannot end an attribute")
     func quoteWithCombiningMark() {
         let hostile = "x\"\u{301} onmouseover=alert(1) '\u{301}<\u{338}"

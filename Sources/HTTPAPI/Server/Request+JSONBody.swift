@@ -3,8 +3,11 @@ import NIOCore
 import PayloadDecoding
 
 extension Request {
-    /// The body, at most `limit` bytes (413 past it).
+    /// The body, at most `limit` bytes (413 past it, and at once when its declared `Content-Length` is past it).
     func collectBody(upTo limit: Int) async throws -> ByteBuffer {
+        // Refused before a byte is read: the sender would otherwise send it all, or hold the connection to the body
+        // deadline, for an answer known from the head.
+        if let declared = headers[.contentLength].flatMap({ Int($0) }), declared > limit { throw APIError.tooLarge(limit) }
         do {
             return try await body.collect(upTo: limit)
         } catch is NIOTooManyBytesError {
