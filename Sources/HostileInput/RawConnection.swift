@@ -109,6 +109,18 @@ public final class RawConnection {
     /// What it had sent is read and dropped.
     public var isClosedByPeer: Bool { readAvailable() == nil }
 
+    /// What the server has sent and not been read yet, and whether it has closed the connection after it: nothing of
+    /// what came before the end is dropped, as ``readAvailable(limit:)`` drops it.
+    public func receive() -> (bytes: [UInt8], closed: Bool) {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let read = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            guard read > 0 else { return (received, read == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) }
+            received += buffer[..<read]
+        }
+    }
+
     /// What the server has sent and not been read yet (empty: nothing now), at most `limit` bytes; `nil` once it has
     /// closed the connection.
     public func readAvailable(limit: Int = .max) -> [UInt8]? {

@@ -321,7 +321,7 @@ struct StrangerReviewTests {
         }
     }
 
-    @Test("a connection that pipelines more than 16 requests ahead of their answers is closed; 16 are answered")
+    @Test("a connection that pipelines more than 16 requests ahead of their answers gets the 16 answers, then is closed")
     func pipelining() async throws {
         try await StorekeeperHarness.run(worker: false, environment: ["STOREKEEPER_PORT": "0"]) { harness in
             try await harness.components.application().test(.live) { client in
@@ -334,9 +334,50 @@ struct StrangerReviewTests {
                     answers += String(decoding: polite.readAvailable() ?? [], as: UTF8.self)
                     return answers.components(separatedBy: "HTTP/1.1 200").count - 1 == 16
                 }
+                // Past the limit: the 16 taken are answered, the last saying it closes, then the connection is closed.
                 let greedy = try #require(RawConnection(port: port))
                 greedy.send(Array((0..<3_000).map { _ in request }.joined()))
-                try await eventually(timeout: .seconds(10), "the greedy connection to be closed") { greedy.isClosedByPeer }
+                var greedyAnswers = ""
+                try await eventually(timeout: .seconds(10), "the greedy connection to be answered and closed") {
+                    let (bytes, closed) = greedy.receive()
+                    greedyAnswers += String(decoding: bytes, as: UTF8.self)
+                    return closed
+                }
+                #expect(greedyAnswers.components(separatedBy: "HTTP/1.1 200").count - 1 == 16)
+                #expect(greedyAnswers.lowercased().components(separatedBy: "connection: close").count - 1 == 1)
+            }
+        }
+    }
+
+    @Test(
+        "16 spends and a 17th request pipelined in one write: the 16 spends are answered 200 and charged, then the connection closes; the 17th is not handled"
+    )
+    func pipelinedSpendsAnswered() async throws {
+        let environment = ["STOREKEEPER_PORT": "0", "STOREKEEPER_ADMIN_KEYS": "admin-key-pipelined-01"]
+        try await StorekeeperHarness.run(worker: false, environment: environment) { harness in
+            try await harness.components.application().test(.live) { client in
+                let port = try #require(client.port)
+                let topUp = try await client.execute(
+                    uri: "/admin/accounts/piped/credits", method: .post,
+                    headers: [.authorization: "Bearer admin-key-pipelined-01", .contentType: "application/json"],
+                    body: ByteBuffer(string: #"{"meter": "ai_requests", "amount": 100, "reason": "test", "idempotencyKey": "top"}"#))
+                #expect(topUp.status == .created, "\(String(buffer: topUp.body))")
+                let body = #"{"meter": "ai_requests", "amount": 1}"#
+                func spend(_ key: String) -> String {
+                    "POST /v1/accounts/piped/usage HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(StorekeeperHarness.apiKey)\r\n"
+                        + "Content-Type: application/json\r\nIdempotency-Key: \(key)\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                }
+                let connection = try #require(RawConnection(port: port))
+                connection.send(Array(((0..<17).map { spend("p\($0)") }.joined()).utf8))
+                var answers = ""
+                try await eventually(timeout: .seconds(10), "the 16 answers and the close") {
+                    let (bytes, closed) = connection.receive()
+                    answers += String(decoding: bytes, as: UTF8.self)
+                    return closed
+                }
+                #expect(answers.components(separatedBy: "HTTP/1.1 200").count - 1 == 16, "\(answers)")
+                #expect(try await harness.count("SELECT count(*) FROM usage_requests WHERE account_id = 'piped'") == 16)
+                #expect(try await harness.count("SELECT count(*) FROM usage_requests WHERE idempotency_key = 'p16'") == 0)
             }
         }
     }

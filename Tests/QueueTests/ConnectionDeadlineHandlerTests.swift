@@ -119,12 +119,30 @@ struct ConnectionDeadlineHandlerTests {
         #expect(!stalled.isActive)
         #expect(!stalledHandler.isTimerScheduled)
 
+        // One request past the limit: it is dropped, the 16 taken are answered, and the last answer closes.
         let (pipelined, pipelinedHandler) = try connection()
-        for _ in 0...ConnectionDeadlineHandler.maximumPipelined where pipelined.isActive {
+        let limit = ConnectionDeadlineHandler.maximumPipelined
+        for _ in 0...limit {
             try pipelined.writeInbound(HTTPRequestPart.head(HTTPRequest(method: .get, scheme: nil, authority: "a", path: "/healthz")))
+            try pipelined.writeInbound(HTTPRequestPart.end(nil))
+        }
+        var passed = 0
+        while try pipelined.readInbound(as: HTTPRequestPart.self) != nil { passed += 1 }
+        #expect(passed == 2 * limit, "the heads and ends of the first 16, none of the 17th")
+        for answer in 1...limit {
+            #expect(pipelined.isActive, "closed before answer \(answer)")
+            try pipelined.writeOutbound(HTTPResponsePart.head(HTTPResponse(status: .ok)))
+            try pipelined.writeOutbound(HTTPResponsePart.end(nil))
+            pipelined.embeddedEventLoop.run()
         }
         #expect(!pipelined.isActive)
         #expect(!pipelinedHandler.isTimerScheduled)
+        var heads: [HTTPResponse] = []
+        while let part = try pipelined.readOutbound(as: HTTPResponsePart.self) {
+            if case .head(let head) = part { heads.append(head) }
+        }
+        #expect(heads.count == limit)
+        #expect(heads.last?.headerFields[.connection] == "close" && heads.dropLast().allSatisfy { $0.headerFields[.connection] == nil })
 
         let (closing, closingHandler) = try connection()
         try Self.request(closing, "/usage")

@@ -19,14 +19,29 @@ struct KeyRing: Sendable {
         return found
     }
 
-    /// The key a request presents: `Authorization: Bearer <key>`, or with `basic` also HTTP Basic's password.
+    /// The key a request presents: `Authorization: Bearer <key>`, or with `basic` also HTTP Basic's password. The
+    /// scheme's name is matched without regard to case, as RFC 9110 (§11.1) has it: `bearer <key>` is the same key.
     static func presentedKey(_ request: Request, basic: Bool) -> String? {
         guard let header = request.headers[.authorization] else { return nil }
-        if header.hasPrefix("Bearer ") { return String(header.dropFirst("Bearer ".count)) }
-        guard basic, header.hasPrefix("Basic "), let data = Data(base64Encoded: String(header.dropFirst("Basic ".count))),
+        if let key = credentials(of: header, scheme: "bearer") { return String(key) }
+        guard basic, let encoded = credentials(of: header, scheme: "basic"), let data = Data(base64Encoded: String(encoded)),
             let credentials = String(data: data, encoding: .utf8), let colon = credentials.firstIndex(of: ":")
         else { return nil }
         return String(credentials[credentials.index(after: colon)...])
+    }
+
+    /// What follows `scheme` (lowercase ASCII letters) and a space at the start of `header`, the scheme in any case; `nil`
+    /// for another scheme. Byte by byte: every request with a key asks this.
+    static func credentials(of header: String, scheme: String) -> Substring? {
+        let bytes = header.utf8
+        var index = bytes.startIndex
+        for expected in scheme.utf8 {
+            // `| 0x20` lowercases an ASCII letter and takes no other byte to one.
+            guard index < bytes.endIndex, bytes[index] | 0x20 == expected else { return nil }
+            bytes.formIndex(after: &index)
+        }
+        guard index < bytes.endIndex, bytes[index] == UInt8(ascii: " ") else { return nil }
+        return header[bytes.index(after: index)...]
     }
 
     /// 401, with a `WWW-Authenticate: Basic` challenge when there is a realm a browser may sign in to.

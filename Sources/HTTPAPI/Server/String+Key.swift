@@ -20,12 +20,17 @@ extension Request {
     /// A request's idempotency key: the body's `idempotencyKey`, else the `Idempotency-Key` header; 400
     /// `missing_idempotency_key` without one, `invalid_idempotency_key` for one that is not 1–255 bytes of UTF-8 without
     /// control characters. Spends and holds take it alike.
+    ///
+    /// A header's bytes that are not UTF-8 reach here as U+FFFD (NIO decodes header values leniently), so `\xff` and
+    /// `\xfe` would be one key, and the second spend would be answered as the first, uncharged: a header key holding
+    /// U+FFFD is refused. A body's key is JSON, whose decoder refuses such bytes itself.
     func idempotencyKey(fromBody body: String?) throws -> String {
-        guard let key = body ?? headers[.init("Idempotency-Key")!], !key.isEmpty else {
+        let header = body == nil ? headers[.init("Idempotency-Key")!] : nil
+        guard let key = body ?? header, !key.isEmpty else {
             throw APIError(
                 .badRequest, code: .missingIdempotencyKey, message: "idempotencyKey (1–255 bytes of UTF-8, no control characters) is required")
         }
-        guard key.isKey(maximumBytes: 255) else {
+        guard key.isKey(maximumBytes: 255), header?.unicodeScalars.contains("\u{FFFD}") != true else {
             throw APIError(
                 .badRequest, code: .invalidIdempotencyKey, message: "idempotencyKey must be 1–255 bytes of UTF-8 without control characters")
         }

@@ -2,6 +2,7 @@ import Logging
 import Metrics
 import NIOCore
 import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
 
 #if canImport(Glibc)
     import Glibc
@@ -21,6 +22,8 @@ import NIOHTTPTypes
 /// It closes a connection that pipelines more than ``maximumPipelined`` requests ahead of their answers: every request
 /// decoded waits in memory for its turn, and its answer too when the client does not read — 2,048 connections each
 /// sending thousands of `GET`s without reading held 1.7 GB. Apple and HTTP client libraries send one request at a time.
+/// The requests taken before it are answered first, and the connection closed after the last of their answers: a spend
+/// among them may have committed, and its client must hear so. What comes after is neither read nor handled.
 ///
 /// It closes a connection whose client stops reading: while the connection cannot take more output (the kernel holding
 /// ``unsentKernelBytes`` not yet sent, which it is told to hold at most, and NIO more than its high-water mark, so
@@ -70,6 +73,9 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     private var answered = false
     /// Requests whose head has arrived and whose answer has not been written to its end.
     private var unanswered = 0
+    /// More than ``maximumPipelined`` requests came ahead of their answers: nothing more is read or passed on, and the
+    /// connection closes after the answers of those taken.
+    private var refusing = false
     /// What NIO holds for the connection when ``readDeadline`` was armed or last found progress.
     private var bufferedAtLastProgress = 0
     /// Requests a connection may send ahead of their answers.
@@ -104,6 +110,11 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
                 .tcpOption(NIOBSDSocket.Option(rawValue: Int32(TCP_NOTSENT_LOWAT))), value: Self.unsentKernelBytes)
         #endif
         if context.channel.isActive { arm(.head, after: limits.headTimeout, context: context) }
+        // Before the conversion to HTTP types, where a request's version is still known (RequestedCloseHandler).
+        // Hummingbird adds this handler after it; a pipeline without it (a unit test's) has no version to read.
+        if let conversion = try? context.pipeline.syncOperations.context(handlerType: HTTP1ToHTTPServerCodec.self) {
+            try? context.pipeline.syncOperations.addHandler(RequestedCloseHandler(), position: .before(conversion.handler))
+        }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -150,16 +161,19 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // The rest of what the last read brought, after the request that went past the limit.
+        guard !refusing else { return }
         switch unwrapInboundIn(data) {
         case .head:
-            unanswered += 1
-            guard unanswered <= Self.maximumPipelined else {
+            guard unanswered < Self.maximumPipelined else {
                 Counter(label: "storekeeper_http_connections_closed_total", dimensions: [("reason", "pipelined")]).increment()
-                logger.debug("connection closed: too many requests ahead of their answers", metadata: ["requests": "\(unanswered)"])
+                logger.debug("connection closed: too many requests ahead of their answers", metadata: ["requests": "\(unanswered + 1)"])
+                refusing = true
+                // The requests taken are being answered (each bounds its own work; the read deadline times the client).
                 disarm()
-                context.close(promise: nil)
                 return
             }
+            unanswered += 1
             answered = false
             arm(.body, after: limits.bodyTimeout, context: context)
         case .body: break
@@ -169,16 +183,27 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
         context.fireChannelRead(data)
     }
 
+    /// No more of the client's bytes once it went past the pipelining limit: they would only be decoded and dropped.
+    func read(context: ChannelHandlerContext) {
+        if !refusing { context.read() }
+    }
+
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
-        case .head(let head):
+        case .head(var head):
             closesAfterResponse = head.headerFields[.connection]?.lowercased() == "close"
+            // The last answer of a connection past the pipelining limit says that it closes.
+            if refusing && unanswered == 1 && !closesAfterResponse {
+                head.headerFields[.connection] = "close"
+                closesAfterResponse = true
+                return context.write(wrapOutboundOut(.head(head)), promise: promise)
+            }
             context.write(data, promise: promise)
         case .body:
             context.write(data, promise: promise)
         case .end:
             unanswered = max(0, unanswered - 1)
-            if closesAfterResponse {
+            if closesAfterResponse || (refusing && unanswered == 0) {
                 disarm()
                 context.writeAndFlush(data, promise: promise)
                 context.close(promise: nil)

@@ -1,0 +1,117 @@
+import Foundation
+import HTTPTypes
+import HostileInput
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import TestSupport
+import Testing
+
+@testable import HTTPAPI
+@testable import IntegrationSupport
+
+/// What a request's head may say, as a stranger sent it (the review of stop 114): an `Idempotency-Key` of bytes that
+/// are not UTF-8, the `Authorization` scheme in another case, and HTTP/1.0's connection that ends with its answer.
+@Suite("Request headers, from a stranger's review")
+struct RequestHeaderTests {
+    @Test("two spends whose Idempotency-Key headers are different bytes that are not UTF-8 are both refused 400, and nothing is charged")
+    func idempotencyKeyNotUTF8() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: ["STOREKEEPER_PORT": "0"]) { harness in
+            try await harness.components.application().test(.live) { client in
+                let port = try #require(client.port)
+                let body = #"{"meter": "ai_requests", "amount": 1}"#
+                for key: [UInt8] in [[0xFF], [0xFE], Array("gen-".utf8) + [0xE9]] {
+                    let head = Array(
+                        ("POST /v1/accounts/header-bytes/usage HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(StorekeeperHarness.apiKey)\r\n"
+                            + "Content-Type: application/json\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\nIdempotency-Key: ").utf8)
+                    let connection = try #require(RawConnection(port: port))
+                    connection.send(head + key + Array("\r\n\r\n\(body)".utf8))
+                    var answer = ""
+                    try await eventually(timeout: .seconds(10), "the answer and the close") {
+                        let (bytes, closed) = connection.receive()
+                        answer += String(decoding: bytes, as: UTF8.self)
+                        return closed
+                    }
+                    #expect(answer.hasPrefix("HTTP/1.1 400") && answer.contains("invalid_idempotency_key"), "\(answer)")
+                }
+                #expect(try await harness.count("SELECT count(*) FROM usage_requests WHERE account_id = 'header-bytes'") == 0)
+                // A key of UTF-8 beyond ASCII in the header is a key like any other.
+                let spent = try await client.execute(
+                    uri: "/v1/accounts/header-bytes/usage", method: .post,
+                    headers: [
+                        .authorization: "Bearer \(StorekeeperHarness.apiKey)", .contentType: "application/json",
+                        HTTPField.Name("Idempotency-Key")!: "gen-é",
+                    ], body: ByteBuffer(string: body))
+                #expect(spent.status == .ok, "\(String(buffer: spent.body))")
+            }
+        }
+    }
+
+    @Test(
+        "an HTTP/1.0 request is answered with Connection: close and its connection closed at once, not at the idle deadline; with keep-alive, or in HTTP/1.1, it serves a second request"
+    )
+    func http10ClosesAfterItsAnswer() async throws {
+        let environment = ["STOREKEEPER_PORT": "0", "STOREKEEPER_HTTP_IDLE_TIMEOUT": "600"]
+        try await StorekeeperHarness.run(worker: false, environment: environment) { harness in
+            try await harness.components.application().test(.live) { client in
+                let port = try #require(client.port)
+                for (version, connectionHeader) in [("HTTP/1.0", ""), ("HTTP/1.1", "Connection: close\r\n")] {
+                    let connection = try #require(RawConnection(port: port))
+                    connection.send(Array("GET /healthz \(version)\r\nHost: 127.0.0.1\r\n\(connectionHeader)\r\n".utf8))
+                    var answer = ""
+                    try await eventually(timeout: .seconds(10), "\(version) \(connectionHeader): the answer and the close") {
+                        let (bytes, closed) = connection.receive()
+                        answer += String(decoding: bytes, as: UTF8.self)
+                        return closed
+                    }
+                    #expect(answer.hasPrefix("HTTP/1.1 200") && answer.lowercased().contains("connection: close"), "\(answer)")
+                }
+                for (version, connectionHeader) in [("HTTP/1.0", "Connection: keep-alive\r\n"), ("HTTP/1.1", "")] {
+                    let connection = try #require(RawConnection(port: port))
+                    let request = Array("GET /healthz \(version)\r\nHost: 127.0.0.1\r\n\(connectionHeader)\r\n".utf8)
+                    connection.send(request)
+                    var answers = ""
+                    try await eventually(timeout: .seconds(10), "\(version) \(connectionHeader): the first answer") {
+                        answers += String(decoding: connection.receive().bytes, as: UTF8.self)
+                        return answers.contains("\r\n\r\n")
+                    }
+                    connection.send(request)
+                    try await eventually(timeout: .seconds(10), "\(version) \(connectionHeader): the second answer, on the same connection") {
+                        let (bytes, closed) = connection.receive()
+                        answers += String(decoding: bytes, as: UTF8.self)
+                        return closed || answers.components(separatedBy: "HTTP/1.1 200").count - 1 == 2
+                    }
+                    #expect(answers.components(separatedBy: "HTTP/1.1 200").count - 1 == 2, "\(answers)")
+                    #expect(!answers.lowercased().contains("connection: close"))
+                }
+            }
+        }
+    }
+
+    @Test(
+        "the Authorization scheme is matched in any case (RFC 9110 §11.1): bearer and BEARER present the key; another scheme, none or no space do not"
+    )
+    func schemeInAnyCase() async throws {
+        #expect(KeyRing.credentials(of: "Bearer k-1", scheme: "bearer") == "k-1")
+        #expect(KeyRing.credentials(of: "bearer k-1", scheme: "bearer") == "k-1")
+        #expect(KeyRing.credentials(of: "BeArEr k 1", scheme: "bearer") == "k 1")
+        #expect(KeyRing.credentials(of: "Bearerk-1", scheme: "bearer") == nil)
+        #expect(KeyRing.credentials(of: "Bearer", scheme: "bearer") == nil)
+        #expect(KeyRing.credentials(of: "Basic k-1", scheme: "bearer") == nil)
+        #expect(KeyRing.credentials(of: "Bearar k-1", scheme: "bearer") == nil)
+        #expect(KeyRing.credentials(of: "Béarer k-1", scheme: "bearer") == nil)
+        #expect(KeyRing.credentials(of: "basic dTpw", scheme: "basic") == "dTpw")
+        try await StorekeeperHarness.run(worker: false) { harness in
+            try await harness.withHTTP { client in
+                for scheme in ["bearer", "BEARER", "Bearer"] {
+                    let answer = try await client.execute(
+                        uri: "/v1/accounts/any-case/status", method: .get, headers: [.authorization: "\(scheme) \(StorekeeperHarness.apiKey)"])
+                    #expect(answer.status == .ok, "\(scheme)")
+                }
+                let refused = try await client.execute(
+                    uri: "/v1/accounts/any-case/status", method: .get, headers: [.authorization: "Bearer\(StorekeeperHarness.apiKey)"])
+                #expect(refused.status == .unauthorized)
+            }
+        }
+    }
+}
