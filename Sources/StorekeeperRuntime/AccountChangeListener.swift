@@ -22,21 +22,30 @@ public struct AccountChangeListener: Service {
 
     public func run() async throws {
         await cancelWhenGracefulShutdown {
+            // Told once each way: while the database is down, an attempt a second fails the same way.
+            var lost = false
             while !Task.isCancelled {
+                let announce = lost
                 do {
                     try await client.withConnection { connection in
                         try await connection.listen(on: Self.channel) { notifications in
                             cache.setListening(true)
+                            if announce { logger.notice("account change listener is listening again; the status cache serves again") }
                             for try await notification in notifications {
                                 if let account = AccountID(notification.payload) { cache.invalidate(account) }
                             }
                         }
                     }
                 } catch {
-                    if !Task.isCancelled {
-                        logger.notice("account change listener lost its connection; status reads go to the database", metadata: ["error": "\(error)"])
+                    // Said when it was listening (or at the first attempt), not at each retry while the database is
+                    // down; `String(reflecting:)`: PSQLError's description is a generic line, kept from leaking a query.
+                    if !Task.isCancelled, !lost || cache.isListening {
+                        logger.notice(
+                            "account change listener lost its connection; status reads go to the database",
+                            metadata: ["error": "\(String(reflecting: error))"])
                     }
                 }
+                lost = true
                 cache.setListening(false)
                 try? await Task.sleep(for: .seconds(1))
             }

@@ -107,9 +107,12 @@ struct JobsCommand: AsyncParsableCommand {
                 return dryRun ? ids : try await queue.requeue(ids: ids)
             }
             let list = requeued.prefix(20).map(String.init).joined(separator: ", ") + (requeued.count > 20 ? ", …" : "")
-            say(
-                "\(dryRun ? "would requeue" : "requeued") \(requeued.count) job\(requeued.count == 1 ? "" : "s")\(requeued.isEmpty ? "" : ": \(list)")"
-            )
+            // Ids of which none was requeued: the one line of the error says it all.
+            if !requeued.isEmpty || dryRun || state != nil {
+                say(
+                    "\(dryRun ? "would requeue" : "requeued") \(requeued.count) job\(requeued.count == 1 ? "" : "s")\(requeued.isEmpty ? "" : ": \(list)")"
+                )
+            }
             if !dryRun, state == nil, requeued.count < ids.count {
                 let skipped = Set(ids).subtracting(requeued).sorted().map(String.init).joined(separator: ", ")
                 throw CommandFailure("not requeued (not failed or cancelled, or unknown): \(skipped)")
@@ -126,7 +129,7 @@ struct JobsCommand: AsyncParsableCommand {
         func run() async throws {
             let ids = self.ids
             let cancelled = try await JobsCommand.withQueue { try await $0.cancel(ids: ids) }
-            say("cancelled \(cancelled.count) job\(cancelled.count == 1 ? "" : "s")")
+            if !cancelled.isEmpty { say("cancelled \(cancelled.count) job\(cancelled.count == 1 ? "" : "s")") }
             if cancelled.count < ids.count {
                 let skipped = Set(ids).subtracting(cancelled).sorted().map(String.init).joined(separator: ", ")
                 throw CommandFailure("not cancelled (running, finished or unknown): \(skipped)")

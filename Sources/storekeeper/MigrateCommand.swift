@@ -38,6 +38,13 @@ struct MigrateCommand: AsyncParsableCommand {
 
     func run() async throws {
         let url = try operatorDatabaseURL()
+        // Run as a deployment's job (deploy/kubernetes, a systemd unit) its warnings go where `serve`'s and `work`'s go,
+        // in their format; at a terminal, without the variable, as text.
+        let format = ProcessInfo.processInfo.environment["STOREKEEPER_LOG_FORMAT"].map { $0.trimmingCharacters(in: .whitespaces) }
+        guard let chosen = StorekeeperConfiguration.LogFormat(rawValue: format.flatMap { $0.isEmpty ? nil : $0 } ?? "text") else {
+            throw CommandFailure("STOREKEEPER_LOG_FORMAT must be json or text, got \"\(format ?? "")\"")
+        }
+        bootstrapLogging(format: chosen)
         let logger = {
             var logger = commandLogger("storekeeper.migrate")
             // Its retries, waits and repairs are what an operator watching an upgrade needs to see.

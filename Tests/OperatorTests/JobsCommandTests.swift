@@ -41,7 +41,12 @@ struct JobsCommandTests {
             // Expected failures: one line on stderr, exit 1, no stack trace.
             let (againStatus, again) = try await storekeeper("jobs", "cancel", String(failing.id))
             #expect(againStatus == 1)
-            #expect(again.contains("storekeeper: not cancelled"))
+            #expect(
+                again.trimmingCharacters(in: .whitespacesAndNewlines) == "storekeeper: not cancelled (running, finished or unknown): \(failing.id)")
+            let (unknownStatus, unknown) = try await storekeeper("jobs", "requeue", "987654")
+            #expect(unknownStatus == 1)
+            #expect(
+                unknown.trimmingCharacters(in: .whitespacesAndNewlines) == "storekeeper: not requeued (not failed or cancelled, or unknown): 987654")
             let (missingStatus, missing) = try await storekeeper("jobs", "show", "987654")
             #expect(missingStatus == 1 && missing.trimmingCharacters(in: .whitespacesAndNewlines) == "storekeeper: no job 987654")
             let (badStatus, _) = try await storekeeper("jobs", "list", "--state", "bogus")
@@ -78,6 +83,16 @@ struct JobsCommandTests {
                 "storekeeper", ["migrate"], environment: ["DATABASE_URL": "postgres://nobody@127.0.0.1:1/none?sslmode=disable"])
             #expect(unreachable == 1)
             #expect(unreachableText.hasPrefix("storekeeper: "))
+            // migrate logs in the format serve and work use; a format it does not know is one line, before anything runs.
+            let (badFormat, badFormatText) = try await TestProcess.run(
+                "storekeeper", ["migrate"], environment: ["DATABASE_URL": harness.databaseURL.urlString, "STOREKEEPER_LOG_FORMAT": "xml"])
+            #expect(badFormat == 1)
+            #expect(
+                badFormatText.trimmingCharacters(in: .whitespacesAndNewlines)
+                    == "storekeeper: STOREKEEPER_LOG_FORMAT must be json or text, got \"xml\"")
+            let (json, jsonText) = try await TestProcess.run(
+                "storekeeper", ["migrate"], environment: ["DATABASE_URL": harness.databaseURL.urlString, "STOREKEEPER_LOG_FORMAT": "json"])
+            #expect(json == 0 && jsonText.contains("database is up to date"), "\(jsonText)")
         }
     }
 }
