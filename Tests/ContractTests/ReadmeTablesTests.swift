@@ -28,6 +28,30 @@ struct ReadmeTablesTests {
         return "\(method) /" + segments.joined(separator: "/")
     }
 
+    @Test(
+        "docs/configuration.md, which says it lists every variable, names each STOREKEEPER_ variable the server and the CLI read (but the ones `dev` writes for itself) and each of the README's table"
+    )
+    func configurationVariables() throws {
+        let root = AppleSamples.repository
+        let documented = try String(contentsOf: root.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
+        let quoted = try Regex(#""(STOREKEEPER_[A-Z0-9_]+)""#)
+        var read: Set<String> = []
+        let files = FileManager.default.enumerator(at: root.appendingPathComponent("Sources"), includingPropertiesForKeys: nil)
+        while let file = files?.nextObject() as? URL {
+            guard file.pathExtension == "swift", !file.path.contains("/storekeeper-bench/") else { continue }
+            let text = try String(contentsOf: file, encoding: .utf8)
+            read.formUnion(text.matches(of: quoted).map { String($0.output[1].substring!) })
+        }
+        // What `storekeeper dev` writes to .storekeeper/dev.env for the CLI to find its server, key and fakes: never set by hand.
+        let devOwn: Set = ["STOREKEEPER_URL", "STOREKEEPER_API_KEY", "STOREKEEPER_GOOGLE_FAKE_URL", "STOREKEEPER_DEV_GOOGLE_PACKAGE_NAME"]
+        #expect(read.count > 40, "the sources were not read: \(read.count) variables")
+        #expect(read.subtracting(devOwn).filter { !documented.contains("`\($0)`") }.sorted() == [])
+        let tableRows = Self.readme.split(separator: "\n").filter { $0.hasPrefix("| `STOREKEEPER_") }
+        let inReadme = Set(tableRows.flatMap { $0.matches(of: #/`(STOREKEEPER_[A-Z0-9_]+)`/#).map { String($0.output.1) } })
+        #expect(inReadme.count > 40)
+        #expect(inReadme.filter { !documented.contains("`\($0)`") }.sorted() == [])
+    }
+
     @Test("the README's table of error codes names every code the server answers, each once, and no other")
     func errorCodes() throws {
         let http = Self.section("HTTP")
