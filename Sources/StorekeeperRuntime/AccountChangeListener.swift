@@ -26,6 +26,7 @@ public struct AccountChangeListener: Service {
             var lost = false
             while !Task.isCancelled {
                 let announce = lost
+                var failure: (any Error)?
                 do {
                     try await client.withConnection { connection in
                         try await connection.listen(on: Self.channel) { notifications in
@@ -37,13 +38,14 @@ public struct AccountChangeListener: Service {
                         }
                     }
                 } catch {
-                    // Said when it was listening (or at the first attempt), not at each retry while the database is
-                    // down; `String(reflecting:)`: PSQLError's description is a generic line, kept from leaking a query.
-                    if !Task.isCancelled, !lost || cache.isListening {
-                        logger.notice(
-                            "account change listener lost its connection; status reads go to the database",
-                            metadata: ["error": "\(String(reflecting: error))"])
-                    }
+                    failure = error
+                }
+                // Said when it was listening (or at the first attempt), not at each retry while the database is down;
+                // `String(reflecting:)`: PSQLError's description is a generic line, kept from leaking a query.
+                if !Task.isCancelled, !lost || cache.isListening {
+                    logger.notice(
+                        "account change listener lost its connection; status reads go to the database",
+                        metadata: failure.map { ["error": "\(String(reflecting: $0))"] } ?? [:])
                 }
                 lost = true
                 cache.setListening(false)

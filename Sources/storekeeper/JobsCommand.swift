@@ -113,7 +113,7 @@ struct JobsCommand: AsyncParsableCommand {
                     "\(dryRun ? "would requeue" : "requeued") \(requeued.count) job\(requeued.count == 1 ? "" : "s")\(requeued.isEmpty ? "" : ": \(list)")"
                 )
             }
-            if !dryRun, state == nil, requeued.count < ids.count {
+            if !dryRun, state == nil, requeued.count < Set(ids).count {
                 let skipped = Set(ids).subtracting(requeued).sorted().map(String.init).joined(separator: ", ")
                 throw CommandFailure("not requeued (not failed or cancelled, or unknown): \(skipped)")
             }
@@ -130,7 +130,7 @@ struct JobsCommand: AsyncParsableCommand {
             let ids = self.ids
             let cancelled = try await JobsCommand.withQueue { try await $0.cancel(ids: ids) }
             if !cancelled.isEmpty { say("cancelled \(cancelled.count) job\(cancelled.count == 1 ? "" : "s")") }
-            if cancelled.count < ids.count {
+            if cancelled.count < Set(ids).count {
                 let skipped = Set(ids).subtracting(cancelled).sorted().map(String.init).joined(separator: ", ")
                 throw CommandFailure("not cancelled (running, finished or unknown): \(skipped)")
             }

@@ -40,7 +40,7 @@ struct MigrateCommand: AsyncParsableCommand {
         let url = try operatorDatabaseURL()
         // Run as a deployment's job (deploy/kubernetes, a systemd unit) its warnings go where `serve`'s and `work`'s go,
         // in their format; at a terminal, without the variable, as text.
-        let format = ProcessInfo.processInfo.environment["STOREKEEPER_LOG_FORMAT"].map { $0.trimmingCharacters(in: .whitespaces) }
+        let format = ProcessInfo.processInfo.environment["STOREKEEPER_LOG_FORMAT"].map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
         guard let chosen = StorekeeperConfiguration.LogFormat(rawValue: format.flatMap { $0.isEmpty ? nil : $0 } ?? "text") else {
             throw CommandFailure("STOREKEEPER_LOG_FORMAT must be json or text, got \"\(format ?? "")\"")
         }

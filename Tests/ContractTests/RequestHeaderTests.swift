@@ -47,6 +47,55 @@ struct RequestHeaderTests {
         }
     }
 
+    /// The answers `bytes` holds whole, each head and its `Content-Length` of body, and how many bytes follow the last.
+    static func wholeAnswers(in bytes: [UInt8]) -> (heads: [String], leftOver: Int) {
+        var heads: [String] = []
+        var start = 0
+        let separator: [UInt8] = Array("\r\n\r\n".utf8)
+        while let end = (start..<max(start, bytes.count - 3)).first(where: { Array(bytes[$0..<$0 + 4]) == separator }) {
+            let head = String(decoding: bytes[start..<end], as: UTF8.self)
+            let length =
+                head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+            guard end + 4 + length <= bytes.count else { break }
+            heads.append(head)
+            start = end + 4 + length
+        }
+        return (heads, bytes.count - start)
+    }
+
+    @Test(
+        "a large answer to an HTTP/1.0 request, read slowly through a small receive buffer, arrives whole before the close (the close waits for the write)"
+    )
+    func largeAnswerBeforeTheClose() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: ["STOREKEEPER_PORT": "0"]) { harness in
+            try await harness.components.application().test(.live) { client in
+                let port = try #require(client.port)
+                let connection = try #require(RawConnection(port: port, receiveBuffer: 8_192))
+                connection.send(Array("GET /openapi.json HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+                var received: [UInt8] = []
+                try await eventually(timeout: .seconds(30), "the document and the close") {
+                    let (bytes, closed) = connection.receive()
+                    received += bytes
+                    return closed
+                }
+                let (heads, leftOver) = Self.wholeAnswers(in: received)
+                #expect(heads.count == 1 && leftOver == 0, "\(received.count) bytes: \(heads) and \(leftOver) more")
+                #expect(received.count > 50_000)
+                #expect(heads.first?.lowercased().contains("connection: close") == true)
+            }
+        }
+    }
+
+    @Test("a dashboard form whose body is not UTF-8 has no fields; a field whose escapes are malformed or not UTF-8 is left out")
+    func dashboardForms() {
+        func form(_ bytes: [UInt8]) -> [String: String] { AdminDashboardController.form(ByteBuffer(bytes: bytes)) }
+        #expect(form(Array("request=k%C3%A9y+1&amount=5&amount=6".utf8)) == ["request": "kéy 1", "amount": "5"])
+        #expect(form(Array("request=".utf8) + [0xFF] + Array("&amount=5".utf8)) == [:])
+        #expect(form(Array("request=%FF&amount=5".utf8)) == ["amount": "5"])
+        #expect(form(Array("request=%ZZ&amount=5".utf8)) == ["amount": "5"])
+    }
+
     @Test(
         "an HTTP/1.0 request is answered with Connection: close and its connection closed at once, not at the idle deadline; with keep-alive, or in HTTP/1.1, it serves a second request"
     )

@@ -349,6 +349,27 @@ struct StrangerReviewTests {
         }
     }
 
+    @Test("17 large answers pipelined in one write: the 16 taken arrive whole, read through a small buffer, before the close")
+    func pipelinedLargeAnswers() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: ["STOREKEEPER_PORT": "0"]) { harness in
+            try await harness.components.application().test(.live) { client in
+                let port = try #require(client.port)
+                let connection = try #require(RawConnection(port: port, receiveBuffer: 65_536))
+                let request = "GET /openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                connection.send(Array(String(repeating: request, count: 17).utf8))
+                var received: [UInt8] = []
+                try await eventually(timeout: .seconds(60), "the 16 answers and the close") {
+                    let (bytes, closed) = connection.receive()
+                    received += bytes
+                    return closed
+                }
+                let (heads, leftOver) = RequestHeaderTests.wholeAnswers(in: received)
+                #expect(heads.count == 16 && leftOver == 0, "\(heads.count) whole answers of \(received.count) bytes, \(leftOver) more")
+                #expect(heads.last?.lowercased().contains("connection: close") == true)
+            }
+        }
+    }
+
     @Test(
         "16 spends and a 17th request pipelined in one write: the 16 spends are answered 200 and charged, then the connection closes; the 17th is not handled"
     )

@@ -118,13 +118,16 @@ extension AdminDashboardController {
         return Response(status: .seeOther, headers: [.location: location])
     }
 
-    /// An `application/x-www-form-urlencoded` body's fields (the first of each name).
+    /// An `application/x-www-form-urlencoded` body's fields (the first of each name). A body that is not UTF-8 has none,
+    /// and a field whose escapes are malformed or not UTF-8 is left out (so the form is refused as missing it): read
+    /// leniently, bytes like these became U+FFFD or "", and two forms' different keys one.
     static func form(_ body: ByteBuffer) -> [String: String] {
+        guard let text = String(validating: body.readableBytesView, as: UTF8.self) else { return [:] }
         var fields: [String: String] = [:]
-        for pair in String(buffer: body).split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1).map { $0.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "" }
-            guard let name = parts.first, fields[name] == nil else { continue }
-            fields[name] = parts.count > 1 ? parts[1] : ""
+        for pair in text.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map { $0.replacingOccurrences(of: "+", with: " ").removingPercentEncoding }
+            guard let name = parts.first ?? nil, fields[name] == nil, let value = parts.count > 1 ? parts[1] : "" else { continue }
+            fields[name] = value
         }
         return fields
     }

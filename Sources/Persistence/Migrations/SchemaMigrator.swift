@@ -224,7 +224,7 @@ public struct SchemaMigrator: Sendable {
         candidates.append(
             URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent().appendingPathComponent("sql"))
-        let executable = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath()
+        let executable = RunningExecutable.url
         candidates.append(
             executable.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("share/storekeeper/sql"))
         candidates.append(URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("sql"))

@@ -18,12 +18,19 @@ import NIOHTTPTypesHTTP1
 ///
 /// It also closes the connection after a response that says `Connection: close` (a body refused for the memory
 /// budget): Hummingbird would otherwise first read the rest of the refused body, as slowly as its sender likes.
+/// No request after such an answer is taken, and those taken before it are answered first.
+///
+/// A close here is gentle: once the last answer has been written to the socket, the output is closed (the client
+/// reads every answer up to the end), what the client still sends is read and dropped, and the connection is closed
+/// when the client closes its side or after ``lingering``. A close with unread input makes the kernel answer with a
+/// reset, which may discard answers not yet acknowledged, and a close before the last write finished dropped what NIO
+/// still held of it.
 ///
 /// It closes a connection that pipelines more than ``maximumPipelined`` requests ahead of their answers: every request
 /// decoded waits in memory for its turn, and its answer too when the client does not read — 2,048 connections each
 /// sending thousands of `GET`s without reading held 1.7 GB. Apple and HTTP client libraries send one request at a time.
 /// The requests taken before it are answered first, and the connection closed after the last of their answers: a spend
-/// among them may have committed, and its client must hear so. What comes after is neither read nor handled.
+/// among them may have committed, and its client must hear so. What comes after is not handled.
 ///
 /// It closes a connection whose client stops reading: while the connection cannot take more output (the kernel holding
 /// ``unsentKernelBytes`` not yet sent, which it is told to hold at most, and NIO more than its high-water mark, so
@@ -73,9 +80,15 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     private var answered = false
     /// Requests whose head has arrived and whose answer has not been written to its end.
     private var unanswered = 0
-    /// More than ``maximumPipelined`` requests came ahead of their answers: nothing more is read or passed on, and the
-    /// connection closes after the answers of those taken.
-    private var refusing = false
+    /// No further request is taken — more than ``maximumPipelined`` came ahead of their answers, or a request or an
+    /// answer said `Connection: close` — and the connection closes after the answers of those taken.
+    private var takesNoMore = false
+    /// A request came after that: it and whatever follows are read (so the close finds no unread input) and dropped.
+    private var dropping = false
+    /// Ends the connection once its output is closed, if the client has not closed its side by then.
+    private var lingerTimer: Scheduled<Void>?
+    /// How long a connection whose output is closed reads and drops what its client still sends.
+    static let lingering = TimeAmount.seconds(2)
     /// What NIO holds for the connection when ``readDeadline`` was armed or last found progress.
     private var bufferedAtLastProgress = 0
     /// Requests a connection may send ahead of their answers.
@@ -120,6 +133,7 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     func handlerRemoved(context: ChannelHandlerContext) {
         stopTimer()
         disarmRead()
+        lingerTimer?.cancel()
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -130,6 +144,7 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     func channelInactive(context: ChannelHandlerContext) {
         stopTimer()
         disarmRead()
+        lingerTimer?.cancel()
         context.fireChannelInactive()
     }
 
@@ -161,18 +176,21 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        // The rest of what the last read brought, after the request that went past the limit.
-        guard !refusing else { return }
+        guard !dropping else { return }
         switch unwrapInboundIn(data) {
-        case .head:
-            guard unanswered < Self.maximumPipelined else {
-                Counter(label: "storekeeper_http_connections_closed_total", dimensions: [("reason", "pipelined")]).increment()
-                logger.debug("connection closed: too many requests ahead of their answers", metadata: ["requests": "\(unanswered + 1)"])
-                refusing = true
+        case .head(let head):
+            guard !takesNoMore, unanswered < Self.maximumPipelined else {
+                if !takesNoMore {
+                    Counter(label: "storekeeper_http_connections_closed_total", dimensions: [("reason", "pipelined")]).increment()
+                    logger.debug("connection closing: too many requests ahead of their answers", metadata: ["requests": "\(unanswered + 1)"])
+                }
+                (takesNoMore, dropping) = (true, true)
                 // The requests taken are being answered (each bounds its own work; the read deadline times the client).
                 disarm()
                 return
             }
+            // Hummingbird takes no request after one that asks to close (RequestedCloseHandler spells HTTP/1.0's so).
+            if head.headerFields[.connection]?.lowercased() == "close" { takesNoMore = true }
             unanswered += 1
             answered = false
             arm(.body, after: limits.bodyTimeout, context: context)
@@ -183,17 +201,18 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
         context.fireChannelRead(data)
     }
 
-    /// No more of the client's bytes once it went past the pipelining limit: they would only be decoded and dropped.
-    func read(context: ChannelHandlerContext) {
-        if !refusing { context.read() }
+    /// The client closed its side while the connection lingers (its output closed): nothing is left to wait for.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if lingerTimer != nil, case .inputClosed = event as? ChannelEvent { context.close(promise: nil) }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case .head(var head):
             closesAfterResponse = head.headerFields[.connection]?.lowercased() == "close"
-            // The last answer of a connection past the pipelining limit says that it closes.
-            if refusing && unanswered == 1 && !closesAfterResponse {
+            // The last answer of a connection that takes no more requests says that it closes.
+            if takesNoMore && unanswered == 1 && !closesAfterResponse {
                 head.headerFields[.connection] = "close"
                 closesAfterResponse = true
                 return context.write(wrapOutboundOut(.head(head)), promise: promise)
@@ -203,11 +222,11 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
             context.write(data, promise: promise)
         case .end:
             unanswered = max(0, unanswered - 1)
-            if closesAfterResponse || (refusing && unanswered == 0) {
+            // After an answer that closes, no request is taken; those taken already are answered first.
+            if closesAfterResponse { takesNoMore = true }
+            if takesNoMore && unanswered == 0 {
                 disarm()
-                context.writeAndFlush(data, promise: promise)
-                context.close(promise: nil)
-                return
+                return close(afterWriting: data, promise: promise, context: context)
             }
             // The client may have sent its next request before this end came through (the answer's head and body were
             // flushed, and its `Content-Length` told the client it had all of it): that request is then answered under
@@ -218,6 +237,23 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
                 arm(.nextRequest, after: limits.idleTimeout, context: context)
             }
             context.write(data, promise: promise)
+        }
+    }
+
+    /// Writes the last answer's end, then closes gently (see the type's comment): the output once the end is written,
+    /// the connection when the client closes its side or after ``lingering``. A channel that cannot close its output
+    /// alone is closed at once.
+    private func close(afterWriting end: NIOAny, promise: EventLoopPromise<Void>?, context: ChannelHandlerContext) {
+        let written = context.eventLoop.makePromise(of: Void.self)
+        if let promise { written.futureResult.cascade(to: promise) }
+        context.writeAndFlush(end, promise: written)
+        written.futureResult.assumeIsolated().whenComplete { _ in
+            let outputClosed = context.eventLoop.makePromise(of: Void.self)
+            context.close(mode: .output, promise: outputClosed)
+            outputClosed.futureResult.assumeIsolated().whenComplete { result in
+                guard case .success = result, context.channel.isActive else { return context.close(promise: nil) }
+                self.lingerTimer = context.eventLoop.assumeIsolated().scheduleTask(in: Self.lingering) { context.close(promise: nil) }
+            }
         }
     }
 

@@ -1,44 +1,47 @@
 import NIOCore
 import NIOHTTP1
 
-/// Closes a connection after the answer to a request that asked for it — HTTP/1.0 without `Connection: keep-alive`, or
-/// HTTP/1.1 with `Connection: close` — and says so in the answer (`Connection: close`).
+/// Says in HTTP/1.1's terms what an HTTP/1.0 request asks of its connection, before the request is handed on as HTTP
+/// types, which carry no version (``ConnectionDeadlineHandler`` puts this handler there).
 ///
-/// Hummingbird's HTTP/1 channel hands requests on as HTTP types, which carry no version, so an HTTP/1.0 request was
-/// answered as if it kept the connection: a client that reads to the end (`nc`, a load balancer's plain health check)
-/// waited for the idle deadline, 75 s, holding a connection all that time. This handler sits before that conversion,
-/// where the version is known (``ConnectionDeadlineHandler`` puts it there).
+/// A request that does not keep its connection — HTTP/1.0 without `Connection: keep-alive`, or HTTP/1.1 with
+/// `Connection: close` in any spelling — is handed on with exactly `Connection: close`, which Hummingbird's channel
+/// honours: it answers, takes no further request, and closes its output once the answer is written. The answer says
+/// `Connection: close`. Before, an HTTP/1.0 request was answered as if it kept the connection, and a client that reads
+/// to the end (`nc`, a load balancer's plain health check) waited for the idle deadline, 75 s, holding a connection.
+/// An HTTP/1.0 request that keeps its connection is answered with `Connection: keep-alive`, without which an HTTP/1.0
+/// client takes the connection as closing.
 final class RequestedCloseHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
-    /// Whether each request not yet answered keeps the connection, in the order they came.
-    private var keepsConnection: CircularBuffer<Bool> = []
-    /// The answer being written is to a request that did not keep the connection.
-    private var closesAfterAnswer = false
+    /// What each request not yet answered asked of its connection, in the order they came.
+    private enum Asked { case close, keepAliveHTTP10, keepAlive }
+    private var asked: CircularBuffer<Asked> = []
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head(let head) = unwrapInboundIn(data) { keepsConnection.append(head.isKeepAlive) }
+        guard case .head(var head) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
+        guard head.isKeepAlive else {
+            asked.append(.close)
+            head.headers.replaceOrAdd(name: "connection", value: "close")
+            return context.fireChannelRead(wrapInboundOut(.head(head)))
+        }
+        asked.append(head.version.major == 1 && head.version.minor == 0 ? .keepAliveHTTP10 : .keepAlive)
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        switch unwrapOutboundIn(data) {
         // An interim answer (1xx) is not the request's answer.
-        case .head(var head) where head.status.code >= 200:
-            guard keepsConnection.popFirst() == false else { break }
-            head.headers.replaceOrAdd(name: "connection", value: "close")
-            closesAfterAnswer = true
-            return context.write(wrapOutboundOut(.head(head)), promise: promise)
-        case .end where closesAfterAnswer:
-            context.writeAndFlush(data, promise: promise)
-            context.close(promise: nil)
-            return
-        case .head, .body, .end:
-            break
+        guard case .head(var head) = unwrapOutboundIn(data), head.status.code >= 200, let request = asked.popFirst() else {
+            return context.write(data, promise: promise)
         }
-        context.write(data, promise: promise)
+        switch request {
+        case .close: head.headers.replaceOrAdd(name: "connection", value: "close")
+        case .keepAliveHTTP10: head.headers.replaceOrAdd(name: "connection", value: "keep-alive")
+        case .keepAlive: return context.write(data, promise: promise)
+        }
+        context.write(wrapOutboundOut(.head(head)), promise: promise)
     }
 }

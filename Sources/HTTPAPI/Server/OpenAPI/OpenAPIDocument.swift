@@ -1,4 +1,5 @@
 import Foundation
+import Persistence
 
 /// The OpenAPI 3.1 document `GET /openapi.json` serves: `openapi.json`, a resource of this package (`docs/openapi.json`
 /// links to it), read once. SwiftPM copies it into `storekeeper_HTTPAPI.resources` beside the executable; an install
@@ -13,7 +14,7 @@ public enum OpenAPIDocument {
     /// Where the document is looked for, first to last: beside the executable (a build, a test run), in an installed
     /// `share/storekeeper`, in the source tree this binary was built from.
     public static var locations: [URL] {
-        let executable = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath().deletingLastPathComponent()
+        let executable = RunningExecutable.url.deletingLastPathComponent()
         return [
             Bundle.main.bundleURL.appendingPathComponent(resourceFolder),
             executable.appendingPathComponent(resourceFolder),
