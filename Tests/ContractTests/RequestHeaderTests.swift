@@ -26,12 +26,7 @@ struct RequestHeaderTests {
                             + "Content-Type: application/json\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\nIdempotency-Key: ").utf8)
                     let connection = try #require(RawConnection(port: port))
                     connection.send(head + key + Array("\r\n\r\n\(body)".utf8))
-                    var answer = ""
-                    try await eventually(timeout: .seconds(10), "the answer and the close") {
-                        let (bytes, closed) = connection.receive()
-                        answer += String(decoding: bytes, as: UTF8.self)
-                        return closed
-                    }
+                    let answer = try await connection.textUntilClosed(timeout: .seconds(10), "the answer and the close")
                     #expect(answer.hasPrefix("HTTP/1.1 400") && answer.contains("invalid_idempotency_key"), "\(answer)")
                 }
                 #expect(try await harness.count("SELECT count(*) FROM usage_requests WHERE account_id = 'header-bytes'") == 0)
@@ -73,12 +68,7 @@ struct RequestHeaderTests {
                 let port = try #require(client.port)
                 let connection = try #require(RawConnection(port: port, receiveBuffer: 8_192))
                 connection.send(Array("GET /openapi.json HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8))
-                var received: [UInt8] = []
-                try await eventually(timeout: .seconds(30), "the document and the close") {
-                    let (bytes, closed) = connection.receive()
-                    received += bytes
-                    return closed
-                }
+                let received = try await connection.bytesUntilClosed(timeout: .seconds(30), "the document and the close")
                 let (heads, leftOver) = Self.wholeAnswers(in: received)
                 #expect(heads.count == 1 && leftOver == 0, "\(received.count) bytes: \(heads) and \(leftOver) more")
                 #expect(received.count > 50_000)
@@ -107,12 +97,8 @@ struct RequestHeaderTests {
                 for (version, connectionHeader) in [("HTTP/1.0", ""), ("HTTP/1.1", "Connection: close\r\n")] {
                     let connection = try #require(RawConnection(port: port))
                     connection.send(Array("GET /healthz \(version)\r\nHost: 127.0.0.1\r\n\(connectionHeader)\r\n".utf8))
-                    var answer = ""
-                    try await eventually(timeout: .seconds(10), "\(version) \(connectionHeader): the answer and the close") {
-                        let (bytes, closed) = connection.receive()
-                        answer += String(decoding: bytes, as: UTF8.self)
-                        return closed
-                    }
+                    let answer = try await connection.textUntilClosed(
+                        timeout: .seconds(10), "\(version) \(connectionHeader): the answer and the close")
                     #expect(answer.hasPrefix("HTTP/1.1 200") && answer.lowercased().contains("connection: close"), "\(answer)")
                 }
                 for (version, connectionHeader) in [("HTTP/1.0", "Connection: keep-alive\r\n"), ("HTTP/1.1", "")] {

@@ -337,12 +337,7 @@ struct StrangerReviewTests {
                 // Past the limit: the 16 taken are answered, the last saying it closes, then the connection is closed.
                 let greedy = try #require(RawConnection(port: port))
                 greedy.send(Array((0..<3_000).map { _ in request }.joined()))
-                var greedyAnswers = ""
-                try await eventually(timeout: .seconds(10), "the greedy connection to be answered and closed") {
-                    let (bytes, closed) = greedy.receive()
-                    greedyAnswers += String(decoding: bytes, as: UTF8.self)
-                    return closed
-                }
+                let greedyAnswers = try await greedy.textUntilClosed(timeout: .seconds(10), "the greedy connection to be answered and closed")
                 #expect(greedyAnswers.components(separatedBy: "HTTP/1.1 200").count - 1 == 16)
                 #expect(greedyAnswers.lowercased().components(separatedBy: "connection: close").count - 1 == 1)
             }
@@ -357,12 +352,7 @@ struct StrangerReviewTests {
                 let connection = try #require(RawConnection(port: port, receiveBuffer: 65_536))
                 let request = "GET /openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
                 connection.send(Array(String(repeating: request, count: 17).utf8))
-                var received: [UInt8] = []
-                try await eventually(timeout: .seconds(60), "the 16 answers and the close") {
-                    let (bytes, closed) = connection.receive()
-                    received += bytes
-                    return closed
-                }
+                let received = try await connection.bytesUntilClosed(timeout: .seconds(60), "the 16 answers and the close")
                 let (heads, leftOver) = RequestHeaderTests.wholeAnswers(in: received)
                 #expect(heads.count == 16 && leftOver == 0, "\(heads.count) whole answers of \(received.count) bytes, \(leftOver) more")
                 #expect(heads.last?.lowercased().contains("connection: close") == true)
@@ -390,12 +380,7 @@ struct StrangerReviewTests {
                 }
                 let connection = try #require(RawConnection(port: port))
                 connection.send(Array(((0..<17).map { spend("p\($0)") }.joined()).utf8))
-                var answers = ""
-                try await eventually(timeout: .seconds(10), "the 16 answers and the close") {
-                    let (bytes, closed) = connection.receive()
-                    answers += String(decoding: bytes, as: UTF8.self)
-                    return closed
-                }
+                let answers = try await connection.textUntilClosed(timeout: .seconds(10), "the 16 answers and the close")
                 #expect(answers.components(separatedBy: "HTTP/1.1 200").count - 1 == 16, "\(answers)")
                 #expect(try await harness.count("SELECT count(*) FROM usage_requests WHERE account_id = 'piped'") == 16)
                 #expect(try await harness.count("SELECT count(*) FROM usage_requests WHERE idempotency_key = 'p16'") == 0)
