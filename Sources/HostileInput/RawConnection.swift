@@ -109,16 +109,23 @@ public final class RawConnection {
     /// What it had sent is read and dropped.
     public var isClosedByPeer: Bool { readAvailable() == nil }
 
+    /// Closes the sending side only (`shutdown(SHUT_WR)`): the server reads the end of the input, and answers can still
+    /// be read.
+    public func shutdownSending() { shutdown(descriptor, Int32(SHUT_WR)) }
+
     /// What the server has sent and not been read yet, and whether it has closed the connection after it: nothing of
     /// what came before the end is dropped, as ``readAvailable(limit:)`` drops it.
-    public func receive() -> (bytes: [UInt8], closed: Bool) {
+    /// At most `limit` bytes at a time: a slow reader.
+    public func receive(limit: Int = .max) -> (bytes: [UInt8], closed: Bool) {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let read = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        while received.count < limit {
+            let wanted = min(buffer.count, limit - received.count)
+            let read = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, wanted, Int32(MSG_DONTWAIT)) }
             guard read > 0 else { return (received, read == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) }
             received += buffer[..<read]
         }
+        return (received, false)
     }
 
     /// What the server has sent and not been read yet (empty: nothing now), at most `limit` bytes; `nil` once it has

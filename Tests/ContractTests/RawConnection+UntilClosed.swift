@@ -4,10 +4,11 @@ import HostileInput
 
 extension RawConnection {
     /// Everything the server sends until it closes the connection, read as it comes; fails the test after `timeout`.
-    func bytesUntilClosed(timeout: Duration = .seconds(10), _ waitingFor: String) async throws -> [UInt8] {
+    /// `limit`: at most this many bytes every 20 ms, a slow reader.
+    func bytesUntilClosed(timeout: Duration = .seconds(10), limit: Int = .max, _ waitingFor: String) async throws -> [UInt8] {
         var received: [UInt8] = []
         try await eventually(timeout: timeout, waitingFor) {
-            let (bytes, closed) = receive()
+            let (bytes, closed) = receive(limit: limit)
             received += bytes
             return closed
         }

@@ -77,13 +77,60 @@ struct RequestHeaderTests {
         }
     }
 
-    @Test("a dashboard form whose body is not UTF-8 has no fields; a field whose escapes are malformed or not UTF-8 is left out")
+    @Test(
+        "a client that sends a large GET and a spend, then shuts its sending side, reads both answers whole through a small buffer, and the spend is charged once"
+    )
+    func answersAfterTheClientsHalfClose() async throws {
+        let environment = ["STOREKEEPER_PORT": "0", "STOREKEEPER_ADMIN_KEYS": "admin-key-half-close-01"]
+        try await StorekeeperHarness.run(worker: false, environment: environment) { harness in
+            try await harness.components.application().test(.live) { client in
+                let port = try #require(client.port)
+                let topUp = try await client.execute(
+                    uri: "/admin/accounts/half-closed/credits", method: .post,
+                    headers: [.authorization: "Bearer admin-key-half-close-01", .contentType: "application/json"],
+                    body: ByteBuffer(string: #"{"meter": "ai_requests", "amount": 10, "reason": "test", "idempotencyKey": "top"}"#))
+                #expect(topUp.status == .created, "\(String(buffer: topUp.body))")
+                let body = #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "after-the-document"}"#
+                let requests =
+                    "GET /openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                    + "POST /v1/accounts/half-closed/usage HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(StorekeeperHarness.apiKey)\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                let connection = try #require(RawConnection(port: port, receiveBuffer: 8_192))
+                connection.send(Array(requests.utf8))
+                connection.shutdownSending()
+                // 2 KiB every 20 ms: NIO still holds some of the document when the client's end of input is read.
+                let received = try await connection.bytesUntilClosed(timeout: .seconds(30), limit: 2_048, "both answers and the close")
+                let (heads, leftOver) = Self.wholeAnswers(in: received)
+                #expect(heads.count == 2 && leftOver == 0, "\(heads.count) whole answers of \(received.count) bytes, \(leftOver) more")
+                #expect(heads.allSatisfy { $0.hasPrefix("HTTP/1.1 200") }, "\(heads)")
+                #expect(try await harness.count("SELECT count(*) FROM usage_requests WHERE account_id = 'half-closed'") == 1)
+            }
+        }
+    }
+
+    @Test("a body the budget cannot hold under a route group (its own security headers inside the budget) is 503 busy and closes, not 500")
+    func budgetExhaustedInsideAGroup() async throws {
+        let router = Router()
+        router.group("v1").add(middleware: SecurityHeadersMiddleware<BasicRequestContext>()).get("full") { _, _ -> String in
+            throw RequestBodyBudget.Exhausted()
+        }
+        try await Application(router: router).test(.router) { client in
+            let answer = try await client.execute(uri: "/v1/full", method: .get)
+            #expect(answer.status == .serviceUnavailable, "\(String(buffer: answer.body))")
+            #expect(String(buffer: answer.body).contains("busy"))
+            #expect(answer.headers[.connection] == "close")
+            #expect(answer.headers[HTTPField.Name("X-Content-Type-Options")!] == "nosniff")
+        }
+    }
+
+    @Test("a dashboard form whose body, or any of whose fields' escapes, is not UTF-8 has no fields (so every form refuses it)")
     func dashboardForms() {
         func form(_ bytes: [UInt8]) -> [String: String] { AdminDashboardController.form(ByteBuffer(bytes: bytes)) }
         #expect(form(Array("request=k%C3%A9y+1&amount=5&amount=6".utf8)) == ["request": "kéy 1", "amount": "5"])
         #expect(form(Array("request=".utf8) + [0xFF] + Array("&amount=5".utf8)) == [:])
-        #expect(form(Array("request=%FF&amount=5".utf8)) == ["amount": "5"])
-        #expect(form(Array("request=%ZZ&amount=5".utf8)) == ["amount": "5"])
+        #expect(form(Array("meter=m&amount=7&request=%FFretry1".utf8)) == [:], "a form keeps no field when one is malformed")
+        #expect(form(Array("request=%ZZ&amount=5".utf8)) == [:])
+        #expect(form(Array("request=%FF&request=dup&amount=5".utf8)) == [:])
     }
 
     @Test(

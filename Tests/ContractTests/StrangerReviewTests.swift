@@ -339,19 +339,23 @@ struct StrangerReviewTests {
                 greedy.send(Array((0..<3_000).map { _ in request }.joined()))
                 let greedyAnswers = try await greedy.textUntilClosed(timeout: .seconds(10), "the greedy connection to be answered and closed")
                 #expect(greedyAnswers.components(separatedBy: "HTTP/1.1 200").count - 1 == 16)
+                #expect(greedyAnswers.components(separatedBy: "HTTP/1.1 ").count - 1 == 16, "only the 16")
                 #expect(greedyAnswers.lowercased().components(separatedBy: "connection: close").count - 1 == 1)
             }
         }
     }
 
-    @Test("17 large answers pipelined in one write: the 16 taken arrive whole, read through a small buffer, before the close")
+    @Test(
+        "17 large answers pipelined in one write, then bytes that are not HTTP: the 16 taken arrive whole, read through a small buffer, and nothing after them"
+    )
     func pipelinedLargeAnswers() async throws {
         try await StorekeeperHarness.run(worker: false, environment: ["STOREKEEPER_PORT": "0"]) { harness in
             try await harness.components.application().test(.live) { client in
                 let port = try #require(client.port)
                 let connection = try #require(RawConnection(port: port, receiveBuffer: 65_536))
                 let request = "GET /openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-                connection.send(Array(String(repeating: request, count: 17).utf8))
+                // Then bytes that are not HTTP: dropped with the 17th, not answered 400 after the answer that said close.
+                connection.send(Array((String(repeating: request, count: 17) + "NOT HTTP\r\n\r\n").utf8))
                 let received = try await connection.bytesUntilClosed(timeout: .seconds(60), "the 16 answers and the close")
                 let (heads, leftOver) = RequestHeaderTests.wholeAnswers(in: received)
                 #expect(heads.count == 16 && leftOver == 0, "\(heads.count) whole answers of \(received.count) bytes, \(leftOver) more")

@@ -118,16 +118,17 @@ extension AdminDashboardController {
         return Response(status: .seeOther, headers: [.location: location])
     }
 
-    /// An `application/x-www-form-urlencoded` body's fields (the first of each name). A body that is not UTF-8 has none,
-    /// and a field whose escapes are malformed or not UTF-8 is left out (so the form is refused as missing it): read
-    /// leniently, bytes like these became U+FFFD or "", and two forms' different keys one.
+    /// An `application/x-www-form-urlencoded` body's fields (the first of each name). A body that is not UTF-8, or any
+    /// field whose escapes are malformed or not UTF-8, makes the whole form empty, so every form refuses it for its
+    /// required fields: read leniently, such bytes became U+FFFD or "", and an optional field left out (the form's
+    /// idempotency key) let every resubmission through.
     static func form(_ body: ByteBuffer) -> [String: String] {
         guard let text = String(validating: body.readableBytesView, as: UTF8.self) else { return [:] }
         var fields: [String: String] = [:]
         for pair in text.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1).map { $0.replacingOccurrences(of: "+", with: " ").removingPercentEncoding }
-            guard let name = parts.first ?? nil, fields[name] == nil, let value = parts.count > 1 ? parts[1] : "" else { continue }
-            fields[name] = value
+            guard let name = parts.first ?? nil, let value = parts.count > 1 ? parts[1] : "" else { return [:] }
+            if fields[name] == nil { fields[name] = value }
         }
         return fields
     }

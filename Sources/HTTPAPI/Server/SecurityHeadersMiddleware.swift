@@ -18,6 +18,10 @@ struct SecurityHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
                 context.logger.log(level: cause.level, "\(cause.message)", metadata: ["error": "\(cause.detail)"])
             }
             response = try error.response(from: request, context: context)
+        } catch is RequestBodyBudget.Exhausted {
+            // The route groups' own copy of this middleware sits inside the budget's: answered here as the budget
+            // answers it (503, closing), not as a failure (500, the rest of the body read outside the budget).
+            response = try RequestBodyBudgetMiddleware<Context>.busy.response(from: request, context: context)
         } catch {
             context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
             response = try APIError(.internalServerError, code: .internalError, message: "the request failed; see the server log")

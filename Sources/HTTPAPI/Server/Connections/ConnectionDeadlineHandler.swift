@@ -207,6 +207,36 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
         context.fireUserInboundEventTriggered(event)
     }
 
+    /// While the connection lingers it reads on by itself: Hummingbird has stopped asking (it takes no request after a
+    /// close), and input left unread would turn the close into a reset.
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if lingerTimer != nil { context.read() }
+        context.fireChannelReadComplete()
+    }
+
+    /// What is dropped can fail to parse: Hummingbird must not answer it (a 400 after the answer that said close).
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard !dropping else { return }
+        context.fireErrorCaught(error)
+    }
+
+    /// Hummingbird closes the output after its last answer (a `Connection: close` request, a client that closed its
+    /// side). NIO makes that a full close when the input is already closed, dropping what it still holds of the
+    /// answers; so the close waits until NIO holds nothing, for at most the write deadline.
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        guard mode == .output else { return context.close(mode: mode, promise: promise) }
+        closeOutput(context: context, promise: promise, askedAt: context.eventLoop.now)
+    }
+
+    private func closeOutput(context: ChannelHandlerContext, promise: EventLoopPromise<Void>?, askedAt: NIODeadline) {
+        guard context.channel.isActive, (bufferedBytes(context.channel) ?? 0) > 0,
+            context.eventLoop.now - askedAt < TimeAmount(limits.writeTimeout)
+        else { return context.close(mode: .output, promise: promise) }
+        context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(10)) {
+            self.closeOutput(context: context, promise: promise, askedAt: askedAt)
+        }
+    }
+
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case .head(var head):
@@ -252,7 +282,10 @@ final class ConnectionDeadlineHandler: ChannelDuplexHandler, RemovableChannelHan
             context.close(mode: .output, promise: outputClosed)
             outputClosed.futureResult.assumeIsolated().whenComplete { result in
                 guard case .success = result, context.channel.isActive else { return context.close(promise: nil) }
+                // Everything from now on is the client's leftovers: read by this handler, dropped.
+                self.dropping = true
                 self.lingerTimer = context.eventLoop.assumeIsolated().scheduleTask(in: Self.lingering) { context.close(promise: nil) }
+                context.read()
             }
         }
     }

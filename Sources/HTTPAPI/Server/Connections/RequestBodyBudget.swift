@@ -124,10 +124,15 @@ struct RequestBodyBudgetMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch is RequestBodyBudget.Exhausted {
-            var busy = APIError(.serviceUnavailable, code: .busy, message: "too many large request bodies at once; retry later")
-            busy.closesConnection = true
-            throw busy
+            throw Self.busy
         }
+    }
+
+    /// A body the budget could not hold: 503 `busy`, and the connection closed, so the rest of the body is not read.
+    static var busy: APIError {
+        var busy = APIError(.serviceUnavailable, code: .busy, message: "too many large request bodies at once; retry later")
+        busy.closesConnection = true
+        return busy
     }
 
     /// By the path alone, before routing: the `/v1` and `/admin` groups check a service key or an operator before any

@@ -39,7 +39,10 @@ final class RequestedCloseHandler: ChannelDuplexHandler, RemovableChannelHandler
         }
         switch request {
         case .close: head.headers.replaceOrAdd(name: "connection", value: "close")
-        case .keepAliveHTTP10: head.headers.replaceOrAdd(name: "connection", value: "keep-alive")
+        // Unless the answer closes the connection itself (a refused body, the pipelining limit).
+        case .keepAliveHTTP10 where !head.headers[canonicalForm: "connection"].contains { $0.lowercased() == "close" }:
+            head.headers.replaceOrAdd(name: "connection", value: "keep-alive")
+        case .keepAliveHTTP10: return context.write(data, promise: promise)
         case .keepAlive: return context.write(data, promise: promise)
         }
         context.write(wrapOutboundOut(.head(head)), promise: promise)
