@@ -202,9 +202,11 @@ extension FakeStripe {
     }
 
     /// Opens a Checkout Session as the API would, outside HTTP: what an app's own backend does with Stripe directly.
-    public func createSession(priceId: String, mode: String, account: String?) throws -> String {
+    /// `extra` are more of the API's form fields (`customer`, `metadata[…]`, `subscription_data[metadata][…]`).
+    public func createSession(priceId: String, mode: String, account: String?, extra: [(String, String)] = []) throws -> String {
         var pairs = [("mode", mode), ("line_items[0][price]", priceId), ("line_items[0][quantity]", "1"), ("success_url", "https://app.example/ok")]
         if let account { pairs.append(("client_reference_id", account)) }
+        pairs += extra
         var form = FormPairs("")
         form.pairs = pairs
         return try state.withLock { state in

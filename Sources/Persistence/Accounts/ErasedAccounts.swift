@@ -47,7 +47,7 @@ public struct ErasedAccounts: Sendable {
     /// The deployment's secret (`STOREKEEPER_ERASURE_KEY`) that keys the digests; `nil`: erasure is not configured,
     /// and only erasures filed before keys (plain SHA-256) are recognised.
     private let key: SymmetricKey?
-    private let logger: Logger
+    let logger: Logger
 
     /// - Parameter secret: `STOREKEEPER_ERASURE_KEY`; `nil` when it is not set.
     public init(secret: String?, logger: Logger) {
@@ -347,50 +347,6 @@ public struct ErasedAccounts: Sendable {
         return rewritten.count
     }
 
-    /// Stripe's objects of the account's subscriptions and of the checkouts that name it (`client_reference_id` or
-    /// metadata), with the objects of the same customer, and the bodies of the events Stripe sent about them: contact
-    /// details and metadata gone, values equal to the id replaced; amounts stay.
-    func scrubStripeObjects(of held: [String], from account: AccountID, to pseudonym: AccountID, on connection: PostgresConnection) async throws
-        -> Int
-    {
-        let (from, to) = (account.text, pseudonym.text)
-        var ids: [String] = []
-        for try await id in try await connection.query(
-            """
-            WITH named AS (
-                SELECT id, body FROM stripe_objects
-                WHERE subscription_id = ANY(\(held)) OR subscription_id IN (SELECT subscription_id FROM stripe_links WHERE account_id = \(to))
-                    OR (object = 'checkout.session' AND (body->>'client_reference_id' = \(from) OR jsonb_replace_string(body->'metadata', \(from), '') <> body->'metadata'))
-            ), customers AS (SELECT DISTINCT body->>'customer' AS customer FROM named WHERE body->>'customer' IS NOT NULL)
-            SELECT id FROM named UNION SELECT id FROM stripe_objects WHERE body->>'customer' IN (SELECT customer FROM customers)
-            """, logger: logger
-        ).decode(String.self) { ids.append(id) }
-        let scrubbed = """
-            (jsonb_replace_string(%@, $2, $3) - 'customer_email' - 'customer_name' - 'customer_phone' - 'customer_address'
-             - 'customer_shipping' - 'customer_details' - 'billing_details' - 'receipt_email' - 'shipping' - 'shipping_details')
-            || '{"metadata": {}}'::jsonb
-            """
-        var binds = PostgresBindings()
-        binds.append(ids)
-        binds.append(from)
-        binds.append(to)
-        let objects = try await count(
-            connection,
-            PostgresQuery(
-                unsafeSQL: "UPDATE stripe_objects SET body = \(scrubbed.replacingOccurrences(of: "%@", with: "body")) WHERE id = ANY($1)",
-                binds: binds))
-        // The events' bodies are Stripe's JSON as received (bytes): their object is scrubbed the same way.
-        _ = try await count(
-            connection,
-            PostgresQuery(
-                unsafeSQL: """
-                    UPDATE stripe_events SET body = convert_to(jsonb_set(b, '{data,object}', \(scrubbed.replacingOccurrences(of: "%@", with: "(b->'data'->'object')")))::text, 'UTF8')
-                    FROM (SELECT id AS event, convert_from(body, 'UTF8')::jsonb AS b FROM stripe_events WHERE object_id = ANY($1)) AS read
-                    WHERE stripe_events.id = read.event AND jsonb_typeof(b->'data'->'object') = 'object'
-                    """, binds: binds))
-        return objects
-    }
-
     /// Jobs whose arguments name the account (`account`: webhook deliveries; `accountTokens`: an apply's tokens, UUIDs
     /// as Swift encodes them, in capitals) or whose keys are its own (`account:<account>` runs a grant's end after its
     /// account's other work): the pseudonym in the same places.
@@ -441,7 +397,7 @@ public struct ErasedAccounts: Sendable {
     }
 
     /// Runs a data-changing statement and answers how many rows it changed.
-    private func count(_ connection: PostgresConnection, _ query: PostgresQuery) async throws -> Int {
+    func count(_ connection: PostgresConnection, _ query: PostgresQuery) async throws -> Int {
         let counted = PostgresQuery(unsafeSQL: "WITH changed AS (\(query.sql) RETURNING 1) SELECT count(*)::bigint FROM changed", binds: query.binds)
         for try await count in try await connection.query(counted, logger: logger).decode(Int.self) { return count }
         return 0
