@@ -21,13 +21,28 @@ struct DevCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "HTTP port.") var port: Int = 8080
+    @Option(name: .customLong("port"), help: "HTTP port (default: STOREKEEPER_PORT, else 8080).") var portOption: Int?
     @Flag(help: "Also run an in-process fake Stripe (on the next port) that this server reads and that posts its webhooks here.")
     var fakeStripe = false
     @Flag(help: "Also run an in-process fake Google Play (two ports on) that this server reads and that pushes its notifications here.")
     var fakePlay = false
 
+    /// The HTTP port: `--port`, else `STOREKEEPER_PORT` as `serve` reads it, else 8080.
+    static func port(option: Int?, environment: [String: String]) throws -> Int {
+        if let option {
+            guard (1...65_535).contains(option) else { throw CommandFailure("--port must be 1 to 65535, got \(option)") }
+            return option
+        }
+        let text = environment["STOREKEEPER_PORT", default: ""].trimmingCharacters(in: .whitespaces)
+        guard !text.isEmpty else { return 8080 }
+        guard let port = Int(text), (1...65_535).contains(port) else {
+            throw CommandFailure("STOREKEEPER_PORT must be 1 to 65535 for dev, got \"\(text)\"")
+        }
+        return port
+    }
+
     func run() async throws {
+        let port = try Self.port(option: portOption, environment: ProcessInfo.processInfo.environment)
         // Before anything is started: a second `dev` must not get as far as the first's cluster.
         guard PrivateCluster.isFree(port: port) else {
             throw CommandFailure("port \(port) is in use (another `storekeeper dev`?): stop it, or pass --port")

@@ -17,7 +17,7 @@ struct SimulateCommand: AsyncParsableCommand {
             Reads .storekeeper/dev.env (written by `storekeeper dev`) for the server URL, API key and bundle id. \
             `simulate hold --account ID --meter ai_requests --amount 50 --key gen-1`, then `simulate settle --account ID \
             --key gen-1 --amount 30` (or `release`), play the app's service around a generation. \
-            `simulate advance 30d` moves the dev server's clock on (s, m, h, d or w; or ISO 8601 such as P1M, PT12H). \
+            `simulate advance 30d` moves the dev server's clock on (s, m, h, d or w; or ISO 8601 such as P1M, a calendar month, or PT12H). \
             renew, expire, grace, fail and recover first move it to the end of the period in force, when Apple would \
             send them, so every simulated history is one Apple could produce. Each subscription's exact periods are \
             kept in .storekeeper/simulate/.
@@ -77,8 +77,9 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         if transaction != nil, scenario != "refund-request" { throw ValidationError("--transaction is for refund-request") }
         if scenario == "advance" {
-            guard let duration, let seconds = Self.seconds(in: duration), seconds <= 10 * 366 * 86_400 else {
-                throw ValidationError("advance takes a duration forward, at most 10 years: 30d, 12h, 90m, 45s, 2w, or ISO 8601 such as P1M or PT12H")
+            guard let duration, let seconds = Self.seconds(in: duration), seconds > 0, seconds <= 10 * 366 * 86_400 else {
+                throw ValidationError(
+                    "advance takes a duration forward, more than 0, at most 10 years: 30d, 12h, 90m, 45s, 2w, or ISO 8601 such as P1M or PT12H")
             }
             return
         }
@@ -115,7 +116,7 @@ struct SimulateCommand: AsyncParsableCommand {
         if scenario == "refund-request" { return try await refundRequest(server: server, settings: settings, dev: dev) }
         if Self.holdScenarios.contains(scenario) { return try await runHold(server: server) }
         guard let scenario = SimulatedEvent.Scenario(rawValue: scenario) else {
-            let now = try await server.advance(by: duration.flatMap(Self.seconds(in:)) ?? 0)
+            let now = try await server.advance(by: try await advanceSeconds(server: server))
             say("the dev server's clock is now \(now.formatted(.iso8601))")
             return try await server.waitForDueJobs()
         }
@@ -141,6 +142,20 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         let catalogue = try await server.checkProducts([product, to].compactMap { $0 })
         if product == nil, let currentProduct = current?.productId { subscription.productId = currentProduct }
+        // Apple upgrades at once to a higher level of the group (1 is the highest) and downgrades at the renewal to a
+        // lower one: the other way round is not a history Apple signs.
+        if let to, let from = catalogue[subscription.productId]?.level, let target = catalogue[to]?.level {
+            if scenario == .upgrade, target > from {
+                throw CommandFailure("\(to) is a lower level than \(subscription.productId): `simulate downgrade --to \(to)`")
+            }
+            if scenario == .downgrade, target < from {
+                throw CommandFailure("\(to) is a higher level than \(subscription.productId): `simulate upgrade --to \(to)`")
+            }
+        }
+        // The product the subscription renews into, as the last renewal info signed it: a downgrade takes effect at the
+        // renewal (or the recovery from billing retry), and what else is signed before it still says it is pending.
+        let renewsInto = current?.lastSigned?.renewalInfo?.autoRenewProductId
+        if product == nil, scenario == .renew || scenario == .recover, let renewsInto { subscription.productId = renewsInto }
         // A period as long as the catalogue says the product's is: an annual product renews after a year.
         let periodProduct = (scenario == .upgrade || scenario == .downgrade) ? to ?? subscription.productId : subscription.productId
         if periodDays == nil, let period = catalogue[periodProduct]?.period {
@@ -157,10 +172,22 @@ struct SimulateCommand: AsyncParsableCommand {
             now = try await server.advance(by: end.timeIntervalSince(now))
             say("the dev server's clock moved to the period's end, \(now.formatted(.iso8601))")
         }
+        // A second SUBSCRIBED while a period is in force (active, in grace or billing retry) is not Apple's: it renews,
+        // changes or resumes the subscription instead.
+        if scenario == .subscribe, let standing = history.current(of: subscriptionId), [1, 3, 4].contains(standing.lastSigned?.status ?? 1),
+            standing.period.end > now
+        {
+            throw CommandFailure(
+                "subscription \(subscriptionId) is in force until \(standing.period.end.formatted(.iso8601)): renew, upgrade, downgrade, cancel or expire it"
+            )
+        }
         if let last = current?.signedDate, Int64((now.timeIntervalSince1970 * 1000).rounded(.down)) <= last {
             now = Date(timeIntervalSince1970: Double(last + 1) / 1000)
         }
         var event = SimulatedEvent.scenario(scenario, subscription: subscription, currentPeriod: currentPeriod, target: to, at: now)
+        if ![.subscribe, .renew, .recover, .upgrade, .downgrade].contains(scenario), let renewsInto, event.renewalInfo != nil {
+            event.renewalInfo?.autoRenewProductId = renewsInto
+        }
         // Apple signs what the period cost: the catalogue's price of the product, so the dev server's analytics have money.
         if let productId = event.transaction?.productId, let listed = catalogue[productId], let price = listed.price, let currency = listed.currency {
             event.transaction?.price = price
@@ -194,6 +221,17 @@ struct SimulateCommand: AsyncParsableCommand {
         try await server.reportApplied(intakeAnswer: answer, account: accountId)
     }
 
+    /// How far `advance` moves the dev clock: whole months or years (`P1M`, `P1Y`) as calendar months from the dev
+    /// clock's now, as Apple bills them; anything else by ``seconds(in:)``.
+    func advanceSeconds(server: DevServer) async throws -> TimeInterval {
+        guard let duration else { return 0 }
+        guard let months = Self.months(in: duration) else { return Self.seconds(in: duration) ?? 0 }
+        let now = try await server.now()
+        var utc = Calendar(identifier: .gregorian)
+        utc.timeZone = TimeZone(identifier: "UTC")!
+        return (utc.date(byAdding: .month, value: months, to: now) ?? now).timeIntervalSince(now)
+    }
+
     /// Calendar months in an ISO 8601 period of whole months or years (`P1M` 1, `P3M` 3, `P1Y` 12); nil for others.
     static func months(in text: String) -> Int? {
         guard text.hasPrefix("P"), let unit = text.last, let count = Int(text.dropFirst().dropLast()), count > 0 else { return nil }
@@ -204,7 +242,8 @@ struct SimulateCommand: AsyncParsableCommand {
         }
     }
 
-    /// Seconds in `text`: `<number><s|m|h|d|w>`, or ISO 8601 (`P1M` as 30 days, `P1Y` as 365, `PT12H`).
+    /// Seconds in `text`: `<number><s|m|h|d|w>`, or ISO 8601 (`P1M` as 30 days, `P1Y` as 365, `PT12H`; `advance` takes
+    /// whole months and years as calendar months instead, ``advanceSeconds(server:)``).
     static func seconds(in text: String) -> TimeInterval? {
         let units: [Character: TimeInterval] = ["s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800]
         if let unit = text.last.flatMap({ units[$0] }), let number = Double(text.dropLast()), number >= 0 { return number * unit }

@@ -82,6 +82,8 @@ struct ListedProduct {
     var currency: String?
     /// The billing period of an auto-renewable product (`P1M`, `P1Y`…).
     var period: String?
+    /// Its tier's level in the subscription group (1 is Apple's highest); nil for a pack.
+    var level: Int?
 }
 
 /// The dev server `simulate` talks to: its clock (`/admin/dev/clock`, behind dev's key) and its base URL.
@@ -105,11 +107,12 @@ struct DevServer {
         var products: [String: ListedProduct] = [:]
         // Credit packs are listed apart from the tiers' products, with no type of their own.
         let packs = ((catalogue["topUps"] as? [[String: Any]]) ?? []).map { $0.merging(["type": "consumable"]) { kept, _ in kept } }
-        for product in tiers.flatMap({ $0["products"] as? [[String: Any]] ?? [] }) + packs {
+        let listed = tiers.flatMap { tier in (tier["products"] as? [[String: Any]] ?? []).map { ($0, tier["level"] as? Int) } }
+        for (product, level) in listed + packs.map({ ($0, nil) }) {
             guard let id = product["id"] as? String, product["store"] as? String ?? "app_store" == "app_store" else { continue }
             products[id] = ListedProduct(
                 type: product["type"] as? String ?? "auto_renewable", price: (product["price"] as? NSNumber)?.int64Value,
-                currency: product["currency"] as? String, period: product["period"] as? String)
+                currency: product["currency"] as? String, period: product["period"] as? String, level: level)
         }
         let known = products.filter { types.contains($0.value.type) }.keys.sorted()
         for id in ids where !known.contains(id) {

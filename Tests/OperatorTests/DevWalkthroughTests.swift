@@ -46,12 +46,15 @@ struct DevWalkthroughTests {
                 "DATABASE_URL": url.urlString, "STOREKEEPER_TIERS": AppleSamples.repository.appendingPathComponent("config/tiers.yml").path,
                 "STOREKEEPER_SQL_DIR": AppleSamples.repository.appendingPathComponent("sql").path,
             ]
-            let dev = try TestProcess("storekeeper", arguments: ["dev", "--port", String(port)], environment: environment, directory: folder)
+            // The port as `serve` reads it, from the environment (`--port` is the other way).
+            let dev = try TestProcess(
+                "storekeeper", arguments: ["dev"], environment: environment.merging(["STOREKEEPER_PORT": String(port)]) { $1 }, directory: folder)
             defer { dev.signal(SIGTERM) }
             let settings = DevEnvironment(directory: folder.appendingPathComponent(".storekeeper"))
             try await eventually(timeout: .seconds(60), "dev to start") {
                 dev.text.contains("Storekeeper is running") && settings.settings()["STOREKEEPER_API_KEY"] != nil
             }
+            #expect(settings.settings()["STOREKEEPER_URL"] == "http://127.0.0.1:\(port)", "\(dev.text)")
             let key = try #require(settings.settings()["STOREKEEPER_API_KEY"])
             let account = UUID().uuidString.lowercased()
 
@@ -268,7 +271,7 @@ struct DevWalkthroughTests {
             let notPack = try await refused("refund-request", "--transaction", unlock)
             #expect(notPack.contains("is basic.lifetime, not a credit pack"), "\(notPack)")
             let far = try await refused("advance", "4000d")
-            #expect(far.contains("forward, at most 10 years"), "\(far)")
+            #expect(far.contains("at most 10 years"), "\(far)")
             let misspelt = try await refused("renew", "--acount", account)
             #expect(misspelt.contains("Unknown option '--acount'. Did you mean '--account'?"), "\(misspelt)")
             // `verify --stored` in the dev folder: the dev chain's root, its bundle id and its clock (the refund was
@@ -293,6 +296,56 @@ struct DevWalkthroughTests {
                     directory: folder)
                 return sent > 0 && again.contains("\"sentEvents\" : \(sent)")
             }
+
+            // A downgrade changes nothing now; the renewal brings the lower product and its allowance (Apple renews into
+            // the pending product): Basic's 200.
+            let downgrader = UUID().uuidString.lowercased()
+            try await simulate("subscribe", "--account", downgrader)
+            try await simulate("downgrade", "--account", downgrader, "--to", "basic.monthly")
+            let pending = try await status(of: downgrader)
+            #expect(pending.tier == "pro" && pending.credits["ai_requests"]?.remaining == 1000, "before the renewal")
+            let renewed = try await simulate("renew", "--account", downgrader)
+            #expect(renewed.contains("status: basic") && renewed.contains("remaining 200"), "\(renewed)")
+            #expect(try await status(of: downgrader).subscription?.productId == "basic.monthly")
+            // What Apple would not sign is refused: a second SUBSCRIBED while a period is in force, a "downgrade" to a
+            // higher level, an "upgrade" to a lower one, a move of the clock by nothing.
+            let twice = try await refused("subscribe", "--account", downgrader)
+            #expect(twice.contains("is in force until") && twice.split(separator: "\n").count == 1, "\(twice)")
+            let upward = try await refused("downgrade", "--account", downgrader, "--to", "max.monthly")
+            #expect(upward.contains("max.monthly is a higher level than basic.monthly"), "\(upward)")
+            let downward = try await refused("upgrade", "--account", account, "--to", "basic.monthly")
+            #expect(downward.contains("basic.monthly is a lower level than max.monthly"), "\(downward)")
+            let nothing = try await refused("advance", "0d")
+            #expect(nothing.contains("more than 0"), "\(nothing)")
+            // Past the idempotency window (30 days) on the dev clock, a key is a new spend: `advance` runs the window's
+            // job at once, as the hour it skipped would have.
+            func spendOne(_ account: String, idempotencyKey: String) async throws -> Int? {
+                var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/accounts/\(account)/usage")!)
+                request.httpMethod = "POST"
+                request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+                request.httpBody = Data(#"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "\#(idempotencyKey)"}"#.utf8)
+                let (data, response) = try await URLSession.shared.data(for: request)
+                #expect((response as? HTTPURLResponse)?.statusCode == 200, "\(String(decoding: data, as: UTF8.self))")
+                return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["remaining"] as? Int
+            }
+            let spent = try await spendOne(downgrader, idempotencyKey: "walkthrough-window")
+            #expect(spent == 199)
+            try await simulate("advance", "31d")
+            let spentAgain = try await spendOne(downgrader, idempotencyKey: "walkthrough-window")
+            let left = try await status(of: downgrader).credits["ai_requests"]?.remaining.map(Int.init)
+            #expect(
+                spentAgain != spent && spentAgain == left,
+                "the key again after 31 days: \(String(describing: spentAgain)), \(String(describing: left)) left")
+            // P1M is a calendar month from the dev clock's date, as Apple bills (28 to 31 days), not 30 days: from a
+            // date whose month is not 30 days.
+            let unlike = try await devNow()
+            let toUnlike = try #require((0..<40).first { try monthDays(from: unlike.addingTimeInterval(Double($0) * 86_400)) != 30 })
+            if toUnlike > 0 { try await simulate("advance", "\(toUnlike)d") }
+            let monthFrom = try await devNow()
+            try await simulate("advance", "P1M")
+            let moved = try await devNow().timeIntervalSince(monthFrom) / 86_400
+            #expect(abs(moved - (try monthDays(from: monthFrom))) < 0.01, "P1M moved \(moved) days from \(monthFrom)")
 
             // Restarted, `dev` resumes its clock where the database kept it: the facts it dated stay in its past.
             let before = try await devNow()

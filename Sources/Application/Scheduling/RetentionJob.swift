@@ -30,6 +30,8 @@ public struct RetentionJob: JobHandler {
     public static let eventsKind = "event-retention"
     public static let signedPayloadsKind = "signed-payload-retention"
     public static let idempotencyWindowKind = "idempotency-window"
+    /// Every kind of retention job.
+    public static let kinds = [eventsKind, signedPayloadsKind, idempotencyWindowKind]
 
     /// Deletes events older than `retention` (`STOREKEEPER_EVENT_RETENTION_DAYS`), with their deliveries and logs, a
     /// thousand per statement.
