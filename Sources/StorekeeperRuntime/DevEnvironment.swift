@@ -32,6 +32,13 @@ public struct DevEnvironment: Sendable {
     /// under one key are found only with the same key.
     public func erasureKey() throws -> String { try secret(file: "erasure-key", prefix: "ek_dev_") }
 
+    /// The dev database's `STOREKEEPER_ERASURE_KEY` when `dev` made one, without making it.
+    public func existingErasureKey() -> String? {
+        let key = (try? String(contentsOf: directory.appendingPathComponent("erasure-key"), encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        return key?.isEmpty == false ? key : nil
+    }
+
     /// A random secret kept in `file` (owner-only), made on first use.
     private func secret(file name: String, prefix: String) throws -> String {
         let file = directory.appendingPathComponent(name)

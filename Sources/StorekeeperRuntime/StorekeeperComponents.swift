@@ -296,17 +296,7 @@ public struct StorekeeperComponents: Sendable {
         }
         dependencies.shared.metricsKeys = configuration.metricsKeys
         dependencies.admin.devClock = devClock
-        let devClockOffset = DevClockOffset(client: client, logger: logger)
-        // The retention jobs cut off by the dev clock (the idempotency window's among them) run on the real clock's
-        // hourly slots: after a move of the dev clock each runs once at once, as a skipped hour would have run it.
-        let retentionKinds = jobHandlers().schedules.map(\.kind).filter(RetentionJob.kinds.contains)
-        dependencies.admin.devClockAdvanced = { [queue, devClock, client] seconds in
-            try await queue.bringForward(by: seconds)
-            let runs = retentionKinds.map { NewJob(kind: $0, argumentsJSON: "{}", uniqueKey: "dev-clock-moved:\($0)") }
-            try await client.withConnection { _ = try await queue.enqueue(runs, on: $0) }
-            // Kept with the facts it dated: a restarted `dev` resumes here.
-            if let devClock { try await devClockOffset.record(devClock.offsetMilliseconds) }
-        }
+        dependencies.admin.devClockAdvanced = devClockMoved(devClock)
         dependencies.shared.bodyBudget = bodyBudget
         return buildRouter(dependencies)
     }

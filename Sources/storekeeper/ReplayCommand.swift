@@ -44,6 +44,28 @@ struct ReplayCommand: AsyncParsableCommand {
         }
     }
 
+    /// The key erased ids are recognised by: `STOREKEEPER_ERASURE_KEY`, or in a `storekeeper dev` folder working on its
+    /// database, the dev database's. The stored facts of an erased account's purchases may still name its id (Apple
+    /// signs it on every renewal, Stripe's metadata keeps it): the server files them under the pseudonym, and a replay
+    /// without the key would give them back to the id. So with erasures on record and no key, replay refuses.
+    static func erasureKey(on client: PostgresClient) async throws -> String? {
+        let environment = ProcessInfo.processInfo.environment
+        if let key = environment["STOREKEEPER_ERASURE_KEY"], !key.isEmpty { return key }
+        let dev = DevEnvironment()
+        if environment["DATABASE_URL", default: ""].isEmpty || environment["DATABASE_URL"] == dev.settings()["DATABASE_URL"],
+            let key = dev.existingErasureKey()
+        {
+            return key
+        }
+        let erasures = try await client.query("SELECT count(*)::bigint FROM erased_accounts").decode(Int.self).reduce(0, +)
+        guard erasures == 0 else {
+            throw CommandFailure(
+                "STOREKEEPER_ERASURE_KEY is not set and \(erasures) account(s) were erased: without the key the server uses, replay cannot tell their ids in the stored facts and would give their purchases back to them"
+            )
+        }
+        return nil
+    }
+
     func run() async throws {
         let now = Date()
         let write = self.write
@@ -66,7 +88,7 @@ struct ReplayCommand: AsyncParsableCommand {
                 ids = single.map { [$0] } ?? []
             }
             let credits = CreditLedger(catalogue: catalogue, logger: logger)
-            let erased = ErasedAccounts(secret: ProcessInfo.processInfo.environment["STOREKEEPER_ERASURE_KEY"], logger: logger)
+            let erased = ErasedAccounts(secret: try await Self.erasureKey(on: client), logger: logger)
             let queue = PostgresJobQueue(client: client, logger: logger)
             let writer = SubscriptionWriter(
                 credits: credits, queue: queue, rechecks: nil, events: nil, analytics: AnalyticsRollups(logger: logger),

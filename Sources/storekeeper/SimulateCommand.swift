@@ -172,9 +172,9 @@ struct SimulateCommand: AsyncParsableCommand {
             now = try await server.advance(by: end.timeIntervalSince(now))
             say("the dev server's clock moved to the period's end, \(now.formatted(.iso8601))")
         }
-        // A second SUBSCRIBED while a period is in force (active, in grace or billing retry) is not Apple's: it renews,
-        // changes or resumes the subscription instead.
-        if scenario == .subscribe, let standing = history.current(of: subscriptionId), [1, 3, 4].contains(standing.lastSigned?.status ?? 1),
+        // A second SUBSCRIBED while a period is in force is not Apple's: it renews or changes the subscription instead.
+        // (In grace or billing retry the period has ended: `grace` and `fail` move the clock to its end.)
+        if scenario == .subscribe, let standing = history.current(of: subscriptionId), standing.lastSigned?.status ?? 1 == 1,
             standing.period.end > now
         {
             throw CommandFailure(

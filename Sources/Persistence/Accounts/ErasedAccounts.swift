@@ -118,8 +118,9 @@ public struct ErasedAccounts: Sendable {
                 OR EXISTS (SELECT 1 FROM renewal_extensions WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM consent_rescissions WHERE account_id = \(id))
                 OR EXISTS (SELECT 1 FROM operator_actions WHERE account_id = \(id))
-                OR EXISTS (SELECT 1 FROM stripe_objects WHERE object = 'checkout.session'
-                           AND (body->>'client_reference_id' = \(id) OR body->'metadata'->>'storekeeper_account_id' = \(id)))
+                OR EXISTS (SELECT 1 FROM stripe_objects WHERE object = 'checkout.session' AND body->>'client_reference_id' = \(id))
+                OR EXISTS (SELECT 1 FROM stripe_objects WHERE object IN ('checkout.session', 'subscription')
+                           AND body->'metadata'->>'storekeeper_account_id' = \(id))
             """, logger: logger)
         for try await held in rows.decode(Bool.self) { return held }
         return false
