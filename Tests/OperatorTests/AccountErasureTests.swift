@@ -216,4 +216,44 @@ struct AccountErasureTests {
         }
     }
 
+    @Test(
+        "erasing the former owner of a subscription another account took, or the one that took it: the other's subscription.transferred event names the pseudonym, in its body and its key, not the id"
+    )
+    func transferEventsNameThePseudonym() async throws {
+        let environment = ["STOREKEEPER_ADMIN_KEYS": Self.keys, "STOREKEEPER_TRANSFER_POLICY": "transfer"]
+        try await StorekeeperHarness.run(environment: environment) { harness in
+            try await harness.withHTTP { client in
+                for erasingTheFormer in [true, false] {
+                    let (former, taker) = (UUID(), UUID())
+                    var flow = LifecycleFlow(harness: harness, client: client, account: former)
+                    try await flow.send(.subscribe)
+                    // Renewed under another account's token: it takes the subscription.
+                    flow.subscription.accountId = taker
+                    try await flow.send(.renew)
+                    let transferred =
+                        "SELECT count(*) FROM events WHERE type = 'subscription.transferred' AND subscription_id = '\(flow.originalTransactionId)'"
+                    #expect(try await harness.count(transferred) == 2, "the transfer's two events, one to each owner")
+                    let erased = (erasingTheFormer ? former : taker).uuidString.lowercased()
+                    let answer = try await Self.requestErasure(of: erased, client: client).answer(ErasureAnswer.self)
+                    #expect(answer.counts["eventsRewritten"] == 1, "\(answer.counts)")
+                    let pseudonym = try #require(answer.pseudonym)
+                    let feed = try await client.execute(
+                        uri: "/v1/events?types=subscription.transferred&limit=1000", method: .get,
+                        headers: [.authorization: "Bearer \(StorekeeperHarness.apiKey)"])
+                    let text = String(buffer: feed.body)
+                    #expect(
+                        !text.contains(erased) && text.contains("\"\(erasingTheFormer ? "fromAccountId" : "toAccountId")\":\"\(pseudonym)\""),
+                        "\(text)")
+                    var keys: [String] = []
+                    for try await key in try await harness.client.query(
+                        "SELECT type || ' ' || account_id || ' ' || dedup_key FROM events WHERE strpos(dedup_key, \(erased)) > 0",
+                        logger: TestDatabase.logger
+                    ).decode(String.self) { keys.append(key) }
+                    #expect(keys.isEmpty, "\(keys)")
+                    let other = (erasingTheFormer ? taker : former).uuidString.lowercased()
+                    #expect(try await harness.count("SELECT count(*) FROM events WHERE dedup_key LIKE 'transferred:%:\(pseudonym):\(other)'") == 1)
+                }
+            }
+        }
+    }
 }

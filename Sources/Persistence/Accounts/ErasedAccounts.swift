@@ -37,6 +37,8 @@ public struct ErasedAccounts: Sendable {
         public var googleClaims = 0
         public var googleReads = 0
         public var eventsDeleted = 0
+        /// Other accounts' transfer events that named it (``rewriteTransferEvents(of:from:to:on:)``).
+        public var eventsRewritten = 0
         public var renewalExtensions = 0
         public var jobs = 0
         public var auditEntries = 0
@@ -210,6 +212,7 @@ public struct ErasedAccounts: Sendable {
         (counts.googleClaims, counts.googleReads) = try await moveGooglePlay(held: held, from: account, to: pseudonym, on: connection)
         // Events were the app's to keep: its receivers have them. Their deliveries go with them.
         counts.eventsDeleted = try await count(connection, "DELETE FROM events WHERE account_id = \(from)")
+        counts.eventsRewritten = try await rewriteTransferEvents(of: held, from: account, to: pseudonym, on: connection)
         counts.renewalExtensions = try await count(connection, "UPDATE renewal_extensions SET account_id = \(to) WHERE account_id = \(from)")
         counts.jobs = try await moveJobs(from: account, to: pseudonym, on: connection)
         // The audit log's entries about the account, through the one function the log lets change it (sql/0031).

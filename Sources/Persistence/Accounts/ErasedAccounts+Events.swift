@@ -1,0 +1,49 @@
+import Events
+import Foundation
+import PostgresNIO
+import Subscriptions
+
+extension ErasedAccounts {
+    /// Other accounts' events that name the account as the other party of a transfer of one of its subscriptions
+    /// (`subscription.transferred`: the new owner's names the former as `fromAccountId`, the former's names the new as
+    /// `toAccountId`, each in its key too): that id becomes the pseudonym there. The account's own
+    /// events are deleted with the rest; these are the only events of another account that name it.
+    func rewriteTransferEvents(of held: [String], from account: AccountID, to pseudonym: AccountID, on connection: PostgresConnection)
+        async throws -> Int
+    {
+        let rows = try await connection.query(
+            """
+            SELECT id, account_id, dedup_key, body::text, body_deflated FROM events
+            WHERE type = 'subscription.transferred' AND subscription_id = ANY(\(held)) AND account_id <> \(account.text)
+            """, logger: logger)
+        var rewrites: [(id: UUID, key: String, body: ByteBuffer)] = []
+        for try await (id, recipient, key, text, deflated) in rows.decode((UUID, String, String, String?, ByteBuffer?).self) {
+            guard let body = try text ?? deflated.map({ String(buffer: try CompressedColumn.decompress($0)) }) else { continue }
+            // The members as the event's writer wrote them (JSONWriter), so only a value equal to the id matches.
+            var rewritten = body
+            for name in ["fromAccountId", "toAccountId"] {
+                rewritten = rewritten.replacingOccurrences(of: Self.member(name, account.text), with: Self.member(name, pseudonym.text))
+            }
+            guard rewritten != body else { continue }
+            // `transferred:<subscription>:<period>:<the other party>:<the recipient>` (SubscriptionChanges).
+            let suffix = ":\(account.text):\(recipient)"
+            let renamed = key.hasSuffix(suffix) ? String(key.dropLast(suffix.count)) + ":\(pseudonym.text):\(recipient)" : key
+            rewrites.append((id, renamed, try CompressedColumn.compress(rewritten.utf8)))
+        }
+        for rewrite in rewrites {
+            try await connection.query(
+                "UPDATE events SET dedup_key = \(rewrite.key), body = NULL, body_deflated = \(rewrite.body) WHERE id = \(rewrite.id)",
+                logger: logger)
+        }
+        return rewrites.count
+    }
+
+    /// `"name":"value"` as ``JSONWriter`` writes a member.
+    private static func member(_ name: String, _ value: String) -> String {
+        var writer = JSONWriter(capacity: 64)
+        writer.beginObject()
+        writer.member(name, value)
+        writer.endObject()
+        return String(decoding: writer.bytes.dropFirst().dropLast(), as: UTF8.self)
+    }
+}
