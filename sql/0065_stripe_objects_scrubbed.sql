@@ -3,7 +3,10 @@
 -- removed and every `metadata` cut to the keys Storekeeper reads, at any depth. Until now only the top level was
 -- scrubbed: an invoice carries its subscription's metadata (`parent.subscription_details.metadata`), its lines theirs,
 -- and a session event `collected_information` and `custom_fields`, which kept the app's keys and the customer's
--- shipping address after an erasure.
+-- shipping address after an erasure. Also gone: a dispute's `evidence` (the customer's name, email, addresses and IP),
+-- an invoice's `customer_tax_ids`, and the links to documents that show the customer (`hosted_invoice_url`,
+-- `invoice_pdf`, a charge's `receipt_url`). The two kept keys are StripeSubscription's accountMetadataKey and
+-- productMetadataKey.
 CREATE FUNCTION stripe_object_scrubbed(document jsonb, account text, pseudonym text) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
     CASE jsonb_typeof(document)
@@ -19,7 +22,7 @@ BEGIN
             FROM jsonb_each(document) AS e
             WHERE e.key <> ALL (ARRAY['customer_email', 'customer_name', 'customer_phone', 'customer_address', 'customer_shipping',
                 'customer_details', 'billing_details', 'receipt_email', 'shipping', 'shipping_details', 'collected_information',
-                'custom_fields'])), '{}'::jsonb);
+                'custom_fields', 'customer_tax_ids', 'evidence', 'hosted_invoice_url', 'invoice_pdf', 'receipt_url'])), '{}'::jsonb);
     WHEN 'array' THEN
         RETURN coalesce((SELECT jsonb_agg(stripe_object_scrubbed(a.value, account, pseudonym) ORDER BY a.ordinality)
                          FROM jsonb_array_elements(document) WITH ORDINALITY AS a), '[]'::jsonb);

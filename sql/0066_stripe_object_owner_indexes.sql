@@ -1,9 +1,11 @@
 -- storekeeper: outside a transaction
--- The Stripe objects an account is named in as their holder, found by index (ErasedAccounts+Stripe, holdsAnything):
--- a Checkout Session by its client_reference_id, a session or a subscription an app created by its
--- metadata.storekeeper_account_id. Without them each erasure read every stored object — invoices mostly, some per
--- subscriber and month — while it held the account's lock. Built concurrently: the intake and the worker go on.
-CREATE INDEX CONCURRENTLY IF NOT EXISTS stripe_objects_client_reference ON stripe_objects ((body->>'client_reference_id'))
-    WHERE object = 'checkout.session';
+-- What an erasure looks up by the account's id, by index (ErasedAccounts+Stripe, ErasedAccounts+Events,
+-- holdsAnything): a Checkout Session or a subscription an app created by its metadata.storekeeper_account_id (a
+-- session's client_reference_id has sql/0047's stripe_objects_checkout_account), the subscriptions an app linked to the
+-- account, and the transfer events of the account's subscriptions. Without them each erasure read every stored Stripe
+-- object and every event while it held the account's lock. Built concurrently: the intake and the worker go on; the
+-- partial index on events holds only the transfers.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS stripe_objects_account_metadata ON stripe_objects ((body->'metadata'->>'storekeeper_account_id'))
     WHERE object IN ('checkout.session', 'subscription');
+CREATE INDEX CONCURRENTLY IF NOT EXISTS stripe_links_account ON stripe_links (account_id);
+CREATE INDEX CONCURRENTLY IF NOT EXISTS events_transfers ON events (subscription_id) WHERE type = 'subscription.transferred';

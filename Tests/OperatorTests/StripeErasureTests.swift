@@ -115,7 +115,7 @@ struct StripeErasureTests {
     }
 
     @Test(
-        "stripe_object_scrubbed (sql/0065): the id becomes the pseudonym at any depth, Stripe's contact fields go and every metadata keeps only Storekeeper's two keys, however deep (an invoice's parent.subscription_details, its lines, a session's collected_information); amounts, ids and other strings stay"
+        "stripe_object_scrubbed (sql/0065): the id becomes the pseudonym at any depth, Stripe's contact fields go and every metadata keeps only Storekeeper's two keys, however deep (an invoice's parent.subscription_details, its lines, a session's collected_information, a dispute's evidence, receipt and invoice links); amounts, ids and other strings stay"
     )
     func scrubbedAtAnyDepth() async throws {
         // Shaped as Stripe sends an invoice and a completed session (API 2025-03-31.basil), the app's keys in metadata.
@@ -141,8 +141,14 @@ struct StripeErasureTests {
             {"id": "cs_1", "client_reference_id": "pseudo", "metadata": {"storekeeper_account_id": "pseudo"}, "payment_intent": "pi_1",
              "amount_total": 999, "list": ["pseudo", "acct-ab", "x"]}
             """
+        let dispute = """
+            {"id": "dp_1", "amount": 999, "charge": {"id": "ch_1", "receipt_url": "https://pay.stripe.com/receipts/x",
+             "billing_details": {"name": "Alice"}}, "evidence": {"customer_email_address": "alice@example.com",
+             "customer_purchase_ip": "203.0.113.7"}, "customer_tax_ids": [{"value": "DE123"}], "hosted_invoice_url": "https://x", "status": "won"}
+            """
+        let expectedDispute = #"{"id": "dp_1", "amount": 999, "charge": {"id": "ch_1"}, "status": "won"}"#
         try await TestDatabase.withMigratedClient(maximumConnections: 1) { client in
-            for (document, expected) in [(invoice, expectedInvoice), (session, expectedSession)] {
+            for (document, expected) in [(invoice, expectedInvoice), (session, expectedSession), (dispute, expectedDispute)] {
                 let equal = try await client.query(
                     "SELECT stripe_object_scrubbed(\(document)::jsonb, 'acct-a', 'pseudo') = \(expected)::jsonb, stripe_object_scrubbed(\(document)::jsonb, 'acct-a', 'pseudo')::text",
                     logger: TestDatabase.logger

@@ -16,24 +16,38 @@ extension ErasedAccounts {
             SELECT id, account_id, dedup_key, body::text, body_deflated FROM events
             WHERE type = 'subscription.transferred' AND subscription_id = ANY(\(held)) AND account_id <> \(account.text)
             """, logger: logger)
-        var rewrites: [(id: UUID, key: String, body: ByteBuffer)] = []
+        var rewrites: [(id: UUID, key: String, body: ByteBuffer?)] = []
         for try await (id, recipient, key, text, deflated) in rows.decode((UUID, String, String, String?, ByteBuffer?).self) {
-            guard let body = try text ?? deflated.map({ String(buffer: try CompressedColumn.decompress($0)) }) else { continue }
+            // `transferred:<subscription>:<period>:<the other party>:<the recipient>` (SubscriptionChanges), compared
+            // byte for byte (an id's other Unicode spelling is another account).
+            let suffix = Array(":\(account.text):\(recipient)".utf8)
+            let named = key.utf8.count > suffix.count && key.utf8.suffix(suffix.count).elementsEqual(suffix)
+            let renamed = named ? String(decoding: key.utf8.dropLast(suffix.count), as: UTF8.self) + ":\(pseudonym.text):\(recipient)" : key
+            guard text == nil else {
+                // Stored before sql/0013 as jsonb: rewritten in SQL below, where a value equals the id.
+                if named { rewrites.append((id, renamed, nil)) }
+                continue
+            }
+            guard let deflated else { continue }
+            let body = String(buffer: try CompressedColumn.decompress(deflated))
             // The members as the event's writer wrote them (JSONWriter), so only a value equal to the id matches.
             var rewritten = body
             for name in ["fromAccountId", "toAccountId"] {
-                rewritten = rewritten.replacingOccurrences(of: Self.member(name, account.text), with: Self.member(name, pseudonym.text))
+                rewritten = rewritten.replacingOccurrences(
+                    of: Self.member(name, account.text), with: Self.member(name, pseudonym.text), options: .literal)
             }
             guard rewritten != body else { continue }
-            // `transferred:<subscription>:<period>:<the other party>:<the recipient>` (SubscriptionChanges).
-            let suffix = ":\(account.text):\(recipient)"
-            let renamed = key.hasSuffix(suffix) ? String(key.dropLast(suffix.count)) + ":\(pseudonym.text):\(recipient)" : key
             rewrites.append((id, renamed, try CompressedColumn.compress(rewritten.utf8)))
         }
         for rewrite in rewrites {
-            try await connection.query(
-                "UPDATE events SET dedup_key = \(rewrite.key), body = NULL, body_deflated = \(rewrite.body) WHERE id = \(rewrite.id)",
-                logger: logger)
+            if let body = rewrite.body {
+                try await connection.query(
+                    "UPDATE events SET dedup_key = \(rewrite.key), body = NULL, body_deflated = \(body) WHERE id = \(rewrite.id)", logger: logger)
+            } else {
+                try await connection.query(
+                    "UPDATE events SET dedup_key = \(rewrite.key), body = jsonb_replace_string(body, \(account.text), \(pseudonym.text)) WHERE id = \(rewrite.id)",
+                    logger: logger)
+            }
         }
         return rewrites.count
     }

@@ -1,6 +1,5 @@
 import Foundation
 import PostgresNIO
-import StripeStore
 import Subscriptions
 
 // What erasure does to Stripe's stored objects and events: one use case, apart from the rest of ``ErasedAccounts``.
@@ -23,24 +22,27 @@ extension ErasedAccounts {
         -> Int
     {
         let (from, to) = (account.text, pseudonym.text)
-        let accountKey = StripeSubscription.accountMetadataKey
-        var ids: [String] = []
-        var (mentioning, mentionedSubscriptions): ([String], [String]) = ([], [])
-        // Each arm of the account's own an index lookup (sql/0066's, stripe_objects_subscription, the primary key); the
-        // mentions read every session and subscription (not invoices, the bulk of the table).
-        for try await (id, owned, subscription) in try await connection.query(
+        var found: [Found: [String]] = [:]
+        // The account's own are found by index (sql/0047's and sql/0066's on the id, stripe_objects_subscription; the
+        // metadata key is written out, as the index's expression has it); the mentions read every session and
+        // subscription (not the invoices, the bulk of the table).
+        for try await (kind, id) in try await connection.query(
             """
             WITH sessions AS (
                 SELECT id, subscription_id, body FROM stripe_objects WHERE object = 'checkout.session' AND body->>'client_reference_id' = \(from)
                 UNION SELECT id, subscription_id, body FROM stripe_objects
-                WHERE object = 'checkout.session' AND body->'metadata'->>\(accountKey) = \(from) AND body->>'client_reference_id' IS NULL
+                WHERE object = 'checkout.session' AND body->'metadata'->>'storekeeper_account_id' = \(from) AND body->>'client_reference_id' IS NULL
             ), unheld AS (
                 SELECT subscription FROM (
                     SELECT body->>'subscription' AS subscription FROM sessions
-                    UNION SELECT id FROM stripe_objects WHERE object = 'subscription' AND body->'metadata'->>\(accountKey) = \(from)
+                    UNION SELECT id FROM stripe_objects WHERE object = 'subscription' AND body->'metadata'->>'storekeeper_account_id' = \(from)
                 ) AS named
-                WHERE subscription IS NOT NULL AND NOT EXISTS (
-                    SELECT 1 FROM subscriptions s WHERE s.original_transaction_id = named.subscription AND s.account_id <> \(to))
+                -- Nobody else holds it (a row without an account is nobody's), and no session of it names another
+                -- account, which would come first (an unsold price's subscription of another's checkout).
+                WHERE subscription IS NOT NULL
+                    AND NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.original_transaction_id = named.subscription AND s.account_id <> \(to))
+                    AND NOT EXISTS (SELECT 1 FROM stripe_objects cs WHERE cs.subscription_id = named.subscription AND cs.object = 'checkout.session'
+                                    AND cs.body->>'client_reference_id' <> \(from))
             ), holdings AS (
                 SELECT unnest(\(held)::text[]) AS subscription
                 UNION SELECT subscription_id FROM stripe_links WHERE account_id = \(to)
@@ -52,58 +54,77 @@ extension ErasedAccounts {
                     JOIN stripe_objects o ON o.body->>'payment_intent' = sessions.body->>'payment_intent' AND o.subscription_id IS NULL
                         AND o.object IN ('charge', 'dispute')
                 WHERE sessions.subscription_id IS NULL AND sessions.body->>'payment_intent' IS NOT NULL
+            ), mentions AS (
+                SELECT id, object FROM stripe_objects
+                WHERE object IN ('checkout.session', 'subscription') AND id NOT IN (SELECT id FROM owned)
+                    AND jsonb_path_exists(body->'metadata', '$.* ? (@ == $id)', jsonb_build_object('id', \(from)::text))
             )
-            SELECT id, true, NULL::text FROM owned
-            UNION ALL SELECT id, false, CASE WHEN object = 'subscription' THEN id END FROM stripe_objects
-            WHERE object IN ('checkout.session', 'subscription') AND id NOT IN (SELECT id FROM owned)
-                AND jsonb_path_exists(body->'metadata', '$.* ? (@ == $id)', jsonb_build_object('id', \(from)::text))
+            SELECT 'owned', id FROM owned
+            UNION ALL SELECT 'holding', subscription FROM holdings
+            UNION ALL SELECT 'mention', id FROM mentions
+            UNION ALL SELECT 'mentionedSubscription', id FROM mentions WHERE object = 'subscription'
             """, logger: logger
-        ).decode((String, Bool, String?).self) {
-            if owned { ids.append(id) } else { mentioning.append(id) }
-            if let subscription { mentionedSubscriptions.append(subscription) }
+        ).decode((String, String).self) {
+            if let kind = Found(rawValue: kind) { found[kind, default: []].append(id) }
         }
         // Another account's session or subscription whose metadata holds the id (a referral), the invoices that copy a
         // subscription's metadata, and their events: the id becomes the pseudonym, nothing else changes.
-        _ = try await count(
-            connection,
-            """
-            UPDATE stripe_objects SET body = read.body
-            FROM (SELECT id, jsonb_replace_string(body, \(from), \(to)) AS body, body AS was FROM stripe_objects
-                  WHERE (id = ANY(\(mentioning)) OR subscription_id = ANY(\(mentionedSubscriptions))) AND id <> ALL(\(ids))) AS read
-            WHERE stripe_objects.id = read.id AND read.body <> read.was
-            """)
-        _ = try await count(
-            connection,
-            """
-            UPDATE stripe_events SET body = convert_to(read.body::text, 'UTF8')
-            FROM (SELECT id, jsonb_replace_string(received, \(from), \(to)) AS body, received
-                  FROM (SELECT id, convert_from(body, 'UTF8')::jsonb AS received FROM stripe_events
-                        WHERE id IN (SELECT id FROM stripe_events WHERE object_id = ANY(\(mentioning))
-                                     UNION SELECT id FROM stripe_events WHERE subscription_id = ANY(\(mentionedSubscriptions)))) AS events) AS read
-            WHERE stripe_events.id = read.id AND read.body <> read.received
-            """)
+        _ = try await rewrite(
+            "jsonb_replace_string", objects: found[.mention] ?? [], subscriptions: found[.mentionedSubscription] ?? [],
+            excluding: found[.owned] ?? [], from: from, to: to, on: connection)
         // Counted where something changed: an erasure repeated finds its objects scrubbed already (erased again, nothing
         // moved: `alreadyErased`).
-        let objects = try await count(
+        let objects = try await rewrite(
+            "stripe_object_scrubbed", objects: found[.owned] ?? [], subscriptions: found[.holding] ?? [], excluding: [], from: from, to: to,
+            on: connection)
+        return objects
+    }
+
+    /// What the erasure's first statement finds: the account's objects and subscriptions, and the sessions and
+    /// subscriptions of others whose metadata mentions it.
+    private enum Found: String {
+        case owned, holding, mention, mentionedSubscription
+    }
+
+    /// Rewrites with `function` — `stripe_object_scrubbed` (sql/0065) or `jsonb_replace_string` (sql/0031), each
+    /// `(document, id, pseudonym)` — the objects `ids` and those of `subscriptions`, but not `excluding`, and the events
+    /// of those objects and subscriptions (Stripe's JSON as received, bytes: rewritten as JSON), each where it changes;
+    /// returns how many objects changed.
+    private func rewrite(
+        _ function: StaticString, objects ids: [String], subscriptions: [String], excluding: [String], from: String, to: String,
+        on connection: PostgresConnection
+    ) async throws -> Int {
+        var objectBinds = PostgresBindings()
+        var eventBinds = PostgresBindings()
+        for value in [ids, subscriptions] {
+            objectBinds.append(value)
+            eventBinds.append(value)
+        }
+        objectBinds.append(excluding)
+        for value in [from, to] {
+            objectBinds.append(value)
+            eventBinds.append(value)
+        }
+        let changed = try await count(
             connection,
-            """
-            UPDATE stripe_objects SET body = read.body
-            FROM (SELECT id, stripe_object_scrubbed(body, \(from), \(to)) AS body, body AS was FROM stripe_objects WHERE id = ANY(\(ids))) AS read
-            WHERE stripe_objects.id = read.id AND read.body <> read.was
-            """)
-        // The events' bodies are Stripe's JSON as received (bytes), rewritten as JSON where they change.
+            PostgresQuery(
+                unsafeSQL: """
+                    UPDATE stripe_objects SET body = read.body
+                    FROM (SELECT id, \(function)(body, $4, $5) AS body, body AS was FROM stripe_objects
+                          WHERE (id = ANY($1) OR subscription_id = ANY($2)) AND id <> ALL($3)) AS read
+                    WHERE stripe_objects.id = read.id AND read.body <> read.was
+                    """, binds: objectBinds))
         _ = try await count(
             connection,
-            """
-            UPDATE stripe_events SET body = convert_to(read.body::text, 'UTF8')
-            FROM (SELECT id, stripe_object_scrubbed(received, \(from), \(to)) AS body, received
-                  FROM (SELECT id, convert_from(body, 'UTF8')::jsonb AS received FROM stripe_events
-                        WHERE id IN (
-                            SELECT id FROM stripe_events WHERE object_id = ANY(\(ids))
-                            UNION SELECT e.id FROM stripe_objects o JOIN stripe_events e ON e.subscription_id = o.subscription_id
-                            WHERE o.id = ANY(\(ids)) AND o.subscription_id IS NOT NULL)) AS events) AS read
-            WHERE stripe_events.id = read.id AND read.body <> read.received
-            """)
-        return objects
+            PostgresQuery(
+                unsafeSQL: """
+                    UPDATE stripe_events SET body = convert_to(read.body::text, 'UTF8')
+                    FROM (SELECT id, \(function)(received, $3, $4) AS body, received
+                          FROM (SELECT id, convert_from(body, 'UTF8')::jsonb AS received FROM stripe_events
+                                WHERE id IN (SELECT id FROM stripe_events WHERE object_id = ANY($1)
+                                             UNION SELECT id FROM stripe_events WHERE subscription_id = ANY($2))) AS events) AS read
+                    WHERE stripe_events.id = read.id AND read.body <> read.received
+                    """, binds: eventBinds))
+        return changed
     }
 }
