@@ -234,24 +234,39 @@ struct AccountErasureTests {
                         "SELECT count(*) FROM events WHERE type = 'subscription.transferred' AND subscription_id = '\(flow.originalTransactionId)'"
                     #expect(try await harness.count(transferred) == 2, "the transfer's two events, one to each owner")
                     let erased = (erasingTheFormer ? former : taker).uuidString.lowercased()
+                    // An event of the same transfer as stored before sql/0013 (jsonb), whose cause holds a value equal to
+                    // the erased id that is not about it: only the member naming the other party changes.
+                    let other = (erasingTheFormer ? taker : former).uuidString.lowercased()
+                    let member = erasingTheFormer ? "fromAccountId" : "toAccountId"
+                    try await harness.client.query(
+                        """
+                        INSERT INTO events (dedup_key, type, account_id, subscription_id, environment, created_at, body)
+                        VALUES (\("transferred:\(flow.originalTransactionId):legacy:\(erased):\(other)"), 'subscription.transferred', \(other),
+                            \(flow.originalTransactionId), 'Sandbox', now(), jsonb_build_object('change', jsonb_build_object(\(member)::text, \(erased)::text),
+                            'cause', jsonb_build_object('transactionId', \(erased)::text)))
+                        """, logger: TestDatabase.logger)
                     let answer = try await Self.requestErasure(of: erased, client: client).answer(ErasureAnswer.self)
-                    #expect(answer.counts["eventsRewritten"] == 1, "\(answer.counts)")
+                    #expect(answer.counts["eventsRewritten"] == 2, "\(answer.counts)")
                     let pseudonym = try #require(answer.pseudonym)
                     // The other account's events as an operator reads them (the feed shows a transaction's events only
                     // once every older one ended, which a loaded cluster may not have reached yet).
-                    let other = (erasingTheFormer ? taker : former).uuidString.lowercased()
                     let recent = try await client.execute(uri: "/admin/events?account=\(other)&limit=50", method: .get, headers: Self.admin)
                     let text = String(buffer: recent.body)
                     #expect(
-                        !text.contains(erased) && text.contains("\"\(erasingTheFormer ? "fromAccountId" : "toAccountId")\":\"\(pseudonym)\""),
-                        "\(text)")
+                        !text.contains("\"\(member)\":\"\(erased)\"") && !text.contains("\"\(member)\": \"\(erased)\"")
+                            && text.contains("\"\(member)\":\"\(pseudonym)\""), "\(text)")
+                    #expect(
+                        try await harness.count(
+                            "SELECT count(*) FROM events WHERE body #>> '{change,\(member)}' = '\(pseudonym)' AND body #>> '{cause,transactionId}' = '\(erased)'"
+                        )
+                            == 1, "the legacy event: its member rewritten, its cause as it was")
                     var keys: [String] = []
                     for try await key in try await harness.client.query(
                         "SELECT type || ' ' || account_id || ' ' || dedup_key FROM events WHERE strpos(dedup_key, \(erased)) > 0",
                         logger: TestDatabase.logger
                     ).decode(String.self) { keys.append(key) }
                     #expect(keys.isEmpty, "\(keys)")
-                    #expect(try await harness.count("SELECT count(*) FROM events WHERE dedup_key LIKE 'transferred:%:\(pseudonym):\(other)'") == 1)
+                    #expect(try await harness.count("SELECT count(*) FROM events WHERE dedup_key LIKE 'transferred:%:\(pseudonym):\(other)'") == 2)
                 }
             }
         }

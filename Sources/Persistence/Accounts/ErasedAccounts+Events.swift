@@ -24,7 +24,7 @@ extension ErasedAccounts {
             let named = key.utf8.count > suffix.count && key.utf8.suffix(suffix.count).elementsEqual(suffix)
             let renamed = named ? String(decoding: key.utf8.dropLast(suffix.count), as: UTF8.self) + ":\(pseudonym.text):\(recipient)" : key
             guard text == nil else {
-                // Stored before sql/0013 as jsonb: rewritten in SQL below, where a value equals the id.
+                // Stored before sql/0013 as jsonb: rewritten in SQL below.
                 if named { rewrites.append((id, renamed, nil)) }
                 continue
             }
@@ -44,9 +44,17 @@ extension ErasedAccounts {
                 try await connection.query(
                     "UPDATE events SET dedup_key = \(rewrite.key), body = NULL, body_deflated = \(body) WHERE id = \(rewrite.id)", logger: logger)
             } else {
+                // Only the member that names the other party: the recipient's status and the cause may hold a value
+                // equal to the id that is not about it (a numeric account id and a transaction id).
+                let (id, other) = (account.text, pseudonym.text)
                 try await connection.query(
-                    "UPDATE events SET dedup_key = \(rewrite.key), body = jsonb_replace_string(body, \(account.text), \(pseudonym.text)) WHERE id = \(rewrite.id)",
-                    logger: logger)
+                    """
+                    UPDATE events SET dedup_key = \(rewrite.key), body = CASE
+                        WHEN body #>> '{change,fromAccountId}' = \(id) THEN jsonb_set(body, '{change,fromAccountId}', to_jsonb(\(other)::text))
+                        WHEN body #>> '{change,toAccountId}' = \(id) THEN jsonb_set(body, '{change,toAccountId}', to_jsonb(\(other)::text))
+                        ELSE body END
+                    WHERE id = \(rewrite.id)
+                    """, logger: logger)
             }
         }
         return rewrites.count
