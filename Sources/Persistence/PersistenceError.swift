@@ -14,6 +14,8 @@ public struct PersistenceError: Error, Sendable, Equatable, CustomStringConverti
         case corruptRecord
         /// A setting the operation needs is not configured (the erasure's key).
         case notConfigured
+        /// Accounts were erased under another `STOREKEEPER_ERASURE_KEY` than the one configured, or under one while none is.
+        case erasureKeyDiffers
         /// A ledger row left to a later round trip was posted already (``CreditLedger/flush(_:on:)``): its status was
         /// worked out as if written, so the transaction must not commit.
         case postedAlready

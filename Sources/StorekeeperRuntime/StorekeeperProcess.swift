@@ -30,8 +30,10 @@ public enum StorekeeperProcess {
             .init(service: DatabasePoolService(running: await components.client.startRunning(), logger: logger)),
             .init(service: ConnectionBudgetCheck(client: components.client, pool: components.configuration.databaseConnections, logger: logger)),
         ]
+        let erasureKey = ErasureKeyCheck(client: components.client, erased: components.erased, clock: components.clock, logger: logger)
         if roles.contains(.work) {
-            services.append(.init(service: components.worker()))
+            // The worker claims nothing before the key is confirmed; with it, a process serving too is checked.
+            services.append(.init(service: AfterErasureKeyCheck(check: erasureKey, service: components.worker())))
             if !roles.contains(.serve), let port = components.configuration.metricsPort {
                 services.append(.init(service: components.metricsApplication(port: port)))
             }
@@ -48,6 +50,7 @@ public enum StorekeeperProcess {
                             logger: logger)))
                 services.append(.init(service: tracker))
             }
+            if !roles.contains(.work) { services.append(.init(service: erasureKey)) }
             services.append(.init(service: components.accountChangeListener()))
             services.append(.init(service: try components.application(onServerRunning: onServerRunning)))
         }

@@ -47,7 +47,8 @@ struct ReplayCommand: AsyncParsableCommand {
     /// The key erased ids are recognised by: `STOREKEEPER_ERASURE_KEY`, or in a `storekeeper dev` folder working on its
     /// database, the dev database's. The stored facts of an erased account's purchases may still name its id (Apple
     /// signs it on every renewal, Stripe's metadata keeps it): the server files them under the pseudonym, and a replay
-    /// without the key would give them back to the id. So with erasures on record and no key, replay refuses.
+    /// without the key would give them back to the id. So with erasures on record and no key, replay refuses, and with
+    /// a key other than the one they were filed under (sql/0067's fingerprint) too.
     static func erasureKey(on client: PostgresClient) async throws -> String? {
         let environment = ProcessInfo.processInfo.environment
         if let key = environment["STOREKEEPER_ERASURE_KEY"], !key.isEmpty { return key }
@@ -89,6 +90,8 @@ struct ReplayCommand: AsyncParsableCommand {
             }
             let credits = CreditLedger(catalogue: catalogue, logger: logger)
             let erased = ErasedAccounts(secret: try await Self.erasureKey(on: client), logger: logger)
+            // A key other than the erasures' recognises none of them, as no key would (and is not recorded as theirs).
+            try await client.withConnection { try await erased.confirmKey(recording: false, at: now, on: $0) }
             let queue = PostgresJobQueue(client: client, logger: logger)
             let writer = SubscriptionWriter(
                 credits: credits, queue: queue, rechecks: nil, events: nil, analytics: AnalyticsRollups(logger: logger),

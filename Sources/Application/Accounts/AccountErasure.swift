@@ -27,6 +27,9 @@ public struct AccountErasure: Sendable {
         case notConfigured
         /// Nothing here names the id, and it was never erased.
         case holdsNothing
+        /// Accounts were erased under another `STOREKEEPER_ERASURE_KEY` (sql/0067): an erasure under this one would not
+        /// be recognised beside theirs. The text says which fingerprints differ.
+        case keyDiffers(String)
     }
 
     /// A statement of the erasure failed and the transaction was rolled back. `detail` is the database's error with
@@ -59,6 +62,11 @@ public struct AccountErasure: Sendable {
         // This process drops the id at once, after the commit; the NOTIFY below reaches the others (and this one's
         // listener) a moment later, when a status read here could still have answered from the cache.
         defer { cache?.invalidate(account) }
+        do {
+            try await client.withConnection { try await erased.confirmKey(recording: true, at: now, on: $0) }
+        } catch let error as PersistenceError where error.code == .erasureKeyDiffers {
+            throw Refusal.keyDiffers(error.message)
+        }
         let used = Mutex<AccountID?>(nil)
         let outcome: Outcome?
         do {

@@ -93,6 +93,8 @@ struct AccountErasureController: Sendable {
         } catch AccountErasure.Refusal.notConfigured {
             throw APIError(
                 .conflict, code: .notConfigured, message: "erasure needs STOREKEEPER_ERASURE_KEY (a secret of 32 bytes or more) to key its digests")
+        } catch AccountErasure.Refusal.keyDiffers(let message) {
+            throw APIError(.conflict, code: .erasureKeyDiffers, message: message)
         } catch {
             var failed = APIError(
                 .internalServerError, code: .erasureFailed, message: "the erasure failed and changed nothing; the cause is in the server's log")

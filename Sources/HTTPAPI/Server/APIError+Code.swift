@@ -14,6 +14,7 @@ extension APIError {
             case changeInPortal = "change_in_portal"
             case crossSite = "cross_site"
             case erasureFailed = "erasure_failed"
+            case erasureKeyDiffers = "erasure_key_differs"
             case forbidden = "forbidden"
             case foreignAppAccountToken = "foreign_app_account_token"
             case googleError = "google_error"
@@ -77,6 +78,7 @@ extension APIError {
         public static let changeInPortal = Code(.changeInPortal)
         public static let crossSite = Code(.crossSite)
         public static let erasureFailed = Code(.erasureFailed)
+        public static let erasureKeyDiffers = Code(.erasureKeyDiffers)
         public static let forbidden = Code(.forbidden)
         public static let foreignAppAccountToken = Code(.foreignAppAccountToken)
         public static let googleError = Code(.googleError)

@@ -48,7 +48,7 @@ public struct ErasedAccounts: Sendable {
 
     /// The deployment's secret (`STOREKEEPER_ERASURE_KEY`) that keys the digests; `nil`: erasure is not configured,
     /// and only erasures filed before keys (plain SHA-256) are recognised.
-    private let key: SymmetricKey?
+    let key: SymmetricKey?
     let logger: Logger
 
     /// - Parameter secret: `STOREKEEPER_ERASURE_KEY`; `nil` when it is not set.
@@ -72,7 +72,7 @@ public struct ErasedAccounts: Sendable {
     }
 
     /// Lower-case hex; asked on every first apply of a subscription, where `String(format:)` per byte showed in profiles.
-    private static func hex(_ bytes: some Sequence<UInt8>) -> String {
+    static func hex(_ bytes: some Sequence<UInt8>) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(64)
@@ -134,10 +134,15 @@ public struct ErasedAccounts: Sendable {
     public func file(_ account: AccountID, pseudonym: AccountID, by operatorName: String, at now: Date, on connection: PostgresConnection)
         async throws
     {
-        guard let digest = digest(of: account) else { throw PersistenceError(.notConfigured, "STOREKEEPER_ERASURE_KEY is not set") }
+        guard let digest = digest(of: account), let fingerprint = keyFingerprint else {
+            throw PersistenceError(.notConfigured, "STOREKEEPER_ERASURE_KEY is not set")
+        }
+        // The first erasure records the key's fingerprint (sql/0067), which every process then checks at start.
         try await connection.query(
             """
-            WITH tombstone AS (
+            WITH key AS (
+                INSERT INTO erasure_key_fingerprint (fingerprint, recorded_at) VALUES (\(fingerprint), \(now)) ON CONFLICT DO NOTHING
+            ), tombstone AS (
                 INSERT INTO erased_accounts (account_digest, pseudonym, erased_at, erased_by)
                 VALUES (\(digest), \(pseudonym), \(now), \(operatorName)) ON CONFLICT DO NOTHING
             )

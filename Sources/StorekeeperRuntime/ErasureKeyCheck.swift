@@ -1,0 +1,63 @@
+import Foundation
+import Logging
+import Persistence
+import PostgresNIO
+import ServiceLifecycle
+
+/// Holds a process to the `STOREKEEPER_ERASURE_KEY` accounts were erased under (sql/0067), once the database answers.
+/// With another key, or none, erased ids are not recognised: `work` would file Apple's next renewal naming one under
+/// the id again, and an erasure by `serve` would not be recognised beside the others. The process then ends with the
+/// reason (exit 1), as it does for a setting it cannot use; a database that does not answer yet is waited for, as the
+/// pool waits for it.
+public struct ErasureKeyCheck: Service {
+    let client: PostgresClient
+    let erased: ErasedAccounts
+    let clock: @Sendable () -> Date
+    let logger: Logger
+
+    public init(client: PostgresClient, erased: ErasedAccounts, clock: @escaping @Sendable () -> Date, logger: Logger) {
+        self.client = client
+        self.erased = erased
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// Checks, then lives until the group shuts it down (a service returning early would end the process).
+    public func run() async throws {
+        try await cancelWhenGracefulShutdown { try await confirm() }
+        try? await gracefulShutdown()
+    }
+
+    /// Returns when the key is the erasures' (or nothing was erased), or when the process is shutting down; throws
+    /// ``PersistenceError/Code/erasureKeyDiffers`` when it is not.
+    public func confirm() async throws {
+        var attempt = 0
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do {
+                try await client.withConnection { try await erased.confirmKey(recording: true, at: clock(), on: $0) }
+                return
+            } catch let error as PersistenceError where error.code == .erasureKeyDiffers {
+                logger.critical("\(error.message)")
+                throw error
+            } catch {
+                // Not reachable yet: readiness says so; the check comes back until it is.
+                attempt += 1
+                if attempt == 1 { logger.notice("the erasure key is checked once the database answers", metadata: ["error": "\(error)"]) }
+                let pause = Duration.seconds(min(attempt, 5))
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
+            }
+        }
+    }
+}
+
+/// A service that starts only once the erasure key is confirmed: `work`'s worker, whose applies file facts under the
+/// erased ids' pseudonyms.
+struct AfterErasureKeyCheck<Wrapped: Service>: Service {
+    let check: ErasureKeyCheck
+    let service: Wrapped
+
+    func run() async throws {
+        try await check.confirm()
+        try await service.run()
+    }
+}
