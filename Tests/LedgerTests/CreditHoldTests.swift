@@ -214,7 +214,9 @@ struct CreditHoldTests {
         }
     }
 
-    @Test("a hold of the day's credits released the next day: they lapse with their day, as unspent ones do; the new day is whole")
+    @Test(
+        "a hold of the day's credits released the next day: they lapse with their day, as unspent ones do; the new day is whole, and `held` counts only what the hold keeps out of it"
+    )
     func closedBucketLapses() async throws {
         let clock = ShiftedClock()
         try await StorekeeperHarness.run(worker: false, environment: Self.environment, clock: { clock.now }) { harness in
@@ -228,8 +230,14 @@ struct CreditHoldTests {
                 let held = try await Self.hold(client, account, "ai_requests", 6, key: "d", expiresIn: 86_400)
                 let id = try held.answer(CreditHoldAnswer.self).id
                 #expect(try await Self.remaining(client, account, "ai_requests") == 1)
+                #expect(try await Self.held(client, account, "ai_requests") == 6)
                 // Just past the next UTC midnight, where the day's quota ends, well before the hold's expiry.
                 clock.set(Date(timeIntervalSince1970: noon + 43_200 + 60))
+                // The status as a customer reads it before the hold ends: the new day's 5 and the top-up credit not held
+                // are left, and the hold keeps only its top-up credit out — yesterday's 5 keep nothing out of today.
+                #expect(try await Self.remaining(client, account, "ai_requests") == 6)
+                let heldAfter = try await Self.held(client, account, "ai_requests")
+                #expect(heldAfter == 1, "\(String(describing: heldAfter))")
                 let released = try await Self.post(client, "/v1/holds/\(id)/release", "")
                 #expect(released.status == .ok, "\(String(buffer: released.body))")
                 #expect(

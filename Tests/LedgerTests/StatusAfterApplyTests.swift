@@ -54,7 +54,7 @@ struct StatusAfterApplyTests {
         let inputs = CreditLedger.StatusInputs.after(
             Self.subscription("s-1"), of: Self.owner, in: ledger, posting: operations, posted: ["expire:p1", "grant:p2"], at: Self.now)
         #expect(inputs.subscriptions.map(\.originalTransactionId) == ["s-1"])
-        #expect(inputs.records.isEmpty && inputs.held.isEmpty)
+        #expect(inputs.records.isEmpty && inputs.holds.isEmpty)
         // Spend order: cycle credits before top-ups; the ended window is gone.
         #expect(inputs.buckets.map(\.bucket.key) == ["cycle:s-1:p2", "topup:t-1"])
         #expect(inputs.buckets.map(\.balance) == [1000, 500])

@@ -13,18 +13,39 @@ extension CreditLedger {
         public var subscriptions: [SubscriptionState]
         public var records: [EntitlementRecord]
         public var buckets: [AccountCredits.LiveBalance]
-        /// What each meter has held (open holds, ``CreditHoldStore``): already out of the buckets' balances.
-        public var held: [String: Int64]
+        /// What open holds (``CreditHoldStore``) took from buckets live at the read, already out of their balances,
+        /// with those buckets' validity: what a status evaluated later (from the cache) counts as held depends on
+        /// which of them are still live then (``held(at:)``).
+        public var holds: [HeldCredits]
 
         public init(
             subscriptions: [SubscriptionState] = [], records: [EntitlementRecord] = [], buckets: [AccountCredits.LiveBalance] = [],
-            held: [String: Int64] = [:]
+            holds: [HeldCredits] = []
         ) {
             self.subscriptions = subscriptions
             self.records = records
             self.buckets = buckets
-            self.held = held
+            self.holds = holds
         }
+
+        /// What holds keep out of each meter's `remaining` at `now` (docs/credits.md, "Status"): their credits in
+        /// buckets live then. A hold of a bucket that closed since (yesterday's quota, a window reset) keeps nothing
+        /// out of today's: its end lapses those credits.
+        public func held(at now: Date) -> [String: Int64] {
+            holds.reduce(into: [:]) { held, credits in
+                guard credits.validFrom <= now, credits.validUntil.map({ $0 > now }) ?? true else { return }
+                held[credits.meter, default: 0] += credits.amount
+            }
+        }
+    }
+
+    /// Credits of one meter held out of buckets of one validity (sql/0068); an unlimited meter's holds, which take from
+    /// no bucket, with no end.
+    public struct HeldCredits: Sendable, Equatable {
+        public var meter: String
+        public var amount: Int64
+        public var validFrom: Date
+        public var validUntil: Date?
     }
 
     /// The status inputs of `account`, in one read.
@@ -66,12 +87,13 @@ extension CreditLedger {
                 guard let owner else { continue }
                 inputs[owner, default: StatusInputs()].records.append(record)
             } else if try cells[SubscriptionStore.columnCount + 2].decode(String?.self) == "held" {
-                // A meter's open holds (sql/0036), shaped as a bucket row: not a bucket, nothing to spend from.
-                let (meter, amount, owner) = try (
-                    cells[SubscriptionStore.columnCount + 1].decode(String.self), cells[SubscriptionStore.columnCount + 9].decode(Int64.self),
-                    cells[SubscriptionStore.columnCount + 10].decode(AccountID.self)
-                )
-                inputs[owner, default: StatusInputs()].held[meter, default: 0] += amount
+                // What a meter's open holds took from buckets of one validity (sql/0068), shaped as a bucket row: not a
+                // bucket, nothing to spend from.
+                let base = SubscriptionStore.columnCount
+                let held = try HeldCredits(
+                    meter: cells[base + 1].decode(String.self), amount: cells[base + 9].decode(Int64.self),
+                    validFrom: cells[base + 6].decode(Date.self), validUntil: cells[base + 7].decode(Date?.self))
+                inputs[try cells[base + 10].decode(AccountID.self), default: StatusInputs()].holds.append(held)
             } else {
                 let (balance, owner) = try Self.liveBalance(row, at: SubscriptionStore.columnCount)
                 inputs[owner, default: StatusInputs()].buckets.append(balance)
