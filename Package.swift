@@ -285,7 +285,7 @@ let package = Package(
         .testTarget(name: "CreditsTests", dependencies: ["Credits", "Subscriptions", "Entitlements", "AppStoreModels"]),
         .testTarget(name: "StripeStoreTests", dependencies: ["StripeStore", "Subscriptions", "Credits"]),
         .testTarget(name: "AnalyticsTests", dependencies: ["Analytics", "Subscriptions", "Entitlements", "AppStoreModels"]),
-        .testTarget(name: "EventsTests", dependencies: ["Events", "Credits", "Subscriptions"]),
+        .testTarget(name: "EventsTests", dependencies: ["Events", "Credits", "Subscriptions", "Entitlements"]),
         // Scenarios as data: Scenarios/*.json, signed, verified and derived without a database.
         .testTarget(
             name: "ScenarioTests",

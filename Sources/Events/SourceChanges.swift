@@ -8,8 +8,12 @@ import Subscriptions
 public enum SourceChanges {
     /// A grant's `grant.started` once it entitles and `grant.ended` once it no longer does (ended by an operator or by
     /// its end); a one-time purchase's `purchase.started` and `purchase.ended` (refunded, revoked, or a pass run out),
-    /// per signed version of it, so a reversed refund starts it again. Each once.
-    public static func changes(_ record: EntitlementRecord, source: EntitlementSource, account: AccountID) -> [EventDraft] {
+    /// so a reversed refund starts it again. Each once a change: `announced` is what the app's services were last told
+    /// (``SourceAnnouncement``, ``announcement(of:)``). Without it (a source settled before it was kept) both are
+    /// emitted as the source stands and their keys, per signed version, keep them once while the events are kept.
+    public static func changes(
+        _ record: EntitlementRecord, source: EntitlementSource, account: AccountID, announced: SourceAnnouncement? = nil
+    ) -> [EventDraft] {
         let started: EventType
         let ended: EventType
         let key: String
@@ -36,10 +40,21 @@ public enum SourceChanges {
                 type: type, key: "\(type.rawValue):\(key)", account: account, subscription: nil, environment: environment, change: change,
                 cause: cause)
         }
+        switch (announcement(of: source), announced) {
+        case (nil, _), (.started, .started), (.ended, .ended): return []
+        case (.started, _): return [draft(started)]
+        case (.ended, .started): return [draft(ended)]
+        case (.ended, nil): return [draft(started), draft(ended)]
+        }
+    }
+
+    /// What the app's services are told of a source that stands as `source`: started while it entitles (or would, as an
+    /// active source), ended once it no longer does; `nil` before it starts.
+    public static func announcement(of source: EntitlementSource) -> SourceAnnouncement? {
         switch source.status {
-        case .scheduled: return []
-        case .active: return [draft(started)]
-        default: return [draft(started), draft(ended)]
+        case .scheduled: return nil
+        case .active: return .started
+        default: return .ended
         }
     }
 
@@ -60,4 +75,10 @@ public enum SourceChanges {
 
     /// Grants belong to no store environment; their events are `Production`'s.
     public static let environment = StoreEnvironment.production
+}
+
+/// What the app's services were last told of a grant or a one-time purchase.
+public enum SourceAnnouncement: String, Sendable, Equatable, CaseIterable {
+    case started
+    case ended
 }

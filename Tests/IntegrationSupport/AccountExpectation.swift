@@ -23,6 +23,9 @@ struct AccountExpectation: Decodable {
     var topUp: [String: Int64]?
     /// Event types the account must have been sent (`GET /v1/events`), with `data.store` when given.
     var events: [String]?
+    /// Event types the account must have been sent exactly once: a purchase's `started` and `ended` are one change each,
+    /// whatever versions of it the store signs.
+    var eventsOnce: [String]?
 }
 
 extension AccountExpectation {
@@ -49,19 +52,22 @@ extension AccountExpectation {
         for (meter, topUp) in self.topUp ?? [:] {
             #expect(status.credits[meter]?.topUp == topUp, "\(label): \(meter) top-up")
         }
-        if let expected = self.events, !shuffled {
+        if !shuffled, self.events != nil || self.eventsOnce != nil {
             // From the event log itself (the feed holds back events of transactions newer than one still running).
             var types = Set<String>()
+            var sent: [String: Int] = [:]
             let history = EventHistory(client: harness.client, queue: harness.components.queue, logger: TestDatabase.logger)
             for event in try await history.recent(account: AccountID(account), types: .all, limit: 1000) {
                 types.insert(event.type)
+                sent[event.type, default: 0] += 1
                 // Every subscription event names its store.
                 // The stored body of an event, from the database rather than an HTTP answer: read raw.
                 let change = (try? JSONSerialization.jsonObject(with: Data(event.body.utf8)) as? [String: Any])?["change"] as? [String: Any]
                 let store = change?["store"] as? String
                 if event.type.hasPrefix("subscription.") { #expect(store.map(stores.contains) == true, "\(label): \(event.type) names its store") }
             }
-            for type in expected { #expect(types.contains(type), "\(label): event \(type) sent (got \(types.sorted()))") }
+            for type in events ?? [] { #expect(types.contains(type), "\(label): event \(type) sent (got \(types.sorted()))") }
+            for type in eventsOnce ?? [] { #expect(sent[type] == 1, "\(label): event \(type) sent once (got \(sent))") }
         }
     }
 }

@@ -164,4 +164,53 @@ struct EntitlementSourcesTests {
             }
         }
     }
+
+    @Test(
+        "a lifetime's events once a change, whatever the event store still holds: started once, also after retention deleted it and Apple signed the purchase again; refunded, ended once"
+    )
+    func lifetimeEventsOnceAChange() async throws {
+        try await StorekeeperHarness.run { harness in
+            try await harness.withHTTP { client in
+                let accountId = UUID()
+                let account = accountId.uuidString.lowercased()
+                let flow = LifecycleFlow(harness: harness, client: client, account: accountId)
+                let now = Int64(Date().timeIntervalSince1970 * 1000)
+                var lifetime = TransactionPayload(
+                    transactionId: String(Int.random(in: 3_000_000_000...3_999_999_999)), originalTransactionId: "", productId: "basic.lifetime",
+                    bundleId: StorekeeperHarness.bundleId, environment: .sandbox, signedDate: now - 60_000)
+                lifetime.originalTransactionId = lifetime.transactionId
+                lifetime.type = "Non-Consumable"
+                lifetime.purchaseDate = lifetime.signedDate
+                lifetime.inAppOwnershipType = "PURCHASED"
+                func sent(_ type: String) async throws -> Int {
+                    try await harness.count("SELECT count(*) FROM events WHERE account_id = '\(account)' AND type = '\(type)'")
+                }
+                func held(version: Int64) async throws -> Bool {
+                    try await harness.count(
+                        "SELECT count(*) FROM entitlement_sources WHERE id = '\(lifetime.transactionId)' AND signed_date = \(version)") == 1
+                }
+                #expect(try await client.postTransaction(try harness.signer.signer.sign(lifetime), account: account).status == .ok)
+                try await eventually(timeout: .seconds(20), "purchase.started") { try await sent("purchase.started") == 1 }
+                // STOREKEEPER_EVENT_RETENTION_DAYS later the event is gone; the app posts the purchase again as Apple
+                // signed it since (a restore): the purchase did not start again.
+                try await harness.client.query("DELETE FROM events WHERE account_id = \(account)", logger: TestDatabase.logger)
+                var again = lifetime
+                again.signedDate = now - 30_000
+                #expect(try await client.postTransaction(try harness.signer.signer.sign(again), account: account).status == .ok)
+                try await eventually(timeout: .seconds(20), "the later version held") { try await held(version: now - 30_000) }
+                #expect(try await sent("purchase.started") == 0)
+                // Refunded, in a version of its own: ended once, and not started again first.
+                var refunded = again
+                refunded.revocationDate = now - 1000
+                refunded.revocationReason = 0
+                refunded.signedDate = refunded.revocationDate
+                try await flow.post(
+                    SimulatedEvent(
+                        notificationType: "REFUND", subtype: nil, status: nil, signedDate: refunded.signedDate!, transaction: refunded,
+                        renewalInfo: nil))
+                try await eventually(timeout: .seconds(20), "purchase.ended") { try await sent("purchase.ended") == 1 }
+                #expect(try await sent("purchase.started") == 0)
+            }
+        }
+    }
 }

@@ -16,11 +16,13 @@ public struct SourceSettlement: Sendable {
     let credits: CreditLedger
     let recorder: EventRecorder?
     let queue: any JobScheduling
+    let announcements: SourceAnnouncements
 
     public init(credits: CreditLedger, recorder: EventRecorder?, queue: any JobScheduling) {
         self.credits = credits
         self.recorder = recorder
         self.queue = queue
+        self.announcements = SourceAnnouncements(logger: credits.logger)
     }
 
     /// Settles `record` of `account` at `now`; returns the ledger operations posted.
@@ -33,8 +35,14 @@ public struct SourceSettlement: Sendable {
         let operations = SourceCredits.operationsDue(record, account: account, catalogue: catalogue, ledger: ledger, now: now)
         let source = catalogue.source(of: record, at: now)
         let environment = record.environment ?? SourceChanges.environment
+        // What the services were told before, exchanged for what they are told now: events follow the change, not the
+        // event store, which forgets after its retention window.
+        var announced: SourceAnnouncement?
+        if let announcement = SourceChanges.announcement(of: source) {
+            announced = try await announcements.exchange(record.id, for: announcement, at: now, on: connection)
+        }
         let drafts =
-            SourceChanges.changes(record, source: source, account: account)
+            SourceChanges.changes(record, source: source, account: account, announced: announced)
             + CreditChanges.granted(operations, account: account, subscription: nil, environment: environment, cause: cause)
         let statuses = try await credits.apply(operations, readingStatusOf: drafts.isEmpty ? [] : [account], at: now, on: connection)
         if let recorder, !drafts.isEmpty { try await recorder.record(drafts, now: now, statuses: statuses, on: connection) }

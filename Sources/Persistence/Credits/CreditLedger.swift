@@ -12,7 +12,7 @@ import Subscriptions
 /// kept by the ledger's triggers, sql/0041).
 public struct CreditLedger: Sendable {
     public let catalogue: TierCatalogue
-    let logger: Logger
+    public let logger: Logger
 
     public init(catalogue: TierCatalogue, logger: Logger) {
         self.catalogue = catalogue
