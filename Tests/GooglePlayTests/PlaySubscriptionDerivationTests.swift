@@ -168,3 +168,27 @@ struct PlaySubscriptionDerivationTests {
         }
     }
 }
+
+/// Play's times as PostgreSQL gives them back: a subscription read again from Play must not look changed.
+@Suite("Play times to the millisecond")
+struct PlayTimePrecisionTests {
+    @Test("an expiryTime of milliseconds (or nanoseconds) decodes to the Date a stored expiry reads back as, for 20,000 random times")
+    func expiryReadsBackAsStored() throws {
+        var generator = SystemRandomNumberGenerator()
+        var differing: [String] = []
+        for _ in 0..<20_000 {
+            let milliseconds = Int64.random(in: 1_700_000_000_000..<1_900_000_000_000, using: &generator)
+            // What a stored expiry reads back as: whole milliseconds (Date.wholeMilliseconds).
+            let stored = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+            let whole = Date(timeIntervalSince1970: Double(milliseconds / 1000))
+            let fraction = String(format: "%03d", milliseconds % 1000)
+            let iso = whole.formatted(Date.ISO8601FormatStyle()).dropLast()  // "…:05" without the Z
+            for text in ["\(iso).\(fraction)Z", "\(iso).\(fraction)000000Z"] {
+                let json = #"{"subscriptionState":"SUBSCRIPTION_STATE_ACTIVE","lineItems":[{"productId":"p","expiryTime":"\#(text)"}]}"#
+                let purchase = try JSONDecoder().decode(SubscriptionPurchaseV2.self, from: Data(json.utf8))
+                if purchase.lineItems.first?.expiryTime != stored { differing.append(text) }
+            }
+        }
+        #expect(differing.isEmpty, "\(differing.count) differ, such as \(differing.prefix(3))")
+    }
+}
