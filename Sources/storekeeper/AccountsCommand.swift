@@ -63,12 +63,15 @@ struct AccountsCommand: AsyncParsableCommand {
                     refundRequests: try await RefundRequestQuery(client: client, credits: ledger, policy: policy, answering: nil, logger: logger)
                         .requests(ofAccount: account, limit: 50, now: now))
             }
-            if json { return try printJSON(report) }
+            // An id never seen is most often a mistyped one: a failure, not a page of the free tier's status (which the
+            // API answers for any id).
             if report.subscriptions.isEmpty && report.sources.isEmpty && report.events.isEmpty && report.sentEvents == 0 && report.ledger.isEmpty
                 && report.archive.isEmpty && report.transfers.isEmpty && report.refundRequests.isEmpty
             {
-                say("nothing is stored for account \(account.text): is the id right? (its status is the free tier's, as the API answers any account)")
+                throw CommandFailure(
+                    "nothing is stored for account \(account.text): is the id right? (the API answers any id with the free tier's status)")
             }
+            if json { return try printJSON(report) }
             say("status")
             try printJSON(report.status)
             say("\nsubscriptions (\(report.subscriptions.count))")

@@ -80,6 +80,8 @@ func ensureReachable(_ client: PostgresClient, url: DatabaseURL, logger: Logger)
     do {
         try await withCommandTimeout(.seconds(5)) { try await client.reachable(logger: logger) }
     } catch {
-        throw CommandFailure("cannot reach the database at \(url)")
+        // The pool only says nothing answered in time; one connection of our own says why (a password refused, TLS).
+        let cause = await url.connectionFailure(logger: logger)
+        throw CommandFailure("cannot reach the database at \(url)" + (cause.map { ": \($0)" } ?? ""))
     }
 }

@@ -10,12 +10,7 @@ enum MistypedOptions {
     /// "Unknown option '--acount'. Did you mean '--account'?" for the first long option in `arguments` (after the
     /// executable's name) that the command they name does not take; nil when each is one it takes.
     static func problem(in arguments: [String], root: any ParsableCommand.Type) -> String? {
-        var command = root
-        var index = 0
-        while index < arguments.count, let next = command.configuration.subcommands.first(where: { name(of: $0) == arguments[index] }) {
-            command = next
-            index += 1
-        }
+        let (command, index) = subcommand(in: arguments, root: root)
         let known = options(of: command, root: root)
         for argument in arguments[index...] {
             if argument == "--" { break }
@@ -28,13 +23,31 @@ enum MistypedOptions {
                     EditDistance.between(option, $1), -$1.commonPrefix(with: option).count, $1
                 )
             }
-            let help = ([root.configuration.commandName ?? ""] + arguments[..<index] + ["--help"]).joined(separator: " ")
+            let help = help(for: arguments, root: root)
             if let nearest, EditDistance.between(option, nearest) <= max(2, option.count / 4) {
                 return "Unknown option '\(option)'. Did you mean '\(nearest)'? (see '\(help)')"
             }
             return "Unknown option '\(option)' (see '\(help)')"
         }
         return nil
+    }
+
+    /// The command `arguments` name (the root when their first word is none of its subcommands), and how many words
+    /// name it.
+    static func subcommand(in arguments: [String], root: any ParsableCommand.Type) -> (any ParsableCommand.Type, Int) {
+        var command = root
+        var index = 0
+        while index < arguments.count, let next = command.configuration.subcommands.first(where: { name(of: $0) == arguments[index] }) {
+            command = next
+            index += 1
+        }
+        return (command, index)
+    }
+
+    /// The help to read for `arguments`: `storekeeper jobs show --help`.
+    static func help(for arguments: [String], root: any ParsableCommand.Type) -> String {
+        let (_, index) = subcommand(in: arguments, root: root)
+        return ([root.configuration.commandName ?? ""] + arguments[..<index] + ["--help"]).joined(separator: " ")
     }
 
     static func name(of command: any ParsableCommand.Type) -> String {

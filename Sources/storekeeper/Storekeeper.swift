@@ -37,7 +37,7 @@ struct Storekeeper: AsyncParsableCommand {
                 try? FileHandle.standardError.write(contentsOf: Data("Error: \(mistyped)\n".utf8))
                 Foundation.exit(ExitCode.validationFailure.rawValue)
             }
-            exit(withError: error)
+            usageFailure(error)
         }
         if command is ServeCommand || command is WorkCommand {
             // The long-running processes run their tasks on NIO's event loops, where their sockets are: a request or
@@ -55,12 +55,24 @@ struct Storekeeper: AsyncParsableCommand {
         } catch let error as ExitCode {
             exit(withError: error)
         } catch let error as ValidationError {
-            exit(withError: error)
+            usageFailure(error)
         } catch  where exitCode(for: error) == .success {
             exit(withError: error)  // `--help` on a subcommand reaches here as ArgumentParser's own error: print the help
         } catch {
             try? FileHandle.standardError.write(contentsOf: Data("storekeeper: \(CommandFailure.describe(error))\n".utf8))
             Foundation.exit(1)
         }
+    }
+
+    /// A usage error as one line and exit 64, as every other failure is one line: ArgumentParser's own answer adds the
+    /// usage block of the command (the root's, for an argument a subcommand's parser refused) and a hint. `--help`,
+    /// which reaches here as an error too, prints the help as ArgumentParser does.
+    static func usageFailure(_ error: any Error) -> Never {
+        let code = exitCode(for: error)
+        guard code != .success else { exit(withError: error) }
+        let help = MistypedOptions.help(for: Array(CommandLine.arguments.dropFirst()), root: Storekeeper.self)
+        let message = message(for: error).trimmingCharacters(in: .whitespacesAndNewlines)
+        try? FileHandle.standardError.write(contentsOf: Data("Error: \(message) (see '\(help)')\n".utf8))
+        Foundation.exit(code.rawValue)
     }
 }

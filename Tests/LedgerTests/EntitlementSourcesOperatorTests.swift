@@ -71,6 +71,16 @@ struct EntitlementSourcesOperatorTests {
             #expect(
                 shown == 0 && shownText.contains("grants and one-time purchases, newest first (1)")
                     && shownText.contains("grant  \(grantId)  max  active"), "\(shownText)")
+            // An id nothing names (a typo, most often): one line and exit 1, in JSON too, not the free tier's page.
+            for format in [[], ["--json"]] {
+                let (unknown, unknownText) = try await TestProcess.run(
+                    "storekeeper", ["accounts", "show", "never-seen-\(account)"] + format, environment: environment)
+                #expect(
+                    unknown == 1
+                        && unknownText.trimmingCharacters(in: .whitespacesAndNewlines)
+                            == "storekeeper: nothing is stored for account never-seen-\(account): is the id right? (the API answers any id with the free tier's status)",
+                    "\(unknownText)")
+            }
             let (ended, endOutput) = try await storekeeper("grants", "end", grantId)
             #expect(ended == 0 && endOutput.contains("ended grant \(grantId)"))
             let (again, againOutput) = try await storekeeper("grants", "end", grantId)

@@ -31,6 +31,15 @@ struct JobsCommandTests {
             #expect(list.contains("it broke"))
             let (_, shown) = try await storekeeper("jobs", "show", String(failing.id))
             #expect(shown.contains("\"kind\" : \"x\""))
+            // A usage error is one line, as every failure, naming the help to read; exit 64 (EX_USAGE).
+            for arguments in [["jobs", "show"], ["jobs", "show", "not-a-number"], ["events", "show", "notauuid"]] {
+                let (usage, usageText) = try await TestProcess.run("storekeeper", arguments, environment: environment)
+                let lines = usageText.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "\n")
+                #expect(
+                    usage == 64 && lines.count == 1 && lines[0].hasPrefix("Error: ")
+                        && lines[0].hasSuffix("(see 'storekeeper \(arguments.prefix(2).joined(separator: " ")) --help')"),
+                    "\(arguments): \(usageText)")
+            }
             let (dryStatus, dry) = try await storekeeper("jobs", "requeue", "--state", "failed", "--dry-run")
             #expect(dryStatus == 0 && dry.contains("would requeue 1 job"))
             // An id given twice is one job: requeued once, and not reported as one left over.
@@ -84,6 +93,14 @@ struct JobsCommandTests {
                 "storekeeper", ["migrate"], environment: ["DATABASE_URL": "postgres://nobody@127.0.0.1:1/none?sslmode=disable"])
             #expect(unreachable == 1)
             #expect(unreachableText.hasPrefix("storekeeper: "))
+            // A server that answers but refuses the connection: the line says why, as the server put it.
+            var absent = harness.databaseURL
+            absent.database = "sk_no_such_database"
+            let (refused, refusedText) = try await TestProcess.run("storekeeper", ["jobs", "stats"], environment: ["DATABASE_URL": absent.urlString])
+            #expect(refused == 1, "\(refusedText)")
+            #expect(
+                refusedText.trimmingCharacters(in: .whitespacesAndNewlines).hasSuffix(": database \"sk_no_such_database\" does not exist"),
+                "\(refusedText)")
             // migrate logs in the format serve and work use; a format it does not know is one line, before anything runs.
             let (badFormat, badFormatText) = try await TestProcess.run(
                 "storekeeper", ["migrate"], environment: ["DATABASE_URL": harness.databaseURL.urlString, "STOREKEEPER_LOG_FORMAT": "xml"])

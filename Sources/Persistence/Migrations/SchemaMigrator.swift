@@ -139,7 +139,17 @@ public struct SchemaMigrator: Sendable {
             logger: logger
         )
         let applied = try await appliedMigrations(on: connection)
-        try check(applied: applied)
+        // A database a newer release migrated already (a rollout in progress, a rollback, a restart of this release's
+        // `serve` whose unit migrates first) has nothing for this release to do when all of its files are applied: the
+        // newer files only expand the schema (docs/operations.md). Files of its own still pending behind newer ones are
+        // refused: this release cannot know what they would do after those.
+        let pending = migrations.filter { applied[$0.version] == nil }
+        try check(applied: applied, newerAllowed: pending.isEmpty)
+        if let newest = applied.keys.filter({ version in !migrations.contains { $0.version == version } }).max() {
+            logger.notice(
+                "the database is ahead of this release (it has migration \(newest), which this Storekeeper does not know): every migration of this release is applied, nothing to do"
+            )
+        }
         var names: [String] = []
         for migration in migrations where applied[migration.version] == nil {
             try await apply(migration, on: connection)
@@ -174,7 +184,7 @@ public struct SchemaMigrator: Sendable {
         if !newerAllowed, let unknown = applied.keys.filter({ known[$0] == nil }).max() {
             throw PersistenceError(
                 .databaseNewerThanCode,
-                "the database has migration \(unknown), which this Storekeeper does not know: it was migrated by a newer version"
+                "the database has migration \(unknown), which this Storekeeper does not know: it was migrated by a newer version, and this release's own migrations still pending cannot be applied after it"
             )
         }
         for (version, checksum) in applied where known[version].map({ $0.checksum != checksum }) ?? false {
@@ -221,12 +231,15 @@ public struct SchemaMigrator: Sendable {
     public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
         var candidates: [URL] = []
         if let configured = environment["STOREKEEPER_SQL_DIR"] { return URL(fileURLWithPath: configured) }
-        candidates.append(
-            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().appendingPathComponent("sql"))
+        // An installed binary's own files before the source tree it was built from: built on the host it runs on, a
+        // `git pull` in the checkout would otherwise hand the installed release the next one's migrations. A build run
+        // from `.build` has no `share` beside it and finds the source tree.
         let executable = RunningExecutable.url
         candidates.append(
             executable.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("share/storekeeper/sql"))
+        candidates.append(
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("sql"))
         candidates.append(URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("sql"))
         return candidates.first { FileManager.default.fileExists(atPath: $0.path) } ?? candidates.last!
     }
