@@ -209,7 +209,7 @@ extension FakePlayAction {
     func run() async throws {
         let answer = try await FakePlayControl().post("/_fake/play/tokens/\(FakePlayControl.segment(token))/\(Self.action)", [:])
         say(
-            "\(Self.action): \(token.prefix(32))… — Play's notification \(answer["notificationType"] ?? "?") was pushed; the worker reads the token within a moment"
+            "\(Self.action): \(token.prefix(32))… — Play's notification \(answer["notificationType"] ?? "?") was pushed and applied"
         )
     }
 }
@@ -251,6 +251,11 @@ struct FakePlayControl {
         if let refusal = json["undelivered"] as? String {
             throw CommandFailure("done in the fake Google Play, but Storekeeper refused its notification (\(refusal))")
         }
+        // The push is only queued: the worker reads the token and applies it a moment later. Waiting for it, as
+        // `simulate` does, lets the next command (a status read, docs/google-play.md's "Try it") see what it did.
+        let settings = DevEnvironment().settings()
+        try await DevServer(baseURL: settings["STOREKEEPER_URL"] ?? "http://127.0.0.1:8080", apiKey: settings["STOREKEEPER_API_KEY"])
+            .waitForDueJobs()
         return json
     }
 }
