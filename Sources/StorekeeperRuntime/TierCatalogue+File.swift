@@ -24,8 +24,13 @@ extension TierCatalogue {
     /// The catalogue of `STOREKEEPER_TIERS` (default `config/tiers.yml`) in `environment`, the value trimmed as
     /// ``StorekeeperConfiguration`` trims it.
     public static func load(environment: [String: String]) -> Result<TierCatalogue, ConfigurationError> {
+        load(path: path(in: environment))
+    }
+
+    /// The file ``load(environment:)`` reads.
+    public static func path(in environment: [String: String]) -> String {
         let path = environment["STOREKEEPER_TIERS"]?.trimmingCharacters(in: .whitespaces)
-        return load(path: path.flatMap { $0.isEmpty ? nil : $0 } ?? defaultPath)
+        return path.flatMap { $0.isEmpty ? nil : $0 } ?? defaultPath
     }
 
     public static let defaultPath = "config/tiers.yml"

@@ -59,9 +59,8 @@ func printJSON(_ value: some Encodable) throws {
 /// dev server serves — or one line saying what is wrong. The management links name what the server's do: Play's
 /// package (`STOREKEEPER_GOOGLE_PACKAGE_NAME`) and Stripe's billing portal (`STOREKEEPER_STRIPE_PORTAL_URL`).
 func loadCatalogue() throws -> TierCatalogue {
-    var environment = ProcessInfo.processInfo.environment
+    var environment = catalogueEnvironment()
     let dev = DevEnvironment().settings()
-    if environment["STOREKEEPER_TIERS", default: ""].isEmpty { environment["STOREKEEPER_TIERS"] = dev["STOREKEEPER_TIERS"] }
     if environment["STOREKEEPER_GOOGLE_PACKAGE_NAME", default: ""].isEmpty { environment["STOREKEEPER_GOOGLE_PACKAGE_NAME"] = dev[devPlayPackageKey] }
     switch TierCatalogue.load(environment: environment) {
     case .success(var catalogue):
@@ -70,6 +69,20 @@ func loadCatalogue() throws -> TierCatalogue {
         return catalogue
     case .failure(let error): throw CommandFailure(error.problems.joined(separator: "; "))
     }
+}
+
+/// The environment the operator commands read the catalogue with: the dev folder's `STOREKEEPER_TIERS` when the
+/// process has none.
+func catalogueEnvironment() -> [String: String] {
+    var environment = ProcessInfo.processInfo.environment
+    if environment["STOREKEEPER_TIERS", default: ""].isEmpty { environment["STOREKEEPER_TIERS"] = DevEnvironment().settings()["STOREKEEPER_TIERS"] }
+    return environment
+}
+
+/// The catalogue file the operator commands read, as a full path: a report derived from it names it, so that one read
+/// from the working directory's `config/tiers.yml` instead of the server's is told apart.
+func catalogueFile() -> String {
+    URL(fileURLWithPath: TierCatalogue.path(in: catalogueEnvironment())).standardizedFileURL.path
 }
 
 /// The fake Play's package in `.storekeeper/dev.env` (`dev --fake-play`), for the operator commands' links.

@@ -184,7 +184,7 @@ struct ReplayCommand: AsyncParsableCommand {
         }
         if differing > 0, !write {
             say(
-                "\(differing) of \(report.subscriptions.count) subscriptions differ; run again with --write to store the derived state and post the operations"
+                "\(differing) of \(report.subscriptions.count) subscriptions differ (derived with the tier catalogue \(catalogueFile()) and STOREKEEPER_STRIPE_GRACE_DAYS=\(try Self.stripeGraceDays()): the server's own?); run again with --write to store the derived state and post the operations"
             )
             throw ExitCode(3)
         }

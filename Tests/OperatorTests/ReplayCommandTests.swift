@@ -49,6 +49,8 @@ struct ReplayCommandTests {
             let (differStatus, differs) = try await TestProcess.run("storekeeper", ["replay", "--account", accountText], environment: environment)
             #expect(differStatus == 3, "\(differs)")
             #expect(differs.contains("status: \"expired\" → \"active\""), "\(differs)")
+            // It names what it derived with, so a catalogue read from the working directory is told from the server's.
+            #expect(differs.contains("derived with the tier catalogue /") && differs.contains("STOREKEEPER_STRIPE_GRACE_DAYS=3"), "\(differs)")
             let (graceStatus, grace) = try await TestProcess.run(
                 "storekeeper", ["replay", "--all"], environment: environment.merging(["STOREKEEPER_STRIPE_GRACE_DAYS": "90"]) { _, new in new })
             #expect(graceStatus == 1 && grace.contains("STOREKEEPER_STRIPE_GRACE_DAYS must be an integer in 0...60"), "\(grace)")
