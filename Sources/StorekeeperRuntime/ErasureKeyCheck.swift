@@ -58,6 +58,8 @@ struct AfterErasureKeyCheck<Wrapped: Service>: Service {
 
     func run() async throws {
         try await check.confirm()
+        // Shut down before the database answered: the key was never confirmed, and there is nothing to start.
+        guard !Task.isCancelled && !Task.isShuttingDownGracefully else { return }
         try await service.run()
     }
 }
