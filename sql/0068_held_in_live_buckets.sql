@@ -5,7 +5,8 @@
 -- validity of the buckets their debits took from, each row with that validity (a status evaluated later, from the
 -- cache, counts only the rows live then); debits in buckets not live at `at_time` (or later, with `or_later`, as
 -- live_credit_buckets reads) count nothing: the hold's end lapses them. An unlimited meter's hold takes from no bucket
--- (its debits are empty) and counts whole, with no end, as before.
+-- (its debits are empty) and counts whole, as before: from the epoch, with no end (its creation time read by a
+-- host whose clock is behind would leave it out).
 CREATE OR REPLACE FUNCTION account_status_inputs_with_holds(accounts text[], at_time timestamptz, or_later boolean)
 RETURNS TABLE (subscription subscriptions, bucket_key text, bucket_meter text, bucket_kind text, bucket_subscription text,
     bucket_billing_period text, bucket_account text, bucket_valid_from timestamptz, bucket_valid_until timestamptz,
@@ -27,7 +28,7 @@ BEGIN
         AND (or_later OR b.valid_from <= at_time) AND (b.valid_until IS NULL OR b.valid_until > at_time)
     GROUP BY h.account_id, h.meter, b.valid_from, b.valid_until;
     RETURN QUERY
-    SELECT NULL::subscriptions, 'held:' || h.meter, h.meter, 'held'::text, NULL::text, NULL::text, h.account_id, min(h.created_at),
+    SELECT NULL::subscriptions, 'held:' || h.meter, h.meter, 'held'::text, NULL::text, NULL::text, h.account_id, 'epoch'::timestamptz,
         NULL::timestamptz, NULL::bigint, least(sum(h.amount::numeric), 9223372036854775807)::bigint, h.account_id, NULL::entitlement_sources
     FROM credit_holds h WHERE h.account_id = ANY(accounts) AND h.state = 'held' AND h.debits = '[]'::jsonb
     GROUP BY h.account_id, h.meter;

@@ -51,8 +51,7 @@ public struct PubSubPush: Sendable, Equatable {
         self.data = Array(data)
     }
 
-    /// An RFC 3339 time, with or without fractional seconds (Pub/Sub writes nanoseconds: `2021-02-26T19:13:55.749Z`).
-    /// A Play time (RFC 3339, up to nine fractional digits) to the millisecond, as it reads back from PostgreSQL
+    /// An RFC 3339 time, with or without fractional seconds (Pub/Sub writes up to nine digits), to the millisecond, as it reads back from PostgreSQL
     /// (`Date.wholeMilliseconds`): the parser's `Date` of `…05.110Z` can be a step of the last bit above the
     /// millisecond, so the same expiry read again from Play looked later than the one stored, and every read of an
     /// unchanged subscription (a cancel, `google sync`) sent `subscription.extended` with the same time twice.

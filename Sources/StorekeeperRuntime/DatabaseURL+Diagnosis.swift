@@ -3,8 +3,8 @@ import Logging
 import PostgresNIO
 
 extension DatabaseURL {
-    /// Why a connection to the database fails, in one line (`password authentication failed for user "x"`, `the
-    /// server does not support TLS`); `nil` when one opens. The pool retries a failed connection until its caller's
+    /// Why a connection to the database fails, in one line (the server's own words, `password authentication failed
+    /// for user "x"`, or the client's error code, `sslUnsupported`); `nil` when one opens. The pool retries a failed connection until its caller's
     /// deadline and then says only that the database did not answer, so a command that cannot reach it asks once more
     /// on a connection of its own for the reason an operator can act on.
     public func connectionFailure(logger: Logger) async -> String? {

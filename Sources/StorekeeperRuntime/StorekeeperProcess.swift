@@ -30,10 +30,16 @@ public enum StorekeeperProcess {
             .init(service: DatabasePoolService(running: await components.client.startRunning(), logger: logger)),
             .init(service: ConnectionBudgetCheck(client: components.client, pool: components.configuration.databaseConnections, logger: logger)),
         ]
+        // The erasure key, checked at start and while the process runs; a key that differs ends the process gracefully
+        // (its answers and jobs in flight finish), with the reason.
         let erasureKey = ErasureKeyCheck(client: components.client, erased: components.erased, clock: components.clock, logger: logger)
+        services.append(.init(service: erasureKey, failureTerminationBehavior: .gracefullyShutdownGroup))
         if roles.contains(.work) {
-            // The worker claims nothing before the key is confirmed; with it, a process serving too is checked.
-            services.append(.init(service: AfterErasureKeyCheck(check: erasureKey, service: components.worker())))
+            // The worker claims nothing before the key is confirmed.
+            services.append(
+                .init(
+                    service: AfterErasureKeyCheck(check: erasureKey, service: components.worker()),
+                    failureTerminationBehavior: .gracefullyShutdownGroup))
             if !roles.contains(.serve), let port = components.configuration.metricsPort {
                 services.append(.init(service: components.metricsApplication(port: port)))
             }
@@ -50,7 +56,6 @@ public enum StorekeeperProcess {
                             logger: logger)))
                 services.append(.init(service: tracker))
             }
-            if !roles.contains(.work) { services.append(.init(service: erasureKey)) }
             services.append(.init(service: components.accountChangeListener()))
             services.append(.init(service: try components.application(onServerRunning: onServerRunning)))
         }

@@ -42,7 +42,7 @@ struct ErasureKeyTests {
     }
 
     @Test(
-        "after an erasure, work, serve and replay with another key or none end at once with one line naming the key; a serve started before the first erasure answers its own 409; the key itself passes"
+        "after an erasure, work, serve and replay with another key or none end at once with one line naming the key; a serve started before the first erasure answers its own 409, then ends within the re-check's interval; the key itself passes"
     )
     func heldToTheErasuresKey() async throws {
         try await StorekeeperHarness.run(worker: true, environment: ["STOREKEEPER_ADMIN_KEYS": AccountErasureTests.keys]) { harness in
@@ -97,6 +97,11 @@ struct ErasureKeyTests {
             #expect(String(decoding: body, as: UTF8.self).contains(#""error":"erasure_key_differs""#), "\(String(decoding: body, as: UTF8.self))")
             #expect(try await harness.count("SELECT count(*) FROM erased_accounts") == 1)
             #expect(try await harness.count("SELECT count(*) FROM subscriptions WHERE account_id = '\(id)'") == 1)
+            // And it does not run on with a key the erasures were not filed under: it ends within the re-check's interval,
+            // saying why.
+            let ended = await early.waitForExit(timeout: .seconds(40))
+            #expect(
+                ended == 1 && early.text.contains("storekeeper: STOREKEEPER_ERASURE_KEY is not the key accounts were erased under"), "\(early.text)")
 
             // The key they were filed under passes the check.
             try await ErasureKeyCheck(

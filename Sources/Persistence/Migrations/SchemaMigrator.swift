@@ -226,8 +226,8 @@ public struct SchemaMigrator: Sendable {
         return migrations
     }
 
-    /// Where the SQL files are: `$STOREKEEPER_SQL_DIR`, the source tree this binary was built from, an installed
-    /// `share/storekeeper/sql` beside the executable, or `./sql`.
+    /// Where the SQL files are: `$STOREKEEPER_SQL_DIR`, an installed `share/storekeeper/sql` beside the executable, the
+    /// source tree this binary was built from, or `./sql`.
     public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
         var candidates: [URL] = []
         if let configured = environment["STOREKEEPER_SQL_DIR"] { return URL(fileURLWithPath: configured) }
