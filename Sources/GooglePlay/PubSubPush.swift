@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import PayloadDecoding
 
@@ -60,7 +61,7 @@ public struct PubSubPush: Sendable, Equatable {
             let parsed = (try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
                 ?? (try? Date(text, strategy: .iso8601))
         else { return nil }
-        return Date(timeIntervalSince1970: (parsed.timeIntervalSince1970 * 1000).rounded() / 1000)
+        return parsed.wholeMilliseconds
     }
 
     static func isPrintable(_ text: String) -> Bool {

@@ -59,8 +59,8 @@ func printJSON(_ value: some Encodable) throws {
 /// dev server serves — or one line saying what is wrong. The management links name what the server's do: Play's
 /// package (`STOREKEEPER_GOOGLE_PACKAGE_NAME`) and Stripe's billing portal (`STOREKEEPER_STRIPE_PORTAL_URL`).
 func loadCatalogue() throws -> TierCatalogue {
-    var environment = catalogueEnvironment()
     let dev = DevEnvironment().settings()
+    var environment = catalogueEnvironment(dev: dev)
     if environment["STOREKEEPER_GOOGLE_PACKAGE_NAME", default: ""].isEmpty { environment["STOREKEEPER_GOOGLE_PACKAGE_NAME"] = dev[devPlayPackageKey] }
     switch TierCatalogue.load(environment: environment) {
     case .success(var catalogue):
@@ -73,9 +73,9 @@ func loadCatalogue() throws -> TierCatalogue {
 
 /// The environment the operator commands read the catalogue with: the dev folder's `STOREKEEPER_TIERS` when the
 /// process has none.
-func catalogueEnvironment() -> [String: String] {
+func catalogueEnvironment(dev: [String: String] = DevEnvironment().settings()) -> [String: String] {
     var environment = ProcessInfo.processInfo.environment
-    if environment["STOREKEEPER_TIERS", default: ""].isEmpty { environment["STOREKEEPER_TIERS"] = DevEnvironment().settings()["STOREKEEPER_TIERS"] }
+    if environment["STOREKEEPER_TIERS", default: ""].isEmpty { environment["STOREKEEPER_TIERS"] = dev["STOREKEEPER_TIERS"] }
     return environment
 }
 
