@@ -277,7 +277,7 @@ let package = Package(
                 "SignedData", "LocalSigning", "HostileInput", "AppStoreModels", "TestSupport", "GooglePlayFake",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
-        .testTarget(name: "GooglePlayTests", dependencies: ["GooglePlay"]),
+        .testTarget(name: "GooglePlayTests", dependencies: ["GooglePlay", "Subscriptions"]),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"]),
         .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels", "PayloadDecoding", "TestSupport"]),
         .testTarget(

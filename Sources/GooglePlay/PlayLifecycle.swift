@@ -13,7 +13,8 @@ import Subscriptions
 /// - `IN_GRACE_PERIOD` → grace period until `expiryTime` (Play moves the expiry over the grace period);
 /// - `ON_HOLD` → billing retry: not entitled while Google retries the payment (auto-renew stays on);
 /// - `PAUSED` → expired, end reason `PAUSED`, until a read says it resumed;
-/// - `EXPIRED` after Play said `SUBSCRIPTION_REVOKED` for the token → revoked (`REVOKE`), access ended then;
+/// - `EXPIRED` after a whole refund of one of the current token's orders → refunded (`REFUND`), access ended then;
+/// - `EXPIRED` after Play said `SUBSCRIPTION_REVOKED` for the token, with no refund → revoked (`REVOKE`);
 ///   otherwise expired: `EXPIRED_BILLING_ERROR` when Google cancelled it (`systemInitiatedCancellation`), else
 ///   `EXPIRED_VOLUNTARY`;
 /// - a chain of pending purchases only is no subscription yet (`nil`).
@@ -52,6 +53,10 @@ public enum PlayLifecycle {
         case .inGracePeriod: (status, endReason) = (.gracePeriod, nil)
         case .onHold: (status, endReason) = (.billingRetry, nil)
         case .paused: (status, endReason) = (.expired, .unknown("PAUSED"))
+        // A refund is a refund whichever store made it: Play voids an order only when it is to be revoked, so a token
+        // one of whose orders was voided whole is refunded, as Apple's and Stripe's refunds are; a revocation without
+        // one (the developer's or Google's `SUBSCRIPTION_REVOKED` alone) is revoked.
+        case .expired where play.revokedAt != nil && play.refundedAt != nil: (status, endReason) = (.refunded, .refund)
         case .expired where play.revokedAt != nil: (status, endReason) = (.revoked, .revoke)
         case .expired, .pending, .pendingPurchaseCanceled, .unknown:
             (status, endReason) = (.expired, .expired(play.cancellation == "systemInitiatedCancellation" ? "BILLING_ERROR" : "VOLUNTARY"))
@@ -66,7 +71,8 @@ public enum PlayLifecycle {
             gracePeriodExpiresAt: status == .gracePeriod ? expiry : nil, isTrial: status == .active && play.isTrial, ownership: .purchased,
             latestTransactionId: inForce.key, lastEventType: .unknown("GOOGLE_PLAY"),
             lastEvent: EventPosition(signedDate: Int64((play.observedAt.timeIntervalSince1970 * 1000).rounded(.down)), eventId: play.currentToken),
-            endReason: endReason, revokedAt: status == .revoked ? accessEndsAt : nil, offer: inForce.offer, price: inForce.price,
+            endReason: endReason, revokedAt: status == .revoked || status == .refunded ? accessEndsAt : nil, offer: inForce.offer,
+            price: inForce.price,
             billingPeriodKey: inForce.key, store: .googlePlay)
         return Lifecycle.Derivation(state: state, periods: periods, ends: [], accessEndsAt: accessEndsAt)
     }

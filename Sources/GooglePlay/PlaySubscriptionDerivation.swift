@@ -44,6 +44,10 @@ public struct PlaySubscription: Sendable, Equatable {
     public var cancellation: String?
     /// When Play said the current token was revoked (`SUBSCRIPTION_REVOKED`, stored with its notification), if it did.
     public var revokedAt: Date?
+    /// When Google first refunded one of the current token's orders whole (a voided purchase of any of its periods,
+    /// which a read may never name: a read names only the latest order), if it did. Play voids an order only when it
+    /// is to be revoked, so a refunded token that reads `EXPIRED` ended by the refund.
+    public var refundedAt: Date? = nil
     /// The current token's product id (without the base plan): what `subscriptions.acknowledge` names.
     public var subscriptionProductId: String?
     /// The current token's newest read says it was granted and not acknowledged yet (`ACKNOWLEDGEMENT_STATE_PENDING`).
@@ -146,6 +150,7 @@ public enum PlaySubscriptionDerivation {
                     .first,
                 periods: periods(chainReads, voided: voided), observedAt: newest[current]!.readAt, cancellation: latest.cancellation,
                 revokedAt: revocations[current],
+                refundedAt: voided.filter { $0.purchaseToken == current && !$0.isPartial }.map(\.voidedAt).min(),
                 subscriptionProductId: line?.productId,
                 awaitsAcknowledgement: latest.acknowledgementState == "ACKNOWLEDGEMENT_STATE_PENDING" && isGranted(newest[current]!))
         }.sorted { $0.id < $1.id }

@@ -1,0 +1,63 @@
+import Foundation
+import GooglePlay
+import Subscriptions
+import Testing
+
+/// How a Play subscription that reads `EXPIRED` ended, in the words every store's subscription uses: Play voids an
+/// order only when it is to be revoked (Voided Purchases API), so a whole refund of any of the current token's orders is
+/// a refund — `refunded`, as an App Store `REFUND` or a Stripe refund is — and `SUBSCRIPTION_REVOKED` without one is a
+/// revocation. A read names only the latest order, so the refund of a past period counts by its token.
+@Suite("Play subscriptions: refunded, revoked or expired")
+struct PlayLifecycleEndTests {
+    typealias Reads = PlaySubscriptionDerivationTests
+    static let day = Reads.day
+    static let start = Reads.start
+    static let token = "t1"
+    static let firstOrder = "GPA.3300-0000-0000-00001"
+    static let renewal = "GPA.3300-0000-0000-00001..0"
+
+    /// The subscription after a renewal, read `EXPIRED` on day 40 (the read names only the renewal's order).
+    static func ended(revokedAt: Date?, voided: [VoidedPurchase]) throws -> SubscriptionState {
+        let reads = [
+            try Reads.read(token, readAt: start),
+            try Reads.read(token, expires: start.addingTimeInterval(60 * day), order: renewal, readAt: start.addingTimeInterval(30 * day)),
+            try Reads.read(
+                token, state: "SUBSCRIPTION_STATE_EXPIRED", expires: start.addingTimeInterval(40 * day), order: renewal, autoRenew: false,
+                readAt: start.addingTimeInterval(40 * day)),
+        ]
+        let play = try #require(
+            PlaySubscriptionDerivation.derive(reads, revocations: revokedAt.map { [token: $0] } ?? [:], voided: voided).first)
+        return try #require(PlayLifecycle.derive(play, account: nil)?.state)
+    }
+
+    static func void(_ order: String, token: String = token, on day: Double, partial: Bool = false) -> VoidedPurchase {
+        VoidedPurchase(
+            purchaseToken: token, orderId: order, voidedAt: start.addingTimeInterval(day * Self.day), quantity: partial ? 1 : nil, isPartial: partial)
+    }
+
+    @Test("a whole refund of the period in force, or of a past period no read names, is refunded (REFUND), access ended at the refund")
+    func refunds() throws {
+        for order in [Self.renewal, Self.firstOrder] {
+            // The store counts a whole refund as the token's revocation (GoogleSubscriptionStore.revocations).
+            let state = try Self.ended(revokedAt: Self.start.addingTimeInterval(39 * Self.day), voided: [Self.void(order, on: 39)])
+            #expect(state.status == .refunded && state.endReason == .refund, "\(order)")
+            #expect(state.revokedAt == Self.start.addingTimeInterval(39 * Self.day), "\(order): access ended at the refund")
+        }
+    }
+
+    @Test("SUBSCRIPTION_REVOKED with no whole refund of the current token (none, a partial one, another token's) is revoked (REVOKE)")
+    func revocations() throws {
+        let revocation = Self.start.addingTimeInterval(38 * Self.day)
+        for voided in [[], [Self.void(Self.renewal, on: 39, partial: true)], [Self.void("GPA.other", token: "t0", on: 39)]] {
+            let state = try Self.ended(revokedAt: revocation, voided: voided)
+            #expect(state.status == .revoked && state.endReason == .revoke, "\(voided)")
+            #expect(state.revokedAt == revocation)
+        }
+    }
+
+    @Test("EXPIRED with neither a revocation nor a refund is expired, not refunded")
+    func expiry() throws {
+        let state = try Self.ended(revokedAt: nil, voided: [])
+        #expect(state.status == .expired && state.revokedAt == nil)
+    }
+}
