@@ -279,7 +279,7 @@ let package = Package(
             ]),
         .testTarget(name: "GooglePlayTests", dependencies: ["GooglePlay", "Subscriptions"]),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"]),
-        .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "AppStoreModels", "PayloadDecoding", "TestSupport"]),
+        .testTarget(name: "SubscriptionsTests", dependencies: ["Subscriptions", "Entitlements", "AppStoreModels", "PayloadDecoding", "TestSupport"]),
         .testTarget(
             name: "PayloadDecodingTests", dependencies: ["LocalSigning", "PayloadDecoding", "AppStoreModels", "HostileInput", "TestSupport"]),
         .testTarget(name: "CreditsTests", dependencies: ["Credits", "Subscriptions", "Entitlements", "AppStoreModels"]),

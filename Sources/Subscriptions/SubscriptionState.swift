@@ -120,7 +120,7 @@ public struct SubscriptionState: Codable, Sendable, Equatable {
 
     /// The status at `now`: the stored status, except that time ends access even when Apple's notification about
     /// it never arrives — an active subscription past `expiresAt`, a grace period past its end, or a billing retry
-    /// past Apple's retry window (60 days; 90 for a monthly-billed commitment) is `expired`.
+    /// past the store's retry window (``retryWindow``) is `expired`.
     ///
     /// A grace period that runs out without news is billing retry — both stores keep trying to charge after it —
     /// until the retry window ends too.

@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import Testing
 
@@ -65,5 +66,24 @@ struct AccountStatusTests {
         let after = AccountStatus.evaluate(
             subscriptions: [state], hasFreeCredits: false, now: expiry.addingTimeInterval(SubscriptionState.billingRetryWindow))
         #expect(after.state == .freeNoCredits)
+    }
+
+    @Test("a Play subscription on hold ends by the clock 30 days after access ended (Play's longest account hold), not Apple's 60")
+    func playAccountHold() {
+        let day: TimeInterval = 86_400
+        for (store, window) in [(Store.googlePlay, 30 * day), (.appStore, 60 * day), (.stripe, 60 * day)] {
+            var state = subscribed()
+            state.store = store
+            state.status = .billingRetry
+            let expiry = state.expiresAt!
+            #expect(state.nextChange(after: expiry.addingTimeInterval(day)) == expiry.addingTimeInterval(window), "\(store)")
+            #expect(state.effectiveStatus(at: expiry.addingTimeInterval(window - 1)) == .billingRetry, "\(store)")
+            #expect(state.effectiveStatus(at: expiry.addingTimeInterval(window)) == .expired, "\(store)")
+            // A grace period that ran out without news is on hold until the same end.
+            state.status = .gracePeriod
+            state.gracePeriodExpiresAt = expiry.addingTimeInterval(3 * day)
+            #expect(state.effectiveStatus(at: expiry.addingTimeInterval(4 * day)) == .billingRetry, "\(store)")
+            #expect(state.nextChange(after: expiry.addingTimeInterval(4 * day)) == expiry.addingTimeInterval(window), "\(store)")
+        }
     }
 }

@@ -72,9 +72,17 @@ extension SubscriptionState {
         }
     }
 
-    /// Apple's billing-retry window for this plan: 60 days, 90 for a monthly-billed commitment (after which Apple ends
-    /// the commitment).
-    public var retryWindow: TimeInterval { billingPlan == .monthly ? Self.commitmentRetryWindow : Self.billingRetryWindow }
+    /// How long the store retries a failed charge after access ended, before the clock alone expires the subscription:
+    /// Apple's billing-retry window, 60 days (90 for a monthly-billed commitment, after which Apple ends the
+    /// commitment); Google Play's account hold, at most 30 days (`accountHoldDuration`, P0D–P30D) from the end of
+    /// access Play reads (after the grace period).
+    public var retryWindow: TimeInterval {
+        if store == .googlePlay { return Self.playAccountHoldLimit }
+        return billingPlan == .monthly ? Self.commitmentRetryWindow : Self.billingRetryWindow
+    }
+
+    /// Google Play's longest account hold (a base plan's `accountHoldDuration` is P0D to P30D, P30D by default).
+    public static let playAccountHoldLimit: TimeInterval = 30 * 86_400
 
     /// How long Apple retries a failed monthly charge of a 12-month commitment.
     public static let commitmentRetryWindow: TimeInterval = 90 * 86_400
