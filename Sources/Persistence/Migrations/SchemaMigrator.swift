@@ -89,7 +89,9 @@ public struct SchemaMigrator: Sendable {
                 throw error
             }
         }
-        try await SubscriptionStoreBackfill(client: client, logger: logger).run()
+        for backfill in [KeyRangeBackfill.subscriptionStores, KeyRangeBackfill.stripeEventEnvelopes] {
+            try await backfill(client, logger).run()
+        }
         return applied
     }
 

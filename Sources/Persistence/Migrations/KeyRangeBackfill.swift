@@ -1,0 +1,94 @@
+import Logging
+import PostgresNIO
+
+/// A change to the rows written before a migration, made after it in batches of short transactions of their own (row
+/// locks only, for a few milliseconds each), walking the table's primary key: a table of millions of rows is changed
+/// without its lock held for seconds (docs/operations.md, "Backfills run in batches"). Idempotent; several processes
+/// running it at once only repeat each other's work; recorded in `storekeeper_backfills` when done, so later runs cost
+/// one read.
+struct KeyRangeBackfill: Sendable {
+    /// Its row in `storekeeper_backfills`: the migration's file name, without `.sql`.
+    let name: String
+    /// The table walked and its primary key (a text column), as written in SQL.
+    let table: StaticString
+    let key: StaticString
+    /// Whether the database has what the backfill needs (a directory migrated only part of the way may not).
+    let ready: PostgresQuery
+    /// The statement that changes the rows with keys in `(after, through]` and answers how many it changed.
+    let change: @Sendable (_ after: String, _ through: String) -> PostgresQuery
+    let client: PostgresClient
+    let logger: Logger
+    var batch = 5000
+
+    /// Runs the backfill to its end; returns how many rows it changed.
+    @discardableResult
+    func run() async throws -> Int {
+        let table = try await client.query("SELECT to_regclass('storekeeper_backfills') IS NOT NULL", logger: logger)
+        for try await exists in table.decode(Bool.self) where !exists { return 0 }
+        for try await isReady in try await client.query(ready, logger: logger).decode(Bool.self) where !isReady { return 0 }
+        let done = try await client.query("SELECT EXISTS (SELECT 1 FROM storekeeper_backfills WHERE name = \(name))", logger: logger)
+        for try await isDone in done.decode(Bool.self) where isDone { return 0 }
+        var after = ""
+        var changed = 0
+        while true {
+            // The next batch's last key: an index range of the primary key.
+            var last: String?
+            for try await key in try await client.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        SELECT max(\(key)) FROM (SELECT \(key) FROM \(self.table) WHERE \(key) > $1 ORDER BY \(key) LIMIT $2) AS keys
+                        """, binds: try Self.binds(after, batch)), logger: logger
+            ).decode(String?.self) { last = key }
+            guard let last else { break }
+            for try await count in try await client.query(change(after, last), logger: logger).decode(Int.self) { changed += count }
+            after = last
+        }
+        try await client.query(
+            "INSERT INTO storekeeper_backfills (name, done_at) VALUES (\(name), now()) ON CONFLICT (name) DO NOTHING", logger: logger)
+        if changed > 0 { logger.notice("backfill done", metadata: ["backfill": "\(name)", "rows": "\(changed)"]) }
+        return changed
+    }
+
+    private static func binds(_ after: String, _ batch: Int) throws -> PostgresBindings {
+        var binds = PostgresBindings()
+        binds.append(after)
+        binds.append(batch)
+        return binds
+    }
+}
+
+extension KeyRangeBackfill {
+    /// `subscriptions.store` for the rows written before sql/0033, by the rule they were written under.
+    static func subscriptionStores(client: PostgresClient, logger: Logger) -> KeyRangeBackfill {
+        KeyRangeBackfill(
+            name: "0033_subscription_store", table: "subscriptions", key: "original_transaction_id", ready: "SELECT true",
+            change: { after, through in
+                """
+                WITH filled AS (
+                    UPDATE subscriptions SET store = subscription_store_before_0033(original_transaction_id)
+                    WHERE original_transaction_id > \(after) AND original_transaction_id <= \(through) AND store IS NULL
+                    RETURNING 1)
+                SELECT count(*)::int FROM filled
+                """
+            }, client: client, logger: logger)
+    }
+
+    /// The Stripe events stored before sql/0070 that hold nothing of Storekeeper's, reduced to their envelope.
+    static func stripeEventEnvelopes(client: PostgresClient, logger: Logger) -> KeyRangeBackfill {
+        KeyRangeBackfill(
+            name: "0070_stripe_event_envelopes", table: "stripe_events", key: "id",
+            ready: "SELECT to_regprocedure('stripe_event_body_kept(boolean,text)') IS NOT NULL",
+            change: { after, through in
+                """
+                WITH reduced AS (
+                    UPDATE stripe_events SET body = envelope
+                    FROM (SELECT id AS event, stripe_event_envelope(id, type, livemode, created_at, object_id, object_type) AS envelope
+                          FROM stripe_events
+                          WHERE id > \(after) AND id <= \(through) AND NOT stripe_event_body_kept(ignored, outcome)) AS reduced
+                    WHERE stripe_events.id = reduced.event AND stripe_events.body <> reduced.envelope
+                    RETURNING 1)
+                SELECT count(*)::int FROM reduced
+                """
+            }, client: client, logger: logger)
+    }
+}

@@ -1,0 +1,26 @@
+-- Stripe events Storekeeper keeps nothing of are kept as their envelope only. Every event was stored as received, but
+-- an erasure scrubs only the events of the objects it keeps (ErasedAccounts+Stripe): an event of a type Storekeeper
+-- does not read (`customer.updated`, `payment_method.attached`, `invoice.upcoming` — an endpoint set to send every
+-- type), of the other livemode, or whose object turned out not to be Storekeeper's (another's charge, an object Stripe
+-- no longer knows) kept the customer's name, email, address and metadata after the customer was erased. Nothing reads
+-- such a body again (the worker reads objects from Stripe by the id in the row's columns), so it is reduced to what the
+-- columns already say, once the event is known to be one of those.
+--
+-- Online: two functions, no table change. Rows stored before this file are reduced after it by SchemaMigrator's
+-- backfill (batches of short transactions of their own, recorded in storekeeper_backfills), not here.
+
+-- The envelope of an event, from its row's columns.
+CREATE FUNCTION stripe_event_envelope(id text, type text, livemode boolean, created_at timestamptz, object_id text, object_type text)
+RETURNS bytea LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT convert_to(jsonb_build_object(
+        'id', id, 'object', 'event', 'type', type, 'livemode', livemode, 'created', extract(epoch FROM created_at)::bigint,
+        'data', jsonb_build_object('object', jsonb_strip_nulls(jsonb_build_object('id', object_id, 'object', object_type))),
+        'storekeeper_envelope_only', true)::text, 'UTF8')
+$$;
+
+-- Whether an event's body is kept as received: not for the other livemode's events, nor once processing found nothing
+-- of Storekeeper's in it (StripeEventJob's outcomes `acknowledged`, `no_subscription`, `not_found`). An event not
+-- processed yet, or processed into objects an erasure scrubs with their events, keeps it.
+CREATE FUNCTION stripe_event_body_kept(ignored boolean, outcome text) RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT NOT ignored AND (outcome IS NULL OR outcome NOT IN ('acknowledged', 'no_subscription', 'not_found'))
+$$;
