@@ -47,6 +47,16 @@ public struct DeveloperNotification: Sendable, Equatable {
         }
     }
 
+    /// A stored notification's name as the RTDN reference writes it, from its stored kind and numbered type:
+    /// `SUBSCRIPTION_RENEWED`, `ONE_TIME_PRODUCT_PURCHASED`, `VOIDED_PURCHASE`, `PENDING_REFUND_REVIEW`, `TEST`.
+    public static func name(kind: String, type: Int?) -> String {
+        switch (kind, type) {
+        case ("subscription", let type?): return SubscriptionNotificationType(rawValue: type).name
+        case ("one_time_product", let type?): return OneTimeProductNotificationType(rawValue: type).name
+        default: return kind.uppercased()
+        }
+    }
+
     /// The numbered type within the kind, for subscription and one-time notifications.
     public var notificationType: Int? {
         switch content {

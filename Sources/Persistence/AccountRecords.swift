@@ -1,5 +1,6 @@
 import Credits
 import Foundation
+import GooglePlay
 import Logging
 import PostgresNIO
 import Subscriptions
@@ -70,22 +71,22 @@ public struct AccountRecords: Sendable {
     public func events(ofSubscriptions originalTransactionIds: [String], account: AccountID, limit: Int = 200) async throws -> [Event] {
         let rows = try await client.query(
             """
-            SELECT original_transaction_id, id, type, subtype, signed_date, received_at, outcome, reason FROM (
+            SELECT original_transaction_id, id, type, subtype, signed_date, received_at, outcome, reason, play_type FROM (
                 SELECT original_transaction_id, notification_uuid::text AS id, notification_type AS type, subtype,
-                    signed_date, received_at, apply_outcome AS outcome, rejected_reason AS reason
+                    signed_date, received_at, apply_outcome AS outcome, rejected_reason AS reason, NULL::integer AS play_type
                 FROM notifications WHERE original_transaction_id = ANY(\(originalTransactionIds))
                 UNION ALL
                 SELECT original_transaction_id, event_id, decoded->>'notificationType', NULL, signed_date, received_at, 'applied',
-                    NULL
+                    NULL, NULL
                 FROM subscription_events WHERE original_transaction_id = ANY(\(originalTransactionIds))
                 UNION
                 SELECT coalesce(original_transaction_id, '-'), notification_uuid::text, notification_type, subtype, signed_date,
-                    received_at, apply_outcome, rejected_reason
+                    received_at, apply_outcome, rejected_reason, NULL
                 FROM notifications
                 WHERE rejected_reason IS NOT NULL AND decoded->'transaction'->>'appAccountToken' = \(account.text)
                 UNION ALL
                 SELECT coalesce(e.subscription_id, o.subscription_id, e.object_id), e.id, e.type, NULL,
-                    (extract(epoch FROM e.created_at) * 1000)::bigint, e.received_at, e.outcome, NULL
+                    (extract(epoch FROM e.created_at) * 1000)::bigint, e.received_at, e.outcome, NULL, NULL
                 FROM stripe_events e LEFT JOIN stripe_objects o ON o.id = e.object_id
                 -- Three index lookups (one OR across the join would read every event).
                 WHERE e.id IN (
@@ -93,6 +94,13 @@ public struct AccountRecords: Sendable {
                     UNION SELECT id FROM stripe_events WHERE subscription_id = ANY(\(originalTransactionIds))
                     UNION SELECT held.id FROM stripe_objects named JOIN stripe_events held ON held.object_id = named.id
                         WHERE named.subscription_id = ANY(\(originalTransactionIds)))
+                UNION ALL
+                -- Google Play's notifications about any purchase token of the subscription's chain (its kind, with the
+                -- numbered type where it has one: named by ``DeveloperNotification/name(kind:type:)``).
+                SELECT g.id, n.message_id, n.kind, NULL, (extract(epoch FROM coalesce(n.event_time, n.received_at)) * 1000)::bigint,
+                    n.received_at, n.outcome, NULL, coalesce(n.notification_type, 0)
+                FROM google_subscriptions g JOIN google_notifications n ON n.purchase_token = ANY(g.tokens)
+                WHERE g.id = ANY(\(originalTransactionIds))
             ) events
             ORDER BY signed_date DESC, id DESC LIMIT \(limit)
             """,
@@ -103,12 +111,13 @@ public struct AccountRecords: Sendable {
 
     private static func events(_ rows: PostgresRowSequence) async throws -> [Event] {
         var events: [Event] = []
-        for try await (subscription, id, type, subtype, signedDate, receivedAt, outcome, reason) in rows.decode(
-            (String, String, String, String?, Int64, Date, String?, String?).self)
+        for try await (subscription, id, type, subtype, signedDate, receivedAt, outcome, reason, playType) in rows.decode(
+            (String, String, String, String?, Int64, Date, String?, String?, Int?).self)
         {
             events.append(
                 Event(
-                    originalTransactionId: subscription, id: id, type: type, subtype: subtype,
+                    originalTransactionId: subscription, id: id,
+                    type: playType.map { DeveloperNotification.name(kind: type, type: $0 == 0 ? nil : $0) } ?? type, subtype: subtype,
                     signedDate: Date(timeIntervalSince1970: Double(signedDate) / 1000), receivedAt: receivedAt,
                     outcome: outcome, reason: reason))
         }
@@ -120,7 +129,7 @@ public struct AccountRecords: Sendable {
         let rows = try await client.query(
             """
             SELECT coalesce(original_transaction_id, '-'), notification_uuid::text, notification_type, subtype, signed_date,
-                received_at, apply_outcome, rejected_reason
+                received_at, apply_outcome, rejected_reason, NULL::integer
             FROM notifications ORDER BY received_at DESC LIMIT \(limit)
             """,
             logger: logger

@@ -23,7 +23,8 @@ struct AccountsCommand: AsyncParsableCommand {
             var subscriptions: [SubscriptionDetailResponse]
             /// Grants and one-time purchases, ended ones too, newest first.
             var sources: [GrantsCommand.GrantLine]
-            /// What the stores sent about this account's subscriptions (notifications, Stripe events), newest first.
+            /// What the stores sent about this account's subscriptions (App Store notifications, Stripe events, Google Play's
+            /// notifications about any token of the subscription), newest first.
             var events: [AccountRecords.Event]
             /// How many events Storekeeper keeps for the app's services about the account (`events list --account`).
             var sentEvents: Int

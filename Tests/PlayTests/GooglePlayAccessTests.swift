@@ -73,6 +73,16 @@ struct GooglePlayAccessTests {
             try await Self.deliver(world, try world.fake.renew(token, at: world.clock.now))
             try await Self.deliver(world, bought)
             #expect(world.fake.acknowledgements(of: token) == 1)
+            // The operator's view lists what Google sent about the subscription, by the reference's names.
+            let (listedStatus, listed) = try await TestProcess.run(
+                "storekeeper", ["accounts", "show", account, "--json"], environment: ["DATABASE_URL": world.harness.databaseURL.urlString])
+            let report = try #require(try JSONSerialization.jsonObject(with: Data(listed.utf8)) as? [String: Any], "\(listed)")
+            let fromGoogle = (report["events"] as? [[String: Any]] ?? []).filter { $0["originalTransactionId"] as? String == token }
+            #expect(listedStatus == 0)
+            #expect(
+                fromGoogle.compactMap { $0["type"] as? String }.sorted()
+                    == ["SUBSCRIPTION_PURCHASED", "SUBSCRIPTION_PURCHASED", "SUBSCRIPTION_RENEWED"], "\(listed)")
+            #expect(fromGoogle.allSatisfy { $0["outcome"] is String }, "\(fromGoogle)")
 
             // A renewal is a new period: spent credits come back in full when it starts, not before.
             let spent = try await world.http.withKey(
