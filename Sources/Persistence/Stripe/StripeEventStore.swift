@@ -10,24 +10,29 @@ public struct StripeEventStore: Sendable {
     public init(logger: Logger) { self.logger = logger }
 
     /// Stores an event unless its id is stored already; whether it was new. An ignored event (the other livemode's)
-    /// keeps only its envelope (sql/0070).
+    /// keeps only its envelope (sql/0070): nothing will read it, and an erasure would not find it.
     public func insert(
         _ event: StripeEventEnvelope, body: [UInt8], signedAt: Date, ignored: Bool, on connection: PostgresConnection
     ) async throws -> Bool {
-        let rows = try await connection.query(
-            """
+        let created = Date(timeIntervalSince1970: Double(event.created))
+        let (id, object) = (event.data.object.id, event.data.object.object)
+        let query: PostgresQuery =
+            ignored
+            ? """
             INSERT INTO stripe_events (id, type, livemode, object_id, object_type, subscription_id, created_at, signed_at, ignored, body)
-            SELECT id, type, livemode, object_id, object_type, subscription_id, created_at, signed_at, ignored,
-                CASE WHEN stripe_event_body_kept(ignored, NULL) THEN body
-                     ELSE stripe_event_envelope(id, type, livemode, created_at, object_id, object_type) END
-            FROM (VALUES (\(event.id), \(event.type), \(event.livemode), \(event.data.object.id), \(event.data.object.object),
-                \(event.data.object.invoiceSubscription), \(Date(timeIntervalSince1970: Double(event.created))), \(signedAt), \(ignored),
-                \(ByteBuffer(bytes: body))))
-                AS received (id, type, livemode, object_id, object_type, subscription_id, created_at, signed_at, ignored, body)
+            VALUES (\(event.id), \(event.type), \(event.livemode), \(id), \(object), \(event.data.object.invoiceSubscription), \(created),
+                \(signedAt), true, stripe_event_envelope(\(event.id), \(event.type), \(event.livemode), \(created), \(id), \(object)))
             ON CONFLICT (id) DO NOTHING
             RETURNING id
-            """, logger: logger)
-        for try await _ in rows { return true }
+            """
+            : """
+            INSERT INTO stripe_events (id, type, livemode, object_id, object_type, subscription_id, created_at, signed_at, ignored, body)
+            VALUES (\(event.id), \(event.type), \(event.livemode), \(id), \(object), \(event.data.object.invoiceSubscription), \(created),
+                \(signedAt), false, \(ByteBuffer(bytes: body)))
+            ON CONFLICT (id) DO NOTHING
+            RETURNING id
+            """
+        for try await _ in try await connection.query(query, logger: logger) { return true }
         return false
     }
 
