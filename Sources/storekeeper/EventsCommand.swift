@@ -103,6 +103,7 @@ struct EventsCommand: AsyncParsableCommand {
                 throw CommandFailure("event \(id.uuidString.lowercased()) has no delivery\(endpoint.map { " to \($0)" } ?? "")")
             }
             say("redelivering to \(endpoints.joined(separator: ", "))")
+            try await CommandAudit.record("event.redeliver", target: id.uuidString.lowercased(), after: ["endpoints": endpoints])
         }
     }
 }

@@ -50,10 +50,15 @@ struct GrantsCommand: AsyncParsableCommand {
                     throw CommandFailure(refusal.description)
                 }
             }
-            if json { return try printJSON(GrantLine(grant, account: account, catalogue: try loadCatalogue(), now: now)) }
-            say(
-                "granted \(grant.tier ?? "-") to \(account.text): grant \(grant.id), \(grant.endsAt.map { "until \($0.formatted(.iso8601))" } ?? "for good")"
-            )
+            let line = GrantLine(grant, account: account, catalogue: try loadCatalogue(), now: now)
+            if json {
+                try printJSON(line)
+            } else {
+                say(
+                    "granted \(grant.tier ?? "-") to \(account.text): grant \(grant.id), \(grant.endsAt.map { "until \($0.formatted(.iso8601))" } ?? "for good")"
+                )
+            }
+            try await CommandAudit.record("grant.create", account: account.text, target: grant.id, after: line)
         }
 
         static func account(_ text: String) throws -> AccountID {
@@ -91,13 +96,22 @@ struct GrantsCommand: AsyncParsableCommand {
                 throw CommandFailure("the grant id must be a UUID, got \"\(grantId)\"")
             }
             let now = await operatorNow()
-            guard let (grant, _, ended) = try await withGrants(now: now, { grants, _ in try await grants.end(id, now: now) }) else {
+            guard let (grant, account, ended) = try await withGrants(now: now, { grants, _ in try await grants.end(id, now: now) }) else {
                 throw CommandFailure("no grant \(id)")
             }
             say(
                 ended
                     ? "ended grant \(grant.id)"
                     : "grant \(grant.id) had ended already (\((grant.endedAt ?? grant.endsAt).map { $0.formatted(.iso8601) } ?? "-"))")
+            guard ended else { return }
+            // As the admin API notes it: the grant before and after (an erased account's grant has no account to name).
+            let catalogue = try loadCatalogue()
+            var before = grant
+            (before.endedAt, before.endReason) = (nil, nil)
+            try await CommandAudit.record(
+                "grant.end", account: account?.text, target: id,
+                before: account.map { GrantLine(before, account: $0, catalogue: catalogue, now: now) },
+                after: account.map { GrantLine(grant, account: $0, catalogue: catalogue, now: now) })
         }
     }
 

@@ -106,6 +106,12 @@ struct JobsCommand: AsyncParsableCommand {
                 if let state { return try await queue.requeue(state: state, kind: kind, since: since, dryRun: dryRun) }
                 return dryRun ? ids : try await queue.requeue(ids: ids)
             }
+            if !dryRun, !requeued.isEmpty {
+                let asked = Asked(ids: ids.isEmpty ? nil : ids, state: state?.rawValue, kind: kind, since: since)
+                try await CommandAudit.record(
+                    "jobs.requeue", target: requeued.count == 1 ? String(requeued[0]) : nil, before: asked,
+                    after: ["ids": requeued])
+            }
             let list = requeued.prefix(20).map(String.init).joined(separator: ", ") + (requeued.count > 20 ? ", …" : "")
             // Ids of which none was requeued: the one line of the error says it all.
             if !requeued.isEmpty || dryRun || state != nil {
@@ -120,6 +126,14 @@ struct JobsCommand: AsyncParsableCommand {
         }
     }
 
+    /// What a requeue asked for, as the audit log keeps it.
+    struct Asked: Encodable {
+        var ids: [Int64]?
+        var state: String?
+        var kind: String?
+        var since: Date?
+    }
+
     struct Cancel: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Cancel jobs that have not started yet.")
         @Argument(help: "Job ids.") var ids: [Int64]
@@ -130,6 +144,11 @@ struct JobsCommand: AsyncParsableCommand {
             let ids = self.ids
             let cancelled = try await JobsCommand.withQueue { try await $0.cancel(ids: ids) }
             if !cancelled.isEmpty { say("cancelled \(cancelled.count) job\(cancelled.count == 1 ? "" : "s")") }
+            // One entry a job, as the admin API's `job.cancel`.
+            for id in cancelled {
+                try await CommandAudit.record(
+                    "job.cancel", target: String(id), before: ["state": JobState.available.rawValue], after: ["state": JobState.cancelled.rawValue])
+            }
             if cancelled.count < Set(ids).count {
                 let skipped = Set(ids).subtracting(cancelled).sorted().map(String.init).joined(separator: ", ")
                 throw CommandFailure("not cancelled (running, finished or unknown): \(skipped)")

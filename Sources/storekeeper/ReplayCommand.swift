@@ -182,6 +182,12 @@ struct ReplayCommand: AsyncParsableCommand {
                 for difference in differences { say("  \(difference)") }
             }
         }
+        if differing > 0, write {
+            let written = report.subscriptions.filter { !$0.1.isEmpty }
+            try await CommandAudit.record(
+                "replay.write", account: account?.text, target: subscription ?? (all ? "all" : nil),
+                after: ["differed": Dictionary(written.map { ($0.0, $0.1) }) { first, _ in first }])
+        }
         if differing > 0, !write {
             say(
                 "\(differing) of \(report.subscriptions.count) subscriptions differ (derived with the tier catalogue \(catalogueFile()) and STOREKEEPER_STRIPE_GRACE_DAYS=\(try Self.stripeGraceDays()): the server's own?); run again with --write to store the derived state and post the operations"
