@@ -72,17 +72,13 @@ extension SubscriptionState {
         }
     }
 
-    /// How long the store retries a failed charge after access ended, before the clock alone expires the subscription:
-    /// Apple's billing-retry window, 60 days (90 for a monthly-billed commitment, after which Apple ends the
-    /// commitment); Google Play's account hold, at most 30 days (`accountHoldDuration`, P0D–P30D) from the end of
-    /// access Play reads (after the grace period).
-    public var retryWindow: TimeInterval {
-        if store == .googlePlay { return Self.playAccountHoldLimit }
-        return billingPlan == .monthly ? Self.commitmentRetryWindow : Self.billingRetryWindow
-    }
-
-    /// Google Play's longest account hold (a base plan's `accountHoldDuration` is P0D to P30D, P30D by default).
-    public static let playAccountHoldLimit: TimeInterval = 30 * 86_400
+    /// How long the store retries a failed charge after the period's end, before the clock alone expires the
+    /// subscription: Apple's billing-retry window, 60 days (90 for a monthly-billed commitment, after which Apple ends
+    /// the commitment). The same 60 days bound Google Play's grace period and account hold together (a base plan's
+    /// `accountHoldDuration` is P0D–P60D and, with `gracePeriodDuration`, sums to 30–60 days: androidpublisher v3's
+    /// `AutoRenewingBasePlanType`; older pages said P0D–P30D for the hold alone). Stripe's subscriptions use the same
+    /// window (Stripe says when its retries give up: the subscription's next event).
+    public var retryWindow: TimeInterval { billingPlan == .monthly ? Self.commitmentRetryWindow : Self.billingRetryWindow }
 
     /// How long Apple retries a failed monthly charge of a 12-month commitment.
     public static let commitmentRetryWindow: TimeInterval = 90 * 86_400
