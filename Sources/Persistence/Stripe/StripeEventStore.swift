@@ -10,29 +10,20 @@ public struct StripeEventStore: Sendable {
     public init(logger: Logger) { self.logger = logger }
 
     /// Stores an event unless its id is stored already; whether it was new. An ignored event (the other livemode's)
-    /// keeps only its envelope (sql/0070): nothing will read it, and an erasure would not find it.
+    /// keeps only its envelope: the table's trigger reduces it (sql/0070).
     public func insert(
         _ event: StripeEventEnvelope, body: [UInt8], signedAt: Date, ignored: Bool, on connection: PostgresConnection
     ) async throws -> Bool {
-        let created = Date(timeIntervalSince1970: Double(event.created))
-        let (id, object) = (event.data.object.id, event.data.object.object)
-        let query: PostgresQuery =
-            ignored
-            ? """
+        let rows = try await connection.query(
+            """
             INSERT INTO stripe_events (id, type, livemode, object_id, object_type, subscription_id, created_at, signed_at, ignored, body)
-            VALUES (\(event.id), \(event.type), \(event.livemode), \(id), \(object), \(event.data.object.invoiceSubscription), \(created),
-                \(signedAt), true, stripe_event_envelope(\(event.id), \(event.type), \(event.livemode), \(created), \(id), \(object)))
+            VALUES (\(event.id), \(event.type), \(event.livemode), \(event.data.object.id), \(event.data.object.object),
+                \(event.data.object.invoiceSubscription),
+                \(Date(timeIntervalSince1970: Double(event.created))), \(signedAt), \(ignored), \(ByteBuffer(bytes: body)))
             ON CONFLICT (id) DO NOTHING
             RETURNING id
-            """
-            : """
-            INSERT INTO stripe_events (id, type, livemode, object_id, object_type, subscription_id, created_at, signed_at, ignored, body)
-            VALUES (\(event.id), \(event.type), \(event.livemode), \(id), \(object), \(event.data.object.invoiceSubscription), \(created),
-                \(signedAt), false, \(ByteBuffer(bytes: body)))
-            ON CONFLICT (id) DO NOTHING
-            RETURNING id
-            """
-        for try await _ in try await connection.query(query, logger: logger) { return true }
+            """, logger: logger)
+        for try await _ in rows { return true }
         return false
     }
 
@@ -57,14 +48,9 @@ public struct StripeEventStore: Sendable {
     }
 
     /// Records what processing an event came to; an event found to hold nothing of Storekeeper's keeps only its
-    /// envelope from then on (sql/0070: an erasure would not find it).
+    /// envelope from then on: the table's trigger reduces it (sql/0070).
     public func markProcessed(_ id: String, outcome: String, on connection: PostgresConnection) async throws {
         try await connection.query(
-            """
-            UPDATE stripe_events SET processed_at = coalesce(processed_at, now()), outcome = \(outcome),
-                body = CASE WHEN stripe_event_body_kept(ignored, \(outcome)) THEN body
-                            ELSE stripe_event_envelope(id, type, livemode, created_at, object_id, object_type) END
-            WHERE id = \(id)
-            """, logger: logger)
+            "UPDATE stripe_events SET processed_at = coalesce(processed_at, now()), outcome = \(outcome) WHERE id = \(id)", logger: logger)
     }
 }
