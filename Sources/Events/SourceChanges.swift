@@ -29,6 +29,8 @@ public enum SourceChanges {
             (started, ended, key) = (.purchaseStarted, .purchaseEnded, "\(record.id):\(record.signedDate ?? 0)")
             change.productId = record.productId
             change.transactionId = record.id
+            // As a subscription's events name theirs: one handler tells the three stores' purchases apart.
+            change.store = record.store.text
             if source.status == .expired { change.reason = "EXPIRED" }
             cause = EventCause(transactionId: record.id)
         case .unknown:

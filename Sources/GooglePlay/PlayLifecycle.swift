@@ -61,13 +61,16 @@ public enum PlayLifecycle {
         case .expired, .pending, .pendingPurchaseCanceled, .unknown:
             (status, endReason) = (.expired, .expired(play.cancellation == "systemInitiatedCancellation" ? "BILLING_ERROR" : "VOLUNTARY"))
         }
+        // In grace Play moves the line item's expiry to the grace period's end. As the App Store's and Stripe's, the
+        // subscription's `expiresAt` stays the end of what was paid for, and the grace period's end is its own field.
+        let paidUntil = status == .gracePeriod ? min(last.paidUntil, expiry) : expiry
         let entitles = status == .active || status == .gracePeriod
         let accessEndsAt = entitles ? nil : [play.observedAt, expiry, play.revokedAt].compactMap { $0 }.min()
         let productId = play.productId ?? inForce.productId
         let state = SubscriptionState(
             originalTransactionId: play.id, accountId: account, productId: productId, environment: play.isTest ? .sandbox : .production,
             status: status, willRenew: (entitles || status == .billingRetry) && play.willRenew && play.state != .canceled,
-            autoRenewProductId: productId, pendingProductId: nil, purchaseDate: inForce.start, expiresAt: expiry,
+            autoRenewProductId: productId, pendingProductId: nil, purchaseDate: inForce.start, expiresAt: paidUntil,
             gracePeriodExpiresAt: status == .gracePeriod ? expiry : nil, isTrial: status == .active && play.isTrial, ownership: .purchased,
             latestTransactionId: inForce.key, lastEventType: .unknown("GOOGLE_PLAY"),
             lastEvent: EventPosition(signedDate: Int64((play.observedAt.timeIntervalSince1970 * 1000).rounded(.down)), eventId: play.currentToken),

@@ -100,7 +100,9 @@ public struct AccountRecords: Sendable {
                 SELECT g.id, n.message_id, n.kind, NULL, (extract(epoch FROM coalesce(n.event_time, n.received_at)) * 1000)::bigint,
                     n.received_at, n.outcome, NULL, coalesce(n.notification_type, 0)
                 FROM google_subscriptions g JOIN google_notifications n ON n.purchase_token = ANY(g.tokens)
-                WHERE g.id = ANY(\(originalTransactionIds))
+                -- A chain is filed under its first token, which may have become known after the subscription was
+                -- (an older token read later): either names it.
+                WHERE g.id = ANY(\(originalTransactionIds)) OR g.tokens && \(originalTransactionIds)
             ) events
             ORDER BY signed_date DESC, id DESC LIMIT \(limit)
             """,

@@ -7,7 +7,7 @@ import Testing
 /// order only when it is to be revoked (Voided Purchases API), so a whole refund of any of the current token's orders is
 /// a refund — `refunded`, as an App Store `REFUND` or a Stripe refund is — and `SUBSCRIPTION_REVOKED` without one is a
 /// revocation. A read names only the latest order, so the refund of a past period counts by its token.
-@Suite("Play subscriptions: refunded, revoked or expired")
+@Suite("Play subscriptions in Storekeeper's words: in grace, refunded, revoked or expired")
 struct PlayLifecycleEndTests {
     typealias Reads = PlaySubscriptionDerivationTests
     static let day = Reads.day
@@ -53,6 +53,25 @@ struct PlayLifecycleEndTests {
             #expect(state.status == .revoked && state.endReason == .revoke, "\(voided)")
             #expect(state.revokedAt == revocation)
         }
+    }
+
+    @Test(
+        "in grace, expiresAt is the end of the paid period and gracePeriodExpiresAt the grace period's end Play moved the expiry to, as the App Store says them; access runs to the grace end"
+    )
+    func grace() throws {
+        let reads = [
+            try Reads.read(Self.token, readAt: Self.start),
+            try Reads.read(
+                Self.token, state: "SUBSCRIPTION_STATE_IN_GRACE_PERIOD", expires: Self.start.addingTimeInterval(37 * Self.day),
+                readAt: Self.start.addingTimeInterval(30 * Self.day)),
+        ]
+        let play = try #require(PlaySubscriptionDerivation.derive(reads).first)
+        let state = try #require(PlayLifecycle.derive(play, account: nil)?.state)
+        #expect(state.status == .gracePeriod)
+        #expect(state.expiresAt == Self.start.addingTimeInterval(30 * Self.day))
+        #expect(state.gracePeriodExpiresAt == Self.start.addingTimeInterval(37 * Self.day))
+        #expect(
+            state.isEntitled(at: Self.start.addingTimeInterval(36 * Self.day)) && !state.isEntitled(at: Self.start.addingTimeInterval(38 * Self.day)))
     }
 
     @Test("EXPIRED with neither a revocation nor a refund is expired, not refunded")

@@ -60,11 +60,13 @@ extension AccountExpectation {
             for event in try await history.recent(account: AccountID(account), types: .all, limit: 1000) {
                 types.insert(event.type)
                 sent[event.type, default: 0] += 1
-                // Every subscription event names its store.
+                // Every subscription event names its store, and so does a one-time purchase's start and end.
                 // The stored body of an event, from the database rather than an HTTP answer: read raw.
                 let change = (try? JSONSerialization.jsonObject(with: Data(event.body.utf8)) as? [String: Any])?["change"] as? [String: Any]
                 let store = change?["store"] as? String
-                if event.type.hasPrefix("subscription.") { #expect(store.map(stores.contains) == true, "\(label): \(event.type) names its store") }
+                if event.type.hasPrefix("subscription.") || ["purchase.started", "purchase.ended"].contains(event.type) {
+                    #expect(store.map(stores.contains) == true, "\(label): \(event.type) names its store")
+                }
             }
             for type in events ?? [] { #expect(types.contains(type), "\(label): event \(type) sent (got \(types.sorted()))") }
             for type in eventsOnce ?? [] { #expect(sent[type] == 1, "\(label): event \(type) sent once (got \(sent))") }

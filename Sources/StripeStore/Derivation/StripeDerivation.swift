@@ -53,8 +53,10 @@ public enum StripeDerivation {
             (status, endReason) = (.refunded, .refund)
             accessEndsAt = min(accessEndsAt ?? .distantFuture, revocation.date)
         }
-        let running = status == .active || status == .gracePeriod
-        let willRenew = running && !subscription.cancelAtPeriodEnd && subscription.cancelAt.map { date($0) > end } != false
+        // Whether Stripe bills the next period: a refund or a dispute ends access to the period, not the subscription,
+        // which Stripe goes on billing unless it is cancelled (an app that wants the refund to end it cancels it too).
+        let billed = [.active, .gracePeriod].contains(verdict(of: subscription).0)
+        let willRenew = billed && !subscription.cancelAtPeriodEnd && subscription.cancelAt.map { date($0) > end } != false
         let grace = status == .gracePeriod ? end.addingTimeInterval(settings.gracePeriod) : nil
         // While Stripe says the subscription is in good standing, it runs to the item's current period end: a renewal's
         // invoice is paid about an hour after the period starts, and access must not lapse meanwhile.
