@@ -103,7 +103,8 @@ struct EventsCommand: AsyncParsableCommand {
                 throw CommandFailure("event \(id.uuidString.lowercased()) has no delivery\(endpoint.map { " to \($0)" } ?? "")")
             }
             say("redelivering to \(endpoints.joined(separator: ", "))")
-            try await CommandAudit.record("event.redeliver", target: id.uuidString.lowercased(), after: ["endpoints": endpoints])
+            try await CommandAudit.record(
+                "event.redeliver", command: "events redeliver", target: id.uuidString.lowercased(), after: ["endpoints": endpoints])
         }
     }
 }

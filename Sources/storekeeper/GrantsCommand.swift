@@ -58,7 +58,7 @@ struct GrantsCommand: AsyncParsableCommand {
                     "granted \(grant.tier ?? "-") to \(account.text): grant \(grant.id), \(grant.endsAt.map { "until \($0.formatted(.iso8601))" } ?? "for good")"
                 )
             }
-            try await CommandAudit.record("grant.create", account: account.text, target: grant.id, after: line)
+            try await CommandAudit.record("grant.create", command: "grants add", account: account.text, target: grant.id, after: line)
         }
 
         static func account(_ text: String) throws -> AccountID {
@@ -109,7 +109,7 @@ struct GrantsCommand: AsyncParsableCommand {
             var before = grant
             (before.endedAt, before.endReason) = (nil, nil)
             try await CommandAudit.record(
-                "grant.end", account: account?.text, target: id,
+                "grant.end", command: "grants end", account: account?.text, target: id,
                 before: account.map { GrantLine(before, account: $0, catalogue: catalogue, now: now) },
                 after: account.map { GrantLine(grant, account: $0, catalogue: catalogue, now: now) })
         }

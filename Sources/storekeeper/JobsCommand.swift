@@ -106,11 +106,13 @@ struct JobsCommand: AsyncParsableCommand {
                 if let state { return try await queue.requeue(state: state, kind: kind, since: since, dryRun: dryRun) }
                 return dryRun ? ids : try await queue.requeue(ids: ids)
             }
+            // Ids of which some were not requeued end the command with 1 (below): the entry says so.
+            let partly = !dryRun && state == nil && requeued.count < Set(ids).count
             if !dryRun, !requeued.isEmpty {
                 let asked = Asked(ids: ids.isEmpty ? nil : ids, state: state?.rawValue, kind: kind, since: since)
                 try await CommandAudit.record(
-                    "jobs.requeue", target: requeued.count == 1 ? String(requeued[0]) : nil, before: asked,
-                    after: ["ids": requeued])
+                    "jobs.requeue", command: "jobs requeue", status: partly ? 1 : 0, target: requeued.count == 1 ? String(requeued[0]) : nil,
+                    before: asked, after: ["ids": requeued])
             }
             let list = requeued.prefix(20).map(String.init).joined(separator: ", ") + (requeued.count > 20 ? ", …" : "")
             // Ids of which none was requeued: the one line of the error says it all.
@@ -144,11 +146,14 @@ struct JobsCommand: AsyncParsableCommand {
             let ids = self.ids
             let cancelled = try await JobsCommand.withQueue { try await $0.cancel(ids: ids) }
             if !cancelled.isEmpty { say("cancelled \(cancelled.count) job\(cancelled.count == 1 ? "" : "s")") }
-            // One entry a job, as the admin API's `job.cancel`.
-            for id in cancelled {
-                try await CommandAudit.record(
-                    "job.cancel", target: String(id), before: ["state": JobState.available.rawValue], after: ["state": JobState.cancelled.rawValue])
-            }
+            // One entry a job, as the admin API's `job.cancel`, appended together; ids not cancelled end it with 1 (below).
+            try await CommandAudit.record(
+                "jobs cancel", status: cancelled.count < Set(ids).count ? 1 : 0,
+                cancelled.map {
+                    CommandAudit.Note(
+                        action: "job.cancel", target: String($0), before: ["state": JobState.available.rawValue],
+                        after: ["state": JobState.cancelled.rawValue])
+                })
             if cancelled.count < Set(ids).count {
                 let skipped = Set(ids).subtracting(cancelled).sorted().map(String.init).joined(separator: ", ")
                 throw CommandFailure("not cancelled (running, finished or unknown): \(skipped)")

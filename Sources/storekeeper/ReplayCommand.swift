@@ -77,96 +77,111 @@ struct ReplayCommand: AsyncParsableCommand {
         let catalogue = try loadCatalogue()
         let stripeSettings = StripeDerivation.Settings(graceDays: try Self.stripeGraceDays(), catalogue: catalogue)
         // Every subscription of a large app takes a while (a million: hours); one account or subscription, a moment.
-        let report = try await withDatabase(label: "storekeeper.replay", timeout: all ? .seconds(12 * 3600) : .seconds(60), connections: parallel + 1)
-        { client, logger in
-            let ids: [String]
-            if all {
-                ids = try await client.withConnection { try await SubscriptionHistory(logger: logger).subscriptionIds(on: $0) }
-            } else if let account {
-                ids = try await SubscriptionStore(client: client, logger: logger).subscriptions(forAccount: account)
-                    .map(\.originalTransactionId)
-            } else {
-                ids = single.map { [$0] } ?? []
-            }
-            let credits = CreditLedger(catalogue: catalogue, logger: logger)
-            let erased = ErasedAccounts(secret: try await Self.erasureKey(on: client), logger: logger)
-            // A key other than the erasures' recognises none of them, as no key would (and is not recorded as theirs).
-            try await client.withConnection { try await erased.confirmKey(recording: false, at: now, on: $0) }
-            let queue = PostgresJobQueue(client: client, logger: logger)
-            let writer = SubscriptionWriter(
-                credits: credits, queue: queue, rechecks: nil, events: nil, analytics: AnalyticsRollups(logger: logger),
-                erased: erased, logger: logger)
-            let appStoreSubscriptions = AppStoreSubscriptions(writer: writer, client: client, logger: logger)
-            let stripe = StripeSubscriptions(client: client, stripe: nil, writer: writer, settings: stripeSettings, clock: { now }, logger: logger)
-            let store = SubscriptionStore(client: client, logger: logger)
-            let play = GooglePlaySubscriptions(
-                client: client, play: nil, writer: writer, queue: queue, catalogue: catalogue, erased: erased, clock: { now }, logger: logger)
-            @Sendable func replay(_ id: String) async throws -> Replayed {
-                let (derived, isPlay) = try await client.withTransaction(logger: logger) { connection -> (SubscriptionWriter.Outcome?, Bool) in
-                    // A Play subscription's facts are the reads of its token chain (no call is made here). Its store is
-                    // read before any lock (it never changes): Play's derivation locks the chain's tokens before the
-                    // subscription, as a notification's does, so taking the subscription's lock first could deadlock.
-                    if try await store.lockedSubscription(id, on: connection, lockHeld: true)?.store == .googlePlay {
-                        let outcomes = try await play.derive(chainOf: id, cause: EventCause(originalTransactionId: id), write: write, on: connection)
-                        return (outcomes.first { ($0.state ?? $0.stored)?.originalTransactionId == id }, true)
-                    }
-                    let appStore =
-                        if write {
-                            try await appStoreSubscriptions.rederive(id, now: now, on: connection)
-                        } else {
-                            try await appStoreSubscriptions.preview(id, now: now, on: connection)
+        let report: Report
+        do {
+            report = try await withDatabase(
+                label: "storekeeper.replay", timeout: all ? .seconds(12 * 3600) : .seconds(60), connections: parallel + 1
+            ) { client, logger in
+                let ids: [String]
+                if all {
+                    ids = try await client.withConnection { try await SubscriptionHistory(logger: logger).subscriptionIds(on: $0) }
+                } else if let account {
+                    ids = try await SubscriptionStore(client: client, logger: logger).subscriptions(forAccount: account)
+                        .map(\.originalTransactionId)
+                } else {
+                    ids = single.map { [$0] } ?? []
+                }
+                let credits = CreditLedger(catalogue: catalogue, logger: logger)
+                let erased = ErasedAccounts(secret: try await Self.erasureKey(on: client), logger: logger)
+                // A key other than the erasures' recognises none of them, as no key would (and is not recorded as theirs).
+                try await client.withConnection { try await erased.confirmKey(recording: false, at: now, on: $0) }
+                let queue = PostgresJobQueue(client: client, logger: logger)
+                let writer = SubscriptionWriter(
+                    credits: credits, queue: queue, rechecks: nil, events: nil, analytics: AnalyticsRollups(logger: logger),
+                    erased: erased, logger: logger)
+                let appStoreSubscriptions = AppStoreSubscriptions(writer: writer, client: client, logger: logger)
+                let stripe = StripeSubscriptions(
+                    client: client, stripe: nil, writer: writer, settings: stripeSettings, clock: { now }, logger: logger)
+                let store = SubscriptionStore(client: client, logger: logger)
+                let play = GooglePlaySubscriptions(
+                    client: client, play: nil, writer: writer, queue: queue, catalogue: catalogue, erased: erased, clock: { now }, logger: logger)
+                @Sendable func replay(_ id: String) async throws -> Replayed {
+                    let (derived, isPlay) = try await client.withTransaction(logger: logger) { connection -> (SubscriptionWriter.Outcome?, Bool) in
+                        // A Play subscription's facts are the reads of its token chain (no call is made here). Its store is
+                        // read before any lock (it never changes): Play's derivation locks the chain's tokens before the
+                        // subscription, as a notification's does, so taking the subscription's lock first could deadlock.
+                        if try await store.lockedSubscription(id, on: connection, lockHeld: true)?.store == .googlePlay {
+                            let outcomes = try await play.derive(
+                                chainOf: id, cause: EventCause(originalTransactionId: id), write: write, on: connection)
+                            return (outcomes.first { ($0.state ?? $0.stored)?.originalTransactionId == id }, true)
                         }
-                    // A Stripe subscription's facts are the objects read from Stripe (no call is made here): one stored
-                    // as Stripe's, or one with no row whose objects are held.
-                    guard appStore.stored?.store == .stripe || appStore.stored == nil else { return (appStore, false) }
-                    let derived = try await stripe.derive(
-                        id, cause: EventCause(originalTransactionId: id), lockHeld: true, write: write, on: connection)
-                    // Nothing held and nothing stored: an unknown id, answered as any other.
-                    return (derived ?? (appStore.stored == nil ? appStore : nil), false)
-                }
-                guard let outcome = derived else {
-                    // Stored as a Play subscription whose chain has no read held, or a Stripe one none of whose objects is:
-                    // nothing to derive it from.
-                    if isPlay {
-                        return .subscription(id, ["google_play: no read of its purchase tokens is held; `storekeeper google sync` reads them again"])
+                        let appStore =
+                            if write {
+                                try await appStoreSubscriptions.rederive(id, now: now, on: connection)
+                            } else {
+                                try await appStoreSubscriptions.preview(id, now: now, on: connection)
+                            }
+                        // A Stripe subscription's facts are the objects read from Stripe (no call is made here): one stored
+                        // as Stripe's, or one with no row whose objects are held.
+                        guard appStore.stored?.store == .stripe || appStore.stored == nil else { return (appStore, false) }
+                        let derived = try await stripe.derive(
+                            id, cause: EventCause(originalTransactionId: id), lockHeld: true, write: write, on: connection)
+                        // Nothing held and nothing stored: an unknown id, answered as any other.
+                        return (derived ?? (appStore.stored == nil ? appStore : nil), false)
                     }
-                    return .subscription(id, ["stripe: no Stripe subscription object is held for it; `storekeeper stripe sync` reads it again"])
-                }
-                guard outcome.stored != nil || outcome.state != nil else {
-                    // Facts that derive no subscription: a consumable, a lifetime unlock or a pass (ONE_TIME_CHARGE and
-                    // its REFUND), which share the notifications' original transaction id column.
-                    guard all else {
-                        throw CommandFailure("no subscription \(id): nothing stored derives one (a one-time purchase's id, or an unknown one)")
-                    }
-                    return .oneTimePurchase
-                }
-                let account = (outcome.state?.accountId ?? outcome.stored?.accountId).map { "account \($0)" } ?? "no account"
-                return .subscription(
-                    id, try Self.differences(outcome.stored, outcome.state) + outcome.operations.map { "ledger (\(account)): \(Self.describe($0))" })
-            }
-            // Subscriptions are independent (each derived in its own transaction under its own lock): several at once
-            // keep PostgreSQL busy while this process derives (a million: about half the time of one at a time).
-            let lanes = max(1, min(parallel, ids.count))
-            let found = try await withThrowingTaskGroup(of: [(Int, Replayed)].self) { group in
-                for lane in 0..<lanes {
-                    group.addTask {
-                        var found: [(Int, Replayed)] = []
-                        for index in stride(from: lane, to: ids.count, by: lanes) {
-                            found.append((index, try await replay(ids[index])))
+                    guard let outcome = derived else {
+                        // Stored as a Play subscription whose chain has no read held, or a Stripe one none of whose objects is:
+                        // nothing to derive it from.
+                        if isPlay {
+                            return .subscription(
+                                id, ["google_play: no read of its purchase tokens is held; `storekeeper google sync` reads them again"])
                         }
-                        return found
+                        return .subscription(id, ["stripe: no Stripe subscription object is held for it; `storekeeper stripe sync` reads it again"])
+                    }
+                    guard outcome.stored != nil || outcome.state != nil else {
+                        // Facts that derive no subscription: a consumable, a lifetime unlock or a pass (ONE_TIME_CHARGE and
+                        // its REFUND), which share the notifications' original transaction id column.
+                        guard all else {
+                            throw CommandFailure("no subscription \(id): nothing stored derives one (a one-time purchase's id, or an unknown one)")
+                        }
+                        return .oneTimePurchase
+                    }
+                    let account = (outcome.state?.accountId ?? outcome.stored?.accountId).map { "account \($0)" } ?? "no account"
+                    return .subscription(
+                        id,
+                        try Self.differences(outcome.stored, outcome.state) + outcome.operations.map { "ledger (\(account)): \(Self.describe($0))" })
+                }
+                // Subscriptions are independent (each derived in its own transaction under its own lock): several at once
+                // keep PostgreSQL busy while this process derives (a million: about half the time of one at a time).
+                let lanes = max(1, min(parallel, ids.count))
+                let found = try await withThrowingTaskGroup(of: [(Int, Replayed)].self) { group in
+                    for lane in 0..<lanes {
+                        group.addTask {
+                            var found: [(Int, Replayed)] = []
+                            for index in stride(from: lane, to: ids.count, by: lanes) {
+                                found.append((index, try await replay(ids[index])))
+                            }
+                            return found
+                        }
+                    }
+                    return try await group.reduce(into: []) { $0 += $1 }.sorted { $0.0 < $1.0 }.map(\.1)
+                }
+                var report = Report()
+                for replayed in found {
+                    switch replayed {
+                    case .subscription(let id, let differences): report.subscriptions.append((id, differences))
+                    case .oneTimePurchase: report.oneTimePurchases += 1
                     }
                 }
-                return try await group.reduce(into: []) { $0 += $1 }.sorted { $0.0 < $1.0 }.map(\.1)
+                return report
             }
-            var report = Report()
-            for replayed in found {
-                switch replayed {
-                case .subscription(let id, let differences): report.subscriptions.append((id, differences))
-                case .oneTimePurchase: report.oneTimePurchases += 1
-                }
+        } catch {
+            // Subscriptions written before the failure stay written: the log says a write ran and did not finish.
+            if write {
+                try? await CommandAudit.record(
+                    "replay.write", command: "replay --write", status: 1, account: account?.text, target: single ?? (all ? "all" : nil))
             }
-            return report
+            throw error
         }
         if report.oneTimePurchases > 0 {
             say("\(report.oneTimePurchases) original transaction id(s) of one-time purchases only (no subscription to derive) skipped")
@@ -183,10 +198,11 @@ struct ReplayCommand: AsyncParsableCommand {
             }
         }
         if differing > 0, write {
-            let written = report.subscriptions.filter { !$0.1.isEmpty }
+            // The subscriptions written, not what differed: the differences' text names accounts, which an erasure
+            // rewrites only where a whole value is the id.
             try await CommandAudit.record(
-                "replay.write", account: account?.text, target: subscription ?? (all ? "all" : nil),
-                after: ["differed": Dictionary(written.map { ($0.0, $0.1) }) { first, _ in first }])
+                "replay.write", command: "replay --write", account: account?.text, target: subscription ?? (all ? "all" : nil),
+                after: ["subscriptions": report.subscriptions.filter { !$0.1.isEmpty }.map(\.0)])
         }
         if differing > 0, !write {
             say(
