@@ -38,7 +38,7 @@ public struct EventChange: Codable, Sendable, Equatable {
     public var direction: String?
     /// `now`, or `next_renewal` for a change the customer scheduled.
     public var effective: String?
-    /// Why a subscription ended (`EXPIRED_VOLUNTARY`, `BILLING_ERROR`, …) or a refund's reason.
+    /// Why a subscription ended (`EXPIRED_VOLUNTARY`, `EXPIRED_BILLING_RETRY`, …) or a refund's reason.
     public var reason: String?
     public var fromAccountId: String?
     public var toAccountId: String?

@@ -15,7 +15,7 @@ import Subscriptions
 /// - `PAUSED` → expired, end reason `PAUSED`, until a read says it resumed;
 /// - `EXPIRED` after a whole refund of one of the current token's orders → refunded (`REFUND`), access ended then;
 /// - `EXPIRED` after Play said `SUBSCRIPTION_REVOKED` for the token, with no refund → revoked (`REVOKE`);
-///   otherwise expired: `EXPIRED_BILLING_ERROR` when Google cancelled it (`systemInitiatedCancellation`), else
+///   otherwise expired: `EXPIRED_BILLING_RETRY` when Google cancelled it (`systemInitiatedCancellation`), else
 ///   `EXPIRED_VOLUNTARY`;
 /// - a chain of pending purchases only is no subscription yet (`nil`).
 ///
@@ -59,11 +59,13 @@ public enum PlayLifecycle {
         case .expired where play.revokedAt != nil && play.refundedAt != nil: (status, endReason) = (.refunded, .refund)
         case .expired where play.revokedAt != nil: (status, endReason) = (.revoked, .revoke)
         case .expired, .pending, .pendingPurchaseCanceled, .unknown:
-            (status, endReason) = (.expired, .expired(play.cancellation == "systemInitiatedCancellation" ? "BILLING_ERROR" : "VOLUNTARY"))
+            (status, endReason) = (.expired, .expired(play.cancellation == "systemInitiatedCancellation" ? "BILLING_RETRY" : "VOLUNTARY"))
         }
-        // In grace Play moves the line item's expiry to the grace period's end. As the App Store's and Stripe's, the
-        // subscription's `expiresAt` stays the end of what was paid for, and the grace period's end is its own field.
-        let paidUntil = status == .gracePeriod ? min(last.paidUntil, expiry) : expiry
+        // In grace Play moves the line item's expiry to the grace period's end, and on hold back to when access ended.
+        // As the App Store's and Stripe's, the subscription's `expiresAt` stays the end of what was paid for (what the
+        // billing issue told the app, and where the 60 days of retries count from), and the grace period's end is its
+        // own field.
+        let paidUntil = status == .gracePeriod || status == .billingRetry ? min(last.paidUntil, expiry) : expiry
         let entitles = status == .active || status == .gracePeriod
         let accessEndsAt = entitles ? nil : [play.observedAt, expiry, play.revokedAt].compactMap { $0 }.min()
         let productId = play.productId ?? inForce.productId

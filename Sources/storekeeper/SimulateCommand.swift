@@ -185,6 +185,11 @@ struct SimulateCommand: AsyncParsableCommand {
             now = Date(timeIntervalSince1970: Double(last + 1) / 1000)
         }
         var event = SimulatedEvent.scenario(scenario, subscription: subscription, currentPeriod: currentPeriod, target: to, at: now)
+        // After a billing failure (grace or billing retry signed last) Apple's EXPIRED says why: the retries gave up.
+        if scenario == .expire, current?.lastSigned?.renewalInfo?.isInBillingRetryPeriod == true {
+            event.subtype = "BILLING_RETRY"
+            event.renewalInfo?.expirationIntent = 2
+        }
         if ![.subscribe, .renew, .recover, .upgrade, .downgrade].contains(scenario), let renewsInto, event.renewalInfo != nil {
             event.renewalInfo?.autoRenewProductId = renewsInto
         }

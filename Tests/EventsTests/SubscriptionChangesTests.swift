@@ -137,11 +137,11 @@ import Testing
         #expect(Self.types(Self.state(.billingRetry), Self.state(.active, signed: 2)) == ["subscription.recovered"])
         let expired = try #require(
             SubscriptionChanges.events(
-                from: Self.state(.billingRetry), to: Self.state(.expired, willRenew: false, endReason: "EXPIRED_BILLING_ERROR"),
+                from: Self.state(.billingRetry), to: Self.state(.expired, willRenew: false, endReason: "EXPIRED_BILLING_RETRY"),
                 catalogue: Self.catalogue,
                 cause: EventCause()
             ).first)
-        #expect(expired.type == .subscriptionExpired && expired.change.reason == "EXPIRED_BILLING_ERROR")
+        #expect(expired.type == .subscriptionExpired && expired.change.reason == "EXPIRED_BILLING_RETRY")
     }
 
     @Test("A monthly-billed commitment: its renewal turned off or on is heard (access runs to its end); its months bill on without a word")

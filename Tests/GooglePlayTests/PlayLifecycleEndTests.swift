@@ -56,7 +56,7 @@ struct PlayLifecycleEndTests {
     }
 
     @Test(
-        "in grace, expiresAt is the end of the paid period and gracePeriodExpiresAt the grace period's end Play moved the expiry to, as the App Store says them; access runs to the grace end"
+        "in grace and then on hold, expiresAt is the end of the paid period (gracePeriodExpiresAt the grace end Play moved the expiry to), as the App Store says them; access runs to the grace end, retries 60 days from the period's end either way"
     )
     func grace() throws {
         let reads = [
@@ -72,6 +72,19 @@ struct PlayLifecycleEndTests {
         #expect(state.gracePeriodExpiresAt == Self.start.addingTimeInterval(37 * Self.day))
         #expect(
             state.isEntitled(at: Self.start.addingTimeInterval(36 * Self.day)) && !state.isEntitled(at: Self.start.addingTimeInterval(38 * Self.day)))
+        // Then on hold (Play moves the expiry back to when access ended): the paid period's end stays, and the clock
+        // ends the retries 60 days after it, however the hold was reached.
+        let held =
+            reads + [
+                try Reads.read(
+                    Self.token, state: "SUBSCRIPTION_STATE_ON_HOLD", expires: Self.start.addingTimeInterval(37 * Self.day),
+                    readAt: Self.start.addingTimeInterval(37 * Self.day))
+            ]
+        let heldPlay = try #require(PlaySubscriptionDerivation.derive(held).first)
+        let onHold = try #require(PlayLifecycle.derive(heldPlay, account: nil)?.state)
+        #expect(onHold.status == .billingRetry && onHold.expiresAt == Self.start.addingTimeInterval(30 * Self.day))
+        #expect(onHold.nextChange(after: Self.start.addingTimeInterval(38 * Self.day)) == Self.start.addingTimeInterval(90 * Self.day))
+        #expect(state.nextChange(after: Self.start.addingTimeInterval(38 * Self.day)) == Self.start.addingTimeInterval(90 * Self.day))
     }
 
     @Test("EXPIRED with neither a revocation nor a refund is expired, not refunded")

@@ -346,6 +346,16 @@ struct DevWalkthroughTests {
             try await simulate("advance", "P1M")
             let moved = try await devNow().timeIntervalSince(monthFrom) / 86_400
             #expect(abs(moved - (try monthDays(from: monthFrom))) < 0.01, "P1M moved \(moved) days from \(monthFrom)")
+            // After a billing failure Apple's EXPIRED says why — BILLING_RETRY, expirationIntent 2 — and so does the
+            // subscription's end reason; a customer's own end is VOLUNTARY.
+            let failing = UUID().uuidString.lowercased()
+            try await simulate("subscribe", "--account", failing)
+            try await simulate("grace", "--account", failing)
+            let gaveUp = try await simulate("expire", "--account", failing)
+            #expect(gaveUp.contains("EXPIRED/BILLING_RETRY"), "\(gaveUp)")
+            let leaving = UUID().uuidString.lowercased()
+            try await simulate("subscribe", "--account", leaving)
+            #expect(try await simulate("expire", "--account", leaving).contains("EXPIRED/VOLUNTARY"))
 
             // Restarted, `dev` resumes its clock where the database kept it: the facts it dated stay in its past.
             let before = try await devNow()

@@ -43,7 +43,7 @@ struct StripeDerivationTests {
         let cases: [(StripeSubscription.Status, SubscriptionStatus, Bool, String?)] = [
             (.trialing, .active, true, nil), (.active, .active, true, nil), (.pastDue, .gracePeriod, true, nil),
             (.incomplete, .billingRetry, false, nil), (.paused, .billingRetry, false, nil), (.unknown("future"), .billingRetry, false, nil),
-            (.unpaid, .expired, false, "EXPIRED_BILLING_ERROR"), (.incompleteExpired, .expired, false, "EXPIRED_BILLING_ERROR"),
+            (.unpaid, .expired, false, "EXPIRED_BILLING_RETRY"), (.incompleteExpired, .expired, false, "EXPIRED_BILLING_RETRY"),
             (.canceled, .expired, false, "EXPIRED_VOLUNTARY"),
         ]
         for (stripe, status, entitled, reason) in cases {
@@ -55,7 +55,7 @@ struct StripeDerivationTests {
         }
         var failed = Self.subscription(.canceled)
         failed.cancellationDetails = .init(reason: "payment_failed")
-        #expect(Self.derive(failed).endReason?.text == "EXPIRED_BILLING_ERROR")
+        #expect(Self.derive(failed).endReason?.text == "EXPIRED_BILLING_RETRY")
     }
 
     @Test("past_due keeps access for the grace days after the last paid period, then billing retry until the retry window ends")

@@ -12,8 +12,8 @@ import Subscriptions
 /// - `past_due` → grace period for ``Settings/gracePeriod`` after the last paid period, then billing retry;
 /// - `incomplete` (first payment not made) and `paused` (a trial ended without a payment method) → billing retry: not
 ///   entitled, waiting for a payment;
-/// - `unpaid`, `incomplete_expired` → expired, `EXPIRED_BILLING_ERROR`; `canceled` → expired, `EXPIRED_VOLUNTARY`
-///   (or `EXPIRED_BILLING_ERROR` when Stripe cancelled it for failed payments);
+/// - `unpaid`, `incomplete_expired` → expired, `EXPIRED_BILLING_RETRY`; `canceled` → expired, `EXPIRED_VOLUNTARY`
+///   (or `EXPIRED_BILLING_RETRY` when Stripe cancelled it for failed payments);
 /// - `cancel_at_period_end` or a `cancel_at` → `willRenew: false`;
 /// - a full refund of the period in force → refunded; a partial one keeps access and takes back its share of credits;
 /// - an open dispute of the period in force suspends access (`revoked`, reason `DISPUTED`) until it is won; a lost one
@@ -83,10 +83,10 @@ public enum StripeDerivation {
         case .trialing, .active: return (.active, nil)
         case .pastDue: return (.gracePeriod, nil)
         case .incomplete, .paused: return (.billingRetry, nil)
-        case .unpaid, .incompleteExpired: return (.expired, .expired("BILLING_ERROR"))
+        case .unpaid, .incompleteExpired: return (.expired, .expired("BILLING_RETRY"))
         case .canceled:
             let billing = ["payment_failed", "payment_disputed"].contains(subscription.cancellationDetails?.reason ?? "")
-            return (.expired, .expired(billing ? "BILLING_ERROR" : "VOLUNTARY"))
+            return (.expired, .expired(billing ? "BILLING_RETRY" : "VOLUNTARY"))
         case .unknown: return (.billingRetry, nil)
         }
     }
