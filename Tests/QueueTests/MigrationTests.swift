@@ -91,12 +91,8 @@ struct MigrationTests {
     )
     func stripeEventEnvelopeBackfill() async throws {
         let all = SchemaMigrator.defaultDirectory()
-        let before = FileManager.default.temporaryDirectory.appendingPathComponent("sk-sql-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: before, withIntermediateDirectories: true)
+        let before = try Self.directory(of: all, before: "0070")
         defer { try? FileManager.default.removeItem(at: before) }
-        for name in try FileManager.default.contentsOfDirectory(atPath: all.path) where name < "0070" {
-            try FileManager.default.copyItem(at: all.appendingPathComponent(name), to: before.appendingPathComponent(name))
-        }
         try await TestDatabase.withFreshDatabase { url in
             try await PostgresClient.withRunning(url.clientConfiguration(), logger: TestDatabase.logger) { client in
                 try await SchemaMigrator(client: client, directory: before, logger: TestDatabase.logger).migrate()
@@ -174,12 +170,8 @@ struct MigrationTests {
     )
     func subscriptionStoreBackfill() async throws {
         let all = SchemaMigrator.defaultDirectory()
-        let before = FileManager.default.temporaryDirectory.appendingPathComponent("sk-sql-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: before, withIntermediateDirectories: true)
+        let before = try Self.directory(of: all, before: "0033")
         defer { try? FileManager.default.removeItem(at: before) }
-        for name in try FileManager.default.contentsOfDirectory(atPath: all.path) where name < "0033" {
-            try FileManager.default.copyItem(at: all.appendingPathComponent(name), to: before.appendingPathComponent(name))
-        }
         try await TestDatabase.withFreshDatabase { url in
             try await PostgresClient.withRunning(url.clientConfiguration(), logger: TestDatabase.logger) { client in
                 try await SchemaMigrator(client: client, directory: before, logger: TestDatabase.logger).migrate()
@@ -214,12 +206,8 @@ struct MigrationTests {
     @Test("0007 and 0008 upgrade rows written before them: UUID accounts become their lowercased text, billing periods and usage outcomes are filled")
     func upgradesExistingRows() async throws {
         let all = SchemaMigrator.defaultDirectory()
-        let before = FileManager.default.temporaryDirectory.appendingPathComponent("sk-sql-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: before, withIntermediateDirectories: true)
+        let before = try Self.directory(of: all, before: "0007")
         defer { try? FileManager.default.removeItem(at: before) }
-        for name in try FileManager.default.contentsOfDirectory(atPath: all.path) where name < "0007" {
-            try FileManager.default.copyItem(at: all.appendingPathComponent(name), to: before.appendingPathComponent(name))
-        }
         try await TestDatabase.withFreshDatabase { url in
             try await PostgresClient.withRunning(url.clientConfiguration(), logger: TestDatabase.logger) { client in
                 try await SchemaMigrator(client: client, directory: before, logger: TestDatabase.logger).migrate()
@@ -249,5 +237,15 @@ struct MigrationTests {
                 for try await outcome in usage.decode(String.self) { #expect(outcome == "insufficient_credits") }
             }
         }
+    }
+
+    /// A directory holding the files of `all` before `file`: a database at the schema of the release before it.
+    static func directory(of all: URL, before file: String) throws -> URL {
+        let before = FileManager.default.temporaryDirectory.appendingPathComponent("sk-sql-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: before, withIntermediateDirectories: true)
+        for name in try FileManager.default.contentsOfDirectory(atPath: all.path) where name < file {
+            try FileManager.default.copyItem(at: all.appendingPathComponent(name), to: before.appendingPathComponent(name))
+        }
+        return before
     }
 }
