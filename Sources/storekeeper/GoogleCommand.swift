@@ -159,7 +159,7 @@ extension GoogleCommand {
             if let quantity { body["quantity"] = quantity }
             _ = try await FakePlayControl().post("/_fake/play/orders/\(FakePlayControl.segment(order))/refund", body)
             say(
-                "refund: \(order) — Play's voided-purchase notification was pushed; the worker reads the purchase again and takes back what it gave within a moment"
+                "refund: \(order) — Play's voided-purchase notification was pushed and applied: what the order gave is taken back"
             )
         }
     }

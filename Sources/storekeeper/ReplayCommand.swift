@@ -9,6 +9,7 @@ import PostgresNIO
 import StorekeeperRuntime
 import StripeStore
 import Subscriptions
+import Synchronization
 
 struct ReplayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -77,6 +78,8 @@ struct ReplayCommand: AsyncParsableCommand {
         let catalogue = try loadCatalogue()
         let stripeSettings = StripeDerivation.Settings(graceDays: try Self.stripeGraceDays(), catalogue: catalogue)
         // Every subscription of a large app takes a while (a million: hours); one account or subscription, a moment.
+        // The subscriptions written so far, for the audit log should the replay fail part way.
+        let written = Written()
         let report: Report
         do {
             report = try await withDatabase(
@@ -147,9 +150,10 @@ struct ReplayCommand: AsyncParsableCommand {
                         return .oneTimePurchase
                     }
                     let account = (outcome.state?.accountId ?? outcome.stored?.accountId).map { "account \($0)" } ?? "no account"
-                    return .subscription(
-                        id,
-                        try Self.differences(outcome.stored, outcome.state) + outcome.operations.map { "ledger (\(account)): \(Self.describe($0))" })
+                    let differences =
+                        try Self.differences(outcome.stored, outcome.state) + outcome.operations.map { "ledger (\(account)): \(Self.describe($0))" }
+                    if write, !differences.isEmpty { written.ids.withLock { $0.append(id) } }
+                    return .subscription(id, differences)
                 }
                 // Subscriptions are independent (each derived in its own transaction under its own lock): several at once
                 // keep PostgreSQL busy while this process derives (a million: about half the time of one at a time).
@@ -175,13 +179,20 @@ struct ReplayCommand: AsyncParsableCommand {
                 }
                 return report
             }
-        } catch {
-            // Subscriptions written before the failure stay written: the log says a write ran and did not finish.
-            if write {
-                try? await CommandAudit.record(
-                    "replay.write", command: "replay --write", status: 1, account: account?.text, target: single ?? (all ? "all" : nil))
+        } catch let failure {
+            // Subscriptions written before the failure stay written: the log names them, status 1. A failure before any
+            // was written (an unknown id, no erasure key, no database) changed nothing and is not logged.
+            let before = written.ids.withLock { $0 }
+            guard !before.isEmpty else { throw failure }
+            do {
+                try await CommandAudit.record(
+                    "replay.write", command: "replay --write", status: 1, account: account?.text, target: single ?? (all ? "all" : nil),
+                    after: ["subscriptions": before])
+            } catch let unaudited {
+                throw CommandFailure(
+                    "\(CommandFailure.describe(failure)) after writing \(before.count) subscription(s), and \(CommandFailure.describe(unaudited))")
             }
-            throw error
+            throw failure
         }
         if report.oneTimePurchases > 0 {
             say("\(report.oneTimePurchases) original transaction id(s) of one-time purchases only (no subscription to derive) skipped")
@@ -261,4 +272,9 @@ struct ReplayCommand: AsyncParsableCommand {
             before[key] == after[key] ? nil : "\(key): \(before[key] ?? "null") → \(after[key] ?? "null")"
         }
     }
+}
+
+/// The subscriptions a `replay --write` wrote, shared by its lanes.
+private final class Written: Sendable {
+    let ids = Mutex<[String]>([])
 }

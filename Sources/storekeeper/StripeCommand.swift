@@ -71,7 +71,7 @@ struct StripeCommand: AsyncParsableCommand {
             }
             let session = try await FakeControl().post("/_fake/checkout/sessions/\(StripeForm.escape(sessionId))/pay", form)
             say(
-                "paid \(sessionId): \(session["subscription"] as? String ?? session["payment_intent"] as? String ?? "-") — its events were delivered; the worker applies them within a moment"
+                "paid \(sessionId): \(session["subscription"] as? String ?? session["payment_intent"] as? String ?? "-") — its events were delivered and applied"
             )
         }
     }
@@ -178,6 +178,10 @@ struct FakeControl {
         if let refusal = json["undelivered"] as? String {
             throw CommandFailure("done in the fake Stripe, but Storekeeper refused its events (\(refusal)); they are delivered with the next command")
         }
+        // Its events are only queued: the worker reads Stripe and applies them a moment later. Waiting for it, as
+        // `simulate` and `google` do, lets the next command (a status read) see what it did.
+        let settings = DevEnvironment().settings()
+        if let url = settings["STOREKEEPER_URL"] { try await DevServer(baseURL: url, apiKey: settings["STOREKEEPER_API_KEY"]).waitForDueJobs() }
         return json
     }
 }

@@ -87,9 +87,21 @@ struct PlayLifecycleEndTests {
         #expect(state.nextChange(after: Self.start.addingTimeInterval(38 * Self.day)) == Self.start.addingTimeInterval(90 * Self.day))
     }
 
-    @Test("EXPIRED with neither a revocation nor a refund is expired, not refunded")
+    @Test(
+        "EXPIRED with neither a revocation nor a refund is expired, not refunded: EXPIRED_BILLING_RETRY when Google cancelled it (systemInitiatedCancellation, the retries gave up), as the App Store says it; else EXPIRED_VOLUNTARY"
+    )
     func expiry() throws {
         let state = try Self.ended(revokedAt: nil, voided: [])
         #expect(state.status == .expired && state.revokedAt == nil)
+        for (cancellation, reason) in [("systemInitiatedCancellation", "EXPIRED_BILLING_RETRY"), ("userInitiatedCancellation", "EXPIRED_VOLUNTARY")] {
+            let reads = [
+                try Reads.read(Self.token, readAt: Self.start),
+                try Reads.read(
+                    Self.token, state: "SUBSCRIPTION_STATE_EXPIRED", expires: Self.start.addingTimeInterval(30 * Self.day), autoRenew: false,
+                    readAt: Self.start.addingTimeInterval(31 * Self.day), cancellation: cancellation),
+            ]
+            let play = try #require(PlaySubscriptionDerivation.derive(reads).first)
+            #expect(PlayLifecycle.derive(play, account: nil)?.state.endReason?.text == reason, "\(cancellation)")
+        }
     }
 }

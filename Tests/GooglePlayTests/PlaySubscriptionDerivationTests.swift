@@ -14,7 +14,7 @@ struct PlaySubscriptionDerivationTests {
     static func read(
         _ token: String, state: String = "SUBSCRIPTION_STATE_ACTIVE", started: Date = start, expires: Date? = start.addingTimeInterval(30 * day),
         order: String? = "GPA.3300-0000-0000-00001", linked: String? = nil, account: String? = "acct-token-1", trial: Bool = false,
-        autoRenew: Bool = true, readAt: Date = start, product: String = "pro", basePlan: String = "monthly"
+        autoRenew: Bool = true, readAt: Date = start, product: String = "pro", basePlan: String = "monthly", cancellation: String? = nil
     ) throws -> PlaySubscriptionRead {
         var line: [String: Any] = [
             "productId": product, "offerDetails": ["basePlanId": basePlan],
@@ -30,6 +30,7 @@ struct PlaySubscriptionDerivationTests {
             "lineItems": [line], "acknowledgementState": "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED", "regionCode": "DE",
         ]
         if let linked { purchase["linkedPurchaseToken"] = linked }
+        if let cancellation { purchase["canceledStateContext"] = [cancellation: [:] as [String: String]] }
         if let account { purchase["externalAccountIdentifiers"] = ["obfuscatedExternalAccountId": account] }
         let data = try JSONSerialization.data(withJSONObject: purchase)
         return PlaySubscriptionRead(purchaseToken: token, readAt: readAt, purchase: try JSONDecoder().decode(SubscriptionPurchaseV2.self, from: data))

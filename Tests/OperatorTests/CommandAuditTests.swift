@@ -55,6 +55,8 @@ struct CommandAuditTests {
             // One cancelled, one not: the entry says the command ended 1, as it did.
             #expect(try await storekeeper("jobs", "cancel", String(failing.id), "987654").0 == 1)
 
+            // A replay that fails before writing anything changed nothing: no entry.
+            #expect(try await storekeeper("replay", "--subscription", "nosuch", "--write").0 == 1)
             let log = try await entries()
             #expect(log.map { $0[2] } == ["grant.create", "grant.end", "jobs.requeue", "job.cancel"], "\(log)")
             #expect(log.map { $0[0] } == ["shell:alice", "shell:bob", "shell:alice", "shell:alice"])

@@ -353,6 +353,9 @@ struct DevWalkthroughTests {
             try await simulate("grace", "--account", failing)
             let gaveUp = try await simulate("expire", "--account", failing)
             #expect(gaveUp.contains("EXPIRED/BILLING_RETRY"), "\(gaveUp)")
+            let (_, failingShown) = try await TestProcess.run(
+                "storekeeper", ["accounts", "show", failing, "--json"], environment: environment, directory: folder)
+            #expect(failingShown.contains(#""endReason" : "EXPIRED_BILLING_RETRY""#), "\(failingShown)")
             let leaving = UUID().uuidString.lowercased()
             try await simulate("subscribe", "--account", leaving)
             #expect(try await simulate("expire", "--account", leaving).contains("EXPIRED/VOLUNTARY"))
