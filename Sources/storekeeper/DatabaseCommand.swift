@@ -22,7 +22,7 @@ func operatorNow() async -> Date {
     let settings = DevEnvironment().settings()
     guard let url = settings["STOREKEEPER_URL"], let devDatabase = settings["DATABASE_URL"], environment.isEmpty || environment == devDatabase
     else { return Date() }
-    if let now = try? await DevServer(baseURL: url, apiKey: settings["STOREKEEPER_API_KEY"]).now() { return now }
+    if let now = try? await DevServer(settings: settings, url: url).now() { return now }
     // The dev server is not running: its clock is where the database keeps it (sql/0045).
     let offset = try? await withDatabase(label: "storekeeper.clock", timeout: .seconds(10)) { client, logger in
         try await DevClockOffset(client: client, logger: logger).stored()

@@ -253,9 +253,7 @@ struct FakePlayControl {
         }
         // The push is only queued: the worker reads the token and applies it a moment later. Waiting for it, as
         // `simulate` does, lets the next command (a status read, docs/google-play.md's "Try it") see what it did.
-        let settings = DevEnvironment().settings()
-        try await DevServer(baseURL: settings["STOREKEEPER_URL"] ?? "http://127.0.0.1:8080", apiKey: settings["STOREKEEPER_API_KEY"])
-            .waitForDueJobs()
+        try await DevServer(settings: DevEnvironment().settings()).waitForDueJobs()
         return json
     }
 }

@@ -111,7 +111,7 @@ struct SimulateCommand: AsyncParsableCommand {
     func run() async throws {
         let dev = DevEnvironment()
         let settings = dev.settings()
-        let server = DevServer(baseURL: url ?? settings["STOREKEEPER_URL"] ?? "http://127.0.0.1:8080", apiKey: settings["STOREKEEPER_API_KEY"])
+        let server = DevServer(settings: settings, url: url)
         if scenario == "buy" { return try await buy(server: server, settings: settings, dev: dev) }
         if scenario == "refund-request" { return try await refundRequest(server: server, settings: settings, dev: dev) }
         if Self.holdScenarios.contains(scenario) { return try await runHold(server: server) }

@@ -91,6 +91,16 @@ struct DevServer {
     let baseURL: String
     let apiKey: String?
 
+    /// The dev server a `storekeeper dev` folder's settings (dev.env) name, or `url` when given.
+    init(settings: [String: String], url: String? = nil) {
+        self.init(baseURL: url ?? settings["STOREKEEPER_URL"] ?? "http://127.0.0.1:8080", apiKey: settings["STOREKEEPER_API_KEY"])
+    }
+
+    init(baseURL: String, apiKey: String?) {
+        self.baseURL = baseURL
+        self.apiKey = apiKey
+    }
+
     /// Refuses a product the server's catalogue (`GET /v1/tiers`) does not sell on the App Store as one of `types`
     /// (`auto_renewable` for the subscription scenarios; `lifetime`, `non_renewing` or `consumable`, a credit pack, for
     /// `buy`), naming those it does: `simulate` sends Apple's notifications, and Apple sends only its own products.

@@ -151,7 +151,7 @@ struct FakeControl {
             let items = (json["items"] as? [String: Any])?["data"] as? [[String: Any]],
             let end = (items.first?["current_period_end"] as? NSNumber)?.doubleValue
         else { throw CommandFailure("the fake Stripe has no subscription \(subscriptionId)") }
-        let server = DevServer(baseURL: url, apiKey: settings["STOREKEEPER_API_KEY"])
+        let server = DevServer(settings: settings, url: url)
         let now = try await server.now()
         if end > now.timeIntervalSince1970 { _ = try await server.advance(by: end - now.timeIntervalSince1970 + 1) }
     }
@@ -180,8 +180,7 @@ struct FakeControl {
         }
         // Its events are only queued: the worker reads Stripe and applies them a moment later. Waiting for it, as
         // `simulate` and `google` do, lets the next command (a status read) see what it did.
-        let settings = DevEnvironment().settings()
-        if let url = settings["STOREKEEPER_URL"] { try await DevServer(baseURL: url, apiKey: settings["STOREKEEPER_API_KEY"]).waitForDueJobs() }
+        try await DevServer(settings: DevEnvironment().settings()).waitForDueJobs()
         return json
     }
 }

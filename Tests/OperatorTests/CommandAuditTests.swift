@@ -10,8 +10,6 @@ import Testing
 /// user), what, on which account, before and after — and a change whose record could not be written says so loudly.
 @Suite("storekeeper's changes from the command line, in the audit log")
 struct CommandAuditTests {
-    struct Empty: Codable {}
-
     @Test(
         "grants add and end, jobs requeue and cancel each append an entry naming the shell's user (sudo's first), the command without its arguments, the exit status, the account and target, before and after; reads append none; after the account's erasure no entry names it or the grant's reason; a change the log refuses is made, reported in one line and exits 1"
     )
@@ -43,13 +41,7 @@ struct CommandAuditTests {
             let (ended, endOutput) = try await storekeeper("grants", "end", grant, sudo: "bob")
             #expect(ended == 0, "\(endOutput)")
             // A job to requeue and one to cancel.
-            let queue = harness.components.queue
-            _ = try await queue.client.withConnection {
-                try await queue.enqueue(
-                    [try NewJob(kind: "x", arguments: Empty(), maxAttempts: 1), try NewJob(kind: "y", arguments: Empty())], on: $0)
-            }
-            let failing = try #require(try await queue.claim(limit: 1, workerID: UUID()).first)
-            _ = try await queue.fail(failing, error: "it broke", retryAt: Date())
+            let failing = try await JobsCommandTests.failedJob(beside: harness)
             #expect(try await storekeeper("jobs", "requeue", String(failing.id)).0 == 0)
             #expect(try await storekeeper("jobs", "requeue", "--state", "failed", "--dry-run").0 == 0)
             // One cancelled, one not: the entry says the command ended 1, as it did.

@@ -9,16 +9,21 @@ import Testing
 struct JobsCommandTests {
     struct Empty: Codable {}
 
+    /// A job of kind `x` that failed for good ("it broke"), and one of kind `y` waiting to run.
+    static func failedJob(beside harness: StorekeeperHarness) async throws -> ClaimedJob {
+        let queue = harness.components.queue
+        _ = try await queue.client.withConnection {
+            try await queue.enqueue([try NewJob(kind: "x", arguments: Empty(), maxAttempts: 1), try NewJob(kind: "y", arguments: Empty())], on: $0)
+        }
+        let failing = try #require(try await queue.claim(limit: 1, workerID: UUID()).first)
+        _ = try await queue.fail(failing, error: "it broke", retryAt: Date())
+        return failing
+    }
+
     @Test("stats, list, show, requeue and cancel work on a real database and fail with one line")
     func commands() async throws {
         try await StorekeeperHarness.run(worker: false) { harness in
-            let queue = harness.components.queue
-            _ = try await queue.client.withConnection {
-                try await queue.enqueue(
-                    [try NewJob(kind: "x", arguments: Empty(), maxAttempts: 1), try NewJob(kind: "y", arguments: Empty())], on: $0)
-            }
-            let failing = try #require(try await queue.claim(limit: 1, workerID: UUID()).first)
-            _ = try await queue.fail(failing, error: "it broke", retryAt: Date())
+            let failing = try await Self.failedJob(beside: harness)
             let environment = ["DATABASE_URL": harness.databaseURL.urlString]
             func storekeeper(_ arguments: String...) async throws -> (Int32, String) {
                 try await TestProcess.run("storekeeper", arguments, environment: environment)
