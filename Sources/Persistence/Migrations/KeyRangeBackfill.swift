@@ -4,8 +4,9 @@ import PostgresNIO
 /// A change to the rows written before a migration, made after it in batches of short transactions of their own (row
 /// locks only, for a few milliseconds each), walking the table's primary key: a table of millions of rows is changed
 /// without its lock held for seconds (docs/operations.md, "Backfills run in batches"). Idempotent; several processes
-/// running it at once only repeat each other's work; recorded in `storekeeper_backfills` when done, so later runs cost
-/// one read.
+/// running it at once only repeat each other's work; each batch's last key is kept in `storekeeper_backfill_progress`
+/// (sql/0071) as it commits, so a run stopped part way is resumed after it, not from the first key; recorded in
+/// `storekeeper_backfills` when done, so later runs cost one read.
 struct KeyRangeBackfill: Sendable {
     /// Its row in `storekeeper_backfills`: the migration's file name, without `.sql`.
     let name: String
@@ -23,12 +24,27 @@ struct KeyRangeBackfill: Sendable {
     /// Runs the backfill to its end; returns how many rows it changed.
     @discardableResult
     func run() async throws -> Int {
-        let table = try await client.query("SELECT to_regclass('storekeeper_backfills') IS NOT NULL", logger: logger)
-        for try await exists in table.decode(Bool.self) where !exists { return 0 }
+        let tables = try await client.query(
+            """
+            SELECT to_regclass('storekeeper_backfills') IS NOT NULL, to_regclass('storekeeper_backfill_progress') IS NOT NULL
+            """, logger: logger)
+        var recordsProgress = false
+        for try await (exists, progress) in tables.decode((Bool, Bool).self) {
+            guard exists else { return 0 }
+            recordsProgress = progress
+        }
         for try await isReady in try await client.query(ready, logger: logger).decode(Bool.self) where !isReady { return 0 }
         let done = try await client.query("SELECT EXISTS (SELECT 1 FROM storekeeper_backfills WHERE name = \(name))", logger: logger)
         for try await isDone in done.decode(Bool.self) where isDone { return 0 }
+        // Every key up to the one recorded was walked by the run that recorded it (or by one before it): a run reads
+        // it before it starts and records only keys it walked itself from there, keeping the greatest.
         var after = ""
+        if recordsProgress {
+            let recorded = try await client.query(
+                "SELECT last_key FROM storekeeper_backfill_progress WHERE name = \(name)", logger: logger)
+            for try await key in recorded.decode(String.self) { after = key }
+            if !after.isEmpty { logger.notice("backfill resumed", metadata: ["backfill": "\(name)", "after": "\(after)"]) }
+        }
         var changed = 0
         while true {
             // The next batch's last key: an index range of the primary key.
@@ -42,9 +58,19 @@ struct KeyRangeBackfill: Sendable {
             guard let last else { break }
             for try await count in try await client.query(change(after, last), logger: logger).decode(Int.self) { changed += count }
             after = last
+            if recordsProgress {
+                try await client.query(
+                    """
+                    INSERT INTO storekeeper_backfill_progress AS progress (name, last_key, updated_at) VALUES (\(name), \(last), now())
+                    ON CONFLICT (name) DO UPDATE SET last_key = greatest(progress.last_key, EXCLUDED.last_key), updated_at = now()
+                    """, logger: logger)
+            }
         }
         try await client.query(
             "INSERT INTO storekeeper_backfills (name, done_at) VALUES (\(name), now()) ON CONFLICT (name) DO NOTHING", logger: logger)
+        if recordsProgress {
+            try await client.query("DELETE FROM storekeeper_backfill_progress WHERE name = \(name)", logger: logger)
+        }
         if changed > 0 { logger.notice("backfill done", metadata: ["backfill": "\(name)", "rows": "\(changed)"]) }
         return changed
     }
