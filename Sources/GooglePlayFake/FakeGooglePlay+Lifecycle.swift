@@ -9,6 +9,7 @@ extension FakeGooglePlay {
         try change(token) { subscription in
             subscription.autoRenew = true
             subscription.state = "SUBSCRIPTION_STATE_ACTIVE"
+            subscription.cancellation = nil
         }
         return notify(token, type: 7, at: now)
     }

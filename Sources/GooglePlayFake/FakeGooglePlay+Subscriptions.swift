@@ -27,11 +27,17 @@ extension FakeGooglePlay {
         var trial: Bool
         var priceMicros: Int64
         var currency: String
+        /// Who ended it and when, as `canceledStateContext` says while the token is CANCELED or EXPIRED:
+        /// `userInitiatedCancellation` (the customer turned auto-renew off), `systemInitiatedCancellation` (Google gave
+        /// up collecting), `developerInitiatedCancellation` (revoked or refunded), `replacementCancellation` (replaced
+        /// by another plan's token).
+        var cancellation: (kind: String, at: Date)? = nil
 
         var latestOrderId: String { renewals == 0 ? orderBase : "\(orderBase)..\(renewals - 1)" }
 
-        /// Revoked: access ends `now`, and nothing renews.
+        /// Revoked (by the developer, or a refund that revokes): access ends `now`, and nothing renews.
         mutating func endNow(_ now: Date) {
+            cancellation = cancellation ?? ("developerInitiatedCancellation", now)
             autoRenew = false
             state = "SUBSCRIPTION_STATE_EXPIRED"
             expiryTime = min(expiryTime, now)
@@ -120,13 +126,17 @@ extension FakeGooglePlay {
         try change(token) { subscription in
             subscription.autoRenew = false
             subscription.state = "SUBSCRIPTION_STATE_CANCELED"
+            subscription.cancellation = ("userInitiatedCancellation", now)
         }
         return notify(token, type: 3, at: now)
     }
 
-    /// The period ends without renewal.
+    /// The period ends without renewal: as the customer cancelled it, or — auto-renew still on (a failed payment, in
+    /// grace, on hold or neither) — as Google gave up collecting (`systemInitiatedCancellation`).
     public func expire(_ token: String, at now: Date) throws -> [String: Any] {
         try change(token) { subscription in
+            subscription.cancellation =
+                subscription.cancellation ?? (subscription.autoRenew ? "systemInitiatedCancellation" : "userInitiatedCancellation", now)
             subscription.autoRenew = false
             subscription.state = "SUBSCRIPTION_STATE_EXPIRED"
             subscription.expiryTime = min(subscription.expiryTime, now)
@@ -137,6 +147,7 @@ extension FakeGooglePlay {
     /// The customer moves to another plan now: a new token linked to the old one, whose own state becomes expired.
     public func replace(_ token: String, with plan: Plan, at now: Date) throws -> (token: String, notification: [String: Any]) {
         let account = try change(token) { subscription in
+            subscription.cancellation = ("replacementCancellation", now)
             subscription.autoRenew = false
             subscription.state = "SUBSCRIPTION_STATE_EXPIRED"
             subscription.expiryTime = now
@@ -196,8 +207,10 @@ extension FakeGooglePlay {
             if let account = expired.accountToken { context["expiredExternalAccountIdentifiers"] = ["obfuscatedExternalAccountId": account] }
             purchase["outOfAppPurchaseContext"] = context
         }
-        if subscription.state == "SUBSCRIPTION_STATE_CANCELED" {
-            purchase["canceledStateContext"] = ["userInitiatedCancellation": ["cancelTime": Date().formatted(time)]]
+        if let cancellation = subscription.cancellation, ["SUBSCRIPTION_STATE_CANCELED", "SUBSCRIPTION_STATE_EXPIRED"].contains(subscription.state) {
+            let context: [String: Any] =
+                cancellation.kind == "userInitiatedCancellation" ? ["cancelTime": cancellation.at.formatted(time)] : [:]
+            purchase["canceledStateContext"] = [cancellation.kind: context]
         }
         return purchase
     }

@@ -26,6 +26,9 @@ struct AccountExpectation: Decodable {
     /// Event types the account must have been sent exactly once: a purchase's `started` and `ended` are one change each,
     /// whatever versions of it the store signs.
     var eventsOnce: [String]?
+    /// An event type and the `change.reason` one of its events must carry (`subscription.expired`:
+    /// `EXPIRED_BILLING_RETRY`).
+    var eventReasons: [String: String]?
 }
 
 extension AccountExpectation {
@@ -52,10 +55,11 @@ extension AccountExpectation {
         for (meter, topUp) in self.topUp ?? [:] {
             #expect(status.credits[meter]?.topUp == topUp, "\(label): \(meter) top-up")
         }
-        if !shuffled, self.events != nil || self.eventsOnce != nil {
+        if !shuffled, self.events != nil || self.eventsOnce != nil || self.eventReasons != nil {
             // From the event log itself (the feed holds back events of transactions newer than one still running).
             var types = Set<String>()
             var sent: [String: Int] = [:]
+            var reasons: [String: Set<String>] = [:]
             let history = EventHistory(client: harness.client, queue: harness.components.queue, logger: TestDatabase.logger)
             for event in try await history.recent(account: AccountID(account), types: .all, limit: 1000) {
                 types.insert(event.type)
@@ -64,12 +68,16 @@ extension AccountExpectation {
                 // The stored body of an event, from the database rather than an HTTP answer: read raw.
                 let change = (try? JSONSerialization.jsonObject(with: Data(event.body.utf8)) as? [String: Any])?["change"] as? [String: Any]
                 let store = change?["store"] as? String
+                if let reason = change?["reason"] as? String { reasons[event.type, default: []].insert(reason) }
                 if event.type.hasPrefix("subscription.") || ["purchase.started", "purchase.ended"].contains(event.type) {
                     #expect(store.map(stores.contains) == true, "\(label): \(event.type) names its store")
                 }
             }
             for type in events ?? [] { #expect(types.contains(type), "\(label): event \(type) sent (got \(types.sorted()))") }
             for type in eventsOnce ?? [] { #expect(sent[type] == 1, "\(label): event \(type) sent once (got \(sent))") }
+            for (type, reason) in eventReasons ?? [:] {
+                #expect(reasons[type]?.contains(reason) == true, "\(label): \(type) with reason \(reason) (got \(reasons))")
+            }
         }
     }
 }
