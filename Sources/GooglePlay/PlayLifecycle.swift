@@ -41,7 +41,10 @@ public enum PlayLifecycle {
         }
     }
 
-    public static func derive(_ play: PlaySubscription, account: AccountID?, catalogue: Catalogue = Catalogue()) -> Lifecycle.Derivation? {
+    /// `claimed`: `account` is the app's claim of one of the chain's tokens (``Lifecycle/Derivation/ownerClaimed``).
+    public static func derive(_ play: PlaySubscription, account: AccountID?, claimed: Bool = false, catalogue: Catalogue = Catalogue())
+        -> Lifecycle.Derivation?
+    {
         guard play.isGranted, let last = play.periods.last ?? fallbackPeriod(play) else { return nil }
         let periods = paidPeriods(play.periods.isEmpty ? [last] : play.periods, catalogue: catalogue)
         let inForce = periods.last!
@@ -79,7 +82,7 @@ public enum PlayLifecycle {
             endReason: endReason, revokedAt: status == .revoked || status == .refunded ? accessEndsAt : nil, offer: inForce.offer,
             price: inForce.price,
             billingPeriodKey: inForce.key, store: .googlePlay)
-        return Lifecycle.Derivation(state: state, periods: periods, ends: [], accessEndsAt: accessEndsAt)
+        return Lifecycle.Derivation(state: state, periods: periods, ends: [], accessEndsAt: accessEndsAt, ownerClaimed: claimed && account != nil)
     }
 
     /// The orders as paid periods, oldest first. A token's first period that replaced another token's (a plan change)

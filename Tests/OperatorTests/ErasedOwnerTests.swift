@@ -1,5 +1,6 @@
 import Foundation
 import HummingbirdTesting
+import LocalSigning
 import NIOCore
 import PostgresNIO
 import Subscriptions
@@ -57,6 +58,35 @@ struct ErasedOwnerTests {
                 #expect(pseudonymStatus.state == "subscribed")
                 let remaining = (before.credits["ai_requests"]?.remaining ?? 0, pseudonymStatus.credits["ai_requests"]?.remaining ?? 0)
                 #expect(remaining.1 > remaining.0, "the new cycle's credits are the pseudonym's: \(remaining)")
+            }
+        }
+    }
+
+    @Test(
+        "an id used again after its erasure: the app's claim of a new purchase is the id's (200, subscribed, also after a renewal), where the store's repeat of the id alone still goes to the pseudonym"
+    )
+    func claimAfterErasure() async throws {
+        try await StorekeeperHarness.run(environment: ["STOREKEEPER_ADMIN_KEYS": AccountErasureTests.keys]) { harness in
+            try await harness.withHTTP { client in
+                let erased = try await AccountErasureTests.subscribeAndErase(harness: harness, client: client)
+                // A purchase the app sends itself, with no appAccountToken (bought before the app linked it).
+                var flow = LifecycleFlow(harness: harness, client: client, account: nil)
+                try await flow.send(.subscribe)
+                var transaction = try #require(SimulatedEvent.scenario(.subscribe, subscription: flow.subscription, at: Date()).transaction)
+                transaction.appAccountToken = nil
+                let claimed = try await client.postTransaction(try harness.signer.signer.sign(transaction), account: erased.id)
+                #expect(claimed.status == .ok, "\(String(buffer: claimed.body))")
+                let status = try claimed.answer(StatusAnswer.self)
+                #expect(status.accountId == erased.id && status.state == "subscribed", "the claim's answer: \(status.state)")
+                #expect(try await flow.detailAnswer().accountId == erased.id)
+                #expect(try await harness.count("SELECT count(*) FROM subscriptions WHERE account_id = '\(erased.pseudonym)'") == 1)
+                try await flow.send(.renew)
+                #expect(try await flow.detailAnswer().accountId == erased.id, "a renewal keeps the claim's owner")
+                #expect(try await client.getWithKey("/v1/accounts/\(erased.id)/status").answer(StatusAnswer.self).state == "subscribed")
+                // The erased customer's own subscription, renewed with the id Apple keeps signing: still the pseudonym's.
+                var first = LifecycleFlow(harness: harness, client: client, account: erased.account)
+                try await first.send(.subscribe)
+                #expect(try await first.detailAnswer().accountId == erased.pseudonym.text)
             }
         }
     }

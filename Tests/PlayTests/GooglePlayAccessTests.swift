@@ -2,6 +2,7 @@ import Application
 import Foundation
 import GooglePlayFake
 import HummingbirdTesting
+import NIOCore
 import Testing
 
 @testable import IntegrationSupport
@@ -272,6 +273,28 @@ struct GooglePlayClaimTests {
                 try await world.http.getWithKey("/v1/stores/google_play/subscriptions/\(String(repeating: "x", count: 2049))").status == .badRequest)
             #expect(try await world.http.getWithKey("/v1/stores/operator/subscriptions/x").status == .badRequest)
             #expect(try await world.http.getWithKey("/v1/stores/google_play/subscriptions/x").status == .notFound)
+        }
+    }
+
+    @Test(
+        "an id used again after its erasure: the app's claim of a new Play purchase is the id's (entitled), not the erased pseudonym's"
+    )
+    func claimAfterErasure() async throws {
+        let admin = "ada:admin:admin-key-play-erasure-01"
+        try await GooglePlayWorld.run(extra: ["STOREKEEPER_ADMIN_KEYS": admin]) { world in
+            let (first, notification) = world.fake.buy(GooglePlayAccessTests.monthly, accountToken: "reused-1", at: world.clock.now)
+            try await GooglePlayAccessTests.deliver(world, notification)
+            try await eventually("the first purchase to be applied") { world.fake.isAcknowledged(first) }
+            let erased = try await world.http.execute(
+                uri: "/admin/accounts/reused-1/erase", method: .post,
+                headers: [.authorization: "Bearer admin-key-play-erasure-01", .contentType: "application/json"],
+                body: ByteBuffer(string: #"{"confirm": "reused-1"}"#))
+            #expect(erased.status == .ok, "\(String(buffer: erased.body))")
+            let (token, _) = world.fake.buy(GooglePlayAccessTests.monthly, accountToken: nil, at: world.clock.now)
+            let claimed = try await Self.claim(world, "reused-1", #"{"purchaseToken": "\#(token)"}"#)
+            #expect(
+                try claimed.status == .ok && claimed.answer(StatusAnswer.self).entitled == true, "\(String(buffer: claimed.body))")
+            #expect(try await world.http.getWithKey("/v1/accounts/reused-1/status").answer(StatusAnswer.self).entitled == true)
         }
     }
 }

@@ -10,7 +10,8 @@ import Subscriptions
 /// Storekeeper, or without `obfuscatedExternalAccountId`. The token is read from Play, the claim is stored under the
 /// transfer policy and the purchase derived with it — one transaction, the token (a subscription's whole chain)
 /// locked, as a notification's read. A one-time product (a lifetime unlock, a top-up) is claimed when the claim names
-/// it as `productId`, or when Play knows the token only as one.
+/// it as `productId`, or when Play knows the token only as one. A claim is filed under the account it names even where
+/// that id was erased before (``Lifecycle/Derivation/ownerClaimed``): the app says the purchase is that account's now.
 public struct GooglePlayClaims: Sendable {
     /// What a claim came to.
     public enum Outcome: Sendable, Equatable {
@@ -97,19 +98,18 @@ public struct GooglePlayClaims: Sendable {
         do {
             outcome = try await products.refresh(
                 token, using: play, cause: .init(notificationType: "google_play.claim", originalTransactionId: token),
-                beforeDeriving: { [subscriptions, reads, tokens, clock] connection in
+                beforeDeriving: { [reads, tokens, clock] connection in
                     let bought = try await products.productId(of: token, on: connection)
                     if let productId, bought != productId { throw OtherProduct(product: bought ?? "none") }
                     // Only what the catalogue sells on Play is claimed here: a claim row of anything else could later
                     // hand a subscription of the same token to the claimant.
                     guard let bought, products.sellsOneTime(bought) else { throw OtherProduct(product: bought ?? "none") }
-                    let claimant = try await subscriptions.claimant(account, on: connection)
                     // A one-time purchase's credits or unlock stay where they went, whatever the policy: spent credits
                     // cannot move, so another account's purchase is refused under `transfer` too.
-                    if let owner = try await products.owner(of: token, on: connection), owner != claimant {
+                    if let owner = try await products.owner(of: token, on: connection), owner != account {
                         throw HeldElsewhere(owner: owner)
                     }
-                    try await reads.claim(token, by: claimant, at: clock(), on: connection)
+                    try await reads.claim(token, by: account, at: clock(), on: connection)
                     try await tokens.fileToken(token, kind: "one_time_product", source: "claim", on: connection)
                 })
         } catch let error as PostgresTransactionError {
@@ -134,11 +134,10 @@ public struct GooglePlayClaims: Sendable {
                         let names = [purchase?.subscriptionProductId, purchase?.productId].compactMap { $0 }
                         guard names.contains(productId) else { throw OtherProduct(product: purchase?.productId ?? "none") }
                     }
-                    let claimant = try await subscriptions.claimant(account, on: connection)
-                    if let owner = try await subscriptions.owner(ofChain: chain, on: connection), owner != claimant, policy == .keep {
+                    if let owner = try await subscriptions.owner(ofChain: chain, on: connection), owner != account, policy == .keep {
                         throw HeldElsewhere(owner: owner)
                     }
-                    try await reads.claim(token, by: claimant, at: clock(), on: connection)
+                    try await reads.claim(token, by: account, at: clock(), on: connection)
                     try await tokens.fileToken(token, kind: "subscription", source: "claim", on: connection)
                 })
         } catch let error as PostgresTransactionError {

@@ -193,7 +193,9 @@ public struct GooglePlaySubscriptions: Sendable {
             if account == nil, let expired = play.expiredPurchaseToken {
                 account = try await owner(ofChain: [expired], on: connection)
             }
-            guard let derivation = PlayLifecycle.derive(play, account: account, catalogue: lifecycleCatalogue) else { continue }
+            guard let derivation = PlayLifecycle.derive(play, account: account, claimed: claimed != nil, catalogue: lifecycleCatalogue) else {
+                continue
+            }
             var playCause = cause
             playCause.originalTransactionId = play.id
             let outcome =
@@ -225,12 +227,6 @@ public struct GooglePlaySubscriptions: Sendable {
             }
         }
         return outcomes
-    }
-
-    /// The account a claim by `account` is filed under: its erasure's pseudonym when it was erased (as every fact naming
-    /// an erased account is).
-    public func claimant(_ account: AccountID, on connection: PostgresConnection) async throws -> AccountID {
-        try await erased.pseudonym(of: account, on: connection) ?? account
     }
 
     /// The account holding the chain of `chain`'s tokens now (on the caller's transaction, the chain locked): the

@@ -103,7 +103,7 @@ public struct SubscriptionWriter: Sendable {
     {
         var derivation = derivation
         // As a save files it (its facts are not rewritten here).
-        if let (_, pseudonym) = try await erasedOwner(of: derivation.state, stored: stored, on: connection) {
+        if let (_, pseudonym) = try await erasedOwner(of: derivation, stored: stored, on: connection) {
             derivation.state.accountId = pseudonym
         }
         let state = derivation.state
@@ -129,7 +129,7 @@ public struct SubscriptionWriter: Sendable {
         if stored?.accountId == nil {
             // Nothing is locked before the save's statement: it asks whether a new owner was erased itself, and on
             // finding it so writes nothing, and the derivation is saved again under the pseudonym.
-            let digests = derivation.state.accountId.map(erased.digests(of:)) ?? []
+            let digests = derivation.ownerClaimed ? [] : derivation.state.accountId.map(erased.digests(of:)) ?? []
             let first = try await saveAndSnapshot(derivation, stored: stored, erasedDigests: digests, now: now, deferring: &posts, on: connection)
             if let account = derivation.state.accountId, let pseudonym = first.erasedAs {
                 try await fileUnderPseudonym(&derivation, of: account, pseudonym, on: connection)
@@ -140,7 +140,7 @@ public struct SubscriptionWriter: Sendable {
         } else {
             // With an owner stored: when it changes hands both owners are locked before the save, in order, so a new
             // owner's erasure is asked first and the lock taken is its pseudonym's.
-            if let (account, pseudonym) = try await erasedOwner(of: derivation.state, stored: stored, on: connection) {
+            if let (account, pseudonym) = try await erasedOwner(of: derivation, stored: stored, on: connection) {
                 try await fileUnderPseudonym(&derivation, of: account, pseudonym, on: connection)
             }
             saved = try await saveAndSnapshot(derivation, stored: stored, now: now, deferring: &posts, on: connection)
@@ -286,10 +286,11 @@ public struct SubscriptionWriter: Sendable {
     /// The account the facts name and its pseudonym, when that account was erased: a change files the subscription
     /// under the pseudonym (Apple keeps signing the old id on every renewal). Asked only when the owner changes, so an
     /// apply to the same owner costs nothing more; a subscription without an owner before asks in its save's statement.
-    private func erasedOwner(of state: SubscriptionState, stored: SubscriptionState?, on connection: PostgresConnection) async throws
+    /// An owner the app claimed since the erasure is not asked (``Lifecycle/Derivation/ownerClaimed``).
+    private func erasedOwner(of derivation: Lifecycle.Derivation, stored: SubscriptionState?, on connection: PostgresConnection) async throws
         -> (account: AccountID, pseudonym: AccountID)?
     {
-        guard let account = state.accountId, account != stored?.accountId,
+        guard !derivation.ownerClaimed, let account = derivation.state.accountId, account != stored?.accountId,
             let pseudonym = try await erased.pseudonym(of: account, on: connection)
         else { return nil }
         return (account, pseudonym)

@@ -24,13 +24,22 @@ public enum Lifecycle {
         /// The ``PaidPeriod/key``s of periods whose renewal the store reported as recovering from a billing failure
         /// (Apple's `DID_RENEW` with subtype `BILLING_RECOVERY`).
         public var recoveredPeriods: Set<String>
+        /// Whether `state.accountId` is the app's own claim (`POST /v1/accounts/{id}/transactions`, Play's
+        /// `…/google/purchases`): filed under the account as claimed even where that id was erased before. An erasure
+        /// moves every claim naming the id to its pseudonym, so a claim that still names it was made since: the app
+        /// saying that this purchase is the account's now (an id used again), not the store repeating an old one.
+        public var ownerClaimed: Bool
 
-        public init(state: SubscriptionState, periods: [PaidPeriod], ends: [End], accessEndsAt: Date?, recoveredPeriods: Set<String> = []) {
+        public init(
+            state: SubscriptionState, periods: [PaidPeriod], ends: [End], accessEndsAt: Date?, recoveredPeriods: Set<String> = [],
+            ownerClaimed: Bool = false
+        ) {
             self.state = state
             self.periods = periods
             self.ends = ends
             self.accessEndsAt = accessEndsAt
             self.recoveredPeriods = recoveredPeriods
+            self.ownerClaimed = ownerClaimed
         }
 
         /// Every transaction id of every period, each once, in order: what the support search files.
@@ -58,9 +67,10 @@ public enum Lifecycle {
         // commitment.
         let billsAgain = willRenew(facts) && !(commitment.map { $0.isFinalMonth && $0.renewsTo == nil } ?? false)
         let inBillingTrouble = verdict.status == .gracePeriod || verdict.status == .billingRetry
+        let owner = owner(facts: facts, periods: periods, purchaseIntents: purchaseIntents)
         let state = SubscriptionState(
             originalTransactionId: facts.originalTransactionId,
-            accountId: owner(facts: facts, periods: periods, purchaseIntents: purchaseIntents),
+            accountId: owner?.account,
             productId: newest.productId,
             environment: facts.environment,
             status: verdict.status,
@@ -90,7 +100,7 @@ public enum Lifecycle {
         return Derivation(
             state: state, periods: periods, ends: ends(facts: facts, periods: periods, state: state),
             accessEndsAt: verdict.endedAt ?? (state.status == .gracePeriod ? state.clockEnd : nil),
-            recoveredPeriods: recoveredPeriods(facts: facts, periods: periods))
+            recoveredPeriods: recoveredPeriods(facts: facts, periods: periods), ownerClaimed: owner?.claimed ?? false)
     }
 
     /// The customer's `appTransactionId`: the newest renewal info's, else the newest transaction's that carries one.
