@@ -173,6 +173,7 @@ extension FakeGooglePlay {
             ],
         ]
         if let account = product.accountToken { purchase["obfuscatedExternalAccountId"] = account }
+        if testPurchases { purchase["testPurchaseContext"] = ["fopType": "TEST"] }
         return purchase
     }
 

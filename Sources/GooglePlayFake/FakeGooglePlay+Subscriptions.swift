@@ -201,6 +201,7 @@ extension FakeGooglePlay {
             "etag": "etag-\(subscription.renewals)-\(subscription.state.count)",
         ]
         if let linked = subscription.linkedPurchaseToken { purchase["linkedPurchaseToken"] = linked }
+        if testPurchases { purchase["testPurchase"] = [:] as [String: String] }
         if let account = subscription.accountToken { purchase["externalAccountIdentifiers"] = ["obfuscatedExternalAccountId": account] }
         if let expired = subscription.expiredPurchase {
             var context: [String: Any] = ["expiredPurchaseToken": expired.token]

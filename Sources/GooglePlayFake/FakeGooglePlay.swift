@@ -70,9 +70,13 @@ public final class FakeGooglePlay: Sendable {
     /// earlier fake (a `dev --fake-play` restarted on the same database) are never sold or sent again.
     let runNumber: Int
     var runId: String { String(runNumber, radix: 36) }
+    /// Whether its purchases are a license tester's, as a developer's own purchases are (`testPurchase` /
+    /// `testPurchaseContext`): Storekeeper files them as sandbox, as it does `simulate`'s App Store purchases.
+    let testPurchases: Bool
 
-    /// A fake with one published key, selling `packageName`'s products.
-    public init(packageName: String = "com.example.storekeeper") throws {
+    /// A fake with one published key, selling `packageName`'s products (a license tester's when `testPurchases`).
+    public init(packageName: String = "com.example.storekeeper", testPurchases: Bool = false) throws {
+        self.testPurchases = testPurchases
         let run = Int.random(in: 0..<1_000_000)
         var first = State(keys: [try SigningKey(kid: "fake-google-1")])
         first.nextMessage = 1_000_000_000_000 + run * 1_000_000

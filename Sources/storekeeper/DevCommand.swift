@@ -111,7 +111,9 @@ struct DevCommand: AsyncParsableCommand {
             environment["STOREKEEPER_STRIPE_WEBHOOK_SECRETS"] = FakeStripe.defaultWebhookSecret
         }
         let fakePlayURL = "http://127.0.0.1:\(fakePlayPort)"
-        let play = try FakeGooglePlay(packageName: environment["STOREKEEPER_GOOGLE_PACKAGE_NAME", default: "com.example.storekeeper"])
+        // A developer's own purchases are a license tester's: sandbox, as simulate's App Store purchases are.
+        let play = try FakeGooglePlay(
+            packageName: environment["STOREKEEPER_GOOGLE_PACKAGE_NAME", default: "com.example.storekeeper"], testPurchases: true)
         let pushTarget = FakeGooglePlay.PushTarget(
             url: "http://127.0.0.1:\(port)/notifications/google", audience: "http://127.0.0.1:\(port)/notifications/google",
             serviceAccount: "play-push@fake-play.iam.gserviceaccount.com")

@@ -13,7 +13,9 @@ import Testing
 /// processes in a folder of their own, the status read right after each command.
 @Suite("Google Play's Try it with dev --fake-play")
 struct DevFakePlayTests {
-    @Test("google buy, then the status at once: entitled to the plan bought, three accounts in a row; google cancel keeps access")
+    @Test(
+        "google buy, then the status at once: entitled to the plan bought, a license tester's purchase (Sandbox), three accounts in a row; google cancel keeps access"
+    )
     func buyThenReadAtOnce() async throws {
         try await TestDatabase.withMigratedDatabase { url in
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sk-play-\(UUID().uuidString)")
@@ -48,6 +50,8 @@ struct DevFakePlayTests {
                 let token = String(bought.split(separator: " ").first ?? "")
                 let entitled = try await status(of: account)
                 #expect(entitled.entitled && entitled.tier == "pro", "right after google buy: \(entitled.state) \(entitled.tier ?? "-")")
+                // A developer's purchases are a license tester's (`testPurchase`): sandbox, as simulate's App Store ones.
+                #expect(entitled.subscription?.environment == "Sandbox", "a dev purchase's environment")
                 _ = try await google("cancel", token)
                 let cancelled = try await status(of: account)
                 #expect(cancelled.entitled && cancelled.subscription?.willRenew == false, "right after google cancel: \(cancelled.state)")
