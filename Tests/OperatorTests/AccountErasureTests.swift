@@ -78,6 +78,13 @@ struct AccountErasureTests {
                     uri: "/admin/accounts/\(id)/grants", method: .post, headers: Self.admin,
                     body: ByteBuffer(string: #"{"tier": "max", "duration": "P7D", "reason": "Jane Doe wrote in about the outage"}"#))
                 #expect(granted.status == .created)
+                // An operator's own adjustment key, naming the customer: hashed in the audit log as in the ledger.
+                let adjustmentKey = "adj-\(id)-jane"
+                let adjusted = try await client.execute(
+                    uri: "/admin/accounts/\(id)/credits", method: .post, headers: Self.admin,
+                    body: ByteBuffer(
+                        string: #"{"meter": "ai_requests", "amount": 5, "reason": "goodwill", "idempotencyKey": "\#(adjustmentKey)"}"#))
+                #expect(adjusted.status == .created, "\(String(buffer: adjusted.body))")
                 let unknownAnswer = try await client.getWithKey("/v1/accounts/never-seen-account/status")
                 // The whole answer is compared below, every member the server sends included: kept raw on purpose.
                 let unknownStatus = unknownAnswer.json
@@ -114,6 +121,10 @@ struct AccountErasureTests {
                 #expect(holdingUpper.isEmpty, "\(holdingUpper)")
                 #expect(try await Self.tablesHolding("app-key-jane-doe-42", harness: harness).isEmpty, "the app's usage key")
                 #expect(try await Self.tablesHolding("Jane Doe", harness: harness).isEmpty, "the grant's reason")
+                #expect(
+                    try await harness.count(
+                        "SELECT count(*) FROM operator_actions WHERE action = 'credits.adjust' AND target = md5('\(adjustmentKey)') AND account_id = '\(pseudonym)'"
+                    ) == 1, "the adjustment's key as the ledger keeps it")
                 // The audit log no longer ties the id to the pseudonym; the erasure is in it by the id's digest.
                 #expect(
                     try await harness.count(

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import PostgresNIO
 import StorekeeperRuntime
@@ -199,6 +200,43 @@ struct MigrationTests {
                         client, "SELECT count(*) FROM subscriptions WHERE original_transaction_id = 'sub_2Def' AND store = 'stripe'")
                         == 1)
                 #expect(try await SchemaMigrator(client: client, directory: all, logger: TestDatabase.logger).migrate() == [])
+            }
+        }
+    }
+
+    @Test(
+        "0072 hashes the adjustment keys of accounts erased before it in the audit log, as the ledger keeps them; other accounts' entries and other actions' targets stay as they were"
+    )
+    func erasedAdjustmentKeys() async throws {
+        let all = SchemaMigrator.defaultDirectory()
+        let before = try Self.directory(of: all, before: "0072")
+        defer { try? FileManager.default.removeItem(at: before) }
+        try await TestDatabase.withFreshDatabase { url in
+            try await PostgresClient.withRunning(url.clientConfiguration(), logger: TestDatabase.logger) { client in
+                try await SchemaMigrator(client: client, directory: before, logger: TestDatabase.logger).migrate()
+                try await client.query(
+                    "INSERT INTO erased_accounts (account_digest, pseudonym, erased_at, erased_by) VALUES ('digest-1', 'pseudonym-1', now(), 'ada')",
+                    logger: TestDatabase.logger)
+                for (account, action, target) in [
+                    ("pseudonym-1", "credits.adjust", "adj-alice-smith"), ("pseudonym-1", "grant.create", "grant-1"),
+                    ("bob", "credits.adjust", "adj-bob"),
+                ] {
+                    try await client.query(
+                        """
+                        INSERT INTO operator_actions (at, operator, role, action, request, status, account_id, target)
+                        VALUES (now(), 'ada', 'admin', \(action), 'POST /admin/accounts/{id}/credits', 201, \(account), \(target))
+                        """, logger: TestDatabase.logger)
+                }
+                try await SchemaMigrator(client: client, directory: all, logger: TestDatabase.logger).migrate()
+                var targets: [String] = []
+                for try await row in try await client.query(
+                    "SELECT account_id || ' ' || action || ' ' || target FROM operator_actions ORDER BY id", logger: TestDatabase.logger
+                ).decode(String.self) { targets.append(row) }
+                let hashed = Insecure.MD5.hash(data: Data("adj-alice-smith".utf8)).map { String(format: "%02x", $0) }.joined()
+                #expect(targets == ["pseudonym-1 credits.adjust \(hashed)", "pseudonym-1 grant.create grant-1", "bob credits.adjust adj-bob"])
+                await #expect(throws: (any Error).self, "the log is append-only again") {
+                    try await client.query("UPDATE operator_actions SET target = 'x'", logger: TestDatabase.logger)
+                }
             }
         }
     }
