@@ -109,4 +109,56 @@ struct WebhookDeliveryTests {
             }
         }
     }
+
+    @Test(
+        "Standard Webhooks' official Python library (PyPI) verifies every delivery as a receiver would — signature and timestamp — also with the server's clock 40 days ahead (dev's moved clock)"
+    )
+    func officialLibraryVerifies() async throws {
+        guard let python = ProcessInfo.processInfo.environment["STOREKEEPER_TEST_WEBHOOKS_PYTHON"] else {
+            print("skipped: Standard Webhooks' Python library is not installed (scripts/test installs it from PyPI)")
+            return
+        }
+        let clock = TestClock()
+        clock.now = clock.now.addingTimeInterval(40 * 86_400)
+        let receiver = WebhookReceiver()
+        try await Application(router: receiver.router()).test(.live) { live in
+            let environment = ["STOREKEEPER_WEBHOOKS": receiver.configuration(port: live.port!)]
+            try await StorekeeperHarness.run(environment: environment, clock: { clock.now }) { harness in
+                try await harness.withHTTP { client in
+                    let account = UUID()
+                    var flow = LifecycleFlow(harness: harness, client: client, account: account)
+                    try await flow.send(.subscribe)
+                    try await flow.send(.renew)
+                    let stored = try await harness.storedEvents(of: account.uuidString.lowercased())
+                    try await eventually(timeout: .seconds(30), "every event delivered") {
+                        Set(receiver.deliveries.map(\.id)) == Set(stored.map(\.0))
+                    }
+                }
+            }
+        }
+        let requests = receiver.received.map { ["headers": $0.headers, "body": $0.body.base64EncodedString()] as [String: Any] }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("sk-webhooks-\(UUID().uuidString).json")
+        try JSONSerialization.data(withJSONObject: requests).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let script = """
+            import base64, json, sys
+            from standardwebhooks.webhooks import Webhook
+            hook = Webhook(sys.argv[1])
+            for request in json.load(open(sys.argv[2])):
+                event = hook.verify(base64.b64decode(request["body"]), request["headers"])
+                print(event["id"])
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = ["-c", script, receiver.secret.encoded, file.path]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(text)")
+        #expect(text.split(separator: "\n").map(String.init) == receiver.received.compactMap { $0.headers["webhook-id"] }, "\(text)")
+        #expect(!receiver.received.isEmpty)
+    }
 }

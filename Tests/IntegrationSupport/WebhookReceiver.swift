@@ -16,12 +16,15 @@ final class WebhookReceiver: Sendable {
 
     let secret = WebhookSignature.Secret.generate()
     private let accepted = Mutex<[Delivery]>([])
+    private let requests = Mutex<[(headers: [String: String], body: Data)]>([])
     private let refused = Mutex(0)
     private let answer: @Sendable () -> HTTPResponse.Status
 
     init(answer: @escaping @Sendable () -> HTTPResponse.Status = { .noContent }) { self.answer = answer }
 
     var deliveries: [Delivery] { accepted.withLock { $0 } }
+    /// Every request accepted, as received: its headers (lowercased names) and body, for a library to verify.
+    var received: [(headers: [String: String], body: Data)] { requests.withLock { $0 } }
     var refusals: Int { refused.withLock { $0 } }
 
     /// What arrived, first copy of each `webhook-id` only, in arrival order.
@@ -48,6 +51,8 @@ final class WebhookReceiver: Sendable {
                 let data = object["data"] as? [String: Any], let account = data["accountId"] as? String
             else { return .badRequest }
             self.accepted.withLock { $0.append(Delivery(id: id, type: type, account: account, sequence: sequence)) }
+            let headers = Dictionary(request.headers.map { ($0.name.canonicalName, $0.value) }, uniquingKeysWith: { first, _ in first })
+            self.requests.withLock { $0.append((headers, body)) }
             return status
         }
         return router
