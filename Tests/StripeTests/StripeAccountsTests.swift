@@ -200,4 +200,37 @@ struct StripeAccountsTests {
             #expect(again.status == .ok, "\(String(buffer: again.body))")
         }
     }
+
+    @Test(
+        "someone else's checkout naming the account only in metadata (a gift, or an attacker) does not make their Stripe customer the account's: no portal over it, the account's own checkout is not prefilled with it, and its own customer is the portal's afterwards"
+    )
+    func giftedSubscriptionKeepsItsCustomer() async throws {
+        try await StripeWorld.run { world in
+            let victim = "gifted-\(UUID().uuidString.prefix(8).lowercased())"
+            let session = try world.fake.createSession(
+                priceId: "price_pro_monthly", mode: "subscription", account: nil,
+                extra: [("subscription_data[metadata][storekeeper_account_id]", victim)])
+            let paid = try world.fake.completeCheckout(session, at: StripeWorld.time(0))
+            let buyer = try #require(paid.customer)
+            for event in world.fake.events { _ = try await world.deliver(event.body) }
+            try await world.settle()
+            #expect(
+                try await world.http.getWithKey("/v1/accounts/\(victim)/status").answer(StatusAnswer.self).tier == "pro", "the gift is the account's")
+            let portal = try await world.post("/v1/accounts/\(victim)/stripe/portal", ["returnUrl": "https://app.example/account"])
+            #expect(try portal.status == .notFound && portal.answer(ErrorAnswer.self).error == "no_customer", "\(String(buffer: portal.body))")
+
+            let subscription = try #require(paid.subscription)
+            try world.fake.cancel(subscription, at: StripeWorld.time(1), atPeriodEnd: false)
+            for event in world.fake.events.dropFirst(world.fake.state.withLock { $0.delivered }) { _ = try await world.deliver(event.body) }
+            try await world.settle()
+            let own = try await world.buy("price_pro_monthly", account: victim, at: StripeWorld.time(2))
+            #expect(own.customer != buyer, "the account's own checkout is not the buyer's customer")
+            for event in world.fake.events { _ = try await world.deliver(event.body) }
+            try await world.settle()
+            let ownPortal = try await world.post("/v1/accounts/\(victim)/stripe/portal", ["returnUrl": "https://app.example/account"])
+            #expect(ownPortal.status == .ok, "\(String(buffer: ownPortal.body))")
+            let portals = world.fake.state.withLock { $0.requests.filter { $0.hasPrefix("POST /v1/billing_portal/sessions") } }
+            #expect(portals.count == 1, "\(portals)")
+        }
+    }
 }
