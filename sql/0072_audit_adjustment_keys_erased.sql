@@ -7,11 +7,15 @@
 -- subscription's, and keep the rule of sql/0031.
 --
 -- Online: functions replaced, and the entries of accounts erased before rewritten the same way (a few rows: the
--- adjustments of erased accounts), with the log's append-only trigger off for this file's transaction only.
+-- adjustments of erased accounts), with the log's append-only trigger off for this file's transaction only (inserts
+-- into the log wait for the file's commit). As every rewrite of the log, it leaves a record no statement of the app can
+-- remove: a row in `erasures` per pseudonym whose entries it changed, `erased_by` naming this file. An entry whose key
+-- was the id itself already reads the pseudonym (sql/0031's rule); the id is not known any more to hash it, and the
+-- pseudonym says nothing of the customer, so it stays.
 
 CREATE FUNCTION erased_operator_action_target(action text, target text, account text, pseudonym text) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$
-    SELECT CASE WHEN target = account THEN pseudonym WHEN action = 'credits.adjust' THEN md5(target) ELSE target END
+    SELECT CASE WHEN action = 'credits.adjust' THEN md5(target) WHEN target = account THEN pseudonym ELSE target END
 $$;
 
 CREATE OR REPLACE FUNCTION operator_actions_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -53,6 +57,11 @@ $$;
 
 -- Accounts erased before this file: their entries name the pseudonym; their adjustment keys are hashed now.
 ALTER TABLE operator_actions DISABLE TRIGGER operator_actions_no_change;
-UPDATE operator_actions SET target = md5(target)
-WHERE action = 'credits.adjust' AND target IS NOT NULL AND account_id IN (SELECT pseudonym FROM erased_accounts);
+WITH hashed AS (
+    UPDATE operator_actions SET target = md5(target)
+    WHERE action = 'credits.adjust' AND target IS NOT NULL AND target <> account_id
+        AND account_id IN (SELECT pseudonym FROM erased_accounts)
+    RETURNING account_id)
+INSERT INTO erasures (pseudonym, erased_at, erased_by)
+    SELECT DISTINCT account_id, now(), 'sql/0072 (adjustment keys hashed)' FROM hashed;
 ALTER TABLE operator_actions ENABLE TRIGGER operator_actions_no_change;

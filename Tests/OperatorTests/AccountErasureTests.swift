@@ -85,6 +85,11 @@ struct AccountErasureTests {
                     body: ByteBuffer(
                         string: #"{"meter": "ai_requests", "amount": 5, "reason": "goodwill", "idempotencyKey": "\#(adjustmentKey)"}"#))
                 #expect(adjusted.status == .created, "\(String(buffer: adjusted.body))")
+                // And a key that is the id itself.
+                let keyedById = try await client.execute(
+                    uri: "/admin/accounts/\(id)/credits", method: .post, headers: Self.admin,
+                    body: ByteBuffer(string: #"{"meter": "ai_requests", "amount": 1, "reason": "goodwill", "idempotencyKey": "\#(id)"}"#))
+                #expect(keyedById.status == .created, "\(String(buffer: keyedById.body))")
                 let unknownAnswer = try await client.getWithKey("/v1/accounts/never-seen-account/status")
                 // The whole answer is compared below, every member the server sends included: kept raw on purpose.
                 let unknownStatus = unknownAnswer.json
@@ -125,6 +130,14 @@ struct AccountErasureTests {
                     try await harness.count(
                         "SELECT count(*) FROM operator_actions WHERE action = 'credits.adjust' AND target = md5('\(adjustmentKey)') AND account_id = '\(pseudonym)'"
                     ) == 1, "the adjustment's key as the ledger keeps it")
+                #expect(
+                    try await harness.count(
+                        "SELECT count(*) FROM operator_actions WHERE action = 'credits.adjust' AND target = md5('\(id)') AND account_id = '\(pseudonym)'"
+                    )
+                        == 1, "a key that was the id: hashed as the ledger keeps it too")
+                #expect(
+                    try await harness.count("SELECT count(*) FROM credit_ledger WHERE operation_key LIKE '%' || md5('\(id)')") == 1,
+                    "the ledger's row of that key")
                 // The audit log no longer ties the id to the pseudonym; the erasure is in it by the id's digest.
                 #expect(
                     try await harness.count(

@@ -205,7 +205,7 @@ struct MigrationTests {
     }
 
     @Test(
-        "0072 hashes the adjustment keys of accounts erased before it in the audit log, as the ledger keeps them; other accounts' entries and other actions' targets stay as they were"
+        "0072 hashes the adjustment keys of accounts erased before it in the audit log, as the ledger keeps them, and records the rewrite in erasures; other accounts' entries, other actions' targets and a key that was the id (now the pseudonym) stay as they were"
     )
     func erasedAdjustmentKeys() async throws {
         let all = SchemaMigrator.defaultDirectory()
@@ -220,6 +220,8 @@ struct MigrationTests {
                 for (account, action, target) in [
                     ("pseudonym-1", "credits.adjust", "adj-alice-smith"), ("pseudonym-1", "grant.create", "grant-1"),
                     ("bob", "credits.adjust", "adj-bob"),
+                    // A key that was the id itself: sql/0031 wrote the pseudonym there, and the id is not known to hash.
+                    ("pseudonym-1", "credits.adjust", "pseudonym-1"),
                 ] {
                     try await client.query(
                         """
@@ -233,7 +235,15 @@ struct MigrationTests {
                     "SELECT account_id || ' ' || action || ' ' || target FROM operator_actions ORDER BY id", logger: TestDatabase.logger
                 ).decode(String.self) { targets.append(row) }
                 let hashed = Insecure.MD5.hash(data: Data("adj-alice-smith".utf8)).map { String(format: "%02x", $0) }.joined()
-                #expect(targets == ["pseudonym-1 credits.adjust \(hashed)", "pseudonym-1 grant.create grant-1", "bob credits.adjust adj-bob"])
+                #expect(
+                    targets == [
+                        "pseudonym-1 credits.adjust \(hashed)", "pseudonym-1 grant.create grant-1", "bob credits.adjust adj-bob",
+                        "pseudonym-1 credits.adjust pseudonym-1",
+                    ])
+                #expect(
+                    try await TestDatabase.count(
+                        client, "SELECT count(*) FROM erasures WHERE pseudonym = 'pseudonym-1' AND erased_by LIKE 'sql/0072%'") == 1,
+                    "the rewrite leaves its record")
                 await #expect(throws: (any Error).self, "the log is append-only again") {
                     try await client.query("UPDATE operator_actions SET target = 'x'", logger: TestDatabase.logger)
                 }

@@ -21,10 +21,33 @@ struct KeyRangeBackfill: Sendable {
     let logger: Logger
     var batch = 5000
 
-    /// Runs the backfill to its end; returns how many rows it changed.
+    /// Runs the backfill to its end; returns how many rows it changed. One connection, named as the migration's session
+    /// is (`storekeeper migrate`, so docs/operations.md's recipe for a killed `migrate` finds a batch still running) and
+    /// free of a role's `statement_timeout`, which would cut a batch of a large table short.
     @discardableResult
     func run() async throws -> Int {
-        let tables = try await client.query(
+        try await client.withConnection { connection in
+            try await connection.query("SET application_name = 'storekeeper migrate'", logger: logger)
+            try await connection.query("SET statement_timeout = 0", logger: logger)
+            do {
+                let changed = try await walk(on: connection)
+                try await reset(connection)
+                return changed
+            } catch {
+                try? await reset(connection)
+                guard let message = (error as? PSQLError)?.serverInfo?[.message] else { throw error }
+                throw PersistenceError(.migrationFailed, "backfill \(name) stopped (it resumes at the next migrate): \(message)")
+            }
+        }
+    }
+
+    private func reset(_ connection: PostgresConnection) async throws {
+        try await connection.query("RESET statement_timeout", logger: logger)
+        try await connection.query("RESET application_name", logger: logger)
+    }
+
+    private func walk(on connection: PostgresConnection) async throws -> Int {
+        let tables = try await connection.query(
             """
             SELECT to_regclass('storekeeper_backfills') IS NOT NULL, to_regclass('storekeeper_backfill_progress') IS NOT NULL
             """, logger: logger)
@@ -33,14 +56,18 @@ struct KeyRangeBackfill: Sendable {
             guard exists else { return 0 }
             recordsProgress = progress
         }
-        for try await isReady in try await client.query(ready, logger: logger).decode(Bool.self) where !isReady { return 0 }
-        let done = try await client.query("SELECT EXISTS (SELECT 1 FROM storekeeper_backfills WHERE name = \(name))", logger: logger)
-        for try await isDone in done.decode(Bool.self) where isDone { return 0 }
+        for try await isReady in try await connection.query(ready, logger: logger).decode(Bool.self) where !isReady { return 0 }
+        let done = try await connection.query("SELECT EXISTS (SELECT 1 FROM storekeeper_backfills WHERE name = \(name))", logger: logger)
+        for try await isDone in done.decode(Bool.self) where isDone {
+            // Another migrate, paused while this one ran, may have written its progress after the end was recorded.
+            if recordsProgress { try await forgetProgress(on: connection) }
+            return 0
+        }
         // Every key up to the one recorded was walked by the run that recorded it (or by one before it): a run reads
         // it before it starts and records only keys it walked itself from there, keeping the greatest.
         var after = ""
         if recordsProgress {
-            let recorded = try await client.query(
+            let recorded = try await connection.query(
                 "SELECT last_key FROM storekeeper_backfill_progress WHERE name = \(name)", logger: logger)
             for try await key in recorded.decode(String.self) { after = key }
             if !after.isEmpty { logger.notice("backfill resumed", metadata: ["backfill": "\(name)", "after": "\(after)"]) }
@@ -49,30 +76,34 @@ struct KeyRangeBackfill: Sendable {
         while true {
             // The next batch's last key: an index range of the primary key.
             var last: String?
-            for try await key in try await client.query(
+            for try await key in try await connection.query(
                 PostgresQuery(
                     unsafeSQL: """
                         SELECT max(\(key)) FROM (SELECT \(key) FROM \(self.table) WHERE \(key) > $1 ORDER BY \(key) LIMIT $2) AS keys
                         """, binds: try Self.binds(after, batch)), logger: logger
             ).decode(String?.self) { last = key }
             guard let last else { break }
-            for try await count in try await client.query(change(after, last), logger: logger).decode(Int.self) { changed += count }
+            for try await count in try await connection.query(change(after, last), logger: logger).decode(Int.self) { changed += count }
             after = last
             if recordsProgress {
-                try await client.query(
+                // Not once the end is recorded (by another migrate): the row would stay behind it.
+                try await connection.query(
                     """
-                    INSERT INTO storekeeper_backfill_progress AS progress (name, last_key, updated_at) VALUES (\(name), \(last), now())
+                    INSERT INTO storekeeper_backfill_progress AS progress (name, last_key, updated_at)
+                    SELECT \(name), \(last), now() WHERE NOT EXISTS (SELECT 1 FROM storekeeper_backfills WHERE name = \(name))
                     ON CONFLICT (name) DO UPDATE SET last_key = greatest(progress.last_key, EXCLUDED.last_key), updated_at = now()
                     """, logger: logger)
             }
         }
-        try await client.query(
+        try await connection.query(
             "INSERT INTO storekeeper_backfills (name, done_at) VALUES (\(name), now()) ON CONFLICT (name) DO NOTHING", logger: logger)
-        if recordsProgress {
-            try await client.query("DELETE FROM storekeeper_backfill_progress WHERE name = \(name)", logger: logger)
-        }
-        if changed > 0 { logger.notice("backfill done", metadata: ["backfill": "\(name)", "rows": "\(changed)"]) }
+        if recordsProgress { try await forgetProgress(on: connection) }
+        logger.notice("backfill done", metadata: ["backfill": "\(name)", "rows": "\(changed)"])
         return changed
+    }
+
+    private func forgetProgress(on connection: PostgresConnection) async throws {
+        try await connection.query("DELETE FROM storekeeper_backfill_progress WHERE name = \(name)", logger: logger)
     }
 
     private static func binds(_ after: String, _ batch: Int) throws -> PostgresBindings {
