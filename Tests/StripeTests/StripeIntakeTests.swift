@@ -52,7 +52,9 @@ struct StripeIntakeTests {
         #"{"id":"evt_huge_1","object":"event","created":5792185922704059392,"livemode":false,"type":"invoice.paid","data":{"object":{"id":"in_1","object":"invoice"}}}"#
             .utf8)
 
-    @Test("unsigned, wrongly signed, stale, malformed and oversized requests: 400, 401, 413, and nothing stored")
+    @Test(
+        "unsigned, wrongly signed, stale, malformed, too deeply nested and oversized requests: 400 (with the parser's reason), 401, 413, and nothing stored"
+    )
     func refused() async throws {
         try await StorekeeperHarness.run(worker: false, environment: ["STOREKEEPER_STRIPE_WEBHOOK_SECRETS": Self.secrets[1]]) { harness in
             try await harness.withHTTP { client in
@@ -74,6 +76,12 @@ struct StripeIntakeTests {
                     #expect(answer.status == expected, "\(label): \(answer.status)")
                     #expect((try? answer.answer(ErrorAnswer.self)) != nil, "\(label): \(String(buffer: answer.body))")
                 }
+                // Past a parser limit: the 400 says which (docs/security.md), as the Apple intake's does.
+                let deep = Array((String(repeating: "[", count: 70) + String(repeating: "]", count: 70)).utf8)
+                let nested = try await post(client, deep, header: signed(deep))
+                #expect(
+                    try nested.status == .badRequest && nested.answer(ErrorAnswer.self).message.contains("nesting deeper than 64") == true,
+                    "\(String(buffer: nested.body))")
                 let huge = [UInt8](repeating: 0x20, count: 600 * 1024)
                 let tooLarge = try await post(client, huge, header: signed(huge))
                 #expect(tooLarge.status == .contentTooLarge)

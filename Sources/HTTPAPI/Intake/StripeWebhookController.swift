@@ -40,7 +40,13 @@ struct StripeWebhookController: Sendable {
             case .noMatch, .outsideTolerance: throw APIError(.unauthorized, code: .verificationFailed, message: signature.message(for: error))
             }
         }
-        guard let event = try? PayloadDecoder().decode(StripeEventEnvelope.self, from: bytes) else {
+        let event: StripeEventEnvelope
+        do {
+            event = try PayloadDecoder().decode(StripeEventEnvelope.self, from: bytes)
+        } catch DecodingError.dataCorrupted(let context) where context.underlyingError is PayloadDecodingError {
+            // Not JSON, or past a parser limit (docs/security.md): the reason, as the Apple intake gives it.
+            throw APIError.badRequest("the body is \(context.debugDescription)")
+        } catch {
             throw APIError.badRequest(
                 "the body must be a Stripe event: {\"id\": \"evt_…\", \"object\": \"event\", \"type\", \"livemode\", \"created\", \"data\": {\"object\": {…}}}"
             )
