@@ -72,7 +72,7 @@ struct KeyRangeBackfill: Sendable {
             for try await key in recorded.decode(String.self) { after = key }
             if !after.isEmpty { logger.notice("backfill resumed", metadata: ["backfill": "\(name)", "after": "\(after)"]) }
         }
-        var changed = 0
+        var (changed, batches) = (0, 0)
         while true {
             // The next batch's last key: an index range of the primary key.
             var last: String?
@@ -83,6 +83,8 @@ struct KeyRangeBackfill: Sendable {
                         """, binds: try Self.binds(after, batch)), logger: logger
             ).decode(String?.self) { last = key }
             guard let last else { break }
+            if batches == 0, after.isEmpty { logger.notice("backfill running", metadata: ["backfill": "\(name)"]) }
+            batches += 1
             for try await count in try await connection.query(change(after, last), logger: logger).decode(Int.self) { changed += count }
             after = last
             if recordsProgress {
@@ -98,7 +100,8 @@ struct KeyRangeBackfill: Sendable {
         try await connection.query(
             "INSERT INTO storekeeper_backfills (name, done_at) VALUES (\(name), now()) ON CONFLICT (name) DO NOTHING", logger: logger)
         if recordsProgress { try await forgetProgress(on: connection) }
-        logger.notice("backfill done", metadata: ["backfill": "\(name)", "rows": "\(changed)"])
+        // Said when it walked something: a new install's empty tables say nothing.
+        if batches > 0 { logger.notice("backfill done", metadata: ["backfill": "\(name)", "rows": "\(changed)"]) }
         return changed
     }
 

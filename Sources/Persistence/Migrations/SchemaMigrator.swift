@@ -89,6 +89,8 @@ public struct SchemaMigrator: Sendable {
                 throw error
             }
         }
+        // Said before the backfills, which may run for minutes: a migrate stopped in one has said what it applied.
+        if let last = applied.last { logger.notice("migrations applied", metadata: ["count": "\(applied.count)", "last": "\(last)"]) }
         for backfill in [KeyRangeBackfill.subscriptionStores, KeyRangeBackfill.stripeEventEnvelopes] {
             try await backfill(client, logger).run()
         }
