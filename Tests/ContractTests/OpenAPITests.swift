@@ -273,17 +273,9 @@ struct OpenAPITests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let answersFile = folder.appendingPathComponent("answers.json")
         try JSONEncoder().encode(answers).write(to: answersFile)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-c", Self.validator, Self.file.path, answersFile.path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(text)")
-        #expect(text.contains("checked \(answers.count) answers"), "\(text)")
+        let (status, lines) = try await PythonScript.run(python, Self.validator, arguments: [Self.file.path, answersFile.path])
+        #expect(status == 0, "\(lines)")
+        #expect(lines.contains { $0.contains("checked \(answers.count) answers") }, "\(lines)")
     }
 
     /// Finds each answer's response in the document (exact status, then `4XX`-style ranges, then `default`), its

@@ -148,17 +148,9 @@ struct WebhookDeliveryTests {
                 event = hook.verify(base64.b64decode(request["body"]), request["headers"])
                 print(event["id"])
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-c", script, receiver.secret.encoded, file.path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(text)")
-        #expect(text.split(separator: "\n").map(String.init) == receiver.received.compactMap { $0.headers["webhook-id"] }, "\(text)")
+        let (status, lines) = try await PythonScript.run(python, script, arguments: [receiver.secret.encoded, file.path])
+        #expect(status == 0, "\(lines)")
+        #expect(lines == receiver.received.compactMap { $0.headers["webhook-id"] }, "\(lines)")
         #expect(!receiver.received.isEmpty)
     }
 }

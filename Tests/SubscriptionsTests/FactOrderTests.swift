@@ -110,6 +110,30 @@ struct FactOrderTests {
         #expect(refundEnds > 100)
     }
 
+    @Test(
+        "the owner is the newest ownership fact, and ownerClaimed says whether that is the app's claim: a purchase's token is not, a later claim is, a purchase under a new token after the claim is not"
+    )
+    func ownerClaimed() throws {
+        let day = factory.day
+        let subscribed = factory.event("SUBSCRIBED", "INITIAL_BUY", signedAt: factory.start)
+        var renewed = factory.event("DID_RENEW", signedAt: factory.start + 31 * day, period: 1)
+        renewed.transaction.signedDate = factory.start + 31 * day
+        let claimant = try #require(AccountID("a-claimant"))
+        var claimed = renewed.transaction
+        claimed.signedDate = factory.start + 40 * day
+        let claim = try #require(SubscriptionEvent(claimOf: claimed, by: claimant))
+        var resubscribed = factory.event("DID_RENEW", signedAt: factory.start + 62 * day, period: 2)
+        resubscribed.transaction.appAccountToken = UUID().uuidString.lowercased()
+        func owner(_ events: [SubscriptionEvent]) -> (String?, Bool?) {
+            let derivation = SubscriptionFacts(events: events).flatMap { Lifecycle.derive($0) }
+            return (derivation?.state.accountId?.text, derivation?.ownerClaimed)
+        }
+        #expect(owner([subscribed, renewed]) == (factory.account.uuidString.lowercased(), false))
+        #expect(owner([subscribed, renewed, claim]) == ("a-claimant", true))
+        let (after, claimedAfter) = owner([subscribed, renewed, claim, resubscribed])
+        #expect(after == resubscribed.transaction.appAccountToken && claimedAfter == false)
+    }
+
     @Test("a reversed refund leaves no refund end, and its facts still mention the revocation; a revoke mentions it too")
     func reversedRefundStillMentionsRevocation() {
         let day = factory.day
