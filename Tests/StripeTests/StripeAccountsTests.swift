@@ -218,6 +218,15 @@ struct StripeAccountsTests {
                 try await world.http.getWithKey("/v1/accounts/\(victim)/status").answer(StatusAnswer.self).tier == "pro", "the gift is the account's")
             let portal = try await world.post("/v1/accounts/\(victim)/stripe/portal", ["returnUrl": "https://app.example/account"])
             #expect(try portal.status == .notFound && portal.answer(ErrorAnswer.self).error == "no_customer", "\(String(buffer: portal.body))")
+            // Also before the gift's session is stored (its own event comes later, or never after `stripe sync`).
+            #expect(
+                try await world.harness.count(
+                    "WITH gone AS (DELETE FROM stripe_objects WHERE object = 'checkout.session' AND id = '\(session)' RETURNING 1) SELECT count(*) FROM gone"
+                ) == 1)
+            let unsessioned = try await world.post("/v1/accounts/\(victim)/stripe/portal", ["returnUrl": "https://app.example/account"])
+            #expect(
+                try unsessioned.status == .notFound && unsessioned.answer(ErrorAnswer.self).error == "no_customer",
+                "\(String(buffer: unsessioned.body))")
 
             let subscription = try #require(paid.subscription)
             try world.fake.cancel(subscription, at: StripeWorld.time(1), atPeriodEnd: false)

@@ -166,23 +166,24 @@ public struct StripeObjectStore: Sendable {
         try await connection.query("DELETE FROM stripe_links WHERE subscription_id = \(subscriptionId)", logger: logger)
     }
 
-    /// The Stripe customer of the account's newest Stripe subscription that the app itself said is the account's: by a
-    /// Checkout Session naming it (`client_reference_id`), by a link, or by metadata on a subscription no checkout made
-    /// (the app's backend created it) — what checkouts prefill and the billing portal opens. Metadata a checkout copied
-    /// is not enough: a web checkout may let its customer set it, and a subscription bought for the account by someone
-    /// else (a gift, or an attacker) would otherwise give that person's customer — their billing details, their portal
-    /// over the account's later purchases — to the account.
+    /// The Stripe customer the app itself gave the account — of its newest Checkout Session naming it
+    /// (`client_reference_id`, sql/0047's index), or of a subscription it linked — what checkouts prefill and the billing
+    /// portal opens. Never one of a subscription that is the account's by metadata alone: a web checkout may let its
+    /// customer set that, and a subscription bought for the account by someone else (a gift, or an attacker) would give
+    /// that person's customer — their billing details, their portal over the account's later purchases — to the account.
+    /// (A first version took metadata on a subscription no stored session names as the app's word, but a session is
+    /// stored only when its own event is processed, which may come later or, after `stripe sync`, never.)
     public func customer(ofAccount account: AccountID, on connection: PostgresConnection) async throws -> String? {
         let rows = try await connection.query(
             """
-            SELECT o.body->>'customer' FROM subscriptions s JOIN stripe_objects o ON o.id = s.original_transaction_id
-            WHERE s.account_id = \(account) AND o.object = 'subscription' AND o.body->>'customer' IS NOT NULL
-                AND (EXISTS (SELECT 1 FROM stripe_links l WHERE l.subscription_id = o.id AND l.account_id = \(account))
-                    OR EXISTS (SELECT 1 FROM stripe_objects c WHERE c.subscription_id = o.id AND c.object = 'checkout.session'
-                               AND c.body->>'client_reference_id' = \(account))
-                    OR (o.body->'metadata'->>'storekeeper_account_id' = \(account)
-                        AND NOT EXISTS (SELECT 1 FROM stripe_objects c WHERE c.subscription_id = o.id AND c.object = 'checkout.session')))
-            ORDER BY (o.body->>'created')::bigint DESC LIMIT 1
+            SELECT customer FROM (
+                SELECT c.body->>'customer' AS customer, (c.body->>'created')::bigint AS created FROM stripe_objects c
+                WHERE c.object = 'checkout.session' AND c.body->>'client_reference_id' = \(account.text) AND c.body->>'customer' IS NOT NULL
+                UNION ALL
+                SELECT o.body->>'customer', (o.body->>'created')::bigint FROM stripe_links l JOIN stripe_objects o ON o.id = l.subscription_id
+                WHERE l.account_id = \(account.text) AND o.object = 'subscription' AND o.body->>'customer' IS NOT NULL
+            ) AS given
+            ORDER BY created DESC NULLS LAST LIMIT 1
             """, logger: logger)
         for try await (customer) in rows.decode(String?.self) { return customer }
         return nil
