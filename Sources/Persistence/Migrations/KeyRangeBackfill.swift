@@ -27,23 +27,17 @@ struct KeyRangeBackfill: Sendable {
     @discardableResult
     func run() async throws -> Int {
         try await client.withConnection { connection in
-            try await connection.query("SET application_name = 'storekeeper migrate'", logger: logger)
-            try await connection.query("SET statement_timeout = 0", logger: logger)
+            try await MigrationSession.enter(connection, logger: logger)
             do {
                 let changed = try await walk(on: connection)
-                try await reset(connection)
+                try await MigrationSession.leave(connection, logger: logger)
                 return changed
             } catch {
-                try? await reset(connection)
+                try? await MigrationSession.leave(connection, logger: logger)
                 guard let message = (error as? PSQLError)?.serverInfo?[.message] else { throw error }
                 throw PersistenceError(.migrationFailed, "backfill \(name) stopped (it resumes at the next migrate): \(message)")
             }
         }
-    }
-
-    private func reset(_ connection: PostgresConnection) async throws {
-        try await connection.query("RESET statement_timeout", logger: logger)
-        try await connection.query("RESET application_name", logger: logger)
     }
 
     private func walk(on connection: PostgresConnection) async throws -> Int {

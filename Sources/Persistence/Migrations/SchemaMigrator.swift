@@ -74,10 +74,8 @@ public struct SchemaMigrator: Sendable {
         let applied = try await client.withConnection { connection in
             try await waitForTheMigrationLock(on: connection)
             do {
-                // Named, so that an operator (and a waiting migrator) can tell the migration's session apart; no role's
-                // statement_timeout cuts a concurrent index build short; every lock wait is bounded.
-                try await connection.query("SET application_name = 'storekeeper migrate'", logger: logger)
-                try await connection.query("SET statement_timeout = 0", logger: logger)
+                // Named and free of a role's statement_timeout (MigrationSession); every lock wait is bounded.
+                try await MigrationSession.enter(connection, logger: logger)
                 try await setLockTimeout(policy.lockTimeout, on: connection)
                 let names = try await applyPending(on: connection)
                 try await release(connection)
@@ -99,8 +97,7 @@ public struct SchemaMigrator: Sendable {
 
     private func release(_ connection: PostgresConnection) async throws {
         try await connection.query("RESET lock_timeout", logger: logger)
-        try await connection.query("RESET statement_timeout", logger: logger)
-        try await connection.query("RESET application_name", logger: logger)
+        try await MigrationSession.leave(connection, logger: logger)
         try await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
     }
 
