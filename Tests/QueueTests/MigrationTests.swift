@@ -220,6 +220,8 @@ struct MigrationTests {
                 for (account, action, target) in [
                     ("pseudonym-1", "credits.adjust", "adj-alice-smith"), ("pseudonym-1", "grant.create", "grant-1"),
                     ("bob", "credits.adjust", "adj-bob"),
+                    // Ids that are the erased pseudonym's neighbours (a prefix's extension, another case): not erased.
+                    ("pseudonym-10", "credits.adjust", "adj-ten"), ("PSEUDONYM-1", "credits.adjust", "adj-upper"),
                     // A key that was the id itself: sql/0031 wrote the pseudonym there, and the id is not known to hash.
                     ("pseudonym-1", "credits.adjust", "pseudonym-1"),
                 ] {
@@ -238,6 +240,7 @@ struct MigrationTests {
                 #expect(
                     targets == [
                         "pseudonym-1 credits.adjust \(hashed)", "pseudonym-1 grant.create grant-1", "bob credits.adjust adj-bob",
+                        "pseudonym-10 credits.adjust adj-ten", "PSEUDONYM-1 credits.adjust adj-upper",
                         "pseudonym-1 credits.adjust pseudonym-1",
                     ])
                 #expect(
