@@ -115,6 +115,51 @@ struct StripeErasureTests {
     }
 
     @Test(
+        "erasing an account whose id is also a price's (helper-138) leaves the purchases of that price's buyers byte for byte — session, payment, events — and a later refund of one still takes its credits back; a UUID id the app sent in capitals is erased from the account's own session"
+    )
+    func erasingAPriceNamedAccount() async throws {
+        try await StripeWorld.run(extra: ["STOREKEEPER_ADMIN_KEYS": AccountErasureTests.keys]) { world in
+            let buyer = "buyer-\(UUID().uuidString.prefix(6).lowercased())"
+            let now = Int64(Date().timeIntervalSince1970)
+            let session = try await world.buy("price_credits_100", account: buyer, at: now - 60)
+            // An account named as the price, and a UUID account whose session names it in capitals (an app's own).
+            let priceNamed = "price_credits_100"
+            _ = try await world.post("/v1/accounts/\(priceNamed)/usage", ["meter": "ai_requests", "amount": 1, "idempotencyKey": "k1"])
+            let uuid = UUID()
+            let capitals = try world.fake.createSession(
+                priceId: "price_pro_monthly", mode: "subscription", account: uuid.uuidString,
+                extra: [
+                    ("metadata[storekeeper_account_id]", uuid.uuidString), ("subscription_data[metadata][storekeeper_account_id]", uuid.uuidString),
+                ])
+            _ = try world.fake.completeCheckout(capitals, at: now - 50)
+            for event in world.fake.events { #expect(try await world.deliver(event.body).status == .ok) }
+            try await world.settle()
+            #expect(try await world.harness.count("SELECT count(*) FROM subscriptions WHERE account_id = '\(uuid.uuidString.lowercased())'") == 1)
+            let before = try await Self.rows(world)
+            for account in [priceNamed, uuid.uuidString.lowercased()] {
+                let answer = try await AccountErasureTests.requestErasure(of: account, client: world.http)
+                #expect(answer.status == .ok, "\(String(buffer: answer.body))")
+            }
+            let after = try await Self.rows(world)
+            let buyers = before.filter { $0.value.contains(buyer) }
+            #expect(buyers.count >= 2, "the buyer's session and events")
+            for (id, body) in buyers { #expect(after[id] == body, "\(id) changed: \(body) → \(after[id] ?? "gone")") }
+            #expect(
+                after.values.allSatisfy { !$0.uppercased().contains(uuid.uuidString) },
+                "the UUID account's id, in any case, is gone from Stripe's objects")
+            // The buyer's refund finds its purchase as before.
+            let intent = try #require(session.paymentIntent)
+            let delivered = world.fake.events.count
+            try world.fake.refund(paymentIntent: intent, at: now - 10)
+            for event in world.fake.events.dropFirst(delivered) { #expect(try await world.deliver(event.body).status == .ok) }
+            try await world.settle()
+            #expect(
+                try await world.harness.count(
+                    "SELECT count(*) FROM credit_ledger WHERE operation_key LIKE 'refund:\(intent):%' AND delta = -100") == 1)
+        }
+    }
+
+    @Test(
         "stripe_object_scrubbed (sql/0065): the id becomes the pseudonym at any depth, Stripe's contact fields go and every metadata keeps only Storekeeper's two keys, however deep (an invoice's parent.subscription_details, its lines, a session's collected_information, a dispute's evidence, receipt and invoice links); amounts, ids and other strings stay"
     )
     func scrubbedAtAnyDepth() async throws {
@@ -154,6 +199,38 @@ struct StripeErasureTests {
                     logger: TestDatabase.logger
                 ).decode((Bool, String).self).reduce(into: [(Bool, String)]()) { $0.append($1) }
                 #expect(equal.first?.0 == true, "\(equal.first?.1 ?? "no row")")
+            }
+        }
+    }
+
+    @Test(
+        "sql/0073: another account's object mentions an id only in a metadata value that is not a product's, and only that value becomes the pseudonym — not a price's equal id, not the product key; account_named reads a UUID in any case, any other id exactly"
+    )
+    func mentionsAreMetadataValues() async throws {
+        let session = """
+            {"id": "cs_2", "client_reference_id": "bob", "line_items": {"data": [{"price": {"id": "price_x"}}]}, "description": "price_x",
+             "metadata": {"storekeeper_account_id": "bob", "storekeeper_product_id": "price_x", "referrer": "price_x", "other": "price_xy"},
+             "parent": {"subscription_details": {"metadata": {"referrer": "price_x", "storekeeper_product_id": "price_x"}}}}
+            """
+        let expected = """
+            {"id": "cs_2", "client_reference_id": "bob", "line_items": {"data": [{"price": {"id": "price_x"}}]}, "description": "price_x",
+             "metadata": {"storekeeper_account_id": "bob", "storekeeper_product_id": "price_x", "referrer": "pseudo", "other": "price_xy"},
+             "parent": {"subscription_details": {"metadata": {"referrer": "pseudo", "storekeeper_product_id": "price_x"}}}}
+            """
+        let uuid = "bbbbbbbb-1111-2222-3333-444444444444"
+        try await TestDatabase.withMigratedClient(maximumConnections: 1) { client in
+            let checks: [PostgresQuery] = [
+                "SELECT stripe_metadata_mention_replaced(\(session)::jsonb, 'price_x', 'pseudo') = \(expected)::jsonb",
+                "SELECT NOT stripe_metadata_mentions('{\"storekeeper_product_id\": \"price_x\"}'::jsonb, 'price_x')",
+                "SELECT stripe_metadata_mentions('{\"storekeeper_product_id\": \"p\", \"ref\": \"price_x\"}'::jsonb, 'price_x')",
+                "SELECT NOT stripe_metadata_mentions('\"price_x\"'::jsonb, 'price_x') AND NOT stripe_metadata_mentions(NULL, 'price_x')",
+                "SELECT account_named(upper(\(uuid)), \(uuid)) AND account_named(\(uuid), \(uuid))",
+                "SELECT NOT account_named('PRICE_X', 'price_x') AND NOT account_named('price_x2', 'price_x') AND NOT account_named(\(uuid), 'x')",
+                "SELECT stripe_object_scrubbed(jsonb_build_object('client_reference_id', upper(\(uuid))), \(uuid), 'pseudo') = '{\"client_reference_id\": \"pseudo\"}'",
+            ]
+            for check in checks {
+                let holds = try await client.query(check, logger: TestDatabase.logger).decode(Bool.self).reduce(into: [Bool]()) { $0.append($1) }
+                #expect(holds == [true], "\(check.sql)")
             }
         }
     }

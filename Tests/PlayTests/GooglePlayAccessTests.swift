@@ -297,4 +297,32 @@ struct GooglePlayClaimTests {
             #expect(try await world.http.getWithKey("/v1/accounts/reused-1/status").answer(StatusAnswer.self).entitled == true)
         }
     }
+
+    @Test(
+        "erasing a UUID account the app named in capitals (sql/0073): its Play subscription, the read naming it and the chain go to the pseudonym, and no row keeps the id in any case"
+    )
+    func erasureOfACapitalizedUUID() async throws {
+        let admin = "ada:admin:admin-key-play-erasure-02"
+        try await GooglePlayWorld.run(extra: ["STOREKEEPER_ADMIN_KEYS": admin]) { world in
+            let uuid = UUID().uuidString
+            let (token, notification) = world.fake.buy(GooglePlayAccessTests.monthly, accountToken: uuid, at: world.clock.now)
+            try await GooglePlayAccessTests.deliver(world, notification)
+            try await eventually("the purchase to be applied") { world.fake.isAcknowledged(token) }
+            #expect(try await world.http.getWithKey("/v1/accounts/\(uuid.lowercased())/status").answer(StatusAnswer.self).entitled == true)
+            let erased = try await world.http.execute(
+                uri: "/admin/accounts/\(uuid.lowercased())/erase", method: .post,
+                headers: [.authorization: "Bearer admin-key-play-erasure-02", .contentType: "application/json"],
+                body: ByteBuffer(string: #"{"confirm": "\#(uuid.lowercased())"}"#))
+            #expect(erased.status == .ok, "\(String(buffer: erased.body))")
+            for table in ["google_subscriptions", "google_subscription_reads"] {
+                #expect(
+                    try await world.harness.count("SELECT count(*) FROM \(table) t WHERE strpos(upper(t::text), '\(uuid)') > 0") == 0,
+                    "\(table) keeps the id")
+                #expect(try await world.harness.count("SELECT count(*) FROM \(table)") > 0)
+            }
+            #expect(
+                try await world.harness.count(
+                    "SELECT count(*) FROM google_subscription_reads WHERE strpos(upper(convert_from(body, 'UTF8')), '\(uuid)') > 0") == 0)
+        }
+    }
 }

@@ -15,9 +15,9 @@ extension ErasedAccounts {
     /// names it, that no other account holds (a price the catalogue does not sell is filed without a holder); its
     /// one-time payments' charges and disputes (by PaymentIntent). Events go with their object, or with their
     /// subscription. Another account's objects are not scrubbed, though they share the Stripe customer (one person, two
-    /// accounts); in another account's Checkout Session or subscription whose metadata holds the id (a referral), the
-    /// subscription's other objects (an invoice copies its metadata) and their events, only that value becomes the
-    /// pseudonym.
+    /// accounts); in another account's Checkout Session or subscription whose metadata holds the id (a referral; not
+    /// `storekeeper_product_id`, a price's id), the subscription's other objects (an invoice copies its metadata) and their
+    /// events, only that value becomes the pseudonym. A UUID id is matched in any case (sql/0073).
     func scrubStripeObjects(of held: [String], from account: AccountID, to pseudonym: AccountID, on connection: PostgresConnection) async throws
         -> Int
     {
@@ -29,20 +29,23 @@ extension ErasedAccounts {
         for try await (kind, id) in try await connection.query(
             """
             WITH sessions AS (
-                SELECT id, subscription_id, body FROM stripe_objects WHERE object = 'checkout.session' AND body->>'client_reference_id' = \(from)
+                SELECT id, subscription_id, body FROM stripe_objects
+                WHERE object = 'checkout.session' AND account_named(body->>'client_reference_id', \(from))
                 UNION SELECT id, subscription_id, body FROM stripe_objects
-                WHERE object = 'checkout.session' AND body->'metadata'->>'storekeeper_account_id' = \(from) AND body->>'client_reference_id' IS NULL
+                WHERE object = 'checkout.session' AND account_named(body->'metadata'->>'storekeeper_account_id', \(from))
+                    AND body->>'client_reference_id' IS NULL
             ), unheld AS (
                 SELECT subscription FROM (
                     SELECT body->>'subscription' AS subscription FROM sessions
-                    UNION SELECT id FROM stripe_objects WHERE object = 'subscription' AND body->'metadata'->>'storekeeper_account_id' = \(from)
+                    UNION SELECT id FROM stripe_objects
+                    WHERE object = 'subscription' AND account_named(body->'metadata'->>'storekeeper_account_id', \(from))
                 ) AS named
                 -- Nobody else holds it (a row without an account is nobody's), and no session of it names another
                 -- account, which would come first (an unsold price's subscription of another's checkout).
                 WHERE subscription IS NOT NULL
                     AND NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.original_transaction_id = named.subscription AND s.account_id <> \(to))
                     AND NOT EXISTS (SELECT 1 FROM stripe_objects cs WHERE cs.subscription_id = named.subscription AND cs.object = 'checkout.session'
-                                    AND cs.body->>'client_reference_id' <> \(from))
+                                    AND NOT account_named(cs.body->>'client_reference_id', \(from)))
             ), holdings AS (
                 SELECT unnest(\(held)::text[]) AS subscription
                 UNION SELECT subscription_id FROM stripe_links WHERE account_id = \(to)
@@ -57,7 +60,7 @@ extension ErasedAccounts {
             ), mentions AS (
                 SELECT id, object FROM stripe_objects
                 WHERE object IN ('checkout.session', 'subscription') AND id NOT IN (SELECT id FROM owned)
-                    AND jsonb_path_exists(body->'metadata', '$.* ? (@ == $id)', jsonb_build_object('id', \(from)::text))
+                    AND stripe_metadata_mentions(body->'metadata', \(from))
             )
             SELECT 'owned', id FROM owned
             UNION ALL SELECT 'holding', subscription FROM holdings
@@ -68,9 +71,10 @@ extension ErasedAccounts {
             if let kind = Found(rawValue: kind) { found[kind, default: []].append(id) }
         }
         // Another account's session or subscription whose metadata holds the id (a referral), the invoices that copy a
-        // subscription's metadata, and their events: the id becomes the pseudonym, nothing else changes.
+        // subscription's metadata, and their events: such a metadata value becomes the pseudonym, nothing else changes
+        // (not a product's key, not a price whose id is the same text).
         _ = try await rewrite(
-            "jsonb_replace_string", objects: found[.mention] ?? [], subscriptions: found[.mentionedSubscription] ?? [],
+            "stripe_metadata_mention_replaced", objects: found[.mention] ?? [], subscriptions: found[.mentionedSubscription] ?? [],
             excluding: found[.owned] ?? [], from: from, to: to, on: connection)
         // Counted where something changed: an erasure repeated finds its objects scrubbed already (erased again, nothing
         // moved: `alreadyErased`).
@@ -86,7 +90,7 @@ extension ErasedAccounts {
         case owned, holding, mention, mentionedSubscription
     }
 
-    /// Rewrites with `function` — `stripe_object_scrubbed` (sql/0065) or `jsonb_replace_string` (sql/0031), each
+    /// Rewrites with `function` — `stripe_object_scrubbed` (sql/0065, sql/0073) or `stripe_metadata_mention_replaced` (sql/0073), each
     /// `(document, id, pseudonym)` — the objects `ids` and those of `subscriptions`, but not `excluding`, and the events
     /// of those objects and subscriptions (Stripe's JSON as received, bytes: rewritten as JSON), each where it changes;
     /// returns how many objects changed.

@@ -350,7 +350,8 @@ public struct ErasedAccounts: Sendable {
 extension ErasedAccounts {
     /// The account's Play claims, and the reads that name it as `obfuscatedExternalAccountId` (the app passed its own
     /// id) with what was derived from them, under the pseudonym. Only the reads of the chains it holds or named are
-    /// decoded: the others cannot name it.
+    /// decoded: the others cannot name it. A UUID id is matched in any case, as the app may have sent it
+    /// (`account_named`, sql/0073).
     public func moveGooglePlay(held: [String], from account: AccountID, to pseudonym: AccountID, on connection: PostgresConnection) async throws
         -> (claims: Int, reads: Int)
     {
@@ -360,29 +361,29 @@ extension ErasedAccounts {
             connection,
             """
             WITH chains AS (
-                SELECT unnest(tokens) AS token FROM google_subscriptions WHERE id = ANY(\(held)) OR account_token = \(from)
+                SELECT unnest(tokens) AS token FROM google_subscriptions WHERE id = ANY(\(held)) OR account_named(account_token, \(from))
             )
             UPDATE google_subscription_reads r
             SET body = convert_to(
                 jsonb_set(convert_from(r.body, 'UTF8')::jsonb, '{externalAccountIdentifiers,obfuscatedExternalAccountId}', to_jsonb(\(to)::text))::text,
                 'UTF8')
             WHERE r.purchase_token IN (SELECT token FROM chains)
-              AND convert_from(r.body, 'UTF8')::jsonb->'externalAccountIdentifiers'->>'obfuscatedExternalAccountId' = \(from)
+              AND account_named(convert_from(r.body, 'UTF8')::jsonb->'externalAccountIdentifiers'->>'obfuscatedExternalAccountId', \(from))
             """)
-        _ = try await count(connection, "UPDATE google_subscriptions SET account_token = \(to) WHERE account_token = \(from)")
+        _ = try await count(connection, "UPDATE google_subscriptions SET account_token = \(to) WHERE account_named(account_token, \(from))")
         // One-time products name the account at the top level of their read.
         let products = try await count(
             connection,
             """
-            UPDATE google_products SET account_token = CASE WHEN account_token = \(from) THEN \(to) ELSE account_token END,
-                body = CASE WHEN account_token = \(from) THEN convert_to(jsonb_set(
+            UPDATE google_products SET account_token = CASE WHEN account_named(account_token, \(from)) THEN \(to) ELSE account_token END,
+                body = CASE WHEN account_named(account_token, \(from)) THEN convert_to(jsonb_set(
                     convert_from(body, 'UTF8')::jsonb, '{obfuscatedExternalAccountId}', to_jsonb(\(to)::text))::text, 'UTF8') ELSE body END,
-                purchased_body = CASE WHEN purchased_account_token = \(from) THEN convert_to(jsonb_set(
+                purchased_body = CASE WHEN account_named(purchased_account_token, \(from)) THEN convert_to(jsonb_set(
                     convert_from(purchased_body, 'UTF8')::jsonb, '{obfuscatedExternalAccountId}', to_jsonb(\(to)::text))::text, 'UTF8')
                     ELSE purchased_body END,
-                purchased_account_token = CASE WHEN purchased_account_token = \(from) THEN \(to) ELSE purchased_account_token END
+                purchased_account_token = CASE WHEN account_named(purchased_account_token, \(from)) THEN \(to) ELSE purchased_account_token END
             -- The newest read names the account, or the granted read does (the app's id changed between them).
-            WHERE account_token = \(from) OR purchased_account_token = \(from)
+            WHERE account_named(account_token, \(from)) OR account_named(purchased_account_token, \(from))
             """)
         return (claims, reads + products)
     }
