@@ -34,11 +34,8 @@ public struct TopUpPurchase: Sendable {
         // The newest version is read under the account's lock (taken again below: it is the transaction's already).
         try await ledger.lockAccount(account, on: connection)
         let newest = try await history.newestVersion(of: transaction, on: connection)
-        let sale = TopUpCredits.Sale(
-            id: newest.transactionId, productId: newest.productId, quantity: Int64(max(newest.quantity ?? 1, 1)),
-            revoked: newest.revocationDate != nil)
         return try await record(
-            sale, ledgerKey: transaction.originalTransactionId, account: account, environment: newest.environment ?? .unknown,
+            TopUpCredits.Sale(newest), ledgerKey: transaction.originalTransactionId, account: account, environment: newest.environment ?? .unknown,
             refundReason: newest.revocationReason.map(String.init), now: now, cause: cause, on: connection)
     }
 

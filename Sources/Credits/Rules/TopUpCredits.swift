@@ -3,8 +3,8 @@ import Foundation
 import Subscriptions
 
 /// The credit rules of a consumable purchase: its top-up credits go to the account it was credited to (through its
-/// `appAccountToken` or a claim); a refund takes back what is left of them (never below zero), a reversal gives it
-/// back.
+/// `appAccountToken` or a claim); a refund takes back what is left of them (never below zero) — a prorated one its share
+/// of them — and a reversal gives it back.
 public enum TopUpCredits {
     /// One sale of a top-up product, in any store: its id (the App Store's transaction, Stripe's PaymentIntent), the
     /// product, how many, and whether it was taken back.
@@ -15,13 +15,30 @@ public enum TopUpCredits {
         public var revoked: Bool
         /// Units a quantity-based partial refund took back (Play's), while the sale itself stands.
         public var refundedQuantity: Int64
+        /// The share a prorated refund took back, in milli-percent below 100 % (the App Store's `revocationPercentage`
+        /// of a `REFUND_PRORATED`, "based on consumption data", of the whole quantity: 1 of 3 packs is about 33,333);
+        /// `nil`: a revoked sale is taken back whole.
+        public var refundedMilliPercent: Int32?
 
-        public init(id: String, productId: String, quantity: Int64, revoked: Bool, refundedQuantity: Int64 = 0) {
+        public init(
+            id: String, productId: String, quantity: Int64, revoked: Bool, refundedQuantity: Int64 = 0, refundedMilliPercent: Int32? = nil
+        ) {
             self.id = id
             self.productId = productId
             self.quantity = quantity
             self.revoked = revoked
             self.refundedQuantity = refundedQuantity
+            self.refundedMilliPercent = refundedMilliPercent
+        }
+
+        /// The sale an App Store transaction (its newest version) is.
+        public init(_ transaction: TransactionPayload) {
+            self.init(
+                id: transaction.transactionId, productId: transaction.productId, quantity: Int64(max(transaction.quantity ?? 1, 1)),
+                revoked: transaction.revocationDate != nil,
+                refundedMilliPercent: PaidPeriod.Revocation.isProrated(
+                    type: transaction.revocationType, milliPercent: transaction.revocationPercentage)
+                    ? transaction.revocationPercentage : nil)
         }
     }
 
@@ -29,10 +46,7 @@ public enum TopUpCredits {
     public static func operationsDue(
         _ transaction: TransactionPayload, account: AccountID, catalogue: TierCatalogue, ledger: LedgerSnapshot
     ) -> [LedgerOperation] {
-        let sale = Sale(
-            id: transaction.transactionId, productId: transaction.productId, quantity: Int64(max(transaction.quantity ?? 1, 1)),
-            revoked: transaction.revocationDate != nil)
-        return operationsDue(sale, account: account, catalogue: catalogue, ledger: ledger)
+        operationsDue(Sale(transaction), account: account, catalogue: catalogue, ledger: ledger)
     }
 
     /// The operations due for `sale` credited to `account`; empty when the product is not a top-up.
@@ -56,7 +70,9 @@ public enum TopUpCredits {
         let partial = min(max(sale.refundedQuantity, 0), max(sale.quantity, 1))
         let available = ledger.balance(of: bucket.key) + (ledger.isPosted(grantKey) ? 0 : granted)
         if sale.revoked, !ledger.isPosted(refundKey) {
-            operations += CreditClaims.takeBack(refundKey, bucket: bucket.key, owed: granted - taken, available: available, reason: "top-up refunded")
+            // A prorated refund owes its share, rounded up as a subscription's does (``Proration/clawback(granted:milliPercent:)``).
+            let owed = sale.refundedMilliPercent.map { Proration.clawback(granted: granted, milliPercent: $0) } ?? granted
+            operations += CreditClaims.takeBack(refundKey, bucket: bucket.key, owed: owed - taken, available: available, reason: "top-up refunded")
         } else if !sale.revoked, partial > 0, !ledger.isPosted("\(refundKey):q\(partial)") {
             // A partial refund takes its share of the units, less what earlier ones took, from what is left.
             operations += CreditClaims.takeBack(
