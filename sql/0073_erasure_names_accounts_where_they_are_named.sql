@@ -9,6 +9,8 @@
 -- purchase's `obfuscatedExternalAccountId` or a Checkout Session's `client_reference_id` in capitals survived the
 -- erasure of its account beside the pseudonym. account_named matches as AccountID does.
 --
+-- The account's own objects change only where they name it as their holder (stripe_object_scrubbed, below).
+--
 -- Online: functions only (stripe_object_scrubbed replaced in place).
 
 -- Whether `value` names `account` as AccountID reads ids: the same text, or, for a UUID (kept lowercased), the same UUID
@@ -48,18 +50,25 @@ BEGIN
 END
 $$;
 
--- The account's own objects: as sql/0065, the id in any case a UUID may be written in.
+-- The account's own objects: as sql/0065, but the id becomes the pseudonym only where Stripe's objects name their
+-- holder — a `client_reference_id` and `metadata.storekeeper_account_id`, at any depth, a UUID in any case — not every
+-- equal string: an account named `active`, `usd`, `paid` or as its own price, once erased, had its subscription's
+-- status, currency, a session's payment status or its price's id (and `storekeeper_product_id`) made the pseudonym,
+-- and `replay` then derived another state and its refunds found no product (helper-140). The app's other metadata keys
+-- go, as before, whatever they hold.
 CREATE OR REPLACE FUNCTION stripe_object_scrubbed(document jsonb, account text, pseudonym text) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
     CASE jsonb_typeof(document)
-    WHEN 'string' THEN
-        RETURN CASE WHEN account_named(document #>> '{}', account) THEN to_jsonb(pseudonym) ELSE document END;
     WHEN 'object' THEN
         RETURN coalesce((
             SELECT jsonb_object_agg(e.key, CASE
+                WHEN e.key = 'client_reference_id' AND jsonb_typeof(e.value) = 'string' AND account_named(e.value #>> '{}', account)
+                    THEN to_jsonb(pseudonym)
                 WHEN e.key = 'metadata' AND jsonb_typeof(e.value) = 'object' THEN coalesce((
-                    SELECT jsonb_object_agg(m.key, stripe_object_scrubbed(m.value, account, pseudonym)) FROM jsonb_each(e.value) AS m
-                    WHERE m.key IN ('storekeeper_account_id', 'storekeeper_product_id')), '{}'::jsonb)
+                    SELECT jsonb_object_agg(m.key, CASE
+                        WHEN m.key = 'storekeeper_account_id' AND jsonb_typeof(m.value) = 'string' AND account_named(m.value #>> '{}', account)
+                        THEN to_jsonb(pseudonym) ELSE m.value END)
+                    FROM jsonb_each(e.value) AS m WHERE m.key IN ('storekeeper_account_id', 'storekeeper_product_id')), '{}'::jsonb)
                 ELSE stripe_object_scrubbed(e.value, account, pseudonym) END)
             FROM jsonb_each(document) AS e
             WHERE e.key <> ALL (ARRAY['customer_email', 'customer_name', 'customer_phone', 'customer_address', 'customer_shipping',

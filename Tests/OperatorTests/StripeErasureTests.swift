@@ -115,7 +115,7 @@ struct StripeErasureTests {
     }
 
     @Test(
-        "erasing an account whose id is also a price's (helper-138) leaves the purchases of that price's buyers byte for byte — session, payment, events — and a later refund of one still takes its credits back; a UUID id the app sent in capitals is erased from the account's own session"
+        "erasing an account whose id is also a price's (helper-138) leaves the purchases of that price's buyers byte for byte — session, payment, events — and a later refund of one still takes its credits back; one named as a Stripe status keeps its own subscription's status and replay derives it as stored (helper-140); a UUID id the app sent in capitals is erased from the account's own session"
     )
     func erasingAPriceNamedAccount() async throws {
         try await StripeWorld.run(extra: ["STOREKEEPER_ADMIN_KEYS": AccountErasureTests.keys]) { world in
@@ -125,6 +125,9 @@ struct StripeErasureTests {
             // An account named as the price, and a UUID account whose session names it in capitals (an app's own).
             let priceNamed = "price_credits_100"
             _ = try await world.post("/v1/accounts/\(priceNamed)/usage", ["meter": "ai_requests", "amount": 1, "idempotencyKey": "k1"])
+            // An account named as a Stripe status, with a subscription of its own: erased, its objects keep their status.
+            let statusNamed = "active"
+            _ = try await world.buy("price_pro_monthly", account: statusNamed, at: now - 55)
             let uuid = UUID()
             let capitals = try world.fake.createSession(
                 priceId: "price_pro_monthly", mode: "subscription", account: uuid.uuidString,
@@ -136,7 +139,7 @@ struct StripeErasureTests {
             try await world.settle()
             #expect(try await world.harness.count("SELECT count(*) FROM subscriptions WHERE account_id = '\(uuid.uuidString.lowercased())'") == 1)
             let before = try await Self.rows(world)
-            for account in [priceNamed, uuid.uuidString.lowercased()] {
+            for account in [priceNamed, statusNamed, uuid.uuidString.lowercased()] {
                 let answer = try await AccountErasureTests.requestErasure(of: account, client: world.http)
                 #expect(answer.status == .ok, "\(String(buffer: answer.body))")
             }
@@ -147,6 +150,14 @@ struct StripeErasureTests {
             #expect(
                 after.values.allSatisfy { !$0.uppercased().contains(uuid.uuidString) },
                 "the UUID account's id, in any case, is gone from Stripe's objects")
+            // The status-named account's own subscription keeps Stripe's status, and every subscription derives as stored.
+            #expect(
+                try await world.harness.count(
+                    "SELECT count(*) FROM stripe_objects WHERE object = 'subscription' AND body->>'status' = 'active' AND body->'metadata'->>'storekeeper_account_id' <> 'active'"
+                ) == 2)
+            let keyed = ["DATABASE_URL": world.harness.databaseURL.urlString, "STOREKEEPER_ERASURE_KEY": StorekeeperHarness.erasureKey]
+            let (status, output) = try await TestProcess.run("storekeeper", ["replay", "--all"], environment: keyed)
+            #expect(status == 0 && output.components(separatedBy: "matches its stored facts").count - 1 == 2, "\(output)")
             // The buyer's refund finds its purchase as before.
             let intent = try #require(session.paymentIntent)
             let delivered = world.fake.events.count
@@ -160,7 +171,7 @@ struct StripeErasureTests {
     }
 
     @Test(
-        "stripe_object_scrubbed (sql/0065): the id becomes the pseudonym at any depth, Stripe's contact fields go and every metadata keeps only Storekeeper's two keys, however deep (an invoice's parent.subscription_details, its lines, a session's collected_information, a dispute's evidence, receipt and invoice links); amounts, ids and other strings stay"
+        "stripe_object_scrubbed (sql/0065, sql/0073): the id becomes the pseudonym where it names the holder (client_reference_id, metadata.storekeeper_account_id), at any depth; Stripe's contact fields go and every metadata keeps only Storekeeper's two keys, however deep (an invoice's parent.subscription_details, its lines, a session's collected_information, a dispute's evidence, receipt and invoice links); amounts, ids, a status or a price equal to the id, and other strings stay"
     )
     func scrubbedAtAnyDepth() async throws {
         // Shaped as Stripe sends an invoice and a completed session (API 2025-03-31.basil), the app's keys in metadata.
@@ -175,7 +186,8 @@ struct StripeErasureTests {
             {"id": "cs_1", "client_reference_id": "acct-a", "customer_details": {"email": "alice@example.com"},
              "collected_information": {"shipping_details": {"name": "Alice", "address": {"line1": "12 Rabbit Hole Lane"}}},
              "custom_fields": [{"key": "nickname", "text": {"value": "Ally"}}], "metadata": {"note": "acct-a", "storekeeper_account_id": "acct-a"},
-             "payment_intent": "pi_1", "amount_total": 999, "list": ["acct-a", "acct-ab", "x"]}
+             "payment_intent": "pi_1", "amount_total": 999, "list": ["acct-a", "acct-ab", "x"], "status": "acct-a",
+             "line_items": {"data": [{"price": {"id": "acct-a"}, "metadata": {"storekeeper_product_id": "acct-a"}}]}}
             """
         let expectedInvoice = """
             {"id": "in_1", "amount_paid": 999, "customer": "cus_1", "metadata": {},
@@ -184,7 +196,8 @@ struct StripeErasureTests {
             """
         let expectedSession = """
             {"id": "cs_1", "client_reference_id": "pseudo", "metadata": {"storekeeper_account_id": "pseudo"}, "payment_intent": "pi_1",
-             "amount_total": 999, "list": ["pseudo", "acct-ab", "x"]}
+             "amount_total": 999, "list": ["acct-a", "acct-ab", "x"], "status": "acct-a",
+             "line_items": {"data": [{"price": {"id": "acct-a"}, "metadata": {"storekeeper_product_id": "acct-a"}}]}}
             """
         let dispute = """
             {"id": "dp_1", "amount": 999, "charge": {"id": "ch_1", "receipt_url": "https://pay.stripe.com/receipts/x",

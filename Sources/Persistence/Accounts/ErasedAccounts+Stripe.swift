@@ -4,10 +4,12 @@ import Subscriptions
 
 // What erasure does to Stripe's stored objects and events: one use case, apart from the rest of ``ErasedAccounts``.
 extension ErasedAccounts {
-    /// Stripe's objects of the account and the events that carried them, scrubbed (`stripe_object_scrubbed`, sql/0065):
-    /// the id becomes the pseudonym wherever it is a whole string, Stripe's contact fields go and every `metadata` keeps
-    /// only the keys Storekeeper reads, at any depth (the app's own may say who the customer is;
-    /// `storekeeper_account_id` still names the holder, now the pseudonym, so `replay` derives the same one).
+    /// Stripe's objects of the account and the events that carried them, scrubbed (`stripe_object_scrubbed`, sql/0065,
+    /// sql/0073): the id becomes the pseudonym where it names the holder (`client_reference_id`,
+    /// `metadata.storekeeper_account_id`), not in Stripe's own fields however equal (a status, a currency, a price's
+    /// id); Stripe's contact fields go and every `metadata` keeps only the keys Storekeeper reads, at any depth (the
+    /// app's own may say who the customer is; `storekeeper_account_id`, now the pseudonym, lets `replay` derive the same
+    /// holder).
     ///
     /// The account's objects are those it is the holder of, by Storekeeper's own order (docs/stripe.md): the objects of
     /// the subscriptions it holds or held or an app linked to it; its Checkout Sessions (`client_reference_id`, else
