@@ -103,7 +103,8 @@ struct IdempotencyWindowTests {
                 #expect(try newHold.answer(CreditHoldAnswer.self).id != firstHold.id, "a new hold, not the first's answer")
 
                 // A window later the account is on Pro, whose exports are unlimited: the key spends nothing, and giving
-                // it back gives nothing — not the debits its earlier spends left under the plain keys.
+                // it back is refused as a spend that took nothing (409 not_spent, README) — it finds neither the debits
+                // its earlier spends left under the plain keys nor anything to record.
                 clock.set(Date().addingTimeInterval(93 * 86_400))
                 try await Self.runWindowJob(harness, "window-93")
                 let grant = try await CreditHoldTests.post(
@@ -115,8 +116,11 @@ struct IdempotencyWindowTests {
                 let before = try await harness.count("SELECT count(*) FROM credit_ledger")
                 let nothing = try await SpendReversalTests.reverse(
                     client, account, key: key.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
-                #expect(nothing.status == .ok, "\(String(buffer: nothing.body))")
-                #expect(try nothing.answer(SpendReversalAnswer.self).returned == 0)
+                #expect(
+                    try nothing.status == .conflict && nothing.answer(ErrorAnswer.self).error == "not_spent", "\(String(buffer: nothing.body))")
+                #expect(
+                    try await harness.count("SELECT count(*) FROM usage_requests WHERE account_id = '\(account)' AND reversed_at IS NOT NULL") == 0,
+                    "no reversal recorded")
                 #expect(try await harness.count("SELECT count(*) FROM credit_ledger") == before, "nothing posted")
             }
         }

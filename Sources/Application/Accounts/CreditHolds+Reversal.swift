@@ -18,6 +18,8 @@ extension CreditHolds {
         case notFound
         /// The spend was refused (402): nothing was taken.
         case notSpent(meter: String, amount: Int64)
+        /// The spend was of an unlimited meter: it took nothing from any bucket.
+        case unlimited(meter: String, amount: Int64)
         /// Asked more than ``reversalWindow`` after the spend.
         case windowPassed(spentAt: Date)
     }
@@ -34,6 +36,8 @@ extension CreditHolds {
             }
             if let done = spend.reversal { return .reversed(done, meter: spend.meter, amount: spend.amount) }
             guard spend.spent else { return .notSpent(meter: spend.meter, amount: spend.amount) }
+            // Its answer had no `remaining`: nothing was deducted, so nothing is given back (README's `not_spent`).
+            guard spend.counted else { return .unlimited(meter: spend.meter, amount: spend.amount) }
             guard now.timeIntervalSince(spend.spentAt) <= Self.reversalWindow else { return .windowPassed(spentAt: spend.spentAt) }
             // A counted spend without its debits would be "given back" nothing, for good: refuse instead (its debits
             // are found by the keys its answer names; see UsageRequests.debitKeyPrefix).

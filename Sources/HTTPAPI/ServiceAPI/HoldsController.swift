@@ -168,6 +168,9 @@ public struct HoldsController: Sendable {
             throw APIError(.notFound, code: .notFound, message: "no spend of account \(account.text) under idempotency key \(key)")
         case .notSpent(let meter, let amount):
             throw APIError(.conflict, code: .notSpent, message: "the spend of \(amount) \(meter) was refused: nothing was taken to give back")
+        case .unlimited(let meter, let amount):
+            throw APIError(
+                .conflict, code: .notSpent, message: "the spend of \(amount) \(meter) was of an unlimited meter: nothing was taken to give back")
         case .windowPassed(let spentAt):
             throw APIError(
                 .conflict, code: .reversalWindowPassed,
