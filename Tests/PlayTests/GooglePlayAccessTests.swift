@@ -309,6 +309,18 @@ struct GooglePlayClaimTests {
             try await GooglePlayAccessTests.deliver(world, notification)
             try await eventually("the purchase to be applied") { world.fake.isAcknowledged(token) }
             #expect(try await world.http.getWithKey("/v1/accounts/\(uuid.lowercased())/status").answer(StatusAnswer.self).entitled == true)
+            // Before it, the export holds every notification Google sent about the purchase (Article 15: what is held).
+            let export = try await world.http.execute(
+                uri: "/admin/accounts/\(uuid.lowercased())/export", method: .post,
+                headers: [.authorization: "Bearer admin-key-play-erasure-02", .contentType: "application/json"], body: ByteBuffer(string: "{}"))
+            #expect(export.status == .ok, "\(String(buffer: export.body))")
+            // `holdings` is open in the contract (the rows as stored): read raw on purpose.
+            let notifications = (export.json["holdings"] as? [String: Any])?["googlePlayNotifications"] as? [[String: Any]] ?? []
+            let exported = notifications.compactMap { $0["message_id"] as? String }.map { "'\($0)'" }.joined(separator: ", ")
+            let ofTheToken = "SELECT count(*) FROM google_notifications WHERE purchase_token = '\(token)'"
+            #expect(try await world.harness.count(ofTheToken) == notifications.count, "\(notifications)")
+            #expect(try await world.harness.count("\(ofTheToken) AND message_id IN (\(exported.isEmpty ? "NULL" : exported))") == notifications.count)
+            #expect(!notifications.isEmpty && notifications.allSatisfy { ($0["body"] as? [String: Any])?["packageName"] != nil })
             let erased = try await world.http.execute(
                 uri: "/admin/accounts/\(uuid.lowercased())/erase", method: .post,
                 headers: [.authorization: "Bearer admin-key-play-erasure-02", .contentType: "application/json"],

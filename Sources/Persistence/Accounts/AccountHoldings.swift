@@ -5,8 +5,9 @@ import Subscriptions
 /// Every row Storekeeper holds about an account, as one JSON object by kind (the account export's `holdings`): its
 /// subscriptions and their transactions, the notifications and claims about them (the signed parts left out), ends,
 /// entitlement sources, credit buckets and ledger, usage, holds, purchase intents, consent, refund requests, offer
-/// signatures, retention decisions, consent rescissions, Stripe links and objects, Google Play claims, reads and
-/// products, webhook deliveries and operator actions. Events are the event log's to read.
+/// signatures, retention decisions, consent rescissions, Stripe links, objects and the events Stripe sent about them
+/// (the erasure's rule, sql/0075), Google Play claims, reads, products and notifications, webhook deliveries and
+/// operator actions. Events are the event log's to read.
 public struct AccountHoldings: Sendable {
     let logger: Logger
 
@@ -19,7 +20,23 @@ public struct AccountHoldings: Sendable {
             WITH owned AS (SELECT original_transaction_id FROM subscriptions WHERE account_id = \(account.text)),
             buckets AS (
                 SELECT * FROM credit_buckets WHERE account_id = \(account.text)
-                UNION SELECT b.* FROM credit_buckets b JOIN owned o ON o.original_transaction_id = b.original_transaction_id)
+                UNION SELECT b.* FROM credit_buckets b JOIN owned o ON o.original_transaction_id = b.original_transaction_id),
+            -- Stripe's objects and events of the account: the erasure's rule (sql/0075), so what an export shows is what an
+            -- erasure scrubs.
+            stripe AS (
+                SELECT found, object_id FROM stripe_objects_of_account(\(account.text), \(account.text), ARRAY(
+                    SELECT original_transaction_id FROM owned
+                    UNION SELECT id FROM entitlement_sources WHERE account_id = \(account.text) AND kind = 'purchase'))),
+            play_chains AS (
+                SELECT g.* FROM google_subscriptions g
+                WHERE g.id IN (SELECT original_transaction_id FROM owned) OR g.tokens && (SELECT array_agg(original_transaction_id) FROM owned)),
+            play_products AS (
+                SELECT p.* FROM google_products p
+                WHERE p.account_token = \(account.text)
+                   OR coalesce(p.order_id, p.purchase_token) IN (SELECT id FROM entitlement_sources WHERE account_id = \(account.text))
+                   OR 'topup:' || coalesce(p.order_id, p.purchase_token) IN (
+                       SELECT l.operation_key FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket
+                       WHERE b.account_id = \(account.text) AND l.operation_key LIKE 'topup:%'))
             SELECT jsonb_build_object(
                 'subscriptions', (SELECT coalesce(jsonb_agg(to_jsonb(s)), '[]') FROM subscriptions s WHERE s.account_id = \(account.text)),
                 'transactions', (SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]') FROM subscription_transactions t JOIN owned USING (original_transaction_id)),
@@ -43,22 +60,25 @@ public struct AccountHoldings: Sendable {
                 'retentionDecisions', (SELECT coalesce(jsonb_agg(to_jsonb(r) ORDER BY r.decided_at), '[]') FROM retention_decisions r WHERE r.account_id = \(account.text)),
                 'consentRescissions', (SELECT coalesce(jsonb_agg(to_jsonb(c) ORDER BY c.rescinded_at), '[]') FROM consent_rescissions c WHERE c.account_id = \(account.text)),
                 'stripeLinks', (SELECT coalesce(jsonb_agg(to_jsonb(k)), '[]') FROM stripe_links k WHERE k.account_id = \(account.text)),
-                'stripeObjects', (SELECT coalesce(jsonb_agg(to_jsonb(o) ORDER BY o.read_at), '[]') FROM stripe_objects o JOIN owned ON o.subscription_id = owned.original_transaction_id),
+                'stripeObjects', (SELECT coalesce(jsonb_agg(to_jsonb(o) ORDER BY o.read_at, o.id), '[]') FROM stripe_objects o
+                                  WHERE o.id IN (SELECT object_id FROM stripe WHERE found = 'owned')),
+                'stripeEvents', (SELECT coalesce(jsonb_agg(to_jsonb(e) - 'body' || jsonb_build_object('body', convert_from(e.body, 'UTF8')::jsonb)
+                                                           ORDER BY e.created_at, e.id), '[]')
+                                 FROM stripe_events e
+                                 WHERE e.id IN (SELECT id FROM stripe_events WHERE object_id IN (SELECT object_id FROM stripe WHERE found = 'owned')
+                                                UNION SELECT id FROM stripe_events WHERE subscription_id IN (SELECT object_id FROM stripe WHERE found = 'holding'))),
                 'googlePlayClaims', (SELECT coalesce(jsonb_agg(to_jsonb(c)), '[]') FROM google_purchase_claims c WHERE c.account_id = \(account.text)),
-                'googlePlaySubscriptions', (SELECT coalesce(jsonb_agg(to_jsonb(g)), '[]') FROM google_subscriptions g
-                                            WHERE g.id IN (SELECT original_transaction_id FROM owned) OR g.tokens && (SELECT array_agg(original_transaction_id) FROM owned)),
+                'googlePlaySubscriptions', (SELECT coalesce(jsonb_agg(to_jsonb(g)), '[]') FROM play_chains g),
                 'googlePlayReads', (SELECT coalesce(jsonb_agg(jsonb_build_object('purchaseToken', r.purchase_token, 'readAt', r.read_at,
                                         'read', convert_from(r.body, 'UTF8')::jsonb) ORDER BY r.read_at), '[]')
-                                    FROM google_subscription_reads r JOIN google_subscriptions g ON r.purchase_token = ANY(g.tokens)
-                                    WHERE g.id IN (SELECT original_transaction_id FROM owned) OR g.tokens && (SELECT array_agg(original_transaction_id) FROM owned)),
+                                    FROM google_subscription_reads r JOIN play_chains g ON r.purchase_token = ANY(g.tokens)),
                 'googlePlayProducts', (SELECT coalesce(jsonb_agg(jsonb_build_object('purchaseToken', p.purchase_token, 'readAt', p.read_at,
                                            'read', convert_from(p.body, 'UTF8')::jsonb) ORDER BY p.read_at), '[]')
-                                       FROM google_products p
-                                       WHERE p.account_token = \(account.text)
-                                          OR coalesce(p.order_id, p.purchase_token) IN (SELECT id FROM entitlement_sources WHERE account_id = \(account.text))
-                                          OR 'topup:' || coalesce(p.order_id, p.purchase_token) IN (
-                                              SELECT l.operation_key FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket
-                                              WHERE b.account_id = \(account.text) AND l.operation_key LIKE 'topup:%')),
+                                       FROM play_products p),
+                'googlePlayNotifications', (SELECT coalesce(jsonb_agg(to_jsonb(n) - 'body' || jsonb_build_object('body', convert_from(n.body, 'UTF8')::jsonb)
+                                                                ORDER BY n.received_at, n.message_id), '[]')
+                                            FROM google_notifications n
+                                            WHERE n.purchase_token IN (SELECT unnest(tokens) FROM play_chains UNION SELECT purchase_token FROM play_products)),
                 'webhookDeliveries', (SELECT coalesce(jsonb_agg(to_jsonb(d)), '[]') FROM webhook_deliveries d WHERE d.account_id = \(account.text)),
                 'operatorActions', (SELECT coalesce(jsonb_agg(to_jsonb(a) ORDER BY a.id), '[]') FROM operator_actions a WHERE a.account_id = \(account.text))
             )::text

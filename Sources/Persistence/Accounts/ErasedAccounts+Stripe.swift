@@ -25,47 +25,17 @@ extension ErasedAccounts {
     {
         let (from, to) = (account.text, pseudonym.text)
         var found: [Found: [String]] = [:]
-        // The account's own are found by index (sql/0047's and sql/0066's on the id, stripe_objects_subscription; the
-        // metadata key is written out, as the index's expression has it); the mentions read every session and
-        // subscription (not the invoices, the bulk of the table).
+        // The account's own are `stripe_objects_of_account`'s (sql/0075, the export's too), found by index; the mentions
+        // read every session and subscription (not the invoices, the bulk of the table).
         for try await (kind, id) in try await connection.query(
             """
-            WITH sessions AS (
-                SELECT id, subscription_id, body FROM stripe_objects
-                WHERE object = 'checkout.session' AND account_named(body->>'client_reference_id', \(from))
-                UNION SELECT id, subscription_id, body FROM stripe_objects
-                WHERE object = 'checkout.session' AND account_named(body->'metadata'->>'storekeeper_account_id', \(from))
-                    AND body->>'client_reference_id' IS NULL
-            ), unheld AS (
-                SELECT subscription FROM (
-                    SELECT body->>'subscription' AS subscription FROM sessions
-                    UNION SELECT id FROM stripe_objects
-                    WHERE object = 'subscription' AND account_named(body->'metadata'->>'storekeeper_account_id', \(from))
-                ) AS named
-                -- Nobody else holds it (a row without an account is nobody's), and no session of it names another
-                -- account, which would come first (an unsold price's subscription of another's checkout).
-                WHERE subscription IS NOT NULL
-                    AND NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.original_transaction_id = named.subscription AND s.account_id <> \(to))
-                    AND NOT EXISTS (SELECT 1 FROM stripe_objects cs WHERE cs.subscription_id = named.subscription AND cs.object = 'checkout.session'
-                                    AND NOT account_named(cs.body->>'client_reference_id', \(from)))
-            ), holdings AS (
-                SELECT unnest(\(held)::text[]) AS subscription
-                UNION SELECT subscription_id FROM stripe_links WHERE account_id = \(to)
-                UNION SELECT subscription FROM unheld
-            ), owned AS (
-                SELECT id FROM sessions
-                UNION SELECT o.id FROM holdings JOIN stripe_objects o ON o.subscription_id = holdings.subscription
-                UNION SELECT o.id FROM sessions
-                    JOIN stripe_objects o ON o.body->>'payment_intent' = sessions.body->>'payment_intent' AND o.subscription_id IS NULL
-                        AND o.object IN ('charge', 'dispute')
-                WHERE sessions.subscription_id IS NULL AND sessions.body->>'payment_intent' IS NOT NULL
+            WITH own AS (SELECT found, object_id FROM stripe_objects_of_account(\(from), \(to), \(held)::text[])
             ), mentions AS (
                 SELECT id, object FROM stripe_objects
-                WHERE object IN ('checkout.session', 'subscription') AND id NOT IN (SELECT id FROM owned)
+                WHERE object IN ('checkout.session', 'subscription') AND id NOT IN (SELECT object_id FROM own WHERE found = 'owned')
                     AND stripe_metadata_mentions(body->'metadata', \(from))
             )
-            SELECT 'owned', id FROM owned
-            UNION ALL SELECT 'holding', subscription FROM holdings
+            SELECT found, object_id FROM own
             UNION ALL SELECT 'mention', id FROM mentions
             UNION ALL SELECT 'mentionedSubscription', id FROM mentions WHERE object = 'subscription'
             """, logger: logger
