@@ -58,10 +58,18 @@ extension AnalyticsRollups {
                    coalesce(sum(-l.delta) FILTER (WHERE l.reason IN ('usage', 'usage reversed')), 0)::bigint,
                    coalesce(sum(l.delta) FILTER (WHERE l.operation_key LIKE 'grant:%' AND b.kind <> 'topup' AND l.delta > 0), 0)::bigint,
                    count(*)
-            FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket
+            FROM (SELECT l.created_at, l.delta, l.reason, l.operation_key,
+                         -- A spend given back counts under the bucket it was spent from, whatever bucket the credits went
+                         -- back to (an upgrade's carry-over, a top-up): its use is undone where it was counted. A
+                         -- scalar look-up by the unique key, so only these rows read the ledger again.
+                         CASE WHEN l.reason = 'usage reversed' AND l.operation_key LIKE '%:reversed'
+                              THEN coalesce((SELECT d.bucket FROM credit_ledger d
+                                             WHERE d.operation_key = left(l.operation_key, -length(':reversed'))), l.bucket)
+                              ELSE l.bucket END AS bucket
+                  FROM credit_ledger l WHERE l.id > \(last) AND l.id <= \(upTo)) AS l
+            JOIN credit_buckets b ON b.key = l.bucket
             LEFT JOIN subscriptions s ON b.kind = 'cycle' AND s.original_transaction_id = b.original_transaction_id
             LEFT JOIN entitlement_sources e ON b.kind = 'entitlement' AND e.id = b.billing_period
-            WHERE l.id > \(last) AND l.id <= \(upTo)
             GROUP BY 1, 2, 3, 4
             """, logger: logger)
         var usage = AnalyticsContribution()
