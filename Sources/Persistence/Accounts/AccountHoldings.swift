@@ -1,9 +1,11 @@
+import Credits
 import Logging
 import PostgresNIO
 import Subscriptions
 
 /// Every row Storekeeper holds about an account, as one JSON object by kind (the account export's `holdings`): its
-/// subscriptions and their transactions, the notifications and claims about them (the signed parts left out), ends,
+/// subscriptions and their transactions, the notifications about them (the signed parts left out) and the claims and
+/// ends that are its or nobody's (another account's, of a subscription that moved, are that account's),
 /// entitlement sources, credit buckets and ledger, usage, holds, purchase intents, consent, refund requests, offer
 /// signatures, retention decisions, consent rescissions, Stripe links, objects and the events Stripe sent about them
 /// (the erasure's rule, sql/0075), Google Play claims, reads, products and notifications, webhook deliveries and
@@ -15,6 +17,10 @@ public struct AccountHoldings: Sendable {
 
     /// The object as JSON text; every list empty (and `consent` null) for an account nothing names.
     public func holdings(of account: AccountID, on connection: PostgresConnection) async throws -> String {
+        // The keys' own builders with an empty key: the exact prefix of the account's spends and adjustments.
+        let (spent, adjusted) = (
+            UsageRequests.spendKey(account: account, idempotencyKey: ""), CreditAdjustment.operationKey(account: account, key: "")
+        )
         let rows = try await connection.query(
             """
             WITH owned AS (SELECT original_transaction_id FROM subscriptions WHERE account_id = \(account.text)),
@@ -27,6 +33,16 @@ public struct AccountHoldings: Sendable {
                 SELECT found, object_id FROM stripe_objects_of_account(\(account.text), \(account.text), ARRAY(
                     SELECT original_transaction_id FROM owned
                     UNION SELECT id FROM entitlement_sources WHERE account_id = \(account.text) AND kind = 'purchase'))),
+            -- The rows of its buckets and its subscriptions', but another account's spends and adjustments there (a
+            -- subscription that came to it from another account holds the other's spends, keyed by the other's id and
+            -- key); and its own in a subscription it no longer holds (its spends before a transfer).
+            ledger AS (
+                SELECT l.* FROM credit_ledger l JOIN buckets b ON b.key = l.bucket
+                WHERE NOT (starts_with(l.operation_key, 'spend:') AND NOT starts_with(l.operation_key, \(spent)))
+                    AND NOT (starts_with(l.operation_key, 'adjust:') AND NOT starts_with(l.operation_key, \(adjusted)))
+                UNION SELECT l.* FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket
+                WHERE b.original_transaction_id IN (SELECT original_transaction_id FROM account_transfers WHERE from_account = \(account.text))
+                    AND (starts_with(l.operation_key, \(spent)) OR starts_with(l.operation_key, \(adjusted)))),
             play_chains AS (
                 SELECT g.* FROM google_subscriptions g
                 WHERE g.id IN (SELECT original_transaction_id FROM owned) OR g.tokens && (SELECT array_agg(original_transaction_id) FROM owned)),
@@ -44,12 +60,13 @@ public struct AccountHoldings: Sendable {
                                   FROM notifications n JOIN owned USING (original_transaction_id)),
                 'claimsAndServerSnapshots', (SELECT coalesce(jsonb_agg(to_jsonb(e) ORDER BY e.signed_date), '[]')
                                   FROM subscription_events e WHERE e.account_id = \(account.text)
-                                     OR e.original_transaction_id IN (SELECT original_transaction_id FROM owned)),
+                                     OR (e.account_id IS NULL AND e.original_transaction_id IN (SELECT original_transaction_id FROM owned))),
                 'archive', (SELECT coalesce(jsonb_agg(to_jsonb(a)), '[]') FROM subscription_archive a
-                            WHERE a.account_id = \(account.text) OR a.original_transaction_id IN (SELECT original_transaction_id FROM owned)),
+                            WHERE a.account_id = \(account.text)
+                               OR (a.account_id IS NULL AND a.original_transaction_id IN (SELECT original_transaction_id FROM owned))),
                 'entitlementSources', (SELECT coalesce(jsonb_agg(to_jsonb(e)), '[]') FROM entitlement_sources e WHERE e.account_id = \(account.text)),
                 'creditBuckets', (SELECT coalesce(jsonb_agg(to_jsonb(b)), '[]') FROM buckets b),
-                'creditLedger', (SELECT coalesce(jsonb_agg(to_jsonb(l) ORDER BY l.id), '[]') FROM credit_ledger l JOIN buckets b ON b.key = l.bucket),
+                'creditLedger', (SELECT coalesce(jsonb_agg(to_jsonb(l) ORDER BY l.id), '[]') FROM ledger l),
                 'usageRequests', (SELECT coalesce(jsonb_agg(to_jsonb(u)), '[]') FROM usage_requests u WHERE u.account_id = \(account.text)),
                 'lastSpendBeforeWindow', (SELECT to_jsonb(s) FROM account_last_spends s WHERE s.account_id = \(account.text)),
                 'creditHolds', (SELECT coalesce(jsonb_agg(to_jsonb(h) ORDER BY h.created_at), '[]') FROM credit_holds h WHERE h.account_id = \(account.text)),
