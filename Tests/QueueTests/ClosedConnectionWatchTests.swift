@@ -75,6 +75,34 @@ struct ClosedConnectionWatchTests {
         }
     }
 
+    @Test(
+        "a fenced transaction whose connection closes under it fails with ConnectionClosedError instead of hanging, as a commit group's BEGIN or COMMIT must (helper-143)"
+    )
+    func closedConnectionFailsFencedTransaction() async throws {
+        let watch = ClosedConnectionWatch(interval: .milliseconds(50))
+        let (never, keepOpen) = AsyncStream<Void>.makeStream()
+        defer { keepOpen.finish() }
+        try await withClient { client in
+            await #expect {
+                // A hang would fail the test as DeadlineExceeded, not stop it.
+                try await withDeadline(.seconds(10)) {
+                    try await client.withFencedTransaction(logger: TestDatabase.logger, watch: watch) { connection in
+                        try await connection.close()
+                        // Stands in for postgres-nio's lost answer to a statement written to the closed connection.
+                        for await _ in never {}
+                    }
+                }
+            } throws: { error in
+                error is ConnectionClosedError
+            }
+            // The pool hands out a working connection afterwards.
+            let rows = try await client.withFencedTransaction(logger: TestDatabase.logger) { connection in
+                try await connection.run(AddOne(value: 1), logger: TestDatabase.logger)
+            }
+            #expect(rows == [2])
+        }
+    }
+
     @Test("a statement whose backend the server terminates fails; the connection's next lease works")
     func terminatedBackendFails() async throws {
         try await withClient { client in

@@ -5,6 +5,7 @@ import Jobs
 import Logging
 import Persistence
 import PostgresNIO
+import StatementFencing
 import Subscriptions
 
 /// Holds of credits for work whose cost is known only at its end (a model call): `hold` takes the credits from the
@@ -76,7 +77,8 @@ public struct CreditHolds: Sendable {
         let statements = HoldGroup(ledger: ledger, store: store, events: events)
         let expiries = HoldExpirySchedule(queue: queue)
         let commit: @Sendable ([HoldWork]) async throws -> [HoldResult] = { works in
-            let (done, scheduled) = try await client.withTransaction(logger: logger) { connection in
+            // Fenced, as spends' groups are (a connection closed under BEGIN or COMMIT must not stop the group's loop).
+            let (done, scheduled) = try await client.withFencedTransaction(logger: logger) { connection in
                 let done = try await statements.run(works, on: connection)
                 return (done, try await expiries.schedule(done.expiries, on: connection))
             }

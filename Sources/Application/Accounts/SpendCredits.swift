@@ -5,6 +5,7 @@ import Jobs
 import Logging
 import Persistence
 import PostgresNIO
+import StatementFencing
 import Subscriptions
 
 /// Spending credits (`POST /v1/accounts/{id}/usage`). Concurrent spends share a transaction (a ``CommitGroup``): it
@@ -33,7 +34,8 @@ public struct SpendCredits: Sendable {
         let usageRequests = UsageRequests(logger: logger)
         let group = SpendGroup(ledger: ledger, usageRequests: usageRequests, events: events)
         self.group = CommitGroup(maximumBatch: 64, name: "spends", executor: executor) { spends in
-            try await client.withTransaction(logger: logger) { try await group.spend(spends, on: $0) }
+            // Fenced: a connection closed under the group's BEGIN or COMMIT fails it, not every later spend's wait.
+            try await client.withFencedTransaction(logger: logger) { try await group.spend(spends, on: $0) }
         }
         self.cache = cache
         self.readAhead = SpendReadAhead(client: client, usageRequests: usageRequests, logger: logger)
