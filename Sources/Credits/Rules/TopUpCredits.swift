@@ -60,34 +60,53 @@ public enum TopUpCredits {
             operations.append(
                 .post(LedgerEntry(operationKey: grantKey, bucket: bucket.key, delta: granted, reason: "top-up \(topUp.id)"), opening: bucket))
         }
-        let refundKey = "refund:\(sale.id):\(bucket.key)"
-        let reversalKey = "reversed:\(refundKey)"
-        // What refunds owed so far: the full refund's row and each partial refund's (`…:q<units>`). A take-back's row
-        // is all it owed; what it could not take is its claim (CreditClaims), paid when the credits come back.
-        let taken = ledger.entries.filter { $0.operationKey == refundKey || $0.operationKey.hasPrefix(refundKey + ":q") }.reduce(Int64(0)) {
-            $0 - $1.delta
+        // Each refund the sale has had since the last reversal is a generation of keys: the first `refund:<sale>:<bucket>`,
+        // those after a reversal `…:r<n>`, so a refund after a `REFUND_REVERSED` takes again (Apple's REFUND claws back
+        // whenever it comes; until 2026-12-07 the first refund's key stood and a second took nothing).
+        let firstKey = "refund:\(sale.id):\(bucket.key)"
+        var generation = 0
+        while ledger.isPosted("reversed:\(generationKey(firstKey, generation))") { generation += 1 }
+        let refundKey = generationKey(firstKey, generation)
+        // What this generation's refunds owed so far: the refund's row, the rows a larger share of it added (`…:o<owed>`)
+        // and each partial refund's (`…:q<units>`). A take-back's row is all it owed; what it could not take is its claim
+        // (CreditClaims), paid when the credits come back.
+        let takes = ledger.entries.filter {
+            $0.operationKey == refundKey || $0.operationKey.hasPrefix(refundKey + ":q") || $0.operationKey.hasPrefix(refundKey + ":o")
         }
+        let taken = takes.reduce(Int64(0)) { $0 - $1.delta }
         let partial = min(max(sale.refundedQuantity, 0), max(sale.quantity, 1))
         let available = ledger.balance(of: bucket.key) + (ledger.isPosted(grantKey) ? 0 : granted)
-        if sale.revoked, !ledger.isPosted(refundKey) {
-            // A prorated refund owes its share, rounded up as a subscription's does (``Proration/clawback(granted:milliPercent:)``).
+        if sale.revoked {
+            // A prorated refund owes its share, rounded up as a subscription's does (``Proration/clawback(granted:milliPercent:)``);
+            // a larger share or a full refund of the same sale later (its newest version) takes the difference.
             let owed = sale.refundedMilliPercent.map { Proration.clawback(granted: granted, milliPercent: $0) } ?? granted
-            operations += CreditClaims.takeBack(refundKey, bucket: bucket.key, owed: owed - taken, available: available, reason: "top-up refunded")
-        } else if !sale.revoked, partial > 0, !ledger.isPosted("\(refundKey):q\(partial)") {
+            let key = ledger.isPosted(refundKey) ? "\(refundKey):o\(owed)" : refundKey
+            if !ledger.isPosted(key) {
+                operations += CreditClaims.takeBack(key, bucket: bucket.key, owed: owed - taken, available: available, reason: "top-up refunded")
+            }
+        } else if partial > 0, !ledger.isPosted("\(refundKey):q\(partial)") {
             // A partial refund takes its share of the units, less what earlier ones took, from what is left.
             operations += CreditClaims.takeBack(
                 "\(refundKey):q\(partial)", bucket: bucket.key, owed: topUp.credits * partial - taken, available: available,
                 reason: "top-up partly refunded")
-        } else if !sale.revoked, ledger.isPosted(refundKey), !ledger.isPosted(reversalKey) {
-            // Every row of the refund undone — its take, its claim, what paid the claim — so the claim closes and the
+        } else if ledger.isPosted(refundKey), !ledger.isPosted("reversed:\(refundKey)") {
+            // Every row of the refund undone — its takes, their claims, what paid them — so the claims close and the
             // customer has back what the refund took, whenever the credits it claimed came back.
-            for row in CreditClaims.rows(of: refundKey, in: ledger) {
-                operations.append(
-                    .post(
-                        LedgerEntry(operationKey: "reversed:\(row.operationKey)", bucket: row.bucket, delta: -row.delta, reason: "refund reversed"),
-                        opening: nil))
+            for take in takes where !take.operationKey.hasPrefix(refundKey + ":q") {
+                for row in CreditClaims.rows(of: take.operationKey, in: ledger) {
+                    operations.append(
+                        .post(
+                            LedgerEntry(
+                                operationKey: "reversed:\(row.operationKey)", bucket: row.bucket, delta: -row.delta, reason: "refund reversed"),
+                            opening: nil))
+                }
             }
         }
         return operations
+    }
+
+    /// The key of a sale's refund after `generation` reversals: the first `refund:<sale>:<bucket>`, then `…:r<n>`.
+    static func generationKey(_ first: String, _ generation: Int) -> String {
+        generation == 0 ? first : "\(first):r\(generation)"
     }
 }
