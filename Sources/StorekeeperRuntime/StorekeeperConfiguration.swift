@@ -185,7 +185,7 @@ public struct StorekeeperConfiguration: Sendable {
 
         var databaseURL: DatabaseURL?
         if let text = value("DATABASE_URL") {
-            do { databaseURL = try DatabaseURL(parsing: text) } catch { problems.append(error.description) }
+            do { databaseURL = try DatabaseURL(parsing: text) } catch { problems += error.problems }
         } else if requiresDatabase {
             problems.append("DATABASE_URL is required (postgres://user:pass@host:port/db)")
         }

@@ -30,6 +30,8 @@ struct ConfigurationTests {
             #expect(text.contains(needle), "missing \(needle) in: \(text)")
         }
         #expect(!text.contains("\n"))
+        // Said once, at the start (helper-143: a bad DATABASE_URL repeated it).
+        #expect(text.hasPrefix("invalid configuration: ") && text.components(separatedBy: "invalid configuration").count == 2, "\(text)")
     }
 
     @Test("a read replica is a database URL like DATABASE_URL, named in the error when it is not one")
