@@ -31,6 +31,10 @@ public final class JobWorker: Service, Sendable {
         /// A job the database says this worker runs but the worker does not know of (a lost claim answer, an outcome
         /// not written while the database was away) is released after this long.
         public var orphanGrace: Duration = .seconds(30)
+        /// How long a graceful stop waits for the jobs in flight before it cancels them and releases them (runnable
+        /// again at once, the attempt counted): shorter than the process's own grace (30 s), so the release is written
+        /// while the database client still runs, not left to the rescue of a worker that stopped heartbeating.
+        public var shutdownGrace: Duration = .seconds(25)
         /// Called with the job's kind before every attempt, and after it once what the handler wrote is committed (or
         /// rolled back): a process that also serves reads keeps them from caching across the job's commit.
         public var beforeAttempt: (@Sendable (_ kind: String) -> Void)?
@@ -86,8 +90,10 @@ public final class JobWorker: Service, Sendable {
                 self.logger.info("worker stopping: no more claims, finishing the jobs in flight")
                 self.wakeUp.signal()
             }
-            // Claiming stopped: wait for in-flight jobs, write their completions, then end the background loops.
-            while !running.withLock({ $0.isEmpty }) && !Task.isCancelled {
+            // Claiming stopped: wait for in-flight jobs (up to the grace), write their completions, then end the
+            // background loops and cancel the jobs still running.
+            let giveUp = ContinuousClock.now + options.shutdownGrace
+            while !running.withLock({ $0.isEmpty }) && !Task.isCancelled && ContinuousClock.now < giveUp {
                 await wakeUp.wait(timeout: .milliseconds(100))
             }
             for _ in 0..<50 where !completions.isEmpty {
@@ -96,7 +102,16 @@ public final class JobWorker: Service, Sendable {
             }
             group.cancelAll()
         }
-        _ = try? await withDeadline(Self.databaseTimeout) { [queue, id] in try await queue.deregister(workerID: id) }
+        // Jobs cancelled at the grace's end could not record their outcome: they are released now, and the worker
+        // deregistered, from a task of its own (this one may be cancelled by then, which would start nothing).
+        let released = await Task { [queue, id] in
+            let released = try? await withDeadline(Self.databaseTimeout) { try await queue.releaseRunningJobs(of: id) }
+            _ = try? await withDeadline(Self.databaseTimeout) { try await queue.deregister(workerID: id) }
+            return released ?? 0
+        }.value
+        if released > 0 {
+            logger.warning("worker stopped with jobs unfinished; released them", metadata: ["jobs.released": "\(released)"])
+        }
         logger.info("worker stopped")
     }
 

@@ -18,6 +18,27 @@ extension PostgresJobQueue {
         try await client.query("DELETE FROM job_workers WHERE id = \(workerID)", logger: logger)
     }
 
+    /// Makes the jobs `workerID` still runs runnable again at once, recording the interrupted attempt (as a rescue
+    /// does; out of attempts they are `failed`): a worker stopping with jobs unfinished after its grace. Returns how
+    /// many it released.
+    @discardableResult
+    public func releaseRunningJobs(of workerID: UUID) async throws -> Int {
+        let rows = try await client.query(
+            """
+            UPDATE jobs SET
+                state = CASE WHEN attempt >= max_attempts THEN 'failed' ELSE 'available' END,
+                run_at = now(),
+                locked_by = NULL,
+                errors = errors || jsonb_build_array(jsonb_build_object(
+                    'attempt', attempt, 'at', now(), 'error', 'worker stopped before the job finished; released at shutdown'))
+            WHERE state = 'running' AND locked_by = \(workerID)
+            RETURNING id
+            """, logger: logger)
+        var released = 0
+        for try await _ in rows.decode(Int64.self) { released += 1 }
+        return released
+    }
+
     /// Makes the running jobs of workers whose heartbeat is older than `staleAfter` (or that are gone) runnable
     /// again, recording the lost attempt; jobs out of attempts become `failed`. Forgets stale workers. Returns how
     /// many jobs were rescued.

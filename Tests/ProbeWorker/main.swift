@@ -65,13 +65,12 @@ var logger = Logger(label: "probe-worker")
 logger.logLevel = .info
 let name = environment["PROBE_WORKER_NAME"] ?? "probe-\(getpid())"
 let client = PostgresClient(configuration: url.clientConfiguration(), backgroundLogger: logger)
+var options = JobWorker.Options(
+    concurrency: Int(environment["PROBE_CONCURRENCY"] ?? "") ?? 8, pollInterval: .milliseconds(200), retryPolicy: RetryPolicy(base: 0.05, cap: 0.2))
+if let grace = Int(environment["PROBE_SHUTDOWN_GRACE_MS"] ?? "") { options.shutdownGrace = .milliseconds(grace) }
 let worker = JobWorker(
-    queue: PostgresJobQueue(client: client, logger: logger),
-    handlers: [ProbeHandler(client: client, workerName: name, logger: logger)],
-    options: .init(
-        concurrency: Int(environment["PROBE_CONCURRENCY"] ?? "") ?? 8, pollInterval: .milliseconds(200),
-        retryPolicy: RetryPolicy(base: 0.05, cap: 0.2)),
-    logger: logger)
+    queue: PostgresJobQueue(client: client, logger: logger), handlers: [ProbeHandler(client: client, workerName: name, logger: logger)],
+    options: options, logger: logger)
 let group = ServiceGroup(
     configuration: .init(
         services: [.init(service: client), .init(service: worker)], gracefulShutdownSignals: [.sigterm, .sigint],

@@ -40,11 +40,11 @@ struct WorkerProcessTests {
         return 0
     }
 
-    static func startWorkers(_ count: Int, url: DatabaseURL) throws -> [TestProcess] {
+    static func startWorkers(_ count: Int, url: DatabaseURL, environment: [String: String] = [:]) throws -> [TestProcess] {
         try (0..<count).map { index in
             try TestProcess(
                 "storekeeper-probe-worker",
-                environment: ["DATABASE_URL": url.urlString, "PROBE_WORKER_NAME": "worker-\(index)"])
+                environment: ["DATABASE_URL": url.urlString, "PROBE_WORKER_NAME": "worker-\(index)"].merging(environment) { $1 })
         }
     }
 
@@ -137,6 +137,30 @@ struct WorkerProcessTests {
             #expect(try await Self.count(queue, "SELECT count(*) FROM job_history WHERE state = 'completed'") == 1)
             #expect(try await Self.count(queue, "SELECT count(*) FROM jobs WHERE state = 'available'") == 1)
             #expect(try await Self.count(queue, "SELECT count(*) FROM job_workers") == 0)
+        }
+    }
+
+    @Test(
+        "SIGTERM with a job that outlasts the grace: the worker cancels it, releases it (runnable at once, the attempt recorded), deregisters and exits 0 — no job left running under a worker that is gone (helper-143)"
+    )
+    func shutdownGraceReleases() async throws {
+        try await Self.withProbeDatabase { url, queue in
+            let workers = try Self.startWorkers(1, url: url, environment: ["PROBE_SHUTDOWN_GRACE_MS": "1000"])
+            _ = try await queue.client.withConnection {
+                try await queue.enqueue(try NewJob(kind: "probe", arguments: Probe(key: "long", milliseconds: 120_000)), on: $0)
+            }
+            try await eventually(timeout: .seconds(20), "the job to start") {
+                try await Self.count(queue, "SELECT count(*) FROM probe_runs") == 1
+            }
+            workers[0].signal(SIGTERM)
+            #expect(await workers[0].waitForExit(timeout: .seconds(20)) == 0)
+            #expect(try await Self.count(queue, "SELECT count(*) FROM jobs WHERE state = 'running'") == 0)
+            #expect(
+                try await Self.count(
+                    queue,
+                    "SELECT count(*) FROM jobs WHERE state = 'available' AND locked_by IS NULL AND errors::text LIKE '%released at shutdown%'") == 1)
+            #expect(try await Self.count(queue, "SELECT count(*) FROM job_workers") == 0)
+            #expect(workers[0].text.contains("released them"))
         }
     }
 
