@@ -77,7 +77,7 @@ public struct CreditHolds: Sendable {
         let statements = HoldGroup(ledger: ledger, store: store, events: events)
         let expiries = HoldExpirySchedule(queue: queue)
         let commit: @Sendable ([HoldWork]) async throws -> [HoldResult] = { works in
-            // Fenced, as spends' groups are (a connection closed under BEGIN or COMMIT must not stop the group's loop).
+            // Fenced, as spends' groups are: a connection closed under any statement must not stop the group's loop.
             let (done, scheduled) = try await client.withFencedTransaction(logger: logger) { connection in
                 let done = try await statements.run(works, on: connection)
                 return (done, try await expiries.schedule(done.expiries, on: connection))

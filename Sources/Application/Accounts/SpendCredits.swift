@@ -34,7 +34,8 @@ public struct SpendCredits: Sendable {
         let usageRequests = UsageRequests(logger: logger)
         let group = SpendGroup(ledger: ledger, usageRequests: usageRequests, events: events)
         self.group = CommitGroup(maximumBatch: 64, name: "spends", executor: executor) { spends in
-            // Fenced: a connection closed under the group's BEGIN or COMMIT fails it, not every later spend's wait.
+            // Fenced: a connection closed under any of the group's statements (BEGIN, COMMIT and the answers' write are plain
+            // queries) fails this group, not every later spend's wait.
             try await client.withFencedTransaction(logger: logger) { try await group.spend(spends, on: $0) }
         }
         self.cache = cache
