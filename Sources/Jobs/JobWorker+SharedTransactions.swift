@@ -35,7 +35,7 @@ extension JobWorker {
         for job in batch { options.beforeAttempt?(job.kind) }
         do {
             try await withDeadline(handler.timeout) { [queue, logger] in
-                try await queue.client.withTransaction(logger: logger) { connection in
+                try await queue.client.withFencedTransaction(logger: logger) { connection in
                     try await handler.run(executions, on: connection)
                 }
             }

@@ -43,7 +43,7 @@ extension PostgresJobQueue {
     @discardableResult
     public func enqueueDueSlots(of schedule: PeriodicSchedule, now: Date) async throws -> Int {
         let current = schedule.slot(containing: now)
-        return try await client.withTransaction(logger: logger) { connection in
+        return try await client.withFencedTransaction(logger: logger) { connection in
             // A new schedule starts with the current slot; it does not backfill history it never had.
             try await connection.query(
                 """

@@ -9,7 +9,7 @@ import StatementFencing
 ///
 /// ```swift
 /// let queue = PostgresJobQueue(client: client, logger: logger)
-/// try await client.withTransaction(logger: logger) { connection in
+/// try await client.withFencedTransaction(logger: logger) { connection in
 ///     try await store.insert(notification, on: connection)
 ///     try await queue.enqueue(NewJob(kind: "apply-notification", arguments: arguments), on: connection)
 /// }

@@ -8,7 +8,8 @@ extension PostgresClient {
     /// postgres-nio sends `BEGIN` and `COMMIT` as plain queries, which are not fenced; one written to a connection the
     /// database had just dropped never answered, and a commit group's loop (spends, holds) waited for it for good: every
     /// later spend of that process failed after its deadline until the process restarted (helper-143, a PostgreSQL
-    /// restart under load). Errors are postgres-nio's (`PostgresTransactionError`) otherwise.
+    /// restart under load). Every transaction of Storekeeper runs here. Errors are postgres-nio's
+    /// (`PostgresTransactionError`) otherwise, and a cancelled caller cancels the body's task.
     public func withFencedTransaction<Result: Sendable>(
         logger: Logger, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
@@ -19,8 +20,19 @@ extension PostgresClient {
         logger: Logger, watch: ClosedConnectionWatch, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         try await withConnection { connection in
-            try await watch.fence(connection) {
+            // The body runs in a task of its own, on the global executor, whose caller's cancellation (a job's
+            // deadline, a stopping worker) is passed on to it — the fence's own task would not reach it — so what the
+            // body awaits (an HTTP call inside a transaction, a sleep) is cancelled as it was unfenced. Not on the
+            // connection's event loop, where the fence runs single statements: bodies that called an actor there
+            // (Stripe's rate limiter, Google's token cache) crashed the process with a corrupted heap, reproducibly
+            // in the Stripe and Play test suites.
+            let transaction = Task {
                 try await connection.withTransaction(logger: logger) { try await body($0) }
+            }
+            return try await withTaskCancellationHandler {
+                try await watch.fence(connection) { try await transaction.value }
+            } onCancel: {
+                transaction.cancel()
             }
         }
     }

@@ -8,6 +8,24 @@ extension DatabaseURL {
     /// deadline and then says only that the database did not answer, so a command that cannot reach it asks once more
     /// on a connection of its own for the reason an operator can act on.
     public func connectionFailure(logger: Logger) async -> String? {
+        switch await login(logger: logger) {
+        case .accepted: nil
+        case .refused(let reason), .unreached(let reason): reason
+        }
+    }
+
+    /// What a login with this URL's settings met: accepted; refused for a reason no retry changes (a password or role
+    /// the server refuses, a database that does not exist, TLS it cannot give); or a server not reached (down, starting
+    /// up, a network away), which may answer later.
+    public enum LoginOutcome: Sendable, Equatable {
+        case accepted
+        case refused(String)
+        case unreached(String)
+    }
+
+    /// Opens one connection of its own (not the pool's, which retries for good and says only that nothing answered in
+    /// time) and says how the server met it.
+    public func login(logger: Logger) async -> LoginOutcome {
         let tls: PostgresConnection.Configuration.TLS
         do {
             switch tlsMode {
@@ -16,7 +34,7 @@ extension DatabaseURL {
             case .require: tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
             }
         } catch {
-            return "TLS could not be set up: \(error)"
+            return .refused("TLS could not be set up: \(error)")
         }
         var configuration =
             socketDirectory.map {
@@ -28,13 +46,21 @@ extension DatabaseURL {
         do {
             let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
             try? await connection.close()
-            return nil
+            return .accepted
         } catch let error as PSQLError {
-            if let message = error.serverInfo?[.message] { return message }
-            if let underlying = error.underlying { return "\(underlying)" }
-            return "\(error.code)"
+            if error.code == .sslUnsupported { return .refused("the server does not offer TLS, which sslmode=require asks for") }
+            guard let message = error.serverInfo?[.message] else { return .unreached(error.underlying.map { "\($0)" } ?? "\(error.code)") }
+            return Self.refusesForGood(sqlState: error.serverInfo?[.sqlState]) ? .refused(message) : .unreached(message)
         } catch {
-            return "\(error)"
+            return .unreached("\(error)")
         }
+    }
+
+    /// Class 28 (invalid authorization: a password refused, a role that does not exist, no pg_hba.conf entry) and
+    /// 3D000 (the database does not exist) stay so until someone changes a setting. Others — 57P03 "the database
+    /// system is starting up", 53300 too many connections — pass.
+    static func refusesForGood(sqlState: String?) -> Bool {
+        guard let sqlState else { return false }
+        return sqlState.hasPrefix("28") || sqlState == "3D000"
     }
 }

@@ -20,6 +20,8 @@ import X509
 /// tests and benchmarks pick the services they need.
 public struct StorekeeperComponents: Sendable {
     public let configuration: StorekeeperConfiguration
+    /// The database this process uses: `DATABASE_URL`, or the one `dev` or a test started.
+    public let databaseURL: DatabaseURL
     public let client: PostgresClient
     /// `STOREKEEPER_REPLICA_URL`'s pool: status reads that miss the cache, when the replica has replayed far enough.
     public let replica: PostgresClient?
@@ -97,6 +99,7 @@ public struct StorekeeperComponents: Sendable {
             throw ConfigurationError(problems: ["DATABASE_URL is required"])
         }
         self.configuration = configuration
+        self.databaseURL = url
         // Operators are named at start-up: an entry that split at a comma inside a key shows up as an extra admin.
         if !configuration.adminKeys.isEmpty {
             logger.info(

@@ -29,6 +29,8 @@ public enum StorekeeperProcess {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: DatabasePoolService(running: await components.client.startRunning(), logger: logger)),
             .init(service: ConnectionBudgetCheck(client: components.client, pool: components.configuration.databaseConnections, logger: logger)),
+            // A login the database refuses for good ends the process with the reason; one not answered yet is waited for.
+            .init(service: DatabaseLoginCheck(url: components.databaseURL, logger: logger), failureTerminationBehavior: .gracefullyShutdownGroup),
         ]
         // The erasure key, checked at start and while the process runs; a key that differs ends the process gracefully
         // (its answers and jobs in flight finish), with the reason.

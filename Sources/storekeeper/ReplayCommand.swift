@@ -109,7 +109,8 @@ struct ReplayCommand: AsyncParsableCommand {
                 let play = GooglePlaySubscriptions(
                     client: client, play: nil, writer: writer, queue: queue, catalogue: catalogue, erased: erased, clock: { now }, logger: logger)
                 @Sendable func replay(_ id: String) async throws -> Replayed {
-                    let (derived, isPlay) = try await client.withTransaction(logger: logger) { connection -> (SubscriptionWriter.Outcome?, Bool) in
+                    let (derived, isPlay) = try await client.withFencedTransaction(logger: logger) {
+                        connection -> (SubscriptionWriter.Outcome?, Bool) in
                         // A Play subscription's facts are the reads of its token chain (no call is made here). Its store is
                         // read before any lock (it never changes): Play's derivation locks the chain's tokens before the
                         // subscription, as a notification's does, so taking the subscription's lock first could deadlock.

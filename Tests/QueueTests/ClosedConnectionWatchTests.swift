@@ -103,6 +103,32 @@ struct ClosedConnectionWatchTests {
         }
     }
 
+    @Test(
+        "a fenced transaction's caller, cancelled, cancels what the body awaits, as an unfenced transaction's caller does: a job's deadline still stops an HTTP call made inside its transaction"
+    )
+    func cancelledCallerCancelsFencedBody() async throws {
+        let (opened, signal) = AsyncStream<Void>.makeStream()
+        try await withClient { client in
+            let started = ContinuousClock.now
+            let call = Task {
+                try await client.withFencedTransaction(logger: TestDatabase.logger) { connection in
+                    _ = try await connection.run(AddOne(value: 1), logger: TestDatabase.logger)
+                    signal.yield()
+                    // Stands in for a slow call inside the transaction; it ends early only when cancelled.
+                    try await Task.sleep(for: .seconds(60))
+                }
+            }
+            for await _ in opened { break }
+            call.cancel()
+            await #expect {
+                try await call.value
+            } throws: { error in
+                (error as? PostgresTransactionError)?.closureError is CancellationError
+            }
+            #expect(ContinuousClock.now - started < .seconds(30))
+        }
+    }
+
     @Test("a statement whose backend the server terminates fails; the connection's next lease works")
     func terminatedBackendFails() async throws {
         try await withClient { client in

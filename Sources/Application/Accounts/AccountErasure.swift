@@ -74,7 +74,7 @@ public struct AccountErasure: Sendable {
             // every writer of an account takes its own (an apply for the pseudonym counts on nothing of its owner
             // changing without it, sql/0054) — both in byte order, as spends and transfers take theirs.
             let known = try await client.withConnection { try await erased.pseudonym(of: account, on: $0) }
-            outcome = try await client.withTransaction(logger: logger) { connection -> Outcome? in
+            outcome = try await client.withFencedTransaction(logger: logger) { connection -> Outcome? in
                 for id in Set([account] + [known].compactMap { $0 }).sorted() { try await credits.lockAccount(id, on: connection) }
                 let before = try await erased.pseudonym(of: account, on: connection)
                 // Erased meanwhile by another operator: its pseudonym, locked now.

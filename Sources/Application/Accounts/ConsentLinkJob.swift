@@ -29,7 +29,7 @@ public struct ConsentLinkJob: JobHandler {
         // Without events there is nobody to tell: a link made here would be marked done and never sent.
         guard let recorder else { return }
         let now = clock()
-        let linked = try await client.withTransaction(logger: logger) { connection in
+        let linked = try await client.withFencedTransaction(logger: logger) { connection in
             let linked = try await ConsentRescissions(logger: logger).linkPending(now: now, on: connection)
             let drafts = linked.compactMap(\.event)
             if !drafts.isEmpty { try await recorder.record(drafts, now: now, on: connection) }

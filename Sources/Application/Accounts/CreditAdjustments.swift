@@ -36,7 +36,7 @@ public struct CreditAdjustments: Sendable {
         // moment (one cached by a claim's answer just before, say) would show the credits before the adjustment.
         defer { cache?.invalidate(account) }
         // The transaction wraps what its body throws: a refusal comes out of it as a value.
-        let result = try await client.withTransaction(logger: logger) { connection -> Result<Outcome, CreditAdjustment.Refusal> in
+        let result = try await client.withFencedTransaction(logger: logger) { connection -> Result<Outcome, CreditAdjustment.Refusal> in
             try await credits.lockAccount(account, on: connection)
             let ledger = try await credits.snapshot(ofSubscription: "adjust:\(account.text)", account: account, now: now, on: connection)
             let operations: [LedgerOperation]

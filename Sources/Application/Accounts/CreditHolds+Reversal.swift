@@ -29,7 +29,7 @@ extension CreditHolds {
     /// transaction.
     public func reverseSpend(of account: AccountID, idempotencyKey: String, now: Date) async throws -> ReversalAnswer {
         defer { cache?.invalidate(account) }
-        return try await client.withTransaction(logger: logger) { connection in
+        return try await client.withFencedTransaction(logger: logger) { connection in
             try await ledger.lockAccount(account, on: connection)
             guard let spend = try await usageRequests.spendToReverse(of: account, idempotencyKey: idempotencyKey, on: connection) else {
                 return .notFound

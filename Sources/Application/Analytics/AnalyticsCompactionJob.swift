@@ -36,7 +36,7 @@ public struct AnalyticsCompactionJob: JobHandler {
         let started = ContinuousClock.now
         var more = true
         while more && ContinuousClock.now - started < Self.runFor {
-            let (usage, folded, left) = try await client.withTransaction(logger: logger) { connection in
+            let (usage, folded, left) = try await client.withFencedTransaction(logger: logger) { connection in
                 let usage = try await rollups.rollUpUsage(
                     before: cutoff, limit: Self.ledgerRowsPerTransaction, tier: { Self.tier(of: $0, catalogue: catalogue) }, on: connection)
                 let folded = try await rollups.compact(limit: Self.differencesPerTransaction, on: connection)

@@ -68,7 +68,7 @@ public struct SubscriptionClaims: Sendable {
         guard let event = SubscriptionEvent(claimOf: transaction, by: account) else {
             if let purchases, purchases.sells(transaction.productId) {
                 // A one-time purchase stays with the first account that had it.
-                return try await client.withTransaction(logger: logger) { connection in
+                return try await client.withFencedTransaction(logger: logger) { connection in
                     let cause = EventCause(notificationType: SubscriptionEvent.clientTransactionType, transactionId: transaction.transactionId)
                     let owner = try await purchases.record(
                         transaction, notificationType: nil, signedDate: nil, account: account, now: now, cause: cause, on: connection)
@@ -77,7 +77,7 @@ public struct SubscriptionClaims: Sendable {
                 }
             }
             guard credits.catalogue.topUp(ofProduct: transaction.productId) != nil else { return .notASubscription }
-            _ = try await client.withTransaction(logger: logger) { connection in
+            _ = try await client.withFencedTransaction(logger: logger) { connection in
                 try await TopUpPurchase(ledger: credits, events: events, logger: logger).record(
                     transaction, account: account, now: now,
                     cause: EventCause(notificationType: SubscriptionEvent.clientTransactionType, transactionId: transaction.transactionId),
@@ -85,7 +85,7 @@ public struct SubscriptionClaims: Sendable {
             }
             return .toppedUp
         }
-        return try await client.withTransaction(logger: logger) { connection in
+        return try await client.withFencedTransaction(logger: logger) { connection in
             let current = try await subscriptions.lockedSubscription(transaction.originalTransactionId, on: connection)
             // Under `transfer` the stored claim is the newest ownership fact: deriving moves the subscription and
             // records the transfer.

@@ -83,7 +83,7 @@ public struct OperatorGrants: Sendable {
         let record = EntitlementRecord(
             id: UUID().lowercasedText, kind: .grant, store: .operatorGrant, tier: request.tier, startsAt: now,
             endsAt: request.endsAt.map(Self.milliseconds), reason: request.reason, createdBy: request.createdBy)
-        let stored = try await client.withTransaction(logger: logger) { connection in
+        let stored = try await client.withFencedTransaction(logger: logger) { connection in
             try await credits.lockAccount(account, on: connection)
             let stored = try await sources.insertGrant(record, account: account, requestKey: request.idempotencyKey, on: connection)
             if stored.inserted { try await settlement.settle(record, account: account, now: now, cause: Self.cause(record), on: connection) }
@@ -105,7 +105,8 @@ public struct OperatorGrants: Sendable {
     /// that had ended already is returned as it was.
     public func end(_ id: String, now: Date) async throws -> (record: EntitlementRecord, account: AccountID?, ended: Bool)? {
         let now = Self.milliseconds(now)
-        let result: (record: EntitlementRecord, account: AccountID?, ended: Bool)? = try await client.withTransaction(logger: logger) { connection in
+        let result: (record: EntitlementRecord, account: AccountID?, ended: Bool)? = try await client.withFencedTransaction(logger: logger) {
+            connection in
             guard let (_, owner) = try await sources.source(id, on: connection) else { return nil }
             if let owner { try await credits.lockAccount(owner, on: connection) }
             guard let ((record, account), ended) = try await sources.endGrant(id, at: now, on: connection) else { return nil }

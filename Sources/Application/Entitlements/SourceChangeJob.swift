@@ -39,7 +39,7 @@ public struct SourceChangeJob: JobHandler {
 
     public func run(_ execution: JobExecution) async throws {
         let arguments = try execution.job.decodeArguments(as: Arguments.self)
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.withFencedTransaction(logger: logger) { connection in
             if let account = try await sources.source(arguments.sourceId, on: connection)?.account {
                 try await credits.lockAccount(account, on: connection)
                 // Read again under the lock: an operator may have ended it meanwhile.

@@ -61,7 +61,7 @@ public struct EventHistory: Sendable {
     /// Puts the event's deliveries (to every endpoint, or one) back to pending with a fresh schedule and wakes them;
     /// returns the endpoints (empty when the event has no delivery), `nil` when there is no such event.
     public func redeliver(_ id: UUID, endpoint: String? = nil) async throws -> [String]? {
-        try await client.withTransaction(logger: Logger(label: "storekeeper.events")) { connection in
+        try await client.withFencedTransaction(logger: Logger(label: "storekeeper.events")) { connection in
             guard try await log.event(id, on: connection) != nil else { return nil }
             let woken = try await deliveries.redeliver(event: id, endpoint: endpoint, on: connection)
             try await queue.enqueue(try woken.map { try WebhookDeliveryJob.job(.init(endpoint: $0.endpoint, account: $0.account)) }, on: connection)

@@ -86,7 +86,7 @@ public struct WebhookDeliveryJob: JobHandler {
             let failures = delivery.attempts + 1
             let next = attempt.delivered ? nil : schedule.nextAttempt(afterFailedAttempts: failures, at: now)
             let state: WebhookDeliveries.State = attempt.delivered ? .delivered : next == nil ? .failed : .pending
-            try await client.withTransaction(logger: logger) { connection in
+            try await client.withFencedTransaction(logger: logger) { connection in
                 try await deliveries.record(attempt.log, event: event.id, on: connection)
                 try await deliveries.settle(endpoint: endpoint.name, event: event.id, state: state, nextAttemptAt: next, at: now, on: connection)
             }
@@ -105,7 +105,7 @@ public struct WebhookDeliveryJob: JobHandler {
             }
         }
         // More than a batch is pending: the next run goes on after the jobs that were waiting meanwhile.
-        _ = try await client.withTransaction(logger: logger) { connection in
+        _ = try await client.withFencedTransaction(logger: logger) { connection in
             try await queue.enqueue(try Self.job(Arguments(endpoint: arguments.endpoint, account: arguments.account)), on: connection)
         }
     }
@@ -116,7 +116,7 @@ public struct WebhookDeliveryJob: JobHandler {
     private func waitForRetry(_ arguments: Arguments, due: Date) async throws {
         let runAt = Date().addingTimeInterval(max(0, due.timeIntervalSince(clock())))
         if arguments.retry == true { throw JobFailure.snooze(until: runAt) }
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.withFencedTransaction(logger: logger) { connection in
             var retry = arguments
             retry.retry = true
             try await queue.enqueue(try Self.job(retry, runAt: runAt), on: connection)

@@ -71,7 +71,7 @@ public struct GoogleAcknowledgeJob: JobHandler {
         let token = arguments.purchaseToken
         switch await Self.acknowledge(arguments, with: play) {
         case .success:
-            try await client.withTransaction(logger: logger) { connection in
+            try await client.withFencedTransaction(logger: logger) { connection in
                 try await store.recordAcknowledgement(token, at: clock(), error: nil, on: connection)
                 try await execution.complete(on: connection)
             }
@@ -92,7 +92,7 @@ public struct GoogleAcknowledgeJob: JobHandler {
                 try await client.withConnection { try await store.recordAcknowledgement(token, at: nil, error: "\(error)", on: $0) }
                 throw JobFailure.discard("Play refused the acknowledgement: \(error)")
             }
-            try await client.withTransaction(logger: logger) { connection in
+            try await client.withFencedTransaction(logger: logger) { connection in
                 try await store.recordAcknowledgement(token, at: clock(), error: "\(error)", on: connection)
                 try await execution.complete(on: connection)
             }

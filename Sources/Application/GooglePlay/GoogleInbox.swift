@@ -41,7 +41,7 @@ public struct GoogleInbox: Sendable {
 
     public func accept(_ push: PubSubPush, notification: DeveloperNotification) async throws -> Outcome {
         guard notification.packageName == packageName else { return .ignored }
-        return try await client.withTransaction(logger: logger) { connection in
+        return try await client.withFencedTransaction(logger: logger) { connection in
             guard try await notifications.insert(push, notification: notification, on: connection) else { return .duplicate }
             let job = try NewJob(
                 kind: Self.jobKind, arguments: JobArguments(messageId: push.messageId), uniqueKey: "google-notification:\(push.messageId)",

@@ -98,17 +98,17 @@ public struct GoogleNotificationJob: JobHandler {
                 readAgain = { [products] in _ = try await products.refresh(token, using: play, cause: cause, also: finishingVoided) }
             }
             if let readAgain {
-                _ = try await client.withTransaction(logger: logger) { connection in
+                _ = try await client.withFencedTransaction(logger: logger) { connection in
                     try await refunds.recordVoided(voided, productType: productType, seenVia: "notification", cause: cause, on: connection)
                 }
                 return try await readAgain()
             }
-            try await client.withTransaction(logger: logger) { connection in
+            try await client.withFencedTransaction(logger: logger) { connection in
                 try await refunds.recordVoided(voided, productType: productType, seenVia: "notification", cause: cause, on: connection)
                 try await finishing(connection, Outcome.voided.rawValue)
             }
         case .pendingRefundReview(let reviewToken, let orderId, let reason):
-            try await client.withTransaction(logger: logger) { connection in
+            try await client.withFencedTransaction(logger: logger) { connection in
                 let opened = try await refunds.openReview(
                     reviewToken: reviewToken, orderId: orderId, refundReason: reason, messageId: messageId,
                     requestedAt: stored.occurredAt, on: connection)
@@ -121,7 +121,7 @@ public struct GoogleNotificationJob: JobHandler {
     private func finish(_ messageId: String, _ outcome: Outcome, _ execution: JobExecution, filing notification: DeveloperNotification? = nil)
         async throws
     {
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.withFencedTransaction(logger: logger) { connection in
             if let notification { try await notifications.recordToken(notification, messageId: messageId, on: connection) }
             try await notifications.markProcessed(messageId, outcome: outcome.rawValue, on: connection)
             try await execution.complete(on: connection)

@@ -53,8 +53,8 @@ public struct GooglePlayProducts: Sendable {
     /// completes there); `beforeDeriving` runs there first (a claim records itself). What is worth a retry throws.
     public func refresh(
         _ token: String, using play: GooglePlayClient, cause: EventCause,
-        beforeDeriving: @Sendable (PostgresConnection) async throws -> Void = { _ in },
-        also: @Sendable (PostgresConnection, GooglePlaySubscriptions.Outcome) async throws -> Void = { _, _ in }
+        beforeDeriving: @escaping @Sendable (PostgresConnection) async throws -> Void = { _ in },
+        also: @escaping @Sendable (PostgresConnection, GooglePlaySubscriptions.Outcome) async throws -> Void = { _, _ in }
     ) async throws -> GooglePlaySubscriptions.Outcome {
         let requestedAt = clock()
         let answer: (purchase: ProductPurchaseV2, body: [UInt8])
@@ -63,10 +63,10 @@ public struct GooglePlayProducts: Sendable {
         case .failure(let error):
             guard let outcome = GooglePlaySubscriptions.Outcome(failedRead: error) else { throw error }
             if outcome == .refused { logger.warning("Play refused to read a product token", metadata: ["google.error": "\(error)"]) }
-            try await client.withTransaction(logger: logger) { try await also($0, outcome) }
+            try await client.withFencedTransaction(logger: logger) { try await also($0, outcome) }
             return outcome
         }
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.withFencedTransaction(logger: logger) { connection in
             try await reads.lock([token], on: connection)
             try await store.save(
                 PlayProductRead(purchaseToken: token, readAt: requestedAt, purchase: answer.purchase), body: answer.body, on: connection)

@@ -76,8 +76,8 @@ public struct GooglePlaySubscriptions: Sendable {
     /// retry — Google or the network away after the client's own retries — throws.
     public func refresh(
         _ token: String, using play: GooglePlayClient, cause: EventCause? = nil,
-        beforeDeriving: @Sendable (PostgresConnection, [String]) async throws -> Void = { _, _ in },
-        also: @Sendable (PostgresConnection, Outcome) async throws -> Void = { _, _ in }
+        beforeDeriving: @escaping @Sendable (PostgresConnection, [String]) async throws -> Void = { _, _ in },
+        also: @escaping @Sendable (PostgresConnection, Outcome) async throws -> Void = { _, _ in }
     ) async throws -> Outcome {
         // Stamped when asked, not when answered: of two reads in flight, the one asked later saw the later state,
         // whichever answer arrived first.
@@ -88,13 +88,13 @@ public struct GooglePlaySubscriptions: Sendable {
         case .failure(let error):
             guard let outcome = Outcome(failedRead: error) else { throw error }
             if outcome == .refused { logger.warning("Play refused to read a token", metadata: ["google.error": "\(error)"]) }
-            try await client.withTransaction(logger: logger) { try await also($0, outcome) }
+            try await client.withFencedTransaction(logger: logger) { try await also($0, outcome) }
             return outcome
         }
         let read = PlaySubscriptionRead(purchaseToken: token, readAt: requestedAt, purchase: answer.purchase)
         for attempt in 1... {
             do {
-                try await client.withTransaction(logger: logger) { connection in
+                try await client.withFencedTransaction(logger: logger) { connection in
                     try await reads.insert(read, body: answer.body, on: connection)
                     let chain = try await lockedChain(of: token, on: connection)
                     try await beforeDeriving(connection, chain)

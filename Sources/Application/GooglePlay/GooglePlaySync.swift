@@ -50,7 +50,7 @@ public struct GooglePlaySync: Sendable {
             let batch: [(token: String, kind: String)]
             if let given {
                 batch = Array(given.dropFirst(done).prefix(500)).map { ($0, "unknown") }
-                try await client.withTransaction(logger: logger) { connection in
+                try await client.withFencedTransaction(logger: logger) { connection in
                     for (token, _) in batch { try await tokens.fileToken(token, kind: "unknown", source: "storekeeper google sync", on: connection) }
                 }
             } else {

@@ -107,7 +107,7 @@ public struct GoogleRefunds: Sendable {
                 let cause = EventCause(
                     eventId: "voided:\(voided.orderId)", notificationType: "google_play.voided_purchases",
                     originalTransactionId: voided.purchaseToken, signedDate: voided.voidedAt)
-                if try await client.withTransaction(
+                if try await client.withFencedTransaction(
                     logger: logger, { try await recordVoided(voided, productType: nil, seenVia: "list", cause: cause, on: $0) })
                 {
                     report.recorded += 1

@@ -55,7 +55,7 @@ public struct ApplyNotificationJob: TransactionalJobHandler {
     }
 
     public func run(_ execution: JobExecution) async throws {
-        try await client.withTransaction(logger: logger) { connection in try await run(execution, on: connection) }
+        try await client.withFencedTransaction(logger: logger) { connection in try await run(execution, on: connection) }
     }
 
     public func run(_ execution: JobExecution, on connection: PostgresConnection) async throws {

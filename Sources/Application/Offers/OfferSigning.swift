@@ -81,7 +81,7 @@ public struct OfferSigning: Sendable {
         _ offerId: String, account: AccountID, appAccountToken: String?, transactionId: String?, now: Date
     ) async throws -> Outcome<PromotionalOfferSignature> {
         guard let offer = offers.first(where: { $0.id == offerId }) else { return .unknownOffer }
-        return try await client.withTransaction(logger: logger) { connection in
+        return try await client.withFencedTransaction(logger: logger) { connection in
             let signatures = OfferSignatures(logger: logger)
             try await signatures.lockAccount(account, on: connection)
             if let appAccountToken, try await purchaseIntents.account(ofToken: appAccountToken, on: connection) != account {

@@ -50,7 +50,7 @@ public struct ConsumptionAnswerJob: JobHandler {
 
     public func run(_ execution: JobExecution) async throws {
         let arguments = try execution.job.decodeArguments(as: RefundDefence.Arguments.self)
-        let plan: Plan = try await client.withTransaction(logger: logger) { connection in
+        let plan: Plan = try await client.withFencedTransaction(logger: logger) { connection in
             guard let request = try await requests.lockedRequest(arguments.requestId, on: connection), request.state == .pending else {
                 try await execution.complete(on: connection)
                 return .done
@@ -74,7 +74,7 @@ public struct ConsumptionAnswerJob: JobHandler {
         let answer = draft.answer
         let failure = await send(draft, for: request)
         let now = clock()
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.withFencedTransaction(logger: logger) { connection in
             switch failure {
             case nil:
                 try await close(request, .sent, sent: answer, error: nil, now: now, execution, on: connection)

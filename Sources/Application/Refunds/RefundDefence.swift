@@ -116,7 +116,7 @@ public struct RefundDefence: Sendable {
 
     /// Records the app's own answer to a pending request.
     public func recordAppAnswer(_ answer: ConsumptionAnswer, request id: UUID) async throws -> AppAnswerOutcome {
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.withFencedTransaction(logger: logger) { connection in
             guard let request = try await requests.lockedRequest(id, on: connection) else { return .unknownRequest }
             let problems = answer.problems(for: request.purchase)
             guard problems.isEmpty else { return .invalid(problems) }

@@ -62,7 +62,7 @@ public struct RetentionMessaging: Sendable {
     /// Throws ``Replayed`` when the identifier was answered before.
     public func answer(_ request: RetentionRequestPayload, identifier: UUID, now: Date, claim: any Claim) async throws -> Answer {
         do {
-            return try await client.withTransaction(logger: logger) { connection in
+            return try await client.withFencedTransaction(logger: logger) { connection in
                 try await decide(request, identifier: identifier, now: now, claim: claim, on: connection)
             }
         } catch let error as PostgresTransactionError where error.closureError is Replayed {
@@ -132,7 +132,7 @@ public struct RetentionMessaging: Sendable {
     public func recordFallback(_ request: RetentionRequestPayload, identifier: UUID, reason: String, now: Date) async {
         let answer = Answer(rule: RetentionPolicy.defaultRule, answer: fallback, fallbackReason: reason)
         do {
-            try await client.withTransaction(logger: logger) { connection in
+            try await client.withFencedTransaction(logger: logger) { connection in
                 try await decisions.limitWaits(to: .seconds(1), on: connection)
                 try await record(answer, for: request, identifier: identifier, account: nil, now: now, on: connection)
             }

@@ -58,7 +58,7 @@ public struct RetentionJob: JobHandler {
             kind: signedPayloadsKind, retention: retention, clock: clock,
             purge: { cutoff in
                 try await inBatches { limit in
-                    try await client.withTransaction(logger: logger) {
+                    try await client.withFencedTransaction(logger: logger) {
                         try await archive.clearSignedPayloads(receivedBefore: cutoff, limit: limit, on: $0)
                     }
                 }

@@ -80,7 +80,7 @@ public struct StripeCheckout: Sendable {
         let key = Self.stripeIdempotencyKey(account: account, productId: productId, idempotencyKey: idempotencyKey ?? UUID().uuidString)
         let prepared = form
         // Refusals are returned from the transaction, not thrown: PostgresNIO wraps what a transaction's body throws.
-        let outcome: Result<StripeCheckoutSession, Refusal> = try await client.withTransaction(logger: logger) { connection in
+        let outcome: Result<StripeCheckoutSession, Refusal> = try await client.withFencedTransaction(logger: logger) { [sameGroup] connection in
             try await objects.lockCheckout(of: account, on: connection)
             if recurring, let open = try await objects.openSession(ofAccount: account, products: sameGroup, now: now, on: connection) {
                 // What is held may be stale (its completion's event not processed, or lost): Stripe says.

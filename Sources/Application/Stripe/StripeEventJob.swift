@@ -151,7 +151,7 @@ public struct StripeEventJob: JobHandler {
     }
 
     private func finish(_ event: String, _ outcome: Outcome, _ execution: JobExecution) async throws {
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.withFencedTransaction(logger: logger) { connection in
             try await events.markProcessed(event, outcome: outcome.rawValue, on: connection)
             try await execution.complete(on: connection)
         }

@@ -40,7 +40,7 @@ public struct StripeInbox: Sendable {
 
     public func accept(_ event: StripeEventEnvelope, body: [UInt8], signedAt: Date) async throws -> Outcome {
         let ignored = event.livemode != livemode
-        return try await client.withTransaction(logger: logger) { connection in
+        return try await client.withFencedTransaction(logger: logger) { connection in
             guard try await events.insert(event, body: body, signedAt: signedAt, ignored: ignored, on: connection) else { return .duplicate }
             if ignored { return .ignored }
             let job = try NewJob(

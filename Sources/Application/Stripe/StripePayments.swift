@@ -53,7 +53,7 @@ public struct StripePayments: Sendable {
     @discardableResult
     public func refresh(
         _ paymentIntent: String, also: [StripeObjectStore.Read] = [], cause: EventCause,
-        finishing: @Sendable (AccountID?, PostgresConnection) async throws -> Void = { _, _ in }
+        finishing: @escaping @Sendable (AccountID?, PostgresConnection) async throws -> Void = { _, _ in }
     ) async throws -> AccountID? {
         var reads = also
         for charge in try await stripe.charges(paymentIntent: paymentIntent) {
@@ -61,7 +61,7 @@ public struct StripePayments: Sendable {
         }
         let readAt = Date()
         let held = reads
-        return try await client.withTransaction(logger: logger) { connection in
+        return try await client.withFencedTransaction(logger: logger) { connection in
             // The payment's lock before its objects' rows, as a subscription's.
             try await locks.lock(paymentIntent, on: connection)
             try await objects.save(held, readAt: readAt, on: connection)

@@ -42,7 +42,7 @@ public struct StripeSubscriptions: Sendable {
     @discardableResult
     public func refresh(
         _ id: String, also: [StripeObjectStore.Read] = [], cause: EventCause,
-        finishing: @Sendable (SubscriptionWriter.Outcome?, PostgresConnection) async throws -> Void = { _, _ in }
+        finishing: @escaping @Sendable (SubscriptionWriter.Outcome?, PostgresConnection) async throws -> Void = { _, _ in }
     ) async throws -> SubscriptionWriter.Outcome? {
         guard let stripe else { throw StripeAPIError(.refused, "STOREKEEPER_STRIPE_API_KEY is not set: Stripe cannot be read") }
         var reads = also
@@ -57,7 +57,7 @@ public struct StripeSubscriptions: Sendable {
         }
         let readAt = Date()
         let held = reads
-        return try await client.withTransaction(logger: logger) { connection in
+        return try await client.withFencedTransaction(logger: logger) { connection in
             // The subscription's lock before its objects' rows: refreshes of one subscription never deadlock.
             try await subscriptions.lock(id, on: connection)
             try await objects.save(held, readAt: readAt, on: connection)
@@ -144,7 +144,7 @@ public struct StripeSubscriptions: Sendable {
     public func link(_ id: String, to account: AccountID) async throws -> SubscriptionWriter.Outcome? {
         // A subscription Stripe does not know is refused before anything is stored (``StripeAPIError/Kind/notFound``).
         if let stripe { _ = try await stripe.subscription(id) }
-        let link = try await client.withTransaction(logger: logger) { connection in
+        let link = try await client.withFencedTransaction(logger: logger) { connection in
             try await objects.link(id, to: account, on: connection)
         }
         // Another account holds it: moving it would take a paying customer's access away on the word of whoever
@@ -155,12 +155,12 @@ public struct StripeSubscriptions: Sendable {
         if stripe != nil {
             outcome = try await refresh(id, cause: cause)
         } else {
-            outcome = try await client.withTransaction(logger: logger) { connection in try await derive(id, cause: cause, on: connection) }
+            outcome = try await client.withFencedTransaction(logger: logger) { connection in try await derive(id, cause: cause, on: connection) }
         }
         if let owner = outcome?.state?.accountId, owner != account {
             // Checkout or metadata name the owner, before any link: the link just added is taken back.
             if link == .added {
-                try await client.withTransaction(logger: logger) { connection in try await objects.unlink(id, on: connection) }
+                try await client.withFencedTransaction(logger: logger) { connection in try await objects.unlink(id, on: connection) }
             }
             throw LinkRefusal.belongsToAnotherAccount
         }

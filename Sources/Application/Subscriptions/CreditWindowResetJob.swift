@@ -51,7 +51,7 @@ public struct CreditWindowResetJob: JobHandler {
 
     public func run(_ execution: JobExecution) async throws {
         let reset = try execution.job.decodeArguments(as: Arguments.self)
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.withFencedTransaction(logger: logger) { connection in
             let id = reset.originalTransactionId
             // Read before any lock (a subscription's store never changes): each store's derivation takes its locks in
             // its own order — Play's chain tokens before the subscription.

@@ -65,7 +65,7 @@ public struct RenewalRecheckJob: JobHandler {
         let resolved =
             item.status == 2 || item.status == 5 || item.transaction.transactionId != arguments.transactionId
             || (item.status == 1 && (item.transaction.expiresDate ?? 0) > Int64(now.timeIntervalSince1970 * 1000))
-        let checks = try await client.withTransaction(logger: logger) { connection in
+        let checks = try await client.withFencedTransaction(logger: logger) { connection in
             try await history.record(event, signedData: item.signedData, on: connection)
             let decision = try await appStore.apply(event, now: now, on: connection)
             let checks = try await rechecks.records.recordCheck(
@@ -97,7 +97,7 @@ public struct RenewalRecheckJob: JobHandler {
     }
 
     private func settle(_ arguments: RenewalRechecks.Arguments, appleStatus: Int32?, execution: JobExecution) async throws {
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.withFencedTransaction(logger: logger) { connection in
             _ = try await rechecks.records.recordCheck(
                 arguments.originalTransactionId, transactionId: arguments.transactionId, appleStatus: appleStatus, resolved: true,
                 on: connection)

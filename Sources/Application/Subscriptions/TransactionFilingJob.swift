@@ -37,7 +37,7 @@ public struct TransactionFilingJob: JobHandler {
 
     public func run(_ execution: JobExecution) async throws {
         let arguments = try execution.job.decodeArguments(as: Arguments.self)
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.withFencedTransaction(logger: logger) { connection in
             let ids = try await subscriptions.ids(of: .appStore, after: arguments.after, limit: batch, on: connection)
             for id in ids { try await appStore.fileTransactions(of: id, on: connection) }
             if ids.count == batch, let last = ids.last {

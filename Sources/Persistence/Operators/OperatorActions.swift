@@ -70,7 +70,7 @@ public struct OperatorActions: Sendable {
     /// Appends `actions` in one transaction: all or none.
     public func append(_ actions: [OperatorAction]) async throws {
         guard !actions.isEmpty else { return }
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.withFencedTransaction(logger: logger) { connection in
             for action in actions {
                 try await connection.query(
                     """

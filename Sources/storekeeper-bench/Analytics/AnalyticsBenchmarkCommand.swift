@@ -72,7 +72,9 @@ struct AnalyticsRun {
                 if fold {
                     try await PostgresClient.withRunning(databaseURL.clientConfiguration(maximumConnections: 1), logger: logger) { client in
                         // Every pending difference, in the job's bounded transactions.
-                        while try await client.withTransaction(logger: logger, { try await AnalyticsRollups(logger: logger).compact(on: $0) }) > 0 {}
+                        while try await client.withFencedTransaction(logger: logger, { try await AnalyticsRollups(logger: logger).compact(on: $0) })
+                            > 0
+                        {}
                         try await client.query("VACUUM ANALYZE analytics_daily", logger: logger)
                         try await client.query("VACUUM ANALYZE analytics_deltas", logger: logger)
                     }

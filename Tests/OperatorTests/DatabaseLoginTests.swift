@@ -1,0 +1,65 @@
+import Foundation
+import StorekeeperRuntime
+import Testing
+
+@testable import IntegrationSupport
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What an operator sees when `DATABASE_URL` is wrong, judged from outside the processes: a login the server refuses
+/// for good (a role it does not know, a database that does not exist) ends `serve` and `work` with one line saying
+/// the server's reason, exit 1; a server not reached yet is waited for, the process up and saying so on `/readyz`.
+@Suite("DATABASE_URL's login at start")
+struct DatabaseLoginTests {
+    @Test(
+        "serve with a database that does not exist and work with a role the server does not know end with exit 1 and one line giving the server's reason; a serve whose server is not reached yet runs on, answering /readyz 503, and stops cleanly"
+    )
+    func refusedLoginEndsTheProcess() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let base = try DatabaseURL(parsing: try #require(harness.processEnvironment["DATABASE_URL"]))
+
+            var absentDatabase = base
+            absentDatabase.database = "storekeeper_absent_\(UInt32.random(in: 0...UInt32.max))"
+            var serving = harness.processEnvironment
+            serving["DATABASE_URL"] = absentDatabase.urlString
+            serving["STOREKEEPER_PORT"] = String(try PrivateCluster.freePort())
+            let (serve, serveOutput) = try await TestProcess.run("storekeeper", ["serve"], environment: serving)
+            #expect(serve == 1, "\(serveOutput)")
+            let serveLines = serveOutput.split(separator: "\n").filter { $0.hasPrefix("storekeeper: ") }
+            #expect(serveLines.count == 1, "\(serveOutput)")
+            #expect(
+                serveLines.first?.contains(
+                    "storekeeper: the database refused the login of DATABASE_URL (\(absentDatabase)): database \"\(absentDatabase.database)\" does not exist"
+                )
+                    == true, "\(serveOutput)")
+            #expect(!serveOutput.contains("password"), "no secret is echoed: \(serveOutput)")
+
+            var absentRole = base
+            absentRole.username = "storekeeper_absent_role"
+            var working = harness.processEnvironment
+            working["DATABASE_URL"] = absentRole.urlString
+            let (work, workOutput) = try await TestProcess.run("storekeeper", ["work"], environment: working)
+            #expect(work == 1, "\(workOutput)")
+            #expect(workOutput.contains("role \"storekeeper_absent_role\" does not exist"), "\(workOutput)")
+
+            // Nothing listens on this port: the server may come later, and the process waits for it.
+            var unreached = base
+            unreached.host = "127.0.0.1"
+            unreached.port = try PrivateCluster.freePort()
+            var waiting = harness.processEnvironment
+            waiting["DATABASE_URL"] = unreached.urlString
+            let port = try PrivateCluster.freePort()
+            waiting["STOREKEEPER_PORT"] = String(port)
+            let early = try TestProcess("storekeeper", arguments: ["serve"], environment: waiting)
+            defer { early.signal(SIGKILL) }
+            try await eventually(timeout: .seconds(60), "serve to answer /readyz 503") {
+                (try? await ErasureKeyTests.request(port: port, "GET", "/readyz"))?.0 == 503
+            }
+            #expect(early.isRunning)
+            early.signal(SIGTERM)
+            #expect(await early.waitForExit(timeout: .seconds(30)) == 0, "\(early.text)")
+        }
+    }
+}
