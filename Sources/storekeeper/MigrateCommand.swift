@@ -58,7 +58,14 @@ struct MigrateCommand: AsyncParsableCommand {
             try await ensureReachable(client, url: url, logger: logger)
             // No overall deadline: an index built concurrently on a large table may take minutes; every wait for a
             // lock is bounded by the policy, and waiting for another migrate is said.
-            return try await migrator.migrate()
+            do {
+                return try await migrator.migrate()
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "42501" {
+                // An application role without CREATE (docs/operations.md, "A separate application role").
+                throw CommandFailure(
+                    "database error: \(error.serverInfo?[.message] ?? "permission denied"): run storekeeper migrate as the role that owns the database, not the application's"
+                )
+            }
         }
         say(applied.isEmpty ? "database is up to date" : "applied \(applied.joined(separator: ", "))")
     }

@@ -131,11 +131,18 @@ public struct SchemaMigrator: Sendable {
     }
 
     private func applyPending(on connection: PostgresConnection) async throws -> [String] {
+        // Created only when missing: `CREATE TABLE IF NOT EXISTS` needs CREATE on the schema even when the table is
+        // there, and an application role without it (docs/operations.md, "A separate application role") is then
+        // refused although nothing is pending.
         try await connection.query(
             """
-            CREATE TABLE IF NOT EXISTS storekeeper_migrations (
-                version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,
-                applied_at timestamptz NOT NULL DEFAULT now())
+            DO $$ BEGIN
+                IF to_regclass('storekeeper_migrations') IS NULL THEN
+                    CREATE TABLE storekeeper_migrations (
+                        version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,
+                        applied_at timestamptz NOT NULL DEFAULT now());
+                END IF;
+            END $$
             """,
             logger: logger
         )
