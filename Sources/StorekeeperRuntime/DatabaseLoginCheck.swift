@@ -2,12 +2,17 @@ import Logging
 import ServiceLifecycle
 
 /// Ends a starting `serve` or `work` with one line when the database refuses `DATABASE_URL`'s login for a reason no
-/// retry changes: a password or role refused, a database that does not exist, TLS the server does not offer. The pool
-/// retries such a login for good and readiness says only "database unreachable": the process would run, not ready and
-/// not saying why, until an operator read `/readyz` (helper-143). A server that is not reached yet (down, starting up)
-/// is waited for as before: the check asks again until the server answers, then lives until the group shuts down
-/// (a service returning early would end the process).
+/// retry changes: a password or role refused, a database that does not exist, an authentication or TLS setting the two
+/// sides do not share. The pool retries such a login for good and readiness says only "database unreachable": the
+/// process would run, not ready and not saying why, until an operator read `/readyz` (helper-143). A refusal must last
+/// ``refusalWindow``, every login in it refused, before the process ends: a pooler or a database being restored can
+/// refuse for a moment what it accepts after. A server not reached yet (down, starting up) is waited for, and said so.
+/// Once a login is accepted the check is done and lives until the group shuts down (a service returning early would
+/// end the process).
 public struct DatabaseLoginCheck: Service {
+    /// How long every login must be refused before the process ends.
+    static let refusalWindow = Duration.seconds(10)
+    static let retryInterval = Duration.seconds(2)
     let url: DatabaseURL
     let logger: Logger
 
@@ -22,19 +27,35 @@ public struct DatabaseLoginCheck: Service {
     }
 
     private func check() async throws {
-        var attempt = 0
+        var refusedSince: ContinuousClock.Instant?
+        var lastSaid: ContinuousClock.Instant?
         while !Task.isCancelled {
-            switch await url.login(logger: logger) {
+            let outcome = await url.login(logger: logger)
+            let now = ContinuousClock.now
+            switch outcome {
             case .accepted:
                 return
             case .refused(let reason):
-                let message = "the database refused the login of DATABASE_URL (\(url)): \(reason)"
-                logger.critical("\(message)")
-                throw CommandFailure(message)
-            case .unreached:
-                attempt += 1
-                try? await Task.sleep(for: .seconds(min(attempt, 5)))
+                let since = refusedSince ?? now
+                refusedSince = since
+                if now - since >= Self.refusalWindow {
+                    let message = "the database refused the login of DATABASE_URL (\(url)): \(reason)"
+                    logger.critical("\(message)")
+                    throw CommandFailure(message)
+                }
+                if lastSaid == nil {
+                    logger.warning("the database refuses the login of DATABASE_URL; asking again before giving up", metadata: ["reason": "\(reason)"])
+                }
+                lastSaid = lastSaid ?? now
+            case .unreached(let reason):
+                refusedSince = nil
+                // Said at once and then every half minute: a process not ready says why in its own log.
+                if lastSaid.map({ now - $0 >= .seconds(30) }) ?? true {
+                    logger.warning("the database is not reached yet; waiting for it", metadata: ["url": "\(url)", "reason": "\(reason)"])
+                    lastSaid = now
+                }
             }
+            try? await Task.sleep(for: Self.retryInterval)
         }
     }
 }

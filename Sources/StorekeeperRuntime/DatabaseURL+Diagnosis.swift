@@ -48,7 +48,14 @@ extension DatabaseURL {
             try? await connection.close()
             return .accepted
         } catch let error as PSQLError {
-            if error.code == .sslUnsupported { return .refused("the server does not offer TLS, which sslmode=require asks for") }
+            switch error.code {
+            case .sslUnsupported: return .refused("the server does not offer TLS, which sslmode=require asks for")
+            case .authMechanismRequiresPassword: return .refused("the server asks for a password, and DATABASE_URL has none")
+            case .unsupportedAuthMechanism: return .refused("the server asks for an authentication method this client does not support")
+            case .saslError: return .refused("the password exchange (SCRAM) failed: \(error.underlying.map { "\($0)" } ?? "no detail")")
+            default: break
+            }
+            if let tls = error.underlying as? NIOSSLError { return .refused("TLS failed: \(tls)") }
             guard let message = error.serverInfo?[.message] else { return .unreached(error.underlying.map { "\($0)" } ?? "\(error.code)") }
             return Self.refusesForGood(sqlState: error.serverInfo?[.sqlState]) ? .refused(message) : .unreached(message)
         } catch {

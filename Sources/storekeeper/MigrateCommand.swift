@@ -60,11 +60,9 @@ struct MigrateCommand: AsyncParsableCommand {
             // lock is bounded by the policy, and waiting for another migrate is said.
             do {
                 return try await migrator.migrate()
-            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "42501" {
-                // An application role without CREATE (docs/operations.md, "A separate application role").
-                throw CommandFailure(
-                    "database error: \(error.serverInfo?[.message] ?? "permission denied"): run storekeeper migrate as the role that owns the database, not the application's"
-                )
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == SchemaMigrator.insufficientPrivilege {
+                // Before any file: the migrations' own table cannot be created.
+                throw CommandFailure("database error: \(error.serverInfo?[.message] ?? "permission denied")\(SchemaMigrator.ownerHint)")
             }
         }
         say(applied.isEmpty ? "database is up to date" : "applied \(applied.joined(separator: ", "))")

@@ -84,14 +84,32 @@ struct AppRoleTests {
             try await Self.run("ALTER DATABASE \(url.database) OWNER TO \(ownerRole)", as: admin)
             let (status, output) = try await TestProcess.run("storekeeper", ["migrate"], environment: environment)
             #expect(status == 1, "\(output)")
-            #expect(output.contains("run storekeeper migrate as the role that owns the database"), "\(output)")
+            #expect(output.contains("storekeeper migrate must run as the role that owns the database"), "\(output)")
 
-            _ = try await PostgresClient.withRunning(owner.clientConfiguration(), logger: TestDatabase.logger) { client in
-                try await SchemaMigrator(client: client, directory: SchemaMigrator.defaultDirectory(), logger: TestDatabase.logger).migrate()
+            // The owner migrates all files but the last, as the release before would have; the grants follow.
+            let files = try FileManager.default.contentsOfDirectory(at: SchemaMigrator.defaultDirectory(), includingPropertiesForKeys: nil)
+                .filter { $0.pathExtension == "sql" }.sorted { $0.lastPathComponent < $1.lastPathComponent }
+            let before = FileManager.default.temporaryDirectory.appendingPathComponent("sk-sql-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: before) }
+            try FileManager.default.createDirectory(at: before, withIntermediateDirectories: true)
+            for file in files.dropLast() { try FileManager.default.copyItem(at: file, to: before.appendingPathComponent(file.lastPathComponent)) }
+            func migrate(from directory: URL) async throws {
+                _ = try await PostgresClient.withRunning(owner.clientConfiguration(), logger: TestDatabase.logger) { client in
+                    try await SchemaMigrator(client: client, directory: directory, logger: TestDatabase.logger).migrate()
+                }
+                for statement in try Self.grantStatements(owner: ownerRole, app: appRole, database: url.database) {
+                    try await Self.run(statement, as: owner)
+                }
             }
-            for statement in try Self.grantStatements(owner: ownerRole, app: appRole, database: url.database) {
-                try await Self.run(statement, as: owner)
-            }
+            try await migrate(from: before)
+            // The new release's last file pending: the app role cannot apply it (nor record any file), and is told whose
+            // job it is.
+            let (pending, pendingOutput) = try await TestProcess.run("storekeeper", ["migrate"], environment: environment)
+            #expect(pending == 1 && pendingOutput.contains("storekeeper migrate must run as the role that owns the database"), "\(pendingOutput)")
+            try await migrate(from: SchemaMigrator.defaultDirectory())
+            // Nothing pending: migrate as the app role (a unit that migrates before each start) has nothing to do.
+            let (upToDate, upToDateOutput) = try await TestProcess.run("storekeeper", ["migrate"], environment: environment)
+            #expect(upToDate == 0 && upToDateOutput.contains("database is up to date"), "\(upToDateOutput)")
 
             try await StorekeeperHarness.run(environment: ["STOREKEEPER_ADMIN_KEYS": AccountErasureTests.keys], database: app) { harness in
                 try await harness.withHTTP { client in
@@ -113,6 +131,7 @@ struct AppRoleTests {
                 "DELETE FROM operator_actions WHERE account_id = 'victim'",
                 "TRUNCATE operator_actions",
                 "ALTER TABLE operator_actions DISABLE TRIGGER ALL",
+                "DROP TABLE operator_actions",
                 "DELETE FROM erasures",
                 "SET session_replication_role = replica",
                 "CREATE TABLE mine (id int)",

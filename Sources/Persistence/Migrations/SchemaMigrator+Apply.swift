@@ -59,8 +59,14 @@ extension SchemaMigrator {
     static func failure(of migration: Migration, _ error: any Error) -> any Error {
         let error = (error as? PostgresTransactionError)?.closureError ?? error
         guard let message = (error as? PSQLError)?.serverInfo?[.message] else { return error }
-        return PersistenceError(.migrationFailed, "migration \(migration.name) failed and was not applied: \(message)")
+        let hint = (error as? PSQLError)?.serverInfo?[.sqlState] == SchemaMigrator.insufficientPrivilege ? SchemaMigrator.ownerHint : ""
+        return PersistenceError(.migrationFailed, "migration \(migration.name) failed and was not applied: \(message)\(hint)")
     }
+
+    /// SQLSTATE 42501, and what it most often means here: an application role without CREATE or ownership
+    /// (docs/operations.md, "A separate application role").
+    public static let insufficientPrivilege = "42501"
+    public static let ownerHint = " (storekeeper migrate must run as the role that owns the database and its tables, not the application's)"
 
     func setLockTimeout(_ timeout: Duration, on connection: PostgresConnection) async throws {
         try await connection.query(PostgresQuery(unsafeSQL: "SET lock_timeout = \(LockPolicy.milliseconds(timeout))"), logger: logger)
