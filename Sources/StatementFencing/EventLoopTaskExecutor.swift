@@ -8,9 +8,10 @@ import NIOCore
 /// says. When that is a busy HTTP event loop, each round trip waits there behind the requests it is serving, and a
 /// transaction of nine statements waits nine times.
 ///
-/// Only statements run here (``ClosedConnectionWatch``'s fence, a commit group's loop). Whole transaction bodies that
-/// called an actor from here (Stripe's rate limiter, Google's token cache) crashed the process with a corrupted heap,
-/// reproducibly in the Stripe and Play test suites; the cause was not found, and bodies run on the global executor.
+/// Only statements run here: ``ClosedConnectionWatch``'s fence, and the spends' and holds' commit groups (their loops
+/// and transactions). Other transaction bodies that called an actor from here (Stripe's rate limiter, Google's token
+/// cache) crashed the process with a corrupted heap, reproducibly in the Stripe and Play test suites; the cause was not
+/// found, and those bodies run on the global executor.
 public final class EventLoopTaskExecutor: TaskExecutor, Sendable {
     /// The loop the tasks run on.
     public let loop: any EventLoop

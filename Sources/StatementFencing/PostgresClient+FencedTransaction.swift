@@ -11,30 +11,36 @@ extension PostgresClient {
     /// restart under load). Every transaction of Storekeeper runs here. Errors are postgres-nio's
     /// (`PostgresTransactionError`) otherwise, and a cancelled caller cancels the body's task.
     ///
-    /// - Parameter executor: where the body runs. A commit group's bodies, statements only, pass the database
-    ///   connections' own event loop (`StorekeeperComponents.databaseExecutor`), where they always ran: on the global
-    ///   executor every round trip hops to another thread and back, and spends ran about a third slower
-    ///   (docs/capacity.md, "Every transaction fenced"). `nil`, the global executor, for every other body (see below).
+    /// - Parameter onConnectionLoop: run the body on the connection's own event loop, inside the fence's task, as
+    ///   the spends' and holds' commit groups do: their bodies are statements only, and each round trip then stays on
+    ///   that thread; the body does not see its caller's cancellation (a group's loop is not cancelled). A body in a
+    ///   task of its own with the cancellation passed on cost the spends about a fifth of their rate (0.79–1.08× TPC-B
+    ///   against 1.12–1.30×, docs/capacity.md, "Every transaction fenced"). Other bodies must not run there (below).
     public func withFencedTransaction<Result: Sendable>(
-        logger: Logger, executor: (any TaskExecutor)? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
+        logger: Logger, onConnectionLoop: Bool = false, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
-        try await withFencedTransaction(logger: logger, executor: executor, watch: .shared, body)
+        try await withFencedTransaction(logger: logger, onConnectionLoop: onConnectionLoop, watch: .shared, body)
     }
 
     func withFencedTransaction<Result: Sendable>(
-        logger: Logger, executor: (any TaskExecutor)? = nil, watch: ClosedConnectionWatch,
+        logger: Logger, onConnectionLoop: Bool = false, watch: ClosedConnectionWatch,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         try await withConnection { connection in
-            // The body runs in a task of its own, on the global executor unless told, whose caller's cancellation (a job's
+            if onConnectionLoop {
+                return try await watch.fence(connection) {
+                    try await connection.withTransaction(logger: logger) { try await body($0) }
+                }
+            }
+            // The body runs in a task of its own, on the global executor, whose caller's cancellation (a job's
             // deadline) is passed on to it — the fence's own task would not reach it — so what the body awaits (an
             // HTTP call inside a transaction, a sleep) is cancelled as it was unfenced; and it is cancelled when the
             // fence gives up on a closed connection, so no call outside the database goes on for a caller told it
-            // failed (statements ignore cancellation: one lost on the dead connection keeps its task). Other bodies are
-            // not put on the connection's event loop, where the fence runs single statements: bodies that called an
+            // failed (statements ignore cancellation: one lost on the dead connection keeps its task). Not on the
+            // connection's event loop, where the fence runs single statements: bodies that called an
             // actor there (Stripe's rate limiter, Google's token cache) crashed the process with a corrupted heap,
             // reproducibly in the Stripe and Play test suites.
-            let transaction = Task(executorPreference: executor) {
+            let transaction = Task {
                 try await connection.withTransaction(logger: logger) { try await body($0) }
             }
             defer { transaction.cancel() }

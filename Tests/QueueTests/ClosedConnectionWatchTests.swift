@@ -76,9 +76,10 @@ struct ClosedConnectionWatchTests {
     }
 
     @Test(
-        "a fenced transaction whose connection closes under it fails with ConnectionClosedError instead of hanging, as a commit group's BEGIN or COMMIT must (helper-143)"
+        "a fenced transaction whose connection closes under it fails with ConnectionClosedError instead of hanging, as a commit group's BEGIN or COMMIT must (helper-143); its body in a task of its own, or on the connection's loop as the groups run it",
+        arguments: [false, true]
     )
-    func closedConnectionFailsFencedTransaction() async throws {
+    func closedConnectionFailsFencedTransaction(onConnectionLoop: Bool) async throws {
         let watch = ClosedConnectionWatch(interval: .milliseconds(50))
         let (never, keepOpen) = AsyncStream<Void>.makeStream()
         defer { keepOpen.finish() }
@@ -86,7 +87,8 @@ struct ClosedConnectionWatchTests {
             await #expect {
                 // A hang would fail the test as DeadlineExceeded, not stop it.
                 try await withDeadline(.seconds(10)) {
-                    try await client.withFencedTransaction(logger: TestDatabase.logger, watch: watch) { connection in
+                    try await client.withFencedTransaction(logger: TestDatabase.logger, onConnectionLoop: onConnectionLoop, watch: watch) {
+                        connection in
                         try await connection.close()
                         // Stands in for postgres-nio's lost answer to a statement written to the closed connection.
                         for await _ in never {}

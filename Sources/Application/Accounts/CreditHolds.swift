@@ -78,7 +78,7 @@ public struct CreditHolds: Sendable {
         let expiries = HoldExpirySchedule(queue: queue)
         let commit: @Sendable ([HoldWork]) async throws -> [HoldResult] = { works in
             // Fenced, as spends' groups are: a connection closed under any statement must not stop the group's loop.
-            let (done, scheduled) = try await client.withFencedTransaction(logger: logger, executor: executor) { connection in
+            let (done, scheduled) = try await client.withFencedTransaction(logger: logger, onConnectionLoop: true) { connection in
                 let done = try await statements.run(works, on: connection)
                 return (done, try await expiries.schedule(done.expiries, on: connection))
             }

@@ -36,7 +36,7 @@ public struct SpendCredits: Sendable {
         self.group = CommitGroup(maximumBatch: 64, name: "spends", executor: executor) { spends in
             // Fenced: a connection closed under any of the group's statements (BEGIN, COMMIT and the answers' write are plain
             // queries) fails this group, not every later spend's wait.
-            try await client.withFencedTransaction(logger: logger, executor: executor) { try await group.spend(spends, on: $0) }
+            try await client.withFencedTransaction(logger: logger, onConnectionLoop: true) { try await group.spend(spends, on: $0) }
         }
         self.cache = cache
         self.readAhead = SpendReadAhead(client: client, usageRequests: usageRequests, logger: logger)
