@@ -6,7 +6,7 @@ extension PostgresJobQueue {
     /// one worker holds a lease at a time, and a dead holder's lease simply expires.
     public func acquireLease(_ name: String, holder: UUID, for duration: Duration) async throws -> Bool {
         let seconds = Double(duration.components.seconds)
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             INSERT INTO job_leases (name, holder, expires_at) VALUES (\(name), \(holder), now() + make_interval(secs => \(seconds)))
             ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
@@ -22,7 +22,7 @@ extension PostgresJobQueue {
     @discardableResult
     public func pruneHistory(olderThan retention: Duration, limit: Int = 10_000) async throws -> Int {
         let seconds = Double(retention.components.seconds) + Double(retention.components.attoseconds) / 1e18
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             WITH pruned AS (
                 DELETE FROM job_history WHERE id IN (

@@ -5,18 +5,18 @@ extension PostgresJobQueue {
     /// Counts by kind and state, and the age of the oldest runnable job.
     public func statistics() async throws -> QueueStatistics {
         var counts: [QueueStatistics.Count] = []
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             "SELECT kind, state, count(*) FROM jobs GROUP BY kind, state ORDER BY kind, state", logger: logger)
         for try await (kind, state, count) in rows.decode((String, String, Int).self) {
             counts.append(.init(kind: kind, state: try Self.state(state), count: count))
         }
         var oldest: Double?
-        let ageRows = try await client.query(
+        let ageRows = try await client.fencedQuery(
             "SELECT EXTRACT(EPOCH FROM now() - min(run_at))::float8 FROM jobs WHERE state = 'available' AND run_at <= now()",
             logger: logger)
         for try await age in ageRows.decode(Double?.self) { oldest = age }
         var finished: [QueueStatistics.Count] = []
-        let historyRows = try await client.query(
+        let historyRows = try await client.fencedQuery(
             """
             SELECT kind, state, count(*) FROM job_history WHERE finished_at > now() - interval '1 hour'
             GROUP BY kind, state ORDER BY kind, state
@@ -32,7 +32,7 @@ extension PostgresJobQueue {
     public func jobs(state: JobState? = nil, kind: String? = nil, limit: Int = 50) async throws -> [JobRecord] {
         let state = state?.rawValue
         if let finished = state.flatMap(JobState.init(rawValue:)), finished.isFinished {
-            let rows = try await client.query(
+            let rows = try await client.fencedQuery(
                 """
                 SELECT \(unescaped: Self.historyColumns) FROM job_history
                 WHERE state = \(state) AND (\(kind)::text IS NULL OR kind = \(kind)) ORDER BY id DESC LIMIT \(limit)
@@ -40,7 +40,7 @@ extension PostgresJobQueue {
                 logger: logger)
             return try await Self.records(rows)
         }
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             SELECT \(unescaped: Self.liveColumns) FROM jobs
             WHERE (\(state)::text IS NULL OR state = \(state)) AND (\(kind)::text IS NULL OR kind = \(kind))
@@ -53,10 +53,10 @@ extension PostgresJobQueue {
     /// One job, live or finished.
     public func job(id: Int64) async throws -> JobRecord? {
         let live = try await Self.records(
-            try await client.query("SELECT \(unescaped: Self.liveColumns) FROM jobs WHERE id = \(id)", logger: logger))
+            try await client.fencedQuery("SELECT \(unescaped: Self.liveColumns) FROM jobs WHERE id = \(id)", logger: logger))
         if let record = live.first { return record }
         return try await Self.records(
-            try await client.query("SELECT \(unescaped: Self.historyColumns) FROM job_history WHERE id = \(id)", logger: logger)
+            try await client.fencedQuery("SELECT \(unescaped: Self.historyColumns) FROM job_history WHERE id = \(id)", logger: logger)
         ).first
     }
 
@@ -64,7 +64,7 @@ extension PostgresJobQueue {
     /// (it is the fencing token); `max_attempts` grows by the job's budget instead. Returns the ids.
     public func requeue(ids: [Int64]) async throws -> [Int64] {
         try await collectIDs(
-            client.query(
+            client.fencedQuery(
                 """
                 UPDATE jobs SET state = 'available', run_at = now(), locked_by = NULL, max_attempts = attempt + attempt_budget
                 WHERE id = ANY(\(ids)::int8[]) AND state IN ('failed', 'cancelled')
@@ -75,7 +75,7 @@ extension PostgresJobQueue {
 
     /// Moves every job waiting for a later time `seconds` earlier (never before now): `storekeeper dev`'s clock moved on.
     public func bringForward(by seconds: TimeInterval) async throws {
-        try await client.query(
+        try await client.fencedQuery(
             """
             UPDATE jobs SET run_at = greatest(now(), run_at - make_interval(secs => \(seconds)))
             WHERE state = 'available' AND run_at > now()
@@ -88,7 +88,7 @@ extension PostgresJobQueue {
         let state = state.rawValue
         if dryRun {
             return try await collectIDs(
-                client.query(
+                client.fencedQuery(
                     """
                     SELECT id FROM jobs WHERE state = \(state) AND (\(kind)::text IS NULL OR kind = \(kind))
                       AND (\(since)::timestamptz IS NULL OR created_at >= \(since)) ORDER BY id
@@ -96,7 +96,7 @@ extension PostgresJobQueue {
                     logger: logger))
         }
         return try await collectIDs(
-            client.query(
+            client.fencedQuery(
                 """
                 UPDATE jobs SET state = 'available', run_at = now(), locked_by = NULL, max_attempts = attempt + attempt_budget
                 WHERE state = \(state) AND state IN ('failed', 'cancelled') AND (\(kind)::text IS NULL OR kind = \(kind))
@@ -110,7 +110,7 @@ extension PostgresJobQueue {
     /// cancelled.
     public func cancel(ids: [Int64]) async throws -> [Int64] {
         try await collectIDs(
-            client.query(
+            client.fencedQuery(
                 """
                 UPDATE jobs SET state = 'cancelled', locked_by = NULL
                 WHERE id = ANY(\(ids)::int8[]) AND state = 'available'
@@ -119,7 +119,7 @@ extension PostgresJobQueue {
                 logger: logger))
     }
 
-    private func collectIDs(_ rows: PostgresRowSequence) async throws -> [Int64] {
+    private func collectIDs(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [Int64] {
         var ids: [Int64] = []
         for try await id in rows.decode(Int64.self) { ids.append(id) }
         return ids.sorted()
@@ -140,7 +140,7 @@ extension PostgresJobQueue {
         return state
     }
 
-    private static func records(_ rows: PostgresRowSequence) async throws -> [JobRecord] {
+    private static func records(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [JobRecord] {
         var records: [JobRecord] = []
         let columns = (Int64, String, String, Int, Int?, Int?, Date?, Date, Date?, Date?, String?, String?, UUID?, String, String).self
         for try await (

@@ -4,7 +4,7 @@ import PostgresNIO
 extension PostgresJobQueue {
     /// Registers (or re-registers) a worker process and refreshes its heartbeat.
     public func heartbeat(workerID: UUID, host: String) async throws {
-        try await client.query(
+        try await client.fencedQuery(
             """
             INSERT INTO job_workers (id, host) VALUES (\(workerID), \(host))
             ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()
@@ -15,7 +15,7 @@ extension PostgresJobQueue {
 
     /// Removes a worker that is shutting down after its jobs finished.
     public func deregister(workerID: UUID) async throws {
-        try await client.query("DELETE FROM job_workers WHERE id = \(workerID)", logger: logger)
+        try await client.fencedQuery("DELETE FROM job_workers WHERE id = \(workerID)", logger: logger)
     }
 
     /// Makes the jobs `workerID` still runs runnable again at once, recording the interrupted attempt (as a rescue
@@ -23,7 +23,7 @@ extension PostgresJobQueue {
     /// many it released.
     @discardableResult
     public func releaseRunningJobs(of workerID: UUID) async throws -> Int {
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             UPDATE jobs SET
                 state = CASE WHEN attempt >= max_attempts THEN 'failed' ELSE 'available' END,
@@ -45,7 +45,7 @@ extension PostgresJobQueue {
     @discardableResult
     public func rescueAbandonedJobs(staleAfter: Duration) async throws -> Int {
         let seconds = Double(staleAfter.components.seconds)
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             WITH live AS (
                 SELECT id FROM job_workers WHERE heartbeat_at > now() - make_interval(secs => \(seconds))
@@ -74,7 +74,7 @@ extension PostgresJobQueue {
     @discardableResult
     public func releaseUnknownJobs(of workerID: UUID, keeping known: Set<Int64>, grace: Duration) async throws -> Int {
         let seconds = Double(grace.components.seconds)
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             WITH released AS (
                 UPDATE jobs SET

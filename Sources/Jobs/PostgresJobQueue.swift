@@ -75,7 +75,7 @@ public struct PostgresJobQueue: Sendable {
         guard !jobs.isEmpty else { return 0 }
         let ids = jobs.map(\.id)
         let attempts = jobs.map { Int32($0.attempt) }
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             WITH finished AS (
                 DELETE FROM jobs USING unnest(\(ids)::int8[], \(attempts)::int4[]) AS done(id, attempt)
@@ -96,7 +96,7 @@ public struct PostgresJobQueue: Sendable {
     /// Puts a running job back to wait until `runAt` without using up an attempt (fenced).
     @discardableResult
     public func snooze(_ job: ClaimedJob, until runAt: Date) async throws -> Bool {
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             UPDATE jobs SET state = 'available', run_at = \(runAt), attempt = attempt - 1, locked_by = NULL
             WHERE id = \(job.id) AND attempt = \(job.attempt) AND state = 'running'
@@ -111,7 +111,7 @@ public struct PostgresJobQueue: Sendable {
     @discardableResult
     public func discard(_ job: ClaimedJob, reason: String) async throws -> Bool {
         let message = String(reason.prefix(2000))
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             WITH finished AS (
                 DELETE FROM jobs WHERE id = \(job.id) AND attempt = \(job.attempt) AND state = 'running'
@@ -140,7 +140,7 @@ public struct PostgresJobQueue: Sendable {
     @discardableResult
     public func fail(_ job: ClaimedJob, error: String, retryAt: Date?) async throws -> JobState? {
         let message = String(error.prefix(2000))
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             UPDATE jobs SET
                 state = CASE WHEN attempt >= max_attempts OR \(retryAt)::timestamptz IS NULL

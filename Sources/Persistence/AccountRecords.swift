@@ -69,7 +69,7 @@ public struct AccountRecords: Sendable {
     /// The events of these subscriptions and the notifications rejected for their content that name `account` in
     /// their transaction's `appAccountToken` (they created no subscription to be found through), newest first.
     public func events(ofSubscriptions originalTransactionIds: [String], account: AccountID, limit: Int = 200) async throws -> [Event] {
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             SELECT original_transaction_id, id, type, subtype, signed_date, received_at, outcome, reason, play_type FROM (
                 SELECT original_transaction_id, notification_uuid::text AS id, notification_type AS type, subtype,
@@ -111,7 +111,7 @@ public struct AccountRecords: Sendable {
         return try await Self.events(rows)
     }
 
-    private static func events(_ rows: PostgresRowSequence) async throws -> [Event] {
+    private static func events(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [Event] {
         var events: [Event] = []
         for try await (subscription, id, type, subtype, signedDate, receivedAt, outcome, reason, playType) in rows.decode(
             (String, String, String, String?, Int64, Date, String?, String?, Int?).self)
@@ -128,7 +128,7 @@ public struct AccountRecords: Sendable {
 
     /// The notifications received last, newest first.
     public func recentNotifications(limit: Int = 50) async throws -> [Event] {
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             SELECT coalesce(original_transaction_id, '-'), notification_uuid::text, notification_type, subtype, signed_date,
                 received_at, apply_outcome, rejected_reason, NULL::integer
@@ -141,7 +141,7 @@ public struct AccountRecords: Sendable {
 
     /// The ended subscriptions of an account, newest first.
     public func archive(ofAccount accountId: AccountID) async throws -> [ArchiveEntry] {
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             SELECT original_transaction_id, transaction_id, reason, product_id, ended_at, reinstated_at
             FROM subscription_archive WHERE account_id = \(accountId) ORDER BY ended_at DESC NULLS LAST
@@ -162,14 +162,14 @@ public struct AccountRecords: Sendable {
 
     /// How many events Storekeeper keeps for `account` (what `events list --account` and the feed read).
     public func eventCount(ofAccount account: AccountID) async throws -> Int {
-        let rows = try await client.query("SELECT count(*)::int FROM events WHERE account_id = \(account.text)", logger: logger)
+        let rows = try await client.fencedQuery("SELECT count(*)::int FROM events WHERE account_id = \(account.text)", logger: logger)
         for try await count in rows.decode(Int.self) { return count }
         return 0
     }
 
     /// Transfers from or to an account, newest first.
     public func transfers(ofAccount accountId: AccountID) async throws -> [Transfer] {
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             SELECT original_transaction_id, from_account, to_account, transferred_at FROM account_transfers
             WHERE from_account = \(accountId) OR to_account = \(accountId) ORDER BY transferred_at DESC
@@ -185,7 +185,7 @@ public struct AccountRecords: Sendable {
 
     /// The consents the account's customer withdrew (Apple's `RESCIND_CONSENT`), newest first.
     public func consentRescissions(ofAccount accountId: AccountID) async throws -> [ConsentRescissions.Rescission] {
-        try await client.withConnection { connection in
+        try await client.withFencedConnection { connection in
             try await ConsentRescissions(logger: logger).rescissions(of: accountId, on: connection)
         }
     }
@@ -193,7 +193,7 @@ public struct AccountRecords: Sendable {
     /// The account's holds, newest first: what each held, and how it ended (settled, released, expired) or when it
     /// expires.
     public func holds(ofAccount accountId: AccountID, limit: Int = 50) async throws -> [CreditHold] {
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             SELECT \(unescaped: CreditHoldStore.columns) FROM credit_holds WHERE account_id = \(accountId.text)
             ORDER BY created_at DESC, id LIMIT \(limit)
@@ -205,7 +205,7 @@ public struct AccountRecords: Sendable {
 
     /// The credit ledger of an account — its own buckets and those of its subscriptions — newest first.
     public func ledger(ofAccount accountId: AccountID, limit: Int = 200) async throws -> [LedgerEntry] {
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             SELECT l.created_at, l.operation_key, l.bucket, b.meter, l.delta, l.reason
             FROM credit_ledger l JOIN credit_buckets b ON b.key = l.bucket

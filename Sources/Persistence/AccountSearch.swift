@@ -48,7 +48,7 @@ public struct AccountSearch: Sendable {
     public func matches(_ text: String, limit: Int = 20) async throws -> [Match] {
         // Account ids are held in lower case (`AccountID`); one copied from a log or an iOS device is often upper case.
         let text = UUID.canonicalText(of: text) ?? text
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             WITH found AS (
                 SELECT account_id, 'account' AS matched_by, NULL::text AS source, 1 AS rank FROM subscriptions WHERE account_id = \(text)

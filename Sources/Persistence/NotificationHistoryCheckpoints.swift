@@ -15,7 +15,7 @@ public struct NotificationHistoryCheckpoints: Sendable {
 
     /// The instant read up to, or nil before the first catch-up.
     public func readUntil(environment: StoreEnvironment) async throws -> Date? {
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             "SELECT read_until FROM notification_history_checkpoints WHERE environment = \(environment)", logger: logger)
         for try await date in rows.decode(Date.self) { return date }
         return nil
@@ -23,7 +23,7 @@ public struct NotificationHistoryCheckpoints: Sendable {
 
     /// Moves the checkpoint forward (never back).
     public func advance(environment: StoreEnvironment, to date: Date) async throws {
-        try await client.query(
+        try await client.fencedQuery(
             """
             INSERT INTO notification_history_checkpoints (environment, read_until) VALUES (\(environment), \(date))
             ON CONFLICT (environment) DO UPDATE SET read_until = greatest(notification_history_checkpoints.read_until, EXCLUDED.read_until),

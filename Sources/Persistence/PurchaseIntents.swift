@@ -32,7 +32,7 @@ public struct PurchaseIntents: Sendable {
     /// A fresh token for a purchase by `account`.
     public func issue(for account: AccountID) async throws -> UUID {
         guard let client else { throw PersistenceError(.corruptRecord, "purchase intents were built without a database client") }
-        return try await client.withConnection { try await issue(for: account, on: $0) }
+        return try await client.withFencedConnection { try await issue(for: account, on: $0) }
     }
 
     /// A fresh token for a purchase by `account`, on the caller's connection (committed with its transaction).

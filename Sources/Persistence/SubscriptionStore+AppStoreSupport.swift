@@ -13,7 +13,7 @@ extension SubscriptionStore {
 
     /// The account's App Store subscriptions, the active first, then the latest to expire.
     public func appStoreSubscriptions(ofAccount account: AccountID) async throws -> [HeldAppStoreSubscription] {
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             SELECT original_transaction_id, environment, status FROM subscriptions
             WHERE account_id = \(account.text) AND coalesce(store, subscription_store_before_0033(original_transaction_id)) = 'app_store'

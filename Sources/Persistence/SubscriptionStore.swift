@@ -35,7 +35,7 @@ public struct SubscriptionStore: Sendable {
 
     /// One subscription by its store and the store's id for it.
     public func subscription(of store: Store, id: String) async throws -> SubscriptionState? {
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             SELECT \(unescaped: Self.columns) FROM subscriptions
             WHERE original_transaction_id = \(id) AND coalesce(store, subscription_store_before_0033(original_transaction_id)) = \(store.text)
@@ -49,7 +49,7 @@ public struct SubscriptionStore: Sendable {
     /// One subscription by its id alone, whichever store sells it (`GET /v1/subscriptions/{originalTransactionId}`:
     /// the stores' ids cannot collide, see sql/0033).
     public func subscription(_ originalTransactionId: String) async throws -> SubscriptionState? {
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             "SELECT \(unescaped: Self.columns) FROM subscriptions WHERE original_transaction_id = \(originalTransactionId)",
             logger: logger
         )
@@ -103,7 +103,7 @@ public struct SubscriptionStore: Sendable {
 
     /// Every subscription linked to `accountId`.
     public func subscriptions(forAccount accountId: AccountID) async throws -> [SubscriptionState] {
-        try await client.withConnection { try await subscriptions(forAccount: accountId, on: $0) }
+        try await client.withFencedConnection { try await subscriptions(forAccount: accountId, on: $0) }
     }
 
     /// Every subscription linked to `accountId`, read on the caller's connection.

@@ -40,7 +40,7 @@ public struct ConnectionBudgetCheck: Service {
                 let read = try await withDeadline(
                     .seconds(5),
                     {
-                        try await client.withConnection { try await ConnectionBudget.read(pool: pool, on: $0, logger: logger) }
+                        try await client.withFencedConnection { try await ConnectionBudget.read(pool: pool, on: $0, logger: logger) }
                     })
             else { return }
             budget = read

@@ -28,7 +28,10 @@ public struct DatabaseLoginCheck: Service {
 
     private func check() async throws {
         var refusedSince: ContinuousClock.Instant?
-        var lastSaid: ContinuousClock.Instant?
+        // Each said on its own: a refusal after an unreached spell (a database restarting with a changed password) is
+        // said at once, as is an unreached database after a refusal.
+        var refusalSaid = false
+        var unreachedSaid: ContinuousClock.Instant?
         while !Task.isCancelled {
             let outcome = await url.login(logger: logger)
             let now = ContinuousClock.now
@@ -43,16 +46,16 @@ public struct DatabaseLoginCheck: Service {
                     logger.critical("\(message)")
                     throw CommandFailure(message)
                 }
-                if lastSaid == nil {
+                if !refusalSaid {
                     logger.warning("the database refuses the login of DATABASE_URL; asking again before giving up", metadata: ["reason": "\(reason)"])
+                    refusalSaid = true
                 }
-                lastSaid = lastSaid ?? now
             case .unreached(let reason):
-                refusedSince = nil
+                (refusedSince, refusalSaid) = (nil, false)
                 // Said at once and then every half minute: a process not ready says why in its own log.
-                if lastSaid.map({ now - $0 >= .seconds(30) }) ?? true {
+                if unreachedSaid.map({ now - $0 >= .seconds(30) }) ?? true {
                     logger.warning("the database is not reached yet; waiting for it", metadata: ["url": "\(url)", "reason": "\(reason)"])
-                    lastSaid = now
+                    unreachedSaid = now
                 }
             }
             try? await Task.sleep(for: Self.retryInterval)

@@ -50,7 +50,7 @@ public struct ErasureKeyCheck: Service {
         var attempt = 0
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
-                try await client.withConnection { try await erased.confirmKey(recording: true, at: clock(), on: $0) }
+                try await client.withFencedConnection { try await erased.confirmKey(recording: true, at: clock(), on: $0) }
                 return
             } catch let error as PersistenceError where error.code == .erasureKeyDiffers {
                 logger.critical("\(error.message)")

@@ -81,7 +81,7 @@ public struct ReplicaPositionTracker: Service {
     /// A WAL position as a byte count; fails when it is NULL (the replica's on a server not in recovery).
     private static func position(_ sql: String, on client: PostgresClient) async throws -> UInt64 {
         try await withDeadline(deadline) {
-            let rows = try await client.query(PostgresQuery(unsafeSQL: sql))
+            let rows = try await client.fencedQuery(PostgresQuery(unsafeSQL: sql))
             for try await position in rows.decode(Int64?.self) {
                 guard let position, position >= 0 else { throw NotInRecovery() }
                 return UInt64(position)

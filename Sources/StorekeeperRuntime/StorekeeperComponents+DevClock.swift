@@ -16,7 +16,7 @@ extension StorekeeperComponents {
             try await queue.bringForward(by: seconds)
             let move = devClock?.offsetMilliseconds ?? 0
             let runs = retentionKinds.map { NewJob(kind: $0, argumentsJSON: "{}", uniqueKey: "dev-clock-moved:\($0):\(move)", concurrencyKey: $0) }
-            try await client.withConnection { _ = try await queue.enqueue(runs, on: $0) }
+            try await client.withFencedConnection { _ = try await queue.enqueue(runs, on: $0) }
             if let devClock { try await offsets.record(devClock.offsetMilliseconds) }
         }
     }

@@ -244,6 +244,9 @@ extension HostileDrill {
         output.split(separator: "\n").filter { $0.contains(#""level":"error""#) }.count
     }
 
+    /// A hold id the stopped database is asked about.
+    static let stoppedHold = "8f0b5a52-1d7e-4c4e-9a51-3c2f6d0e7b19"
+
     /// The database stopped: every route answers 503 within its deadline.
     func databaseStopped(_ system: SystemUnderTest, cluster: PrivateCluster, google: FakeGooglePlay, verdict: inout DrillVerdict) async {
         // Made before the stop: the push's token is checked first (its keys are held already), then the database is asked.
@@ -254,6 +257,11 @@ extension HostileDrill {
         let routes: [(String, HTTPMethod, [(String, String)], String?)] = [
             ("/v1/accounts/a/status", .GET, Self.service, nil),
             ("/v1/accounts/a/usage", .POST, Self.service, #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "k"}"#),
+            ("/v1/accounts/a/holds", .POST, Self.service, #"{"meter": "ai_requests", "amount": 1, "idempotencyKey": "k"}"#),
+            ("/v1/holds/\(Self.stoppedHold)/settle", .POST, Self.service, #"{"amount": 1}"#),
+            ("/v1/accounts/a/holds/k/release", .POST, Self.service, nil),
+            ("/v1/holds/\(Self.stoppedHold)", .GET, Self.service, nil),
+            ("/v1/accounts/a/usage/k/reverse", .POST, Self.service, nil),
             ("/v1/events", .GET, Self.service, nil),
             ("/v1/accounts/a/consent", .PUT, Self.service, #"{"consented": true}"#),
             ("/v1/accounts/a/refund-requests", .GET, Self.service, nil),
@@ -300,6 +308,14 @@ extension HostileDrill {
             wrong.isEmpty,
             "the database stopped: \(routes.count) routes each answer 503 within their 5-s deadline (slowest \(String(format: "%.1f", slowest)) s)"
                 + Self.listed(wrong))
+        // A credit write handed to its group may commit after the route stopped waiting: its 503 must not say nothing
+        // was done, or a client would retry under a new key and be charged twice.
+        let writes = ["/usage", "/holds", "/settle", "/release", "/reverse"]
+        let unsaid = answers.filter { answer in
+            answer.route.hasPrefix("POST") && writes.contains { answer.route.hasSuffix($0) } && !answer.body.contains("may or may not have been made")
+        }.map(\.route)
+        verdict.check(
+            unsaid.isEmpty, "the database stopped: every credit write's 503 says it may or may not have been made" + Self.listed(unsaid))
     }
 }
 

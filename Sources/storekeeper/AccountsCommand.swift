@@ -54,7 +54,7 @@ struct AccountsCommand: AsyncParsableCommand {
                 return Report(
                     status: AccountStatusResponse(accountId: account, standing: standing, now: now),
                     subscriptions: states.map { SubscriptionDetailResponse(state: $0, now: now) },
-                    sources: try await client.withConnection { try await EntitlementSources(logger: logger).sources(of: account, on: $0) }
+                    sources: try await client.withFencedConnection { try await EntitlementSources(logger: logger).sources(of: account, on: $0) }
                         .map { GrantsCommand.GrantLine($0, account: account, catalogue: catalogue, now: now) },
                     events: try await records.events(ofSubscriptions: states.map(\.originalTransactionId), account: account),
                     sentEvents: try await records.eventCount(ofAccount: account),

@@ -58,12 +58,7 @@ struct MigrateCommand: AsyncParsableCommand {
             try await ensureReachable(client, url: url, logger: logger)
             // No overall deadline: an index built concurrently on a large table may take minutes; every wait for a
             // lock is bounded by the policy, and waiting for another migrate is said.
-            do {
-                return try await migrator.migrate()
-            } catch let error as PSQLError where error.serverInfo?[.sqlState] == SchemaMigrator.insufficientPrivilege {
-                // Before any file: the migrations' own table cannot be created.
-                throw CommandFailure("database error: \(error.serverInfo?[.message] ?? "permission denied")\(SchemaMigrator.ownerHint)")
-            }
+            return try await migrator.migrate()
         }
         say(applied.isEmpty ? "database is up to date" : "applied \(applied.joined(separator: ", "))")
     }

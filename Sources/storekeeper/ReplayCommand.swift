@@ -59,7 +59,7 @@ struct ReplayCommand: AsyncParsableCommand {
         {
             return key
         }
-        let erasures = try await client.query("SELECT count(*)::bigint FROM erased_accounts").decode(Int.self).reduce(0, +)
+        let erasures = try await client.fencedQuery("SELECT count(*)::bigint FROM erased_accounts").decode(Int.self).reduce(0, +)
         guard erasures == 0 else {
             throw CommandFailure(
                 "STOREKEEPER_ERASURE_KEY is not set and \(erasures) account(s) were erased: without the key the server uses, replay cannot tell their ids in the stored facts and would give their purchases back to them"
@@ -87,7 +87,7 @@ struct ReplayCommand: AsyncParsableCommand {
             ) { client, logger in
                 let ids: [String]
                 if all {
-                    ids = try await client.withConnection { try await SubscriptionHistory(logger: logger).subscriptionIds(on: $0) }
+                    ids = try await client.withFencedConnection { try await SubscriptionHistory(logger: logger).subscriptionIds(on: $0) }
                 } else if let account {
                     ids = try await SubscriptionStore(client: client, logger: logger).subscriptions(forAccount: account)
                         .map(\.originalTransactionId)
@@ -97,7 +97,7 @@ struct ReplayCommand: AsyncParsableCommand {
                 let credits = CreditLedger(catalogue: catalogue, logger: logger)
                 let erased = ErasedAccounts(secret: try await Self.erasureKey(on: client), logger: logger)
                 // A key other than the erasures' recognises none of them, as no key would (and is not recorded as theirs).
-                try await client.withConnection { try await erased.confirmKey(recording: false, at: now, on: $0) }
+                try await client.withFencedConnection { try await erased.confirmKey(recording: false, at: now, on: $0) }
                 let queue = PostgresJobQueue(client: client, logger: logger)
                 let writer = SubscriptionWriter(
                     credits: credits, queue: queue, rechecks: nil, events: nil, analytics: AnalyticsRollups(logger: logger),

@@ -115,7 +115,7 @@ struct VerifyCommand: AsyncParsableCommand {
     /// The signed payload of stored notification `uuid`, as it was received.
     private func storedPayload(_ uuid: UUID) async throws -> String {
         let stored = try await withDatabase(label: "storekeeper.verify") { client, logger in
-            try await client.withConnection { try await SignedPayloadArchive(logger: logger).signedPayload(of: uuid, on: $0) }
+            try await client.withFencedConnection { try await SignedPayloadArchive(logger: logger).signedPayload(of: uuid, on: $0) }
         }
         let text: String
         switch stored {

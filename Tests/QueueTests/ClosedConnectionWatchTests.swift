@@ -131,6 +131,67 @@ struct ClosedConnectionWatchTests {
         }
     }
 
+    @Test(
+        "a fenced connection whose connection closes under its body fails with ConnectionClosedError instead of keeping its lease for good; the pool's next lease works"
+    )
+    func closedConnectionFailsFencedConnection() async throws {
+        let watch = ClosedConnectionWatch(interval: .milliseconds(50))
+        let (never, keepOpen) = AsyncStream<Void>.makeStream()
+        defer { keepOpen.finish() }
+        try await withClient { client in
+            await #expect {
+                try await withDeadline(.seconds(10)) {
+                    try await client.withFencedConnection(watch: watch) { connection in
+                        try await connection.close()
+                        // Stands in for postgres-nio's lost answer to a plain query written to the closed connection.
+                        for await _ in never {}
+                    }
+                }
+            } throws: { error in
+                error is ConnectionClosedError
+            }
+            let rows = try await client.withFencedConnection { connection in
+                try await connection.run(AddOne(value: 1), logger: TestDatabase.logger)
+            }
+            #expect(rows == [2])
+        }
+    }
+
+    @Test("a fenced connection's caller, cancelled, cancels what its body awaits")
+    func cancelledCallerCancelsFencedConnectionBody() async throws {
+        let (opened, signal) = AsyncStream<Void>.makeStream()
+        try await withClient { client in
+            let started = ContinuousClock.now
+            let call = Task {
+                try await client.withFencedConnection { connection in
+                    _ = try await connection.run(AddOne(value: 1), logger: TestDatabase.logger)
+                    signal.yield()
+                    try await Task.sleep(for: .seconds(60))
+                }
+            }
+            for await _ in opened { break }
+            call.cancel()
+            await #expect(throws: CancellationError.self) { try await call.value }
+            #expect(ContinuousClock.now - started < .seconds(30))
+        }
+    }
+
+    @Test("a fenced query returns its rows, decoded as postgres-nio's own sequence is, and PostgreSQL's error as PostgreSQL's")
+    func fencedQueryReturnsRowsAndErrors() async throws {
+        try await withClient { client in
+            let rows = try await client.fencedQuery("SELECT n, 'row ' || n FROM generate_series(1, \(3)) AS n", logger: TestDatabase.logger)
+            var decoded: [String] = []
+            for try await (number, text) in rows.decode((Int, String).self) { decoded.append("\(number): \(text)") }
+            #expect(decoded == ["1: row 1", "2: row 2", "3: row 3"])
+            #expect(try await client.fencedQuery("SELECT 1 WHERE false").rows.isEmpty)
+            await #expect {
+                try await client.fencedQuery("SELECT 1 / 0")
+            } throws: { error in
+                (error as? PSQLError)?.serverInfo?[.sqlState] == "22012"
+            }
+        }
+    }
+
     @Test("a statement whose backend the server terminates fails; the connection's next lease works")
     func terminatedBackendFails() async throws {
         try await withClient { client in

@@ -63,7 +63,7 @@ public struct AccountErasure: Sendable {
         // listener) a moment later, when a status read here could still have answered from the cache.
         defer { cache?.invalidate(account) }
         do {
-            try await client.withConnection { try await erased.confirmKey(recording: true, at: now, on: $0) }
+            try await client.withFencedConnection { try await erased.confirmKey(recording: true, at: now, on: $0) }
         } catch let error as PersistenceError where error.code == .erasureKeyDiffers {
             throw Refusal.keyDiffers(error.message)
         }
@@ -73,7 +73,7 @@ public struct AccountErasure: Sendable {
             // Erasing again moves what the id gained since onto its pseudonym: the pseudonym's lock is taken too, as
             // every writer of an account takes its own (an apply for the pseudonym counts on nothing of its owner
             // changing without it, sql/0054) — both in byte order, as spends and transfers take theirs.
-            let known = try await client.withConnection { try await erased.pseudonym(of: account, on: $0) }
+            let known = try await client.withFencedConnection { try await erased.pseudonym(of: account, on: $0) }
             outcome = try await client.withFencedTransaction(logger: logger) { connection -> Outcome? in
                 for id in Set([account] + [known].compactMap { $0 }).sorted() { try await credits.lockAccount(id, on: connection) }
                 let before = try await erased.pseudonym(of: account, on: connection)

@@ -25,7 +25,7 @@ public struct AccountExport: Sendable {
 
     /// The document; `nil` when Storekeeper holds nothing about `account`.
     public func export(_ account: AccountID, now: Date) async throws -> String? {
-        try await client.withConnection { connection in
+        try await client.withFencedConnection { connection in
             let holdings = try await AccountHoldings(logger: logger).holdings(of: account, on: connection)
             let stored = try await events.recent(account: account, limit: 10_000, on: connection)
             let held = try JSONSerialization.jsonObject(with: Data(holdings.utf8)) as? [String: Any] ?? [:]

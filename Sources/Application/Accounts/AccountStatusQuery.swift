@@ -68,7 +68,7 @@ public struct AccountStatusQuery: Sendable {
         if let replica, let required = cache?.replicaRequirement(of: account) {
             do {
                 let inputs = try await withDeadline(Self.replicaDeadline) { () -> AccountStatusCache.Inputs? in
-                    try await replica.withConnection { connection in
+                    try await replica.withFencedConnection { connection in
                         guard try await self.replayed(on: connection) >= required else { return nil }
                         return try await self.inputs(of: account, now: now, on: connection)
                     }

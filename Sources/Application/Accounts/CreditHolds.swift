@@ -125,8 +125,9 @@ public struct CreditHolds: Sendable {
     /// (``HoldExpiryJob``), leaving out those in `failed`; returns how many it read. Holds the database refused are
     /// added to `failed`, so a sweep goes on past them to the holds behind.
     public func expireDue(now: Date, failed: inout Set<UUID>) async throws -> Int {
-        let due = try await client.withConnection {
-            try await store.dueHolds(at: now, limit: Self.expiryBatch, skipping: Array(failed), on: $0)
+        let skipping = Array(failed)
+        let due = try await client.withFencedConnection {
+            try await store.dueHolds(at: now, limit: Self.expiryBatch, skipping: skipping, on: $0)
         }
         guard !due.isEmpty else { return 0 }
         let works = due.map { HoldWork(operation: .end(.id($0), charging: 0, as: .expired), now: now) }
@@ -168,6 +169,6 @@ public struct CreditHolds: Sendable {
 
     /// The hold `id` as it stands.
     public func hold(_ id: UUID) async throws -> CreditHold? {
-        try await client.withConnection { try await store.hold(id, on: $0) }
+        try await client.withFencedConnection { try await store.hold(id, on: $0) }
     }
 }

@@ -62,6 +62,6 @@ public struct HoldExpiryJob: JobHandler {
             }
             try await Task.sleep(for: rest)
         }
-        try await client.withConnection { try await execution.complete(on: $0) }
+        try await client.withFencedConnection { try await execution.complete(on: $0) }
     }
 }

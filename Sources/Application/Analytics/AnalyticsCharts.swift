@@ -51,7 +51,7 @@ public struct AnalyticsCharts: Sendable {
     }
 
     public func chart(_ request: Request) async throws -> AnalyticsChart {
-        let sums = try await client.withConnection { connection in
+        let sums = try await client.withFencedConnection { connection in
             try await rollups.sums(
                 request.metric.measures, from: request.from, to: request.to, environment: request.environment, store: request.store,
                 product: filter(request), on: connection)

@@ -98,7 +98,7 @@ public struct OperatorGrants: Sendable {
 
     /// Every grant of `account`, ended or not, newest first.
     public func grants(of account: AccountID) async throws -> [EntitlementRecord] {
-        try await client.withConnection { try await sources.sources(of: account, kind: .grant, on: $0) }
+        try await client.withFencedConnection { try await sources.sources(of: account, kind: .grant, on: $0) }
     }
 
     /// Ends grant `id` now: the grant as it is afterwards and its account; `nil` when there is no such grant. A grant

@@ -30,17 +30,17 @@ public struct EventHistory: Sendable {
     /// Events after `cursor` in commit order (see ``EventLog/feed(after:types:limit:on:)``).
     public func feed(after cursor: EventCursor?, types: EventTypeFilter, limit: Int) async throws -> [EventLog.StoredEvent] {
         let names = types.patterns == ["*"] ? nil : types.types.map(\.rawValue)
-        return try await client.withConnection { try await log.feed(after: cursor, types: names, limit: limit, on: $0) }
+        return try await client.withFencedConnection { try await log.feed(after: cursor, types: names, limit: limit, on: $0) }
     }
 
     /// The newest events, of one account and of the types `types` matches when given.
     public func recent(account: AccountID?, types: EventTypeFilter, limit: Int) async throws -> [EventLog.StoredEvent] {
         let names = types.patterns == ["*"] ? nil : types.types.map(\.rawValue)
-        return try await client.withConnection { try await log.recent(account: account, types: names, limit: limit, on: $0) }
+        return try await client.withFencedConnection { try await log.recent(account: account, types: names, limit: limit, on: $0) }
     }
 
     public func detail(_ id: UUID) async throws -> Detail? {
-        try await client.withConnection { connection in
+        try await client.withFencedConnection { connection in
             guard let event = try await log.event(id, on: connection) else { return nil }
             return Detail(
                 event: event, deliveries: try await deliveries.deliveries(of: id, on: connection),
@@ -51,11 +51,11 @@ public struct EventHistory: Sendable {
     /// Deliveries that `failed`, newest first.
     /// Every delivery of each of `events`, by event (the account page's timeline).
     public func deliveries(of events: [UUID]) async throws -> [UUID: [WebhookDeliveries.Delivery]] {
-        try await client.withConnection { try await deliveries.deliveries(of: events, on: $0) }
+        try await client.withFencedConnection { try await deliveries.deliveries(of: events, on: $0) }
     }
 
     public func failedDeliveries(limit: Int) async throws -> [(event: UUID, endpoint: String, account: String, attempts: Int)] {
-        try await client.withConnection { try await deliveries.failed(limit: limit, on: $0) }
+        try await client.withFencedConnection { try await deliveries.failed(limit: limit, on: $0) }
     }
 
     /// Puts the event's deliveries (to every endpoint, or one) back to pending with a fresh schedule and wakes them;
@@ -71,6 +71,6 @@ public struct EventHistory: Sendable {
 
     /// Deliveries by state and the creation time of the oldest event still pending.
     public func deliverySummary() async throws -> (counts: [WebhookDeliveries.State: Int], oldestPending: Date?) {
-        try await client.withConnection { try await deliveries.summary(on: $0) }
+        try await client.withFencedConnection { try await deliveries.summary(on: $0) }
     }
 }

@@ -73,7 +73,7 @@ public struct WebhookDeliveryJob: JobHandler {
         }
         for _ in 0..<Self.batch {
             guard
-                let (event, delivery) = try await client.withConnection({
+                let (event, delivery) = try await client.withFencedConnection({
                     try await deliveries.head(endpoint: endpoint.name, account: arguments.account, on: $0)
                 })
             else { return }

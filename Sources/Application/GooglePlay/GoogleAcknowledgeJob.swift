@@ -89,7 +89,7 @@ public struct GoogleAcknowledgeJob: JobHandler {
             }
             logger.warning("Play refused an acknowledgement", metadata: ["google.error": "\(error)", "google.acknowledged": "\(finished)"])
             guard finished else {
-                try await client.withConnection { try await store.recordAcknowledgement(token, at: nil, error: "\(error)", on: $0) }
+                try await client.withFencedConnection { try await store.recordAcknowledgement(token, at: nil, error: "\(error)", on: $0) }
                 throw JobFailure.discard("Play refused the acknowledgement: \(error)")
             }
             try await client.withFencedTransaction(logger: logger) { connection in
@@ -97,7 +97,7 @@ public struct GoogleAcknowledgeJob: JobHandler {
                 try await execution.complete(on: connection)
             }
         case .failure(let error):
-            try await client.withConnection { try await store.recordAcknowledgement(token, at: nil, error: "\(error)", on: $0) }
+            try await client.withFencedConnection { try await store.recordAcknowledgement(token, at: nil, error: "\(error)", on: $0) }
             throw error
         }
     }

@@ -23,6 +23,6 @@ public struct GoogleAcknowledgements: Sendable {
     /// How many purchases waited more than a day, and the oldest `limit` of them.
     public func late(limit: Int) async throws -> (count: Int, oldest: [GoogleProductStore.Waiting]) {
         let before = clock().addingTimeInterval(-Self.lateAfter)
-        return try await client.withConnection { try await store.waitingAcknowledgement(grantedBefore: before, limit: limit, on: $0) }
+        return try await client.withFencedConnection { try await store.waitingAcknowledgement(grantedBefore: before, limit: limit, on: $0) }
     }
 }

@@ -54,7 +54,7 @@ public struct GoogleNotificationJob: JobHandler {
 
     public func run(_ execution: JobExecution) async throws {
         let arguments = try execution.job.decodeArguments(as: GoogleInbox.JobArguments.self)
-        guard let stored = try await client.withConnection({ try await notifications.notification(arguments.messageId, on: $0) }) else {
+        guard let stored = try await client.withFencedConnection({ try await notifications.notification(arguments.messageId, on: $0) }) else {
             throw JobFailure.discard("Google notification \(arguments.messageId) is not stored")
         }
         let notification = stored.notification

@@ -54,7 +54,8 @@ public struct GooglePlaySync: Sendable {
                     for (token, _) in batch { try await tokens.fileToken(token, kind: "unknown", source: "storekeeper google sync", on: connection) }
                 }
             } else {
-                batch = try await client.withConnection { try await tokens.filedTokens(after: after, limit: 500, on: $0) }
+                let from = after
+                batch = try await client.withFencedConnection { try await tokens.filedTokens(after: from, limit: 500, on: $0) }
                 after = batch.last?.token ?? after
             }
             if batch.isEmpty { return report }
@@ -92,7 +93,7 @@ public struct GooglePlaySync: Sendable {
     }
 
     private func place(_ token: String, as kind: String, filed: String) async throws -> GooglePlaySubscriptions.Outcome {
-        if kind != filed { try await client.withConnection { try await tokens.placeToken(token, kind: kind, on: $0) } }
+        if kind != filed { try await client.withFencedConnection { try await tokens.placeToken(token, kind: kind, on: $0) } }
         return .read
     }
 }

@@ -124,7 +124,7 @@ public struct GoogleRefunds: Sendable {
     /// that fails is logged: the refund is recorded, and Play's next notification or read of the token brings the rest.
     private func readAgain(_ token: String, using play: GooglePlayClient, cause: EventCause) async {
         do {
-            if try await client.withConnection({ try await products.holds(token, on: $0) }) {
+            if try await client.withFencedConnection({ try await products.holds(token, on: $0) }) {
                 _ = try await products.refresh(token, using: play, cause: cause)
             } else {
                 _ = try await subscriptions.refresh(token, using: play, cause: cause)

@@ -141,7 +141,7 @@ public struct OfferSigning: Sendable {
         productId: String, account: AccountID, transactionId: String, now: Date
     ) async throws -> Outcome<IntroductoryEligibility> {
         guard subscriptionProducts.contains(productId) else { return .unknownProduct }
-        let history = try await client.withConnection { try await self.history(of: account, on: $0) }
+        let history = try await client.withFencedConnection { try await self.history(of: account, on: $0) }
         let decision = OfferEligibility.introductory(subscriptions: history.subscriptions, formerSubscriptions: history.former)
         let allowed = decision == .eligible
         var reason: String?

@@ -127,7 +127,7 @@ public struct RefundDefence: Sendable {
 
     /// Records whether `account` consents to its consumption data being sent to Apple.
     public func recordConsent(_ account: AccountID, consented: Bool, now: Date) async throws {
-        try await client.withConnection { connection in
+        try await client.withFencedConnection { connection in
             try await requests.recordConsent(account, consented: consented, at: now, on: connection)
         }
     }

@@ -43,7 +43,7 @@ public struct RefundRequestQuery: Sendable {
     /// request is answered by no one (the job closes a pending one as `missed_deadline`), so it has none — which also
     /// bounds the ledger reads to the requests of the store's last 12 or 24 hours.
     public func requests(ofAccount account: AccountID, limit: Int, now: Date) async throws -> [Listed] {
-        try await client.withConnection { connection in
+        try await client.withFencedConnection { connection in
             var listed = try await requests.requests(ofAccount: account, limit: limit, on: connection).map { Listed(request: $0) }
             let open = listed.indices.filter {
                 [.pending, .notConfigured].contains(listed[$0].request.state) && now < listed[$0].request.deadlineAt

@@ -143,7 +143,7 @@ public struct RetentionMessaging: Sendable {
 
     /// Each rule's answers since `since`, with how many of those subscriptions stayed (``RetentionDecisions/ruleCounts(since:on:)``).
     public func ruleCounts(since: Date) async throws -> [RetentionDecisions.RuleCount] {
-        try await client.withConnection { try await decisions.ruleCounts(since: since, on: $0) }
+        try await client.withFencedConnection { try await decisions.ruleCounts(since: since, on: $0) }
     }
 
     /// The answer when deciding fails or runs late: the policy's default.

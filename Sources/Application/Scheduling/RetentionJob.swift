@@ -42,7 +42,9 @@ public struct RetentionJob: JobHandler {
         return RetentionJob(
             kind: eventsKind, retention: retention, clock: clock,
             purge: { cutoff in
-                try await inBatches { limit in try await client.withConnection { try await log.deleteEvents(before: cutoff, limit: limit, on: $0) } }
+                try await inBatches { limit in
+                    try await client.withFencedConnection { try await log.deleteEvents(before: cutoff, limit: limit, on: $0) }
+                }
             },
             done: "old events deleted", logger: logger)
     }
@@ -78,10 +80,10 @@ public struct RetentionJob: JobHandler {
             kind: idempotencyWindowKind, retention: window, clock: clock,
             purge: { cutoff in
                 let deletedAnswers = try await inBatches { limit in
-                    try await client.withConnection { try await answers.deleteAnswers(before: cutoff, limit: limit, on: $0) }
+                    try await client.withFencedConnection { try await answers.deleteAnswers(before: cutoff, limit: limit, on: $0) }
                 }
                 let deletedHolds = try await inBatches { limit in
-                    try await client.withConnection { try await holds.deleteEndedHolds(before: cutoff, limit: limit, on: $0) }
+                    try await client.withFencedConnection { try await holds.deleteEndedHolds(before: cutoff, limit: limit, on: $0) }
                 }
                 return deletedAnswers + deletedHolds
             },

@@ -121,7 +121,7 @@ public struct StripeCheckout: Sendable {
 
     /// A billing-portal URL for the account's Stripe customer, returning to `returnURL`.
     public func portal(account: AccountID, returnURL: String) async throws -> String {
-        guard let customer = try await client.withConnection({ try await objects.customer(ofAccount: account, on: $0) }) else {
+        guard let customer = try await client.withFencedConnection({ try await objects.customer(ofAccount: account, on: $0) }) else {
             throw Refusal.noCustomer
         }
         do {

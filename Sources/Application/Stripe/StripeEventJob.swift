@@ -51,7 +51,7 @@ public struct StripeEventJob: JobHandler {
 
     public func run(_ execution: JobExecution) async throws {
         let arguments = try execution.job.decodeArguments(as: StripeInbox.JobArguments.self)
-        guard let event = try await client.withConnection({ try await events.event(arguments.eventId, on: $0) }) else {
+        guard let event = try await client.withFencedConnection({ try await events.event(arguments.eventId, on: $0) }) else {
             throw JobFailure.discard("Stripe event \(arguments.eventId) is not stored")
         }
         let cause = EventCause(eventId: event.id, notificationType: event.type, signedDate: event.createdAt)
@@ -108,7 +108,7 @@ public struct StripeEventJob: JobHandler {
 
     /// The subscription a charge paid for: as filed before, else through the invoice its PaymentIntent paid.
     private func subscription(paidBy charge: StripeCharge, stripe: StripeClient) async throws -> String? {
-        if let filed = try await client.withConnection({ try await objects.subscription(ofObject: charge.id, on: $0) }) { return filed }
+        if let filed = try await client.withFencedConnection({ try await objects.subscription(ofObject: charge.id, on: $0) }) { return filed }
         guard let intent = charge.paymentIntent else { return nil }
         for invoiceId in try await stripe.invoiceIds(paidBy: intent) {
             if let subscription = try await stripe.invoice(invoiceId).subscription { return subscription }

@@ -45,7 +45,7 @@ public struct StripePayments: Sendable {
 
     /// Whether a PaymentIntent is a one-time payment Storekeeper holds (its session was filed).
     public func holds(_ paymentIntent: String) async throws -> Bool {
-        try await client.withConnection { try await !objects.held(ofPayment: paymentIntent, on: $0).checkoutSessions.isEmpty }
+        try await client.withFencedConnection { try await !objects.held(ofPayment: paymentIntent, on: $0).checkoutSessions.isEmpty }
     }
 
     /// Reads the PaymentIntent's charges again, files them with `also`, and records the payment; returns the account

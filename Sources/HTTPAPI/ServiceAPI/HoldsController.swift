@@ -118,7 +118,7 @@ public struct HoldsController: Sendable {
             throw APIError(.badRequest, code: .invalidExpiresIn, message: "expiresIn must be 1 to 86400 seconds (default 900)")
         }
         let key = try request.idempotencyKey(fromBody: body.idempotencyKey)
-        let answer = try await withDatabase {
+        let answer = try await withDatabase(message: Self.unconfirmed("hold", retry: "retry with the same idempotencyKey")) {
             try await holds.hold(
                 .init(account: account, meter: body.meter, amount: body.amount, idempotencyKey: key, expiresIn: expiresIn), now: clock())
         }
@@ -143,11 +143,17 @@ public struct HoldsController: Sendable {
         guard body.amount >= 0 else {
             throw APIError(.badRequest, code: .invalidAmount, message: "amount must be 0 or more, at most the held amount")
         }
-        return try Self.answer(try await withDatabase { try await holds.settle(target, amount: body.amount, now: clock()) })
+        return try Self.answer(
+            try await withDatabase(message: Self.unconfirmed("settle", retry: "settle again: a second call answers the first's result")) {
+                try await holds.settle(target, amount: body.amount, now: clock())
+            })
     }
 
     func release(target: CreditHolds.Target) async throws -> HoldJSON {
-        try Self.answer(try await withDatabase { try await holds.release(target, now: clock()) })
+        try Self.answer(
+            try await withDatabase(message: Self.unconfirmed("release", retry: "release again: a second call answers the first's result")) {
+                try await holds.release(target, now: clock())
+            })
     }
 
     /// What a reversed spend answers.
@@ -161,7 +167,11 @@ public struct HoldsController: Sendable {
 
     func reverse(context: StorekeeperRequestContext) async throws -> ReversalJSON {
         let (account, key) = try Self.accountAndKey(context)
-        switch try await withDatabase({ try await holds.reverseSpend(of: account, idempotencyKey: key, now: clock()) }) {
+        let outcome = try await withDatabase(message: Self.unconfirmed("reversal", retry: "reverse again: a second call answers the first's result"))
+        {
+            try await holds.reverseSpend(of: account, idempotencyKey: key, now: clock())
+        }
+        switch outcome {
         case .reversed(let reversal, let meter, let amount):
             return ReversalJSON(meter: meter, amount: amount, returned: reversal.returned, lapsed: reversal.lapsed, reversedAt: reversal.reversedAt)
         case .notFound:
@@ -186,6 +196,12 @@ public struct HoldsController: Sendable {
             throw APIError(.notFound, code: .notFound, message: "no hold \(id.lowercasedText)")
         }
         return HoldJSON(hold)
+    }
+
+    /// A write's 503: handed to its commit group, it may commit after the route stopped waiting, as a spend may
+    /// (UsageController); the same call again answers what was done.
+    static func unconfirmed(_ what: String, retry: String) -> String {
+        "the \(what) could not be confirmed; it may or may not have been made: \(retry)"
     }
 
     static func answer(_ answer: CreditHolds.EndAnswer) throws -> HoldJSON {

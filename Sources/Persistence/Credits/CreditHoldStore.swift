@@ -96,7 +96,7 @@ public struct CreditHoldStore: Sendable {
         return ids
     }
 
-    private func first(_ rows: PostgresRowSequence) async throws -> CreditHold? {
+    private func first(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> CreditHold? {
         for try await row in rows { return try Self.decode(row) }
         return nil
     }

@@ -82,7 +82,7 @@ extension CreditLedger {
         return read
     }
 
-    private static func usage(_ rows: PostgresRowSequence) async throws -> [UsageRecord] {
+    private static func usage(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [UsageRecord] {
         var records: [UsageRecord] = []
         for try await (at, meter, amount) in rows.decode((Date, String, Int64).self) {
             records.append(UsageRecord(at: at, meter: meter, amount: amount))

@@ -193,7 +193,7 @@ public struct EventLog: Sendable {
             environment: environment, createdAt: createdAt, body: body)
     }
 
-    static func decodeAll(_ rows: PostgresRowSequence) async throws -> [StoredEvent] {
+    static func decodeAll(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [StoredEvent] {
         var events: [StoredEvent] = []
         for try await row in rows { events.append(try decode(row)) }
         return events

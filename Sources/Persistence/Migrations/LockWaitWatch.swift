@@ -44,7 +44,7 @@ struct LockWaitWatch: Sendable {
     }
 
     private func blockers() async throws -> [Blocker] {
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             SELECT pid, coalesce(application_name, ''), coalesce(usename::text, ''), coalesce(state, ''),
                 coalesce(extract(epoch FROM now() - xact_start), 0)::float8

@@ -133,19 +133,24 @@ public struct SchemaMigrator: Sendable {
     private func applyPending(on connection: PostgresConnection) async throws -> [String] {
         // Created only when missing: `CREATE TABLE IF NOT EXISTS` needs CREATE on the schema even when the table is
         // there, and an application role without it (docs/operations.md, "A separate application role") is then
-        // refused although nothing is pending.
-        try await connection.query(
-            """
-            DO $$ BEGIN
-                IF to_regclass('storekeeper_migrations') IS NULL THEN
-                    CREATE TABLE storekeeper_migrations (
-                        version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,
-                        applied_at timestamptz NOT NULL DEFAULT now());
-                END IF;
-            END $$
-            """,
-            logger: logger
-        )
+        // refused although nothing is pending; one that lacks it where the table is missing is told which role to use.
+        do {
+            try await connection.query(
+                """
+                DO $$ BEGIN
+                    IF to_regclass('storekeeper_migrations') IS NULL THEN
+                        CREATE TABLE storekeeper_migrations (
+                            version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,
+                            applied_at timestamptz NOT NULL DEFAULT now());
+                    END IF;
+                END $$
+                """,
+                logger: logger
+            )
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == Self.insufficientPrivilege {
+            throw PersistenceError(
+                .migrationFailed, "the migrations' table cannot be created: \(error.serverInfo?[.message] ?? "permission denied")\(Self.ownerHint)")
+        }
         let applied = try await appliedMigrations(on: connection)
         // A database a newer release migrated already (a rollout in progress, a rollback, a restart of this release's
         // `serve` whose unit migrates first) has nothing for this release to do when all of its files are applied: the
@@ -170,7 +175,7 @@ public struct SchemaMigrator: Sendable {
     /// unless `newerAllowed`: readiness, for a release still serving while the next one's migrations are applied (they
     /// only expand the schema, operations.md).
     public func pendingMigrations(newerAllowed: Bool = false) async throws -> [String] {
-        let applied = try await client.withConnection { connection -> [Int: String] in
+        let applied = try await client.withFencedConnection { connection -> [Int: String] in
             let exists = try await connection.query(
                 "SELECT to_regclass('storekeeper_migrations') IS NOT NULL", logger: logger)
             for try await present in exists.decode(Bool.self) where !present { return [:] }

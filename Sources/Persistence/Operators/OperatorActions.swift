@@ -84,7 +84,7 @@ public struct OperatorActions: Sendable {
 
     /// The actions `filter` selects, newest first.
     public func actions(_ filter: Filter) async throws -> [OperatorAction] {
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             SELECT id, at, operator, role, action, request, status, account_id, target, before::text, after::text
             FROM operator_actions

@@ -59,7 +59,7 @@ public struct RenewalExtensionRecords: Sendable {
     /// Files a request before Apple is asked, so an answer lost on the way is still on record; `false` when the
     /// identifier was used before (nothing is filed).
     public func file(_ record: Record) async throws -> Bool {
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             INSERT INTO renewal_extensions (request_identifier, kind, environment, original_transaction_id, account_id, product_id, storefronts,
                                             days, reason_code, requested_by, requested_at)
@@ -74,7 +74,7 @@ public struct RenewalExtensionRecords: Sendable {
 
     /// Apple's answer to a single extension, or why it could not be had.
     public func answer(_ requestIdentifier: String, succeeded: Bool?, effectiveDate: Date?, error: String?, at now: Date) async throws {
-        try await client.query(
+        try await client.fencedQuery(
             """
             UPDATE renewal_extensions SET answered_at = \(now), succeeded = \(succeeded), effective_date = \(effectiveDate), error = \(error),
                 complete = \(succeeded != nil), complete_date = CASE WHEN \(succeeded != nil) THEN \(now) END
@@ -86,7 +86,7 @@ public struct RenewalExtensionRecords: Sendable {
     public func progress(
         _ requestIdentifier: String, complete: Bool, completeDate: Date?, succeededCount: Int64?, failedCount: Int64?, error: String?, at now: Date
     ) async throws {
-        try await client.query(
+        try await client.fencedQuery(
             """
             UPDATE renewal_extensions SET answered_at = \(now), error = \(error),
                 complete = complete OR \(complete), complete_date = coalesce(\(completeDate), complete_date),
@@ -136,7 +136,7 @@ public struct RenewalExtensionRecords: Sendable {
     /// How many of a product's App Store subscriptions in `environment` are paid and active at `now` — those a mass
     /// extension may reach (Apple decides; trials and billing trouble are not extended).
     public func activePaidSubscriptions(ofProduct product: String, environment: StoreEnvironment, now: Date) async throws -> Int {
-        let rows = try await client.query(
+        let rows = try await client.fencedQuery(
             """
             SELECT count(*) FROM subscriptions
             WHERE product_id = \(product) AND environment = \(environment) AND coalesce(store, subscription_store_before_0033(original_transaction_id)) = 'app_store'
@@ -153,7 +153,7 @@ public struct RenewalExtensionRecords: Sendable {
 
     private func records(_ query: PostgresQuery) async throws -> [Record] {
         var records: [Record] = []
-        for try await row in try await client.query(query, logger: logger) {
+        for try await row in try await client.fencedQuery(query, logger: logger) {
             let columns = row.makeRandomAccess()
             var record = Record(
                 requestIdentifier: try columns[0].decode(String.self), kind: Record.Kind(rawValue: try columns[1].decode(String.self)) ?? .unknown,
