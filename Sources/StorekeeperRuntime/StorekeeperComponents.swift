@@ -111,6 +111,14 @@ public struct StorekeeperComponents: Sendable {
                 "short operator key: guessable, or a key cut at a comma (the list separator)",
                 metadata: ["operator": "\(operatorKey.name)", "minimum": "\(OperatorKey.recommendedLength)"])
         }
+        // The service's and the metrics' bearer keys too, by position (they have no names), never by value.
+        for (variable, keys) in [("STOREKEEPER_API_KEYS", configuration.apiKeys), ("STOREKEEPER_METRICS_KEYS", configuration.metricsKeys)] {
+            for (index, key) in keys.enumerated() where key.utf8.count < OperatorKey.recommendedLength {
+                logger.warning(
+                    "short bearer key: guessable, or a key cut at a comma (the list separator); make one with openssl rand -hex 32",
+                    metadata: ["variable": "\(variable)", "key": "\(index + 1) of \(keys.count)", "minimum": "\(OperatorKey.recommendedLength)"])
+            }
+        }
         for warning in configuration.catalogue.warnings() {
             logger.warning("catalogue written the old way", metadata: ["path": "\(configuration.tiersPath)", "warning": "\(warning)"])
         }

@@ -27,6 +27,9 @@ struct DatabaseLoginTests {
             var serving = harness.processEnvironment
             serving["DATABASE_URL"] = absentDatabase.urlString
             serving["STOREKEEPER_PORT"] = String(try PrivateCluster.freePort())
+            // Short bearer keys are named at start by their variable and position, never by their value.
+            serving["STOREKEEPER_API_KEYS"] = "short-service-key,\(String(repeating: "a1", count: 16))"
+            serving["STOREKEEPER_METRICS_KEYS"] = "metrics-short"
             var absentRole = base
             absentRole.username = "storekeeper_absent_role"
             var working = harness.processEnvironment
@@ -44,6 +47,11 @@ struct DatabaseLoginTests {
                 )
                     == true, "\(serveOutput)")
             #expect(!serveOutput.contains("hunter2-never-echoed"), "no password is echoed: \(serveOutput)")
+            let shortKeys = serveOutput.split(separator: "\n").filter { $0.contains("short bearer key") }
+            #expect(shortKeys.count == 2, "\(serveOutput)")
+            #expect(shortKeys.first?.contains("STOREKEEPER_API_KEYS") == true && shortKeys.first?.contains("1 of 2") == true, "\(shortKeys)")
+            #expect(shortKeys.last?.contains("STOREKEEPER_METRICS_KEYS") == true, "\(shortKeys)")
+            #expect(!serveOutput.contains("short-service-key") && !serveOutput.contains("metrics-short"), "no key is echoed: \(serveOutput)")
             let (work, workOutput) = try await worked
             #expect(work == 1, "\(workOutput)")
             #expect(workOutput.contains("role \"storekeeper_absent_role\" does not exist"), "\(workOutput)")
