@@ -75,30 +75,45 @@ struct ClosedConnectionWatchTests {
         }
     }
 
+    /// How a fenced lease runs its body.
+    enum FencedLease: CaseIterable, Sendable {
+        /// A transaction whose body has a task of its own (every transaction but the groups').
+        case transaction
+        /// A transaction whose body runs inside the fence's task on the connection's loop (the spends' and holds' groups).
+        case transactionOnConnectionLoop
+        /// A connection lease without a transaction (`withFencedConnection`).
+        case connection
+    }
+
     @Test(
-        "a fenced transaction whose connection closes under it fails with ConnectionClosedError instead of hanging, as a commit group's BEGIN or COMMIT must (helper-143); its body in a task of its own, or on the connection's loop as the groups run it",
-        arguments: [false, true]
+        "a fenced transaction or lease whose connection closes under it fails with ConnectionClosedError instead of hanging with its lease, as a commit group's BEGIN or COMMIT must (helper-143); the pool's next lease works",
+        arguments: FencedLease.allCases
     )
-    func closedConnectionFailsFencedTransaction(onConnectionLoop: Bool) async throws {
+    func closedConnectionFailsFencedLease(_ lease: FencedLease) async throws {
         let watch = ClosedConnectionWatch(interval: .milliseconds(50))
         let (never, keepOpen) = AsyncStream<Void>.makeStream()
         defer { keepOpen.finish() }
+        let body: @Sendable (PostgresConnection) async throws -> Void = { connection in
+            try await connection.close()
+            // Stands in for postgres-nio's lost answer to a statement written to the closed connection.
+            for await _ in never {}
+        }
         try await withClient { client in
             await #expect {
                 // A hang would fail the test as DeadlineExceeded, not stop it.
                 try await withDeadline(.seconds(10)) {
-                    try await client.withFencedTransaction(logger: TestDatabase.logger, onConnectionLoop: onConnectionLoop, watch: watch) {
-                        connection in
-                        try await connection.close()
-                        // Stands in for postgres-nio's lost answer to a statement written to the closed connection.
-                        for await _ in never {}
+                    switch lease {
+                    case .transaction: try await client.withFencedTransaction(logger: TestDatabase.logger, watch: watch, body)
+                    case .transactionOnConnectionLoop:
+                        try await client.withFencedTransaction(logger: TestDatabase.logger, onConnectionLoop: true, watch: watch, body)
+                    case .connection: try await client.withFencedConnection(watch: watch, body)
                     }
                 }
             } throws: { error in
                 error is ConnectionClosedError
             }
             // The pool hands out a working connection afterwards.
-            let rows = try await client.withFencedTransaction(logger: TestDatabase.logger) { connection in
+            let rows = try await client.withFencedConnection { connection in
                 try await connection.run(AddOne(value: 1), logger: TestDatabase.logger)
             }
             #expect(rows == [2])
@@ -128,32 +143,6 @@ struct ClosedConnectionWatchTests {
                 (error as? PostgresTransactionError)?.closureError is CancellationError
             }
             #expect(ContinuousClock.now - started < .seconds(30))
-        }
-    }
-
-    @Test(
-        "a fenced connection whose connection closes under its body fails with ConnectionClosedError instead of keeping its lease for good; the pool's next lease works"
-    )
-    func closedConnectionFailsFencedConnection() async throws {
-        let watch = ClosedConnectionWatch(interval: .milliseconds(50))
-        let (never, keepOpen) = AsyncStream<Void>.makeStream()
-        defer { keepOpen.finish() }
-        try await withClient { client in
-            await #expect {
-                try await withDeadline(.seconds(10)) {
-                    try await client.withFencedConnection(watch: watch) { connection in
-                        try await connection.close()
-                        // Stands in for postgres-nio's lost answer to a plain query written to the closed connection.
-                        for await _ in never {}
-                    }
-                }
-            } throws: { error in
-                error is ConnectionClosedError
-            }
-            let rows = try await client.withFencedConnection { connection in
-                try await connection.run(AddOne(value: 1), logger: TestDatabase.logger)
-            }
-            #expect(rows == [2])
         }
     }
 
