@@ -118,7 +118,7 @@ public struct HoldsController: Sendable {
             throw APIError(.badRequest, code: .invalidExpiresIn, message: "expiresIn must be 1 to 86400 seconds (default 900)")
         }
         let key = try request.idempotencyKey(fromBody: body.idempotencyKey)
-        let answer = try await withDatabase(message: Self.unconfirmed("hold", retry: "retry with the same idempotencyKey")) {
+        let answer = try await withDatabase(message: Self.holdUnconfirmed) {
             try await holds.hold(
                 .init(account: account, meter: body.meter, amount: body.amount, idempotencyKey: key, expiresIn: expiresIn), now: clock())
         }
@@ -144,14 +144,14 @@ public struct HoldsController: Sendable {
             throw APIError(.badRequest, code: .invalidAmount, message: "amount must be 0 or more, at most the held amount")
         }
         return try Self.answer(
-            try await withDatabase(message: Self.unconfirmed("settle", retry: "settle again: a second call answers the first's result")) {
+            try await withDatabase(message: Self.settleUnconfirmed) {
                 try await holds.settle(target, amount: body.amount, now: clock())
             })
     }
 
     func release(target: CreditHolds.Target) async throws -> HoldJSON {
         try Self.answer(
-            try await withDatabase(message: Self.unconfirmed("release", retry: "release again: a second call answers the first's result")) {
+            try await withDatabase(message: Self.releaseUnconfirmed) {
                 try await holds.release(target, now: clock())
             })
     }
@@ -167,8 +167,7 @@ public struct HoldsController: Sendable {
 
     func reverse(context: StorekeeperRequestContext) async throws -> ReversalJSON {
         let (account, key) = try Self.accountAndKey(context)
-        let outcome = try await withDatabase(message: Self.unconfirmed("reversal", retry: "reverse again: a second call answers the first's result"))
-        {
+        let outcome = try await withDatabase(message: Self.reversalUnconfirmed) {
             try await holds.reverseSpend(of: account, idempotencyKey: key, now: clock())
         }
         switch outcome {
@@ -199,10 +198,14 @@ public struct HoldsController: Sendable {
     }
 
     /// A write's 503: handed to its commit group, it may commit after the route stopped waiting, as a spend may
-    /// (UsageController); the same call again answers what was done.
+    /// (UsageController); the same call again answers what was done. Made once, not at every request.
     static func unconfirmed(_ what: String, retry: String) -> String {
         "the \(what) could not be confirmed; it may or may not have been made: \(retry)"
     }
+    static let holdUnconfirmed = unconfirmed("hold", retry: "retry with the same idempotencyKey")
+    static let settleUnconfirmed = unconfirmed("settle", retry: "settle again: a second call answers the first's result")
+    static let releaseUnconfirmed = unconfirmed("release", retry: "release again: a second call answers the first's result")
+    static let reversalUnconfirmed = unconfirmed("reversal", retry: "reverse again: a second call answers the first's result")
 
     static func answer(_ answer: CreditHolds.EndAnswer) throws -> HoldJSON {
         switch answer {
