@@ -298,7 +298,8 @@ struct APIBenchmarkCommand: AsyncParsableCommand {
             ("healthzPaced25ServeMicros", pacedHealthCPU.map { .number($0) } ?? .null),
             ("statusPaced25ServeMicros", pacedStatusCPU.map { .number($0) } ?? .null),
         ]
-        report.fields += reads
+        report.fields += reads + [Autogroups.field]
+        report.lines.append(Autogroups.line)
         return report
     }
 }

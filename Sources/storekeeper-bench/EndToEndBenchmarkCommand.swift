@@ -171,6 +171,7 @@ struct EndToEndRun {
                 + "\(Int(all.total.rounded())) µs in all\(all.database == nil ? " (PostgreSQL runs elsewhere: not counted)" : ""): "
                 + "a ceiling of \(Int(ceiling)) notifications/s if these processes had all \(cores) cores",
             "  peak resident: serve \(String(format: "%.1f", megabytes(serveRSS))) MB + work \(String(format: "%.1f", megabytes(workRSS))) MB = \(String(format: "%.1f", megabytes(serveRSS + workRSS))) MB",
+            Autogroups.line,
         ]
         report.fields = [
             ("benchmark", .text("e2e")), ("notifications", .integer(burst.sent)), ("clients", .integer(options.clients)),
@@ -189,6 +190,7 @@ struct EndToEndRun {
             ("burstDatabaseMicros", cpu.burst.database.map { .number($0) } ?? .null), ("drainServeMicros", .number(cpu.drain.serve)),
             ("drainWorkMicros", .number(cpu.drain.work)), ("drainDatabaseMicros", cpu.drain.database.map { .number($0) } ?? .null),
             ("cpuMicrosPerNotification", .number(all.total)), ("cores", .integer(cores)), ("cpuCeilingPerSecond", .integer(Int(ceiling))),
+            Autogroups.field,
         ]
         return report
     }
