@@ -4,7 +4,7 @@ import Foundation
 /// cores prints beside its figures. With `kernel.sched_autogroup_enabled = 1` the kernel shares the CPU equally between
 /// sessions before their threads, for processes whose CPU control group is the root one; PostgreSQL starts every
 /// backend in a session of its own, and the benchmark's `serve` and `work` share its session. The steady intake's p99
-/// was 19.5–32.2 ms that way and 7.8–15.9 ms with the setting off (docs/capacity.md, "Sessions, not services").
+/// was 19.5–32.2 ms that way and 7.8–20.6 ms with the setting off (docs/capacity.md, "Sessions, not services").
 enum Autogroups {
     enum State: Equatable {
         case on, off
