@@ -6,7 +6,7 @@ import Foundation
 /// backend in a session of its own, and the benchmark's `serve` and `work` share its session. The steady intake's p99
 /// was 19.5–32.2 ms that way and 7.8–20.6 ms with the setting off (docs/capacity.md, "Sessions, not services").
 enum Autogroups {
-    enum State: Equatable {
+    enum State {
         case on, off
         /// The setting is on, but this process's CPU control group is not the root one, where it does not act.
         case inactive(group: String)
@@ -55,11 +55,13 @@ enum Autogroups {
 
     /// The report's JSON field: "on", "off", "inactive" or null.
     static var field: (String, BenchmarkReport.BenchmarkValue) {
-        switch state {
-        case .on: return ("autogroups", .text("on"))
-        case .off: return ("autogroups", .text("off"))
-        case .inactive: return ("autogroups", .text("inactive"))
-        case .unknown: return ("autogroups", .null)
-        }
+        let name: String? =
+            switch state {
+            case .on: "on"
+            case .off: "off"
+            case .inactive: "inactive"
+            case .unknown: nil
+            }
+        return ("autogroups", name.map { .text($0) } ?? .null)
     }
 }
