@@ -1,8 +1,9 @@
 import Logging
 import ServiceLifecycle
 
-/// Ends a starting `serve` or `work` with one line when the database refuses `DATABASE_URL`'s login for a reason no
-/// retry changes: a password or role refused, a database that does not exist, an authentication or TLS setting the two
+/// Ends a starting `serve` or `work` with one line when the database refuses `DATABASE_URL`'s login (or `serve`'s
+/// replica `STOREKEEPER_REPLICA_URL`'s, whose refusal otherwise left every status read on the primary with one line
+/// of the position tracker's) for a reason no retry changes: a password or role refused, a database that does not exist, an authentication or TLS setting the two
 /// sides do not share. The pool retries such a login for good and readiness says only "database unreachable": the
 /// process would run, not ready and not saying why, until an operator read `/readyz` (helper-143). A refusal must last
 /// ``refusalWindow``, every login in it refused, before the process ends: a pooler or a database being restored can
@@ -14,10 +15,13 @@ public struct DatabaseLoginCheck: Service {
     static let refusalWindow = Duration.seconds(10)
     static let retryInterval = Duration.seconds(2)
     let url: DatabaseURL
+    /// The setting the URL came from, as the log names it.
+    let variable: String
     let logger: Logger
 
-    public init(url: DatabaseURL, logger: Logger) {
+    public init(url: DatabaseURL, variable: String = "DATABASE_URL", logger: Logger) {
         self.url = url
+        self.variable = variable
         self.logger = logger
     }
 
@@ -42,19 +46,21 @@ public struct DatabaseLoginCheck: Service {
                 let since = refusedSince ?? now
                 refusedSince = since
                 if now - since >= Self.refusalWindow {
-                    let message = "the database refused the login of DATABASE_URL (\(url)): \(reason)"
+                    let message = "the database refused the login of \(variable) (\(url)): \(reason)"
                     logger.critical("\(message)")
                     throw CommandFailure(message)
                 }
                 if !refusalSaid {
-                    logger.warning("the database refuses the login of DATABASE_URL; asking again before giving up", metadata: ["reason": "\(reason)"])
+                    logger.warning("the database refuses the login of \(variable); asking again before giving up", metadata: ["reason": "\(reason)"])
                     refusalSaid = true
                 }
             case .unreached(let reason):
                 (refusedSince, refusalSaid) = (nil, false)
                 // Said at once and then every half minute: a process not ready says why in its own log.
                 if unreachedSaid.map({ now - $0 >= .seconds(30) }) ?? true {
-                    logger.warning("the database is not reached yet; waiting for it", metadata: ["url": "\(url)", "reason": "\(reason)"])
+                    logger.warning(
+                        "the database is not reached yet; waiting for it",
+                        metadata: ["variable": "\(variable)", "url": "\(url)", "reason": "\(reason)"])
                     unreachedSaid = now
                 }
             }

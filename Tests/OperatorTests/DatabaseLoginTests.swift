@@ -77,4 +77,27 @@ struct DatabaseLoginTests {
             #expect(await early.waitForExit(timeout: .seconds(30)) == 0, "\(early.text)")
         }
     }
+
+    /// A replica URL with a login the server refuses (here a database that does not exist) is a setting to fix, as
+    /// DATABASE_URL's is: before, `serve` ran on with every status read on the primary and one line of the replica's
+    /// position tracker among its logs.
+    @Test("serve whose STOREKEEPER_REPLICA_URL's login is refused for good ends with exit 1 and one line naming the variable and the server's reason")
+    func refusedReplicaLoginEndsServe() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let base = try DatabaseURL(parsing: try #require(harness.processEnvironment["DATABASE_URL"]))
+            var absentReplica = base
+            absentReplica.database = "storekeeper_absent_replica_\(UInt32.random(in: 0...UInt32.max))"
+            var serving = harness.processEnvironment
+            serving["STOREKEEPER_REPLICA_URL"] = absentReplica.urlString
+            serving["STOREKEEPER_PORT"] = String(try PrivateCluster.freePort())
+            let (status, output) = try await TestProcess.run("storekeeper", ["serve"], environment: serving)
+            #expect(status == 1, "\(output)")
+            let lines = output.split(separator: "\n").filter { $0.hasPrefix("storekeeper: ") }
+            #expect(lines.count == 1, "\(output)")
+            #expect(
+                lines.first?.contains(
+                    "storekeeper: the database refused the login of STOREKEEPER_REPLICA_URL (\(absentReplica)): database \"\(absentReplica.database)\" does not exist"
+                ) == true, "\(output)")
+        }
+    }
 }

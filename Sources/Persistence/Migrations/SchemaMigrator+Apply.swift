@@ -66,7 +66,7 @@ extension SchemaMigrator {
     /// SQLSTATE 42501, and what it most often means here: an application role without CREATE or ownership
     /// (docs/operations.md, "A separate application role").
     public static let insufficientPrivilege = "42501"
-    public static let ownerHint = " (storekeeper migrate must run as the role that owns the database and its tables, not the application's)"
+    static let ownerHint = " (storekeeper migrate must run as the role that owns the database and its tables, not the application's)"
 
     func setLockTimeout(_ timeout: Duration, on connection: PostgresConnection) async throws {
         try await connection.query(PostgresQuery(unsafeSQL: "SET lock_timeout = \(LockPolicy.milliseconds(timeout))"), logger: logger)
