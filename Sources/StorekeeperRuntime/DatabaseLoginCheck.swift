@@ -1,27 +1,46 @@
 import Logging
 import ServiceLifecycle
 
-/// Ends a starting `serve` or `work` with one line when the database refuses `DATABASE_URL`'s login (or `serve`'s
-/// replica `STOREKEEPER_REPLICA_URL`'s, whose refusal otherwise left every status read on the primary with one line
-/// of the position tracker's) for a reason no retry changes: a password or role refused, a database that does not exist, an authentication or TLS setting the two
-/// sides do not share. The pool retries such a login for good and readiness says only "database unreachable": the
-/// process would run, not ready and not saying why, until an operator read `/readyz` (helper-143). A refusal must last
-/// ``refusalWindow``, every login in it refused, before the process ends: a pooler or a database being restored can
-/// refuse for a moment what it accepts after. A server not reached yet (down, starting up) is waited for, and said so.
-/// Once a login is accepted the check is done and lives until the group shuts down (a service returning early would
-/// end the process).
+/// Checks at start that the database accepts a URL's login, and says so in one line when it refuses it for a reason
+/// no retry changes: a password or role refused, a database that does not exist, an authentication or TLS setting the
+/// two sides do not share. A refusal must last ``refusalWindow``, every login in it refused, before it counts: a pooler
+/// or a database being restored can refuse for a moment what it accepts after. A server not reached yet (down,
+/// starting up) is waited for, and said so. Once a login is accepted the check is done and lives until the group shuts
+/// down (a service returning early would end the process).
+///
+/// `DATABASE_URL`'s refusal ends a starting `serve` or `work`: the pool retries such a login for good and readiness
+/// says only "database unreachable", so the process would run, not ready and not saying why, until an operator read
+/// `/readyz` (helper-143). `STOREKEEPER_REPLICA_URL`'s is reported instead (``OnRefusal/report(meanwhile:)``): `serve` answers
+/// from the primary without the replica, and a process that ended for it would end after `/readyz` had said ready — a
+/// rollout with a wrong replica URL would replace every `serve` with one that exits — or, the replica coming back
+/// from an outage before it has replayed a password change, every running `serve` at once (helper-151).
 public struct DatabaseLoginCheck: Service {
-    /// How long every login must be refused before the process ends.
+    /// What a refusal for good does.
+    public enum OnRefusal: Sendable {
+        /// Ends the process with the reason (exit 1).
+        case end
+        /// Logs the reason as an error, followed by `meanwhile` (what the process does without the database), and asks
+        /// again every ``reportedRetryInterval`` until the login is accepted.
+        case report(meanwhile: String)
+
+        var ends: Bool { if case .end = self { true } else { false } }
+    }
+
+    /// How long every login must be refused before the refusal counts.
     static let refusalWindow = Duration.seconds(10)
     static let retryInterval = Duration.seconds(2)
+    /// After a refusal was reported: each try is a failed login in the server's own log.
+    static let reportedRetryInterval = Duration.seconds(60)
     let url: DatabaseURL
     /// The setting the URL came from, as the log names it.
     let variable: String
+    let onRefusal: OnRefusal
     let logger: Logger
 
-    public init(url: DatabaseURL, variable: String = "DATABASE_URL", logger: Logger) {
+    public init(url: DatabaseURL, variable: String = "DATABASE_URL", onRefusal: OnRefusal = .end, logger: Logger) {
         self.url = url
         self.variable = variable
+        self.onRefusal = onRefusal
         self.logger = logger
     }
 
@@ -35,36 +54,49 @@ public struct DatabaseLoginCheck: Service {
         // Each said on its own: a refusal after an unreached spell (a database restarting with a changed password) is
         // said at once, as is an unreached database after a refusal.
         var refusalSaid = false
+        var refusalReported = false
         var unreachedSaid: ContinuousClock.Instant?
         while !Task.isCancelled {
             let outcome = await url.login(logger: logger)
+            // A login cut short by the shutdown is neither refused nor unreached.
+            if Task.isCancelled { return }
             let now = ContinuousClock.now
             switch outcome {
             case .accepted:
+                if refusalReported { logger.notice("the database accepts the login of \(variable) now", metadata: ["url": "\(url)"]) }
                 return
             case .refused(let reason):
                 let since = refusedSince ?? now
                 refusedSince = since
-                if now - since >= Self.refusalWindow {
+                if now - since >= Self.refusalWindow, !refusalReported {
                     let message = "the database refused the login of \(variable) (\(url)): \(reason)"
-                    logger.critical("\(message)")
-                    throw CommandFailure(message)
+                    switch onRefusal {
+                    case .end:
+                        logger.critical("\(message)")
+                        throw CommandFailure(message)
+                    case .report(let meanwhile):
+                        logger.error("\(message); \(meanwhile)")
+                        refusalReported = true
+                    }
                 }
                 if !refusalSaid {
-                    logger.warning("the database refuses the login of \(variable); asking again before giving up", metadata: ["reason": "\(reason)"])
+                    logger.warning(
+                        "the database refuses the login of \(variable); asking again\(onRefusal.ends ? " before giving up" : "")",
+                        metadata: ["reason": "\(reason)"])
                     refusalSaid = true
                 }
             case .unreached(let reason):
-                (refusedSince, refusalSaid) = (nil, false)
-                // Said at once and then every half minute: a process not ready says why in its own log.
-                if unreachedSaid.map({ now - $0 >= .seconds(30) }) ?? true {
+                (refusedSince, refusalSaid, refusalReported) = (nil, false, false)
+                // Said at once and then every half minute: a process not ready says why in its own log. A replica not
+                // reached leaves `serve` ready, and its position tracker says so: once is enough.
+                if unreachedSaid.map({ onRefusal.ends && now - $0 >= .seconds(30) }) ?? true {
                     logger.warning(
-                        "the database is not reached yet; waiting for it",
+                        onRefusal.ends ? "the database is not reached yet; waiting for it" : "the database of \(variable) is not reached yet",
                         metadata: ["variable": "\(variable)", "url": "\(url)", "reason": "\(reason)"])
                     unreachedSaid = now
                 }
             }
-            try? await Task.sleep(for: Self.retryInterval)
+            try? await Task.sleep(for: refusalReported ? Self.reportedRetryInterval : Self.retryInterval)
         }
     }
 }

@@ -52,8 +52,9 @@ public enum StorekeeperProcess {
                 if let url = components.configuration.replicaURL {
                     services.append(
                         .init(
-                            service: DatabaseLoginCheck(url: url, variable: "STOREKEEPER_REPLICA_URL", logger: logger),
-                            failureTerminationBehavior: .gracefullyShutdownGroup))
+                            service: DatabaseLoginCheck(
+                                url: url, variable: "STOREKEEPER_REPLICA_URL",
+                                onRefusal: .report(meanwhile: "status reads stay on DATABASE_URL until it is fixed"), logger: logger)))
                 }
                 // The replica has its own max_connections and its own clients (other serves, reports): the primary's
                 // check sees neither.
