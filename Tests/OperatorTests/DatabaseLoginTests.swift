@@ -18,10 +18,8 @@ struct DatabaseLoginTests {
     )
     func refusedLoginEndsTheProcess() async throws {
         try await StorekeeperHarness.run(worker: false) { harness in
-            let base = try DatabaseURL(parsing: try #require(harness.processEnvironment["DATABASE_URL"]))
-
-            var absentDatabase = base
-            absentDatabase.database = "storekeeper_absent_\(UInt32.random(in: 0...UInt32.max))"
+            let base = try Self.databaseURL(of: harness)
+            var absentDatabase = Self.absentDatabase(of: base)
             // The test cluster trusts local logins and never asks for it: it is here to be looked for in the output.
             absentDatabase.password = "hunter2-never-echoed"
             var serving = harness.processEnvironment
@@ -60,11 +58,7 @@ struct DatabaseLoginTests {
             var unreached = base
             unreached.host = "127.0.0.1"
             unreached.port = try PrivateCluster.freePort()
-            var waiting = harness.processEnvironment
-            waiting["DATABASE_URL"] = unreached.urlString
-            let port = try PrivateCluster.freePort()
-            waiting["STOREKEEPER_PORT"] = String(port)
-            let early = try TestProcess("storekeeper", arguments: ["serve"], environment: waiting)
+            let (early, port) = try Self.serve(harness, setting: "DATABASE_URL", to: unreached)
             defer { early.signal(SIGKILL) }
             try await eventually(timeout: .seconds(60), "serve to answer /readyz 503") {
                 (try? await ErasureKeyTests.request(port: port, "GET", "/readyz"))?.0 == 503
@@ -78,6 +72,27 @@ struct DatabaseLoginTests {
         }
     }
 
+    /// The harness's `DATABASE_URL`.
+    static func databaseURL(of harness: StorekeeperHarness) throws -> DatabaseURL {
+        try DatabaseURL(parsing: try #require(harness.processEnvironment["DATABASE_URL"]))
+    }
+
+    /// `url` naming a database its server does not have.
+    static func absentDatabase(of url: DatabaseURL) -> DatabaseURL {
+        var absent = url
+        absent.database = "storekeeper_absent_\(UInt32.random(in: 0...UInt32.max))"
+        return absent
+    }
+
+    /// A `serve` process with the harness's settings but `variable` set to `url`, on a free port.
+    static func serve(_ harness: StorekeeperHarness, setting variable: String, to url: DatabaseURL) throws -> (TestProcess, Int) {
+        var environment = harness.processEnvironment
+        environment[variable] = url.urlString
+        let port = try PrivateCluster.freePort()
+        environment["STOREKEEPER_PORT"] = String(port)
+        return (try TestProcess("storekeeper", arguments: ["serve"], environment: environment), port)
+    }
+
     /// A replica URL with a login the server refuses (here a database that does not exist) is reported, not fatal:
     /// before, `serve` said nothing but a deadline in its position tracker's line; ending the process instead would
     /// end it after `/readyz` had said ready (a rollout replacing every `serve` with one that exits: helper-151).
@@ -86,14 +101,8 @@ struct DatabaseLoginTests {
     )
     func refusedReplicaLoginIsReported() async throws {
         try await StorekeeperHarness.run(worker: false) { harness in
-            let base = try DatabaseURL(parsing: try #require(harness.processEnvironment["DATABASE_URL"]))
-            var absentReplica = base
-            absentReplica.database = "storekeeper_absent_replica_\(UInt32.random(in: 0...UInt32.max))"
-            var serving = harness.processEnvironment
-            serving["STOREKEEPER_REPLICA_URL"] = absentReplica.urlString
-            let port = try PrivateCluster.freePort()
-            serving["STOREKEEPER_PORT"] = String(port)
-            let serve = try TestProcess("storekeeper", arguments: ["serve"], environment: serving)
+            let absentReplica = Self.absentDatabase(of: try Self.databaseURL(of: harness))
+            let (serve, port) = try Self.serve(harness, setting: "STOREKEEPER_REPLICA_URL", to: absentReplica)
             defer { serve.signal(SIGKILL) }
             // The log line is JSON: the server's quotes around the name come escaped.
             let reported = [
