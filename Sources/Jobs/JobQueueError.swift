@@ -10,6 +10,8 @@ public struct JobQueueError: Error, Sendable, Equatable, CustomStringConvertible
         case timedOut
         /// A stored job holds what the queue never writes (an unknown state).
         case corruptJob
+        /// A step of the claim loop was given up because the worker is stopping.
+        case stopping
     }
 
     public let code: Code

@@ -17,6 +17,8 @@ extension JobWorker {
                 let prune = ContinuousClock.now - lastPrune > .seconds(60)
                 if try await withDeadline(Self.databaseTimeout, { try await self.maintain(host: host, prune: prune) }) { lastPrune = .now }
             } catch {
+                // Cancelled by the stop: not a failure to report.
+                if Task.isCancelled { return }
                 logger.warning("maintenance failed", metadata: ["error": "\(String(reflecting: error))"])
             }
         }

@@ -102,16 +102,8 @@ public final class JobWorker: Service, Sendable {
             }
             group.cancelAll()
         }
-        // Jobs cancelled at the grace's end could not record their outcome: they are released now, and the worker
-        // deregistered, from a task of its own (this one may be cancelled by then, which would start nothing).
-        let released = await Task { [queue, id] in
-            let released = try? await withDeadline(Self.databaseTimeout) { try await queue.releaseRunningJobs(of: id) }
-            _ = try? await withDeadline(Self.databaseTimeout) { try await queue.deregister(workerID: id) }
-            return released ?? 0
-        }.value
-        if released > 0 {
-            logger.warning("worker stopped with jobs unfinished; released them", metadata: ["jobs.released": "\(released)"])
-        }
+        // Jobs cancelled at the grace's end could not record their outcome: they are released now.
+        await releaseAtStop()
         logger.info("worker stopped")
     }
 
@@ -132,7 +124,7 @@ public final class JobWorker: Service, Sendable {
                 do {
                     // A claim whose answer is lost to the deadline is released by the maintenance loop after
                     // `orphanGrace`.
-                    let jobs = try await withDeadline(Self.databaseTimeout) { [queue, id] in try await queue.claim(limit: free, workerID: id) }
+                    let jobs = try await claimLoopStep { [queue, id] in try await queue.claim(limit: free, workerID: id) }
                     claimedFull = jobs.count == free
                     backlog = claimedFull
                     for batch in transactionBatches(of: jobs) {
@@ -163,7 +155,7 @@ public final class JobWorker: Service, Sendable {
 
     /// How long to wait for a wake-up: until the next delayed job is due, at most the poll interval.
     private func idleWait(free: Int, claimStarted: Date) async -> Duration {
-        guard free > 0, let next = try? await withDeadline(Self.databaseTimeout, { [queue] in try await queue.nextRunAt() }) else {
+        guard free > 0, !Task.isShuttingDownGracefully, let next = try? await claimLoopStep({ [queue] in try await queue.nextRunAt() }) else {
             return options.pollInterval
         }
         let seconds = next.timeIntervalSinceNow

@@ -160,4 +160,36 @@ struct DatabaseDownTests {
             }
         }
     }
+
+    @Test(
+        "a work process whose database went away stops on SIGTERM within the claim's grace and the stop steps' 5 s, not the service group's 30 s: exit 0, saying its jobs were not released and who rescues them"
+    )
+    func workStopsWithoutItsDatabase() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sk-down-\(UUID().uuidString.prefix(8))")
+        let cluster = try PrivateCluster(directory: directory)
+        defer {
+            cluster.stop(immediately: true)
+            try? FileManager.default.removeItem(at: directory)
+        }
+        let database = try cluster.start()
+        try await StorekeeperHarness.run(worker: false, database: database) { harness in
+            let work = try TestProcess("storekeeper", arguments: ["work"], environment: harness.processEnvironment)
+            defer { work.signal(SIGKILL) }
+            try await eventually(timeout: .seconds(60), "the worker to start") { work.text.contains("worker started") }
+            cluster.stop()
+            // Its claims now wait for a connection the pool cannot open.
+            try await eventually(timeout: .seconds(30), "work to find the database gone") { work.text.contains("Connection creation failed") }
+            let stopping = ContinuousClock.now
+            work.signal(SIGTERM)
+            // Before: 30.1 s, every claim waiting out its 15-s deadline and the stop cut by the group's grace. Now
+            // about 6 s (1 s + 5 s); the bound leaves a loaded machine room and stays below the 30 s.
+            let status = await work.waitForExit(timeout: .seconds(20))
+            print("DatabaseDownTests: work without its database stopped \(ContinuousClock.now - stopping) after SIGTERM")
+            #expect(status == 0, "exit \(status.map { "\($0)" } ?? "none: running 20 s after SIGTERM"): \(work.text.suffix(3000))")
+            #expect(work.text.contains("worker stopped without releasing its jobs or deregistering"), "\(work.text.suffix(3000))")
+            #expect(!work.text.contains("\"maintenance failed\""), "a stop's cancellation is not a failure: \(work.text.suffix(3000))")
+            // Back for the harness's own checks at its end.
+            _ = try cluster.start(port: database.port)
+        }
+    }
 }
