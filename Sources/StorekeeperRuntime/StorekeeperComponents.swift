@@ -440,6 +440,16 @@ public struct StorekeeperComponents: Sendable {
         replica.map { ReplicaPositionTracker(primary: client, replica: $0, cache: statusCache, logger: logger) }
     }
 
+    /// Checks at start that the replica accepts `STOREKEEPER_REPLICA_URL`'s login; a refusal is reported, not fatal
+    /// (``DatabaseLoginCheck``): status reads stay on the primary.
+    public func replicaLoginCheck() -> DatabaseLoginCheck? {
+        configuration.replicaURL.map {
+            DatabaseLoginCheck(
+                url: $0, variable: "STOREKEEPER_REPLICA_URL", onRefusal: .report(meanwhile: "status reads stay on DATABASE_URL until it is fixed"),
+                logger: logger)
+        }
+    }
+
     /// The Notification History reader that feeds the intake.
     public func backfill(_ serverAPI: AppStoreServerClient) -> NotificationHistoryBackfill {
         NotificationHistoryBackfill(

@@ -49,13 +49,7 @@ public enum StorekeeperProcess {
         if roles.contains(.serve) {
             if let replica = components.replica, let tracker = components.replicaPositionTracker() {
                 services.append(.init(service: DatabasePoolService(running: await replica.startRunning(), logger: logger)))
-                if let url = components.configuration.replicaURL {
-                    services.append(
-                        .init(
-                            service: DatabaseLoginCheck(
-                                url: url, variable: "STOREKEEPER_REPLICA_URL",
-                                onRefusal: .report(meanwhile: "status reads stay on DATABASE_URL until it is fixed"), logger: logger)))
-                }
+                if let login = components.replicaLoginCheck() { services.append(.init(service: login)) }
                 // The replica has its own max_connections and its own clients (other serves, reports): the primary's
                 // check sees neither.
                 services.append(
