@@ -22,7 +22,7 @@ public func withDeadline<Result: Sendable>(
             // A `DeadlineTimer`, not a sleeping task: a cancelled `Task.sleep` keeps its task and timer allocated until
             // the sleep's original deadline, so every call would hold memory for the whole `timeout`.
             let timer = DeadlineTimer(after: timeout) {
-                outcome.resume(with: .failure(DeadlineExceeded()))
+                outcome.resume(with: .failure(DeadlineExceeded(timeout: timeout)))
                 work.cancel()
             }
             outcome.whenOperationEnds { timer.cancel() }
@@ -32,8 +32,16 @@ public func withDeadline<Result: Sendable>(
     }
 }
 
-/// Thrown by ``withDeadline(_:_:)`` when the operation did not finish in time.
-public struct DeadlineExceeded: Error {}
+/// Thrown by ``withDeadline(_:_:)`` when the operation did not finish in time. Logs show it in words, with the
+/// timeout (operators read it where a replica or the database does not answer), not as the type's name.
+public struct DeadlineExceeded: Error, CustomStringConvertible {
+    /// The deadline the operation did not finish within.
+    public let timeout: Duration
+
+    package init(timeout: Duration) { self.timeout = timeout }
+
+    public var description: String { "not answered within \(timeout)" }
+}
 
 /// Resumes a continuation with whichever outcome comes first; later ones are dropped. It also runs a clean-up once
 /// the operation behind it has ended, which may be after the continuation was resumed (a deadline or a cancelled

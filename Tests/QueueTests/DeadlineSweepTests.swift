@@ -103,15 +103,19 @@ struct DeadlineSweepTests {
         #expect(fired.times(of: "own").isEmpty)
     }
 
-    @Test("withDeadline of a second or more: an operation that outlasts it fails with DeadlineExceeded and is cancelled")
+    @Test(
+        "withDeadline of a second or more: an operation that outlasts it fails with DeadlineExceeded, logged as \"not answered within 1.0 seconds\", and is cancelled"
+    )
     func longDeadline() async throws {
         let cancelled = Mutex(false)
         let start = ContinuousClock.now
-        await #expect(throws: DeadlineExceeded.self) {
+        let error = await #expect(throws: DeadlineExceeded.self) {
             try await withDeadline(.seconds(1)) {
                 do { try await Task.sleep(for: .seconds(30)) } catch { cancelled.withLock { $0 = true } }
             }
         }
+        // As logs show it (`String(reflecting:)`): in words, with the timeout.
+        #expect(error.map { String(reflecting: $0) } == "not answered within 1.0 seconds")
         #expect(ContinuousClock.now - start >= .seconds(1))
         try await eventually("the operation was cancelled") { cancelled.withLock { $0 } }
         #expect(try await withDeadline(.seconds(1)) { 42 } == 42)
