@@ -50,7 +50,7 @@ extension DatabaseURL {
         } catch let error as PSQLError {
             switch error.code {
             case .sslUnsupported: return .refused("the server does not offer TLS, which sslmode=require asks for")
-            case .authMechanismRequiresPassword: return .refused("the server asks for a password, and DATABASE_URL has none")
+            case .authMechanismRequiresPassword: return .refused("the server asks for a password, and the URL has none")
             case .unsupportedAuthMechanism: return .refused("the server asks for an authentication method this client does not support")
             case .saslError: return .refused("the password exchange (SCRAM) failed: \(error.underlying.map { "\($0)" } ?? "no detail")")
             default: break

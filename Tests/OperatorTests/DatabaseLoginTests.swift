@@ -1,8 +1,10 @@
 import Foundation
-import StorekeeperRuntime
+import Logging
+import PostgresNIO
 import Testing
 
 @testable import IntegrationSupport
+@testable import StorekeeperRuntime
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -118,6 +120,46 @@ struct DatabaseLoginTests {
             #expect(serve.text.components(separatedBy: "the database refused the login").count == 2, "reported once: \(serve.text)")
             serve.signal(SIGTERM)
             #expect(await serve.waitForExit(timeout: .seconds(30)) == 0, "\(serve.text)")
+        }
+    }
+
+    /// A refusal reported, then fixed in part: the operator creates the role the URL names, and the database it names
+    /// is still missing. Before, the first reason stayed the only one said until the login was accepted.
+    @Test(
+        "a reported refusal whose reason changes (the role created, its database not yet) is reported again with the new reason; once accepted, that is said"
+    )
+    func changedRefusalIsReportedAgain() async throws {
+        let admin = try TestDatabase.adminURL()
+        let suffix = UInt32.random(in: 0...UInt32.max)
+        let url = DatabaseURL(
+            host: admin.host, port: admin.port, username: "storekeeper_login_\(suffix)", password: nil, database: "storekeeper_login_\(suffix)",
+            tlsMode: admin.tlsMode)
+        let records = LogRecords()
+        let logger = Logger(label: "login") { _ in RecordingLogHandler(records: records) }
+        let timing = DatabaseLoginCheck.Timing(
+            refusalWindow: .milliseconds(200), retryInterval: .milliseconds(100), reportedRetryInterval: .milliseconds(300))
+        let check = DatabaseLoginCheck(
+            url: url, variable: "STOREKEEPER_REPLICA_URL", onRefusal: .report(meanwhile: "status reads stay on DATABASE_URL"), timing: timing,
+            logger: logger)
+        let running = Task { try await check.run() }
+        defer { running.cancel() }
+        try await PostgresClient.withRunning(admin.clientConfiguration(maximumConnections: 1), logger: TestDatabase.logger) { client in
+            // The test cluster is thrown away after the run: a failure leaves the role and database to it.
+            let prefix = "the database refused the login of STOREKEEPER_REPLICA_URL (\(url)): "
+            try await eventually(timeout: .seconds(30), "the missing role reported") {
+                records.messages(at: .error) == [prefix + "role \"\(url.username)\" does not exist; status reads stay on DATABASE_URL"]
+            }
+            try await client.query("CREATE ROLE \(unescaped: url.username) LOGIN", logger: TestDatabase.logger)
+            try await eventually(timeout: .seconds(30), "the missing database reported in its turn") {
+                records.messages(at: .error).last == prefix + "database \"\(url.database)\" does not exist; status reads stay on DATABASE_URL"
+            }
+            #expect(records.messages(at: .error).count == 2, "each reason once: \(records.messages(at: .error))")
+            try await client.query("CREATE DATABASE \(unescaped: url.database)", logger: TestDatabase.logger)
+            try await eventually(timeout: .seconds(30), "the login accepted, and said") {
+                records.messages(at: .notice) == ["the database accepts the login of STOREKEEPER_REPLICA_URL now"]
+            }
+            try await client.query("DROP DATABASE \(unescaped: url.database) WITH (FORCE)", logger: TestDatabase.logger)
+            try await client.query("DROP ROLE \(unescaped: url.username)", logger: TestDatabase.logger)
         }
     }
 }
