@@ -3,10 +3,10 @@ import ServiceLifecycle
 
 /// Checks at start that the database accepts a URL's login, and says so in one line when it refuses it for a reason
 /// no retry changes: a password or role refused, a database that does not exist, an authentication or TLS setting the
-/// two sides do not share. A refusal must last ``Timing/refusalWindow`` (10 s), every login in it refused, before it counts: a pooler
-/// or a database being restored can refuse for a moment what it accepts after. A server not reached yet (down,
-/// starting up) is waited for, and said so. Once a login is accepted the check is done and lives until the group shuts
-/// down (a service returning early would end the process).
+/// two sides do not share. A refusal must last ``Timing/refusalWindow`` (10 s), every login in it refused, before it
+/// counts: a pooler or a database being restored can refuse for a moment what it accepts after. A server not reached
+/// yet (down, starting up) is waited for, and said so. Once a login is accepted the check is done and lives until the
+/// group shuts down (a service returning early would end the process).
 ///
 /// `DATABASE_URL`'s refusal ends a starting `serve` or `work`: the pool retries such a login for good and readiness
 /// says only "database unreachable", so the process would run, not ready and not saying why, until an operator read
@@ -20,7 +20,8 @@ public struct DatabaseLoginCheck: Service {
         /// Ends the process with the reason (exit 1).
         case end
         /// Logs the reason as an error, followed by `meanwhile` (what the process does without the database), and asks
-        /// again every ``Timing/reportedRetryInterval`` (a minute) until the login is accepted; a refusal for another reason is reported in its turn.
+        /// again every ``Timing/reportedRetryInterval`` (a minute) until the login is accepted; a refusal for another
+        /// reason is reported in its turn.
         case report(meanwhile: String)
 
         var ends: Bool { if case .end = self { true } else { false } }
