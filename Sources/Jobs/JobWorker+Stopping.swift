@@ -54,7 +54,7 @@ extension JobWorker {
             break
         case .failure(let error):
             logger.warning(
-                "worker stopped without releasing its jobs or deregistering: the database did not answer within \(Self.stopStepsTimeout); another worker rescues its jobs once its heartbeat is \(options.rescueAfter) old",
+                "worker stopped without releasing its jobs or deregistering; another worker rescues its jobs once its heartbeat is \(options.rescueAfter) old",
                 metadata: ["error": "\(String(reflecting: error))"])
         }
     }

@@ -135,6 +135,8 @@ public final class JobWorker: Service, Sendable {
                             self.wakeUp.signal()
                         }
                     }
+                } catch let error as JobQueueError where error.code == .stopping {
+                    logger.info("claim given up: the worker is stopping", metadata: ["error": "\(error)"])
                 } catch {
                     logger.warning("claim failed", metadata: ["error": "\(String(reflecting: error))"])
                 }
@@ -206,6 +208,11 @@ public final class JobWorker: Service, Sendable {
         do {
             return try await withDeadline(Self.databaseTimeout) { try await self.record(error, of: job, logger: logger) }
         } catch {
+            // Cancelled at the stop's grace: the stop releases it (`releaseAtStop`), recording the attempt.
+            if Task.isCancelled {
+                logger.info("job cancelled by the stop; released with the worker's other jobs")
+                return .failed
+            }
             // The job stays running under this worker's id; the maintenance loop releases it after `orphanGrace`.
             logger.error("could not record job outcome", metadata: ["error": "\(String(reflecting: error))"])
             return .failed

@@ -36,6 +36,8 @@ extension PostgresClient {
         pool.cancel()
         do {
             try await withDeadline(closeTimeout) { await pool.value }
+        } catch is CancellationError {
+            logger.warning("the stop's grace ran out before the database pool closed; going on without it")
         } catch {
             logger.warning("the database pool did not close within \(closeTimeout); going on without it")
         }

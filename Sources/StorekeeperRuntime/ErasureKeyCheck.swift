@@ -3,6 +3,7 @@ import Logging
 import Persistence
 import PostgresNIO
 import ServiceLifecycle
+import StatementFencing
 
 /// Holds a process to the `STOREKEEPER_ERASURE_KEY` accounts were erased under (sql/0067), once the database answers,
 /// and again every ``interval`` while it runs: a process started before the first erasure recorded the key, with
@@ -15,6 +16,8 @@ public struct ErasureKeyCheck: Service {
     /// time (a statement more on every first purchase's apply): what a process of another key files in this window
     /// after the first erasure is what it would have filed before it.
     static let interval = Duration.seconds(10)
+    /// How long one check may wait for the database before it counts as not answered.
+    static let statementTimeout = Duration.seconds(15)
 
     let client: PostgresClient
     let erased: ErasedAccounts
@@ -50,7 +53,12 @@ public struct ErasureKeyCheck: Service {
         var attempt = 0
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
-                try await client.withFencedConnection { try await erased.confirmKey(recording: true, at: clock(), on: $0) }
+                // Under a deadline: a database that holds the connection open without answering (stalled, or the
+                // fingerprint's row locked) would otherwise keep the check — and a stop, which waits for it — until it
+                // answers; cancelled, the deadline returns at once.
+                try await withDeadline(Self.statementTimeout) {
+                    try await client.withFencedConnection { try await erased.confirmKey(recording: true, at: clock(), on: $0) }
+                }
                 return
             } catch let error as PersistenceError where error.code == .erasureKeyDiffers {
                 logger.critical("\(error.message)")

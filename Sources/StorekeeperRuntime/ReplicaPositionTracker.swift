@@ -17,6 +17,9 @@ import StatementFencing
 public struct ReplicaPositionTracker: Service {
     let primary: PostgresClient
     let replica: PostgresClient
+    /// The replica's URL, for a login of its own when its position cannot be read: the pool's failure says only that
+    /// nothing answered in time, whether the replica is down, refuses the login or is stalled.
+    let replicaURL: DatabaseURL?
     let cache: AccountStatusCache
     let logger: Logger
     /// How often positions are read: a change's reads go to the primary for at most about this long past the
@@ -25,9 +28,10 @@ public struct ReplicaPositionTracker: Service {
     /// A position read slower than this counts as failed.
     static let deadline: Duration = .seconds(1)
 
-    public init(primary: PostgresClient, replica: PostgresClient, cache: AccountStatusCache, logger: Logger) {
+    public init(primary: PostgresClient, replica: PostgresClient, replicaURL: DatabaseURL? = nil, cache: AccountStatusCache, logger: Logger) {
         self.primary = primary
         self.replica = replica
+        self.replicaURL = replicaURL
         self.cache = cache
         self.logger = logger
     }
@@ -67,14 +71,26 @@ public struct ReplicaPositionTracker: Service {
                     cache.replicaPositions { $0.replicaUnavailable() }
                     up.record(0)
                     if replicaFailing != true {
+                        let cause = await diagnosis(of: error)
                         logger.warning(
-                            "cannot read the read replica's replay position; status reads go to the primary",
+                            "cannot read the read replica's replay position (\(cause)); status reads go to the primary",
                             metadata: ["error": "\(String(reflecting: error))"])
                     }
                     replicaFailing = true
                 }
                 try? await Task.sleep(for: interval)
             }
+        }
+    }
+
+    /// What a failed read of the replica's position means, in words: for a deadline, what a login of its own finds
+    /// (once a failing spell: a login the replica refuses is a line in its log).
+    private func diagnosis(of error: any Error) async -> String {
+        guard error is DeadlineExceeded, let replicaURL else { return "\(error)" }
+        switch await replicaURL.login(logger: logger) {
+        case .refused(let reason): return "the replica refuses the login of STOREKEEPER_REPLICA_URL: \(reason)"
+        case .unreached(let reason): return "the replica is not reached: \(reason)"
+        case .accepted: return "the replica accepts a login but did not answer within \(Self.deadline): stalled or overloaded"
         }
     }
 

@@ -437,7 +437,9 @@ public struct StorekeeperComponents: Sendable {
     /// Reads the WAL positions that tell which status reads the replica may answer; runs beside `serve` when
     /// `STOREKEEPER_REPLICA_URL` is set.
     public func replicaPositionTracker() -> ReplicaPositionTracker? {
-        replica.map { ReplicaPositionTracker(primary: client, replica: $0, cache: statusCache, logger: logger) }
+        replica.map {
+            ReplicaPositionTracker(primary: client, replica: $0, replicaURL: configuration.replicaURL, cache: statusCache, logger: logger)
+        }
     }
 
     /// Checks at start that the replica accepts `STOREKEEPER_REPLICA_URL`'s login; a refusal is reported, not fatal

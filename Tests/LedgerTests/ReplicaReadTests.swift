@@ -1,5 +1,6 @@
 import Foundation
 import HummingbirdTesting
+import Logging
 import PostgresNIO
 import StorekeeperRuntime
 import Testing
@@ -132,6 +133,33 @@ struct ReplicaReadTests {
                 serve.signal(SIGTERM)
                 #expect(await serve.waitForExit(timeout: .seconds(45)) == 0, "\(serve.text)")
             }
+        }
+    }
+
+    /// helper-152: the tracker's warning said only `not answered within 1.0 seconds` whether the replica was down,
+    /// refused the login (after `serve`'s start, where no check looks any more) or was stalled.
+    @Test(
+        "a replica whose position cannot be read is named with the cause a login of its own finds: here the login refused, with the server's reason"
+    )
+    func trackerNamesTheCause() async throws {
+        try await TestDatabase.withMigratedClient(maximumConnections: 2) { primary in
+            var replicaURL = try TestDatabase.adminURL()
+            replicaURL.database = "storekeeper_absent_\(UInt32.random(in: 0...UInt32.max))"
+            let replica = PostgresClient(configuration: replicaURL.clientConfiguration(maximumConnections: 1), backgroundLogger: TestDatabase.logger)
+            let records = LogRecords()
+            let tracker = ReplicaPositionTracker(
+                primary: primary, replica: replica, replicaURL: replicaURL, cache: AccountStatusCache(replica: true),
+                logger: Logger(label: "tracker") { _ in RecordingLogHandler(records: records) })
+            let running = Task {
+                await withDiscardingTaskGroup { group in
+                    group.addTask { await replica.run() }
+                    group.addTask { try? await tracker.run() }
+                }
+            }
+            defer { running.cancel() }
+            let expected =
+                "cannot read the read replica's replay position (the replica refuses the login of STOREKEEPER_REPLICA_URL: database \"\(replicaURL.database)\" does not exist); status reads go to the primary"
+            try await eventually(timeout: .seconds(30), "the tracker's warning with its cause") { records.messages(at: .warning) == [expected] }
         }
     }
 

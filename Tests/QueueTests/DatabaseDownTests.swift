@@ -192,4 +192,32 @@ struct DatabaseDownTests {
             _ = try cluster.start(port: database.port)
         }
     }
+
+    /// helper-152: a database that holds a connection open without answering kept `work` 30 s after the worker had
+    /// stopped — its erasure-key check, every 10 s, waited on its statement with no deadline, and a stop waits for it.
+    @Test(
+        "a work process whose erasure-key check waits behind a lock stops on SIGTERM within 20 s, not the group's 30 s, exit 0"
+    )
+    func workStopsPastAStalledCheck() async throws {
+        try await StorekeeperHarness.run(worker: false) { harness in
+            let work = try TestProcess("storekeeper", arguments: ["work"], environment: harness.processEnvironment)
+            defer { work.signal(SIGKILL) }
+            try await eventually(timeout: .seconds(60), "the worker to start") { work.text.contains("worker started") }
+            try await harness.client.withConnection { connection in
+                try await connection.query("BEGIN", logger: TestDatabase.logger)
+                try await connection.query("LOCK TABLE erasure_key_fingerprint IN ACCESS EXCLUSIVE MODE", logger: TestDatabase.logger)
+                // The check comes back every 10 s: it waits on the lock once a lock request of another session is.
+                try await eventually(timeout: .seconds(30), "the key check to wait on the lock") {
+                    try await harness.count(
+                        "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'erasure_key_fingerprint'::regclass") > 0
+                }
+                let stopping = ContinuousClock.now
+                work.signal(SIGTERM)
+                let status = await work.waitForExit(timeout: .seconds(20))
+                print("DatabaseDownTests: work with its key check stalled stopped \(ContinuousClock.now - stopping) after SIGTERM")
+                try await connection.query("ROLLBACK", logger: TestDatabase.logger)
+                #expect(status == 0, "exit \(status.map { "\($0)" } ?? "none: running 20 s after SIGTERM"): \(work.text.suffix(3000))")
+            }
+        }
+    }
 }
