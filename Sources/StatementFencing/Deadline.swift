@@ -22,7 +22,7 @@ public func withDeadline<Result: Sendable>(
             // A `DeadlineTimer`, not a sleeping task: a cancelled `Task.sleep` keeps its task and timer allocated until
             // the sleep's original deadline, so every call would hold memory for the whole `timeout`.
             let timer = DeadlineTimer(after: timeout) {
-                outcome.resume(with: .failure(DeadlineExceeded(timeout: timeout)))
+                outcome.resume(with: .failure(DeadlineExceeded()))
                 work.cancel()
             }
             outcome.whenOperationEnds { timer.cancel() }
@@ -32,15 +32,11 @@ public func withDeadline<Result: Sendable>(
     }
 }
 
-/// Thrown by ``withDeadline(_:_:)`` when the operation did not finish in time. Logs show it in words, with the
-/// timeout (operators read it where a replica or the database does not answer), not as the type's name.
+/// Thrown by ``withDeadline(_:_:)`` when the operation did not finish in time. Logs show it in words, not as the
+/// type's name (operators read it where a replica or the database does not answer). It keeps no timeout: the timer's
+/// closure, allocated on every request, would carry it for a deadline that almost never fires.
 public struct DeadlineExceeded: Error, CustomStringConvertible {
-    /// The deadline the operation did not finish within.
-    public let timeout: Duration
-
-    package init(timeout: Duration) { self.timeout = timeout }
-
-    public var description: String { "not answered within \(timeout)" }
+    public var description: String { "not answered within its deadline" }
 }
 
 /// Resumes a continuation with whichever outcome comes first; later ones are dropped. It also runs a clean-up once

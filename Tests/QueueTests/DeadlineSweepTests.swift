@@ -104,7 +104,7 @@ struct DeadlineSweepTests {
     }
 
     @Test(
-        "withDeadline of a second or more: an operation that outlasts it fails with DeadlineExceeded, logged as \"not answered within 1.0 seconds\", and is cancelled"
+        "withDeadline of a second or more: an operation that outlasts it fails with DeadlineExceeded, logged as \"not answered within its deadline\", and is cancelled"
     )
     func longDeadline() async throws {
         let cancelled = Mutex(false)
@@ -114,8 +114,8 @@ struct DeadlineSweepTests {
                 do { try await Task.sleep(for: .seconds(30)) } catch { cancelled.withLock { $0 = true } }
             }
         }
-        // As logs show it (`String(reflecting:)`): in words, with the timeout.
-        #expect(error.map { String(reflecting: $0) } == "not answered within 1.0 seconds")
+        // As logs show it (`String(reflecting:)`): in words.
+        #expect(error.map { String(reflecting: $0) } == "not answered within its deadline")
         #expect(ContinuousClock.now - start >= .seconds(1))
         try await eventually("the operation was cancelled") { cancelled.withLock { $0 } }
         #expect(try await withDeadline(.seconds(1)) { 42 } == 42)
