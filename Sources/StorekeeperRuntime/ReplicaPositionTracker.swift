@@ -19,7 +19,7 @@ public struct ReplicaPositionTracker: Service {
     let replica: PostgresClient
     /// The replica's URL, for a login of its own when its position cannot be read: the pool's failure says only that
     /// nothing answered in time, whether the replica is down, refuses the login or is stalled.
-    let replicaURL: DatabaseURL?
+    let replicaURL: DatabaseURL
     let cache: AccountStatusCache
     let logger: Logger
     /// How often positions are read: a change's reads go to the primary for at most about this long past the
@@ -28,7 +28,7 @@ public struct ReplicaPositionTracker: Service {
     /// A position read slower than this counts as failed.
     static let deadline: Duration = .seconds(1)
 
-    public init(primary: PostgresClient, replica: PostgresClient, replicaURL: DatabaseURL? = nil, cache: AccountStatusCache, logger: Logger) {
+    public init(primary: PostgresClient, replica: PostgresClient, replicaURL: DatabaseURL, cache: AccountStatusCache, logger: Logger) {
         self.primary = primary
         self.replica = replica
         self.replicaURL = replicaURL
@@ -86,7 +86,7 @@ public struct ReplicaPositionTracker: Service {
     /// What a failed read of the replica's position means, in words: for a deadline, what a login of its own finds
     /// (once a failing spell: a login the replica refuses is a line in its log).
     private func diagnosis(of error: any Error) async -> String {
-        guard error is DeadlineExceeded, let replicaURL else { return "\(error)" }
+        guard error is DeadlineExceeded else { return "\(error)" }
         switch await replicaURL.login(logger: logger) {
         case .refused(let reason): return "the replica refuses the login of STOREKEEPER_REPLICA_URL: \(reason)"
         case .unreached(let reason): return "the replica is not reached: \(reason)"

@@ -437,9 +437,8 @@ public struct StorekeeperComponents: Sendable {
     /// Reads the WAL positions that tell which status reads the replica may answer; runs beside `serve` when
     /// `STOREKEEPER_REPLICA_URL` is set.
     public func replicaPositionTracker() -> ReplicaPositionTracker? {
-        replica.map {
-            ReplicaPositionTracker(primary: client, replica: $0, replicaURL: configuration.replicaURL, cache: statusCache, logger: logger)
-        }
+        guard let replica, let url = configuration.replicaURL else { return nil }
+        return ReplicaPositionTracker(primary: client, replica: replica, replicaURL: url, cache: statusCache, logger: logger)
     }
 
     /// Checks at start that the replica accepts `STOREKEEPER_REPLICA_URL`'s login; a refusal is reported, not fatal
