@@ -19,6 +19,8 @@ extension JobWorker {
     }
 
     /// `operation` within ``databaseTimeout``, and given up ``stoppingStepGrace`` after a graceful stop began.
+    /// (ServiceLifecycle's `cancelWhenGracefulShutdown` cancels at the stop's first instant: a claim that would answer
+    /// within the grace is given up, and the jobs it claimed wait for the release instead of running.)
     func claimLoopStep<Value: Sendable>(_ operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
         try await withThrowingTaskGroup(of: StepOutcome<Value>.self) { group in
             group.addTask { .value(try await withDeadline(Self.databaseTimeout, operation)) }
