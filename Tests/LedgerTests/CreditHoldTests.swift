@@ -272,6 +272,40 @@ struct CreditHoldTests {
     }
 
     @Test(
+        "a hold taken while its meter was unlimited is held while it stays so; once the grant ends it keeps nothing out of remaining and counts nothing, and everything remaining can be spent"
+    )
+    func unlimitedHoldOutlivesItsTier() async throws {
+        try await StorekeeperHarness.run(worker: false, environment: Self.environment) { harness in
+            try await harness.withHTTP { client in
+                let account = "was-unlimited-\(UUID().uuidString.prefix(8).lowercased())"
+                // exports: the free month's 3, and 7 topped up.
+                try await Self.topUp(client, account, "exports", 7)
+                let grant = try await Self.post(
+                    client, "/admin/accounts/\(account)/grants", #"{"tier": "pro", "duration": "P7D", "reason": "test"}"#, headers: Self.admin)
+                #expect(grant.status == .created, "\(String(buffer: grant.body))")
+                let held = try await Self.hold(client, account, "exports", 40, key: "while-pro")
+                #expect(held.status == .created, "\(String(buffer: held.body))")
+                #expect(try await Self.held(client, account, "exports") == 40, "held while the meter is unlimited")
+                let ended = try await client.execute(
+                    uri: "/admin/grants/\(try grant.answer(GrantAnswer.self).id)", method: .delete, headers: Self.admin)
+                #expect(ended.status == .ok, "\(String(buffer: ended.body))")
+                // Counted again: the 10 the account was given, none of it held (the hold took from no bucket).
+                let counted = try #require(try await Self.credits(client, account, "exports"))
+                #expect(counted.remaining == 10 && counted.held == 0, "remaining \(String(describing: counted.remaining)), held \(counted.held)")
+                let spent = try await Self.post(
+                    client, "/v1/accounts/\(account)/usage", #"{"meter": "exports", "amount": 10, "idempotencyKey": "all"}"#)
+                #expect(spent.status == .ok, "\(String(buffer: spent.body))")
+                let after = try #require(try await Self.credits(client, account, "exports"))
+                #expect(after.remaining == 0 && after.held == 0, "held + spent + remaining is the 10 given")
+                // Its settle charges what the work cost and deducts nothing, as an unlimited meter's does.
+                let settled = try await Self.post(client, "/v1/holds/\(try held.answer(CreditHoldAnswer.self).id)/settle", #"{"amount": 3}"#)
+                #expect(try settled.status == .ok && settled.answer(CreditHoldAnswer.self).charged == 3, "\(String(buffer: settled.body))")
+                #expect(try await Self.remaining(client, account, "exports") == 0)
+            }
+        }
+    }
+
+    @Test(
         "another process's hold of an unlimited meter (it posts nothing) and its settle reach this process's cached status by NOTIFY, as does a hold written as the release before wrote it"
     )
     func heardFromAnotherProcess() async throws {

@@ -103,7 +103,7 @@ public struct AccountStatusQuery: Sendable {
         AccountStanding.evaluate(
             account: account, subscriptions: inputs.subscriptions, records: inputs.records,
             live: inputs.buckets.filter { $0.bucket.isLive(at: now) }, catalogue: ledger.catalogue, now: now, featureTable: featureTable,
-            held: inputs.held(at: now))
+            held: inputs.held(at: now), heldWithoutBuckets: inputs.heldWithoutBuckets)
     }
 
     /// The replay position of the server `connection` reaches; 0 when it is not a standby in recovery.

@@ -118,9 +118,13 @@ public struct AccountCredits: Sendable, Equatable {
     }
 
     /// The account's credits from its live buckets at `now` — `pending` grants not written yet count as if they were.
+    /// `held` is what open holds took from those buckets; `heldWithoutBuckets` what holds taken while their meter was
+    /// unlimited hold, which took from no bucket: held while the meter is unlimited, and nothing once it is counted
+    /// (they keep nothing out of `remaining`).
     public static func evaluate(
         subscriptions: [SubscriptionState], records: [EntitlementRecord] = [], catalogue: TierCatalogue, live: [LiveBalance],
-        pending: [LedgerOperation] = [], now: Date, tier: (id: String?, allowances: [String: Allowance])? = nil, held: [String: Int64] = [:]
+        pending: [LedgerOperation] = [], now: Date, tier: (id: String?, allowances: [String: Allowance])? = nil, held: [String: Int64] = [:],
+        heldWithoutBuckets: [String: Int64] = [:]
     ) -> AccountCredits {
         let tier = tier ?? effectiveTier(subscriptions, records: records, catalogue: catalogue, at: now)
         var live = live
@@ -141,11 +145,13 @@ public struct AccountCredits: Sendable, Equatable {
             let unlimited = allowance?.isUnlimited == true
             // What a spend can take: every live bucket of the meter, whatever its kind.
             let spendable = buckets.reduce(0) { $0 + max($1.balance, 0) }
+            // Each part is at most Int64.max (sql/0068's sums): their sum is kept there, not trapped.
+            let (held, overflow) = (held[meter.id] ?? 0).addingReportingOverflow(unlimited ? heldWithoutBuckets[meter.id] ?? 0 : 0)
             meters[meter.id] = MeterCredits(
                 remaining: unlimited ? nil : spendable, cycle: cycle, topUp: topUp,
                 resetsAt: (cycle == nil ? nil : cycleBuckets.compactMap(\.bucket.validUntil).min())
                     ?? (daily == nil ? nil : dailyBuckets.compactMap(\.bucket.validUntil).min()),
-                dailyRemaining: daily, unlimited: unlimited, held: held[meter.id] ?? 0)
+                dailyRemaining: daily, unlimited: unlimited, held: overflow ? .max : held)
         }
         return AccountCredits(tier: tier.id, meters: meters)
     }

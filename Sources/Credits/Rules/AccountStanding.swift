@@ -30,10 +30,12 @@ public struct AccountStanding: Sendable, Equatable {
     ///   - records: the account's grants and one-time purchases.
     ///   - live: the account's buckets live at `now`, with balances.
     ///   - featureTable: ``TierCatalogue/featureTable()``, when the caller keeps it (it is resolved otherwise).
-    ///   - held: what each meter has held by open holds.
+    ///   - held: what each meter has held by open holds, of its buckets live at `now`.
+    ///   - heldWithoutBuckets: what each meter's holds taken while it was unlimited hold (they took from no bucket).
     public static func evaluate(
         account: AccountID, subscriptions: [SubscriptionState], records: [EntitlementRecord], live: [AccountCredits.LiveBalance],
-        catalogue: TierCatalogue, now: Date, featureTable: [String: [String: FeatureValue]]? = nil, held: [String: Int64] = [:]
+        catalogue: TierCatalogue, now: Date, featureTable: [String: [String: FeatureValue]]? = nil, held: [String: Int64] = [:],
+        heldWithoutBuckets: [String: Int64] = [:]
     ) -> AccountStanding {
         // Every source evaluated once, for the tier, the credits, the state and the entitlements alike.
         let others = records.map { catalogue.source(of: $0, at: now) }
@@ -42,7 +44,8 @@ public struct AccountStanding: Sendable, Equatable {
         let due = AccountCredits.grantsDue(
             account: account, subscriptions: subscriptions, records: records, catalogue: catalogue, live: live, now: now, tier: tier)
         let credits = AccountCredits.evaluate(
-            subscriptions: subscriptions, records: records, catalogue: catalogue, live: live, pending: due, now: now, tier: tier, held: held)
+            subscriptions: subscriptions, records: records, catalogue: catalogue, live: live, pending: due, now: now, tier: tier, held: held,
+            heldWithoutBuckets: heldWithoutBuckets)
         let status = AccountStatus.evaluate(subscriptions: subscriptions, otherSources: others, hasFreeCredits: credits.hasCredits, now: now)
         return AccountStanding(
             status: status, credits: credits, entitlements: entitlements,

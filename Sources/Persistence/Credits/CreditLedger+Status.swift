@@ -33,19 +33,31 @@ extension CreditLedger {
         /// out of today's: its end lapses those credits.
         public func held(at now: Date) -> [String: Int64] {
             holds.reduce(into: [:]) { held, credits in
-                guard credits.validFrom <= now, credits.validUntil.map({ $0 > now }) ?? true else { return }
+                guard !credits.ofUnlimitedMeter, credits.validFrom <= now, credits.validUntil.map({ $0 > now }) ?? true else { return }
                 held[credits.meter, default: 0] += credits.amount
+            }
+        }
+
+        /// What each meter's holds taken while it was unlimited hold: they took from no bucket, so they keep nothing
+        /// out of `remaining`, and count as held only while the meter is unlimited (``AccountCredits/evaluate``).
+        public var heldWithoutBuckets: [String: Int64] {
+            holds.reduce(into: [:]) { held, credits in
+                if credits.ofUnlimitedMeter { held[credits.meter, default: 0] += credits.amount }
             }
         }
     }
 
-    /// Credits of one meter held out of buckets of one validity (sql/0068); an unlimited meter's holds, which take from
-    /// no bucket, with no end.
+    /// Credits of one meter held out of buckets of one validity (sql/0068); or, ``ofUnlimitedMeter``, the holds of a
+    /// meter taken while it was unlimited, which took from no bucket, with no end (sql/0077).
     public struct HeldCredits: Sendable, Equatable {
         public var meter: String
         public var amount: Int64
         public var validFrom: Date
         public var validUntil: Date?
+        public var ofUnlimitedMeter = false
+
+        /// The key of sql/0077's rows of an unlimited meter's holds; the held credits of buckets have `held:<meter>`.
+        static let unlimitedKeyPrefix = "held-unlimited:"
     }
 
     /// The status inputs of `account`, in one read.
@@ -92,7 +104,8 @@ extension CreditLedger {
                 let base = SubscriptionStore.columnCount
                 let held = try HeldCredits(
                     meter: cells[base + 1].decode(String.self), amount: cells[base + 9].decode(Int64.self),
-                    validFrom: cells[base + 6].decode(Date.self), validUntil: cells[base + 7].decode(Date?.self))
+                    validFrom: cells[base + 6].decode(Date.self), validUntil: cells[base + 7].decode(Date?.self),
+                    ofUnlimitedMeter: cells[base].decode(String.self).hasPrefix(HeldCredits.unlimitedKeyPrefix))
                 inputs[try cells[base + 10].decode(AccountID.self), default: StatusInputs()].holds.append(held)
             } else {
                 let (balance, owner) = try Self.liveBalance(row, at: SubscriptionStore.columnCount)
