@@ -170,6 +170,23 @@ struct RequestHeaderTests {
         }
     }
 
+    @Test("a CONNECT is answered with Connection: close and its connection closed, so the answer NIO writes without a length ends")
+    func connectClosesAfterItsAnswer() async throws {
+        let environment = ["STOREKEEPER_PORT": "0", "STOREKEEPER_HTTP_IDLE_TIMEOUT": "600"]
+        try await StorekeeperHarness.run(worker: false, environment: environment) { harness in
+            try await harness.components.application().test(.live) { client in
+                let port = try #require(client.port)
+                // A tunnel's target (404), and a routed path (405).
+                for target in ["evil.example:443", "/v1/tiers"] {
+                    let connection = try #require(RawConnection(port: port))
+                    connection.send(Array("CONNECT \(target) HTTP/1.1\r\nHost: evil.example:443\r\n\r\n".utf8))
+                    let answer = try await connection.textUntilClosed(timeout: .seconds(10), "the answer to CONNECT \(target) and the close")
+                    #expect(answer.hasPrefix("HTTP/1.1 40") && answer.lowercased().contains("connection: close"), "\(answer)")
+                }
+            }
+        }
+    }
+
     @Test(
         "the Authorization scheme is matched in any case (RFC 9110 §11.1): bearer and BEARER present the key; another scheme, none or no space do not"
     )

@@ -21,22 +21,31 @@ struct UnknownRouteMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
-            let path = Self.segments(request.uri.path)
-            var allowed = Set(Self.preferred(routes.filter { Self.matches($0.segments, path) }).map(\.method.rawValue))
-            // The router answers HEAD wherever GET is routed (`autoGenerateHeadEndpoints`).
-            if allowed.contains("GET") { allowed.insert("HEAD") }
-            guard !allowed.isEmpty else {
-                if let feature = unconfigured.first(where: { Self.matches($0.segments, path) }) {
-                    throw APIError(.notFound, code: .notConfigured, message: feature.hint)
-                }
-                throw APIError(.notFound, code: .notFound, message: "no route \(request.method) \(request.uri.path)")
-            }
-            var refused = APIError(
-                .methodNotAllowed, code: .methodNotAllowed,
-                message: "\(request.method) is not allowed on \(request.uri.path); allowed: \(allowed.sorted().joined(separator: ", "))")
-            refused.headers[.allow] = allowed.sorted().joined(separator: ", ")
-            throw refused
+            var refusal = refusal(request)
+            // No route takes CONNECT, and NIO writes the answer to one without a length (a tunnel's answer has no
+            // body that ends): the close is what ends it for the client (helper-156).
+            refusal.closesConnection = request.method == .connect
+            throw refusal
         }
+    }
+
+    /// Why no route takes `request`.
+    func refusal(_ request: Request) -> APIError {
+        let path = Self.segments(request.uri.path)
+        var allowed = Set(Self.preferred(routes.filter { Self.matches($0.segments, path) }).map(\.method.rawValue))
+        // The router answers HEAD wherever GET is routed (`autoGenerateHeadEndpoints`).
+        if allowed.contains("GET") { allowed.insert("HEAD") }
+        guard !allowed.isEmpty else {
+            if let feature = unconfigured.first(where: { Self.matches($0.segments, path) }) {
+                return APIError(.notFound, code: .notConfigured, message: feature.hint)
+            }
+            return APIError(.notFound, code: .notFound, message: "no route \(request.method) \(request.uri.path)")
+        }
+        var refused = APIError(
+            .methodNotAllowed, code: .methodNotAllowed,
+            message: "\(request.method) is not allowed on \(request.uri.path); allowed: \(allowed.sorted().joined(separator: ", "))")
+        refused.headers[.allow] = allowed.sorted().joined(separator: ", ")
+        return refused
     }
 
     /// The routes the router would choose among: at each segment a literal takes precedence over a parameter (its

@@ -67,7 +67,7 @@ public struct UsageController: Sendable {
         do {
             return Answer(answer: try await withDeadline(databaseTimeout) { try await usage.spend(usageRequest, now: clock()) })
         } catch {
-            context.logger.error("usage could not be recorded", metadata: ["error": "\(String(reflecting: error))"])
+            context.logger.error("usage not confirmed: the spend may still be recorded", metadata: ["error": "\(String(reflecting: error))"])
             // A spend handed to its group commits even when this wait ends first: its outcome is unknown here, and the same
             // key answers what was done.
             throw APIError.unavailable(
